@@ -1,0 +1,318 @@
+/**
+ * The owner's audit chain in SQLite (audit-chain.md §6, §7, §10, §13). `append` runs inside the caller's write
+ * transaction, so a state change and the event that records it commit or roll back together.
+ */
+import { randomBytes } from "node:crypto";
+import { type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";
+import {
+  type ChainRole,
+  type ChainTip,
+  type EventDraft,
+  exportLine,
+  genesisPayload,
+  type SealedEvent,
+  sealEvent,
+} from "../core/chain/event.js";
+import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
+import type { JsonObject } from "../core/crypto/canonical.js";
+import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
+import { type Db, type WriteTx, withWriteTx } from "../store/sqlite.js";
+import { ensureChainSchema } from "./schema.js";
+
+export const CHECKPOINT_EVERY_EVENTS = 1000;
+export const CHECKPOINT_EVERY_MS = 600_000;
+
+interface EventRow {
+  chain_id: string;
+  seq: number;
+  ts: number;
+  prev_hash: string;
+  source: string;
+  kind: string;
+  payload: string;
+  payload_hash: string;
+  hash: string;
+  sig: string;
+}
+
+export function rowToEvent(row: EventRow): SealedEvent {
+  return {
+    seq: row.seq,
+    chain_id: row.chain_id,
+    ts: row.ts,
+    prev_hash: row.prev_hash,
+    source: row.source,
+    kind: row.kind,
+    payload: JSON.parse(row.payload) as JsonObject,
+    payload_hash: row.payload_hash,
+    hash: row.hash,
+    sig: row.sig,
+  };
+}
+
+export class ChainError extends Error {
+  override name = "ChainError";
+}
+
+export type Clock = () => number;
+
+export class Chain {
+  private readonly listeners = new Set<(event: SealedEvent) => void>();
+  private readonly stmts;
+
+  private constructor(
+    private readonly db: Db,
+    private readonly key: SigningKey,
+    readonly chainId: string,
+    readonly role: ChainRole,
+    private readonly clock: Clock,
+  ) {
+    this.stmts = {
+      tip: db.prepare("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
+      insert: db.prepare(
+        "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
+      ),
+      get: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?"),
+      byHash: db.prepare("SELECT * FROM audit_event WHERE hash = ?"),
+      lastCheckpoint: db.prepare("SELECT seq, ts FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
+      insertCheckpoint: db.prepare("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)"),
+    };
+  }
+
+  get ownerKey(): string {
+    return this.key.publicKey;
+  }
+
+  /**
+   * Opens the component's own chain, creating schema and genesis in one transaction on first use. Refuses a
+   * database whose own chain belongs to another key: a component never starts a fresh chain silently.
+   */
+  static open(db: Db, key: SigningKey, role: ChainRole, clock: Clock = Date.now): Chain {
+    const chainId = withWriteTx(db, (tx) => {
+      ensureChainSchema(tx);
+      const own = tx.db.prepare("SELECT chain_id, owner_key, role FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1").get() as
+        | { chain_id: string; owner_key: string; role: string }
+        | undefined;
+      if (own) {
+        if (own.owner_key !== key.publicKey) {
+          throw new ChainError(
+            `this database's audit chain ${own.chain_id} belongs to key ${own.owner_key}, not ${key.publicKey}; use the key file that created it`,
+          );
+        }
+        return own.chain_id;
+      }
+      const id = randomBytes(16).toString("hex");
+      Chain.writeGenesis(tx, key, id, role, clock());
+      return id;
+    });
+    return new Chain(db, key, chainId, role, clock);
+  }
+
+  private static writeGenesis(tx: WriteTx, key: SigningKey, chainId: string, role: ChainRole, nowMs: number, predecessor?: JsonObject): SealedEvent {
+    tx.db.prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,1,?)").run(chainId, key.publicKey, role, nowMs);
+    const payload = genesisPayload({
+      role,
+      ownerKey: key.publicKey,
+      ownerId: nodeIdOf(key.publicKey),
+      ...(predecessor ? { predecessor: predecessor as { chain_id: string; seq: number; hash: string; reason: string } } : {}),
+    });
+    const { event, canonicalPayload } = sealEvent({ chainId, tip: undefined, nowMs, draft: { source: "chain", kind: "chain.genesis", payload }, key });
+    insertEvent(tx, event, canonicalPayload);
+    return event;
+  }
+
+  /**
+   * Starts a new own chain whose genesis names the last verified event of the broken one (`audit reseal`).
+   * The old rows stay as a foreign chain.
+   */
+  static reseal(db: Db, key: SigningKey, role: ChainRole, reason: string, clock: Clock = Date.now): Chain {
+    const chainId = withWriteTx(db, (tx) => {
+      ensureChainSchema(tx);
+      const old = tx.db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string } | undefined;
+      let predecessor: JsonObject | undefined;
+      if (old) {
+        const rows = tx.db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").all(old.chain_id) as EventRow[];
+        const result = verifyEvents(rows.map(rowToEvent), { payloadTextOf: (_e, i) => rows[i]?.payload });
+        const last = result.head ?? { seq: -1, hash: "0".repeat(64) };
+        predecessor = { chain_id: old.chain_id, seq: last.seq, hash: last.hash, reason };
+        tx.db.prepare("UPDATE audit_chain SET own = 0 WHERE chain_id = ?").run(old.chain_id);
+      }
+      const id = randomBytes(16).toString("hex");
+      Chain.writeGenesis(tx, key, id, role, clock(), predecessor);
+      return id;
+    });
+    return new Chain(db, key, chainId, role, clock);
+  }
+
+  /** Appends inside the caller's transaction; the event is announced to listeners only after commit. */
+  append(tx: WriteTx, draft: EventDraft): SealedEvent {
+    if (tx.db !== this.db) throw new ChainError("append must run in a transaction on the chain's own database");
+    const tip = this.stmts.tip.get(this.chainId) as ChainTip | undefined;
+    const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
+    insertEvent(tx, event, canonicalPayload);
+    if (this.listeners.size > 0) tx.afterCommit(() => this.emit(event));
+    const last = this.stmts.lastCheckpoint.get(this.chainId) as { seq: number } | undefined;
+    if (draft.kind !== "chain.checkpoint" && event.seq - (last?.seq ?? 0) >= CHECKPOINT_EVERY_EVENTS) this.checkpoint(tx);
+    return event;
+  }
+
+  /** Convenience: one transaction holding `write` and the event that records it. */
+  record<T>(draft: EventDraft | ((result: T) => EventDraft), write: (tx: WriteTx) => T): { result: T; event: SealedEvent } {
+    return withWriteTx(this.db, (tx) => {
+      const result = write(tx);
+      const event = this.append(tx, typeof draft === "function" ? draft(result) : draft);
+      return { result, event };
+    });
+  }
+
+  /** Signs the current head, stores the checkpoint, and records it in the chain (§10). */
+  checkpoint(tx: WriteTx): SignedCheckpoint {
+    const tip = this.stmts.tip.get(this.chainId) as ChainTip;
+    const cp = signCheckpoint(this.key, { chainId: this.chainId, seq: tip.seq, hash: tip.hash }, Math.max(this.clock(), tip.ts));
+    this.stmts.insertCheckpoint.run(this.chainId, cp.checkpoint.seq, cp.checkpoint.head_hash, cp.checkpoint.ts, cp.sig);
+    this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig } });
+    return cp;
+  }
+
+  /** Writes a checkpoint when events were appended since the last one and it is older than 600 s, or when forced. */
+  checkpointIfDue(force = false): SignedCheckpoint | undefined {
+    return withWriteTx(this.db, (tx) => {
+      const tip = this.stmts.tip.get(this.chainId) as ChainTip;
+      const last = this.stmts.lastCheckpoint.get(this.chainId) as { seq: number; ts: number } | undefined;
+      // The newest event after a checkpoint is its own chain.checkpoint record, which does not count as new.
+      const newEvents = last === undefined ? tip.seq > 0 : tip.seq > last.seq + 1;
+      if (!newEvents) return undefined;
+      if (!force && last && this.clock() - last.ts < CHECKPOINT_EVERY_MS) return undefined;
+      return this.checkpoint(tx);
+    });
+  }
+
+  tip(): ChainTip {
+    return this.stmts.tip.get(this.chainId) as ChainTip;
+  }
+
+  get(seq: number): SealedEvent | undefined {
+    const row = this.stmts.get.get(this.chainId, seq) as EventRow | undefined;
+    return row ? rowToEvent(row) : undefined;
+  }
+
+  byHash(hash: string): SealedEvent | undefined {
+    const row = this.stmts.byHash.get(hash) as EventRow | undefined;
+    return row && row.chain_id === this.chainId ? rowToEvent(row) : undefined;
+  }
+
+  *find(q: { source?: string; kind?: string; phase?: string; fromSeq?: number; toSeq?: number } = {}): Iterable<SealedEvent> {
+    yield* findEvents(this.db, this.chainId, q);
+  }
+
+  /** The last `n` events, oldest first. */
+  tail(n: number): SealedEvent[] {
+    const rows = this.db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(this.chainId, n) as EventRow[];
+    return rows.reverse().map(rowToEvent);
+  }
+
+  checkpoints(): SignedCheckpoint[] {
+    return storedCheckpoints(this.db, this.chainId, this.ownerKey);
+  }
+
+  /** Subscribes to committed events; returns the unsubscribe function. */
+  subscribe(listener: (event: SealedEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(event: SealedEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  /** The start-up check (§7): the stored chain verifies under the owner key, with its stored checkpoints. */
+  verifyStored(): VerifyResult {
+    return verifyStoredChain(this.db, this.chainId, { key: this.ownerKey });
+  }
+
+  exportLines(from = 0, to = Number.MAX_SAFE_INTEGER): Iterable<string> {
+    return exportChainLines(this.db, this.chainId, from, to);
+  }
+}
+
+function insertEvent(tx: WriteTx, event: SealedEvent, canonicalPayload: string): void {
+  tx.db
+    .prepare(
+      "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
+    )
+    .run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
+}
+
+export function* findEvents(
+  db: Db,
+  chainId: string,
+  q: { source?: string; kind?: string; phase?: string; fromSeq?: number; toSeq?: number },
+): Iterable<SealedEvent> {
+  const filters: Array<[string, unknown]> = [["chain_id = ?", chainId]];
+  if (q.source !== undefined) filters.push(["source = ?", q.source]);
+  if (q.kind !== undefined) filters.push(["kind = ?", q.kind]);
+  if (q.phase !== undefined) filters.push(["phase = ?", q.phase]);
+  if (q.fromSeq !== undefined) filters.push(["seq >= ?", q.fromSeq]);
+  if (q.toSeq !== undefined) filters.push(["seq <= ?", q.toSeq]);
+  const where = filters.map(([clause]) => clause);
+  const args = filters.map(([, value]) => value);
+  const stmt = db.prepare(`SELECT * FROM audit_event WHERE ${where.join(" AND ")} ORDER BY seq`);
+  for (const row of stmt.iterate(...args) as Iterable<EventRow>) yield rowToEvent(row);
+}
+
+export function storedCheckpoints(db: Db, chainId: string, ownerKey: string): SignedCheckpoint[] {
+  const rows = db.prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq").all(chainId) as Array<{
+    seq: number;
+    head_hash: string;
+    ts: number;
+    sig: string;
+  }>;
+  return rows.map((r) => ({
+    checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: ownerKey, seq: r.seq, ts: r.ts },
+    sig: r.sig,
+  }));
+}
+
+/** Verifies a chain as stored, checking each stored payload text for canonical form (§8 check 7). */
+export function verifyStoredChain(
+  db: Db,
+  chainId: string,
+  opts: { key?: string; checkpoints?: SignedCheckpoint[]; expectHead?: { seq: number; hash: string } },
+): VerifyResult {
+  const rows = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").iterate(chainId) as Iterable<EventRow>;
+  const texts = new WeakMap<object, string>();
+  function* events(): Iterable<unknown> {
+    for (const row of rows) {
+      let event: unknown;
+      try {
+        event = rowToEvent(row);
+      } catch {
+        // Unparseable stored payload: hand the verifier the raw text so it fails at this seq with payload_hash.
+        event = { ...row, payload: {} };
+      }
+      texts.set(event as object, row.payload);
+      yield event;
+    }
+  }
+  const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined;
+  const stored = owner ? storedCheckpoints(db, chainId, owner.owner_key) : [];
+  return verifyEvents(events(), {
+    ...(opts.key !== undefined ? { key: opts.key } : {}),
+    chainId,
+    checkpoints: [...stored, ...(opts.checkpoints ?? [])],
+    ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
+    payloadTextOf: (item) => texts.get(item as object),
+  });
+}
+
+export function* exportChainLines(db: Db, chainId: string, from: number, to: number): Iterable<string> {
+  for (const event of findEvents(db, chainId, { fromSeq: from, toSeq: to })) yield exportLine(event);
+}
+
+export function listChains(db: Db): Array<{ chain_id: string; owner_key: string; role: string; own: number; events: number }> {
+  return db
+    .prepare(
+      "SELECT c.chain_id, c.owner_key, c.role, c.own, (SELECT COUNT(*) FROM audit_event e WHERE e.chain_id = c.chain_id) AS events FROM audit_chain c ORDER BY c.own DESC, c.created_ms",
+    )
+    .all() as Array<{ chain_id: string; owner_key: string; role: string; own: number; events: number }>;
+}

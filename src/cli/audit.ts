@@ -1,0 +1,253 @@
+/** `berth audit verify|tail|export|import|checkpoint|reseal`: reading and proving the signed audit chain. */
+import { existsSync, readFileSync, writeSync } from "node:fs";
+import type { Command } from "commander";
+import { z } from "zod";
+import { Chain, listChains, verifyStoredChain } from "../chain/chain.js";
+import { importChain, parseEventLines } from "../chain/import.js";
+import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
+import { exportLine, type SealedEvent } from "../core/chain/event.js";
+import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
+import { loadKeyFile } from "../keys/key-file.js";
+import { type Db, openDatabase } from "../store/sqlite.js";
+import { CliError, describeZodIssues } from "./errors.js";
+import { defaultPaths } from "./paths.js";
+
+const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (an Ed25519 public key)");
+const ExpectHead = z.string().regex(/^\d+:[0-9a-f]{64}$/, "must look like <seq>:<64 hex hash>");
+
+function openExisting(path: string, readonly = true): Db {
+  if (!existsSync(path)) throw new CliError(`database ${path} does not exist; pass --db with the path of a berth database`);
+  try {
+    return openDatabase(path, { readonly });
+  } catch (error) {
+    throw new CliError(`cannot open database ${path}: ${(error as Error).message}`);
+  }
+}
+
+function pickChain(db: Db, chain: string | undefined): string {
+  let chains: ReturnType<typeof listChains>;
+  try {
+    chains = listChains(db);
+  } catch {
+    throw new CliError("this database holds no audit chain (no audit_chain table)");
+  }
+  if (chain) {
+    if (!chains.some((c) => c.chain_id === chain)) throw new CliError(`chain ${chain} is not in this database; \`berth audit chains\` lists them`);
+    return chain;
+  }
+  const own = chains.find((c) => c.own === 1) ?? (chains.length === 1 ? chains[0] : undefined);
+  if (!own) throw new CliError(`this database holds ${chains.length} chains and none is its own; pass --chain <id>`);
+  return own.chain_id;
+}
+
+function pinnedKey(opts: { pubkey?: string; key?: string; keyFile?: string }): string | undefined {
+  const hex = opts.pubkey ?? opts.key;
+  if (hex !== undefined) {
+    const parsed = HexKey.safeParse(hex);
+    if (!parsed.success) throw new CliError(describeZodIssues("--pubkey", parsed.error.issues));
+    return parsed.data;
+  }
+  if (opts.keyFile) return loadKeyFile(opts.keyFile).publicKey;
+  return undefined;
+}
+
+function readCheckpoints(files: string[]): SignedCheckpoint[] {
+  const out: SignedCheckpoint[] = [];
+  for (const file of files) {
+    const text = readFileSync(file, "utf8");
+    for (const [i, line] of text.split("\n").entries()) {
+      if (line.trim() === "") continue;
+      try {
+        out.push(JSON.parse(line) as SignedCheckpoint);
+      } catch {
+        throw new CliError(`checkpoint file ${file} line ${i + 1} is not a JSON object`);
+      }
+    }
+  }
+  return out;
+}
+
+function printVerify(result: VerifyResult, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify(result));
+  } else if (result.ok) {
+    console.log(`ok chain ${result.chain_id} events ${result.events} head ${result.head?.seq}:${result.head?.hash} checkpoints ${result.checkpoints}`);
+  } else {
+    const f = result.failure;
+    console.log(`FAIL chain ${result.chain_id ?? "?"} seq ${f?.seq} ${f?.code}: ${f?.detail}`);
+  }
+  if (result.keySelfAsserted && !json) {
+    process.stderr.write("warning: no --pubkey or --key-file given; the chain was checked against the key it names itself (self-asserted)\n");
+  }
+}
+
+export function registerAuditCommands(program: Command): void {
+  const audit = program.command("audit").description("the signed, hash-chained audit log: verify, tail, export, import");
+
+  audit
+    .command("verify")
+    .description("verify links, hashes and signatures; exits 1 naming the first bad event")
+    .option("--db <path>", "the berth database holding the chain", defaultPaths.controllerDb())
+    .option("--file <export.jsonl>", "verify an exported chain instead of a database")
+    .option("--chain <id>", "which chain in the database (default: its own)")
+    .option("--pubkey <hex>", "the owner's public key to pin (64 hex)")
+    .option("--key <hex>", "same as --pubkey")
+    .option("--key-file <path>", "pin the public key of this key file")
+    .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
+    .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
+    .option("--json", "print one JSON document")
+    .action((opts: { db: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; json?: boolean }) => {
+      const key = pinnedKey(opts);
+      let expectHead: { seq: number; hash: string } | undefined;
+      if (opts.expectHead !== undefined) {
+        const parsed = ExpectHead.safeParse(opts.expectHead);
+        if (!parsed.success) throw new CliError(describeZodIssues("--expect-head", parsed.error.issues));
+        const [seq, hash] = parsed.data.split(":");
+        expectHead = { seq: Number(seq), hash: hash as string };
+      }
+      const checkpoints = readCheckpoints(opts.checkpoint);
+      let result: VerifyResult;
+      if (opts.file) {
+        if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
+        const parsed = parseEventLines(readFileSync(opts.file, "utf8"));
+        if (!parsed.ok) {
+          result = { ok: false, chain_id: null, events: 0, head: null, checkpoints: 0, keySelfAsserted: key === undefined, failure: { seq: 0, code: "format", detail: `line ${parsed.line}: ${parsed.reason}` } };
+        } else {
+          result = verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+        }
+      } else {
+        const db = openExisting(opts.db);
+        try {
+          result = verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+        } finally {
+          db.close();
+        }
+      }
+      printVerify(result, Boolean(opts.json));
+      process.exitCode = result.ok ? 0 : 1;
+    });
+
+  audit
+    .command("tail")
+    .description("print the newest events")
+    .option("--db <path>", "the berth database", defaultPaths.controllerDb())
+    .option("--chain <id>", "which chain (default: its own)")
+    .option("-n, --lines <n>", "how many events", "20")
+    .option("--json", "one JSON document: {events: [...]}")
+    .action((opts: { db: string; chain?: string; lines: string; json?: boolean }) => {
+      const n = z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines);
+      if (!n.success) throw new CliError(describeZodIssues("-n", n.error.issues));
+      const db = openExisting(opts.db);
+      try {
+        const chainId = pickChain(db, opts.chain);
+        const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
+        const events: SealedEvent[] = [];
+        const get = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?");
+        for (const { seq } of rows.reverse()) {
+          const row = get.get(chainId, seq) as Record<string, unknown>;
+          events.push({ ...(row as unknown as SealedEvent), payload: JSON.parse(row.payload as string) });
+        }
+        if (opts.json) {
+          console.log(JSON.stringify({ chain_id: chainId, events: events.map((e) => JSON.parse(exportLine(e))) }));
+          return;
+        }
+        for (const e of events) {
+          const phase = typeof e.payload.phase === "string" ? ` ${e.payload.phase}` : "";
+          console.log(`${String(e.seq).padStart(6)}  ${new Date(e.ts).toISOString()}  ${e.source}/${e.kind}${phase}  ${e.hash.slice(0, 12)}`);
+        }
+      } finally {
+        db.close();
+      }
+    });
+
+  audit
+    .command("export")
+    .description("write the chain as JSON lines (one canonical event per line) to stdout")
+    .option("--db <path>", "the berth database", defaultPaths.controllerDb())
+    .option("--chain <id>", "which chain (default: its own)")
+    .option("--from <seq>", "first seq", "0")
+    .option("--to <seq>", "last seq")
+    .option("--checkpoints", "export the signed checkpoints instead of the events")
+    .action((opts: { db: string; chain?: string; from: string; to?: string; checkpoints?: boolean }) => {
+      const Seq = z.coerce.number().int().min(0);
+      const from = Seq.safeParse(opts.from);
+      if (!from.success) throw new CliError(describeZodIssues("--from", from.error.issues));
+      const to = opts.to === undefined ? { success: true as const, data: Number.MAX_SAFE_INTEGER } : Seq.safeParse(opts.to);
+      if (!to.success) throw new CliError(describeZodIssues("--to", to.error.issues));
+      const db = openExisting(opts.db);
+      try {
+        const chainId = pickChain(db, opts.chain);
+        const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
+        const write = (line: string) => writeSync(1, `${line}\n`);
+        if (opts.checkpoints) {
+          const rows = db.prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq").all(chainId) as Array<{ seq: number; head_hash: string; ts: number; sig: string }>;
+          for (const r of rows) write(JSON.stringify({ checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: owner, seq: r.seq, ts: r.ts }, sig: r.sig }));
+          return;
+        }
+        const stmt = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ? ORDER BY seq");
+        for (const row of stmt.iterate(chainId, from.data, to.data) as Iterable<Record<string, unknown>>) {
+          write(exportLine({ ...(row as unknown as SealedEvent), payload: JSON.parse(row.payload as string) }));
+        }
+      } finally {
+        db.close();
+      }
+    });
+
+  audit
+    .command("import")
+    .description("verify an exported chain and store it as a foreign copy; writes nothing on any defect")
+    .argument("<file>", "JSON-lines export")
+    .option("--db <path>", "the berth database to import into", defaultPaths.controllerDb())
+    .option("--pubkey <hex>", "the owner's public key the file must verify under")
+    .option("--key-file <path>", "pin the public key of this key file")
+    .action((file: string, opts: { db: string; pubkey?: string; keyFile?: string }) => {
+      if (!existsSync(file)) throw new CliError(`export file ${file} does not exist`);
+      const key = pinnedKey(opts);
+      const db = openDatabase(opts.db);
+      try {
+        const outcome = importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
+        if (!outcome.ok) throw new CliError(`import of ${file} refused, nothing written: ${outcome.reason}`, 1);
+        console.log(`imported chain ${outcome.chain_id}: ${outcome.written} new events`);
+      } finally {
+        db.close();
+      }
+    });
+
+  audit
+    .command("checkpoint")
+    .description("sign and store a checkpoint of the current head (for anchoring elsewhere)")
+    .option("--db <path>", "the berth database", defaultPaths.controllerDb())
+    .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
+    .action((opts: { db: string; keyFile: string }) => {
+      const key = loadKeyFile(opts.keyFile);
+      const db = openExisting(opts.db, false);
+      try {
+        const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role;
+        if (!role) throw new CliError(`${opts.db} has no chain of its own`);
+        const chain = Chain.open(db, key, role);
+        const cp = chain.checkpointIfDue(true);
+        console.log(cp ? JSON.stringify(cp) : "no events since the last checkpoint");
+      } finally {
+        db.close();
+      }
+    });
+
+  audit
+    .command("reseal")
+    .description("start a new chain naming the last verified event of a broken one (never done silently)")
+    .requiredOption("--new-chain", "confirm that a new chain is wanted")
+    .requiredOption("--reason <text>", "why the old chain is abandoned")
+    .option("--db <path>", "the berth database", defaultPaths.controllerDb())
+    .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
+    .action((opts: { db: string; keyFile: string; reason: string }) => {
+      const key = loadKeyFile(opts.keyFile);
+      const db = openExisting(opts.db, false);
+      try {
+        const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role ?? "controller";
+        const chain = Chain.reseal(db, key, role, opts.reason);
+        console.log(`new chain ${chain.chainId}; the old one is kept as a foreign chain`);
+      } finally {
+        db.close();
+      }
+    });
+}

@@ -1,0 +1,32 @@
+/** `berth keys new|show`: the identity key every berth component signs with. */
+import type { Command } from "commander";
+import { nodeIdOf } from "../core/crypto/ed25519.js";
+import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
+import { defaultPaths } from "./paths.js";
+
+export function registerKeyCommands(program: Command): void {
+  const keys = program.command("keys").description("identity keys (Ed25519) used to sign the audit chain and control messages");
+  keys
+    .command("new")
+    .description("create a new identity key file (mode 0600); refuses to overwrite an existing one")
+    .option("--key-file <path>", "where to write the key", defaultPaths.controllerKey())
+    .option("--json", "print one JSON document")
+    .action((opts: { keyFile: string; json?: boolean }) => {
+      const key = generateSigningKey();
+      saveKeyFile(opts.keyFile, key);
+      const doc = { key_file: opts.keyFile, public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
+      if (opts.json) console.log(JSON.stringify(doc));
+      else console.log(`created ${doc.key_file}\npublic key  ${doc.public_key}\nid          ${doc.id}`);
+    });
+  keys
+    .command("show")
+    .description("print the public key and id of a key file (never the private key)")
+    .option("--key-file <path>", "the key file", defaultPaths.controllerKey())
+    .option("--json", "print one JSON document")
+    .action((opts: { keyFile: string; json?: boolean }) => {
+      const key = loadKeyFile(opts.keyFile);
+      const doc = { key_file: opts.keyFile, public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
+      if (opts.json) console.log(JSON.stringify(doc));
+      else console.log(`public key  ${doc.public_key}\nid          ${doc.id}`);
+    });
+}

@@ -1,0 +1,33 @@
+/**
+ * Domain separation (audit-chain.md §5, §5.4): every hashed or signed document is prefixed by its own
+ * ASCII tag and one 0x00 byte, so a signature made for one purpose can never be replayed as another.
+ */
+import { createHash } from "node:crypto";
+
+export const DOMAIN_TAGS = [
+  "berth.audit.payload.v1",
+  "berth.audit.event.v1",
+  "berth.audit.sig.v1",
+  "berth.audit.checkpoint.v1",
+  "berth.audit.sth.v1",
+  "berth.ctl.request.v1",
+  "berth.ctl.response.v1",
+  "berth.facts.v1",
+  "berth.package.v1",
+  "berth.package.id.v1",
+] as const;
+export type DomainTag = (typeof DOMAIN_TAGS)[number];
+
+/** TAG(s) ‖ body: the ASCII tag, a 0x00 byte, then the body bytes. */
+export function tagged(tag: DomainTag, body: string | Uint8Array): Buffer {
+  const bodyBytes = typeof body === "string" ? Buffer.from(body, "utf8") : Buffer.from(body);
+  return Buffer.concat([Buffer.from(tag, "ascii"), Buffer.from([0]), bodyBytes]);
+}
+
+export function sha256(data: Uint8Array | string): Buffer {
+  return createHash("sha256").update(data).digest();
+}
+
+export function taggedSha256Hex(tag: DomainTag, body: string | Uint8Array): string {
+  return sha256(tagged(tag, body)).toString("hex");
+}

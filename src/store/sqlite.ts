@@ -1,0 +1,75 @@
+/**
+ * SQLite behind one small interface: open with the pragmas every berth database needs, and run write
+ * transactions that begin IMMEDIATE (so a tip read and its insert are serialised across processes) and notify
+ * listeners only after the commit (audit-chain.md §6: nobody observes an event that may still roll back).
+ */
+import Database from "better-sqlite3";
+
+export type Db = Database.Database;
+
+declare const writeTxBrand: unique symbol;
+/** Proof that the caller is inside an open write transaction; only `withWriteTx` makes one. */
+export interface WriteTx {
+  readonly [writeTxBrand]: true;
+  readonly db: Db;
+  /** Runs after the transaction commits; dropped if it rolls back. */
+  afterCommit(fn: () => void): void;
+}
+
+export function openDatabase(path: string, options: { readonly?: boolean } = {}): Db {
+  const db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  db.pragma("busy_timeout = 10000");
+  if (!options.readonly) {
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = FULL");
+  }
+  db.pragma("foreign_keys = ON");
+  return db;
+}
+
+const depth = new WeakMap<Db, WriteTx>();
+
+/**
+ * Runs `fn` inside BEGIN IMMEDIATE … COMMIT. Nested calls join the outer transaction. Synchronous by design:
+ * better-sqlite3 transactions cannot span an await, which is exactly the guarantee we want.
+ */
+export function withWriteTx<T>(db: Db, fn: (tx: WriteTx) => T): T {
+  const outer = depth.get(db);
+  if (outer) return fn(outer);
+  const callbacks: Array<() => void> = [];
+  const tx = { db, afterCommit: (cb: () => void) => callbacks.push(cb) } as unknown as WriteTx;
+  const run = db.transaction(() => {
+    depth.set(db, tx);
+    try {
+      return fn(tx);
+    } finally {
+      depth.delete(db);
+    }
+  });
+  const value = run.immediate();
+  for (const cb of callbacks) cb();
+  return value;
+}
+
+export class SchemaError extends Error {
+  override name = "SchemaError";
+}
+
+/**
+ * Records and checks each component's schema version, so an older berth refuses a database written by a newer
+ * one instead of misreading it.
+ */
+export function ensureSchema(tx: WriteTx, component: string, version: number, migrate: (from: number) => void): void {
+  tx.db.exec("CREATE TABLE IF NOT EXISTS berth_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)");
+  const row = tx.db.prepare("SELECT version FROM berth_schema WHERE component = ?").get(component) as { version: number } | undefined;
+  const found = row?.version ?? 0;
+  if (found > version) {
+    throw new SchemaError(
+      `the ${component} tables in this database are schema version ${found}, newer than this berth understands (${version}); upgrade berth or use a database written by this version`,
+    );
+  }
+  if (found < version) {
+    migrate(found);
+    tx.db.prepare("INSERT INTO berth_schema (component, version) VALUES (?, ?) ON CONFLICT(component) DO UPDATE SET version = excluded.version").run(component, version);
+  }
+}

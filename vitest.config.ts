@@ -1,0 +1,13 @@
+import { defineConfig } from "vitest/config";
+
+// One run, two tiers: fast unit tests beside the code (src/**) and integration tiers (test/**) that start
+// real components (SQLite files, OS processes, kube-apiserver + etcd). scripts/test drives it.
+export default defineConfig({
+  test: {
+    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    pool: "forks",
+    reporters: ["default"],
+  },
+});
