@@ -2,13 +2,14 @@
 import { existsSync, readFileSync, writeSync } from "node:fs";
 import type { Command } from "commander";
 import { z } from "zod";
-import { Chain, listChains, verifyStoredChain } from "../chain/chain.js";
+import { Chain, listChains, rowToEvent, verifyStoredChain } from "../chain/chain.js";
 import { importChain, parseEventLines } from "../chain/import.js";
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
 import { exportLine, type SealedEvent } from "../core/chain/event.js";
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { loadKeyFile } from "../keys/key-file.js";
-import { type Db, openDatabase } from "../store/sqlite.js";
+import { CHAIN_SCHEMA_VERSION } from "../chain/schema.js";
+import { assertSchemaNotNewer, type Db, openDatabase } from "../store/sqlite.js";
 import { CliError, describeZodIssues } from "./errors.js";
 import { defaultPaths } from "./paths.js";
 
@@ -17,11 +18,19 @@ const ExpectHead = z.string().regex(/^\d+:[0-9a-f]{64}$/, "must look like <seq>:
 
 function openExisting(path: string, readonly = true): Db {
   if (!existsSync(path)) throw new CliError(`database ${path} does not exist; pass --db with the path of a berth database`);
+  let db: Db;
   try {
-    return openDatabase(path, { readonly });
+    db = openDatabase(path, { readonly });
   } catch (error) {
     throw new CliError(`cannot open database ${path}: ${(error as Error).message}`);
   }
+  try {
+    assertSchemaNotNewer(db, "audit", CHAIN_SCHEMA_VERSION);
+  } catch (error) {
+    db.close();
+    throw new CliError(`${path}: ${(error as Error).message}`);
+  }
+  return db;
 }
 
 function pickChain(db: Db, chain: string | undefined): string {
@@ -144,8 +153,7 @@ export function registerAuditCommands(program: Command): void {
         const events: SealedEvent[] = [];
         const get = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?");
         for (const { seq } of rows.reverse()) {
-          const row = get.get(chainId, seq) as Record<string, unknown>;
-          events.push({ ...(row as unknown as SealedEvent), payload: JSON.parse(row.payload as string) });
+          events.push(rowToEvent(get.get(chainId, seq) as Parameters<typeof rowToEvent>[0]));
         }
         if (opts.json) {
           console.log(JSON.stringify({ chain_id: chainId, events: events.map((e) => JSON.parse(exportLine(e))) }));
@@ -185,8 +193,8 @@ export function registerAuditCommands(program: Command): void {
           return;
         }
         const stmt = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ? ORDER BY seq");
-        for (const row of stmt.iterate(chainId, from.data, to.data) as Iterable<Record<string, unknown>>) {
-          write(exportLine({ ...(row as unknown as SealedEvent), payload: JSON.parse(row.payload as string) }));
+        for (const row of stmt.iterate(chainId, from.data, to.data) as Iterable<Parameters<typeof rowToEvent>[0]>) {
+          write(exportLine(rowToEvent(row)));
         }
       } finally {
         db.close();

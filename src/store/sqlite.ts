@@ -55,6 +55,18 @@ export class SchemaError extends Error {
   override name = "SchemaError";
 }
 
+/** Read-only check for verbs that only read: refuse tables written by a newer berth. */
+export function assertSchemaNotNewer(db: Db, component: string, version: number): void {
+  const table = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'berth_schema'").get();
+  if (!table) return;
+  const row = db.prepare("SELECT version FROM berth_schema WHERE component = ?").get(component) as { version: number } | undefined;
+  if (row && row.version > version) {
+    throw new SchemaError(
+      `the ${component} tables in this database are schema version ${row.version}, newer than this berth understands (${version}); upgrade berth or use a database written by this version`,
+    );
+  }
+}
+
 /**
  * Records and checks each component's schema version, so an older berth refuses a database written by a newer
  * one instead of misreading it.
