@@ -1,0 +1,188 @@
+/**
+ * Hard constraints (mesh.md §8.3): feasibility, one node at a time.
+ *
+ * Every constraint is evaluated for every node, in the order of the table, and every failure is recorded under
+ * its stable name with a detail, not only the first: "why not there?" always has a complete answer. A node is
+ * eligible exactly when it has no rejection, and then it also has a chosen variant and route.
+ *
+ * Constraints that read facts are skipped when the node has no usable facts; `facts_expired` has already said so.
+ * Stale facts (present but expired) are still read, so the explain shows what else would stand in the way.
+ */
+import { type CapabilityIndex, capabilitiesOf, checkRequirement, indexCapabilities } from "./capabilities.js";
+import {
+  type ClusterInstance,
+  type ClusterState,
+  type NodeFacts,
+  type NodeView,
+  type PlacementRequest,
+  TIER_RANK,
+} from "./inputs.js";
+import type { Rejection } from "./outputs.js";
+import { chooseRoute, type RouteFit } from "./route.js";
+
+/** What every node's evaluation shares, computed once per decision. */
+export interface ConstraintContext {
+  readonly request: PlacementRequest;
+  readonly nowMs: number;
+  readonly revokedNodes: ReadonlySet<string>;
+  /** The workload's own revoked refs: the same for every node, so worded once. */
+  readonly revokedRefDetails: readonly string[];
+  /** Cluster instances per node, in a fixed order so details never depend on the order the shell listed them. */
+  readonly instancesByNode: ReadonlyMap<string, readonly ClusterInstance[]>;
+}
+
+export type Fit = Extract<RouteFit, { kind: "fits" }>;
+
+export interface Assessment {
+  readonly node: NodeView;
+  /** The facts the engine may read, `null` when there are none or they were refused as self-asserting trust. */
+  readonly facts: NodeFacts | null;
+  readonly capabilities: () => CapabilityIndex;
+  readonly rejections: readonly Rejection[];
+  /** Present exactly when the node is eligible. */
+  readonly fit: Fit | null;
+}
+
+function instanceOrder(a: ClusterInstance, b: ClusterInstance): number {
+  const ka = `${a.name}\u0000${a.labels.join("\u0001")}\u0000${a.excludes.join("\u0001")}`;
+  const kb = `${b.name}\u0000${b.labels.join("\u0001")}\u0000${b.excludes.join("\u0001")}`;
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
+export function constraintContext(request: PlacementRequest, cluster: ClusterState): ConstraintContext {
+  const revoked = new Set(cluster.revoked_refs);
+  const revokedRefDetails: string[] = [];
+  for (const ref of new Set(request.spec.refs)) {
+    if (!revoked.has(ref)) continue;
+    revokedRefDetails.push(ref === request.spec.package_id ? `package ${ref} is revoked` : `ref ${ref} is revoked`);
+  }
+  if (revoked.has(request.spec.package_id) && !request.spec.refs.includes(request.spec.package_id)) {
+    revokedRefDetails.unshift(`package ${request.spec.package_id} is revoked`);
+  }
+  const byNode = new Map<string, ClusterInstance[]>();
+  for (const inst of cluster.instances) {
+    const list = byNode.get(inst.node_id);
+    if (list) list.push(inst);
+    else byNode.set(inst.node_id, [inst]);
+  }
+  for (const list of byNode.values()) list.sort(instanceOrder);
+  return {
+    request,
+    nowMs: cluster.now_ms,
+    revokedNodes: new Set(cluster.revoked_nodes),
+    revokedRefDetails,
+    instancesByNode: byNode,
+  };
+}
+
+/** §3.4: facts that assert trust are refused whole, so the node has no facts. The shell should already have. */
+function selfAssertedTrust(facts: NodeFacts): string | null {
+  const cap = facts.capabilities.find((c) => c.id === "trust" || c.id.startsWith("trust."));
+  if (cap) return `facts refused: capability ${cap.id} asserts trust, which only the operator assigns`;
+  const label = Object.keys(facts.labels).find((k) => k.startsWith("berth.io/tier"));
+  if (label !== undefined) return `facts refused: label ${label} asserts a tier, which only the operator assigns`;
+  return null;
+}
+
+const NO_CAPABILITIES: CapabilityIndex = { byId: new Map(), all: [] };
+
+export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
+  const { request } = ctx;
+  const { spec } = request;
+  const rejections: Rejection[] = [];
+  const refusal = node.facts ? selfAssertedTrust(node.facts) : null;
+  const facts = refusal === null ? node.facts : null;
+  let index: CapabilityIndex | null = null;
+  const capabilities = (): CapabilityIndex => {
+    if (index === null) index = facts ? indexCapabilities(capabilitiesOf(facts)) : NO_CAPABILITIES;
+    return index;
+  };
+
+  // liveness
+  if (node.liveness !== "alive") rejections.push({ constraint: "liveness", detail: `node is ${node.liveness}` });
+
+  // facts_expired
+  if (refusal !== null) rejections.push({ constraint: "facts_expired", detail: refusal });
+  else if (facts === null) rejections.push({ constraint: "facts_expired", detail: "no accepted facts" });
+  else if (node.facts_expire_at_ms <= ctx.nowMs) {
+    rejections.push({ constraint: "facts_expired", detail: `facts expired at ${node.facts_expire_at_ms}` });
+  }
+
+  // trust
+  if (TIER_RANK[node.tier] < TIER_RANK[spec.policy.min_tier]) {
+    rejections.push({ constraint: "trust", detail: `tier ${node.tier} is below required ${spec.policy.min_tier}` });
+  }
+
+  // revoked
+  if (ctx.revokedNodes.has(node.node_id)) rejections.push({ constraint: "revoked", detail: `node ${node.node_id} is revoked` });
+  for (const detail of ctx.revokedRefDetails) rejections.push({ constraint: "revoked", detail });
+
+  // co_residency: both directions; one line per offending instance and label
+  const here = ctx.instancesByNode.get(node.node_id) ?? [];
+  if (here.length > 0 && (spec.policy.excludes.length > 0 || spec.policy.labels.length > 0)) {
+    const seen = new Set<string>();
+    for (const inst of here) {
+      for (const label of inst.labels) {
+        if (spec.policy.excludes.includes(label)) seen.add(`instance ${inst.name} carries excluded label ${label}`);
+      }
+      for (const label of inst.excludes) {
+        if (spec.policy.labels.includes(label)) seen.add(`instance ${inst.name} excludes label ${label}, which this workload carries`);
+      }
+    }
+    for (const detail of seen) rejections.push({ constraint: "co_residency", detail });
+  }
+
+  // memory: a zero demand always fits; instances placed after the facts were issued are not in them yet
+  if (facts !== null && spec.memory_bytes > 0) {
+    let pending = 0;
+    for (const inst of here) if (inst.placed_at_ms > facts.issued_at_ms) pending += inst.memory_bytes;
+    const free = facts.memory.available_bytes - pending;
+    if (spec.memory_bytes > free) {
+      const shown = Math.max(0, free);
+      const note = pending > 0 ? ` (${pending} pending for instances placed since the facts were issued)` : "";
+      rejections.push({ constraint: "memory", detail: `needs ${spec.memory_bytes} bytes, ${shown} available${note}` });
+    }
+  }
+
+  // requirements and emulation_not_allowed
+  let fit: Fit | null = null;
+  if (facts !== null) {
+    if (spec.requirements.length > 0) {
+      const idx = capabilities();
+      for (const req of spec.requirements) {
+        const check = checkRequirement(idx, req);
+        if (!check.ok) rejections.push({ constraint: "requirements", detail: check.why });
+      }
+    }
+    const route = chooseRoute(spec.variants, facts, {
+      allowEmulated: request.allow_emulated,
+      fallbackBoards: request.weights.fallback_boards,
+      capabilities,
+    });
+    switch (route.kind) {
+      case "fits":
+        fit = route;
+        break;
+      case "none":
+        for (const m of route.misfits) rejections.push({ constraint: "requirements", detail: `variant ${m.variant}: ${m.why}` });
+        break;
+      case "emulation_not_allowed":
+        rejections.push({
+          constraint: "emulation_not_allowed",
+          detail: `only emulated route(s) fit (${route.emulated.join(", ")}); emulation needs allow_emulated`,
+        });
+        break;
+      default: {
+        const unreachable: never = route;
+        return unreachable;
+      }
+    }
+  }
+
+  // gate: a missing verdict is a deny (§7: governance fails closed)
+  const verdict = Object.hasOwn(request.gate, node.node_id) ? request.gate[node.node_id] : undefined;
+  if (verdict === undefined) rejections.push({ constraint: "gate", detail: "workload.place has no gate verdict for this node" });
+  else if (verdict.verdict !== "permit") rejections.push({ constraint: "gate", detail: `workload.place denied: ${verdict.reason}` });
+
+  return { node, facts, capabilities, rejections, fit: rejections.length === 0 ? fit : null };
+}

@@ -1,0 +1,136 @@
+/**
+ * The placement engine (mesh.md §8): a pure, total, synchronous function from one input to a decision.
+ *
+ *   validate → constraints (per node) → route (per node) → score (eligible set) → rank → select → decision
+ *
+ * No clock (time is `cluster.now_ms`), no randomness, no I/O, no gate calls (verdicts are inputs), no branch on
+ * `kind`. It never throws: expected failures are `{ok: false, error}` with code `invalid_request`,
+ * `duplicate_node`, `unknown_pin` or `pin_ineligible`; "nothing fits" is a decision with `placement: null`.
+ * Equal inputs give deep-equal outputs whatever the order of `nodes` or `cluster.instances`.
+ */
+import { assessNode, constraintContext } from "./constraints.js";
+import { type PlacementInput, placementInputSchema } from "./inputs.js";
+import type { PlacementDecision, PlacementError, PlacementResult } from "./outputs.js";
+import { type Scorable, scoreEligible } from "./score.js";
+import { applySelection, rank, reportOf, select } from "./select.js";
+
+function failure(error: PlacementError): PlacementResult {
+  return { ok: false, error };
+}
+
+function pathText(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const part of path) out += typeof part === "number" ? `[${part}]` : out === "" ? String(part) : `.${String(part)}`;
+  return out || "input";
+}
+
+export type ParsedInput =
+  | { readonly ok: true; readonly input: PlacementInput }
+  | { readonly ok: false; readonly error: PlacementError };
+
+/** The one way from `unknown` to a `PlacementInput`: shape, limits and defaults (inputs.ts). */
+export function parsePlacementInput(raw: unknown): ParsedInput {
+  const parsed = placementInputSchema.safeParse(raw);
+  if (parsed.success) return { ok: true, input: parsed.data };
+  const issues = parsed.error.issues;
+  const shown = issues
+    .slice(0, 5)
+    .map((i) => `${pathText(i.path)}: ${i.message}`)
+    .join("; ");
+  const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : "";
+  return {
+    ok: false,
+    error: {
+      code: "invalid_request",
+      message: `the placement input is malformed, so no decision was made: ${shown}${more}`,
+      constraints: [],
+    },
+  };
+}
+
+/** Checks the types cannot express: one view per node, and facts about the node they are filed under. */
+function crossCheck(input: PlacementInput): PlacementError | null {
+  const seen = new Set<string>();
+  const duplicates = new Set<string>();
+  const misfiled: string[] = [];
+  for (const n of input.nodes) {
+    if (seen.has(n.node_id)) duplicates.add(n.node_id);
+    seen.add(n.node_id);
+    if (n.facts !== null && n.facts.node_id !== n.node_id) misfiled.push(n.node_id);
+  }
+  if (duplicates.size > 0) {
+    const ids = [...duplicates].sort().join(", ");
+    return {
+      code: "duplicate_node",
+      message: `node ${ids} appears more than once in the placement input; each target must be listed once`,
+      constraints: [],
+    };
+  }
+  if (misfiled.length > 0) {
+    return {
+      code: "invalid_request",
+      message: `the facts listed under node ${misfiled.sort()[0]} name another node; facts must come from the target they describe`,
+      constraints: [],
+    };
+  }
+  return null;
+}
+
+/** Decides where one workload goes. Total on every `PlacementInput` (see `parsePlacementInput` for `unknown`). */
+export function decide(input: PlacementInput): PlacementResult {
+  const problem = crossCheck(input);
+  if (problem !== null) return failure(problem);
+  const { request, nodes, cluster } = input;
+
+  const ctx = constraintContext(request, cluster);
+  const assessments = nodes.map((n) => assessNode(n, ctx));
+
+  const eligible: Scorable[] = [];
+  for (const a of assessments) {
+    if (a.fit !== null && a.facts !== null) {
+      eligible.push({ node_id: a.node.node_id, facts: a.facts, fit: a.fit, capabilities: a.capabilities });
+    }
+  }
+  const scores = scoreEligible(eligible, request);
+  const ranked = rank(assessments.map((a) => reportOf(a, scores.get(a.node.node_id))));
+
+  const describe = (id: string): string => {
+    const name = ranked.find((r) => r.node_id === id)?.name;
+    return name ? `${id} (${name})` : id;
+  };
+  const selection = select(ranked, request, describe);
+
+  const { spec } = request;
+  const head = {
+    name: spec.name,
+    kind: spec.kind,
+    package_id: spec.package_id,
+    allow_emulated: request.allow_emulated,
+    pin: request.pin,
+    prefer: [...request.prefer],
+    avoid: [...request.avoid],
+  };
+  switch (selection.kind) {
+    case "error":
+      return failure(selection.error);
+    case "unplaceable": {
+      const decision: PlacementDecision = { ...head, candidates: ranked, placement: null };
+      return { ok: true, decision };
+    }
+    case "placed": {
+      const accelerator = scores.get(selection.node_id)?.accelerator ?? null;
+      const { candidates, placement } = applySelection(ranked, selection, accelerator);
+      return { ok: true, decision: { ...head, candidates, placement } };
+    }
+    default: {
+      const unreachable: never = selection;
+      return unreachable;
+    }
+  }
+}
+
+/** `parsePlacementInput` then `decide`: for callers holding JSON, e.g. a dry run from the API. */
+export function decideUnknown(raw: unknown): PlacementResult {
+  const parsed = parsePlacementInput(raw);
+  return parsed.ok ? decide(parsed.input) : failure(parsed.error);
+}

@@ -1,0 +1,95 @@
+/**
+ * Variant and route for one node (mesh.md §8.4).
+ *
+ * A variant fits *natively* when its arch is `any` or the node's, its os is `any` or the node's, the node
+ * advertises a native route, any `@interpreter` is declared, and the variant's own `requires` hold. It fits
+ * *emulated* when its arch is a real one that differs from the node's, an emulated route of the node lists that
+ * arch, and the rest holds. The chosen variant is the first native fit in declared order; only if the order
+ * allows emulation, the first emulated fit.
+ *
+ * Invariant (structural): a node with any native fit is never given an emulated route. Whether emulation is used
+ * at all across the cluster (only when no native route fits anywhere) is decided later, by the pool in select.ts.
+ */
+import { type CapabilityIndex, checkRequirement } from "./capabilities.js";
+import type { NodeFacts, Variant } from "./inputs.js";
+import type { ExecutionTier } from "./outputs.js";
+
+export type RouteFit =
+  | {
+      readonly kind: "fits";
+      readonly variant: string;
+      readonly route: "native";
+      readonly via: null;
+      readonly execution: Exclude<ExecutionTier, "emulated">;
+    }
+  | { readonly kind: "fits"; readonly variant: string; readonly route: "emulated"; readonly via: string; readonly execution: "emulated" }
+  /** Only emulated fits exist and the order did not allow emulation. */
+  | { readonly kind: "emulation_not_allowed"; readonly emulated: readonly string[] }
+  /** No variant fits by any route; one line per variant says why. */
+  | { readonly kind: "none"; readonly misfits: readonly { readonly variant: string; readonly why: string }[] };
+
+export interface RouteContext {
+  readonly allowEmulated: boolean;
+  readonly fallbackBoards: readonly string[];
+  /** Built lazily by the caller: most variants have no `requires` and need no capability index. */
+  readonly capabilities: () => CapabilityIndex;
+}
+
+/** `@python3` → `python3`; a pinned file needs no interpreter. */
+export function interpreterOf(variant: Variant): string | null {
+  return variant.entry.program.startsWith("@") ? variant.entry.program.slice(1) : null;
+}
+
+/** Everything that must hold whatever the route, as failure texts in the §6.3 capability vocabulary. */
+function routeIndependentFailures(variant: Variant, facts: NodeFacts, ctx: RouteContext): string[] {
+  const why: string[] = [];
+  if (variant.os !== "any" && variant.os !== facts.os) why.push(`os.${variant.os} not present`);
+  const interp = interpreterOf(variant);
+  if (interp !== null && !facts.interpreters.some((i) => i.name === interp)) why.push(`runtime.interp.${interp} not present`);
+  if (variant.requires.length > 0) {
+    const index = ctx.capabilities();
+    for (const req of variant.requires) {
+      const check = checkRequirement(index, req);
+      if (!check.ok) why.push(check.why);
+    }
+  }
+  return why;
+}
+
+function emulatorFor(facts: NodeFacts, arch: string): string | null {
+  for (const r of facts.routes) {
+    if (r.route === "emulated" && (r.arches as readonly string[]).includes(arch)) return r.via;
+  }
+  return null;
+}
+
+export function chooseRoute(variants: readonly Variant[], facts: NodeFacts, ctx: RouteContext): RouteFit {
+  const hasNative = facts.routes.some((r) => r.route === "native");
+  const emulatedFits: { variant: string; via: string }[] = [];
+  const misfits: { variant: string; why: string }[] = [];
+  for (const variant of variants) {
+    const common = routeIndependentFailures(variant, facts, ctx);
+    const archMatches = variant.arch === "any" || variant.arch === facts.arch;
+    if (archMatches) {
+      const why = hasNative ? common : ["runtime.native not present", ...common];
+      if (why.length === 0) {
+        const execution = ctx.fallbackBoards.includes(facts.board) ? "fallback" : "native";
+        return { kind: "fits", variant: variant.id, route: "native", via: null, execution };
+      }
+      misfits.push({ variant: variant.id, why: why.join("; ") });
+      continue;
+    }
+    const via = emulatorFor(facts, variant.arch);
+    if (via === null) {
+      misfits.push({ variant: variant.id, why: [`cpu.arch.${variant.arch} not present`, ...common].join("; ") });
+    } else if (common.length > 0) {
+      misfits.push({ variant: variant.id, why: common.join("; ") });
+    } else {
+      emulatedFits.push({ variant: variant.id, via });
+    }
+  }
+  const firstEmulated = emulatedFits[0];
+  if (firstEmulated === undefined) return { kind: "none", misfits };
+  if (!ctx.allowEmulated) return { kind: "emulation_not_allowed", emulated: emulatedFits.map((f) => f.variant) };
+  return { kind: "fits", variant: firstEmulated.variant, route: "emulated", via: firstEmulated.via, execution: "emulated" };
+}

@@ -1,0 +1,182 @@
+/**
+ * Scoring (mesh.md §8.5): only eligible nodes are scored, each component in integer hundredths of a point
+ * (`_centi`), computed exactly and rounded half up once. No floating-point result ever reaches a decision, so a
+ * chained decision hashes the same on every machine.
+ *
+ * Two components compare a node with the others (accel_fit against the smallest assigned accelerator, perf
+ * against the best measured value), so scoring takes the whole eligible set, not one node.
+ */
+import { type CapabilityIndex, checkRequirement, predicateHolds } from "./capabilities.js";
+import type { Fit } from "./constraints.js";
+import { type NodeFacts, PROVENANCE_RANK, type PlacementRequest, type Requirement } from "./inputs.js";
+import type { Flag, ScoreBreakdown } from "./outputs.js";
+
+/** An eligible node as scoring needs it. */
+export interface Scorable {
+  readonly node_id: string;
+  readonly facts: NodeFacts;
+  readonly fit: Fit;
+  readonly capabilities: () => CapabilityIndex;
+}
+
+export interface Scored {
+  readonly score: ScoreBreakdown;
+  readonly total_centi: number;
+  /** Node-level flags only (`emulated`, `load_unknown`, `unmeasured`); selection adds `affinity` and `pinned`. */
+  readonly flags: readonly Flag[];
+  readonly accelerator: string | null;
+}
+
+/** A weight with at most two decimals as an exact integer number of hundredths. */
+export function centi(weight: number): number {
+  return Math.round(weight * 100);
+}
+
+/**
+ * round_half_up(a × b ÷ c) for non-negative safe integers, c > 0, exact: a float quotient can land on the wrong
+ * side of an integer, so the candidate is corrected with integer arithmetic, and BigInt takes over past 2^53.
+ */
+export function mulDivHalfUp(a: number, b: number, c: number): number {
+  const product = a * b;
+  const numerator = 2 * product + c;
+  const denominator = 2 * c;
+  if (Number.isSafeInteger(numerator) && Number.isSafeInteger(denominator)) {
+    let q = Math.floor(numerator / denominator);
+    while (q > 0 && q * denominator > numerator) q -= 1;
+    while ((q + 1) * denominator <= numerator) q += 1;
+    return q;
+  }
+  return Number((2n * BigInt(a) * BigInt(b) + BigInt(c)) / (2n * BigInt(c)));
+}
+
+function isAccelRequirement(r: Requirement): boolean {
+  const sel = r.id ?? r.id_prefix ?? "";
+  return sel === "accel" || sel.startsWith("accel.");
+}
+
+/**
+ * The accelerator a node would give this workload: among its accelerators that satisfy every accelerator
+ * requirement of the workload and the chosen variant (any accelerator if none names one), the one with the
+ * least memory, then the lowest id: the tightest fit, leaving larger devices for workloads that need them.
+ */
+export function assignedAccelerator(
+  facts: NodeFacts,
+  accelRequirements: readonly Requirement[],
+): { readonly id: string; readonly mem_bytes: number } | null {
+  let best: { id: string; mem_bytes: number } | null = null;
+  for (const a of facts.accelerators) {
+    const cap = { id: a.id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance };
+    const ok = accelRequirements.every((r) => {
+      const named = r.id !== undefined ? a.id === r.id : a.id === r.id_prefix || a.id.startsWith(`${r.id_prefix}.`);
+      return (
+        named && PROVENANCE_RANK[a.provenance] >= PROVENANCE_RANK[r.min_provenance] && r.where.every((p) => predicateHolds(cap, p))
+      );
+    });
+    if (!ok) continue;
+    if (best === null || a.mem_bytes < best.mem_bytes || (a.mem_bytes === best.mem_bytes && a.id < best.id)) {
+      best = { id: a.id, mem_bytes: a.mem_bytes };
+    }
+  }
+  return best;
+}
+
+function hasAnyAccelerator(facts: NodeFacts): boolean {
+  return facts.accelerators.length > 0 || facts.capabilities.some((c) => c.id === "accel" || c.id.startsWith("accel."));
+}
+
+/** The node's own best `measured` value for the metric, or null. */
+function measuredValue(facts: NodeFacts, metric: string, direction: "lower" | "higher"): number | null {
+  let best: number | null = null;
+  for (const p of facts.perf) {
+    if (p.metric !== metric || p.provenance !== "measured") continue;
+    if (best === null || (direction === "lower" ? p.value_milli < best : p.value_milli > best)) best = p.value_milli;
+  }
+  return best;
+}
+
+/** weight × a ÷ b, with 0 ÷ 0 read as a perfect ratio (every compared value is zero). */
+function ratioScore(weightCenti: number, a: number, b: number): number {
+  if (b === 0) return a === 0 ? weightCenti : 0;
+  return mulDivHalfUp(weightCenti, a, b);
+}
+
+export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequest): Map<string, Scored> {
+  const { spec, weights } = request;
+  const variants = new Map(spec.variants.map((v) => [v.id, v] as const));
+  const commonAccel = spec.requirements.filter(isAccelRequirement);
+
+  // First pass: the per-node values the relative components compare.
+  const accel = new Map<string, { id: string; mem_bytes: number } | null>();
+  const perf = new Map<string, number | null>();
+  let smallestAccelMem: number | null = null;
+  let bestPerf: number | null = null;
+  for (const n of nodes) {
+    if (spec.uses_accelerator) {
+      const variant = variants.get(n.fit.variant);
+      const reqs = variant ? [...commonAccel, ...variant.requires.filter(isAccelRequirement)] : commonAccel;
+      const a = assignedAccelerator(n.facts, reqs);
+      accel.set(n.node_id, a);
+      if (a !== null && (smallestAccelMem === null || a.mem_bytes < smallestAccelMem)) smallestAccelMem = a.mem_bytes;
+    }
+    if (spec.perf !== null) {
+      const v = measuredValue(n.facts, spec.perf.metric, spec.perf.direction);
+      perf.set(n.node_id, v);
+      if (v !== null && (bestPerf === null || (spec.perf.direction === "lower" ? v < bestPerf : v > bestPerf))) bestPerf = v;
+    }
+  }
+
+  const execution = { native: centi(weights.execution.native), fallback: centi(weights.execution.fallback), emulated: centi(weights.execution.emulated) };
+  const accelW = centi(weights.accel_fit);
+  const perfW = centi(weights.perf);
+  const loadW = centi(weights.load);
+  const stickyW = centi(spec.policy.sticky ? weights.sticky : weights.stickiness);
+
+  const out = new Map<string, Scored>();
+  for (const n of nodes) {
+    const flags: Flag[] = [];
+    if (n.fit.execution === "emulated") flags.push("emulated");
+
+    const execution_centi = execution[n.fit.execution];
+
+    let locality_centi = 0;
+    if (spec.preferences.length > 0) {
+      const idx = n.capabilities();
+      for (const p of spec.preferences) if (checkRequirement(idx, p.requirement).ok) locality_centi += p.weight * 100;
+    }
+
+    let accel_fit_centi = 0;
+    let accelerator: string | null = null;
+    if (!spec.uses_accelerator) {
+      accel_fit_centi = hasAnyAccelerator(n.facts) ? 0 : accelW;
+    } else {
+      const a = accel.get(n.node_id) ?? null;
+      if (a !== null && smallestAccelMem !== null) {
+        accelerator = a.id;
+        accel_fit_centi = ratioScore(accelW, smallestAccelMem, a.mem_bytes);
+      }
+    }
+
+    let perf_centi = 0;
+    if (spec.perf !== null) {
+      const v = perf.get(n.node_id) ?? null;
+      if (v === null || bestPerf === null) flags.push("unmeasured");
+      else perf_centi = spec.perf.direction === "lower" ? ratioScore(perfW, bestPerf, v) : ratioScore(perfW, v, bestPerf);
+    }
+
+    let load_centi = 0;
+    const { load1_milli, count } = n.facts.cpu;
+    if (load1_milli === null || count === 0) flags.push("load_unknown");
+    else {
+      const capacity = 1000 * count;
+      load_centi = mulDivHalfUp(loadW, capacity - Math.min(capacity, load1_milli), capacity);
+    }
+
+    const stickiness_centi = request.current_node !== null && request.current_node === n.node_id ? stickyW : 0;
+
+    const score: ScoreBreakdown = { execution_centi, locality_centi, accel_fit_centi, perf_centi, load_centi, stickiness_centi };
+    const total_centi = execution_centi + locality_centi + accel_fit_centi + perf_centi + load_centi + stickiness_centi;
+    flags.sort();
+    out.set(n.node_id, { score, total_centi, flags, accelerator });
+  }
+  return out;
+}

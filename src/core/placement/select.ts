@@ -1,0 +1,168 @@
+/**
+ * Ranking and selection (mesh.md §8.6), and the dispatch order that follows from them (§9.2 step 8).
+ *
+ * Invariants (structural):
+ * - a pin overrides scoring, never constraints: a rejected pinned node is an error naming every failed constraint;
+ * - emulation is a fallback: the pool holds the non-emulated eligible nodes, and emulated ones only when there
+ *   are none, so an emulated node never wins while a native (or fallback) one is eligible;
+ * - `prefer` narrows the choice within the pool; `avoid` only demotes, so an avoided node still wins when it is
+ *   the only choice;
+ * - nothing fits → `placement: null`, a decision.
+ */
+import type { NodeId } from "../crypto/ed25519.js";
+import type { Assessment } from "./constraints.js";
+import type { PlacementRequest } from "./inputs.js";
+import type { Flag, NodeReport, Placement, PlacementDecision, PlacementError, Route } from "./outputs.js";
+import type { Scored } from "./score.js";
+
+function byNodeId(a: NodeReport, b: NodeReport): number {
+  return a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0;
+}
+
+/** Eligible by total descending, then node id ascending; the rejected follow, by node id. */
+export function rankOrder(a: NodeReport, b: NodeReport): number {
+  if (a.eligible !== b.eligible) return a.eligible ? -1 : 1;
+  if (a.eligible && a.total_centi !== b.total_centi) return (b.total_centi ?? 0) - (a.total_centi ?? 0);
+  return byNodeId(a, b);
+}
+
+export function reportOf(a: Assessment, scored: Scored | undefined): NodeReport {
+  const name = a.facts?.name ?? null;
+  if (a.fit === null || scored === undefined) {
+    return {
+      node_id: a.node.node_id,
+      name,
+      eligible: false,
+      rejections: a.rejections,
+      variant: null,
+      route: null,
+      execution: null,
+      score: null,
+      total_centi: null,
+      flags: [],
+    };
+  }
+  return {
+    node_id: a.node.node_id,
+    name,
+    eligible: true,
+    rejections: [],
+    variant: a.fit.variant,
+    route: a.fit.route,
+    execution: a.fit.execution,
+    score: scored.score,
+    total_centi: scored.total_centi,
+    flags: scored.flags,
+  };
+}
+
+export function rank(reports: readonly NodeReport[]): NodeReport[] {
+  return [...reports].sort(rankOrder);
+}
+
+export type Selection =
+  | { readonly kind: "placed"; readonly node_id: NodeId; readonly flags: readonly Flag[] }
+  | { readonly kind: "unplaceable" }
+  | { readonly kind: "error"; readonly error: PlacementError };
+
+/** §8.6: the ids of the pool, in rank order. */
+export function poolOf(ranked: readonly NodeReport[]): NodeReport[] {
+  const eligible = ranked.filter((r) => r.eligible);
+  const native = eligible.filter((r) => r.execution !== "emulated");
+  return native.length > 0 ? native : eligible;
+}
+
+function withFlags(flags: readonly Flag[], ...extra: Flag[]): Flag[] {
+  return [...new Set([...flags, ...extra])].sort();
+}
+
+export function select(ranked: readonly NodeReport[], request: PlacementRequest, describe: (id: string) => string): Selection {
+  if (request.pin !== null) {
+    const pin = request.pin;
+    const pinned = ranked.find((r) => r.node_id === pin);
+    if (pinned === undefined) {
+      return {
+        kind: "error",
+        error: {
+          code: "unknown_pin",
+          message: `pin names node ${pin}, which is not a known target: add the target first, or pin one of the listed nodes`,
+          constraints: [],
+        },
+      };
+    }
+    if (!pinned.eligible) {
+      const failed = pinned.rejections.map((r) => `constraint \`${r.constraint}\`: ${r.detail}`).join("; ");
+      return {
+        kind: "error",
+        error: {
+          code: "pin_ineligible",
+          message:
+            `pinned node ${describe(pin)} cannot take workload ${request.spec.name}: ${failed}. ` +
+            "A pin overrides scoring, never constraints: fix what is listed or remove the pin",
+          constraints: pinned.rejections,
+        },
+      };
+    }
+    return { kind: "placed", node_id: pinned.node_id, flags: withFlags(pinned.flags, "pinned") };
+  }
+  const pool = poolOf(ranked);
+  const top = pool[0];
+  if (top === undefined) return { kind: "unplaceable" };
+  const winner =
+    pool.find((r) => request.prefer.includes(r.node_id)) ?? pool.find((r) => !request.avoid.includes(r.node_id)) ?? top;
+  const flags = winner === top ? withFlags(winner.flags) : withFlags(winner.flags, "affinity");
+  return { kind: "placed", node_id: winner.node_id, flags };
+}
+
+/** The winner's report carries the selection flags too, so explain shows `[affinity]` on its candidate line. */
+export function applySelection(
+  ranked: readonly NodeReport[],
+  selection: Extract<Selection, { kind: "placed" }>,
+  accelerator: string | null,
+): { readonly candidates: NodeReport[]; readonly placement: Placement } {
+  const candidates = ranked.map((r) => (r.node_id === selection.node_id ? { ...r, flags: selection.flags } : r));
+  const w = candidates.find((r) => r.node_id === selection.node_id);
+  if (!w?.eligible || w.variant === null || w.route === null || w.execution === null || w.score === null || w.total_centi === null) {
+    throw new Error("bug: the selected node is not an eligible candidate");
+  }
+  return {
+    candidates,
+    placement: {
+      node_id: w.node_id,
+      variant: w.variant,
+      route: w.route,
+      execution: w.execution,
+      accelerator,
+      score: w.score,
+      total_centi: w.total_centi,
+      flags: selection.flags,
+    },
+  };
+}
+
+/** One entry of the list dispatch tries in order. */
+export interface DispatchCandidate {
+  readonly node_id: NodeId;
+  readonly variant: string;
+  readonly route: Route;
+}
+
+/**
+ * §9.2 step 8: the winner first; then, only without a pin, every other eligible candidate in rank order, pool
+ * members first, then the emulated ones. With a pin, only the pinned node. Empty when nothing was placed.
+ */
+export function dispatchOrder(decision: PlacementDecision): DispatchCandidate[] {
+  const placement = decision.placement;
+  if (placement === null) return [];
+  const first: DispatchCandidate = { node_id: placement.node_id, variant: placement.variant, route: placement.route };
+  if (decision.pin !== null) return [first];
+  const pool = poolOf(decision.candidates);
+  const poolIds = new Set(pool.map((r) => r.node_id));
+  const rest = decision.candidates.filter((r) => r.eligible && !poolIds.has(r.node_id));
+  const order = [first];
+  for (const r of [...pool, ...rest]) {
+    if (r.node_id === placement.node_id || r.variant === null || r.route === null) continue;
+    order.push({ node_id: r.node_id, variant: r.variant, route: r.route });
+  }
+  return order;
+}
