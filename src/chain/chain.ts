@@ -149,10 +149,11 @@ export class Chain {
     if (tx.db !== this.db) throw new ChainError("append must run in a transaction on the chain's own database");
     const tip = this.stmts.tip.get(this.chainId) as ChainTip | undefined;
     const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
-    insertEvent(tx, event, canonicalPayload);
+    this.stmts.insert.run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
     if (this.listeners.size > 0) tx.afterCommit(() => this.emit(event));
-    const last = this.stmts.lastCheckpoint.get(this.chainId) as { seq: number } | undefined;
-    if (draft.kind !== "chain.checkpoint" && event.seq - (last?.seq ?? 0) >= CHECKPOINT_EVERY_EVENTS) this.checkpoint(tx);
+    // §10: a checkpoint every 1000 events. Keyed on the seq itself so no extra read sits on the append path and
+    // concurrent writers agree on who takes it.
+    if (draft.kind !== "chain.checkpoint" && event.seq % CHECKPOINT_EVERY_EVENTS === 0) this.checkpoint(tx);
     return event;
   }
 

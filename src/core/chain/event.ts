@@ -69,7 +69,11 @@ export function eventHashOf(header: {
   ts: number;
 }): string {
   const { chain_id, kind, payload_hash, prev_hash, seq, source, ts } = header;
-  return taggedSha256Hex("berth.audit.event.v1", canonicalJson({ chain_id, kind, payload_hash, prev_hash, seq, source, ts }));
+  // Every member is ASCII (hex, or a name matching NAME_PATTERN) and every number a safe integer, so the JCS form is
+  // the members in this fixed order with JSON.stringify escaping; the unit test pins it against canonicalJson.
+  if (!Number.isSafeInteger(seq) || !Number.isSafeInteger(ts)) throw new DraftError("seq and ts must be safe integers");
+  const preimage = `{"chain_id":${JSON.stringify(chain_id)},"kind":${JSON.stringify(kind)},"payload_hash":${JSON.stringify(payload_hash)},"prev_hash":${JSON.stringify(prev_hash)},"seq":${seq},"source":${JSON.stringify(source)},"ts":${ts}}`;
+  return taggedSha256Hex("berth.audit.event.v1", preimage);
 }
 
 /** §5.3: the signed message is TAG("berth.audit.sig.v1") ‖ the 32 raw bytes of the hash (51 bytes). */

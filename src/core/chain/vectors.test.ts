@@ -65,3 +65,13 @@ describe("the audit chain test vector (audit-chain.md §5.5)", () => {
     expect(result).toMatchObject({ ok: true, events: 2, head: { seq: 1, hash: second.hash }, keySelfAsserted: false });
   });
 });
+
+describe("the event header preimage", () => {
+  it("is exactly the canonical JSON of the seven header members", async () => {
+    const { canonicalJson } = await import("../crypto/canonical.js");
+    const { taggedSha256Hex } = await import("../crypto/tagged.js");
+    const { eventHashOf } = await import("./event.js");
+    const header = { chain_id: "ab".repeat(16), kind: "workload.place", payload_hash: "cd".repeat(32), prev_hash: "ef".repeat(32), seq: 12, source: "placement", ts: 1767225600250 };
+    expect(eventHashOf(header)).toBe(taggedSha256Hex("berth.audit.event.v1", canonicalJson(header)));
+  });
+});

@@ -25,42 +25,59 @@ export class CanonicalError extends Error {
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function assertRepresentable(value: unknown, path: string, depth: number): void {
+/**
+ * One pass that proves the value representable and writes its JCS form. For the restricted value set above, RFC 8785
+ * reduces to: members sorted by UTF-16 code units (JavaScript's default sort), strings escaped as JSON.stringify does,
+ * integers in plain decimal. The `canonicalize` package (4.0.0) is the reference implementation: a property test
+ * checks this writer against it on arbitrary values. It is not used on the hot path because the audit chain calls
+ * this once per event and the combined check-then-serialise cost dominated append time.
+ */
+function write(value: unknown, path: string, depth: number): string {
   if (depth > MAX_DEPTH) throw new CanonicalError(path, `nesting deeper than ${MAX_DEPTH} levels`);
-  if (value === null || typeof value === "boolean") return;
-  if (typeof value === "number") {
-    if (!Number.isSafeInteger(value) && !Object.is(value, -0)) {
-      throw new CanonicalError(path, `${String(value)} is not an integer within ±(2^53−1)`);
+  if (value === null) return "null";
+  switch (typeof value) {
+    case "boolean":
+      return value ? "true" : "false";
+    case "number":
+      if (Object.is(value, -0)) return "0";
+      if (!Number.isSafeInteger(value)) throw new CanonicalError(path, `${String(value)} is not an integer within ±(2^53−1)`);
+      return String(value);
+    case "string":
+      if (LONE_SURROGATE.test(value)) throw new CanonicalError(path, "string holds a lone surrogate");
+      return JSON.stringify(value);
+    case "object": {
+      if (Array.isArray(value)) {
+        let out = "[";
+        for (let i = 0; i < value.length; i++) out += (i ? "," : "") + write(value[i], `${path}[${i}]`, depth + 1);
+        return `${out}]`;
+      }
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) throw new CanonicalError(path, "not a plain object");
+      const keys = Object.keys(value).sort();
+      let out = "{";
+      let first = true;
+      for (const key of keys) {
+        const item = (value as Record<string, unknown>)[key];
+        if (item === undefined) throw new CanonicalError(`${path}.${key}`, "undefined is not JSON");
+        if (LONE_SURROGATE.test(key)) throw new CanonicalError(path, "member name holds a lone surrogate");
+        out += `${first ? "" : ","}${JSON.stringify(key)}:${write(item, `${path}.${key}`, depth + 1)}`;
+        first = false;
+      }
+      return `${out}}`;
     }
-    return;
+    default:
+      throw new CanonicalError(path, `${typeof value} is not JSON`);
   }
-  if (typeof value === "string") {
-    if (LONE_SURROGATE.test(value)) throw new CanonicalError(path, "string holds a lone surrogate");
-    return;
-  }
-  if (Array.isArray(value)) {
-    for (const [i, item] of value.entries()) assertRepresentable(item, `${path}[${i}]`, depth + 1);
-    return;
-  }
-  if (typeof value === "object") {
-    const proto = Object.getPrototypeOf(value);
-    if (proto !== Object.prototype && proto !== null) throw new CanonicalError(path, "not a plain object");
-    for (const [key, item] of Object.entries(value)) {
-      if (LONE_SURROGATE.test(key)) throw new CanonicalError(path, `member name holds a lone surrogate`);
-      if (item === undefined) throw new CanonicalError(`${path}.${key}`, "undefined is not JSON");
-      assertRepresentable(item, `${path}.${key}`, depth + 1);
-    }
-    return;
-  }
-  throw new CanonicalError(path, `${typeof value} is not JSON`);
 }
 
 /** The canonical text of a JSON value; throws CanonicalError naming the offending path. */
 export function canonicalJson(value: unknown): string {
-  assertRepresentable(value, "", 0);
-  const text = canonicalizeLib(value);
-  if (text === undefined) throw new CanonicalError("", "value has no JSON form");
-  return text;
+  return write(value, "", 0);
+}
+
+/** The reference serialiser (the `canonicalize` package), for cross-checking in tests. */
+export function referenceCanonicalJson(value: unknown): string | undefined {
+  return canonicalizeLib(value);
 }
 
 /**
