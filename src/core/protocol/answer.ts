@@ -1,0 +1,34 @@
+/**
+ * Controller-side answer verification (mesh.md §4.7): a response counts only if it is signed by the key the controller
+ * expects and is bound to the request it answers (nonce, method, responder, boot). Anything else is *no valid answer*.
+ */
+import { parseCanonical } from "../crypto/canonical.js";
+import { isPublicKeyHex, nodeIdOf, verifyTagged } from "../crypto/ed25519.js";
+import { describeIssues, HEX128, LIMITS, type RequestPayload, type ResponsePayload, ResponsePayloadSchema, type SignedMessage } from "./messages.js";
+import { RESPONSE_TAG } from "./sign.js";
+
+export type AnswerCheck = { readonly ok: true; readonly response: ResponsePayload; readonly key: string } | { readonly ok: false; readonly reason: string };
+
+/**
+ * @param expectedKey the target's stored key, or `null` only for the trust-on-first-use describe of §3.3.
+ */
+export function verifyAnswer(signed: SignedMessage, request: RequestPayload, expectedKey: string | null): AnswerCheck {
+  if (Buffer.byteLength(signed.payload, "utf8") > LIMITS.responsePayloadBytes) return { ok: false, reason: "response payload exceeds 4 MiB" };
+  if (!isPublicKeyHex(signed.key) || !HEX128.test(signed.sig)) return { ok: false, reason: "response key or sig is malformed" };
+  if (expectedKey !== null && signed.key !== expectedKey) return { ok: false, reason: `response signed by ${signed.key}, not the stored key` };
+  if (expectedKey === null && request.method !== "describe") return { ok: false, reason: "only a describe may learn a key" };
+  if (!verifyTagged(signed.key, RESPONSE_TAG, signed.payload, signed.sig)) return { ok: false, reason: "response signature does not verify" };
+  const parsed = parseCanonical(signed.payload);
+  if (!parsed.ok) return { ok: false, reason: `response payload: ${parsed.reason}` };
+  const shape = ResponsePayloadSchema.safeParse(parsed.value);
+  if (!shape.success) return { ok: false, reason: describeIssues("response", shape.error.issues) };
+  const response = shape.data;
+  if (response.responder !== nodeIdOf(signed.key)) return { ok: false, reason: "response.responder is not the node id of its key" };
+  if (response.request_nonce !== request.nonce) return { ok: false, reason: "response.request_nonce does not echo the request's nonce" };
+  if (response.method !== request.method) return { ok: false, reason: "response.method does not echo the request's method" };
+  if (request.target !== "*" && response.responder !== request.target) return { ok: false, reason: "response.responder is not the addressed target" };
+  if (request.method !== "describe" && response.boot_id !== request.target_boot) {
+    return { ok: false, reason: "response.boot_id is not the boot the request named" };
+  }
+  return { ok: true, response, key: signed.key };
+}

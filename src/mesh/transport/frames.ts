@@ -1,0 +1,165 @@
+/**
+ * Length-prefixed framing (mesh.md §4.1) and the stream/connector seam (§4.10). A frame is a 4-byte big-endian
+ * length N (1 ≤ N ≤ 16 MiB) followed by N bytes. A zero or oversized length is a protocol error: the stream is
+ * destroyed without reading further, so a peer can never make us buffer more than one frame's worth.
+ */
+import type { Socket } from "node:net";
+
+export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+/** recv() rejects with this at end of stream or after close(). */
+export class StreamClosed extends Error {
+  override name = "StreamClosed";
+  constructor(message = "stream closed") {
+    super(message);
+  }
+}
+
+/** A framing violation by the peer; the stream is closed when it is raised. */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+}
+
+export interface FrameStream {
+  send(frame: Uint8Array): Promise<void>;
+  /** The next frame; rejects with StreamClosed at end of stream, ProtocolError on a bad frame, or the signal's reason. */
+  recv(signal?: AbortSignal): Promise<Uint8Array>;
+  close(): void;
+  readonly remote: string;
+}
+
+export interface Connector {
+  connect(addr: string, signal?: AbortSignal): Promise<FrameStream>;
+}
+
+export function encodeFrame(frame: Uint8Array): Buffer {
+  if (frame.length < 1 || frame.length > MAX_FRAME_BYTES) throw new ProtocolError(`frame of ${frame.length} bytes is outside 1…${MAX_FRAME_BYTES}`);
+  const header = Buffer.alloc(4);
+  header.writeUInt32BE(frame.length, 0);
+  return Buffer.concat([header, frame]);
+}
+
+/** Incremental decoder: feed chunks, take whole frames. Keeps chunks in a list so a 16 MiB frame is copied once. */
+export class FrameDecoder {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+
+  constructor(private readonly maxFrame: number = MAX_FRAME_BYTES) {}
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+  }
+
+  /** The next whole frame, `undefined` if more bytes are needed; throws ProtocolError on a bad length. */
+  next(): Buffer | undefined {
+    if (this.buffered < 4) return undefined;
+    const head = this.peek(4);
+    const length = head.readUInt32BE(0);
+    if (length === 0 || length > this.maxFrame) throw new ProtocolError(`frame length ${length} is outside 1…${this.maxFrame}`);
+    if (this.buffered < 4 + length) return undefined;
+    const all = this.take(4 + length);
+    return all.subarray(4);
+  }
+
+  private peek(n: number): Buffer {
+    const first = this.chunks[0] as Buffer;
+    if (first.length >= n) return first.subarray(0, n);
+    this.chunks = [Buffer.concat(this.chunks)];
+    return (this.chunks[0] as Buffer).subarray(0, n);
+  }
+
+  private take(n: number): Buffer {
+    const joined = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
+    const out = joined.subarray(0, n);
+    const rest = joined.subarray(n);
+    this.chunks = rest.length > 0 ? [rest] : [];
+    this.buffered = rest.length;
+    return out;
+  }
+}
+
+type Waiter = { resolve: (frame: Uint8Array) => void; reject: (error: Error) => void };
+
+/** A FrameStream over a TCP socket. */
+export class SocketFrameStream implements FrameStream {
+  private readonly decoder = new FrameDecoder();
+  private readonly frames: Uint8Array[] = [];
+  private readonly waiters: Waiter[] = [];
+  private ended: Error | undefined;
+  readonly remote: string;
+
+  constructor(private readonly socket: Socket) {
+    this.remote = `${socket.remoteAddress ?? "?"}:${socket.remotePort ?? "?"}`;
+    socket.setNoDelay(true);
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    socket.on("end", () => this.fail(new StreamClosed("end of stream")));
+    socket.on("close", () => this.fail(new StreamClosed("connection closed")));
+    socket.on("error", (error) => this.fail(new StreamClosed(`connection error: ${error.message}`)));
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.ended) return;
+    this.decoder.push(chunk);
+    try {
+      for (let frame = this.decoder.next(); frame; frame = this.decoder.next()) {
+        const waiter = this.waiters.shift();
+        if (waiter) waiter.resolve(frame);
+        else this.frames.push(frame);
+      }
+    } catch (error) {
+      this.fail(error as Error);
+      this.socket.destroy();
+    }
+  }
+
+  private fail(error: Error): void {
+    if (this.ended) return;
+    this.ended = error;
+    for (const waiter of this.waiters.splice(0)) waiter.reject(error);
+  }
+
+  send(frame: Uint8Array): Promise<void> {
+    if (this.ended) return Promise.reject(this.ended);
+    const bytes = encodeFrame(frame);
+    return new Promise((resolve, reject) => {
+      this.socket.write(bytes, (error) => (error ? reject(new StreamClosed(`send failed: ${error.message}`)) : resolve()));
+    });
+  }
+
+  recv(signal?: AbortSignal): Promise<Uint8Array> {
+    const ready = this.frames.shift();
+    if (ready) return Promise.resolve(ready);
+    if (this.ended) return Promise.reject(this.ended);
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve: (f) => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve(f);
+        },
+        reject: (e) => {
+          signal?.removeEventListener("abort", onAbort);
+          reject(e);
+        },
+      };
+      const onAbort = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
+  }
+
+  close(): void {
+    this.fail(new StreamClosed("closed locally"));
+    this.socket.destroy();
+  }
+
+  /** Writes raw bytes without framing: only for tests that send malformed frames. */
+  writeRaw(bytes: Uint8Array): void {
+    this.socket.write(bytes);
+  }
+}
