@@ -1,0 +1,258 @@
+/**
+ * `provider_config` (kubernetes.md §15): parsed in the catalogued order B1 → namespace → other string and integer
+ * fields → B6 → image → B13 → pod options → B17, each refusal with its exact text. Unknown top-level keys are ignored
+ * (a credential-looking key has no effect); inside `pod_options` keys are strict.
+ */
+import { z } from "zod";
+import { IMAGE_PREFILL, parseImage } from "./image.js";
+
+export interface Toleration {
+  readonly key?: string;
+  readonly operator?: "Exists" | "Equal";
+  readonly value?: string;
+  readonly effect?: "NoSchedule" | "PreferNoSchedule" | "NoExecute";
+  readonly tolerationSeconds?: number;
+}
+
+export interface PodOptions {
+  readonly nodeSelector?: Readonly<Record<string, string>>;
+  readonly tolerations?: readonly Toleration[];
+  readonly workspaceSizeLimit?: string;
+  readonly ephemeralStorageRequest?: string;
+  readonly ephemeralStorageLimit?: string;
+  readonly activeDeadlineSeconds?: number;
+}
+
+export interface ProviderConfig {
+  readonly context: string | null;
+  readonly namespace: string;
+  /** Normalized `name@sha256:<hex>`. */
+  readonly image: string;
+  readonly cpuRequest: string;
+  readonly memoryRequest: string;
+  readonly cpuLimit: string;
+  readonly memoryLimit: string;
+  readonly inactivitySeconds: number;
+  readonly serviceAccount: string | null;
+  readonly workspaceStorage: string | null;
+  readonly workspaceStorageClass: string | null;
+  readonly podOptions: PodOptions | null;
+}
+
+export type ConfigResult = { ok: true; config: ProviderConfig } | { ok: false; error: string };
+
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+
+export function isValidNamespace(ns: string): boolean {
+  return ns.length <= 63 && NAMESPACE.test(ns);
+}
+
+const fail = (error: string): { ok: false; error: string } => ({ ok: false, error });
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+class Refusal extends Error {}
+
+/** String fields: absent, null or whitespace-only = unset, else trimmed; anything else is B4. */
+function stringField(raw: Record<string, unknown>, field: string): string | null {
+  const v = raw[field];
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "string") throw new Refusal(`provider_config.${field} must be a string, got ${JSON.stringify(v)}`);
+  const t = v.trim();
+  return t === "" ? null : t;
+}
+
+/** Integer fields: a non-negative JSON integer or a trimmed string of decimal digits; "" = unset; else B5. */
+function integerField(raw: Record<string, unknown>, field: string): number | null {
+  const v = raw[field];
+  if (v === undefined || v === null) return null;
+  if (typeof v === "number" && Number.isSafeInteger(v) && v >= 0) return v;
+  if (typeof v === "string") {
+    const t = v.trim();
+    if (t === "") return null;
+    if (/^[0-9]+$/.test(t) && Number.isSafeInteger(Number(t))) return Number(t);
+  }
+  const shown = typeof v === "number" ? String(v) : typeof v === "string" ? JSON.stringify(v) : JSON.stringify(v);
+  throw new Refusal(`provider_config.${field} must be a non-negative integer, got ${shown}`);
+}
+
+const TolerationSchema = z.strictObject({
+  key: z.string().optional(),
+  operator: z.enum(["Exists", "Equal"]).optional(),
+  value: z.string().optional(),
+  effect: z.enum(["NoSchedule", "PreferNoSchedule", "NoExecute"]).optional(),
+  tolerationSeconds: z.number().int().optional(),
+});
+
+const POD_OPTION_KEYS = [
+  "node_selector",
+  "tolerations",
+  "workspace_size_limit",
+  "ephemeral_storage_request",
+  "ephemeral_storage_limit",
+  "active_deadline_seconds",
+  "setup_pending",
+] as const;
+
+function podOptionsField(raw: unknown, withClaim: boolean): PodOptions | null {
+  if (raw === undefined || raw === null) return null;
+  const b14 = (detail: string) => new Refusal(`provider_config.pod_options: ${detail}`);
+  if (!isObject(raw)) throw b14("must be an object");
+  for (const key of Object.keys(raw)) {
+    if (!(POD_OPTION_KEYS as readonly string[]).includes(key)) throw b14(`unknown key ${JSON.stringify(key)}`);
+  }
+  const out: {
+    nodeSelector?: Record<string, string>;
+    tolerations?: Toleration[];
+    workspaceSizeLimit?: string;
+    ephemeralStorageRequest?: string;
+    ephemeralStorageLimit?: string;
+    activeDeadlineSeconds?: number;
+  } = {};
+  const ns = raw.node_selector;
+  if (ns !== undefined && ns !== null) {
+    const parsed = z.record(z.string(), z.string()).safeParse(ns);
+    if (!parsed.success) throw b14("node_selector must be an object of strings");
+    if (Object.keys(parsed.data).length > 0) out.nodeSelector = parsed.data;
+  }
+  const tol = raw.tolerations;
+  if (tol !== undefined && tol !== null) {
+    const parsed = z.array(TolerationSchema).safeParse(tol);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw b14(`tolerations${issue && issue.path.length ? `.${issue.path.map(String).join(".")}` : ""}: ${issue?.message ?? "invalid"}`);
+    }
+    if (parsed.data.length > 0) out.tolerations = parsed.data;
+  }
+  for (const [key, prop] of [
+    ["workspace_size_limit", "workspaceSizeLimit"],
+    ["ephemeral_storage_request", "ephemeralStorageRequest"],
+    ["ephemeral_storage_limit", "ephemeralStorageLimit"],
+  ] as const) {
+    const v = raw[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== "string") throw b14(`${key} must be a string`);
+    if (v.trim() === "") throw new Refusal("provider_config.pod_options storage quantities must not be empty");
+    out[prop] = v.trim();
+  }
+  const ads = raw.active_deadline_seconds;
+  if (ads !== undefined && ads !== null) {
+    if (typeof ads !== "number" || !Number.isSafeInteger(ads)) throw b14("active_deadline_seconds must be an integer");
+    if (ads <= 0) throw new Refusal("provider_config.pod_options.active_deadline_seconds must be positive");
+    out.activeDeadlineSeconds = ads;
+  }
+  const sp = raw.setup_pending;
+  if (sp !== undefined && sp !== null && sp !== false) throw b14("setup_pending is only accepted as false");
+  if (withClaim && out.workspaceSizeLimit !== undefined) throw b14("workspace_size_limit conflicts with workspace_storage (the workspace is a claim, not an emptyDir)");
+  return Object.keys(out).length > 0 ? out : null;
+}
+
+export function parseProviderConfig(raw: unknown): ConfigResult {
+  if (raw === null || raw === undefined) {
+    return fail("provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared");
+  }
+  if (!isObject(raw)) return fail("provider_config must be a JSON object");
+  try {
+    const namespace = stringField(raw, "namespace");
+    if (namespace === null) {
+      return fail("provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared");
+    }
+    if (!isValidNamespace(namespace)) {
+      return fail(`provider_config.namespace ${JSON.stringify(namespace)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`);
+    }
+    const context = stringField(raw, "context");
+    const imageRef = stringField(raw, "image");
+    const cpuRequest = stringField(raw, "cpu_request") ?? "1";
+    const memoryRequest = stringField(raw, "memory_request") ?? "2Gi";
+    const cpuLimit = stringField(raw, "cpu_limit") ?? "2";
+    const memoryLimit = stringField(raw, "memory_limit") ?? "4Gi";
+    const inactivitySeconds = integerField(raw, "inactivity_seconds") ?? 7200;
+    const serviceAccount = stringField(raw, "service_account");
+    const workspaceStorage = stringField(raw, "workspace_storage");
+    const workspaceStorageClass = stringField(raw, "workspace_storage_class");
+    if (inactivitySeconds === 0) {
+      return fail(
+        "provider_config.inactivity_seconds: 0 (indefinite lifetime) is not supported in this version: it requires restartPolicy OnFailure, which is gated on the harness exit-code contract. Set a positive number of seconds.",
+      );
+    }
+    if (imageRef === null) {
+      return fail("provider_config.image is required: no image is assumed at parse time, so the digest-pinned image to run must be given explicitly");
+    }
+    const image = parseImage(imageRef);
+    if (!image.ok) return image;
+    if (workspaceStorageClass !== null && workspaceStorage === null) return fail("provider_config.workspace_storage_class requires workspace_storage");
+    const podOptions = podOptionsField(raw.pod_options, workspaceStorage !== null);
+    // Without the optional identity feature a policy fails closed: ignoring it would deploy what it meant to forbid.
+    if (raw.identity_policy !== undefined && raw.identity_policy !== null) return fail("provider_config.identity_policy is not supported by this provider");
+    return {
+      ok: true,
+      config: {
+        context,
+        namespace,
+        image: image.image,
+        cpuRequest,
+        memoryRequest,
+        cpuLimit,
+        memoryLimit,
+        inactivitySeconds,
+        serviceAccount,
+        workspaceStorage,
+        workspaceStorageClass,
+        podOptions,
+      },
+    };
+  } catch (error) {
+    if (error instanceof Refusal) return fail(error.message);
+    throw error;
+  }
+}
+
+/** 6 × [a-z0-9] for the namespace prefill; the caller supplies the random indices (0..35). */
+export function namespacePrefill(random: readonly number[]): string {
+  const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789";
+  return `buzz-agents-${random
+    .slice(0, 6)
+    .map((r) => alphabet[Math.abs(Math.trunc(r)) % 36])
+    .join("")}`;
+}
+
+/** §15.2: the JSON schema Buzz Desktop renders as a form. No property name may read like a credential. */
+export function configSchema(namespaceDefault: string): Record<string, unknown> {
+  return {
+    type: "object",
+    required: ["namespace", "image"],
+    properties: {
+      context: { type: "string", title: "Kubeconfig context", description: "Context from your kubeconfig. Leave empty to use the current context." },
+      namespace: { type: "string", title: "Namespace", description: "Created if it does not exist.", default: namespaceDefault },
+      image: {
+        type: "string",
+        title: "Agent image",
+        description: "A digest-pinned image (name@sha256:…) containing the buzz-acp runtime. Tags alone are refused.",
+        default: IMAGE_PREFILL,
+      },
+      cpu_request: { type: "string", title: "CPU request", default: "1" },
+      memory_request: { type: "string", title: "Memory request", default: "2Gi" },
+      cpu_limit: { type: "string", title: "CPU limit", default: "2" },
+      memory_limit: { type: "string", title: "Memory limit", default: "4Gi" },
+      inactivity_seconds: { type: "number", title: "Stop after inactivity (seconds)", default: 7200 },
+      service_account: { type: "string", title: "Service account", description: "Scheduling/RBAC identity only. No API token is mounted." },
+      workspace_storage: {
+        type: "string",
+        title: "Persistent workspace size",
+        description: "Size of a persistent workspace claim (for example 20Gi). Leave empty for a scratch workspace.",
+      },
+      workspace_storage_class: { type: "string", title: "Workspace storage class", description: "Leave empty for the cluster default." },
+      pod_options: { type: "object", title: "Pod options", additionalProperties: false },
+    },
+  };
+}
+
+/** Words Buzz Desktop refuses in a config property name, after splitting on `_`, `-`, `.` and camelCase. */
+export const CREDENTIAL_WORDS = ["secret", "password", "token", "key", "credential"] as const;
+
+export function nameWords(name: string): string[] {
+  return name
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .split(/[_\-. ]+/)
+    .filter((w) => w !== "")
+    .map((w) => w.toLowerCase());
+}
