@@ -15,8 +15,8 @@ set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BIN_DIR="$HERE/bin"
-CACHE_DIR="${BERTH_TOOLS_CACHE:-$HOME/.cache/berth/tools}"
-MIN_GO_MINOR=26 # k8s.io/kubernetes v1.36 declares "go 1.26.0"
+CACHE_DIR="${BERTH_TOOLS_CACHE:-${HOME:-$(cd ~ && pwd)}/.cache/berth/tools}"
+MIN_GO_MINOR=26 # k8s.io/kubernetes v1.36 and etcd v3.6.16 both declare "go 1.26.0"
 
 log() { printf '[tools/k8s] %s\n' "$*" >&2; }
 die() { printf '[tools/k8s] error: %s\n' "$*" >&2; exit 1; }
@@ -63,7 +63,7 @@ ensure_go() {
   gv="$(go env GOVERSION)"
   minor="$(printf '%s' "$gv" | sed -nE 's/^go1\.([0-9]+).*/\1/p')"
   if [[ -z "$minor" || "$minor" -lt "$MIN_GO_MINOR" ]]; then
-    die "Go >= 1.$MIN_GO_MINOR is needed (found $gv at $(command -v go)); k8s.io/kubernetes $kube_version declares go 1.$MIN_GO_MINOR.0. See tools/k8s/README.md."
+    die "Go >= 1.$MIN_GO_MINOR is needed (found $gv at $(command -v go)): k8s.io/kubernetes $kube_version and etcd $etcd_version declare go 1.$MIN_GO_MINOR.0. See tools/k8s/README.md."
   fi
   have_go="$gv"
 }

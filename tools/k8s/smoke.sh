@@ -134,7 +134,6 @@ log "etcd healthy after $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 API_PORT="$(free_port)"
 while [[ "$API_PORT" == "$ETCD_CLIENT_PORT" || "$API_PORT" == "$ETCD_PEER_PORT" ]]; do API_PORT="$(free_port)"; done
 API="https://127.0.0.1:$API_PORT"
-mkdir -p "$WORK/apiserver-certs"
 
 # Keep this list in sync with tools/k8s/README.md ("Working flag set").
 APISERVER_FLAGS=(
@@ -142,7 +141,6 @@ APISERVER_FLAGS=(
   --bind-address=127.0.0.1
   --advertise-address=127.0.0.1
   --secure-port="$API_PORT"
-  --cert-dir="$WORK/apiserver-certs"
   --tls-cert-file="$PKI/serving.crt"
   --tls-private-key-file="$PKI/serving.key"
   --client-ca-file="$PKI/ca.crt"

@@ -1,0 +1,396 @@
+/**
+ * A real Kubernetes control plane for tests (kubernetes.md §19.5, issue 4): etcd and kube-apiserver built from the
+ * published Go modules by tools/k8s/build.sh, started on loopback with throw-away certificates, plus a simulated
+ * kubelet that binds pods to a fake Node, writes `agent` container statuses on request and completes graceful
+ * deletions the way a kubelet does. Every process started here is stopped by `stop()`.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1ContainerState, type V1Pod, Watch } from "@kubernetes/client-node";
+import { repoRoot } from "../support/built.js";
+
+export const BIN_DIR = join(repoRoot, "tools", "k8s", "bin");
+
+export function controlPlaneBinaries(): { etcd: string; apiserver: string } {
+  const etcd = join(BIN_DIR, "etcd");
+  const apiserver = join(BIN_DIR, "kube-apiserver");
+  if (!existsSync(etcd) || !existsSync(apiserver)) {
+    throw new Error(
+      `the Kubernetes test binaries are missing in ${BIN_DIR}: run tools/k8s/build.sh (bash scripts/test does this); this tier never skips in CI`,
+    );
+  }
+  return { etcd, apiserver };
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function openssl(cwd: string, args: string[]): void {
+  execFileSync("openssl", args, { cwd, stdio: ["ignore", "ignore", "pipe"] });
+}
+
+function makeCertificates(pki: string): void {
+  mkdirSync(pki, { recursive: true });
+  openssl(pki, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=berth-test-ca", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]);
+  const issue = (name: string, subject: string, ext: string[]) => {
+    openssl(pki, ["req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject]);
+    writeFileSync(join(pki, `${name}.ext`), `${["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment", ...ext].join("\n")}\n`);
+    openssl(pki, ["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, "-days", "2", "-extfile", `${name}.ext`]);
+  };
+  issue("serving", "/CN=kube-apiserver", ["extendedKeyUsage=serverAuth", "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:10.0.0.1"]);
+  issue("admin", "/O=system:masters/CN=berth-admin", ["extendedKeyUsage=clientAuth"]);
+  // A user with no groups: RBAC denies it everything until a test grants a Role (the 403 hint cases).
+  issue("restricted", "/CN=berth-restricted", ["extendedKeyUsage=clientAuth"]);
+  openssl(pki, ["genrsa", "-out", "sa.key", "2048"]);
+  openssl(pki, ["rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"]);
+}
+
+function kubeconfigYaml(server: string, pki: string, user: "admin" | "restricted"): string {
+  const b64 = (f: string) => readFileSync(join(pki, f)).toString("base64");
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: berth-test
+  cluster:
+    server: ${server}
+    certificate-authority-data: ${b64("ca.crt")}
+users:
+- name: ${user}
+  user:
+    client-certificate-data: ${b64(`${user}.crt`)}
+    client-key-data: ${b64(`${user}.key`)}
+contexts:
+- name: berth-test-${user}
+  context:
+    cluster: berth-test
+    user: ${user}
+    namespace: default
+current-context: berth-test-${user}
+`;
+}
+
+async function waitFor(what: string, timeoutMs: number, probe: () => Promise<boolean>, alive: () => boolean, log: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (!alive()) throw new Error(`${what}: the process exited early; last log lines:\n${log()}`);
+    if (await probe().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`${what} did not become ready within ${timeoutMs} ms; last log lines:\n${log()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+export interface ControlPlane {
+  readonly server: string;
+  readonly dir: string;
+  /** kubeconfig files on disk, for the provider binary and CLI (KUBECONFIG). */
+  readonly kubeconfigPath: string;
+  readonly restrictedKubeconfigPath: string;
+  readonly admin: KubeConfig;
+  readonly restricted: KubeConfig;
+  readonly core: CoreV1Api;
+  readonly rbac: RbacAuthorizationV1Api;
+  readonly nodeName: string;
+  readonly kubelet: KubeletSimulator;
+  /** SIGKILL the apiserver (a transport failure mid-deploy); `restartApiserver` brings it back on the same port. */
+  killApiserver(): Promise<void>;
+  restartApiserver(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startControlPlane(options: { nodeName?: string } = {}): Promise<ControlPlane> {
+  const bins = controlPlaneBinaries();
+  const dir = mkdtempSync(join(tmpdir(), "berth-cp-"));
+  const pki = join(dir, "pki");
+  makeCertificates(pki);
+  const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
+  const children: ChildProcess[] = [];
+  const logs = new Map<ChildProcess, string>();
+  const start = (bin: string, args: string[]) => {
+    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+    logs.set(child, "");
+    const keep = (d: Buffer) => logs.set(child, `${logs.get(child) ?? ""}${d.toString()}`.slice(-8000));
+    child.stdout?.on("data", keep);
+    child.stderr?.on("data", keep);
+    children.push(child);
+    return child;
+  };
+  const alive = (c: ChildProcess) => c.exitCode === null && c.signalCode === null;
+  const tail = (c: ChildProcess) => (logs.get(c) ?? "").split("\n").slice(-20).join("\n");
+
+  const etcdUrl = `http://127.0.0.1:${etcdClient}`;
+  const etcd = start(bins.etcd, [
+    "--name=berth-test",
+    `--data-dir=${join(dir, "etcd")}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=http://127.0.0.1:${etcdPeer}`,
+    `--initial-advertise-peer-urls=http://127.0.0.1:${etcdPeer}`,
+    `--initial-cluster=berth-test=http://127.0.0.1:${etcdPeer}`,
+    "--unsafe-no-fsync=true",
+    "--log-level=warn",
+  ]);
+  const stopAll = async () => {
+    for (const c of [...children].reverse()) {
+      if (!alive(c)) continue;
+      c.kill("SIGTERM");
+      const exited = new Promise((r) => c.once("exit", r));
+      const timer = setTimeout(() => c.kill("SIGKILL"), 5000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
+  try {
+    await waitFor("etcd", 20_000, async () => (await fetch(`${etcdUrl}/health`)).ok, () => alive(etcd), () => tail(etcd));
+  } catch (error) {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+
+  const server = `https://127.0.0.1:${apiPort}`;
+  const apiserverArgs = [
+    `--etcd-servers=${etcdUrl}`,
+    "--bind-address=127.0.0.1",
+    "--advertise-address=127.0.0.1",
+    `--secure-port=${apiPort}`,
+    `--cert-dir=${join(dir, "apiserver-certs")}`,
+    `--tls-cert-file=${join(pki, "serving.crt")}`,
+    `--tls-private-key-file=${join(pki, "serving.key")}`,
+    `--client-ca-file=${join(pki, "ca.crt")}`,
+    `--service-account-key-file=${join(pki, "sa.pub")}`,
+    `--service-account-signing-key-file=${join(pki, "sa.key")}`,
+    "--service-account-issuer=https://localhost",
+    "--service-cluster-ip-range=10.0.0.0/24",
+    "--authorization-mode=RBAC",
+    "--disable-admission-plugins=ServiceAccount",
+    "--allow-privileged=true",
+  ];
+  const kubeconfigPath = join(dir, "admin.kubeconfig");
+  const restrictedKubeconfigPath = join(dir, "restricted.kubeconfig");
+  writeFileSync(kubeconfigPath, kubeconfigYaml(server, pki, "admin"), { mode: 0o600 });
+  writeFileSync(restrictedKubeconfigPath, kubeconfigYaml(server, pki, "restricted"), { mode: 0o600 });
+  const admin = new KubeConfig();
+  admin.loadFromFile(kubeconfigPath);
+  const restricted = new KubeConfig();
+  restricted.loadFromFile(restrictedKubeconfigPath);
+  const core = admin.makeApiClient(CoreV1Api);
+  const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+
+  let apiserver = start(bins.apiserver, apiserverArgs);
+  const awaitReady = async () => {
+    await waitFor(
+      "kube-apiserver /readyz",
+      90_000,
+      async () => {
+        await core.readNamespace({ name: "default" });
+        return true;
+      },
+      () => alive(apiserver),
+      () => tail(apiserver),
+    );
+  };
+  const nodeName = options.nodeName ?? "berth-sim-node";
+  let kubelet: KubeletSimulator;
+  try {
+    await awaitReady();
+    await core.createNode({
+      body: {
+        metadata: { name: nodeName, labels: { "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": nodeName } },
+        status: { conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "simulated" }] },
+      },
+    });
+    kubelet = new KubeletSimulator(admin, nodeName);
+    await kubelet.start();
+  } catch (error) {
+    await stopAll();
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+
+  return {
+    server,
+    dir,
+    kubeconfigPath,
+    restrictedKubeconfigPath,
+    admin,
+    restricted,
+    core,
+    rbac,
+    nodeName,
+    kubelet,
+    async killApiserver() {
+      const exited = new Promise((r) => apiserver.once("exit", r));
+      apiserver.kill("SIGKILL");
+      await exited;
+    },
+    async restartApiserver() {
+      apiserver = start(bins.apiserver, apiserverArgs);
+      await awaitReady();
+      await kubelet.restartWatch();
+    },
+    async stop() {
+      kubelet.stop();
+      await stopAll();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** What the simulated kubelet should make the `agent` container report. */
+export type SimulatedState =
+  | { kind: "running" }
+  | { kind: "terminated"; exitCode: number; reason?: string }
+  | { kind: "waiting"; reason: string; message?: string };
+
+/** Realistic registry messages per pull-failure class (kubernetes.md §10.1), as containerd writes them. */
+export const PULL_MESSAGES = {
+  unauthorized: (image: string) =>
+    `failed to pull and unpack image "${image}": failed to resolve reference "${image}": pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed: 401 Unauthorized`,
+  "manifest-unknown": (image: string) =>
+    `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`,
+  "arch-mismatch": (image: string) =>
+    `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": no match for platform in manifest: not found`,
+  transient: (image: string) => `rpc error: code = Unknown desc = failed to pull image "${image}": dial tcp 10.1.2.3:443: i/o timeout`,
+} as const;
+
+/**
+ * The kubelet stand-in. It schedules (binds) every pending pod to the fake Node, applies the state a test asked
+ * for (or the default for new pods), and finishes graceful deletions of bound pods by deleting them with grace 0
+ * and a uid precondition, as the real kubelet does once the container has stopped.
+ */
+export class KubeletSimulator {
+  private readonly core: CoreV1Api;
+  private abort: AbortController | undefined;
+  private stopped = false;
+  /** State given to each pod as soon as it is bound; undefined leaves it with no container status (pending). */
+  defaultState: ((pod: V1Pod) => SimulatedState | undefined) | undefined = undefined;
+  /** How long a graceful deletion takes before the kubelet removes the pod; tests lengthen it. */
+  gracefulDeletionMs = 200;
+  /** When false, marked pods stay marked until `finishDeletion` (a kubelet that is slow or gone). */
+  completeDeletions = true;
+  private readonly pendingDeletions = new Set<string>();
+  private readonly bound = new Set<string>();
+
+  constructor(
+    private readonly kc: KubeConfig,
+    readonly nodeName: string,
+  ) {
+    this.core = kc.makeApiClient(CoreV1Api);
+  }
+
+  async start(): Promise<void> {
+    await this.restartWatch();
+  }
+
+  async restartWatch(): Promise<void> {
+    this.abort?.abort();
+    if (this.stopped) return;
+    const watch = new Watch(this.kc);
+    this.abort = await watch.watch(
+      "/api/v1/pods",
+      {},
+      (phase: string, pod: V1Pod) => {
+        if (phase === "DELETED") return;
+        // A failed bind or status write shows up as the test's own timeout on the state it waited for.
+        void this.onPod(pod).catch(() => undefined);
+      },
+      () => {
+        // The watch ended (apiserver restart or timeout): re-establish unless stopped.
+        if (!this.stopped) setTimeout(() => void this.restartWatch().catch(() => undefined), 200);
+      },
+    );
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort?.abort();
+  }
+
+  private key(pod: V1Pod): string {
+    return `${pod.metadata?.namespace}/${pod.metadata?.name}/${pod.metadata?.uid}`;
+  }
+
+  private async onPod(pod: V1Pod): Promise<void> {
+    const ns = pod.metadata?.namespace ?? "default";
+    const name = pod.metadata?.name ?? "";
+    const key = this.key(pod);
+    if (pod.metadata?.deletionTimestamp) {
+      if (pod.spec?.nodeName && this.completeDeletions && !this.pendingDeletions.has(key)) {
+        this.pendingDeletions.add(key);
+        setTimeout(() => void this.finishDeletion(ns, name, pod.metadata?.uid ?? "").catch(() => undefined), this.gracefulDeletionMs);
+      }
+      return;
+    }
+    if (!pod.spec?.nodeName && !this.bound.has(key)) {
+      this.bound.add(key);
+      await this.core.createNamespacedBinding({
+        namespace: ns,
+        body: { metadata: { name }, target: { apiVersion: "v1", kind: "Node", name: this.nodeName } },
+      });
+      const state = this.defaultState?.(pod);
+      if (state) await this.setState(ns, name, state);
+    }
+  }
+
+  /** Removes a gracefully deleted pod (grace 0, uid precondition), as a kubelet does after the container stops. */
+  async finishDeletion(namespace: string, name: string, uid: string): Promise<void> {
+    // With a body, the apiserver reads the delete options from the body and ignores the query parameters, so the
+    // grace period must travel in the body next to the precondition.
+    await this.core.deleteNamespacedPod({ name, namespace, body: { gracePeriodSeconds: 0, preconditions: { uid } } });
+  }
+
+  /** Writes the `agent` container's status (and the pod phase that goes with it) through the status subresource. */
+  async setState(namespace: string, name: string, state: SimulatedState): Promise<V1Pod> {
+    const pod = await this.core.readNamespacedPod({ name, namespace });
+    const image = pod.spec?.containers?.find((c) => c.name === "agent")?.image ?? pod.spec?.containers?.[0]?.image ?? "";
+    const now = new Date();
+    let containerState: V1ContainerState;
+    let phase: string;
+    switch (state.kind) {
+      case "running":
+        containerState = { running: { startedAt: now } };
+        phase = "Running";
+        break;
+      case "terminated":
+        containerState = { terminated: { exitCode: state.exitCode, reason: state.reason ?? (state.exitCode === 0 ? "Completed" : "Error"), startedAt: now, finishedAt: now } };
+        phase = state.exitCode === 0 ? "Succeeded" : "Failed";
+        break;
+      case "waiting":
+        containerState = { waiting: { reason: state.reason, ...(state.message ? { message: state.message } : {}) } };
+        phase = "Pending";
+        break;
+    }
+    pod.status = {
+      ...pod.status,
+      phase,
+      hostIP: "127.0.0.1",
+      podIP: "10.244.0.10",
+      startTime: pod.status?.startTime ?? now,
+      conditions: [{ type: "PodScheduled", status: "True", lastTransitionTime: now }],
+      containerStatuses: [
+        {
+          name: "agent",
+          image,
+          imageID: state.kind === "running" || state.kind === "terminated" ? `${image.split("@")[0]}@sha256:${"0".repeat(64)}` : "",
+          ready: state.kind === "running",
+          started: state.kind === "running",
+          restartCount: 0,
+          state: containerState,
+        },
+      ],
+    };
+    return this.core.replaceNamespacedPodStatus({ name, namespace, body: pod });
+  }
+}
