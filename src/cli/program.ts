@@ -2,6 +2,8 @@
 import { Command } from "commander";
 import { registerAuditCommands } from "./audit.js";
 import { registerKeyCommands } from "./keys.js";
+import { registerNodeCommands } from "./node.js";
+import { registerPackageCommands } from "./package.js";
 import { berthVersion } from "./version.js";
 
 export function buildProgram(): Command {
@@ -11,5 +13,7 @@ export function buildProgram(): Command {
     .showHelpAfterError("(run with --help for usage)");
   registerKeyCommands(program);
   registerAuditCommands(program);
+  registerNodeCommands(program);
+  registerPackageCommands(program);
   return program;
 }

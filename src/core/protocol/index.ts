@@ -4,3 +4,4 @@ export * from "./messages.js";
 export * from "./nonce-guard.js";
 export * from "./sign.js";
 export * from "./verify.js";
+export * from "./bodies.js";

@@ -1,0 +1,146 @@
+/** `berth node init|serve|show`: a node daemon that runs workloads for its authorised controllers. */
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { nodeIdOf } from "../core/crypto/ed25519.js";
+import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
+import { FILES, loadNodeConfig } from "../mesh/node/config.js";
+import { NodeDaemon } from "../mesh/node/daemon.js";
+import { CliError, describeZodIssues } from "./errors.js";
+import { berthHome } from "./paths.js";
+import { berthVersion } from "./version.js";
+
+const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (an Ed25519 public key)");
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+function keys(flag: string, values: string[] | undefined): string[] {
+  return (values ?? []).map((v) => {
+    const parsed = HexKey.safeParse(v);
+    if (!parsed.success) throw new CliError(describeZodIssues(flag, parsed.error.issues));
+    return parsed.data;
+  });
+}
+
+function labels(values: string[] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of values ?? []) {
+    const i = v.indexOf("=");
+    if (i <= 0) throw new CliError(`--label: value ${JSON.stringify(v)} must look like key=value`);
+    out[v.slice(0, i)] = v.slice(i + 1);
+  }
+  return out;
+}
+
+const defaultDataDir = () => join(berthHome(), "node");
+
+export function registerNodeCommands(program: Command): void {
+  const node = program.command("node").description("a node daemon: runs signed packages as processes for authorised controllers");
+
+  node
+    .command("init")
+    .description("create a node data directory: identity key (0600), node.json, signers.json")
+    .option("--data-dir <dir>", "the node's data directory", defaultDataDir())
+    .option("--name <name>", "display name in the node's facts", "node")
+    .option("--controller <key>", "authorise a controller public key (repeatable)", collect)
+    .option("--signer <key>", "trust a package signer public key (repeatable)", collect)
+    .option("--board <board>", "board override, e.g. pi5")
+    .option("--json", "print one JSON document")
+    .action((opts: { dataDir: string; name: string; controller?: string[]; signer?: string[]; board?: string; json?: boolean }) => {
+      const dir = resolve(opts.dataDir);
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      const keyPath = join(dir, FILES.key);
+      const key = existsSync(keyPath) ? loadKeyFile(keyPath) : generateSigningKey();
+      if (!existsSync(keyPath)) saveKeyFile(keyPath, key);
+      const configPath = join(dir, FILES.config);
+      if (!existsSync(configPath)) {
+        const config = {
+          name: opts.name,
+          controllers: keys("--controller", opts.controller).map((k) => ({ key: k })),
+          self_tier: "paired",
+          ...(opts.board ? { board: opts.board } : {}),
+        };
+        writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+        loadNodeConfig(dir);
+      }
+      const signersPath = join(dir, FILES.signers);
+      if (!existsSync(signersPath)) {
+        const signers = keys("--signer", opts.signer).map((k, i) => ({ key: k, name: `signer-${i + 1}` }));
+        writeFileSync(signersPath, `${JSON.stringify(signers, null, 2)}\n`, { mode: 0o600 });
+      }
+      const doc = { data_dir: dir, node_id: nodeIdOf(key.publicKey), public_key: key.publicKey };
+      if (opts.json) console.log(JSON.stringify(doc));
+      else console.log(`node ${doc.node_id}\npublic key  ${doc.public_key}\ndata dir    ${dir}`);
+    });
+
+  node
+    .command("serve")
+    .description("serve the signed control protocol; instances keep running when the daemon stops")
+    .requiredOption("--listen <addr>", "host:port to listen on (port 0 picks a free port)")
+    .option("--data-dir <dir>", "the node's data directory", defaultDataDir())
+    .option("--controller <key>", "authorise a controller public key, in addition to node.json (repeatable)", collect)
+    .option("--signer <key>", "trust a package signer key, in addition to signers.json (repeatable)", collect)
+    .option("--board <board>", "board override, e.g. pi5")
+    .option("--label <key=value>", "extra fact label (repeatable)", collect)
+    .option("--name <name>", "display name override")
+    .option("--poll-ms <ms>", "how often re-adopted instances are probed", "500")
+    .option("--sweep-ms <ms>", "how often revoked instances are swept", "60000")
+    .action(
+      async (opts: {
+        listen: string;
+        dataDir: string;
+        controller?: string[];
+        signer?: string[];
+        board?: string;
+        label?: string[];
+        name?: string;
+        pollMs: string;
+        sweepMs: string;
+      }) => {
+        const ms = (flag: string, v: string) => {
+          const n = Number(v);
+          if (!Number.isInteger(n) || n < 10) throw new CliError(`${flag}: ${JSON.stringify(v)} must be an integer ≥ 10`);
+          return n;
+        };
+        if (opts.board !== undefined && !/^[a-z0-9-]{1,32}$/.test(opts.board)) throw new CliError("--board: must match ^[a-z0-9-]{1,32}$");
+        let daemon: NodeDaemon;
+        try {
+          daemon = await NodeDaemon.start({
+            dataDir: resolve(opts.dataDir),
+            listen: opts.listen,
+            controllers: keys("--controller", opts.controller),
+            signers: keys("--signer", opts.signer),
+            ...(opts.board ? { board: opts.board } : {}),
+            labels: labels(opts.label),
+            ...(opts.name ? { name: opts.name } : {}),
+            version: berthVersion(),
+            pollMs: ms("--poll-ms", opts.pollMs),
+            sweepMs: ms("--sweep-ms", opts.sweepMs),
+          });
+        } catch (error) {
+          throw new CliError(`node serve: ${(error as Error).message}`);
+        }
+        // One JSON line that scripts and tests wait for.
+        process.stdout.write(
+          `${JSON.stringify({ event: "listening", address: daemon.address, node_id: daemon.nodeId, boot_id: daemon.bootId, recovery: daemon.recovery })}\n`,
+        );
+        const shutdown = () => {
+          void daemon.close().finally(() => process.exit(0));
+        };
+        process.once("SIGTERM", shutdown);
+        process.once("SIGINT", shutdown);
+      },
+    );
+
+  node
+    .command("show")
+    .description("print the node's id and public key")
+    .option("--data-dir <dir>", "the node's data directory", defaultDataDir())
+    .option("--json", "print one JSON document")
+    .action((opts: { dataDir: string; json?: boolean }) => {
+      const key = loadKeyFile(join(resolve(opts.dataDir), FILES.key));
+      const doc = { node_id: nodeIdOf(key.publicKey), public_key: key.publicKey };
+      if (opts.json) console.log(JSON.stringify(doc));
+      else console.log(`node ${doc.node_id}\npublic key  ${doc.public_key}`);
+    });
+}

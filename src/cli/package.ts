@@ -1,0 +1,106 @@
+/** `berth package init|build|sign|verify`: signed packages that nodes verify before running anything. */
+import { existsSync, readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { EMPTY_REVOCATIONS, parseRevocations, type RevocationList } from "../core/governance/policy.js";
+import { loadKeyFile } from "../keys/key-file.js";
+import { SignersFileSchema } from "../mesh/node/config.js";
+import { buildPackage, initPackage, PackageError, signPackage, verifyPackageDir } from "../mesh/packages/dir.js";
+import { CliError, describeZodIssues } from "./errors.js";
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
+
+function wrap<T>(fn: () => T): T {
+  try {
+    return fn();
+  } catch (error) {
+    if (error instanceof PackageError) throw new CliError(error.message);
+    throw error;
+  }
+}
+
+export function registerPackageCommands(program: Command): void {
+  const pkg = program.command("package").description("build, sign and verify packages (a manifest plus the files it pins)");
+
+  pkg
+    .command("init <dir>")
+    .description("write a source manifest (berth-package.src.json) to edit")
+    .requiredOption("--name <name>", "package name")
+    .option("--kind <kind>", "package kind", "agent")
+    .option("--entry <file>", "the entry program (a file in <dir>, executable)", "run.sh")
+    .option("--network <network>", "none, lan or egress", "none")
+    .action((dir: string, opts: { name: string; kind: string; entry: string; network: string }) => {
+      const network = z.enum(["none", "lan", "egress"]).safeParse(opts.network);
+      if (!network.success) throw new CliError(describeZodIssues("--network", network.error.issues));
+      const path = wrap(() =>
+        initPackage(resolve(dir), {
+          name: opts.name,
+          kind: opts.kind,
+          files: [opts.entry],
+          variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: opts.entry, args: [] }, requires: [] }],
+          network: network.data,
+        }),
+      );
+      console.log(`wrote ${path}; edit it, then run \`berth package build ${dir}\``);
+    });
+
+  pkg
+    .command("build <dir>")
+    .description("pin every listed file by SHA-256, size and mode into berth-package.json (unsigned)")
+    .option("--json", "print one JSON document")
+    .action((dir: string, opts: { json?: boolean }) => {
+      const { packageId, statement } = wrap(() => buildPackage(resolve(dir)));
+      if (opts.json) console.log(JSON.stringify({ package_id: packageId, name: statement.name, version: statement.version }));
+      else console.log(`built ${statement.name} ${statement.version}\npackage id  ${packageId}\nnext: berth package sign ${dir} --key <signer key file>`);
+    });
+
+  pkg
+    .command("sign <dir>")
+    .description("add a signature with a signer key file (the package id does not change)")
+    .requiredOption("--key <file>", "signer key file (create one with `berth keys new --key-file <file>`)")
+    .option("--json", "print one JSON document")
+    .action((dir: string, opts: { key: string; json?: boolean }) => {
+      const key = loadKeyFile(opts.key);
+      const r = wrap(() => signPackage(resolve(dir), key));
+      if (opts.json) console.log(JSON.stringify({ package_id: r.packageId, signer: key.publicKey, signatures: r.signatures }));
+      else console.log(`signed ${r.packageId} with ${key.publicKey} (${r.signatures} signature(s))`);
+    });
+
+  pkg
+    .command("verify <dir>")
+    .description("verify signatures against trusted signers, revocations, and every pinned file's size and hash")
+    .option("--signers <file>", "a signers.json file of trusted signer keys")
+    .option("--signer <key>", "a trusted signer public key (repeatable)", collect)
+    .option("--revocations <file>", "a revocations.json file")
+    .option("--json", "print one JSON document")
+    .action((dir: string, opts: { signers?: string; signer?: string[]; revocations?: string; json?: boolean }) => {
+      const trusted = new Set<string>();
+      for (const k of opts.signer ?? []) {
+        const parsed = HexKey.safeParse(k);
+        if (!parsed.success) throw new CliError(describeZodIssues("--signer", parsed.error.issues));
+        trusted.add(parsed.data);
+      }
+      if (opts.signers) {
+        let raw: unknown;
+        try {
+          raw = JSON.parse(readFileSync(opts.signers, "utf8"));
+        } catch {
+          throw new CliError(`--signers: ${opts.signers} is missing or not valid JSON`);
+        }
+        const parsed = SignersFileSchema.safeParse(raw);
+        if (!parsed.success) throw new CliError(describeZodIssues(opts.signers, parsed.error.issues));
+        for (const s of parsed.data) trusted.add(s.key);
+      }
+      let revocations: RevocationList | null = EMPTY_REVOCATIONS;
+      if (opts.revocations) {
+        const loaded = existsSync(opts.revocations) ? parseRevocations(readFileSync(opts.revocations, "utf8")) : { ok: false as const, error: "missing" };
+        revocations = loaded.ok ? loaded.value : null;
+      }
+      const v = verifyPackageDir(resolve(dir), trusted, revocations);
+      if (opts.json) console.log(JSON.stringify(v.ok ? { ok: true, package_id: v.packageId, signers: v.signers } : { ok: false, reason: v.reason }));
+      else console.log(v.ok ? `ok: ${v.packageId} signed by ${v.signers.join(", ")}` : `refused: ${v.reason}`);
+      if (!v.ok) process.exitCode = 1;
+    });
+}

@@ -1,0 +1,89 @@
+/**
+ * Method bodies (mesh.md §9.1, §11): what each control method carries and returns. Shared by the node (which
+ * validates with these) and the controller (which builds with the same types).
+ */
+import { z } from "zod";
+import { describeIssues, HEX64, LIMITS } from "./messages.js";
+
+export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+export const INSTANCE_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}-[0-9a-f]{12}$/;
+
+const instanceId = z.string().regex(INSTANCE_ID_PATTERN, "instance_id must be <name>-<12 hex>");
+
+export const RunConfigSchema = z.strictObject({
+  mode: z.enum(["service", "once"]).default("service"),
+  args: z.array(z.string().max(4096)).max(64).default([]),
+  env: z
+    .record(
+      z
+        .string()
+        .regex(/^[A-Z_][A-Z0-9_]*$/, "env names must match ^[A-Z_][A-Z0-9_]*$")
+        .refine((k) => !k.startsWith("BERTH_"), "env names must not start with BERTH_"),
+      z.string().refine((v) => Buffer.byteLength(v, "utf8") <= 4096, "env values are at most 4 KiB"),
+    )
+    .refine((env) => Object.keys(env).length <= 64, "at most 64 env entries")
+    .default({}),
+});
+export type RunConfig = z.infer<typeof RunConfigSchema>;
+
+export const PlaceBodySchema = z.strictObject({
+  package_id: z.string().regex(HEX64, "package_id must be 64 lowercase hex"),
+  name: z.string().regex(NAME_PATTERN, "name must match ^[a-z0-9][a-z0-9-]{0,62}$"),
+  variant: z.string().min(1).max(64),
+  config: RunConfigSchema,
+  /** berth extension for agent placement (issue 7): the agent identity and create-intent fingerprint. */
+  agent: z.string().max(128).nullable().optional(),
+  intent: z.string().regex(HEX64, "intent must be 64 lowercase hex").nullable().optional(),
+});
+export type PlaceBody = z.input<typeof PlaceBodySchema>;
+
+export const BODY_SCHEMAS = {
+  describe: z.strictObject({}),
+  place: PlaceBodySchema,
+  load: PlaceBodySchema,
+  start: z.strictObject({ instance_id: instanceId }),
+  stop: z.strictObject({ instance_id: instanceId, grace_ms: z.number().int().min(0).max(LIMITS.graceMaxMs).default(LIMITS.graceDefaultMs) }),
+  unload: z.strictObject({ instance_id: instanceId }),
+  status: z.strictObject({ instance_id: instanceId.nullable().default(null), include_departed: z.boolean().default(false) }),
+  logs: z.strictObject({ instance_id: instanceId, tail_bytes: z.number().int().min(0).max(LIMITS.logTailBytes).default(LIMITS.logTailBytes) }),
+} as const;
+
+export type BodyOf<M extends keyof typeof BODY_SCHEMAS> = z.infer<(typeof BODY_SCHEMAS)[M]>;
+
+export function parseBody<M extends keyof typeof BODY_SCHEMAS>(method: M, body: unknown): { ok: true; body: BodyOf<M> } | { ok: false; reason: string } {
+  const parsed = BODY_SCHEMAS[method].safeParse(body);
+  return parsed.success ? { ok: true, body: parsed.data as BodyOf<M> } : { ok: false, reason: describeIssues("body", parsed.error.issues) };
+}
+
+/** §11.2 rows, as the node answers them. */
+export interface InflightStatusRow {
+  decision_id: string;
+  in_flight: true;
+  method: string;
+  since_ms: number;
+}
+export interface InstanceStatusRow {
+  instance_id: string;
+  decision_id: string;
+  name: string;
+  package_id: string;
+  variant: string;
+  route: "native" | "emulated";
+  state: string;
+  exit_code: number | null;
+  signal: string | null;
+  detail: string | null;
+  pid: number | null;
+  started_ms: number | null;
+  requester: string;
+  agent: string | null;
+  intent: string | null;
+  generation: number;
+}
+export interface DepartedStatusRow {
+  instance_id: string;
+  decision_id: string;
+  departed: string;
+  at_ms: number;
+}
+export type StatusRow = InflightStatusRow | InstanceStatusRow | DepartedStatusRow;

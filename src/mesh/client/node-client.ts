@@ -1,0 +1,206 @@
+/**
+ * The controller's side of one control exchange (mesh.md §4.3, §4.7, §9.3): sign a request, send it over a fresh
+ * connection from the `Connector`, serve the node's fetches from the package of the in-flight request, and accept
+ * only an answer bound to the request (nonce, method, responder key, boot id). The caller classifies the result:
+ * a mutating call with no valid answer after the request may have left is *indeterminate* — never resend it.
+ */
+import { randomBytes } from "node:crypto";
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import { nodeIdOf, type SigningKey, verifyTagged } from "../../core/crypto/ed25519.js";
+import { parseCanonical } from "../../core/crypto/canonical.js";
+import { verifyAnswer } from "../../core/protocol/answer.js";
+import {
+  encodeMessageFrame,
+  type FetchFrame,
+  LIMITS,
+  MUTATING_METHODS,
+  parseMessageFrame,
+  type RefusalCode,
+  type RequestPayload,
+  type ResponsePayload,
+  type SignedMessage,
+  SignedMessageSchema,
+} from "../../core/protocol/messages.js";
+import { signRequest } from "../../core/protocol/sign.js";
+import type { Connector, FrameStream } from "../transport/frames.js";
+import type { PackageSource } from "./package-source.js";
+
+export interface TargetRef {
+  readonly addr: string;
+  /** The learned node id, or `"*"` for the first describe of an address. */
+  readonly nodeId: string;
+  /** The stored key; `null` only for a trust-on-first-use describe. */
+  readonly key: string | null;
+  /** The boot id last learned from describe; `null` for describe. */
+  readonly bootId: string | null;
+}
+
+export type CallResult =
+  | { readonly kind: "ok"; readonly result: JsonObject; readonly response: ResponsePayload; readonly key: string }
+  | { readonly kind: "refused"; readonly code: RefusalCode; readonly reason: string; readonly response: ResponsePayload }
+  /** The connection could not be opened (nothing was sent). */
+  | { readonly kind: "unreachable"; readonly reason: string }
+  /** No valid answer. `sent` says whether the request may have reached the node. */
+  | { readonly kind: "no_answer"; readonly reason: string; readonly sent: boolean };
+
+/** §9.3: the attempt outcome for a call result. */
+export function outcomeOf(method: string, r: CallResult): "placed" | "ok" | "refused" | "unreachable" | "indeterminate" {
+  switch (r.kind) {
+    case "ok":
+      return method === "place" || method === "load" ? "placed" : "ok";
+    case "refused":
+      return "refused";
+    case "unreachable":
+      return "unreachable";
+    case "no_answer":
+      return MUTATING_METHODS.has(method) && r.sent ? "indeterminate" : "unreachable";
+  }
+}
+
+export interface CallOptions {
+  readonly decisionId?: string | null;
+  /** Serves the node's fetches during place/load. */
+  readonly package?: PackageSource;
+  readonly timeoutMs?: number;
+  /** Override for tests: the nonce to use. */
+  readonly nonce?: string;
+}
+
+export interface NodeClientOptions {
+  readonly key: SigningKey;
+  readonly connector: Connector;
+  readonly clock?: () => number;
+  /** Default call timeout (§4.9: 20 s; place/load 280 s). */
+  readonly timeoutMs?: number;
+}
+
+export class NodeClient {
+  readonly controllerId: string;
+  private readonly clock: () => number;
+
+  constructor(private readonly o: NodeClientOptions) {
+    this.controllerId = nodeIdOf(o.key.publicKey);
+    this.clock = o.clock ?? Date.now;
+  }
+
+  /** One signed call. Never throws for network or protocol trouble: that is a CallResult. */
+  async call(target: TargetRef, method: string, body: JsonObject, opts: CallOptions = {}): Promise<CallResult> {
+    const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
+    const { signed, request } = signRequest(this.o.key, {
+      method,
+      target: target.nodeId,
+      targetBoot: method === "describe" ? null : target.bootId,
+      nonce: opts.nonce ?? randomBytes(16).toString("hex"),
+      issuedAtMs: this.clock(),
+      validityMs: Math.min(timeoutMs + 10_000, LIMITS.validityMs),
+      decisionId: opts.decisionId ?? null,
+      body,
+    });
+    return this.exchange(target, signed, request, { ...opts, timeoutMs });
+  }
+
+  /** Sends an already signed request (tests use this for replays and forged messages). */
+  async exchange(target: TargetRef, signed: SignedMessage, request: RequestPayload, opts: CallOptions = {}): Promise<CallResult> {
+    const signal = AbortSignal.timeout(opts.timeoutMs ?? this.o.timeoutMs ?? 20_000);
+    let stream: FrameStream;
+    try {
+      stream = await this.o.connector.connect(target.addr, signal);
+    } catch (error) {
+      return { kind: "unreachable", reason: `cannot connect to ${target.addr}: ${(error as Error).message}` };
+    }
+    let sent = false;
+    try {
+      const sending = stream.send(encodeMessageFrame({ type: "request", signed }));
+      sent = true; // from here the request may have left, even if the write reports an error
+      await sending;
+      for (;;) {
+        const frame = await stream.recv(signal);
+        const parsed = parseMessageFrame(frame);
+        if (!parsed.ok) return this.noAnswer(stream, `protocol error: ${parsed.reason}`, sent);
+        const msg = parsed.frame;
+        if (msg.type === "fetch") {
+          if (!(request.method === "place" || request.method === "load")) return this.noAnswer(stream, "node sent a fetch for a read method", sent);
+          await this.serveFetch(stream, msg, request, opts.package);
+          continue;
+        }
+        if (msg.type !== "response") return this.noAnswer(stream, `unexpected ${msg.type} frame`, sent);
+        const check = verifyAnswer(msg.signed, request, target.key);
+        if (!check.ok) return this.noAnswer(stream, `no valid answer: ${check.reason}`, sent);
+        const outcome = check.response.outcome;
+        if (outcome.status === "ok") {
+          stream.close();
+          return { kind: "ok", result: outcome.result as JsonObject, response: check.response, key: check.key };
+        }
+        // §9.3: on every non-ok outcome of a mutating call the connection is destroyed first.
+        stream.close();
+        return { kind: "refused", code: outcome.code, reason: outcome.reason, response: check.response };
+      }
+    } catch (error) {
+      return this.noAnswer(stream, (error as Error).message ?? String(error), sent);
+    }
+  }
+
+  private noAnswer(stream: FrameStream, reason: string, sent: boolean): CallResult {
+    stream.close();
+    return { kind: "no_answer", reason, sent };
+  }
+
+  /** Serves one fetch, only for the in-flight package's manifest and pinned files (§4.3). */
+  private async serveFetch(stream: FrameStream, f: FetchFrame, request: RequestPayload, pkg: PackageSource | undefined): Promise<void> {
+    const refuse = (reason: string) => stream.send(encodeMessageFrame({ type: "fetch_error", reason }));
+    const requested = typeof request.body.package_id === "string" ? request.body.package_id : null;
+    if (!pkg || f.package_id !== requested || pkg.packageId !== requested) return refuse(`package ${f.package_id} is not the one this request names`);
+    let bytes: Buffer;
+    if (f.what === "manifest") {
+      const all = Buffer.from(pkg.manifest);
+      bytes = all.subarray(Math.min(f.offset, all.length), Math.min(f.offset + f.length, all.length));
+    } else {
+      if (f.sha256 === null) return refuse("a file fetch must name its sha256");
+      const range = pkg.readRange(f.sha256, f.offset, f.length);
+      if (typeof range === "string") return refuse(range);
+      bytes = range;
+    }
+    await stream.send(encodeMessageFrame({ ...f, type: "data", data_length: bytes.length }));
+    if (bytes.length > 0) await stream.send(bytes);
+  }
+
+  /** describe, plus the §6.2 facts checks that belong to the exchange (same key, same node and boot). */
+  async describe(addr: string, key: string | null, nodeId = "*"): Promise<DescribeResult> {
+    const r = await this.call({ addr, nodeId, key, bootId: null }, "describe", {});
+    if (r.kind !== "ok") return r;
+    const facts = r.result.facts;
+    const parsedFacts = SignedMessageSchema.safeParse(facts);
+    if (!parsedFacts.success || parsedFacts.data.key !== r.key || !verifyTagged(r.key, "berth.facts.v1", parsedFacts.data.payload, parsedFacts.data.sig)) {
+      return { kind: "no_answer", reason: "facts are not signed by the answering key", sent: true };
+    }
+    const content = parseCanonical(parsedFacts.data.payload);
+    if (!content.ok || typeof content.value !== "object" || content.value === null || Array.isArray(content.value)) {
+      return { kind: "no_answer", reason: "facts payload is not canonical JSON", sent: true };
+    }
+    const f = content.value as JsonObject;
+    if (f.node_id !== r.response.responder || f.boot_id !== r.response.boot_id) {
+      return { kind: "no_answer", reason: "facts name another node or boot than the answer", sent: true };
+    }
+    return {
+      kind: "described",
+      nodeId: r.response.responder,
+      bootId: r.response.boot_id,
+      key: r.key,
+      facts: f,
+      signedFacts: parsedFacts.data,
+      result: r.result,
+    };
+  }
+}
+
+export type DescribeResult =
+  | {
+      readonly kind: "described";
+      readonly nodeId: string;
+      readonly bootId: string;
+      readonly key: string;
+      readonly facts: JsonObject;
+      readonly signedFacts: SignedMessage;
+      readonly result: JsonObject;
+    }
+  | Exclude<CallResult, { kind: "ok" }>;

@@ -1,0 +1,210 @@
+/**
+ * The node daemon (mesh.md §14.3): opens node.db and the node chain, recovers every instance it held before
+ * (re-adopting processes that are still the same ones, never restarting them), chains `node.boot`, and serves the
+ * control protocol on TCP. A node never forgets an instance silently: each row either stays (running, exited, lost)
+ * or leaves with a departed record and a chain event.
+ */
+import { chmodSync, existsSync, mkdirSync } from "node:fs";
+import type { Server } from "node:net";
+import { join } from "node:path";
+import { Chain } from "../../chain/chain.js";
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
+import { loadKeyFile } from "../../keys/key-file.js";
+import { type Db, openDatabase } from "../../store/sqlite.js";
+import { listenFrames } from "../transport/tcp.js";
+import { FILES, loadNodeConfig, type NodeConfig } from "./config.js";
+import { ContentStore } from "./content.js";
+import { measureSha256, probeBoard } from "./facts.js";
+import { NativeRuntime } from "./runtime.js";
+import { identityOf, NodeService, newBootId } from "./service.js";
+import { type InstanceRow, NodeStore } from "./store.js";
+
+export interface NodeDaemonOptions {
+  readonly dataDir: string;
+  readonly listen: string;
+  readonly controllers?: readonly string[];
+  readonly signers?: readonly string[];
+  /** Overrides of node.json, e.g. to simulate a pi5 in tests. */
+  readonly board?: string;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly name?: string;
+  readonly version: string;
+  readonly clock?: () => number;
+  /** How often re-adopted instances are probed (ms). */
+  readonly pollMs?: number;
+  /** How often revocations are swept (ms, §11.4 says 60 s). */
+  readonly sweepMs?: number;
+}
+
+export interface RecoveryReport {
+  readopted: string[];
+  exited: string[];
+  lost: string[];
+  interrupted: string[];
+  departed: string[];
+}
+
+export class NodeDaemon {
+  private timers: NodeJS.Timeout[] = [];
+
+  private constructor(
+    readonly service: NodeService,
+    readonly nodeId: string,
+    readonly bootId: string,
+    readonly address: string,
+    readonly recovery: RecoveryReport,
+    private readonly server: Server,
+    private readonly db: Db,
+  ) {}
+
+  static async start(o: NodeDaemonOptions): Promise<NodeDaemon> {
+    const clock = o.clock ?? Date.now;
+    mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
+    const key: SigningKey = loadKeyFile(join(o.dataDir, FILES.key));
+    const base = loadNodeConfig(o.dataDir);
+    const config: NodeConfig = {
+      ...base,
+      board: o.board ?? base.board ?? probeBoard(),
+      labels: { ...base.labels, ...(o.labels ?? {}) },
+      name: o.name ?? base.name,
+    };
+    const dbPath = join(o.dataDir, FILES.db);
+    const db = openDatabase(dbPath);
+    if (existsSync(dbPath)) chmodSync(dbPath, 0o600);
+    // 1. a new boot id; the chain must verify before anything is served
+    const chain = Chain.open(db, key, "node", clock);
+    const verified = chain.verifyStored();
+    if (!verified.ok) {
+      db.close();
+      throw new Error(`the node chain in ${dbPath} does not verify (${verified.failure ? `${verified.failure.code} at seq ${verified.failure.seq}: ${verified.failure.detail}` : "unknown failure"}); refusing to start`);
+    }
+    const bootId = newBootId();
+    const store = new NodeStore(db, chain);
+    const runtime = new NativeRuntime(join(o.dataDir, "instances"));
+    const content = new ContentStore(join(o.dataDir, "store"));
+    const perf: JsonObject[] = [measureSha256(clock())];
+    const service = new NodeService({
+      dataDir: o.dataDir,
+      key,
+      config,
+      bootId,
+      store,
+      runtime,
+      content,
+      clock,
+      version: o.version,
+      extraControllers: o.controllers ?? [],
+      extraSigners: o.signers ?? [],
+      perf,
+    });
+    const recovery = recover(store, runtime, clock);
+    store.append({
+      source: "node",
+      kind: "node.boot",
+      payload: {
+        boot_id: bootId,
+        version: o.version,
+        readopted: recovery.readopted.length,
+        exited: recovery.exited.length,
+        lost: recovery.lost.length,
+        interrupted: recovery.interrupted.length,
+      },
+    });
+    service.policy();
+    const { server, address } = await listenFrames(o.listen, (stream) => void service.serve(stream), {
+      maxConnections: config.limits.max_connections,
+    });
+    const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db);
+    daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
+    const sweep = () => void service.sweepRevoked().catch(() => undefined);
+    sweep();
+    daemon.timers.push(setInterval(sweep, o.sweepMs ?? 60_000));
+    return daemon;
+  }
+
+  /** Stops serving. Instances keep running: they belong to the node, not to this process. */
+  async close(): Promise<void> {
+    for (const t of this.timers) clearInterval(t);
+    this.service.closeAll();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.db.close();
+  }
+}
+
+/** §14.3 steps 2–3. */
+export function recover(store: NodeStore, runtime: NativeRuntime, clock: () => number): RecoveryReport {
+  const report: RecoveryReport = { readopted: [], exited: [], lost: [], interrupted: [], departed: [] };
+  for (const inflight of store.inflights()) {
+    const held = store.instanceByDecision(inflight.decision_id);
+    store.commit((tx) => {
+      store.deleteInflight(tx, inflight.decision_id);
+      return {
+        result: null,
+        events: held
+          ? []
+          : [
+              {
+                source: "node",
+                kind: "workload.refuse",
+                payload: {
+                  phase: "interrupted",
+                  decision_id: inflight.decision_id,
+                  method: inflight.method,
+                  requester: inflight.requester,
+                  reason: "node restarted while handling the request",
+                },
+              },
+            ],
+      };
+    });
+    if (!held) report.interrupted.push(inflight.decision_id);
+  }
+  const lifecycle = (row: InstanceRow, to: string, reason: string) => ({
+    source: "node",
+    kind: "workload.lifecycle",
+    payload: { phase: "node_restart", instance_id: row.instance_id, from: row.state, to, reason },
+  });
+  for (const row of store.instances()) {
+    switch (row.state) {
+      case "loading": {
+        runtime.remove(row.instance_id);
+        store.commit((tx) => {
+          store.removeInstance(tx, row.instance_id, row.decision_id, "load interrupted by node restart", clock());
+          return { result: null, events: [lifecycle(row, "departed", "load interrupted by node restart")] };
+        });
+        report.departed.push(row.instance_id);
+        break;
+      }
+      case "running": {
+        const probe = runtime.probe(row.instance_id, identityOf(row));
+        if (probe.state === "running") {
+          report.readopted.push(row.instance_id);
+          break;
+        }
+        const state = probe.state === "lost" ? "lost" : probe.state === "exited" ? "exited" : "unknown";
+        const exitCode = probe.state === "exited" ? probe.exit_code : null;
+        const signal = probe.state === "exited" ? probe.signal : null;
+        store.commit((tx) => {
+          store.updateInstance(tx, row.instance_id, { state, exit_code: exitCode, signal, detail: `${probe.detail} while the node daemon was down` });
+          return { result: null, events: [lifecycle(row, state, probe.detail)] };
+        });
+        (state === "lost" ? report.lost : report.exited).push(row.instance_id);
+        break;
+      }
+      case "starting": {
+        const found = runtime.findByInstanceEnv(row.instance_id);
+        const to = found ? "running" : "loaded";
+        store.commit((tx) => {
+          store.updateInstance(tx, row.instance_id, found ? { state: "running", pid: found.pid, host_boot_id: found.host_boot_id, start_marker: found.start_marker } : { state: "loaded" });
+          return { result: null, events: [lifecycle(row, to, found ? "process found by its instance id" : "no process was started")] };
+        });
+        if (found) report.readopted.push(row.instance_id);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return report;
+}
