@@ -1,0 +1,82 @@
+/** A deploy harness over the fake cluster and a virtual clock: no sockets, no sleeps, fully deterministic. */
+import { parseProviderConfig, type ProviderConfig } from "../../core/kubernetes/config.js";
+import { buildEnv } from "../../core/kubernetes/env.js";
+import { fingerprint } from "../../core/kubernetes/intent.js";
+import type { AgentIdentity } from "../../core/kubernetes/naming.js";
+import type { AgentSpec } from "../../core/kubernetes/request.js";
+import { agentA, configA } from "../../core/kubernetes/testing/fixtures.js";
+import { WHO } from "../../core/kubernetes/testing/pods.js";
+import { MemoryAudit } from "../audit.js";
+import { VirtualClock } from "../clock.js";
+import { FakeCluster, type FakeClusterOptions } from "../fake/fake-cluster.js";
+import { memoryLogger } from "../log.js";
+import { type DeployDeps, type DeployInputs, type DeployReport, deploy } from "../reconcile.js";
+import { DEFAULT_WAIT, type WaitSettings } from "../waiter.js";
+
+export const NS = "buzz-agents-test";
+
+export function inputsFor(agent: AgentSpec = agentA(), raw: Record<string, unknown> = configA, identity: AgentIdentity = WHO): DeployInputs {
+  const cfg = parseProviderConfig(raw);
+  if (!cfg.ok) throw new Error(cfg.error);
+  const env = buildEnv(agent, cfg.config, "00000000");
+  if (!env.ok) throw new Error(env.error);
+  return { identity, config: cfg.config, env: env.env };
+}
+
+export function desiredFingerprint(inputs: DeployInputs): string {
+  return fingerprint(inputs.config, Object.keys(inputs.env));
+}
+
+export interface Harness {
+  readonly clock: VirtualClock;
+  readonly fake: FakeCluster;
+  readonly audit: MemoryAudit;
+  readonly log: ReturnType<typeof memoryLogger>;
+  readonly deps: DeployDeps;
+  readonly inputs: DeployInputs;
+  readonly config: ProviderConfig;
+  deploy(opts?: { deadlineSeconds?: number; inputs?: DeployInputs }): Promise<DeployReport>;
+  /** The simulated kubelet starts every new pod `afterMs` after it is created. */
+  kubeletStartsAfter(afterMs: number): void;
+}
+
+export function harness(options: FakeClusterOptions & { wait?: Partial<WaitSettings>; namespace?: boolean } = {}): Harness {
+  const clock = new VirtualClock();
+  const fake = new FakeCluster(clock, options);
+  if (options.namespace !== false) fake.addNamespace(NS);
+  const audit = new MemoryAudit();
+  const log = memoryLogger();
+  let seq = 0x0f3a91cc;
+  const inputs = inputsFor();
+  const deps: DeployDeps = {
+    cluster: fake,
+    clock,
+    audit,
+    log,
+    random32: () => seq++,
+    wait: { ...DEFAULT_WAIT, ...(options.wait ?? {}) },
+    mode: "cli",
+    version: "test",
+  };
+  return {
+    clock,
+    fake,
+    audit,
+    log,
+    deps,
+    inputs,
+    config: inputs.config,
+    deploy: (opts = {}) => {
+      const d = opts.deadlineSeconds ?? 600;
+      const start = clock.now();
+      return clock.run(deploy(opts.inputs ?? inputs, deps, { startedAt: start, loopDeadlineAt: start + (d - 5) * 1000, deadlineSeconds: d }));
+    },
+    kubeletStartsAfter: (afterMs) => {
+      fake.onPodCreated = ({ ns, name, uid }) =>
+        clock.schedule(afterMs, () => {
+          const p = fake.pod(ns, name);
+          if (p?.metadata.uid === uid) fake.start(ns, name);
+        });
+    },
+  };
+}
