@@ -1,0 +1,134 @@
+/**
+ * A real node daemon runs a signed package as a real process group: place → running → logs → stop → unload, and
+ * the seed's scenario A: a start that governance denies after load is rolled back, refused, leaves no process,
+ * and the next candidate places (I1, I3, I6, I7).
+ */
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { generateSigningKey } from "../../src/keys/key-file.js";
+import {
+  ALLOW_ALL,
+  cleanup,
+  makePackage,
+  NO_START,
+  NodeProcess,
+  ok,
+  processesWithEnv,
+  requireBuild,
+  rowsOf,
+  TestController,
+  waitFor,
+} from "./harness.js";
+
+beforeAll(requireBuild);
+afterEach(cleanup);
+
+describe("a node daemon running signed packages", () => {
+  it("places a package as a running process group, shows its output, stops and unloads it leaving no process", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const pkg = makePackage(signer);
+    const decisionId = ctl.decisionId();
+    const placed = ok(await ctl.place(node, pkg.dir, { decisionId }));
+    expect(placed.state).toBe("running");
+    const instanceId = placed.instance_id as string;
+    expect(instanceId).toMatch(/^probe-[0-9a-f]{12}$/);
+    expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
+
+    const logs = await waitFor(async () => {
+      const r = ok(await ctl.verb(node, "logs", { instance_id: instanceId, tail_bytes: 1024 }));
+      return (r.stdout as string).includes("placed-ok") ? r : undefined;
+    }, "placed-ok in the instance's stdout");
+    expect(logs.state).toBe("running");
+
+    const row = ok(await ctl.status(node, instanceId)).row as { state: string; pid: number; generation: number };
+    expect(row.state).toBe("running");
+    expect(row.generation).toBe(1);
+
+    const stopped = ok(await ctl.verb(node, "stop", { instance_id: instanceId, grace_ms: 2000 }));
+    expect(stopped.stopped).toBe(true);
+    expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`)).toEqual([]);
+
+    // start again: a new generation of the same instance
+    const restarted = ok(await ctl.verb(node, "start", { instance_id: instanceId }));
+    expect(restarted.started).toBe(true);
+    const again = ok(await ctl.status(node, instanceId)).row as { generation: number; state: string };
+    expect(again).toMatchObject({ state: "running", generation: 2 });
+
+    expect(ok(await ctl.verb(node, "unload", { instance_id: instanceId })).unloaded).toBe(true);
+    expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`)).toEqual([]);
+    const rows = rowsOf(await ctl.status(node, null, true));
+    expect(rows).toEqual([expect.objectContaining({ instance_id: instanceId, departed: "unloaded" })]);
+    expect(node.events({ source: "runtime", kind: "workload.unload" }).length).toBe(1);
+    expect(node.events({ source: "node", kind: "workload.place", phase: "placed" }).length).toBe(1);
+  });
+
+  it("refuses a second place for a decision it already holds and keeps exactly one instance", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const pkg = makePackage(signer);
+    const decisionId = ctl.decisionId();
+    const first = ok(await ctl.place(node, pkg.dir, { decisionId }));
+    const second = await ctl.place(node, pkg.dir, { decisionId });
+    expect(second).toMatchObject({ kind: "refused", code: "invalid_request" });
+    expect((second as { reason: string }).reason).toContain(`already placed as ${first.instance_id as string}`);
+    expect(rowsOf(await ctl.status(node)).length).toBe(1);
+  });
+
+  it("rolls back a start that governance denies after load, refuses it, and the next candidate places (seed scenario A)", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    const bad = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: NO_START });
+    const good = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const pkg = makePackage(signer);
+    const decisionId = ctl.decisionId();
+
+    const refused = await ctl.place(bad, pkg.dir, { decisionId });
+    expect(refused.kind).toBe("refused");
+    if (refused.kind !== "refused") return;
+    expect(refused.code).toBe("governance");
+    expect(refused.reason).toContain("start failed");
+    expect(refused.reason).toContain("unloaded");
+    expect(refused.reason).toMatch(/loaded instance probe-[0-9a-f]{12} unloaded/);
+    // no instance listed, no in-flight mark left, no process of that decision anywhere
+    expect(rowsOf(await ctl.status(bad))).toEqual([]);
+    expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`)).toEqual([]);
+    const departed = rowsOf(await ctl.status(bad, null, true));
+    expect(departed).toEqual([expect.objectContaining({ decision_id: decisionId, departed: "rolled back" })]);
+    // the node's chain: the denied start, the rollback unload by the runtime, the handler's refusal
+    expect(bad.events({ source: "gate", kind: "workload.start" }).map((e) => e.payload.decision)).toEqual(["deny"]);
+    const unloads = bad.events({ source: "runtime", kind: "workload.unload" });
+    expect(unloads.map((e) => [e.payload.rollback, e.payload.outcome])).toEqual([[true, "ok"]]);
+    expect(bad.events({ source: "node", kind: "workload.refuse", phase: "handle" }).map((e) => e.payload.code)).toEqual(["governance"]);
+
+    // the same decision on the next candidate places exactly one instance
+    const placed = ok(await ctl.place(good, pkg.dir, { decisionId }));
+    expect(placed.state).toBe("running");
+    expect(rowsOf(await ctl.status(good)).length).toBe(1);
+    expect(ok(await ctl.verb(good, "unload", { instance_id: placed.instance_id as string })).unloaded).toBe(true);
+    expect(rowsOf(await ctl.status(good))).toEqual([]);
+  });
+
+  it("keeps a rolled-back instance listed as failed when the rollback unload is denied too", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    // Only load is permitted and the built-in teardown permit is off, so the rollback's unload is denied.
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: [{ id: "load-only", actions: ["workload.load"], kinds: ["probe"], max_network: "egress" }],
+    });
+    const { writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    writeFileSync(join(node.dataDir, "node.json"), JSON.stringify({ name: "n", gate: { builtin_teardown: false } }));
+    await node.kill9();
+    await node.start();
+    const pkg = makePackage(signer);
+    const r = await ctl.place(node, pkg.dir);
+    expect(r).toMatchObject({ kind: "refused", code: "governance" });
+    expect((r as { reason: string }).reason).toMatch(/start failed: .*; unload of probe-[0-9a-f]{12} failed too \(.*\), it stays listed/);
+    const rows = rowsOf(await ctl.status(node));
+    expect(rows).toEqual([expect.objectContaining({ state: "failed" })]);
+  });
+});
