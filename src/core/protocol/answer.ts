@@ -27,7 +27,10 @@ export function verifyAnswer(signed: SignedMessage, request: RequestPayload, exp
   if (response.request_nonce !== request.nonce) return { ok: false, reason: "response.request_nonce does not echo the request's nonce" };
   if (response.method !== request.method) return { ok: false, reason: "response.method does not echo the request's method" };
   if (request.target !== "*" && response.responder !== request.target) return { ok: false, reason: "response.responder is not the addressed target" };
-  if (request.method !== "describe" && response.boot_id !== request.target_boot) {
+  // A stale_boot refusal proves the node did nothing and necessarily names the node's *current* boot: it is the one
+  // answer exempt from the boot check, so the controller can re-describe and resend (§4.7 last sentence).
+  const staleBoot = response.outcome.status === "refused" && response.outcome.code === "stale_boot";
+  if (request.method !== "describe" && response.boot_id !== request.target_boot && !staleBoot) {
     return { ok: false, reason: "response.boot_id is not the boot the request named" };
   }
   return { ok: true, response, key: signed.key };
