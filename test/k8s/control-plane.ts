@@ -94,6 +94,8 @@ async function waitFor(what: string, timeoutMs: number, probe: () => Promise<boo
 export interface ControlPlane {
   readonly server: string;
   readonly dir: string;
+  /** The throw-away PKI: ca.crt, serving.{crt,key} (valid for 127.0.0.1), admin.{crt,key}, restricted.{crt,key}. */
+  readonly pkiDir: string;
   /** kubeconfig files on disk, for the provider binary and CLI (KUBECONFIG). */
   readonly kubeconfigPath: string;
   readonly restrictedKubeconfigPath: string;
@@ -222,6 +224,7 @@ export async function startControlPlane(options: { nodeName?: string } = {}): Pr
   return {
     server,
     dir,
+    pkiDir: pki,
     kubeconfigPath,
     restrictedKubeconfigPath,
     admin,
