@@ -13,7 +13,6 @@ type Draft = z.input<typeof placementInputSchema>;
 
 const ARCH = ["aarch64", "armv7", "x86_64"] as const;
 const VARIANT_ARCH = [...ARCH, "any"] as const;
-const OS = ["linux", "darwin"] as const;
 const BOARDS = ["pi5", "pi4", "dev", "generic"] as const;
 const LABELS = ["gpu-heavy", "noisy", "quiet"] as const;
 const CAPS = ["accel.gpu.nvidia", "accel.npu.hailo8", "camera.csi", "label.zone", "os.linux", "runtime.interp.python3"];
