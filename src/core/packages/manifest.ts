@@ -227,7 +227,7 @@ export function verifyEnvelope(
   if (pkgHit) return { ok: false, reason: `package '${parsed.packageId}' is revoked: ${pkgHit.reason}` };
   for (const file of parsed.envelope.statement.files) {
     const hit = opts.revocations.subjects.find((s) => s.kind === "file" && s.id === file.sha256);
-    if (hit) return { ok: false, reason: `file '${file.sha256}' (${file.path}) is revoked: ${hit.reason}` };
+    if (hit) return { ok: false, reason: `file '${file.sha256}' is revoked: ${hit.reason}` };
   }
   return { ok: true, envelope: parsed.envelope, packageId: parsed.packageId, signers: report.validKeys };
 }
