@@ -1,0 +1,219 @@
+/**
+ * The mesh controller as a library (mesh.md §9–§12, §14): one object that the CLI, and later the HTTP API, call.
+ * It owns the controller database (state and audit chain in one SQLite file), its targets and its policy files.
+ *
+ * Lifecycle: `open()` verifies the chain, restores state and resolves decisions a crash left `dispatching`
+ * (§14.2 steps 1–4); `start()` describes every target with its stored key and settles unsettled decisions (step 5).
+ * Every method after that is level-triggered: it re-reads the policy files and re-describes what it needs.
+ */
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { Chain } from "../../chain/chain.js";
+import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
+import type { Tier } from "../../core/governance/policy.js";
+import type { ScoringWeights } from "../../core/placement/index.js";
+import { type Db, openDatabase } from "../../store/sqlite.js";
+import { NodeClient } from "../client/node-client.js";
+import type { Connector } from "../transport/frames.js";
+import { type DispatchDeps, type DispatchHooks, type PlaceReport, placeOrder, STOPPED, type Timeouts } from "./dispatch.js";
+import { DEFAULT_GATE, type GateSettings } from "./gate.js";
+import type { PlaceOrderInput } from "./order.js";
+import { type ControllerPolicy, PolicyFiles } from "./policy.js";
+import { type SettleReport, settleUnsettled } from "./settle.js";
+import { ControllerStore, type PlacementRecord, type UnsettledDecision } from "./store.js";
+import { type AddResult, type TargetInfo, Targets } from "./targets.js";
+import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
+
+export const CONTROLLER_DB = "controller.db";
+
+export interface ControllerOptions {
+  /** Holds peers.json, signers.json, permits.json, revocations.json and the package store. */
+  readonly dataDir: string;
+  /** Default `<dataDir>/controller.db`. */
+  readonly dbPath?: string;
+  readonly key: SigningKey;
+  readonly connector: Connector;
+  readonly clock?: () => number;
+  readonly timeouts?: Partial<Timeouts>;
+  readonly weights?: Partial<ScoringWeights>;
+  readonly gate?: Partial<GateSettings>;
+  /** §8.2 `dead_after`. */
+  readonly deadAfterMs?: number;
+  /** Crash-test seams (§18.3); never set in production. */
+  readonly hooks?: DispatchHooks;
+}
+
+export class ControllerError extends Error {
+  override name = "ControllerError";
+}
+
+export class MeshController {
+  readonly controllerId: string;
+  readonly store: ControllerStore;
+  private readonly targetSet: Targets;
+  private readonly policyFiles: PolicyFiles;
+  private readonly deps: DispatchDeps;
+  private settling: Promise<SettleReport> | null = null;
+
+  private constructor(
+    o: ControllerOptions,
+    private readonly db: Db,
+    chain: Chain,
+  ) {
+    const clock = o.clock ?? Date.now;
+    this.controllerId = nodeIdOf(o.key.publicKey);
+    this.store = new ControllerStore(db, chain, clock);
+    const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
+    const client = new NodeClient({ key: o.key, connector: o.connector, clock });
+    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs });
+    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs);
+    this.policyFiles = new PolicyFiles(o.dataDir);
+    this.deps = {
+      store: this.store,
+      targets: this.targetSet,
+      policyFiles: this.policyFiles,
+      dataDir: o.dataDir,
+      controllerId: this.controllerId,
+      clock,
+      weights: o.weights,
+      gate: { ...DEFAULT_GATE, ...o.gate },
+      timeouts,
+      hooks: o.hooks ?? {},
+      readPolicy: (learn) => this.readPolicy(learn),
+    };
+  }
+
+  /** §14.2 steps 1–4. Throws if the chain does not verify: a controller never runs on a broken record. */
+  static open(o: ControllerOptions): MeshController {
+    if (!existsSync(o.dataDir)) mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
+    const dbPath = o.dbPath ?? join(o.dataDir, CONTROLLER_DB);
+    const db = openDatabase(dbPath);
+    try {
+      const chain = Chain.open(db, o.key, "controller", o.clock ?? Date.now);
+      const verified = chain.verifyStored();
+      if (!verified.ok) {
+        const f = verified.failure;
+        throw new ControllerError(
+          `the controller chain in ${dbPath} does not verify (${f ? `${f.code} at seq ${f.seq}: ${f.detail}` : "unknown failure"}); refusing to start`,
+        );
+      }
+      const controller = new MeshController(o, db, chain);
+      controller.resolveInterrupted();
+      return controller;
+    } catch (error) {
+      db.close();
+      throw error;
+    }
+  }
+
+  /** §14.2 step 4: decisions a crash left `dispatching`. */
+  private resolveInterrupted(): void {
+    for (const d of this.store.decisionsIn("dispatching")) {
+      const sending = this.store.attempts(d.id).find((a) => a.state === "sending");
+      if (sending) {
+        this.store.commitInterrupted(d.id, "unsettled", sending.node_id, sending.variant, {
+          source: "placement",
+          kind: "workload.refuse",
+          payload: { phase: "interrupted", decision_id: d.id, reason: "controller restarted while a request may have been in flight", outcome: "indeterminate", next: STOPPED },
+        });
+      } else {
+        this.store.commitInterrupted(d.id, "unplaced", null, null, {
+          source: "placement",
+          kind: "workload.refuse",
+          payload: { phase: "interrupted", decision_id: d.id, reason: "controller restarted before dispatch", outcome: null, next: null },
+        });
+      }
+    }
+  }
+
+  /** §14.2 step 5: describe every target with its stored key, then settle. */
+  async start(): Promise<SettleReport> {
+    await this.readPolicy(true);
+    await this.targetSet.refreshAll();
+    return this.settleReport();
+  }
+
+  /** Reads the policy files, chains what changed, and applies the peers file to the targets. */
+  private async readPolicy(learn: boolean): Promise<ControllerPolicy> {
+    const { policy, events } = this.policyFiles.read();
+    this.store.appendAll(events);
+    await this.targetSet.syncPeers(policy.peers, learn);
+    return policy;
+  }
+
+  // ---- the API the CLI and the HTTP server call -------------------------------------------------------------
+
+  place(order: PlaceOrderInput): Promise<PlaceReport> {
+    return placeOrder(this.deps, order);
+  }
+
+  placements(): PlacementRecord[] {
+    return this.store.placements();
+  }
+
+  unsettled(): UnsettledDecision[] {
+    return this.store.unsettled();
+  }
+
+  /** §10.2: returns the number of instances adopted. */
+  async settleUnsettled(): Promise<number> {
+    return (await this.settleReport()).adopted;
+  }
+
+  /** One settle at a time; a caller arriving during a settle waits for it and then runs its own. */
+  async settleReport(): Promise<SettleReport> {
+    while (this.settling) await this.settling.catch(() => undefined);
+    const run = settleUnsettled(this.store, this.targetSet, this.deps.clock, this.deps.timeouts.callMs);
+    this.settling = run;
+    try {
+      return await run;
+    } finally {
+      this.settling = null;
+    }
+  }
+
+  instance(verb: Verb, instanceId: string, opts: VerbOptions = {}): Promise<VerbResult> {
+    return instanceVerb(
+      {
+        store: this.store,
+        targets: this.targetSet,
+        controllerId: this.controllerId,
+        gate: this.deps.gate,
+        callTimeoutMs: this.deps.timeouts.callMs,
+        readPolicy: (learn) => this.readPolicy(learn),
+        settle: () => this.settleUnsettled(),
+      },
+      verb,
+      instanceId,
+      opts,
+    );
+  }
+
+  /** Adds a target by address: trust on first use, or a describe that must be answered by `key`. */
+  async addTarget(addr: string, tier: Tier | null = null, key: string | null = null): Promise<AddResult> {
+    await this.readPolicy(false);
+    return this.targetSet.add(addr, { key, tier, source: "api" });
+  }
+
+  /** `peer.tier` by the API. `ref` is an address or a node id. */
+  setTier(ref: string, tier: Tier): boolean {
+    return this.targetSet.setTier(ref, tier, "api");
+  }
+
+  /** Every known target, with the peers file re-read first (tiers only; nothing is contacted). */
+  async targets(): Promise<TargetInfo[]> {
+    await this.readPolicy(false);
+    return this.targetSet.list();
+  }
+
+  /** Describes every known target now (liveness, boot ids, facts). */
+  async refreshTargets(): Promise<TargetInfo[]> {
+    await this.readPolicy(true);
+    await this.targetSet.refreshAll();
+    return this.targetSet.list();
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

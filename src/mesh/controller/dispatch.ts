@@ -1,0 +1,356 @@
+/**
+ * `place(order)` (mesh.md §9): prepare → refresh → gate → decide → chain the decision → dispatch → explain.
+ *
+ *   order ─validate─▶ package verified ─▶ targets described ─▶ place verdicts ─▶ engine decision
+ *         ─▶ [commit: decision event + dispatching row]   (decision_id = that event's hash; nothing sent before)
+ *         ─▶ candidate 1 ─▶ candidate 2 … (winner first, then the other eligible ones in rank order; pinned: only
+ *            the pinned node) until one places or the dispatch must stop
+ *
+ * Structural rules, each protecting an invariant of §1:
+ * - the decision is chained and committed before any request leaves, and every request carries its hash (I4);
+ * - an attempt is marked `sending` before the connection opens, so a crash can never hide a request (§14.2);
+ * - a lost answer (indeterminate) is reconciled with that node before anything else; if it cannot be, the dispatch
+ *   stops and the decision stays unsettled: no other candidate is tried while one may hold the instance (I1);
+ * - every attempt outcome commits with its chained event, and a non-placed one names its `next` (I7).
+ */
+import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
+import type { EventDraft } from "../../core/chain/event.js";
+import { sha256 } from "../../core/crypto/tagged.js";
+import { dispatchOrder, type ExplainAttempt, type PlacementDecision, parsePlacementInput, decide, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
+import { outcomeOf } from "../client/node-client.js";
+import { consult, contextOf, type GateSettings, gatePolicyOf } from "./gate.js";
+import { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
+import type { ControllerPolicy, PolicyFiles } from "./policy.js";
+import { type PreparedPackage, preparePackage, workloadRecordOf, workloadSpecOf } from "./prepare.js";
+import { failureText, reconcileLostAnswer } from "./reconcile.js";
+import { type ControllerStore, type DecisionId, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
+import type { Targets } from "./targets.js";
+
+/** §16 fixed `next` texts. */
+export const NEXT_CANDIDATE = "trying the next candidate";
+export const STOPPED = "stopped: the target may hold the instance";
+
+export type AttemptOutcome = "placed" | "refused" | "unreachable" | "indeterminate" | "gate_denied";
+
+/** §9.5 Attempt, plus what explain shows. */
+export interface Attempt {
+  readonly node_id: string;
+  readonly variant: string;
+  readonly outcome: AttemptOutcome;
+  readonly code: string | null;
+  readonly reason: string | null;
+  readonly next: string | null;
+  readonly instance_id: string | null;
+}
+
+/** §9.5 PlaceReport. */
+export interface PlaceReport {
+  readonly decision: PlacementDecision;
+  readonly decision_id: string;
+  readonly explain: string;
+  readonly attempts: readonly Attempt[];
+  readonly placed: PlacementRecord | null;
+  readonly unsettled: boolean;
+}
+
+export type PlaceErrorCode = "invalid_order" | "prepare" | "decision" | "name_taken";
+
+/** The errors of §9.2 steps 1, 2, 5 and 6: `place()` rejects only with these. */
+export class PlaceError extends Error {
+  override name = "PlaceError";
+  constructor(
+    readonly code: PlaceErrorCode,
+    message: string,
+    readonly constraints: ReadonlyArray<{ constraint: string; detail: string }> = [],
+  ) {
+    super(message);
+  }
+}
+
+export interface Timeouts {
+  /** describe, status, logs, start, unload (§4.9: 20 s). */
+  readonly callMs: number;
+  /** place and load (§4.9: 280 s). */
+  readonly placeMs: number;
+  /** describe, including the refresh before every placement (§9.2 step 3: 5 s). */
+  readonly describeMs: number;
+}
+
+/** Test seams for crash tests (§18.3): called at the named points of a dispatch. */
+export interface DispatchHooks {
+  /** After the decision committed, before the first attempt is recorded. */
+  readonly afterDecision?: (decisionId: string) => void;
+  /** After an attempt was recorded `sending`, before the connection opens. */
+  readonly afterAttemptBegun?: (decisionId: string, nodeId: string) => void;
+}
+
+export interface DispatchDeps {
+  readonly store: ControllerStore;
+  readonly targets: Targets;
+  readonly policyFiles: PolicyFiles;
+  readonly dataDir: string;
+  readonly controllerId: string;
+  readonly clock: () => number;
+  readonly weights: Partial<ScoringWeights> | undefined;
+  readonly gate: GateSettings;
+  readonly timeouts: Timeouts;
+  readonly hooks: DispatchHooks;
+  /** Reads the policy files, chains what changed and applies the peers file. */
+  readonly readPolicy: (learn: boolean) => Promise<ControllerPolicy>;
+}
+
+export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Promise<PlaceReport> {
+  // 1. validate
+  const parsed = PlaceOrderSchema.safeParse(input);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new PlaceError("invalid_order", `place order: field ${issue?.path.map(String).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
+  }
+  const order = parsed.data;
+  const policy = await deps.readPolicy(true);
+  // 2. prepare
+  const prepared = preparePackage(order.package, deps.dataDir, policy);
+  if (!prepared.ok) {
+    deps.store.appendAll([
+      { source: "placement", kind: "workload.refuse", payload: { phase: "prepare", name: order.name, package: order.package, error: prepared.error, constraints: [] } },
+    ]);
+    throw new PlaceError("prepare", prepared.error);
+  }
+  const pkg = prepared.pkg;
+  const name = order.name ?? pkg.statement.name;
+  const workload = workloadRecordOf(pkg);
+  // 3. refresh every target with its stored key
+  await deps.targets.refreshAll();
+  // 4. gate workload.place for every target in the view
+  const views = deps.targets.views();
+  const gatePolicy = gatePolicyOf(policy, deps.gate);
+  const verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }> = {};
+  const verdictEvents: EventDraft[] = [];
+  for (const v of views) {
+    const { verdict, event } = consult("workload.place", contextOf(workload, v.tier, deps.controllerId, false), gatePolicy, v.node_id);
+    verdicts[v.node_id] = { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
+    if (event) verdictEvents.push(event);
+  }
+  deps.store.appendAll(verdictEvents);
+  // 5. the engine
+  const decision = runEngine(deps, order, name, pkg, views, verdicts, policy);
+  // 6. chain the decision; no request is sent before this commits
+  const dispatching = !order.dry_run && decision.placement !== null;
+  let decisionId: DecisionId;
+  try {
+    decisionId = deps.store.commitDecision({
+      name,
+      packageId: pkg.packageId,
+      workload,
+      dispatch: dispatching,
+      event: {
+        source: "placement",
+        kind: "workload.place",
+        payload: {
+          phase: "decision",
+          backend: "mesh",
+          controller: deps.controllerId,
+          dry_run: order.dry_run,
+          name,
+          package_id: pkg.packageId,
+          order: orderRecord(order, pkg.packageId, name),
+          decision: decision as unknown as JsonObject,
+        },
+      },
+      refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error, constraints: [] } }),
+    });
+  } catch (error) {
+    if (error instanceof NameTaken) throw new PlaceError("name_taken", error.message);
+    throw error;
+  }
+  // 7. dry run or nothing fits
+  if (!dispatching) {
+    return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId }), attempts: [], placed: null, unsettled: false };
+  }
+  deps.hooks.afterDecision?.(decisionId);
+  // 8–9. dispatch
+  const result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy });
+  // 10. explain
+  return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId, attempts: result.attempts as ExplainAttempt[] }), ...result };
+}
+
+function runEngine(
+  deps: DispatchDeps,
+  order: PlaceOrder,
+  name: string,
+  pkg: PreparedPackage,
+  views: ReturnType<Targets["views"]>,
+  verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }>,
+  policy: ControllerPolicy,
+): PlacementDecision {
+  const revoked = policy.revocations?.subjects ?? [];
+  const parsedInput = parsePlacementInput({
+    request: {
+      spec: workloadSpecOf(name, pkg),
+      pin: order.pin,
+      prefer: order.prefer,
+      avoid: order.avoid,
+      allow_emulated: order.allow_emulated,
+      current_node: null,
+      weights: deps.weights ?? {},
+      gate: verdicts,
+    },
+    nodes: views,
+    cluster: {
+      now_ms: deps.clock(),
+      revoked_nodes: revoked.filter((s) => s.kind === "node").map((s) => s.id),
+      revoked_refs: revoked.filter((s) => s.kind !== "node").map((s) => s.id),
+      instances: deps.store.placedWorkloads().map(({ record, workload }) => ({
+        node_id: record.node_id,
+        name: record.name,
+        labels: [...workload.labels],
+        excludes: [...workload.excludes],
+        memory_bytes: workload.memory_bytes,
+        placed_at_ms: record.placed_ms,
+      })),
+    },
+  });
+  const result = parsedInput.ok ? decide(parsedInput.input) : { ok: false as const, error: parsedInput.error };
+  if (!result.ok) {
+    const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));
+    deps.store.appendAll([
+      { source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error: result.error.message, constraints } },
+    ]);
+    throw new PlaceError("decision", result.error.message, constraints);
+  }
+  return result.decision;
+}
+
+/** The order as chained: env names only (values may be sensitive), plus a digest of the whole config. */
+function orderRecord(order: PlaceOrder, packageId: string, name: string): JsonObject {
+  return {
+    package_id: packageId,
+    name,
+    config: { mode: order.config.mode, args: [...order.config.args], env: Object.keys(order.config.env).sort() },
+    config_sha256: sha256(canonicalJson(order.config)).toString("hex"),
+    pin: order.pin,
+    prefer: [...order.prefer],
+    avoid: [...order.avoid],
+    allow_emulated: order.allow_emulated,
+    start: order.start,
+  };
+}
+
+interface DispatchInput {
+  readonly order: PlaceOrder;
+  readonly name: string;
+  readonly pkg: PreparedPackage;
+  readonly workload: WorkloadRecord;
+  readonly decision: PlacementDecision;
+  readonly decisionId: DecisionId;
+  readonly policy: ControllerPolicy;
+}
+
+async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempts: Attempt[]; placed: PlacementRecord | null; unsettled: boolean }> {
+  const { store, targets } = deps;
+  const candidates = dispatchOrder(d.decision);
+  const method = d.order.start ? "place" : "load";
+  const body: JsonObject = { package_id: d.pkg.packageId, name: d.name, variant: "", config: d.order.config as unknown as JsonObject };
+  const attempts: Attempt[] = [];
+  const refuseEvent = (a: Attempt, extra: { reconcile: string | null; unloaded: number | null }): EventDraft => ({
+    source: "placement",
+    kind: "workload.refuse",
+    payload: {
+      phase: "dispatch",
+      decision_id: d.decisionId,
+      node: a.node_id,
+      variant: a.variant,
+      outcome: a.outcome,
+      code: a.code,
+      reason: a.reason,
+      reconcile: extra.reconcile,
+      unloaded: extra.unloaded,
+      next: a.next,
+    },
+  });
+  const exhausted = (n: number): EventDraft => ({ source: "placement", kind: "workload.refuse", payload: { phase: "exhausted", decision_id: d.decisionId, attempts: n } });
+
+  for (const [i, cand] of candidates.entries()) {
+    const n = i + 1;
+    const last = i === candidates.length - 1;
+    const record = (a: Attempt, extra: { reconcile: string | null; unloaded: number | null } = { reconcile: null, unloaded: null }) => {
+      attempts.push(a);
+      store.commitAttempt(d.decisionId, n, { nodeId: a.node_id, variant: a.variant, outcome: a.outcome, code: a.code, reason: a.reason }, refuseEvent(a, extra), last ? { state: "unplaced", exhausted: exhausted(n) } : null);
+    };
+    // §9.4 step 1: an emulated route is gated again with `emulated: true` before anything is sent.
+    if (cand.route === "emulated") {
+      const { verdict, event } = consult("workload.place", contextOf(d.workload, targets.tierOfNode(cand.node_id), deps.controllerId, true), gatePolicyOf(d.policy, deps.gate), cand.node_id);
+      if (event) store.appendAll([event]);
+      if (verdict.decision !== "permit") {
+        record({ node_id: cand.node_id, variant: cand.variant, outcome: "gate_denied", code: null, reason: verdict.reason, next: NEXT_CANDIDATE, instance_id: null });
+        continue;
+      }
+    }
+    // 2. recorded before the connection opens
+    store.beginAttempt(d.decisionId, n, cand.node_id, cand.variant);
+    deps.hooks.afterAttemptBegun?.(d.decisionId, cand.node_id);
+    // 3–4. send (the stale_boot resend happens inside `call`)
+    const r = await targets.call(cand.node_id, method, { ...body, variant: cand.variant }, { decisionId: d.decisionId, package: d.pkg.source, timeoutMs: deps.timeouts.placeMs });
+    const outcome = outcomeOf(method, r);
+    // 5. by outcome
+    if (outcome === "placed" && r.kind === "ok") {
+      const instanceId = typeof r.result.instance_id === "string" ? r.result.instance_id : "";
+      const placement: PlacementRecord = {
+        instance_id: instanceId,
+        name: d.name,
+        node_id: cand.node_id,
+        decision_id: d.decisionId,
+        variant: cand.variant,
+        route: r.result.route === "emulated" ? "emulated" : "native",
+        package_id: d.pkg.packageId,
+        placed_ms: deps.clock(),
+        adopted: false,
+        pending: null,
+      };
+      store.commitPlaced(d.decisionId, n, placement, d.workload, {
+        source: "placement",
+        kind: "workload.place",
+        payload: {
+          phase: "placed",
+          decision_id: d.decisionId,
+          node: cand.node_id,
+          variant: cand.variant,
+          route: placement.route,
+          instance_id: instanceId,
+          attempts: n,
+          target_result: r.result,
+        },
+      });
+      attempts.push({ node_id: cand.node_id, variant: cand.variant, outcome: "placed", code: null, reason: null, next: null, instance_id: instanceId });
+      return { attempts, placed: placement, unsettled: false };
+    }
+    if (outcome === "refused" || outcome === "unreachable" || outcome === "ok") {
+      const code = r.kind === "refused" ? r.code : null;
+      const reason = r.kind === "ok" ? "the node answered without placing" : failureText(r as Exclude<typeof r, { kind: "ok" }>);
+      record({ node_id: cand.node_id, variant: cand.variant, outcome: outcome === "ok" ? "refused" : outcome, code, reason: r.kind === "refused" ? r.reason : reason, next: NEXT_CANDIDATE, instance_id: null });
+      continue;
+    }
+    // indeterminate: reconcile with this node before anything else (§10.1)
+    const why = r.kind === "no_answer" ? r.reason : "no valid answer";
+    const rec = await reconcileLostAnswer(targets, cand.node_id, d.decisionId, deps.timeouts.callMs);
+    const reason = `${why}; ${rec.note}`;
+    if (rec.settled) {
+      record(
+        { node_id: cand.node_id, variant: cand.variant, outcome: "indeterminate", code: null, reason, next: NEXT_CANDIDATE, instance_id: null },
+        { reconcile: rec.note, unloaded: rec.unloaded },
+      );
+      continue;
+    }
+    const a: Attempt = { node_id: cand.node_id, variant: cand.variant, outcome: "indeterminate", code: null, reason, next: STOPPED, instance_id: null };
+    attempts.push(a);
+    store.commitAttempt(
+      d.decisionId,
+      n,
+      { nodeId: a.node_id, variant: a.variant, outcome: a.outcome, code: null, reason },
+      refuseEvent(a, { reconcile: rec.note, unloaded: rec.unloaded }),
+      { state: "unsettled", node_id: cand.node_id, variant: cand.variant },
+    );
+    return { attempts, placed: null, unsettled: true };
+  }
+  return { attempts, placed: null, unsettled: false };
+}

@@ -1,0 +1,51 @@
+/**
+ * Where the controller consults its own gate (mesh.md §7.6): `workload.place` for every target in the view (the
+ * verdict becomes the engine's `gate` constraint), again with `emulated: true` before sending to an emulated route,
+ * and the instance verbs before anything is sent. Every verdict from step 2 on is chained (§7.7), so one placement
+ * over N targets writes N verdicts before its decision event.
+ */
+import type { EventDraft } from "../../core/chain/event.js";
+import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
+import type { Tier } from "../../core/governance/policy.js";
+import type { ControllerPolicy } from "./policy.js";
+import type { WorkloadRecord } from "./store.js";
+
+export interface GateSettings {
+  readonly thresholdMilli: number;
+  readonly builtinTeardown: boolean;
+  readonly humanApproval: boolean;
+}
+
+export const DEFAULT_GATE: GateSettings = { thresholdMilli: 950, builtinTeardown: true, humanApproval: false };
+
+export function gatePolicyOf(policy: ControllerPolicy, settings: GateSettings): GatePolicy {
+  return {
+    permits: policy.permits,
+    revocations: policy.revocations,
+    thresholdMilli: settings.thresholdMilli,
+    builtinTeardown: settings.builtinTeardown,
+    humanApproval: settings.humanApproval,
+  };
+}
+
+/** The typed context of §7.1, built from verified data only: the package verified on this controller. */
+export function contextOf(w: WorkloadRecord, tier: Tier, agent: string, emulated: boolean): WorkloadContext {
+  return {
+    kind: w.kind,
+    package_trust: "pinned_signer",
+    node_tier: tier,
+    network: w.network,
+    secrets: w.secrets,
+    emulated,
+    accelerator: null,
+    cpu_millis: w.cpu_millis,
+    refs: { package_id: w.package_id, signer_keys: [...w.signer_keys], file_hashes: [...w.file_hashes] },
+    agent,
+  };
+}
+
+/** Evaluates one action and returns the verdict with the event to chain (none for step 1). */
+export function consult(action: string, ctx: WorkloadContext, policy: GatePolicy, node: string): { verdict: GateVerdict; event: EventDraft | null } {
+  const verdict = evaluate(action, ctx, policy, node);
+  return { verdict, event: verdict.chain ? { source: "gate", kind: verdict.chainKind, payload: verdict.payload } : null };
+}

@@ -1,0 +1,30 @@
+/**
+ * The place order (mesh.md §9.1): what an operator or the API asks for. Validation is step 1 of `place()`; a bad
+ * order is an error, never chained, because nothing was decided yet.
+ */
+import { z } from "zod";
+import { NAME_PATTERN, RunConfigSchema } from "../../core/protocol/bodies.js";
+import { HEX64 } from "../../core/protocol/messages.js";
+
+const nodeRef = z.string().regex(/^[0-9a-f]{32}$/, "a node id is 32 lowercase hex characters");
+
+export const PlaceOrderSchema = z.strictObject({
+  /** A package directory, or the package id of a package already in the controller's package store. */
+  package: z.string().min(1),
+  /** Default: the statement's name. */
+  name: z.string().regex(NAME_PATTERN, "name must match ^[a-z0-9][a-z0-9-]{0,62}$").nullable().default(null),
+  config: RunConfigSchema.prefault({}),
+  pin: nodeRef.nullable().default(null),
+  prefer: z.array(nodeRef).max(16).default([]),
+  avoid: z.array(nodeRef).max(16).default([]),
+  allow_emulated: z.boolean().default(false),
+  /** true sends `place` (load and start); false sends `load`. */
+  start: z.boolean().default(true),
+  dry_run: z.boolean().default(false),
+});
+export type PlaceOrder = z.infer<typeof PlaceOrderSchema>;
+export type PlaceOrderInput = z.input<typeof PlaceOrderSchema>;
+
+export function isPackageId(value: string): boolean {
+  return HEX64.test(value);
+}

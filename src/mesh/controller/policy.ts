@@ -1,0 +1,101 @@
+/**
+ * The controller's policy files in its data directory (mesh.md §3.5, §5.3, §7.2, §7.5): peers.json, signers.json,
+ * permits.json and revocations.json. They are small and re-read on every use, so an operator's edit takes effect on
+ * the next placement without a restart. Every file fails closed: an unreadable peers file demotes every target to
+ * `discovered`, an invalid signers file trusts nobody, an invalid permits file permits nothing, and an unreadable
+ * revocation list denies everything but teardown. Each change of a file (or of its validity) is chained once as
+ * `policy.load`.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { z } from "zod";
+import type { EventDraft } from "../../core/chain/event.js";
+import type { PermitRule, RevocationList, Tier } from "../../core/governance/policy.js";
+import { describeIssues, HEX64, truncateUtf8 } from "../../core/protocol/messages.js";
+import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../node/config.js";
+import { sha256 } from "../../core/crypto/tagged.js";
+
+export const PEERS_FILE = "peers.json";
+
+export const PeerEntrySchema = z.strictObject({
+  addr: z.string().min(1).max(300),
+  key: z.string().regex(HEX64, "key must be 64 lowercase hex").optional(),
+  tier: z.enum(["discovered", "paired", "pinned"]).default("paired"),
+  name: z.string().max(64).optional(),
+});
+export type PeerEntry = z.infer<typeof PeerEntrySchema>;
+export const PeersFileSchema = z.array(PeerEntrySchema).max(256);
+
+/** `null`: no peers file (tiers come from the API only). */
+export type PeersLoad = { readonly ok: true; readonly entries: readonly PeerEntry[] | null } | { readonly ok: false; readonly error: string };
+
+export interface ControllerPolicy {
+  readonly signers: ReadonlySet<string>;
+  readonly permits: readonly PermitRule[];
+  /** `null`: unreadable (fail closed for everything but teardown). */
+  readonly revocations: RevocationList | null;
+  readonly peers: PeersLoad;
+}
+
+function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
+  const path = join(dataDir, PEERS_FILE);
+  if (!existsSync(path)) return { file: PEERS_FILE, sha256: null, loaded: { ok: true, value: null } };
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    return { file: PEERS_FILE, sha256: null, loaded: { ok: false, error: `cannot read ${PEERS_FILE}: ${(error as Error).message}` } };
+  }
+  const digest = sha256(text).toString("hex");
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return { file: PEERS_FILE, sha256: digest, loaded: { ok: false, error: "peers file is not valid JSON" } };
+  }
+  const parsed = PeersFileSchema.safeParse(raw);
+  return {
+    file: PEERS_FILE,
+    sha256: digest,
+    loaded: parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssues("peers", parsed.error.issues) },
+  };
+}
+
+/** Reads the four files and reports which of them changed since the last read, as `policy.load` drafts. */
+export class PolicyFiles {
+  private readonly seen = new Map<string, string>();
+
+  constructor(readonly dataDir: string) {}
+
+  read(): { policy: ControllerPolicy; events: EventDraft[] } {
+    const signers = loadSigners(this.dataDir);
+    const permits = loadPermits(this.dataDir);
+    const revocations = loadRevocations(this.dataDir);
+    const peers = loadPeers(this.dataDir);
+    const events: EventDraft[] = [];
+    for (const f of [signers, permits, revocations, peers] as Array<PolicyFile<unknown>>) {
+      const fingerprint = `${f.sha256}:${f.loaded.ok}`;
+      if (this.seen.get(f.file) === fingerprint) continue;
+      const first = !this.seen.has(f.file);
+      this.seen.set(f.file, fingerprint);
+      // A missing, never-seen file is the default state, not a load worth recording.
+      if (first && f.sha256 === null && f.loaded.ok) continue;
+      events.push({
+        source: "trust",
+        kind: "policy.load",
+        payload: { file: f.file, sha256: f.sha256, ok: f.loaded.ok, error: f.loaded.ok ? null : truncateUtf8(f.loaded.error, 512) },
+      });
+    }
+    return {
+      policy: {
+        signers: new Set(signers.loaded.ok ? signers.loaded.value : []),
+        permits: permits.loaded.ok ? permits.loaded.value : [],
+        revocations: revocations.loaded.ok ? revocations.loaded.value : null,
+        peers: peers.loaded.ok ? { ok: true, entries: peers.loaded.value } : { ok: false, error: peers.loaded.error },
+      },
+      events,
+    };
+  }
+}
+
+export const TIER_ORDER: readonly Tier[] = ["discovered", "paired", "pinned"];

@@ -1,0 +1,100 @@
+/**
+ * Preparing a package for placement (mesh.md §5.5, §9.2 step 2): the controller verifies the package against its
+ * own signers and revocations with the same rules a node applies, copies it into its package store
+ * (`packages/<package_id>/`), and derives from the verified statement everything the engine and the gate need.
+ * Nodes fetch from that store copy only, over the request's own connection, and each file is re-checked before it
+ * is served.
+ */
+import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { MANIFEST_FILE, type Statement } from "../../core/packages/manifest.js";
+import type { WorkloadSpec } from "../../core/placement/index.js";
+import { PackageDirSource } from "../client/package-source.js";
+import { readEnvelope, verifyPackageDir } from "../packages/dir.js";
+import { isPackageId } from "./order.js";
+import type { ControllerPolicy } from "./policy.js";
+import type { WorkloadRecord } from "./store.js";
+
+export const PACKAGE_STORE = "packages";
+
+export interface PreparedPackage {
+  readonly packageId: string;
+  readonly statement: Statement;
+  readonly source: PackageDirSource;
+  readonly signers: readonly string[];
+}
+
+export type Prepared = { readonly ok: true; readonly pkg: PreparedPackage } | { readonly ok: false; readonly error: string };
+
+/** Verifies `ref` (a directory, or a package id in the store) and makes sure the store holds a copy. */
+export function preparePackage(ref: string, dataDir: string, policy: ControllerPolicy): Prepared {
+  const storeRoot = join(dataDir, PACKAGE_STORE);
+  const stored = isPackageId(ref) ? join(storeRoot, ref) : null;
+  const dir = stored !== null && existsSync(join(stored, MANIFEST_FILE)) ? stored : resolve(ref);
+  if (!existsSync(join(dir, MANIFEST_FILE))) {
+    return { ok: false, error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${storeRoot}` };
+  }
+  const verdict = verifyPackageDir(dir, policy.signers, policy.revocations);
+  if (!verdict.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${verdict.reason}` };
+  const { envelope } = readEnvelope(dir);
+  const target = join(storeRoot, verdict.packageId);
+  if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE))) copyIntoStore(dir, target, envelope.statement);
+  return {
+    ok: true,
+    pkg: { packageId: verdict.packageId, statement: envelope.statement, source: new PackageDirSource(target), signers: verdict.signers },
+  };
+}
+
+/** Copies the manifest and the pinned files only (unpinned files are never transferred), then renames into place. */
+function copyIntoStore(from: string, to: string, statement: Statement): void {
+  const tmp = `${to}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp, { recursive: true, mode: 0o700 });
+  copyFileSync(join(from, MANIFEST_FILE), join(tmp, MANIFEST_FILE));
+  for (const f of statement.files) {
+    mkdirSync(dirname(join(tmp, f.path)), { recursive: true });
+    copyFileSync(join(from, f.path), join(tmp, f.path));
+  }
+  try {
+    renameSync(tmp, to);
+  } catch (error) {
+    // Another controller process stored the same package first: same id, same bytes.
+    rmSync(tmp, { recursive: true, force: true });
+    if (!existsSync(join(to, MANIFEST_FILE))) throw error;
+  }
+}
+
+/** The engine's workload spec (§8.2) from the verified statement. */
+export function workloadSpecOf(name: string, pkg: PreparedPackage): WorkloadSpec {
+  const s = pkg.statement;
+  return {
+    name,
+    kind: s.kind,
+    package_id: pkg.packageId,
+    variants: s.variants.map((v) => ({ id: v.id, arch: v.arch, os: v.os, entry: { program: v.entry.program, args: [...v.entry.args] }, requires: v.requires as WorkloadSpec["requirements"] })),
+    requirements: s.requirements as WorkloadSpec["requirements"],
+    preferences: s.preferences as WorkloadSpec["preferences"],
+    memory_bytes: s.resources.memory_mb * 1024 * 1024,
+    uses_accelerator: false,
+    policy: { min_tier: s.policy.min_tier, labels: [...s.policy.labels], excludes: [...s.policy.excludes], sticky: s.policy.sticky },
+    perf: null,
+    refs: [pkg.packageId, ...s.files.map((f) => f.sha256), ...pkg.signers],
+  };
+}
+
+/** What is kept with the decision and the placement for later gate calls and the engine's cluster state. */
+export function workloadRecordOf(pkg: PreparedPackage): WorkloadRecord {
+  const s = pkg.statement;
+  return {
+    kind: s.kind,
+    network: s.network,
+    secrets: s.secrets.length > 0,
+    cpu_millis: s.resources.cpu_millis,
+    memory_bytes: s.resources.memory_mb * 1024 * 1024,
+    labels: [...s.policy.labels],
+    excludes: [...s.policy.excludes],
+    package_id: pkg.packageId,
+    signer_keys: [...pkg.signers],
+    file_hashes: s.files.map((f) => f.sha256),
+  };
+}

@@ -1,0 +1,90 @@
+/**
+ * Settling unsettled decisions (mesh.md §10.2): a decision whose lost answer could not be reconciled stays
+ * persisted, listed and name-reserved until its node can be asked again. Then, oldest first, the node's status
+ * decides: the one instance it holds for the decision is adopted as a managed placement (never unloaded, stopped or
+ * restarted: no second candidate was tried, so it is the only copy), or, holding nothing, the decision is settled
+ * empty and its name released. A node still handling the decision, or unreachable, leaves it unsettled.
+ */
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import { rowsForDecision } from "./reconcile.js";
+import type { ControllerStore, PlacementRecord, UnsettledDecision } from "./store.js";
+import type { Targets } from "./targets.js";
+
+export interface SettleReport {
+  readonly adopted: number;
+  readonly settledEmpty: number;
+  /** Decisions left unsettled, with why. */
+  readonly skipped: ReadonlyArray<{ readonly decision_id: string; readonly reason: string }>;
+}
+
+export async function settleUnsettled(store: ControllerStore, targets: Targets, clock: () => number, callTimeoutMs: number): Promise<SettleReport> {
+  let adopted = 0;
+  let settledEmpty = 0;
+  const skipped: Array<{ decision_id: string; reason: string }> = [];
+  for (const d of store.unsettled()) {
+    const status = await targets.call(d.node_id, "status", { instance_id: null, include_departed: false }, { timeoutMs: callTimeoutMs });
+    if (status.kind !== "ok") {
+      skipped.push({ decision_id: d.decision_id, reason: status.kind === "refused" ? `${status.code}: ${status.reason}` : status.reason });
+      continue;
+    }
+    const held = rowsForDecision(status.result, d.decision_id);
+    if (held === null) {
+      skipped.push({ decision_id: d.decision_id, reason: "unexpected status answer" });
+      continue;
+    }
+    if (held.inFlight) {
+      skipped.push({ decision_id: d.decision_id, reason: "the target is still handling this decision" });
+      continue;
+    }
+    if (held.instances.length > 1) {
+      // §11.1 allows one instance per decision; two means something is badly wrong: adopt nothing, keep it listed.
+      skipped.push({ decision_id: d.decision_id, reason: `the target lists ${held.instances.length} instances for one decision` });
+      continue;
+    }
+    const instanceId = held.instances[0];
+    const row = instanceId === undefined ? null : rowOf(status.result, instanceId);
+    store.commitSettle(
+      d,
+      row === null ? null : adoption(d, row, clock()),
+      { source: "placement", kind: "workload.place", payload: { phase: "settled", decision_id: d.decision_id, node: d.node_id, adopted: row === null ? 0 : 1 } },
+    );
+    if (row === null) settledEmpty++;
+    else adopted++;
+  }
+  return { adopted, settledEmpty, skipped };
+}
+
+function rowOf(result: JsonObject, instanceId: string): JsonObject | null {
+  const rows = result.rows as JsonObject[];
+  return rows.find((r) => r.instance_id === instanceId && !("departed" in r)) ?? null;
+}
+
+function adoption(d: UnsettledDecision, row: JsonObject, nowMs: number) {
+  const placement: PlacementRecord = {
+    instance_id: String(row.instance_id),
+    name: d.name,
+    node_id: d.node_id,
+    decision_id: d.decision_id,
+    variant: typeof row.variant === "string" ? row.variant : d.variant,
+    route: row.route === "emulated" ? "emulated" : "native",
+    package_id: typeof row.package_id === "string" ? row.package_id : d.package_id,
+    placed_ms: nowMs,
+    adopted: true,
+    pending: null,
+  };
+  return {
+    placement,
+    event: {
+      source: "placement",
+      kind: "workload.place",
+      payload: {
+        phase: "adopted",
+        decision_id: d.decision_id,
+        node: d.node_id,
+        variant: placement.variant,
+        instance_id: placement.instance_id,
+        state: typeof row.state === "string" ? row.state : "unknown",
+      },
+    },
+  };
+}

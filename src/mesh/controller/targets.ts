@@ -1,0 +1,376 @@
+/**
+ * The controller's targets (mesh.md §3.3–§3.5, §4.7, §6.2, §8.2): which nodes it knows, under which key, at which
+ * tier, how alive they are, and the one way to call them.
+ *
+ * Structural rules:
+ * - trust on first use happens only when an address has no stored key: the key that signed the first valid
+ *   describe answer is stored with the address (chained `peer.add`, how `tofu`). From then on every call requires
+ *   that key; an answer signed by another key is no valid answer, the target is marked unreachable and
+ *   `peer.key_refused` is chained once per distinct offered key. A new key is learned only when the operator lists
+ *   it in the peers file (how `listed_key`).
+ * - tiers are the operator's: from the API or the peers file (re-read on every use); never from the node. A target
+ *   that drops out of the peers file is demoted to `discovered`, and an unreadable peers file demotes every target
+ *   until a valid one is loaded (fail closed). Targets are never forgotten, so a demoted target's instances can
+ *   still be stopped and unloaded.
+ * - liveness comes from direct contact only: a valid answer within the last 60 s makes a target `alive`.
+ * - after a controller restart every target is unreachable with no boot id until a describe answered by its
+ *   stored key (§14.2 step 2): boot ids and facts live in memory only.
+ */
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import type { Tier } from "../../core/governance/policy.js";
+import type { Liveness, NodeFacts, NodeView } from "../../core/placement/index.js";
+import type { CallOptions, CallResult, NodeClient, TargetRef } from "../client/node-client.js";
+import { acceptFacts } from "./facts.js";
+import type { PeersLoad } from "./policy.js";
+import type { ControllerStore, StoredTarget, TierSource } from "./store.js";
+
+/** §8.2: alive only with a valid answer this recent. */
+export const ALIVE_WINDOW_MS = 60_000;
+
+interface Live {
+  stored: StoredTarget;
+  bootId: string | null;
+  facts: NodeFacts | null;
+  factsSeq: number | null;
+  factsExpireAtMs: number;
+  factsRejected: string | null;
+  lastOkMs: number | null;
+  lastSentMs: number | null;
+  unreachableSinceMs: number | null;
+  lastError: string | null;
+  refusedKeys: Set<string>;
+}
+
+/** What the CLI and the API show for one target. */
+export interface TargetInfo {
+  readonly addr: string;
+  readonly node_id: string | null;
+  readonly key: string | null;
+  readonly name: string | null;
+  /** The tier in effect (the stored tier, or `discovered` while the peers file is unreadable). */
+  readonly tier: Tier;
+  readonly tier_source: TierSource;
+  readonly liveness: Liveness;
+  readonly boot_id: string | null;
+  readonly learned_ms: number | null;
+  readonly last_ok_ms: number | null;
+  readonly facts_expire_at_ms: number | null;
+  readonly error: string | null;
+}
+
+export type AddResult = { readonly ok: true; readonly target: TargetInfo } | { readonly ok: false; readonly error: string };
+
+const OFFERED_KEY = /response signed by ([0-9a-f]{64}), not the stored key/;
+
+export class Targets {
+  private readonly live = new Map<string, Live>();
+  /** Set while the peers file is unreadable: every target counts as `discovered`. */
+  private demotedAll: string | null = null;
+
+  constructor(
+    private readonly store: ControllerStore,
+    private readonly client: NodeClient,
+    private readonly describer: NodeClient,
+    private readonly clock: () => number,
+    private readonly deadAfterMs = 120_000,
+  ) {
+    for (const t of store.targets()) this.live.set(t.addr, fresh(t));
+  }
+
+  // ---- reads ------------------------------------------------------------------------------------------------
+
+  list(): TargetInfo[] {
+    return [...this.live.values()].map((l) => this.info(l));
+  }
+
+  byNode(nodeId: string): TargetInfo | null {
+    const l = this.liveByNode(nodeId);
+    return l ? this.info(l) : null;
+  }
+
+  resolve(ref: string): TargetInfo | null {
+    const l = this.live.get(ref) ?? this.liveByNode(ref);
+    return l ? this.info(l) : null;
+  }
+
+  /** Whether a describe with the stored key succeeded since the controller started (§12 step 2). */
+  described(nodeId: string): boolean {
+    const l = this.liveByNode(nodeId);
+    return l !== undefined && l.bootId !== null;
+  }
+
+  /** The engine's view of every learned target (§8.2). */
+  views(): NodeView[] {
+    const now = this.clock();
+    const out: NodeView[] = [];
+    for (const l of this.live.values()) {
+      if (l.stored.node_id === null) continue;
+      out.push({
+        node_id: l.stored.node_id as NodeView["node_id"],
+        tier: this.tierOf(l),
+        liveness: this.livenessOf(l, now),
+        facts: l.facts,
+        facts_expire_at_ms: l.facts ? l.factsExpireAtMs : 0,
+      });
+    }
+    return out;
+  }
+
+  tierOfNode(nodeId: string): Tier {
+    const l = this.liveByNode(nodeId);
+    return l ? this.tierOf(l) : "discovered";
+  }
+
+  private tierOf(l: Live): Tier {
+    return this.demotedAll !== null ? "discovered" : l.stored.tier;
+  }
+
+  private livenessOf(l: Live, now: number): Liveness {
+    if (l.lastOkMs === null) return "unknown";
+    if (l.unreachableSinceMs === null && now - l.lastOkMs < ALIVE_WINDOW_MS) return "alive";
+    if (l.unreachableSinceMs !== null && now - l.unreachableSinceMs >= this.deadAfterMs) return "dead";
+    return "suspect";
+  }
+
+  private info(l: Live): TargetInfo {
+    return {
+      addr: l.stored.addr,
+      node_id: l.stored.node_id,
+      key: l.stored.key,
+      name: l.facts?.name ?? null,
+      tier: this.tierOf(l),
+      tier_source: l.stored.tier_source,
+      liveness: this.livenessOf(l, this.clock()),
+      boot_id: l.bootId,
+      learned_ms: l.stored.learned_ms,
+      last_ok_ms: l.lastOkMs,
+      facts_expire_at_ms: l.facts ? l.factsExpireAtMs : null,
+      error: l.lastError ?? l.factsRejected,
+    };
+  }
+
+  private liveByNode(nodeId: string): Live | undefined {
+    for (const l of this.live.values()) if (l.stored.node_id === nodeId) return l;
+    return undefined;
+  }
+
+  // ---- learning -----------------------------------------------------------------------------------------------
+
+  /**
+   * Adds a target by address (§3.3). Without a stored key for the address this is the trust-on-first-use describe
+   * (or, with `key`, a describe that must be answered by that key); with a stored key it is a refresh, and a
+   * different `key` is refused unless `listed` (the peers file is the only way to change a key).
+   */
+  async add(addr: string, opts: { key?: string | null; tier?: Tier | null; source?: TierSource; listed?: boolean } = {}): Promise<AddResult> {
+    const known = this.live.get(addr);
+    const wantKey = opts.key ?? null;
+    if (known?.stored.key && (wantKey === null || wantKey === known.stored.key)) {
+      const refreshed = await this.refresh(addr);
+      if (opts.tier && opts.tier !== known.stored.tier) this.setTier(addr, opts.tier, opts.source ?? "api");
+      return refreshed ? { ok: true, target: this.info(known) } : { ok: false, error: known.lastError ?? `target ${addr} did not answer` };
+    }
+    if (known?.stored.key && wantKey !== null && !opts.listed) {
+      return { ok: false, error: `target ${addr} is known under key ${known.stored.key}; a new key is learned only from the peers file` };
+    }
+    const d = await this.describer.describe(addr, wantKey, "*");
+    if (d.kind !== "described") {
+      const why = d.kind === "refused" ? `${d.code}: ${d.reason}` : d.reason;
+      if (known) this.markUnreachable(known, why);
+      return { ok: false, error: `describe of ${addr} failed (${why}); the target was not learned` };
+    }
+    const other = this.liveByNode(d.nodeId);
+    if (other && other.stored.addr !== addr) {
+      return { ok: false, error: `node ${d.nodeId} is already known at ${other.stored.addr}; one address per node` };
+    }
+    const tier: Tier = opts.tier ?? known?.stored.tier ?? "discovered";
+    const source: TierSource = opts.tier ? (opts.source ?? "api") : (known?.stored.tier_source ?? "default");
+    const stored: StoredTarget = { addr, node_id: d.nodeId, key: d.key, tier, tier_source: source, learned_ms: this.clock() };
+    this.store.learnTarget(stored, {
+      source: "trust",
+      kind: "peer.add",
+      payload: { node: d.nodeId, addr, key: d.key, tier, how: wantKey === null ? "tofu" : "listed_key" },
+    });
+    const l = known ?? fresh(stored);
+    l.stored = stored;
+    l.refusedKeys.clear();
+    this.live.set(addr, l);
+    this.absorb(l, d.bootId, d.facts);
+    return { ok: true, target: this.info(l) };
+  }
+
+  /** Describes a known target with its stored key (§4.7, §6.2). Returns whether it answered validly. */
+  async refresh(addrOrNode: string): Promise<boolean> {
+    const l = this.live.get(addrOrNode) ?? this.liveByNode(addrOrNode);
+    if (!l || l.stored.key === null || l.stored.node_id === null) return false;
+    l.lastSentMs = this.clock();
+    const d = await this.describer.describe(l.stored.addr, l.stored.key, l.stored.node_id);
+    if (d.kind === "described") {
+      this.absorb(l, d.bootId, d.facts);
+      return true;
+    }
+    this.noteFailure(l, d);
+    return false;
+  }
+
+  /** §9.2 step 3: every learned target, concurrently. */
+  async refreshAll(): Promise<void> {
+    await Promise.all([...this.live.values()].filter((l) => l.stored.key !== null).map((l) => this.refresh(l.stored.addr)));
+  }
+
+  private absorb(l: Live, bootId: string, facts: JsonObject): void {
+    const now = this.clock();
+    l.bootId = bootId;
+    l.lastOkMs = now;
+    l.unreachableSinceMs = null;
+    l.lastError = null;
+    const verdict = acceptFacts(facts, l.factsSeq, now);
+    if (verdict.kind === "accepted") {
+      l.facts = verdict.facts;
+      l.factsSeq = verdict.seq;
+      l.factsExpireAtMs = verdict.expireAtMs;
+      l.factsRejected = null;
+    } else if (verdict.kind === "rejected") {
+      l.facts = null;
+      l.factsRejected = `facts rejected: ${verdict.reason}`;
+    }
+  }
+
+  private markUnreachable(l: Live, why: string): void {
+    if (l.unreachableSinceMs === null) l.unreachableSinceMs = this.clock();
+    l.lastError = why;
+  }
+
+  private noteFailure(l: Live, r: Exclude<CallResult, { kind: "ok" }>): void {
+    if (r.kind === "refused") {
+      // A valid signed refusal is direct contact: the node is there, it just said no.
+      l.lastOkMs = this.clock();
+      l.lastError = `${r.code}: ${r.reason}`;
+      return;
+    }
+    this.markUnreachable(l, r.reason);
+    const offered = OFFERED_KEY.exec(r.reason)?.[1];
+    if (offered && l.stored.key !== null && !l.refusedKeys.has(offered)) {
+      l.refusedKeys.add(offered);
+      this.store.appendAll([
+        {
+          source: "trust",
+          kind: "peer.key_refused",
+          payload: { node: l.stored.node_id, addr: l.stored.addr, expected_key: l.stored.key, offered_key: offered },
+        },
+      ]);
+    }
+  }
+
+  // ---- tiers ------------------------------------------------------------------------------------------------
+
+  /** `peer.tier`, by the API or the peers file. Returns false for an unknown target. */
+  setTier(addrOrNode: string, tier: Tier, source: TierSource): boolean {
+    const l = this.live.get(addrOrNode) ?? this.liveByNode(addrOrNode);
+    if (!l) return false;
+    const from = l.stored.tier;
+    if (from === tier && l.stored.tier_source === source) return true;
+    this.store.setTier(l.stored.addr, tier, source, {
+      source: "trust",
+      kind: "peer.tier",
+      payload: { node: l.stored.node_id, from, to: tier, by: source === "peers" ? "peers_file" : source },
+    });
+    l.stored = { ...l.stored, tier, tier_source: source };
+    return true;
+  }
+
+  /**
+   * Applies the peers file (§3.5), read just before: tiers for listed entries, demotion of targets the file no
+   * longer lists, fail-closed demotion of everyone for an unreadable file, and learning of listed addresses (or
+   * listed new keys) not known yet.
+   */
+  async syncPeers(peers: PeersLoad, learn = true): Promise<void> {
+    if (!peers.ok) {
+      if (this.demotedAll === null) {
+        this.demotedAll = peers.error;
+        this.store.appendAll([{ source: "trust", kind: "peer.demote_all", payload: { reason: peers.error, demoted: this.live.size } }]);
+      }
+      return;
+    }
+    this.demotedAll = null;
+    if (peers.entries === null) return;
+    const listed = new Map(peers.entries.map((e) => [e.addr, e]));
+    const pending: Array<Promise<unknown>> = [];
+    for (const entry of peers.entries) {
+      const l = this.live.get(entry.addr);
+      if (!l || l.stored.key === null || (entry.key !== undefined && entry.key !== l.stored.key)) {
+        if (learn) pending.push(this.add(entry.addr, { key: entry.key ?? null, tier: entry.tier, source: "peers", listed: true }));
+      } else {
+        this.setTier(entry.addr, entry.tier, "peers");
+      }
+    }
+    for (const l of this.live.values()) {
+      if (l.stored.tier_source === "peers" && !listed.has(l.stored.addr)) this.setTier(l.stored.addr, "discovered", "default");
+    }
+    await Promise.all(pending);
+  }
+
+  // ---- calls ------------------------------------------------------------------------------------------------
+
+  /** The reference a call needs, or why there is none (nothing is sent then). */
+  ref(nodeId: string): TargetRef | string {
+    const l = this.liveByNode(nodeId);
+    if (!l || l.stored.key === null) return `node ${nodeId} is not a known target`;
+    if (l.bootId === null) return `node ${nodeId} has not been described since the controller started`;
+    return { addr: l.stored.addr, nodeId, key: l.stored.key, bootId: l.bootId };
+  }
+
+  /**
+   * One signed call with the stored key. A target not described since the controller started is described first
+   * (failure: `unreachable`, nothing sent). A `stale_boot` refusal proves the node did nothing: re-describe and, if
+   * the boot changed, resend once with a new nonce and the same decision id (§4.7).
+   */
+  async call(nodeId: string, method: string, body: JsonObject, opts: CallOptions = {}): Promise<CallResult> {
+    let ref = this.ref(nodeId);
+    if (typeof ref === "string" && this.liveByNode(nodeId)?.stored.key) {
+      await this.refresh(nodeId);
+      ref = this.ref(nodeId);
+    }
+    if (typeof ref === "string") return { kind: "unreachable", reason: ref };
+    let r = await this.send(ref, method, body, opts);
+    if (r.kind === "refused" && r.code === "stale_boot") {
+      const before = ref.bootId;
+      if (await this.refresh(nodeId)) {
+        const again = this.ref(nodeId);
+        if (typeof again !== "string" && again.bootId !== before) r = await this.send(again, method, body, opts);
+      }
+    }
+    return r;
+  }
+
+  private async send(ref: TargetRef, method: string, body: JsonObject, opts: CallOptions): Promise<CallResult> {
+    const l = this.liveByNode(ref.nodeId);
+    if (l) l.lastSentMs = this.clock();
+    const r = await this.client.call(ref, method, body, opts);
+    if (l) {
+      if (r.kind === "ok") {
+        l.lastOkMs = this.clock();
+        l.unreachableSinceMs = null;
+        l.lastError = null;
+      } else {
+        this.noteFailure(l, r);
+      }
+    }
+    return r;
+  }
+}
+
+function fresh(stored: StoredTarget): Live {
+  return {
+    stored,
+    bootId: null,
+    facts: null,
+    factsSeq: null,
+    factsExpireAtMs: 0,
+    factsRejected: null,
+    lastOkMs: null,
+    lastSentMs: null,
+    unreachableSinceMs: null,
+    lastError: null,
+    refusedKeys: new Set(),
+  };
+}

@@ -1,0 +1,135 @@
+/**
+ * Instance verbs from the controller (mesh.md §12): `start`, `stop`, `unload` (mutating) and `status`, `logs`
+ * (read), always through the placement record, never by guessing a node.
+ *
+ * Structural rules:
+ * - an unknown instance id triggers one settle first: it may be the instance of an unsettled decision, which
+ *   becomes a managed placement once its node answers (§10.2);
+ * - a mutating verb is gated on the controller (teardown is never blocked by tier or revocation) and chained as
+ *   `workload.<verb> {phase: "request"}` before it is sent; that event's hash is the request's decision id (I4);
+ * - its outcome is chained with the record change in one transaction: a successful unload (or one the node answers
+ *   `unknown_instance`) deletes the record and frees the name; a lost answer leaves the record `pending: <verb>`.
+ */
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import { outcomeOf } from "../client/node-client.js";
+import { consult, contextOf, type GateSettings, gatePolicyOf } from "./gate.js";
+import type { ControllerPolicy } from "./policy.js";
+import { failureText } from "./reconcile.js";
+import type { ControllerStore } from "./store.js";
+import type { Targets } from "./targets.js";
+
+export const VERBS = ["status", "start", "stop", "unload", "logs"] as const;
+export type Verb = (typeof VERBS)[number];
+const MUTATING: ReadonlySet<Verb> = new Set(["start", "stop", "unload"]);
+
+export interface VerbOptions {
+  readonly grace_ms?: number;
+  readonly tail_bytes?: number;
+}
+
+export type VerbResult =
+  | { readonly kind: "ok"; readonly verb: Verb; readonly instance_id: string; readonly node: string; readonly result: JsonObject }
+  | { readonly kind: "refused"; readonly verb: Verb; readonly instance_id: string; readonly node: string; readonly code: string; readonly reason: string }
+  /** Nothing reached the node, or (for a read) no valid answer came back. */
+  | { readonly kind: "unreachable"; readonly verb: Verb; readonly instance_id: string; readonly node: string; readonly reason: string }
+  /** A mutating verb without a valid answer: the record stays `pending: <verb>` until a status resolves it. */
+  | { readonly kind: "indeterminate"; readonly verb: Verb; readonly instance_id: string; readonly node: string; readonly reason: string }
+  /** Refused before anything was sent: unknown instance, undescribable target, or the controller's gate. */
+  | { readonly kind: "error"; readonly verb: Verb; readonly instance_id: string; readonly code: "unknown_instance" | "unreachable" | "governance"; readonly reason: string };
+
+export interface VerbDeps {
+  readonly store: ControllerStore;
+  readonly targets: Targets;
+  readonly controllerId: string;
+  readonly gate: GateSettings;
+  readonly callTimeoutMs: number;
+  readonly readPolicy: (learn: boolean) => Promise<ControllerPolicy>;
+  readonly settle: () => Promise<number>;
+}
+
+function bodyOf(verb: Verb, instanceId: string, opts: VerbOptions): JsonObject {
+  switch (verb) {
+    case "status":
+      return { instance_id: instanceId, include_departed: false };
+    case "start":
+    case "unload":
+      return { instance_id: instanceId };
+    case "stop":
+      return { instance_id: instanceId, grace_ms: opts.grace_ms ?? 2000 };
+    case "logs":
+      return { instance_id: instanceId, tail_bytes: opts.tail_bytes ?? 65_536 };
+    default: {
+      const never: never = verb;
+      return never;
+    }
+  }
+}
+
+export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: string, opts: VerbOptions = {}): Promise<VerbResult> {
+  const { store, targets } = deps;
+  // 1. the record, settling once when it is unknown
+  let found = store.placement(instanceId);
+  if (found === null) {
+    await deps.settle();
+    found = store.placement(instanceId);
+  }
+  if (found === null) return { kind: "error", verb, instance_id: instanceId, code: "unknown_instance", reason: `no placed instance ${instanceId}` };
+  const { record, workload } = found;
+  const node = record.node_id;
+  // 2. described since start, so the gate sees the real tier and the request names the boot
+  if (!targets.described(node) && !(await targets.refresh(node))) {
+    const why = targets.byNode(node)?.error ?? "it did not answer";
+    return { kind: "error", verb, instance_id: instanceId, code: "unreachable", reason: `node ${node} could not be described (${why}); nothing was sent` };
+  }
+  const timeoutMs = verb === "stop" ? Math.max(deps.callTimeoutMs, (opts.grace_ms ?? 2000) + 10_000) : deps.callTimeoutMs;
+  if (!MUTATING.has(verb)) {
+    // 7. read verbs carry no decision id and chain nothing
+    const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { timeoutMs });
+    if (r.kind === "ok") {
+      if (verb === "status" && record.pending !== null) store.commitVerbOutcome(instanceId, { pending: null }, outcomeEvent(`workload.${record.pending}`, null, instanceId, node, "resolved", null, `pending ${record.pending} resolved: the node lists the instance`));
+      const result = verb === "status" ? { instance_id: instanceId, node, status: r.result.row ?? null } : r.result;
+      return { kind: "ok", verb, instance_id: instanceId, node, result: result as JsonObject };
+    }
+    if (r.kind === "refused") {
+      if (verb === "status" && record.pending !== null && r.code === "unknown_instance") {
+        store.commitVerbOutcome(instanceId, "remove", outcomeEvent(`workload.${record.pending}`, null, instanceId, node, "absent", r.code, `pending ${record.pending} resolved: the node no longer holds the instance`));
+      }
+      return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
+    }
+    return { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
+  }
+  // 3. gate the verb with refs from the record
+  const policy = await deps.readPolicy(false);
+  const { verdict, event } = consult(`workload.${verb}`, contextOf(workload, targets.tierOfNode(node), deps.controllerId, false), gatePolicyOf(policy, deps.gate), node);
+  if (event) store.appendAll([event]);
+  if (verdict.decision !== "permit") return { kind: "error", verb, instance_id: instanceId, code: "governance", reason: `workload.${verb} denied: ${verdict.reason}` };
+  // 4. chained request; its hash authorises the call
+  const requestId = store.commitVerbRequest({ source: "placement", kind: `workload.${verb}`, payload: { phase: "request", instance_id: instanceId, node, name: record.name } });
+  // 5. send and classify
+  const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
+  const outcome = outcomeOf(verb, r);
+  // 6. outcome with the record change
+  const removes = verb === "unload" && (r.kind === "ok" || (r.kind === "refused" && r.code === "unknown_instance"));
+  const change = removes ? "remove" : outcome === "indeterminate" ? { pending: verb } : record.pending !== null && r.kind === "ok" ? { pending: null } : null;
+  const code = r.kind === "refused" ? r.code : null;
+  const reason = r.kind === "ok" ? null : failureText(r);
+  store.commitVerbOutcome(instanceId, change, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, code, reason));
+  switch (r.kind) {
+    case "ok":
+      return { kind: "ok", verb, instance_id: instanceId, node, result: r.result };
+    case "refused":
+      return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
+    default:
+      return outcome === "indeterminate"
+        ? { kind: "indeterminate", verb, instance_id: instanceId, node, reason: r.reason }
+        : { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
+  }
+}
+
+function outcomeEvent(kind: string, decisionId: string | null, instanceId: string, node: string, result: string, code: string | null, reason: string | null) {
+  return {
+    source: "placement",
+    kind,
+    payload: { phase: "outcome", decision_id: decisionId, instance_id: instanceId, node, result, code, reason },
+  };
+}
