@@ -162,4 +162,9 @@ export class SocketFrameStream implements FrameStream {
   writeRaw(bytes: Uint8Array): void {
     this.socket.write(bytes);
   }
+
+  /** Half-closes the sending side (the peer sees end of stream); for tests. */
+  endWrite(): void {
+    this.socket.end();
+  }
 }
