@@ -643,7 +643,7 @@ export class NodeService {
   private onProcessExit(instanceId: string, exit: { code: number | null; signal: string | null }): void {
     if (this.stopping.has(instanceId)) return;
     const row = this.store().instance(instanceId);
-    if (!row || row.state !== "running") return;
+    if (row?.state !== "running") return;
     const status = this.o.runtime.exitStatus(instanceId);
     this.recordExit(row, status?.exit_code ?? exit.code, status?.signal ?? exit.signal, "process exited");
   }
