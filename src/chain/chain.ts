@@ -3,7 +3,7 @@
  * transaction, so a state change and the event that records it commit or roll back together.
  */
 import { randomBytes } from "node:crypto";
-import { type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";
+import { checkpointSignatureValid, type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";
 import {
   type ChainRole,
   type ChainTip,
@@ -33,6 +33,13 @@ interface EventRow {
   payload_hash: string;
   hash: string;
   sig: string;
+}
+
+/** For a stored payload that does not even parse: an event the verifier will fail at this seq with payload_hash. */
+function rowWithUnparseablePayload(row: EventRow): object {
+  const { payload: _text, ...rest } = row;
+  const { phase: _phase, ...fields } = rest as typeof rest & { phase?: unknown };
+  return { ...fields, payload: {} };
 }
 
 export function rowToEvent(row: EventRow): SealedEvent {
@@ -97,6 +104,14 @@ export class Chain {
         if (own.owner_key !== key.publicKey) {
           throw new ChainError(
             `this database's audit chain ${own.chain_id} belongs to key ${own.owner_key}, not ${key.publicKey}; use the key file that created it`,
+          );
+        }
+        const check = startupCheck(tx.db, own.chain_id, key.publicKey);
+        if (!check.ok) {
+          const f = check.failure;
+          throw new ChainError(
+            `the audit chain ${own.chain_id} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); refusing to start. ` +
+              "Inspect it with `berth audit verify`; if it cannot be repaired, `berth audit reseal --new-chain --reason <text>` starts a new chain that names the last good event",
           );
         }
         return own.chain_id;
@@ -289,7 +304,7 @@ export function verifyStoredChain(
         event = rowToEvent(row);
       } catch {
         // Unparseable stored payload: hand the verifier the raw text so it fails at this seq with payload_hash.
-        event = { ...row, payload: {} };
+        event = rowWithUnparseablePayload(row);
       }
       texts.set(event as object, row.payload);
       yield event;
@@ -304,6 +319,39 @@ export function verifyStoredChain(
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
     payloadTextOf: (item) => texts.get(item as object),
   });
+}
+
+/**
+ * The start-up check (§7): verify from the newest stored checkpoint whose signature verifies and whose head is the
+ * stored event at its seq (or from genesis if none) to the tip. Bounded by the checkpoint interval, not chain length.
+ */
+export function startupCheck(db: Db, chainId: string, ownerKey: string): VerifyResult {
+  const genesisRow = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = 0").get(chainId) as EventRow | undefined;
+  const genesis = genesisRow ? verifyEvents([rowToEvent(genesisRow)], { key: ownerKey, chainId, payloadTextOf: () => genesisRow.payload }) : undefined;
+  if (!genesis?.ok) return genesis ?? verifyEvents([], { key: ownerKey, chainId });
+  let start: { seq: number; hash: string; ts: number } | undefined;
+  const hashAt = db.prepare("SELECT hash, ts FROM audit_event WHERE chain_id = ? AND seq = ?");
+  for (const cp of storedCheckpoints(db, chainId, ownerKey).reverse()) {
+    const at = hashAt.get(chainId, cp.checkpoint.seq) as { hash: string; ts: number } | undefined;
+    if (at && at.hash === cp.checkpoint.head_hash && checkpointSignatureValid(cp)) {
+      start = { seq: cp.checkpoint.seq, hash: at.hash, ts: at.ts };
+      break;
+    }
+  }
+  if (!start) return verifyStoredChain(db, chainId, { key: ownerKey, checkpoints: [] });
+  const rows = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq").all(chainId, start.seq) as EventRow[];
+  const texts = new WeakMap<object, string>();
+  const events = rows.map((row) => {
+    let event: object;
+    try {
+      event = rowToEvent(row);
+    } catch {
+      event = rowWithUnparseablePayload(row);
+    }
+    texts.set(event, row.payload);
+    return event;
+  });
+  return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf: (item) => texts.get(item as object) });
 }
 
 export function* exportChainLines(db: Db, chainId: string, from: number, to: number): Iterable<string> {

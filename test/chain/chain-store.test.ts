@@ -107,6 +107,29 @@ describe("the audit chain store", () => {
     expect(result.failure).toMatchObject({ seq: 6, code: "payload_hash" });
   });
 
+  it("refuses to open a chain that no longer verifies, naming the corrupted seq", () => {
+    tenEventChain();
+    db.exec("DROP TRIGGER audit_event_no_update");
+    db.prepare("UPDATE audit_event SET payload = replace(payload, '\"n\":7', '\"n\": 7') WHERE seq = 7").run();
+    expect(() => Chain.open(db, key, "controller", clock)).toThrow(/does not verify at seq 7 \(payload_hash/);
+  });
+
+  it("checks only from the newest valid checkpoint at start-up, and still catches a corrupted event after it", () => {
+    const { chain } = tenEventChain();
+    chain.checkpointIfDue(true); // covers seq 9, recorded as seq 10
+    withWriteTx(db, (tx) => {
+      for (let i = 0; i < 3; i++) chain.append(tx, { source: "trust", kind: "peer.add", payload: { i } });
+    });
+    db.exec("DROP TRIGGER audit_event_no_update");
+    // Before the checkpoint: left to `berth audit verify`, which walks everything.
+    db.prepare("UPDATE audit_event SET ts = ts + 1 WHERE seq = 3").run();
+    expect(() => Chain.open(db, key, "controller", clock)).not.toThrow();
+    expect(chain.verifyStored().failure).toMatchObject({ seq: 3, code: "hash" });
+    // After it: refused at start-up.
+    db.prepare("UPDATE audit_event SET kind = 'peer.tier' WHERE seq = 12").run();
+    expect(() => Chain.open(db, key, "controller", clock)).toThrow(/does not verify at seq 12 \(hash/);
+  });
+
   it("reseals into a new chain whose genesis names the predecessor", () => {
     const { chain } = tenEventChain();
     const head = chain.tip();

@@ -56,6 +56,11 @@ export interface VerifyOptions {
   readonly chainId?: string;
   readonly checkpoints?: readonly SignedCheckpoint[];
   readonly expectHead?: { seq: number; hash: string };
+  /**
+   * Resume after an already verified event (the start-up check from a checkpoint, §7): the walk expects
+   * `after.seq + 1` first, linked to `after.hash`. Requires `key` (the genesis is not re-read).
+   */
+  readonly after?: { seq: number; hash: string; ts: number };
   /** The exact stored payload text for an item, when it came from storage (checked for canonical form). */
   readonly payloadTextOf?: (item: unknown, index: number) => string | undefined;
 }
@@ -107,6 +112,14 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
   const hashes: string[] = [];
   let prevTs = 0;
   let index = 0;
+  if (opts.after) {
+    if (pinned === undefined) throw new Error("verifyEvents: resuming after a checkpoint needs the owner key");
+    // Earlier hashes are not needed; keep the array indexed by seq.
+    hashes.length = opts.after.seq;
+    hashes[opts.after.seq] = opts.after.hash;
+    prevTs = opts.after.ts;
+    index = opts.after.seq + 1;
+  }
 
   const result = (failure?: VerifyFailure): VerifyResult => ({
     ok: failure === undefined,
