@@ -15,6 +15,8 @@ export const DOMAIN_TAGS = [
   "berth.facts.v1",
   "berth.package.v1",
   "berth.package.id.v1",
+  // berth's mesh agents (issue 7): the create-intent fingerprint of a mesh agent's configuration.
+  "berth.agent.intent.v1",
 ] as const;
 export type DomainTag = (typeof DOMAIN_TAGS)[number];
 

@@ -1,0 +1,65 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { meshIntentFingerprint, parseAgentSpec } from "./spec.js";
+
+const MESH = `apiVersion: berth/v1
+kind: Agent
+metadata: { name: scout }
+spec:
+  target: mesh
+  package: ./packages/scout
+  config: { args: ["--once"], env: { LOG_LEVEL: info } }
+  mesh: { prefer: [pi5] }
+`;
+
+describe("the agent spec", () => {
+  it("accepts a mesh agent and fills the defaults", () => {
+    const r = parseAgentSpec(MESH);
+    expect(r.ok && r.spec.spec.mesh).toEqual({ pin: null, prefer: ["pi5"], avoid: [], allow_emulated: false, start: true });
+  });
+
+  it("accepts the same document written as JSON", () => {
+    const json = JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "ghcr.io/a/b@sha256:" + "a".repeat(64), kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC" } } });
+    expect(parseAgentSpec(json).ok).toBe(true);
+  });
+
+  it.each([
+    ["a wrong version", MESH.replace("berth/v1", "berth/v9"), "apiVersion"],
+    ["a name that is not a DNS label", MESH.replace("name: scout", "name: Scout_1"), "metadata.name"],
+    ["a mesh agent without a package", MESH.replace("  package: ./packages/scout\n", ""), "spec.package"],
+    ["an env key that is not a POSIX name", MESH.replace("LOG_LEVEL", "LOG-LEVEL"), "spec.config.env"],
+    ["an unknown field", MESH.replace("target: mesh", "target: mesh\n  replicas: 2"), "spec"],
+    ["an unknown target", MESH.replace("target: mesh", "target: cloud"), "spec.target"],
+    ["a duplicate key", MESH.replace("target: mesh", "target: mesh\n  target: mesh"), "not valid YAML"],
+  ])("refuses %s and names the field", (_what, text, field) => {
+    const r = parseAgentSpec(text, "scout.yaml");
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.errors.join("\n")).toContain(field);
+    expect(!r.ok && r.errors[0]).toMatch(/^scout\.yaml: /);
+  });
+
+  it("refuses a Kubernetes agent with an inline or missing identity", () => {
+    const base = { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "img@sha256:" + "a".repeat(64) } };
+    expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r" } } }))).toMatchObject({ ok: false, errors: [expect.stringContaining("exactly one of nsec_file or nsec_env")] });
+    expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", private_key_nsec: "nsec1…" } } })).ok).toBe(false);
+  });
+
+  it("never throws on arbitrary text (fuzzed)", () => {
+    fc.assert(fc.property(fc.string({ maxLength: 300 }), (text) => {
+      const r = parseAgentSpec(text);
+      expect(typeof r.ok).toBe("boolean");
+    }));
+  });
+});
+
+describe("the mesh create-intent fingerprint", () => {
+  const base = { agent: "scout", packageId: "p1", config: { args: ["a"], env: { A: "1", B: "2" } } };
+  it("is stable under env key order and changes with any part of the configuration", () => {
+    const fp = meshIntentFingerprint(base);
+    expect(fp).toMatch(/^[0-9a-f]{64}$/);
+    expect(meshIntentFingerprint({ ...base, config: { args: ["a"], env: { B: "2", A: "1" } } })).toBe(fp);
+    expect(meshIntentFingerprint({ ...base, packageId: "p2" })).not.toBe(fp);
+    expect(meshIntentFingerprint({ ...base, config: { args: ["b"], env: base.config.env } })).not.toBe(fp);
+    expect(meshIntentFingerprint({ ...base, config: { args: ["a"], env: { A: "1", B: "3" } } })).not.toBe(fp);
+  });
+});

@@ -1,0 +1,110 @@
+/**
+ * The agent spec (issue 7): one versioned document that says "this agent should be running, once", on Kubernetes or
+ * on the mesh. Parsed with one zod schema at the edge; every error names the field. YAML or JSON.
+ *
+ *   apiVersion: berth/v1
+ *   kind: Agent
+ *   metadata: { name: scout }
+ *   spec:
+ *     target: mesh                       # or kubernetes
+ *     package: ./packages/scout          # mesh: a package directory (signed by `berth package sign`)
+ *     image: ghcr.io/acme/scout@sha256:… # kubernetes: a digest-pinned image
+ *     config: { args: [], env: { LOG_LEVEL: info } }
+ *     mesh: { pin: null, prefer: [], avoid: [], allow_emulated: false }
+ *     kubernetes: { relay_url: wss://…, nsec_file: ./scout.nsec, provider_config: { namespace: agents } }
+ *
+ * Secrets never sit in the spec itself: the Nostr identity is read from a file (`nsec_file`) or an environment
+ * variable (`nsec_env`) by the shell, so a spec can be committed and shared.
+ */
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
+import { taggedSha256Hex } from "../crypto/tagged.js";
+
+export const AGENT_API_VERSION = "berth/v1";
+
+const Name = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label: lowercase letters, digits and '-', at most 63 characters");
+const EnvKey = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "environment keys must be POSIX names ([A-Za-z_][A-Za-z0-9_]*)");
+const NodeRef = z.string().min(1, "must name a node id or label");
+
+const ConfigSchema = z.strictObject({
+  args: z.array(z.string()).default([]),
+  env: z.record(EnvKey, z.string()).default({}),
+});
+
+const MeshSchema = z.strictObject({
+  pin: NodeRef.nullable().default(null),
+  prefer: z.array(NodeRef).default([]),
+  avoid: z.array(NodeRef).default([]),
+  allow_emulated: z.boolean().default(false),
+  start: z.boolean().default(true),
+});
+
+const KubernetesSchema = z
+  .strictObject({
+    relay_url: z.string().min(1, "must not be empty"),
+    nsec_file: z.string().min(1).optional(),
+    nsec_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").optional(),
+    provider_config: z.record(z.string(), z.unknown()).nullable().default(null),
+  })
+  .refine((k) => (k.nsec_file === undefined) !== (k.nsec_env === undefined), {
+    message: "give exactly one of nsec_file or nsec_env (the agent's Nostr identity; never inline in the spec)",
+    path: ["nsec_file"],
+  });
+
+const SpecBody = z
+  .strictObject({
+    target: z.enum(["mesh", "kubernetes"], { error: "must be \"mesh\" or \"kubernetes\"" }),
+    package: z.string().min(1).optional(),
+    image: z.string().min(1).optional(),
+    config: ConfigSchema.default({ args: [], env: {} }),
+    mesh: MeshSchema.optional(),
+    kubernetes: KubernetesSchema.optional(),
+  })
+  .superRefine((s, ctx) => {
+    if (s.target === "mesh" && s.package === undefined) ctx.addIssue({ code: "custom", path: ["package"], message: "a mesh agent needs a package directory" });
+    if (s.target === "kubernetes") {
+      if (s.image === undefined) ctx.addIssue({ code: "custom", path: ["image"], message: "a Kubernetes agent needs an image" });
+      if (s.kubernetes === undefined) ctx.addIssue({ code: "custom", path: ["kubernetes"], message: "a Kubernetes agent needs a kubernetes section (relay_url and nsec_file or nsec_env)" });
+    }
+  });
+
+export const AgentSpecSchema = z.strictObject({
+  apiVersion: z.literal(AGENT_API_VERSION, { error: `must be "${AGENT_API_VERSION}"` }),
+  kind: z.literal("Agent", { error: 'must be "Agent"' }),
+  metadata: z.strictObject({ name: Name }),
+  spec: SpecBody,
+});
+export type AgentSpecDocument = z.infer<typeof AgentSpecSchema>;
+
+export type AgentSpecParse = { ok: true; spec: AgentSpecDocument } | { ok: false; errors: string[] };
+
+/** Parses YAML (a superset of JSON) and validates; errors name the field, e.g. `spec.mesh.prefer[0]: …`. */
+export function parseAgentSpec(text: string, source = "agent spec"): AgentSpecParse {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text, { uniqueKeys: true, maxAliasCount: 50 });
+  } catch (error) {
+    return { ok: false, errors: [`${source}: not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`] };
+  }
+  const parsed = AgentSpecSchema.safeParse(raw);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      errors: parsed.error.issues.map((i) => `${source}: ${i.path.length ? i.path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[") : "(document)"}: ${i.message}`),
+    };
+  }
+  return { ok: true, spec: parsed.data };
+}
+
+/**
+ * The mesh create-intent fingerprint: what the user asked to run and how. A never-started instance whose recorded
+ * fingerprint differs is replaced; a started one never is. Placement preferences are not part of it (moving a
+ * healthy agent is not an edit of the agent), and neither is the package's location on disk, only its id.
+ */
+export function meshIntentFingerprint(args: { agent: string; packageId: string; config: { args: readonly string[]; env: Readonly<Record<string, string>> } }): string {
+  const doc: JsonObject = { agent: args.agent, args: [...args.config.args], env: { ...args.config.env }, package_id: args.packageId, template: "berth.mesh.v1" };
+  return taggedSha256Hex("berth.agent.intent.v1", canonicalJson(doc));
+}
