@@ -2,6 +2,7 @@
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { SigningKey } from "../../../src/core/crypto/ed25519.js";
+import type { PermitRuleInput } from "../../../src/core/governance/policy.js";
 import { archOfNode } from "../../../src/core/packages/manifest.js";
 import { buildPackage, initPackage, signPackage } from "../../../src/mesh/packages/dir.js";
 
@@ -35,9 +36,9 @@ export function probePackage(dir: string, signer: SigningKey, opts: { name?: str
 }
 
 /** The seed's permit: every workload action for the test kind, egress allowed. */
-export const TEST_PERMIT = { id: "test-agent", actions: ["workload.*"], kinds: [TEST_KIND], max_network: "egress" };
+export const TEST_PERMIT: PermitRuleInput = { id: "test-agent", actions: ["workload.*"], kinds: [TEST_KIND], max_network: "egress" };
 /** Scenario A's refusing node: load, unload and stop only; its start is denied by governance. */
-export const NO_START_PERMIT = { id: "no-start", actions: ["workload.load", "workload.unload", "workload.stop"], kinds: [TEST_KIND], max_network: "egress" };
+export const NO_START_PERMIT: PermitRuleInput = { id: "no-start", actions: ["workload.load", "workload.unload", "workload.stop"], kinds: [TEST_KIND], max_network: "egress" };
 
 export function writeJson(path: string, value: unknown): void {
   writeFileSync(path, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600 });

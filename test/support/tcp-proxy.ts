@@ -1,0 +1,143 @@
+/**
+ * A TCP proxy a test controls, standing between the controller and one node daemon (mesh.md §18.2). It forwards
+ * bytes both ways and decodes the frames coming back from the node, so it can:
+ * - `dropNextPlaceAnswer()`: discard the next `response` whose payload method is `place` (the node has carried the
+ *   place out by then) and destroy both sockets: the controller sees a lost answer;
+ * - `holdNextPlaceAnswer()`: keep that answer back until the controller gives up (an answer after the timeout);
+ * - `cut()`: close the listener and destroy open sockets, so new connections are refused; `heal()`: listen again on
+ *   the same port.
+ */
+import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { encodeFrame, FrameDecoder } from "../../src/mesh/transport/frames.js";
+
+function answeredMethod(frame: Buffer): string | null {
+  try {
+    const msg = JSON.parse(frame.toString("utf8")) as { type?: string; signed?: { payload?: string } };
+    if (msg.type !== "response" || typeof msg.signed?.payload !== "string") return null;
+    const payload = JSON.parse(msg.signed.payload) as { method?: unknown };
+    return typeof payload.method === "string" ? payload.method : null;
+  } catch {
+    return null;
+  }
+}
+
+export class TcpProxy {
+  private server: Server | null = null;
+  private readonly sockets = new Set<Socket>();
+  private drops = 0;
+  private holds = 0;
+  private cutOnDrop = false;
+  /** Place answers dropped or held so far. */
+  dropped = 0;
+  held = 0;
+
+  private constructor(
+    private upstream: string,
+    private port: number,
+  ) {}
+
+  static async start(upstream: string): Promise<TcpProxy> {
+    const proxy = new TcpProxy(upstream, 0);
+    await proxy.listen();
+    return proxy;
+  }
+
+  get address(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Points the proxy at another upstream (a node restarted on another port). */
+  retarget(upstream: string): void {
+    this.upstream = upstream;
+  }
+
+  /** With `thenCut`, the proxy cuts the node off at the moment of the drop (a partition that starts there). */
+  dropNextPlaceAnswer(opts: { thenCut?: boolean } = {}): void {
+    this.drops++;
+    if (opts.thenCut) this.cutOnDrop = true;
+  }
+
+  holdNextPlaceAnswer(): void {
+    this.holds++;
+  }
+
+  async cut(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  async heal(): Promise<void> {
+    if (!this.server) await this.listen();
+  }
+
+  close(): Promise<void> {
+    return this.cut();
+  }
+
+  private listen(): Promise<void> {
+    const server = createServer((client) => this.accept(client));
+    return new Promise((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.port, "127.0.0.1", () => {
+        server.removeListener("error", reject);
+        const a = server.address();
+        if (a && typeof a === "object") this.port = a.port;
+        this.server = server;
+        resolve();
+      });
+    });
+  }
+
+  private accept(client: Socket): void {
+    const [host, port] = [this.upstream.slice(0, this.upstream.lastIndexOf(":")), Number(this.upstream.slice(this.upstream.lastIndexOf(":") + 1))];
+    const node = createConnection({ host, port });
+    this.sockets.add(client);
+    this.sockets.add(node);
+    const end = () => {
+      client.destroy();
+      node.destroy();
+      this.sockets.delete(client);
+      this.sockets.delete(node);
+    };
+    client.on("error", end);
+    node.on("error", end);
+    client.on("close", end);
+    node.on("close", end);
+    client.on("data", (chunk) => node.write(chunk));
+    const decoder = new FrameDecoder();
+    let holding = false;
+    node.on("data", (chunk: Buffer) => {
+      decoder.push(chunk);
+      try {
+        for (let frame = decoder.next(); frame; frame = decoder.next()) {
+          if (holding) continue;
+          if (answeredMethod(frame) === "place") {
+            if (this.drops > 0) {
+              this.drops--;
+              this.dropped++;
+              end();
+              if (this.cutOnDrop) {
+                this.cutOnDrop = false;
+                void this.cut();
+              }
+              return;
+            }
+            if (this.holds > 0) {
+              // Never delivered: the controller times out and closes; the answer existed all along.
+              this.holds--;
+              this.held++;
+              holding = true;
+              continue;
+            }
+          }
+          client.write(encodeFrame(frame));
+        }
+      } catch {
+        end();
+      }
+    });
+  }
+}
