@@ -1,0 +1,159 @@
+/**
+ * Node daemon figures (issue 5), each against a baseline measured in the same run:
+ * - signed `status` round trips per second over loopback vs an unsigned echo over the same framing (both one TCP
+ *   connection per call, as the controller does);
+ * - `place` → running latency vs a bare child_process.spawn of the same entry;
+ * - daemon resident memory idle and with 100 running instances.
+ * Figures are printed, never asserted. Run after `npx tsc -p .` from the repository root (scripts/bench does).
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { generateSigningKey } from "../../src/keys/key-file.js";
+import { NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
+import { PackageDirSource } from "../../src/mesh/client/package-source.js";
+import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
+import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { ratio } from "../support.js";
+
+const MAIN = resolve("dist/src/cli/main.js");
+const TRANSPORT = resolve("dist/src/mesh/transport/tcp.js");
+const dir = mkdtempSync(join(tmpdir(), "berth-bench-node-"));
+const controller = generateSigningKey();
+const signer = generateSigningKey();
+
+function rssKiB(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) : 0;
+}
+
+async function readyLine(proc: ReturnType<typeof spawn>): Promise<Record<string, unknown>> {
+  let out = "";
+  return new Promise((res, rej) => {
+    proc.stdout?.on("data", (c: Buffer) => {
+      out += c.toString();
+      const line = out.split("\n").find((l) => l.startsWith("{"));
+      if (line && out.includes("\n")) res(JSON.parse(line) as Record<string, unknown>);
+    });
+    proc.once("exit", (code) => rej(new Error(`exited ${code}`)));
+  });
+}
+
+async function timed(label: string, n: number, fn: (i: number) => Promise<void>): Promise<number> {
+  for (let i = 0; i < Math.min(20, n); i++) await fn(i);
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < n; i++) await fn(i);
+  const perSecond = n / (Number(process.hrtime.bigint() - start) / 1e9);
+  console.log(`  ${label.padEnd(48)} ${perSecond.toFixed(0).padStart(10)} /s`);
+  return perSecond;
+}
+
+async function main(): Promise<void> {
+  const nodeDir = join(dir, "node");
+  execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", nodeDir, "--json"]);
+  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name: "bench", max_instances: 256 }));
+  writeFileSync(join(nodeDir, "permits.json"), JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]));
+  const daemon = spawn(
+    process.execPath,
+    [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey, "--signer", signer.publicKey],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const echo = spawn(
+    process.execPath,
+    [
+      "--input-type=module",
+      "-e",
+      `import { listenFrames } from ${JSON.stringify(TRANSPORT)};
+       const { address } = await listenFrames("127.0.0.1:0", async (s) => { try { for (;;) { await s.send(await s.recv()); } } catch { s.close(); } });
+       console.log(JSON.stringify({ address }));`,
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const pids: number[] = [];
+  try {
+    const ready = await readyLine(daemon);
+    const echoReady = await readyLine(echo);
+    const client = new NodeClient({ key: controller, connector: new TcpConnector() });
+    const described = await client.describe(ready.address as string, null);
+    if (described.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(described)}`);
+    const target: TargetRef = { addr: ready.address as string, nodeId: described.nodeId, key: described.key, bootId: described.bootId };
+
+    console.log("node daemon: signed control round trips vs unsigned echo (one connection per call, loopback)");
+    const idleRss = rssKiB(daemon.pid as number);
+    const signed = await timed("signed status (sign, verify, answer, bind)", 1000, async () => {
+      const r = await client.call(target, "status", {});
+      if (r.kind !== "ok") throw new Error(JSON.stringify(r));
+    });
+    const connector = new TcpConnector();
+    const payload = new TextEncoder().encode(JSON.stringify({ type: "request", padding: "x".repeat(400) }));
+    const unsigned = await timed("unsigned echo, same framing", 1000, async () => {
+      const s = await connector.connect(echoReady.address as string);
+      await s.send(payload);
+      await s.recv();
+      s.close();
+    });
+    ratio("signed status / unsigned echo", signed, unsigned);
+
+    console.log("place -> running vs bare child_process.spawn of the same entry");
+    const pkgDir = join(dir, "pkg");
+    execFileSync("mkdir", ["-p", pkgDir]);
+    writeFileSync(join(pkgDir, "run.sh"), "#!/bin/sh\nexec sleep 300\n");
+    chmodSync(join(pkgDir, "run.sh"), 0o755);
+    initPackage(pkgDir, {
+      name: "probe",
+      kind: "probe",
+      files: ["run.sh"],
+      variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: "run.sh", args: [] }, requires: [] }],
+      network: "egress",
+    });
+    buildPackage(pkgDir);
+    signPackage(pkgDir, signer);
+    const source = new PackageDirSource(pkgDir);
+    const placeTimes: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      const start = process.hrtime.bigint();
+      const r = await client.call(
+        target,
+        "place",
+        { package_id: source.packageId, name: `probe-${i}`, variant: "any-linux", config: { mode: "service", args: [], env: {} } },
+        { decisionId: i.toString(16).padStart(64, "0"), package: source },
+      );
+      placeTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
+      if (r.kind !== "ok") throw new Error(JSON.stringify(r));
+      pids.push(r.result.pid as number);
+    }
+    const spawnTimes: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const start = process.hrtime.bigint();
+      const child = spawn(join(pkgDir, "run.sh"), [], { detached: true, stdio: "ignore" });
+      await new Promise((r) => child.once("spawn", r));
+      spawnTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
+      process.kill(-(child.pid as number), "SIGKILL");
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+    const place = median(placeTimes.slice(5));
+    const bare = median(spawnTimes.slice(5));
+    console.log(`  ${"place -> running, median (ms)".padEnd(48)} ${place.toFixed(2).padStart(10)}`);
+    console.log(`  ${"bare spawn, median (ms)".padEnd(48)} ${bare.toFixed(2).padStart(10)}`);
+    console.log(`  ${"place / bare spawn (slowdown)".padEnd(48)} ${(place / bare).toFixed(1).padStart(9)}x`);
+
+    console.log("daemon memory");
+    const busyRss = rssKiB(daemon.pid as number);
+    console.log(`  ${"RSS idle (MiB)".padEnd(48)} ${(idleRss / 1024).toFixed(1).padStart(10)}`);
+    console.log(`  ${"RSS with 100 running instances (MiB)".padEnd(48)} ${(busyRss / 1024).toFixed(1).padStart(10)}`);
+  } finally {
+    daemon.kill("SIGKILL");
+    echo.kill("SIGKILL");
+    for (const pid of pids) {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
