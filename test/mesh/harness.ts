@@ -7,7 +7,7 @@ import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { findEvents } from "../../src/chain/chain.js";
+import { findEvents, verifyStoredChain } from "../../src/chain/chain.js";
 import type { SealedEvent } from "../../src/core/chain/event.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import type { SigningKey } from "../../src/core/crypto/ed25519.js";
@@ -146,6 +146,17 @@ export class NodeProcess {
     }
   }
 
+  /** Verifies the node's chain as stored, under the node's own key (audit-chain.md §8). */
+  verifyChain(): { ok: boolean; events: number; failure?: unknown } {
+    const db = openDatabase(join(this.dataDir, "node.db"), { readonly: true });
+    try {
+      const own = db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string };
+      return verifyStoredChain(db, own.chain_id, { key: this.publicKey });
+    } finally {
+      db.close();
+    }
+  }
+
   /** Process group ids the node's instance table records (to clean up whatever a test left). */
   instancePids(): number[] {
     const path = join(this.dataDir, "node.db");
@@ -177,7 +188,9 @@ export function processesWithEnv(needle: string): number[] {
   return found;
 }
 
+/** Kills every daemon and instance group the test started, then checks every node chain still verifies. */
 export async function cleanup(): Promise<void> {
+  const broken: string[] = [];
   for (const n of running) {
     const pids = n.instancePids();
     await n.kill9();
@@ -195,9 +208,14 @@ export async function cleanup(): Promise<void> {
         // already gone
       }
     }
+    if (existsSync(join(n.dataDir, "node.db"))) {
+      const v = n.verifyChain();
+      if (!v.ok) broken.push(`${n.nodeId}: ${JSON.stringify(v.failure)}`);
+    }
     running.delete(n);
   }
   for (const d of tempDirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  if (broken.length > 0) throw new Error(`node chains do not verify: ${broken.join("; ")}`);
 }
 
 export const PROBE_SCRIPT = "#!/bin/sh\necho placed-ok\nexec sleep 30\n";

@@ -190,6 +190,14 @@ describe("the node's verification of control requests", () => {
     await expect(s.recv(AbortSignal.timeout(5000))).rejects.toBeInstanceOf(StreamClosed);
   });
 
+  it("chains at most 16 unauthenticated refusals per minute and counts the rest as suppressed", async () => {
+    const before = node.events({ source: "node", kind: "workload.refuse", phase: "verify" }).length;
+    for (let i = 0; i < 40; i++) expect(await send({ ...request(), requester: stranger.client.controllerId }, stranger.key)).toBe("unauthorized");
+    const after = node.events({ source: "node", kind: "workload.refuse", phase: "verify" });
+    expect(after.length).toBeLessThanOrEqual(16);
+    expect(after.length - before).toBeLessThan(40);
+  });
+
   it("chains unauthenticated refusals in phase verify and authenticated ones in phase handle", async () => {
     const verify = node.events({ source: "node", kind: "workload.refuse", phase: "verify" }).map((e) => e.payload.code);
     const handle = node.events({ source: "node", kind: "workload.refuse", phase: "handle" }).map((e) => e.payload.code);
