@@ -1,5 +1,7 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { capabilitiesOf, checkRequirement, indexCapabilities } from "./capabilities.js";
+import { placementInput } from "./arbitraries.js";
+import { capabilitiesOf, capabilitiesWithId, checkRequirement, indexCapabilities } from "./capabilities.js";
 import { factsFor, nid } from "./fixtures.js";
 import { nodeFactsSchema, type Requirement, requirementSchema } from "./inputs.js";
 
@@ -27,7 +29,7 @@ const facts = nodeFactsSchema.parse(
     ],
   }),
 );
-const index = indexCapabilities(capabilitiesOf(facts));
+const index = indexCapabilities(facts);
 
 function check(req: Partial<Requirement> & Record<string, unknown>) {
   return checkRequirement(index, requirementSchema.parse(req));
@@ -52,6 +54,23 @@ describe("derived capabilities (mesh.md §6.3)", () => {
       "camera.usb",
       "cameraman",
     ]);
+  });
+});
+
+describe("exact-id lookup", () => {
+  it("answers the same capabilities as filtering the full derived list, for any facts and id", () => {
+    fc.assert(
+      fc.property(placementInput, fc.constantFrom("os.darwin", "label.nope", "perf.nope", "cpu.arch.armv7", "runtime.emulated.box64"), (input, extra) => {
+        for (const n of input.nodes) {
+          if (n.facts === null) continue;
+          const all = capabilitiesOf(n.facts);
+          for (const id of new Set([...all.map((c) => c.id), extra])) {
+            expect(capabilitiesWithId(n.facts, id)).toEqual(all.filter((c) => c.id === id));
+          }
+        }
+      }),
+      { numRuns: 200 },
+    );
   });
 });
 

@@ -8,7 +8,7 @@
  * Constraints that read facts are skipped when the node has no usable facts; `facts_expired` has already said so.
  * Stale facts (present but expired) are still read, so the explain shows what else would stand in the way.
  */
-import { type CapabilityIndex, capabilitiesOf, checkRequirement, indexCapabilities } from "./capabilities.js";
+import { type CapabilityIndex, checkRequirement, indexCapabilities } from "./capabilities.js";
 import {
   type ClusterInstance,
   type ClusterState,
@@ -18,7 +18,7 @@ import {
   TIER_RANK,
 } from "./inputs.js";
 import type { Rejection } from "./outputs.js";
-import { chooseRoute, type RouteFit } from "./route.js";
+import { chooseRoute, type RouteContext, type RouteFit } from "./route.js";
 
 /** What every node's evaluation shares, computed once per decision. */
 export interface ConstraintContext {
@@ -29,6 +29,7 @@ export interface ConstraintContext {
   readonly revokedRefDetails: readonly string[];
   /** Cluster instances per node, in a fixed order so details never depend on the order the shell listed them. */
   readonly instancesByNode: ReadonlyMap<string, readonly ClusterInstance[]>;
+  readonly route: RouteContext;
 }
 
 export type Fit = Extract<RouteFit, { kind: "fits" }>;
@@ -72,19 +73,26 @@ export function constraintContext(request: PlacementRequest, cluster: ClusterSta
     revokedNodes: new Set(cluster.revoked_nodes),
     revokedRefDetails,
     instancesByNode: byNode,
+    route: { allowEmulated: request.allow_emulated, fallbackBoards: request.weights.fallback_boards },
   };
 }
 
 /** §3.4: facts that assert trust are refused whole, so the node has no facts. The shell should already have. */
 function selfAssertedTrust(facts: NodeFacts): string | null {
-  const cap = facts.capabilities.find((c) => c.id === "trust" || c.id.startsWith("trust."));
-  if (cap) return `facts refused: capability ${cap.id} asserts trust, which only the operator assigns`;
-  const label = Object.keys(facts.labels).find((k) => k.startsWith("berth.io/tier"));
-  if (label !== undefined) return `facts refused: label ${label} asserts a tier, which only the operator assigns`;
+  for (const c of facts.capabilities) {
+    if (c.id === "trust" || c.id.startsWith("trust.")) {
+      return `facts refused: capability ${c.id} asserts trust, which only the operator assigns`;
+    }
+  }
+  for (const key in facts.labels) {
+    if (Object.hasOwn(facts.labels, key) && key.startsWith("berth.io/tier")) {
+      return `facts refused: label ${key} asserts a tier, which only the operator assigns`;
+    }
+  }
   return null;
 }
 
-const NO_CAPABILITIES: CapabilityIndex = { byId: new Map(), all: [] };
+const NO_CAPABILITIES: CapabilityIndex = { withId: () => [], all: () => [] };
 
 export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   const { request } = ctx;
@@ -94,7 +102,7 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   const facts = refusal === null ? node.facts : null;
   let index: CapabilityIndex | null = null;
   const capabilities = (): CapabilityIndex => {
-    if (index === null) index = facts ? indexCapabilities(capabilitiesOf(facts)) : NO_CAPABILITIES;
+    if (index === null) index = facts ? indexCapabilities(facts) : NO_CAPABILITIES;
     return index;
   };
 
@@ -120,16 +128,18 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   // co_residency: both directions; one line per offending instance and label
   const here = ctx.instancesByNode.get(node.node_id) ?? [];
   if (here.length > 0 && (spec.policy.excludes.length > 0 || spec.policy.labels.length > 0)) {
-    const seen = new Set<string>();
+    let seen: Set<string> | null = null;
     for (const inst of here) {
       for (const label of inst.labels) {
-        if (spec.policy.excludes.includes(label)) seen.add(`instance ${inst.name} carries excluded label ${label}`);
+        if (spec.policy.excludes.includes(label)) (seen ??= new Set()).add(`instance ${inst.name} carries excluded label ${label}`);
       }
       for (const label of inst.excludes) {
-        if (spec.policy.labels.includes(label)) seen.add(`instance ${inst.name} excludes label ${label}, which this workload carries`);
+        if (spec.policy.labels.includes(label)) {
+          (seen ??= new Set()).add(`instance ${inst.name} excludes label ${label}, which this workload carries`);
+        }
       }
     }
-    for (const detail of seen) rejections.push({ constraint: "co_residency", detail });
+    if (seen !== null) for (const detail of seen) rejections.push({ constraint: "co_residency", detail });
   }
 
   // memory: a zero demand always fits; instances placed after the facts were issued are not in them yet
@@ -154,11 +164,7 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
         if (!check.ok) rejections.push({ constraint: "requirements", detail: check.why });
       }
     }
-    const route = chooseRoute(spec.variants, facts, {
-      allowEmulated: request.allow_emulated,
-      fallbackBoards: request.weights.fallback_boards,
-      capabilities,
-    });
+    const route = chooseRoute(spec.variants, facts, ctx.route, capabilities);
     switch (route.kind) {
       case "fits":
         fit = route;

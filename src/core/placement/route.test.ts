@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { capabilitiesOf, indexCapabilities } from "./capabilities.js";
+import { indexCapabilities } from "./capabilities.js";
 import { type FactsDraft, factsFor, nid } from "./fixtures.js";
 import { nodeFactsSchema, variantSchema } from "./inputs.js";
 import { chooseRoute, type RouteFit } from "./route.js";
@@ -15,11 +15,8 @@ function route(
   return chooseRoute(
     variants.map((v) => variantSchema.parse(v)),
     parsed,
-    {
-      allowEmulated: opts.allowEmulated ?? false,
-      fallbackBoards: opts.fallbackBoards ?? ["dev"],
-      capabilities: () => indexCapabilities(capabilitiesOf(parsed)),
-    },
+    { allowEmulated: opts.allowEmulated ?? false, fallbackBoards: opts.fallbackBoards ?? ["dev"] },
+    () => indexCapabilities(parsed),
   );
 }
 

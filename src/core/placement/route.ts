@@ -28,11 +28,10 @@ export type RouteFit =
   /** No variant fits by any route; one line per variant says why. */
   | { readonly kind: "none"; readonly misfits: readonly { readonly variant: string; readonly why: string }[] };
 
+/** What every node's route choice shares within one decision. */
 export interface RouteContext {
   readonly allowEmulated: boolean;
   readonly fallbackBoards: readonly string[];
-  /** Built lazily by the caller: most variants have no `requires` and need no capability index. */
-  readonly capabilities: () => CapabilityIndex;
 }
 
 /** `@python3` → `python3`; a pinned file needs no interpreter. */
@@ -40,17 +39,22 @@ export function interpreterOf(variant: Variant): string | null {
   return variant.entry.program.startsWith("@") ? variant.entry.program.slice(1) : null;
 }
 
-/** Everything that must hold whatever the route, as failure texts in the §6.3 capability vocabulary. */
-function routeIndependentFailures(variant: Variant, facts: NodeFacts, ctx: RouteContext): string[] {
-  const why: string[] = [];
-  if (variant.os !== "any" && variant.os !== facts.os) why.push(`os.${variant.os} not present`);
+/**
+ * Everything that must hold whatever the route, as failure texts in the §6.3 capability vocabulary; `null` when
+ * all holds (the common case allocates nothing). The capability index is built only for a variant with `requires`.
+ */
+function routeIndependentFailures(variant: Variant, facts: NodeFacts, capabilities: () => CapabilityIndex): string[] | null {
+  let why: string[] | null = null;
+  if (variant.os !== "any" && variant.os !== facts.os) why = [`os.${variant.os} not present`];
   const interp = interpreterOf(variant);
-  if (interp !== null && !facts.interpreters.some((i) => i.name === interp)) why.push(`runtime.interp.${interp} not present`);
+  if (interp !== null && !facts.interpreters.some((i) => i.name === interp)) {
+    (why ??= []).push(`runtime.interp.${interp} not present`);
+  }
   if (variant.requires.length > 0) {
-    const index = ctx.capabilities();
+    const index = capabilities();
     for (const req of variant.requires) {
       const check = checkRequirement(index, req);
-      if (!check.ok) why.push(check.why);
+      if (!check.ok) (why ??= []).push(check.why);
     }
   }
   return why;
@@ -63,33 +67,43 @@ function emulatorFor(facts: NodeFacts, arch: string): string | null {
   return null;
 }
 
-export function chooseRoute(variants: readonly Variant[], facts: NodeFacts, ctx: RouteContext): RouteFit {
-  const hasNative = facts.routes.some((r) => r.route === "native");
-  const emulatedFits: { variant: string; via: string }[] = [];
+function hasNativeRoute(facts: NodeFacts): boolean {
+  for (const r of facts.routes) if (r.route === "native") return true;
+  return false;
+}
+
+export function chooseRoute(
+  variants: readonly Variant[],
+  facts: NodeFacts,
+  ctx: RouteContext,
+  capabilities: () => CapabilityIndex,
+): RouteFit {
+  const hasNative = hasNativeRoute(facts);
+  let emulatedFits: { variant: string; via: string }[] | null = null;
   const misfits: { variant: string; why: string }[] = [];
   for (const variant of variants) {
-    const common = routeIndependentFailures(variant, facts, ctx);
+    const common = routeIndependentFailures(variant, facts, capabilities);
     const archMatches = variant.arch === "any" || variant.arch === facts.arch;
     if (archMatches) {
-      const why = hasNative ? common : ["runtime.native not present", ...common];
-      if (why.length === 0) {
+      if (hasNative && common === null) {
         const execution = ctx.fallbackBoards.includes(facts.board) ? "fallback" : "native";
         return { kind: "fits", variant: variant.id, route: "native", via: null, execution };
       }
+      const why = hasNative ? (common ?? []) : ["runtime.native not present", ...(common ?? [])];
       misfits.push({ variant: variant.id, why: why.join("; ") });
       continue;
     }
     const via = emulatorFor(facts, variant.arch);
     if (via === null) {
-      misfits.push({ variant: variant.id, why: [`cpu.arch.${variant.arch} not present`, ...common].join("; ") });
-    } else if (common.length > 0) {
+      misfits.push({ variant: variant.id, why: [`cpu.arch.${variant.arch} not present`, ...(common ?? [])].join("; ") });
+    } else if (common !== null) {
       misfits.push({ variant: variant.id, why: common.join("; ") });
     } else {
-      emulatedFits.push({ variant: variant.id, via });
+      (emulatedFits ??= []).push({ variant: variant.id, via });
     }
   }
-  const firstEmulated = emulatedFits[0];
-  if (firstEmulated === undefined) return { kind: "none", misfits };
+  const firstEmulated = emulatedFits?.[0];
+  if (emulatedFits === null || firstEmulated === undefined) return { kind: "none", misfits };
   if (!ctx.allowEmulated) return { kind: "emulation_not_allowed", emulated: emulatedFits.map((f) => f.variant) };
   return { kind: "fits", variant: firstEmulated.variant, route: "emulated", via: firstEmulated.via, execution: "emulated" };
 }
