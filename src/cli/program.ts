@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { registerAuditCommands } from "./audit.js";
 import { registerKeyCommands } from "./keys.js";
+import { registerMeshCommands } from "./mesh.js";
 import { registerNodeCommands } from "./node.js";
 import { registerPackageCommands } from "./package.js";
 import { berthVersion } from "./version.js";
@@ -15,5 +16,6 @@ export function buildProgram(): Command {
   registerAuditCommands(program);
   registerNodeCommands(program);
   registerPackageCommands(program);
+  registerMeshCommands(program);
   return program;
 }

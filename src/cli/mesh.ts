@@ -1,0 +1,222 @@
+/**
+ * The mesh controller's verbs: `berth place`, `berth nodes add|list|tier`, `berth instances`,
+ * `berth instance status|start|stop|unload|logs ID`, `berth unsettled [--settle]`. Each opens the controller state
+ * in `$BERTH_HOME/controller.db` with the key `$BERTH_HOME/keys/controller.key`, calls the library, prints, and
+ * closes. No decision lives here: the CLI only wires flags to `MeshController` and renders its answers.
+ */
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { loadKeyFile } from "../keys/key-file.js";
+import { MeshController, PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
+import { TcpConnector } from "../mesh/transport/tcp.js";
+import { CliError, describeZodIssues } from "./errors.js";
+import { berthHome, defaultPaths } from "./paths.js";
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+const TierSchema = z.enum(["discovered", "paired", "pinned"]);
+const NodeIdSchema = z.string().regex(/^[0-9a-f]{32}$/, "must be a node id (32 lowercase hex characters)");
+
+interface CommonOptions {
+  readonly dataDir?: string;
+  readonly keyFile?: string;
+  readonly json?: boolean;
+}
+
+function withCommon(cmd: Command): Command {
+  return cmd
+    .option("--data-dir <dir>", "controller data directory (controller.db, peers.json, signers.json, permits.json, packages/)", berthHome())
+    .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
+    .option("--json", "print one JSON document");
+}
+
+async function withController<T>(opts: CommonOptions, fn: (c: MeshController) => Promise<T>): Promise<T> {
+  const dataDir = resolve(opts.dataDir ?? berthHome());
+  const keyFile = opts.keyFile ?? defaultPaths.controllerKey();
+  let key: ReturnType<typeof loadKeyFile>;
+  try {
+    key = loadKeyFile(keyFile);
+  } catch (error) {
+    throw new CliError((error as Error).message);
+  }
+  let controller: MeshController;
+  try {
+    controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
+  } catch (error) {
+    throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
+  }
+  try {
+    return await fn(controller);
+  } finally {
+    controller.close();
+  }
+}
+
+function nodeIds(flag: string, values: string[] | undefined): string[] {
+  return (values ?? []).map((v) => {
+    const parsed = NodeIdSchema.safeParse(v);
+    if (!parsed.success) throw new CliError(describeZodIssues(flag, parsed.error.issues));
+    return parsed.data;
+  });
+}
+
+function print(json: boolean | undefined, doc: unknown, text: string): void {
+  if (json) process.stdout.write(`${JSON.stringify(doc)}\n`);
+  else process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+}
+
+function targetTable(targets: readonly TargetInfo[]): string {
+  if (targets.length === 0) return "no targets; add one with `berth nodes add HOST:PORT --tier paired`";
+  const rows = targets.map((t) => [t.node_id ?? "-", t.name ?? "-", t.addr, t.tier, t.liveness, t.error ?? ""]);
+  const head = ["NODE", "NAME", "ADDRESS", "TIER", "LIVENESS", "NOTE"];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  return [head, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+}
+
+function verbText(r: VerbResult): string {
+  switch (r.kind) {
+    case "ok":
+      if (r.verb === "logs") return `${String(r.result.stdout ?? "")}${r.result.stderr ? `--- stderr ---\n${String(r.result.stderr)}` : ""}`;
+      if (r.verb === "status") return JSON.stringify(r.result.status, null, 2);
+      return `${r.verb} ${r.instance_id} on ${r.node}: ok ${JSON.stringify(r.result)}`;
+    case "refused":
+      return `${r.verb} ${r.instance_id}: refused by node ${r.node} (${r.code}: ${r.reason})`;
+    case "unreachable":
+      return `${r.verb} ${r.instance_id}: node ${r.node} is unreachable (${r.reason}); nothing changed on the controller`;
+    case "indeterminate":
+      return `${r.verb} ${r.instance_id}: no valid answer from node ${r.node} (${r.reason}); the record is marked pending ${r.verb}, and the next status resolves it`;
+    case "error":
+      return `${r.verb} ${r.instance_id}: ${r.reason}`;
+    default: {
+      const never: never = r;
+      return String(never);
+    }
+  }
+}
+
+function placeSummary(r: PlaceReport): string {
+  if (r.placed) return `placed ${r.placed.name} as ${r.placed.instance_id} on ${r.placed.node_id}`;
+  if (r.unsettled) return "NOT PLACED: the last target may hold the instance; the decision is unsettled (see `berth unsettled --settle`)";
+  if (r.decision.placement === null) return "NOT PLACED: no eligible node";
+  if (r.attempts.length === 0) return "dry run: nothing was sent";
+  return "NOT PLACED: every candidate refused or was unreachable";
+}
+
+export function registerMeshCommands(program: Command): void {
+  withCommon(
+    program
+      .command("place <package>")
+      .description("decide where a signed package runs, record the decision, and place it there (prints the explain)")
+      .option("--name <name>", "the workload's name (default: the package name)")
+      .option("--pin <node>", "place only on this node id (never overrides a constraint)")
+      .option("--prefer <node>", "prefer this node id (repeatable)", collect)
+      .option("--avoid <node>", "avoid this node id unless it is the only choice (repeatable)", collect)
+      .option("--allow-emulated", "allow an emulated route when no native one fits anywhere")
+      .option("--dry-run", "decide and record the decision, but send nothing")
+      .option("--no-start", "load only (method load), do not start")
+      .option("--mode <mode>", "service or once", "service")
+      .option("--arg <arg>", "an argument appended to the entry's (repeatable)", collect),
+  ).action(
+    async (
+      pkg: string,
+      opts: CommonOptions & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; arg?: string[] },
+    ) => {
+      const mode = z.enum(["service", "once"]).safeParse(opts.mode);
+      if (!mode.success) throw new CliError(describeZodIssues("--mode", mode.error.issues));
+      const order = {
+        package: pkg,
+        name: opts.name ?? null,
+        config: { mode: mode.data, args: opts.arg ?? [] },
+        pin: opts.pin ? (nodeIds("--pin", [opts.pin])[0] ?? null) : null,
+        prefer: nodeIds("--prefer", opts.prefer),
+        avoid: nodeIds("--avoid", opts.avoid),
+        allow_emulated: opts.allowEmulated ?? false,
+        start: opts.start,
+        dry_run: opts.dryRun ?? false,
+      };
+      const report = await withController(opts, async (c) => {
+        try {
+          return await c.place(order);
+        } catch (error) {
+          if (error instanceof PlaceError) {
+            const text = [`place refused (${error.code}): ${error.message}`, ...error.constraints.map((r) => `  ${r.constraint}: ${r.detail}`)].join("\n");
+            throw new CliError(opts.json ? JSON.stringify({ error: { code: error.code, message: error.message, constraints: error.constraints } }) : text.trimEnd(), 1);
+          }
+          throw error;
+        }
+      });
+      print(opts.json, report, `${report.explain}${placeSummary(report)}`);
+      if (!report.placed && !order.dry_run) process.exitCode = 1;
+    },
+  );
+
+  const nodes = program.command("nodes").description("the controller's targets: nodes it knows, their keys, tiers and liveness");
+  withCommon(
+    nodes
+      .command("add <addr>")
+      .description("add a node by HOST:PORT; its key is learned on this first describe (trust on first use) unless --key is given")
+      .option("--tier <tier>", "discovered, paired or pinned (default discovered: runs nothing)")
+      .option("--key <hex>", "the node's public key; the describe must be answered by it"),
+  ).action(async (addr: string, opts: CommonOptions & { tier?: string; key?: string }) => {
+    const tier = opts.tier === undefined ? null : TierSchema.safeParse(opts.tier);
+    if (tier && !tier.success) throw new CliError(describeZodIssues("--tier", tier.error.issues));
+    if (opts.key !== undefined && !/^[0-9a-f]{64}$/.test(opts.key)) throw new CliError("--key: must be 64 lowercase hex characters (an Ed25519 public key)");
+    const r = await withController(opts, (c) => c.addTarget(addr, tier ? tier.data : null, opts.key ?? null));
+    if (!r.ok) throw new CliError(r.error, 1);
+    print(opts.json, r.target, `node ${r.target.node_id} at ${r.target.addr}\nkey   ${r.target.key}\ntier  ${r.target.tier}`);
+  });
+  withCommon(nodes.command("list").description("list known nodes").option("--refresh", "describe every node now (liveness, facts)")).action(
+    async (opts: CommonOptions & { refresh?: boolean }) => {
+      const list = await withController(opts, (c) => (opts.refresh ? c.refreshTargets() : c.targets()));
+      print(opts.json, { targets: list }, targetTable(list));
+    },
+  );
+  withCommon(nodes.command("tier <node> <tier>").description("set a node's tier (by node id or address); chained as peer.tier")).action(
+    async (ref: string, tierText: string, opts: CommonOptions) => {
+      const tier = TierSchema.safeParse(tierText);
+      if (!tier.success) throw new CliError(describeZodIssues("tier", tier.error.issues));
+      const ok = await withController(opts, async (c) => c.setTier(ref, tier.data));
+      if (!ok) throw new CliError(`no known node ${ref}; add it first with \`berth nodes add HOST:PORT\``, 1);
+      print(opts.json, { node: ref, tier: tier.data }, `${ref}: tier ${tier.data}`);
+    },
+  );
+
+  withCommon(program.command("instances").description("list the placements this controller manages")).action(async (opts: CommonOptions) => {
+    const list = await withController(opts, async (c) => c.placements());
+    const text =
+      list.length === 0
+        ? "no placed instances"
+        : list.map((p) => `${p.instance_id}  ${p.node_id}  ${p.variant}${p.adopted ? "  adopted" : ""}${p.pending ? `  pending ${p.pending}` : ""}`).join("\n");
+    print(opts.json, { placements: list }, text);
+  });
+
+  withCommon(
+    program
+      .command("instance <verb> <id>")
+      .description(`act on a placed instance through its node: ${VERBS.join(", ")}`)
+      .option("--grace-ms <ms>", "stop: SIGTERM grace before SIGKILL", "2000")
+      .option("--tail-bytes <n>", "logs: bytes from the end of each stream", "65536"),
+  ).action(async (verb: string, id: string, opts: CommonOptions & { graceMs: string; tailBytes: string }) => {
+    if (!(VERBS as readonly string[]).includes(verb)) throw new CliError(`verb ${JSON.stringify(verb)} is not one of ${VERBS.join(", ")}`);
+    const grace = Number(opts.graceMs);
+    const tail = Number(opts.tailBytes);
+    if (!Number.isInteger(grace) || grace < 0 || grace > 60_000) throw new CliError("--grace-ms: must be an integer 0…60000");
+    if (!Number.isInteger(tail) || tail < 0 || tail > 65_536) throw new CliError("--tail-bytes: must be an integer 0…65536");
+    const r = await withController(opts, (c) => c.instance(verb as Verb, id, { grace_ms: grace, tail_bytes: tail }));
+    print(opts.json, r, verbText(r));
+    if (r.kind !== "ok") process.exitCode = 1;
+  });
+
+  withCommon(
+    program.command("unsettled").description("decisions whose lost answer could not be reconciled yet").option("--settle", "ask their nodes now and adopt or release"),
+  ).action(async (opts: CommonOptions & { settle?: boolean }) => {
+    const doc = await withController(opts, async (c) => {
+      const report = opts.settle ? await c.settleReport() : null;
+      return { settled: report, unsettled: c.unsettled() };
+    });
+    const lines = doc.unsettled.map((d) => `${d.decision_id}  ${d.name}  on ${d.node_id}`);
+    const head = doc.settled ? `settled: ${doc.settled.adopted} adopted, ${doc.settled.settledEmpty} released\n` : "";
+    print(opts.json, doc, `${head}${lines.length ? lines.join("\n") : "no unsettled decisions"}`);
+  });
+}
+
