@@ -128,18 +128,16 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   // co_residency: both directions; one line per offending instance and label
   const here = ctx.instancesByNode.get(node.node_id) ?? [];
   if (here.length > 0 && (spec.policy.excludes.length > 0 || spec.policy.labels.length > 0)) {
-    let seen: Set<string> | null = null;
+    const seen = new Set<string>();
     for (const inst of here) {
       for (const label of inst.labels) {
-        if (spec.policy.excludes.includes(label)) (seen ??= new Set()).add(`instance ${inst.name} carries excluded label ${label}`);
+        if (spec.policy.excludes.includes(label)) seen.add(`instance ${inst.name} carries excluded label ${label}`);
       }
       for (const label of inst.excludes) {
-        if (spec.policy.labels.includes(label)) {
-          (seen ??= new Set()).add(`instance ${inst.name} excludes label ${label}, which this workload carries`);
-        }
+        if (spec.policy.labels.includes(label)) seen.add(`instance ${inst.name} excludes label ${label}, which this workload carries`);
       }
     }
-    if (seen !== null) for (const detail of seen) rejections.push({ constraint: "co_residency", detail });
+    for (const detail of seen) rejections.push({ constraint: "co_residency", detail });
   }
 
   // memory: a zero demand always fits; instances placed after the facts were issued are not in them yet

@@ -39,6 +39,13 @@ export function interpreterOf(variant: Variant): string | null {
   return variant.entry.program.startsWith("@") ? variant.entry.program.slice(1) : null;
 }
 
+/** Lists on the hot path are only allocated once something goes in them. */
+function append<T>(list: T[] | null, item: T): T[] {
+  if (list === null) return [item];
+  list.push(item);
+  return list;
+}
+
 /**
  * Everything that must hold whatever the route, as failure texts in the §6.3 capability vocabulary; `null` when
  * all holds (the common case allocates nothing). The capability index is built only for a variant with `requires`.
@@ -48,13 +55,13 @@ function routeIndependentFailures(variant: Variant, facts: NodeFacts, capabiliti
   if (variant.os !== "any" && variant.os !== facts.os) why = [`os.${variant.os} not present`];
   const interp = interpreterOf(variant);
   if (interp !== null && !facts.interpreters.some((i) => i.name === interp)) {
-    (why ??= []).push(`runtime.interp.${interp} not present`);
+    why = append(why, `runtime.interp.${interp} not present`);
   }
   if (variant.requires.length > 0) {
     const index = capabilities();
     for (const req of variant.requires) {
       const check = checkRequirement(index, req);
-      if (!check.ok) (why ??= []).push(check.why);
+      if (!check.ok) why = append(why, check.why);
     }
   }
   return why;
@@ -99,7 +106,7 @@ export function chooseRoute(
     } else if (common !== null) {
       misfits.push({ variant: variant.id, why: common.join("; ") });
     } else {
-      (emulatedFits ??= []).push({ variant: variant.id, via });
+      emulatedFits = append(emulatedFits, { variant: variant.id, via });
     }
   }
   const firstEmulated = emulatedFits?.[0];
