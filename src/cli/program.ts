@@ -1,8 +1,10 @@
 /** The berth command tree, grouped by topic. */
 import { Command } from "commander";
 import { registerAuditCommands } from "./audit.js";
+import { registerK8sCommands } from "./k8s.js";
 import { registerKeyCommands } from "./keys.js";
 import { registerMeshCommands } from "./mesh.js";
+import { registerProviderCommands } from "./provider.js";
 import { registerNodeCommands } from "./node.js";
 import { registerPackageCommands } from "./package.js";
 import { berthVersion } from "./version.js";
@@ -14,6 +16,8 @@ export function buildProgram(): Command {
     .showHelpAfterError("(run with --help for usage)");
   registerKeyCommands(program);
   registerAuditCommands(program);
+  registerK8sCommands(program);
+  registerProviderCommands(program);
   registerNodeCommands(program);
   registerPackageCommands(program);
   registerMeshCommands(program);

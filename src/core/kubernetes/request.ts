@@ -64,7 +64,11 @@ export function parseRequest(raw: unknown): RequestParse {
   const op = (raw as Record<string, unknown>).op;
   if (op === undefined) return bad("missing field `op`");
   if (op === "info") return { ok: true, request: { op: "info" } };
-  if (op !== "deploy") return bad(`unknown op ${JSON.stringify(op)}, expected "info" or "deploy"`);
+  // The op is echoed only when it is plainly a word: a request is never echoed wholesale (it may carry a key).
+  if (op !== "deploy") {
+    const shown = typeof op === "string" && /^[A-Za-z0-9_.-]{1,32}$/.test(op) ? JSON.stringify(op) : `of type ${Array.isArray(op) ? "array" : op === null ? "null" : typeof op}`;
+    return bad(`unknown op ${shown}, expected "info" or "deploy"`);
+  }
   const parsed = DeploySchema.safeParse(raw);
   if (!parsed.success) return bad(describe(parsed.error.issues));
   return { ok: true, request: parsed.data };

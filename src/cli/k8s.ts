@@ -1,0 +1,275 @@
+/**
+ * `berth k8s deploy|status|list|logs|stop|replace` (kubernetes.md §16): the operator's verbs on berth's own CLI,
+ * never reachable through the provider protocol. Wiring only: decisions live in core/kubernetes, effects in
+ * src/kubernetes. Human output by default, one JSON document with `--json`.
+ */
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+import { isValidNamespace } from "../core/kubernetes/config.js";
+import { identityFromPubkeyHex } from "../core/kubernetes/naming.js";
+import { openK8sChain } from "../kubernetes/audit.js";
+import type { Cluster } from "../kubernetes/cluster.js";
+import { realClock } from "../kubernetes/clock.js";
+import { connect } from "../kubernetes/connect.js";
+import { boundedStderrLogger } from "../kubernetes/log.js";
+import { type Prepared, prepareDeploy } from "../kubernetes/prepare.js";
+import { providerHome } from "../kubernetes/provider-process.js";
+import { type DeployReport, deploy } from "../kubernetes/reconcile.js";
+import { LOOP_RESERVE_SECONDS, settingsFromEnv } from "../kubernetes/settings.js";
+import { type AgentRef, clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop, type VerbDeps } from "../kubernetes/verbs.js";
+import { CliError, describeZodIssues } from "./errors.js";
+import { berthVersion } from "./version.js";
+
+interface AgentFlags {
+  file?: string;
+  pubkey?: string;
+  namespace?: string;
+  context?: string;
+  json?: boolean;
+}
+
+const Flags = z.object({
+  pubkey: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (the agent's x-only public key)"),
+  namespace: z.string().refine(isValidNamespace, "must be a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)"),
+  context: z.string().min(1).optional(),
+});
+
+function readDeployFile(path: string, requireCommand: boolean): Prepared {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new CliError(`cannot read ${path}: ${(error as Error).message}`);
+  }
+  let raw: unknown;
+  try {
+    raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new CliError(`${path} is not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`);
+  }
+  return prepareDeploy(raw, { requireCommand });
+}
+
+function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | null; fingerprint: string | null; prepared?: Prepared & { ok: true } } {
+  if (flags.file) {
+    const prepared = readDeployFile(flags.file, false);
+    if (!prepared.ok) throw new CliError(prepared.error, 1);
+    return {
+      ref: { identity: prepared.inputs.identity, namespace: prepared.inputs.config.namespace },
+      context: flags.context ?? prepared.inputs.config.context,
+      fingerprint: prepared.fingerprint,
+      prepared,
+    };
+  }
+  // A pod name alone (48 bits) is never enough: the full pubkey and the namespace are required.
+  const parsed = Flags.safeParse({ pubkey: flags.pubkey, namespace: flags.namespace, context: flags.context });
+  if (!parsed.success) throw new CliError(`${describeZodIssues("agent", parsed.error.issues)} (give --file FILE, or --pubkey and --namespace)`);
+  const id = identityFromPubkeyHex(parsed.data.pubkey);
+  if (!id.ok) throw new CliError("--pubkey must be 64 lowercase hex characters");
+  return { ref: { identity: id.identity, namespace: parsed.data.namespace }, context: parsed.data.context ?? null, fingerprint: null };
+}
+
+async function connected(context: string | null): Promise<Cluster> {
+  const c = await connect(context);
+  if (!c.ok) throw new CliError(c.error, 1);
+  return c.cluster;
+}
+
+function settings() {
+  const s = settingsFromEnv(process.env);
+  if (!s.ok) throw new CliError(s.error);
+  return s.settings;
+}
+
+function verbDeps(cluster: Cluster): VerbDeps & { close: () => void } {
+  let audit: ReturnType<typeof openK8sChain>;
+  try {
+    audit = openK8sChain(providerHome(process.env));
+  } catch (error) {
+    throw new CliError(`could not open the audit chain: ${(error as Error).message}`, 1);
+  }
+  return { cluster, clock: realClock, audit, log: boundedStderrLogger(), version: berthVersion(), close: () => audit.close() };
+}
+
+function print(json: boolean | undefined, doc: unknown, human: string): void {
+  console.log(json ? JSON.stringify(doc) : human);
+}
+
+async function runDeploy(inputs: Prepared & { ok: true }, context: string | null, json: boolean | undefined): Promise<DeployReport> {
+  const cluster = await connected(context);
+  const deps = verbDeps(cluster);
+  const s = settings();
+  const isTty = process.stderr.isTTY && !json;
+  let last = "";
+  try {
+    const start = realClock.now();
+    return await deploy(
+      inputs.inputs,
+      {
+        cluster,
+        clock: realClock,
+        audit: deps.audit,
+        log: deps.log,
+        random32: () => randomBytes(4).readUInt32BE(0),
+        wait: s.wait,
+        mode: "cli",
+        version: berthVersion(),
+        onProgress: (p) => {
+          if (json) return;
+          const line = `${p.action}${p.condition ? `: ${p.condition}` : ""}`;
+          if (line === last) return;
+          last = line;
+          process.stderr.write(isTty ? `\r\x1b[K… ${line}` : `… ${line}\n`);
+        },
+      },
+      { startedAt: start, loopDeadlineAt: start + (s.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: s.deadlineSeconds },
+    );
+  } finally {
+    if (isTty) process.stderr.write("\r\x1b[K");
+    cluster.close();
+    deps.close();
+  }
+}
+
+const agentOptions = (cmd: Command) =>
+  cmd
+    .option("--file <file>", "the agent's deploy file (YAML or JSON, shaped like the provider's deploy request)")
+    .option("--pubkey <hex>", "the agent's 64-hex public key (for agents berth did not deploy)")
+    .option("--namespace <ns>", "the agent's namespace (with --pubkey)")
+    .option("--context <ctx>", "kubeconfig context")
+    .option("--json", "one JSON document instead of text");
+
+export function registerK8sCommands(program: Command): void {
+  const k8s = program.command("k8s").description("operate agents on Kubernetes: deploy, status, list, logs, stop, replace");
+
+  k8s
+    .command("deploy <file>")
+    .description("deploy the agent described by FILE (YAML or JSON) and wait until it starts or the deadline passes")
+    .option("--json", "one JSON document instead of text")
+    .action(async (file: string, opts: { json?: boolean }) => {
+      const prepared = readDeployFile(file, true);
+      if (!prepared.ok) {
+        print(opts.json, { ok: false, error: prepared.error }, `error: ${prepared.error}`);
+        process.exitCode = 1;
+        return;
+      }
+      const report = await runDeploy(prepared, prepared.inputs.config.context, opts.json);
+      const a = report.answer;
+      print(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `started ${a.agentId}` : `error: ${a.error}`);
+      process.exitCode = a.ok ? 0 : 1;
+    });
+
+  agentOptions(k8s.command("status").description("what the cluster says about one agent (reads only)")).action(async (opts: AgentFlags) => {
+    const agent = resolveAgent(opts);
+    const cluster = await connected(agent.context);
+    try {
+      const r = await status({ cluster, clock: realClock }, agent.ref, agent.fingerprint);
+      if ("error" in r) throw new CliError(r.error, 1);
+      print(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
+    } finally {
+      cluster.close();
+    }
+  });
+
+  k8s
+    .command("list")
+    .description("agent pods managed by berth or Buzz (quorum LIST by the managed-by label)")
+    .option("--namespace <ns>", "one namespace")
+    .option("--all-namespaces", "every namespace (needs cluster-wide list on pods)")
+    .option("--context <ctx>", "kubeconfig context")
+    .option("--json", "one JSON document instead of text")
+    .action(async (opts: { namespace?: string; allNamespaces?: boolean; context?: string; json?: boolean }) => {
+      if (!opts.allNamespaces && !opts.namespace) throw new CliError("give --namespace NS or --all-namespaces");
+      if (opts.namespace && !isValidNamespace(opts.namespace)) throw new CliError(`--namespace ${JSON.stringify(opts.namespace)} is not a valid Kubernetes namespace`);
+      const cluster = await connected(opts.context ?? null);
+      try {
+        const rows = await list(cluster, opts.allNamespaces ? null : (opts.namespace ?? null));
+        if ("error" in rows) throw new CliError(rows.error, 1);
+        print(
+          opts.json,
+          rows,
+          rows.length === 0 ? "no agent pods" : ["NAME NAMESPACE BINDING STARTUP REGISTRY", ...rows.map((r) => `${r.name} ${r.namespace} ${r.binding} ${r.startup} ${r.registry}`)].join("\n"),
+        );
+      } finally {
+        cluster.close();
+      }
+    });
+
+  agentOptions(k8s.command("logs").description("the agent container's log, to this terminal only"))
+    .option("--follow", "keep streaming")
+    .option("--tail <n>", "only the last N lines")
+    .action(async (opts: AgentFlags & { follow?: boolean; tail?: string }) => {
+      const tail = opts.tail === undefined ? undefined : z.coerce.number().int().min(0).safeParse(opts.tail);
+      if (tail && !tail.success) throw new CliError("--tail must be a non-negative integer");
+      const agent = resolveAgent(opts);
+      const cluster = await connected(agent.context);
+      try {
+        const r = await cluster.readLog(agent.ref.namespace, agent.ref.identity.podName, {
+          follow: Boolean(opts.follow),
+          ...(tail?.success ? { tailLines: tail.data } : {}),
+          onChunk: (c) => process.stdout.write(c),
+        });
+        if (r.kind === "absent") throw new CliError(`${agent.ref.identity.podName} does not exist`, 1);
+        if (r.kind === "error") throw new CliError(`could not read the log: ${r.error.kind === "status" ? `${r.error.reason}: ${r.error.message}` : r.error.message}`, 1);
+      } finally {
+        cluster.close();
+      }
+    });
+
+  agentOptions(k8s.command("stop").description("fenced, audited delete of the agent's pod in any state (its 60 s shutdown budget applies)"))
+    .option("--wait", "wait for the pod to disappear, then remove its Secret")
+    .action(async (opts: AgentFlags & { wait?: boolean }) => {
+      const agent = resolveAgent(opts);
+      const cluster = await connected(agent.context);
+      const deps = verbDeps(cluster);
+      try {
+        const r = await stop(deps, agent.ref, { wait: Boolean(opts.wait) });
+        print(opts.json, r, r.ok ? r.message : `error: ${r.message}`);
+        process.exitCode = r.ok ? 0 : 1;
+      } finally {
+        cluster.close();
+        deps.close();
+      }
+    });
+
+  k8s
+    .command("replace")
+    .description("fenced re-create of a never-started pod (the escape from a pull failure); refuses a started pod")
+    .requiredOption("--file <file>", "the agent's deploy file (its inputs are needed for the new attempt)")
+    .option("--context <ctx>", "kubeconfig context")
+    .option("--json", "one JSON document instead of text")
+    .action(async (opts: AgentFlags) => {
+      const agent = resolveAgent(opts);
+      const prepared = agent.prepared;
+      if (!prepared) throw new CliError("replace needs --file");
+      const cluster = await connected(agent.context);
+      const deps = verbDeps(cluster);
+      let outcome: { ok: boolean; message: string };
+      let actionId: string;
+      try {
+        actionId = replaceAuditStart(deps, agent.ref);
+        outcome = await clearForReplace(deps, agent.ref, actionId, settings().deadlineSeconds * 1000);
+      } finally {
+        cluster.close();
+      }
+      if (!outcome.ok) {
+        replaceAuditEnd(deps, agent.ref, actionId, { ok: false, message: outcome.message });
+        deps.close();
+        print(opts.json, { ok: false, error: outcome.message }, `error: ${outcome.message}`);
+        process.exitCode = 1;
+        return;
+      }
+      deps.close();
+      const report = await runDeploy(prepared, agent.context, opts.json);
+      const a = report.answer;
+      const end = verbDeps(await connected(agent.context));
+      replaceAuditEnd(end, agent.ref, actionId, a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error });
+      end.cluster.close();
+      end.close();
+      print(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `replaced: started ${a.agentId}` : `error: ${a.error}`);
+      process.exitCode = a.ok ? 0 : 1;
+    });
+}

@@ -1,0 +1,73 @@
+/**
+ * Connecting to the cluster (kubernetes.md §8.1): load kubeconfig the standard way, select the configured context,
+ * and resolve credentials eagerly — running an exec plugin once — so auth failures surface as F-rows here instead
+ * of as an H-row halfway through a deploy. Credentials never come from `provider_config`.
+ */
+import { accessSync, constants, statSync } from "node:fs";
+import type https from "node:https";
+import { delimiter, isAbsolute, join } from "node:path";
+import { catalogue } from "../core/kubernetes/catalogue.js";
+import { HttpCluster } from "./http-cluster.js";
+
+export type Connection = { ok: true; cluster: HttpCluster } | { ok: false; error: string };
+
+function isExecutableFile(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** §8.1 step 3: an absolute path that is not a file, or a bare name in no PATH directory. */
+export function pluginMissing(command: string, path: string | undefined): boolean {
+  if (isAbsolute(command)) return !isExecutableFile(command);
+  if (command.includes("/")) return false; // relative to the kubeconfig; let client-node resolve it
+  return !(path ?? "").split(delimiter).some((dir) => dir !== "" && isExecutableFile(join(dir, command)));
+}
+
+const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
+export async function connect(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
+  const ctxLabel = context ?? "(current)";
+  // Loaded on demand so that `info` and every refusal before stage 11 never pay for the Kubernetes client.
+  const { KubeConfig } = await import("@kubernetes/client-node");
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromDefault();
+    if (context !== null) {
+      if (!kc.getContextObject(context)) return { ok: false, error: catalogue.F1(ctxLabel, `context ${JSON.stringify(context)} is not in the kubeconfig`) };
+      kc.setCurrentContext(context);
+    }
+    if (!kc.getCurrentCluster()) return { ok: false, error: catalogue.F1(ctxLabel, "the kubeconfig names no cluster for this context") };
+  } catch (error) {
+    return { ok: false, error: catalogue.F1(ctxLabel, message(error)) };
+  }
+  const user = kc.getCurrentUser();
+  const execCommand = user?.exec?.command;
+  if (typeof execCommand === "string" && pluginMissing(execCommand, env.PATH)) return { ok: false, error: catalogue.F2(ctxLabel, execCommand) };
+  const tls: https.RequestOptions = {};
+  try {
+    await kc.applyToHTTPSOptions(tls);
+  } catch (error) {
+    return { ok: false, error: catalogue.F3(ctxLabel, message(error)) };
+  }
+  try {
+    const server = kc.getCurrentCluster()?.server ?? "";
+    const agentOptions: https.AgentOptions = {
+      ...(tls.ca !== undefined ? { ca: tls.ca } : {}),
+      ...(tls.cert !== undefined ? { cert: tls.cert } : {}),
+      ...(tls.key !== undefined ? { key: tls.key } : {}),
+      ...(tls.pfx !== undefined ? { pfx: tls.pfx } : {}),
+      ...(tls.passphrase !== undefined ? { passphrase: tls.passphrase } : {}),
+      ...(tls.rejectUnauthorized !== undefined ? { rejectUnauthorized: tls.rejectUnauthorized } : {}),
+      ...(kc.getCurrentCluster()?.skipTLSVerify ? { rejectUnauthorized: false } : {}),
+      ...(kc.getCurrentCluster()?.tlsServerName ? { servername: kc.getCurrentCluster()?.tlsServerName } : {}),
+    };
+    return { ok: true, cluster: new HttpCluster(kc, agentOptions, { context: kc.getCurrentContext(), server: new URL(server).host }) };
+  } catch (error) {
+    return { ok: false, error: catalogue.F3(ctxLabel, message(error)) };
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * Stages 4–9 of §3.2 for callers other than the provider protocol (`berth k8s deploy FILE`, `replace --file`):
+ * the same refusals with the same texts, from a file shaped like the deploy request.
+ */
+import { catalogue } from "../core/kubernetes/catalogue.js";
+import { parseProviderConfig } from "../core/kubernetes/config.js";
+import { buildEnv } from "../core/kubernetes/env.js";
+import { fingerprint } from "../core/kubernetes/intent.js";
+import { identityFromNsec } from "../core/kubernetes/naming.js";
+import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernetes/request.js";
+import type { DeployInputs } from "./reconcile.js";
+
+export type Prepared = { ok: true; inputs: DeployInputs; fingerprint: string } | { ok: false; error: string };
+
+export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean }): Prepared {
+  const withOp = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? { op: "deploy", ...(raw as Record<string, unknown>) } : raw;
+  if (isRelayMesh(withOp)) return { ok: false, error: RELAY_MESH_REFUSAL };
+  const parsed = parseRequest(withOp);
+  if (!parsed.ok) return parsed;
+  if (parsed.request.op !== "deploy") return { ok: false, error: 'could not understand the request: a deploy file must have op "deploy" or no op' };
+  const req = parsed.request;
+  const config = parseProviderConfig(req.provider_config);
+  if (!config.ok) return config;
+  const identity = identityFromNsec(req.agent.private_key_nsec);
+  if (!identity.ok) return { ok: false, error: catalogue.C1() };
+  // P-19: without launch.command the harness defaults to a binary the stock image lacks, so "started" proves little.
+  if (opts.requireCommand && (req.agent.launch?.command ?? "").trim() === "") {
+    return { ok: false, error: "agent.launch.command is required for berth k8s deploy: without it the harness runs a default agent binary the stock image does not contain" };
+  }
+  const env = buildEnv(req.agent, config.config, "00000000");
+  if (!env.ok) return env;
+  const inputs: DeployInputs = { identity: identity.identity, config: config.config, env: env.env };
+  return { ok: true, inputs, fingerprint: fingerprint(config.config, Object.keys(env.env)) };
+}

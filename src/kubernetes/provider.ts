@@ -1,0 +1,167 @@
+/**
+ * Buzz's provider protocol (kubernetes.md §3): one JSON request in, exactly one JSON answer line out. Stages run in
+ * the dispatch order of §3.2 and each refuses before the next runs; nothing touches the cluster before stage 11.
+ * Answers hold catalogued texts only: never an env value, the nsec, an auth tag, or kubelet/registry text.
+ */
+import type { JsonObject } from "../core/crypto/canonical.js";
+import { catalogue } from "../core/kubernetes/catalogue.js";
+import { configSchema, namespacePrefill, parseProviderConfig } from "../core/kubernetes/config.js";
+import { buildEnv } from "../core/kubernetes/env.js";
+import { identityFromNsec } from "../core/kubernetes/naming.js";
+import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernetes/request.js";
+import type { K8sAudit } from "./audit.js";
+import type { Cluster } from "./cluster.js";
+import type { Clock } from "./clock.js";
+import type { Logger } from "./log.js";
+import { deploy } from "./reconcile.js";
+import { LOOP_RESERVE_SECONDS, PROVIDER_ANSWER_BY_SECONDS, type K8sSettings } from "./settings.js";
+
+export const STDIN_CAP_BYTES = 8 * 1024 * 1024;
+export const PROTOCOL_VERSION = 1;
+export const DESCRIPTION = "Runs agents as pods in a Kubernetes cluster";
+
+export interface ProviderDeps {
+  readonly clock: Clock;
+  /** Monotonic reading at process start: the provider's budget is measured from here (P-2). */
+  readonly processStartedAt: number;
+  readonly settings: K8sSettings;
+  readonly version: string;
+  readonly log: Logger;
+  readonly random32: () => number;
+  /** Six random values for the namespace prefill. */
+  readonly randomChars: () => number[];
+  readonly openAudit: () => K8sAudit;
+  readonly connect: (context: string | null) => Promise<{ ok: true; cluster: Cluster } | { ok: false; error: string }>;
+}
+
+export type StdinRead = { ok: true; bytes: Buffer; oversized: boolean } | { ok: false; error: string };
+
+export type ProviderResult = { kind: "answer"; answer: JsonObject } | { kind: "unreadable"; stderr: string };
+
+const failure = (error: string): ProviderResult => ({ kind: "answer", answer: { ok: false, error } });
+
+/** A2's `{detail}`: where the JSON broke, never the input text (V8's messages quote it, and it may hold a key). */
+function jsonDetail(error: unknown): string {
+  const msg = error instanceof Error ? error.message : "";
+  const position = /position (\d+)/.exec(msg)?.[1];
+  if (/Unexpected end of JSON input/.test(msg)) return "unexpected end of input";
+  return position !== undefined ? `syntax error at byte ${position}` : "syntax error";
+}
+
+export async function handleProviderRequest(args: readonly string[], stdin: StdinRead, deps: ProviderDeps): Promise<ProviderResult> {
+  // Stage 1: the only non-zero exit.
+  if (!stdin.ok) return { kind: "unreadable", stderr: `could not read the request from stdin: ${stdin.error}` };
+  // Stage 2: `--check-identity` belongs to the optional identity feature, which this build does not have.
+  if (args.length > 0) return failure(catalogue.A1());
+  // Stage 3.
+  if (stdin.oversized) return failure(catalogue.A2(`the request is larger than ${STDIN_CAP_BYTES} bytes`));
+  let raw: unknown;
+  try {
+    raw = JSON.parse(stdin.bytes.toString("utf8"));
+  } catch (error) {
+    return failure(catalogue.A2(jsonDetail(error)));
+  }
+  // Stage 4, on the raw value: fires even when the nsec is invalid.
+  if (isRelayMesh(raw)) return failure(RELAY_MESH_REFUSAL);
+  // Stage 5.
+  const parsed = parseRequest(raw);
+  if (!parsed.ok) return failure(parsed.error);
+  const request = parsed.request;
+  // Stage 6: pure, no cluster, no audit, no config.
+  if (request.op === "info") {
+    return {
+      kind: "answer",
+      answer: {
+        ok: true,
+        name: "kubernetes",
+        version: deps.version,
+        protocol_version: PROTOCOL_VERSION,
+        description: DESCRIPTION,
+        config_schema: configSchema(namespacePrefill(deps.randomChars())) as JsonObject,
+      },
+    };
+  }
+  // Stages 7–9.
+  const config = parseProviderConfig(request.provider_config);
+  if (!config.ok) return refuse(deps, config.error);
+  const identity = identityFromNsec(request.agent.private_key_nsec);
+  if (!identity.ok) return refuse(deps, catalogue.C1());
+  // Built with a throw-away generation so that the size cap counts the nonce too.
+  const env = buildEnv(request.agent, config.config, "00000000");
+  if (!env.ok) return refuse(deps, env.error, identity.identity.pubkey);
+  // Stage 10.
+  let audit: K8sAudit;
+  try {
+    audit = deps.openAudit();
+  } catch (error) {
+    return failure(catalogue.E1(error instanceof Error ? error.message : String(error)));
+  }
+  try {
+    // Stage 11: the budget is measured from process start.
+    const connection = await deps.connect(config.config.context);
+    if (!connection.ok) {
+      recordRefusal(audit, deps, connection.error, identity.identity.pubkey);
+      return failure(connection.error);
+    }
+    const cluster = connection.cluster;
+    try {
+      const answerBySeconds = Math.min(deps.settings.deadlineSeconds, PROVIDER_ANSWER_BY_SECONDS);
+      const report = await deploy(
+        { identity: identity.identity, config: config.config, env: env.env },
+        {
+          cluster,
+          clock: deps.clock,
+          audit,
+          log: deps.log,
+          random32: deps.random32,
+          wait: deps.settings.wait,
+          mode: "provider-protocol",
+          version: deps.version,
+        },
+        {
+          startedAt: deps.processStartedAt,
+          loopDeadlineAt: deps.processStartedAt + (answerBySeconds - LOOP_RESERVE_SECONDS) * 1000,
+          deadlineSeconds: deps.settings.deadlineSeconds,
+        },
+      );
+      const a = report.answer;
+      return { kind: "answer", answer: a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error } };
+    } finally {
+      cluster.close();
+    }
+  } finally {
+    audit.close();
+  }
+}
+
+function recordRefusal(audit: K8sAudit, deps: ProviderDeps, error: string, pubkey?: string): void {
+  try {
+    audit.record("k8s.deploy.outcome", {
+      ...(pubkey ? { agent_pubkey: pubkey } : {}),
+      mode: "provider-protocol",
+      berth_version: deps.version,
+      ok: false,
+      error,
+      created_this_call: false,
+      last_action: "refused",
+      api_requests: 0,
+    });
+  } catch (e) {
+    deps.log.warn("could not record a refused deploy", { error: e instanceof Error ? e.message : String(e) });
+  }
+}
+
+/** Refusals at stages 7–9 are recorded as deploy outcomes, best effort (§3.2): a failure to record changes nothing. */
+function refuse(deps: ProviderDeps, error: string, pubkey?: string): ProviderResult {
+  try {
+    const audit = deps.openAudit();
+    try {
+      recordRefusal(audit, deps, error, pubkey);
+    } finally {
+      audit.close();
+    }
+  } catch (e) {
+    deps.log.warn("could not open the audit chain to record a refused deploy", { error: e instanceof Error ? e.message : String(e) });
+  }
+  return failure(error);
+}
