@@ -79,9 +79,9 @@ export interface Timeouts {
 /** Test seams for crash tests (§18.3): called at the named points of a dispatch. */
 export interface DispatchHooks {
   /** After the decision committed, before the first attempt is recorded. */
-  readonly afterDecision?: (decisionId: string) => void;
+  readonly afterDecision?: (decisionId: string) => void | Promise<void>;
   /** After an attempt was recorded `sending`, before the connection opens. */
-  readonly afterAttemptBegun?: (decisionId: string, nodeId: string) => void;
+  readonly afterAttemptBegun?: (decisionId: string, nodeId: string) => void | Promise<void>;
 }
 
 export interface DispatchDeps {
@@ -167,7 +167,7 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   if (!dispatching) {
     return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId }), attempts: [], placed: null, unsettled: false };
   }
-  deps.hooks.afterDecision?.(decisionId);
+  await deps.hooks.afterDecision?.(decisionId);
   // 8–9. dispatch
   const result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy });
   // 10. explain
@@ -288,7 +288,7 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
     }
     // 2. recorded before the connection opens
     store.beginAttempt(d.decisionId, n, cand.node_id, cand.variant);
-    deps.hooks.afterAttemptBegun?.(d.decisionId, cand.node_id);
+    await deps.hooks.afterAttemptBegun?.(d.decisionId, cand.node_id);
     // 3–4. send (the stale_boot resend happens inside `call`)
     const r = await targets.call(cand.node_id, method, { ...body, variant: cand.variant }, { decisionId: d.decisionId, package: d.pkg.source, timeoutMs: deps.timeouts.placeMs });
     const outcome = outcomeOf(method, r);

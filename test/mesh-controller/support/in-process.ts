@@ -133,7 +133,7 @@ export async function instancesOn(node: HostNode, key: SigningKey, connector: Me
 }
 
 const nodeKeys = new Map<string, string>();
-function nodeKeyOf(node: HostNode): string {
+export function nodeKeyOf(node: HostNode): string {
   const cached = nodeKeys.get(node.dataDir);
   if (cached) return cached;
   const db = openDatabase(join(node.dataDir, "node.db"), { readonly: true });

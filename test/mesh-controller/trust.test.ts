@@ -1,0 +1,107 @@
+/**
+ * Targets and trust (mesh.md §3.3–§3.5, §8.2) in process: trust on first use happens once per address, a new key at a
+ * known address gets nothing, tiers come from the operator (API or peers file, re-read on every use), an unreadable
+ * peers file demotes everyone, demoted targets stay usable for teardown, and an unauthorised controller is refused.
+ */
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { generateSigningKey } from "../../src/keys/key-file.js";
+import { MeshController } from "../../src/mesh/controller/index.js";
+import { controllerEvents, instancesOn, nodeKeyOf, type SeedFixture, seedFixture } from "./support/in-process.js";
+import { writeJson } from "./support/package.js";
+
+let fx: SeedFixture | null = null;
+afterEach(async () => {
+  await fx?.close();
+  fx = null;
+});
+
+const nodesOf = (f: SeedFixture) => f.nodes as [SeedFixture["nodes"][0] & object, SeedFixture["nodes"][0] & object];
+
+describe("targets and trust", () => {
+  it("learns a key on the first describe only, and refuses a new key at the same address with one peer.key_refused per offered key", async () => {
+    fx = await seedFixture();
+    const [first, second] = nodesOf(fx);
+    const added = await fx.controller.addTarget(first.addr, "paired");
+    expect(added.ok && added.target.node_id).toBe(first.id);
+    expect(controllerEvents(fx.controller, "peer.add").map((e) => e.how)).toEqual(["tofu"]);
+
+    // Another node (another key) now answers at the first node's address.
+    fx.memory.register(first.name, (stream) => void second.daemon.service.serve(stream));
+    await fx.controller.refreshTargets();
+    await fx.controller.refreshTargets();
+    const t = (await fx.controller.targets())[0];
+    expect(t?.node_id).toBe(first.id);
+    expect(t?.liveness).not.toBe("alive");
+    const refused = controllerEvents(fx.controller, "peer.key_refused");
+    expect(refused).toHaveLength(1);
+    expect(refused[0]?.offered_key).toBe(nodeKeyOf(second));
+    expect(refused[0]?.expected_key).toBe(added.ok ? added.target.key : null);
+
+    // Adding the address again is not a second first use.
+    const again = await fx.controller.addTarget(first.addr, "paired");
+    expect(again.ok).toBe(false);
+    expect(controllerEvents(fx.controller, "peer.add")).toHaveLength(1);
+    // Nothing is placed on a target whose key does not answer.
+    const r = await fx.controller.place({ package: fx.pkgDir });
+    expect(r.placed).toBeNull();
+    expect(r.decision.candidates[0]?.rejections.map((x) => x.constraint)).toContain("liveness");
+  });
+
+  it("takes tiers from the peers file on every use, demotes a target the file drops, and demotes everyone while the file is unreadable", async () => {
+    fx = await seedFixture();
+    const [first, second] = nodesOf(fx);
+    await fx.controller.addTarget(first.addr);
+    await fx.controller.addTarget(second.addr);
+    const tiers = async () => Object.fromEntries((await fx!.controller.targets()).map((t) => [t.node_id, t.tier]));
+    expect(await tiers()).toEqual({ [first.id]: "discovered", [second.id]: "discovered" });
+
+    const peers = join(fx.controllerDir, "peers.json");
+    writeJson(peers, [{ addr: first.addr, tier: "pinned" }, { addr: second.addr }]);
+    expect(await tiers()).toEqual({ [first.id]: "pinned", [second.id]: "paired" });
+
+    writeJson(peers, [{ addr: second.addr, tier: "paired" }]);
+    expect(await tiers()).toEqual({ [first.id]: "discovered", [second.id]: "paired" });
+
+    writeFileSync(peers, "{ not json");
+    expect(await tiers()).toEqual({ [first.id]: "discovered", [second.id]: "discovered" });
+    expect(controllerEvents(fx.controller, "peer.demote_all")).toHaveLength(1);
+    expect(controllerEvents(fx.controller, "policy.load").some((e) => e.file === "peers.json" && e.ok === false)).toBe(true);
+    const denied = await fx.controller.place({ package: fx.pkgDir });
+    expect(denied.placed).toBeNull();
+    expect(denied.decision.placement).toBeNull();
+
+    writeJson(peers, [{ addr: first.addr, tier: "paired" }, { addr: second.addr, tier: "paired" }]);
+    expect(await tiers()).toEqual({ [first.id]: "paired", [second.id]: "paired" });
+    expect(controllerEvents(fx.controller, "peer.tier").length).toBeGreaterThan(0);
+    rmSync(peers);
+  });
+
+  it("keeps a demoted target so its instance can still be stopped and unloaded through the controller", async () => {
+    fx = await seedFixture();
+    const [first] = nodesOf(fx);
+    await fx.controller.addTarget(first.addr, "paired");
+    const r = await fx.controller.place({ package: fx.pkgDir });
+    expect(r.placed?.node_id).toBe(first.id);
+    expect(fx.controller.setTier(first.id, "discovered")).toBe(true);
+    expect((await fx.controller.instance("stop", r.placed!.instance_id)).kind).toBe("ok");
+    expect((await fx.controller.instance("start", r.placed!.instance_id)).kind, "start is gated: a discovered node runs nothing").toBe("error");
+    expect((await fx.controller.instance("unload", r.placed!.instance_id)).kind).toBe("ok");
+    expect(await instancesOn(first, fx.key, fx.memory)).toHaveLength(0);
+  });
+
+  it("is refused by a node that has not authorised its key, and learns nothing", async () => {
+    fx = await seedFixture();
+    const [first] = nodesOf(fx);
+    const stranger = MeshController.open({ dataDir: join(fx.root, "stranger"), key: generateSigningKey(), connector: fx.memory });
+    try {
+      const r = await stranger.addTarget(first.addr, "paired");
+      expect(r.ok).toBe(false);
+      expect(r.ok ? "" : r.error).toContain("unauthorized");
+      expect(await stranger.targets()).toHaveLength(0);
+    } finally {
+      stranger.close();
+    }
+  });
+});
