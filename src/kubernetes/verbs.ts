@@ -98,7 +98,7 @@ export async function status(deps: Pick<VerbDeps, "cluster" | "clock">, ref: Age
     startup: startupLabel(seen.pod.startup),
     deletion_marked: seen.pod.deletionMarked,
     intent: desiredFingerprint === null ? "unknown" : seen.pod.recordedIntent === desiredFingerprint ? "matches" : "diverged",
-    generation: ref0 && ref0.startsWith(`${ref.identity.podName}-`) ? ref0.slice(ref.identity.podName.length + 1) : null,
+    generation: ref0?.startsWith(`${ref.identity.podName}-`) ? ref0.slice(ref.identity.podName.length + 1) : null,
     ...common,
   };
 }

@@ -119,7 +119,7 @@ function podOptionsField(raw: unknown, withClaim: boolean): PodOptions | null {
     const parsed = z.array(TolerationSchema).safeParse(tol);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw b14(`tolerations${issue && issue.path.length ? `.${issue.path.map(String).join(".")}` : ""}: ${issue?.message ?? "invalid"}`);
+      throw b14(`tolerations${issue?.path.length ? `.${issue.path.map(String).join(".")}` : ""}: ${issue?.message ?? "invalid"}`);
     }
     if (parsed.data.length > 0) out.tolerations = parsed.data;
   }
