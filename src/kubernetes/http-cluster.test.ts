@@ -109,7 +109,9 @@ describe("HttpCluster (kubernetes.md §8.6, §11, §19.2 cluster adapter)", () =
   });
 
   it("sends a fenced delete with preconditions only and maps each verdict", async () => {
-    const fence = (verifyPod(fromQuorumRead(rawPod({ uid: "u1", resourceVersion: "7" })), WHO, { kind: "terminated" }) as { pod: { fence: never } }).pod.fence;
+    const observed = verifyPod(fromQuorumRead(rawPod({ uid: "u1", resourceVersion: "7" })), WHO, { kind: "terminated" });
+    if (observed.kind !== "verified") throw new Error("fixture pod failed verification");
+    const fence = observed.pod.fence;
     const cases: Array<[Reply, string]> = [
       [(_r, res) => res.writeHead(200).end("{}"), "accepted"],
       [(_r, res) => status(res, 404, "NotFound"), "not-found"],
