@@ -3,7 +3,10 @@
  * the seed's scenario A: a start that governance denies after load is rolled back, refused, leaves no process,
  * and the next candidate places (I1, I3, I6, I7).
  */
+import { readFileSync, statSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import {
   ALLOW_ALL,
@@ -63,6 +66,53 @@ describe("a node daemon running signed packages", () => {
     expect(node.events({ source: "node", kind: "workload.place", phase: "placed" }).length).toBe(1);
   });
 
+  it("runs the entry in its own directory with only its own environment, keeps the exit code and the last 64 KiB of output", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    // The daemon inherits this variable; the instance must not.
+    process.env.HOSTNAME_LEAK = "daemon-env";
+    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    delete process.env.HOSTNAME_LEAK;
+    const script = [
+      "#!/bin/sh",
+      'echo "cwd=$(pwd)"',
+      'echo "id=$BERTH_INSTANCE_ID greeting=$GREETING args=$*"',
+      'echo "leak=${HOSTNAME_LEAK:-none}"',
+      "head -c 2000000 /dev/zero | tr '\\0' 'x'",
+      "echo",
+      "echo done-writing >&2",
+      "exit 7",
+    ].join("\n");
+    const pkg = makePackage(signer, { script });
+    const source = new PackageDirSource(pkg.dir);
+    const placed = ok(
+      await ctl.client.call(
+        node.target(),
+        "place",
+        { package_id: source.packageId, name: "probe", variant: "any-linux", config: { mode: "once", args: ["one", "two"], env: { GREETING: "hello" } } },
+        { decisionId: ctl.decisionId(), package: source },
+      ),
+    );
+    const id = placed.instance_id as string;
+    const row = await waitFor(async () => {
+      const r = ok(await ctl.status(node, id)).row as { state: string; exit_code: number | null };
+      return r.state === "exited" ? r : undefined;
+    }, "the instance to exit");
+    expect(row.exit_code).toBe(7);
+    const head = readFileSync(join(node.dataDir, "instances", id, "stdout.log"), "utf8").slice(0, 300);
+    expect(head).toContain(`cwd=${join(node.dataDir, "instances", id, "work")}`);
+    expect(head).toContain(`id=${id} greeting=hello args=one two`);
+    expect(head).toContain("leak=none");
+    const logs = ok(await ctl.verb(node, "logs", { instance_id: id, tail_bytes: 65_536 }));
+    expect((logs.stdout as string).length).toBe(65_536);
+    expect(logs.truncated_stdout).toBe(true);
+    expect(logs.stderr).toBe("done-writing\n");
+    expect(logs).toMatchObject({ state: "exited", exit_code: 7 });
+    // the file itself was trimmed to its last 64 KiB
+    expect(statSync(join(node.dataDir, "instances", id, "stdout.log")).size).toBeLessThanOrEqual(65_536);
+    expect(node.events({ source: "runtime", kind: "workload.exit" }).map((e) => e.payload.exit_code)).toEqual([7]);
+  });
+
   it("refuses a second place for a decision it already holds and keeps exactly one instance", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
@@ -120,7 +170,6 @@ describe("a node daemon running signed packages", () => {
       permits: [{ id: "load-only", actions: ["workload.load"], kinds: ["probe"], max_network: "egress" }],
     });
     const { writeFileSync } = await import("node:fs");
-    const { join } = await import("node:path");
     writeFileSync(join(node.dataDir, "node.json"), JSON.stringify({ name: "n", gate: { builtin_teardown: false } }));
     await node.kill9();
     await node.start();

@@ -117,6 +117,7 @@ export class NodeDaemon {
     });
     const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db);
     daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
+    daemon.timers.push(setInterval(() => service.trimAllLogs(), 10_000));
     const sweep = () => void service.sweepRevoked().catch(() => undefined);
     sweep();
     daemon.timers.push(setInterval(sweep, o.sweepMs ?? 60_000));

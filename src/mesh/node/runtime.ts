@@ -6,7 +6,23 @@
  * a code. A process is "the same one" only if pid, host boot id and the kernel's start time all match.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, chmodSync, fstatSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 
 export interface ProcessIdentity {
@@ -31,6 +47,9 @@ const WRAPPER = [
   'printf "%s\\n" "$s" > "$0.tmp" && mv "$0.tmp" "$0"',
   "exit $s",
 ].join("\n");
+
+const LOG_TRIM_AT = 1024 * 1024;
+const LOG_KEEP = 64 * 1024;
 
 export const SIGNALS_BY_NUMBER: Record<number, string> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM" };
 
@@ -203,8 +222,36 @@ export class NativeRuntime {
     rmSync(this.dirOf(instanceId), { recursive: true, force: true });
   }
 
+  /**
+   * §13: a log file over 1 MiB is trimmed to its last 64 KiB. The instance appends with O_APPEND, so its next write
+   * lands after the kept tail; a write racing the trim may be lost, which logs (diagnostics, not audit) tolerate.
+   */
+  trimLogs(instanceId: string): void {
+    for (const name of ["stdout.log", "stderr.log"]) {
+      const path = join(this.dirOf(instanceId), name);
+      try {
+        if (statSync(path).size <= LOG_TRIM_AT) continue;
+        const fd = openSync(path, "r+");
+        try {
+          const size = fstatSync(fd).size;
+          const keep = Buffer.alloc(LOG_KEEP);
+          const n = readSync(fd, keep, 0, LOG_KEEP, size - LOG_KEEP);
+          ftruncateSync(fd, 0);
+          writeSync(fd, keep, 0, n, 0);
+          // Remember that earlier output was dropped, so readers still learn the stream was truncated.
+          writeFileSync(`${path}.trimmed`, "");
+        } finally {
+          closeSync(fd);
+        }
+      } catch {
+        // no log yet, or the instance is being removed
+      }
+    }
+  }
+
   /** The last `tailBytes` of each stream, invalid UTF-8 replaced. */
   readLogs(instanceId: string, tailBytes: number): { stdout: string; stderr: string; truncated_stdout: boolean; truncated_stderr: boolean } {
+    this.trimLogs(instanceId);
     const tail = (name: string) => {
       const path = join(this.dirOf(instanceId), name);
       if (!existsSync(path)) return { text: "", truncated: false };
@@ -214,7 +261,7 @@ export class NativeRuntime {
         const n = Math.min(size, tailBytes);
         const buf = Buffer.alloc(n);
         readSync(fd, buf, 0, n, size - n);
-        return { text: new TextDecoder("utf-8").decode(buf), truncated: size > n };
+        return { text: new TextDecoder("utf-8").decode(buf), truncated: size > n || existsSync(`${path}.trimmed`) };
       } finally {
         closeSync(fd);
       }

@@ -664,6 +664,11 @@ export class NodeService {
     });
   }
 
+  /** §13: trim every instance's logs over 1 MiB to the last 64 KiB (the daemon calls this every 10 s). */
+  trimAllLogs(): void {
+    for (const row of this.store().instances()) this.o.runtime.trimLogs(row.instance_id);
+  }
+
   /** Instances re-adopted after a restart are not our children: poll their identity. */
   pollAdopted(): void {
     for (const row of this.store().instances()) {
