@@ -77,7 +77,7 @@ describe("a node daemon running signed packages", () => {
       "#!/bin/sh",
       'echo "cwd=$(pwd)"',
       'echo "id=$BERTH_INSTANCE_ID greeting=$GREETING args=$*"',
-      'echo "leak=${HOSTNAME_LEAK:-none}"',
+      'echo "leak=[$HOSTNAME_LEAK]"',
       "head -c 2000000 /dev/zero | tr '\\0' 'x'",
       "echo",
       "echo done-writing >&2",
@@ -102,7 +102,7 @@ describe("a node daemon running signed packages", () => {
     const head = readFileSync(join(node.dataDir, "instances", id, "stdout.log"), "utf8").slice(0, 300);
     expect(head).toContain(`cwd=${join(node.dataDir, "instances", id, "work")}`);
     expect(head).toContain(`id=${id} greeting=hello args=one two`);
-    expect(head).toContain("leak=none");
+    expect(head).toContain("leak=[]");
     const logs = ok(await ctl.verb(node, "logs", { instance_id: id, tail_bytes: 65_536 }));
     expect((logs.stdout as string).length).toBe(65_536);
     expect(logs.truncated_stdout).toBe(true);
