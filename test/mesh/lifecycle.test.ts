@@ -113,6 +113,21 @@ describe("a node daemon running signed packages", () => {
     expect(node.events({ source: "runtime", kind: "workload.exit" }).map((e) => e.payload.exit_code)).toEqual([7]);
   });
 
+  it("refuses new placements when the node's permits file is broken, while stop and unload still work", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const pkg = makePackage(signer);
+    const placed = ok(await ctl.place(node, pkg.dir, { name: "first" }));
+    node.writePolicy("permits.json", "[{ broken");
+    const refused = await ctl.place(node, pkg.dir, { name: "second" });
+    expect(refused).toMatchObject({ kind: "refused", code: "governance" });
+    expect((refused as { reason: string }).reason).toContain("BERTH-DEFAULT-DENY");
+    expect(ok(await ctl.verb(node, "stop", { instance_id: placed.instance_id as string, grace_ms: 1000 })).stopped).toBe(true);
+    expect(ok(await ctl.verb(node, "unload", { instance_id: placed.instance_id as string })).unloaded).toBe(true);
+    expect(node.events({ source: "trust", kind: "policy.load" }).some((e) => e.payload.file === "permits.json" && e.payload.ok === false)).toBe(true);
+  });
+
   it("refuses a second place for a decision it already holds and keeps exactly one instance", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();

@@ -111,6 +111,11 @@ describe("a node daemon restarted with instances running", () => {
     await s.recv(AbortSignal.timeout(5000)); // the fetch: the node marked the decision in flight first
     const rows = rowsOf(await ctl.status(node)) as Array<{ decision_id: string; in_flight?: boolean }>;
     expect(rows).toEqual([expect.objectContaining({ decision_id: decisionId, in_flight: true })]);
+    // a second place for the decision being handled is refused and leaves the first one in flight
+    const second = await ctl.place(node, pkg.dir, { decisionId });
+    expect(second).toMatchObject({ kind: "refused", code: "invalid_request" });
+    expect((second as { reason: string }).reason).toContain(`decision ${decisionId} is already being handled`);
+    expect(rowsOf(await ctl.status(node))).toEqual([expect.objectContaining({ decision_id: decisionId, in_flight: true })]);
     await node.kill9();
     s.close();
     await node.start();
