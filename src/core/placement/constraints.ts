@@ -44,10 +44,12 @@ export interface Assessment {
   readonly fit: Fit | null;
 }
 
-function instanceOrder(a: ClusterInstance, b: ClusterInstance): number {
-  const ka = `${a.name}\u0000${a.labels.join("\u0001")}\u0000${a.excludes.join("\u0001")}`;
-  const kb = `${b.name}\u0000${b.labels.join("\u0001")}\u0000${b.excludes.join("\u0001")}`;
-  return ka < kb ? -1 : ka > kb ? 1 : 0;
+/** Orders a node's instances by everything a co-residency detail is made of, so equal keys mean equal details. */
+function sortInstances(list: ClusterInstance[]): ClusterInstance[] {
+  if (list.length < 2) return list;
+  const keyed = list.map((i) => ({ i, k: `${i.name}\u0000${i.labels.join("\u0001")}\u0000${i.excludes.join("\u0001")}` }));
+  keyed.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
+  return keyed.map((x) => x.i);
 }
 
 export function constraintContext(request: PlacementRequest, cluster: ClusterState): ConstraintContext {
@@ -66,7 +68,7 @@ export function constraintContext(request: PlacementRequest, cluster: ClusterSta
     if (list) list.push(inst);
     else byNode.set(inst.node_id, [inst]);
   }
-  for (const list of byNode.values()) list.sort(instanceOrder);
+  for (const [id, list] of byNode) if (list.length > 1) byNode.set(id, sortInstances(list));
   return {
     request,
     nowMs: cluster.now_ms,
@@ -128,16 +130,18 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   // co_residency: both directions; one line per offending instance and label
   const here = ctx.instancesByNode.get(node.node_id) ?? [];
   if (here.length > 0 && (spec.policy.excludes.length > 0 || spec.policy.labels.length > 0)) {
-    const seen = new Set<string>();
+    const details: string[] = [];
     for (const inst of here) {
       for (const label of inst.labels) {
-        if (spec.policy.excludes.includes(label)) seen.add(`instance ${inst.name} carries excluded label ${label}`);
+        if (spec.policy.excludes.includes(label)) details.push(`instance ${inst.name} carries excluded label ${label}`);
       }
       for (const label of inst.excludes) {
-        if (spec.policy.labels.includes(label)) seen.add(`instance ${inst.name} excludes label ${label}, which this workload carries`);
+        if (spec.policy.labels.includes(label)) details.push(`instance ${inst.name} excludes label ${label}, which this workload carries`);
       }
     }
-    for (const detail of seen) rejections.push({ constraint: "co_residency", detail });
+    // Two instances of one name with the same labels say the same thing once.
+    const unique = details.length > 1 ? new Set(details) : details;
+    for (const detail of unique) rejections.push({ constraint: "co_residency", detail });
   }
 
   // memory: a zero demand always fits; instances placed after the facts were issued are not in them yet

@@ -87,7 +87,7 @@ export function chooseRoute(
 ): RouteFit {
   const hasNative = hasNativeRoute(facts);
   let emulatedFits: { variant: string; via: string }[] | null = null;
-  const misfits: { variant: string; why: string }[] = [];
+  let misfits: { variant: string; why: string }[] | null = null;
   for (const variant of variants) {
     const common = routeIndependentFailures(variant, facts, capabilities);
     const archMatches = variant.arch === "any" || variant.arch === facts.arch;
@@ -97,20 +97,20 @@ export function chooseRoute(
         return { kind: "fits", variant: variant.id, route: "native", via: null, execution };
       }
       const why = hasNative ? (common ?? []) : ["runtime.native not present", ...(common ?? [])];
-      misfits.push({ variant: variant.id, why: why.join("; ") });
+      misfits = append(misfits, { variant: variant.id, why: why.join("; ") });
       continue;
     }
     const via = emulatorFor(facts, variant.arch);
     if (via === null) {
-      misfits.push({ variant: variant.id, why: [`cpu.arch.${variant.arch} not present`, ...(common ?? [])].join("; ") });
+      misfits = append(misfits, { variant: variant.id, why: [`cpu.arch.${variant.arch} not present`, ...(common ?? [])].join("; ") });
     } else if (common !== null) {
-      misfits.push({ variant: variant.id, why: common.join("; ") });
+      misfits = append(misfits, { variant: variant.id, why: common.join("; ") });
     } else {
       emulatedFits = append(emulatedFits, { variant: variant.id, via });
     }
   }
   const firstEmulated = emulatedFits?.[0];
-  if (emulatedFits === null || firstEmulated === undefined) return { kind: "none", misfits };
+  if (emulatedFits === null || firstEmulated === undefined) return { kind: "none", misfits: misfits ?? [] };
   if (!ctx.allowEmulated) return { kind: "emulation_not_allowed", emulated: emulatedFits.map((f) => f.variant) };
   return { kind: "fits", variant: firstEmulated.variant, route: "emulated", via: firstEmulated.via, execution: "emulated" };
 }
