@@ -1,12 +1,12 @@
 /** `berth node init|serve|show`: a node daemon that runs workloads for its authorised controllers. */
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
 import { nodeIdOf } from "../core/crypto/ed25519.js";
-import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
-import { FILES, loadNodeConfig } from "../mesh/node/config.js";
+import { loadKeyFile } from "../keys/key-file.js";
+import { FILES } from "../mesh/node/config.js";
 import { NodeDaemon } from "../mesh/node/daemon.js";
+import { initNodeDataDir } from "../mesh/node/init.js";
 import { CliError, describeZodIssues } from "./errors.js";
 import { berthHome } from "./paths.js";
 import { berthVersion } from "./version.js";
@@ -47,30 +47,16 @@ export function registerNodeCommands(program: Command): void {
     .option("--board <board>", "board override, e.g. pi5")
     .option("--json", "print one JSON document")
     .action((opts: { dataDir: string; name: string; controller?: string[]; signer?: string[]; board?: string; json?: boolean }) => {
-      const dir = resolve(opts.dataDir);
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      const keyPath = join(dir, FILES.key);
-      const key = existsSync(keyPath) ? loadKeyFile(keyPath) : generateSigningKey();
-      if (!existsSync(keyPath)) saveKeyFile(keyPath, key);
-      const configPath = join(dir, FILES.config);
-      if (!existsSync(configPath)) {
-        const config = {
-          name: opts.name,
-          controllers: keys("--controller", opts.controller).map((k) => ({ key: k })),
-          self_tier: "paired",
-          ...(opts.board ? { board: opts.board } : {}),
-        };
-        writeFileSync(configPath, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
-        loadNodeConfig(dir);
-      }
-      const signersPath = join(dir, FILES.signers);
-      if (!existsSync(signersPath)) {
-        const signers = keys("--signer", opts.signer).map((k, i) => ({ key: k, name: `signer-${i + 1}` }));
-        writeFileSync(signersPath, `${JSON.stringify(signers, null, 2)}\n`, { mode: 0o600 });
-      }
-      const doc = { data_dir: dir, node_id: nodeIdOf(key.publicKey), public_key: key.publicKey };
+      if (opts.board !== undefined && !/^[a-z0-9-]{1,32}$/.test(opts.board)) throw new CliError("--board: must match ^[a-z0-9-]{1,32}$");
+      const r = initNodeDataDir(opts.dataDir, {
+        name: opts.name,
+        controllers: keys("--controller", opts.controller),
+        signers: keys("--signer", opts.signer),
+        ...(opts.board ? { board: opts.board } : {}),
+      });
+      const doc = { data_dir: r.dataDir, node_id: r.nodeId, public_key: r.publicKey };
       if (opts.json) console.log(JSON.stringify(doc));
-      else console.log(`node ${doc.node_id}\npublic key  ${doc.public_key}\ndata dir    ${dir}`);
+      else console.log(`node ${doc.node_id}\npublic key  ${doc.public_key}\ndata dir    ${doc.data_dir}`);
     });
 
   node

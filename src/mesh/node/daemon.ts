@@ -22,7 +22,8 @@ import { type InstanceRow, NodeStore } from "./store.js";
 
 export interface NodeDaemonOptions {
   readonly dataDir: string;
-  readonly listen: string;
+  /** host:port to serve on; `null` serves no TCP (an in-process node reached through `service.serve(stream)`). */
+  readonly listen: string | null;
   readonly controllers?: readonly string[];
   readonly signers?: readonly string[];
   /** Overrides of node.json, e.g. to simulate a pi5 in tests. */
@@ -54,7 +55,7 @@ export class NodeDaemon {
     readonly bootId: string,
     readonly address: string,
     readonly recovery: RecoveryReport,
-    private readonly server: Server,
+    private readonly server: Server | null,
     private readonly db: Db,
   ) {}
 
@@ -112,9 +113,10 @@ export class NodeDaemon {
       },
     });
     service.policy();
-    const { server, address } = await listenFrames(o.listen, (stream) => void service.serve(stream), {
-      maxConnections: config.limits.max_connections,
-    });
+    const { server, address } =
+      o.listen === null
+        ? { server: null, address: "" }
+        : await listenFrames(o.listen, (stream) => void service.serve(stream), { maxConnections: config.limits.max_connections });
     const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db);
     daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
     daemon.timers.push(setInterval(() => service.trimAllLogs(), 10_000));
@@ -128,7 +130,8 @@ export class NodeDaemon {
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
     this.service.closeAll();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const server = this.server;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     this.db.close();
   }
 }
