@@ -263,10 +263,15 @@ export const PULL_MESSAGES = {
     `failed to pull and unpack image "${image}": failed to resolve reference "${image}": pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed: 401 Unauthorized`,
   "manifest-unknown": (image: string) =>
     `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`,
-  "arch-mismatch": (image: string) =>
-    `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": no match for platform in manifest: not found`,
+  // dockerd's wording. containerd's own ("no match for platform in manifest: not found") ends in "not found", which
+  // §10.1's first-match order classifies as manifest-unknown: see `ARCH_MISMATCH_CONTAINERD`.
+  "arch-mismatch": (image: string) => `Error response from daemon: no matching manifest for linux/amd64 in the manifest list entries: ${image}`,
   transient: (image: string) => `rpc error: code = Unknown desc = failed to pull image "${image}": dial tcp 10.1.2.3:443: i/o timeout`,
 } as const;
+
+/** containerd's architecture-mismatch text; by §10.1's order ("not found" is tested first) it is manifest-unknown. */
+export const ARCH_MISMATCH_CONTAINERD = (image: string) =>
+  `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": no match for platform in manifest: not found`;
 
 /**
  * The kubelet stand-in. It schedules (binds) every pending pod to the fake Node, applies the state a test asked
@@ -354,8 +359,21 @@ export class KubeletSimulator {
     await this.core.deleteNamespacedPod({ name, namespace, body: { gracePeriodSeconds: 0, preconditions: { uid } } });
   }
 
-  /** Writes the `agent` container's status (and the pod phase that goes with it) through the status subresource. */
+  /**
+   * Writes the `agent` container's status (and the pod phase that goes with it) through the status subresource.
+   * A concurrent status write (the default state racing a test's own) is a Conflict: re-read and write again.
+   */
   async setState(namespace: string, name: string, state: SimulatedState): Promise<V1Pod> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.writeState(namespace, name, state);
+      } catch (error) {
+        if ((error as { code?: number }).code !== 409 || attempt >= 5) throw error;
+      }
+    }
+  }
+
+  private async writeState(namespace: string, name: string, state: SimulatedState): Promise<V1Pod> {
     const pod = await this.core.readNamespacedPod({ name, namespace });
     const image = pod.spec?.containers?.find((c) => c.name === "agent")?.image ?? pod.spec?.containers?.[0]?.image ?? "";
     const now = new Date();

@@ -18,7 +18,7 @@ import type { CoreV1Api, V1Pod, V1Secret } from "@kubernetes/client-node";
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { bech32 } from "@scure/base";
 import Database from "better-sqlite3";
-import { berthBin } from "../../support/built.js";
+import { berthBin, builtPath } from "../../support/built.js";
 import { spawnNode, type Spawned } from "../../support/process.js";
 import type { ControlPlane, SimulatedState } from "../control-plane.js";
 
@@ -100,7 +100,9 @@ export interface ProviderOptions {
 /** Starts `berth provider kubernetes` with one request on stdin; `answer()` parses its single stdout line. */
 export function startProvider(request: unknown, o: ProviderOptions): { proc: Spawned; answer: () => Promise<ProviderAnswer> } {
   const started = Date.now();
-  const proc = spawnNode([...(o.nodeArgs ?? []), berthBin(), "provider", "kubernetes"], {
+  // BERTH_CONFORMANCE_ENTRY=buzz-backend runs the `buzz-backend-berth` bin alias instead (same protocol, §3.1).
+  const entry = process.env.BERTH_CONFORMANCE_ENTRY === "buzz-backend" ? [builtPath("src/cli/buzz-backend.js")] : [berthBin(), "provider", "kubernetes"];
+  const proc = spawnNode([...(o.nodeArgs ?? []), ...entry], {
     input: `${JSON.stringify(request)}\n`,
     cwd: tmpdir(),
     env: {
@@ -262,6 +264,9 @@ export class NamespaceStates {
   constructor(cp: ControlPlane) {
     cp.kubelet.defaultState = (pod) => this.states.get(pod.metadata?.namespace ?? "")?.(pod);
   }
+  get(namespace: string): ((pod: V1Pod) => SimulatedState | undefined) | undefined {
+    return this.states.get(namespace);
+  }
   set(namespace: string, state: SimulatedState | ((pod: V1Pod) => SimulatedState | undefined) | undefined): void {
     if (state === undefined) this.states.delete(namespace);
     else this.states.set(namespace, typeof state === "function" ? state : () => state);
@@ -389,6 +394,8 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
           if (state.dateShiftMs === null) delete out.date;
           else if (out.date && state.dateShiftMs !== 0) out.date = new Date(Date.parse(out.date) + state.dateShiftMs).toUTCString();
           res.writeHead(upRes.statusCode ?? 502, out);
+          // Send the headers now, as the apiserver does: a watch client waits for them before the first event.
+          res.flushHeaders();
           if (entry.method !== "GET") {
             const parts: Buffer[] = [];
             upRes.on("data", (c: Buffer) => parts.push(c));
@@ -519,3 +526,31 @@ export const isPodList = (ns: string) => (r: ProxiedRequest) => r.method === "GE
 
 /** The numeric etcd revision behind a resourceVersion (opaque to clients, ordered in this test cluster). */
 export const revision = (rv: string | undefined): number => Number(rv ?? Number.NaN);
+
+/** Deploys once with the container started at once, and returns the live (started) pod. */
+export async function startedAgent(cp: ControlPlane, states: NamespaceStates, s: Scenario): Promise<V1Pod> {
+  states.set(s.ns, { kind: "running" });
+  const first = await s.deploy();
+  if (first.answer.ok !== true) throw new Error(`setup deploy failed: ${JSON.stringify(first.answer)}; stderr: ${first.stderr.slice(-1500)}`);
+  const pod = await readPod(cp.core, s.ns, s.agent.podName);
+  if (!pod?.status?.containerStatuses?.[0]?.state?.running) throw new Error("setup deploy left no started pod");
+  return pod;
+}
+
+/** Waits until a running deploy has read the pod at least `n` times after its preflight LIST (it is in the loop). */
+export async function observedAtLeast(s: Scenario, from: number, n: number, timeoutMs = 20_000): Promise<void> {
+  await until(
+    `${n} observations of ${s.agent.podName}`,
+    () => {
+      const reqs = s.requestsSince(from);
+      const listAt = reqs.findIndex(isPodList(s.ns));
+      if (listAt < 0) return undefined;
+      return reqs.slice(listAt).filter(isPodGet(s.ns, s.agent.podName)).length >= n ? true : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+export const preconditionsOf = (r: ProxiedRequest | undefined): unknown => (JSON.parse(r?.body || "{}") as { preconditions?: unknown }).preconditions;
+export const createdName = (r: ProxiedRequest | undefined): string | undefined =>
+  (JSON.parse(r?.response || "{}") as { metadata?: { name?: string } }).metadata?.name;
