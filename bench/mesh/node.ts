@@ -140,8 +140,28 @@ async function main(): Promise<void> {
 
     console.log("daemon memory");
     const busyRss = rssKiB(daemon.pid as number);
-    console.log(`  ${"RSS idle (MiB)".padEnd(48)} ${(idleRss / 1024).toFixed(1).padStart(10)}`);
+    console.log(`  ${"RSS idle, berth CLI process (MiB)".padEnd(48)} ${(idleRss / 1024).toFixed(1).padStart(10)}`);
     console.log(`  ${"RSS with 100 running instances (MiB)".padEnd(48)} ${(busyRss / 1024).toFixed(1).padStart(10)}`);
+    // The same daemon without the rest of the CLI loaded (the command tree also loads the Kubernetes client).
+    const leanDir = join(dir, "lean");
+    execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", leanDir, "--json"]);
+    const lean = spawn(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        `import { NodeDaemon } from ${JSON.stringify(resolve("dist/src/mesh/node/daemon.js"))};
+         const d = await NodeDaemon.start({ dataDir: ${JSON.stringify(leanDir)}, listen: "127.0.0.1:0", version: "bench" });
+         console.log(JSON.stringify({ address: d.address }));`,
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    try {
+      await readyLine(lean);
+      console.log(`  ${"RSS idle, node daemon modules only (MiB)".padEnd(48)} ${(rssKiB(lean.pid as number) / 1024).toFixed(1).padStart(10)}`);
+    } finally {
+      lean.kill("SIGKILL");
+    }
   } finally {
     daemon.kill("SIGKILL");
     echo.kill("SIGKILL");
