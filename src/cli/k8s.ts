@@ -98,39 +98,54 @@ function print(json: boolean | undefined, doc: unknown, human: string): void {
   console.log(json ? JSON.stringify(doc) : human);
 }
 
-async function runDeploy(inputs: Prepared & { ok: true }, context: string | null, json: boolean | undefined): Promise<DeployReport> {
-  const cluster = await connected(context);
-  const deps = verbDeps(cluster);
+type Answer = { ok: true; agentId: string } | { ok: false; error: string };
+
+/** §3.2 stages 10–12 in CLI mode: open the audit chain, connect, reconcile; every failure is an answer. */
+async function runDeploy(inputs: Prepared & { ok: true }, context: string | null, json: boolean | undefined): Promise<Answer> {
   const s = settings();
-  const isTty = process.stderr.isTTY && !json;
-  let last = "";
+  let audit: ReturnType<typeof openK8sChain>;
   try {
-    const start = realClock.now();
-    return await deploy(
-      inputs.inputs,
-      {
-        cluster,
-        clock: realClock,
-        audit: deps.audit,
-        log: deps.log,
-        random32: () => randomBytes(4).readUInt32BE(0),
-        wait: s.wait,
-        mode: "cli",
-        version: berthVersion(),
-        onProgress: (p) => {
-          if (json) return;
-          const line = `${p.action}${p.condition ? `: ${p.condition}` : ""}`;
-          if (line === last) return;
-          last = line;
-          process.stderr.write(isTty ? `\r\x1b[K… ${line}` : `… ${line}\n`);
+    audit = openK8sChain(providerHome(process.env));
+  } catch (error) {
+    return { ok: false, error: `could not open the audit chain: ${(error as Error).message}` };
+  }
+  try {
+    const c = await connect(context);
+    if (!c.ok) return { ok: false, error: c.error };
+    const cluster = c.cluster;
+    const isTty = process.stderr.isTTY && !json;
+    let last = "";
+    try {
+      const start = realClock.now();
+      const report: DeployReport = await deploy(
+        inputs.inputs,
+        {
+          cluster,
+          clock: realClock,
+          audit,
+          log: boundedStderrLogger(),
+          random32: () => randomBytes(4).readUInt32BE(0),
+          wait: s.wait,
+          mode: "cli",
+          version: berthVersion(),
+          onProgress: (p) => {
+            if (json) return;
+            // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
+            const line = `${p.action}${p.condition ? `: ${p.condition}` : ""}`;
+            if (line === last) return;
+            last = line;
+            process.stderr.write(isTty ? `\r\x1b[K… ${line}` : `… ${line}\n`);
+          },
         },
-      },
-      { startedAt: start, loopDeadlineAt: start + (s.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: s.deadlineSeconds },
-    );
+        { startedAt: start, loopDeadlineAt: start + (s.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: s.deadlineSeconds },
+      );
+      return report.answer;
+    } finally {
+      if (isTty) process.stderr.write("\r\x1b[K");
+      cluster.close();
+    }
   } finally {
-    if (isTty) process.stderr.write("\r\x1b[K");
-    cluster.close();
-    deps.close();
+    audit.close();
   }
 }
 
@@ -156,8 +171,7 @@ export function registerK8sCommands(program: Command): void {
         process.exitCode = 1;
         return;
       }
-      const report = await runDeploy(prepared, prepared.inputs.config.context, opts.json);
-      const a = report.answer;
+      const a = await runDeploy(prepared, prepared.inputs.config.context, opts.json);
       print(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `started ${a.agentId}` : `error: ${a.error}`);
       process.exitCode = a.ok ? 0 : 1;
     });
@@ -263,8 +277,7 @@ export function registerK8sCommands(program: Command): void {
         return;
       }
       deps.close();
-      const report = await runDeploy(prepared, agent.context, opts.json);
-      const a = report.answer;
+      const a = await runDeploy(prepared, agent.context, opts.json);
       const end = verbDeps(await connected(agent.context));
       replaceAuditEnd(end, agent.ref, actionId, a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error });
       end.cluster.close();

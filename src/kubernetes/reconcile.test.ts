@@ -438,3 +438,50 @@ describe("the reconcile loop against the fake apiserver (kubernetes.md §8, §19
     expect(ops(h)).toContain("createPod");
   });
 });
+
+describe("the persistent workspace claim (kubernetes.md §14.3)", () => {
+  const withClaim = () => inputsFor(agentA(), { namespace: NS, image: "ghcr.io/block/buzz-sprig@sha256:17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76", workspace_storage: "20Gi" });
+
+  it("is created once on the create edge, reused by later generations and never deleted", async () => {
+    const h = harness();
+    const inputs = withClaim();
+    h.fake.onPodCreated = ({ ns, name }) => h.clock.schedule(100, () => h.fake.setAgentState(ns, name, { terminated: { exitCode: 0 } }, "Succeeded"));
+    await h.deploy({ inputs });
+    h.kubeletStartsAfter(100);
+    expect(answerOf(await h.deploy({ inputs }))).toEqual({ ok: true, agentId: POD });
+    expect(h.fake.calls.filter((c) => c.op === "createClaim").map((c) => c.outcome)).toEqual(["created"]);
+    expect(h.fake.calls.filter((c) => c.op === "getClaim")).toHaveLength(2);
+    expect(h.fake.pod(NS, POD)?.metadata.labels?.["buzz.block.xyz/binding-version"]).toBe("2");
+  });
+
+  it("a claim owned by another identity answers its J-row and writes no Secret", async () => {
+    const h = harness();
+    await h.clock.run(
+      h.fake.createClaim(NS, {
+        metadata: { name: `${POD}-workspace`, labels: { "buzz.block.xyz/agent-pubkey": WHO.pubkeyLabel, "app.kubernetes.io/managed-by": "buzz-backend-kubernetes", "buzz.block.xyz/binding-version": "2" }, annotations: { [PUBKEY_FULL_ANNOTATION]: "f".repeat(64) } },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "20Gi" } } },
+      }),
+    );
+    const r = await h.deploy({ inputs: withClaim() });
+    expect(errorOf(r)).toBe(`persistent workspace claim ${POD}-workspace belongs to a different agent identity`);
+    expect(h.fake.secretNames(NS)).toEqual([]);
+  });
+});
+
+describe("brands are minted in one place (kubernetes.md §7.3)", () => {
+  it("no module outside its minting file asserts a value into VerifiedPod, Fence or QuorumPod", async () => {
+    const { readdirSync, readFileSync, statSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const allowed = new Set(["src/core/kubernetes/verify.ts", "src/core/kubernetes/quorum.ts", "src/core/kubernetes/classify.ts"]);
+    const offenders: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir)) {
+        const p = join(dir, e);
+        if (statSync(p).isDirectory()) walk(p);
+        else if (p.endsWith(".ts") && !p.endsWith(".test.ts") && !allowed.has(p) && /as (VerifiedPod|Fence|QuorumPod|DeleteAction)\b/.test(readFileSync(p, "utf8"))) offenders.push(p);
+      }
+    };
+    walk("src");
+    expect(offenders).toEqual([]);
+  });
+});
