@@ -4,10 +4,12 @@
  * reported with its exit, none is lost or duplicated; a request captured before the restart cannot be replayed.
  */
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { signRequest } from "../../src/core/protocol/sign.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
+import { openDatabase } from "../../src/store/sqlite.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, rowsOf, TestController, waitFor } from "./harness.js";
 
 beforeAll(requireBuild);
@@ -85,6 +87,31 @@ describe("a node daemon restarted with instances running", () => {
       .toBe("exited");
     for (const p of placed) expect(ok(await ctl.verb(node, "unload", { instance_id: p.instance_id as string })).unloaded).toBe(true);
     expect(rowsOf(await ctl.status(node))).toEqual([]);
+  });
+
+  it("reports an instance recorded under another host boot as lost, and re-adopts a 'starting' row by its instance id", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const pkg = makePackage(signer);
+    const a = ok(await ctl.place(node, pkg.dir, { name: "alpha" }));
+    const b = ok(await ctl.place(node, pkg.dir, { name: "beta" }));
+    await node.kill9();
+    // Simulate what the daemon cannot observe directly: a host reboot for alpha's record, and a crash between
+    // spawning beta and recording its identity.
+    const db = openDatabase(join(node.dataDir, "node.db"));
+    db.prepare("UPDATE node_instance SET host_boot_id = 'another-host-boot' WHERE instance_id = ?").run(a.instance_id as string);
+    db.prepare("UPDATE node_instance SET state = 'starting', pid = NULL, start_marker = NULL WHERE instance_id = ?").run(b.instance_id as string);
+    db.close();
+    await node.start();
+    expect(node.recovery).toMatchObject({ lost: [a.instance_id], readopted: [b.instance_id] });
+    const alpha = ok(await ctl.status(node, a.instance_id as string)).row as { state: string; detail: string };
+    expect(alpha.state).toBe("lost");
+    expect(alpha.detail).toContain("host restarted");
+    const beta = ok(await ctl.status(node, b.instance_id as string)).row as { state: string; pid: number };
+    expect(beta).toMatchObject({ state: "running", pid: b.pid });
+    // clean up alpha's process ourselves: the node no longer claims it
+    process.kill(-(a.pid as number), "SIGKILL");
   });
 
   it("treats an in-flight decision interrupted by a crash as interrupted and never as an instance", async () => {
