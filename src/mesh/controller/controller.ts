@@ -143,7 +143,12 @@ export class MeshController {
 
   // ---- the API the CLI and the HTTP server call -------------------------------------------------------------
 
-  place(order: PlaceOrderInput): Promise<PlaceReport> {
+  /**
+   * §9. Unsettled decisions are settled first when there are any (§10.2 triggers on every valid describe of their
+   * target, and a placement describes every target): a healed partition releases or adopts before a new decision.
+   */
+  async place(order: PlaceOrderInput): Promise<PlaceReport> {
+    if (this.store.unsettled().length > 0) await this.settleReport();
     return placeOrder(this.deps, order);
   }
 
@@ -210,6 +215,7 @@ export class MeshController {
   async refreshTargets(): Promise<TargetInfo[]> {
     await this.readPolicy(true);
     await this.targetSet.refreshAll();
+    if (this.store.unsettled().length > 0) await this.settleReport();
     return this.targetSet.list();
   }
 
