@@ -1,5 +1,6 @@
 /** The berth command tree, grouped by topic. */
 import { Command } from "commander";
+import { registerAgentCommands } from "./agents.js";
 import { registerAuditCommands } from "./audit.js";
 import { registerK8sCommands } from "./k8s.js";
 import { registerKeyCommands } from "./keys.js";
@@ -21,5 +22,6 @@ export function buildProgram(): Command {
   registerNodeCommands(program);
   registerPackageCommands(program);
   registerMeshCommands(program);
+  registerAgentCommands(program);
   return program;
 }

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { NodeId } from "../crypto/ed25519.js";
-import { classifyMesh, type InstanceStartup, type MeshObservation, verifyInstance, type VerifiedInstance } from "./mesh-classify.js";
+import { classifyMesh, classifyMeshReplace, type InstanceStartup, type MeshObservation, verifyInstance, type VerifiedInstance } from "./mesh-classify.js";
 
 const NODE_A = "a".repeat(32) as NodeId;
 const NODE_B = "b".repeat(32) as NodeId;
@@ -14,7 +14,7 @@ function instance(startup: InstanceStartup, intent: string | null, opts: { node?
   if (!v) throw new Error("fixture must verify");
   return v;
 }
-const seen = (...instances: VerifiedInstance[]): MeshObservation => ({ instances, unsettled: [] });
+const seen = (...instances: VerifiedInstance[]): MeshObservation => ({ instances, unsettled: [], unobservable: [] });
 
 describe("the mesh deploy classifier (rows ported from the Kubernetes table)", () => {
   it("places when no instance of the agent exists anywhere", () => {
@@ -22,9 +22,9 @@ describe("the mesh deploy classifier (rows ported from the Kubernetes table)", (
   });
 
   it("settles an unsettled decision before anything else, even when nothing is visible", () => {
-    const r = classifyMesh({ instances: [], unsettled: ["d1"] }, "f1");
+    const r = classifyMesh({ instances: [], unsettled: ["d1"], unobservable: [] }, "f1");
     expect(r).toEqual({ row: "unsettled-decision", action: { kind: "settle-first", decisionIds: ["d1"] } });
-    const withLive = classifyMesh({ instances: [instance({ kind: "started" }, "f1")], unsettled: ["d1"] }, "f1");
+    const withLive = classifyMesh({ instances: [instance({ kind: "started" }, "f1")], unsettled: ["d1"], unobservable: [] }, "f1");
     expect(withLive.action.kind).toBe("settle-first");
   });
 
@@ -59,6 +59,13 @@ describe("the mesh deploy classifier (rows ported from the Kubernetes table)", (
     expect(classifyMesh(seen(i), "f2").action).toEqual({ kind: "await-disappearance", fence: i.fence });
   });
 
+  it("acts on nothing while a node holding an instance of the agent does not answer", () => {
+    const away = [{ nodeId: NODE_B, instanceId: "scout-0123456789ab" }];
+    expect(classifyMesh({ instances: [], unsettled: [], unobservable: away }, "f1")).toEqual({ row: "instance-unobservable", action: { kind: "await-contact", instances: away } });
+    const terminated = instance({ kind: "terminated", exitCode: 0 }, "f1");
+    expect(classifyMesh({ instances: [terminated], unsettled: [], unobservable: away }, "f1").action.kind, "no fenced replace while blind").toBe("await-contact");
+  });
+
   it("reports two live instances, keeps the older and touches neither", () => {
     const older = instance({ kind: "started" }, "f1", { node: NODE_B, id: "old", seq: 5 });
     const newer = instance({ kind: "started" }, "f1", { node: NODE_A, id: "new", seq: 9 });
@@ -84,6 +91,7 @@ const observationArb = fc.record({
     { maxLength: 4 },
   ),
   unsettled: fc.array(fc.string({ minLength: 4, maxLength: 4 }), { maxLength: 2 }),
+  unobservable: fc.array(fc.record({ nodeId: fc.constantFrom(NODE_A, NODE_B), instanceId: fc.constant("gone-1") }), { maxLength: 1 }),
 });
 
 describe("mesh classifier invariants (property)", () => {
@@ -91,7 +99,7 @@ describe("mesh classifier invariants (property)", () => {
     fc.assert(
       fc.property(observationArb, fc.constantFrom("f1", "f2"), (o, desired) => {
         const instances = o.instances.map((i) => instance(i.startup, i.intent, i));
-        const { action } = classifyMesh({ instances, unsettled: o.unsettled }, desired);
+        const { action } = classifyMesh({ instances, unsettled: o.unsettled, unobservable: o.unobservable }, desired);
         if (action.kind === "replace") {
           const target = instances.find((i) => i.fence === action.fence);
           expect(target?.startup.kind).not.toBe("started");
@@ -104,7 +112,7 @@ describe("mesh classifier invariants (property)", () => {
     fc.assert(
       fc.property(observationArb, fc.constantFrom("f1", "f2"), (o, desired) => {
         const instances = o.instances.map((i) => instance(i.startup, i.intent, i));
-        const { action } = classifyMesh({ instances, unsettled: o.unsettled }, desired);
+        const { action } = classifyMesh({ instances, unsettled: o.unsettled, unobservable: o.unobservable }, desired);
         if (action.kind === "replace") expect(instances.some((i) => i.fence === action.fence)).toBe(true);
       }),
     );
@@ -123,12 +131,30 @@ describe("mesh classifier invariants (property)", () => {
     fc.assert(
       fc.property(observationArb, fc.constantFrom("f1", "f2"), (o, desired) => {
         const instances = o.instances.map((i) => instance(i.startup, i.intent, i));
-        const { action } = classifyMesh({ instances, unsettled: o.unsettled }, desired);
+        const { action } = classifyMesh({ instances, unsettled: o.unsettled, unobservable: o.unobservable }, desired);
         if (action.kind === "place") {
           expect(o.unsettled).toEqual([]);
+          expect(o.unobservable).toEqual([]);
           expect(instances).toEqual([]);
         }
       }),
     );
+  });
+});
+
+describe("berth agent replace (the user's explicit say)", () => {
+  it("turns a started or an observed never-started instance into a replace carrying its fence", () => {
+    for (const [startup, intent] of [[{ kind: "started" }, "f2"], [{ kind: "never-started" }, "f1"]] as const) {
+      const i = instance(startup, intent);
+      expect(classifyMeshReplace(seen(i), "f1").action).toMatchObject({ kind: "replace", cause: "user", fence: i.fence });
+    }
+  });
+
+  it("still settles first, still refuses to act blind, and never chooses between duplicates", () => {
+    const live = instance({ kind: "started" }, "f1");
+    expect(classifyMeshReplace({ instances: [live], unsettled: ["d1"], unobservable: [] }, "f1").action.kind).toBe("settle-first");
+    expect(classifyMeshReplace({ instances: [live], unsettled: [], unobservable: [{ nodeId: NODE_B, instanceId: "x" }] }, "f1").action.kind).toBe("await-contact");
+    const other = instance({ kind: "started" }, "f1", { node: NODE_B, id: "b", seq: 20 });
+    expect(classifyMeshReplace(seen(live, other), "f1").action.kind).toBe("report-duplicates");
   });
 });

@@ -14,7 +14,10 @@
  * - Unsettled decisions (row 1). A lost `place` answer may have left an instance the controller cannot see; the
  *   only safe move is to settle (ask the node) before anything else, never to place a second copy. Kubernetes has
  *   no such row because the apiserver is the single source of truth and a quorum read sees every pod.
- * - Duplicates (row 2). On Kubernetes the pod name is the agent's identity, so two pods cannot exist; on the mesh two
+ * - Unobservable instances (row 2). A node the controller's records say holds an instance of the agent did not
+ *   answer. A read error is never absence (the Kubernetes loop's rule): nothing is placed or replaced until that
+ *   node answers. Kubernetes needs no row for it because a failed quorum GET ends the call before classification.
+ * - Duplicates (row 3). On Kubernetes the pod name is the agent's identity, so two pods cannot exist; on the mesh two
  *   nodes can each hold an instance after a fault (a partition healed the wrong way). berth reports it loudly and
  *   keeps the older instance; it never kills one automatically without the user's say.
  * - No pull-failure row. A mesh package is fetched and verified against pinned hashes before load; a failure is a
@@ -80,14 +83,19 @@ export interface MeshObservation {
   readonly instances: readonly VerifiedInstance[];
   /** Decision ids of placements for this agent whose answer was lost and not yet settled. */
   readonly unsettled: readonly string[];
+  /** Instances the controller placed for this agent on nodes that did not answer: their state is unknown. */
+  readonly unobservable: readonly { readonly nodeId: string; readonly instanceId: string }[];
 }
 
-export type ReplaceCause = "terminated" | "intent-diverged";
+/** `user`: `berth agent replace`, the user's explicit say (the mesh twin of Kubernetes' user-replace authority). */
+export type ReplaceCause = "terminated" | "intent-diverged" | "user";
 
 declare const classifiedBrand: unique symbol;
 
 export type PlaceAction = { readonly kind: "place" };
 export type SettleFirstAction = { readonly kind: "settle-first"; readonly decisionIds: readonly string[] };
+/** Touch nothing and place nothing until every node holding an instance of the agent answers again. */
+export type AwaitContactAction = { readonly kind: "await-contact"; readonly instances: readonly { readonly nodeId: string; readonly instanceId: string }[] };
 export type ReplaceAction = {
   readonly kind: "replace";
   readonly fence: InstanceFence;
@@ -107,6 +115,7 @@ export type ReportDuplicatesAction = {
 export type MeshAction =
   | PlaceAction
   | SettleFirstAction
+  | AwaitContactAction
   | ReplaceAction
   | AwaitDisappearanceAction
   | NoOpAction
@@ -116,6 +125,7 @@ export type MeshAction =
 /** The rows, in order, by name: recorded in the audit event of every deploy. */
 export const MESH_ROWS = [
   "unsettled-decision",
+  "instance-unobservable",
   "two-live-instances",
   "no-instance",
   "going-away",
@@ -137,28 +147,30 @@ function byAge(a: VerifiedInstance, b: VerifiedInstance): number {
 export function classifyMesh(observed: MeshObservation, desired: string): { row: MeshRow; action: MeshAction } {
   // Row 1: a lost answer may have left an instance nobody can see yet. Placing now could make a second copy.
   if (observed.unsettled.length > 0) return { row: "unsettled-decision", action: { kind: "settle-first", decisionIds: [...observed.unsettled] } };
+  // Row 2: a node that holds an instance of ours did not answer; its instance may be live. Never act blind.
+  if (observed.unobservable.length > 0) return { row: "instance-unobservable", action: { kind: "await-contact", instances: [...observed.unobservable] } };
   const live = observed.instances.filter((i) => i.startup.kind === "started").sort(byAge);
-  // Row 2: possible only after a fault. Keep the older, report loudly, never kill without the user's say.
+  // Row 3: possible only after a fault. Keep the older, report loudly, never kill without the user's say.
   if (live.length > 1) {
     const [keep, ...others] = live as [VerifiedInstance, ...VerifiedInstance[]];
     return { row: "two-live-instances", action: { kind: "report-duplicates", keep: keep.fence, others: others.map((o) => o.fence) } };
   }
   // Pick the instance to act on: the live one if any, else the newest (older residue is handled on re-entry).
   const current = live[0] ?? [...observed.instances].sort(byAge).at(-1);
-  // Row 3: nothing of ours anywhere.
+  // Row 4: nothing of ours anywhere.
   if (current === undefined) return { row: "no-instance", action: { kind: "place" } };
   const startup = current.startup;
   switch (startup.kind) {
-    // Row 4, before started: an instance being stopped may still report its process until it is gone.
+    // Row 5, before started: an instance being stopped may still report its process until it is gone.
     case "going-away":
       return { row: "going-away", action: { kind: "await-disappearance", fence: current.fence } };
-    // Row 5: strict no-op, even when the intent diverged; an edit reaches a running agent only after it stops.
+    // Row 6: strict no-op, even when the intent diverged; an edit reaches a running agent only after it stops.
     case "started":
       return { row: "started", action: { kind: "no-op", instance: current.fence } };
-    // Row 6: the restart path: unload the residue (fenced), then place.
+    // Row 7: the restart path: unload the residue (fenced), then place.
     case "terminated":
       return { row: "terminated", action: replaceFrom(current, "terminated") };
-    // Rows 7–8: divergence is the only thing that replaces a never-started instance.
+    // Rows 8–9: divergence is the only thing that replaces a never-started instance.
     case "never-started":
       return current.recordedIntent === desired
         ? { row: "never-started-same-intent", action: { kind: "observe", instance: current.fence } }
@@ -168,4 +180,19 @@ export function classifyMesh(observed: MeshObservation, desired: string): { row:
       throw new Error(`unreachable startup ${JSON.stringify(never)}`);
     }
   }
+}
+
+/**
+ * `berth agent replace NAME`: the one path that may unload a started instance, because the user asked for it by name.
+ * Only a row that settled on exactly one instance (started → no-op, never-started same intent → observe) turns into a
+ * fenced replace of that instance; every other row is returned unchanged, so an explicit replace still settles first,
+ * still refuses to act blind, and still never picks a side between duplicates on its own.
+ */
+export function classifyMeshReplace(observed: MeshObservation, desired: string): { row: MeshRow; action: MeshAction } {
+  const classified = classifyMesh(observed, desired);
+  const action = classified.action;
+  if (action.kind !== "no-op" && action.kind !== "observe") return classified;
+  const target = observed.instances.find((i) => i.fence === action.instance);
+  if (target === undefined) return classified;
+  return { row: classified.row, action: replaceFrom(target, "user") };
 }

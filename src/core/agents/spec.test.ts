@@ -19,7 +19,7 @@ describe("the agent spec", () => {
   });
 
   it("accepts the same document written as JSON", () => {
-    const json = JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "ghcr.io/a/b@sha256:" + "a".repeat(64), kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC" } } });
+    const json = JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "ghcr.io/a/b@sha256:" + "a".repeat(64), kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout" } } });
     expect(parseAgentSpec(json).ok).toBe(true);
   });
 
@@ -30,6 +30,7 @@ describe("the agent spec", () => {
     ["an env key that is not a POSIX name", MESH.replace("LOG_LEVEL", "LOG-LEVEL"), "spec.config.env"],
     ["an unknown field", MESH.replace("target: mesh", "target: mesh\n  replicas: 2"), "spec"],
     ["an unknown target", MESH.replace("target: mesh", "target: cloud"), "spec.target"],
+    ["a mesh env name the node would refuse", MESH.replace("LOG_LEVEL", "log_level"), "spec.config.env.log_level"],
     ["a duplicate key", MESH.replace("target: mesh", "target: mesh\n  target: mesh"), "not valid YAML"],
   ])("refuses %s and names the field", (_what, text, field) => {
     const r = parseAgentSpec(text, "scout.yaml");
@@ -40,7 +41,7 @@ describe("the agent spec", () => {
 
   it("refuses a Kubernetes agent with an inline or missing identity", () => {
     const base = { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "img@sha256:" + "a".repeat(64) } };
-    expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r" } } }))).toMatchObject({ ok: false, errors: [expect.stringContaining("exactly one of nsec_file or nsec_env")] });
+    expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", command: "scout" } } }))).toMatchObject({ ok: false, errors: [expect.stringContaining("exactly one of nsec_file or nsec_env")] });
     expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", private_key_nsec: "nsec1…" } } })).ok).toBe(false);
   });
 

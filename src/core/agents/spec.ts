@@ -11,7 +11,8 @@
  *     image: ghcr.io/acme/scout@sha256:… # kubernetes: a digest-pinned image
  *     config: { args: [], env: { LOG_LEVEL: info } }
  *     mesh: { pin: null, prefer: [], avoid: [], allow_emulated: false }
- *     kubernetes: { relay_url: wss://…, nsec_file: ./scout.nsec, provider_config: { namespace: agents } }
+ *     kubernetes: { relay_url: wss://…, nsec_file: ./scout.nsec, command: scout, owner_pubkey: <hex>,
+ *                   provider_config: { namespace: agents } }
  *
  * Secrets never sit in the spec itself: the Nostr identity is read from a file (`nsec_file`) or an environment
  * variable (`nsec_env`) by the shell, so a spec can be committed and shared.
@@ -47,6 +48,10 @@ const KubernetesSchema = z
     relay_url: z.string().min(1, "must not be empty"),
     nsec_file: z.string().min(1).optional(),
     nsec_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").optional(),
+    /** The agent harness command inside the image (the provider's `launch.command`); required, see below. */
+    command: z.string().min(1, "must not be empty").optional(),
+    /** Who may send the agent `!shutdown` (`launch.owner_pubkey`): 64 lowercase hex. */
+    owner_pubkey: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a Nostr public key)").optional(),
     provider_config: z.record(z.string(), z.unknown()).nullable().default(null),
   })
   .refine((k) => (k.nsec_file === undefined) !== (k.nsec_env === undefined), {
@@ -65,9 +70,19 @@ const SpecBody = z
   })
   .superRefine((s, ctx) => {
     if (s.target === "mesh" && s.package === undefined) ctx.addIssue({ code: "custom", path: ["package"], message: "a mesh agent needs a package directory" });
+    if (s.target === "mesh") {
+      // The node's run config is stricter than POSIX (mesh.md §9.1): upper case, and BERTH_ is the node's own prefix.
+      for (const key of Object.keys(s.config.env)) {
+        if (!/^[A-Z_][A-Z0-9_]*$/.test(key) || key.startsWith("BERTH_")) {
+          ctx.addIssue({ code: "custom", path: ["config", "env", key], message: "a mesh agent's env names must match ^[A-Z_][A-Z0-9_]*$ and must not start with BERTH_" });
+        }
+      }
+    }
     if (s.target === "kubernetes") {
       if (s.image === undefined) ctx.addIssue({ code: "custom", path: ["image"], message: "a Kubernetes agent needs an image" });
       if (s.kubernetes === undefined) ctx.addIssue({ code: "custom", path: ["kubernetes"], message: "a Kubernetes agent needs a kubernetes section (relay_url and nsec_file or nsec_env)" });
+      // As for `berth k8s deploy` (P-19): without it the harness runs a default binary the stock image lacks.
+      else if (s.kubernetes.command === undefined) ctx.addIssue({ code: "custom", path: ["kubernetes", "command"], message: "a Kubernetes agent needs the command the harness runs in its image" });
     }
   });
 

@@ -1,0 +1,132 @@
+/**
+ * Kubernetes agents (issue 7 §3): `berth deploy` of a spec whose target is `kubernetes` runs the Kubernetes backend's
+ * own reconcile loop (`kubernetes/reconcile.ts`) on the request `core/agents/kubernetes-request.ts` builds — so the
+ * rows, fences and `k8s.*` audit records are exactly those of `berth k8s deploy` and the provider protocol. Around it,
+ * this file adds what both targets share: one quorum observation and its classification row before the loop acts
+ * (for the `agent.deploy` event and the user-visible outcome), and the explicit `berth agent replace`, which on
+ * Kubernetes is the backend's fenced user stop (the one path allowed to delete a started pod) followed by a deploy.
+ *
+ * Where the user-visible behaviour necessarily differs from the mesh: the loop waits up to the deadline for a
+ * never-started or disappearing pod to settle, where the mesh answers at once (`waiting`, `blocked`), because the
+ * apiserver, not berth, is the one that starts a pod.
+ */
+import { randomBytes } from "node:crypto";
+import type { AgentDeployResult, DeployOutcomeKind, DeployRound } from "../core/agents/deploy-event.js";
+import { pendingEditNote } from "../core/agents/deploy-event.js";
+import { classifyKubernetes, type KubernetesRow } from "../core/agents/kubernetes-rows.js";
+import type { JsonObject } from "../core/crypto/canonical.js";
+import type { Action } from "../core/kubernetes/classify.js";
+import type { K8sAudit } from "../kubernetes/audit.js";
+import type { Cluster } from "../kubernetes/cluster.js";
+import type { Clock } from "../kubernetes/clock.js";
+import type { Logger } from "../kubernetes/log.js";
+import type { Prepared } from "../kubernetes/prepare.js";
+import { deploy } from "../kubernetes/reconcile.js";
+import { LOOP_RESERVE_SECONDS, type K8sSettings } from "../kubernetes/settings.js";
+import { type AgentRef, look, startupLabel, stop } from "../kubernetes/verbs.js";
+
+export interface KubernetesAgentDeps {
+  readonly cluster: Cluster;
+  readonly clock: Clock;
+  readonly audit: K8sAudit;
+  readonly log: Logger;
+  readonly settings: K8sSettings;
+  readonly version: string;
+  readonly onProgress?: (line: string) => void;
+}
+
+export type PreparedDeploy = Prepared & { ok: true };
+
+export function refOf(prepared: PreparedDeploy): AgentRef {
+  return { identity: prepared.inputs.identity, namespace: prepared.inputs.config.namespace };
+}
+
+type Look = { ok: true; row: KubernetesRow; action: Action; observation: JsonObject; fence: JsonObject | null; pod: string } | { ok: false; error: string };
+
+/** One quorum read of the agent's pod, verified and classified: what the loop will find first. */
+export async function observeKubernetes(cluster: Cluster, prepared: PreparedDeploy): Promise<Look> {
+  const ref = refOf(prepared);
+  const seen = await look(cluster, ref);
+  const pod = ref.identity.podName;
+  if (seen.kind === "error") return { ok: false, error: seen.message };
+  if (seen.kind === "foreign") return { ok: false, error: `pod ${pod} in namespace ${ref.namespace} is not managed by berth/Buzz for this agent; refusing to touch it` };
+  const verified = seen.kind === "verified" ? seen.pod : null;
+  const { row, action } = classifyKubernetes(verified, prepared.fingerprint);
+  const observation: JsonObject =
+    verified === null
+      ? { pod, namespace: ref.namespace, observed: "absent" }
+      : {
+          pod,
+          namespace: ref.namespace,
+          observed: "verified",
+          startup: startupLabel(verified.startup),
+          deletion_marked: verified.deletionMarked,
+          recorded_intent: verified.recordedIntent,
+          uid: verified.fence.uid,
+          resource_version: verified.fence.resourceVersion,
+        };
+  const fence = action.kind === "delete" ? { uid: action.fence.uid, resource_version: action.fence.resourceVersion } : null;
+  return { ok: true, row, action, observation, fence, pod };
+}
+
+/** `berth deploy` of a Kubernetes agent; with `userReplace`, `berth agent replace`. */
+export async function deployKubernetesAgent(
+  deps: KubernetesAgentDeps,
+  agent: string,
+  prepared: PreparedDeploy,
+  opts: { readonly userReplace?: boolean } = {},
+): Promise<AgentDeployResult> {
+  const rounds: DeployRound[] = [];
+  const result = (ok: boolean, outcome: DeployOutcomeKind, message: string, instance: string | null = null, pendingEdit = false): AgentDeployResult => ({
+    agent,
+    target: "kubernetes",
+    intent: prepared.fingerprint,
+    ok,
+    outcome,
+    message,
+    instance,
+    pendingEdit,
+    rounds,
+  });
+  const first = await observeKubernetes(deps.cluster, prepared);
+  if (!first.ok) return result(false, "failed", `${agent}: ${first.error}`);
+  const ref = refOf(prepared);
+  const userAct = opts.userReplace === true && (first.row === "started" || first.row === "never-started-same-intent");
+  rounds.push({
+    row: first.row,
+    action: userAct ? "replace (user)" : first.action.kind === "delete" ? `replace (${first.action.cause})` : first.action.kind,
+    fence: userAct ? { uid: String(first.observation.uid), resource_version: String(first.observation.resource_version) } : first.fence,
+    observation: first.observation,
+  });
+  if (userAct) {
+    // The backend's user stop: fenced by the observation it makes itself, audited as k8s.stop, waits for the pod to go.
+    const stopped = await stop({ cluster: deps.cluster, clock: deps.clock, audit: deps.audit, log: deps.log, version: deps.version }, ref, { wait: true });
+    if (!stopped.ok) return result(false, "failed", `${agent}: could not clear ${first.pod} for the replace: ${stopped.message}; nothing was created.`, first.pod);
+  }
+  const start = deps.clock.now();
+  const s = deps.settings;
+  const report = await deploy(
+    prepared.inputs,
+    {
+      cluster: deps.cluster,
+      clock: deps.clock,
+      audit: deps.audit,
+      log: deps.log,
+      random32: () => randomBytes(4).readUInt32BE(0),
+      wait: s.wait,
+      mode: "cli",
+      version: deps.version,
+      onProgress: (p) => deps.onProgress?.(`${p.action}${p.condition ? `: ${p.condition}` : ""}`),
+    },
+    { startedAt: start, loopDeadlineAt: start + (s.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: s.deadlineSeconds },
+  );
+  const a = report.answer;
+  if (!a.ok) return result(false, "failed", `${agent}: ${a.error}`, first.pod);
+  if (first.row === "started" && !userAct) {
+    const edited = first.observation.recorded_intent !== prepared.fingerprint;
+    const base = `${agent} is running as pod ${a.agentId} in namespace ${ref.namespace}`;
+    return result(true, "unchanged", edited ? `${base}; ${pendingEditNote(`pod ${a.agentId}`)}` : `${base}; nothing to do`, a.agentId, edited);
+  }
+  const how = userAct ? "replaced the previous pod: " : first.row === "terminated" || first.row === "never-started-diverged-intent" ? "replaced the previous pod: " : "";
+  return result(true, "started", `${agent}: ${how}started pod ${a.agentId} in namespace ${ref.namespace}`, a.agentId);
+}

@@ -1,0 +1,314 @@
+/**
+ * Mesh agents (issue 7 §2): the shell around `core/agents/mesh-classify.ts`. One deploy is a short level-triggered
+ * loop, like the Kubernetes reconcile loop:
+ *
+ *   observe (describe every target, signed status of each, the controller's placements and unsettled decisions)
+ *     ─▶ classify (pure) ─▶ act once ─▶ observe again … until a row needs no action, or a blocking row ends it
+ *
+ * Acting, by action:
+ *   no-op / observe        nothing; answer with the instance
+ *   settle-first           the controller settles (ask the node, adopt or release); then observe again. Never place.
+ *   await-contact          nothing: a node holding our instance is silent, and a read error is never absence
+ *   await-disappearance    nothing: a stop or unload is pending
+ *   report-duplicates      nothing: report both, keep the older; only the user unloads one (`berth instance unload`)
+ *   replace                unload through the controller carrying the fence's generation (the node refuses if the
+ *                          instance changed since we looked); then observe again, which places
+ *   place                  release placement records the nodes no longer hold, then `controller.place` with the
+ *                          agent's identity and intent, so the node records both with the instance
+ *
+ * The only unload here is the fenced one of a `replace` row; nothing stops or unloads a started instance unless the
+ * user asked by name (`berth agent replace`, `berth agent stop`).
+ */
+import { z } from "zod";
+import { type AgentDeployResult, type DeployOutcomeKind, type DeployRound, pendingEditNote } from "../core/agents/deploy-event.js";
+import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../core/agents/mesh-classify.js";
+import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../core/agents/mesh-observe.js";
+import type { AgentSpecDocument } from "../core/agents/spec.js";
+import type { JsonObject } from "../core/crypto/canonical.js";
+import type { NodeId } from "../core/crypto/ed25519.js";
+import type { NodeClient } from "../mesh/client/node-client.js";
+import { type MeshController, PlaceError, type PlaceOrderInput, type TargetInfo, type VerbOptions, type VerbResult } from "../mesh/controller/index.js";
+
+export interface MeshAgentDeps {
+  readonly controller: MeshController;
+  /** Signs the read-only `status` calls made straight to each node (the controller's key). */
+  readonly client: NodeClient;
+  readonly statusTimeoutMs?: number;
+}
+
+/** What to run, resolved by the caller from the spec (`spec-file.ts`). */
+export interface MeshDeployInput {
+  readonly agent: string;
+  readonly spec: AgentSpecDocument["spec"];
+  readonly packageDir: string;
+  readonly intent: string;
+}
+
+/** Rounds per deploy: replace (unload) → place is two; settle → replace → place is three. */
+const MAX_ROUNDS = 4;
+
+const InstanceRowSchema = z.looseObject({
+  instance_id: z.string(),
+  decision_id: z.string(),
+  name: z.string(),
+  state: z.string(),
+  exit_code: z.number().int().nullable().default(null),
+  // Rows of a node that predates issue 7 carry none of these: such an instance belongs to no agent.
+  agent: z.string().nullable().default(null),
+  intent: z.string().nullable().default(null),
+  generation: z.number().int().min(0).default(0),
+});
+
+function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
+  if (!Array.isArray(result.rows)) return null;
+  const rows: NodeInstanceRow[] = [];
+  for (const raw of result.rows) {
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw) || "departed" in raw || "in_flight" in raw) continue;
+    const parsed = InstanceRowSchema.safeParse(raw);
+    if (!parsed.success) return null;
+    rows.push(parsed.data);
+  }
+  return rows;
+}
+
+/** Observes one agent on every target the controller knows. */
+export async function observeMesh(deps: MeshAgentDeps, agent: string): Promise<MeshAgentObservation> {
+  const targets = await deps.controller.refreshTargets();
+  const answers = await Promise.all(targets.filter((t) => t.node_id !== null).map((t) => statusOf(deps, t)));
+  const chain = deps.controller.store.chain;
+  return observeMeshAgent(agent, answers, {
+    placements: deps.controller.placements(),
+    unsettled: deps.controller.unsettled(),
+    seqOf: (id) => chain.byHash(id)?.seq ?? null,
+  });
+}
+
+async function statusOf(deps: MeshAgentDeps, t: TargetInfo): Promise<NodeAnswer> {
+  const nodeId = t.node_id as NodeId;
+  if (t.boot_id === null || t.key === null) return { kind: "unreachable", nodeId, reason: t.error ?? "it did not answer describe" };
+  const r = await deps.client.call({ addr: t.addr, nodeId, key: t.key, bootId: t.boot_id }, "status", { instance_id: null, include_departed: false }, { timeoutMs: deps.statusTimeoutMs ?? 10_000 });
+  if (r.kind !== "ok") return { kind: "unreachable", nodeId, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
+  const rows = instanceRows(r.result);
+  return rows === null ? { kind: "unreachable", nodeId, reason: "its status answer was not understood" } : { kind: "answered", nodeId, rows };
+}
+
+function fenceJson(f: InstanceFence): JsonObject {
+  return { node_id: f.nodeId, instance_id: f.instanceId, generation: f.generation };
+}
+
+function actionJson(a: MeshAction): string {
+  return a.kind === "replace" ? `replace (${a.cause})` : a.kind;
+}
+
+function observationJson(o: MeshAgentObservation): JsonObject {
+  const s = o.shown;
+  return {
+    instances: s.instances.map((i) => ({ ...i })),
+    unsettled: [...s.unsettled],
+    unobservable: s.unobservable.map((u) => ({ node_id: u.nodeId, instance_id: u.instanceId })),
+    unreachable_nodes: s.unreachable_nodes.map((u) => ({ ...u })),
+    unclaimed: s.unclaimed.map((u) => ({ ...u })),
+  };
+}
+
+/** Node refs in the spec are node ids, target names or addresses; the place order takes node ids. */
+function resolveRefs(targets: readonly TargetInfo[], refs: readonly string[], field: string): { ok: true; ids: string[] } | { ok: false; error: string } {
+  const ids: string[] = [];
+  for (const ref of refs) {
+    const t = targets.find((x) => x.node_id === ref || x.name === ref || x.addr === ref);
+    if (t?.node_id == null) return { ok: false, error: `spec.mesh.${field}: no known node ${JSON.stringify(ref)} (give a node id, name or address from \`berth nodes list\`)` };
+    ids.push(t.node_id);
+  }
+  return { ok: true, ids };
+}
+
+function verbFailure(r: VerbResult): string {
+  switch (r.kind) {
+    case "ok":
+      return "ok";
+    case "refused":
+      return `node ${r.node} refused (${r.code}: ${r.reason})`;
+    case "unreachable":
+    case "indeterminate":
+      return `node ${r.node}: ${r.kind} (${r.reason})`;
+    case "error":
+      return `${r.code}: ${r.reason}`;
+    default: {
+      const never: never = r;
+      return String(never);
+    }
+  }
+}
+
+/**
+ * `berth deploy` of a mesh agent, and with `userReplace` the explicit `berth agent replace`. Returns one result; the
+ * caller chains it as the `agent.deploy` event (`audit.ts`).
+ */
+export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInput, opts: { readonly userReplace?: boolean } = {}): Promise<AgentDeployResult> {
+  const rounds: DeployRound[] = [];
+  let replaced = false;
+  const done = (ok: boolean, outcome: DeployOutcomeKind, message: string, instance: string | null = null, pendingEdit = false): AgentDeployResult => ({
+    agent: input.agent,
+    target: "mesh",
+    intent: input.intent,
+    ok,
+    outcome,
+    message,
+    instance,
+    pendingEdit,
+    rounds,
+  });
+  for (let round = 1; round <= MAX_ROUNDS; round++) {
+    const seen = await observeMesh(deps, input.agent);
+    // The user's say applies to the first look only: after our own unload, the next round must simply place.
+    const classified: { row: MeshRow; action: MeshAction } =
+      opts.userReplace && !replaced ? classifyMeshReplace(seen.observation, input.intent) : classifyMesh(seen.observation, input.intent);
+    const { row, action } = classified;
+    const fence = action.kind === "replace" ? fenceJson(action.fence) : null;
+    rounds.push({ row, action: actionJson(action), fence, observation: observationJson(seen) });
+    switch (action.kind) {
+      case "no-op": {
+        const inst = seen.observation.instances.find((i) => i.fence === action.instance);
+        const edited = inst !== undefined && inst.recordedIntent !== input.intent;
+        const base = `${input.agent} is running as ${action.instance.instanceId} on node ${action.instance.nodeId}`;
+        return done(true, replaced ? "started" : "unchanged", edited ? `${base}; ${pendingEditNote(action.instance.instanceId)}` : `${base}; nothing to do`, action.instance.instanceId, edited);
+      }
+      case "observe":
+        return done(
+          true,
+          "waiting",
+          `${input.agent} is loaded as ${action.instance.instanceId} on node ${action.instance.nodeId} with this spec and not started (spec.mesh.start is false, or its start is in progress); nothing to do`,
+          action.instance.instanceId,
+        );
+      case "settle-first": {
+        const report = await deps.controller.settleReport();
+        const still = deps.controller.unsettled().filter((d) => action.decisionIds.includes(d.decision_id));
+        if (still.length > 0) {
+          const why = report.skipped.filter((s) => action.decisionIds.includes(s.decision_id)).map((s) => s.reason);
+          return done(
+            false,
+            "blocked",
+            `${input.agent}: a placement whose answer was lost (decision ${still.map((d) => d.decision_id.slice(0, 12)).join(", ")}) may have left an instance on node ${still.map((d) => d.node_id).join(", ")}, which could not be asked (${why.join("; ") || "no answer"}); nothing was placed, so there is never a second copy. Deploy again once the node is reachable.`,
+          );
+        }
+        continue;
+      }
+      case "await-contact":
+        return done(
+          false,
+          "blocked",
+          `${input.agent}: node ${action.instances.map((i) => i.nodeId).join(", ")} holds ${action.instances.map((i) => i.instanceId).join(", ")} but did not answer; its state is unknown, so nothing was placed or replaced. Deploy again once it is reachable.`,
+        );
+      case "await-disappearance":
+        return done(
+          false,
+          "blocked",
+          `${input.agent}: ${action.fence.instanceId} on node ${action.fence.nodeId} is being stopped or unloaded (an answer was lost); nothing was placed beside it. Check with \`berth instance status ${action.fence.instanceId}\`, then deploy again.`,
+          action.fence.instanceId,
+        );
+      case "report-duplicates":
+        return done(
+          false,
+          "duplicates",
+          `${input.agent} has ${1 + action.others.length} live instances (possible only after a fault): keeping the older ${action.keep.instanceId} on node ${action.keep.nodeId}; ` +
+            `also running: ${action.others.map((o) => `${o.instanceId} on node ${o.nodeId}`).join(", ")}. Nothing was stopped; unload the extra one yourself with \`berth instance unload ID\`.`,
+          action.keep.instanceId,
+        );
+      case "replace": {
+        const f = action.fence;
+        const unload = await deps.controller.instance("unload", f.instanceId, fencedUnload(f));
+        if (unload.kind === "ok" || (unload.kind === "refused" && unload.code === "unknown_instance")) {
+          replaced = true;
+          continue;
+        }
+        // A refused fence means the instance changed since we looked: look again (level-triggered) instead of acting.
+        if (unload.kind === "refused" && /generation/.test(unload.reason)) continue;
+        return done(false, "failed", `${input.agent}: the fenced unload of ${f.instanceId} (generation ${f.generation}) did not complete: ${verbFailure(unload)}; nothing was placed.`, f.instanceId);
+      }
+      case "place":
+        return place(deps, input, seen, rounds, replaced);
+      default: {
+        const never: never = action;
+        throw new Error(`unreachable action ${JSON.stringify(never)}`);
+      }
+    }
+  }
+  return done(false, "failed", `${input.agent}: the instances kept changing while berth looked (${MAX_ROUNDS} rounds); nothing more was done. Deploy again.`);
+}
+
+/** The unload options carrying the fence: the node unloads only the generation we observed. */
+export function fencedUnload(f: InstanceFence): VerbOptions {
+  const opts: VerbOptions & { readonly generation: number } = { generation: f.generation };
+  return opts;
+}
+
+async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgentObservation, rounds: DeployRound[], replaced: boolean): Promise<AgentDeployResult> {
+  const result = (ok: boolean, outcome: DeployOutcomeKind, message: string, instance: string | null = null): AgentDeployResult => ({
+    agent: input.agent,
+    target: "mesh",
+    intent: input.intent,
+    ok,
+    outcome,
+    message,
+    instance,
+    pendingEdit: false,
+    rounds,
+  });
+  // Records whose node answered without listing them hold only the name; the node's "unknown instance" releases it.
+  for (const stale of seen.staleRecords) await deps.controller.instance("unload", stale);
+  const targets = await deps.controller.targets();
+  const m = input.spec.mesh ?? { pin: null, prefer: [], avoid: [], allow_emulated: false, start: true };
+  const pin = m.pin === null ? { ok: true as const, ids: [] } : resolveRefs(targets, [m.pin], "pin");
+  const prefer = resolveRefs(targets, m.prefer, "prefer");
+  const avoid = resolveRefs(targets, m.avoid, "avoid");
+  for (const r of [pin, prefer, avoid]) if (!r.ok) return result(false, "failed", `${input.agent}: ${r.error}`);
+  const order: PlaceOrderInput & { readonly agent: string; readonly intent: string } = {
+    package: input.packageDir,
+    name: input.agent,
+    config: { mode: "service", args: [...input.spec.config.args], env: { ...input.spec.config.env } },
+    pin: pin.ok ? (pin.ids[0] ?? null) : null,
+    prefer: prefer.ok ? prefer.ids : [],
+    avoid: avoid.ok ? avoid.ids : [],
+    allow_emulated: m.allow_emulated,
+    start: m.start,
+    agent: input.agent,
+    intent: input.intent,
+  };
+  try {
+    const report = await deps.controller.place(order);
+    if (report.placed) {
+      const p = report.placed;
+      const verb = replaced ? "replaced the previous instance:" : "";
+      return result(true, m.start ? "started" : "waiting", `${input.agent}: ${verb ? `${verb} ` : ""}${m.start ? "started" : "loaded"} ${p.instance_id} on node ${p.node_id}`, p.instance_id);
+    }
+    if (report.unsettled) {
+      return result(
+        false,
+        "blocked",
+        `${input.agent}: the node's answer was lost and it could not be asked what it holds; the placement is unsettled and nothing else was tried. Deploy again (or \`berth unsettled --settle\`) once the node is reachable.`,
+      );
+    }
+    const last = report.attempts.at(-1);
+    const why = report.decision.placement === null ? "no eligible node" : last ? `${last.outcome}${last.reason ? `: ${last.reason}` : ""}` : "nothing was sent";
+    return result(false, "failed", `${input.agent}: not placed (${why}). See the explain with \`berth place ${input.packageDir} --dry-run\`.`);
+  } catch (error) {
+    if (!(error instanceof PlaceError)) throw error;
+    const hint = error.code === "name_taken" ? " A workload with this name exists that was not placed as this agent; unload it with `berth instance unload ID` first." : "";
+    return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.${hint}`);
+  }
+}
+
+/** `berth agent status NAME` on the mesh: the observation, and what a deploy would do now (reads only). */
+export async function meshAgentStatus(deps: MeshAgentDeps, agent: string, intent: string | null): Promise<{ observation: JsonObject; row: MeshRow; next: string }> {
+  const seen = await observeMesh(deps, agent);
+  const { row, action } = classifyMesh(seen.observation, intent ?? "");
+  return { observation: observationJson(seen), row, next: actionJson(action) };
+}
+
+/** The instance a verb on the agent acts on: the live one (the older, with duplicates), else the newest. */
+export async function currentInstance(deps: MeshAgentDeps, agent: string): Promise<{ instance: InstanceFence | null; seen: MeshAgentObservation }> {
+  const seen = await observeMesh(deps, agent);
+  const all = [...seen.observation.instances].sort((a, b) => a.placedSeq - b.placedSeq);
+  const live = all.filter((i) => i.startup.kind === "started");
+  return { instance: (live[0] ?? all.at(-1))?.fence ?? null, seen };
+}

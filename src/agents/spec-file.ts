@@ -1,0 +1,77 @@
+/**
+ * Reading an agent spec from disk and resolving what it points at: the package directory (relative to the spec
+ * file), the package id the mesh intent is computed from, and the Nostr identity of a Kubernetes agent (from a file
+ * or an environment variable, never from the spec). Errors name the file and field and never echo a secret.
+ */
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { type AgentSpecDocument, meshIntentFingerprint, parseAgentSpec } from "../core/agents/spec.js";
+import { readEnvelope } from "../mesh/packages/dir.js";
+
+export interface LoadedSpec {
+  readonly spec: AgentSpecDocument;
+  /** Absolute path of the spec file; relative paths inside it resolve against its directory. */
+  readonly path: string;
+  readonly text: string;
+}
+
+export type Loaded<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
+
+export function loadSpecFile(path: string): Loaded<LoadedSpec> {
+  const abs = resolve(path);
+  let text: string;
+  try {
+    text = readFileSync(abs, "utf8");
+  } catch (error) {
+    return { ok: false, error: `cannot read the agent spec ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` };
+  }
+  return specFromText(text, abs);
+}
+
+export function specFromText(text: string, abs: string): Loaded<LoadedSpec> {
+  const parsed = parseAgentSpec(text, abs);
+  if (!parsed.ok) return { ok: false, error: parsed.errors.join("\n") };
+  return { ok: true, value: { spec: parsed.spec, path: abs, text } };
+}
+
+function relativeTo(spec: LoadedSpec, p: string): string {
+  return isAbsolute(p) ? p : resolve(dirname(spec.path), p);
+}
+
+export interface MeshIntent {
+  readonly packageDir: string;
+  readonly packageId: string;
+  readonly intent: string;
+}
+
+/** The package's id from its manifest (the controller verifies the signatures when it places). */
+export function meshIntentOf(loaded: LoadedSpec): Loaded<MeshIntent> {
+  const s = loaded.spec.spec;
+  if (s.package === undefined) return { ok: false, error: `${loaded.path}: spec.package: a mesh agent needs a package directory` };
+  const packageDir = relativeTo(loaded, s.package);
+  let packageId: string;
+  try {
+    packageId = readEnvelope(packageDir).packageId;
+  } catch (error) {
+    return { ok: false, error: `${loaded.path}: spec.package: ${(error as Error).message}; build and sign it with \`berth package build\` and \`berth package sign\`` };
+  }
+  const intent = meshIntentFingerprint({ agent: loaded.spec.metadata.name, packageId, config: s.config });
+  return { ok: true, value: { packageDir, packageId, intent } };
+}
+
+/** The agent's nsec from `nsec_file` or `nsec_env`. The value is never part of an error. */
+export function readNsec(loaded: LoadedSpec, env: NodeJS.ProcessEnv): Loaded<string> {
+  const k = loaded.spec.spec.kubernetes;
+  if (k === undefined) return { ok: false, error: `${loaded.path}: spec.kubernetes: a Kubernetes agent needs a kubernetes section` };
+  if (k.nsec_env !== undefined) {
+    const v = env[k.nsec_env];
+    if (v === undefined || v.trim() === "") return { ok: false, error: `${loaded.path}: spec.kubernetes.nsec_env: environment variable ${k.nsec_env} is not set; export the agent's nsec in it` };
+    return { ok: true, value: v.trim() };
+  }
+  const file = relativeTo(loaded, k.nsec_file ?? "");
+  try {
+    return { ok: true, value: readFileSync(file, "utf8").trim() };
+  } catch (error) {
+    return { ok: false, error: `${loaded.path}: spec.kubernetes.nsec_file: cannot read ${file} (${(error as NodeJS.ErrnoException).code ?? "error"})` };
+  }
+}

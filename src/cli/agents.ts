@@ -1,0 +1,347 @@
+/**
+ * `berth deploy FILE`, `berth agents`, `berth agent status|logs|stop|replace NAME` (issue 7): one declarative deploy
+ * over both targets. Wiring only: the spec and the decisions live in `core/agents`, the observing and acting in
+ * `src/agents` (mesh through `MeshController`, Kubernetes through the backend's reconcile loop and verbs). Human
+ * output by default, one JSON document with `--json`. Exit status 0 when the agent is where the spec wants it (or on
+ * its way), 1 when berth could not or would not act (the message says why and what to do), 2 for usage or I/O.
+ */
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { recordKubernetesDeploy, recordMeshDeploy } from "../agents/audit.js";
+import { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "../agents/kubernetes.js";
+import { currentInstance, deployMeshAgent, type MeshAgentDeps, meshAgentStatus } from "../agents/mesh.js";
+import { type AgentRecord, AgentRegistry } from "../agents/registry.js";
+import { type LoadedSpec, loadSpecFile, meshIntentOf, readNsec, specFromText } from "../agents/spec-file.js";
+import { type AgentDeployResult, agentStateOf, deployEventPayload } from "../core/agents/deploy-event.js";
+import { kubernetesDeployRequest } from "../core/agents/kubernetes-request.js";
+import type { JsonObject } from "../core/crypto/canonical.js";
+import type { SigningKey } from "../core/crypto/ed25519.js";
+import { loadKeyFile } from "../keys/key-file.js";
+import { openK8sChain } from "../kubernetes/audit.js";
+import type { Cluster } from "../kubernetes/cluster.js";
+import { realClock } from "../kubernetes/clock.js";
+import { connect } from "../kubernetes/connect.js";
+import { boundedStderrLogger } from "../kubernetes/log.js";
+import { prepareDeploy } from "../kubernetes/prepare.js";
+import { providerHome } from "../kubernetes/provider-process.js";
+import { settingsFromEnv } from "../kubernetes/settings.js";
+import { status as k8sStatus, stop as k8sStop } from "../kubernetes/verbs.js";
+import { NodeClient } from "../mesh/client/node-client.js";
+import { MeshController } from "../mesh/controller/index.js";
+import { TcpConnector } from "../mesh/transport/tcp.js";
+import { CliError } from "./errors.js";
+import { berthHome, defaultPaths } from "./paths.js";
+import { berthVersion } from "./version.js";
+
+interface CommonOptions {
+  readonly dataDir?: string;
+  readonly keyFile?: string;
+  readonly context?: string;
+  readonly json?: boolean;
+}
+
+function withCommon(cmd: Command): Command {
+  return cmd
+    .option("--data-dir <dir>", "berth home for mesh agents (controller.db, agents.db, peers.json …)", berthHome())
+    .option("--key-file <path>", "the mesh controller's identity key", defaultPaths.controllerKey())
+    .option("--context <ctx>", "kubeconfig context for Kubernetes agents (default: provider_config.context, else current)")
+    .option("--json", "print one JSON document");
+}
+
+function print(json: boolean | undefined, doc: unknown, text: string): void {
+  process.stdout.write(json ? `${JSON.stringify(doc)}\n` : text.endsWith("\n") ? text : `${text}\n`);
+}
+
+function fail(json: boolean | undefined, message: string, exitCode: 1 | 2 = 2): never {
+  throw new CliError(json ? JSON.stringify({ ok: false, error: message }) : message, exitCode);
+}
+
+// ---- the two targets' plumbing ----------------------------------------------------------------------------------
+
+async function withMesh<T>(opts: CommonOptions, fn: (deps: MeshAgentDeps) => Promise<T>): Promise<T> {
+  const dataDir = resolve(opts.dataDir ?? berthHome());
+  let key: SigningKey;
+  try {
+    key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
+  } catch (error) {
+    return fail(opts.json, (error as Error).message);
+  }
+  let controller: MeshController;
+  try {
+    controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
+  } catch (error) {
+    return fail(opts.json, `cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
+  }
+  try {
+    return await fn({ controller, client: new NodeClient({ key, connector: new TcpConnector() }) });
+  } finally {
+    controller.close();
+  }
+}
+
+function prepareKubernetes(loaded: LoadedSpec, json: boolean | undefined): PreparedDeploy {
+  const nsec = readNsec(loaded, process.env);
+  if (!nsec.ok) return fail(json, nsec.error);
+  const prepared = prepareDeploy(kubernetesDeployRequest(loaded.spec, nsec.value), { requireCommand: true });
+  if (!prepared.ok) return fail(json, `${loaded.path}: ${prepared.error}`, 1);
+  return prepared;
+}
+
+async function withCluster<T>(context: string | null, json: boolean | undefined, fn: (cluster: Cluster) => Promise<T>): Promise<T> {
+  const c = await connect(context);
+  if (!c.ok) return fail(json, c.error, 1);
+  try {
+    return await fn(c.cluster);
+  } finally {
+    c.cluster.close();
+  }
+}
+
+function k8sSettings(json: boolean | undefined) {
+  const s = settingsFromEnv(process.env);
+  if (!s.ok) return fail(json, s.error);
+  return s.settings;
+}
+
+function openRegistry(opts: CommonOptions): AgentRegistry {
+  try {
+    return AgentRegistry.open(resolve(opts.dataDir ?? berthHome()));
+  } catch (error) {
+    return fail(opts.json, `cannot open the agent registry: ${(error as Error).message}`);
+  }
+}
+
+function recordOf(name: string, opts: CommonOptions): { record: AgentRecord; loaded: LoadedSpec } {
+  const registry = openRegistry(opts);
+  let record: AgentRecord | null;
+  try {
+    record = registry.get(name);
+  } finally {
+    registry.close();
+  }
+  if (record === null) return fail(opts.json, `no agent ${JSON.stringify(name)} was deployed from this berth home; deploy it with \`berth deploy FILE\``, 1);
+  const loaded = specFromText(record.spec_text, record.spec_path);
+  if (!loaded.ok) return fail(opts.json, loaded.error);
+  return { record, loaded: loaded.value };
+}
+
+// ---- deploy -------------------------------------------------------------------------------------------------------
+
+async function runDeploy(loaded: LoadedSpec, opts: CommonOptions, userReplace: boolean): Promise<AgentDeployResult> {
+  const spec = loaded.spec;
+  const name = spec.metadata.name;
+  let result: AgentDeployResult;
+  let intent: string;
+  if (spec.spec.target === "mesh") {
+    const mi = meshIntentOf(loaded);
+    if (!mi.ok) return fail(opts.json, mi.error);
+    intent = mi.value.intent;
+    result = await withMesh(opts, async (deps) => {
+      const r = await deployMeshAgent(deps, { agent: name, spec: spec.spec, packageDir: mi.value.packageDir, intent: mi.value.intent }, { userReplace });
+      recordMeshDeploy(deps.controller, r);
+      return r;
+    });
+  } else {
+    const prepared = prepareKubernetes(loaded, opts.json);
+    intent = prepared.fingerprint;
+    const settings = k8sSettings(opts.json);
+    const home = providerHome(process.env);
+    const isTty = process.stderr.isTTY && !opts.json;
+    result = await withCluster(opts.context ?? prepared.inputs.config.context, opts.json, async (cluster) => {
+      let audit: ReturnType<typeof openK8sChain>;
+      try {
+        audit = openK8sChain(home);
+      } catch (error) {
+        return fail(opts.json, `could not open the audit chain: ${(error as Error).message}`, 1);
+      }
+      try {
+        let last = "";
+        return await deployKubernetesAgent(
+          {
+            cluster,
+            clock: realClock,
+            audit,
+            log: boundedStderrLogger(),
+            settings,
+            version: berthVersion(),
+            onProgress: (line) => {
+              if (opts.json || line === last) return;
+              last = line;
+              process.stderr.write(isTty ? `\r\x1b[K… ${line}` : `… ${line}\n`);
+            },
+          },
+          name,
+          prepared,
+          { userReplace },
+        );
+      } finally {
+        if (isTty) process.stderr.write("\r\x1b[K");
+        audit.close();
+      }
+    });
+    recordKubernetesDeploy(home, result);
+  }
+  const registry = openRegistry(opts);
+  try {
+    registry.remember({ name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent, deployed_ms: Date.now() });
+  } finally {
+    registry.close();
+  }
+  return result;
+}
+
+function printDeploy(r: AgentDeployResult, json: boolean | undefined): void {
+  const first = r.rounds[0];
+  const how = first ? ` [${r.rounds.map((x) => `${x.row} → ${x.action}`).join("; ")}]` : "";
+  print(json, deployEventPayload(r), `${r.message}${json ? "" : `\n${r.target}: ${r.outcome}${how}`}`);
+  process.exitCode = r.ok ? 0 : 1;
+}
+
+// ---- status of an agent on its target -----------------------------------------------------------------------------
+
+interface AgentState {
+  readonly name: string;
+  readonly target: string;
+  readonly state: string;
+  readonly row: string | null;
+  readonly next: string | null;
+  readonly instance: string | null;
+  readonly observation: JsonObject | null;
+  readonly error: string | null;
+}
+
+async function meshState(deps: MeshAgentDeps, rec: AgentRecord): Promise<AgentState> {
+  const s = await meshAgentStatus(deps, rec.name, rec.intent);
+  const instances = (s.observation.instances as JsonObject[]).map((i) => String(i.instance_id));
+  return { name: rec.name, target: "mesh", state: agentStateOf(s.row), row: s.row, next: s.next, instance: instances.join(",") || null, observation: s.observation, error: null };
+}
+
+async function kubernetesState(rec: AgentRecord, loaded: LoadedSpec, opts: CommonOptions): Promise<AgentState> {
+  const base = { name: rec.name, target: "kubernetes" };
+  const nsec = readNsec(loaded, process.env);
+  if (!nsec.ok) return { ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error: nsec.error };
+  const prepared = prepareDeploy(kubernetesDeployRequest(loaded.spec, nsec.value), { requireCommand: false });
+  if (!prepared.ok) return { ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error: prepared.error };
+  const c = await connect(opts.context ?? prepared.inputs.config.context);
+  if (!c.ok) return { ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error: c.error };
+  try {
+    const seen = await observeKubernetes(c.cluster, prepared);
+    if (!seen.ok) return { ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error: seen.error };
+    const st = await k8sStatus({ cluster: c.cluster, clock: realClock }, refOf(prepared), prepared.fingerprint);
+    const observation = "error" in st ? seen.observation : { ...seen.observation, condition: st.condition ?? null, intent: st.intent ?? null };
+    const next = seen.action.kind === "delete" ? `replace (${seen.action.cause})` : seen.action.kind;
+    return { ...base, state: agentStateOf(seen.row), row: seen.row, next, instance: seen.row === "no-instance" ? null : seen.pod, observation, error: null };
+  } finally {
+    c.cluster.close();
+  }
+}
+
+function stateTable(states: readonly AgentState[]): string {
+  if (states.length === 0) return "no agents; deploy one with `berth deploy FILE`";
+  const head = ["NAME", "TARGET", "STATE", "INSTANCE", "NOTE"];
+  const rows = states.map((s) => [s.name, s.target, s.state, s.instance ?? "-", s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : "")]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  return [head, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+}
+
+// ---- registration -------------------------------------------------------------------------------------------------
+
+const AGENT_VERBS = ["status", "logs", "stop", "replace"] as const;
+
+export function registerAgentCommands(program: Command): void {
+  withCommon(
+    program
+      .command("deploy <file>")
+      .description("make the agent in FILE run, once, on its target (mesh or kubernetes); deploying the same spec again does nothing"),
+  ).action(async (file: string, opts: CommonOptions) => {
+    const loaded = loadSpecFile(file);
+    if (!loaded.ok) fail(opts.json, loaded.error);
+    printDeploy(await runDeploy(loaded.value, opts, false), opts.json);
+  });
+
+  withCommon(program.command("agents").description("every agent deployed from this berth home, with its state on its target")).action(async (opts: CommonOptions) => {
+    const registry = openRegistry(opts);
+    let records: AgentRecord[];
+    try {
+      records = registry.list();
+    } finally {
+      registry.close();
+    }
+    const states: AgentState[] = [];
+    const mesh = records.filter((r) => r.target === "mesh");
+    if (mesh.length > 0) await withMesh(opts, async (deps) => {
+      for (const rec of mesh) states.push(await meshState(deps, rec));
+    });
+    for (const rec of records.filter((r) => r.target === "kubernetes")) {
+      const loaded = specFromText(rec.spec_text, rec.spec_path);
+      states.push(loaded.ok ? await kubernetesState(rec, loaded.value, opts) : { name: rec.name, target: "kubernetes", state: "unknown", row: null, next: null, instance: null, observation: null, error: loaded.error });
+    }
+    states.sort((a, b) => (a.name < b.name ? -1 : 1));
+    print(opts.json, { agents: states }, stateTable(states));
+  });
+
+  withCommon(
+    program
+      .command("agent <verb> <name>")
+      .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec)`)
+      .option("--file <file>", "replace: deploy this spec instead of the one last deployed")
+      .option("--tail-bytes <n>", "logs: bytes from the end of each stream (mesh)", "65536")
+      .option("--wait", "stop: wait until the instance is gone (Kubernetes)"),
+  ).action(async (verb: string, name: string, opts: CommonOptions & { file?: string; tailBytes: string; wait?: boolean }) => {
+    if (!(AGENT_VERBS as readonly string[]).includes(verb)) fail(opts.json, `verb ${JSON.stringify(verb)} is not one of ${AGENT_VERBS.join(", ")}`);
+    if (verb === "replace") {
+      let loaded: LoadedSpec;
+      if (opts.file !== undefined) {
+        const l = loadSpecFile(opts.file);
+        if (!l.ok) return fail(opts.json, l.error);
+        if (l.value.spec.metadata.name !== name) fail(opts.json, `${opts.file} describes agent ${l.value.spec.metadata.name}, not ${name}`);
+        loaded = l.value;
+      } else {
+        loaded = recordOf(name, opts).loaded;
+      }
+      printDeploy(await runDeploy(loaded, opts, true), opts.json);
+      return;
+    }
+    const { record, loaded } = recordOf(name, opts);
+    if (record.target === "mesh") {
+      await withMesh(opts, async (deps) => {
+        if (verb === "status") {
+          const s = await meshState(deps, record);
+          print(opts.json, s, `${s.name} (mesh): ${s.state}${s.instance ? ` — ${s.instance}` : ""}\nrow: ${s.row}; a deploy now would: ${s.next}\n${JSON.stringify(s.observation, null, 2)}`);
+          return;
+        }
+        const { instance } = await currentInstance(deps, name);
+        if (instance === null) return fail(opts.json, `${name} has no instance on any node that answered; nothing to ${verb}`, 1);
+        const r = await deps.controller.instance(verb === "logs" ? "logs" : "stop", instance.instanceId, verb === "logs" ? { tail_bytes: Number(opts.tailBytes) || 65_536 } : {});
+        if (r.kind !== "ok") return fail(opts.json, `${verb} ${name} (${instance.instanceId}): ${r.kind}${"reason" in r ? `: ${r.reason}` : ""}`, 1);
+        if (verb === "logs") print(opts.json, r.result, `${String(r.result.stdout ?? "")}${r.result.stderr ? `--- stderr ---\n${String(r.result.stderr)}` : ""}`);
+        else print(opts.json, { ok: true, agent: name, instance: instance.instanceId, result: r.result }, `${name}: stopped ${instance.instanceId}; \`berth deploy\` starts it again`);
+      });
+      return;
+    }
+    // kubernetes
+    if (verb === "status") {
+      const s = await kubernetesState(record, loaded, opts);
+      print(opts.json, s, `${s.name} (kubernetes): ${s.state}${s.instance ? ` — pod ${s.instance}` : ""}${s.error ? `\n${s.error}` : `\nrow: ${s.row}; a deploy now would: ${s.next}\n${JSON.stringify(s.observation, null, 2)}`}`);
+      return;
+    }
+    const prepared = prepareKubernetes(loaded, opts.json);
+    const ref = refOf(prepared);
+    await withCluster(opts.context ?? prepared.inputs.config.context, opts.json, async (cluster) => {
+      if (verb === "logs") {
+        const r = await cluster.readLog(ref.namespace, ref.identity.podName, { follow: false, onChunk: (c) => process.stdout.write(c) });
+        if (r.kind === "absent") fail(opts.json, `${name}: pod ${ref.identity.podName} does not exist`, 1);
+        if (r.kind === "error") fail(opts.json, `${name}: could not read the log of ${ref.identity.podName}`, 1);
+        return;
+      }
+      const audit = openK8sChain(providerHome(process.env));
+      try {
+        const r = await k8sStop({ cluster, clock: realClock, audit, log: boundedStderrLogger(), version: berthVersion() }, ref, { wait: Boolean(opts.wait) });
+        print(opts.json, { ok: r.ok, agent: name, message: r.message }, r.ok ? `${name}: ${r.message}; \`berth deploy\` starts it again` : `${name}: ${r.message}`);
+        process.exitCode = r.ok ? 0 : 1;
+      } finally {
+        audit.close();
+      }
+    });
+  });
+}

@@ -1,0 +1,32 @@
+/**
+ * An agent spec as the Kubernetes backend's deploy request (kubernetes.md §3.4), so that `berth deploy` of a
+ * Kubernetes agent runs exactly the reconcile loop `berth k8s deploy` and the provider protocol run: the same
+ * validation texts, the same create-intent fingerprint, the same audit records. Pure: the nsec is read by the shell.
+ *
+ *   spec.image                     → provider_config.image (the spec's own field wins over provider_config)
+ *   spec.kubernetes.provider_config → provider_config (namespace, resources, pod options …)
+ *   spec.kubernetes.relay_url      → agent.relay_url
+ *   spec.kubernetes.command        → agent.launch.command
+ *   spec.kubernetes.owner_pubkey   → agent.launch.owner_pubkey
+ *   spec.config.args / env         → agent.launch.args / env
+ */
+import type { AgentSpecDocument } from "./spec.js";
+
+export function kubernetesDeployRequest(spec: AgentSpecDocument, nsec: string): Record<string, unknown> {
+  const s = spec.spec;
+  const k = s.kubernetes;
+  return {
+    op: "deploy",
+    agent: {
+      relay_url: k?.relay_url ?? "",
+      private_key_nsec: nsec,
+      launch: {
+        command: k?.command ?? null,
+        args: [...s.config.args],
+        env: { ...s.config.env },
+        owner_pubkey: k?.owner_pubkey ?? null,
+      },
+    },
+    provider_config: { ...(k?.provider_config ?? {}), ...(s.image !== undefined ? { image: s.image } : {}) },
+  };
+}

@@ -1,0 +1,28 @@
+import { describe, expect, it } from "vitest";
+import { verified } from "../kubernetes/testing/pods.js";
+import { classifyKubernetes, KUBERNETES_ROWS } from "./kubernetes-rows.js";
+import { MESH_ROWS } from "./mesh-classify.js";
+
+describe("the Kubernetes table in the agents' shared vocabulary", () => {
+  it("names the absent row like the mesh one", () => {
+    expect(classifyKubernetes(null, "f")).toEqual({ row: "no-instance", action: { kind: "create" } });
+  });
+
+  it("shares every row that exists on both targets by name", () => {
+    const shared = KUBERNETES_ROWS.filter((r) => (MESH_ROWS as readonly string[]).includes(r));
+    expect(shared).toEqual(["no-instance", "going-away", "started", "terminated", "never-started-same-intent", "never-started-diverged-intent"]);
+  });
+
+  it.each([
+    ["going-away", verified({ kind: "started" }, "f", { marked: true }), "await-disappearance"],
+    ["started", verified({ kind: "started" }, "other"), "no-op"],
+    ["terminated", verified({ kind: "terminated" }, "f"), "delete"],
+    ["provably-broken", verified({ kind: "provably-broken" }, "f"), "delete"],
+    ["pull-failing", verified({ kind: "pull-failing", failure: "unauthorized" }, "f"), "report"],
+    ["never-started-same-intent", verified({ kind: "recoverable" }, "f"), "observe"],
+    ["never-started-diverged-intent", verified({ kind: "recoverable" }, "g"), "delete"],
+  ] as const)("names row %s and keeps the backend's own action", (row, pod, action) => {
+    const c = classifyKubernetes(pod, "f");
+    expect([c.row, c.action.kind]).toEqual([row, action]);
+  });
+});
