@@ -9,8 +9,11 @@
  * exclusions and a preferred node; one instance per two nodes. `decide` is measured on an already validated input
  * (what the controller does after building it); `parse + decide` adds the zod validation of the whole input.
  */
+import { createHash } from "node:crypto";
+import { availableParallelism, loadavg } from "node:os";
+import type { NodeId } from "../../src/core/crypto/ed25519.js";
 import { decide, parsePlacementInput } from "../../src/core/placement/decide.js";
-import { NOW, nid, PACKAGE_ID } from "../../src/core/placement/fixtures.js";
+import { NOW, PACKAGE_ID } from "../../src/core/placement/fixtures.js";
 import { type PlacementInput, placementInputSchema } from "../../src/core/placement/inputs.js";
 
 const SIZES = [10, 100, 1_000, 5_000];
@@ -27,8 +30,14 @@ function lcg(seed: number): () => number {
   };
 }
 
+/** Node ids as they really are: 32 hex of a SHA-256 (§3.1), not the zero-padded ids of the unit tests. */
+function benchId(i: number): NodeId {
+  return createHash("sha256").update(`bench-node-${i}`).digest("hex").slice(0, 32) as NodeId;
+}
+
 function rawInput(n: number): unknown {
   const rnd = lcg(n);
+  const nid = benchId;
   const nodes = [];
   const gate: Record<string, { verdict: string; reason: string }> = {};
   const instances = [];
@@ -113,6 +122,23 @@ function rate(fn: () => unknown): { perSecond: number; microseconds: number } {
   return { perSecond: count / elapsed, microseconds: (elapsed * 1e6) / count };
 }
 
+/**
+ * A fixed synthetic pass (100 small records: a few allocations each, then a sort), so figures from a busy or slow
+ * machine can be compared with figures from another one: report both, or their ratio.
+ */
+function calibration(): number {
+  const items = Array.from({ length: 100 }, (_, i) => ({ id: createHash("sha256").update(String(i)).digest("hex").slice(0, 32), v: i % 7 }));
+  return rate(() => {
+    const out = [];
+    for (const it of items) {
+      const score = { a: it.v * 100, b: 0 };
+      out.push({ id: it.id, score, total: score.a + score.b, flags: [] as string[] });
+    }
+    return out.sort((a, b) => b.total - a.total || (a.id < b.id ? -1 : 1));
+  }).microseconds;
+}
+
+const calibrationUs = calibration();
 const rows = [];
 for (const n of SIZES) {
   const raw = rawInput(n);
@@ -127,9 +153,14 @@ for (const n of SIZES) {
 }
 
 if (json) {
-  console.log(JSON.stringify({ bench: "placement.engine", node: process.version, seconds, rows }));
+  console.log(
+    JSON.stringify({ bench: "placement.engine", node: process.version, seconds, cpus: availableParallelism(), loadavg1: loadavg()[0], calibration_us: calibrationUs, rows }),
+  );
 } else {
   console.log(`placement engine, one core, node ${process.version}, ${seconds} CPU-s per figure (rates per CPU second)`);
+  console.log(
+    `machine: ${availableParallelism()} cpus, load average ${loadavg()[0]?.toFixed(1)}; calibration pass ${calibrationUs.toFixed(1)} µs (lower is a faster core)`,
+  );
   console.log("nodes   eligible   decide/s     µs/decision   parse+decide/s");
   for (const r of rows) {
     console.log(
