@@ -7,6 +7,7 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
+import { savePermits } from "../../src/mesh/node/config.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import {
   ALLOW_ALL,
@@ -126,6 +127,10 @@ describe("a node daemon running signed packages", () => {
     expect(ok(await ctl.verb(node, "stop", { instance_id: placed.instance_id as string, grace_ms: 1000 })).stopped).toBe(true);
     expect(ok(await ctl.verb(node, "unload", { instance_id: placed.instance_id as string })).unloaded).toBe(true);
     expect(node.events({ source: "trust", kind: "policy.load" }).some((e) => e.payload.file === "permits.json" && e.payload.ok === false)).toBe(true);
+    // the permits API refuses an invalid rule set and restores a valid one; placement works again
+    expect(() => savePermits(node.dataDir, [{ id: "bad id!", actions: ["workload.*"], kinds: ["probe"] }])).toThrow(/permits\.0\.id/);
+    savePermits(node.dataDir, ALLOW_ALL);
+    expect((await ctl.place(node, pkg.dir, { name: "third" })).kind).toBe("ok");
   });
 
   it("refuses a second place for a decision it already holds and keeps exactly one instance", async () => {

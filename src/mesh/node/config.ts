@@ -4,11 +4,19 @@
  * (no authorised controllers, no trusted signers, no permits, revocations unreadable) and the error is reported
  * so the daemon can chain `policy.load` with `ok: false`.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { sha256 } from "../../core/crypto/tagged.js";
-import { type Loaded, type PermitRule, parsePermits, parseRevocations, type RevocationList } from "../../core/governance/policy.js";
+import {
+  type Loaded,
+  type PermitRule,
+  type PermitRuleInput,
+  PermitsFileSchema,
+  parsePermits,
+  parseRevocations,
+  type RevocationList,
+} from "../../core/governance/policy.js";
 import { describeIssues, HEX64 } from "../../core/protocol/messages.js";
 
 const key = z.string().regex(HEX64, "key must be 64 lowercase hex");
@@ -119,4 +127,17 @@ export function loadPermits(dataDir: string): PolicyFile<PermitRule[]> {
 
 export function loadRevocations(dataDir: string): PolicyFile<RevocationList> {
   return readPolicy(dataDir, FILES.revocations, parseRevocations, { generation: 0, subjects: [] });
+}
+
+/**
+ * The permits API (§7.2): validates rules and replaces permits.json atomically; the daemon picks the new file up on
+ * its next request and chains `policy.load`. An invalid rule set is refused and the old file stays.
+ */
+export function savePermits(dataDir: string, rules: readonly PermitRuleInput[]): PermitRule[] {
+  const parsed = PermitsFileSchema.safeParse(rules);
+  if (!parsed.success) throw new NodeConfigError(describeIssues("permits", parsed.error.issues));
+  const path = join(dataDir, FILES.permits);
+  writeFileSync(`${path}.tmp`, `${JSON.stringify(parsed.data, null, 2)}\n`, { mode: 0o600 });
+  renameSync(`${path}.tmp`, path);
+  return parsed.data;
 }
