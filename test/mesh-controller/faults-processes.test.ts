@@ -26,6 +26,18 @@ describe("further faults with real processes", () => {
     expect(await fx.instances(fx.second)).toHaveLength(1);
   });
 
+  it("a place answer with one flipped signature byte is no valid answer: indeterminate, reconciled, placed once elsewhere", async () => {
+    const fx = await processFixture();
+    for (const addr of [fx.proxy.address, fx.second.address]) expect((await fx.controller.addTarget(addr, "paired")).ok).toBe(true);
+    fx.proxy.corruptNextPlaceAnswer();
+    const r = await fx.controller.place({ package: fx.pkgDir, prefer: [fx.first.nodeId] });
+    expect(fx.proxy.corrupted).toBe(1);
+    expect(r.attempts.map((a) => a.outcome), r.explain).toEqual(["indeterminate", "placed"]);
+    expect(r.attempts[0]?.reason).toContain("signature");
+    expect(r.attempts[0]?.reason).toContain("reconciled: unloaded 1 instance");
+    expect((await fx.instances(fx.first)).length + (await fx.instances(fx.second)).length).toBe(1);
+  });
+
   it("a different key answering at a known address is not learned: peer.key_refused once, nothing placed there", async () => {
     const fx = await processFixture();
     expect((await fx.controller.addTarget(fx.proxy.address, "paired")).ok).toBe(true);

@@ -131,6 +131,42 @@ describe("further faults", () => {
     expect(await instanceCount(fx)).toBe(1);
   });
 
+  it("a target that cannot be reached when the place is sent is recorded unreachable, and the next candidate places", async () => {
+    fx = await seedFixture({
+      controllerOptions: {
+        hooks: {
+          afterAttemptBegun: (_d, nodeId) => {
+            const node = fx?.nodes.find((n) => n.id === nodeId);
+            if (node?.name === "first") fx?.faults.cut(node.addr);
+          },
+        },
+      },
+    });
+    const [first, second] = nodesOf(fx);
+    await paired(fx);
+    const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
+    expect(r.attempts.map((a) => [a.outcome, a.next]), r.explain).toEqual([
+      ["unreachable", "trying the next candidate"],
+      ["placed", null],
+    ]);
+    expect(r.placed?.node_id).toBe(second.id);
+    expect(controllerEvents(fx.controller, "workload.refuse").some((e) => e.outcome === "unreachable" && e.next === "trying the next candidate")).toBe(true);
+    expect(await instanceCount(fx)).toBe(1);
+  });
+
+  it("facts claiming a tier are rejected whole, so the engine rejects the node under facts_expired", async () => {
+    fx = await seedFixture();
+    const [first] = nodesOf(fx);
+    await first.daemon.close();
+    first.daemon = await NodeDaemon.start({ dataDir: first.dataDir, listen: "127.0.0.1:0", version: "test", labels: { "berth.io/tier": "pinned" } });
+    await paired(fx);
+    const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
+    const report = r.decision.candidates.find((c) => c.node_id === first.id);
+    expect(report?.eligible).toBe(false);
+    expect(report?.rejections.map((x) => x.constraint)).toContain("facts_expired");
+    expect(r.placed?.node_id).not.toBe(first.id);
+  });
+
   it("two concurrent places of one name dispatch exactly once; the other fails because the name is taken", async () => {
     fx = await seedFixture();
     await paired(fx);

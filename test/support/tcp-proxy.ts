@@ -4,6 +4,7 @@
  * - `dropNextPlaceAnswer()`: discard the next `response` whose payload method is `place` (the node has carried the
  *   place out by then) and destroy both sockets: the controller sees a lost answer;
  * - `holdNextPlaceAnswer()`: keep that answer back until the controller gives up (an answer after the timeout);
+ * - `corruptNextPlaceAnswer()`: flip one character of that answer's signature (a tampered answer);
  * - `cut()`: close the listener and destroy open sockets, so new connections are refused; `heal()`: listen again on
  *   the same port.
  */
@@ -21,12 +22,21 @@ function answeredMethod(frame: Buffer): string | null {
   }
 }
 
+function flipSignature(frame: Buffer): Buffer {
+  const msg = JSON.parse(frame.toString("utf8")) as { signed: { sig: string } };
+  const sig = msg.signed.sig;
+  msg.signed.sig = `${sig[0] === "0" ? "1" : "0"}${sig.slice(1)}`;
+  return Buffer.from(JSON.stringify(msg), "utf8");
+}
+
 export class TcpProxy {
   private server: Server | null = null;
   private readonly sockets = new Set<Socket>();
   private drops = 0;
   private holds = 0;
   private cutOnDrop = false;
+  private corrupts = 0;
+  corrupted = 0;
   /** Place answers dropped or held so far. */
   dropped = 0;
   held = 0;
@@ -59,6 +69,11 @@ export class TcpProxy {
 
   holdNextPlaceAnswer(): void {
     this.holds++;
+  }
+
+  /** Flips one character of the signature of the next `place` answer: still a well-formed frame, no longer valid. */
+  corruptNextPlaceAnswer(): void {
+    this.corrupts++;
   }
 
   async cut(): Promise<void> {
@@ -124,6 +139,12 @@ export class TcpProxy {
                 void this.cut();
               }
               return;
+            }
+            if (this.corrupts > 0) {
+              this.corrupts--;
+              this.corrupted++;
+              client.write(encodeFrame(flipSignature(frame)));
+              continue;
             }
             if (this.holds > 0) {
               // Never delivered: the controller times out and closes; the answer existed all along.
