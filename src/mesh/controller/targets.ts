@@ -251,6 +251,9 @@ export class Targets {
     const offered = OFFERED_KEY.exec(r.reason)?.[1];
     if (offered && l.stored.key !== null && !l.refusedKeys.has(offered)) {
       l.refusedKeys.add(offered);
+      // Once per distinct offered key, across controller restarts too: the chain already says so.
+      const seen = this.store.events({ kind: "peer.key_refused" }).some((e) => e.node === l.stored.node_id && e.offered_key === offered);
+      if (seen) return;
       this.store.appendAll([
         {
           source: "trust",
