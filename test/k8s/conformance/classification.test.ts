@@ -30,6 +30,7 @@ import {
   readPod,
   revision,
   type Scenario,
+  secretLeaks,
   secretsIn,
   startedAgent as startedAgent_,
 } from "./support.js";
@@ -101,6 +102,12 @@ describe("R1 and R14: with no pod on the name, a deploy creates the Secret first
     const outcome = auditOf(s.home, "k8s.deploy.outcome").at(-1);
     expect(outcome?.ok).toBe(true);
     expect(outcome?.created_this_call).toBe(true);
+
+    // §3.1: one line, exit 0, sockets and watches closed (the process exits on its own within 2 s of answering);
+    // the secret key reaches no output and no audit record.
+    expect(r.stdout.split("\n").filter(Boolean)).toHaveLength(1);
+    expect(r.exitLagMs).toBeLessThan(2500);
+    expect(secretLeaks(s.agent, s.home, [r.stdout, r.stderr])).toEqual([]);
   });
 });
 
@@ -132,6 +139,9 @@ describe("R2 and R12: a deletion-marked pod is awaited, never replaced while mar
     expect(creates[0]?.at ?? 0).toBeGreaterThanOrEqual(releasedAt);
     // The deploy itself deleted nothing: the mark was somebody else's.
     expect(s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
+    expect(auditOf(s.home, "k8s.pod.delete")).toEqual([]);
+    expect(auditOf(s.home, "k8s.pod.create", "result").map((x) => x.outcome)).toEqual(["Created", "Created"]);
+    expect(auditOf(s.home, "k8s.deploy.outcome").at(-1)).toMatchObject({ ok: true, created_this_call: true });
   });
 });
 

@@ -85,6 +85,8 @@ export interface ProviderAnswer {
   readonly stderr: string;
   readonly answer: Record<string, unknown>;
   readonly ms: number;
+  /** From the answer line reaching stdout to the process exiting (§3.1 step 6: explicit exit within 2 s). */
+  readonly exitLagMs: number;
 }
 
 export interface ProviderOptions {
@@ -113,10 +115,15 @@ export function startProvider(request: unknown, o: ProviderOptions): { proc: Spa
       ...o.env,
     },
   });
+  let answeredAt = 0;
+  proc.child.stdout?.on("data", (d: Buffer) => {
+    if (answeredAt === 0 && d.includes(10)) answeredAt = Date.now();
+  });
   return {
     proc,
     answer: async () => {
       const { code } = await proc.exited();
+      const exitLagMs = answeredAt === 0 ? Number.NaN : Date.now() - answeredAt;
       const stdout = proc.output();
       const lines = stdout.split("\n").filter((l) => l.length > 0);
       let answer: Record<string, unknown> = {};
@@ -126,7 +133,7 @@ export function startProvider(request: unknown, o: ProviderOptions): { proc: Spa
         answer = {};
       }
       if (lines.length !== 1) answer = { __not_one_line: stdout.slice(0, 2000), __stderr: proc.errors().slice(-2000) };
-      return { code, stdout, stderr: proc.errors(), answer, ms: Date.now() - started };
+      return { code, stdout, stderr: proc.errors(), answer, ms: Date.now() - started, exitLagMs };
     },
   };
 }
@@ -554,3 +561,10 @@ export async function observedAtLeast(s: Scenario, from: number, n: number, time
 export const preconditionsOf = (r: ProxiedRequest | undefined): unknown => (JSON.parse(r?.body || "{}") as { preconditions?: unknown }).preconditions;
 export const createdName = (r: ProxiedRequest | undefined): string | undefined =>
   (JSON.parse(r?.response || "{}") as { metadata?: { name?: string } }).metadata?.name;
+
+/** §3.1 step 5, §10.4, §17: the agent's secret key never reaches stdout, stderr or the audit chain. */
+export function secretLeaks(agent: TestAgent, home: string, outputs: string[]): string[] {
+  const secretHex = Buffer.from(bech32.fromWords(bech32.decode(agent.nsec as `${string}1${string}`, 90).words)).toString("hex");
+  const audit = JSON.stringify(auditRecords(home));
+  return [...outputs, audit].filter((text) => text.includes(agent.nsec) || text.includes(secretHex));
+}
