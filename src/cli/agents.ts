@@ -329,9 +329,17 @@ export function registerAgentCommands(program: Command): void {
     const ref = refOf(prepared);
     await withCluster(opts.context ?? prepared.inputs.config.context, opts.json, async (cluster) => {
       if (verb === "logs") {
-        const r = await cluster.readLog(ref.namespace, ref.identity.podName, { follow: false, onChunk: (c) => process.stdout.write(c) });
+        let log = "";
+        const r = await cluster.readLog(ref.namespace, ref.identity.podName, {
+          follow: false,
+          onChunk: (c) => {
+            if (opts.json) log += c;
+            else process.stdout.write(c);
+          },
+        });
         if (r.kind === "absent") fail(opts.json, `${name}: pod ${ref.identity.podName} does not exist`, 1);
         if (r.kind === "error") fail(opts.json, `${name}: could not read the log of ${ref.identity.podName}`, 1);
+        if (opts.json) print(true, { agent: name, pod: ref.identity.podName, stdout: log }, "");
         return;
       }
       const audit = openK8sChain(providerHome(process.env));
