@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { NodeId } from "../crypto/ed25519.js";
 import { classifyMesh } from "./mesh-classify.js";
@@ -58,5 +59,41 @@ describe("observing a mesh agent from node status rows", () => {
   it("picks up the agent's unsettled decisions only", () => {
     const o = observeMeshAgent("scout", [], records({ unsettled: [{ decision_id: "d9", name: "scout", node_id: A }, { decision_id: "d8", name: "other", node_id: A }] }));
     expect(o.observation.unsettled).toEqual(["d9"]);
+  });
+});
+
+describe("mesh observation invariants (property)", () => {
+  const rowArb = fc.record({
+    node: fc.constantFrom(A, B),
+    state: fc.constantFrom("loading", "loaded", "starting", "running", "stopped", "exited", "lost", "failed", "weird"),
+    agent: fc.constantFrom("scout", "other", null),
+    intent: fc.constantFrom("f1", "f2", null),
+    id: fc.constantFrom("scout-000000000001", "scout-000000000002", "other-000000000003"),
+    generation: fc.nat(3),
+  });
+  const worldArb = fc.record({
+    rows: fc.array(rowArb, { maxLength: 4 }),
+    silent: fc.subarray([A, B]),
+    placed: fc.array(fc.record({ id: fc.constantFrom("scout-000000000001", "scout-000000000002"), node: fc.constantFrom(A, B), pending: fc.constantFrom(null, "unload", "stop") }), { maxLength: 2 }),
+  });
+
+  it("never places or replaces while a node holding one of the agent's placements is silent, and never acts on a started instance", () => {
+    fc.assert(
+      fc.property(worldArb, fc.constantFrom("f1", "f2"), (w, desired) => {
+        const answers = [A, B].map((n) =>
+          w.silent.includes(n)
+            ? { kind: "unreachable" as const, nodeId: n, reason: "cut" }
+            : { kind: "answered" as const, nodeId: n, rows: w.rows.filter((r) => r.node === n).map((r) => row({ instance_id: r.id, state: r.state, agent: r.agent, intent: r.intent, generation: r.generation })) },
+        );
+        const o = observeMeshAgent("scout", answers, records({ placements: w.placed.map((p) => ({ ...placement(p.id, p.node, p.pending) })) }));
+        const { action } = classifyMesh(o.observation, desired);
+        const holdsSilent = w.placed.some((p) => w.silent.includes(p.node));
+        if (holdsSilent) expect(["place", "replace"]).not.toContain(action.kind);
+        if (action.kind === "replace") {
+          const target = o.observation.instances.find((i) => i.fence === action.fence);
+          expect(target?.startup.kind).not.toBe("started");
+        }
+      }),
+    );
   });
 });
