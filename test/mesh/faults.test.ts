@@ -3,13 +3,16 @@
  * `place` answer leaves the node holding the instance (the call is indeterminate, never resent), the node lists it
  * for reconciliation, and a cut address is unreachable until healed.
  */
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { NodeClient, outcomeOf } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { FaultyConnector } from "../../src/mesh/transport/faults.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, rowsOf, TestController } from "./harness.js";
+
+// Real daemons start in about a second each; leave room for a loaded CI machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 beforeAll(requireBuild);
 afterEach(cleanup);

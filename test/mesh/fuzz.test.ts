@@ -4,13 +4,16 @@
  */
 import { randomBytes } from "node:crypto";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { encodeMessageFrame, parseMessageFrame } from "../../src/core/protocol/messages.js";
 import { requestPayloadOf, signRequestObject } from "../../src/core/protocol/sign.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { encodeFrame, type SocketFrameStream } from "../../src/mesh/transport/frames.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
 import { ALLOW_ALL, cleanup, NodeProcess, requireBuild, TestController } from "./harness.js";
+
+// Real daemons start in about a second each; leave room for a loaded CI machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 let node: NodeProcess;
 const ctl = new TestController();

@@ -3,7 +3,7 @@
  * same NodeClient as over TCP, which is how the controller's in-process seed scenarios reach their nodes.
  */
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
@@ -12,6 +12,9 @@ import { initNodeDataDir } from "../../src/mesh/node/init.js";
 import { FaultyConnector } from "../../src/mesh/transport/faults.js";
 import { MemoryConnector } from "../../src/mesh/transport/memory.js";
 import { ALLOW_ALL, cleanup, makePackage, ok, processesWithEnv, tempDir } from "./harness.js";
+
+// Real daemons start in about a second each; leave room for a loaded CI machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 const daemons: NodeDaemon[] = [];
 afterEach(async () => {

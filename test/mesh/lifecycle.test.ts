@@ -5,7 +5,7 @@
  */
 import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { savePermits } from "../../src/mesh/node/config.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
@@ -22,6 +22,9 @@ import {
   TestController,
   waitFor,
 } from "./harness.js";
+
+// Real daemons start in about a second each; leave room for a loaded CI machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 beforeAll(requireBuild);
 afterEach(cleanup);

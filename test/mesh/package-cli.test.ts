@@ -2,9 +2,12 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { cleanup, keyFile, MAIN, requireBuild, tempDir } from "./harness.js";
+
+// Real daemons start in about a second each; leave room for a loaded CI machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 beforeAll(requireBuild);
 afterEach(cleanup);

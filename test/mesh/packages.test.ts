@@ -4,11 +4,14 @@
  */
 import { appendFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import type { CallResult } from "../../src/mesh/client/node-client.js";
 import { buildPackage, readEnvelope } from "../../src/mesh/packages/dir.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, processesWithEnv, requireBuild, rowsOf, TestController } from "./harness.js";
+
+// Real daemons start in about a second each; leave room for a loaded CI machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 beforeAll(requireBuild);
 afterEach(cleanup);

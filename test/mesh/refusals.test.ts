@@ -3,7 +3,7 @@
  * and the framing limits of §4.1. A forged or malformed request never burns a nonce.
  */
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { canonicalJson } from "../../src/core/crypto/canonical.js";
 import { signTagged, verifyTagged } from "../../src/core/crypto/ed25519.js";
 import type { RequestPayload, ResponsePayload, SignedMessage } from "../../src/core/protocol/messages.js";
@@ -14,6 +14,9 @@ import type { CallResult } from "../../src/mesh/client/node-client.js";
 import { type SocketFrameStream, StreamClosed } from "../../src/mesh/transport/frames.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, requireBuild, TestController } from "./harness.js";
+
+// Real daemons start in about a second each; leave room for a loaded CI machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 let node: NodeProcess;
 const ctl = new TestController();

@@ -5,12 +5,15 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { signRequest } from "../../src/core/protocol/sign.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, rowsOf, TestController, waitFor } from "./harness.js";
+
+// Real daemons start in about a second each; leave room for a loaded CI machine.
+vi.setConfig({ testTimeout: 90_000 });
 
 beforeAll(requireBuild);
 afterEach(cleanup);

@@ -691,14 +691,26 @@ export class NodeService {
 
   /** §11.4: stop and unload, without the gate, every instance whose package, signer or file is revoked. */
   async sweepRevoked(): Promise<number> {
-    const pol = this.policy();
-    let removed = 0;
-    for (const row of this.store().instances()) {
-      const subject = this.revokedSubject(row, pol.revocations);
-      if (subject !== null && (await this.forcedTeardown(row, subject))) removed++;
+    // One sweep at a time: overlapping sweeps would tear the same instance down twice.
+    if (this.sweeping) return 0;
+    this.sweeping = true;
+    try {
+      const pol = this.policy();
+      let removed = 0;
+      for (const row of this.store().instances()) {
+        const subject = this.revokedSubject(row, pol.revocations);
+        // A row may have left since the list was read (an unload raced the sweep).
+        // A row whose decision is still in flight is left to its handler (§11.1 step 12 re-checks revocations).
+        if (subject === null || this.store().inflight(row.decision_id) || !this.store().instance(row.instance_id)) continue;
+        if (await this.forcedTeardown(row, subject)) removed++;
+      }
+      return removed;
+    } finally {
+      this.sweeping = false;
     }
-    return removed;
   }
+
+  private sweeping = false;
 
   private async forcedTeardown(row: InstanceRow, subject: string): Promise<boolean> {
     const identity = identityOf(row);
