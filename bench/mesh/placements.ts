@@ -127,6 +127,16 @@ async function main(): Promise<void> {
   };
   // Warm-up (package store copy, connections, JIT), then sequential and concurrent runs.
   await placeOne(0);
+  // Where the time goes: the refresh every placement starts with (20 signed describes), and a dry run (refresh,
+  // 20 chained gate verdicts, the engine, the chained decision; nothing sent).
+  const timed = async (label: string, n: number, fn: (i: number) => Promise<unknown>) => {
+    const t0 = process.hrtime.bigint();
+    for (let i = 0; i < n; i++) await fn(i);
+    const perSecond = n / (Number(process.hrtime.bigint() - t0) / 1e9);
+    console.log(`  ${label.padEnd(48)} ${perSecond.toFixed(1).padStart(10)} /s`);
+  };
+  await timed(`refresh of ${NODES} targets (signed describes)`, 10, () => controller.refreshTargets());
+  await timed("dry-run placements (no dispatch)", 10, (i) => controller.place({ package: prepared.pkg.packageId, name: `dry-${i}`, dry_run: true }));
   const half = Math.max(1, Math.floor(PLACEMENTS / 2));
   let t = process.hrtime.bigint();
   for (let i = 1; i <= half; i++) await placeOne(i);
