@@ -52,8 +52,10 @@ function print(json: boolean | undefined, doc: unknown, text: string): void {
   process.stdout.write(json ? `${JSON.stringify(doc)}\n` : text.endsWith("\n") ? text : `${text}\n`);
 }
 
+/** With --json the error is also the one JSON document on stdout; people still read it on stderr. */
 function fail(json: boolean | undefined, message: string, exitCode: 1 | 2 = 2): never {
-  throw new CliError(json ? JSON.stringify({ ok: false, error: message }) : message, exitCode);
+  if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: message })}\n`);
+  throw new CliError(message, exitCode);
 }
 
 // ---- the two targets' plumbing ----------------------------------------------------------------------------------
