@@ -28,6 +28,7 @@ import {
   observedAtLeast,
   PUBKEY_FULL,
   readPod,
+  removeTempDirs,
   revision,
   type Scenario,
   secretLeaks,
@@ -51,6 +52,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await cp?.stop();
+  removeTempDirs();
 });
 
 /** After an observation, a wrong delete or create would follow within milliseconds; one second shows there is none. */

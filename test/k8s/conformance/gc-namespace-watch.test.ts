@@ -28,6 +28,7 @@ import {
   newScenario,
   preconditionsOf,
   readPod,
+  removeTempDirs,
   runProvider,
   secretPath,
   secretsIn,
@@ -52,6 +53,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await cp?.stop();
+  removeTempDirs();
 });
 
 const ORPHAN_AGE_MS = 1_200_000;

@@ -34,6 +34,7 @@ import {
   PUBKEY_LABEL,
   preconditionsOf,
   readPod,
+  removeTempDirs,
   runBerth,
   type Scenario,
   secretsIn,
@@ -56,6 +57,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await cp?.stop();
+  removeTempDirs();
 });
 
 const scenario = (tag: string) => newScenario(cp, tag, proxies);
@@ -170,7 +172,7 @@ describe("R24: the operator verbs stop and replace", () => {
     cp.kubelet.completeDeletions = false;
     const from = s.proxy.requests.length;
     const r = await verb(s, ["stop", "--pubkey", s.agent.pubkey, "--namespace", s.ns, "--json"]);
-    expect(r.code).toBe(0);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: true });
     const deletes = s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName));
     expect(deletes).toHaveLength(1);
@@ -190,7 +192,7 @@ describe("R24: the operator verbs stop and replace", () => {
     const pod = await startedAgent(s);
     const secretName = pod.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name;
     const r = await verb(s, ["stop", "--pubkey", s.agent.pubkey, "--namespace", s.ns, "--wait", "--json"]);
-    expect(r.code).toBe(0);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(await readPod(cp.core, s.ns, s.agent.podName)).toBeUndefined();
     expect((await secretsIn(cp.core, s.ns)).map((x) => x.metadata?.name)).not.toContain(secretName);
     expect(auditOf(s.home, "k8s.secret.delete", "result")).toMatchObject([{ object: secretName, authority: "stop-cleanup" }]);
@@ -201,7 +203,7 @@ describe("R24: the operator verbs stop and replace", () => {
     const pod = await startedAgent(s);
     const from = s.proxy.requests.length;
     const r = await verb(s, ["replace", "--file", deployFile(s), "--json"]);
-    expect(r.code).toBe(1);
+    expect(r.code, r.stdout + r.stderr).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false });
     expect(s.requestsSince(from).filter(isMutation)).toEqual([]);
     expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.resourceVersion).toBe(pod.metadata?.resourceVersion);
@@ -218,7 +220,7 @@ describe("R24: the operator verbs stop and replace", () => {
     states.set(s.ns, { kind: "running" });
     const from = s.proxy.requests.length;
     const r = await verb(s, ["replace", "--file", deployFile(s), "--json"]);
-    expect(r.code).toBe(0);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ ok: true, agent_id: s.agent.podName });
     const deletes = s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName));
     expect(deletes).toHaveLength(1);
@@ -261,7 +263,7 @@ describe("R25: the persistent workspace claim", () => {
     expect((await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata?.uid).toBe(claim.metadata?.uid);
 
     const stopped = await verb(s, ["stop", "--pubkey", s.agent.pubkey, "--namespace", s.ns, "--wait", "--json"]);
-    expect(stopped.code).toBe(0);
+    expect(stopped.code, stopped.stdout + stopped.stderr).toBe(0);
     expect((await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata?.uid).toBe(claim.metadata?.uid);
     expect(s.proxy.requests.filter((x) => x.method === "DELETE" && x.path.includes("/persistentvolumeclaims/"))).toEqual([]);
   });

@@ -26,6 +26,7 @@ import {
   podsIn,
   preconditionsOf,
   readPod,
+  removeTempDirs,
   type Scenario,
   secretsIn,
   startApiProxy,
@@ -50,6 +51,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await cp?.stop();
+  removeTempDirs();
 });
 
 const scenario = (tag: string) => newScenario(cp, tag, proxies);

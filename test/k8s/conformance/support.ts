@@ -4,11 +4,12 @@
  * apiserver (request log, holds, connection resets, `Date` shifts), and pods shaped by "another writer" (§14 built by
  * hand here, not by berth's manifest code, so a shape drift in berth shows up as a failure).
  *
- * Everything here speaks the documented protocol and the Kubernetes API only; nothing imports the implementation
- * under test, so these tests stay right while it moves.
+ * What a test asserts goes through the documented protocol (the provider executable, the `berth k8s` verbs) and the
+ * Kubernetes API only. The one exception is setup: `deployInProcess` runs the same reconcile loop in this process to
+ * reach a starting state (a started agent) without paying for a provider process start-up per test.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { createServer as createHttpsServer, Agent as HttpsAgent, type RequestOptions, request as httpsRequest } from "node:https";
 import type { AddressInfo, Socket } from "node:net";
@@ -18,6 +19,13 @@ import type { CoreV1Api, V1Pod, V1Secret } from "@kubernetes/client-node";
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { bech32 } from "@scure/base";
 import Database from "better-sqlite3";
+import { openK8sChain } from "../../../src/kubernetes/audit.js";
+import { realClock } from "../../../src/kubernetes/clock.js";
+import { connect } from "../../../src/kubernetes/connect.js";
+import { silentLogger } from "../../../src/kubernetes/log.js";
+import { prepareDeploy } from "../../../src/kubernetes/prepare.js";
+import { deploy } from "../../../src/kubernetes/reconcile.js";
+import { DEFAULT_WAIT } from "../../../src/kubernetes/waiter.js";
 import { berthBin, builtPath } from "../../support/built.js";
 import { spawnNode, type Spawned } from "../../support/process.js";
 import type { ControlPlane, SimulatedState } from "../control-plane.js";
@@ -153,13 +161,26 @@ export async function runBerth(args: string[], o: { kubeconfig: string; home: st
   return { code, stdout: proc.output(), stderr: proc.errors() };
 }
 
+const tempDirs: string[] = [];
+
+function tempDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(dir);
+  return dir;
+}
+
+/** Removes every home, kubeconfig and preload directory this file created (call from afterAll). */
+export function removeTempDirs(): void {
+  for (const dir of tempDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
 export function tempHome(tag: string): string {
-  return mkdtempSync(join(tmpdir(), `berth-conf-${tag}-`));
+  return tempDir(`berth-conf-${tag}-`);
 }
 
 /** A preload that runs the provider with a local clock `shiftMs` ahead (a fast laptop clock, §11 / R16). */
 export function fastClockPreload(shiftMs: number): string[] {
-  const dir = mkdtempSync(join(tmpdir(), "berth-clock-"));
+  const dir = tempDir("berth-clock-");
   const file = join(dir, "fast-clock.mjs");
   writeFileSync(
     file,
@@ -424,8 +445,7 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const dir = mkdtempSync(join(tmpdir(), "berth-proxy-"));
-  mkdirSync(dir, { recursive: true });
+  const dir = tempDir("berth-proxy-");
   const kubeconfigPath = join(dir, "proxy.kubeconfig");
   const source = user === "admin" ? cp.kubeconfigPath : cp.restrictedKubeconfigPath;
   writeFileSync(kubeconfigPath, readFileSync(source, "utf8").replace(`server: ${cp.server}`, `server: ${url}`), { mode: 0o600 });
@@ -534,11 +554,36 @@ export const isPodList = (ns: string) => (r: ProxiedRequest) => r.method === "GE
 /** The numeric etcd revision behind a resourceVersion (opaque to clients, ordered in this test cluster). */
 export const revision = (rv: string | undefined): number => Number(rv ?? Number.NaN);
 
-/** Deploys once with the container started at once, and returns the live (started) pod. */
+/**
+ * Setup only: one deploy call by the real reconcile loop in this process (CLI mode), through the scenario's proxy
+ * and into the scenario's audit chain, with the provider's deadline.
+ */
+export async function deployInProcess(s: Scenario, config: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+  const prepared = prepareDeploy(deployRequest(s.agent, s.ns, config), { requireCommand: false });
+  if (!prepared.ok) throw new Error(prepared.error);
+  process.env.KUBECONFIG = s.proxy.kubeconfigPath;
+  const c = await connect(null);
+  if (!c.ok) throw new Error(c.error);
+  const audit = openK8sChain(s.home);
+  try {
+    const start = realClock.now();
+    const report = await deploy(
+      prepared.inputs,
+      { cluster: c.cluster, clock: realClock, audit, log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: DEFAULT_WAIT, mode: "cli", version: "conformance" },
+      { startedAt: start, loopDeadlineAt: start + (DEADLINE_SECONDS - 5) * 1000, deadlineSeconds: DEADLINE_SECONDS },
+    );
+    return report.answer.ok ? { ok: true, agent_id: report.answer.agentId } : { ok: false, error: report.answer.error };
+  } finally {
+    c.cluster.close();
+    audit.close();
+  }
+}
+
+/** Deploys once (in process) with the container started at once, and returns the live (started) pod. */
 export async function startedAgent(cp: ControlPlane, states: NamespaceStates, s: Scenario): Promise<V1Pod> {
   states.set(s.ns, { kind: "running" });
-  const first = await s.deploy();
-  if (first.answer.ok !== true) throw new Error(`setup deploy failed: ${JSON.stringify(first.answer)}; stderr: ${first.stderr.slice(-1500)}`);
+  const first = await deployInProcess(s);
+  if (first.ok !== true) throw new Error(`setup deploy failed: ${JSON.stringify(first)}`);
   const pod = await readPod(cp.core, s.ns, s.agent.podName);
   if (!pod?.status?.containerStatuses?.[0]?.state?.running) throw new Error("setup deploy left no started pod");
   return pod;
