@@ -252,6 +252,8 @@ describe("R22: watch first, 2 s polling as the fallback", () => {
     const readsWhileWaiting = s.proxy.requests.slice(podCreate).filter((x) => isPodGet(s.ns, s.agent.podName)(x) && !x.path.includes("watch=") && x.at < startedAt);
     // At most the read that follows the create's own watch event: no 2 s polling rhythm.
     expect(readsWhileWaiting.length).toBeLessThanOrEqual(2);
+    // One keep-alive connection for requests and one for the watch: no socket pool per request or per watch.
+    expect(s.proxy.connections()).toBeLessThanOrEqual(2);
   });
 
   it("with watch forbidden by RBAC, 2 s polling still sees the start and the deploy succeeds", async () => {

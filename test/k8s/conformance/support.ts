@@ -377,6 +377,8 @@ export interface ApiProxy {
   readonly url: string;
   readonly kubeconfigPath: string;
   readonly requests: ProxiedRequest[];
+  /** TLS connections the provider opened to the proxy so far. */
+  connections(): number;
   hook: ProxyHook | undefined;
   /** Added to the apiserver's `Date` response header (the server clock the GC sees); null strips the header. */
   dateShiftMs: number | null;
@@ -439,7 +441,9 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
       })().catch(() => req.socket.destroy());
     });
   });
+  let accepted = 0;
   server.on("connection", (s: Socket) => {
+    accepted++;
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
   });
@@ -453,6 +457,7 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
     url,
     kubeconfigPath,
     requests,
+    connections: () => accepted,
     get hook() {
       return state.hook;
     },
