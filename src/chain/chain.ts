@@ -65,6 +65,7 @@ export type Clock = () => number;
 
 export class Chain {
   private readonly listeners = new Set<(event: SealedEvent) => void>();
+  private readonly tipInTx = new WeakMap<WriteTx, ChainTip>();
   private readonly stmts;
 
   private constructor(
@@ -162,9 +163,12 @@ export class Chain {
   /** Appends inside the caller's transaction; the event is announced to listeners only after commit. */
   append(tx: WriteTx, draft: EventDraft): SealedEvent {
     if (tx.db !== this.db) throw new ChainError("append must run in a transaction on the chain's own database");
-    const tip = this.stmts.tip.get(this.chainId) as ChainTip | undefined;
+    // BEGIN IMMEDIATE holds the write lock for the whole transaction, so after our own first append in it the tip
+    // cannot move under us: remember it per transaction instead of reading it back for every event of a batch.
+    const tip = this.tipInTx.get(tx) ?? (this.stmts.tip.get(this.chainId) as ChainTip | undefined);
     const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
     this.stmts.insert.run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
+    this.tipInTx.set(tx, { seq: event.seq, hash: event.hash, ts: event.ts });
     if (this.listeners.size > 0) tx.afterCommit(() => this.emit(event));
     // §10: a checkpoint every 1000 events. Keyed on the seq itself so no extra read sits on the append path and
     // concurrent writers agree on who takes it.

@@ -20,16 +20,30 @@ export const DOMAIN_TAGS = [
 ] as const;
 export type DomainTag = (typeof DOMAIN_TAGS)[number];
 
+const prefixes = new Map<DomainTag, Buffer>();
+
+/** TAG(s): the ASCII tag and a 0x00 byte, built once per tag. */
+export function tagPrefix(tag: DomainTag): Buffer {
+  let prefix = prefixes.get(tag);
+  if (!prefix) {
+    prefix = Buffer.concat([Buffer.from(tag, "ascii"), Buffer.from([0])]);
+    prefixes.set(tag, prefix);
+  }
+  return prefix;
+}
+
 /** TAG(s) ‖ body: the ASCII tag, a 0x00 byte, then the body bytes. */
 export function tagged(tag: DomainTag, body: string | Uint8Array): Buffer {
-  const bodyBytes = typeof body === "string" ? Buffer.from(body, "utf8") : Buffer.from(body);
-  return Buffer.concat([Buffer.from(tag, "ascii"), Buffer.from([0]), bodyBytes]);
+  const bodyBytes = typeof body === "string" ? Buffer.from(body, "utf8") : body;
+  return Buffer.concat([tagPrefix(tag), bodyBytes]);
 }
 
 export function sha256(data: Uint8Array | string): Buffer {
   return createHash("sha256").update(data).digest();
 }
 
+/** SHA-256 of TAG(s) ‖ body, streamed so the hot path (one per audit event and payload) copies nothing. */
 export function taggedSha256Hex(tag: DomainTag, body: string | Uint8Array): string {
-  return sha256(tagged(tag, body)).toString("hex");
+  const hash = createHash("sha256").update(tagPrefix(tag));
+  return (typeof body === "string" ? hash.update(body, "utf8") : hash.update(body)).digest("hex");
 }
