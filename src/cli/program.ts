@@ -8,6 +8,7 @@ import { registerMeshCommands } from "./mesh.js";
 import { registerProviderCommands } from "./provider.js";
 import { registerNodeCommands } from "./node.js";
 import { registerPackageCommands } from "./package.js";
+import { registerUpCommands } from "./up.js";
 import { berthVersion } from "./version.js";
 
 export function buildProgram(): Command {
@@ -23,5 +24,6 @@ export function buildProgram(): Command {
   registerPackageCommands(program);
   registerMeshCommands(program);
   registerAgentCommands(program);
+  registerUpCommands(program);
   return program;
 }

@@ -1,0 +1,47 @@
+/** `berth up`: berth on a laptop, on embedded defaults (see src/up/local-mesh.ts). Ctrl-C stops everything it started. */
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Command } from "commander";
+import { up } from "../up/local-mesh.js";
+import { berthHome } from "./paths.js";
+
+function samplesDir(): string {
+  for (const rel of ["../../../samples", "../../samples"]) {
+    const dir = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(dir)) return dir;
+  }
+  throw new Error("berth up: the samples/ folder that ships with berth is missing");
+}
+
+export function registerUpCommands(program: Command): void {
+  program
+    .command("up")
+    .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C stops it all")
+    .option("--data-dir <dir>", "berth home (keys, controller.db, node data, packages)", berthHome())
+    .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running")
+    .action(async (opts: { dataDir: string; detach?: boolean }) => {
+      const log = (line: string) => process.stdout.write(`${line}\n`);
+      const started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain: fileURLToPath(new URL("./main.js", import.meta.url)), log });
+      log("");
+      log(`berth is up: ${started.nodes.length} nodes, ${started.agents.length} agents. Try, in another terminal:`);
+      log(`  export BERTH_HOME=${opts.dataDir}`);
+      log("  berth agents                      # every agent and where it runs");
+      log("  berth agent logs heartbeat        # its output, captured by the node");
+      log("  berth nodes list --refresh        # nodes, tiers, liveness");
+      log("  berth place <package-dir> --dry-run   # the placement explain, nothing sent");
+      log("  berth audit verify --key-file $BERTH_HOME/keys/controller.key");
+      log("  berth deploy $BERTH_HOME/up/agents/heartbeat.json   # again: a no-op, never a second copy");
+      if (opts.detach) {
+        log("detached: the node daemons keep running; stop them with kill, or run berth up again and press Ctrl-C");
+        process.exit(0);
+      }
+      log("ready; press Ctrl-C to stop the agents and the nodes");
+      await new Promise<void>((resolveSignal) => {
+        process.once("SIGINT", () => resolveSignal());
+        process.once("SIGTERM", () => resolveSignal());
+      });
+      log("stopping…");
+      await started.shutdown();
+      log("stopped");
+    });
+}
