@@ -43,7 +43,8 @@ export const BODY_SCHEMAS = {
   load: PlaceBodySchema,
   start: z.strictObject({ instance_id: instanceId }),
   stop: z.strictObject({ instance_id: instanceId, grace_ms: z.number().int().min(0).max(LIMITS.graceMaxMs).default(LIMITS.graceDefaultMs) }),
-  unload: z.strictObject({ instance_id: instanceId }),
+  /** `generation` (issue 7): unload only if the instance is still at this generation (the agent deploy's fence). */
+  unload: z.strictObject({ instance_id: instanceId, generation: z.number().int().min(0).optional() }),
   status: z.strictObject({ instance_id: instanceId.nullable().default(null), include_departed: z.boolean().default(false) }),
   logs: z.strictObject({ instance_id: instanceId, tail_bytes: z.number().int().min(0).max(LIMITS.logTailBytes).default(LIMITS.logTailBytes) }),
 } as const;

@@ -233,6 +233,7 @@ function orderRecord(order: PlaceOrder, packageId: string, name: string): JsonOb
     avoid: [...order.avoid],
     allow_emulated: order.allow_emulated,
     start: order.start,
+    ...(order.agent !== null ? { agent: order.agent, intent: order.intent } : {}),
   };
 }
 
@@ -250,7 +251,13 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
   const { store, targets } = deps;
   const candidates = dispatchOrder(d.decision);
   const method = d.order.start ? "place" : "load";
-  const body: JsonObject = { package_id: d.pkg.packageId, name: d.name, variant: "", config: d.order.config as unknown as JsonObject };
+  const body: JsonObject = {
+    package_id: d.pkg.packageId,
+    name: d.name,
+    variant: "",
+    config: d.order.config as unknown as JsonObject,
+    ...(d.order.agent !== null ? { agent: d.order.agent, intent: d.order.intent } : {}),
+  };
   const attempts: Attempt[] = [];
   const refuseEvent = (a: Attempt, extra: { reconcile: string | null; unloaded: number | null }): EventDraft => ({
     source: "placement",

@@ -20,6 +20,9 @@ export const PlaceOrderSchema = z.strictObject({
   allow_emulated: z.boolean().default(false),
   /** true sends `place` (load and start); false sends `load`. */
   start: z.boolean().default(true),
+  /** Issue 7: the agent this instance is placed for and its create-intent fingerprint; the node records both. */
+  agent: z.string().regex(NAME_PATTERN, "agent must match ^[a-z0-9][a-z0-9-]{0,62}$").nullable().default(null),
+  intent: z.string().regex(HEX64, "intent must be 64 lowercase hex").nullable().default(null),
   dry_run: z.boolean().default(false),
 });
 export type PlaceOrder = z.infer<typeof PlaceOrderSchema>;

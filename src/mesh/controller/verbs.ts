@@ -25,6 +25,8 @@ const MUTATING: ReadonlySet<Verb> = new Set(["start", "stop", "unload"]);
 export interface VerbOptions {
   readonly grace_ms?: number;
   readonly tail_bytes?: number;
+  /** unload: the node refuses unless the instance is still at this generation (issue 7's fenced replace). */
+  readonly generation?: number;
 }
 
 export type VerbResult =
@@ -52,8 +54,9 @@ function bodyOf(verb: Verb, instanceId: string, opts: VerbOptions): JsonObject {
     case "status":
       return { instance_id: instanceId, include_departed: false };
     case "start":
-    case "unload":
       return { instance_id: instanceId };
+    case "unload":
+      return opts.generation === undefined ? { instance_id: instanceId } : { instance_id: instanceId, generation: opts.generation };
     case "stop":
       return { instance_id: instanceId, grace_ms: opts.grace_ms ?? 2000 };
     case "logs":

@@ -594,6 +594,10 @@ export class NodeService {
 
   private async unload(req: VerifiedRequest, body: BodyOf<"unload">): Promise<JsonObject> {
     const row = this.held(body.instance_id);
+    // Issue 7: a fenced unload names the generation it observed; a restarted (changed) instance is never touched.
+    if (body.generation !== undefined && body.generation !== row.generation) {
+      throw new Refusal("invalid_request", `generation precondition failed: instance ${row.instance_id} is at generation ${row.generation}, not ${body.generation}`);
+    }
     const verdict = this.gate("workload.unload", this.contextOf(row.launch, row.package_id, req.requester, row.route === "emulated"));
     if (verdict.decision !== "permit") throw new Refusal("governance", `workload.unload denied: ${verdict.reason}`);
     const stopped = await this.stopProcess(row, 2000, "workload.stop", req.decision_id);
