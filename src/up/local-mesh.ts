@@ -244,7 +244,7 @@ export async function up(o: UpOptions): Promise<RunningUp> {
       let summary: string;
       try {
         const doc = JSON.parse(deployed.stdout) as { state?: string; row?: string; instance?: unknown; message?: string; error?: string };
-        summary = [doc.row ?? doc.state, doc.message ?? doc.error].filter(Boolean).join(": ");
+        summary = doc.message ?? doc.error ?? doc.row ?? doc.state ?? deployed.stdout.trim();
       } catch {
         summary = (deployed.stderr || deployed.stdout).trim();
       }

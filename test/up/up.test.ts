@@ -1,0 +1,80 @@
+/**
+ * `berth up` end to end: real node daemons, real agent processes, Ctrl-C, and a second run that reuses the state.
+ */
+import { mkdtempSync, readdirSync, readlinkSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { berthBin } from "../support/built.js";
+import { killAll, runNode, spawnNode } from "../support/process.js";
+
+const home = mkdtempSync(join(tmpdir(), "berth-up-"));
+afterEach(() => killAll());
+afterAll(() => {
+  for (const pid of processesUnder(home)) process.kill(pid, "SIGKILL");
+  rmSync(home, { recursive: true, force: true });
+});
+
+/** Every process whose command line or working directory lies inside `dir`: daemons and agent instances alike. */
+function processesUnder(dir: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
+      let cwd = "";
+      try {
+        cwd = readlinkSync(`/proc/${entry}/cwd`);
+      } catch {
+        // a process we may not inspect is not ours
+      }
+      if (cmdline.includes(dir) || cwd.startsWith(dir)) found.push(Number(entry));
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return found;
+}
+
+async function agentsJson(): Promise<Array<{ name: string; state: string; instance?: string | null }>> {
+  const r = await runNode([berthBin(), "agents", "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
+  expect(r.code, r.stderr).toBe(0);
+  return (JSON.parse(r.stdout) as { agents: Array<{ name: string; state: string; instance?: string | null }> }).agents;
+}
+
+async function upUntilReady() {
+  const p = spawnNode([berthBin(), "up", "--data-dir", home], { env: { BERTH_HOME: home } });
+  await p.waitForOutput("ready; press Ctrl-C", 120_000);
+  return p;
+}
+
+describe("berth up", () => {
+  it("starts three nodes and the sample agents once, stops everything on Ctrl-C, and a second run reuses the state", async () => {
+    const first = await upUntilReady();
+    expect(first.output()).toMatch(/node pi-kitchen +pi5/);
+    const agents = await agentsJson();
+    expect(agents.map((a) => a.name).sort()).toEqual(["heartbeat", "scout"]);
+    expect(agents.every((a) => a.state === "running")).toBe(true);
+    // Deploying a sample again while it runs is a no-op: still exactly one instance per agent.
+    const again = await runNode([berthBin(), "deploy", join(home, "up", "agents", "heartbeat.json"), "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
+    expect(again.code, again.stderr).toBe(0);
+    const instances = await runNode([berthBin(), "instances", "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
+    expect((JSON.parse(instances.stdout) as { placements: unknown[] }).placements).toHaveLength(2);
+
+    first.child.kill("SIGINT");
+    const exit = await first.exited();
+    expect(exit.code, first.errors()).toBe(0);
+    expect(first.output()).toContain("stopped");
+    expect(processesUnder(home)).toEqual([]);
+
+    const second = await upUntilReady();
+    const after = await agentsJson();
+    expect(after.map((a) => a.name).sort()).toEqual(["heartbeat", "scout"]);
+    expect(after.every((a) => a.state === "running")).toBe(true);
+    const placements = await runNode([berthBin(), "instances", "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
+    expect((JSON.parse(placements.stdout) as { placements: unknown[] }).placements).toHaveLength(2);
+    second.child.kill("SIGINT");
+    expect((await second.exited()).code).toBe(0);
+    expect(processesUnder(home)).toEqual([]);
+  }, 300_000);
+});
