@@ -100,7 +100,7 @@ export type AgentSpecParse = { ok: true; spec: AgentSpecDocument } | { ok: false
 export function parseAgentSpec(text: string, source = "agent spec"): AgentSpecParse {
   let raw: unknown;
   try {
-    raw = parseYaml(text, { uniqueKeys: true, maxAliasCount: 50 });
+    raw = parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" });
   } catch (error) {
     return { ok: false, errors: [`${source}: not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`] };
   }
