@@ -1,0 +1,344 @@
+/**
+ * The HTTP API contract (issue 8 §2): one zod schema per route input and output, and the route table the server
+ * registers and the OpenAPI document is generated from — so the document cannot say one thing while the server does
+ * another. Pure data: no handlers, no I/O. Response shapes mirror berth's library records field for field (snake_case
+ * as they are); where a record is large and owned elsewhere (the engine's decision, an agent observation) the schema
+ * names its key fields and lets the rest through.
+ */
+import { z } from "zod";
+import { PlaceOrderSchema } from "../mesh/controller/order.js";
+
+// ---- shared pieces --------------------------------------------------------------------------------------------------
+
+const Hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
+const NodeRef = z.string().min(1).max(300);
+const Tier = z.enum(["discovered", "paired", "pinned"]);
+const Json = z.record(z.string(), z.unknown());
+
+export const ErrorSchema = z.strictObject({
+  error: z.strictObject({
+    code: z.string().meta({ description: "stable machine-readable code, e.g. unauthorized, invalid_request, not_found, k8s_not_configured" }),
+    message: z.string(),
+    issues: z.array(z.strictObject({ path: z.string(), message: z.string() })).optional(),
+    constraints: z.array(z.strictObject({ constraint: z.string(), detail: z.string() })).optional(),
+  }),
+});
+
+export const TargetInfoSchema = z.looseObject({
+  addr: z.string(),
+  node_id: z.string().nullable(),
+  key: z.string().nullable(),
+  name: z.string().nullable(),
+  tier: Tier,
+  tier_source: z.string(),
+  liveness: z.enum(["unknown", "alive", "suspect", "dead"]),
+  boot_id: z.string().nullable(),
+  learned_ms: z.number().nullable(),
+  last_ok_ms: z.number().nullable(),
+  facts_expire_at_ms: z.number().nullable(),
+  error: z.string().nullable(),
+  facts: Json.nullable().meta({ description: "summary of the node's last signed facts (board, arch, labels, memory); null before a describe" }),
+});
+
+export const PlacementRecordSchema = z.strictObject({
+  instance_id: z.string(),
+  name: z.string(),
+  node_id: z.string(),
+  decision_id: z.string(),
+  variant: z.string(),
+  route: z.enum(["native", "emulated"]),
+  package_id: z.string(),
+  placed_ms: z.number(),
+  adopted: z.boolean(),
+  pending: z.string().nullable(),
+});
+
+const AttemptSchema = z.strictObject({
+  node_id: z.string(),
+  variant: z.string(),
+  outcome: z.string(),
+  code: z.string().nullable(),
+  reason: z.string().nullable(),
+  next: z.string().nullable(),
+  instance_id: z.string().nullable(),
+});
+
+const DecisionSchema = z
+  .looseObject({
+    name: z.string(),
+    kind: z.string(),
+    package_id: z.string(),
+    allow_emulated: z.boolean(),
+    pin: z.string().nullable(),
+    prefer: z.array(z.string()),
+    avoid: z.array(z.string()),
+    candidates: z.array(
+      z.looseObject({
+        node_id: z.string(),
+        name: z.string().nullable(),
+        eligible: z.boolean(),
+        rejections: z.array(z.strictObject({ constraint: z.string(), detail: z.string() })),
+        variant: z.string().nullable(),
+        route: z.string().nullable(),
+        execution: z.string().nullable(),
+        score: Json.nullable(),
+        total_centi: z.number().nullable(),
+        flags: z.array(z.string()),
+      }),
+    ),
+    placement: Json.nullable(),
+  })
+  .meta({ description: "the placement engine's decision (core/placement/outputs.ts PlacementDecision): every candidate, its rejections and score breakdown" });
+
+export const PlaceReportSchema = z.strictObject({
+  decision: DecisionSchema,
+  decision_id: z.string(),
+  explain: z.string(),
+  attempts: z.array(AttemptSchema),
+  placed: PlacementRecordSchema.nullable(),
+  unsettled: z.boolean(),
+});
+
+export const PastDecisionSchema = z.strictObject({
+  decision_id: z.string(),
+  state: z.string().meta({ description: "dispatching, placed, unsettled, unplaced, or dry_run for a decision that dispatched nothing" }),
+  name: z.string(),
+  package_id: z.string(),
+  created_ms: z.number(),
+  dry_run: z.boolean(),
+  decision: DecisionSchema,
+  explain: z.string(),
+  attempts: z.array(z.looseObject({ n: z.number(), node_id: z.string(), variant: z.string(), state: z.string(), outcome: z.string().nullable() })),
+});
+
+const UnsettledSchema = z.looseObject({
+  decision_id: z.string(),
+  name: z.string(),
+  node_id: z.string(),
+  variant: z.string(),
+  package_id: z.string(),
+  created_ms: z.number(),
+  workload: Json,
+});
+
+const SettleReportSchema = z.strictObject({
+  adopted: z.number(),
+  settledEmpty: z.number(),
+  skipped: z.array(z.strictObject({ decision_id: z.string(), reason: z.string() })),
+});
+
+export const VerbResultSchema = z
+  .looseObject({
+    kind: z.enum(["ok", "refused", "unreachable", "indeterminate", "error"]),
+    verb: z.string(),
+    instance_id: z.string(),
+    node: z.string().optional(),
+    result: Json.optional(),
+    code: z.string().optional(),
+    reason: z.string().optional(),
+  })
+  .meta({ description: "the controller's VerbResult: ok with the node's result, or refused/unreachable/indeterminate/error with why" });
+
+const InstanceSchema = PlacementRecordSchema.extend({
+  state: z.string().meta({ description: "the node's state for the instance from a signed status (running, exited, …), or unknown when it did not answer" }),
+  status: Json.nullable(),
+});
+
+export const SealedEventSchema = z.strictObject({
+  seq: z.number(),
+  chain_id: z.string(),
+  ts: z.number(),
+  prev_hash: z.string(),
+  source: z.string(),
+  kind: z.string(),
+  payload: Json,
+  payload_hash: z.string(),
+  hash: z.string(),
+  sig: z.string(),
+});
+
+const AgentDeploySchema = z
+  .looseObject({
+    agent: z.string(),
+    target: z.enum(["mesh", "kubernetes"]),
+    intent: z.string(),
+    ok: z.boolean(),
+    outcome: z.string(),
+    message: z.string(),
+    instance: z.string().nullable(),
+    pending_edit: z.boolean(),
+    row: z.string().nullable(),
+    action: z.string().nullable(),
+    fence: Json.nullable(),
+    observation: Json.nullable(),
+    rounds: z.array(Json),
+  })
+  .meta({ description: "the agent.deploy payload (core/agents/deploy-event.ts), as `berth deploy --json` prints it" });
+
+const AgentStateSchema = z.strictObject({
+  name: z.string(),
+  target: z.string(),
+  state: z.string(),
+  row: z.string().nullable(),
+  next: z.string().nullable(),
+  instance: z.string().nullable(),
+  observation: Json.nullable(),
+  error: z.string().nullable(),
+});
+
+const K8sListRowSchema = z.strictObject({ name: z.string(), namespace: z.string(), binding: z.string(), startup: z.string(), registry: z.string() });
+
+const ChainInfoSchema = z.strictObject({
+  name: z.string().meta({ description: "controller or k8s: the name to pass as ?chain=" }),
+  chain_id: z.string(),
+  owner_key: z.string(),
+  role: z.string(),
+  events: z.number(),
+  head: z.strictObject({ seq: z.number(), hash: z.string() }),
+});
+
+const VerifyResultSchema = z.looseObject({
+  ok: z.boolean(),
+  chain_id: z.string().nullable(),
+  events: z.number(),
+  head: z.strictObject({ seq: z.number(), hash: z.string() }).nullable(),
+  checkpoints: z.number(),
+  keySelfAsserted: z.boolean(),
+  failure: Json.optional(),
+});
+
+// ---- inputs -----------------------------------------------------------------------------------------------------------
+
+export const ChainName = z.enum(["controller", "k8s"], { error: 'must be "controller" or "k8s"' });
+
+export const Inputs = {
+  nodesQuery: z.strictObject({ refresh: z.enum(["true", "false"]).optional() }),
+  addNode: z.strictObject({
+    addr: z.string().regex(/^[^\s:]+:\d{1,5}$/, "must be HOST:PORT"),
+    tier: Tier.optional(),
+    key: Hex64.optional().meta({ description: "the node's Ed25519 public key; without it the first describe is trusted (TOFU)" }),
+  }),
+  nodeRef: z.strictObject({ ref: NodeRef }),
+  setTier: z.strictObject({ tier: Tier }),
+  addPackage: z.strictObject({ path: z.string().min(1).max(4096).meta({ description: "a built and signed package directory on the server host" }) }),
+  place: PlaceOrderSchema.omit({ dry_run: true, agent: true, intent: true }),
+  decisionRef: z.strictObject({ decision_id: Hex64 }),
+  instanceRef: z.strictObject({ id: z.string().min(1).max(128) }),
+  instanceVerb: z.strictObject({
+    grace_ms: z.number().int().min(0).max(60_000).optional().meta({ description: "stop: SIGTERM grace before SIGKILL" }),
+  }),
+  logsQuery: z.strictObject({ tail_bytes: z.coerce.number().int().min(0).max(65_536).optional() }),
+  agentRef: z.strictObject({ name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be an agent name (a DNS label)") }),
+  agentSpec: Json.meta({
+    description: "an agent spec (core/agents/spec.ts AgentSpecSchema: apiVersion berth/v1, kind Agent, metadata, spec) as JSON; a relative spec.package resolves against the server's data directory",
+  }),
+  agentReplace: z.strictObject({ spec: Json.optional().meta({ description: "deploy this spec instead of the one last deployed" }) }),
+  k8sListQuery: z.strictObject({ namespace: z.string().min(1).max(63).optional() }),
+  k8sAgentRef: z.strictObject({ name: z.string().min(1).max(128).meta({ description: "the agent's pod name or its 64-hex public key" }) }),
+  k8sAgentQuery: z.strictObject({ namespace: z.string().min(1).max(63) }),
+  k8sLogsQuery: z.strictObject({ namespace: z.string().min(1).max(63), tail: z.coerce.number().int().min(0).max(100_000).optional() }),
+  k8sDeploy: Json.meta({ description: "a Kubernetes deploy request, shaped like `berth k8s deploy FILE` (the provider's deploy request)" }),
+  k8sStop: z.strictObject({ namespace: z.string().min(1).max(63), wait: z.boolean().default(false) }),
+  auditChainQuery: z.strictObject({ chain: ChainName.default("controller") }),
+  auditEventsQuery: z.strictObject({
+    chain: ChainName.default("controller"),
+    after: z.coerce.number().int().min(-1).default(-1).meta({ description: "events with seq greater than this" }),
+    limit: z.coerce.number().int().min(1).max(1000).default(100),
+  }),
+} as const;
+
+// ---- the route table ----------------------------------------------------------------------------------------------------
+
+export interface RouteSpec {
+  readonly id: string;
+  readonly method: "GET" | "POST" | "PUT";
+  /** OpenAPI form, with `{param}`. */
+  readonly path: string;
+  readonly summary: string;
+  readonly tag: string;
+  /** Public routes need no bearer token. */
+  readonly public?: boolean;
+  /** Mutating routes are chained as an `api.call` request/outcome pair. */
+  readonly mutating?: boolean;
+  readonly params?: z.ZodObject;
+  readonly query?: z.ZodObject;
+  readonly body?: z.ZodType;
+  readonly status: 200 | 201;
+  readonly response: z.ZodType;
+  /** Content type when not JSON. */
+  readonly produces?: "text/event-stream" | "application/x-ndjson";
+  /** Error statuses this route can answer besides 400/401. */
+  readonly errors?: readonly number[];
+}
+
+const list = <T extends z.ZodType>(key: string, item: T) => z.strictObject({ [key]: z.array(item) });
+const ok = z.strictObject({ ok: z.literal(true) });
+
+export const ROUTES: readonly RouteSpec[] = [
+  { id: "health", method: "GET", path: "/health", tag: "meta", public: true, summary: "liveness and version", status: 200, response: z.strictObject({ ok: z.literal(true), version: z.string() }) },
+  { id: "openapi", method: "GET", path: "/openapi.json", tag: "meta", public: true, summary: "this OpenAPI 3.1 document", status: 200, response: Json },
+
+  { id: "listNodes", method: "GET", path: "/nodes", tag: "nodes", summary: "known nodes with tier, liveness and facts; refresh=true describes every node first", query: Inputs.nodesQuery, status: 200, response: list("nodes", TargetInfoSchema) },
+  { id: "addNode", method: "POST", path: "/nodes", tag: "nodes", mutating: true, summary: "add a node by address (TOFU, or a describe that must be answered by key)", body: Inputs.addNode, status: 201, response: z.strictObject({ node: TargetInfoSchema }), errors: [422] },
+  { id: "setNodeTier", method: "PUT", path: "/nodes/{ref}/tier", tag: "nodes", mutating: true, summary: "set a node's tier (by node id or address); chained as peer.tier", params: Inputs.nodeRef, body: Inputs.setTier, status: 200, response: z.strictObject({ node: z.string(), tier: Tier }), errors: [404] },
+
+  {
+    id: "listPackages",
+    method: "GET",
+    path: "/packages",
+    tag: "packages",
+    summary: "packages in the controller's package store (verified copies it can place)",
+    status: 200,
+    response: list(
+      "packages",
+      z.strictObject({ package_id: z.string(), name: z.string(), version: z.string(), kind: z.string(), description: z.string(), path: z.string(), variants: z.array(z.strictObject({ id: z.string(), arch: z.string(), os: z.string() })), signers: z.array(z.string()), verified: z.boolean(), error: z.string().nullable() }),
+    ),
+  },
+  { id: "addPackage", method: "POST", path: "/packages", tag: "packages", mutating: true, summary: "verify a built, signed package directory on the server host and copy it into the package store", body: Inputs.addPackage, status: 201, response: z.strictObject({ package_id: z.string(), name: z.string(), version: z.string(), path: z.string() }), errors: [422] },
+
+  { id: "listPlacements", method: "GET", path: "/placements", tag: "placements", summary: "placement records", status: 200, response: list("placements", PlacementRecordSchema) },
+  { id: "place", method: "POST", path: "/placements", tag: "placements", mutating: true, summary: "decide, record and place (the PlaceReport with its explain)", body: Inputs.place, status: 201, response: PlaceReportSchema, errors: [409, 422] },
+  { id: "explain", method: "POST", path: "/placements/explain", tag: "placements", mutating: true, summary: "dry run: decide and record the decision, send nothing", body: Inputs.place, status: 200, response: PlaceReportSchema, errors: [409, 422] },
+  { id: "getPlacement", method: "GET", path: "/placements/{decision_id}", tag: "placements", summary: "a past decision with its candidates, attempts and explain", params: Inputs.decisionRef, status: 200, response: PastDecisionSchema, errors: [404] },
+
+  { id: "listInstances", method: "GET", path: "/instances", tag: "instances", summary: "placed instances with the node's state (one signed status per node)", status: 200, response: list("instances", InstanceSchema) },
+  { id: "getInstance", method: "GET", path: "/instances/{id}", tag: "instances", summary: "one instance's signed status from its node", params: Inputs.instanceRef, status: 200, response: VerbResultSchema, errors: [404, 502] },
+  ...(["start", "stop", "unload"] as const).map(
+    (verb): RouteSpec => ({ id: `${verb}Instance`, method: "POST", path: `/instances/{id}/${verb}`, tag: "instances", mutating: true, summary: `${verb} an instance through its node`, params: Inputs.instanceRef, body: Inputs.instanceVerb, status: 200, response: VerbResultSchema, errors: [404, 409, 502] }),
+  ),
+  { id: "instanceLogs", method: "GET", path: "/instances/{id}/logs", tag: "instances", summary: "the instance's captured stdout and stderr (tails)", params: Inputs.instanceRef, query: Inputs.logsQuery, status: 200, response: VerbResultSchema, errors: [404, 502] },
+
+  { id: "listUnsettled", method: "GET", path: "/unsettled", tag: "unsettled", summary: "decisions whose lost answer is not reconciled yet", status: 200, response: list("unsettled", UnsettledSchema) },
+  { id: "settle", method: "POST", path: "/unsettled/settle", tag: "unsettled", mutating: true, summary: "ask the nodes now and adopt or release", body: z.strictObject({}), status: 200, response: z.strictObject({ settled: SettleReportSchema, unsettled: z.array(UnsettledSchema) }) },
+
+  { id: "listAgents", method: "GET", path: "/agents", tag: "agents", summary: "every agent deployed from this berth home with its state on its target", status: 200, response: list("agents", AgentStateSchema) },
+  { id: "deployAgent", method: "POST", path: "/agents", tag: "agents", mutating: true, summary: "deploy an agent spec: idempotent, once (the deploy outcome, as `berth deploy --json`)", body: Inputs.agentSpec, status: 200, response: AgentDeploySchema, errors: [409, 422, 502] },
+  { id: "getAgent", method: "GET", path: "/agents/{name}", tag: "agents", summary: "the agent's state and what a deploy would do now", params: Inputs.agentRef, status: 200, response: AgentStateSchema, errors: [404] },
+  { id: "agentLogs", method: "GET", path: "/agents/{name}/logs", tag: "agents", summary: "the agent's current instance's logs", params: Inputs.agentRef, query: Inputs.logsQuery, status: 200, response: z.looseObject({ agent: z.string(), instance: z.string(), stdout: z.string(), stderr: z.string() }), errors: [404, 409, 502] },
+  { id: "stopAgent", method: "POST", path: "/agents/{name}/stop", tag: "agents", mutating: true, summary: "stop the agent's instance (a later deploy starts it again)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
+  { id: "replaceAgent", method: "POST", path: "/agents/{name}/replace", tag: "agents", mutating: true, summary: "stop the running instance now and start one from the spec", params: Inputs.agentRef, body: Inputs.agentReplace, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
+
+  { id: "listK8sAgents", method: "GET", path: "/k8s/agents", tag: "kubernetes", summary: "agent pods managed by berth or Buzz; configured:false without a Kubernetes context", query: Inputs.k8sListQuery, status: 200, response: z.strictObject({ configured: z.boolean(), context: z.string().nullable(), agents: z.array(K8sListRowSchema), error: z.string().nullable() }) },
+  { id: "deployK8sAgent", method: "POST", path: "/k8s/agents", tag: "kubernetes", mutating: true, summary: "deploy a Kubernetes agent (as `berth k8s deploy --json`)", body: Inputs.k8sDeploy, status: 200, response: z.strictObject({ ok: z.boolean(), agent_id: z.string().optional(), error: z.string().optional() }), errors: [409, 422, 502] },
+  { id: "getK8sAgent", method: "GET", path: "/k8s/agents/{name}", tag: "kubernetes", summary: "what the cluster says about one agent (as `berth k8s status --json`)", params: Inputs.k8sAgentRef, query: Inputs.k8sAgentQuery, status: 200, response: Json, errors: [404, 409, 502] },
+  { id: "k8sAgentLogs", method: "GET", path: "/k8s/agents/{name}/logs", tag: "kubernetes", summary: "the agent container's log", params: Inputs.k8sAgentRef, query: Inputs.k8sLogsQuery, status: 200, response: z.strictObject({ pod: z.string(), namespace: z.string(), log: z.string() }), errors: [404, 409, 502] },
+  { id: "stopK8sAgent", method: "POST", path: "/k8s/agents/{name}/stop", tag: "kubernetes", mutating: true, summary: "fenced, audited delete of the agent's pod", params: Inputs.k8sAgentRef, body: Inputs.k8sStop, status: 200, response: z.strictObject({ ok: z.boolean(), message: z.string() }), errors: [404, 409, 502] },
+  { id: "replaceK8sAgent", method: "POST", path: "/k8s/agents/{name}/replace", tag: "kubernetes", mutating: true, summary: "fenced re-create of a never-started pod from the deploy request in the body", params: Inputs.k8sAgentRef, body: Inputs.k8sDeploy, status: 200, response: z.strictObject({ ok: z.boolean(), agent_id: z.string().optional(), error: z.string().optional() }), errors: [404, 409, 422, 502] },
+
+  { id: "listChains", method: "GET", path: "/audit/chains", tag: "audit", summary: "the audit chains this server holds", status: 200, response: list("chains", ChainInfoSchema) },
+  { id: "auditEvents", method: "GET", path: "/audit/events", tag: "audit", summary: "events after a seq, oldest first", query: Inputs.auditEventsQuery, status: 200, response: z.strictObject({ chain: ChainName, events: z.array(SealedEventSchema), head: z.number() }), errors: [404] },
+  { id: "auditVerify", method: "GET", path: "/audit/verify", tag: "audit", summary: "verify the stored chain under its owner key", query: Inputs.auditChainQuery, status: 200, response: VerifyResultSchema, errors: [404] },
+  { id: "auditExport", method: "GET", path: "/audit/export", tag: "audit", summary: "the chain as JSON lines (one sealed event per line)", query: Inputs.auditChainQuery, status: 200, response: z.string(), produces: "application/x-ndjson", errors: [404] },
+  {
+    id: "auditStream",
+    method: "GET",
+    path: "/audit/stream",
+    tag: "audit",
+    summary: "server-sent events: `event: audit`, `id: <seq>`, data = the sealed event; resumable with Last-Event-ID; a comment heartbeat every 15 s",
+    query: Inputs.auditChainQuery,
+    status: 200,
+    response: z.string(),
+    produces: "text/event-stream",
+    errors: [404],
+  },
+];
