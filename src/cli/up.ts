@@ -2,6 +2,7 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
+import { describeKubernetesTarget, probeKubernetesTarget } from "../up/kubernetes-target.js";
 import { up } from "../up/local-mesh.js";
 import { berthHome } from "./paths.js";
 
@@ -19,9 +20,13 @@ export function registerUpCommands(program: Command): void {
     .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C stops it all")
     .option("--data-dir <dir>", "berth home (keys, controller.db, node data, packages)", berthHome())
     .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running")
-    .action(async (opts: { dataDir: string; detach?: boolean }) => {
+    .option("--kube-context <ctx>", "the Kubernetes context to show as a second target (default: the kubeconfig's current one)")
+    .option("--no-kubernetes", "do not look for a Kubernetes context")
+    .action(async (opts: { dataDir: string; detach?: boolean; kubeContext?: string; kubernetes: boolean }) => {
       const log = (line: string) => process.stdout.write(`${line}\n`);
-      const started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain: fileURLToPath(new URL("./main.js", import.meta.url)), log });
+      const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
+      const started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log });
+      if (opts.kubernetes) log(describeKubernetesTarget(await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null)));
       log("");
       log(`berth is up: ${started.nodes.length} nodes, ${started.agents.length} agents. Try, in another terminal:`);
       log(`  export BERTH_HOME=${opts.dataDir}`);

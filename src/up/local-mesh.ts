@@ -17,6 +17,7 @@ import { archOfNode } from "../core/packages/manifest.js";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
 import { buildPackage, initPackage, signPackage } from "../mesh/packages/dir.js";
+import { runVerb } from "./run-verb.js";
 
 /** The three local nodes: different boards and labels, so placement has something to choose between. */
 export const LOCAL_NODES = [
@@ -56,28 +57,6 @@ async function freePort(): Promise<number> {
       const address = server.address();
       server.close(() => resolvePort(typeof address === "object" && address ? address.port : 0));
     });
-  });
-}
-
-export interface VerbResult {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs one berth verb as a child process, as a user would type it. */
-export function runVerb(berthMain: string, home: string, args: readonly string[]): Promise<VerbResult> {
-  return new Promise((done) => {
-    const child = spawn(process.execPath, [berthMain, ...args], { env: { ...process.env, BERTH_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (d: Buffer) => {
-      stdout += d.toString();
-    });
-    child.stderr.on("data", (d: Buffer) => {
-      stderr += d.toString();
-    });
-    child.on("exit", (code) => done({ code, stdout, stderr }));
   });
 }
 
