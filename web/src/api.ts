@@ -1,0 +1,133 @@
+/**
+ * The typed client for berth's HTTP API (`/api/v1`). Every call sends the bearer token in the header, never in a
+ * URL; every failure becomes an `ApiError` carrying the server's own message (and, for a validation error, the
+ * field it names), which the views show as they are.
+ */
+import type {
+  AgentState,
+  AuditEvent,
+  DecisionReport,
+  InstanceInfo,
+  KubernetesAgents,
+  NodeInfo,
+  PackageInfo,
+  PlacementRecord,
+  PlaceOrder,
+  SettleReport,
+  UnsettledDecision,
+  VerifyResult,
+} from "./types";
+
+export const API_BASE = "/api/v1";
+
+export class ApiError extends Error {
+  override name = "ApiError";
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface ErrorBody {
+  error?: { code?: string; message?: string; issues?: Array<{ path?: string; message?: string }> };
+}
+
+/** The server's message, with the fields a validation error names when the message does not already say them. */
+function messageOf(status: number, body: ErrorBody | null, fallback: string): { code: string; message: string } {
+  const e = body?.error;
+  if (!e) return { code: `http_${status}`, message: `${status} ${fallback}`.trim() };
+  let message = e.message ?? fallback;
+  for (const issue of e.issues ?? []) {
+    const line = `${issue.path ?? ""}: ${issue.message ?? ""}`;
+    if (issue.path && !message.includes(issue.path)) message += `\n${line}`;
+  }
+  return { code: e.code ?? `http_${status}`, message };
+}
+
+export class BerthApi {
+  constructor(private readonly token: string) {}
+
+  headers(extra: Record<string, string> = {}): Record<string, string> {
+    return { authorization: `Bearer ${this.token}`, ...extra };
+  }
+
+  async request<T>(method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<T> {
+    let response: Response;
+    try {
+      response = await fetch(API_BASE + path, {
+        method,
+        headers: this.headers(body === undefined ? {} : { "content-type": "application/json" }),
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (error) {
+      throw new ApiError(0, "unreachable", `the berth server did not answer ${method} ${path}: ${(error as Error).message}`);
+    }
+    const text = await response.text();
+    let parsed: unknown = null;
+    try {
+      parsed = text ? JSON.parse(text) : null;
+    } catch {
+      // a non-JSON body (a proxy's error page) is reported by its status below
+    }
+    if (!response.ok) {
+      const { code, message } = messageOf(response.status, parsed as ErrorBody | null, response.statusText);
+      throw new ApiError(response.status, code, message);
+    }
+    return parsed as T;
+  }
+
+  nodes(refresh = false) {
+    return this.request<{ nodes: NodeInfo[] }>("GET", `/nodes${refresh ? "?refresh=true" : ""}`);
+  }
+  setTier(ref: string, tier: string) {
+    return this.request<unknown>("PUT", `/nodes/${encodeURIComponent(ref)}/tier`, { tier });
+  }
+  packages() {
+    return this.request<{ packages: PackageInfo[] }>("GET", "/packages");
+  }
+  placements() {
+    return this.request<{ placements: PlacementRecord[] }>("GET", "/placements");
+  }
+  placement(decisionId: string) {
+    return this.request<DecisionReport>("GET", `/placements/${encodeURIComponent(decisionId)}`);
+  }
+  explain(order: PlaceOrder) {
+    return this.request<DecisionReport>("POST", "/placements/explain", order);
+  }
+  place(order: PlaceOrder) {
+    return this.request<DecisionReport>("POST", "/placements", order);
+  }
+  instances() {
+    return this.request<{ instances: InstanceInfo[] }>("GET", "/instances");
+  }
+  instanceVerb(id: string, verb: "start" | "stop" | "unload") {
+    return this.request<unknown>("POST", `/instances/${encodeURIComponent(id)}/${verb}`, {});
+  }
+  instanceLogs(id: string) {
+    return this.request<unknown>("GET", `/instances/${encodeURIComponent(id)}/logs`);
+  }
+  unsettled() {
+    return this.request<{ unsettled: UnsettledDecision[] }>("GET", "/unsettled");
+  }
+  settle() {
+    return this.request<SettleReport>("POST", "/unsettled/settle", {});
+  }
+  agents() {
+    return this.request<{ agents: AgentState[] }>("GET", "/agents");
+  }
+  kubernetesAgents() {
+    return this.request<KubernetesAgents>("GET", "/k8s/agents");
+  }
+  auditChains() {
+    return this.request<{ chains: Array<string | { name?: string; chain?: string; id?: string }> }>("GET", "/audit/chains");
+  }
+  auditEvents(chain: string, limit: number) {
+    return this.request<{ events: AuditEvent[] }>("GET", `/audit/events?chain=${encodeURIComponent(chain)}&limit=${limit}`);
+  }
+  verify(chain: string) {
+    return this.request<VerifyResult>("GET", `/audit/verify?chain=${encodeURIComponent(chain)}`);
+  }
+}

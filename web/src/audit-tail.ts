@@ -1,0 +1,84 @@
+/**
+ * Follows one audit chain for the whole app: the recent events first (`GET /audit/events`), then every committed
+ * event from the stream, resuming after the newest one it holds. Each event also bumps the app's revision, which is
+ * how the lists learn that something changed (refetch on event, coalesced; see live.ts).
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { API_BASE, type BerthApi } from "./api";
+import type { AuditTail } from "./views/audit";
+import { followEventStream } from "./sse";
+import type { AuditEvent } from "./types";
+
+/** How many events the tail keeps: the newest; the rest stay one export away. */
+export const TAIL_LENGTH = 300;
+
+type ChainEntry = string | { name?: string; chain?: string; id?: string };
+const chainName = (c: ChainEntry): string => (typeof c === "string" ? c : (c.name ?? c.chain ?? c.id ?? ""));
+
+export function useAuditTail(api: BerthApi, bump: () => void): AuditTail {
+  const [chains, setChains] = useState<string[]>([]);
+  const [chain, setChain] = useState<string | null>(null);
+  const [events, setEvents] = useState<AuditEvent[]>([]);
+  const [status, setStatus] = useState("starting");
+  const [error, setError] = useState<unknown>(null);
+  const lastSeq = useRef<number | null>(null);
+
+  useEffect(() => {
+    api.auditChains().then(
+      (r) => {
+        const names = r.chains.map(chainName).filter((n) => n !== "");
+        setChains(names);
+        setChain((current) => current ?? (names.includes("controller") ? "controller" : (names[0] ?? "")));
+      },
+      (e) => {
+        setError(e);
+        setChain("");
+      },
+    );
+  }, [api]);
+
+  useEffect(() => {
+    if (chain === null) return;
+    const abort = new AbortController();
+    const query = chain === "" ? "" : `?chain=${encodeURIComponent(chain)}`;
+    const add = (incoming: AuditEvent[]) => {
+      if (incoming.length === 0) return;
+      setEvents((held) => {
+        const known = lastSeq.current ?? -1;
+        const fresh = incoming.filter((e) => e.seq > known);
+        if (fresh.length === 0) return held;
+        lastSeq.current = fresh[fresh.length - 1]?.seq ?? known;
+        return [...held, ...fresh].slice(-TAIL_LENGTH);
+      });
+    };
+    lastSeq.current = null;
+    setEvents([]);
+    void (async () => {
+      try {
+        const recent = await api.auditEvents(chain, TAIL_LENGTH);
+        add([...recent.events].sort((a, b) => a.seq - b.seq));
+      } catch (e) {
+        setError(e);
+      }
+      await followEventStream({
+        url: `${API_BASE}/audit/stream${query}`,
+        headers: api.headers(),
+        lastEventId: () => (lastSeq.current === null ? null : String(lastSeq.current)),
+        signal: abort.signal,
+        onStatus: (s, detail) => setStatus(detail ? `${s} (${detail})` : s),
+        onMessage: (m) => {
+          if (m.event !== "audit") return;
+          try {
+            add([JSON.parse(m.data) as AuditEvent]);
+            bump();
+          } catch (e) {
+            setError(e);
+          }
+        },
+      });
+    })();
+    return () => abort.abort();
+  }, [api, chain, bump]);
+
+  return { chains, chain, setChain, events, status, error };
+}

@@ -1,0 +1,142 @@
+/**
+ * The explain view of a placement (issue 8 §3): every candidate the engine considered, in its ranking, with each
+ * rejection under its stable constraint name and the score breakdown of the eligible ones; then every attempt the
+ * controller made and its outcome. The same view serves a dry run (no attempts yet) and a past decision.
+ */
+import { points, shortId } from "./format";
+import type { CandidateReport, DecisionReport, ScoreBreakdown } from "./types";
+
+const SCORE_PARTS: ReadonlyArray<readonly [keyof ScoreBreakdown, string]> = [
+  ["execution_centi", "execution"],
+  ["locality_centi", "locality"],
+  ["accel_fit_centi", "accel fit"],
+  ["perf_centi", "perf"],
+  ["load_centi", "load"],
+  ["stickiness_centi", "stickiness"],
+];
+
+function nodeLabel(c: { node_id: string; name?: string | null }) {
+  return (
+    <span title={c.node_id}>
+      {c.name ?? "unnamed"} <code>{shortId(c.node_id)}</code>
+    </span>
+  );
+}
+
+function Candidate({ c, rank, chosen }: { c: CandidateReport; rank: number; chosen: boolean }) {
+  return (
+    <tr class={chosen ? "chosen" : c.eligible ? "" : "rejected"}>
+      <td>{rank}</td>
+      <td>{nodeLabel(c)}</td>
+      <td>{chosen ? "chosen" : c.eligible ? "eligible" : "rejected"}</td>
+      <td>{c.route ? `${c.variant ?? "—"} (${c.execution ?? c.route})` : "—"}</td>
+      <td class="num">{points(c.total_centi)}</td>
+      {SCORE_PARTS.map(([key]) => (
+        <td class="num" key={key}>
+          {c.score ? points(c.score[key]) : "—"}
+        </td>
+      ))}
+      <td>{c.flags.join(", ") || "—"}</td>
+      <td>
+        {c.rejections.length === 0 ? (
+          "—"
+        ) : (
+          <ul class="rejections">
+            {c.rejections.map((r) => (
+              <li key={r.constraint + r.detail}>
+                <code>{r.constraint}</code>: {r.detail}
+              </li>
+            ))}
+          </ul>
+        )}
+      </td>
+    </tr>
+  );
+}
+
+export function ExplainView({ report, title }: { report: DecisionReport; title: string }) {
+  const d = report.decision;
+  const attempts = report.attempts ?? [];
+  return (
+    <section class="explain" aria-label={title}>
+      <h3>{title}</h3>
+      <p>
+        <strong>{d.name}</strong> ({d.kind}, package <code>{shortId(d.package_id, 12)}</code>)
+        {report.decision_id ? (
+          <>
+            {" "}
+            — decision <code title={report.decision_id}>{shortId(report.decision_id, 12)}</code>
+          </>
+        ) : (
+          " — dry run, nothing sent"
+        )}
+        .{" "}
+        {d.placement === null
+          ? "Nothing fits: no candidate is eligible."
+          : `Chosen: ${d.candidates.find((c) => c.node_id === d.placement?.node_id)?.name ?? d.placement.node_id} (${points(d.placement.total_centi)} points).`}
+        {report.unsettled ? " The decision is unsettled: its node may hold the instance." : ""}
+      </p>
+      <table aria-label={`candidates for ${d.name}`}>
+        <thead>
+          <tr>
+            <th scope="col">rank</th>
+            <th scope="col">node</th>
+            <th scope="col">verdict</th>
+            <th scope="col">variant</th>
+            <th scope="col">total</th>
+            {SCORE_PARTS.map(([key, label]) => (
+              <th scope="col" key={key}>
+                {label}
+              </th>
+            ))}
+            <th scope="col">flags</th>
+            <th scope="col">rejections</th>
+          </tr>
+        </thead>
+        <tbody>
+          {d.candidates.map((c, i) => (
+            <Candidate key={c.node_id} c={c} rank={i + 1} chosen={c.node_id === d.placement?.node_id} />
+          ))}
+        </tbody>
+      </table>
+      {report.decision_id ? (
+        attempts.length === 0 ? (
+          <p>No attempt was made.</p>
+        ) : (
+          <table aria-label={`attempts for ${d.name}`}>
+            <thead>
+              <tr>
+                <th scope="col">#</th>
+                <th scope="col">node</th>
+                <th scope="col">variant</th>
+                <th scope="col">outcome</th>
+                <th scope="col">reason</th>
+                <th scope="col">next</th>
+                <th scope="col">instance</th>
+              </tr>
+            </thead>
+            <tbody>
+              {attempts.map((a, i) => (
+                <tr key={`${a.node_id}-${i}`}>
+                  <td>{i + 1}</td>
+                  <td>{nodeLabel({ node_id: a.node_id, name: d.candidates.find((c) => c.node_id === a.node_id)?.name ?? null })}</td>
+                  <td>{a.variant}</td>
+                  <td>{a.outcome}</td>
+                  <td>{a.code ? `${a.code}: ${a.reason ?? ""}` : (a.reason ?? "—")}</td>
+                  <td>{a.next ?? "—"}</td>
+                  <td>{a.instance_id ? <code>{a.instance_id}</code> : "—"}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )
+      ) : null}
+      {report.explain ? (
+        <details>
+          <summary>Explain as text</summary>
+          <pre>{report.explain}</pre>
+        </details>
+      ) : null}
+    </section>
+  );
+}

@@ -1,0 +1,121 @@
+/**
+ * Instances: every placed instance with its state and node, a filter and pages for hundreds of them; choosing one
+ * shows its placement's explain, its logs and the start/stop/unload verbs.
+ */
+import { useMemo, useState } from "preact/hooks";
+import { useAction } from "../action";
+import { ExplainView } from "../explain";
+import { shortId, timeOf } from "../format";
+import { useResource } from "../live";
+import { ErrorNotice, Loaded } from "../notice";
+import { type Column, FilteredTable } from "../table";
+import type { InstanceInfo } from "../types";
+
+const searchText = (i: InstanceInfo) => [i.name, i.instance_id, i.node_id, i.state ?? "", i.pending ?? ""].join(" ");
+
+/** The node's answer to `logs`, as the API returns it (the verb result, or its `result` member). */
+function LogText({ logs }: { logs: unknown }) {
+  const body = (typeof logs === "object" && logs !== null && "result" in logs ? (logs as { result: unknown }).result : logs) as Record<string, unknown> | null;
+  if (body && typeof body.stdout === "string") {
+    return (
+      <>
+        <h4>stdout{body.truncated_stdout ? " (tail)" : ""}</h4>
+        <pre aria-label="stdout">{body.stdout || "(empty)"}</pre>
+        <h4>stderr{body.truncated_stderr ? " (tail)" : ""}</h4>
+        <pre aria-label="stderr">{typeof body.stderr === "string" && body.stderr ? body.stderr : "(empty)"}</pre>
+      </>
+    );
+  }
+  return <pre>{JSON.stringify(logs, null, 2)}</pre>;
+}
+
+function VerbButton({ id, verb, label }: { id: string; verb: "start" | "stop" | "unload"; label: string }) {
+  const action = useAction(({ api }) => api.instanceVerb(id, verb));
+  return (
+    <span class="verb">
+      <button type="button" disabled={action.busy} onClick={action.run}>
+        {label}
+      </button>
+      {action.result !== null ? <output>{`${verb}: ${summariseVerb(action.result)}`}</output> : null}
+      <ErrorNotice error={action.error} action={label} />
+    </span>
+  );
+}
+
+/** A verb result names its kind (`ok`, `refused`, `unreachable`…) and, when not ok, why. */
+function summariseVerb(result: unknown): string {
+  if (typeof result !== "object" || result === null) return String(result);
+  const r = result as { kind?: string; reason?: string; code?: string };
+  if (r.kind === undefined) return "done";
+  return r.kind === "ok" ? "ok" : `${r.kind}${r.code ? ` (${r.code})` : ""}: ${r.reason ?? ""}`;
+}
+
+function InstanceDetails({ instance, onClose }: { instance: InstanceInfo; onClose: () => void }) {
+  const decision = useResource(({ api }) => (instance.decision_id ? api.placement(instance.decision_id) : Promise.resolve(null)));
+  const logs = useAction(({ api }) => api.instanceLogs(instance.instance_id));
+  return (
+    <section class="details" aria-label={`instance ${instance.name}`}>
+      <h3>
+        Instance {instance.name} <code>{instance.instance_id}</code>
+      </h3>
+      <button type="button" class="close" onClick={onClose}>
+        Close details
+      </button>
+      <p>
+        State <strong>{instance.state ?? "unknown"}</strong>
+        {instance.pending ? ` (pending ${instance.pending})` : ""} on node <code title={instance.node_id}>{shortId(instance.node_id)}</code>, placed{" "}
+        {timeOf(instance.placed_ms)}
+        {instance.adopted ? ", adopted" : ""}.
+      </p>
+      <div class="verbs" role="group" aria-label="instance verbs">
+        <VerbButton id={instance.instance_id} verb="start" label="Start" />
+        <VerbButton id={instance.instance_id} verb="stop" label="Stop" />
+        <VerbButton id={instance.instance_id} verb="unload" label="Unload" />
+        <button type="button" disabled={logs.busy} onClick={logs.run}>
+          Show logs
+        </button>
+      </div>
+      <ErrorNotice error={logs.error} action="Reading the logs" />
+      {logs.result !== null ? <LogText logs={logs.result} /> : null}
+      <ErrorNotice error={decision.error} action="Loading the placement's explain" />
+      {decision.data ? <ExplainView report={decision.data} title={`Explain of ${instance.name}`} /> : null}
+    </section>
+  );
+}
+
+export function InstancesView() {
+  const instances = useResource(({ api }) => api.instances());
+  const [selected, setSelected] = useState<string | null>(null);
+  const columns = useMemo<Column<InstanceInfo>[]>(
+    () => [
+      { header: "name", cell: (i) => i.name },
+      { header: "instance", cell: (i) => <code>{i.instance_id}</code> },
+      { header: "node", cell: (i) => <code title={i.node_id}>{shortId(i.node_id)}</code> },
+      { header: "state", cell: (i) => <span class={`state ${i.state ?? "unknown"}`}>{i.state ?? "unknown"}</span> },
+      { header: "pending", cell: (i) => i.pending ?? "" },
+      {
+        header: "",
+        cell: (i) => (
+          <button type="button" aria-label={`Details of ${i.name}`} onClick={() => setSelected(i.instance_id)}>
+            Details
+          </button>
+        ),
+      },
+    ],
+    [],
+  );
+  const rows = instances.data?.instances ?? [];
+  const chosen = selected === null ? undefined : rows.find((i) => i.instance_id === selected);
+  return (
+    <section aria-labelledby="instances-title">
+      <h2 id="instances-title">Instances</h2>
+      <Loaded resource={instances} what="instances">
+        {(data) => (
+          <FilteredTable label="instances" rows={data.instances} columns={columns} rowKey={(i) => i.instance_id} searchText={searchText} empty="No instance is placed." />
+        )}
+      </Loaded>
+      {chosen ? <InstanceDetails key={chosen.instance_id} instance={chosen} onClose={() => setSelected(null)} /> : null}
+      {selected !== null && !chosen && instances.data ? <p role="status">Instance {selected} is gone (unloaded or replaced).</p> : null}
+    </section>
+  );
+}

@@ -1,0 +1,60 @@
+/** Nodes: each target with its tier, liveness and the facts it last described (issue 8 §3). */
+import { useAction } from "../action";
+import { shortId, timeOf } from "../format";
+import { useResource } from "../live";
+import { ErrorNotice, Loaded } from "../notice";
+import { type Column, FilteredTable } from "../table";
+import type { NodeInfo } from "../types";
+
+/** A few facts in one line ("board pi5 · arch aarch64 · memory …"); the whole set is in the row's details. */
+function factsSummary(facts: NodeInfo["facts"]): string {
+  if (!facts) return "—";
+  return Object.entries(facts)
+    .filter(([, v]) => v !== null && typeof v !== "object")
+    .slice(0, 6)
+    .map(([k, v]) => `${k} ${String(v)}`)
+    .join(" · ");
+}
+
+const columns: Column<NodeInfo>[] = [
+  { header: "name", cell: (n) => n.name ?? "—" },
+  { header: "node", cell: (n) => <code title={n.node_id ?? ""}>{shortId(n.node_id)}</code> },
+  { header: "address", cell: (n) => n.addr },
+  { header: "tier", cell: (n) => `${n.tier} (${n.tier_source})` },
+  { header: "liveness", cell: (n) => <span class={`liveness ${n.liveness}`}>{n.liveness}</span> },
+  { header: "last answer", cell: (n) => timeOf(n.last_ok_ms) },
+  {
+    header: "facts",
+    cell: (n) =>
+      n.facts ? (
+        <details>
+          <summary>{factsSummary(n.facts)}</summary>
+          <pre>{JSON.stringify(n.facts, null, 2)}</pre>
+        </details>
+      ) : (
+        "—"
+      ),
+  },
+  { header: "error", cell: (n) => n.error ?? "" },
+];
+
+const searchText = (n: NodeInfo) => [n.name, n.node_id, n.addr, n.tier, n.liveness, factsSummary(n.facts)].join(" ");
+
+export function NodesView() {
+  const nodes = useResource(({ api }) => api.nodes());
+  const refresh = useAction(({ api }) => api.nodes(true));
+  return (
+    <section aria-labelledby="nodes-title">
+      <h2 id="nodes-title">Nodes</h2>
+      <button type="button" disabled={refresh.busy} onClick={refresh.run}>
+        Refresh nodes
+      </button>
+      <ErrorNotice error={refresh.error} action="Refreshing the nodes" />
+      <Loaded resource={nodes} what="nodes">
+        {(data) => (
+          <FilteredTable label="nodes" rows={data.nodes} columns={columns} rowKey={(n) => n.addr} searchText={searchText} empty="No node added yet." />
+        )}
+      </Loaded>
+    </section>
+  );
+}

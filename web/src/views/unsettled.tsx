@@ -1,0 +1,47 @@
+/** Unsettled decisions (lost answers not yet reconciled), and the settle button that asks their nodes again. */
+import { useAction } from "../action";
+import { shortId, timeOf } from "../format";
+import { useResource } from "../live";
+import { ErrorNotice, Loaded } from "../notice";
+import { type Column, FilteredTable } from "../table";
+import type { UnsettledDecision } from "../types";
+
+const columns: Column<UnsettledDecision>[] = [
+  { header: "name", cell: (u) => u.name },
+  { header: "decision", cell: (u) => <code title={u.decision_id}>{shortId(u.decision_id, 12)}</code> },
+  { header: "node", cell: (u) => <code title={u.node_id}>{shortId(u.node_id)}</code> },
+  { header: "variant", cell: (u) => u.variant },
+  { header: "since", cell: (u) => timeOf(u.created_ms) },
+];
+
+const searchText = (u: UnsettledDecision) => [u.name, u.decision_id, u.node_id, u.variant].join(" ");
+
+export function UnsettledView() {
+  const unsettled = useResource(({ api }) => api.unsettled());
+  const settle = useAction(({ api }) => api.settle());
+  return (
+    <section aria-labelledby="unsettled-title">
+      <h2 id="unsettled-title">Unsettled decisions</h2>
+      <p class="hint">A decision whose answer was lost and could not be reconciled holds its name until its node answers: settling adopts the one instance the node holds, never unloads it.</p>
+      <button type="button" disabled={settle.busy} onClick={settle.run}>
+        Settle unsettled decisions
+      </button>
+      {settle.result ? (
+        <output>
+          {`adopted ${settle.result.adopted}, settled empty ${settle.result.settledEmpty}, still unsettled ${settle.result.skipped.length}`}
+          {settle.result.skipped.map((s) => (
+            <div key={s.decision_id}>
+              <code>{shortId(s.decision_id, 12)}</code>: {s.reason}
+            </div>
+          ))}
+        </output>
+      ) : null}
+      <ErrorNotice error={settle.error} action="Settling" />
+      <Loaded resource={unsettled} what="unsettled decisions">
+        {(data) => (
+          <FilteredTable label="unsettled decisions" rows={data.unsettled} columns={columns} rowKey={(u) => u.decision_id} searchText={searchText} empty="No unsettled decision." />
+        )}
+      </Loaded>
+    </section>
+  );
+}
