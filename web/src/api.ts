@@ -6,6 +6,7 @@
 import type {
   AgentState,
   AuditEvent,
+  ChainInfo,
   DecisionReport,
   InstanceInfo,
   KubernetesAgents,
@@ -13,7 +14,7 @@ import type {
   PackageInfo,
   PlacementRecord,
   PlaceOrder,
-  SettleReport,
+  SettleOutcome,
   UnsettledDecision,
   VerifyResult,
 } from "./types";
@@ -113,7 +114,7 @@ export class BerthApi {
     return this.request<{ unsettled: UnsettledDecision[] }>("GET", "/unsettled");
   }
   settle() {
-    return this.request<SettleReport>("POST", "/unsettled/settle", {});
+    return this.request<SettleOutcome>("POST", "/unsettled/settle", {});
   }
   agents() {
     return this.request<{ agents: AgentState[] }>("GET", "/agents");
@@ -122,10 +123,11 @@ export class BerthApi {
     return this.request<KubernetesAgents>("GET", "/k8s/agents");
   }
   auditChains() {
-    return this.request<{ chains: Array<string | { name?: string; chain?: string; id?: string }> }>("GET", "/audit/chains");
+    return this.request<{ chains: ChainInfo[] }>("GET", "/audit/chains");
   }
-  auditEvents(chain: string, limit: number) {
-    return this.request<{ events: AuditEvent[] }>("GET", `/audit/events?chain=${encodeURIComponent(chain)}&limit=${limit}`);
+  /** Events with seq greater than `after`, oldest first. */
+  auditEvents(chain: string, after: number, limit: number) {
+    return this.request<{ events: AuditEvent[]; head: number }>("GET", `/audit/events?chain=${encodeURIComponent(chain)}&after=${after}&limit=${limit}`);
   }
   verify(chain: string) {
     return this.request<VerifyResult>("GET", `/audit/verify?chain=${encodeURIComponent(chain)}`);

@@ -7,16 +7,13 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { API_BASE, type BerthApi } from "./api";
 import type { AuditTail } from "./views/audit";
 import { followEventStream } from "./sse";
-import type { AuditEvent } from "./types";
+import type { AuditEvent, ChainInfo } from "./types";
 
 /** How many events the tail keeps: the newest; the rest stay one export away. */
 export const TAIL_LENGTH = 300;
 
-type ChainEntry = string | { name?: string; chain?: string; id?: string };
-const chainName = (c: ChainEntry): string => (typeof c === "string" ? c : (c.name ?? c.chain ?? c.id ?? ""));
-
 export function useAuditTail(api: BerthApi, bump: () => void): AuditTail {
-  const [chains, setChains] = useState<string[]>([]);
+  const [chains, setChains] = useState<ChainInfo[]>([]);
   const [chain, setChain] = useState<string | null>(null);
   const [events, setEvents] = useState<AuditEvent[]>([]);
   const [status, setStatus] = useState("starting");
@@ -26,9 +23,8 @@ export function useAuditTail(api: BerthApi, bump: () => void): AuditTail {
   useEffect(() => {
     api.auditChains().then(
       (r) => {
-        const names = r.chains.map(chainName).filter((n) => n !== "");
-        setChains(names);
-        setChain((current) => current ?? (names.includes("controller") ? "controller" : (names[0] ?? "")));
+        setChains(r.chains);
+        setChain((current) => current ?? (r.chains.some((c) => c.name === "controller") ? "controller" : (r.chains[0]?.name ?? "")));
       },
       (e) => {
         setError(e);
@@ -55,8 +51,10 @@ export function useAuditTail(api: BerthApi, bump: () => void): AuditTail {
     setEvents([]);
     void (async () => {
       try {
-        const recent = await api.auditEvents(chain, TAIL_LENGTH);
-        add([...recent.events].sort((a, b) => a.seq - b.seq));
+        // The events endpoint pages forward from a seq: start TAIL_LENGTH before the head to get the newest.
+        const head = chains.find((c) => c.name === chain)?.head.seq ?? -1;
+        const recent = await api.auditEvents(chain, Math.max(-1, head - TAIL_LENGTH), TAIL_LENGTH);
+        add(recent.events);
       } catch (e) {
         setError(e);
       }
@@ -78,7 +76,9 @@ export function useAuditTail(api: BerthApi, bump: () => void): AuditTail {
       });
     })();
     return () => abort.abort();
+    // `chains` is deliberately not a dependency: it is read once when a chain is chosen (a chain is chosen only
+    // after the list arrived), and a refreshed list must not restart the stream.
   }, [api, chain, bump]);
 
-  return { chains, chain, setChain, events, status, error };
+  return { chains: chains.map((c) => c.name), chain, setChain, events, status, error };
 }

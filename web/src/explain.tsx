@@ -54,23 +54,17 @@ function Candidate({ c, rank, chosen }: { c: CandidateReport; rank: number; chos
   );
 }
 
-export function ExplainView({ report, title }: { report: DecisionReport; title: string }) {
+export function ExplainView({ report, title, dryRun = false }: { report: DecisionReport; title: string; dryRun?: boolean }) {
   const d = report.decision;
-  const attempts = report.attempts ?? [];
+  const attempts = report.attempts;
+  const nothingSent = dryRun || report.dry_run === true;
   return (
     <section class="explain" aria-label={title}>
       <h3>{title}</h3>
       <p>
-        <strong>{d.name}</strong> ({d.kind}, package <code>{shortId(d.package_id, 12)}</code>)
-        {report.decision_id ? (
-          <>
-            {" "}
-            — decision <code title={report.decision_id}>{shortId(report.decision_id, 12)}</code>
-          </>
-        ) : (
-          " — dry run, nothing sent"
-        )}
-        .{" "}
+        <strong>{d.name}</strong> ({d.kind}, package <code>{shortId(d.package_id, 12)}</code>) — decision{" "}
+        <code title={report.decision_id}>{shortId(report.decision_id, 12)}</code>
+        {nothingSent ? ", a dry run: nothing was sent" : report.state ? `, ${report.state}` : ""}.{" "}
         {d.placement === null
           ? "Nothing fits: no candidate is eligible."
           : `Chosen: ${d.candidates.find((c) => c.node_id === d.placement?.node_id)?.name ?? d.placement.node_id} (${points(d.placement.total_centi)} points).`}
@@ -99,8 +93,7 @@ export function ExplainView({ report, title }: { report: DecisionReport; title: 
           ))}
         </tbody>
       </table>
-      {report.decision_id ? (
-        attempts.length === 0 ? (
+      {nothingSent ? null : attempts.length === 0 ? (
           <p>No attempt was made.</p>
         ) : (
           <table aria-label={`attempts for ${d.name}`}>
@@ -118,10 +111,10 @@ export function ExplainView({ report, title }: { report: DecisionReport; title: 
             <tbody>
               {attempts.map((a, i) => (
                 <tr key={`${a.node_id}-${i}`}>
-                  <td>{i + 1}</td>
+                  <td>{a.n ?? i + 1}</td>
                   <td>{nodeLabel({ node_id: a.node_id, name: d.candidates.find((c) => c.node_id === a.node_id)?.name ?? null })}</td>
                   <td>{a.variant}</td>
-                  <td>{a.outcome}</td>
+                  <td>{a.outcome ?? a.state ?? "—"}</td>
                   <td>{a.code ? `${a.code}: ${a.reason ?? ""}` : (a.reason ?? "—")}</td>
                   <td>{a.next ?? "—"}</td>
                   <td>{a.instance_id ? <code>{a.instance_id}</code> : "—"}</td>
@@ -129,8 +122,7 @@ export function ExplainView({ report, title }: { report: DecisionReport; title: 
               ))}
             </tbody>
           </table>
-        )
-      ) : null}
+        )}
       {report.explain ? (
         <details>
           <summary>Explain as text</summary>

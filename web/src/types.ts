@@ -94,29 +94,35 @@ export interface PlacementDecision {
   readonly placement: { readonly node_id: string; readonly variant: string; readonly total_centi: number } | null;
 }
 
-/** Attempt (src/mesh/controller/dispatch.ts). */
+/**
+ * Attempt (src/mesh/controller/dispatch.ts) in a PlaceReport; a past decision lists its stored attempt rows, which
+ * carry `n` and `state` and may lack the report-only members.
+ */
 export interface Attempt {
+  readonly n?: number;
   readonly node_id: string;
   readonly variant: string;
-  readonly outcome: string;
-  readonly code: string | null;
-  readonly reason: string | null;
-  readonly next: string | null;
-  readonly instance_id: string | null;
+  readonly state?: string;
+  readonly outcome: string | null;
+  readonly code?: string | null;
+  readonly reason?: string | null;
+  readonly next?: string | null;
+  readonly instance_id?: string | null;
 }
 
 /**
- * PlaceReport, the dry-run explain, and a past decision (`GET /placements/{decision_id}`) share these members; a dry
- * run has no decision id and no attempts.
+ * PlaceReport (`POST /placements` and its dry run `POST /placements/explain`, whose decision is recorded but nothing
+ * is sent) and a past decision (`GET /placements/{decision_id}`, with its state) share these members.
  */
 export interface DecisionReport {
   readonly decision: PlacementDecision;
-  readonly decision_id?: string | null;
-  readonly explain?: string;
-  readonly attempts?: readonly Attempt[];
+  readonly decision_id: string;
+  readonly explain: string;
+  readonly attempts: readonly Attempt[];
   readonly placed?: PlacementRecord | null;
   readonly unsettled?: boolean;
   readonly state?: string;
+  readonly dry_run?: boolean;
 }
 
 export interface UnsettledDecision {
@@ -128,10 +134,14 @@ export interface UnsettledDecision {
   readonly created_ms: number;
 }
 
-export interface SettleReport {
-  readonly adopted: number;
-  readonly settledEmpty: number;
-  readonly skipped: ReadonlyArray<{ readonly decision_id: string; readonly reason: string }>;
+/** `POST /unsettled/settle`: the SettleReport and what is still unsettled after it. */
+export interface SettleOutcome {
+  readonly settled: {
+    readonly adopted: number;
+    readonly settledEmpty: number;
+    readonly skipped: ReadonlyArray<{ readonly decision_id: string; readonly reason: string }>;
+  };
+  readonly unsettled: readonly UnsettledDecision[];
 }
 
 /** One agent as `berth agents --json` prints it. */
@@ -156,8 +166,18 @@ export interface KubernetesAgent {
 
 export interface KubernetesAgents {
   readonly configured: boolean;
-  readonly context?: string | null;
+  readonly context: string | null;
   readonly agents: readonly KubernetesAgent[];
+  readonly error: string | null;
+}
+
+/** One chain the server holds (`GET /audit/chains`); `name` is what `?chain=` takes. */
+export interface ChainInfo {
+  readonly name: string;
+  readonly chain_id: string;
+  readonly role: string;
+  readonly events: number;
+  readonly head: { readonly seq: number; readonly hash: string };
 }
 
 /** SealedEvent (src/core/chain/event.ts). */
@@ -178,7 +198,7 @@ export interface VerifyResult {
   readonly chain_id: string | null;
   readonly events: number;
   readonly head: { readonly seq: number; readonly hash: string } | null;
-  readonly failure?: { readonly seq: number; readonly code: string; readonly detail: string };
+  readonly failure?: { readonly seq?: number; readonly code?: string; readonly detail?: string };
 }
 
 /** The order the "place a package" form sends (the fields of PlaceOrderSchema it offers). */

@@ -1,6 +1,6 @@
 /** Kubernetes agents (one bare Pod per agent), or a plain statement that no Kubernetes context is configured. */
 import { useResource } from "../live";
-import { Loaded } from "../notice";
+import { ErrorNotice, Loaded } from "../notice";
 import { type Column, FilteredTable } from "../table";
 import type { KubernetesAgent } from "../types";
 
@@ -24,6 +24,7 @@ export function KubernetesView() {
           data.configured ? (
             <>
               {data.context ? <p>Context {data.context}</p> : null}
+              <ErrorNotice error={data.error} action="Listing the agent pods" />
               <FilteredTable label="Kubernetes agents" rows={data.agents} columns={columns} rowKey={(a) => `${a.namespace}/${a.name}`} searchText={searchText} empty="No berth-managed Pod." />
             </>
           ) : (

@@ -84,7 +84,7 @@ export function PlaceView() {
               : "Not placed: no candidate took it (see the attempts)."}
         </output>
       ) : null}
-      {outcome ? <ExplainView report={outcome.report} title={outcome.kind === "explain" ? "Dry-run explain" : "Placement report"} /> : null}
+      {outcome ? <ExplainView report={outcome.report} title={outcome.kind === "explain" ? "Dry-run explain" : "Placement report"} dryRun={outcome.kind === "explain"} /> : null}
     </section>
   );
 }

@@ -28,8 +28,8 @@ export function UnsettledView() {
       </button>
       {settle.result ? (
         <output>
-          {`adopted ${settle.result.adopted}, settled empty ${settle.result.settledEmpty}, still unsettled ${settle.result.skipped.length}`}
-          {settle.result.skipped.map((s) => (
+          {`Settled: adopted ${settle.result.settled.adopted}, settled empty ${settle.result.settled.settledEmpty}, still unsettled ${settle.result.unsettled.length}.`}
+          {settle.result.settled.skipped.map((s) => (
             <div key={s.decision_id}>
               <code>{shortId(s.decision_id, 12)}</code>: {s.reason}
             </div>
