@@ -60,7 +60,7 @@ describe("the berth up line for the Kubernetes target", () => {
     const base = { configured: true as const, context: "dev", server: "https://127.0.0.1:6443" };
     expect(describeKubernetesTarget({ ...base, reachable: true, agents: 1, error: null })).toBe("kubernetes  context dev (https://127.0.0.1:6443): 1 agent pod");
     expect(describeKubernetesTarget({ ...base, reachable: false, agents: null, error: "no answer within 10 s" })).toBe(
-      "kubernetes  context dev (https://127.0.0.1:6443): not reachable — no answer within 10 s",
+      "kubernetes  context dev (https://127.0.0.1:6443): unavailable — no answer within 10 s",
     );
     expect(describeKubernetesTarget({ configured: false, reason: "no kubeconfig" })).toBe("kubernetes  not configured: no kubeconfig");
   });

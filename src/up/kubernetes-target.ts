@@ -95,6 +95,6 @@ export async function probeKubernetesTarget(
 export function describeKubernetesTarget(t: KubernetesTarget): string {
   if (!t.configured) return `kubernetes  not configured: ${t.reason}`;
   const where = `context ${t.context}${t.server ? ` (${t.server})` : ""}`;
-  if (!t.reachable) return `kubernetes  ${where}: not reachable — ${t.error}`;
+  if (!t.reachable) return `kubernetes  ${where}: unavailable — ${t.error}`;
   return `kubernetes  ${where}: ${t.agents === null ? "reachable" : `${t.agents} agent pod${t.agents === 1 ? "" : "s"}`}`;
 }

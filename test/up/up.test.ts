@@ -1,12 +1,13 @@
 /**
  * `berth up` end to end: real node daemons, real agent processes, Ctrl-C, and a second run that reuses the state.
  */
-import { mkdtempSync, readdirSync, readlinkSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { berthBin } from "../support/built.js";
 import { killAll, runNode, spawnNode } from "../support/process.js";
+import { processesUnder } from "../support/processes-under.js";
 
 const home = mkdtempSync(join(tmpdir(), "berth-up-"));
 afterEach(() => killAll());
@@ -14,27 +15,6 @@ afterAll(() => {
   for (const pid of processesUnder(home)) process.kill(pid, "SIGKILL");
   rmSync(home, { recursive: true, force: true });
 });
-
-/** Every process whose command line or working directory lies inside `dir`: daemons and agent instances alike. */
-function processesUnder(dir: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
-    try {
-      const cmdline = readFileSync(`/proc/${entry}/cmdline`, "utf8");
-      let cwd = "";
-      try {
-        cwd = readlinkSync(`/proc/${entry}/cwd`);
-      } catch {
-        // a process we may not inspect is not ours
-      }
-      if (cmdline.includes(dir) || cwd.startsWith(dir)) found.push(Number(entry));
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return found;
-}
 
 async function agentsJson(): Promise<Array<{ name: string; state: string; instance?: string | null }>> {
   const r = await runNode([berthBin(), "agents", "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
