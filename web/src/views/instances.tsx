@@ -109,13 +109,13 @@ export function InstancesView() {
   return (
     <section aria-labelledby="instances-title">
       <h2 id="instances-title">Instances</h2>
+      {chosen ? <InstanceDetails key={chosen.instance_id} instance={chosen} onClose={() => setSelected(null)} /> : null}
+      {selected !== null && !chosen && instances.data ? <p role="status">Instance {selected} is gone (unloaded or replaced).</p> : null}
       <Loaded resource={instances} what="instances">
         {(data) => (
           <FilteredTable label="instances" rows={data.instances} columns={columns} rowKey={(i) => i.instance_id} searchText={searchText} empty="No instance is placed." />
         )}
       </Loaded>
-      {chosen ? <InstanceDetails key={chosen.instance_id} instance={chosen} onClose={() => setSelected(null)} /> : null}
-      {selected !== null && !chosen && instances.data ? <p role="status">Instance {selected} is gone (unloaded or replaced).</p> : null}
     </section>
   );
 }
