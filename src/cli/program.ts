@@ -8,6 +8,7 @@ import { registerMeshCommands } from "./mesh.js";
 import { registerProviderCommands } from "./provider.js";
 import { registerNodeCommands } from "./node.js";
 import { registerPackageCommands } from "./package.js";
+import { registerServeCommands } from "./serve.js";
 import { registerUpCommands } from "./up.js";
 import { berthVersion } from "./version.js";
 
@@ -25,5 +26,6 @@ export function buildProgram(): Command {
   registerMeshCommands(program);
   registerAgentCommands(program);
   registerUpCommands(program);
+  registerServeCommands(program);
   return program;
 }

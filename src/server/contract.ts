@@ -175,7 +175,7 @@ const AgentDeploySchema = z
   })
   .meta({ description: "the agent.deploy payload (core/agents/deploy-event.ts), as `berth deploy --json` prints it" });
 
-const AgentStateSchema = z.strictObject({
+export const AgentStateSchema = z.strictObject({
   name: z.string(),
   target: z.string(),
   state: z.string(),
@@ -272,7 +272,6 @@ export interface RouteSpec {
 }
 
 const list = <T extends z.ZodType>(key: string, item: T) => z.strictObject({ [key]: z.array(item) });
-const ok = z.strictObject({ ok: z.literal(true) });
 
 export const ROUTES: readonly RouteSpec[] = [
   { id: "health", method: "GET", path: "/health", tag: "meta", public: true, summary: "liveness and version", status: 200, response: z.strictObject({ ok: z.literal(true), version: z.string() }) },

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { Chain } from "../../chain/chain.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
-import type { ScoringWeights } from "../../core/placement/index.js";
+import type { NodeView, ScoringWeights } from "../../core/placement/index.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
@@ -19,6 +19,7 @@ import { type DispatchDeps, type DispatchHooks, type PlaceReport, placeOrder, ST
 import { DEFAULT_GATE, type GateSettings } from "./gate.js";
 import type { PlaceOrderInput } from "./order.js";
 import { type ControllerPolicy, PolicyFiles } from "./policy.js";
+import { type Prepared, preparePackage } from "./prepare.js";
 import { type SettleReport, settleUnsettled } from "./settle.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
@@ -135,6 +136,8 @@ export class MeshController {
 
   /** Reads the policy files, chains what changed, and applies the peers file to the targets. */
   private async readPolicy(learn: boolean): Promise<ControllerPolicy> {
+    // Another process (the CLI beside the HTTP server) may have added a target or changed a tier since.
+    this.targetSet.syncStored();
     const { policy, events } = this.policyFiles.read();
     this.store.appendAll(events);
     await this.targetSet.syncPeers(policy.peers, learn);
@@ -217,6 +220,17 @@ export class MeshController {
     await this.targetSet.refreshAll();
     if (this.store.unsettled().length > 0) await this.settleReport();
     return this.targetSet.list();
+  }
+
+  /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */
+  nodeViews(): NodeView[] {
+    return this.targetSet.views();
+  }
+
+  /** Verifies a package directory against this controller's signers and revocations and copies it into its store. */
+  async registerPackage(dir: string): Promise<Prepared> {
+    const policy = await this.readPolicy(false);
+    return preparePackage(dir, this.deps.dataDir, policy);
   }
 
   close(): void {

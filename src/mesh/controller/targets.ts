@@ -77,6 +77,18 @@ export class Targets {
     for (const t of store.targets()) this.live.set(t.addr, fresh(t));
   }
 
+  /**
+   * Re-reads the stored targets, for a long-lived controller (the HTTP server) beside CLI processes that add nodes or
+   * change tiers in the same database: new rows join, changed rows replace the stored part; what was observed stays.
+   */
+  syncStored(): void {
+    for (const t of this.store.targets()) {
+      const l = this.live.get(t.addr);
+      if (l === undefined) this.live.set(t.addr, fresh(t));
+      else if (l.stored.node_id !== t.node_id || l.stored.key !== t.key || l.stored.tier !== t.tier || l.stored.tier_source !== t.tier_source) l.stored = t;
+    }
+  }
+
   // ---- reads ------------------------------------------------------------------------------------------------
 
   list(): TargetInfo[] {

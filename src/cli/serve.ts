@@ -1,0 +1,55 @@
+/**
+ * `berth serve`: the controller as an HTTP service (src/server). Prints the dashboard URL with the token in its
+ * fragment, runs until SIGINT or SIGTERM, then closes cleanly. Loopback only unless --host says otherwise, with a
+ * warning: the token is the only thing between the network and every verb.
+ */
+import { resolve } from "node:path";
+import type { Command } from "commander";
+import { z } from "zod";
+import { isLoopback, startServer } from "../server/index.js";
+import { CliError, describeZodIssues } from "./errors.js";
+import { berthHome } from "./paths.js";
+
+const ServeFlags = z.strictObject({
+  host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:-]+$/, "must be a host name or an IP address"),
+  port: z.coerce.number().int().min(0, "must be 0…65535").max(65_535, "must be 0…65535"),
+  dataDir: z.string().min(1),
+  kubeconfig: z.string().min(1).optional(),
+  logLevel: z.enum(["silent", "error", "warn", "info", "debug"]),
+  json: z.boolean().optional(),
+});
+
+export function registerServeCommands(program: Command): void {
+  program
+    .command("serve")
+    .description("serve the HTTP API, the audit event stream and the dashboard (token in $BERTH_HOME/api.token)")
+    .option("--host <host>", "address to listen on (loopback unless you mean otherwise)", "127.0.0.1")
+    .option("--port <port>", "port to listen on (0 picks a free one)", "7420")
+    .option("--data-dir <dir>", "berth home (controller.db, keys, api.token …)", berthHome())
+    .option("--kubeconfig <path>", "the kubeconfig for Kubernetes agents (default $KUBECONFIG, else ~/.kube/config)")
+    .option("--log-level <level>", "diagnostic log level on stderr: silent, error, warn, info, debug", "silent")
+    .option("--json", "print one JSON line {url, dashboard} once listening")
+    .action(async (raw: Record<string, unknown>) => {
+      const parsed = ServeFlags.safeParse(raw);
+      if (!parsed.success) throw new CliError(describeZodIssues("serve", parsed.error.issues.map((i) => ({ ...i, path: i.path.map((p) => `--${String(p).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`) }))));
+      const o = parsed.data;
+      if (o.kubeconfig) process.env.KUBECONFIG = resolve(o.kubeconfig);
+      if (!isLoopback(o.host)) {
+        process.stderr.write(`warning: listening on ${o.host}, not loopback: anyone who can reach it and holds the token controls every agent. Put TLS in front of it.\n`);
+      }
+      let server: Awaited<ReturnType<typeof startServer>>;
+      try {
+        server = await startServer({ dataDir: o.dataDir, host: o.host, port: o.port, logLevel: o.logLevel });
+      } catch (error) {
+        throw new CliError(`berth serve could not start: ${(error as Error).message}`, 1);
+      }
+      if (o.json) process.stdout.write(`${JSON.stringify({ url: server.url, dashboard: server.dashboardUrl })}\n`);
+      else process.stdout.write(`berth serve: API at ${server.url}/api/v1 (data dir ${resolve(o.dataDir)})\ndashboard: ${server.dashboardUrl}\n`);
+      await new Promise<void>((done) => {
+        process.once("SIGINT", () => done());
+        process.once("SIGTERM", () => done());
+      });
+      await server.close();
+      if (!o.json) process.stdout.write("berth serve: stopped\n");
+    });
+}

@@ -1,0 +1,56 @@
+/**
+ * `api.call` (source `api`, docs/audit-chain.md): every mutating call is a write-ahead pair on the controller chain
+ * sharing a `call_id` — `request` before anything is done (if it cannot be appended the call is refused and nothing
+ * happens) and `outcome` after, with the status and error code. The caller is the token's id and the remote address,
+ * never the token. Bodies are not copied (an agent spec can carry env values); where the library chains the action
+ * itself (a placement decision, an agent.deploy), the outcome names that event instead of repeating it.
+ */
+import { randomBytes } from "node:crypto";
+import type { JsonObject } from "../core/crypto/canonical.js";
+import type { MeshController } from "../mesh/controller/index.js";
+
+export interface Caller {
+  /** `token:` + 8 hex of SHA-256(token). */
+  readonly who: string;
+  readonly remote: string;
+}
+
+export interface CallRecord {
+  readonly call_id: string;
+  readonly method: string;
+  readonly route: string;
+  readonly params: JsonObject;
+}
+
+const draft = (payload: JsonObject) => ({ source: "api", kind: "api.call", payload });
+
+/** Appends the `request` half; throws when it cannot, and then the caller must do nothing. */
+export function recordRequest(controller: MeshController, caller: Caller, call: Omit<CallRecord, "call_id">): CallRecord {
+  const record = { call_id: randomBytes(16).toString("hex"), ...call };
+  controller.store.appendAll([draft({ phase: "request", ...record, who: caller.who, remote: caller.remote })]);
+  return record;
+}
+
+export interface CallOutcome {
+  readonly status: number;
+  readonly error: string | null;
+  /** The fields a refused request got wrong (`body.name`). */
+  readonly fields?: readonly string[];
+  /** Events or objects the library recorded for this call: decision_id, instance_id, agent_deploy … */
+  readonly refs?: JsonObject;
+}
+
+export function recordOutcome(controller: MeshController, caller: Caller, call: CallRecord, outcome: CallOutcome): void {
+  controller.store.appendAll([
+    draft({
+      phase: "outcome",
+      call_id: call.call_id,
+      route: call.route,
+      who: caller.who,
+      status: outcome.status,
+      error: outcome.error,
+      ...(outcome.fields && outcome.fields.length > 0 ? { fields: [...outcome.fields] } : {}),
+      ...(outcome.refs ? { refs: outcome.refs } : {}),
+    }),
+  ]);
+}

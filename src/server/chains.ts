@@ -1,0 +1,44 @@
+/**
+ * Reading the chains this server holds — the controller's (`controller.db`) and the Kubernetes backend's (`k8s.db`) —
+ * through a read-only connection opened for the call, so events another process (the CLI) committed are always seen.
+ */
+import { existsSync } from "node:fs";
+import { listChains } from "../chain/chain.js";
+import { type Db, openDatabase } from "../store/sqlite.js";
+import type { ServerState } from "./state.js";
+
+export type ChainName = "controller" | "k8s";
+export const CHAIN_NAMES: readonly ChainName[] = ["controller", "k8s"];
+
+export interface OpenChain {
+  readonly db: Db;
+  readonly chainId: string;
+  readonly ownerKey: string;
+  readonly role: string;
+  readonly events: number;
+  close(): void;
+}
+
+/** The database's own chain, or null when the component has not written one yet. */
+export function openChainReader(state: ServerState, name: ChainName): OpenChain | null {
+  const path = state.dbPaths[name];
+  if (!existsSync(path)) return null;
+  const db = openDatabase(path, { readonly: true });
+  try {
+    const own = listChains(db).find((c) => c.own === 1);
+    if (!own) {
+      db.close();
+      return null;
+    }
+    return { db, chainId: own.chain_id, ownerKey: own.owner_key, role: own.role, events: own.events, close: () => db.close() };
+  } catch {
+    // No audit tables yet.
+    db.close();
+    return null;
+  }
+}
+
+export function headSeq(db: Db, chainId: string): number {
+  const row = db.prepare("SELECT seq, hash FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1").get(chainId) as { seq: number } | undefined;
+  return row?.seq ?? -1;
+}

@@ -1,0 +1,227 @@
+/**
+ * Nodes, packages, placements, instances and unsettled decisions: thin shells over `MeshController`, the way
+ * `src/cli/mesh.ts` calls it. No decision lives here.
+ */
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import type { z } from "zod";
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import type { NodeId } from "../../core/crypto/ed25519.js";
+import { renderExplain } from "../../core/placement/explain.js";
+import type { NodeView, PlacementDecision } from "../../core/placement/index.js";
+import { PlaceError, type TargetInfo, type VerbResult } from "../../mesh/controller/index.js";
+import { PACKAGE_STORE } from "../../mesh/controller/prepare.js";
+import { readEnvelope } from "../../mesh/packages/dir.js";
+import type { Inputs } from "../contract.js";
+import { ApiError, notFound } from "../errors.js";
+import type { Answer, CallContext, Handlers, Parsed } from "../handler.js";
+
+type In<T extends z.ZodType> = z.infer<T>;
+
+function factsSummary(view: NodeView | undefined): JsonObject | null {
+  const f = view?.facts;
+  if (!f) return null;
+  return {
+    name: f.name,
+    os: f.os,
+    arch: f.arch,
+    board: f.board,
+    cpu_count: f.cpu.count,
+    load1_milli: f.cpu.load1_milli,
+    memory_total_bytes: f.memory.total_bytes,
+    memory_available_bytes: f.memory.available_bytes,
+    accelerators: f.accelerators.map((a) => a.id),
+    labels: { ...f.labels },
+    issued_at_ms: f.issued_at_ms,
+  };
+}
+
+function withFacts(ctx: CallContext, targets: readonly TargetInfo[]) {
+  const views = new Map(ctx.state.controller.nodeViews().map((v) => [v.node_id as string, v]));
+  return targets.map((t) => ({ ...t, facts: factsSummary(t.node_id === null ? undefined : views.get(t.node_id)) }));
+}
+
+/** A verb's answer as HTTP: the VerbResult document always, with a status saying who failed. */
+function verbAnswer(r: VerbResult): Answer {
+  const refs = { instance_id: r.instance_id, result: r.kind };
+  switch (r.kind) {
+    case "ok":
+      return { body: r, refs };
+    case "refused":
+      return { status: 409, body: r, refs };
+    case "unreachable":
+    case "indeterminate":
+      return { status: 502, body: r, refs };
+    case "error":
+      if (r.code === "unknown_instance") throw notFound(`instance ${r.instance_id}`, "GET /api/v1/instances lists the placed ones");
+      return { status: r.code === "unreachable" ? 502 : 409, body: r, refs };
+    default: {
+      const never: never = r;
+      return never;
+    }
+  }
+}
+
+async function place(i: Parsed, ctx: CallContext, dryRun: boolean): Promise<Answer> {
+  const order = i.body as In<typeof Inputs.place>;
+  try {
+    const report = await ctx.state.controller.place({ ...order, dry_run: dryRun });
+    return { status: dryRun ? 200 : 201, body: report, refs: { decision_id: report.decision_id, instance_id: report.placed?.instance_id ?? null } };
+  } catch (error) {
+    if (!(error instanceof PlaceError)) throw error;
+    const status = error.code === "name_taken" ? 409 : error.code === "invalid_order" ? 400 : 422;
+    throw new ApiError(status, error.code, error.message, error.constraints.length > 0 ? { constraints: error.constraints } : {});
+  }
+}
+
+function listPackages(dataDir: string) {
+  const root = join(dataDir, PACKAGE_STORE);
+  let names: string[];
+  try {
+    names = readdirSync(root).filter((n) => /^[0-9a-f]{64}$/.test(n));
+  } catch {
+    return [];
+  }
+  return names.sort().map((id) => {
+    const path = join(root, id);
+    try {
+      const { envelope, packageId } = readEnvelope(path);
+      const s = envelope.statement;
+      return {
+        package_id: packageId,
+        name: s.name,
+        version: s.version,
+        kind: s.kind,
+        description: s.description,
+        path,
+        variants: s.variants.map((v) => ({ id: v.id, arch: v.arch, os: v.os })),
+        signers: envelope.signatures.map((x) => x.key),
+        // The store holds only copies the controller verified when it took them in.
+        verified: packageId === id,
+        error: packageId === id ? null : `the manifest's id is ${packageId}, not the directory's name`,
+      };
+    } catch (error) {
+      return { package_id: id, name: "", version: "", kind: "", description: "", path, variants: [], signers: [], verified: false, error: (error as Error).message };
+    }
+  });
+}
+
+interface NodeStatusRow {
+  readonly instance_id: string;
+  readonly state: string;
+}
+
+/** One signed status per node (not per instance), so a list of hundreds of instances costs one call per node. */
+async function nodeStates(ctx: CallContext, nodeIds: ReadonlySet<string>): Promise<Map<string, Map<string, JsonObject>>> {
+  const targets = await ctx.state.controller.targets();
+  const out = new Map<string, Map<string, JsonObject>>();
+  await Promise.all(
+    targets
+      .filter((t) => t.node_id !== null && nodeIds.has(t.node_id) && t.boot_id !== null && t.key !== null)
+      .map(async (t) => {
+        const r = await ctx.state.client.call(
+          { addr: t.addr, nodeId: t.node_id as NodeId, key: t.key as string, bootId: t.boot_id as string },
+          "status",
+          { instance_id: null, include_departed: false },
+          { timeoutMs: 5_000 },
+        );
+        if (r.kind !== "ok" || !Array.isArray(r.result.rows)) return;
+        const rows = new Map<string, JsonObject>();
+        for (const row of r.result.rows) {
+          if (typeof row === "object" && row !== null && !Array.isArray(row) && typeof (row as Partial<NodeStatusRow>).instance_id === "string") {
+            rows.set(String((row as JsonObject).instance_id), row as JsonObject);
+          }
+        }
+        out.set(t.node_id as string, rows);
+      }),
+  );
+  return out;
+}
+
+export const meshHandlers: Handlers = {
+  listNodes: async (i, ctx) => {
+    const q = i.query as In<typeof Inputs.nodesQuery>;
+    const c = ctx.state.controller;
+    const targets = q.refresh === "true" ? await c.refreshTargets() : await c.targets();
+    return { body: { nodes: withFacts(ctx, targets) } };
+  },
+  addNode: async (i, ctx) => {
+    const b = i.body as In<typeof Inputs.addNode>;
+    const r = await ctx.state.controller.addTarget(b.addr, b.tier ?? null, b.key ?? null);
+    if (!r.ok) throw new ApiError(422, "node_not_added", r.error);
+    return { status: 201, body: { node: withFacts(ctx, [r.target])[0] }, refs: { node_id: r.target.node_id } };
+  },
+  setNodeTier: async (i, ctx) => {
+    const p = i.params as In<typeof Inputs.nodeRef>;
+    const b = i.body as In<typeof Inputs.setTier>;
+    await ctx.state.controller.targets(); // re-reads what the CLI may have added
+    if (!ctx.state.controller.setTier(p.ref, b.tier)) throw notFound(`node ${p.ref}`, "add it first with POST /api/v1/nodes");
+    return { body: { node: p.ref, tier: b.tier } };
+  },
+
+  listPackages: async (_i, ctx) => ({ body: { packages: listPackages(ctx.state.dataDir) } }),
+  addPackage: async (i, ctx) => {
+    const b = i.body as In<typeof Inputs.addPackage>;
+    const r = await ctx.state.controller.registerPackage(b.path);
+    if (!r.ok) throw new ApiError(422, "package_refused", r.error);
+    const s = r.pkg.statement;
+    return { status: 201, body: { package_id: r.pkg.packageId, name: s.name, version: s.version, path: join(ctx.state.dataDir, PACKAGE_STORE, r.pkg.packageId) }, refs: { package_id: r.pkg.packageId } };
+  },
+
+  listPlacements: async (_i, ctx) => ({ body: { placements: ctx.state.controller.placements() } }),
+  place: (i, ctx) => place(i, ctx, false),
+  explain: (i, ctx) => place(i, ctx, true),
+  getPlacement: async (i, ctx) => {
+    const { decision_id } = i.params as In<typeof Inputs.decisionRef>;
+    const c = ctx.state.controller;
+    const event = c.store.chain.byHash(decision_id);
+    if (event?.kind !== "workload.place" || event.payload.phase !== "decision") throw notFound(`decision ${decision_id}`, "its id is the decision_id of a PlaceReport or a placement record");
+    const decision = event.payload.decision as unknown as PlacementDecision;
+    const row = c.store.decision(decision_id);
+    const dryRun = event.payload.dry_run === true;
+    return {
+      body: {
+        decision_id,
+        state: row?.state ?? (dryRun ? "dry_run" : "unplaced"),
+        name: String(event.payload.name),
+        package_id: String(event.payload.package_id),
+        created_ms: row?.created_ms ?? event.ts,
+        dry_run: dryRun,
+        decision,
+        explain: renderExplain(decision, { decision_id }),
+        attempts: c.store.attempts(decision_id),
+      },
+    };
+  },
+
+  listInstances: async (_i, ctx) => {
+    const placements = ctx.state.controller.placements();
+    const states = await nodeStates(ctx, new Set(placements.map((p) => p.node_id)));
+    return {
+      body: {
+        instances: placements.map((p) => {
+          const row = states.get(p.node_id)?.get(p.instance_id) ?? null;
+          const state = states.has(p.node_id) ? (row ? String(row.state) : "absent") : "unknown";
+          return { ...p, state, status: row };
+        }),
+      },
+    };
+  },
+  getInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("status", (i.params as In<typeof Inputs.instanceRef>).id)),
+  startInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("start", (i.params as In<typeof Inputs.instanceRef>).id)),
+  stopInstance: async (i, ctx) => {
+    const b = i.body as In<typeof Inputs.instanceVerb>;
+    return verbAnswer(await ctx.state.controller.instance("stop", (i.params as In<typeof Inputs.instanceRef>).id, b.grace_ms === undefined ? {} : { grace_ms: b.grace_ms }));
+  },
+  unloadInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("unload", (i.params as In<typeof Inputs.instanceRef>).id)),
+  instanceLogs: async (i, ctx) => {
+    const q = i.query as In<typeof Inputs.logsQuery>;
+    return verbAnswer(await ctx.state.controller.instance("logs", (i.params as In<typeof Inputs.instanceRef>).id, { tail_bytes: q.tail_bytes ?? 65_536 }));
+  },
+
+  listUnsettled: async (_i, ctx) => ({ body: { unsettled: ctx.state.controller.unsettled() } }),
+  settle: async (_i, ctx) => {
+    const settled = await ctx.state.controller.settleReport();
+    return { body: { settled, unsettled: ctx.state.controller.unsettled() }, refs: { adopted: settled.adopted, released: settled.settledEmpty } };
+  },
+};

@@ -1,0 +1,98 @@
+/**
+ * `startServer`: the controller as a service (issue 8 §2). Opens the server's state in the data directory, reads or
+ * creates the API token, builds the app and listens — on loopback unless told otherwise. `berth serve`, `berth up`
+ * and the benchmarks start it in-process; `close()` ends the event streams, stops listening and closes the controller.
+ */
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { berthVersion } from "../cli/version.js";
+import type { Connector } from "../mesh/transport/frames.js";
+import { buildApp } from "./app.js";
+import { API_BASE } from "./openapi.js";
+import { agentHandlers } from "./routes/agents.js";
+import { auditHandlers } from "./routes/audit.js";
+import { kubernetesHandlers } from "./routes/kubernetes.js";
+import { meshHandlers } from "./routes/mesh.js";
+import type { StreamTimings } from "./sse.js";
+import { type KubernetesAccess, openServerState, type ServerState } from "./state.js";
+import { loadOrCreateToken } from "./token.js";
+
+export const DEFAULT_PORT = 7420;
+export const HANDLERS = { ...meshHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers };
+
+export interface ServerOptions {
+  readonly dataDir: string;
+  readonly host?: string;
+  /** 0 picks a free port. */
+  readonly port?: number;
+  /** Default: dist/web beside this build. */
+  readonly webRoot?: string;
+  readonly logLevel?: "silent" | "error" | "warn" | "info" | "debug";
+  readonly kubernetes?: KubernetesAccess;
+  readonly connector?: Connector;
+  readonly streamTimings?: StreamTimings;
+}
+
+export interface RunningServer {
+  /** `http://host:port` (no trailing slash). */
+  readonly url: string;
+  readonly token: string;
+  /** The dashboard with the token in the fragment (never sent to the server by the browser). */
+  readonly dashboardUrl: string;
+  readonly state: ServerState;
+  close(): Promise<void>;
+}
+
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+export function defaultWebRoot(): string {
+  for (const rel of ["../../web", "../../../dist/web"]) {
+    const dir = fileURLToPath(new URL(rel, import.meta.url));
+    if (existsSync(dir)) return dir;
+  }
+  return fileURLToPath(new URL("../../web", import.meta.url));
+}
+
+export async function startServer(o: ServerOptions): Promise<RunningServer> {
+  const dataDir = resolve(o.dataDir);
+  const token = loadOrCreateToken(dataDir);
+  const state = openServerState({ dataDir, version: berthVersion(), ...(o.connector ? { connector: o.connector } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) });
+  const { app } = buildApp({
+    state,
+    token,
+    webRoot: o.webRoot ?? defaultWebRoot(),
+    handlers: HANDLERS,
+    ...(o.logLevel ? { logLevel: o.logLevel } : {}),
+    ...(o.streamTimings ? { streamTimings: o.streamTimings } : {}),
+  });
+  const host = o.host ?? "127.0.0.1";
+  try {
+    await app.listen({ host, port: o.port ?? DEFAULT_PORT });
+  } catch (error) {
+    await app.close();
+    state.close();
+    throw error;
+  }
+  const address = app.server.address();
+  const port = typeof address === "object" && address !== null ? address.port : (o.port ?? DEFAULT_PORT);
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  let closing: Promise<void> | null = null;
+  return {
+    url,
+    token,
+    dashboardUrl: `${url}/#token=${token}`,
+    state,
+    close: () => {
+      closing ??= (async () => {
+        await app.close();
+        state.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+export { API_BASE };

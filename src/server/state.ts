@@ -1,0 +1,82 @@
+/**
+ * What the server holds open for its lifetime, and how it opens it: one long-lived `MeshController` (the CLI may run
+ * beside it on the same SQLite files, so every read goes back to the database or the nodes — nothing the CLI could
+ * change is cached here), the node client for read-only status calls, and the way to a Kubernetes cluster. The agent
+ * registry and the Kubernetes chain are opened per call, as the CLI opens them, so both processes see each other's
+ * writes at once.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { AgentRegistry } from "../agents/registry.js";
+import type { SigningKey } from "../core/crypto/ed25519.js";
+import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
+import { type ChainAudit, k8sStatePaths, openK8sChain } from "../kubernetes/audit.js";
+import type { Cluster } from "../kubernetes/cluster.js";
+import { type Clock, realClock } from "../kubernetes/clock.js";
+import { connect } from "../kubernetes/connect.js";
+import { NodeClient } from "../mesh/client/node-client.js";
+import { CONTROLLER_DB, MeshController } from "../mesh/controller/index.js";
+import type { Connector } from "../mesh/transport/frames.js";
+import { TcpConnector } from "../mesh/transport/tcp.js";
+import { configuredContext } from "../up/kubernetes-target.js";
+
+export type ClusterConnection = { ok: true; cluster: Cluster } | { ok: false; error: string };
+
+/** How the server reaches Kubernetes; tests inject the in-process fake cluster here. */
+export interface KubernetesAccess {
+  /** Whether a context is configured at all (no cluster is contacted). */
+  configured(): { configured: true; context: string | null } | { configured: false; reason: string };
+  connect(context: string | null): Promise<ClusterConnection>;
+  readonly clock: Clock;
+}
+
+/** The kubeconfig the CLI uses (`$KUBECONFIG`, else `~/.kube/config`), read the same way `berth up` names it. */
+export const kubeconfigAccess: KubernetesAccess = {
+  configured: () => {
+    const found = configuredContext(null);
+    return found.ok ? { configured: true, context: found.context } : { configured: false, reason: found.reason };
+  },
+  connect: (context) => connect(context),
+  clock: realClock,
+};
+
+export interface ServerState {
+  readonly dataDir: string;
+  readonly version: string;
+  readonly controller: MeshController;
+  readonly key: SigningKey;
+  /** Signs the read-only `status` calls the instance list makes straight to each node. */
+  readonly client: NodeClient;
+  readonly kubernetes: KubernetesAccess;
+  readonly dbPaths: { readonly controller: string; readonly k8s: string };
+  openRegistry(): AgentRegistry;
+  openK8sAudit(): ChainAudit;
+  close(): void;
+}
+
+export const controllerKeyPath = (dataDir: string) => join(dataDir, "keys", "controller.key");
+
+/** The controller's key, created (0600) on first start like `berth up` does, refused when others can read it. */
+export function loadOrCreateControllerKey(dataDir: string): SigningKey {
+  const path = controllerKeyPath(dataDir);
+  if (!existsSync(path)) saveKeyFile(path, generateSigningKey());
+  return loadKeyFile(path);
+}
+
+export function openServerState(o: { dataDir: string; version: string; connector?: Connector; kubernetes?: KubernetesAccess }): ServerState {
+  const key = loadOrCreateControllerKey(o.dataDir);
+  const connector = o.connector ?? new TcpConnector();
+  const controller = MeshController.open({ dataDir: o.dataDir, key, connector });
+  return {
+    dataDir: o.dataDir,
+    version: o.version,
+    controller,
+    key,
+    client: new NodeClient({ key, connector }),
+    kubernetes: o.kubernetes ?? kubeconfigAccess,
+    dbPaths: { controller: join(o.dataDir, CONTROLLER_DB), k8s: k8sStatePaths(o.dataDir).db },
+    openRegistry: () => AgentRegistry.open(o.dataDir),
+    openK8sAudit: () => openK8sChain(o.dataDir),
+    close: () => controller.close(),
+  };
+}
