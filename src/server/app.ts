@@ -78,7 +78,6 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   const app = Fastify({
     logger: { level: o.logLevel ?? "silent", redact: ["req.headers.authorization", "req.headers.cookie"] },
     bodyLimit: o.bodyLimitBytes ?? 1024 * 1024,
-    disableRequestLogging: (o.logLevel ?? "silent") !== "debug",
     return503OnClosing: true,
   });
   const streams = new AuditStreams(o.state, o.streamTimings);

@@ -1,0 +1,167 @@
+/**
+ * The audit event stream over a real socket: `fetch` with the bearer token and a stream reader (as the dashboard
+ * reads it), resumed with Last-Event-ID; events another connection to the database commits (as the CLI would) arrive
+ * through the tip poll; heartbeats; and `close()` ends open streams instead of hanging.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { Chain } from "../../src/chain/chain.js";
+import { loadKeyFile } from "../../src/keys/key-file.js";
+import { type RunningServer, startServer } from "../../src/server/server.js";
+import { controllerKeyPath } from "../../src/server/state.js";
+import { openDatabase } from "../../src/store/sqlite.js";
+import { notConfigured } from "./support.js";
+
+const running: Array<{ server: RunningServer; dir: string }> = [];
+afterEach(async () => {
+  for (const r of running.splice(0)) {
+    await r.server.close();
+    rmSync(r.dir, { recursive: true, force: true });
+  }
+});
+
+async function serve(): Promise<RunningServer> {
+  const dir = mkdtempSync(join(tmpdir(), "berth-sse-"));
+  const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured, streamTimings: { pollMs: 100, heartbeatMs: 300 } });
+  running.push({ server, dir });
+  return server;
+}
+
+interface Frame {
+  readonly id: number | null;
+  readonly event: string | null;
+  readonly data: { seq: number; kind: string; payload: Record<string, unknown> } | null;
+  readonly comment: string | null;
+}
+
+/** Reads SSE frames from a fetch body until `until` holds or the deadline passes. */
+class StreamReader {
+  private buffer = "";
+  readonly frames: Frame[] = [];
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly decoder = new TextDecoder();
+  ended = false;
+
+  constructor(body: ReadableStream<Uint8Array>) {
+    this.reader = body.getReader();
+  }
+
+  async until(cond: (frames: readonly Frame[]) => boolean, what: string, deadlineMs = 10_000): Promise<void> {
+    const deadline = Date.now() + deadlineMs;
+    while (!cond(this.frames)) {
+      if (this.ended) throw new Error(`the stream ended before ${what}`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out waiting for ${what}; frames: ${JSON.stringify(this.frames.map((f) => f.id ?? f.comment))}`);
+      const chunk = await Promise.race([this.reader.read(), new Promise<null>((r) => setTimeout(() => r(null), left))]);
+      if (chunk === null) continue;
+      if (chunk.done) {
+        this.ended = true;
+        continue;
+      }
+      this.buffer += this.decoder.decode(chunk.value, { stream: true });
+      let cut = this.buffer.indexOf("\n\n");
+      while (cut >= 0) {
+        this.frames.push(parseFrame(this.buffer.slice(0, cut)));
+        this.buffer = this.buffer.slice(cut + 2);
+        cut = this.buffer.indexOf("\n\n");
+      }
+    }
+  }
+
+  audit(): number[] {
+    return this.frames.filter((f) => f.event === "audit").map((f) => f.id as number);
+  }
+
+  cancel(): Promise<void> {
+    return this.reader.cancel();
+  }
+}
+
+function parseFrame(text: string): Frame {
+  let id: number | null = null;
+  let event: string | null = null;
+  let data: Frame["data"] = null;
+  let comment: string | null = null;
+  for (const line of text.split("\n")) {
+    if (line.startsWith(":")) comment = line.slice(1).trim();
+    else if (line.startsWith("id: ")) id = Number(line.slice(4));
+    else if (line.startsWith("event: ")) event = line.slice(7);
+    else if (line.startsWith("data: ")) data = JSON.parse(line.slice(6));
+  }
+  return { id, event, data, comment };
+}
+
+async function open(server: RunningServer, lastEventId?: number): Promise<StreamReader> {
+  const headers: Record<string, string> = { authorization: `Bearer ${server.token}` };
+  if (lastEventId !== undefined) headers["last-event-id"] = String(lastEventId);
+  const r = await fetch(`${server.url}/api/v1/audit/stream`, { headers });
+  expect(r.status).toBe(200);
+  expect(r.headers.get("content-type")).toContain("text/event-stream");
+  return new StreamReader(r.body as ReadableStream<Uint8Array>);
+}
+
+async function settle(server: RunningServer): Promise<void> {
+  const r = await fetch(`${server.url}/api/v1/unsettled/settle`, { method: "POST", headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" }, body: "{}" });
+  expect(r.status).toBe(200);
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe("the audit event stream", { timeout: 30_000 }, () => {
+  it("resumes after Last-Event-ID with every event once and in order, across a reconnect", async () => {
+    const server = await serve();
+    await settle(server);
+    const head = () => server.state.controller.store.chain.tip().seq;
+    const first = await open(server, 0);
+    await first.until((f) => f.some((x) => x.id === head()), "events 1…head");
+    expect(first.audit()).toEqual(range(1, head()));
+    expect(first.frames.find((f) => f.id === 1)?.data?.kind).toBe("api.call");
+    const seen = head();
+    await first.cancel();
+
+    await settle(server); // two more events while nobody listens
+    const second = await open(server, seen);
+    await second.until((f) => f.some((x) => x.id === head()), "the events missed while disconnected");
+    expect(second.audit()).toEqual(range(seen + 1, head()));
+    expect(second.frames.filter((f) => f.event === "audit").map((f) => f.data?.payload.phase)).toEqual(["request", "outcome"]);
+    await second.cancel();
+  });
+
+  it("without Last-Event-ID starts after the head; delivers this process's commits and another connection's, with heartbeats", async () => {
+    const server = await serve();
+    await settle(server);
+    const startHead = server.state.controller.store.chain.tip().seq;
+    const stream = await open(server);
+    await settle(server);
+    await stream.until((f) => f.filter((x) => x.event === "audit").length === 2, "the live pair");
+    expect(stream.audit()).toEqual([startHead + 1, startHead + 2]);
+
+    // Another connection to the same database (as `berth` in another process): only the tip poll can see it.
+    const db = openDatabase(server.state.dbPaths.controller);
+    try {
+      const chain = Chain.open(db, loadKeyFile(controllerKeyPath(server.state.dataDir)), "controller");
+      chain.record({ source: "trust", kind: "peer.tier", payload: { node: "cli-test", tier: "paired", source: "cli" } }, () => undefined);
+    } finally {
+      db.close();
+    }
+    await stream.until((f) => f.some((x) => x.data?.payload.node === "cli-test"), "the event written by another connection");
+    expect(stream.audit()).toEqual(range(startHead + 1, startHead + 3));
+    await stream.until((f) => f.some((x) => x.comment === "heartbeat"), "a heartbeat");
+    await stream.cancel();
+  });
+
+  it("a bad Last-Event-ID is a 400 naming the header; close() ends open streams", async () => {
+    const server = await serve();
+    const bad = await fetch(`${server.url}/api/v1/audit/stream`, { headers: { authorization: `Bearer ${server.token}`, "last-event-id": "seven" } });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { issues: Array<{ path: string }> } }).error.issues[0]?.path).toBe("headers.last-event-id");
+    const stream = await open(server);
+    await stream.until((f) => f.length > 0, "the stream's opening comment");
+    const started = Date.now();
+    await server.close();
+    expect(Date.now() - started, "close does not wait on the open stream").toBeLessThan(3_000);
+    await stream.until(() => stream.ended, "the stream to end");
+  });
+});

@@ -1,0 +1,87 @@
+/**
+ * An API fixture over real parts: a temp berth home with a real SQLite controller (its chain included), the real
+ * fastify app driven through `inject` (no socket) or, with `listen`, a real listener.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
+import type { SealedEvent } from "../../src/core/chain/event.js";
+import { buildApp } from "../../src/server/app.js";
+import { HANDLERS } from "../../src/server/server.js";
+import type { AuditStreams } from "../../src/server/sse.js";
+import { type KubernetesAccess, openServerState, type ServerState } from "../../src/server/state.js";
+import { loadOrCreateToken } from "../../src/server/token.js";
+
+export interface Answer {
+  readonly status: number;
+  readonly body: unknown;
+  readonly text: string;
+  readonly headers: Record<string, unknown>;
+}
+
+export interface ApiFixture {
+  readonly dir: string;
+  readonly token: string;
+  readonly state: ServerState;
+  readonly app: FastifyInstance;
+  readonly streams: AuditStreams;
+  /** `token: null` sends no Authorization header. */
+  call(method: "GET" | "POST" | "PUT" | "DELETE", url: string, opts?: { body?: unknown; raw?: string; token?: string | null; headers?: Record<string, string> }): Promise<Answer>;
+  /** Every api.call event on the controller chain, oldest first. */
+  apiEvents(): SealedEvent[];
+  close(): Promise<void>;
+}
+
+const fixtures = new Set<ApiFixture>();
+
+export async function apiFixture(opts: { kubernetes?: KubernetesAccess; webRoot?: string; dir?: string } = {}): Promise<ApiFixture> {
+  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "berth-api-"));
+  const token = loadOrCreateToken(dir);
+  const state = openServerState({ dataDir: dir, version: "test", kubernetes: opts.kubernetes ?? notConfigured });
+  const { app, streams } = buildApp({ state, token, webRoot: opts.webRoot ?? join(dir, "no-web"), handlers: HANDLERS, streamTimings: { pollMs: 100, heartbeatMs: 200 } });
+  await app.ready();
+  const fx: ApiFixture = {
+    dir,
+    token,
+    state,
+    app,
+    streams,
+    async call(method, url, o = {}) {
+      const headers: Record<string, string> = { ...(o.headers ?? {}) };
+      const auth = o.token === undefined ? token : o.token;
+      if (auth !== null) headers.authorization = `Bearer ${auth}`;
+      const payload = o.raw ?? (o.body === undefined ? undefined : JSON.stringify(o.body));
+      if (payload !== undefined && headers["content-type"] === undefined) headers["content-type"] = "application/json";
+      const r = await app.inject({ method, url, headers, ...(payload !== undefined ? { payload } : {}) });
+      let body: unknown = null;
+      try {
+        body = JSON.parse(r.body);
+      } catch {
+        body = null;
+      }
+      return { status: r.statusCode, body, text: r.body, headers: r.headers };
+    },
+    apiEvents: () => [...state.controller.store.chain.find({ source: "api" })],
+    async close() {
+      fixtures.delete(fx);
+      await app.close();
+      state.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  fixtures.add(fx);
+  return fx;
+}
+
+export async function closeFixtures(): Promise<void> {
+  for (const fx of [...fixtures]) await fx.close();
+}
+
+export const notConfigured: KubernetesAccess = {
+  configured: () => ({ configured: false, reason: "no kubeconfig (test)" }),
+  connect: async () => ({ ok: false, error: "not configured" }),
+  clock: { now: () => performance.now(), wallNow: () => Date.now(), sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
+};
+
+export type ErrorBody = { error: { code: string; message: string; issues?: Array<{ path: string; message: string }> } };
