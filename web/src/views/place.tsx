@@ -49,21 +49,17 @@ export function PlaceView() {
           void submit("placed");
         }}
       >
-        <label>
-          Package{" "}
-          <select value={chosen} onChange={(e) => setPkg(e.currentTarget.value)} required>
+        <label for="place-package">Package</label>
+        <select id="place-package" value={chosen} onChange={(e) => setPkg(e.currentTarget.value)} required>
             {list.length === 0 ? <option value="">no package registered</option> : null}
             {list.map((p) => (
               <option key={p.package_id} value={p.package_id}>
                 {p.name} {p.version} ({p.kind}) {p.package_id.slice(0, 8)}
               </option>
             ))}
-          </select>
-        </label>
-        <label>
-          Name{" "}
-          <input value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="default: the package's name" pattern="[a-z0-9][a-z0-9\-]{0,62}" />
-        </label>
+        </select>
+        <label for="place-name">Name</label>
+        <input id="place-name" value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="default: the package's name" pattern="[a-z0-9][a-z0-9\-]{0,62}" />
         <label>
           <input type="checkbox" checked={allowEmulated} onChange={(e) => setAllowEmulated(e.currentTarget.checked)} /> Allow emulated
         </label>

@@ -1,0 +1,141 @@
+/**
+ * The dashboard in a real browser against a real berth (issue 8, browser test): `berth up` in a temp home (three
+ * node daemons, the sample agents), the API server it prints (or `berth serve` on the same home until `berth up`
+ * prints one), Debian's chromium driven by playwright-core. From the UI: place a package with a dry-run explain
+ * first, see the instance appear with its explain, stop it, see the audit events arrive on the live tail without a
+ * reload, verify the chain. Screenshots go to test-artifacts/dashboard/. Ctrl-C ends berth and leaves no process.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Page } from "playwright-core";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { berthBin, repoRoot } from "../support/built.js";
+import { killAll, runNode, type Spawned, spawnNode } from "../support/process.js";
+import { processesUnder } from "../support/processes-under.js";
+import { type Browser, chromiumMissing, launchChromium } from "./chromium.js";
+
+const CI = process.env.CI === "true";
+const artifacts = join(repoRoot, "test-artifacts", "dashboard");
+const home = mkdtempSync(join(tmpdir(), "berth-dashboard-"));
+const env = { BERTH_HOME: home };
+let browser: Browser | null = null;
+
+afterEach(async () => {
+  await browser?.close();
+  browser = null;
+  killAll();
+});
+afterAll(() => {
+  for (const pid of processesUnder(home)) process.kill(pid, "SIGKILL");
+  rmSync(home, { recursive: true, force: true });
+});
+
+const DASHBOARD_LINE = /dashboard: (http:\/\/\S+#token=\S+)/;
+
+/** What keeps this test from running here, if anything: in CI that is a failure, elsewhere a skip with the reason. */
+async function missingComponent(): Promise<string | null> {
+  const chromium = chromiumMissing();
+  if (chromium !== null) return chromium;
+  const serve = await runNode([berthBin(), "help", "serve"]);
+  if (serve.code !== 0) return "berth has no `serve` verb yet (the HTTP API of issue 8 §2)";
+  return null;
+}
+
+/** `berth up`'s dashboard URL, or `berth serve` on the same home when `berth up` does not print one. */
+async function dashboardUrl(up: Spawned): Promise<{ url: string; serve: Spawned | null }> {
+  const printed = DASHBOARD_LINE.exec(up.output());
+  if (printed?.[1]) return { url: printed[1], serve: null };
+  const serve = spawnNode([berthBin(), "serve", "--port", "0", "--data-dir", home], { env });
+  await serve.waitForOutput(DASHBOARD_LINE, 30_000);
+  return { url: DASHBOARD_LINE.exec(serve.output())?.[1] ?? "", serve };
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+}
+
+describe("the dashboard in chromium against berth up", () => {
+  it("places a package from the UI with its explain, stops it, and shows the audit events live", async (ctx) => {
+    const missing = await missingComponent();
+    if (missing !== null) {
+      if (CI) throw new Error(`the dashboard's browser test cannot run: ${missing}`);
+      ctx.skip(missing);
+    }
+    mkdirSync(artifacts, { recursive: true });
+    const up = spawnNode([berthBin(), "up", "--data-dir", home], { env });
+    await up.waitForOutput("ready; press Ctrl-C", 120_000);
+    const { url, serve } = await dashboardUrl(up);
+
+    browser = await launchChromium();
+    const page = await browser.context.newPage();
+    await page.goto(url);
+    // The token moves to sessionStorage and leaves the address bar.
+    await expect.poll(() => page.url()).not.toContain("token=");
+    // Set once: if the page reloaded, this marker would be gone.
+    await page.evaluate("window.__sameDocument = true");
+
+    // The sample agents berth up deployed are listed.
+    const instances = page.getByRole("table", { name: "instances" });
+    await instances.getByRole("cell", { name: "heartbeat", exact: true }).waitFor();
+    await instances.getByRole("cell", { name: "scout", exact: true }).waitFor();
+    await shot(page, "1-instances");
+
+    // Place a package: the dry run first (every candidate with its verdict), then the real thing.
+    await page.getByRole("tab", { name: "Place a package" }).click();
+    const packageBox = page.getByRole("combobox", { name: "Package" });
+    await expect.poll(() => packageBox.locator("option", { hasText: "heartbeat" }).count()).toBeGreaterThan(0);
+    const heartbeat = await packageBox.locator("option", { hasText: "heartbeat" }).first().getAttribute("value");
+    await packageBox.selectOption(heartbeat ?? "");
+    await page.getByRole("textbox", { name: "Name" }).fill("dash-probe");
+    await page.getByRole("button", { name: "Explain (dry run)" }).click();
+    const dryRun = page.getByRole("region", { name: "Dry-run explain" });
+    await dryRun.waitFor();
+    await expect(dryRun.getByRole("table", { name: "candidates for dash-probe" }).locator("tbody tr").count()).resolves.toBe(3);
+    await expect(dryRun.textContent()).resolves.toContain("nothing was sent");
+    await shot(page, "2-dry-run-explain");
+
+    await page.getByRole("button", { name: "Place", exact: true }).click();
+    const placed = page.getByText(/^Placed dash-probe as instance (\S+)\.$/);
+    await placed.waitFor({ timeout: 30_000 });
+    const instanceId = /instance (\S+)\.$/.exec((await placed.textContent()) ?? "")?.[1] ?? "";
+    expect(instanceId).not.toBe("");
+    const report = page.getByRole("region", { name: "Placement report" });
+    await expect(report.getByRole("table", { name: "attempts for dash-probe" }).textContent()).resolves.toContain("placed");
+    await shot(page, "3-placed");
+
+    // The instance appears in the list (updated live) with its placement's explain.
+    await page.getByRole("tab", { name: "Instances" }).click();
+    await page.getByRole("searchbox", { name: "Filter instances" }).fill("dash-probe");
+    await page.getByRole("button", { name: "Details of dash-probe" }).click();
+    const details = page.getByRole("region", { name: "instance dash-probe" });
+    await details.getByRole("region", { name: "Explain of dash-probe" }).getByRole("table", { name: "candidates for dash-probe" }).waitFor();
+    await expect(details.textContent()).resolves.toContain(instanceId);
+    await shot(page, "4-instance-explain");
+
+    // Stop it; the list learns the new state from the audit event, without a reload.
+    await details.getByRole("button", { name: "Stop" }).click();
+    await details.getByText("stop: ok").waitFor({ timeout: 30_000 });
+    await expect.poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), { timeout: 30_000 }).not.toMatch(/running/);
+    await shot(page, "5-stopped");
+
+    // The audit tail received the place and the stop over the stream (it loaded its history before either).
+    await page.getByRole("tab", { name: "Audit" }).click();
+    const log = page.getByRole("log", { name: "audit events" });
+    await expect.poll(() => log.textContent(), { timeout: 30_000 }).toContain("workload.stop");
+    await expect(log.textContent()).resolves.toContain("name=dash-probe");
+    await page.getByRole("button", { name: "Verify chain" }).click();
+    await expect.poll(() => page.getByLabel("verify result").textContent(), { timeout: 30_000 }).toMatch(/^Verified: \d+ events/);
+    await shot(page, "6-audit");
+    await expect(page.evaluate("window.__sameDocument")).resolves.toBe(true);
+
+    // Ctrl-C: the server (when separate) and berth up end cleanly and leave no process behind.
+    if (serve !== null) {
+      serve.child.kill("SIGINT");
+      expect((await serve.exited()).code, serve.errors()).toBe(0);
+    }
+    up.child.kill("SIGINT");
+    expect((await up.exited()).code, up.errors()).toBe(0);
+    expect(processesUnder(home)).toEqual([]);
+  }, 300_000);
+});
