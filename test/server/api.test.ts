@@ -11,7 +11,7 @@ import { ROUTES } from "../../src/server/contract.js";
 import { API_BASE } from "../../src/server/openapi.js";
 import { startServer } from "../../src/server/server.js";
 import { loadOrCreateToken, TOKEN_FILE, TokenFileError, tokenId } from "../../src/server/token.js";
-import { type ApiFixture, apiFixture, closeFixtures, type ErrorBody } from "./support.js";
+import { apiFixture, closeFixtures, type ErrorBody } from "./support.js";
 
 afterEach(closeFixtures);
 
