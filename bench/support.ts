@@ -14,3 +14,11 @@ export function ratio(label: string, value: number, baseline: number, target?: n
   const verdict = target === undefined ? "" : r >= target ? `  (target ≥ ${(target * 100).toFixed(0)}%: met)` : `  (target ≥ ${(target * 100).toFixed(0)}%: NOT met)`;
   console.log(`  ${label.padEnd(48)} ${(r * 100).toFixed(1).padStart(9)}%${verdict}`);
 }
+
+/** A numeric `--name N` flag of this benchmark's command line, or `fallback` when it is absent or not a number. */
+export function numberFlag(name: string, fallback: number): number {
+  const argv = process.argv.slice(2);
+  const i = argv.indexOf(name);
+  const value = i >= 0 ? Number(argv[i + 1]) : Number.NaN;
+  return Number.isFinite(value) ? value : fallback;
+}
