@@ -7,10 +7,13 @@ import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { generateSigningKey } from "../../src/keys/key-file.js";
 import { ROUTES } from "../../src/server/contract.js";
 import { API_BASE } from "../../src/server/openapi.js";
 import { startServer } from "../../src/server/server.js";
 import { loadOrCreateToken, TOKEN_FILE, TokenFileError, tokenId } from "../../src/server/token.js";
+import { openDatabase } from "../../src/store/sqlite.js";
+import { probePackage, writeJson } from "../mesh-controller/support/package.js";
 import { apiFixture, closeFixtures, type ErrorBody } from "./support.js";
 
 afterEach(closeFixtures);
@@ -288,5 +291,36 @@ describe("static dashboard", () => {
     const a = await fx.call("GET", "/", { token: null });
     expect(a.status).toBe(200);
     expect(a.text).toContain("dashboard is not built");
+  });
+});
+
+describe("the write-ahead rule", () => {
+  it("when the request cannot be chained the call answers 500 audit_unavailable and does nothing", async () => {
+    const fx = await apiFixture();
+    const signer = generateSigningKey();
+    const pkgDir = join(fx.dir, "pkg");
+    probePackage(pkgDir, signer);
+    writeJson(join(fx.dir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
+    // Another connection makes every api.call insert fail, as a full disk would.
+    const db = openDatabase(fx.state.dbPaths.controller);
+    db.exec("CREATE TRIGGER refuse_api BEFORE INSERT ON audit_event WHEN NEW.source = 'api' BEGIN SELECT RAISE(ABORT, 'disk full'); END");
+    db.close();
+    const refused = await fx.call("POST", `${API_BASE}/packages`, { body: { path: pkgDir } });
+    expect([refused.status, errorOf(refused.body).code]).toEqual([500, "audit_unavailable"]);
+    expect((await fx.call("GET", `${API_BASE}/packages`)).body, "the package was not taken in").toEqual({ packages: [] });
+
+    const again = openDatabase(fx.state.dbPaths.controller);
+    again.exec("DROP TRIGGER refuse_api");
+    again.close();
+    const taken = await fx.call("POST", `${API_BASE}/packages`, { body: { path: pkgDir } });
+    expect(taken.status, taken.text).toBe(201);
+    const listed = (await fx.call("GET", `${API_BASE}/packages`)).body as { packages: Array<{ name: string; kind: string; verified: boolean; package_id: string }> };
+    expect(listed.packages.map((p) => [p.package_id, p.name, p.kind, p.verified])).toEqual([[(taken.body as { package_id: string }).package_id, "probe", "agent", true]]);
+  });
+
+  it("a body over the limit is refused with 413 payload_too_large", async () => {
+    const fx = await apiFixture();
+    const a = await fx.call("POST", `${API_BASE}/placements`, { raw: JSON.stringify({ package: "x".repeat(2 * 1024 * 1024) }) });
+    expect([a.status, errorOf(a.body).code]).toEqual([413, "payload_too_large"]);
   });
 });
