@@ -50,13 +50,13 @@ export function App({ token }: { token: string }) {
     <LiveContext.Provider value={live}>
       <header>
         <h1>berth</h1>
-        <nav role="tablist" aria-label="views">
+        <div role="tablist" aria-label="views">
           {TABS.map(([id, label]) => (
             <button type="button" role="tab" key={id} id={`tab-${id}`} aria-selected={tab === id} aria-controls="view" onClick={() => setTab(id)}>
               {label}
             </button>
           ))}
-        </nav>
+        </div>
         <span class="stream-status">audit: {tail.status}</span>
       </header>
       <main>

@@ -16,9 +16,11 @@ export interface StreamMessage {
  */
 export function parseEventStream(buffer: string): { messages: StreamMessage[]; rest: string } {
   const messages: StreamMessage[] = [];
-  const normalised = buffer.replace(/\r\n?/g, "\n");
+  // A CR at the very end may be the first half of a CRLF split across two chunks: leave it for the next read.
+  const held = buffer.endsWith("\r") ? "\r" : "";
+  const normalised = buffer.slice(0, buffer.length - held.length).replace(/\r\n?/g, "\n");
   const blocks = normalised.split("\n\n");
-  const rest = blocks.pop() ?? "";
+  const rest = (blocks.pop() ?? "") + held;
   for (const block of blocks) {
     let event = "message";
     let id: string | null = null;

@@ -20,9 +20,9 @@ function LogText({ logs }: { logs: unknown }) {
     return (
       <>
         <h4>stdout{body.truncated_stdout ? " (tail)" : ""}</h4>
-        <pre aria-label="stdout">{body.stdout || "(empty)"}</pre>
+        <pre>{body.stdout || "(empty)"}</pre>
         <h4>stderr{body.truncated_stderr ? " (tail)" : ""}</h4>
-        <pre aria-label="stderr">{typeof body.stderr === "string" && body.stderr ? body.stderr : "(empty)"}</pre>
+        <pre>{typeof body.stderr === "string" && body.stderr ? body.stderr : "(empty)"}</pre>
       </>
     );
   }
@@ -67,14 +67,15 @@ function InstanceDetails({ instance, onClose }: { instance: InstanceInfo; onClos
         {timeOf(instance.placed_ms)}
         {instance.adopted ? ", adopted" : ""}.
       </p>
-      <div class="verbs" role="group" aria-label="instance verbs">
+      <fieldset class="verbs">
+        <legend>Instance verbs</legend>
         <VerbButton id={instance.instance_id} verb="start" label="Start" />
         <VerbButton id={instance.instance_id} verb="stop" label="Stop" />
         <VerbButton id={instance.instance_id} verb="unload" label="Unload" />
         <button type="button" disabled={logs.busy} onClick={logs.run}>
           Show logs
         </button>
-      </div>
+      </fieldset>
       <ErrorNotice error={logs.error} action="Reading the logs" />
       {logs.result !== null ? <LogText logs={logs.result} /> : null}
       <ErrorNotice error={decision.error} action="Loading the placement's explain" />
