@@ -4,7 +4,7 @@ import { defineConfig } from "vitest/config";
 // real components (SQLite files, OS processes, kube-apiserver + etcd). scripts/test drives it.
 export default defineConfig({
   test: {
-    include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    include: ["src/**/*.test.ts", "test/**/*.test.ts", "web/src/**/*.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: "forks",
