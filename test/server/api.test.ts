@@ -7,14 +7,17 @@ import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { generateSigningKey } from "../../src/keys/key-file.js";
+import { generateSigningKey, loadKeyFile } from "../../src/keys/key-file.js";
+import { MeshController } from "../../src/mesh/controller/index.js";
+import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { controllerKeyPath } from "../../src/server/state.js";
 import { ROUTES } from "../../src/server/contract.js";
 import { API_BASE } from "../../src/server/openapi.js";
 import { startServer } from "../../src/server/server.js";
 import { loadOrCreateToken, TOKEN_FILE, TokenFileError, tokenId } from "../../src/server/token.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { probePackage, writeJson } from "../mesh-controller/support/package.js";
-import { apiFixture, closeFixtures, type ErrorBody } from "./support.js";
+import { apiFixture, checkContract, closeFixtures, type ErrorBody } from "./support.js";
 
 afterEach(closeFixtures);
 
@@ -322,5 +325,44 @@ describe("the write-ahead rule", () => {
     const fx = await apiFixture();
     const a = await fx.call("POST", `${API_BASE}/placements`, { raw: JSON.stringify({ package: "x".repeat(2 * 1024 * 1024) }) });
     expect([a.status, errorOf(a.body).code]).toEqual([413, "payload_too_large"]);
+  });
+});
+
+describe("the contract check the tests apply to every answer", () => {
+  it("refuses a success body the route's schema does not describe, and an error body of another shape", () => {
+    expect(() => checkContract("GET", `${API_BASE}/nodes`, 200, { nodes: [{ addr: "h:1" }] })).toThrow(/contract does not describe/);
+    expect(() => checkContract("GET", `${API_BASE}/placements`, 404, { message: "no" })).toThrow(/not the error shape/);
+    expect(() => checkContract("GET", `${API_BASE}/placements`, 200, { placements: [] })).not.toThrow();
+  });
+});
+
+describe("the CLI beside the server", () => {
+  it("a node another process learned, and a tier it changed, show in the server's node list without a restart", async () => {
+    const fx = await apiFixture();
+    expect((await fx.call("GET", `${API_BASE}/nodes`)).body).toEqual({ nodes: [] });
+    // A second controller on the same files, as `berth nodes add` / `berth nodes tier` in another process.
+    const openCli = () => MeshController.open({ dataDir: fx.dir, key: loadKeyFile(controllerKeyPath(fx.dir)), connector: new TcpConnector(500) });
+    const cli = openCli();
+    try {
+      const nodeId = "0123456789abcdef0123456789abcdef";
+      cli.store.learnTarget(
+        { addr: "127.0.0.1:9", node_id: nodeId, key: "cd".repeat(32), tier: "discovered", tier_source: "default", learned_ms: Date.now() },
+        { source: "trust", kind: "peer.add", payload: { node: nodeId, addr: "127.0.0.1:9", key: "cd".repeat(32), tier: "discovered", how: "tofu" } },
+      );
+      const seen = (await fx.call("GET", `${API_BASE}/nodes`)).body as { nodes: Array<{ node_id: string; tier: string }> };
+      expect(seen.nodes.map((n) => [n.node_id, n.tier])).toEqual([[nodeId, "discovered"]]);
+      const tierCli = openCli(); // each CLI verb is a fresh process
+      try {
+        expect(tierCli.setTier(nodeId, "paired")).toBe(true);
+      } finally {
+        tierCli.close();
+      }
+      const after = (await fx.call("GET", `${API_BASE}/nodes`)).body as { nodes: Array<{ node_id: string; tier: string }> };
+      expect(after.nodes.map((n) => [n.node_id, n.tier])).toEqual([[nodeId, "paired"]]);
+      const put = await fx.call("PUT", `${API_BASE}/nodes/${nodeId}/tier`, { body: { tier: "pinned" } });
+      expect([put.status, put.body]).toEqual([200, { node: nodeId, tier: "pinned" }]);
+    } finally {
+      cli.close();
+    }
   });
 });

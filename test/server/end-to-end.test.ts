@@ -18,7 +18,7 @@ import { controllerKeyPath } from "../../src/server/state.js";
 import { cleanup, MAIN, NodeProcess, requireBuild, waitFor } from "../mesh/harness.js";
 import { probePackage, TEST_PERMIT, writeJson } from "../mesh-controller/support/package.js";
 import { killAll, spawnNode } from "../support/process.js";
-import { notConfigured } from "./support.js";
+import { checkContract, notConfigured } from "./support.js";
 
 const servers: RunningServer[] = [];
 const dirs: string[] = [];
@@ -38,7 +38,9 @@ function client(server: RunningServer) {
       headers: { authorization: `Bearer ${server.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    return { status: r.status, body: (await r.json()) as Json };
+    const answer = { status: r.status, body: (await r.json()) as Json };
+    checkContract(method, `/api/v1${path}`, answer.status, answer.body);
+    return answer;
   };
 }
 

@@ -8,6 +8,8 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { SealedEvent } from "../../src/core/chain/event.js";
 import { buildApp } from "../../src/server/app.js";
+import { ErrorSchema, ROUTES, type RouteSpec } from "../../src/server/contract.js";
+import { API_BASE } from "../../src/server/openapi.js";
 import { HANDLERS } from "../../src/server/server.js";
 import type { AuditStreams } from "../../src/server/sse.js";
 import { type KubernetesAccess, openServerState, type ServerState } from "../../src/server/state.js";
@@ -60,6 +62,7 @@ export async function apiFixture(opts: { kubernetes?: KubernetesAccess; webRoot?
       } catch {
         body = null;
       }
+      checkContract(method, url, r.statusCode, body);
       return { status: r.statusCode, body, text: r.body, headers: r.headers };
     },
     apiEvents: () => [...state.controller.store.chain.find({ source: "api" })],
@@ -85,3 +88,28 @@ export const notConfigured: KubernetesAccess = {
 };
 
 export type ErrorBody = { error: { code: string; message: string; issues?: Array<{ path: string; message: string }> } };
+
+const routePatterns = ROUTES.map((r) => ({ route: r, pattern: new RegExp(`^${API_BASE}${r.path.replace(/\{[a-z_]+\}/g, "[^/]+")}$`) }));
+
+function routeOf(method: string, url: string): RouteSpec | undefined {
+  const path = url.split("?")[0] ?? "";
+  return routePatterns.find((p) => p.route.method === method && p.pattern.test(path))?.route;
+}
+
+/**
+ * Every answer the tests see is checked against the contract: a success body against the route's response schema
+ * (the one the OpenAPI document publishes), an error body against the error schema.
+ */
+export function checkContract(method: string, url: string, status: number, body: unknown): void {
+  const route = routeOf(method, url);
+  if (route === undefined || route.produces !== undefined) return;
+  if (status >= 200 && status < 300) {
+    const parsed = route.response.safeParse(body);
+    if (!parsed.success) throw new Error(`${method} ${url} answered ${status} with a body the contract does not describe: ${JSON.stringify(parsed.error.issues.slice(0, 3))}`);
+  } else {
+    // A failed verb or deploy answers its own document (a VerbResult with kind refused/unreachable…, a deploy with ok
+    // false); everything else answers the error shape.
+    const parsed = ErrorSchema.safeParse(body);
+    if (!parsed.success && !route.response.safeParse(body).success) throw new Error(`${method} ${url} answered ${status} with a body that is not the error shape: ${JSON.stringify(body).slice(0, 300)}`);
+  }
+}
