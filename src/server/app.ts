@@ -28,6 +28,8 @@ export interface AppOptions {
   readonly handlers: Handlers;
   /** pino level; `silent` by default (the audit chain is the record, logs are diagnostics). */
   readonly logLevel?: "silent" | "error" | "warn" | "info" | "debug";
+  /** Where the pino lines go (default stdout, as fastify does; `berth serve` passes stderr). */
+  readonly logStream?: NodeJS.WritableStream;
   readonly streamTimings?: StreamTimings;
   readonly bodyLimitBytes?: number;
 }
@@ -76,7 +78,7 @@ function stringParams(params: unknown): JsonObject {
 
 export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditStreams } {
   const app = Fastify({
-    logger: { level: o.logLevel ?? "silent", redact: ["req.headers.authorization", "req.headers.cookie"] },
+    logger: { level: o.logLevel ?? "silent", redact: ["req.headers.authorization", "req.headers.cookie"], ...(o.logStream ? { stream: o.logStream } : {}) },
     bodyLimit: o.bodyLimitBytes ?? 1024 * 1024,
     return503OnClosing: true,
   });

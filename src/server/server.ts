@@ -29,6 +29,8 @@ export interface ServerOptions {
   /** Default: dist/web beside this build. */
   readonly webRoot?: string;
   readonly logLevel?: "silent" | "error" | "warn" | "info" | "debug";
+  /** Default stderr: stdout belongs to the CLI's own output. */
+  readonly logStream?: NodeJS.WritableStream;
   readonly kubernetes?: KubernetesAccess;
   readonly connector?: Connector;
   readonly streamTimings?: StreamTimings;
@@ -66,6 +68,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     webRoot: o.webRoot ?? defaultWebRoot(),
     handlers: HANDLERS,
     ...(o.logLevel ? { logLevel: o.logLevel } : {}),
+    logStream: o.logStream ?? process.stderr,
     ...(o.streamTimings ? { streamTimings: o.streamTimings } : {}),
   });
   const host = o.host ?? "127.0.0.1";

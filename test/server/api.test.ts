@@ -5,6 +5,7 @@
  */
 import { chmodSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { Writable } from "node:stream";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateSigningKey, loadKeyFile } from "../../src/keys/key-file.js";
@@ -364,5 +365,26 @@ describe("the CLI beside the server", () => {
     } finally {
       cli.close();
     }
+  });
+});
+
+describe("logs", () => {
+  it("at debug level the log has the requests and the refused ones, and never the token", async () => {
+    const lines: string[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const fx = await apiFixture({ log: { level: "debug", stream } });
+    await fx.call("GET", `${API_BASE}/nodes`);
+    await fx.call("POST", `${API_BASE}/unsettled/settle`, { body: {} });
+    await fx.call("GET", `${API_BASE}/nodes`, { token: `${fx.token.slice(0, -1)}x` });
+    const text = lines.join("");
+    expect(text).toContain("unauthenticated API request refused");
+    expect(text).toContain("/api/v1/unsettled/settle");
+    expect(text).not.toContain(fx.token);
+    expect(text).not.toContain(fx.token.slice(0, 20));
   });
 });

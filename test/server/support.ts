@@ -37,11 +37,20 @@ export interface ApiFixture {
 
 const fixtures = new Set<ApiFixture>();
 
-export async function apiFixture(opts: { kubernetes?: KubernetesAccess; webRoot?: string; dir?: string } = {}): Promise<ApiFixture> {
+export async function apiFixture(
+  opts: { kubernetes?: KubernetesAccess; webRoot?: string; dir?: string; log?: { level: "debug"; stream: NodeJS.WritableStream } } = {},
+): Promise<ApiFixture> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "berth-api-"));
   const token = loadOrCreateToken(dir);
   const state = openServerState({ dataDir: dir, version: "test", kubernetes: opts.kubernetes ?? notConfigured });
-  const { app, streams } = buildApp({ state, token, webRoot: opts.webRoot ?? join(dir, "no-web"), handlers: HANDLERS, streamTimings: { pollMs: 100, heartbeatMs: 200 } });
+  const { app, streams } = buildApp({
+    state,
+    token,
+    webRoot: opts.webRoot ?? join(dir, "no-web"),
+    handlers: HANDLERS,
+    streamTimings: { pollMs: 100, heartbeatMs: 200 },
+    ...(opts.log ? { logLevel: opts.log.level, logStream: opts.log.stream } : {}),
+  });
   await app.ready();
   const fx: ApiFixture = {
     dir,
