@@ -1,10 +1,26 @@
 /** `berth up`: berth on a laptop, on embedded defaults (see src/up/local-mesh.ts). Ctrl-C stops everything it started. */
 import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
+import { type RunningServer, startServer } from "../server/index.js";
 import { describeKubernetesTarget, probeKubernetesTarget } from "../up/kubernetes-target.js";
 import { up } from "../up/local-mesh.js";
+import { CliError } from "./errors.js";
 import { berthHome } from "./paths.js";
+
+const DEFAULT_UP_PORT = 7420;
+
+/** The API and dashboard on the usual port, or on a free one when another berth (or anything) already holds it. */
+async function serveApi(dataDir: string, port: number, log: (line: string) => void): Promise<RunningServer> {
+  try {
+    return await startServer({ dataDir, port });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || port === 0) throw error;
+    log(`port ${port} is in use; the API and dashboard take a free port instead`);
+    return startServer({ dataDir, port: 0 });
+  }
+}
 
 function samplesDir(): string {
   for (const rel of ["../../../samples", "../../samples"]) {
@@ -22,11 +38,26 @@ export function registerUpCommands(program: Command): void {
     .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running")
     .option("--kube-context <ctx>", "the Kubernetes context to show as a second target (default: the kubeconfig's current one)")
     .option("--no-kubernetes", "do not look for a Kubernetes context")
-    .action(async (opts: { dataDir: string; detach?: boolean; kubeContext?: string; kubernetes: boolean }) => {
+    .option("--port <port>", "port of the API and dashboard (a free one when it is taken)", String(DEFAULT_UP_PORT))
+    .action(async (opts: { dataDir: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; port: string }) => {
+      const port = Number(opts.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`--port ${JSON.stringify(opts.port)} must be a port number 0…65535`, 2);
       const log = (line: string) => process.stdout.write(`${line}\n`);
       const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
       const started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log });
       if (opts.kubernetes) log(describeKubernetesTarget(await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null)));
+      let server: RunningServer | null = null;
+      if (!opts.detach) {
+        try {
+          server = await serveApi(opts.dataDir, port, log);
+        } catch (error) {
+          log(`the API server could not start (${(error as Error).message}); stopping what berth up started`);
+          await started.shutdown();
+          throw new CliError(`berth up: the API server could not start: ${(error as Error).message}`, 1);
+        }
+        log(`api         ${server.url}/api/v1   (token in ${join(opts.dataDir, "api.token")})`);
+        log(`dashboard: ${server.dashboardUrl}`);
+      }
       log("");
       log(`berth is up: ${started.nodes.length} nodes, ${started.agents.length} agents. Try, in another terminal:`);
       log(`  export BERTH_HOME=${opts.dataDir}`);
@@ -36,8 +67,9 @@ export function registerUpCommands(program: Command): void {
       log("  berth place <package-dir> --dry-run   # the placement explain, nothing sent");
       log("  berth audit verify --key-file $BERTH_HOME/keys/controller.key");
       log("  berth deploy $BERTH_HOME/up/agents/heartbeat.json   # again: a no-op, never a second copy");
+      if (server) log("  open the dashboard link above: nodes, instances, placements with their explain, the live audit tail");
       if (opts.detach) {
-        log("detached: the node daemons keep running; stop them with kill, or run berth up again and press Ctrl-C");
+        log("detached: the node daemons keep running; `berth serve` gives the API and dashboard; stop the daemons with kill, or run berth up again and press Ctrl-C");
         process.exit(0);
       }
       log("ready; press Ctrl-C to stop the agents and the nodes");
@@ -46,6 +78,7 @@ export function registerUpCommands(program: Command): void {
         process.once("SIGTERM", () => resolveSignal());
       });
       log("stopping…");
+      await server?.close();
       await started.shutdown();
       log("stopped");
     });

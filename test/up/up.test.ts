@@ -32,6 +32,15 @@ describe("berth up", () => {
   it("starts three nodes and the sample agents once, stops everything on Ctrl-C, and a second run reuses the state", async () => {
     const first = await upUntilReady();
     expect(first.output()).toMatch(/node pi-kitchen +pi5/);
+    // The controller as a service: the API answers with the token berth up created, and lists the same agents.
+    const dashboard = /dashboard: (http:\/\/127\.0\.0\.1:\d+)\/#token=([A-Za-z0-9_-]+)/.exec(first.output());
+    expect(dashboard, first.output()).not.toBeNull();
+    const [, base, token] = dashboard as RegExpExecArray;
+    const api = await fetch(`${base}/api/v1/agents`, { headers: { authorization: `Bearer ${token}` } });
+    expect(api.status).toBe(200);
+    const listed = (await api.json()) as { agents: Array<{ name: string; state: string }> };
+    expect(listed.agents.map((a) => `${a.name}:${a.state}`).sort()).toEqual(["heartbeat:running", "scout:running"]);
+    expect((await fetch(`${base}/api/v1/agents`)).status).toBe(401);
     const agents = await agentsJson();
     expect(agents.map((a) => a.name).sort()).toEqual(["heartbeat", "scout"]);
     expect(agents.every((a) => a.state === "running")).toBe(true);
@@ -46,6 +55,7 @@ describe("berth up", () => {
     expect(exit.code, first.errors()).toBe(0);
     expect(first.output()).toContain("stopped");
     expect(processesUnder(home)).toEqual([]);
+    await expect(fetch(`${base}/api/v1/health`)).rejects.toThrow();
 
     const second = await upUntilReady();
     const after = await agentsJson();
