@@ -228,7 +228,7 @@ export async function up(o: UpOptions): Promise<RunningUp> {
         summary = (deployed.stderr || deployed.stdout).trim();
       }
       if (deployed.code !== 0) throw new Error(`berth deploy ${name} failed: ${summary}`);
-      o.log(`agent ${name.padEnd(10)} ${summary}`);
+      o.log(`agent ${name.padEnd(10)} ${summary.startsWith(`${name}: `) ? summary.slice(name.length + 2) : summary}`);
       agents.push(name);
     }
 
