@@ -45,7 +45,7 @@ function client(server: RunningServer) {
 }
 
 describe("the API with a real node daemon", { timeout: 120_000 }, () => {
-  it("deploys an agent twice as one instance, places, lists, reads logs, explains, stops and unloads", async () => {
+  it("deploys an agent twice at once as one instance, places, lists, reads logs, explains, stops and unloads", async () => {
     requireBuild();
     const dir = mkdtempSync(join(tmpdir(), "berth-api-e2e-"));
     dirs.push(dir);
@@ -74,9 +74,14 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
 
     // issue 7's HTTP deploy endpoint: the same spec twice is one instance
     const spec = { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "scout" }, spec: { target: "mesh", package: pkgDir } };
-    const first = await api("POST", "/agents", spec);
-    expect([first.status, first.body.ok, first.body.outcome], JSON.stringify(first.body)).toEqual([200, true, "started"]);
-    const second = await api("POST", "/agents", spec);
+    // Two deploys at once: the second waits for the first and finds it running.
+    const both = await Promise.all([api("POST", "/agents", spec), api("POST", "/agents", spec)]);
+    expect(both.map((r) => [r.status, r.body.outcome]).sort(), JSON.stringify(both.map((r) => r.body.message))).toEqual([
+      [200, "started"],
+      [200, "unchanged"],
+    ]);
+    const first = both.find((r) => r.body.outcome === "started") as (typeof both)[number];
+    const second = both.find((r) => r.body.outcome === "unchanged") as (typeof both)[number];
     expect([second.body.outcome, second.body.row, second.body.action, second.body.instance]).toEqual(["unchanged", "started", "no-op", first.body.instance]);
     expect((await onNode()).map((r) => [r.instance_id, r.agent, r.state])).toEqual([[first.body.instance, "scout", "running"]]);
     const agents = (await api("GET", "/agents")).body.agents as Json[];

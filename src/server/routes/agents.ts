@@ -24,7 +24,11 @@ import type { AgentStateSchema, Inputs } from "../contract.js";
 import { ApiError, invalidRequest, notFound } from "../errors.js";
 import type { Answer, CallContext, Handlers } from "../handler.js";
 import type { ServerState } from "../state.js";
+import { KeyedLock } from "../keyed-lock.js";
 import { k8sSettings, withCluster, withVerbDeps } from "./kubernetes.js";
+
+/** Deploys, replaces and stops of one agent run one at a time in this server (see keyed-lock.ts). */
+const perAgent = new KeyedLock();
 
 type In<T extends z.ZodType> = z.infer<T>;
 
@@ -140,7 +144,10 @@ export const agentHandlers: Handlers = {
     for (const record of records) agents.push(await stateOf(ctx.state, record));
     return { body: { agents } };
   },
-  deployAgent: async (i, ctx) => runDeploy(ctx, loadedFromBody(ctx.state, i.body, "body"), false),
+  deployAgent: async (i, ctx) => {
+    const loaded = loadedFromBody(ctx.state, i.body, "body");
+    return perAgent.run(loaded.spec.metadata.name, () => runDeploy(ctx, loaded, false));
+  },
   getAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
     return { body: await stateOf(ctx.state, recordOf(ctx.state, name).record) };
@@ -165,28 +172,29 @@ export const agentHandlers: Handlers = {
       return { body: { agent: name, instance: ref.identity.podName, stdout: log, stderr: "" } };
     });
   },
-  stopAgent: async (i, ctx) => {
-    const { name } = i.params as In<typeof Inputs.agentRef>;
-    const { record, loaded } = recordOf(ctx.state, name);
-    if (record.target === "mesh") {
-      const instance = await meshInstance(ctx.state, name, "stop");
-      const r = await ctx.state.controller.instance("stop", instance);
-      if (r.kind !== "ok") throw verbFailed(name, instance, "stop", r);
-      return { body: { ok: true, agent: name, instance, message: `stopped ${instance}; a deploy starts it again` }, refs: { instance_id: instance } };
-    }
-    const prepared = preparedKubernetes(loaded);
-    return withCluster(ctx.state, prepared.inputs.config.context, (cluster) =>
-      withVerbDeps(ctx.state, cluster, async (deps) => {
-        const r = await k8sStop(deps, refOf(prepared), { wait: false });
-        return { status: r.ok ? 200 : 422, body: { ok: r.ok, agent: name, instance: refOf(prepared).identity.podName, message: r.message } };
-      }),
-    );
-  },
+  stopAgent: async (i, ctx) => perAgent.run((i.params as In<typeof Inputs.agentRef>).name, () => stopAgent(i.params as In<typeof Inputs.agentRef>, ctx)),
   replaceAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
     const b = i.body as In<typeof Inputs.agentReplace>;
     const loaded = b.spec === undefined ? recordOf(ctx.state, name).loaded : loadedFromBody(ctx.state, b.spec, "body.spec");
     if (loaded.spec.metadata.name !== name) throw new ApiError(422, "agent_mismatch", `body.spec describes agent ${loaded.spec.metadata.name}, not ${name}`);
-    return runDeploy(ctx, loaded, true);
+    return perAgent.run(name, () => runDeploy(ctx, loaded, true));
   },
 };
+
+async function stopAgent({ name }: In<typeof Inputs.agentRef>, ctx: CallContext): Promise<Answer> {
+  const { record, loaded } = recordOf(ctx.state, name);
+  if (record.target === "mesh") {
+    const instance = await meshInstance(ctx.state, name, "stop");
+    const r = await ctx.state.controller.instance("stop", instance);
+    if (r.kind !== "ok") throw verbFailed(name, instance, "stop", r);
+    return { body: { ok: true, agent: name, instance, message: `stopped ${instance}; a deploy starts it again` }, refs: { instance_id: instance } };
+  }
+  const prepared = preparedKubernetes(loaded);
+  return withCluster(ctx.state, prepared.inputs.config.context, (cluster) =>
+    withVerbDeps(ctx.state, cluster, async (deps) => {
+      const r = await k8sStop(deps, refOf(prepared), { wait: false });
+      return { status: r.ok ? 200 : 422, body: { ok: r.ok, agent: name, instance: refOf(prepared).identity.podName, message: r.message } };
+    }),
+  );
+}
