@@ -2,16 +2,17 @@
  * Instances: every placed instance with its state and node, a filter and pages for hundreds of them; choosing one
  * shows its placement's explain, its logs and the start/stop/unload verbs.
  */
-import { useMemo, useState } from "preact/hooks";
+import { useCallback, useMemo, useState } from "preact/hooks";
 import { useAction } from "../action";
 import { ExplainView } from "../explain";
-import { shortId, timeOf } from "../format";
+import { timeOf } from "../format";
+import { NodeCell, type NodeNames, useNodeNames } from "../node-names";
 import { useResource } from "../live";
 import { ErrorNotice, Loaded } from "../notice";
 import { type Column, FilteredTable } from "../table";
 import type { InstanceInfo } from "../types";
 
-const searchText = (i: InstanceInfo) => [i.name, i.instance_id, i.node_id, i.state ?? "", i.pending ?? ""].join(" ");
+const searchText = (i: InstanceInfo, names: NodeNames) => [i.name, i.instance_id, i.node_id, names.get(i.node_id) ?? "", i.state ?? "", i.pending ?? ""].join(" ");
 
 /** The node's answer to `logs`, as the API returns it (the verb result, or its `result` member). */
 function LogText({ logs }: { logs: unknown }) {
@@ -50,7 +51,7 @@ function summariseVerb(result: unknown): string {
   return r.kind === "ok" ? "ok" : `${r.kind}${r.code ? ` (${r.code})` : ""}: ${r.reason ?? ""}`;
 }
 
-function InstanceDetails({ instance, onClose }: { instance: InstanceInfo; onClose: () => void }) {
+function InstanceDetails({ instance, names, onClose }: { instance: InstanceInfo; names: NodeNames; onClose: () => void }) {
   const decision = useResource(({ api }) => (instance.decision_id ? api.placement(instance.decision_id) : Promise.resolve(null)));
   const logs = useAction(({ api }) => api.instanceLogs(instance.instance_id));
   return (
@@ -63,7 +64,7 @@ function InstanceDetails({ instance, onClose }: { instance: InstanceInfo; onClos
       </button>
       <p>
         State <strong>{instance.state ?? "unknown"}</strong>
-        {instance.pending ? ` (pending ${instance.pending})` : ""} on node <code title={instance.node_id}>{shortId(instance.node_id)}</code>, placed{" "}
+        {instance.pending ? ` (pending ${instance.pending})` : ""} on node <NodeCell id={instance.node_id} names={names} />, placed{" "}
         {timeOf(instance.placed_ms)}
         {instance.adopted ? ", adopted" : ""}.
       </p>
@@ -87,11 +88,13 @@ function InstanceDetails({ instance, onClose }: { instance: InstanceInfo; onClos
 export function InstancesView() {
   const instances = useResource(({ api }) => api.instances());
   const [selected, setSelected] = useState<string | null>(null);
+  const names = useNodeNames();
+  const search = useCallback((i: InstanceInfo) => searchText(i, names), [names]);
   const columns = useMemo<Column<InstanceInfo>[]>(
     () => [
       { header: "name", cell: (i) => i.name },
       { header: "instance", cell: (i) => <code>{i.instance_id}</code> },
-      { header: "node", cell: (i) => <code title={i.node_id}>{shortId(i.node_id)}</code> },
+      { header: "node", cell: (i) => <NodeCell id={i.node_id} names={names} /> },
       { header: "state", cell: (i) => <span class={`state ${i.state ?? "unknown"}`}>{i.state ?? "unknown"}</span> },
       { header: "pending", cell: (i) => i.pending ?? "" },
       {
@@ -103,18 +106,18 @@ export function InstancesView() {
         ),
       },
     ],
-    [],
+    [names],
   );
   const rows = instances.data?.instances ?? [];
   const chosen = selected === null ? undefined : rows.find((i) => i.instance_id === selected);
   return (
     <section aria-labelledby="instances-title">
       <h2 id="instances-title">Instances</h2>
-      {chosen ? <InstanceDetails key={chosen.instance_id} instance={chosen} onClose={() => setSelected(null)} /> : null}
+      {chosen ? <InstanceDetails key={chosen.instance_id} instance={chosen} names={names} onClose={() => setSelected(null)} /> : null}
       {selected !== null && !chosen && instances.data ? <p role="status">Instance {selected} is gone (unloaded or replaced).</p> : null}
       <Loaded resource={instances} what="instances">
         {(data) => (
-          <FilteredTable label="instances" rows={data.instances} columns={columns} rowKey={(i) => i.instance_id} searchText={searchText} empty="No instance is placed." />
+          <FilteredTable label="instances" rows={data.instances} columns={columns} rowKey={(i) => i.instance_id} searchText={search} empty="No instance is placed." />
         )}
       </Loaded>
     </section>

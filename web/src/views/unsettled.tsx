@@ -1,24 +1,30 @@
 /** Unsettled decisions (lost answers not yet reconciled), and the settle button that asks their nodes again. */
+import { useMemo } from "preact/hooks";
 import { useAction } from "../action";
 import { shortId, timeOf } from "../format";
 import { useResource } from "../live";
+import { NodeCell, type NodeNames, useNodeNames } from "../node-names";
 import { ErrorNotice, Loaded } from "../notice";
 import { type Column, FilteredTable } from "../table";
 import type { UnsettledDecision } from "../types";
 
-const columns: Column<UnsettledDecision>[] = [
-  { header: "name", cell: (u) => u.name },
-  { header: "decision", cell: (u) => <code title={u.decision_id}>{shortId(u.decision_id, 12)}</code> },
-  { header: "node", cell: (u) => <code title={u.node_id}>{shortId(u.node_id)}</code> },
-  { header: "variant", cell: (u) => u.variant },
-  { header: "since", cell: (u) => timeOf(u.created_ms) },
-];
+function columnsFor(names: NodeNames): Column<UnsettledDecision>[] {
+  return [
+    { header: "name", cell: (u) => u.name },
+    { header: "decision", cell: (u) => <code title={u.decision_id}>{shortId(u.decision_id, 12)}</code> },
+    { header: "node", cell: (u) => <NodeCell id={u.node_id} names={names} /> },
+    { header: "variant", cell: (u) => u.variant },
+    { header: "since", cell: (u) => timeOf(u.created_ms) },
+  ];
+}
 
 const searchText = (u: UnsettledDecision) => [u.name, u.decision_id, u.node_id, u.variant].join(" ");
 
 export function UnsettledView() {
   const unsettled = useResource(({ api }) => api.unsettled());
   const settle = useAction(({ api }) => api.settle());
+  const names = useNodeNames();
+  const columns = useMemo(() => columnsFor(names), [names]);
   return (
     <section aria-labelledby="unsettled-title">
       <h2 id="unsettled-title">Unsettled decisions</h2>
