@@ -45,7 +45,7 @@ function client(server: RunningServer) {
 }
 
 describe("the API with a real node daemon", { timeout: 120_000 }, () => {
-  it("deploys an agent twice at once as one instance, places, lists, reads logs, explains, stops and unloads", async () => {
+  it("deploys an agent twice at once as one instance, places, lists, reads logs, explains, stops, starts, unloads and replaces", async () => {
     requireBuild();
     const dir = mkdtempSync(join(tmpdir(), "berth-api-e2e-"));
     dirs.push(dir);
@@ -130,6 +130,10 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
     const stopped = await api("POST", `/instances/${instanceId}/stop`, {});
     expect([stopped.status, stopped.body.kind], JSON.stringify(stopped.body)).toEqual([200, "ok"]);
     expect((await onNode()).find((r) => r.instance_id === instanceId)?.state).not.toBe("running");
+    const restarted = await api("POST", `/instances/${instanceId}/start`, {});
+    expect([restarted.status, restarted.body.kind], JSON.stringify(restarted.body)).toEqual([200, "ok"]);
+    expect((await onNode()).find((r) => r.instance_id === instanceId)?.state).toBe("running");
+    expect((await api("GET", `/instances/${instanceId}`)).body.kind).toBe("ok");
     const unloaded = await api("POST", `/instances/${instanceId}/unload`, {});
     expect([unloaded.status, unloaded.body.kind], JSON.stringify(unloaded.body)).toEqual([200, "ok"]);
     expect((await onNode()).map((r) => r.instance_id)).toEqual([first.body.instance]);
@@ -138,6 +142,11 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
     const agentStop = await api("POST", "/agents/scout/stop", {});
     expect([agentStop.status, agentStop.body.instance]).toEqual([200, first.body.instance]);
     expect((await onNode()).find((r) => r.instance_id === first.body.instance)?.state).not.toBe("running");
+    // replace: the stopped instance goes (fenced unload) and a new one starts; still one instance of the agent
+    const replaced = await api("POST", "/agents/scout/replace", {});
+    expect([replaced.status, replaced.body.ok, replaced.body.outcome], JSON.stringify(replaced.body.message)).toEqual([200, true, "started"]);
+    expect(replaced.body.instance).not.toBe(first.body.instance);
+    expect((await onNode()).map((r) => [r.instance_id, r.state])).toEqual([[replaced.body.instance, "running"]]);
     expect(((await api("GET", "/audit/verify")).body as Json).ok).toBe(true);
   });
 });
