@@ -1,9 +1,9 @@
 /**
  * The dashboard in a real browser against a real berth (issue 8, browser test): `berth up` in a temp home (three
- * node daemons, the sample agents), the API server it prints (or `berth serve` on the same home until `berth up`
- * prints one), Debian's chromium driven by playwright-core. From the UI: place a package with a dry-run explain
- * first, see the instance appear with its explain, stop it, see the audit events arrive on the live tail without a
- * reload, verify the chain. Screenshots go to test-artifacts/dashboard/. Ctrl-C ends berth and leaves no process.
+ * node daemons, the sample agents, the API server and the dashboard URL it prints), Debian's chromium driven by
+ * playwright-core. From the UI: place a package with a dry-run explain first, see the instance appear with its
+ * explain, stop it, see the audit events arrive on the live tail without a reload, verify the chain. Screenshots go
+ * to test-artifacts/dashboard/. Ctrl-C ends berth and leaves no process.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { berthBin, repoRoot } from "../support/built.js";
-import { killAll, runNode, type Spawned, spawnNode } from "../support/process.js";
+import { killAll, spawnNode } from "../support/process.js";
 import { processesUnder } from "../support/processes-under.js";
 import { type Browser, chromiumMissing, launchChromium } from "./chromium.js";
 
@@ -33,23 +33,6 @@ afterAll(() => {
 
 const DASHBOARD_LINE = /dashboard: (http:\/\/\S+#token=\S+)/;
 
-/** What keeps this test from running here, if anything: in CI that is a failure, elsewhere a skip with the reason. */
-async function missingComponent(): Promise<string | null> {
-  const chromium = chromiumMissing();
-  if (chromium !== null) return chromium;
-  const serve = await runNode([berthBin(), "help", "serve"]);
-  if (serve.code !== 0) return "berth has no `serve` verb yet (the HTTP API of issue 8 §2)";
-  return null;
-}
-
-/** `berth up`'s dashboard URL, or `berth serve` on the same home when `berth up` does not print one. */
-async function dashboardUrl(up: Spawned): Promise<{ url: string; serve: Spawned | null }> {
-  const printed = DASHBOARD_LINE.exec(up.output());
-  if (printed?.[1]) return { url: printed[1], serve: null };
-  const serve = spawnNode([berthBin(), "serve", "--port", "0", "--data-dir", home], { env });
-  await serve.waitForOutput(DASHBOARD_LINE, 30_000);
-  return { url: DASHBOARD_LINE.exec(serve.output())?.[1] ?? "", serve };
-}
 
 async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
@@ -57,15 +40,18 @@ async function shot(page: Page, name: string): Promise<void> {
 
 describe("the dashboard in chromium against berth up", () => {
   it("places a package from the UI with its explain, stops it, and shows the audit events live", async (ctx) => {
-    const missing = await missingComponent();
+    // Without chromium the test cannot run: in CI that is a failure, elsewhere a skip that says why.
+    const missing = chromiumMissing();
     if (missing !== null) {
       if (CI) throw new Error(`the dashboard's browser test cannot run: ${missing}`);
       ctx.skip(missing);
     }
     mkdirSync(artifacts, { recursive: true });
-    const up = spawnNode([berthBin(), "up", "--data-dir", home], { env });
+    // A free port: other berths (or tests) may hold the usual one; no Kubernetes probe, this test is about the mesh.
+    const up = spawnNode([berthBin(), "up", "--data-dir", home, "--port", "0", "--no-kubernetes"], { env });
     await up.waitForOutput("ready; press Ctrl-C", 120_000);
-    const { url, serve } = await dashboardUrl(up);
+    const url = DASHBOARD_LINE.exec(up.output())?.[1];
+    if (url === undefined) throw new Error(`berth up printed no dashboard URL:\n${up.output()}`);
 
     browser = await launchChromium();
     const page = await browser.context.newPage();
@@ -129,11 +115,7 @@ describe("the dashboard in chromium against berth up", () => {
     await shot(page, "6-audit");
     await expect(page.evaluate("window.__sameDocument")).resolves.toBe(true);
 
-    // Ctrl-C: the server (when separate) and berth up end cleanly and leave no process behind.
-    if (serve !== null) {
-      serve.child.kill("SIGINT");
-      expect((await serve.exited()).code, serve.errors()).toBe(0);
-    }
+    // Ctrl-C: berth up stops the server, the agents and the nodes, and leaves no process behind.
     up.child.kill("SIGINT");
     expect((await up.exited()).code, up.errors()).toBe(0);
     expect(processesUnder(home)).toEqual([]);
