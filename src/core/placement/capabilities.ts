@@ -20,13 +20,24 @@ import {
 } from "./inputs.js";
 
 /**
- * The capabilities of one node, as matching asks for them. Exact ids are answered straight from the facts,
- * without materialising every derived capability (the common case, and the engine's hot path); the full list
- * is built once, on first need, for prefix requirements.
+ * The capabilities of one node, as matching asks for them. Exact ids are answered straight from the facts (by a
+ * lookup resolved once per requirement, see `prepareRequirement`), without materialising every derived capability
+ * (the common case, and the engine's hot path); the full list is built once, on first need, for prefix
+ * requirements. A class only to hold that lazily built list: one small object per node and decision.
  */
-export interface CapabilityIndex {
-  withId(id: string): readonly Capability[];
-  all(): readonly Capability[];
+export class CapabilityIndex {
+  private everything: readonly Capability[] | null = null;
+
+  constructor(readonly facts: NodeFacts) {}
+
+  withId(id: string): readonly Capability[] {
+    return capabilitiesWithId(this.facts, id);
+  }
+
+  all(): readonly Capability[] {
+    if (this.everything === null) this.everything = capabilitiesOf(this.facts);
+    return this.everything;
+  }
 }
 
 export function capabilitiesOf(facts: NodeFacts): Capability[] {
@@ -66,58 +77,99 @@ export function capabilitiesOf(facts: NodeFacts): Capability[] {
 
 const NONE: readonly Capability[] = [];
 
+/** Reads the capabilities with one exact id from a node's facts. */
+export type CapabilityLookup = (facts: NodeFacts) => readonly Capability[];
+
+/**
+ * The derived capabilities (typed facts) an exact id can name, with the id taken apart once: which fact it reads
+ * and with which key. `null` when the id names no typed fact (only accelerators and extra capabilities can match).
+ */
+function derivedLookup(id: string): ((facts: NodeFacts, out: Capability[]) => void) | null {
+  if (id.startsWith("cpu.arch.")) {
+    const arch = id.slice(9);
+    return (facts, out) => {
+      if (facts.arch === arch) out.push({ id, attrs: { count: facts.cpu.count }, provenance: "probed" });
+    };
+  }
+  if (id.startsWith("os.")) {
+    const os = id.slice(3);
+    return (facts, out) => {
+      if (facts.os === os) out.push({ id, attrs: {}, provenance: "probed" });
+    };
+  }
+  if (id.startsWith("node.class.")) {
+    const board = id.slice(11);
+    return (facts, out) => {
+      if (facts.board === board) out.push({ id, attrs: {}, provenance: "probed" });
+    };
+  }
+  if (id === "mem.system") {
+    return (facts, out) => {
+      out.push({ id, attrs: { total_bytes: facts.memory.total_bytes, available_bytes: facts.memory.available_bytes }, provenance: "probed" });
+    };
+  }
+  if (id === "runtime.native") {
+    return (facts, out) => {
+      for (const r of facts.routes) if (r.route === "native") out.push({ id, attrs: { arches: [...r.arches] }, provenance: "probed" });
+    };
+  }
+  if (id.startsWith("runtime.emulated.")) {
+    const via = id.slice(17);
+    return (facts, out) => {
+      for (const r of facts.routes) {
+        if (r.route === "emulated" && r.via === via) out.push({ id, attrs: { arches: [...r.arches] }, provenance: r.provenance });
+      }
+    };
+  }
+  if (id.startsWith("runtime.interp.")) {
+    const name = id.slice(15);
+    return (facts, out) => {
+      for (const i of facts.interpreters) if (i.name === name) out.push({ id, attrs: { version: i.version }, provenance: i.provenance });
+    };
+  }
+  if (id.startsWith("label.")) {
+    const key = id.slice(6);
+    return (facts, out) => {
+      if (Object.hasOwn(facts.labels, key)) out.push({ id, attrs: { value: facts.labels[key] ?? "" }, provenance: "claimed" });
+    };
+  }
+  if (id.startsWith("perf.")) {
+    const metric = id.slice(5);
+    return (facts, out) => {
+      for (const p of facts.perf) {
+        if (p.metric === metric) {
+          out.push({ id, attrs: { subject: p.subject, value_milli: p.value_milli, direction: p.direction }, provenance: p.provenance });
+        }
+      }
+    };
+  }
+  return null;
+}
+
+/**
+ * The lookup for one exact id: the same answer as filtering `capabilitiesOf(facts)`, without building that list.
+ * Resolving the id costs a few string tests, so the engine resolves each requirement's id once per decision.
+ */
+export function capabilityLookup(id: string): CapabilityLookup {
+  const derived = derivedLookup(id);
+  return (facts) => {
+    const out: Capability[] = [];
+    derived?.(facts, out);
+    for (const a of facts.accelerators) {
+      if (a.id === id) out.push({ id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
+    }
+    for (const c of facts.capabilities) if (c.id === id) out.push(c);
+    return out.length > 0 ? out : NONE;
+  };
+}
+
 /** The capabilities with exactly this id; the same as filtering `capabilitiesOf(facts)`, without building it. */
 export function capabilitiesWithId(facts: NodeFacts, id: string): readonly Capability[] {
-  const out: Capability[] = [];
-  if (id.startsWith("cpu.arch.")) {
-    if (id.slice(9) === facts.arch) out.push({ id, attrs: { count: facts.cpu.count }, provenance: "probed" });
-  } else if (id.startsWith("os.")) {
-    if (id.slice(3) === facts.os) out.push({ id, attrs: {}, provenance: "probed" });
-  } else if (id.startsWith("node.class.")) {
-    if (id.slice(11) === facts.board) out.push({ id, attrs: {}, provenance: "probed" });
-  } else if (id === "mem.system") {
-    out.push({
-      id,
-      attrs: { total_bytes: facts.memory.total_bytes, available_bytes: facts.memory.available_bytes },
-      provenance: "probed",
-    });
-  } else if (id === "runtime.native") {
-    for (const r of facts.routes) if (r.route === "native") out.push({ id, attrs: { arches: [...r.arches] }, provenance: "probed" });
-  } else if (id.startsWith("runtime.emulated.")) {
-    const via = id.slice(17);
-    for (const r of facts.routes) {
-      if (r.route === "emulated" && r.via === via) out.push({ id, attrs: { arches: [...r.arches] }, provenance: r.provenance });
-    }
-  } else if (id.startsWith("runtime.interp.")) {
-    const name = id.slice(15);
-    for (const i of facts.interpreters) if (i.name === name) out.push({ id, attrs: { version: i.version }, provenance: i.provenance });
-  } else if (id.startsWith("label.")) {
-    const key = id.slice(6);
-    if (Object.hasOwn(facts.labels, key)) out.push({ id, attrs: { value: facts.labels[key] ?? "" }, provenance: "claimed" });
-  } else if (id.startsWith("perf.")) {
-    const metric = id.slice(5);
-    for (const p of facts.perf) {
-      if (p.metric === metric) {
-        out.push({ id, attrs: { subject: p.subject, value_milli: p.value_milli, direction: p.direction }, provenance: p.provenance });
-      }
-    }
-  }
-  for (const a of facts.accelerators) {
-    if (a.id === id) out.push({ id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
-  }
-  for (const c of facts.capabilities) if (c.id === id) out.push(c);
-  return out.length > 0 ? out : NONE;
+  return capabilityLookup(id)(facts);
 }
 
 export function indexCapabilities(facts: NodeFacts): CapabilityIndex {
-  let all: readonly Capability[] | null = null;
-  return {
-    withId: (id) => capabilitiesWithId(facts, id),
-    all: () => {
-      if (all === null) all = capabilitiesOf(facts);
-      return all;
-    },
-  };
+  return new CapabilityIndex(facts);
 }
 
 /** How a requirement names what it wants, for messages: `accel.gpu.nvidia` or `accel.gpu.*`. */
@@ -125,12 +177,32 @@ export function selectorOf(req: Requirement): string {
   return req.id !== undefined ? req.id : `${req.id_prefix}.*`;
 }
 
-/** Capabilities named by the requirement's `id`, or under its `id_prefix` on a dot boundary. */
-export function selected(index: CapabilityIndex, req: Requirement): readonly Capability[] {
-  if (req.id !== undefined) return index.withId(req.id);
+/**
+ * A requirement made ready to be checked against many nodes: its selector worded and its capability lookup
+ * resolved once (per decision), so each node only reads its own facts.
+ */
+export interface PreparedRequirement {
+  readonly requirement: Requirement;
+  /** How messages name it: `accel.gpu.nvidia` or `accel.gpu.*`. */
+  readonly selector: string;
+  readonly minProvenanceRank: number;
+  /** The node's capabilities named by the `id`, or under the `id_prefix` on a dot boundary. */
+  readonly select: (index: CapabilityIndex) => readonly Capability[];
+}
+
+export function prepareRequirement(req: Requirement): PreparedRequirement {
+  if (req.id !== undefined) {
+    const lookup = capabilityLookup(req.id);
+    return { requirement: req, selector: req.id, minProvenanceRank: PROVENANCE_RANK[req.min_provenance], select: (index) => lookup(index.facts) };
+  }
   const prefix = req.id_prefix ?? "";
   const dotted = `${prefix}.`;
-  return index.all().filter((c) => c.id === prefix || c.id.startsWith(dotted));
+  return {
+    requirement: req,
+    selector: selectorOf(req),
+    minProvenanceRank: PROVENANCE_RANK[req.min_provenance],
+    select: (index) => index.all().filter((c) => c.id === prefix || c.id.startsWith(dotted)),
+  };
 }
 
 function sameValue(a: AttrValue, b: AttrValue): boolean {
@@ -175,15 +247,21 @@ function allHold(cap: Capability, where: readonly Predicate[]): boolean {
   return true;
 }
 
+/** `checkPreparedRequirement` for one requirement checked once (tests, and callers outside a decision). */
+export function checkRequirement(index: CapabilityIndex, req: Requirement): RequirementCheck {
+  return checkPreparedRequirement(index, prepareRequirement(req));
+}
+
 /**
  * §6.3: met by `count` distinct satisfying capabilities, or by one whose own `count` attribute is at least
  * `count`. The failure names the first thing that stood in the way, in the order a reader would check it.
  * One pass and no intermediate lists: this runs for every requirement on every node of every decision.
  */
-export function checkRequirement(index: CapabilityIndex, req: Requirement): RequirementCheck {
-  const named = selected(index, req);
-  if (named.length === 0) return { ok: false, why: `${selectorOf(req)} not present` };
-  const min = PROVENANCE_RANK[req.min_provenance];
+export function checkPreparedRequirement(index: CapabilityIndex, prepared: PreparedRequirement): RequirementCheck {
+  const req = prepared.requirement;
+  const named = prepared.select(index);
+  if (named.length === 0) return { ok: false, why: `${prepared.selector} not present` };
+  const min = prepared.minProvenanceRank;
   let firstTrusted: Capability | null = null;
   let matching = 0;
   for (const c of named) {
@@ -194,7 +272,7 @@ export function checkRequirement(index: CapabilityIndex, req: Requirement): Requ
     const n = c.attrs.count;
     if (matching >= req.count || (typeof n === "number" && n >= req.count)) return MET;
   }
-  const sel = selectorOf(req);
+  const sel = prepared.selector;
   if (firstTrusted === null) {
     return { ok: false, why: `${sel} is only ${named[0]?.provenance}, ${req.min_provenance} required` };
   }

@@ -8,7 +8,7 @@
  * Constraints that read facts are skipped when the node has no usable facts; `facts_expired` has already said so.
  * Stale facts (present but expired) are still read, so the explain shows what else would stand in the way.
  */
-import { type CapabilityIndex, checkRequirement, indexCapabilities } from "./capabilities.js";
+import { CapabilityIndex, checkPreparedRequirement, type PreparedRequirement, prepareRequirement } from "./capabilities.js";
 import {
   type ClusterInstance,
   type ClusterState,
@@ -18,7 +18,7 @@ import {
   TIER_RANK,
 } from "./inputs.js";
 import type { Rejection } from "./outputs.js";
-import { chooseRoute, type RouteContext, type RouteFit } from "./route.js";
+import { chooseRoute, type PreparedVariant, prepareVariants, type RouteContext, type RouteFit } from "./route.js";
 
 /** What every node's evaluation shares, computed once per decision. */
 export interface ConstraintContext {
@@ -29,6 +29,9 @@ export interface ConstraintContext {
   readonly revokedRefDetails: readonly string[];
   /** Cluster instances per node, in a fixed order so details never depend on the order the shell listed them. */
   readonly instancesByNode: ReadonlyMap<string, readonly ClusterInstance[]>;
+  readonly minTierRank: number;
+  readonly requirements: readonly PreparedRequirement[];
+  readonly variants: readonly PreparedVariant[];
   readonly route: RouteContext;
 }
 
@@ -38,7 +41,8 @@ export interface Assessment {
   readonly node: NodeView;
   /** The facts the engine may read, `null` when there are none or they were refused as self-asserting trust. */
   readonly facts: NodeFacts | null;
-  readonly capabilities: () => CapabilityIndex;
+  /** Matching's view of those facts, `null` exactly when `facts` is. */
+  readonly capabilities: CapabilityIndex | null;
   readonly rejections: readonly Rejection[];
   /** Present exactly when the node is eligible. */
   readonly fit: Fit | null;
@@ -75,6 +79,9 @@ export function constraintContext(request: PlacementRequest, cluster: ClusterSta
     revokedNodes: new Set(cluster.revoked_nodes),
     revokedRefDetails,
     instancesByNode: byNode,
+    minTierRank: TIER_RANK[request.spec.policy.min_tier],
+    requirements: request.spec.requirements.map(prepareRequirement),
+    variants: prepareVariants(request.spec.variants),
     route: { allowEmulated: request.allow_emulated, fallbackBoards: request.weights.fallback_boards },
   };
 }
@@ -94,7 +101,7 @@ function selfAssertedTrust(facts: NodeFacts): string | null {
   return null;
 }
 
-const NO_CAPABILITIES: CapabilityIndex = { withId: () => [], all: () => [] };
+const NO_INSTANCES: readonly ClusterInstance[] = [];
 
 export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   const { request } = ctx;
@@ -102,11 +109,7 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   const rejections: Rejection[] = [];
   const refusal = node.facts ? selfAssertedTrust(node.facts) : null;
   const facts = refusal === null ? node.facts : null;
-  let index: CapabilityIndex | null = null;
-  const capabilities = (): CapabilityIndex => {
-    if (index === null) index = facts ? indexCapabilities(facts) : NO_CAPABILITIES;
-    return index;
-  };
+  const capabilities = facts === null ? null : new CapabilityIndex(facts);
 
   // liveness
   if (node.liveness !== "alive") rejections.push({ constraint: "liveness", detail: `node is ${node.liveness}` });
@@ -119,7 +122,7 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   }
 
   // trust
-  if (TIER_RANK[node.tier] < TIER_RANK[spec.policy.min_tier]) {
+  if (TIER_RANK[node.tier] < ctx.minTierRank) {
     rejections.push({ constraint: "trust", detail: `tier ${node.tier} is below required ${spec.policy.min_tier}` });
   }
 
@@ -128,7 +131,7 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   for (const detail of ctx.revokedRefDetails) rejections.push({ constraint: "revoked", detail });
 
   // co_residency: both directions; one line per offending instance and label
-  const here = ctx.instancesByNode.get(node.node_id) ?? [];
+  const here = ctx.instancesByNode.get(node.node_id) ?? NO_INSTANCES;
   if (here.length > 0 && (spec.policy.excludes.length > 0 || spec.policy.labels.length > 0)) {
     const details: string[] = [];
     for (const inst of here) {
@@ -158,15 +161,12 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
 
   // requirements and emulation_not_allowed
   let fit: Fit | null = null;
-  if (facts !== null) {
-    if (spec.requirements.length > 0) {
-      const idx = capabilities();
-      for (const req of spec.requirements) {
-        const check = checkRequirement(idx, req);
-        if (!check.ok) rejections.push({ constraint: "requirements", detail: check.why });
-      }
+  if (capabilities !== null) {
+    for (const req of ctx.requirements) {
+      const check = checkPreparedRequirement(capabilities, req);
+      if (!check.ok) rejections.push({ constraint: "requirements", detail: check.why });
     }
-    const route = chooseRoute(spec.variants, facts, ctx.route, capabilities);
+    const route = chooseRoute(ctx.variants, capabilities, ctx.route);
     switch (route.kind) {
       case "fits":
         fit = route;
@@ -187,8 +187,9 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
     }
   }
 
-  // gate: a missing verdict is a deny (§7: governance fails closed)
-  const verdict = Object.hasOwn(request.gate, node.node_id) ? request.gate[node.node_id] : undefined;
+  // gate: a missing verdict is a deny (§7: governance fails closed). One plain read: a node id is 32 hex
+  // characters (inputs.ts), never the name of an inherited member such as `constructor`.
+  const verdict = request.gate[node.node_id];
   if (verdict === undefined) rejections.push({ constraint: "gate", detail: "workload.place has no gate verdict for this node" });
   else if (verdict.verdict !== "permit") rejections.push({ constraint: "gate", detail: `workload.place denied: ${verdict.reason}` });
 

@@ -8,9 +8,9 @@
  * `duplicate_node`, `unknown_pin` or `pin_ineligible`; "nothing fits" is a decision with `placement: null`.
  * Equal inputs give deep-equal outputs whatever the order of `nodes` or `cluster.instances`.
  */
-import { assessNode, constraintContext } from "./constraints.js";
-import { type PlacementInput, placementInputSchema } from "./inputs.js";
-import type { PlacementDecision, PlacementError, PlacementResult } from "./outputs.js";
+import { type Assessment, assessNode, constraintContext } from "./constraints.js";
+import { type PlacementInput, type PlacementRequest, placementInputSchema } from "./inputs.js";
+import type { NodeReport, Placement, PlacementDecision, PlacementError, PlacementResult } from "./outputs.js";
 import { type Scorable, scoreEligible } from "./score.js";
 import { applySelection, rank, reportOf, select } from "./select.js";
 
@@ -76,6 +76,21 @@ function crossCheck(input: PlacementInput): PlacementError | null {
   return null;
 }
 
+function decisionOf(request: PlacementRequest, candidates: readonly NodeReport[], placement: Placement | null): PlacementDecision {
+  const { spec } = request;
+  return {
+    name: spec.name,
+    kind: spec.kind,
+    package_id: spec.package_id,
+    allow_emulated: request.allow_emulated,
+    pin: request.pin,
+    prefer: [...request.prefer],
+    avoid: [...request.avoid],
+    candidates,
+    placement,
+  };
+}
+
 /** Decides where one workload goes. Total on every `PlacementInput` (see `parsePlacementInput` for `unknown`). */
 export function decide(input: PlacementInput): PlacementResult {
   const problem = crossCheck(input);
@@ -85,14 +100,18 @@ export function decide(input: PlacementInput): PlacementResult {
   const ctx = constraintContext(request, cluster);
   const assessments = nodes.map((n) => assessNode(n, ctx));
 
-  const eligible: Scorable[] = [];
+  const eligible: Array<Scorable & { readonly assessment: Assessment }> = [];
+  const reports: NodeReport[] = [];
   for (const a of assessments) {
-    if (a.fit !== null && a.facts !== null) {
-      eligible.push({ node_id: a.node.node_id, facts: a.facts, fit: a.fit, capabilities: a.capabilities });
+    if (a.fit !== null && a.facts !== null && a.capabilities !== null) {
+      eligible.push({ node_id: a.node.node_id, facts: a.facts, fit: a.fit, capabilities: a.capabilities, assessment: a });
+    } else {
+      reports.push(reportOf(a, undefined));
     }
   }
   const scores = scoreEligible(eligible, request);
-  const ranked = rank(assessments.map((a) => reportOf(a, scores.get(a.node.node_id))));
+  for (const [i, e] of eligible.entries()) reports.push(reportOf(e.assessment, scores[i]));
+  const ranked = rank(reports);
 
   const describe = (id: string): string => {
     const name = ranked.find((r) => r.node_id === id)?.name;
@@ -100,27 +119,15 @@ export function decide(input: PlacementInput): PlacementResult {
   };
   const selection = select(ranked, request, describe);
 
-  const { spec } = request;
-  const head = {
-    name: spec.name,
-    kind: spec.kind,
-    package_id: spec.package_id,
-    allow_emulated: request.allow_emulated,
-    pin: request.pin,
-    prefer: [...request.prefer],
-    avoid: [...request.avoid],
-  };
   switch (selection.kind) {
     case "error":
       return failure(selection.error);
-    case "unplaceable": {
-      const decision: PlacementDecision = { ...head, candidates: ranked, placement: null };
-      return { ok: true, decision };
-    }
+    case "unplaceable":
+      return { ok: true, decision: decisionOf(request, ranked, null) };
     case "placed": {
-      const accelerator = scores.get(selection.node_id)?.accelerator ?? null;
+      const accelerator = scores[eligible.findIndex((e) => e.node_id === selection.node_id)]?.accelerator ?? null;
       const { candidates, placement } = applySelection(ranked, selection, accelerator);
-      return { ok: true, decision: { ...head, candidates, placement } };
+      return { ok: true, decision: decisionOf(request, candidates, placement) };
     }
     default: {
       const unreachable: never = selection;

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { indexCapabilities } from "./capabilities.js";
 import { type FactsDraft, factsFor, nid } from "./fixtures.js";
 import { nodeFactsSchema, variantSchema } from "./inputs.js";
-import { chooseRoute, type RouteFit } from "./route.js";
+import { chooseRoute, prepareVariants, type RouteFit } from "./route.js";
 
 type VariantDraft = Parameters<typeof variantSchema.parse>[0];
 
@@ -12,12 +12,10 @@ function route(
   opts: { allowEmulated?: boolean; fallbackBoards?: string[] } = {},
 ): RouteFit {
   const parsed = nodeFactsSchema.parse(factsFor(nid(1), facts));
-  return chooseRoute(
-    variants.map((v) => variantSchema.parse(v)),
-    parsed,
-    { allowEmulated: opts.allowEmulated ?? false, fallbackBoards: opts.fallbackBoards ?? ["dev"] },
-    () => indexCapabilities(parsed),
-  );
+  return chooseRoute(prepareVariants(variants.map((v) => variantSchema.parse(v))), indexCapabilities(parsed), {
+    allowEmulated: opts.allowEmulated ?? false,
+    fallbackBoards: opts.fallbackBoards ?? ["dev"],
+  });
 }
 
 const arm = { id: "aarch64-linux", arch: "aarch64", os: "linux", entry: { program: "bin/a" } } as const;

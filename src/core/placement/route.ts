@@ -10,7 +10,7 @@
  * Invariant (structural): a node with any native fit is never given an emulated route. Whether emulation is used
  * at all across the cluster (only when no native route fits anywhere) is decided later, by the pool in select.ts.
  */
-import { type CapabilityIndex, checkRequirement } from "./capabilities.js";
+import { type CapabilityIndex, checkPreparedRequirement, type PreparedRequirement, prepareRequirement } from "./capabilities.js";
 import type { NodeFacts, Variant } from "./inputs.js";
 import type { ExecutionTier } from "./outputs.js";
 
@@ -39,6 +39,17 @@ export function interpreterOf(variant: Variant): string | null {
   return variant.entry.program.startsWith("@") ? variant.entry.program.slice(1) : null;
 }
 
+/** A variant as every node's route choice reads it, worked out once per decision. */
+export interface PreparedVariant {
+  readonly variant: Variant;
+  readonly interpreter: string | null;
+  readonly requires: readonly PreparedRequirement[];
+}
+
+export function prepareVariants(variants: readonly Variant[]): PreparedVariant[] {
+  return variants.map((variant) => ({ variant, interpreter: interpreterOf(variant), requires: variant.requires.map(prepareRequirement) }));
+}
+
 /** Lists on the hot path are only allocated once something goes in them. */
 function append<T>(list: T[] | null, item: T): T[] {
   if (list === null) return [item];
@@ -48,21 +59,19 @@ function append<T>(list: T[] | null, item: T): T[] {
 
 /**
  * Everything that must hold whatever the route, as failure texts in the §6.3 capability vocabulary; `null` when
- * all holds (the common case allocates nothing). The capability index is built only for a variant with `requires`.
+ * all holds (the common case allocates nothing).
  */
-function routeIndependentFailures(variant: Variant, facts: NodeFacts, capabilities: () => CapabilityIndex): string[] | null {
+function routeIndependentFailures(prepared: PreparedVariant, index: CapabilityIndex): string[] | null {
+  const { variant, interpreter } = prepared;
+  const facts = index.facts;
   let why: string[] | null = null;
   if (variant.os !== "any" && variant.os !== facts.os) why = [`os.${variant.os} not present`];
-  const interp = interpreterOf(variant);
-  if (interp !== null && !facts.interpreters.some((i) => i.name === interp)) {
-    why = append(why, `runtime.interp.${interp} not present`);
+  if (interpreter !== null && !facts.interpreters.some((i) => i.name === interpreter)) {
+    why = append(why, `runtime.interp.${interpreter} not present`);
   }
-  if (variant.requires.length > 0) {
-    const index = capabilities();
-    for (const req of variant.requires) {
-      const check = checkRequirement(index, req);
-      if (!check.ok) why = append(why, check.why);
-    }
+  for (const req of prepared.requires) {
+    const check = checkPreparedRequirement(index, req);
+    if (!check.ok) why = append(why, check.why);
   }
   return why;
 }
@@ -79,17 +88,15 @@ function hasNativeRoute(facts: NodeFacts): boolean {
   return false;
 }
 
-export function chooseRoute(
-  variants: readonly Variant[],
-  facts: NodeFacts,
-  ctx: RouteContext,
-  capabilities: () => CapabilityIndex,
-): RouteFit {
+/** The route for the node whose capabilities `index` reads, trying `variants` (see `prepareVariants`) in order. */
+export function chooseRoute(variants: readonly PreparedVariant[], index: CapabilityIndex, ctx: RouteContext): RouteFit {
+  const facts = index.facts;
   const hasNative = hasNativeRoute(facts);
   let emulatedFits: { variant: string; via: string }[] | null = null;
   let misfits: { variant: string; why: string }[] | null = null;
-  for (const variant of variants) {
-    const common = routeIndependentFailures(variant, facts, capabilities);
+  for (const prepared of variants) {
+    const { variant } = prepared;
+    const common = routeIndependentFailures(prepared, index);
     const archMatches = variant.arch === "any" || variant.arch === facts.arch;
     if (archMatches) {
       if (hasNative && common === null) {

@@ -6,7 +6,7 @@
  * Two components compare a node with the others (accel_fit against the smallest assigned accelerator, perf
  * against the best measured value), so scoring takes the whole eligible set, not one node.
  */
-import { type CapabilityIndex, checkRequirement, predicateHolds } from "./capabilities.js";
+import { type CapabilityIndex, checkPreparedRequirement, predicateHolds, prepareRequirement } from "./capabilities.js";
 import type { Fit } from "./constraints.js";
 import { type NodeFacts, PROVENANCE_RANK, type PlacementRequest, type Requirement } from "./inputs.js";
 import type { Flag, ScoreBreakdown } from "./outputs.js";
@@ -16,7 +16,7 @@ export interface Scorable {
   readonly node_id: string;
   readonly facts: NodeFacts;
   readonly fit: Fit;
-  readonly capabilities: () => CapabilityIndex;
+  readonly capabilities: CapabilityIndex;
 }
 
 export interface Scored {
@@ -100,14 +100,16 @@ function ratioScore(weightCenti: number, a: number, b: number): number {
   return mulDivHalfUp(weightCenti, a, b);
 }
 
-export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequest): Map<string, Scored> {
+/** The score of every eligible node, in the order of `nodes` (`result[i]` is `nodes[i]`'s). */
+export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequest): Scored[] {
   const { spec, weights } = request;
   const variants = new Map(spec.variants.map((v) => [v.id, v] as const));
   const commonAccel = spec.requirements.filter(isAccelRequirement);
+  const preferences = spec.preferences.map((p) => ({ requirement: prepareRequirement(p.requirement), centi: p.weight * 100 }));
 
-  // First pass: the per-node values the relative components compare.
-  const accel = new Map<string, { id: string; mem_bytes: number } | null>();
-  const perf = new Map<string, number | null>();
+  // First pass: the per-node values the relative components compare, by position in `nodes`.
+  const accel: Array<{ id: string; mem_bytes: number } | null> = [];
+  const perf: Array<number | null> = [];
   let smallestAccelMem: number | null = null;
   let bestPerf: number | null = null;
   for (const n of nodes) {
@@ -115,12 +117,12 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
       const variant = variants.get(n.fit.variant);
       const reqs = variant ? [...commonAccel, ...variant.requires.filter(isAccelRequirement)] : commonAccel;
       const a = assignedAccelerator(n.facts, reqs);
-      accel.set(n.node_id, a);
+      accel.push(a);
       if (a !== null && (smallestAccelMem === null || a.mem_bytes < smallestAccelMem)) smallestAccelMem = a.mem_bytes;
     }
     if (spec.perf !== null) {
       const v = measuredValue(n.facts, spec.perf.metric, spec.perf.direction);
-      perf.set(n.node_id, v);
+      perf.push(v);
       if (v !== null && (bestPerf === null || (spec.perf.direction === "lower" ? v < bestPerf : v > bestPerf))) bestPerf = v;
     }
   }
@@ -131,25 +133,22 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
   const loadW = centi(weights.load);
   const stickyW = centi(spec.policy.sticky ? weights.sticky : weights.stickiness);
 
-  const out = new Map<string, Scored>();
-  for (const n of nodes) {
+  const out: Scored[] = [];
+  for (const [i, n] of nodes.entries()) {
     const flags: Flag[] = [];
     if (n.fit.execution === "emulated") flags.push("emulated");
 
     const execution_centi = execution[n.fit.execution];
 
     let locality_centi = 0;
-    if (spec.preferences.length > 0) {
-      const idx = n.capabilities();
-      for (const p of spec.preferences) if (checkRequirement(idx, p.requirement).ok) locality_centi += p.weight * 100;
-    }
+    for (const p of preferences) if (checkPreparedRequirement(n.capabilities, p.requirement).ok) locality_centi += p.centi;
 
     let accel_fit_centi = 0;
     let accelerator: string | null = null;
     if (!spec.uses_accelerator) {
       accel_fit_centi = hasAnyAccelerator(n.facts) ? 0 : accelW;
     } else {
-      const a = accel.get(n.node_id) ?? null;
+      const a = accel[i] ?? null;
       if (a !== null && smallestAccelMem !== null) {
         accelerator = a.id;
         accel_fit_centi = ratioScore(accelW, smallestAccelMem, a.mem_bytes);
@@ -158,7 +157,7 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
 
     let perf_centi = 0;
     if (spec.perf !== null) {
-      const v = perf.get(n.node_id) ?? null;
+      const v = perf[i] ?? null;
       if (v === null || bestPerf === null) flags.push("unmeasured");
       else perf_centi = spec.perf.direction === "lower" ? ratioScore(perfW, bestPerf, v) : ratioScore(perfW, v, bestPerf);
     }
@@ -176,7 +175,7 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
     const score: ScoreBreakdown = { execution_centi, locality_centi, accel_fit_centi, perf_centi, load_centi, stickiness_centi };
     const total_centi = execution_centi + locality_centi + accel_fit_centi + perf_centi + load_centi + stickiness_centi;
     flags.sort();
-    out.set(n.node_id, { score, total_centi, flags, accelerator });
+    out.push({ score, total_centi, flags, accelerator });
   }
   return out;
 }

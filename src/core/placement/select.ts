@@ -12,7 +12,7 @@
 import type { NodeId } from "../crypto/ed25519.js";
 import type { Assessment } from "./constraints.js";
 import type { PlacementRequest } from "./inputs.js";
-import type { Flag, NodeReport, Placement, PlacementDecision, PlacementError, Route } from "./outputs.js";
+import type { Flag, NodeReport, Placement, PlacementDecision, PlacementError, Rejection, Route } from "./outputs.js";
 import type { Scored } from "./score.js";
 
 function byNodeId(a: NodeReport, b: NodeReport): number {
@@ -25,6 +25,8 @@ export function rankOrder(a: NodeReport, b: NodeReport): number {
   if (a.eligible && a.total_centi !== b.total_centi) return (b.total_centi ?? 0) - (a.total_centi ?? 0);
   return byNodeId(a, b);
 }
+
+const NO_REJECTIONS: readonly Rejection[] = [];
 
 export function reportOf(a: Assessment, scored: Scored | undefined): NodeReport {
   const name = a.facts?.name ?? null;
@@ -46,7 +48,7 @@ export function reportOf(a: Assessment, scored: Scored | undefined): NodeReport 
     node_id: a.node.node_id,
     name,
     eligible: true,
-    rejections: [],
+    rejections: NO_REJECTIONS,
     variant: a.fit.variant,
     route: a.fit.route,
     execution: a.fit.execution,
