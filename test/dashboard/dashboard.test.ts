@@ -73,6 +73,10 @@ describe("the dashboard in chromium against berth up", () => {
     await expect.poll(() => packageBox.locator("option", { hasText: "heartbeat" }).count()).toBeGreaterThan(0);
     const heartbeat = await packageBox.locator("option", { hasText: "heartbeat" }).first().getAttribute("value");
     await packageBox.selectOption(heartbeat ?? "");
+    // A refused request shows the server's message, which names the field.
+    await page.getByRole("textbox", { name: "Name" }).fill("Not_A_Name");
+    await page.getByRole("button", { name: "Explain (dry run)" }).click();
+    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/The dry run failed: .*name/);
     await page.getByRole("textbox", { name: "Name" }).fill("dash-probe");
     await page.getByRole("button", { name: "Explain (dry run)" }).click();
     const dryRun = page.getByRole("region", { name: "Dry-run explain" });

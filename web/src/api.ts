@@ -75,7 +75,9 @@ export class BerthApi {
     }
     if (!response.ok) {
       const { code, message } = messageOf(response.status, parsed as ErrorBody | null, response.statusText);
-      throw new ApiError(response.status, code, message);
+      // A token from an earlier server (sessionStorage outlives a restart with a new data dir) is the usual cause.
+      const hint = response.status === 401 ? "\nOpen the dashboard URL that berth printed (it carries the current token)." : "";
+      throw new ApiError(response.status, code, message + hint);
     }
     return parsed as T;
   }

@@ -1,4 +1,5 @@
 /** Nodes: each target with its tier, liveness and the facts it last described (issue 8 §3). */
+import { useRef } from "preact/hooks";
 import { useAction } from "../action";
 import { shortId, timeOf } from "../format";
 import { useResource } from "../live";
@@ -41,7 +42,14 @@ const columns: Column<NodeInfo>[] = [
 const searchText = (n: NodeInfo) => [n.name, n.node_id, n.addr, n.tier, n.liveness, factsSummary(n.facts)].join(" ");
 
 export function NodesView() {
-  const nodes = useResource(({ api }) => api.nodes());
+  // The first load describes every node, so the view opens on current liveness and facts; later loads (every
+  // revision) read what the controller holds, and the button describes them again on demand.
+  const described = useRef(false);
+  const nodes = useResource(({ api }) => {
+    const refresh = !described.current;
+    described.current = true;
+    return api.nodes(refresh);
+  });
   const refresh = useAction(({ api }) => api.nodes(true));
   return (
     <section aria-labelledby="nodes-title">
