@@ -86,6 +86,8 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
     expect((await onNode()).map((r) => [r.instance_id, r.agent, r.state])).toEqual([[first.body.instance, "scout", "running"]]);
     const agents = (await api("GET", "/agents")).body.agents as Json[];
     expect(agents.map((a) => [a.name, a.target, a.state, a.instance])).toEqual([["scout", "mesh", "running", first.body.instance]]);
+    const status = (await api("GET", "/agents/scout")).body;
+    expect([status.state, status.row, status.next, status.instance]).toEqual(["running", "started", "no-op", first.body.instance]);
     const agentLogs = await waitFor(async () => {
       const r = await api("GET", "/agents/scout/logs");
       return String(r.body.stdout ?? "").includes("placed-ok") ? r : undefined;

@@ -30,7 +30,7 @@ function fakeAccess(): { fake: FakeCluster; access: KubernetesAccess } {
 const request = () => ({ agent: { ...agentA(), launch: { owner_pubkey: "a".repeat(64), command: "goose" } }, provider_config: configA });
 
 describe("Kubernetes agents through the API", { timeout: 60_000 }, () => {
-  it("deploy is idempotent; list, status by pod name or pubkey, logs and stop act through the backend, all chained", async () => {
+  it("deploy is idempotent; list, status by pod name or pubkey, logs, stop and replace act through the backend, all chained", async () => {
     const { fake, access } = fakeAccess();
     const fx = await apiFixture({ kubernetes: access });
     const first = await fx.call("POST", `${API_BASE}/k8s/agents`, { body: request() });
@@ -52,9 +52,19 @@ describe("Kubernetes agents through the API", { timeout: 60_000 }, () => {
     const unknown = await fx.call("GET", `${API_BASE}/k8s/agents/nobody?namespace=${NS}`);
     expect([unknown.status, (unknown.body as ErrorBody).error.code]).toEqual([404, "not_found"]);
 
-    const stopped = await fx.call("POST", `${API_BASE}/k8s/agents/${pod}/stop`, { body: { namespace: NS } });
+    // replace only clears a never-started pod: a started one is refused and left alone
+    const refused = await fx.call("POST", `${API_BASE}/k8s/agents/${pod}/replace`, { body: request() });
+    expect([refused.status, (refused.body as { ok: boolean; error: string }).error], refused.text).toEqual([422, expect.stringContaining("has started")]);
+    expect(fake.calls.filter((c) => c.op === "deletePod")).toHaveLength(0);
+
+    const stopped = await fx.call("POST", `${API_BASE}/k8s/agents/${pod}/stop`, { body: { namespace: NS, wait: true } });
     expect([stopped.status, (stopped.body as { ok: boolean }).ok], stopped.text).toEqual([200, true]);
-    expect(fake.calls.filter((c) => c.op === "deletePod").map((c) => c.authority)).toHaveLength(1);
+    expect(fake.calls.filter((c) => c.op === "deletePod")).toHaveLength(1);
+    expect(fake.pod(NS, pod), "gone after the graceful deletion").toBeUndefined();
+    // with the pod gone, replace re-creates it
+    const replaced = await fx.call("POST", `${API_BASE}/k8s/agents/${GOLDEN_PUBKEY}/replace`, { body: request() });
+    expect([replaced.status, (replaced.body as { ok: boolean }).ok], replaced.text).toEqual([200, true]);
+    expect(fake.calls.filter((c) => c.op === "createPod")).toHaveLength(2);
 
     const chains = (await fx.call("GET", `${API_BASE}/audit/chains`)).body as { chains: Array<{ name: string }> };
     expect(chains.chains.map((c) => c.name)).toEqual(["controller", "k8s"]);
@@ -66,8 +76,11 @@ describe("Kubernetes agents through the API", { timeout: 60_000 }, () => {
     expect(outcomes).toEqual([
       ["/api/v1/k8s/agents", 200],
       ["/api/v1/k8s/agents", 200],
+      ["/api/v1/k8s/agents/{name}/replace", 422],
       ["/api/v1/k8s/agents/{name}/stop", 200],
+      ["/api/v1/k8s/agents/{name}/replace", 200],
     ]);
+    expect(k8sKinds).toContain("k8s.replace");
   });
 
   it("an agent spec with target kubernetes deploys through POST /agents with the same agent.deploy event, and again is unchanged", async () => {
