@@ -140,7 +140,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       const answer = await handler(input, { state: o.state, caller: who });
       status = answer.status ?? route.status;
       body = answer.body;
-      outcome = { status, error: status >= 400 ? String((answer.body as { kind?: string }).kind ?? "error") : null, ...(answer.refs ? { refs: answer.refs } : {}) };
+      outcome = { status, error: status >= 400 ? (answer.error ?? "failed") : null, ...(answer.refs ? { refs: answer.refs } : {}) };
     } catch (error) {
       const e = error instanceof ApiError ? error : new ApiError(500, "internal", "the server failed while handling this request; see its log");
       if (!(error instanceof ApiError)) req.log.error({ err: error }, "handler failed");

@@ -14,6 +14,8 @@ export interface Parsed {
 export interface Answer {
   readonly status?: number;
   readonly body: unknown;
+  /** For a failure answered with its own document (a refused verb, a deploy that did not succeed): the code chained. */
+  readonly error?: string;
   /** What the library chained for this call (decision_id, agent.deploy hash …), for the `api.call` outcome. */
   readonly refs?: JsonObject;
 }

@@ -194,7 +194,7 @@ async function stopAgent({ name }: In<typeof Inputs.agentRef>, ctx: CallContext)
   return withCluster(ctx.state, prepared.inputs.config.context, (cluster) =>
     withVerbDeps(ctx.state, cluster, async (deps) => {
       const r = await k8sStop(deps, refOf(prepared), { wait: false });
-      return { status: r.ok ? 200 : 422, body: { ok: r.ok, agent: name, instance: refOf(prepared).identity.podName, message: r.message } };
+      return { status: r.ok ? 200 : 422, body: { ok: r.ok, agent: name, instance: refOf(prepared).identity.podName, message: r.message }, ...(r.ok ? {} : { error: "k8s_stop_failed" }) };
     }),
   );
 }

@@ -97,7 +97,7 @@ async function resolveRef(cluster: Cluster, name: string, namespace: string): Pr
 }
 
 export function answerOf(r: { ok: boolean; agent_id?: string; error?: string }, refs: Record<string, string | null>) {
-  return { status: r.ok ? 200 : 422, body: r, refs };
+  return { status: r.ok ? 200 : 422, body: r, refs, ...(r.ok ? {} : { error: "k8s_deploy_failed" }) };
 }
 
 export const kubernetesHandlers: Handlers = {
@@ -154,7 +154,7 @@ export const kubernetesHandlers: Handlers = {
     return withCluster(ctx.state, null, async (cluster) => {
       const ref = await resolveRef(cluster, name, b.namespace);
       const r = await withVerbDeps(ctx.state, cluster, (deps) => stop(deps, ref, { wait: b.wait }));
-      return { status: r.ok ? 200 : 422, body: r, refs: { pod: ref.identity.podName } };
+      return { status: r.ok ? 200 : 422, body: r, refs: { pod: ref.identity.podName }, ...(r.ok ? {} : { error: "k8s_stop_failed" }) };
     });
   },
   replaceK8sAgent: async (i, ctx) => {

@@ -48,13 +48,13 @@ function verbAnswer(r: VerbResult): Answer {
     case "ok":
       return { body: r, refs };
     case "refused":
-      return { status: 409, body: r, refs };
+      return { status: 409, body: r, refs, error: `refused_${r.code}` };
     case "unreachable":
     case "indeterminate":
-      return { status: 502, body: r, refs };
+      return { status: 502, body: r, refs, error: r.kind };
     case "error":
       if (r.code === "unknown_instance") throw notFound(`instance ${r.instance_id}`, "GET /api/v1/instances lists the placed ones");
-      return { status: r.code === "unreachable" ? 502 : 409, body: r, refs };
+      return { status: r.code === "unreachable" ? 502 : 409, body: r, refs, error: r.code };
     default: {
       const never: never = r;
       return never;
