@@ -5,7 +5,7 @@
  * explain, stop it, see the audit events arrive on the live tail without a reload, verify the chain. Screenshots go
  * to test-artifacts/dashboard/. Ctrl-C ends berth and leaves no process.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
@@ -46,6 +46,7 @@ describe("the dashboard in chromium against berth up", () => {
       if (CI) throw new Error(`the dashboard's browser test cannot run: ${missing}`);
       ctx.skip(missing);
     }
+    if (!existsSync(join(repoRoot, "dist", "web", "index.html"))) throw new Error("the dashboard is not built: run scripts/build-web (bash scripts/test does)");
     mkdirSync(artifacts, { recursive: true });
     // A free port: other berths (or tests) may hold the usual one; no Kubernetes probe, this test is about the mesh.
     const up = spawnNode([berthBin(), "up", "--data-dir", home, "--port", "0", "--no-kubernetes"], { env });
