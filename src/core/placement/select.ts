@@ -123,13 +123,33 @@ export function select(ranked: readonly NodeReport[], request: PlacementRequest,
   return { kind: "placed", node_id: winner.node_id, flags };
 }
 
+/**
+ * A copy of a report with other flags, written out member by member in `reportOf`'s order rather than spread: the
+ * copy then has the same shape as every other report, so the engine's loops over candidates stay monomorphic
+ * (a spread copy made the optimised `decide` bail out again and again, about one call in twenty).
+ */
+function withReportFlags(r: NodeReport, flags: readonly Flag[]): NodeReport {
+  return {
+    node_id: r.node_id,
+    name: r.name,
+    eligible: r.eligible,
+    rejections: r.rejections,
+    variant: r.variant,
+    route: r.route,
+    execution: r.execution,
+    score: r.score,
+    total_centi: r.total_centi,
+    flags,
+  };
+}
+
 /** The winner's report carries the selection flags too, so explain shows `[affinity]` on its candidate line. */
 export function applySelection(
   ranked: readonly NodeReport[],
   selection: Extract<Selection, { kind: "placed" }>,
   accelerator: string | null,
 ): { readonly candidates: NodeReport[]; readonly placement: Placement } {
-  const candidates = ranked.map((r) => (r.node_id === selection.node_id ? { ...r, flags: selection.flags } : r));
+  const candidates = ranked.map((r) => (r.node_id === selection.node_id ? withReportFlags(r, selection.flags) : r));
   const w = candidates.find((r) => r.node_id === selection.node_id);
   if (!w?.eligible || w.variant === null || w.route === null || w.execution === null || w.score === null || w.total_centi === null) {
     throw new Error("bug: the selected node is not an eligible candidate");
