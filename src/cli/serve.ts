@@ -27,7 +27,7 @@ export function registerServeCommands(program: Command): void {
     .option("--port <port>", "port to listen on (0 picks a free one)", "7420")
     .option("--data-dir <dir>", "berth home (controller.db, keys, api.token …)", berthHome())
     .option("--kubeconfig <path>", "the kubeconfig for Kubernetes agents (default $KUBECONFIG, else ~/.kube/config)")
-    .option("--log-level <level>", "diagnostic log level on stderr: silent, error, warn, info, debug", "silent")
+    .option("--log-level <level>", "diagnostic log level on stderr: silent, error, warn (refused requests and failures), info, debug", "warn")
     .option("--json", "print one JSON line {url, dashboard} once listening")
     .action(async (raw: Record<string, unknown>) => {
       const parsed = ServeFlags.safeParse(raw);

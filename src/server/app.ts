@@ -26,7 +26,7 @@ export interface AppOptions {
   /** The built dashboard (`dist/web`). */
   readonly webRoot: string;
   readonly handlers: Handlers;
-  /** pino level; `silent` by default (the audit chain is the record, logs are diagnostics). */
+  /** pino level; `warn` by default: refused (401) requests and failures only — the audit chain is the record. */
   readonly logLevel?: "silent" | "error" | "warn" | "info" | "debug";
   /** Where the pino lines go (default stdout, as fastify does; `berth serve` passes stderr). */
   readonly logStream?: NodeJS.WritableStream;
@@ -78,12 +78,13 @@ function stringParams(params: unknown): JsonObject {
 
 export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditStreams } {
   const app = Fastify({
-    logger: { level: o.logLevel ?? "silent", redact: ["req.headers.authorization", "req.headers.cookie"], ...(o.logStream ? { stream: o.logStream } : {}) },
+    logger: { level: o.logLevel ?? "warn", redact: ["req.headers.authorization", "req.headers.cookie"], ...(o.logStream ? { stream: o.logStream } : {}) },
     bodyLimit: o.bodyLimitBytes ?? 1024 * 1024,
     return503OnClosing: true,
   });
   const streams = new AuditStreams(o.state, o.streamTimings);
-  const caller = (req: FastifyRequest): Caller => ({ who: tokenId(o.token), remote: req.ip });
+  const who = tokenId(o.token);
+  const caller = (req: FastifyRequest): Caller => ({ who, remote: req.ip });
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
@@ -120,12 +121,12 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   }
 
   async function call(route: RouteSpec, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-    const who = caller(req);
+    const callerOf = caller(req);
     const handler = o.handlers[route.id];
     let record: CallRecord | null = null;
     if (route.mutating) {
       try {
-        record = recordRequest(o.state.controller, who, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
+        record = recordRequest(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
       } catch (error) {
         req.log.error({ err: error }, "api.call request could not be chained; nothing was done");
         return send(reply, 500, { error: { code: "audit_unavailable", message: "the request could not be recorded in the audit chain, so nothing was done; try again" } });
@@ -137,7 +138,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     try {
       if (!handler) throw new ApiError(500, "not_implemented", `route ${route.id} has no handler`);
       const input = parseInputs(route, req);
-      const answer = await handler(input, { state: o.state, caller: who });
+      const answer = await handler(input, { state: o.state, caller: callerOf });
       status = answer.status ?? route.status;
       body = answer.body;
       outcome = { status, error: status >= 400 ? (answer.error ?? "failed") : null, ...(answer.refs ? { refs: answer.refs } : {}) };
@@ -150,7 +151,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     }
     if (record) {
       try {
-        recordOutcome(o.state.controller, who, record, outcome);
+        recordOutcome(o.state.controller, callerOf, record, outcome);
       } catch (error) {
         req.log.error({ err: error, call_id: record.call_id }, "api.call outcome could not be chained");
       }

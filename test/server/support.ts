@@ -49,7 +49,7 @@ export async function apiFixture(
     webRoot: opts.webRoot ?? join(dir, "no-web"),
     handlers: HANDLERS,
     streamTimings: { pollMs: 100, heartbeatMs: 200 },
-    ...(opts.log ? { logLevel: opts.log.level, logStream: opts.log.stream } : {}),
+    ...(opts.log ? { logLevel: opts.log.level, logStream: opts.log.stream } : { logLevel: "silent" as const }),
   });
   await app.ready();
   const fx: ApiFixture = {
