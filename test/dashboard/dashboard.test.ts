@@ -110,14 +110,23 @@ describe("the dashboard in chromium against berth up", () => {
     await expect.poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), { timeout: 30_000 }).not.toMatch(/running/);
     await shot(page, "5-stopped");
 
-    // The audit tail received the place and the stop over the stream (it loaded its history before either).
+    // Nodes: described on opening (alive, with their names); the operator's tier is set from the list.
+    await page.getByRole("tab", { name: "Nodes" }).click();
+    const nodes = page.getByRole("table", { name: "nodes" });
+    await expect.poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).textContent(), { timeout: 30_000 }).toContain("alive");
+    await page.getByRole("combobox", { name: "Tier of pi-garage" }).selectOption("pinned");
+    await expect.poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).getByRole("combobox").inputValue()).toBe("pinned");
+    await shot(page, "6-nodes");
+
+    // The audit tail received the place, the stop and the tier over the stream (it loaded its history before them).
     await page.getByRole("tab", { name: "Audit" }).click();
     const log = page.getByRole("log", { name: "audit events" });
-    await expect.poll(() => log.textContent(), { timeout: 30_000 }).toContain("workload.stop");
+    await expect.poll(() => log.textContent(), { timeout: 30_000 }).toContain("peer.tier");
+    await expect(log.textContent()).resolves.toContain("workload.stop");
     await expect(log.textContent()).resolves.toContain("name=dash-probe");
     await page.getByRole("button", { name: "Verify chain" }).click();
     await expect.poll(() => page.getByLabel("verify result").textContent(), { timeout: 30_000 }).toMatch(/^Verified: \d+ events/);
-    await shot(page, "6-audit");
+    await shot(page, "7-audit");
     await expect(page.evaluate("window.__sameDocument")).resolves.toBe(true);
 
     // Ctrl-C: berth up stops the server, the agents and the nodes, and leaves no process behind.

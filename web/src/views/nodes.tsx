@@ -1,8 +1,8 @@
 /** Nodes: each target with its tier, liveness and the facts it last described (issue 8 §3). */
-import { useRef } from "preact/hooks";
+import { useRef, useState } from "preact/hooks";
 import { useAction } from "../action";
 import { shortId, timeOf } from "../format";
-import { useResource } from "../live";
+import { useLive, useResource } from "../live";
 import { ErrorNotice, Loaded } from "../notice";
 import { type Column, FilteredTable } from "../table";
 import type { NodeInfo } from "../types";
@@ -11,17 +11,49 @@ import type { NodeInfo } from "../types";
 function factsSummary(facts: NodeInfo["facts"]): string {
   if (!facts) return "—";
   return Object.entries(facts)
-    .filter(([, v]) => v !== null && typeof v !== "object")
+    .filter(([k]) => k !== "name")
+    .flatMap(([k, v]) => (Array.isArray(v) ? [`${k} ${v.join(",")}`] : v !== null && typeof v !== "object" ? [`${k} ${String(v)}`] : []))
     .slice(0, 6)
-    .map(([k, v]) => `${k} ${String(v)}`)
     .join(" · ");
+}
+
+const TIERS = ["discovered", "paired", "pinned"] as const;
+
+/** The operator's tier for a node (never self-asserted): changing it is a chained `peer.tier` through the API. */
+function TierSelect({ node }: { node: NodeInfo }) {
+  const { api, bump } = useLive();
+  const [error, setError] = useState<unknown>(null);
+  const ref = node.node_id ?? node.addr;
+  return (
+    <>
+      <select
+        aria-label={`Tier of ${node.name ?? ref}`}
+        value={node.tier}
+        onChange={async (e) => {
+          setError(null);
+          try {
+            await api.setTier(ref, e.currentTarget.value);
+          } catch (failure) {
+            setError(failure);
+          }
+          bump();
+        }}
+      >
+        {TIERS.map((t) => (
+          <option key={t}>{t}</option>
+        ))}
+      </select>{" "}
+      <span class="hint">({node.tier_source})</span>
+      <ErrorNotice error={error} action="Setting the tier" />
+    </>
+  );
 }
 
 const columns: Column<NodeInfo>[] = [
   { header: "name", cell: (n) => n.name ?? "—" },
   { header: "node", cell: (n) => <code title={n.node_id ?? ""}>{shortId(n.node_id)}</code> },
   { header: "address", cell: (n) => n.addr },
-  { header: "tier", cell: (n) => `${n.tier} (${n.tier_source})` },
+  { header: "tier", cell: (n) => <TierSelect node={n} /> },
   { header: "liveness", cell: (n) => <span class={`liveness ${n.liveness}`}>{n.liveness}</span> },
   { header: "last answer", cell: (n) => timeOf(n.last_ok_ms) },
   {
