@@ -12,7 +12,7 @@ import type { Page } from "playwright-core";
 import { chromiumMissing, launchChromium } from "../../test/dashboard/chromium.js";
 import { repoRoot } from "../../test/support/built.js";
 import { ratio } from "../support.js";
-import { startStub } from "./support/stub-api.js";
+import { startStub } from "../../test/dashboard/stub-api.js";
 
 const INSTANCES = 1000;
 const RUNS = 7;

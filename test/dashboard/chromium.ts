@@ -37,3 +37,11 @@ export async function launchChromium(): Promise<Browser> {
     },
   };
 }
+
+/** Without chromium a browser test cannot run: with CI=true that fails it, elsewhere it skips with the reason. */
+export function requireChromium(skip: (reason: string) => void): void {
+  const missing = chromiumMissing();
+  if (missing === null) return;
+  if (process.env.CI === "true") throw new Error(`the dashboard's browser test cannot run: ${missing}`);
+  skip(missing);
+}

@@ -5,7 +5,7 @@
  * explain, stop it, see the audit events arrive on the live tail without a reload, verify the chain. Screenshots go
  * to test-artifacts/dashboard/. Ctrl-C ends berth and leaves no process.
  */
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
@@ -13,9 +13,9 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { berthBin, repoRoot } from "../support/built.js";
 import { killAll, spawnNode } from "../support/process.js";
 import { processesUnder } from "../support/processes-under.js";
-import { type Browser, chromiumMissing, launchChromium } from "./chromium.js";
+import { builtDashboard } from "./built-web.js";
+import { type Browser, launchChromium, requireChromium } from "./chromium.js";
 
-const CI = process.env.CI === "true";
 const artifacts = join(repoRoot, "test-artifacts", "dashboard");
 const home = mkdtempSync(join(tmpdir(), "berth-dashboard-"));
 const env = { BERTH_HOME: home };
@@ -40,13 +40,8 @@ async function shot(page: Page, name: string): Promise<void> {
 
 describe("the dashboard in chromium against berth up", () => {
   it("places a package from the UI with its explain, stops it, and shows the audit events live", async (ctx) => {
-    // Without chromium the test cannot run: in CI that is a failure, elsewhere a skip that says why.
-    const missing = chromiumMissing();
-    if (missing !== null) {
-      if (CI) throw new Error(`the dashboard's browser test cannot run: ${missing}`);
-      ctx.skip(missing);
-    }
-    if (!existsSync(join(repoRoot, "dist", "web", "index.html"))) throw new Error("the dashboard is not built: run scripts/build-web (bash scripts/test does)");
+    requireChromium((reason) => ctx.skip(reason));
+    builtDashboard();
     mkdirSync(artifacts, { recursive: true });
     // A free port: other berths (or tests) may hold the usual one; no Kubernetes probe, this test is about the mesh.
     const up = spawnNode([berthBin(), "up", "--data-dir", home, "--port", "0", "--no-kubernetes"], { env });

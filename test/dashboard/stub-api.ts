@@ -1,7 +1,7 @@
 /**
- * For the dashboard benchmark only: the built dashboard (dist/web/) and just enough of the API for the instances view
- * (N instances, one audit chain with an idle stream), plus the baseline page, a static table of the same N rows. Every
- * answer is `no-store`, so each measured load fetches and parses everything again.
+ * For the dashboard benchmark and the long-list test: the built dashboard (dist/web/) and just enough of the API for
+ * the instances view (N instances on three nodes, one audit chain with an idle stream), plus the benchmark's baseline
+ * page, a static table of the same N rows. Every answer is `no-store`, so each load fetches and parses everything.
  */
 import { readFileSync } from "node:fs";
 import { createServer, type Server, type ServerResponse } from "node:http";
@@ -47,10 +47,12 @@ function send(res: ServerResponse, status: number, type: string, body: string | 
 
 export async function startStub(webRoot: string, count: number): Promise<{ url: string; server: Server }> {
   const instances = JSON.stringify({ instances: instancesOf(count) });
+  const nodes = JSON.stringify({ nodes: ["pi-kitchen", "pi-garage", "homelab"].map((name, i) => ({ addr: `127.0.0.1:${7000 + i}`, node_id: i.toString(16).repeat(32), name })) });
   const baseline = baselinePage(count);
   const server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (path === "/api/v1/instances") return send(res, 200, "application/json", instances);
+    if (path === "/api/v1/nodes") return send(res, 200, "application/json", nodes);
     if (path === "/api/v1/audit/chains") {
       return send(res, 200, "application/json", JSON.stringify({ chains: [{ name: "controller", chain_id: "c", owner_key: "k", role: "controller", events: 0, head: { seq: -1, hash: "" } }] }));
     }
