@@ -5,7 +5,13 @@
  * cost: HTTP and JSON, the bearer check, zod parsing, and the `api.call` request/outcome pair (two more fsynced
  * commits per call). Figures are printed, never asserted.
  *
- *   npx tsc -p . && node dist/bench/api/placements.js [--nodes 3] [--placements 20] [--concurrency 4]
+ *   npx tsc -p . && node dist/bench/api/placements.js [--nodes 3] [--placements 30] [--concurrency 4]
+ *
+ * Every placement adds an instance that the next decisions take into account, so the two sides alternate in
+ * rounds (library, API, library, API, …) and are summed per side: neither always meets the larger cluster. Dry
+ * runs (`POST /placements/explain` against `place({dry_run: true})`: refresh, gate, engine and the chained
+ * decision, nothing sent to a node) are compared the same way; without the spawn on a node the API's own share
+ * shows more plainly.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,25 +25,30 @@ import { probePackage, TEST_PERMIT, writeJson } from "../../test/mesh-controller
 import { numberFlag, ratio } from "../support.js";
 
 const NODES = numberFlag("--nodes", 3);
-const PLACEMENTS = numberFlag("--placements", 20);
+const PLACEMENTS = numberFlag("--placements", 30);
 const CONCURRENCY = numberFlag("--concurrency", 4);
+const ROUNDS = 3;
+
+/** One call of one side; `i` makes the workload name unique. */
+type PlaceOne = (i: number) => Promise<void>;
 
 interface Run {
   readonly perSecond: number;
   readonly p50: number;
   readonly p99: number;
+  readonly n: number;
 }
 
 const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 
-/** `n` placements, `concurrency` in flight, each timed from call to answer. */
-async function measure(label: string, n: number, concurrency: number, placeOne: (i: number) => Promise<void>): Promise<Run> {
+/** `n` calls from `first` on, `concurrency` in flight; the seconds taken and each call's latency. */
+async function timed(first: number, n: number, concurrency: number, placeOne: PlaceOne): Promise<{ seconds: number; latencies: number[] }> {
   const latencies: number[] = [];
-  let next = 0;
+  let next = first;
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (next < n) {
+      while (next < first + n) {
         const i = next++;
         const t = performance.now();
         await placeOne(i);
@@ -45,11 +56,32 @@ async function measure(label: string, n: number, concurrency: number, placeOne: 
       }
     }),
   );
-  const perSecond = n / ((performance.now() - t0) / 1000);
-  latencies.sort((a, b) => a - b);
-  const run = { perSecond, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-  console.log(`  ${label.padEnd(48)} ${perSecond.toFixed(1).padStart(10)} /s   p50 ${run.p50.toFixed(0).padStart(5)} ms   p99 ${run.p99.toFixed(0).padStart(5)} ms`);
-  return run;
+  return { seconds: (performance.now() - t0) / 1000, latencies };
+}
+
+/** `n` calls per side in alternating rounds, summed per side, printed with the ratio API / library. */
+async function compare(label: string, n: number, concurrency: number, library: PlaceOne, api: PlaceOne): Promise<void> {
+  const perRound = Math.max(1, Math.ceil(n / ROUNDS));
+  const sides = { library: { seconds: 0, latencies: [] as number[] }, api: { seconds: 0, latencies: [] as number[] } };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [side, placeOne] of [["library", library], ["api", api]] as const) {
+      const r = await timed(round * perRound, perRound, concurrency, placeOne);
+      sides[side].seconds += r.seconds;
+      sides[side].latencies.push(...r.latencies);
+    }
+  }
+  const runOf = (s: { seconds: number; latencies: number[] }): Run => {
+    const sorted = s.latencies.sort((a, b) => a - b);
+    return { perSecond: sorted.length / s.seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), n: sorted.length };
+  };
+  const lib = runOf(sides.library);
+  const viaApi = runOf(sides.api);
+  const line = (who: string, r: Run) =>
+    console.log(`  ${`${label}, ${who}`.padEnd(48)} ${r.perSecond.toFixed(1).padStart(10)} /s   p50 ${r.p50.toFixed(0).padStart(5)} ms   p99 ${r.p99.toFixed(0).padStart(5)} ms   n=${r.n}`);
+  line("library", lib);
+  line("HTTP API", viaApi);
+  ratio(`${label}: API / library rate`, viaApi.perSecond, lib.perSecond);
+  console.log(`  ${`${label}: API p99 − library p99`.padEnd(48)} ${(viaApi.p99 - lib.p99).toFixed(0).padStart(10)} ms   (${(viaApi.p99 / lib.p99).toFixed(2)}×)`);
 }
 
 async function main(): Promise<void> {
@@ -73,29 +105,26 @@ async function main(): Promise<void> {
     }
     const stored = await controller.registerPackage(pkgDir);
     if (!stored.ok) throw new Error(stored.error);
-    const viaLibrary = (prefix: string) => async (i: number) => {
-      const r = await controller.place({ package: packageId, name: `${prefix}-${i}` });
-      if (!r.placed) throw new Error(`library placement ${i} not placed:\n${r.explain}`);
+    const viaLibrary = (prefix: string, dryRun = false): PlaceOne => async (i) => {
+      const r = await controller.place({ package: packageId, name: `${prefix}-${i}`, dry_run: dryRun });
+      if (!(dryRun ? r.decision.placement : r.placed)) throw new Error(`library placement ${i} not placed:\n${r.explain}`);
     };
-    const viaApi = (prefix: string) => async (i: number) => {
-      const r = await fetch(`${server.url}/api/v1/placements`, {
+    const viaApi = (prefix: string, path = "/placements"): PlaceOne => async (i) => {
+      const r = await fetch(`${server.url}/api/v1${path}`, {
         method: "POST",
         headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
         body: JSON.stringify({ package: packageId, name: `${prefix}-${i}` }),
       });
       const body = (await r.json()) as PlaceReport;
-      if (r.status !== 201 || !body.placed) throw new Error(`API placement ${i}: ${r.status} ${JSON.stringify(body).slice(0, 300)}`);
+      const done = path === "/placements" ? r.status === 201 && body.placed : r.status === 200 && body.decision?.placement;
+      if (!done) throw new Error(`API ${path} ${i}: ${r.status} ${JSON.stringify(body).slice(0, 300)}`);
     };
     await viaLibrary("warm-lib")(0);
     await viaApi("warm-api")(0);
 
-    const lib1 = await measure("library place(), one at a time", PLACEMENTS, 1, viaLibrary("lib1"));
-    const api1 = await measure("POST /placements, one at a time", PLACEMENTS, 1, viaApi("api1"));
-    const libN = await measure(`library place(), ${CONCURRENCY} in flight`, PLACEMENTS, CONCURRENCY, viaLibrary("libn"));
-    const apiN = await measure(`POST /placements, ${CONCURRENCY} in flight`, PLACEMENTS, CONCURRENCY, viaApi("apin"));
-    ratio("API / library, one at a time", api1.perSecond, lib1.perSecond);
-    ratio(`API / library, ${CONCURRENCY} in flight`, apiN.perSecond, libN.perSecond);
-    console.log(`  ${"added p99 latency, one at a time".padEnd(48)} ${(api1.p99 - lib1.p99).toFixed(0).padStart(10)} ms`);
+    await compare("dry runs, one at a time", PLACEMENTS, 1, viaLibrary("dry-lib", true), viaApi("dry-api", "/placements/explain"));
+    await compare("placements, one at a time", PLACEMENTS, 1, viaLibrary("lib1"), viaApi("api1"));
+    await compare(`placements, ${CONCURRENCY} in flight`, PLACEMENTS, CONCURRENCY, viaLibrary("libn"), viaApi("apin"));
 
     for (const p of controller.placements()) await controller.instance("unload", p.instance_id);
   } finally {
