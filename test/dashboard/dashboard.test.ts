@@ -105,6 +105,14 @@ describe("the dashboard in chromium against berth up", () => {
     await expect.poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), { timeout: 30_000 }).not.toMatch(/running/);
     await shot(page, "5-stopped");
 
+    // Agents: the sample berth up deployed, running, with the logs its node captured.
+    await page.getByRole("tab", { name: "Agents" }).click();
+    await page.getByRole("button", { name: "Details of agent heartbeat" }).click();
+    const agent = page.getByRole("region", { name: "agent heartbeat" });
+    await expect(agent.textContent()).resolves.toContain("State running");
+    await agent.getByRole("button", { name: "Show agent logs" }).click();
+    await expect.poll(() => agent.locator("pre").first().textContent(), { timeout: 30_000 }).toContain("heartbeat");
+
     // Nodes: described on opening (alive, with their names); the operator's tier is set from the list.
     await page.getByRole("tab", { name: "Nodes" }).click();
     const nodes = page.getByRole("table", { name: "nodes" });

@@ -121,6 +121,12 @@ export class BerthApi {
   agents() {
     return this.request<{ agents: AgentState[] }>("GET", "/agents");
   }
+  agentLogs(name: string) {
+    return this.request<{ agent: string; instance: string; stdout: string; stderr: string }>("GET", `/agents/${encodeURIComponent(name)}/logs`);
+  }
+  agentVerb(name: string, verb: "stop" | "replace") {
+    return this.request<unknown>("POST", `/agents/${encodeURIComponent(name)}/${verb}`, {});
+  }
   kubernetesAgents() {
     return this.request<KubernetesAgents>("GET", "/k8s/agents");
   }

@@ -11,45 +11,15 @@ import { useResource } from "../live";
 import { ErrorNotice, Loaded } from "../notice";
 import { type Column, FilteredTable } from "../table";
 import type { InstanceInfo } from "../types";
+import { LogText, VerbButton } from "../verbs";
 
 const searchText = (i: InstanceInfo, names: NodeNames) => [i.name, i.instance_id, i.node_id, names.get(i.node_id) ?? "", i.state ?? "", i.pending ?? ""].join(" ");
 
-/** The node's answer to `logs`, as the API returns it (the verb result, or its `result` member). */
-function LogText({ logs }: { logs: unknown }) {
-  const body = (typeof logs === "object" && logs !== null && "result" in logs ? (logs as { result: unknown }).result : logs) as Record<string, unknown> | null;
-  if (body && typeof body.stdout === "string") {
-    return (
-      <>
-        <h4>stdout{body.truncated_stdout ? " (tail)" : ""}</h4>
-        <pre>{body.stdout || "(empty)"}</pre>
-        <h4>stderr{body.truncated_stderr ? " (tail)" : ""}</h4>
-        <pre>{typeof body.stderr === "string" && body.stderr ? body.stderr : "(empty)"}</pre>
-      </>
-    );
-  }
-  return <pre>{JSON.stringify(logs, null, 2)}</pre>;
-}
-
-function VerbButton({ id, verb, label }: { id: string; verb: "start" | "stop" | "unload"; label: string }) {
-  const action = useAction(({ api }) => api.instanceVerb(id, verb));
-  return (
-    <span class="verb">
-      <button type="button" disabled={action.busy} onClick={action.run}>
-        {label}
-      </button>
-      {action.result !== null ? <output>{`${verb}: ${summariseVerb(action.result)}`}</output> : null}
-      <ErrorNotice error={action.error} action={label} />
-    </span>
-  );
-}
-
-/** A verb result names its kind (`ok`, `refused`, `unreachable`…) and, when not ok, why. */
-function summariseVerb(result: unknown): string {
-  if (typeof result !== "object" || result === null) return String(result);
-  const r = result as { kind?: string; reason?: string; code?: string };
-  if (r.kind === undefined) return "done";
-  return r.kind === "ok" ? "ok" : `${r.kind}${r.code ? ` (${r.code})` : ""}: ${r.reason ?? ""}`;
-}
+const INSTANCE_VERBS = [
+  ["start", "Start"],
+  ["stop", "Stop"],
+  ["unload", "Unload"],
+] as const;
 
 function InstanceDetails({ instance, names, onClose }: { instance: InstanceInfo; names: NodeNames; onClose: () => void }) {
   const decision = useResource(({ api }) => (instance.decision_id ? api.placement(instance.decision_id) : Promise.resolve(null)));
@@ -70,9 +40,9 @@ function InstanceDetails({ instance, names, onClose }: { instance: InstanceInfo;
       </p>
       <fieldset class="verbs">
         <legend>Instance verbs</legend>
-        <VerbButton id={instance.instance_id} verb="start" label="Start" />
-        <VerbButton id={instance.instance_id} verb="stop" label="Stop" />
-        <VerbButton id={instance.instance_id} verb="unload" label="Unload" />
+        {INSTANCE_VERBS.map(([verb, label]) => (
+          <VerbButton key={verb} verb={verb} label={label} perform={({ api }) => api.instanceVerb(instance.instance_id, verb)} />
+        ))}
         <button type="button" disabled={logs.busy} onClick={logs.run}>
           Show logs
         </button>
