@@ -18,7 +18,8 @@ import { type Browser, launchChromium, requireChromium } from "./chromium.js";
 
 const artifacts = join(repoRoot, "test-artifacts", "dashboard");
 const home = mkdtempSync(join(tmpdir(), "berth-dashboard-"));
-const env = { BERTH_HOME: home };
+// No kubeconfig: the Kubernetes view must say so plainly.
+const env = { BERTH_HOME: home, KUBECONFIG: join(home, "no-kubeconfig") };
 let browser: Browser | null = null;
 
 afterEach(async () => {
@@ -39,7 +40,7 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 describe("the dashboard in chromium against berth up", () => {
-  it("places a package from the UI with its explain, stops it, and shows the audit events live", async (ctx) => {
+  it("places a package from the UI with its explain, stops it, shows every view, and receives the audit events live", async (ctx) => {
     requireChromium((reason) => ctx.skip(reason));
     builtDashboard();
     mkdirSync(artifacts, { recursive: true });
@@ -104,6 +105,17 @@ describe("the dashboard in chromium against berth up", () => {
     await details.getByText("stop: ok").waitFor({ timeout: 30_000 });
     await expect.poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), { timeout: 30_000 }).not.toMatch(/running/);
     await shot(page, "5-stopped");
+
+    // Placements: the past decision's explain; unsettled: nothing to settle; Kubernetes: not configured here.
+    await page.getByRole("tab", { name: "Placements" }).click();
+    await page.getByRole("button", { name: "Explain dash-probe" }).click();
+    const past = page.getByRole("region", { name: "Explain of placement dash-probe" });
+    await expect(past.getByRole("table", { name: "attempts for dash-probe" }).textContent()).resolves.toContain("placed");
+    await page.getByRole("tab", { name: "Unsettled" }).click();
+    await page.getByRole("button", { name: "Settle unsettled decisions" }).click();
+    await page.getByText("Settled: adopted 0, settled empty 0, still unsettled 0.").waitFor({ timeout: 30_000 });
+    await page.getByRole("tab", { name: "Kubernetes" }).click();
+    await page.getByText("No Kubernetes context configured").waitFor();
 
     // Agents: the sample berth up deployed, running, with the logs its node captured.
     await page.getByRole("tab", { name: "Agents" }).click();
