@@ -252,35 +252,42 @@ export function checkRequirement(index: CapabilityIndex, req: Requirement): Requ
   return checkPreparedRequirement(index, prepareRequirement(req));
 }
 
-/**
- * §6.3: met by `count` distinct satisfying capabilities, or by one whose own `count` attribute is at least
- * `count`. The failure names the first thing that stood in the way, in the order a reader would check it.
- * One pass and no intermediate lists: this runs for every requirement on every node of every decision.
- */
+/** Whether the node meets the requirement, with the failure worded by `whyUnmet` when it does not. */
 export function checkPreparedRequirement(index: CapabilityIndex, prepared: PreparedRequirement): RequirementCheck {
+  return meetsRequirement(index, prepared) ? MET : { ok: false, why: whyUnmet(index, prepared) };
+}
+
+/**
+ * §6.3: met by `count` distinct satisfying capabilities (at least `min_provenance`), or by one whose own `count`
+ * attribute is at least `count`. One pass, no intermediate lists, no words: this runs for every requirement and
+ * preference on every node of every decision, and a preference only needs the yes or no.
+ */
+export function meetsRequirement(index: CapabilityIndex, prepared: PreparedRequirement): boolean {
   const req = prepared.requirement;
-  const named = prepared.select(index);
-  if (named.length === 0) return { ok: false, why: `${prepared.selector} not present` };
-  const min = prepared.minProvenanceRank;
-  let firstTrusted: Capability | null = null;
   let matching = 0;
-  for (const c of named) {
-    if (PROVENANCE_RANK[c.provenance] < min) continue;
-    if (firstTrusted === null) firstTrusted = c;
-    if (!allHold(c, req.where)) continue;
+  for (const c of prepared.select(index)) {
+    if (PROVENANCE_RANK[c.provenance] < prepared.minProvenanceRank || !allHold(c, req.where)) continue;
     matching += 1;
     const n = c.attrs.count;
-    if (matching >= req.count || (typeof n === "number" && n >= req.count)) return MET;
+    if (matching >= req.count || (typeof n === "number" && n >= req.count)) return true;
   }
+  return false;
+}
+
+/** For a requirement the node does not meet: the first thing that stood in the way, in the order a reader checks. */
+function whyUnmet(index: CapabilityIndex, prepared: PreparedRequirement): string {
+  const req = prepared.requirement;
   const sel = prepared.selector;
-  if (firstTrusted === null) {
-    return { ok: false, why: `${sel} is only ${named[0]?.provenance}, ${req.min_provenance} required` };
-  }
+  const named = prepared.select(index);
+  if (named.length === 0) return `${sel} not present`;
+  const trusted = named.filter((c) => PROVENANCE_RANK[c.provenance] >= prepared.minProvenanceRank);
+  const first = trusted[0];
+  if (first === undefined) return `${sel} is only ${named[0]?.provenance}, ${req.min_provenance} required`;
+  const matching = trusted.filter((c) => allHold(c, req.where)).length;
   if (matching === 0) {
-    const first = firstTrusted;
     const failed = req.where.find((p) => !predicateHolds(first, p));
     const shown = failed ? `${failed.attr} ${failed.op} ${showValue(failed.value)}` : "its conditions";
-    return { ok: false, why: `${sel} does not meet ${shown}` };
+    return `${sel} does not meet ${shown}`;
   }
-  return { ok: false, why: `${sel} needs count ${req.count}, ${matching} present` };
+  return `${sel} needs count ${req.count}, ${matching} present`;
 }

@@ -6,7 +6,7 @@
  * Two components compare a node with the others (accel_fit against the smallest assigned accelerator, perf
  * against the best measured value), so scoring takes the whole eligible set, not one node.
  */
-import { type CapabilityIndex, checkPreparedRequirement, predicateHolds, prepareRequirement } from "./capabilities.js";
+import { type CapabilityIndex, meetsRequirement, predicateHolds, prepareRequirement } from "./capabilities.js";
 import type { Fit } from "./constraints.js";
 import { type NodeFacts, PROVENANCE_RANK, type PlacementRequest, type Requirement } from "./inputs.js";
 import type { Flag, ScoreBreakdown } from "./outputs.js";
@@ -141,7 +141,7 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
     const execution_centi = execution[n.fit.execution];
 
     let locality_centi = 0;
-    for (const p of preferences) if (checkPreparedRequirement(n.capabilities, p.requirement).ok) locality_centi += p.centi;
+    for (const p of preferences) if (meetsRequirement(n.capabilities, p.requirement)) locality_centi += p.centi;
 
     let accel_fit_centi = 0;
     let accelerator: string | null = null;
