@@ -1,6 +1,6 @@
 /** `berth up`: berth on a laptop, on embedded defaults (see src/up/local-mesh.ts). Ctrl-C stops everything it started. */
 import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { type RunningServer, startServer } from "../server/index.js";
@@ -39,13 +39,17 @@ export function registerUpCommands(program: Command): void {
     .option("--kube-context <ctx>", "the Kubernetes context to show as a second target (default: the kubeconfig's current one)")
     .option("--no-kubernetes", "do not look for a Kubernetes context")
     .option("--port <port>", "port of the API and dashboard (a free one when it is taken)", String(DEFAULT_UP_PORT))
-    .action(async (opts: { dataDir: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; port: string }) => {
+    .option("--json", "progress on stderr, then one JSON document on stdout once ready (nodes, agents, kubernetes, api, dashboard)")
+    .action(async (opts: { dataDir: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; port: string; json?: boolean }) => {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`--port ${JSON.stringify(opts.port)} must be a port number 0…65535`, 2);
-      const log = (line: string) => process.stdout.write(`${line}\n`);
+      // With --json stdout carries the one document; what people read goes to stderr.
+      const out = opts.json ? process.stderr : process.stdout;
+      const log = (line: string) => out.write(`${line}\n`);
       const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
       const started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log });
-      if (opts.kubernetes) log(describeKubernetesTarget(await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null)));
+      const kubernetes = opts.kubernetes ? await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null) : null;
+      if (kubernetes) log(describeKubernetesTarget(kubernetes));
       let server: RunningServer | null = null;
       if (!opts.detach) {
         try {
@@ -68,6 +72,18 @@ export function registerUpCommands(program: Command): void {
       log("  berth audit verify --key-file $BERTH_HOME/keys/controller.key");
       log("  berth deploy $BERTH_HOME/up/agents/heartbeat.json   # again: a no-op, never a second copy");
       if (server) log("  open the dashboard link above: nodes, instances, placements with their explain, the live audit tail");
+      if (opts.json) {
+        const doc = {
+          home: resolve(opts.dataDir),
+          nodes: started.nodes.map((n) => ({ name: n.name, address: n.address, node_id: n.nodeId, pid: n.pid ?? null })),
+          agents: started.agents,
+          kubernetes,
+          api: server ? `${server.url}/api/v1` : null,
+          dashboard: server?.dashboardUrl ?? null,
+          detached: Boolean(opts.detach),
+        };
+        process.stdout.write(`${JSON.stringify(doc)}\n`);
+      }
       if (opts.detach) {
         log("detached: the node daemons keep running; `berth serve` gives the API and dashboard; stop the daemons with kill, or run berth up again and press Ctrl-C");
         process.exit(0);
