@@ -20,15 +20,14 @@ import { loadKeyFile } from "../keys/key-file.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import { realClock } from "../kubernetes/clock.js";
-import { connect } from "../kubernetes/connect.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { prepareDeploy } from "../kubernetes/prepare.js";
-import { providerHome } from "../kubernetes/provider-process.js";
 import { settingsFromEnv } from "../kubernetes/settings.js";
 import { status as k8sStatus, stop as k8sStop } from "../kubernetes/verbs.js";
 import { NodeClient } from "../mesh/client/node-client.js";
 import { MeshController } from "../mesh/controller/index.js";
 import { TcpConnector } from "../mesh/transport/tcp.js";
+import { connect } from "./cluster-connect.js";
 import { CliError, unknownAgent, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
@@ -136,7 +135,7 @@ async function runDeploy(loaded: LoadedSpec, opts: CommonOptions, userReplace: b
     const prepared = prepareKubernetes(loaded);
     intent = prepared.fingerprint;
     const settings = k8sSettings();
-    const home = providerHome(process.env);
+    const home = berthHome();
     result = await withCluster(opts.context ?? prepared.inputs.config.context, async (cluster) => {
       let audit: ReturnType<typeof openK8sChain>;
       try {
@@ -329,7 +328,7 @@ export function registerAgentCommands(program: Command): void {
         if (opts.json) answer(true, { agent: name, pod: ref.identity.podName, stdout: log }, "");
         return;
       }
-      const audit = openK8sChain(providerHome(process.env));
+      const audit = openK8sChain(berthHome());
       try {
         const r = await k8sStop({ cluster, clock: realClock, audit, log: boundedStderrLogger(), version: berthVersion() }, ref, { wait: Boolean(opts.wait) });
         answer(opts.json, { ok: r.ok, agent: name, message: r.message }, r.ok ? `${name}: ${r.message}; \`berth deploy\` starts it again` : `${name}: ${r.message}`);

@@ -128,7 +128,7 @@ export function explainFailure(error: unknown): Failure {
     return { kind: "permission", message: `permission denied on ${errno.path ?? "a file berth needs"}; run berth as the user who owns it, or fix its owner and mode`, exitCode: 2, details: none };
   }
   if (errno && errno.code === "ENOENT") {
-    return { kind: "file", message: `${errno.path ?? "a file berth needs"} does not exist; check the path (relative paths start from the current directory)`, exitCode: 2, details: none };
+    return { kind: "file", message: `${errno.path ?? "a file berth needs"} does not exist, or its folder does not; check the path (relative paths start from the current directory)`, exitCode: 2, details: none };
   }
   if (errno?.code.startsWith("SQLITE_")) {
     const busy = errno.code === "SQLITE_BUSY" || errno.code === "SQLITE_LOCKED";

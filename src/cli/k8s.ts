@@ -13,15 +13,15 @@ import { identityFromPubkeyHex } from "../core/kubernetes/naming.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import { realClock } from "../kubernetes/clock.js";
-import { connect } from "../kubernetes/connect.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { type Prepared, prepareDeploy } from "../kubernetes/prepare.js";
-import { providerHome } from "../kubernetes/provider-process.js";
 import { type DeployReport, deploy } from "../kubernetes/reconcile.js";
 import { LOOP_RESERVE_SECONDS, settingsFromEnv } from "../kubernetes/settings.js";
 import { type AgentRef, clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop, type VerbDeps } from "../kubernetes/verbs.js";
+import { connect } from "./cluster-connect.js";
 import { CliError, describeZodIssues } from "./errors.js";
 import { answer } from "./output.js";
+import { berthHome } from "./paths.js";
 import { startProgress } from "./progress.js";
 import { paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
@@ -91,7 +91,7 @@ function settings() {
 function verbDeps(cluster: Cluster): VerbDeps & { close: () => void } {
   let audit: ReturnType<typeof openK8sChain>;
   try {
-    audit = openK8sChain(providerHome(process.env));
+    audit = openK8sChain(berthHome());
   } catch (error) {
     throw new CliError(`could not open the audit chain: ${(error as Error).message}`, 1);
   }
@@ -105,7 +105,7 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
   const s = settings();
   let audit: ReturnType<typeof openK8sChain>;
   try {
-    audit = openK8sChain(providerHome(process.env));
+    audit = openK8sChain(berthHome());
   } catch (error) {
     return { ok: false, error: `could not open the audit chain: ${(error as Error).message}` };
   }

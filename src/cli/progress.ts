@@ -3,7 +3,7 @@
  * latest condition; elsewhere (a pipe, a CI log) one plain line per new condition; with --json nothing at all, so the
  * one JSON document is the whole of the output a program sees.
  */
-import ora, { type Ora } from "ora";
+import type { Ora } from "ora";
 import { colourAllowed } from "./style.js";
 
 export interface Progress {
@@ -18,11 +18,19 @@ export interface ProgressOptions {
   readonly stream?: NodeJS.WriteStream;
 }
 
+/**
+ * A spinner needs a real terminal: a TTY that is not "dumb" and knows its width (ora counts the lines to clear by
+ * the width; a terminal of width 0, as `script` gives without a controlling terminal, would make it clear forever).
+ */
+function spinnerFits(stream: NodeJS.WriteStream): boolean {
+  return stream.isTTY === true && process.env.TERM !== "dumb" && (stream.columns ?? 0) > 0;
+}
+
 export function startProgress(options: ProgressOptions = {}): Progress {
   const stream = options.stream ?? process.stderr;
   if (options.json) return { update: () => {}, stop: () => {} };
   let last = "";
-  if (!stream.isTTY) {
+  if (!spinnerFits(stream)) {
     return {
       update(condition) {
         if (condition === last) return;
@@ -32,16 +40,29 @@ export function startProgress(options: ProgressOptions = {}): Progress {
       stop: () => {},
     };
   }
+  // ora is loaded on the first condition: verbs that never wait do not pay for it at start-up.
   let spinner: Ora | null = null;
+  let stopped = false;
+  let requested = false;
   return {
     update(condition) {
       if (condition === last) return;
       last = condition;
-      // discardStdin off: Ctrl-C must stay a SIGINT the verbs' own handlers see.
-      if (spinner === null) spinner = ora({ text: condition, stream, color: colourAllowed(stream) ? "cyan" : false, discardStdin: false }).start();
-      else spinner.text = condition;
+      if (spinner !== null) {
+        spinner.text = condition;
+        return;
+      }
+      if (requested) return;
+      requested = true;
+      void import("ora").then(({ default: ora }) => {
+        if (stopped) return;
+        // The terminal check is ours (above), so ora's own guess (it turns itself off when CI is set) is not asked.
+        // discardStdin off: Ctrl-C must stay a SIGINT the verbs' own handlers see.
+        spinner = ora({ text: last, stream, isEnabled: true, color: colourAllowed(stream) ? "cyan" : false, discardStdin: false }).start();
+      });
     },
     stop() {
+      stopped = true;
       spinner?.stop();
       spinner = null;
     },
@@ -51,7 +72,7 @@ export function startProgress(options: ProgressOptions = {}): Progress {
 /** Runs a wait with a spinner on a terminal showing what is being waited for (nothing on a pipe or with --json). */
 export async function withSpinner<T>(what: string, json: boolean | undefined, fn: () => Promise<T>): Promise<T> {
   const stream = process.stderr;
-  if (json || !stream.isTTY) return fn();
+  if (json || !spinnerFits(stream)) return fn();
   const progress = startProgress({ json, stream });
   progress.update(what);
   try {
