@@ -28,7 +28,7 @@ import { NodeClient } from "../mesh/client/node-client.js";
 import { MeshController } from "../mesh/controller/index.js";
 import { TcpConnector } from "../mesh/transport/tcp.js";
 import { connect } from "./cluster-connect.js";
-import { CliError, unknownAgent, unreachableNode } from "./errors.js";
+import { CliError, invalidInput, unknownAgent, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 import { startProgress, withSpinner } from "./progress.js";
@@ -239,7 +239,7 @@ export function registerAgentCommands(program: Command): void {
       .description("make the agent in FILE run, once, on its target (mesh or kubernetes); deploying the same spec again does nothing"),
   ).action(async (file: string, opts: CommonOptions) => {
     const loaded = loadSpecFile(file);
-    if (!loaded.ok) throw new CliError(loaded.error);
+    if (!loaded.ok) throw invalidInput(loaded.error);
     printDeploy(await runDeploy(loaded.value, opts, false), opts.json);
   });
 
@@ -278,7 +278,7 @@ export function registerAgentCommands(program: Command): void {
       let loaded: LoadedSpec;
       if (opts.file !== undefined) {
         const l = loadSpecFile(opts.file);
-        if (!l.ok) throw new CliError(l.error);
+        if (!l.ok) throw invalidInput(l.error);
         if (l.value.spec.metadata.name !== name) throw new CliError(`${opts.file} describes agent ${l.value.spec.metadata.name}, not ${name}`);
         loaded = l.value;
       } else {

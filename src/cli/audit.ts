@@ -10,7 +10,7 @@ import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { loadKeyFile } from "../keys/key-file.js";
 import { CHAIN_SCHEMA_VERSION } from "../chain/schema.js";
 import { assertSchemaNotNewer, type Db, openDatabase } from "../store/sqlite.js";
-import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues } from "./errors.js";
+import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";
 import { defaultPaths } from "./paths.js";
 import { stderrPalette, stdoutPalette } from "./style.js";
@@ -56,7 +56,7 @@ function pinnedKey(opts: { pubkey?: string; key?: string; keyFile?: string }): s
   const hex = opts.pubkey ?? opts.key;
   if (hex !== undefined) {
     const parsed = HexKey.safeParse(hex);
-    if (!parsed.success) throw new CliError(describeZodIssues("--pubkey", parsed.error.issues));
+    if (!parsed.success) throw invalidInput(describeZodIssues("--pubkey", parsed.error.issues));
     return parsed.data;
   }
   if (opts.keyFile) return loadKeyFile(opts.keyFile).publicKey;
@@ -117,7 +117,7 @@ export function registerAuditCommands(program: Command): void {
       let expectHead: { seq: number; hash: string } | undefined;
       if (opts.expectHead !== undefined) {
         const parsed = ExpectHead.safeParse(opts.expectHead);
-        if (!parsed.success) throw new CliError(describeZodIssues("--expect-head", parsed.error.issues));
+        if (!parsed.success) throw invalidInput(describeZodIssues("--expect-head", parsed.error.issues));
         const [seq, hash] = parsed.data.split(":");
         expectHead = { seq: Number(seq), hash: hash as string };
       }
@@ -152,7 +152,7 @@ export function registerAuditCommands(program: Command): void {
     .option("--json", "one JSON document: {events: [...]}")
     .action((opts: { db: string; chain?: string; lines: string; json?: boolean }) => {
       const n = z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines);
-      if (!n.success) throw new CliError(describeZodIssues("-n", n.error.issues));
+      if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
       const db = openExisting(opts.db);
       try {
         const chainId = pickChain(db, opts.chain);
@@ -188,9 +188,9 @@ export function registerAuditCommands(program: Command): void {
     .action((opts: { db: string; chain?: string; from: string; to?: string; checkpoints?: boolean; json?: boolean }) => {
       const Seq = z.coerce.number().int().min(0);
       const from = Seq.safeParse(opts.from);
-      if (!from.success) throw new CliError(describeZodIssues("--from", from.error.issues));
+      if (!from.success) throw invalidInput(describeZodIssues("--from", from.error.issues));
       const to = opts.to === undefined ? { success: true as const, data: Number.MAX_SAFE_INTEGER } : Seq.safeParse(opts.to);
-      if (!to.success) throw new CliError(describeZodIssues("--to", to.error.issues));
+      if (!to.success) throw invalidInput(describeZodIssues("--to", to.error.issues));
       const db = openExisting(opts.db);
       try {
         const chainId = pickChain(db, opts.chain);

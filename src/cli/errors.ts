@@ -71,6 +71,11 @@ export function describeZodIssues(what: string, issues: ReadonlyArray<{ path: Pr
 
 // ---- the common mistakes, named once ------------------------------------------------------------------------------
 
+/** A flag, argument or file that failed its schema: the message names the field; this says what to do with it. */
+export function invalidInput(message: string): CliError {
+  return new CliError(`${message} (correct the named field and run the command again)`, 2, { kind: "validation" });
+}
+
 export function unknownAgent(name: string): CliError {
   return new CliError(
     `no agent ${JSON.stringify(name)} was deployed from this berth home; \`berth agents\` lists the ones that were, \`berth deploy FILE\` deploys one (another home: --data-dir or BERTH_HOME)`,
@@ -116,7 +121,8 @@ export function explainFailure(error: unknown): Failure {
   if (error instanceof KeyFileError) return { kind: "key_file", message: error.message, exitCode: 2, details: none };
   if (error instanceof SchemaError) return { kind: "database", message: error.message, exitCode: 2, details: none };
   if (error instanceof ZodError) {
-    return { kind: "validation", message: `${describeZodIssues("input", error.issues)}; fix the named field and try again`, exitCode: 2, details: none };
+    const e = invalidInput(describeZodIssues("input", error.issues));
+    return { kind: e.kind, message: e.message, exitCode: e.exitCode, details: none };
   }
   const errno = errnoOf(error);
   if (errno && NETWORK_CODES.has(errno.code)) {

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { loadKeyFile } from "../keys/key-file.js";
 import { MeshController, PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
 import { TcpConnector } from "../mesh/transport/tcp.js";
-import { CliError, describeZodIssues, unknownInstance, unreachableNode } from "./errors.js";
+import { CliError, describeZodIssues, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 import { withSpinner } from "./progress.js";
@@ -57,7 +57,7 @@ async function withController<T>(opts: CommonOptions, fn: (c: MeshController) =>
 function nodeIds(flag: string, values: string[] | undefined): string[] {
   return (values ?? []).map((v) => {
     const parsed = NodeIdSchema.safeParse(v);
-    if (!parsed.success) throw new CliError(describeZodIssues(flag, parsed.error.issues));
+    if (!parsed.success) throw invalidInput(describeZodIssues(flag, parsed.error.issues));
     return parsed.data;
   });
 }
@@ -121,7 +121,7 @@ export function registerMeshCommands(program: Command): void {
       opts: CommonOptions & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; arg?: string[] },
     ) => {
       const mode = z.enum(["service", "once"]).safeParse(opts.mode);
-      if (!mode.success) throw new CliError(describeZodIssues("--mode", mode.error.issues));
+      if (!mode.success) throw invalidInput(describeZodIssues("--mode", mode.error.issues));
       const order = {
         package: pkg,
         name: opts.name ?? null,
@@ -158,7 +158,7 @@ export function registerMeshCommands(program: Command): void {
       .option("--key <hex>", "the node's public key; the describe must be answered by it"),
   ).action(async (addr: string, opts: CommonOptions & { tier?: string; key?: string }) => {
     const tier = opts.tier === undefined ? null : TierSchema.safeParse(opts.tier);
-    if (tier && !tier.success) throw new CliError(describeZodIssues("--tier", tier.error.issues));
+    if (tier && !tier.success) throw invalidInput(describeZodIssues("--tier", tier.error.issues));
     if (opts.key !== undefined && !/^[0-9a-f]{64}$/.test(opts.key)) throw new CliError("--key: must be 64 lowercase hex characters (an Ed25519 public key)");
     const r = await withController(opts, (c) => withSpinner(`asking ${addr} to describe itself`, opts.json, () => c.addTarget(addr, tier ? tier.data : null, opts.key ?? null)));
     if (!r.ok) throw NO_ANSWER.test(r.error) ? unreachableNode(`nodes add ${addr}`, r.error) : new CliError(r.error, 1);
@@ -173,7 +173,7 @@ export function registerMeshCommands(program: Command): void {
   withCommon(nodes.command("tier <node> <tier>").description("set a node's tier (by node id or address); chained as peer.tier")).action(
     async (ref: string, tierText: string, opts: CommonOptions) => {
       const tier = TierSchema.safeParse(tierText);
-      if (!tier.success) throw new CliError(describeZodIssues("tier", tier.error.issues));
+      if (!tier.success) throw invalidInput(describeZodIssues("tier", tier.error.issues));
       const ok = await withController(opts, async (c) => c.setTier(ref, tier.data));
       if (!ok) throw new CliError(`no known node ${ref}; add it first with \`berth nodes add HOST:PORT\``, 1);
       answer(opts.json, { node: ref, tier: tier.data }, `${ref}: tier ${tier.data}`);

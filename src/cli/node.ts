@@ -7,7 +7,7 @@ import { loadKeyFile } from "../keys/key-file.js";
 import { FILES } from "../mesh/node/config.js";
 import { NodeDaemon } from "../mesh/node/daemon.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
-import { CliError, describeZodIssues } from "./errors.js";
+import { CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
 import { berthVersion } from "./version.js";
@@ -18,7 +18,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 function keys(flag: string, values: string[] | undefined): string[] {
   return (values ?? []).map((v) => {
     const parsed = HexKey.safeParse(v);
-    if (!parsed.success) throw new CliError(describeZodIssues(flag, parsed.error.issues));
+    if (!parsed.success) throw invalidInput(describeZodIssues(flag, parsed.error.issues));
     return parsed.data;
   });
 }

@@ -7,7 +7,7 @@ import { EMPTY_REVOCATIONS, parseRevocations, type RevocationList } from "../cor
 import { loadKeyFile } from "../keys/key-file.js";
 import { SignersFileSchema } from "../mesh/node/config.js";
 import { buildPackage, initPackage, PackageError, signPackage, verifyPackageDir } from "../mesh/packages/dir.js";
-import { CliError, describeZodIssues } from "./errors.js";
+import { CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -35,7 +35,7 @@ export function registerPackageCommands(program: Command): void {
     .option("--json", "print one JSON document")
     .action((dir: string, opts: { name: string; kind: string; entry: string; network: string; json?: boolean }) => {
       const network = z.enum(["none", "lan", "egress"]).safeParse(opts.network);
-      if (!network.success) throw new CliError(describeZodIssues("--network", network.error.issues));
+      if (!network.success) throw invalidInput(describeZodIssues("--network", network.error.issues));
       const path = wrap(() =>
         initPackage(resolve(dir), {
           name: opts.name,
@@ -83,7 +83,7 @@ export function registerPackageCommands(program: Command): void {
       const trusted = new Set<string>();
       for (const k of opts.signer ?? []) {
         const parsed = HexKey.safeParse(k);
-        if (!parsed.success) throw new CliError(describeZodIssues("--signer", parsed.error.issues));
+        if (!parsed.success) throw invalidInput(describeZodIssues("--signer", parsed.error.issues));
         trusted.add(parsed.data);
       }
       if (opts.signers) {
@@ -94,7 +94,7 @@ export function registerPackageCommands(program: Command): void {
           throw new CliError(`--signers: ${opts.signers} is missing or not valid JSON`);
         }
         const parsed = SignersFileSchema.safeParse(raw);
-        if (!parsed.success) throw new CliError(describeZodIssues(opts.signers, parsed.error.issues));
+        if (!parsed.success) throw invalidInput(describeZodIssues(opts.signers, parsed.error.issues));
         for (const s of parsed.data) trusted.add(s.key);
       }
       let revocations: RevocationList | null = EMPTY_REVOCATIONS;
