@@ -203,7 +203,8 @@ export function registerMeshCommands(program: Command): void {
     const r = await withController(opts, (c) => c.instance(verb as Verb, id, { grace_ms: grace, tail_bytes: tail }));
     if (r.kind === "error" && r.code === "unknown_instance") throw unknownInstance(id, `${verb} ${id}: ${r.reason}`);
     if (r.kind === "unreachable") throw unreachableNode(`${verb} ${id} on ${r.node}`, `${r.reason}; nothing changed on the controller`);
-    answer(opts.json, { ok: r.kind === "ok", ...r }, verbText(r));
+    // A refused or indeterminate answer keeps its own fields; `error` is the same sentence people read.
+    answer(opts.json, { ok: r.kind === "ok", ...r, ...(r.kind === "ok" ? {} : { error: verbText(r) }) }, verbText(r));
     if (r.kind !== "ok") process.exitCode = 1;
   });
 

@@ -103,7 +103,7 @@ export function registerPackageCommands(program: Command): void {
         revocations = loaded.ok ? loaded.value : null;
       }
       const v = verifyPackageDir(resolve(dir), trusted, revocations);
-      answer(opts.json, v.ok ? { ok: true, package_id: v.packageId, signers: v.signers } : { ok: false, reason: v.reason }, v.ok ? `ok: ${v.packageId} signed by ${v.signers.join(", ")}` : `refused: ${v.reason}`);
+      answer(opts.json, v.ok ? { ok: true, package_id: v.packageId, signers: v.signers } : { ok: false, error: `refused: ${v.reason}`, reason: v.reason }, v.ok ? `ok: ${v.packageId} signed by ${v.signers.join(", ")}` : `refused: ${v.reason}`);
       if (!v.ok) process.exitCode = 1;
     });
 }
