@@ -63,8 +63,21 @@ describe("berth completion", () => {
     }
   });
 
-  it.skipIf(!shellPresent("zsh"))("zsh accepts the script", () => {
+  it.skipIf(!shellPresent("zsh"))("zsh accepts the script, and its walk offers an argument's choices and a verb's options", () => {
     execFileSync("zsh", ["-n", scripts.zsh as string]);
+    // compsys needs an interactive shell: _describe and _files are stood in for by functions that print what they get.
+    const offered = (...words: string[]) =>
+      execFileSync(
+        "zsh",
+        ["-c", `compdef() { :; }; _describe() { shift 3; print -l -- \${(P)1}; }; _files() { print FILES; }; source "$1"; shift; words=("$@"); CURRENT=$#; _berth`, "zsh", scripts.zsh as string, ...words],
+        { encoding: "utf8" },
+      )
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => l.split(":")[0]);
+    expect(offered("berth", "agent", "")).toEqual(["status", "logs", "stop", "replace"]);
+    expect(offered("berth", "audit", "verify", "--j")).toContain("--json");
+    expect(offered("berth", "agent", "status", "")).toEqual(["FILES"]);
   });
 
   it.skipIf(!shellPresent("fish"))("fish accepts the script and completes `berth ag` and `berth agent `", () => {
