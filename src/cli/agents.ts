@@ -6,7 +6,7 @@
  * its way), 1 when berth could not or would not act (the message says why and what to do), 2 for usage or I/O.
  */
 import { resolve } from "node:path";
-import type { Command } from "commander";
+import { Argument, type Command } from "commander";
 import { recordKubernetesDeploy, recordMeshDeploy } from "../agents/audit.js";
 import { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "../agents/kubernetes.js";
 import { currentInstance, deployMeshAgent, type MeshAgentDeps, meshAgentStatus } from "../agents/mesh.js";
@@ -20,17 +20,20 @@ import { loadKeyFile } from "../keys/key-file.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import { realClock } from "../kubernetes/clock.js";
-import { connect } from "../kubernetes/connect.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { prepareDeploy } from "../kubernetes/prepare.js";
-import { providerHome } from "../kubernetes/provider-process.js";
 import { settingsFromEnv } from "../kubernetes/settings.js";
 import { status as k8sStatus, stop as k8sStop } from "../kubernetes/verbs.js";
 import { NodeClient } from "../mesh/client/node-client.js";
 import { MeshController } from "../mesh/controller/index.js";
 import { TcpConnector } from "../mesh/transport/tcp.js";
-import { CliError } from "./errors.js";
+import { connect } from "./cluster-connect.js";
+import { CliError, invalidInput, unknownAgent, unreachableNode } from "./errors.js";
+import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
+import { startProgress, withSpinner } from "./progress.js";
+import { paintState, stdoutPalette } from "./style.js";
+import { renderTable } from "./table.js";
 import { berthVersion } from "./version.js";
 
 interface CommonOptions {
@@ -48,31 +51,16 @@ function withCommon(cmd: Command): Command {
     .option("--json", "print one JSON document");
 }
 
-function print(json: boolean | undefined, doc: unknown, text: string): void {
-  process.stdout.write(json ? `${JSON.stringify(doc)}\n` : text.endsWith("\n") ? text : `${text}\n`);
-}
-
-/** With --json the error is also the one JSON document on stdout; people still read it on stderr. */
-function fail(json: boolean | undefined, message: string, exitCode: 1 | 2 = 2): never {
-  if (json) process.stdout.write(`${JSON.stringify({ ok: false, error: message })}\n`);
-  throw new CliError(message, exitCode);
-}
-
 // ---- the two targets' plumbing ----------------------------------------------------------------------------------
 
 async function withMesh<T>(opts: CommonOptions, fn: (deps: MeshAgentDeps) => Promise<T>): Promise<T> {
   const dataDir = resolve(opts.dataDir ?? berthHome());
-  let key: SigningKey;
-  try {
-    key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
-  } catch (error) {
-    return fail(opts.json, (error as Error).message);
-  }
+  const key: SigningKey = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
   let controller: MeshController;
   try {
     controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
   } catch (error) {
-    return fail(opts.json, `cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
+    throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
   }
   try {
     return await fn({ controller, client: new NodeClient({ key, connector: new TcpConnector() }) });
@@ -81,17 +69,17 @@ async function withMesh<T>(opts: CommonOptions, fn: (deps: MeshAgentDeps) => Pro
   }
 }
 
-function prepareKubernetes(loaded: LoadedSpec, json: boolean | undefined): PreparedDeploy {
+function prepareKubernetes(loaded: LoadedSpec): PreparedDeploy {
   const nsec = readNsec(loaded, process.env);
-  if (!nsec.ok) return fail(json, nsec.error);
+  if (!nsec.ok) throw new CliError(nsec.error);
   const prepared = prepareDeploy(kubernetesDeployRequest(loaded.spec, nsec.value), { requireCommand: true });
-  if (!prepared.ok) return fail(json, `${loaded.path}: ${prepared.error}`, 1);
+  if (!prepared.ok) throw new CliError(`${loaded.path}: ${prepared.error}`, 1);
   return prepared;
 }
 
-async function withCluster<T>(context: string | null, json: boolean | undefined, fn: (cluster: Cluster) => Promise<T>): Promise<T> {
+async function withCluster<T>(context: string | null, fn: (cluster: Cluster) => Promise<T>): Promise<T> {
   const c = await connect(context);
-  if (!c.ok) return fail(json, c.error, 1);
+  if (!c.ok) throw new CliError(c.error, 1);
   try {
     return await fn(c.cluster);
   } finally {
@@ -99,9 +87,9 @@ async function withCluster<T>(context: string | null, json: boolean | undefined,
   }
 }
 
-function k8sSettings(json: boolean | undefined) {
+function k8sSettings() {
   const s = settingsFromEnv(process.env);
-  if (!s.ok) return fail(json, s.error);
+  if (!s.ok) throw new CliError(s.error);
   return s.settings;
 }
 
@@ -109,7 +97,7 @@ function openRegistry(opts: CommonOptions): AgentRegistry {
   try {
     return AgentRegistry.open(resolve(opts.dataDir ?? berthHome()));
   } catch (error) {
-    return fail(opts.json, `cannot open the agent registry: ${(error as Error).message}`);
+    throw new CliError(`cannot open the agent registry: ${(error as Error).message}`);
   }
 }
 
@@ -121,9 +109,9 @@ function recordOf(name: string, opts: CommonOptions): { record: AgentRecord; loa
   } finally {
     registry.close();
   }
-  if (record === null) return fail(opts.json, `no agent ${JSON.stringify(name)} was deployed from this berth home; deploy it with \`berth deploy FILE\``, 1);
+  if (record === null) throw unknownAgent(name);
   const loaded = specFromText(record.spec_text, record.spec_path);
-  if (!loaded.ok) return fail(opts.json, loaded.error);
+  if (!loaded.ok) throw new CliError(loaded.error);
   return { record, loaded: loaded.value };
 }
 
@@ -136,28 +124,27 @@ async function runDeploy(loaded: LoadedSpec, opts: CommonOptions, userReplace: b
   let intent: string;
   if (spec.spec.target === "mesh") {
     const mi = meshIntentOf(loaded);
-    if (!mi.ok) return fail(opts.json, mi.error);
+    if (!mi.ok) throw new CliError(mi.error);
     intent = mi.value.intent;
     result = await withMesh(opts, async (deps) => {
-      const r = await deployMeshAgent(deps, { agent: name, spec: spec.spec, packageDir: mi.value.packageDir, intent: mi.value.intent }, { userReplace });
+      const r = await withSpinner(`deploying ${name} to the mesh`, opts.json, () => deployMeshAgent(deps, { agent: name, spec: spec.spec, packageDir: mi.value.packageDir, intent: mi.value.intent }, { userReplace }));
       recordMeshDeploy(deps.controller, r);
       return r;
     });
   } else {
-    const prepared = prepareKubernetes(loaded, opts.json);
+    const prepared = prepareKubernetes(loaded);
     intent = prepared.fingerprint;
-    const settings = k8sSettings(opts.json);
-    const home = providerHome(process.env);
-    const isTty = process.stderr.isTTY && !opts.json;
-    result = await withCluster(opts.context ?? prepared.inputs.config.context, opts.json, async (cluster) => {
+    const settings = k8sSettings();
+    const home = berthHome();
+    result = await withCluster(opts.context ?? prepared.inputs.config.context, async (cluster) => {
       let audit: ReturnType<typeof openK8sChain>;
       try {
         audit = openK8sChain(home);
       } catch (error) {
-        return fail(opts.json, `could not open the audit chain: ${(error as Error).message}`, 1);
+        throw new CliError(`could not open the audit chain: ${(error as Error).message}`, 1);
       }
+      const progress = startProgress({ json: opts.json });
       try {
-        let last = "";
         return await deployKubernetesAgent(
           {
             cluster,
@@ -166,18 +153,14 @@ async function runDeploy(loaded: LoadedSpec, opts: CommonOptions, userReplace: b
             log: boundedStderrLogger(),
             settings,
             version: berthVersion(),
-            onProgress: (line) => {
-              if (opts.json || line === last) return;
-              last = line;
-              process.stderr.write(isTty ? `\r\x1b[K… ${line}` : `… ${line}\n`);
-            },
+            onProgress: (line) => progress.update(line),
           },
           name,
           prepared,
           { userReplace },
         );
       } finally {
-        if (isTty) process.stderr.write("\r\x1b[K");
+        progress.stop();
         audit.close();
       }
     });
@@ -195,7 +178,7 @@ async function runDeploy(loaded: LoadedSpec, opts: CommonOptions, userReplace: b
 function printDeploy(r: AgentDeployResult, json: boolean | undefined): void {
   const first = r.rounds[0];
   const how = first ? ` [${r.rounds.map((x) => `${x.row} → ${x.action}`).join("; ")}]` : "";
-  print(json, deployEventPayload(r), `${r.message}${json ? "" : `\n${r.target}: ${r.outcome}${how}`}`);
+  answer(json, deployEventPayload(r), `${r.message}${json ? "" : `\n${r.target}: ${r.outcome}${how}`}`);
   process.exitCode = r.ok ? 0 : 1;
 }
 
@@ -238,12 +221,11 @@ async function kubernetesState(rec: AgentRecord, loaded: LoadedSpec, opts: Commo
   }
 }
 
-function stateTable(states: readonly AgentState[]): string {
+function stateTable(states: readonly AgentState[], json: boolean | undefined): string {
   if (states.length === 0) return "no agents; deploy one with `berth deploy FILE`";
-  const head = ["NAME", "TARGET", "STATE", "INSTANCE", "NOTE"];
   const rows = states.map((s) => [s.name, s.target, s.state, s.instance ?? "-", s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : "")]);
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  return [head, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+  const palette = stdoutPalette(json);
+  return renderTable(["NAME", "TARGET", "STATE", "INSTANCE", "NOTE"], rows, { palette, paint: (column, text) => (column === 2 ? paintState(palette, text) : text) });
 }
 
 // ---- registration -------------------------------------------------------------------------------------------------
@@ -257,7 +239,7 @@ export function registerAgentCommands(program: Command): void {
       .description("make the agent in FILE run, once, on its target (mesh or kubernetes); deploying the same spec again does nothing"),
   ).action(async (file: string, opts: CommonOptions) => {
     const loaded = loadSpecFile(file);
-    if (!loaded.ok) fail(opts.json, loaded.error);
+    if (!loaded.ok) throw invalidInput(loaded.error);
     printDeploy(await runDeploy(loaded.value, opts, false), opts.json);
   });
 
@@ -279,24 +261,25 @@ export function registerAgentCommands(program: Command): void {
       states.push(loaded.ok ? await kubernetesState(rec, loaded.value, opts) : { name: rec.name, target: "kubernetes", state: "unknown", row: null, next: null, instance: null, observation: null, error: loaded.error });
     }
     states.sort((a, b) => (a.name < b.name ? -1 : 1));
-    print(opts.json, { agents: states }, stateTable(states));
+    answer(opts.json, { agents: states }, stateTable(states, opts.json));
   });
 
   withCommon(
     program
-      .command("agent <verb> <name>")
+      .command("agent")
+      .addArgument(new Argument("<verb>", "what to do").choices(AGENT_VERBS))
+      .argument("<name>", "the agent's metadata.name")
       .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec)`)
       .option("--file <file>", "replace: deploy this spec instead of the one last deployed")
       .option("--tail-bytes <n>", "logs: bytes from the end of each stream (mesh)", "65536")
       .option("--wait", "stop: wait until the instance is gone (Kubernetes)"),
   ).action(async (verb: string, name: string, opts: CommonOptions & { file?: string; tailBytes: string; wait?: boolean }) => {
-    if (!(AGENT_VERBS as readonly string[]).includes(verb)) fail(opts.json, `verb ${JSON.stringify(verb)} is not one of ${AGENT_VERBS.join(", ")}`);
     if (verb === "replace") {
       let loaded: LoadedSpec;
       if (opts.file !== undefined) {
         const l = loadSpecFile(opts.file);
-        if (!l.ok) return fail(opts.json, l.error);
-        if (l.value.spec.metadata.name !== name) fail(opts.json, `${opts.file} describes agent ${l.value.spec.metadata.name}, not ${name}`);
+        if (!l.ok) throw invalidInput(l.error);
+        if (l.value.spec.metadata.name !== name) throw new CliError(`${opts.file} describes agent ${l.value.spec.metadata.name}, not ${name}`);
         loaded = l.value;
       } else {
         loaded = recordOf(name, opts).loaded;
@@ -309,27 +292,28 @@ export function registerAgentCommands(program: Command): void {
       await withMesh(opts, async (deps) => {
         if (verb === "status") {
           const s = await meshState(deps, record);
-          print(opts.json, s, `${s.name} (mesh): ${s.state}${s.instance ? ` — ${s.instance}` : ""}\nrow: ${s.row}; a deploy now would: ${s.next}\n${JSON.stringify(s.observation, null, 2)}`);
+          answer(opts.json, s, `${s.name} (mesh): ${s.state}${s.instance ? ` — ${s.instance}` : ""}\nrow: ${s.row}; a deploy now would: ${s.next}\n${JSON.stringify(s.observation, null, 2)}`);
           return;
         }
         const { instance } = await currentInstance(deps, name);
-        if (instance === null) return fail(opts.json, `${name} has no instance on any node that answered; nothing to ${verb}`, 1);
+        if (instance === null) throw new CliError(`${name} has no instance on any node that answered; nothing to ${verb}`, 1);
         const r = await deps.controller.instance(verb === "logs" ? "logs" : "stop", instance.instanceId, verb === "logs" ? { tail_bytes: Number(opts.tailBytes) || 65_536 } : {});
-        if (r.kind !== "ok") return fail(opts.json, `${verb} ${name} (${instance.instanceId}): ${r.kind}${"reason" in r ? `: ${r.reason}` : ""}`, 1);
-        if (verb === "logs") print(opts.json, r.result, `${String(r.result.stdout ?? "")}${r.result.stderr ? `--- stderr ---\n${String(r.result.stderr)}` : ""}`);
-        else print(opts.json, { ok: true, agent: name, instance: instance.instanceId, result: r.result }, `${name}: stopped ${instance.instanceId}; \`berth deploy\` starts it again`);
+        if (r.kind === "unreachable") throw unreachableNode(`${verb} ${name} (${instance.instanceId}) on ${r.node}`, r.reason);
+        if (r.kind !== "ok") throw new CliError(`${verb} ${name} (${instance.instanceId}): ${r.kind}${"reason" in r ? `: ${r.reason}` : ""}`, 1);
+        if (verb === "logs") answer(opts.json, r.result, `${String(r.result.stdout ?? "")}${r.result.stderr ? `--- stderr ---\n${String(r.result.stderr)}` : ""}`);
+        else answer(opts.json, { ok: true, agent: name, instance: instance.instanceId, result: r.result }, `${name}: stopped ${instance.instanceId}; \`berth deploy\` starts it again`);
       });
       return;
     }
     // kubernetes
     if (verb === "status") {
       const s = await kubernetesState(record, loaded, opts);
-      print(opts.json, s, `${s.name} (kubernetes): ${s.state}${s.instance ? ` — pod ${s.instance}` : ""}${s.error ? `\n${s.error}` : `\nrow: ${s.row}; a deploy now would: ${s.next}\n${JSON.stringify(s.observation, null, 2)}`}`);
+      answer(opts.json, s, `${s.name} (kubernetes): ${s.state}${s.instance ? ` — pod ${s.instance}` : ""}${s.error ? `\n${s.error}` : `\nrow: ${s.row}; a deploy now would: ${s.next}\n${JSON.stringify(s.observation, null, 2)}`}`);
       return;
     }
-    const prepared = prepareKubernetes(loaded, opts.json);
+    const prepared = prepareKubernetes(loaded);
     const ref = refOf(prepared);
-    await withCluster(opts.context ?? prepared.inputs.config.context, opts.json, async (cluster) => {
+    await withCluster(opts.context ?? prepared.inputs.config.context, async (cluster) => {
       if (verb === "logs") {
         let log = "";
         const r = await cluster.readLog(ref.namespace, ref.identity.podName, {
@@ -339,15 +323,15 @@ export function registerAgentCommands(program: Command): void {
             else process.stdout.write(c);
           },
         });
-        if (r.kind === "absent") fail(opts.json, `${name}: pod ${ref.identity.podName} does not exist`, 1);
-        if (r.kind === "error") fail(opts.json, `${name}: could not read the log of ${ref.identity.podName}`, 1);
-        if (opts.json) print(true, { agent: name, pod: ref.identity.podName, stdout: log }, "");
+        if (r.kind === "absent") throw new CliError(`${name}: pod ${ref.identity.podName} does not exist`, 1);
+        if (r.kind === "error") throw new CliError(`${name}: could not read the log of ${ref.identity.podName}`, 1);
+        if (opts.json) answer(true, { agent: name, pod: ref.identity.podName, stdout: log }, "");
         return;
       }
-      const audit = openK8sChain(providerHome(process.env));
+      const audit = openK8sChain(berthHome());
       try {
         const r = await k8sStop({ cluster, clock: realClock, audit, log: boundedStderrLogger(), version: berthVersion() }, ref, { wait: Boolean(opts.wait) });
-        print(opts.json, { ok: r.ok, agent: name, message: r.message }, r.ok ? `${name}: ${r.message}; \`berth deploy\` starts it again` : `${name}: ${r.message}`);
+        answer(opts.json, { ok: r.ok, agent: name, message: r.message }, r.ok ? `${name}: ${r.message}; \`berth deploy\` starts it again` : `${name}: ${r.message}`);
         process.exitCode = r.ok ? 0 : 1;
       } finally {
         audit.close();

@@ -10,8 +10,11 @@ import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { loadKeyFile } from "../keys/key-file.js";
 import { CHAIN_SCHEMA_VERSION } from "../chain/schema.js";
 import { assertSchemaNotNewer, type Db, openDatabase } from "../store/sqlite.js";
-import { CliError, describeZodIssues } from "./errors.js";
+import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { answer } from "./output.js";
 import { defaultPaths } from "./paths.js";
+import { stderrPalette, stdoutPalette } from "./style.js";
+import { renderTable } from "./table.js";
 
 const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (an Ed25519 public key)");
 const ExpectHead = z.string().regex(/^\d+:[0-9a-f]{64}$/, "must look like <seq>:<64 hex hash>");
@@ -53,7 +56,7 @@ function pinnedKey(opts: { pubkey?: string; key?: string; keyFile?: string }): s
   const hex = opts.pubkey ?? opts.key;
   if (hex !== undefined) {
     const parsed = HexKey.safeParse(hex);
-    if (!parsed.success) throw new CliError(describeZodIssues("--pubkey", parsed.error.issues));
+    if (!parsed.success) throw invalidInput(describeZodIssues("--pubkey", parsed.error.issues));
     return parsed.data;
   }
   if (opts.keyFile) return loadKeyFile(opts.keyFile).publicKey;
@@ -77,16 +80,20 @@ function readCheckpoints(files: string[]): SignedCheckpoint[] {
 }
 
 function printVerify(result: VerifyResult, json: boolean): void {
-  if (json) {
-    console.log(JSON.stringify(result));
-  } else if (result.ok) {
-    console.log(`ok chain ${result.chain_id} events ${result.events} head ${result.head?.seq}:${result.head?.hash} checkpoints ${result.checkpoints}`);
-  } else {
-    const f = result.failure;
-    console.log(`FAIL chain ${result.chain_id ?? "?"} seq ${f?.seq} ${f?.code}: ${f?.detail}`);
-  }
-  if (result.keySelfAsserted && !json) {
-    process.stderr.write("warning: no --pubkey or --key-file given; the chain was checked against the key it names itself (self-asserted)\n");
+  const out = stdoutPalette(json);
+  const err = stderrPalette(json);
+  const f = result.failure;
+  answer(
+    json,
+    result,
+    result.ok
+      ? `${out.green("ok")} chain ${result.chain_id} events ${result.events} head ${result.head?.seq}:${result.head?.hash} checkpoints ${result.checkpoints}`
+      : `${out.red("FAIL")} chain ${result.chain_id ?? "?"} seq ${f?.seq} ${f?.code}: ${f?.detail}`,
+  );
+  if (json) return;
+  if (!result.ok) process.stderr.write(`${err.red("what to do:")} ${CHAIN_BROKEN_ADVICE}\n`);
+  if (result.keySelfAsserted) {
+    process.stderr.write(`${err.yellow("warning:")} no --pubkey or --key-file given; the chain was checked against the key it names itself (self-asserted)\n`);
   }
 }
 
@@ -110,7 +117,7 @@ export function registerAuditCommands(program: Command): void {
       let expectHead: { seq: number; hash: string } | undefined;
       if (opts.expectHead !== undefined) {
         const parsed = ExpectHead.safeParse(opts.expectHead);
-        if (!parsed.success) throw new CliError(describeZodIssues("--expect-head", parsed.error.issues));
+        if (!parsed.success) throw invalidInput(describeZodIssues("--expect-head", parsed.error.issues));
         const [seq, hash] = parsed.data.split(":");
         expectHead = { seq: Number(seq), hash: hash as string };
       }
@@ -145,7 +152,7 @@ export function registerAuditCommands(program: Command): void {
     .option("--json", "one JSON document: {events: [...]}")
     .action((opts: { db: string; chain?: string; lines: string; json?: boolean }) => {
       const n = z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines);
-      if (!n.success) throw new CliError(describeZodIssues("-n", n.error.issues));
+      if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
       const db = openExisting(opts.db);
       try {
         const chainId = pickChain(db, opts.chain);
@@ -155,14 +162,15 @@ export function registerAuditCommands(program: Command): void {
         for (const { seq } of rows.reverse()) {
           events.push(rowToEvent(get.get(chainId, seq) as Parameters<typeof rowToEvent>[0]));
         }
-        if (opts.json) {
-          console.log(JSON.stringify({ chain_id: chainId, events: events.map((e) => JSON.parse(exportLine(e))) }));
-          return;
-        }
-        for (const e of events) {
+        const lines = events.map((e) => {
           const phase = typeof e.payload.phase === "string" ? ` ${e.payload.phase}` : "";
-          console.log(`${String(e.seq).padStart(6)}  ${new Date(e.ts).toISOString()}  ${e.source}/${e.kind}${phase}  ${e.hash.slice(0, 12)}`);
-        }
+          return [String(e.seq), new Date(e.ts).toISOString(), `${e.source}/${e.kind}${phase}`, e.hash.slice(0, 12)];
+        });
+        answer(
+          opts.json,
+          { chain_id: chainId, events: events.map((e) => JSON.parse(exportLine(e))) },
+          lines.length === 0 ? "no events yet" : renderTable(["SEQ", "TIME", "EVENT", "HASH"], lines, { palette: stdoutPalette(opts.json) }),
+        );
       } finally {
         db.close();
       }
@@ -170,32 +178,36 @@ export function registerAuditCommands(program: Command): void {
 
   audit
     .command("export")
-    .description("write the chain as JSON lines (one canonical event per line) to stdout")
+    .description("write the chain as JSON lines (one canonical event per line) to stdout; --json wraps them in one document")
     .option("--db <path>", "the berth database", defaultPaths.controllerDb())
     .option("--chain <id>", "which chain (default: its own)")
     .option("--from <seq>", "first seq", "0")
     .option("--to <seq>", "last seq")
     .option("--checkpoints", "export the signed checkpoints instead of the events")
-    .action((opts: { db: string; chain?: string; from: string; to?: string; checkpoints?: boolean }) => {
+    .option("--json", "one JSON document {chain_id, events} (or {chain_id, checkpoints}) instead of JSON lines")
+    .action((opts: { db: string; chain?: string; from: string; to?: string; checkpoints?: boolean; json?: boolean }) => {
       const Seq = z.coerce.number().int().min(0);
       const from = Seq.safeParse(opts.from);
-      if (!from.success) throw new CliError(describeZodIssues("--from", from.error.issues));
+      if (!from.success) throw invalidInput(describeZodIssues("--from", from.error.issues));
       const to = opts.to === undefined ? { success: true as const, data: Number.MAX_SAFE_INTEGER } : Seq.safeParse(opts.to);
-      if (!to.success) throw new CliError(describeZodIssues("--to", to.error.issues));
+      if (!to.success) throw invalidInput(describeZodIssues("--to", to.error.issues));
       const db = openExisting(opts.db);
       try {
         const chainId = pickChain(db, opts.chain);
         const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
-        const write = (line: string) => writeSync(1, `${line}\n`);
+        // JSON lines stream (a chain can be large); --json collects the same lines into one document.
+        const collected: unknown[] = [];
+        const write = opts.json ? (line: string) => collected.push(JSON.parse(line)) : (line: string) => writeSync(1, `${line}\n`);
         if (opts.checkpoints) {
           const rows = db.prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq").all(chainId) as Array<{ seq: number; head_hash: string; ts: number; sig: string }>;
           for (const r of rows) write(JSON.stringify({ checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: owner, seq: r.seq, ts: r.ts }, sig: r.sig }));
-          return;
+        } else {
+          const stmt = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ? ORDER BY seq");
+          for (const row of stmt.iterate(chainId, from.data, to.data) as Iterable<Parameters<typeof rowToEvent>[0]>) {
+            write(exportLine(rowToEvent(row)));
+          }
         }
-        const stmt = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ? ORDER BY seq");
-        for (const row of stmt.iterate(chainId, from.data, to.data) as Iterable<Parameters<typeof rowToEvent>[0]>) {
-          write(exportLine(rowToEvent(row)));
-        }
+        if (opts.json) answer(true, { chain_id: chainId, [opts.checkpoints ? "checkpoints" : "events"]: collected }, "");
       } finally {
         db.close();
       }
@@ -208,14 +220,15 @@ export function registerAuditCommands(program: Command): void {
     .option("--db <path>", "the berth database to import into", defaultPaths.controllerDb())
     .option("--pubkey <hex>", "the owner's public key the file must verify under")
     .option("--key-file <path>", "pin the public key of this key file")
-    .action((file: string, opts: { db: string; pubkey?: string; keyFile?: string }) => {
+    .option("--json", "print one JSON document")
+    .action((file: string, opts: { db: string; pubkey?: string; keyFile?: string; json?: boolean }) => {
       if (!existsSync(file)) throw new CliError(`export file ${file} does not exist`);
       const key = pinnedKey(opts);
       const db = openDatabase(opts.db);
       try {
         const outcome = importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
         if (!outcome.ok) throw new CliError(`import of ${file} refused, nothing written: ${outcome.reason}`, 1);
-        console.log(`imported chain ${outcome.chain_id}: ${outcome.written} new events`);
+        answer(opts.json, { ok: true, chain_id: outcome.chain_id, written: outcome.written }, `imported chain ${outcome.chain_id}: ${outcome.written} new events`);
       } finally {
         db.close();
       }
@@ -226,7 +239,8 @@ export function registerAuditCommands(program: Command): void {
     .description("sign and store a checkpoint of the current head (for anchoring elsewhere)")
     .option("--db <path>", "the berth database", defaultPaths.controllerDb())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
-    .action((opts: { db: string; keyFile: string }) => {
+    .option("--json", "print one JSON document: {checkpoint} (null when nothing is new)")
+    .action((opts: { db: string; keyFile: string; json?: boolean }) => {
       const key = loadKeyFile(opts.keyFile);
       const db = openExisting(opts.db, false);
       try {
@@ -234,7 +248,7 @@ export function registerAuditCommands(program: Command): void {
         if (!role) throw new CliError(`${opts.db} has no chain of its own`);
         const chain = Chain.open(db, key, role);
         const cp = chain.checkpointIfDue(true);
-        console.log(cp ? JSON.stringify(cp) : "no events since the last checkpoint");
+        answer(opts.json, { checkpoint: cp ?? null }, cp ? JSON.stringify(cp) : "no events since the last checkpoint");
       } finally {
         db.close();
       }
@@ -247,13 +261,14 @@ export function registerAuditCommands(program: Command): void {
     .requiredOption("--reason <text>", "why the old chain is abandoned")
     .option("--db <path>", "the berth database", defaultPaths.controllerDb())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
-    .action((opts: { db: string; keyFile: string; reason: string }) => {
+    .option("--json", "print one JSON document")
+    .action((opts: { db: string; keyFile: string; reason: string; json?: boolean }) => {
       const key = loadKeyFile(opts.keyFile);
       const db = openExisting(opts.db, false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role ?? "controller";
         const chain = Chain.reseal(db, key, role, opts.reason);
-        console.log(`new chain ${chain.chainId}; the old one is kept as a foreign chain`);
+        answer(opts.json, { chain_id: chain.chainId }, `new chain ${chain.chainId}; the old one is kept as a foreign chain`);
       } finally {
         db.close();
       }

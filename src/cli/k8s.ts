@@ -13,14 +13,18 @@ import { identityFromPubkeyHex } from "../core/kubernetes/naming.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import { realClock } from "../kubernetes/clock.js";
-import { connect } from "../kubernetes/connect.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { type Prepared, prepareDeploy } from "../kubernetes/prepare.js";
-import { providerHome } from "../kubernetes/provider-process.js";
 import { type DeployReport, deploy } from "../kubernetes/reconcile.js";
 import { LOOP_RESERVE_SECONDS, settingsFromEnv } from "../kubernetes/settings.js";
 import { type AgentRef, clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop, type VerbDeps } from "../kubernetes/verbs.js";
+import { connect } from "./cluster-connect.js";
 import { CliError, describeZodIssues } from "./errors.js";
+import { answer } from "./output.js";
+import { berthHome } from "./paths.js";
+import { startProgress } from "./progress.js";
+import { paintState, stdoutPalette } from "./style.js";
+import { renderTable } from "./table.js";
 import { berthVersion } from "./version.js";
 
 interface AgentFlags {
@@ -87,15 +91,11 @@ function settings() {
 function verbDeps(cluster: Cluster): VerbDeps & { close: () => void } {
   let audit: ReturnType<typeof openK8sChain>;
   try {
-    audit = openK8sChain(providerHome(process.env));
+    audit = openK8sChain(berthHome());
   } catch (error) {
     throw new CliError(`could not open the audit chain: ${(error as Error).message}`, 1);
   }
   return { cluster, clock: realClock, audit, log: boundedStderrLogger(), version: berthVersion(), close: () => audit.close() };
-}
-
-function print(json: boolean | undefined, doc: unknown, human: string): void {
-  console.log(json ? JSON.stringify(doc) : human);
 }
 
 type Answer = { ok: true; agentId: string } | { ok: false; error: string };
@@ -105,7 +105,7 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
   const s = settings();
   let audit: ReturnType<typeof openK8sChain>;
   try {
-    audit = openK8sChain(providerHome(process.env));
+    audit = openK8sChain(berthHome());
   } catch (error) {
     return { ok: false, error: `could not open the audit chain: ${(error as Error).message}` };
   }
@@ -113,8 +113,7 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
     const c = await connect(context);
     if (!c.ok) return { ok: false, error: c.error };
     const cluster = c.cluster;
-    const isTty = process.stderr.isTTY && !json;
-    let last = "";
+    const progress = startProgress({ json });
     try {
       const start = realClock.now();
       const report: DeployReport = await deploy(
@@ -128,20 +127,14 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
           wait: s.wait,
           mode: "cli",
           version: berthVersion(),
-          onProgress: (p) => {
-            if (json) return;
-            // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
-            const line = `${p.action}${p.condition ? `: ${p.condition}` : ""}`;
-            if (line === last) return;
-            last = line;
-            process.stderr.write(isTty ? `\r\x1b[K… ${line}` : `… ${line}\n`);
-          },
+          // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
+          onProgress: (p) => progress.update(`${p.action}${p.condition ? `: ${p.condition}` : ""}`),
         },
         { startedAt: start, loopDeadlineAt: start + (s.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: s.deadlineSeconds },
       );
       return report.answer;
     } finally {
-      if (isTty) process.stderr.write("\r\x1b[K");
+      progress.stop();
       cluster.close();
     }
   } finally {
@@ -167,12 +160,12 @@ export function registerK8sCommands(program: Command): void {
     .action(async (file: string, opts: { json?: boolean }) => {
       const prepared = readDeployFile(file, true);
       if (!prepared.ok) {
-        print(opts.json, { ok: false, error: prepared.error }, `error: ${prepared.error}`);
+        answer(opts.json, { ok: false, error: prepared.error }, `error: ${prepared.error}`);
         process.exitCode = 1;
         return;
       }
       const a = await runDeploy(prepared, prepared.inputs.config.context, opts.json);
-      print(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `started ${a.agentId}` : `error: ${a.error}`);
+      answer(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `started ${a.agentId}` : `error: ${a.error}`);
       process.exitCode = a.ok ? 0 : 1;
     });
 
@@ -182,7 +175,7 @@ export function registerK8sCommands(program: Command): void {
     try {
       const r = await status({ cluster, clock: realClock }, agent.ref, agent.fingerprint);
       if ("error" in r) throw new CliError(r.error, 1);
-      print(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
+      answer(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
     } finally {
       cluster.close();
     }
@@ -202,32 +195,40 @@ export function registerK8sCommands(program: Command): void {
       try {
         const rows = await list(cluster, opts.allNamespaces ? null : (opts.namespace ?? null));
         if ("error" in rows) throw new CliError(rows.error, 1);
-        print(
-          opts.json,
-          rows,
-          rows.length === 0 ? "no agent pods" : ["NAME NAMESPACE BINDING STARTUP REGISTRY", ...rows.map((r) => `${r.name} ${r.namespace} ${r.binding} ${r.startup} ${r.registry}`)].join("\n"),
+        const palette = stdoutPalette(opts.json);
+        const table = renderTable(
+          ["NAME", "NAMESPACE", "BINDING", "STARTUP", "REGISTRY"],
+          rows.map((r) => [r.name, r.namespace, r.binding, r.startup, r.registry]),
+          { palette, paint: (column, text) => (column === 3 ? paintState(palette, text) : text) },
         );
+        answer(opts.json, rows, rows.length === 0 ? "no agent pods" : table);
       } finally {
         cluster.close();
       }
     });
 
   agentOptions(k8s.command("logs").description("the agent container's log, to this terminal only"))
-    .option("--follow", "keep streaming")
+    .option("--follow", "keep streaming (not with --json)")
     .option("--tail <n>", "only the last N lines")
     .action(async (opts: AgentFlags & { follow?: boolean; tail?: string }) => {
       const tail = opts.tail === undefined ? undefined : z.coerce.number().int().min(0).safeParse(opts.tail);
       if (tail && !tail.success) throw new CliError("--tail must be a non-negative integer");
+      if (opts.follow && opts.json) throw new CliError("--follow streams the log as it comes and --json prints one document at the end: give one of them");
+      let log = "";
       const agent = resolveAgent(opts);
       const cluster = await connected(agent.context);
       try {
         const r = await cluster.readLog(agent.ref.namespace, agent.ref.identity.podName, {
           follow: Boolean(opts.follow),
           ...(tail?.success ? { tailLines: tail.data } : {}),
-          onChunk: (c) => process.stdout.write(c),
+          onChunk: (c) => {
+            if (opts.json) log += c;
+            else process.stdout.write(c);
+          },
         });
-        if (r.kind === "absent") throw new CliError(`${agent.ref.identity.podName} does not exist`, 1);
+        if (r.kind === "absent") throw new CliError(`${agent.ref.identity.podName} does not exist; \`berth k8s list\` shows the agent pods`, 1);
         if (r.kind === "error") throw new CliError(`could not read the log: ${r.error.kind === "status" ? `${r.error.reason}: ${r.error.message}` : r.error.message}`, 1);
+        if (opts.json) answer(true, { pod: agent.ref.identity.podName, namespace: agent.ref.namespace, log }, "");
       } finally {
         cluster.close();
       }
@@ -241,7 +242,7 @@ export function registerK8sCommands(program: Command): void {
       const deps = verbDeps(cluster);
       try {
         const r = await stop(deps, agent.ref, { wait: Boolean(opts.wait) });
-        print(opts.json, r, r.ok ? r.message : `error: ${r.message}`);
+        answer(opts.json, r, r.ok ? r.message : `error: ${r.message}`);
         process.exitCode = r.ok ? 0 : 1;
       } finally {
         cluster.close();
@@ -272,7 +273,7 @@ export function registerK8sCommands(program: Command): void {
       if (!outcome.ok) {
         replaceAuditEnd(deps, agent.ref, actionId, { ok: false, message: outcome.message });
         deps.close();
-        print(opts.json, { ok: false, error: outcome.message }, `error: ${outcome.message}`);
+        answer(opts.json, { ok: false, error: outcome.message }, `error: ${outcome.message}`);
         process.exitCode = 1;
         return;
       }
@@ -282,7 +283,7 @@ export function registerK8sCommands(program: Command): void {
       replaceAuditEnd(end, agent.ref, actionId, a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error });
       end.cluster.close();
       end.close();
-      print(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `replaced: started ${a.agentId}` : `error: ${a.error}`);
+      answer(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `replaced: started ${a.agentId}` : `error: ${a.error}`);
       process.exitCode = a.ok ? 0 : 1;
     });
 }

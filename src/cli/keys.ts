@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { nodeIdOf } from "../core/crypto/ed25519.js";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
+import { answer } from "./output.js";
 import { defaultPaths } from "./paths.js";
 
 export function registerKeyCommands(program: Command): void {
@@ -15,8 +16,7 @@ export function registerKeyCommands(program: Command): void {
       const key = generateSigningKey();
       saveKeyFile(opts.keyFile, key);
       const doc = { key_file: opts.keyFile, public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
-      if (opts.json) console.log(JSON.stringify(doc));
-      else console.log(`created ${doc.key_file}\npublic key  ${doc.public_key}\nid          ${doc.id}`);
+      answer(opts.json, doc, `created ${doc.key_file}\npublic key  ${doc.public_key}\nid          ${doc.id}`);
     });
   keys
     .command("show")
@@ -26,7 +26,6 @@ export function registerKeyCommands(program: Command): void {
     .action((opts: { keyFile: string; json?: boolean }) => {
       const key = loadKeyFile(opts.keyFile);
       const doc = { key_file: opts.keyFile, public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
-      if (opts.json) console.log(JSON.stringify(doc));
-      else console.log(`public key  ${doc.public_key}\nid          ${doc.id}`);
+      answer(opts.json, doc, `public key  ${doc.public_key}\nid          ${doc.id}`);
     });
 }

@@ -1,12 +1,25 @@
 #!/usr/bin/env node
 /** The `berth` executable: wires verb groups together; every decision lives in core/ and every effect in a shell. */
-import { CliError } from "./errors.js";
+import { CommanderError } from "commander";
+import { explainFailure, failureDocument } from "./errors.js";
+import { jsonRequested } from "./output.js";
 import { buildProgram } from "./program.js";
+import { stderrPalette } from "./style.js";
+
+const json = jsonRequested(process.argv.slice(2));
 
 buildProgram()
   .parseAsync(process.argv)
   .catch((error: unknown) => {
-    const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`berth: ${message}\n`);
-    process.exitCode = error instanceof CliError ? error.exitCode : 2;
+    // --help and --version end parsing through the same path; they are answers, not failures.
+    if (error instanceof CommanderError && ["commander.helpDisplayed", "commander.version"].includes(error.code)) {
+      process.exitCode = error.exitCode;
+      return;
+    }
+    const failure = explainFailure(error);
+    if (json) process.stdout.write(`${JSON.stringify(failureDocument(failure))}\n`);
+    // commander has already said what was wrong with the command line, on stderr.
+    if (!(error instanceof CommanderError)) process.stderr.write(`${stderrPalette(json).red("berth:")} ${failure.message}\n`);
+    if (process.env.BERTH_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
+    process.exitCode = failure.exitCode;
   });

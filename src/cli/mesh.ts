@@ -5,17 +5,24 @@
  * closes. No decision lives here: the CLI only wires flags to `MeshController` and renders its answers.
  */
 import { resolve } from "node:path";
-import type { Command } from "commander";
+import { Argument, type Command } from "commander";
 import { z } from "zod";
 import { loadKeyFile } from "../keys/key-file.js";
 import { MeshController, PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
 import { TcpConnector } from "../mesh/transport/tcp.js";
-import { CliError, describeZodIssues } from "./errors.js";
+import { CliError, describeZodIssues, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
+import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
+import { withSpinner } from "./progress.js";
+import { type Palette, paintState, stdoutPalette } from "./style.js";
+import { renderTable } from "./table.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 const TierSchema = z.enum(["discovered", "paired", "pinned"]);
 const NodeIdSchema = z.string().regex(/^[0-9a-f]{32}$/, "must be a node id (32 lowercase hex characters)");
+
+// A describe that got no answer at all (as opposed to an answer berth refused, e.g. signed by another key).
+const NO_ANSWER = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|timed out|did not answer|closed/i;
 
 interface CommonOptions {
   readonly dataDir?: string;
@@ -32,13 +39,8 @@ function withCommon(cmd: Command): Command {
 
 async function withController<T>(opts: CommonOptions, fn: (c: MeshController) => Promise<T>): Promise<T> {
   const dataDir = resolve(opts.dataDir ?? berthHome());
-  const keyFile = opts.keyFile ?? defaultPaths.controllerKey();
-  let key: ReturnType<typeof loadKeyFile>;
-  try {
-    key = loadKeyFile(keyFile);
-  } catch (error) {
-    throw new CliError((error as Error).message);
-  }
+  // A key file error keeps its own kind and fix (errors.ts).
+  const key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
   let controller: MeshController;
   try {
     controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
@@ -55,22 +57,19 @@ async function withController<T>(opts: CommonOptions, fn: (c: MeshController) =>
 function nodeIds(flag: string, values: string[] | undefined): string[] {
   return (values ?? []).map((v) => {
     const parsed = NodeIdSchema.safeParse(v);
-    if (!parsed.success) throw new CliError(describeZodIssues(flag, parsed.error.issues));
+    if (!parsed.success) throw invalidInput(describeZodIssues(flag, parsed.error.issues));
     return parsed.data;
   });
 }
 
-function print(json: boolean | undefined, doc: unknown, text: string): void {
-  if (json) process.stdout.write(`${JSON.stringify(doc)}\n`);
-  else process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
-}
+/** Colours the columns that hold a state word; the rest stay plain. */
+const paintColumns = (palette: Palette, columns: readonly number[]) => (column: number, text: string) => (columns.includes(column) ? paintState(palette, text) : text);
 
-function targetTable(targets: readonly TargetInfo[]): string {
+function targetTable(targets: readonly TargetInfo[], json: boolean | undefined): string {
   if (targets.length === 0) return "no targets; add one with `berth nodes add HOST:PORT --tier paired`";
   const rows = targets.map((t) => [t.node_id ?? "-", t.name ?? "-", t.addr, t.tier, t.liveness, t.error ?? ""]);
-  const head = ["NODE", "NAME", "ADDRESS", "TIER", "LIVENESS", "NOTE"];
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  return [head, ...rows].map((r) => r.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd()).join("\n");
+  const palette = stdoutPalette(json);
+  return renderTable(["NODE", "NAME", "ADDRESS", "TIER", "LIVENESS", "NOTE"], rows, { palette, paint: paintColumns(palette, [3, 4]) });
 }
 
 function verbText(r: VerbResult): string {
@@ -122,7 +121,7 @@ export function registerMeshCommands(program: Command): void {
       opts: CommonOptions & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; arg?: string[] },
     ) => {
       const mode = z.enum(["service", "once"]).safeParse(opts.mode);
-      if (!mode.success) throw new CliError(describeZodIssues("--mode", mode.error.issues));
+      if (!mode.success) throw invalidInput(describeZodIssues("--mode", mode.error.issues));
       const order = {
         package: pkg,
         name: opts.name ?? null,
@@ -136,16 +135,16 @@ export function registerMeshCommands(program: Command): void {
       };
       const report = await withController(opts, async (c) => {
         try {
-          return await c.place(order);
+          return await withSpinner(order.dry_run ? "deciding where it would run" : "deciding and asking the node to run it", opts.json, () => c.place(order));
         } catch (error) {
           if (error instanceof PlaceError) {
             const text = [`place refused (${error.code}): ${error.message}`, ...error.constraints.map((r) => `  ${r.constraint}: ${r.detail}`)].join("\n");
-            throw new CliError(opts.json ? JSON.stringify({ error: { code: error.code, message: error.message, constraints: error.constraints } }) : text.trimEnd(), 1);
+            throw new CliError(text.trimEnd(), 1, { details: { code: error.code, constraints: error.constraints } });
           }
           throw error;
         }
       });
-      print(opts.json, report, `${report.explain}${placeSummary(report)}`);
+      answer(opts.json, report, `${report.explain}${placeSummary(report)}`);
       if (!report.placed && !order.dry_run) process.exitCode = 1;
     },
   );
@@ -159,51 +158,53 @@ export function registerMeshCommands(program: Command): void {
       .option("--key <hex>", "the node's public key; the describe must be answered by it"),
   ).action(async (addr: string, opts: CommonOptions & { tier?: string; key?: string }) => {
     const tier = opts.tier === undefined ? null : TierSchema.safeParse(opts.tier);
-    if (tier && !tier.success) throw new CliError(describeZodIssues("--tier", tier.error.issues));
+    if (tier && !tier.success) throw invalidInput(describeZodIssues("--tier", tier.error.issues));
     if (opts.key !== undefined && !/^[0-9a-f]{64}$/.test(opts.key)) throw new CliError("--key: must be 64 lowercase hex characters (an Ed25519 public key)");
-    const r = await withController(opts, (c) => c.addTarget(addr, tier ? tier.data : null, opts.key ?? null));
-    if (!r.ok) throw new CliError(r.error, 1);
-    print(opts.json, r.target, `node ${r.target.node_id} at ${r.target.addr}\nkey   ${r.target.key}\ntier  ${r.target.tier}`);
+    const r = await withController(opts, (c) => withSpinner(`asking ${addr} to describe itself`, opts.json, () => c.addTarget(addr, tier ? tier.data : null, opts.key ?? null)));
+    if (!r.ok) throw NO_ANSWER.test(r.error) ? unreachableNode(`nodes add ${addr}`, r.error) : new CliError(r.error, 1);
+    answer(opts.json, r.target, `node ${r.target.node_id} at ${r.target.addr}\nkey   ${r.target.key}\ntier  ${r.target.tier}`);
   });
   withCommon(nodes.command("list").description("list known nodes").option("--refresh", "describe every node now (liveness, facts)")).action(
     async (opts: CommonOptions & { refresh?: boolean }) => {
-      const list = await withController(opts, (c) => (opts.refresh ? c.refreshTargets() : c.targets()));
-      print(opts.json, { targets: list }, targetTable(list));
+      const list = await withController(opts, (c) => (opts.refresh ? withSpinner("describing every node", opts.json, () => c.refreshTargets()) : c.targets()));
+      answer(opts.json, { targets: list }, targetTable(list, opts.json));
     },
   );
   withCommon(nodes.command("tier <node> <tier>").description("set a node's tier (by node id or address); chained as peer.tier")).action(
     async (ref: string, tierText: string, opts: CommonOptions) => {
       const tier = TierSchema.safeParse(tierText);
-      if (!tier.success) throw new CliError(describeZodIssues("tier", tier.error.issues));
+      if (!tier.success) throw invalidInput(describeZodIssues("tier", tier.error.issues));
       const ok = await withController(opts, async (c) => c.setTier(ref, tier.data));
       if (!ok) throw new CliError(`no known node ${ref}; add it first with \`berth nodes add HOST:PORT\``, 1);
-      print(opts.json, { node: ref, tier: tier.data }, `${ref}: tier ${tier.data}`);
+      answer(opts.json, { node: ref, tier: tier.data }, `${ref}: tier ${tier.data}`);
     },
   );
 
   withCommon(program.command("instances").description("list the placements this controller manages")).action(async (opts: CommonOptions) => {
     const list = await withController(opts, async (c) => c.placements());
-    const text =
-      list.length === 0
-        ? "no placed instances"
-        : list.map((p) => `${p.instance_id}  ${p.node_id}  ${p.variant}${p.adopted ? "  adopted" : ""}${p.pending ? `  pending ${p.pending}` : ""}`).join("\n");
-    print(opts.json, { placements: list }, text);
+    const rows = list.map((p) => [p.instance_id, p.node_id, p.variant, [p.adopted ? "adopted" : "", p.pending ? `pending ${p.pending}` : ""].filter(Boolean).join(", ")]);
+    const text = list.length === 0 ? "no placed instances; place one with `berth place PACKAGE`" : renderTable(["INSTANCE", "NODE", "VARIANT", "NOTE"], rows, { palette: stdoutPalette(opts.json) });
+    answer(opts.json, { placements: list }, text);
   });
 
   withCommon(
     program
-      .command("instance <verb> <id>")
+      .command("instance")
+      .addArgument(new Argument("<verb>", "what to do").choices(VERBS))
+      .argument("<id>", "the instance id (`berth instances` lists them)")
       .description(`act on a placed instance through its node: ${VERBS.join(", ")}`)
       .option("--grace-ms <ms>", "stop: SIGTERM grace before SIGKILL", "2000")
       .option("--tail-bytes <n>", "logs: bytes from the end of each stream", "65536"),
   ).action(async (verb: string, id: string, opts: CommonOptions & { graceMs: string; tailBytes: string }) => {
-    if (!(VERBS as readonly string[]).includes(verb)) throw new CliError(`verb ${JSON.stringify(verb)} is not one of ${VERBS.join(", ")}`);
     const grace = Number(opts.graceMs);
     const tail = Number(opts.tailBytes);
     if (!Number.isInteger(grace) || grace < 0 || grace > 60_000) throw new CliError("--grace-ms: must be an integer 0…60000");
     if (!Number.isInteger(tail) || tail < 0 || tail > 65_536) throw new CliError("--tail-bytes: must be an integer 0…65536");
     const r = await withController(opts, (c) => c.instance(verb as Verb, id, { grace_ms: grace, tail_bytes: tail }));
-    print(opts.json, r, verbText(r));
+    if (r.kind === "error" && r.code === "unknown_instance") throw unknownInstance(id, `${verb} ${id}: ${r.reason}`);
+    if (r.kind === "unreachable") throw unreachableNode(`${verb} ${id} on ${r.node}`, `${r.reason}; nothing changed on the controller`);
+    // A refused or indeterminate answer keeps its own fields; `error` is the same sentence people read.
+    answer(opts.json, { ok: r.kind === "ok", ...r, ...(r.kind === "ok" ? {} : { error: verbText(r) }) }, verbText(r));
     if (r.kind !== "ok") process.exitCode = 1;
   });
 
@@ -211,12 +212,13 @@ export function registerMeshCommands(program: Command): void {
     program.command("unsettled").description("decisions whose lost answer could not be reconciled yet").option("--settle", "ask their nodes now and adopt or release"),
   ).action(async (opts: CommonOptions & { settle?: boolean }) => {
     const doc = await withController(opts, async (c) => {
-      const report = opts.settle ? await c.settleReport() : null;
+      const report = opts.settle ? await withSpinner("asking the nodes of unsettled decisions", opts.json, () => c.settleReport()) : null;
       return { settled: report, unsettled: c.unsettled() };
     });
-    const lines = doc.unsettled.map((d) => `${d.decision_id}  ${d.name}  on ${d.node_id}`);
+    const rows = doc.unsettled.map((d) => [d.decision_id, d.name, d.node_id]);
     const head = doc.settled ? `settled: ${doc.settled.adopted} adopted, ${doc.settled.settledEmpty} released\n` : "";
-    print(opts.json, doc, `${head}${lines.length ? lines.join("\n") : "no unsettled decisions"}`);
+    const body = rows.length ? renderTable(["DECISION", "NAME", "NODE"], rows, { palette: stdoutPalette(opts.json) }) : "no unsettled decisions";
+    answer(opts.json, doc, `${head}${body}`);
   });
 }
 

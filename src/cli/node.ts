@@ -7,7 +7,8 @@ import { loadKeyFile } from "../keys/key-file.js";
 import { FILES } from "../mesh/node/config.js";
 import { NodeDaemon } from "../mesh/node/daemon.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
-import { CliError, describeZodIssues } from "./errors.js";
+import { CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
 import { berthVersion } from "./version.js";
 
@@ -17,7 +18,7 @@ const collect = (value: string, previous: string[] = []) => [...previous, value]
 function keys(flag: string, values: string[] | undefined): string[] {
   return (values ?? []).map((v) => {
     const parsed = HexKey.safeParse(v);
-    if (!parsed.success) throw new CliError(describeZodIssues(flag, parsed.error.issues));
+    if (!parsed.success) throw invalidInput(describeZodIssues(flag, parsed.error.issues));
     return parsed.data;
   });
 }
@@ -55,8 +56,7 @@ export function registerNodeCommands(program: Command): void {
         ...(opts.board ? { board: opts.board } : {}),
       });
       const doc = { data_dir: r.dataDir, node_id: r.nodeId, public_key: r.publicKey };
-      if (opts.json) console.log(JSON.stringify(doc));
-      else console.log(`node ${doc.node_id}\npublic key  ${doc.public_key}\ndata dir    ${doc.data_dir}`);
+      answer(opts.json, doc, `node ${doc.node_id}\npublic key  ${doc.public_key}\ndata dir    ${doc.data_dir}`);
     });
 
   node
@@ -71,6 +71,7 @@ export function registerNodeCommands(program: Command): void {
     .option("--name <name>", "display name override")
     .option("--poll-ms <ms>", "how often re-adopted instances are probed", "500")
     .option("--sweep-ms <ms>", "how often revoked instances are swept", "60000")
+    .option("--json", "accepted for uniformity: the one line serve prints is always a JSON document")
     .action(
       async (opts: {
         listen: string;
@@ -126,7 +127,6 @@ export function registerNodeCommands(program: Command): void {
     .action((opts: { dataDir: string; json?: boolean }) => {
       const key = loadKeyFile(join(resolve(opts.dataDir), FILES.key));
       const doc = { node_id: nodeIdOf(key.publicKey), public_key: key.publicKey };
-      if (opts.json) console.log(JSON.stringify(doc));
-      else console.log(`node ${doc.node_id}\npublic key  ${doc.public_key}`);
+      answer(opts.json, doc, `node ${doc.node_id}\npublic key  ${doc.public_key}`);
     });
 }

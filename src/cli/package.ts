@@ -7,7 +7,8 @@ import { EMPTY_REVOCATIONS, parseRevocations, type RevocationList } from "../cor
 import { loadKeyFile } from "../keys/key-file.js";
 import { SignersFileSchema } from "../mesh/node/config.js";
 import { buildPackage, initPackage, PackageError, signPackage, verifyPackageDir } from "../mesh/packages/dir.js";
-import { CliError, describeZodIssues } from "./errors.js";
+import { CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { answer } from "./output.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
@@ -31,9 +32,10 @@ export function registerPackageCommands(program: Command): void {
     .option("--kind <kind>", "package kind", "agent")
     .option("--entry <file>", "the entry program (a file in <dir>, executable)", "run.sh")
     .option("--network <network>", "none, lan or egress", "none")
-    .action((dir: string, opts: { name: string; kind: string; entry: string; network: string }) => {
+    .option("--json", "print one JSON document")
+    .action((dir: string, opts: { name: string; kind: string; entry: string; network: string; json?: boolean }) => {
       const network = z.enum(["none", "lan", "egress"]).safeParse(opts.network);
-      if (!network.success) throw new CliError(describeZodIssues("--network", network.error.issues));
+      if (!network.success) throw invalidInput(describeZodIssues("--network", network.error.issues));
       const path = wrap(() =>
         initPackage(resolve(dir), {
           name: opts.name,
@@ -43,7 +45,7 @@ export function registerPackageCommands(program: Command): void {
           network: network.data,
         }),
       );
-      console.log(`wrote ${path}; edit it, then run \`berth package build ${dir}\``);
+      answer(opts.json, { source_manifest: path }, `wrote ${path}; edit it, then run \`berth package build ${dir}\``);
     });
 
   pkg
@@ -52,8 +54,11 @@ export function registerPackageCommands(program: Command): void {
     .option("--json", "print one JSON document")
     .action((dir: string, opts: { json?: boolean }) => {
       const { packageId, statement } = wrap(() => buildPackage(resolve(dir)));
-      if (opts.json) console.log(JSON.stringify({ package_id: packageId, name: statement.name, version: statement.version }));
-      else console.log(`built ${statement.name} ${statement.version}\npackage id  ${packageId}\nnext: berth package sign ${dir} --key <signer key file>`);
+      answer(
+        opts.json,
+        { package_id: packageId, name: statement.name, version: statement.version },
+        `built ${statement.name} ${statement.version}\npackage id  ${packageId}\nnext: berth package sign ${dir} --key <signer key file>`,
+      );
     });
 
   pkg
@@ -64,8 +69,7 @@ export function registerPackageCommands(program: Command): void {
     .action((dir: string, opts: { key: string; json?: boolean }) => {
       const key = loadKeyFile(opts.key);
       const r = wrap(() => signPackage(resolve(dir), key));
-      if (opts.json) console.log(JSON.stringify({ package_id: r.packageId, signer: key.publicKey, signatures: r.signatures }));
-      else console.log(`signed ${r.packageId} with ${key.publicKey} (${r.signatures} signature(s))`);
+      answer(opts.json, { package_id: r.packageId, signer: key.publicKey, signatures: r.signatures }, `signed ${r.packageId} with ${key.publicKey} (${r.signatures} signature(s))`);
     });
 
   pkg
@@ -79,7 +83,7 @@ export function registerPackageCommands(program: Command): void {
       const trusted = new Set<string>();
       for (const k of opts.signer ?? []) {
         const parsed = HexKey.safeParse(k);
-        if (!parsed.success) throw new CliError(describeZodIssues("--signer", parsed.error.issues));
+        if (!parsed.success) throw invalidInput(describeZodIssues("--signer", parsed.error.issues));
         trusted.add(parsed.data);
       }
       if (opts.signers) {
@@ -90,7 +94,7 @@ export function registerPackageCommands(program: Command): void {
           throw new CliError(`--signers: ${opts.signers} is missing or not valid JSON`);
         }
         const parsed = SignersFileSchema.safeParse(raw);
-        if (!parsed.success) throw new CliError(describeZodIssues(opts.signers, parsed.error.issues));
+        if (!parsed.success) throw invalidInput(describeZodIssues(opts.signers, parsed.error.issues));
         for (const s of parsed.data) trusted.add(s.key);
       }
       let revocations: RevocationList | null = EMPTY_REVOCATIONS;
@@ -99,8 +103,7 @@ export function registerPackageCommands(program: Command): void {
         revocations = loaded.ok ? loaded.value : null;
       }
       const v = verifyPackageDir(resolve(dir), trusted, revocations);
-      if (opts.json) console.log(JSON.stringify(v.ok ? { ok: true, package_id: v.packageId, signers: v.signers } : { ok: false, reason: v.reason }));
-      else console.log(v.ok ? `ok: ${v.packageId} signed by ${v.signers.join(", ")}` : `refused: ${v.reason}`);
+      answer(opts.json, v.ok ? { ok: true, package_id: v.packageId, signers: v.signers } : { ok: false, error: `refused: ${v.reason}`, reason: v.reason }, v.ok ? `ok: ${v.packageId} signed by ${v.signers.join(", ")}` : `refused: ${v.reason}`);
       if (!v.ok) process.exitCode = 1;
     });
 }

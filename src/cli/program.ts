@@ -1,7 +1,9 @@
-/** The berth command tree, grouped by topic. */
+/** The berth command tree; `berth --help` groups it by topic (help.ts), whatever the order of the calls below. */
 import { Command } from "commander";
 import { registerAgentCommands } from "./agents.js";
 import { registerAuditCommands } from "./audit.js";
+import { registerCompletionCommands } from "./completion.js";
+import { presentForPeople } from "./help.js";
 import { registerK8sCommands } from "./k8s.js";
 import { registerKeyCommands } from "./keys.js";
 import { registerMeshCommands } from "./mesh.js";
@@ -17,6 +19,9 @@ export function buildProgram(): Command {
     .description("berth: run every agent in exactly one place, on Kubernetes or on your own machines, with a signed record of it")
     .version(berthVersion(), "-V, --version", "print berth's version")
     .showHelpAfterError("(run with --help for usage)");
+  // First: commander copies help, output and exit settings to the subcommands registered after it.
+  presentForPeople(program);
+  registerCompletionCommands(program);
   registerKeyCommands(program);
   registerAuditCommands(program);
   registerK8sCommands(program);

@@ -9,6 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { CliError } from "./errors.js";
+import { answer } from "./output.js";
 import { berthVersion } from "./version.js";
 
 export function registerProviderCommands(program: Command): void {
@@ -34,7 +35,8 @@ export function registerProviderCommands(program: Command): void {
     .command("install")
     .description("write ~/.local/bin/buzz-backend-berth, a shim with absolute paths Buzz Desktop discovers on PATH")
     .option("--dir <dir>", "where to write the shim", join(homedir(), ".local", "bin"))
-    .action((opts: { dir: string }) => {
+    .option("--json", "print one JSON document")
+    .action((opts: { dir: string; json?: boolean }) => {
       const entry = join(dirname(fileURLToPath(import.meta.url)), "buzz-backend.js");
       if (!existsSync(entry)) throw new CliError(`${entry} is missing; build berth first (npx tsc -p .)`);
       const shim = join(opts.dir, "buzz-backend-berth");
@@ -42,6 +44,6 @@ export function registerProviderCommands(program: Command): void {
       // Absolute paths: GUI callers have a minimal PATH and may run a staged copy (P-1).
       writeFileSync(shim, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(entry)} "$@"\n`);
       chmodSync(shim, 0o755);
-      console.log(`wrote ${shim}`);
+      answer(opts.json, { shim }, `wrote ${shim}`);
     });
 }

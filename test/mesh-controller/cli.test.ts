@@ -77,6 +77,7 @@ describe("berth place, nodes, instances, instance and unsettled", () => {
     expect(dry.stdout).not.toContain("dispatch:");
     const unknown = await berth("instance", "status", "probe-000000000000");
     expect(unknown.code).toBe(1);
-    expect(unknown.stdout).toContain("no placed instance probe-000000000000");
+    expect(unknown.stderr).toContain("no placed instance probe-000000000000");
+    expect(unknown.stderr).toContain("`berth instances` lists the placed instances");
   });
 });
