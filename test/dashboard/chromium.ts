@@ -45,3 +45,6 @@ export function requireChromium(skip: (reason: string) => void): void {
   if (process.env.CI === "true") throw new Error(`the dashboard's browser test cannot run: ${missing}`);
   skip(missing);
 }
+
+/** How long a browser test waits for a condition on the page: the same deadline as playwright's own actions. */
+export const WAIT = { timeout: 30_000 } as const;

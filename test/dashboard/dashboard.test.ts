@@ -14,7 +14,7 @@ import { berthBin, repoRoot } from "../support/built.js";
 import { killAll, spawnNode } from "../support/process.js";
 import { processesUnder } from "../support/processes-under.js";
 import { builtDashboard } from "./built-web.js";
-import { type Browser, launchChromium, requireChromium } from "./chromium.js";
+import { type Browser, launchChromium, requireChromium, WAIT } from "./chromium.js";
 
 const artifacts = join(repoRoot, "test-artifacts", "dashboard");
 const home = mkdtempSync(join(tmpdir(), "berth-dashboard-"));
@@ -54,7 +54,7 @@ describe("the dashboard in chromium against berth up", () => {
     const page = await browser.context.newPage();
     await page.goto(url);
     // The token moves to sessionStorage and leaves the address bar.
-    await expect.poll(() => page.url()).not.toContain("token=");
+    await expect.poll(() => page.url(), WAIT).not.toContain("token=");
     // Set once: if the page reloaded, this marker would be gone.
     await page.evaluate("window.__sameDocument = true");
 
@@ -67,13 +67,13 @@ describe("the dashboard in chromium against berth up", () => {
     // Place a package: the dry run first (every candidate with its verdict), then the real thing.
     await page.getByRole("tab", { name: "Place a package" }).click();
     const packageBox = page.getByRole("combobox", { name: "Package" });
-    await expect.poll(() => packageBox.locator("option", { hasText: "heartbeat" }).count()).toBeGreaterThan(0);
+    await expect.poll(() => packageBox.locator("option", { hasText: "heartbeat" }).count(), WAIT).toBeGreaterThan(0);
     const heartbeat = await packageBox.locator("option", { hasText: "heartbeat" }).first().getAttribute("value");
     await packageBox.selectOption(heartbeat ?? "");
     // A refused request shows the server's message, which names the field.
     await page.getByRole("textbox", { name: "Name" }).fill("Not_A_Name");
     await page.getByRole("button", { name: "Explain (dry run)" }).click();
-    await expect.poll(() => page.getByRole("alert").textContent()).toMatch(/The dry run failed: .*name/);
+    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toMatch(/The dry run failed: .*name/);
     await page.getByRole("textbox", { name: "Name" }).fill("dash-probe");
     await page.getByRole("button", { name: "Explain (dry run)" }).click();
     const dryRun = page.getByRole("region", { name: "Dry-run explain" });
@@ -84,7 +84,7 @@ describe("the dashboard in chromium against berth up", () => {
 
     await page.getByRole("button", { name: "Place", exact: true }).click();
     const placed = page.getByText(/^Placed dash-probe as instance (\S+)\.$/);
-    await placed.waitFor({ timeout: 30_000 });
+    await placed.waitFor(WAIT);
     const instanceId = /instance (\S+)\.$/.exec((await placed.textContent()) ?? "")?.[1] ?? "";
     expect(instanceId).not.toBe("");
     const report = page.getByRole("region", { name: "Placement report" });
@@ -102,8 +102,8 @@ describe("the dashboard in chromium against berth up", () => {
 
     // Stop it; the list learns the new state from the audit event, without a reload.
     await details.getByRole("button", { name: "Stop" }).click();
-    await details.getByText("stop: ok").waitFor({ timeout: 30_000 });
-    await expect.poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), { timeout: 30_000 }).not.toMatch(/running/);
+    await details.getByText("stop: ok").waitFor(WAIT);
+    await expect.poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), WAIT).not.toMatch(/running/);
     await shot(page, "5-stopped");
 
     // Placements: the past decision's explain; unsettled: nothing to settle; Kubernetes: not configured here.
@@ -113,7 +113,7 @@ describe("the dashboard in chromium against berth up", () => {
     await expect(past.getByRole("table", { name: "attempts for dash-probe" }).textContent()).resolves.toContain("placed");
     await page.getByRole("tab", { name: "Unsettled" }).click();
     await page.getByRole("button", { name: "Settle unsettled decisions" }).click();
-    await page.getByText("Settled: adopted 0, settled empty 0, still unsettled 0.").waitFor({ timeout: 30_000 });
+    await page.getByText("Settled: adopted 0, settled empty 0, still unsettled 0.").waitFor(WAIT);
     await page.getByRole("tab", { name: "Kubernetes" }).click();
     await page.getByText("No Kubernetes context configured").waitFor();
 
@@ -123,24 +123,24 @@ describe("the dashboard in chromium against berth up", () => {
     const agent = page.getByRole("region", { name: "agent heartbeat" });
     await expect(agent.textContent()).resolves.toContain("State running");
     await agent.getByRole("button", { name: "Show agent logs" }).click();
-    await expect.poll(() => agent.locator("pre").first().textContent(), { timeout: 30_000 }).toContain("heartbeat");
+    await expect.poll(() => agent.locator("pre").first().textContent(), WAIT).toContain("heartbeat");
 
     // Nodes: described on opening (alive, with their names); the operator's tier is set from the list.
     await page.getByRole("tab", { name: "Nodes" }).click();
     const nodes = page.getByRole("table", { name: "nodes" });
-    await expect.poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).textContent(), { timeout: 30_000 }).toContain("alive");
+    await expect.poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).textContent(), WAIT).toContain("alive");
     await page.getByRole("combobox", { name: "Tier of pi-garage" }).selectOption("pinned");
-    await expect.poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).getByRole("combobox").inputValue()).toBe("pinned");
+    await expect.poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).getByRole("combobox").inputValue(), WAIT).toBe("pinned");
     await shot(page, "6-nodes");
 
     // The audit tail received the place, the stop and the tier over the stream (it loaded its history before them).
     await page.getByRole("tab", { name: "Audit" }).click();
     const log = page.getByRole("log", { name: "audit events" });
-    await expect.poll(() => log.textContent(), { timeout: 30_000 }).toContain("peer.tier");
+    await expect.poll(() => log.textContent(), WAIT).toContain("peer.tier");
     await expect(log.textContent()).resolves.toContain("workload.stop");
     await expect(log.textContent()).resolves.toContain("name=dash-probe");
     await page.getByRole("button", { name: "Verify chain" }).click();
-    await expect.poll(() => page.getByLabel("verify result").textContent(), { timeout: 30_000 }).toMatch(/^Verified: \d+ events/);
+    await expect.poll(() => page.getByLabel("verify result").textContent(), WAIT).toMatch(/^Verified: \d+ events/);
     await shot(page, "7-audit");
     await expect(page.evaluate("window.__sameDocument")).resolves.toBe(true);
 

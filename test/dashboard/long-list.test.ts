@@ -6,7 +6,7 @@
 import type { Server } from "node:http";
 import { afterAll, describe, expect, it } from "vitest";
 import { builtDashboard } from "./built-web.js";
-import { type Browser, launchChromium, requireChromium } from "./chromium.js";
+import { type Browser, launchChromium, requireChromium, WAIT } from "./chromium.js";
 import { startStub } from "./stub-api.js";
 
 let browser: Browser | null = null;
@@ -37,7 +37,7 @@ describe("the instances view with 1,000 instances", () => {
     await expect(table.locator("tbody tr").count()).resolves.toBe(50);
 
     await page.getByRole("searchbox", { name: "Filter instances" }).fill("agent-0999");
-    await expect.poll(() => table.locator("tbody tr").count()).toBe(1);
+    await expect.poll(() => table.locator("tbody tr").count(), WAIT).toBe(1);
     await expect(page.getByRole("status").filter({ hasText: "1 of 1000 instances" }).count()).resolves.toBe(1);
     await expect(page.getByRole("navigation", { name: "instances pages" }).count()).resolves.toBe(0);
   }, 60_000);
