@@ -15,7 +15,8 @@ afterAll(removeHomes);
 // The only verbs without --json, and why.
 const EXEMPT: Record<string, string> = {
   "provider kubernetes": "Buzz Desktop's provider protocol: its one output line is always JSON, fixed by that protocol",
-  up: "src/cli/up.ts belongs to the berth up work (issue 8 part 1); it prints a tour for people and runs until Ctrl-C",
+  // Owned by the berth up work; its version on main has --json, so after the merge this line can go.
+  up: "src/cli/up.ts belongs to the berth up work (issue 8 part 1), not to this branch",
 };
 
 const leaves = () => commandTree(buildProgram()).filter((n) => n.leaf && n.path.length > 0);
@@ -25,7 +26,8 @@ describe("--json on every verb", () => {
     const missing = leaves()
       .filter((n) => !n.options.some((o) => o.flag === "--json"))
       .map((n) => n.path.join(" "));
-    expect(missing.sort()).toEqual(Object.keys(EXEMPT).sort());
+    expect(missing.filter((verb) => !(verb in EXEMPT))).toEqual([]);
+    expect(missing, "the provider protocol keeps its own JSON line").toContain("provider kubernetes");
   });
 
   // The cheap verbs, in one berth home: answers and refusals alike are one document.
