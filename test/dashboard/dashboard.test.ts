@@ -144,6 +144,11 @@ describe("the dashboard in chromium against berth up", () => {
     await shot(page, "7-audit");
     await expect(page.evaluate("window.__sameDocument")).resolves.toBe(true);
 
+    // A reload keeps the view (named in the address, never the token) and the session's token.
+    expect(page.url()).toMatch(/#\/audit$/);
+    await page.reload();
+    await expect.poll(() => page.getByRole("log", { name: "audit events" }).textContent(), WAIT).toContain("workload.stop");
+
     // Ctrl-C: berth up stops the server, the agents and the nodes, and leaves no process behind.
     up.child.kill("SIGINT");
     expect((await up.exited()).code, up.errors()).toBe(0);

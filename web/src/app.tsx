@@ -27,6 +27,12 @@ const TABS = [
 ] as const;
 type Tab = (typeof TABS)[number][0];
 
+/** The view in the address (`#/nodes`), so a reload or a shared link opens the same view (never the token). */
+function tabInLocation(): Tab {
+  const named = window.location.hash.replace(/^#\/?/, "");
+  return TABS.find(([id]) => id === named)?.[0] ?? "instances";
+}
+
 export function NoToken() {
   return (
     <main>
@@ -43,7 +49,11 @@ export function App({ token }: { token: string }) {
   const api = useMemo(() => new BerthApi(token), [token]);
   const { revision, bump } = useRevision();
   const tail = useAuditTail(api, bump);
-  const [tab, setTab] = useState<Tab>("instances");
+  const [tab, setTab] = useState<Tab>(tabInLocation);
+  const show = (id: Tab) => {
+    setTab(id);
+    history.replaceState(null, "", `#/${id}`);
+  };
   const live = useMemo(() => ({ api, revision, bump }), [api, revision, bump]);
 
   return (
@@ -52,7 +62,7 @@ export function App({ token }: { token: string }) {
         <h1>berth</h1>
         <div role="tablist" aria-label="views">
           {TABS.map(([id, label]) => (
-            <button type="button" role="tab" key={id} id={`tab-${id}`} aria-selected={tab === id} aria-controls="view" onClick={() => setTab(id)}>
+            <button type="button" role="tab" key={id} id={`tab-${id}`} aria-selected={tab === id} aria-controls="view" onClick={() => show(id)}>
               {label}
             </button>
           ))}
@@ -61,14 +71,14 @@ export function App({ token }: { token: string }) {
       </header>
       <main>
         <div id="view" role="tabpanel" aria-labelledby={`tab-${tab}`}>
-        {tab === "instances" && <InstancesView />}
-        {tab === "place" && <PlaceView />}
-        {tab === "placements" && <PlacementsView />}
-        {tab === "nodes" && <NodesView />}
-        {tab === "unsettled" && <UnsettledView />}
-        {tab === "agents" && <AgentsView />}
-        {tab === "kubernetes" && <KubernetesView />}
-        {tab === "audit" && <AuditView tail={tail} />}
+          {tab === "instances" && <InstancesView />}
+          {tab === "place" && <PlaceView />}
+          {tab === "placements" && <PlacementsView />}
+          {tab === "nodes" && <NodesView />}
+          {tab === "unsettled" && <UnsettledView />}
+          {tab === "agents" && <AgentsView />}
+          {tab === "kubernetes" && <KubernetesView />}
+          {tab === "audit" && <AuditView tail={tail} />}
         </div>
       </main>
     </LiveContext.Provider>
