@@ -8,6 +8,12 @@ import { stderrPalette } from "./style.js";
 
 const json = jsonRequested(process.argv.slice(2));
 
+// `berth … | head` closes the pipe early: the reader has what it wanted, so that ends the command quietly.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
+
 buildProgram()
   .parseAsync(process.argv)
   .catch((error: unknown) => {

@@ -58,3 +58,20 @@ describe("berth --help", () => {
     expect(sections(r.stdout).get("Commands:")).toEqual(expect.arrayContaining(["verify", "tail", "export"]));
   });
 });
+
+describe("berth writing into a closed pipe", () => {
+  it("ends quietly with status 0 when the reader has gone (berth --help | head -1)", async () => {
+    const { spawn } = await import("node:child_process");
+    const { berthBin } = await import("../support/built.js");
+    const child = spawn(process.execPath, [berthBin(), "--help"], { stdio: ["ignore", "pipe", "pipe"] });
+    // The reader closes its end before berth has started, so berth's first write meets a closed pipe (EPIPE).
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    const code = await new Promise<number | null>((done) => child.on("exit", (c) => done(c)));
+    expect(stderr).toBe("");
+    expect(code).toBe(0);
+  });
+});
