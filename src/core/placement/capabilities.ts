@@ -80,68 +80,62 @@ const NONE: readonly Capability[] = [];
 /** Reads the capabilities with one exact id from a node's facts. */
 export type CapabilityLookup = (facts: NodeFacts) => readonly Capability[];
 
+/** The capabilities of one kind a node has under one id, `null` for none. */
+type DerivedLookup = (facts: NodeFacts) => Capability[] | null;
+
+function nonEmpty(list: Capability[]): Capability[] | null {
+  return list.length > 0 ? list : null;
+}
+
 /**
  * The derived capabilities (typed facts) an exact id can name, with the id taken apart once: which fact it reads
  * and with which key. `null` when the id names no typed fact (only accelerators and extra capabilities can match).
+ * Each answer is allocated at its size (a one-element literal for the single-valued facts): this runs for every
+ * requirement on every node.
  */
-function derivedLookup(id: string): ((facts: NodeFacts, out: Capability[]) => void) | null {
+function derivedLookup(id: string): DerivedLookup | null {
   if (id.startsWith("cpu.arch.")) {
     const arch = id.slice(9);
-    return (facts, out) => {
-      if (facts.arch === arch) out.push({ id, attrs: { count: facts.cpu.count }, provenance: "probed" });
-    };
+    return (facts) => (facts.arch === arch ? [{ id, attrs: { count: facts.cpu.count }, provenance: "probed" }] : null);
   }
   if (id.startsWith("os.")) {
     const os = id.slice(3);
-    return (facts, out) => {
-      if (facts.os === os) out.push({ id, attrs: {}, provenance: "probed" });
-    };
+    return (facts) => (facts.os === os ? [{ id, attrs: {}, provenance: "probed" }] : null);
   }
   if (id.startsWith("node.class.")) {
     const board = id.slice(11);
-    return (facts, out) => {
-      if (facts.board === board) out.push({ id, attrs: {}, provenance: "probed" });
-    };
+    return (facts) => (facts.board === board ? [{ id, attrs: {}, provenance: "probed" }] : null);
   }
   if (id === "mem.system") {
-    return (facts, out) => {
-      out.push({ id, attrs: { total_bytes: facts.memory.total_bytes, available_bytes: facts.memory.available_bytes }, provenance: "probed" });
-    };
+    return (facts) => [{ id, attrs: { total_bytes: facts.memory.total_bytes, available_bytes: facts.memory.available_bytes }, provenance: "probed" }];
   }
   if (id === "runtime.native") {
-    return (facts, out) => {
-      for (const r of facts.routes) if (r.route === "native") out.push({ id, attrs: { arches: [...r.arches] }, provenance: "probed" });
-    };
+    return (facts) => nonEmpty(facts.routes.filter((r) => r.route === "native").map((r) => ({ id, attrs: { arches: [...r.arches] }, provenance: "probed" })));
   }
   if (id.startsWith("runtime.emulated.")) {
     const via = id.slice(17);
-    return (facts, out) => {
-      for (const r of facts.routes) {
-        if (r.route === "emulated" && r.via === via) out.push({ id, attrs: { arches: [...r.arches] }, provenance: r.provenance });
-      }
+    return (facts) => {
+      const out: Capability[] = [];
+      for (const r of facts.routes) if (r.route === "emulated" && r.via === via) out.push({ id, attrs: { arches: [...r.arches] }, provenance: r.provenance });
+      return nonEmpty(out);
     };
   }
   if (id.startsWith("runtime.interp.")) {
     const name = id.slice(15);
-    return (facts, out) => {
-      for (const i of facts.interpreters) if (i.name === name) out.push({ id, attrs: { version: i.version }, provenance: i.provenance });
-    };
+    return (facts) => nonEmpty(facts.interpreters.filter((i) => i.name === name).map((i) => ({ id, attrs: { version: i.version }, provenance: i.provenance })));
   }
   if (id.startsWith("label.")) {
     const key = id.slice(6);
-    return (facts, out) => {
-      if (Object.hasOwn(facts.labels, key)) out.push({ id, attrs: { value: facts.labels[key] ?? "" }, provenance: "claimed" });
-    };
+    return (facts) => (Object.hasOwn(facts.labels, key) ? [{ id, attrs: { value: facts.labels[key] ?? "" }, provenance: "claimed" }] : null);
   }
   if (id.startsWith("perf.")) {
     const metric = id.slice(5);
-    return (facts, out) => {
-      for (const p of facts.perf) {
-        if (p.metric === metric) {
-          out.push({ id, attrs: { subject: p.subject, value_milli: p.value_milli, direction: p.direction }, provenance: p.provenance });
-        }
-      }
-    };
+    return (facts) =>
+      nonEmpty(
+        facts.perf
+          .filter((p) => p.metric === metric)
+          .map((p) => ({ id, attrs: { subject: p.subject, value_milli: p.value_milli, direction: p.direction }, provenance: p.provenance })),
+      );
   }
   return null;
 }
@@ -153,13 +147,12 @@ function derivedLookup(id: string): ((facts: NodeFacts, out: Capability[]) => vo
 export function capabilityLookup(id: string): CapabilityLookup {
   const derived = derivedLookup(id);
   return (facts) => {
-    const out: Capability[] = [];
-    derived?.(facts, out);
+    let out = derived === null ? null : derived(facts);
     for (const a of facts.accelerators) {
-      if (a.id === id) out.push({ id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
+      if (a.id === id) (out ??= []).push({ id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
     }
-    for (const c of facts.capabilities) if (c.id === id) out.push(c);
-    return out.length > 0 ? out : NONE;
+    for (const c of facts.capabilities) if (c.id === id) (out ??= []).push(c);
+    return out ?? NONE;
   };
 }
 
