@@ -8,13 +8,13 @@
 import { resolve } from "node:path";
 import { Argument, type Command } from "commander";
 import { recordKubernetesDeploy, recordMeshDeploy } from "../agents/audit.js";
-import { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "../agents/kubernetes.js";
-import { currentInstance, deployMeshAgent, type MeshAgentDeps, meshAgentStatus } from "../agents/mesh.js";
+import { deployKubernetesAgent, type PreparedDeploy, refOf } from "../agents/kubernetes.js";
+import { currentInstance, deployMeshAgent, type MeshAgentDeps } from "../agents/mesh.js";
 import { type AgentRecord, AgentRegistry } from "../agents/registry.js";
 import { type LoadedSpec, loadSpecFile, meshIntentOf, readNsec, specFromText } from "../agents/spec-file.js";
-import { type AgentDeployResult, agentStateOf, deployEventPayload } from "../core/agents/deploy-event.js";
+import { type AgentState, kubernetesAgentState, meshAgentState, unknownAgentState } from "../agents/state.js";
+import { type AgentDeployResult, deployEventPayload } from "../core/agents/deploy-event.js";
 import { kubernetesDeployRequest } from "../core/agents/kubernetes-request.js";
-import type { JsonObject } from "../core/crypto/canonical.js";
 import type { SigningKey } from "../core/crypto/ed25519.js";
 import { loadKeyFile } from "../keys/key-file.js";
 import { openK8sChain } from "../kubernetes/audit.js";
@@ -23,7 +23,7 @@ import { realClock } from "../kubernetes/clock.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { prepareDeploy } from "../kubernetes/prepare.js";
 import { settingsFromEnv } from "../kubernetes/settings.js";
-import { status as k8sStatus, stop as k8sStop } from "../kubernetes/verbs.js";
+import { stop as k8sStop } from "../kubernetes/verbs.js";
 import { NodeClient } from "../mesh/client/node-client.js";
 import { MeshController } from "../mesh/controller/index.js";
 import { TcpConnector } from "../mesh/transport/tcp.js";
@@ -184,38 +184,15 @@ function printDeploy(r: AgentDeployResult, json: boolean | undefined): void {
 
 // ---- status of an agent on its target -----------------------------------------------------------------------------
 
-interface AgentState {
-  readonly name: string;
-  readonly target: string;
-  readonly state: string;
-  readonly row: string | null;
-  readonly next: string | null;
-  readonly instance: string | null;
-  readonly observation: JsonObject | null;
-  readonly error: string | null;
-}
-
-async function meshState(deps: MeshAgentDeps, rec: AgentRecord): Promise<AgentState> {
-  const s = await meshAgentStatus(deps, rec.name, rec.intent);
-  const instances = (s.observation.instances as JsonObject[]).map((i) => String(i.instance_id));
-  return { name: rec.name, target: "mesh", state: agentStateOf(s.row), row: s.row, next: s.next, instance: instances.join(",") || null, observation: s.observation, error: null };
-}
-
 async function kubernetesState(rec: AgentRecord, loaded: LoadedSpec, opts: CommonOptions): Promise<AgentState> {
-  const base = { name: rec.name, target: "kubernetes" };
   const nsec = readNsec(loaded, process.env);
-  if (!nsec.ok) return { ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error: nsec.error };
+  if (!nsec.ok) return unknownAgentState(rec, nsec.error);
   const prepared = prepareDeploy(kubernetesDeployRequest(loaded.spec, nsec.value), { requireCommand: false });
-  if (!prepared.ok) return { ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error: prepared.error };
+  if (!prepared.ok) return unknownAgentState(rec, prepared.error);
   const c = await connect(opts.context ?? prepared.inputs.config.context);
-  if (!c.ok) return { ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error: c.error };
+  if (!c.ok) return unknownAgentState(rec, c.error);
   try {
-    const seen = await observeKubernetes(c.cluster, prepared);
-    if (!seen.ok) return { ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error: seen.error };
-    const st = await k8sStatus({ cluster: c.cluster, clock: realClock }, refOf(prepared), prepared.fingerprint);
-    const observation = "error" in st ? seen.observation : { ...seen.observation, condition: st.condition ?? null, intent: st.intent ?? null };
-    const next = seen.action.kind === "delete" ? `replace (${seen.action.cause})` : seen.action.kind;
-    return { ...base, state: agentStateOf(seen.row), row: seen.row, next, instance: seen.row === "no-instance" ? null : seen.pod, observation, error: null };
+    return await kubernetesAgentState(c.cluster, realClock, rec.name, prepared);
   } finally {
     c.cluster.close();
   }
@@ -254,11 +231,11 @@ export function registerAgentCommands(program: Command): void {
     const states: AgentState[] = [];
     const mesh = records.filter((r) => r.target === "mesh");
     if (mesh.length > 0) await withMesh(opts, async (deps) => {
-      for (const rec of mesh) states.push(await meshState(deps, rec));
+      for (const rec of mesh) states.push(await meshAgentState(deps, rec));
     });
     for (const rec of records.filter((r) => r.target === "kubernetes")) {
       const loaded = specFromText(rec.spec_text, rec.spec_path);
-      states.push(loaded.ok ? await kubernetesState(rec, loaded.value, opts) : { name: rec.name, target: "kubernetes", state: "unknown", row: null, next: null, instance: null, observation: null, error: loaded.error });
+      states.push(loaded.ok ? await kubernetesState(rec, loaded.value, opts) : unknownAgentState(rec, loaded.error));
     }
     states.sort((a, b) => (a.name < b.name ? -1 : 1));
     answer(opts.json, { agents: states }, stateTable(states, opts.json));
@@ -291,7 +268,7 @@ export function registerAgentCommands(program: Command): void {
     if (record.target === "mesh") {
       await withMesh(opts, async (deps) => {
         if (verb === "status") {
-          const s = await meshState(deps, record);
+          const s = await meshAgentState(deps, record);
           answer(opts.json, s, `${s.name} (mesh): ${s.state}${s.instance ? ` — ${s.instance}` : ""}\nrow: ${s.row}; a deploy now would: ${s.next}\n${JSON.stringify(s.observation, null, 2)}`);
           return;
         }

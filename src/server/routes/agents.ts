@@ -10,17 +10,18 @@
 import { join } from "node:path";
 import type { z } from "zod";
 import { recordKubernetesDeploy, recordMeshDeploy } from "../../agents/audit.js";
-import { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "../../agents/kubernetes.js";
-import { currentInstance, deployMeshAgent, type MeshAgentDeps, meshAgentStatus } from "../../agents/mesh.js";
+import { deployKubernetesAgent, type PreparedDeploy, refOf } from "../../agents/kubernetes.js";
+import { currentInstance, deployMeshAgent, type MeshAgentDeps } from "../../agents/mesh.js";
 import type { AgentRecord } from "../../agents/registry.js";
 import { type LoadedSpec, meshIntentOf, readNsec, specFromText } from "../../agents/spec-file.js";
-import { type AgentDeployResult, agentStateOf, deployEventPayload } from "../../core/agents/deploy-event.js";
+import { type AgentState, kubernetesAgentState, meshAgentState, unknownAgentState } from "../../agents/state.js";
+import { type AgentDeployResult, deployEventPayload } from "../../core/agents/deploy-event.js";
 import { kubernetesDeployRequest } from "../../core/agents/kubernetes-request.js";
 import { AgentSpecSchema } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { prepareDeploy } from "../../kubernetes/prepare.js";
-import { status as k8sStatus, stop as k8sStop } from "../../kubernetes/verbs.js";
-import type { AgentStateSchema, Inputs } from "../contract.js";
+import { stop as k8sStop } from "../../kubernetes/verbs.js";
+import type { Inputs } from "../contract.js";
 import { ApiError, invalidRequest, notFound } from "../errors.js";
 import type { Answer, CallContext, Handlers } from "../handler.js";
 import type { ServerState } from "../state.js";
@@ -97,31 +98,16 @@ async function runDeploy(ctx: CallContext, loaded: LoadedSpec, userReplace: bool
   return { body: deployEventPayload(result), refs };
 }
 
-/** `berth agents --json` rows: the agent, its target, the classification row and what a deploy would do now. */
-type AgentState = z.infer<typeof AgentStateSchema>;
-
+/** `berth agents --json` rows (src/agents/state.ts): the agent, its target, the classification row and what a deploy would do now. */
 async function stateOf(state: ServerState, record: AgentRecord): Promise<AgentState> {
-  const base = { name: record.name, target: record.target };
-  const unknown = (error: string): AgentState => ({ ...base, state: "unknown", row: null, next: null, instance: null, observation: null, error });
   const loaded = specFromText(record.spec_text, record.spec_path);
-  if (!loaded.ok) return unknown(loaded.error);
-  if (record.target === "mesh") {
-    const s = await meshAgentStatus(meshDeps(state), record.name, record.intent);
-    const instances = (s.observation.instances as JsonObject[]).map((i) => String(i.instance_id));
-    return { ...base, state: agentStateOf(s.row), row: s.row, next: s.next, instance: instances.join(",") || null, observation: s.observation, error: null };
-  }
+  if (!loaded.ok) return unknownAgentState(record, loaded.error);
+  if (record.target === "mesh") return meshAgentState(meshDeps(state), record);
   try {
     const prepared = preparedKubernetes(loaded.value);
-    return await withCluster(state, prepared.inputs.config.context, async (cluster) => {
-      const seen = await observeKubernetes(cluster, prepared);
-      if (!seen.ok) return unknown(seen.error);
-      const st = await k8sStatus({ cluster, clock: state.kubernetes.clock }, refOf(prepared), prepared.fingerprint);
-      const observation = "error" in st ? seen.observation : { ...seen.observation, condition: st.condition ?? null, intent: st.intent ?? null };
-      const next = seen.action.kind === "delete" ? `replace (${seen.action.cause})` : seen.action.kind;
-      return { ...base, state: agentStateOf(seen.row), row: seen.row, next, instance: seen.row === "no-instance" ? null : seen.pod, observation, error: null };
-    });
+    return await withCluster(state, prepared.inputs.config.context, (cluster) => kubernetesAgentState(cluster, state.kubernetes.clock, record.name, prepared));
   } catch (error) {
-    if (error instanceof ApiError) return unknown(error.message);
+    if (error instanceof ApiError) return unknownAgentState(record, error.message);
     throw error;
   }
 }
