@@ -140,6 +140,13 @@ function derivedLookup(id: string): DerivedLookup | null {
   return null;
 }
 
+/** `list` with `c` appended, allocating only when there was none: most lookups find nothing beyond the typed facts. */
+function withOne(list: Capability[] | null, c: Capability): Capability[] {
+  if (list === null) return [c];
+  list.push(c);
+  return list;
+}
+
 /**
  * The lookup for one exact id: the same answer as filtering `capabilitiesOf(facts)`, without building that list.
  * Resolving the id costs a few string tests, so the engine resolves each requirement's id once per decision.
@@ -149,9 +156,9 @@ export function capabilityLookup(id: string): CapabilityLookup {
   return (facts) => {
     let out = derived === null ? null : derived(facts);
     for (const a of facts.accelerators) {
-      if (a.id === id) (out ??= []).push({ id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
+      if (a.id === id) out = withOne(out, { id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
     }
-    for (const c of facts.capabilities) if (c.id === id) (out ??= []).push(c);
+    for (const c of facts.capabilities) if (c.id === id) out = withOne(out, c);
     return out ?? NONE;
   };
 }
