@@ -43,9 +43,31 @@ export function registerUpCommands(program: Command): void {
     .action(async (opts: { dataDir: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; port: string; json?: boolean }) => {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`--port ${JSON.stringify(opts.port)} must be a port number 0…65535`, 2);
+      // Whatever asks berth up to stop — Ctrl-C, SIGTERM, a closed terminal (SIGHUP), or a reader of its output that
+      // went away (EPIPE) — stops what it started, through the same clean path: never an orphaned node or agent.
+      // A request during set-up is honoured as soon as set-up ends.
+      let stopReason: string | null = null;
+      let requestStop = (_why: string) => {};
+      const stopRequested = new Promise<string>((resolveStop) => {
+        requestStop = (why) => {
+          stopReason ??= why;
+          resolveStop(stopReason);
+        };
+        for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => requestStop(signal));
+      });
+      let outputGone = false;
+      for (const stream of [process.stdout, process.stderr]) {
+        stream.removeAllListeners("error");
+        stream.on("error", () => {
+          outputGone = true;
+          requestStop("output closed");
+        });
+      }
       // With --json stdout carries the one document; what people read goes to stderr.
       const out = opts.json ? process.stderr : process.stdout;
-      const log = (line: string) => out.write(`${line}\n`);
+      const log = (line: string) => {
+        if (!outputGone) out.write(`${line}\n`);
+      };
       const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
       const started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log });
       const kubernetes = opts.kubernetes ? await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null) : null;
@@ -82,18 +104,15 @@ export function registerUpCommands(program: Command): void {
           dashboard: server?.dashboardUrl ?? null,
           detached: Boolean(opts.detach),
         };
-        process.stdout.write(`${JSON.stringify(doc)}\n`);
+        if (!outputGone) process.stdout.write(`${JSON.stringify(doc)}\n`);
       }
-      if (opts.detach) {
+      if (opts.detach && stopReason === null) {
         log("detached: the node daemons keep running; `berth serve` gives the API and dashboard; stop the daemons with kill, or run berth up again and press Ctrl-C");
         process.exit(0);
       }
-      log("ready; press Ctrl-C to stop the agents and the nodes");
-      await new Promise<void>((resolveSignal) => {
-        process.once("SIGINT", () => resolveSignal());
-        process.once("SIGTERM", () => resolveSignal());
-      });
-      log("stopping…");
+      if (stopReason === null) log("ready; press Ctrl-C to stop the agents and the nodes");
+      const why = await stopRequested;
+      log(`stopping (${why})…`);
       await server?.close();
       await started.shutdown();
       log("stopped");

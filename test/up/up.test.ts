@@ -63,6 +63,9 @@ describe("berth up", () => {
     expect(after.every((a) => a.state === "running")).toBe(true);
     const placements = await runNode([berthBin(), "instances", "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
     expect((JSON.parse(placements.stdout) as { placements: unknown[] }).placements).toHaveLength(2);
+    // The reader of berth up's output goes away first (a crashed script, a closed terminal pipe): its next line meets
+    // a closed pipe, and it still stops everything it started.
+    second.child.stdout?.destroy();
     second.child.kill("SIGINT");
     expect((await second.exited()).code).toBe(0);
     expect(processesUnder(home)).toEqual([]);
