@@ -3,7 +3,7 @@
  * failure. Imported chains are stored with own = 0; a component never imports its own chain.
  */
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
-import { genesisPayload, type SealedEvent } from "../core/chain/event.js";
+import type { genesisPayload, SealedEvent } from "../core/chain/event.js";
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { canonicalJson, type JsonObject } from "../core/crypto/canonical.js";
 import { type Db, withWriteTx } from "../store/sqlite.js";
