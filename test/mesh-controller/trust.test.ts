@@ -104,4 +104,23 @@ describe("targets and trust", () => {
       stranger.close();
     }
   });
+
+  it("records a policy file once per change, however many processes open the controller and read it", async () => {
+    fx = await seedFixture();
+    const loads = () => controllerEvents(fx!.controller, "policy.load").map((e) => `${e.file}:${e.ok}`);
+    await fx.controller.targets();
+    const first = loads();
+    expect(first).toContain("signers.json:true");
+    // A second process (here: a reopened controller, as every CLI call is) reads the same files: nothing new to record.
+    fx.controller = fx.reopen();
+    await fx.controller.targets();
+    await fx.controller.targets();
+    expect(loads()).toEqual(first);
+    // A real change is recorded once, by whichever opener sees it first; the next opener finds it already recorded.
+    writeFileSync(join(fx.controllerDir, "signers.json"), "not json");
+    await fx.controller.targets();
+    fx.controller = fx.reopen();
+    await fx.controller.targets();
+    expect(loads()).toEqual([...first, "signers.json:false"]);
+  });
 });

@@ -68,7 +68,7 @@ export class MeshController {
     const client = new NodeClient({ key: o.key, connector: o.connector, clock });
     const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs });
     this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs);
-    this.policyFiles = new PolicyFiles(o.dataDir);
+    this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
     this.deps = {
       store: this.store,
       targets: this.targetSet,

@@ -61,24 +61,41 @@ function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
   };
 }
 
-/** Reads the four files and reports which of them changed since the last read, as `policy.load` drafts. */
+/**
+ * Reads the four files and reports which of them differ from what was last recorded, as `policy.load` drafts.
+ * "Last recorded" comes from the chain itself (`recorded`), not from this process's memory: many processes open the
+ * same controller (every CLI call, the server), and a file that did not change is not an event (audit-chain.md §12:
+ * observations that change nothing are never chained), however many times it is read.
+ */
 export class PolicyFiles {
   private readonly seen = new Map<string, string>();
+  private seeded = false;
 
-  constructor(readonly dataDir: string) {}
+  constructor(
+    readonly dataDir: string,
+    private readonly recorded: () => ReadonlyMap<string, string> = () => new Map(),
+  ) {}
 
   read(): { policy: ControllerPolicy; events: EventDraft[] } {
     const signers = loadSigners(this.dataDir);
     const permits = loadPermits(this.dataDir);
     const revocations = loadRevocations(this.dataDir);
     const peers = loadPeers(this.dataDir);
+    const files = [signers, permits, revocations, peers] as Array<PolicyFile<unknown>>;
+    const fingerprintOf = (f: PolicyFile<unknown>) => `${f.sha256}:${f.loaded.ok}`;
+    // Memory is only a cache of the chain: on first use, and whenever a file looks changed, the chain is asked what
+    // was last recorded, so a change another process already recorded is not recorded twice.
+    if (!this.seeded || files.some((f) => this.seen.get(f.file) !== fingerprintOf(f))) {
+      for (const [file, fingerprint] of this.recorded()) this.seen.set(file, fingerprint);
+      this.seeded = true;
+    }
     const events: EventDraft[] = [];
-    for (const f of [signers, permits, revocations, peers] as Array<PolicyFile<unknown>>) {
-      const fingerprint = `${f.sha256}:${f.loaded.ok}`;
+    for (const f of files) {
+      const fingerprint = fingerprintOf(f);
       if (this.seen.get(f.file) === fingerprint) continue;
       const first = !this.seen.has(f.file);
       this.seen.set(f.file, fingerprint);
-      // A missing, never-seen file is the default state, not a load worth recording.
+      // A missing, never-recorded file is the default state, not a load worth recording.
       if (first && f.sha256 === null && f.loaded.ok) continue;
       events.push({
         source: "trust",

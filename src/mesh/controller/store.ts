@@ -191,6 +191,22 @@ export class ControllerStore {
     return withWriteTx(this.db, fn);
   }
 
+  /**
+   * The last `policy.load` this chain holds for each policy file, as `sha256:ok`: what the files were when someone
+   * last recorded them (this process, an earlier CLI call, or the server beside it).
+   */
+  lastPolicyLoads(): Map<string, string> {
+    const rows = this.db
+      .prepare("SELECT payload FROM audit_event WHERE chain_id = ? AND source = 'trust' AND kind = 'policy.load' ORDER BY seq")
+      .all(this.chain.chainId) as Array<{ payload: string }>;
+    const last = new Map<string, string>();
+    for (const row of rows) {
+      const p = JSON.parse(row.payload) as { file?: unknown; sha256?: unknown; ok?: unknown };
+      if (typeof p.file === "string") last.set(p.file, `${p.sha256 ?? null}:${p.ok === true}`);
+    }
+    return last;
+  }
+
   /** Appends events without state (gate verdicts, key refusals, policy loads). */
   appendAll(drafts: readonly EventDraft[]): SealedEvent[] {
     if (drafts.length === 0) return [];
