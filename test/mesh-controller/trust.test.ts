@@ -4,6 +4,7 @@
  * peers file demotes everyone, demoted targets stay usable for teardown, and an unauthorised controller is refused.
  */
 import { rmSync, writeFileSync } from "node:fs";
+import Database from "better-sqlite3";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
@@ -122,5 +123,16 @@ describe("targets and trust", () => {
     fx.controller = fx.reopen();
     await fx.controller.targets();
     expect(loads()).toEqual([...first, "signers.json:false"]);
+  });
+
+  it("refuses to open on a controller chain that fails its start-up check, naming the seq", async () => {
+    fx = await seedFixture();
+    await fx.controller.targets();
+    fx.controller.close();
+    const raw = new Database(join(fx.controllerDir, "controller.db"));
+    raw.exec("DROP TRIGGER audit_event_no_update");
+    raw.prepare("UPDATE audit_event SET payload = replace(payload, '\"ok\":true', '\"ok\":false') WHERE seq = 1").run();
+    raw.close();
+    expect(() => fx!.reopen()).toThrow(/does not verify at seq 1 \(payload_hash/);
   });
 });

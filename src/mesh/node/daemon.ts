@@ -73,12 +73,14 @@ export class NodeDaemon {
     const dbPath = join(o.dataDir, FILES.db);
     const db = openDatabase(dbPath);
     if (existsSync(dbPath)) chmodSync(dbPath, 0o600);
-    // 1. a new boot id; the chain must verify before anything is served
-    const chain = Chain.open(db, key, "node", clock);
-    const verified = chain.verifyStored();
-    if (!verified.ok) {
+    // 1. a new boot id; the chain must pass its start-up check (from the newest valid checkpoint, audit-chain.md §7)
+    // before anything is served. Chain.open throws, naming the seq, when it does not.
+    let chain: Chain;
+    try {
+      chain = Chain.open(db, key, "node", clock);
+    } catch (error) {
       db.close();
-      throw new Error(`the node chain in ${dbPath} does not verify (${verified.failure ? `${verified.failure.code} at seq ${verified.failure.seq}: ${verified.failure.detail}` : "unknown failure"}); refusing to start`);
+      throw new Error(`the node chain in ${dbPath}: ${(error as Error).message}`);
     }
     const bootId = newBootId();
     const store = new NodeStore(db, chain);
