@@ -21,7 +21,7 @@ declare const decisionIdBrand: unique symbol;
 /** The hash of a committed decision event (§9.2 step 6); the only authority a mutating request may carry (I4). */
 export type DecisionId = string & { readonly [decisionIdBrand]: true };
 
-export const CONTROLLER_SCHEMA_VERSION = 1;
+export const CONTROLLER_SCHEMA_VERSION = 2;
 
 export type DecisionState = "dispatching" | "placed" | "unplaced" | "unsettled";
 export type TierSource = "default" | "api" | "peers";
@@ -183,6 +183,8 @@ export class ControllerStore {
                                           pending TEXT, workload TEXT NOT NULL);
           `);
         }
+        // v2: the decisions by state (unsettled(), the start-up scan of `dispatching`) without a table scan.
+        if (from < 2) tx.db.exec("CREATE INDEX mesh_decisions_state ON mesh_decisions (state, created_ms, id)");
       }),
     );
   }
