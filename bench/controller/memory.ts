@@ -1,7 +1,7 @@
 /**
  * Controller memory with 10,000 placement records (issue 8 benchmark): the RSS and heap of a process holding an
  * open MeshController whose SQLite file holds N placements, after a forced GC, and the cost of the reads the API
- * makes at that size (`placements()`, `targets()`, `unsettled()`, and `placedWorkloads()`, which every `place()`
+ * makes at that size (`placements()`, `targets()`, `unsettled()`, and `placementLoads()`, which every `place()`
  * reads to build the engine's cluster state). The baselines are measured in the same run: the same controller with
  * no placement records and with 100. Figures are printed, never asserted.
  *
@@ -112,7 +112,8 @@ async function probe(dataDir: string, records: number): Promise<Probe> {
       "placements()": await perCall(() => controller.placements()),
       "targets()": await perCall(() => controller.targets()),
       "unsettled()": await perCall(() => controller.unsettled()),
-      "store.placedWorkloads() (read by every place)": await perCall(() => controller.store.placedWorkloads()),
+      "store.placedWorkloads() (every stored workload)": await perCall(() => controller.store.placedWorkloads()),
+      "store.placementLoads() (read by every place)": await perCall(() => controller.store.placementLoads()),
     };
     const after_calls = collectedMemory();
     const max_rss_mb = process.resourceUsage().maxRSS / 1024;

@@ -200,14 +200,7 @@ function runEngine(
       now_ms: deps.clock(),
       revoked_nodes: revoked.filter((s) => s.kind === "node").map((s) => s.id),
       revoked_refs: revoked.filter((s) => s.kind !== "node").map((s) => s.id),
-      instances: deps.store.placedWorkloads().map(({ record, workload }) => ({
-        node_id: record.node_id,
-        name: record.name,
-        labels: [...workload.labels],
-        excludes: [...workload.excludes],
-        memory_bytes: workload.memory_bytes,
-        placed_at_ms: record.placed_ms,
-      })),
+      instances: deps.store.placementLoads(),
     },
   });
   const result = parsedInput.ok ? decide(parsedInput.input) : { ok: false as const, error: parsedInput.error };

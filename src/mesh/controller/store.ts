@@ -40,6 +40,16 @@ export interface WorkloadRecord {
   readonly file_hashes: readonly string[];
 }
 
+/** One placed instance as the placement engine weighs it (anti-affinity, spread, memory). */
+export interface PlacementLoad {
+  readonly node_id: string;
+  readonly name: string;
+  readonly labels: string[];
+  readonly excludes: string[];
+  readonly memory_bytes: number;
+  readonly placed_at_ms: number;
+}
+
 /** §9.5 PlacementRecord, plus `pending` (§12 step 6). */
 export interface PlacementRecord {
   readonly instance_id: string;
@@ -380,6 +390,28 @@ export class ControllerStore {
   }
 
   /** Instances already placed, for the engine's cluster state (§8.2). */
+  /**
+   * What the placement engine needs of every placed instance (its node, name, labels, excludes, memory), read with
+   * SQLite's JSON functions instead of parsing every stored workload: every `place()` reads this, so its cost grows
+   * with the number of placements.
+   */
+  placementLoads(): PlacementLoad[] {
+    const rows = this.db
+      .prepare(
+        `SELECT node_id, name, placed_ms, json_extract(workload, '$.labels') AS labels, json_extract(workload, '$.excludes') AS excludes,
+                json_extract(workload, '$.memory_bytes') AS memory_bytes FROM mesh_placements`,
+      )
+      .all() as Array<{ node_id: string; name: string; placed_ms: number; labels: string; excludes: string; memory_bytes: number }>;
+    return rows.map((r) => ({
+      node_id: r.node_id,
+      name: r.name,
+      placed_at_ms: r.placed_ms,
+      labels: JSON.parse(r.labels) as string[],
+      excludes: JSON.parse(r.excludes) as string[],
+      memory_bytes: r.memory_bytes,
+    }));
+  }
+
   placedWorkloads(): Array<{ record: PlacementRecord; workload: WorkloadRecord }> {
     return (this.db.prepare("SELECT * FROM mesh_placements").all() as Array<PlacementSql & { workload: string }>).map((r) => ({
       record: placementOf(r),
