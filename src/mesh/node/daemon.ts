@@ -57,6 +57,7 @@ export class NodeDaemon {
     readonly recovery: RecoveryReport,
     private readonly server: Server | null,
     private readonly db: Db,
+    private readonly chain: Chain,
   ) {}
 
   static async start(o: NodeDaemonOptions): Promise<NodeDaemon> {
@@ -119,7 +120,10 @@ export class NodeDaemon {
       o.listen === null
         ? { server: null, address: "" }
         : await listenFrames(o.listen, (stream) => void service.serve(stream), { maxConnections: config.limits.max_connections });
-    const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db);
+    const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db, chain);
+    // audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
+    // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
+    daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));
     daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
     daemon.timers.push(setInterval(() => service.trimAllLogs(), 10_000));
     const sweep = () => void service.sweepRevoked().catch(() => undefined);
@@ -134,6 +138,7 @@ export class NodeDaemon {
     this.service.closeAll();
     const server = this.server;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    this.chain.checkpointIfDue(true);
     this.db.close();
   }
 }
