@@ -11,8 +11,8 @@
  * apiserver, not berth, is the one that starts a pod.
  */
 import { randomBytes } from "node:crypto";
-import type { AgentDeployResult, DeployOutcomeKind, DeployRound } from "../core/agents/deploy-event.js";
-import { pendingEditNote } from "../core/agents/deploy-event.js";
+import type { AgentDeployResult, DeployRound } from "../core/agents/deploy-event.js";
+import { deployAnswers, pendingEditNote } from "../core/agents/deploy-event.js";
 import { classifyKubernetes, type KubernetesRow } from "../core/agents/kubernetes-rows.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import type { Action } from "../core/kubernetes/classify.js";
@@ -77,17 +77,7 @@ export async function deployKubernetesAgent(
   opts: { readonly userReplace?: boolean } = {},
 ): Promise<AgentDeployResult> {
   const rounds: DeployRound[] = [];
-  const result = (ok: boolean, outcome: DeployOutcomeKind, message: string, instance: string | null = null, pendingEdit = false): AgentDeployResult => ({
-    agent,
-    target: "kubernetes",
-    intent: prepared.fingerprint,
-    ok,
-    outcome,
-    message,
-    instance,
-    pendingEdit,
-    rounds,
-  });
+  const result = deployAnswers({ agent, target: "kubernetes", intent: prepared.fingerprint, rounds });
   const first = await observeKubernetes(deps.cluster, prepared);
   if (!first.ok) return result(false, "failed", `${agent}: ${first.error}`);
   const ref = refOf(prepared);

@@ -20,7 +20,7 @@
  * user asked by name (`berth agent replace`, `berth agent stop`).
  */
 import { z } from "zod";
-import { type AgentDeployResult, type DeployOutcomeKind, type DeployRound, pendingEditNote } from "../core/agents/deploy-event.js";
+import { type AgentDeployResult, type DeployRound, deployAnswers, pendingEditNote } from "../core/agents/deploy-event.js";
 import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../core/agents/mesh-classify.js";
 import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../core/agents/mesh-observe.js";
 import type { AgentSpecDocument } from "../core/agents/spec.js";
@@ -147,17 +147,7 @@ function verbFailure(r: VerbResult): string {
 export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInput, opts: { readonly userReplace?: boolean } = {}): Promise<AgentDeployResult> {
   const rounds: DeployRound[] = [];
   let replaced = false;
-  const done = (ok: boolean, outcome: DeployOutcomeKind, message: string, instance: string | null = null, pendingEdit = false): AgentDeployResult => ({
-    agent: input.agent,
-    target: "mesh",
-    intent: input.intent,
-    ok,
-    outcome,
-    message,
-    instance,
-    pendingEdit,
-    rounds,
-  });
+  const done = deployAnswers({ agent: input.agent, target: "mesh", intent: input.intent, rounds });
   for (let round = 1; round <= MAX_ROUNDS; round++) {
     const seen = await observeMesh(deps, input.agent);
     // The user's say applies to the first look only: after our own unload, the next round must simply place.
@@ -243,17 +233,7 @@ export function fencedUnload(f: InstanceFence): VerbOptions {
 }
 
 async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgentObservation, rounds: DeployRound[], replaced: boolean): Promise<AgentDeployResult> {
-  const result = (ok: boolean, outcome: DeployOutcomeKind, message: string, instance: string | null = null): AgentDeployResult => ({
-    agent: input.agent,
-    target: "mesh",
-    intent: input.intent,
-    ok,
-    outcome,
-    message,
-    instance,
-    pendingEdit: false,
-    rounds,
-  });
+  const result = deployAnswers({ agent: input.agent, target: "mesh", intent: input.intent, rounds });
   // Records whose node answered without listing them hold only the name; the node's "unknown instance" releases it.
   for (const stale of seen.staleRecords) await deps.controller.instance("unload", stale);
   const targets = await deps.controller.targets();

@@ -51,6 +51,21 @@ export interface AgentDeployResult {
   readonly rounds: readonly DeployRound[];
 }
 
+/**
+ * The answer builder a deploy of one agent returns through: the agent, target, intent and the rounds seen so far are
+ * fixed; each return names how it ended. `rounds` is shared, so rounds pushed later are in every answer built after.
+ */
+export function deployAnswers(base: Pick<AgentDeployResult, "agent" | "target" | "intent"> & { readonly rounds: readonly DeployRound[] }) {
+  return (ok: boolean, outcome: DeployOutcomeKind, message: string, instance: string | null = null, pendingEdit = false): AgentDeployResult => ({
+    ...base,
+    ok,
+    outcome,
+    message,
+    instance,
+    pendingEdit,
+  });
+}
+
 export function deployEventPayload(r: AgentDeployResult): JsonObject {
   const first = r.rounds[0];
   const fenced = r.rounds.find((x) => x.fence !== null);
