@@ -15,8 +15,6 @@ import { type LoadedSpec, loadSpecFile, meshIntentOf, readNsec, specFromText } f
 import { type AgentState, kubernetesAgentState, meshAgentState, unknownAgentState } from "../agents/state.js";
 import { type AgentDeployResult, deployEventPayload } from "../core/agents/deploy-event.js";
 import { kubernetesDeployRequest } from "../core/agents/kubernetes-request.js";
-import type { SigningKey } from "../core/crypto/ed25519.js";
-import { loadKeyFile } from "../keys/key-file.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import { realClock } from "../kubernetes/clock.js";
@@ -25,11 +23,11 @@ import { prepareDeploy } from "../kubernetes/prepare.js";
 import { settingsFromEnv } from "../kubernetes/settings.js";
 import { stop as k8sStop } from "../kubernetes/verbs.js";
 import { NodeClient } from "../mesh/client/node-client.js";
-import { MeshController } from "../mesh/controller/index.js";
 import { TcpConnector } from "../mesh/transport/tcp.js";
 import { connect } from "./cluster-connect.js";
 import { CliError, invalidInput, unknownAgent, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
+import { withController } from "./controller.js";
 import { berthHome, defaultPaths } from "./paths.js";
 import { startProgress, withSpinner } from "./progress.js";
 import { paintState, stdoutPalette } from "./style.js";
@@ -54,19 +52,7 @@ function withCommon(cmd: Command): Command {
 // ---- the two targets' plumbing ----------------------------------------------------------------------------------
 
 async function withMesh<T>(opts: CommonOptions, fn: (deps: MeshAgentDeps) => Promise<T>): Promise<T> {
-  const dataDir = resolve(opts.dataDir ?? berthHome());
-  const key: SigningKey = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
-  let controller: MeshController;
-  try {
-    controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
-  } catch (error) {
-    throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
-  }
-  try {
-    return await fn({ controller, client: new NodeClient({ key, connector: new TcpConnector() }) });
-  } finally {
-    controller.close();
-  }
+  return withController(opts, (controller, key) => fn({ controller, client: new NodeClient({ key, connector: new TcpConnector() }) }));
 }
 
 function prepareKubernetes(loaded: LoadedSpec): PreparedDeploy {

@@ -4,14 +4,12 @@
  * in `$BERTH_HOME/controller.db` with the key `$BERTH_HOME/keys/controller.key`, calls the library, prints, and
  * closes. No decision lives here: the CLI only wires flags to `MeshController` and renders its answers.
  */
-import { resolve } from "node:path";
 import { Argument, type Command } from "commander";
 import { z } from "zod";
-import { loadKeyFile } from "../keys/key-file.js";
-import { MeshController, PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
-import { TcpConnector } from "../mesh/transport/tcp.js";
+import { PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
 import { CliError, describeZodIssues, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
+import { withController } from "./controller.js";
 import { berthHome, defaultPaths } from "./paths.js";
 import { withSpinner } from "./progress.js";
 import { type Palette, paintState, stdoutPalette } from "./style.js";
@@ -35,23 +33,6 @@ function withCommon(cmd: Command): Command {
     .option("--data-dir <dir>", "controller data directory (controller.db, peers.json, signers.json, permits.json, packages/)", berthHome())
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
     .option("--json", "print one JSON document");
-}
-
-async function withController<T>(opts: CommonOptions, fn: (c: MeshController) => Promise<T>): Promise<T> {
-  const dataDir = resolve(opts.dataDir ?? berthHome());
-  // A key file error keeps its own kind and fix (errors.ts).
-  const key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
-  let controller: MeshController;
-  try {
-    controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
-  } catch (error) {
-    throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
-  }
-  try {
-    return await fn(controller);
-  } finally {
-    controller.close();
-  }
 }
 
 function nodeIds(flag: string, values: string[] | undefined): string[] {

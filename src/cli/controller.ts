@@ -1,0 +1,31 @@
+/** Opening the mesh controller for one verb, the same way for every verb that needs it (mesh and agents). */
+import { resolve } from "node:path";
+import type { SigningKey } from "../core/crypto/ed25519.js";
+import { loadKeyFile } from "../keys/key-file.js";
+import { MeshController } from "../mesh/controller/index.js";
+import { TcpConnector } from "../mesh/transport/tcp.js";
+import { CliError } from "./errors.js";
+import { berthHome, defaultPaths } from "./paths.js";
+
+export interface ControllerFlags {
+  readonly dataDir?: string;
+  readonly keyFile?: string;
+}
+
+/** Opens the controller in the berth home with its key, runs `fn`, and always closes it. */
+export async function withController<T>(opts: ControllerFlags, fn: (c: MeshController, key: SigningKey) => Promise<T>): Promise<T> {
+  const dataDir = resolve(opts.dataDir ?? berthHome());
+  // A key file error keeps its own kind and fix (errors.ts).
+  const key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
+  let controller: MeshController;
+  try {
+    controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
+  } catch (error) {
+    throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
+  }
+  try {
+    return await fn(controller, key);
+  } finally {
+    controller.close();
+  }
+}
