@@ -1,5 +1,5 @@
 /**
- * The owner's audit chain in SQLite (audit-chain.md §6, §7, §10, §13). `append` runs inside the caller's write
+ * The owner's audit chain in SQLite (spec/audit-chain.md §6, §7, §10, §13). `append` runs inside the caller's write
  * transaction, so a state change and the event that records it commit or roll back together.
  */
 import { randomBytes } from "node:crypto";

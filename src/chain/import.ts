@@ -1,5 +1,5 @@
 /**
- * Importing an exported chain (audit-chain.md §9): the whole file is verified first and nothing is written on any
+ * Importing an exported chain (spec/audit-chain.md §9): the whole file is verified first and nothing is written on any
  * failure. Imported chains are stored with own = 0; a component never imports its own chain.
  */
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";

@@ -1,4 +1,4 @@
-/** The audit chain's tables (audit-chain.md §7), living in the same file as the component's state. */
+/** The audit chain's tables (spec/audit-chain.md §7), living in the same file as the component's state. */
 import { ensureSchema, type WriteTx } from "../store/sqlite.js";
 
 export const CHAIN_SCHEMA_VERSION = 1;

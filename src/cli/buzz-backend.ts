@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-/** `buzz-backend-berth`: Buzz Desktop's name for `berth provider kubernetes` (kubernetes.md §3.1). */
+/** `buzz-backend-berth`: Buzz Desktop's name for `berth provider kubernetes` (spec/kubernetes.md §3.1). */
 import { runProviderProcess } from "../kubernetes/provider-process.js";
 import { berthVersion } from "./version.js";
 

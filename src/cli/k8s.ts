@@ -1,5 +1,5 @@
 /**
- * `berth k8s deploy|status|list|logs|stop|replace` (kubernetes.md §16): the operator's verbs on berth's own CLI,
+ * `berth k8s deploy|status|list|logs|stop|replace` (spec/kubernetes.md §16): the operator's verbs on berth's own CLI,
  * never reachable through the provider protocol. Wiring only: decisions live in core/kubernetes, effects in
  * src/kubernetes. Human output by default, one JSON document with `--json`.
  */

@@ -1,5 +1,5 @@
 /**
- * `berth provider kubernetes` (Buzz's provider protocol, kubernetes.md §3) and `berth provider install` (the
+ * `berth provider kubernetes` (Buzz's provider protocol, spec/kubernetes.md §3) and `berth provider install` (the
  * discovery shim of §20 P-1). The protocol command takes its arguments raw: anything but none is answered A1 by the
  * protocol itself, so commander must not interpret them (no help, no unknown-option errors on stdout).
  */

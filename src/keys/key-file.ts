@@ -1,6 +1,6 @@
 /**
  * Identity key files: an Ed25519 seed in a small JSON document, mode 0600, in a directory of mode 0700
- * (audit-chain.md §2). A key file readable by group or others is refused, with the command that fixes it.
+ * (spec/audit-chain.md §2). A key file readable by group or others is refused, with the command that fixes it.
  */
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";

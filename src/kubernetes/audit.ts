@@ -1,5 +1,5 @@
 /**
- * Audit records of the Kubernetes backend (kubernetes.md §17, audit-chain.md §12 `k8s.*`). Every mutation is a
+ * Audit records of the Kubernetes backend (spec/kubernetes.md §17, spec/audit-chain.md §12 `k8s.*`). Every mutation is a
  * write-ahead pair sharing an `action_id`: an `intent` before the API call — if it cannot be appended the call is not
  * made (E2) — and a `result` after. A crash leaves a visible intent without a result. Payloads never carry env
  * values, the nsec, `auth_tag`, Secret data, kubelet messages or log output; callers pass names and verdicts only.
@@ -73,7 +73,7 @@ export class ChainAudit implements K8sAudit {
   }
 }
 
-/** Where a standalone Kubernetes backend keeps its own chain (role `k8s`, audit-chain.md §6). */
+/** Where a standalone Kubernetes backend keeps its own chain (role `k8s`, spec/audit-chain.md §6). */
 export function k8sStatePaths(home: string): { db: string; key: string } {
   return { db: join(home, "k8s.db"), key: join(home, "keys", "k8s.key") };
 }

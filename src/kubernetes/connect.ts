@@ -1,5 +1,5 @@
 /**
- * Connecting to the cluster (kubernetes.md §8.1): load kubeconfig the standard way, select the configured context,
+ * Connecting to the cluster (spec/kubernetes.md §8.1): load kubeconfig the standard way, select the configured context,
  * and resolve credentials eagerly — running an exec plugin once — so auth failures surface as F-rows here instead
  * of as an H-row halfway through a deploy. Credentials never come from `provider_config`.
  */

@@ -60,7 +60,7 @@ afterAll(() => {
   server.close();
 });
 
-describe("HttpCluster (kubernetes.md §8.6, §11, §19.2 cluster adapter)", () => {
+describe("HttpCluster (spec/kubernetes.md §8.6, §11, §19.2 cluster adapter)", () => {
   it("quorum reads and lists carry no resourceVersion; credentials come from the kubeconfig", async () => {
     seen.length = 0;
     reply = (_r, res) => {

@@ -1,5 +1,5 @@
 /**
- * The provider as an OS process (kubernetes.md §3.1): read stdin to EOF (8 MiB cap, the excess read and discarded),
+ * The provider as an OS process (spec/kubernetes.md §3.1): read stdin to EOF (8 MiB cap, the excess read and discarded),
  * answer with exactly one JSON line on stdout, keep stdout clean of everything else, bound stderr, then close every
  * socket, watch and timer and exit — explicitly, if the event loop has not drained within 2 s (P-21).
  */

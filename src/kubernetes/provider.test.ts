@@ -41,7 +41,7 @@ const valid = {
   provider_config: { namespace: "buzz-agents-test", image: GOLDEN_IMAGE_REF },
 };
 
-describe("the provider protocol handler (kubernetes.md §3.2)", () => {
+describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
   it("answers info purely: no audit, no cluster, flat fields and a prefilled namespace", async () => {
     const { d, contacts } = deps();
     const r = await handleProviderRequest([], stdin({ op: "info" }), d);

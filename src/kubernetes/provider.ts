@@ -1,5 +1,5 @@
 /**
- * Buzz's provider protocol (kubernetes.md §3): one JSON request in, exactly one JSON answer line out. Stages run in
+ * Buzz's provider protocol (spec/kubernetes.md §3): one JSON request in, exactly one JSON answer line out. Stages run in
  * the dispatch order of §3.2 and each refuses before the next runs; nothing touches the cluster before stage 11.
  * Answers hold catalogued texts only: never an env value, the nsec, an auth tag, or kubelet/registry text.
  */

@@ -33,7 +33,7 @@ const mutations = (h: Harness) => h.fake.mutations().map((c) => `${c.op}:${c.out
 const answerOf = (r: { answer: { ok: boolean } }) => r.answer;
 const errorOf = (r: { answer: { ok: true; agentId: string } | { ok: false; error: string } }) => (r.answer.ok ? `ok ${r.answer.agentId}` : r.answer.error);
 
-describe("the reconcile loop against the fake apiserver (kubernetes.md §8, §19.4)", () => {
+describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8, §19.4)", () => {
   it("a fresh deploy writes the Secret before the Pod and returns the pod name once it starts", async () => {
     const h = harness();
     h.kubeletStartsAfter(1500);
@@ -439,7 +439,7 @@ describe("the reconcile loop against the fake apiserver (kubernetes.md §8, §19
   });
 });
 
-describe("the persistent workspace claim (kubernetes.md §14.3)", () => {
+describe("the persistent workspace claim (spec/kubernetes.md §14.3)", () => {
   const withClaim = () => inputsFor(agentA(), { namespace: NS, image: "ghcr.io/block/buzz-sprig@sha256:17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76", workspace_storage: "20Gi" });
 
   it("is created once on the create edge, reused by later generations and never deleted", async () => {
@@ -468,7 +468,7 @@ describe("the persistent workspace claim (kubernetes.md §14.3)", () => {
   });
 });
 
-describe("brands are minted in one place (kubernetes.md §7.3)", () => {
+describe("brands are minted in one place (spec/kubernetes.md §7.3)", () => {
   it("no module outside its minting file asserts a value into VerifiedPod, Fence or QuorumPod", async () => {
     const { readdirSync, readFileSync, statSync } = await import("node:fs");
     const { join } = await import("node:path");

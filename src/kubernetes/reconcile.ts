@@ -1,5 +1,5 @@
 /**
- * The reconcile loop (kubernetes.md §8): one deploy call for one agent, bounded by a deadline. Level-triggered and
+ * The reconcile loop (spec/kubernetes.md §8): one deploy call for one agent, bounded by a deadline. Level-triggered and
  * idempotent — every decision is taken on a fresh quorum GET, classified by the pure core, and acted on once; the
  * same call made twice against a started pod does nothing the second time.
  *

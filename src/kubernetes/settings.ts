@@ -1,5 +1,5 @@
 /**
- * berth's own Kubernetes settings (kubernetes.md §15.3), from the environment — never from `provider_config`.
+ * berth's own Kubernetes settings (spec/kubernetes.md §15.3), from the environment — never from `provider_config`.
  * A value out of range is refused with the variable's name rather than silently clamped.
  */
 import { z } from "zod";

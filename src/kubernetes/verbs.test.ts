@@ -24,7 +24,7 @@ function setup(state?: Record<string, unknown>, phase?: string) {
   return { h, deps };
 }
 
-describe("operator verbs (kubernetes.md §16)", () => {
+describe("operator verbs (spec/kubernetes.md §16)", () => {
   it("stop deletes even a started pod, fenced with its own grace period, and audits the verb and the delete", async () => {
     const { h, deps } = setup({ running: {} }, "Running");
     const before = h.fake.pod(NS, POD);

@@ -1,5 +1,5 @@
 /**
- * Operator verbs beyond the protocol (kubernetes.md §16): status, list, stop and replace. Each re-verifies ownership
+ * Operator verbs beyond the protocol (spec/kubernetes.md §16): status, list, stop and replace. Each re-verifies ownership
  * on a fresh quorum GET just before acting and acts only with that observation's fence. `stop` is the one path in
  * berth allowed to delete a started pod — explicit, user-initiated and audited; `replace` refuses a started pod.
  */

@@ -1,5 +1,5 @@
 /**
- * Waiting between observations (kubernetes.md §8.4): a watch on the one pod wakes the loop early; without a healthy
+ * Waiting between observations (spec/kubernetes.md §8.4): a watch on the one pod wakes the loop early; without a healthy
  * watch the loop polls every 2 s. A wake is only a signal — the loop always follows it with a fresh quorum GET —
  * and wakes that arrive while the loop is busy coalesce into one further GET.
  */

@@ -82,7 +82,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : (o.port ?? DEFAULT_PORT);
   const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  // audit-chain.md §10 for the controller chain this long-lived process writes: a checkpoint 600 s after the previous
+  // spec/audit-chain.md §10 for the controller chain this long-lived process writes: a checkpoint 600 s after the previous
   // one when events were appended since (checked each minute), and one at clean shutdown.
   const chain = state.controller.store.chain;
   const checkpoints = setInterval(() => chain.checkpointIfDue(), 60_000);

@@ -1,7 +1,7 @@
 /**
  * SQLite behind one small interface: open with the pragmas every berth database needs, and run write
  * transactions that begin IMMEDIATE (so a tip read and its insert are serialised across processes) and notify
- * listeners only after the commit (audit-chain.md §6: nobody observes an event that may still roll back).
+ * listeners only after the commit (spec/audit-chain.md §6: nobody observes an event that may still roll back).
  */
 import Database from "better-sqlite3";
 

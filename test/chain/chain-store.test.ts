@@ -160,7 +160,7 @@ describe("the audit chain store", () => {
   });
 });
 
-describe("tampering is detected (audit-chain.md §14)", () => {
+describe("tampering is detected (spec/audit-chain.md §14)", () => {
   const cases: Array<[string, (e: SealedEvent, prev: SealedEvent) => Record<string, unknown>, string]> = [
     ["seq", (e) => ({ ...e, seq: e.seq + 1 }), "seq"],
     ["chain_id", (e) => ({ ...e, chain_id: "f".repeat(32) }), "chain_id"],

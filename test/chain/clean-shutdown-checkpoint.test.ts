@@ -1,5 +1,5 @@
 /**
- * audit-chain.md §10: the long-lived components — the API server (controller chain) and a node daemon (node chain) —
+ * spec/audit-chain.md §10: the long-lived components — the API server (controller chain) and a node daemon (node chain) —
  * write a checkpoint at clean shutdown, so the next start-up check begins at the head they left, not at genesis.
  */
 import { mkdtempSync, rmSync } from "node:fs";

@@ -1,5 +1,5 @@
 /**
- * Provider-protocol cases reachable without a cluster (kubernetes.md §3.6, §19.2): each request and the exact answer
+ * Provider-protocol cases reachable without a cluster (spec/kubernetes.md §3.6, §19.2): each request and the exact answer
  * line it must produce. The expected texts are written out here from the catalogue, not computed by berth.
  */
 export const NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5";

@@ -1,5 +1,5 @@
 /**
- * The provider executable over pipes (kubernetes.md §3, §19.2): golden request/answer pairs for every case reachable
+ * The provider executable over pipes (spec/kubernetes.md §3, §19.2): golden request/answer pairs for every case reachable
  * without a cluster, compared after key-sorted re-serialisation; extra arguments; unknown ops; oversized and fuzzed
  * stdin. Runs the built `dist/` output as a real OS process.
  */

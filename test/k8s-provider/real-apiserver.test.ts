@@ -1,7 +1,7 @@
 /**
  * A smoke run of the real provider executable against a real kube-apiserver + etcd with the simulated kubelet
  * (test/k8s/control-plane.ts): create, strict no-op, terminated replace, stop — seen in API effects and in the audit
- * chain. The full conformance suite (kubernetes.md §19.5) lives in test/k8s/conformance.
+ * chain. The full conformance suite (spec/kubernetes.md §19.5) lives in test/k8s/conformance.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -1,5 +1,5 @@
 /**
- * A real Kubernetes control plane for tests (kubernetes.md §19.5, issue 4): etcd and kube-apiserver built from the
+ * A real Kubernetes control plane for tests (spec/kubernetes.md §19.5, issue 4): etcd and kube-apiserver built from the
  * published Go modules by tools/k8s/build.sh, started on loopback with throw-away certificates, plus a simulated
  * kubelet that binds pods to a fake Node, writes `agent` container statuses on request and completes graceful
  * deletions the way a kubelet does. Every process started here is stopped by `stop()`.
@@ -258,7 +258,7 @@ export type SimulatedState =
   | { kind: "terminated"; exitCode: number; reason?: string }
   | { kind: "waiting"; reason: string; message?: string };
 
-/** Realistic registry messages per pull-failure class (kubernetes.md §10.1), as containerd writes them. */
+/** Realistic registry messages per pull-failure class (spec/kubernetes.md §10.1), as containerd writes them. */
 export const PULL_MESSAGES = {
   unauthorized: (image: string) =>
     `failed to pull and unpack image "${image}": failed to resolve reference "${image}": pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed: 401 Unauthorized`,

@@ -1,7 +1,7 @@
 /**
  * The controller's CLI verbs against a real node daemon: each `berth` invocation is a fresh controller process on
  * the same `$BERTH_HOME/controller.db`, so these also prove that state, trust and placements survive restarts
- * (mesh.md §14.2) and that a restarted controller re-describes a target with its stored key before using it.
+ * (spec/mesh.md §14.2) and that a restarted controller re-describes a target with its stored key before using it.
  */
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";

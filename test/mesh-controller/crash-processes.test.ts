@@ -1,5 +1,5 @@
 /**
- * Crash faults with real processes (mesh.md §18.3): a controller process SIGKILLed at three points of a placement,
+ * Crash faults with real processes (spec/mesh.md §18.3): a controller process SIGKILLed at three points of a placement,
  * and a node daemon SIGKILLed while it holds an answer the controller has not seen. After each restart nothing is
  * duplicated and nothing is orphaned: the decision ends unplaced, or unsettled and then adopted or released.
  * Invariants: I1, I2, I3, I7.

@@ -1,5 +1,5 @@
 /**
- * Further faults over real TCP with real node daemons (mesh.md §18.3): a place answer that arrives only after the
+ * Further faults over real TCP with real node daemons (spec/mesh.md §18.3): a place answer that arrives only after the
  * controller's timeout, a different key answering at a known address, and a controller whose key the nodes have not
  * authorised. Invariants: I1, I4.
  */

@@ -1,5 +1,5 @@
 /**
- * Persistence, restart and further faults in process (mesh.md §14, §18.3): a restarted controller trusts nothing it
+ * Persistence, restart and further faults in process (spec/mesh.md §14, §18.3): a restarted controller trusts nothing it
  * has not re-described, resolves decisions a crash left behind without duplicating or orphaning anything, keeps
  * unsettled decisions until they can be settled, treats a late answer as lost, and survives a node restart between
  * describe and place.

@@ -1,5 +1,5 @@
 /**
- * The three scenarios of the seed (mesh.md §18.1), in one process: two node daemons behind the in-process
+ * The three scenarios of the seed (spec/mesh.md §18.1), in one process: two node daemons behind the in-process
  * connector, wrapped by a fault-injecting connector. Invariants: I1 (at most one instance per decision), I2 (no
  * orphan after settle), I3 (no automatic kill of a live instance).
  */

@@ -1,5 +1,5 @@
 /**
- * The seed's three scenarios with real processes (mesh.md §18.2): two `berth node serve` daemons on loopback, the
+ * The seed's three scenarios with real processes (spec/mesh.md §18.2): two `berth node serve` daemons on loopback, the
  * controller over TCP, the preferred node behind a TCP proxy the test controls. Assertions go through signed
  * `status` calls, each node's own chain, and the OS (process groups, pids and start markers).
  * Invariants: I1, I2, I3.

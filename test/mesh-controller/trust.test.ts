@@ -1,5 +1,5 @@
 /**
- * Targets and trust (mesh.md §3.3–§3.5, §8.2) in process: trust on first use happens once per address, a new key at a
+ * Targets and trust (spec/mesh.md §3.3–§3.5, §8.2) in process: trust on first use happens once per address, a new key at a
  * known address gets nothing, tiers come from the operator (API or peers file, re-read on every use), an unreadable
  * peers file demotes everyone, demoted targets stay usable for teardown, and an unauthorised controller is refused.
  */

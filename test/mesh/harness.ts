@@ -146,7 +146,7 @@ export class NodeProcess {
     }
   }
 
-  /** Verifies the node's chain as stored, under the node's own key (audit-chain.md §8). */
+  /** Verifies the node's chain as stored, under the node's own key (spec/audit-chain.md §8). */
   verifyChain(): { ok: boolean; events: number; failure?: unknown } {
     const db = openDatabase(join(this.dataDir, "node.db"), { readonly: true });
     try {

@@ -1,5 +1,5 @@
 /**
- * A node service in the test process, reached through the MemoryConnector (mesh.md §18.1): the same frames and the
+ * A node service in the test process, reached through the MemoryConnector (spec/mesh.md §18.1): the same frames and the
  * same NodeClient as over TCP, which is how the controller's in-process seed scenarios reach their nodes.
  */
 import { join } from "node:path";

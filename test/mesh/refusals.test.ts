@@ -1,5 +1,5 @@
 /**
- * Every refusal code of mesh.md §4.8 provoked over real TCP against a real daemon, the verification order of §4.6,
+ * Every refusal code of spec/mesh.md §4.8 provoked over real TCP against a real daemon, the verification order of §4.6,
  * and the framing limits of §4.1. A forged or malformed request never burns a nonce.
  */
 import { randomBytes } from "node:crypto";

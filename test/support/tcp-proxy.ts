@@ -1,5 +1,5 @@
 /**
- * A TCP proxy a test controls, standing between the controller and one node daemon (mesh.md §18.2). It forwards
+ * A TCP proxy a test controls, standing between the controller and one node daemon (spec/mesh.md §18.2). It forwards
  * bytes both ways and decodes the frames coming back from the node, so it can:
  * - `dropNextPlaceAnswer()`: discard the next `response` whose payload method is `place` (the node has carried the
  *   place out by then) and destroy both sockets: the controller sees a lost answer;

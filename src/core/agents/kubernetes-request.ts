@@ -1,5 +1,5 @@
 /**
- * An agent spec as the Kubernetes backend's deploy request (kubernetes.md §3.4), so that `berth deploy` of a
+ * An agent spec as the Kubernetes backend's deploy request (spec/kubernetes.md §3.4), so that `berth deploy` of a
  * Kubernetes agent runs exactly the reconcile loop `berth k8s deploy` and the provider protocol run: the same
  * validation texts, the same create-intent fingerprint, the same audit records. Pure: the nsec is read by the shell.
  *

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes deploy table (`core/kubernetes/classify.ts`, kubernetes.md §7) in the agents' shared vocabulary, so
+ * The Kubernetes deploy table (`core/kubernetes/classify.ts`, spec/kubernetes.md §7) in the agents' shared vocabulary, so
  * that one `agent.deploy` audit event and one `berth agent status` line mean the same on both targets. This adds no
  * decision: it names the row `classify` took. Rows present on one target only:
  * - Kubernetes only: `provably-broken` (a verified Secret absence or image defect) and `pull-failing` (reported,

@@ -16,7 +16,7 @@
 import type { NodeId } from "../crypto/ed25519.js";
 import { type InstanceStartup, type MeshObservation, type VerifiedInstance, verifyInstance } from "./mesh-classify.js";
 
-/** The fields of a node's instance status row (mesh.md §11.2, plus issue 7's agent, intent and generation). */
+/** The fields of a node's instance status row (spec/mesh.md §11.2, plus issue 7's agent, intent and generation). */
 export interface NodeInstanceRow {
   readonly instance_id: string;
   readonly decision_id: string;
@@ -65,7 +65,7 @@ export interface MeshAgentObservation {
   readonly staleRecords: readonly string[];
 }
 
-/** The node's lifecycle states (mesh.md §11) in the classifier's vocabulary. */
+/** The node's lifecycle states (spec/mesh.md §11) in the classifier's vocabulary. */
 export function startupOf(state: string, exitCode: number | null, pending: string | null): InstanceStartup {
   // A lost unload/stop answer: the instance may be on its way out; resolved by the next status (§12 step 6).
   if (pending === "unload" || pending === "stop") return { kind: "going-away" };

@@ -71,7 +71,7 @@ const SpecBody = z
   .superRefine((s, ctx) => {
     if (s.target === "mesh" && s.package === undefined) ctx.addIssue({ code: "custom", path: ["package"], message: "a mesh agent needs a package directory" });
     if (s.target === "mesh") {
-      // The node's run config is stricter than POSIX (mesh.md §9.1): upper case, and BERTH_ is the node's own prefix.
+      // The node's run config is stricter than POSIX (spec/mesh.md §9.1): upper case, and BERTH_ is the node's own prefix.
       for (const key of Object.keys(s.config.env)) {
         if (!/^[A-Z_][A-Z0-9_]*$/.test(key) || key.startsWith("BERTH_")) {
           ctx.addIssue({ code: "custom", path: ["config", "env", key], message: "a mesh agent's env names must match ^[A-Z_][A-Z0-9_]*$ and must not start with BERTH_" });

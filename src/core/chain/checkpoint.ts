@@ -1,4 +1,4 @@
-/** Signed checkpoints (audit-chain.md §10): the owner's signed statement "the head at seq N was H". */
+/** Signed checkpoints (spec/audit-chain.md §10): the owner's signed statement "the head at seq N was H". */
 import { canonicalJson } from "../crypto/canonical.js";
 import { type SigningKey, signTagged, verifyTagged } from "../crypto/ed25519.js";
 

@@ -1,5 +1,5 @@
 /**
- * Audit events (audit-chain.md §3, §5): the ten fields, the hashing preimage and the signature.
+ * Audit events (spec/audit-chain.md §3, §5): the ten fields, the hashing preimage and the signature.
  * Pure: sealing takes the tip, the clock reading and the key as inputs.
  */
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";

@@ -4,11 +4,11 @@ import { signCheckpoint } from "./checkpoint.js";
 import { genesisPayload, sealEvent } from "./event.js";
 import { verifyEvents } from "./verify.js";
 
-// audit-chain.md §5.5: the normative test vector.
+// spec/audit-chain.md §5.5: the normative test vector.
 const key = signingKeyFromSeed(new Uint8Array(32).fill(1));
 const chainId = "00112233445566778899aabbccddeeff";
 
-describe("the audit chain test vector (audit-chain.md §5.5)", () => {
+describe("the audit chain test vector (spec/audit-chain.md §5.5)", () => {
   it("derives the owner key and owner id from a seed of 0x01 bytes", () => {
     expect(key.publicKey).toBe("8a88e3dd7409f195fd52db2d3cba5d72ca6709bf1d94121bf3748801b40f6f5c");
     expect(nodeIdOf(key.publicKey)).toBe("34750f98bd59fcfc946da45aaabe933b");

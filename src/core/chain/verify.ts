@@ -1,5 +1,5 @@
 /**
- * Offline verification of a chain (audit-chain.md §8): needs nothing but the events, the owner's public key and
+ * Offline verification of a chain (spec/audit-chain.md §8): needs nothing but the events, the owner's public key and
  * optional checkpoints. Events are checked in order; the first failure stops the walk and is named by the sequence
  * number expected at that position and one stable failure code.
  */

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalJson, parseCanonical } from "./canonical.js";
 
-describe("canonical JSON (RFC 8785, audit-chain.md §4)", () => {
+describe("canonical JSON (RFC 8785, spec/audit-chain.md §4)", () => {
   it("orders member names by UTF-16 code units, including non-ASCII and non-BMP names", () => {
     // U+1F600 is the surrogate pair D83D DE00, which sorts before U+FB01 (ﬁ) in UTF-16 but after it in UTF-8.
     const value = { "\uFB01": 1, "\u{1F600}": 2, b: 3, a: 4, é: 5, "": 6 };

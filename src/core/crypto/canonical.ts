@@ -1,5 +1,5 @@
 /**
- * RFC 8785 canonical JSON (JCS), restricted to what berth ever hashes or signs (audit-chain.md §4):
+ * RFC 8785 canonical JSON (JCS), restricted to what berth ever hashes or signs (spec/audit-chain.md §4):
  * integers within ±(2^53−1) only, plain objects and arrays, no lone surrogates, nesting ≤ 32.
  *
  * `canonicalize` 4.0.0 does the serialisation; this module first proves the value is representable,
@@ -81,7 +81,7 @@ export function referenceCanonicalJson(value: unknown): string | undefined {
 }
 
 /**
- * Parses text that must already be canonical: the fixed-point rule of audit-chain.md §4.
+ * Parses text that must already be canonical: the fixed-point rule of spec/audit-chain.md §4.
  * Duplicate member names, whitespace, or a different number form all break the fixed point and are refused.
  */
 export function parseCanonical(text: string): { ok: true; value: JsonValue } | { ok: false; reason: string } {

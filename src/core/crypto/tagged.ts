@@ -1,5 +1,5 @@
 /**
- * Domain separation (audit-chain.md §5, §5.4): every hashed or signed document is prefixed by its own
+ * Domain separation (spec/audit-chain.md §5, §5.4): every hashed or signed document is prefixed by its own
  * ASCII tag and one 0x00 byte, so a signature made for one purpose can never be replayed as another.
  */
 import { createHash } from "node:crypto";

@@ -1,5 +1,5 @@
 /**
- * The governance gate (mesh.md §7): a pure verdict for one action on one workload context.
+ * The governance gate (spec/mesh.md §7): a pure verdict for one action on one workload context.
  *
  * Structural rules:
  * - default deny lives here in code (BERTH-DEFAULT-DENY), not in a rule a file could lose;

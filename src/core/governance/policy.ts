@@ -1,5 +1,5 @@
 /**
- * The governance policy files (mesh.md §7.2, §7.5): permit rules and revocations, validated strictly. An invalid
+ * The governance policy files (spec/mesh.md §7.2, §7.5): permit rules and revocations, validated strictly. An invalid
  * file is never half-loaded: the caller gets a reason and applies the fail-closed meaning (no permits; revocations
  * unreadable).
  */

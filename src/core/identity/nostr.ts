@@ -1,5 +1,5 @@
 /**
- * Nostr identity for the Kubernetes binding (kubernetes.md §4.1): an `nsec1…` secret decodes to a secp256k1 scalar,
+ * Nostr identity for the Kubernetes binding (spec/kubernetes.md §4.1): an `nsec1…` secret decodes to a secp256k1 scalar,
  * and the agent's identity is its BIP-340 x-only public key as 64 lowercase hex.
  */
 import { schnorr, secp256k1 } from "@noble/curves/secp256k1.js";

@@ -4,7 +4,7 @@ import { providerPath } from "./path-env.js";
 
 const status = (reason: string, code: number, message = "m") => JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason, code, message });
 
-describe("apiserver verdicts (kubernetes.md §8.6)", () => {
+describe("apiserver verdicts (spec/kubernetes.md §8.6)", () => {
   it("maps a 2xx to Accepted and the Status reasons by their exact spelling", () => {
     expect(deleteVerdict(200, "{}")).toBe("accepted");
     expect(deleteVerdict(202, "")).toBe("accepted");
@@ -37,7 +37,7 @@ describe("apiserver verdicts (kubernetes.md §8.6)", () => {
   });
 });
 
-describe("the server Date header (kubernetes.md §11 step 1)", () => {
+describe("the server Date header (spec/kubernetes.md §11 step 1)", () => {
   it("parses the spec's IMF-fixdate vector", () => {
     expect(parseImfFixdate("Sun, 02 Aug 2026 04:00:00 GMT")).toBe(Date.parse("2026-08-02T04:00:00Z"));
   });
@@ -50,7 +50,7 @@ describe("the server Date header (kubernetes.md §11 step 1)", () => {
   );
 });
 
-describe("PATH for credential plugins (kubernetes.md §8.1)", () => {
+describe("PATH for credential plugins (spec/kubernetes.md §8.1)", () => {
   it("prepends the usual locations, then HOME's, then inherited entries without empty ones", () => {
     expect(providerPath("/usr/bin::/bin:", "/home/u")).toBe("/opt/homebrew/bin:/usr/local/bin:/home/u/.local/bin:/usr/bin:/bin");
     expect(providerPath(undefined, undefined)).toBe("/opt/homebrew/bin:/usr/local/bin");

@@ -1,5 +1,5 @@
 /**
- * What an apiserver answer means (kubernetes.md §8.6). Only a body that parses as a `Status` with a non-empty
+ * What an apiserver answer means (spec/kubernetes.md §8.6). Only a body that parses as a `Status` with a non-empty
  * `reason` is a verdict, whatever the HTTP code; a connection reset, a timeout, an empty reason or a proxy's HTML page
  * is an error and never `NotFound` — confirmed absence authorises destructive actions.
  */

@@ -1,5 +1,5 @@
 /**
- * The user-facing answer texts of kubernetes.md §3.6 that the shell produces (A–D live beside the parsers that
+ * The user-facing answer texts of spec/kubernetes.md §3.6 that the shell produces (A–D live beside the parsers that
  * refuse). Buzz Desktop shows these verbatim as the agent's last error, so they are reproduced byte for byte,
  * em dashes included. `{e}` is always `describeApiError(...)`: reason and message, never a body.
  */

@@ -7,7 +7,7 @@ import { ALL_STARTUPS, verified } from "./testing/pods.js";
 
 const fp = (seed: string) => seed.padEnd(64, "0").slice(0, 64);
 
-describe("classification ported from the seed (kubernetes.md §19.1)", () => {
+describe("classification ported from the seed (spec/kubernetes.md §19.1)", () => {
   it("with no verified pod, deploy creates", () => {
     expect(classify(null, fp("a"))).toEqual({ kind: "create" });
   });
@@ -84,7 +84,7 @@ describe("classification ported from the seed (kubernetes.md §19.1)", () => {
   });
 });
 
-describe("the classification table (kubernetes.md §7.1)", () => {
+describe("the classification table (spec/kubernetes.md §7.1)", () => {
   const rows: Array<[string, Startup | null, boolean, string | null, string, Action["kind"]]> = [
     ["1 absent or foreign", null, false, null, "d", "create"],
     ["2 marked while started", { kind: "started" }, true, "d", "d", "await-disappearance"],
@@ -105,7 +105,7 @@ describe("the classification table (kubernetes.md §7.1)", () => {
   });
 });
 
-describe("classification invariants (kubernetes.md §7.2, §19.3)", () => {
+describe("classification invariants (spec/kubernetes.md §7.2, §19.3)", () => {
   const startupArb: fc.Arbitrary<Startup> = fc.oneof(
     fc.constant<Startup>({ kind: "started" }),
     fc.constant<Startup>({ kind: "terminated" }),

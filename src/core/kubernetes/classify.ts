@@ -1,5 +1,5 @@
 /**
- * The deploy state machine (kubernetes.md §7) as one pure function: a verified observation and the desired
+ * The deploy state machine (spec/kubernetes.md §7) as one pure function: a verified observation and the desired
  * create-intent fingerprint in, one action out. No I/O, no clock, so every row is a unit test without a cluster.
  *
  * Invariants held by the types rather than by memory:

@@ -1,5 +1,5 @@
 /**
- * The latest condition string (kubernetes.md §10.3) and what it may contain (§10.4). Kubelet waiting and terminated
+ * The latest condition string (spec/kubernetes.md §10.3) and what it may contain (§10.4). Kubelet waiting and terminated
  * *messages* never appear — waiting messages can carry registry tokens and terminated messages are process output —
  * only reasons, exit codes, phases and pod-condition text (which derives from the pod spec and is actionable).
  */

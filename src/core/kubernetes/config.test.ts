@@ -10,7 +10,7 @@ const errorOf = (raw: unknown) => {
 };
 const DIGEST = "17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76";
 
-describe("image references (kubernetes.md §15.4)", () => {
+describe("image references (spec/kubernetes.md §15.4)", () => {
   it.each([
     [GOLDEN_IMAGE_REF, GOLDEN_IMAGE],
     [`localhost:5000/x@sha256:${DIGEST}`, `localhost:5000/x@sha256:${DIGEST}`],
@@ -35,7 +35,7 @@ describe("image references (kubernetes.md §15.4)", () => {
   });
 });
 
-describe("provider_config parsing (kubernetes.md §15.1)", () => {
+describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
   it("fills the documented defaults", () => {
     const r = parseProviderConfig(base);
     expect(r).toEqual({
@@ -140,7 +140,7 @@ describe("provider_config parsing (kubernetes.md §15.1)", () => {
   });
 });
 
-describe("the info schema (kubernetes.md §15.2)", () => {
+describe("the info schema (spec/kubernetes.md §15.2)", () => {
   const schema = configSchema("buzz-agents-abc123") as { required: string[]; properties: Record<string, { default?: unknown; type: string }> };
 
   it("requires namespace and image and prefills both", () => {

@@ -1,5 +1,5 @@
 /**
- * `provider_config` (kubernetes.md §15): parsed in the catalogued order B1 → namespace → other string and integer
+ * `provider_config` (spec/kubernetes.md §15): parsed in the catalogued order B1 → namespace → other string and integer
  * fields → B6 → image → B13 → pod options → B17, each refusal with its exact text. Unknown top-level keys are ignored
  * (a credential-looking key has no effect); inside `pod_options` keys are strict.
  */

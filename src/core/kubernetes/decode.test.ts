@@ -4,7 +4,7 @@ import { rawPod } from "./testing/pods.js";
 
 const waiting = (reason: string, message?: string) => ({ waiting: { reason, ...(message ? { message } : {}) } });
 
-describe("startup decoding from pod status (kubernetes.md §6)", () => {
+describe("startup decoding from pod status (spec/kubernetes.md §6)", () => {
   it.each([
     ["1 running container is started", rawPod({ agentState: { running: {} }, phase: "Running" }), "started"],
     ["1 running wins over a terminal phase", rawPod({ agentState: { running: {} }, phase: "Failed" }), "started"],

@@ -1,5 +1,5 @@
 /**
- * Startup state from pod status (kubernetes.md §6). Only the container named `agent` counts, and pod phase never
+ * Startup state from pod status (spec/kubernetes.md §6). Only the container named `agent` counts, and pod phase never
  * means started: a pod can be `Running` while the harness container still waits. Decoding is the "settle" step the
  * loop and GC share; the one row that needs I/O (a Secret read for `CreateContainerConfigError`) is returned as a
  * question for the shell, which answers it and decodes again.

@@ -16,7 +16,7 @@ const envOf = (agent: AgentSpec) => {
 };
 const HEX = "b".repeat(64);
 
-describe("environment building (kubernetes.md §13)", () => {
+describe("environment building (spec/kubernetes.md §13)", () => {
   it("writes the reserved keys of vector A", () => {
     expect(envOf(agentA())).toEqual({
       BUZZ_RELAY_URL: "wss://relay.example",

@@ -1,5 +1,5 @@
 /**
- * The agent's environment (kubernetes.md §13), resolved in berth because a Secret's data map has no precedence of its
+ * The agent's environment (spec/kubernetes.md §13), resolved in berth because a Secret's data map has no precedence of its
  * own: tier 1 `launch.policy_env`, tier 2 `launch.env` (or legacy `env_vars` when there is no `launch`), tier 3 the
  * reserved keys — all thirteen removed first, then written from the request, so no lower tier can spoof them.
  */

@@ -21,7 +21,7 @@ const pod = (uid: string, state: "terminated" | "pending" | "started", secretRef
     }),
   });
 
-describe("the preflight GC plan (kubernetes.md §11)", () => {
+describe("the preflight GC plan (spec/kubernetes.md §11)", () => {
   it("collects terminated pods of ours with their Secrets", () => {
     const plan = planGc([pod("u1", "terminated", "s1")], [secret("s1", 5000)], WHO, NOW);
     expect(plan.doomedPods.map((p) => [p.name, p.fence.uid, p.secrets.map((s) => s.name)])).toEqual([[WHO.podName, "u1", ["s1"]]]);

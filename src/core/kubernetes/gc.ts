@@ -1,5 +1,5 @@
 /**
- * The preflight GC planner (kubernetes.md §11 step 3), pure. Hygiene only, so it errs towards keeping things: an
+ * The preflight GC planner (spec/kubernetes.md §11 step 3), pure. Hygiene only, so it errs towards keeping things: an
  * unverified pod is never planned and never protects a Secret; a Secret referenced by any surviving pod of ours is
  * protected whether that pod started or not; orphans age out only by the *server's* clock, both operands from the
  * apiserver, so a fast laptop clock can never expire a Secret an in-flight deploy is about to reference.

@@ -1,5 +1,5 @@
 /**
- * Image references (kubernetes.md §15.4). The image runs with the agent's private key, so only a digest-pinned
+ * Image references (spec/kubernetes.md §15.4). The image runs with the agent's private key, so only a digest-pinned
  * reference is accepted: a tag is a mutable pointer. Normalisation drops the tag, so the same bytes always give the
  * same fingerprint.
  */

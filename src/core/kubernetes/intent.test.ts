@@ -20,7 +20,7 @@ function keysOf(agent: ReturnType<typeof agentA>, cfg: ProviderConfig): string[]
 const TEMPLATE_A =
   '{"template_version":1,"namespace":"buzz-agents-test","image":"ghcr.io/block/buzz-sprig@sha256:17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76","cpu_request":"1","memory_request":"2Gi","cpu_limit":"2","memory_limit":"4Gi","service_account":null,"restart_policy":"Never","termination_grace_period_seconds":60,"env_keys":["BUZZ_ACP_AGENT_OWNER","BUZZ_ACP_EXIT_AFTER_INACTIVITY","BUZZ_ACP_MCP_COMMAND","BUZZ_MANAGED_AGENT_START_NONCE","BUZZ_PRIVATE_KEY","BUZZ_RELAY_URL","NOSTR_PRIVATE_KEY"],"env_from_secret":"<per-attempt-secret>","workspace_mount_path":"/home/agent","run_as_user":10001,"run_as_group":10001}';
 
-describe("the create-intent fingerprint (kubernetes.md §9)", () => {
+describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
   it("vector A reproduces the spec's 624-byte template and its SHA-256", () => {
     const cfg = config(configA);
     const text = intentTemplate(cfg, keysOf(agentA(), cfg));

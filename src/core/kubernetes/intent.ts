@@ -1,5 +1,5 @@
 /**
- * The create-intent fingerprint, template v1/v2 (kubernetes.md §9). Recorded on the pod at create and compared
+ * The create-intent fingerprint, template v1/v2 (spec/kubernetes.md §9). Recorded on the pod at create and compared
  * with a fresh computation, it is how a config change the user is waiting on reaches a never-started pod (row 8).
  *
  * Buzz hashes declaration order, not sorted keys, so the template is an object literal built in the table's order

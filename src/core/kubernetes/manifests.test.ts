@@ -12,7 +12,7 @@ function cfg(extra: Record<string, unknown> = {}): ProviderConfig {
 }
 type Obj = Record<string, unknown> & { metadata: Record<string, Record<string, string>>; spec: Record<string, unknown> };
 
-describe("pod, Secret and claim shape (kubernetes.md §14)", () => {
+describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
   const pod = podManifest(WHO, cfg(), "0f3a91cc", "f".repeat(64)) as Obj;
   const spec = pod.spec as Record<string, unknown> & { containers: Array<Record<string, unknown>>; volumes: unknown[] };
 

@@ -1,5 +1,5 @@
 /**
- * Pod, Secret, claim and namespace bodies (kubernetes.md §14). berth's objects must be indistinguishable from Buzz's
+ * Pod, Secret, claim and namespace bodies (spec/kubernetes.md §14). berth's objects must be indistinguishable from Buzz's
  * for the same inputs: exactly three labels, the listed annotations, nothing else (provenance lives in the audit chain).
  */
 import type { ProviderConfig } from "./config.js";

@@ -1,5 +1,5 @@
 /**
- * Names, labels and annotations of binding version 1 (kubernetes.md §4.2). Everything is derived from the agent
+ * Names, labels and annotations of binding version 1 (spec/kubernetes.md §4.2). Everything is derived from the agent
  * pubkey, so the pod name itself is the one-per-agent lock; nothing here comes from a request's own `pubkey` field.
  */
 import { type AgentPubkey, decodeNsec } from "../identity/nostr.js";
@@ -30,7 +30,7 @@ export function identityOf(pubkey: AgentPubkey): AgentIdentity {
 
 export type IdentityResult = { ok: true; identity: AgentIdentity } | { ok: false };
 
-/** kubernetes.md §4.1: the nsec is trimmed for decoding only; a failure carries no reason outward (C1 is fixed text). */
+/** spec/kubernetes.md §4.1: the nsec is trimmed for decoding only; a failure carries no reason outward (C1 is fixed text). */
 export function identityFromNsec(nsec: string): IdentityResult {
   const decoded = decodeNsec(nsec);
   return decoded.ok ? { ok: true, identity: identityOf(decoded.pubkey) } : { ok: false };

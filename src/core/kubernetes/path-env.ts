@@ -1,5 +1,5 @@
 /**
- * PATH for kubeconfig `exec` credential plugins (kubernetes.md §8.1 step 1). GUI-launched callers hand over a
+ * PATH for kubeconfig `exec` credential plugins (spec/kubernetes.md §8.1 step 1). GUI-launched callers hand over a
  * minimal PATH, so the usual install locations go first; an empty entry would mean the working directory, which a
  * provider must never depend on.
  */

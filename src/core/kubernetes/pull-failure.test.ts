@@ -3,7 +3,7 @@ import { latestCondition, unreadableCondition } from "./condition.js";
 import { classifyPullFailure, pullFailureMessage } from "./pull-failure.js";
 import { rawPod } from "./testing/pods.js";
 
-describe("pull-failure classes (kubernetes.md §10.1)", () => {
+describe("pull-failure classes (spec/kubernetes.md §10.1)", () => {
   it.each([
     ["failed to pull: 401 Unauthorized", "unauthorized"],
     ["pull access denied, repository does not exist or may require authorization", "unauthorized"],
@@ -27,7 +27,7 @@ describe("pull-failure classes (kubernetes.md §10.1)", () => {
   });
 });
 
-describe("latest condition and redaction (kubernetes.md §10.3–§10.4)", () => {
+describe("latest condition and redaction (spec/kubernetes.md §10.3–§10.4)", () => {
   const SECRETS = "Bearer eyJabc password=hunter2 nsec1qqqq token=xyz";
 
   it.each([

@@ -1,5 +1,5 @@
 /**
- * Pull failures that will not heal on their own (kubernetes.md §10.1–§10.2). Reporting only: a `PullFailure` changes
+ * Pull failures that will not heal on their own (spec/kubernetes.md §10.1–§10.2). Reporting only: a `PullFailure` changes
  * what berth says and how long it waits, never whether anything is deleted (I-2) — a reason string is a hint from
  * the kubelet, not deletion authority.
  */

@@ -1,5 +1,5 @@
 /**
- * `QuorumPod`: a pod read with `resourceVersion` unset, so it was served from etcd (kubernetes.md §2, I-4). Only a
+ * `QuorumPod`: a pod read with `resourceVersion` unset, so it was served from etcd (spec/kubernetes.md §2, I-4). Only a
  * Cluster adapter's quorum GET or LIST may call `fromQuorumRead`; watch payloads and caches never become one, so
  * nothing that can delete or answer success ever rests on stale data.
  */

@@ -1,5 +1,5 @@
 /**
- * The provider-protocol request (kubernetes.md §3.4), parsed in the dispatch order of §3.2: the relay-mesh refusal
+ * The provider-protocol request (spec/kubernetes.md §3.4), parsed in the dispatch order of §3.2: the relay-mesh refusal
  * runs on the raw value before the typed parse, so it fires even when the rest of the request is broken.
  */
 import { z } from "zod";

@@ -7,7 +7,7 @@ import { claimProblem, isOurSecret, verifyPod } from "./verify.js";
 
 const started = { kind: "started" } as const;
 
-describe("pod verification (kubernetes.md §5.1)", () => {
+describe("pod verification (spec/kubernetes.md §5.1)", () => {
   it("accepts binding versions 1 and 2", () => {
     for (const binding of ["1", "2"]) {
       const pod = rawPod();
@@ -39,7 +39,7 @@ describe("pod verification (kubernetes.md §5.1)", () => {
   });
 });
 
-describe("Secret and claim ownership (kubernetes.md §5.2)", () => {
+describe("Secret and claim ownership (spec/kubernetes.md §5.2)", () => {
   it("a Secret is ours only with marker, binding, identity, name and uid", () => {
     const meta = rawPod().metadata;
     expect(isOurSecret({ metadata: meta }, WHO)).toBe(true);
@@ -68,7 +68,7 @@ describe("Secret and claim ownership (kubernetes.md §5.2)", () => {
   });
 });
 
-describe("naming (kubernetes.md §4)", () => {
+describe("naming (spec/kubernetes.md §4)", () => {
   it("derives the golden names from the golden nsec", () => {
     const id = identityFromNsec(GOLDEN_NSEC);
     if (!id.ok) throw new Error("golden nsec refused");

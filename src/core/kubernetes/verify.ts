@@ -1,5 +1,5 @@
 /**
- * Ownership and identity verification (kubernetes.md §5). `verifyPod` is the only way to obtain a `VerifiedPod` or a
+ * Ownership and identity verification (spec/kubernetes.md §5). `verifyPod` is the only way to obtain a `VerifiedPod` or a
  * `Fence`: both brands are declared here, unexported, so an unverified object cannot reach `classify`, the GC planner
  * or a delete (I-3), and a delete can only carry a fence some observation produced (I-1).
  */

@@ -1,5 +1,5 @@
 /**
- * Packages (mesh.md §5): the signed statement, its envelope, the package id and the package trust level.
+ * Packages (spec/mesh.md §5): the signed statement, its envelope, the package id and the package trust level.
  * Pure: files are read by the shell, which passes their bytes' hashes in. The statement is what is hashed and signed;
  * signatures sit outside it, so adding one never changes the package id.
  */

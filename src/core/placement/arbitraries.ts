@@ -1,5 +1,5 @@
 /**
- * fast-check generators of valid placement inputs (random facts and requests, mesh.md §18.4), for the property
+ * fast-check generators of valid placement inputs (random facts and requests, spec/mesh.md §18.4), for the property
  * tests. Values come from small vocabularies so that collisions (same arch, same label, a pin that names a real
  * node) are frequent enough to exercise every branch. Test-only.
  */

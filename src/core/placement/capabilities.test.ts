@@ -35,7 +35,7 @@ function check(req: Partial<Requirement> & Record<string, unknown>) {
   return checkRequirement(index, requirementSchema.parse(req));
 }
 
-describe("derived capabilities (mesh.md §6.3)", () => {
+describe("derived capabilities (spec/mesh.md §6.3)", () => {
   it("exposes every typed fact under its capability id", () => {
     const ids = capabilitiesOf(facts).map((c) => c.id);
     expect(ids).toEqual([
@@ -139,7 +139,7 @@ const table: { rule: string; req: Record<string, unknown>; ok: boolean; why?: st
   { rule: "perf entries are measured by default", req: { id: "perf.tokens_per_s", min_provenance: "measured" }, ok: true },
 ];
 
-describe("requirement matching (mesh.md §6.3)", () => {
+describe("requirement matching (spec/mesh.md §6.3)", () => {
   it.each(table)("$rule", ({ req, ok, why }) => {
     const result = check(req);
     expect(result.ok).toBe(ok);

@@ -1,5 +1,5 @@
 /**
- * Capabilities and requirement matching (mesh.md §6.3).
+ * Capabilities and requirement matching (spec/mesh.md §6.3).
  *
  * A node's typed facts are exposed to matching as derived capabilities (`cpu.arch.aarch64`, `mem.system`,
  * `runtime.interp.python3`, `label.<key>`, …) next to the extra capabilities it declares, so a requirement never

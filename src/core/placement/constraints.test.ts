@@ -17,7 +17,7 @@ function rejectionsOf(draft: InputDraft, id: string = A): readonly Rejection[] {
   return report(decide(inputOf(draft)), id).rejections;
 }
 
-// mesh.md §8.3: one row per constraint; each set-up breaks exactly that constraint and nothing else.
+// spec/mesh.md §8.3: one row per constraint; each set-up breaks exactly that constraint and nothing else.
 const table: { rule: string; draft: InputDraft; expected: Rejection[] }[] = [
   {
     rule: "a suspect node fails `liveness`",
@@ -191,7 +191,7 @@ const table: { rule: string; draft: InputDraft; expected: Rejection[] }[] = [
   },
 ];
 
-describe("hard constraints (mesh.md §8.3)", () => {
+describe("hard constraints (spec/mesh.md §8.3)", () => {
   it.each(table)("$rule", ({ draft, expected }) => {
     expect(rejectionsOf(draft)).toEqual(expected);
   });

@@ -1,5 +1,5 @@
 /**
- * Hard constraints (mesh.md §8.3): feasibility, one node at a time.
+ * Hard constraints (spec/mesh.md §8.3): feasibility, one node at a time.
  *
  * Every constraint is evaluated for every node, in the order of the table, and every failure is recorded under
  * its stable name with a detail, not only the first: "why not there?" always has a complete answer. A node is

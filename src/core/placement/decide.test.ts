@@ -21,7 +21,7 @@ function unpinned(input: PlacementInput): PlacementDecision {
   return r.decision;
 }
 
-describe("decide is total (mesh.md §8.1)", () => {
+describe("decide is total (spec/mesh.md §8.1)", () => {
   it("every generated input is valid for the schema", () => {
     fc.assert(
       fc.property(inputDraft, (d) => {
@@ -66,7 +66,7 @@ describe("decide is total (mesh.md §8.1)", () => {
   });
 });
 
-describe("determinism (mesh.md §8.1, §18.4)", () => {
+describe("determinism (spec/mesh.md §8.1, §18.4)", () => {
   it("equal inputs give deep-equal decisions whatever the order of nodes and instances", () => {
     const withShuffles = placementInput.chain((input) =>
       fc.tuple(
@@ -100,7 +100,7 @@ describe("determinism (mesh.md §8.1, §18.4)", () => {
   });
 });
 
-describe("rank order and rejections (mesh.md §8.3, §8.6)", () => {
+describe("rank order and rejections (spec/mesh.md §8.3, §8.6)", () => {
   it("candidates are every node once: eligible by total descending then id, then rejected by id", () => {
     fc.assert(
       fc.property(placementInput, (input) => {
@@ -158,7 +158,7 @@ describe("rank order and rejections (mesh.md §8.3, §8.6)", () => {
   });
 });
 
-describe("pin, avoid and emulation (mesh.md §8.6)", () => {
+describe("pin, avoid and emulation (spec/mesh.md §8.6)", () => {
   it("a pin never overrides a constraint: it wins only when eligible, else is an error listing its rejections", () => {
     const pinned = placementInput.filter((i) => i.request.pin !== null);
     fc.assert(
@@ -225,7 +225,7 @@ describe("pin, avoid and emulation (mesh.md §8.6)", () => {
   });
 });
 
-describe("input errors (mesh.md §8.1)", () => {
+describe("input errors (spec/mesh.md §8.1)", () => {
   const A = nid(0xa1);
 
   it("a node listed twice is the error duplicate_node", () => {

@@ -1,5 +1,5 @@
 /**
- * The placement engine (mesh.md §8): a pure, total, synchronous function from one input to a decision.
+ * The placement engine (spec/mesh.md §8): a pure, total, synchronous function from one input to a decision.
  *
  *   validate → constraints (per node) → route (per node) → score (eligible set) → rank → select → decision
  *

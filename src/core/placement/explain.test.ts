@@ -46,7 +46,7 @@ function decision(draft: InputDraft): PlacementDecision {
   return r.decision;
 }
 
-describe("explain (mesh.md §17)", () => {
+describe("explain (spec/mesh.md §17)", () => {
   it("renders the §17 example: every candidate, its rejections, its score breakdown, the decision id and the dispatch", () => {
     const text = renderExplain(decision(example), {
       decision_id: "7c1f0e".padEnd(64, "0"),

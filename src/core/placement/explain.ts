@@ -1,5 +1,5 @@
 /**
- * The explain rendering (mesh.md §17): a decision as plain text for people, used by `berth explain` (dry run)
+ * The explain rendering (spec/mesh.md §17): a decision as plain text for people, used by `berth explain` (dry run)
  * and as `PlaceReport.explain`. Every candidate is shown: eligible ones numbered in rank order with their route,
  * tier, score and breakdown; rejected ones marked `-` with one line per failed constraint. `decision_id:` and
  * `dispatch:` appear only once a decision was chained and dispatched, so both are optional here.

@@ -1,5 +1,5 @@
 /**
- * The placement engine (mesh.md §8) and its explain rendering (§17): pure, total, synchronous.
+ * The placement engine (spec/mesh.md §8) and its explain rendering (§17): pure, total, synchronous.
  * See README.md in this folder for the pipeline, the vocabulary and which file holds which stage.
  */
 export { type CapabilityIndex, capabilitiesOf, checkRequirement, indexCapabilities } from "./capabilities.js";

@@ -1,5 +1,5 @@
 /**
- * What the placement engine is given (mesh.md §8.2): the request (workload spec, order options, weights, gate
+ * What the placement engine is given (spec/mesh.md §8.2): the request (workload spec, order options, weights, gate
  * verdicts), one view per candidate target (tier, liveness, facts as accepted by the controller), and the cluster
  * state (clock reading, revocations, instances already placed).
  *

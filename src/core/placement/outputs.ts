@@ -1,5 +1,5 @@
 /**
- * What the placement engine returns (mesh.md §8.1, §8.7). A decision is chained as the payload of
+ * What the placement engine returns (spec/mesh.md §8.1, §8.7). A decision is chained as the payload of
  * `workload.place {phase: "decision"}` (§16), so every number in it is an integer (`_centi` = hundredths of a
  * point), every member is present (`null`, never `undefined`), and lists are in a defined order: the decision is
  * canonical JSON and its hash does not depend on the order the shell listed the nodes in.

@@ -33,7 +33,7 @@ const nativeFit = (variant: string, execution: "native" | "fallback" = "native")
   execution,
 });
 
-// mesh.md §8.4, one row per rule.
+// spec/mesh.md §8.4, one row per rule.
 const table: { rule: string; variants: VariantDraft[]; facts: Partial<FactsDraft>; allow?: boolean; boards?: string[]; expected: RouteFit }[] = [
   { rule: "a variant of the node's arch and os fits natively", variants: [arm], facts: {}, expected: nativeFit("aarch64-linux") as RouteFit },
   {
@@ -120,7 +120,7 @@ const table: { rule: string; variants: VariantDraft[]; facts: Partial<FactsDraft
   },
 ];
 
-describe("variant and route (mesh.md §8.4)", () => {
+describe("variant and route (spec/mesh.md §8.4)", () => {
   it.each(table)("$rule", ({ variants, facts, allow, boards, expected }) => {
     expect(route(variants, facts, { allowEmulated: allow ?? false, fallbackBoards: boards ?? ["dev"] })).toEqual(expected);
   });

@@ -1,5 +1,5 @@
 /**
- * Variant and route for one node (mesh.md §8.4).
+ * Variant and route for one node (spec/mesh.md §8.4).
  *
  * A variant fits *natively* when its arch is `any` or the node's, its os is `any` or the node's, the node
  * advertises a native route, any `@interpreter` is declared, and the variant's own `requires` hold. It fits

@@ -32,7 +32,7 @@ const x86Emulated = {
 };
 const x86Only = { variants: [{ id: "x86_64-linux", arch: "x86_64" as const, os: "linux" as const, entry: { program: "bin/x" } }] };
 
-// mesh.md §8.5: one row per component rule, with default weights unless the row says otherwise.
+// spec/mesh.md §8.5: one row per component rule, with default weights unless the row says otherwise.
 const table: { rule: string; draft: InputDraft; id?: string; component: keyof NonNullable<NodeReport["score"]>; centi: number; flags?: string[] }[] = [
   { rule: "execution gives a native route the native weight", draft: { nodes: [nodeDraft(A)] }, component: "execution_centi", centi: 10_000 },
   {
@@ -194,7 +194,7 @@ const table: { rule: string; draft: InputDraft; id?: string; component: keyof No
   },
 ];
 
-describe("scoring (mesh.md §8.5)", () => {
+describe("scoring (spec/mesh.md §8.5)", () => {
   it.each(table)("$rule", ({ draft, id, component, centi, flags }) => {
     const r = reportOf(draft, id ?? A);
     expect(r.score?.[component]).toBe(centi);

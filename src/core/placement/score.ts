@@ -1,5 +1,5 @@
 /**
- * Scoring (mesh.md §8.5): only eligible nodes are scored, each component in integer hundredths of a point
+ * Scoring (spec/mesh.md §8.5): only eligible nodes are scored, each component in integer hundredths of a point
  * (`_centi`), computed exactly and rounded half up once. No floating-point result ever reaches a decision, so a
  * chained decision hashes the same on every machine.
  *

@@ -35,7 +35,7 @@ function decided(draft: InputDraft): PlacementDecision {
   return r.decision;
 }
 
-describe("ranking (mesh.md §8.6)", () => {
+describe("ranking (spec/mesh.md §8.6)", () => {
   it("ranks eligible nodes by total descending, then node id ascending, and the rejected after them by node id", () => {
     const d = decided({
       nodes: [
@@ -70,7 +70,7 @@ describe("ranking (mesh.md §8.6)", () => {
   });
 });
 
-describe("pin (mesh.md §8.6)", () => {
+describe("pin (spec/mesh.md §8.6)", () => {
   it("a pin naming no node in the input is the error unknown_pin", () => {
     const r = run({ nodes: [nodeDraft(A)], request: { pin: B } });
     expect(r.ok).toBe(false);
@@ -112,7 +112,7 @@ describe("pin (mesh.md §8.6)", () => {
   });
 });
 
-describe("prefer and avoid (mesh.md §8.6)", () => {
+describe("prefer and avoid (spec/mesh.md §8.6)", () => {
   it("prefer narrows: the first preferred pool member wins, flagged affinity", () => {
     const d = decided({
       nodes: [nodeDraft(A, loaded(0)), nodeDraft(B, loaded(1000)), nodeDraft(C, loaded(2000))],
@@ -154,7 +154,7 @@ describe("prefer and avoid (mesh.md §8.6)", () => {
   });
 });
 
-describe("emulation as a fallback (mesh.md §8.6)", () => {
+describe("emulation as a fallback (spec/mesh.md §8.6)", () => {
   it("an emulated node never wins while a native one is eligible, even when preferred", () => {
     const d = decided({
       nodes: [nodeDraft(A, loaded(4000)), nodeDraft(B, { ...emulatedOnly, facts: { ...emulatedOnly.facts, cpu: { count: 4, load1_milli: 0 } } })],
@@ -207,7 +207,7 @@ describe("emulation as a fallback (mesh.md §8.6)", () => {
   });
 });
 
-describe("flags (mesh.md §8.6)", () => {
+describe("flags (spec/mesh.md §8.6)", () => {
   it("are listed sorted", () => {
     const d = decided({
       nodes: [

@@ -1,5 +1,5 @@
 /**
- * Ranking and selection (mesh.md §8.6), and the dispatch order that follows from them (§9.2 step 8).
+ * Ranking and selection (spec/mesh.md §8.6), and the dispatch order that follows from them (§9.2 step 8).
  *
  * Invariants (structural):
  * - a pin overrides scoring, never constraints: a rejected pinned node is an error naming every failed constraint;

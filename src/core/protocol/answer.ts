@@ -1,5 +1,5 @@
 /**
- * Controller-side answer verification (mesh.md §4.7): a response counts only if it is signed by the key the controller
+ * Controller-side answer verification (spec/mesh.md §4.7): a response counts only if it is signed by the key the controller
  * expects and is bound to the request it answers (nonce, method, responder, boot). Anything else is *no valid answer*.
  */
 import { parseCanonical } from "../crypto/canonical.js";

@@ -1,5 +1,5 @@
 /**
- * Method bodies (mesh.md §9.1, §11): what each control method carries and returns. Shared by the node (which
+ * Method bodies (spec/mesh.md §9.1, §11): what each control method carries and returns. Shared by the node (which
  * validates with these) and the controller (which builds with the same types).
  */
 import { z } from "zod";

@@ -1,5 +1,5 @@
 /**
- * The control protocol's vocabulary and shapes (mesh.md §4.2, §4.4, §4.8): methods, refusal codes, the signed
+ * The control protocol's vocabulary and shapes (spec/mesh.md §4.2, §4.4, §4.8): methods, refusal codes, the signed
  * envelope, request and response payloads and the five message frames. Every schema is strict: an unknown member is
  * refused, never ignored, because a member a verifier skips is a member an attacker can use.
  */

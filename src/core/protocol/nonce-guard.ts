@@ -1,5 +1,5 @@
 /**
- * The bounded replay guard of mesh.md §4.6 checks 13–15. It holds at most `capacity` unexpired nonces; when full it
+ * The bounded replay guard of spec/mesh.md §4.6 checks 13–15. It holds at most `capacity` unexpired nonces; when full it
  * evicts expired ones and, if still full, refuses (`busy`): it fails closed rather than forgetting a live nonce.
  * Deterministic: the caller passes the clock reading. Replay across a daemon restart is prevented by the boot id
  * (check 8), not by this guard, which lives in memory only.

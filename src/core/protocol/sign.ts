@@ -1,5 +1,5 @@
 /**
- * Producing signed control messages (mesh.md §4.4, §4.5): the payload is the canonical JSON text of the object and
+ * Producing signed control messages (spec/mesh.md §4.4, §4.5): the payload is the canonical JSON text of the object and
  * the signature covers TAG ‖ that exact text. Randomness and time come from the caller.
  */
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";

@@ -1,5 +1,5 @@
 /**
- * Target-side verification of a control request (mesh.md §4.6), one check per step, in the spec's order, answering
+ * Target-side verification of a control request (spec/mesh.md §4.6), one check per step, in the spec's order, answering
  * with the first failing check's code. Structural rules:
  *
  * - the signature is verified over the payload text exactly as received, before anything parses it;

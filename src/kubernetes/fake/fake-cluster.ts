@@ -1,5 +1,5 @@
 /**
- * An in-process apiserver that follows the documented semantics berth depends on (kubernetes.md §19.4):
+ * An in-process apiserver that follows the documented semantics berth depends on (spec/kubernetes.md §19.4):
  * - every write bumps a global resourceVersion, the deletion mark included;
  * - DELETE with preconditions answers 409 `Conflict` when uid or resourceVersion differ; a missing object 404 `NotFound`;
  * - CREATE on a taken name answers 409 `AlreadyExists`; in a missing namespace 404 `NotFound`;

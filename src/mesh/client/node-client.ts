@@ -1,5 +1,5 @@
 /**
- * The controller's side of one control exchange (mesh.md §4.3, §4.7, §9.3): sign a request, send it over a fresh
+ * The controller's side of one control exchange (spec/mesh.md §4.3, §4.7, §9.3): sign a request, send it over a fresh
  * connection from the `Connector`, serve the node's fetches from the package of the in-flight request, and accept
  * only an answer bound to the request (nonce, method, responder key, boot id). The caller classifies the result:
  * a mutating call with no valid answer after the request may have left is *indeterminate* — never resend it.

@@ -1,5 +1,5 @@
 /**
- * What a controller serves to a node's `fetch` frames during one `place`/`load` (mesh.md §4.3, §5.5): only the
+ * What a controller serves to a node's `fetch` frames during one `place`/`load` (spec/mesh.md §4.3, §5.5): only the
  * manifest of the package the request names and the files that manifest pins. Each file's size and hash are
  * re-checked before it is served.
  */

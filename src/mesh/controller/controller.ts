@@ -1,5 +1,5 @@
 /**
- * The mesh controller as a library (mesh.md §9–§12, §14): one object that the CLI, and later the HTTP API, call.
+ * The mesh controller as a library (spec/mesh.md §9–§12, §14): one object that the CLI, and later the HTTP API, call.
  * It owns the controller database (state and audit chain in one SQLite file), its targets and its policy files.
  *
  * Lifecycle: `open()` verifies the chain, restores state and resolves decisions a crash left `dispatching`
@@ -90,7 +90,7 @@ export class MeshController {
     const dbPath = o.dbPath ?? join(o.dataDir, CONTROLLER_DB);
     const db = openDatabase(dbPath);
     try {
-      // Chain.open is the start-up check (audit-chain.md §7): it verifies from the newest valid checkpoint and throws,
+      // Chain.open is the start-up check (spec/audit-chain.md §7): it verifies from the newest valid checkpoint and throws,
       // naming the seq, when the chain does not verify. Not the whole chain again: every CLI call opens the
       // controller, and a full verify grows with history (a minute at 10,000 placements, bench/controller/memory.ts).
       const chain = Chain.open(db, o.key, "controller", o.clock ?? Date.now);

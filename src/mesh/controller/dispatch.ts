@@ -1,5 +1,5 @@
 /**
- * `place(order)` (mesh.md §9): prepare → refresh → gate → decide → chain the decision → dispatch → explain.
+ * `place(order)` (spec/mesh.md §9): prepare → refresh → gate → decide → chain the decision → dispatch → explain.
  *
  *   order ─validate─▶ package verified ─▶ targets described ─▶ place verdicts ─▶ engine decision
  *         ─▶ [commit: decision event + dispatching row]   (decision_id = that event's hash; nothing sent before)

@@ -31,7 +31,7 @@ function facts(over: JsonObject = {}): JsonObject {
   };
 }
 
-describe("accepting a node's facts (mesh.md §6.2)", () => {
+describe("accepting a node's facts (spec/mesh.md §6.2)", () => {
   it("accepts fresh facts and computes their expiry from issued_at_ms and ttl_s", () => {
     const v = acceptFacts(facts(), null, NOW);
     expect(v.kind).toBe("accepted");

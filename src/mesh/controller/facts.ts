@@ -1,5 +1,5 @@
 /**
- * Accepting a node's facts (mesh.md §6.2). The client has already checked that the facts are signed by the key that
+ * Accepting a node's facts (spec/mesh.md §6.2). The client has already checked that the facts are signed by the key that
  * answered the describe and name the same node and boot; this adds the rules that need the controller's clock and
  * its cache: ttl range, freshness, clock lead, `seq` never going backwards, and no self-asserted trust (a node can
  * never raise its own tier: a `trust.*` capability or a `berth.io/tier*` label rejects the facts whole).

@@ -1,5 +1,5 @@
 /**
- * Where the controller consults its own gate (mesh.md §7.6): `workload.place` for every target in the view (the
+ * Where the controller consults its own gate (spec/mesh.md §7.6): `workload.place` for every target in the view (the
  * verdict becomes the engine's `gate` constraint), again with `emulated: true` before sending to an emulated route,
  * and the instance verbs before anything is sent. Every verdict from step 2 on is chained (§7.7), so one placement
  * over N targets writes N verdicts before its decision event.

@@ -1,5 +1,5 @@
 /**
- * The mesh controller (mesh.md §3, §9, §10, §12, §14): targets and trust, dispatch of engine decisions, lost-answer
+ * The mesh controller (spec/mesh.md §3, §9, §10, §12, §14): targets and trust, dispatch of engine decisions, lost-answer
  * reconciliation, settling and adoption, instance verbs, and the SQLite store beneath them. See README.md.
  */
 export { CONTROLLER_DB, ControllerError, type ControllerOptions, MeshController } from "./controller.js";

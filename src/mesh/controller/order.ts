@@ -1,5 +1,5 @@
 /**
- * The place order (mesh.md §9.1): what an operator or the API asks for. Validation is step 1 of `place()`; a bad
+ * The place order (spec/mesh.md §9.1): what an operator or the API asks for. Validation is step 1 of `place()`; a bad
  * order is an error, never chained, because nothing was decided yet.
  */
 import { z } from "zod";

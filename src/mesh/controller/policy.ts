@@ -1,5 +1,5 @@
 /**
- * The controller's policy files in its data directory (mesh.md §3.5, §5.3, §7.2, §7.5): peers.json, signers.json,
+ * The controller's policy files in its data directory (spec/mesh.md §3.5, §5.3, §7.2, §7.5): peers.json, signers.json,
  * permits.json and revocations.json. They are small and re-read on every use, so an operator's edit takes effect on
  * the next placement without a restart. Every file fails closed: an unreadable peers file demotes every target to
  * `discovered`, an invalid signers file trusts nobody, an invalid permits file permits nothing, and an unreadable
@@ -64,7 +64,7 @@ function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
 /**
  * Reads the four files and reports which of them differ from what was last recorded, as `policy.load` drafts.
  * "Last recorded" comes from the chain itself (`recorded`), not from this process's memory: many processes open the
- * same controller (every CLI call, the server), and a file that did not change is not an event (audit-chain.md §12:
+ * same controller (every CLI call, the server), and a file that did not change is not an event (spec/audit-chain.md §12:
  * observations that change nothing are never chained), however many times it is read.
  */
 export class PolicyFiles {

@@ -1,5 +1,5 @@
 /**
- * Preparing a package for placement (mesh.md §5.5, §9.2 step 2): the controller verifies the package against its
+ * Preparing a package for placement (spec/mesh.md §5.5, §9.2 step 2): the controller verifies the package against its
  * own signers and revocations with the same rules a node applies, copies it into its package store
  * (`packages/<package_id>/`), and derives from the verified statement everything the engine and the gate need.
  * Nodes fetch from that store copy only, over the request's own connection, and each file is re-checked before it

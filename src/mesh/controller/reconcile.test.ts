@@ -5,7 +5,7 @@ import { rowsForDecision } from "./reconcile.js";
 const D = "a".repeat(64);
 const OTHER = "b".repeat(64);
 
-describe("reading a status answer for one decision (mesh.md §10.1, §11.2)", () => {
+describe("reading a status answer for one decision (spec/mesh.md §10.1, §11.2)", () => {
   it("finds the in-flight mark and the instances that carry the decision, ignoring departed rows and other decisions", () => {
     const rows: JsonObject[] = [
       { decision_id: D, in_flight: true, method: "place", since_ms: 1 },

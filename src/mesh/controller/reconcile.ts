@@ -1,5 +1,5 @@
 /**
- * Reconciling a lost answer (mesh.md §10.1): run at once after an indeterminate attempt, before any other candidate
+ * Reconciling a lost answer (spec/mesh.md §10.1): run at once after an indeterminate attempt, before any other candidate
  * is tried. The node is asked what it holds for the decision; whatever it holds is unloaded under the same decision
  * id. Only a node that answered, and whose every instance for the decision was unloaded, settles the attempt.
  *

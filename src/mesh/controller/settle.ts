@@ -1,5 +1,5 @@
 /**
- * Settling unsettled decisions (mesh.md §10.2): a decision whose lost answer could not be reconciled stays
+ * Settling unsettled decisions (spec/mesh.md §10.2): a decision whose lost answer could not be reconciled stays
  * persisted, listed and name-reserved until its node can be asked again. Then, oldest first, the node's status
  * decides: the one instance it holds for the decision is adopted as a managed placement (never unloaded, stopped or
  * restarted: no second candidate was tried, so it is the only copy), or, holding nothing, the decision is settled

@@ -45,7 +45,7 @@ function commit(store: ControllerStore, name: string) {
   });
 }
 
-describe("the controller store (mesh.md §14.1)", () => {
+describe("the controller store (spec/mesh.md §14.1)", () => {
   it("a decision id is the hash of the committed decision event", () => {
     const { store, chain } = open();
     const id = commit(store, "triage");

@@ -1,5 +1,5 @@
 /**
- * The controller's state in SQLite (mesh.md §14.1): targets, decisions, attempts and placements, next to the
+ * The controller's state in SQLite (spec/mesh.md §14.1): targets, decisions, attempts and placements, next to the
  * controller's audit chain in the same file. Every operation is one `BEGIN IMMEDIATE` transaction holding the state
  * change and the chain event that records it (I7), so nothing is chained that did not commit and nothing commits
  * unchained. The interface speaks the domain (commitDecision, commitPlaced, commitSettle…), not SQL, so another

@@ -1,5 +1,5 @@
 /**
- * The controller's targets (mesh.md §3.3–§3.5, §4.7, §6.2, §8.2): which nodes it knows, under which key, at which
+ * The controller's targets (spec/mesh.md §3.3–§3.5, §4.7, §6.2, §8.2): which nodes it knows, under which key, at which
  * tier, how alive they are, and the one way to call them.
  *
  * Structural rules:

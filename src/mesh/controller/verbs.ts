@@ -1,5 +1,5 @@
 /**
- * Instance verbs from the controller (mesh.md §12): `start`, `stop`, `unload` (mutating) and `status`, `logs`
+ * Instance verbs from the controller (spec/mesh.md §12): `start`, `stop`, `unload` (mutating) and `status`, `logs`
  * (read), always through the placement record, never by guessing a node.
  *
  * Structural rules:

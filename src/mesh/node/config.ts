@@ -1,5 +1,5 @@
 /**
- * The node's configuration files in its data directory (mesh.md §3.2, §5.3, §7.2, §7.5): node.json, signers.json,
+ * The node's configuration files in its data directory (spec/mesh.md §3.2, §5.3, §7.2, §7.5): node.json, signers.json,
  * permits.json, revocations.json. Loading never half-succeeds: an invalid file has its fail-closed meaning
  * (no authorised controllers, no trusted signers, no permits, revocations unreadable) and the error is reported
  * so the daemon can chain `policy.load` with `ok: false`.

@@ -1,5 +1,5 @@
 /**
- * The node's content store and the package fetch over the request's own connection (mesh.md §4.3, §5.4).
+ * The node's content store and the package fetch over the request's own connection (spec/mesh.md §4.3, §5.4).
  * Bytes are written to a temporary file, fsynced, and renamed to `store/sha256/<hex>` only after size and hash
  * match, so nothing is ever executed from a partial or unverified copy.
  */

@@ -1,5 +1,5 @@
 /**
- * The node daemon (mesh.md §14.3): opens node.db and the node chain, recovers every instance it held before
+ * The node daemon (spec/mesh.md §14.3): opens node.db and the node chain, recovers every instance it held before
  * (re-adopting processes that are still the same ones, never restarting them), chains `node.boot`, and serves the
  * control protocol on TCP. A node never forgets an instance silently: each row either stays (running, exited, lost)
  * or leaves with a departed record and a chain event.
@@ -74,7 +74,7 @@ export class NodeDaemon {
     const dbPath = join(o.dataDir, FILES.db);
     const db = openDatabase(dbPath);
     if (existsSync(dbPath)) chmodSync(dbPath, 0o600);
-    // 1. a new boot id; the chain must pass its start-up check (from the newest valid checkpoint, audit-chain.md §7)
+    // 1. a new boot id; the chain must pass its start-up check (from the newest valid checkpoint, spec/audit-chain.md §7)
     // before anything is served. Chain.open throws, naming the seq, when it does not.
     let chain: Chain;
     try {
@@ -121,7 +121,7 @@ export class NodeDaemon {
         ? { server: null, address: "" }
         : await listenFrames(o.listen, (stream) => void service.serve(stream), { maxConnections: config.limits.max_connections });
     const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db, chain);
-    // audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
+    // spec/audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
     daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));
     daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));

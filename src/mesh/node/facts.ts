@@ -1,5 +1,5 @@
 /**
- * Node facts (mesh.md §6): probed or configured, signed with tag `berth.facts.v1`. Board and labels can be set by
+ * Node facts (spec/mesh.md §6): probed or configured, signed with tag `berth.facts.v1`. Board and labels can be set by
  * node.json or flags, so tests can simulate a Raspberry Pi on any machine.
  */
 import { createHash } from "node:crypto";

@@ -1,5 +1,5 @@
 /**
- * The native process runtime (mesh.md §13). One process group per instance, started detached with stdout and stderr
+ * The native process runtime (spec/mesh.md §13). One process group per instance, started detached with stdout and stderr
  * appended to files (not pipes), so an instance outlives the daemon. A tiny POSIX sh wrapper leads the group: it
  * runs the entry, ignores nothing the child inherits, survives a graceful TERM long enough to write the child's
  * status to `exit_status`, and exits with that status, so even an exit that happened while the daemon was down has

@@ -1,5 +1,5 @@
 /**
- * The node's host service (mesh.md §4.6, §11): verifies every request in the spec's order, runs the method, and
+ * The node's host service (spec/mesh.md §4.6, §11): verifies every request in the spec's order, runs the method, and
  * answers with a signed response. Structural rules, each protecting an invariant of §1:
  *
  * - a `place`/`load` marks its decision in flight before fetching anything, and inserts the instance row before the

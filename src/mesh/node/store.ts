@@ -1,5 +1,5 @@
 /**
- * The node's persistent state (mesh.md §14.3): instances, in-flight decisions, departed records and the facts
+ * The node's persistent state (spec/mesh.md §14.3): instances, in-flight decisions, departed records and the facts
  * sequence, in node.db beside the node chain. Every state change commits in one transaction with the chain event
  * that records it (I7): callers pass the draft and the store writes both.
  */

@@ -1,5 +1,5 @@
 /**
- * Package directories on disk (mesh.md §5.1, §5.5): the source manifest an operator edits, `build` (pin every
+ * Package directories on disk (spec/mesh.md §5.1, §5.5): the source manifest an operator edits, `build` (pin every
  * listed file by SHA-256, size and mode into the statement), `sign` (add a signature; the id does not change) and
  * `verify` (the same rules a node applies, reading local files).
  */

@@ -1,5 +1,5 @@
 /**
- * The fault-injection seam (mesh.md §4.10, §18.1): wraps any Connector and decodes the frames that pass, so a test
+ * The fault-injection seam (spec/mesh.md §4.10, §18.1): wraps any Connector and decodes the frames that pass, so a test
  * can drop the signed answer to a `place` after the node carried it out (closing the stream, as a lost answer
  * looks to the controller), and cut an address off entirely (later connects fail) until it is healed.
  */

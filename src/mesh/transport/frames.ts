@@ -1,5 +1,5 @@
 /**
- * Length-prefixed framing (mesh.md §4.1) and the stream/connector seam (§4.10). A frame is a 4-byte big-endian
+ * Length-prefixed framing (spec/mesh.md §4.1) and the stream/connector seam (§4.10). A frame is a 4-byte big-endian
  * length N (1 ≤ N ≤ 16 MiB) followed by N bytes. A zero or oversized length is a protocol error: the stream is
  * destroyed without reading further, so a peer can never make us buffer more than one frame's worth.
  */

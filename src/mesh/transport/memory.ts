@@ -1,5 +1,5 @@
 /**
- * In-process streams: the same frames without TCP, for tests and embedding (mesh.md §4.10 MemoryConnector).
+ * In-process streams: the same frames without TCP, for tests and embedding (spec/mesh.md §4.10 MemoryConnector).
  * `mem://<name>` reaches a service registered under that name.
  */
 import { type Connector, encodeFrame, type FrameStream, StreamClosed } from "./frames.js";

@@ -1,5 +1,5 @@
 /**
- * kubernetes.md §19.5 R1–R8 (each classification row end to end), R12 (graceful deletion), R14 (Secret first),
+ * spec/kubernetes.md §19.5 R1–R8 (each classification row end to end), R12 (graceful deletion), R14 (Secret first),
  * R15 (one create attempt per call), R17 (pull-failure classes), R18 (CreateContainerConfigError) and R21 (admission
  * defaulting): the real provider executable against a real kube-apiserver + etcd, with the simulated kubelet playing
  * the container. Every row is shown twice: in API effects (uids, resourceVersions, the proxied request log) and in

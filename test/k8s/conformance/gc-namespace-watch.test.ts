@@ -1,5 +1,5 @@
 /**
- * kubernetes.md §19.5 R16 (preflight GC by the server's `Date` header), R20 (namespace creation and the RBAC 403
+ * spec/kubernetes.md §19.5 R16 (preflight GC by the server's `Date` header), R20 (namespace creation and the RBAC 403
  * hint) and R22 (watch first, 2 s polling as the fallback), against the real apiserver. The proxy shifts or strips
  * the `Date` header the GC reads; a preload runs the provider with a local clock two hours fast; the restricted user
  * is given exactly the RBAC each case needs.

@@ -1,5 +1,5 @@
 /**
- * kubernetes.md §19.5 R19 (a foreign pod on the name), R23 (pods written to §14 by another implementation), R24
+ * spec/kubernetes.md §19.5 R19 (a foreign pod on the name), R23 (pods written to §14 by another implementation), R24
  * (`berth k8s stop` and `replace`, including replace as the escape from a pull failure, R17) and R25 (the persistent
  * workspace claim), against the real apiserver. The "other writer" objects are built by hand from §14 in support.ts,
  * not by berth's manifest code, so the interop check compares berth's pod with an independent rendering.

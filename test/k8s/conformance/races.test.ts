@@ -1,5 +1,5 @@
 /**
- * kubernetes.md §19.5 R9 (the two 409s never conflated), R10 (a start between read and delete), R11 (transport
+ * spec/kubernetes.md §19.5 R9 (the two 409s never conflated), R10 (a start between read and delete), R11 (transport
  * failures are never absence) and R13 (two concurrent deploys from two OS processes): timing is forced with the
  * proxy in front of the real apiserver — a request is held, preceded by a side effect, or answered with a reset —
  * so each race happens every run, not by luck.

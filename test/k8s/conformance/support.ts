@@ -1,5 +1,5 @@
 /**
- * Shared machinery of the real-apiserver conformance suite (kubernetes.md §19.5): agent keys, deploy requests, the
+ * Shared machinery of the real-apiserver conformance suite (spec/kubernetes.md §19.5): agent keys, deploy requests, the
  * provider executable as a real OS process, the audit chain it wrote, a programmable TLS proxy in front of the
  * apiserver (request log, holds, connection resets, `Date` shifts), and pods shaped by "another writer" (§14 built by
  * hand here, not by berth's manifest code, so a shape drift in berth shows up as a failure).

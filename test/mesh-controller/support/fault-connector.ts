@@ -1,5 +1,5 @@
 /**
- * A fault-injecting connector (mesh.md §4.10) around any other connector: it decodes the frames passing from node
+ * A fault-injecting connector (spec/mesh.md §4.10) around any other connector: it decodes the frames passing from node
  * to controller, can drop the answer to a `place` after the node carried it out (closing the stream), can cut an
  * address off (later connects fail) and heal it, and can hold an answer back until after the caller's timeout.
  */

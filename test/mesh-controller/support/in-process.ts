@@ -1,5 +1,5 @@
 /**
- * The seed fixture in one process (mesh.md §18.1): one controller key; two node daemons with `pi5` facts, a native
+ * The seed fixture in one process (spec/mesh.md §18.1): one controller key; two node daemons with `pi5` facts, a native
  * route for the host architecture, `self_tier: paired`, the controller key authorised, their own chains and the
  * `test-agent` permit; a signed `probe` package trusted by all three; connections through the in-process
  * connector, wrapped by a fault-injecting one.

@@ -1,4 +1,4 @@
-/** The seed's workload as a signed package: a script that prints `placed-ok` and sleeps (mesh.md §18.1). */
+/** The seed's workload as a signed package: a script that prints `placed-ok` and sleeps (spec/mesh.md §18.1). */
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { SigningKey } from "../../../src/core/crypto/ed25519.js";

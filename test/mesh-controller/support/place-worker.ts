@@ -1,5 +1,5 @@
 /**
- * A controller process that SIGKILLs itself at a chosen point of one placement (mesh.md §18.3), so a test can
+ * A controller process that SIGKILLs itself at a chosen point of one placement (spec/mesh.md §18.3), so a test can
  * restart the controller on the same database and check that nothing was duplicated or orphaned.
  *
  *   node place-worker.js <data-dir> <key-file> <package-dir> <crash-at> <addr>...

@@ -1,5 +1,5 @@
 /**
- * The seed fixture with real processes (mesh.md §18.2): two `berth node serve` daemons on loopback, each with its
+ * The seed fixture with real processes (spec/mesh.md §18.2): two `berth node serve` daemons on loopback, each with its
  * own data directory, key and config; the controller in the test process over TCP; the preferred node reached
  * through a TCP proxy the test controls. Daemons and instance process groups are killed by `cleanupProcesses()`.
  */
