@@ -5,7 +5,7 @@
  * cost: HTTP and JSON, the bearer check, zod parsing, and the `api.call` request/outcome pair (two more fsynced
  * commits per call). Figures are printed, never asserted.
  *
- *   npx tsc -p . && node dist/bench/api/placements.js [--nodes 3] [--placements 30] [--concurrency 4]
+ *   npm run build:test && node dist/bench/api/placements.js [--nodes 3] [--placements 30] [--concurrency 4]
  *
  * Every placement adds an instance that the next decisions take into account, so the two sides alternate in
  * rounds (library, API, library, API, …) and are summed per side: neither always meets the larger cluster. Dry

@@ -5,7 +5,7 @@
  * reads to build the engine's cluster state). The baselines are measured in the same run: the same controller with
  * no placement records and with 100. Figures are printed, never asserted.
  *
- *   npx tsc -p . && node dist/bench/controller/memory.js [--records 10000] [--targets 10]
+ *   npm run build:test && node dist/bench/controller/memory.js [--records 10000] [--targets 10]
  *
  * About three minutes on a shared 2-core machine: most of it is the probe's `open()` at 10,000 records, which
  * verifies the whole chain (120,000 events with 10 targets), and the fill (sealing the same events).

@@ -9,8 +9,8 @@ import { classify } from "../../src/core/kubernetes/classify.js";
 import { parseProviderConfig } from "../../src/core/kubernetes/config.js";
 import { buildEnv } from "../../src/core/kubernetes/env.js";
 import { fingerprint, intentTemplate } from "../../src/core/kubernetes/intent.js";
-import { agentB, configA } from "../../src/core/kubernetes/testing/fixtures.js";
-import { ALL_STARTUPS, verified } from "../../src/core/kubernetes/testing/pods.js";
+import { agentB, configA } from "../../test/support/kubernetes/fixtures.js";
+import { ALL_STARTUPS, verified } from "../../test/support/kubernetes/pods.js";
 import { rate, ratio } from "../support.js";
 
 const cfg = parseProviderConfig(configA);

@@ -7,8 +7,8 @@
 import { bindingOf, podManifest } from "../../src/core/kubernetes/manifests.js";
 import { labelsFor, PUBKEY_FULL_ANNOTATION } from "../../src/core/kubernetes/naming.js";
 import type { PodObject } from "../../src/core/kubernetes/objects.js";
-import { WHO } from "../../src/core/kubernetes/testing/pods.js";
-import { desiredFingerprint, type Harness, harness, NS } from "../../src/kubernetes/testing/harness.js";
+import { WHO } from "../../test/support/kubernetes/pods.js";
+import { desiredFingerprint, type Harness, harness, NS } from "../../test/support/kubernetes/harness.js";
 
 const POD = WHO.podName;
 

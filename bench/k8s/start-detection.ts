@@ -6,11 +6,11 @@
 import { performance } from "node:perf_hooks";
 import { parseProviderConfig } from "../../src/core/kubernetes/config.js";
 import { buildEnv } from "../../src/core/kubernetes/env.js";
-import { agentA, configA } from "../../src/core/kubernetes/testing/fixtures.js";
-import { WHO } from "../../src/core/kubernetes/testing/pods.js";
+import { agentA, configA } from "../../test/support/kubernetes/fixtures.js";
+import { WHO } from "../../test/support/kubernetes/pods.js";
 import { MemoryAudit } from "../../src/kubernetes/audit.js";
 import { realClock } from "../../src/kubernetes/clock.js";
-import { FakeCluster } from "../../src/kubernetes/fake/fake-cluster.js";
+import { FakeCluster } from "../../test/support/kubernetes/fake-cluster.js";
 import { silentLogger } from "../../src/kubernetes/log.js";
 import { deploy } from "../../src/kubernetes/reconcile.js";
 

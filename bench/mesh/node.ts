@@ -4,7 +4,7 @@
  *   connection per call, as the controller does);
  * - `place` → running latency vs a bare child_process.spawn of the same entry;
  * - daemon resident memory idle and with 100 running instances.
- * Figures are printed, never asserted. Run after `npx tsc -p .` from the repository root (scripts/bench does).
+ * Figures are printed, never asserted. Run after `npm run build:test` from the repository root (scripts/bench does).
  */
 import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -6,7 +6,7 @@
  * script that sleeps). Printed as a ratio to the engine-only decide rate for the same 20 nodes, measured in the same
  * run. Figures are printed, never asserted.
  *
- *   npx tsc -p . && node dist/bench/mesh/placements.js [--nodes 20] [--placements 60] [--concurrency 8]
+ *   npm run build:test && node dist/bench/mesh/placements.js [--nodes 20] [--placements 60] [--concurrency 8]
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";

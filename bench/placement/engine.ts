@@ -2,7 +2,7 @@
  * Placement engine throughput (issue 6 benchmark): engine decisions per second for 10 / 100 / 1,000 / 5,000
  * candidate nodes, on one core. Target: ≥ 10,000 decisions/s at 100 nodes.
  *
- *   npx tsc -p . && node dist/bench/placement/engine.js [--seconds 1] [--json]
+ *   npm run build:test && node dist/bench/placement/engine.js [--seconds 1] [--json]
  *
  * The cluster is a realistic mix: mostly eligible Pi and x86 boards, some suspect, discovered, denied or short of
  * memory; a workload with two variants, a common requirement, a preference, a perf metric, co-residency

@@ -32,7 +32,7 @@ import { berthHome, defaultPaths } from "./paths.js";
 import { startProgress, withSpinner } from "./progress.js";
 import { paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
-import { berthVersion } from "./version.js";
+import { berthVersion } from "../version.js";
 
 interface CommonOptions {
   readonly dataDir?: string;

@@ -25,7 +25,7 @@ import { berthHome } from "./paths.js";
 import { startProgress } from "./progress.js";
 import { paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
-import { berthVersion } from "./version.js";
+import { berthVersion } from "../version.js";
 
 interface AgentFlags {
   file?: string;

@@ -10,7 +10,7 @@ import { initNodeDataDir } from "../mesh/node/init.js";
 import { CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
-import { berthVersion } from "./version.js";
+import { berthVersion } from "../version.js";
 
 const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (an Ed25519 public key)");
 const collect = (value: string, previous: string[] = []) => [...previous, value];

@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import { z } from "zod";
 import { EMPTY_REVOCATIONS, parseRevocations, type RevocationList } from "../core/governance/policy.js";
 import { loadKeyFile } from "../keys/key-file.js";
-import { SignersFileSchema } from "../mesh/node/config.js";
+import { SignersFileSchema } from "../mesh/policy/files.js";
 import { buildPackage, initPackage, PackageError, signPackage, verifyPackageDir } from "../mesh/packages/dir.js";
 import { CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";

@@ -12,7 +12,7 @@ import { registerNodeCommands } from "./node.js";
 import { registerPackageCommands } from "./package.js";
 import { registerServeCommands } from "./serve.js";
 import { registerUpCommands } from "./up.js";
-import { berthVersion } from "./version.js";
+import { berthVersion } from "../version.js";
 
 export function buildProgram(): Command {
   const program = new Command("berth")

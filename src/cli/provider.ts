@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { CliError } from "./errors.js";
 import { answer } from "./output.js";
-import { berthVersion } from "./version.js";
+import { berthVersion } from "../version.js";
 
 export function registerProviderCommands(program: Command): void {
   // Root options (`--version`) must not swallow the protocol's raw arguments: they count only before a subcommand.
@@ -38,7 +38,7 @@ export function registerProviderCommands(program: Command): void {
     .option("--json", "print one JSON document")
     .action((opts: { dir: string; json?: boolean }) => {
       const entry = join(dirname(fileURLToPath(import.meta.url)), "buzz-backend.js");
-      if (!existsSync(entry)) throw new CliError(`${entry} is missing; build berth first (npx tsc -p .)`);
+      if (!existsSync(entry)) throw new CliError(`${entry} is missing; build berth first (npm run build)`);
       const shim = join(opts.dir, "buzz-backend-berth");
       mkdirSync(opts.dir, { recursive: true });
       // Absolute paths: GUI callers have a minimal PATH and may run a staged copy (P-1).

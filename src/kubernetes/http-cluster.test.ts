@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net";
 import { KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fromQuorumRead } from "../core/kubernetes/quorum.js";
-import { rawPod, WHO } from "../core/kubernetes/testing/pods.js";
+import { rawPod, WHO } from "../../test/support/kubernetes/pods.js";
 import { verifyPod } from "../core/kubernetes/verify.js";
 import type { WakeSignal, WatchEnd } from "./cluster.js";
 import { fencedDeleteBody, HttpCluster } from "./http-cluster.js";

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { GOLDEN_IMAGE_REF, GOLDEN_NSEC } from "../core/kubernetes/testing/fixtures.js";
+import { GOLDEN_IMAGE_REF, GOLDEN_NSEC } from "../../test/support/kubernetes/fixtures.js";
 import { MemoryAudit } from "./audit.js";
 import { VirtualClock } from "./clock.js";
-import { FakeCluster } from "./fake/fake-cluster.js";
+import { FakeCluster } from "../../test/support/kubernetes/fake-cluster.js";
 import { memoryLogger } from "./log.js";
 import { handleProviderRequest, type ProviderDeps } from "./provider.js";
 

@@ -4,9 +4,9 @@ import { buildEnv } from "../core/kubernetes/env.js";
 import { podManifest, secretManifest } from "../core/kubernetes/manifests.js";
 import { PUBKEY_FULL_ANNOTATION } from "../core/kubernetes/naming.js";
 import type { PodObject } from "../core/kubernetes/objects.js";
-import { agentA } from "../core/kubernetes/testing/fixtures.js";
-import { WHO } from "../core/kubernetes/testing/pods.js";
-import { desiredFingerprint, type Harness, harness, inputsFor, NS } from "./testing/harness.js";
+import { agentA } from "../../test/support/kubernetes/fixtures.js";
+import { WHO } from "../../test/support/kubernetes/pods.js";
+import { desiredFingerprint, type Harness, harness, inputsFor, NS } from "../../test/support/kubernetes/harness.js";
 
 const POD = WHO.podName;
 

@@ -5,11 +5,11 @@ import { describe, expect, it } from "vitest";
 import { verifyStoredChain } from "../chain/chain.js";
 import { podManifest } from "../core/kubernetes/manifests.js";
 import type { PodObject } from "../core/kubernetes/objects.js";
-import { WHO } from "../core/kubernetes/testing/pods.js";
+import { WHO } from "../../test/support/kubernetes/pods.js";
 import { openDatabase } from "../store/sqlite.js";
 import { k8sStatePaths, openK8sChain } from "./audit.js";
 import { memoryLogger } from "./log.js";
-import { desiredFingerprint, harness, NS } from "./testing/harness.js";
+import { desiredFingerprint, harness, NS } from "../../test/support/kubernetes/harness.js";
 import { clearForReplace, list, status, stop, type VerbDeps } from "./verbs.js";
 
 const POD = WHO.podName;

@@ -2,7 +2,7 @@
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { berthVersion } from "../cli/version.js";
+import { berthVersion } from "../version.js";
 import { OPENAPI_FILE, openApiText } from "./openapi.js";
 
 const root = resolve(process.argv[2] ?? fileURLToPath(new URL("../../../", import.meta.url)));

@@ -8,7 +8,7 @@ import { ErrorSchema, ROUTES, type RouteSpec } from "./contract.js";
 
 export const API_BASE = "/api/v1";
 export const OPENAPI_FILE = "docs/api/openapi.json";
-export const OPENAPI_WRITE_COMMAND = "npx tsc -p tsconfig.json && node dist/src/server/openapi-write.js";
+export const OPENAPI_WRITE_COMMAND = "npm run build && node dist/src/server/openapi-write.js";
 
 type JsonSchema = Record<string, unknown>;
 

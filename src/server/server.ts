@@ -6,7 +6,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { berthVersion } from "../cli/version.js";
+import { berthVersion } from "../version.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { buildApp } from "./app.js";
 import { API_BASE } from "./openapi.js";

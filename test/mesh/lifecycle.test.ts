@@ -7,7 +7,7 @@ import { readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
-import { savePermits } from "../../src/mesh/node/config.js";
+import { savePermits } from "../../src/mesh/policy/files.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import {
   ALLOW_ALL,

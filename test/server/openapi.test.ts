@@ -5,7 +5,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { berthVersion } from "../../src/cli/version.js";
+import { berthVersion } from "../../src/version.js";
 import { ROUTES } from "../../src/server/contract.js";
 import { API_BASE, OPENAPI_FILE, OPENAPI_WRITE_COMMAND, openApiDocument, openApiText } from "../../src/server/openapi.js";
 import { repoRoot } from "../support/built.js";

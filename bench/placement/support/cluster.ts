@@ -6,7 +6,7 @@
  */
 import { createHash } from "node:crypto";
 import type { NodeId } from "../../../src/core/crypto/ed25519.js";
-import { NOW, PACKAGE_ID } from "../../../src/core/placement/fixtures.js";
+import { NOW, PACKAGE_ID } from "../../../test/support/placement/fixtures.js";
 
 /** A small deterministic generator, so every run measures the same cluster. */
 function lcg(seed: number): () => number {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { verified } from "../kubernetes/testing/pods.js";
+import { verified } from "../../../test/support/kubernetes/pods.js";
 import { classifyKubernetes, KUBERNETES_ROWS } from "./kubernetes-rows.js";
 import { MESH_ROWS } from "./mesh-classify.js";
 

@@ -3,7 +3,7 @@ import { describe, expect, expectTypeOf, it } from "vitest";
 import { type Action, classify, type ReportAction, reportFor } from "./classify.js";
 import type { Startup } from "./decode.js";
 import { PULL_FAILURES } from "./pull-failure.js";
-import { ALL_STARTUPS, verified } from "./testing/pods.js";
+import { ALL_STARTUPS, verified } from "../../../test/support/kubernetes/pods.js";
 
 const fp = (seed: string) => seed.padEnd(64, "0").slice(0, 64);
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { CREDENTIAL_WORDS, configSchema, nameWords, namespacePrefill, parseProviderConfig } from "./config.js";
 import { IMAGE_PREFILL, parseImage } from "./image.js";
-import { GOLDEN_IMAGE, GOLDEN_IMAGE_REF } from "./testing/fixtures.js";
+import { GOLDEN_IMAGE, GOLDEN_IMAGE_REF } from "../../../test/support/kubernetes/fixtures.js";
 
 const base = { namespace: "buzz-agents-test", image: GOLDEN_IMAGE_REF };
 const errorOf = (raw: unknown) => {

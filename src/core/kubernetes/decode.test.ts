@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decodeStartup, isTerminated } from "./decode.js";
-import { rawPod } from "./testing/pods.js";
+import { rawPod } from "../../../test/support/kubernetes/pods.js";
 
 const waiting = (reason: string, message?: string) => ({ waiting: { reason, ...(message ? { message } : {}) } });
 

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { buildEnv, RESERVED_KEYS } from "./env.js";
 import type { AgentSpec } from "./request.js";
-import { agentA, agentB, GOLDEN_NSEC } from "./testing/fixtures.js";
+import { agentA, agentB, GOLDEN_NSEC } from "../../../test/support/kubernetes/fixtures.js";
 
 const cfg = { inactivitySeconds: 7200 };
 const errorOf = (agent: AgentSpec) => {

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ORPHAN_AGE_MS, planGc } from "./gc.js";
 import type { SecretMeta } from "./objects.js";
-import { quorum, rawPod, WHO } from "./testing/pods.js";
+import { quorum, rawPod, WHO } from "../../../test/support/kubernetes/pods.js";
 
 const NOW = Date.parse("2026-08-02T04:00:00Z");
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { type ProviderConfig, parseProviderConfig } from "./config.js";
 import { buildEnv } from "./env.js";
 import { fingerprint, intentTemplate } from "./intent.js";
-import { agentA, agentB, configA } from "./testing/fixtures.js";
+import { agentA, agentB, configA } from "../../../test/support/kubernetes/fixtures.js";
 
 function config(raw: Record<string, unknown>): ProviderConfig {
   const r = parseProviderConfig(raw);

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { type ProviderConfig, parseProviderConfig } from "./config.js";
 import { buildEnv } from "./env.js";
 import { claimManifest, podManifest, secretManifest } from "./manifests.js";
-import { agentA, configA, GOLDEN_IMAGE } from "./testing/fixtures.js";
-import { WHO } from "./testing/pods.js";
+import { agentA, configA, GOLDEN_IMAGE } from "../../../test/support/kubernetes/fixtures.js";
+import { WHO } from "../../../test/support/kubernetes/pods.js";
 
 function cfg(extra: Record<string, unknown> = {}): ProviderConfig {
   const r = parseProviderConfig({ ...configA, ...extra });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { latestCondition, unreadableCondition } from "./condition.js";
 import { classifyPullFailure, pullFailureMessage } from "./pull-failure.js";
-import { rawPod } from "./testing/pods.js";
+import { rawPod } from "../../../test/support/kubernetes/pods.js";
 
 describe("pull-failure classes (spec/kubernetes.md §10.1)", () => {
   it.each([

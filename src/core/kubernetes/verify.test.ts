@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { AgentPubkey } from "../identity/nostr.js";
 import { BINDING_LABEL, identityFromNsec, identityFromPubkeyHex, identityOf, MANAGED_BY_LABEL, PUBKEY_FULL_ANNOTATION, secretNameFor, selectorFor } from "./naming.js";
-import { GOLDEN_NSEC, GOLDEN_PUBKEY } from "./testing/fixtures.js";
-import { quorum, rawPod, WHO } from "./testing/pods.js";
+import { GOLDEN_NSEC, GOLDEN_PUBKEY } from "../../../test/support/kubernetes/fixtures.js";
+import { quorum, rawPod, WHO } from "../../../test/support/kubernetes/pods.js";
 import { claimProblem, isOurSecret, verifyPod } from "./verify.js";
 
 const started = { kind: "started" } as const;

@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../crypto/canonical.js";
-import { inputDraft, placementInput } from "./arbitraries.js";
+import { inputDraft, placementInput } from "../../../test/support/placement/arbitraries.js";
 import { decide, decideUnknown, parsePlacementInput } from "./decide.js";
-import { inputOf, nid, nodeDraft, specDraft } from "./fixtures.js";
+import { inputOf, nid, nodeDraft, specDraft } from "../../../test/support/placement/fixtures.js";
 import { type PlacementInput, placementInputSchema } from "./inputs.js";
 import { CONSTRAINTS, type PlacementDecision } from "./outputs.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { decide } from "./decide.js";
-import { type InputDraft, inputOf, nid, nodeDraft, type NodeOverrides } from "./fixtures.js";
+import { type InputDraft, inputOf, nid, nodeDraft, type NodeOverrides } from "../../../test/support/placement/fixtures.js";
 import type { PlacementDecision, PlacementResult } from "./outputs.js";
 import { dispatchOrder } from "./select.js";
 

@@ -12,7 +12,7 @@ import { z } from "zod";
 import type { EventDraft } from "../../core/chain/event.js";
 import type { PermitRule, RevocationList, Tier } from "../../core/governance/policy.js";
 import { describeIssues, HEX64, truncateUtf8 } from "../../core/protocol/messages.js";
-import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../node/config.js";
+import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 
 export const PEERS_FILE = "peers.json";

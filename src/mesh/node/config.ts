@@ -1,23 +1,12 @@
 /**
- * The node's configuration files in its data directory (spec/mesh.md §3.2, §5.3, §7.2, §7.5): node.json, signers.json,
- * permits.json, revocations.json. Loading never half-succeeds: an invalid file has its fail-closed meaning
- * (no authorised controllers, no trusted signers, no permits, revocations unreadable) and the error is reported
- * so the daemon can chain `policy.load` with `ok: false`.
+ * The node's own configuration in its data directory (spec/mesh.md §3.2): node.json and the names of its files. The
+ * policy files a node shares with the controller (signers, permits, revocations) are read by `src/mesh/policy/`.
  */
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { sha256 } from "../../core/crypto/tagged.js";
-import {
-  type Loaded,
-  type PermitRule,
-  type PermitRuleInput,
-  PermitsFileSchema,
-  parsePermits,
-  parseRevocations,
-  type RevocationList,
-} from "../../core/governance/policy.js";
 import { describeIssues, HEX64 } from "../../core/protocol/messages.js";
+import { POLICY_FILES } from "../policy/files.js";
 
 const key = z.string().regex(HEX64, "key must be 64 lowercase hex");
 
@@ -54,15 +43,11 @@ export const NodeConfigSchema = z.strictObject({
 });
 export type NodeConfig = z.infer<typeof NodeConfigSchema>;
 
-export const SignersFileSchema = z.array(z.strictObject({ key, name: z.string().max(64) })).max(64);
-
 export const FILES = {
   config: "node.json",
   key: "node.key",
   db: "node.db",
-  signers: "signers.json",
-  permits: "permits.json",
-  revocations: "revocations.json",
+  ...POLICY_FILES,
 } as const;
 
 export class NodeConfigError extends Error {
@@ -82,62 +67,5 @@ export function loadNodeConfig(dataDir: string): NodeConfig {
   }
   const parsed = NodeConfigSchema.safeParse(raw);
   if (!parsed.success) throw new NodeConfigError(`${describeIssues(path, parsed.error.issues)}; fix the file and start again`);
-  return parsed.data;
-}
-
-export interface PolicyFile<T> {
-  readonly file: string;
-  readonly sha256: string | null;
-  readonly loaded: Loaded<T>;
-}
-
-function readPolicy<T>(dataDir: string, name: string, parse: (text: string) => Loaded<T>, missing: T): PolicyFile<T> {
-  const path = join(dataDir, name);
-  if (!existsSync(path)) return { file: name, sha256: null, loaded: { ok: true, value: missing } };
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    return { file: name, sha256: null, loaded: { ok: false, error: `cannot read ${name}: ${(error as Error).message}` } };
-  }
-  return { file: name, sha256: sha256(text).toString("hex"), loaded: parse(text) };
-}
-
-export function loadSigners(dataDir: string): PolicyFile<string[]> {
-  return readPolicy(
-    dataDir,
-    FILES.signers,
-    (text) => {
-      let raw: unknown;
-      try {
-        raw = JSON.parse(text);
-      } catch {
-        return { ok: false, error: "signers file is not valid JSON" };
-      }
-      const parsed = SignersFileSchema.safeParse(raw);
-      return parsed.success ? { ok: true, value: parsed.data.map((s) => s.key) } : { ok: false, error: describeIssues("signers", parsed.error.issues) };
-    },
-    [],
-  );
-}
-
-export function loadPermits(dataDir: string): PolicyFile<PermitRule[]> {
-  return readPolicy(dataDir, FILES.permits, parsePermits, []);
-}
-
-export function loadRevocations(dataDir: string): PolicyFile<RevocationList> {
-  return readPolicy(dataDir, FILES.revocations, parseRevocations, { generation: 0, subjects: [] });
-}
-
-/**
- * The permits API (§7.2): validates rules and replaces permits.json atomically; the daemon picks the new file up on
- * its next request and chains `policy.load`. An invalid rule set is refused and the old file stays.
- */
-export function savePermits(dataDir: string, rules: readonly PermitRuleInput[]): PermitRule[] {
-  const parsed = PermitsFileSchema.safeParse(rules);
-  if (!parsed.success) throw new NodeConfigError(describeIssues("permits", parsed.error.issues));
-  const path = join(dataDir, FILES.permits);
-  writeFileSync(`${path}.tmp`, `${JSON.stringify(parsed.data, null, 2)}\n`, { mode: 0o600 });
-  renameSync(`${path}.tmp`, path);
   return parsed.data;
 }

@@ -1,10 +1,10 @@
 /** Builders for pod objects as an apiserver would return them, for core tests and the fake cluster's users. */
-import type { AgentPubkey } from "../../identity/nostr.js";
-import type { Startup } from "../decode.js";
-import { BINDING_LABEL, identityOf, INTENT_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PUBKEY_FULL_ANNOTATION, PUBKEY_LABEL } from "../naming.js";
-import type { PodObject } from "../objects.js";
-import { fromQuorumRead, type QuorumPod } from "../quorum.js";
-import { type VerifiedPod, verifyPod } from "../verify.js";
+import type { AgentPubkey } from "../../../src/core/identity/nostr.js";
+import type { Startup } from "../../../src/core/kubernetes/decode.js";
+import { BINDING_LABEL, identityOf, INTENT_ANNOTATION, MANAGED_BY_LABEL, MANAGED_BY_VALUE, PUBKEY_FULL_ANNOTATION, PUBKEY_LABEL } from "../../../src/core/kubernetes/naming.js";
+import type { PodObject } from "../../../src/core/kubernetes/objects.js";
+import { fromQuorumRead, type QuorumPod } from "../../../src/core/kubernetes/quorum.js";
+import { type VerifiedPod, verifyPod } from "../../../src/core/kubernetes/verify.js";
 import { GOLDEN_PUBKEY } from "./fixtures.js";
 
 export const WHO = identityOf(GOLDEN_PUBKEY as AgentPubkey);

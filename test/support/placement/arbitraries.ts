@@ -5,9 +5,9 @@
  */
 import fc from "fast-check";
 import type { z } from "zod";
-import type { NodeId } from "../crypto/ed25519.js";
+import type { NodeId } from "../../../src/core/crypto/ed25519.js";
 import { NOW, nid, PACKAGE_ID } from "./fixtures.js";
-import { type PlacementInput, placementInputSchema } from "./inputs.js";
+import { type PlacementInput, placementInputSchema } from "../../../src/core/placement/inputs.js";
 
 type Draft = z.input<typeof placementInputSchema>;
 

@@ -4,7 +4,7 @@
  * by the benchmark; never by production code.
  */
 import type { z } from "zod";
-import type { NodeId } from "../crypto/ed25519.js";
+import type { NodeId } from "../../../src/core/crypto/ed25519.js";
 import {
   type nodeFactsSchema,
   type NodeView,
@@ -12,7 +12,7 @@ import {
   placementInputSchema,
   type placementRequestSchema,
   type workloadSpecSchema,
-} from "./inputs.js";
+} from "../../../src/core/placement/inputs.js";
 
 export type FactsDraft = z.input<typeof nodeFactsSchema>;
 export type SpecDraft = z.input<typeof workloadSpecSchema>;

@@ -1,17 +1,17 @@
 /** A deploy harness over the fake cluster and a virtual clock: no sockets, no sleeps, fully deterministic. */
-import { parseProviderConfig, type ProviderConfig } from "../../core/kubernetes/config.js";
-import { buildEnv } from "../../core/kubernetes/env.js";
-import { fingerprint } from "../../core/kubernetes/intent.js";
-import type { AgentIdentity } from "../../core/kubernetes/naming.js";
-import type { AgentSpec } from "../../core/kubernetes/request.js";
-import { agentA, configA } from "../../core/kubernetes/testing/fixtures.js";
-import { WHO } from "../../core/kubernetes/testing/pods.js";
-import { MemoryAudit } from "../audit.js";
-import { VirtualClock } from "../clock.js";
-import { FakeCluster, type FakeClusterOptions } from "../fake/fake-cluster.js";
-import { memoryLogger } from "../log.js";
-import { type DeployDeps, type DeployInputs, type DeployReport, deploy } from "../reconcile.js";
-import { DEFAULT_WAIT, type WaitSettings } from "../waiter.js";
+import { parseProviderConfig, type ProviderConfig } from "../../../src/core/kubernetes/config.js";
+import { buildEnv } from "../../../src/core/kubernetes/env.js";
+import { fingerprint } from "../../../src/core/kubernetes/intent.js";
+import type { AgentIdentity } from "../../../src/core/kubernetes/naming.js";
+import type { AgentSpec } from "../../../src/core/kubernetes/request.js";
+import { agentA, configA } from "./fixtures.js";
+import { WHO } from "./pods.js";
+import { MemoryAudit } from "../../../src/kubernetes/audit.js";
+import { VirtualClock } from "../../../src/kubernetes/clock.js";
+import { FakeCluster, type FakeClusterOptions } from "./fake-cluster.js";
+import { memoryLogger } from "../../../src/kubernetes/log.js";
+import { type DeployDeps, type DeployInputs, type DeployReport, deploy } from "../../../src/kubernetes/reconcile.js";
+import { DEFAULT_WAIT, type WaitSettings } from "../../../src/kubernetes/waiter.js";
 
 export const NS = "buzz-agents-test";
 

@@ -9,11 +9,11 @@
  * A simulated kubelet binds pods and writes `agent` container states on request. Every call is logged in order and
  * faults can be injected per call, so each loop path can be driven deterministically.
  */
-import { type ApiError, describeApiError } from "../../core/kubernetes/api-status.js";
-import type { DeleteAuthority } from "../../core/kubernetes/authority.js";
-import { ClaimSchema, type ClaimObject, type PodObject, PodSchema, type SecretMeta } from "../../core/kubernetes/objects.js";
-import { fromQuorumRead, type QuorumPod } from "../../core/kubernetes/quorum.js";
-import type { Fence } from "../../core/kubernetes/verify.js";
+import { type ApiError, describeApiError } from "../../../src/core/kubernetes/api-status.js";
+import type { DeleteAuthority } from "../../../src/core/kubernetes/authority.js";
+import { ClaimSchema, type ClaimObject, type PodObject, PodSchema, type SecretMeta } from "../../../src/core/kubernetes/objects.js";
+import { fromQuorumRead, type QuorumPod } from "../../../src/core/kubernetes/quorum.js";
+import type { Fence } from "../../../src/core/kubernetes/verify.js";
 import type {
   Cluster,
   CreateResult,
@@ -25,8 +25,8 @@ import type {
   RequestOptions,
   WatchHandle,
   WatchHandlers,
-} from "../cluster.js";
-import type { Clock } from "../clock.js";
+} from "../../../src/kubernetes/cluster.js";
+import type { Clock } from "../../../src/kubernetes/clock.js";
 
 export type FakeOp =
   | "getNamespace"

@@ -1,5 +1,5 @@
 /** Shared test inputs for the Kubernetes core: the spec's golden nsec and the §9.3 worked example. */
-import type { AgentSpec } from "../request.js";
+import type { AgentSpec } from "../../../src/core/kubernetes/request.js";
 
 export const GOLDEN_NSEC = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5";
 export const GOLDEN_PUBKEY = "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e";
