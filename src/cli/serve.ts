@@ -1,7 +1,9 @@
 /**
  * `berth serve`: the controller as an HTTP service (src/server). Prints the dashboard URL with the token in its
  * fragment, runs until SIGINT or SIGTERM, then closes cleanly. Loopback only unless --host says otherwise, with a
- * warning: the token is the only thing between the network and every verb.
+ * warning unless TLS is on: the token is the only thing between the network and every verb, and without TLS it
+ * crosses the network in clear. `--allowed-host` names the DNS names clients use (the Host check, docs/security.md).
+ * Diagnostics are pino JSON lines on stderr (one per request at the default `info`); stdout is for people.
  */
 import { resolve } from "node:path";
 import type { Command } from "commander";
@@ -10,14 +12,23 @@ import { isLoopback, startServer } from "../server/index.js";
 import { CliError, describeZodIssues } from "./errors.js";
 import { berthHome } from "./paths.js";
 
-const ServeFlags = z.strictObject({
-  host: z.string().min(1).max(253).regex(/^[A-Za-z0-9.:-]+$/, "must be a host name or an IP address"),
-  port: z.coerce.number().int().min(0, "must be 0…65535").max(65_535, "must be 0…65535"),
-  dataDir: z.string().min(1),
-  kubeconfig: z.string().min(1).optional(),
-  logLevel: z.enum(["silent", "error", "warn", "info", "debug"]),
-  json: z.boolean().optional(),
-});
+const HostName = z.string().min(1).max(253).regex(/^[A-Za-z0-9.:-]+$/, "must be a host name or an IP address");
+
+const ServeFlags = z
+  .strictObject({
+    host: HostName,
+    allowedHost: z.array(z.string().min(1).max(253).regex(/^[A-Za-z0-9.-]+$|^[0-9A-Fa-f:.]+$/, "must be a host name or an IP address, without a port")).max(64),
+    tlsCert: z.string().min(1).optional(),
+    tlsKey: z.string().min(1).optional(),
+    port: z.coerce.number().int().min(0, "must be 0…65535").max(65_535, "must be 0…65535"),
+    dataDir: z.string().min(1),
+    kubeconfig: z.string().min(1).optional(),
+    logLevel: z.enum(["silent", "error", "warn", "info", "debug"]),
+    json: z.boolean().optional(),
+  })
+  .refine((f) => (f.tlsCert === undefined) === (f.tlsKey === undefined), { path: ["tlsKey"], message: "--tls-cert and --tls-key go together: give both PEM files, or neither" });
+
+const collect = (value: string, previous: string[]) => [...previous, value];
 
 export function registerServeCommands(program: Command): void {
   program
@@ -25,21 +36,27 @@ export function registerServeCommands(program: Command): void {
     .description("serve the HTTP API, the audit event stream and the dashboard (token in $BERTH_HOME/api.token)")
     .option("--host <host>", "address to listen on (loopback unless you mean otherwise)", "127.0.0.1")
     .option("--port <port>", "port to listen on (0 picks a free one)", "7420")
+    .option("--allowed-host <name>", "a DNS name clients reach this server by (the Host header it accepts besides its address and localhost); repeatable", collect, [])
+    .option("--tls-cert <file>", "PEM certificate: serve HTTPS (with --tls-key)")
+    .option("--tls-key <file>", "PEM private key of --tls-cert")
     .option("--data-dir <dir>", "berth home (controller.db, keys, api.token …)", berthHome())
     .option("--kubeconfig <path>", "the kubeconfig for Kubernetes agents (default $KUBECONFIG, else ~/.kube/config)")
-    .option("--log-level <level>", "diagnostic log level on stderr: silent, error, warn (refused requests and failures), info, debug", "warn")
+    .option("--log-level <level>", "diagnostic JSON lines on stderr: silent, error, warn (refused requests and failures), info (one line per request), debug", "info")
     .option("--json", "print one JSON line {url, dashboard} once listening")
     .action(async (raw: Record<string, unknown>) => {
       const parsed = ServeFlags.safeParse(raw);
       if (!parsed.success) throw new CliError(describeZodIssues("serve", parsed.error.issues.map((i) => ({ ...i, path: i.path.map((p) => `--${String(p).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`) }))));
       const o = parsed.data;
       if (o.kubeconfig) process.env.KUBECONFIG = resolve(o.kubeconfig);
-      if (!isLoopback(o.host)) {
-        process.stderr.write(`warning: listening on ${o.host}, not loopback: anyone who can reach it and holds the token controls every agent. Put TLS in front of it.\n`);
+      const tls = o.tlsCert && o.tlsKey ? { certFile: resolve(o.tlsCert), keyFile: resolve(o.tlsKey) } : undefined;
+      if (!isLoopback(o.host) && tls === undefined) {
+        process.stderr.write(
+          `warning: listening on ${o.host}, not loopback, without TLS: anyone who can reach it and holds the token controls every agent, and the token crosses the network in clear. This needs TLS: start it with --tls-cert FILE --tls-key FILE (and --allowed-host NAME for each name clients use).\n`,
+        );
       }
       let server: Awaited<ReturnType<typeof startServer>>;
       try {
-        server = await startServer({ dataDir: o.dataDir, host: o.host, port: o.port, logLevel: o.logLevel });
+        server = await startServer({ dataDir: o.dataDir, host: o.host, port: o.port, logLevel: o.logLevel, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) });
       } catch (error) {
         throw new CliError(`berth serve could not start: ${(error as Error).message}`, 1);
       }

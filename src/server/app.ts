@@ -1,20 +1,29 @@
 /**
  * The fastify application: the route table of `contract.ts` wired to its handlers, with one shell around every call.
  *
- *   request ─▶ auth (bearer; 401 is logged, never chained) ─▶ [mutating: chain api.call request — or refuse, doing
- *   nothing] ─▶ parse params, query, body with the route's schemas (400 names the field) ─▶ handler (the library)
- *   ─▶ [mutating: chain api.call outcome with status and error code] ─▶ JSON answer
+ *   request ─▶ edge.ts: origin-form target, one spelling of the path (400), Host names this server (421)
+ *           ─▶ auth from the matched route's own config: private unless it says `public` (401; never the URL text)
+ *           ─▶ body: application/json only (415), at most the limit (413)
+ *           ─▶ [mutating: chain api.call request — or refuse, doing nothing] ─▶ parse params, query, body with the
+ *              route's schemas (400 names the field) ─▶ handler (the library)
+ *           ─▶ [mutating: chain api.call outcome with status and error code] ─▶ JSON answer
+ *   no route ─▶ `/api/…`, `/healthz`…: JSON 404, or 405 with Allow for a known path ─ else the dashboard's files
  *
- * Bodies are read as text and parsed here, so a malformed body is the same 400 `invalid_request` as a wrong field.
+ * What the chain holds (docs/security.md "What a refused request leaves"): only a call that passed every check up to
+ * the handler has an api.call pair; anything refused before it is one log line and nothing in any chain. Bodies are
+ * read as text and parsed here, so a malformed body is the same 400 `invalid_request` as a wrong field.
  */
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, LogController, type FastifyReply, type FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import { type CallOutcome, type CallRecord, type Caller, recordOutcome, recordRequest } from "./audit.js";
 import { ROUTES, type RouteSpec } from "./contract.js";
+import { checkHost, checkRequestTarget, DASHBOARD_CSP, type EdgeRefusal, hostNames, securityHeaders } from "./edge.js";
 import { ApiError, invalidRequest } from "./errors.js";
 import type { Handlers, Parsed } from "./handler.js";
+import { serverMetrics } from "./metrics.js";
 import { API_BASE, openApiDocument } from "./openapi.js";
+import { type Access, OPS_ROUTES, registerOps } from "./ops.js";
 import { AuditStreams, parseLastEventId, type StreamTimings } from "./sse.js";
 import type { ServerState } from "./state.js";
 import { serveStatic } from "./static.js";
@@ -26,12 +35,19 @@ export interface AppOptions {
   /** The built dashboard (`dist/web`). */
   readonly webRoot: string;
   readonly handlers: Handlers;
-  /** pino level; `warn` by default: refused (401) requests and failures only — the audit chain is the record. */
+  /**
+   * pino level; `warn` by default: refused requests and failures only (one line each). At `info`, one line for every
+   * request. The audit chain is the record; the log is diagnostics.
+   */
   readonly logLevel?: "silent" | "error" | "warn" | "info" | "debug";
   /** Where the pino lines go (default stdout, as fastify does; `berth serve` passes stderr). */
   readonly logStream?: NodeJS.WritableStream;
   readonly streamTimings?: StreamTimings;
   readonly bodyLimitBytes?: number;
+  /** The Host names answered to (edge.ts `hostNames`); default the loopback names of a 127.0.0.1 listener. */
+  readonly hostNames?: ReadonlySet<string>;
+  /** PEM certificate and key: HTTPS instead of HTTP. */
+  readonly https?: { readonly cert: Buffer | string; readonly key: Buffer | string };
 }
 
 const EMPTY = z.strictObject({});
@@ -42,6 +58,9 @@ export const fastifyPath = (path: string) => `${API_BASE}${path.replace(/\{([a-z
 function send(reply: FastifyReply, status: number, body: unknown): FastifyReply {
   return reply.code(status).type("application/json; charset=utf-8").send(JSON.stringify(body));
 }
+
+/** `/api/v1/instances/:id/stop` → a pattern for one path segment per parameter (for 405's Allow). */
+const patternOf = (url: string) => new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[a-z_]+/g, "[^/]+")}$`);
 
 function parseBody(raw: unknown): { ok: true; value: unknown } | { ok: false; error: ApiError } {
   if (raw === undefined || raw === null || (typeof raw === "string" && raw.trim() === "")) return { ok: true, value: {} };
@@ -77,24 +96,55 @@ function stringParams(params: unknown): JsonObject {
 }
 
 export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditStreams } {
+  const bodyLimit = o.bodyLimitBytes ?? 1024 * 1024;
   const app = Fastify({
     logger: { level: o.logLevel ?? "warn", redact: ["req.headers.authorization", "req.headers.cookie"], ...(o.logStream ? { stream: o.logStream } : {}) },
-    bodyLimit: o.bodyLimitBytes ?? 1024 * 1024,
+    // One line per request, written by the onResponse hook below (fastify's own two lines carry the URL text).
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit,
     return503OnClosing: true,
-  });
+    ...(o.https ? { https: { cert: o.https.cert, key: o.https.key } } : {}),
+    // An undecodable escape is refused by fastify before any hook runs: answer it in the API's shape.
+    frameworkErrors: (error, _req, reply) => {
+      reply.headers(securityHeaders(false));
+      send(reply, 400, { error: { code: "non_canonical_path", message: `the request target cannot be decoded (${error.code}); send the path as written in the API document` } });
+    },
+  }) as unknown as FastifyInstance;
   const streams = new AuditStreams(o.state, o.streamTimings);
+  const metrics = serverMetrics(o.state);
   const who = tokenId(o.token);
   const caller = (req: FastifyRequest): Caller => ({ who, remote: req.ip });
+  const hosts = { names: o.hostNames ?? hostNames("127.0.0.1"), port: () => listenPort(app) };
+  /** Who each request was, once authenticated, and why the edge refused it: for its one log line. */
+  const authenticated = new WeakSet<FastifyRequest>();
+  const refusals = new WeakMap<FastifyRequest, string>();
+  /** Every method and path registered, for 405's Allow. */
+  const table: Array<{ method: string; pattern: RegExp }> = [];
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "string" }, (_req, body, done) => done(null, body));
+  // issue 12: any other media type is a 415, so a cross-site `text/plain` POST (no preflight) is never executed.
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => done(null, body));
+
+  function refuse(req: FastifyRequest, reply: FastifyReply, r: EdgeRefusal | { status: 401; code: string; message: string }): FastifyReply {
+    refusals.set(req, r.code);
+    return send(reply, r.status, { error: { code: r.code, message: r.message } });
+  }
 
   app.addHook("onRequest", async (req, reply) => {
-    const config = req.routeOptions.config as { public?: boolean } | undefined;
-    if (!req.url.startsWith(`${API_BASE}/`) || config?.public === true) return;
+    const target = checkRequestTarget(req.raw.url ?? "");
+    if (target) return refuse(req, reply, target);
+    const host = checkHost(req.headers.host, hosts);
+    if (host) return refuse(req, reply, host);
+    // No route matched: the not-found handler answers only 404/405 and the dashboard's public files.
+    if (req.is404) return;
+    // The matched route's own config decides; a route registered without one is private (fail closed).
+    const access = (req.routeOptions.config as { access?: Access } | undefined)?.access;
+    if (access === "public") return;
     const check = checkBearer(req.headers.authorization, o.token);
-    if (check.ok) return;
-    req.log.warn({ remote: req.ip, url: req.routeOptions.url ?? "unknown", reason: check.reason }, "unauthenticated API request refused");
+    if (check.ok) {
+      authenticated.add(req);
+      return;
+    }
     const message =
       check.reason === "missing"
         ? "this route needs Authorization: Bearer <token>; the token is in $BERTH_HOME/api.token"
@@ -102,15 +152,37 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
           ? "the Authorization header must be exactly `Bearer <token>`"
           : "the bearer token is not this server's; use the one in $BERTH_HOME/api.token";
     reply.header("www-authenticate", 'Bearer realm="berth"');
-    return send(reply, 401, { error: { code: "unauthorized", message } });
+    return refuse(req, reply, { status: 401, code: "unauthorized", message });
+  });
+  app.addHook("onSend", async (_req, reply, payload) => {
+    for (const [name, value] of Object.entries(securityHeaders(false))) if (!reply.hasHeader(name)) reply.header(name, value);
+    return payload;
+  });
+  app.addHook("onResponse", async (req, reply) => {
+    const route = req.is404 ? "unmatched" : (req.routeOptions.url ?? "unmatched");
+    metrics.observeRequest({ method: req.method, route, status: reply.statusCode }, reply.elapsedTime / 1000);
+    logRequest(req, route, reply.statusCode, reply.elapsedTime);
   });
   app.addHook("preClose", async () => streams.closeAll());
 
+  /** The request's one line: never the URL text, a body or the token (the caller is the token's id). */
+  function logRequest(req: FastifyRequest, route: string, status: number, ms: number): void {
+    const refused = refusals.get(req);
+    const line = { method: req.method, route, status, ms: Math.round(ms * 10) / 10, caller: authenticated.has(req) ? who : null, remote: req.ip, ...(refused ? { refused } : {}) };
+    if (status >= 500) req.log.error(line, "request failed");
+    else if (refused === "unauthorized") req.log.warn(line, "unauthenticated API request refused");
+    else if (refused) req.log.warn(line, "request refused before authentication");
+    else if (status === 413 || status === 415) req.log.warn(line, "request body refused");
+    else req.log.info(line, "request");
+  }
+
   for (const route of ROUTES) {
+    const url = fastifyPath(route.path);
+    table.push({ method: route.method, pattern: patternOf(url) });
     app.route({
       method: route.method,
-      url: fastifyPath(route.path),
-      config: { public: route.public === true },
+      url,
+      config: { access: route.public === true ? "public" : "token" },
       handler: async (req, reply) => {
         if (route.id === "health") return send(reply, 200, { ok: true, version: o.state.version });
         if (route.id === "openapi") return send(reply, 200, openApiDocument(o.state.version));
@@ -119,7 +191,8 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       },
     });
   }
-
+  registerOps(app, { state: o.state, metrics });
+  for (const r of OPS_ROUTES) table.push({ method: r.method, pattern: patternOf(r.url) });
   async function call(route: RouteSpec, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const callerOf = caller(req);
     const handler = o.handlers[route.id];
@@ -169,25 +242,58 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     }
     const last = parseLastEventId(req.headers["last-event-id"]);
     if (!last.ok) return send(reply, 400, { error: { code: "invalid_request", message: "headers.last-event-id: must be the seq of the last event received (a non-negative integer)", issues: [{ path: "headers.last-event-id", message: "must be a non-negative integer" }] } });
+    for (const [name, value] of Object.entries(securityHeaders(false))) reply.raw.setHeader(name, value);
     reply.hijack();
+    // A hijacked reply has no onResponse: its one line is written when the stream opens.
+    logRequest(req, req.routeOptions.url ?? route.path, 200, reply.elapsedTime);
     streams.open(reply.raw, (input.query as { chain: "controller" | "k8s" }).chain, last.value);
     return undefined;
   }
 
   app.setNotFoundHandler((req, reply) => {
-    if (req.url.startsWith("/api/")) return send(reply, 404, { error: { code: "not_found", message: `no route ${req.method} ${req.url.split("?")[0]}; GET ${API_BASE}/openapi.json lists them` } });
-    if (req.method !== "GET" && req.method !== "HEAD") return send(reply, 404, { error: { code: "not_found", message: "the dashboard answers GET only" } });
+    const path = (req.raw.url ?? "/").split("?", 1)[0] ?? "/";
+    const known = [...new Set(table.filter((r) => r.pattern.test(path)).map((r) => r.method))];
+    if (known.length > 0) {
+      const allow = known.includes("GET") ? [...known, "HEAD"] : known;
+      reply.header("allow", allow.join(", "));
+      return send(reply, 405, { error: { code: "method_not_allowed", message: `${req.method} is not a method of this path; it answers ${allow.join(", ")}` } });
+    }
+    // Never the dashboard's HTML for an API path: a probe or a client must see that the route does not exist.
+    if (path === "/api" || path.startsWith("/api/")) return send(reply, 404, { error: { code: "not_found", message: `no route ${req.method} ${path.slice(0, 200)}; GET ${API_BASE}/openapi.json lists them` } });
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      reply.header("allow", "GET, HEAD");
+      return send(reply, 405, { error: { code: "method_not_allowed", message: "the dashboard answers GET only" } });
+    }
     const a = serveStatic(o.webRoot, req.url);
-    return reply.code(a.status).type(a.type).header("cache-control", a.cache).header("x-content-type-options", "nosniff").send(a.body);
+    return reply.code(a.status).type(a.type).header("cache-control", a.cache).header("content-security-policy", DASHBOARD_CSP).send(a.body);
   });
 
   app.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, req, reply) => {
     const status = error.statusCode ?? 500;
     if (status >= 500) req.log.error({ err: error }, "request failed");
     const code = status === 413 ? "payload_too_large" : status === 415 ? "unsupported_media_type" : status < 500 ? "invalid_request" : "internal";
-    const message = status === 413 ? "the body is larger than the server accepts (1 MiB)" : status < 500 ? error.message : "the server failed while handling this request; see its log";
+    const message =
+      status === 413
+        ? `the body is larger than the server accepts (${bodyLimit} bytes)`
+        : status === 415
+          ? "the body must be JSON sent as Content-Type: application/json"
+          : status < 500
+            ? error.message
+            : "the server failed while handling this request; see its log";
     return send(reply, status, { error: { code, message } });
   });
 
+  // Authority-form (`CONNECT host:443`) never reaches fastify: node emits `connect`, and without a listener would just
+  // drop the socket. Answer it as the refusal it is.
+  app.server.on("connect", (_req, socket: import("node:net").Socket) => {
+    const body = JSON.stringify({ error: { code: "bad_request_target", message: "CONNECT (authority-form) is not served here" } });
+    socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
+
   return { app, streams };
+}
+
+function listenPort(app: FastifyInstance): number | null {
+  const address = app.server.address();
+  return typeof address === "object" && address !== null ? address.port : null;
 }

@@ -3,12 +3,14 @@
  * creates the API token, builds the app and listens — on loopback unless told otherwise. `berth serve`, `berth up`
  * and the benchmarks start it in-process; `close()` ends the event streams, stops listening and closes the controller.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { berthVersion } from "../version.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { buildApp } from "./app.js";
+import { hostNames } from "./edge.js";
 import { API_BASE } from "./openapi.js";
 import { agentHandlers } from "./routes/agents.js";
 import { auditHandlers } from "./routes/audit.js";
@@ -34,10 +36,14 @@ export interface ServerOptions {
   readonly kubernetes?: KubernetesAccess;
   readonly connector?: Connector;
   readonly streamTimings?: StreamTimings;
+  /** More names the Host header may carry (`--allowed-host`): a DNS name this server is reached by. */
+  readonly allowedHosts?: readonly string[];
+  /** PEM files: serve HTTPS. */
+  readonly tls?: { readonly certFile: string; readonly keyFile: string };
 }
 
 export interface RunningServer {
-  /** `http://host:port` (no trailing slash). */
+  /** `http://host:port` or `https://…` (no trailing slash). */
   readonly url: string;
   readonly token: string;
   /** The dashboard with the token in the fragment (never sent to the server by the browser). */
@@ -48,6 +54,13 @@ export interface RunningServer {
 
 export function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** A wildcard listener is reached by each of the machine's addresses (IP literals: no DNS name to rebind). */
+function listenNames(host: string, allowed: readonly string[]): Set<string> {
+  const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
+  const addresses = wildcard ? Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address)) : [];
+  return hostNames(host, [...allowed, ...addresses]);
 }
 
 export function defaultWebRoot(): string {
@@ -61,6 +74,9 @@ export function defaultWebRoot(): string {
 export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const dataDir = resolve(o.dataDir);
   const token = loadOrCreateToken(dataDir);
+  // Read before anything is opened, so a missing or unreadable file is refused with nothing to undo.
+  const https = o.tls ? { cert: readFileSync(o.tls.certFile), key: readFileSync(o.tls.keyFile) } : undefined;
+  const host = o.host ?? "127.0.0.1";
   const state = openServerState({ dataDir, version: berthVersion(), ...(o.connector ? { connector: o.connector } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) });
   const { app } = buildApp({
     state,
@@ -70,8 +86,9 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     ...(o.logLevel ? { logLevel: o.logLevel } : {}),
     logStream: o.logStream ?? process.stderr,
     ...(o.streamTimings ? { streamTimings: o.streamTimings } : {}),
+    hostNames: listenNames(host, o.allowedHosts ?? []),
+    ...(https ? { https } : {}),
   });
-  const host = o.host ?? "127.0.0.1";
   try {
     await app.listen({ host, port: o.port ?? DEFAULT_PORT });
   } catch (error) {
@@ -81,7 +98,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   }
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : (o.port ?? DEFAULT_PORT);
-  const url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  const url = `${https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
   // spec/audit-chain.md §10 for the controller chain this long-lived process writes: a checkpoint 600 s after the previous
   // one when events were appended since (checked each minute), and one at clean shutdown.
   const chain = state.controller.store.chain;

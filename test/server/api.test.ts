@@ -285,7 +285,8 @@ describe("static dashboard", () => {
     for (const url of ["/../secret.txt", "/assets/../../secret.txt", "/%2e%2e/secret.txt", "/assets/%2e%2e%2f%2e%2e%2fsecret.txt", "/assets/link.txt", "/..%5csecret.txt", "/%00"]) {
       const a = await fx.call("GET", url, { token: null });
       expect(a.text, url).not.toContain("outside the web root");
-      expect([200, 404], url).toContain(a.status);
+      // 400: an escaped `.` or `/` is a second spelling of a path, refused at the edge (edge.ts).
+      expect([200, 400, 404], url).toContain(a.status);
       if (a.status === 200) expect(a.text, url).toContain("berth dashboard");
     }
   });
