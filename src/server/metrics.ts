@@ -33,7 +33,7 @@ function countBy(state: ServerState, sql: string): Map<string, number> {
 
 export function serverMetrics(state: ServerState): ServerMetrics {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: "berth_process_" });
+  collectDefaultMetrics({ register: registry, prefix: "berth_" });
 
   new Gauge({
     name: "berth_decisions",
