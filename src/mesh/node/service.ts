@@ -22,11 +22,9 @@ import { archOfNode, type Envelope, type Variant, verifyEnvelope } from "../../c
 import { type BodyOf, parseBody } from "../../core/protocol/bodies.js";
 import {
   composeReason,
-  encodeMessageFrame,
   isMethod,
   METHODS,
   type Outcome,
-  parseMessageFrame,
   type RefusalCode,
   type SignedMessage,
   truncateUtf8,
@@ -37,6 +35,7 @@ import { type VerifiedRequest, verifyRequest } from "../../core/protocol/verify.
 import type { FrameStream } from "../transport/frames.js";
 import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
 import { FILES, type NodeConfig } from "./config.js";
+import { Connections } from "./connection.js";
 import { type ContentStore, FetchFailure, PackageFetcher } from "./content.js";
 import { availableMemory, buildFacts, signFacts } from "./facts.js";
 import { groupAlive, type NativeRuntime, type ProcessIdentity } from "./runtime.js";
@@ -84,12 +83,13 @@ export class NodeService {
   private readonly policyHashes = new Map<string, string | null>();
   private readonly stopping = new Set<string>();
   private unauthWindow = { start: 0, chained: 0, suppressed: 0 };
-  private openStreams = new Set<FrameStream>();
+  private readonly connections: Connections;
 
   constructor(private readonly o: NodeServiceOptions) {
     this.nodeId = nodeIdOf(o.key.publicKey);
     this.guard = new NonceGuard(o.config.limits.nonce_guard);
     o.runtime.onExit((id, exit) => this.onProcessExit(id, exit));
+    this.connections = new Connections(() => this.o.config.limits, (signed, stream) => this.handle(signed, stream));
   }
 
   get bootId(): string {
@@ -98,32 +98,13 @@ export class NodeService {
 
   // -- connection --------------------------------------------------------------------------------------------
 
-  /** Serves one connection: one request in flight at a time (§4.3). Never throws. */
-  async serve(stream: FrameStream): Promise<void> {
-    this.openStreams.add(stream);
-    let first = true;
-    try {
-      for (;;) {
-        const limit = first ? this.o.config.limits.first_frame_ms : this.o.config.limits.idle_ms;
-        const frame = await stream.recv(AbortSignal.timeout(limit));
-        first = false;
-        const parsed = parseMessageFrame(frame);
-        // A protocol error or an unsolicited frame closes the connection without an answer.
-        if (!parsed.ok || parsed.frame.type !== "request") break;
-        const { signed, close } = await this.handle(parsed.frame.signed, stream);
-        await stream.send(encodeMessageFrame({ type: "response", signed }));
-        if (close) break;
-      }
-    } catch {
-      // end of stream, timeout or a framing error: the connection simply ends
-    } finally {
-      stream.close();
-      this.openStreams.delete(stream);
-    }
+  /** Serves one connection (the loop is `connection.ts`). Never throws. */
+  serve(stream: FrameStream): Promise<void> {
+    return this.connections.serve(stream);
   }
 
   closeAll(): void {
-    for (const s of this.openStreams) s.close();
+    this.connections.closeAll();
   }
 
   /** Verifies and runs one request; returns the signed answer and whether to close the connection. */
