@@ -32,14 +32,20 @@ export const NodeConfigSchema = z.strictObject({
       human_approval: z.boolean().default(false),
     })
     .default({ threshold_milli: 950, builtin_teardown: true, human_approval: false }),
+  // Issue 12: a peer that has not authenticated holds no slot for long (first_bytes_ms, eviction past
+  // unauthenticated_grace_ms) and never more than its share (the per-address cap); see transport/admission.ts.
   limits: z
     .strictObject({
-      first_frame_ms: z.number().int().min(10).default(10_000),
+      first_bytes_ms: z.number().int().min(10).max(60_000).default(1500),
+      first_frame_ms: z.number().int().min(10).default(5000),
       idle_ms: z.number().int().min(10).default(60_000),
       nonce_guard: z.number().int().min(1).max(1_000_000).default(8192),
-      max_connections: z.number().int().min(1).max(1024).default(32),
+      max_connections: z.number().int().min(1).max(65_536).default(1024),
+      max_unauthenticated: z.number().int().min(1).max(65_536).default(256),
+      max_unauthenticated_per_address: z.number().int().min(1).max(65_536).default(64),
+      unauthenticated_grace_ms: z.number().int().min(0).max(10_000).default(250),
     })
-    .default({ first_frame_ms: 10_000, idle_ms: 60_000, nonce_guard: 8192, max_connections: 32 }),
+    .prefault({}),
 });
 export type NodeConfig = z.infer<typeof NodeConfigSchema>;
 

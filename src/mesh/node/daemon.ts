@@ -12,7 +12,8 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import { loadKeyFile } from "../../keys/key-file.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
-import { listenFrames } from "../transport/tcp.js";
+import { MAX_FRAME_BYTES } from "../transport/frames.js";
+import { type ListenLimits, listenFrames } from "../transport/tcp.js";
 import { FILES, loadNodeConfig, type NodeConfig } from "./config.js";
 import { ContentStore } from "./content.js";
 import { measureSha256, probeBoard } from "./facts.js";
@@ -119,7 +120,7 @@ export class NodeDaemon {
     const { server, address } =
       o.listen === null
         ? { server: null, address: "" }
-        : await listenFrames(o.listen, (stream) => void service.serve(stream), { maxConnections: config.limits.max_connections });
+        : await listenFrames(o.listen, (stream) => void service.serve(stream), { limits: listenLimits(config.limits) });
     const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db, chain);
     // spec/audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
@@ -141,6 +142,18 @@ export class NodeDaemon {
     this.chain.checkpointIfDue(true);
     this.db.close();
   }
+}
+
+/** node.json's limits as the listener takes them (issue 12: connection admission and the request frame cap). */
+export function listenLimits(l: NodeConfig["limits"]): ListenLimits {
+  return {
+    maxConnections: l.max_connections,
+    maxUnauthenticated: l.max_unauthenticated,
+    maxUnauthenticatedPerAddress: l.max_unauthenticated_per_address,
+    graceMs: l.unauthenticated_grace_ms,
+    firstBytesMs: l.first_bytes_ms,
+    maxFrameBytes: MAX_FRAME_BYTES,
+  };
 }
 
 /** §14.3 steps 2–3. */

@@ -116,6 +116,9 @@ export class NodeService {
       authorised: this.authorised(),
       guard: this.guard,
     });
+    // Issue 12: an accepted request's connection keeps its slot (transport/admission.ts); any other may be evicted
+    // (a replayed capture is refused from check 14 on and must not earn a slot).
+    if (verdict.kind === "accepted") stream.markAuthenticated?.();
     if (verdict.kind === "refused") {
       if (verdict.authenticated) this.chainRefusal("handle", verdict.code, verdict.reason, verdict.method, verdict.requester, verdict.decisionId);
       else this.chainUnauthenticated(verdict.code, verdict.reason, verdict.method, verdict.requester, verdict.decisionId);

@@ -2,10 +2,21 @@
  * Length-prefixed framing (spec/mesh.md §4.1) and the stream/connector seam (§4.10). A frame is a 4-byte big-endian
  * length N (1 ≤ N ≤ 16 MiB) followed by N bytes. A zero or oversized length is a protocol error: the stream is
  * destroyed without reading further, so a peer can never make us buffer more than one frame's worth.
+ *
+ * "Oversized" depends on the side (issue 12): a node's listener takes request-sized frames only
+ * (REQUEST_FRAME_BYTES), and a larger one only as the answer to a fetch it sent itself (`allowFrame`); the length
+ * prefix is checked as soon as its 4 bytes arrive, before the body is buffered.
  */
 import type { Socket } from "node:net";
+import { LIMITS } from "../../core/protocol/messages.js";
 
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
+
+/**
+ * The largest `request` message frame: the signed payload (≤ 256 KiB, §4.9) is a JSON string inside the frame's JSON,
+ * and escaping at most doubles a JSON text (each `"` or backslash gains one backslash), plus the envelope (type, key, sig).
+ */
+export const REQUEST_FRAME_BYTES = 2 * LIMITS.requestPayloadBytes + 4096;
 
 /** recv() rejects with this at end of stream or after close(). */
 export class StreamClosed extends Error {
@@ -26,6 +37,10 @@ export interface FrameStream {
   recv(signal?: AbortSignal): Promise<Uint8Array>;
   close(): void;
   readonly remote: string;
+  /** Listener side: the service verified this peer's request, so the connection keeps its slot (admission.ts). */
+  markAuthenticated?(): void;
+  /** Listener side: the next frame longer than the usual cap may be up to `bytes` (the node asked for that much). */
+  allowFrame?(bytes: number): void;
 }
 
 export interface Connector {
@@ -39,10 +54,15 @@ export function encodeFrame(frame: Uint8Array): Buffer {
   return Buffer.concat([header, frame]);
 }
 
-/** Incremental decoder: feed chunks, take whole frames. Keeps chunks in a list so a 16 MiB frame is copied once. */
+/**
+ * Incremental decoder: feed chunks, take whole frames. Keeps chunks in a list so a large frame is copied once. The
+ * caller calls `next()` after every `push`, so a bad length is refused with at most one socket read (≤ 64 KiB)
+ * buffered, never the body it announces.
+ */
 export class FrameDecoder {
   private chunks: Buffer[] = [];
   private buffered = 0;
+  private allowance = 0;
 
   constructor(private readonly maxFrame: number = MAX_FRAME_BYTES) {}
 
@@ -51,13 +71,25 @@ export class FrameDecoder {
     this.buffered += chunk.length;
   }
 
+  /** Bytes held that are not yet a whole frame (for the property tests' memory bound). */
+  get pending(): number {
+    return this.buffered;
+  }
+
+  /** One frame above the usual cap, up to `bytes` (never above 16 MiB), may follow; used up by that frame. */
+  allow(bytes: number): void {
+    this.allowance = Math.min(MAX_FRAME_BYTES, Math.max(this.allowance, bytes));
+  }
+
   /** The next whole frame, `undefined` if more bytes are needed; throws ProtocolError on a bad length. */
   next(): Buffer | undefined {
     if (this.buffered < 4) return undefined;
     const head = this.peek(4);
     const length = head.readUInt32BE(0);
-    if (length === 0 || length > this.maxFrame) throw new ProtocolError(`frame length ${length} is outside 1…${this.maxFrame}`);
+    const limit = Math.max(this.maxFrame, this.allowance);
+    if (length === 0 || length > limit) throw new ProtocolError(`frame length ${length} is outside 1…${limit}`);
     if (this.buffered < 4 + length) return undefined;
+    if (length > this.maxFrame) this.allowance = 0;
     const all = this.take(4 + length);
     return all.subarray(4);
   }
@@ -83,13 +115,20 @@ type Waiter = { resolve: (frame: Uint8Array) => void; reject: (error: Error) => 
 
 /** A FrameStream over a TCP socket. */
 export class SocketFrameStream implements FrameStream {
-  private readonly decoder = new FrameDecoder();
   private readonly frames: Uint8Array[] = [];
   private readonly waiters: Waiter[] = [];
   private ended: Error | undefined;
   readonly remote: string;
+  private readonly decoder: FrameDecoder;
+  private readonly onAuthenticated: (() => void) | undefined;
 
-  constructor(private readonly socket: Socket) {
+  /** `maxFrame`: the cap on incoming frames (a listener passes REQUEST_FRAME_BYTES); `onAuthenticated`: see markAuthenticated. */
+  constructor(
+    private readonly socket: Socket,
+    opts: { maxFrame?: number; onAuthenticated?: () => void } = {},
+  ) {
+    this.decoder = new FrameDecoder(opts.maxFrame ?? MAX_FRAME_BYTES);
+    this.onAuthenticated = opts.onAuthenticated;
     this.remote = `${socket.remoteAddress ?? "?"}:${socket.remotePort ?? "?"}`;
     socket.setNoDelay(true);
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
@@ -156,6 +195,14 @@ export class SocketFrameStream implements FrameStream {
   close(): void {
     this.fail(new StreamClosed("closed locally"));
     this.socket.destroy();
+  }
+
+  markAuthenticated(): void {
+    this.onAuthenticated?.();
+  }
+
+  allowFrame(bytes: number): void {
+    this.decoder.allow(bytes);
   }
 
   /** Writes raw bytes without framing: only for tests that send malformed frames. */

@@ -1,5 +1,6 @@
 /** The production connector and listener: TCP with the framing of frames.ts. */
-import { createConnection, createServer, type Server } from "node:net";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { Admission, type AdmissionLimits, peerAddress } from "./admission.js";
 import { type Connector, type FrameStream, SocketFrameStream, StreamClosed } from "./frames.js";
 
 export function parseAddr(addr: string): { host: string; port: number } {
@@ -36,15 +37,61 @@ export class TcpConnector implements Connector {
   }
 }
 
-/** Listens on `addr` and hands every accepted connection to `onStream`; resolves with the bound address. */
+export interface ListenLimits extends AdmissionLimits {
+  /** A connection that has sent no byte after this long is closed (a silent socket holds no slot for long). */
+  readonly firstBytesMs: number;
+  /** The cap on incoming frames (REQUEST_FRAME_BYTES for a node). */
+  readonly maxFrameBytes: number;
+}
+
+/** What a listener did with its connections, for tests and benchmarks. */
+export interface ListenerCounters {
+  accepted: number;
+  evicted: number;
+  refused: number;
+  silent: number;
+}
+
+/**
+ * Listens on `addr` and hands every admitted connection to `onStream`; resolves with the bound address. With
+ * `limits`, connections are admitted by admission.ts and closed after `firstBytesMs` of silence.
+ */
 export async function listenFrames(
   addr: string,
   onStream: (stream: SocketFrameStream) => void,
-  opts: { maxConnections?: number } = {},
-): Promise<{ server: Server; address: string }> {
+  opts: { limits?: ListenLimits } = {},
+): Promise<{ server: Server; address: string; counters: ListenerCounters }> {
   const { host, port } = parseAddr(addr);
-  const server = createServer((socket) => onStream(new SocketFrameStream(socket)));
-  if (opts.maxConnections !== undefined) server.maxConnections = opts.maxConnections;
+  const counters: ListenerCounters = { accepted: 0, evicted: 0, refused: 0, silent: 0 };
+  const limits = opts.limits;
+  const admission = limits ? new Admission<Socket>(limits) : null;
+  const server = createServer((socket) => {
+    if (!limits || !admission) {
+      onStream(new SocketFrameStream(socket));
+      return;
+    }
+    const verdict = admission.admit(socket, peerAddress(socket.remoteAddress), performance.now());
+    if (verdict.kind === "refuse") {
+      counters.refused++;
+      socket.destroy();
+      return;
+    }
+    counters.accepted++;
+    for (const victim of verdict.evict) {
+      counters.evicted++;
+      victim.destroy();
+    }
+    const silent = setTimeout(() => {
+      counters.silent++;
+      socket.destroy();
+    }, limits.firstBytesMs);
+    socket.once("data", () => clearTimeout(silent));
+    socket.once("close", () => {
+      clearTimeout(silent);
+      admission.release(socket);
+    });
+    onStream(new SocketFrameStream(socket, { maxFrame: limits.maxFrameBytes, onAuthenticated: () => admission.authenticate(socket) }));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, host, () => {
@@ -54,5 +101,5 @@ export async function listenFrames(
   });
   const bound = server.address();
   const address = bound && typeof bound === "object" ? `${bound.family === "IPv6" ? `[${bound.address}]` : bound.address}:${bound.port}` : addr;
-  return { server, address };
+  return { server, address, counters };
 }
