@@ -12,6 +12,8 @@ import { Chain } from "../../chain/chain.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
 import type { NodeView, ScoringWeights } from "../../core/placement/index.js";
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
@@ -21,7 +23,7 @@ import type { PlaceOrderInput } from "./order.js";
 import { type ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type Prepared, preparePackage } from "./prepare.js";
 import { type SettleReport, settleUnsettled } from "./settle.js";
-import { ControllerStore, type PlacementRecord, type UnsettledDecision } from "./store.js";
+import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
 
@@ -55,6 +57,8 @@ export class MeshController {
   private readonly policyFiles: PolicyFiles;
   private readonly deps: DispatchDeps;
   private settling: Promise<SettleReport> | null = null;
+  /** Renews the owner lease while the controller is open (a reader on another host judges it by its TTL). */
+  private renewal: NodeJS.Timeout | null = null;
 
   private constructor(
     o: ControllerOptions,
@@ -96,6 +100,14 @@ export class MeshController {
       const chain = Chain.open(db, o.key, "controller", o.clock ?? Date.now);
       const controller = new MeshController(o, db, chain);
       controller.resolveInterrupted();
+      controller.renewal = setInterval(() => {
+        try {
+          controller.store.renewLease();
+        } catch {
+          // busy or closing: the next tick renews
+        }
+      }, DEFAULT_LEASE_TTL_MS / 3);
+      controller.renewal.unref();
       return controller;
     } catch (error) {
       db.close();
@@ -103,24 +115,38 @@ export class MeshController {
     }
   }
 
-  /** §14.2 step 4: decisions a crash left `dispatching`. */
-  private resolveInterrupted(): void {
-    for (const d of this.store.decisionsIn("dispatching")) {
-      const sending = this.store.attempts(d.id).find((a) => a.state === "sending");
-      if (sending) {
-        this.store.commitInterrupted(d.id, "unsettled", sending.node_id, sending.variant, {
-          source: "placement",
-          kind: "workload.refuse",
-          payload: { phase: "interrupted", decision_id: d.id, reason: "controller restarted while a request may have been in flight", outcome: "indeterminate", next: STOPPED },
-        });
-      } else {
-        this.store.commitInterrupted(d.id, "unplaced", null, null, {
-          source: "placement",
-          kind: "workload.refuse",
-          payload: { phase: "interrupted", decision_id: d.id, reason: "controller restarted before dispatch", outcome: null, next: null },
-        });
-      }
+  /**
+   * §14.2 step 4, for decisions whose owner is provably gone (issue 21): a live owner's decision (another CLI
+   * process, the server) is never interrupted; it is left to finish. Run at open and before every settle.
+   */
+  private resolveInterrupted(): number {
+    let resolved = 0;
+    for (const { decision: d, verdict, sending } of this.store.ownedDecisions()) {
+      if (verdict.alive || d.owner_id === this.store.lease.owner_id) continue;
+      const mayBeOut = sending !== null || d.state !== "dispatching";
+      const done = this.store.commitInterrupted(d.id, mayBeOut, (why, state) =>
+        mayBeOut
+          ? {
+              source: "placement",
+              kind: "workload.refuse",
+              payload: {
+                phase: "interrupted",
+                decision_id: d.id,
+                reason: state === "settling" ? "controller restarted while settling" : "controller restarted while a request may have been in flight",
+                owner: why,
+                outcome: "indeterminate",
+                next: STOPPED,
+              },
+            }
+          : {
+              source: "placement",
+              kind: "workload.refuse",
+              payload: { phase: "interrupted", decision_id: d.id, reason: "controller restarted before dispatch", owner: why, outcome: null, next: null },
+            },
+      );
+      if (done) resolved++;
     }
+    return resolved;
   }
 
   /** §14.2 step 5: describe every target with its stored key, then settle. */
@@ -167,6 +193,8 @@ export class MeshController {
   /** One settle at a time; a caller arriving during a settle waits for it and then runs its own. */
   async settleReport(): Promise<SettleReport> {
     while (this.settling) await this.settling.catch(() => undefined);
+    // A process that died since this one opened (a CLI killed mid-deploy beside the server) left its decisions owned.
+    this.resolveInterrupted();
     const run = settleUnsettled(this.store, this.targetSet, this.deps.clock, this.deps.timeouts.callMs);
     this.settling = run;
     try {
@@ -229,7 +257,29 @@ export class MeshController {
     return preparePackage(dir, this.deps.dataDir, policy);
   }
 
+  /** Decisions a store from before issue 21 left wedged (unsettled while placed): `berth doctor --repair` mends them. */
+  wedged(): WedgedDecision[] {
+    return this.store.wedged();
+  }
+
+  /** `berth doctor --repair`: each wedged decision is marked placed (its placement is the truth), chained with who. */
+  repairWedged(operator: JsonObject): WedgedDecision[] {
+    const found = this.store.wedged();
+    for (const w of found) this.store.commitRepair(w, operator);
+    return found;
+  }
+
   close(): void {
+    if (this.renewal) clearInterval(this.renewal);
+    this.renewal = null;
+    if (this.db.open) {
+      // A clean close gives up the lease: decisions this process left open are recoverable at once by any other.
+      try {
+        this.store.releaseLease();
+      } catch {
+        // the lease stays; its pid will be judged gone once this process exits
+      }
+    }
     this.db.close();
   }
 }

@@ -23,7 +23,7 @@ import { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order
 import type { ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type PreparedPackage, preparePackage, workloadRecordOf, workloadSpecOf } from "./prepare.js";
 import { failureText, reconcileLostAnswer } from "./reconcile.js";
-import { type ControllerStore, type DecisionId, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
+import { type ControllerStore, type DecisionId, type NameHolder, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
 import type { Targets } from "./targets.js";
 
 /** §16 fixed `next` texts. */
@@ -62,6 +62,8 @@ export class PlaceError extends Error {
     readonly code: PlaceErrorCode,
     message: string,
     readonly constraints: ReadonlyArray<{ constraint: string; detail: string }> = [],
+    /** name_taken: who holds the name (a placement, or a decision in flight and its owner). */
+    readonly holder: NameHolder | null = null,
   ) {
     super(message);
   }
@@ -150,6 +152,7 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
           phase: "decision",
           backend: "mesh",
           controller: deps.controllerId,
+          owner: deps.store.ownerRecord(),
           dry_run: order.dry_run,
           name,
           package_id: pkg.packageId,
@@ -160,7 +163,7 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
       refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error, constraints: [] } }),
     });
   } catch (error) {
-    if (error instanceof NameTaken) throw new PlaceError("name_taken", error.message);
+    if (error instanceof NameTaken) throw new PlaceError("name_taken", error.message, [], error.holder);
     throw error;
   }
   // 7. dry run or nothing fits
@@ -332,6 +335,8 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
     }
     // indeterminate: reconcile with this node before anything else (§10.1)
     const why = r.kind === "no_answer" ? r.reason : "no valid answer";
+    // From here until the attempt commits, the decision is `reconciling`: nobody else may settle or adopt it.
+    store.beginReconcile(d.decisionId);
     const rec = await reconcileLostAnswer(targets, cand.node_id, d.decisionId, deps.timeouts.callMs);
     const reason = `${why}; ${rec.note}`;
     if (rec.settled) {

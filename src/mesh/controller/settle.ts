@@ -22,23 +22,40 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
   let settledEmpty = 0;
   const skipped: Array<{ decision_id: string; reason: string }> = [];
   for (const d of store.unsettled()) {
-    const status = await targets.call(d.node_id, "status", { instance_id: null, include_departed: false }, { timeoutMs: callTimeoutMs });
+    // Claimed first (unsettled → settling, owned by this process): a second settler skips it, and the claim ends in
+    // adopt, settle_empty or release; the machine refuses anything else (issue 21 case 2).
+    const claim = store.claimForSettle(d.decision_id);
+    if (!claim.ok) {
+      skipped.push({ decision_id: d.decision_id, reason: claim.reason });
+      continue;
+    }
+    const skip = (reason: string) => {
+      store.releaseSettle(d.decision_id);
+      skipped.push({ decision_id: d.decision_id, reason });
+    };
+    let status: Awaited<ReturnType<Targets["call"]>>;
+    try {
+      status = await targets.call(d.node_id, "status", { instance_id: null, include_departed: false }, { timeoutMs: callTimeoutMs });
+    } catch (error) {
+      store.releaseSettle(d.decision_id);
+      throw error;
+    }
     if (status.kind !== "ok") {
-      skipped.push({ decision_id: d.decision_id, reason: status.kind === "refused" ? `${status.code}: ${status.reason}` : status.reason });
+      skip(status.kind === "refused" ? `${status.code}: ${status.reason}` : status.reason);
       continue;
     }
     const held = rowsForDecision(status.result, d.decision_id);
     if (held === null) {
-      skipped.push({ decision_id: d.decision_id, reason: "unexpected status answer" });
+      skip("unexpected status answer");
       continue;
     }
     if (held.inFlight) {
-      skipped.push({ decision_id: d.decision_id, reason: "the target is still handling this decision" });
+      skip("the target is still handling this decision");
       continue;
     }
     if (held.instances.length > 1) {
       // §11.1 allows one instance per decision; two means something is badly wrong: adopt nothing, keep it listed.
-      skipped.push({ decision_id: d.decision_id, reason: `the target lists ${held.instances.length} instances for one decision` });
+      skip(`the target lists ${held.instances.length} instances for one decision`);
       continue;
     }
     const instanceId = held.instances[0];

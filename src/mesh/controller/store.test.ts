@@ -57,7 +57,9 @@ describe("the controller store (spec/mesh.md §14.1)", () => {
     const { store } = open();
     const id = commit(store, "triage");
     expect(() => commit(store, "triage")).toThrow(NameTaken);
-    expect(store.events({ kind: "workload.refuse" }).map((e) => e.error)).toEqual(["name triage is already placed"]);
+    expect(store.events({ kind: "workload.refuse" }).map((e) => e.error)).toEqual([
+      expect.stringMatching(new RegExp(`^name triage is held by a decision in flight by pid ${process.pid} on .* \\(decision ${id}, dispatching\\); wait for it to finish$`)),
+    ]);
     const placement: PlacementRecord = {
       instance_id: "triage-000000000001",
       name: "triage",
@@ -82,10 +84,13 @@ describe("the controller store (spec/mesh.md §14.1)", () => {
     const { store } = open();
     const id = commit(store, "triage");
     store.beginAttempt(id, 1, "d".repeat(32), "v");
+    store.beginReconcile(id);
     store.commitAttempt(id, 1, { nodeId: "d".repeat(32), variant: "v", outcome: "indeterminate", code: null, reason: "lost" }, { source: "placement", kind: "workload.refuse", payload: { phase: "dispatch" } }, { state: "unsettled", node_id: "d".repeat(32), variant: "v" });
     expect(store.unsettled().map((d) => d.decision_id)).toEqual([id]);
     expect(() => commit(store, "triage")).toThrow(NameTaken);
-    store.commitSettle(store.unsettled()[0]!, null, { source: "placement", kind: "workload.place", payload: { phase: "settled", adopted: 0 } });
+    const [unsettled] = store.unsettled();
+    expect(store.claimForSettle(id)).toEqual({ ok: true });
+    store.commitSettle(unsettled!, null, { source: "placement", kind: "workload.place", payload: { phase: "settled", adopted: 0 } });
     expect(store.decision(id)?.state).toBe("unplaced");
     expect(() => commit(store, "triage")).not.toThrow();
   });
@@ -104,6 +109,7 @@ describe("the controller store (spec/mesh.md §14.1)", () => {
               continue;
             }
             store.beginAttempt(id as never, 1, "d".repeat(32), "v");
+            if (ending === "unsettled") store.beginReconcile(id as never);
             store.commitAttempt(
               id as never,
               1,
@@ -113,7 +119,7 @@ describe("the controller store (spec/mesh.md §14.1)", () => {
             );
           }
           // At most one open decision per name, whatever the sequence.
-          const open = db.prepare("SELECT name, COUNT(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','unsettled') GROUP BY name").all() as Array<{ n: number }>;
+          const open = db.prepare("SELECT name, COUNT(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling') GROUP BY name").all() as Array<{ n: number }>;
           expect(open.every((r) => r.n === 1)).toBe(true);
           expect(chain.verifyStored().ok).toBe(true);
         } finally {

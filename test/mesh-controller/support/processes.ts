@@ -3,7 +3,6 @@
  * own data directory, key and config; the controller in the test process over TCP; the preferred node reached
  * through a TCP proxy the test controls. Daemons and instance process groups are killed by `cleanupProcesses()`.
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JsonObject } from "../../../src/core/crypto/canonical.js";
 import type { SigningKey } from "../../../src/core/crypto/ed25519.js";
@@ -12,6 +11,7 @@ import { generateSigningKey } from "../../../src/keys/key-file.js";
 import { NodeClient } from "../../../src/mesh/client/node-client.js";
 import { type ControllerOptions, MeshController } from "../../../src/mesh/controller/controller.js";
 import { TcpConnector } from "../../../src/mesh/transport/tcp.js";
+import { processStartTime } from "../../../src/store/lease.js";
 import { cleanup, NodeProcess, requireBuild, tempDir } from "../../mesh/harness.js";
 import { TcpProxy } from "../../support/tcp-proxy.js";
 import { probePackage, TEST_PERMIT, writeJson } from "./package.js";
@@ -98,11 +98,4 @@ export async function cleanupProcesses(): Promise<void> {
 }
 
 /** The start-time field of /proc/<pid>/stat: with the pid, the identity of a process (Linux). */
-export function startMarker(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
-  } catch {
-    return null;
-  }
-}
+export const startMarker = processStartTime;
