@@ -4,18 +4,22 @@
  * field it names), which the views show as they are.
  */
 import type {
+  AgentLogs,
   AgentState,
-  AuditEvent,
+  AuditEvents,
   ChainInfo,
-  DecisionReport,
+  DeployOutcome,
   InstanceInfo,
   KubernetesAgents,
   NodeInfo,
   PackageInfo,
   PlacementRecord,
+  PastDecision,
   PlaceOrder,
+  PlaceReport,
   SettleOutcome,
   UnsettledDecision,
+  VerbResult,
   VerifyResult,
 } from "./types";
 
@@ -95,13 +99,13 @@ export class BerthApi {
     return this.request<{ placements: PlacementRecord[] }>("GET", "/placements");
   }
   placement(decisionId: string) {
-    return this.request<DecisionReport>("GET", `/placements/${encodeURIComponent(decisionId)}`);
+    return this.request<PastDecision>("GET", `/placements/${encodeURIComponent(decisionId)}`);
   }
   explain(order: PlaceOrder) {
-    return this.request<DecisionReport>("POST", "/placements/explain", order);
+    return this.request<PlaceReport>("POST", "/placements/explain", order);
   }
   place(order: PlaceOrder) {
-    return this.request<DecisionReport>("POST", "/placements", order);
+    return this.request<PlaceReport>("POST", "/placements", order);
   }
   instances() {
     return this.request<{ instances: InstanceInfo[] }>("GET", "/instances");
@@ -110,7 +114,7 @@ export class BerthApi {
     return this.request<unknown>("POST", `/instances/${encodeURIComponent(id)}/${verb}`, {});
   }
   instanceLogs(id: string) {
-    return this.request<unknown>("GET", `/instances/${encodeURIComponent(id)}/logs`);
+    return this.request<VerbResult>("GET", `/instances/${encodeURIComponent(id)}/logs`);
   }
   unsettled() {
     return this.request<{ unsettled: UnsettledDecision[] }>("GET", "/unsettled");
@@ -122,7 +126,11 @@ export class BerthApi {
     return this.request<{ agents: AgentState[] }>("GET", "/agents");
   }
   agentLogs(name: string) {
-    return this.request<{ agent: string; instance: string; stdout: string; stderr: string }>("GET", `/agents/${encodeURIComponent(name)}/logs`);
+    return this.request<AgentLogs>("GET", `/agents/${encodeURIComponent(name)}/logs`);
+  }
+  /** Deploys an agent spec (the JSON form of the YAML file `berth deploy` reads); a refusal names the field. */
+  deploy(spec: Readonly<Record<string, unknown>>) {
+    return this.request<DeployOutcome>("POST", "/agents", spec);
   }
   agentVerb(name: string, verb: "stop" | "replace") {
     return this.request<unknown>("POST", `/agents/${encodeURIComponent(name)}/${verb}`, {});
@@ -135,7 +143,7 @@ export class BerthApi {
   }
   /** Events with seq greater than `after`, oldest first. */
   auditEvents(chain: string, after: number, limit: number) {
-    return this.request<{ events: AuditEvent[]; head: number }>("GET", `/audit/events?chain=${encodeURIComponent(chain)}&after=${after}&limit=${limit}`);
+    return this.request<AuditEvents>("GET", `/audit/events?chain=${encodeURIComponent(chain)}&after=${after}&limit=${limit}`);
   }
   verify(chain: string) {
     return this.request<VerifyResult>("GET", `/audit/verify?chain=${encodeURIComponent(chain)}`);

@@ -37,7 +37,7 @@ export function useAuditTail(api: BerthApi, bump: () => void): AuditTail {
     if (chain === null) return;
     const abort = new AbortController();
     const query = chain === "" ? "" : `?chain=${encodeURIComponent(chain)}`;
-    const add = (incoming: AuditEvent[]) => {
+    const add = (incoming: readonly AuditEvent[]) => {
       if (incoming.length === 0) return;
       setEvents((held) => {
         const known = lastSeq.current ?? -1;

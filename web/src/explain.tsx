@@ -4,9 +4,10 @@
  * controller made and its outcome. The same view serves a dry run (no attempts yet) and a past decision.
  */
 import { points, shortId } from "./format";
-import type { CandidateReport, DecisionReport, ScoreBreakdown } from "./types";
+import type { CandidateReport, DecisionReport } from "./types";
 
-const SCORE_PARTS: ReadonlyArray<readonly [keyof ScoreBreakdown, string]> = [
+/** The score members NodeReport carries (the document types the breakdown as an open record). */
+const SCORE_PARTS: ReadonlyArray<readonly [string, string]> = [
   ["execution_centi", "execution"],
   ["locality_centi", "locality"],
   ["accel_fit_centi", "accel fit"],
@@ -14,6 +15,10 @@ const SCORE_PARTS: ReadonlyArray<readonly [keyof ScoreBreakdown, string]> = [
   ["load_centi", "load"],
   ["stickiness_centi", "stickiness"],
 ];
+
+/** A stored attempt row is an open record; a report's attempt names its members. Either way, a string or nothing. */
+const textOf = (v: unknown): string => (typeof v === "string" ? v : "");
+const numberOr = (v: unknown): number | null => (typeof v === "number" ? v : null);
 
 function nodeLabel(c: { node_id: string; name?: string | null }) {
   return (
@@ -33,7 +38,7 @@ function Candidate({ c, rank, chosen }: { c: CandidateReport; rank: number; chos
       <td class="num">{points(c.total_centi)}</td>
       {SCORE_PARTS.map(([key]) => (
         <td class="num" key={key}>
-          {c.score ? points(c.score[key]) : "—"}
+          {points(numberOr(c.score?.[key]))}
         </td>
       ))}
       <td>{c.flags.join(", ") || "—"}</td>
@@ -57,18 +62,21 @@ function Candidate({ c, rank, chosen }: { c: CandidateReport; rank: number; chos
 export function ExplainView({ report, title, dryRun = false }: { report: DecisionReport; title: string; dryRun?: boolean }) {
   const d = report.decision;
   const attempts = report.attempts;
-  const nothingSent = dryRun || report.dry_run === true;
+  // A past decision (GET /placements/{id}) carries its state and dry_run; a fresh report says whether it is unsettled.
+  const past = "state" in report ? report : null;
+  const fresh = "state" in report ? null : report;
+  const nothingSent = dryRun || past?.dry_run === true;
   return (
     <section class="explain" aria-label={title}>
       <h3>{title}</h3>
       <p>
         <strong>{d.name}</strong> ({d.kind}, package <code>{shortId(d.package_id, 12)}</code>) — decision{" "}
         <code title={report.decision_id}>{shortId(report.decision_id, 12)}</code>
-        {nothingSent ? ", a dry run: nothing was sent" : report.state ? `, ${report.state}` : ""}.{" "}
+        {nothingSent ? ", a dry run: nothing was sent" : past ? `, ${past.state}` : ""}.{" "}
         {d.placement === null
           ? "Nothing fits: no candidate is eligible."
-          : `Chosen: ${d.candidates.find((c) => c.node_id === d.placement?.node_id)?.name ?? d.placement.node_id} (${points(d.placement.total_centi)} points).`}
-        {report.unsettled ? " The decision is unsettled: its node may hold the instance." : ""}
+          : `Chosen: ${d.candidates.find((c) => c.node_id === d.placement?.node_id)?.name ?? d.placement.node_id} (${points(numberOr(d.placement.total_centi))} points).`}
+        {fresh?.unsettled ? " The decision is unsettled: its node may hold the instance." : ""}
       </p>
       <table aria-label={`candidates for ${d.name}`}>
         <thead>
@@ -111,13 +119,13 @@ export function ExplainView({ report, title, dryRun = false }: { report: Decisio
             <tbody>
               {attempts.map((a, i) => (
                 <tr key={`${a.node_id}-${i}`}>
-                  <td>{a.n ?? i + 1}</td>
+                  <td>{"n" in a ? a.n : i + 1}</td>
                   <td>{nodeLabel({ node_id: a.node_id, name: d.candidates.find((c) => c.node_id === a.node_id)?.name ?? null })}</td>
                   <td>{a.variant}</td>
-                  <td>{a.outcome ?? a.state ?? "—"}</td>
-                  <td>{a.code ? `${a.code}: ${a.reason ?? ""}` : (a.reason ?? "—")}</td>
-                  <td>{a.next ?? "—"}</td>
-                  <td>{a.instance_id ? <code>{a.instance_id}</code> : "—"}</td>
+                  <td>{a.outcome ?? ("state" in a ? a.state : "—")}</td>
+                  <td>{textOf(a.code) ? `${textOf(a.code)}: ${textOf(a.reason)}` : textOf(a.reason) || "—"}</td>
+                  <td>{textOf(a.next) || "—"}</td>
+                  <td>{textOf(a.instance_id) ? <code>{textOf(a.instance_id)}</code> : "—"}</td>
                 </tr>
               ))}
             </tbody>

@@ -1,209 +1,50 @@
 /**
- * The shapes the dashboard reads from berth's HTTP API (`/api/v1`), written by hand from the API contract of issue 8
- * and berth's library records (snake_case, field for field). Only what the views read is typed strictly; the rest
- * of a record is kept as it came so the views can show it without the dashboard dropping fields.
+ * The shapes the dashboard reads from berth's HTTP API (`/api/v1`), named after what the views call them. Every one is
+ * taken from the generated `openapi.ts` (docs/api/openapi.json, by `node scripts/gen-web-types.mjs`), so a change to a
+ * route's schema reaches the dashboard's typecheck instead of drifting from a hand copy (issue 14.3).
  */
+import type { operations } from "./openapi";
 
-export type Liveness = "alive" | "suspect" | "dead" | "unknown";
-export type Tier = "discovered" | "paired" | "pinned";
+type Operation = keyof operations;
+type Responses<Op extends Operation> = operations[Op]["responses"];
+type JsonOf<R> = R extends { readonly content: { readonly "application/json": infer Body } } ? Body : never;
 
-/** TargetInfo (src/mesh/controller/targets.ts), plus the facts summary the server adds. */
-export interface NodeInfo {
-  readonly addr: string;
-  readonly node_id: string | null;
-  readonly key: string | null;
-  readonly name: string | null;
-  readonly tier: Tier;
-  readonly tier_source: string;
-  readonly liveness: Liveness;
-  readonly boot_id: string | null;
-  readonly learned_ms: number | null;
-  readonly last_ok_ms: number | null;
-  readonly facts_expire_at_ms: number | null;
-  readonly error: string | null;
-  readonly facts?: Readonly<Record<string, unknown>> | null;
-}
+/** The JSON body of an operation's success answer (200, or 201 for a create). */
+export type Answer<Op extends Operation> = Responses<Op> extends { readonly 200: infer R } ? JsonOf<R> : Responses<Op> extends { readonly 201: infer R } ? JsonOf<R> : never;
 
-export interface PackageInfo {
-  readonly package_id: string;
-  readonly name: string;
-  readonly version: string;
-  readonly kind: string;
-  readonly path?: string | null;
-}
+/** The JSON body an operation takes. */
+export type Body<Op extends Operation> = operations[Op] extends { readonly requestBody: { readonly content: { readonly "application/json": infer B } } }
+  ? B
+  : operations[Op] extends { readonly requestBody?: { readonly content: { readonly "application/json": infer B } } }
+    ? B
+    : never;
 
-/** PlacementRecord (src/mesh/controller/store.ts). */
-export interface PlacementRecord {
-  readonly instance_id: string;
-  readonly name: string;
-  readonly node_id: string;
-  readonly decision_id: string;
-  readonly variant: string;
-  readonly route: "native" | "emulated";
-  readonly package_id: string;
-  readonly placed_ms: number;
-  readonly adopted: boolean;
-  readonly pending: string | null;
-}
-
-/** An instance as `GET /instances` lists it: its placement record and the state its node last reported. */
-export interface InstanceInfo extends Partial<PlacementRecord> {
-  readonly instance_id: string;
-  readonly name: string;
-  readonly node_id: string;
-  readonly state?: string | null;
-}
-
-export interface Rejection {
-  readonly constraint: string;
-  readonly detail: string;
-}
-
-export interface ScoreBreakdown {
-  readonly execution_centi: number;
-  readonly locality_centi: number;
-  readonly accel_fit_centi: number;
-  readonly perf_centi: number;
-  readonly load_centi: number;
-  readonly stickiness_centi: number;
-}
-
-/** NodeReport (src/core/placement/outputs.ts): one candidate of a decision. */
-export interface CandidateReport {
-  readonly node_id: string;
-  readonly name: string | null;
-  readonly eligible: boolean;
-  readonly rejections: readonly Rejection[];
-  readonly variant: string | null;
-  readonly route: string | null;
-  readonly execution: string | null;
-  readonly score: ScoreBreakdown | null;
-  readonly total_centi: number | null;
-  readonly flags: readonly string[];
-}
-
-export interface PlacementDecision {
-  readonly name: string;
-  readonly kind: string;
-  readonly package_id: string;
-  readonly allow_emulated: boolean;
-  readonly pin: string | null;
-  readonly prefer: readonly string[];
-  readonly avoid: readonly string[];
-  readonly candidates: readonly CandidateReport[];
-  readonly placement: { readonly node_id: string; readonly variant: string; readonly total_centi: number } | null;
-}
-
-/**
- * Attempt (src/mesh/controller/dispatch.ts) in a PlaceReport; a past decision lists its stored attempt rows, which
- * carry `n` and `state` and may lack the report-only members.
- */
-export interface Attempt {
-  readonly n?: number;
-  readonly node_id: string;
-  readonly variant: string;
-  readonly state?: string;
-  readonly outcome: string | null;
-  readonly code?: string | null;
-  readonly reason?: string | null;
-  readonly next?: string | null;
-  readonly instance_id?: string | null;
-}
-
-/**
- * PlaceReport (`POST /placements` and its dry run `POST /placements/explain`, whose decision is recorded but nothing
- * is sent) and a past decision (`GET /placements/{decision_id}`, with its state) share these members.
- */
-export interface DecisionReport {
-  readonly decision: PlacementDecision;
-  readonly decision_id: string;
-  readonly explain: string;
-  readonly attempts: readonly Attempt[];
-  readonly placed?: PlacementRecord | null;
-  readonly unsettled?: boolean;
-  readonly state?: string;
-  readonly dry_run?: boolean;
-}
-
-export interface UnsettledDecision {
-  readonly decision_id: string;
-  readonly name: string;
-  readonly node_id: string;
-  readonly variant: string;
-  readonly package_id: string;
-  readonly created_ms: number;
-}
-
-/** `POST /unsettled/settle`: the SettleReport and what is still unsettled after it. */
-export interface SettleOutcome {
-  readonly settled: {
-    readonly adopted: number;
-    readonly settledEmpty: number;
-    readonly skipped: ReadonlyArray<{ readonly decision_id: string; readonly reason: string }>;
-  };
-  readonly unsettled: readonly UnsettledDecision[];
-}
-
-/** One agent as `berth agents --json` prints it. */
-export interface AgentState {
-  readonly name: string;
-  readonly target: string;
-  readonly state: string;
-  readonly row: string | null;
-  readonly next: string | null;
-  readonly instance: string | null;
-  readonly error: string | null;
-}
-
-/** ListRow (src/kubernetes/verbs.ts). */
-export interface KubernetesAgent {
-  readonly name: string;
-  readonly namespace: string;
-  readonly binding: string;
-  readonly startup: string;
-  readonly registry: string;
-}
-
-export interface KubernetesAgents {
-  readonly configured: boolean;
-  readonly context: string | null;
-  readonly agents: readonly KubernetesAgent[];
-  readonly error: string | null;
-}
-
-/** One chain the server holds (`GET /audit/chains`); `name` is what `?chain=` takes. */
-export interface ChainInfo {
-  readonly name: string;
-  readonly chain_id: string;
-  readonly role: string;
-  readonly events: number;
-  readonly head: { readonly seq: number; readonly hash: string };
-}
-
-/** SealedEvent (src/core/chain/event.ts). */
-export interface AuditEvent {
-  readonly seq: number;
-  readonly chain_id: string;
-  readonly ts: number;
-  readonly prev_hash: string;
-  readonly source: string;
-  readonly kind: string;
-  readonly payload: Readonly<Record<string, unknown>>;
-  readonly hash: string;
-  readonly sig: string;
-}
-
-export interface VerifyResult {
-  readonly ok: boolean;
-  readonly chain_id: string | null;
-  readonly events: number;
-  readonly head: { readonly seq: number; readonly hash: string } | null;
-  readonly failure?: { readonly seq?: number; readonly code?: string; readonly detail?: string };
-}
-
-/** The order the "place a package" form sends (the fields of PlaceOrderSchema it offers). */
-export interface PlaceOrder {
-  readonly package: string;
-  readonly name: string | null;
-  readonly allow_emulated: boolean;
-}
+export type NodeInfo = Answer<"listNodes">["nodes"][number];
+export type Liveness = NodeInfo["liveness"];
+export type Tier = NodeInfo["tier"];
+export type PackageInfo = Answer<"listPackages">["packages"][number];
+export type PlacementRecord = Answer<"listPlacements">["placements"][number];
+export type InstanceInfo = Answer<"listInstances">["instances"][number];
+/** A fresh decision: `POST /placements` and its dry run `POST /placements/explain` answer alike. */
+export type PlaceReport = Answer<"place"> | Answer<"explain">;
+/** A past decision (`GET /placements/{decision_id}`), with its state; the explain view reads either. */
+export type PastDecision = Answer<"getPlacement">;
+export type DecisionReport = PlaceReport | PastDecision;
+export type PlacementDecision = DecisionReport["decision"];
+export type CandidateReport = PlacementDecision["candidates"][number];
+export type ScoreBreakdown = NonNullable<CandidateReport["score"]>;
+export type Attempt = DecisionReport["attempts"][number];
+export type UnsettledDecision = Answer<"listUnsettled">["unsettled"][number];
+export type SettleOutcome = Answer<"settle">;
+export type AgentState = Answer<"listAgents">["agents"][number];
+export type DeployOutcome = Answer<"deployAgent">;
+export type AgentLogs = Answer<"agentLogs">;
+export type VerbResult = Answer<"getInstance">;
+export type KubernetesAgents = Answer<"listK8sAgents">;
+export type KubernetesAgent = KubernetesAgents["agents"][number];
+export type ChainInfo = Answer<"listChains">["chains"][number];
+export type AuditEvents = Answer<"auditEvents">;
+export type AuditEvent = AuditEvents["events"][number];
+export type VerifyResult = Answer<"auditVerify">;
+/** The order the "place a package" form sends (the members of the place body it offers). */
+export type PlaceOrder = Pick<Body<"place">, "package" | "name" | "allow_emulated">;

@@ -6,7 +6,7 @@ import { useState } from "preact/hooks";
 import { ExplainView } from "../explain";
 import { useLive, useResource } from "../live";
 import { ErrorNotice, Loading } from "../notice";
-import type { DecisionReport, PlaceOrder } from "../types";
+import type { PlaceOrder, PlaceReport } from "../types";
 
 export function PlaceView() {
   const { api, bump } = useLive();
@@ -15,7 +15,7 @@ export function PlaceView() {
   const [name, setName] = useState("");
   const [allowEmulated, setAllowEmulated] = useState(false);
   const [busy, setBusy] = useState(false);
-  const [outcome, setOutcome] = useState<{ kind: "explain" | "placed"; report: DecisionReport } | null>(null);
+  const [outcome, setOutcome] = useState<{ kind: "explain" | "placed"; report: PlaceReport } | null>(null);
   const [error, setError] = useState<{ action: string; error: unknown } | null>(null);
 
   const list = packages.data?.packages ?? [];
