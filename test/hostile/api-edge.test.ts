@@ -145,6 +145,15 @@ describe("paths that are not routes", () => {
   });
 });
 
+describe("bodies the shell refuses even from the token holder", () => {
+  it("a body over the limit is 413 and a body without a type is 415, from the token holder too", async () => {
+    const big = await t.raw(`POST /api/v1/nodes HTTP/1.1\nHost: ${t.host}\n${bearer()}\nContent-Type: application/json`, `{"addr":"${"x".repeat(2 * 1024 * 1024)}"}`);
+    expect([big.status, big.json.error?.code]).toEqual([413, "payload_too_large"]);
+    const untyped = await t.raw(`POST /api/v1/nodes HTTP/1.1\nHost: ${t.host}\n${bearer()}`, ADD_NODE);
+    expect([untyped.status, untyped.json.error?.code]).toEqual([415, "unsupported_media_type"]);
+  });
+});
+
 describe("afterwards", () => {
   it("the controller's chain holds nothing for any refused request", async () => {
     // Run last (vitest keeps file order): every request above was refused before a handler.

@@ -323,6 +323,16 @@ describe("the write-ahead rule", () => {
     expect(listed.packages.map((p) => [p.package_id, p.name, p.kind, p.verified])).toEqual([[(taken.body as { package_id: string }).package_id, "probe", "agent", true]]);
   });
 
+  it("a POST without a body needs no Content-Type; one with a body must be application/json (415, not chained)", async () => {
+    const fx = await apiFixture();
+    const empty = await fx.app.inject({ method: "POST", url: `${API_BASE}/unsettled/settle`, headers: { authorization: `Bearer ${fx.token}` } });
+    expect(empty.statusCode, empty.body).toBe(200);
+    const seq = fx.state.controller.store.chain.tip().seq;
+    const typed = await fx.call("POST", `${API_BASE}/unsettled/settle`, { raw: "{}", headers: { "content-type": "text/plain" } });
+    expect([typed.status, errorOf(typed.body).code]).toEqual([415, "unsupported_media_type"]);
+    expect(fx.state.controller.store.chain.tip().seq, "refused before the handler: nothing chained").toBe(seq);
+  });
+
   it("a body over the limit is refused with 413 payload_too_large", async () => {
     const fx = await apiFixture();
     const a = await fx.call("POST", `${API_BASE}/placements`, { raw: JSON.stringify({ package: "x".repeat(2 * 1024 * 1024) }) });
