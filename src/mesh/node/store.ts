@@ -31,7 +31,8 @@ export interface InstanceRow {
   name: string;
   package_id: string;
   variant: string;
-  route: "native" | "emulated";
+  /** A node has no emulator (core/node/route.ts): every instance it runs is native. */
+  route: "native";
   state: InstanceState;
   exit_code: number | null;
   signal: string | null;

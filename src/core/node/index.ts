@@ -1,0 +1,4 @@
+/** The node's pure decisions: admission, route choice, revocation matching (the shell is src/mesh/node). */
+export * from "./admission.js";
+export * from "./revocation.js";
+export * from "./route.js";

@@ -1,0 +1,23 @@
+/**
+ * Which revoked subject, if any, an instance answers to (spec/mesh.md §7.5, §11.4). Pure: the node's sweep and its
+ * place handler (§11.1 step 12) feed it the instance's verified references and the current list.
+ */
+import type { RevocationList } from "../governance/policy.js";
+
+/** The verified references of a loaded instance: its package id, the keys that signed it, its files' hashes. */
+export interface RevocableRefs {
+  readonly package_id: string;
+  readonly signer_keys: readonly string[];
+  readonly file_hashes: readonly string[];
+}
+
+/** `package <id>`, `signer <key>` or `file <sha256>` for the first subject that names the instance; `null` if none. */
+export function revokedSubject(refs: RevocableRefs, revocations: RevocationList | null): string | null {
+  if (!revocations) return null;
+  for (const s of revocations.subjects) {
+    if (s.kind === "package" && s.id === refs.package_id) return `package ${s.id}`;
+    if (s.kind === "signer" && refs.signer_keys.includes(s.id)) return `signer ${s.id}`;
+    if (s.kind === "file" && refs.file_hashes.includes(s.id)) return `file ${s.id}`;
+  }
+  return null;
+}

@@ -1,0 +1,99 @@
+/**
+ * What every method family of the node's host service shares (spec/mesh.md §11): the daemon's options, the store,
+ * the policy reader and the gate, the bookkeeping of in-flight handlers and stopping instances, and the `Refusal` a
+ * handler throws. One object per daemon, built by `NodeService` and passed to each family's functions.
+ */
+import { nodeIdOf } from "../../core/crypto/ed25519.js";
+import type { WorkloadContext } from "../../core/governance/gate.js";
+import { type BodyOf, parseBody } from "../../core/protocol/bodies.js";
+import type { RefusalCode } from "../../core/protocol/messages.js";
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import type { SigningKey } from "../../core/crypto/ed25519.js";
+import type { NodeConfig } from "./config.js";
+import type { ContentStore } from "./content.js";
+import { NodePolicy } from "./policy.js";
+import type { NativeRuntime } from "./runtime.js";
+import type { InstanceRow, LaunchSpec, NodeStore } from "./store.js";
+
+/** An expected refusal inside a handler; caught at the dispatch boundary and answered (never a crash). */
+export class Refusal extends Error {
+  constructor(
+    readonly code: RefusalCode,
+    readonly reason: string,
+  ) {
+    super(reason);
+  }
+}
+
+export interface NodeServiceOptions {
+  readonly dataDir: string;
+  readonly key: SigningKey;
+  readonly config: NodeConfig;
+  readonly bootId: string;
+  readonly store: NodeStore;
+  readonly runtime: NativeRuntime;
+  readonly content: ContentStore;
+  readonly clock: () => number;
+  readonly version: string;
+  /** Controller keys and signer keys given by flags, in addition to node.json and signers.json. */
+  readonly extraControllers?: readonly string[];
+  readonly extraSigners?: readonly string[];
+  readonly perf?: readonly JsonObject[];
+  readonly fetchTimeoutMs?: number;
+}
+
+export class NodeContext {
+  readonly nodeId: string;
+  readonly policy: NodePolicy;
+  /** Instances whose group a handler is stopping: their exit is the handler's to record, not the exit listener's. */
+  readonly stopping = new Set<string>();
+  /** Nonces of place/load requests whose in-flight mark this daemon set and has not cleared yet. */
+  readonly ownsInflight = new Set<string>();
+
+  constructor(readonly o: NodeServiceOptions) {
+    this.nodeId = nodeIdOf(o.key.publicKey);
+    this.policy = new NodePolicy(o, this.nodeId);
+  }
+
+  get store(): NodeStore {
+    return this.o.store;
+  }
+
+  get runtime(): NativeRuntime {
+    return this.o.runtime;
+  }
+
+  held(id: string): InstanceRow {
+    const row = this.store.instance(id);
+    if (!row) throw new Refusal("unknown_instance", `instance ${id} is not held by this node`);
+    return row;
+  }
+
+  body<M extends "start" | "stop" | "unload" | "status" | "logs" | "place">(method: M, body: unknown): BodyOf<M> {
+    const parsed = parseBody(method, body);
+    if (!parsed.ok) throw new Refusal("invalid_request", parsed.reason);
+    return parsed.body;
+  }
+
+  /** The gate's view of a loaded instance; a node has only native routes, so nothing it runs is emulated. */
+  contextOf(l: LaunchSpec, packageId: string, agent: string): WorkloadContext {
+    return {
+      kind: l.kind,
+      package_trust: "pinned_signer",
+      node_tier: this.o.config.self_tier,
+      network: l.network,
+      secrets: l.secrets.length > 0,
+      emulated: false,
+      accelerator: null,
+      cpu_millis: l.cpu_millis,
+      refs: { package_id: packageId, signer_keys: l.signer_keys, file_hashes: l.file_hashes },
+      agent,
+    };
+  }
+
+  /** The gate's verdict on a verb over a held instance, refused (and chained by the gate) unless it permits. */
+  permit(action: string, row: InstanceRow, requester: string): void {
+    const verdict = this.policy.gate(action, this.contextOf(row.launch, row.package_id, requester));
+    if (verdict.decision !== "permit") throw new Refusal("governance", `${action} denied: ${verdict.reason}`);
+  }
+}

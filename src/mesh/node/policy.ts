@@ -1,0 +1,87 @@
+/**
+ * The node's policy as read at each use (spec/mesh.md §5.3, §7): trusted signers, permits and revocations re-read from
+ * the data directory (they are small), `policy.load` chained whenever a file changed, and the gate evaluated over them
+ * with every verdict from step 2 on chained (§7.7). Fails closed: an unreadable file has its fail-closed meaning.
+ */
+import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
+import type { PermitRule, RevocationList } from "../../core/governance/policy.js";
+import { truncateUtf8 } from "../../core/protocol/messages.js";
+import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
+import type { NodeServiceOptions } from "./context.js";
+
+export interface Policy {
+  readonly signers: ReadonlySet<string>;
+  readonly permits: readonly PermitRule[];
+  readonly revocations: RevocationList | null;
+}
+
+export class NodePolicy {
+  private readonly policyHashes = new Map<string, string | null>();
+
+  constructor(
+    private readonly o: NodeServiceOptions,
+    private readonly nodeId: string,
+  ) {}
+
+  authorisedControllers(): ReadonlySet<string> {
+    return new Set([...this.o.config.controllers.map((c) => c.key), ...(this.o.extraControllers ?? [])]);
+  }
+
+  /** Re-reads the policy files and chains `policy.load` whenever one changed. */
+  read(): Policy {
+    const signers = loadSigners(this.o.dataDir);
+    const permits = loadPermits(this.o.dataDir);
+    const revocations = loadRevocations(this.o.dataDir);
+    for (const f of [signers, permits, revocations] as PolicyFile<unknown>[]) this.notePolicy(f);
+    return {
+      signers: new Set([...(signers.loaded.ok ? signers.loaded.value : []), ...(this.o.extraSigners ?? [])]),
+      permits: permits.loaded.ok ? permits.loaded.value : [],
+      revocations: revocations.loaded.ok ? revocations.loaded.value : null,
+    };
+  }
+
+  private notePolicy(f: PolicyFile<unknown>): void {
+    const fingerprint = `${f.sha256}:${f.loaded.ok}`;
+    if (this.policyHashes.get(f.file) === fingerprint) return;
+    this.policyHashes.set(f.file, fingerprint);
+    this.o.store.append({
+      source: "trust",
+      kind: "policy.load",
+      payload: { file: f.file, sha256: f.sha256, ok: f.loaded.ok, error: f.loaded.ok ? null : truncateUtf8(f.loaded.error, 512) },
+    });
+  }
+
+  private gatePolicy(): GatePolicy {
+    const pol = this.read();
+    return {
+      permits: pol.permits,
+      revocations: pol.revocations,
+      thresholdMilli: this.o.config.gate.threshold_milli,
+      builtinTeardown: this.o.config.gate.builtin_teardown,
+      humanApproval: this.o.config.gate.human_approval,
+    };
+  }
+
+  /** Every verdict from step 2 on is appended to the node chain (§7.7). */
+  gate(action: string, ctx: WorkloadContext): GateVerdict {
+    const verdict = evaluate(action, ctx, this.gatePolicy(), this.nodeId);
+    if (verdict.chain) this.o.store.append({ source: "gate", kind: verdict.chainKind, payload: verdict.payload });
+    return verdict;
+  }
+
+  /** The gate's view of a request that never reached a known method (§4.6 check 15). */
+  emptyContext(agent: string): WorkloadContext {
+    return {
+      kind: "unknown",
+      package_trust: "unsigned",
+      node_tier: this.o.config.self_tier,
+      network: "none",
+      secrets: false,
+      emulated: false,
+      accelerator: null,
+      cpu_millis: 0,
+      refs: { package_id: null, signer_keys: [], file_hashes: [] },
+      agent,
+    };
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * The node's process handling (spec/mesh.md §11.2, §13, §14.3): spawning an instance's entry with its launch
+ * environment, stopping its group, and recording exits, whether the daemon saw them (its own children) or found them
+ * by probing a re-adopted process. Every state change commits with its chain event.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { truncateUtf8 } from "../../core/protocol/messages.js";
+import type { NodeContext } from "./context.js";
+import { runtimeEvent } from "./events.js";
+import { groupAlive, type ProcessIdentity } from "./runtime.js";
+import type { InstanceRow } from "./store.js";
+
+export function identityOf(row: InstanceRow): ProcessIdentity | null {
+  return row.pid !== null && row.host_boot_id !== null && row.start_marker !== null
+    ? { pid: row.pid, host_boot_id: row.host_boot_id, start_marker: row.start_marker }
+    : null;
+}
+
+/** Spawns the instance's process and records its identity with state `running` (one transaction each step). */
+export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise<ProcessIdentity> {
+  const { store, runtime, o } = ctx;
+  store.commit((tx) => {
+    store.updateInstance(tx, row.instance_id, { state: "starting", detail: null });
+    return { result: null, events: [] };
+  });
+  const l = row.launch;
+  const workDir = runtime.workDirOf(row.instance_id);
+  let program = join(workDir, l.program);
+  if (l.program.startsWith("@")) {
+    const interp = o.config.interpreters.find((i) => i.name === l.program.slice(1));
+    if (!interp) throw new Error(`interpreter ${l.program.slice(1)} is not declared`);
+    program = interp.path;
+  }
+  const env: Record<string, string> = {
+    PATH: "/usr/local/bin:/usr/bin:/bin",
+    HOME: workDir,
+    TMPDIR: join(runtime.dirOf(row.instance_id), "tmp"),
+    LANG: "C.UTF-8",
+    ...l.env,
+    BERTH_INSTANCE_ID: row.instance_id,
+    BERTH_NAME: row.name,
+    BERTH_NODE_ID: ctx.nodeId,
+    BERTH_DECISION_ID: row.decision_id,
+    BERTH_PACKAGE_ID: row.package_id,
+  };
+  for (const secret of l.secrets) env[secret] = readFileSync(join(o.dataDir, "secrets", secret), "utf8").replace(/\n$/, "");
+  let identity: ProcessIdentity;
+  try {
+    identity = await runtime.start(row.instance_id, { program, args: l.args, env });
+  } catch (error) {
+    store.commit((tx) => {
+      store.updateInstance(tx, row.instance_id, { state: "failed", detail: `spawn failed: ${(error as Error).message}` });
+      return { result: null, events: [runtimeEvent("workload.start", row, { outcome: "error", error: truncateUtf8((error as Error).message, 512) })] };
+    });
+    throw new Error(`spawn failed: ${(error as Error).message}`);
+  }
+  const generation = (store.instance(row.instance_id)?.generation ?? 0) + 1;
+  store.commit((tx) => {
+    store.updateInstance(tx, row.instance_id, {
+      state: "running",
+      pid: identity.pid,
+      host_boot_id: identity.host_boot_id,
+      start_marker: identity.start_marker,
+      started_ms: o.clock(),
+      exit_code: null,
+      signal: null,
+      detail: null,
+      generation,
+    });
+    return { result: null, events: [runtimeEvent("workload.start", row, { outcome: "ok", pid: identity.pid, generation })] };
+  });
+  return identity;
+}
+
+export interface StopResult {
+  readonly stopped: boolean;
+  readonly already: boolean;
+  readonly exit_code: number | null;
+  readonly signal: string | null;
+}
+
+/** Stops a running instance's group; records state `stopped` with the chain event. */
+export async function stopInstance(ctx: NodeContext, row: InstanceRow, graceMs: number, kind: string, decisionId: string | null): Promise<StopResult> {
+  const { store, runtime } = ctx;
+  const identity = identityOf(row);
+  if (!identity || !groupAlive(identity.pid) || !(row.state === "running" || row.state === "starting")) {
+    return { stopped: true, already: true, exit_code: row.exit_code, signal: row.signal };
+  }
+  ctx.stopping.add(row.instance_id);
+  try {
+    const stopped = await runtime.stop(identity, graceMs);
+    if (!stopped.stopped) return { stopped: false, already: false, exit_code: null, signal: stopped.signal };
+    const status = runtime.exitStatus(row.instance_id);
+    const exitCode = status?.exit_code ?? null;
+    const signal = status?.signal ?? stopped.signal;
+    store.commit((tx) => {
+      store.updateInstance(tx, row.instance_id, { state: "stopped", exit_code: exitCode, signal, detail: null });
+      return {
+        result: null,
+        events: [runtimeEvent(kind, row, { outcome: "ok", exit_code: exitCode, signal, ...(decisionId ? { decision_id: decisionId } : {}) })],
+      };
+    });
+    return { stopped: true, already: false, exit_code: exitCode, signal };
+  } finally {
+    ctx.stopping.delete(row.instance_id);
+  }
+}
+
+export function recordExit(
+  ctx: NodeContext,
+  row: InstanceRow,
+  exitCode: number | null,
+  signal: string | null,
+  detail: string,
+  state: "exited" | "lost" = "exited",
+): void {
+  ctx.store.commit((tx) => {
+    ctx.store.updateInstance(tx, row.instance_id, { state, exit_code: exitCode, signal, detail });
+    return {
+      result: null,
+      events: [
+        {
+          source: "runtime",
+          kind: "workload.exit",
+          payload: { instance_id: row.instance_id, exit_code: exitCode, signal, runtime_ms: row.started_ms ? Math.max(0, ctx.o.clock() - row.started_ms) : 0 },
+        },
+      ],
+    };
+  });
+}
+
+/** A process the daemon spawned ended; re-adopted processes are found by `pollAdopted`. */
+export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code: number | null; signal: string | null }): void {
+  if (ctx.stopping.has(instanceId)) return;
+  const row = ctx.store.instance(instanceId);
+  if (row?.state !== "running") return;
+  const status = ctx.runtime.exitStatus(instanceId);
+  recordExit(ctx, row, status?.exit_code ?? exit.code, status?.signal ?? exit.signal, "process exited");
+}
+
+/** Instances re-adopted after a restart are not our children: poll their identity. */
+export function pollAdopted(ctx: NodeContext): void {
+  for (const row of ctx.store.instances()) {
+    if (row.state !== "running" || ctx.runtime.isChild(row.instance_id) || ctx.stopping.has(row.instance_id)) continue;
+    const probe = ctx.runtime.probe(row.instance_id, identityOf(row));
+    if (probe.state === "exited") recordExit(ctx, row, probe.exit_code, probe.signal, probe.detail);
+    else if (probe.state === "lost") recordExit(ctx, row, null, null, probe.detail, "lost");
+  }
+}
+
+/** §13: trim every instance's logs over 1 MiB to the last 64 KiB (the daemon calls this every 10 s). */
+export function trimAllLogs(ctx: NodeContext): void {
+  for (const row of ctx.store.instances()) ctx.runtime.trimLogs(row.instance_id);
+}
