@@ -31,6 +31,8 @@ export class PackageFetcher {
   /** One range; returns the bytes (possibly fewer than asked at the end of the file). */
   async range(what: "manifest" | "file", sha256: string | null, offset: number, length: number): Promise<Buffer> {
     const ask = { type: "fetch" as const, what, package_id: this.packageId, sha256, offset, length };
+    // Issue 12: the listener takes request-sized frames only; the data frame we ask for may be up to `length`.
+    this.stream.allowFrame?.(length);
     try {
       await this.stream.send(encodeMessageFrame(ask));
     } catch (error) {

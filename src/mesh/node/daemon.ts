@@ -12,7 +12,7 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import { loadKeyFile } from "../../keys/key-file.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
-import { MAX_FRAME_BYTES } from "../transport/frames.js";
+import { REQUEST_FRAME_BYTES } from "../transport/frames.js";
 import { type ListenLimits, listenFrames } from "../transport/tcp.js";
 import { FILES, loadNodeConfig, type NodeConfig } from "./config.js";
 import { ContentStore } from "./content.js";
@@ -152,7 +152,7 @@ export function listenLimits(l: NodeConfig["limits"]): ListenLimits {
     maxUnauthenticatedPerAddress: l.max_unauthenticated_per_address,
     graceMs: l.unauthenticated_grace_ms,
     firstBytesMs: l.first_bytes_ms,
-    maxFrameBytes: MAX_FRAME_BYTES,
+    maxFrameBytes: REQUEST_FRAME_BYTES,
   };
 }
 

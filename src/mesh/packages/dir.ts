@@ -4,8 +4,8 @@
  * `verify` (the same rules a node applies, reading local files).
  */
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { isAbsolute, join, relative, sep } from "node:path";
 import { z } from "zod";
 import type { RevocationList } from "../../core/governance/policy.js";
 import {
@@ -82,19 +82,22 @@ export function buildPackage(dir: string): { packageId: string; statement: State
   const parsed = SourceManifestSchema.safeParse(readJson(join(dir, SOURCE_FILE)));
   if (!parsed.success) throw new PackageError(describeIssues(SOURCE_FILE, parsed.error.issues));
   const src = parsed.data;
+  const root = realpathSync(dir);
   const files = src.files.map((path) => {
-    const full = join(dir, path);
+    const real = insidePackage(dir, root, path);
     let st: ReturnType<typeof statSync>;
     try {
-      st = statSync(full);
+      st = statSync(real);
     } catch {
       throw new PackageError(`${SOURCE_FILE}: field files: ${path} does not exist in ${dir}`);
     }
     if (!st.isFile()) throw new PackageError(`${SOURCE_FILE}: field files: ${path} is not a regular file`);
+    // Hash and size come from the same read, so the pinned pair always describes one version of the file.
+    const bytes = readFileSync(real);
     return {
       path,
-      sha256: createHash("sha256").update(readFileSync(full)).digest("hex"),
-      size: st.size,
+      sha256: createHash("sha256").update(bytes).digest("hex"),
+      size: bytes.length,
       mode: (st.mode & 0o111) !== 0 ? ("0755" as const) : ("0644" as const),
     };
   });
@@ -104,6 +107,32 @@ export function buildPackage(dir: string): { packageId: string; statement: State
   const envelope: Envelope = { statement: statement.data, signatures: [] };
   writeAtomic(join(dir, MANIFEST_FILE), `${JSON.stringify(envelope, null, 2)}\n`);
   return { packageId: packageIdOf(statement.data), statement: statement.data };
+}
+
+/**
+ * The real path of a listed file, refusing one that a symbolic link takes out of the package directory (issue 12:
+ * an outside file would be signed and shipped). A link that stays inside is followed: the package pins the bytes
+ * it points to, at the listed path, and a node materialises a regular file. Names the link and where it points.
+ */
+function insidePackage(dir: string, root: string, path: string): string {
+  let real: string;
+  try {
+    real = realpathSync(join(dir, path));
+  } catch {
+    return join(dir, path); // missing: the caller's stat names it
+  }
+  const rel = relative(root, real);
+  if (rel !== "" && !rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel)) return real;
+  const parts = path.split("/");
+  for (let i = 1; i <= parts.length; i++) {
+    const link = parts.slice(0, i).join("/");
+    if (lstatSync(join(dir, link)).isSymbolicLink()) {
+      throw new PackageError(
+        `${SOURCE_FILE}: field files: ${path}: ${link} is a symbolic link to ${readlinkSync(join(dir, link))}, which resolves to ${real}, outside the package directory ${root}; copy the file into the package instead`,
+      );
+    }
+  }
+  throw new PackageError(`${SOURCE_FILE}: field files: ${path} resolves to ${real}, outside the package directory ${root}`);
 }
 
 export function readEnvelope(dir: string): { envelope: Envelope; packageId: string } {
