@@ -273,7 +273,7 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     return result(false, "failed", `${input.agent}: not placed (${why}). See the explain with \`berth place ${input.packageDir} --dry-run\`.`);
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
-    const hint = error.code === "name_taken" ? " A workload with this name exists that was not placed as this agent; unload it with `berth instance unload ID` first." : "";
+    const hint = error.code === "name_taken" && error.holder?.kind === "placement" ? " A workload with this name exists that was not placed as this agent; unload it with `berth instance unload ID` first." : "";
     return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.${hint}`);
   }
 }

@@ -10,6 +10,8 @@ import { berthHome, defaultPaths } from "./paths.js";
 export interface ControllerFlags {
   readonly dataDir?: string;
   readonly keyFile?: string;
+  /** Do not warn about wedged decisions on stderr (`berth doctor` reports them itself). */
+  readonly quiet?: boolean;
 }
 
 /** Opens the controller in the berth home with its key, runs `fn`, and always closes it. */
@@ -22,6 +24,13 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
     controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
   } catch (error) {
     throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
+  }
+  const wedged = opts.quiet ? [] : controller.wedged();
+  if (wedged.length > 0) {
+    // Not an error: every verb still works; settle skips these decisions until they are repaired.
+    process.stderr.write(
+      `warning: ${wedged.length} decision(s) in ${dataDir} are wedged (unsettled while a placement records them: ${wedged.map((w) => w.decision_id.slice(0, 12)).join(", ")}); run \`berth doctor\` to see them and \`berth doctor --repair\` to mend them\n`,
+    );
   }
   try {
     return await fn(controller, key);

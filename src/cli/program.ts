@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { registerAgentCommands } from "./agents.js";
 import { registerAuditCommands } from "./audit.js";
 import { registerCompletionCommands } from "./completion.js";
+import { registerDoctorCommands } from "./doctor.js";
 import { presentForPeople } from "./help.js";
 import { registerK8sCommands } from "./k8s.js";
 import { registerKeyCommands } from "./keys.js";
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerNodeCommands(program);
   registerPackageCommands(program);
   registerMeshCommands(program);
+  registerDoctorCommands(program);
   registerAgentCommands(program);
   registerUpCommands(program);
   registerServeCommands(program);
