@@ -3,11 +3,11 @@
  * never reachable through the provider protocol. Wiring only: decisions live in core/kubernetes, effects in
  * src/kubernetes. Human output by default, one JSON document with `--json`.
  */
-import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { runReconcileLoop } from "../agents/index.js";
 import { isValidNamespace } from "../core/kubernetes/config.js";
 import { identityFromPubkeyHex } from "../core/kubernetes/naming.js";
 import { openK8sChain } from "../kubernetes/audit.js";
@@ -15,8 +15,7 @@ import type { Cluster } from "../kubernetes/cluster.js";
 import { realClock } from "../kubernetes/clock.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { type Prepared, prepareDeploy } from "../kubernetes/prepare.js";
-import { type DeployReport, deploy } from "../kubernetes/reconcile.js";
-import { LOOP_RESERVE_SECONDS, settingsFromEnv } from "../kubernetes/settings.js";
+import { settingsFromEnv } from "../kubernetes/settings.js";
 import { type AgentRef, clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop, type VerbDeps } from "../kubernetes/verbs.js";
 import { connect } from "./cluster-connect.js";
 import { CliError, describeZodIssues } from "./errors.js";
@@ -115,23 +114,11 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
     const cluster = c.cluster;
     const progress = startProgress({ json });
     try {
-      const start = realClock.now();
-      const report: DeployReport = await deploy(
-        inputs.inputs,
-        {
-          cluster,
-          clock: realClock,
-          audit,
-          log: boundedStderrLogger(),
-          random32: () => randomBytes(4).readUInt32BE(0),
-          wait: s.wait,
-          mode: "cli",
-          version: berthVersion(),
-          // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
-          onProgress: (p) => progress.update(`${p.action}${p.condition ? `: ${p.condition}` : ""}`),
-        },
-        { startedAt: start, loopDeadlineAt: start + (s.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: s.deadlineSeconds },
-      );
+      // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
+      const report = await runReconcileLoop({ cluster, clock: realClock, audit, log: boundedStderrLogger(), version: berthVersion() }, inputs.inputs, {
+        settings: s,
+        onProgress: (line) => progress.update(line),
+      });
       return report.answer;
     } finally {
       progress.stop();

@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { recordMeshDeploy } from "../../src/agents/audit.js";
-import { deployMeshAgent, fencedUnload, type MeshAgentDeps, observeMesh } from "../../src/agents/mesh.js";
+import { deployMeshAgent, fencedUnload, type MeshAgentDeps, observeMesh } from "../../src/agents/targets/mesh/index.js";
 import { loadSpecFile, meshIntentOf } from "../../src/agents/spec-file.js";
 import type { AgentDeployResult } from "../../src/core/agents/deploy-event.js";
 import { classifyMesh } from "../../src/core/agents/mesh-classify.js";

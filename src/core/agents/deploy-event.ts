@@ -12,7 +12,8 @@
  */
 import type { JsonObject, JsonValue } from "../crypto/canonical.js";
 
-export type DeployTarget = "mesh" | "kubernetes";
+export const DEPLOY_TARGETS = ["mesh", "kubernetes"] as const;
+export type DeployTarget = (typeof DEPLOY_TARGETS)[number];
 
 /** What happened, in the same words on both targets. */
 export type DeployOutcomeKind =

@@ -3,15 +3,14 @@
  * verbs (`src/kubernetes/verbs.ts`), on the cluster the kubeconfig names — or, in tests, the one injected through
  * `KubernetesAccess`. Without a configured context every route but the list answers 409 `k8s_not_configured`.
  */
-import { randomBytes } from "node:crypto";
 import type { z } from "zod";
+import { runReconcileLoop } from "../../agents/index.js";
 import { isValidNamespace } from "../../core/kubernetes/config.js";
 import { type AgentIdentity, identityFromPubkeyHex, MANAGED_SELECTOR, PUBKEY_FULL_ANNOTATION } from "../../core/kubernetes/naming.js";
 import type { Cluster } from "../../kubernetes/cluster.js";
 import { silentLogger } from "../../kubernetes/log.js";
 import { type Prepared, prepareDeploy } from "../../kubernetes/prepare.js";
-import { deploy } from "../../kubernetes/reconcile.js";
-import { LOOP_RESERVE_SECONDS, type K8sSettings, settingsFromEnv } from "../../kubernetes/settings.js";
+import { type K8sSettings, settingsFromEnv } from "../../kubernetes/settings.js";
 import { type AgentRef, clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop, type VerbDeps } from "../../kubernetes/verbs.js";
 import type { Inputs } from "../contract.js";
 import { ApiError, notFound } from "../errors.js";
@@ -65,13 +64,7 @@ function prepared(raw: unknown): Prepared & { ok: true } {
 
 /** The backend's deploy loop, as `berth k8s deploy` runs it; the answer is that verb's `--json` document. */
 async function runDeploy(deps: VerbDeps, p: Prepared & { ok: true }): Promise<{ ok: boolean; agent_id?: string; error?: string }> {
-  const s = k8sSettings();
-  const start = deps.clock.now();
-  const report = await deploy(
-    p.inputs,
-    { ...deps, random32: () => randomBytes(4).readUInt32BE(0), wait: s.wait, mode: "cli" },
-    { startedAt: start, loopDeadlineAt: start + (s.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: s.deadlineSeconds },
-  );
+  const report = await runReconcileLoop(deps, p.inputs, { settings: k8sSettings() });
   return report.answer.ok ? { ok: true, agent_id: report.answer.agentId } : { ok: false, error: report.answer.error };
 }
 

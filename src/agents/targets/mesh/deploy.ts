@@ -20,14 +20,14 @@
  * user asked by name (`berth agent replace`, `berth agent stop`).
  */
 import { z } from "zod";
-import { type AgentDeployResult, type DeployRound, deployAnswers, pendingEditNote } from "../core/agents/deploy-event.js";
-import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../core/agents/mesh-classify.js";
-import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../core/agents/mesh-observe.js";
-import type { AgentSpecDocument } from "../core/agents/spec.js";
-import type { JsonObject } from "../core/crypto/canonical.js";
-import type { NodeId } from "../core/crypto/ed25519.js";
-import type { NodeClient } from "../mesh/client/node-client.js";
-import { type MeshController, PlaceError, type PlaceOrderInput, type TargetInfo, type VerbOptions, type VerbResult } from "../mesh/controller/index.js";
+import { type AgentDeployResult, type DeployRound, deployAnswers, pendingEditNote } from "../../../core/agents/deploy-event.js";
+import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../../../core/agents/mesh-classify.js";
+import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../../../core/agents/mesh-observe.js";
+import type { AgentSpecDocument } from "../../../core/agents/spec.js";
+import type { JsonObject } from "../../../core/crypto/canonical.js";
+import type { NodeId } from "../../../core/crypto/ed25519.js";
+import type { NodeClient } from "../../../mesh/client/node-client.js";
+import { type MeshController, PlaceError, type PlaceOrderInput, type TargetInfo, type VerbOptions, type VerbResult } from "../../../mesh/controller/index.js";
 
 export interface MeshAgentDeps {
   readonly controller: MeshController;

@@ -1,6 +1,6 @@
 /**
  * Kubernetes agents (issue 7 §3): `berth deploy` of a spec whose target is `kubernetes` runs the Kubernetes backend's
- * own reconcile loop (`kubernetes/reconcile.ts`) on the request `core/agents/kubernetes-request.ts` builds — so the
+ * own reconcile loop (`kubernetes/reconcile.ts`, run through `loop.ts`) on the request `core/agents/kubernetes-request.ts` builds — so the
  * rows, fences and `k8s.*` audit records are exactly those of `berth k8s deploy` and the provider protocol. Around it,
  * this file adds what both targets share: one quorum observation and its classification row before the loop acts
  * (for the `agent.deploy` event and the user-visible outcome), and the explicit `berth agent replace`, which on
@@ -10,30 +10,18 @@
  * never-started or disappearing pod to settle, where the mesh answers at once (`waiting`, `blocked`), because the
  * apiserver, not berth, is the one that starts a pod.
  */
-import { randomBytes } from "node:crypto";
-import type { AgentDeployResult, DeployRound } from "../core/agents/deploy-event.js";
-import { deployAnswers, pendingEditNote } from "../core/agents/deploy-event.js";
-import { classifyKubernetes, type KubernetesRow } from "../core/agents/kubernetes-rows.js";
-import type { JsonObject } from "../core/crypto/canonical.js";
-import type { Action } from "../core/kubernetes/classify.js";
-import type { K8sAudit } from "../kubernetes/audit.js";
-import type { Cluster } from "../kubernetes/cluster.js";
-import type { Clock } from "../kubernetes/clock.js";
-import type { Logger } from "../kubernetes/log.js";
-import type { Prepared } from "../kubernetes/prepare.js";
-import { deploy } from "../kubernetes/reconcile.js";
-import { LOOP_RESERVE_SECONDS, type K8sSettings } from "../kubernetes/settings.js";
-import { type AgentRef, look, startupLabel, stop } from "../kubernetes/verbs.js";
+import type { AgentDeployResult, DeployRound } from "../../../core/agents/deploy-event.js";
+import { deployAnswers, pendingEditNote } from "../../../core/agents/deploy-event.js";
+import { classifyKubernetes, type KubernetesRow } from "../../../core/agents/kubernetes-rows.js";
+import type { JsonObject } from "../../../core/crypto/canonical.js";
+import type { Action } from "../../../core/kubernetes/classify.js";
+import type { Cluster } from "../../../kubernetes/cluster.js";
+import type { Prepared } from "../../../kubernetes/prepare.js";
+import { type AgentRef, look, startupLabel, stop, type VerbDeps } from "../../../kubernetes/verbs.js";
+import { type LoopOptions, runReconcileLoop } from "./loop.js";
 
-export interface KubernetesAgentDeps {
-  readonly cluster: Cluster;
-  readonly clock: Clock;
-  readonly audit: K8sAudit;
-  readonly log: Logger;
-  readonly settings: K8sSettings;
-  readonly version: string;
-  readonly onProgress?: (line: string) => void;
-}
+/** The backend's verb dependencies plus what its loop needs (`loop.ts`). */
+export type KubernetesAgentDeps = VerbDeps & LoopOptions;
 
 export type PreparedDeploy = Prepared & { ok: true };
 
@@ -90,26 +78,10 @@ export async function deployKubernetesAgent(
   });
   if (userAct) {
     // The backend's user stop: fenced by the observation it makes itself, audited as k8s.stop, waits for the pod to go.
-    const stopped = await stop({ cluster: deps.cluster, clock: deps.clock, audit: deps.audit, log: deps.log, version: deps.version }, ref, { wait: true });
+    const stopped = await stop(deps, ref, { wait: true });
     if (!stopped.ok) return result(false, "failed", `${agent}: could not clear ${first.pod} for the replace: ${stopped.message}; nothing was created.`, first.pod);
   }
-  const start = deps.clock.now();
-  const s = deps.settings;
-  const report = await deploy(
-    prepared.inputs,
-    {
-      cluster: deps.cluster,
-      clock: deps.clock,
-      audit: deps.audit,
-      log: deps.log,
-      random32: () => randomBytes(4).readUInt32BE(0),
-      wait: s.wait,
-      mode: "cli",
-      version: deps.version,
-      onProgress: (p) => deps.onProgress?.(`${p.action}${p.condition ? `: ${p.condition}` : ""}`),
-    },
-    { startedAt: start, loopDeadlineAt: start + (s.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: s.deadlineSeconds },
-  );
+  const report = await runReconcileLoop(deps, prepared.inputs, deps);
   const a = report.answer;
   if (!a.ok) return result(false, "failed", `${agent}: ${a.error}`, first.pod);
   if (first.row === "started" && !userAct) {

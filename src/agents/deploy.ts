@@ -1,0 +1,37 @@
+/**
+ * `berth deploy FILE` and `berth agent replace NAME` (issue 7), for the CLI and `POST /api/v1/agents` alike: the
+ * spec's target deploys it (`targets/*`), chains one `agent.deploy` event, and the registry remembers the spec by
+ * name. Nothing here asks which target it is.
+ */
+import { targetFor, type AgentsEnv } from "./env.js";
+import { knownAgent, withRegistry } from "./lookup.js";
+import type { LoadedSpec } from "./spec-file.js";
+import { type DeployDone, failed, type Outcome } from "./target.js";
+
+/** Deploys `loaded` on its target; with `userReplace`, stops what runs first (`berth agent replace`). */
+export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: { readonly userReplace?: boolean } = {}): Promise<Outcome<DeployDone>> {
+  const spec = loaded.spec;
+  const done = await targetFor(env, spec.spec.target).deploy(loaded, { userReplace: opts.userReplace === true });
+  if (!done.ok) return done;
+  const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now() };
+  withRegistry(env, (r) => r.remember(remembered));
+  return done;
+}
+
+/**
+ * `berth agent replace NAME`: the spec given (`from` says where it came from, for the error), else the one last
+ * deployed under that name.
+ */
+export async function replaceAgent(env: AgentsEnv, name: string, given?: { readonly loaded: LoadedSpec; readonly from: string }): Promise<Outcome<DeployDone>> {
+  let loaded: LoadedSpec;
+  if (given === undefined) {
+    const known = knownAgent(env, name);
+    if (!known.ok) return known;
+    loaded = known.value.loaded;
+  } else {
+    const described = given.loaded.spec.metadata.name;
+    if (described !== name) return failed({ kind: "agent_mismatch", agent: name, message: `${given.from} describes agent ${described}, not ${name}` });
+    loaded = given.loaded;
+  }
+  return deployAgent(env, loaded, { userReplace: true });
+}

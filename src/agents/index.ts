@@ -1,0 +1,23 @@
+/**
+ * What `src/agents` offers (issue 7's one deploy over both targets; issue 14.1's home for it). Callers build an
+ * `AgentsEnv` (the registry, the mesh controller session, the way to a cluster) and call the use cases; every
+ * expected failure comes back as a value whose `kind` the caller maps to its exit code or HTTP status.
+ *
+ *   use cases     deploy.ts (deploy, replace) · status.ts (states) · verbs.ts (stop, logs)
+ *   one type      target.ts: AgentTarget, Outcome, AgentFailure · env.ts: AgentsEnv, targetFor
+ *   adapters      targets/mesh/ · targets/kubernetes/ (each with its index.ts)
+ *   around them   spec-file.ts (read a spec) · registry.ts (agents.db) · audit.ts (agent.deploy) · state.ts
+ */
+export { recordKubernetesDeploy, recordMeshDeploy } from "./audit.js";
+export { deployAgent, replaceAgent } from "./deploy.js";
+export { type AgentsEnv, type ClusterReach, type KubernetesAccess, type MeshAccess, targetFor, type Watch } from "./env.js";
+export { knownAgent, listAgents } from "./lookup.js";
+export { AGENTS_DB, type AgentRecord, AgentRegistry } from "./registry.js";
+export { type LoadedSpec, loadSpecFile, meshIntentOf, readNsec, specFromText } from "./spec-file.js";
+export { type AgentState, unknownAgentState } from "./state.js";
+export { agentState, agentStates } from "./status.js";
+export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, LogsAnswer, Outcome, StopAnswer } from "./target.js";
+export { translateFailure, unwrap } from "./target.js";
+export { cliBudget, loopDeps, runReconcileLoop } from "./targets/kubernetes/index.js";
+export type { MeshAgentDeps } from "./targets/mesh/index.js";
+export { agentLogs, stopAgent } from "./verbs.js";

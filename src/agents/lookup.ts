@@ -1,0 +1,30 @@
+/**
+ * An agent by name: the registry's record and the spec as last deployed. The registry is never a source of target
+ * state (`registry.ts`); it only says which spec and which target a verb on the name is about.
+ */
+import type { AgentsEnv } from "./env.js";
+import type { AgentRecord } from "./registry.js";
+import { specFromText } from "./spec-file.js";
+import { failed, type KnownAgent, type Outcome, succeeded } from "./target.js";
+
+/** Runs `fn` on the registry, opened for the call and always closed. */
+export function withRegistry<T>(env: AgentsEnv, fn: (registry: ReturnType<AgentsEnv["openRegistry"]>) => T): T {
+  const registry = env.openRegistry();
+  try {
+    return fn(registry);
+  } finally {
+    registry.close();
+  }
+}
+
+export function listAgents(env: AgentsEnv): AgentRecord[] {
+  return withRegistry(env, (r) => r.list());
+}
+
+export function knownAgent(env: AgentsEnv, name: string): Outcome<KnownAgent> {
+  const record = withRegistry(env, (r) => r.get(name));
+  if (record === null) return failed({ kind: "unknown_agent", agent: name, message: `no agent ${JSON.stringify(name)} was deployed from this berth home` });
+  const loaded = specFromText(record.spec_text, record.spec_path);
+  if (!loaded.ok) return failed({ kind: "spec_unreadable", agent: name, message: loaded.error });
+  return succeeded({ record, loaded: loaded.value });
+}

@@ -1,0 +1,40 @@
+/**
+ * `berth agents`, `berth agent status NAME` and `GET /api/v1/agents[/{name}]`: each agent's state on its target
+ * (`state.ts`), read afresh; the registry only says which agents there are. Each target looks at all of its agents
+ * in one session (one controller open for the mesh).
+ */
+import { DEPLOY_TARGETS } from "../core/agents/deploy-event.js";
+import { targetFor, type AgentsEnv } from "./env.js";
+import { knownAgent, listAgents } from "./lookup.js";
+import type { AgentRecord } from "./registry.js";
+import { specFromText } from "./spec-file.js";
+import { type AgentState, unknownAgentState } from "./state.js";
+import type { KnownAgent, Outcome } from "./target.js";
+
+async function statesOf(env: AgentsEnv, records: readonly AgentRecord[]): Promise<AgentState[]> {
+  const states: AgentState[] = [];
+  const known: KnownAgent[] = [];
+  for (const record of records) {
+    const loaded = specFromText(record.spec_text, record.spec_path);
+    if (loaded.ok) known.push({ record, loaded: loaded.value });
+    else states.push(unknownAgentState(record, loaded.error));
+  }
+  for (const kind of DEPLOY_TARGETS) {
+    const mine = known.filter((k) => k.record.target === kind);
+    if (mine.length > 0) states.push(...(await targetFor(env, kind).states(mine)));
+  }
+  return states.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Every agent deployed from this home, by name. */
+export function agentStates(env: AgentsEnv): Promise<AgentState[]> {
+  return statesOf(env, listAgents(env));
+}
+
+export async function agentState(env: AgentsEnv, name: string): Promise<Outcome<AgentState>> {
+  const known = knownAgent(env, name);
+  if (!known.ok) return known;
+  const [state] = await targetFor(env, known.value.record.target).states([known.value]);
+  if (state === undefined) throw new Error(`the ${known.value.record.target} target returned no state for ${name}`);
+  return { ok: true, value: state };
+}

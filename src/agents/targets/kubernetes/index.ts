@@ -1,0 +1,142 @@
+/**
+ * The Kubernetes `AgentTarget`: one bare pod per agent, through the backend's own reconcile loop (`loop.ts`), quorum
+ * look (`deploy.ts`) and verbs (`kubernetes/verbs.ts`). A verb connects to the cluster the spec's
+ * `provider_config.context` names (or the caller's override), opens the backend's chain for the call, and closes both.
+ */
+import { agentStateOf } from "../../../core/agents/deploy-event.js";
+import { kubernetesDeployRequest } from "../../../core/agents/kubernetes-request.js";
+import type { K8sAudit } from "../../../kubernetes/audit.js";
+import type { Cluster } from "../../../kubernetes/cluster.js";
+import type { Clock } from "../../../kubernetes/clock.js";
+import { prepareDeploy } from "../../../kubernetes/prepare.js";
+import { type K8sSettings, settingsFromEnv } from "../../../kubernetes/settings.js";
+import { status as k8sStatus, stop as k8sStop, type VerbDeps } from "../../../kubernetes/verbs.js";
+import { recordKubernetesDeploy } from "../../audit.js";
+import type { KubernetesAccess, Watch } from "../../env.js";
+import { type LoadedSpec, readNsec } from "../../spec-file.js";
+import { type AgentState, unknownAgentState } from "../../state.js";
+import { type AgentTarget, failed, type Outcome, succeeded } from "../../target.js";
+import { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "./deploy.js";
+
+export { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "./deploy.js";
+export { cliBudget, loopDeps, runReconcileLoop } from "./loop.js";
+
+/** The spec as the backend's deploy request; the nsec is read here and never appears in a failure. */
+function prepare(loaded: LoadedSpec, requireCommand: boolean): Outcome<PreparedDeploy> {
+  const nsec = readNsec(loaded, process.env);
+  if (!nsec.ok) return failed({ kind: "spec_unusable", message: nsec.error, usage: true });
+  const prepared = prepareDeploy(kubernetesDeployRequest(loaded.spec, nsec.value), { requireCommand });
+  if (!prepared.ok) return failed({ kind: "spec_unusable", message: `${loaded.path}: ${prepared.error}`, usage: false });
+  return succeeded(prepared);
+}
+
+function settings(): Outcome<K8sSettings> {
+  const s = settingsFromEnv(process.env);
+  return s.ok ? succeeded(s.settings) : failed({ kind: "settings_invalid", message: s.error });
+}
+
+async function withCluster<T>(access: KubernetesAccess, prepared: PreparedDeploy, fn: (cluster: Cluster) => Promise<Outcome<T>>): Promise<Outcome<T>> {
+  const c = await access.connect(prepared.inputs.config.context);
+  if (!c.ok) return failed({ kind: c.notConfigured ? "cluster_not_configured" : "cluster_unreachable", message: c.error });
+  try {
+    return await fn(c.cluster);
+  } finally {
+    c.cluster.close();
+  }
+}
+
+async function withVerbDeps<T>(access: KubernetesAccess, cluster: Cluster, fn: (deps: VerbDeps) => Promise<Outcome<T>>): Promise<Outcome<T>> {
+  let audit: K8sAudit;
+  try {
+    audit = access.openAudit();
+  } catch (error) {
+    return failed({ kind: "audit_unavailable", message: `could not open the Kubernetes audit chain: ${(error as Error).message}` });
+  }
+  try {
+    return await fn({ cluster, clock: access.clock, audit, log: access.log, version: access.version });
+  } finally {
+    audit.close();
+  }
+}
+
+/** A Kubernetes agent's state from one quorum observation of its pod plus the pod's latest condition. */
+export async function kubernetesAgentState(cluster: Cluster, clock: Clock, name: string, prepared: PreparedDeploy): Promise<AgentState> {
+  const seen = await observeKubernetes(cluster, prepared);
+  if (!seen.ok) return unknownAgentState({ name, target: "kubernetes" }, seen.error);
+  const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.fingerprint);
+  const observation = "error" in st ? seen.observation : { ...seen.observation, condition: st.condition ?? null, intent: st.intent ?? null };
+  const next = seen.action.kind === "delete" ? `replace (${seen.action.cause})` : seen.action.kind;
+  return { name, target: "kubernetes", state: agentStateOf(seen.row), row: seen.row, next, instance: seen.row === "no-instance" ? null : seen.pod, observation, error: null };
+}
+
+export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): AgentTarget {
+  return {
+    kind: "kubernetes",
+    async deploy(loaded, { userReplace }) {
+      const prepared = prepare(loaded, true);
+      if (!prepared.ok) return prepared;
+      const s = settings();
+      if (!s.ok) return s;
+      const done = await withCluster(access, prepared.value, (cluster) =>
+        withVerbDeps(access, cluster, async (deps) => {
+          const progress = watch?.conditions();
+          try {
+            const onProgress = progress ? (line: string) => progress.update(line) : undefined;
+            return succeeded(await deployKubernetesAgent({ ...deps, settings: s.value, ...(onProgress ? { onProgress } : {}) }, loaded.spec.metadata.name, prepared.value, { userReplace }));
+          } finally {
+            progress?.stop();
+          }
+        }),
+      );
+      if (!done.ok) return done;
+      const event = recordKubernetesDeploy(access.home, done.value);
+      return succeeded({ result: done.value, intent: prepared.value.fingerprint, event: { chain: "k8s", seq: event.seq, hash: event.hash } });
+    },
+
+    async states(agents) {
+      const states: AgentState[] = [];
+      for (const { record, loaded } of agents) {
+        // A status needs no command: it only reads.
+        const prepared = prepare(loaded, false);
+        const state = prepared.ok
+          ? await withCluster(access, prepared.value, async (cluster) => succeeded(await kubernetesAgentState(cluster, access.clock, record.name, prepared.value)))
+          : prepared;
+        states.push(state.ok ? state.value : unknownAgentState(record, state.failure.message));
+      }
+      return states;
+    },
+
+    async stop({ record, loaded }, { wait }) {
+      const prepared = prepare(loaded, true);
+      if (!prepared.ok) return prepared;
+      const ref = refOf(prepared.value);
+      return withCluster(access, prepared.value, (cluster) =>
+        withVerbDeps(access, cluster, async (deps) => {
+          const r = await k8sStop(deps, ref, { wait });
+          return succeeded({ ok: r.ok, agent: record.name, instance: ref.identity.podName, message: r.message });
+        }),
+      );
+    },
+
+    async logs({ record, loaded }, { onChunk }) {
+      const prepared = prepare(loaded, true);
+      if (!prepared.ok) return prepared;
+      const ref = refOf(prepared.value);
+      const pod = ref.identity.podName;
+      const agent = record.name;
+      return withCluster(access, prepared.value, async (cluster) => {
+        let log = "";
+        const r = await cluster.readLog(ref.namespace, pod, {
+          follow: false,
+          onChunk: (c) => {
+            log += c;
+            onChunk?.(c);
+          },
+        });
+        if (r.kind === "absent") return failed({ kind: "pod_absent", agent, pod, message: `${agent}: pod ${pod} does not exist` });
+        if (r.kind === "error") return failed({ kind: "log_unreadable", agent, pod, message: `${agent}: could not read the log of ${pod}` });
+        return succeeded({ agent, instance: pod, stdout: log, stderr: "" });
+      });
+    },
+  };
+}

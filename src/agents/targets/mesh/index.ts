@@ -1,0 +1,77 @@
+/**
+ * The mesh `AgentTarget`: the observe → classify → act loop of `deploy.ts` through the controller, and the verbs on
+ * the agent's current instance (`controller.instance`, signed and chained by the controller). Every call runs in one
+ * session of the caller's controller (`MeshAccess`): the CLI opens it for the command, the server lends its own.
+ */
+import { agentStateOf } from "../../../core/agents/deploy-event.js";
+import type { JsonObject } from "../../../core/crypto/canonical.js";
+import type { VerbOptions, VerbResult } from "../../../mesh/controller/index.js";
+import { recordMeshDeploy } from "../../audit.js";
+import type { MeshAccess, Watch } from "../../env.js";
+import type { AgentRecord } from "../../registry.js";
+import { meshIntentOf } from "../../spec-file.js";
+import type { AgentState } from "../../state.js";
+import { type AgentTarget, failed, type KnownAgent, type Outcome, succeeded } from "../../target.js";
+import { currentInstance, deployMeshAgent, type MeshAgentDeps, meshAgentStatus } from "./deploy.js";
+
+export { currentInstance, deployMeshAgent, fencedUnload, type MeshAgentDeps, type MeshDeployInput, meshAgentStatus, observeMesh } from "./deploy.js";
+
+export async function meshAgentState(deps: MeshAgentDeps, record: Pick<AgentRecord, "name" | "intent">): Promise<AgentState> {
+  const s = await meshAgentStatus(deps, record.name, record.intent);
+  const instances = (s.observation.instances as JsonObject[]).map((i) => String(i.instance_id));
+  return { name: record.name, target: "mesh", state: agentStateOf(s.row), row: s.row, next: s.next, instance: instances.join(",") || null, observation: s.observation, error: null };
+}
+
+/** A node verb on the agent's current instance (the live one, else the newest). */
+async function onCurrentInstance(
+  deps: MeshAgentDeps,
+  agent: string,
+  verb: "stop" | "logs",
+  options: VerbOptions,
+): Promise<Outcome<{ instance: string; result: JsonObject }>> {
+  const { instance } = await currentInstance(deps, agent);
+  const what = verb === "logs" ? "read" : verb;
+  if (instance === null) return failed({ kind: "no_instance", agent, verb, message: `${agent} has no instance on any node that answered; nothing to ${what}` });
+  const id = instance.instanceId;
+  const r: VerbResult = await deps.controller.instance(verb, id, options);
+  if (r.kind === "ok") return succeeded({ instance: id, result: r.result });
+  return failed({ kind: "instance_verb_failed", agent, instance: id, verb, result: r, message: `${verb} ${agent} (${id}): ${r.kind}${"reason" in r ? `: ${r.reason}` : ""}` });
+}
+
+export function meshTarget(access: MeshAccess, watch?: Watch): AgentTarget {
+  return {
+    kind: "mesh",
+    async deploy(loaded, { userReplace }) {
+      const mi = meshIntentOf(loaded);
+      if (!mi.ok) return failed({ kind: "spec_unusable", message: mi.error, usage: true });
+      const agent = loaded.spec.metadata.name;
+      const input = { agent, spec: loaded.spec.spec, packageDir: mi.value.packageDir, intent: mi.value.intent };
+      return access.session(async (deps) => {
+        const run = () => deployMeshAgent(deps, input, { userReplace });
+        const result = await (watch ? watch.waiting(`deploying ${agent} to the mesh`, run) : run());
+        const event = recordMeshDeploy(deps.controller, result);
+        return succeeded({ result, intent: input.intent, event: { chain: "controller", seq: event.seq, hash: event.hash } });
+      });
+    },
+
+    states: (agents) =>
+      access.session(async (deps) => {
+        const states: AgentState[] = [];
+        for (const { record } of agents) states.push(await meshAgentState(deps, record));
+        return states;
+      }),
+
+    stop: ({ record }: KnownAgent) =>
+      access.session(async (deps) => {
+        const r = await onCurrentInstance(deps, record.name, "stop", {});
+        return r.ok ? succeeded({ ok: true, agent: record.name, instance: r.value.instance, message: `stopped ${r.value.instance}`, result: r.value.result }) : r;
+      }),
+
+    logs: ({ record }, { tailBytes }) =>
+      access.session(async (deps) => {
+        const r = await onCurrentInstance(deps, record.name, "logs", { tail_bytes: tailBytes });
+        if (!r.ok) return r;
+        return succeeded({ agent: record.name, instance: r.value.instance, stdout: String(r.value.result.stdout ?? ""), stderr: String(r.value.result.stderr ?? "") });
+      }),
+  };
+}

@@ -1,0 +1,20 @@
+/**
+ * `berth agent stop|logs NAME` and `POST /api/v1/agents/{name}/stop`, `GET …/logs`: a verb on the agent's current
+ * instance on its target. A stop is the user's say by name (invariant A2): nothing else stops a started agent.
+ */
+import { targetFor, type AgentsEnv } from "./env.js";
+import { knownAgent } from "./lookup.js";
+import type { LogsAnswer, Outcome, StopAnswer } from "./target.js";
+
+/** `wait`: until the instance is gone (Kubernetes; the mesh's stop answers when the node has stopped it). */
+export async function stopAgent(env: AgentsEnv, name: string, opts: { readonly wait: boolean }): Promise<Outcome<StopAnswer>> {
+  const known = knownAgent(env, name);
+  if (!known.ok) return known;
+  return targetFor(env, known.value.record.target).stop(known.value, opts);
+}
+
+export async function agentLogs(env: AgentsEnv, name: string, opts: { readonly tailBytes: number; readonly onChunk?: (chunk: string) => void }): Promise<Outcome<LogsAnswer>> {
+  const known = knownAgent(env, name);
+  if (!known.ok) return known;
+  return targetFor(env, known.value.record.target).logs(known.value, opts);
+}
