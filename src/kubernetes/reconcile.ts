@@ -20,12 +20,14 @@ import { latestCondition, POD_GONE } from "../core/kubernetes/condition.js";
 import { fingerprint } from "../core/kubernetes/intent.js";
 import { loopStep } from "../core/kubernetes/loop-rules.js";
 import { pullFailureMessage } from "../core/kubernetes/pull-failure.js";
+import { attemptSecrets, scrubberFor } from "../core/kubernetes/scrub.js";
 import { commonFields, deletePodAudited } from "./audited-mutation.js";
 import { createPath } from "./create.js";
-import { Answer, type DeployAnswer, type DeployBudget, DeployCall, type DeployDeps, type DeployInputs } from "./deploy-call.js";
+import { Answer, type DeployAnswer, type DeployBudget, DeployCall, type DeployDeps, type DeployInputs, type Progress } from "./deploy-call.js";
 import { ensureNamespace } from "./namespace.js";
 import type { Observation } from "./observe.js";
 import { preflightGc } from "./preflight-gc.js";
+import { scrubbingCluster, scrubbingLogger } from "./scrubbing.js";
 
 export { commonFields, deletePodAudited, outcomeName } from "./audited-mutation.js";
 export {
@@ -53,7 +55,15 @@ export interface DeployReport {
 /**
  * One deploy call. Catalogued failures become `{ok:false}` answers; an exception escaping this function is a bug.
  */
-export async function deploy(inputs: DeployInputs, deps: DeployDeps, budget: DeployBudget): Promise<DeployReport> {
+export async function deploy(inputs: DeployInputs, given: DeployDeps, budget: DeployBudget): Promise<DeployReport> {
+  // Server text may quote the Secret it refuses: scrubbed at the seam, before any step, log, answer or record sees it.
+  const scrub = scrubberFor(attemptSecrets(inputs.env));
+  const deps: DeployDeps = {
+    ...given,
+    cluster: scrubbingCluster(given.cluster, scrub),
+    log: scrubbingLogger(given.log, scrub),
+    ...(given.onProgress ? { onProgress: (p: Progress) => given.onProgress?.(p.condition === undefined ? p : { ...p, condition: scrub(p.condition) }) } : {}),
+  };
   const call = new DeployCall(inputs, deps, budget);
   const requestsBefore = deps.cluster.requestCount;
   let answer: DeployAnswer;
@@ -65,6 +75,8 @@ export async function deploy(inputs: DeployInputs, deps: DeployDeps, budget: Dep
   } finally {
     call.close();
   }
+  // Kubelet text in a pod condition is server text too.
+  if (!answer.ok) answer = { ok: false, error: scrub(answer.error) };
   const report: DeployReport = {
     answer,
     createdThisCall: call.createdThisCall,
