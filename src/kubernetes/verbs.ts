@@ -11,14 +11,14 @@ import { latestCondition, POD_GONE } from "../core/kubernetes/condition.js";
 import { decodeStartup, type Startup } from "../core/kubernetes/decode.js";
 import { BINDING_LABEL, IMAGE_ANNOTATION, type AgentIdentity, MANAGED_SELECTOR, PUBKEY_FULL_ANNOTATION, selectorFor } from "../core/kubernetes/naming.js";
 import { type PodObject, secretRefsOf } from "../core/kubernetes/objects.js";
-import type { QuorumPod } from "../core/kubernetes/quorum.js";
 import { userReplace, userStop } from "../core/kubernetes/user-authority.js";
-import { isOurSecret, type VerifiedPod, verifyPod } from "../core/kubernetes/verify.js";
+import { isOurSecret, type VerifiedPod } from "../core/kubernetes/verify.js";
 import type { K8sAudit } from "./audit.js";
 import type { Cluster } from "./cluster.js";
 import type { Clock } from "./clock.js";
 import type { Logger } from "./log.js";
-import { outcomeName } from "./reconcile.js";
+import { outcomeName } from "./audited-mutation.js";
+import { type Observation, observePod } from "./observe.js";
 
 export interface VerbDeps {
   readonly cluster: Cluster;
@@ -34,27 +34,9 @@ export interface AgentRef {
   readonly namespace: string;
 }
 
-type Seen =
-  | { kind: "absent" }
-  | { kind: "foreign"; raw: QuorumPod }
-  | { kind: "verified"; pod: VerifiedPod; raw: QuorumPod }
-  | { kind: "error"; message: string };
-
-/** Quorum GET → verify → settle, as the loop does it. */
-export async function look(cluster: Cluster, ref: AgentRef): Promise<Seen> {
-  const r = await cluster.getPod(ref.namespace, ref.identity.podName);
-  if (r.kind === "error") return { kind: "error", message: `could not read pod ${ref.identity.podName}: ${describeApiError(r.error)}` };
-  if (r.kind === "absent") return { kind: "absent" };
-  if (verifyPod(r.object, ref.identity, { kind: "recoverable" }).kind === "foreign") return { kind: "foreign", raw: r.object };
-  let d = decodeStartup(r.object);
-  if (d.kind === "needs-secret") {
-    const s = await cluster.getSecret(ref.namespace, d.secretName);
-    if (s.kind === "error") return { kind: "error", message: `could not check whether secret ${d.secretName} exists: ${describeApiError(s.error)}` };
-    d = decodeStartup(r.object, s.kind === "found" ? "present" : "absent");
-  }
-  const startup: Startup = d.kind === "decided" ? d.startup : { kind: "recoverable" };
-  const v = verifyPod(r.object, ref.identity, startup);
-  return v.kind === "verified" ? { kind: "verified", pod: v.pod, raw: r.object } : { kind: "foreign", raw: r.object };
+/** The pods the verbs see, through the same observation as the reconcile loop (observe.ts). */
+export function look(cluster: Cluster, ref: AgentRef): Promise<Observation> {
+  return observePod(cluster, ref.namespace, ref.identity);
 }
 
 export function startupLabel(s: Startup): string {

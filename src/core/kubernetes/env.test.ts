@@ -119,3 +119,32 @@ describe("environment building (spec/kubernetes.md §13)", () => {
     );
   });
 });
+
+// Buzz's newer launch contract, crates/buzz-backend-kubernetes/src/env.rs at block/buzz@50e9d36df2c5fe07243717a851b8d330187cc428:
+// args with a comma go through BUZZ_ACP_AGENT_ARGS_JSON (a JSON array) with BUZZ_ACP_AGENT_ARGS "acp", and the JSON key
+// is authoritative (tier 3 clears it).
+describe("arguments that contain commas (issue 18.1, Buzz env.rs)", () => {
+  const withArgs = (args: string[], env: Record<string, string> = {}) => {
+    const a = agentA();
+    return envOf({ ...a, launch: { ...a.launch, command: "goose", args, env } });
+  };
+
+  it("an argument with a comma is sent as a JSON array, and the comma-joined key falls back to acp", () => {
+    const env = withArgs(["--config=a,b", "--safe", "on"]);
+    expect(env.BUZZ_ACP_AGENT_ARGS_JSON).toBe('["--config=a,b","--safe","on"]');
+    expect(JSON.parse(env.BUZZ_ACP_AGENT_ARGS_JSON ?? "")).toEqual(["--config=a,b", "--safe", "on"]);
+    expect(env.BUZZ_ACP_AGENT_ARGS).toBe("acp");
+  });
+
+  it("arguments without commas are comma-joined as before and no JSON key is written", () => {
+    const env = withArgs(["acp", "--safe"]);
+    expect(env.BUZZ_ACP_AGENT_ARGS).toBe("acp,--safe");
+    expect(env).not.toHaveProperty("BUZZ_ACP_AGENT_ARGS_JSON");
+  });
+
+  it("a launch.env BUZZ_ACP_AGENT_ARGS_JSON never reaches the Secret: the key is reserved", () => {
+    expect(withArgs(["acp"], { BUZZ_ACP_AGENT_ARGS_JSON: '["--evil"]' })).not.toHaveProperty("BUZZ_ACP_AGENT_ARGS_JSON");
+    expect(withArgs([], { BUZZ_ACP_AGENT_ARGS_JSON: '["--evil"]' })).not.toHaveProperty("BUZZ_ACP_AGENT_ARGS_JSON");
+    expect(withArgs(["a,b"], { BUZZ_ACP_AGENT_ARGS_JSON: '["--evil"]' }).BUZZ_ACP_AGENT_ARGS_JSON).toBe('["a,b"]');
+  });
+});

@@ -1,7 +1,7 @@
 /**
  * The agent's environment (spec/kubernetes.md §13), resolved in berth because a Secret's data map has no precedence of its
  * own: tier 1 `launch.policy_env`, tier 2 `launch.env` (or legacy `env_vars` when there is no `launch`), tier 3 the
- * reserved keys — all thirteen removed first, then written from the request, so no lower tier can spoof them.
+ * reserved keys — all fourteen removed first, then written from the request, so no lower tier can spoof them.
  */
 import type { ProviderConfig } from "./config.js";
 import type { AgentSpec } from "./request.js";
@@ -14,6 +14,8 @@ export const RESERVED_KEYS = [
   "BUZZ_ACP_AGENT_OWNER",
   "BUZZ_ACP_AGENT_COMMAND",
   "BUZZ_ACP_AGENT_ARGS",
+  // Newer Buzz (env.rs at 50e9d36) owns this key too: a lower tier must not smuggle an argument vector past tier 3.
+  "BUZZ_ACP_AGENT_ARGS_JSON",
   "BUZZ_ACP_RESPOND_TO",
   "BUZZ_ACP_RESPOND_TO_ALLOWLIST",
   "BUZZ_ACP_MCP_COMMAND",
@@ -107,7 +109,16 @@ export function buildEnv(agent: AgentSpec, config: Pick<ProviderConfig, "inactiv
   const command = launch?.command ?? "";
   if (command.trim() !== "") merged.BUZZ_ACP_AGENT_COMMAND = command;
   const args = launch?.args ?? [];
-  if (args.length > 0) merged.BUZZ_ACP_AGENT_ARGS = args.join(",");
+  if (args.length > 0) {
+    if (args.some((a) => a.includes(","))) {
+      // A comma join cannot carry these: newer harnesses read the JSON array, older ones fall back to plain `acp`
+      // (Buzz's env.rs at 50e9d36 writes exactly this pair).
+      merged.BUZZ_ACP_AGENT_ARGS_JSON = JSON.stringify(args);
+      merged.BUZZ_ACP_AGENT_ARGS = "acp";
+    } else {
+      merged.BUZZ_ACP_AGENT_ARGS = args.join(",");
+    }
+  }
   if (respondTo !== "") merged.BUZZ_ACP_RESPOND_TO = respondTo;
   if (allowlist.length > 0) merged.BUZZ_ACP_RESPOND_TO_ALLOWLIST = allowlist.join(",");
   merged.BUZZ_ACP_MCP_COMMAND = "buzz-dev-mcp";

@@ -1,0 +1,190 @@
+/**
+ * One deploy call's context (spec/kubernetes.md §8): its inputs, dependencies and deadline, the state the steps share
+ * (what this call created, consecutive read errors, the desired fingerprint), the request timeout rule, the write-ahead
+ * audit helpers and the observation the loop reads through. The steps (namespace, preflight GC, create, race loser)
+ * and the loop in `reconcile.ts` are functions over this context; none keeps state of its own.
+ */
+import type { JsonObject } from "../core/crypto/canonical.js";
+import { describeApiError } from "../core/kubernetes/api-status.js";
+import { catalogue } from "../core/kubernetes/catalogue.js";
+import type { Action } from "../core/kubernetes/classify.js";
+import { latestCondition, POD_GONE, unreadableCondition } from "../core/kubernetes/condition.js";
+import type { ProviderConfig } from "../core/kubernetes/config.js";
+import type { AgentEnv } from "../core/kubernetes/env.js";
+import type { AgentIdentity } from "../core/kubernetes/naming.js";
+import type { QuorumPod } from "../core/kubernetes/quorum.js";
+import { AuditWriteError, type K8sAudit, type K8sKind } from "./audit.js";
+import { commonFields } from "./audited-mutation.js";
+import type { Cluster, ReadResult, RequestOptions } from "./cluster.js";
+import type { Clock } from "./clock.js";
+import type { Logger } from "./log.js";
+import { type Observation, observePod, settlePod } from "./observe.js";
+import { type WaitSettings, Waiter } from "./waiter.js";
+
+export const REQUEST_TIMEOUT_MS = 30_000;
+export const CONDITION_TIMEOUT_MS = 4_000;
+export const MAX_READ_ERRORS = 3;
+
+export type DeployMode = "provider-protocol" | "cli" | "api";
+export type DeployAnswer = { readonly ok: true; readonly agentId: string } | { readonly ok: false; readonly error: string };
+
+export interface DeployInputs {
+  readonly identity: AgentIdentity;
+  readonly config: ProviderConfig;
+  /** The validated env; each attempt stamps its own generation into a copy. */
+  readonly env: AgentEnv;
+}
+
+export interface Progress {
+  readonly action: Action["kind"] | "namespace" | "gc" | "create-secret" | "create-pod";
+  readonly condition?: string;
+}
+
+export interface DeployDeps {
+  readonly cluster: Cluster;
+  readonly clock: Clock;
+  readonly audit: K8sAudit;
+  readonly log: Logger;
+  /** A uniformly random 32-bit value per attempt (the generation). */
+  readonly random32: () => number;
+  readonly wait: WaitSettings;
+  readonly mode: DeployMode;
+  readonly version: string;
+  readonly onProgress?: (p: Progress) => void;
+}
+
+export interface DeployBudget {
+  /** Monotonic time at which the call started (process start in provider mode, §8.2). */
+  readonly startedAt: number;
+  /** Monotonic time the loop must stop at: answer-by − 5 s (provider) or D − 5 s (CLI). */
+  readonly loopDeadlineAt: number;
+  /** D in whole seconds, as named in K1/K3/K6. */
+  readonly deadlineSeconds: number;
+}
+
+/** Ends the call with a catalogued answer (internal control flow; never escapes `deploy`). */
+export class Answer extends Error {
+  constructor(readonly answer: DeployAnswer) {
+    super(answer.ok ? "ok" : answer.error);
+  }
+
+  static fail(error: string): Answer {
+    return new Answer({ ok: false, error });
+  }
+}
+
+export class DeployCall {
+  createdThisCall = false;
+  lastAction = "none";
+  /** The desired create-intent fingerprint, computed once per call after the preflight steps. */
+  desired = "";
+  readonly ns: string;
+  readonly podName: string;
+  readonly waiter: Waiter;
+  private readErrors = 0;
+
+  constructor(
+    readonly inputs: DeployInputs,
+    readonly deps: DeployDeps,
+    readonly budget: DeployBudget,
+  ) {
+    this.ns = inputs.config.namespace;
+    this.podName = inputs.identity.podName;
+    this.waiter = new Waiter(deps.cluster, this.ns, this.podName, deps.clock, deps.wait, budget.loopDeadlineAt);
+  }
+
+  close(): void {
+    this.waiter.close();
+  }
+
+  // ---- time -----------------------------------------------------------------------------------------------------
+
+  private left(): number {
+    return this.budget.loopDeadlineAt - this.deps.clock.now();
+  }
+
+  /** min(30 s, time left). */
+  opts(): RequestOptions {
+    return { timeoutMs: Math.max(1, Math.min(REQUEST_TIMEOUT_MS, this.left())) };
+  }
+
+  expired(): boolean {
+    return this.left() <= 0;
+  }
+
+  progress(p: Progress): void {
+    this.deps.onProgress?.(p);
+  }
+
+  // ---- audit ----------------------------------------------------------------------------------------------------
+
+  private common(extra: JsonObject): JsonObject {
+    return { ...commonFields(this.deps, this.inputs), fingerprint: this.desired, ...extra };
+  }
+
+  /** Write-ahead: no intent record, no mutation (E2). */
+  intent(kind: K8sKind, extra: JsonObject): string {
+    try {
+      return this.deps.audit.intent(kind, this.common(extra));
+    } catch (error) {
+      const e = error instanceof AuditWriteError ? error.message : String(error);
+      throw Answer.fail(catalogue.E2(e));
+    }
+  }
+
+  result(actionId: string, kind: K8sKind, extra: JsonObject): void {
+    try {
+      this.deps.audit.result(actionId, kind, this.common(extra));
+    } catch (error) {
+      this.deps.log.error("could not record an audit result", { kind, error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+
+  // ---- observation ----------------------------------------------------------------------------------------------
+
+  observe(): Promise<Observation> {
+    return observePod(this.deps.cluster, this.ns, this.inputs.identity, this.opts());
+  }
+
+  settle(r: ReadResult<QuorumPod>): Promise<Observation> {
+    return settlePod(this.deps.cluster, this.ns, this.inputs.identity, r, this.opts());
+  }
+
+  /** Counts consecutive read errors: retried at the next wake; the third answers H5 (or H1). */
+  async onReadError(obs: { message: string }): Promise<void> {
+    this.readErrors++;
+    this.deps.log.warn("read failed; retrying at the next wake", { pod: this.podName, attempt: this.readErrors });
+    if (this.readErrors >= MAX_READ_ERRORS) throw Answer.fail(obs.message);
+    await this.waiter.wait();
+  }
+
+  readSucceeded(): void {
+    this.readErrors = 0;
+  }
+
+  /**
+   * The next settled observation: `carried` when the previous step already read one, else a fresh read. Read errors
+   * wait for the next wake (the third answers); a loop past its deadline answers `expiry(condition)` (K1, K6).
+   */
+  async next(carried: Observation | undefined, expiry: (condition: string) => string): Promise<Exclude<Observation, { kind: "error" }>> {
+    let obs = carried;
+    for (;;) {
+      if (this.expired()) throw Answer.fail(expiry(await this.condition()));
+      obs ??= await this.observe();
+      if (obs.kind !== "error") {
+        this.readSucceeded();
+        return obs;
+      }
+      await this.onReadError(obs);
+      obs = undefined;
+    }
+  }
+
+  /** §10.3: a fresh quorum GET when answering, with a 4 s timeout. */
+  async condition(): Promise<string> {
+    const r = await this.deps.cluster.getPod(this.ns, this.podName, { timeoutMs: CONDITION_TIMEOUT_MS });
+    if (r.kind === "found") return latestCondition(r.object);
+    if (r.kind === "absent") return POD_GONE;
+    return unreadableCondition(describeApiError(r.error));
+  }
+}
