@@ -1,11 +1,14 @@
-/** `berth up`: berth on a laptop, on embedded defaults (see src/up/local-mesh.ts). Ctrl-C stops everything it started. */
+/**
+ * `berth up`: berth on a laptop, on embedded defaults (see src/up/local-mesh.ts). Ctrl-C (or SIGTERM, a closed
+ * terminal) stops everything it started, agents first (src/up/stop-local-mesh.ts).
+ */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { type RunningServer, startServer } from "../server/index.js";
 import { describeKubernetesTarget, probeKubernetesTarget } from "../up/kubernetes-target.js";
-import { up } from "../up/local-mesh.js";
+import { AlreadyUp, up } from "../up/local-mesh.js";
 import { CliError } from "./errors.js";
 import { berthHome } from "./paths.js";
 
@@ -53,8 +56,15 @@ export function registerUpCommands(program: Command): void {
           stopReason ??= why;
           resolveStop(stopReason);
         };
-        for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.once(signal, () => requestStop(signal));
       });
+      // Kept installed for the whole run: a second Ctrl-C while the agents are being stopped must not kill berth up
+      // half-way (the node daemons and verbs it runs sit in process groups of their own, so it does not reach them).
+      for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+        process.on(signal, () => {
+          if (stopReason !== null && signal !== "SIGHUP") log(`still stopping (${stopReason}): the agents first, then the nodes`);
+          requestStop(signal);
+        });
+      }
       let outputGone = false;
       for (const stream of [process.stdout, process.stderr]) {
         stream.removeAllListeners("error");
@@ -69,7 +79,13 @@ export function registerUpCommands(program: Command): void {
         if (!outputGone) out.write(`${line}\n`);
       };
       const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
-      const started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log });
+      let started: Awaited<ReturnType<typeof up>>;
+      try {
+        started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log, detached: Boolean(opts.detach) });
+      } catch (error) {
+        if (error instanceof AlreadyUp) throw new CliError(error.message, 1, { kind: "refused" });
+        throw error;
+      }
       const kubernetes = opts.kubernetes ? await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null) : null;
       if (kubernetes) log(describeKubernetesTarget(kubernetes));
       let server: RunningServer | null = null;

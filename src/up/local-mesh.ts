@@ -8,16 +8,17 @@
  * `agents`, `agent stop`): `up` holds no decision of its own, and what it shows is what a user would get by typing
  * those commands.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
-import { z } from "zod";
 import { archOfNode } from "../core/packages/manifest.js";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
 import { buildPackage, initPackage, signPackage } from "../mesh/packages/dir.js";
+import { startDaemon } from "./node-daemons.js";
 import { runVerb } from "./run-verb.js";
+import { stopLocalMesh } from "./stop-local-mesh.js";
+import { identityOf, liveDaemons, liveForegroundUp, readUpState, type UpState, writeUpState } from "./up-state.js";
 
 /** The three local nodes: different boards and labels, so placement has something to choose between. */
 export const LOCAL_NODES = [
@@ -29,23 +30,28 @@ export const LOCAL_NODES = [
 /** Governance is default-deny; the local mesh permits the sample agents' kind and nothing else. */
 const SAMPLE_PERMIT = { id: "berth-up-samples", actions: ["workload.*"], kinds: ["agent"], max_network: "egress" as const };
 
-const UpStateSchema = z.object({
-  nodes: z.array(z.object({ name: z.string(), dir: z.string(), port: z.number().int().min(1).max(65535), node_id: z.string() })),
-});
-type UpState = z.infer<typeof UpStateSchema>;
-
 export interface UpOptions {
   readonly home: string;
   readonly samplesDir: string;
   /** The berth entry point (dist/src/cli/main.js) to run verbs with. */
   readonly berthMain: string;
   readonly log: (line: string) => void;
+  /** `berth up --detach`: nothing stays in the foreground; `berth down` stops it all. */
+  readonly detached: boolean;
+}
+
+/** A `berth up` (detached, or in another terminal) still runs in this home: starting a second would collide with it. */
+export class AlreadyUp extends Error {
+  constructor(home: string, what: string) {
+    super(`berth is already up in ${home} (${what}); \`berth down\` stops it, \`berth agents\` shows what runs`);
+    this.name = "AlreadyUp";
+  }
 }
 
 export interface RunningUp {
-  readonly nodes: ReadonlyArray<{ name: string; address: string; nodeId: string; pid: number | undefined }>;
+  readonly nodes: ReadonlyArray<{ name: string; address: string; nodeId: string; pid: number }>;
   readonly agents: readonly string[];
-  /** Stops the sample agents through berth, then the node daemons; resolves when every process is gone. */
+  /** Stops the agents through berth, then the node daemons (stop-local-mesh.ts); resolves when every process is gone. */
   shutdown(): Promise<void>;
 }
 
@@ -119,35 +125,6 @@ function agentSpec(name: string, packageDir: string, extra: { prefer?: string[];
   return `${JSON.stringify(doc, null, 2)}\n`;
 }
 
-function startNode(berthMain: string, dir: string, port: number, labels: readonly string[]): Promise<{ child: ChildProcess; address: string; nodeId: string }> {
-  return new Promise((resolveNode, reject) => {
-    const args = [berthMain, "node", "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", dir, ...labels.flatMap((l) => ["--label", l])];
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    const fail = (why: string) => reject(new Error(`node daemon in ${dir} ${why}${err ? `: ${err.trim().split("\n").slice(-3).join(" / ")}` : ""}`));
-    child.stderr?.on("data", (d: Buffer) => {
-      err = (err + d.toString()).slice(-4000);
-    });
-    child.stdout?.on("data", (d: Buffer) => {
-      out += d.toString();
-      const line = out.split("\n")[0];
-      if (out.includes("\n") && line) {
-        try {
-          const ev = JSON.parse(line) as { event?: string; address?: string; node_id?: string };
-          if (ev.event === "listening" && ev.address && ev.node_id) resolveNode({ child, address: ev.address, nodeId: ev.node_id });
-        } catch {
-          fail("printed something other than its listening line");
-        }
-      }
-    });
-    child.once("exit", (code, signal) => fail(`exited (${code ?? signal}) before listening`));
-    const timer = setTimeout(() => fail("did not start listening within 30 s"), 30_000);
-    child.once("exit", () => clearTimeout(timer));
-    child.stdout?.once("data", () => clearTimeout(timer));
-  });
-}
-
 export async function up(o: UpOptions): Promise<RunningUp> {
   const home = resolve(o.home);
   const upDir = join(home, "up");
@@ -162,39 +139,34 @@ export async function up(o: UpOptions): Promise<RunningUp> {
   writeJsonOnce(join(home, "signers.json"), [{ key: signerKey, name: "berth-up-samples" }]);
   writeJsonOnce(join(home, "permits.json"), [SAMPLE_PERMIT]);
 
-  const statePath = join(upDir, "up.json");
-  const previous: UpState | undefined = existsSync(statePath) ? UpStateSchema.parse(JSON.parse(readFileSync(statePath, "utf8"))) : undefined;
-  const state: UpState = { nodes: [] };
-  const children: ChildProcess[] = [];
-  const running: Array<{ name: string; address: string; nodeId: string; pid: number | undefined }> = [];
-  const stopDaemons = async () => {
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((done) => {
-            if (c.exitCode !== null || c.signalCode !== null) return done();
-            c.once("exit", () => done());
-            c.kill("SIGTERM");
-            setTimeout(() => c.kill("SIGKILL"), 10_000).unref();
-          }),
-      ),
-    );
-  };
+  const previous = readUpState(home);
+  if (previous) {
+    const foreground = liveForegroundUp(previous);
+    const daemons = liveDaemons(previous);
+    if (foreground) throw new AlreadyUp(home, `berth up runs in another terminal, pid ${foreground.pid}`);
+    if (daemons.length > 0) throw new AlreadyUp(home, `${previous.detached ? "detached; " : ""}node daemons running, pids ${daemons.map((n) => n.daemon?.pid).join(", ")}`);
+  }
+  const self = identityOf(process.pid);
+  // Written after every step, so whatever set-up reached is found again by the stop below or by `berth down`.
+  // Nodes not started yet keep their recorded port, so an interrupted set-up does not move them.
+  const state: UpState = { nodes: (previous?.nodes ?? []).map((n) => ({ ...n, daemon: null })), agents: [], up: o.detached || !self ? null : self, detached: o.detached };
+  const running: Array<{ name: string; address: string; nodeId: string; pid: number }> = [];
+  const stopAll = () => stopLocalMesh({ home, berthMain: o.berthMain, log: o.log });
 
   try {
+    writeUpState(home, state);
     for (const spec of LOCAL_NODES) {
       const dir = join(upDir, "nodes", spec.name);
       const known = previous?.nodes.find((n) => n.name === spec.name);
       const init = initNodeDataDir(dir, { name: spec.name, controllers: [controllerKey], signers: [signerKey], board: spec.board, permits: [SAMPLE_PERMIT] });
       // A node keeps its port across runs, so the controller finds it at the address it trusted on first use.
       const port = known?.port ?? (await freePort());
-      const started = await startNode(o.berthMain, dir, port, spec.labels);
-      children.push(started.child);
-      state.nodes.push({ name: spec.name, dir, port, node_id: init.nodeId });
-      running.push({ name: spec.name, address: started.address, nodeId: started.nodeId, pid: started.child.pid });
+      const started = await startDaemon(o.berthMain, dir, port, spec.labels);
+      state.nodes = [...state.nodes.filter((n) => n.name !== spec.name), { name: spec.name, dir, port, node_id: init.nodeId, daemon: started.identity }];
+      writeUpState(home, state);
+      running.push({ name: spec.name, address: started.address, nodeId: started.nodeId, pid: started.identity.pid });
       o.log(`node ${spec.name.padEnd(11)} ${spec.board.padEnd(7)} ${started.address}  ${started.nodeId}`);
     }
-    writeFileSync(statePath, `${JSON.stringify(state, null, 2)}\n`);
 
     const listed = await runVerb(o.berthMain, home, ["nodes", "list", "--json"]);
     const knownAddrs = new Set<string>();
@@ -210,7 +182,6 @@ export async function up(o: UpOptions): Promise<RunningUp> {
       if (added.code !== 0) throw new Error(`berth nodes add ${n.address} failed: ${(added.stderr || added.stdout).trim()}`);
     }
 
-    const agents: string[] = [];
     const pi5 = running.find((n) => n.name === "pi-kitchen");
     const samples = readdirSync(join(o.samplesDir, "agents"), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
     for (const name of samples) {
@@ -219,6 +190,9 @@ export async function up(o: UpOptions): Promise<RunningUp> {
       mkdirSync(join(upDir, "agents"), { recursive: true });
       const extra = name === "scout" ? { prefer: pi5 ? [pi5.nodeId] : [], env: { LOG_LEVEL: "info" }, args: ["--watch", "inbox"] } : {};
       writeFileSync(specPath, agentSpec(name, packageDir, extra));
+      // Recorded before the deploy: one interrupted half-way is still stopped by name.
+      state.agents.push(name);
+      writeUpState(home, state);
       const deployed = await runVerb(o.berthMain, home, ["deploy", specPath, "--json"]);
       let summary: string;
       try {
@@ -229,22 +203,17 @@ export async function up(o: UpOptions): Promise<RunningUp> {
       }
       if (deployed.code !== 0) throw new Error(`berth deploy ${name} failed: ${summary}`);
       o.log(`agent ${name.padEnd(10)} ${summary.startsWith(`${name}: `) ? summary.slice(name.length + 2) : summary}`);
-      agents.push(name);
     }
 
     return {
       nodes: running,
-      agents,
+      agents: [...state.agents],
       async shutdown() {
-        for (const name of agents) {
-          const stopped = await runVerb(o.berthMain, home, ["agent", "stop", name, "--json"]);
-          o.log(`stopped agent ${name}${stopped.code === 0 ? "" : ` (berth agent stop: ${(stopped.stderr || stopped.stdout).trim()})`}`);
-        }
-        await stopDaemons();
+        await stopAll();
       },
     };
   } catch (error) {
-    await stopDaemons();
+    await stopAll();
     throw error;
   }
 }

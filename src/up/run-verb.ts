@@ -8,12 +8,13 @@ export interface VerbResult {
 }
 
 /**
- * Runs one berth verb as a child process, as a user would type it. With `timeoutMs` a verb still running by then is
+ * Runs one berth verb as a child process, as a user would type it. In a process group of its own: a second Ctrl-C
+ * typed while `berth up` stops (SIGINT to the terminal's whole group) must not kill an `agent stop` half-way. With `timeoutMs` a verb still running by then is
  * killed and answers code null (used for probes, such as a Kubernetes cluster that may not answer).
  */
 export function runVerb(berthMain: string, home: string, args: readonly string[], timeoutMs?: number): Promise<VerbResult> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [berthMain, ...args], { env: { ...process.env, BERTH_HOME: home }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [berthMain, ...args], { env: { ...process.env, BERTH_HOME: home }, stdio: ["ignore", "pipe", "pipe"], detached: true });
     const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), timeoutMs);
     let stdout = "";
     let stderr = "";
