@@ -75,10 +75,10 @@ async function main(): Promise<void> {
     const filter: number[] = [];
     // One warm-up of each (chromium's first page load pays for its own start-up), then alternate.
     await timeFirstRow(page, `${stub.url}/baseline.html`);
-    await timeFirstRow(page, `${stub.url}/#token=bench`);
+    await timeFirstRow(page, `${stub.url}/#/instances&token=bench`);
     for (let i = 0; i < RUNS; i++) {
       baseline.push(await timeFirstRow(page, `${stub.url}/baseline.html`));
-      dashboard.push(await timeFirstRow(page, `${stub.url}/#token=bench`));
+      dashboard.push(await timeFirstRow(page, `${stub.url}/#/instances&token=bench`));
       filter.push(await timeFilter(page));
     }
     const ms = (x: number) => `${x.toFixed(1).padStart(9)} ms`;

@@ -5,52 +5,19 @@
  * explain, stop it, see the audit events arrive on the live tail without a reload, verify the chain. Screenshots go
  * to test-artifacts/dashboard/. Ctrl-C ends berth and leaves no process.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import type { Page } from "playwright-core";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { berthBin, repoRoot } from "../support/built.js";
-import { killAll, spawnNode } from "../support/process.js";
 import { processesUnder } from "../support/processes-under.js";
-import { builtDashboard } from "./built-web.js";
-import { type Browser, launchChromium, requireChromium, WAIT } from "./chromium.js";
+import { berthUpFixture, shot } from "./berth-up.js";
+import { requireChromium, WAIT } from "./chromium.js";
 
-const artifacts = join(repoRoot, "test-artifacts", "dashboard");
-const home = mkdtempSync(join(tmpdir(), "berth-dashboard-"));
-// No kubeconfig: the Kubernetes view must say so plainly.
-const env = { BERTH_HOME: home, KUBECONFIG: join(home, "no-kubeconfig") };
-let browser: Browser | null = null;
-
-afterEach(async () => {
-  await browser?.close();
-  browser = null;
-  killAll();
-});
-afterAll(() => {
-  for (const pid of processesUnder(home)) process.kill(pid, "SIGKILL");
-  rmSync(home, { recursive: true, force: true });
-});
-
-const DASHBOARD_LINE = /dashboard: (http:\/\/\S+#token=\S+)/;
-
-
-async function shot(page: Page, name: string): Promise<void> {
-  await page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
-}
+const fixture = berthUpFixture("berth-dashboard-");
+afterEach(() => fixture.stop());
+afterAll(() => fixture.remove());
 
 describe("the dashboard in chromium against berth up", () => {
   it("places a package from the UI with its explain, stops it, shows every view, and receives the audit events live", async (ctx) => {
     requireChromium((reason) => ctx.skip(reason));
-    builtDashboard();
-    mkdirSync(artifacts, { recursive: true });
-    // A free port: other berths (or tests) may hold the usual one; no Kubernetes probe, this test is about the mesh.
-    const up = spawnNode([berthBin(), "up", "--data-dir", home, "--port", "0", "--no-kubernetes"], { env });
-    await up.waitForOutput("ready; press Ctrl-C", 120_000);
-    const url = DASHBOARD_LINE.exec(up.output())?.[1];
-    if (url === undefined) throw new Error(`berth up printed no dashboard URL:\n${up.output()}`);
-
-    browser = await launchChromium();
+    const { up, url, browser, home } = await fixture.start();
     const page = await browser.context.newPage();
     await page.goto(url);
     // The token moves to sessionStorage and leaves the address bar.
@@ -58,7 +25,8 @@ describe("the dashboard in chromium against berth up", () => {
     // Set once: if the page reloaded, this marker would be gone.
     await page.evaluate("window.__sameDocument = true");
 
-    // The sample agents berth up deployed are listed.
+    // The dashboard opens on the overview (overview.test.ts); the sample agents berth up deployed are instances.
+    await page.getByRole("tab", { name: "Instances" }).click();
     const instances = page.getByRole("table", { name: "instances" });
     await instances.getByRole("cell", { name: "heartbeat", exact: true }).waitFor();
     await instances.getByRole("cell", { name: "scout", exact: true }).waitFor();

@@ -25,7 +25,7 @@ describe("the instances view with 1,000 instances", () => {
     server = stub.server;
     browser = await launchChromium();
     const page = await browser.context.newPage();
-    await page.goto(`${stub.url}/#token=stub`);
+    await page.goto(`${stub.url}/#/instances&token=stub`);
 
     const table = page.getByRole("table", { name: "instances" });
     await table.getByRole("cell", { name: "agent-0000", exact: true }).waitFor();

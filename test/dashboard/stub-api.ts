@@ -1,7 +1,13 @@
 /**
- * For the dashboard benchmark and the long-list test: the built dashboard (dist/web/) and just enough of the API for
- * the instances view (N instances on three nodes, one audit chain with an idle stream), plus the benchmark's baseline
- * page, a static table of the same N rows. Every answer is `no-store`, so each load fetches and parses everything.
+ * For the dashboard benchmark and the stub browser tests: the built dashboard (dist/web/) and just enough of the API
+ * for the instances view and the overview (N instances on three nodes, one audit chain with an idle stream), plus the
+ * benchmark's baseline page, a static table of the same N rows. Every answer is `no-store`, so each load fetches and
+ * parses everything, and carries the strict Content-Security-Policy the server sends with the dashboard (no inline
+ * script or style, `frame-ancestors 'none'`), so every stub test also proves the dashboard runs under it.
+ *
+ * `restarted: true` plays a controller just after a restart: it knows its nodes' addresses but has described none,
+ * so until someone asks `GET /nodes?refresh=true` the nodes have no name and every instance's state is "unknown"
+ * (what `GET /instances` answers when it has no boot id to ask a node with).
  */
 import { readFileSync } from "node:fs";
 import { createServer, type Server, type ServerResponse } from "node:http";
@@ -9,6 +15,11 @@ import type { AddressInfo } from "node:net";
 import { extname, join } from "node:path";
 
 const TYPES: Record<string, string> = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".map": "application/json" };
+
+/** The policy the server's dashboard responses carry (helper `server`, issue 13 hardening). */
+export const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+export const NODE_NAMES = ["pi-kitchen", "pi-garage", "homelab"] as const;
 
 export function instancesOf(count: number) {
   return Array.from({ length: count }, (_, i) => {
@@ -40,19 +51,50 @@ function baselinePage(count: number): string {
 <tbody>${rows}</tbody></table></body></html>`;
 }
 
+function nodesOf(described: boolean) {
+  return NODE_NAMES.map((name, i) => ({
+    addr: `127.0.0.1:${7000 + i}`,
+    node_id: i.toString(16).repeat(32),
+    key: "k".repeat(64),
+    name: described ? name : null,
+    tier: "paired",
+    tier_source: "api",
+    liveness: described ? "alive" : "unknown",
+    boot_id: described ? "b".repeat(32) : null,
+    learned_ms: described ? 1_700_000_000_000 : null,
+    last_ok_ms: described ? Date.now() : null,
+    facts_expire_at_ms: null,
+    error: null,
+    facts: described ? { name, os: "linux", arch: "aarch64", board: "pi5", cpu_count: 4, load1_milli: 250, memory_total_bytes: 8_455_716_864, memory_available_bytes: 6_341_787_648, accelerators: [], labels: {}, issued_at_ms: 0 } : null,
+  }));
+}
+
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer): void {
-  res.writeHead(status, { "content-type": type, "cache-control": "no-store" });
+  res.writeHead(status, { "content-type": type, "cache-control": "no-store", "content-security-policy": DASHBOARD_CSP });
   res.end(body);
 }
 
-export async function startStub(webRoot: string, count: number): Promise<{ url: string; server: Server }> {
-  const instances = JSON.stringify({ instances: instancesOf(count) });
-  const nodes = JSON.stringify({ nodes: ["pi-kitchen", "pi-garage", "homelab"].map((name, i) => ({ addr: `127.0.0.1:${7000 + i}`, node_id: i.toString(16).repeat(32), name })) });
+export interface StubOptions {
+  /** A controller just restarted: nothing is described until `GET /nodes?refresh=true` (see the header). */
+  readonly restarted?: boolean;
+}
+
+export async function startStub(webRoot: string, count: number, options: StubOptions = {}): Promise<{ url: string; server: Server }> {
+  let described = options.restarted !== true;
+  const instances = instancesOf(count);
   const baseline = baselinePage(count);
   const server = createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
-    if (path === "/api/v1/instances") return send(res, 200, "application/json", instances);
-    if (path === "/api/v1/nodes") return send(res, 200, "application/json", nodes);
+    const [path = "/", query = ""] = (req.url ?? "/").split("?");
+    if (path === "/api/v1/instances") {
+      const answer = described ? instances.map((i) => ({ ...i, status: { agent: i.name, state: i.state } })) : instances.map((i) => ({ ...i, state: "unknown", status: null }));
+      return send(res, 200, "application/json", JSON.stringify({ instances: answer }));
+    }
+    if (path === "/api/v1/nodes") {
+      if (new URLSearchParams(query).get("refresh") === "true") described = true;
+      return send(res, 200, "application/json", JSON.stringify({ nodes: nodesOf(described) }));
+    }
+    if (path === "/api/v1/agents") return send(res, 200, "application/json", JSON.stringify({ agents: [] }));
+    if (path === "/api/v1/unsettled") return send(res, 200, "application/json", JSON.stringify({ unsettled: [] }));
     if (path === "/api/v1/audit/chains") {
       return send(res, 200, "application/json", JSON.stringify({ chains: [{ name: "controller", chain_id: "c", owner_key: "k", role: "controller", events: 0, head: { seq: -1, hash: "" } }] }));
     }

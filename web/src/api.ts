@@ -25,12 +25,19 @@ import type {
 
 export const API_BASE = "/api/v1";
 
+export interface FieldIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
 export class ApiError extends Error {
   override name = "ApiError";
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
+    /** The fields a validation error names (`body.spec.package`), as the server gave them. */
+    readonly issues: readonly FieldIssue[] = [],
   ) {
     super(message);
   }
@@ -81,7 +88,8 @@ export class BerthApi {
       const { code, message } = messageOf(response.status, parsed as ErrorBody | null, response.statusText);
       // A token from an earlier server (sessionStorage outlives a restart with a new data dir) is the usual cause.
       const hint = response.status === 401 ? "\nOpen the dashboard URL that berth printed (it carries the current token)." : "";
-      throw new ApiError(response.status, code, message + hint);
+      const issues = ((parsed as ErrorBody | null)?.error?.issues ?? []).flatMap((i) => (i.path ? [{ path: i.path, message: i.message ?? "" }] : []));
+      throw new ApiError(response.status, code, message + hint, issues);
     }
     return parsed as T;
   }

@@ -1,37 +1,37 @@
 /**
- * The dashboard's frame: the token, the API client, the live revision and audit tail, and one view at a time chosen
- * from the tab list.
+ * The dashboard's frame: the token, the API client, the live revision, the node directory (described once when the
+ * app opens, for a first paint with real states) and the audit tail, and one view at a time, chosen by the address
+ * (route.ts: `#/agents/heartbeat` opens that agent's detail; the tab list only changes the address).
  */
-import { useMemo, useState } from "preact/hooks";
+import { useEffect, useMemo } from "preact/hooks";
 import { BerthApi } from "./api";
-import { useAuditTail } from "./audit-tail";
+import { TailContext, useAuditTail } from "./audit-tail";
 import { LiveContext, useRevision } from "./live";
+import { useNodeDirectory } from "./node-directory";
+import { navigate, useRoute, type View } from "./route";
 import { AgentsView } from "./views/agents";
 import { AuditView } from "./views/audit";
+import { DeployView } from "./views/deploy";
 import { InstancesView } from "./views/instances";
 import { KubernetesView } from "./views/kubernetes";
 import { NodesView } from "./views/nodes";
+import { OverviewView } from "./views/overview";
 import { PlaceView } from "./views/place";
 import { PlacementsView } from "./views/placements";
 import { UnsettledView } from "./views/unsettled";
 
-const TABS = [
+const TABS: ReadonlyArray<readonly [View, string]> = [
+  ["overview", "Overview"],
+  ["agents", "Agents"],
+  ["deploy", "Deploy an agent"],
   ["instances", "Instances"],
   ["place", "Place a package"],
   ["placements", "Placements"],
   ["nodes", "Nodes"],
   ["unsettled", "Unsettled"],
-  ["agents", "Agents"],
   ["kubernetes", "Kubernetes"],
   ["audit", "Audit"],
-] as const;
-type Tab = (typeof TABS)[number][0];
-
-/** The view in the address (`#/nodes`), so a reload or a shared link opens the same view (never the token). */
-function tabInLocation(): Tab {
-  const named = window.location.hash.replace(/^#\/?/, "");
-  return TABS.find(([id]) => id === named)?.[0] ?? "instances";
-}
+];
 
 export function NoToken() {
   return (
@@ -49,38 +49,44 @@ export function App({ token }: { token: string }) {
   const api = useMemo(() => new BerthApi(token), [token]);
   const { revision, bump } = useRevision();
   const tail = useAuditTail(api, bump);
-  const [tab, setTab] = useState<Tab>(tabInLocation);
-  const show = (id: Tab) => {
-    setTab(id);
-    history.replaceState(null, "", `#/${id}`);
-  };
-  const live = useMemo(() => ({ api, revision, bump }), [api, revision, bump]);
+  const nodes = useNodeDirectory(api, revision);
+  const route = useRoute();
+  // A describe slower than DESCRIBE_WAIT_MS let the views load without it: once it answers, they load again.
+  useEffect(() => {
+    void nodes.described.then(bump);
+  }, [nodes.described, bump]);
+  const live = useMemo(() => ({ api, revision, bump, nodes }), [api, revision, bump, nodes]);
+  const { view, id } = route;
 
   return (
     <LiveContext.Provider value={live}>
-      <header>
-        <h1>berth</h1>
-        <div role="tablist" aria-label="views">
-          {TABS.map(([id, label]) => (
-            <button type="button" role="tab" key={id} id={`tab-${id}`} aria-selected={tab === id} aria-controls="view" onClick={() => show(id)}>
-              {label}
-            </button>
-          ))}
-        </div>
-        <span class="stream-status">audit: {tail.status}</span>
-      </header>
-      <main>
-        <div id="view" role="tabpanel" aria-labelledby={`tab-${tab}`}>
-          {tab === "instances" && <InstancesView />}
-          {tab === "place" && <PlaceView />}
-          {tab === "placements" && <PlacementsView />}
-          {tab === "nodes" && <NodesView />}
-          {tab === "unsettled" && <UnsettledView />}
-          {tab === "agents" && <AgentsView />}
-          {tab === "kubernetes" && <KubernetesView />}
-          {tab === "audit" && <AuditView tail={tail} />}
-        </div>
-      </main>
+      <TailContext.Provider value={tail}>
+        <header>
+          <h1>berth</h1>
+          <div role="tablist" aria-label="views">
+            {TABS.map(([tab, label]) => (
+              <button type="button" role="tab" key={tab} id={`tab-${tab}`} aria-selected={view === tab} aria-controls="view" onClick={() => navigate(tab)}>
+                {label}
+              </button>
+            ))}
+          </div>
+          <span class="stream-status">audit: {tail.status}</span>
+        </header>
+        <main>
+          <div id="view" role="tabpanel" aria-labelledby={`tab-${view}`}>
+            {view === "overview" && <OverviewView />}
+            {view === "agents" && <AgentsView selected={id} />}
+            {view === "deploy" && <DeployView />}
+            {view === "instances" && <InstancesView selected={id} />}
+            {view === "place" && <PlaceView />}
+            {view === "placements" && <PlacementsView selected={id} />}
+            {view === "nodes" && <NodesView selected={id} />}
+            {view === "unsettled" && <UnsettledView />}
+            {view === "kubernetes" && <KubernetesView />}
+            {view === "audit" && <AuditView tail={tail} selected={id} />}
+          </div>
+        </main>
+      </TailContext.Provider>
     </LiveContext.Provider>
   );
 }

@@ -3,7 +3,8 @@
  * event from the stream, resuming after the newest one it holds. Each event also bumps the app's revision, which is
  * how the lists learn that something changed (refetch on event, coalesced; see live.ts).
  */
-import { useEffect, useRef, useState } from "preact/hooks";
+import { createContext } from "preact";
+import { useContext, useEffect, useRef, useState } from "preact/hooks";
 import { API_BASE, type BerthApi } from "./api";
 import type { AuditTail } from "./views/audit";
 import { followEventStream } from "./sse";
@@ -11,6 +12,15 @@ import type { AuditEvent, ChainInfo } from "./types";
 
 /** How many events the tail keeps: the newest; the rest stay one export away. */
 export const TAIL_LENGTH = 300;
+
+/** The app's one tail, for the views that show recent events (overview, audit, an agent's timeline). */
+export const TailContext = createContext<AuditTail | null>(null);
+
+export function useTail(): AuditTail {
+  const tail = useContext(TailContext);
+  if (tail === null) throw new Error("useTail outside of <TailContext.Provider>");
+  return tail;
+}
 
 export function useAuditTail(api: BerthApi, bump: () => void): AuditTail {
   const [chains, setChains] = useState<ChainInfo[]>([]);

@@ -4,6 +4,7 @@
  * controller made and its outcome. The same view serves a dry run (no attempts yet) and a past decision.
  */
 import { points, shortId } from "./format";
+import { TableHead } from "./table";
 import type { CandidateReport, DecisionReport } from "./types";
 
 /** The score members NodeReport carries (the document types the breakdown as an open record). */
@@ -105,17 +106,7 @@ export function ExplainView({ report, title, dryRun = false }: { report: Decisio
           <p>No attempt was made.</p>
         ) : (
           <table aria-label={`attempts for ${d.name}`}>
-            <thead>
-              <tr>
-                <th scope="col">#</th>
-                <th scope="col">node</th>
-                <th scope="col">variant</th>
-                <th scope="col">outcome</th>
-                <th scope="col">reason</th>
-                <th scope="col">next</th>
-                <th scope="col">instance</th>
-              </tr>
-            </thead>
+            <TableHead columns={["#", "node", "variant", "outcome", "reason", "next", "instance"]} />
             <tbody>
               {attempts.map((a, i) => (
                 <tr key={`${a.node_id}-${i}`}>

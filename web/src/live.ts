@@ -6,6 +6,7 @@
 import { createContext } from "preact";
 import { useCallback, useContext, useEffect, useRef, useState } from "preact/hooks";
 import type { BerthApi } from "./api";
+import type { NodeDirectory } from "./node-directory";
 
 export const POLL_MS = 15_000;
 export const COALESCE_MS = 400;
@@ -16,6 +17,8 @@ export interface Live {
   readonly revision: number;
   /** Asks every view to refetch now (after the dashboard itself changed something). */
   readonly bump: () => void;
+  /** Every node as the controller knows it, described once when the dashboard opened (node-directory.ts). */
+  readonly nodes: NodeDirectory;
 }
 
 export const LiveContext = createContext<Live | null>(null);

@@ -1,22 +1,18 @@
-/**
- * Lists name nodes by id; people know them by name. One small `GET /nodes` per revision gives the names (the node's
- * facts' display name), and `NodeCell` shows the name with the short id beside it.
- */
-import { useMemo } from "preact/hooks";
+/** Lists name nodes by id; people know them by name. `NodeCell` shows the name, the short id, and links to the node. */
 import { shortId } from "./format";
-import { useResource } from "./live";
+import { useLive } from "./live";
+import { href } from "./route";
 
 export type NodeNames = ReadonlyMap<string, string>;
 
 export function useNodeNames(): NodeNames {
-  const nodes = useResource(({ api }) => api.nodes());
-  return useMemo(() => new Map((nodes.data?.nodes ?? []).flatMap((n) => (n.node_id && n.name ? [[n.node_id, n.name] as const] : []))), [nodes.data]);
+  return useLive().nodes.names;
 }
 
 export function NodeCell({ id, names }: { id: string; names: NodeNames }) {
   return (
-    <span title={id}>
+    <a href={href("nodes", id)} title={id}>
       {names.get(id) ?? "unnamed"} <code>{shortId(id)}</code>
-    </span>
+    </a>
   );
 }

@@ -96,3 +96,18 @@ export function FilteredTable<T>({ label, rows, columns, rowKey, searchText, emp
     </div>
   );
 }
+
+/** A plain table's header row, for the small fixed tables that need no filter or pages. */
+export function TableHead({ columns }: { columns: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((c) => (
+          <th scope="col" key={c}>
+            {c}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}

@@ -1,19 +1,41 @@
 /**
- * Instances: every placed instance with its state and node, a filter and pages for hundreds of them; choosing one
- * shows its placement's explain, its logs and the start/stop/unload verbs.
+ * Instances: every placed instance with its state and node, a filter and pages for hundreds of them; `#/instances/ID`
+ * shows one: its placement's explain, its logs (followed live) and the start/stop/unload verbs.
  */
-import { useCallback, useMemo, useState } from "preact/hooks";
-import { useAction } from "../action";
+import { useCallback, useMemo } from "preact/hooks";
 import { ExplainView } from "../explain";
+import { FollowedLogs } from "../follow-logs";
 import { timeOf } from "../format";
+import { AgentLink, DecisionLink, InstanceLink } from "../links";
+import { type Live, useResource } from "../live";
 import { NodeCell, type NodeNames, useNodeNames } from "../node-names";
-import { useResource } from "../live";
 import { ErrorNotice, Loaded } from "../notice";
+import { href, navigate } from "../route";
 import { type Column, FilteredTable } from "../table";
 import type { InstanceInfo } from "../types";
-import { LogText, VerbButton } from "../verbs";
+import { VerbButton } from "../verbs";
 
-const searchText = (i: InstanceInfo, names: NodeNames) => [i.name, i.instance_id, i.node_id, names.get(i.node_id) ?? "", i.state ?? "", i.pending ?? ""].join(" ");
+/**
+ * The instance list with the states their nodes report. The first load waits for the app's first node describe
+ * (node-directory.ts): before it, a restarted controller answers every state "unknown".
+ */
+/** The agent an instance belongs to, as its node's status row names it; a package placed by hand has none. */
+export function agentOf(i: InstanceInfo): string | null {
+  const agent = i.status?.agent;
+  return typeof agent === "string" && agent !== "" ? agent : null;
+}
+
+export function InstanceName({ instance }: { instance: InstanceInfo }) {
+  const agent = agentOf(instance);
+  return agent === null ? instance.name : <AgentLink name={agent} />;
+}
+
+export async function loadInstances({ api, nodes }: Live) {
+  await nodes.described;
+  return api.instances();
+}
+
+const searchText = (i: InstanceInfo, names: NodeNames) => [i.name, i.instance_id, i.node_id, names.get(i.node_id) ?? "", i.state, i.pending ?? ""].join(" ");
 
 const INSTANCE_VERBS = [
   ["start", "Start"],
@@ -21,19 +43,20 @@ const INSTANCE_VERBS = [
   ["unload", "Unload"],
 ] as const;
 
-function InstanceDetails({ instance, names, onClose }: { instance: InstanceInfo; names: NodeNames; onClose: () => void }) {
+function InstanceDetails({ instance, names }: { instance: InstanceInfo; names: NodeNames }) {
   const decision = useResource(({ api }) => (instance.decision_id ? api.placement(instance.decision_id) : Promise.resolve(null)));
-  const logs = useAction(({ api }) => api.instanceLogs(instance.instance_id));
   return (
     <section class="details" aria-label={`instance ${instance.name}`}>
       <h3>
         Instance {instance.name} <code>{instance.instance_id}</code>
       </h3>
-      <button type="button" class="close" onClick={onClose}>
+      <a class="close" href={href("instances")}>
         Close details
-      </button>
+      </a>
       <p>
-        State <strong>{instance.state ?? "unknown"}</strong>
+        {agentOf(instance) ? <>Agent <InstanceName instance={instance} />, decision </> : "Placed by hand, decision "}
+        <DecisionLink id={instance.decision_id} />.{" "}
+        State <strong>{instance.state}</strong>
         {instance.pending ? ` (pending ${instance.pending})` : ""} on node <NodeCell id={instance.node_id} names={names} />, placed{" "}
         {timeOf(instance.placed_ms)}
         {instance.adopted ? ", adopted" : ""}.
@@ -43,34 +66,29 @@ function InstanceDetails({ instance, names, onClose }: { instance: InstanceInfo;
         {INSTANCE_VERBS.map(([verb, label]) => (
           <VerbButton key={verb} verb={verb} label={label} perform={({ api }) => api.instanceVerb(instance.instance_id, verb)} />
         ))}
-        <button type="button" disabled={logs.busy} onClick={logs.run}>
-          Show logs
-        </button>
       </fieldset>
-      <ErrorNotice error={logs.error} action="Reading the logs" />
-      {logs.result !== null ? <LogText logs={logs.result} /> : null}
+      <FollowedLogs buttonLabel="Show logs" load={(api) => api.instanceLogs(instance.instance_id)} />
       <ErrorNotice error={decision.error} action="Loading the placement's explain" />
       {decision.data ? <ExplainView report={decision.data} title={`Explain of ${instance.name}`} /> : null}
     </section>
   );
 }
 
-export function InstancesView() {
-  const instances = useResource(({ api }) => api.instances());
-  const [selected, setSelected] = useState<string | null>(null);
+export function InstancesView({ selected }: { selected: string | null }) {
+  const instances = useResource(loadInstances);
   const names = useNodeNames();
   const search = useCallback((i: InstanceInfo) => searchText(i, names), [names]);
   const columns = useMemo<Column<InstanceInfo>[]>(
     () => [
-      { header: "name", cell: (i) => i.name },
-      { header: "instance", cell: (i) => <code>{i.instance_id}</code> },
+      { header: "name", cell: (i) => <InstanceName instance={i} /> },
+      { header: "instance", cell: (i) => <InstanceLink id={i.instance_id} /> },
       { header: "node", cell: (i) => <NodeCell id={i.node_id} names={names} /> },
-      { header: "state", cell: (i) => <span class={`state ${i.state ?? "unknown"}`}>{i.state ?? "unknown"}</span> },
+      { header: "state", cell: (i) => <span class={`state ${i.state}`}>{i.state}</span> },
       { header: "pending", cell: (i) => i.pending ?? "" },
       {
         header: "",
         cell: (i) => (
-          <button type="button" aria-label={`Details of ${i.name}`} onClick={() => setSelected(i.instance_id)}>
+          <button type="button" aria-label={`Details of ${i.name}`} onClick={() => navigate("instances", i.instance_id)}>
             Details
           </button>
         ),
@@ -83,7 +101,7 @@ export function InstancesView() {
   return (
     <section aria-labelledby="instances-title">
       <h2 id="instances-title">Instances</h2>
-      {chosen ? <InstanceDetails key={chosen.instance_id} instance={chosen} names={names} onClose={() => setSelected(null)} /> : null}
+      {chosen ? <InstanceDetails key={chosen.instance_id} instance={chosen} names={names} /> : null}
       {selected !== null && !chosen && instances.data ? <p role="status">Instance {selected} is gone (unloaded or replaced).</p> : null}
       <Loaded resource={instances} what="instances">
         {(data) => (

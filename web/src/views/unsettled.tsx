@@ -1,7 +1,8 @@
 /** Unsettled decisions (lost answers not yet reconciled), and the settle button that asks their nodes again. */
 import { useMemo } from "preact/hooks";
 import { useAction } from "../action";
-import { shortId, timeOf } from "../format";
+import { timeOf } from "../format";
+import { DecisionLink } from "../links";
 import { useResource } from "../live";
 import { NodeCell, type NodeNames, useNodeNames } from "../node-names";
 import { ErrorNotice, Loaded } from "../notice";
@@ -11,7 +12,7 @@ import type { UnsettledDecision } from "../types";
 function columnsFor(names: NodeNames): Column<UnsettledDecision>[] {
   return [
     { header: "name", cell: (u) => u.name },
-    { header: "decision", cell: (u) => <code title={u.decision_id}>{shortId(u.decision_id, 12)}</code> },
+    { header: "decision", cell: (u) => <DecisionLink id={u.decision_id} /> },
     { header: "node", cell: (u) => <NodeCell id={u.node_id} names={names} /> },
     { header: "variant", cell: (u) => u.variant },
     { header: "since", cell: (u) => timeOf(u.created_ms) },
@@ -37,7 +38,7 @@ export function UnsettledView() {
           {`Settled: adopted ${settle.result.settled.adopted}, settled empty ${settle.result.settled.settledEmpty}, still unsettled ${settle.result.unsettled.length}.`}
           {settle.result.settled.skipped.map((s) => (
             <div key={s.decision_id}>
-              <code>{shortId(s.decision_id, 12)}</code>: {s.reason}
+              <DecisionLink id={s.decision_id} />: {s.reason}
             </div>
           ))}
         </output>
