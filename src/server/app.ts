@@ -193,6 +193,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   }
   registerOps(app, { state: o.state, metrics });
   for (const r of OPS_ROUTES) table.push({ method: r.method, pattern: patternOf(r.url) });
+
   async function call(route: RouteSpec, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const callerOf = caller(req);
     const handler = o.handlers[route.id];

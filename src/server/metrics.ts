@@ -5,6 +5,7 @@
  *
  *   berth_decisions{state}            placement decisions by state (dispatching, placed, unplaced, unsettled)
  *   berth_unsettled_decisions         decisions whose lost answer is not reconciled yet
+ *   berth_placement_attempts{outcome} dispatch attempts by outcome (placed, refused, unreachable, indeterminate, gate_denied)
  *   berth_placements{route}           placement records (native, emulated)
  *   berth_nodes{liveness}             learned nodes by liveness as this controller last saw them (no node is contacted)
  *   berth_chain_events_total{chain}   events appended to each chain this server holds, by any process
@@ -19,6 +20,8 @@ import type { ServerState } from "./state.js";
 
 const DECISION_STATES = ["dispatching", "placed", "unplaced", "unsettled"] as const;
 const LIVENESS = ["unknown", "alive", "suspect", "dead"] as const;
+/** dispatch.ts `AttemptOutcome`; an attempt still `sending` has none yet. */
+const ATTEMPT_OUTCOMES = ["placed", "refused", "unreachable", "indeterminate", "gate_denied"] as const;
 
 export interface ServerMetrics {
   readonly registry: Registry;
@@ -51,6 +54,16 @@ export function serverMetrics(state: ServerState): ServerMetrics {
     registers: [registry],
     collect() {
       this.set(state.controller.unsettled().length);
+    },
+  });
+  new Gauge({
+    name: "berth_placement_attempts",
+    help: "dispatch attempts (one per candidate node tried) by outcome",
+    labelNames: ["outcome"],
+    registers: [registry],
+    collect() {
+      const counts = countBy(state, "SELECT outcome AS k, COUNT(*) AS n FROM mesh_attempts WHERE outcome IS NOT NULL GROUP BY outcome");
+      for (const outcome of ATTEMPT_OUTCOMES) this.set({ outcome }, counts.get(outcome) ?? 0);
     },
   });
   new Gauge({

@@ -35,9 +35,12 @@ function parametersOf(r: RouteSpec): JsonSchema[] {
 const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } });
 
 const ERROR_TEXT: Record<number, string> = {
-  400: "invalid_request: the message and issues name the field",
+  400: "invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here",
   401: "unauthorized: missing, malformed or wrong bearer token",
   404: "not_found",
+  413: "payload_too_large: the body is over 1 MiB",
+  415: "unsupported_media_type: a body must be Content-Type: application/json",
+  421: "misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name)",
   409: "conflict (name_taken, k8s_not_configured, …)",
   422: "the request was understood but berth refused it (the message says why)",
   500: "audit_unavailable: the request could not be chained, so nothing was done",
@@ -49,8 +52,9 @@ function operationOf(r: RouteSpec): JsonSchema {
   const responses: Record<string, unknown> = {
     [String(r.status)]: { description: "success", content: { [contentType]: { schema: r.produces ? { type: "string" } : schemaOf(r.response, "output") } } },
   };
-  const codes = [...(r.params || r.query || r.body ? [400] : []), ...(r.public ? [] : [401]), ...(r.errors ?? []), ...(r.mutating ? [500] : [])];
-  for (const code of [...new Set(codes)].sort()) responses[String(code)] = errorResponse(ERROR_TEXT[code] ?? "error");
+  // Every route can answer the edge's refusals (src/server/edge.ts): 400 for the target, 421 for the Host.
+  const codes = [400, 421, ...(r.public ? [] : [401]), ...(r.body ? [413, 415] : []), ...(r.errors ?? []), ...(r.mutating ? [500] : [])];
+  for (const code of [...new Set(codes)].sort((a, b) => a - b)) responses[String(code)] = errorResponse(ERROR_TEXT[code] ?? "error");
   const op: JsonSchema = { operationId: r.id, summary: r.summary, tags: [r.tag], responses };
   const parameters = parametersOf(r);
   if (parameters.length > 0) op.parameters = parameters;
@@ -73,7 +77,7 @@ export function openApiDocument(version: string): JsonSchema {
       title: "berth API",
       version,
       description:
-        "berth's control plane over HTTP: nodes, packages, placements, instances, unsettled decisions, agents on the mesh and on Kubernetes, and the signed audit chain. Every route but health, this document and the dashboard files needs `Authorization: Bearer <token>` (the token is in $BERTH_HOME/api.token). Every mutating call is chained as an `api.call` request/outcome pair on the controller chain.",
+        "berth's control plane over HTTP: nodes, packages, placements, instances, unsettled decisions, agents on the mesh and on Kubernetes, and the signed audit chain. Every route but health, this document and the dashboard files needs `Authorization: Bearer <token>` (the token is in $BERTH_HOME/api.token). Every mutating call is chained as an `api.call` request/outcome pair on the controller chain. Before any route: the request target must be a path spelled as written here (400 bad_request_target, non_canonical_path) and the Host must name this server (421 misdirected_host); an unknown path under /api is 404 not_found and a known path with another method 405 method_not_allowed with Allow; a body must be application/json (415) of at most 1 MiB (413). Refusals before a route's handler are never chained. Outside /api/v1: GET /healthz and GET /readyz (public), GET /metrics (Prometheus text, needs the token); see docs/api.md.",
     },
     servers: [{ url: "http://127.0.0.1:7420" }],
     security: [{ bearer: [] }],

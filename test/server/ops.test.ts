@@ -87,6 +87,7 @@ describe("metrics", () => {
     expect(first.headers["content-type"]).toBe("text/plain; version=0.0.4; charset=utf-8");
     const text = first.text;
     for (const state of ["dispatching", "placed", "unplaced", "unsettled"]) expect(metric(text, `berth_decisions{state="${state}"}`), state).toBe(0);
+    for (const outcome of ["placed", "refused", "unreachable", "indeterminate", "gate_denied"]) expect(metric(text, `berth_placement_attempts{outcome="${outcome}"}`), outcome).toBe(0);
     for (const route of ["native", "emulated"]) expect(metric(text, `berth_placements{route="${route}"}`)).toBe(0);
     for (const liveness of ["unknown", "alive", "suspect", "dead"]) expect(metric(text, `berth_nodes{liveness="${liveness}"}`)).toBe(0);
     expect(metric(text, "berth_unsettled_decisions")).toBe(0);
