@@ -15,7 +15,7 @@ import type { PermitRuleInput } from "../../src/core/governance/policy.js";
 import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
 import { type CallResult, NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
-import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
+import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 
@@ -221,7 +221,10 @@ export async function cleanup(): Promise<void> {
 export const PROBE_SCRIPT = "#!/bin/sh\necho placed-ok\nexec sleep 30\n";
 
 /** A signed package `probe` (kind probe, network egress) whose single variant runs `script`. */
-export function makePackage(signer: SigningKey | null, opts: { script?: string; name?: string } = {}): { dir: string; packageId: string } {
+export function makePackage(
+  signer: SigningKey | null,
+  opts: { script?: string; name?: string; config?: SourceManifest["config"] } = {},
+): { dir: string; packageId: string } {
   const dir = tempDir("berth-pkg-");
   writeFileSync(join(dir, "run.sh"), opts.script ?? PROBE_SCRIPT);
   chmodSync(join(dir, "run.sh"), 0o755);
@@ -231,6 +234,7 @@ export function makePackage(signer: SigningKey | null, opts: { script?: string; 
     files: ["run.sh"],
     variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: "run.sh", args: [] }, requires: [] }],
     network: "egress",
+    ...(opts.config ? { config: opts.config } : {}),
   });
   const { packageId } = buildPackage(dir);
   if (signer) signPackage(dir, signer);
@@ -253,12 +257,16 @@ export class TestController {
     return `${Date.now().toString(16).padStart(16, "0")}${this.decisions.toString(16).padStart(8, "0")}`.padEnd(64, "a");
   }
 
-  place(node: NodeProcess, pkgDir: string, opts: { method?: "place" | "load"; decisionId?: string; unchecked?: boolean; name?: string } = {}): Promise<CallResult> {
+  place(
+    node: NodeProcess,
+    pkgDir: string,
+    opts: { method?: "place" | "load"; decisionId?: string; unchecked?: boolean; name?: string; env?: Record<string, string>; args?: string[] } = {},
+  ): Promise<CallResult> {
     const source = new PackageDirSource(pkgDir, { unchecked: opts.unchecked ?? false });
     return this.client.call(
       node.target(),
       opts.method ?? "place",
-      { package_id: source.packageId, name: opts.name ?? "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } },
+      { package_id: source.packageId, name: opts.name ?? "probe", variant: "any-linux", config: { mode: "service", args: opts.args ?? [], env: opts.env ?? {} } },
       { decisionId: opts.decisionId ?? this.decisionId(), package: source },
     );
   }

@@ -87,13 +87,13 @@ describe("a node daemon running signed packages", () => {
       "echo done-writing >&2",
       "exit 7",
     ].join("\n");
-    const pkg = makePackage(signer, { script });
+    const pkg = makePackage(signer, { script, config: { env: { GREETING: { type: "string" } }, args: { "--mode": { type: "string" }, "--verbose": { type: "boolean" } } } });
     const source = new PackageDirSource(pkg.dir);
     const placed = ok(
       await ctl.client.call(
         node.target(),
         "place",
-        { package_id: source.packageId, name: "probe", variant: "any-linux", config: { mode: "once", args: ["one", "two"], env: { GREETING: "hello" } } },
+        { package_id: source.packageId, name: "probe", variant: "any-linux", config: { mode: "once", args: ["--mode", "fast", "--verbose"], env: { GREETING: "hello" } } },
         { decisionId: ctl.decisionId(), package: source },
       ),
     );
@@ -105,7 +105,7 @@ describe("a node daemon running signed packages", () => {
     expect(row.exit_code).toBe(7);
     const head = readFileSync(join(node.dataDir, "instances", id, "stdout.log"), "utf8").slice(0, 300);
     expect(head).toContain(`cwd=${join(node.dataDir, "instances", id, "work")}`);
-    expect(head).toContain(`id=${id} greeting=hello args=one two`);
+    expect(head).toContain(`id=${id} greeting=hello args=--mode fast --verbose`);
     expect(head).toContain("leak=[]");
     const logs = ok(await ctl.verb(node, "logs", { instance_id: id, tail_bytes: 65_536 }));
     expect((logs.stdout as string).length).toBe(65_536);

@@ -9,6 +9,8 @@ import { type SigningKey, signTagged, verifyTagged } from "../crypto/ed25519.js"
 import { taggedSha256Hex } from "../crypto/tagged.js";
 import { describeIssues, HEX64 } from "../protocol/messages.js";
 import type { RevocationList } from "../governance/policy.js";
+import { ConfigSurfaceSchema } from "./config-surface.js";
+import { loaderHookFamily } from "./loader-hooks.js";
 
 export const PACKAGE_FORMAT = "berth.package.v1";
 export const MANIFEST_FILE = "berth-package.json";
@@ -101,8 +103,15 @@ export const StatementSchema = z
         misses: z.number().int().min(1).max(100),
       })
       .nullable(),
+    /** Issue 12: the env names and flags a placement may set (config-surface.ts); absent = none. */
+    config: ConfigSurfaceSchema.optional(),
   })
   .superRefine((s, ctx) => {
+    // A secret becomes an environment variable of the same name: a loader hook is refused there too.
+    for (const [i, name] of s.secrets.entries()) {
+      const family = loaderHookFamily(name);
+      if (family !== null) ctx.addIssue({ code: "custom", path: ["secrets", i], message: `${name} is a ${family} hook and cannot be a secret's name` });
+    }
     const paths = new Set<string>();
     let total = 0;
     for (const [i, f] of s.files.entries()) {

@@ -30,6 +30,8 @@ export const REFUSAL_CODES = [
   "verify",
   "runtime",
   "unknown_instance",
+  "config_refused",
+  "precondition_failed",
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 

@@ -13,6 +13,7 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import { admit } from "../../core/node/admission.js";
 import { routeFor } from "../../core/node/route.js";
+import { checkRunConfig, surfaceOf } from "../../core/packages/config-surface.js";
 import { archOfNode, type Envelope, type Variant, verifyEnvelope } from "../../core/packages/manifest.js";
 import type { BodyOf } from "../../core/protocol/bodies.js";
 import { composeReason, type RefusalCode, truncateUtf8 } from "../../core/protocol/messages.js";
@@ -59,6 +60,9 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const statement = verified.envelope.statement;
   const variant = statement.variants.find((v) => v.id === body.variant);
   if (!variant) throw new Refusal("invalid_request", `body.variant ${body.variant} is not a variant of package ${statement.name}`);
+  // Issue 12: only what the signed statement declares may be configured, and never a loader or interpreter hook.
+  const surface = checkRunConfig(surfaceOf(statement.config), body.config, statement.name);
+  if (!surface.ok) throw new Refusal("config_refused", `${surface.field}: ${surface.reason}`);
   const stored = new Map<string, string>();
   for (const file of statement.files) stored.set(file.path, await fetching(() => o.content.ensure(file, fetcher)));
   // 4. route

@@ -5,6 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { isLoaderHook } from "../../core/packages/loader-hooks.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
 import type { NodeContext } from "./context.js";
 import { runtimeEvent } from "./events.js";
@@ -32,19 +33,23 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise
     if (!interp) throw new Error(`interpreter ${l.program.slice(1)} is not declared`);
     program = interp.path;
   }
-  const env: Record<string, string> = {
+  // Issue 12: a clean slate, never the daemon's environment: the placement's declared values first (loader and
+  // interpreter hooks dropped again, for rows written before the surface existed), then the provisioned secrets,
+  // then the host contract, which nothing before it can override.
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(l.env)) if (!isLoaderHook(name)) env[name] = value;
+  if (!("LANG" in env)) env.LANG = "C.UTF-8";
+  for (const secret of l.secrets) env[secret] = readFileSync(join(o.dataDir, "secrets", secret), "utf8").replace(/\n$/, "");
+  Object.assign(env, {
     PATH: "/usr/local/bin:/usr/bin:/bin",
     HOME: workDir,
     TMPDIR: join(runtime.dirOf(row.instance_id), "tmp"),
-    LANG: "C.UTF-8",
-    ...l.env,
     BERTH_INSTANCE_ID: row.instance_id,
     BERTH_NAME: row.name,
     BERTH_NODE_ID: ctx.nodeId,
     BERTH_DECISION_ID: row.decision_id,
     BERTH_PACKAGE_ID: row.package_id,
-  };
-  for (const secret of l.secrets) env[secret] = readFileSync(join(o.dataDir, "secrets", secret), "utf8").replace(/\n$/, "");
+  });
   let identity: ProcessIdentity;
   try {
     identity = await runtime.start(row.instance_id, { program, args: l.args, env });

@@ -23,6 +23,7 @@ import {
   verifyEnvelope,
 } from "../../core/packages/manifest.js";
 import type { SigningKey } from "../../core/crypto/ed25519.js";
+import { ConfigSurfaceSchema } from "../../core/packages/config-surface.js";
 import { describeIssues } from "../../core/protocol/messages.js";
 
 export const SOURCE_FILE = "berth-package.src.json";
@@ -50,6 +51,7 @@ export const SourceManifestSchema = z.strictObject({
     })
     .default({ min_tier: "paired", labels: [], excludes: [], sticky: false, migratable: true }),
   health: z.strictObject({ exec: z.array(z.string()), interval_s: z.number().int(), misses: z.number().int() }).nullable().default(null),
+  config: ConfigSurfaceSchema.optional(),
 });
 export type SourceManifest = z.input<typeof SourceManifestSchema>;
 
