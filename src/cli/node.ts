@@ -7,6 +7,7 @@ import { loadKeyFile } from "../keys/key-file.js";
 import { FILES } from "../mesh/node/config.js";
 import { NodeDaemon } from "../mesh/node/daemon.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
+import { isLoopbackHost, parseAddr } from "../mesh/transport/tcp.js";
 import { CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
@@ -107,9 +108,16 @@ export function registerNodeCommands(program: Command): void {
         } catch (error) {
           throw new CliError(`node serve: ${(error as Error).message}`);
         }
+        // Issue 12: say so when the control port is reachable from other machines (a LAN, a hostile one included).
+        const beyondMachine = !isLoopbackHost(parseAddr(daemon.address).host);
+        if (beyondMachine) {
+          process.stderr.write(
+            `berth node serve: warning: listening on ${daemon.address}, reachable beyond this machine; only authorised controllers are served, but anyone who can reach the port can connect. Use --listen 127.0.0.1:PORT to serve this machine only.\n`,
+          );
+        }
         // One JSON line that scripts and tests wait for.
         process.stdout.write(
-          `${JSON.stringify({ event: "listening", address: daemon.address, node_id: daemon.nodeId, boot_id: daemon.bootId, recovery: daemon.recovery })}\n`,
+          `${JSON.stringify({ event: "listening", address: daemon.address, listening_beyond_machine: beyondMachine, node_id: daemon.nodeId, boot_id: daemon.bootId, recovery: daemon.recovery })}\n`,
         );
         const shutdown = () => {
           void daemon.close().finally(() => process.exit(0));

@@ -1,9 +1,10 @@
 /**
  * Identity key files: an Ed25519 seed in a small JSON document, mode 0600, in a directory of mode 0700
- * (spec/audit-chain.md §2). A key file readable by group or others is refused, with the command that fixes it.
+ * (spec/audit-chain.md §2). Refused, each with the command that fixes it: a key file readable by group or others, a
+ * symbolic link in place of the key file, and a key in a directory that group or others can write.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { nodeIdOf, type PublicKeyHex, type SigningKey, seedOf, signingKeyFromSeed } from "../core/crypto/ed25519.js";
@@ -39,15 +40,33 @@ export function saveKeyFile(path: string, key: SigningKey, options: { overwrite?
 }
 
 export function loadKeyFile(path: string): SigningKey {
-  let mode: number;
+  let st: ReturnType<typeof lstatSync>;
   try {
-    mode = statSync(path).mode;
+    // lstat: a link is judged as a link, never by the file it points to (issue 12).
+    st = lstatSync(path);
   } catch {
     throw new KeyFileError(`key file ${path} does not exist; create one with \`berth keys new --key-file ${path}\``);
   }
+  if (st.isSymbolicLink()) {
+    throw new KeyFileError(
+      `key file ${path} is a symbolic link (to ${readlinkSync(path)}); an identity key is read only from a regular file: move the key itself to ${path}`,
+    );
+  }
+  if (!st.isFile()) throw new KeyFileError(`key file ${path} is not a regular file`);
+  const mode = st.mode;
   if ((mode & 0o077) !== 0) {
     throw new KeyFileError(
       `key file ${path} is readable by group or others (mode ${(mode & 0o777).toString(8)}); run \`chmod 600 ${path}\` and try again`,
+    );
+  }
+  // Whoever can write the directory can swap the key file for their own (issue 12), unless the directory is sticky
+  // (like /tmp) and the file is ours: then only its owner can rename or delete it.
+  const dir = dirname(path);
+  const dirMode = statSync(dir).mode;
+  const stickyAndOurs = (dirMode & 0o1000) !== 0 && st.uid === process.getuid?.();
+  if ((dirMode & 0o022) !== 0 && !stickyAndOurs) {
+    throw new KeyFileError(
+      `the directory ${dir} of key file ${path} is writable by group or others (mode ${(dirMode & 0o777).toString(8)}), so the key could be replaced; run \`chmod go-w ${dir}\` and try again`,
     );
   }
   let raw: unknown;

@@ -3,6 +3,7 @@
  * transactions that begin IMMEDIATE (so a tip read and its insert are serialised across processes) and notify
  * listeners only after the commit (spec/audit-chain.md §6: nobody observes an event that may still roll back).
  */
+import { chmodSync, closeSync, existsSync, openSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
 
 export type Db = Database.Database;
@@ -16,15 +17,34 @@ export interface WriteTx {
   afterCommit(fn: () => void): void;
 }
 
+/**
+ * Opens (creating if needed) a database. A writable database on disk is the owner's alone (issue 12): the file is
+ * created 0600 before SQLite opens it, so it is never readable by others even for an instant, and it and its -wal
+ * and -shm files are tightened to 0600 after the open (SQLite gives those the main file's mode; an older berth's
+ * 0644 file is tightened here too).
+ */
 export function openDatabase(path: string, options: { readonly?: boolean } = {}): Db {
+  const writable = !(options.readonly ?? false);
+  const onDisk = path !== "" && path !== ":memory:" && !path.startsWith("file:");
+  if (writable && onDisk) closeSync(openSync(path, "a", 0o600));
   const db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
   db.pragma("busy_timeout = 10000");
-  if (!options.readonly) {
+  if (writable) {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = FULL");
   }
   db.pragma("foreign_keys = ON");
+  if (writable && onDisk) for (const file of [path, `${path}-wal`, `${path}-shm`]) keepPrivate(file);
   return db;
+}
+
+function keepPrivate(file: string): void {
+  if (!existsSync(file) || (statSync(file).mode & 0o077) === 0) return;
+  try {
+    chmodSync(file, 0o600);
+  } catch {
+    // not ours to change (another user's database opened for writing): SQLite's own permission checks apply
+  }
 }
 
 const depth = new WeakMap<Db, WriteTx>();

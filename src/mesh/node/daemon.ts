@@ -4,7 +4,7 @@
  * control protocol on TCP. A node never forgets an instance silently: each row either stays (running, exited, lost)
  * or leaves with a departed record and a chain event.
  */
-import { chmodSync, existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import type { Server } from "node:net";
 import { join } from "node:path";
 import { Chain } from "../../chain/chain.js";
@@ -73,8 +73,7 @@ export class NodeDaemon {
       name: o.name ?? base.name,
     };
     const dbPath = join(o.dataDir, FILES.db);
-    const db = openDatabase(dbPath);
-    if (existsSync(dbPath)) chmodSync(dbPath, 0o600);
+    const db = openDatabase(dbPath); // created 0600, with its -wal and -shm (store/sqlite.ts)
     // 1. a new boot id; the chain must pass its start-up check (from the newest valid checkpoint, spec/audit-chain.md §7)
     // before anything is served. Chain.open throws, naming the seq, when it does not.
     let chain: Chain;

@@ -10,6 +10,15 @@ export function parseAddr(addr: string): { host: string; port: number } {
   return { host: (m[1] ?? m[2]) as string, port };
 }
 
+/**
+ * Whether a listen address is reachable from this machine only: 127.0.0.0/8, ::1 (and its IPv4-mapped form) or
+ * `localhost`. Anything else, the wildcards 0.0.0.0 and :: included, is reachable beyond the machine.
+ */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, "");
+  return h === "localhost" || h === "::1" || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
+}
+
 export class TcpConnector implements Connector {
   constructor(private readonly connectTimeoutMs = 5000) {}
 
