@@ -17,12 +17,17 @@ import type { Db, WriteTx } from "./sqlite.js";
 /** How long a lease stays valid without renewal, for a reader on another host (one on this host checks the pid). */
 export const DEFAULT_LEASE_TTL_MS = 30_000;
 
-/** The start-time field (22) of /proc/<pid>/stat, or null when no such process runs (or not on Linux). */
+/**
+ * The start-time field (22) of /proc/<pid>/stat, or null when no such process runs (or not on Linux). A zombie (or
+ * dead) process is not running: it keeps its stat line only until its parent reaps it.
+ */
 export function processStartTime(pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
     // The command name (field 2) may hold spaces and parentheses: count fields from after its closing one.
-    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    if (fields[0] === "Z" || fields[0] === "X" || fields[0] === "x") return null;
+    return fields[19] ?? null;
   } catch {
     return null;
   }

@@ -6,20 +6,40 @@
  * - `holdNextPlaceAnswer()`: keep that answer back until the controller gives up (an answer after the timeout);
  * - `corruptNextPlaceAnswer()`: flip one character of that answer's signature (a tampered answer);
  * - `cut()`: close the listener and destroy open sockets, so new connections are refused; `heal()`: listen again on
- *   the same port.
+ *   the same port;
+ * - `holdNextRequest(method)`: keep back the next *request* for that method (and every byte after it on that
+ *   connection) before the node sees it, until the test `release()`s it (delivered late) or `reset()`s the link
+ *   (never delivered: both sockets destroyed). `arrived` resolves when the request reached the proxy.
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { encodeFrame, FrameDecoder } from "../../src/mesh/transport/frames.js";
 
-function answeredMethod(frame: Buffer): string | null {
+/** The method a `request` frame asks for, or a `response` frame answers; null for any other frame. */
+function methodOf(frame: Buffer, type: "request" | "response"): string | null {
   try {
     const msg = JSON.parse(frame.toString("utf8")) as { type?: string; signed?: { payload?: string } };
-    if (msg.type !== "response" || typeof msg.signed?.payload !== "string") return null;
+    if (msg.type !== type || typeof msg.signed?.payload !== "string") return null;
     const payload = JSON.parse(msg.signed.payload) as { method?: unknown };
     return typeof payload.method === "string" ? payload.method : null;
   } catch {
     return null;
   }
+}
+
+/** A request the proxy holds back (see `holdNextRequest`). */
+export interface HeldRequest {
+  /** Resolves when the request reached the proxy (and was kept back). */
+  readonly arrived: Promise<void>;
+  /** Delivers the request and everything after it, then forwards as usual. */
+  release(): void;
+  /** Destroys both sockets: the node never sees the request, the controller sees its connection reset. */
+  reset(): void;
+}
+
+interface PendingHold {
+  readonly method: string;
+  readonly onArrive: () => void;
+  attach(release: () => void, reset: () => void): void;
 }
 
 function flipSignature(frame: Buffer): Buffer {
@@ -36,6 +56,7 @@ export class TcpProxy {
   private holds = 0;
   private cutOnDrop = false;
   private corrupts = 0;
+  private readonly requestHolds: PendingHold[] = [];
   corrupted = 0;
   /** Place answers dropped or held so far. */
   dropped = 0;
@@ -74,6 +95,28 @@ export class TcpProxy {
   /** Flips one character of the signature of the next `place` answer: still a well-formed frame, no longer valid. */
   corruptNextPlaceAnswer(): void {
     this.corrupts++;
+  }
+
+  holdNextRequest(method: string): HeldRequest {
+    let onArrive: () => void = () => undefined;
+    const arrived = new Promise<void>((resolve) => {
+      onArrive = resolve;
+    });
+    let actions: { release: () => void; reset: () => void } | null = null;
+    let wanted: "release" | "reset" | null = null;
+    this.requestHolds.push({
+      method,
+      onArrive,
+      attach: (release, reset) => {
+        actions = { release, reset };
+        if (wanted) actions[wanted]();
+      },
+    });
+    const act = (what: "release" | "reset") => {
+      if (actions) actions[what]();
+      else wanted = what;
+    };
+    return { arrived, release: () => act("release"), reset: () => act("reset") };
   }
 
   async cut(): Promise<void> {
@@ -121,7 +164,39 @@ export class TcpProxy {
     node.on("error", end);
     client.on("close", end);
     node.on("close", end);
-    client.on("data", (chunk) => node.write(chunk));
+    // Client → node: frames are decoded so a request can be held before the node sees any byte of it.
+    const requests = new FrameDecoder();
+    let heldBack: Buffer[] | null = null;
+    client.on("data", (chunk: Buffer) => {
+      requests.push(chunk);
+      try {
+        for (let frame = requests.next(); frame; frame = requests.next()) {
+          if (heldBack) {
+            (heldBack as Buffer[]).push(encodeFrame(frame));
+            continue;
+          }
+          const method = methodOf(frame, "request");
+          const i = method === null ? -1 : this.requestHolds.findIndex((h) => h.method === method);
+          const hold = i >= 0 ? this.requestHolds.splice(i, 1)[0] : undefined;
+          if (hold) {
+            const kept: Buffer[] = [encodeFrame(frame)];
+            heldBack = kept;
+            hold.attach(
+              () => {
+                heldBack = null;
+                for (const b of kept) node.write(b);
+              },
+              end,
+            );
+            hold.onArrive();
+            continue;
+          }
+          node.write(encodeFrame(frame));
+        }
+      } catch {
+        end();
+      }
+    });
     const decoder = new FrameDecoder();
     let holding = false;
     node.on("data", (chunk: Buffer) => {
@@ -129,7 +204,7 @@ export class TcpProxy {
       try {
         for (let frame = decoder.next(); frame; frame = decoder.next()) {
           if (holding) continue;
-          if (answeredMethod(frame) === "place") {
+          if (methodOf(frame, "response") === "place") {
             if (this.drops > 0) {
               this.drops--;
               this.dropped++;
