@@ -218,4 +218,17 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     expect(rows.map((x) => x.state), "both still run").toEqual(["running", "running"]);
     expect(fx.first.events({ source: "runtime", kind: "workload.unload" }).length + fx.second.events({ source: "runtime", kind: "workload.unload" }).length).toBe(0);
   });
+
+  it("a place refused for the name names its real holder, and only a workload that is not the agent is worth unloading", async () => {
+    const fx = await processFixture();
+    await paired(fx);
+    const plain = await fx.controller.place({ package: fx.pkgDir, name: "scout" });
+    const holder = plain.placed?.instance_id;
+    expect(holder, JSON.stringify(plain.attempts)).toBeDefined();
+    const r = await deploy(fx, writeSpec(fx));
+    expect([r.ok, r.outcome], r.message).toEqual([false, "failed"]);
+    expect(r.message).toContain(`held by ${holder}`);
+    expect(r.message).toContain(`berth instance unload ${holder}`);
+    expect((await allInstances(fx)).map((x) => [x.instance_id, x.state]), "the holder still runs").toEqual([[holder, "running"]]);
+  });
 });

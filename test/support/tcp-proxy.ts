@@ -5,6 +5,8 @@
  *   place out by then) and destroy both sockets: the controller sees a lost answer;
  * - `holdNextPlaceAnswer()`: keep that answer back until the controller gives up (an answer after the timeout);
  * - `corruptNextPlaceAnswer()`: flip one character of that answer's signature (a tampered answer);
+ * - `delayNextAnswer(method)`: keep the next answer to `method` (and what follows it on that connection) back until
+ *   `releaseDelayed()`, then deliver it: the node answered at once, the controller hears it late;
  * - `cut()`: close the listener and destroy open sockets, so new connections are refused; `heal()`: listen again on
  *   the same port;
  * - `holdNextRequest(method)`: keep back the next *request* for that method (and every byte after it on that
@@ -58,6 +60,10 @@ export class TcpProxy {
   private corrupts = 0;
   private readonly requestHolds: PendingHold[] = [];
   corrupted = 0;
+  private delayFor: string[] = [];
+  private readonly releases: Array<() => void> = [];
+  /** Answers kept back by `delayNextAnswer` so far (released or not). */
+  delayed = 0;
   /** Place answers dropped or held so far. */
   dropped = 0;
   held = 0;
@@ -117,6 +123,16 @@ export class TcpProxy {
       else wanted = what;
     };
     return { arrived, release: () => act("release"), reset: () => act("reset") };
+  }
+
+  /** Keeps the next answer to `method` back until `releaseDelayed()` (a slow link for exactly that request). */
+  delayNextAnswer(method: string): void {
+    this.delayFor.push(method);
+  }
+
+  /** Delivers every answer kept back by `delayNextAnswer`, in order. */
+  releaseDelayed(): void {
+    for (const release of this.releases.splice(0)) release();
   }
 
   async cut(): Promise<void> {
@@ -199,11 +215,29 @@ export class TcpProxy {
     });
     const decoder = new FrameDecoder();
     let holding = false;
+    let delaying: Buffer[] | null = null;
     node.on("data", (chunk: Buffer) => {
       decoder.push(chunk);
       try {
         for (let frame = decoder.next(); frame; frame = decoder.next()) {
           if (holding) continue;
+          if (delaying !== null) {
+            delaying.push(frame);
+            continue;
+          }
+          const method = methodOf(frame, "response");
+          const delayAt = method === null ? -1 : this.delayFor.indexOf(method);
+          if (delayAt >= 0) {
+            this.delayFor.splice(delayAt, 1);
+            this.delayed++;
+            const kept: Buffer[] = [frame];
+            delaying = kept;
+            this.releases.push(() => {
+              delaying = null;
+              for (const f of kept) client.write(encodeFrame(f));
+            });
+            continue;
+          }
           if (methodOf(frame, "response") === "place") {
             if (this.drops > 0) {
               this.drops--;

@@ -11,7 +11,8 @@ function row(over: Partial<NodeInstanceRow> = {}): NodeInstanceRow {
   return { instance_id: "scout-000000000001", decision_id: "d1", name: "scout", state: "running", exit_code: null, agent: "scout", intent: "f1", generation: 1, ...over };
 }
 function records(over: Partial<ControllerRecords> = {}): ControllerRecords {
-  return { placements: [], unsettled: [], seqOf: (id) => (id === "d1" ? 5 : id === "d2" ? 9 : null), ...over };
+  const placedBefore = new Set((over.placements ?? []).map((p) => p.decision_id));
+  return { placements: [], unsettled: [], placedBefore, seqOf: (id) => (id === "d1" ? 5 : id === "d2" ? 9 : null), ...over };
 }
 const placement = (instance_id: string, node_id: string, pending: string | null = null) => ({ instance_id, name: "scout", node_id, decision_id: "d1", pending });
 
@@ -39,8 +40,23 @@ describe("observing a mesh agent from node status rows", () => {
 
   it("a record whose node answered without listing it is stale and only holds the name", () => {
     const o = observeMeshAgent("scout", [{ kind: "answered", nodeId: A, rows: [] }], records({ placements: [placement("scout-000000000001", A)] }));
-    expect(o.staleRecords).toEqual(["scout-000000000001"]);
+    expect(o.staleRecords).toEqual([{ instanceId: "scout-000000000001", nodeId: A, decisionId: "d1" }]);
+    expect(o.placedMeanwhile).toEqual([]);
     expect(classifyMesh(o.observation, "f1").action.kind).toBe("place");
+  });
+
+  it("a record that appeared while the nodes were asked is never stale, whichever node answered first", () => {
+    const fresh = { ...placement("scout-000000000002", A), decision_id: "d2" };
+    const o = observeMeshAgent("scout", [{ kind: "answered", nodeId: A, rows: [] }], records({ placements: [fresh], placedBefore: new Set() }));
+    expect(o.staleRecords).toEqual([]);
+    expect(o.placedMeanwhile).toEqual([{ instanceId: "scout-000000000002", nodeId: A, decisionId: "d2" }]);
+  });
+
+  it("staleness follows the decision id, not the instance: a record replaced under the same name is judged afresh", () => {
+    const replaced = { ...placement("scout-000000000001", A), decision_id: "d2" };
+    const o = observeMeshAgent("scout", [{ kind: "answered", nodeId: A, rows: [] }], records({ placements: [replaced], placedBefore: new Set(["d1"]) }));
+    expect(o.staleRecords).toEqual([]);
+    expect(o.placedMeanwhile.map((r) => r.decisionId)).toEqual(["d2"]);
   });
 
   it("orders duplicates by decision seq, and an instance this controller never decided is the youngest", () => {

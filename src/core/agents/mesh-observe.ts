@@ -11,7 +11,12 @@
  * - a placement whose unload or stop answer was lost (`pending`) is going away as far as deploy is concerned: wait
  *   for the next status to resolve it, never place beside it;
  * - the age order of instances is the seq of their decision in the controller's chain; an instance this controller
- *   never decided (placed by another controller) sorts as the youngest, so an instance we placed is the one kept.
+ *   never decided (placed by another controller) sorts as the youngest, so an instance we placed is the one kept;
+ * - "stale" is decided by identity (issue 21 case 3): a placement record only holds the name when the shell read that
+ *   very record (its decision id) before it asked the nodes, and its node then answered without the instance. A
+ *   record is written only after its node reported the instance, so such an answer proves the node let it go. A
+ *   record whose decision id appeared only while the nodes were being asked was placed meanwhile (another berth
+ *   process): it is never stale, and the observation is not a consistent picture to act on (`placedMeanwhile`).
  */
 import type { NodeId } from "../crypto/ed25519.js";
 import { type InstanceStartup, type MeshObservation, type VerifiedInstance, verifyInstance } from "./mesh-classify.js";
@@ -35,6 +40,8 @@ export type NodeAnswer =
 export interface ControllerRecords {
   readonly placements: readonly { readonly instance_id: string; readonly name: string; readonly node_id: string; readonly decision_id: string; readonly pending: string | null }[];
   readonly unsettled: readonly { readonly decision_id: string; readonly name: string; readonly node_id: string }[];
+  /** The decision ids of the placement records read before any node was asked (the identities a stale verdict may use). */
+  readonly placedBefore: ReadonlySet<string>;
   /** The seq of a decision event in the controller's chain, or null when this controller never made it. */
   readonly seqOf: (decisionId: string) => number | null;
 }
@@ -61,8 +68,17 @@ export interface MeshAgentObservation {
     /** Instances named like the agent that were not placed as the agent (no agent identity on the node). */
     readonly unclaimed: readonly { readonly node_id: string; readonly instance_id: string }[];
   };
-  /** Placement records of the agent whose node answered without listing them: they only hold the name. */
-  readonly staleRecords: readonly string[];
+  /** Placement records of the agent, read before the nodes were asked, whose node answered without them: they only hold the name. */
+  readonly staleRecords: readonly RecordRef[];
+  /** Placement records of the agent that appeared while the nodes were being asked and that no answer lists yet. */
+  readonly placedMeanwhile: readonly RecordRef[];
+}
+
+/** A placement record by identity: its instance, node and the decision that made it. */
+export interface RecordRef {
+  readonly instanceId: string;
+  readonly nodeId: string;
+  readonly decisionId: string;
 }
 
 /** The node's lifecycle states (spec/mesh.md §11) in the classifier's vocabulary. */
@@ -117,11 +133,15 @@ export function observeMeshAgent(agent: string, answers: readonly NodeAnswer[], 
     }
   }
   const unobservable = ours.filter((p) => !answered.has(p.node_id)).map((p) => ({ nodeId: p.node_id, instanceId: p.instance_id }));
-  const staleRecords = ours.filter((p) => answered.get(p.node_id)?.some((r) => r.instance_id === p.instance_id) === false).map((p) => p.instance_id);
+  const unlisted = ours.filter((p) => answered.get(p.node_id)?.some((r) => r.instance_id === p.instance_id) === false);
+  const ref = (p: (typeof ours)[number]): RecordRef => ({ instanceId: p.instance_id, nodeId: p.node_id, decisionId: p.decision_id });
+  const staleRecords = unlisted.filter((p) => records.placedBefore.has(p.decision_id)).map(ref);
+  const placedMeanwhile = unlisted.filter((p) => !records.placedBefore.has(p.decision_id)).map(ref);
   const unsettled = records.unsettled.filter((d) => d.name === agent).map((d) => d.decision_id);
   return {
     observation: { instances, unsettled, unobservable },
     shown: { instances: shown, unsettled, unobservable, unreachable_nodes: unreachable, unclaimed },
     staleRecords,
+    placedMeanwhile,
   };
 }

@@ -73,11 +73,14 @@ function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
 
 /** Observes one agent on every target the controller knows. */
 export async function observeMesh(deps: MeshAgentDeps, agent: string): Promise<MeshAgentObservation> {
+  // Read before any node is asked: only these records' identities may be judged stale (core/agents/mesh-observe.ts).
+  const placedBefore = new Set(deps.controller.placements().map((p) => p.decision_id));
   const targets = await deps.controller.refreshTargets();
   const answers = await Promise.all(targets.filter((t) => t.node_id !== null).map((t) => statusOf(deps, t)));
   const chain = deps.controller.store.chain;
   return observeMeshAgent(agent, answers, {
     placements: deps.controller.placements(),
+    placedBefore,
     unsettled: deps.controller.unsettled(),
     seqOf: (id) => chain.byHash(id)?.seq ?? null,
   });
@@ -154,6 +157,11 @@ export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInpu
     const classified: { row: MeshRow; action: MeshAction } =
       opts.userReplace && !replaced ? classifyMeshReplace(seen.observation, input.intent) : classifyMesh(seen.observation, input.intent);
     const { row, action } = classified;
+    if (seen.placedMeanwhile.length > 0) {
+      // Another deploy placed while we asked the nodes: what they said predates it, so look again before acting.
+      rounds.push({ row, action: "observe-again (placed meanwhile)", fence: null, observation: observationJson(seen) });
+      continue;
+    }
     const fence = action.kind === "replace" ? fenceJson(action.fence) : null;
     rounds.push({ row, action: actionJson(action), fence, observation: observationJson(seen) });
     switch (action.kind) {
@@ -212,11 +220,14 @@ export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInpu
           continue;
         }
         // A refused fence means the instance changed since we looked: look again (level-triggered) instead of acting.
-        if (unload.kind === "refused" && /generation/.test(unload.reason)) continue;
+        // TODO(issue 14.3): the node's `precondition_failed` code replaces reading the reason once it is on main.
+        if (unload.kind === "refused" && (unload.code === "precondition_failed" || /generation/.test(unload.reason))) continue;
         return done(false, "failed", `${input.agent}: the fenced unload of ${f.instanceId} (generation ${f.generation}) did not complete: ${verbFailure(unload)}; nothing was placed.`, f.instanceId);
       }
-      case "place":
+      case "place": {
+        if (!(await releaseStaleRecords(deps, seen.staleRecords))) continue;
         return place(deps, input, seen, rounds, replaced);
+      }
       default: {
         const never: never = action;
         throw new Error(`unreachable action ${JSON.stringify(never)}`);
@@ -232,10 +243,30 @@ export function fencedUnload(f: InstanceFence): VerbOptions {
   return opts;
 }
 
+/**
+ * The fence of a stale record's release. Its node answered without the instance, so no generation was observed: the
+ * unload names one no instance can reach (generations count starts from 0), so the node can only answer that it
+ * does not hold the instance (which releases the record) or refuse. A live instance is never touched, whatever
+ * happened since the look.
+ */
+export const ABSENT_GENERATION = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Releases placement records that only hold the agent's name (`staleRecords`, judged by identity). True when every
+ * one is gone; false when a node did not confirm it holds nothing, and the caller looks again instead of placing.
+ */
+async function releaseStaleRecords(deps: MeshAgentDeps, stale: MeshAgentObservation["staleRecords"]): Promise<boolean> {
+  let released = true;
+  for (const record of stale) {
+    const r = await deps.controller.instance("unload", record.instanceId, { generation: ABSENT_GENERATION });
+    const gone = r.kind === "ok" || ((r.kind === "refused" || r.kind === "error") && r.code === "unknown_instance");
+    if (!gone) released = false;
+  }
+  return released;
+}
+
 async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgentObservation, rounds: DeployRound[], replaced: boolean): Promise<AgentDeployResult> {
   const result = deployAnswers({ agent: input.agent, target: "mesh", intent: input.intent, rounds });
-  // Records whose node answered without listing them hold only the name; the node's "unknown instance" releases it.
-  for (const stale of seen.staleRecords) await deps.controller.instance("unload", stale);
   const targets = await deps.controller.targets();
   const m = input.spec.mesh ?? { pin: null, prefer: [], avoid: [], allow_emulated: false, start: true };
   const pin = m.pin === null ? { ok: true as const, ids: [] } : resolveRefs(targets, [m.pin], "pin");
@@ -273,9 +304,28 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     return result(false, "failed", `${input.agent}: not placed (${why}). See the explain with \`berth place ${input.packageDir} --dry-run\`.`);
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
-    const hint = error.code === "name_taken" && error.holder?.kind === "placement" ? " A workload with this name exists that was not placed as this agent; unload it with `berth instance unload ID` first." : "";
-    return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.${hint}`);
+    if (error.code === "name_taken") return result(false, "failed", `${input.agent}: not placed: ${nameHolder(deps, input.agent, seen)}`);
+    return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.`);
   }
+}
+
+/**
+ * Who holds the agent's name when a place was refused for it (issue 21 case 6): a deploy that lost a race names the
+ * winner and says to deploy again; only a workload that truly exists and is not this agent is worth unloading.
+ */
+function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObservation): string {
+  const record = deps.controller.placements().find((p) => p.name === agent);
+  if (record !== undefined) {
+    const unclaimed = seen.shown.unclaimed.some((u) => u.instance_id === record.instance_id);
+    return unclaimed
+      ? `the name is held by ${record.instance_id} on node ${record.node_id}, a workload that was not placed as this agent; unload it with \`berth instance unload ${record.instance_id}\` first, then deploy again.`
+      : `the name was placed meanwhile as ${record.instance_id} on node ${record.node_id} (decision ${record.decision_id.slice(0, 12)}), by another deploy or placement; nothing was unloaded. Deploy again to see it.`;
+  }
+  const open = deps.controller.unsettled().find((d) => d.name === agent);
+  if (open !== undefined) {
+    return `the name is held by decision ${open.decision_id.slice(0, 12)} on node ${open.node_id}, whose answer was lost; \`berth unsettled --settle\` (or a deploy once that node answers) resolves it.`;
+  }
+  return "the name is held by a placement another berth process is sending right now; nothing was unloaded. Deploy again once it has finished.";
 }
 
 /** `berth agent status NAME` on the mesh: the observation, and what a deploy would do now (reads only). */
