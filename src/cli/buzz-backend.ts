@@ -3,4 +3,7 @@
 import { runProviderProcess } from "../kubernetes/provider-process.js";
 import { berthVersion } from "../version.js";
 
-void runProviderProcess(process.argv.slice(2), berthVersion());
+/** Set by scripts/bundle-provider at bundle time: a copied bundle has no package.json beside it. */
+declare const BERTH_BUNDLE_VERSION: string | undefined;
+
+void runProviderProcess(process.argv.slice(2), typeof BERTH_BUNDLE_VERSION === "string" ? BERTH_BUNDLE_VERSION : berthVersion());

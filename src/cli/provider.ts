@@ -1,9 +1,10 @@
 /**
- * `berth provider kubernetes` (Buzz's provider protocol, spec/kubernetes.md §3) and `berth provider install` (the
- * discovery shim of §20 P-1). The protocol command takes its arguments raw: anything but none is answered A1 by the
- * protocol itself, so commander must not interpret them (no help, no unknown-option errors on stdout).
+ * `berth provider kubernetes` (Buzz's provider protocol, spec/kubernetes.md §3) and `berth provider install`, which
+ * writes the self-contained bundle (scripts/bundle-provider) where Buzz Desktop discovers it (§20 P-1). The protocol
+ * command takes its arguments raw: anything but none is answered A1 by the protocol itself, so commander must not
+ * interpret them (no help, no unknown-option errors on stdout).
  */
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -33,17 +34,21 @@ export function registerProviderCommands(program: Command): void {
     });
   provider
     .command("install")
-    .description("write ~/.local/bin/buzz-backend-berth, a shim with absolute paths Buzz Desktop discovers on PATH")
-    .option("--dir <dir>", "where to write the shim", join(homedir(), ".local", "bin"))
+    .description("write ~/.local/bin/buzz-backend-berth, the self-contained provider Buzz Desktop discovers on PATH")
+    .option("--dir <dir>", "where to write it", join(homedir(), ".local", "bin"))
     .option("--json", "print one JSON document")
     .action((opts: { dir: string; json?: boolean }) => {
-      const entry = join(dirname(fileURLToPath(import.meta.url)), "buzz-backend.js");
-      if (!existsSync(entry)) throw new CliError(`${entry} is missing; build berth first (npm run build)`);
-      const shim = join(opts.dir, "buzz-backend-berth");
+      const bundle = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "buzz-backend-berth.mjs");
+      if (!existsSync(bundle)) throw new CliError(`${bundle} is missing; build it first (node scripts/bundle-provider/build.mjs)`);
+      const target = join(opts.dir, "buzz-backend-berth");
       mkdirSync(opts.dir, { recursive: true });
-      // Absolute paths: GUI callers have a minimal PATH and may run a staged copy (P-1).
-      writeFileSync(shim, `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(entry)} "$@"\n`);
-      chmodSync(shim, 0o755);
-      answer(opts.json, { shim }, `wrote ${shim}`);
+      // One file, nothing beside it (Buzz stages provider sidecars alone, P-1). The shebang names this node by its
+      // absolute path: GUI callers have a minimal PATH, and the embedded SQLite addon matches this node's ABI.
+      const text = readFileSync(bundle, "utf8").replace(/^#![^\n]*\n/, "");
+      const partial = `${target}.${process.pid}.tmp`;
+      writeFileSync(partial, `#!${process.execPath}\n${text}`, { mode: 0o755 });
+      chmodSync(partial, 0o755);
+      renameSync(partial, target);
+      answer(opts.json, { provider: target, node: process.execPath }, `wrote ${target} (runs with ${process.execPath})`);
     });
 }

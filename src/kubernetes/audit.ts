@@ -97,6 +97,31 @@ export function openK8sChain(home: string, clock: () => number = Date.now): Chai
   }
 }
 
+/** The chain at `home` if it already exists (k8s.db and its key), else null: a refusal never creates a home. */
+export function openExistingK8sChain(home: string, clock: () => number = Date.now): ChainAudit | null {
+  const paths = k8sStatePaths(home);
+  return existsSync(paths.db) && existsSync(paths.key) ? openK8sChain(home, clock) : null;
+}
+
+export type ChainOpening = { ok: true; audit: ChainAudit; home: string; skipped: ReadonlyArray<{ home: string; error: string }> } | { ok: false; error: string };
+
+/**
+ * The first of `homes` whose chain opens (issue 18.7): the configured home, then fallbacks, so that an unusable home
+ * (read-only, a path through a file, a full disk) does not fail a deploy that would otherwise reach the cluster. The
+ * write-ahead rule is unchanged: a deploy proceeds only with some chain open.
+ */
+export function openFirstK8sChain(homes: readonly string[], clock: () => number = Date.now): ChainOpening {
+  const skipped: Array<{ home: string; error: string }> = [];
+  for (const home of homes) {
+    try {
+      return { ok: true, audit: openK8sChain(home, clock), home, skipped };
+    } catch (error) {
+      skipped.push({ home, error: error instanceof Error ? error.message : String(error) });
+    }
+  }
+  return { ok: false, error: skipped.map((s) => `${s.home}: ${s.error}`).join("; ") };
+}
+
 export interface MemoryRecord {
   readonly kind: K8sKind;
   readonly payload: JsonObject;

@@ -28,12 +28,21 @@ export function pluginMissing(command: string, path: string | undefined): boolea
   return !(path ?? "").split(delimiter).some((dir) => dir !== "" && isExecutableFile(join(dir, command)));
 }
 
+export const CLIENT_MISSING =
+  "the Kubernetes client is not installed (@kubernetes/client-node is an optional dependency of berth: install it beside berth to use Kubernetes)";
+
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 export async function connect(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
   const ctxLabel = context ?? "(current)";
-  // Loaded on demand so that `info` and every refusal before stage 11 never pay for the Kubernetes client.
-  const { KubeConfig } = await import("@kubernetes/client-node");
+  // Loaded on demand so that `info`, every refusal before stage 11 and the node daemon never pay for the Kubernetes
+  // client; it is an optional dependency (issue 13), so its absence is an answer, not a crash.
+  let KubeConfig: typeof import("@kubernetes/client-node").KubeConfig;
+  try {
+    ({ KubeConfig } = await import("@kubernetes/client-node"));
+  } catch (error) {
+    return { ok: false, error: catalogue.F1(ctxLabel, `${CLIENT_MISSING} (${message(error)})`) };
+  }
   const kc = new KubeConfig();
   try {
     kc.loadFromDefault();

@@ -4,13 +4,13 @@
  * socket, watch and timer and exit — explicitly, if the event loop has not drained within 2 s (P-21).
  */
 import { randomBytes, randomInt } from "node:crypto";
-import { homedir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { providerPath } from "../core/kubernetes/path-env.js";
-import { openK8sChain } from "./audit.js";
+import { type K8sAudit, openExistingK8sChain, openFirstK8sChain } from "./audit.js";
 import { realClock } from "./clock.js";
 import { connect } from "./connect.js";
-import { boundedStderrLogger } from "./log.js";
+import { boundedStderrLogger, type Logger } from "./log.js";
 import { handleProviderRequest, STDIN_CAP_BYTES, type StdinRead } from "./provider.js";
 import { settingsFromEnv } from "./settings.js";
 
@@ -41,6 +41,24 @@ export function providerHome(env: NodeJS.ProcessEnv): string {
   return env.BERTH_HOME ?? join(env.HOME ?? homedir(), ".berth");
 }
 
+/**
+ * Where a deploy's chain goes when the home cannot be opened (issue 18.7): `$XDG_STATE_HOME/berth`, then a per-user
+ * directory under the system's temporary directory. The stderr log names the home that was used.
+ */
+export function providerHomes(env: NodeJS.ProcessEnv): string[] {
+  const homes = [providerHome(env)];
+  if (env.XDG_STATE_HOME) homes.push(join(env.XDG_STATE_HOME, "berth"));
+  homes.push(join(tmpdir(), `berth-${process.getuid?.() ?? "user"}`, "k8s"));
+  return [...new Set(homes)];
+}
+
+function openDeployChain(env: NodeJS.ProcessEnv, log: Logger): K8sAudit {
+  const opened = openFirstK8sChain(providerHomes(env));
+  if (!opened.ok) throw new Error(opened.error);
+  for (const s of opened.skipped) log.warn(`audit chain: could not open ${s.home} (${s.error}); recording in ${opened.home} instead`);
+  return opened.audit;
+}
+
 export async function runProviderProcess(args: readonly string[], version: string): Promise<never> {
   const processStartedAt = 0; // performance.now() counts from process start (§8.2 provider mode)
   const write = (t: string) => process.stderr.write(t);
@@ -66,7 +84,15 @@ export async function runProviderProcess(args: readonly string[], version: strin
       log,
       random32: () => randomBytes(4).readUInt32BE(0),
       randomChars: () => Array.from({ length: 6 }, () => randomInt(36)),
-      openAudit: () => openK8sChain(providerHome(process.env)),
+      openAudit: () => openDeployChain(process.env, log),
+      openExistingAudit: () => {
+        try {
+          return openExistingK8sChain(providerHome(process.env));
+        } catch (error) {
+          log.warn(`audit chain: could not open the existing chain (${error instanceof Error ? error.message : String(error)})`);
+          return null;
+        }
+      },
       connect: (context) => connect(context),
     });
     if (result.kind === "unreadable") {

@@ -25,6 +25,10 @@ function deps(overrides: Partial<ProviderDeps> = {}) {
       contacts.push("audit");
       return audit;
     },
+    openExistingAudit: () => {
+      contacts.push("existing-audit");
+      return audit;
+    },
     connect: async () => {
       contacts.push("connect");
       return { ok: true, cluster: fake };
@@ -73,11 +77,19 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
     expect(clock.now()).toBeLessThan(590_000);
   });
 
-  it("refusals at stages 7–9 are recorded as deploy outcomes, best effort", async () => {
+  it("refusals at stages 7–9 are recorded as deploy outcomes in an existing chain, best effort", async () => {
     const { d, audit, contacts } = deps();
     await handleProviderRequest([], stdin({ ...valid, agent: { ...valid.agent, relay_url: " " } }), d);
     expect(audit.of("k8s.deploy.outcome")).toMatchObject([{ ok: false, last_action: "refused" }]);
-    expect(contacts).toEqual(["audit"]);
+    expect(contacts).toEqual(["existing-audit"]);
+  });
+
+  it("a refusal with no chain yet creates none and answers the same (issue 18.7)", async () => {
+    const { d, contacts, log } = deps({ openExistingAudit: () => null });
+    const r = await handleProviderRequest([], stdin({ ...valid, agent: { ...valid.agent, relay_url: " " } }), d);
+    expect(r).toEqual({ kind: "answer", answer: { ok: false, error: "deploy refused: relay_url is empty — the agent would have no relay to connect to" } });
+    expect(contacts).toEqual([]);
+    expect(log.lines.join("\n")).toMatch(/no audit chain exists yet/);
   });
 
   it("arbitrary input: one answer object, no cluster contact unless validation passed, no key echoed (property)", async () => {

@@ -30,7 +30,10 @@ export interface ProviderDeps {
   readonly random32: () => number;
   /** Six random values for the namespace prefill. */
   readonly randomChars: () => number[];
+  /** The chain a deploy writes ahead into (created on first use, or a fallback home); throws when none opens (E1). */
   readonly openAudit: () => K8sAudit;
+  /** The chain a refusal is recorded in: only one that already exists, so a refusal never creates a home (18.7). */
+  readonly openExistingAudit: () => K8sAudit | null;
   readonly connect: (context: string | null) => Promise<{ ok: true; cluster: Cluster } | { ok: false; error: string }>;
 }
 
@@ -151,10 +154,17 @@ function recordRefusal(audit: K8sAudit, deps: ProviderDeps, error: string, pubke
   }
 }
 
-/** Refusals at stages 7–9 are recorded as deploy outcomes, best effort (§3.2): a failure to record changes nothing. */
+/**
+ * Refusals at stages 7–9 are recorded as deploy outcomes, best effort (§3.2): in the chain if one already exists, else
+ * only in the bounded stderr log. A failure to record changes nothing, and nothing is created on the caller's disk.
+ */
 function refuse(deps: ProviderDeps, error: string, pubkey?: string): ProviderResult {
   try {
-    const audit = deps.openAudit();
+    const audit = deps.openExistingAudit();
+    if (audit === null) {
+      deps.log.info("refused before any cluster contact; no audit chain exists yet, so none was created", { error });
+      return failure(error);
+    }
     try {
       recordRefusal(audit, deps, error, pubkey);
     } finally {

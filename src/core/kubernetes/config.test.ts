@@ -158,6 +158,47 @@ describe("the info schema (spec/kubernetes.md §15.2)", () => {
     expect(nameWords("ssh.key-file")).toContain("key");
   });
 
+  // Buzz's schema test, crates/buzz-backend-kubernetes/src/config.rs: schema_declares_exactly_the_nine_v1_fields
+  // (baseline), schema_declares_exactly_the_eleven_fields at block/buzz@906578e (the persistent-workspace line),
+  // plus berth's one addition.
+  it("declares exactly Buzz's eleven scalar fields plus pod_options_json, every one a scalar Desktop can render", () => {
+    const buzzEleven = [
+      "context",
+      "cpu_limit",
+      "cpu_request",
+      "image",
+      "inactivity_seconds",
+      "memory_limit",
+      "memory_request",
+      "namespace",
+      "service_account",
+      "workspace_storage",
+      "workspace_storage_class",
+    ];
+    expect(Object.keys(schema.properties).sort()).toEqual([...buzzEleven, "pod_options_json"].sort());
+    for (const [name, p] of Object.entries(schema.properties)) expect(["string", "number"], name).toContain(p.type);
+  });
+
+  it("pod options arrive as a JSON text from the form, and a blank pod_options from the form is unset", () => {
+    const viaText = parseProviderConfig({ ...base, pod_options_json: '{"node_selector":{"kubernetes.io/arch":"arm64"},"active_deadline_seconds":60}' });
+    const viaObject = parseProviderConfig({ ...base, pod_options: { node_selector: { "kubernetes.io/arch": "arm64" }, active_deadline_seconds: 60 } });
+    expect(viaText).toEqual(viaObject);
+    expect(viaText.ok && viaText.config.podOptions).toEqual({ nodeSelector: { "kubernetes.io/arch": "arm64" }, activeDeadlineSeconds: 60 });
+    for (const blank of ["", "  "]) {
+      const r = parseProviderConfig({ ...base, pod_options: blank, pod_options_json: blank });
+      expect(r.ok && r.config.podOptions).toBeNull();
+    }
+  });
+
+  it("a pod_options_json that is not a JSON object is refused without echoing it", () => {
+    expect(errorOf({ ...base, pod_options_json: "{nope" })).toBe("provider_config.pod_options_json is not valid JSON");
+    expect(errorOf({ ...base, pod_options_json: "[1]" })).toBe("provider_config.pod_options_json must hold a JSON object");
+    expect(errorOf({ ...base, pod_options_json: '{"host_network":true}' })).toBe('provider_config.pod_options: unknown key "host_network"');
+    expect(errorOf({ ...base, pod_options: { active_deadline_seconds: 5 }, pod_options_json: "{}" })).toBe(
+      "provider_config.pod_options and provider_config.pod_options_json are both set; use one",
+    );
+  });
+
   it("prefills round-trip through the parser", () => {
     const ns = namespacePrefill([1, 2, 3, 30, 31, 35]);
     expect(ns).toMatch(/^buzz-agents-[a-z0-9]{6}$/);

@@ -146,6 +146,29 @@ function podOptionsField(raw: unknown, withClaim: boolean): PodOptions | null {
   return Object.keys(out).length > 0 ? out : null;
 }
 
+/**
+ * The structured pod options from either spelling: `pod_options_json` (a JSON text, what Desktop's scalar form can
+ * submit) or `pod_options` (an object, from callers that send structure, such as Buzz's pilot line). A blank string
+ * in either is unset: Desktop submits "" for an untouched field.
+ */
+function structuredPodOptions(raw: Record<string, unknown>): unknown {
+  const blank = (v: unknown) => v === undefined || v === null || (typeof v === "string" && v.trim() === "");
+  const object = blank(raw.pod_options) ? null : raw.pod_options;
+  const text = raw.pod_options_json;
+  if (blank(text)) return object;
+  if (typeof text !== "string") throw new Refusal(`provider_config.pod_options_json must be a string, got ${JSON.stringify(text)}`);
+  if (object !== null) throw new Refusal("provider_config.pod_options and provider_config.pod_options_json are both set; use one");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // The text is not echoed: it is the user's, and V8's message quotes it.
+    throw new Refusal("provider_config.pod_options_json is not valid JSON");
+  }
+  if (!isObject(parsed)) throw new Refusal("provider_config.pod_options_json must hold a JSON object");
+  return parsed;
+}
+
 export function parseProviderConfig(raw: unknown): ConfigResult {
   if (raw === null || raw === undefined) {
     return fail("provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared");
@@ -180,7 +203,7 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
     const image = parseImage(imageRef);
     if (!image.ok) return image;
     if (workspaceStorageClass !== null && workspaceStorage === null) return fail("provider_config.workspace_storage_class requires workspace_storage");
-    const podOptions = podOptionsField(raw.pod_options, workspaceStorage !== null);
+    const podOptions = podOptionsField(structuredPodOptions(raw), workspaceStorage !== null);
     // Without the optional identity feature a policy fails closed: ignoring it would deploy what it meant to forbid.
     if (raw.identity_policy !== undefined && raw.identity_policy !== null) return fail("provider_config.identity_policy is not supported by this provider");
     return {
@@ -215,34 +238,57 @@ export function namespacePrefill(random: readonly number[]): string {
     .join("")}`;
 }
 
-/** §15.2: the JSON schema Buzz Desktop renders as a form. No property name may read like a credential. */
+/**
+ * §15.2: the JSON schema Buzz Desktop renders as a form (issue 18.4). Scalars only: Desktop's form submits scalars and
+ * its `validate_provider_config` refuses objects, so a structured property would make every deploy fail. The eleven
+ * fields and their texts are Buzz's own (crates/buzz-backend-kubernetes/src/config.rs at block/buzz@906578e, the
+ * persistent-workspace line: the nine v1 fields plus `workspace_storage` and `workspace_storage_class`); berth adds
+ * one, `pod_options_json`, a JSON text carrying the structured pod options. No property name may read like a
+ * credential.
+ */
 export function configSchema(namespaceDefault: string): Record<string, unknown> {
   return {
     type: "object",
-    required: ["namespace", "image"],
     properties: {
       context: { type: "string", title: "Kubeconfig context", description: "Context from your kubeconfig. Leave empty to use the current context." },
       namespace: { type: "string", title: "Namespace", description: "Created if it does not exist.", default: namespaceDefault },
       image: {
         type: "string",
         title: "Agent image",
-        description: "A digest-pinned image (name@sha256:…) containing the buzz-acp runtime. Tags alone are refused.",
+        description:
+          "Digest-pinned image containing the buzz-acp runtime ABI, e.g. ghcr.io/block/buzz-sprig@sha256:<digest>. Tags alone are not accepted: this pod holds the agent's private key.",
         default: IMAGE_PREFILL,
       },
       cpu_request: { type: "string", title: "CPU request", default: "1" },
       memory_request: { type: "string", title: "Memory request", default: "2Gi" },
       cpu_limit: { type: "string", title: "CPU limit", default: "2" },
       memory_limit: { type: "string", title: "Memory limit", default: "4Gi" },
-      inactivity_seconds: { type: "number", title: "Stop after inactivity (seconds)", default: 7200 },
+      inactivity_seconds: {
+        type: "number",
+        title: "Stop after inactivity (seconds)",
+        description: "The agent exits after this long with no work, and can be started again at any time.",
+        default: 7200,
+      },
       service_account: { type: "string", title: "Service account", description: "Scheduling/RBAC identity only. No API token is mounted." },
       workspace_storage: {
         type: "string",
         title: "Persistent workspace size",
-        description: "Size of a persistent workspace claim (for example 20Gi). Leave empty for a scratch workspace.",
+        description:
+          "Optional Kubernetes storage request such as 20Gi. When set, Buzz creates one identity-owned claim that survives pod replacement. Leave empty for an ephemeral workspace.",
       },
-      workspace_storage_class: { type: "string", title: "Workspace storage class", description: "Leave empty for the cluster default." },
-      pod_options: { type: "object", title: "Pod options", additionalProperties: false },
+      workspace_storage_class: {
+        type: "string",
+        title: "Workspace storage class",
+        description: "Optional StorageClass for the persistent workspace claim. Leave empty to use the cluster default.",
+      },
+      pod_options_json: {
+        type: "string",
+        title: "Pod options (JSON)",
+        description:
+          'Optional JSON object: node_selector, tolerations, workspace_size_limit, ephemeral_storage_request, ephemeral_storage_limit, active_deadline_seconds. For example {"node_selector":{"kubernetes.io/arch":"arm64"}}. Leave empty for the default pod.',
+      },
     },
+    required: ["namespace", "image"],
   };
 }
 

@@ -1,0 +1,69 @@
+/**
+ * Issue 18.3 / 13: `buzz-backend-berth` runs when copied alone. `berth provider install` writes the self-contained
+ * bundle (scripts/bundle-provider), which is copied into an empty directory and run with `env -i PATH=/usr/bin:/bin`
+ * — no node on that PATH, no HOME, no dist/ or node_modules beside it — as Buzz Desktop runs a staged sidecar. The
+ * installed file's shebang names node by its absolute path; the copy is also run through process.execPath.
+ */
+import { spawnSync } from "node:child_process";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { builtPath, repoRoot } from "../support/built.js";
+import { killAll, runNode } from "../support/process.js";
+import { CASES, NSEC } from "./cases.js";
+
+const work = mkdtempSync(join(tmpdir(), "berth-bundle-"));
+const alone = mkdtempSync(join(tmpdir(), "berth-bundle-alone-"));
+const copied = join(alone, "buzz-backend-berth");
+
+/** Runs `argv` with exactly `env` (env -i), stdin given, and returns its output. */
+async function run(argv: string[], input: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const r = spawnSync(argv[0] as string, argv.slice(1), { env, cwd: alone, input, encoding: "utf8", timeout: 60_000 });
+  if (r.error) throw r.error;
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const MINIMAL = { PATH: "/usr/bin:/bin" };
+
+beforeAll(async () => {
+  const built = await runNode([join(repoRoot, "scripts", "bundle-provider", "build.mjs")], { cwd: repoRoot });
+  expect(built.code, built.stderr).toBe(0);
+  const installed = await runNode([builtPath("src/cli/main.js"), "provider", "install", "--dir", work, "--json"], { cwd: tmpdir() });
+  expect(installed.code, installed.stderr).toBe(0);
+  copyFileSync(join(work, "buzz-backend-berth"), copied);
+}, 120_000);
+
+afterAll(() => killAll());
+
+describe("buzz-backend-berth copied alone", () => {
+  it("the installed provider is one file whose shebang names this node by its absolute path", () => {
+    expect(readdirSync(work)).toEqual(["buzz-backend-berth"]);
+    expect(readFileSync(copied, "utf8").split("\n", 1)[0]).toBe(`#!${process.execPath}`);
+  });
+
+  it("answers info from an empty directory with env -i PATH=/usr/bin:/bin, run directly by its shebang", async () => {
+    const r = await run([copied], JSON.stringify({ op: "info" }), MINIMAL);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout.trim())).toMatchObject({ ok: true, name: "kubernetes", protocol_version: 1 });
+    expect(r.stdout.trim().split("\n")).toHaveLength(1);
+  });
+
+  it("refuses a deploy with the catalogued text, and leaves nothing beside itself", async () => {
+    const r = await run([process.execPath, copied], JSON.stringify({ op: "deploy", agent: { relay_url: "wss://r", private_key_nsec: "npub1abc" }, provider_config: null }), MINIMAL);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout.trim())).toEqual({
+      ok: false,
+      error: "provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared",
+    });
+    expect(readdirSync(alone)).toEqual(["buzz-backend-berth"]);
+  });
+
+  it.each(CASES.map((c) => [c.name, c] as const))("golden through the copy: %s", async (_name, c) => {
+    const input = typeof c.stdin === "string" ? c.stdin : JSON.stringify(c.stdin);
+    const r = await run([copied, ...(c.args ?? [])], input, { ...MINIMAL, HOME: work });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout.trim())).toEqual({ ok: false, error: c.error });
+    expect(r.stdout + r.stderr).not.toContain(NSEC);
+  });
+});
