@@ -3,6 +3,7 @@ import { Command } from "commander";
 import { registerAgentCommands } from "./agents.js";
 import { registerAuditCommands } from "./audit.js";
 import { registerCompletionCommands } from "./completion.js";
+import { registerDownCommands } from "./down.js";
 import { presentForPeople } from "./help.js";
 import { registerK8sCommands } from "./k8s.js";
 import { registerKeyCommands } from "./keys.js";
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerMeshCommands(program);
   registerAgentCommands(program);
   registerUpCommands(program);
+  registerDownCommands(program);
   registerServeCommands(program);
   return program;
 }
