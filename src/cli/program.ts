@@ -4,6 +4,7 @@ import { registerAgentCommands } from "./agents.js";
 import { registerAuditCommands } from "./audit.js";
 import { registerCompletionCommands } from "./completion.js";
 import { registerDoctorCommands } from "./doctor.js";
+import { registerDownCommands } from "./down.js";
 import { presentForPeople } from "./help.js";
 import { registerK8sCommands } from "./k8s.js";
 import { registerKeyCommands } from "./keys.js";
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerDoctorCommands(program);
   registerAgentCommands(program);
   registerUpCommands(program);
+  registerDownCommands(program);
   registerServeCommands(program);
   return program;
 }

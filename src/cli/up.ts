@@ -1,6 +1,6 @@
 /**
  * `berth up`: berth on a laptop, on embedded defaults (see src/up/local-mesh.ts). Ctrl-C (or SIGTERM, a closed
- * terminal) stops everything it started, agents first (src/up/stop-local-mesh.ts).
+ * terminal) stops everything it started, agents first (src/up/stop-local-mesh.ts); with --detach, `berth down` does.
  */
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -36,9 +36,9 @@ function samplesDir(): string {
 export function registerUpCommands(program: Command): void {
   program
     .command("up")
-    .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C stops it all")
+    .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C (or `berth down`) stops it all")
     .option("--data-dir <dir>", "berth home (keys, controller.db, node data, packages)", berthHome())
-    .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running")
+    .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running until `berth down`")
     .option("--kube-context <ctx>", "the Kubernetes context to show as a second target (default: the kubeconfig's current one)")
     .option("--no-kubernetes", "do not look for a Kubernetes context")
     .option("--port <port>", "port of the API and dashboard (a free one when it is taken)", String(DEFAULT_UP_PORT))
@@ -123,7 +123,7 @@ export function registerUpCommands(program: Command): void {
         if (!outputGone) process.stdout.write(`${JSON.stringify(doc)}\n`);
       }
       if (opts.detach && stopReason === null) {
-        log("detached: the node daemons keep running; `berth serve` gives the API and dashboard; stop the daemons with kill, or run berth up again and press Ctrl-C");
+        log("detached: the node daemons and agents keep running; `berth serve` gives the API and dashboard; `berth down` stops them all");
         process.exit(0);
       }
       if (stopReason === null) log("ready; press Ctrl-C to stop the agents and the nodes");
