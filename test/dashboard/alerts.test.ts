@@ -3,33 +3,20 @@
  * decision and a refused workload in the chain (stub-api.ts, `troubled`), the overview lists each as a link to the
  * view that shows it, and following one opens that detail. Served under the server's strict CSP.
  */
-import type { Server } from "node:http";
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { artifacts } from "./berth-up.js";
-import { builtDashboard } from "./built-web.js";
-import { type Browser, launchChromium, requireChromium, WAIT } from "./chromium.js";
-import { startStub, TROUBLE } from "./stub-api.js";
+import { requireChromium, WAIT } from "./chromium.js";
+import { TROUBLE } from "./stub-api.js";
+import { stubBrowserFixture } from "./stub-browser.js";
 
-let browser: Browser | null = null;
-let server: Server | null = null;
-
-afterAll(async () => {
-  await browser?.close();
-  server?.closeAllConnections();
-  server?.close();
-});
+const fixture = stubBrowserFixture();
+afterEach(() => fixture.close());
 
 describe("the overview's alerts", () => {
   it("list a dead node, a duplicated agent, an unsettled decision and a denial, each linking to its detail view", async (ctx) => {
     requireChromium((reason) => ctx.skip(reason));
-    mkdirSync(artifacts, { recursive: true });
-    const stub = await startStub(builtDashboard(), 12, { troubled: true });
-    server = stub.server;
-    browser = await launchChromium();
-    const page = await browser.context.newPage();
-    await page.goto(`${stub.url}/#token=stub`);
+    const page = await fixture.open(12, "", { troubled: true });
 
     const alerts = page.getByRole("region", { name: "alerts" });
     await expect.poll(() => alerts.getByRole("listitem").count(), WAIT).toBe(4);
