@@ -31,7 +31,8 @@ const OBSERVE_FIRST_ROW = `
 // Page-side code is written as strings: the root tsconfig is for Node and has no DOM types.
 async function timeFirstRow(page: Page, url: string): Promise<{ dom: number; frame: number }> {
   await page.goto(url);
-  await page.waitForFunction("window.__firstRow !== null", undefined, { timeout: 30_000 });
+  // A function, not a string: playwright evaluates a string predicate with eval, which the dashboard's CSP forbids.
+  await page.waitForFunction(() => (globalThis as { __firstRow?: unknown }).__firstRow != null, undefined, { timeout: 30_000 });
   return (await page.evaluate("window.__firstRow")) as { dom: number; frame: number };
 }
 

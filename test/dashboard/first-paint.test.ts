@@ -6,26 +6,14 @@
  * (stub-api.ts, `restarted`), and serves the dashboard under the server's strict Content-Security-Policy: the test
  * also fails on any CSP violation (an inline script or style the policy blocks).
  */
-import type { Server } from "node:http";
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { repoRoot } from "../support/built.js";
-import { builtDashboard } from "./built-web.js";
-import { type Browser, launchChromium, requireChromium, WAIT } from "./chromium.js";
-import { startStub } from "./stub-api.js";
+import { artifacts } from "./berth-up.js";
+import { requireChromium, WAIT } from "./chromium.js";
+import { stubBrowserFixture } from "./stub-browser.js";
 
-const artifacts = join(repoRoot, "test-artifacts", "dashboard");
-let browser: Browser | null = null;
-let server: Server | null = null;
-
-afterEach(async () => {
-  await browser?.close();
-  browser = null;
-  server?.closeAllConnections();
-  server?.close();
-  server = null;
-});
+const fixture = stubBrowserFixture();
+afterEach(() => fixture.close());
 
 /**
  * Injected before any page script: keeps the text of the first instances rows and of the first overview node rows
@@ -52,13 +40,7 @@ interface FirstPaint {
 describe("the dashboard's first paint after a controller restart", () => {
   it("shows every instance's real state and node name in its first rows, never unknown or unnamed", async (ctx) => {
     requireChromium((reason) => ctx.skip(reason));
-    mkdirSync(artifacts, { recursive: true });
-    const stub = await startStub(builtDashboard(), 30, { restarted: true });
-    server = stub.server;
-    browser = await launchChromium();
-    await browser.context.addInitScript(RECORD_FIRST_PAINT);
-    const page = await browser.context.newPage();
-    await page.goto(`${stub.url}/#/instances&token=stub`);
+    const page = await fixture.open(30, "/instances", { restarted: true }, RECORD_FIRST_PAINT);
 
     await page.getByRole("table", { name: "instances" }).getByRole("cell", { name: "agent-0001", exact: true }).waitFor(WAIT);
     const first = (await page.evaluate("window.__firstPaint")) as FirstPaint;
@@ -74,12 +56,7 @@ describe("the dashboard's first paint after a controller restart", () => {
 
   it("opens the overview on named, alive nodes with their memory in GiB, under the strict CSP", async (ctx) => {
     requireChromium((reason) => ctx.skip(reason));
-    const stub = await startStub(builtDashboard(), 30, { restarted: true });
-    server = stub.server;
-    browser = await launchChromium();
-    await browser.context.addInitScript(RECORD_FIRST_PAINT);
-    const page = await browser.context.newPage();
-    await page.goto(`${stub.url}/#token=stub`);
+    const page = await fixture.open(30, "", { restarted: true }, RECORD_FIRST_PAINT);
 
     await page.getByRole("table", { name: "nodes at a glance" }).getByRole("link", { name: "pi-garage" }).waitFor(WAIT);
     const first = (await page.evaluate("window.__firstPaint")) as FirstPaint;

@@ -3,29 +3,17 @@
  * list): the DOM holds one page of rows, paging walks the list, and the filter finds one instance among them.
  * The full path against a real berth is dashboard.test.ts; this one is about staying usable with long lists.
  */
-import type { Server } from "node:http";
-import { afterAll, describe, expect, it } from "vitest";
-import { builtDashboard } from "./built-web.js";
-import { type Browser, launchChromium, requireChromium, WAIT } from "./chromium.js";
-import { startStub } from "./stub-api.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { requireChromium, WAIT } from "./chromium.js";
+import { stubBrowserFixture } from "./stub-browser.js";
 
-let browser: Browser | null = null;
-let server: Server | null = null;
-
-afterAll(async () => {
-  await browser?.close();
-  server?.closeAllConnections();
-  server?.close();
-});
+const fixture = stubBrowserFixture();
+afterEach(() => fixture.close());
 
 describe("the instances view with 1,000 instances", () => {
   it("renders one page of 50 rows, pages through the list, and filters it to one", async (ctx) => {
     requireChromium((reason) => ctx.skip(reason));
-    const stub = await startStub(builtDashboard(), 1000);
-    server = stub.server;
-    browser = await launchChromium();
-    const page = await browser.context.newPage();
-    await page.goto(`${stub.url}/#/instances&token=stub`);
+    const page = await fixture.open(1000, "/instances");
 
     const table = page.getByRole("table", { name: "instances" });
     await table.getByRole("cell", { name: "agent-0000", exact: true }).waitFor();

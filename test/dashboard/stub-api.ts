@@ -77,11 +77,33 @@ function send(res: ServerResponse, status: number, type: string, body: string | 
 export interface StubOptions {
   /** A controller just restarted: nothing is described until `GET /nodes?refresh=true` (see the header). */
   readonly restarted?: boolean;
+  /**
+   * A mesh with everything the overview alerts on: homelab dead, agent-0001 running twice, one unsettled decision,
+   * and a refused workload in the chain.
+   */
+  readonly troubled?: boolean;
+}
+
+export const TROUBLE = {
+  deadNode: "2".repeat(32),
+  unsettledDecision: "u".repeat(64),
+  duplicate: "agent-0001",
+  refusedSeq: 1,
+} as const;
+
+function troubleEvents() {
+  const event = (seq: number, kind: string, source: string, payload: Record<string, unknown>) => ({ seq, chain_id: "c", ts: 1_700_000_000_000 + seq, prev_hash: "0".repeat(64), source, kind, payload, payload_hash: "p", hash: String(seq).repeat(64).slice(0, 64), sig: "s" });
+  return [event(0, "chain.genesis", "chain", { role: "controller" }), event(TROUBLE.refusedSeq, "workload.refuse", "placement", { phase: "prepare", name: "agent-0042", error: "the package's signer is not trusted" })];
 }
 
 export async function startStub(webRoot: string, count: number, options: StubOptions = {}): Promise<{ url: string; server: Server }> {
   let described = options.restarted !== true;
-  const instances = instancesOf(count);
+  const troubled = options.troubled === true;
+  const base = instancesOf(count);
+  const twin = base.find((i) => i.name === TROUBLE.duplicate);
+  const instances = troubled && twin ? [...base, { ...twin, instance_id: `${twin.instance_id}-twin`, node_id: "0".repeat(32), state: "running" }] : base;
+  const events = troubled ? troubleEvents() : [];
+  const unsettled = troubled ? [{ decision_id: TROUBLE.unsettledDecision, name: "agent-0007", node_id: TROUBLE.deadNode, variant: "linux-x86_64", package_id: "p".repeat(64), created_ms: 1_700_000_000_000, workload: {} }] : [];
   const baseline = baselinePage(count);
   const server = createServer((req, res) => {
     const [path = "/", query = ""] = (req.url ?? "/").split("?");
@@ -91,14 +113,19 @@ export async function startStub(webRoot: string, count: number, options: StubOpt
     }
     if (path === "/api/v1/nodes") {
       if (new URLSearchParams(query).get("refresh") === "true") described = true;
-      return send(res, 200, "application/json", JSON.stringify({ nodes: nodesOf(described) }));
+      const nodes = nodesOf(described).map((n) => (troubled && n.node_id === TROUBLE.deadNode ? { ...n, liveness: "dead", error: "connect ECONNREFUSED 127.0.0.1:7002" } : n));
+      return send(res, 200, "application/json", JSON.stringify({ nodes }));
     }
     if (path === "/api/v1/agents") return send(res, 200, "application/json", JSON.stringify({ agents: [] }));
-    if (path === "/api/v1/unsettled") return send(res, 200, "application/json", JSON.stringify({ unsettled: [] }));
+    if (path === "/api/v1/unsettled") return send(res, 200, "application/json", JSON.stringify({ unsettled }));
+    const head = events.length - 1;
     if (path === "/api/v1/audit/chains") {
-      return send(res, 200, "application/json", JSON.stringify({ chains: [{ name: "controller", chain_id: "c", owner_key: "k", role: "controller", events: 0, head: { seq: -1, hash: "" } }] }));
+      return send(res, 200, "application/json", JSON.stringify({ chains: [{ name: "controller", chain_id: "c", owner_key: "k", role: "controller", events: events.length, head: { seq: head, hash: "" } }] }));
     }
-    if (path === "/api/v1/audit/events") return send(res, 200, "application/json", JSON.stringify({ chain: "controller", events: [], head: -1 }));
+    if (path === "/api/v1/audit/events") {
+      const after = Number(new URLSearchParams(query).get("after") ?? -1);
+      return send(res, 200, "application/json", JSON.stringify({ chain: "controller", events: events.filter((e) => e.seq > after), head }));
+    }
     if (path === "/api/v1/audit/stream") {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
       res.write(": idle\n\n");

@@ -4,6 +4,8 @@
  * controller made and its outcome. The same view serves a dry run (no attempts yet) and a past decision.
  */
 import { points, shortId } from "./format";
+import { InstanceLink } from "./links";
+import { href } from "./route";
 import { TableHead } from "./table";
 import type { CandidateReport, DecisionReport } from "./types";
 
@@ -23,9 +25,9 @@ const numberOr = (v: unknown): number | null => (typeof v === "number" ? v : nul
 
 function nodeLabel(c: { node_id: string; name?: string | null }) {
   return (
-    <span title={c.node_id}>
+    <a href={href("nodes", c.node_id)} title={c.node_id}>
       {c.name ?? "unnamed"} <code>{shortId(c.node_id)}</code>
-    </span>
+    </a>
   );
 }
 
@@ -116,7 +118,9 @@ export function ExplainView({ report, title, dryRun = false }: { report: Decisio
                   <td>{a.outcome ?? ("state" in a ? a.state : "—")}</td>
                   <td>{textOf(a.code) ? `${textOf(a.code)}: ${textOf(a.reason)}` : textOf(a.reason) || "—"}</td>
                   <td>{textOf(a.next) || "—"}</td>
-                  <td>{textOf(a.instance_id) ? <code>{textOf(a.instance_id)}</code> : "—"}</td>
+                  <td>
+                    <InstanceLink id={textOf(a.instance_id)} />
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -21,10 +21,14 @@ export interface AuditTail {
   readonly error: unknown;
 }
 
+/** The payload members worth a glance; the gate's `agent` is the requesting controller, so its verdict is shown instead. */
+const GIST_KEYS = ["name", "phase", "instance_id", "outcome", "node_id", "agent"] as const;
+const GATE_GIST_KEYS = ["decision", "node", "permit_rule"] as const;
+
 /** What an event is about, in a few words: the payload's name, instance, decision phase or outcome. */
 export function gist(e: AuditEvent): string {
   const p = e.payload;
-  return ["name", "phase", "instance_id", "outcome", "node_id", "agent"]
+  return (e.source === "gate" ? GATE_GIST_KEYS : GIST_KEYS)
     .filter((k) => typeof p[k] === "string" || typeof p[k] === "number")
     .map((k) => `${k}=${String(p[k])}`)
     .join(" ");
