@@ -2,23 +2,20 @@
  * The API end to end over real parts: a real listener (`startServer`), a real `berth node serve` daemon as an OS
  * process, a signed package, and fetch. Issue 7's HTTP deploy endpoint (twice → one instance), a placement that shows
  * up in the instance list with its logs and explain, stop and unload — each checked through a signed status straight
- * to the daemon, never only through the server under test. And `berth serve` itself as a process: prints the
- * dashboard URL, answers, and exits cleanly on SIGTERM.
+ * to the daemon, never only through the server under test. `/metrics` after a placement matches the store. And
+ * `berth serve` itself as a process: prints the dashboard URL, answers, and exits cleanly on SIGTERM.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
 import { type RunningServer, startServer } from "../../src/server/server.js";
-import { controllerKeyPath } from "../../src/server/state.js";
-import { cleanup, MAIN, NodeProcess, requireBuild, waitFor } from "../mesh/harness.js";
-import { probePackage, TEST_PERMIT, writeJson } from "../mesh-controller/support/package.js";
+import { cleanup, MAIN, requireBuild, waitFor } from "../mesh/harness.js";
 import { killAll, spawnNode } from "../support/process.js";
-import { checkContract, notConfigured } from "./support.js";
+import { checkContract, meshHome, notConfigured } from "./support.js";
 
 const servers: RunningServer[] = [];
 const dirs: string[] = [];
@@ -47,16 +44,7 @@ function client(server: RunningServer) {
 describe("the API with a real node daemon", { timeout: 120_000 }, () => {
   it("deploys an agent twice at once as one instance, places, lists, reads logs, explains, stops, starts, unloads and replaces", async () => {
     requireBuild();
-    const dir = mkdtempSync(join(tmpdir(), "berth-api-e2e-"));
-    dirs.push(dir);
-    const key = generateSigningKey();
-    saveKeyFile(controllerKeyPath(dir), key);
-    const signer = generateSigningKey();
-    const pkgDir = join(dir, "pkg");
-    probePackage(pkgDir, signer);
-    writeJson(join(dir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
-    writeJson(join(dir, "permits.json"), [TEST_PERMIT]);
-    const node = await NodeProcess.create({ controllers: [key.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] });
+    const { dir, key, pkgDir, node } = await meshHome("berth-api-e2e-", dirs);
     const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured });
     servers.push(server);
     const api = client(server);
@@ -150,6 +138,41 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
     expect(replaced.body.instance).not.toBe(first.body.instance);
     expect((await onNode()).map((r) => [r.instance_id, r.state])).toEqual([[replaced.body.instance, "running"]]);
     expect(((await api("GET", "/audit/verify")).body as Json).ok).toBe(true);
+  });
+});
+
+/** issue 13: `/metrics` counts what the controller did (decisions, attempts, placements, nodes, chain events). */
+function metric(text: string, name: string): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  return line === undefined ? undefined : Number(line.slice(name.length + 1));
+}
+
+describe("metrics over a real node", { timeout: 120_000 }, () => {
+  it("count a placement: decision placed, attempt placed, one native placement, one alive node, the chain's events", async () => {
+    requireBuild();
+    const { dir, pkgDir, node } = await meshHome("berth-metrics-", dirs);
+    const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured, logLevel: "silent" });
+    servers.push(server);
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${server.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${server.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+
+    expect((await call("POST", "/api/v1/nodes", { addr: node.address, tier: "paired" })).status).toBe(201);
+    const placed = await call("POST", "/api/v1/placements", { package: pkgDir, name: "counted" });
+    expect(placed.status, await placed.clone().text()).toBe(201);
+    const text = await (await call("GET", "/metrics")).text();
+
+    expect(metric(text, 'berth_decisions{state="placed"}')).toBe(1);
+    expect(metric(text, 'berth_decisions{state="unsettled"}')).toBe(0);
+    expect(metric(text, 'berth_placement_attempts{outcome="placed"}')).toBe(1);
+    expect(metric(text, 'berth_placements{route="native"}')).toBe(1);
+    expect(metric(text, 'berth_nodes{liveness="alive"}')).toBe(1);
+    expect(metric(text, "berth_unsettled_decisions")).toBe(0);
+    expect(metric(text, 'berth_chain_events_total{chain="controller"}')).toBe(server.state.controller.store.chain.tip().seq + 1);
+    expect(metric(text, 'berth_api_request_duration_seconds_count{method="POST",route="/api/v1/placements",status="201"}')).toBe(1);
   });
 });
 

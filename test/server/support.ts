@@ -7,13 +7,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { SealedEvent } from "../../src/core/chain/event.js";
+import type { SigningKey } from "../../src/core/crypto/ed25519.js";
+import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
 import { buildApp } from "../../src/server/app.js";
 import { ErrorSchema, ROUTES, type RouteSpec } from "../../src/server/contract.js";
 import { API_BASE } from "../../src/server/openapi.js";
 import { HANDLERS } from "../../src/server/server.js";
 import type { AuditStreams } from "../../src/server/sse.js";
-import { type KubernetesAccess, openServerState, type ServerState } from "../../src/server/state.js";
+import { controllerKeyPath, type KubernetesAccess, openServerState, type ServerState } from "../../src/server/state.js";
 import { loadOrCreateToken } from "../../src/server/token.js";
+import { NodeProcess } from "../mesh/harness.js";
+import { probePackage, TEST_PERMIT, writeJson } from "../mesh-controller/support/package.js";
 
 export interface Answer {
   readonly status: number;
@@ -121,4 +125,22 @@ export function checkContract(method: string, url: string, status: number, body:
     const parsed = ErrorSchema.safeParse(body);
     if (!parsed.success && !route.response.safeParse(body).success) throw new Error(`${method} ${url} answered ${status} with a body that is not the error shape: ${JSON.stringify(body).slice(0, 300)}`);
   }
+}
+
+/**
+ * A berth home with a controller key, a signed probe package, its signer trusted and the test permit, and a real
+ * `berth node serve` daemon that trusts that controller and signer (test/mesh/harness.ts).
+ */
+export async function meshHome(prefix: string, dirs: string[]): Promise<{ dir: string; key: SigningKey; pkgDir: string; node: NodeProcess }> {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  dirs.push(dir);
+  const key = generateSigningKey();
+  saveKeyFile(controllerKeyPath(dir), key);
+  const signer = generateSigningKey();
+  const pkgDir = join(dir, "pkg");
+  probePackage(pkgDir, signer);
+  writeJson(join(dir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
+  writeJson(join(dir, "permits.json"), [TEST_PERMIT]);
+  const node = await NodeProcess.create({ controllers: [key.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] });
+  return { dir, key, pkgDir, node };
 }
