@@ -594,8 +594,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -652,7 +670,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -672,6 +690,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -739,7 +784,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -759,6 +804,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -797,7 +851,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -826,6 +880,15 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -896,7 +959,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -925,6 +988,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -990,7 +1080,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1019,6 +1109,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1077,8 +1194,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1128,7 +1263,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1148,6 +1283,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1177,7 +1321,7 @@ export interface operations {
                     readonly "application/x-ndjson": string;
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1197,6 +1341,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1226,7 +1379,7 @@ export interface operations {
                     readonly "text/event-stream": string;
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1246,6 +1399,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1290,7 +1452,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1310,6 +1472,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1339,6 +1510,24 @@ export interface operations {
                         readonly ok: true;
                         readonly version: string;
                     };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -1380,8 +1569,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1424,7 +1631,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1444,6 +1651,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1497,7 +1713,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1517,6 +1733,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1575,7 +1800,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1604,6 +1829,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1671,7 +1923,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1700,6 +1952,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1767,7 +2046,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1796,6 +2075,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1854,7 +2160,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1865,6 +2171,15 @@ export interface operations {
             };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1902,7 +2217,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -1922,6 +2237,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1982,7 +2324,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2011,6 +2353,15 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2056,7 +2407,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2085,6 +2436,15 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2133,7 +2493,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2162,6 +2522,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2229,7 +2616,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2258,6 +2645,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2328,7 +2742,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2339,6 +2753,15 @@ export interface operations {
             };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2399,7 +2822,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2410,6 +2833,33 @@ export interface operations {
             };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2468,7 +2918,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2488,6 +2938,33 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2524,6 +3001,24 @@ export interface operations {
                     readonly "application/json": {
                         readonly [key: string]: unknown;
                     };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -2563,8 +3058,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2604,7 +3117,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2615,6 +3128,33 @@ export interface operations {
             };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2674,8 +3214,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2795,7 +3353,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2815,6 +3373,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -2914,7 +3499,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -2934,6 +3519,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -3053,7 +3647,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -3073,6 +3667,33 @@ export interface operations {
             };
             /** @description conflict (name_taken, k8s_not_configured, …) */
             readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -3132,8 +3753,26 @@ export interface operations {
                     };
                 };
             };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -3187,7 +3826,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description invalid_request: the message and issues name the field */
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
             readonly 400: {
                 headers: {
                     readonly [name: string]: unknown;
@@ -3198,6 +3837,33 @@ export interface operations {
             };
             /** @description unauthorized: missing, malformed or wrong bearer token */
             readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
