@@ -30,6 +30,8 @@ export const REFUSAL_CODES = [
   "verify",
   "runtime",
   "unknown_instance",
+  /** A fence did not hold: the instance is not at the generation (or epoch) the request named (issue 14 item 3). */
+  "precondition_failed",
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 

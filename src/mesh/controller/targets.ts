@@ -62,8 +62,6 @@ export interface TargetInfo {
 
 export type AddResult = { readonly ok: true; readonly target: TargetInfo } | { readonly ok: false; readonly error: string };
 
-const OFFERED_KEY = /response signed by ([0-9a-f]{64}), not the stored key/;
-
 export class Targets {
   private readonly live = new Map<string, Live>();
   /** Set while the peers file is unreadable: every target counts as `discovered`. */
@@ -262,7 +260,7 @@ export class Targets {
       return;
     }
     this.markUnreachable(l, r.reason);
-    const offered = OFFERED_KEY.exec(r.reason)?.[1];
+    const offered = r.kind === "no_answer" ? r.offered_key : undefined;
     if (offered && l.stored.key !== null && !l.refusedKeys.has(offered)) {
       l.refusedKeys.add(offered);
       // Once per distinct offered key, across controller restarts too: the chain already says so.
