@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { JsonValue } from "../crypto/canonical.js";
+import type { JsonObject } from "../crypto/canonical.js";
 import { verifyAnswer } from "./answer.js";
 import { REFUSAL_CODES } from "./messages.js";
 import { parseResult } from "./results.js";
@@ -25,7 +25,7 @@ const row = {
 
 describe("typed node answers (issue 14 item 3)", () => {
   it("a status answer's rows are parsed as in-flight marks, instances or departed rows, and a mistyped member is refused naming it", () => {
-    const rows: JsonValue[] = [row, { decision_id: "d".repeat(64), in_flight: true, method: "place", since_ms: 3 }, { instance_id: row.instance_id, decision_id: row.decision_id, departed: "unloaded", at_ms: 4 }];
+    const rows: JsonObject[] = [row, { decision_id: "d".repeat(64), in_flight: true, method: "place", since_ms: 3 }, { instance_id: row.instance_id, decision_id: row.decision_id, departed: "unloaded", at_ms: 4 }];
     expect(parseResult("status", { rows })).toEqual({ ok: true });
     expect(parseResult("status", { row })).toEqual({ ok: true });
     const bad = parseResult("status", { row: { ...row, generation: "1" } });
