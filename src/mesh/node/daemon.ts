@@ -14,7 +14,6 @@ import { loadKeyFile } from "../../keys/key-file.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { REQUEST_FRAME_BYTES } from "../transport/frames.js";
 import { type ListenLimits, listenFrames } from "../transport/tcp.js";
-import { listenTls } from "../transport/tls.js";
 import { FILES, loadNodeConfig, type NodeConfig } from "./config.js";
 import { ContentStore } from "./content.js";
 import { measureSha256, probeBoard } from "./facts.js";
@@ -127,7 +126,8 @@ export class NodeDaemon {
       store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: "configured explicitly (--transport plaintext)" } });
     }
     const authorised = new Set([...config.controllers.map((c) => c.key), ...(o.controllers ?? [])]);
-    const tls = o.transport === "tls" ? listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
+    // Loaded only when asked for: the ASN.1 modules would otherwise slow every CLI start.
+    const tls = o.transport === "tls" ? (await import("../transport/tls.js")).listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
     const { server, address } =
       o.listen === null
         ? { server: null, address: "" }
