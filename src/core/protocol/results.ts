@@ -65,3 +65,21 @@ export function parseResult(method: string, result: JsonObject): { ok: true } | 
   const parsed = schema.safeParse(result);
   return parsed.success ? { ok: true } : { ok: false, reason: describeIssues(`${method} result`, parsed.error.issues) };
 }
+
+export type InstanceStatusRowAnswer = z.infer<typeof InstanceStatusRowSchema>;
+
+/** A held instance's row (not an in-flight mark, not a departed instance). */
+export function isInstanceRow(row: StatusRowAnswer): row is InstanceStatusRowAnswer {
+  return !("departed" in row) && row.in_flight !== true && typeof row.state === "string";
+}
+
+/**
+ * The rows of a status result, typed: the one reading every caller shares (issue 14 item 3) instead of each guessing
+ * the shape. The node client has already refused a result that does not match (`parseResult`), so `null` here means
+ * the caller passed something that is not a status result.
+ */
+export function statusRows(result: JsonObject): readonly StatusRowAnswer[] | null {
+  const parsed = RESULT_SCHEMAS.status.safeParse(result);
+  if (!parsed.success) return null;
+  return "rows" in parsed.data ? (parsed.data.rows as readonly StatusRowAnswer[]) : [parsed.data.row as StatusRowAnswer];
+}

@@ -19,10 +19,10 @@
  * The only unload here is the fenced one of a `replace` row; nothing stops or unloads a started instance unless the
  * user asked by name (`berth agent replace`, `berth agent stop`).
  */
-import { z } from "zod";
 import { type AgentDeployResult, type DeployRound, deployAnswers, pendingEditNote } from "../../../core/agents/deploy-event.js";
 import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../../../core/agents/mesh-classify.js";
 import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../../../core/agents/mesh-observe.js";
+import { isInstanceRow, statusRows } from "../../../core/protocol/results.js";
 import type { AgentSpecDocument } from "../../../core/agents/spec.js";
 import type { JsonObject } from "../../../core/crypto/canonical.js";
 import type { NodeId } from "../../../core/crypto/ed25519.js";
@@ -47,28 +47,20 @@ export interface MeshDeployInput {
 /** Rounds per deploy: replace (unload) → place is two; settle → replace → place is three. */
 const MAX_ROUNDS = 4;
 
-const InstanceRowSchema = z.looseObject({
-  instance_id: z.string(),
-  decision_id: z.string(),
-  name: z.string(),
-  state: z.string(),
-  exit_code: z.number().int().nullable().default(null),
-  // Rows of a node that predates issue 7 carry none of these: such an instance belongs to no agent.
-  agent: z.string().nullable().default(null),
-  intent: z.string().nullable().default(null),
-  generation: z.number().int().min(0).default(0),
-});
-
+/** A node's held instances, from the status rows the node client has typed (core/protocol/results.ts). */
 function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
-  if (!Array.isArray(result.rows)) return null;
-  const rows: NodeInstanceRow[] = [];
-  for (const raw of result.rows) {
-    if (typeof raw !== "object" || raw === null || Array.isArray(raw) || "departed" in raw || "in_flight" in raw) continue;
-    const parsed = InstanceRowSchema.safeParse(raw);
-    if (!parsed.success) return null;
-    rows.push(parsed.data);
-  }
-  return rows;
+  const rows = statusRows(result);
+  if (rows === null) return null;
+  return rows.filter(isInstanceRow).map((r) => ({
+    instance_id: r.instance_id,
+    decision_id: r.decision_id,
+    name: r.name,
+    state: r.state,
+    exit_code: r.exit_code,
+    agent: r.agent,
+    intent: r.intent,
+    generation: r.generation,
+  }));
 }
 
 /** Observes one agent on every target the controller knows. */
