@@ -65,7 +65,15 @@ interface World {
 
 async function world(): Promise<World> {
   const cli = await cliHome("berth-race-home-", { script: "#!/bin/sh\necho agent-up\nexec sleep 300\n" });
-  const node = await NodeProcess.create({ controllers: [cli.controllerKey], signers: [cli.signer.publicKey], permits: [TEST_PERMIT] });
+  // The proxy holds a request before the node sees a byte of it (a slow link). The node cuts a connection that sends
+  // nothing for first_bytes_ms (1.5 s by default, issue 12's slot defence), which would turn the held request into a
+  // reset; these cases are about concurrent controllers, so the node gives the link the time the test holds it.
+  const node = await NodeProcess.create({
+    controllers: [cli.controllerKey],
+    signers: [cli.signer.publicKey],
+    permits: [TEST_PERMIT],
+    limits: { first_bytes_ms: 60_000, first_frame_ms: 60_000 },
+  });
   const proxy = await TcpProxy.start(node.address);
   proxies.push(proxy);
   const added = await cli.berth("nodes", "add", proxy.address, "--tier", "paired");

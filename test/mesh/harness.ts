@@ -56,6 +56,8 @@ export interface NodeSpec {
   revocations?: JsonObject | string;
   board?: string;
   extraArgs?: string[];
+  /** node.json `limits` members to set (e.g. a longer first-bytes deadline for a test that holds a request). */
+  limits?: JsonObject;
 }
 
 const running = new Set<NodeProcess>();
@@ -83,6 +85,10 @@ export class NodeProcess {
     const n = new NodeProcess(dataDir, spec);
     n.nodeId = out.node_id;
     n.publicKey = out.public_key;
+    if (spec.limits !== undefined) {
+      const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
+      writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, limits: { ...((config.limits as JsonObject | undefined) ?? {}), ...spec.limits } }));
+    }
     if (spec.permits !== undefined) n.writePolicy("permits.json", spec.permits);
     if (spec.revocations !== undefined) n.writePolicy("revocations.json", spec.revocations);
     await n.start("127.0.0.1:0");

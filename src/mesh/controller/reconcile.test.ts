@@ -5,12 +5,34 @@ import { rowsForDecision } from "./reconcile.js";
 const D = "a".repeat(64);
 const OTHER = "b".repeat(64);
 
+/** A held instance's full status row, as the node answers it (core/protocol/results.ts). */
+function held(instance_id: string, decision_id: string): JsonObject {
+  return {
+    instance_id,
+    decision_id,
+    name: "probe",
+    package_id: "c".repeat(64),
+    variant: "x86_64-linux",
+    route: "native",
+    state: "running",
+    exit_code: null,
+    signal: null,
+    detail: null,
+    pid: 42,
+    started_ms: 1,
+    requester: "e".repeat(32),
+    agent: null,
+    intent: null,
+    generation: 1,
+  };
+}
+
 describe("reading a status answer for one decision (spec/mesh.md §10.1, §11.2)", () => {
   it("finds the in-flight mark and the instances that carry the decision, ignoring departed rows and other decisions", () => {
     const rows: JsonObject[] = [
       { decision_id: D, in_flight: true, method: "place", since_ms: 1 },
-      { instance_id: "probe-000000000001", decision_id: D, state: "running" },
-      { instance_id: "probe-000000000002", decision_id: OTHER, state: "running" },
+      held("probe-000000000001", D),
+      held("probe-000000000002", OTHER),
       { instance_id: "probe-000000000003", decision_id: D, departed: "unloaded", at_ms: 2 },
     ];
     expect(rowsForDecision({ rows }, D)).toEqual({ inFlight: true, instances: ["probe-000000000001"] });
@@ -25,5 +47,7 @@ describe("reading a status answer for one decision (spec/mesh.md §10.1, §11.2)
     expect(rowsForDecision({}, D)).toBeNull();
     expect(rowsForDecision({ rows: "none" }, D)).toBeNull();
     expect(rowsForDecision({ rows: [1] }, D)).toBeNull();
+    // A row missing a member the schema requires is not guessed at either.
+    expect(rowsForDecision({ rows: [{ instance_id: "probe-000000000001", decision_id: D, state: "running" }] }, D)).toBeNull();
   });
 });

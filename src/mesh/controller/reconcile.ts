@@ -13,6 +13,7 @@
  * failed attempt, not a judgement about liveness (I3).
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
+import { isInstanceRow, statusRows } from "../../core/protocol/results.js";
 import type { CallResult } from "../client/node-client.js";
 import type { DecisionId } from "./store.js";
 import type { Targets } from "./targets.js";
@@ -30,16 +31,14 @@ export function failureText(r: Exclude<CallResult, { kind: "ok" }>): string {
 
 /** The rows of a status answer that carry `decisionId`: in-flight marks and instances (departed rows excluded). */
 export function rowsForDecision(result: JsonObject, decisionId: string): { inFlight: boolean; instances: string[] } | null {
-  const rows = result.rows;
-  if (!Array.isArray(rows)) return null;
+  const rows = statusRows(result);
+  if (rows === null) return null;
   let inFlight = false;
   const instances: string[] = [];
   for (const row of rows) {
-    if (typeof row !== "object" || row === null || Array.isArray(row)) return null;
-    const r = row as JsonObject;
-    if (r.decision_id !== decisionId || "departed" in r) continue;
-    if (r.in_flight === true) inFlight = true;
-    else if (typeof r.instance_id === "string") instances.push(r.instance_id);
+    if (row.decision_id !== decisionId || "departed" in row) continue;
+    if (row.in_flight === true) inFlight = true;
+    else if (isInstanceRow(row)) instances.push(row.instance_id);
   }
   return { inFlight, instances };
 }

@@ -6,6 +6,7 @@
  * empty and its name released. A node still handling the decision, or unreachable, leaves it unsettled.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
+import { type InstanceStatusRowAnswer, isInstanceRow, statusRows } from "../../core/protocol/results.js";
 import { rowsForDecision } from "./reconcile.js";
 import type { ControllerStore, PlacementRecord, UnsettledDecision } from "./store.js";
 import type { Targets } from "./targets.js";
@@ -71,12 +72,11 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
   return { adopted, settledEmpty, skipped };
 }
 
-function rowOf(result: JsonObject, instanceId: string): JsonObject | null {
-  const rows = result.rows as JsonObject[];
-  return rows.find((r) => r.instance_id === instanceId && !("departed" in r)) ?? null;
+function rowOf(result: JsonObject, instanceId: string): InstanceStatusRowAnswer | null {
+  return statusRows(result)?.filter(isInstanceRow).find((r) => r.instance_id === instanceId) ?? null;
 }
 
-function adoption(d: UnsettledDecision, row: JsonObject, nowMs: number) {
+function adoption(d: UnsettledDecision, row: InstanceStatusRowAnswer, nowMs: number) {
   const placement: PlacementRecord = {
     instance_id: String(row.instance_id),
     name: d.name,

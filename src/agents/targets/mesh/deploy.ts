@@ -297,7 +297,7 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     return result(false, "failed", `${input.agent}: not placed (${why}). See the explain with \`berth place ${input.packageDir} --dry-run\`.`);
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
-    if (error.code === "name_taken") return result(false, "failed", `${input.agent}: not placed: ${nameHolder(deps, input.agent, seen)}`);
+    if (error.code === "name_taken") return result(false, "failed", `${input.agent}: not placed: ${nameHolder(deps, input.agent, seen, error)}`);
     return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.`);
   }
 }
@@ -306,7 +306,7 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
  * Who holds the agent's name when a place was refused for it (issue 21 case 6): a deploy that lost a race names the
  * winner and says to deploy again; only a workload that truly exists and is not this agent is worth unloading.
  */
-function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObservation): string {
+function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObservation, refusal: PlaceError): string {
   const record = deps.controller.placements().find((p) => p.name === agent);
   if (record !== undefined) {
     const unclaimed = seen.shown.unclaimed.some((u) => u.instance_id === record.instance_id);
@@ -318,6 +318,8 @@ function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObservati
   if (open !== undefined) {
     return `the name is held by decision ${open.decision_id.slice(0, 12)} on node ${open.node_id}, whose answer was lost; \`berth unsettled --settle\` (or a deploy once that node answers) resolves it.`;
   }
+  // The store names a decision in flight with its owner (pid, host, epoch): say exactly that (issue 21 case 6).
+  if (refusal.holder?.kind === "decision") return `${refusal.message}; nothing was unloaded. Deploy again once it has finished.`;
   return "the name is held by a placement another berth process is sending right now; nothing was unloaded. Deploy again once it has finished.";
 }
 
