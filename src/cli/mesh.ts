@@ -48,7 +48,8 @@ const paintColumns = (palette: Palette, columns: readonly number[]) => (column: 
 
 function targetTable(targets: readonly TargetInfo[], json: boolean | undefined): string {
   if (targets.length === 0) return "no targets; add one with `berth nodes add HOST:PORT --tier paired`";
-  const rows = targets.map((t) => [t.node_id ?? "-", t.name ?? "-", t.addr, t.tier, t.liveness, t.error ?? ""]);
+  const note = (t: TargetInfo) => (t.unreachable_since_ms === null ? (t.error ?? "") : `unreachable since ${new Date(t.unreachable_since_ms).toISOString()}${t.error ? `: ${t.error}` : ""}`);
+  const rows = targets.map((t) => [t.node_id ?? "-", t.name ?? "-", t.addr, t.tier, t.liveness, note(t)]);
   const palette = stdoutPalette(json);
   return renderTable(["NODE", "NAME", "ADDRESS", "TIER", "LIVENESS", "NOTE"], rows, { palette, paint: paintColumns(palette, [3, 4]) });
 }

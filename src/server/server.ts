@@ -2,12 +2,15 @@
  * `startServer`: the controller as a service (issue 8 §2). Opens the server's state in the data directory, reads or
  * creates the API token, builds the app and listens — on loopback unless told otherwise. `berth serve`, `berth up`
  * and the benchmarks start it in-process; `close()` ends the event streams, stops listening and closes the controller.
+ * Once listening it keeps node status fresh (issue 16): every target is described at once and then on a tick
+ * (`startTargetWatch`), which only observes; the tick stops before the controller closes.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { berthVersion } from "../version.js";
+import { DEFAULT_TICK_MS, startTargetWatch } from "../mesh/controller/index.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { buildApp } from "./app.js";
 import { hostNames } from "./edge.js";
@@ -40,6 +43,8 @@ export interface ServerOptions {
   readonly allowedHosts?: readonly string[];
   /** PEM files: serve HTTPS. */
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
+  /** The lifecycle tick: every target is described at start and then this often (default 10 s; 0: never). */
+  readonly tickMs?: number;
 }
 
 export interface RunningServer {
@@ -104,6 +109,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const chain = state.controller.store.chain;
   const checkpoints = setInterval(() => chain.checkpointIfDue(), 60_000);
   checkpoints.unref();
+  const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
+  const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed")) : null;
   let closing: Promise<void> | null = null;
   return {
     url,
@@ -113,6 +120,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     close: () => {
       closing ??= (async () => {
         clearInterval(checkpoints);
+        await watch?.stop();
         await app.close();
         chain.checkpointIfDue(true);
         state.close();

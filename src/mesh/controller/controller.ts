@@ -13,6 +13,8 @@ import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
 import type { NodeView, ScoringWeights } from "../../core/placement/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
+import { z } from "zod";
+import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { NodeClient } from "../client/node-client.js";
@@ -40,10 +42,24 @@ export interface ControllerOptions {
   readonly timeouts?: Partial<Timeouts>;
   readonly weights?: Partial<ScoringWeights>;
   readonly gate?: Partial<GateSettings>;
-  /** §8.2 `dead_after`. */
+  /** §8.2 `dead_after`; default `$BERTH_DEAD_AFTER_MS`, else DEFAULT_DEAD_AFTER_MS (120 s). */
   readonly deadAfterMs?: number;
   /** Crash-test seams (§18.3); never set in production. */
   readonly hooks?: DispatchHooks;
+}
+
+const DeadAfterEnv = z.coerce.number().int().min(100, "must be at least 100 (ms)").max(7 * 24 * 3600 * 1000, "must be at most a week (ms)");
+
+/**
+ * `dead_after` for every process on this home: the CLI, `berth serve` and `berth up` must judge the same stored
+ * contacts the same way, so the setting comes from the environment they share rather than a flag of one verb.
+ */
+export function deadAfterFromEnv(env: NodeJS.ProcessEnv): number {
+  const raw = env.BERTH_DEAD_AFTER_MS;
+  if (raw === undefined || raw === "") return DEFAULT_DEAD_AFTER_MS;
+  const parsed = DeadAfterEnv.safeParse(raw);
+  if (!parsed.success) throw new ControllerError(`BERTH_DEAD_AFTER_MS: ${parsed.error.issues[0]?.message ?? "must be an integer (ms)"}`);
+  return parsed.data;
 }
 
 export class ControllerError extends Error {
@@ -71,7 +87,7 @@ export class MeshController {
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
     const client = new NodeClient({ key: o.key, connector: o.connector, clock });
     const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs });
-    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs);
+    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env));
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
     this.deps = {
       store: this.store,
@@ -244,6 +260,16 @@ export class MeshController {
     await this.targetSet.refreshAll();
     if (this.store.unsettled().length > 0) await this.settleReport();
     return this.targetSet.list();
+  }
+
+  /**
+   * `berth serve`'s lifecycle tick (issue 16): describes every known target with its stored key, so the stored
+   * liveness, boot ids and facts stay fresh. It never places, unloads or settles anything; a describe that changes
+   * nothing chains nothing (only a changed policy file, a newly listed peer or a refused key is chained).
+   */
+  async watchTargets(): Promise<void> {
+    await this.readPolicy(true);
+    await this.targetSet.refreshAll();
   }
 
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */

@@ -33,7 +33,7 @@ declare const decisionIdBrand: unique symbol;
 /** The hash of a committed decision event (§9.2 step 6); the only authority a mutating request may carry (I4). */
 export type DecisionId = string & { readonly [decisionIdBrand]: true };
 
-export const CONTROLLER_SCHEMA_VERSION = 3;
+export const CONTROLLER_SCHEMA_VERSION = 4;
 
 const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
 export type TierSource = "default" | "api" | "peers";
@@ -94,6 +94,27 @@ export interface StoredTarget {
   readonly tier_source: TierSource;
   readonly learned_ms: number | null;
 }
+
+/**
+ * What the store keeps of a target's last contacts (issue 16): every process that talks to a node records the
+ * outcome here, so every process judges the same truth (`judgeNodeLiveness`). Not chained: an observation is not a
+ * decision, and a tick that changes nothing must add nothing to the chain.
+ */
+export interface StoredContact {
+  readonly addr: string;
+  readonly last_ok_ms: number | null;
+  readonly unreachable_since_ms: number | null;
+  readonly last_error: string | null;
+  /** The name in the node's last accepted facts, so a fresh process can show it before describing. */
+  readonly name: string | null;
+  /** When the outcome recorded last was observed; an older outcome arriving later is dropped. */
+  readonly contact_ms: number | null;
+}
+
+/** One contact's outcome: a valid answer (a signed refusal included) or none. */
+export type ContactOutcome =
+  | { readonly ok: true; readonly at_ms: number; readonly error: string | null; readonly name: string | null }
+  | { readonly ok: false; readonly at_ms: number; readonly error: string };
 
 export interface AttemptRow {
   readonly decision_id: string;
@@ -284,6 +305,16 @@ export class ControllerStore {
             CREATE UNIQUE INDEX mesh_decisions_open_name ON mesh_decisions (name) WHERE state IN (${OPEN_SQL});
           `);
         }
+        // v4 (issue 16): each target's last contacts, so liveness is the store's, not one process's memory.
+        if (from < 4) {
+          tx.db.exec(`
+            ALTER TABLE mesh_targets ADD COLUMN last_ok_ms INTEGER;
+            ALTER TABLE mesh_targets ADD COLUMN unreachable_since_ms INTEGER;
+            ALTER TABLE mesh_targets ADD COLUMN last_error TEXT;
+            ALTER TABLE mesh_targets ADD COLUMN name TEXT;
+            ALTER TABLE mesh_targets ADD COLUMN contact_ms INTEGER;
+          `);
+        }
       }),
     );
     this.lease = withWriteTx(db, (tx) => {
@@ -355,7 +386,7 @@ export class ControllerStore {
   // ---- targets ----------------------------------------------------------------------------------------------
 
   targets(): StoredTarget[] {
-    return (this.db.prepare("SELECT * FROM mesh_targets ORDER BY addr").all() as Array<StoredTarget & { tier: string; tier_source: string }>).map(
+    return (this.db.prepare("SELECT addr, node_id, key, tier, tier_source, learned_ms FROM mesh_targets ORDER BY addr").all() as Array<StoredTarget & { tier: string; tier_source: string }>).map(
       (r) => ({ ...r, tier: r.tier as Tier, tier_source: r.tier_source as TierSource }),
     );
   }
@@ -369,6 +400,30 @@ export class ControllerStore {
         )
         .run(t.addr, t.node_id, t.key, t.tier, t.tier_source, t.learned_ms);
       this.chain.append(tx, event);
+    });
+  }
+
+  /** Every target's recorded contacts, by address. */
+  contacts(): Map<string, StoredContact> {
+    const rows = this.db.prepare("SELECT addr, last_ok_ms, unreachable_since_ms, last_error, name, contact_ms FROM mesh_targets").all() as unknown as StoredContact[];
+    return new Map(rows.map((r) => [r.addr, r]));
+  }
+
+  /**
+   * Records one contact's outcome, unless another process already recorded a later one. A valid answer clears
+   * `unreachable since`; a failure sets it only if it is not set (the node has been unreachable since the first).
+   */
+  recordContact(addr: string, o: ContactOutcome): void {
+    this.tx((tx) => {
+      if (o.ok) {
+        tx.db
+          .prepare("UPDATE mesh_targets SET last_ok_ms = ?, unreachable_since_ms = NULL, last_error = ?, name = COALESCE(?, name), contact_ms = ? WHERE addr = ? AND COALESCE(contact_ms, 0) <= ?")
+          .run(o.at_ms, o.error, o.name, o.at_ms, addr, o.at_ms);
+      } else {
+        tx.db
+          .prepare("UPDATE mesh_targets SET unreachable_since_ms = COALESCE(unreachable_since_ms, ?), last_error = ?, contact_ms = ? WHERE addr = ? AND COALESCE(contact_ms, 0) <= ?")
+          .run(o.at_ms, o.error, o.at_ms, addr, o.at_ms);
+      }
     });
   }
 

@@ -14,20 +14,21 @@
  *   that drops out of the peers file is demoted to `discovered`, and an unreadable peers file demotes every target
  *   until a valid one is loaded (fail closed). Targets are never forgotten, so a demoted target's instances can
  *   still be stopped and unloaded.
- * - liveness comes from direct contact only: a valid answer within the last 60 s makes a target `alive`.
- * - after a controller restart every target is unreachable with no boot id until a describe answered by its
- *   stored key (§14.2 step 2): boot ids and facts live in memory only.
+ * - liveness comes from direct contact only, and lives in the store (issue 16): every describe and call records
+ *   its outcome there (`recordContact`: last valid answer, unreachable since), and every read judges the stored
+ *   record with `judgeNodeLiveness` (src/core/mesh/node-liveness.ts), so a fresh CLI process, the API and the
+ *   dashboard show what the last contact by any process showed.
+ * - after a controller restart no target has a boot id until a describe answered by its stored key (§14.2 step 2):
+ *   boot ids and facts live in memory only, so nothing is sent on the strength of another process's contact.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Tier } from "../../core/governance/policy.js";
+import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-liveness.js";
 import type { Liveness, NodeFacts, NodeView } from "../../core/placement/index.js";
 import type { CallOptions, CallResult, NodeClient, TargetRef } from "../client/node-client.js";
 import { acceptFacts } from "./facts.js";
 import type { PeersLoad } from "./policy.js";
-import type { ControllerStore, StoredTarget, TierSource } from "./store.js";
-
-/** §8.2: alive only with a valid answer this recent. */
-export const ALIVE_WINDOW_MS = 60_000;
+import type { ContactOutcome, ControllerStore, StoredContact, StoredTarget, TierSource } from "./store.js";
 
 interface Live {
   stored: StoredTarget;
@@ -36,10 +37,7 @@ interface Live {
   factsSeq: number | null;
   factsExpireAtMs: number;
   factsRejected: string | null;
-  lastOkMs: number | null;
   lastSentMs: number | null;
-  unreachableSinceMs: number | null;
-  lastError: string | null;
   refusedKeys: Set<string>;
 }
 
@@ -53,6 +51,8 @@ export interface TargetInfo {
   readonly tier: Tier;
   readonly tier_source: TierSource;
   readonly liveness: Liveness;
+  /** Since when no contact has had a valid answer (null while reachable): `dead` once `dead_after` has passed. */
+  readonly unreachable_since_ms: number | null;
   readonly boot_id: string | null;
   readonly learned_ms: number | null;
   readonly last_ok_ms: number | null;
@@ -72,7 +72,7 @@ export class Targets {
     private readonly client: NodeClient,
     private readonly describer: NodeClient,
     private readonly clock: () => number,
-    private readonly deadAfterMs = 120_000,
+    private readonly deadAfterMs = DEFAULT_DEAD_AFTER_MS,
   ) {
     for (const t of store.targets()) this.live.set(t.addr, fresh(t));
   }
@@ -92,7 +92,8 @@ export class Targets {
   // ---- reads ------------------------------------------------------------------------------------------------
 
   list(): TargetInfo[] {
-    return [...this.live.values()].map((l) => this.info(l));
+    const contacts = this.store.contacts();
+    return [...this.live.values()].map((l) => this.info(l, contacts));
   }
 
   byNode(nodeId: string): TargetInfo | null {
@@ -105,6 +106,12 @@ export class Targets {
     return l ? this.info(l) : null;
   }
 
+  /** The judgement of one target's stored contacts now. */
+  private judged(l: Live, contacts: Map<string, StoredContact>, now: number): { contact: StoredContact | undefined; liveness: Liveness } {
+    const contact = contacts.get(l.stored.addr);
+    return { contact, liveness: judgeNodeLiveness(contact ?? { last_ok_ms: null, unreachable_since_ms: null }, now, this.deadAfterMs) };
+  }
+
   /** Whether a describe with the stored key succeeded since the controller started (§12 step 2). */
   described(nodeId: string): boolean {
     const l = this.liveByNode(nodeId);
@@ -114,13 +121,14 @@ export class Targets {
   /** The engine's view of every learned target (§8.2). */
   views(): NodeView[] {
     const now = this.clock();
+    const contacts = this.store.contacts();
     const out: NodeView[] = [];
     for (const l of this.live.values()) {
       if (l.stored.node_id === null) continue;
       out.push({
         node_id: l.stored.node_id as NodeView["node_id"],
         tier: this.tierOf(l),
-        liveness: this.livenessOf(l, now),
+        liveness: this.judged(l, contacts, now).liveness,
         facts: l.facts,
         facts_expire_at_ms: l.facts ? l.factsExpireAtMs : 0,
       });
@@ -137,27 +145,22 @@ export class Targets {
     return this.demotedAll !== null ? "discovered" : l.stored.tier;
   }
 
-  private livenessOf(l: Live, now: number): Liveness {
-    if (l.lastOkMs === null) return "unknown";
-    if (l.unreachableSinceMs === null && now - l.lastOkMs < ALIVE_WINDOW_MS) return "alive";
-    if (l.unreachableSinceMs !== null && now - l.unreachableSinceMs >= this.deadAfterMs) return "dead";
-    return "suspect";
-  }
-
-  private info(l: Live): TargetInfo {
+  private info(l: Live, contacts: Map<string, StoredContact> = this.store.contacts()): TargetInfo {
+    const { contact, liveness } = this.judged(l, contacts, this.clock());
     return {
       addr: l.stored.addr,
       node_id: l.stored.node_id,
       key: l.stored.key,
-      name: l.facts?.name ?? null,
+      name: l.facts?.name ?? contact?.name ?? null,
       tier: this.tierOf(l),
       tier_source: l.stored.tier_source,
-      liveness: this.livenessOf(l, this.clock()),
+      liveness,
+      unreachable_since_ms: contact?.unreachable_since_ms ?? null,
       boot_id: l.bootId,
       learned_ms: l.stored.learned_ms,
-      last_ok_ms: l.lastOkMs,
+      last_ok_ms: contact?.last_ok_ms ?? null,
       facts_expire_at_ms: l.facts ? l.factsExpireAtMs : null,
-      error: l.lastError ?? l.factsRejected,
+      error: contact?.last_error ?? l.factsRejected,
     };
   }
 
@@ -179,7 +182,7 @@ export class Targets {
     if (known?.stored.key && (wantKey === null || wantKey === known.stored.key)) {
       const refreshed = await this.refresh(addr);
       if (opts.tier && opts.tier !== known.stored.tier) this.setTier(addr, opts.tier, opts.source ?? "api");
-      return refreshed ? { ok: true, target: this.info(known) } : { ok: false, error: known.lastError ?? `target ${addr} did not answer` };
+      return refreshed ? { ok: true, target: this.info(known) } : { ok: false, error: this.info(known).error ?? `target ${addr} did not answer` };
     }
     if (known?.stored.key && wantKey !== null && !opts.listed) {
       return { ok: false, error: `target ${addr} is known under key ${known.stored.key}; a new key is learned only from the peers file` };
@@ -232,9 +235,6 @@ export class Targets {
   private absorb(l: Live, bootId: string, facts: JsonObject): void {
     const now = this.clock();
     l.bootId = bootId;
-    l.lastOkMs = now;
-    l.unreachableSinceMs = null;
-    l.lastError = null;
     const verdict = acceptFacts(facts, l.factsSeq, now);
     if (verdict.kind === "accepted") {
       l.facts = verdict.facts;
@@ -245,18 +245,22 @@ export class Targets {
       l.facts = null;
       l.factsRejected = `facts rejected: ${verdict.reason}`;
     }
+    this.record(l, { ok: true, at_ms: now, error: null, name: verdict.kind === "accepted" ? verdict.facts.name : null });
+  }
+
+  /** Every contact's outcome goes to the store: the one place liveness is judged from. */
+  private record(l: Live, o: ContactOutcome): void {
+    this.store.recordContact(l.stored.addr, o);
   }
 
   private markUnreachable(l: Live, why: string): void {
-    if (l.unreachableSinceMs === null) l.unreachableSinceMs = this.clock();
-    l.lastError = why;
+    this.record(l, { ok: false, at_ms: this.clock(), error: why });
   }
 
   private noteFailure(l: Live, r: Exclude<CallResult, { kind: "ok" }>): void {
     if (r.kind === "refused") {
       // A valid signed refusal is direct contact: the node is there, it just said no.
-      l.lastOkMs = this.clock();
-      l.lastError = `${r.code}: ${r.reason}`;
+      this.record(l, { ok: true, at_ms: this.clock(), error: `${r.code}: ${r.reason}`, name: null });
       return;
     }
     this.markUnreachable(l, r.reason);
@@ -376,9 +380,7 @@ export class Targets {
     const r = await this.client.call(ref, method, body, opts);
     if (l) {
       if (r.kind === "ok") {
-        l.lastOkMs = this.clock();
-        l.unreachableSinceMs = null;
-        l.lastError = null;
+        this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });
       } else {
         this.noteFailure(l, r);
       }
@@ -395,10 +397,7 @@ function fresh(stored: StoredTarget): Live {
     factsSeq: null,
     factsExpireAtMs: 0,
     factsRejected: null,
-    lastOkMs: null,
     lastSentMs: null,
-    unreachableSinceMs: null,
-    lastError: null,
     refusedKeys: new Set(),
   };
 }
