@@ -6,6 +6,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { z } from "zod";
 import type { JsonObject } from "../../core/crypto/canonical.js";
+import { type InstanceStatusRowAnswer, isInstanceRow, statusRows } from "../../core/protocol/results.js";
 import type { NodeId } from "../../core/crypto/ed25519.js";
 import { renderExplain } from "../../core/placement/explain.js";
 import type { NodeView, PlacementDecision } from "../../core/placement/index.js";
@@ -106,15 +107,10 @@ function listPackages(dataDir: string) {
   });
 }
 
-interface NodeStatusRow {
-  readonly instance_id: string;
-  readonly state: string;
-}
-
 /** One signed status per node (not per instance), so a list of hundreds of instances costs one call per node. */
-async function nodeStates(ctx: CallContext, nodeIds: ReadonlySet<string>): Promise<Map<string, Map<string, JsonObject>>> {
+async function nodeStates(ctx: CallContext, nodeIds: ReadonlySet<string>): Promise<Map<string, Map<string, InstanceStatusRowAnswer>>> {
   const targets = await ctx.state.controller.targets();
-  const out = new Map<string, Map<string, JsonObject>>();
+  const out = new Map<string, Map<string, InstanceStatusRowAnswer>>();
   await Promise.all(
     targets
       .filter((t) => t.node_id !== null && nodeIds.has(t.node_id) && t.boot_id !== null && t.key !== null)
@@ -125,13 +121,10 @@ async function nodeStates(ctx: CallContext, nodeIds: ReadonlySet<string>): Promi
           { instance_id: null, include_departed: false },
           { timeoutMs: 5_000 },
         );
-        if (r.kind !== "ok" || !Array.isArray(r.result.rows)) return;
-        const rows = new Map<string, JsonObject>();
-        for (const row of r.result.rows) {
-          if (typeof row === "object" && row !== null && !Array.isArray(row) && typeof (row as Partial<NodeStatusRow>).instance_id === "string") {
-            rows.set(String((row as JsonObject).instance_id), row as JsonObject);
-          }
-        }
+        const answered = r.kind === "ok" ? statusRows(r.result) : null;
+        if (answered === null) return;
+        const rows = new Map<string, InstanceStatusRowAnswer>();
+        for (const row of answered.filter(isInstanceRow)) rows.set(row.instance_id, row);
         out.set(t.node_id as string, rows);
       }),
   );
@@ -201,7 +194,7 @@ export const meshHandlers: Handlers = {
       body: {
         instances: placements.map((p) => {
           const row = states.get(p.node_id)?.get(p.instance_id) ?? null;
-          const state = states.has(p.node_id) ? (row ? String(row.state) : "absent") : "unknown";
+          const state = states.has(p.node_id) ? (row ? row.state : "absent") : "unknown";
           return { ...p, state, status: row };
         }),
       },
