@@ -1,9 +1,10 @@
 /**
- * `bash scripts/campaign --seeds A-B [--verbose]`: runs the seeds one after another (each in a fresh world), then
+ * `bash scripts/campaign --seeds A-B [--parallel N] [--verbose]`: runs the seeds (each in a fresh world, N worlds at
+ * once, default 1), then
  * prints the schedules run, the fault counts by type, the operations, and every violation with its seed, its
  * schedule and how to replay it. Exits 1 when a seed found a violation.
  */
-import { type Outcome, replayHint, runSeed } from "./run.js";
+import { type Outcome, replayHint, runSeeds } from "./run.js";
 
 function parseSeeds(text: string): number[] {
   const seeds: number[] = [];
@@ -39,14 +40,15 @@ async function main(): Promise<void> {
   const verbose = args.includes("--verbose");
   const at = args.indexOf("--seeds");
   const seeds = parseSeeds(at >= 0 ? (args[at + 1] ?? "") : "1-10");
-  const outcomes: Outcome[] = [];
-  for (const seed of seeds) {
-    const o = await runSeed(seed, { verbose });
-    outcomes.push(o);
+  const p = args.indexOf("--parallel");
+  const parallel = p >= 0 ? Number(args[p + 1]) : 1;
+  if (!Number.isInteger(parallel) || parallel < 1) throw new Error("--parallel: expected a whole number of worlds at once, at least 1");
+  const outcomes = await runSeeds(seeds, parallel, (o) => {
+    const seed = o.seed;
     const faults = Object.entries(o.faults).map(([k, v]) => `${k}=${v}`).join(" ");
     process.stdout.write(`seed ${seed}: ${o.violations.length === 0 ? "ok" : `${o.violations.length} violation(s)`} in ${(o.ms / 1000).toFixed(1)} s; ${faults}\n`);
     if (verbose) process.stdout.write(`${o.schedule}\n${o.notes.map((n) => `  note: ${n}\n`).join("")}${o.violations.map((v) => `  ✗ ${v}\n`).join("")}`);
-  }
+  }, { verbose });
   process.stdout.write(`\n${summarise(outcomes)}\n`);
   process.exitCode = outcomes.some((o) => o.violations.length > 0) ? 1 : 0;
 }

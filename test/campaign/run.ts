@@ -14,7 +14,6 @@
  * together so the order of heal and judge reads top to bottom.
  */
 import { join } from "node:path";
-import { cleanup } from "../mesh/harness.js";
 import type { Spawned } from "../support/process.js";
 import type { HeldRequest } from "../support/tcp-proxy.js";
 import { instancesByName, type LiveProcess, liveAgentProcesses, recordedPlacements } from "./observe.js";
@@ -278,8 +277,9 @@ function judge(st: RunState, sampler: Sampler, verified: CliResult[]): string[] 
 export async function runSeed(seed: number, opts: { verbose?: boolean; log?: (s: string) => void } = {}): Promise<Outcome> {
   const started = Date.now();
   const s = scheduleFor(seed);
-  const log = opts.verbose ? (opts.log ?? ((m: string) => process.stderr.write(`[seed ${seed}] ${m}\n`))) : () => undefined;
+  const log = opts.verbose ? (opts.log ?? ((m: string) => process.stderr.write(`[seed ${seed} +${Date.now() - started} ms] ${m}\n`))) : () => undefined;
   const w = await makeWorld(seed, s.agents, s.nodes);
+  log("world up");
   const st: RunState = { w, s, faults: {}, ops: {}, notes: [], intent: new Map(), asked: new Set(), killed: new Set(), log };
   const sampler = new Sampler(w, log);
   sampler.start();
@@ -307,6 +307,7 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; log?: (s:
       for (const p of w.proxies) p.disarm();
     }
     await heal(w);
+    log("healed");
     const settle = async () => {
       const r = await w.berth("unsettled", "--settle", "--json");
       if (r.code !== 0) st.notes.push(`settle exited ${r.code}: ${r.stdout.slice(0, 200)} ${r.stderr.slice(0, 200)}`);
@@ -316,8 +317,7 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; log?: (s:
     const converge = await Promise.all(
       [...st.intent].map(([a, intent]) => (intent === "run" ? w.berth("deploy", w.specFile(a), "--json") : w.berth("agent", "stop", w.agentName(a), "--json"))),
     );
-    converge.forEach((r, k) => log(`converge ${k}: exit ${r.code} ${r.stdout.slice(0, 300).replace(/\s+/g, " ")} ${r.stderr.slice(0, 200)}`));
-    await settle();
+    for (const [k, r] of converge.entries()) log(`converge ${k}: exit ${r.code} ${r.stdout.slice(0, 300).replace(/\s+/g, " ")} ${r.stderr.slice(0, 200)}`);
     // Give the agents meant to run a moment to show up (generous: the machine is loaded), judged below.
     const end = Date.now() + 20_000;
     while (Date.now() < end) {
@@ -327,6 +327,7 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; log?: (s:
       await sleep(200);
     }
     sampler.stop();
+    log("converged; verifying chains");
     const verified = await Promise.all([
       w.berth("audit", "verify", "--db", join(w.home, "controller.db"), "--json"),
       ...w.nodes.map((n) => w.berth("audit", "verify", "--db", join(n.dataDir, "node.db"), "--pubkey", n.publicKey, "--json")),
@@ -337,13 +338,23 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; log?: (s:
   } finally {
     sampler.stop();
     await w.close();
-    try {
-      await cleanup();
-    } catch (e) {
-      violations.push(`chain: ${e instanceof Error ? e.message : String(e)}`);
-    }
   }
   return { seed, schedule: describeSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started };
+}
+
+/** Runs `seeds` with at most `parallel` worlds at once (each seed alone in its own world, so replay is unchanged). */
+export async function runSeeds(seeds: readonly number[], parallel: number, each: (o: Outcome) => void, opts: { verbose?: boolean } = {}): Promise<Outcome[]> {
+  const outcomes: Outcome[] = [];
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < seeds.length; i = next++) {
+      const o = await runSeed(seeds[i] as number, opts);
+      outcomes.push(o);
+      each(o);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, parallel) }, worker));
+  return outcomes.sort((a, b) => a.seed - b.seed);
 }
 
 export function replayHint(seed: number): string {

@@ -6,13 +6,18 @@
  * The sample package forks: its group leader (`sh`) waits on a worker child (`sleep`), both carrying the node's
  * BERTH_NAME / BERTH_INSTANCE_ID environment, so the campaign can kill either and judge liveness from /proc.
  */
-import { writeFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
-import { MAIN, NodeProcess, requireBuild, tempDir } from "../mesh/harness.js";
+import { MAIN, NodeProcess, type NodeSpec, processesWithEnv, requireBuild } from "../mesh/harness.js";
 import { probePackage, TEST_PERMIT, writeJson } from "../mesh-controller/support/package.js";
 import { runNode, type Spawned, spawnNode } from "../support/process.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
+
+const run = promisify(execFile);
 
 /** Leader waits on a worker: a kill of either is a distinct fault (issue 21's process-group liveness). */
 export const AGENT_SCRIPT = "#!/bin/sh\necho agent-up\nsleep 600 &\nwait\n";
@@ -39,9 +44,25 @@ export interface World {
   close(): Promise<void>;
 }
 
+/** NodeProcess.create without its synchronous `node init`, so three daemons come up side by side. */
+async function startNode(spec: NodeSpec, dirs: string[]): Promise<NodeProcess> {
+  const root = mkdtempSync(join(tmpdir(), "berth-campaign-node-"));
+  dirs.push(root);
+  const dataDir = join(root, "node");
+  const { stdout } = await run(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--json"], { encoding: "utf8" });
+  const out = JSON.parse(stdout) as { node_id: string; public_key: string };
+  const n = new NodeProcess(dataDir, spec);
+  n.nodeId = out.node_id;
+  n.publicKey = out.public_key;
+  if (spec.permits !== undefined) n.writePolicy("permits.json", spec.permits);
+  await n.start("127.0.0.1:0");
+  return n;
+}
+
 export async function makeWorld(seed: number, agents: number, nodes: number): Promise<World> {
   requireBuild();
-  const home = tempDir("berth-campaign-");
+  const home = mkdtempSync(join(tmpdir(), "berth-campaign-"));
+  const dirs = [home];
   const controller = generateSigningKey();
   saveKeyFile(join(home, "keys", "controller.key"), controller);
   const signer = generateSigningKey();
@@ -51,9 +72,7 @@ export async function makeWorld(seed: number, agents: number, nodes: number): Pr
   writeJson(join(home, "permits.json"), [TEST_PERMIT]);
   const env = { BERTH_HOME: home };
   const berth = (...args: string[]) => runNode([MAIN, ...args], { env });
-  const daemons = await Promise.all(
-    Array.from({ length: nodes }, () => NodeProcess.create({ controllers: [controller.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] })),
-  );
+  const daemons = await Promise.all(Array.from({ length: nodes }, () => startNode({ controllers: [controller.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] }, dirs)));
   const proxies = await Promise.all(daemons.map((d) => TcpProxy.start(d.address)));
   const added = await Promise.all(proxies.map((p) => berth("nodes", "add", p.address, "--tier", "paired", "--json")));
   for (const a of added) if (a.code !== 0) throw new Error(`berth nodes add failed: ${a.stdout} ${a.stderr}`);
@@ -76,8 +95,30 @@ export async function makeWorld(seed: number, agents: number, nodes: number): Pr
     pkgDir,
     berth,
     spawnBerth: (...args) => spawnNode([MAIN, ...args], { env }),
+    /**
+     * Tears this world down alone (seeds may run side by side, so the harness's global cleanup is not used): its
+     * proxies, its daemons, every process its nodes started (by BERTH_NODE_ID), then its directories.
+     */
     async close() {
       for (const p of proxies) await p.close();
+      for (const n of daemons) {
+        await n.kill9();
+        for (const pid of n.instancePids()) {
+          try {
+            process.kill(-pid, "SIGKILL");
+          } catch {
+            // gone already
+          }
+        }
+        for (const pid of processesWithEnv(`BERTH_NODE_ID=${n.nodeId}`)) {
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {
+            // gone already
+          }
+        }
+      }
+      for (const d of dirs) rmSync(d, { recursive: true, force: true });
     },
   };
 }
