@@ -1,4 +1,5 @@
 /** Opening the mesh controller for one verb, the same way for every verb that needs it (mesh and agents). */
+import { hostname, userInfo } from "node:os";
 import { resolve } from "node:path";
 import type { SigningKey } from "../core/crypto/ed25519.js";
 import { loadKeyFile } from "../keys/key-file.js";
@@ -37,4 +38,15 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
   } finally {
     controller.close();
   }
+}
+
+/** Who runs this verb, for an operator action the chain records (a repair, a verb on an unmanaged instance). */
+export function operatorIdentity(via: string): { user: string; uid: number; pid: number; host: string; via: string } {
+  let user = "unknown";
+  try {
+    user = userInfo().username;
+  } catch {
+    // no passwd entry (a container): the uid still says who
+  }
+  return { user, uid: process.getuid?.() ?? -1, pid: process.pid, host: hostname(), via };
 }

@@ -7,21 +7,10 @@
  * already records it; every settle used to fail on it with a unique-constraint error. Its placement is the truth, so
  * the repair marks the decision placed. It also lists decisions other processes hold right now (informational).
  */
-import { hostname, userInfo } from "node:os";
 import type { Command } from "commander";
-import { withController } from "./controller.js";
+import { operatorIdentity, withController } from "./controller.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
-
-function operator() {
-  let user = "unknown";
-  try {
-    user = userInfo().username;
-  } catch {
-    // no passwd entry (a container): the uid still says who
-  }
-  return { user, uid: process.getuid?.() ?? -1, pid: process.pid, host: hostname(), via: "berth doctor" };
-}
 
 export function registerDoctorCommands(program: Command): void {
   program
@@ -33,7 +22,7 @@ export function registerDoctorCommands(program: Command): void {
     .option("--json", "print one JSON document")
     .action(async (opts: { repair?: boolean; dataDir?: string; keyFile?: string; json?: boolean }) => {
       const doc = await withController({ ...opts, quiet: true }, async (c) => {
-        const wedged = opts.repair ? c.repairWedged(operator()) : c.wedged();
+        const wedged = opts.repair ? c.repairWedged(operatorIdentity("berth doctor")) : c.wedged();
         const inFlight = c.store
           .ownedDecisions()
           .filter((o) => o.decision.owner_id !== c.store.lease.owner_id)

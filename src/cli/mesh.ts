@@ -9,7 +9,7 @@ import { z } from "zod";
 import { PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
 import { CliError, describeZodIssues, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
-import { withController } from "./controller.js";
+import { operatorIdentity, withController } from "./controller.js";
 import { berthHome, defaultPaths } from "./paths.js";
 import { withSpinner } from "./progress.js";
 import { type Palette, paintState, stdoutPalette } from "./style.js";
@@ -181,7 +181,7 @@ export function registerMeshCommands(program: Command): void {
     const tail = Number(opts.tailBytes);
     if (!Number.isInteger(grace) || grace < 0 || grace > 60_000) throw new CliError("--grace-ms: must be an integer 0…60000");
     if (!Number.isInteger(tail) || tail < 0 || tail > 65_536) throw new CliError("--tail-bytes: must be an integer 0…65536");
-    const r = await withController(opts, (c) => c.instance(verb as Verb, id, { grace_ms: grace, tail_bytes: tail }));
+    const r = await withController(opts, (c) => c.instance(verb as Verb, id, { grace_ms: grace, tail_bytes: tail, operator: operatorIdentity(`berth instance ${verb}`) }));
     if (r.kind === "error" && r.code === "unknown_instance") throw unknownInstance(id, `${verb} ${id}: ${r.reason}`);
     if (r.kind === "unreachable") throw unreachableNode(`${verb} ${id} on ${r.node}`, `${r.reason}; nothing changed on the controller`);
     // A refused or indeterminate answer keeps its own fields; `error` is the same sentence people read.

@@ -2,6 +2,7 @@
 import { Command } from "commander";
 import { registerAgentCommands } from "./agents.js";
 import { registerAuditCommands } from "./audit.js";
+import { registerBackupCommands } from "./backup.js";
 import { registerCompletionCommands } from "./completion.js";
 import { registerDoctorCommands } from "./doctor.js";
 import { registerDownCommands } from "./down.js";
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerAgentCommands(program);
   registerUpCommands(program);
   registerDownCommands(program);
+  registerBackupCommands(program);
   registerServeCommands(program);
   return program;
 }

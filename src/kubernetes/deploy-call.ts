@@ -78,6 +78,8 @@ export class DeployCall {
   lastAction = "none";
   /** The desired create-intent fingerprint, computed once per call after the preflight steps. */
   desired = "";
+  /** Recorded fingerprints equal in meaning to `desired` (the other template version). */
+  equivalents: readonly string[] = [];
   readonly ns: string;
   readonly podName: string;
   readonly waiter: Waiter;

@@ -17,7 +17,7 @@ import { classifiedDelete } from "../core/kubernetes/authority.js";
 import { catalogue } from "../core/kubernetes/catalogue.js";
 import { assertNever, classify, type DeleteAction } from "../core/kubernetes/classify.js";
 import { latestCondition, POD_GONE } from "../core/kubernetes/condition.js";
-import { fingerprint } from "../core/kubernetes/intent.js";
+import { equivalentFingerprints, fingerprint } from "../core/kubernetes/intent.js";
 import { loopStep } from "../core/kubernetes/loop-rules.js";
 import { pullFailureMessage } from "../core/kubernetes/pull-failure.js";
 import { attemptSecrets, scrubberFor } from "../core/kubernetes/scrub.js";
@@ -124,6 +124,7 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   }
   // Step 4: the desired fingerprint, once per call.
   call.desired = fingerprint(call.inputs.config, Object.keys(call.inputs.env));
+  call.equivalents = equivalentFingerprints(call.inputs.config, Object.keys(call.inputs.env));
   return loop(call);
 }
 
@@ -135,7 +136,7 @@ async function loop(call: DeployCall): Promise<DeployAnswer> {
     call.waiter.observed(obs.kind === "absent" ? undefined : (obs.raw.metadata.resourceVersion ?? undefined));
     // A foreign pod on our name is refused before any write (P-15).
     if (obs.kind === "foreign") throw Answer.fail(catalogue.K5(call.podName));
-    const action = classify(obs.kind === "verified" ? obs.pod : null, call.desired);
+    const action = classify(obs.kind === "verified" ? obs.pod : null, call.desired, call.equivalents);
     call.lastAction = action.kind;
     call.progress({ action: action.kind, ...(obs.kind === "verified" ? { condition: latestCondition(obs.raw) } : {}) });
     const step = loopStep(action, call.createdThisCall);

@@ -183,7 +183,13 @@ export async function up(o: UpOptions): Promise<RunningUp> {
     }
 
     const pi5 = running.find((n) => n.name === "pi-kitchen");
-    const samples = readdirSync(join(o.samplesDir, "agents"), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name).sort();
+    // The agent that prefers a node is deployed first, so the spread of what is placed (issue 16) puts the others
+    // beside it on the other nodes instead of where its preference will go.
+    const prefersANode = (name: string) => (name === "scout" ? 0 : 1);
+    const samples = readdirSync(join(o.samplesDir, "agents"), { withFileTypes: true })
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name)
+      .sort((a, b) => prefersANode(a) - prefersANode(b) || (a < b ? -1 : a > b ? 1 : 0));
     for (const name of samples) {
       const packageDir = stagePackage(join(o.samplesDir, "agents", name), join(upDir, "packages", name), signerKeyPath);
       const specPath = join(upDir, "agents", `${name}.json`);

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtPath, repoRoot } from "../support/built.js";
 import { killAll, runNode } from "../support/process.js";
+import { BUZZ_WIRE_FIXTURES } from "./buzz-wire-fixtures.js";
 import { CASES, NSEC } from "./cases.js";
 
 const work = mkdtempSync(join(tmpdir(), "berth-bundle-"));
@@ -65,5 +66,42 @@ describe("buzz-backend-berth copied alone", () => {
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout.trim())).toEqual({ ok: false, error: c.error });
     expect(r.stdout + r.stderr).not.toContain(NSEC);
+  });
+});
+
+describe("Buzz's provider-wire fixtures through berth provider kubernetes and the copied bundle", () => {
+  const via = {
+    "berth provider kubernetes": (input: string, env: Record<string, string>) => run([process.execPath, builtPath("src/cli/main.js"), "provider", "kubernetes"], input, env),
+    "a copied buzz-backend-berth": (input: string, env: Record<string, string>) => run([copied], input, env),
+  };
+  const cases = Object.entries(via).flatMap(([how, exec]) => BUZZ_WIRE_FIXTURES.map((f) => [`${f.name} via ${how}`, f, exec] as const));
+
+  it.each(cases)("%s", async (_name, fixture, exec) => {
+    const home = mkdtempSync(join(tmpdir(), "berth-wire-home-"));
+    const r = await exec(JSON.stringify(fixture.request), { ...MINIMAL, HOME: home, BERTH_HOME: home, KUBECONFIG: "/nonexistent/kubeconfig-for-fixture-tests" });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.split("\n")).toHaveLength(2);
+    const answer = JSON.parse(r.stdout) as { ok: boolean; error?: string };
+    if ("reachesConnection" in fixture.response) {
+      // Buzz's the_full_desktop_payload_is_accepted: it fails only at the connection, every field accepted.
+      expect(answer.ok).toBe(false);
+      expect(answer.error).toContain("kubeconfig");
+    } else {
+      expect(answer).toEqual(fixture.response);
+    }
+  });
+
+  it("info carries the contract fields Buzz's info_response_carries_the_contract_fields reads", async () => {
+    for (const exec of Object.values(via)) {
+      const info = JSON.parse((await exec(JSON.stringify({ op: "info" }), MINIMAL)).stdout) as {
+        ok: boolean;
+        protocol_version: number;
+        name: string;
+        config_schema: { required: string[]; properties: { namespace: { default: string } } };
+      };
+      expect(info).toMatchObject({ ok: true, protocol_version: 1, name: "kubernetes" });
+      expect(info.config_schema.required).toEqual(["namespace", "image"]);
+      expect(info.config_schema.properties.namespace.default.startsWith("buzz-agents-")).toBe(true);
+    }
   });
 });

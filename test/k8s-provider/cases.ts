@@ -35,14 +35,14 @@ export const CASES: Case[] = [
     error:
       "deploy refused: this agent is configured for shared compute (relay-mesh), which runs on the relay rather than in a pod. Switch the agent to a local runtime before deploying it to Kubernetes.",
   },
-  { name: "A4 unknown op", stdin: { op: "destroy" }, error: 'could not understand the request: unknown op "destroy", expected "info" or "deploy"' },
+  { name: "A4 unknown op", stdin: { op: "destroy" }, error: "could not understand the request: unknown variant `destroy`, expected `info` or `deploy`" },
   { name: "A4 missing op", stdin: { agent: {} }, error: "could not understand the request: missing field `op`" },
   { name: "A4 not an object", stdin: [1, 2], error: "could not understand the request: the request must be a JSON object" },
-  { name: "A4 missing relay_url", stdin: { op: "deploy", agent: { private_key_nsec: NSEC } }, error: "could not understand the request: agent.relay_url: missing field `relay_url`" },
+  { name: "A4 missing relay_url", stdin: { op: "deploy", agent: { private_key_nsec: NSEC } }, error: "could not understand the request: missing field `relay_url` (at agent.relay_url)" },
   {
     name: "A4 missing private_key_nsec",
     stdin: { op: "deploy", agent: { relay_url: "wss://r" } },
-    error: "could not understand the request: agent.private_key_nsec: missing field `private_key_nsec`",
+    error: "could not understand the request: missing field `private_key_nsec` (at agent.private_key_nsec)",
   },
   { name: "B1 config not an object", stdin: deploy({}, [1]), error: "provider_config must be a JSON object" },
   {

@@ -96,10 +96,10 @@ describe("berth provider kubernetes over pipes", () => {
     provider_config: { namespace: "buzz-agents-test", image: IMAGE },
   };
 
-  it("E1: an audit chain that cannot be opened is refused before any cluster contact", async () => {
+  it("E1: when no audit home opens (the configured one and every fallback), the deploy is refused before any cluster contact", async () => {
     const file = join(home, "a-file");
     writeFileSync(file, "not a directory");
-    const r = await provider(validDeploy, { env: { BERTH_HOME: file } });
+    const r = await provider(validDeploy, { env: { BERTH_HOME: file, XDG_STATE_HOME: join(file, "state"), TMPDIR: join(file, "tmp") } });
     expect(String(r.answer?.error)).toMatch(/^could not open the audit chain: /);
   });
 

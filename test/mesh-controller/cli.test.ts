@@ -60,7 +60,7 @@ describe("berth place, nodes, instances, instance and unsettled", () => {
     expect((JSON.parse(unsettled.stdout) as { unsettled: unknown[] }).unsettled).toHaveLength(0);
     const verified = await berth("audit", "verify", "--json");
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
-  });
+  }, 120_000);
 
   it("a dry run prints the explain and sends nothing; an unknown instance is an error naming it", async () => {
     requireBuild();

@@ -50,6 +50,29 @@ describe("targets and trust", () => {
     expect(r.decision.candidates[0]?.rejections.map((x) => x.constraint)).toContain("liveness");
   });
 
+  it("listing a new key for an address demotes the old key at once, chained once: it wins no placement while the new key has not answered (issue 12)", async () => {
+    fx = await seedFixture();
+    const [first, second] = nodesOf(fx);
+    const peers = join(fx.controllerDir, "peers.json");
+    writeJson(peers, [{ addr: first.addr, tier: "paired" }, { addr: second.addr, tier: "paired" }]);
+    await fx.controller.refreshTargets();
+    const oldKey = (await fx.controller.targets()).find((t) => t.addr === first.addr)?.key;
+    expect(oldKey).toBe(nodeKeyOf(first));
+
+    const rotated = generateSigningKey().publicKey;
+    writeJson(peers, [{ addr: first.addr, tier: "paired", key: rotated }, { addr: second.addr, tier: "paired" }]);
+    const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
+    expect(r.placed?.node_id, "the old key at the address is trusted with nothing").toBe(second.id);
+    const firstTarget = (await fx.controller.targets()).find((t) => t.addr === first.addr);
+    expect([firstTarget?.key, firstTarget?.tier]).toEqual([oldKey, "discovered"]);
+    await fx.controller.refreshTargets();
+    expect(controllerEvents(fx.controller, "peer.key_demoted")).toEqual([
+      { node: first.id, addr: first.addr, old_key: oldKey, listed_key: rotated, from: "paired", to: "discovered" },
+    ]);
+    expect(controllerEvents(fx.controller, "peer.add").filter((e) => e.key === rotated)).toEqual([]);
+    rmSync(peers);
+  });
+
   it("takes tiers from the peers file on every use, demotes a target the file drops, and demotes everyone while the file is unreadable", async () => {
     fx = await seedFixture();
     const [first, second] = nodesOf(fx);

@@ -2,13 +2,13 @@
  * Nothing unverified runs (I6): the node verifies the package it fetched over the request's connection against its
  * own trusted signers, its revocations and the pinned sizes and hashes, before anything is materialised or run.
  */
-import { appendFileSync, readdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import type { CallResult } from "../../src/mesh/client/node-client.js";
 import { buildPackage, readEnvelope } from "../../src/mesh/packages/dir.js";
-import { ALLOW_ALL, cleanup, makePackage, NodeProcess, processesWithEnv, requireBuild, rowsOf, TestController } from "./harness.js";
+import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, rowsOf, TestController, waitFor } from "./harness.js";
 
 // Real daemons start in about a second each; leave room for a loaded CI machine.
 vi.setConfig({ testTimeout: 90_000 });
@@ -124,5 +124,29 @@ describe("package verification on the node", () => {
     );
     expect(r).toMatchObject({ kind: "refused", code: "invalid_request" });
     expect(buildPackage(pkg.dir).packageId).toBe(pkg.packageId);
+  });
+});
+
+describe("the node's content store (issue 12)", () => {
+  it("re-verifies a stored file before reuse: a copy changed on disk (same size) is fetched again and only the signed bytes run", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const pkg = makePackage(signer);
+    const first = ok(await ctl.place(node, pkg.dir));
+    ok(await ctl.verb(node, "unload", { instance_id: first.instance_id as string }));
+    const [stored] = readdirSync(join(node.dataDir, "store", "sha256")).filter((f) => !f.startsWith("."));
+    const storedPath = join(node.dataDir, "store", "sha256", stored as string);
+    // SD-card rot or a local writer: same size, different bytes (it would print placed-XX).
+    writeFileSync(storedPath, readFileSync(storedPath, "utf8").replace("placed-ok", "placed-XX"));
+    const second = ok(await ctl.place(node, pkg.dir));
+    const id = second.instance_id as string;
+    const stdout = await waitFor(() => {
+      const text = readFileSync(join(node.dataDir, "instances", id, "stdout.log"), "utf8");
+      return text.length > 0 ? text : undefined;
+    }, "the instance's first output");
+    expect(stdout).toBe("placed-ok\n");
+    expect(readFileSync(join(node.dataDir, "instances", id, "work", "run.sh"), "utf8")).toContain("placed-ok");
+    expect(readFileSync(storedPath, "utf8")).toContain("placed-ok");
   });
 });

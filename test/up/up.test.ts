@@ -48,7 +48,9 @@ describe("berth up", () => {
     const again = await runNode([berthBin(), "deploy", join(home, "up", "agents", "heartbeat.json"), "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
     expect(again.code, again.stderr).toBe(0);
     const instances = await runNode([berthBin(), "instances", "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
-    expect((JSON.parse(instances.stdout) as { placements: unknown[] }).placements).toHaveLength(2);
+    const placedOn = (JSON.parse(instances.stdout) as { placements: Array<{ node_id: string }> }).placements.map((p) => p.node_id);
+    expect(placedOn).toHaveLength(2);
+    expect(new Set(placedOn).size, "the two agents share the equal nodes (issue 16: spread counts what is placed)").toBe(2);
 
     first.child.kill("SIGINT");
     const exit = await first.exited();

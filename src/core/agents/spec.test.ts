@@ -13,9 +13,14 @@ spec:
 `;
 
 describe("the agent spec", () => {
+  it("refuses a placement strategy other than spread or binpack, naming the field", () => {
+    const r = parseAgentSpec("apiVersion: berth/v1\nkind: Agent\nmetadata: { name: a }\nspec:\n  target: mesh\n  package: ./p\n  mesh: { strategy: fill }\n");
+    expect(r.ok ? [] : r.errors.join("\n")).toMatch(/spec\.mesh\.strategy: must be "spread" or "binpack"/);
+  });
+
   it("accepts a mesh agent and fills the defaults", () => {
     const r = parseAgentSpec(MESH);
-    expect(r.ok && r.spec.spec.mesh).toEqual({ pin: null, prefer: ["pi5"], avoid: [], allow_emulated: false, start: true });
+    expect(r.ok && r.spec.spec.mesh).toEqual({ pin: null, prefer: ["pi5"], avoid: [], allow_emulated: false, start: true, strategy: "spread" });
   });
 
   it("accepts the same document written as JSON", () => {

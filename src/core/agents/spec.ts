@@ -21,6 +21,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
 import { taggedSha256Hex } from "../crypto/tagged.js";
+import { PLACEMENT_STRATEGIES } from "../placement/inputs.js";
 
 export const AGENT_API_VERSION = "berth/v1";
 
@@ -41,6 +42,8 @@ const MeshSchema = z.strictObject({
   avoid: z.array(NodeRef).default([]),
   allow_emulated: z.boolean().default(false),
   start: z.boolean().default(true),
+  /** Issue 16: `spread` (default) shares equal nodes between agents; `binpack` fills one node first. */
+  strategy: z.enum(PLACEMENT_STRATEGIES, { error: 'must be "spread" or "binpack"' }).default("spread"),
 });
 
 const KubernetesSchema = z

@@ -48,10 +48,11 @@ export function reportFor(pod: VerifiedPod, failure: PullFailure): ReportAction 
 }
 
 /**
- * The eight ordered rows of §7.1. `desired` is the freshly computed fingerprint; comparison is always recorded
- * annotation vs fresh computation, never a diff of the live spec (admission defaulting would make every pod diverge).
+ * The eight ordered rows of §7.1. `desired` is the freshly computed fingerprint, `equivalents` the other recorded
+ * values that mean the same intent (another template version, §9.4); comparison is always recorded annotation vs
+ * fresh computation, never a diff of the live spec (admission defaulting would make every pod diverge).
  */
-export function classify(observed: VerifiedPod | null, desired: string): Action {
+export function classify(observed: VerifiedPod | null, desired: string, equivalents: readonly string[] = []): Action {
   // Row 1: nothing of ours there — first deploy, or after GC. (A foreign pod is refused by the loop before this.)
   if (observed === null) return { kind: "create" };
   const pod = observed;
@@ -76,7 +77,9 @@ export function classify(observed: VerifiedPod | null, desired: string): Action 
     // Rows 7–8: divergence is evidence of a config change the user is waiting on, and the only thing that
     // replaces a never-started pod. A missing or malformed recorded intent compares unequal.
     case "recoverable":
-      return pod.recordedIntent === desired ? { kind: "observe", name: pod.name } : deleteFrom(pod, "intent-diverged");
+      return pod.recordedIntent === desired || (pod.recordedIntent !== null && equivalents.includes(pod.recordedIntent))
+        ? { kind: "observe", name: pod.name }
+        : deleteFrom(pod, "intent-diverged");
     default:
       return assertNever(startup);
   }

@@ -127,9 +127,16 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
     expect(errorOf({ ...base, identity_policy: { agent_pubkey: "a", owner_pubkey: "b" } })).toBe("provider_config.identity_policy is not supported by this provider");
   });
 
-  it("refuses in the documented order", () => {
+  // Buzz's order, crates/buzz-backend-kubernetes/src/config.rs `parse` at block/buzz@906578e: namespace, image,
+  // resources, inactivity, workspace fields, then context and service account (issue 18.6).
+  it("refuses in Buzz's order: with more than one fault the first error is Buzz's", () => {
     expect(errorOf({ namespace: "BAD", image: "x:1", inactivity_seconds: 0 })).toMatch(/namespace "BAD"/);
-    expect(errorOf({ namespace: "ok", image: "x:1", inactivity_seconds: 0 })).toMatch(/inactivity_seconds: 0/);
+    expect(errorOf({ namespace: "ok", image: "x:1", inactivity_seconds: 0 })).toMatch(/not digest-pinned/);
+    expect(errorOf({ namespace: "ok", image: "x:1", context: 5, cpu_request: 4 })).toMatch(/not digest-pinned/);
+    expect(errorOf({ ...base, context: 5, cpu_request: 4 })).toBe("provider_config.cpu_request must be a string, got 4");
+    expect(errorOf({ ...base, service_account: 6, inactivity_seconds: 0 })).toMatch(/^provider_config.inactivity_seconds: 0/);
+    expect(errorOf({ ...base, context: 5, workspace_storage_class: "c" })).toBe("provider_config.workspace_storage_class requires workspace_storage");
+    expect(errorOf({ ...base, service_account: 6, context: 5 })).toBe("provider_config.context must be a string, got 5");
     expect(errorOf({ namespace: "ok", image: "x:1", workspace_storage_class: "c" })).toMatch(/not digest-pinned/);
     expect(errorOf({ ...base, workspace_storage_class: "c", pod_options: { bogus: 1 } })).toMatch(/requires workspace_storage/);
     expect(errorOf({ ...base, pod_options: { bogus: 1 }, identity_policy: {} })).toMatch(/unknown key/);

@@ -1,6 +1,7 @@
 /**
- * `provider_config` (spec/kubernetes.md §15): parsed in the catalogued order B1 → namespace → other string and integer
- * fields → B6 → image → B13 → pod options → B17, each refusal with its exact text. Unknown top-level keys are ignored
+ * `provider_config` (spec/kubernetes.md §15): parsed in Buzz's order B1 → namespace → image (B7–B12) → resources →
+ * inactivity (B5, B6) → workspace fields (B13) → context, service account → pod options → B17, each refusal with its
+ * exact text (issue 18.6). Unknown top-level keys are ignored
  * (a credential-looking key has no effect); inside `pod_options` keys are strict.
  */
 import { z } from "zod";
@@ -182,27 +183,30 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
     if (!isValidNamespace(namespace)) {
       return fail(`provider_config.namespace ${JSON.stringify(namespace)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`);
     }
-    const context = stringField(raw, "context");
+    // Buzz's order from here (config.rs `parse` at block/buzz@906578e): image, the four resources, inactivity (B6
+    // included), the workspace fields and B13, then context and service account; berth's pod options and identity
+    // policy follow. With more than one fault the first error is Buzz's.
     const imageRef = stringField(raw, "image");
-    const cpuRequest = stringField(raw, "cpu_request") ?? "1";
-    const memoryRequest = stringField(raw, "memory_request") ?? "2Gi";
-    const cpuLimit = stringField(raw, "cpu_limit") ?? "2";
-    const memoryLimit = stringField(raw, "memory_limit") ?? "4Gi";
-    const inactivitySeconds = integerField(raw, "inactivity_seconds") ?? 7200;
-    const serviceAccount = stringField(raw, "service_account");
-    const workspaceStorage = stringField(raw, "workspace_storage");
-    const workspaceStorageClass = stringField(raw, "workspace_storage_class");
-    if (inactivitySeconds === 0) {
-      return fail(
-        "provider_config.inactivity_seconds: 0 (indefinite lifetime) is not supported in this version: it requires restartPolicy OnFailure, which is gated on the harness exit-code contract. Set a positive number of seconds.",
-      );
-    }
     if (imageRef === null) {
       return fail("provider_config.image is required: no image is assumed at parse time, so the digest-pinned image to run must be given explicitly");
     }
     const image = parseImage(imageRef);
     if (!image.ok) return image;
+    const cpuRequest = stringField(raw, "cpu_request") ?? "1";
+    const memoryRequest = stringField(raw, "memory_request") ?? "2Gi";
+    const cpuLimit = stringField(raw, "cpu_limit") ?? "2";
+    const memoryLimit = stringField(raw, "memory_limit") ?? "4Gi";
+    const inactivitySeconds = integerField(raw, "inactivity_seconds") ?? 7200;
+    if (inactivitySeconds === 0) {
+      return fail(
+        "provider_config.inactivity_seconds: 0 (indefinite lifetime) is not supported in this version: it requires restartPolicy OnFailure, which is gated on the harness exit-code contract. Set a positive number of seconds.",
+      );
+    }
+    const workspaceStorage = stringField(raw, "workspace_storage");
+    const workspaceStorageClass = stringField(raw, "workspace_storage_class");
     if (workspaceStorageClass !== null && workspaceStorage === null) return fail("provider_config.workspace_storage_class requires workspace_storage");
+    const context = stringField(raw, "context");
+    const serviceAccount = stringField(raw, "service_account");
     const podOptions = podOptionsField(structuredPodOptions(raw), workspaceStorage !== null);
     // Without the optional identity feature a policy fails closed: ignoring it would deploy what it meant to forbid.
     if (raw.identity_policy !== undefined && raw.identity_policy !== null) return fail("provider_config.identity_policy is not supported by this provider");

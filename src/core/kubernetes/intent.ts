@@ -50,11 +50,21 @@ function podOptionsTemplate(o: PodOptions): Record<string, unknown> | null {
   return Object.keys(out).length > 0 ? out : null;
 }
 
+/**
+ * Which template berth writes and which it accepts as the same intent (issue 18.2). Buzz's baseline writes v1 for an
+ * ephemeral pod; Buzz's persistent-workspace line (intent.rs at block/buzz@25ddc1c, `TEMPLATE_VERSION = 2`) writes v2
+ * on every pod, with `"workspace_storage":null,"workspace_storage_class":null` for an ephemeral one. berth writes
+ * what the newer line writes — v2 always — and accepts an ephemeral pod's v1 fingerprint as equal, so deploys
+ * alternating between berth and either Buzz line never make berth replace a pod whose intent did not change, and
+ * alternating with the persistent line never replaces one on either side.
+ */
+export const WRITTEN_TEMPLATE_VERSION = 2;
+
 /** The exact template text (§9.1 order). `envKeys` are the final env's keys, reserved and nonce keys included. */
-export function intentTemplate(input: IntentInput, envKeys: Iterable<string>): string {
-  const v2 = input.workspaceStorage !== null;
+export function intentTemplate(input: IntentInput, envKeys: Iterable<string>, version: 1 | 2 = WRITTEN_TEMPLATE_VERSION): string {
+  if (version === 1 && input.workspaceStorage !== null) throw new Error("template v1 cannot describe a persistent workspace");
   const template: Record<string, unknown> = {
-    template_version: v2 ? 2 : 1,
+    template_version: version,
     namespace: input.namespace,
     image: input.image,
     cpu_request: input.cpuRequest,
@@ -68,7 +78,7 @@ export function intentTemplate(input: IntentInput, envKeys: Iterable<string>): s
     env_from_secret: "<per-attempt-secret>",
     workspace_mount_path: "/home/agent",
   };
-  if (v2) {
+  if (version === 2) {
     template.workspace_storage = input.workspaceStorage;
     template.workspace_storage_class = input.workspaceStorageClass;
   }
@@ -79,7 +89,14 @@ export function intentTemplate(input: IntentInput, envKeys: Iterable<string>): s
   return JSON.stringify(template);
 }
 
-/** SHA-256 of the template's UTF-8 bytes, 64 lowercase hex. */
+const hash = (text: string) => bytesToHex(sha256(utf8ToBytes(text)));
+
+/** The fingerprint berth records at create: SHA-256 of the written template's UTF-8 bytes, 64 lowercase hex. */
 export function fingerprint(input: IntentInput, envKeys: Iterable<string>): string {
-  return bytesToHex(sha256(utf8ToBytes(intentTemplate(input, envKeys))));
+  return hash(intentTemplate(input, envKeys));
+}
+
+/** Recorded fingerprints that mean the same intent as `fingerprint` (an ephemeral pod's v1, as Buzz's baseline writes). */
+export function equivalentFingerprints(input: IntentInput, envKeys: Iterable<string>): string[] {
+  return input.workspaceStorage === null ? [hash(intentTemplate(input, [...envKeys], 1))] : [];
 }

@@ -16,8 +16,8 @@ export const LaunchSchema = z.looseObject({
 });
 
 export const AgentSchema = z.looseObject({
-  relay_url: z.string({ error: (i) => (i.input === undefined ? "missing field `relay_url`" : "relay_url must be a string") }),
-  private_key_nsec: z.string({ error: (i) => (i.input === undefined ? "missing field `private_key_nsec`" : "private_key_nsec must be a string") }),
+  relay_url: z.string(),
+  private_key_nsec: z.string(),
   auth_tag: NullableString,
   respond_to: NullableString,
   respond_to_allowlist: z.array(z.string()).nullish(),
@@ -50,11 +50,32 @@ export function isRelayMesh(raw: unknown): boolean {
 
 export type RequestParse = { ok: true; request: ProviderRequest } | { ok: false; error: string };
 
-function describe(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+/**
+ * serde's wording (what Buzz's provider answers, main.rs at block/buzz@3fac2c2: `could not understand the request: {e}`
+ * with serde_json's message), with the field's path appended, since berth knows it: "where berth knows more, append,
+ * never replace" (issue 18.6). A string value is never echoed (it may be a key).
+ */
+function describe(issues: ReadonlyArray<{ path: PropertyKey[]; message: string; code?: string; expected?: string; input?: unknown }>): string {
   const issue = issues[0];
   if (!issue) return "invalid request";
-  const where = issue.path.length ? `${issue.path.map(String).join(".")}: ` : "";
-  return `${where}${issue.message}`;
+  const where = issue.path.length ? ` (at ${issue.path.map(String).join(".")})` : "";
+  const field = String(issue.path.at(-1) ?? "");
+  if (issue.code === "invalid_type" && issue.input === undefined) return `missing field \`${field}\`${where}`;
+  if (issue.code === "invalid_type") {
+    const expected = issue.expected === "string" ? "a string" : issue.expected === "array" ? "a sequence" : issue.expected === "record" || issue.expected === "object" ? "a map" : (issue.expected ?? "another type");
+    return `invalid type: ${serdeKind(issue.input)}, expected ${expected}${where}`;
+  }
+  return `${issue.message}${where}`;
+}
+
+/** How serde_json names an unexpected JSON value (`Unexpected`), without echoing strings. */
+function serdeKind(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "sequence";
+  if (typeof v === "boolean") return `boolean \`${v}\``;
+  if (typeof v === "number") return Number.isInteger(v) ? `integer \`${v}\`` : `floating point \`${v}\``;
+  if (typeof v === "string") return "a string";
+  return "map";
 }
 
 /** Stage 5 (A4): an unknown op and missing required fields are answered here, before any config is read. */
@@ -66,8 +87,9 @@ export function parseRequest(raw: unknown): RequestParse {
   if (op === "info") return { ok: true, request: { op: "info" } };
   // The op is echoed only when it is plainly a word: a request is never echoed wholesale (it may carry a key).
   if (op !== "deploy") {
-    const shown = typeof op === "string" && /^[A-Za-z0-9_.-]{1,32}$/.test(op) ? JSON.stringify(op) : `of type ${Array.isArray(op) ? "array" : op === null ? "null" : typeof op}`;
-    return bad(`unknown op ${shown}, expected "info" or "deploy"`);
+    // serde's unknown-variant text, as Buzz answers; only a plain word is echoed.
+    if (typeof op === "string" && /^[A-Za-z0-9_.-]{1,32}$/.test(op)) return bad(`unknown variant \`${op}\`, expected \`info\` or \`deploy\``);
+    return bad(`unknown op of type ${Array.isArray(op) ? "array" : op === null ? "null" : typeof op}, expected \`info\` or \`deploy\``);
   }
   const parsed = DeploySchema.safeParse(raw);
   if (!parsed.success) return bad(describe(parsed.error.issues));

@@ -11,7 +11,7 @@
 import { type Assessment, assessNode, constraintContext } from "./constraints.js";
 import { type PlacementInput, type PlacementRequest, placementInputSchema } from "./inputs.js";
 import type { NodeReport, Placement, PlacementDecision, PlacementError, PlacementResult } from "./outputs.js";
-import { type Scorable, scoreEligible } from "./score.js";
+import { placedLoads, type Scorable, scoreEligible } from "./score.js";
 import { applySelection, rank, reportOf, select } from "./select.js";
 
 function failure(error: PlacementError): PlacementResult {
@@ -86,6 +86,7 @@ function decisionOf(request: PlacementRequest, candidates: readonly NodeReport[]
     pin: request.pin,
     prefer: [...request.prefer],
     avoid: [...request.avoid],
+    strategy: request.strategy,
     candidates,
     placement,
   };
@@ -109,7 +110,7 @@ export function decide(input: PlacementInput): PlacementResult {
       reports.push(reportOf(a, undefined));
     }
   }
-  const scores = scoreEligible(eligible, request);
+  const scores = scoreEligible(eligible, request, placedLoads(cluster.instances));
   for (const [i, e] of eligible.entries()) reports.push(reportOf(e.assessment, scores[i]));
   const ranked = rank(reports);
 

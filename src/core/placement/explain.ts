@@ -6,6 +6,7 @@
  *
  * Node ids are printed in full, followed by the facts name in parentheses; scores with two decimals.
  */
+import type { PlacementStrategy } from "./inputs.js";
 import type { NodeReport, PlacementDecision, PlacementError, ScoreBreakdown } from "./outputs.js";
 
 /** One dispatch attempt as explain needs it (§9.5 `Attempt`, plus what the dispatcher knows of its ending). */
@@ -48,18 +49,22 @@ function list(values: readonly string[]): string {
   return values.length > 0 ? values.join(", ") : "-";
 }
 
-function breakdown(s: ScoreBreakdown): string {
+function breakdown(s: ScoreBreakdown, strategy: PlacementStrategy): string {
   return [
     `execution ${points(s.execution_centi)}`,
     `locality ${points(s.locality_centi)}`,
     `accel_fit ${points(s.accel_fit_centi)}`,
     `perf ${points(s.perf_centi)}`,
-    `load ${points(s.load_centi)}`,
+    // The load part: the node's cpu, and what is already placed there under the decision's strategy (issue 16). A
+    // decision chained before issue 16 carries the total only.
+    typeof s.load_placed_centi === "number"
+      ? `load ${points(s.load_centi)} (cpu ${points(s.load_cpu_centi)}, ${strategy} ${points(s.load_placed_centi)})`
+      : `load ${points(s.load_centi)}`,
     `stickiness ${points(s.stickiness_centi)}`,
   ].join(" + ");
 }
 
-function candidateLines(candidates: readonly NodeReport[]): string[] {
+function candidateLines(candidates: readonly NodeReport[], strategy: PlacementStrategy): string[] {
   const lines: string[] = [];
   let rankNo = 0;
   for (const c of candidates) {
@@ -68,7 +73,7 @@ function candidateLines(candidates: readonly NodeReport[]): string[] {
       lines.push(
         `  ${rankNo}. ${named(c.node_id, c.name)} eligible via ${c.variant} (tier ${c.execution}) score ${points(c.total_centi)}${flagsText(c.flags)}`,
       );
-      lines.push(`       ${breakdown(c.score)}`);
+      lines.push(`       ${breakdown(c.score, strategy)}`);
     } else {
       lines.push(`  -  ${named(c.node_id, c.name)} rejected`);
       for (const r of c.rejections) lines.push(`       ${r.constraint}: ${r.detail}`);
@@ -105,7 +110,7 @@ export function renderExplain(decision: PlacementDecision, options: ExplainOptio
     );
   }
   lines.push(decision.candidates.length > 0 ? "candidates:" : "candidates: none (no targets known)");
-  lines.push(...candidateLines(decision.candidates));
+  lines.push(...candidateLines(decision.candidates, decision.strategy ?? "spread"));
   if (options.decision_id) lines.push(`decision_id: ${options.decision_id}`);
   if (options.attempts && options.attempts.length > 0) {
     lines.push("dispatch:");

@@ -93,6 +93,9 @@ export const requirementSchema = z
   });
 export type Requirement = z.infer<typeof requirementSchema>;
 
+export const PLACEMENT_STRATEGIES = ["spread", "binpack"] as const;
+export type PlacementStrategy = (typeof PLACEMENT_STRATEGIES)[number];
+
 // ---- the workload (§5.1, §5.2, §8.2) ---------------------------------------------------------------------------
 
 export const variantSchema = z.object({
@@ -150,6 +153,11 @@ export const scoringWeightsSchema = z.object({
   accel_fit: weight.default(10),
   perf: weight.default(30),
   load: weight.default(10),
+  /**
+   * The load part that counts what is already placed on a node (its instances and their declared memory, issue 16):
+   * full weight for the least-placed node under `spread`, for the most-placed under `binpack`.
+   */
+  placed: weight.default(10),
   /** Stickiness when `policy.sticky` is set. */
   sticky: weight.default(1000),
   /** Stickiness otherwise. */
@@ -238,6 +246,8 @@ export const placementRequestSchema = z.object({
   prefer: z.array(nodeRef).max(16).default([]),
   avoid: z.array(nodeRef).max(16).default([]),
   allow_emulated: z.boolean().default(false),
+  /** Where the load dimension leans (Nomad's scheduler algorithm): `spread` shares equal nodes, `binpack` fills one first. */
+  strategy: z.enum(PLACEMENT_STRATEGIES).default("spread"),
   /** Rescheduling only (§15): the node the workload runs on now, for stickiness. */
   current_node: nodeRef.nullable().default(null),
   weights: scoringWeightsSchema.prefault({}),

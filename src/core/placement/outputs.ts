@@ -5,6 +5,7 @@
  * canonical JSON and its hash does not depend on the order the shell listed the nodes in.
  */
 import type { NodeId } from "../crypto/ed25519.js";
+import type { PlacementStrategy } from "./inputs.js";
 
 /** The stable constraint names of §8.3, in evaluation order. Explain, events and tests match these verbatim. */
 export const CONSTRAINTS = [
@@ -38,7 +39,12 @@ export interface ScoreBreakdown {
   readonly locality_centi: number;
   readonly accel_fit_centi: number;
   readonly perf_centi: number;
+  /** The load dimension: `load_cpu_centi + load_placed_centi`. */
   readonly load_centi: number;
+  /** From the node's own cpu load (`load1_milli`). */
+  readonly load_cpu_centi: number;
+  /** From what is already placed on the node, per the decision's strategy. */
+  readonly load_placed_centi: number;
   readonly stickiness_centi: number;
 }
 
@@ -76,6 +82,7 @@ export interface PlacementDecision {
   readonly pin: string | null;
   readonly prefer: readonly string[];
   readonly avoid: readonly string[];
+  readonly strategy: PlacementStrategy;
   /** Ranked (§8.6): eligible by total descending then node id ascending, then the rejected by node id. */
   readonly candidates: readonly NodeReport[];
   /** `null` when nothing fits: a decision, not an error. */

@@ -279,3 +279,42 @@ describe("exact half-up rounding of a × b ÷ c", () => {
     expect(mulDivHalfUp(1000, 7999, 8000)).toBe(1000);
   });
 });
+
+// Issue 16: the load dimension counts what is already placed, so equal nodes share agents.
+describe("the placed part of the load (spread by default, binpack on request)", () => {
+  const placed = (node_id: string, memory_bytes = 0) => ({ node_id, name: `w-${node_id.slice(0, 4)}-${memory_bytes}`, memory_bytes, placed_at_ms: 1 });
+  const equal = [nodeDraft(A), nodeDraft(B)];
+  const parts = (d: PlacementDecision) => Object.fromEntries(d.candidates.map((c) => [c.node_id, c.score?.load_placed_centi]));
+
+  it("nothing placed anywhere gives every node 0, so a cluster without instances scores as before", () => {
+    expect(parts(decision({ nodes: equal }))).toEqual({ [A]: 0, [B]: 0 });
+  });
+
+  it("spread gives the weight to the node with fewer instances, so two equal nodes share two agents", () => {
+    const d = decision({ nodes: equal, cluster: { instances: [placed(A)] } });
+    expect(parts(d)).toEqual({ [A]: 0, [B]: 1_000 });
+    expect([d.strategy, d.placement?.node_id]).toEqual(["spread", B]);
+  });
+
+  it("binpack gives the weight to the node with more instances, filling it first", () => {
+    const d = decision({ nodes: equal, cluster: { instances: [placed(A)] }, request: { strategy: "binpack" } });
+    expect(parts(d)).toEqual({ [A]: 1_000, [B]: 0 });
+    expect([d.strategy, d.placement?.node_id]).toEqual(["binpack", A]);
+  });
+
+  it("declared memory counts as a share of each node's memory, averaged with the instance count", () => {
+    const mem = { memory: { total_bytes: 8 * GiB, available_bytes: 8 * GiB } };
+    const d = decision({
+      nodes: [nodeDraft(A, { facts: mem }), nodeDraft(B, { facts: mem })],
+      cluster: { instances: [placed(A, 4 * GiB), placed(B, GiB)] },
+    });
+    // counts tie (0 each); memory shares 1/2 and 1/8: B gets 10 × (1/2 − 1/8) ÷ 1/2 = 7.50, halved with its count part.
+    expect(parts(d)).toEqual({ [A]: 0, [B]: 375 });
+  });
+
+  it("the load is the cpu part plus the placed part, and its weight is configuration", () => {
+    const r = reportOf({ nodes: [nodeDraft(A, { facts: { cpu: { count: 4, load1_milli: 2_000 } } }), nodeDraft(B)], cluster: { instances: [placed(B)] }, request: { weights: { placed: 2.5 } } });
+    expect([r.score?.load_cpu_centi, r.score?.load_placed_centi, r.score?.load_centi]).toEqual([500, 250, 750]);
+  });
+});
+

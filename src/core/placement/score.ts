@@ -8,7 +8,7 @@
  */
 import { type CapabilityIndex, meetsRequirement, predicateHolds, prepareRequirement } from "./capabilities.js";
 import type { Fit } from "./constraints.js";
-import { type NodeFacts, PROVENANCE_RANK, type PlacementRequest, type Requirement } from "./inputs.js";
+import { type ClusterInstance, type NodeFacts, PROVENANCE_RANK, type PlacementRequest, type Requirement } from "./inputs.js";
 import type { Flag, ScoreBreakdown } from "./outputs.js";
 
 /** An eligible node as scoring needs it. */
@@ -100,8 +100,51 @@ function ratioScore(weightCenti: number, a: number, b: number): number {
   return mulDivHalfUp(weightCenti, a, b);
 }
 
+/** What is already placed on one node: its instances and the memory they declared. */
+export interface PlacedLoad {
+  readonly count: number;
+  readonly memory_bytes: number;
+}
+
+const NOTHING_PLACED: PlacedLoad = { count: 0, memory_bytes: 0 };
+
+/** The placed load per node id, from the cluster's instances (one pass; order-independent). */
+export function placedLoads(instances: readonly ClusterInstance[]): ReadonlyMap<string, PlacedLoad> {
+  const out = new Map<string, PlacedLoad>();
+  for (const i of instances) {
+    const was = out.get(i.node_id) ?? NOTHING_PLACED;
+    out.set(i.node_id, { count: was.count + 1, memory_bytes: was.memory_bytes + i.memory_bytes });
+  }
+  return out;
+}
+
+/** Millionths of the node's memory that placed instances declared, capped at the whole (an exact integer). */
+function memoryShareMicro(placed: PlacedLoad, facts: NodeFacts): number {
+  const total = facts.memory.total_bytes;
+  if (placed.memory_bytes === 0 || total === 0) return 0;
+  return mulDivHalfUp(1_000_000, Math.min(placed.memory_bytes, total), total);
+}
+
+/** weight × (most − value) ÷ most under `spread`, weight × value ÷ most under `binpack`; 0 when nothing is placed. */
+function placedRatio(weightCenti: number, spread: boolean, value: number, most: number): number {
+  if (most === 0) return 0;
+  return mulDivHalfUp(weightCenti, spread ? most - value : value, most);
+}
+
+/**
+ * The placed part of the load dimension for one node (issue 16): its instance count and its placed-memory share,
+ * each against the most-placed eligible node, averaged (memory only counts when some instance declared memory).
+ * `spread` gives the weight to the least-placed, `binpack` to the most-placed; nothing placed anywhere gives 0 to
+ * every node, so a cluster without instances scores as before.
+ */
+function placedPart(weightCenti: number, spread: boolean, count: number, share: number, mostCount: number, mostShare: number): number {
+  const byCount = placedRatio(weightCenti, spread, count, mostCount);
+  if (mostShare === 0) return byCount;
+  return Math.floor((byCount + placedRatio(weightCenti, spread, share, mostShare) + 1) / 2);
+}
+
 /** The score of every eligible node, in the order of `nodes` (`result[i]` is `nodes[i]`'s). */
-export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequest): Scored[] {
+export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequest, placed: ReadonlyMap<string, PlacedLoad> = new Map()): Scored[] {
   const { spec, weights } = request;
   const variants = new Map(spec.variants.map((v) => [v.id, v] as const));
   const commonAccel = spec.requirements.filter(isAccelRequirement);
@@ -110,9 +153,21 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
   // First pass: the per-node values the relative components compare, by position in `nodes`.
   const accel: Array<{ id: string; mem_bytes: number } | null> = [];
   const perf: Array<number | null> = [];
+  // Per eligible node, by position: its placed instance count and declared-memory share (millionths).
+  const placedCount: number[] = [];
+  const placedShare: number[] = [];
+  let mostCount = 0;
+  let mostShare = 0;
   let smallestAccelMem: number | null = null;
   let bestPerf: number | null = null;
   for (const n of nodes) {
+    const p = placed.size === 0 ? undefined : placed.get(n.node_id);
+    const count = p === undefined ? 0 : p.count;
+    const share = p === undefined ? 0 : memoryShareMicro(p, n.facts);
+    placedCount.push(count);
+    placedShare.push(share);
+    if (count > mostCount) mostCount = count;
+    if (share > mostShare) mostShare = share;
     if (spec.uses_accelerator) {
       const variant = variants.get(n.fit.variant);
       const reqs = variant ? [...commonAccel, ...variant.requires.filter(isAccelRequirement)] : commonAccel;
@@ -131,6 +186,8 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
   const accelW = centi(weights.accel_fit);
   const perfW = centi(weights.perf);
   const loadW = centi(weights.load);
+  const placedW = centi(weights.placed);
+  const spread = request.strategy === "spread";
   const stickyW = centi(spec.policy.sticky ? weights.sticky : weights.stickiness);
 
   const out: Scored[] = [];
@@ -162,17 +219,19 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
       else perf_centi = spec.perf.direction === "lower" ? ratioScore(perfW, bestPerf, v) : ratioScore(perfW, v, bestPerf);
     }
 
-    let load_centi = 0;
+    let load_cpu_centi = 0;
     const { load1_milli, count } = n.facts.cpu;
     if (load1_milli === null || count === 0) flags.push("load_unknown");
     else {
       const capacity = 1000 * count;
-      load_centi = mulDivHalfUp(loadW, capacity - Math.min(capacity, load1_milli), capacity);
+      load_cpu_centi = mulDivHalfUp(loadW, capacity - Math.min(capacity, load1_milli), capacity);
     }
+    const load_placed_centi = mostCount === 0 ? 0 : placedPart(placedW, spread, placedCount[i] ?? 0, placedShare[i] ?? 0, mostCount, mostShare);
+    const load_centi = load_cpu_centi + load_placed_centi;
 
     const stickiness_centi = request.current_node !== null && request.current_node === n.node_id ? stickyW : 0;
 
-    const score: ScoreBreakdown = { execution_centi, locality_centi, accel_fit_centi, perf_centi, load_centi, stickiness_centi };
+    const score: ScoreBreakdown = { execution_centi, locality_centi, accel_fit_centi, perf_centi, load_centi, load_cpu_centi, load_placed_centi, stickiness_centi };
     const total_centi = execution_centi + locality_centi + accel_fit_centi + perf_centi + load_centi + stickiness_centi;
     flags.sort();
     out.push({ score, total_centi, flags, accelerator });

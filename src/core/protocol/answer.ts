@@ -7,7 +7,10 @@ import { isPublicKeyHex, nodeIdOf, verifyTagged } from "../crypto/ed25519.js";
 import { describeIssues, HEX128, LIMITS, type RequestPayload, type ResponsePayload, ResponsePayloadSchema, type SignedMessage } from "./messages.js";
 import { RESPONSE_TAG } from "./sign.js";
 
-export type AnswerCheck = { readonly ok: true; readonly response: ResponsePayload; readonly key: string } | { readonly ok: false; readonly reason: string };
+export type AnswerCheck =
+  | { readonly ok: true; readonly response: ResponsePayload; readonly key: string }
+  /** `offered_key`: the answer was signed by this well-formed key instead of the expected one (§3.4 key_refused). */
+  | { readonly ok: false; readonly reason: string; readonly offered_key?: string };
 
 /**
  * @param expectedKey the target's stored key, or `null` only for the trust-on-first-use describe of §3.3.
@@ -15,7 +18,7 @@ export type AnswerCheck = { readonly ok: true; readonly response: ResponsePayloa
 export function verifyAnswer(signed: SignedMessage, request: RequestPayload, expectedKey: string | null): AnswerCheck {
   if (Buffer.byteLength(signed.payload, "utf8") > LIMITS.responsePayloadBytes) return { ok: false, reason: "response payload exceeds 4 MiB" };
   if (!isPublicKeyHex(signed.key) || !HEX128.test(signed.sig)) return { ok: false, reason: "response key or sig is malformed" };
-  if (expectedKey !== null && signed.key !== expectedKey) return { ok: false, reason: `response signed by ${signed.key}, not the stored key` };
+  if (expectedKey !== null && signed.key !== expectedKey) return { ok: false, reason: `response signed by ${signed.key}, not the stored key`, offered_key: signed.key };
   if (expectedKey === null && request.method !== "describe") return { ok: false, reason: "only a describe may learn a key" };
   if (!verifyTagged(signed.key, RESPONSE_TAG, signed.payload, signed.sig)) return { ok: false, reason: "response signature does not verify" };
   const parsed = parseCanonical(signed.payload);

@@ -5,3 +5,4 @@ export * from "./nonce-guard.js";
 export * from "./sign.js";
 export * from "./verify.js";
 export * from "./bodies.js";
+export * from "./results.js";

@@ -30,7 +30,9 @@ export const REFUSAL_CODES = [
   "verify",
   "runtime",
   "unknown_instance",
+  /** A placement set configuration outside the package's signed surface, or a loader hook (issue 12). */
   "config_refused",
+  /** A fence did not hold: the instance is not at the generation (or epoch) the request named (issue 14 item 3). */
   "precondition_failed",
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];

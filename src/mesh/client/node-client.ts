@@ -21,6 +21,7 @@ import {
   type SignedMessage,
   SignedMessageSchema,
 } from "../../core/protocol/messages.js";
+import { parseResult } from "../../core/protocol/results.js";
 import { signRequest } from "../../core/protocol/sign.js";
 import type { Connector, FrameStream } from "../transport/frames.js";
 import type { PackageSource } from "./package-source.js";
@@ -40,8 +41,11 @@ export type CallResult =
   | { readonly kind: "refused"; readonly code: RefusalCode; readonly reason: string; readonly response: ResponsePayload }
   /** The connection could not be opened (nothing was sent). */
   | { readonly kind: "unreachable"; readonly reason: string }
-  /** No valid answer. `sent` says whether the request may have reached the node. */
-  | { readonly kind: "no_answer"; readonly reason: string; readonly sent: boolean };
+  /**
+   * No valid answer. `sent` says whether the request may have reached the node; `offered_key` is set when the answer
+   * was signed by another key than the stored one (so the caller never reads it out of the reason sentence).
+   */
+  | { readonly kind: "no_answer"; readonly reason: string; readonly sent: boolean; readonly offered_key?: string };
 
 /** §9.3: the attempt outcome for a call result. */
 export function outcomeOf(method: string, r: CallResult): "placed" | "ok" | "refused" | "unreachable" | "indeterminate" {
@@ -125,9 +129,12 @@ export class NodeClient {
         }
         if (msg.type !== "response") return this.noAnswer(stream, `unexpected ${msg.type} frame`, sent);
         const check = verifyAnswer(msg.signed, request, target.key);
-        if (!check.ok) return this.noAnswer(stream, `no valid answer: ${check.reason}`, sent);
+        if (!check.ok) return this.noAnswer(stream, `no valid answer: ${check.reason}`, sent, check.offered_key);
         const outcome = check.response.outcome;
         if (outcome.status === "ok") {
+          // Parsed once, here, against the method's schema (core/protocol/results.ts): callers may rely on the shape.
+          const shape = parseResult(request.method, outcome.result as JsonObject);
+          if (!shape.ok) return this.noAnswer(stream, `no valid answer: ${shape.reason}`, sent);
           stream.close();
           return { kind: "ok", result: outcome.result as JsonObject, response: check.response, key: check.key };
         }
@@ -140,9 +147,9 @@ export class NodeClient {
     }
   }
 
-  private noAnswer(stream: FrameStream, reason: string, sent: boolean): CallResult {
+  private noAnswer(stream: FrameStream, reason: string, sent: boolean, offeredKey?: string): CallResult {
     stream.close();
-    return { kind: "no_answer", reason, sent };
+    return offeredKey === undefined ? { kind: "no_answer", reason, sent } : { kind: "no_answer", reason, sent, offered_key: offeredKey };
   }
 
   /** Serves one fetch, only for the in-flight package's manifest and pinned files (§4.3). */

@@ -194,6 +194,7 @@ function runEngine(
       prefer: order.prefer,
       avoid: order.avoid,
       allow_emulated: order.allow_emulated,
+      strategy: order.strategy,
       current_node: null,
       weights: deps.weights ?? {},
       gate: verdicts,

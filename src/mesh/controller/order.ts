@@ -3,6 +3,7 @@
  * order is an error, never chained, because nothing was decided yet.
  */
 import { z } from "zod";
+import { PLACEMENT_STRATEGIES } from "../../core/placement/inputs.js";
 import { NAME_PATTERN, RunConfigSchema } from "../../core/protocol/bodies.js";
 import { HEX64 } from "../../core/protocol/messages.js";
 
@@ -18,6 +19,8 @@ export const PlaceOrderSchema = z.strictObject({
   prefer: z.array(nodeRef).max(16).default([]),
   avoid: z.array(nodeRef).max(16).default([]),
   allow_emulated: z.boolean().default(false),
+  /** Issue 16: where the engine's load dimension leans (core/placement/inputs.ts). */
+  strategy: z.enum(PLACEMENT_STRATEGIES).default("spread"),
   /** true sends `place` (load and start); false sends `load`. */
   start: z.boolean().default(true),
   /** Issue 7: the agent this instance is placed for and its create-intent fingerprint; the node records both. */

@@ -5,12 +5,12 @@
  * Nodes fetch from that store copy only, over the request's own connection, and each file is re-checked before it
  * is served.
  */
-import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { MANIFEST_FILE, type Statement } from "../../core/packages/manifest.js";
+import { type EnvelopeVerdict, MANIFEST_FILE, type Statement, verifyEnvelope } from "../../core/packages/manifest.js";
 import type { WorkloadSpec } from "../../core/placement/index.js";
 import { PackageDirSource } from "../client/package-source.js";
-import { readEnvelope, verifyPackageDir } from "../packages/dir.js";
 import { isPackageId } from "./order.js";
 import type { ControllerPolicy } from "./policy.js";
 import type { WorkloadRecord } from "./store.js";
@@ -26,34 +26,69 @@ export interface PreparedPackage {
 
 export type Prepared = { readonly ok: true; readonly pkg: PreparedPackage } | { readonly ok: false; readonly error: string };
 
-/** Verifies `ref` (a directory, or a package id in the store) and makes sure the store holds a copy. */
-export function preparePackage(ref: string, dataDir: string, policy: ControllerPolicy): Prepared {
+/**
+ * Verifies `ref` (a directory, or a package id in the store) and makes sure the store holds a copy. Issue 12: the
+ * manifest and each pinned file are read once; the store copy is written from those same verified bytes, so a package
+ * rewritten after its check can never land under the id that was verified. `afterVerify` is a test seam.
+ */
+export function preparePackage(ref: string, dataDir: string, policy: ControllerPolicy, afterVerify?: () => void): Prepared {
   const storeRoot = join(dataDir, PACKAGE_STORE);
   const stored = isPackageId(ref) ? join(storeRoot, ref) : null;
   const dir = stored !== null && existsSync(join(stored, MANIFEST_FILE)) ? stored : resolve(ref);
   if (!existsSync(join(dir, MANIFEST_FILE))) {
     return { ok: false, error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${storeRoot}` };
   }
-  const verdict = verifyPackageDir(dir, policy.signers, policy.revocations);
-  if (!verdict.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${verdict.reason}` };
-  const { envelope } = readEnvelope(dir);
+  const read = readVerified(dir, policy);
+  if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
+  afterVerify?.();
+  const { verdict, manifest, files } = read;
+  const statement = verdict.envelope.statement;
   const target = join(storeRoot, verdict.packageId);
-  if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE))) copyIntoStore(dir, target, envelope.statement);
+  if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE))) writeIntoStore(target, manifest, statement, files);
   return {
     ok: true,
-    pkg: { packageId: verdict.packageId, statement: envelope.statement, source: new PackageDirSource(target), signers: verdict.signers },
+    pkg: { packageId: verdict.packageId, statement, source: new PackageDirSource(target), signers: verdict.signers },
   };
 }
 
-/** Copies the manifest and the pinned files only (unpinned files are never transferred), then renames into place. */
-function copyIntoStore(from: string, to: string, statement: Statement): void {
+type ReadVerified =
+  | { ok: true; verdict: Extract<EnvelopeVerdict, { ok: true }>; manifest: Buffer; files: ReadonlyMap<string, Buffer> }
+  | { ok: false; reason: string };
+
+/** The node's rules (§5.4) over bytes read once: envelope, trusted signature, revocations, each file's size and hash. */
+function readVerified(dir: string, policy: ControllerPolicy): ReadVerified {
+  let manifest: Buffer;
+  try {
+    manifest = readFileSync(join(dir, MANIFEST_FILE));
+  } catch {
+    return { ok: false, reason: `${join(dir, MANIFEST_FILE)} is missing` };
+  }
+  const verdict = verifyEnvelope(manifest.toString("utf8"), { trustedSigners: policy.signers, revocations: policy.revocations });
+  if (!verdict.ok) return verdict;
+  const files = new Map<string, Buffer>();
+  for (const f of verdict.envelope.statement.files) {
+    let bytes: Buffer;
+    try {
+      bytes = readFileSync(join(dir, f.path));
+    } catch {
+      return { ok: false, reason: `${f.path} is missing` };
+    }
+    if (bytes.length !== f.size) return { ok: false, reason: `${f.path} has ${bytes.length} bytes, pinned ${f.size}` };
+    if (createHash("sha256").update(bytes).digest("hex") !== f.sha256) return { ok: false, reason: `${f.path} does not match its pinned sha256` };
+    files.set(f.path, bytes);
+  }
+  return { ok: true, verdict, manifest, files };
+}
+
+/** Writes the verified manifest and pinned files only (unpinned files are never transferred), then renames into place. */
+function writeIntoStore(to: string, manifest: Buffer, statement: Statement, files: ReadonlyMap<string, Buffer>): void {
   const tmp = `${to}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true, mode: 0o700 });
-  copyFileSync(join(from, MANIFEST_FILE), join(tmp, MANIFEST_FILE));
+  writeFileSync(join(tmp, MANIFEST_FILE), manifest, { mode: 0o600 });
   for (const f of statement.files) {
     mkdirSync(dirname(join(tmp, f.path)), { recursive: true });
-    copyFileSync(join(from, f.path), join(tmp, f.path));
+    writeFileSync(join(tmp, f.path), files.get(f.path) as Buffer, { mode: f.mode === "0755" ? 0o755 : 0o644 });
   }
   try {
     renameSync(tmp, to);

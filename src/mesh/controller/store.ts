@@ -286,7 +286,14 @@ export class ControllerStore {
         }
       }),
     );
-    this.lease = withWriteTx(db, (tx) => takeLease(tx, clock()));
+    this.lease = withWriteTx(db, (tx) => {
+      // Every CLI call takes a lease: released ones a day old that no open decision names are no longer needed (the
+      // chain keeps each decision's owner in its decision event).
+      tx.db
+        .prepare(`DELETE FROM berth_owners WHERE released_ms IS NOT NULL AND released_ms < ? AND owner_id NOT IN (SELECT owner_id FROM mesh_decisions WHERE owner_id IS NOT NULL AND state IN (${OPEN_SQL}))`)
+        .run(clock() - 24 * 3600 * 1000);
+      return takeLease(tx, clock());
+    });
   }
 
   /** Renews this store's lease (called while the controller works; see MeshController). */

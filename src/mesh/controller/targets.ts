@@ -7,7 +7,9 @@
  *   describe answer is stored with the address (chained `peer.add`, how `tofu`). From then on every call requires
  *   that key; an answer signed by another key is no valid answer, the target is marked unreachable and
  *   `peer.key_refused` is chained once per distinct offered key. A new key is learned only when the operator lists
- *   it in the peers file (how `listed_key`).
+ *   it in the peers file (how `listed_key`). Listing a new key for an address demotes the old key at once
+ *   (`peer.key_demoted`, tier `discovered`): until the new key answers, the old one is trusted with nothing
+ *   (issue 12), and its instances can still be stopped and unloaded.
  * - tiers are the operator's: from the API or the peers file (re-read on every use); never from the node. A target
  *   that drops out of the peers file is demoted to `discovered`, and an unreadable peers file demotes every target
  *   until a valid one is loaded (fail closed). Targets are never forgotten, so a demoted target's instances can
@@ -59,8 +61,6 @@ export interface TargetInfo {
 }
 
 export type AddResult = { readonly ok: true; readonly target: TargetInfo } | { readonly ok: false; readonly error: string };
-
-const OFFERED_KEY = /response signed by ([0-9a-f]{64}), not the stored key/;
 
 export class Targets {
   private readonly live = new Map<string, Live>();
@@ -260,7 +260,7 @@ export class Targets {
       return;
     }
     this.markUnreachable(l, r.reason);
-    const offered = OFFERED_KEY.exec(r.reason)?.[1];
+    const offered = r.kind === "no_answer" ? r.offered_key : undefined;
     if (offered && l.stored.key !== null && !l.refusedKeys.has(offered)) {
       l.refusedKeys.add(offered);
       // Once per distinct offered key, across controller restarts too: the chain already says so.
@@ -293,6 +293,18 @@ export class Targets {
     return true;
   }
 
+  /** The peers file lists another key for this address: the stored key keeps no tier above `discovered`. */
+  private demoteReplacedKey(l: Live, listedKey: string): void {
+    if (l.stored.tier === "discovered" && l.stored.tier_source === "default") return;
+    const from = l.stored.tier;
+    this.store.setTier(l.stored.addr, "discovered", "default", {
+      source: "trust",
+      kind: "peer.key_demoted",
+      payload: { node: l.stored.node_id, addr: l.stored.addr, old_key: l.stored.key, listed_key: listedKey, from, to: "discovered" },
+    });
+    l.stored = { ...l.stored, tier: "discovered", tier_source: "default" };
+  }
+
   /**
    * Applies the peers file (§3.5), read just before: tiers for listed entries, demotion of targets the file no
    * longer lists, fail-closed demotion of everyone for an unreadable file, and learning of listed addresses (or
@@ -312,6 +324,7 @@ export class Targets {
     const pending: Array<Promise<unknown>> = [];
     for (const entry of peers.entries) {
       const l = this.live.get(entry.addr);
+      if (l && l.stored.key !== null && entry.key !== undefined && entry.key !== l.stored.key) this.demoteReplacedKey(l, entry.key);
       if (!l || l.stored.key === null || (entry.key !== undefined && entry.key !== l.stored.key)) {
         if (learn) pending.push(this.add(entry.addr, { key: entry.key ?? null, tier: entry.tier, source: "peers", listed: true }));
       } else {

@@ -8,7 +8,10 @@
  * - a mutating verb is gated on the controller (teardown is never blocked by tier or revocation) and chained as
  *   `workload.<verb> {phase: "request"}` before it is sent; that event's hash is the request's decision id (I4);
  * - its outcome is chained with the record change in one transaction: a successful unload (or one the node answers
- *   `unknown_instance`) deletes the record and frees the name; a lost answer leaves the record `pending: <verb>`.
+ *   `unknown_instance`) deletes the record and frees the name; a lost answer leaves the record `pending: <verb>`;
+ * - an instance no placement records but a node lists (an orphan of issue 21 case 1, or one made by another
+ *   controller store) can still be acted on: the node that lists it is found by asking every known node, and the
+ *   verb is chained as an operator action (`unmanaged: true`, with who asked), never as automation (issue 21 item 3).
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { outcomeOf } from "../client/node-client.js";
@@ -27,6 +30,8 @@ export interface VerbOptions {
   readonly tail_bytes?: number;
   /** unload: the node refuses unless the instance is still at this generation (issue 7's fenced replace). */
   readonly generation?: number;
+  /** Who asked (user, uid, pid, host): chained with a verb on an instance no placement records. */
+  readonly operator?: JsonObject;
 }
 
 export type VerbResult =
@@ -76,7 +81,7 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
     await deps.settle();
     found = store.placement(instanceId);
   }
-  if (found === null) return { kind: "error", verb, instance_id: instanceId, code: "unknown_instance", reason: `no placed instance ${instanceId}` };
+  if (found === null) return unmanagedVerb(deps, verb, instanceId, opts);
   const { record, workload } = found;
   const node = record.node_id;
   // 2. described since start, so the gate sees the real tier and the request names the boot
@@ -135,4 +140,53 @@ function outcomeEvent(kind: string, decisionId: string | null, instanceId: strin
     kind,
     payload: { phase: "outcome", decision_id: decisionId, instance_id: instanceId, node, result, code, reason },
   };
+}
+
+/**
+ * A verb on an instance no placement records: the node that lists it is found by a status on every known node, and
+ * the verb is sent under a chained request marked `unmanaged` with the operator who asked. Nothing in the store
+ * changes (there is no record); the node's own chain records the unload too.
+ */
+async function unmanagedVerb(deps: VerbDeps, verb: Verb, instanceId: string, opts: VerbOptions): Promise<VerbResult> {
+  const { store, targets } = deps;
+  const holder = await findHolder(deps, instanceId);
+  if (holder === null) {
+    return { kind: "error", verb, instance_id: instanceId, code: "unknown_instance", reason: `no placed instance ${instanceId}, and no known node lists it` };
+  }
+  const { node, name } = holder;
+  const timeoutMs = verb === "stop" ? Math.max(deps.callTimeoutMs, (opts.grace_ms ?? 2000) + 10_000) : deps.callTimeoutMs;
+  if (!MUTATING.has(verb)) {
+    const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { timeoutMs });
+    if (r.kind === "ok") return { kind: "ok", verb, instance_id: instanceId, node, result: (verb === "status" ? { instance_id: instanceId, node, status: r.result.row ?? null, unmanaged: true } : r.result) as JsonObject };
+    if (r.kind === "refused") return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
+    return { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
+  }
+  const requestId = store.commitVerbRequest({
+    source: "placement",
+    kind: `workload.${verb}`,
+    payload: { phase: "request", instance_id: instanceId, node, name, unmanaged: true, operator: opts.operator ?? { via: "api" } },
+  });
+  const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
+  const outcome = outcomeOf(verb, r);
+  store.commitVerbOutcome(instanceId, null, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, r.kind === "refused" ? r.code : null, r.kind === "ok" ? null : failureText(r)));
+  if (r.kind === "ok") return { kind: "ok", verb, instance_id: instanceId, node, result: { ...r.result, unmanaged: true } };
+  if (r.kind === "refused") return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
+  return outcome === "indeterminate" ? { kind: "indeterminate", verb, instance_id: instanceId, node, reason: r.reason } : { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
+}
+
+/** The known node that lists `instanceId` (not departed), asked by status; null when none does. */
+async function findHolder(deps: VerbDeps, instanceId: string): Promise<{ node: string; name: string } | null> {
+  for (const t of deps.targets.list()) {
+    const node = t.node_id;
+    if (node === null) continue;
+    if (!deps.targets.described(node) && !(await deps.targets.refresh(node))) continue;
+    const r = await deps.targets.call(node, "status", { instance_id: instanceId, include_departed: false }, { timeoutMs: deps.callTimeoutMs });
+    if (r.kind !== "ok") continue;
+    const row = r.result.row;
+    if (typeof row === "object" && row !== null && !Array.isArray(row) && (row as JsonObject).instance_id === instanceId) {
+      const name = (row as JsonObject).name;
+      return { node, name: typeof name === "string" ? name : "" };
+    }
+  }
+  return null;
 }

@@ -9,7 +9,7 @@ import type { Server } from "node:net";
 import { join } from "node:path";
 import { Chain } from "../../chain/chain.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
+import { nodeIdOf, type PublicKeyHex, type SigningKey } from "../../core/crypto/ed25519.js";
 import { loadKeyFile } from "../../keys/key-file.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { REQUEST_FRAME_BYTES } from "../transport/frames.js";
@@ -37,6 +37,12 @@ export interface NodeDaemonOptions {
   readonly pollMs?: number;
   /** How often revocations are swept (ms, §11.4 says 60 s). */
   readonly sweepMs?: number;
+  /**
+   * spec/mesh.md §4.11 (issue 17): `tls` serves TLS 1.3 bound to the identity keys; `plaintext` is the explicit
+   * migration window (chained as `transport.plaintext` at every start). Unset: plaintext as before, until the
+   * controller side speaks TLS (then the default becomes `tls`).
+   */
+  readonly transport?: "tls" | "plaintext";
 }
 
 export interface RecoveryReport {
@@ -116,10 +122,16 @@ export class NodeDaemon {
       },
     });
     service.policy();
+    if (o.transport === "plaintext") {
+      store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: "configured explicitly (--transport plaintext)" } });
+    }
+    const authorised = new Set([...config.controllers.map((c) => c.key), ...(o.controllers ?? [])]);
+    // Loaded only when asked for: the ASN.1 modules would otherwise slow every CLI start.
+    const tls = o.transport === "tls" ? (await import("../transport/tls.js")).listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
     const { server, address } =
       o.listen === null
         ? { server: null, address: "" }
-        : await listenFrames(o.listen, (stream) => void service.serve(stream), { limits: listenLimits(config.limits) });
+        : await listenFrames(o.listen, (stream) => void service.serve(stream), { limits: listenLimits(config.limits), ...(tls ? { tls } : {}) });
     const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db, chain);
     // spec/audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
@@ -152,6 +164,38 @@ export function listenLimits(l: NodeConfig["limits"]): ListenLimits {
     graceMs: l.unauthenticated_grace_ms,
     firstBytesMs: l.first_bytes_ms,
     maxFrameBytes: REQUEST_FRAME_BYTES,
+  };
+}
+
+/**
+ * A TLS client whose certificate key this node does not authorise is refused with the code of §4.6 check 12
+ * (`unauthorized`), chained once per key per boot (at most 256 keys; the rest are counted on the next record).
+ */
+function refusedPeerRecorder(store: NodeStore, nodeId: string): (presented: string | null, remote: string) => void {
+  const seen = new Set<string>();
+  let suppressed = 0;
+  return (presented, remote) => {
+    const k = presented ?? "(no Ed25519 certificate)";
+    if (seen.has(k) || seen.size >= 256) {
+      if (!seen.has(k)) suppressed++;
+      return;
+    }
+    seen.add(k);
+    store.append({
+      source: "node",
+      kind: "workload.refuse",
+      payload: {
+        phase: "transport",
+        node: nodeId,
+        code: "unauthorized",
+        reason: `TLS client key ${k} from ${remote} is not an authorised controller`,
+        method: "",
+        requester: presented ? nodeIdOf(presented as PublicKeyHex) : null,
+        decision_id: null,
+        suppressed,
+      },
+    });
+    suppressed = 0;
   };
 }
 

@@ -117,7 +117,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   try {
     runtime.materialise(
       instanceId,
-      statement.files.map((f) => ({ path: f.path, mode: f.mode, source: stored.get(f.path) as string })),
+      statement.files.map((f) => ({ path: f.path, mode: f.mode, sha256: f.sha256, source: stored.get(f.path) as string })),
     );
   } catch (error) {
     runtime.remove(instanceId);

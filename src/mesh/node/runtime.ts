@@ -24,6 +24,7 @@ import {
   writeSync,
 } from "node:fs";
 import { dirname, join } from "node:path";
+import { sha256OfFile } from "./content.js";
 
 export interface ProcessIdentity {
   readonly pid: number;
@@ -133,8 +134,11 @@ export class NativeRuntime {
     return this.children.has(instanceId);
   }
 
-  /** Lays out `instances/<id>/` (mode 0700) with work/, tmp/ and the pinned files copied from the content store. */
-  materialise(instanceId: string, files: ReadonlyArray<{ path: string; mode: "0644" | "0755"; source: string }>): void {
+  /**
+   * Lays out `instances/<id>/` (mode 0700) with work/, tmp/ and the pinned files copied from the content store. Each
+   * copy is hashed again where it will run (issue 12): a store file changed between its check and the copy throws.
+   */
+  materialise(instanceId: string, files: ReadonlyArray<{ path: string; mode: "0644" | "0755"; source: string; sha256: string }>): void {
     const dir = this.dirOf(instanceId);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     mkdirSync(join(dir, "work"), { recursive: true, mode: 0o700 });
@@ -143,6 +147,7 @@ export class NativeRuntime {
       const target = join(dir, "work", f.path);
       mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
       copyFileSync(f.source, target);
+      if (sha256OfFile(target) !== f.sha256) throw new Error(`${f.path}: the stored copy no longer matches its pinned sha256`);
       chmodSync(target, f.mode === "0755" ? 0o755 : 0o644);
     }
   }

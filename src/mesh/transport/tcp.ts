@@ -1,7 +1,8 @@
 /** The production connector and listener: TCP with the framing of frames.ts. */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { type SecureContext, TLSSocket } from "node:tls";
 import { Admission, type AdmissionLimits, peerAddress } from "./admission.js";
-import { type Connector, type FrameStream, SocketFrameStream, StreamClosed } from "./frames.js";
+import { type Connector, type FrameStream, MAX_FRAME_BYTES, SocketFrameStream, StreamClosed } from "./frames.js";
 
 export function parseAddr(addr: string): { host: string; port: number } {
   const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(addr);
@@ -19,30 +20,46 @@ export function isLoopbackHost(host: string): boolean {
   return h === "localhost" || h === "::1" || /^(::ffff:)?127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h);
 }
 
+/**
+ * Waits for a client socket to reach `readyEvent` within the timeout and the signal; `ready` turns it into a stream
+ * or an error (a TLS peer with the wrong key). Shared by the TCP and TLS connectors.
+ */
+export function settleConnect<S extends Socket, T>(
+  socket: S,
+  o: { addr: string; readyEvent: string; timeoutMs: number; signal?: AbortSignal | undefined; what: string },
+  ready: (socket: S) => T | StreamClosed,
+): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => fail(new StreamClosed(`connect to ${o.addr} timed out`)), o.timeoutMs);
+    const onAbort = () => fail(o.signal?.reason instanceof Error ? o.signal.reason : new StreamClosed("connect aborted"));
+    const done = () => {
+      clearTimeout(timer);
+      o.signal?.removeEventListener("abort", onAbort);
+    };
+    const fail = (error: Error) => {
+      done();
+      socket.destroy();
+      reject(error);
+    };
+    o.signal?.addEventListener("abort", onAbort, { once: true });
+    socket.once("error", (error) => fail(new StreamClosed(`cannot connect to ${o.addr}${o.what}: ${error.message}`)));
+    socket.once(o.readyEvent, () => {
+      const made = ready(socket);
+      if (made instanceof StreamClosed) return fail(made);
+      done();
+      socket.removeAllListeners("error");
+      resolve(made);
+    });
+  });
+}
+
 export class TcpConnector implements Connector {
   constructor(private readonly connectTimeoutMs = 5000) {}
 
   connect(addr: string, signal?: AbortSignal): Promise<FrameStream> {
     const { host, port } = parseAddr(addr);
-    return new Promise((resolve, reject) => {
-      const socket = createConnection({ host, port });
-      const timer = setTimeout(() => fail(new StreamClosed(`connect to ${addr} timed out`)), this.connectTimeoutMs);
-      const onAbort = () => fail(signal?.reason instanceof Error ? signal.reason : new StreamClosed("connect aborted"));
-      const fail = (error: Error) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        socket.destroy();
-        reject(error);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      socket.once("error", (error) => fail(new StreamClosed(`cannot connect to ${addr}: ${error.message}`)));
-      socket.once("connect", () => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        socket.removeAllListeners("error");
-        resolve(new SocketFrameStream(socket));
-      });
-    });
+    const socket = createConnection({ host, port });
+    return settleConnect(socket, { addr, readyEvent: "connect", timeoutMs: this.connectTimeoutMs, signal, what: "" }, (s) => new SocketFrameStream(s));
   }
 }
 
@@ -62,44 +79,80 @@ export interface ListenerCounters {
 }
 
 /**
+ * TLS on a listener (tls.ts builds it): every admitted connection must complete a TLS 1.3 handshake with a client
+ * certificate whose key is authorised; until then (and for at most `firstBytesMs`) it is unauthenticated.
+ */
+export interface ListenTls {
+  readonly context: SecureContext;
+  readonly authorised: () => ReadonlySet<string>;
+  readonly peerKeyOf: (socket: TLSSocket) => string | null;
+  readonly onRefused?: (presented: string | null, remote: string) => void;
+}
+
+/**
  * Listens on `addr` and hands every admitted connection to `onStream`; resolves with the bound address. With
- * `limits`, connections are admitted by admission.ts and closed after `firstBytesMs` of silence.
+ * `limits`, connections are admitted by admission.ts and closed after `firstBytesMs` of silence (with `tls`: without
+ * a completed handshake). With `tls`, the streams are TLS 1.3 sessions of authorised controllers only.
  */
 export async function listenFrames(
   addr: string,
   onStream: (stream: SocketFrameStream) => void,
-  opts: { limits?: ListenLimits } = {},
+  opts: { limits?: ListenLimits; tls?: ListenTls } = {},
 ): Promise<{ server: Server; address: string; counters: ListenerCounters }> {
   const { host, port } = parseAddr(addr);
   const counters: ListenerCounters = { accepted: 0, evicted: 0, refused: 0, silent: 0 };
   const limits = opts.limits;
+  const tls = opts.tls;
   const admission = limits ? new Admission<Socket>(limits) : null;
-  const server = createServer((socket) => {
-    if (!limits || !admission) {
-      onStream(new SocketFrameStream(socket));
-      return;
+  const server = createServer((raw) => {
+    if (admission && limits) {
+      const verdict = admission.admit(raw, peerAddress(raw.remoteAddress), performance.now());
+      if (verdict.kind === "refuse") {
+        counters.refused++;
+        raw.destroy();
+        return;
+      }
+      counters.accepted++;
+      for (const victim of verdict.evict) {
+        counters.evicted++;
+        victim.destroy();
+      }
     }
-    const verdict = admission.admit(socket, peerAddress(socket.remoteAddress), performance.now());
-    if (verdict.kind === "refuse") {
-      counters.refused++;
-      socket.destroy();
-      return;
-    }
-    counters.accepted++;
-    for (const victim of verdict.evict) {
-      counters.evicted++;
-      victim.destroy();
-    }
-    const silent = setTimeout(() => {
-      counters.silent++;
-      socket.destroy();
-    }, limits.firstBytesMs);
-    socket.once("data", () => clearTimeout(silent));
+    const remote = `${raw.remoteAddress ?? "?"}:${raw.remotePort ?? "?"}`;
+    const socket: Socket = tls ? new TLSSocket(raw, { isServer: true, secureContext: tls.context, requestCert: true, rejectUnauthorized: false }) : raw;
+    const silent = limits
+      ? setTimeout(() => {
+          counters.silent++;
+          socket.destroy();
+          raw.destroy();
+        }, limits.firstBytesMs)
+      : undefined;
     socket.once("close", () => {
       clearTimeout(silent);
-      admission.release(socket);
+      admission?.release(raw);
     });
-    onStream(new SocketFrameStream(socket, { maxFrame: limits.maxFrameBytes, onAuthenticated: () => admission.authenticate(socket) }));
+    const frames = (authenticated: boolean) => {
+      const stream = new SocketFrameStream(socket, { maxFrame: limits?.maxFrameBytes ?? MAX_FRAME_BYTES, onAuthenticated: () => admission?.authenticate(raw) });
+      if (authenticated) stream.markAuthenticated();
+      onStream(stream);
+    };
+    if (!tls) {
+      socket.once("data", () => clearTimeout(silent));
+      frames(false);
+      return;
+    }
+    socket.on("error", () => socket.destroy());
+    socket.once("secure", () => {
+      clearTimeout(silent);
+      const presented = tls.peerKeyOf(socket as TLSSocket);
+      if (presented === null || !tls.authorised().has(presented)) {
+        tls.onRefused?.(presented, remote);
+        socket.destroy();
+        return;
+      }
+      socket.removeAllListeners("error");
+      frames(true); // the handshake proved an authorised controller key: it holds its slot (admission.ts)
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

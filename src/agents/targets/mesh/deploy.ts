@@ -268,7 +268,7 @@ async function releaseStaleRecords(deps: MeshAgentDeps, stale: MeshAgentObservat
 async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgentObservation, rounds: DeployRound[], replaced: boolean): Promise<AgentDeployResult> {
   const result = deployAnswers({ agent: input.agent, target: "mesh", intent: input.intent, rounds });
   const targets = await deps.controller.targets();
-  const m = input.spec.mesh ?? { pin: null, prefer: [], avoid: [], allow_emulated: false, start: true };
+  const m = input.spec.mesh ?? { pin: null, prefer: [], avoid: [], allow_emulated: false, start: true, strategy: "spread" as const };
   const pin = m.pin === null ? { ok: true as const, ids: [] } : resolveRefs(targets, [m.pin], "pin");
   const prefer = resolveRefs(targets, m.prefer, "prefer");
   const avoid = resolveRefs(targets, m.avoid, "avoid");
@@ -281,6 +281,7 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     prefer: prefer.ok ? prefer.ids : [],
     avoid: avoid.ok ? avoid.ids : [],
     allow_emulated: m.allow_emulated,
+    strategy: m.strategy,
     start: m.start,
     agent: input.agent,
     intent: input.intent,

@@ -1,0 +1,67 @@
+/**
+ * The node's answers, one schema per method (spec/mesh.md §11; issue 14 item 3): the controller's node client
+ * parses every `ok` result once against its method's schema, so no caller reads a result by guessing its shape and a
+ * malformed answer is *no valid answer*, naming the field. Objects are loose (a newer node may add members; the
+ * ones listed here are required and typed): the request side stays strict (messages.ts), the answer side tolerant of
+ * additions, never of a missing or mistyped member.
+ */
+import { z } from "zod";
+import type { JsonObject } from "../crypto/canonical.js";
+import { describeIssues, type Method, SignedMessageSchema } from "./messages.js";
+
+const nullableString = z.string().nullable();
+
+export const InflightStatusRowSchema = z.looseObject({
+  decision_id: z.string(),
+  in_flight: z.literal(true),
+  method: z.string(),
+  since_ms: z.number(),
+});
+export const InstanceStatusRowSchema = z.looseObject({
+  instance_id: z.string(),
+  decision_id: z.string(),
+  name: z.string(),
+  package_id: z.string(),
+  variant: z.string(),
+  route: z.enum(["native", "emulated"]),
+  state: z.string(),
+  exit_code: z.number().nullable(),
+  signal: nullableString,
+  detail: nullableString,
+  pid: z.number().nullable(),
+  started_ms: z.number().nullable(),
+  requester: z.string(),
+  agent: nullableString,
+  intent: nullableString,
+  generation: z.number().int(),
+});
+export const DepartedStatusRowSchema = z.looseObject({
+  instance_id: z.string(),
+  decision_id: z.string(),
+  departed: z.string(),
+  at_ms: z.number(),
+});
+/** A status row: in-flight mark, held instance, or departed instance (§11.2). Departed first: it has no `state`. */
+export const StatusRowSchema = z.union([InflightStatusRowSchema, DepartedStatusRowSchema, InstanceStatusRowSchema]);
+
+export const RESULT_SCHEMAS = {
+  describe: z.looseObject({ node_id: z.string(), boot_id: z.string(), version: z.string(), methods: z.array(z.string()), facts: SignedMessageSchema, clock_ms: z.number() }),
+  place: z.looseObject({ instance_id: z.string(), name: z.string(), variant: z.string(), route: z.enum(["native", "emulated"]), package_id: z.string(), state: z.string() }),
+  load: z.looseObject({ instance_id: z.string(), name: z.string(), variant: z.string(), route: z.enum(["native", "emulated"]), package_id: z.string(), state: z.string() }),
+  start: z.looseObject({ started: z.boolean(), already: z.boolean() }),
+  stop: z.looseObject({ stopped: z.boolean(), already: z.boolean(), exit_code: z.number().nullable(), signal: nullableString }),
+  unload: z.looseObject({ unloaded: z.boolean() }),
+  status: z.union([z.looseObject({ row: InstanceStatusRowSchema }), z.looseObject({ rows: z.array(StatusRowSchema) })]),
+  logs: z.looseObject({ stdout: z.string(), stderr: z.string() }),
+} as const satisfies Record<Method, z.ZodType>;
+
+export type ResultOf<M extends Method> = z.infer<(typeof RESULT_SCHEMAS)[M]>;
+export type StatusRowAnswer = z.infer<typeof StatusRowSchema>;
+
+/** Parses one `ok` result for its method; an unknown method's result is passed through (the node refuses those). */
+export function parseResult(method: string, result: JsonObject): { ok: true } | { ok: false; reason: string } {
+  const schema = (RESULT_SCHEMAS as Record<string, z.ZodType | undefined>)[method];
+  if (schema === undefined) return { ok: true };
+  const parsed = schema.safeParse(result);
+  return parsed.success ? { ok: true } : { ok: false, reason: describeIssues(`${method} result`, parsed.error.issues) };
+}

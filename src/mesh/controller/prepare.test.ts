@@ -1,0 +1,57 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { EMPTY_REVOCATIONS } from "../../core/governance/policy.js";
+import { MANIFEST_FILE, parseEnvelope } from "../../core/packages/manifest.js";
+import { generateSigningKey } from "../../keys/key-file.js";
+import { buildPackage, initPackage, signPackage } from "../packages/dir.js";
+import type { ControllerPolicy } from "./policy.js";
+import { PACKAGE_STORE, preparePackage } from "./prepare.js";
+
+const dirs: string[] = [];
+const temp = () => {
+  const d = mkdtempSync(join(tmpdir(), "berth-prepare-"));
+  dirs.push(d);
+  return d;
+};
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function signedPackage(script: string) {
+  const signer = generateSigningKey();
+  const dir = temp();
+  writeFileSync(join(dir, "run.sh"), script, { mode: 0o755 });
+  initPackage(dir, { name: "probe", files: ["run.sh"], variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: "run.sh", args: [] }, requires: [] }] });
+  buildPackage(dir);
+  const { packageId } = signPackage(dir, signer);
+  const policy = { signers: new Set([signer.publicKey]), permits: [], revocations: EMPTY_REVOCATIONS } as unknown as ControllerPolicy;
+  return { dir, packageId, signer, policy };
+}
+
+describe("preparing a package on the controller (issue 12)", () => {
+  it("a package rewritten between its verification and the copy never lands under the verified id", () => {
+    const pkg = signedPackage("#!/bin/sh\necho signed\n");
+    const dataDir = temp();
+    const prepared = preparePackage(pkg.dir, dataDir, pkg.policy, () => {
+      // The rewrite: another signed package in the same directory, and a changed file.
+      writeFileSync(join(pkg.dir, "run.sh"), "#!/bin/sh\necho swapped\n");
+      buildPackage(pkg.dir);
+      signPackage(pkg.dir, pkg.signer);
+    });
+    expect(prepared.ok).toBe(true);
+    const stored = join(dataDir, PACKAGE_STORE, pkg.packageId);
+    const parsed = parseEnvelope(readFileSync(join(stored, MANIFEST_FILE), "utf8"));
+    expect(parsed.ok && parsed.packageId).toBe(pkg.packageId);
+    expect(readFileSync(join(stored, "run.sh"), "utf8")).toBe("#!/bin/sh\necho signed\n");
+  });
+
+  it("a file that does not match its pin is refused and nothing is stored", () => {
+    const pkg = signedPackage("#!/bin/sh\necho signed\n");
+    writeFileSync(join(pkg.dir, "run.sh"), "#!/bin/sh\necho SIGNED\n");
+    const dataDir = temp();
+    const prepared = preparePackage(pkg.dir, dataDir, pkg.policy);
+    expect(prepared).toEqual({ ok: false, error: expect.stringContaining("run.sh does not match its pinned sha256") });
+  });
+});

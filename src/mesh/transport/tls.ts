@@ -1,0 +1,134 @@
+/**
+ * TLS 1.3 for the control protocol (spec/mesh.md §4.11, issue 17): the same frames, inside a TLS 1.3 session whose
+ * two certificates are self-signed by the Ed25519 identity keys berth already has. No CA is consulted: each side
+ * reads the key of the certificate its peer proved possession of (TLS 1.3 CertificateVerify) and compares it with
+ * the key it expects — the controller with the node's pinned key, the node with the controller keys it authorises.
+ * The signed messages above the stream are unchanged; TLS adds confidentiality and keeps a man in the middle from
+ * even reading.
+ */
+import { createPublicKey, randomBytes, sign } from "node:crypto";
+import { createSecureContext, connect as tlsConnect, type TLSSocket } from "node:tls";
+import { AsnConvert } from "@peculiar/asn1-schema";
+import {
+  AlgorithmIdentifier,
+  AttributeTypeAndValue,
+  AttributeValue,
+  Certificate,
+  Name,
+  RelativeDistinguishedName,
+  SubjectPublicKeyInfo,
+  TBSCertificate,
+  Validity,
+  Version,
+} from "@peculiar/asn1-x509";
+import type { SigningKey } from "../../core/crypto/ed25519.js";
+import { nodeIdOf } from "../../core/crypto/ed25519.js";
+import { type Connector, type FrameStream, MAX_FRAME_BYTES, SocketFrameStream, StreamClosed } from "./frames.js";
+import { type ListenTls, parseAddr, settleConnect } from "./tcp.js";
+
+const SPKI_ED25519_PREFIX = "302a300506032b6570032100";
+const ED25519_OID = "1.3.101.112";
+const COMMON_NAME_OID = "2.5.4.3";
+
+export interface TlsIdentity {
+  readonly key: string;
+  readonly cert: string;
+  readonly publicKey: string;
+}
+
+const identities = new Map<string, TlsIdentity>();
+
+/**
+ * A self-signed X.509 certificate for an identity key (cached per key), built with @peculiar/asn1-x509 (the ASN.1
+ * structures @peculiar/x509 is made of; x509 itself needs a reflect-metadata polyfill that is not installed) and
+ * signed with node:crypto. Its subject names the key's node id; its validity is long and ignored: what each side
+ * checks is the key, never a date, a name or a CA.
+ */
+export function tlsIdentity(key: SigningKey): TlsIdentity {
+  const cached = identities.get(key.publicKey);
+  if (cached) return cached;
+  const algorithm = new AlgorithmIdentifier({ algorithm: ED25519_OID });
+  const name = new Name([
+    new RelativeDistinguishedName([new AttributeTypeAndValue({ type: COMMON_NAME_OID, value: new AttributeValue({ utf8String: `berth ${nodeIdOf(key.publicKey)}` }) })]),
+  ]);
+  const serial = randomBytes(16);
+  serial[0] = (serial[0] as number) & 0x7f; // a positive INTEGER
+  const tbsCertificate = new TBSCertificate({
+    version: Version.v3,
+    serialNumber: new Uint8Array(serial).buffer,
+    signature: algorithm,
+    issuer: name,
+    subject: name,
+    validity: new Validity({ notBefore: new Date("2020-01-01T00:00:00Z"), notAfter: new Date("2120-01-01T00:00:00Z") }),
+    subjectPublicKeyInfo: AsnConvert.parse(createPublicKey(key.privateKey).export({ format: "der", type: "spki" }), SubjectPublicKeyInfo),
+  });
+  const signature = sign(null, Buffer.from(AsnConvert.serialize(tbsCertificate)), key.privateKey);
+  const der = Buffer.from(AsnConvert.serialize(new Certificate({ tbsCertificate, signatureAlgorithm: algorithm, signatureValue: new Uint8Array(signature).buffer })));
+  const pem = `-----BEGIN CERTIFICATE-----\n${der.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n$/, "")}\n-----END CERTIFICATE-----\n`;
+  const made = { key: key.privateKey.export({ format: "pem", type: "pkcs8" }).toString(), cert: pem, publicKey: key.publicKey };
+  identities.set(key.publicKey, made);
+  return made;
+}
+
+/** The raw Ed25519 key (64 hex) of the certificate the peer presented, `null` without one or for another key type. */
+export function peerKeyOf(socket: TLSSocket): string | null {
+  const cert = socket.getPeerX509Certificate();
+  if (!cert) return null;
+  const spki = cert.publicKey.export({ format: "der", type: "spki" }).toString("hex");
+  return spki.startsWith(SPKI_ED25519_PREFIX) && spki.length === SPKI_ED25519_PREFIX.length + 64 ? spki.slice(SPKI_ED25519_PREFIX.length) : null;
+}
+
+/** The peer's certificate key is not the one expected: the connection is refused before any frame. */
+export class PeerKeyMismatch extends StreamClosed {
+  override name = "PeerKeyMismatch";
+  constructor(
+    readonly addr: string,
+    readonly expected: string,
+    readonly presented: string | null,
+  ) {
+    super(`the node at ${addr} presented key ${presented ?? "(none)"}, not the expected ${expected}: refused before sending anything`);
+  }
+}
+
+const TLS_COMMON = { minVersion: "TLSv1.3", maxVersion: "TLSv1.3" } as const;
+
+/**
+ * The controller's connector over TLS. `expectedKey(addr)` is the node key the controller holds for that address
+ * (pinned or learned, §3.3); `null` means first use: the connection is allowed, and the presented key is on the
+ * stream (`peerKey`) for the caller to compare with the key that signs the describe answer.
+ */
+export class TlsConnector implements Connector {
+  constructor(
+    private readonly o: { identity: SigningKey; expectedKey: (addr: string) => string | null; connectTimeoutMs?: number },
+  ) {}
+
+  async connect(addr: string, signal?: AbortSignal): Promise<FrameStream & { readonly peerKey: string | null }> {
+    const { host, port } = parseAddr(addr);
+    const id = tlsIdentity(this.o.identity);
+    const expected = this.o.expectedKey(addr);
+    // rejectUnauthorized: false turns off CA chain checks only; the handshake still proves the peer holds the key of
+    // its certificate, and that key is compared below, before anything is sent.
+    const socket = tlsConnect({ host, port, ...TLS_COMMON, key: id.key, cert: id.cert, rejectUnauthorized: false });
+    const opts = { addr, readyEvent: "secureConnect", timeoutMs: this.o.connectTimeoutMs ?? 5000, signal, what: " over TLS" };
+    return settleConnect<TLSSocket, FrameStream & { readonly peerKey: string | null }>(socket, opts, (s) => {
+      const presented = peerKeyOf(s);
+      if (presented === null || (expected !== null && presented !== expected)) return new PeerKeyMismatch(addr, expected ?? "(an Ed25519 key)", presented);
+      return Object.assign(new SocketFrameStream(s, { maxFrame: MAX_FRAME_BYTES }), { peerKey: presented });
+    });
+  }
+}
+
+/** What listenFrames needs to serve TLS: this node's certificate and the controller keys it serves (§3.2). */
+export function listenTls(o: {
+  identity: SigningKey;
+  authorised: () => ReadonlySet<string>;
+  onRefused?: (presented: string | null, remote: string) => void;
+}): ListenTls {
+  const id = tlsIdentity(o.identity);
+  return {
+    context: createSecureContext({ ...TLS_COMMON, key: id.key, cert: id.cert }),
+    authorised: o.authorised,
+    peerKeyOf,
+    ...(o.onRefused ? { onRefused: o.onRefused } : {}),
+  };
+}

@@ -1,0 +1,126 @@
+/**
+ * The package as people install it (issue 13): `npm pack` of the built tree, `npm install -g` of that tarball into a
+ * temporary prefix, and the installed `berth` run from there — `--version`, then `berth up --detach` and `berth down`
+ * with a temporary home, judged from /proc. A second install with `--omit=optional` is what a Raspberry Pi node gets:
+ * no Kubernetes client; both install sizes are printed. That one is a prefix install (`npm install --prefix`), not a
+ * global one: npm ignores --omit with --global (npm/cli#8284), so the README gives the prefix form for a Pi.
+ *
+ * The tarball is packed with --ignore-scripts from the tree the test command already built through the same prepack
+ * script (scripts/test → scripts/prepack), so packing never rebuilds dist/ under the other tiers' feet. The install
+ * runs better-sqlite3's real install script; its prebuilt addon is offered as a local prebuild made from the one this
+ * checkout already built (better-sqlite3's `local_prebuilds` setting), so no download from GitHub and no compiler are
+ * needed, and the packages come from npm's cache first (--prefer-offline).
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repoRoot } from "../support/built.js";
+import { runNode } from "../support/process.js";
+import { processesUnder } from "../support/processes-under.js";
+
+const work = mkdtempSync(join(tmpdir(), "berth-package-"));
+const home = join(work, "home");
+const full = join(work, "full");
+const slim = join(work, "slim");
+const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { name: string; version: string };
+let tarball = "";
+
+afterAll(() => {
+  for (const pid of processesUnder(work)) process.kill(pid, "SIGKILL");
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** Bytes under `dir`, every file counted once by its apparent size (what the install adds to a disk, roughly). */
+function sizeOf(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) total += sizeOf(path);
+    else if (entry.isFile()) total += statSync(path).size;
+  }
+  return total;
+}
+
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+
+/** better-sqlite3's addon, built by this checkout's install, as the prebuild tarball its install script looks for. */
+function localPrebuild(): string {
+  const sqlite = join(repoRoot, "node_modules", "better-sqlite3");
+  const version = (JSON.parse(readFileSync(join(sqlite, "package.json"), "utf8")) as { version: string }).version;
+  const dir = join(work, "prebuilds");
+  mkdirSync(dir, { recursive: true });
+  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  execFileSync("tar", ["-czf", join(dir, name), "-C", sqlite, "build/Release/better_sqlite3.node"]);
+  return dir;
+}
+
+/** `npm install -g` as the README says (`--allow-scripts`: better-sqlite3's install script places its native addon). */
+function install(prefix: string, how: "global" | "prefix, without optional dependencies"): void {
+  const args = how === "global" ? ["-g", "--allow-scripts=better-sqlite3"] : ["--omit=optional"];
+  execFileSync("npm", ["install", ...args, "--prefix", prefix, tarball, "--prefer-offline", "--no-audit", "--no-fund"], {
+    env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: localPrebuild() },
+    stdio: ["ignore", "pipe", "pipe"],
+    timeout: 540_000,
+  });
+}
+
+const installed = (prefix: string) => (prefix === slim ? join(prefix, "node_modules", pkg.name) : join(prefix, "lib", "node_modules", pkg.name));
+const berthIn = (prefix: string) => (prefix === slim ? join(prefix, "node_modules", ".bin", "berth") : join(prefix, "bin", "berth"));
+/** What the install adds: the package and everything it pulled in (a prefix install puts them side by side). */
+const installSize = (prefix: string) => (prefix === slim ? sizeOf(join(prefix, "node_modules")) : sizeOf(installed(prefix)));
+
+beforeAll(() => {
+  if (!existsSync(join(repoRoot, "dist", "web", "index.html"))) throw new Error("dist/ is not the package build: run bash scripts/prepack (bash scripts/test does)");
+  const packed = JSON.parse(execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], { cwd: repoRoot, encoding: "utf8" })) as Array<{ filename: string }>;
+  tarball = join(work, packed[0]?.filename ?? "");
+  install(full, "global");
+  install(slim, "prefix, without optional dependencies");
+  const withKube = installSize(full);
+  const withoutKube = installSize(slim);
+  console.log(`install size of ${pkg.name}@${pkg.version}: ${mb(withKube)} with the Kubernetes client, ${mb(withoutKube)} without (--omit=optional); tarball ${mb(statSync(tarball).size)}`);
+}, 600_000);
+
+describe("the packed tarball installed with npm install -g", () => {
+  it("ships the build, the dashboard, the samples, the licence and the changelog, and no test or source file", () => {
+    const root = installed(full);
+    for (const file of ["dist/src/cli/main.js", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
+      expect(existsSync(join(root, file)), file).toBe(true);
+    }
+    expect(readFileSync(join(root, "LICENSE"), "utf8")).toContain("Apache License");
+    expect(existsSync(join(root, "src"))).toBe(false);
+    expect(existsSync(join(root, "dist", "test"))).toBe(false);
+    expect(existsSync(join(root, "node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node"))).toBe(true);
+  });
+
+  it("runs berth --version from the installed copy", async () => {
+    const r = await runNode([berthIn(full), "--version"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe(pkg.version);
+  });
+
+  it("runs berth up --detach and berth down from the installed copy, leaving no process", async () => {
+    const env = { BERTH_HOME: home };
+    const up = await runNode([berthIn(full), "up", "--detach", "--no-kubernetes"], { env });
+    expect(up.code, up.stderr || up.stdout).toBe(0);
+    expect(up.stdout).toContain("berth is up: 3 nodes, 2 agents");
+    const agents = await runNode([berthIn(full), "agents", "--json"], { env });
+    expect((JSON.parse(agents.stdout) as { agents: Array<{ state: string }> }).agents.map((a) => a.state)).toEqual(["running", "running"]);
+    const down = await runNode([berthIn(full), "down"], { env });
+    expect(down.code, down.stderr || down.stdout).toBe(0);
+    expect(down.stdout).toContain("berth is down");
+    expect(processesUnder(home)).toEqual([]);
+  }, 300_000);
+
+  it("installs without the Kubernetes client when optional dependencies are omitted, and still runs", async () => {
+    expect(existsSync(join(installed(slim), "node_modules", "@kubernetes", "client-node"))).toBe(false);
+    expect(existsSync(join(installed(full), "node_modules", "@kubernetes", "client-node"))).toBe(true);
+    const version = await runNode([berthIn(slim), "--version"]);
+    expect(version.code, version.stderr).toBe(0);
+    const node = join(work, "pi-node");
+    const init = await runNode([berthIn(slim), "node", "init", "--data-dir", node, "--json"]);
+    expect(init.code, init.stderr).toBe(0);
+    expect(installSize(slim)).toBeLessThan(installSize(full));
+  });
+});
