@@ -47,7 +47,7 @@ async function main(): Promise<void> {
     const seed = o.seed;
     const faults = Object.entries(o.faults).map(([k, v]) => `${k}=${v}`).join(" ");
     process.stdout.write(`seed ${seed}: ${o.violations.length === 0 ? "ok" : `${o.violations.length} violation(s)`} in ${(o.ms / 1000).toFixed(1)} s; ${faults}\n`);
-    if (verbose) process.stdout.write(`${o.schedule}\n${o.notes.map((n) => `  note: ${n}\n`).join("")}${o.violations.map((v) => `  ✗ ${v}\n`).join("")}`);
+    if (verbose || o.violations.length > 0) process.stdout.write(`${o.schedule}\n${o.notes.map((n) => `  note: ${n}\n`).join("")}${o.violations.map((v) => `  ✗ ${v}\n`).join("")}`);
   }, { verbose });
   process.stdout.write(`\n${summarise(outcomes)}\n`);
   process.exitCode = outcomes.some((o) => o.violations.length > 0) ? 1 : 0;
