@@ -190,7 +190,7 @@ async function strike(st: RunState, f: Fault, clis: Spawned[], opsDone: Promise<
       await n.kill9();
       bump(st.faults, f.fault);
       await after(f.forMs);
-      await n.start();
+      await restart(w, f.node);
       return;
     }
     case "kill-cli": {
@@ -244,7 +244,22 @@ async function heal(w: World): Promise<void> {
     p.disarm();
     await p.heal();
   }
-  for (const n of w.nodes) if (!n.alive) await n.start();
+  for (const [i, n] of w.nodes.entries()) if (!n.alive) await restart(w, i);
+}
+
+/**
+ * Restarts a killed daemon with its data dir on its old port; if another world took that port meanwhile (seeds run
+ * side by side), on a fresh one, the proxy retargeted: the controller still reaches it at the proxy's address.
+ */
+async function restart(w: World, i: number): Promise<void> {
+  const n = w.nodes[i];
+  if (!n || n.alive) return;
+  try {
+    await n.start();
+  } catch {
+    await n.start("127.0.0.1:0");
+    w.proxies[i]?.retarget(n.address);
+  }
 }
 
 function judge(st: RunState, sampler: Sampler, verified: CliResult[]): string[] {
