@@ -6,13 +6,14 @@ import { catalogue } from "../core/kubernetes/catalogue.js";
 import { parseProviderConfig } from "../core/kubernetes/config.js";
 import { buildEnv } from "../core/kubernetes/env.js";
 import { fingerprint } from "../core/kubernetes/intent.js";
+import { checkIdentityPolicy } from "../core/kubernetes/identity-policy.js";
 import { identityFromNsec } from "../core/kubernetes/naming.js";
 import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernetes/request.js";
 import type { DeployInputs } from "./reconcile.js";
 
 export type Prepared = { ok: true; inputs: DeployInputs; fingerprint: string } | { ok: false; error: string };
 
-export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean }): Prepared {
+export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; nowMs?: number }): Prepared {
   const withOp = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? { op: "deploy", ...(raw as Record<string, unknown>) } : raw;
   if (isRelayMesh(withOp)) return { ok: false, error: RELAY_MESH_REFUSAL };
   const parsed = parseRequest(withOp);
@@ -23,6 +24,18 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean }): 
   if (!config.ok) return config;
   const identity = identityFromNsec(req.agent.private_key_nsec);
   if (!identity.ok) return { ok: false, error: catalogue.C1() };
+  const config0 = req.provider_config;
+  const policy = checkIdentityPolicy(
+    {
+      agentPubkey: identity.identity.pubkey,
+      authTag: req.agent.auth_tag,
+      launchOwner: req.agent.launch?.owner_pubkey,
+      policy: typeof config0 === "object" && config0 !== null && !Array.isArray(config0) ? (config0 as Record<string, unknown>).identity_policy : undefined,
+    },
+    false,
+    Math.floor((opts.nowMs ?? Date.now()) / 1000),
+  );
+  if (!policy.ok) return policy;
   // P-19: without launch.command the harness defaults to a binary the stock image lacks, so "started" proves little.
   if (opts.requireCommand && (req.agent.launch?.command ?? "").trim() === "") {
     return { ok: false, error: "agent.launch.command is required for berth k8s deploy: without it the harness runs a default agent binary the stock image does not contain" };

@@ -1,6 +1,9 @@
+import { schnorr } from "@noble/curves/secp256k1.js";
+import { bytesToHex } from "@noble/hashes/utils.js";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { GOLDEN_IMAGE_REF, GOLDEN_NSEC } from "../../test/support/kubernetes/fixtures.js";
+import { attestationDigest } from "../core/kubernetes/identity-policy.js";
 import { MemoryAudit } from "./audit.js";
 import { VirtualClock } from "./clock.js";
 import { FakeCluster } from "../../test/support/kubernetes/fake-cluster.js";
@@ -115,5 +118,39 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
       ),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("the identity policy through the provider (issue 18.5, Buzz main.rs and identity.rs at block/buzz@3fac2c2)", () => {
+  const ownerSk = new Uint8Array(32);
+  ownerSk[31] = 2;
+  const owner = bytesToHex(schnorr.getPublicKey(ownerSk));
+  const agentHex = "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e";
+  const authTag = JSON.stringify(["auth", owner, "", bytesToHex(schnorr.sign(attestationDigest(agentHex, ""), ownerSk))]);
+  const withPolicy = {
+    ...valid,
+    agent: { ...valid.agent, auth_tag: authTag, launch: { owner_pubkey: owner } },
+    provider_config: { ...valid.provider_config, identity_policy: { agent_pubkey: agentHex, owner_pubkey: owner } },
+  };
+
+  it("identity_policy_refusal_precedes_cluster_connection_and_hides_secrets", async () => {
+    const { d, contacts } = deps();
+    const forged = { ...withPolicy, agent: { ...withPolicy.agent, auth_tag: "synthetic-secret-not-an-attestation" } };
+    const r = await handleProviderRequest([], stdin(forged), d);
+    expect(r).toEqual({ kind: "answer", answer: { ok: false, error: "owner attestation verification failed" } });
+    expect(contacts).not.toContain("connect");
+    expect(await handleProviderRequest(["--check-identity"], stdin(forged), d)).toEqual(r);
+  });
+
+  it("local_identity_preflight_returns_only_public_pod_identity", async () => {
+    const { d, contacts } = deps();
+    expect(await handleProviderRequest(["--check-identity"], stdin(withPolicy), d)).toEqual({ kind: "answer", answer: { ok: true, agent_id: "buzz-agent-7e7e9c42a91b" } });
+    expect(contacts).toEqual([]);
+  });
+
+  it("an approved, attested deploy proceeds to the cluster", async () => {
+    const { d, contacts } = deps({ connect: async () => ({ ok: false, error: "no cluster in this test" }) });
+    expect(await handleProviderRequest([], stdin(withPolicy), d)).toEqual({ kind: "answer", answer: { ok: false, error: "no cluster in this test" } });
+    expect(contacts).toContain("audit");
   });
 });

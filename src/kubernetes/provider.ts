@@ -8,7 +8,8 @@ import { catalogue } from "../core/kubernetes/catalogue.js";
 import { configSchema, namespacePrefill, parseProviderConfig } from "../core/kubernetes/config.js";
 import { buildEnv } from "../core/kubernetes/env.js";
 import { identityFromNsec } from "../core/kubernetes/naming.js";
-import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernetes/request.js";
+import { checkIdentityPolicy, IDENTITY_ERRORS } from "../core/kubernetes/identity-policy.js";
+import { type DeployRequest, isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernetes/request.js";
 import type { K8sAudit } from "./audit.js";
 import type { Cluster } from "./cluster.js";
 import type { Clock } from "./clock.js";
@@ -54,7 +55,9 @@ function jsonDetail(error: unknown): string {
 export async function handleProviderRequest(args: readonly string[], stdin: StdinRead, deps: ProviderDeps): Promise<ProviderResult> {
   // Stage 1: the only non-zero exit.
   if (!stdin.ok) return { kind: "unreadable", stderr: `could not read the request from stdin: ${stdin.error}` };
-  // Stage 2: `--check-identity` belongs to the optional identity feature, which this build does not have.
+  // Stage 2, as Buzz's main.rs (block/buzz@3fac2c2): no arguments, or exactly `--check-identity` (the local identity
+  // preflight: no audit, no cluster); anything else is A1.
+  if (args.length === 1 && args[0] === "--check-identity") return checkIdentityOnly(stdin.bytes, deps);
   if (args.length > 0) return failure(catalogue.A1());
   // Stage 3.
   if (stdin.oversized) return failure(catalogue.A2(`the request is larger than ${STDIN_CAP_BYTES} bytes`));
@@ -89,6 +92,9 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   if (!config.ok) return refuse(deps, config.error);
   const identity = identityFromNsec(request.agent.private_key_nsec);
   if (!identity.ok) return refuse(deps, catalogue.C1());
+  // The optional identity policy, before any cluster contact (issue 18.5).
+  const policy = checkIdentityPolicy(policyInputs(request, identity.identity.pubkey), false, Math.floor(deps.clock.wallNow() / 1000));
+  if (!policy.ok) return refuse(deps, policy.error, identity.identity.pubkey);
   // Built with a throw-away generation so that the size cap counts the nonce too.
   const env = buildEnv(request.agent, config.config, "00000000");
   if (!env.ok) return refuse(deps, env.error, identity.identity.pubkey);
@@ -135,6 +141,35 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   } finally {
     audit.close();
   }
+}
+
+function policyInputs(request: DeployRequest, agentPubkey: string) {
+  const config = request.provider_config;
+  return {
+    agentPubkey,
+    authTag: request.agent.auth_tag,
+    launchOwner: request.agent.launch?.owner_pubkey,
+    policy: typeof config === "object" && config !== null && !Array.isArray(config) ? (config as Record<string, unknown>).identity_policy : undefined,
+  };
+}
+
+/** `--check-identity`: Buzz's local preflight — the deploy request's identity checked against a required policy. */
+function checkIdentityOnly(bytes: Buffer, deps: ProviderDeps): ProviderResult {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(bytes.toString("utf8"));
+  } catch {
+    return failure(IDENTITY_ERRORS.preflightInvalidRequest);
+  }
+  const parsed = parseRequest(raw);
+  if (!parsed.ok) return failure(IDENTITY_ERRORS.preflightInvalidRequest);
+  if (parsed.request.op !== "deploy") return failure(IDENTITY_ERRORS.preflightNeedsDeploy);
+  const request = parsed.request;
+  const identity = identityFromNsec(request.agent.private_key_nsec);
+  if (!identity.ok) return failure(catalogue.C1());
+  const verdict = checkIdentityPolicy(policyInputs(request, identity.identity.pubkey), true, Math.floor(deps.clock.wallNow() / 1000));
+  // Only the public pod identity comes back (Buzz: `Response::deployed(identity.pod_name())`).
+  return verdict.ok ? { kind: "answer", answer: { ok: true, agent_id: identity.identity.podName } } : failure(verdict.error);
 }
 
 function recordRefusal(audit: K8sAudit, deps: ProviderDeps, error: string, pubkey?: string): void {

@@ -99,7 +99,8 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const first = await deploy(fx, spec);
     expect(first.outcome, first.message).toBe("started");
     const [row] = await allInstances(fx);
-    process.kill(row?.pid as number, "SIGKILL");
+    // The agent crashes: its whole group dies (killing only the leader leaves it running, issue 21 case 4).
+    process.kill(-(row?.pid as number), "SIGKILL");
     await waitFor(async () => (await allInstances(fx)).find((r) => r.instance_id === first.instance && r.state === "exited"), "the node to record the exit");
 
     const again = await deploy(fx, spec);
@@ -117,7 +118,8 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     await paired(fx);
     const first = await deploy(fx, writeSpec(fx));
     const [row] = await allInstances(fx);
-    process.kill(row?.pid as number, "SIGKILL");
+    // The agent crashes: its whole group dies (killing only the leader leaves it running, issue 21 case 4).
+    process.kill(-(row?.pid as number), "SIGKILL");
     await waitFor(async () => (await allInstances(fx)).some((r) => r.state === "exited"), "the exit");
     const seen = await observeMesh(deps(fx), "scout");
     const { action } = classifyMesh(seen.observation, "whatever");

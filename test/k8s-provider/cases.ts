@@ -26,7 +26,11 @@ const cfg = (extra: Record<string, unknown>) => ({ namespace: "buzz-agents-test"
 
 export const CASES: Case[] = [
   { name: "A1 extra argument", args: ["--verbose"], stdin: { op: "info" }, error: "unsupported provider arguments" },
-  { name: "A1 --check-identity without the identity feature", args: ["--check-identity"], stdin: { op: "info" }, error: "unsupported provider arguments" },
+  { name: "A1 two arguments, --check-identity among them", args: ["--check-identity", "--verbose"], stdin: { op: "info" }, error: "unsupported provider arguments" },
+  // Buzz main.rs at block/buzz@3fac2c2 (check_identity): the preflight needs a deploy request and a policy.
+  { name: "--check-identity on info", args: ["--check-identity"], stdin: { op: "info" }, error: "identity preflight requires a deploy request" },
+  { name: "--check-identity on malformed JSON", args: ["--check-identity"], stdin: "{", error: "invalid identity preflight request" },
+  { name: "--check-identity without a policy", args: ["--check-identity"], stdin: deploy(), error: "identity preflight requires an approved identity_policy" },
   { name: "A2 malformed JSON", stdin: `{"op":"deploy","agent":{"private_key_nsec":"${NSEC}"`, error: "request is not valid JSON: syntax error at byte 108" },
   { name: "A2 empty input", stdin: "", error: "request is not valid JSON: unexpected end of input" },
   {
@@ -86,7 +90,17 @@ export const CASES: Case[] = [
   { name: "B14 unknown pod option", stdin: deploy({}, cfg({ pod_options: { host_network: true } })), error: 'provider_config.pod_options: unknown key "host_network"' },
   { name: "B15 non-positive deadline", stdin: deploy({}, cfg({ pod_options: { active_deadline_seconds: -5 } })), error: "provider_config.pod_options.active_deadline_seconds must be positive" },
   { name: "B16 empty quantity", stdin: deploy({}, cfg({ pod_options: { ephemeral_storage_request: "" } })), error: "provider_config.pod_options storage quantities must not be empty" },
-  { name: "B17 identity policy", stdin: deploy({}, cfg({ identity_policy: { agent_pubkey: OWNER, owner_pubkey: OWNER } })), error: "provider_config.identity_policy is not supported by this provider" },
+  // Buzz identity.rs at block/buzz@3fac2c2: the approved agent must be the nsec's key.
+  {
+    name: "identity policy naming another agent",
+    stdin: deploy({}, cfg({ identity_policy: { agent_pubkey: "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798", owner_pubkey: "c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5" } })),
+    error: "agent key does not match the approved pilot identity",
+  },
+  {
+    name: "identity policy with a forged attestation",
+    stdin: deploy({ auth_tag: "synthetic-secret-not-an-attestation" }, cfg({ identity_policy: { agent_pubkey: "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e", owner_pubkey: "c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5" } })),
+    error: "owner attestation verification failed",
+  },
   { name: "C1 undecodable nsec", stdin: deploy({ private_key_nsec: "npub1abc" }), error: "private_key_nsec is not a decodable nsec1 key" },
   { name: "C1 hex key", stdin: deploy({ private_key_nsec: "7e".repeat(32) }), error: "private_key_nsec is not a decodable nsec1 key" },
   {

@@ -51,7 +51,13 @@ export const PermitsFileSchema = z
 
 export const RevocationSubjectSchema = z.strictObject({
   kind: z.enum(["package", "signer", "file", "node"]),
-  id: z.string().min(1).max(128),
+  // Issue 12: ids are compared as berth writes them (lowercase hex), so a hex id is normalised here, at parse time;
+  // an uppercase package id in revocations.json revoked nothing before.
+  id: z
+    .string()
+    .min(1)
+    .max(128)
+    .transform((id) => (/^[0-9a-fA-F]+$/.test(id) ? id.toLowerCase() : id)),
   reason: z.string().max(1024),
   at_ms: z.number().int().min(0),
 });

@@ -123,8 +123,8 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
     expect(empty.ok && empty.config.podOptions).toBeNull();
   });
 
-  it("B17 fails closed on an identity policy", () => {
-    expect(errorOf({ ...base, identity_policy: { agent_pubkey: "a", owner_pubkey: "b" } })).toBe("provider_config.identity_policy is not supported by this provider");
+  it("leaves identity_policy to the identity stage, which runs after the nsec decodes (Buzz's order)", () => {
+    expect(errorOf({ ...base, identity_policy: { agent_pubkey: "a", owner_pubkey: "b" } })).toBeNull();
   });
 
   // Buzz's order, crates/buzz-backend-kubernetes/src/config.rs `parse` at block/buzz@906578e: namespace, image,

@@ -1,7 +1,7 @@
 /**
  * `provider_config` (spec/kubernetes.md §15): parsed in Buzz's order B1 → namespace → image (B7–B12) → resources →
- * inactivity (B5, B6) → workspace fields (B13) → context, service account → pod options → B17, each refusal with its
- * exact text (issue 18.6). Unknown top-level keys are ignored
+ * inactivity (B5, B6) → workspace fields (B13) → context, service account → pod options, each refusal with its exact
+ * text (issue 18.6). `identity_policy` is left to identity-policy.ts, which runs after the nsec decodes. Unknown top-level keys are ignored
  * (a credential-looking key has no effect); inside `pod_options` keys are strict.
  */
 import { z } from "zod";
@@ -184,8 +184,8 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
       return fail(`provider_config.namespace ${JSON.stringify(namespace)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`);
     }
     // Buzz's order from here (config.rs `parse` at block/buzz@906578e): image, the four resources, inactivity (B6
-    // included), the workspace fields and B13, then context and service account; berth's pod options and identity
-    // policy follow. With more than one fault the first error is Buzz's.
+    // included), the workspace fields and B13, then context and service account; berth's pod options follow. With
+    // more than one fault the first error is Buzz's.
     const imageRef = stringField(raw, "image");
     if (imageRef === null) {
       return fail("provider_config.image is required: no image is assumed at parse time, so the digest-pinned image to run must be given explicitly");
@@ -208,8 +208,7 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
     const context = stringField(raw, "context");
     const serviceAccount = stringField(raw, "service_account");
     const podOptions = podOptionsField(structuredPodOptions(raw), workspaceStorage !== null);
-    // Without the optional identity feature a policy fails closed: ignoring it would deploy what it meant to forbid.
-    if (raw.identity_policy !== undefined && raw.identity_policy !== null) return fail("provider_config.identity_policy is not supported by this provider");
+    // `identity_policy` is checked after the nsec decodes, by identity-policy.ts (Buzz's order: config, then identity).
     return {
       ok: true,
       config: {

@@ -2,3 +2,4 @@
 export * from "./admission.js";
 export * from "./revocation.js";
 export * from "./route.js";
+export * from "./process-group.js";

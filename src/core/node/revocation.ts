@@ -2,6 +2,7 @@
  * Which revoked subject, if any, an instance answers to (spec/mesh.md §7.5, §11.4). Pure: the node's sweep and its
  * place handler (§11.1 step 12) feed it the instance's verified references and the current list.
  */
+import { canonicalJson, type JsonValue } from "../crypto/canonical.js";
 import type { RevocationList } from "../governance/policy.js";
 
 /** The verified references of a loaded instance: its package id, the keys that signed it, its files' hashes. */
@@ -20,4 +21,14 @@ export function revokedSubject(refs: RevocableRefs, revocations: RevocationList 
     if (s.kind === "file" && refs.file_hashes.includes(s.id)) return `file ${s.id}`;
   }
   return null;
+}
+
+/**
+ * Whether the revocation list changed between two reads (§11.1 step 12), judged from its content, not its declared
+ * `generation`: an operator who edits the subjects and forgets to raise the generation still changes the list
+ * (issue 12). `null` (unreadable) differs from every readable list.
+ */
+export function revocationsChanged(before: RevocationList | null, after: RevocationList | null): boolean {
+  if (before === null || after === null) return before !== after;
+  return canonicalJson(before as unknown as JsonValue) !== canonicalJson(after as unknown as JsonValue);
 }

@@ -1,8 +1,9 @@
 /**
  * The bounded replay guard of spec/mesh.md §4.6 checks 13–15. It holds at most `capacity` unexpired nonces; when full it
  * evicts expired ones and, if still full, refuses (`busy`): it fails closed rather than forgetting a live nonce.
- * Deterministic: the caller passes the clock reading. Replay across a daemon restart is prevented by the boot id
- * (check 8), not by this guard, which lives in memory only.
+ * Deterministic: the caller passes the clock reading. The guard itself lives in memory: replay across a daemon
+ * restart is prevented by the boot id (check 8) for every request that names one, and for `describe`, which names no
+ * boot, by the node persisting describe nonces and seeding the guard with them at start (src/mesh/node/describe.ts).
  */
 export type NonceAdmission = "room" | "busy" | "replay";
 

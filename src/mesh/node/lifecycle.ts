@@ -35,7 +35,7 @@ export async function unload(ctx: NodeContext, req: VerifiedRequest, body: BodyO
   const row = ctx.held(body.instance_id);
   // Issue 7: a fenced unload names the generation it observed; a restarted (changed) instance is never touched.
   if (body.generation !== undefined && body.generation !== row.generation) {
-    throw new Refusal("invalid_request", `generation precondition failed: instance ${row.instance_id} is at generation ${row.generation}, not ${body.generation}`);
+    throw new Refusal("precondition_failed", `generation precondition failed: instance ${row.instance_id} is at generation ${row.generation}, not ${body.generation}`);
   }
   ctx.permit("workload.unload", row, req.requester);
   const stopped = await stopInstance(ctx, row, 2000, "workload.stop", req.decision_id);

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import { admit } from "../../core/node/admission.js";
+import { revocationsChanged } from "../../core/node/revocation.js";
 import { routeFor } from "../../core/node/route.js";
 import { checkRunConfig, surfaceOf } from "../../core/packages/config-surface.js";
 import { archOfNode, type Envelope, type Variant, verifyEnvelope } from "../../core/packages/manifest.js";
@@ -150,7 +151,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   }
   // 12. revoked while it was being placed
   const pol2 = ctx.policy.read();
-  if ((pol2.revocations?.generation ?? -1) !== (pol0.revocations?.generation ?? -1)) {
+  if (revocationsChanged(pol0.revocations, pol2.revocations)) {
     const subject = revokedSubjectOf(row, pol2.revocations);
     if (subject !== null) {
       await forcedTeardown(ctx, row, subject);

@@ -9,8 +9,11 @@ import { isLoaderHook } from "../../core/packages/loader-hooks.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
 import type { NodeContext } from "./context.js";
 import { runtimeEvent } from "./events.js";
-import { groupAlive, type ProcessIdentity } from "./runtime.js";
+import { instanceAlive, type ProcessIdentity } from "./runtime.js";
 import type { InstanceRow } from "./store.js";
+
+/** The detail of a running instance whose group leader exited while other members of its group still run. */
+export const GROUP_OUTLIVES_LEADER = "the group leader exited; other processes of the instance's group still run";
 
 export function identityOf(row: InstanceRow): ProcessIdentity | null {
   return row.pid !== null && row.host_boot_id !== null && row.start_marker !== null
@@ -89,7 +92,8 @@ export interface StopResult {
 export async function stopInstance(ctx: NodeContext, row: InstanceRow, graceMs: number, kind: string, decisionId: string | null): Promise<StopResult> {
   const { store, runtime } = ctx;
   const identity = identityOf(row);
-  if (!identity || !groupAlive(identity.pid) || !(row.state === "running" || row.state === "starting")) {
+  // Issue 21 case 5: whatever the row's state, a live member of the instance's group is stopped too.
+  if (!identity || !instanceAlive(identity)) {
     return { stopped: true, already: true, exit_code: row.exit_code, signal: row.signal };
   }
   ctx.stopping.add(row.instance_id);
@@ -140,6 +144,19 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
   if (ctx.stopping.has(instanceId)) return;
   const row = ctx.store.instance(instanceId);
   if (row?.state !== "running") return;
+  // Issue 21 case 4: the leader exited but its group still runs; the instance is alive, and `pollAdopted` (it is no
+  // longer our child) records the exit once the last member is gone.
+  const identity = identityOf(row);
+  if (identity && instanceAlive(identity)) {
+    ctx.store.commit((tx) => {
+      ctx.store.updateInstance(tx, row.instance_id, { detail: GROUP_OUTLIVES_LEADER });
+      return {
+        result: null,
+        events: [{ source: "runtime", kind: "workload.lifecycle", payload: { phase: "group", instance_id: row.instance_id, from: "running", to: "running", reason: GROUP_OUTLIVES_LEADER } }],
+      };
+    });
+    return;
+  }
   const status = ctx.runtime.exitStatus(instanceId);
   recordExit(ctx, row, status?.exit_code ?? exit.code, status?.signal ?? exit.signal, "process exited");
 }

@@ -5,7 +5,7 @@
 import { revokedSubject } from "../../core/node/revocation.js";
 import type { NodeContext } from "./context.js";
 import { identityOf } from "./processes.js";
-import { groupAlive } from "./runtime.js";
+import { instanceAlive } from "./runtime.js";
 import type { InstanceRow } from "./store.js";
 
 /** The revoked subject naming a held instance, from its verified launch references. */
@@ -44,7 +44,7 @@ export class RevocationSweep {
 export async function forcedTeardown(ctx: NodeContext, row: InstanceRow, subject: string): Promise<boolean> {
   const { store, runtime } = ctx;
   const identity = identityOf(row);
-  if (identity && groupAlive(identity.pid)) {
+  if (identity && instanceAlive(identity)) {
     ctx.stopping.add(row.instance_id);
     try {
       const stopped = await runtime.stop(identity, 2000);

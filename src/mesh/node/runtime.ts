@@ -24,6 +24,7 @@ import {
   writeSync,
 } from "node:fs";
 import { dirname, join } from "node:path";
+import { groupMembers, type ProcRow } from "../../core/node/process-group.js";
 import { sha256OfFile } from "./content.js";
 
 export interface ProcessIdentity {
@@ -85,6 +86,46 @@ export function groupAlive(pgid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/** Every process in /proc as (pid, pgrp, state, start time); processes that vanish mid-scan are skipped. */
+export function scanProc(): ProcRow[] {
+  let names: string[];
+  try {
+    names = readdirSync("/proc");
+  } catch {
+    return [];
+  }
+  const rows: ProcRow[] = [];
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    let text: string;
+    try {
+      text = readFileSync(`/proc/${name}/stat`, "utf8");
+    } catch {
+      continue;
+    }
+    // After the comm field: [0] state (field 3), [2] pgrp (field 5), [19] starttime (field 22).
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    const state = fields[0];
+    const pgrp = Number(fields[2]);
+    const start = fields[19];
+    if (state && start && Number.isInteger(pgrp)) rows.push({ pid: Number(name), pgrp, state, startMarker: start });
+  }
+  return rows;
+}
+
+/**
+ * Issue 21: the live members of an instance's process group, judged from /proc (core/node/process-group.ts), the
+ * leader's recorded start time guarding against a reused group id. On another boot nothing of it can be alive.
+ */
+export function liveMembers(identity: ProcessIdentity): number[] {
+  if (identity.host_boot_id !== hostBootId()) return [];
+  return groupMembers(scanProc(), identity).map((r) => r.pid);
+}
+
+export function instanceAlive(identity: ProcessIdentity): boolean {
+  return liveMembers(identity).length > 0;
 }
 
 export function sameProcess(identity: ProcessIdentity): boolean {
@@ -190,6 +231,8 @@ export class NativeRuntime {
     if (identity === null) return { state: "unknown", detail: "no process identity recorded" };
     if (sameProcess(identity)) return { state: "running" };
     if (identity.host_boot_id !== hostBootId()) return { state: "lost", detail: "host restarted" };
+    // Issue 21 case 4: the leader (the wrapper) died but processes it started still run in its group.
+    if (instanceAlive(identity)) return { state: "running" };
     const status = this.exitStatus(instanceId);
     if (status) return { state: "exited", ...status, detail: "process exited" };
     return { state: "exited", exit_code: null, signal: null, detail: "process ended and left no exit status" };
@@ -205,22 +248,26 @@ export class NativeRuntime {
     }
   }
 
-  /** SIGTERM to the group, wait `graceMs`, SIGKILL, wait ≤ 5 s for the group to vanish. */
+  /**
+   * SIGTERM to the group, wait `graceMs`, SIGKILL, wait ≤ 5 s; stopped only once /proc shows no member of the group
+   * left (issue 21 case 5: a leader that is gone does not mean its group is). A group whose id was reused by another
+   * process is never signalled.
+   */
   async stop(identity: ProcessIdentity, graceMs: number): Promise<{ stopped: boolean; signal: string | null }> {
     const pgid = identity.pid;
-    if (!groupAlive(pgid)) return { stopped: true, signal: null };
-    try {
-      process.kill(-pgid, "SIGTERM");
-    } catch {
-      return { stopped: !groupAlive(pgid), signal: null };
-    }
-    if (await waitUntil(() => !groupAlive(pgid), graceMs)) return { stopped: true, signal: "SIGTERM" };
-    try {
-      process.kill(-pgid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-    return { stopped: await waitUntil(() => !groupAlive(pgid), 5000), signal: "SIGKILL" };
+    const alive = () => instanceAlive(identity);
+    const signalGroup = (signal: NodeJS.Signals) => {
+      try {
+        if (alive()) process.kill(-pgid, signal);
+      } catch {
+        // the group emptied between the check and the signal
+      }
+    };
+    if (!alive()) return { stopped: true, signal: null };
+    signalGroup("SIGTERM");
+    if (await waitUntil(() => !alive(), graceMs)) return { stopped: true, signal: "SIGTERM" };
+    signalGroup("SIGKILL");
+    return { stopped: await waitUntil(() => !alive(), 5000), signal: "SIGKILL" };
   }
 
   remove(instanceId: string): void {

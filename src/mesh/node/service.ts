@@ -19,7 +19,7 @@ import type { FrameStream } from "../transport/frames.js";
 import { FILES } from "./config.js";
 import { Connections } from "./connection.js";
 import { NodeContext, type NodeServiceOptions, Refusal } from "./context.js";
-import { describe } from "./describe.js";
+import { describe, persistedDescribeNonces } from "./describe.js";
 import { RefusalChain, refusalEvent } from "./events.js";
 import { start, stop, unload } from "./lifecycle.js";
 import { place } from "./place.js";
@@ -44,6 +44,8 @@ export class NodeService {
     this.ctx = new NodeContext(o);
     this.nodeId = this.ctx.nodeId;
     this.guard = new NonceGuard(o.config.limits.nonce_guard);
+    // A describe's replay is refused across a restart by its persisted nonce (describe.ts), not by the boot id.
+    for (const [nonce, expires] of persistedDescribeNonces(o.store, o.clock())) this.guard.record(nonce, expires);
     this.refusals = new RefusalChain(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
     o.runtime.onExit((id, exit) => onProcessExit(this.ctx, id, exit));
@@ -114,7 +116,7 @@ export class NodeService {
     }
     switch (req.method) {
       case "describe":
-        return describe(ctx);
+        return describe(ctx, req);
       case "place":
       case "load":
         return place(ctx, req, stream, req.method);

@@ -219,9 +219,9 @@ export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInpu
           replaced = true;
           continue;
         }
-        // A refused fence means the instance changed since we looked: look again (level-triggered) instead of acting.
-        // TODO(issue 14.3): the node's `precondition_failed` code replaces reading the reason once it is on main.
-        if (unload.kind === "refused" && (unload.code === "precondition_failed" || /generation/.test(unload.reason))) continue;
+        // A refused fence (the node's `precondition_failed`, issue 14.3) means the instance changed since we looked:
+        // look again (level-triggered) instead of acting.
+        if (unload.kind === "refused" && unload.code === "precondition_failed") continue;
         return done(false, "failed", `${input.agent}: the fenced unload of ${f.instanceId} (generation ${f.generation}) did not complete: ${verbFailure(unload)}; nothing was placed.`, f.instanceId);
       }
       case "place": {
