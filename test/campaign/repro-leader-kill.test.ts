@@ -3,15 +3,15 @@
  * leader while its worker child lives on. The node records the instance `exited` when the leader's exit event comes
  * (src/mesh/node/service.ts onProcessExit), so `berth agent stop` answers "already stopped" and leaves the group's
  * live worker running (src/mesh/node/processes.ts stopInstance: `row.state` is no longer running), unrecorded; a
- * later deploy then starts a second live copy. Runs with BERTH_CAMPAIGN_REPRO=1 until the node's process-group
- * liveness fix is on main (it fails on main at 9c0fcea); then drop the condition.
+ * later deploy then starts a second live copy. Failed on main at 9c0fcea; passes since the node's process-group
+ * liveness (ba6938a: an instance is alive while any process of its group is), which it now pins.
  */
 import { describe, expect, it } from "vitest";
 import { waitFor } from "../mesh/harness.js";
 import { liveAgentProcesses } from "./observe.js";
 import { makeWorld } from "./world.js";
 
-describe.skipIf(process.env.BERTH_CAMPAIGN_REPRO !== "1")("an instance whose group leader was killed (campaign seeds 10, 14)", () => {
+describe("an instance whose group leader was killed (campaign seeds 10, 14)", () => {
   it("is stopped whole by berth agent stop, and a deploy after it leaves exactly one live copy", async () => {
     const w = await makeWorld(1_000_000, 1, 1);
     try {
