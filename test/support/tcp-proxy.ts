@@ -11,7 +11,8 @@
  *   the same port;
  * - `holdNextRequest(method)`: keep back the next *request* for that method (and every byte after it on that
  *   connection) before the node sees it, until the test `release()`s it (delivered late) or `reset()`s the link
- *   (never delivered: both sockets destroyed). `arrived` resolves when the request reached the proxy.
+ *   (never delivered: both sockets destroyed). `arrived` resolves when the request reached the proxy;
+ * - `resetConnections()`: destroy open sockets, keep listening; `disarm()`: forget faults armed but not struck.
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { encodeFrame, FrameDecoder } from "../../src/mesh/transport/frames.js";
@@ -133,6 +134,26 @@ export class TcpProxy {
   /** Delivers every answer kept back by `delayNextAnswer`, in order. */
   releaseDelayed(): void {
     for (const release of this.releases.splice(0)) release();
+  }
+
+  /** Destroys every open connection and keeps listening: a reset both ends see, the next connection works. */
+  resetConnections(): void {
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+
+  /**
+   * Forgets every fault armed but not yet struck (drops, holds, corruptions, request holds, answer delays), so a
+   * fault armed for one round of a campaign never strikes in the next; answers already kept back are released.
+   */
+  disarm(): void {
+    this.drops = 0;
+    this.holds = 0;
+    this.corrupts = 0;
+    this.cutOnDrop = false;
+    this.delayFor = [];
+    for (const hold of this.requestHolds.splice(0)) hold.attach(() => undefined, () => undefined);
+    this.releaseDelayed();
   }
 
   async cut(): Promise<void> {

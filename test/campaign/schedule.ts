@@ -1,0 +1,141 @@
+/**
+ * A campaign schedule, chosen from a seed (pure: no I/O, no clock). A schedule is a few rounds; each round runs one
+ * or two operations as a user would (berth CLI processes, concurrently) while faults are armed on the proxies in
+ * front of the node daemons or struck at an offset into the round. Operations of one round touch distinct agents
+ * (except the concurrent deploys of one name, which is the point), so the intent of every agent after the schedule
+ * ("deployed" or "stopped") is well defined.
+ */
+import { mulberry32, type Rng } from "./prng.js";
+
+export type Operation =
+  | { readonly op: "deploy"; readonly agent: number }
+  | { readonly op: "deploy-twice"; readonly agent: number }
+  | { readonly op: "place"; readonly workload: number }
+  | { readonly op: "settle" }
+  | { readonly op: "stop"; readonly agent: number }
+  | { readonly op: "replace"; readonly agent: number }
+  | { readonly op: "unload"; readonly agent: number };
+// Hook for issue 16's operator verbs (`berth node forget NODE --reason`, `berth node drain NODE`): add them here and
+// in run.ts's `command()` once they exist on main; the judge needs no change (forget/drain are asked-for stops).
+
+/** Methods of the control protocol a fault may single out. */
+export const HELD_METHODS = ["place", "unload", "stop", "start", "status"] as const;
+export const DELAYED_METHODS = ["place", "describe", "status", "unload", "stop"] as const;
+
+export type Fault =
+  /** The node carries the place out; its answer is dropped and both sockets destroyed. */
+  | { readonly fault: "drop-answer"; readonly node: number }
+  /** The next request for `method` is held before the node sees it, then delivered late or the link reset. */
+  | { readonly fault: "hold-request"; readonly node: number; readonly method: string; readonly forMs: number; readonly ending: "release" | "reset" }
+  /** The node answers at once; the controller hears it `forMs` later (past the 5 s describe timeout at the top). */
+  | { readonly fault: "delay-answer"; readonly node: number; readonly method: string; readonly forMs: number }
+  /** The proxy stops listening and destroys its sockets at `atMs`, and listens again `forMs` later. */
+  | { readonly fault: "partition"; readonly node: number; readonly atMs: number; readonly forMs: number }
+  /** Open connections are destroyed at `atMs` (a reset); new ones are accepted at once. */
+  | { readonly fault: "reset"; readonly node: number; readonly atMs: number }
+  /** kill -9 of a node daemon at `atMs`, restarted with its data dir `forMs` later. */
+  | { readonly fault: "kill-daemon"; readonly node: number; readonly atMs: number; readonly forMs: number }
+  /** kill -9 of one of the round's CLI processes (the `which`-th, modulo their number) at `atMs`. */
+  | { readonly fault: "kill-cli"; readonly which: number; readonly atMs: number }
+  /** kill -9 of a live agent's worker process (not its group leader) at `atMs`; `which` picks among live ones. */
+  | { readonly fault: "kill-agent"; readonly which: number; readonly atMs: number }
+  /** kill -9 of a live instance's group leader at `atMs` (its worker child lives on in the group). */
+  | { readonly fault: "kill-leader"; readonly which: number; readonly atMs: number };
+
+export interface Round {
+  readonly ops: readonly Operation[];
+  readonly faults: readonly Fault[];
+}
+
+export interface Schedule {
+  readonly seed: number;
+  readonly nodes: number;
+  readonly agents: number;
+  readonly workloads: number;
+  readonly rounds: readonly Round[];
+}
+
+export const NODES = 3;
+
+function operation(rng: Rng, agents: number, workloads: number, deployed: Set<number>): Operation {
+  const agent = rng.int(0, agents - 1);
+  const kinds = ["deploy", "deploy", "deploy-twice", "place", "settle", "stop", "replace", "unload"] as const;
+  const kind = deployed.size === 0 ? rng.pick(["deploy", "deploy-twice"] as const) : rng.pick(kinds);
+  switch (kind) {
+    case "deploy":
+    case "deploy-twice":
+      deployed.add(agent);
+      return { op: kind, agent };
+    case "place":
+      return { op: "place", workload: rng.int(0, workloads - 1) };
+    case "settle":
+      return { op: "settle" };
+    default: {
+      const target = rng.pick([...deployed].sort((a, b) => a - b));
+      return { op: kind, agent: target };
+    }
+  }
+}
+
+function fault(rng: Rng): Fault {
+  const node = rng.int(0, NODES - 1);
+  const atMs = rng.int(0, 2_500);
+  switch (rng.pick(["drop-answer", "hold-request", "delay-answer", "partition", "reset", "kill-daemon", "kill-cli", "kill-agent", "kill-leader"] as const)) {
+    case "drop-answer":
+      return { fault: "drop-answer", node };
+    case "hold-request":
+      return { fault: "hold-request", node, method: rng.pick(HELD_METHODS), forMs: rng.int(200, 4_000), ending: rng.chance(0.5) ? "release" : "reset" };
+    case "delay-answer":
+      return { fault: "delay-answer", node, method: rng.pick(DELAYED_METHODS), forMs: rng.int(200, 7_000) };
+    case "partition":
+      return { fault: "partition", node, atMs, forMs: rng.int(300, 4_000) };
+    case "reset":
+      return { fault: "reset", node, atMs };
+    case "kill-daemon":
+      return { fault: "kill-daemon", node, atMs, forMs: rng.int(200, 3_000) };
+    case "kill-cli":
+      return { fault: "kill-cli", which: rng.int(0, 3), atMs: rng.int(50, 3_000) };
+    case "kill-agent":
+      return { fault: "kill-agent", which: rng.int(0, 7), atMs };
+    case "kill-leader":
+      return { fault: "kill-leader", which: rng.int(0, 7), atMs };
+  }
+}
+
+function agentOf(op: Operation): number | null {
+  return "agent" in op ? op.agent : null;
+}
+
+/** The schedule a seed picks: 2 or 3 agents, one placed workload name, 3 to 5 rounds of 1–2 operations and 0–2 faults. */
+export function scheduleFor(seed: number): Schedule {
+  const rng = mulberry32(seed);
+  const agents = rng.int(2, 3);
+  const workloads = 1;
+  const deployed = new Set<number>();
+  const rounds: Round[] = [];
+  const count = rng.int(3, 5);
+  for (let r = 0; r < count; r++) {
+    const ops: Operation[] = [operation(rng, agents, workloads, deployed)];
+    if (rng.chance(0.5)) {
+      const second = operation(rng, agents, workloads, deployed);
+      const a = agentOf(second);
+      if (a === null || !ops.some((o) => agentOf(o) === a)) ops.push(second);
+    }
+    const faults: Fault[] = [];
+    const n = rng.int(0, 2);
+    for (let i = 0; i < n; i++) faults.push(fault(rng));
+    rounds.push({ ops, faults });
+  }
+  return { seed, nodes: NODES, agents, workloads, rounds };
+}
+
+/** One line per round, for the replay message. */
+export function describeSchedule(s: Schedule): string {
+  const lines = [`seed ${s.seed}: ${s.nodes} nodes, ${s.agents} agents, ${s.workloads} placed workload(s)`];
+  s.rounds.forEach((r, i) => {
+    const ops = r.ops.map((o) => Object.entries(o).map(([k, v]) => (k === "op" ? v : `${k}=${v}`)).join(" ")).join(" ‖ ");
+    const faults = r.faults.map((f) => Object.entries(f).map(([k, v]) => (k === "fault" ? v : `${k}=${v}`)).join(" ")).join("; ");
+    lines.push(`  round ${i + 1}: ${ops}${faults ? `   faults: ${faults}` : ""}`);
+  });
+  return lines.join("\n");
+}
