@@ -1,4 +1,9 @@
 /**
+ * Why one file of over 400 lines: every method here is one transaction over the same five tables and the chain, and
+ * the rules below hold only because they are checked in the same place as the SQL that writes them. Issue 20 makes
+ * this interface asynchronous for a second engine (PostgreSQL); that change splits the file along its seams (schema
+ * and migrations, decisions and attempts, placements, target liveness) behind the domain interface, once, for both.
+ *
  * The controller's state in SQLite (spec/mesh.md §14.1): targets, decisions, attempts and placements, next to the
  * controller's audit chain in the same file. Every operation is one `BEGIN IMMEDIATE` transaction holding the state
  * change and the chain event that records it (I7), so nothing is chained that did not commit and nothing commits
