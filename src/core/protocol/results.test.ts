@@ -3,25 +3,9 @@ import type { JsonObject } from "../crypto/canonical.js";
 import { verifyAnswer } from "./answer.js";
 import { REFUSAL_CODES } from "./messages.js";
 import { parseResult } from "./results.js";
+import { heldStatusRow } from "../../../test/support/status-row.js";
 
-const row = {
-  instance_id: "probe-0123456789ab",
-  decision_id: "d".repeat(64),
-  name: "probe",
-  package_id: "c".repeat(64),
-  variant: "x86_64-linux",
-  route: "native",
-  state: "running",
-  exit_code: null,
-  signal: null,
-  detail: null,
-  pid: 42,
-  started_ms: 1,
-  requester: "e".repeat(32),
-  agent: null,
-  intent: null,
-  generation: 1,
-};
+const row = heldStatusRow();
 
 describe("typed node answers (issue 14 item 3)", () => {
   it("a status answer's rows are parsed as in-flight marks, instances or departed rows, and a mistyped member is refused naming it", () => {

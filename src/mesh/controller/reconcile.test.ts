@@ -1,30 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { rowsForDecision } from "./reconcile.js";
+import { heldStatusRow } from "../../../test/support/status-row.js";
 
 const D = "a".repeat(64);
 const OTHER = "b".repeat(64);
 
-/** A held instance's full status row, as the node answers it (core/protocol/results.ts). */
 function held(instance_id: string, decision_id: string): JsonObject {
-  return {
-    instance_id,
-    decision_id,
-    name: "probe",
-    package_id: "c".repeat(64),
-    variant: "x86_64-linux",
-    route: "native",
-    state: "running",
-    exit_code: null,
-    signal: null,
-    detail: null,
-    pid: 42,
-    started_ms: 1,
-    requester: "e".repeat(32),
-    agent: null,
-    intent: null,
-    generation: 1,
-  };
+  return heldStatusRow({ instance_id, decision_id });
 }
 
 describe("reading a status answer for one decision (spec/mesh.md §10.1, §11.2)", () => {
