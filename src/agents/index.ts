@@ -10,13 +10,14 @@
  */
 export { recordKubernetesDeploy, recordMeshDeploy } from "./audit.js";
 export { deployAgent, replaceAgent } from "./deploy.js";
-export { type AgentsEnv, type ClusterReach, type KubernetesAccess, type MeshAccess, targetFor, type Watch } from "./env.js";
+export { type AgentsEnv, targetFor } from "./env.js";
+export type { ClusterReach, KubernetesAccess, MeshAccess } from "./access.js";
 export { knownAgent, listAgents } from "./lookup.js";
 export { AGENTS_DB, type AgentRecord, AgentRegistry } from "./registry.js";
 export { type LoadedSpec, loadSpecFile, meshIntentOf, readNsec, specFromText } from "./spec-file.js";
 export { type AgentState, unknownAgentState } from "./state.js";
 export { agentState, agentStates } from "./status.js";
-export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, LogsAnswer, Outcome, StopAnswer } from "./target.js";
+export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, LogsAnswer, Outcome, StopAnswer, Watch } from "./target.js";
 export { translateFailure, unwrap } from "./target.js";
 export { cliBudget, loopDeps, runReconcileLoop } from "./targets/kubernetes/index.js";
 export type { MeshAgentDeps } from "./targets/mesh/index.js";

@@ -92,3 +92,11 @@ export interface AgentTarget {
   /** `onChunk` receives the log as it is read, where the target streams it (Kubernetes). */
   logs(agent: KnownAgent, opts: { readonly tailBytes: number; readonly onChunk?: (chunk: string) => void }): Promise<Outcome<LogsAnswer>>;
 }
+
+/** A person watching (the CLI on a terminal); the server has none. */
+export interface Watch {
+  /** Runs a wait that has no conditions to show (a spinner on a terminal). */
+  waiting<T>(what: string, fn: () => Promise<T>): Promise<T>;
+  /** Shows the latest condition of a longer wait until `stop`. */
+  conditions(): { update(line: string): void; stop(): void };
+}

@@ -1,27 +1,17 @@
 /**
  * Audited mutation (spec/kubernetes.md §17): every write to the cluster is a write-ahead pair — an intent record that
  * must be appended before the API call (else E2, and the call is not made) and a result record after, best effort.
- * The common fields every `k8s.*` record of a deploy carries live here too.
+ * Deleting the deploy's own Secret (a race loser's, or after a failed pod create) is one of these writes.
  */
-import type { JsonObject } from "../core/crypto/canonical.js";
+import { describeApiError } from "../core/kubernetes/api-status.js";
 import type { DeleteAuthority } from "../core/kubernetes/authority.js";
 import { catalogue } from "../core/kubernetes/catalogue.js";
-import { bindingOf } from "../core/kubernetes/manifests.js";
+import { selectorFor } from "../core/kubernetes/naming.js";
+import { secretRefsOf } from "../core/kubernetes/objects.js";
 import type { Fence } from "../core/kubernetes/verify.js";
-import type { Cluster, RequestOptions } from "./cluster.js";
-import { Answer, type DeployDeps, type DeployInputs } from "./deploy-call.js";
+import type { Cluster, ObjectPrecondition, RequestOptions } from "./cluster.js";
+import { Answer, commonFields, type DeployCall, type DeployDeps, type DeployInputs } from "./deploy-call.js";
 
-export function commonFields(deps: Pick<DeployDeps, "cluster" | "mode" | "version">, inputs: Pick<DeployInputs, "identity" | "config">): JsonObject {
-  return {
-    agent_pubkey: inputs.identity.pubkey,
-    namespace: inputs.config.namespace,
-    context: deps.cluster.identity.context,
-    server: deps.cluster.identity.server,
-    binding_version: bindingOf(inputs.config),
-    mode: deps.mode,
-    berth_version: deps.version,
-  };
-}
 
 export function outcomeName(kind: "created" | "already-exists" | "accepted" | "not-found" | "precondition-failed" | "error"): string {
   return {
@@ -60,4 +50,20 @@ export async function deletePodAudited(
     deps.log.error("could not record an audit result", { error: error instanceof Error ? error.message : String(error) });
   }
   return r;
+}
+
+/** Deletes our own Secret only if no listed pod references it (fenced with its create response). Errors are logged. */
+export async function dropOwnSecret(call: DeployCall, secretName: string, pre: ObjectPrecondition, authority: "race-loser" | "failed-pod-create"): Promise<void> {
+  const { cluster } = call.deps;
+  const listed = await cluster.listPods(call.ns, selectorFor(call.inputs.identity), call.opts());
+  if (listed.kind === "error") {
+    call.deps.log.warn(`could not list pods: ${describeApiError(listed.error)}`);
+    return;
+  }
+  if (listed.items.some((p) => secretRefsOf(p).includes(secretName))) return;
+  const fence = { kind: "precondition", ...pre };
+  const actionId = call.intent("k8s.secret.delete", { object: secretName, authority, fence });
+  const r = await cluster.deleteSecret(call.ns, secretName, pre, call.opts());
+  call.result(actionId, "k8s.secret.delete", { object: secretName, authority, fence, outcome: outcomeName(r.kind) });
+  if (r.kind === "error") call.deps.log.warn(`could not delete secret ${secretName}: ${describeApiError(r.error)}`);
 }

@@ -7,10 +7,9 @@ import { describeApiError } from "../core/kubernetes/api-status.js";
 import { catalogue } from "../core/kubernetes/catalogue.js";
 import { withGeneration } from "../core/kubernetes/env.js";
 import { claimManifest, podManifest, secretManifest } from "../core/kubernetes/manifests.js";
-import { claimNameFor, generationFrom, labelsFor, secretNameFor, selectorFor } from "../core/kubernetes/naming.js";
-import { secretRefsOf } from "../core/kubernetes/objects.js";
+import { claimNameFor, generationFrom, labelsFor, secretNameFor, } from "../core/kubernetes/naming.js";
 import { claimProblem } from "../core/kubernetes/verify.js";
-import { outcomeName } from "./audited-mutation.js";
+import { dropOwnSecret, outcomeName } from "./audited-mutation.js";
 import type { ObjectPrecondition } from "./cluster.js";
 import { Answer, type DeployAnswer, type DeployCall } from "./deploy-call.js";
 import { loserPath } from "./race-loser.js";
@@ -72,18 +71,3 @@ async function ensureClaim(call: DeployCall, storage: string): Promise<void> {
   check(again.object);
 }
 
-/** Deletes our own Secret only if no listed pod references it (fenced with its create response). Errors are logged. */
-export async function dropOwnSecret(call: DeployCall, secretName: string, pre: ObjectPrecondition, authority: "race-loser" | "failed-pod-create"): Promise<void> {
-  const { cluster } = call.deps;
-  const listed = await cluster.listPods(call.ns, selectorFor(call.inputs.identity), call.opts());
-  if (listed.kind === "error") {
-    call.deps.log.warn(`could not list pods: ${describeApiError(listed.error)}`);
-    return;
-  }
-  if (listed.items.some((p) => secretRefsOf(p).includes(secretName))) return;
-  const fence = { kind: "precondition", ...pre };
-  const actionId = call.intent("k8s.secret.delete", { object: secretName, authority, fence });
-  const r = await cluster.deleteSecret(call.ns, secretName, pre, call.opts());
-  call.result(actionId, "k8s.secret.delete", { object: secretName, authority, fence, outcome: outcomeName(r.kind) });
-  if (r.kind === "error") call.deps.log.warn(`could not delete secret ${secretName}: ${describeApiError(r.error)}`);
-}

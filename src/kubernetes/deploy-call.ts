@@ -10,11 +10,11 @@ import { catalogue } from "../core/kubernetes/catalogue.js";
 import type { Action } from "../core/kubernetes/classify.js";
 import { latestCondition, POD_GONE, unreadableCondition } from "../core/kubernetes/condition.js";
 import type { ProviderConfig } from "../core/kubernetes/config.js";
+import { bindingOf } from "../core/kubernetes/manifests.js";
 import type { AgentEnv } from "../core/kubernetes/env.js";
 import type { AgentIdentity } from "../core/kubernetes/naming.js";
 import type { QuorumPod } from "../core/kubernetes/quorum.js";
 import { AuditWriteError, type K8sAudit, type K8sKind } from "./audit.js";
-import { commonFields } from "./audited-mutation.js";
 import type { Cluster, ReadResult, RequestOptions } from "./cluster.js";
 import type { Clock } from "./clock.js";
 import type { Logger } from "./log.js";
@@ -189,4 +189,17 @@ export class DeployCall {
     if (r.kind === "absent") return POD_GONE;
     return unreadableCondition(describeApiError(r.error));
   }
+}
+
+/** The fields every Kubernetes audit record of a deploy carries (spec/kubernetes.md §12). */
+export function commonFields(deps: Pick<DeployDeps, "cluster" | "mode" | "version">, inputs: Pick<DeployInputs, "identity" | "config">): JsonObject {
+  return {
+    agent_pubkey: inputs.identity.pubkey,
+    namespace: inputs.config.namespace,
+    context: deps.cluster.identity.context,
+    server: deps.cluster.identity.server,
+    binding_version: bindingOf(inputs.config),
+    mode: deps.mode,
+    berth_version: deps.version,
+  };
 }

@@ -8,7 +8,7 @@ import { assertNever } from "../core/kubernetes/classify.js";
 import { loserStep } from "../core/kubernetes/loop-rules.js";
 import { pullFailureMessage } from "../core/kubernetes/pull-failure.js";
 import type { ObjectPrecondition } from "./cluster.js";
-import { dropOwnSecret } from "./create.js";
+import { dropOwnSecret } from "./audited-mutation.js";
 import { Answer, type DeployAnswer, type DeployCall } from "./deploy-call.js";
 import type { Observation } from "./observe.js";
 

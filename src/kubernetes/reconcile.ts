@@ -21,15 +21,16 @@ import { equivalentFingerprints, fingerprint } from "../core/kubernetes/intent.j
 import { loopStep } from "../core/kubernetes/loop-rules.js";
 import { pullFailureMessage } from "../core/kubernetes/pull-failure.js";
 import { attemptSecrets, scrubberFor } from "../core/kubernetes/scrub.js";
-import { commonFields, deletePodAudited } from "./audited-mutation.js";
+import { deletePodAudited } from "./audited-mutation.js";
 import { createPath } from "./create.js";
-import { Answer, type DeployAnswer, type DeployBudget, DeployCall, type DeployDeps, type DeployInputs, type Progress } from "./deploy-call.js";
+import { Answer, commonFields, type DeployAnswer, type DeployBudget, DeployCall, type DeployDeps, type DeployInputs, type Progress } from "./deploy-call.js";
 import { ensureNamespace } from "./namespace.js";
 import type { Observation } from "./observe.js";
 import { preflightGc } from "./preflight-gc.js";
 import { scrubbingCluster, scrubbingLogger } from "./scrubbing.js";
 
-export { commonFields, deletePodAudited, outcomeName } from "./audited-mutation.js";
+export { deletePodAudited, outcomeName } from "./audited-mutation.js";
+export { commonFields } from "./deploy-call.js";
 export {
   CONDITION_TIMEOUT_MS,
   type DeployAnswer,

@@ -3,14 +3,11 @@
  * the policy reader and the gate, the bookkeeping of in-flight handlers and stopping instances, and the `Refusal` a
  * handler throws. One object per daemon, built by `NodeService` and passed to each family's functions.
  */
+import type { NodeServiceOptions } from "./options.js";
 import { nodeIdOf } from "../../core/crypto/ed25519.js";
 import type { WorkloadContext } from "../../core/governance/gate.js";
 import { type BodyOf, parseBody } from "../../core/protocol/bodies.js";
 import type { RefusalCode } from "../../core/protocol/messages.js";
-import type { JsonObject } from "../../core/crypto/canonical.js";
-import type { SigningKey } from "../../core/crypto/ed25519.js";
-import type { NodeConfig } from "./config.js";
-import type { ContentStore } from "./content.js";
 import { NodePolicy } from "./policy.js";
 import type { NativeRuntime } from "./runtime.js";
 import type { InstanceRow, LaunchSpec, NodeStore } from "./store.js";
@@ -25,22 +22,6 @@ export class Refusal extends Error {
   }
 }
 
-export interface NodeServiceOptions {
-  readonly dataDir: string;
-  readonly key: SigningKey;
-  readonly config: NodeConfig;
-  readonly bootId: string;
-  readonly store: NodeStore;
-  readonly runtime: NativeRuntime;
-  readonly content: ContentStore;
-  readonly clock: () => number;
-  readonly version: string;
-  /** Controller keys and signer keys given by flags, in addition to node.json and signers.json. */
-  readonly extraControllers?: readonly string[];
-  readonly extraSigners?: readonly string[];
-  readonly perf?: readonly JsonObject[];
-  readonly fetchTimeoutMs?: number;
-}
 
 export class NodeContext {
   readonly nodeId: string;

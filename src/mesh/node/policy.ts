@@ -7,7 +7,7 @@ import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } fro
 import type { PermitRule, RevocationList } from "../../core/governance/policy.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
 import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
-import type { NodeServiceOptions } from "./context.js";
+import type { NodeServiceOptions } from "./options.js";
 
 export interface Policy {
   readonly signers: ReadonlySet<string>;

@@ -18,7 +18,8 @@ import { type VerifiedRequest, verifyRequest } from "../../core/protocol/verify.
 import type { FrameStream } from "../transport/frames.js";
 import { FILES } from "./config.js";
 import { Connections } from "./connection.js";
-import { NodeContext, type NodeServiceOptions, Refusal } from "./context.js";
+import { NodeContext, Refusal } from "./context.js";
+import type { NodeServiceOptions } from "./options.js";
 import { describe, persistedDescribeNonces } from "./describe.js";
 import { RefusalChain, refusalEvent } from "./events.js";
 import { start, stop, unload } from "./lifecycle.js";
@@ -29,7 +30,7 @@ import { RevocationSweep } from "./revocation.js";
 import { logs, status } from "./status.js";
 import type { InstanceRow } from "./store.js";
 
-export type { NodeServiceOptions } from "./context.js";
+export type { NodeServiceOptions } from "./options.js";
 export { identityOf } from "./processes.js";
 
 export class NodeService {

@@ -1,0 +1,29 @@
+/**
+ * The way to each target that a caller of `src/agents` supplies: a session with the mesh controller, and a Kubernetes
+ * cluster with its chain. Its own file so the adapters (targets/*) and the environment (env.ts) both depend on it,
+ * never on each other.
+ */
+import type { K8sAudit } from "../kubernetes/audit.js";
+import type { Cluster } from "../kubernetes/cluster.js";
+import type { Clock } from "../kubernetes/clock.js";
+import type { Logger } from "../kubernetes/log.js";
+import type { MeshAgentDeps } from "./targets/mesh/deploy.js";
+
+export interface MeshAccess {
+  /** Runs `fn` with the controller and the node client, opening and closing them if the caller owns them. */
+  session<T>(fn: (deps: MeshAgentDeps) => Promise<T>): Promise<T>;
+}
+
+export type ClusterReach = { readonly ok: true; readonly cluster: Cluster } | { readonly ok: false; readonly error: string; readonly notConfigured?: boolean };
+
+export interface KubernetesAccess {
+  /** `context` is the spec's `provider_config.context`; the caller may override it (the CLI's --context). */
+  connect(context: string | null): Promise<ClusterReach>;
+  /** The backend's chain (`k8s.db`), opened per call. */
+  openAudit(): K8sAudit;
+  /** The berth home whose `k8s.db` chains the `agent.deploy` event. */
+  readonly home: string;
+  readonly clock: Clock;
+  readonly log: Logger;
+  readonly version: string;
+}
