@@ -62,7 +62,8 @@ describe("connection slots under a churn of hostile connections", () => {
         else failures.push(JSON.stringify(r).slice(0, 200));
       }
       expect({ answered, failures: failures.slice(0, 3) }).toEqual({ answered: 25, failures: [] });
-      expect(attack.stats.cut).toBeGreaterThan(500);
+      // The churn went on: at least as many sockets were cut as the attack holds open at once (500).
+      expect(attack.stats.cut).toBeGreaterThanOrEqual(500);
     } finally {
       attack.stop();
     }

@@ -3280,6 +3280,11 @@ export interface operations {
                     readonly prefer?: readonly string[];
                     /** @default true */
                     readonly start?: boolean;
+                    /**
+                     * @default spread
+                     * @enum {string}
+                     */
+                    readonly strategy?: "spread" | "binpack";
                 };
             };
         };
@@ -3574,6 +3579,11 @@ export interface operations {
                     readonly prefer?: readonly string[];
                     /** @default true */
                     readonly start?: boolean;
+                    /**
+                     * @default spread
+                     * @enum {string}
+                     */
+                    readonly strategy?: "spread" | "binpack";
                 };
             };
         };

@@ -142,6 +142,9 @@ export function recordExit(
 /** A process the daemon spawned ended; re-adopted processes are found by `pollAdopted`. */
 export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code: number | null; signal: string | null }): void {
   if (ctx.stopping.has(instanceId)) return;
+  // A child can end after the daemon closed its store (shutdown, or a test tearing a node down): nothing may be
+  // written then, and the next start re-adopts or records it from the process table (spec/mesh.md §14.3).
+  if (!ctx.store.db.open) return;
   const row = ctx.store.instance(instanceId);
   if (row?.state !== "running") return;
   // Issue 21 case 4: the leader exited but its group still runs; the instance is alive, and `pollAdopted` (it is no

@@ -30,8 +30,8 @@ export function probePackage(dir: string, signer: SigningKey, opts: { name?: str
     files: ["run.sh"],
     network: "egress",
     variants: [{ id: `${hostArch()}-${hostOs()}`, arch: hostArch(), os: hostOs(), entry: { program: "run.sh", args: [] }, requires: [] }],
-    // Issue 12: a placement may set only what the statement declares; test/agents redeploys with these flags.
-    config: { args: { "--v2": { type: "boolean" }, "--v3": { type: "boolean" } } },
+    // The surface the tests configure (issue 12): flags test/agents deploys with, and the mark the race test sets.
+    config: { args: { "--v2": { type: "boolean" }, "--v3": { type: "boolean" } }, env: { RACE_MARK: { type: "string" } } },
   });
   buildPackage(dir);
   return signPackage(dir, signer).packageId;
