@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
-import { MAIN, NodeProcess, type NodeSpec, processesWithEnv, requireBuild } from "../mesh/harness.js";
+import { MAIN, NodeProcess, type NodeSpec, requireBuild } from "../mesh/harness.js";
 import { probePackage, TEST_PERMIT, writeJson } from "../mesh-controller/support/package.js";
 import { runNode, type Spawned, spawnNode } from "../support/process.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
@@ -102,21 +102,7 @@ export async function makeWorld(seed: number, agents: number, nodes: number): Pr
     async close() {
       for (const p of proxies) await p.close();
       for (const n of daemons) {
-        await n.kill9();
-        for (const pid of n.instancePids()) {
-          try {
-            process.kill(-pid, "SIGKILL");
-          } catch {
-            // gone already
-          }
-        }
-        for (const pid of processesWithEnv(`BERTH_NODE_ID=${n.nodeId}`)) {
-          try {
-            process.kill(pid, "SIGKILL");
-          } catch {
-            // gone already
-          }
-        }
+        await n.killWithInstances();
       }
       for (const d of dirs) rmSync(d, { recursive: true, force: true });
     },

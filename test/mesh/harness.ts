@@ -133,6 +133,14 @@ export class NodeProcess {
     await gone;
   }
 
+  /** SIGKILL the daemon and every process it started (each instance's group, and anything carrying its node id). */
+  async killWithInstances(): Promise<void> {
+    const pids = this.instancePids();
+    await this.kill9();
+    for (const pid of pids) signalQuietly(-pid);
+    for (const pid of processesWithEnv(`BERTH_NODE_ID=${this.nodeId}`)) signalQuietly(pid);
+  }
+
   get alive(): boolean {
     return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
   }
@@ -195,25 +203,18 @@ export function processesWithEnv(needle: string): number[] {
 }
 
 /** Kills every daemon and instance group the test started, then checks every node chain still verifies. */
+function signalQuietly(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
+}
+
 export async function cleanup(): Promise<void> {
   const broken: string[] = [];
   for (const n of running) {
-    const pids = n.instancePids();
-    await n.kill9();
-    for (const pid of pids) {
-      try {
-        process.kill(-pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
-    for (const pid of processesWithEnv(`BERTH_NODE_ID=${n.nodeId}`)) {
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }
+    await n.killWithInstances();
     if (existsSync(join(n.dataDir, "node.db"))) {
       const v = n.verifyChain();
       if (!v.ok) broken.push(`${n.nodeId}: ${JSON.stringify(v.failure)}`);
