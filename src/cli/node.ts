@@ -1,4 +1,4 @@
-/** `berth node init|serve|show`: a node daemon that runs workloads for its authorised controllers. */
+/** `berth node init|serve|show|rehome`: a node daemon that runs workloads for its authorised controllers. */
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import { z } from "zod";
@@ -9,6 +9,7 @@ import { NodeDaemon } from "../mesh/node/daemon.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
 import { isLoopbackHost, parseAddr } from "../mesh/transport/tcp.js";
 import { CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { registerNodeRehome } from "./node-rehome.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
 import { berthVersion } from "../version.js";
@@ -149,4 +150,6 @@ export function registerNodeCommands(program: Command): void {
       const doc = { node_id: nodeIdOf(key.publicKey), public_key: key.publicKey };
       answer(opts.json, doc, `node ${doc.node_id}\npublic key  ${doc.public_key}`);
     });
+
+  registerNodeRehome(node);
 }

@@ -4,6 +4,7 @@
  * killed by `cleanup()` (call it in afterEach/afterAll). No fixed sleeps: everything waits on a condition.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -256,7 +257,9 @@ export function keyFile(key: SigningKey): string {
 
 export class TestController {
   readonly key = generateSigningKey();
-  readonly client = new NodeClient({ key: this.key, connector: new TcpConnector(2000), timeoutMs: 15_000 });
+  /** Issue 20: the store this test controller speaks for (every request names it; epoch 0, no leader). */
+  readonly storeId = randomBytes(16).toString("hex");
+  readonly client = new NodeClient({ key: this.key, connector: new TcpConnector(2000), timeoutMs: 15_000, authority: () => ({ store_id: this.storeId, epoch: 0 }) });
   private decisions = 0;
 
   decisionId(): string {

@@ -19,6 +19,7 @@ import type { FrameStream } from "../transport/frames.js";
 import { FILES } from "./config.js";
 import { Connections } from "./connection.js";
 import { NodeContext, Refusal } from "./context.js";
+import { ControllerBindings } from "./controller-binding.js";
 import type { NodeServiceOptions } from "./options.js";
 import { describe, persistedDescribeNonces } from "./describe.js";
 import { RefusalChain, refusalEvent } from "./events.js";
@@ -40,6 +41,8 @@ export class NodeService {
   private readonly refusals: RefusalChain;
   private readonly revocations: RevocationSweep;
   private readonly connections: Connections;
+  /** Issue 20: which store each controller key is bound to, and its highest leader epoch (controller-binding.ts). */
+  private readonly bindings: ControllerBindings;
 
   constructor(private readonly o: NodeServiceOptions) {
     this.ctx = new NodeContext(o);
@@ -48,6 +51,7 @@ export class NodeService {
     // A describe's replay is refused across a restart by its persisted nonce (describe.ts), not by the boot id.
     for (const [nonce, expires] of persistedDescribeNonces(o.store, o.clock())) this.guard.record(nonce, expires);
     this.refusals = new RefusalChain(o.store, this.nodeId, o.clock);
+    this.bindings = new ControllerBindings(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
     o.runtime.onExit((id, exit) => onProcessExit(this.ctx, id, exit));
     this.connections = new Connections(() => this.o.config.limits, (signed, stream) => this.handle(signed, stream));
@@ -115,6 +119,8 @@ export class NodeService {
       ctx.policy.gate(`workload.${req.method}`, ctx.policy.emptyContext(req.requester));
       throw new Refusal("unknown_method", `method ${req.method} is not one of ${METHODS.join(", ")}`);
     }
+    // Issue 20: a foreign store or a deposed leader is refused before any method runs.
+    this.bindings.admit(req);
     switch (req.method) {
       case "describe":
         return describe(ctx, req);
@@ -131,6 +137,8 @@ export class NodeService {
         return status(ctx, ctx.body("status", req.body));
       case "logs":
         return logs(ctx, ctx.body("logs", req.body));
+      case "rehome":
+        return this.bindings.rehome(req);
       default: {
         const never: never = req.method;
         throw new Refusal("unknown_method", `method ${String(never)} is not handled`);
