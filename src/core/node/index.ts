@@ -3,3 +3,4 @@ export * from "./admission.js";
 export * from "./revocation.js";
 export * from "./route.js";
 export * from "./process-group.js";
+export * from "./restart-policy.js";
