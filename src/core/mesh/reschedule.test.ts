@@ -40,7 +40,7 @@ describe("the order a reschedule runs", () => {
   it("never lists a node twice and keeps at most the engine's sixteen, the node it leaves always among them", () => {
     fc.assert(
       fc.property(fc.uniqueArray(fc.constantFrom("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r"), { maxLength: AVOID_MAX }), fc.constantFrom("a", "b", "r", "z"), (avoid, leaving) => {
-        const out = rescheduleOrder({ pin: null, avoid, dry_run: false }, leaving).avoid;
+        const out = rescheduleOrder<{ pin: null; avoid: readonly string[]; dry_run: boolean }>({ pin: null, avoid, dry_run: false }, leaving).avoid;
         return out.length <= AVOID_MAX && new Set(out).size === out.length && out.includes(leaving);
       }),
     );
