@@ -59,6 +59,8 @@ export interface FactsInput {
   readonly interpreters: ReadonlyArray<{ name: string }>;
   readonly perf: readonly JsonObject[];
   readonly instances: number;
+  /** Issue 15: how this node contains what it runs (confine.ts `facts()`); `kind` is the headline. */
+  readonly containment?: JsonObject;
 }
 
 export function buildFacts(input: FactsInput): JsonObject {
@@ -85,6 +87,7 @@ export function buildFacts(input: FactsInput): JsonObject {
     capabilities: [],
     lease_ms: null,
     instances: input.instances,
+    ...(input.containment ? { containment: input.containment.kind ?? "process-group", confinement: input.containment } : {}),
   };
 }
 
