@@ -99,7 +99,7 @@ export class NodeLeases {
       let exitCode: number | null = row.exit_code;
       let signal: string | null = row.signal;
       if (identity && instanceAlive(identity)) {
-        const result = await runtime.stop(identity, LEASE_STOP_GRACE_MS);
+        const result = await runtime.stop(row.instance_id, identity, LEASE_STOP_GRACE_MS);
         if (!result.stopped) return false; // tried again at the next check; never marked stopped while it runs
         const status = runtime.exitStatus(row.instance_id);
         exitCode = status?.exit_code ?? null;
