@@ -100,3 +100,22 @@ export function fingerprint(input: IntentInput, envKeys: Iterable<string>): stri
 export function equivalentFingerprints(input: IntentInput, envKeys: Iterable<string>): string[] {
   return input.workspaceStorage === null ? [hash(intentTemplate(input, [...envKeys], 1))] : [];
 }
+
+/** What a deploy asks for, as every reader of a recorded intent compares it: the written fingerprint and its equals. */
+export interface DesiredIntent {
+  readonly fingerprint: string;
+  readonly equivalents: readonly string[];
+}
+
+export function desiredIntent(input: IntentInput, envKeys: Iterable<string>): DesiredIntent {
+  const keys = [...envKeys];
+  return { fingerprint: fingerprint(input, keys), equivalents: equivalentFingerprints(input, keys) };
+}
+
+/**
+ * The one equality of a recorded intent with a desired one (the deploy loop's rows 7–8 and `berth k8s status` both
+ * answer through it, so status never calls "diverged" a pod the loop would keep). A missing recorded intent is unequal.
+ */
+export function intentMatches(recorded: string | null, desired: DesiredIntent): boolean {
+  return recorded !== null && (recorded === desired.fingerprint || desired.equivalents.includes(recorded));
+}
