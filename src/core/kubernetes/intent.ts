@@ -47,6 +47,8 @@ function podOptionsTemplate(o: PodOptions): Record<string, unknown> | null {
   if (o.ephemeralStorageRequest !== undefined) out.ephemeral_storage_request = o.ephemeralStorageRequest;
   if (o.ephemeralStorageLimit !== undefined) out.ephemeral_storage_limit = o.ephemeralStorageLimit;
   if (o.activeDeadlineSeconds !== undefined) out.active_deadline_seconds = o.activeDeadlineSeconds;
+  // Serialised only when set, last, as Buzz's PodOptions declares it (`skip_serializing_if = Not::not`).
+  if (o.setupPending) out.setup_pending = true;
   return Object.keys(out).length > 0 ? out : null;
 }
 
