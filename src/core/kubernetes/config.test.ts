@@ -145,6 +145,15 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
     expect(errorOf({ ...base, pod_options: { bogus: 1 }, identity_policy: {} })).toMatch(/unknown key/);
   });
 
+  // Buzz's pilot line, config.rs `parse` at block/buzz@0c7b698: pod_options after inactivity, before context and the
+  // service account.
+  it("refuses pod_options in the pilot line's place: after inactivity, before context and service_account", () => {
+    expect(errorOf({ ...base, context: 5, pod_options: { bogus: 1 } })).toBe('provider_config.pod_options: unknown key "bogus"');
+    expect(errorOf({ ...base, service_account: 6, pod_options: { active_deadline_seconds: 0 } })).toBe("provider_config.pod_options.active_deadline_seconds must be positive");
+    expect(errorOf({ ...base, inactivity_seconds: 0, pod_options: { bogus: 1 } })).toMatch(/^provider_config.inactivity_seconds: 0/);
+    expect(errorOf({ ...base, memory_limit: 4, pod_options: { bogus: 1 } })).toBe("provider_config.memory_limit must be a string, got 4");
+  });
+
   it("ignores unknown top-level keys, credential-looking ones included", () => {
     expect(errorOf({ ...base, token: "abc", kubeconfig: "x" })).toBeNull();
   });

@@ -193,8 +193,8 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
       return fail(`provider_config.namespace ${JSON.stringify(namespace)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`);
     }
     // Buzz's order from here (config.rs `parse` at block/buzz@906578e): image, the four resources, inactivity (B6
-    // included), the workspace fields and B13, then context and service account; berth's pod options follow. With
-    // more than one fault the first error is Buzz's.
+    // included), the workspace fields and B13, then context and service account. With more than one fault the first
+    // error is Buzz's.
     const imageRef = stringField(raw, "image");
     if (imageRef === null) {
       return fail("provider_config.image is required: no image is assumed at parse time, so the digest-pinned image to run must be given explicitly");
@@ -214,9 +214,11 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
     const workspaceStorage = stringField(raw, "workspace_storage");
     const workspaceStorageClass = stringField(raw, "workspace_storage_class");
     if (workspaceStorageClass !== null && workspaceStorage === null) return fail("provider_config.workspace_storage_class requires workspace_storage");
+    // Pod options where Buzz's pilot line reads them (config.rs at block/buzz@0c7b698): after inactivity, before the
+    // context and the service account. No Buzz line has both them and the workspace fields, so both orders hold.
+    const podOptions = podOptionsField(structuredPodOptions(raw), workspaceStorage !== null);
     const context = stringField(raw, "context");
     const serviceAccount = stringField(raw, "service_account");
-    const podOptions = podOptionsField(structuredPodOptions(raw), workspaceStorage !== null);
     // `identity_policy` is checked after the nsec decodes, by identity-policy.ts (Buzz's order: config, then identity).
     return {
       ok: true,
