@@ -17,7 +17,7 @@ import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
 import { type CallResult, NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 
 export const MAIN = resolve("dist/src/cli/main.js");
@@ -59,6 +59,8 @@ export interface NodeSpec {
   extraArgs?: string[];
   /** node.json `limits` members to set (e.g. a longer first-bytes deadline for a test that holds a request). */
   limits?: JsonObject;
+  /** Other node.json members to set (e.g. issue 16's `lease_ms`). */
+  config?: JsonObject;
 }
 
 const running = new Set<NodeProcess>();
@@ -90,6 +92,10 @@ export class NodeProcess {
       const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
       writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, limits: { ...((config.limits as JsonObject | undefined) ?? {}), ...spec.limits } }));
     }
+    if (spec.config !== undefined) {
+      const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
+      writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, ...spec.config }));
+    }
     if (spec.permits !== undefined) n.writePolicy("permits.json", spec.permits);
     if (spec.revocations !== undefined) n.writePolicy("revocations.json", spec.revocations);
     await n.start("127.0.0.1:0");
@@ -101,7 +107,8 @@ export class NodeProcess {
   }
 
   async start(listen = this.address): Promise<void> {
-    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50"];
+    // The tests run as root here: agents run as root, explicitly (issue 15), unless a test names an agent user.
+    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50", "--allow-root-agents"];
     for (const c of this.spec.controllers) args.push("--controller", c);
     for (const s of this.spec.signers) args.push("--signer", s);
     args.push("--board", this.spec.board ?? "pi5", ...(this.spec.extraArgs ?? []));
@@ -259,7 +266,12 @@ export class TestController {
   readonly key = generateSigningKey();
   /** Issue 20: the store this test controller speaks for (every request names it; epoch 0, no leader). */
   readonly storeId = randomBytes(16).toString("hex");
-  readonly client = new NodeClient({ key: this.key, connector: new TcpConnector(2000), timeoutMs: 15_000, authority: () => ({ store_id: this.storeId, epoch: 0 }) });
+  readonly client = new NodeClient({
+    key: this.key,
+    connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 2000 }),
+    timeoutMs: 15_000,
+    authority: () => ({ store_id: this.storeId, epoch: 0 }),
+  });
   private decisions = 0;
 
   decisionId(): string {
