@@ -58,6 +58,10 @@ export interface NodeSpec {
   extraArgs?: string[];
   /** node.json `limits` members to set (e.g. a longer first-bytes deadline for a test that holds a request). */
   limits?: JsonObject;
+  /** Other node.json members to set (issue 15: `agent_user`, `confinement`). */
+  config?: JsonObject;
+  /** `false`: serve without `--allow-root-agents` (the tests run as root; see `start`). */
+  allowRootAgents?: boolean;
 }
 
 const running = new Set<NodeProcess>();
@@ -89,6 +93,10 @@ export class NodeProcess {
       const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
       writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, limits: { ...((config.limits as JsonObject | undefined) ?? {}), ...spec.limits } }));
     }
+    if (spec.config !== undefined) {
+      const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
+      writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, ...spec.config }));
+    }
     if (spec.permits !== undefined) n.writePolicy("permits.json", spec.permits);
     if (spec.revocations !== undefined) n.writePolicy("revocations.json", spec.revocations);
     await n.start("127.0.0.1:0");
@@ -101,7 +109,8 @@ export class NodeProcess {
 
   async start(listen = this.address): Promise<void> {
     // The tests run as root here: agents run as root, explicitly (issue 15), unless a test names an agent user.
-    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50", "--allow-root-agents"];
+    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50"];
+    if (this.spec.allowRootAgents !== false) args.push("--allow-root-agents");
     for (const c of this.spec.controllers) args.push("--controller", c);
     for (const s of this.spec.signers) args.push("--signer", s);
     args.push("--board", this.spec.board ?? "pi5", ...(this.spec.extraArgs ?? []));
@@ -231,7 +240,7 @@ export const PROBE_SCRIPT = "#!/bin/sh\necho placed-ok\nexec sleep 30\n";
 /** A signed package `probe` (kind probe, network egress) whose single variant runs `script`. */
 export function makePackage(
   signer: SigningKey | null,
-  opts: { script?: string; name?: string; config?: SourceManifest["config"] } = {},
+  opts: { script?: string; name?: string; config?: SourceManifest["config"]; network?: "none" | "lan" | "egress"; memoryMb?: number } = {},
 ): { dir: string; packageId: string } {
   const dir = tempDir("berth-pkg-");
   writeFileSync(join(dir, "run.sh"), opts.script ?? PROBE_SCRIPT);
@@ -241,7 +250,8 @@ export function makePackage(
     kind: "probe",
     files: ["run.sh"],
     variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: "run.sh", args: [] }, requires: [] }],
-    network: "egress",
+    network: opts.network ?? "egress",
+    ...(opts.memoryMb !== undefined ? { resources: { memory_mb: opts.memoryMb, cpu_millis: 0 } } : {}),
     ...(opts.config ? { config: opts.config } : {}),
   });
   const { packageId } = buildPackage(dir);
