@@ -58,7 +58,7 @@ export interface NodeSpec {
   extraArgs?: string[];
   /** node.json `limits` members to set (e.g. a longer first-bytes deadline for a test that holds a request). */
   limits?: JsonObject;
-  /** Other node.json members to set (issue 15: `agent_user`, `confinement`). */
+  /** Other node.json members to set (issue 15: `agent_user`, `confinement`; issue 16: `lease_ms`). */
   config?: JsonObject;
   /** `false`: serve without `--allow-root-agents` (the tests run as root; see `start`). */
   allowRootAgents?: boolean;

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { LEASE_MAX_MS, LEASE_MIN_MS } from "../../core/mesh/lease.js";
 import { describeIssues, HEX64 } from "../../core/protocol/messages.js";
 import { POLICY_FILES } from "../policy/files.js";
 
@@ -25,6 +26,14 @@ export const NodeConfigSchema = z.strictObject({
   interpreters: z.array(z.strictObject({ name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,31}$/), path: z.string().min(1) })).max(16).default([]),
   max_instances: z.number().int().min(0).max(4096).default(64),
   facts_ttl_s: z.number().int().min(10).max(86_400).default(300),
+  // Issue 16: opt-in node lease (mesh/node/lease.ts, docs/concepts.md "The node lease"); null runs without one.
+  lease_ms: z
+    .number()
+    .int()
+    .min(LEASE_MIN_MS, `lease_ms must be at least ${LEASE_MIN_MS}`)
+    .max(LEASE_MAX_MS, `lease_ms must be at most ${LEASE_MAX_MS}`)
+    .nullable()
+    .default(null),
   gate: z
     .strictObject({
       threshold_milli: z.number().int().min(0).max(10_000).default(950),

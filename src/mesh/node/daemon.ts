@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { Chain } from "../../chain/chain.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { nodeIdOf, type PublicKeyHex, type SigningKey } from "../../core/crypto/ed25519.js";
+import { LEASE_CHECK_MS } from "../../core/mesh/lease.js";
 import { loadKeyFile } from "../../keys/key-file.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { REQUEST_FRAME_BYTES } from "../transport/frames.js";
@@ -154,6 +155,10 @@ export class NodeDaemon {
     daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));
     daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
     daemon.timers.push(setInterval(() => service.trimAllLogs(), 10_000));
+    // Issue 16: a lease that ran out while no daemon ran is enforced at once, then every second.
+    const leases = () => void service.checkLeases().catch(() => undefined);
+    leases();
+    daemon.timers.push(setInterval(leases, LEASE_CHECK_MS));
     const sweep = () => void service.sweepRevoked().catch(() => undefined);
     sweep();
     daemon.timers.push(setInterval(sweep, o.sweepMs ?? 60_000));

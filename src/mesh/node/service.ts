@@ -21,6 +21,7 @@ import { Connections } from "./connection.js";
 import { NodeContext, Refusal } from "./context.js";
 import type { NodeServiceOptions } from "./options.js";
 import { describe, persistedDescribeNonces } from "./describe.js";
+import { NodeLeases } from "./lease.js";
 import { RefusalChain, refusalEvent } from "./events.js";
 import { start, stop, unload } from "./lifecycle.js";
 import { place } from "./place.js";
@@ -40,6 +41,8 @@ export class NodeService {
   private readonly refusals: RefusalChain;
   private readonly revocations: RevocationSweep;
   private readonly connections: Connections;
+  /** Issue 16: the node lease, when node.json sets `lease_ms`. */
+  private readonly leases: NodeLeases | null;
 
   constructor(private readonly o: NodeServiceOptions) {
     this.ctx = new NodeContext(o);
@@ -49,6 +52,7 @@ export class NodeService {
     for (const [nonce, expires] of persistedDescribeNonces(o.store, o.clock())) this.guard.record(nonce, expires);
     this.refusals = new RefusalChain(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
+    this.leases = o.config.lease_ms === null ? null : new NodeLeases(this.ctx, o.config.lease_ms);
     o.runtime.onExit((id, exit) => onProcessExit(this.ctx, id, exit));
     this.connections = new Connections(() => this.o.config.limits, (signed, stream) => this.handle(signed, stream));
   }
@@ -90,6 +94,8 @@ export class NodeService {
     const req = verdict.request;
     let outcome: Outcome;
     try {
+      // Issue 16: a late request renews nothing and runs nothing (lease.ts); refused before the method's handler.
+      this.leases?.admit(req.requester, req.issued_at_ms);
       const result = await this.dispatch(req, stream);
       outcome = { status: "ok", result };
     } catch (error) {
@@ -163,6 +169,11 @@ export class NodeService {
   /** §11.4: stop and unload, without the gate, every instance whose package, signer or file is revoked. */
   sweepRevoked(): Promise<number> {
     return this.revocations.sweep();
+  }
+
+  /** Issue 16: stops the instances of every controller whose lease ran out (the daemon calls this every second). */
+  checkLeases(): Promise<number> {
+    return this.leases?.check() ?? Promise.resolve(0);
   }
 
   /** Re-reads the policy files and chains `policy.load` whenever one changed. Fails closed. */
