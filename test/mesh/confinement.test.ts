@@ -6,12 +6,13 @@
  * This machine has cgroup v2 (core files only) at /sys/fs/cgroup/unified beside v1 controllers: the instance is
  * tracked and killed by v2 and limited by v1's memory controller.
  */
-import { chmodSync, existsSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
+import { chmodSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
+import { removeNodeCgroups } from "./confinement-cgroups.js";
 import { ALLOW_ALL, cleanup, makePackage, type NodeProcess, NodeProcess as Node, ok, processesWithEnv, requireBuild, TestController, waitFor } from "./harness.js";
 
 vi.setConfig({ testTimeout: 120_000 });
@@ -21,36 +22,8 @@ const nodeTags: string[] = [];
 afterEach(async () => {
   await cleanup();
   // The node's (empty) cgroup directories: the daemon removes an instance's at unload, the node's own stays.
-  for (const tag of nodeTags.splice(0)) for (const dir of cgroupDirsOf(tag)) removeTree(dir);
+  for (const tag of nodeTags.splice(0)) removeNodeCgroups(tag);
 });
-
-function cgroupDirsOf(tag: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string, depth: number) => {
-    if (depth > 6) return;
-    let names: string[] = [];
-    try {
-      names = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
-    } catch {
-      return;
-    }
-    for (const n of names) {
-      if (n === `berth-${tag}`) out.push(join(dir, n));
-      else walk(join(dir, n), depth + 1);
-    }
-  };
-  for (const root of ["/sys/fs/cgroup/unified", "/sys/fs/cgroup/memory", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/freezer"]) if (existsSync(root)) walk(root, 0);
-  return out;
-}
-
-function removeTree(dir: string): void {
-  try {
-    for (const d of readdirSync(dir, { withFileTypes: true })) if (d.isDirectory()) removeTree(join(dir, d.name));
-    rmdirSync(dir);
-  } catch {
-    // busy or gone
-  }
-}
 
 async function node(over: Partial<Parameters<typeof Node.create>[0]> = {}) {
   const ctl = new TestController();

@@ -17,6 +17,7 @@ import { type CallResult, NodeClient, type TargetRef } from "../../src/mesh/clie
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { removeNodeCgroups } from "./confinement-cgroups.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 
 export const MAIN = resolve("dist/src/cli/main.js");
@@ -225,6 +226,7 @@ export async function cleanup(): Promise<void> {
   const broken: string[] = [];
   for (const n of running) {
     await n.killWithInstances();
+    removeNodeCgroups(n.nodeId);
     if (existsSync(join(n.dataDir, "node.db"))) {
       const v = n.verifyChain();
       if (!v.ok) broken.push(`${n.nodeId}: ${JSON.stringify(v.failure)}`);
