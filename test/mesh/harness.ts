@@ -13,7 +13,7 @@ import type { SealedEvent } from "../../src/core/chain/event.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import type { SigningKey } from "../../src/core/crypto/ed25519.js";
 import type { PermitRuleInput } from "../../src/core/governance/policy.js";
-import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
+import { generateSigningKey, loadKeyFile, saveKeyFile } from "../../src/keys/key-file.js";
 import { type CallResult, NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
@@ -100,6 +100,11 @@ export class NodeProcess {
     if (spec.revocations !== undefined) n.writePolicy("revocations.json", spec.revocations);
     await n.start("127.0.0.1:0");
     return n;
+  }
+
+  /** The node's identity key (node.key), for a test proxy that must end the TLS session as the node (tcp-proxy.ts). */
+  identity(): SigningKey {
+    return loadKeyFile(join(this.dataDir, "node.key"));
   }
 
   writePolicy(file: string, value: unknown): void {
