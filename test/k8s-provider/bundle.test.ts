@@ -8,6 +8,9 @@ import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { schnorr } from "@noble/curves/secp256k1.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { builtPath, repoRoot } from "../support/built.js";
 import { killAll, runNode } from "../support/process.js";
@@ -122,6 +125,44 @@ describe("Buzz's provider-wire fixtures through berth provider kubernetes and th
     const error = String((JSON.parse(r.stdout) as { error?: string }).error ?? "");
     expect(error.includes("kubeconfig"), error).toBe(c.reachesCluster);
     if (!c.reachesCluster) expect(error).toContain("deploy refused");
+  });
+
+  // main.rs at block/buzz@3fac2c2: local_identity_preflight_returns_only_public_pod_identity and
+  // identity_policy_refusal_precedes_cluster_connection_and_hides_secrets, through both entry points.
+  it("--check-identity answers only the public pod identity for an approved pair with the owner's attestation; the same deploy reaches the connection", async () => {
+    const agentHex = "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e"; // NSEC's key
+    const ownerSecret = new Uint8Array(32);
+    ownerSecret[31] = 9;
+    const ownerHex = bytesToHex(schnorr.getPublicKey(ownerSecret));
+    const conditions = `kind=1&created_at>${Math.floor(Date.now() / 1000) - 600}`;
+    const digest = sha256(utf8ToBytes(`nostr:agent-auth:${agentHex}:${conditions}`));
+    const authTag = JSON.stringify(["auth", ownerHex, conditions, bytesToHex(schnorr.sign(digest, ownerSecret))]);
+    const request = {
+      op: "deploy",
+      agent: { relay_url: "wss://example.invalid", private_key_nsec: NSEC, auth_tag: authTag, launch: { owner_pubkey: ownerHex } },
+      provider_config: { namespace: "test", image: `example.invalid/pilot@sha256:${"a".repeat(64)}`, identity_policy: { agent_pubkey: agentHex, owner_pubkey: ownerHex } },
+    };
+    const env = { ...MINIMAL, HOME: work, KUBECONFIG: "/nonexistent/kubeconfig-for-fixture-tests" };
+    const forged = { ...request, agent: { ...request.agent, auth_tag: "synthetic-secret-not-an-attestation" } };
+    const entries = [
+      (args: string[], input: string) => run([process.execPath, builtPath("src/cli/main.js"), "provider", "kubernetes", ...args], input, env),
+      (args: string[], input: string) => run([copied, ...args], input, env),
+    ];
+    for (const exec of entries) {
+      const preflight = await exec(["--check-identity"], JSON.stringify(request));
+      expect(preflight.code, preflight.stderr).toBe(0);
+      expect(JSON.parse(preflight.stdout)).toEqual({ ok: true, agent_id: "buzz-agent-7e7e9c42a91b" });
+      const deploy = JSON.parse((await exec([], JSON.stringify(request))).stdout) as { ok: boolean; error: string };
+      expect(deploy.ok).toBe(false);
+      expect(deploy.error).toContain("kubeconfig");
+      for (const args of [[], ["--check-identity"]]) {
+        const r = await exec(args, JSON.stringify(forged));
+        expect(JSON.parse(r.stdout)).toEqual({ ok: false, error: "owner attestation verification failed" });
+        expect(r.stdout + r.stderr).not.toContain("synthetic-secret");
+      }
+      const info = await exec(["--check-identity"], JSON.stringify({ op: "info" }));
+      expect(JSON.parse(info.stdout)).toEqual({ ok: false, error: "identity preflight requires a deploy request" });
+    }
   });
 
   it("stdin that is not UTF-8 is a failed read, as Buzz's read_to_string: exit 1, nothing on stdout", async () => {
