@@ -8,6 +8,10 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { intentTemplate } from "../../../src/core/kubernetes/intent.js";
+import { prepareDeploy } from "../../../src/kubernetes/prepare.js";
 import { killAll } from "../../support/process.js";
 import { type ControlPlane, PULL_MESSAGES, startControlPlane } from "../control-plane.js";
 import {
@@ -23,7 +27,9 @@ import {
   generation,
   IMAGE,
   isMutation,
+  isPodCreate,
   isPodDelete,
+  isPodGet,
   isSecretCreate,
   K5,
   MANAGED_BY,
@@ -163,6 +169,45 @@ describe("R23: pods shaped by another implementation (Buzz's §14) are handled e
     expect(secret?.immutable).toBe(true);
     expect(secret?.type).toBe("Opaque");
   });
+});
+
+// Issue 18.2 and its status follow-up: Buzz's baseline writes intent template v1 for an ephemeral pod, its
+// persistent-workspace line v2 with null workspace fields and binding "2" (intent.rs at block/buzz@25ddc1c). A
+// never-started pod of either, for the config berth is asked for, is the same intent: status says so, and the deploy
+// keeps the pod (it waits for it, and answers with it once it starts) instead of replacing it.
+describe("R23: a never-started Buzz pod with intent template v1 or v2 for the same config", () => {
+  for (const version of [1, 2] as const) {
+    it(`template v${version}: berth k8s status --file says matches, a changed config says diverged, and the deploy keeps the pod`, async () => {
+      const s = await scenario(`r23-v${version}`);
+      await ensureNamespace(cp.core, s.ns);
+      const prepared = prepareDeploy(deployRequest(s.agent, s.ns), { requireCommand: false });
+      if (!prepared.ok) throw new Error(prepared.error);
+      const recorded = bytesToHex(sha256(utf8ToBytes(intentTemplate(prepared.inputs.config, Object.keys(prepared.inputs.env), version))));
+      const binding = version === 1 ? "1" : "2";
+      const gen = generation();
+      await cp.core.createNamespacedSecret({ namespace: s.ns, body: buzzShapedSecret(s.agent, gen, binding) });
+      const theirs = await writeOtherPod(s, buzzShapedPod(s.agent, { generation: gen, intent: recorded, labels: buzzLabels(s.agent, binding) }), {
+        kind: "waiting",
+        reason: "ContainerCreating",
+      });
+
+      const st = await verb(s, ["status", "--file", deployFile(s), "--json"]);
+      expect(st.code, st.stdout + st.stderr).toBe(0);
+      expect(JSON.parse(st.stdout)).toMatchObject({ observed: "verified", startup: "recoverable", intent: "matches", binding });
+      const changed = await verb(s, ["status", "--file", deployFile(s, { memory_limit: "8Gi" }), "--json"]);
+      expect(JSON.parse(changed.stdout)).toMatchObject({ intent: "diverged" });
+
+      const from = s.proxy.requests.length;
+      const call = s.startDeploy();
+      // Started only once the deploy's loop has read the pod at least twice (fast path, then the loop).
+      await until("the loop observes", () => (s.requestsSince(from).filter(isPodGet(s.ns, s.agent.podName)).length >= 2 ? true : undefined));
+      await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "running" });
+      expect((await call.answer()).answer).toEqual({ ok: true, agent_id: s.agent.podName });
+      expect(s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
+      expect(s.requestsSince(from).filter(isPodCreate(s.ns))).toEqual([]);
+      expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.uid).toBe(theirs.metadata?.uid);
+    });
+  }
 });
 
 describe("R24: the operator verbs stop and replace", () => {
