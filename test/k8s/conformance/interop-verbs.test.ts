@@ -210,6 +210,20 @@ describe("R23: a never-started Buzz pod with intent template v1 or v2 for the sa
   }
 });
 
+// pod.rs at block/buzz@0c7b698 (setup_uid_is_opt_in_and_comes_from_the_api_not_the_secret), through the real apiserver.
+describe("Buzz's pilot line: pod_options.setup_pending", () => {
+  it("true gives the agent container BUZZ_PILOT_POD_UID as a fieldRef to metadata.uid (accepted by the apiserver), never a Secret key", async () => {
+    const s = await scenario("pilot-setup");
+    states.set(s.ns, { kind: "running" });
+    const r = await s.deploy({ pod_options: { setup_pending: true } });
+    expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
+    const pod = await readPod(cp.core, s.ns, s.agent.podName);
+    expect(pod?.spec?.containers[0]?.env).toEqual([{ name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } }]);
+    const secret = (await secretsIn(cp.core, s.ns))[0];
+    expect(Object.keys(secret?.data ?? {})).not.toContain("BUZZ_PILOT_POD_UID");
+  });
+});
+
 describe("R24: the operator verbs stop and replace", () => {
   it("stop deletes a started pod fenced, with the pod's own grace period, and audits it", async () => {
     const s = await scenario("r24-stop");
