@@ -4,6 +4,7 @@
  * killed by `cleanup()` (call it in afterEach/afterAll). No fixed sleeps: everything waits on a condition.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -12,11 +13,11 @@ import type { SealedEvent } from "../../src/core/chain/event.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import type { SigningKey } from "../../src/core/crypto/ed25519.js";
 import type { PermitRuleInput } from "../../src/core/governance/policy.js";
-import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
+import { generateSigningKey, loadKeyFile, saveKeyFile } from "../../src/keys/key-file.js";
 import { type CallResult, NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { removeNodeCgroups } from "./confinement-cgroups.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 
@@ -102,6 +103,11 @@ export class NodeProcess {
     if (spec.revocations !== undefined) n.writePolicy("revocations.json", spec.revocations);
     await n.start("127.0.0.1:0");
     return n;
+  }
+
+  /** The node's identity key (node.key), for a test proxy that must end the TLS session as the node (tcp-proxy.ts). */
+  identity(): SigningKey {
+    return loadKeyFile(join(this.dataDir, "node.key"));
   }
 
   writePolicy(file: string, value: unknown): void {
@@ -269,7 +275,14 @@ export function keyFile(key: SigningKey): string {
 
 export class TestController {
   readonly key = generateSigningKey();
-  readonly client = new NodeClient({ key: this.key, connector: new TcpConnector(2000), timeoutMs: 15_000 });
+  /** Issue 20: the store this test controller speaks for (every request names it; epoch 0, no leader). */
+  readonly storeId = randomBytes(16).toString("hex");
+  readonly client = new NodeClient({
+    key: this.key,
+    connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 2000 }),
+    timeoutMs: 15_000,
+    authority: () => ({ store_id: this.storeId, epoch: 0 }),
+  });
   private decisions = 0;
 
   decisionId(): string {
