@@ -18,6 +18,7 @@ import {
   readdirSync,
   readFileSync,
   readSync,
+  renameSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -44,6 +45,18 @@ const WRAPPER = [
   '"$@" &',
   "c=$!",
   "trap ':' TERM INT HUP",
+  // Issue 16: on a leased node a watchdog in the group enforces the lease even while no daemon runs (assumption A3 of
+  // docs/concepts.md "The node lease"): past the deadline in `lease_deadline` (whole seconds, rounded down, so it
+  // never stops later than the daemon would) it terminates the entry, and 2 s later kills the whole group.
+  'l="${0%/*}/lease_deadline"',
+  'if [ -f "$l" ]; then (',
+  "  trap - TERM INT HUP",
+  "  while kill -0 $c 2>/dev/null; do",
+  '    d=; read -r d < "$l" 2>/dev/null',
+  '    if [ -n "$d" ] && [ "$(date +%s)" -ge "$d" ]; then kill -TERM $c 2>/dev/null; sleep 2; kill -KILL 0; fi',
+  "    sleep 1",
+  "  done",
+  ") & fi",
   "wait $c; s=$?",
   'while kill -0 $c 2>/dev/null; do wait $c; s=$?; done',
   'printf "%s\\n" "$s" > "$0.tmp" && mv "$0.tmp" "$0"',
@@ -191,6 +204,17 @@ export class NativeRuntime {
       if (sha256OfFile(target) !== f.sha256) throw new Error(`${f.path}: the stored copy no longer matches its pinned sha256`);
       chmodSync(target, f.mode === "0755" ? 0o755 : 0o644);
     }
+  }
+
+  /**
+   * Issue 16: the lease deadline the instance's watchdog enforces (see WRAPPER), written atomically; present before
+   * the spawn on a leased node, so the watchdog starts with the instance. Whole seconds, rounded down (never later).
+   */
+  writeLeaseDeadline(instanceId: string, deadlineMs: number): void {
+    const path = join(this.dirOf(instanceId), "lease_deadline");
+    if (!existsSync(this.dirOf(instanceId))) return;
+    writeFileSync(`${path}.tmp`, `${Math.floor(deadlineMs / 1000)}\n`, { mode: 0o600 });
+    renameSync(`${path}.tmp`, path);
   }
 
   /** Spawns the entry detached in its own group; resolves once the process exists, with its identity. */
