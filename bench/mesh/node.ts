@@ -151,7 +151,7 @@ async function main(): Promise<void> {
         "--input-type=module",
         "-e",
         `import { NodeDaemon } from ${JSON.stringify(resolve("dist/src/mesh/node/daemon.js"))};
-         const d = await NodeDaemon.start({ dataDir: ${JSON.stringify(leanDir)}, listen: "127.0.0.1:0", version: "bench" });
+         const d = await NodeDaemon.start({ dataDir: ${JSON.stringify(leanDir)}, listen: "127.0.0.1:0", version: "bench", allowRootAgents: true });
          console.log(JSON.stringify({ address: d.address }));`,
       ],
       { stdio: ["ignore", "pipe", "inherit"] },

@@ -28,7 +28,7 @@ describe("an in-process node service behind the memory connector", () => {
     const signer = generateSigningKey();
     const dataDir = join(tempDir(), "node");
     initNodeDataDir(dataDir, { controllers: [controller.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, board: "pi5" });
-    const daemon = await NodeDaemon.start({ dataDir, listen: null, version: "test" });
+    const daemon = await NodeDaemon.start({ dataDir, listen: null, version: "test", allowRootAgents: true });
     daemons.push(daemon);
     const memory = new MemoryConnector();
     const addr = memory.register("pi-a", (stream) => void daemon.service.serve(stream));

@@ -3,6 +3,7 @@
  * validates with these) and the controller (which builds with the same types).
  */
 import { z } from "zod";
+import { PLACE_RESTART_DEFAULT, RestartPolicySchema } from "../node/restart-policy.js";
 import { describeIssues, HEX64, LIMITS } from "./messages.js";
 
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -34,6 +35,8 @@ export const PlaceBodySchema = z.strictObject({
   /** berth extension for agent placement (issue 7): the agent identity and create-intent fingerprint. */
   agent: z.string().max(128).nullable().optional(),
   intent: z.string().regex(HEX64, "intent must be 64 lowercase hex").nullable().optional(),
+  /** Issue 15: how the node supervises the instance (spec/mesh.md §15); absent is `never`, today's behaviour. */
+  restart: RestartPolicySchema.default(PLACE_RESTART_DEFAULT),
 });
 export type PlaceBody = z.input<typeof PlaceBodySchema>;
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { leaseWaitMs } from "../../core/mesh/lease.js";
 import type { NodeView, PlacementView } from "../../core/mesh/reconcile.js";
 import { type ActionResult, type NodeRows, type ReconcilePorts, ReconcileLoop } from "./reconcile-loop.js";
 
@@ -109,7 +110,7 @@ describe("the reconcile loop's driver", () => {
 
   it("reschedules the placement of a dead leased node once the lease is certainly over, and not before", async () => {
     const w = new World();
-    w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: 30_000, last_sent_issued_at_ms: w.now - 39_999 });
+    w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: 30_000, last_sent_issued_at_ms: w.now - leaseWaitMs(30_000) + 1 });
     const loop = new ReconcileLoop(w);
     await loop.pass();
     expect(w.performed).toEqual([]);

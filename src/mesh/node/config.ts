@@ -41,6 +41,23 @@ export const NodeConfigSchema = z.strictObject({
       human_approval: z.boolean().default(false),
     })
     .default({ threshold_milli: 950, builtin_teardown: true, human_approval: false }),
+  // Issue 15: who agents run as when the daemon is root, and what contains them (docs/concepts.md "Confinement").
+  agent_user: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, "agent_user must be a user name (^[a-z_][a-z0-9_-]{0,31}$)")
+    .nullable()
+    .default(null),
+  allow_root_agents: z.boolean().default(false),
+  confinement: z
+    .strictObject({
+      /** `off`: no cgroups even where the node could make them (the process group only). */
+      cgroups: z.enum(["auto", "off"]).default("auto"),
+      /** `off`: no network namespace for `network: "none"` packages (the gate is then fed `egress`). */
+      network_namespace: z.enum(["auto", "off"]).default("auto"),
+      /** The pids limit of every instance's cgroup (packages declare memory, not processes); 0 sets none. */
+      pids_max: z.number().int().min(0).max(4_194_304).default(1024),
+    })
+    .prefault({}),
   // Issue 12: a peer that has not authenticated holds no slot for long (first_bytes_ms, eviction past
   // unauthenticated_grace_ms) and never more than its share (the per-address cap); see transport/admission.ts.
   limits: z

@@ -17,7 +17,9 @@ import { REQUEST_FRAME_BYTES } from "../transport/frames.js";
 import { type ListenLimits, listenFrames } from "../transport/tcp.js";
 import { FILES, loadNodeConfig, type NodeConfig } from "./config.js";
 import { ContentStore } from "./content.js";
+import { Confinement } from "./confine.js";
 import { measureSha256, probeBoard } from "./facts.js";
+import { type NodeLog, nodeLogger, type NodeLogLevel } from "./log.js";
 import { NativeRuntime } from "./runtime.js";
 import { identityOf, NodeService, newBootId } from "./service.js";
 import { type InstanceRow, NodeStore } from "./store.js";
@@ -44,6 +46,10 @@ export interface NodeDaemonOptions {
    * controller side speaks TLS (then the default becomes `tls`).
    */
   readonly transport?: "tls" | "plaintext";
+  /** Issue 15: a root daemon may run agents as root although node.json names no agent_user (`--allow-root-agents`). */
+  readonly allowRootAgents?: boolean;
+  /** pino level of the diagnostics on stderr (issue 13); unset: none (an in-process node in tests). */
+  readonly logLevel?: NodeLogLevel;
 }
 
 export interface RecoveryReport {
@@ -63,6 +69,8 @@ export class NodeDaemon {
     readonly bootId: string,
     readonly address: string,
     readonly recovery: RecoveryReport,
+    /** Why this node refuses to start agents (a root daemon with no agent user), or null. */
+    readonly agentRefusal: string | null,
     private readonly server: Server | null,
     private readonly db: Db,
     private readonly chain: Chain,
@@ -78,6 +86,7 @@ export class NodeDaemon {
       board: o.board ?? base.board ?? probeBoard(),
       labels: { ...base.labels, ...(o.labels ?? {}) },
       name: o.name ?? base.name,
+      allow_root_agents: base.allow_root_agents || o.allowRootAgents === true,
     };
     const dbPath = join(o.dataDir, FILES.db);
     const db = openDatabase(dbPath); // created 0600, with its -wal and -shm (store/sqlite.ts)
@@ -92,7 +101,11 @@ export class NodeDaemon {
     }
     const bootId = newBootId();
     const store = new NodeStore(db, chain);
-    const runtime = new NativeRuntime(join(o.dataDir, "instances"));
+    const nodeId = nodeIdOf(key.publicKey);
+    const log: NodeLog | undefined = o.logLevel ? nodeLogger(o.logLevel, nodeId) : undefined;
+    // Issue 15: how instances are launched and contained here, probed once (docs/concepts.md "Confinement").
+    const confinement = Confinement.probe(config, nodeId);
+    const runtime = new NativeRuntime(join(o.dataDir, "instances"), confinement);
     const content = new ContentStore(join(o.dataDir, "store"));
     const perf: JsonObject[] = [measureSha256(clock())];
     const service = new NodeService({
@@ -108,7 +121,10 @@ export class NodeDaemon {
       extraControllers: o.controllers ?? [],
       extraSigners: o.signers ?? [],
       perf,
+      ...(log ? { log } : {}),
     });
+    log?.info({ containment: confinement.facts() }, "containment probed");
+    if (confinement.agent.kind === "refused") log?.warn({ reason: confinement.agent.reason }, "agents will be refused");
     const recovery = recover(store, runtime, clock);
     store.append({
       source: "node",
@@ -133,7 +149,7 @@ export class NodeDaemon {
       o.listen === null
         ? { server: null, address: "" }
         : await listenFrames(o.listen, (stream) => void service.serve(stream), { limits: listenLimits(config.limits), ...(tls ? { tls } : {}) });
-    const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db, chain);
+    const daemon = new NodeDaemon(service, nodeId, bootId, address, recovery, confinement.agent.kind === "refused" ? confinement.agent.reason : null, server, db, chain);
     // spec/audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
     daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));

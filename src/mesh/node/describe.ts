@@ -56,6 +56,7 @@ export function describe(ctx: NodeContext, req: VerifiedRequest): JsonObject {
     perf: o.perf ?? [],
     instances: store.instances().length,
     leaseMs: o.config.lease_ms,
+    containment: ctx.runtime.confinement.facts(),
   });
   return {
     node_id: ctx.nodeId,

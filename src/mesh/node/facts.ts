@@ -61,6 +61,8 @@ export interface FactsInput {
   readonly instances: number;
   /** Issue 16: the node lease, advertised so a controller can rely on it (§15); null without one. */
   readonly leaseMs: number | null;
+  /** Issue 15: how this node contains what it runs (confine.ts `facts()`); `kind` is the headline. */
+  readonly containment?: JsonObject;
 }
 
 export function buildFacts(input: FactsInput): JsonObject {
@@ -87,6 +89,7 @@ export function buildFacts(input: FactsInput): JsonObject {
     capabilities: [],
     lease_ms: input.leaseMs,
     instances: input.instances,
+    ...(input.containment ? { containment: input.containment.kind ?? "process-group", confinement: input.containment } : {}),
   };
 }
 

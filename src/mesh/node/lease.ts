@@ -16,7 +16,6 @@
 import { initialDeadline, judgeRenewal, LEASE_STOP_GRACE_MS, leaseExpired, renewedDeadline } from "../../core/mesh/lease.js";
 import { type NodeContext, Refusal } from "./context.js";
 import { identityOf } from "./processes.js";
-import { instanceAlive } from "./runtime.js";
 import type { InstanceRow } from "./store.js";
 
 const META_KEY = "lease_deadlines";
@@ -103,8 +102,8 @@ export class NodeLeases {
     try {
       let exitCode: number | null = row.exit_code;
       let signal: string | null = row.signal;
-      if (identity && instanceAlive(identity)) {
-        const result = await runtime.stop(identity, LEASE_STOP_GRACE_MS);
+      if (runtime.alive(row.instance_id, identity)) {
+        const result = await runtime.stop(row.instance_id, identity, LEASE_STOP_GRACE_MS);
         if (!result.stopped) return false; // tried again at the next check; never marked stopped while it runs
         const status = runtime.exitStatus(row.instance_id);
         exitCode = status?.exit_code ?? null;

@@ -86,6 +86,7 @@ export class NodeService {
     // (a replayed capture is refused from check 14 on and must not earn a slot).
     if (verdict.kind === "accepted") stream.markAuthenticated?.();
     if (verdict.kind === "refused") {
+      this.ctx.log.info({ method: verdict.method, code: verdict.code, authenticated: verdict.authenticated }, "request refused before dispatch");
       if (verdict.authenticated) this.refusals.authenticated("handle", verdict.code, verdict.reason, verdict.method, verdict.requester, verdict.decisionId);
       else this.refusals.unauthenticated(verdict.code, verdict.reason, verdict.method, verdict.requester, verdict.decisionId);
       const answer = this.answer(verdict.method, verdict.nonce, { status: "refused", code: verdict.code, reason: truncateUtf8(verdict.reason, 1024) });
@@ -102,6 +103,7 @@ export class NodeService {
       const refusal = error instanceof Refusal ? error : new Refusal("runtime", `internal error: ${(error as Error).message ?? String(error)}`);
       const reason = truncateUtf8(refusal.reason, 1024);
       outcome = { status: "refused", code: refusal.code, reason };
+      this.ctx.log.info({ method: req.method, code: refusal.code, reason, requester: req.requester, decision_id: req.decision_id }, "request refused");
       // §11: chained after any rollback, in the transaction that clears the decision's in-flight mark.
       const clearInflight = (req.method === "place" || req.method === "load") && this.ctx.ownsInflight.has(req.nonce);
       const store = this.o.store;

@@ -50,7 +50,7 @@ export async function startNode(root: string, name: string, controllerKey: strin
   writeJson(join(dataDir, "node.json"), { name, controllers: [{ key: controllerKey }], self_tier: "paired", board: "pi5" });
   writeJson(join(dataDir, "signers.json"), [{ key: signerKey, name: "test-signer" }]);
   writeJson(join(dataDir, "permits.json"), permits);
-  const daemon = await NodeDaemon.start({ dataDir, listen: "127.0.0.1:0", version: "test", pollMs: 50 });
+  const daemon = await NodeDaemon.start({ dataDir, listen: "127.0.0.1:0", version: "test", allowRootAgents: true, pollMs: 50 });
   const node: HostNode = { name, dataDir, addr: `mem://${name}`, daemon, id: daemon.nodeId };
   memory.register(name, (stream) => void node.daemon.service.serve(stream));
   return node;
