@@ -102,7 +102,7 @@ export function registerNodeCommands(program: Command): void {
     .option("--name <name>", "display name override")
     .option("--poll-ms <ms>", "how often re-adopted instances are probed", "500")
     .option("--sweep-ms <ms>", "how often revoked instances are swept", "60000")
-    .option("--transport <kind>", "tls (TLS 1.3 bound to the identity keys) or plaintext (explicit migration window, warned and chained)")
+    .option("--transport <kind>", "tls (default: TLS 1.3 bound to the identity keys) or plaintext (explicit migration window, warned and chained; also node.json transport)")
     .option("--allow-root-agents", "run agents as root when the daemon is root and node.json names no agent_user (warned)")
     .option("--log-level <level>", "diagnostic pino JSON lines on stderr: silent, error, warn, info (place, start, exit, stop, unload, refusal), debug", "info")
     .option("--json", "accepted for uniformity: the one line serve prints is always a JSON document")
@@ -160,9 +160,9 @@ export function registerNodeCommands(program: Command): void {
             `berth node serve: warning: listening on ${daemon.address}, reachable beyond this machine; only authorised controllers are served, but anyone who can reach the port can connect. Use --listen 127.0.0.1:PORT to serve this machine only.\n`,
           );
         }
-        if (transport === "plaintext") {
+        if (daemon.transport === "plaintext") {
           process.stderr.write(
-            "berth node serve: warning: plaintext transport (--transport plaintext): control messages, agent environments and output cross the network unencrypted; chained as transport.plaintext. Drop the flag once every controller speaks TLS.\n",
+            `berth node serve: warning: plaintext transport (${transport === "plaintext" ? "--transport plaintext" : "node.json transport"}): control messages, agent environments and output cross the network unencrypted; chained as transport.plaintext. Drop it once every controller speaks TLS.\n`,
           );
         }
         if (daemon.agentRefusal !== null) process.stderr.write(`berth node serve: warning: ${daemon.agentRefusal}; every place and start will be refused.\n`);
@@ -171,7 +171,7 @@ export function registerNodeCommands(program: Command): void {
         }
         // One JSON line that scripts and tests wait for.
         process.stdout.write(
-          `${JSON.stringify({ event: "listening", address: daemon.address, listening_beyond_machine: beyondMachine, transport: transport ?? "plaintext", node_id: daemon.nodeId, boot_id: daemon.bootId, recovery: daemon.recovery })}\n`,
+          `${JSON.stringify({ event: "listening", address: daemon.address, listening_beyond_machine: beyondMachine, transport: daemon.transport, node_id: daemon.nodeId, boot_id: daemon.bootId, recovery: daemon.recovery })}\n`,
         );
         const shutdown = () => {
           void daemon.close().finally(() => process.exit(0));

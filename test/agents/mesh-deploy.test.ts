@@ -14,7 +14,7 @@ import type { AgentDeployResult } from "../../src/core/agents/deploy-event.js";
 import { classifyMesh } from "../../src/core/agents/mesh-classify.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { waitFor } from "../mesh/harness.js";
 import { hostArch, hostOs } from "../mesh-controller/support/package.js";
@@ -50,7 +50,7 @@ function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean;
 }
 
 function deps(fx: ProcessFixture): MeshAgentDeps {
-  return { controller: fx.controller, client: new NodeClient({ key: fx.key, connector: new TcpConnector(2_000), timeoutMs: 5_000 }), statusTimeoutMs: 3_000 };
+  return { controller: fx.controller, client: new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 }), statusTimeoutMs: 3_000 };
 }
 
 async function deploy(fx: ProcessFixture, specPath: string, opts: { userReplace?: boolean } = {}): Promise<AgentDeployResult & { event: JsonObject }> {
@@ -203,7 +203,7 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const intent = String((await allInstances(fx))[0]?.intent);
     // A fault's leftover: the same agent placed on the second node by a request this controller never decided.
     const source = new PackageDirSource(fx.pkgDir);
-    const client = new NodeClient({ key: fx.key, connector: new TcpConnector(2_000), timeoutMs: 15_000 });
+    const client = new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 15_000 });
     const stray = await client.call(
       fx.second.target(),
       "place",

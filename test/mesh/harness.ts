@@ -16,7 +16,7 @@ import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
 import { type CallResult, NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 
 export const MAIN = resolve("dist/src/cli/main.js");
@@ -263,7 +263,7 @@ export function keyFile(key: SigningKey): string {
 
 export class TestController {
   readonly key = generateSigningKey();
-  readonly client = new NodeClient({ key: this.key, connector: new TcpConnector(2000), timeoutMs: 15_000 });
+  readonly client = new NodeClient({ key: this.key, connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 2000 }), timeoutMs: 15_000 });
   private decisions = 0;
 
   decisionId(): string {

@@ -23,7 +23,7 @@ import {
 } from "../../core/protocol/messages.js";
 import { parseResult } from "../../core/protocol/results.js";
 import { signRequest } from "../../core/protocol/sign.js";
-import type { Connector, FrameStream } from "../transport/frames.js";
+import { type Connector, type FrameStream, PeerKeyMismatch } from "../transport/frames.js";
 import type { PackageSource } from "./package-source.js";
 
 export interface TargetRef {
@@ -110,8 +110,19 @@ export class NodeClient {
     try {
       stream = await this.o.connector.connect(target.addr, signal);
     } catch (error) {
+      // §4.11: a connector that knew the expected key refused another: the same result as a check below.
+      if (error instanceof PeerKeyMismatch && error.presented !== null) return keyRefused(target.addr, error.expected, error.presented);
       return { kind: "unreachable", reason: `cannot connect to ${target.addr}: ${(error as Error).message}` };
     }
+    // §4.11: over TLS the node has proved its key in the handshake. Another key than the stored one is refused before
+    // anything is sent, with the result an answer signed by another key gets (the caller chains peer.key_refused
+    // once per offered key); on first use the answer must be signed by the key the handshake proved.
+    const proved = stream.peerKey;
+    if (proved !== undefined && target.key !== null && proved !== target.key) {
+      stream.close();
+      return keyRefused(target.addr, target.key, proved);
+    }
+    const expectedKey = target.key ?? proved ?? null;
     let sent = false;
     try {
       const sending = stream.send(encodeMessageFrame({ type: "request", signed }));
@@ -128,7 +139,7 @@ export class NodeClient {
           continue;
         }
         if (msg.type !== "response") return this.noAnswer(stream, `unexpected ${msg.type} frame`, sent);
-        const check = verifyAnswer(msg.signed, request, target.key);
+        const check = verifyAnswer(msg.signed, request, expectedKey);
         if (!check.ok) return this.noAnswer(stream, `no valid answer: ${check.reason}`, sent, check.offered_key);
         const outcome = check.response.outcome;
         if (outcome.status === "ok") {
@@ -198,6 +209,16 @@ export class NodeClient {
       result: r.result,
     };
   }
+}
+
+/** The node proved another key than the expected one in the TLS handshake: nothing was sent. */
+function keyRefused(addr: string, expected: string, presented: string): CallResult {
+  return {
+    kind: "no_answer",
+    reason: `the node at ${addr} proved key ${presented} in the TLS handshake, not the stored ${expected}: refused before sending anything`,
+    sent: false,
+    offered_key: presented,
+  };
 }
 
 export type DescribeResult =
