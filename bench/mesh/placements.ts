@@ -49,7 +49,7 @@ async function startDaemon(i: number): Promise<string> {
   const dataDir = join(root, `node-${i}`);
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--name", `n${i}`, "--controller", controllerKey.publicKey, "--signer", signer.publicKey, "--board", "pi5"]);
   writeJson(join(dataDir, "permits.json"), permit);
-  const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir], { stdio: ["ignore", "pipe", "inherit"] });
+  const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--allow-root-agents", "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
   daemons.push(proc);
   let out = "";
   return new Promise((res, rej) => {

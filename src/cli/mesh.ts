@@ -6,6 +6,7 @@
  */
 import { Argument, type Command } from "commander";
 import { z } from "zod";
+import { RestartPolicySchema } from "../core/node/restart-policy.js";
 import { PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
 import { CliError, describeZodIssues, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
@@ -96,14 +97,17 @@ export function registerMeshCommands(program: Command): void {
       .option("--dry-run", "decide and record the decision, but send nothing")
       .option("--no-start", "load only (method load), do not start")
       .option("--mode <mode>", "service or once", "service")
+      .option("--restart <policy>", "never, on-failure or always: what the node does when it ends (spec/mesh.md §15)", "never")
       .option("--arg <arg>", "an argument appended to the entry's (repeatable)", collect),
   ).action(
     async (
       pkg: string,
-      opts: CommonOptions & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; arg?: string[] },
+      opts: CommonOptions & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; restart: string; arg?: string[] },
     ) => {
       const mode = z.enum(["service", "once"]).safeParse(opts.mode);
       if (!mode.success) throw invalidInput(describeZodIssues("--mode", mode.error.issues));
+      const restart = RestartPolicySchema.safeParse(opts.restart);
+      if (!restart.success) throw invalidInput(describeZodIssues("--restart", restart.error.issues));
       const order = {
         package: pkg,
         name: opts.name ?? null,
@@ -113,6 +117,7 @@ export function registerMeshCommands(program: Command): void {
         avoid: nodeIds("--avoid", opts.avoid),
         allow_emulated: opts.allowEmulated ?? false,
         start: opts.start,
+        restart: restart.data,
         dry_run: opts.dryRun ?? false,
       };
       const report = await withController(opts, async (c) => {

@@ -206,7 +206,13 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const intent = String((await allInstances(fx))[0]?.intent);
     // A fault's leftover: the same agent placed on the second node by a request this controller never decided.
     const source = new PackageDirSource(fx.pkgDir);
-    const client = new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 15_000 });
+    // Sent for the controller's store (issue 20): a fault of this store's own, not a second home's.
+    const client = new NodeClient({
+      key: fx.key,
+      connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }),
+      timeoutMs: 15_000,
+      authority: () => fx.controller.authority.current(),
+    });
     const stray = await client.call(
       fx.second.target(),
       "place",

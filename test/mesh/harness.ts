@@ -4,6 +4,7 @@
  * killed by `cleanup()` (call it in afterEach/afterAll). No fixed sleeps: everything waits on a condition.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -58,6 +59,8 @@ export interface NodeSpec {
   extraArgs?: string[];
   /** node.json `limits` members to set (e.g. a longer first-bytes deadline for a test that holds a request). */
   limits?: JsonObject;
+  /** Other node.json members to set (e.g. issue 16's `lease_ms`). */
+  config?: JsonObject;
 }
 
 const running = new Set<NodeProcess>();
@@ -89,6 +92,10 @@ export class NodeProcess {
       const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
       writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, limits: { ...((config.limits as JsonObject | undefined) ?? {}), ...spec.limits } }));
     }
+    if (spec.config !== undefined) {
+      const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
+      writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, ...spec.config }));
+    }
     if (spec.permits !== undefined) n.writePolicy("permits.json", spec.permits);
     if (spec.revocations !== undefined) n.writePolicy("revocations.json", spec.revocations);
     await n.start("127.0.0.1:0");
@@ -105,7 +112,8 @@ export class NodeProcess {
   }
 
   async start(listen = this.address): Promise<void> {
-    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50"];
+    // The tests run as root here: agents run as root, explicitly (issue 15), unless a test names an agent user.
+    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50", "--allow-root-agents"];
     for (const c of this.spec.controllers) args.push("--controller", c);
     for (const s of this.spec.signers) args.push("--signer", s);
     args.push("--board", this.spec.board ?? "pi5", ...(this.spec.extraArgs ?? []));
@@ -261,7 +269,14 @@ export function keyFile(key: SigningKey): string {
 
 export class TestController {
   readonly key = generateSigningKey();
-  readonly client = new NodeClient({ key: this.key, connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 2000 }), timeoutMs: 15_000 });
+  /** Issue 20: the store this test controller speaks for (every request names it; epoch 0, no leader). */
+  readonly storeId = randomBytes(16).toString("hex");
+  readonly client = new NodeClient({
+    key: this.key,
+    connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 2000 }),
+    timeoutMs: 15_000,
+    authority: () => ({ store_id: this.storeId, epoch: 0 }),
+  });
   private decisions = 0;
 
   decisionId(): string {

@@ -5,6 +5,7 @@
  *
  *   spec.image                     → provider_config.image (the spec's own field wins over provider_config)
  *   spec.kubernetes.provider_config → provider_config (namespace, resources, pod options …)
+ *   spec.kubernetes.workspace_storage(_class) → provider_config.workspace_storage(_class) (the persistent claim)
  *   spec.kubernetes.relay_url      → agent.relay_url
  *   spec.kubernetes.command        → agent.launch.command
  *   spec.kubernetes.owner_pubkey   → agent.launch.owner_pubkey
@@ -27,6 +28,11 @@ export function kubernetesDeployRequest(spec: AgentSpecDocument, nsec: string): 
         owner_pubkey: k?.owner_pubkey ?? null,
       },
     },
-    provider_config: { ...(k?.provider_config ?? {}), ...(s.image !== undefined ? { image: s.image } : {}) },
+    provider_config: {
+      ...(k?.provider_config ?? {}),
+      ...(s.image !== undefined ? { image: s.image } : {}),
+      ...(k?.workspace_storage !== undefined ? { workspace_storage: k.workspace_storage } : {}),
+      ...(k?.workspace_storage_class !== undefined ? { workspace_storage_class: k.workspace_storage_class } : {}),
+    },
   };
 }

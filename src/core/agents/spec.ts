@@ -11,8 +11,10 @@
  *     image: ghcr.io/acme/scout@sha256:… # kubernetes: a digest-pinned image
  *     config: { args: [], env: { LOG_LEVEL: info, API_KEY: { valueFrom: { file: ./api.key } },
  *                                TOKEN: { valueFrom: { env: SCOUT_TOKEN } } } }
+ *     restart: always                    # or on-failure, never (issue 15; default always: an agent is long-lived)
  *     mesh: { pin: null, prefer: [], avoid: [], allow_emulated: false }
  *     kubernetes: { relay_url: wss://…, nsec_file: ./scout.nsec, command: scout, owner_pubkey: <hex>,
+ *                   workspace_storage: 20Gi, workspace_storage_class: null,
  *                   provider_config: { namespace: agents } }
  *
  * Secrets never sit in the spec itself: the Nostr identity is read from a file (`nsec_file`) or an environment
@@ -24,6 +26,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
 import { taggedSha256Hex } from "../crypto/tagged.js";
+import { AGENT_RESTART_DEFAULT, RestartPolicySchema } from "../node/restart-policy.js";
 import { PLACEMENT_STRATEGIES } from "../placement/inputs.js";
 
 export const AGENT_API_VERSION = "berth/v1";
@@ -79,11 +82,31 @@ const KubernetesSchema = z
     command: z.string().min(1, "must not be empty").optional(),
     /** Who may send the agent `!shutdown` (`launch.owner_pubkey`): 64 lowercase hex. */
     owner_pubkey: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a Nostr public key)").optional(),
+    /**
+     * Issue 15: the persistent workspace claim (Buzz's `workspace_storage`, e.g. `20Gi`), so a Kubernetes agent keeps
+     * its `$HOME` across pod replacement as a mesh agent keeps its workspace on its node. Unset: an ephemeral workspace.
+     */
+    workspace_storage: z.string().trim().min(1, "must not be empty (leave it out for an ephemeral workspace)").optional(),
+    workspace_storage_class: z.string().trim().min(1, "must not be empty (leave it out for the cluster default)").optional(),
     provider_config: z.record(z.string(), z.unknown()).nullable().default(null),
   })
   .refine((k) => (k.nsec_file === undefined) !== (k.nsec_env === undefined), {
     message: "give exactly one of nsec_file or nsec_env (the agent's Nostr identity; never inline in the spec)",
     path: ["nsec_file"],
+  })
+  .refine((k) => k.workspace_storage_class === undefined || k.workspace_storage !== undefined, {
+    message: "workspace_storage_class needs workspace_storage (the size of the persistent workspace claim)",
+    path: ["workspace_storage_class"],
+  })
+  .superRefine((k, ctx) => {
+    // One source per setting: the spec's own field, or provider_config's, never two that disagree.
+    for (const field of ["workspace_storage", "workspace_storage_class"] as const) {
+      const own = k[field];
+      const inConfig = k.provider_config?.[field];
+      if (own !== undefined && inConfig !== undefined && inConfig !== null && inConfig !== own) {
+        ctx.addIssue({ code: "custom", path: [field], message: `conflicts with provider_config.${field}; set it in one place` });
+      }
+    }
   });
 
 const SpecBody = z
@@ -92,6 +115,8 @@ const SpecBody = z
     package: z.string().min(1).optional(),
     image: z.string().min(1).optional(),
     config: ConfigSchema.default({ args: [], env: {} }),
+    /** Issue 15: how the agent is kept alive (core/node/restart-policy.ts); an agent is long-lived, so `always`. */
+    restart: RestartPolicySchema.default(AGENT_RESTART_DEFAULT),
     mesh: MeshSchema.optional(),
     kubernetes: KubernetesSchema.optional(),
   })

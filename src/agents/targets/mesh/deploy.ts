@@ -277,6 +277,7 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     allow_emulated: m.allow_emulated,
     strategy: m.strategy,
     start: m.start,
+    restart: input.spec.restart,
     agent: input.agent,
     intent: input.intent,
   };
