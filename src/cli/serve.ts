@@ -60,12 +60,16 @@ export function registerServeCommands(program: Command): void {
       } catch (error) {
         throw new CliError(`berth serve could not start: ${(error as Error).message}`, 1);
       }
+      // How CLIs on this home find this server and go through it instead of opening the store beside it (issue 21).
+      const { advertiseServer } = await import("./remote/serve-file.js");
+      const unadvertise = advertiseServer(resolve(o.dataDir), server.url, tls?.certFile);
       if (o.json) process.stdout.write(`${JSON.stringify({ url: server.url, dashboard: server.dashboardUrl })}\n`);
       else process.stdout.write(`berth serve: API at ${server.url}/api/v1 (data dir ${resolve(o.dataDir)})\ndashboard: ${server.dashboardUrl}\n`);
       await new Promise<void>((done) => {
         process.once("SIGINT", () => done());
         process.once("SIGTERM", () => done());
       });
+      unadvertise();
       await server.close();
       if (!o.json) process.stdout.write("berth serve: stopped\n");
     });

@@ -89,6 +89,7 @@ export function registerUpCommands(program: Command): void {
       const kubernetes = opts.kubernetes ? await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null) : null;
       if (kubernetes) log(describeKubernetesTarget(kubernetes));
       let server: RunningServer | null = null;
+      let unadvertise = () => {};
       if (!opts.detach) {
         try {
           server = await serveApi(opts.dataDir, port, log);
@@ -97,6 +98,8 @@ export function registerUpCommands(program: Command): void {
           await started.shutdown();
           throw new CliError(`berth up: the API server could not start: ${(error as Error).message}`, 1);
         }
+        // CLIs on this home go through this server while it runs, instead of opening the store beside it (issue 21).
+        unadvertise = (await import("./remote/serve-file.js")).advertiseServer(resolve(opts.dataDir), server.url);
         log(`api         ${server.url}/api/v1   (token in ${join(opts.dataDir, "api.token")})`);
         log(`dashboard: ${server.dashboardUrl}`);
       }
@@ -129,6 +132,8 @@ export function registerUpCommands(program: Command): void {
       if (stopReason === null) log("ready; press Ctrl-C to stop the agents and the nodes");
       const why = await stopRequested;
       log(`stopping (${why})…`);
+      // Before the server closes: the verbs that stop the agents below must not look for it.
+      unadvertise();
       await server?.close();
       await started.shutdown();
       log("stopped");
