@@ -65,7 +65,7 @@ export interface BackendFlags extends TargetFlags {
 /** The controller this invocation talks to (remote/target.ts says how it is chosen), loaded only now. */
 export async function openBackend(flags: BackendFlags): Promise<ControllerBackend> {
   const { resolveController } = await import("./remote/target.js");
-  const target: ControllerTarget = resolveController(flags);
+  const target: ControllerTarget = await resolveController(flags);
   if (target.kind === "local") return (await import("./local-backend.js")).localBackend({ ...flags, dataDir: target.home });
   return (await import("./remote/api-backend.js")).apiBackend(target.server, { sameHost: target.sameHost });
 }

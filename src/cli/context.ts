@@ -95,7 +95,7 @@ export function registerContextCommands(program: Command): void {
     .option("--json", "print one JSON document")
     .action(async (opts: { dataDir?: string; json?: boolean }, cmd: Command) => {
       const { resolveController } = await import("./remote/target.js");
-      const t = resolveController({ ...(opts.dataDir ? { dataDir: opts.dataDir } : {}), explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
+      const t = await resolveController({ ...(opts.dataDir ? { dataDir: opts.dataDir } : {}), explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
       const doc = t.kind === "local" ? { kind: "local", home: t.home, server: null, via: "local files" } : { kind: "server", server: t.server.url, via: t.server.via, home: null };
       answer(opts.json, doc, t.kind === "local" ? `local files in ${t.home}` : `${t.server.url} (${t.server.via})`);
     });

@@ -6,9 +6,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { type RunningServer, startServer } from "../server/index.js";
-import { describeKubernetesTarget, probeKubernetesTarget } from "../up/kubernetes-target.js";
-import { AlreadyUp, up } from "../up/local-mesh.js";
+import type { RunningServer } from "../server/index.js";
 import { CliError } from "./errors.js";
 import { berthHome } from "./paths.js";
 
@@ -16,6 +14,7 @@ const DEFAULT_UP_PORT = 7420;
 
 /** The API and dashboard on the usual port, or on a free one when another berth (or anything) already holds it. */
 async function serveApi(dataDir: string, port: number, log: (line: string) => void): Promise<RunningServer> {
+  const { startServer } = await import("../server/index.js");
   try {
     return await startServer({ dataDir, port });
   } catch (error) {
@@ -79,6 +78,7 @@ export function registerUpCommands(program: Command): void {
         if (!outputGone) out.write(`${line}\n`);
       };
       const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
+      const [{ AlreadyUp, up }, { describeKubernetesTarget, probeKubernetesTarget }] = await Promise.all([import("../up/local-mesh.js"), import("../up/kubernetes-target.js")]);
       let started: Awaited<ReturnType<typeof up>>;
       try {
         started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log, detached: Boolean(opts.detach) });

@@ -12,7 +12,7 @@ import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { CliError } from "../errors.js";
 import { berthHome } from "../paths.js";
-import { type Context, contextNamed, contextsPath, readContexts } from "./contexts.js";
+import type { Context } from "./contexts.js";
 import type { ServerTarget } from "./http.js";
 import { findLocalServer } from "./serve-file.js";
 
@@ -64,13 +64,17 @@ function envTarget(env: NodeJS.ProcessEnv): ServerTarget {
   return { url, token, via: "BERTH_ADDR", ...(env.BERTH_CACERT ? { ca: readPem(env.BERTH_CACERT, "BERTH_CACERT") } : {}), ...(pin ? { pinSha256: pin } : {}) };
 }
 
-export function resolveController(flags: TargetFlags, env: NodeJS.ProcessEnv = process.env): ControllerTarget {
+/** Where contexts live (contexts.ts says why); repeated here so that a home without contexts never loads zod. */
+const contextsFile = (env: NodeJS.ProcessEnv) => env.BERTH_CONTEXTS ?? join(berthHome(), "contexts.json");
+
+export async function resolveController(flags: TargetFlags, env: NodeJS.ProcessEnv = process.env): Promise<ControllerTarget> {
   const home = resolve(flags.dataDir ?? berthHome());
   if (flags.local) return { kind: "local", home };
   if (env.BERTH_ADDR) return { kind: "server", server: envTarget(env), sameHost: false };
   if (!flags.explicitHome) {
     const named = env.BERTH_CONTEXT;
-    if (named || existsSync(contextsPath())) {
+    if (named || existsSync(contextsFile(env))) {
+      const { contextNamed, readContexts } = await import("./contexts.js");
       const file = readContexts();
       const name = named || file.current;
       if (name) return { kind: "server", server: contextTarget(name, contextNamed(file, name)), sameHost: false };
