@@ -10,7 +10,6 @@ import { realClock } from "../kubernetes/clock.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { NodeClient } from "../mesh/client/node-client.js";
 import { PlaceError } from "../mesh/controller/index.js";
-import { TcpConnector } from "../mesh/transport/tcp.js";
 import { instancesWithState, targetsWithFacts } from "../server/routes/mesh.js";
 import { berthVersion } from "../version.js";
 import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./backend.js";
@@ -50,7 +49,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
         throw new CliError(`cannot open the agent registry: ${(error as Error).message}`);
       }
     },
-    mesh: { session: (fn) => withController(controllerFlags, (controller, key) => fn({ controller, client: new NodeClient({ key, connector: new TcpConnector() }) })) },
+    mesh: { session: (fn) => withController(controllerFlags, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector }) })) },
     kubernetes: { connect: (context) => connect(flags.kubeContext ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
     watch: { waiting: (what, fn) => withSpinner(what, flags.json, fn), conditions: () => startProgress({ json: flags.json }) },
     now: Date.now,
@@ -79,7 +78,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
           throw error;
         }
       }),
-    instances: () => withController(controllerFlags, (c, key) => instancesWithState(c, new NodeClient({ key, connector: new TcpConnector() }))),
+    instances: () => withController(controllerFlags, (c, key, connector) => instancesWithState(c, new NodeClient({ key, connector }))),
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>
       withController(controllerFlags, async (c) => {

@@ -5,6 +5,7 @@
  * and renders its answer the same way whichever it was. Registration loads only commander (issue 19).
  */
 import { Argument, type Command, Option } from "commander";
+import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
 import { type InstanceRow, openBackend, type TargetRow, type Tier } from "./backend.js";
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
@@ -22,6 +23,8 @@ const _sameVerbs: _SameVerbs = true;
 void _sameVerbs;
 
 const NODE_ID = /^[0-9a-f]{32}$/;
+/** core/node/restart-policy.ts RestartPolicySchema's words (that module loads zod: not at registration). */
+const RESTART_POLICIES = ["never", "on-failure", "always"] as const satisfies readonly RestartPolicy[];
 
 // A describe that got no answer at all (as opposed to an answer berth refused, e.g. signed by another key).
 const NO_ANSWER = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|timed out|did not answer|closed/i;
@@ -142,14 +145,16 @@ export function registerMeshCommands(program: Command): void {
       .option("--dry-run", "decide and record the decision, but send nothing")
       .option("--no-start", "load only (method load), do not start")
       .option("--mode <mode>", "service or once", "service")
+      .option("--restart <policy>", "never, on-failure or always: what the node does when it ends (spec/mesh.md §15)", "never")
       .option("--arg <arg>", "an argument appended to the entry's (repeatable)", collect),
   ).action(
     async (
       pkg: string,
-      opts: ControllerVerbFlags & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; arg?: string[] },
+      opts: ControllerVerbFlags & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; restart: string; arg?: string[] },
       cmd: Command,
     ) => {
       if (opts.mode !== "service" && opts.mode !== "once") throw invalidInput(`--mode: value: must be one of service, once`);
+      if (!(RESTART_POLICIES as readonly string[]).includes(opts.restart)) throw invalidInput(`--restart: value: must be one of ${RESTART_POLICIES.join(", ")}`);
       const order = {
         package: pkg,
         name: opts.name ?? null,
@@ -159,6 +164,7 @@ export function registerMeshCommands(program: Command): void {
         avoid: nodeIds("--avoid", opts.avoid),
         allow_emulated: opts.allowEmulated ?? false,
         start: opts.start,
+        restart: opts.restart as (typeof RESTART_POLICIES)[number],
         dry_run: opts.dryRun ?? false,
       };
       const report = await (await openBackend(backendFlags(opts, cmd))).place(order);

@@ -4,6 +4,7 @@
  * killed by `cleanup()` (call it in afterEach/afterAll). No fixed sleeps: everything waits on a condition.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -12,11 +13,11 @@ import type { SealedEvent } from "../../src/core/chain/event.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import type { SigningKey } from "../../src/core/crypto/ed25519.js";
 import type { PermitRuleInput } from "../../src/core/governance/policy.js";
-import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
+import { generateSigningKey, loadKeyFile, saveKeyFile } from "../../src/keys/key-file.js";
 import { type CallResult, NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 
 export const MAIN = resolve("dist/src/cli/main.js");
@@ -58,6 +59,8 @@ export interface NodeSpec {
   extraArgs?: string[];
   /** node.json `limits` members to set (e.g. a longer first-bytes deadline for a test that holds a request). */
   limits?: JsonObject;
+  /** Other node.json members to set (e.g. issue 16's `lease_ms`). */
+  config?: JsonObject;
 }
 
 const running = new Set<NodeProcess>();
@@ -89,10 +92,19 @@ export class NodeProcess {
       const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
       writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, limits: { ...((config.limits as JsonObject | undefined) ?? {}), ...spec.limits } }));
     }
+    if (spec.config !== undefined) {
+      const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
+      writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, ...spec.config }));
+    }
     if (spec.permits !== undefined) n.writePolicy("permits.json", spec.permits);
     if (spec.revocations !== undefined) n.writePolicy("revocations.json", spec.revocations);
     await n.start("127.0.0.1:0");
     return n;
+  }
+
+  /** The node's identity key (node.key), for a test proxy that must end the TLS session as the node (tcp-proxy.ts). */
+  identity(): SigningKey {
+    return loadKeyFile(join(this.dataDir, "node.key"));
   }
 
   writePolicy(file: string, value: unknown): void {
@@ -100,7 +112,8 @@ export class NodeProcess {
   }
 
   async start(listen = this.address): Promise<void> {
-    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50"];
+    // The tests run as root here: agents run as root, explicitly (issue 15), unless a test names an agent user.
+    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50", "--allow-root-agents"];
     for (const c of this.spec.controllers) args.push("--controller", c);
     for (const s of this.spec.signers) args.push("--signer", s);
     args.push("--board", this.spec.board ?? "pi5", ...(this.spec.extraArgs ?? []));
@@ -256,7 +269,14 @@ export function keyFile(key: SigningKey): string {
 
 export class TestController {
   readonly key = generateSigningKey();
-  readonly client = new NodeClient({ key: this.key, connector: new TcpConnector(2000), timeoutMs: 15_000 });
+  /** Issue 20: the store this test controller speaks for (every request names it; epoch 0, no leader). */
+  readonly storeId = randomBytes(16).toString("hex");
+  readonly client = new NodeClient({
+    key: this.key,
+    connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 2000 }),
+    timeoutMs: 15_000,
+    authority: () => ({ store_id: this.storeId, epoch: 0 }),
+  });
   private decisions = 0;
 
   decisionId(): string {

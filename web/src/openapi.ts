@@ -3278,6 +3278,11 @@ export interface operations {
                     readonly pin?: string | null;
                     /** @default [] */
                     readonly prefer?: readonly string[];
+                    /**
+                     * @default never
+                     * @enum {string}
+                     */
+                    readonly restart?: "never" | "on-failure" | "always";
                     /** @default true */
                     readonly start?: boolean;
                     /**
@@ -3577,6 +3582,11 @@ export interface operations {
                     readonly pin?: string | null;
                     /** @default [] */
                     readonly prefer?: readonly string[];
+                    /**
+                     * @default never
+                     * @enum {string}
+                     */
+                    readonly restart?: "never" | "on-failure" | "always";
                     /** @default true */
                     readonly start?: boolean;
                     /**

@@ -59,5 +59,6 @@ export async function unload(ctx: NodeContext, req: VerifiedRequest, body: BodyO
     store.removeInstance(tx, row.instance_id, req.decision_id ?? row.decision_id, "unloaded", ctx.o.clock());
     return { result: null, events: [runtimeEvent("workload.unload", row, { outcome: "ok", decision_id: req.decision_id ?? row.decision_id })] };
   });
+  ctx.log.info({ instance_id: row.instance_id, name: row.name, decision_id: req.decision_id }, "instance unloaded");
   return { unloaded: true };
 }

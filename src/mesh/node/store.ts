@@ -7,7 +7,7 @@ import type { Chain } from "../../chain/chain.js";
 import type { EventDraft } from "../../core/chain/event.js";
 import { type Db, ensureSchema, type WriteTx, withWriteTx } from "../../store/sqlite.js";
 
-export const INSTANCE_STATES = ["loading", "loaded", "starting", "running", "stopped", "exited", "failed", "lost", "unknown"] as const;
+export const INSTANCE_STATES = ["loading", "loaded", "starting", "running", "stopped", "exited", "failed", "lost", "unknown", "lease_stopped"] as const;
 export type InstanceState = (typeof INSTANCE_STATES)[number];
 
 /** What the node needs to (re)start an instance and to gate verbs on it later, all from verified data. */
