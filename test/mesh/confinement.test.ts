@@ -6,6 +6,7 @@
  * This machine has cgroup v2 (core files only) at /sys/fs/cgroup/unified beside v1 controllers: the instance is
  * tracked and killed by v2 and limited by v1's memory controller.
  */
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
@@ -13,7 +14,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { removeNodeCgroups } from "./confinement-cgroups.js";
-import { ALLOW_ALL, cleanup, makePackage, type NodeProcess, NodeProcess as Node, ok, processesWithEnv, requireBuild, TestController, waitFor } from "./harness.js";
+import { ALLOW_ALL, cleanup, MAIN, makePackage, type NodeProcess, NodeProcess as Node, ok, processesWithEnv, requireBuild, TestController, tempDir, waitFor } from "./harness.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 beforeAll(requireBuild);
@@ -204,6 +205,16 @@ describe("a node without cgroups (the process group only)", () => {
 });
 
 describe("who agents run as", () => {
+  it("berth node init --agent-user writes it to node.json (creating an existing user is a no-op), and refuses a bad name", () => {
+    const dir = join(tempDir(), "node");
+    const out = JSON.parse(execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dir, "--agent-user", "nobody", "--create-agent-user", "--json"], { encoding: "utf8" }));
+    expect(out).toMatchObject({ agent_user: "nobody", allow_root_agents: false });
+    expect(JSON.parse(readFileSync(join(dir, "node.json"), "utf8"))).toMatchObject({ agent_user: "nobody" });
+    const bad = spawnSync(process.execPath, [MAIN, "node", "init", "--data-dir", join(tempDir(), "node"), "--agent-user", "Not A User"], { encoding: "utf8" });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain("--agent-user");
+  });
+
   it("a root daemon with no agent user and no allow_root_agents refuses to start agents, naming the setting", async () => {
     const { ctl, signer, node: n } = await node({ allowRootAgents: false });
     const r = await ctl.place(n, makePackage(signer).dir);
