@@ -24,6 +24,8 @@ export const NodeConfigSchema = z.strictObject({
     .record(z.string().regex(/^[a-z0-9][a-z0-9./_-]{0,62}$/, "label keys must match ^[a-z0-9][a-z0-9./_-]{0,62}$"), z.string().max(256))
     .default({}),
   interpreters: z.array(z.strictObject({ name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,31}$/), path: z.string().min(1) })).max(16).default([]),
+  // spec/mesh.md §4.11 (issue 17): TLS unless the operator opts in to plaintext here or with --transport plaintext.
+  transport: z.enum(["tls", "plaintext"], { error: 'must be "tls" or "plaintext"' }).default("tls"),
   max_instances: z.number().int().min(0).max(4096).default(64),
   facts_ttl_s: z.number().int().min(10).max(86_400).default(300),
   // Issue 16: opt-in node lease (mesh/node/lease.ts, docs/concepts.md "The node lease"); null runs without one.

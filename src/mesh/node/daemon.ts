@@ -42,8 +42,7 @@ export interface NodeDaemonOptions {
   readonly sweepMs?: number;
   /**
    * spec/mesh.md §4.11 (issue 17): `tls` serves TLS 1.3 bound to the identity keys; `plaintext` is the explicit
-   * migration window (chained as `transport.plaintext` at every start). Unset: plaintext as before, until the
-   * controller side speaks TLS (then the default becomes `tls`).
+   * migration window (chained as `transport.plaintext` at every start). Unset: node.json's `transport` (default tls).
    */
   readonly transport?: "tls" | "plaintext";
   /** Issue 15: a root daemon may run agents as root although node.json names no agent_user (`--allow-root-agents`). */
@@ -74,6 +73,8 @@ export class NodeDaemon {
     private readonly server: Server | null,
     private readonly db: Db,
     private readonly chain: Chain,
+    /** What the listener speaks (spec/mesh.md §4.11). */
+    readonly transport: "tls" | "plaintext",
   ) {}
 
   static async start(o: NodeDaemonOptions): Promise<NodeDaemon> {
@@ -139,17 +140,19 @@ export class NodeDaemon {
       },
     });
     service.policy();
-    if (o.transport === "plaintext") {
-      store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: "configured explicitly (--transport plaintext)" } });
+    const transport = o.transport ?? config.transport;
+    if (transport === "plaintext") {
+      const by = o.transport === "plaintext" ? "--transport plaintext" : `${FILES.config} transport`;
+      store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: `configured explicitly (${by})` } });
     }
     const authorised = new Set([...config.controllers.map((c) => c.key), ...(o.controllers ?? [])]);
     // Loaded only when asked for: the ASN.1 modules would otherwise slow every CLI start.
-    const tls = o.transport === "tls" ? (await import("../transport/tls.js")).listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
+    const tls = transport === "tls" && o.listen !== null ? (await import("../transport/tls.js")).listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
     const { server, address } =
       o.listen === null
         ? { server: null, address: "" }
         : await listenFrames(o.listen, (stream) => void service.serve(stream), { limits: listenLimits(config.limits), ...(tls ? { tls } : {}) });
-    const daemon = new NodeDaemon(service, nodeId, bootId, address, recovery, confinement.agent.kind === "refused" ? confinement.agent.reason : null, server, db, chain);
+    const daemon = new NodeDaemon(service, nodeId, bootId, address, recovery, confinement.agent.kind === "refused" ? confinement.agent.reason : null, server, db, chain, transport);
     // spec/audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
     daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));
