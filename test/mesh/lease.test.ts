@@ -4,6 +4,8 @@
  * `lease_stopped` and chains it; a request held past the lease is refused and revives nothing; a daemon restarted
  * after its lease ran out enforces it before anything else; the lease is advertised in the signed facts.
  */
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
@@ -80,10 +82,23 @@ describe("the node lease (a real daemon)", () => {
     expect(node.events({ source: "node", kind: "workload.lifecycle", phase: "lease" })).toEqual([]);
   });
 
-  it("a daemon killed and restarted after its lease ran out stops the instances it re-adopted before serving them", async () => {
+  it("a daemon killed for good does not leave its instances running past the lease: the instance's own watchdog stops them", async () => {
     const ctl = new TestController();
     const { node, decisionId } = await leasedNode(ctl);
+    const killedAt = Date.now();
     await node.kill9();
+    expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
+    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the instance gone without its daemon", 20_000);
+    // Within the controller's bound (lease_ms + 11 s from the last request, which was before the kill).
+    expect(Date.now() - killedAt).toBeLessThan(LEASE_MS + 11_000);
+  });
+
+  it("a daemon restarted after its lease ran out stops the instances it re-adopted at once, even one whose watchdog is gone", async () => {
+    const ctl = new TestController();
+    const { node, decisionId, instanceId } = await leasedNode(ctl);
+    await node.kill9();
+    // Without its watchdog's deadline file the instance would run until a daemon enforces the lease: the boot check.
+    rmSync(join(node.dataDir, "instances", instanceId, "lease_deadline"));
     // The instance outlives its daemon (its own process group) …
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, LEASE_MS + 500));
