@@ -82,7 +82,7 @@ export interface NodeClientOptions {
    * is its own; it throws once the process may no longer act, and then nothing is sent). Without it requests carry
    * none, which a node accepts only for the read methods.
    */
-  readonly authority?: () => Authority | Promise<Authority>;
+  readonly authority?: (method: string) => Authority | Promise<Authority>;
 }
 
 export class NodeClient {
@@ -99,7 +99,7 @@ export class NodeClient {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
     let authority: Authority | null = null;
     try {
-      authority = this.o.authority ? await this.o.authority() : null;
+      authority = this.o.authority ? await this.o.authority(method) : null;
     } catch (error) {
       return { kind: "unreachable", reason: `not sent: ${(error as Error).message}` };
     }

@@ -48,6 +48,11 @@ export class NodeLeases {
     this.persisted = new Map(this.deadlines);
   }
 
+  /** Hands the deadline to every spawn (the watchdog's file) and keeps the live instances' files current. */
+  attach(): void {
+    this.ctx.leaseDeadlineOf = (controller) => this.deadlineOf(controller);
+  }
+
   /** The deadline of a controller's lease, as the node enforces it. */
   deadlineOf(controller: string): number {
     const known = this.deadlines.get(controller);
@@ -130,5 +135,11 @@ export class NodeLeases {
       return { result: null, events: [] };
     });
     this.persisted = new Map(this.deadlines);
+    // The watchdogs' files move with the persisted deadlines (a step of a second at most, rounded down by the file).
+    for (const row of this.ctx.store.instances()) {
+      if (!LIVE_STATES.has(row.state)) continue;
+      const deadline = this.deadlines.get(row.requester);
+      if (deadline !== undefined) this.ctx.runtime.writeLeaseDeadline(row.instance_id, deadline);
+    }
   }
 }

@@ -53,6 +53,8 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise
     BERTH_DECISION_ID: row.decision_id,
     BERTH_PACKAGE_ID: row.package_id,
   });
+  // Issue 16: on a leased node the watchdog needs its deadline before the group exists (runtime.ts WRAPPER).
+  if (ctx.leaseDeadlineOf) runtime.writeLeaseDeadline(row.instance_id, ctx.leaseDeadlineOf(row.requester));
   let identity: ProcessIdentity;
   try {
     identity = await runtime.start(row.instance_id, { program, args: l.args, env, network: l.network, memory_mb: l.memory_mb });
