@@ -87,6 +87,9 @@ export function startupOf(state: string, exitCode: number | null, pending: strin
   if (pending === "unload" || pending === "stop") return { kind: "going-away" };
   switch (state) {
     case "running":
+    // Issue 15: the node is keeping it alive (failing its health check, or waiting out a restart's backoff).
+    case "unhealthy":
+    case "backoff":
       return { kind: "started" };
     // Loaded and not (yet) started: `load` without start, or a place still between load and spawn.
     case "loading":
@@ -98,6 +101,7 @@ export function startupOf(state: string, exitCode: number | null, pending: strin
     case "exited":
     case "lost":
     case "failed":
+    case "finished":
       return { kind: "terminated", exitCode };
     // A state this berth does not know: touch nothing and place nothing beside it.
     default:

@@ -137,6 +137,8 @@ export class NodeDaemon {
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
     daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));
     daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
+    // Issue 15: after recovery, so exits recorded while the daemon was down are decided per their restart policy.
+    service.supervisor.start();
     daemon.timers.push(setInterval(() => service.trimAllLogs(), 10_000));
     const sweep = () => void service.sweepRevoked().catch(() => undefined);
     sweep();
@@ -147,6 +149,7 @@ export class NodeDaemon {
   /** Stops serving. Instances keep running: they belong to the node, not to this process. */
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
+    this.service.supervisor.close();
     this.service.closeAll();
     const server = this.server;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -243,7 +246,8 @@ export function recover(store: NodeStore, runtime: NativeRuntime, clock: () => n
         report.departed.push(row.instance_id);
         break;
       }
-      case "running": {
+      case "running":
+      case "unhealthy": {
         const probe = runtime.probe(row.instance_id, identityOf(row));
         if (probe.state === "running") {
           report.readopted.push(row.instance_id);

@@ -10,7 +10,8 @@ import { truncateUtf8 } from "../../core/protocol/messages.js";
 import type { NodeContext } from "./context.js";
 import { runtimeEvent } from "./events.js";
 import { instanceAlive, type ProcessIdentity } from "./runtime.js";
-import type { InstanceRow } from "./store.js";
+import { type InstanceRow, isLive } from "./store.js";
+import { ensureWorkspace } from "./workspace.js";
 
 /** The detail of a running instance whose group leader exited while other members of its group still run. */
 export const GROUP_OUTLIVES_LEADER = "the group leader exited; other processes of the instance's group still run";
@@ -45,7 +46,8 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise
   for (const secret of l.secrets) env[secret] = readFileSync(join(o.dataDir, "secrets", secret), "utf8").replace(/\n$/, "");
   Object.assign(env, {
     PATH: "/usr/local/bin:/usr/bin:/bin",
-    HOME: workDir,
+    // Issue 15: $HOME is the agent's workspace, kept per name outside the instance directory (workspace.ts).
+    HOME: ensureWorkspace(o.dataDir, row.name),
     TMPDIR: join(runtime.dirOf(row.instance_id), "tmp"),
     BERTH_INSTANCE_ID: row.instance_id,
     BERTH_NAME: row.name,
@@ -137,6 +139,8 @@ export function recordExit(
       ],
     };
   });
+  // Issue 15: the restart policy decides what comes next (supervisor.ts).
+  ctx.supervision.ended(row.instance_id);
 }
 
 /** A process the daemon spawned ended; re-adopted processes are found by `pollAdopted`. */
@@ -146,7 +150,7 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
   // written then, and the next start re-adopts or records it from the process table (spec/mesh.md §14.3).
   if (!ctx.store.db.open) return;
   const row = ctx.store.instance(instanceId);
-  if (row?.state !== "running") return;
+  if (!row || !isLive(row.state)) return;
   // Issue 21 case 4: the leader exited but its group still runs; the instance is alive, and `pollAdopted` (it is no
   // longer our child) records the exit once the last member is gone.
   const identity = identityOf(row);
@@ -167,7 +171,7 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
 /** Instances re-adopted after a restart are not our children: poll their identity. */
 export function pollAdopted(ctx: NodeContext): void {
   for (const row of ctx.store.instances()) {
-    if (row.state !== "running" || ctx.runtime.isChild(row.instance_id) || ctx.stopping.has(row.instance_id)) continue;
+    if (!isLive(row.state) || ctx.runtime.isChild(row.instance_id) || ctx.stopping.has(row.instance_id)) continue;
     const probe = ctx.runtime.probe(row.instance_id, identityOf(row));
     if (probe.state === "exited") recordExit(ctx, row, probe.exit_code, probe.signal, probe.detail);
     else if (probe.state === "lost") recordExit(ctx, row, null, null, probe.detail, "lost");

@@ -29,6 +29,7 @@ import { onProcessExit, pollAdopted, recordExit, trimAllLogs } from "./processes
 import { RevocationSweep } from "./revocation.js";
 import { logs, status } from "./status.js";
 import type { InstanceRow } from "./store.js";
+import { Supervisor } from "./supervisor.js";
 
 export type { NodeServiceOptions } from "./options.js";
 export { identityOf } from "./processes.js";
@@ -40,6 +41,8 @@ export class NodeService {
   private readonly refusals: RefusalChain;
   private readonly revocations: RevocationSweep;
   private readonly connections: Connections;
+  /** Issue 15: restarts per policy and health checks; started by the daemon once recovery is done. */
+  readonly supervisor: Supervisor;
 
   constructor(private readonly o: NodeServiceOptions) {
     this.ctx = new NodeContext(o);
@@ -49,6 +52,8 @@ export class NodeService {
     for (const [nonce, expires] of persistedDescribeNonces(o.store, o.clock())) this.guard.record(nonce, expires);
     this.refusals = new RefusalChain(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
+    this.supervisor = new Supervisor(this.ctx);
+    this.ctx.supervision = this.supervisor;
     o.runtime.onExit((id, exit) => onProcessExit(this.ctx, id, exit));
     this.connections = new Connections(() => this.o.config.limits, (signed, stream) => this.handle(signed, stream));
   }
