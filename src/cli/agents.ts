@@ -7,7 +7,7 @@
  */
 import { resolve } from "node:path";
 import { Argument, type Command } from "commander";
-import { type AgentState, type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, loadSpecFile, type Outcome, replaceAgent, stopAgent, translateFailure, unwrap } from "../agents/index.js";
+import { type AgentState, type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, type DeployDone, purgeAgent, deployAgent, type FailureMap, loadSpecFile, type Outcome, replaceAgent, stopAgent, translateFailure, unwrap } from "../agents/index.js";
 import { deployEventPayload } from "../core/agents/deploy-event.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import { realClock } from "../kubernetes/clock.js";
@@ -89,9 +89,20 @@ function printDeploy(done: Outcome<DeployDone>, json: boolean | undefined): void
 
 function stateTable(states: readonly AgentState[], json: boolean | undefined): string {
   if (states.length === 0) return "no agents; deploy one with `berth deploy FILE`";
-  const rows = states.map((s) => [s.name, s.target, s.state, s.instance ?? "-", s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : "")]);
+  const rows = states.map((s) => [
+    s.name,
+    s.target,
+    s.state,
+    s.lifecycle ?? "-",
+    s.restarts === null || s.restarts === undefined ? "-" : String(s.restarts),
+    s.instance ?? "-",
+    s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : ""),
+  ]);
   const palette = stdoutPalette(json);
-  return renderTable(["NAME", "TARGET", "STATE", "INSTANCE", "NOTE"], rows, { palette, paint: (column, text) => (column === 2 ? paintState(palette, text) : text) });
+  return renderTable(["NAME", "TARGET", "STATE", "LIFECYCLE", "RESTARTS", "INSTANCE", "NOTE"], rows, {
+    palette,
+    paint: (column, text) => (column === 2 || column === 3 ? paintState(palette, text) : text),
+  });
 }
 
 function stateText(s: AgentState): string {
@@ -101,7 +112,7 @@ function stateText(s: AgentState): string {
 
 // ---- registration -------------------------------------------------------------------------------------------------
 
-const AGENT_VERBS = ["status", "logs", "stop", "replace"] as const;
+const AGENT_VERBS = ["status", "logs", "stop", "replace", "purge"] as const;
 
 type VerbFlags = CommonOptions & { file?: string; tailBytes: string; wait?: boolean };
 
@@ -140,6 +151,12 @@ async function agentVerb(verb: string, name: string, opts: VerbFlags): Promise<v
       process.exitCode = r.ok ? 0 : 1;
       return;
     }
+    case "purge": {
+      const r = answered(await purgeAgent(env, name));
+      answer(opts.json, r, `${name}: ${r.message}; \`berth deploy\` starts it again with an empty workspace`);
+      process.exitCode = r.ok ? 0 : 1;
+      return;
+    }
     default:
       throw new CliError(`unknown verb ${verb}; one of ${AGENT_VERBS.join(", ")}`);
   }
@@ -166,7 +183,7 @@ export function registerAgentCommands(program: Command): void {
       .command("agent")
       .addArgument(new Argument("<verb>", "what to do").choices(AGENT_VERBS))
       .argument("<name>", "the agent's metadata.name")
-      .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec)`)
+      .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace)`)
       .option("--file <file>", "replace: deploy this spec instead of the one last deployed")
       .option("--tail-bytes <n>", "logs: bytes from the end of each stream (mesh)", "65536")
       .option("--wait", "stop: wait until the instance is gone (Kubernetes)"),

@@ -5,6 +5,7 @@
  * closes. No decision lives here: the CLI only wires flags to `MeshController` and renders its answers.
  */
 import { Argument, type Command } from "commander";
+import type { JsonObject } from "../core/crypto/canonical.js";
 import { z } from "zod";
 import { RestartPolicySchema } from "../core/node/restart-policy.js";
 import { PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
@@ -53,6 +54,19 @@ function targetTable(targets: readonly TargetInfo[], json: boolean | undefined):
   const rows = targets.map((t) => [t.node_id ?? "-", t.name ?? "-", t.addr, t.tier, t.liveness, note(t)]);
   const palette = stdoutPalette(json);
   return renderTable(["NODE", "NAME", "ADDRESS", "TIER", "LIVENESS", "NOTE"], rows, { palette, paint: paintColumns(palette, [3, 4]) });
+}
+
+/** What `berth instances` shows of a node's status row: its lifecycle state, restarts and restart policy. */
+function nodeStateOf(r: VerbResult): { state: string; restarts: number | null; restart_policy: string | null; note: string | null } {
+  if (r.kind !== "ok") return { state: r.kind === "unreachable" ? "unreachable" : "unknown", restarts: null, restart_policy: null, note: verbText(r) };
+  const row = (r.result.status ?? {}) as JsonObject;
+  const state = typeof row.state === "string" ? row.state : typeof row.departed === "string" ? "departed" : "unknown";
+  return {
+    state,
+    restarts: typeof row.restarts === "number" ? row.restarts : null,
+    restart_policy: typeof row.restart_policy === "string" ? row.restart_policy : null,
+    note: typeof row.restart_policy === "string" && row.restart_policy !== "never" ? `restart ${row.restart_policy}` : null,
+  };
 }
 
 function verbText(r: VerbResult): string {
@@ -167,11 +181,35 @@ export function registerMeshCommands(program: Command): void {
     },
   );
 
-  withCommon(program.command("instances").description("list the placements this controller manages")).action(async (opts: CommonOptions) => {
-    const list = await withController(opts, async (c) => c.placements());
-    const rows = list.map((p) => [p.instance_id, p.node_id, p.variant, [p.adopted ? "adopted" : "", p.pending ? `pending ${p.pending}` : ""].filter(Boolean).join(", ")]);
-    const text = list.length === 0 ? "no placed instances; place one with `berth place PACKAGE`" : renderTable(["INSTANCE", "NODE", "VARIANT", "NOTE"], rows, { palette: stdoutPalette(opts.json) });
-    answer(opts.json, { placements: list }, text);
+  withCommon(
+    program
+      .command("instances")
+      .description("list the placements this controller manages, with each instance's state and restarts on its node")
+      .option("--no-status", "list the controller's records only, without asking the nodes"),
+  ).action(async (opts: CommonOptions & { status: boolean }) => {
+    const { list, onNode } = await withController(opts, async (c) => {
+      const placements = c.placements();
+      // Issue 15: the node's lifecycle state and its supervisor's restarts, one status read per instance, concurrently.
+      const rows = opts.status ? await Promise.all(placements.map((p) => c.instance("status", p.instance_id))) : [];
+      return { list: placements, onNode: new Map(rows.map((r) => [r.instance_id, nodeStateOf(r)])) };
+    });
+    const rows = list.map((p) => {
+      const n = onNode.get(p.instance_id);
+      return [
+        p.instance_id,
+        p.node_id,
+        p.variant,
+        n?.state ?? "-",
+        n?.restarts === undefined || n.restarts === null ? "-" : String(n.restarts),
+        [p.adopted ? "adopted" : "", p.pending ? `pending ${p.pending}` : "", n?.note ?? ""].filter(Boolean).join(", "),
+      ];
+    });
+    const palette = stdoutPalette(opts.json);
+    const text =
+      list.length === 0
+        ? "no placed instances; place one with `berth place PACKAGE`"
+        : renderTable(["INSTANCE", "NODE", "VARIANT", "STATE", "RESTARTS", "NOTE"], rows, { palette, paint: (column, t) => (column === 3 ? paintState(palette, t) : t) });
+    answer(opts.json, { placements: opts.status ? list.map((p) => ({ ...p, on_node: onNode.get(p.instance_id) ?? null })) : list }, text);
   });
 
   withCommon(
@@ -181,13 +219,17 @@ export function registerMeshCommands(program: Command): void {
       .argument("<id>", "the instance id (`berth instances` lists them)")
       .description(`act on a placed instance through its node: ${VERBS.join(", ")}`)
       .option("--grace-ms <ms>", "stop: SIGTERM grace before SIGKILL", "2000")
-      .option("--tail-bytes <n>", "logs: bytes from the end of each stream", "65536"),
-  ).action(async (verb: string, id: string, opts: CommonOptions & { graceMs: string; tailBytes: string }) => {
+      .option("--tail-bytes <n>", "logs: bytes from the end of each stream", "65536")
+      .option("--purge", "unload: also remove the name's workspace ($HOME) on the node, kept otherwise across restarts and redeploys"),
+  ).action(async (verb: string, id: string, opts: CommonOptions & { graceMs: string; tailBytes: string; purge?: boolean }) => {
     const grace = Number(opts.graceMs);
     const tail = Number(opts.tailBytes);
     if (!Number.isInteger(grace) || grace < 0 || grace > 60_000) throw new CliError("--grace-ms: must be an integer 0…60000");
     if (!Number.isInteger(tail) || tail < 0 || tail > 65_536) throw new CliError("--tail-bytes: must be an integer 0…65536");
-    const r = await withController(opts, (c) => c.instance(verb as Verb, id, { grace_ms: grace, tail_bytes: tail, operator: operatorIdentity(`berth instance ${verb}`) }));
+    if (opts.purge && verb !== "unload") throw new CliError("--purge goes with unload only (it removes the workspace with the instance)", 2);
+    const r = await withController(opts, (c) =>
+      c.instance(verb as Verb, id, { grace_ms: grace, tail_bytes: tail, operator: operatorIdentity(`berth instance ${verb}`), ...(opts.purge ? { purge: true } : {}) }),
+    );
     if (r.kind === "error" && r.code === "unknown_instance") throw unknownInstance(id, `${verb} ${id}: ${r.reason}`);
     if (r.kind === "unreachable") throw unreachableNode(`${verb} ${id} on ${r.node}`, `${r.reason}; nothing changed on the controller`);
     // A refused or indeterminate answer keeps its own fields; `error` is the same sentence people read.

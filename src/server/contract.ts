@@ -184,6 +184,9 @@ export const AgentStateSchema = z.strictObject({
   instance: z.string().nullable(),
   observation: Json.nullable(),
   error: z.string().nullable(),
+  /** Issue 15 (mesh agents): the node's lifecycle state of the current instance and its supervisor's restarts. */
+  lifecycle: z.string().nullable().optional(),
+  restarts: z.number().int().nullable().optional(),
 });
 
 const K8sListRowSchema = z.strictObject({ name: z.string(), namespace: z.string(), binding: z.string(), startup: z.string(), registry: z.string() });

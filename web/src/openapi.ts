@@ -582,11 +582,13 @@ export interface operations {
                         readonly agents: readonly {
                             readonly error: string | null;
                             readonly instance: string | null;
+                            readonly lifecycle?: string | null;
                             readonly name: string;
                             readonly next: string | null;
                             readonly observation: {
                                 readonly [key: string]: unknown;
                             } | null;
+                            readonly restarts?: number | null;
                             readonly row: string | null;
                             readonly state: string;
                             readonly target: string;
@@ -773,11 +775,13 @@ export interface operations {
                     readonly "application/json": {
                         readonly error: string | null;
                         readonly instance: string | null;
+                        readonly lifecycle?: string | null;
                         readonly name: string;
                         readonly next: string | null;
                         readonly observation: {
                             readonly [key: string]: unknown;
                         } | null;
+                        readonly restarts?: number | null;
                         readonly row: string | null;
                         readonly state: string;
                         readonly target: string;

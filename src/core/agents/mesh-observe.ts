@@ -31,6 +31,8 @@ export interface NodeInstanceRow {
   readonly agent: string | null;
   readonly intent: string | null;
   readonly generation: number;
+  /** Issue 15: restarts by the node's supervisor since the operator last started it (0 from an older node). */
+  readonly restarts: number;
 }
 
 export type NodeAnswer =
@@ -55,6 +57,7 @@ export interface ObservedInstance {
   readonly generation: number;
   readonly intent: string | null;
   readonly placed_seq: number | null;
+  readonly restarts: number;
 }
 
 export interface MeshAgentObservation {
@@ -133,7 +136,7 @@ export function observeMeshAgent(agent: string, answers: readonly NodeAnswer[], 
       );
       if (v === null) continue;
       instances.push(v);
-      shown.push({ node_id: a.nodeId, instance_id: row.instance_id, state: row.state, startup: startup.kind, generation: row.generation, intent: row.intent, placed_seq: seq });
+      shown.push({ node_id: a.nodeId, instance_id: row.instance_id, state: row.state, startup: startup.kind, generation: row.generation, intent: row.intent, placed_seq: seq, restarts: row.restarts });
     }
   }
   const unobservable = ours.filter((p) => !answered.has(p.node_id)).map((p) => ({ nodeId: p.node_id, instanceId: p.instance_id }));
