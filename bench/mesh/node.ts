@@ -15,6 +15,7 @@ import { NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { ratio } from "../support.js";
 
 const MAIN = resolve("dist/src/cli/main.js");
@@ -74,7 +75,7 @@ async function main(): Promise<void> {
   try {
     const ready = await readyLine(daemon);
     const echoReady = await readyLine(echo);
-    const client = new NodeClient({ key: controller, connector: new TcpConnector() });
+    const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }), authority: () => ({ store_id: "b".repeat(32), epoch: 0 }) });
     const described = await client.describe(ready.address as string, null);
     if (described.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(described)}`);
     const target: TargetRef = { addr: ready.address as string, nodeId: described.nodeId, key: described.key, bootId: described.bootId };
@@ -151,7 +152,7 @@ async function main(): Promise<void> {
         "--input-type=module",
         "-e",
         `import { NodeDaemon } from ${JSON.stringify(resolve("dist/src/mesh/node/daemon.js"))};
-         const d = await NodeDaemon.start({ dataDir: ${JSON.stringify(leanDir)}, listen: "127.0.0.1:0", version: "bench" });
+         const d = await NodeDaemon.start({ dataDir: ${JSON.stringify(leanDir)}, listen: "127.0.0.1:0", version: "bench", allowRootAgents: true });
          console.log(JSON.stringify({ address: d.address }));`,
       ],
       { stdio: ["ignore", "pipe", "inherit"] },

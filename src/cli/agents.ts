@@ -13,7 +13,6 @@ import { openK8sChain } from "../kubernetes/audit.js";
 import { realClock } from "../kubernetes/clock.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { NodeClient } from "../mesh/client/node-client.js";
-import { TcpConnector } from "../mesh/transport/tcp.js";
 import { berthVersion } from "../version.js";
 import { connect } from "./cluster-connect.js";
 import { withController } from "./controller.js";
@@ -54,7 +53,7 @@ function agentsEnv(opts: CommonOptions): AgentsEnv {
   const home = berthHome();
   return {
     openRegistry: () => openRegistry(opts),
-    mesh: { session: (fn) => withController(opts, (controller, key) => fn({ controller, client: new NodeClient({ key, connector: new TcpConnector() }) })) },
+    mesh: { session: (fn) => withController(opts, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector }) })) },
     kubernetes: { connect: (context) => connect(opts.context ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
     watch: { waiting: (what, fn) => withSpinner(what, opts.json, fn), conditions: () => startProgress({ json: opts.json }) },
     now: Date.now,

@@ -10,6 +10,7 @@ import { z } from "zod";
 import { runReconcileLoop } from "../agents/index.js";
 import { isValidNamespace } from "../core/kubernetes/config.js";
 import { identityFromPubkeyHex } from "../core/kubernetes/naming.js";
+import type { DesiredIntent } from "../core/kubernetes/intent.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import { realClock } from "../kubernetes/clock.js";
@@ -56,14 +57,14 @@ function readDeployFile(path: string, requireCommand: boolean): Prepared {
   return prepareDeploy(raw, { requireCommand });
 }
 
-function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | null; fingerprint: string | null; prepared?: Prepared & { ok: true } } {
+function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | null; intent: DesiredIntent | null; prepared?: Prepared & { ok: true } } {
   if (flags.file) {
     const prepared = readDeployFile(flags.file, false);
     if (!prepared.ok) throw new CliError(prepared.error, 1);
     return {
       ref: { identity: prepared.inputs.identity, namespace: prepared.inputs.config.namespace },
       context: flags.context ?? prepared.inputs.config.context,
-      fingerprint: prepared.fingerprint,
+      intent: prepared.intent,
       prepared,
     };
   }
@@ -72,7 +73,7 @@ function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | nul
   if (!parsed.success) throw new CliError(`${describeZodIssues("agent", parsed.error.issues)} (give --file FILE, or --pubkey and --namespace)`);
   const id = identityFromPubkeyHex(parsed.data.pubkey);
   if (!id.ok) throw new CliError("--pubkey must be 64 lowercase hex characters");
-  return { ref: { identity: id.identity, namespace: parsed.data.namespace }, context: parsed.data.context ?? null, fingerprint: null };
+  return { ref: { identity: id.identity, namespace: parsed.data.namespace }, context: parsed.data.context ?? null, intent: null };
 }
 
 async function connected(context: string | null): Promise<Cluster> {
@@ -160,7 +161,7 @@ export function registerK8sCommands(program: Command): void {
     const agent = resolveAgent(opts);
     const cluster = await connected(agent.context);
     try {
-      const r = await status({ cluster, clock: realClock }, agent.ref, agent.fingerprint);
+      const r = await status({ cluster, clock: realClock }, agent.ref, agent.intent);
       if ("error" in r) throw new CliError(r.error, 1);
       answer(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
     } finally {

@@ -20,6 +20,7 @@ import { auditHandlers } from "./routes/audit.js";
 import { kubernetesHandlers } from "./routes/kubernetes.js";
 import { meshHandlers } from "./routes/mesh.js";
 import type { StreamTimings } from "./sse.js";
+import { announcePlaintext } from "../mesh/client/connector.js";
 import { type KubernetesAccess, openServerState, type ServerState } from "./state.js";
 import { loadOrCreateToken } from "./token.js";
 
@@ -101,6 +102,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     state.close();
     throw error;
   }
+  // spec/mesh.md §4.11: a plaintext opt-in is warned about and chained at every start of this long-lived controller.
+  await announcePlaintext({ optIn: state.plaintext, home: dataDir, chain: state.controller.store, via: "berth serve", always: true, warn: (line) => process.stderr.write(`berth serve: ${line}\n`) });
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : (o.port ?? DEFAULT_PORT);
   const url = `${https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;

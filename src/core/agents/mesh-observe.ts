@@ -105,6 +105,8 @@ export function startupOf(state: string, exitCode: number | null, pending: strin
     case "lost":
     case "failed":
     case "finished":
+    // Issue 16: stopped by its node when the controller's lease ran out; gone as far as the agent is concerned.
+    case "lease_stopped":
       return { kind: "terminated", exitCode };
     // A state this berth does not know: touch nothing and place nothing beside it.
     default:

@@ -10,6 +10,7 @@ import { nodeIdOf, type SigningKey, verifyTagged } from "../../core/crypto/ed255
 import { parseCanonical } from "../../core/crypto/canonical.js";
 import { verifyAnswer } from "../../core/protocol/answer.js";
 import {
+  type Authority,
   encodeMessageFrame,
   type FetchFrame,
   LIMITS,
@@ -23,7 +24,7 @@ import {
 } from "../../core/protocol/messages.js";
 import { parseResult } from "../../core/protocol/results.js";
 import { signRequest } from "../../core/protocol/sign.js";
-import type { Connector, FrameStream } from "../transport/frames.js";
+import { type Connector, type FrameStream, PeerKeyMismatch } from "../transport/frames.js";
 import type { PackageSource } from "./package-source.js";
 
 export interface TargetRef {
@@ -76,6 +77,12 @@ export interface NodeClientOptions {
   readonly clock?: () => number;
   /** Default call timeout (§4.9: 20 s; place/load 280 s). */
   readonly timeoutMs?: number;
+  /**
+   * Issue 20: the controller store and leader epoch every request carries, asked before each call (a leader's epoch
+   * is its own; it throws once the process may no longer act, and then nothing is sent). Without it requests carry
+   * none, which a node accepts only for the read methods.
+   */
+  readonly authority?: () => Authority | Promise<Authority>;
 }
 
 export class NodeClient {
@@ -90,6 +97,12 @@ export class NodeClient {
   /** One signed call. Never throws for network or protocol trouble: that is a CallResult. */
   async call(target: TargetRef, method: string, body: JsonObject, opts: CallOptions = {}): Promise<CallResult> {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
+    let authority: Authority | null = null;
+    try {
+      authority = this.o.authority ? await this.o.authority() : null;
+    } catch (error) {
+      return { kind: "unreachable", reason: `not sent: ${(error as Error).message}` };
+    }
     const { signed, request } = signRequest(this.o.key, {
       method,
       target: target.nodeId,
@@ -98,6 +111,7 @@ export class NodeClient {
       issuedAtMs: this.clock(),
       validityMs: Math.min(timeoutMs + 10_000, LIMITS.validityMs),
       decisionId: opts.decisionId ?? null,
+      authority,
       body,
     });
     return this.exchange(target, signed, request, { ...opts, timeoutMs });
@@ -110,8 +124,19 @@ export class NodeClient {
     try {
       stream = await this.o.connector.connect(target.addr, signal);
     } catch (error) {
+      // §4.11: a connector that knew the expected key refused another: the same result as a check below.
+      if (error instanceof PeerKeyMismatch && error.presented !== null) return keyRefused(target.addr, error.expected, error.presented);
       return { kind: "unreachable", reason: `cannot connect to ${target.addr}: ${(error as Error).message}` };
     }
+    // §4.11: over TLS the node has proved its key in the handshake. Another key than the stored one is refused before
+    // anything is sent, with the result an answer signed by another key gets (the caller chains peer.key_refused
+    // once per offered key); on first use the answer must be signed by the key the handshake proved.
+    const proved = stream.peerKey;
+    if (proved !== undefined && target.key !== null && proved !== target.key) {
+      stream.close();
+      return keyRefused(target.addr, target.key, proved);
+    }
+    const expectedKey = target.key ?? proved ?? null;
     let sent = false;
     try {
       const sending = stream.send(encodeMessageFrame({ type: "request", signed }));
@@ -128,7 +153,7 @@ export class NodeClient {
           continue;
         }
         if (msg.type !== "response") return this.noAnswer(stream, `unexpected ${msg.type} frame`, sent);
-        const check = verifyAnswer(msg.signed, request, target.key);
+        const check = verifyAnswer(msg.signed, request, expectedKey);
         if (!check.ok) return this.noAnswer(stream, `no valid answer: ${check.reason}`, sent, check.offered_key);
         const outcome = check.response.outcome;
         if (outcome.status === "ok") {
@@ -198,6 +223,16 @@ export class NodeClient {
       result: r.result,
     };
   }
+}
+
+/** The node proved another key than the expected one in the TLS handshake: nothing was sent. */
+function keyRefused(addr: string, expected: string, presented: string): CallResult {
+  return {
+    kind: "no_answer",
+    reason: `the node at ${addr} proved key ${presented} in the TLS handshake, not the stored ${expected}: refused before sending anything`,
+    sent: false,
+    offered_key: presented,
+  };
 }
 
 export type DescribeResult =

@@ -16,6 +16,7 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
+import { StoreAuthority } from "../../store/leader-authority.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
@@ -24,6 +25,7 @@ import { DEFAULT_GATE, type GateSettings } from "./gate.js";
 import type { PlaceOrderInput } from "./order.js";
 import { type ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type Prepared, preparePackage } from "./prepare.js";
+import { type RehomeResult, rehomeNode } from "./rehome.js";
 import { type SettleReport, settleUnsettled } from "./settle.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
@@ -69,6 +71,8 @@ export class ControllerError extends Error {
 export class MeshController {
   readonly controllerId: string;
   readonly store: ControllerStore;
+  /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
+  readonly authority: StoreAuthority;
   private readonly targetSet: Targets;
   private readonly policyFiles: PolicyFiles;
   private readonly deps: DispatchDeps;
@@ -85,8 +89,10 @@ export class MeshController {
     this.controllerId = nodeIdOf(o.key.publicKey);
     this.store = new ControllerStore(db, chain, clock);
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
-    const client = new NodeClient({ key: o.key, connector: o.connector, clock });
-    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs });
+    this.authority = new StoreAuthority(db, clock);
+    const authority = () => this.authority.current();
+    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority });
+    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority });
     this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env));
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
     this.deps = {
@@ -241,6 +247,12 @@ export class MeshController {
   async addTarget(addr: string, tier: Tier | null = null, key: string | null = null): Promise<AddResult> {
     await this.readPolicy(false);
     return this.targetSet.add(addr, { key, tier, source: "api" });
+  }
+
+  /** `berth node rehome` (issue 20): moves the node's binding of this key to this store, chained on both sides. */
+  async rehome(ref: string, reason: string, operator: JsonObject): Promise<RehomeResult> {
+    await this.readPolicy(false);
+    return rehomeNode({ store: this.store, targets: this.targetSet, storeId: this.authority.storeId, callTimeoutMs: this.deps.timeouts.callMs }, ref, reason, operator);
   }
 
   /** `peer.tier` by the API. `ref` is an address or a node id. */

@@ -1,15 +1,17 @@
 /**
  * The package's health check, run by the node (issue 15, spec/mesh.md §15): `health.exec` every `health.interval_s`
- * for each live instance that declares one, in the instance's working directory, with the host contract's variables
- * (but not `BERTH_INSTANCE_ID`) and the placement's declared config (never its secrets). Exit 0 within the deadline is healthy; anything else is a
- * miss, and `judgeHealth` (core/node/health-check.ts) turns `misses` in a row into `unhealthy`. The check runs in its
- * own process group, killed whole at the deadline, so a hanging check leaves nothing behind.
+ * for each live instance that declares one, in the instance's working directory, as the agent's user, with the host
+ * contract's variables (but not `BERTH_INSTANCE_ID`) and the placement's declared config (never its secrets). Exit 0
+ * within the deadline is healthy; anything else is a miss, and `judgeHealth` (core/node/health-check.ts) turns
+ * `misses` in a row into `unhealthy`. The check runs in its own process group, killed whole at the deadline, so a
+ * hanging check leaves nothing behind.
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { type HealthProbe, type HealthSpec, type HealthVerdict, judgeHealth } from "../../core/node/health-check.js";
 import { isLoaderHook } from "../../core/packages/loader-hooks.js";
+import { dropPrefix } from "./confine-user.js";
 import type { NodeContext } from "./context.js";
 import { isLive, type InstanceRow } from "./store.js";
 import { workspaceDir } from "./workspace.js";
@@ -87,7 +89,10 @@ function runCheck(ctx: NodeContext, row: InstanceRow, spec: HealthSpec): Promise
       clearTimeout(timer);
       resolve(probe);
     };
-    const child = spawn(program, rest, { cwd: workDir, env, detached: true, stdio: "ignore" });
+    // A root daemon's agents run as the agent user (confine.ts): so does their health check.
+    const agent = ctx.runtime.confinement.agent;
+    const [cmd, ...argv] = agent.kind === "unprivileged" ? [...dropPrefix(agent.uid, agent.gid), program, ...rest] : [program, ...rest];
+    const child = spawn(cmd as string, argv, { cwd: workDir, env, detached: true, stdio: "ignore" });
     const timer = setTimeout(() => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");

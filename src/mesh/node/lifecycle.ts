@@ -82,6 +82,7 @@ export async function unload(ctx: NodeContext, req: VerifiedRequest, body: BodyO
       events: [runtimeEvent("workload.unload", row, { outcome: "ok", decision_id: req.decision_id ?? row.decision_id, ...(purged !== null ? { workspace: purged ? "purged" : "none" } : {}) })],
     };
   });
+  ctx.log.info({ instance_id: row.instance_id, name: row.name, decision_id: req.decision_id, ...(purged !== null ? { workspace_purged: purged } : {}) }, "instance unloaded");
   return { unloaded: true, ...(purged !== null ? { workspace_purged: purged } : {}) };
 }
 
@@ -98,5 +99,6 @@ function cancelRestart(ctx: NodeContext, row: InstanceRow, decisionId: string | 
       ],
     };
   });
+  ctx.log.info({ instance_id: row.instance_id, name: row.name, decision_id: decisionId }, "instance stopped during its restart backoff");
   return { stopped: false, already: true, exit_code: row.exit_code, signal: row.signal };
 }

@@ -185,6 +185,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
     };
   });
   ctx.ownsInflight.delete(req.nonce);
+  ctx.log.info({ method, decision_id: decisionId, name: body.name, package_id: body.package_id, instance_id: instanceId, started }, "instance placed");
   // 14.
   return {
     instance_id: instanceId,
@@ -233,7 +234,7 @@ async function rollback(ctx: NodeContext, row: InstanceRow, code: RefusalCode, e
   let unloadError: string | null = null;
   try {
     if (identity) {
-      const stopped = await runtime.stop(identity, 2000);
+      const stopped = await runtime.stop(row.instance_id, identity, 2000);
       if (!stopped.stopped) unloadError = "the process group did not exit";
     }
     if (unloadError === null) {

@@ -23,6 +23,8 @@ export const INSTANCE_STATES = [
   "unhealthy",
   "backoff",
   "finished",
+  // Issue 16: stopped by the node when its controller's lease ran out (lease.ts).
+  "lease_stopped",
 ] as const;
 export type InstanceState = (typeof INSTANCE_STATES)[number];
 

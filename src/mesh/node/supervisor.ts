@@ -17,6 +17,7 @@
  * - `failed` and `stopped` are never left automatically; an operator start clears the budget.
  */
 import { describeEnd, type RestartDecision, decideRestart, pruneRestarts, type RunEnd } from "../../core/node/restart-policy.js";
+import { leaseExpired } from "../../core/mesh/lease.js";
 import type { HealthVerdict } from "../../core/node/health-check.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
 import type { NodeContext, SupervisionHooks } from "./context.js";
@@ -164,6 +165,16 @@ export class Supervisor implements SupervisionHooks {
     const row = this.ctx.store.instance(instanceId);
     if (row?.state !== "backoff") return; // stopped, started or unloaded meanwhile
     const now = this.ctx.o.clock();
+    // Issue 16: under a lease that ran out, the node runs nothing of that controller's; the controller starts it again.
+    const deadline = this.ctx.leaseDeadlineOf?.(row.requester);
+    if (deadline !== undefined && leaseExpired(deadline, now)) {
+      this.ctx.store.commit((tx) => {
+        this.ctx.store.updateInstance(tx, instanceId, { state: "lease_stopped", detail: `not restarted: controller ${row.requester}'s lease ran out at ${deadline}` });
+        this.records.put(tx, { ...this.records.get(instanceId), next_restart_ms: null, reason: null });
+        return { result: null, events: [lifecycle(row, "backoff", "lease_stopped", `not restarted: controller ${row.requester}'s lease ran out`, {})] };
+      });
+      return;
+    }
     const record = this.records.get(instanceId);
     const reason = record.reason ?? "restart";
     this.ctx.store.commit((tx) => {
@@ -209,15 +220,12 @@ export class Supervisor implements SupervisionHooks {
       if (row.state === "running") this.transition(row, "unhealthy", describeEnd(end));
       // Under `never` an unhealthy process is reported, not touched: the operator decides.
       if ((row.launch.restart ?? "never") === "never") return;
-      const identity = identityOf(row);
-      if (identity) {
-        this.ctx.stopping.add(instanceId);
-        try {
-          const stopped = await this.ctx.runtime.stop(identity, UNHEALTHY_GRACE_MS);
-          if (!stopped.stopped) throw new Error("the unhealthy instance's group did not exit after SIGKILL");
-        } finally {
-          this.ctx.stopping.delete(instanceId);
-        }
+      this.ctx.stopping.add(instanceId);
+      try {
+        const stopped = await this.ctx.runtime.stop(instanceId, identityOf(row), UNHEALTHY_GRACE_MS);
+        if (!stopped.stopped) throw new Error("the unhealthy instance's group did not exit after SIGKILL");
+      } finally {
+        this.ctx.stopping.delete(instanceId);
       }
       const now = this.ctx.store.instance(instanceId);
       if (now?.state === "unhealthy") this.apply(now, end);

@@ -5,7 +5,7 @@
  * logs) is removed with an instance. It is removed only by an unload that asks for it (`purge`, chained with the
  * unload: `berth agent purge NAME`, `--purge`). It never follows an agent to another node.
  */
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { NAME_PATTERN } from "../../core/protocol/bodies.js";
 
@@ -15,10 +15,17 @@ export function workspaceDir(dataDir: string, name: string): string {
   return join(dataDir, "workspaces", name);
 }
 
-/** The workspace, created on first use. */
-export function ensureWorkspace(dataDir: string, name: string): string {
+/**
+ * The workspace, created on first use. When agents run as an unprivileged user (confine.ts), the workspace is given
+ * to that user and `workspaces/` gets search permission only, as the runtime does for the instances' directories.
+ */
+export function ensureWorkspace(dataDir: string, name: string, owner: { readonly uid: number; readonly gid: number } | null = null): string {
   const dir = workspaceDir(dataDir, name);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (owner !== null) {
+    chmodSync(join(dataDir, "workspaces"), 0o711);
+    chownSync(dir, owner.uid, owner.gid);
+  }
   return dir;
 }
 

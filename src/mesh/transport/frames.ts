@@ -26,6 +26,21 @@ export class StreamClosed extends Error {
   }
 }
 
+/**
+ * The peer's transport key is not the one expected (spec/mesh.md §4.11): the connection is refused before any frame.
+ * Here rather than in tls.ts so that the client can recognise it without loading the ASN.1 modules.
+ */
+export class PeerKeyMismatch extends StreamClosed {
+  override name = "PeerKeyMismatch";
+  constructor(
+    readonly addr: string,
+    readonly expected: string,
+    readonly presented: string | null,
+  ) {
+    super(`the node at ${addr} presented key ${presented ?? "(none)"} in the TLS handshake, not the expected ${expected}: refused before sending anything`);
+  }
+}
+
 /** A framing violation by the peer; the stream is closed when it is raised. */
 export class ProtocolError extends Error {
   override name = "ProtocolError";
@@ -41,6 +56,11 @@ export interface FrameStream {
   markAuthenticated?(): void;
   /** Listener side: the next frame longer than the usual cap may be up to `bytes` (the node asked for that much). */
   allowFrame?(bytes: number): void;
+  /**
+   * Client side over TLS (tls.ts): the Ed25519 key (64 hex) the peer proved in the handshake. Absent on a plaintext
+   * stream: the caller then has only the signatures above the stream (spec/mesh.md §4.11).
+   */
+  readonly peerKey?: string;
 }
 
 export interface Connector {
