@@ -175,7 +175,9 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
     return;
   }
   const status = ctx.runtime.exitStatus(instanceId);
-  recordExit(ctx, row, status?.exit_code ?? exit.code, status?.signal ?? exit.signal, "process exited");
+  // The status the wrapper wrote is the entry's, whole: the wrapper then kills its own group (itself included), so the
+  // child's exit signal is the wrapper's SIGKILL, not how the entry ended.
+  recordExit(ctx, row, status ? status.exit_code : exit.code, status ? status.signal : exit.signal, "process exited");
 }
 
 async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: ProcessIdentity | null, code: number | null, signal: string | null): Promise<void> {
@@ -187,7 +189,7 @@ async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: Proce
     if (!now || !isLive(now.state) || now.generation !== row.generation) return;
     const status = ctx.runtime.exitStatus(row.instance_id);
     const detail = gone ? LEADER_KILLED : "the group leader was killed; some processes it left behind did not end after SIGKILL";
-    recordExit(ctx, now, status?.exit_code ?? code, status?.signal ?? signal, detail);
+    recordExit(ctx, now, status ? status.exit_code : code, status ? status.signal : signal, detail);
   } finally {
     ctx.stopping.delete(row.instance_id);
   }
