@@ -5,13 +5,12 @@
  * (`controller.rehome`). Wiring only: the verb is `MeshController.rehome` (src/mesh/controller/rehome.ts).
  */
 import type { Command } from "commander";
-import { z } from "zod";
-import { operatorIdentity, withController } from "./controller.js";
 import { CliError, describeZodIssues, invalidInput, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
-const Reason = z
+// Built when the verb runs: zod and the controller load only then (issue 19: registration stays light).
+const reasonSchema = async () => (await import("zod")).z
   .string()
   .trim()
   .min(1, "must say why the node moves to this store")
@@ -26,6 +25,7 @@ export function registerNodeRehome(node: Command): void {
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
     .action(async (ref: string, opts: { reason: string; dataDir: string; keyFile: string; json?: boolean }) => {
+      const [Reason, { operatorIdentity, withController }] = await Promise.all([reasonSchema(), import("./controller.js")]);
       const reason = Reason.safeParse(opts.reason);
       if (!reason.success) throw invalidInput(describeZodIssues("--reason", reason.error.issues));
       const r = await withController(opts, (c) => c.rehome(ref, reason.data, operatorIdentity("berth node rehome")));

@@ -6,6 +6,7 @@
  * This machine has cgroup v2 (core files only) at /sys/fs/cgroup/unified beside v1 controllers: the instance is
  * tracked and killed by v2 and limited by v1's memory controller.
  */
+import { execFileSync, spawnSync } from "node:child_process";
 import { chmodSync, readFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { dirname, join } from "node:path";
@@ -13,7 +14,7 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { removeNodeCgroups } from "./confinement-cgroups.js";
-import { ALLOW_ALL, cleanup, makePackage, type NodeProcess, NodeProcess as Node, ok, processesWithEnv, requireBuild, TestController, waitFor } from "./harness.js";
+import { ALLOW_ALL, cleanup, MAIN, makePackage, type NodeProcess, NodeProcess as Node, ok, processesWithEnv, requireBuild, TestController, tempDir, waitFor } from "./harness.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 beforeAll(requireBuild);
@@ -79,6 +80,20 @@ describe("confinement on a node with cgroups", () => {
     ok(await ctl.verb(n, "stop", { instance_id: id, grace_ms: 500 }));
     expect(processesOf(id)).toEqual([]);
     expect((await rowOf(ctl, n, id)).state).toBe("stopped");
+  });
+
+  it("on cgroup v1 alone (the freezer) a double-forked setsid process is ended by stop, and by its entry's exit", async () => {
+    const { ctl, signer, node: n } = await node({ config: { confinement: { cgroups: "v1" } } });
+    expect((await factsOf(ctl, n)).confinement).toMatchObject({ kind: "cgroup-v1", kill: "freeze-kill", memory_limit: "cgroup-v1" });
+    const placed = ok(await ctl.place(n, makePackage(signer, { script: DOUBLE_FORK }).dir));
+    const id = placed.instance_id as string;
+    await waitFor(() => processesOf(id).find((pid) => statOf(pid)?.session === pid && statOf(pid)?.pgrp !== placed.pid), "the setsid process");
+    ok(await ctl.verb(n, "stop", { instance_id: id, grace_ms: 500 }));
+    expect(processesOf(id)).toEqual([]);
+    // and an entry that exits takes its setsid child with it (the wrapper's kill loop over cgroup.procs)
+    const exiting = ok(await ctl.place(n, makePackage(signer, { script: "#!/bin/sh\n( setsid sleep 309 & )\nsleep 0.3\nexit 4\n" }).dir, { name: "exiting" }));
+    await waitFor(async () => (await rowOf(ctl, n, exiting.instance_id as string)).state === "exited", "the exit to be recorded");
+    await waitFor(() => processesOf(exiting.instance_id as string).length === 0, "the setsid child to be ended", 5000);
   });
 
   it("an entry that exits leaves no child behind, even one in its own session", async () => {
@@ -204,6 +219,16 @@ describe("a node without cgroups (the process group only)", () => {
 });
 
 describe("who agents run as", () => {
+  it("berth node init --agent-user writes it to node.json (creating an existing user is a no-op), and refuses a bad name", () => {
+    const dir = join(tempDir(), "node");
+    const out = JSON.parse(execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dir, "--agent-user", "nobody", "--create-agent-user", "--json"], { encoding: "utf8" }));
+    expect(out).toMatchObject({ agent_user: "nobody", allow_root_agents: false });
+    expect(JSON.parse(readFileSync(join(dir, "node.json"), "utf8"))).toMatchObject({ agent_user: "nobody" });
+    const bad = spawnSync(process.execPath, [MAIN, "node", "init", "--data-dir", join(tempDir(), "node"), "--agent-user", "Not A User"], { encoding: "utf8" });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain("--agent-user");
+  });
+
   it("a root daemon with no agent user and no allow_root_agents refuses to start agents, naming the setting", async () => {
     const { ctl, signer, node: n } = await node({ allowRootAgents: false });
     const r = await ctl.place(n, makePackage(signer).dir);

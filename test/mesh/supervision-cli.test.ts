@@ -51,10 +51,10 @@ describe("a deployed agent under supervision, through the CLI", () => {
       return a?.lifecycle === "running" && a.restarts === 1;
     }, "berth agents to show one restart", 20_000);
     const human = await berth("instances");
-    expect(human.stdout).toMatch(/INSTANCE\s+NODE\s+VARIANT\s+STATE\s+RESTARTS\s+NOTE/);
-    expect(human.stdout).toMatch(new RegExp(`${id}\\s+\\S+\\s+\\S+\\s+running\\s+1\\s+restart always`));
+    expect(human.stdout).toMatch(/INSTANCE\s+NAME\s+NODE\s+STATE\s+RESTARTS\s+AGE\s+VARIANT\s+NOTE/);
+    expect(human.stdout).toMatch(new RegExp(`${id}\\s+scout\\s+\\S+\\s+running\\s+1\\s+.*restart always`));
     const listed = (await json("instances")).placements as JsonObject[];
-    expect(listed[0]?.on_node).toMatchObject({ state: "running", restarts: 1, restart_policy: "always" });
+    expect(listed[0]).toMatchObject({ state: "running", status: { restarts: 1, restart_policy: "always" } });
 
     const replaced = await json("agent", "replace", "scout");
     expect([replaced.code, replaced.outcome], String(replaced.message)).toEqual([0, "started"]);
