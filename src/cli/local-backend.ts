@@ -3,7 +3,7 @@
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
 import { resolve } from "node:path";
-import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
+import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
 import { deployEventPayload } from "../core/agents/deploy-event.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import { realClock } from "../kubernetes/clock.js";
@@ -98,6 +98,10 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       const r = answered(await stopAgent(env, name, { wait }));
       // The server's words (src/server/routes/agents.ts), so both answers read the same.
       return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
+    },
+    agentPurge: async (name) => {
+      const r = answered(await purgeAgent(env, name));
+      return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message };
     },
     agentReplace: async (name, spec) => deployDoc(deployEventPayload(answered(await replaceAgent(env, name, spec === undefined ? undefined : { loaded: loaded(spec), from: spec.path })).result)),
   };

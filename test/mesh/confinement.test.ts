@@ -250,6 +250,7 @@ describe("who agents run as", () => {
     expect(uidOf(entry)).toBe(65534);
     expect(uidOf(placed.pid as number)).toBe(0);
     await waitFor(async () => (ok(await ctl.verb(made, "logs", { instance_id: id })).stdout as string).includes("placed-ok"), "the agent to write in its workspace");
-    expect(readFileSync(join(made.dataDir, "instances", id, "work", "mine"), "utf8")).toBe("written\n");
+    // Issue 15: $HOME is the agent's workspace, per name outside the instance directory, given to the agent user.
+    expect(readFileSync(join(made.dataDir, "workspaces", "probe", "mine"), "utf8")).toBe("written\n");
   });
 });

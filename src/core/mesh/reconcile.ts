@@ -87,7 +87,9 @@ export type ReconcileAction =
   | { readonly kind: "alert"; readonly reason: AlertReason; readonly why: string };
 
 /** States in which the agent is, or is about to be, running: nothing to do. */
-const LIVE_STATES = new Set(["running", "starting", "loading"]);
+// Issue 15: `unhealthy` still runs and `backoff` is being restarted by the node's supervisor, so an old copy in either
+// is a live duplicate (never unloaded by automation), and a current one needs nothing from the loop.
+const LIVE_STATES = new Set(["running", "starting", "loading", "unhealthy", "backoff"]);
 /** The node still holds the instance and owns what happens to it (its supervision, or an operator's stop). */
 const NODE_OWNED_STATES = new Set(["exited", "failed", "stopped", "loaded", "unknown"]);
 

@@ -70,7 +70,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const route = routeFor(variant, { arch: archOfNode(process.arch), os: process.platform === "darwin" ? "darwin" : "linux" });
   if (route === null) throw new Refusal("admission", `no route on this node for variant ${variant.id}`);
   // 5. gate load
-  const launch = launchSpec(verified.envelope, verified.signers, variant, body.config);
+  const launch = launchSpec(verified.envelope, verified.signers, variant, body.config, body.restart);
   const gateCtx = ctx.contextOf(launch, body.package_id, req.requester);
   const load = ctx.policy.gate("workload.load", gateCtx);
   if (load.decision !== "permit") throw new Refusal("governance", `workload.load denied: ${load.reason}`);
@@ -209,7 +209,7 @@ async function fetching<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function launchSpec(envelope: Envelope, signers: readonly string[], variant: Variant, config: BodyOf<"place">["config"]): LaunchSpec {
+function launchSpec(envelope: Envelope, signers: readonly string[], variant: Variant, config: BodyOf<"place">["config"], restart: BodyOf<"place">["restart"]): LaunchSpec {
   const s = envelope.statement;
   return {
     program: variant.entry.program,
@@ -223,6 +223,8 @@ function launchSpec(envelope: Envelope, signers: readonly string[], variant: Var
     memory_mb: s.resources.memory_mb,
     signer_keys: [...signers],
     file_hashes: s.files.map((f) => f.sha256),
+    restart,
+    health: s.health,
   };
 }
 
