@@ -53,7 +53,7 @@ function agentsEnv(opts: CommonOptions): AgentsEnv {
   const home = berthHome();
   return {
     openRegistry: () => openRegistry(opts),
-    mesh: { session: (fn) => withController(opts, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector }) })) },
+    mesh: { session: (fn) => withController(opts, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector, onSend: controller.onSend }) })) },
     kubernetes: { connect: (context) => connect(opts.context ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
     watch: { waiting: (what, fn) => withSpinner(what, opts.json, fn), conditions: () => startProgress({ json: opts.json }) },
     now: Date.now,

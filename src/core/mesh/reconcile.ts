@@ -37,9 +37,9 @@
 import { type LeaseJudgement, leaseCertainlyOver } from "./lease.js";
 import type { Liveness } from "../placement/inputs.js";
 import { type MovableRecord, type MoveVerdict, mayReschedule } from "./reschedule.js";
+import type { RestartPolicy } from "../node/restart-policy.js";
 
-export const RESTART_POLICIES = ["never", "on-failure", "always"] as const;
-export type RestartPolicy = (typeof RESTART_POLICIES)[number];
+export { RESTART_POLICIES, type RestartPolicy } from "../node/restart-policy.js";
 
 /** What the tick verified about the placement's instance on its node (a signed status answer), or that it could not. */
 export type InstanceObservation =

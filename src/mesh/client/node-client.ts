@@ -76,6 +76,11 @@ export interface NodeClientOptions {
   readonly clock?: () => number;
   /** Default call timeout (§4.9: 20 s; place/load 280 s). */
   readonly timeoutMs?: number;
+  /**
+   * Issue 16: told each request's target and `issued_at_ms` after signing and before it can leave, and awaited, so the
+   * controller's "last sent" stamp (the node lease's rule 4, docs/concepts.md) is persisted first.
+   */
+  readonly onSend?: (nodeId: string, issuedAtMs: number) => void | Promise<void>;
 }
 
 export class NodeClient {
@@ -100,6 +105,7 @@ export class NodeClient {
       decisionId: opts.decisionId ?? null,
       body,
     });
+    await this.o.onSend?.(target.nodeId, request.issued_at_ms);
     return this.exchange(target, signed, request, { ...opts, timeoutMs });
   }
 

@@ -28,6 +28,7 @@ import { type SettleReport, settleUnsettled } from "./settle.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
+import { leaseOfFacts, SentStamps } from "./watch-stamps.js";
 
 export const CONTROLLER_DB = "controller.db";
 
@@ -69,6 +70,10 @@ export class ControllerError extends Error {
 export class MeshController {
   readonly controllerId: string;
   readonly store: ControllerStore;
+  /** Issue 16: the last stamped request and the advertised lease of each node (watch-stamps.ts). */
+  readonly stamps: SentStamps;
+  /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
+  readonly onSend = (nodeId: string, issuedAtMs: number): void => this.stamps.record(nodeId, issuedAtMs);
   private readonly targetSet: Targets;
   private readonly policyFiles: PolicyFiles;
   private readonly deps: DispatchDeps;
@@ -85,9 +90,13 @@ export class MeshController {
     this.controllerId = nodeIdOf(o.key.publicKey);
     this.store = new ControllerStore(db, chain, clock);
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
-    const client = new NodeClient({ key: o.key, connector: o.connector, clock });
-    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs });
-    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env));
+    // Issue 16: every request this process stamps is recorded before it leaves (the node lease's rule 4).
+    this.stamps = new SentStamps(db);
+    const onSend = this.onSend;
+    const client = new NodeClient({ key: o.key, connector: o.connector, clock, onSend });
+    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, onSend });
+    const onFacts = (nodeId: string, facts: JsonObject) => this.stamps.recordLease(nodeId, leaseOfFacts(facts));
+    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env), onFacts);
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
     this.deps = {
       store: this.store,
