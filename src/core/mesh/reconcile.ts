@@ -74,7 +74,8 @@ export interface ReconcileInput {
   readonly next_attempt_ms: number;
 }
 
-export type AlertReason = "duplicate" | "lost" | "held_no_lease" | Exclude<MoveVerdict, { ok: true }>["reason"];
+/** Why an agent needs an operator; `action_failed` is the shell's (an acting row whose call failed), never this table's. */
+export type AlertReason = "duplicate" | "lost" | "held_no_lease" | "action_failed" | Exclude<MoveVerdict, { ok: true }>["reason"];
 
 export type ReconcileAction =
   | { readonly kind: "none"; readonly why: string }

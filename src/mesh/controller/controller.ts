@@ -29,6 +29,7 @@ import { ControllerStore, type PlacementRecord, type UnsettledDecision, type Wed
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
 import { leaseOfFacts, SentStamps } from "./watch-stamps.js";
+import type { ReconcileAccess } from "./reconcile-ports.js";
 
 export const CONTROLLER_DB = "controller.db";
 
@@ -279,6 +280,28 @@ export class MeshController {
   async watchTargets(): Promise<void> {
     await this.readPolicy(true);
     await this.targetSet.refreshAll();
+  }
+
+  /**
+   * Issue 16: what the reconcile loop's ports read and call (reconcile-ports.ts): the loop's only way in, so it acts
+   * through the same verbs, chain and targets as every other caller.
+   */
+  reconcileAccess(): ReconcileAccess {
+    return {
+      clock: this.deps.clock,
+      placements: () => this.store.placements(),
+      chainedOrder: (decisionId) => {
+        const row = this.db.prepare("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'").get(decisionId) as { payload: string } | undefined;
+        if (!row) return null;
+        const order = (JSON.parse(row.payload) as JsonObject).order;
+        return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
+      },
+      liveness: (nodeId) => this.targetSet.byNode(nodeId)?.liveness ?? "unknown",
+      stamps: (nodeId) => this.stamps.of(nodeId),
+      status: (nodeId) => this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }),
+      instance: (verb, instanceId, opts) => this.instance(verb, instanceId, opts),
+      append: (draft) => void this.store.appendAll([draft]),
+    };
   }
 
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */
