@@ -75,7 +75,7 @@ async function main(): Promise<void> {
   try {
     const ready = await readyLine(daemon);
     const echoReady = await readyLine(echo);
-    const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }) });
+    const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }), authority: () => ({ store_id: "b".repeat(32), epoch: 0 }) });
     const described = await client.describe(ready.address as string, null);
     if (described.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(described)}`);
     const target: TargetRef = { addr: ready.address as string, nodeId: described.nodeId, key: described.key, bootId: described.bootId };

@@ -1,28 +1,21 @@
-/** `berth node init|serve|show`: a node daemon that runs workloads for its authorised controllers. */
+/** `berth node init|serve|show|rehome`: a node daemon that runs workloads for its authorised controllers. */
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
-import { z } from "zod";
-import { nodeIdOf } from "../core/crypto/ed25519.js";
-import { loadKeyFile } from "../keys/key-file.js";
-import { FILES } from "../mesh/node/config.js";
-import { NodeDaemon } from "../mesh/node/daemon.js";
-import { createSystemUser } from "../mesh/node/confine-user.js";
-import { initNodeDataDir } from "../mesh/node/init.js";
-import { NODE_LOG_LEVELS } from "../mesh/node/log.js";
-import { isLoopbackHost, parseAddr } from "../mesh/transport/tcp.js";
-import { CliError, describeZodIssues, invalidInput } from "./errors.js";
+import type { NodeDaemon } from "../mesh/node/daemon.js";
+import { CliError, invalidInput } from "./errors.js";
+import { registerNodeRehome } from "./node-rehome.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
 import { berthVersion } from "../version.js";
 
-const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (an Ed25519 public key)");
+// A plain pattern rather than a zod schema: registration stays light (issue 19); the message names the flag the same way.
+const HEX_KEY = /^[0-9a-f]{64}$/;
 const collect = (value: string, previous: string[] = []) => [...previous, value];
 
 function keys(flag: string, values: string[] | undefined): string[] {
   return (values ?? []).map((v) => {
-    const parsed = HexKey.safeParse(v);
-    if (!parsed.success) throw invalidInput(describeZodIssues(flag, parsed.error.issues));
-    return parsed.data;
+    if (!HEX_KEY.test(v)) throw invalidInput(`${flag}: value: must be 64 lowercase hex characters (an Ed25519 public key)`);
+    return v;
   });
 }
 
@@ -54,7 +47,7 @@ export function registerNodeCommands(program: Command): void {
     .option("--allow-root-agents", "let a root daemon run agents as root (node.json allow_root_agents; not for a shared machine)")
     .option("--json", "print one JSON document")
     .action(
-      (opts: {
+      async (opts: {
         dataDir: string;
         name: string;
         controller?: string[];
@@ -65,6 +58,7 @@ export function registerNodeCommands(program: Command): void {
         allowRootAgents?: boolean;
         json?: boolean;
       }) => {
+        const [{ createSystemUser }, { initNodeDataDir }] = await Promise.all([import("../mesh/node/confine-user.js"), import("../mesh/node/init.js")]);
         if (opts.board !== undefined && !/^[a-z0-9-]{1,32}$/.test(opts.board)) throw new CliError("--board: must match ^[a-z0-9-]{1,32}$");
         if (opts.agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(opts.agentUser)) throw new CliError("--agent-user: must be a user name matching ^[a-z_][a-z0-9_-]{0,31}$");
         if (opts.createAgentUser && opts.agentUser === undefined) throw new CliError("--create-agent-user: needs --agent-user NAME");
@@ -131,6 +125,7 @@ export function registerNodeCommands(program: Command): void {
           throw new CliError(`--transport: ${JSON.stringify(opts.transport)} must be tls or plaintext`);
         }
         const transport = opts.transport as "tls" | "plaintext" | undefined;
+        const [{ NodeDaemon }, { isLoopbackHost, parseAddr }, { NODE_LOG_LEVELS }] = await Promise.all([import("../mesh/node/daemon.js"), import("../mesh/transport/tcp.js"), import("../mesh/node/log.js")]);
         const logLevel = NODE_LOG_LEVELS.find((l) => l === opts.logLevel);
         if (logLevel === undefined) throw new CliError(`--log-level: ${JSON.stringify(opts.logLevel)} must be one of ${NODE_LOG_LEVELS.join(", ")}`);
         let daemon: NodeDaemon;
@@ -186,9 +181,12 @@ export function registerNodeCommands(program: Command): void {
     .description("print the node's id and public key")
     .option("--data-dir <dir>", "the node's data directory", defaultDataDir())
     .option("--json", "print one JSON document")
-    .action((opts: { dataDir: string; json?: boolean }) => {
+    .action(async (opts: { dataDir: string; json?: boolean }) => {
+      const [{ loadKeyFile }, { FILES }, { nodeIdOf }] = await Promise.all([import("../keys/key-file.js"), import("../mesh/node/config.js"), import("../core/crypto/ed25519.js")]);
       const key = loadKeyFile(join(resolve(opts.dataDir), FILES.key));
       const doc = { node_id: nodeIdOf(key.publicKey), public_key: key.publicKey };
       answer(opts.json, doc, `node ${doc.node_id}\npublic key  ${doc.public_key}`);
     });
+
+  registerNodeRehome(node);
 }

@@ -14,6 +14,7 @@ import type { AgentDeployResult } from "../../src/core/agents/deploy-event.js";
 import { classifyMesh } from "../../src/core/agents/mesh-classify.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
+import { resolveSpecEnv } from "../../src/agents/secret-env.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { waitFor } from "../mesh/harness.js";
@@ -56,9 +57,11 @@ function deps(fx: ProcessFixture): MeshAgentDeps {
 async function deploy(fx: ProcessFixture, specPath: string, opts: { userReplace?: boolean } = {}): Promise<AgentDeployResult & { event: JsonObject }> {
   const loaded = loadSpecFile(specPath);
   if (!loaded.ok) throw new Error(loaded.error);
-  const mi = meshIntentOf(loaded.value);
+  const env = resolveSpecEnv(loaded.value, process.env);
+  if (!env.ok) throw new Error(env.error);
+  const mi = meshIntentOf(loaded.value, env.value.env);
   if (!mi.ok) throw new Error(mi.error);
-  const r = await deployMeshAgent(deps(fx), { agent: "scout", spec: loaded.value.spec.spec, packageDir: mi.value.packageDir, intent: mi.value.intent }, opts);
+  const r = await deployMeshAgent(deps(fx), { agent: "scout", spec: loaded.value.spec.spec, env: env.value.env, packageDir: mi.value.packageDir, intent: mi.value.intent }, opts);
   const event = recordMeshDeploy(fx.controller, r);
   expect([event.source, event.kind]).toEqual(["placement", "agent.deploy"]);
   return { ...r, event: event.payload };
@@ -83,7 +86,7 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
 
     const rows = await allInstances(fx);
     expect(rows, "exactly one instance on the mesh").toHaveLength(1);
-    const intent = meshIntentOf((loadSpecFile(spec) as { ok: true; value: Parameters<typeof meshIntentOf>[0] }).value);
+    const intent = meshIntentOf((loadSpecFile(spec) as { ok: true; value: Parameters<typeof meshIntentOf>[0] }).value, {});
     expect([rows[0]?.agent, rows[0]?.intent, rows[0]?.state]).toEqual(["scout", intent.ok ? intent.value.intent : null, "running"]);
     expect(fx.controller.store.events({ kind: "workload.place", phase: "placed" }), "one placement in the controller's chain").toHaveLength(1);
     const events = fx.controller.store.events({ kind: "agent.deploy" });
@@ -203,7 +206,13 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const intent = String((await allInstances(fx))[0]?.intent);
     // A fault's leftover: the same agent placed on the second node by a request this controller never decided.
     const source = new PackageDirSource(fx.pkgDir);
-    const client = new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 15_000 });
+    // Sent for the controller's store (issue 20): a fault of this store's own, not a second home's.
+    const client = new NodeClient({
+      key: fx.key,
+      connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }),
+      timeoutMs: 15_000,
+      authority: () => fx.controller.authority.current(),
+    });
     const stray = await client.call(
       fx.second.target(),
       "place",

@@ -24,7 +24,7 @@ describe("fault injection through the connector seam", () => {
     const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
     const pkg = makePackage(signer);
     const faults = new FaultyConnector(new TlsConnector({ identity: ctl.key }));
-    const client = new NodeClient({ key: ctl.key, connector: faults, timeoutMs: 15_000 });
+    const client = new NodeClient({ key: ctl.key, connector: faults, timeoutMs: 15_000, authority: () => ({ store_id: ctl.storeId, epoch: 0 }) });
     const source = new PackageDirSource(pkg.dir);
     const decisionId = ctl.decisionId();
     faults.dropNextAnswer(node.address, "place");

@@ -8,7 +8,7 @@ import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, TestController, waitFor } from "./harness.js";
 
@@ -58,7 +58,7 @@ describe("the node lease (a real daemon)", () => {
     const ctl = new TestController();
     const { node, decisionId, instanceId } = await leasedNode(ctl);
     // The same controller key, its clock read 4 s earlier: what a request held 4 s in the network carries.
-    const held = new NodeClient({ key: ctl.key, connector: new TcpConnector(2000), clock: () => Date.now() - 4_000, timeoutMs: 15_000 });
+    const held = new NodeClient({ key: ctl.key, connector: new TlsConnector({ identity: ctl.key, connectTimeoutMs: 2000 }), clock: () => Date.now() - 4_000, timeoutMs: 15_000 });
     const refused = await held.call(node.target(), "status", { instance_id: instanceId, include_departed: false });
     expect(refused).toMatchObject({ kind: "refused", code: "expired" });
     // Keep sending only late requests: the lease still runs out and the instance stops.

@@ -213,7 +213,7 @@ describe("the node's verification of control requests", () => {
     // A client that answers the manifest fetch with an unrelated frame: the node refuses with fetch (or closes).
     const s = await rawStream();
     const decisionId = ctl.decisionId();
-    const payload = { ...request({}, "place"), decision_id: decisionId, body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } } };
+    const payload = { ...request({}, "place"), decision_id: decisionId, authority: { store_id: ctl.storeId, epoch: 0 }, body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } } };
     await s.send(encodeMessageFrame({ type: "request", signed: signRequestObject(ctl.key, payload) }));
     const fetch = parseMessageFrame(await s.recv(AbortSignal.timeout(5000)));
     expect(fetch.ok && fetch.frame.type).toBe("fetch");

@@ -135,6 +135,7 @@ describe("a node daemon restarted with instances running", () => {
       issuedAtMs: Date.now(),
       validityMs: 60_000,
       decisionId,
+      authority: { store_id: ctl.storeId, epoch: 0 },
       body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } },
     });
     await s.send(encodeMessageFrame({ type: "request", signed: req.signed }));

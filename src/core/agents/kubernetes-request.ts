@@ -11,7 +11,7 @@
  *   spec.kubernetes.owner_pubkey   → agent.launch.owner_pubkey
  *   spec.config.args / env         → agent.launch.args / env
  */
-import type { AgentSpecDocument } from "./spec.js";
+import { type AgentSpecDocument, splitSpecEnv } from "./spec.js";
 
 export function kubernetesDeployRequest(spec: AgentSpecDocument, nsec: string): Record<string, unknown> {
   const s = spec.spec;
@@ -24,7 +24,7 @@ export function kubernetesDeployRequest(spec: AgentSpecDocument, nsec: string): 
       launch: {
         command: k?.command ?? null,
         args: [...s.config.args],
-        env: { ...s.config.env },
+        env: splitSpecEnv(s.config.env).inline, // valueFrom is refused for Kubernetes agents by the schema
         owner_pubkey: k?.owner_pubkey ?? null,
       },
     },

@@ -9,7 +9,8 @@
  *     target: mesh                       # or kubernetes
  *     package: ./packages/scout          # mesh: a package directory (signed by `berth package sign`)
  *     image: ghcr.io/acme/scout@sha256:… # kubernetes: a digest-pinned image
- *     config: { args: [], env: { LOG_LEVEL: info } }
+ *     config: { args: [], env: { LOG_LEVEL: info, API_KEY: { valueFrom: { file: ./api.key } },
+ *                                TOKEN: { valueFrom: { env: SCOUT_TOKEN } } } }
  *     restart: always                    # or on-failure, never (issue 15; default always: an agent is long-lived)
  *     mesh: { pin: null, prefer: [], avoid: [], allow_emulated: false }
  *     kubernetes: { relay_url: wss://…, nsec_file: ./scout.nsec, command: scout, owner_pubkey: <hex>,
@@ -17,7 +18,9 @@
  *                   provider_config: { namespace: agents } }
  *
  * Secrets never sit in the spec itself: the Nostr identity is read from a file (`nsec_file`) or an environment
- * variable (`nsec_env`) by the shell, so a spec can be committed and shared.
+ * variable (`nsec_env`) by the shell, and so is a mesh agent's secret env value (`valueFrom: {file}` relative to the
+ * spec, or `valueFrom: {env}` from the deploying process's environment; src/agents/secret-env.ts), so a spec can be
+ * committed and shared. Such a value reaches the node and the agent only; see docs/security.md.
  */
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -34,10 +37,31 @@ const Name = z
 const EnvKey = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "environment keys must be POSIX names ([A-Za-z_][A-Za-z0-9_]*)");
 const NodeRef = z.string().min(1, "must name a node id or label");
 
+/** Where a secret env value comes from (issue 17): a file (relative to the spec) or the deploying process's environment. */
+const ValueFrom = z.union([
+  z.strictObject({ file: z.string().min(1, "must name a file") }),
+  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
+], { error: "must be { file: PATH } or { env: NAME }" });
+export type EnvValueFrom = z.infer<typeof ValueFrom>;
+
+const EnvValue = z.union([z.string(), z.strictObject({ valueFrom: ValueFrom })], { error: "must be a string or { valueFrom: { file: PATH } | { env: NAME } }" });
+export type SpecEnvValue = z.infer<typeof EnvValue>;
+
 const ConfigSchema = z.strictObject({
   args: z.array(z.string()).default([]),
-  env: z.record(EnvKey, z.string()).default({}),
+  env: z.record(EnvKey, EnvValue).default({}),
 });
+
+/** The env entries given inline (plain strings), and those read from elsewhere (by name): pure, for both shells. */
+export function splitSpecEnv(env: Readonly<Record<string, SpecEnvValue>>): { inline: Record<string, string>; from: Record<string, EnvValueFrom> } {
+  const inline: Record<string, string> = {};
+  const from: Record<string, EnvValueFrom> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (typeof value === "string") inline[name] = value;
+    else from[name] = value.valueFrom;
+  }
+  return { inline, from };
+}
 
 const MeshSchema = z.strictObject({
   pin: NodeRef.nullable().default(null),
@@ -107,6 +131,10 @@ const SpecBody = z
       }
     }
     if (s.target === "kubernetes") {
+      // A pod's env is readable by whoever reads the pod: a Kubernetes agent's secrets belong in a Secret (nsec_file).
+      for (const [key, value] of Object.entries(s.config.env)) {
+        if (typeof value !== "string") ctx.addIssue({ code: "custom", path: ["config", "env", key, "valueFrom"], message: "valueFrom is for mesh agents; a Kubernetes agent's env is part of its pod spec (secrets: nsec_file or nsec_env)" });
+      }
       if (s.image === undefined) ctx.addIssue({ code: "custom", path: ["image"], message: "a Kubernetes agent needs an image" });
       if (s.kubernetes === undefined) ctx.addIssue({ code: "custom", path: ["kubernetes"], message: "a Kubernetes agent needs a kubernetes section (relay_url and nsec_file or nsec_env)" });
       // As for `berth k8s deploy` (P-19): without it the harness runs a default binary the stock image lacks.

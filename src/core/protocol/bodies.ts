@@ -50,6 +50,13 @@ export const BODY_SCHEMAS = {
   unload: z.strictObject({ instance_id: instanceId, generation: z.number().int().min(0).optional() }),
   status: z.strictObject({ instance_id: instanceId.nullable().default(null), include_departed: z.boolean().default(false) }),
   logs: z.strictObject({ instance_id: instanceId, tail_bytes: z.number().int().min(0).max(LIMITS.logTailBytes).default(LIMITS.logTailBytes) }),
+  /** Issue 20: the operator's reason for moving this node to the requesting store (`berth node rehome`). */
+  rehome: z.strictObject({
+    reason: z
+      .string()
+      .min(1, "reason must say why the node moves")
+      .refine((r) => Buffer.byteLength(r, "utf8") <= LIMITS.reasonBytes, "reason is at most 1024 bytes"),
+  }),
 } as const;
 
 export type BodyOf<M extends keyof typeof BODY_SCHEMAS> = z.infer<(typeof BODY_SCHEMAS)[M]>;

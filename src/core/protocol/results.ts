@@ -53,6 +53,13 @@ export const RESULT_SCHEMAS = {
   unload: z.looseObject({ unloaded: z.boolean() }),
   status: z.union([z.looseObject({ row: InstanceStatusRowSchema }), z.looseObject({ rows: z.array(StatusRowSchema) })]),
   logs: z.looseObject({ stdout: z.string(), stderr: z.string() }),
+  rehome: z.looseObject({
+    store_id: z.string(),
+    epoch: z.number().int(),
+    from_store: nullableString,
+    from_epoch: z.number().int().nullable(),
+    instances: z.number().int(),
+  }),
 } as const satisfies Record<Method, z.ZodType>;
 
 export type ResultOf<M extends Method> = z.infer<(typeof RESULT_SCHEMAS)[M]>;

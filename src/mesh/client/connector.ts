@@ -30,7 +30,7 @@ const Addr = z.string().refine(
       return false;
     }
   },
-  { message: 'must be a node address host:port (as `berth mesh add` took it) or "*" for every node' },
+  { message: 'must be a node address host:port (as `berth nodes add` took it) or "*" for every node' },
 );
 
 const TransportFileSchema = z.strictObject({

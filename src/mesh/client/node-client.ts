@@ -10,6 +10,7 @@ import { nodeIdOf, type SigningKey, verifyTagged } from "../../core/crypto/ed255
 import { parseCanonical } from "../../core/crypto/canonical.js";
 import { verifyAnswer } from "../../core/protocol/answer.js";
 import {
+  type Authority,
   encodeMessageFrame,
   type FetchFrame,
   LIMITS,
@@ -81,6 +82,12 @@ export interface NodeClientOptions {
    * controller's "last sent" stamp (the node lease's rule 4, docs/concepts.md) is persisted first.
    */
   readonly onSend?: (nodeId: string, issuedAtMs: number) => void | Promise<void>;
+  /**
+   * Issue 20: the controller store and leader epoch every request carries, asked before each call (a leader's epoch
+   * is its own; it throws once the process may no longer act, and then nothing is sent). Without it requests carry
+   * none, which a node accepts only for the read methods.
+   */
+  readonly authority?: (method: string) => Authority | Promise<Authority>;
 }
 
 export class NodeClient {
@@ -95,6 +102,12 @@ export class NodeClient {
   /** One signed call. Never throws for network or protocol trouble: that is a CallResult. */
   async call(target: TargetRef, method: string, body: JsonObject, opts: CallOptions = {}): Promise<CallResult> {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
+    let authority: Authority | null = null;
+    try {
+      authority = this.o.authority ? await this.o.authority(method) : null;
+    } catch (error) {
+      return { kind: "unreachable", reason: `not sent: ${(error as Error).message}` };
+    }
     const { signed, request } = signRequest(this.o.key, {
       method,
       target: target.nodeId,
@@ -103,6 +116,7 @@ export class NodeClient {
       issuedAtMs: this.clock(),
       validityMs: Math.min(timeoutMs + 10_000, LIMITS.validityMs),
       decisionId: opts.decisionId ?? null,
+      authority,
       body,
     });
     await this.o.onSend?.(target.nodeId, request.issued_at_ms);

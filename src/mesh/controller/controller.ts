@@ -16,6 +16,8 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
+import { StoreAuthority } from "../../store/leader-authority.js";
+import { LeaderLease, type LeaderView } from "../../store/leader.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
@@ -24,6 +26,7 @@ import { DEFAULT_GATE, type GateSettings } from "./gate.js";
 import type { PlaceOrderInput } from "./order.js";
 import { type ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type Prepared, preparePackage } from "./prepare.js";
+import { type RehomeResult, rehomeNode } from "./rehome.js";
 import { type SettleReport, settleUnsettled } from "./settle.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
@@ -75,10 +78,14 @@ export class MeshController {
   readonly stamps: SentStamps;
   /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
   readonly onSend = (nodeId: string, issuedAtMs: number): void => this.stamps.record(nodeId, issuedAtMs);
+  /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
+  readonly authority: StoreAuthority;
   private readonly targetSet: Targets;
   private readonly policyFiles: PolicyFiles;
   private readonly deps: DispatchDeps;
   private settling: Promise<SettleReport> | null = null;
+  /** Issue 20: set by `lead()` in a long-lived controller (`berth serve`); CLI processes never lead. */
+  private leadership: LeaderLease | null = null;
   /** Renews the owner lease while the controller is open (a reader on another host judges it by its TTL). */
   private renewal: NodeJS.Timeout | null = null;
 
@@ -91,11 +98,14 @@ export class MeshController {
     this.controllerId = nodeIdOf(o.key.publicKey);
     this.store = new ControllerStore(db, chain, clock);
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
+    this.authority = new StoreAuthority(db, clock);
+    // A leader sends its own epoch (and nothing mutating once it may no longer act); anyone else the store's current.
+    const authority = (method: string) => (this.leadership ? this.leadership.authorityFor(method) : this.authority.current());
     // Issue 16: every request this process stamps is recorded before it leaves (the node lease's rule 4).
     this.stamps = new SentStamps(db);
     const onSend = this.onSend;
-    const client = new NodeClient({ key: o.key, connector: o.connector, clock, onSend });
-    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, onSend });
+    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority, onSend });
+    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority, onSend });
     const onFacts = (nodeId: string, facts: JsonObject) => this.stamps.recordLease(nodeId, leaseOfFacts(facts));
     this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env), onFacts);
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
@@ -253,6 +263,12 @@ export class MeshController {
     return this.targetSet.add(addr, { key, tier, source: "api" });
   }
 
+  /** `berth node rehome` (issue 20): moves the node's binding of this key to this store, chained on both sides. */
+  async rehome(ref: string, reason: string, operator: JsonObject): Promise<RehomeResult> {
+    await this.readPolicy(false);
+    return rehomeNode({ store: this.store, targets: this.targetSet, storeId: this.authority.storeId, callTimeoutMs: this.deps.timeouts.callMs }, ref, reason, operator);
+  }
+
   /** `peer.tier` by the API. `ref` is an address or a node id. */
   setTier(ref: string, tier: Tier): boolean {
     return this.targetSet.setTier(ref, tier, "api");
@@ -327,7 +343,38 @@ export class MeshController {
     return found;
   }
 
+  /**
+   * Issue 20: competes for the store's leadership (src/store/leader.ts) and keeps it while it can renew. Only the
+   * leader sends mutating requests to nodes; `isLeader()` is the hook the reconcile tick and the API's writes ask.
+   */
+  lead(o: { readonly address: string | null; readonly ttlMs?: number; readonly onChange?: (epoch: number | null, why: string) => void }): LeaderLease {
+    if (this.leadership) return this.leadership;
+    this.leadership = new LeaderLease({
+      db: this.db,
+      storeId: this.authority.storeId,
+      ownerId: this.store.lease.owner_id,
+      address: o.address,
+      ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }),
+      ...(o.onChange ? { onChange: o.onChange } : {}),
+    });
+    this.leadership.start();
+    return this.leadership;
+  }
+
+  /** Whether this process leads the store now (false for a process that does not compete, e.g. a CLI call). */
+  isLeader(): boolean {
+    return this.leadership?.isLeader() ?? false;
+  }
+
+  /** What this process knows of the leadership (null when it does not compete). */
+  leaderView(): LeaderView | null {
+    return this.leadership?.view() ?? null;
+  }
+
   close(): void {
+    // Released first: a follower takes over at once instead of after the TTL.
+    this.leadership?.stop();
+    this.leadership = null;
     if (this.renewal) clearInterval(this.renewal);
     this.renewal = null;
     if (this.db.open) {

@@ -19,6 +19,7 @@ import type { FrameStream } from "../transport/frames.js";
 import { FILES } from "./config.js";
 import { Connections } from "./connection.js";
 import { NodeContext, Refusal } from "./context.js";
+import { ControllerBindings } from "./controller-binding.js";
 import type { NodeServiceOptions } from "./options.js";
 import { describe, persistedDescribeNonces } from "./describe.js";
 import { NodeLeases } from "./lease.js";
@@ -41,6 +42,8 @@ export class NodeService {
   private readonly refusals: RefusalChain;
   private readonly revocations: RevocationSweep;
   private readonly connections: Connections;
+  /** Issue 20: which store each controller key is bound to, and its highest leader epoch (controller-binding.ts). */
+  private readonly bindings: ControllerBindings;
   /** Issue 16: the node lease, when node.json sets `lease_ms`. */
   private readonly leases: NodeLeases | null;
 
@@ -51,6 +54,7 @@ export class NodeService {
     // A describe's replay is refused across a restart by its persisted nonce (describe.ts), not by the boot id.
     for (const [nonce, expires] of persistedDescribeNonces(o.store, o.clock())) this.guard.record(nonce, expires);
     this.refusals = new RefusalChain(o.store, this.nodeId, o.clock);
+    this.bindings = new ControllerBindings(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
     this.leases = o.config.lease_ms === null ? null : new NodeLeases(this.ctx, o.config.lease_ms);
     this.leases?.attach();
@@ -124,6 +128,8 @@ export class NodeService {
       ctx.policy.gate(`workload.${req.method}`, ctx.policy.emptyContext(req.requester));
       throw new Refusal("unknown_method", `method ${req.method} is not one of ${METHODS.join(", ")}`);
     }
+    // Issue 20: a foreign store or a deposed leader is refused before any method runs.
+    this.bindings.admit(req);
     switch (req.method) {
       case "describe":
         return describe(ctx, req);
@@ -140,6 +146,8 @@ export class NodeService {
         return status(ctx, ctx.body("status", req.body));
       case "logs":
         return logs(ctx, ctx.body("logs", req.body));
+      case "rehome":
+        return this.bindings.rehome(req);
       default: {
         const never: never = req.method;
         throw new Refusal("unknown_method", `method ${String(never)} is not handled`);

@@ -52,7 +52,9 @@ export function tlsIdentity(key: SigningKey): TlsIdentity {
     new RelativeDistinguishedName([new AttributeTypeAndValue({ type: COMMON_NAME_OID, value: new AttributeValue({ utf8String: `berth ${nodeIdOf(key.publicKey)}` }) })]),
   ]);
   const serial = randomBytes(16);
-  serial[0] = (serial[0] as number) & 0x7f; // a positive INTEGER
+  // A positive INTEGER with no leading zero octet: DER forbids the padding a 0x00 first byte would need (seen: one
+  // certificate in a few hundred was refused as "illegal padding" by the peer).
+  serial[0] = ((serial[0] as number) & 0x7f) | 0x40;
   const tbsCertificate = new TBSCertificate({
     version: Version.v3,
     serialNumber: new Uint8Array(serial).buffer,

@@ -47,7 +47,7 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
     NodeProcess.create(spec(opts.permits?.[0] ?? [TEST_PERMIT])),
     NodeProcess.create(spec(opts.permits?.[1] ?? [TEST_PERMIT])),
   ]);
-  const proxy = await TcpProxy.start(first.address);
+  const proxy = await TcpProxy.start(first.address, { tls: { node: first.identity(), controller: key } });
   proxies.add(proxy);
   const controllerDir = join(root, "controller");
   const open = (extra: Partial<ControllerOptions> = {}) => {

@@ -10,6 +10,7 @@ import { recordMeshDeploy } from "../../audit.js";
 import type { MeshAccess } from "../../access.js";
 import type { Watch } from "../../target.js";
 import type { AgentRecord } from "../../registry.js";
+import { resolveSpecEnv } from "../../secret-env.js";
 import { meshIntentOf } from "../../spec-file.js";
 import type { AgentState } from "../../state.js";
 import { type AgentTarget, failed, type KnownAgent, type Outcome, succeeded } from "../../target.js";
@@ -39,14 +40,16 @@ async function onCurrentInstance(
   return failed({ kind: "instance_verb_failed", agent, instance: id, verb, result: r, message: `${verb} ${agent} (${id}): ${r.kind}${"reason" in r ? `: ${r.reason}` : ""}` });
 }
 
-export function meshTarget(access: MeshAccess, watch?: Watch): AgentTarget {
+export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS.ProcessEnv = process.env): AgentTarget {
   return {
     kind: "mesh",
     async deploy(loaded, { userReplace }) {
-      const mi = meshIntentOf(loaded);
+      const resolved = resolveSpecEnv(loaded, processEnv);
+      if (!resolved.ok) return failed({ kind: "spec_unusable", message: resolved.error, usage: false });
+      const mi = meshIntentOf(loaded, resolved.value.env);
       if (!mi.ok) return failed({ kind: "spec_unusable", message: mi.error, usage: true });
       const agent = loaded.spec.metadata.name;
-      const input = { agent, spec: loaded.spec.spec, packageDir: mi.value.packageDir, intent: mi.value.intent };
+      const input = { agent, spec: loaded.spec.spec, env: resolved.value.env, packageDir: mi.value.packageDir, intent: mi.value.intent };
       return access.session(async (deps) => {
         const run = () => deployMeshAgent(deps, input, { userReplace });
         const result = await (watch ? watch.waiting(`deploying ${agent} to the mesh`, run) : run());
