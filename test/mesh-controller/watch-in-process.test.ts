@@ -42,6 +42,9 @@ async function placedOn(f: SeedFixture, i: number): Promise<{ instanceId: string
   const r = await f.controller.place({ package: f.pkgDir, config: { mode: "service" }, start: true, pin: f.nodes[i]!.id });
   expect(r.placed, r.explain).not.toBeNull();
   const p = r.placed!;
+  // Issue 20: only the store's leader ticks; this controller is the only contender.
+  f.controller.lead({ address: null });
+  await waitFor(() => f.controller.isLeader(), "the leadership");
   return { instanceId: p.instance_id, decisionId: p.decision_id };
 }
 
@@ -60,8 +63,9 @@ describe("the reconcile loop of berth serve", () => {
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
     fx.faults.cut(node.addr);
     await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the node to stop the instance for its lease", 20_000);
-    const rows = await instancesOn(node, fx.key, fx.memory);
-    expect(rows.find((r) => r.instance_id === instanceId)?.state).toBe("lease_stopped");
+    // The group exits on SIGTERM a moment before the daemon commits the stop: read the node's own record.
+    const stateOf = async () => (await instancesOn(node, fx!.key, fx!.memory)).find((r) => r.instance_id === instanceId)?.state;
+    await waitFor(async () => (await stateOf()) === "lease_stopped", "the node to record lease_stopped", 5_000);
     fx.faults.heal(node.addr);
     await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length > 0, "the loop to start it again", 20_000);
     const acts = fx.controller.store.events({ kind: "workload.lifecycle" }).filter((p) => p.phase === "lifecycle");

@@ -2,10 +2,9 @@
  * The lifecycle tick of a long-lived controller (issue 16, `berth serve` and so `berth up`): describe every target at
  * start and then every `tickMs`, so the stored liveness (and this process's boot ids and facts) are fresh when the
  * dashboard paints, without any client asking for a refresh; then one pass of the reconcile loop
- * (reconcile-loop.ts) over every managed placement, which acts only when `shouldAct()` says this process may (the
- * leadership seam; until a leader hook exists every `berth serve` may). One tick at a time: a slow tick delays the
- * next instead of piling up. The status calls of the pass also renew every leased node's lease for this controller.
- */
+ * (reconcile-loop.ts) over every managed placement. Only the store's leader ticks (issue 20), and the loop acts only
+ * when `shouldAct()` says so (the leadership seam: `berth serve` passes `isLeader()`). One tick at a time: a slow
+ * tick delays the next instead of piling up. The pass's status calls also renew every leased node's lease. */
 import type { MeshController } from "./controller.js";
 import { type PassReport, ReconcileLoop } from "./reconcile-loop.js";
 import { meshReconcilePorts } from "./reconcile-ports.js";
