@@ -4,7 +4,8 @@
  * dashboard paints, without any client asking for a refresh; then one pass of the reconcile loop
  * (reconcile-loop.ts) over every managed placement. Only the store's leader ticks (issue 20), and the loop acts only
  * when `shouldAct()` says so (the leadership seam: `berth serve` passes `isLeader()`). One tick at a time: a slow
- * tick delays the next instead of piling up. The pass's status calls also renew every leased node's lease. */
+ * tick delays the next instead of piling up. The pass's status calls also renew every leased node's lease.
+ */
 import type { MeshController } from "./controller.js";
 import { type PassReport, ReconcileLoop } from "./reconcile-loop.js";
 import { meshReconcilePorts } from "./reconcile-ports.js";
