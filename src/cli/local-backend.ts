@@ -49,7 +49,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
         throw new CliError(`cannot open the agent registry: ${(error as Error).message}`);
       }
     },
-    mesh: { session: (fn) => withController(controllerFlags, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector }) })) },
+    mesh: { session: (fn) => withController(controllerFlags, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector, onSend: controller.onSend }) })) },
     kubernetes: { connect: (context) => connect(flags.kubeContext ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
     watch: { waiting: (what, fn) => withSpinner(what, flags.json, fn), conditions: () => startProgress({ json: flags.json }) },
     now: Date.now,
@@ -82,7 +82,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       withController(controllerFlags, async (c, key, connector) => {
         // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
         await c.refreshTargets();
-        return instancesWithState(c, new NodeClient({ key, connector }));
+        return instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend }));
       }),
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>

@@ -134,7 +134,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     },
   });
   const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
-  const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed")) : null;
+  // Issue 16: the reconcile loop acts only while this server leads the store (the leadership seam).
+  const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed"), { shouldAct: () => state.controller.isLeader() }) : null;
   let closing: Promise<void> | null = null;
   return {
     url,
