@@ -2,9 +2,10 @@
  * The cost of the confidential control channel (issue 17), TLS 1.3 against the plaintext transport in the same run,
  * at 3 and 30 real `berth node serve` daemons per transport (`--nodes 3,30` to choose):
  * - connection set-up (TCP connect vs TCP connect + TLS 1.3 handshake with both identity certificates checked);
- * - signed `status` round trips per second, one connection per call as the controller makes them, round-robin
- *   over the nodes, sequential and all nodes at once;
- * - `place` latency (signed request, package fetched over the same connection, instance started), one per node.
+ * - signed `status` round trips per second, round-robin over the nodes, sequential and all nodes at once: with a
+ *   fresh connection per call, and with the controller's warm connections (client/connector.ts);
+ * - `place` latency (signed request, package fetched over the same connection, instance started), one per node,
+ *   fresh and right after a status on a warm connection (the describe-then-place of a placement).
  * Figures are printed, never asserted. Run after `npm run build:test` from the repository root (scripts/bench does).
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -93,13 +94,18 @@ interface Figures {
   connectMs: number;
   sequentialPerSecond: number;
   concurrentPerSecond: number;
+  warmSequentialPerSecond: number;
   placeMedianMs: number;
+  warmPlaceMedianMs: number;
 }
 
 async function measure(n: number, transport: Transport, pkg: PackageDirSource): Promise<Figures> {
   const addrs = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`${transport}-${n}-${i}`, transport)));
-  const connector: Connector = new ControllerConnector({ identity: controller, plaintext: { all: transport === "plaintext", nodes: [] } });
+  const warmConnector = new ControllerConnector({ identity: controller, plaintext: { all: transport === "plaintext", nodes: [] } });
+  // The same connector asked never to reuse: a fresh connection (and handshake) per call.
+  const connector: Connector = { connect: (addr, signal) => warmConnector.connect(addr, signal) };
   const client = new NodeClient({ key: controller, connector, authority: AUTHORITY, timeoutMs: 60_000 });
+  const warm = new NodeClient({ key: controller, connector: warmConnector, authority: AUTHORITY, timeoutMs: 60_000 });
   const targets: TargetRef[] = [];
   for (const addr of addrs) {
     const d = await client.describe(addr, null);
@@ -117,8 +123,8 @@ async function measure(n: number, transport: Transport, pkg: PackageDirSource): 
   }
   const connectMs = median(connects.slice(20));
   line("connection set-up, median", `${connectMs.toFixed(2)} ms`);
-  const status = async (t: TargetRef) => {
-    const r = await client.call(t, "status", { instance_id: null, include_departed: false });
+  const status = async (t: TargetRef, via = client) => {
+    const r = await via.call(t, "status", { instance_id: null, include_departed: false });
     if (r.kind !== "ok") throw new Error(JSON.stringify(r));
   };
   const calls = Math.max(300, 10 * n);
@@ -129,24 +135,36 @@ async function measure(n: number, transport: Transport, pkg: PackageDirSource): 
   line("status round trips, sequential", `${sequentialPerSecond.toFixed(0)} /s`);
   const rounds = Math.max(10, Math.ceil(300 / n));
   start = process.hrtime.bigint();
-  for (let r = 0; r < rounds; r++) await Promise.all(targets.map(status));
+  for (let r = 0; r < rounds; r++) await Promise.all(targets.map((t) => status(t)));
   const concurrentPerSecond = (rounds * n) / (ms(start) / 1000);
   line(`status round trips, ${n} nodes at once`, `${concurrentPerSecond.toFixed(0)} /s`);
-  const places: number[] = [];
-  for (const [i, t] of targets.entries()) {
+  for (let i = 0; i < 20; i++) await status(targets[i % n] as TargetRef, warm);
+  start = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) await status(targets[i % n] as TargetRef, warm);
+  const warmSequentialPerSecond = calls / (ms(start) / 1000);
+  line("status round trips, sequential, warm", `${warmSequentialPerSecond.toFixed(0)} /s`);
+  const place = async (via: NodeClient, t: TargetRef, name: string, i: number): Promise<number> => {
     const begin = process.hrtime.bigint();
-    const r = await client.call(
-      t,
-      "place",
-      { package_id: pkg.packageId, name: `probe-${i}`, variant: "any-linux", config: { mode: "service", args: [], env: {} } },
-      { decisionId: `${i.toString(16).padStart(8, "0")}${"c".repeat(56)}`, package: pkg },
-    );
+    const r = await via.call(t, "place", { package_id: pkg.packageId, name, variant: "any-linux", config: { mode: "service", args: [], env: {} } }, {
+      decisionId: `${i.toString(16).padStart(8, "0")}${"c".repeat(56)}`,
+      package: pkg,
+    });
     if (r.kind !== "ok") throw new Error(`place failed: ${JSON.stringify(r)}`);
-    places.push(ms(begin));
+    return ms(begin);
+  };
+  const places: number[] = [];
+  const warmPlaces: number[] = [];
+  for (const [i, t] of targets.entries()) {
+    places.push(await place(client, t, `probe-${i}`, 2 * i));
+    await status(t, warm); // the describe/status a placement makes just before its place
+    warmPlaces.push(await place(warm, t, `warm-${i}`, 2 * i + 1));
   }
   const placeMedianMs = median(places);
+  const warmPlaceMedianMs = median(warmPlaces);
   line("place -> running, median", `${placeMedianMs.toFixed(1)} ms`);
-  return { connectMs, sequentialPerSecond, concurrentPerSecond, placeMedianMs };
+  line("place -> running after a status, warm, median", `${warmPlaceMedianMs.toFixed(1)} ms`);
+  warmConnector.closeWarm();
+  return { connectMs, sequentialPerSecond, concurrentPerSecond, warmSequentialPerSecond, placeMedianMs, warmPlaceMedianMs };
 }
 
 async function main(): Promise<void> {
@@ -160,6 +178,9 @@ async function main(): Promise<void> {
       ratio("status rate, sequential (tls / plaintext)", tls.sequentialPerSecond, plain.sequentialPerSecond);
       ratio(`status rate, ${n} at once (tls / plaintext)`, tls.concurrentPerSecond, plain.concurrentPerSecond);
       ratio("place latency (tls / plaintext)", tls.placeMedianMs, plain.placeMedianMs);
+      ratio("status rate, tls warm / plaintext fresh", tls.warmSequentialPerSecond, plain.sequentialPerSecond);
+      ratio("status rate, warm (tls / plaintext)", tls.warmSequentialPerSecond, plain.warmSequentialPerSecond);
+      ratio("place latency, tls warm / plaintext fresh", tls.warmPlaceMedianMs, plain.placeMedianMs);
       for (const p of procs.splice(0)) p.kill("SIGKILL");
       killInstances();
     }
