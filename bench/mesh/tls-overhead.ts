@@ -54,10 +54,11 @@ async function startNode(name: string, transport: Transport): Promise<string> {
   });
 }
 
-function packageDir(): string {
-  const pkgDir = join(dir, "pkg");
+/** One package per measurement, so that each place fetches it (a node's content store keeps what it fetched). */
+function packageDir(tag: string): string {
+  const pkgDir = join(dir, `pkg-${tag}`);
   mkdirSync(pkgDir, { recursive: true });
-  writeFileSync(join(pkgDir, "run.sh"), "#!/bin/sh\nexec sleep 300\n");
+  writeFileSync(join(pkgDir, "run.sh"), `#!/bin/sh\n# ${tag}\nexec sleep 300\n`);
   chmodSync(join(pkgDir, "run.sh"), 0o755);
   initPackage(pkgDir, {
     name: "probe",
@@ -99,7 +100,9 @@ interface Figures {
   warmPlaceMedianMs: number;
 }
 
-async function measure(n: number, transport: Transport, pkg: PackageDirSource): Promise<Figures> {
+async function measure(n: number, transport: Transport): Promise<Figures> {
+  const pkg = new PackageDirSource(packageDir(`${transport}-${n}-fresh`));
+  const warmPkg = new PackageDirSource(packageDir(`${transport}-${n}-warm`));
   const addrs = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`${transport}-${n}-${i}`, transport)));
   const warmConnector = new ControllerConnector({ identity: controller, plaintext: { all: transport === "plaintext", nodes: [] } });
   // The same connector asked never to reuse: a fresh connection (and handshake) per call.
@@ -143,11 +146,11 @@ async function measure(n: number, transport: Transport, pkg: PackageDirSource): 
   for (let i = 0; i < calls; i++) await status(targets[i % n] as TargetRef, warm);
   const warmSequentialPerSecond = calls / (ms(start) / 1000);
   line("status round trips, sequential, warm", `${warmSequentialPerSecond.toFixed(0)} /s`);
-  const place = async (via: NodeClient, t: TargetRef, name: string, i: number): Promise<number> => {
+  const place = async (via: NodeClient, source: PackageDirSource, t: TargetRef, name: string, i: number): Promise<number> => {
     const begin = process.hrtime.bigint();
-    const r = await via.call(t, "place", { package_id: pkg.packageId, name, variant: "any-linux", config: { mode: "service", args: [], env: {} } }, {
+    const r = await via.call(t, "place", { package_id: source.packageId, name, variant: "any-linux", config: { mode: "service", args: [], env: {} } }, {
       decisionId: `${i.toString(16).padStart(8, "0")}${"c".repeat(56)}`,
-      package: pkg,
+      package: source,
     });
     if (r.kind !== "ok") throw new Error(`place failed: ${JSON.stringify(r)}`);
     return ms(begin);
@@ -155,9 +158,9 @@ async function measure(n: number, transport: Transport, pkg: PackageDirSource): 
   const places: number[] = [];
   const warmPlaces: number[] = [];
   for (const [i, t] of targets.entries()) {
-    places.push(await place(client, t, `probe-${i}`, 2 * i));
+    places.push(await place(client, pkg, t, `probe-${i}`, 2 * i));
     await status(t, warm); // the describe/status a placement makes just before its place
-    warmPlaces.push(await place(warm, t, `warm-${i}`, 2 * i + 1));
+    warmPlaces.push(await place(warm, warmPkg, t, `warm-${i}`, 2 * i + 1));
   }
   const placeMedianMs = median(places);
   const warmPlaceMedianMs = median(warmPlaces);
@@ -168,11 +171,10 @@ async function measure(n: number, transport: Transport, pkg: PackageDirSource): 
 }
 
 async function main(): Promise<void> {
-  const pkg = new PackageDirSource(packageDir());
   try {
     for (const n of nodesFlag()) {
-      const plain = await measure(n, "plaintext", pkg);
-      const tls = await measure(n, "tls", pkg);
+      const plain = await measure(n, "plaintext");
+      const tls = await measure(n, "tls");
       console.log(`tls against plaintext, ${n} nodes (same run)`);
       line("handshake cost per connection", `+${(tls.connectMs - plain.connectMs).toFixed(2)} ms`);
       ratio("status rate, sequential (tls / plaintext)", tls.sequentialPerSecond, plain.sequentialPerSecond);
