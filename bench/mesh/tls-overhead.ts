@@ -2,9 +2,10 @@
  * The cost of the confidential control channel (issue 17), TLS 1.3 against the plaintext transport in the same run,
  * at 3 and 30 real `berth node serve` daemons per transport (`--nodes 3,30` to choose):
  * - connection set-up (TCP connect vs TCP connect + TLS 1.3 handshake with both identity certificates checked);
- * - signed `status` round trips per second, one connection per call as the controller makes them, round-robin
- *   over the nodes, sequential and all nodes at once;
- * - `place` latency (signed request, package fetched over the same connection, instance started), one per node.
+ * - signed `status` round trips per second, round-robin over the nodes, sequential and all nodes at once: with a
+ *   fresh connection per call, and with the controller's warm connections (client/connector.ts);
+ * - `place` latency (signed request, package fetched over the same connection, instance started), one per node,
+ *   fresh and right after a status on a warm connection (the describe-then-place of a placement).
  * Figures are printed, never asserted. Run after `npm run build:test` from the repository root (scripts/bench does).
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -53,10 +54,11 @@ async function startNode(name: string, transport: Transport): Promise<string> {
   });
 }
 
-function packageDir(): string {
-  const pkgDir = join(dir, "pkg");
+/** One package per measurement, so that each place fetches it (a node's content store keeps what it fetched). */
+function packageDir(tag: string): string {
+  const pkgDir = join(dir, `pkg-${tag}`);
   mkdirSync(pkgDir, { recursive: true });
-  writeFileSync(join(pkgDir, "run.sh"), "#!/bin/sh\nexec sleep 300\n");
+  writeFileSync(join(pkgDir, "run.sh"), `#!/bin/sh\n# ${tag}\nexec sleep 300\n`);
   chmodSync(join(pkgDir, "run.sh"), 0o755);
   initPackage(pkgDir, {
     name: "probe",
@@ -93,13 +95,20 @@ interface Figures {
   connectMs: number;
   sequentialPerSecond: number;
   concurrentPerSecond: number;
+  warmSequentialPerSecond: number;
   placeMedianMs: number;
+  warmPlaceMedianMs: number;
 }
 
-async function measure(n: number, transport: Transport, pkg: PackageDirSource): Promise<Figures> {
+async function measure(n: number, transport: Transport): Promise<Figures> {
+  const pkg = new PackageDirSource(packageDir(`${transport}-${n}-fresh`));
+  const warmPkg = new PackageDirSource(packageDir(`${transport}-${n}-warm`));
   const addrs = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`${transport}-${n}-${i}`, transport)));
-  const connector: Connector = new ControllerConnector({ identity: controller, plaintext: { all: transport === "plaintext", nodes: [] } });
+  const warmConnector = new ControllerConnector({ identity: controller, plaintext: { all: transport === "plaintext", nodes: [] } });
+  // The same connector asked never to reuse: a fresh connection (and handshake) per call.
+  const connector: Connector = { connect: (addr, signal) => warmConnector.connect(addr, signal) };
   const client = new NodeClient({ key: controller, connector, authority: AUTHORITY, timeoutMs: 60_000 });
+  const warm = new NodeClient({ key: controller, connector: warmConnector, authority: AUTHORITY, timeoutMs: 60_000 });
   const targets: TargetRef[] = [];
   for (const addr of addrs) {
     const d = await client.describe(addr, null);
@@ -117,8 +126,8 @@ async function measure(n: number, transport: Transport, pkg: PackageDirSource): 
   }
   const connectMs = median(connects.slice(20));
   line("connection set-up, median", `${connectMs.toFixed(2)} ms`);
-  const status = async (t: TargetRef) => {
-    const r = await client.call(t, "status", { instance_id: null, include_departed: false });
+  const status = async (t: TargetRef, via = client) => {
+    const r = await via.call(t, "status", { instance_id: null, include_departed: false });
     if (r.kind !== "ok") throw new Error(JSON.stringify(r));
   };
   const calls = Math.max(300, 10 * n);
@@ -128,38 +137,56 @@ async function measure(n: number, transport: Transport, pkg: PackageDirSource): 
   const sequentialPerSecond = calls / (ms(start) / 1000);
   line("status round trips, sequential", `${sequentialPerSecond.toFixed(0)} /s`);
   const rounds = Math.max(10, Math.ceil(300 / n));
+  // All nodes at once: on a loaded machine a fresh handshake can outlast a node's first-bytes deadline (1.5 s, issue
+  // 12) and be cut; those calls are counted, not fatal.
+  let cut = 0;
   start = process.hrtime.bigint();
-  for (let r = 0; r < rounds; r++) await Promise.all(targets.map(status));
-  const concurrentPerSecond = (rounds * n) / (ms(start) / 1000);
+  for (let r = 0; r < rounds; r++) await Promise.all(targets.map((t) => status(t).catch(() => void cut++)));
+  const concurrentPerSecond = (rounds * n - cut) / (ms(start) / 1000);
   line(`status round trips, ${n} nodes at once`, `${concurrentPerSecond.toFixed(0)} /s`);
-  const places: number[] = [];
-  for (const [i, t] of targets.entries()) {
+  if (cut > 0) line(`  calls cut (of ${rounds * n})`, String(cut));
+  for (let i = 0; i < 20; i++) await status(targets[i % n] as TargetRef, warm);
+  start = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) await status(targets[i % n] as TargetRef, warm);
+  const warmSequentialPerSecond = calls / (ms(start) / 1000);
+  line("status round trips, sequential, warm", `${warmSequentialPerSecond.toFixed(0)} /s`);
+  const place = async (via: NodeClient, source: PackageDirSource, t: TargetRef, name: string, i: number): Promise<number> => {
     const begin = process.hrtime.bigint();
-    const r = await client.call(
-      t,
-      "place",
-      { package_id: pkg.packageId, name: `probe-${i}`, variant: "any-linux", config: { mode: "service", args: [], env: {} } },
-      { decisionId: `${i.toString(16).padStart(8, "0")}${"c".repeat(56)}`, package: pkg },
-    );
+    const r = await via.call(t, "place", { package_id: source.packageId, name, variant: "any-linux", config: { mode: "service", args: [], env: {} } }, {
+      decisionId: `${i.toString(16).padStart(8, "0")}${"c".repeat(56)}`,
+      package: source,
+    });
     if (r.kind !== "ok") throw new Error(`place failed: ${JSON.stringify(r)}`);
-    places.push(ms(begin));
+    return ms(begin);
+  };
+  const places: number[] = [];
+  const warmPlaces: number[] = [];
+  for (const [i, t] of targets.entries()) {
+    places.push(await place(client, pkg, t, `probe-${i}`, 2 * i));
+    await status(t, warm); // the describe/status a placement makes just before its place
+    warmPlaces.push(await place(warm, warmPkg, t, `warm-${i}`, 2 * i + 1));
   }
   const placeMedianMs = median(places);
+  const warmPlaceMedianMs = median(warmPlaces);
   line("place -> running, median", `${placeMedianMs.toFixed(1)} ms`);
-  return { connectMs, sequentialPerSecond, concurrentPerSecond, placeMedianMs };
+  line("place -> running after a status, warm, median", `${warmPlaceMedianMs.toFixed(1)} ms`);
+  warmConnector.closeWarm();
+  return { connectMs, sequentialPerSecond, concurrentPerSecond, warmSequentialPerSecond, placeMedianMs, warmPlaceMedianMs };
 }
 
 async function main(): Promise<void> {
-  const pkg = new PackageDirSource(packageDir());
   try {
     for (const n of nodesFlag()) {
-      const plain = await measure(n, "plaintext", pkg);
-      const tls = await measure(n, "tls", pkg);
+      const plain = await measure(n, "plaintext");
+      const tls = await measure(n, "tls");
       console.log(`tls against plaintext, ${n} nodes (same run)`);
       line("handshake cost per connection", `+${(tls.connectMs - plain.connectMs).toFixed(2)} ms`);
       ratio("status rate, sequential (tls / plaintext)", tls.sequentialPerSecond, plain.sequentialPerSecond);
       ratio(`status rate, ${n} at once (tls / plaintext)`, tls.concurrentPerSecond, plain.concurrentPerSecond);
       ratio("place latency (tls / plaintext)", tls.placeMedianMs, plain.placeMedianMs);
+      ratio("status rate, tls warm / plaintext fresh", tls.warmSequentialPerSecond, plain.sequentialPerSecond);
+      ratio("status rate, warm (tls / plaintext)", tls.warmSequentialPerSecond, plain.warmSequentialPerSecond);
+      ratio("place latency, tls warm / plaintext fresh", tls.warmPlaceMedianMs, plain.placeMedianMs);
       for (const p of procs.splice(0)) p.kill("SIGKILL");
       killInstances();
     }
