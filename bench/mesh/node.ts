@@ -53,7 +53,7 @@ async function timed(label: string, n: number, fn: (i: number) => Promise<void>)
 async function main(): Promise<void> {
   const nodeDir = join(dir, "node");
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", nodeDir, "--json"]);
-  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name: "bench", max_instances: 256 }));
+  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name: "bench", max_instances: 256, allow_root_agents: true }));
   writeFileSync(join(nodeDir, "permits.json"), JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]));
   const daemon = spawn(
     process.execPath,
