@@ -3,7 +3,7 @@
  * - signed `status` round trips per second over loopback vs an unsigned echo over the same framing (both one TCP
  *   connection per call, as the controller does);
  * - `place` → running latency vs a bare child_process.spawn of the same entry;
- * - daemon resident memory idle and with 100 running instances.
+ * - daemon resident memory idle and with 100 running instances, against a bare `node -e` idling in the same run.
  * Figures are printed, never asserted. Run after `npm run build:test` from the repository root (scripts/bench does).
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -157,11 +157,21 @@ async function main(): Promise<void> {
       ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
+    // The floor (issue 19): a bare Node process idling, nothing imported, measured the same way after the same settle.
+    const bareNode = spawn(process.execPath, ["-e", "console.log('{}'); setInterval(() => {}, 1 << 30);"], { stdio: ["ignore", "pipe", "inherit"] });
     try {
       await readyLine(lean);
-      console.log(`  ${"RSS idle, node daemon modules only (MiB)".padEnd(48)} ${(rssKiB(lean.pid as number) / 1024).toFixed(1).padStart(10)}`);
+      await readyLine(bareNode);
+      await new Promise((r) => setTimeout(r, 500));
+      const leanRss = rssKiB(lean.pid as number);
+      const bareRss = rssKiB(bareNode.pid as number);
+      console.log(`  ${"RSS idle, node daemon modules only (MiB)".padEnd(48)} ${(leanRss / 1024).toFixed(1).padStart(10)}`);
+      console.log(`  ${"RSS idle, bare `node -e` (MiB)".padEnd(48)} ${(bareRss / 1024).toFixed(1).padStart(10)}`);
+      console.log(`  ${"daemon (berth node serve) idle / bare node".padEnd(48)} ${(idleRss / bareRss).toFixed(2).padStart(9)}x  (target: ≤ 45 MiB)`);
+      console.log(`  ${"daemon idle above bare node (MiB)".padEnd(48)} ${((idleRss - bareRss) / 1024).toFixed(1).padStart(10)}`);
     } finally {
       lean.kill("SIGKILL");
+      bareNode.kill("SIGKILL");
     }
   } finally {
     daemon.kill("SIGKILL");
