@@ -36,7 +36,7 @@ function nodesFlag(): number[] {
 async function startNode(name: string, transport: Transport): Promise<string> {
   const nodeDir = join(dir, name);
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", nodeDir, "--json"]);
-  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name, max_instances: 64, transport }));
+  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name, max_instances: 64, transport, allow_root_agents: true }));
   writeFileSync(join(nodeDir, "permits.json"), JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]));
   const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey, "--signer", signer.publicKey], {
     stdio: ["ignore", "pipe", "ignore"],

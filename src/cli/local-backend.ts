@@ -78,7 +78,12 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
           throw error;
         }
       }),
-    instances: () => withController(controllerFlags, (c, key, connector) => instancesWithState(c, new NodeClient({ key, connector }))),
+    instances: () =>
+      withController(controllerFlags, async (c, key, connector) => {
+        // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
+        await c.refreshTargets();
+        return instancesWithState(c, new NodeClient({ key, connector }));
+      }),
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>
       withController(controllerFlags, async (c) => {

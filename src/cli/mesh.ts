@@ -9,7 +9,7 @@ import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
 import { type InstanceRow, openBackend, type TargetRow, type Tier } from "./backend.js";
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
-import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, watchFlags } from "./flags.js";
+import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";
 import { type Palette, paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
@@ -36,10 +36,7 @@ function nodeIds(flag: string, values: string[] | undefined): string[] {
   });
 }
 
-function tierOf(flag: string, value: string): Tier {
-  if (!(TIERS as readonly string[]).includes(value)) throw invalidInput(`${flag}: value: must be one of ${TIERS.join(", ")}`);
-  return value as Tier;
-}
+const tierOf = (flag: string, value: string): Tier => oneOf(flag, value, TIERS);
 
 /** Colours the columns that hold a state word; the rest stay plain. */
 const paintColumns = (palette: Palette, columns: readonly number[]) => (column: number, text: string) => (columns.includes(column) ? paintState(palette, text) : text);
@@ -153,8 +150,8 @@ export function registerMeshCommands(program: Command): void {
       opts: ControllerVerbFlags & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; restart: string; arg?: string[] },
       cmd: Command,
     ) => {
-      if (opts.mode !== "service" && opts.mode !== "once") throw invalidInput(`--mode: value: must be one of service, once`);
-      if (!(RESTART_POLICIES as readonly string[]).includes(opts.restart)) throw invalidInput(`--restart: value: must be one of ${RESTART_POLICIES.join(", ")}`);
+      oneOf("--mode", opts.mode, ["service", "once"] as const);
+      oneOf("--restart", opts.restart, RESTART_POLICIES);
       const order = {
         package: pkg,
         name: opts.name ?? null,

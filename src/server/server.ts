@@ -125,8 +125,12 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         return;
       }
       app.log.info({ epoch, why }, "leader of the store");
-      // What a previous leader left (owned decisions of a gone owner, unsettled ones) is settled at once.
-      state.controller.settleReport().catch((error: unknown) => app.log.warn({ err: error }, "settle after taking the leadership failed"));
+      // Describe every node at once (each then refuses the deposed leader, stale_epoch), then settle what the
+      // previous leader left: owned decisions of a gone owner, unsettled ones.
+      state.controller
+        .refreshTargets()
+        .then(() => state.controller.settleReport())
+        .catch((error: unknown) => app.log.warn({ err: error }, "settle after taking the leadership failed"));
     },
   });
   const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
