@@ -41,6 +41,29 @@ async function readyLine(proc: ReturnType<typeof spawn>): Promise<Record<string,
   });
 }
 
+/**
+ * Commits in a SQLite WAL file so far: frames whose header carries the database size after the commit (non-zero only
+ * on a transaction's last frame) and the WAL's current salts. A checkpoint that restarts the WAL makes it go down.
+ */
+function walCommits(path: string): number {
+  let wal: Buffer;
+  try {
+    wal = readFileSync(path);
+  } catch {
+    return 0;
+  }
+  if (wal.length < 32) return 0;
+  const pageSize = wal.readUInt32BE(8);
+  const salt1 = wal.readUInt32BE(16);
+  const salt2 = wal.readUInt32BE(20);
+  let commits = 0;
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    if (wal.readUInt32BE(at + 8) !== salt1 || wal.readUInt32BE(at + 12) !== salt2) break;
+    if (wal.readUInt32BE(at + 4) !== 0) commits++;
+  }
+  return commits;
+}
+
 async function timed(label: string, n: number, fn: (i: number) => Promise<void>): Promise<number> {
   for (let i = 0; i < Math.min(20, n); i++) await fn(i);
   const start = process.hrtime.bigint();
@@ -112,7 +135,10 @@ async function main(): Promise<void> {
     signPackage(pkgDir, signer);
     const source = new PackageDirSource(pkgDir);
     const placeTimes: number[] = [];
+    const placeCommits: number[] = [];
+    const wal = join(nodeDir, "node.db-wal");
     for (let i = 0; i < 100; i++) {
+      const commitsBefore = walCommits(wal);
       const start = process.hrtime.bigint();
       const r = await client.call(
         target,
@@ -122,6 +148,8 @@ async function main(): Promise<void> {
       );
       placeTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
       if (r.kind !== "ok") throw new Error(JSON.stringify(r));
+      const commitsAfter = walCommits(wal);
+      if (commitsAfter >= commitsBefore) placeCommits.push(commitsAfter - commitsBefore);
       pids.push(r.result.pid as number);
     }
     const spawnTimes: number[] = [];
@@ -138,6 +166,8 @@ async function main(): Promise<void> {
     console.log(`  ${"place -> running, median (ms)".padEnd(48)} ${place.toFixed(2).padStart(10)}`);
     console.log(`  ${"bare spawn, median (ms)".padEnd(48)} ${bare.toFixed(2).padStart(10)}`);
     console.log(`  ${"place / bare spawn (slowdown)".padEnd(48)} ${(place / bare).toFixed(1).padStart(9)}x`);
+    // Load-independent: each is one fsync (synchronous=FULL), the floor's "one durable commit".
+    console.log(`  ${"durable commits in node.db per place, median".padEnd(48)} ${String(median(placeCommits)).padStart(10)}`);
 
     console.log("daemon memory");
     const busyRss = rssKiB(daemon.pid as number);
