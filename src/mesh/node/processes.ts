@@ -5,8 +5,10 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { EventDraft } from "../../core/chain/event.js";
 import { isLoaderHook } from "../../core/packages/loader-hooks.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
+import type { WriteTx } from "../../store/sqlite.js";
 import type { NodeContext } from "./context.js";
 import { runtimeEvent } from "./events.js";
 import { hostBootId, type ProcessIdentity, sameProcess } from "./runtime.js";
@@ -22,13 +24,26 @@ export function identityOf(row: InstanceRow): ProcessIdentity | null {
     : null;
 }
 
+/**
+ * How a caller folds its own steps into the start's transactions (issue 19: one `place` commits fewer times, each
+ * state still with its chain event): `startingCommitted` when the caller already wrote state `starting` in its own
+ * transaction; `alsoOnRunning` runs inside the transaction that records `running`, and returns the events to chain
+ * with it.
+ */
+export interface StartGrouping {
+  readonly startingCommitted?: boolean;
+  readonly alsoOnRunning?: (tx: WriteTx) => EventDraft[];
+}
+
 /** Spawns the instance's process and records its identity with state `running` (one transaction each step). */
-export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise<ProcessIdentity> {
+export async function spawnInstance(ctx: NodeContext, row: InstanceRow, grouping: StartGrouping = {}): Promise<ProcessIdentity> {
   const { store, runtime, o } = ctx;
-  store.commit((tx) => {
-    store.updateInstance(tx, row.instance_id, { state: "starting", detail: null });
-    return { result: null, events: [] };
-  });
+  if (!grouping.startingCommitted) {
+    store.commit((tx) => {
+      store.updateInstance(tx, row.instance_id, { state: "starting", detail: null });
+      return { result: null, events: [] };
+    });
+  }
   const l = row.launch;
   const workDir = runtime.workDirOf(row.instance_id);
   let program = join(workDir, l.program);
@@ -81,7 +96,8 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise
       detail: null,
       generation,
     });
-    return { result: null, events: [runtimeEvent("workload.start", row, { outcome: "ok", pid: identity.pid, generation })] };
+    const also = grouping.alsoOnRunning?.(tx) ?? [];
+    return { result: null, events: [runtimeEvent("workload.start", row, { outcome: "ok", pid: identity.pid, generation }), ...also] };
   });
   ctx.log.info({ instance_id: row.instance_id, name: row.name, pid: identity.pid, generation, containment: runtime.confinement.plan.kind }, "instance started");
   return identity;
