@@ -81,6 +81,9 @@ export function openServerState(o: { dataDir: string; version: string; connector
     dbPaths: { controller: join(o.dataDir, CONTROLLER_DB), k8s: k8sStatePaths(o.dataDir).db },
     openRegistry: () => AgentRegistry.open(o.dataDir),
     openK8sAudit: () => openK8sChain(o.dataDir),
-    close: () => controller.close(),
+    close: () => {
+      controller.close();
+      if (connector instanceof ControllerConnector) connector.closeWarm();
+    },
   };
 }

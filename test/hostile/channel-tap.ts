@@ -10,7 +10,9 @@ export interface ChannelTap {
   readonly address: string;
   /** Every byte forwarded so far, both directions. */
   seen(): Buffer;
-  /** New connections go to `upstream` from now on. */
+  /** Connections accepted so far. */
+  connections(): number;
+  /** New connections go to `upstream` from now on; the open ones are cut (a swap breaks what ran through it). */
   retarget(upstream: string): void;
   close(): void;
 }
@@ -19,7 +21,9 @@ export async function channelTap(upstream: string): Promise<ChannelTap> {
   let target = upstream;
   const chunks: Buffer[] = [];
   const sockets = new Set<Socket>();
+  let accepted = 0;
   const server = createServer((client) => {
+    accepted++;
     const { host, port } = parseAddr(target);
     const node = createConnection({ host, port });
     sockets.add(client).add(node);
@@ -42,8 +46,10 @@ export async function channelTap(upstream: string): Promise<ChannelTap> {
   return {
     address: `127.0.0.1:${(server.address() as { port: number }).port}`,
     seen: () => Buffer.concat(chunks),
+    connections: () => accepted,
     retarget: (next) => {
       target = next;
+      for (const s of sockets) s.destroy();
     },
     close: () => {
       for (const s of sockets) s.destroy();

@@ -165,6 +165,6 @@ describe("the control channel seen from the wire", () => {
     writeFileSync(join(cliHome, "transport.json"), JSON.stringify({ plaintext_nodes: ["not an address"] }));
     const broken = await berth("nodes", "list", "--json");
     expect(broken.code).not.toBe(0);
-    expect(broken.stderr).toContain("plaintext_nodes[0]");
+    expect(broken.stderr).toContain("transport.json.plaintext_nodes.0: must be a node address");
   });
 });

@@ -163,7 +163,7 @@ describe("Buzz's provider-wire fixtures through berth provider kubernetes and th
       const info = await exec(["--check-identity"], JSON.stringify({ op: "info" }));
       expect(JSON.parse(info.stdout)).toEqual({ ok: false, error: "identity preflight requires a deploy request" });
     }
-  });
+  }, 180_000);
 
   it("stdin that is not UTF-8 is a failed read, as Buzz's read_to_string: exit 1, nothing on stdout", async () => {
     for (const exec of Object.values(via)) {

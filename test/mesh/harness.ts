@@ -18,6 +18,7 @@ import { type CallResult, NodeClient, type TargetRef } from "../../src/mesh/clie
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
+import { removeNodeCgroups } from "./confinement-cgroups.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 
 export const MAIN = resolve("dist/src/cli/main.js");
@@ -59,8 +60,10 @@ export interface NodeSpec {
   extraArgs?: string[];
   /** node.json `limits` members to set (e.g. a longer first-bytes deadline for a test that holds a request). */
   limits?: JsonObject;
-  /** Other node.json members to set (e.g. issue 16's `lease_ms`). */
+  /** Other node.json members to set (issue 15: `agent_user`, `confinement`; issue 16: `lease_ms`). */
   config?: JsonObject;
+  /** `false`: serve without `--allow-root-agents` (the tests run as root; see `start`). */
+  allowRootAgents?: boolean;
 }
 
 const running = new Set<NodeProcess>();
@@ -113,7 +116,8 @@ export class NodeProcess {
 
   async start(listen = this.address): Promise<void> {
     // The tests run as root here: agents run as root, explicitly (issue 15), unless a test names an agent user.
-    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50", "--allow-root-agents"];
+    const args = [MAIN, "node", "serve", "--listen", listen, "--data-dir", this.dataDir, "--poll-ms", "50"];
+    if (this.spec.allowRootAgents !== false) args.push("--allow-root-agents");
     for (const c of this.spec.controllers) args.push("--controller", c);
     for (const s of this.spec.signers) args.push("--signer", s);
     args.push("--board", this.spec.board ?? "pi5", ...(this.spec.extraArgs ?? []));
@@ -228,6 +232,7 @@ export async function cleanup(): Promise<void> {
   const broken: string[] = [];
   for (const n of running) {
     await n.killWithInstances();
+    removeNodeCgroups(n.nodeId);
     if (existsSync(join(n.dataDir, "node.db"))) {
       const v = n.verifyChain();
       if (!v.ok) broken.push(`${n.nodeId}: ${JSON.stringify(v.failure)}`);
@@ -243,7 +248,7 @@ export const PROBE_SCRIPT = "#!/bin/sh\necho placed-ok\nexec sleep 30\n";
 /** A signed package `probe` (kind probe, network egress) whose single variant runs `script`. */
 export function makePackage(
   signer: SigningKey | null,
-  opts: { script?: string; name?: string; config?: SourceManifest["config"] } = {},
+  opts: { script?: string; name?: string; config?: SourceManifest["config"]; network?: "none" | "lan" | "egress"; memoryMb?: number } = {},
 ): { dir: string; packageId: string } {
   const dir = tempDir("berth-pkg-");
   writeFileSync(join(dir, "run.sh"), opts.script ?? PROBE_SCRIPT);
@@ -253,7 +258,8 @@ export function makePackage(
     kind: "probe",
     files: ["run.sh"],
     variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: "run.sh", args: [] }, requires: [] }],
-    network: "egress",
+    network: opts.network ?? "egress",
+    ...(opts.memoryMb !== undefined ? { resources: { memory_mb: opts.memoryMb, cpu_millis: 0 } } : {}),
     ...(opts.config ? { config: opts.config } : {}),
   });
   const { packageId } = buildPackage(dir);

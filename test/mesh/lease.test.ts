@@ -4,9 +4,11 @@
  * `lease_stopped` and chains it; a request held past the lease is refused and revives nothing; a daemon restarted
  * after its lease ran out enforces it before anything else; the lease is advertised in the signed facts.
  */
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, TestController, waitFor } from "./harness.js";
 
@@ -56,7 +58,7 @@ describe("the node lease (a real daemon)", () => {
     const ctl = new TestController();
     const { node, decisionId, instanceId } = await leasedNode(ctl);
     // The same controller key, its clock read 4 s earlier: what a request held 4 s in the network carries.
-    const held = new NodeClient({ key: ctl.key, connector: new TcpConnector(2000), clock: () => Date.now() - 4_000, timeoutMs: 15_000 });
+    const held = new NodeClient({ key: ctl.key, connector: new TlsConnector({ identity: ctl.key, connectTimeoutMs: 2000 }), clock: () => Date.now() - 4_000, timeoutMs: 15_000 });
     const refused = await held.call(node.target(), "status", { instance_id: instanceId, include_departed: false });
     expect(refused).toMatchObject({ kind: "refused", code: "expired" });
     // Keep sending only late requests: the lease still runs out and the instance stops.
@@ -80,10 +82,23 @@ describe("the node lease (a real daemon)", () => {
     expect(node.events({ source: "node", kind: "workload.lifecycle", phase: "lease" })).toEqual([]);
   });
 
-  it("a daemon killed and restarted after its lease ran out stops the instances it re-adopted before serving them", async () => {
+  it("a daemon killed for good does not leave its instances running past the lease: the instance's own watchdog stops them", async () => {
     const ctl = new TestController();
     const { node, decisionId } = await leasedNode(ctl);
+    const killedAt = Date.now();
     await node.kill9();
+    expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
+    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the instance gone without its daemon", 20_000);
+    // Within the controller's bound (lease_ms + 11 s from the last request, which was before the kill).
+    expect(Date.now() - killedAt).toBeLessThan(LEASE_MS + 11_000);
+  });
+
+  it("a daemon restarted after its lease ran out stops the instances it re-adopted at once, even one whose watchdog is gone", async () => {
+    const ctl = new TestController();
+    const { node, decisionId, instanceId } = await leasedNode(ctl);
+    await node.kill9();
+    // Without its watchdog's deadline file the instance would run until a daemon enforces the lease: the boot check.
+    rmSync(join(node.dataDir, "instances", instanceId, "lease_deadline"));
     // The instance outlives its daemon (its own process group) …
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
     await new Promise((r) => setTimeout(r, LEASE_MS + 500));

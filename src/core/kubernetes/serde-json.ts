@@ -82,28 +82,24 @@ class Reader {
   value(): void {
     const c = this.ws();
     if (c === undefined) this.peekFail(MESSAGES.eofValue);
-    if (c === 0x6e) return this.ident("ull");
-    if (c === 0x74) return this.ident("rue");
-    if (c === 0x66) return this.ident("alse");
-    if (c === 0x2d) {
+    if (c === 0x6e) this.ident("ull");
+    else if (c === 0x74) this.ident("rue");
+    else if (c === 0x66) this.ident("alse");
+    else if (c === 0x2d) {
       this.index++;
-      return this.number();
-    }
-    if (c >= 0x30 && c <= 0x39) return this.number();
-    if (c === 0x22) {
+      this.number();
+    } else if (c >= 0x30 && c <= 0x39) this.number();
+    else if (c === 0x22) {
       this.index++;
-      return this.string();
-    }
-    if (c === 0x5b || c === 0x7b) {
+      this.string();
+    } else if (c === 0x5b || c === 0x7b) {
       // serde_json's check_recursion: the bracket is peeked, not yet eaten, when the limit trips.
       if (--this.depth === 0) this.peekFail(MESSAGES.recursion);
       this.index++;
       if (c === 0x5b) this.list();
       else this.object();
       this.depth++;
-      return;
-    }
-    this.peekFail(MESSAGES.value);
+    } else this.peekFail(MESSAGES.value);
   }
 
   private ident(rest: string): void {

@@ -112,7 +112,7 @@ function check(v: unknown, shape: Shape, path: readonly string[]): void {
       return;
     case "seq":
       if (!Array.isArray(v)) wrong();
-      (v as unknown[]).forEach((item, i) => check(item, shape.of, [...path, String(i)]));
+      for (const [i, item] of (v as unknown[]).entries()) check(item, shape.of, [...path, String(i)]);
       return;
     case "map":
       if (typeof v !== "object" || v === null || Array.isArray(v)) wrong();

@@ -10,6 +10,7 @@ import {
   leaseExpired,
   leaseWaitMs,
   renewedDeadline,
+  WATCHDOG_LAG_S,
 } from "./lease.js";
 
 describe("the node's side of the lease", () => {
@@ -57,10 +58,10 @@ describe("the controller's side of the lease", () => {
     expect(leaseCertainlyOver(10_000, null, 1e12)).toEqual({ kind: "never_sent" });
   });
 
-  it("the wait is lease_ms plus the skew bound, the stop grace and the stop margin: lease_ms + 10 s by default", () => {
-    expect(leaseWaitMs(60_000)).toBe(70_000);
-    expect(leaseCertainlyOver(60_000, 1_000, 70_999)).toEqual({ kind: "running_out", over_at_ms: 71_000 });
-    expect(leaseCertainlyOver(60_000, 1_000, 71_000)).toEqual({ kind: "over", over_at_ms: 71_000 });
+  it("the wait is lease_ms plus the skew bound, the stop grace and the stop margin: lease_ms + 11 s by default", () => {
+    expect(leaseWaitMs(60_000)).toBe(71_000);
+    expect(leaseCertainlyOver(60_000, 1_000, 71_999)).toEqual({ kind: "running_out", over_at_ms: 72_000 });
+    expect(leaseCertainlyOver(60_000, 1_000, 72_000)).toEqual({ kind: "over", over_at_ms: 72_000 });
   });
 });
 
@@ -71,7 +72,9 @@ describe("the controller's side of the lease", () => {
  * the controller, counting from its last *stamped* request, judges the lease over.
  */
 describe("the lease argument over random worlds", () => {
-  const KILL_MS = 1_000; // SIGKILL delivery and the group's exit, within LEASE_STOP_MARGIN_MS minus one check
+  const KILL_MS = 1_000; // SIGKILL delivery and the group's exit after the daemon's check
+  const WATCHDOG_FORK_MS = 100; // `date` forked once per poll
+  const WATCHDOG_KILL_MS = 500; // SIGKILL of the group, from inside it
 
   it("the controller never judges the lease over before the node's copies have certainly stopped", () => {
     fc.assert(
@@ -96,8 +99,12 @@ describe("the lease argument over random worlds", () => {
           if (verdict.kind !== "running_out" && verdict.kind !== "over") return false;
           const overReal = verdict.over_at_ms; // controller clock = real time
           if (deadline === null) return true; // nothing was accepted: nothing was renewed
-          const stoppedReal = deadline - skew + LEASE_CHECK_MS + LEASE_STOP_GRACE_MS + KILL_MS;
-          return overReal >= stoppedReal;
+          const byDaemon = deadline - skew + LEASE_CHECK_MS + LEASE_STOP_GRACE_MS + KILL_MS;
+          // No daemon: the watchdog reads floor(deadline/1000) + lag seconds, polls each second (plus a fork), TERMs,
+          // and SIGKILLs the group 2 s later.
+          const watchdogFiresNode = (Math.floor(deadline / 1000) + WATCHDOG_LAG_S) * 1000 + 1_000 + WATCHDOG_FORK_MS;
+          const byWatchdog = watchdogFiresNode - skew + LEASE_STOP_GRACE_MS + WATCHDOG_KILL_MS;
+          return overReal >= byDaemon && overReal >= byWatchdog;
         },
       ),
       { numRuns: 2_000 },

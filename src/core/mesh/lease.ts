@@ -25,13 +25,20 @@ export const LEASE_STOP_GRACE_MS = 2_000;
 export const CLOCK_SKEW_BOUND_MS = 5_000;
 
 /**
- * After its deadline the node notices within one lease check (1 s), waits the grace, sends SIGKILL and sees the group
- * gone; this margin covers the check period and the kill's delivery.
+ * After its deadline the node's copies are gone within this margin plus the grace. The daemon notices within one
+ * lease check (250 ms); when no daemon runs, the group's own watchdog (core/node/containment-script.ts) acts instead,
+ * on a deadline file that reads up to 2 s later than the daemon's deadline (whole seconds, so the daemon, when it
+ * runs, always stops first and records `lease_stopped`) and polls each second: TERM by 3 s past the deadline,
+ * SIGKILL 2 s later. Four seconds covers that with room for the kill's delivery; with the 5 s skew bound and the 2 s
+ * grace the controller waits `lease_ms + 11 s`.
  */
-export const LEASE_STOP_MARGIN_MS = 3_000;
+export const LEASE_STOP_MARGIN_MS = 4_000;
 
-/** How often the node compares its leases' deadlines with its clock. */
-export const LEASE_CHECK_MS = 1_000;
+/** How often the daemon compares its leases' deadlines with its clock. */
+export const LEASE_CHECK_MS = 250;
+
+/** The watchdog's file holds the daemon's deadline plus this, in whole seconds rounded down (see the margin). */
+export const WATCHDOG_LAG_S = 2;
 
 /**
  * `lease_ms` bounds in node.json. §15 says a lease SHOULD cover six of the controller's ticks (60 s at the default

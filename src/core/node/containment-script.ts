@@ -26,6 +26,26 @@ export interface WrapperInput {
 /** Exit code of a wrapper that could not place itself in the instance's cgroups. */
 export const JOIN_FAILED_EXIT = 125;
 
+/** Issue 16: the file in the instance's directory (beside the status file) holding its lease deadline, in seconds. */
+export const LEASE_DEADLINE_FILE = "lease_deadline";
+
+/**
+ * Issue 16 (docs/concepts.md "The node lease", assumption A3): on a leased node the daemon writes the deadline file
+ * before the spawn, and this watchdog in the group enforces it even while no daemon runs: past the deadline it
+ * terminates the entry (the wrapper then reaps what is left, step 3), and 2 s later kills the whole group. Without the
+ * file it is never started. A subshell's traps are reset, so a stop's TERM to the group ends it at once.
+ */
+const LEASE_WATCHDOG = [
+  `l="\${0%/*}/${LEASE_DEADLINE_FILE}"`,
+  'if [ -f "$l" ]; then (',
+  "  while kill -0 $c 2>/dev/null; do",
+  '    d=; read -r d < "$l" 2>/dev/null',
+  '    if [ -n "$d" ] && [ "$(date +%s)" -ge "$d" ]; then kill -TERM $c 2>/dev/null; sleep 2; kill -KILL 0; fi',
+  "    sleep 1",
+  "  done",
+  ") & fi",
+];
+
 export function wrapperScript(input: WrapperInput): string {
   const lines: string[] = [];
   if (input.join.length > 0) {
@@ -33,7 +53,9 @@ export function wrapperScript(input: WrapperInput): string {
     lines.push(`  echo $$ > "$f" || { echo "berth: could not join cgroup $f" >&2; exit ${JOIN_FAILED_EXIT}; }`);
     lines.push("done");
   }
-  lines.push('"$@" &', "c=$!", "t=", "trap 't=1' TERM INT HUP", "wait $c; s=$?", 'while kill -0 $c 2>/dev/null; do wait $c; s=$?; done');
+  lines.push('"$@" &', "c=$!");
+  lines.push(...LEASE_WATCHDOG);
+  lines.push("t=", "trap 't=1' TERM INT HUP", "wait $c; s=$?", 'while kill -0 $c 2>/dev/null; do wait $c; s=$?; done');
   lines.push('printf "%s\\n" "$s" > "$0.tmp" && mv "$0.tmp" "$0"');
   const reap: string[] = [];
   if (input.killFile) reap.push(`echo 1 > ${quote(input.killFile)} 2>/dev/null`);

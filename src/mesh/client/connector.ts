@@ -16,7 +16,7 @@ import { z } from "zod";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { SigningKey } from "../../core/crypto/ed25519.js";
 import { describeIssues } from "../../core/protocol/messages.js";
-import type { Connector, FrameStream } from "../transport/frames.js";
+import type { ConnectOptions, Connector, FrameStream, SocketFrameStream } from "../transport/frames.js";
 import { parseAddr, TcpConnector } from "../transport/tcp.js";
 
 export const TRANSPORT_FILE = "transport.json";
@@ -30,7 +30,7 @@ const Addr = z.string().refine(
       return false;
     }
   },
-  { message: 'must be a node address host:port (as `berth mesh add` took it) or "*" for every node' },
+  { message: 'must be a node address host:port (as `berth nodes add` took it) or "*" for every node' },
 );
 
 const TransportFileSchema = z.strictObject({
@@ -81,27 +81,90 @@ export function plaintextRecord(optIn: PlaintextOptIn, via: string): JsonObject 
   return { all: optIn.all, nodes: [...optIn.nodes], via };
 }
 
+/** How long a warm connection waits for its next call: well inside the node's 60 s idle cut (spec/mesh.md §4.3). */
+export const WARM_IDLE_MS = 10_000;
+const WARM_PER_NODE = 4;
+
+interface Warm {
+  readonly stream: SocketFrameStream;
+  readonly since: number;
+}
+
 /**
  * The connector: TLS with the controller's key as its certificate for every node not opted in (tls.ts, loaded on
  * the first connection so a CLI verb that contacts no node does not load the ASN.1 modules), TCP for the others.
+ *
+ * It keeps connections warm (issue 17): a stream the node client releases after a complete exchange waits up to
+ * WARM_IDLE_MS (unref'd, so it never holds a process open) and carries the next call to that node that accepts
+ * one (`reuseIdleMs`), so a describe and the place after it, or the server's status ticks, share one handshake.
+ * §4.3 allows one request in flight per connection, and a node serves the next request on the same connection.
  */
 export class ControllerConnector implements Connector {
   private tls: Connector | null = null;
   private readonly tcp: TcpConnector;
+  private readonly warm = new Map<string, Warm[]>();
 
   constructor(
-    private readonly o: { readonly identity: SigningKey; readonly plaintext?: PlaintextOptIn; readonly connectTimeoutMs?: number },
+    private readonly o: { readonly identity: SigningKey; readonly plaintext?: PlaintextOptIn; readonly connectTimeoutMs?: number; readonly clock?: () => number },
   ) {
     this.tcp = new TcpConnector(o.connectTimeoutMs ?? 5000);
   }
 
-  async connect(addr: string, signal?: AbortSignal): Promise<FrameStream> {
+  async connect(addr: string, signal?: AbortSignal, opts: ConnectOptions = {}): Promise<FrameStream> {
+    const now = (this.o.clock ?? Date.now)();
+    const idle = this.warm.get(addr) ?? [];
+    for (let w = idle.pop(); w !== undefined; w = idle.pop()) {
+      if (w.stream.quiet && now - w.since <= (opts.reuseIdleMs ?? 0)) {
+        w.stream.ref();
+        return this.lend(addr, w.stream, true);
+      }
+      w.stream.close();
+    }
+    return this.lend(addr, (await this.open(addr, signal)) as SocketFrameStream, false);
+  }
+
+  /** Closes every warm connection (a long-lived process shutting down). */
+  closeWarm(): void {
+    for (const list of this.warm.values()) for (const w of list.splice(0)) w.stream.close();
+  }
+
+  private async open(addr: string, signal?: AbortSignal): Promise<FrameStream> {
     if (isPlaintext(this.o.plaintext ?? NO_PLAINTEXT, addr)) return this.tcp.connect(addr, signal);
     if (this.tls === null) {
       const { TlsConnector } = await import("../transport/tls.js");
       this.tls = new TlsConnector({ identity: this.o.identity, connectTimeoutMs: this.o.connectTimeoutMs ?? 5000 });
     }
     return this.tls.connect(addr, signal);
+  }
+
+  private lend(addr: string, stream: SocketFrameStream, reused: boolean): FrameStream {
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      const list = this.warm.get(addr) ?? [];
+      if (!stream.quiet || list.length >= WARM_PER_NODE) return stream.close();
+      stream.unref();
+      list.push({ stream, since: (this.o.clock ?? Date.now)() });
+      this.warm.set(addr, list);
+      setTimeout(() => {
+        const i = list.findIndex((w) => w.stream === stream);
+        if (i >= 0) list.splice(i, 1)[0]?.stream.close();
+      }, WARM_IDLE_MS).unref();
+    };
+    const peerKey = (stream as FrameStream).peerKey;
+    return {
+      remote: stream.remote,
+      ...(peerKey !== undefined ? { peerKey } : {}),
+      reused,
+      send: (frame) => stream.send(frame),
+      recv: (signal) => stream.recv(signal),
+      close: () => {
+        done = true;
+        stream.close();
+      },
+      release,
+    };
   }
 }
 

@@ -62,6 +62,9 @@ export function outcomeOf(method: string, r: CallResult): "placed" | "ok" | "ref
   }
 }
 
+/** How long an idle warm connection may carry a read (the connector closes it after WARM_IDLE_MS anyway). */
+const WARM_READ_MS = 10_000;
+
 export interface CallOptions {
   readonly decisionId?: string | null;
   /** Serves the node's fetches during place/load. */
@@ -82,7 +85,7 @@ export interface NodeClientOptions {
    * is its own; it throws once the process may no longer act, and then nothing is sent). Without it requests carry
    * none, which a node accepts only for the read methods.
    */
-  readonly authority?: () => Authority | Promise<Authority>;
+  readonly authority?: (method: string) => Authority | Promise<Authority>;
 }
 
 export class NodeClient {
@@ -99,30 +102,72 @@ export class NodeClient {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
     let authority: Authority | null = null;
     try {
-      authority = this.o.authority ? await this.o.authority() : null;
+      authority = this.o.authority ? await this.o.authority(method) : null;
     } catch (error) {
       return { kind: "unreachable", reason: `not sent: ${(error as Error).message}` };
     }
-    const { signed, request } = signRequest(this.o.key, {
-      method,
-      target: target.nodeId,
-      targetBoot: method === "describe" ? null : target.bootId,
-      nonce: opts.nonce ?? randomBytes(16).toString("hex"),
-      issuedAtMs: this.clock(),
-      validityMs: Math.min(timeoutMs + 10_000, LIMITS.validityMs),
-      decisionId: opts.decisionId ?? null,
-      authority,
-      body,
-    });
-    return this.exchange(target, signed, request, { ...opts, timeoutMs });
+    const sign = (nonce: string) =>
+      signRequest(this.o.key, {
+        method,
+        target: target.nodeId,
+        targetBoot: method === "describe" ? null : target.bootId,
+        nonce,
+        issuedAtMs: this.clock(),
+        validityMs: Math.min(timeoutMs + 10_000, LIMITS.validityMs),
+        decisionId: opts.decisionId ?? null,
+        authority,
+        body,
+      });
+    // Warm connections (client/connector.ts): a read may take one idle up to WARM_IDLE_MS; a mutating call only one
+    // used in the last two seconds (the describe before a place), since a connection the node closed meanwhile makes
+    // a mutating call indeterminate where a fresh one would have failed cleanly.
+    const mutating = MUTATING_METHODS.has(method);
+    const first = sign(opts.nonce ?? randomBytes(16).toString("hex"));
+    const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS);
+    if (!tried.staleReuse || mutating) return tried.result;
+    // A read on a warm connection the node had closed: nothing was answered, so ask again on a fresh one (a new nonce:
+    // the node may have read the first before it closed).
+    const again = sign(randomBytes(16).toString("hex"));
+    return (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs }, 0)).result;
   }
 
-  /** Sends an already signed request (tests use this for replays and forged messages). */
+  /** Sends an already signed request on a fresh connection (tests use this for replays and forged messages). */
   async exchange(target: TargetRef, signed: SignedMessage, request: RequestPayload, opts: CallOptions = {}): Promise<CallResult> {
+    return (await this.exchangeVia(target, signed, request, opts, 0)).result;
+  }
+
+  /** `staleReuse`: a warm connection failed before the node sent a single frame (it was probably closed already). */
+  private async exchangeVia(
+    target: TargetRef,
+    signed: SignedMessage,
+    request: RequestPayload,
+    opts: CallOptions,
+    reuseIdleMs: number,
+  ): Promise<{ result: CallResult; staleReuse: boolean }> {
+    let heard = false;
+    let reused = false;
+    const result = await this.exchangeOn(target, signed, request, opts, reuseIdleMs, (r) => {
+      reused = r;
+    }, () => {
+      heard = true;
+    });
+    return { result, staleReuse: reused && !heard && result.kind === "no_answer" };
+  }
+
+  private async exchangeOn(
+    target: TargetRef,
+    signed: SignedMessage,
+    request: RequestPayload,
+    opts: CallOptions,
+    reuseIdleMs: number,
+    onStream: (reused: boolean) => void,
+    onFrame: () => void,
+  ): Promise<CallResult> {
     const signal = AbortSignal.timeout(opts.timeoutMs ?? this.o.timeoutMs ?? 20_000);
     let stream: FrameStream;
     try {
-      stream = await this.o.connector.connect(target.addr, signal);
+      stream = await this.o.connector.connect(target.addr, signal, { reuseIdleMs });
+      onStream(stream.reused === true);
     } catch (error) {
       // §4.11: a connector that knew the expected key refused another: the same result as a check below.
       if (error instanceof PeerKeyMismatch && error.presented !== null) return keyRefused(target.addr, error.expected, error.presented);
@@ -144,6 +189,7 @@ export class NodeClient {
       await sending;
       for (;;) {
         const frame = await stream.recv(signal);
+        onFrame();
         const parsed = parseMessageFrame(frame);
         if (!parsed.ok) return this.noAnswer(stream, `protocol error: ${parsed.reason}`, sent);
         const msg = parsed.frame;
@@ -160,7 +206,9 @@ export class NodeClient {
           // Parsed once, here, against the method's schema (core/protocol/results.ts): callers may rely on the shape.
           const shape = parseResult(request.method, outcome.result as JsonObject);
           if (!shape.ok) return this.noAnswer(stream, `no valid answer: ${shape.reason}`, sent);
-          stream.close();
+          // A complete exchange: the connection may carry the next call (§4.3), if the connector keeps it warm.
+          if (stream.release) stream.release();
+          else stream.close();
           return { kind: "ok", result: outcome.result as JsonObject, response: check.response, key: check.key };
         }
         // §9.3: on every non-ok outcome of a mutating call the connection is destroyed first.

@@ -17,6 +17,7 @@ import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import { StoreAuthority } from "../../store/leader-authority.js";
+import { LeaderLease, type LeaderView } from "../../store/leader.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
@@ -77,6 +78,8 @@ export class MeshController {
   private readonly policyFiles: PolicyFiles;
   private readonly deps: DispatchDeps;
   private settling: Promise<SettleReport> | null = null;
+  /** Issue 20: set by `lead()` in a long-lived controller (`berth serve`); CLI processes never lead. */
+  private leadership: LeaderLease | null = null;
   /** Renews the owner lease while the controller is open (a reader on another host judges it by its TTL). */
   private renewal: NodeJS.Timeout | null = null;
 
@@ -90,7 +93,8 @@ export class MeshController {
     this.store = new ControllerStore(db, chain, clock);
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
     this.authority = new StoreAuthority(db, clock);
-    const authority = () => this.authority.current();
+    // A leader sends its own epoch (and nothing mutating once it may no longer act); anyone else the store's current.
+    const authority = (method: string) => (this.leadership ? this.leadership.authorityFor(method) : this.authority.current());
     const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority });
     const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority });
     this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env));
@@ -307,7 +311,38 @@ export class MeshController {
     return found;
   }
 
+  /**
+   * Issue 20: competes for the store's leadership (src/store/leader.ts) and keeps it while it can renew. Only the
+   * leader sends mutating requests to nodes; `isLeader()` is the hook the reconcile tick and the API's writes ask.
+   */
+  lead(o: { readonly address: string | null; readonly ttlMs?: number; readonly onChange?: (epoch: number | null, why: string) => void }): LeaderLease {
+    if (this.leadership) return this.leadership;
+    this.leadership = new LeaderLease({
+      db: this.db,
+      storeId: this.authority.storeId,
+      ownerId: this.store.lease.owner_id,
+      address: o.address,
+      ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }),
+      ...(o.onChange ? { onChange: o.onChange } : {}),
+    });
+    this.leadership.start();
+    return this.leadership;
+  }
+
+  /** Whether this process leads the store now (false for a process that does not compete, e.g. a CLI call). */
+  isLeader(): boolean {
+    return this.leadership?.isLeader() ?? false;
+  }
+
+  /** What this process knows of the leadership (null when it does not compete). */
+  leaderView(): LeaderView | null {
+    return this.leadership?.view() ?? null;
+  }
+
   close(): void {
+    // Released first: a follower takes over at once instead of after the TTL.
+    this.leadership?.stop();
+    this.leadership = null;
     if (this.renewal) clearInterval(this.renewal);
     this.renewal = null;
     if (this.db.open) {

@@ -18,7 +18,8 @@ export function startTargetWatch(controller: MeshController, tickMs: number, onE
   let inFlight: Promise<void> | null = null;
   let stopped = false;
   const tick = () => {
-    if (stopped || inFlight) return;
+    // Issue 20: only the store's leader ticks (followers read what it records); see MeshController.isLeader.
+    if (stopped || inFlight || !controller.isLeader()) return;
     inFlight = controller
       .watchTargets()
       .catch((error: unknown) => {

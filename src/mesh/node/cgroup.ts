@@ -307,7 +307,14 @@ function releaseOne(dir: string): void {
   }
 }
 
-/** Removes the instance's cgroups (only empty ones can go; the kernel refuses the others). */
+/** Removes the instance's cgroups (only empty ones can go; the kernel refuses the others), and the node's once empty. */
 export function releaseCgroups(record: CgroupRecord): void {
-  for (const cg of record.cgroups) releaseOne(cg.dir);
+  for (const cg of record.cgroups) {
+    releaseOne(cg.dir);
+    try {
+      rmdirSync(join(cg.dir, ".."));
+    } catch {
+      // other instances of this node still have theirs
+    }
+  }
 }

@@ -31,6 +31,8 @@ export class NodeContext {
   readonly stopping = new Set<string>();
   /** Nonces of place/load requests whose in-flight mark this daemon set and has not cleared yet. */
   readonly ownsInflight = new Set<string>();
+  /** Issue 16: the lease deadline a controller's instances run under, when the node has a lease (lease.ts sets it). */
+  leaseDeadlineOf: ((controller: string) => number) | null = null;
 
   readonly log: NodeLog;
 

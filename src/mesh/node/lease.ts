@@ -16,7 +16,6 @@
 import { initialDeadline, judgeRenewal, LEASE_STOP_GRACE_MS, leaseExpired, renewedDeadline } from "../../core/mesh/lease.js";
 import { type NodeContext, Refusal } from "./context.js";
 import { identityOf } from "./processes.js";
-import { instanceAlive } from "./runtime.js";
 import type { InstanceRow } from "./store.js";
 
 const META_KEY = "lease_deadlines";
@@ -47,6 +46,11 @@ export class NodeLeases {
       }
     }
     this.persisted = new Map(this.deadlines);
+  }
+
+  /** Hands the deadline to every spawn (the watchdog's file) and keeps the live instances' files current. */
+  attach(): void {
+    this.ctx.leaseDeadlineOf = (controller) => this.deadlineOf(controller);
   }
 
   /** The deadline of a controller's lease, as the node enforces it. */
@@ -98,7 +102,7 @@ export class NodeLeases {
     try {
       let exitCode: number | null = row.exit_code;
       let signal: string | null = row.signal;
-      if (identity && instanceAlive(identity)) {
+      if (runtime.alive(row.instance_id, identity)) {
         const result = await runtime.stop(row.instance_id, identity, LEASE_STOP_GRACE_MS);
         if (!result.stopped) return false; // tried again at the next check; never marked stopped while it runs
         const status = runtime.exitStatus(row.instance_id);
@@ -131,5 +135,11 @@ export class NodeLeases {
       return { result: null, events: [] };
     });
     this.persisted = new Map(this.deadlines);
+    // The watchdogs' files move with the persisted deadlines (a step of a second at most, rounded down by the file).
+    for (const row of this.ctx.store.instances()) {
+      if (!LIVE_STATES.has(row.state)) continue;
+      const deadline = this.deadlines.get(row.requester);
+      if (deadline !== undefined) this.ctx.runtime.writeLeaseDeadline(row.instance_id, deadline);
+    }
   }
 }

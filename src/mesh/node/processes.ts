@@ -53,6 +53,8 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise
     BERTH_DECISION_ID: row.decision_id,
     BERTH_PACKAGE_ID: row.package_id,
   });
+  // Issue 16: on a leased node the watchdog needs its deadline before the group exists (runtime.ts WRAPPER).
+  if (ctx.leaseDeadlineOf) runtime.writeLeaseDeadline(row.instance_id, ctx.leaseDeadlineOf(row.requester));
   let identity: ProcessIdentity;
   try {
     identity = await runtime.start(row.instance_id, { program, args: l.args, env, network: l.network, memory_mb: l.memory_mb });
@@ -161,8 +163,8 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
   const row = ctx.store.instance(instanceId);
   if (row?.state !== "running") return;
   const identity = identityOf(row);
-  // Issue 15: the leader (the wrapper) was killed while processes it started still run. The wrapper ends those
-  // itself when the entry exits; killed, it cannot, so the daemon does: nothing an agent forks outlives it.
+  // Issue 15: processes of the instance outlive its leader (the wrapper). Either the wrapper was killed, so it could
+  // not end them, or it did and one is still dying; the daemon ends them and waits: nothing an agent forks outlives it.
   if (ctx.runtime.alive(instanceId, identity)) {
     void endLeftBehind(ctx, row, identity, exit.code, exit.signal);
     return;
@@ -179,7 +181,8 @@ async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: Proce
     const now = ctx.store.instance(row.instance_id);
     if (now?.state !== "running" || now.generation !== row.generation) return;
     const status = ctx.runtime.exitStatus(row.instance_id);
-    const detail = gone ? LEADER_KILLED : "the group leader was killed; some processes it left behind did not end after SIGKILL";
+    // A status file means the wrapper saw the entry end and was reaping what it left when the daemon looked.
+    const detail = !gone ? "some processes the instance left behind did not end after SIGKILL" : status ? "process exited" : LEADER_KILLED;
     recordExit(ctx, now, status?.exit_code ?? code, status?.signal ?? signal, detail);
   } finally {
     ctx.stopping.delete(row.instance_id);

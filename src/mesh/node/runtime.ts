@@ -7,10 +7,12 @@
  * the kernel's start time all match.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, chownSync, closeSync, copyFileSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { chmodSync, chownSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { groupMembers, type ProcRow } from "../../core/node/process-group.js";
 import type { Network } from "../../core/governance/policy.js";
+import { WATCHDOG_LAG_S } from "../../core/mesh/lease.js";
+import { LEASE_DEADLINE_FILE } from "../../core/node/containment-script.js";
 import type { Confinement } from "./confine.js";
 import { sha256OfFile } from "./content.js";
 import { DEFAULT_ROTATION, type LogRotation, rotateLogs, tailStream } from "./log-files.js";
@@ -177,6 +179,19 @@ export class NativeRuntime {
       if (sha256OfFile(target) !== f.sha256) throw new Error(`${f.path}: the stored copy no longer matches its pinned sha256`);
       chmodSync(target, f.mode === "0755" ? 0o755 : 0o644);
     }
+  }
+
+  /**
+   * Issue 16: the lease deadline the instance's watchdog enforces (core/node/containment-script.ts), written
+   * atomically; present before the spawn on a leased node, so the watchdog starts with the instance. Whole seconds,
+   * rounded down, plus the watchdog's lag (core/mesh/lease.ts): a running daemon always stops first.
+   */
+  writeLeaseDeadline(instanceId: string, deadlineMs: number): void {
+    const dir = this.dirOf(instanceId);
+    if (!existsSync(dir)) return;
+    const path = join(dir, LEASE_DEADLINE_FILE);
+    writeFileSync(`${path}.tmp`, `${Math.floor(deadlineMs / 1000) + WATCHDOG_LAG_S}\n`, { mode: 0o600 });
+    renameSync(`${path}.tmp`, path);
   }
 
   /**

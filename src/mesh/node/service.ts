@@ -57,6 +57,7 @@ export class NodeService {
     this.bindings = new ControllerBindings(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
     this.leases = o.config.lease_ms === null ? null : new NodeLeases(this.ctx, o.config.lease_ms);
+    this.leases?.attach();
     o.runtime.onExit((id, exit) => onProcessExit(this.ctx, id, exit));
     this.connections = new Connections(() => this.o.config.limits, (signed, stream) => this.handle(signed, stream));
   }

@@ -61,10 +61,22 @@ export interface FrameStream {
    * stream: the caller then has only the signatures above the stream (spec/mesh.md §4.11).
    */
   readonly peerKey?: string;
+  /**
+   * Client side, from a connector that keeps connections warm (client/connector.ts): hand the stream back after a
+   * complete exchange instead of closing it. Absent: the caller closes.
+   */
+  release?(): void;
+  /** The stream was taken from the warm pool: the node may have closed it just before (see node-client.ts). */
+  readonly reused?: boolean;
+}
+
+export interface ConnectOptions {
+  /** A warm connection to `addr` idle for at most this long may be reused (0 or absent: a fresh connection). */
+  readonly reuseIdleMs?: number;
 }
 
 export interface Connector {
-  connect(addr: string, signal?: AbortSignal): Promise<FrameStream>;
+  connect(addr: string, signal?: AbortSignal, opts?: ConnectOptions): Promise<FrameStream>;
 }
 
 export function encodeFrame(frame: Uint8Array): Buffer {
@@ -215,6 +227,20 @@ export class SocketFrameStream implements FrameStream {
   close(): void {
     this.fail(new StreamClosed("closed locally"));
     this.socket.destroy();
+  }
+
+  /** Open, with nothing buffered and nobody waiting: a connection that may carry the next exchange. */
+  get quiet(): boolean {
+    return this.ended === undefined && !this.socket.destroyed && this.frames.length === 0 && this.waiters.length === 0;
+  }
+
+  /** While idle in a pool, a connection must not keep a CLI process alive; `ref()` when it carries a call again. */
+  unref(): void {
+    this.socket.unref();
+  }
+
+  ref(): void {
+    this.socket.ref();
   }
 
   markAuthenticated(): void {
