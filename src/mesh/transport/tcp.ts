@@ -42,12 +42,15 @@ export function settleConnect<S extends Socket, T>(
       reject(error);
     };
     o.signal?.addEventListener("abort", onAbort, { once: true });
-    socket.once("error", (error) => fail(new StreamClosed(`cannot connect to ${o.addr}${typeof o.what === "string" ? o.what : o.what()}: ${error.message}`)));
+    const onConnectError = (error: Error) => fail(new StreamClosed(`cannot connect to ${o.addr}${typeof o.what === "string" ? o.what : o.what()}: ${error.message}`));
+    socket.once("error", onConnectError);
     socket.once(o.readyEvent, () => {
+      // Only the connect-time handler goes: the stream `ready` builds adds its own, and without it a later reset
+      // (a node killed mid-describe) would be an uncaught exception that takes the whole process down.
+      socket.removeListener("error", onConnectError);
       const made = ready(socket);
       if (made instanceof StreamClosed) return fail(made);
       done();
-      socket.removeAllListeners("error");
       resolve(made);
     });
   });
