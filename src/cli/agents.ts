@@ -44,9 +44,22 @@ function printDeploy(d: DeployDocument, json: boolean | undefined): void {
 function stateTable(states: readonly AgentState[], json: boolean | undefined): string {
   if (states.length === 0) return "no agents; deploy one with `berth deploy FILE`";
   const wide = wideOutput();
-  const rows = states.map((s) => [s.name, s.target, s.state, s.instance ?? "-", ...(wide ? [s.row ?? "-", s.next ?? "-"] : []), s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : "")]);
+  // Issue 15: LIFECYCLE is the node's state of the current instance (running, backoff, failed …), RESTARTS its supervisor's.
+  const rows = states.map((s) => [
+    s.name,
+    s.target,
+    s.state,
+    s.lifecycle ?? "-",
+    s.restarts === null || s.restarts === undefined ? "-" : String(s.restarts),
+    s.instance ?? "-",
+    ...(wide ? [s.row ?? "-", s.next ?? "-"] : []),
+    s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : ""),
+  ]);
   const palette = stdoutPalette(json);
-  return renderTable(["NAME", "TARGET", "STATE", "INSTANCE", ...(wide ? ["ROW", "NEXT"] : []), "NOTE"], rows, { palette, paint: (column, text) => (column === 2 ? paintState(palette, text) : text) });
+  return renderTable(["NAME", "TARGET", "STATE", "LIFECYCLE", "RESTARTS", "INSTANCE", ...(wide ? ["ROW", "NEXT"] : []), "NOTE"], rows, {
+    palette,
+    paint: (column, text) => (column === 2 || column === 3 ? paintState(palette, text) : text),
+  });
 }
 
 function stateText(s: AgentState): string {
@@ -56,7 +69,7 @@ function stateText(s: AgentState): string {
 
 // ---- registration -------------------------------------------------------------------------------------------------
 
-export const AGENT_VERBS = ["status", "logs", "stop", "replace"] as const;
+export const AGENT_VERBS = ["status", "logs", "stop", "replace", "purge"] as const;
 
 type VerbFlags = ControllerVerbFlags & { file?: string; tail?: string; tailBytes?: string; wait?: boolean; follow?: boolean };
 
@@ -107,6 +120,12 @@ async function agentVerb(verb: string, name: string, opts: VerbFlags, cmd: Comma
       process.exitCode = r.ok ? 0 : 1;
       return;
     }
+    case "purge": {
+      const r = await backend.agentPurge(name);
+      answer(opts.json, r, `${name}: ${r.message}; \`berth deploy\` starts it again with an empty workspace`);
+      process.exitCode = r.ok ? 0 : 1;
+      return;
+    }
     default:
       throw new CliError(`unknown verb ${verb}; one of ${AGENT_VERBS.join(", ")}`);
   }
@@ -152,7 +171,7 @@ export function registerAgentCommands(program: Command): void {
         .command("agent")
         .addArgument(new Argument("<verb>", "what to do").choices(AGENT_VERBS))
         .argument("<name>", "the agent's metadata.name")
-        .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec)`)
+        .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace)`)
         .option("--file <file>", "replace: deploy this spec instead of the one last deployed (- reads stdin)")
         .option("-n, --tail <lines>", "logs: the last N lines of each stream (mesh: of at most its last 64 KiB)")
         .option("-f, --follow", "logs: keep printing what the agent writes, until Ctrl-C")

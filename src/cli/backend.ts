@@ -45,7 +45,8 @@ export interface ControllerBackend {
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
   place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
   instances(): Promise<InstanceRow[]>;
-  instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number }): Promise<VerbResult>;
+  /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
+  instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;
   unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;
   agents(): Promise<AgentState[]>;
   deploy(spec: SpecInput): Promise<DeployDocument>;
@@ -53,6 +54,8 @@ export interface ControllerBackend {
   agentLogs(name: string, tailBytes: number, onChunk?: (chunk: string) => void): Promise<LogsAnswer>;
   agentStop(name: string, wait: boolean): Promise<StopDocument>;
   agentReplace(name: string, spec: SpecInput | undefined): Promise<DeployDocument>;
+  /** Issue 15: unloads the agent's instance and removes its workspace (mesh). */
+  agentPurge(name: string): Promise<StopDocument>;
 }
 
 export interface BackendFlags extends TargetFlags {

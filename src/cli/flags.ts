@@ -9,7 +9,7 @@
  */
 import { type Command, Option } from "commander";
 import type { BackendFlags } from "./backend.js";
-import { CliError } from "./errors.js";
+import { CliError, invalidInput } from "./errors.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
 export interface ControllerVerbFlags {
@@ -58,4 +58,10 @@ export function integerFlag(flag: string, value: string, min: number, max: numbe
   const n = Number(value);
   if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`${flag}: ${JSON.stringify(value)} must be an integer ${min}…${max}`);
   return n;
+}
+
+/** A flag whose value is one of a few words, refused in zod's words (the message names the flag and the choices). */
+export function oneOf<T extends string>(flag: string, value: string, choices: readonly T[]): T {
+  if (!(choices as readonly string[]).includes(value)) throw invalidInput(`${flag}: value: Invalid option: expected one of ${choices.map((c) => JSON.stringify(c)).join("|")}`);
+  return value as T;
 }

@@ -3,7 +3,7 @@
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
 import { resolve } from "node:path";
-import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
+import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
 import { deployEventPayload } from "../core/agents/deploy-event.js";
 import { openK8sChain } from "../kubernetes/audit.js";
 import { realClock } from "../kubernetes/clock.js";
@@ -49,7 +49,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
         throw new CliError(`cannot open the agent registry: ${(error as Error).message}`);
       }
     },
-    mesh: { session: (fn) => withController(controllerFlags, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector }) })) },
+    mesh: { session: (fn) => withController(controllerFlags, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector, onSend: controller.onSend }) })) },
     kubernetes: { connect: (context) => connect(flags.kubeContext ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
     watch: { waiting: (what, fn) => withSpinner(what, flags.json, fn), conditions: () => startProgress({ json: flags.json }) },
     now: Date.now,
@@ -78,7 +78,12 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
           throw error;
         }
       }),
-    instances: () => withController(controllerFlags, (c, key, connector) => instancesWithState(c, new NodeClient({ key, connector }))),
+    instances: () =>
+      withController(controllerFlags, async (c, key, connector) => {
+        // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
+        await c.refreshTargets();
+        return instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend }));
+      }),
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>
       withController(controllerFlags, async (c) => {
@@ -93,6 +98,10 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       const r = answered(await stopAgent(env, name, { wait }));
       // The server's words (src/server/routes/agents.ts), so both answers read the same.
       return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
+    },
+    agentPurge: async (name) => {
+      const r = answered(await purgeAgent(env, name));
+      return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message };
     },
     agentReplace: async (name, spec) => deployDoc(deployEventPayload(answered(await replaceAgent(env, name, spec === undefined ? undefined : { loaded: loaded(spec), from: spec.path })).result)),
   };

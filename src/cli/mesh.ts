@@ -9,7 +9,7 @@ import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
 import { type InstanceRow, openBackend, type TargetRow, type Tier } from "./backend.js";
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
-import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, watchFlags } from "./flags.js";
+import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";
 import { type Palette, paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
@@ -36,10 +36,7 @@ function nodeIds(flag: string, values: string[] | undefined): string[] {
   });
 }
 
-function tierOf(flag: string, value: string): Tier {
-  if (!(TIERS as readonly string[]).includes(value)) throw invalidInput(`${flag}: value: must be one of ${TIERS.join(", ")}`);
-  return value as Tier;
-}
+const tierOf = (flag: string, value: string): Tier => oneOf(flag, value, TIERS);
 
 /** Colours the columns that hold a state word; the rest stay plain. */
 const paintColumns = (palette: Palette, columns: readonly number[]) => (column: number, text: string) => (columns.includes(column) ? paintState(palette, text) : text);
@@ -80,13 +77,17 @@ function instanceTable(list: readonly InstanceRow[], json: boolean | undefined):
     p.name,
     p.node_id,
     p.state,
+    // Issue 15: the node supervisor's restarts since the operator last started it.
+    typeof p.status?.restarts === "number" ? String(p.status.restarts) : "-",
     age(p.placed_ms, now),
     p.variant,
     ...(wide ? [p.route, p.decision_id.slice(0, 12), p.package_id.slice(0, 12), new Date(p.placed_ms).toISOString()] : []),
-    [p.adopted ? "adopted" : "", p.pending ? `pending ${p.pending}` : ""].filter(Boolean).join(", "),
+    [p.adopted ? "adopted" : "", p.pending ? `pending ${p.pending}` : "", typeof p.status?.restart_policy === "string" && p.status.restart_policy !== "never" ? `restart ${p.status.restart_policy}` : ""]
+      .filter(Boolean)
+      .join(", "),
   ]);
   const palette = stdoutPalette(json);
-  return renderTable(["INSTANCE", "NAME", "NODE", "STATE", "AGE", "VARIANT", ...(wide ? ["ROUTE", "DECISION", "PACKAGE", "PLACED"] : []), "NOTE"], rows, { palette, paint: paintColumns(palette, [3]) });
+  return renderTable(["INSTANCE", "NAME", "NODE", "STATE", "RESTARTS", "AGE", "VARIANT", ...(wide ? ["ROUTE", "DECISION", "PACKAGE", "PLACED"] : []), "NOTE"], rows, { palette, paint: paintColumns(palette, [3]) });
 }
 
 export function verbText(r: VerbResult): string {
@@ -153,8 +154,8 @@ export function registerMeshCommands(program: Command): void {
       opts: ControllerVerbFlags & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; restart: string; arg?: string[] },
       cmd: Command,
     ) => {
-      if (opts.mode !== "service" && opts.mode !== "once") throw invalidInput(`--mode: value: must be one of service, once`);
-      if (!(RESTART_POLICIES as readonly string[]).includes(opts.restart)) throw invalidInput(`--restart: value: must be one of ${RESTART_POLICIES.join(", ")}`);
+      oneOf("--mode", opts.mode, ["service", "once"] as const);
+      oneOf("--restart", opts.restart, RESTART_POLICIES);
       const order = {
         package: pkg,
         name: opts.name ?? null,
@@ -226,13 +227,15 @@ export function registerMeshCommands(program: Command): void {
       .option("--grace-ms <ms>", "stop: SIGTERM grace before SIGKILL", "2000")
       .option("-n, --tail <lines>", "logs: the last N lines of each stream (of at most its last 64 KiB)")
       .option("-f, --follow", "logs: keep printing what the instance writes, until Ctrl-C")
-      .addOption(new Option("--tail-bytes <n>", "logs: bytes from the end of each stream").hideHelp()),
-  ).action(async (verb: Verb, id: string, opts: ControllerVerbFlags & { graceMs: string; tail?: string; tailBytes?: string; follow?: boolean }, cmd: Command) => {
+      .addOption(new Option("--tail-bytes <n>", "logs: bytes from the end of each stream").hideHelp())
+      .option("--purge", "unload: also remove the name's workspace ($HOME) on the node, kept otherwise across restarts and redeploys"),
+  ).action(async (verb: Verb, id: string, opts: ControllerVerbFlags & { graceMs: string; tail?: string; tailBytes?: string; follow?: boolean; purge?: boolean }, cmd: Command) => {
     const grace = integerFlag("--grace-ms", opts.graceMs, 0, 60_000);
     const tailBytes = opts.tailBytes === undefined ? 65_536 : integerFlag("--tail-bytes", opts.tailBytes, 0, 65_536);
     const tailLines = opts.tail === undefined ? undefined : integerFlag("--tail", opts.tail, 0, 1_000_000);
     const backend = await openBackend(backendFlags(opts, cmd));
-    const run = () => backend.instance(verb, id, { grace_ms: grace, tail_bytes: tailBytes });
+    if (opts.purge && verb !== "unload") throw new CliError("--purge goes with unload only (it removes the workspace with the instance)");
+    const run = () => backend.instance(verb, id, { grace_ms: grace, tail_bytes: tailBytes, ...(opts.purge ? { purge: true } : {}) });
     const { lastLines } = await import("./follow.js");
     const cut = (r: VerbResult): VerbResult => {
       if (r.kind !== "ok" || r.verb !== "logs" || tailLines === undefined) return r;

@@ -4,6 +4,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import type { RevocationList } from "../core/governance/policy.js";
 import { CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { oneOf } from "./flags.js";
 import { answer } from "./output.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -35,8 +36,7 @@ export function registerPackageCommands(program: Command): void {
     .option("--network <network>", "none, lan or egress", "none")
     .option("--json", "print one JSON document")
     .action(async (dir: string, opts: { name: string; kind: string; entry: string; network: string; json?: boolean }) => {
-      if (!(NETWORKS as readonly string[]).includes(opts.network)) throw invalidInput(`--network: value: must be one of ${NETWORKS.join(", ")}`);
-      const network = { data: opts.network as (typeof NETWORKS)[number] };
+      const network = { data: oneOf("--network", opts.network, NETWORKS) };
       const { initPackage } = await packages();
       const path = wrap(() =>
         initPackage(resolve(dir), {

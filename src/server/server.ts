@@ -125,12 +125,17 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         return;
       }
       app.log.info({ epoch, why }, "leader of the store");
-      // What a previous leader left (owned decisions of a gone owner, unsettled ones) is settled at once.
-      state.controller.settleReport().catch((error: unknown) => app.log.warn({ err: error }, "settle after taking the leadership failed"));
+      // Describe every node at once (each then refuses the deposed leader, stale_epoch), then settle what the
+      // previous leader left: owned decisions of a gone owner, unsettled ones.
+      state.controller
+        .refreshTargets()
+        .then(() => state.controller.settleReport())
+        .catch((error: unknown) => app.log.warn({ err: error }, "settle after taking the leadership failed"));
     },
   });
   const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
-  const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed")) : null;
+  // Issue 16: the reconcile loop acts only while this server leads the store (the leadership seam).
+  const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed"), { shouldAct: () => state.controller.isLeader() }) : null;
   let closing: Promise<void> | null = null;
   return {
     url,

@@ -75,7 +75,7 @@ export function openServerState(o: { dataDir: string; version: string; connector
     version: o.version,
     controller,
     key,
-    client: new NodeClient({ key, connector }),
+    client: new NodeClient({ key, connector, onSend: controller.onSend }),
     plaintext,
     kubernetes: o.kubernetes ?? kubeconfigAccess,
     dbPaths: { controller: join(o.dataDir, CONTROLLER_DB), k8s: k8sStatePaths(o.dataDir).db },

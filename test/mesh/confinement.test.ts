@@ -82,6 +82,20 @@ describe("confinement on a node with cgroups", () => {
     expect((await rowOf(ctl, n, id)).state).toBe("stopped");
   });
 
+  it("on cgroup v1 alone (the freezer) a double-forked setsid process is ended by stop, and by its entry's exit", async () => {
+    const { ctl, signer, node: n } = await node({ config: { confinement: { cgroups: "v1" } } });
+    expect((await factsOf(ctl, n)).confinement).toMatchObject({ kind: "cgroup-v1", kill: "freeze-kill", memory_limit: "cgroup-v1" });
+    const placed = ok(await ctl.place(n, makePackage(signer, { script: DOUBLE_FORK }).dir));
+    const id = placed.instance_id as string;
+    await waitFor(() => processesOf(id).find((pid) => statOf(pid)?.session === pid && statOf(pid)?.pgrp !== placed.pid), "the setsid process");
+    ok(await ctl.verb(n, "stop", { instance_id: id, grace_ms: 500 }));
+    expect(processesOf(id)).toEqual([]);
+    // and an entry that exits takes its setsid child with it (the wrapper's kill loop over cgroup.procs)
+    const exiting = ok(await ctl.place(n, makePackage(signer, { script: "#!/bin/sh\n( setsid sleep 309 & )\nsleep 0.3\nexit 4\n" }).dir, { name: "exiting" }));
+    await waitFor(async () => (await rowOf(ctl, n, exiting.instance_id as string)).state === "exited", "the exit to be recorded");
+    await waitFor(() => processesOf(exiting.instance_id as string).length === 0, "the setsid child to be ended", 5000);
+  });
+
   it("an entry that exits leaves no child behind, even one in its own session", async () => {
     const { ctl, signer, node: n } = await node();
     const placed = ok(await ctl.place(n, makePackage(signer, { script: "#!/bin/sh\n( setsid sleep 303 & )\nsleep 304 &\necho placed-ok\nsleep 0.3\nexit 3\n" }).dir));
@@ -236,6 +250,7 @@ describe("who agents run as", () => {
     expect(uidOf(entry)).toBe(65534);
     expect(uidOf(placed.pid as number)).toBe(0);
     await waitFor(async () => (ok(await ctl.verb(made, "logs", { instance_id: id })).stdout as string).includes("placed-ok"), "the agent to write in its workspace");
-    expect(readFileSync(join(made.dataDir, "instances", id, "work", "mine"), "utf8")).toBe("written\n");
+    // Issue 15: $HOME is the agent's workspace, per name outside the instance directory, given to the agent user.
+    expect(readFileSync(join(made.dataDir, "workspaces", "probe", "mine"), "utf8")).toBe("written\n");
   });
 });

@@ -107,7 +107,7 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
           ? await apiRequest(t, "GET", path)
           : verb === "logs"
             ? await apiRequest(t, "GET", `${path}/logs?tail_bytes=${opts.tail_bytes}`)
-            : await apiRequest(t, "POST", `${path}/${verb}`, verb === "stop" ? { grace_ms: opts.grace_ms } : {});
+            : await apiRequest(t, "POST", `${path}/${verb}`, verb === "stop" ? { grace_ms: opts.grace_ms } : verb === "unload" && opts.purge ? { purge: true } : {});
       if (isVerbResult(a.body)) return a.body;
       // The controller's own words for an instance nobody holds (mesh/controller/verbs.ts).
       if (a.status === 404) return { kind: "error", verb, instance_id: id, code: "unknown_instance", reason: `no placed instance ${id}, and no known node lists it` };
@@ -128,6 +128,7 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       if (a.status === 200 || (a.status === 422 && typeof a.body === "object" && a.body !== null && "ok" in a.body)) return a.body as StopDocument;
       throw failed(t, a, { agent: name });
     },
+    agentPurge: async (name) => (await call("POST", agentPath(name, "/purge"), {}, { agent: name })) as StopDocument,
     agentReplace: async (name, spec) => (await call("POST", agentPath(name, "/replace"), spec === undefined ? {} : { spec: specBody(spec, o.sameHost) }, { agent: name })) as DeployDocument,
   };
 }

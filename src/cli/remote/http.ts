@@ -8,7 +8,6 @@
  * whoever signed it; a pin with a CA requires both.
  */
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
-import { request as httpsRequest } from "node:https";
 import { connect as tlsConnect, type TLSSocket } from "node:tls";
 import type { Duplex } from "node:stream";
 import { CliError } from "../errors.js";
@@ -34,10 +33,11 @@ const fingerprintOf = (socket: TLSSocket) => (socket.getPeerCertificate()?.finge
 
 function requestOptions(t: ServerTarget, method: string, path: string, headers: Record<string, string>): RequestOptions {
   const u = new URL(t.url);
-  const base: RequestOptions = { method, host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port || (u.protocol === "https:" ? 443 : 80), path, headers, agent: false };
-  if (u.protocol !== "https:") return base;
+  const base: RequestOptions = { method, host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port || (u.protocol === "https:" ? 443 : 80), path, headers };
+  if (u.protocol !== "https:") return { ...base, agent: false };
   const servername = /^[\d.]+$|:/.test(u.hostname) ? undefined : u.hostname;
   const tlsOptions = { host: base.host as string, port: Number(base.port), ...(servername ? { servername } : {}), ...(t.ca ? { ca: t.ca } : {}), rejectUnauthorized: t.pinSha256 === undefined || t.ca !== undefined };
+  // No agent: node:http then uses exactly this connection (an agent, even `agent: false`, would open its own).
   return {
     ...base,
     // The connection is handed to the request only once the certificate passed: nothing is sent to a wrong server.
@@ -76,9 +76,8 @@ export function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   const headers: Record<string, string> = { authorization: `Bearer ${t.token}`, accept: "application/json", ...(payload ? { "content-type": "application/json", "content-length": String(payload.length) } : {}) };
   const options = requestOptions(t, method, `${API_BASE}${path}`, headers);
-  const send = new URL(t.url).protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = send(options, (res: IncomingMessage) => {
+    const req = httpRequest(options, (res: IncomingMessage) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("error", (e) => reject(failure(t, e)));

@@ -46,7 +46,7 @@ describe("the agent spec", () => {
   });
 
   it("accepts the same document written as JSON", () => {
-    const json = JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "ghcr.io/a/b@sha256:" + "a".repeat(64), kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout" } } });
+    const json = JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: `ghcr.io/a/b@sha256:${"a".repeat(64)}`, kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout" } } });
     expect(parseAgentSpec(json).ok).toBe(true);
   });
 

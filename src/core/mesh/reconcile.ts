@@ -37,9 +37,9 @@
 import { type LeaseJudgement, leaseCertainlyOver } from "./lease.js";
 import type { Liveness } from "../placement/inputs.js";
 import { type MovableRecord, type MoveVerdict, mayReschedule } from "./reschedule.js";
+import type { RestartPolicy } from "../node/restart-policy.js";
 
-export const RESTART_POLICIES = ["never", "on-failure", "always"] as const;
-export type RestartPolicy = (typeof RESTART_POLICIES)[number];
+export { RESTART_POLICIES, type RestartPolicy } from "../node/restart-policy.js";
 
 /** What the tick verified about the placement's instance on its node (a signed status answer), or that it could not. */
 export type InstanceObservation =
@@ -74,7 +74,8 @@ export interface ReconcileInput {
   readonly next_attempt_ms: number;
 }
 
-export type AlertReason = "duplicate" | "lost" | "held_no_lease" | Exclude<MoveVerdict, { ok: true }>["reason"];
+/** Why an agent needs an operator; `action_failed` is the shell's (an acting row whose call failed), never this table's. */
+export type AlertReason = "duplicate" | "lost" | "held_no_lease" | "action_failed" | Exclude<MoveVerdict, { ok: true }>["reason"];
 
 export type ReconcileAction =
   | { readonly kind: "none"; readonly why: string }
@@ -87,7 +88,9 @@ export type ReconcileAction =
   | { readonly kind: "alert"; readonly reason: AlertReason; readonly why: string };
 
 /** States in which the agent is, or is about to be, running: nothing to do. */
-const LIVE_STATES = new Set(["running", "starting", "loading"]);
+// Issue 15: `unhealthy` still runs and `backoff` is being restarted by the node's supervisor, so an old copy in either
+// is a live duplicate (never unloaded by automation), and a current one needs nothing from the loop.
+const LIVE_STATES = new Set(["running", "starting", "loading", "unhealthy", "backoff"]);
 /** The node still holds the instance and owns what happens to it (its supervision, or an operator's stop). */
 const NODE_OWNED_STATES = new Set(["exited", "failed", "stopped", "loaded", "unknown"]);
 

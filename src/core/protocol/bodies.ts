@@ -47,7 +47,12 @@ export const BODY_SCHEMAS = {
   start: z.strictObject({ instance_id: instanceId }),
   stop: z.strictObject({ instance_id: instanceId, grace_ms: z.number().int().min(0).max(LIMITS.graceMaxMs).default(LIMITS.graceDefaultMs) }),
   /** `generation` (issue 7): unload only if the instance is still at this generation (the agent deploy's fence). */
-  unload: z.strictObject({ instance_id: instanceId, generation: z.number().int().min(0).optional() }),
+  unload: z.strictObject({
+    instance_id: instanceId,
+    generation: z.number().int().min(0).optional(),
+    /** Issue 15: also remove the instance name's workspace (its $HOME, kept across restarts and redeploys). */
+    purge: z.boolean().optional(),
+  }),
   status: z.strictObject({ instance_id: instanceId.nullable().default(null), include_departed: z.boolean().default(false) }),
   logs: z.strictObject({ instance_id: instanceId, tail_bytes: z.number().int().min(0).max(LIMITS.logTailBytes).default(LIMITS.logTailBytes) }),
   /** Issue 20: the operator's reason for moving this node to the requesting store (`berth node rehome`). */
@@ -90,6 +95,9 @@ export interface InstanceStatusRow {
   agent: string | null;
   intent: string | null;
   generation: number;
+  /** Issue 15: the placement's restart policy and the restarts since the operator last started it. */
+  restart_policy: string;
+  restarts: number;
 }
 export interface DepartedStatusRow {
   instance_id: string;

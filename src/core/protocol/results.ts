@@ -34,6 +34,9 @@ export const InstanceStatusRowSchema = z.looseObject({
   agent: nullableString,
   intent: nullableString,
   generation: z.number().int(),
+  /** Issue 15; absent from an older node's rows. */
+  restart_policy: z.string().optional(),
+  restarts: z.number().int().optional(),
 });
 export const DepartedStatusRowSchema = z.looseObject({
   instance_id: z.string(),

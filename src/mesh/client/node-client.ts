@@ -81,6 +81,11 @@ export interface NodeClientOptions {
   /** Default call timeout (§4.9: 20 s; place/load 280 s). */
   readonly timeoutMs?: number;
   /**
+   * Issue 16: told each request's target and `issued_at_ms` after signing and before it can leave, and awaited, so the
+   * controller's "last sent" stamp (the node lease's rule 4, docs/concepts.md) is persisted first.
+   */
+  readonly onSend?: (nodeId: string, issuedAtMs: number) => void | Promise<void>;
+  /**
    * Issue 20: the controller store and leader epoch every request carries, asked before each call (a leader's epoch
    * is its own; it throws once the process may no longer act, and then nothing is sent). Without it requests carry
    * none, which a node accepts only for the read methods.
@@ -123,11 +128,14 @@ export class NodeClient {
     // a mutating call indeterminate where a fresh one would have failed cleanly.
     const mutating = MUTATING_METHODS.has(method);
     const first = sign(opts.nonce ?? randomBytes(16).toString("hex"));
+    // Issue 16: the stamp is persisted before the request can leave (the node lease's rule 4).
+    await this.o.onSend?.(target.nodeId, first.request.issued_at_ms);
     const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS);
     if (!tried.staleReuse || mutating) return tried.result;
     // A read on a warm connection the node had closed: nothing was answered, so ask again on a fresh one (a new nonce:
     // the node may have read the first before it closed).
     const again = sign(randomBytes(16).toString("hex"));
+    await this.o.onSend?.(target.nodeId, again.request.issued_at_ms);
     return (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs }, 0)).result;
   }
 

@@ -31,6 +31,8 @@ import { type SettleReport, settleUnsettled } from "./settle.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
+import { leaseOfFacts, SentStamps } from "./watch-stamps.js";
+import type { ReconcileAccess } from "./reconcile-ports.js";
 
 export const CONTROLLER_DB = "controller.db";
 
@@ -72,6 +74,10 @@ export class ControllerError extends Error {
 export class MeshController {
   readonly controllerId: string;
   readonly store: ControllerStore;
+  /** Issue 16: the last stamped request and the advertised lease of each node (watch-stamps.ts). */
+  readonly stamps: SentStamps;
+  /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
+  readonly onSend = (nodeId: string, issuedAtMs: number): void => this.stamps.record(nodeId, issuedAtMs);
   /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
   readonly authority: StoreAuthority;
   private readonly targetSet: Targets;
@@ -95,9 +101,13 @@ export class MeshController {
     this.authority = new StoreAuthority(db, clock);
     // A leader sends its own epoch (and nothing mutating once it may no longer act); anyone else the store's current.
     const authority = (method: string) => (this.leadership ? this.leadership.authorityFor(method) : this.authority.current());
-    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority });
-    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority });
-    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env));
+    // Issue 16: every request this process stamps is recorded before it leaves (the node lease's rule 4).
+    this.stamps = new SentStamps(db);
+    const onSend = this.onSend;
+    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority, onSend });
+    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority, onSend });
+    const onFacts = (nodeId: string, facts: JsonObject) => this.stamps.recordLease(nodeId, leaseOfFacts(facts));
+    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env), onFacts);
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
     this.deps = {
       store: this.store,
@@ -286,6 +296,28 @@ export class MeshController {
   async watchTargets(): Promise<void> {
     await this.readPolicy(true);
     await this.targetSet.refreshAll();
+  }
+
+  /**
+   * Issue 16: what the reconcile loop's ports read and call (reconcile-ports.ts): the loop's only way in, so it acts
+   * through the same verbs, chain and targets as every other caller.
+   */
+  reconcileAccess(): ReconcileAccess {
+    return {
+      clock: this.deps.clock,
+      placements: () => this.store.placements(),
+      chainedOrder: (decisionId) => {
+        const row = this.db.prepare("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'").get(decisionId) as { payload: string } | undefined;
+        if (!row) return null;
+        const order = (JSON.parse(row.payload) as JsonObject).order;
+        return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
+      },
+      liveness: (nodeId) => this.targetSet.byNode(nodeId)?.liveness ?? "unknown",
+      stamps: (nodeId) => this.stamps.of(nodeId),
+      status: (nodeId) => this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }),
+      instance: (verb, instanceId, opts) => this.instance(verb, instanceId, opts),
+      append: (draft) => void this.store.appendAll([draft]),
+    };
   }
 
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */

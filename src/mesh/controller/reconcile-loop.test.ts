@@ -87,6 +87,19 @@ describe("the reconcile loop's driver", () => {
     expect(w.performed.length).toBe(3);
   });
 
+  it("chains a failed action once per distinct reason while it backs off and retries", async () => {
+    const w = new World();
+    w.rows.set("n1", leaseStopped);
+    w.results = [{ ok: false, reason: "refused runtime" }, { ok: false, reason: "refused runtime" }, { ok: false, reason: "unreachable" }];
+    const loop = new ReconcileLoop(w);
+    for (const step of [0, 10_000, 20_000]) {
+      w.now += step;
+      await loop.pass();
+    }
+    expect(w.performed).toEqual(["start i1", "start i1", "start i1"]);
+    expect(w.alerted).toEqual(["action_failed i1", "action_failed i1"]);
+  });
+
   it("chains one alert per distinct reason, not one per pass", async () => {
     const w = new World();
     w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: null, last_sent_issued_at_ms: null });

@@ -101,6 +101,12 @@ export class ReconcileLoop {
               memory.failures++;
               memory.nextAttemptMs = this.ports.clock() + backoffMs(memory.failures);
               acted.push({ instance_id: p.instance_id, action: action.kind, ok: false, reason: result.reason });
+              // §15: a failed attempt is chained only when its reason changes.
+              const key = `action_failed:${action.kind}:${result.reason}`;
+              if (chainsAlert(memory.lastAlert, key)) {
+                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.reason}`);
+                memory.lastAlert = key;
+              }
             }
           }
         }

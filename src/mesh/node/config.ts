@@ -52,8 +52,8 @@ export const NodeConfigSchema = z.strictObject({
   allow_root_agents: z.boolean().default(false),
   confinement: z
     .strictObject({
-      /** `off`: no cgroups even where the node could make them (the process group only). */
-      cgroups: z.enum(["auto", "off"]).default("auto"),
+      /** `off`: no cgroups even where the node could make them (the process group only); `v1`: ignore v2. */
+      cgroups: z.enum(["auto", "v1", "off"]).default("auto"),
       /** `off`: no network namespace for `network: "none"` packages (the gate is then fed `egress`). */
       network_namespace: z.enum(["auto", "off"]).default("auto"),
       /** The pids limit of every instance's cgroup (packages declare memory, not processes); 0 sets none. */

@@ -42,9 +42,11 @@ export class Confinement {
   /** Probes this host. `nodeId` names the node's cgroup directory, so two daemons on one host never share one. */
   static probe(config: Pick<NodeConfig, "agent_user" | "allow_root_agents" | "confinement">, nodeId: string): Confinement {
     const uid = process.getuid?.() ?? -1;
-    const cgroupsWanted = config.confinement.cgroups === "auto" && process.platform === "linux";
+    const cgroupsWanted = config.confinement.cgroups !== "off" && process.platform === "linux";
     const netnsWanted = config.confinement.network_namespace === "auto" && process.platform === "linux";
-    const cgroups = cgroupsWanted ? probeCgroups() : { v2: null, v1: [] };
+    const probed = cgroupsWanted ? probeCgroups() : { v2: null, v1: [] };
+    // `v1`: an operator's choice (or a test's, on a hybrid host) to contain with the v1 controllers only.
+    const cgroups = config.confinement.cgroups === "v1" ? { ...probed, v2: null } : probed;
     const netnsPrefix = netnsWanted ? probeNetnsPrefix(uid) : null;
     const plan = planContainment({ ...cgroups, netns: netnsPrefix !== null, cgroupsWanted, netnsWanted });
     const agent = agentIdentity({

@@ -23,6 +23,27 @@ export class Refusal extends Error {
   }
 }
 
+/**
+ * What the node's handlers ask of the supervisor (issue 15, supervisor.ts). Set by `NodeService`; the no-op default
+ * keeps a context without one (a unit test's) behaving as before supervision.
+ */
+export interface SupervisionHooks {
+  /** A run of the instance ended and was recorded (`exited`/`lost`): decide per its restart policy. */
+  ended(instanceId: string): void;
+  /** Before an operator verb acts: no restart of the instance is pending or in progress once this resolves. */
+  quiesce(instanceId: string): Promise<void>;
+  /** The operator started the instance: it begins with a fresh restart budget. */
+  operatorStarted(instanceId: string): void;
+  /** Restarts since the operator last started it, per instance. */
+  restartCounts(): ReadonlyMap<string, number>;
+}
+
+const UNSUPERVISED: SupervisionHooks = {
+  ended: () => undefined,
+  quiesce: async () => undefined,
+  operatorStarted: () => undefined,
+  restartCounts: () => new Map(),
+};
 
 export class NodeContext {
   readonly nodeId: string;
@@ -31,6 +52,7 @@ export class NodeContext {
   readonly stopping = new Set<string>();
   /** Nonces of place/load requests whose in-flight mark this daemon set and has not cleared yet. */
   readonly ownsInflight = new Set<string>();
+  supervision: SupervisionHooks = UNSUPERVISED;
   /** Issue 16: the lease deadline a controller's instances run under, when the node has a lease (lease.ts sets it). */
   leaseDeadlineOf: ((controller: string) => number) | null = null;
 

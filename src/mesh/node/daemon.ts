@@ -157,6 +157,8 @@ export class NodeDaemon {
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
     daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));
     daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
+    // Issue 15: after recovery, so exits recorded while the daemon was down are decided per their restart policy.
+    service.supervisor.start();
     daemon.timers.push(setInterval(() => service.trimAllLogs(), 10_000));
     // Issue 16: a lease that ran out while no daemon ran is enforced at once, then every second.
     const leases = () => void service.checkLeases().catch(() => undefined);
@@ -171,6 +173,7 @@ export class NodeDaemon {
   /** Stops serving. Instances keep running: they belong to the node, not to this process. */
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
+    this.service.supervisor.close();
     this.service.closeAll();
     const server = this.server;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -267,7 +270,8 @@ export function recover(store: NodeStore, runtime: NativeRuntime, clock: () => n
         report.departed.push(row.instance_id);
         break;
       }
-      case "running": {
+      case "running":
+      case "unhealthy": {
         const probe = runtime.probe(row.instance_id, identityOf(row));
         if (probe.state === "running") {
           report.readopted.push(row.instance_id);

@@ -22,7 +22,8 @@ const META_KEY = "lease_deadlines";
 /** A deadline is persisted again once it has moved this far past the persisted one. */
 const PERSIST_STEP_MS = 1_000;
 /** States whose process may be alive: the ones a lease stop concerns. */
-const LIVE_STATES: ReadonlySet<string> = new Set(["running", "starting"]);
+// Issue 15: an unhealthy instance still runs (supervisor.ts); one in a restart backoff is held by the supervisor.
+const LIVE_STATES: ReadonlySet<string> = new Set(["running", "starting", "unhealthy"]);
 
 export class NodeLeases {
   private readonly deadlines = new Map<string, number>();

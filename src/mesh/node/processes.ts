@@ -5,12 +5,15 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { EventDraft } from "../../core/chain/event.js";
 import { isLoaderHook } from "../../core/packages/loader-hooks.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
+import type { WriteTx } from "../../store/sqlite.js";
 import type { NodeContext } from "./context.js";
 import { runtimeEvent } from "./events.js";
 import { hostBootId, type ProcessIdentity, sameProcess } from "./runtime.js";
-import type { InstanceRow } from "./store.js";
+import { type InstanceRow, isLive } from "./store.js";
+import { ensureWorkspace } from "./workspace.js";
 
 /** The detail of an instance whose group leader (the wrapper) was killed: what it left behind was ended too. */
 export const LEADER_KILLED = "the group leader was killed; the processes it left behind were ended (nothing an agent forks outlives it)";
@@ -21,13 +24,26 @@ export function identityOf(row: InstanceRow): ProcessIdentity | null {
     : null;
 }
 
+/**
+ * How a caller folds its own steps into the start's transactions (issue 19: one `place` commits fewer times, each
+ * state still with its chain event): `startingCommitted` when the caller already wrote state `starting` in its own
+ * transaction; `alsoOnRunning` runs inside the transaction that records `running`, and returns the events to chain
+ * with it.
+ */
+export interface StartGrouping {
+  readonly startingCommitted?: boolean;
+  readonly alsoOnRunning?: (tx: WriteTx) => EventDraft[];
+}
+
 /** Spawns the instance's process and records its identity with state `running` (one transaction each step). */
-export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise<ProcessIdentity> {
+export async function spawnInstance(ctx: NodeContext, row: InstanceRow, grouping: StartGrouping = {}): Promise<ProcessIdentity> {
   const { store, runtime, o } = ctx;
-  store.commit((tx) => {
-    store.updateInstance(tx, row.instance_id, { state: "starting", detail: null });
-    return { result: null, events: [] };
-  });
+  if (!grouping.startingCommitted) {
+    store.commit((tx) => {
+      store.updateInstance(tx, row.instance_id, { state: "starting", detail: null });
+      return { result: null, events: [] };
+    });
+  }
   const l = row.launch;
   const workDir = runtime.workDirOf(row.instance_id);
   let program = join(workDir, l.program);
@@ -45,7 +61,8 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise
   for (const secret of l.secrets) env[secret] = readFileSync(join(o.dataDir, "secrets", secret), "utf8").replace(/\n$/, "");
   Object.assign(env, {
     PATH: "/usr/local/bin:/usr/bin:/bin",
-    HOME: workDir,
+    // Issue 15: $HOME is the agent's workspace, kept per name outside the instance directory (workspace.ts).
+    HOME: ensureWorkspace(o.dataDir, row.name, runtime.confinement.agent.kind === "unprivileged" ? runtime.confinement.agent : null),
     TMPDIR: join(runtime.dirOf(row.instance_id), "tmp"),
     BERTH_INSTANCE_ID: row.instance_id,
     BERTH_NAME: row.name,
@@ -79,7 +96,8 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow): Promise
       detail: null,
       generation,
     });
-    return { result: null, events: [runtimeEvent("workload.start", row, { outcome: "ok", pid: identity.pid, generation })] };
+    const also = grouping.alsoOnRunning?.(tx) ?? [];
+    return { result: null, events: [runtimeEvent("workload.start", row, { outcome: "ok", pid: identity.pid, generation }), ...also] };
   });
   ctx.log.info({ instance_id: row.instance_id, name: row.name, pid: identity.pid, generation, containment: runtime.confinement.plan.kind }, "instance started");
   return identity;
@@ -152,6 +170,8 @@ export function recordExit(
     };
   });
   ctx.log.info({ instance_id: row.instance_id, name: row.name, exit_code: exitCode, signal, state, detail: why }, "instance exited");
+  // Issue 15: the restart policy decides what comes next (supervisor.ts).
+  ctx.supervision.ended(row.instance_id);
 }
 
 /** A process the daemon spawned ended; re-adopted processes are found by `pollAdopted`. */
@@ -161,7 +181,8 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
   // written then, and the next start re-adopts or records it from the process table (spec/mesh.md §14.3).
   if (!ctx.store.db.open) return;
   const row = ctx.store.instance(instanceId);
-  if (row?.state !== "running") return;
+  // Issue 15: an unhealthy instance still runs; its exit is recorded as a running one's.
+  if (!row || !isLive(row.state)) return;
   const identity = identityOf(row);
   // Issue 15: processes of the instance outlive its leader (the wrapper). Either the wrapper was killed, so it could
   // not end them, or it did and one is still dying; the daemon ends them and waits: nothing an agent forks outlives it.
@@ -170,7 +191,9 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
     return;
   }
   const status = ctx.runtime.exitStatus(instanceId);
-  recordExit(ctx, row, status?.exit_code ?? exit.code, status?.signal ?? exit.signal, "process exited");
+  // The status the wrapper wrote is the entry's, whole: the wrapper then kills its own group (itself included), so the
+  // child's exit signal is the wrapper's SIGKILL, not how the entry ended.
+  recordExit(ctx, row, status ? status.exit_code : exit.code, status ? status.signal : exit.signal, "process exited");
 }
 
 async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: ProcessIdentity | null, code: number | null, signal: string | null): Promise<void> {
@@ -179,11 +202,11 @@ async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: Proce
     const gone = await ctx.runtime.reap(row.instance_id, identity);
     if (!ctx.store.db.open) return;
     const now = ctx.store.instance(row.instance_id);
-    if (now?.state !== "running" || now.generation !== row.generation) return;
+    if (!now || !isLive(now.state) || now.generation !== row.generation) return;
     const status = ctx.runtime.exitStatus(row.instance_id);
     // A status file means the wrapper saw the entry end and was reaping what it left when the daemon looked.
     const detail = !gone ? "some processes the instance left behind did not end after SIGKILL" : status ? "process exited" : LEADER_KILLED;
-    recordExit(ctx, now, status?.exit_code ?? code, status?.signal ?? signal, detail);
+    recordExit(ctx, now, status ? status.exit_code : code, status ? status.signal : signal, detail);
   } finally {
     ctx.stopping.delete(row.instance_id);
   }
@@ -192,7 +215,7 @@ async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: Proce
 /** Instances re-adopted after a restart are not our children: poll their identity. */
 export function pollAdopted(ctx: NodeContext): void {
   for (const row of ctx.store.instances()) {
-    if (row.state !== "running" || ctx.runtime.isChild(row.instance_id) || ctx.stopping.has(row.instance_id)) continue;
+    if (!isLive(row.state) || ctx.runtime.isChild(row.instance_id) || ctx.stopping.has(row.instance_id)) continue;
     const identity = identityOf(row);
     // The re-adopted leader is gone while what it started still runs: end the rest, as for a child of ours.
     if (identity && !sameProcess(identity) && identity.host_boot_id === hostBootId() && ctx.runtime.alive(row.instance_id, identity)) {

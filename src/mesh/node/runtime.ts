@@ -232,7 +232,9 @@ export class NativeRuntime {
       if (this.children.get(instanceId) === child) this.children.delete(instanceId);
       this.exitListener?.(instanceId, { code, signal });
     });
-    const stat = await waitForStat(pid);
+    // Read once, no poll (issue 19): after `spawn` the child exists (it stays a zombie until libuv reaps it), so a
+    // missing stat means it has already been reaped, and a later read could only find another process on that pid.
+    const stat = procStat(pid);
     return { pid, host_boot_id: hostBootId(), start_marker: stat?.startMarker ?? "" };
   }
 
@@ -356,13 +358,4 @@ function signalGroup(identity: ProcessIdentity, signal: NodeJS.Signals): void {
   } catch {
     // the group emptied between the check and the signal
   }
-}
-
-async function waitForStat(pid: number): Promise<{ state: string; startMarker: string } | undefined> {
-  for (let i = 0; i < 100; i++) {
-    const stat = procStat(pid);
-    if (stat) return stat;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  return undefined;
 }

@@ -31,6 +31,7 @@ import { onProcessExit, pollAdopted, recordExit, trimAllLogs } from "./processes
 import { RevocationSweep } from "./revocation.js";
 import { logs, status } from "./status.js";
 import type { InstanceRow } from "./store.js";
+import { Supervisor } from "./supervisor.js";
 
 export type { NodeServiceOptions } from "./options.js";
 export { identityOf } from "./processes.js";
@@ -42,6 +43,8 @@ export class NodeService {
   private readonly refusals: RefusalChain;
   private readonly revocations: RevocationSweep;
   private readonly connections: Connections;
+  /** Issue 15: restarts per policy and health checks; started by the daemon once recovery is done. */
+  readonly supervisor: Supervisor;
   /** Issue 20: which store each controller key is bound to, and its highest leader epoch (controller-binding.ts). */
   private readonly bindings: ControllerBindings;
   /** Issue 16: the node lease, when node.json sets `lease_ms`. */
@@ -56,6 +59,8 @@ export class NodeService {
     this.refusals = new RefusalChain(o.store, this.nodeId, o.clock);
     this.bindings = new ControllerBindings(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
+    this.supervisor = new Supervisor(this.ctx);
+    this.ctx.supervision = this.supervisor;
     this.leases = o.config.lease_ms === null ? null : new NodeLeases(this.ctx, o.config.lease_ms);
     this.leases?.attach();
     o.runtime.onExit((id, exit) => onProcessExit(this.ctx, id, exit));

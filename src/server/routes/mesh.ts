@@ -209,7 +209,10 @@ export const meshHandlers: Handlers = {
     const b = i.body as In<typeof Inputs.instanceVerb>;
     return verbAnswer(await ctx.state.controller.instance("stop", (i.params as In<typeof Inputs.instanceRef>).id, b.grace_ms === undefined ? {} : { grace_ms: b.grace_ms }));
   },
-  unloadInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("unload", (i.params as In<typeof Inputs.instanceRef>).id)),
+  unloadInstance: async (i, ctx) => {
+    const b = i.body as In<typeof Inputs.instanceVerb>;
+    return verbAnswer(await ctx.state.controller.instance("unload", (i.params as In<typeof Inputs.instanceRef>).id, b.purge === true ? { purge: true } : {}));
+  },
   instanceLogs: async (i, ctx) => {
     const q = i.query as In<typeof Inputs.logsQuery>;
     return verbAnswer(await ctx.state.controller.instance("logs", (i.params as In<typeof Inputs.instanceRef>).id, { tail_bytes: q.tail_bytes ?? 65_536 }));

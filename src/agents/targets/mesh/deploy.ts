@@ -62,6 +62,7 @@ function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
     agent: r.agent,
     intent: r.intent,
     generation: r.generation,
+    restarts: r.restarts ?? 0,
   }));
 }
 
