@@ -10,7 +10,19 @@ import type { AgentState, LogsAnswer } from "../../agents/index.js";
 import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
 import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "../backend.js";
 import { CliError, invalidInput, placeRefused, unknownAgent } from "../errors.js";
-import { type ApiAnswer, apiRequest, type ServerTarget } from "./http.js";
+import { type ApiAnswer, apiRequest as sendOnce, type ServerTarget } from "./http.js";
+
+/**
+ * Issue 20: several `berth serve` may share one store and only the leader writes; a follower answers a write 503
+ * `not_leader` with the leader's URL, having done nothing. The CLI sends the same request there, once, with the same
+ * token and trust (the servers of one store share its home's token).
+ */
+async function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<ApiAnswer> {
+  const a = await sendOnce(t, method, path, body);
+  const leader = (a.body as { leader?: { url?: unknown } | null } | null)?.leader?.url;
+  if (a.status !== 503 || !isErrorBody(a.body) || a.body.error.code !== "not_leader" || typeof leader !== "string" || !/^https?:\/\/[^\s/]+$/.test(leader) || leader === t.url) return a;
+  return sendOnce({ ...t, url: leader, via: `${t.via}, whose leader is ${leader}` }, method, path, body);
+}
 
 interface ApiErrorBody {
   readonly error: { readonly code: string; readonly message: string; readonly constraints?: ReadonlyArray<{ constraint: string; detail: string }> };
@@ -34,6 +46,9 @@ function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string } = {})
     case 422:
       return new CliError(e.message, 1, { kind: "refused", details: { code: e.code } });
     case 502:
+      return new CliError(e.message, 1, { kind: "unreachable", details: { code: e.code } });
+    case 503:
+      // A follower with no leader to send to (or a leader that moved again): nothing was done; try again.
       return new CliError(e.message, 1, { kind: "unreachable", details: { code: e.code } });
     case 413:
     case 415:
