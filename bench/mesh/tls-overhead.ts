@@ -100,10 +100,11 @@ interface Figures {
   warmPlaceMedianMs: number;
 }
 
-async function measure(n: number, transport: Transport): Promise<Figures> {
-  const pkg = new PackageDirSource(packageDir(`${transport}-${n}-fresh`));
-  const warmPkg = new PackageDirSource(packageDir(`${transport}-${n}-warm`));
-  const addrs = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`${transport}-${n}-${i}`, transport)));
+async function measure(n: number, transport: Transport, round: number): Promise<Figures> {
+  const tag = `${transport}-${n}-r${round}`;
+  const pkg = new PackageDirSource(packageDir(`${tag}-fresh`));
+  const warmPkg = new PackageDirSource(packageDir(`${tag}-warm`));
+  const addrs = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`${tag}-${i}`, transport)));
   const warmConnector = new ControllerConnector({ identity: controller, plaintext: { all: transport === "plaintext", nodes: [] } });
   // The same connector asked never to reuse: a fresh connection (and handshake) per call.
   const connector: Connector = { connect: (addr, signal) => warmConnector.connect(addr, signal) };
@@ -174,12 +175,33 @@ async function measure(n: number, transport: Transport): Promise<Figures> {
   return { connectMs, sequentialPerSecond, concurrentPerSecond, warmSequentialPerSecond, placeMedianMs, warmPlaceMedianMs };
 }
 
+function meanOf(a: Figures, b: Figures): Figures {
+  const m = (k: keyof Figures) => (a[k] + b[k]) / 2;
+  return {
+    connectMs: m("connectMs"),
+    sequentialPerSecond: m("sequentialPerSecond"),
+    concurrentPerSecond: m("concurrentPerSecond"),
+    warmSequentialPerSecond: m("warmSequentialPerSecond"),
+    placeMedianMs: m("placeMedianMs"),
+    warmPlaceMedianMs: m("warmPlaceMedianMs"),
+  };
+}
+
 async function main(): Promise<void> {
   try {
     for (const n of nodesFlag()) {
-      const plain = await measure(n, "plaintext");
-      const tls = await measure(n, "tls");
-      console.log(`tls against plaintext, ${n} nodes (same run)`);
+      // ABBA order (plaintext, tls, tls, plaintext), each figure the mean of its two rounds: on a shared machine
+      // whose load drifts during the run, a linear drift cancels instead of favouring whichever half ran second.
+      const rounds: Figures[] = [];
+      for (const [round, transport] of (["plaintext", "tls", "tls", "plaintext"] as const).entries()) {
+        rounds.push(await measure(n, transport, round));
+        for (const p of procs.splice(0)) p.kill("SIGKILL");
+        killInstances();
+      }
+      const [p1, t1, t2, p2] = rounds as [Figures, Figures, Figures, Figures];
+      const plain = meanOf(p1, p2);
+      const tls = meanOf(t1, t2);
+      console.log(`tls against plaintext, ${n} nodes (same run, ABBA)`);
       line("handshake cost per connection", `+${(tls.connectMs - plain.connectMs).toFixed(2)} ms`);
       ratio("status rate, sequential (tls / plaintext)", tls.sequentialPerSecond, plain.sequentialPerSecond);
       ratio(`status rate, ${n} at once (tls / plaintext)`, tls.concurrentPerSecond, plain.concurrentPerSecond);

@@ -32,7 +32,7 @@ export function resolveSpecEnv(loaded: LoadedSpec, processEnv: NodeJS.ProcessEnv
     const field = `${loaded.path}: spec.config.env.${name}.valueFrom`;
     if ("env" in source) {
       const value = processEnv[source.env];
-      if (value === undefined || value === "") return { ok: false, error: `${field}.env: environment variable ${source.env} is not set (or empty) in the process that deploys; export it there` };
+      if (value === undefined || value === "") return { ok: false, error: `${field}.env: environment variable ${source.env} is not set (or empty) in the process that deploys (the CLI, or the berth serve / berth up of the home it went through); export it there` };
       env[name] = value;
       continue;
     }

@@ -52,7 +52,9 @@ describe("agent secrets in a full berth up session", () => {
       return r;
     };
 
-    const up = spawnNode([berthBin(), "up", "--data-dir", home, "--no-kubernetes", "--port", String(20_000 + Math.floor(Math.random() * 20_000))], { env });
+    // While berth up runs, `berth deploy` goes through its server (issue 21), which reads `valueFrom: {env}` in its own
+    // environment: the planted variable is berth up's, and the deploying CLI's too.
+    const up = spawnNode([berthBin(), "up", "--data-dir", home, "--no-kubernetes", "--port", String(20_000 + Math.floor(Math.random() * 20_000))], { env: { ...env, CHANNEL_PLANTED: fromEnv } });
     await up.waitForOutput("ready; press Ctrl-C", 120_000);
     const dashboard = /dashboard: (http:\/\/127\.0\.0\.1:\d+)\/#token=([A-Za-z0-9_-]+)/.exec(up.output());
     expect(dashboard, up.output()).not.toBeNull();
@@ -67,9 +69,10 @@ describe("agent secrets in a full berth up session", () => {
     writeFileSync(join(outside, "courier.json"), spec("courier", { env: "CHANNEL_PLANTED" }));
     writeFileSync(join(outside, "ledger.json"), spec("ledger", { file: "./ledger.secret" }));
 
-    const missing = await berth(["deploy", join(outside, "courier.json"), "--json"]);
+    writeFileSync(join(outside, "orphan.json"), spec("orphan", { env: "CHANNEL_UNSET" }));
+    const missing = await berth(["deploy", join(outside, "orphan.json"), "--json"]);
     expect(missing.code).not.toBe(0);
-    expect(missing.stderr).toContain("spec.config.env.RACE_MARK.valueFrom.env: environment variable CHANNEL_PLANTED is not set");
+    expect(missing.stdout + missing.stderr).toContain("spec.config.env.RACE_MARK.valueFrom.env: environment variable CHANNEL_UNSET is not set");
     for (const name of ["courier", "ledger"]) {
       const r = await berth(["deploy", join(outside, `${name}.json`), "--json"], { CHANNEL_PLANTED: fromEnv });
       expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);

@@ -177,6 +177,19 @@ describe("a supervised agent on a node", () => {
     await waitFor(() => lifecycle(node, id).filter((p) => p.reason === "restart 1/3: exited with code 3").length >= 3, "a fresh budget after the operator's start");
   });
 
+  it("is restarted per its policy after the kernel kills it over its memory limit (issue 15: killed, reported, restarted)", async () => {
+    const ctl = new TestController();
+    const signer = generateSigningKey();
+    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    // `tail` keeps what it reads until a newline; /dev/zero has none, so each run grows past 32 MiB.
+    const pkg = makePackage(signer, { script: runScript("head -c 400000000 /dev/zero | tail > /dev/null"), memoryMb: 32 });
+    const id = ok(await place(ctl, node, pkg.dir, "on-failure")).instance_id as string;
+    const restarted = await waitFor(() => lifecycle(node, id).find((p) => p.from === "backoff" && p.to === "running"), "a restart after the memory kill", 60_000);
+    expect(String(restarted.reason)).toMatch(/^restart 1\/3: /);
+    const exits = node.events({ kind: "workload.exit" }).map((e) => e.payload as JsonObject).filter((p) => p.instance_id === id);
+    expect(exits[0]).toMatchObject({ reason: "memory_limit", memory_mb: 32 });
+  });
+
   it("is never restarted after a stop through berth during its backoff", async () => {
     const { ctl, node, pkg } = await setup(runScript("sleep 0.3\nexit 3"));
     const id = ok(await place(ctl, node, pkg.dir, "always")).instance_id as string;

@@ -74,6 +74,12 @@ function specBody(spec: SpecInput, sameHost: boolean): Record<string, unknown> {
     if ("package" in s) s.package = absolute(s.package);
     const k = s.kubernetes as Record<string, unknown> | undefined;
     if (k && typeof k === "object" && "nsec_file" in k) k.nsec_file = absolute(k.nsec_file);
+    // Issue 17: a secret env value's file, as the package (the server reads it; the value never crosses the API).
+    const env = (s.config as { env?: Record<string, unknown> } | undefined)?.env;
+    for (const value of env && typeof env === "object" ? Object.values(env) : []) {
+      const from = (value as { valueFrom?: Record<string, unknown> } | null)?.valueFrom;
+      if (from && typeof from === "object" && "file" in from) from.file = absolute(from.file);
+    }
   }
   return doc as Record<string, unknown>;
 }
