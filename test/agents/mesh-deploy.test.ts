@@ -31,7 +31,7 @@ async function paired(fx: ProcessFixture): Promise<void> {
   }
 }
 
-function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean; file?: string } = {}): string {
+function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean; file?: string; restart?: "never" | "on-failure" | "always" } = {}): string {
   const path = join(fx.controllerDir, opts.file ?? "scout.yaml");
   writeFileSync(
     path,
@@ -44,6 +44,7 @@ function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean;
       `  package: ${fx.pkgDir}`,
       `  config: { args: ${JSON.stringify(opts.args ?? [])} }`,
       `  mesh: { prefer: [${fx.first.nodeId}], start: ${opts.start ?? true} }`,
+      ...(opts.restart ? [`  restart: ${opts.restart}`] : []),
       "",
     ].join("\n"),
   );
@@ -98,7 +99,8 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
   it("after the instance's process is killed the next deploy replaces it through a fenced unload", async () => {
     const fx = await processFixture();
     await paired(fx);
-    const spec = writeSpec(fx);
+    // `restart: never`: the deploy's own replace path (under the default `always` the node restarts it itself, issue 15).
+    const spec = writeSpec(fx, { restart: "never" });
     const first = await deploy(fx, spec);
     expect(first.outcome, first.message).toBe("started");
     const [row] = await allInstances(fx);
@@ -119,7 +121,7 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
   it("a fence whose instance was restarted since the observation is refused by the node and nothing is unloaded", async () => {
     const fx = await processFixture();
     await paired(fx);
-    const first = await deploy(fx, writeSpec(fx));
+    const first = await deploy(fx, writeSpec(fx, { restart: "never" })); // the node must not restart it itself (issue 15)
     const [row] = await allInstances(fx);
     // The agent crashes: its whole group dies (killing only the leader leaves it running, issue 21 case 4).
     process.kill(-(row?.pid as number), "SIGKILL");
