@@ -112,7 +112,7 @@ describe("berth through a context, side by side with the local files", () => {
     }
     // The same for people: the instance list has its state and age columns either way.
     const table = await run(client.env, ["instances"]);
-    expect(table.stdout).toMatch(/INSTANCE\s+NAME\s+NODE\s+STATE\s+AGE/);
+    expect(table.stdout).toMatch(/INSTANCE\s+NAME\s+NODE\s+STATE\s+RESTARTS\s+AGE/);
     expect(table.stdout).toContain("running");
     const yaml = await run(client.env, ["agents", "-o", "yaml"]);
     expect(yaml.stdout).toMatch(/^agents:\n {2}- name: scout\n/);
