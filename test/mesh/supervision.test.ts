@@ -93,6 +93,11 @@ function sampleGroups(instanceId: string) {
   const counts: number[] = [];
   const timer = setInterval(() => counts.push(liveGroups(instanceId).size), 100);
   return {
+    /** Resolves once `n` more samples were taken (a loaded machine fires the interval late, never early). */
+    more: async (n: number) => {
+      const want = counts.length + n;
+      while (counts.length < want) await new Promise((r) => setTimeout(r, 50));
+    },
     stop: () => {
       clearInterval(timer);
       return counts;
@@ -122,7 +127,7 @@ describe("a supervised agent on a node", () => {
       return r.state === "running" && r.generation === 2 && liveGroups(id).size === 1 ? r : undefined;
     }, "the agent to run again", 10_000);
     const restartMs = Date.now() - killedAt;
-    await new Promise((r) => setTimeout(r, 700)); // keep sampling past the restart (≥ 6 samples at 100 ms even when it is instant)
+    await sampler.more(6); // keep sampling past the restart, however late a loaded machine fires the timer
     const counts = sampler.stop();
 
     expect(after).toMatchObject({ instance_id: id, state: "running", restarts: 1, restart_policy: "always" });
