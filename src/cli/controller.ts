@@ -22,11 +22,11 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
   const key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
   let controller: MeshController;
   try {
-    controller = MeshController.open({ dataDir, key, connector: new TcpConnector() });
+    controller = await MeshController.open({ dataDir, key, connector: new TcpConnector() });
   } catch (error) {
     throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
   }
-  const wedged = opts.quiet ? [] : controller.wedged();
+  const wedged = opts.quiet ? [] : await controller.wedged();
   if (wedged.length > 0) {
     // Not an error: every verb still works; settle skips these decisions until they are repaired.
     process.stderr.write(
@@ -36,7 +36,7 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
   try {
     return await fn(controller, key);
   } finally {
-    controller.close();
+    await controller.close();
   }
 }
 

@@ -195,7 +195,7 @@ export function registerMeshCommands(program: Command): void {
   ).action(async (opts: CommonOptions & { settle?: boolean }) => {
     const doc = await withController(opts, async (c) => {
       const report = opts.settle ? await withSpinner("asking the nodes of unsettled decisions", opts.json, () => c.settleReport()) : null;
-      return { settled: report, unsettled: c.unsettled() };
+      return { settled: report, unsettled: await c.unsettled() };
     });
     const rows = doc.unsettled.map((d) => [d.decision_id, d.name, d.node_id]);
     const head = doc.settled ? `settled: ${doc.settled.adopted} adopted, ${doc.settled.settledEmpty} released\n` : "";

@@ -51,7 +51,7 @@ export interface ServerState {
   readonly dbPaths: { readonly controller: string; readonly k8s: string };
   openRegistry(): AgentRegistry;
   openK8sAudit(): ChainAudit;
-  close(): void;
+  close(): Promise<void>;
 }
 
 export const controllerKeyPath = (dataDir: string) => join(dataDir, "keys", "controller.key");
@@ -63,10 +63,10 @@ export function loadOrCreateControllerKey(dataDir: string): SigningKey {
   return loadKeyFile(path);
 }
 
-export function openServerState(o: { dataDir: string; version: string; connector?: Connector; kubernetes?: KubernetesAccess }): ServerState {
+export async function openServerState(o: { dataDir: string; version: string; connector?: Connector; kubernetes?: KubernetesAccess }): Promise<ServerState> {
   const key = loadOrCreateControllerKey(o.dataDir);
   const connector = o.connector ?? new TcpConnector();
-  const controller = MeshController.open({ dataDir: o.dataDir, key, connector });
+  const controller = await MeshController.open({ dataDir: o.dataDir, key, connector });
   return {
     dataDir: o.dataDir,
     version: o.version,

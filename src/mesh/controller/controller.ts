@@ -8,7 +8,7 @@
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { Chain } from "../../chain/chain.js";
+import { EngineChain } from "../../chain/engine-chain.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
 import type { NodeView, ScoringWeights } from "../../core/placement/index.js";
@@ -16,7 +16,8 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
-import { type Db, openDatabase } from "../../store/sqlite.js";
+import type { StoreEngine } from "../../store/engine.js";
+import { SqliteEngine } from "../../store/sqlite-engine.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
 import { type DispatchDeps, type DispatchHooks, type PlaceReport, placeOrder, STOPPED, type Timeouts } from "./dispatch.js";
@@ -78,12 +79,12 @@ export class MeshController {
 
   private constructor(
     o: ControllerOptions,
-    private readonly db: Db,
-    chain: Chain,
+    private readonly engine: StoreEngine,
+    store: ControllerStore,
   ) {
     const clock = o.clock ?? Date.now;
     this.controllerId = nodeIdOf(o.key.publicKey);
-    this.store = new ControllerStore(db, chain, clock);
+    this.store = store;
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
     const client = new NodeClient({ key: o.key, connector: o.connector, clock });
     const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs });
@@ -105,28 +106,27 @@ export class MeshController {
   }
 
   /** §14.2 steps 1–4. Throws if the chain fails its start-up check: a controller never runs on a broken record. */
-  static open(o: ControllerOptions): MeshController {
+  static async open(o: ControllerOptions): Promise<MeshController> {
     if (!existsSync(o.dataDir)) mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
     const dbPath = o.dbPath ?? join(o.dataDir, CONTROLLER_DB);
-    const db = openDatabase(dbPath);
+    const engine = SqliteEngine.open(dbPath);
     try {
       // Chain.open is the start-up check (spec/audit-chain.md §7): it verifies from the newest valid checkpoint and throws,
       // naming the seq, when the chain does not verify. Not the whole chain again: every CLI call opens the
       // controller, and a full verify grows with history (a minute at 10,000 placements, bench/controller/memory.ts).
-      const chain = Chain.open(db, o.key, "controller", o.clock ?? Date.now);
-      const controller = new MeshController(o, db, chain);
-      controller.resolveInterrupted();
+      const clock = o.clock ?? Date.now;
+      const chain = await EngineChain.open(engine, o.key, "controller", clock);
+      const controller = new MeshController(o, engine, await ControllerStore.open(engine, chain, clock));
+      await controller.targetSet.syncStored();
+      await controller.resolveInterrupted();
       controller.renewal = setInterval(() => {
-        try {
-          controller.store.renewLease();
-        } catch {
-          // busy or closing: the next tick renews
-        }
+        // busy or closing: the next tick renews
+        controller.store.renewLease().catch(() => undefined);
       }, DEFAULT_LEASE_TTL_MS / 3);
       controller.renewal.unref();
       return controller;
     } catch (error) {
-      db.close();
+      await engine.close();
       throw error;
     }
   }
@@ -135,12 +135,12 @@ export class MeshController {
    * §14.2 step 4, for decisions whose owner is provably gone (issue 21): a live owner's decision (another CLI
    * process, the server) is never interrupted; it is left to finish. Run at open and before every settle.
    */
-  private resolveInterrupted(): number {
+  private async resolveInterrupted(): Promise<number> {
     let resolved = 0;
-    for (const { decision: d, verdict, sending } of this.store.ownedDecisions()) {
+    for (const { decision: d, verdict, sending } of await this.store.ownedDecisions()) {
       if (verdict.alive || d.owner_id === this.store.lease.owner_id) continue;
       const mayBeOut = sending !== null || d.state !== "dispatching";
-      const done = this.store.commitInterrupted(d.id, mayBeOut, (why, state) =>
+      const done = await this.store.commitInterrupted(d.id, mayBeOut, (why, state) =>
         mayBeOut
           ? {
               source: "placement",
@@ -175,9 +175,9 @@ export class MeshController {
   /** Reads the policy files, chains what changed, and applies the peers file to the targets. */
   private async readPolicy(learn: boolean): Promise<ControllerPolicy> {
     // Another process (the CLI beside the HTTP server) may have added a target or changed a tier since.
-    this.targetSet.syncStored();
-    const { policy, events } = this.policyFiles.read();
-    this.store.appendAll(events);
+    await this.targetSet.syncStored();
+    const { policy, events } = await this.policyFiles.read();
+    await this.store.appendAll(events);
     await this.targetSet.syncPeers(policy.peers, learn);
     return policy;
   }
@@ -189,15 +189,15 @@ export class MeshController {
    * target, and a placement describes every target): a healed partition releases or adopts before a new decision.
    */
   async place(order: PlaceOrderInput): Promise<PlaceReport> {
-    if (this.store.unsettled().length > 0) await this.settleReport();
+    if ((await this.store.unsettled()).length > 0) await this.settleReport();
     return placeOrder(this.deps, order);
   }
 
-  placements(): PlacementRecord[] {
+  placements(): Promise<PlacementRecord[]> {
     return this.store.placements();
   }
 
-  unsettled(): UnsettledDecision[] {
+  unsettled(): Promise<UnsettledDecision[]> {
     return this.store.unsettled();
   }
 
@@ -210,7 +210,7 @@ export class MeshController {
   async settleReport(): Promise<SettleReport> {
     while (this.settling) await this.settling.catch(() => undefined);
     // A process that died since this one opened (a CLI killed mid-deploy beside the server) left its decisions owned.
-    this.resolveInterrupted();
+    await this.resolveInterrupted();
     const run = settleUnsettled(this.store, this.targetSet, this.deps.clock, this.deps.timeouts.callMs);
     this.settling = run;
     try {
@@ -244,7 +244,7 @@ export class MeshController {
   }
 
   /** `peer.tier` by the API. `ref` is an address or a node id. */
-  setTier(ref: string, tier: Tier): boolean {
+  setTier(ref: string, tier: Tier): Promise<boolean> {
     return this.targetSet.setTier(ref, tier, "api");
   }
 
@@ -258,7 +258,7 @@ export class MeshController {
   async refreshTargets(): Promise<TargetInfo[]> {
     await this.readPolicy(true);
     await this.targetSet.refreshAll();
-    if (this.store.unsettled().length > 0) await this.settleReport();
+    if ((await this.store.unsettled()).length > 0) await this.settleReport();
     return this.targetSet.list();
   }
 
@@ -273,7 +273,7 @@ export class MeshController {
   }
 
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */
-  nodeViews(): NodeView[] {
+  nodeViews(): Promise<NodeView[]> {
     return this.targetSet.views();
   }
 
@@ -284,28 +284,24 @@ export class MeshController {
   }
 
   /** Decisions a store from before issue 21 left wedged (unsettled while placed): `berth doctor --repair` mends them. */
-  wedged(): WedgedDecision[] {
+  wedged(): Promise<WedgedDecision[]> {
     return this.store.wedged();
   }
 
   /** `berth doctor --repair`: each wedged decision is marked placed (its placement is the truth), chained with who. */
-  repairWedged(operator: JsonObject): WedgedDecision[] {
-    const found = this.store.wedged();
-    for (const w of found) this.store.commitRepair(w, operator);
+  async repairWedged(operator: JsonObject): Promise<WedgedDecision[]> {
+    const found = await this.store.wedged();
+    for (const w of found) await this.store.commitRepair(w, operator);
     return found;
   }
 
-  close(): void {
+  async close(): Promise<void> {
     if (this.renewal) clearInterval(this.renewal);
     this.renewal = null;
-    if (this.db.open) {
-      // A clean close gives up the lease: decisions this process left open are recoverable at once by any other.
-      try {
-        this.store.releaseLease();
-      } catch {
-        // the lease stays; its pid will be judged gone once this process exits
-      }
-    }
-    this.db.close();
+    if (this.engine.closed) return;
+    // A clean close gives up the lease: decisions this process left open are recoverable at once by any other.
+    // When it fails the lease stays; its pid will be judged gone once this process exits.
+    await this.store.releaseLease().catch(() => undefined);
+    await this.engine.close();
   }
 }

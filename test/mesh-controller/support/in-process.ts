@@ -40,7 +40,7 @@ export interface SeedFixture {
   controller: MeshController;
   readonly controllerDir: string;
   /** Re-opens the controller on the same database (a restart). */
-  reopen(extra?: Partial<ControllerOptions>): MeshController;
+  reopen(extra?: Partial<ControllerOptions>): Promise<MeshController>;
   close(): Promise<void>;
 }
 
@@ -79,8 +79,8 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
   });
   const open = (extra?: Partial<ControllerOptions>) => MeshController.open(options(extra));
   // The controller trusts the same signer and carries the same permit.
-  const controller = (() => {
-    const c = open();
+  const controller = await (async () => {
+    const c = await open();
     writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
     writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
     return c;
@@ -96,17 +96,13 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
     nodes,
     controller,
     controllerDir,
-    reopen(extra) {
-      fixture.controller.close();
-      fixture.controller = open(extra);
+    async reopen(extra) {
+      await fixture.controller.close();
+      fixture.controller = await open(extra);
       return fixture.controller;
     },
     async close() {
-      try {
-        fixture.controller.close();
-      } catch {
-        // already closed
-      }
+      await fixture.controller.close();
       for (const n of nodes) {
         await unloadEverything(n, key);
         await n.daemon.close();
@@ -160,7 +156,7 @@ export function nodeEvents(node: HostNode, kind: string): Array<{ source: string
 }
 
 /** Events of the controller chain. */
-export function controllerEvents(controller: MeshController, kind: string): JsonObject[] {
+export function controllerEvents(controller: MeshController, kind: string): Promise<JsonObject[]> {
   return controller.store.events({ kind });
 }
 

@@ -50,7 +50,7 @@ class CrashingConnector implements Connector {
   }
 }
 
-const controller = MeshController.open({
+const controller = await MeshController.open({
   dataDir,
   key: loadKeyFile(keyFile),
   connector: new CrashingConnector(),
