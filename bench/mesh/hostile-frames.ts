@@ -14,7 +14,8 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
-import { parseAddr, TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { parseAddr } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { numberFlag } from "../support.js";
 
 const MAIN = resolve("dist/src/cli/main.js");
@@ -121,7 +122,7 @@ async function main(): Promise<void> {
     });
     const addr = ready.address as string;
     const pid = daemon.pid as number;
-    const client = new NodeClient({ key: controller, connector: new TcpConnector(), timeoutMs: 20_000 });
+    const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }), timeoutMs: 20_000 });
     const described = await client.describe(addr, null);
     if (described.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(described)}`);
     const target: TargetRef = { addr, nodeId: described.nodeId, key: described.key, bootId: described.bootId };

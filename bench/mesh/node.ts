@@ -3,7 +3,7 @@
  * - signed `status` round trips per second over loopback vs an unsigned echo over the same framing (both one TCP
  *   connection per call, as the controller does);
  * - `place` → running latency vs a bare child_process.spawn of the same entry;
- * - daemon resident memory idle and with 100 running instances.
+ * - daemon resident memory idle and with 100 running instances, against a bare `node -e` idling in the same run.
  * Figures are printed, never asserted. Run after `npm run build:test` from the repository root (scripts/bench does).
  */
 import { execFileSync, spawn } from "node:child_process";
@@ -15,6 +15,7 @@ import { NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { ratio } from "../support.js";
 
 const MAIN = resolve("dist/src/cli/main.js");
@@ -40,6 +41,29 @@ async function readyLine(proc: ReturnType<typeof spawn>): Promise<Record<string,
   });
 }
 
+/**
+ * Commits in a SQLite WAL file so far: frames whose header carries the database size after the commit (non-zero only
+ * on a transaction's last frame) and the WAL's current salts. A checkpoint that restarts the WAL makes it go down.
+ */
+function walCommits(path: string): number {
+  let wal: Buffer;
+  try {
+    wal = readFileSync(path);
+  } catch {
+    return 0;
+  }
+  if (wal.length < 32) return 0;
+  const pageSize = wal.readUInt32BE(8);
+  const salt1 = wal.readUInt32BE(16);
+  const salt2 = wal.readUInt32BE(20);
+  let commits = 0;
+  for (let at = 32; at + 24 + pageSize <= wal.length; at += 24 + pageSize) {
+    if (wal.readUInt32BE(at + 8) !== salt1 || wal.readUInt32BE(at + 12) !== salt2) break;
+    if (wal.readUInt32BE(at + 4) !== 0) commits++;
+  }
+  return commits;
+}
+
 async function timed(label: string, n: number, fn: (i: number) => Promise<void>): Promise<number> {
   for (let i = 0; i < Math.min(20, n); i++) await fn(i);
   const start = process.hrtime.bigint();
@@ -52,7 +76,7 @@ async function timed(label: string, n: number, fn: (i: number) => Promise<void>)
 async function main(): Promise<void> {
   const nodeDir = join(dir, "node");
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", nodeDir, "--json"]);
-  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name: "bench", max_instances: 256 }));
+  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name: "bench", max_instances: 256, allow_root_agents: true }));
   writeFileSync(join(nodeDir, "permits.json"), JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]));
   const daemon = spawn(
     process.execPath,
@@ -74,7 +98,7 @@ async function main(): Promise<void> {
   try {
     const ready = await readyLine(daemon);
     const echoReady = await readyLine(echo);
-    const client = new NodeClient({ key: controller, connector: new TcpConnector() });
+    const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }), authority: () => ({ store_id: "b".repeat(32), epoch: 0 }) });
     const described = await client.describe(ready.address as string, null);
     if (described.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(described)}`);
     const target: TargetRef = { addr: ready.address as string, nodeId: described.nodeId, key: described.key, bootId: described.bootId };
@@ -111,7 +135,10 @@ async function main(): Promise<void> {
     signPackage(pkgDir, signer);
     const source = new PackageDirSource(pkgDir);
     const placeTimes: number[] = [];
+    const placeCommits: number[] = [];
+    const wal = join(nodeDir, "node.db-wal");
     for (let i = 0; i < 100; i++) {
+      const commitsBefore = walCommits(wal);
       const start = process.hrtime.bigint();
       const r = await client.call(
         target,
@@ -121,6 +148,8 @@ async function main(): Promise<void> {
       );
       placeTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
       if (r.kind !== "ok") throw new Error(JSON.stringify(r));
+      const commitsAfter = walCommits(wal);
+      if (commitsAfter >= commitsBefore) placeCommits.push(commitsAfter - commitsBefore);
       pids.push(r.result.pid as number);
     }
     const spawnTimes: number[] = [];
@@ -137,6 +166,8 @@ async function main(): Promise<void> {
     console.log(`  ${"place -> running, median (ms)".padEnd(48)} ${place.toFixed(2).padStart(10)}`);
     console.log(`  ${"bare spawn, median (ms)".padEnd(48)} ${bare.toFixed(2).padStart(10)}`);
     console.log(`  ${"place / bare spawn (slowdown)".padEnd(48)} ${(place / bare).toFixed(1).padStart(9)}x`);
+    // Load-independent: each is one fsync (synchronous=FULL), the floor's "one durable commit".
+    console.log(`  ${"durable commits in node.db per place, median".padEnd(48)} ${String(median(placeCommits)).padStart(10)}`);
 
     console.log("daemon memory");
     const busyRss = rssKiB(daemon.pid as number);
@@ -151,16 +182,26 @@ async function main(): Promise<void> {
         "--input-type=module",
         "-e",
         `import { NodeDaemon } from ${JSON.stringify(resolve("dist/src/mesh/node/daemon.js"))};
-         const d = await NodeDaemon.start({ dataDir: ${JSON.stringify(leanDir)}, listen: "127.0.0.1:0", version: "bench" });
+         const d = await NodeDaemon.start({ dataDir: ${JSON.stringify(leanDir)}, listen: "127.0.0.1:0", version: "bench", allowRootAgents: true });
          console.log(JSON.stringify({ address: d.address }));`,
       ],
       { stdio: ["ignore", "pipe", "inherit"] },
     );
+    // The floor (issue 19): a bare Node process idling, nothing imported, measured the same way after the same settle.
+    const bareNode = spawn(process.execPath, ["-e", "console.log('{}'); setInterval(() => {}, 1 << 30);"], { stdio: ["ignore", "pipe", "inherit"] });
     try {
       await readyLine(lean);
-      console.log(`  ${"RSS idle, node daemon modules only (MiB)".padEnd(48)} ${(rssKiB(lean.pid as number) / 1024).toFixed(1).padStart(10)}`);
+      await readyLine(bareNode);
+      await new Promise((r) => setTimeout(r, 500));
+      const leanRss = rssKiB(lean.pid as number);
+      const bareRss = rssKiB(bareNode.pid as number);
+      console.log(`  ${"RSS idle, node daemon modules only (MiB)".padEnd(48)} ${(leanRss / 1024).toFixed(1).padStart(10)}`);
+      console.log(`  ${"RSS idle, bare `node -e` (MiB)".padEnd(48)} ${(bareRss / 1024).toFixed(1).padStart(10)}`);
+      console.log(`  ${"daemon (berth node serve) idle / bare node".padEnd(48)} ${(idleRss / bareRss).toFixed(2).padStart(9)}x  (target: ≤ 45 MiB)`);
+      console.log(`  ${"daemon idle above bare node (MiB)".padEnd(48)} ${((idleRss - bareRss) / 1024).toFixed(1).padStart(10)}`);
     } finally {
       lean.kill("SIGKILL");
+      bareNode.kill("SIGKILL");
     }
   } finally {
     daemon.kill("SIGKILL");

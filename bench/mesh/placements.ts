@@ -22,7 +22,7 @@ import { acceptFacts } from "../../src/mesh/controller/facts.js";
 import { PolicyFiles } from "../../src/mesh/controller/policy.js";
 import { preparePackage, workloadSpecOf } from "../../src/mesh/controller/prepare.js";
 import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { rate } from "../support.js";
 
 const argv = process.argv.slice(2);
@@ -49,7 +49,7 @@ async function startDaemon(i: number): Promise<string> {
   const dataDir = join(root, `node-${i}`);
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--name", `n${i}`, "--controller", controllerKey.publicKey, "--signer", signer.publicKey, "--board", "pi5"]);
   writeJson(join(dataDir, "permits.json"), permit);
-  const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir], { stdio: ["ignore", "pipe", "inherit"] });
+  const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--allow-root-agents", "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
   daemons.push(proc);
   let out = "";
   return new Promise((res, rej) => {
@@ -88,7 +88,7 @@ async function main(): Promise<void> {
   console.log(`  ${"daemons started".padEnd(48)} ${String(Date.now() - started).padStart(10)} ms`);
 
   // Engine only: the same 20 nodes as the controller sees them (signed facts, accepted), the same workload spec.
-  const client = new NodeClient({ key: controllerKey, connector: new TcpConnector() });
+  const client = new NodeClient({ key: controllerKey, connector: new TlsConnector({ identity: controllerKey }) });
   const views: NodeView[] = [];
   for (const addr of addrs) {
     const d = await client.describe(addr, null);
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     decide(input);
   });
 
-  const controller = await MeshController.open({ dataDir: controllerDir, key: controllerKey, connector: new TcpConnector() });
+  const controller = await MeshController.open({ dataDir: controllerDir, key: controllerKey, connector: new TlsConnector({ identity: controllerKey }) });
   for (const addr of addrs) {
     const r = await controller.addTarget(addr, "paired");
     if (!r.ok) throw new Error(r.error);

@@ -18,12 +18,14 @@ export interface AgentsEnv {
   readonly watch?: Watch;
   /** Wall time for the registry's `deployed_ms`. */
   readonly now: () => number;
+  /** Where `valueFrom: {env}` values are read (issue 17): this process's environment unless a test says otherwise. */
+  readonly processEnv?: NodeJS.ProcessEnv;
 }
 
 export function targetFor(env: AgentsEnv, kind: DeployTarget): AgentTarget {
   switch (kind) {
     case "mesh":
-      return meshTarget(env.mesh, env.watch);
+      return meshTarget(env.mesh, env.watch, env.processEnv);
     case "kubernetes":
       return kubernetesTarget(env.kubernetes, env.watch);
     default: {

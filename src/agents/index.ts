@@ -21,4 +21,4 @@ export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, Log
 export { translateFailure, unwrap } from "./target.js";
 export { cliBudget, loopDeps, runReconcileLoop } from "./targets/kubernetes/index.js";
 export type { MeshAgentDeps } from "./targets/mesh/index.js";
-export { agentLogs, stopAgent } from "./verbs.js";
+export { agentLogs, purgeAgent, stopAgent } from "./verbs.js";

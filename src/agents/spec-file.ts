@@ -44,8 +44,11 @@ export interface MeshIntent {
   readonly intent: string;
 }
 
-/** The package's id from its manifest (the controller verifies the signatures when it places). */
-export function meshIntentOf(loaded: LoadedSpec): Loaded<MeshIntent> {
+/**
+ * The package's id from its manifest (the controller verifies the signatures when it places). `env` is the resolved
+ * env (secret-env.ts): the intent is a digest of it, so a changed secret is a changed intent, and only the digest is kept.
+ */
+export function meshIntentOf(loaded: LoadedSpec, env: Readonly<Record<string, string>>): Loaded<MeshIntent> {
   const s = loaded.spec.spec;
   if (s.package === undefined) return { ok: false, error: `${loaded.path}: spec.package: a mesh agent needs a package directory` };
   const packageDir = relativeTo(loaded, s.package);
@@ -55,7 +58,7 @@ export function meshIntentOf(loaded: LoadedSpec): Loaded<MeshIntent> {
   } catch (error) {
     return { ok: false, error: `${loaded.path}: spec.package: ${(error as Error).message}; build and sign it with \`berth package build\` and \`berth package sign\`` };
   }
-  const intent = meshIntentFingerprint({ agent: loaded.spec.metadata.name, packageId, config: s.config });
+  const intent = meshIntentFingerprint({ agent: loaded.spec.metadata.name, packageId, config: { args: s.config.args, env } });
   return { ok: true, value: { packageDir, packageId, intent } };
 }
 

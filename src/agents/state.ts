@@ -16,6 +16,12 @@ export interface AgentState {
   readonly instance: string | null;
   readonly observation: JsonObject | null;
   readonly error: string | null;
+  /**
+   * Issue 15 (mesh): the node's lifecycle state of the current instance (`running`, `unhealthy`, `backoff`, `failed`,
+   * `finished` …) and the restarts its node's supervisor made since the operator last started it.
+   */
+  readonly lifecycle?: string | null;
+  readonly restarts?: number | null;
 }
 
 /** The state of an agent berth could not look at, with the reason. */

@@ -89,6 +89,11 @@ export interface AgentTarget {
   /** What the classifier sees now for each agent (all of this target), and what a deploy would do; reads only. */
   states(agents: readonly KnownAgent[]): Promise<AgentState[]>;
   stop(agent: KnownAgent, opts: { readonly wait: boolean }): Promise<Outcome<StopAnswer>>;
+  /**
+   * Issue 15, `berth agent purge NAME`: unloads the agent's instance and removes its workspace with it. Only the mesh
+   * has one to remove (a Kubernetes agent's persistent claim is never deleted by berth); absent = not offered.
+   */
+  purge?(agent: KnownAgent): Promise<Outcome<StopAnswer>>;
   /** `onChunk` receives the log as it is read, where the target streams it (Kubernetes). */
   logs(agent: KnownAgent, opts: { readonly tailBytes: number; readonly onChunk?: (chunk: string) => void }): Promise<Outcome<LogsAnswer>>;
 }

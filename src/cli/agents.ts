@@ -1,97 +1,65 @@
 /**
- * `berth deploy FILE`, `berth agents`, `berth agent status|logs|stop|replace NAME` (issue 7): one declarative deploy
- * over both targets. Translation only (issue 14.1): flags into an `AgentsEnv` and calls of `src/agents`, answers into
- * output, failures into exit codes. Human output by default, one JSON document with `--json`. Exit status 0 when the
- * agent is where the spec wants it (or on its way), 1 when berth could not or would not act (the message says why and
- * what to do), 2 for usage or I/O.
+ * `berth deploy FILE|-f FILE|-f -`, `berth agents`, `berth agent status|logs|stop|replace NAME` (issue 7): one
+ * declarative deploy over both targets, asked of the controller this invocation talks to (backend.ts). Translation
+ * only (issue 14.1): flags in, the controller's documents out. Human output by default, one JSON document with
+ * `--json`. Exit status 0 when the agent is where the spec wants it (or on its way), 1 when berth could not or would
+ * not act (the message says why and what to do), 2 for usage or I/O. Registration loads only commander (issue 19).
  */
-import { resolve } from "node:path";
-import { Argument, type Command } from "commander";
-import { type AgentState, type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, loadSpecFile, type Outcome, replaceAgent, stopAgent, translateFailure, unwrap } from "../agents/index.js";
-import { deployEventPayload } from "../core/agents/deploy-event.js";
-import { openK8sChain } from "../kubernetes/audit.js";
-import { realClock } from "../kubernetes/clock.js";
-import { boundedStderrLogger } from "../kubernetes/log.js";
-import { NodeClient } from "../mesh/client/node-client.js";
-import { TcpConnector } from "../mesh/transport/tcp.js";
-import { berthVersion } from "../version.js";
-import { connect } from "./cluster-connect.js";
-import { withController } from "./controller.js";
-import { CliError, invalidInput, unknownAgent, unreachableNode } from "./errors.js";
-import { answer } from "./output.js";
-import { berthHome, defaultPaths } from "./paths.js";
-import { startProgress, withSpinner } from "./progress.js";
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Argument, type Command, Option } from "commander";
+import type { AgentState } from "../agents/index.js";
+import { type DeployDocument, openBackend, type SpecInput } from "./backend.js";
+import { CliError, invalidInput } from "./errors.js";
+import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, kubeContextFlag, watchFlags } from "./flags.js";
+import { answer, wideOutput } from "./output.js";
 import { paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
 
-interface CommonOptions {
-  readonly dataDir?: string;
-  readonly keyFile?: string;
-  readonly context?: string;
-  readonly json?: boolean;
-}
-
-function withCommon(cmd: Command): Command {
-  return cmd
-    .option("--data-dir <dir>", "berth home for mesh agents (controller.db, agents.db, peers.json …)", berthHome())
-    .option("--key-file <path>", "the mesh controller's identity key", defaultPaths.controllerKey())
-    .option("--context <ctx>", "kubeconfig context for Kubernetes agents (default: provider_config.context, else current)")
-    .option("--json", "print one JSON document");
-}
-
-// ---- flags into an environment, failures into exit codes ---------------------------------------------------------
-
-function openRegistry(opts: CommonOptions): AgentRegistry {
+/** A spec from a file, or from stdin for `-` (its relative paths then resolve against the current directory). */
+export function readSpecInput(file: string): SpecInput {
+  if (file === "-") {
+    let text: string;
+    try {
+      text = readFileSync(0, "utf8");
+    } catch (error) {
+      throw invalidInput(`-: cannot read the agent spec from stdin (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+    return { path: join(process.cwd(), "<stdin>"), text };
+  }
+  const path = resolve(file);
   try {
-    return AgentRegistry.open(resolve(opts.dataDir ?? berthHome()));
+    return { path, text: readFileSync(path, "utf8") };
   } catch (error) {
-    throw new CliError(`cannot open the agent registry: ${(error as Error).message}`);
+    throw invalidInput(`cannot read the agent spec ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
 }
 
-/** The mesh through a controller opened for this command; Kubernetes through the kubeconfig (--context wins). */
-function agentsEnv(opts: CommonOptions): AgentsEnv {
-  const home = berthHome();
-  return {
-    openRegistry: () => openRegistry(opts),
-    mesh: { session: (fn) => withController(opts, (controller, key) => fn({ controller, client: new NodeClient({ key, connector: new TcpConnector() }) })) },
-    kubernetes: { connect: (context) => connect(opts.context ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
-    watch: { waiting: (what, fn) => withSpinner(what, opts.json, fn), conditions: () => startProgress({ json: opts.json }) },
-    now: Date.now,
-  };
-}
-
-const CLI_ERRORS: FailureMap<CliError> = {
-  unknown_agent: (f) => unknownAgent(f.agent),
-  instance_verb_failed: (f) =>
-    f.result.kind === "unreachable" ? unreachableNode(`${f.verb} ${f.agent} (${f.instance}) on ${f.result.node}`, f.result.reason) : new CliError(f.message, 1),
-  spec_unusable: (f) => new CliError(f.message, f.usage ? 2 : 1),
-  agent_mismatch: (f) => new CliError(f.message),
-  spec_unreadable: (f) => new CliError(f.message),
-  settings_invalid: (f) => new CliError(f.message),
-  audit_unavailable: (f) => new CliError(f.message, 1),
-  cluster_not_configured: (f) => new CliError(f.message, 1),
-  cluster_unreachable: (f) => new CliError(f.message, 1),
-  no_instance: (f) => new CliError(f.message, 1),
-  pod_absent: (f) => new CliError(f.message, 1),
-  log_unreadable: (f) => new CliError(f.message, 1),
-};
-
-const answered = <T>(o: Outcome<T>): T => unwrap(o, (f) => translateFailure(CLI_ERRORS, f));
-
-function printDeploy(done: Outcome<DeployDone>, json: boolean | undefined): void {
-  const r = answered(done).result;
-  const first = r.rounds[0];
-  const how = first ? ` [${r.rounds.map((x) => `${x.row} → ${x.action}`).join("; ")}]` : "";
-  answer(json, deployEventPayload(r), `${r.message}${json ? "" : `\n${r.target}: ${r.outcome}${how}`}`);
-  process.exitCode = r.ok ? 0 : 1;
+function printDeploy(d: DeployDocument, json: boolean | undefined): void {
+  const how = d.rounds.length > 0 ? ` [${d.rounds.map((x) => `${String(x.row)} → ${String(x.action)}`).join("; ")}]` : "";
+  answer(json, d, `${d.message}${json ? "" : `\n${d.target}: ${d.outcome}${how}`}`);
+  process.exitCode = d.ok ? 0 : 1;
 }
 
 function stateTable(states: readonly AgentState[], json: boolean | undefined): string {
   if (states.length === 0) return "no agents; deploy one with `berth deploy FILE`";
-  const rows = states.map((s) => [s.name, s.target, s.state, s.instance ?? "-", s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : "")]);
+  const wide = wideOutput();
+  // Issue 15: LIFECYCLE is the node's state of the current instance (running, backoff, failed …), RESTARTS its supervisor's.
+  const rows = states.map((s) => [
+    s.name,
+    s.target,
+    s.state,
+    s.lifecycle ?? "-",
+    s.restarts === null || s.restarts === undefined ? "-" : String(s.restarts),
+    s.instance ?? "-",
+    ...(wide ? [s.row ?? "-", s.next ?? "-"] : []),
+    s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : ""),
+  ]);
   const palette = stdoutPalette(json);
-  return renderTable(["NAME", "TARGET", "STATE", "INSTANCE", "NOTE"], rows, { palette, paint: (column, text) => (column === 2 ? paintState(palette, text) : text) });
+  return renderTable(["NAME", "TARGET", "STATE", "LIFECYCLE", "RESTARTS", "INSTANCE", ...(wide ? ["ROW", "NEXT"] : []), "NOTE"], rows, {
+    palette,
+    paint: (column, text) => (column === 2 || column === 3 ? paintState(palette, text) : text),
+  });
 }
 
 function stateText(s: AgentState): string {
@@ -101,42 +69,60 @@ function stateText(s: AgentState): string {
 
 // ---- registration -------------------------------------------------------------------------------------------------
 
-const AGENT_VERBS = ["status", "logs", "stop", "replace"] as const;
+export const AGENT_VERBS = ["status", "logs", "stop", "replace", "purge"] as const;
 
-type VerbFlags = CommonOptions & { file?: string; tailBytes: string; wait?: boolean };
+type VerbFlags = ControllerVerbFlags & { file?: string; tail?: string; tailBytes?: string; wait?: boolean; follow?: boolean };
 
-async function agentVerb(verb: string, name: string, opts: VerbFlags): Promise<void> {
-  const env = agentsEnv(opts);
+async function agentVerb(verb: string, name: string, opts: VerbFlags, cmd: Command): Promise<void> {
+  if (opts.follow && verb !== "logs") throw new CliError("-f/--follow: only with `berth agent logs NAME`");
+  const backend = await openBackend(backendFlags(opts, cmd));
   switch (verb) {
-    case "replace": {
-      let given: Parameters<typeof replaceAgent>[2];
-      if (opts.file !== undefined) {
-        const l = loadSpecFile(opts.file);
-        if (!l.ok) throw invalidInput(l.error);
-        given = { loaded: l.value, from: opts.file };
-      }
-      printDeploy(await replaceAgent(env, name, given), opts.json);
+    case "replace":
+      printDeploy(await backend.agentReplace(name, opts.file === undefined ? undefined : readSpecInput(opts.file)), opts.json);
       return;
-    }
     case "status": {
-      const s = answered(await agentState(env, name));
+      const s = await backend.agentStatus(name);
       answer(opts.json, s, stateText(s));
       return;
     }
     case "logs": {
-      // Kubernetes streams the log as it is read; the mesh answers it whole.
+      const tailBytes = opts.tailBytes === undefined ? 65_536 : integerFlag("--tail-bytes", opts.tailBytes, 0, 65_536);
+      const tailLines = opts.tail === undefined ? undefined : integerFlag("--tail", opts.tail, 0, 1_000_000);
+      const { lastLines } = await import("./follow.js");
+      const cut = (text: string) => (tailLines === undefined ? text : lastLines(text, tailLines));
+      // Kubernetes streams the log as it is read (on this machine's files); the mesh and the API answer it whole.
       let streamed = false;
       const onChunk = (c: string) => {
         streamed = true;
         if (!opts.json) process.stdout.write(c);
       };
-      const l = answered(await agentLogs(env, name, { tailBytes: Number(opts.tailBytes) || 65_536, onChunk }));
-      if (opts.json || !streamed) answer(opts.json, l, `${l.stdout}${l.stderr ? `--- stderr ---\n${l.stderr}` : ""}`);
+      const l = await backend.agentLogs(name, tailBytes, tailLines === undefined && !opts.follow ? onChunk : undefined);
+      const shown = { ...l, stdout: cut(l.stdout), stderr: cut(l.stderr) };
+      if (opts.follow) {
+        process.stdout.write(shown.stdout);
+        process.stderr.write(shown.stderr);
+        let primed = false;
+        await (await import("./watch.js")).followLog(1000, async () => {
+          if (!primed) {
+            primed = true;
+            return l;
+          }
+          return backend.agentLogs(name, tailBytes);
+        });
+        return;
+      }
+      if (opts.json || !streamed) answer(opts.json, shown, `${shown.stdout}${shown.stderr ? `--- stderr ---\n${shown.stderr}` : ""}`);
       return;
     }
     case "stop": {
-      const r = answered(await stopAgent(env, name, { wait: Boolean(opts.wait) }));
-      answer(opts.json, r, r.ok ? `${name}: ${r.message}; \`berth deploy\` starts it again` : `${name}: ${r.message}`);
+      const r = await backend.agentStop(name, Boolean(opts.wait));
+      answer(opts.json, r, `${name}: ${r.message}`);
+      process.exitCode = r.ok ? 0 : 1;
+      return;
+    }
+    case "purge": {
+      const r = await backend.agentPurge(name);
+      answer(opts.json, r, `${name}: ${r.message}; \`berth deploy\` starts it again with an empty workspace`);
       process.exitCode = r.ok ? 0 : 1;
       return;
     }
@@ -146,29 +132,51 @@ async function agentVerb(verb: string, name: string, opts: VerbFlags): Promise<v
 }
 
 export function registerAgentCommands(program: Command): void {
-  withCommon(
-    program
-      .command("deploy <file>")
-      .description("make the agent in FILE run, once, on its target (mesh or kubernetes); deploying the same spec again does nothing"),
-  ).action(async (file: string, opts: CommonOptions) => {
-    const loaded = loadSpecFile(file);
-    if (!loaded.ok) throw invalidInput(loaded.error);
-    printDeploy(await deployAgent(agentsEnv(opts), loaded.value), opts.json);
+  kubeContextFlag(
+    controllerFlags(
+      program
+        .command("deploy [file]")
+        .description("make the agent in FILE run, once, on its target (mesh or kubernetes); deploying the same spec again does nothing")
+        .option("-f, --file <file>", "the agent spec (YAML or JSON); - reads it from stdin"),
+    ),
+  ).action(async (file: string | undefined, opts: ControllerVerbFlags & { file?: string }, cmd: Command) => {
+    if (file !== undefined && opts.file !== undefined) throw new CliError("give the spec once: either FILE or -f FILE");
+    const from = file ?? opts.file;
+    if (from === undefined) throw new CliError("deploy needs an agent spec: berth deploy FILE, or -f FILE (-f - reads stdin)");
+    const spec = readSpecInput(from);
+    printDeploy(await (await openBackend(backendFlags(opts, cmd))).deploy(spec), opts.json);
   });
 
-  withCommon(program.command("agents").description("every agent deployed from this berth home, with its state on its target")).action(async (opts: CommonOptions) => {
-    const states = await agentStates(agentsEnv(opts));
-    answer(opts.json, { agents: states }, stateTable(states, opts.json));
-  });
+  kubeContextFlag(controllerFlags(watchFlags(program.command("agents").description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action)")))).action(
+    async (opts: ControllerVerbFlags & { watch?: boolean; interval: string }, cmd: Command) => {
+      const backend = await openBackend(backendFlags(opts, cmd));
+      const ask = async () => {
+        const states = await backend.agents();
+        return { doc: { agents: states }, text: stateTable(states, opts.json) };
+      };
+      if (!opts.watch) {
+        const { doc, text } = await ask();
+        answer(opts.json, doc, text);
+        return;
+      }
+      const seconds = Number(opts.interval);
+      if (!Number.isFinite(seconds) || seconds < 0.2 || seconds > 3600) throw new CliError(`--interval: ${JSON.stringify(opts.interval)} must be a number of seconds 0.2…3600`);
+      await (await import("./watch.js")).watchList(seconds * 1000, opts.json, ask);
+    },
+  );
 
-  withCommon(
-    program
-      .command("agent")
-      .addArgument(new Argument("<verb>", "what to do").choices(AGENT_VERBS))
-      .argument("<name>", "the agent's metadata.name")
-      .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec)`)
-      .option("--file <file>", "replace: deploy this spec instead of the one last deployed")
-      .option("--tail-bytes <n>", "logs: bytes from the end of each stream (mesh)", "65536")
-      .option("--wait", "stop: wait until the instance is gone (Kubernetes)"),
+  kubeContextFlag(
+    controllerFlags(
+      program
+        .command("agent")
+        .addArgument(new Argument("<verb>", "what to do").choices(AGENT_VERBS))
+        .argument("<name>", "the agent's metadata.name")
+        .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace)`)
+        .option("--file <file>", "replace: deploy this spec instead of the one last deployed (- reads stdin)")
+        .option("-n, --tail <lines>", "logs: the last N lines of each stream (mesh: of at most its last 64 KiB)")
+        .option("-f, --follow", "logs: keep printing what the agent writes, until Ctrl-C")
+        .addOption(new Option("--tail-bytes <n>", "logs: bytes from the end of each stream (mesh)").hideHelp())
+        .option("--wait", "stop: wait until the instance is gone (Kubernetes, local files)"),
+    ),
   ).action(agentVerb);
 }

@@ -1,34 +1,43 @@
 /** `berth audit verify|tail|export|import|checkpoint|reseal`: reading and proving the signed audit chain. */
 import { existsSync, readFileSync, writeSync } from "node:fs";
-import type { Command } from "commander";
-import { z } from "zod";
-import { Chain, listChains, rowToEvent, verifyStoredChain } from "../chain/chain.js";
-import { importChain, parseEventLines } from "../chain/import.js";
+import { join } from "node:path";
+import { type Command, Option } from "commander";
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
-import { exportLine, type SealedEvent } from "../core/chain/event.js";
-import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
-import { loadKeyFile } from "../keys/key-file.js";
-import { CHAIN_SCHEMA_VERSION } from "../chain/schema.js";
-import { assertSchemaNotNewer, type Db, openDatabase } from "../store/sqlite.js";
+import type { SealedEvent } from "../core/chain/event.js";
+import type { VerifyResult } from "../core/chain/verify.js";
+import type { Db } from "../store/sqlite.js";
+import type * as AuditDeps from "./audit-deps.js";
 import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";
-import { defaultPaths } from "./paths.js";
+import { berthHome, defaultPaths } from "./paths.js";
+
+// The chain, store and key libraries, loaded when an audit verb runs (issue 19: registration stays light).
+let d: typeof AuditDeps;
+const load = async () => {
+  d = await import("./audit-deps.js");
+  return d;
+};
+
+/**
+ * One spelling for the home everywhere (issue 13): `--data-dir DIR` reads DIR/controller.db; `--db FILE` (hidden, the
+ * old spelling) names a database file directly and wins when both are given.
+ */
+const DB_ALIAS = () => new Option("--db <path>", "a berth database file (instead of --data-dir)").hideHelp();
+const dbPath = (opts: { db?: string; dataDir?: string }) => opts.db ?? join(opts.dataDir ?? berthHome(), "controller.db");
 import { stderrPalette, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
 
-const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (an Ed25519 public key)");
-const ExpectHead = z.string().regex(/^\d+:[0-9a-f]{64}$/, "must look like <seq>:<64 hex hash>");
 
 function openExisting(path: string, readonly = true): Db {
-  if (!existsSync(path)) throw new CliError(`database ${path} does not exist; pass --db with the path of a berth database`);
+  if (!existsSync(path)) throw new CliError(`database ${path} does not exist; pass --data-dir with a berth home (or --db with the path of a berth database)`);
   let db: Db;
   try {
-    db = openDatabase(path, { readonly });
+    db = d.openDatabase(path, { readonly });
   } catch (error) {
     throw new CliError(`cannot open database ${path}: ${(error as Error).message}`);
   }
   try {
-    assertSchemaNotNewer(db, "audit", CHAIN_SCHEMA_VERSION);
+    d.assertSchemaNotNewer(db, "audit", d.CHAIN_SCHEMA_VERSION);
   } catch (error) {
     db.close();
     throw new CliError(`${path}: ${(error as Error).message}`);
@@ -37,9 +46,9 @@ function openExisting(path: string, readonly = true): Db {
 }
 
 function pickChain(db: Db, chain: string | undefined): string {
-  let chains: ReturnType<typeof listChains>;
+  let chains: ReturnType<typeof AuditDeps.listChains>;
   try {
-    chains = listChains(db);
+    chains = d.listChains(db);
   } catch {
     throw new CliError("this database holds no audit chain (no audit_chain table)");
   }
@@ -55,11 +64,11 @@ function pickChain(db: Db, chain: string | undefined): string {
 function pinnedKey(opts: { pubkey?: string; key?: string; keyFile?: string }): string | undefined {
   const hex = opts.pubkey ?? opts.key;
   if (hex !== undefined) {
-    const parsed = HexKey.safeParse(hex);
+    const parsed = d.HexKey.safeParse(hex);
     if (!parsed.success) throw invalidInput(describeZodIssues("--pubkey", parsed.error.issues));
     return parsed.data;
   }
-  if (opts.keyFile) return loadKeyFile(opts.keyFile).publicKey;
+  if (opts.keyFile) return d.loadKeyFile(opts.keyFile).publicKey;
   return undefined;
 }
 
@@ -103,7 +112,8 @@ export function registerAuditCommands(program: Command): void {
   audit
     .command("verify")
     .description("verify links, hashes and signatures; exits 1 naming the first bad event")
-    .option("--db <path>", "the berth database holding the chain", defaultPaths.controllerDb())
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .addOption(DB_ALIAS())
     .option("--file <export.jsonl>", "verify an exported chain instead of a database")
     .option("--chain <id>", "which chain in the database (default: its own)")
     .option("--pubkey <hex>", "the owner's public key to pin (64 hex)")
@@ -112,11 +122,12 @@ export function registerAuditCommands(program: Command): void {
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
     .option("--json", "print one JSON document")
-    .action((opts: { db: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; json?: boolean }) => {
+      await load();
       const key = pinnedKey(opts);
       let expectHead: { seq: number; hash: string } | undefined;
       if (opts.expectHead !== undefined) {
-        const parsed = ExpectHead.safeParse(opts.expectHead);
+        const parsed = d.ExpectHead.safeParse(opts.expectHead);
         if (!parsed.success) throw invalidInput(describeZodIssues("--expect-head", parsed.error.issues));
         const [seq, hash] = parsed.data.split(":");
         expectHead = { seq: Number(seq), hash: hash as string };
@@ -125,16 +136,16 @@ export function registerAuditCommands(program: Command): void {
       let result: VerifyResult;
       if (opts.file) {
         if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
-        const parsed = parseEventLines(readFileSync(opts.file, "utf8"));
+        const parsed = d.parseEventLines(readFileSync(opts.file, "utf8"));
         if (!parsed.ok) {
           result = { ok: false, chain_id: null, events: 0, head: null, checkpoints: 0, keySelfAsserted: key === undefined, failure: { seq: 0, code: "format", detail: `line ${parsed.line}: ${parsed.reason}` } };
         } else {
-          result = verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+          result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         }
       } else {
-        const db = openExisting(opts.db);
+        const db = openExisting(dbPath(opts));
         try {
-          result = verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+          result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         } finally {
           db.close();
         }
@@ -146,21 +157,24 @@ export function registerAuditCommands(program: Command): void {
   audit
     .command("tail")
     .description("print the newest events")
-    .option("--db <path>", "the berth database", defaultPaths.controllerDb())
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .addOption(DB_ALIAS())
     .option("--chain <id>", "which chain (default: its own)")
-    .option("-n, --lines <n>", "how many events", "20")
+    .option("-n, --tail <n>", "how many events", "20")
+    .addOption(new Option("--lines <n>", "alias of --tail").hideHelp())
     .option("--json", "one JSON document: {events: [...]}")
-    .action((opts: { db: string; chain?: string; lines: string; json?: boolean }) => {
-      const n = z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines);
+    .action(async (opts: { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; json?: boolean }) => {
+      await load();
+      const n = d.z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines ?? opts.tail);
       if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
-      const db = openExisting(opts.db);
+      const db = openExisting(dbPath(opts));
       try {
         const chainId = pickChain(db, opts.chain);
         const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
         const events: SealedEvent[] = [];
         const get = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?");
         for (const { seq } of rows.reverse()) {
-          events.push(rowToEvent(get.get(chainId, seq) as Parameters<typeof rowToEvent>[0]));
+          events.push(d.rowToEvent(get.get(chainId, seq) as Parameters<typeof AuditDeps.rowToEvent>[0]));
         }
         const lines = events.map((e) => {
           const phase = typeof e.payload.phase === "string" ? ` ${e.payload.phase}` : "";
@@ -168,7 +182,7 @@ export function registerAuditCommands(program: Command): void {
         });
         answer(
           opts.json,
-          { chain_id: chainId, events: events.map((e) => JSON.parse(exportLine(e))) },
+          { chain_id: chainId, events: events.map((e) => JSON.parse(d.exportLine(e))) },
           lines.length === 0 ? "no events yet" : renderTable(["SEQ", "TIME", "EVENT", "HASH"], lines, { palette: stdoutPalette(opts.json) }),
         );
       } finally {
@@ -179,19 +193,21 @@ export function registerAuditCommands(program: Command): void {
   audit
     .command("export")
     .description("write the chain as JSON lines (one canonical event per line) to stdout; --json wraps them in one document")
-    .option("--db <path>", "the berth database", defaultPaths.controllerDb())
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .addOption(DB_ALIAS())
     .option("--chain <id>", "which chain (default: its own)")
     .option("--from <seq>", "first seq", "0")
     .option("--to <seq>", "last seq")
     .option("--checkpoints", "export the signed checkpoints instead of the events")
     .option("--json", "one JSON document {chain_id, events} (or {chain_id, checkpoints}) instead of JSON lines")
-    .action((opts: { db: string; chain?: string; from: string; to?: string; checkpoints?: boolean; json?: boolean }) => {
-      const Seq = z.coerce.number().int().min(0);
+    .action(async (opts: { db?: string; dataDir: string; chain?: string; from: string; to?: string; checkpoints?: boolean; json?: boolean }) => {
+      await load();
+      const Seq = d.z.coerce.number().int().min(0);
       const from = Seq.safeParse(opts.from);
       if (!from.success) throw invalidInput(describeZodIssues("--from", from.error.issues));
       const to = opts.to === undefined ? { success: true as const, data: Number.MAX_SAFE_INTEGER } : Seq.safeParse(opts.to);
       if (!to.success) throw invalidInput(describeZodIssues("--to", to.error.issues));
-      const db = openExisting(opts.db);
+      const db = openExisting(dbPath(opts));
       try {
         const chainId = pickChain(db, opts.chain);
         const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
@@ -203,8 +219,8 @@ export function registerAuditCommands(program: Command): void {
           for (const r of rows) write(JSON.stringify({ checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: owner, seq: r.seq, ts: r.ts }, sig: r.sig }));
         } else {
           const stmt = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ? ORDER BY seq");
-          for (const row of stmt.iterate(chainId, from.data, to.data) as Iterable<Parameters<typeof rowToEvent>[0]>) {
-            write(exportLine(rowToEvent(row)));
+          for (const row of stmt.iterate(chainId, from.data, to.data) as Iterable<Parameters<typeof AuditDeps.rowToEvent>[0]>) {
+            write(d.exportLine(d.rowToEvent(row)));
           }
         }
         if (opts.json) answer(true, { chain_id: chainId, [opts.checkpoints ? "checkpoints" : "events"]: collected }, "");
@@ -216,17 +232,19 @@ export function registerAuditCommands(program: Command): void {
   audit
     .command("import")
     .description("verify an exported chain and store it as a foreign copy; writes nothing on any defect")
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .addOption(DB_ALIAS())
     .argument("<file>", "JSON-lines export")
-    .option("--db <path>", "the berth database to import into", defaultPaths.controllerDb())
     .option("--pubkey <hex>", "the owner's public key the file must verify under")
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--json", "print one JSON document")
-    .action((file: string, opts: { db: string; pubkey?: string; keyFile?: string; json?: boolean }) => {
+    .action(async (file: string, opts: { db?: string; dataDir: string; pubkey?: string; keyFile?: string; json?: boolean }) => {
+      await load();
       if (!existsSync(file)) throw new CliError(`export file ${file} does not exist`);
       const key = pinnedKey(opts);
-      const db = openDatabase(opts.db);
+      const db = d.openDatabase(dbPath(opts));
       try {
-        const outcome = importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
+        const outcome = d.importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
         if (!outcome.ok) throw new CliError(`import of ${file} refused, nothing written: ${outcome.reason}`, 1);
         answer(opts.json, { ok: true, chain_id: outcome.chain_id, written: outcome.written }, `imported chain ${outcome.chain_id}: ${outcome.written} new events`);
       } finally {
@@ -237,16 +255,18 @@ export function registerAuditCommands(program: Command): void {
   audit
     .command("checkpoint")
     .description("sign and store a checkpoint of the current head (for anchoring elsewhere)")
-    .option("--db <path>", "the berth database", defaultPaths.controllerDb())
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .addOption(DB_ALIAS())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document: {checkpoint} (null when nothing is new)")
-    .action((opts: { db: string; keyFile: string; json?: boolean }) => {
-      const key = loadKeyFile(opts.keyFile);
-      const db = openExisting(opts.db, false);
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; json?: boolean }) => {
+      await load();
+      const key = d.loadKeyFile(opts.keyFile);
+      const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role;
-        if (!role) throw new CliError(`${opts.db} has no chain of its own`);
-        const chain = Chain.open(db, key, role);
+        if (!role) throw new CliError(`${dbPath(opts)} has no chain of its own`);
+        const chain = d.Chain.open(db, key, role);
         const cp = chain.checkpointIfDue(true);
         answer(opts.json, { checkpoint: cp ?? null }, cp ? JSON.stringify(cp) : "no events since the last checkpoint");
       } finally {
@@ -257,17 +277,19 @@ export function registerAuditCommands(program: Command): void {
   audit
     .command("reseal")
     .description("start a new chain naming the last verified event of a broken one (never done silently)")
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .addOption(DB_ALIAS())
     .requiredOption("--new-chain", "confirm that a new chain is wanted")
     .requiredOption("--reason <text>", "why the old chain is abandoned")
-    .option("--db <path>", "the berth database", defaultPaths.controllerDb())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action((opts: { db: string; keyFile: string; reason: string; json?: boolean }) => {
-      const key = loadKeyFile(opts.keyFile);
-      const db = openExisting(opts.db, false);
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; reason: string; json?: boolean }) => {
+      await load();
+      const key = d.loadKeyFile(opts.keyFile);
+      const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role ?? "controller";
-        const chain = Chain.reseal(db, key, role, opts.reason);
+        const chain = d.Chain.reseal(db, key, role, opts.reason);
         answer(opts.json, { chain_id: chain.chainId }, `new chain ${chain.chainId}; the old one is kept as a foreign chain`);
       } finally {
         db.close();

@@ -1,7 +1,7 @@
 /** `berth backup FILE` / `berth restore FILE`: the home's databases, copied with SQLite's online backup (src/up/backup.ts). */
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { BackupError, type CopiedDatabase, backupHome, restoreHome } from "../up/backup.js";
+import type { CopiedDatabase } from "../up/backup.js";
 import { CliError } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
@@ -10,6 +10,7 @@ const describe = (c: CopiedDatabase) => `${c.events === null ? "no audit chain" 
 
 /** A refused backup or restore is a request that could not be made (exit 2), named by what blocked it. */
 async function asCliError<T>(run: () => Promise<T>): Promise<T> {
+  const { BackupError } = await import("../up/backup.js");
   try {
     return await run();
   } catch (error) {
@@ -26,6 +27,7 @@ export function registerBackupCommands(program: Command): void {
     .option("--force", "replace FILE if it exists")
     .option("--json", "one JSON document: each database copied, its events and chain head")
     .action(async (file: string, opts: { dataDir: string; force?: boolean; json?: boolean }) => {
+      const { backupHome } = await import("../up/backup.js");
       const copied = await asCliError(() => backupHome(resolve(opts.dataDir), file, { force: Boolean(opts.force) }));
       const lines = copied.map((c) => `${c.database} → ${c.file} (${describe(c)})`);
       answer(opts.json, { ok: true, home: resolve(opts.dataDir), backups: copied }, `${lines.join("\n")}\nverify it with: berth audit verify --db ${copied[0]?.file} --key-file <controller.key>`);
@@ -37,6 +39,7 @@ export function registerBackupCommands(program: Command): void {
     .option("--data-dir <dir>", "berth home", berthHome())
     .option("--json", "one JSON document: each database restored and where the one it replaced was kept")
     .action(async (file: string, opts: { dataDir: string; json?: boolean }) => {
+      const { restoreHome } = await import("../up/backup.js");
       const restored = await asCliError(() => restoreHome(resolve(opts.dataDir), file, new Date()));
       const lines = restored.map((r) => `${r.database} ← ${r.from} (${describe(r)})${r.previous ? `; the one it replaced is kept as ${r.previous}` : ""}`);
       answer(opts.json, { ok: true, home: resolve(opts.dataDir), restored }, lines.join("\n"));

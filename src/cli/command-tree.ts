@@ -45,8 +45,8 @@ export function commandTree(root: Command): CommandNode[] {
       choices: (cmd.registeredArguments[0]?.argChoices ?? []).filter((c) => SHELL_WORD.test(c)),
       leaf: cmd.commands.length === 0,
     });
-    // The implicit help command has no subtree worth walking; real subcommands do.
-    for (const sub of cmd.commands) visit(sub, [...path, sub.name()]);
+    // The implicit help command has no subtree worth walking; real subcommands do, hidden ones (`__complete`) not.
+    for (const sub of cmd.commands) if (subs.includes(sub)) visit(sub, [...path, sub.name()]);
   };
   visit(root, []);
   return out;

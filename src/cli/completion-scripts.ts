@@ -13,11 +13,27 @@ const single = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 const oneLine = (text: string) => text.replace(/\s+/g, " ").trim();
 const key = (node: CommandNode) => single(node.path.join(" "));
 
+/**
+ * Where a name is completed from `berth __complete KIND` (complete-names.ts), by command path and how many words the
+ * walk has seen there: after the verb choice (argdone 1) for `agent`/`instance`, as the first word (0) for contexts.
+ */
+export const NAME_ARGUMENTS: ReadonlyArray<{ readonly path: string; readonly argdone: number; readonly kind: string }> = [
+  { path: "agent", argdone: 1, kind: "agents" },
+  { path: "instance", argdone: 1, kind: "instances" },
+  { path: "context use", argdone: 0, kind: "contexts" },
+  { path: "context remove", argdone: 0, kind: "contexts" },
+];
+
+function namesFunction(): string[] {
+  return ["_berth_names() {", '  case "$1 $2" in', ...NAME_ARGUMENTS.map((n) => `    ${single(`${n.path} ${n.argdone}`)}) echo ${n.kind} ;;`), "  esac", "}"];
+}
+
 /** Case arms shared by bash and zsh: which paths are commands, which words are choices. */
 function sharedFunctions(tree: readonly CommandNode[]): string[] {
   const paths = tree.filter((n) => n.path.length > 0).map((n) => single(n.path.join(" ")));
   const choiceArms = tree.filter((n) => n.choices.length > 0).map((n) => `    ${n.choices.map((c) => single(`${n.path.join(" ")} ${c}`)).join("|")}) return 0 ;;`);
   return [
+    ...namesFunction(),
     "_berth_is_path() {",
     '  case "$1" in',
     ...chunks(paths).map((arm, i, all) => `    ${arm}${i === all.length - 1 ? ") return 0 ;;" : "|\\"}`),
@@ -54,16 +70,20 @@ function words(tree: readonly CommandNode[], render: (node: CommandNode) => read
 
 // The walk itself is fixed shell text; only the case arms above it come from the tree.
 const BASH_WALK = `_berth() {
-  local cur="\${COMP_WORDS[COMP_CWORD]}" cmdpath="" word next i argdone=0
+  local cur="\${COMP_WORDS[COMP_CWORD]}" cmdpath="" word next i argdone=0 names
   for ((i = 1; i < COMP_CWORD; i++)); do
     word="\${COMP_WORDS[i]}"
     [[ "$word" == -* ]] && continue
     next="\${cmdpath:+$cmdpath }$word"
     if _berth_is_path "$next"; then cmdpath="$next"; argdone=0
-    elif _berth_is_choice "$cmdpath" "$word"; then argdone=1; fi
+    elif _berth_is_choice "$cmdpath" "$word"; then argdone=1
+    else argdone=$((argdone + 2)); fi
   done
+  names="$(_berth_names "$cmdpath" "$argdone")"
   if [[ "$cur" == -* ]]; then
     COMPREPLY=($(compgen -W "$(_berth_options "$cmdpath")" -- "$cur"))
+  elif [[ -n "$names" ]]; then
+    COMPREPLY=($(compgen -W "$("\${COMP_WORDS[0]}" __complete "$names" 2>/dev/null)" -- "$cur"))
   elif ((argdone == 0)); then
     COMPREPLY=($(compgen -W "$(_berth_words "$cmdpath")" -- "$cur"))
   fi
@@ -77,11 +97,16 @@ const ZSH_WALK = `_berth() {
     [[ "$word" == -* ]] && continue
     next="\${cmdpath:+$cmdpath }$word"
     if _berth_is_path "$next"; then cmdpath="$next"; argdone=0
-    elif _berth_is_choice "$cmdpath" "$word"; then argdone=1; fi
+    elif _berth_is_choice "$cmdpath" "$word"; then argdone=1
+    else argdone=$((argdone + 2)); fi
   done
+  local names="$(_berth_names "$cmdpath" "$argdone")"
   if [[ "\${words[CURRENT]}" == -* ]]; then
     items=(\${(f)"$(_berth_options "$cmdpath")"})
     _describe -t options 'option' items
+  elif [[ -n "$names" ]]; then
+    items=(\${(f)"$("\${words[1]}" __complete "$names" 2>/dev/null)"})
+    compadd -a items
   elif ((argdone == 0)); then
     items=(\${(f)"$(_berth_words "$cmdpath")"})
     if ((\${#items})); then _describe -t commands 'command' items; else _files; fi
@@ -160,6 +185,11 @@ export function fishScript(tree: readonly CommandNode[]): string {
     // Files only where no subcommand or choice applies: positional file arguments (deploy FILE, package DIR).
     "complete -c berth -f",
     ...lines,
+    // Names after `agent VERB`, `instance VERB` and `context use|remove`, asked of berth itself (complete-names.ts).
+    ...NAME_ARGUMENTS.map((n) => {
+      const cond = n.argdone === 1 ? `__berth_at ${fishQuote(n.path)}; and __fish_is_nth_token ${n.path.split(" ").length + 2}` : `__berth_at ${fishQuote(n.path)}`;
+      return `complete -c berth -n ${fishQuote(cond)} -a ${fishQuote(`(berth __complete ${n.kind} 2>/dev/null)`)}`;
+    }),
     ...tree.filter((n) => n.leaf && n.choices.length === 0).map((n) => `complete -c berth -n ${at(n)} -F`),
     "",
   ].join("\n");

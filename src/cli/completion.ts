@@ -2,6 +2,7 @@
 import { Argument, type Command } from "commander";
 import { commandTree } from "./command-tree.js";
 import { completionScript, SHELLS, type Shell } from "./completion-scripts.js";
+import { registerCompleteNames } from "./complete-names.js";
 import { answer } from "./output.js";
 
 const INSTALL = `
@@ -15,6 +16,7 @@ Install (then open a new shell):
 The script is generated from the commands of this berth: generate it again after upgrading.`;
 
 export function registerCompletionCommands(program: Command): void {
+  registerCompleteNames(program);
   program
     .command("completion")
     .description("print a shell completion script for bash, zsh or fish")

@@ -4,7 +4,8 @@ import { resolve } from "node:path";
 import type { SigningKey } from "../core/crypto/ed25519.js";
 import { loadKeyFile } from "../keys/key-file.js";
 import { MeshController } from "../mesh/controller/index.js";
-import { TcpConnector } from "../mesh/transport/tcp.js";
+import type { Connector } from "../mesh/transport/frames.js";
+import { announcePlaintext, ControllerConnector, loadPlaintextOptIn } from "../mesh/client/connector.js";
 import { CliError } from "./errors.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -16,15 +17,25 @@ export interface ControllerFlags {
 }
 
 /** Opens the controller in the berth home with its key, runs `fn`, and always closes it. */
-export async function withController<T>(opts: ControllerFlags, fn: (c: MeshController, key: SigningKey) => Promise<T>): Promise<T> {
+export async function withController<T>(opts: ControllerFlags, fn: (c: MeshController, key: SigningKey, connector: Connector) => Promise<T>): Promise<T> {
   const dataDir = resolve(opts.dataDir ?? berthHome());
   // A key file error keeps its own kind and fix (errors.ts).
   const key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
   let controller: MeshController;
+  let plaintext: ReturnType<typeof loadPlaintextOptIn>;
+  let connector: Connector;
   try {
-    controller = await MeshController.open({ dataDir, key, connector: new TcpConnector() });
+    plaintext = loadPlaintextOptIn(dataDir);
+    connector = new ControllerConnector({ identity: key, plaintext });
+    controller = await MeshController.open({ dataDir, key, connector });
   } catch (error) {
     throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
+  }
+  try {
+    await announcePlaintext({ optIn: plaintext, home: dataDir, chain: controller.store, via: "cli", always: false, warn: (line) => process.stderr.write(`${line}\n`) });
+  } catch (error) {
+    await controller.close();
+    throw error;
   }
   const wedged = opts.quiet ? [] : await controller.wedged();
   if (wedged.length > 0) {
@@ -34,7 +45,7 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
     );
   }
   try {
-    return await fn(controller, key);
+    return await fn(controller, key, connector);
   } finally {
     await controller.close();
   }

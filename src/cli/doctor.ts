@@ -8,7 +8,6 @@
  * the repair marks the decision placed. It also lists decisions other processes hold right now (informational).
  */
 import type { Command } from "commander";
-import { operatorIdentity, withController } from "./controller.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -21,6 +20,7 @@ export function registerDoctorCommands(program: Command): void {
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
     .action(async (opts: { repair?: boolean; dataDir?: string; keyFile?: string; json?: boolean }) => {
+      const { operatorIdentity, withController } = await import("./controller.js");
       const doc = await withController({ ...opts, quiet: true }, async (c) => {
         const wedged = opts.repair ? await c.repairWedged(operatorIdentity("berth doctor")) : await c.wedged();
         const inFlight = (await c.store.ownedDecisions())

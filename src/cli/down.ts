@@ -1,7 +1,6 @@
 /** `berth down`: stops what `berth up` started in this home (src/up/down.ts): agents through berth, then the nodes. */
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { down } from "../up/down.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
 
@@ -16,6 +15,7 @@ export function registerDownCommands(program: Command): void {
         if (!opts.json) process.stdout.write(`${line}\n`);
       };
       const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
+      const { down } = await import("../up/down.js");
       const outcome = await down({ home: opts.dataDir, berthMain, log });
       if (outcome.kind === "nothing_up") {
         answer(opts.json, { ok: true, home: outcome.home, was_up: false, reason: outcome.reason }, `nothing to stop: ${outcome.reason} (${outcome.home})`);

@@ -11,9 +11,6 @@
  *      missing or readable by others, a database that cannot be opened
  */
 import { CommanderError } from "commander";
-import { ZodError } from "zod";
-import { KeyFileError } from "../keys/key-file.js";
-import { SchemaError } from "../store/sqlite.js";
 
 export const EXIT_CODES_HELP = [
   "Exit status:",
@@ -39,6 +36,7 @@ export type FailureKind =
   | "unknown_agent"
   | "unknown_instance"
   | "chain_broken"
+  | "unauthorized"
   | "internal";
 
 /** CLI failures that carry their exit status: 1 for a negative answer (verify failed), 2 for usage or I/O. */
@@ -97,6 +95,12 @@ export function unreachableNode(what: string, reason: string): CliError {
   );
 }
 
+/** A place refusal, in the same words whether the controller ran here or behind the API. */
+export function placeRefused(code: string, message: string, constraints: ReadonlyArray<{ constraint: string; detail: string }>): CliError {
+  const text = [`place refused (${code}): ${message}`, ...constraints.map((r) => `  ${r.constraint}: ${r.detail}`)].join("\n");
+  return new CliError(text.trimEnd(), 1, { details: { code, constraints } });
+}
+
 /** What to do when the audit chain does not verify: never repair silently; find the cause, then reseal. */
 export const CHAIN_BROKEN_ADVICE =
   "events from this one on cannot be trusted: keep the database as evidence, compare it with an export or a checkpoint held elsewhere, and once the cause is known start a new chain with `berth audit reseal --new-chain --reason TEXT`";
@@ -111,6 +115,8 @@ function errnoOf(error: unknown): { code: string; path?: string; address?: strin
   return typeof e.code === "string" ? { code: e.code, ...(e.path ? { path: e.path } : {}), ...(e.address ? { address: e.address } : {}), ...(e.port ? { port: e.port } : {}) } : null;
 }
 
+const isNamed = (error: unknown, name: string): error is Error => error instanceof Error && error.name === name;
+
 export function explainFailure(error: unknown): Failure {
   const none = {};
   if (error instanceof CliError) return { kind: error.kind, message: error.message, exitCode: error.exitCode, details: error.details };
@@ -118,10 +124,12 @@ export function explainFailure(error: unknown): Failure {
     // commander already printed its message on stderr; this is the same text for --json and the exit status.
     return { kind: "usage", message: `${error.message.replace(/^error: /, "")} (run with --help for usage)`, exitCode: 2, details: none };
   }
-  if (error instanceof KeyFileError) return { kind: "key_file", message: error.message, exitCode: 2, details: none };
-  if (error instanceof SchemaError) return { kind: "database", message: error.message, exitCode: 2, details: none };
-  if (error instanceof ZodError) {
-    const e = invalidInput(describeZodIssues("input", error.issues));
+  // Recognised by name, not by class: importing zod, the key file and the store here would load them for every verb,
+  // `--help` included (issue 19: start-up is mostly module loading).
+  if (isNamed(error, "KeyFileError")) return { kind: "key_file", message: error.message, exitCode: 2, details: none };
+  if (isNamed(error, "SchemaError")) return { kind: "database", message: error.message, exitCode: 2, details: none };
+  if (typeof error === "object" && error !== null && (error as { name?: unknown }).name === "ZodError" && Array.isArray((error as { issues?: unknown }).issues)) {
+    const e = invalidInput(describeZodIssues("input", (error as unknown as { issues: Array<{ path: PropertyKey[]; message: string }> }).issues));
     return { kind: e.kind, message: e.message, exitCode: e.exitCode, details: none };
   }
   const errno = errnoOf(error);

@@ -4,21 +4,15 @@
  * src/kubernetes. Human output by default, one JSON document with `--json`.
  */
 import { readFileSync } from "node:fs";
-import type { Command } from "commander";
-import { parse as parseYaml } from "yaml";
-import { z } from "zod";
-import { runReconcileLoop } from "../agents/index.js";
-import { isValidNamespace } from "../core/kubernetes/config.js";
-import { identityFromPubkeyHex } from "../core/kubernetes/naming.js";
-import { openK8sChain } from "../kubernetes/audit.js";
+import { type Command, Option } from "commander";
+import type { DesiredIntent } from "../core/kubernetes/intent.js";
 import type { Cluster } from "../kubernetes/cluster.js";
-import { realClock } from "../kubernetes/clock.js";
-import { boundedStderrLogger } from "../kubernetes/log.js";
-import { type Prepared, prepareDeploy } from "../kubernetes/prepare.js";
-import { settingsFromEnv } from "../kubernetes/settings.js";
-import { type AgentRef, clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop, type VerbDeps } from "../kubernetes/verbs.js";
+import type { Prepared } from "../kubernetes/prepare.js";
+import type { AgentRef, VerbDeps } from "../kubernetes/verbs.js";
 import { connect } from "./cluster-connect.js";
 import { CliError, describeZodIssues } from "./errors.js";
+import { kubeContextFlag } from "./flags.js";
+import type * as K8sDeps from "./k8s-deps.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
 import { startProgress } from "./progress.js";
@@ -31,48 +25,63 @@ interface AgentFlags {
   pubkey?: string;
   namespace?: string;
   context?: string;
+  kubeContext?: string;
   json?: boolean;
 }
 
-const Flags = z.object({
-  pubkey: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (the agent's x-only public key)"),
-  namespace: z.string().refine(isValidNamespace, "must be a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)"),
-  context: z.string().min(1).optional(),
+/** Loads the libraries and folds the old --context spelling into --kube-context. */
+async function ready<T extends { context?: string; kubeContext?: string }>(opts: T): Promise<T> {
+  await load();
+  const context = opts.kubeContext ?? opts.context;
+  return context === undefined ? opts : { ...opts, context };
+}
+
+// The Kubernetes side's libraries, loaded when a k8s verb runs (issue 19: registration stays light).
+let d: typeof K8sDeps;
+const load = async () => {
+  d = await import("./k8s-deps.js");
+};
+
+const flagsSchema = () => d.z.object({
+  pubkey: d.z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (the agent's x-only public key)"),
+  namespace: d.z.string().refine(d.isValidNamespace, "must be a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)"),
+  context: d.z.string().min(1).optional(),
 });
 
 function readDeployFile(path: string, requireCommand: boolean): Prepared {
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    // `-` is stdin (issue 13: `-f -`), read as YAML (JSON is YAML too).
+    text = readFileSync(path === "-" ? 0 : path, "utf8");
   } catch (error) {
     throw new CliError(`cannot read ${path}: ${(error as Error).message}`);
   }
   let raw: unknown;
   try {
-    raw = /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+    raw = /\.json$/i.test(path) ? JSON.parse(text) : d.parseYaml(text);
   } catch (error) {
     throw new CliError(`${path} is not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`);
   }
-  return prepareDeploy(raw, { requireCommand });
+  return d.prepareDeploy(raw, { requireCommand });
 }
 
-function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | null; fingerprint: string | null; prepared?: Prepared & { ok: true } } {
+function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | null; intent: DesiredIntent | null; prepared?: Prepared & { ok: true } } {
   if (flags.file) {
     const prepared = readDeployFile(flags.file, false);
     if (!prepared.ok) throw new CliError(prepared.error, 1);
     return {
       ref: { identity: prepared.inputs.identity, namespace: prepared.inputs.config.namespace },
       context: flags.context ?? prepared.inputs.config.context,
-      fingerprint: prepared.fingerprint,
+      intent: prepared.intent,
       prepared,
     };
   }
   // A pod name alone (48 bits) is never enough: the full pubkey and the namespace are required.
-  const parsed = Flags.safeParse({ pubkey: flags.pubkey, namespace: flags.namespace, context: flags.context });
+  const parsed = flagsSchema().safeParse({ pubkey: flags.pubkey, namespace: flags.namespace, context: flags.context });
   if (!parsed.success) throw new CliError(`${describeZodIssues("agent", parsed.error.issues)} (give --file FILE, or --pubkey and --namespace)`);
-  const id = identityFromPubkeyHex(parsed.data.pubkey);
+  const id = d.identityFromPubkeyHex(parsed.data.pubkey);
   if (!id.ok) throw new CliError("--pubkey must be 64 lowercase hex characters");
-  return { ref: { identity: id.identity, namespace: parsed.data.namespace }, context: parsed.data.context ?? null, fingerprint: null };
+  return { ref: { identity: id.identity, namespace: parsed.data.namespace }, context: parsed.data.context ?? null, intent: null };
 }
 
 async function connected(context: string | null): Promise<Cluster> {
@@ -82,19 +91,19 @@ async function connected(context: string | null): Promise<Cluster> {
 }
 
 function settings() {
-  const s = settingsFromEnv(process.env);
+  const s = d.settingsFromEnv(process.env);
   if (!s.ok) throw new CliError(s.error);
   return s.settings;
 }
 
 function verbDeps(cluster: Cluster): VerbDeps & { close: () => void } {
-  let audit: ReturnType<typeof openK8sChain>;
+  let audit: ReturnType<typeof K8sDeps.openK8sChain>;
   try {
-    audit = openK8sChain(berthHome());
+    audit = d.openK8sChain(berthHome());
   } catch (error) {
     throw new CliError(`could not open the audit chain: ${(error as Error).message}`, 1);
   }
-  return { cluster, clock: realClock, audit, log: boundedStderrLogger(), version: berthVersion(), close: () => audit.close() };
+  return { cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion(), close: () => audit.close() };
 }
 
 type Answer = { ok: true; agentId: string } | { ok: false; error: string };
@@ -102,9 +111,9 @@ type Answer = { ok: true; agentId: string } | { ok: false; error: string };
 /** §3.2 stages 10–12 in CLI mode: open the audit chain, connect, reconcile; every failure is an answer. */
 async function runDeploy(inputs: Prepared & { ok: true }, context: string | null, json: boolean | undefined): Promise<Answer> {
   const s = settings();
-  let audit: ReturnType<typeof openK8sChain>;
+  let audit: ReturnType<typeof K8sDeps.openK8sChain>;
   try {
-    audit = openK8sChain(berthHome());
+    audit = d.openK8sChain(berthHome());
   } catch (error) {
     return { ok: false, error: `could not open the audit chain: ${(error as Error).message}` };
   }
@@ -115,7 +124,7 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
     const progress = startProgress({ json });
     try {
       // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
-      const report = await runReconcileLoop({ cluster, clock: realClock, audit, log: boundedStderrLogger(), version: berthVersion() }, inputs.inputs, {
+      const report = await d.runReconcileLoop({ cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion() }, inputs.inputs, {
         settings: s,
         onProgress: (line) => progress.update(line),
       });
@@ -130,11 +139,10 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
 }
 
 const agentOptions = (cmd: Command) =>
-  cmd
+  kubeContextFlag(cmd, "kubeconfig context")
     .option("--file <file>", "the agent's deploy file (YAML or JSON, shaped like the provider's deploy request)")
     .option("--pubkey <hex>", "the agent's 64-hex public key (for agents berth did not deploy)")
     .option("--namespace <ns>", "the agent's namespace (with --pubkey)")
-    .option("--context <ctx>", "kubeconfig context")
     .option("--json", "one JSON document instead of text");
 
 export function registerK8sCommands(program: Command): void {
@@ -142,9 +150,10 @@ export function registerK8sCommands(program: Command): void {
 
   k8s
     .command("deploy <file>")
-    .description("deploy the agent described by FILE (YAML or JSON) and wait until it starts or the deadline passes")
+    .description("deploy the agent described by FILE (YAML or JSON; - reads stdin) and wait until it starts or the deadline passes")
     .option("--json", "one JSON document instead of text")
     .action(async (file: string, opts: { json?: boolean }) => {
+      await load();
       const prepared = readDeployFile(file, true);
       if (!prepared.ok) {
         answer(opts.json, { ok: false, error: prepared.error }, `error: ${prepared.error}`);
@@ -156,11 +165,12 @@ export function registerK8sCommands(program: Command): void {
       process.exitCode = a.ok ? 0 : 1;
     });
 
-  agentOptions(k8s.command("status").description("what the cluster says about one agent (reads only)")).action(async (opts: AgentFlags) => {
+  agentOptions(k8s.command("status").description("what the cluster says about one agent (reads only)")).action(async (given: AgentFlags) => {
+    const opts = await ready(given);
     const agent = resolveAgent(opts);
     const cluster = await connected(agent.context);
     try {
-      const r = await status({ cluster, clock: realClock }, agent.ref, agent.fingerprint);
+      const r = await d.status({ cluster, clock: d.realClock }, agent.ref, agent.intent);
       if ("error" in r) throw new CliError(r.error, 1);
       answer(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
     } finally {
@@ -173,14 +183,16 @@ export function registerK8sCommands(program: Command): void {
     .description("agent pods managed by berth or Buzz (quorum LIST by the managed-by label)")
     .option("--namespace <ns>", "one namespace")
     .option("--all-namespaces", "every namespace (needs cluster-wide list on pods)")
-    .option("--context <ctx>", "kubeconfig context")
+    .option("--kube-context <ctx>", "kubeconfig context")
+    .addOption(new Option("--context <ctx>", "alias of --kube-context").hideHelp())
     .option("--json", "one JSON document instead of text")
-    .action(async (opts: { namespace?: string; allNamespaces?: boolean; context?: string; json?: boolean }) => {
+    .action(async (given: { namespace?: string; allNamespaces?: boolean; context?: string; kubeContext?: string; json?: boolean }) => {
+      const opts = await ready(given);
       if (!opts.allNamespaces && !opts.namespace) throw new CliError("give --namespace NS or --all-namespaces");
-      if (opts.namespace && !isValidNamespace(opts.namespace)) throw new CliError(`--namespace ${JSON.stringify(opts.namespace)} is not a valid Kubernetes namespace`);
+      if (opts.namespace && !d.isValidNamespace(opts.namespace)) throw new CliError(`--namespace ${JSON.stringify(opts.namespace)} is not a valid Kubernetes namespace`);
       const cluster = await connected(opts.context ?? null);
       try {
-        const rows = await list(cluster, opts.allNamespaces ? null : (opts.namespace ?? null));
+        const rows = await d.list(cluster, opts.allNamespaces ? null : (opts.namespace ?? null));
         if ("error" in rows) throw new CliError(rows.error, 1);
         const palette = stdoutPalette(opts.json);
         const table = renderTable(
@@ -195,10 +207,11 @@ export function registerK8sCommands(program: Command): void {
     });
 
   agentOptions(k8s.command("logs").description("the agent container's log, to this terminal only"))
-    .option("--follow", "keep streaming (not with --json)")
-    .option("--tail <n>", "only the last N lines")
-    .action(async (opts: AgentFlags & { follow?: boolean; tail?: string }) => {
-      const tail = opts.tail === undefined ? undefined : z.coerce.number().int().min(0).safeParse(opts.tail);
+    .option("-f, --follow", "keep streaming (not with --json)")
+    .option("-n, --tail <n>", "only the last N lines")
+    .action(async (given: AgentFlags & { follow?: boolean; tail?: string }) => {
+      const opts = await ready(given);
+      const tail = opts.tail === undefined ? undefined : d.z.coerce.number().int().min(0).safeParse(opts.tail);
       if (tail && !tail.success) throw new CliError("--tail must be a non-negative integer");
       if (opts.follow && opts.json) throw new CliError("--follow streams the log as it comes and --json prints one document at the end: give one of them");
       let log = "";
@@ -223,12 +236,13 @@ export function registerK8sCommands(program: Command): void {
 
   agentOptions(k8s.command("stop").description("fenced, audited delete of the agent's pod in any state (its 60 s shutdown budget applies)"))
     .option("--wait", "wait for the pod to disappear, then remove its Secret")
-    .action(async (opts: AgentFlags & { wait?: boolean }) => {
+    .action(async (given: AgentFlags & { wait?: boolean }) => {
+      const opts = await ready(given);
       const agent = resolveAgent(opts);
       const cluster = await connected(agent.context);
       const deps = verbDeps(cluster);
       try {
-        const r = await stop(deps, agent.ref, { wait: Boolean(opts.wait) });
+        const r = await d.stop(deps, agent.ref, { wait: Boolean(opts.wait) });
         answer(opts.json, r, r.ok ? r.message : `error: ${r.message}`);
         process.exitCode = r.ok ? 0 : 1;
       } finally {
@@ -241,9 +255,11 @@ export function registerK8sCommands(program: Command): void {
     .command("replace")
     .description("fenced re-create of a never-started pod (the escape from a pull failure); refuses a started pod")
     .requiredOption("--file <file>", "the agent's deploy file (its inputs are needed for the new attempt)")
-    .option("--context <ctx>", "kubeconfig context")
+    .option("--kube-context <ctx>", "kubeconfig context")
+    .addOption(new Option("--context <ctx>", "alias of --kube-context").hideHelp())
     .option("--json", "one JSON document instead of text")
-    .action(async (opts: AgentFlags) => {
+    .action(async (given: AgentFlags) => {
+      const opts = await ready(given);
       const agent = resolveAgent(opts);
       const prepared = agent.prepared;
       if (!prepared) throw new CliError("replace needs --file");
@@ -252,13 +268,13 @@ export function registerK8sCommands(program: Command): void {
       let outcome: { ok: boolean; message: string };
       let actionId: string;
       try {
-        actionId = replaceAuditStart(deps, agent.ref);
-        outcome = await clearForReplace(deps, agent.ref, actionId, settings().deadlineSeconds * 1000);
+        actionId = d.replaceAuditStart(deps, agent.ref);
+        outcome = await d.clearForReplace(deps, agent.ref, actionId, settings().deadlineSeconds * 1000);
       } finally {
         cluster.close();
       }
       if (!outcome.ok) {
-        replaceAuditEnd(deps, agent.ref, actionId, { ok: false, message: outcome.message });
+        d.replaceAuditEnd(deps, agent.ref, actionId, { ok: false, message: outcome.message });
         deps.close();
         answer(opts.json, { ok: false, error: outcome.message }, `error: ${outcome.message}`);
         process.exitCode = 1;
@@ -267,7 +283,7 @@ export function registerK8sCommands(program: Command): void {
       deps.close();
       const a = await runDeploy(prepared, agent.context, opts.json);
       const end = verbDeps(await connected(agent.context));
-      replaceAuditEnd(end, agent.ref, actionId, a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error });
+      d.replaceAuditEnd(end, agent.ref, actionId, a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error });
       end.cluster.close();
       end.close();
       answer(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `replaced: started ${a.agentId}` : `error: ${a.error}`);

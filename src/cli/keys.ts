@@ -1,7 +1,5 @@
 /** `berth keys new|show`: the identity key every berth component signs with. */
 import type { Command } from "commander";
-import { nodeIdOf } from "../core/crypto/ed25519.js";
-import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { answer } from "./output.js";
 import { defaultPaths } from "./paths.js";
 
@@ -12,7 +10,8 @@ export function registerKeyCommands(program: Command): void {
     .description("create a new identity key file (mode 0600); refuses to overwrite an existing one")
     .option("--key-file <path>", "where to write the key", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action((opts: { keyFile: string; json?: boolean }) => {
+    .action(async (opts: { keyFile: string; json?: boolean }) => {
+      const [{ generateSigningKey, saveKeyFile }, { nodeIdOf }] = await Promise.all([import("../keys/key-file.js"), import("../core/crypto/ed25519.js")]);
       const key = generateSigningKey();
       saveKeyFile(opts.keyFile, key);
       const doc = { key_file: opts.keyFile, public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
@@ -23,7 +22,8 @@ export function registerKeyCommands(program: Command): void {
     .description("print the public key and id of a key file (never the private key)")
     .option("--key-file <path>", "the key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action((opts: { keyFile: string; json?: boolean }) => {
+    .action(async (opts: { keyFile: string; json?: boolean }) => {
+      const [{ loadKeyFile }, { nodeIdOf }] = await Promise.all([import("../keys/key-file.js"), import("../core/crypto/ed25519.js")]);
       const key = loadKeyFile(opts.keyFile);
       const doc = { key_file: opts.keyFile, public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
       answer(opts.json, doc, `public key  ${doc.public_key}\nid          ${doc.id}`);

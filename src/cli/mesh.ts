@@ -1,60 +1,96 @@
 /**
  * The mesh controller's verbs: `berth place`, `berth nodes add|list|tier`, `berth instances`,
- * `berth instance status|start|stop|unload|logs ID`, `berth unsettled [--settle]`. Each opens the controller state
- * in `$BERTH_HOME/controller.db` with the key `$BERTH_HOME/keys/controller.key`, calls the library, prints, and
- * closes. No decision lives here: the CLI only wires flags to `MeshController` and renders its answers.
+ * `berth instance status|start|stop|unload|logs ID`, `berth unsettled [--settle]`. Each asks the controller the
+ * invocation talks to (backend.ts: the home's files, a context's server, or the `berth serve` running on the home),
+ * and renders its answer the same way whichever it was. Registration loads only commander (issue 19).
  */
-import { Argument, type Command } from "commander";
-import { z } from "zod";
-import { PlaceError, type PlaceReport, type TargetInfo, VERBS, type Verb, type VerbResult } from "../mesh/controller/index.js";
-import { CliError, describeZodIssues, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
-import { answer } from "./output.js";
-import { operatorIdentity, withController } from "./controller.js";
-import { berthHome, defaultPaths } from "./paths.js";
-import { withSpinner } from "./progress.js";
+import { Argument, type Command, Option } from "commander";
+import type { RestartPolicy } from "../core/node/restart-policy.js";
+import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
+import { type InstanceRow, openBackend, type TargetRow, type Tier } from "./backend.js";
+import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
+import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
+import { answer, wideOutput } from "./output.js";
 import { type Palette, paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
-const TierSchema = z.enum(["discovered", "paired", "pinned"]);
-const NodeIdSchema = z.string().regex(/^[0-9a-f]{32}$/, "must be a node id (32 lowercase hex characters)");
+const TIERS = ["discovered", "paired", "pinned"] as const;
+/** The controller's verbs (mesh/controller/verbs.ts VERBS); the type check below keeps the two lists equal. */
+export const INSTANCE_VERBS = ["status", "start", "stop", "unload", "logs"] as const satisfies readonly Verb[];
+type _SameVerbs = Verb extends (typeof INSTANCE_VERBS)[number] ? true : never;
+const _sameVerbs: _SameVerbs = true;
+void _sameVerbs;
+
+const NODE_ID = /^[0-9a-f]{32}$/;
+/** core/node/restart-policy.ts RestartPolicySchema's words (that module loads zod: not at registration). */
+const RESTART_POLICIES = ["never", "on-failure", "always"] as const satisfies readonly RestartPolicy[];
 
 // A describe that got no answer at all (as opposed to an answer berth refused, e.g. signed by another key).
 const NO_ANSWER = /ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|timed out|did not answer|closed/i;
 
-interface CommonOptions {
-  readonly dataDir?: string;
-  readonly keyFile?: string;
-  readonly json?: boolean;
-}
-
-function withCommon(cmd: Command): Command {
-  return cmd
-    .option("--data-dir <dir>", "controller data directory (controller.db, peers.json, signers.json, permits.json, packages/)", berthHome())
-    .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
-    .option("--json", "print one JSON document");
-}
-
 function nodeIds(flag: string, values: string[] | undefined): string[] {
   return (values ?? []).map((v) => {
-    const parsed = NodeIdSchema.safeParse(v);
-    if (!parsed.success) throw invalidInput(describeZodIssues(flag, parsed.error.issues));
-    return parsed.data;
+    if (!NODE_ID.test(v)) throw invalidInput(`${flag}: value: must be a node id (32 lowercase hex characters)`);
+    return v;
   });
 }
+
+const tierOf = (flag: string, value: string): Tier => oneOf(flag, value, TIERS);
 
 /** Colours the columns that hold a state word; the rest stay plain. */
 const paintColumns = (palette: Palette, columns: readonly number[]) => (column: number, text: string) => (columns.includes(column) ? paintState(palette, text) : text);
 
-function targetTable(targets: readonly TargetInfo[], json: boolean | undefined): string {
-  if (targets.length === 0) return "no targets; add one with `berth nodes add HOST:PORT --tier paired`";
-  const note = (t: TargetInfo) => (t.unreachable_since_ms === null ? (t.error ?? "") : `unreachable since ${new Date(t.unreachable_since_ms).toISOString()}${t.error ? `: ${t.error}` : ""}`);
-  const rows = targets.map((t) => [t.node_id ?? "-", t.name ?? "-", t.addr, t.tier, t.liveness, note(t)]);
-  const palette = stdoutPalette(json);
-  return renderTable(["NODE", "NAME", "ADDRESS", "TIER", "LIVENESS", "NOTE"], rows, { palette, paint: paintColumns(palette, [3, 4]) });
+/** How long ago, in the largest unit that fits: 45s, 12m, 3h, 2d. */
+export function age(sinceMs: number, nowMs: number): string {
+  const s = Math.max(0, Math.floor((nowMs - sinceMs) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.floor(s / 60)}m`;
+  if (s < 172_800) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86_400)}d`;
 }
 
-function verbText(r: VerbResult): string {
+function targetTable(targets: readonly TargetRow[], json: boolean | undefined): string {
+  if (targets.length === 0) return "no targets; add one with `berth nodes add HOST:PORT --tier paired`";
+  const note = (t: TargetRow) => (t.unreachable_since_ms === null ? (t.error ?? "") : `unreachable since ${new Date(t.unreachable_since_ms).toISOString()}${t.error ? `: ${t.error}` : ""}`);
+  const wide = wideOutput();
+  const now = Date.now();
+  const rows = targets.map((t) => [
+    t.node_id ?? "-",
+    t.name ?? "-",
+    t.addr,
+    t.tier,
+    t.liveness,
+    ...(wide ? [String(t.facts?.board ?? "-"), String(t.facts?.arch ?? "-"), t.boot_id ?? "-", t.last_ok_ms === null ? "-" : age(t.last_ok_ms, now)] : []),
+    note(t),
+  ]);
+  const palette = stdoutPalette(json);
+  return renderTable(["NODE", "NAME", "ADDRESS", "TIER", "LIVENESS", ...(wide ? ["BOARD", "ARCH", "BOOT", "LAST OK"] : []), "NOTE"], rows, { palette, paint: paintColumns(palette, [3, 4]) });
+}
+
+function instanceTable(list: readonly InstanceRow[], json: boolean | undefined): string {
+  if (list.length === 0) return "no placed instances; place one with `berth place PACKAGE`";
+  const wide = wideOutput();
+  const now = Date.now();
+  const rows = list.map((p) => [
+    p.instance_id,
+    p.name,
+    p.node_id,
+    p.state,
+    // Issue 15: the node supervisor's restarts since the operator last started it.
+    typeof p.status?.restarts === "number" ? String(p.status.restarts) : "-",
+    age(p.placed_ms, now),
+    p.variant,
+    ...(wide ? [p.route, p.decision_id.slice(0, 12), p.package_id.slice(0, 12), new Date(p.placed_ms).toISOString()] : []),
+    [p.adopted ? "adopted" : "", p.pending ? `pending ${p.pending}` : "", typeof p.status?.restart_policy === "string" && p.status.restart_policy !== "never" ? `restart ${p.status.restart_policy}` : ""]
+      .filter(Boolean)
+      .join(", "),
+  ]);
+  const palette = stdoutPalette(json);
+  return renderTable(["INSTANCE", "NAME", "NODE", "STATE", "RESTARTS", "AGE", "VARIANT", ...(wide ? ["ROUTE", "DECISION", "PACKAGE", "PLACED"] : []), "NOTE"], rows, { palette, paint: paintColumns(palette, [3]) });
+}
+
+export function verbText(r: VerbResult): string {
   switch (r.kind) {
     case "ok":
       if (r.verb === "logs") return `${String(r.result.stdout ?? "")}${r.result.stderr ? `--- stderr ---\n${String(r.result.stderr)}` : ""}`;
@@ -83,8 +119,22 @@ function placeSummary(r: PlaceReport): string {
   return "NOT PLACED: every candidate refused or was unreachable";
 }
 
+type WatchFlags = { watch?: boolean; interval: string };
+
+/** A list verb's answer once, or again whenever it changes with --watch. */
+async function listOrWatch(opts: ControllerVerbFlags & WatchFlags, ask: () => Promise<{ doc: unknown; text: string }>): Promise<void> {
+  if (!opts.watch) {
+    const { doc, text } = await ask();
+    answer(opts.json, doc, text);
+    return;
+  }
+  const seconds = Number(opts.interval);
+  if (!Number.isFinite(seconds) || seconds < 0.2 || seconds > 3600) throw new CliError(`--interval: ${JSON.stringify(opts.interval)} must be a number of seconds 0.2…3600`);
+  await (await import("./watch.js")).watchList(seconds * 1000, opts.json, ask);
+}
+
 export function registerMeshCommands(program: Command): void {
-  withCommon(
+  controllerFlags(
     program
       .command("place <package>")
       .description("decide where a signed package runs, record the decision, and place it there (prints the explain)")
@@ -96,111 +146,137 @@ export function registerMeshCommands(program: Command): void {
       .option("--dry-run", "decide and record the decision, but send nothing")
       .option("--no-start", "load only (method load), do not start")
       .option("--mode <mode>", "service or once", "service")
+      .option("--restart <policy>", "never, on-failure or always: what the node does when it ends (spec/mesh.md §15)", "never")
       .option("--arg <arg>", "an argument appended to the entry's (repeatable)", collect),
   ).action(
     async (
       pkg: string,
-      opts: CommonOptions & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; arg?: string[] },
+      opts: ControllerVerbFlags & { name?: string; pin?: string; prefer?: string[]; avoid?: string[]; allowEmulated?: boolean; dryRun?: boolean; start: boolean; mode: string; restart: string; arg?: string[] },
+      cmd: Command,
     ) => {
-      const mode = z.enum(["service", "once"]).safeParse(opts.mode);
-      if (!mode.success) throw invalidInput(describeZodIssues("--mode", mode.error.issues));
+      oneOf("--mode", opts.mode, ["service", "once"] as const);
+      oneOf("--restart", opts.restart, RESTART_POLICIES);
       const order = {
         package: pkg,
         name: opts.name ?? null,
-        config: { mode: mode.data, args: opts.arg ?? [] },
+        config: { mode: opts.mode as "service" | "once", args: opts.arg ?? [] },
         pin: opts.pin ? (nodeIds("--pin", [opts.pin])[0] ?? null) : null,
         prefer: nodeIds("--prefer", opts.prefer),
         avoid: nodeIds("--avoid", opts.avoid),
         allow_emulated: opts.allowEmulated ?? false,
         start: opts.start,
+        restart: opts.restart as (typeof RESTART_POLICIES)[number],
         dry_run: opts.dryRun ?? false,
       };
-      const report = await withController(opts, async (c) => {
-        try {
-          return await withSpinner(order.dry_run ? "deciding where it would run" : "deciding and asking the node to run it", opts.json, () => c.place(order));
-        } catch (error) {
-          if (error instanceof PlaceError) {
-            const text = [`place refused (${error.code}): ${error.message}`, ...error.constraints.map((r) => `  ${r.constraint}: ${r.detail}`)].join("\n");
-            throw new CliError(text.trimEnd(), 1, { details: { code: error.code, constraints: error.constraints } });
-          }
-          throw error;
-        }
-      });
+      const report = await (await openBackend(backendFlags(opts, cmd))).place(order);
       answer(opts.json, report, `${report.explain}${placeSummary(report)}`);
       if (!report.placed && !order.dry_run) process.exitCode = 1;
     },
   );
 
   const nodes = program.command("nodes").description("the controller's targets: nodes it knows, their keys, tiers and liveness");
-  withCommon(
+  controllerFlags(
     nodes
       .command("add <addr>")
       .description("add a node by HOST:PORT; its key is learned on this first describe (trust on first use) unless --key is given")
       .option("--tier <tier>", "discovered, paired or pinned (default discovered: runs nothing)")
       .option("--key <hex>", "the node's public key; the describe must be answered by it"),
-  ).action(async (addr: string, opts: CommonOptions & { tier?: string; key?: string }) => {
-    const tier = opts.tier === undefined ? null : TierSchema.safeParse(opts.tier);
-    if (tier && !tier.success) throw invalidInput(describeZodIssues("--tier", tier.error.issues));
+  ).action(async (addr: string, opts: ControllerVerbFlags & { tier?: string; key?: string }, cmd: Command) => {
+    const tier = opts.tier === undefined ? null : tierOf("--tier", opts.tier);
     if (opts.key !== undefined && !/^[0-9a-f]{64}$/.test(opts.key)) throw new CliError("--key: must be 64 lowercase hex characters (an Ed25519 public key)");
-    const r = await withController(opts, (c) => withSpinner(`asking ${addr} to describe itself`, opts.json, () => c.addTarget(addr, tier ? tier.data : null, opts.key ?? null)));
+    const backend = await openBackend(backendFlags(opts, cmd));
+    const { withSpinner } = await import("./progress.js");
+    const r = await withSpinner(`asking ${addr} to describe itself`, opts.json, () => backend.addTarget(addr, tier, opts.key ?? null));
     if (!r.ok) throw NO_ANSWER.test(r.error) ? unreachableNode(`nodes add ${addr}`, r.error) : new CliError(r.error, 1);
     answer(opts.json, r.target, `node ${r.target.node_id} at ${r.target.addr}\nkey   ${r.target.key}\ntier  ${r.target.tier}`);
   });
-  withCommon(nodes.command("list").description("list known nodes").option("--refresh", "describe every node now (liveness, facts)")).action(
-    async (opts: CommonOptions & { refresh?: boolean }) => {
-      const list = await withController(opts, (c) => (opts.refresh ? withSpinner("describing every node", opts.json, () => c.refreshTargets()) : c.targets()));
-      answer(opts.json, { targets: list }, targetTable(list, opts.json));
+  controllerFlags(watchFlags(nodes.command("list").description("list known nodes (-o wide: board, arch, boot, last answer)").option("--refresh", "describe every node now (liveness, facts)"))).action(
+    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean }, cmd: Command) => {
+      const backend = await openBackend(backendFlags(opts, cmd));
+      await listOrWatch(opts, async () => {
+        const list = await backend.targets(opts.refresh === true);
+        return { doc: { targets: list }, text: targetTable(list, opts.json) };
+      });
     },
   );
-  withCommon(nodes.command("tier <node> <tier>").description("set a node's tier (by node id or address); chained as peer.tier")).action(
-    async (ref: string, tierText: string, opts: CommonOptions) => {
-      const tier = TierSchema.safeParse(tierText);
-      if (!tier.success) throw invalidInput(describeZodIssues("tier", tier.error.issues));
-      const ok = await withController(opts, async (c) => c.setTier(ref, tier.data));
+  controllerFlags(nodes.command("tier <node> <tier>").description("set a node's tier (by node id or address); chained as peer.tier")).action(
+    async (ref: string, tierText: string, opts: ControllerVerbFlags, cmd: Command) => {
+      const tier = tierOf("tier", tierText);
+      const ok = await (await openBackend(backendFlags(opts, cmd))).setTier(ref, tier);
       if (!ok) throw new CliError(`no known node ${ref}; add it first with \`berth nodes add HOST:PORT\``, 1);
-      answer(opts.json, { node: ref, tier: tier.data }, `${ref}: tier ${tier.data}`);
+      answer(opts.json, { node: ref, tier }, `${ref}: tier ${tier}`);
     },
   );
 
-  withCommon(program.command("instances").description("list the placements this controller manages")).action(async (opts: CommonOptions) => {
-    const list = await withController(opts, async (c) => c.placements());
-    const rows = list.map((p) => [p.instance_id, p.node_id, p.variant, [p.adopted ? "adopted" : "", p.pending ? `pending ${p.pending}` : ""].filter(Boolean).join(", ")]);
-    const text = list.length === 0 ? "no placed instances; place one with `berth place PACKAGE`" : renderTable(["INSTANCE", "NODE", "VARIANT", "NOTE"], rows, { palette: stdoutPalette(opts.json) });
-    answer(opts.json, { placements: list }, text);
-  });
+  controllerFlags(watchFlags(program.command("instances").description("list the placements this controller manages, with each one's state on its node and its age (-o wide: more)"))).action(
+    async (opts: ControllerVerbFlags & WatchFlags, cmd: Command) => {
+      const backend = await openBackend(backendFlags(opts, cmd));
+      await listOrWatch(opts, async () => {
+        const list = await backend.instances();
+        return { doc: { placements: list }, text: instanceTable(list, opts.json) };
+      });
+    },
+  );
 
-  withCommon(
+  controllerFlags(
     program
       .command("instance")
-      .addArgument(new Argument("<verb>", "what to do").choices(VERBS))
+      .addArgument(new Argument("<verb>", "what to do").choices(INSTANCE_VERBS))
       .argument("<id>", "the instance id (`berth instances` lists them)")
-      .description(`act on a placed instance through its node: ${VERBS.join(", ")}`)
+      .description(`act on a placed instance through its node: ${INSTANCE_VERBS.join(", ")}`)
       .option("--grace-ms <ms>", "stop: SIGTERM grace before SIGKILL", "2000")
-      .option("--tail-bytes <n>", "logs: bytes from the end of each stream", "65536"),
-  ).action(async (verb: string, id: string, opts: CommonOptions & { graceMs: string; tailBytes: string }) => {
-    const grace = Number(opts.graceMs);
-    const tail = Number(opts.tailBytes);
-    if (!Number.isInteger(grace) || grace < 0 || grace > 60_000) throw new CliError("--grace-ms: must be an integer 0…60000");
-    if (!Number.isInteger(tail) || tail < 0 || tail > 65_536) throw new CliError("--tail-bytes: must be an integer 0…65536");
-    const r = await withController(opts, (c) => c.instance(verb as Verb, id, { grace_ms: grace, tail_bytes: tail, operator: operatorIdentity(`berth instance ${verb}`) }));
+      .option("-n, --tail <lines>", "logs: the last N lines of each stream (of at most its last 64 KiB)")
+      .option("-f, --follow", "logs: keep printing what the instance writes, until Ctrl-C")
+      .addOption(new Option("--tail-bytes <n>", "logs: bytes from the end of each stream").hideHelp())
+      .option("--purge", "unload: also remove the name's workspace ($HOME) on the node, kept otherwise across restarts and redeploys"),
+  ).action(async (verb: Verb, id: string, opts: ControllerVerbFlags & { graceMs: string; tail?: string; tailBytes?: string; follow?: boolean; purge?: boolean }, cmd: Command) => {
+    const grace = integerFlag("--grace-ms", opts.graceMs, 0, 60_000);
+    const tailBytes = opts.tailBytes === undefined ? 65_536 : integerFlag("--tail-bytes", opts.tailBytes, 0, 65_536);
+    const tailLines = opts.tail === undefined ? undefined : integerFlag("--tail", opts.tail, 0, 1_000_000);
+    const backend = await openBackend(backendFlags(opts, cmd));
+    if (opts.purge && verb !== "unload") throw new CliError("--purge goes with unload only (it removes the workspace with the instance)");
+    const run = () => backend.instance(verb, id, { grace_ms: grace, tail_bytes: tailBytes, ...(opts.purge ? { purge: true } : {}) });
+    const { lastLines } = await import("./follow.js");
+    const cut = (r: VerbResult): VerbResult => {
+      if (r.kind !== "ok" || r.verb !== "logs" || tailLines === undefined) return r;
+      return { ...r, result: { ...r.result, stdout: lastLines(String(r.result.stdout ?? ""), tailLines), stderr: lastLines(String(r.result.stderr ?? ""), tailLines) } };
+    };
+    const r = cut(await run());
     if (r.kind === "error" && r.code === "unknown_instance") throw unknownInstance(id, `${verb} ${id}: ${r.reason}`);
     if (r.kind === "unreachable") throw unreachableNode(`${verb} ${id} on ${r.node}`, `${r.reason}; nothing changed on the controller`);
+    if (opts.follow && verb === "logs" && r.kind === "ok") {
+      process.stdout.write(String(r.result.stdout ?? ""));
+      process.stderr.write(String(r.result.stderr ?? ""));
+      const first = { instance: id, stdout: String(r.result.stdout ?? ""), stderr: String(r.result.stderr ?? "") };
+      let primed = false;
+      await (await import("./watch.js")).followLog(1000, async () => {
+        if (!primed) {
+          primed = true;
+          return first;
+        }
+        const next = await run();
+        if (next.kind !== "ok") throw new CliError(verbText(next), 1);
+        return { instance: id, stdout: String(next.result.stdout ?? ""), stderr: String(next.result.stderr ?? "") };
+      });
+      return;
+    }
+    if (opts.follow) throw new CliError("-f/--follow: only with `berth instance logs ID`");
     // A refused or indeterminate answer keeps its own fields; `error` is the same sentence people read.
     answer(opts.json, { ok: r.kind === "ok", ...r, ...(r.kind === "ok" ? {} : { error: verbText(r) }) }, verbText(r));
     if (r.kind !== "ok") process.exitCode = 1;
   });
 
-  withCommon(
-    program.command("unsettled").description("decisions whose lost answer could not be reconciled yet").option("--settle", "ask their nodes now and adopt or release"),
-  ).action(async (opts: CommonOptions & { settle?: boolean }) => {
-    const doc = await withController(opts, async (c) => {
-      const report = opts.settle ? await withSpinner("asking the nodes of unsettled decisions", opts.json, () => c.settleReport()) : null;
-      return { settled: report, unsettled: await c.unsettled() };
+  controllerFlags(
+    watchFlags(program.command("unsettled").description("decisions whose lost answer could not be reconciled yet").option("--settle", "ask their nodes now and adopt or release")),
+  ).action(async (opts: ControllerVerbFlags & WatchFlags & { settle?: boolean }, cmd: Command) => {
+    if (opts.settle && opts.watch) throw new CliError("--settle and --watch: settle once, then watch");
+    const backend = await openBackend(backendFlags(opts, cmd));
+    await listOrWatch(opts, async () => {
+      const doc = await backend.unsettled(opts.settle === true);
+      const rows = doc.unsettled.map((d) => [d.decision_id, d.name, d.node_id]);
+      const head = doc.settled ? `settled: ${doc.settled.adopted} adopted, ${doc.settled.settledEmpty} released\n` : "";
+      const body = rows.length ? renderTable(["DECISION", "NAME", "NODE"], rows, { palette: stdoutPalette(opts.json) }) : "no unsettled decisions";
+      return { doc, text: `${head}${body}` };
     });
-    const rows = doc.unsettled.map((d) => [d.decision_id, d.name, d.node_id]);
-    const head = doc.settled ? `settled: ${doc.settled.adopted} adopted, ${doc.settled.settledEmpty} released\n` : "";
-    const body = rows.length ? renderTable(["DECISION", "NAME", "NODE"], rows, { palette: stdoutPalette(opts.json) }) : "no unsettled decisions";
-    answer(opts.json, doc, `${head}${body}`);
   });
 }
-

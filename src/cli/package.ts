@@ -2,22 +2,24 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { z } from "zod";
-import { EMPTY_REVOCATIONS, parseRevocations, type RevocationList } from "../core/governance/policy.js";
-import { loadKeyFile } from "../keys/key-file.js";
-import { SignersFileSchema } from "../mesh/policy/files.js";
-import { buildPackage, initPackage, PackageError, signPackage, verifyPackageDir } from "../mesh/packages/dir.js";
+import type { RevocationList } from "../core/governance/policy.js";
 import { CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { oneOf } from "./flags.js";
 import { answer } from "./output.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
-const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
+const HEX_KEY = /^[0-9a-f]{64}$/;
+const NETWORKS = ["none", "lan", "egress"] as const;
+
+/** Package libraries, loaded when a package verb runs (issue 19: registration stays light). */
+const packages = () => import("../mesh/packages/dir.js");
 
 function wrap<T>(fn: () => T): T {
   try {
     return fn();
   } catch (error) {
-    if (error instanceof PackageError) throw new CliError(error.message);
+    // By name: the class lives in the lazily loaded module.
+    if (error instanceof Error && error.name === "PackageError") throw new CliError(error.message);
     throw error;
   }
 }
@@ -33,9 +35,9 @@ export function registerPackageCommands(program: Command): void {
     .option("--entry <file>", "the entry program (a file in <dir>, executable)", "run.sh")
     .option("--network <network>", "none, lan or egress", "none")
     .option("--json", "print one JSON document")
-    .action((dir: string, opts: { name: string; kind: string; entry: string; network: string; json?: boolean }) => {
-      const network = z.enum(["none", "lan", "egress"]).safeParse(opts.network);
-      if (!network.success) throw invalidInput(describeZodIssues("--network", network.error.issues));
+    .action(async (dir: string, opts: { name: string; kind: string; entry: string; network: string; json?: boolean }) => {
+      const network = { data: oneOf("--network", opts.network, NETWORKS) };
+      const { initPackage } = await packages();
       const path = wrap(() =>
         initPackage(resolve(dir), {
           name: opts.name,
@@ -52,7 +54,8 @@ export function registerPackageCommands(program: Command): void {
     .command("build <dir>")
     .description("pin every listed file by SHA-256, size and mode into berth-package.json (unsigned)")
     .option("--json", "print one JSON document")
-    .action((dir: string, opts: { json?: boolean }) => {
+    .action(async (dir: string, opts: { json?: boolean }) => {
+      const { buildPackage } = await packages();
       const { packageId, statement } = wrap(() => buildPackage(resolve(dir)));
       answer(
         opts.json,
@@ -66,7 +69,8 @@ export function registerPackageCommands(program: Command): void {
     .description("add a signature with a signer key file (the package id does not change)")
     .requiredOption("--key <file>", "signer key file (create one with `berth keys new --key-file <file>`)")
     .option("--json", "print one JSON document")
-    .action((dir: string, opts: { key: string; json?: boolean }) => {
+    .action(async (dir: string, opts: { key: string; json?: boolean }) => {
+      const [{ loadKeyFile }, { signPackage }] = await Promise.all([import("../keys/key-file.js"), packages()]);
       const key = loadKeyFile(opts.key);
       const r = wrap(() => signPackage(resolve(dir), key));
       answer(opts.json, { package_id: r.packageId, signer: key.publicKey, signatures: r.signatures }, `signed ${r.packageId} with ${key.publicKey} (${r.signatures} signature(s))`);
@@ -79,12 +83,12 @@ export function registerPackageCommands(program: Command): void {
     .option("--signer <key>", "a trusted signer public key (repeatable)", collect)
     .option("--revocations <file>", "a revocations.json file")
     .option("--json", "print one JSON document")
-    .action((dir: string, opts: { signers?: string; signer?: string[]; revocations?: string; json?: boolean }) => {
+    .action(async (dir: string, opts: { signers?: string; signer?: string[]; revocations?: string; json?: boolean }) => {
+      const [{ verifyPackageDir }, { SignersFileSchema }, { EMPTY_REVOCATIONS, parseRevocations }] = await Promise.all([packages(), import("../mesh/policy/files.js"), import("../core/governance/policy.js")]);
       const trusted = new Set<string>();
       for (const k of opts.signer ?? []) {
-        const parsed = HexKey.safeParse(k);
-        if (!parsed.success) throw invalidInput(describeZodIssues("--signer", parsed.error.issues));
-        trusted.add(parsed.data);
+        if (!HEX_KEY.test(k)) throw invalidInput("--signer: value: must be 64 lowercase hex characters");
+        trusted.add(k);
       }
       if (opts.signers) {
         let raw: unknown;

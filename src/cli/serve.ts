@@ -7,14 +7,15 @@
  */
 import { resolve } from "node:path";
 import type { Command } from "commander";
-import { z } from "zod";
-import { isLoopback, startServer } from "../server/index.js";
+import type { RunningServer } from "../server/index.js";
 import { CliError, describeZodIssues } from "./errors.js";
 import { berthHome } from "./paths.js";
 
-const HostName = z.string().min(1).max(253).regex(/^[A-Za-z0-9.:-]+$/, "must be a host name or an IP address");
-
-const ServeFlags = z
+/** The flags' schema, built when `berth serve` runs: zod is not loaded for every verb (issue 19). */
+async function serveFlags() {
+  const { z } = await import("zod");
+  const HostName = z.string().min(1).max(253).regex(/^[A-Za-z0-9.:-]+$/, "must be a host name or an IP address");
+  return z
   .strictObject({
     host: HostName,
     allowedHost: z.array(z.string().min(1).max(253).regex(/^[A-Za-z0-9.-]+$|^[0-9A-Fa-f:.]+$/, "must be a host name or an IP address, without a port")).max(64),
@@ -27,6 +28,7 @@ const ServeFlags = z
     json: z.boolean().optional(),
   })
   .refine((f) => (f.tlsCert === undefined) === (f.tlsKey === undefined), { path: ["tlsKey"], message: "--tls-cert and --tls-key go together: give both PEM files, or neither" });
+}
 
 const collect = (value: string, previous: string[]) => [...previous, value];
 
@@ -44,6 +46,7 @@ export function registerServeCommands(program: Command): void {
     .option("--log-level <level>", "diagnostic JSON lines on stderr: silent, error, warn (refused requests and failures), info (one line per request), debug", "info")
     .option("--json", "print one JSON line {url, dashboard} once listening")
     .action(async (raw: Record<string, unknown>) => {
+      const [ServeFlags, { isLoopback, startServer }] = await Promise.all([serveFlags(), import("../server/index.js")]);
       const parsed = ServeFlags.safeParse(raw);
       if (!parsed.success) throw new CliError(describeZodIssues("serve", parsed.error.issues.map((i) => ({ ...i, path: i.path.map((p) => `--${String(p).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`) }))));
       const o = parsed.data;
@@ -54,18 +57,22 @@ export function registerServeCommands(program: Command): void {
           `warning: listening on ${o.host}, not loopback, without TLS: anyone who can reach it and holds the token controls every agent, and the token crosses the network in clear. This needs TLS: start it with --tls-cert FILE --tls-key FILE (and --allowed-host NAME for each name clients use).\n`,
         );
       }
-      let server: Awaited<ReturnType<typeof startServer>>;
+      let server: RunningServer;
       try {
         server = await startServer({ dataDir: o.dataDir, host: o.host, port: o.port, logLevel: o.logLevel, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) });
       } catch (error) {
         throw new CliError(`berth serve could not start: ${(error as Error).message}`, 1);
       }
+      // How CLIs on this home find this server and go through it instead of opening the store beside it (issue 21).
+      const { advertiseServer } = await import("./remote/serve-file.js");
+      const unadvertise = advertiseServer(resolve(o.dataDir), server.url, tls?.certFile);
       if (o.json) process.stdout.write(`${JSON.stringify({ url: server.url, dashboard: server.dashboardUrl })}\n`);
       else process.stdout.write(`berth serve: API at ${server.url}/api/v1 (data dir ${resolve(o.dataDir)})\ndashboard: ${server.dashboardUrl}\n`);
       await new Promise<void>((done) => {
         process.once("SIGINT", () => done());
         process.once("SIGTERM", () => done());
       });
+      unadvertise();
       await server.close();
       if (!o.json) process.stdout.write("berth serve: stopped\n");
     });

@@ -45,13 +45,13 @@ export function stderrPalette(json?: boolean): Palette {
 }
 
 // Words that mean "fine", "wait and see" and "look at this now", across agent states, liveness and verdicts.
-const GOOD = new Set(["running", "alive", "ok", "placed", "started", "paired", "pinned"]);
-const WAITING = new Set(["not started", "going away", "unsettled", "absent", "stale", "unknown", "discovered", "pending"]);
+const GOOD = new Set(["running", "alive", "ok", "placed", "started", "paired", "pinned", "finished"]);
+const WAITING = new Set(["not started", "going away", "unsettled", "absent", "stale", "unknown", "discovered", "pending", "backoff"]);
 
 /** Colours a state word by what it asks of the reader; unknown words stay plain. */
 export function paintState(p: Palette, state: string): string {
   if (GOOD.has(state)) return p.green(state);
   if (WAITING.has(state)) return p.yellow(state);
-  if (/^[A-Z]|unreachable|broken|failing|terminated|dead|down|refused/.test(state)) return p.red(state);
+  if (/^[A-Z]|unreachable|broken|failing|failed|unhealthy|terminated|dead|down|refused/.test(state)) return p.red(state);
   return state;
 }

@@ -6,9 +6,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
-import { type RunningServer, startServer } from "../server/index.js";
-import { describeKubernetesTarget, probeKubernetesTarget } from "../up/kubernetes-target.js";
-import { AlreadyUp, up } from "../up/local-mesh.js";
+import type { RunningServer } from "../server/index.js";
 import { CliError } from "./errors.js";
 import { berthHome } from "./paths.js";
 
@@ -16,6 +14,7 @@ const DEFAULT_UP_PORT = 7420;
 
 /** The API and dashboard on the usual port, or on a free one when another berth (or anything) already holds it. */
 async function serveApi(dataDir: string, port: number, log: (line: string) => void): Promise<RunningServer> {
+  const { startServer } = await import("../server/index.js");
   try {
     return await startServer({ dataDir, port });
   } catch (error) {
@@ -79,6 +78,7 @@ export function registerUpCommands(program: Command): void {
         if (!outputGone) out.write(`${line}\n`);
       };
       const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
+      const [{ AlreadyUp, up }, { describeKubernetesTarget, probeKubernetesTarget }] = await Promise.all([import("../up/local-mesh.js"), import("../up/kubernetes-target.js")]);
       let started: Awaited<ReturnType<typeof up>>;
       try {
         started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log, detached: Boolean(opts.detach) });
@@ -89,6 +89,7 @@ export function registerUpCommands(program: Command): void {
       const kubernetes = opts.kubernetes ? await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null) : null;
       if (kubernetes) log(describeKubernetesTarget(kubernetes));
       let server: RunningServer | null = null;
+      let unadvertise = () => {};
       if (!opts.detach) {
         try {
           server = await serveApi(opts.dataDir, port, log);
@@ -97,6 +98,8 @@ export function registerUpCommands(program: Command): void {
           await started.shutdown();
           throw new CliError(`berth up: the API server could not start: ${(error as Error).message}`, 1);
         }
+        // CLIs on this home go through this server while it runs, instead of opening the store beside it (issue 21).
+        unadvertise = (await import("./remote/serve-file.js")).advertiseServer(resolve(opts.dataDir), server.url);
         log(`api         ${server.url}/api/v1   (token in ${join(opts.dataDir, "api.token")})`);
         log(`dashboard: ${server.dashboardUrl}`);
       }
@@ -129,6 +132,8 @@ export function registerUpCommands(program: Command): void {
       if (stopReason === null) log("ready; press Ctrl-C to stop the agents and the nodes");
       const why = await stopRequested;
       log(`stopping (${why})…`);
+      // Before the server closes: the verbs that stop the agents below must not look for it.
+      unadvertise();
       await server?.close();
       await started.shutdown();
       log("stopped");

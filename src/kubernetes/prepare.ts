@@ -5,13 +5,14 @@
 import { catalogue } from "../core/kubernetes/catalogue.js";
 import { parseProviderConfig } from "../core/kubernetes/config.js";
 import { buildEnv } from "../core/kubernetes/env.js";
-import { fingerprint } from "../core/kubernetes/intent.js";
+import { type DesiredIntent, desiredIntent } from "../core/kubernetes/intent.js";
 import { checkIdentityPolicy } from "../core/kubernetes/identity-policy.js";
 import { identityFromNsec } from "../core/kubernetes/naming.js";
 import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernetes/request.js";
 import type { DeployInputs } from "./reconcile.js";
 
-export type Prepared = { ok: true; inputs: DeployInputs; fingerprint: string } | { ok: false; error: string };
+/** `fingerprint` is what a create records; `intent` adds the recorded values that mean the same (issue 18.2). */
+export type Prepared = { ok: true; inputs: DeployInputs; fingerprint: string; intent: DesiredIntent } | { ok: false; error: string };
 
 export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; nowMs?: number }): Prepared {
   const withOp = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? { op: "deploy", ...(raw as Record<string, unknown>) } : raw;
@@ -43,5 +44,6 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
   const env = buildEnv(req.agent, config.config, "00000000");
   if (!env.ok) return env;
   const inputs: DeployInputs = { identity: identity.identity, config: config.config, env: env.env };
-  return { ok: true, inputs, fingerprint: fingerprint(config.config, Object.keys(env.env)) };
+  const intent = desiredIntent(config.config, Object.keys(env.env));
+  return { ok: true, inputs, fingerprint: intent.fingerprint, intent };
 }

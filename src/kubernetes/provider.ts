@@ -10,6 +10,7 @@ import { buildEnv } from "../core/kubernetes/env.js";
 import { identityFromNsec } from "../core/kubernetes/naming.js";
 import { checkIdentityPolicy, IDENTITY_ERRORS } from "../core/kubernetes/identity-policy.js";
 import { type DeployRequest, isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernetes/request.js";
+import { serdeJsonError } from "../core/kubernetes/serde-json.js";
 import type { K8sAudit } from "./audit.js";
 import type { Cluster } from "./cluster.js";
 import type { Clock } from "./clock.js";
@@ -44,29 +45,46 @@ export type ProviderResult = { kind: "answer"; answer: JsonObject } | { kind: "u
 
 const failure = (error: string): ProviderResult => ({ kind: "answer", answer: { ok: false, error } });
 
-/** A2's `{detail}`: where the JSON broke, never the input text (V8's messages quote it, and it may hold a key). */
-function jsonDetail(error: unknown): string {
-  const msg = error instanceof Error ? error.message : "";
-  const position = /position (\d+)/.exec(msg)?.[1];
-  if (/Unexpected end of JSON input/.test(msg)) return "unexpected end of input";
-  return position !== undefined ? `syntax error at byte ${position}` : "syntax error";
+/**
+ * Buzz reads stdin with `read_to_string`, so bytes that are not UTF-8 are a failed read (exit 1, Rust's io error text),
+ * not a JSON error (main.rs at block/buzz@3fac2c2).
+ */
+const NOT_UTF8 = "stream did not contain valid UTF-8";
+
+function utf8(bytes: Buffer): string | null {
+  try {
+    return new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+/** Stage 3: serde_json's verdict first (its text is A2's detail, never quoting the input), then the value. */
+function parseJson(bytes: Buffer, text: string): { ok: true; value: unknown } | { ok: false; detail: string } {
+  const serde = serdeJsonError(bytes);
+  if (serde !== null) return { ok: false, detail: serde };
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch {
+    // Unreachable while serde-json.ts accepts a subset of what JSON.parse does; kept as a refusal, never a crash.
+    return { ok: false, detail: "syntax error" };
+  }
 }
 
 export async function handleProviderRequest(args: readonly string[], stdin: StdinRead, deps: ProviderDeps): Promise<ProviderResult> {
   // Stage 1: the only non-zero exit.
   if (!stdin.ok) return { kind: "unreadable", stderr: `could not read the request from stdin: ${stdin.error}` };
+  const text = utf8(stdin.bytes);
+  if (text === null && !stdin.oversized) return { kind: "unreadable", stderr: `could not read the request from stdin: ${NOT_UTF8}` };
   // Stage 2, as Buzz's main.rs (block/buzz@3fac2c2): no arguments, or exactly `--check-identity` (the local identity
   // preflight: no audit, no cluster); anything else is A1.
-  if (args.length === 1 && args[0] === "--check-identity") return checkIdentityOnly(stdin.bytes, deps);
+  if (args.length === 1 && args[0] === "--check-identity") return checkIdentityOnly(stdin.bytes, text ?? "", deps);
   if (args.length > 0) return failure(catalogue.A1());
   // Stage 3.
   if (stdin.oversized) return failure(catalogue.A2(`the request is larger than ${STDIN_CAP_BYTES} bytes`));
-  let raw: unknown;
-  try {
-    raw = JSON.parse(stdin.bytes.toString("utf8"));
-  } catch (error) {
-    return failure(catalogue.A2(jsonDetail(error)));
-  }
+  const json = parseJson(stdin.bytes, text ?? "");
+  if (!json.ok) return failure(catalogue.A2(json.detail));
+  const raw = json.value;
   // Stage 4, on the raw value: fires even when the nsec is invalid.
   if (isRelayMesh(raw)) return failure(RELAY_MESH_REFUSAL);
   // Stage 5.
@@ -154,13 +172,10 @@ function policyInputs(request: DeployRequest, agentPubkey: string) {
 }
 
 /** `--check-identity`: Buzz's local preflight — the deploy request's identity checked against a required policy. */
-function checkIdentityOnly(bytes: Buffer, deps: ProviderDeps): ProviderResult {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(bytes.toString("utf8"));
-  } catch {
-    return failure(IDENTITY_ERRORS.preflightInvalidRequest);
-  }
+function checkIdentityOnly(bytes: Buffer, text: string, deps: ProviderDeps): ProviderResult {
+  const json = parseJson(bytes, text);
+  if (!json.ok) return failure(IDENTITY_ERRORS.preflightInvalidRequest);
+  const raw = json.value;
   const parsed = parseRequest(raw);
   if (!parsed.ok) return failure(IDENTITY_ERRORS.preflightInvalidRequest);
   if (parsed.request.op !== "deploy") return failure(IDENTITY_ERRORS.preflightNeedsDeploy);

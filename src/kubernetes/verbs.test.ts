@@ -10,7 +10,11 @@ import { openDatabase } from "../store/sqlite.js";
 import { k8sStatePaths, openK8sChain } from "./audit.js";
 import { memoryLogger } from "./log.js";
 import { desiredFingerprint, harness, NS } from "../../test/support/kubernetes/harness.js";
-import { clearForReplace, list, status, stop, type VerbDeps } from "./verbs.js";
+import { clearForReplace, list, look, status, stop, type VerbDeps } from "./verbs.js";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { classify } from "../core/kubernetes/classify.js";
+import { desiredIntent, intentTemplate } from "../core/kubernetes/intent.js";
 
 const POD = WHO.podName;
 const ref = { identity: WHO, namespace: NS };
@@ -85,6 +89,27 @@ describe("operator verbs (spec/kubernetes.md §16)", () => {
     expect(r).toMatchObject({ observed: "verified", startup: "recoverable", intent: "matches", generation: "aaaaaaaa", binding: "1", node: "fake-node", condition: "the container is waiting, reason ContainerCreating" });
     expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, "0".repeat(64)))).toMatchObject({ intent: "diverged" });
     expect(h.fake.mutations()).toEqual([]);
+  });
+
+  // Issue 18.2 follow-up: a never-started pod Buzz created for the same config (intent template v1 by its baseline,
+  // v2 by its persistent-workspace line, intent.rs at block/buzz@25ddc1c) is one the deploy loop keeps; status agrees.
+  it("status says matches for a never-started pod Buzz created with intent template v1 or v2 for the same config", async () => {
+    const keys = Object.keys(harness().inputs.env);
+    for (const version of [1, 2] as const) {
+      const h = harness();
+      const recorded = bytesToHex(sha256(utf8ToBytes(intentTemplate(h.inputs.config, keys, version))));
+      h.fake.seedPod(NS, podManifest(WHO, h.config, "aaaaaaaa", recorded) as PodObject);
+      h.fake.bind(NS, POD);
+      h.fake.setAgentState(NS, POD, { waiting: { reason: "ContainerCreating" } }, "Pending");
+      const want = desiredIntent(h.inputs.config, keys);
+      expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, want))).toMatchObject({ startup: "recoverable", intent: "matches" });
+      // The loop's own verdict on the same observation: keep (observe), never a replace.
+      const seen = await h.clock.run(look(h.fake, ref));
+      expect(seen.kind === "verified" && classify(seen.pod, want.fingerprint, want.equivalents).kind).toBe("observe");
+      const other = desiredIntent({ ...h.inputs.config, memoryLimit: "8Gi" }, keys);
+      expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, other))).toMatchObject({ intent: "diverged" });
+      expect(h.fake.mutations()).toEqual([]);
+    }
   });
 
   it("list shows managed pods with their binding and startup", async () => {

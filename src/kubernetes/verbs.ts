@@ -9,6 +9,7 @@ import { describeApiError } from "../core/kubernetes/api-status.js";
 import type { DeleteAuthority } from "../core/kubernetes/authority.js";
 import { latestCondition, POD_GONE } from "../core/kubernetes/condition.js";
 import { decodeStartup, type Startup } from "../core/kubernetes/decode.js";
+import { type DesiredIntent, intentMatches } from "../core/kubernetes/intent.js";
 import { BINDING_LABEL, IMAGE_ANNOTATION, type AgentIdentity, MANAGED_SELECTOR, PUBKEY_FULL_ANNOTATION, selectorFor } from "../core/kubernetes/naming.js";
 import { type PodObject, secretRefsOf } from "../core/kubernetes/objects.js";
 import { userReplace, userStop } from "../core/kubernetes/user-authority.js";
@@ -58,7 +59,17 @@ export interface StatusReport {
   readonly node?: string | null;
 }
 
-export async function status(deps: Pick<VerbDeps, "cluster" | "clock">, ref: AgentRef, desiredFingerprint: string | null): Promise<StatusReport | { error: string }> {
+/**
+ * `desired` is the deploy's intent (a bare fingerprint is read as one with no equivalents). "diverged" means exactly
+ * what the deploy loop would replace a never-started pod for: a pod Buzz created with intent template v1 or v2 for
+ * the same config reads "matches" (intentMatches, issue 18.2).
+ */
+export async function status(
+  deps: Pick<VerbDeps, "cluster" | "clock">,
+  ref: AgentRef,
+  desired: DesiredIntent | string | null,
+): Promise<StatusReport | { error: string }> {
+  const want: DesiredIntent | null = typeof desired === "string" ? { fingerprint: desired, equivalents: [] } : desired;
   const seen = await look(deps.cluster, ref);
   const base = { name: ref.identity.podName, namespace: ref.namespace };
   if (seen.kind === "error") return { error: seen.message };
@@ -79,7 +90,7 @@ export async function status(deps: Pick<VerbDeps, "cluster" | "clock">, ref: Age
     observed: "verified",
     startup: startupLabel(seen.pod.startup),
     deletion_marked: seen.pod.deletionMarked,
-    intent: desiredFingerprint === null ? "unknown" : seen.pod.recordedIntent === desiredFingerprint ? "matches" : "diverged",
+    intent: want === null ? "unknown" : intentMatches(seen.pod.recordedIntent, want) ? "matches" : "diverged",
     generation: ref0?.startsWith(`${ref.identity.podName}-`) ? ref0.slice(ref.identity.podName.length + 1) : null,
     ...common,
   };

@@ -19,6 +19,7 @@ import type { JsonObject } from "../core/crypto/canonical.js";
 import { type CallOutcome, type CallRecord, type Caller, recordOutcome, recordRequest } from "./audit.js";
 import { ROUTES, type RouteSpec } from "./contract.js";
 import { checkHost, checkRequestTarget, DASHBOARD_CSP, type EdgeRefusal, hostNames, securityHeaders } from "./edge.js";
+import { notLeaderAnswer } from "./leader-gate.js";
 import { ApiError, invalidRequest } from "./errors.js";
 import type { Handlers, Parsed } from "./handler.js";
 import { serverMetrics } from "./metrics.js";
@@ -199,6 +200,9 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     const handler = o.handlers[route.id];
     let record: CallRecord | null = null;
     if (route.mutating) {
+      // Issue 20: a follower does nothing for a write and says where the leader is.
+      const follower = notLeaderAnswer(o.state.controller);
+      if (follower) return send(reply, 503, follower);
       try {
         record = await recordRequest(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
       } catch (error) {

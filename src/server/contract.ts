@@ -184,6 +184,9 @@ export const AgentStateSchema = z.strictObject({
   instance: z.string().nullable(),
   observation: Json.nullable(),
   error: z.string().nullable(),
+  /** Issue 15 (mesh agents): the node's lifecycle state of the current instance and its supervisor's restarts. */
+  lifecycle: z.string().nullable().optional(),
+  restarts: z.number().int().nullable().optional(),
 });
 
 const K8sListRowSchema = z.strictObject({ name: z.string(), namespace: z.string(), binding: z.string(), startup: z.string(), registry: z.string() });
@@ -226,6 +229,7 @@ export const Inputs = {
   instanceRef: z.strictObject({ id: z.string().min(1).max(128) }),
   instanceVerb: z.strictObject({
     grace_ms: z.number().int().min(0).max(60_000).optional().meta({ description: "stop: SIGTERM grace before SIGKILL" }),
+    purge: z.boolean().optional().meta({ description: "unload: also remove the name's workspace ($HOME) on the node (issue 15)" }),
   }),
   logsQuery: z.strictObject({ tail_bytes: z.coerce.number().int().min(0).max(65_536).optional() }),
   agentRef: z.strictObject({ name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be an agent name (a DNS label)") }),
@@ -314,6 +318,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "deployAgent", method: "POST", path: "/agents", tag: "agents", mutating: true, summary: "deploy an agent spec: idempotent, once (the deploy outcome, as `berth deploy --json`)", body: Inputs.agentSpec, status: 200, response: AgentDeploySchema, errors: [409, 422, 502] },
   { id: "getAgent", method: "GET", path: "/agents/{name}", tag: "agents", summary: "the agent's state and what a deploy would do now", params: Inputs.agentRef, status: 200, response: AgentStateSchema, errors: [404] },
   { id: "agentLogs", method: "GET", path: "/agents/{name}/logs", tag: "agents", summary: "the agent's current instance's logs", params: Inputs.agentRef, query: Inputs.logsQuery, status: 200, response: z.looseObject({ agent: z.string(), instance: z.string(), stdout: z.string(), stderr: z.string() }), errors: [404, 409, 502] },
+  { id: "purgeAgent", method: "POST", path: "/agents/{name}/purge", tag: "agents", mutating: true, summary: "unload the agent's instance and remove its workspace on its node (mesh; issue 15)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
   { id: "stopAgent", method: "POST", path: "/agents/{name}/stop", tag: "agents", mutating: true, summary: "stop the agent's instance (a later deploy starts it again)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
   { id: "replaceAgent", method: "POST", path: "/agents/{name}/replace", tag: "agents", mutating: true, summary: "stop the running instance now and start one from the spec", params: Inputs.agentRef, body: Inputs.agentReplace, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
 

@@ -11,6 +11,7 @@ import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { berthVersion } from "../version.js";
 import { DEFAULT_TICK_MS, startTargetWatch } from "../mesh/controller/index.js";
+import { leaderTtlFromEnv } from "../store/leader.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { buildApp } from "./app.js";
 import { hostNames } from "./edge.js";
@@ -20,6 +21,7 @@ import { auditHandlers } from "./routes/audit.js";
 import { kubernetesHandlers } from "./routes/kubernetes.js";
 import { meshHandlers } from "./routes/mesh.js";
 import type { StreamTimings } from "./sse.js";
+import { announcePlaintext } from "../mesh/client/connector.js";
 import { type KubernetesAccess, openServerState, type ServerState } from "./state.js";
 import { loadOrCreateToken } from "./token.js";
 
@@ -45,6 +47,8 @@ export interface ServerOptions {
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** The lifecycle tick: every target is described at start and then this often (default 10 s; 0: never). */
   readonly tickMs?: number;
+  /** Issue 20: the leader lease's TTL (default `$BERTH_LEADER_TTL_MS`, else 15 s). */
+  readonly leaderTtlMs?: number;
 }
 
 export interface RunningServer {
@@ -101,6 +105,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     await state.close();
     throw error;
   }
+  // spec/mesh.md §4.11: a plaintext opt-in is warned about and chained at every start of this long-lived controller.
+  await announcePlaintext({ optIn: state.plaintext, home: dataDir, chain: state.controller.store, via: "berth serve", always: true, warn: (line) => process.stderr.write(`berth serve: ${line}\n`) });
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : (o.port ?? DEFAULT_PORT);
   const url = `${https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -111,8 +117,27 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     chain.checkpointIfDue().catch((error: unknown) => app.log.warn({ err: error }, "chain checkpoint failed"));
   }, 60_000);
   checkpoints.unref();
+  // Issue 20: every server competes for the store's leadership; only the leader places, settles and ticks.
+  state.controller.lead({
+    address: url,
+    ttlMs: o.leaderTtlMs ?? leaderTtlFromEnv(process.env),
+    onChange: (epoch, why) => {
+      if (epoch === null) {
+        app.log.warn({ why }, "no longer the leader: writes are answered with the leader's address");
+        return;
+      }
+      app.log.info({ epoch, why }, "leader of the store");
+      // Describe every node at once (each then refuses the deposed leader, stale_epoch), then settle what the
+      // previous leader left: owned decisions of a gone owner, unsettled ones.
+      state.controller
+        .refreshTargets()
+        .then(() => state.controller.settleReport())
+        .catch((error: unknown) => app.log.warn({ err: error }, "settle after taking the leadership failed"));
+    },
+  });
   const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
-  const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed")) : null;
+  // Issue 16: the reconcile loop acts only while this server leads the store (the leadership seam).
+  const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed"), { shouldAct: () => state.controller.isLeader() }) : null;
   let closing: Promise<void> | null = null;
   return {
     url,

@@ -14,10 +14,10 @@ import { type ChainAudit, k8sStatePaths, openK8sChain } from "../kubernetes/audi
 import type { Cluster } from "../kubernetes/cluster.js";
 import { type Clock, realClock } from "../kubernetes/clock.js";
 import { connect } from "../kubernetes/connect.js";
+import { ControllerConnector, loadPlaintextOptIn, type PlaintextOptIn } from "../mesh/client/connector.js";
 import { NodeClient } from "../mesh/client/node-client.js";
 import { CONTROLLER_DB, MeshController } from "../mesh/controller/index.js";
 import type { Connector } from "../mesh/transport/frames.js";
-import { TcpConnector } from "../mesh/transport/tcp.js";
 import { configuredContext } from "../up/kubernetes-target.js";
 
 export type ClusterConnection = { ok: true; cluster: Cluster } | { ok: false; error: string };
@@ -47,6 +47,8 @@ export interface ServerState {
   readonly key: SigningKey;
   /** Signs the read-only `status` calls the instance list makes straight to each node. */
   readonly client: NodeClient;
+  /** The nodes `transport.json` opts in to plaintext (spec/mesh.md §4.11); announced by startServer. */
+  readonly plaintext: PlaintextOptIn;
   readonly kubernetes: KubernetesAccess;
   readonly dbPaths: { readonly controller: string; readonly k8s: string };
   openRegistry(): AgentRegistry;
@@ -65,18 +67,23 @@ export function loadOrCreateControllerKey(dataDir: string): SigningKey {
 
 export async function openServerState(o: { dataDir: string; version: string; connector?: Connector; kubernetes?: KubernetesAccess }): Promise<ServerState> {
   const key = loadOrCreateControllerKey(o.dataDir);
-  const connector = o.connector ?? new TcpConnector();
+  const plaintext = loadPlaintextOptIn(o.dataDir);
+  const connector = o.connector ?? new ControllerConnector({ identity: key, plaintext });
   const controller = await MeshController.open({ dataDir: o.dataDir, key, connector });
   return {
     dataDir: o.dataDir,
     version: o.version,
     controller,
     key,
-    client: new NodeClient({ key, connector }),
+    client: new NodeClient({ key, connector, onSend: controller.onSend }),
+    plaintext,
     kubernetes: o.kubernetes ?? kubeconfigAccess,
     dbPaths: { controller: join(o.dataDir, CONTROLLER_DB), k8s: k8sStatePaths(o.dataDir).db },
     openRegistry: () => AgentRegistry.open(o.dataDir),
     openK8sAudit: () => openK8sChain(o.dataDir),
-    close: () => controller.close(),
+    close: async () => {
+      await controller.close();
+      if (connector instanceof ControllerConnector) connector.closeWarm();
+    },
   };
 }

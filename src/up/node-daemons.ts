@@ -41,7 +41,10 @@ export async function startDaemon(berthMain: string, dir: string, port: number, 
   const logPath = daemonLogPath(dir);
   const from = sizeOf(logPath);
   const log = openSync(logPath, "a", 0o600);
-  const args = [berthMain, "node", "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", dir, ...labels.flatMap((l) => ["--label", l])];
+  // Issue 15: berth up's local nodes run the samples as the user who ran berth up; as root that is root, said
+  // explicitly (--allow-root-agents, warned in the daemon's log) so the quickstart works on a root-only machine.
+  const asRoot = process.getuid?.() === 0 ? ["--allow-root-agents"] : [];
+  const args = [berthMain, "node", "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", dir, ...asRoot, ...labels.flatMap((l) => ["--label", l])];
   let child: ReturnType<typeof spawn>;
   try {
     child = spawn(process.execPath, args, { stdio: ["ignore", log, log], detached: true });
@@ -59,8 +62,10 @@ export async function startDaemon(berthMain: string, dir: string, port: number, 
   const deadline = Date.now() + LISTEN_DEADLINE_MS;
   for (;;) {
     const text = output();
-    const first = text.split("\n")[0];
-    if (text.includes("\n") && first) {
+    // The daemon's diagnostics (pino lines and warnings on stderr) share the log; the listening line is on stdout.
+    const complete = text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter(Boolean);
+    const first = complete.find((l) => l.includes('"event":"listening"'));
+    if (first) {
       let ev: { event?: string; address?: string; node_id?: string } = {};
       try {
         ev = JSON.parse(first) as typeof ev;

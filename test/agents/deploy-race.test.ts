@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { generateSigningKey } from "../../src/keys/key-file.js";
+import { generateSigningKey, loadKeyFile } from "../../src/keys/key-file.js";
 import { cleanup, MAIN, NodeProcess, processesWithEnv, requireBuild, tempDir, waitFor } from "../mesh/harness.js";
 import { probePackage, TEST_PERMIT, writeJson } from "../mesh-controller/support/package.js";
 import { killAll, runNode, spawnNode } from "../support/process.js";
@@ -44,7 +44,7 @@ describe("concurrent deploys of one agent", () => {
     writeJson(join(home, "permits.json"), [TEST_PERMIT]);
     const nodeSpec = { controllers: [controllerKey], signers: [signer.publicKey], permits: [TEST_PERMIT] };
     const [direct, slow] = await Promise.all([NodeProcess.create(nodeSpec), NodeProcess.create({ ...nodeSpec, board: "pi4" })]);
-    const proxy = await TcpProxy.start(slow.address);
+    const proxy = await TcpProxy.start(slow.address, { tls: { node: slow.identity(), controller: loadKeyFile(join(home, "keys", "controller.key")) } });
     proxies.push(proxy);
     expect((await berth("nodes", "add", direct.address, "--tier", "paired")).code).toBe(0);
     expect((await berth("nodes", "add", proxy.address, "--tier", "paired")).code).toBe(0);

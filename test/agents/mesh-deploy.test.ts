@@ -14,7 +14,8 @@ import type { AgentDeployResult } from "../../src/core/agents/deploy-event.js";
 import { classifyMesh } from "../../src/core/agents/mesh-classify.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { resolveSpecEnv } from "../../src/agents/secret-env.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { waitFor } from "../mesh/harness.js";
 import { hostArch, hostOs } from "../mesh-controller/support/package.js";
@@ -30,7 +31,7 @@ async function paired(fx: ProcessFixture): Promise<void> {
   }
 }
 
-function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean; file?: string } = {}): string {
+function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean; file?: string; restart?: "never" | "on-failure" | "always" } = {}): string {
   const path = join(fx.controllerDir, opts.file ?? "scout.yaml");
   writeFileSync(
     path,
@@ -43,6 +44,7 @@ function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean;
       `  package: ${fx.pkgDir}`,
       `  config: { args: ${JSON.stringify(opts.args ?? [])} }`,
       `  mesh: { prefer: [${fx.first.nodeId}], start: ${opts.start ?? true} }`,
+      ...(opts.restart ? [`  restart: ${opts.restart}`] : []),
       "",
     ].join("\n"),
   );
@@ -50,15 +52,17 @@ function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean;
 }
 
 function deps(fx: ProcessFixture): MeshAgentDeps {
-  return { controller: fx.controller, client: new NodeClient({ key: fx.key, connector: new TcpConnector(2_000), timeoutMs: 5_000 }), statusTimeoutMs: 3_000 };
+  return { controller: fx.controller, client: new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 }), statusTimeoutMs: 3_000 };
 }
 
 async function deploy(fx: ProcessFixture, specPath: string, opts: { userReplace?: boolean } = {}): Promise<AgentDeployResult & { event: JsonObject }> {
   const loaded = loadSpecFile(specPath);
   if (!loaded.ok) throw new Error(loaded.error);
-  const mi = meshIntentOf(loaded.value);
+  const env = resolveSpecEnv(loaded.value, process.env);
+  if (!env.ok) throw new Error(env.error);
+  const mi = meshIntentOf(loaded.value, env.value.env);
   if (!mi.ok) throw new Error(mi.error);
-  const r = await deployMeshAgent(deps(fx), { agent: "scout", spec: loaded.value.spec.spec, packageDir: mi.value.packageDir, intent: mi.value.intent }, opts);
+  const r = await deployMeshAgent(deps(fx), { agent: "scout", spec: loaded.value.spec.spec, env: env.value.env, packageDir: mi.value.packageDir, intent: mi.value.intent }, opts);
   const event = await recordMeshDeploy(fx.controller, r);
   expect([event.source, event.kind]).toEqual(["placement", "agent.deploy"]);
   return { ...r, event: event.payload };
@@ -83,7 +87,7 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
 
     const rows = await allInstances(fx);
     expect(rows, "exactly one instance on the mesh").toHaveLength(1);
-    const intent = meshIntentOf((loadSpecFile(spec) as { ok: true; value: Parameters<typeof meshIntentOf>[0] }).value);
+    const intent = meshIntentOf((loadSpecFile(spec) as { ok: true; value: Parameters<typeof meshIntentOf>[0] }).value, {});
     expect([rows[0]?.agent, rows[0]?.intent, rows[0]?.state]).toEqual(["scout", intent.ok ? intent.value.intent : null, "running"]);
     expect((await fx.controller.store.events({ kind: "workload.place", phase: "placed" })), "one placement in the controller's chain").toHaveLength(1);
     const events = await fx.controller.store.events({ kind: "agent.deploy" });
@@ -95,7 +99,8 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
   it("after the instance's process is killed the next deploy replaces it through a fenced unload", async () => {
     const fx = await processFixture();
     await paired(fx);
-    const spec = writeSpec(fx);
+    // `restart: never`: the deploy's own replace path (under the default `always` the node restarts it itself, issue 15).
+    const spec = writeSpec(fx, { restart: "never" });
     const first = await deploy(fx, spec);
     expect(first.outcome, first.message).toBe("started");
     const [row] = await allInstances(fx);
@@ -116,7 +121,7 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
   it("a fence whose instance was restarted since the observation is refused by the node and nothing is unloaded", async () => {
     const fx = await processFixture();
     await paired(fx);
-    const first = await deploy(fx, writeSpec(fx));
+    const first = await deploy(fx, writeSpec(fx, { restart: "never" })); // the node must not restart it itself (issue 15)
     const [row] = await allInstances(fx);
     // The agent crashes: its whole group dies (killing only the leader leaves it running, issue 21 case 4).
     process.kill(-(row?.pid as number), "SIGKILL");
@@ -203,7 +208,13 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const intent = String((await allInstances(fx))[0]?.intent);
     // A fault's leftover: the same agent placed on the second node by a request this controller never decided.
     const source = new PackageDirSource(fx.pkgDir);
-    const client = new NodeClient({ key: fx.key, connector: new TcpConnector(2_000), timeoutMs: 15_000 });
+    // Sent for the controller's store (issue 20): a fault of this store's own, not a second home's.
+    const client = new NodeClient({
+      key: fx.key,
+      connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }),
+      timeoutMs: 15_000,
+      authority: () => fx.controller.authority.current(),
+    });
     const stray = await client.call(
       fx.second.target(),
       "place",

@@ -73,7 +73,7 @@ export async function makeWorld(seed: number, agents: number, nodes: number): Pr
   const env = { BERTH_HOME: home };
   const berth = (...args: string[]) => runNode([MAIN, ...args], { env });
   const daemons = await Promise.all(Array.from({ length: nodes }, () => startNode({ controllers: [controller.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] }, dirs)));
-  const proxies = await Promise.all(daemons.map((d) => TcpProxy.start(d.address)));
+  const proxies = await Promise.all(daemons.map((d) => TcpProxy.start(d.address, { tls: { node: d.identity(), controller } })));
   const added = await Promise.all(proxies.map((p) => berth("nodes", "add", p.address, "--tier", "paired", "--json")));
   for (const a of added) if (a.code !== 0) throw new Error(`berth nodes add failed: ${a.stdout} ${a.stderr}`);
   const prefix = `cmp${process.pid}s${seed}`;

@@ -44,7 +44,7 @@ describe("berth completion", () => {
   it("bash completes subcommands, options and an argument's choices from the tree", () => {
     expect(bashComplete("berth audit v")).toEqual(["verify"]);
     expect(bashComplete("berth audit verify --json --k")).toEqual(["--key", "--key-file"]);
-    expect(bashComplete("berth agent ")).toEqual(["logs", "replace", "status", "stop"]);
+    expect(bashComplete("berth agent ")).toEqual(["logs", "purge", "replace", "status", "stop"]);
     expect(bashComplete("berth completion ")).toEqual(["bash", "fish", "zsh"]);
     // After the choice comes a free argument (the agent's name): nothing from berth's words.
     expect(bashComplete("berth agent status ")).toEqual([]);
@@ -69,15 +69,17 @@ describe("berth completion", () => {
     const offered = (...words: string[]) =>
       execFileSync(
         "zsh",
-        ["-c", `compdef() { :; }; _describe() { shift 3; print -l -- \${(P)1}; }; _files() { print FILES; }; source "$1"; shift; words=("$@"); CURRENT=$#; _berth`, "zsh", scripts.zsh as string, ...words],
+        ["-c", `compdef() { :; }; _describe() { shift 3; print -l -- \${(P)1}; }; _files() { print FILES; }; compadd() { shift; print -l -- NAMES \${(P)1}; }; source "$1"; shift; words=("$@"); CURRENT=$#; _berth`, "zsh", scripts.zsh as string, ...words],
         { encoding: "utf8" },
       )
         .split("\n")
         .filter(Boolean)
         .map((l) => l.split(":")[0]);
-    expect(offered("berth", "agent", "")).toEqual(["status", "logs", "stop", "replace"]);
+    expect(offered("berth", "agent", "")).toEqual(["status", "logs", "stop", "replace", "purge"]);
     expect(offered("berth", "audit", "verify", "--j")).toContain("--json");
-    expect(offered("berth", "agent", "status", "")).toEqual(["FILES"]);
+    // After the verb comes the agent's name, asked of `berth __complete agents` (none here: berth is not on PATH).
+    expect(offered("berth", "agent", "status", "")).toEqual(["NAMES"]);
+    expect(offered("berth", "deploy", "")).toEqual(["FILES"]);
   });
 
   it.skipIf(!shellPresent("fish"))("fish accepts the script and completes `berth ag` and `berth agent `", () => {
@@ -89,12 +91,49 @@ describe("berth completion", () => {
         .map((l) => l.split("\t")[0])
         .sort();
     expect(complete("berth ag")).toEqual(["agent", "agents"]);
-    expect(complete("berth agent ")).toEqual(["logs", "replace", "status", "stop"]);
+    expect(complete("berth agent ")).toEqual(["logs", "purge", "replace", "status", "stop"]);
   });
 
   it("says how to install it", async () => {
     const r = await berth(dir, ["completion", "--help"]);
     expect(r.stdout).toMatch(/Install/);
     for (const line of ["source <(berth completion bash)", "berth completion zsh >", "berth completion fish > ~/.config/fish/completions/berth.fish"]) expect(r.stdout).toContain(line);
+  });
+});
+
+describe("completion of names", () => {
+  it("offers the contexts after `berth context use` and the agents after `berth agent logs`, asked of berth itself", async () => {
+    const home = tempHome();
+    const bin = join(home, "bin");
+    const { mkdirSync, chmodSync } = await import("node:fs");
+    mkdirSync(bin);
+    const { berthBin } = await import("../support/built.js");
+    writeFileSync(join(bin, "berth"), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(berthBin())} "$@"\n`);
+    chmodSync(join(bin, "berth"), 0o755);
+    const token = join(home, "token");
+    writeFileSync(token, `${"t".repeat(43)}\n`, { mode: 0o600 });
+    for (const name of ["lab", "prod"]) {
+      const r = await berth(home, ["context", "add", name, "--server", "http://127.0.0.1:9", "--token-file", token, "--no-check"]);
+      expect(r.code, r.stderr).toBe(0);
+    }
+    const env = { ...process.env, PATH: `${bin}:${process.env.PATH}`, BERTH_HOME: home };
+    const complete = (line: string) => {
+      const program = `source "$1"; read -ra COMP_WORDS <<< "$2"; [[ "$2" == *" " ]] && COMP_WORDS+=(""); COMP_CWORD=$((\${#COMP_WORDS[@]} - 1)); _berth; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      return execFileSync("bash", ["-c", program, "bash", scripts.bash as string, line], { encoding: "utf8", env }).split("\n").filter(Boolean).sort();
+    };
+    expect(complete("berth context use ")).toEqual(["lab", "local", "prod"]);
+    expect(complete("berth context use p")).toEqual(["prod"]);
+    // An agent registry with one agent, read read-only (no controller is opened).
+    const Database = (await import("better-sqlite3")).default;
+    const db = new Database(join(home, "agents.db"));
+    db.exec("CREATE TABLE agents (name TEXT PRIMARY KEY)");
+    db.prepare("INSERT INTO agents (name) VALUES (?)").run("scout");
+    db.close();
+    const local = { ...env, BERTH_CONTEXTS: join(home, "none.json") };
+    const agentNames = execFileSync("bash", ["-c", `source "$1"; COMP_WORDS=(berth agent logs ""); COMP_CWORD=3; _berth; printf '%s\\n' "\${COMPREPLY[@]}"`, "bash", scripts.bash as string], { encoding: "utf8", env: local });
+    expect(agentNames.split("\n").filter(Boolean)).toEqual(["scout"]);
+    // After the name, nothing more is a name.
+    const after = execFileSync("bash", ["-c", `source "$1"; COMP_WORDS=(berth agent logs scout ""); COMP_CWORD=4; _berth; printf '%s\\n' "\${COMPREPLY[@]}"`, "bash", scripts.bash as string], { encoding: "utf8", env: local });
+    expect(after.trim()).toBe("");
   });
 });

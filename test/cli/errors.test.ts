@@ -58,7 +58,7 @@ describe("errors that say what to do", () => {
   it("a verb that is not one of the choices lists them (exit 2)", async () => {
     const r = await berth(home, ["agent", "restart", "nobody"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/Allowed choices are status, logs, stop, replace/);
+    expect(r.stderr).toMatch(/Allowed choices are status, logs, stop, replace, purge/);
   });
 
   it("a chain that fails verification says what to do next (exit 1)", async () => {

@@ -7,17 +7,18 @@ import { randomBytes } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { encodeMessageFrame, parseMessageFrame, type ResponsePayload, type SignedMessage } from "../../src/core/protocol/messages.js";
 import { requestPayloadOf, signRequestObject } from "../../src/core/protocol/sign.js";
+import type { SigningKey } from "../../src/core/crypto/ed25519.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import type { SocketFrameStream } from "../../src/mesh/transport/frames.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { ALLOW_ALL, cleanup, NodeProcess, requireBuild, TestController } from "../mesh/harness.js";
 
 vi.setConfig({ testTimeout: 90_000 });
 beforeAll(requireBuild);
 afterEach(cleanup);
 
-async function exchange(address: string, signed: SignedMessage): Promise<string> {
-  const s = (await new TcpConnector().connect(address)) as SocketFrameStream;
+async function exchange(address: string, signed: SignedMessage, identity: SigningKey): Promise<string> {
+  const s = (await new TlsConnector({ identity }).connect(address)) as unknown as SocketFrameStream;
   try {
     await s.send(encodeMessageFrame({ type: "request", signed }));
     const frame = parseMessageFrame(await s.recv(AbortSignal.timeout(10_000)));
@@ -44,13 +45,13 @@ describe("describe replay across a node restart", () => {
       body: {},
     });
     const captured = signRequestObject(ctl.key, payload);
-    expect(await exchange(node.address, captured)).toBe("ok");
-    expect(await exchange(node.address, captured)).toBe("replay");
+    expect(await exchange(node.address, captured, ctl.key)).toBe("ok");
+    expect(await exchange(node.address, captured, ctl.key)).toBe("replay");
     const before = node.bootId;
     await node.kill9();
     await node.start(node.address);
     expect(node.bootId).not.toBe(before);
-    expect(await exchange(node.address, captured)).toBe("replay");
+    expect(await exchange(node.address, captured, ctl.key)).toBe("replay");
     // A fresh describe is answered as always.
     expect((await ctl.client.describe(node.address, null)).kind).toBe("described");
   });

@@ -1,13 +1,12 @@
 /**
  * Buzz's provider-wire fixture set (crates/buzz-backend-kubernetes/tests/wire_fixtures.rs and
- * tests/fixtures/provider-wire/, read at block/buzz and its fork 5dive-ai/buzz@02b860dd): `info`, four refusals reachable
- * without a cluster, and the desktop's richest payload, which must be accepted and fail only at the connection.
- *
- * `deploy-full-launch` is the request file verbatim (block/buzz@57a111ee). The stored index does not hold the other
- * request files, so they are rebuilt from what pins them: the relay-mesh requests are the ones of main.rs's own tests
- * (block/buzz@3fac2c2, `refuses_a_relay_mesh_agent`, `refuses_a_padded_relay_mesh_agent`), the tag-image and no-owner
- * requests are the full payload with the one field changed their names say; the responses are Buzz's texts
- * (main.rs `refuse_relay_mesh`, image.rs, env.rs at 50e9d36).
+ * tests/fixtures/provider-wire/): `info`, the four response fixtures reachable without a cluster, the desktop's
+ * richest payload (accepted, failing only at the connection), and the respond-to matrix. The request files are the
+ * recorded ones, as Buzz's fixture directory holds them (zbkilla/buzz@2d88ec7d, a fork whose fixture directory the
+ * stored index holds; `deploy-full-launch` at block/buzz@57a111ee); wire_fixtures.rs at that commit lists
+ * `deploy-relay-mesh-padded` among the response fixtures, whose response file the index does not hold: its answer is
+ * the relay-mesh refusal, as main.rs's `refuses_a_padded_relay_mesh_agent` (block/buzz@3fac2c2) pins. Responses are
+ * the response files' texts.
  */
 export interface WireFixture {
   readonly name: string;
@@ -66,20 +65,37 @@ export const FULL_LAUNCH = {
 const RELAY_MESH =
   "deploy refused: this agent is configured for shared compute (relay-mesh), which runs on the relay rather than in a pod. Switch the agent to a local runtime before deploying it to Kubernetes.";
 
+const RECORDED_CONFIG = { namespace: "buzz-agents-test", image: `ghcr.io/block/buzz-sprig@sha256:${"a".repeat(64)}` };
+
 export const BUZZ_WIRE_FIXTURES: readonly WireFixture[] = [
   {
     name: "deploy-relay-mesh",
-    request: { op: "deploy", agent: { relay_url: "wss://r", private_key_nsec: "nsec1x", provider: "relay-mesh" }, provider_config: { namespace: "ns" } },
+    request: {
+      op: "deploy",
+      request_id: "req-2",
+      agent: { name: "mesh-agent", relay_url: "wss://relay.example", private_key_nsec: FULL_LAUNCH.agent.private_key_nsec, auth_tag: "tag-1", provider: "relay-mesh" },
+      provider_config: RECORDED_CONFIG,
+    },
     response: { ok: false, error: RELAY_MESH },
   },
   {
     name: "deploy-relay-mesh-padded",
-    request: { op: "deploy", agent: { relay_url: "wss://r", private_key_nsec: "nsec1x", provider: "  relay-mesh  " }, provider_config: { namespace: "ns" } },
+    request: {
+      op: "deploy",
+      request_id: "req-3",
+      agent: { relay_url: "wss://relay.example", private_key_nsec: FULL_LAUNCH.agent.private_key_nsec, auth_tag: "tag-1", provider: "  relay-mesh  " },
+      provider_config: RECORDED_CONFIG,
+    },
     response: { ok: false, error: RELAY_MESH },
   },
   {
     name: "deploy-tag-image",
-    request: { ...FULL_LAUNCH, provider_config: { ...FULL_LAUNCH.provider_config, image: "ghcr.io/block/buzz-sprig:latest" } },
+    request: {
+      op: "deploy",
+      request_id: "req-4",
+      agent: { relay_url: "wss://relay.example", private_key_nsec: FULL_LAUNCH.agent.private_key_nsec, auth_tag: "tag-1" },
+      provider_config: { namespace: "buzz-agents-test", image: "ghcr.io/block/buzz-sprig:latest" },
+    },
     response: {
       ok: false,
       error:
@@ -88,8 +104,38 @@ export const BUZZ_WIRE_FIXTURES: readonly WireFixture[] = [
   },
   {
     name: "deploy-no-owner",
-    request: { ...FULL_LAUNCH, agent: { ...FULL_LAUNCH.agent, auth_tag: null, launch: { ...FULL_LAUNCH.agent.launch, owner_pubkey: null } } },
+    request: {
+      op: "deploy",
+      request_id: "req-5",
+      agent: { relay_url: "wss://relay.example", private_key_nsec: FULL_LAUNCH.agent.private_key_nsec },
+      provider_config: RECORDED_CONFIG,
+    },
     response: { ok: false, error: "deploy refused: neither auth_tag nor launch.owner_pubkey resolved — without an owner the agent cannot honor !shutdown" },
   },
   { name: "deploy-full-launch", request: FULL_LAUNCH, response: { reachesConnection: true } },
 ];
+
+/** info.request.json, as recorded. */
+export const INFO_REQUEST = { op: "info", request_id: "req-1" };
+
+/**
+ * wire_fixtures.rs `the_respond_to_gate_matches_the_harness_acceptance_surface` (zbkilla/buzz@2d88ec7d): each case is
+ * the full-launch request with `respond_to` and `respond_to_allowlist` replaced (null for an absent list); a case that
+ * must not reach the cluster is refused with a "deploy refused" text, one that must reaches the kubeconfig.
+ */
+export const RESPOND_TO_MATRIX: ReadonlyArray<{ name: string; mode: string; allowlist: string[] | null; reachesCluster: boolean }> = [
+  { name: "allowlist + []", mode: "allowlist", allowlist: [], reachesCluster: false },
+  { name: "allowlist + absent", mode: "allowlist", allowlist: null, reachesCluster: false },
+  { name: "allowlist + junk", mode: "allowlist", allowlist: ["beefcafe"], reachesCluster: false },
+  { name: "unparseable mode", mode: "npub1abc", allowlist: null, reachesCluster: false },
+  { name: "padded mode", mode: " allowlist ", allowlist: null, reachesCluster: false },
+  { name: "allowlist + two valid", mode: "allowlist", allowlist: ["a".repeat(64), "b".repeat(64)], reachesCluster: true },
+  { name: "owner-only + junk list", mode: "owner-only", allowlist: ["beefcafe"], reachesCluster: true },
+  { name: "allowlist + padded upper", mode: "allowlist", allowlist: [`  ${"A".repeat(64)}  `], reachesCluster: true },
+  { name: "nobody", mode: "nobody", allowlist: null, reachesCluster: true },
+  { name: "anyone", mode: "anyone", allowlist: null, reachesCluster: true },
+];
+
+export function respondToRequest(c: (typeof RESPOND_TO_MATRIX)[number]): unknown {
+  return { ...FULL_LAUNCH, agent: { ...FULL_LAUNCH.agent, respond_to: c.mode, respond_to_allowlist: c.allowlist } };
+}

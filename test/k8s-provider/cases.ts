@@ -31,8 +31,11 @@ export const CASES: Case[] = [
   { name: "--check-identity on info", args: ["--check-identity"], stdin: { op: "info" }, error: "identity preflight requires a deploy request" },
   { name: "--check-identity on malformed JSON", args: ["--check-identity"], stdin: "{", error: "invalid identity preflight request" },
   { name: "--check-identity without a policy", args: ["--check-identity"], stdin: deploy(), error: "identity preflight requires an approved identity_policy" },
-  { name: "A2 malformed JSON", stdin: `{"op":"deploy","agent":{"private_key_nsec":"${NSEC}"`, error: "request is not valid JSON: syntax error at byte 108" },
-  { name: "A2 empty input", stdin: "", error: "request is not valid JSON: unexpected end of input" },
+  // serde_json's texts, as Buzz answers them (main.rs at block/buzz@3fac2c2: `request is not valid JSON: {e}`).
+  { name: "A2 malformed JSON", stdin: `{"op":"deploy","agent":{"private_key_nsec":"${NSEC}"`, error: "request is not valid JSON: EOF while parsing an object at line 1 column 108" },
+  { name: "A2 empty input", stdin: "", error: "request is not valid JSON: EOF while parsing a value at line 1 column 0" },
+  { name: "A2 not JSON (Buzz's malformed_input_is_an_in_band_error)", stdin: "not json", error: "request is not valid JSON: expected ident at line 1 column 2" },
+  { name: "A2 a lone surrogate JSON.parse would take", stdin: '{"op":"info","x":"\\udc00"}', error: "request is not valid JSON: lone leading surrogate in hex escape at line 1 column 24" },
   {
     name: "A3 relay-mesh even with an invalid nsec",
     stdin: { op: "deploy", agent: { provider: "  relay-mesh\n", private_key_nsec: "not-a-key", relay_url: "x" } },
@@ -41,7 +44,18 @@ export const CASES: Case[] = [
   },
   { name: "A4 unknown op", stdin: { op: "destroy" }, error: "could not understand the request: unknown variant `destroy`, expected `info` or `deploy`" },
   { name: "A4 missing op", stdin: { agent: {} }, error: "could not understand the request: missing field `op`" },
-  { name: "A4 not an object", stdin: [1, 2], error: "could not understand the request: the request must be a JSON object" },
+  { name: "A4 an array's first element is serde's tag", stdin: [1, 2], error: "could not understand the request: invalid type: integer `1`, expected variant identifier" },
+  { name: "A4 a string", stdin: "\"deploy\"", error: "could not understand the request: invalid type: string (value withheld), expected internally tagged enum Request" },
+  {
+    name: "A4 a wrong type wins over a missing field (serde visits fields before naming the missing)",
+    stdin: { op: "deploy", agent: { private_key_nsec: 7 } },
+    error: "could not understand the request: invalid type: integer `7`, expected a string (at agent.private_key_nsec)",
+  },
+  {
+    name: "A4 a defaulted map refuses null (wire.rs env_vars)",
+    stdin: { op: "deploy", agent: { relay_url: "wss://r", private_key_nsec: NSEC, env_vars: null } },
+    error: "could not understand the request: invalid type: unit value, expected a map (at agent.env_vars)",
+  },
   { name: "A4 missing relay_url", stdin: { op: "deploy", agent: { private_key_nsec: NSEC } }, error: "could not understand the request: missing field `relay_url` (at agent.relay_url)" },
   {
     name: "A4 missing private_key_nsec",

@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { loadKeyFile } from "../../src/keys/key-file.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { cleanup, MAIN, NodeProcess, waitFor } from "../mesh/harness.js";
@@ -74,7 +75,7 @@ async function world(): Promise<World> {
     permits: [TEST_PERMIT],
     limits: { first_bytes_ms: 60_000, first_frame_ms: 60_000 },
   });
-  const proxy = await TcpProxy.start(node.address);
+  const proxy = await TcpProxy.start(node.address, { tls: { node: node.identity(), controller: loadKeyFile(join(cli.home, "keys", "controller.key")) } });
   proxies.push(proxy);
   const added = await cli.berth("nodes", "add", proxy.address, "--tier", "paired");
   expect(added.code, added.stderr).toBe(0);

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { MeshController } from "../../src/mesh/controller/index.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { ControllerConnector } from "../../src/mesh/client/connector.js";
 import { cleanupProcesses, processFixture, TIMEOUTS } from "./support/processes.js";
 
 afterEach(cleanupProcesses);
@@ -52,12 +52,13 @@ describe("further faults with real processes", () => {
     expect(await fx.instances(fx.second)).toHaveLength(0);
   });
 
-  it("a controller whose key a daemon has not authorised is refused unauthorized and learns nothing", async () => {
+  it("a controller whose key a daemon has not authorised is cut at the TLS handshake, chained unauthorized by the node, and learns nothing", async () => {
     const fx = await processFixture();
-    const stranger = await MeshController.open({ dataDir: join(fx.controllerDir, "..", "stranger"), key: generateSigningKey(), connector: new TcpConnector(2_000), timeouts: TIMEOUTS });
+    const strangerKey = generateSigningKey();
+    const stranger = await MeshController.open({ dataDir: join(fx.controllerDir, "..", "stranger"), key: strangerKey, connector: new ControllerConnector({ identity: strangerKey, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS });
     try {
       const r = await stranger.addTarget(fx.second.address, "paired");
-      expect(r.ok ? "" : r.error).toContain("unauthorized");
+      expect(r.ok ? "" : r.error).toContain("the target was not learned");
       expect(await stranger.targets()).toHaveLength(0);
       expect(fx.second.events({ kind: "workload.refuse" }).some((e) => e.payload.code === "unauthorized")).toBe(true);
     } finally {

@@ -117,7 +117,7 @@ describe("further faults", () => {
             if (!node || restarted) return;
             restarted = true;
             await node.daemon.close();
-            node.daemon = await NodeDaemon.start({ dataDir: node.dataDir, listen: "127.0.0.1:0", version: "test", pollMs: 50 });
+            node.daemon = await NodeDaemon.start({ dataDir: node.dataDir, listen: "127.0.0.1:0", version: "test", allowRootAgents: true, pollMs: 50 });
           },
         },
       },
@@ -159,7 +159,7 @@ describe("further faults", () => {
     fx = await seedFixture();
     const [first] = nodesOf(fx);
     await first.daemon.close();
-    first.daemon = await NodeDaemon.start({ dataDir: first.dataDir, listen: "127.0.0.1:0", version: "test", labels: { "berth.io/tier": "pinned" } });
+    first.daemon = await NodeDaemon.start({ dataDir: first.dataDir, listen: "127.0.0.1:0", version: "test", allowRootAgents: true, labels: { "berth.io/tier": "pinned" } });
     await paired(fx);
     const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
     const report = r.decision.candidates.find((c) => c.node_id === first.id);

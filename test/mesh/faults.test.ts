@@ -8,7 +8,7 @@ import { generateSigningKey } from "../../src/keys/key-file.js";
 import { NodeClient, outcomeOf } from "../../src/mesh/client/node-client.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { FaultyConnector } from "../../src/mesh/transport/faults.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, rowsOf, TestController } from "./harness.js";
 
 // Real daemons start in about a second each; leave room for a loaded CI machine.
@@ -23,8 +23,8 @@ describe("fault injection through the connector seam", () => {
     const signer = generateSigningKey();
     const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
     const pkg = makePackage(signer);
-    const faults = new FaultyConnector(new TcpConnector());
-    const client = new NodeClient({ key: ctl.key, connector: faults, timeoutMs: 15_000 });
+    const faults = new FaultyConnector(new TlsConnector({ identity: ctl.key }));
+    const client = new NodeClient({ key: ctl.key, connector: faults, timeoutMs: 15_000, authority: () => ({ store_id: ctl.storeId, epoch: 0 }) });
     const source = new PackageDirSource(pkg.dir);
     const decisionId = ctl.decisionId();
     faults.dropNextAnswer(node.address, "place");
@@ -49,7 +49,7 @@ describe("fault injection through the connector seam", () => {
   it("makes a cut address unreachable until it is healed", async () => {
     const ctl = new TestController();
     const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [], permits: ALLOW_ALL });
-    const faults = new FaultyConnector(new TcpConnector());
+    const faults = new FaultyConnector(new TlsConnector({ identity: ctl.key }));
     const client = new NodeClient({ key: ctl.key, connector: faults, timeoutMs: 5000 });
     faults.cut(node.address);
     const r = await client.call(node.target(), "status", {});

@@ -9,7 +9,7 @@ import { encodeMessageFrame, parseMessageFrame } from "../../src/core/protocol/m
 import { requestPayloadOf, signRequestObject } from "../../src/core/protocol/sign.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { encodeFrame, type SocketFrameStream } from "../../src/mesh/transport/frames.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { ALLOW_ALL, cleanup, NodeProcess, requireBuild, TestController } from "./harness.js";
 
 // Real daemons start in about a second each; leave room for a loaded CI machine.
@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterAll(cleanup);
 
 async function connect(): Promise<SocketFrameStream> {
-  return (await new TcpConnector().connect(node.address)) as SocketFrameStream;
+  return (await new TlsConnector({ identity: ctl.key }).connect(node.address)) as unknown as SocketFrameStream;
 }
 
 /** Sends raw bytes and returns the answer's outcome status/code, or "closed" when the node hung up without one. */

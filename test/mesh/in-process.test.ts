@@ -28,12 +28,12 @@ describe("an in-process node service behind the memory connector", () => {
     const signer = generateSigningKey();
     const dataDir = join(tempDir(), "node");
     initNodeDataDir(dataDir, { controllers: [controller.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, board: "pi5" });
-    const daemon = await NodeDaemon.start({ dataDir, listen: null, version: "test" });
+    const daemon = await NodeDaemon.start({ dataDir, listen: null, version: "test", allowRootAgents: true });
     daemons.push(daemon);
     const memory = new MemoryConnector();
     const addr = memory.register("pi-a", (stream) => void daemon.service.serve(stream));
     const faults = new FaultyConnector(memory);
-    const client = new NodeClient({ key: controller, connector: faults, timeoutMs: 10_000 });
+    const client = new NodeClient({ key: controller, connector: faults, timeoutMs: 10_000, authority: () => ({ store_id: "5".repeat(32), epoch: 0 }) });
 
     const d = await client.describe(addr, null);
     if (d.kind !== "described") throw new Error(JSON.stringify(d));

@@ -1,7 +1,8 @@
 /**
- * Issue 21, cases 4 and 5: an instance is alive while any process of its group is. Real daemons, real processes,
- * judged from /proc: killing only the group leader (berth's sh wrapper) leaves the instance `running` (so a deploy
- * places no second copy), and after only the agent's entry is killed, unload still ends the child it left behind.
+ * Issue 21, cases 4 and 5, as issue 15 changed them: an instance is alive while any process of its group is, and
+ * nothing an agent forks outlives it. Real daemons, real processes, judged from /proc: killing only the group leader
+ * (berth's sh wrapper) ends the rest of the group and records the exit (so nothing runs unowned and a deploy places
+ * one fresh copy); killing only the agent's entry makes the wrapper end the child it left behind.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -43,40 +44,32 @@ async function placedForking() {
 
 const rowOf = async (ctl: TestController, node: NodeProcess, id: string) => ok(await ctl.status(node, id)).row as { state: string; detail: string | null; generation: number };
 
-describe("an instance is alive while any process of its group is", () => {
-  it("kill -9 of only the group leader leaves the instance running (never exited), so nothing places a second copy", async () => {
+describe("nothing of an instance's group outlives its leader or its entry", () => {
+  it("kill -9 of only the group leader ends every other member and records the exit", async () => {
     const { ctl, node, id, pgid } = await placedForking();
     process.kill(pgid, "SIGKILL");
-    await waitFor(() => !groupOf(pgid).some((p) => p.pid === pgid), "the leader to be gone");
-    // The daemon has seen the leader's exit once it notes it on the row; the state stays running.
     const row = await waitFor(async () => {
       const r = await rowOf(ctl, node, id);
-      return r.state !== "running" || r.detail !== null ? r : undefined;
-    }, "the daemon to record the leader's exit");
-    expect(row.state).toBe("running");
-    expect(groupOf(pgid).length).toBeGreaterThan(0);
-    // and it stays so while the group lives (the re-adopted poll runs every 500 ms)
-    await waitFor(() => node.events({ kind: "workload.lifecycle", phase: "group" }).length > 0 || undefined, "the group event");
-    expect((await rowOf(ctl, node, id)).state).toBe("running");
-    // An unload ends every member and answers only then.
-    ok(await ctl.verb(node, "unload", { instance_id: id }));
+      return r.state !== "running" ? r : undefined;
+    }, "the daemon to record the exit");
+    expect(row.state).toBe("exited");
+    expect(row.detail).toContain("the group leader was killed");
     expect(groupOf(pgid)).toEqual([]);
+    // An unload of the exited instance has nothing left to stop.
+    ok(await ctl.verb(node, "unload", { instance_id: id }));
   });
 
-  it("kill -9 of only the agent's entry: the child it left lives on in the group, and unload ends it", async () => {
+  it("kill -9 of only the agent's entry: the wrapper ends the child it left behind and the exit is recorded", async () => {
     const { ctl, node, id, pgid } = await placedForking();
     const entry = groupOf(pgid).find((p) => p.ppid === pgid && p.comm !== "sleep");
     expect(entry).toBeDefined();
     process.kill(entry?.pid as number, "SIGKILL");
     const row = await waitFor(async () => {
       const r = await rowOf(ctl, node, id);
-      return r.state !== "running" || r.detail !== null ? r : undefined;
+      return r.state !== "running" ? r : undefined;
     }, "the daemon to see the wrapper exit");
-    expect(row.state).toBe("running");
-    const orphan = groupOf(pgid).find((p) => p.comm === "sleep");
-    expect(orphan).toBeDefined();
-    ok(await ctl.verb(node, "unload", { instance_id: id }));
-    expect(groupOf(pgid)).toEqual([]);
+    expect(row).toMatchObject({ state: "exited", signal: "SIGKILL" });
+    await waitFor(() => groupOf(pgid).length === 0, "the orphaned sleep to be ended", 5000);
   });
 
   it("an unload fenced on a generation the instance is not at is refused precondition_failed and touches nothing", async () => {

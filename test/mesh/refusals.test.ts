@@ -12,7 +12,7 @@ import { requestPayloadOf, signRequestObject } from "../../src/core/protocol/sig
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import type { CallResult } from "../../src/mesh/client/node-client.js";
 import { type SocketFrameStream, StreamClosed } from "../../src/mesh/transport/frames.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, requireBuild, TestController } from "./harness.js";
 
 // Real daemons start in about a second each; leave room for a loaded CI machine.
@@ -78,7 +78,7 @@ function code(r: CallResult | string): string {
 }
 
 async function rawStream(): Promise<SocketFrameStream> {
-  return (await new TcpConnector().connect(node.address)) as SocketFrameStream;
+  return (await new TlsConnector({ identity: ctl.key }).connect(node.address)) as unknown as SocketFrameStream;
 }
 
 describe("the node's verification of control requests", () => {
@@ -213,7 +213,7 @@ describe("the node's verification of control requests", () => {
     // A client that answers the manifest fetch with an unrelated frame: the node refuses with fetch (or closes).
     const s = await rawStream();
     const decisionId = ctl.decisionId();
-    const payload = { ...request({}, "place"), decision_id: decisionId, body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } } };
+    const payload = { ...request({}, "place"), decision_id: decisionId, authority: { store_id: ctl.storeId, epoch: 0 }, body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } } };
     await s.send(encodeMessageFrame({ type: "request", signed: signRequestObject(ctl.key, payload) }));
     const fetch = parseMessageFrame(await s.recv(AbortSignal.timeout(5000)));
     expect(fetch.ok && fetch.frame.type).toBe("fetch");

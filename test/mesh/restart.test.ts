@@ -123,9 +123,9 @@ describe("a node daemon restarted with instances running", () => {
     const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
     const pkg = makePackage(signer);
     // A raw client sends place and never answers the manifest fetch: the decision stays in flight.
-    const { TcpConnector } = await import("../../src/mesh/transport/tcp.js");
+    const { TlsConnector } = await import("../../src/mesh/transport/tls.js");
     const { encodeMessageFrame } = await import("../../src/core/protocol/messages.js");
-    const s = await new TcpConnector().connect(node.address);
+    const s = await new TlsConnector({ identity: ctl.key }).connect(node.address);
     const decisionId = ctl.decisionId();
     const req = signRequest(ctl.key, {
       method: "place",
@@ -135,6 +135,7 @@ describe("a node daemon restarted with instances running", () => {
       issuedAtMs: Date.now(),
       validityMs: 60_000,
       decisionId,
+      authority: { store_id: ctl.storeId, epoch: 0 },
       body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } },
     });
     await s.send(encodeMessageFrame({ type: "request", signed: req.signed }));

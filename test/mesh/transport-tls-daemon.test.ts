@@ -26,7 +26,12 @@ describe("a node daemon serving TLS", () => {
     const node = await NodeProcess.create({ controllers: [controller.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, extraArgs: ["--transport", "tls"] });
     const wire = await tap(node.address);
     try {
-      const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller, expectedKey: () => node.publicKey }), timeoutMs: 15_000 });
+      const client = new NodeClient({
+        key: controller,
+        connector: new TlsConnector({ identity: controller, expectedKey: () => node.publicKey }),
+        timeoutMs: 15_000,
+        authority: () => ({ store_id: "5".repeat(32), epoch: 0 }),
+      });
       const target: TargetRef = { ...node.target(), addr: wire.address };
       const source = new PackageDirSource(pkg.dir);
       const placed = ok(

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { generateSigningKey, loadKeyFile } from "../../src/keys/key-file.js";
 import { MeshController } from "../../src/mesh/controller/index.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { ControllerConnector } from "../../src/mesh/client/connector.js";
 import { controllerKeyPath } from "../../src/server/state.js";
 import { ROUTES } from "../../src/server/contract.js";
 import { API_BASE } from "../../src/server/openapi.js";
@@ -353,7 +353,10 @@ describe("the CLI beside the server", () => {
     const fx = await apiFixture();
     expect((await fx.call("GET", `${API_BASE}/nodes`)).body).toEqual({ nodes: [] });
     // A second controller on the same files, as `berth nodes add` / `berth nodes tier` in another process.
-    const openCli = () => MeshController.open({ dataDir: fx.dir, key: loadKeyFile(controllerKeyPath(fx.dir)), connector: new TcpConnector(500) });
+    const openCli = () => {
+      const key = loadKeyFile(controllerKeyPath(fx.dir));
+      return MeshController.open({ dataDir: fx.dir, key, connector: new ControllerConnector({ identity: key, connectTimeoutMs: 500 }) });
+    };
     const cli = await openCli();
     try {
       const nodeId = "0123456789abcdef0123456789abcdef";

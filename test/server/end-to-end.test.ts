@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
-import { TcpConnector } from "../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { type RunningServer, startServer } from "../../src/server/server.js";
 import { cleanup, MAIN, requireBuild, waitFor } from "../mesh/harness.js";
 import { killAll, spawnNode } from "../support/process.js";
@@ -48,7 +48,7 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
     const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured });
     servers.push(server);
     const api = client(server);
-    const observer = new NodeClient({ key, connector: new TcpConnector(2_000), timeoutMs: 5_000 });
+    const observer = new NodeClient({ key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 });
     const onNode = async (): Promise<JsonObject[]> => {
       const r = await observer.call(node.target(), "status", { instance_id: null, include_departed: false });
       if (r.kind !== "ok") throw new Error(JSON.stringify(r));

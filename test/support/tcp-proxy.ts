@@ -13,9 +13,27 @@
  *   connection) before the node sees it, until the test `release()`s it (delivered late) or `reset()`s the link
  *   (never delivered: both sockets destroyed). `arrived` resolves when the request reached the proxy;
  * - `resetConnections()`: destroy open sockets, keep listening; `disarm()`: forget faults armed but not struck.
+ *
+ * The control channel is TLS 1.3 bound to the identity keys (spec/mesh.md §4.11), so a proxy that reads frames must
+ * end the session on each side: it holds the node's key (the certificate the controller checks against the pinned
+ * key) and the controller's (the certificate the node authorises) — a man in the middle the test itself put there.
+ * Without `tls` it forwards a plaintext channel (both ends opted in to plaintext).
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { createSecureContext, connect as tlsConnect, TLSSocket } from "node:tls";
+import type { SigningKey } from "../../src/core/crypto/ed25519.js";
 import { encodeFrame, FrameDecoder } from "../../src/mesh/transport/frames.js";
+import { tlsIdentity } from "../../src/mesh/transport/tls.js";
+
+/** The keys a frame-reading proxy needs to end both TLS sessions. */
+export interface ProxyTls {
+  /** The key of the node behind the proxy (from its node.key): what the controller expects to see. */
+  readonly node: SigningKey;
+  /** A controller key the node authorises: what the node expects to see. */
+  readonly controller: SigningKey;
+}
+
+const TLS13 = { minVersion: "TLSv1.3", maxVersion: "TLSv1.3" } as const;
 
 /** The method a `request` frame asks for, or a `response` frame answers; null for any other frame. */
 function methodOf(frame: Buffer, type: "request" | "response"): string | null {
@@ -72,10 +90,11 @@ export class TcpProxy {
   private constructor(
     private upstream: string,
     private port: number,
+    private readonly tls: ProxyTls | null,
   ) {}
 
-  static async start(upstream: string): Promise<TcpProxy> {
-    const proxy = new TcpProxy(upstream, 0);
+  static async start(upstream: string, opts: { tls?: ProxyTls } = {}): Promise<TcpProxy> {
+    const proxy = new TcpProxy(upstream, 0, opts.tls ?? null);
     await proxy.listen();
     return proxy;
   }
@@ -186,9 +205,19 @@ export class TcpProxy {
     });
   }
 
-  private accept(client: Socket): void {
+  private accept(raw: Socket): void {
     const [host, port] = [this.upstream.slice(0, this.upstream.lastIndexOf(":")), Number(this.upstream.slice(this.upstream.lastIndexOf(":") + 1))];
-    const node = createConnection({ host, port });
+    let client: Socket = raw;
+    let node: Socket;
+    if (this.tls) {
+      const asNode = tlsIdentity(this.tls.node);
+      const asController = tlsIdentity(this.tls.controller);
+      client = new TLSSocket(raw, { isServer: true, secureContext: createSecureContext({ ...TLS13, key: asNode.key, cert: asNode.cert }), requestCert: true, rejectUnauthorized: false });
+      node = tlsConnect({ host, port, ...TLS13, key: asController.key, cert: asController.cert, rejectUnauthorized: false });
+      this.sockets.add(raw);
+    } else {
+      node = createConnection({ host, port });
+    }
     this.sockets.add(client);
     this.sockets.add(node);
     const end = () => {

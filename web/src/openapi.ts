@@ -55,6 +55,23 @@ export interface paths {
         readonly patch?: never;
         readonly trace?: never;
     };
+    readonly "/api/v1/agents/{name}/purge": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly get?: never;
+        readonly put?: never;
+        /** unload the agent's instance and remove its workspace on its node (mesh; issue 15) */
+        readonly post: operations["purgeAgent"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
     readonly "/api/v1/agents/{name}/replace": {
         readonly parameters: {
             readonly query?: never;
@@ -582,11 +599,13 @@ export interface operations {
                         readonly agents: readonly {
                             readonly error: string | null;
                             readonly instance: string | null;
+                            readonly lifecycle?: string | null;
                             readonly name: string;
                             readonly next: string | null;
                             readonly observation: {
                                 readonly [key: string]: unknown;
                             } | null;
+                            readonly restarts?: number | null;
                             readonly row: string | null;
                             readonly state: string;
                             readonly target: string;
@@ -773,11 +792,13 @@ export interface operations {
                     readonly "application/json": {
                         readonly error: string | null;
                         readonly instance: string | null;
+                        readonly lifecycle?: string | null;
                         readonly name: string;
                         readonly next: string | null;
                         readonly observation: {
                             readonly [key: string]: unknown;
                         } | null;
+                        readonly restarts?: number | null;
                         readonly row: string | null;
                         readonly state: string;
                         readonly target: string;
@@ -889,6 +910,118 @@ export interface operations {
             };
             /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
             readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a node or the cluster did not answer */
+            readonly 502: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly purgeAgent: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly name: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": Record<string, never>;
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly agent: string;
+                        readonly instance: string | null;
+                        readonly message: string;
+                        readonly ok: boolean;
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict (name_taken, k8s_not_configured, …) */
+            readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description audit_unavailable: the request could not be chained, so nothing was done */
+            readonly 500: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1774,6 +1907,8 @@ export interface operations {
                 readonly "application/json": {
                     /** @description stop: SIGTERM grace before SIGKILL */
                     readonly grace_ms?: number;
+                    /** @description unload: also remove the name's workspace ($HOME) on the node (issue 15) */
+                    readonly purge?: boolean;
                 };
             };
         };
@@ -1897,6 +2032,8 @@ export interface operations {
                 readonly "application/json": {
                     /** @description stop: SIGTERM grace before SIGKILL */
                     readonly grace_ms?: number;
+                    /** @description unload: also remove the name's workspace ($HOME) on the node (issue 15) */
+                    readonly purge?: boolean;
                 };
             };
         };
@@ -2020,6 +2157,8 @@ export interface operations {
                 readonly "application/json": {
                     /** @description stop: SIGTERM grace before SIGKILL */
                     readonly grace_ms?: number;
+                    /** @description unload: also remove the name's workspace ($HOME) on the node (issue 15) */
+                    readonly purge?: boolean;
                 };
             };
         };
@@ -3278,6 +3417,11 @@ export interface operations {
                     readonly pin?: string | null;
                     /** @default [] */
                     readonly prefer?: readonly string[];
+                    /**
+                     * @default never
+                     * @enum {string}
+                     */
+                    readonly restart?: "never" | "on-failure" | "always";
                     /** @default true */
                     readonly start?: boolean;
                     /**
@@ -3577,6 +3721,11 @@ export interface operations {
                     readonly pin?: string | null;
                     /** @default [] */
                     readonly prefer?: readonly string[];
+                    /**
+                     * @default never
+                     * @enum {string}
+                     */
+                    readonly restart?: "never" | "on-failure" | "always";
                     /** @default true */
                     readonly start?: boolean;
                     /**

@@ -25,4 +25,9 @@ describe("the Kubernetes table in the agents' shared vocabulary", () => {
     const c = classifyKubernetes(pod, "f");
     expect([c.row, c.action.kind]).toEqual([row, action]);
   });
+
+  it("names a never-started pod recorded with an equivalent intent (Buzz's template v1 or v2) same-intent, as the loop keeps it", () => {
+    const c = classifyKubernetes(verified({ kind: "recoverable" }, "buzz-v2"), "f", ["buzz-v1", "buzz-v2"]);
+    expect([c.row, c.action.kind]).toEqual(["never-started-same-intent", "observe"]);
+  });
 });

@@ -24,8 +24,14 @@ export const KUBERNETES_ROWS = [
 export type KubernetesRow = (typeof KUBERNETES_ROWS)[number];
 
 /** `classify`, with the name of the row it took. */
-export function classifyKubernetes(observed: VerifiedPod | null, desired: string): { row: KubernetesRow; action: Action } {
-  const action = classify(observed, desired);
+export function classifyKubernetes(
+  observed: VerifiedPod | null,
+  desired: string,
+  equivalents: readonly string[] = [],
+): { row: KubernetesRow; action: Action } {
+  // `equivalents`: recorded intents that mean the same as `desired` (Buzz's template v1/v2, issue 18.2), so the
+  // agents layer names the row exactly as the loop will act on it.
+  const action = classify(observed, desired, equivalents);
   if (observed === null) return { row: "no-instance", action };
   if (observed.deletionMarked) return { row: "going-away", action };
   switch (observed.startup.kind) {

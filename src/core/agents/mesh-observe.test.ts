@@ -8,7 +8,7 @@ const A = "a".repeat(32) as NodeId;
 const B = "b".repeat(32) as NodeId;
 
 function row(over: Partial<NodeInstanceRow> = {}): NodeInstanceRow {
-  return { instance_id: "scout-000000000001", decision_id: "d1", name: "scout", state: "running", exit_code: null, agent: "scout", intent: "f1", generation: 1, ...over };
+  return { instance_id: "scout-000000000001", decision_id: "d1", name: "scout", state: "running", exit_code: null, agent: "scout", intent: "f1", generation: 1, restarts: 0, ...over };
 }
 function records(over: Partial<ControllerRecords> = {}): ControllerRecords {
   const placedBefore = new Set((over.placements ?? []).map((p) => p.decision_id));
@@ -20,7 +20,9 @@ describe("observing a mesh agent from node status rows", () => {
   it("maps every node state to the classifier's startup vocabulary", () => {
     expect(startupOf("running", null, null).kind).toBe("started");
     for (const s of ["loading", "loaded", "starting"]) expect(startupOf(s, null, null).kind).toBe("never-started");
-    for (const s of ["stopped", "exited", "lost", "failed"]) expect(startupOf(s, 3, null)).toEqual({ kind: "terminated", exitCode: 3 });
+    for (const s of ["stopped", "exited", "lost", "failed", "finished"]) expect(startupOf(s, 3, null)).toEqual({ kind: "terminated", exitCode: 3 });
+    // Issue 15: the node is keeping it alive, so a deploy leaves it alone.
+    for (const s of ["unhealthy", "backoff"]) expect(startupOf(s, null, null).kind).toBe("started");
     expect(startupOf("running", null, "unload").kind, "a lost unload answer: going away").toBe("going-away");
     expect(startupOf("something-new", null, null).kind, "an unknown state is never acted on").toBe("going-away");
   });

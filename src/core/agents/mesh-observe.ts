@@ -31,6 +31,8 @@ export interface NodeInstanceRow {
   readonly agent: string | null;
   readonly intent: string | null;
   readonly generation: number;
+  /** Issue 15: restarts by the node's supervisor since the operator last started it (0 from an older node). */
+  readonly restarts: number;
 }
 
 export type NodeAnswer =
@@ -55,6 +57,7 @@ export interface ObservedInstance {
   readonly generation: number;
   readonly intent: string | null;
   readonly placed_seq: number | null;
+  readonly restarts: number;
 }
 
 export interface MeshAgentObservation {
@@ -87,6 +90,9 @@ export function startupOf(state: string, exitCode: number | null, pending: strin
   if (pending === "unload" || pending === "stop") return { kind: "going-away" };
   switch (state) {
     case "running":
+    // Issue 15: the node is keeping it alive (failing its health check, or waiting out a restart's backoff).
+    case "unhealthy":
+    case "backoff":
       return { kind: "started" };
     // Loaded and not (yet) started: `load` without start, or a place still between load and spawn.
     case "loading":
@@ -98,6 +104,9 @@ export function startupOf(state: string, exitCode: number | null, pending: strin
     case "exited":
     case "lost":
     case "failed":
+    case "finished":
+    // Issue 16: stopped by its node when the controller's lease ran out; gone as far as the agent is concerned.
+    case "lease_stopped":
       return { kind: "terminated", exitCode };
     // A state this berth does not know: touch nothing and place nothing beside it.
     default:
@@ -129,7 +138,7 @@ export function observeMeshAgent(agent: string, answers: readonly NodeAnswer[], 
       );
       if (v === null) continue;
       instances.push(v);
-      shown.push({ node_id: a.nodeId, instance_id: row.instance_id, state: row.state, startup: startup.kind, generation: row.generation, intent: row.intent, placed_seq: seq });
+      shown.push({ node_id: a.nodeId, instance_id: row.instance_id, state: row.state, startup: startup.kind, generation: row.generation, intent: row.intent, placed_seq: seq, restarts: row.restarts });
     }
   }
   const unobservable = ours.filter((p) => !answered.has(p.node_id)).map((p) => ({ nodeId: p.node_id, instanceId: p.instance_id }));

@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { kubernetesDeployRequest } from "./kubernetes-request.js";
 import { meshIntentFingerprint, parseAgentSpec } from "./spec.js";
 
 const MESH = `apiVersion: berth/v1
@@ -23,8 +24,29 @@ describe("the agent spec", () => {
     expect(r.ok && r.spec.spec.mesh).toEqual({ pin: null, prefer: ["pi5"], avoid: [], allow_emulated: false, start: true, strategy: "spread" });
   });
 
+  it("keeps an agent alive by default (restart: always) and takes on-failure or never when asked", () => {
+    const r = parseAgentSpec(MESH);
+    expect(r.ok && r.spec.spec.restart).toBe("always");
+    const asked = parseAgentSpec(MESH.replace("target: mesh", "target: mesh\n  restart: on-failure"));
+    expect(asked.ok && asked.spec.spec.restart).toBe("on-failure");
+    const bad = parseAgentSpec(MESH.replace("target: mesh", "target: mesh\n  restart: sometimes"));
+    expect(bad.ok ? "" : bad.errors.join("\n")).toMatch(/spec\.restart: must be "never", "on-failure" or "always"/);
+  });
+
+  it("passes a Kubernetes agent's persistent workspace claim to the backend and refuses two settings that disagree", () => {
+    const doc = (k: Record<string, unknown>) =>
+      JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "ghcr.io/a/b@sha256:" + "a".repeat(64), kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout", ...k } } });
+    const r = parseAgentSpec(doc({ workspace_storage: "20Gi", workspace_storage_class: "fast" }));
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(kubernetesDeployRequest(r.spec, "nsec1x").provider_config).toMatchObject({ workspace_storage: "20Gi", workspace_storage_class: "fast" });
+    const classAlone = parseAgentSpec(doc({ workspace_storage_class: "fast" }));
+    expect(classAlone.ok ? "" : classAlone.errors.join("\n")).toMatch(/spec\.kubernetes\.workspace_storage_class: workspace_storage_class needs workspace_storage/);
+    const twice = parseAgentSpec(doc({ workspace_storage: "20Gi", provider_config: { workspace_storage: "5Gi" } }));
+    expect(twice.ok ? "" : twice.errors.join("\n")).toMatch(/spec\.kubernetes\.workspace_storage: conflicts with provider_config\.workspace_storage/);
+  });
+
   it("accepts the same document written as JSON", () => {
-    const json = JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "ghcr.io/a/b@sha256:" + "a".repeat(64), kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout" } } });
+    const json = JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: `ghcr.io/a/b@sha256:${"a".repeat(64)}`, kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout" } } });
     expect(parseAgentSpec(json).ok).toBe(true);
   });
 

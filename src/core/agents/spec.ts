@@ -9,18 +9,24 @@
  *     target: mesh                       # or kubernetes
  *     package: ./packages/scout          # mesh: a package directory (signed by `berth package sign`)
  *     image: ghcr.io/acme/scout@sha256:… # kubernetes: a digest-pinned image
- *     config: { args: [], env: { LOG_LEVEL: info } }
+ *     config: { args: [], env: { LOG_LEVEL: info, API_KEY: { valueFrom: { file: ./api.key } },
+ *                                TOKEN: { valueFrom: { env: SCOUT_TOKEN } } } }
+ *     restart: always                    # or on-failure, never (issue 15; default always: an agent is long-lived)
  *     mesh: { pin: null, prefer: [], avoid: [], allow_emulated: false }
  *     kubernetes: { relay_url: wss://…, nsec_file: ./scout.nsec, command: scout, owner_pubkey: <hex>,
+ *                   workspace_storage: 20Gi, workspace_storage_class: null,
  *                   provider_config: { namespace: agents } }
  *
  * Secrets never sit in the spec itself: the Nostr identity is read from a file (`nsec_file`) or an environment
- * variable (`nsec_env`) by the shell, so a spec can be committed and shared.
+ * variable (`nsec_env`) by the shell, and so is a mesh agent's secret env value (`valueFrom: {file}` relative to the
+ * spec, or `valueFrom: {env}` from the deploying process's environment; src/agents/secret-env.ts), so a spec can be
+ * committed and shared. Such a value reaches the node and the agent only; see docs/security.md.
  */
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
 import { taggedSha256Hex } from "../crypto/tagged.js";
+import { AGENT_RESTART_DEFAULT, RestartPolicySchema } from "../node/restart-policy.js";
 import { PLACEMENT_STRATEGIES } from "../placement/inputs.js";
 
 export const AGENT_API_VERSION = "berth/v1";
@@ -31,10 +37,31 @@ const Name = z
 const EnvKey = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "environment keys must be POSIX names ([A-Za-z_][A-Za-z0-9_]*)");
 const NodeRef = z.string().min(1, "must name a node id or label");
 
+/** Where a secret env value comes from (issue 17): a file (relative to the spec) or the deploying process's environment. */
+const ValueFrom = z.union([
+  z.strictObject({ file: z.string().min(1, "must name a file") }),
+  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
+], { error: "must be { file: PATH } or { env: NAME }" });
+export type EnvValueFrom = z.infer<typeof ValueFrom>;
+
+const EnvValue = z.union([z.string(), z.strictObject({ valueFrom: ValueFrom })], { error: "must be a string or { valueFrom: { file: PATH } | { env: NAME } }" });
+export type SpecEnvValue = z.infer<typeof EnvValue>;
+
 const ConfigSchema = z.strictObject({
   args: z.array(z.string()).default([]),
-  env: z.record(EnvKey, z.string()).default({}),
+  env: z.record(EnvKey, EnvValue).default({}),
 });
+
+/** The env entries given inline (plain strings), and those read from elsewhere (by name): pure, for both shells. */
+export function splitSpecEnv(env: Readonly<Record<string, SpecEnvValue>>): { inline: Record<string, string>; from: Record<string, EnvValueFrom> } {
+  const inline: Record<string, string> = {};
+  const from: Record<string, EnvValueFrom> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (typeof value === "string") inline[name] = value;
+    else from[name] = value.valueFrom;
+  }
+  return { inline, from };
+}
 
 const MeshSchema = z.strictObject({
   pin: NodeRef.nullable().default(null),
@@ -55,11 +82,31 @@ const KubernetesSchema = z
     command: z.string().min(1, "must not be empty").optional(),
     /** Who may send the agent `!shutdown` (`launch.owner_pubkey`): 64 lowercase hex. */
     owner_pubkey: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a Nostr public key)").optional(),
+    /**
+     * Issue 15: the persistent workspace claim (Buzz's `workspace_storage`, e.g. `20Gi`), so a Kubernetes agent keeps
+     * its `$HOME` across pod replacement as a mesh agent keeps its workspace on its node. Unset: an ephemeral workspace.
+     */
+    workspace_storage: z.string().trim().min(1, "must not be empty (leave it out for an ephemeral workspace)").optional(),
+    workspace_storage_class: z.string().trim().min(1, "must not be empty (leave it out for the cluster default)").optional(),
     provider_config: z.record(z.string(), z.unknown()).nullable().default(null),
   })
   .refine((k) => (k.nsec_file === undefined) !== (k.nsec_env === undefined), {
     message: "give exactly one of nsec_file or nsec_env (the agent's Nostr identity; never inline in the spec)",
     path: ["nsec_file"],
+  })
+  .refine((k) => k.workspace_storage_class === undefined || k.workspace_storage !== undefined, {
+    message: "workspace_storage_class needs workspace_storage (the size of the persistent workspace claim)",
+    path: ["workspace_storage_class"],
+  })
+  .superRefine((k, ctx) => {
+    // One source per setting: the spec's own field, or provider_config's, never two that disagree.
+    for (const field of ["workspace_storage", "workspace_storage_class"] as const) {
+      const own = k[field];
+      const inConfig = k.provider_config?.[field];
+      if (own !== undefined && inConfig !== undefined && inConfig !== null && inConfig !== own) {
+        ctx.addIssue({ code: "custom", path: [field], message: `conflicts with provider_config.${field}; set it in one place` });
+      }
+    }
   });
 
 const SpecBody = z
@@ -68,6 +115,8 @@ const SpecBody = z
     package: z.string().min(1).optional(),
     image: z.string().min(1).optional(),
     config: ConfigSchema.default({ args: [], env: {} }),
+    /** Issue 15: how the agent is kept alive (core/node/restart-policy.ts); an agent is long-lived, so `always`. */
+    restart: RestartPolicySchema.default(AGENT_RESTART_DEFAULT),
     mesh: MeshSchema.optional(),
     kubernetes: KubernetesSchema.optional(),
   })
@@ -82,6 +131,10 @@ const SpecBody = z
       }
     }
     if (s.target === "kubernetes") {
+      // A pod's env is readable by whoever reads the pod: a Kubernetes agent's secrets belong in a Secret (nsec_file).
+      for (const [key, value] of Object.entries(s.config.env)) {
+        if (typeof value !== "string") ctx.addIssue({ code: "custom", path: ["config", "env", key, "valueFrom"], message: "valueFrom is for mesh agents; a Kubernetes agent's env is part of its pod spec (secrets: nsec_file or nsec_env)" });
+      }
       if (s.image === undefined) ctx.addIssue({ code: "custom", path: ["image"], message: "a Kubernetes agent needs an image" });
       if (s.kubernetes === undefined) ctx.addIssue({ code: "custom", path: ["kubernetes"], message: "a Kubernetes agent needs a kubernetes section (relay_url and nsec_file or nsec_env)" });
       // As for `berth k8s deploy` (P-19): without it the harness runs a default binary the stock image lacks.

@@ -11,6 +11,7 @@
  *   delete-recreate resets exactly the age it keys on, so the strongest way to say "age triggers nothing" is to make
  *   it unrepresentable here.
  */
+import { intentMatches } from "./intent.js";
 import type { PullFailure } from "./pull-failure.js";
 import type { Fence, VerifiedPod } from "./verify.js";
 
@@ -77,7 +78,7 @@ export function classify(observed: VerifiedPod | null, desired: string, equivale
     // Rows 7–8: divergence is evidence of a config change the user is waiting on, and the only thing that
     // replaces a never-started pod. A missing or malformed recorded intent compares unequal.
     case "recoverable":
-      return pod.recordedIntent === desired || (pod.recordedIntent !== null && equivalents.includes(pod.recordedIntent))
+      return intentMatches(pod.recordedIntent, { fingerprint: desired, equivalents })
         ? { kind: "observe", name: pod.name }
         : deleteFrom(pod, "intent-diverged");
     default:

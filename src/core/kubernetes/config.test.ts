@@ -115,7 +115,10 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
     expect(errorOf({ ...base, pod_options: { bogus: 1 } })).toBe('provider_config.pod_options: unknown key "bogus"');
     expect(errorOf({ ...base, pod_options: { node_selector: { a: 1 } } })).toMatch(/^provider_config.pod_options: node_selector/);
     expect(errorOf({ ...base, pod_options: { tolerations: [{ operator: "Maybe" }] } })).toMatch(/^provider_config.pod_options: tolerations/);
-    expect(errorOf({ ...base, pod_options: { setup_pending: true } })).toMatch(/^provider_config.pod_options: setup_pending/);
+    expect(errorOf({ ...base, pod_options: { setup_pending: "yes" } })).toBe('provider_config.pod_options: setup_pending must be a boolean, got "yes"');
+    expect(errorOf({ ...base, pod_options: { setup_pending: null } })).toMatch(/^provider_config.pod_options: setup_pending must be a boolean/);
+    const setup = parseProviderConfig({ ...base, pod_options: { setup_pending: true } });
+    expect(setup.ok && setup.config.podOptions).toEqual({ setupPending: true });
     expect(errorOf({ ...base, workspace_storage: "1Gi", pod_options: { workspace_size_limit: "1Gi" } })).toMatch(/^provider_config.pod_options: workspace_size_limit conflicts/);
     expect(errorOf({ ...base, pod_options: { active_deadline_seconds: 0 } })).toBe("provider_config.pod_options.active_deadline_seconds must be positive");
     expect(errorOf({ ...base, pod_options: { ephemeral_storage_limit: " " } })).toBe("provider_config.pod_options storage quantities must not be empty");
@@ -140,6 +143,15 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
     expect(errorOf({ namespace: "ok", image: "x:1", workspace_storage_class: "c" })).toMatch(/not digest-pinned/);
     expect(errorOf({ ...base, workspace_storage_class: "c", pod_options: { bogus: 1 } })).toMatch(/requires workspace_storage/);
     expect(errorOf({ ...base, pod_options: { bogus: 1 }, identity_policy: {} })).toMatch(/unknown key/);
+  });
+
+  // Buzz's pilot line, config.rs `parse` at block/buzz@0c7b698: pod_options after inactivity, before context and the
+  // service account.
+  it("refuses pod_options in the pilot line's place: after inactivity, before context and service_account", () => {
+    expect(errorOf({ ...base, context: 5, pod_options: { bogus: 1 } })).toBe('provider_config.pod_options: unknown key "bogus"');
+    expect(errorOf({ ...base, service_account: 6, pod_options: { active_deadline_seconds: 0 } })).toBe("provider_config.pod_options.active_deadline_seconds must be positive");
+    expect(errorOf({ ...base, inactivity_seconds: 0, pod_options: { bogus: 1 } })).toMatch(/^provider_config.inactivity_seconds: 0/);
+    expect(errorOf({ ...base, memory_limit: 4, pod_options: { bogus: 1 } })).toBe("provider_config.memory_limit must be a string, got 4");
   });
 
   it("ignores unknown top-level keys, credential-looking ones included", () => {

@@ -22,6 +22,12 @@ export interface PodOptions {
   readonly ephemeralStorageRequest?: string;
   readonly ephemeralStorageLimit?: string;
   readonly activeDeadlineSeconds?: number;
+  /**
+   * Buzz's pilot line (config.rs, pod.rs at block/buzz@0c7b698): expose the server-assigned pod UID to the agent as
+   * `BUZZ_PILOT_POD_UID` (a fieldRef, so a Secret cannot spoof it) for the owner's bounded setup gate. Only `true` is
+   * kept: `false` is the default and changes neither the pod nor the intent.
+   */
+  readonly setupPending?: true;
 }
 
 export interface ProviderConfig {
@@ -108,6 +114,7 @@ function podOptionsField(raw: unknown, withClaim: boolean): PodOptions | null {
     ephemeralStorageRequest?: string;
     ephemeralStorageLimit?: string;
     activeDeadlineSeconds?: number;
+    setupPending?: true;
   } = {};
   const ns = raw.node_selector;
   if (ns !== undefined && ns !== null) {
@@ -141,8 +148,10 @@ function podOptionsField(raw: unknown, withClaim: boolean): PodOptions | null {
     if (ads <= 0) throw new Refusal("provider_config.pod_options.active_deadline_seconds must be positive");
     out.activeDeadlineSeconds = ads;
   }
+  // serde's `bool` with `#[serde(default)]`: absent is false, null is a type error, as in Buzz's PodOptions.
   const sp = raw.setup_pending;
-  if (sp !== undefined && sp !== null && sp !== false) throw b14("setup_pending is only accepted as false");
+  if (sp !== undefined && typeof sp !== "boolean") throw b14(`setup_pending must be a boolean, got ${JSON.stringify(sp)}`);
+  if (sp === true) out.setupPending = true;
   if (withClaim && out.workspaceSizeLimit !== undefined) throw b14("workspace_size_limit conflicts with workspace_storage (the workspace is a claim, not an emptyDir)");
   return Object.keys(out).length > 0 ? out : null;
 }
@@ -184,8 +193,8 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
       return fail(`provider_config.namespace ${JSON.stringify(namespace)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`);
     }
     // Buzz's order from here (config.rs `parse` at block/buzz@906578e): image, the four resources, inactivity (B6
-    // included), the workspace fields and B13, then context and service account; berth's pod options follow. With
-    // more than one fault the first error is Buzz's.
+    // included), the workspace fields and B13, then context and service account. With more than one fault the first
+    // error is Buzz's.
     const imageRef = stringField(raw, "image");
     if (imageRef === null) {
       return fail("provider_config.image is required: no image is assumed at parse time, so the digest-pinned image to run must be given explicitly");
@@ -205,9 +214,11 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
     const workspaceStorage = stringField(raw, "workspace_storage");
     const workspaceStorageClass = stringField(raw, "workspace_storage_class");
     if (workspaceStorageClass !== null && workspaceStorage === null) return fail("provider_config.workspace_storage_class requires workspace_storage");
+    // Pod options where Buzz's pilot line reads them (config.rs at block/buzz@0c7b698): after inactivity, before the
+    // context and the service account. No Buzz line has both them and the workspace fields, so both orders hold.
+    const podOptions = podOptionsField(structuredPodOptions(raw), workspaceStorage !== null);
     const context = stringField(raw, "context");
     const serviceAccount = stringField(raw, "service_account");
-    const podOptions = podOptionsField(structuredPodOptions(raw), workspaceStorage !== null);
     // `identity_policy` is checked after the nsec decodes, by identity-policy.ts (Buzz's order: config, then identity).
     return {
       ok: true,
@@ -288,7 +299,7 @@ export function configSchema(namespaceDefault: string): Record<string, unknown> 
         type: "string",
         title: "Pod options (JSON)",
         description:
-          'Optional JSON object: node_selector, tolerations, workspace_size_limit, ephemeral_storage_request, ephemeral_storage_limit, active_deadline_seconds. For example {"node_selector":{"kubernetes.io/arch":"arm64"}}. Leave empty for the default pod.',
+          'Optional JSON object: node_selector, tolerations, workspace_size_limit, ephemeral_storage_request, ephemeral_storage_limit, active_deadline_seconds, setup_pending. For example {"node_selector":{"kubernetes.io/arch":"arm64"}}. Leave empty for the default pod.',
       },
     },
     required: ["namespace", "image"],

@@ -18,7 +18,7 @@ const key = (n: number) => {
   return { sk, pk: bytesToHex(schnorr.getPublicKey(sk)) };
 };
 const agent = key(3);
-const owner = key(2); // Buzz's identity tests use the secret 2 as the owner
+const owner = key(2); // fixed keys where Buzz generates them (identity.rs tests use Keys::generate)
 const stranger = key(5);
 const NOW = 1_800_000_000;
 const tag = (by: { sk: Uint8Array; pk: string }, forAgent: string, conditions = "") =>
@@ -39,9 +39,11 @@ describe("the identity policy (issue 18.5, Buzz identity.rs)", () => {
     expect(ownerSigned(VECTOR.ownerPubkey, VECTOR.conditions, VECTOR.signature, VECTOR.agentPubkey)).toBe(true);
     expect(ownerSigned(VECTOR.ownerPubkey, VECTOR.conditions, VECTOR.signature, `${"a".repeat(63)}1`)).toBe(false);
     expect(ownerSigned(VECTOR.ownerPubkey, "kind=2", VECTOR.signature, VECTOR.agentPubkey)).toBe(false);
-    // kind=1 does not hold for the AUTH event (kind 22242) the agent sends: the vector attests nothing for a deploy.
+    // Buzz's verify_auth_tag_for_auth_event (crates/buzz-sdk/src/nip_oa.rs, as identity.rs at block/buzz@3fac2c2 calls
+    // it): `kind=1` is checked for form only, never against the AUTH event's kind; `created_at<1713957000` is strict.
     const vectorTag = JSON.stringify(["auth", VECTOR.ownerPubkey, VECTOR.conditions, VECTOR.signature]);
-    expect(verifyOwnerAttestation(vectorTag, VECTOR.agentPubkey, 1_700_000_000)).toBeNull();
+    expect(verifyOwnerAttestation(vectorTag, VECTOR.agentPubkey, 1_713_956_999)).toBe(VECTOR.ownerPubkey);
+    expect(verifyOwnerAttestation(vectorTag, VECTOR.agentPubkey, 1_713_957_000)).toBeNull();
   });
 
   it("binds_agent_signature_owner_and_descriptor", () => {
@@ -65,15 +67,42 @@ describe("the identity policy (issue 18.5, Buzz identity.rs)", () => {
     expect(check({ policy: undefined }, false)).toEqual({ ok: true });
   });
 
-  it("conditions kind=, created_at< and created_at> are evaluated against the AUTH event at the caller's clock", () => {
-    expect(check({ authTag: tag(owner, agent.pk, `kind=22242&created_at<${NOW + 1}&created_at>${NOW - 1}`) })).toEqual({ ok: true });
-    expect(check({ authTag: tag(owner, agent.pk, `created_at>${NOW}`) })).toEqual({ ok: false, error: IDENTITY_ERRORS.attestationFailed });
-    expect(check({ authTag: tag(owner, agent.pk, "kind=01") })).toEqual({ ok: false, error: IDENTITY_ERRORS.attestationFailed });
+  // nip_oa.rs auth_event_time_conditions_are_enforced_strictly, test_reject_* (the version identity.rs at 3fac2c2 calls).
+  it("auth_event_time_conditions_are_enforced_strictly: created_at bounds at the caller's clock, kind= for form only", () => {
+    const failed = { ok: false, error: IDENTITY_ERRORS.attestationFailed };
+    expect(check({ authTag: tag(owner, agent.pk, `kind=9&created_at>${NOW - 1}&created_at<${NOW + 1}`) })).toEqual({ ok: true });
+    expect(check({ authTag: tag(owner, agent.pk, "kind=1") })).toEqual({ ok: true });
+    expect(check({ authTag: tag(owner, agent.pk, `created_at>${NOW}`) })).toEqual(failed);
+    expect(check({ authTag: tag(owner, agent.pk, `created_at<${NOW}`) })).toEqual(failed);
+    expect(check({ authTag: tag(owner, agent.pk, `created_at<${NOW + 1}&created_at<${NOW}`) })).toEqual(failed);
+    for (const bad of ["kind=01", "kind=65536", "kind=1&", "&kind=1", "kind=1&&created_at<9", "kind=1 ", "Kind=1", "created_at=1", "kind=-1", "kind=", "created_at<4294967296"]) {
+      expect(check({ authTag: tag(owner, agent.pk, bad) }), bad).toEqual(failed);
+    }
+    // Lowercase hex only inside the tag (test_verify_rejects_noncanonical_hex).
+    const [l, o, c, sig] = JSON.parse(tag(owner, agent.pk)) as string[];
+    expect(check({ authTag: JSON.stringify([l, o?.toUpperCase(), c, sig]) })).toEqual(failed);
+    expect(check({ authTag: JSON.stringify([l, o, c, sig?.toUpperCase()]) })).toEqual(failed);
+  });
+
+  it("an identity_policy present as null is invalid; serde's sequence form [agent, owner] is a policy", () => {
+    expect(check({ policy: null }, false)).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
+    expect(check({ policy: [agent.pk, owner.pk] })).toEqual({ ok: true });
+    expect(check({ policy: [agent.pk, owner.pk, "x"] })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
+    expect(check({ policy: { agent_pubkey: agent.pk } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
+    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: 7 } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
+  });
+
+  it("approved keys are read as nostr 0.44's PublicKey::from_hex reads them: 64 hex of either case, the curve unchecked", () => {
+    expect(check({ policy: { agent_pubkey: agent.pk.toUpperCase(), owner_pubkey: owner.pk.toUpperCase() } })).toEqual({ ok: true });
+    // An off-curve approved owner is a well-formed key that no attestation can match.
+    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: "0".repeat(64) } })).toEqual({ ok: false, error: IDENTITY_ERRORS.wrongOwner });
+    expect(check({ policy: { agent_pubkey: "0".repeat(64), owner_pubkey: owner.pk } })).toEqual({ ok: false, error: IDENTITY_ERRORS.notApprovedAgent });
+    expect(check({ policy: { agent_pubkey: agent.pk.slice(1), owner_pubkey: owner.pk } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidAgentKey });
   });
 
   it("the rest of the catalogue: invalid keys, a missing attestation", () => {
     expect(check({ policy: { agent_pubkey: "zz", owner_pubkey: owner.pk } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidAgentKey });
-    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: "0".repeat(64) } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidOwnerKey });
+    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: `${"0".repeat(63)}g` } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidOwnerKey });
     expect(check({ authTag: null })).toEqual({ ok: false, error: IDENTITY_ERRORS.attestationRequired });
     expect(check({ policy: [1] })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
   });

@@ -4,16 +4,13 @@
  * approved agent and owner public keys; the deploy's nsec must be the approved agent (and never the owner), and its
  * `auth_tag` a NIP-OA owner attestation — the JSON tag `["auth", <owner hex>, <conditions>, <signature hex>]`, a
  * BIP-340 Schnorr signature by the owner over SHA-256 of `nostr:agent-auth:<agent hex>:<conditions>` — whose
- * conditions (`kind=`, `created_at<`, `created_at>`, joined by `&`) hold for the AUTH event the agent will send now
- * (kind 22242). The launch owner must be that owner. Errors are Buzz's catalogue, verbatim; none echoes a key or tag.
- * The clock is the caller's (`nowSeconds`).
+ * conditions (`kind=`, `created_at<`, `created_at>`, joined by `&`) are well formed and whose time bounds hold at the
+ * caller's clock (the AUTH event the agent will send now). The launch owner must be that owner. Errors are Buzz's
+ * catalogue, verbatim; none echoes a key or tag. The clock is the caller's (`nowSeconds`).
  */
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { hexToBytes, utf8ToBytes } from "@noble/hashes/utils.js";
-
-/** NIP-42's AUTH event kind: the event an attestation's conditions are evaluated against. */
-export const AUTH_EVENT_KIND = 22242;
 
 export const IDENTITY_ERRORS = {
   preflightNeedsPolicy: "identity preflight requires an approved identity_policy",
@@ -35,31 +32,44 @@ export type IdentityVerdict = { ok: true } | { ok: false; error: string };
 const LOWER_HEX64 = /^[0-9a-f]{64}$/;
 const LOWER_HEX128 = /^[0-9a-f]{128}$/;
 
-/** A public key as nostr's `PublicKey::from_hex` takes it: 64 hex of either case, a point on the curve. */
-function publicKeyHex(v: unknown): string | null {
-  if (typeof v !== "string" || !/^[0-9a-fA-F]{64}$/.test(v)) return null;
-  const hex = v.toLowerCase();
-  try {
-    schnorr.utils.lift_x(BigInt(`0x${hex}`));
-    return hex;
-  } catch {
-    return null;
-  }
+/**
+ * A public key as nostr 0.44's `PublicKey::from_hex` takes it: exactly 64 hex digits of either case, lowered. It does
+ * not check the curve (nostr 0.44 defers that to `xonly()`), so an off-curve approved key is not "invalid" here: it
+ * simply never matches the nsec's key, and no attestation can verify for it.
+ */
+function publicKeyHex(v: string): string | null {
+  return /^[0-9a-fA-F]{64}$/.test(v) ? v.toLowerCase() : null;
 }
 
-function clauseHolds(clause: string, event: { kind: number; createdAt: number }): boolean {
+/** NIP-OA's clause grammar: canonical decimals (no sign, no leading zero), kind ≤ 65535, created_at ≤ 2^32 - 1. */
+function clauseValue(clause: string): { op: "kind=" | "created_at<" | "created_at>"; value: number } | null {
   const m = /^(kind=|created_at<|created_at>)(0|[1-9][0-9]*)$/.exec(clause);
-  if (!m) return false;
+  if (!m) return null;
   const value = Number(m[2]);
-  if (!Number.isSafeInteger(value)) return false;
-  if (m[1] === "kind=") return value <= 65_535 && value === event.kind;
-  if (value > 4_294_967_295) return false;
-  return m[1] === "created_at<" ? event.createdAt < value : event.createdAt > value;
+  const op = m[1] as "kind=" | "created_at<" | "created_at>";
+  if (value > (op === "kind=" ? 65_535 : 4_294_967_295)) return null;
+  return { op, value };
 }
 
-/** The owner a NIP-OA tag attests for `agentHex`, or null when the tag is malformed, forged, or its conditions fail. */
+/**
+ * Buzz's `verify_auth_tag_for_auth_event` (crates/buzz-sdk/src/nip_oa.rs, the version identity.rs at block/buzz@3fac2c2
+ * calls): the conditions must be well formed, every `created_at<`/`created_at>` bound holds strictly at `authEventAt`,
+ * and `kind=` clauses are checked for form only — deliberately not evaluated at connection admission (NIP-AA's
+ * connection-wide credential), so `kind=1` does not refuse a deploy.
+ */
+function conditionsHold(conditions: string, authEventAt: number): boolean {
+  if (conditions === "") return true;
+  for (const clause of conditions.split("&")) {
+    const c = clauseValue(clause);
+    if (c === null) return false;
+    if (c.op === "created_at<" && !(authEventAt < c.value)) return false;
+    if (c.op === "created_at>" && !(authEventAt > c.value)) return false;
+  }
+  return true;
+}
+
+/** The owner a NIP-OA tag attests for `agentHex`, or null when the tag is malformed, forged, or a time bound fails. */
 export function verifyOwnerAttestation(tag: string, agentHex: string, nowSeconds: number): string | null {
-  if (tag.length > 4096) return null;
   let parts: unknown;
   try {
     parts = JSON.parse(tag);
@@ -69,7 +79,7 @@ export function verifyOwnerAttestation(tag: string, agentHex: string, nowSeconds
   if (!Array.isArray(parts) || parts.length !== 4 || parts.some((p) => typeof p !== "string")) return null;
   const [label, owner, conditions, signature] = parts as [string, string, string, string];
   if (label !== "auth" || !LOWER_HEX64.test(owner) || !LOWER_HEX128.test(signature) || owner === agentHex) return null;
-  if (conditions !== "" && !conditions.split("&").every((c) => clauseHolds(c, { kind: AUTH_EVENT_KIND, createdAt: nowSeconds }))) return null;
+  if (!conditionsHold(conditions, nowSeconds)) return null;
   return ownerSigned(owner, conditions, signature, agentHex) ? owner : null;
 }
 
@@ -96,20 +106,33 @@ export interface IdentityInputs {
   readonly policy: unknown;
 }
 
-/** Buzz's `identity::check`: `required` is the local preflight's (`--check-identity`) demand for a policy. */
+/**
+ * `identity_policy` as serde reads Buzz's `IdentityPolicy` (two `String` fields, `deny_unknown_fields`) from a JSON
+ * value: an object with exactly those keys, or — serde's sequence form of a struct — an array of exactly two strings
+ * in declaration order. Anything else, `null` included, is "invalid identity_policy".
+ */
+function policyFields(p: unknown): { agent: string; owner: string } | null {
+  if (Array.isArray(p)) {
+    return p.length === 2 && typeof p[0] === "string" && typeof p[1] === "string" ? { agent: p[0], owner: p[1] } : null;
+  }
+  if (typeof p !== "object" || p === null) return null;
+  const rec = p as Record<string, unknown>;
+  if (Object.keys(rec).some((k) => k !== "agent_pubkey" && k !== "owner_pubkey")) return null;
+  return typeof rec.agent_pubkey === "string" && typeof rec.owner_pubkey === "string" ? { agent: rec.agent_pubkey, owner: rec.owner_pubkey } : null;
+}
+
+/**
+ * Buzz's `identity::check`: `required` is the local preflight's (`--check-identity`) demand for a policy. Only an
+ * absent `identity_policy` (undefined) means "no policy": Buzz's `provider_config.get(..)` finds a `null` one.
+ */
 export function checkIdentityPolicy(input: IdentityInputs, required: boolean, nowSeconds: number): IdentityVerdict {
   const fail = (error: string): IdentityVerdict => ({ ok: false, error });
-  if (input.policy === undefined || input.policy === null) return required ? fail(IDENTITY_ERRORS.preflightNeedsPolicy) : { ok: true };
-  const p = input.policy;
-  if (typeof p !== "object" || Array.isArray(p)) return fail(IDENTITY_ERRORS.invalidPolicy);
-  const keys = Object.keys(p);
-  const rec = p as Record<string, unknown>;
-  if (keys.some((k) => k !== "agent_pubkey" && k !== "owner_pubkey") || typeof rec.agent_pubkey !== "string" || typeof rec.owner_pubkey !== "string") {
-    return fail(IDENTITY_ERRORS.invalidPolicy);
-  }
-  const agent = publicKeyHex(rec.agent_pubkey);
+  if (input.policy === undefined) return required ? fail(IDENTITY_ERRORS.preflightNeedsPolicy) : { ok: true };
+  const fields = policyFields(input.policy);
+  if (fields === null) return fail(IDENTITY_ERRORS.invalidPolicy);
+  const agent = publicKeyHex(fields.agent);
   if (agent === null) return fail(IDENTITY_ERRORS.invalidAgentKey);
-  const owner = publicKeyHex(rec.owner_pubkey);
+  const owner = publicKeyHex(fields.owner);
   if (owner === null) return fail(IDENTITY_ERRORS.invalidOwnerKey);
   if (input.agentPubkey === owner) return fail(IDENTITY_ERRORS.ownerAsAgent);
   if (input.agentPubkey !== agent) return fail(IDENTITY_ERRORS.notApprovedAgent);

@@ -73,6 +73,17 @@ describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
     expect(fingerprint(cfg, keys)).toBe("e4907e3b650c7e07d65adc17bc4b683106e4ae49551e43332e419c1f1611a692");
   });
 
+  // pod.rs at block/buzz@0c7b698, each_optional_pod_control_changes_intent: setup_pending: true is part of the intent,
+  // serialised last in pod_options; false is the default and leaves the template as it was.
+  it("each_optional_pod_control_changes_intent: setup_pending true is the last pod_options key, false changes nothing", () => {
+    const plain = config(configA);
+    const keys = keysOf(agentA(), plain);
+    const on = config({ ...configA, pod_options: { active_deadline_seconds: 3600, setup_pending: true } });
+    expect(intentTemplate(on, keys).endsWith(',"pod_options":{"active_deadline_seconds":3600,"setup_pending":true}}')).toBe(true);
+    expect(fingerprint(config({ ...configA, pod_options: { setup_pending: true } }), keys)).not.toBe(fingerprint(plain, keys));
+    expect(fingerprint(config({ ...configA, pod_options: { setup_pending: false } }), keys)).toBe(fingerprint(plain, keys));
+  });
+
   it("is deterministic and ignores the order env keys arrive in", () => {
     const cfg = config(configA);
     const keys = keysOf(agentB(), cfg);

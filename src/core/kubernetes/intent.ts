@@ -47,6 +47,8 @@ function podOptionsTemplate(o: PodOptions): Record<string, unknown> | null {
   if (o.ephemeralStorageRequest !== undefined) out.ephemeral_storage_request = o.ephemeralStorageRequest;
   if (o.ephemeralStorageLimit !== undefined) out.ephemeral_storage_limit = o.ephemeralStorageLimit;
   if (o.activeDeadlineSeconds !== undefined) out.active_deadline_seconds = o.activeDeadlineSeconds;
+  // Serialised only when set, last, as Buzz's PodOptions declares it (`skip_serializing_if = Not::not`).
+  if (o.setupPending) out.setup_pending = true;
   return Object.keys(out).length > 0 ? out : null;
 }
 
@@ -99,4 +101,23 @@ export function fingerprint(input: IntentInput, envKeys: Iterable<string>): stri
 /** Recorded fingerprints that mean the same intent as `fingerprint` (an ephemeral pod's v1, as Buzz's baseline writes). */
 export function equivalentFingerprints(input: IntentInput, envKeys: Iterable<string>): string[] {
   return input.workspaceStorage === null ? [hash(intentTemplate(input, [...envKeys], 1))] : [];
+}
+
+/** What a deploy asks for, as every reader of a recorded intent compares it: the written fingerprint and its equals. */
+export interface DesiredIntent {
+  readonly fingerprint: string;
+  readonly equivalents: readonly string[];
+}
+
+export function desiredIntent(input: IntentInput, envKeys: Iterable<string>): DesiredIntent {
+  const keys = [...envKeys];
+  return { fingerprint: fingerprint(input, keys), equivalents: equivalentFingerprints(input, keys) };
+}
+
+/**
+ * The one equality of a recorded intent with a desired one (the deploy loop's rows 7–8 and `berth k8s status` both
+ * answer through it, so status never calls "diverged" a pod the loop would keep). A missing recorded intent is unequal.
+ */
+export function intentMatches(recorded: string | null, desired: DesiredIntent): boolean {
+  return recorded !== null && (recorded === desired.fingerprint || desired.equivalents.includes(recorded));
 }

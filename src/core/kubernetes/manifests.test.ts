@@ -72,6 +72,16 @@ describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
     expect(s.containers[0]?.resources.limits["ephemeral-storage"]).toBe("2Gi");
   });
 
+  // pod.rs at block/buzz@0c7b698, setup_uid_is_opt_in_and_comes_from_the_api_not_the_secret.
+  it("setup_uid_is_opt_in_and_comes_from_the_api_not_the_secret: setup_pending adds BUZZ_PILOT_POD_UID from metadata.uid", () => {
+    expect((spec.containers[0] as Record<string, unknown>).env).toBeUndefined();
+    expect((podManifest(WHO, cfg({ pod_options: { setup_pending: false } }), "0f3a91cc", "f".repeat(64)) as Obj).spec.containers).toEqual(spec.containers);
+    const p = podManifest(WHO, cfg({ pod_options: { setup_pending: true } }), "00000000", "0".repeat(64)) as Obj;
+    const c = (p.spec as { containers: Array<Record<string, unknown>> }).containers[0];
+    expect(c?.env).toEqual([{ name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } }]);
+    expect(c?.envFrom).toEqual([{ secretRef: { name: `${WHO.podName}-00000000`, optional: false } }]);
+  });
+
   it("uses binding 2 and the claim as the workspace when persistent storage is set", () => {
     const c = cfg({ workspace_storage: "20Gi", workspace_storage_class: "fast" });
     const p = podManifest(WHO, c, "00000000", "0".repeat(64)) as Obj;

@@ -58,6 +58,9 @@ export function podManifest(
       image: config.image,
       // A required envFrom prevents an identity-less start.
       envFrom: [{ secretRef: { name: secretNameFor(who, generation), optional: false } }],
+      // setup_pending (Buzz's pilot line): the pod UID from the API; explicit env wins over envFrom, so the Secret
+      // cannot spoof it.
+      ...(opts?.setupPending ? { env: [{ name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } }] } : {}),
       resources: { requests, limits },
       volumeMounts: [{ name: "workspace", mountPath: WORKSPACE_MOUNT_PATH }],
       securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },

@@ -3,6 +3,7 @@
  * runs on the raw value before the typed parse, so it fires even when the rest of the request is broken.
  */
 import { z } from "zod";
+import { serdeRequestVerdict } from "./serde-request.js";
 
 const NullableString = z.string().nullish();
 const StringMap = z.record(z.string(), z.string());
@@ -51,47 +52,16 @@ export function isRelayMesh(raw: unknown): boolean {
 export type RequestParse = { ok: true; request: ProviderRequest } | { ok: false; error: string };
 
 /**
- * serde's wording (what Buzz's provider answers, main.rs at block/buzz@3fac2c2: `could not understand the request: {e}`
- * with serde_json's message), with the field's path appended, since berth knows it: "where berth knows more, append,
- * never replace" (issue 18.6). A string value is never echoed (it may be a key).
+ * Stage 5 (A4): an unknown op and wrong or missing fields are answered here, before any config is read, with serde's
+ * first error as Buzz's provider gives it (main.rs at block/buzz@3fac2c2: `could not understand the request: {e}`;
+ * serde-request.ts). zod then types what serde would have accepted.
  */
-function describe(issues: ReadonlyArray<{ path: PropertyKey[]; message: string; code?: string; expected?: string; input?: unknown }>): string {
-  const issue = issues[0];
-  if (!issue) return "invalid request";
-  const where = issue.path.length ? ` (at ${issue.path.map(String).join(".")})` : "";
-  const field = String(issue.path.at(-1) ?? "");
-  if (issue.code === "invalid_type" && issue.input === undefined) return `missing field \`${field}\`${where}`;
-  if (issue.code === "invalid_type") {
-    const expected = issue.expected === "string" ? "a string" : issue.expected === "array" ? "a sequence" : issue.expected === "record" || issue.expected === "object" ? "a map" : (issue.expected ?? "another type");
-    return `invalid type: ${serdeKind(issue.input)}, expected ${expected}${where}`;
-  }
-  return `${issue.message}${where}`;
-}
-
-/** How serde_json names an unexpected JSON value (`Unexpected`), without echoing strings. */
-function serdeKind(v: unknown): string {
-  if (v === null) return "null";
-  if (Array.isArray(v)) return "sequence";
-  if (typeof v === "boolean") return `boolean \`${v}\``;
-  if (typeof v === "number") return Number.isInteger(v) ? `integer \`${v}\`` : `floating point \`${v}\``;
-  if (typeof v === "string") return "a string";
-  return "map";
-}
-
-/** Stage 5 (A4): an unknown op and missing required fields are answered here, before any config is read. */
 export function parseRequest(raw: unknown): RequestParse {
   const bad = (detail: string): RequestParse => ({ ok: false, error: `could not understand the request: ${detail}` });
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return bad("the request must be a JSON object");
-  const op = (raw as Record<string, unknown>).op;
-  if (op === undefined) return bad("missing field `op`");
-  if (op === "info") return { ok: true, request: { op: "info" } };
-  // The op is echoed only when it is plainly a word: a request is never echoed wholesale (it may carry a key).
-  if (op !== "deploy") {
-    // serde's unknown-variant text, as Buzz answers; only a plain word is echoed.
-    if (typeof op === "string" && /^[A-Za-z0-9_.-]{1,32}$/.test(op)) return bad(`unknown variant \`${op}\`, expected \`info\` or \`deploy\``);
-    return bad(`unknown op of type ${Array.isArray(op) ? "array" : op === null ? "null" : typeof op}, expected \`info\` or \`deploy\``);
-  }
+  const verdict = serdeRequestVerdict(raw);
+  if (!verdict.ok) return bad(verdict.detail);
+  if (verdict.op === "info") return { ok: true, request: { op: "info" } };
   const parsed = DeploySchema.safeParse(raw);
-  if (!parsed.success) return bad(describe(parsed.error.issues));
+  if (!parsed.success) return bad(parsed.error.issues[0]?.message ?? "invalid request");
   return { ok: true, request: parsed.data };
 }

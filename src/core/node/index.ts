@@ -3,3 +3,5 @@ export * from "./admission.js";
 export * from "./revocation.js";
 export * from "./route.js";
 export * from "./process-group.js";
+export * from "./health-check.js";
+export * from "./restart-policy.js";

@@ -3,6 +3,7 @@
  * validates with these) and the controller (which builds with the same types).
  */
 import { z } from "zod";
+import { PLACE_RESTART_DEFAULT, RestartPolicySchema } from "../node/restart-policy.js";
 import { describeIssues, HEX64, LIMITS } from "./messages.js";
 
 export const NAME_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -34,6 +35,8 @@ export const PlaceBodySchema = z.strictObject({
   /** berth extension for agent placement (issue 7): the agent identity and create-intent fingerprint. */
   agent: z.string().max(128).nullable().optional(),
   intent: z.string().regex(HEX64, "intent must be 64 lowercase hex").nullable().optional(),
+  /** Issue 15: how the node supervises the instance (spec/mesh.md §15); absent is `never`, today's behaviour. */
+  restart: RestartPolicySchema.default(PLACE_RESTART_DEFAULT),
 });
 export type PlaceBody = z.input<typeof PlaceBodySchema>;
 
@@ -44,9 +47,21 @@ export const BODY_SCHEMAS = {
   start: z.strictObject({ instance_id: instanceId }),
   stop: z.strictObject({ instance_id: instanceId, grace_ms: z.number().int().min(0).max(LIMITS.graceMaxMs).default(LIMITS.graceDefaultMs) }),
   /** `generation` (issue 7): unload only if the instance is still at this generation (the agent deploy's fence). */
-  unload: z.strictObject({ instance_id: instanceId, generation: z.number().int().min(0).optional() }),
+  unload: z.strictObject({
+    instance_id: instanceId,
+    generation: z.number().int().min(0).optional(),
+    /** Issue 15: also remove the instance name's workspace (its $HOME, kept across restarts and redeploys). */
+    purge: z.boolean().optional(),
+  }),
   status: z.strictObject({ instance_id: instanceId.nullable().default(null), include_departed: z.boolean().default(false) }),
   logs: z.strictObject({ instance_id: instanceId, tail_bytes: z.number().int().min(0).max(LIMITS.logTailBytes).default(LIMITS.logTailBytes) }),
+  /** Issue 20: the operator's reason for moving this node to the requesting store (`berth node rehome`). */
+  rehome: z.strictObject({
+    reason: z
+      .string()
+      .min(1, "reason must say why the node moves")
+      .refine((r) => Buffer.byteLength(r, "utf8") <= LIMITS.reasonBytes, "reason is at most 1024 bytes"),
+  }),
 } as const;
 
 export type BodyOf<M extends keyof typeof BODY_SCHEMAS> = z.infer<(typeof BODY_SCHEMAS)[M]>;
@@ -80,6 +95,9 @@ export interface InstanceStatusRow {
   agent: string | null;
   intent: string | null;
   generation: number;
+  /** Issue 15: the placement's restart policy and the restarts since the operator last started it. */
+  restart_policy: string;
+  restarts: number;
 }
 export interface DepartedStatusRow {
   instance_id: string;

@@ -5,9 +5,10 @@
  */
 import { z } from "zod";
 
-export const METHODS = ["describe", "place", "load", "start", "stop", "unload", "status", "logs"] as const;
+export const METHODS = ["describe", "place", "load", "start", "stop", "unload", "status", "logs", "rehome"] as const;
 export type Method = (typeof METHODS)[number];
-export const MUTATING_METHODS: ReadonlySet<string> = new Set(["place", "load", "start", "stop", "unload"]);
+/** `rehome` (issue 20) moves the node's binding of this controller key to the requesting store: mutating, chained. */
+export const MUTATING_METHODS: ReadonlySet<string> = new Set(["place", "load", "start", "stop", "unload", "rehome"]);
 export const READ_METHODS: ReadonlySet<string> = new Set(["describe", "status", "logs"]);
 
 export function isMethod(value: string): value is Method {
@@ -34,6 +35,10 @@ export const REFUSAL_CODES = [
   "config_refused",
   /** A fence did not hold: the instance is not at the generation (or epoch) the request named (issue 14 item 3). */
   "precondition_failed",
+  /** The node serves this controller key for another controller store; only `berth node rehome` moves it (issue 20). */
+  "foreign_store",
+  /** The request's leader epoch is below the highest this node has seen from the key's store: a deposed leader (issue 20). */
+  "stale_epoch",
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 
@@ -66,6 +71,14 @@ export const SignedMessageSchema = z.strictObject({
 });
 export type SignedMessage = z.infer<typeof SignedMessageSchema>;
 
+/**
+ * Issue 20: who, behind the controller key, sends a request: the controller store (`store_id`, random, created once
+ * with the store and kept by `berth migrate`) and the leader epoch it acts under. Member types only; the values are
+ * check 11a of §4.6.
+ */
+export const AuthoritySchema = z.strictObject({ store_id: z.string(), epoch: z.number().int() });
+export type Authority = z.infer<typeof AuthoritySchema>;
+
 /** Check 4 of §4.6: the exact member set and member types. Values are checked by later steps with their own codes. */
 export const RequestPayloadSchema = z.strictObject({
   version: z.number().int(),
@@ -77,6 +90,8 @@ export const RequestPayloadSchema = z.strictObject({
   issued_at_ms: z.number().int(),
   expires_at_ms: z.number().int(),
   decision_id: z.string().nullable(),
+  /** Required on mutating methods; on read methods optional (null), and it only binds an unbound node (issue 20). */
+  authority: AuthoritySchema.nullable(),
   body: z.record(z.string(), z.unknown()),
 });
 export type RequestPayload = z.infer<typeof RequestPayloadSchema>;

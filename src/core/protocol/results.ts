@@ -34,6 +34,9 @@ export const InstanceStatusRowSchema = z.looseObject({
   agent: nullableString,
   intent: nullableString,
   generation: z.number().int(),
+  /** Issue 15; absent from an older node's rows. */
+  restart_policy: z.string().optional(),
+  restarts: z.number().int().optional(),
 });
 export const DepartedStatusRowSchema = z.looseObject({
   instance_id: z.string(),
@@ -53,6 +56,13 @@ export const RESULT_SCHEMAS = {
   unload: z.looseObject({ unloaded: z.boolean() }),
   status: z.union([z.looseObject({ row: InstanceStatusRowSchema }), z.looseObject({ rows: z.array(StatusRowSchema) })]),
   logs: z.looseObject({ stdout: z.string(), stderr: z.string() }),
+  rehome: z.looseObject({
+    store_id: z.string(),
+    epoch: z.number().int(),
+    from_store: nullableString,
+    from_epoch: z.number().int().nullable(),
+    instances: z.number().int(),
+  }),
 } as const satisfies Record<Method, z.ZodType>;
 
 export type ResultOf<M extends Method> = z.infer<(typeof RESULT_SCHEMAS)[M]>;

@@ -4,7 +4,7 @@
  */
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
 import { nodeIdOf, type SigningKey, signTagged } from "../crypto/ed25519.js";
-import { LIMITS, type Method, type Outcome, type RequestPayload, type ResponsePayload, type SignedMessage } from "./messages.js";
+import { type Authority, LIMITS, type Method, type Outcome, type RequestPayload, type ResponsePayload, type SignedMessage } from "./messages.js";
 
 export const REQUEST_TAG = "berth.ctl.request.v1";
 export const RESPONSE_TAG = "berth.ctl.response.v1";
@@ -18,6 +18,8 @@ export interface RequestDraft {
   /** Validity window; default 30 s, capped at the §4.9 maximum. */
   readonly validityMs?: number;
   readonly decisionId: string | null;
+  /** The controller store and leader epoch behind the key (issue 20); required by the node on mutating methods. */
+  readonly authority?: Authority | null;
   readonly body: JsonObject;
 }
 
@@ -33,6 +35,7 @@ export function requestPayloadOf(key: SigningKey, draft: RequestDraft): RequestP
     issued_at_ms: draft.issuedAtMs,
     expires_at_ms: draft.issuedAtMs + validity,
     decision_id: draft.decisionId,
+    authority: draft.authority ?? null,
     body: draft.body,
   };
 }

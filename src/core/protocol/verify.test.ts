@@ -46,8 +46,9 @@ describe("the spec's test vectors", () => {
     expect(nodeIdOf(controller.publicKey)).toBe("34750f98bd59fcfc946da45aaabe933b");
   });
 
-  it("signs the §4.5 describe request payload to the listed signature", () => {
+  it("signs the §4.5 describe request payload to the listed signature, and the node accepts it", () => {
     const p = {
+      authority: null,
       body: {},
       decision_id: null,
       expires_at_ms: 1767225620000,
@@ -61,11 +62,12 @@ describe("the spec's test vectors", () => {
     };
     const signed = signRequestObject(controller, p);
     expect(signed.payload).toBe(
-      '{"body":{},"decision_id":null,"expires_at_ms":1767225620000,"issued_at_ms":1767225600000,"method":"describe","nonce":"000102030405060708090a0b0c0d0e0f","requester":"34750f98bd59fcfc946da45aaabe933b","target":"*","target_boot":null,"version":1}',
+      '{"authority":null,"body":{},"decision_id":null,"expires_at_ms":1767225620000,"issued_at_ms":1767225600000,"method":"describe","nonce":"000102030405060708090a0b0c0d0e0f","requester":"34750f98bd59fcfc946da45aaabe933b","target":"*","target_boot":null,"version":1}',
     );
     expect(signed.sig).toBe(
-      "d4f67706f9aa7b1a4b880effd0d9fe2d8c5c055ad537e56cd26fe944fce4f7b19b6dd350fb3d2a2ec16caae58ae72a752e34fb9bf02bac21748e6a9b27c65707",
+      "5fc6babca202bd13222c0c68a28d8ca3fd83d55aa6a0f7fa2183dedae59a279ab868dd46d45e95fdc73322d8c9a937668181076f439e1b870b92abed79df530f",
     );
+    expect(verifyRequest(signed, ctx()).kind).toBe("accepted");
   });
 });
 
@@ -88,6 +90,13 @@ describe("target-side verification, one check at a time (§4.6)", () => {
     ["refuses a read method with a decision id", payload({ decision_id: "a".repeat(64) }), "invalid_request"],
     ["accepts an unknown method with either decision id form", payload({ decision_id: "a".repeat(64) }, "reboot"), "accepted"],
     ["refuses an unknown member as signature", { ...payload(), extra: true }, "signature"],
+    ["refuses a request without the authority member as signature", (({ authority: _a, ...rest }) => rest)(payload()), "signature"],
+    ["refuses a mutating method without an authority as invalid_request (issue 20)", payload({ decision_id: "a".repeat(64) }, "stop"), "invalid_request"],
+    ["accepts a mutating method naming its store and epoch", payload({ decision_id: "a".repeat(64), authority: { store_id: "c".repeat(32), epoch: 4 } }, "stop"), "accepted"],
+    ["accepts a read method with an authority", payload({ authority: { store_id: "c".repeat(32), epoch: 0 } }), "accepted"],
+    ["refuses a store id that is not 32 lowercase hex as invalid_request", payload({ decision_id: "a".repeat(64), authority: { store_id: "C".repeat(32), epoch: 4 } }, "stop"), "invalid_request"],
+    ["refuses a negative epoch as invalid_request", payload({ decision_id: "a".repeat(64), authority: { store_id: "c".repeat(32), epoch: -1 } }, "stop"), "invalid_request"],
+    ["refuses an authority with an unknown member as signature", payload({ authority: { store_id: "c".repeat(32), epoch: 0, leader: true } as never }), "signature"],
     ["refuses a method longer than 64 characters as signature", payload({}, "m".repeat(65)), "signature"],
   ])("%s", (_name, p, expected) => {
     expect(code(p)).toBe(expected);

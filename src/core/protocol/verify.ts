@@ -123,6 +123,9 @@ export function verifyRequest(signed: SignedMessage, ctx: TargetContext): Reques
         : `payload.decision_id must be null on ${req.method}`,
     );
   }
+  // 11a. (issue 20) who behind the key: a store id and a leader epoch, on every mutating method
+  const authority = authorityProblem(req);
+  if (authority !== null) return refuse("invalid_request", authority);
   // 12.
   if (!ctx.authorised.has(signed.key)) return refuse("unauthorized", "the signing key is not an authorised controller of this node");
   // 13., 14.
@@ -137,4 +140,14 @@ export function verifyRequest(signed: SignedMessage, ctx: TargetContext): Reques
 /** After check 15, a method that is not one of the eight is gated as `workload.<method>` and answered unknown_method. */
 export function isKnownMethod(request: VerifiedRequest): boolean {
   return isMethod(request.method);
+}
+
+/** Check 11a (issue 20): the authority's values, and its presence on a mutating method. */
+function authorityProblem(req: RequestPayload): string | null {
+  if (req.authority === null) {
+    return MUTATING_METHODS.has(req.method) ? `payload.authority must name the controller store and leader epoch on ${req.method}` : null;
+  }
+  if (!HEX32.test(req.authority.store_id)) return "payload.authority.store_id must be 32 lowercase hex";
+  if (req.authority.epoch < 0 || !Number.isSafeInteger(req.authority.epoch)) return "payload.authority.epoch must be an integer 0…2^53-1";
+  return null;
 }

@@ -10,6 +10,7 @@ import { nodeIdOf, type SigningKey, verifyTagged } from "../../core/crypto/ed255
 import { parseCanonical } from "../../core/crypto/canonical.js";
 import { verifyAnswer } from "../../core/protocol/answer.js";
 import {
+  type Authority,
   encodeMessageFrame,
   type FetchFrame,
   LIMITS,
@@ -23,7 +24,7 @@ import {
 } from "../../core/protocol/messages.js";
 import { parseResult } from "../../core/protocol/results.js";
 import { signRequest } from "../../core/protocol/sign.js";
-import type { Connector, FrameStream } from "../transport/frames.js";
+import { type Connector, type FrameStream, PeerKeyMismatch } from "../transport/frames.js";
 import type { PackageSource } from "./package-source.js";
 
 export interface TargetRef {
@@ -61,6 +62,9 @@ export function outcomeOf(method: string, r: CallResult): "placed" | "ok" | "ref
   }
 }
 
+/** How long an idle warm connection may carry a read (the connector closes it after WARM_IDLE_MS anyway). */
+const WARM_READ_MS = 10_000;
+
 export interface CallOptions {
   readonly decisionId?: string | null;
   /** Serves the node's fetches during place/load. */
@@ -76,6 +80,17 @@ export interface NodeClientOptions {
   readonly clock?: () => number;
   /** Default call timeout (§4.9: 20 s; place/load 280 s). */
   readonly timeoutMs?: number;
+  /**
+   * Issue 16: told each request's target and `issued_at_ms` after signing and before it can leave, and awaited, so the
+   * controller's "last sent" stamp (the node lease's rule 4, docs/concepts.md) is persisted first.
+   */
+  readonly onSend?: (nodeId: string, issuedAtMs: number) => void | Promise<void>;
+  /**
+   * Issue 20: the controller store and leader epoch every request carries, asked before each call (a leader's epoch
+   * is its own; it throws once the process may no longer act, and then nothing is sent). Without it requests carry
+   * none, which a node accepts only for the read methods.
+   */
+  readonly authority?: (method: string) => Authority | Promise<Authority>;
 }
 
 export class NodeClient {
@@ -90,28 +105,91 @@ export class NodeClient {
   /** One signed call. Never throws for network or protocol trouble: that is a CallResult. */
   async call(target: TargetRef, method: string, body: JsonObject, opts: CallOptions = {}): Promise<CallResult> {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
-    const { signed, request } = signRequest(this.o.key, {
-      method,
-      target: target.nodeId,
-      targetBoot: method === "describe" ? null : target.bootId,
-      nonce: opts.nonce ?? randomBytes(16).toString("hex"),
-      issuedAtMs: this.clock(),
-      validityMs: Math.min(timeoutMs + 10_000, LIMITS.validityMs),
-      decisionId: opts.decisionId ?? null,
-      body,
-    });
-    return this.exchange(target, signed, request, { ...opts, timeoutMs });
+    let authority: Authority | null = null;
+    try {
+      authority = this.o.authority ? await this.o.authority(method) : null;
+    } catch (error) {
+      return { kind: "unreachable", reason: `not sent: ${(error as Error).message}` };
+    }
+    const sign = (nonce: string) =>
+      signRequest(this.o.key, {
+        method,
+        target: target.nodeId,
+        targetBoot: method === "describe" ? null : target.bootId,
+        nonce,
+        issuedAtMs: this.clock(),
+        validityMs: Math.min(timeoutMs + 10_000, LIMITS.validityMs),
+        decisionId: opts.decisionId ?? null,
+        authority,
+        body,
+      });
+    // Warm connections (client/connector.ts): a read may take one idle up to WARM_IDLE_MS; a mutating call only one
+    // used in the last two seconds (the describe before a place), since a connection the node closed meanwhile makes
+    // a mutating call indeterminate where a fresh one would have failed cleanly.
+    const mutating = MUTATING_METHODS.has(method);
+    const first = sign(opts.nonce ?? randomBytes(16).toString("hex"));
+    // Issue 16: the stamp is persisted before the request can leave (the node lease's rule 4).
+    await this.o.onSend?.(target.nodeId, first.request.issued_at_ms);
+    const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS);
+    if (!tried.staleReuse || mutating) return tried.result;
+    // A read on a warm connection the node had closed: nothing was answered, so ask again on a fresh one (a new nonce:
+    // the node may have read the first before it closed).
+    const again = sign(randomBytes(16).toString("hex"));
+    await this.o.onSend?.(target.nodeId, again.request.issued_at_ms);
+    return (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs }, 0)).result;
   }
 
-  /** Sends an already signed request (tests use this for replays and forged messages). */
+  /** Sends an already signed request on a fresh connection (tests use this for replays and forged messages). */
   async exchange(target: TargetRef, signed: SignedMessage, request: RequestPayload, opts: CallOptions = {}): Promise<CallResult> {
+    return (await this.exchangeVia(target, signed, request, opts, 0)).result;
+  }
+
+  /** `staleReuse`: a warm connection failed before the node sent a single frame (it was probably closed already). */
+  private async exchangeVia(
+    target: TargetRef,
+    signed: SignedMessage,
+    request: RequestPayload,
+    opts: CallOptions,
+    reuseIdleMs: number,
+  ): Promise<{ result: CallResult; staleReuse: boolean }> {
+    let heard = false;
+    let reused = false;
+    const result = await this.exchangeOn(target, signed, request, opts, reuseIdleMs, (r) => {
+      reused = r;
+    }, () => {
+      heard = true;
+    });
+    return { result, staleReuse: reused && !heard && result.kind === "no_answer" };
+  }
+
+  private async exchangeOn(
+    target: TargetRef,
+    signed: SignedMessage,
+    request: RequestPayload,
+    opts: CallOptions,
+    reuseIdleMs: number,
+    onStream: (reused: boolean) => void,
+    onFrame: () => void,
+  ): Promise<CallResult> {
     const signal = AbortSignal.timeout(opts.timeoutMs ?? this.o.timeoutMs ?? 20_000);
     let stream: FrameStream;
     try {
-      stream = await this.o.connector.connect(target.addr, signal);
+      stream = await this.o.connector.connect(target.addr, signal, { reuseIdleMs });
+      onStream(stream.reused === true);
     } catch (error) {
+      // §4.11: a connector that knew the expected key refused another: the same result as a check below.
+      if (error instanceof PeerKeyMismatch && error.presented !== null) return keyRefused(target.addr, error.expected, error.presented);
       return { kind: "unreachable", reason: `cannot connect to ${target.addr}: ${(error as Error).message}` };
     }
+    // §4.11: over TLS the node has proved its key in the handshake. Another key than the stored one is refused before
+    // anything is sent, with the result an answer signed by another key gets (the caller chains peer.key_refused
+    // once per offered key); on first use the answer must be signed by the key the handshake proved.
+    const proved = stream.peerKey;
+    if (proved !== undefined && target.key !== null && proved !== target.key) {
+      stream.close();
+      return keyRefused(target.addr, target.key, proved);
+    }
+    const expectedKey = target.key ?? proved ?? null;
     let sent = false;
     try {
       const sending = stream.send(encodeMessageFrame({ type: "request", signed }));
@@ -119,6 +197,7 @@ export class NodeClient {
       await sending;
       for (;;) {
         const frame = await stream.recv(signal);
+        onFrame();
         const parsed = parseMessageFrame(frame);
         if (!parsed.ok) return this.noAnswer(stream, `protocol error: ${parsed.reason}`, sent);
         const msg = parsed.frame;
@@ -128,14 +207,16 @@ export class NodeClient {
           continue;
         }
         if (msg.type !== "response") return this.noAnswer(stream, `unexpected ${msg.type} frame`, sent);
-        const check = verifyAnswer(msg.signed, request, target.key);
+        const check = verifyAnswer(msg.signed, request, expectedKey);
         if (!check.ok) return this.noAnswer(stream, `no valid answer: ${check.reason}`, sent, check.offered_key);
         const outcome = check.response.outcome;
         if (outcome.status === "ok") {
           // Parsed once, here, against the method's schema (core/protocol/results.ts): callers may rely on the shape.
           const shape = parseResult(request.method, outcome.result as JsonObject);
           if (!shape.ok) return this.noAnswer(stream, `no valid answer: ${shape.reason}`, sent);
-          stream.close();
+          // A complete exchange: the connection may carry the next call (§4.3), if the connector keeps it warm.
+          if (stream.release) stream.release();
+          else stream.close();
           return { kind: "ok", result: outcome.result as JsonObject, response: check.response, key: check.key };
         }
         // §9.3: on every non-ok outcome of a mutating call the connection is destroyed first.
@@ -198,6 +279,16 @@ export class NodeClient {
       result: r.result,
     };
   }
+}
+
+/** The node proved another key than the expected one in the TLS handshake: nothing was sent. */
+function keyRefused(addr: string, expected: string, presented: string): CallResult {
+  return {
+    kind: "no_answer",
+    reason: `the node at ${addr} proved key ${presented} in the TLS handshake, not the stored ${expected}: refused before sending anything`,
+    sent: false,
+    offered_key: presented,
+  };
 }
 
 export type DescribeResult =

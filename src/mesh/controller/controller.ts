@@ -1,6 +1,7 @@
 /**
  * The mesh controller as a library (spec/mesh.md §9–§12, §14): one object that the CLI, and later the HTTP API, call.
- * It owns the controller database (state and audit chain in one SQLite file), its targets and its policy files.
+ * It owns the controller store (state and audit chain in one database: a SQLite file in the home, or PostgreSQL,
+ * src/store), its targets and its policy files.
  *
  * Lifecycle: `open()` verifies the chain, restores state and resolves decisions a crash left `dispatching`
  * (§14.2 steps 1–4); `start()` describes every target with its stored key and settles unsettled decisions (step 5).
@@ -17,7 +18,9 @@ import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import type { StoreEngine } from "../../store/engine.js";
-import { SqliteEngine } from "../../store/sqlite-engine.js";
+import { StoreAuthority } from "../../store/leader-authority.js";
+import { LeaderLease, type LeaderView } from "../../store/leader.js";
+import { openStoreEngine } from "../../store/open.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
 import { type DispatchDeps, type DispatchHooks, type PlaceReport, placeOrder, STOPPED, type Timeouts } from "./dispatch.js";
@@ -25,10 +28,13 @@ import { DEFAULT_GATE, type GateSettings } from "./gate.js";
 import type { PlaceOrderInput } from "./order.js";
 import { type ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type Prepared, preparePackage } from "./prepare.js";
+import { type RehomeResult, rehomeNode } from "./rehome.js";
 import { type SettleReport, settleUnsettled } from "./settle.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
+import { leaseOfFacts, SentStamps } from "./watch-stamps.js";
+import type { ReconcileAccess } from "./reconcile-ports.js";
 
 export const CONTROLLER_DB = "controller.db";
 
@@ -37,6 +43,11 @@ export interface ControllerOptions {
   readonly dataDir: string;
   /** Default `<dataDir>/controller.db`. */
   readonly dbPath?: string;
+  /**
+   * Where the state lives (issue 20): a `postgres://…` address, or a SQLite file (`sqlite:PATH` or a path). Default:
+   * `dbPath` (SQLite in the home). The CLI passes `--database` / `$BERTH_DATABASE_URL` (src/cli/database.ts).
+   */
+  readonly database?: string;
   readonly key: SigningKey;
   readonly connector: Connector;
   readonly clock?: () => number;
@@ -70,10 +81,18 @@ export class ControllerError extends Error {
 export class MeshController {
   readonly controllerId: string;
   readonly store: ControllerStore;
+  /** Issue 16: the last stamped request and the advertised lease of each node (watch-stamps.ts). */
+  readonly stamps: SentStamps;
+  /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
+  readonly onSend = (nodeId: string, issuedAtMs: number): Promise<void> => this.stamps.record(nodeId, issuedAtMs);
+  /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
+  readonly authority: StoreAuthority;
   private readonly targetSet: Targets;
   private readonly policyFiles: PolicyFiles;
   private readonly deps: DispatchDeps;
   private settling: Promise<SettleReport> | null = null;
+  /** Issue 20: set by `lead()` in a long-lived controller (`berth serve`); CLI processes never lead. */
+  private leadership: LeaderLease | null = null;
   /** Renews the owner lease while the controller is open (a reader on another host judges it by its TTL). */
   private renewal: NodeJS.Timeout | null = null;
 
@@ -81,14 +100,22 @@ export class MeshController {
     o: ControllerOptions,
     private readonly engine: StoreEngine,
     store: ControllerStore,
+    authority: StoreAuthority,
   ) {
     const clock = o.clock ?? Date.now;
     this.controllerId = nodeIdOf(o.key.publicKey);
     this.store = store;
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
-    const client = new NodeClient({ key: o.key, connector: o.connector, clock });
-    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs });
-    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env));
+    this.authority = authority;
+    // A leader sends its own epoch (and nothing mutating once it may no longer act); anyone else the store's current.
+    const authorityFor = (method: string) => (this.leadership ? this.leadership.authorityFor(method) : this.authority.current());
+    // Issue 16: every request this process stamps is recorded before it leaves (the node lease's rule 4).
+    this.stamps = new SentStamps(engine);
+    const onSend = this.onSend;
+    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority: authorityFor, onSend });
+    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority: authorityFor, onSend });
+    const onFacts = (nodeId: string, facts: JsonObject) => this.stamps.recordLease(nodeId, leaseOfFacts(facts));
+    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env), onFacts);
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
     this.deps = {
       store: this.store,
@@ -108,15 +135,15 @@ export class MeshController {
   /** §14.2 steps 1–4. Throws if the chain fails its start-up check: a controller never runs on a broken record. */
   static async open(o: ControllerOptions): Promise<MeshController> {
     if (!existsSync(o.dataDir)) mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
-    const dbPath = o.dbPath ?? join(o.dataDir, CONTROLLER_DB);
-    const engine = SqliteEngine.open(dbPath);
+    const engine = await openStoreEngine({ database: o.database, sqlitePath: o.dbPath ?? join(o.dataDir, CONTROLLER_DB) });
     try {
       // Chain.open is the start-up check (spec/audit-chain.md §7): it verifies from the newest valid checkpoint and throws,
       // naming the seq, when the chain does not verify. Not the whole chain again: every CLI call opens the
       // controller, and a full verify grows with history (a minute at 10,000 placements, bench/controller/memory.ts).
       const clock = o.clock ?? Date.now;
       const chain = await EngineChain.open(engine, o.key, "controller", clock);
-      const controller = new MeshController(o, engine, await ControllerStore.open(engine, chain, clock));
+      const store = await ControllerStore.open(engine, chain, clock);
+      const controller = new MeshController(o, engine, store, await StoreAuthority.open(engine, clock));
       await controller.targetSet.syncStored();
       await controller.resolveInterrupted();
       controller.renewal = setInterval(() => {
@@ -243,6 +270,12 @@ export class MeshController {
     return this.targetSet.add(addr, { key, tier, source: "api" });
   }
 
+  /** `berth node rehome` (issue 20): moves the node's binding of this key to this store, chained on both sides. */
+  async rehome(ref: string, reason: string, operator: JsonObject): Promise<RehomeResult> {
+    await this.readPolicy(false);
+    return rehomeNode({ store: this.store, targets: this.targetSet, storeId: this.authority.storeId, callTimeoutMs: this.deps.timeouts.callMs }, ref, reason, operator);
+  }
+
   /** `peer.tier` by the API. `ref` is an address or a node id. */
   setTier(ref: string, tier: Tier): Promise<boolean> {
     return this.targetSet.setTier(ref, tier, "api");
@@ -272,6 +305,30 @@ export class MeshController {
     await this.targetSet.refreshAll();
   }
 
+  /**
+   * Issue 16: what the reconcile loop's ports read and call (reconcile-ports.ts): the loop's only way in, so it acts
+   * through the same verbs, chain and targets as every other caller.
+   */
+  reconcileAccess(): ReconcileAccess {
+    return {
+      clock: this.deps.clock,
+      placements: () => this.store.placements(),
+      chainedOrder: async (decisionId) => {
+        const row = await this.engine.read((q) => q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'", [decisionId]));
+        if (!row) return null;
+        const order = (JSON.parse(row.payload) as JsonObject).order;
+        return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
+      },
+      liveness: async (nodeId) => (await this.targetSet.byNode(nodeId))?.liveness ?? "unknown",
+      stamps: (nodeId) => this.stamps.of(nodeId),
+      status: (nodeId) => this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }),
+      instance: (verb, instanceId, opts) => this.instance(verb, instanceId, opts),
+      append: async (draft) => {
+        await this.store.appendAll([draft]);
+      },
+    };
+  }
+
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */
   nodeViews(): Promise<NodeView[]> {
     return this.targetSet.views();
@@ -295,7 +352,38 @@ export class MeshController {
     return found;
   }
 
+  /**
+   * Issue 20: competes for the store's leadership (src/store/leader.ts) and keeps it while it can renew. Only the
+   * leader sends mutating requests to nodes; `isLeader()` is the hook the reconcile tick and the API's writes ask.
+   */
+  lead(o: { readonly address: string | null; readonly ttlMs?: number; readonly onChange?: (epoch: number | null, why: string) => void }): LeaderLease {
+    if (this.leadership) return this.leadership;
+    this.leadership = new LeaderLease({
+      engine: this.engine,
+      storeId: this.authority.storeId,
+      ownerId: this.store.lease.owner_id,
+      address: o.address,
+      ...(o.ttlMs === undefined ? {} : { ttlMs: o.ttlMs }),
+      ...(o.onChange ? { onChange: o.onChange } : {}),
+    });
+    this.leadership.start();
+    return this.leadership;
+  }
+
+  /** Whether this process leads the store now (false for a process that does not compete, e.g. a CLI call). */
+  isLeader(): boolean {
+    return this.leadership?.isLeader() ?? false;
+  }
+
+  /** What this process knows of the leadership (null when it does not compete). */
+  leaderView(): LeaderView | null {
+    return this.leadership?.view() ?? null;
+  }
+
   async close(): Promise<void> {
+    // Released first: a follower takes over at once instead of after the TTL.
+    await this.leadership?.stop();
+    this.leadership = null;
     if (this.renewal) clearInterval(this.renewal);
     this.renewal = null;
     if (this.engine.closed) return;

@@ -230,6 +230,7 @@ function orderRecord(order: PlaceOrder, packageId: string, name: string): JsonOb
     avoid: [...order.avoid],
     allow_emulated: order.allow_emulated,
     start: order.start,
+    restart: order.restart,
     ...(order.agent !== null ? { agent: order.agent, intent: order.intent } : {}),
   };
 }
@@ -254,6 +255,8 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
     variant: "",
     config: d.order.config as unknown as JsonObject,
     ...(d.order.agent !== null ? { agent: d.order.agent, intent: d.order.intent } : {}),
+    // Issue 15: `never` is the node's default, so an order that asks nothing extra reads the same to an older node.
+    ...(d.order.restart !== "never" ? { restart: d.order.restart } : {}),
   };
   const attempts: Attempt[] = [];
   const refuseEvent = (a: Attempt, extra: { reconcile: string | null; unloaded: number | null }): EventDraft => ({

@@ -3,6 +3,7 @@
  * order is an error, never chained, because nothing was decided yet.
  */
 import { z } from "zod";
+import { PLACE_RESTART_DEFAULT, RestartPolicySchema } from "../../core/node/restart-policy.js";
 import { PLACEMENT_STRATEGIES } from "../../core/placement/inputs.js";
 import { NAME_PATTERN, RunConfigSchema } from "../../core/protocol/bodies.js";
 import { HEX64 } from "../../core/protocol/messages.js";
@@ -21,6 +22,8 @@ export const PlaceOrderSchema = z.strictObject({
   allow_emulated: z.boolean().default(false),
   /** Issue 16: where the engine's load dimension leans (core/placement/inputs.ts). */
   strategy: z.enum(PLACEMENT_STRATEGIES).default("spread"),
+  /** Issue 15: what the node does when the instance ends (spec/mesh.md §15); `berth deploy` of an agent asks `always`. */
+  restart: RestartPolicySchema.default(PLACE_RESTART_DEFAULT),
   /** true sends `place` (load and start); false sends `load`. */
   start: z.boolean().default(true),
   /** Issue 7: the agent this instance is placed for and its create-intent fingerprint; the node records both. */

@@ -1,15 +1,15 @@
 /**
  * The controller's tables and their migrations (spec/mesh.md §14.1), one schema version line for both engines: a
  * store at version N has the same tables and columns on SQLite and on PostgreSQL, so `berth migrate` copies rows
- * column for column. SQLite walks the history (v1 … v4) as an older file needs; PostgreSQL, which no berth before
- * issue 20 wrote, starts at the current layout.
+ * column for column. SQLite walks the history (v1 … v5) as an older file needs; PostgreSQL, which no berth before
+ * issue 20 wrote, starts at version 4's layout and walks on from there.
  */
 import { OPEN_STATES } from "../../core/mesh/decision-state.js";
 import type { Tx } from "../../store/engine.js";
 import { ensureLeaseTables } from "../../store/lease.js";
 import { ensureSchemaOn } from "../../store/schema.js";
 
-export const CONTROLLER_SCHEMA_VERSION = 4;
+export const CONTROLLER_SCHEMA_VERSION = 5;
 
 /** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
@@ -59,11 +59,16 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
       ALTER TABLE mesh_targets ADD COLUMN contact_ms INTEGER;
     `);
   }
+  // v5 (issue 16, taken in by issue 20): the last stamped request and advertised lease per node (watch-stamps.ts).
+  // IF NOT EXISTS: a store written before v5 may hold the table already (it was created outside the schema then).
+  if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms INTEGER, lease_ms INTEGER)");
 }
 
-/** Version 4's layout in PostgreSQL's words: BIGINT milliseconds, the same names, keys and partial indexes. */
+/** Version 4's layout in PostgreSQL's words (then v5's table): BIGINT milliseconds, the same names, keys and partial indexes. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
-  if (from !== 0) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
+  if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
+  if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms BIGINT, lease_ms BIGINT)");
+  if (from !== 0) return;
   await ensureLeaseTables(tx);
   await tx.exec(`
     CREATE TABLE mesh_targets (addr TEXT PRIMARY KEY, node_id TEXT UNIQUE, key TEXT, tier TEXT NOT NULL,

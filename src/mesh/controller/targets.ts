@@ -76,6 +76,8 @@ export class Targets {
     private readonly describer: NodeClient,
     private readonly clock: () => number,
     private readonly deadAfterMs = DEFAULT_DEAD_AFTER_MS,
+    /** Issue 16: told the raw facts of every accepted describe (the lease a node advertises, watch-stamps.ts). */
+    private readonly onFacts: (nodeId: string, facts: JsonObject) => Promise<void> = async () => undefined,
   ) {}
 
   /**
@@ -249,6 +251,7 @@ export class Targets {
       l.factsSeq = verdict.seq;
       l.factsExpireAtMs = verdict.expireAtMs;
       l.factsRejected = null;
+      if (l.stored.node_id !== null) await this.onFacts(l.stored.node_id, facts);
     } else if (verdict.kind === "rejected") {
       l.facts = null;
       l.factsRejected = `facts rejected: ${verdict.reason}`;

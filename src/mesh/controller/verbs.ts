@@ -30,6 +30,8 @@ export interface VerbOptions {
   readonly tail_bytes?: number;
   /** unload: the node refuses unless the instance is still at this generation (issue 7's fenced replace). */
   readonly generation?: number;
+  /** unload: also remove the name's workspace on the node (issue 15; `berth agent purge`, `--purge`). */
+  readonly purge?: boolean;
   /** Who asked (user, uid, pid, host): chained with a verb on an instance no placement records. */
   readonly operator?: JsonObject;
 }
@@ -61,7 +63,11 @@ function bodyOf(verb: Verb, instanceId: string, opts: VerbOptions): JsonObject {
     case "start":
       return { instance_id: instanceId };
     case "unload":
-      return opts.generation === undefined ? { instance_id: instanceId } : { instance_id: instanceId, generation: opts.generation };
+      return {
+        instance_id: instanceId,
+        ...(opts.generation === undefined ? {} : { generation: opts.generation }),
+        ...(opts.purge === true ? { purge: true } : {}),
+      };
     case "stop":
       return { instance_id: instanceId, grace_ms: opts.grace_ms ?? 2000 };
     case "logs":
@@ -112,7 +118,8 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   if (event) await store.appendAll([event]);
   if (verdict.decision !== "permit") return { kind: "error", verb, instance_id: instanceId, code: "governance", reason: `workload.${verb} denied: ${verdict.reason}` };
   // 4. chained request; its hash authorises the call
-  const requestId = await store.commitVerbRequest({ source: "placement", kind: `workload.${verb}`, payload: { phase: "request", instance_id: instanceId, node, name: record.name } });
+  const purge: JsonObject = verb === "unload" && opts.purge === true ? { purge: true } : {};
+  const requestId = await store.commitVerbRequest({ source: "placement", kind: `workload.${verb}`, payload: { phase: "request", instance_id: instanceId, node, name: record.name, ...purge } });
   // 5. send and classify
   const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
   const outcome = outcomeOf(verb, r);
@@ -164,7 +171,7 @@ async function unmanagedVerb(deps: VerbDeps, verb: Verb, instanceId: string, opt
   const requestId = await store.commitVerbRequest({
     source: "placement",
     kind: `workload.${verb}`,
-    payload: { phase: "request", instance_id: instanceId, node, name, unmanaged: true, operator: opts.operator ?? { via: "api" } },
+    payload: { phase: "request", instance_id: instanceId, node, name, unmanaged: true, operator: opts.operator ?? { via: "api" }, ...(verb === "unload" && opts.purge === true ? { purge: true } : {}) },
   });
   const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
   const outcome = outcomeOf(verb, r);

@@ -1,10 +1,14 @@
 /**
- * The lifecycle tick of a long-lived controller (issue 16, `berth serve` and so `berth up`): describe every target
- * at start and then every `tickMs`, so the stored liveness (and this process's boot ids and facts) are fresh when the
- * dashboard paints, without any client asking for a refresh. It only observes: it never places, unloads or settles
- * (the reconcile loop is a later step). One tick at a time: a slow tick delays the next instead of piling up.
+ * The lifecycle tick of a long-lived controller (issue 16, `berth serve` and so `berth up`): describe every target at
+ * start and then every `tickMs`, so the stored liveness (and this process's boot ids and facts) are fresh when the
+ * dashboard paints, without any client asking for a refresh; then one pass of the reconcile loop
+ * (reconcile-loop.ts) over every managed placement. Only the store's leader ticks (issue 20), and the loop acts only
+ * when `shouldAct()` says so (the leadership seam: `berth serve` passes `isLeader()`). One tick at a time: a slow
+ * tick delays the next instead of piling up. The pass's status calls also renew every leased node's lease.
  */
 import type { MeshController } from "./controller.js";
+import { type PassReport, ReconcileLoop } from "./reconcile-loop.js";
+import { meshReconcilePorts } from "./reconcile-ports.js";
 
 /** Ten seconds: a node's death shows within a tick plus the describe timeout (5 s). */
 export const DEFAULT_TICK_MS = 10_000;
@@ -14,13 +18,27 @@ export interface TargetWatch {
   stop(): Promise<void>;
 }
 
-export function startTargetWatch(controller: MeshController, tickMs: number, onError: (error: unknown) => void): TargetWatch {
+export interface WatchOptions {
+  /** The leadership seam: false → the loop decides but performs and chains nothing. Default: always act. */
+  readonly shouldAct?: () => boolean;
+  /** Told every pass's report (logs, tests). */
+  readonly onPass?: (report: PassReport) => void;
+}
+
+export function startTargetWatch(controller: MeshController, tickMs: number, onError: (error: unknown) => void, o: WatchOptions = {}): TargetWatch {
+  const loop = new ReconcileLoop(meshReconcilePorts(controller.reconcileAccess(), o.shouldAct ?? (() => true)));
   let inFlight: Promise<void> | null = null;
   let stopped = false;
   const tick = () => {
-    if (stopped || inFlight) return;
+    // Issue 20: only the store's leader ticks (followers read what it records); see MeshController.isLeader.
+    if (stopped || inFlight || !controller.isLeader()) return;
     inFlight = controller
       .watchTargets()
+      .then(async () => {
+        if (stopped) return;
+        const report = await loop.pass();
+        o.onPass?.(report);
+      })
       .catch((error: unknown) => {
         if (!stopped) onError(error);
       })

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { LEASE_MAX_MS, LEASE_MIN_MS } from "../../core/mesh/lease.js";
 import { describeIssues, HEX64 } from "../../core/protocol/messages.js";
 import { POLICY_FILES } from "../policy/files.js";
 
@@ -23,8 +24,18 @@ export const NodeConfigSchema = z.strictObject({
     .record(z.string().regex(/^[a-z0-9][a-z0-9./_-]{0,62}$/, "label keys must match ^[a-z0-9][a-z0-9./_-]{0,62}$"), z.string().max(256))
     .default({}),
   interpreters: z.array(z.strictObject({ name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,31}$/), path: z.string().min(1) })).max(16).default([]),
+  // spec/mesh.md §4.11 (issue 17): TLS unless the operator opts in to plaintext here or with --transport plaintext.
+  transport: z.enum(["tls", "plaintext"], { error: 'must be "tls" or "plaintext"' }).default("tls"),
   max_instances: z.number().int().min(0).max(4096).default(64),
   facts_ttl_s: z.number().int().min(10).max(86_400).default(300),
+  // Issue 16: opt-in node lease (mesh/node/lease.ts, docs/concepts.md "The node lease"); null runs without one.
+  lease_ms: z
+    .number()
+    .int()
+    .min(LEASE_MIN_MS, `lease_ms must be at least ${LEASE_MIN_MS}`)
+    .max(LEASE_MAX_MS, `lease_ms must be at most ${LEASE_MAX_MS}`)
+    .nullable()
+    .default(null),
   gate: z
     .strictObject({
       threshold_milli: z.number().int().min(0).max(10_000).default(950),
@@ -32,6 +43,23 @@ export const NodeConfigSchema = z.strictObject({
       human_approval: z.boolean().default(false),
     })
     .default({ threshold_milli: 950, builtin_teardown: true, human_approval: false }),
+  // Issue 15: who agents run as when the daemon is root, and what contains them (docs/concepts.md "Confinement").
+  agent_user: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, "agent_user must be a user name (^[a-z_][a-z0-9_-]{0,31}$)")
+    .nullable()
+    .default(null),
+  allow_root_agents: z.boolean().default(false),
+  confinement: z
+    .strictObject({
+      /** `off`: no cgroups even where the node could make them (the process group only); `v1`: ignore v2. */
+      cgroups: z.enum(["auto", "v1", "off"]).default("auto"),
+      /** `off`: no network namespace for `network: "none"` packages (the gate is then fed `egress`). */
+      network_namespace: z.enum(["auto", "off"]).default("auto"),
+      /** The pids limit of every instance's cgroup (packages declare memory, not processes); 0 sets none. */
+      pids_max: z.number().int().min(0).max(4_194_304).default(1024),
+    })
+    .prefault({}),
   // Issue 12: a peer that has not authenticated holds no slot for long (first_bytes_ms, eviction past
   // unauthenticated_grace_ms) and never more than its share (the per-address cap); see transport/admission.ts.
   limits: z

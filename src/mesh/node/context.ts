@@ -8,6 +8,7 @@ import { nodeIdOf } from "../../core/crypto/ed25519.js";
 import type { WorkloadContext } from "../../core/governance/gate.js";
 import { type BodyOf, parseBody } from "../../core/protocol/bodies.js";
 import type { RefusalCode } from "../../core/protocol/messages.js";
+import { type NodeLog, silentNodeLog } from "./log.js";
 import { NodePolicy } from "./policy.js";
 import type { NativeRuntime } from "./runtime.js";
 import type { InstanceRow, LaunchSpec, NodeStore } from "./store.js";
@@ -22,6 +23,27 @@ export class Refusal extends Error {
   }
 }
 
+/**
+ * What the node's handlers ask of the supervisor (issue 15, supervisor.ts). Set by `NodeService`; the no-op default
+ * keeps a context without one (a unit test's) behaving as before supervision.
+ */
+export interface SupervisionHooks {
+  /** A run of the instance ended and was recorded (`exited`/`lost`): decide per its restart policy. */
+  ended(instanceId: string): void;
+  /** Before an operator verb acts: no restart of the instance is pending or in progress once this resolves. */
+  quiesce(instanceId: string): Promise<void>;
+  /** The operator started the instance: it begins with a fresh restart budget. */
+  operatorStarted(instanceId: string): void;
+  /** Restarts since the operator last started it, per instance. */
+  restartCounts(): ReadonlyMap<string, number>;
+}
+
+const UNSUPERVISED: SupervisionHooks = {
+  ended: () => undefined,
+  quiesce: async () => undefined,
+  operatorStarted: () => undefined,
+  restartCounts: () => new Map(),
+};
 
 export class NodeContext {
   readonly nodeId: string;
@@ -30,9 +52,15 @@ export class NodeContext {
   readonly stopping = new Set<string>();
   /** Nonces of place/load requests whose in-flight mark this daemon set and has not cleared yet. */
   readonly ownsInflight = new Set<string>();
+  supervision: SupervisionHooks = UNSUPERVISED;
+  /** Issue 16: the lease deadline a controller's instances run under, when the node has a lease (lease.ts sets it). */
+  leaseDeadlineOf: ((controller: string) => number) | null = null;
+
+  readonly log: NodeLog;
 
   constructor(readonly o: NodeServiceOptions) {
     this.nodeId = nodeIdOf(o.key.publicKey);
+    this.log = o.log ?? silentNodeLog;
     this.policy = new NodePolicy(o, this.nodeId);
   }
 
@@ -56,13 +84,16 @@ export class NodeContext {
     return parsed.body;
   }
 
-  /** The gate's view of a loaded instance; a node has only native routes, so nothing it runs is emulated. */
+  /**
+   * The gate's view of a loaded instance; a node has only native routes, so nothing it runs is emulated. The network
+   * is the exposure the runtime really gives (issue 15: `none` only when a network namespace enforces it).
+   */
   contextOf(l: LaunchSpec, packageId: string, agent: string): WorkloadContext {
     return {
       kind: l.kind,
       package_trust: "pinned_signer",
       node_tier: this.o.config.self_tier,
-      network: l.network,
+      network: this.runtime.confinement.exposure(l.network),
       secrets: l.secrets.length > 0,
       emulated: false,
       accelerator: null,

@@ -10,13 +10,16 @@ import { join } from "node:path";
 import { Chain } from "../../chain/chain.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { nodeIdOf, type PublicKeyHex, type SigningKey } from "../../core/crypto/ed25519.js";
+import { LEASE_CHECK_MS } from "../../core/mesh/lease.js";
 import { loadKeyFile } from "../../keys/key-file.js";
 import { type Db, openDatabase } from "../../store/sqlite.js";
 import { REQUEST_FRAME_BYTES } from "../transport/frames.js";
 import { type ListenLimits, listenFrames } from "../transport/tcp.js";
 import { FILES, loadNodeConfig, type NodeConfig } from "./config.js";
 import { ContentStore } from "./content.js";
+import { Confinement } from "./confine.js";
 import { measureSha256, probeBoard } from "./facts.js";
+import { type NodeLog, nodeLogger, type NodeLogLevel } from "./log.js";
 import { NativeRuntime } from "./runtime.js";
 import { identityOf, NodeService, newBootId } from "./service.js";
 import { type InstanceRow, NodeStore } from "./store.js";
@@ -39,10 +42,13 @@ export interface NodeDaemonOptions {
   readonly sweepMs?: number;
   /**
    * spec/mesh.md §4.11 (issue 17): `tls` serves TLS 1.3 bound to the identity keys; `plaintext` is the explicit
-   * migration window (chained as `transport.plaintext` at every start). Unset: plaintext as before, until the
-   * controller side speaks TLS (then the default becomes `tls`).
+   * migration window (chained as `transport.plaintext` at every start). Unset: node.json's `transport` (default tls).
    */
   readonly transport?: "tls" | "plaintext";
+  /** Issue 15: a root daemon may run agents as root although node.json names no agent_user (`--allow-root-agents`). */
+  readonly allowRootAgents?: boolean;
+  /** pino level of the diagnostics on stderr (issue 13); unset: none (an in-process node in tests). */
+  readonly logLevel?: NodeLogLevel;
 }
 
 export interface RecoveryReport {
@@ -62,9 +68,13 @@ export class NodeDaemon {
     readonly bootId: string,
     readonly address: string,
     readonly recovery: RecoveryReport,
+    /** Why this node refuses to start agents (a root daemon with no agent user), or null. */
+    readonly agentRefusal: string | null,
     private readonly server: Server | null,
     private readonly db: Db,
     private readonly chain: Chain,
+    /** What the listener speaks (spec/mesh.md §4.11). */
+    readonly transport: "tls" | "plaintext",
   ) {}
 
   static async start(o: NodeDaemonOptions): Promise<NodeDaemon> {
@@ -77,6 +87,7 @@ export class NodeDaemon {
       board: o.board ?? base.board ?? probeBoard(),
       labels: { ...base.labels, ...(o.labels ?? {}) },
       name: o.name ?? base.name,
+      allow_root_agents: base.allow_root_agents || o.allowRootAgents === true,
     };
     const dbPath = join(o.dataDir, FILES.db);
     const db = openDatabase(dbPath); // created 0600, with its -wal and -shm (store/sqlite.ts)
@@ -91,7 +102,11 @@ export class NodeDaemon {
     }
     const bootId = newBootId();
     const store = new NodeStore(db, chain);
-    const runtime = new NativeRuntime(join(o.dataDir, "instances"));
+    const nodeId = nodeIdOf(key.publicKey);
+    const log: NodeLog | undefined = o.logLevel ? nodeLogger(o.logLevel, nodeId) : undefined;
+    // Issue 15: how instances are launched and contained here, probed once (docs/concepts.md "Confinement").
+    const confinement = Confinement.probe(config, nodeId);
+    const runtime = new NativeRuntime(join(o.dataDir, "instances"), confinement);
     const content = new ContentStore(join(o.dataDir, "store"));
     const perf: JsonObject[] = [measureSha256(clock())];
     const service = new NodeService({
@@ -107,7 +122,10 @@ export class NodeDaemon {
       extraControllers: o.controllers ?? [],
       extraSigners: o.signers ?? [],
       perf,
+      ...(log ? { log } : {}),
     });
+    log?.info({ containment: confinement.facts() }, "containment probed");
+    if (confinement.agent.kind === "refused") log?.warn({ reason: confinement.agent.reason }, "agents will be refused");
     const recovery = recover(store, runtime, clock);
     store.append({
       source: "node",
@@ -122,22 +140,30 @@ export class NodeDaemon {
       },
     });
     service.policy();
-    if (o.transport === "plaintext") {
-      store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: "configured explicitly (--transport plaintext)" } });
+    const transport = o.transport ?? config.transport;
+    if (transport === "plaintext") {
+      const by = o.transport === "plaintext" ? "--transport plaintext" : `${FILES.config} transport`;
+      store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: `configured explicitly (${by})` } });
     }
     const authorised = new Set([...config.controllers.map((c) => c.key), ...(o.controllers ?? [])]);
     // Loaded only when asked for: the ASN.1 modules would otherwise slow every CLI start.
-    const tls = o.transport === "tls" ? (await import("../transport/tls.js")).listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
+    const tls = transport === "tls" && o.listen !== null ? (await import("../transport/tls.js")).listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
     const { server, address } =
       o.listen === null
         ? { server: null, address: "" }
         : await listenFrames(o.listen, (stream) => void service.serve(stream), { limits: listenLimits(config.limits), ...(tls ? { tls } : {}) });
-    const daemon = new NodeDaemon(service, nodeIdOf(key.publicKey), bootId, address, recovery, server, db, chain);
+    const daemon = new NodeDaemon(service, nodeId, bootId, address, recovery, confinement.agent.kind === "refused" ? confinement.agent.reason : null, server, db, chain, transport);
     // spec/audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
     daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));
     daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
+    // Issue 15: after recovery, so exits recorded while the daemon was down are decided per their restart policy.
+    service.supervisor.start();
     daemon.timers.push(setInterval(() => service.trimAllLogs(), 10_000));
+    // Issue 16: a lease that ran out while no daemon ran is enforced at once, then every second.
+    const leases = () => void service.checkLeases().catch(() => undefined);
+    leases();
+    daemon.timers.push(setInterval(leases, LEASE_CHECK_MS));
     const sweep = () => void service.sweepRevoked().catch(() => undefined);
     sweep();
     daemon.timers.push(setInterval(sweep, o.sweepMs ?? 60_000));
@@ -147,6 +173,7 @@ export class NodeDaemon {
   /** Stops serving. Instances keep running: they belong to the node, not to this process. */
   async close(): Promise<void> {
     for (const t of this.timers) clearInterval(t);
+    this.service.supervisor.close();
     this.service.closeAll();
     const server = this.server;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -243,7 +270,8 @@ export function recover(store: NodeStore, runtime: NativeRuntime, clock: () => n
         report.departed.push(row.instance_id);
         break;
       }
-      case "running": {
+      case "running":
+      case "unhealthy": {
         const probe = runtime.probe(row.instance_id, identityOf(row));
         if (probe.state === "running") {
           report.readopted.push(row.instance_id);

@@ -55,6 +55,8 @@ export function describe(ctx: NodeContext, req: VerifiedRequest): JsonObject {
     interpreters: o.config.interpreters.filter((i) => existsSync(i.path)),
     perf: o.perf ?? [],
     instances: store.instances().length,
+    leaseMs: o.config.lease_ms,
+    containment: ctx.runtime.confinement.facts(),
   });
   return {
     node_id: ctx.nodeId,

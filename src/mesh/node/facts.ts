@@ -59,6 +59,10 @@ export interface FactsInput {
   readonly interpreters: ReadonlyArray<{ name: string }>;
   readonly perf: readonly JsonObject[];
   readonly instances: number;
+  /** Issue 16: the node lease, advertised so a controller can rely on it (§15); null without one. */
+  readonly leaseMs: number | null;
+  /** Issue 15: how this node contains what it runs (confine.ts `facts()`); `kind` is the headline. */
+  readonly containment?: JsonObject;
 }
 
 export function buildFacts(input: FactsInput): JsonObject {
@@ -83,8 +87,9 @@ export function buildFacts(input: FactsInput): JsonObject {
     labels: { ...input.labels },
     perf: [...input.perf],
     capabilities: [],
-    lease_ms: null,
+    lease_ms: input.leaseMs,
     instances: input.instances,
+    ...(input.containment ? { containment: input.containment.kind ?? "process-group", confinement: input.containment } : {}),
   };
 }
 

@@ -4,6 +4,7 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { NativeRuntime } from "./runtime.js";
 import type { NodeConfig } from "./config.js";
 import type { NodeStore } from "./store.js";
+import type { NodeLog } from "./log.js";
 import type { SigningKey } from "../../core/crypto/ed25519.js";
 
 export interface NodeServiceOptions {
@@ -21,4 +22,6 @@ export interface NodeServiceOptions {
   readonly extraSigners?: readonly string[];
   readonly perf?: readonly JsonObject[];
   readonly fetchTimeoutMs?: number;
+  /** Diagnostics (pino); silent when unset. */
+  readonly log?: NodeLog;
 }

@@ -9,6 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import { admit } from "../../core/node/admission.js";
@@ -70,22 +71,18 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const route = routeFor(variant, { arch: archOfNode(process.arch), os: process.platform === "darwin" ? "darwin" : "linux" });
   if (route === null) throw new Refusal("admission", `no route on this node for variant ${variant.id}`);
   // 5. gate load
-  const launch = launchSpec(verified.envelope, verified.signers, variant, body.config);
+  const launch = launchSpec(verified.envelope, verified.signers, variant, body.config, body.restart);
   const gateCtx = ctx.contextOf(launch, body.package_id, req.requester);
-  const load = ctx.policy.gate("workload.load", gateCtx);
-  if (load.decision !== "permit") throw new Refusal("governance", `workload.load denied: ${load.reason}`);
-  // 6. admission
-  const admission = admit(launch, {
-    instances: store.instances().length,
-    maxInstances: o.config.max_instances,
-    availableMemoryBytes: launch.memory_mb > 0 ? availableMemory() : Number.POSITIVE_INFINITY,
-    interpreters: new Set(o.config.interpreters.filter((i) => existsSync(i.path)).map((i) => i.name)),
-    provisionedSecrets: new Set(launch.secrets.filter((s) => existsSync(join(o.dataDir, "secrets", s)))),
-  });
-  if (!admission.ok) throw new Refusal("admission", admission.reason);
-  // 7. still valid
-  if (req.expires_at_ms <= o.clock()) throw new Refusal("expired", "the request expired while it was being handled");
-  // 8. insert the instance row, before the in-flight mark is cleared
+  // Its verdict is chained with the instance row below, or on its own on any path that refuses before that.
+  const { verdict: load, event: loadVerdict } = ctx.policy.judge("workload.load", gateCtx);
+  const chainLoadVerdictAlone = () => {
+    if (loadVerdict) store.append(loadVerdict);
+  };
+  if (load.decision !== "permit") {
+    chainLoadVerdictAlone();
+    throw new Refusal("governance", `workload.load denied: ${load.reason}`);
+  }
+  // The instance row (inserted at step 8, before the in-flight mark is cleared).
   const instanceId = `${body.name}-${sha256(`${decisionId}:${ctx.nodeId}`).toString("hex").slice(0, 12)}`;
   const row: InstanceRow = {
     instance_id: instanceId,
@@ -109,11 +106,28 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
     intent: body.intent ?? null,
     generation: 0,
   };
-  store.commit((tx) => {
-    if (store.instance(instanceId)) throw new Refusal("invalid_request", `instance ${instanceId} already exists`);
-    store.insertInstance(tx, row);
-    return { result: null, events: [] };
-  });
+  try {
+    // 6. admission
+    const admission = admit(launch, {
+      instances: store.instances().length,
+      maxInstances: o.config.max_instances,
+      availableMemoryBytes: launch.memory_mb > 0 ? availableMemory() : Number.POSITIVE_INFINITY,
+      interpreters: new Set(o.config.interpreters.filter((i) => existsSync(i.path)).map((i) => i.name)),
+      provisionedSecrets: new Set(launch.secrets.filter((s) => existsSync(join(o.dataDir, "secrets", s)))),
+    });
+    if (!admission.ok) throw new Refusal("admission", admission.reason);
+    // 7. still valid
+    if (req.expires_at_ms <= o.clock()) throw new Refusal("expired", "the request expired while it was being handled");
+    // 8. insert the instance row
+    store.commit((tx) => {
+      if (store.instance(instanceId)) throw new Refusal("invalid_request", `instance ${instanceId} already exists`);
+      store.insertInstance(tx, row);
+      return { result: null, events: loadVerdict ? [loadVerdict] : [] };
+    });
+  } catch (error) {
+    chainLoadVerdictAlone();
+    throw error;
+  }
   // 9. materialise
   try {
     runtime.materialise(
@@ -129,62 +143,78 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
     });
     throw new Refusal("runtime", composeReason("materialise failed: ", message));
   }
-  // 10. loaded
+  // 10. loaded. A `place` whose start is permitted goes on to `starting` in the same transaction (issue 19: fewer
+  // fsynced commits per place; the load is still chained with the state it leads to, and a restart finds a
+  // `starting` row with no process as `loaded`, daemon.ts `recover`).
+  // The start's gate verdict is chained in that transaction too, after the load (the order it had on its own).
+  const judged = method === "place" ? ctx.policy.judge("workload.start", gateCtx) : null;
+  const startVerdict = judged?.verdict ?? null;
+  const goesOn = startVerdict?.decision === "permit";
   store.commit((tx) => {
-    store.updateInstance(tx, instanceId, { state: "loaded" });
-    return { result: null, events: [runtimeEvent("workload.load", row, { outcome: "ok" })] };
+    store.updateInstance(tx, instanceId, goesOn ? { state: "starting", detail: null } : { state: "loaded" });
+    return { result: null, events: [runtimeEvent("workload.load", row, { outcome: "ok" }), ...(judged?.event ? [judged.event] : [])] };
   });
-  // 11. start, with rollback
+  const placedEvent = (started: boolean): EventDraft => ({
+    source: "node",
+    kind: "workload.place",
+    payload: {
+      phase: "placed",
+      node: ctx.nodeId,
+      requester: req.requester,
+      decision_id: decisionId,
+      name: body.name,
+      package_id: body.package_id,
+      variant: variant.id,
+      route,
+      instance_id: instanceId,
+      started,
+    },
+  });
+  // 12 (checked before the in-flight mark is cleared): revoked while it was being placed.
+  const revokedSubject = (): string | null => {
+    const pol2 = ctx.policy.read();
+    return revocationsChanged(pol0.revocations, pol2.revocations) ? revokedSubjectOf(row, pol2.revocations) : null;
+  };
+  // 11. start, with rollback. `running`, the start, the placement and the cleared in-flight mark commit together
+  // unless a revocation arrived meanwhile (then the in-flight mark stays until the teardown below).
   let started = false;
+  let cleared = false;
   let identity: ProcessIdentity | null = null;
-  if (method === "place") {
-    const startVerdict = ctx.policy.gate("workload.start", gateCtx);
-    if (startVerdict.decision !== "permit") {
+  if (startVerdict !== null) {
+    if (!goesOn) {
       throw await rollback(ctx, row, "governance", `governance: workload.start denied: ${startVerdict.reason}`, null);
     }
     try {
-      identity = await spawnInstance(ctx, row);
+      identity = await spawnInstance(ctx, row, {
+        startingCommitted: true,
+        alsoOnRunning: (tx) => {
+          if (revokedSubject() !== null) return [];
+          store.deleteInflight(tx, decisionId);
+          cleared = true;
+          return [placedEvent(true)];
+        },
+      });
       started = true;
     } catch (error) {
       throw await rollback(ctx, row, "runtime", (error as Error).message, null);
     }
   }
-  // 12. revoked while it was being placed
-  const pol2 = ctx.policy.read();
-  if (revocationsChanged(pol0.revocations, pol2.revocations)) {
-    const subject = revokedSubjectOf(row, pol2.revocations);
-    if (subject !== null) {
-      await forcedTeardown(ctx, row, subject);
-      throw new Refusal("governance", "revoked while it was being placed");
-    }
+  // 12.
+  const subject = cleared ? null : revokedSubject();
+  if (subject !== null) {
+    await forcedTeardown(ctx, store.instance(instanceId) ?? row, subject);
+    throw new Refusal("governance", "revoked while it was being placed");
   }
-  // 13. placed; clear in-flight
+  // 13. placed; clear in-flight (already done with `running` for a started place)
   const final = store.instance(instanceId) as InstanceRow;
-  store.commit((tx) => {
-    store.deleteInflight(tx, decisionId);
-    return {
-      result: null,
-      events: [
-        {
-          source: "node",
-          kind: "workload.place",
-          payload: {
-            phase: "placed",
-            node: ctx.nodeId,
-            requester: req.requester,
-            decision_id: decisionId,
-            name: body.name,
-            package_id: body.package_id,
-            variant: variant.id,
-            route,
-            instance_id: instanceId,
-            started,
-          },
-        },
-      ],
-    };
-  });
+  if (!cleared) {
+    store.commit((tx) => {
+      store.deleteInflight(tx, decisionId);
+      return { result: null, events: [placedEvent(started)] };
+    });
+  }
   ctx.ownsInflight.delete(req.nonce);
+  ctx.log.info({ method, decision_id: decisionId, name: body.name, package_id: body.package_id, instance_id: instanceId, started }, "instance placed");
   // 14.
   return {
     instance_id: instanceId,
@@ -208,7 +238,7 @@ async function fetching<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function launchSpec(envelope: Envelope, signers: readonly string[], variant: Variant, config: BodyOf<"place">["config"]): LaunchSpec {
+function launchSpec(envelope: Envelope, signers: readonly string[], variant: Variant, config: BodyOf<"place">["config"], restart: BodyOf<"place">["restart"]): LaunchSpec {
   const s = envelope.statement;
   return {
     program: variant.entry.program,
@@ -222,6 +252,8 @@ function launchSpec(envelope: Envelope, signers: readonly string[], variant: Var
     memory_mb: s.resources.memory_mb,
     signer_keys: [...signers],
     file_hashes: s.files.map((f) => f.sha256),
+    restart,
+    health: s.health,
   };
 }
 
@@ -231,7 +263,7 @@ async function rollback(ctx: NodeContext, row: InstanceRow, code: RefusalCode, e
   let unloadError: string | null = null;
   try {
     if (identity) {
-      const stopped = await runtime.stop(identity, 2000);
+      const stopped = await runtime.stop(row.instance_id, identity, 2000);
       if (!stopped.stopped) unloadError = "the process group did not exit";
     }
     if (unloadError === null) {

@@ -3,6 +3,7 @@
  * the data directory (they are small), `policy.load` chained whenever a file changed, and the gate evaluated over them
  * with every verdict from step 2 on chained (§7.7). Fails closed: an unreadable file has its fail-closed meaning.
  */
+import type { EventDraft } from "../../core/chain/event.js";
 import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
 import type { PermitRule, RevocationList } from "../../core/governance/policy.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
@@ -64,9 +65,18 @@ export class NodePolicy {
 
   /** Every verdict from step 2 on is appended to the node chain (§7.7). */
   gate(action: string, ctx: WorkloadContext): GateVerdict {
-    const verdict = evaluate(action, ctx, this.gatePolicy(), this.nodeId);
-    if (verdict.chain) this.o.store.append({ source: "gate", kind: verdict.chainKind, payload: verdict.payload });
+    const { verdict, event } = this.judge(action, ctx);
+    if (event) this.o.store.append(event);
     return verdict;
+  }
+
+  /**
+   * The verdict and the chain event it owes (null for step 1), for a caller that appends it in its own next
+   * transaction (issue 19: one fsynced commit fewer per gate); the caller must append it on every path.
+   */
+  judge(action: string, ctx: WorkloadContext): { verdict: GateVerdict; event: EventDraft | null } {
+    const verdict = evaluate(action, ctx, this.gatePolicy(), this.nodeId);
+    return { verdict, event: verdict.chain ? { source: "gate", kind: verdict.chainKind, payload: verdict.payload } : null };
   }
 
   /** The gate's view of a request that never reached a known method (§4.6 check 15). */

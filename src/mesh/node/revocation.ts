@@ -5,7 +5,6 @@
 import { revokedSubject } from "../../core/node/revocation.js";
 import type { NodeContext } from "./context.js";
 import { identityOf } from "./processes.js";
-import { instanceAlive } from "./runtime.js";
 import type { InstanceRow } from "./store.js";
 
 /** The revoked subject naming a held instance, from its verified launch references. */
@@ -44,10 +43,10 @@ export class RevocationSweep {
 export async function forcedTeardown(ctx: NodeContext, row: InstanceRow, subject: string): Promise<boolean> {
   const { store, runtime } = ctx;
   const identity = identityOf(row);
-  if (identity && instanceAlive(identity)) {
+  if (runtime.alive(row.instance_id, identity)) {
     ctx.stopping.add(row.instance_id);
     try {
-      const stopped = await runtime.stop(identity, 2000);
+      const stopped = await runtime.stop(row.instance_id, identity, 2000);
       if (!stopped.stopped) {
         store.commit((tx) => {
           store.updateInstance(tx, row.instance_id, { state: "failed", detail: `forced stop failed (${subject} revoked)` });

@@ -1,31 +1,21 @@
 /**
- * The native process runtime (spec/mesh.md §13). One process group per instance, started detached with stdout and stderr
- * appended to files (not pipes), so an instance outlives the daemon. A tiny POSIX sh wrapper leads the group: it
- * runs the entry, ignores nothing the child inherits, survives a graceful TERM long enough to write the child's
- * status to `exit_status`, and exits with that status, so even an exit that happened while the daemon was down has
- * a code. A process is "the same one" only if pid, host boot id and the kernel's start time all match.
+ * The native process runtime (spec/mesh.md §13). One process group per instance (and one cgroup where the node can
+ * make one, `confine.ts`), started detached with stdout and stderr appended to files (not pipes), so an instance
+ * outlives the daemon. A tiny POSIX sh wrapper leads the group (`core/node/containment-script.ts`): it joins the
+ * instance's cgroups, runs the entry, survives a graceful TERM long enough to write the entry's status to
+ * `exit_status`, and ends whatever the entry left behind. A process is "the same one" only if pid, host boot id and
+ * the kernel's start time all match.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import {
-  chmodSync,
-  closeSync,
-  copyFileSync,
-  existsSync,
-  fstatSync,
-  ftruncateSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-  writeSync,
-} from "node:fs";
+import { chmodSync, chownSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { groupMembers, type ProcRow } from "../../core/node/process-group.js";
+import type { Network } from "../../core/governance/policy.js";
+import { WATCHDOG_LAG_S } from "../../core/mesh/lease.js";
+import { LEASE_DEADLINE_FILE } from "../../core/node/containment-script.js";
+import type { Confinement } from "./confine.js";
 import { sha256OfFile } from "./content.js";
+import { DEFAULT_ROTATION, type LogRotation, rotateLogs, tailStream } from "./log-files.js";
 
 export interface ProcessIdentity {
   readonly pid: number;
@@ -38,20 +28,6 @@ export type Probe =
   | { readonly state: "exited"; readonly exit_code: number | null; readonly signal: string | null; readonly detail: string }
   | { readonly state: "lost"; readonly detail: string }
   | { readonly state: "unknown"; readonly detail: string };
-
-/** Leads the group; `$0` is the exit-status file, `$@` the entry. See the module comment for why it exists. */
-const WRAPPER = [
-  '"$@" &',
-  "c=$!",
-  "trap ':' TERM INT HUP",
-  "wait $c; s=$?",
-  'while kill -0 $c 2>/dev/null; do wait $c; s=$?; done',
-  'printf "%s\\n" "$s" > "$0.tmp" && mv "$0.tmp" "$0"',
-  "exit $s",
-].join("\n");
-
-const LOG_TRIM_AT = 1024 * 1024;
-const LOG_KEEP = 64 * 1024;
 
 export const SIGNALS_BY_NUMBER: Record<number, string> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM" };
 
@@ -146,6 +122,9 @@ export interface SpawnSpec {
   readonly program: string;
   readonly args: readonly string[];
   readonly env: Readonly<Record<string, string>>;
+  /** What the package declares, for the network namespace and the memory limit. */
+  readonly network: Network;
+  readonly memory_mb: number;
 }
 
 export type ExitListener = (instanceId: string, exit: { code: number | null; signal: string | null }) => void;
@@ -154,8 +133,17 @@ export class NativeRuntime {
   private readonly children = new Map<string, ChildProcess>();
   private exitListener: ExitListener | undefined;
 
-  constructor(readonly root: string) {
+  constructor(
+    readonly root: string,
+    readonly confinement: Confinement,
+    private readonly rotation: LogRotation = DEFAULT_ROTATION,
+  ) {
     mkdirSync(root, { recursive: true, mode: 0o700 });
+    // An agent user must reach its own directories: search (never read) permission on the way there.
+    if (confinement.agent.kind === "unprivileged") {
+      chmodSync(root, 0o711);
+      chmodSync(dirname(root), statSync(dirname(root)).mode & 0o7777 | 0o711);
+    }
   }
 
   onExit(listener: ExitListener): void {
@@ -193,15 +181,37 @@ export class NativeRuntime {
     }
   }
 
-  /** Spawns the entry detached in its own group; resolves once the process exists, with its identity. */
+  /**
+   * Issue 16: the lease deadline the instance's watchdog enforces (core/node/containment-script.ts), written
+   * atomically; present before the spawn on a leased node, so the watchdog starts with the instance. Whole seconds,
+   * rounded down, plus the watchdog's lag (core/mesh/lease.ts): a running daemon always stops first.
+   */
+  writeLeaseDeadline(instanceId: string, deadlineMs: number): void {
+    const dir = this.dirOf(instanceId);
+    if (!existsSync(dir)) return;
+    const path = join(dir, LEASE_DEADLINE_FILE);
+    writeFileSync(`${path}.tmp`, `${Math.floor(deadlineMs / 1000) + WATCHDOG_LAG_S}\n`, { mode: 0o600 });
+    renameSync(`${path}.tmp`, path);
+  }
+
+  /**
+   * Spawns the entry detached in its own group (and its cgroups, behind its network namespace and privilege drop);
+   * resolves once the process exists, with its identity. Throws when the node may not run it (confine.ts).
+   */
   async start(instanceId: string, spec: SpawnSpec): Promise<ProcessIdentity> {
     const dir = this.dirOf(instanceId);
     rmSync(join(dir, "exit_status"), { force: true });
+    const launch = this.confinement.prepare(dir, instanceId, spec);
+    if (launch.owner) {
+      // The agent's own directories; the package files in work/ stay the daemon's (readable, not writable).
+      chmodSync(dir, 0o711);
+      for (const sub of ["work", "tmp"]) chownSync(join(dir, sub), launch.owner.uid, launch.owner.gid);
+    }
     const out = openSync(join(dir, "stdout.log"), "a", 0o600);
     const err = openSync(join(dir, "stderr.log"), "a", 0o600);
     let child: ChildProcess;
     try {
-      child = spawn("/bin/sh", ["-c", WRAPPER, join(dir, "exit_status"), spec.program, ...spec.args], {
+      child = spawn("/bin/sh", ["-c", launch.script, join(dir, "exit_status"), ...launch.prefix, spec.program, ...spec.args], {
         cwd: join(dir, "work"),
         env: { ...spec.env },
         detached: true,
@@ -222,8 +232,36 @@ export class NativeRuntime {
       if (this.children.get(instanceId) === child) this.children.delete(instanceId);
       this.exitListener?.(instanceId, { code, signal });
     });
-    const stat = await waitForStat(pid);
+    // Read once, no poll (issue 19): after `spawn` the child exists (it stays a zombie until libuv reaps it), so a
+    // missing stat means it has already been reaped, and a later read could only find another process on that pid.
+    const stat = procStat(pid);
     return { pid, host_boot_id: hostBootId(), start_marker: stat?.startMarker ?? "" };
+  }
+
+  /** Live processes of the instance: its group's members and its cgroup's (a `setsid` escapee is only in the latter). */
+  members(instanceId: string, identity: ProcessIdentity | null): number[] {
+    const pids = new Set(identity ? liveMembers(identity) : []);
+    for (const pid of this.confinement.members(this.dirOf(instanceId))) pids.add(pid);
+    return [...pids];
+  }
+
+  alive(instanceId: string, identity: ProcessIdentity | null): boolean {
+    return this.members(instanceId, identity).length > 0;
+  }
+
+  /** Whether the kernel's OOM killer ended a process of the instance's current run (its memory limit). */
+  memoryKilled(instanceId: string): boolean {
+    return this.confinement.memoryKilled(this.dirOf(instanceId));
+  }
+
+  /**
+   * Ends what is left of an instance whose group leader is gone (issue 15: nothing an agent forks outlives it):
+   * the cgroup killed, the group SIGKILLed. Resolves whether nothing is left.
+   */
+  async reap(instanceId: string, identity: ProcessIdentity | null): Promise<boolean> {
+    if (identity) signalGroup(identity, "SIGKILL");
+    await this.confinement.killAll(this.dirOf(instanceId));
+    return waitUntil(() => !this.alive(instanceId, identity), 5000);
   }
 
   /** §14.3 step 3: is the recorded process still the same one, and if not, what became of it. */
@@ -231,8 +269,8 @@ export class NativeRuntime {
     if (identity === null) return { state: "unknown", detail: "no process identity recorded" };
     if (sameProcess(identity)) return { state: "running" };
     if (identity.host_boot_id !== hostBootId()) return { state: "lost", detail: "host restarted" };
-    // Issue 21 case 4: the leader (the wrapper) died but processes it started still run in its group.
-    if (instanceAlive(identity)) return { state: "running" };
+    // The leader (the wrapper) died but processes it started still run: the instance is reaped by the caller.
+    if (this.alive(instanceId, identity)) return { state: "running" };
     const status = this.exitStatus(instanceId);
     if (status) return { state: "exited", ...status, detail: "process exited" };
     return { state: "exited", exit_code: null, signal: null, detail: "process ended and left no exit status" };
@@ -249,77 +287,39 @@ export class NativeRuntime {
   }
 
   /**
-   * SIGTERM to the group, wait `graceMs`, SIGKILL, wait ≤ 5 s; stopped only once /proc shows no member of the group
-   * left (issue 21 case 5: a leader that is gone does not mean its group is). A group whose id was reused by another
-   * process is never signalled.
+   * SIGTERM to the group and to every member of the cgroup, wait `graceMs`, then kill the cgroup (confine.ts) and
+   * SIGKILL the group, wait ≤ 5 s; stopped only once /proc and the cgroup show nothing left (issue 21 case 5: a leader
+   * that is gone does not mean its group is). A group whose id was reused by another process is never signalled.
    */
-  async stop(identity: ProcessIdentity, graceMs: number): Promise<{ stopped: boolean; signal: string | null }> {
-    const pgid = identity.pid;
-    const alive = () => instanceAlive(identity);
-    const signalGroup = (signal: NodeJS.Signals) => {
-      try {
-        if (alive()) process.kill(-pgid, signal);
-      } catch {
-        // the group emptied between the check and the signal
-      }
-    };
+  async stop(instanceId: string, identity: ProcessIdentity | null, graceMs: number): Promise<{ stopped: boolean; signal: string | null }> {
+    const dir = this.dirOf(instanceId);
+    const alive = () => this.alive(instanceId, identity);
     if (!alive()) return { stopped: true, signal: null };
-    signalGroup("SIGTERM");
+    if (identity) signalGroup(identity, "SIGTERM");
+    this.confinement.signal(dir, "SIGTERM");
     if (await waitUntil(() => !alive(), graceMs)) return { stopped: true, signal: "SIGTERM" };
-    signalGroup("SIGKILL");
+    if (identity) signalGroup(identity, "SIGKILL");
+    await this.confinement.killAll(dir);
     return { stopped: await waitUntil(() => !alive(), 5000), signal: "SIGKILL" };
   }
 
+  /** Removes the instance's directory and its cgroups. */
   remove(instanceId: string): void {
+    this.confinement.release(this.dirOf(instanceId));
     rmSync(this.dirOf(instanceId), { recursive: true, force: true });
   }
 
-  /**
-   * §13: a log file over 1 MiB is trimmed to its last 64 KiB. The instance appends with O_APPEND, so its next write
-   * lands after the kept tail; a write racing the trim may be lost, which logs (diagnostics, not audit) tolerate.
-   */
+  /** §13, issue 13: rotate each stream over its size, keeping a capped number of older files (log-files.ts). */
   trimLogs(instanceId: string): void {
-    for (const name of ["stdout.log", "stderr.log"]) {
-      const path = join(this.dirOf(instanceId), name);
-      try {
-        if (statSync(path).size <= LOG_TRIM_AT) continue;
-        const fd = openSync(path, "r+");
-        try {
-          const size = fstatSync(fd).size;
-          const keep = Buffer.alloc(LOG_KEEP);
-          const n = readSync(fd, keep, 0, LOG_KEEP, size - LOG_KEEP);
-          ftruncateSync(fd, 0);
-          writeSync(fd, keep, 0, n, 0);
-          // Remember that earlier output was dropped, so readers still learn the stream was truncated.
-          writeFileSync(`${path}.trimmed`, "");
-        } finally {
-          closeSync(fd);
-        }
-      } catch {
-        // no log yet, or the instance is being removed
-      }
-    }
+    rotateLogs(this.dirOf(instanceId), this.rotation);
   }
 
-  /** The last `tailBytes` of each stream, invalid UTF-8 replaced. */
+  /** The last `tailBytes` of each stream across its rotated files, invalid UTF-8 replaced. */
   readLogs(instanceId: string, tailBytes: number): { stdout: string; stderr: string; truncated_stdout: boolean; truncated_stderr: boolean } {
     this.trimLogs(instanceId);
-    const tail = (name: string) => {
-      const path = join(this.dirOf(instanceId), name);
-      if (!existsSync(path)) return { text: "", truncated: false };
-      const fd = openSync(path, "r");
-      try {
-        const size = fstatSync(fd).size;
-        const n = Math.min(size, tailBytes);
-        const buf = Buffer.alloc(n);
-        readSync(fd, buf, 0, n, size - n);
-        return { text: new TextDecoder("utf-8").decode(buf), truncated: size > n || existsSync(`${path}.trimmed`) };
-      } finally {
-        closeSync(fd);
-      }
-    };
-    const out = tail("stdout.log");
-    const err = tail("stderr.log");
+    const dir = this.dirOf(instanceId);
+    const out = tailStream(dir, "stdout.log", tailBytes, this.rotation.keep);
+    const err = tailStream(dir, "stderr.log", tailBytes, this.rotation.keep);
     return { stdout: out.text, stderr: err.text, truncated_stdout: out.truncated, truncated_stderr: err.truncated };
   }
 
@@ -352,11 +352,10 @@ export class NativeRuntime {
   }
 }
 
-async function waitForStat(pid: number): Promise<{ state: string; startMarker: string } | undefined> {
-  for (let i = 0; i < 100; i++) {
-    const stat = procStat(pid);
-    if (stat) return stat;
-    await new Promise((r) => setTimeout(r, 2));
+function signalGroup(identity: ProcessIdentity, signal: NodeJS.Signals): void {
+  try {
+    if (instanceAlive(identity)) process.kill(-identity.pid, signal);
+  } catch {
+    // the group emptied between the check and the signal
   }
-  return undefined;
 }

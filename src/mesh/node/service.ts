@@ -19,8 +19,10 @@ import type { FrameStream } from "../transport/frames.js";
 import { FILES } from "./config.js";
 import { Connections } from "./connection.js";
 import { NodeContext, Refusal } from "./context.js";
+import { ControllerBindings } from "./controller-binding.js";
 import type { NodeServiceOptions } from "./options.js";
 import { describe, persistedDescribeNonces } from "./describe.js";
+import { NodeLeases } from "./lease.js";
 import { RefusalChain, refusalEvent } from "./events.js";
 import { start, stop, unload } from "./lifecycle.js";
 import { place } from "./place.js";
@@ -29,6 +31,7 @@ import { onProcessExit, pollAdopted, recordExit, trimAllLogs } from "./processes
 import { RevocationSweep } from "./revocation.js";
 import { logs, status } from "./status.js";
 import type { InstanceRow } from "./store.js";
+import { Supervisor } from "./supervisor.js";
 
 export type { NodeServiceOptions } from "./options.js";
 export { identityOf } from "./processes.js";
@@ -40,6 +43,12 @@ export class NodeService {
   private readonly refusals: RefusalChain;
   private readonly revocations: RevocationSweep;
   private readonly connections: Connections;
+  /** Issue 15: restarts per policy and health checks; started by the daemon once recovery is done. */
+  readonly supervisor: Supervisor;
+  /** Issue 20: which store each controller key is bound to, and its highest leader epoch (controller-binding.ts). */
+  private readonly bindings: ControllerBindings;
+  /** Issue 16: the node lease, when node.json sets `lease_ms`. */
+  private readonly leases: NodeLeases | null;
 
   constructor(private readonly o: NodeServiceOptions) {
     this.ctx = new NodeContext(o);
@@ -48,7 +57,12 @@ export class NodeService {
     // A describe's replay is refused across a restart by its persisted nonce (describe.ts), not by the boot id.
     for (const [nonce, expires] of persistedDescribeNonces(o.store, o.clock())) this.guard.record(nonce, expires);
     this.refusals = new RefusalChain(o.store, this.nodeId, o.clock);
+    this.bindings = new ControllerBindings(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
+    this.supervisor = new Supervisor(this.ctx);
+    this.ctx.supervision = this.supervisor;
+    this.leases = o.config.lease_ms === null ? null : new NodeLeases(this.ctx, o.config.lease_ms);
+    this.leases?.attach();
     o.runtime.onExit((id, exit) => onProcessExit(this.ctx, id, exit));
     this.connections = new Connections(() => this.o.config.limits, (signed, stream) => this.handle(signed, stream));
   }
@@ -81,6 +95,7 @@ export class NodeService {
     // (a replayed capture is refused from check 14 on and must not earn a slot).
     if (verdict.kind === "accepted") stream.markAuthenticated?.();
     if (verdict.kind === "refused") {
+      this.ctx.log.info({ method: verdict.method, code: verdict.code, authenticated: verdict.authenticated }, "request refused before dispatch");
       if (verdict.authenticated) this.refusals.authenticated("handle", verdict.code, verdict.reason, verdict.method, verdict.requester, verdict.decisionId);
       else this.refusals.unauthenticated(verdict.code, verdict.reason, verdict.method, verdict.requester, verdict.decisionId);
       const answer = this.answer(verdict.method, verdict.nonce, { status: "refused", code: verdict.code, reason: truncateUtf8(verdict.reason, 1024) });
@@ -89,12 +104,15 @@ export class NodeService {
     const req = verdict.request;
     let outcome: Outcome;
     try {
+      // Issue 16: a late request renews nothing and runs nothing (lease.ts); refused before the method's handler.
+      this.leases?.admit(req.requester, req.issued_at_ms);
       const result = await this.dispatch(req, stream);
       outcome = { status: "ok", result };
     } catch (error) {
       const refusal = error instanceof Refusal ? error : new Refusal("runtime", `internal error: ${(error as Error).message ?? String(error)}`);
       const reason = truncateUtf8(refusal.reason, 1024);
       outcome = { status: "refused", code: refusal.code, reason };
+      this.ctx.log.info({ method: req.method, code: refusal.code, reason, requester: req.requester, decision_id: req.decision_id }, "request refused");
       // §11: chained after any rollback, in the transaction that clears the decision's in-flight mark.
       const clearInflight = (req.method === "place" || req.method === "load") && this.ctx.ownsInflight.has(req.nonce);
       const store = this.o.store;
@@ -115,6 +133,8 @@ export class NodeService {
       ctx.policy.gate(`workload.${req.method}`, ctx.policy.emptyContext(req.requester));
       throw new Refusal("unknown_method", `method ${req.method} is not one of ${METHODS.join(", ")}`);
     }
+    // Issue 20: a foreign store or a deposed leader is refused before any method runs.
+    this.bindings.admit(req);
     switch (req.method) {
       case "describe":
         return describe(ctx, req);
@@ -131,6 +151,8 @@ export class NodeService {
         return status(ctx, ctx.body("status", req.body));
       case "logs":
         return logs(ctx, ctx.body("logs", req.body));
+      case "rehome":
+        return this.bindings.rehome(req);
       default: {
         const never: never = req.method;
         throw new Refusal("unknown_method", `method ${String(never)} is not handled`);
@@ -161,6 +183,11 @@ export class NodeService {
   /** §11.4: stop and unload, without the gate, every instance whose package, signer or file is revoked. */
   sweepRevoked(): Promise<number> {
     return this.revocations.sweep();
+  }
+
+  /** Issue 16: stops the instances of every controller whose lease ran out (the daemon calls this every second). */
+  checkLeases(): Promise<number> {
+    return this.leases?.check() ?? Promise.resolve(0);
   }
 
   /** Re-reads the policy files and chains `policy.load` whenever one changed. Fails closed. */

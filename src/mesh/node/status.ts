@@ -11,12 +11,13 @@ const DEPARTED_WINDOW_MS = 7 * 24 * 3600 * 1000;
 const MAX_STATUS_ROWS = 4096;
 
 export function status(ctx: NodeContext, body: BodyOf<"status">): JsonObject {
-  if (body.instance_id !== null) return { row: statusRow(ctx.held(body.instance_id)) as unknown as JsonObject };
+  const restarts = ctx.supervision.restartCounts();
+  if (body.instance_id !== null) return { row: statusRow(ctx.held(body.instance_id), restarts) as unknown as JsonObject };
   const since = body.include_departed ? ctx.o.clock() - DEPARTED_WINDOW_MS : null;
   const snap = ctx.store.snapshot(since);
   const rows: JsonObject[] = [
     ...snap.inflight.map((r) => ({ decision_id: r.decision_id, in_flight: true, method: r.method, since_ms: r.started_ms })),
-    ...snap.instances.map((r) => statusRow(r) as unknown as JsonObject),
+    ...snap.instances.map((r) => statusRow(r, restarts) as unknown as JsonObject),
     ...snap.departed.map((d) => ({ instance_id: d.instance_id, decision_id: d.decision_id, departed: d.reason, at_ms: d.at_ms })),
   ];
   return { rows: rows.slice(0, MAX_STATUS_ROWS) };
@@ -27,7 +28,7 @@ export function logs(ctx: NodeContext, body: BodyOf<"logs">): JsonObject {
   return { ...ctx.runtime.readLogs(row.instance_id, body.tail_bytes), state: row.state, exit_code: row.exit_code };
 }
 
-export function statusRow(r: InstanceRow) {
+export function statusRow(r: InstanceRow, restarts: ReadonlyMap<string, number>) {
   return {
     instance_id: r.instance_id,
     decision_id: r.decision_id,
@@ -45,5 +46,7 @@ export function statusRow(r: InstanceRow) {
     agent: r.agent,
     intent: r.intent,
     generation: r.generation,
+    restart_policy: r.launch.restart ?? "never",
+    restarts: restarts.get(r.instance_id) ?? 0,
   };
 }

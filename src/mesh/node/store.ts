@@ -5,10 +5,33 @@
  */
 import type { Chain } from "../../chain/chain.js";
 import type { EventDraft } from "../../core/chain/event.js";
+import type { HealthSpec } from "../../core/node/health-check.js";
+import type { RestartPolicy } from "../../core/node/restart-policy.js";
 import { type Db, ensureSchema, type WriteTx, withWriteTx } from "../../store/sqlite.js";
 
-export const INSTANCE_STATES = ["loading", "loaded", "starting", "running", "stopped", "exited", "failed", "lost", "unknown"] as const;
+export const INSTANCE_STATES = [
+  "loading",
+  "loaded",
+  "starting",
+  "running",
+  "stopped",
+  "exited",
+  "failed",
+  "lost",
+  "unknown",
+  // Issue 15 (supervision, supervisor.ts): failing its health check, waiting to be restarted, a `once` job done.
+  "unhealthy",
+  "backoff",
+  "finished",
+  // Issue 16: stopped by the node when its controller's lease ran out (lease.ts).
+  "lease_stopped",
+] as const;
 export type InstanceState = (typeof INSTANCE_STATES)[number];
+
+/** States in which the instance's process runs (an unhealthy one too, until the supervisor restarts it). */
+export function isLive(state: InstanceState): boolean {
+  return state === "running" || state === "unhealthy";
+}
 
 /** What the node needs to (re)start an instance and to gate verbs on it later, all from verified data. */
 export interface LaunchSpec {
@@ -23,6 +46,9 @@ export interface LaunchSpec {
   readonly memory_mb: number;
   readonly signer_keys: string[];
   readonly file_hashes: string[];
+  /** Issue 15: the placement's restart policy and the package's health check; absent on rows written before them. */
+  readonly restart?: RestartPolicy;
+  readonly health?: HealthSpec | null;
 }
 
 export interface InstanceRow {

@@ -53,6 +53,7 @@ export class FaultyConnector implements Connector {
     const self = this;
     return {
       remote: inner.remote,
+      ...(inner.peerKey !== undefined ? { peerKey: inner.peerKey } : {}),
       send: (frame) => (self.cutAddrs.has(addr) ? Promise.reject(new StreamClosed(`${addr} is cut off`)) : inner.send(frame)),
       async recv(sig?: AbortSignal) {
         const frame = await inner.recv(sig);

@@ -26,6 +26,21 @@ export class StreamClosed extends Error {
   }
 }
 
+/**
+ * The peer's transport key is not the one expected (spec/mesh.md §4.11): the connection is refused before any frame.
+ * Here rather than in tls.ts so that the client can recognise it without loading the ASN.1 modules.
+ */
+export class PeerKeyMismatch extends StreamClosed {
+  override name = "PeerKeyMismatch";
+  constructor(
+    readonly addr: string,
+    readonly expected: string,
+    readonly presented: string | null,
+  ) {
+    super(`the node at ${addr} presented key ${presented ?? "(none)"} in the TLS handshake, not the expected ${expected}: refused before sending anything`);
+  }
+}
+
 /** A framing violation by the peer; the stream is closed when it is raised. */
 export class ProtocolError extends Error {
   override name = "ProtocolError";
@@ -41,10 +56,27 @@ export interface FrameStream {
   markAuthenticated?(): void;
   /** Listener side: the next frame longer than the usual cap may be up to `bytes` (the node asked for that much). */
   allowFrame?(bytes: number): void;
+  /**
+   * Client side over TLS (tls.ts): the Ed25519 key (64 hex) the peer proved in the handshake. Absent on a plaintext
+   * stream: the caller then has only the signatures above the stream (spec/mesh.md §4.11).
+   */
+  readonly peerKey?: string;
+  /**
+   * Client side, from a connector that keeps connections warm (client/connector.ts): hand the stream back after a
+   * complete exchange instead of closing it. Absent: the caller closes.
+   */
+  release?(): void;
+  /** The stream was taken from the warm pool: the node may have closed it just before (see node-client.ts). */
+  readonly reused?: boolean;
+}
+
+export interface ConnectOptions {
+  /** A warm connection to `addr` idle for at most this long may be reused (0 or absent: a fresh connection). */
+  readonly reuseIdleMs?: number;
 }
 
 export interface Connector {
-  connect(addr: string, signal?: AbortSignal): Promise<FrameStream>;
+  connect(addr: string, signal?: AbortSignal, opts?: ConnectOptions): Promise<FrameStream>;
 }
 
 export function encodeFrame(frame: Uint8Array): Buffer {
@@ -195,6 +227,20 @@ export class SocketFrameStream implements FrameStream {
   close(): void {
     this.fail(new StreamClosed("closed locally"));
     this.socket.destroy();
+  }
+
+  /** Open, with nothing buffered and nobody waiting: a connection that may carry the next exchange. */
+  get quiet(): boolean {
+    return this.ended === undefined && !this.socket.destroyed && this.frames.length === 0 && this.waiters.length === 0;
+  }
+
+  /** While idle in a pool, a connection must not keep a CLI process alive; `ref()` when it carries a call again. */
+  unref(): void {
+    this.socket.unref();
+  }
+
+  ref(): void {
+    this.socket.ref();
   }
 
   markAuthenticated(): void {

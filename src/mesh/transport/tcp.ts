@@ -26,7 +26,7 @@ export function isLoopbackHost(host: string): boolean {
  */
 export function settleConnect<S extends Socket, T>(
   socket: S,
-  o: { addr: string; readyEvent: string; timeoutMs: number; signal?: AbortSignal | undefined; what: string },
+  o: { addr: string; readyEvent: string; timeoutMs: number; signal?: AbortSignal | undefined; what: string | (() => string) },
   ready: (socket: S) => T | StreamClosed,
 ): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -42,12 +42,15 @@ export function settleConnect<S extends Socket, T>(
       reject(error);
     };
     o.signal?.addEventListener("abort", onAbort, { once: true });
-    socket.once("error", (error) => fail(new StreamClosed(`cannot connect to ${o.addr}${o.what}: ${error.message}`)));
+    const onConnectError = (error: Error) => fail(new StreamClosed(`cannot connect to ${o.addr}${typeof o.what === "string" ? o.what : o.what()}: ${error.message}`));
+    socket.once("error", onConnectError);
     socket.once(o.readyEvent, () => {
+      // Only the connect-time handler goes: the stream `ready` builds adds its own, and without it a later reset
+      // (a node killed mid-describe) would be an uncaught exception that takes the whole process down.
+      socket.removeListener("error", onConnectError);
       const made = ready(socket);
       if (made instanceof StreamClosed) return fail(made);
       done();
-      socket.removeAllListeners("error");
       resolve(made);
     });
   });

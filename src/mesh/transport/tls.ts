@@ -23,7 +23,7 @@ import {
 } from "@peculiar/asn1-x509";
 import type { SigningKey } from "../../core/crypto/ed25519.js";
 import { nodeIdOf } from "../../core/crypto/ed25519.js";
-import { type Connector, type FrameStream, MAX_FRAME_BYTES, SocketFrameStream, StreamClosed } from "./frames.js";
+import { type Connector, type FrameStream, MAX_FRAME_BYTES, PeerKeyMismatch, SocketFrameStream } from "./frames.js";
 import { type ListenTls, parseAddr, settleConnect } from "./tcp.js";
 
 const SPKI_ED25519_PREFIX = "302a300506032b6570032100";
@@ -52,7 +52,9 @@ export function tlsIdentity(key: SigningKey): TlsIdentity {
     new RelativeDistinguishedName([new AttributeTypeAndValue({ type: COMMON_NAME_OID, value: new AttributeValue({ utf8String: `berth ${nodeIdOf(key.publicKey)}` }) })]),
   ]);
   const serial = randomBytes(16);
-  serial[0] = (serial[0] as number) & 0x7f; // a positive INTEGER
+  // A positive INTEGER with no leading zero octet: DER forbids the padding a 0x00 first byte would need (seen: one
+  // certificate in a few hundred was refused as "illegal padding" by the peer).
+  serial[0] = ((serial[0] as number) & 0x7f) | 0x40;
   const tbsCertificate = new TBSCertificate({
     version: Version.v3,
     serialNumber: new Uint8Array(serial).buffer,
@@ -78,39 +80,36 @@ export function peerKeyOf(socket: TLSSocket): string | null {
   return spki.startsWith(SPKI_ED25519_PREFIX) && spki.length === SPKI_ED25519_PREFIX.length + 64 ? spki.slice(SPKI_ED25519_PREFIX.length) : null;
 }
 
-/** The peer's certificate key is not the one expected: the connection is refused before any frame. */
-export class PeerKeyMismatch extends StreamClosed {
-  override name = "PeerKeyMismatch";
-  constructor(
-    readonly addr: string,
-    readonly expected: string,
-    readonly presented: string | null,
-  ) {
-    super(`the node at ${addr} presented key ${presented ?? "(none)"}, not the expected ${expected}: refused before sending anything`);
-  }
-}
+export { PeerKeyMismatch };
 
 const TLS_COMMON = { minVersion: "TLSv1.3", maxVersion: "TLSv1.3" } as const;
 
 /**
- * The controller's connector over TLS. `expectedKey(addr)` is the node key the controller holds for that address
- * (pinned or learned, §3.3); `null` means first use: the connection is allowed, and the presented key is on the
- * stream (`peerKey`) for the caller to compare with the key that signs the describe answer.
+ * The controller's connector over TLS. The presented key is on the stream (`peerKey`): the node client compares it
+ * with the key it holds for the target (pinned or learned, §3.3) before sending, and on first use with the key that
+ * signs the describe answer. `expectedKey(addr)`, when given, refuses a mismatch here already (tests, tools).
  */
 export class TlsConnector implements Connector {
   constructor(
-    private readonly o: { identity: SigningKey; expectedKey: (addr: string) => string | null; connectTimeoutMs?: number },
+    private readonly o: { identity: SigningKey; expectedKey?: (addr: string) => string | null; connectTimeoutMs?: number },
   ) {}
 
-  async connect(addr: string, signal?: AbortSignal): Promise<FrameStream & { readonly peerKey: string | null }> {
+  async connect(addr: string, signal?: AbortSignal): Promise<FrameStream & { readonly peerKey: string }> {
     const { host, port } = parseAddr(addr);
     const id = tlsIdentity(this.o.identity);
-    const expected = this.o.expectedKey(addr);
+    const expected = this.o.expectedKey?.(addr) ?? null;
     // rejectUnauthorized: false turns off CA chain checks only; the handshake still proves the peer holds the key of
     // its certificate, and that key is compared below, before anything is sent.
     const socket = tlsConnect({ host, port, ...TLS_COMMON, key: id.key, cert: id.cert, rejectUnauthorized: false });
-    const opts = { addr, readyEvent: "secureConnect", timeoutMs: this.o.connectTimeoutMs ?? 5000, signal, what: " over TLS" };
-    return settleConnect<TLSSocket, FrameStream & { readonly peerKey: string | null }>(socket, opts, (s) => {
+    // A node that speaks plaintext only reads the ClientHello as an oversized frame and closes, after TCP connected:
+    // say what that means then (and only then: a refused port is just a refused port).
+    let tcpUp = false;
+    socket.once("connect", () => {
+      tcpUp = true;
+    });
+    const what = () => (tcpUp ? " over TLS (the handshake failed: a node serving plaintext only is refused unless both sides opted in, spec/mesh.md §4.11)" : " over TLS");
+    const opts = { addr, readyEvent: "secureConnect", timeoutMs: this.o.connectTimeoutMs ?? 5000, signal, what };
+    return settleConnect<TLSSocket, FrameStream & { readonly peerKey: string }>(socket, opts, (s) => {
       const presented = peerKeyOf(s);
       if (presented === null || (expected !== null && presented !== expected)) return new PeerKeyMismatch(addr, expected ?? "(an Ed25519 key)", presented);
       return Object.assign(new SocketFrameStream(s, { maxFrame: MAX_FRAME_BYTES }), { peerKey: presented });

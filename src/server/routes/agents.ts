@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import type { z } from "zod";
-import { type AgentsEnv, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, type LoadedSpec, type Outcome, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { type AgentsEnv, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, type LoadedSpec, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { AgentSpecSchema } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
@@ -103,6 +103,13 @@ export const agentHandlers: Handlers = {
       const r = answered(await stopAgent(agentsEnv(ctx.state), name, { wait: false }));
       const body = { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
       return r.ok ? { body, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) } : { status: 422, body, error: "k8s_stop_failed" };
+    });
+  },
+  purgeAgent: async (i, ctx) => {
+    const { name } = i.params as In<typeof Inputs.agentRef>;
+    return perAgent.run(name, async () => {
+      const r = answered(await purgeAgent(agentsEnv(ctx.state), name));
+      return { body: { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message }, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) };
     });
   },
   replaceAgent: async (i, ctx) => {

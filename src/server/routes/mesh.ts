@@ -10,7 +10,8 @@ import { type InstanceStatusRowAnswer, isInstanceRow, statusRows } from "../../c
 import type { NodeId } from "../../core/crypto/ed25519.js";
 import { renderExplain } from "../../core/placement/explain.js";
 import type { NodeView, PlacementDecision } from "../../core/placement/index.js";
-import { PlaceError, type TargetInfo, type VerbResult } from "../../mesh/controller/index.js";
+import type { NodeClient } from "../../mesh/client/node-client.js";
+import { type MeshController, PlaceError, type TargetInfo, type VerbResult } from "../../mesh/controller/index.js";
 import { PACKAGE_STORE } from "../../mesh/controller/prepare.js";
 import { readEnvelope } from "../../mesh/packages/dir.js";
 import type { Inputs } from "../contract.js";
@@ -37,10 +38,13 @@ function factsSummary(view: NodeView | undefined): JsonObject | null {
   };
 }
 
-async function withFacts(ctx: CallContext, targets: readonly TargetInfo[]) {
-  const views = new Map((await ctx.state.controller.nodeViews()).map((v) => [v.node_id as string, v]));
+/** Targets with a summary of their facts; `berth nodes list` prints the same rows on its own files (src/cli). */
+export async function targetsWithFacts(controller: MeshController, targets: readonly TargetInfo[]) {
+  const views = new Map((await controller.nodeViews()).map((v) => [v.node_id as string, v]));
   return targets.map((t) => ({ ...t, facts: factsSummary(t.node_id === null ? undefined : views.get(t.node_id)) }));
 }
+
+const withFacts = (ctx: CallContext, targets: readonly TargetInfo[]) => targetsWithFacts(ctx.state.controller, targets);
 
 /** A verb's answer as HTTP: the VerbResult document always, with a status saying who failed. */
 function verbAnswer(r: VerbResult): Answer {
@@ -108,14 +112,14 @@ function listPackages(dataDir: string) {
 }
 
 /** One signed status per node (not per instance), so a list of hundreds of instances costs one call per node. */
-async function nodeStates(ctx: CallContext, nodeIds: ReadonlySet<string>): Promise<Map<string, Map<string, InstanceStatusRowAnswer>>> {
-  const targets = await ctx.state.controller.targets();
+async function nodeStates(controller: MeshController, client: NodeClient, nodeIds: ReadonlySet<string>): Promise<Map<string, Map<string, InstanceStatusRowAnswer>>> {
+  const targets = await controller.targets();
   const out = new Map<string, Map<string, InstanceStatusRowAnswer>>();
   await Promise.all(
     targets
       .filter((t) => t.node_id !== null && nodeIds.has(t.node_id) && t.boot_id !== null && t.key !== null)
       .map(async (t) => {
-        const r = await ctx.state.client.call(
+        const r = await client.call(
           { addr: t.addr, nodeId: t.node_id as NodeId, key: t.key as string, bootId: t.boot_id as string },
           "status",
           { instance_id: null, include_departed: false },
@@ -129,6 +133,17 @@ async function nodeStates(ctx: CallContext, nodeIds: ReadonlySet<string>): Promi
       }),
   );
   return out;
+}
+
+/** Every placement with its node's state (absent: the node does not list it; unknown: the node did not answer). */
+export async function instancesWithState(controller: MeshController, client: NodeClient) {
+  const placements = await controller.placements();
+  const states = await nodeStates(controller, client, new Set(placements.map((p) => p.node_id)));
+  return placements.map((p) => {
+    const row = states.get(p.node_id)?.get(p.instance_id) ?? null;
+    const state = states.has(p.node_id) ? (row ? row.state : "absent") : "unknown";
+    return { ...p, state, status: row as JsonObject | null };
+  });
 }
 
 export const meshHandlers: Handlers = {
@@ -187,26 +202,17 @@ export const meshHandlers: Handlers = {
     };
   },
 
-  listInstances: async (_i, ctx) => {
-    const placements = await ctx.state.controller.placements();
-    const states = await nodeStates(ctx, new Set(placements.map((p) => p.node_id)));
-    return {
-      body: {
-        instances: placements.map((p) => {
-          const row = states.get(p.node_id)?.get(p.instance_id) ?? null;
-          const state = states.has(p.node_id) ? (row ? row.state : "absent") : "unknown";
-          return { ...p, state, status: row };
-        }),
-      },
-    };
-  },
+  listInstances: async (_i, ctx) => ({ body: { instances: await instancesWithState(ctx.state.controller, ctx.state.client) } }),
   getInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("status", (i.params as In<typeof Inputs.instanceRef>).id)),
   startInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("start", (i.params as In<typeof Inputs.instanceRef>).id)),
   stopInstance: async (i, ctx) => {
     const b = i.body as In<typeof Inputs.instanceVerb>;
     return verbAnswer(await ctx.state.controller.instance("stop", (i.params as In<typeof Inputs.instanceRef>).id, b.grace_ms === undefined ? {} : { grace_ms: b.grace_ms }));
   },
-  unloadInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("unload", (i.params as In<typeof Inputs.instanceRef>).id)),
+  unloadInstance: async (i, ctx) => {
+    const b = i.body as In<typeof Inputs.instanceVerb>;
+    return verbAnswer(await ctx.state.controller.instance("unload", (i.params as In<typeof Inputs.instanceRef>).id, b.purge === true ? { purge: true } : {}));
+  },
   instanceLogs: async (i, ctx) => {
     const q = i.query as In<typeof Inputs.logsQuery>;
     return verbAnswer(await ctx.state.controller.instance("logs", (i.params as In<typeof Inputs.instanceRef>).id, { tail_bytes: q.tail_bytes ?? 65_536 }));

@@ -8,6 +8,10 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { V1Pod } from "@kubernetes/client-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex, utf8ToBytes } from "@noble/hashes/utils.js";
+import { intentTemplate } from "../../../src/core/kubernetes/intent.js";
+import { prepareDeploy } from "../../../src/kubernetes/prepare.js";
 import { killAll } from "../../support/process.js";
 import { type ControlPlane, PULL_MESSAGES, startControlPlane } from "../control-plane.js";
 import {
@@ -23,7 +27,9 @@ import {
   generation,
   IMAGE,
   isMutation,
+  isPodCreate,
   isPodDelete,
+  isPodGet,
   isSecretCreate,
   K5,
   MANAGED_BY,
@@ -162,6 +168,59 @@ describe("R23: pods shaped by another implementation (Buzz's §14) are handled e
     expect(secret?.metadata?.annotations).toEqual({ [PUBKEY_FULL]: s.agent.pubkey });
     expect(secret?.immutable).toBe(true);
     expect(secret?.type).toBe("Opaque");
+  });
+});
+
+// Issue 18.2 and its status follow-up: Buzz's baseline writes intent template v1 for an ephemeral pod, its
+// persistent-workspace line v2 with null workspace fields and binding "2" (intent.rs at block/buzz@25ddc1c). A
+// never-started pod of either, for the config berth is asked for, is the same intent: status says so, and the deploy
+// keeps the pod (it waits for it, and answers with it once it starts) instead of replacing it.
+describe("R23: a never-started Buzz pod with intent template v1 or v2 for the same config", () => {
+  for (const version of [1, 2] as const) {
+    it(`template v${version}: berth k8s status --file says matches, a changed config says diverged, and the deploy keeps the pod`, async () => {
+      const s = await scenario(`r23-v${version}`);
+      await ensureNamespace(cp.core, s.ns);
+      const prepared = prepareDeploy(deployRequest(s.agent, s.ns), { requireCommand: false });
+      if (!prepared.ok) throw new Error(prepared.error);
+      const recorded = bytesToHex(sha256(utf8ToBytes(intentTemplate(prepared.inputs.config, Object.keys(prepared.inputs.env), version))));
+      const binding = version === 1 ? "1" : "2";
+      const gen = generation();
+      await cp.core.createNamespacedSecret({ namespace: s.ns, body: buzzShapedSecret(s.agent, gen, binding) });
+      const theirs = await writeOtherPod(s, buzzShapedPod(s.agent, { generation: gen, intent: recorded, labels: buzzLabels(s.agent, binding) }), {
+        kind: "waiting",
+        reason: "ContainerCreating",
+      });
+
+      const st = await verb(s, ["status", "--file", deployFile(s), "--json"]);
+      expect(st.code, st.stdout + st.stderr).toBe(0);
+      expect(JSON.parse(st.stdout)).toMatchObject({ observed: "verified", startup: "recoverable", intent: "matches", binding });
+      const changed = await verb(s, ["status", "--file", deployFile(s, { memory_limit: "8Gi" }), "--json"]);
+      expect(JSON.parse(changed.stdout)).toMatchObject({ intent: "diverged" });
+
+      const from = s.proxy.requests.length;
+      const call = s.startDeploy();
+      // Started only once the deploy's loop has read the pod at least twice (fast path, then the loop).
+      await until("the loop observes", () => (s.requestsSince(from).filter(isPodGet(s.ns, s.agent.podName)).length >= 2 ? true : undefined));
+      await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "running" });
+      expect((await call.answer()).answer).toEqual({ ok: true, agent_id: s.agent.podName });
+      expect(s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
+      expect(s.requestsSince(from).filter(isPodCreate(s.ns))).toEqual([]);
+      expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.uid).toBe(theirs.metadata?.uid);
+    });
+  }
+});
+
+// pod.rs at block/buzz@0c7b698 (setup_uid_is_opt_in_and_comes_from_the_api_not_the_secret), through the real apiserver.
+describe("Buzz's pilot line: pod_options.setup_pending", () => {
+  it("true gives the agent container BUZZ_PILOT_POD_UID as a fieldRef to metadata.uid (accepted by the apiserver), never a Secret key", async () => {
+    const s = await scenario("pilot-setup");
+    states.set(s.ns, { kind: "running" });
+    const r = await s.deploy({ pod_options: { setup_pending: true } });
+    expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
+    const pod = await readPod(cp.core, s.ns, s.agent.podName);
+    expect(pod?.spec?.containers[0]?.env).toEqual([{ name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } }]);
+    const secret = (await secretsIn(cp.core, s.ns))[0];
+    expect(Object.keys(secret?.data ?? {})).not.toContain("BUZZ_PILOT_POD_UID");
   });
 });
 

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { verifyStoredChain } from "../../../src/chain/chain.js";
 import type { JsonObject } from "../../../src/core/crypto/canonical.js";
 import type { SigningKey } from "../../../src/core/crypto/ed25519.js";
+import type { Authority } from "../../../src/core/protocol/messages.js";
 import { generateSigningKey, saveKeyFile } from "../../../src/keys/key-file.js";
 import { NodeClient } from "../../../src/mesh/client/node-client.js";
 import { MeshController } from "../../../src/mesh/controller/index.js";
@@ -50,7 +51,7 @@ export async function startNode(root: string, name: string, controllerKey: strin
   writeJson(join(dataDir, "node.json"), { name, controllers: [{ key: controllerKey }], self_tier: "paired", board: "pi5" });
   writeJson(join(dataDir, "signers.json"), [{ key: signerKey, name: "test-signer" }]);
   writeJson(join(dataDir, "permits.json"), permits);
-  const daemon = await NodeDaemon.start({ dataDir, listen: "127.0.0.1:0", version: "test", pollMs: 50 });
+  const daemon = await NodeDaemon.start({ dataDir, listen: "127.0.0.1:0", version: "test", allowRootAgents: true, pollMs: 50 });
   const node: HostNode = { name, dataDir, addr: `mem://${name}`, daemon, id: daemon.nodeId };
   memory.register(name, (stream) => void node.daemon.service.serve(stream));
   return node;
@@ -102,9 +103,16 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
       return fixture.controller;
     },
     async close() {
-      await fixture.controller.close();
+      // The nodes serve the controller's store (issue 20): the cleanup speaks for it.
+      let authority: Authority | undefined;
+      try {
+        authority = await fixture.controller.authority.current();
+        await fixture.controller.close();
+      } catch {
+        // already closed
+      }
       for (const n of nodes) {
-        await unloadEverything(n, key);
+        if (authority) await unloadEverything(n, key, authority);
         await n.daemon.close();
       }
       rmSync(root, { recursive: true, force: true });
@@ -114,8 +122,8 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
 }
 
 /** A client with the controller's key that bypasses the fault connector: the test's own eyes. */
-export function observer(key: SigningKey, memory: MemoryConnector): NodeClient {
-  return new NodeClient({ key, connector: memory, timeoutMs: 5_000 });
+export function observer(key: SigningKey, memory: MemoryConnector, authority?: Authority): NodeClient {
+  return new NodeClient({ key, connector: memory, timeoutMs: 5_000, ...(authority ? { authority: () => authority } : {}) });
 }
 
 /** The node's instance rows, read through a signed status call. */
@@ -171,10 +179,10 @@ export function verifyNodeChain(node: HostNode): boolean {
   }
 }
 
-async function unloadEverything(node: HostNode, key: SigningKey): Promise<void> {
+async function unloadEverything(node: HostNode, key: SigningKey, authority: Authority): Promise<void> {
   const memory = new MemoryConnector();
   memory.register(node.name, (stream) => void node.daemon.service.serve(stream));
-  const client = observer(key, memory);
+  const client = observer(key, memory, authority);
   const ref = { addr: node.addr, nodeId: node.id, key: nodeKeyOf(node), bootId: node.daemon.bootId };
   const r = await client.call(ref, "status", { instance_id: null, include_departed: false });
   if (r.kind !== "ok") return;

@@ -10,7 +10,7 @@
 import { loadKeyFile } from "../../../src/keys/key-file.js";
 import { MeshController } from "../../../src/mesh/controller/controller.js";
 import type { Connector, FrameStream } from "../../../src/mesh/transport/frames.js";
-import { TcpConnector } from "../../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../../src/mesh/transport/tls.js";
 
 const [dataDir, keyFile, pkgDir, crashAt, ...addrs] = process.argv.slice(2);
 if (!dataDir || !keyFile || !pkgDir || !crashAt || addrs.length === 0) throw new Error("usage: place-worker <data-dir> <key-file> <package-dir> <crash-at> <addr>...");
@@ -30,12 +30,15 @@ function methodOf(frame: Uint8Array, type: "request" | "response"): string | nul
   }
 }
 
+const controllerKey = loadKeyFile(keyFile);
+
 class CrashingConnector implements Connector {
-  private readonly inner = new TcpConnector(2_000);
+  private readonly inner = new TlsConnector({ identity: controllerKey, connectTimeoutMs: 2_000 });
   async connect(addr: string, signal?: AbortSignal): Promise<FrameStream> {
     const s = await this.inner.connect(addr, signal);
     return {
       remote: s.remote,
+      peerKey: s.peerKey,
       close: () => s.close(),
       async send(frame) {
         await s.send(frame);
@@ -52,7 +55,7 @@ class CrashingConnector implements Connector {
 
 const controller = await MeshController.open({
   dataDir,
-  key: loadKeyFile(keyFile),
+  key: controllerKey,
   connector: new CrashingConnector(),
   timeouts: { callMs: 5_000, placeMs: 15_000, describeMs: 3_000 },
   hooks: { afterDecision: () => (crashAt === "after-decision" ? die() : undefined) },

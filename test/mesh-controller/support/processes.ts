@@ -10,7 +10,7 @@ import type { PermitRuleInput } from "../../../src/core/governance/policy.js";
 import { generateSigningKey } from "../../../src/keys/key-file.js";
 import { NodeClient } from "../../../src/mesh/client/node-client.js";
 import { type ControllerOptions, MeshController } from "../../../src/mesh/controller/controller.js";
-import { TcpConnector } from "../../../src/mesh/transport/tcp.js";
+import { TlsConnector } from "../../../src/mesh/transport/tls.js";
 import { processStartTime } from "../../../src/store/lease.js";
 import { cleanup, NodeProcess, requireBuild, tempDir } from "../../mesh/harness.js";
 import { TcpProxy } from "../../support/tcp-proxy.js";
@@ -47,18 +47,18 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
     NodeProcess.create(spec(opts.permits?.[0] ?? [TEST_PERMIT])),
     NodeProcess.create(spec(opts.permits?.[1] ?? [TEST_PERMIT])),
   ]);
-  const proxy = await TcpProxy.start(first.address);
+  const proxy = await TcpProxy.start(first.address, { tls: { node: first.identity(), controller: key } });
   proxies.add(proxy);
   const controllerDir = join(root, "controller");
   const open = async (extra: Partial<ControllerOptions> = {}) => {
-    const c = await MeshController.open({ dataDir: controllerDir, key, connector: new TcpConnector(2_000), timeouts: TIMEOUTS, ...extra });
+    const c = await MeshController.open({ dataDir: controllerDir, key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS, ...extra });
     controllers.add(c);
     return c;
   };
   const controller = await open();
   writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
   writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
-  const observer = new NodeClient({ key, connector: new TcpConnector(2_000), timeoutMs: 5_000 });
+  const observer = new NodeClient({ key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 });
   const fx: ProcessFixture = {
     key,
     signer,

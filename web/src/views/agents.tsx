@@ -82,6 +82,8 @@ function AgentDetails({ agent }: { agent: AgentState }) {
             , instance <InstanceLink id={agent.instance} />
           </>
         ) : null}
+        {agent.lifecycle ? `; on its node: ${agent.lifecycle}` : ""}
+        {typeof agent.restarts === "number" ? `, restarted ${agent.restarts} time${agent.restarts === 1 ? "" : "s"} by its node` : ""}
         {agent.next ? `; a deploy now would: ${agent.next}` : ""}.
       </p>
       {agent.error ? <p class="error">{agent.error}</p> : null}
@@ -100,6 +102,8 @@ const columns: Column<AgentState>[] = [
   { header: "name", cell: (a) => <AgentLink name={a.name} /> },
   { header: "target", cell: (a) => a.target },
   { header: "state", cell: (a) => <span class={stateClass(a.state)}>{a.state}</span> },
+  { header: "lifecycle", cell: (a) => (a.lifecycle ? <span class={stateClass(a.lifecycle)}>{a.lifecycle}</span> : "") },
+  { header: "restarts", cell: (a) => (typeof a.restarts === "number" ? String(a.restarts) : "") },
   { header: "instance", cell: (a) => <InstanceLink id={a.instance} /> },
   { header: "next", cell: (a) => a.next ?? "" },
   { header: "error", cell: (a) => a.error ?? "" },

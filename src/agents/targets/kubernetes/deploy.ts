@@ -15,6 +15,7 @@ import { deployAnswers, pendingEditNote } from "../../../core/agents/deploy-even
 import { classifyKubernetes, type KubernetesRow } from "../../../core/agents/kubernetes-rows.js";
 import type { JsonObject } from "../../../core/crypto/canonical.js";
 import type { Action } from "../../../core/kubernetes/classify.js";
+import { intentMatches } from "../../../core/kubernetes/intent.js";
 import type { Cluster } from "../../../kubernetes/cluster.js";
 import type { Prepared } from "../../../kubernetes/prepare.js";
 import { type AgentRef, look, startupLabel, stop, type VerbDeps } from "../../../kubernetes/verbs.js";
@@ -39,7 +40,7 @@ export async function observeKubernetes(cluster: Cluster, prepared: PreparedDepl
   if (seen.kind === "error") return { ok: false, error: seen.message };
   if (seen.kind === "foreign") return { ok: false, error: `pod ${pod} in namespace ${ref.namespace} is not managed by berth/Buzz for this agent; refusing to touch it` };
   const verified = seen.kind === "verified" ? seen.pod : null;
-  const { row, action } = classifyKubernetes(verified, prepared.fingerprint);
+  const { row, action } = classifyKubernetes(verified, prepared.fingerprint, prepared.intent.equivalents);
   const observation: JsonObject =
     verified === null
       ? { pod, namespace: ref.namespace, observed: "absent" }
@@ -85,7 +86,8 @@ export async function deployKubernetesAgent(
   const a = report.answer;
   if (!a.ok) return result(false, "failed", `${agent}: ${a.error}`, first.pod);
   if (first.row === "started" && !userAct) {
-    const edited = first.observation.recorded_intent !== prepared.fingerprint;
+    const recorded = first.observation.recorded_intent;
+    const edited = !intentMatches(typeof recorded === "string" ? recorded : null, prepared.intent);
     const base = `${agent} is running as pod ${a.agentId} in namespace ${ref.namespace}`;
     return result(true, "unchanged", edited ? `${base}; ${pendingEditNote(`pod ${a.agentId}`)}` : `${base}; nothing to do`, a.agentId, edited);
   }

@@ -64,7 +64,7 @@ async function withVerbDeps<T>(access: KubernetesAccess, cluster: Cluster, fn: (
 export async function kubernetesAgentState(cluster: Cluster, clock: Clock, name: string, prepared: PreparedDeploy): Promise<AgentState> {
   const seen = await observeKubernetes(cluster, prepared);
   if (!seen.ok) return unknownAgentState({ name, target: "kubernetes" }, seen.error);
-  const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.fingerprint);
+  const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.intent);
   const observation = "error" in st ? seen.observation : { ...seen.observation, condition: st.condition ?? null, intent: st.intent ?? null };
   const next = seen.action.kind === "delete" ? `replace (${seen.action.cause})` : seen.action.kind;
   return { name, target: "kubernetes", state: agentStateOf(seen.row), row: seen.row, next, instance: seen.row === "no-instance" ? null : seen.pod, observation, error: null };

@@ -40,6 +40,8 @@ export interface MeshAgentDeps {
 export interface MeshDeployInput {
   readonly agent: string;
   readonly spec: AgentSpecDocument["spec"];
+  /** The env with every `valueFrom` read (secret-env.ts): for the place body only, never an answer or a record. */
+  readonly env: Readonly<Record<string, string>>;
   readonly packageDir: string;
   readonly intent: string;
 }
@@ -60,6 +62,7 @@ function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
     agent: r.agent,
     intent: r.intent,
     generation: r.generation,
+    restarts: r.restarts ?? 0,
   }));
 }
 
@@ -274,13 +277,14 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
   const order: PlaceOrderInput & { readonly agent: string; readonly intent: string } = {
     package: input.packageDir,
     name: input.agent,
-    config: { mode: "service", args: [...input.spec.config.args], env: { ...input.spec.config.env } },
+    config: { mode: "service", args: [...input.spec.config.args], env: { ...input.env } },
     pin: pin.ok ? (pin.ids[0] ?? null) : null,
     prefer: prefer.ok ? prefer.ids : [],
     avoid: avoid.ok ? avoid.ids : [],
     allow_emulated: m.allow_emulated,
     strategy: m.strategy,
     start: m.start,
+    restart: input.spec.restart,
     agent: input.agent,
     intent: input.intent,
   };

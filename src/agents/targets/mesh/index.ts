@@ -10,6 +10,7 @@ import { recordMeshDeploy } from "../../audit.js";
 import type { MeshAccess } from "../../access.js";
 import type { Watch } from "../../target.js";
 import type { AgentRecord } from "../../registry.js";
+import { resolveSpecEnv } from "../../secret-env.js";
 import { meshIntentOf } from "../../spec-file.js";
 import type { AgentState } from "../../state.js";
 import { type AgentTarget, failed, type KnownAgent, type Outcome, succeeded } from "../../target.js";
@@ -19,19 +20,33 @@ export { currentInstance, deployMeshAgent, fencedUnload, type MeshAgentDeps, typ
 
 export async function meshAgentState(deps: MeshAgentDeps, record: Pick<AgentRecord, "name" | "intent">): Promise<AgentState> {
   const s = await meshAgentStatus(deps, record.name, record.intent);
-  const instances = (s.observation.instances as JsonObject[]).map((i) => String(i.instance_id));
-  return { name: record.name, target: "mesh", state: agentStateOf(s.row), row: s.row, next: s.next, instance: instances.join(",") || null, observation: s.observation, error: null };
+  const observed = s.observation.instances as JsonObject[];
+  const instances = observed.map((i) => String(i.instance_id));
+  // The one kept alive if any (a duplicate is reported by the row), else the newest.
+  const current = observed.find((i) => i.startup === "started") ?? observed.at(-1);
+  return {
+    name: record.name,
+    target: "mesh",
+    state: agentStateOf(s.row),
+    row: s.row,
+    next: s.next,
+    instance: instances.join(",") || null,
+    observation: s.observation,
+    error: null,
+    lifecycle: current ? String(current.state) : null,
+    restarts: typeof current?.restarts === "number" ? current.restarts : null,
+  };
 }
 
 /** A node verb on the agent's current instance (the live one, else the newest). */
 async function onCurrentInstance(
   deps: MeshAgentDeps,
   agent: string,
-  verb: "stop" | "logs",
+  verb: "stop" | "logs" | "unload",
   options: VerbOptions,
 ): Promise<Outcome<{ instance: string; result: JsonObject }>> {
   const { instance } = await currentInstance(deps, agent);
-  const what = verb === "logs" ? "read" : verb;
+  const what = verb === "logs" ? "read" : verb === "unload" ? "purge" : verb;
   if (instance === null) return failed({ kind: "no_instance", agent, verb, message: `${agent} has no instance on any node that answered; nothing to ${what}` });
   const id = instance.instanceId;
   const r: VerbResult = await deps.controller.instance(verb, id, options);
@@ -39,14 +54,16 @@ async function onCurrentInstance(
   return failed({ kind: "instance_verb_failed", agent, instance: id, verb, result: r, message: `${verb} ${agent} (${id}): ${r.kind}${"reason" in r ? `: ${r.reason}` : ""}` });
 }
 
-export function meshTarget(access: MeshAccess, watch?: Watch): AgentTarget {
+export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS.ProcessEnv = process.env): AgentTarget {
   return {
     kind: "mesh",
     async deploy(loaded, { userReplace }) {
-      const mi = meshIntentOf(loaded);
+      const resolved = resolveSpecEnv(loaded, processEnv);
+      if (!resolved.ok) return failed({ kind: "spec_unusable", message: resolved.error, usage: false });
+      const mi = meshIntentOf(loaded, resolved.value.env);
       if (!mi.ok) return failed({ kind: "spec_unusable", message: mi.error, usage: true });
       const agent = loaded.spec.metadata.name;
-      const input = { agent, spec: loaded.spec.spec, packageDir: mi.value.packageDir, intent: mi.value.intent };
+      const input = { agent, spec: loaded.spec.spec, env: resolved.value.env, packageDir: mi.value.packageDir, intent: mi.value.intent };
       return access.session(async (deps) => {
         const run = () => deployMeshAgent(deps, input, { userReplace });
         const result = await (watch ? watch.waiting(`deploying ${agent} to the mesh`, run) : run());
@@ -66,6 +83,15 @@ export function meshTarget(access: MeshAccess, watch?: Watch): AgentTarget {
       access.session(async (deps) => {
         const r = await onCurrentInstance(deps, record.name, "stop", {});
         return r.ok ? succeeded({ ok: true, agent: record.name, instance: r.value.instance, message: `stopped ${r.value.instance}`, result: r.value.result }) : r;
+      }),
+
+    // Issue 15: unloaded by name (the user's say, like stop), with the workspace removed in the node's chained unload.
+    purge: ({ record }: KnownAgent) =>
+      access.session(async (deps) => {
+        const r = await onCurrentInstance(deps, record.name, "unload", { purge: true });
+        if (!r.ok) return r;
+        const removed = r.value.result.workspace_purged === true ? "and removed its workspace" : "(it had no workspace left)";
+        return succeeded({ ok: true, agent: record.name, instance: r.value.instance, message: `unloaded ${r.value.instance} ${removed}`, result: r.value.result });
       }),
 
     logs: ({ record }, { tailBytes }) =>

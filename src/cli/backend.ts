@@ -1,0 +1,74 @@
+/**
+ * What the controller verbs (`berth nodes`, `place`, `instances`, `instance`, `unsettled`, `deploy`, `agents`,
+ * `agent`) ask of a controller, whichever way it is reached: the home's files on this machine (local-backend.ts) or a
+ * `berth serve` over its API (remote/api-backend.ts). Both answer with the same documents and fail with the same
+ * CliError kinds and exit statuses, so a verb prints the same whichever it got (test/cli/remote.test.ts runs them
+ * side by side). Only types here: neither implementation is loaded until a verb runs.
+ */
+import type { AgentState, LogsAnswer } from "../agents/index.js";
+import type { JsonObject } from "../core/crypto/canonical.js";
+import type { PlacementRecord, PlaceOrderInput, PlaceReport, SettleReport, TargetInfo, UnsettledDecision, Verb, VerbResult } from "../mesh/controller/index.js";
+import type { ControllerTarget, TargetFlags } from "./remote/target.js";
+
+export type Tier = "discovered" | "paired" | "pinned";
+
+/** A target with the summary of its last signed facts (null before a describe), as `GET /nodes` lists it. */
+export type TargetRow = TargetInfo & { readonly facts: JsonObject | null };
+
+/** A placement with what its node says of it now. */
+export type InstanceRow = PlacementRecord & { readonly state: string; readonly status: JsonObject | null };
+
+/** The `agent.deploy` payload (core/agents/deploy-event.ts), as `berth deploy --json` prints it. */
+export type DeployDocument = JsonObject & { readonly ok: boolean; readonly message: string; readonly target: string; readonly outcome: string; readonly rounds: ReadonlyArray<{ readonly row?: unknown; readonly action?: unknown }> };
+
+/** An agent spec as the CLI read it: where from (a file, or `-` for stdin) and its text. */
+export interface SpecInput {
+  /** Absolute path of the file; for stdin, a file name in the current directory (relative paths resolve there). */
+  readonly path: string;
+  readonly text: string;
+}
+
+export interface StopDocument {
+  readonly ok: boolean;
+  readonly agent: string;
+  readonly instance: string | null;
+  readonly message: string;
+}
+
+export interface ControllerBackend {
+  /** `local` or how the server was found (a context, BERTH_ADDR, the home's running serve). */
+  readonly where: string;
+  targets(refresh: boolean): Promise<TargetRow[]>;
+  addTarget(addr: string, tier: Tier | null, key: string | null): Promise<{ ok: true; target: TargetRow } | { ok: false; error: string }>;
+  /** false: no such node. */
+  setTier(ref: string, tier: Tier): Promise<boolean>;
+  /** Throws a CliError (exit 1) naming the refusal and its constraints. */
+  place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
+  instances(): Promise<InstanceRow[]>;
+  /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
+  instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;
+  unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;
+  agents(): Promise<AgentState[]>;
+  deploy(spec: SpecInput): Promise<DeployDocument>;
+  agentStatus(name: string): Promise<AgentState>;
+  agentLogs(name: string, tailBytes: number, onChunk?: (chunk: string) => void): Promise<LogsAnswer>;
+  agentStop(name: string, wait: boolean): Promise<StopDocument>;
+  agentReplace(name: string, spec: SpecInput | undefined): Promise<DeployDocument>;
+  /** Issue 15: unloads the agent's instance and removes its workspace (mesh). */
+  agentPurge(name: string): Promise<StopDocument>;
+}
+
+export interface BackendFlags extends TargetFlags {
+  readonly keyFile?: string;
+  /** kubeconfig context for Kubernetes agents (local only; a server uses its own kubeconfig). */
+  readonly kubeContext?: string;
+  readonly json?: boolean;
+}
+
+/** The controller this invocation talks to (remote/target.ts says how it is chosen), loaded only now. */
+export async function openBackend(flags: BackendFlags): Promise<ControllerBackend> {
+  const { resolveController } = await import("./remote/target.js");
+  const target: ControllerTarget = await resolveController(flags);
+  if (target.kind === "local") return (await import("./local-backend.js")).localBackend({ ...flags, dataDir: target.home });
+  return (await import("./remote/api-backend.js")).apiBackend(target.server, { sameHost: target.sameHost });
+}

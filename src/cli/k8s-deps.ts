@@ -1,0 +1,12 @@
+/** What the k8s verbs (k8s.ts) use, gathered so that they load it in one import when one of them runs (issue 19). */
+export { parse as parseYaml } from "yaml";
+export { z } from "zod";
+export { runReconcileLoop } from "../agents/index.js";
+export { isValidNamespace } from "../core/kubernetes/config.js";
+export { identityFromPubkeyHex } from "../core/kubernetes/naming.js";
+export { openK8sChain } from "../kubernetes/audit.js";
+export { realClock } from "../kubernetes/clock.js";
+export { boundedStderrLogger } from "../kubernetes/log.js";
+export { prepareDeploy } from "../kubernetes/prepare.js";
+export { settingsFromEnv } from "../kubernetes/settings.js";
+export { clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop } from "../kubernetes/verbs.js";

@@ -1,0 +1,108 @@
+/**
+ * The controller verbs on this machine's files: each call opens the controller in the home (controller.ts), does one
+ * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
+ */
+import { resolve } from "node:path";
+import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
+import { deployEventPayload } from "../core/agents/deploy-event.js";
+import { openK8sChain } from "../kubernetes/audit.js";
+import { realClock } from "../kubernetes/clock.js";
+import { boundedStderrLogger } from "../kubernetes/log.js";
+import { NodeClient } from "../mesh/client/node-client.js";
+import { PlaceError } from "../mesh/controller/index.js";
+import { instancesWithState, targetsWithFacts } from "../server/routes/mesh.js";
+import { berthVersion } from "../version.js";
+import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./backend.js";
+import { connect } from "./cluster-connect.js";
+import { operatorIdentity, withController } from "./controller.js";
+import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "./errors.js";
+import { berthHome } from "./paths.js";
+import { startProgress, withSpinner } from "./progress.js";
+
+const CLI_ERRORS: FailureMap<CliError> = {
+  unknown_agent: (f) => unknownAgent(f.agent),
+  instance_verb_failed: (f) =>
+    f.result.kind === "unreachable" ? unreachableNode(`${f.verb} ${f.agent} (${f.instance}) on ${f.result.node}`, f.result.reason) : new CliError(f.message, 1),
+  spec_unusable: (f) => new CliError(f.message, f.usage ? 2 : 1),
+  agent_mismatch: (f) => new CliError(f.message),
+  spec_unreadable: (f) => new CliError(f.message),
+  settings_invalid: (f) => new CliError(f.message),
+  audit_unavailable: (f) => new CliError(f.message, 1),
+  cluster_not_configured: (f) => new CliError(f.message, 1),
+  cluster_unreachable: (f) => new CliError(f.message, 1),
+  no_instance: (f) => new CliError(f.message, 1),
+  pod_absent: (f) => new CliError(f.message, 1),
+  log_unreadable: (f) => new CliError(f.message, 1),
+};
+
+const answered = <T>(o: Outcome<T>): T => unwrap(o, (f) => translateFailure(CLI_ERRORS, f));
+
+export function localBackend(flags: BackendFlags): ControllerBackend {
+  const home = berthHome();
+  const dataDir = resolve(flags.dataDir ?? home);
+  const controllerFlags = { dataDir, ...(flags.keyFile ? { keyFile: flags.keyFile } : {}) };
+  const env: AgentsEnv = {
+    openRegistry: () => {
+      try {
+        return AgentRegistry.open(dataDir);
+      } catch (error) {
+        throw new CliError(`cannot open the agent registry: ${(error as Error).message}`);
+      }
+    },
+    mesh: { session: (fn) => withController(controllerFlags, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector, onSend: controller.onSend }) })) },
+    kubernetes: { connect: (context) => connect(flags.kubeContext ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
+    watch: { waiting: (what, fn) => withSpinner(what, flags.json, fn), conditions: () => startProgress({ json: flags.json }) },
+    now: Date.now,
+  };
+  const loaded = (spec: SpecInput) => {
+    const l = specFromText(spec.text, spec.path);
+    if (!l.ok) throw invalidInput(l.error);
+    return l.value;
+  };
+  const deployDoc = (r: ReturnType<typeof deployEventPayload>) => r as unknown as DeployDocument;
+  return {
+    where: "local",
+    targets: (refresh) => withController(controllerFlags, async (c) => targetsWithFacts(c, refresh ? await withSpinner("describing every node", flags.json, () => c.refreshTargets()) : await c.targets())),
+    addTarget: (addr, tier, key) =>
+      withController(controllerFlags, async (c) => {
+        const r = await c.addTarget(addr, tier, key);
+        return r.ok ? { ok: true as const, target: (await targetsWithFacts(c, [r.target]))[0] as Awaited<ReturnType<typeof targetsWithFacts>>[number] } : r;
+      }),
+    setTier: (ref, tier) => withController(controllerFlags, async (c) => c.setTier(ref, tier)),
+    place: (order) =>
+      withController(controllerFlags, async (c) => {
+        try {
+          return await withSpinner(order.dry_run ? "deciding where it would run" : "deciding and asking the node to run it", flags.json, () => c.place(order));
+        } catch (error) {
+          if (error instanceof PlaceError) throw placeRefused(error.code, error.message, error.constraints);
+          throw error;
+        }
+      }),
+    instances: () =>
+      withController(controllerFlags, async (c, key, connector) => {
+        // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
+        await c.refreshTargets();
+        return instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend }));
+      }),
+    instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
+    unsettled: (settle) =>
+      withController(controllerFlags, async (c) => {
+        const report = settle ? await withSpinner("asking the nodes of unsettled decisions", flags.json, () => c.settleReport()) : null;
+        return { settled: report, unsettled: await c.unsettled() };
+      }),
+    agents: () => agentStates(env),
+    deploy: async (spec) => deployDoc(deployEventPayload(answered(await deployAgent(env, loaded(spec))).result)),
+    agentStatus: async (name) => answered(await agentState(env, name)),
+    agentLogs: async (name, tailBytes, onChunk) => answered(await agentLogs(env, name, { tailBytes, ...(onChunk ? { onChunk } : {}) })),
+    agentStop: async (name, wait) => {
+      const r = answered(await stopAgent(env, name, { wait }));
+      // The server's words (src/server/routes/agents.ts), so both answers read the same.
+      return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
+    },
+    agentPurge: async (name) => {
+      const r = answered(await purgeAgent(env, name));
+      return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message };
+    },
+    agentReplace: async (name, spec) => deployDoc(deployEventPayload(answered(await replaceAgent(env, name, spec === undefined ? undefined : { loaded: loaded(spec), from: spec.path })).result)),
+  };
+}

@@ -1,0 +1,149 @@
+/**
+ * The controller verbs through a `berth serve` (src/server/contract.ts has the routes): the same documents the local
+ * files give (backend.ts), and the API's errors turned back into the CliError kinds and exit statuses the local verbs
+ * use — 400 a request that could not be made (2), 401 a token the server refused (2), 404 an unknown agent or
+ * instance (1), 409/422 a refusal (1), 502 a node or cluster that did not answer (1).
+ */
+import { createRequire } from "node:module";
+import { dirname, isAbsolute, resolve } from "node:path";
+import type { AgentState, LogsAnswer } from "../../agents/index.js";
+import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
+import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "../backend.js";
+import { CliError, invalidInput, placeRefused, unknownAgent } from "../errors.js";
+import { type ApiAnswer, apiRequest as sendOnce, type ServerTarget } from "./http.js";
+
+/**
+ * Issue 20: several `berth serve` may share one store and only the leader writes; a follower answers a write 503
+ * `not_leader` with the leader's URL, having done nothing. The CLI sends the same request there, once, with the same
+ * token and trust (the servers of one store share its home's token).
+ */
+async function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<ApiAnswer> {
+  const a = await sendOnce(t, method, path, body);
+  const leader = (a.body as { leader?: { url?: unknown } | null } | null)?.leader?.url;
+  if (a.status !== 503 || !isErrorBody(a.body) || a.body.error.code !== "not_leader" || typeof leader !== "string" || !/^https?:\/\/[^\s/]+$/.test(leader) || leader === t.url) return a;
+  return sendOnce({ ...t, url: leader, via: `${t.via}, whose leader is ${leader}` }, method, path, body);
+}
+
+interface ApiErrorBody {
+  readonly error: { readonly code: string; readonly message: string; readonly constraints?: ReadonlyArray<{ constraint: string; detail: string }> };
+}
+
+const isErrorBody = (b: unknown): b is ApiErrorBody => typeof b === "object" && b !== null && typeof (b as ApiErrorBody).error?.code === "string";
+const isVerbResult = (b: unknown): b is VerbResult => typeof b === "object" && b !== null && typeof (b as VerbResult).kind === "string" && typeof (b as VerbResult).instance_id === "string";
+
+/** What the API said, as the CLI says it. `subject` names the agent the route was about, for a 404. */
+function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string } = {}): CliError {
+  const e = isErrorBody(a.body) ? a.body.error : { code: `http_${a.status}`, message: typeof a.body === "string" ? a.body.slice(0, 300) : `HTTP ${a.status}` };
+  switch (a.status) {
+    case 400:
+      return invalidInput(e.message);
+    case 401:
+      return new CliError(`the server at ${t.url} refused the API token (${e.message}; ${t.via}); check the token file holds the server's current api.token`, 2, { kind: "unauthorized" });
+    case 404:
+      if (subject.agent !== undefined && e.code === "not_found") return unknownAgent(subject.agent);
+      return new CliError(e.message, 1, { kind: "refused" });
+    case 409:
+    case 422:
+      return new CliError(e.message, 1, { kind: "refused", details: { code: e.code } });
+    case 502:
+      return new CliError(e.message, 1, { kind: "unreachable", details: { code: e.code } });
+    case 503:
+      // A follower with no leader to send to (or a leader that moved again): nothing was done; try again.
+      return new CliError(e.message, 1, { kind: "unreachable", details: { code: e.code } });
+    case 413:
+    case 415:
+      return new CliError(e.message, 2, { kind: "usage" });
+    default:
+      return new CliError(`the server at ${t.url} answered ${a.status} (${e.code}): ${e.message}`, 2, { kind: "internal" });
+  }
+}
+
+/** Paths in the spec mean paths on this machine; a server on this machine reads them as given (absolute). */
+function specBody(spec: SpecInput, sameHost: boolean): Record<string, unknown> {
+  let doc: unknown;
+  try {
+    doc = (createRequire(import.meta.url)("yaml") as typeof import("yaml")).parse(spec.text);
+  } catch (error) {
+    throw invalidInput(`${spec.path}: not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`);
+  }
+  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw invalidInput(`${spec.path}: value: must be an agent spec (apiVersion berth/v1, kind Agent)`);
+  if (!sameHost) return doc as Record<string, unknown>;
+  const absolute = (p: unknown) => (typeof p === "string" && !isAbsolute(p) ? resolve(dirname(spec.path), p) : p);
+  const s = (doc as { spec?: Record<string, unknown> }).spec;
+  if (s && typeof s === "object") {
+    if ("package" in s) s.package = absolute(s.package);
+    const k = s.kubernetes as Record<string, unknown> | undefined;
+    if (k && typeof k === "object" && "nsec_file" in k) k.nsec_file = absolute(k.nsec_file);
+    // Issue 17: a secret env value's file, as the package (the server reads it; the value never crosses the API).
+    const env = (s.config as { env?: Record<string, unknown> } | undefined)?.env;
+    for (const value of env && typeof env === "object" ? Object.values(env) : []) {
+      const from = (value as { valueFrom?: Record<string, unknown> } | null)?.valueFrom;
+      if (from && typeof from === "object" && "file" in from) from.file = absolute(from.file);
+    }
+  }
+  return doc as Record<string, unknown>;
+}
+
+export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): ControllerBackend {
+  const call = async (method: "GET" | "POST" | "PUT", path: string, body?: unknown, subject: { agent?: string } = {}): Promise<unknown> => {
+    const a = await apiRequest(t, method, path, body);
+    if (a.status >= 200 && a.status < 300) return a.body;
+    throw failed(t, a, subject);
+  };
+  const agentPath = (name: string, tail = "") => `/agents/${encodeURIComponent(name)}${tail}`;
+  const absolutePackage = (p: string) => (o.sameHost && !/^[0-9a-f]{64}$/.test(p) ? resolve(p) : p);
+  return {
+    where: t.via,
+    targets: async (refresh) => ((await call("GET", `/nodes${refresh ? "?refresh=true" : ""}`)) as { nodes: TargetRow[] }).nodes,
+    addTarget: async (addr, tier, key) => {
+      const a = await apiRequest(t, "POST", "/nodes", { addr, ...(tier ? { tier } : {}), ...(key ? { key } : {}) });
+      if (a.status === 201) return { ok: true, target: (a.body as { node: TargetRow }).node };
+      if (a.status === 422 && isErrorBody(a.body)) return { ok: false, error: a.body.error.message };
+      throw failed(t, a);
+    },
+    setTier: async (ref, tier) => {
+      const a = await apiRequest(t, "PUT", `/nodes/${encodeURIComponent(ref)}/tier`, { tier });
+      if (a.status === 404) return false;
+      if (a.status !== 200) throw failed(t, a);
+      return true;
+    },
+    place: async (order) => {
+      const { dry_run, ...rest } = order;
+      const a = await apiRequest(t, "POST", dry_run ? "/placements/explain" : "/placements", { ...rest, package: absolutePackage(rest.package) });
+      if (a.status === 200 || a.status === 201) return a.body as PlaceReport;
+      if (isErrorBody(a.body) && a.body.error.code !== "invalid_request" && [400, 409, 422].includes(a.status)) throw placeRefused(a.body.error.code, a.body.error.message, a.body.error.constraints ?? []);
+      throw failed(t, a);
+    },
+    instances: async () => ((await call("GET", "/instances")) as { instances: InstanceRow[] }).instances,
+    instance: async (verb, id, opts) => {
+      const path = `/instances/${encodeURIComponent(id)}`;
+      const a =
+        verb === "status"
+          ? await apiRequest(t, "GET", path)
+          : verb === "logs"
+            ? await apiRequest(t, "GET", `${path}/logs?tail_bytes=${opts.tail_bytes}`)
+            : await apiRequest(t, "POST", `${path}/${verb}`, verb === "stop" ? { grace_ms: opts.grace_ms } : verb === "unload" && opts.purge ? { purge: true } : {});
+      if (isVerbResult(a.body)) return a.body;
+      // The controller's own words for an instance nobody holds (mesh/controller/verbs.ts).
+      if (a.status === 404) return { kind: "error", verb, instance_id: id, code: "unknown_instance", reason: `no placed instance ${id}, and no known node lists it` };
+      throw failed(t, a);
+    },
+    unsettled: async (settle) => {
+      if (settle) return (await call("POST", "/unsettled/settle", {})) as { settled: SettleReport; unsettled: UnsettledDecision[] };
+      return { settled: null, unsettled: ((await call("GET", "/unsettled")) as { unsettled: UnsettledDecision[] }).unsettled };
+    },
+    agents: async () => ((await call("GET", "/agents")) as { agents: AgentState[] }).agents,
+    deploy: async (spec) => (await call("POST", "/agents", specBody(spec, o.sameHost))) as DeployDocument,
+    agentStatus: async (name) => (await call("GET", agentPath(name), undefined, { agent: name })) as AgentState,
+    agentLogs: async (name, tailBytes) => (await call("GET", agentPath(name, `/logs?tail_bytes=${tailBytes}`), undefined, { agent: name })) as LogsAnswer,
+    // The server does not wait for a pod to go (its stop is wait:false); --wait is honoured on the local files only.
+    agentStop: async (name) => {
+      const a = await apiRequest(t, "POST", agentPath(name, "/stop"), {});
+      // A stop Kubernetes did not finish is answered 422 with the stop document itself (routes/agents.ts).
+      if (a.status === 200 || (a.status === 422 && typeof a.body === "object" && a.body !== null && "ok" in a.body)) return a.body as StopDocument;
+      throw failed(t, a, { agent: name });
+    },
+    agentPurge: async (name) => (await call("POST", agentPath(name, "/purge"), {}, { agent: name })) as StopDocument,
+    agentReplace: async (name, spec) => (await call("POST", agentPath(name, "/replace"), spec === undefined ? {} : { spec: specBody(spec, o.sameHost) }, { agent: name })) as DeployDocument,
+  };
+}

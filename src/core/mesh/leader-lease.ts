@@ -1,0 +1,70 @@
+/**
+ * The fenced leader of a controller store (issue 20; docs/ha.md): several `berth serve` processes share one store
+ * (one PostgreSQL, or one SQLite file on one machine), and exactly one of them is leader at a time, by one lease row
+ * (`berth_leader`) with an epoch from the store's counter that only grows.
+ *
+ * Structural rules:
+ * - whether the row may be taken is judged on the **database's clock** (`db_now_ms`, read in the transaction that
+ *   takes it): a follower takes over only once `renewed_ms + ttl_ms` has passed there, and `renewed_ms` is written
+ *   from the same clock, so the hosts' wall clocks never meet;
+ * - the leader acts only until `actForMs` after it *began* its last successful renewal, measured on its own
+ *   monotonic clock (which runs on while the process is stopped). The renewal committed at or after that beginning,
+ *   so a successor's takeover comes later than `ttl_ms` after it: the margin `ttl_ms − actForMs` is what the
+ *   leader's clock rate may drift from the database's over one TTL, plus scheduling slack (TTL/5, 20 %);
+ * - it renews every TTL/5, so four renewals in a row can fail (a slow or unreachable database) before it stops;
+ * - a new leadership always takes a new epoch, so every node that sees the successor refuses the deposed leader
+ *   (`stale_epoch`, src/core/mesh/epoch-fence.ts), whatever the clocks did.
+ *
+ * Pure: the shell (src/store/leader.ts) reads the row, the clocks, and writes what this decides.
+ */
+
+export interface LeaderRow {
+  readonly owner_id: string;
+  readonly epoch: number;
+  readonly renewed_ms: number;
+  readonly ttl_ms: number;
+  /** Where the leader serves its API (`http://host:port`), for followers to point writes at. */
+  readonly address: string | null;
+  readonly host: string;
+  readonly pid: number;
+  readonly released_ms: number | null;
+}
+
+export type LeaderVerdict =
+  | { readonly kind: "renew" }
+  | { readonly kind: "take"; readonly why: string }
+  | { readonly kind: "follow"; readonly leader: LeaderRow };
+
+/**
+ * What one process should do with the lease row, judged at `dbNowMs` (the database's clock). `heldEpoch` is the
+ * epoch this process believes it leads under (null when it does not): only that exact leadership is renewed. A row
+ * still naming this process at another epoch (it stopped acting when its window ran out) is taken anew, with a new
+ * epoch: nobody else holds it, and a new epoch fences whatever the old one may still have in flight.
+ */
+export function judgeLeader(row: LeaderRow | null, ownerId: string, heldEpoch: number | null, dbNowMs: number): LeaderVerdict {
+  if (row === null) return { kind: "take", why: "the store has had no leader" };
+  if (row.released_ms !== null) return { kind: "take", why: `the leader (pid ${row.pid} on ${row.host}, epoch ${row.epoch}) stepped down` };
+  if (row.owner_id === ownerId) return row.epoch === heldEpoch ? { kind: "renew" } : { kind: "take", why: `this process led under epoch ${row.epoch} and stopped acting; it leads again under a new epoch` };
+  const silent = dbNowMs - row.renewed_ms;
+  if (silent > row.ttl_ms) return { kind: "take", why: `the leader (pid ${row.pid} on ${row.host}, epoch ${row.epoch}) has not renewed for ${silent} ms (TTL ${row.ttl_ms} ms)` };
+  return { kind: "follow", leader: row };
+}
+
+export interface LeaderTiming {
+  readonly ttlMs: number;
+  readonly renewEveryMs: number;
+  /** How long after the start of its last successful renewal the leader may still act. */
+  readonly actForMs: number;
+}
+
+export const DEFAULT_LEADER_TTL_MS = 15_000;
+
+export function leaderTiming(ttlMs: number = DEFAULT_LEADER_TTL_MS): LeaderTiming {
+  const fifth = Math.floor(ttlMs / 5);
+  return { ttlMs, renewEveryMs: fifth, actForMs: ttlMs - fifth };
+}
+
+/** Whether a leader whose last successful renewal began at `renewStartMono` may still act at `nowMono`. */
+export function mayAct(renewStartMono: number, nowMono: number, timing: LeaderTiming): boolean {
+  return nowMono >= renewStartMono && nowMono < renewStartMono + timing.actForMs;
+}

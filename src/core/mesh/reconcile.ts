@@ -1,0 +1,170 @@
+/**
+ * The reconcile loop's decision for one managed placement (issue 16 "A reconcile loop in `berth serve`", spec/mesh.md
+ * §15): level-triggered, like a controller-runtime Reconciler. Given what the store records and what the tick
+ * *verified* on the node, it returns the one action that moves the agent toward "running exactly once" under its
+ * restart policy, or why it waits. The shell performs the action through the same chained call a verb makes.
+ *
+ * Structural rules (each a row of the table below, each a test):
+ * - never acts on an unverified observation: without a signed answer from the node this tick, the only outcomes are
+ *   `wait` and, for a node judged dead, the lease path (which relies on the node's own promise, not on an answer);
+ * - never kills a live agent: no row returns an action that stops or unloads an instance observed `running` (a
+ *   running copy of a record already moved is an alert `duplicate`, the operator decides);
+ * - restarts by the node are the node's (supervision): an instance the node still lists as exited, failed or
+ *   stopped is left alone; the controller acts only where the node cannot — the instance is gone, or the node
+ *   stopped it for its lease;
+ * - backs off per agent: while `now < next_attempt_ms` every acting row becomes `wait`.
+ *
+ * | observation                                       | policy          | action                                   |
+ * |---------------------------------------------------|-----------------|------------------------------------------|
+ * | record moved away, copy running on its old node   | any             | alert duplicate                          |
+ * | record moved away, copy stopped/exited/lost/...   | any             | unload_orphan (the old copy)             |
+ * | record moved away, node lists nothing             | any             | forget_orphan (drop the old record)      |
+ * | running / starting / loading                      | any             | none                                     |
+ * | lease_stopped                                     | any             | start (the node stopped it, not the agent) |
+ * | exited / failed / stopped / loaded                | any             | none (the node's supervision or operator)|
+ * | node answered, instance not listed (lost)         | never           | alert lost                               |
+ * | node answered, instance not listed (lost)         | on-failure/always | replace (same node allowed)            |
+ * | no verified answer, node alive/suspect/unknown    | any             | wait                                     |
+ * | no answer, node dead, no lease                    | any             | alert held_no_lease                      |
+ * | no answer, node dead, lease running out           | any             | wait (until the lease is certainly over) |
+ * | no answer, node dead, lease over                  | never           | alert lost                               |
+ * | no answer, node dead, lease over, may not move    | on-failure/always | alert pinned/not_migratable/…          |
+ * | no answer, node dead, lease over, may move        | on-failure/always | reschedule                             |
+ * | node forgotten by the operator                    | any             | reschedule (operator's authority) unless it may not move |
+ *
+ * Pure.
+ */
+import { type LeaseJudgement, leaseCertainlyOver } from "./lease.js";
+import type { Liveness } from "../placement/inputs.js";
+import { type MovableRecord, type MoveVerdict, mayReschedule } from "./reschedule.js";
+import type { RestartPolicy } from "../node/restart-policy.js";
+
+export { RESTART_POLICIES, type RestartPolicy } from "../node/restart-policy.js";
+
+/** What the tick verified about the placement's instance on its node (a signed status answer), or that it could not. */
+export type InstanceObservation =
+  | { readonly kind: "listed"; readonly state: string; readonly generation: number | null }
+  | { readonly kind: "not_listed" }
+  | { readonly kind: "unverified"; readonly why: string };
+
+export interface PlacementView extends MovableRecord {
+  readonly instance_id: string;
+  readonly name: string;
+  readonly node_id: string;
+  readonly policy: RestartPolicy;
+  /** The record was moved to another node already (`rescheduled`): only its old copy is reconciled. */
+  readonly moved: boolean;
+}
+
+export interface NodeView {
+  readonly liveness: Liveness;
+  readonly forgotten: boolean;
+  /** From facts the controller accepted; null when the node runs without a lease. */
+  readonly lease_ms: number | null;
+  /** The stamp of the last request any process of this controller sent it (persisted before sending). */
+  readonly last_sent_issued_at_ms: number | null;
+}
+
+export interface ReconcileInput {
+  readonly placement: PlacementView;
+  readonly node: NodeView;
+  readonly observed: InstanceObservation;
+  readonly now_ms: number;
+  /** The per-agent backoff: no action before this (0 when nothing failed). */
+  readonly next_attempt_ms: number;
+}
+
+/** Why an agent needs an operator; `action_failed` is the shell's (an acting row whose call failed), never this table's. */
+export type AlertReason = "duplicate" | "lost" | "held_no_lease" | "action_failed" | Exclude<MoveVerdict, { ok: true }>["reason"];
+
+export type ReconcileAction =
+  | { readonly kind: "none"; readonly why: string }
+  | { readonly kind: "wait"; readonly why: string; readonly until_ms: number | null }
+  | { readonly kind: "start"; readonly why: string }
+  | { readonly kind: "replace"; readonly why: string }
+  | { readonly kind: "reschedule"; readonly why: string; readonly authority: "lease" | "operator" }
+  | { readonly kind: "unload_orphan"; readonly why: string; readonly generation: number | null }
+  | { readonly kind: "forget_orphan"; readonly why: string }
+  | { readonly kind: "alert"; readonly reason: AlertReason; readonly why: string };
+
+/** States in which the agent is, or is about to be, running: nothing to do. */
+// Issue 15: `unhealthy` still runs and `backoff` is being restarted by the node's supervisor, so an old copy in either
+// is a live duplicate (never unloaded by automation), and a current one needs nothing from the loop.
+const LIVE_STATES = new Set(["running", "starting", "loading", "unhealthy", "backoff"]);
+/** The node still holds the instance and owns what happens to it (its supervision, or an operator's stop). */
+const NODE_OWNED_STATES = new Set(["exited", "failed", "stopped", "loaded", "unknown"]);
+
+export function reconcilePlacement(input: ReconcileInput): ReconcileAction {
+  const decided = decide(input);
+  const acts = decided.kind === "start" || decided.kind === "replace" || decided.kind === "reschedule" || decided.kind === "unload_orphan";
+  if (acts && input.now_ms < input.next_attempt_ms) {
+    return { kind: "wait", why: `backing off after a failed attempt (${decided.kind}: ${decided.why})`, until_ms: input.next_attempt_ms };
+  }
+  return decided;
+}
+
+function decide(input: ReconcileInput): ReconcileAction {
+  const { placement: p, observed } = input;
+  if (p.moved) return reconcileOldCopy(observed);
+  switch (observed.kind) {
+    case "listed":
+      if (LIVE_STATES.has(observed.state)) return { kind: "none", why: `${observed.state} on its node` };
+      if (observed.state === "lease_stopped") return { kind: "start", why: "its node stopped it when our lease ran out; contact is back" };
+      if (NODE_OWNED_STATES.has(observed.state)) return { kind: "none", why: `${observed.state}: the node's supervision or an operator owns it` };
+      return { kind: "none", why: `state ${observed.state} is not one the loop acts on` };
+    case "not_listed":
+      if (p.policy === "never") return { kind: "alert", reason: "lost", why: "its node no longer lists it and its restart policy is never" };
+      return { kind: "replace", why: "its node answered and no longer lists it (lost); placing it again, its node allowed" };
+    case "unverified":
+      return decideUnobserved(input, observed.why);
+    default: {
+      const never: never = observed;
+      return never;
+    }
+  }
+}
+
+function reconcileOldCopy(observed: InstanceObservation): ReconcileAction {
+  switch (observed.kind) {
+    case "listed":
+      if (LIVE_STATES.has(observed.state)) {
+        return { kind: "alert", reason: "duplicate", why: `the copy left on its old node is ${observed.state} while the agent runs elsewhere; never killed by automation, the operator decides` };
+      }
+      return { kind: "unload_orphan", why: `the copy left on its old node is ${observed.state}; unloading it`, generation: observed.generation };
+    case "not_listed":
+      return { kind: "forget_orphan", why: "its old node answered and holds nothing for it" };
+    case "unverified":
+      return { kind: "wait", why: `its old node has not answered (${observed.why})`, until_ms: null };
+    default: {
+      const never: never = observed;
+      return never;
+    }
+  }
+}
+
+function decideUnobserved(input: ReconcileInput, why: string): ReconcileAction {
+  const { placement: p, node } = input;
+  if (node.forgotten) return moveOrAlert(p, "operator", "its node was forgotten by the operator");
+  if (node.liveness !== "dead") return { kind: "wait", why: `no verified answer this tick (${why}); node ${node.liveness}`, until_ms: null };
+  const lease: LeaseJudgement = leaseCertainlyOver(node.lease_ms, node.last_sent_issued_at_ms, input.now_ms);
+  switch (lease.kind) {
+    case "no_lease":
+    case "never_sent":
+      return { kind: "alert", reason: "held_no_lease", why: "its node is dead and runs without a lease: the copy may still run, held until the operator forgets the node" };
+    case "running_out":
+      return { kind: "wait", why: "its node is dead; waiting until its lease has certainly run out", until_ms: lease.over_at_ms };
+    case "over":
+      if (p.policy === "never") return { kind: "alert", reason: "lost", why: "its node is dead (lease over) and its restart policy is never" };
+      return moveOrAlert(p, "lease", "its node is dead and its lease has certainly run out, so the old copy has stopped");
+    default: {
+      const never: never = lease;
+      return never;
+    }
+  }
+}
+
+function moveOrAlert(p: PlacementView, authority: "lease" | "operator", why: string): ReconcileAction {
+  const verdict = mayReschedule(p);
+  if (!verdict.ok) return { kind: "alert", reason: verdict.reason, why: `${why}; ${verdict.detail}` };
+  return { kind: "reschedule", why, authority };
+}

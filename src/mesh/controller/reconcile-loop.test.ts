@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import { leaseWaitMs } from "../../core/mesh/lease.js";
+import type { NodeView, PlacementView } from "../../core/mesh/reconcile.js";
+import { type ActionResult, type NodeRows, type ReconcilePorts, ReconcileLoop } from "./reconcile-loop.js";
+
+const base: PlacementView = { instance_id: "i1", name: "web", node_id: "n1", policy: "always", moved: false, pinned: false, migratable: true, sticky: false, reschedules: 0 };
+
+/** A scripted world: what each node answers, what each action returns; records everything the loop did. */
+class World implements ReconcilePorts {
+  now = 1_000_000;
+  leader = true;
+  rows = new Map<string, NodeRows>();
+  nodes = new Map<string, NodeView>();
+  placementList: PlacementView[] = [base];
+  results: ActionResult[] = [];
+  readonly performed: string[] = [];
+  readonly alerted: string[] = [];
+  readonly observedNodes: string[] = [];
+  clock = () => this.now;
+  shouldAct = () => this.leader;
+  placements = async () => this.placementList;
+  node = async (id: string) => this.nodes.get(id) ?? { liveness: "alive" as const, forgotten: false, lease_ms: null, last_sent_issued_at_ms: null };
+  observe = async (id: string) => {
+    this.observedNodes.push(id);
+    return this.rows.get(id) ?? { kind: "unverified" as const, why: "no answer" };
+  };
+  perform = async (p: PlacementView, a: { kind: string }) => {
+    this.performed.push(`${a.kind} ${p.instance_id}`);
+    return this.results.shift() ?? { ok: true as const };
+  };
+  alert = async (p: PlacementView, reason: string) => {
+    this.alerted.push(`${reason} ${p.instance_id}`);
+  };
+}
+
+const leaseStopped: NodeRows = { kind: "answered", rows: [{ instance_id: "i1", state: "lease_stopped", generation: 2 }] };
+
+describe("the reconcile loop's driver", () => {
+  it("starts an instance its node stopped for the lease, once, and does nothing while it runs", async () => {
+    const w = new World();
+    w.rows.set("n1", leaseStopped);
+    const loop = new ReconcileLoop(w);
+    await loop.pass();
+    expect(w.performed).toEqual(["start i1"]);
+    w.rows.set("n1", { kind: "answered", rows: [{ instance_id: "i1", state: "running", generation: 3 }] });
+    await loop.pass();
+    await loop.pass();
+    expect(w.performed).toEqual(["start i1"]);
+  });
+
+  it("asks each node once per pass, whatever number of placements it holds", async () => {
+    const w = new World();
+    w.placementList = [base, { ...base, instance_id: "i2" }, { ...base, instance_id: "i3", node_id: "n2" }];
+    await new ReconcileLoop(w).pass();
+    expect(w.observedNodes.sort()).toEqual(["n1", "n2"]);
+  });
+
+  it("a process that is not the leader decides but performs and chains nothing", async () => {
+    const w = new World();
+    w.leader = false;
+    w.rows.set("n1", leaseStopped);
+    w.nodes.set("n2", { liveness: "dead", forgotten: false, lease_ms: null, last_sent_issued_at_ms: null });
+    w.placementList = [base, { ...base, instance_id: "i2", node_id: "n2" }];
+    const report = await new ReconcileLoop(w).pass();
+    expect(w.performed).toEqual([]);
+    expect(w.alerted).toEqual([]);
+    expect(report.alerts).toEqual([{ instance_id: "i2", reason: "held_no_lease", chained: false }]);
+  });
+
+  it("backs off a failing agent 10 s, then 20 s, and acts again only when its wait is over", async () => {
+    const w = new World();
+    w.rows.set("n1", leaseStopped);
+    w.results = [{ ok: false, reason: "refused" }, { ok: false, reason: "refused" }];
+    const loop = new ReconcileLoop(w);
+    await loop.pass();
+    w.now += 9_999;
+    await loop.pass();
+    expect(w.performed).toEqual(["start i1"]);
+    w.now += 1;
+    await loop.pass();
+    expect(w.performed).toEqual(["start i1", "start i1"]);
+    w.now += 19_999;
+    await loop.pass();
+    expect(w.performed.length).toBe(2);
+    w.now += 1;
+    await loop.pass();
+    expect(w.performed.length).toBe(3);
+  });
+
+  it("chains a failed action once per distinct reason while it backs off and retries", async () => {
+    const w = new World();
+    w.rows.set("n1", leaseStopped);
+    w.results = [{ ok: false, reason: "refused runtime" }, { ok: false, reason: "refused runtime" }, { ok: false, reason: "unreachable" }];
+    const loop = new ReconcileLoop(w);
+    for (const step of [0, 10_000, 20_000]) {
+      w.now += step;
+      await loop.pass();
+    }
+    expect(w.performed).toEqual(["start i1", "start i1", "start i1"]);
+    expect(w.alerted).toEqual(["action_failed i1", "action_failed i1"]);
+  });
+
+  it("chains one alert per distinct reason, not one per pass", async () => {
+    const w = new World();
+    w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: null, last_sent_issued_at_ms: null });
+    const loop = new ReconcileLoop(w);
+    for (let i = 0; i < 5; i++) await loop.pass();
+    expect(w.alerted).toEqual(["held_no_lease i1"]);
+    w.placementList = [{ ...base, moved: true }];
+    w.rows.set("n1", { kind: "answered", rows: [{ instance_id: "i1", state: "running", generation: 1 }] });
+    for (let i = 0; i < 3; i++) await loop.pass();
+    expect(w.alerted).toEqual(["held_no_lease i1", "duplicate i1"]);
+    expect(w.performed).toEqual([]);
+  });
+
+  it("never acts on a node that gave no verified answer and is not dead", async () => {
+    const w = new World();
+    w.nodes.set("n1", { liveness: "suspect", forgotten: false, lease_ms: 30_000, last_sent_issued_at_ms: 0 });
+    const report = await new ReconcileLoop(w).pass();
+    expect(w.performed).toEqual([]);
+    expect(report.waiting).toBe(1);
+  });
+
+  it("reschedules the placement of a dead leased node once the lease is certainly over, and not before", async () => {
+    const w = new World();
+    w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: 30_000, last_sent_issued_at_ms: w.now - leaseWaitMs(30_000) + 1 });
+    const loop = new ReconcileLoop(w);
+    await loop.pass();
+    expect(w.performed).toEqual([]);
+    w.now += 1;
+    await loop.pass();
+    expect(w.performed).toEqual(["reschedule i1"]);
+  });
+});

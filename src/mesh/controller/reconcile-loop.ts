@@ -1,0 +1,136 @@
+/**
+ * The reconcile loop of `berth serve` (issue 16): after each lifecycle tick, every managed placement is judged by the
+ * pure `reconcilePlacement` (core/mesh/reconcile.ts) from what the store records and what the tick *verified* on its
+ * node, and the one action it returns is performed through the same chained call a verb makes, attributed to the
+ * loop. Level-triggered: nothing is remembered between passes but each agent's backoff and the last alert reason
+ * chained for it, so a pass repeated over an unchanged world does nothing new.
+ *
+ * This file is the driver; what it reads and does goes through `ReconcilePorts`, so the driver runs the same against
+ * the controller (reconcile-ports.ts) and against a scripted world in its tests.
+ *
+ * - `shouldAct()` is the leadership seam (issue 19's leader hook): a process that is not the leader observes and
+ *   decides but performs nothing and chains nothing.
+ * - One node status call per node per pass (every row at once), never one per instance; a node that did not give a
+ *   verified answer makes every observation of its instances `unverified`.
+ * - Backoff per agent: a failed action waits 10 s, doubling to 300 s (core/mesh/reschedule.ts `backoffMs`); a success
+ *   clears it.
+ * - One chained alert per distinct reason per agent (`chainsAlert`); a repeat of the same reason is counted only.
+ */
+import { type AlertReason, type InstanceObservation, type NodeView, type PlacementView, type ReconcileAction, reconcilePlacement } from "../../core/mesh/reconcile.js";
+import { backoffMs, chainsAlert } from "../../core/mesh/reschedule.js";
+
+/** One node's rows as a verified status answer listed them, or why there is none. */
+export type NodeRows =
+  | { readonly kind: "answered"; readonly rows: ReadonlyArray<{ readonly instance_id: string; readonly state: string; readonly generation: number | null }> }
+  | { readonly kind: "unverified"; readonly why: string };
+
+export type ActionResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+export interface ReconcilePorts {
+  readonly clock: () => number;
+  /** The leadership seam: false → decide, never act. */
+  shouldAct(): boolean;
+  placements(): Promise<readonly PlacementView[]>;
+  node(nodeId: string): Promise<NodeView>;
+  /** One status call (every row) on the node; never throws. */
+  observe(nodeId: string): Promise<NodeRows>;
+  /** Performs an acting row of the table (chained, attributed to the loop); never throws for a refusal. */
+  perform(placement: PlacementView, action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>): Promise<ActionResult>;
+  /** Chains one alert (`workload.lifecycle {phase: "alert"}`). */
+  alert(placement: PlacementView, reason: AlertReason, why: string): Promise<void>;
+}
+
+interface AgentMemory {
+  failures: number;
+  nextAttemptMs: number;
+  lastAlert: string | null;
+}
+
+export interface PassReport {
+  readonly judged: number;
+  readonly acted: ReadonlyArray<{ readonly instance_id: string; readonly action: ReconcileAction["kind"]; readonly ok: boolean; readonly reason?: string }>;
+  readonly alerts: ReadonlyArray<{ readonly instance_id: string; readonly reason: AlertReason; readonly chained: boolean }>;
+  readonly waiting: number;
+}
+
+export class ReconcileLoop {
+  private readonly memory = new Map<string, AgentMemory>();
+
+  constructor(private readonly ports: ReconcilePorts) {}
+
+  /** One pass over every placement. Never throws for what a node answered; a port that throws is the shell's bug. */
+  async pass(): Promise<PassReport> {
+    const placements = await this.ports.placements();
+    const byNode = new Map<string, PlacementView[]>();
+    for (const p of placements) byNode.set(p.node_id, [...(byNode.get(p.node_id) ?? []), p]);
+    const acted: PassReport["acted"][number][] = [];
+    const alerts: PassReport["alerts"][number][] = [];
+    let waiting = 0;
+    const act = this.ports.shouldAct();
+    for (const [nodeId, ofNode] of byNode) {
+      const [node, rows] = await Promise.all([this.ports.node(nodeId), this.ports.observe(nodeId)]);
+      for (const p of ofNode) {
+        const memory = this.memoryOf(p);
+        const action = reconcilePlacement({ placement: p, node, observed: observationOf(rows, p.instance_id), now_ms: this.ports.clock(), next_attempt_ms: memory.nextAttemptMs });
+        switch (action.kind) {
+          case "none":
+            memory.failures = 0;
+            memory.nextAttemptMs = 0;
+            break;
+          case "wait":
+            waiting++;
+            break;
+          case "alert": {
+            const chained = act && chainsAlert(memory.lastAlert, action.reason);
+            if (chained) {
+              await this.ports.alert(p, action.reason, action.why);
+              memory.lastAlert = action.reason;
+            }
+            alerts.push({ instance_id: p.instance_id, reason: action.reason, chained });
+            break;
+          }
+          default: {
+            if (!act) break;
+            const result = await this.ports.perform(p, action);
+            if (result.ok) {
+              memory.failures = 0;
+              memory.nextAttemptMs = 0;
+              memory.lastAlert = null;
+              acted.push({ instance_id: p.instance_id, action: action.kind, ok: true });
+            } else {
+              memory.failures++;
+              memory.nextAttemptMs = this.ports.clock() + backoffMs(memory.failures);
+              acted.push({ instance_id: p.instance_id, action: action.kind, ok: false, reason: result.reason });
+              // §15: a failed attempt is chained only when its reason changes.
+              const key = `action_failed:${action.kind}:${result.reason}`;
+              if (chainsAlert(memory.lastAlert, key)) {
+                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.reason}`);
+                memory.lastAlert = key;
+              }
+            }
+          }
+        }
+      }
+    }
+    // Forget agents no placement records any more (moved, released): their backoff must not follow a new placement.
+    const current = new Set(placements.map((p) => p.instance_id));
+    for (const id of this.memory.keys()) if (!current.has(id)) this.memory.delete(id);
+    return { judged: placements.length, acted, alerts, waiting };
+  }
+
+  private memoryOf(p: PlacementView): AgentMemory {
+    let m = this.memory.get(p.instance_id);
+    if (!m) {
+      m = { failures: 0, nextAttemptMs: 0, lastAlert: null };
+      this.memory.set(p.instance_id, m);
+    }
+    return m;
+  }
+}
+
+/** What one node's answer says of one instance: a row, absence (only from a verified answer), or nothing known. */
+export function observationOf(rows: NodeRows, instanceId: string): InstanceObservation {
+  if (rows.kind === "unverified") return { kind: "unverified", why: rows.why };
+  const row = rows.rows.find((r) => r.instance_id === instanceId);
+  return row ? { kind: "listed", state: row.state, generation: row.generation } : { kind: "not_listed" };
+}
