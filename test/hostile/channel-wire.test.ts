@@ -89,7 +89,7 @@ describe("the control channel seen from the wire", () => {
       expect(seen.includes(Buffer.from(needle)), `${what} is not on the wire`).toBe(false);
     }
     // The controller's chain names the env, never its value.
-    const chained = JSON.stringify(controller.store.events());
+    const chained = JSON.stringify(await controller.store.events());
     expect(chained).toContain("API_TOKEN");
     expect(chained).not.toContain(secret);
   });

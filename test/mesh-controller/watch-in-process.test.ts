@@ -101,7 +101,7 @@ describe("the reconcile loop of berth serve", () => {
       throw e;
     }, { shouldAct: () => false, onPass: () => void passes++ });
     await waitFor(() => passes >= 8, "eight passes", 20_000);
-    expect(fx.controller.store.events({ kind: "workload.lifecycle" })).toEqual([]);
+    expect(await fx.controller.store.events({ kind: "workload.lifecycle" })).toEqual([]);
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
   });
 });
