@@ -20,7 +20,8 @@ process.on("message", (m: ToWorker) => {
   }
   void (async () => {
     try {
-      const { outcomes, rest } = await runWorld(m.seeds, { verbose });
+      const progress = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} worker ${process.pid}: ${line}\n`);
+      const { outcomes, rest } = await runWorld(m.seeds, { verbose, progress });
       for (const outcome of outcomes) send({ kind: "outcome", outcome });
       send({ kind: "finished", rest });
     } catch (e) {
