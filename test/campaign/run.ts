@@ -30,7 +30,7 @@ import { EARLY_TOLERANCE_MS, LeaseWitness } from "./lease-witness.js";
 import { chainHead, instancesByName, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
 import { Sampler } from "./sampler.js";
 import { describeSchedule, type Operation, type Schedule, scheduleFor } from "./schedule.js";
-import { type CliResult, LEASE_MS, makeWorld, type World } from "./world.js";
+import { type CliResult, LEASE_MS, makeWorld, type World, WorldSetupError } from "./world.js";
 
 export interface Outcome {
   readonly seed: number;
@@ -381,12 +381,19 @@ export async function runSeeds(
   const queue: number[][] = [];
   for (let i = 0; i < seeds.length; i += size) queue.push(seeds.slice(i, i + size));
   const outcomes: Outcome[] = [];
+  const setupFailures = new Map<number, number>();
   const worker = async () => {
     for (let chunk = queue.shift(); chunk; chunk = queue.shift()) {
       let result: { outcomes: Outcome[]; rest: number[] };
       try {
         result = await runWorld(chunk, opts);
       } catch (e) {
+        if (e instanceof WorldSetupError && (setupFailures.get(chunk[0] as number) ?? 0) < 3) {
+          // Not a finding: the chunk goes back to the queue whole, for another world.
+          setupFailures.set(chunk[0] as number, (setupFailures.get(chunk[0] as number) ?? 0) + 1);
+          queue.unshift(chunk);
+          continue;
+        }
         // A world that could not even start: its first seed carries the error, the rest run elsewhere.
         const seed = chunk[0] as number;
         const error = `campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`;

@@ -85,6 +85,9 @@ async function startNode(root: string, i: number, spec: NodeSpec): Promise<NodeP
   return n;
 }
 
+/** A world that could not be set up (not a finding about berth: its seeds are run again in another world). */
+export class WorldSetupError extends Error {}
+
 let worlds = 0;
 /** Teardowns of the worlds still open in this process (closeOpenWorlds, on a signal). */
 const open = new Set<() => Promise<void>>();
@@ -129,7 +132,8 @@ export async function makeWorld(nodes: number, opts: { leaseNode?: number | null
       for (let attempt = 1; ; attempt++) {
         const a = await berth("nodes", "add", p.address, "--tier", "paired", "--json");
         if (a.code === 0) break;
-        if (attempt === 4) throw new Error(`berth nodes add failed ${attempt} times: ${a.stdout} ${a.stderr}`);
+        if (attempt === 8) throw new WorldSetupError(`berth nodes add failed ${attempt} times: ${a.stdout} ${a.stderr}`);
+        await new Promise((r) => setTimeout(r, 1_000 * attempt));
       }
     }
   } catch (error) {
