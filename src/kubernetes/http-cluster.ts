@@ -21,6 +21,7 @@ import type {
   ListResult,
   LogResult,
   ObjectPrecondition,
+  PodSetWatch,
   ReadResult,
   RequestOptions,
   WatchHandle,
@@ -29,6 +30,9 @@ import type {
 
 export const WATCH_TIMEOUT_SECONDS = 60;
 const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** The slice of a watch event's object this adapter reads: its name and resourceVersion, never more. */
+type WatchObject = { metadata?: { name?: string; resourceVersion?: string } };
 
 type Raw = { kind: "response"; status: number; headers: http.IncomingHttpHeaders; body: string } | { kind: "transport"; message: string };
 
@@ -47,6 +51,11 @@ export const paths = {
     `${paths.pods(ns)}?watch=true&fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}&allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}${
       rv !== undefined ? `&resourceVersion=${encodeURIComponent(rv)}` : ""
     }`,
+  /** Every pod of a label selector in one namespace (the reconcile loop of `berth serve`, issue 16). */
+  watchSet: (ns: string, selector: string, rv: string | undefined) =>
+    `${paths.pods(ns)}?watch=true&labelSelector=${encodeURIComponent(selector)}&allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}${
+      rv !== undefined ? `&resourceVersion=${encodeURIComponent(rv)}` : ""
+    }`,
   log: (ns: string, name: string, follow: boolean, tail?: number) =>
     `${paths.pod(ns, name)}/log?container=agent${follow ? "&follow=true" : ""}${tail !== undefined ? `&tailLines=${tail}` : ""}`,
 };
@@ -62,7 +71,7 @@ function stripSecret(body: unknown): SecretMeta {
   return { metadata: parsed.metadata };
 }
 
-export class HttpCluster implements Cluster {
+export class HttpCluster implements Cluster, PodSetWatch {
   private count = 0;
   private readonly agent: http.Agent;
   private readonly server: URL;
@@ -180,9 +189,15 @@ export class HttpCluster implements Cluster {
     const raw = await this.send("GET", path, undefined, o);
     if (raw.kind !== "response" || raw.status !== 200) return { kind: "error", error: this.errorOf(raw) };
     try {
-      const body = JSON.parse(raw.body) as { items?: unknown[] };
+      const body = JSON.parse(raw.body) as { items?: unknown[]; metadata?: { resourceVersion?: unknown } };
       const dateHeader = raw.headers.date;
-      return { kind: "listed", items: (body.items ?? []).map(map), serverDateMs: parseImfFixdate(typeof dateHeader === "string" ? dateHeader : null) };
+      const rv = body.metadata?.resourceVersion;
+      return {
+        kind: "listed",
+        items: (body.items ?? []).map(map),
+        serverDateMs: parseImfFixdate(typeof dateHeader === "string" ? dateHeader : null),
+        ...(typeof rv === "string" ? { resourceVersion: rv } : {}),
+      };
     } catch (error) {
       return { kind: "error", error: { kind: "transport", message: `could not decode the list: ${error instanceof Error ? error.message : String(error)}` } };
     }
@@ -244,6 +259,18 @@ export class HttpCluster implements Cluster {
   }
 
   watchPod(ns: string, name: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle {
+    return this.watchPath(paths.watch(ns, name, fromResourceVersion), () => name, handlers);
+  }
+
+  watchPods(ns: string, selector: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle {
+    return this.watchPath(paths.watchSet(ns, selector, fromResourceVersion), (object) => object?.metadata?.name ?? "", handlers);
+  }
+
+  /**
+   * One watch request. Each event yields a wake carrying the pod's name and the event's resourceVersion — nothing else
+   * of the object leaves this function (I-4); a bookmark only moves the resourceVersion a reconnect resumes from.
+   */
+  private watchPath(path: string, nameOf: (object: WatchObject | undefined) => string, handlers: WatchHandlers): WatchHandle {
     let ended = false;
     let req: http.ClientRequest | undefined;
     const end = (why: Parameters<WatchHandlers["onEnd"]>[0]) => {
@@ -259,12 +286,12 @@ export class HttpCluster implements Cluster {
     void this.headers().then(
       (headers) => {
         if (ended) return;
-        req = this.open("GET", paths.watch(ns, name, fromResourceVersion), headers);
+        req = this.open("GET", path, headers);
         this.watches.add(req);
         req.on("response", (res) => {
           if (res.statusCode !== 200) {
             res.resume();
-            end(res.statusCode === 403 ? "forbidden" : res.statusCode === 404 || res.statusCode === 405 ? "unsupported" : "error");
+            end(res.statusCode === 403 ? "forbidden" : res.statusCode === 404 || res.statusCode === 405 ? "unsupported" : res.statusCode === 410 ? "gone" : "error");
             return;
           }
           handlers.onEstablished();
@@ -276,7 +303,7 @@ export class HttpCluster implements Cluster {
               const line = buffer.slice(0, nl).trim();
               buffer = buffer.slice(nl + 1);
               if (line === "") continue;
-              let event: { type?: string; object?: { code?: number } };
+              let event: { type?: string; object?: WatchObject & { code?: number } };
               try {
                 event = JSON.parse(line) as typeof event;
               } catch {
@@ -286,9 +313,18 @@ export class HttpCluster implements Cluster {
                 end(event.object?.code === 410 ? "gone" : "error");
                 return;
               }
+              const rv = event.object?.metadata?.resourceVersion;
+              if (event.type === "BOOKMARK") {
+                if (typeof rv === "string") handlers.onBookmark?.(rv);
+                continue;
+              }
               // The object is dropped here on purpose: a watch only ever wakes the loop (I-4).
               if (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED") {
-                handlers.onWake({ podName: name, kind: event.type === "ADDED" ? "added" : event.type === "DELETED" ? "deleted" : "modified" });
+                handlers.onWake({
+                  podName: nameOf(event.object),
+                  kind: event.type === "ADDED" ? "added" : event.type === "DELETED" ? "deleted" : "modified",
+                  ...(typeof rv === "string" ? { resourceVersion: rv } : {}),
+                });
               }
             }
           });

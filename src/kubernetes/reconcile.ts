@@ -108,6 +108,12 @@ function recordOutcome(deps: DeployDeps, inputs: DeployInputs, report: DeployRep
 async function run(call: DeployCall): Promise<DeployAnswer> {
   // Step 1, fast path: a started pod of ours costs one request and no mutation.
   const fast = await call.observe();
+  const guard = call.deps.onlyReplacing;
+  if (guard !== undefined && !(fast.kind === "verified" && fast.pod.fence.uid === guard.uid)) {
+    call.lastAction = "changed-since-judged";
+    if (fast.kind === "error") throw Answer.fail(fast.message);
+    throw Answer.fail(`pod ${call.podName} is no longer the one the reconcile loop judged (uid ${guard.uid}); nothing was done`);
+  }
   if (fast.kind === "verified" && !fast.pod.deletionMarked && fast.pod.startup.kind === "started") {
     call.lastAction = "no-op";
     return { ok: true, agentId: fast.pod.name };
