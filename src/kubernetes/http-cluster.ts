@@ -29,6 +29,12 @@ import type {
 } from "./cluster.js";
 
 export const WATCH_TIMEOUT_SECONDS = 60;
+/**
+ * Issue 19 (spec/kubernetes.md §20 P-24): a namespace this connection read or created within this long is trusted to
+ * exist without another GET. A namespace deleted meanwhile makes the Secret create answer NotFound (nothing is
+ * written, H2) and is forgotten, so the next deploy reads and creates it again.
+ */
+export const NAMESPACE_TRUST_MS = 60_000;
 const DEFAULT_TIMEOUT_MS = 30_000;
 
 /** The slice of a watch event's object this adapter reads: its name and resourceVersion, never more. */
@@ -76,6 +82,7 @@ export class HttpCluster implements Cluster, PodSetWatch {
   private readonly agent: http.Agent;
   private readonly server: URL;
   private readonly watches = new Set<http.ClientRequest>();
+  private readonly namespacesSeen = new Map<string, number>();
 
   constructor(
     private readonly kc: KubeConfig,
@@ -210,12 +217,38 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return { kind: verdict };
   }
 
-  getNamespace(ns: string, o?: RequestOptions): Promise<ReadResult<unknown>> {
-    return this.read(paths.namespace(ns), (b) => b, o);
+  /** Whether `getNamespace(ns)` would answer from what this connection saw (no request). */
+  trustsNamespace(ns: string): boolean {
+    const at = this.namespacesSeen.get(ns);
+    return at !== undefined && Date.now() - at < NAMESPACE_TRUST_MS;
   }
 
-  createNamespace(manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<unknown>> {
-    return this.create(paths.namespaces(), manifest, (b) => b, o);
+  private noteNamespace(ns: string, exists: boolean): void {
+    if (exists) this.namespacesSeen.set(ns, Date.now());
+    else this.namespacesSeen.delete(ns);
+  }
+
+  /** A create answering NotFound in `ns`: the namespace may be gone, so it is read again next time. */
+  private forgetOnNotFound<T extends { kind: string }>(ns: string, r: T): T {
+    if (r.kind === "error" && "error" in r) {
+      const e = (r as T & { error: ApiError }).error;
+      if (e.kind === "status" && e.reason === "NotFound") this.noteNamespace(ns, false);
+    }
+    return r;
+  }
+
+  async getNamespace(ns: string, o?: RequestOptions): Promise<ReadResult<unknown>> {
+    if (this.trustsNamespace(ns)) return { kind: "found", object: { metadata: { name: ns } } };
+    const r = await this.read(paths.namespace(ns), (b) => b, o);
+    if (r.kind !== "error") this.noteNamespace(ns, r.kind === "found");
+    return r;
+  }
+
+  async createNamespace(manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<unknown>> {
+    const r = await this.create(paths.namespaces(), manifest, (b) => b, o);
+    const name = (manifest.metadata as { name?: unknown } | undefined)?.name;
+    if (typeof name === "string" && r.kind !== "error") this.noteNamespace(name, true);
+    return r;
   }
 
   getPod(ns: string, name: string, o?: RequestOptions): Promise<ReadResult<QuorumPod>> {
@@ -226,8 +259,8 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return this.list(paths.list(paths.pods(ns), selector), (b) => fromQuorumRead(PodSchema.parse(b)), o);
   }
 
-  createPod(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<QuorumPod>> {
-    return this.create(paths.pods(ns), manifest, (b) => fromQuorumRead(PodSchema.parse(b)), o);
+  async createPod(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<QuorumPod>> {
+    return this.forgetOnNotFound(ns, await this.create(paths.pods(ns), manifest, (b) => fromQuorumRead(PodSchema.parse(b)), o));
   }
 
   deletePod(ns: string, name: string, fence: Fence, _authority: DeleteAuthority, o?: RequestOptions): Promise<DeleteResult> {
@@ -242,8 +275,8 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return this.list(paths.list(paths.secrets(ns), selector), stripSecret, o);
   }
 
-  createSecret(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<SecretMeta>> {
-    return this.create(paths.secrets(ns), manifest, stripSecret, o);
+  async createSecret(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<SecretMeta>> {
+    return this.forgetOnNotFound(ns, await this.create(paths.secrets(ns), manifest, stripSecret, o));
   }
 
   deleteSecret(ns: string, name: string, pre: ObjectPrecondition, o?: RequestOptions): Promise<DeleteResult> {
@@ -254,8 +287,8 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return this.read(paths.claim(ns, name), (b) => ClaimSchema.parse(b), o);
   }
 
-  createClaim(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<ClaimObject>> {
-    return this.create(paths.claims(ns), manifest, (b) => ClaimSchema.parse(b), o);
+  async createClaim(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<ClaimObject>> {
+    return this.forgetOnNotFound(ns, await this.create(paths.claims(ns), manifest, (b) => ClaimSchema.parse(b), o));
   }
 
   watchPod(ns: string, name: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle {
