@@ -270,11 +270,17 @@ export class KubernetesKeeper {
     }
   }
 
-  /** Stops every watch, waits for judgements in flight and releases the connections. */
-  async stop(): Promise<void> {
+  /**
+   * Stops every watch, waits for judgements in flight — at most `graceMs`: a replace waits for its pod to start, up to
+   * the deploy deadline, and a server's shutdown must not. One cut short leaves what a killed verb leaves: its
+   * write-ahead intent records, and a pod the next deploy or pass judges afresh.
+   */
+  async stop(graceMs = 10_000): Promise<void> {
     this.stopped = true;
     this.closeWatches();
-    await Promise.all([...this.inFlight.values()]);
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all([...this.inFlight.values()]), new Promise((r) => { timer = setTimeout(r, graceMs); })]);
+    if (timer) clearTimeout(timer);
     for (const place of this.places.values()) place.cluster.close();
     this.places.clear();
   }
