@@ -176,7 +176,7 @@ export function registerAgentCommands(program: Command): void {
         .option("-n, --tail <lines>", "logs: the last N lines of each stream (mesh: of at most its last 64 KiB)")
         .option("-f, --follow", "logs: keep printing what the agent writes, until Ctrl-C")
         .addOption(new Option("--tail-bytes <n>", "logs: bytes from the end of each stream (mesh)").hideHelp())
-        .option("--wait", "stop: wait until the instance is gone (Kubernetes, local files)"),
+        .option("--wait", "stop: wait until the instance is gone (Kubernetes: the pod and its Secret; a mesh stop answers once the node stopped it)"),
     ),
   ).action(agentVerb);
 }
