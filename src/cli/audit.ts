@@ -68,7 +68,7 @@ function pickChain(db: Db, chain: string | undefined): string {
     throw new CliError("this database holds no audit chain (no audit_chain table)");
   }
   if (chain) {
-    if (!chains.some((c) => c.chain_id === chain)) throw new CliError(`chain ${chain} is not in this database; \`berth audit chains\` lists them`);
+    if (!chains.some((c) => c.chain_id === chain)) throw new CliError(`chain ${chain} is not in this database; it holds ${chains.map((c) => `${c.chain_id}${c.own === 1 ? " (its own)" : ""}`).join(", ") || "no chain"}`);
     return chain;
   }
   const own = chains.find((c) => c.own === 1) ?? (chains.length === 1 ? chains[0] : undefined);
