@@ -101,14 +101,7 @@ async function agentVerb(verb: string, name: string, opts: VerbFlags, cmd: Comma
       if (opts.follow) {
         process.stdout.write(shown.stdout);
         process.stderr.write(shown.stderr);
-        let primed = false;
-        await (await import("./watch.js")).followLog(1000, async () => {
-          if (!primed) {
-            primed = true;
-            return l;
-          }
-          return backend.agentLogs(name, tailBytes);
-        });
+        await (await import("./watch.js")).followLog(1000, () => backend.agentLogs(name, tailBytes), l);
         return;
       }
       if (opts.json || !streamed) answer(opts.json, shown, `${shown.stdout}${shown.stderr ? `--- stderr ---\n${shown.stderr}` : ""}`);

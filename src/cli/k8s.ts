@@ -268,12 +268,8 @@ export function registerK8sCommands(program: Command): void {
         }
         process.stdout.write(first);
         if (!opts.follow) return;
-        let primed = false;
-        await (await import("./watch.js")).followLog(1000, async () => {
-          const text = primed ? await remote.r.logThrough(remote.t, at(agent), lines) : first;
-          primed = true;
-          return { instance: agent.ref.identity.podName, stdout: text, stderr: "" };
-        });
+        const pod = agent.ref.identity.podName;
+        await (await import("./watch.js")).followLog(1000, async () => ({ instance: pod, stdout: await remote.r.logThrough(remote.t, at(agent), lines), stderr: "" }), { instance: pod, stdout: first, stderr: "" });
         return;
       }
       const cluster = await connected(agent.context);
