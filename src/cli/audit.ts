@@ -121,8 +121,9 @@ export function registerAuditCommands(program: Command): void {
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db and --file win)")
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; database?: string; json?: boolean }) => {
       await load();
       const key = pinnedKey(opts);
       let expectHead: { seq: number; hash: string } | undefined;
@@ -133,6 +134,8 @@ export function registerAuditCommands(program: Command): void {
         expectHead = { seq: Number(seq), hash: hash as string };
       }
       const checkpoints = readCheckpoints(opts.checkpoint);
+      // The store the other verbs use (issue 20): --database, else $BERTH_DATABASE_URL; --db and --file name others.
+      const database = (opts.database ?? process.env.BERTH_DATABASE_URL ?? "").trim();
       let result: VerifyResult;
       if (opts.file) {
         if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
@@ -142,8 +145,11 @@ export function registerAuditCommands(program: Command): void {
         } else {
           result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         }
+      } else if (opts.db === undefined && /^postgres(ql)?:\/\//i.test(database)) {
+        const { verifyPostgresChain } = await import("./audit-postgres.js");
+        result = await verifyPostgresChain(database, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
       } else {
-        const db = openExisting(dbPath(opts));
+        const db = openExisting(opts.db === undefined && database.startsWith("sqlite:") ? database.slice("sqlite:".length) : dbPath(opts));
         try {
           result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         } finally {
