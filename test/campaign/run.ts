@@ -26,6 +26,7 @@
 import { join } from "node:path";
 import type { Spawned } from "../support/process.js";
 import { bump, type FaultContext, restartDaemon, sleep, strike } from "./faults.js";
+import { LEASE_STOP_GRACE_MS } from "../../src/core/mesh/lease.js";
 import { EARLY_TOLERANCE_MS, LeaseWitness } from "./lease-witness.js";
 import { chainHead, instancesByName, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
 import { Sampler } from "./sampler.js";
@@ -146,13 +147,15 @@ function notALeaseStop(ws: WorldState, instance: string): string | null {
   if (!seen || seen.goneMs === null || i === null || !ws.witness) return "it ran on no leased node";
   const node = ws.w.nodes[i];
   if (!node || seen.node !== node.nodeId) return "it ran on a node without a lease";
-  const lower = ws.witness.lowerDeadline(seen.lastMs);
+  // A stop begins at most the grace (and a second for the kill) before the copy is gone: it was live at lastMs.
+  const lower = ws.witness.lowerDeadline(seen.lastMs - LEASE_STOP_GRACE_MS - 1_000);
   if (seen.goneMs < lower - EARLY_TOLERANCE_MS) return `it was gone by ${seen.goneMs}, ${lower - seen.goneMs} ms before the lease deadline its node's accepted requests prove (${lower})`;
   const gone = seen.goneMs;
   const daemonDown = (ws.down.get(i) ?? []).some(([from, to]) => from <= gone && (to === null || to >= seen.lastMs));
   const chained = nodeLeaseStops(node.dataDir).get(instance);
   if (chained === undefined && !daemonDown) return "its node's chain records no lease stop of it and its daemon was up";
-  if (chained !== undefined && chained < lower - EARLY_TOLERANCE_MS) return `its node chained the lease stop at ${chained}, ${lower - chained} ms before the lease deadline its accepted requests prove (${lower})`;
+  const lowerAtChain = chained === undefined ? Number.NEGATIVE_INFINITY : ws.witness.lowerDeadline(chained - LEASE_STOP_GRACE_MS - 1_000);
+  if (chained !== undefined && chained < lowerAtChain - EARLY_TOLERANCE_MS) return `its node chained the lease stop at ${chained}, ${lowerAtChain - chained} ms before the lease deadline its accepted requests prove (${lowerAtChain})`;
   return null;
 }
 
