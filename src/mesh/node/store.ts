@@ -125,13 +125,37 @@ export class NodeStore {
     );
   }
 
-  /** Runs `write` and appends every draft it returns, in one transaction. */
+  /** Runs `write` and appends every draft it returns, in one transaction, durable (fsynced) before it returns. */
   commit<T>(write: (tx: WriteTx) => { result: T; events: EventDraft[] }): T {
     return withWriteTx(this.db, (tx) => {
       const { result, events } = write(tx);
       for (const draft of events) this.chain.append(tx, draft);
       return result;
     });
+  }
+
+  /**
+   * Issue 19: `commit` without waiting for the disk, for the steps of a request that come before its last commit.
+   * The state and its chain events still commit together (one transaction, I7), and the commit survives a crash of
+   * the daemon (the WAL frames are in the kernel's page cache); only a host crash or power loss before the next
+   * synced commit can undo it, and then it is undone whole, in order, with everything after it (SQLite's WAL keeps a
+   * prefix of its commits), and with the host's processes gone too. The rule that keeps that invisible: every answer
+   * a node gives is sent after a synced commit (the request's last one, or the refusal's), and an fsync of the WAL
+   * makes every earlier commit durable with it. So what was answered is on disk; what was not may be lost only with
+   * the host itself (spec/mesh.md §14.3 "Durability").
+   */
+  commitUnsynced<T>(write: (tx: WriteTx) => { result: T; events: EventDraft[] }): T {
+    if (this.inTransaction()) return this.commit(write);
+    this.db.pragma("synchronous = NORMAL");
+    try {
+      return this.commit(write);
+    } finally {
+      this.db.pragma("synchronous = FULL");
+    }
+  }
+
+  private inTransaction(): boolean {
+    return this.db.inTransaction;
   }
 
   append(draft: EventDraft): void {
@@ -152,6 +176,10 @@ export class NodeStore {
 
   instances(): InstanceRow[] {
     return (this.db.prepare("SELECT * FROM node_instance ORDER BY created_ms, instance_id").all() as RawInstance[]).map(decode);
+  }
+
+  instanceCount(): number {
+    return (this.db.prepare("SELECT COUNT(*) AS n FROM node_instance").get() as { n: number }).n;
   }
 
   inflight(decisionId: string): InflightRow | undefined {
