@@ -27,14 +27,14 @@ import type { NodeStamps } from "./watch-stamps.js";
 /** What the ports need of the controller; `MeshController.reconcileAccess()` provides it. */
 export interface ReconcileAccess {
   readonly clock: () => number;
-  placements(): readonly PlacementRecord[];
+  placements(): Promise<readonly PlacementRecord[]>;
   /** The `order` of the chained decision event (env names only), or null when the chain has none. */
-  chainedOrder(decisionId: string): JsonObject | null;
-  liveness(nodeId: string): NodeView["liveness"];
-  stamps(nodeId: string): NodeStamps;
+  chainedOrder(decisionId: string): Promise<JsonObject | null>;
+  liveness(nodeId: string): Promise<NodeView["liveness"]>;
+  stamps(nodeId: string): Promise<NodeStamps>;
   status(nodeId: string): Promise<CallResult>;
   instance(verb: Verb, instanceId: string, opts: VerbOptions): Promise<VerbResult>;
-  append(draft: { source: string; kind: string; payload: JsonObject }): void;
+  append(draft: { source: string; kind: string; payload: JsonObject }): Promise<void>;
 }
 
 export const LOOP_ACTOR: JsonObject = { actor: "reconcile-loop", via: "berth serve", pid: process.pid };
@@ -43,15 +43,19 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
   return {
     clock: access.clock,
     shouldAct,
-    placements: async () => access.placements().filter((p) => p.pending === null).map((p) => placementView(p, access.chainedOrder(p.decision_id))),
+    placements: async () => {
+      const views: PlacementView[] = [];
+      for (const p of await access.placements()) if (p.pending === null) views.push(placementView(p, await access.chainedOrder(p.decision_id)));
+      return views;
+    },
     node: async (nodeId) => {
-      const s = access.stamps(nodeId);
-      return { liveness: access.liveness(nodeId), forgotten: false, lease_ms: s.lease_ms, last_sent_issued_at_ms: s.last_sent_ms };
+      const s = await access.stamps(nodeId);
+      return { liveness: await access.liveness(nodeId), forgotten: false, lease_ms: s.lease_ms, last_sent_issued_at_ms: s.last_sent_ms };
     },
     observe: async (nodeId) => rowsOf(await access.status(nodeId)),
     perform: async (p, action) => perform(access, p, action),
     alert: async (p, reason, why) => {
-      access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "alert", instance_id: p.instance_id, node: p.node_id, name: p.name, reason, why, by: LOOP_ACTOR } });
+      await access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "alert", instance_id: p.instance_id, node: p.node_id, name: p.name, reason, why, by: LOOP_ACTOR } });
     },
   };
 }
@@ -85,7 +89,7 @@ export function rowsOf(r: CallResult): NodeRows {
 async function perform(access: ReconcileAccess, p: PlacementView, action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>): Promise<ActionResult> {
   switch (action.kind) {
     case "start": {
-      access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "lifecycle", instance_id: p.instance_id, node: p.node_id, name: p.name, action: "start", reason: action.why, by: LOOP_ACTOR } });
+      await access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "lifecycle", instance_id: p.instance_id, node: p.node_id, name: p.name, action: "start", reason: action.why, by: LOOP_ACTOR } });
       const r = await access.instance("start", p.instance_id, { operator: LOOP_ACTOR });
       return r.kind === "ok" ? { ok: true } : { ok: false, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
     }

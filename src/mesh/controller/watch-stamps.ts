@@ -5,11 +5,11 @@
  * Every `NodeClient` the controller's processes build records through `record` (its `onSend` hook), so a CLI call, the
  * agents layer and `berth serve` all raise the same stamp; the maximum is kept, so concurrent writers cannot lower it.
  *
- * Not chained: a stamp is an observation of our own sends, and a tick must not grow the chain. Kept in its own table
- * (created here, idempotent) beside the controller store's, so the store's schema version is untouched until issue
- * 20's asynchronous store takes it in.
+ * Not chained: a stamp is an observation of our own sends, and a tick must not grow the chain. Its table,
+ * `mesh_watch_nodes`, is the controller schema's (version 5, store-schema.ts); each record is one short write
+ * transaction of its own on the store's engine, awaited by `NodeClient` before the request leaves.
  */
-import type { Db } from "../../store/sqlite.js";
+import type { StoreEngine } from "../../store/engine.js";
 
 export interface NodeStamps {
   readonly node_id: string;
@@ -17,33 +17,35 @@ export interface NodeStamps {
   readonly lease_ms: number | null;
 }
 
+const NODE_ID = /^[0-9a-f]{32}$/;
+
 export class SentStamps {
-  constructor(private readonly db: Db) {
-    db.exec(`CREATE TABLE IF NOT EXISTS mesh_watch_nodes (
-      node_id TEXT PRIMARY KEY, last_sent_ms INTEGER, lease_ms INTEGER)`);
-  }
+  constructor(private readonly engine: StoreEngine) {}
 
   /** Before a request for `nodeId` leaves: raise its stamp to `issuedAtMs` (never lower it). */
-  record(nodeId: string, issuedAtMs: number): void {
-    if (!/^[0-9a-f]{32}$/.test(nodeId)) return; // a first describe to "*": no node id yet, nothing of ours runs there
-    this.db
-      .prepare(
+  async record(nodeId: string, issuedAtMs: number): Promise<void> {
+    if (!NODE_ID.test(nodeId)) return; // a first describe to "*": no node id yet, nothing of ours runs there
+    await this.engine.transaction((tx) =>
+      tx.run(
         `INSERT INTO mesh_watch_nodes (node_id, last_sent_ms) VALUES (?, ?)
-         ON CONFLICT(node_id) DO UPDATE SET last_sent_ms = MAX(COALESCE(last_sent_ms, 0), excluded.last_sent_ms)`,
-      )
-      .run(nodeId, issuedAtMs);
+         ON CONFLICT (node_id) DO UPDATE SET last_sent_ms = CASE
+           WHEN COALESCE(mesh_watch_nodes.last_sent_ms, 0) > excluded.last_sent_ms THEN mesh_watch_nodes.last_sent_ms
+           ELSE excluded.last_sent_ms END`,
+        [nodeId, issuedAtMs],
+      ),
+    );
   }
 
   /** The lease a node advertised in facts this controller accepted (null: it runs without one). */
-  recordLease(nodeId: string, leaseMs: number | null): void {
-    this.db
-      .prepare(`INSERT INTO mesh_watch_nodes (node_id, lease_ms) VALUES (?, ?) ON CONFLICT(node_id) DO UPDATE SET lease_ms = excluded.lease_ms`)
-      .run(nodeId, leaseMs);
+  async recordLease(nodeId: string, leaseMs: number | null): Promise<void> {
+    await this.engine.transaction((tx) =>
+      tx.run("INSERT INTO mesh_watch_nodes (node_id, lease_ms) VALUES (?, ?) ON CONFLICT (node_id) DO UPDATE SET lease_ms = excluded.lease_ms", [nodeId, leaseMs]),
+    );
   }
 
-  of(nodeId: string): NodeStamps {
-    const row = this.db.prepare("SELECT node_id, last_sent_ms, lease_ms FROM mesh_watch_nodes WHERE node_id = ?").get(nodeId) as NodeStamps | undefined;
-    return row ?? { node_id: nodeId, last_sent_ms: null, lease_ms: null };
+  async of(nodeId: string): Promise<NodeStamps> {
+    const row = await this.engine.read((q) => q.get<NodeStamps>("SELECT node_id, last_sent_ms, lease_ms FROM mesh_watch_nodes WHERE node_id = ?", [nodeId]));
+    return row ? { node_id: row.node_id, last_sent_ms: row.last_sent_ms === null ? null : Number(row.last_sent_ms), lease_ms: row.lease_ms === null ? null : Number(row.lease_ms) } : { node_id: nodeId, last_sent_ms: null, lease_ms: null };
   }
 }
 
