@@ -121,8 +121,8 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   const pkg = prepared.pkg;
   const name = order.name ?? pkg.statement.name;
   const workload = workloadRecordOf(pkg);
-  // 3. refresh every target with its stored key
-  await deps.targets.refreshAll();
+  // 3. refresh, with its stored key, every target whose facts cannot be reused (issue 19, targets.ts refreshStale)
+  await deps.targets.refreshStale();
   // 4. gate workload.place for every target in the view
   const views = await deps.targets.views();
   const gatePolicy = gatePolicyOf(policy, deps.gate);
