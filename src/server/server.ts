@@ -19,15 +19,17 @@ import { API_BASE } from "./openapi.js";
 import { keeperPorts, startKubernetesKeeper } from "../agents/targets/kubernetes/keeper-ports.js";
 import { agentHandlers, agentsEnv } from "./routes/agents.js";
 import { auditHandlers } from "./routes/audit.js";
+import { auditOperatorHandlers } from "./routes/audit-operator.js";
 import { kubernetesHandlers } from "./routes/kubernetes.js";
 import { meshHandlers } from "./routes/mesh.js";
+import { operatorHandlers } from "./routes/operator.js";
 import type { StreamTimings } from "./sse.js";
 import { announcePlaintext } from "../mesh/client/connector.js";
 import { type KubernetesAccess, openServerState, type ServerState } from "./state.js";
 import { loadOrCreateToken } from "./token.js";
 
 export const DEFAULT_PORT = 7420;
-export const HANDLERS = { ...meshHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers };
+export const HANDLERS = { ...meshHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers, ...operatorHandlers, ...auditOperatorHandlers };
 
 export interface ServerOptions {
   readonly dataDir: string;

@@ -100,7 +100,8 @@ export const agentHandlers: Handlers = {
   stopAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
     return perAgent.run(name, async () => {
-      const r = answered(await stopAgent(agentsEnv(ctx.state), name, { wait: false }));
+      const b = i.body as In<typeof Inputs.agentStop>;
+      const r = answered(await stopAgent(agentsEnv(ctx.state), name, { wait: b.wait === true }));
       const body = { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
       return r.ok ? { body, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) } : { status: 422, body, error: "k8s_stop_failed" };
     });
