@@ -137,8 +137,9 @@ export function registerAuditCommands(program: Command): void {
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db and --file win)")
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const key = pinnedKey(opts);
       let expectHead: { seq: number; hash: string } | undefined;
@@ -149,6 +150,8 @@ export function registerAuditCommands(program: Command): void {
         expectHead = { seq: Number(seq), hash: hash as string };
       }
       const checkpoints = readCheckpoints(opts.checkpoint);
+      // The store the other verbs use (issue 20): --database, else $BERTH_DATABASE_URL; --db and --file name others.
+      const database = (opts.database ?? process.env.BERTH_DATABASE_URL ?? "").trim();
       let result: VerifyResult;
       if (opts.file) {
         if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
@@ -158,13 +161,17 @@ export function registerAuditCommands(program: Command): void {
         } else {
           result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         }
+      } else if (opts.db === undefined && /^postgres(ql)?:\/\//i.test(database)) {
+        const { verifyPostgresChain } = await import("./audit-postgres.js");
+        result = await verifyPostgresChain(database, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
       } else {
-        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and answers).
-        const remote = await auditServer(opts, cmd);
+        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and
+        // answers), unless --database named the store on the command line.
+        const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
         if (remote) {
           result = await remote.r.verifyThrough(remote.t, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         } else {
-          const db = openExisting(dbPath(opts));
+          const db = openExisting(opts.db === undefined && database.startsWith("sqlite:") ? database.slice("sqlite:".length) : dbPath(opts));
           try {
             result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
           } finally {

@@ -38,7 +38,7 @@ function loadedFromBody(state: ServerState, body: unknown, where: string): Loade
 }
 
 /** The server's long-lived controller and node client; the cluster its kubeconfig (or a test) names. */
-function agentsEnv(state: ServerState): AgentsEnv {
+export function agentsEnv(state: ServerState): AgentsEnv {
   return {
     openRegistry: () => state.openRegistry(),
     mesh: { session: (fn) => fn({ controller: state.controller, client: state.client }) },
