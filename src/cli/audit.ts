@@ -165,8 +165,9 @@ export function registerAuditCommands(program: Command): void {
         const { verifyPostgresChain } = await import("./audit-postgres.js");
         result = await verifyPostgresChain(database, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
       } else {
-        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and answers).
-        const remote = await auditServer(opts, cmd);
+        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and
+        // answers), unless --database named the store on the command line.
+        const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
         if (remote) {
           result = await remote.r.verifyThrough(remote.t, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         } else {
