@@ -8,6 +8,7 @@
  * the repair marks the decision placed. It also lists decisions other processes hold right now (informational).
  */
 import type { Command } from "commander";
+import { DATABASE_HELP } from "./flags.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -17,9 +18,10 @@ export function registerDoctorCommands(program: Command): void {
     .description("check the controller store for states left by an older berth; --repair mends them (chained)")
     .option("--repair", "mend what was found (default: only say what would be done)")
     .option("--data-dir <dir>", "controller data directory", berthHome())
+    .option("--database <url>", DATABASE_HELP)
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action(async (opts: { repair?: boolean; dataDir?: string; keyFile?: string; json?: boolean }) => {
+    .action(async (opts: { repair?: boolean; dataDir?: string; database?: string; keyFile?: string; json?: boolean }) => {
       const { operatorIdentity, withController } = await import("./controller.js");
       const doc = await withController({ ...opts, quiet: true }, async (c) => {
         const wedged = opts.repair ? await c.repairWedged(operatorIdentity("berth doctor")) : await c.wedged();

@@ -6,6 +6,7 @@
  */
 import type { Command } from "commander";
 import { CliError, describeZodIssues, invalidInput, unreachableNode } from "./errors.js";
+import { DATABASE_HELP } from "./flags.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -22,9 +23,10 @@ export function registerNodeRehome(node: Command): void {
     .description("make NODE (node id or address) serve this controller key for this store; the key's other homes are refused from then on")
     .requiredOption("--reason <text>", "why (chained on both sides)")
     .option("--data-dir <dir>", "the controller home that takes the node (controller.db)", berthHome())
+    .option("--database <url>", DATABASE_HELP)
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action(async (ref: string, opts: { reason: string; dataDir: string; keyFile: string; json?: boolean }) => {
+    .action(async (ref: string, opts: { reason: string; dataDir: string; database?: string; keyFile: string; json?: boolean }) => {
       const [Reason, { operatorIdentity, withController }] = await Promise.all([reasonSchema(), import("./controller.js")]);
       const reason = Reason.safeParse(opts.reason);
       if (!reason.success) throw invalidInput(describeZodIssues("--reason", reason.error.issues));

@@ -15,6 +15,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import { type EngineKind, NestedTransaction, type Query, type SqlValue, type StoreEngine, type Tx } from "./engine.js";
+import { redactedUrl } from "./redact.js";
+
+export { redactedUrl };
 
 const RETRYABLE = new Set(["40001", "40P01"]);
 const MAX_ATTEMPTS = 20;
@@ -40,16 +43,6 @@ export function numberPlaceholders(sql: string): string {
   return out;
 }
 
-/** The URL without its password, for messages and `location`. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== "") u.password = "***";
-    return u.toString();
-  } catch {
-    return "postgres://(unparseable address)";
-  }
-}
 
 const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
