@@ -72,7 +72,13 @@ describe("berth migrate (issue 20)", { timeout: 120_000 }, () => {
     const sourceEpoch = sqliteRows<{ epoch: number }>(db, "SELECT epoch FROM berth_lease_epoch")[0]?.epoch as number;
 
     const url = await (await sharedPostgres()).database();
-    const moved = JSON.parse(await ok(home, {}, "migrate", "--from", `sqlite:${home.home}`, "--to", url, "--reason", "the controller must outlive this laptop", "--json")) as {
+    // With a password in the address (the throwaway server trusts loopback, so any password connects): it is never
+    // printed and never chained.
+    const withPassword = url.replace("berth@", "berth:s3cret-pw@");
+    const run = await runNode([MAIN, "migrate", "--from", `sqlite:${home.home}`, "--to", withPassword, "--reason", "the controller must outlive this laptop", "--json"], { env: { BERTH_HOME: home.home } });
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout + run.stderr).not.toContain("s3cret-pw");
+    const moved = JSON.parse(run.stdout) as {
       ok: boolean;
       store_id: string;
       tables: Record<string, number>;
@@ -94,7 +100,8 @@ describe("berth migrate (issue 20)", { timeout: 120_000 }, () => {
     expect([Number(last?.seq), last?.kind]).toEqual([sourceEvents, "controller.migrate"]);
     const payload = JSON.parse(last?.payload as string) as Record<string, unknown>;
     expect(payload).toMatchObject({ store_id: storeId, reason: "the controller must outlive this laptop", operator: { via: "berth migrate" } });
-    expect(JSON.stringify(payload)).not.toMatch(/password/i);
+    expect(JSON.stringify(payload)).not.toContain("s3cret-pw");
+    expect(payload.to).toBe(withPassword.replace("s3cret-pw", "***"));
     const pgEnv = { BERTH_DATABASE_URL: url, BERTH_LEADER_TTL_MS: "2000" };
     const verified = JSON.parse(await ok(home, pgEnv, "audit", "verify", "--key-file", join(home.home, "keys", "controller.key"), "--json")) as { ok: boolean; events: number };
     expect(verified).toMatchObject({ ok: true, events: sourceEvents + 1 });
