@@ -65,11 +65,11 @@ export function loadOrCreateControllerKey(dataDir: string): SigningKey {
   return loadKeyFile(path);
 }
 
-export async function openServerState(o: { dataDir: string; version: string; connector?: Connector; kubernetes?: KubernetesAccess }): Promise<ServerState> {
+export async function openServerState(o: { dataDir: string; version: string; database?: string; connector?: Connector; kubernetes?: KubernetesAccess }): Promise<ServerState> {
   const key = loadOrCreateControllerKey(o.dataDir);
   const plaintext = loadPlaintextOptIn(o.dataDir);
   const connector = o.connector ?? new ControllerConnector({ identity: key, plaintext });
-  const controller = await MeshController.open({ dataDir: o.dataDir, key, connector });
+  const controller = await MeshController.open({ dataDir: o.dataDir, key, connector, ...(o.database ? { database: o.database } : {}) });
   return {
     dataDir: o.dataDir,
     version: o.version,

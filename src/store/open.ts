@@ -10,7 +10,7 @@
  */
 import { isAbsolute } from "node:path";
 import type { StoreEngine } from "./engine.js";
-import { PostgresEngine, redactedUrl } from "./postgres-engine.js";
+import { redactedUrl } from "./redact.js";
 import { SqliteEngine } from "./sqlite-engine.js";
 
 export class DatabaseAddressError extends Error {
@@ -45,5 +45,8 @@ export function parseDatabaseAddress(raw: string | undefined, fallbackPath: stri
 /** Opens the engine the address names (PostgreSQL: connects once, so a wrong address fails here). */
 export async function openStoreEngine(o: { readonly database: string | undefined; readonly sqlitePath: string }): Promise<StoreEngine> {
   const address = parseDatabaseAddress(o.database, o.sqlitePath);
-  return address.kind === "postgres" ? PostgresEngine.open(address.url) : SqliteEngine.open(address.path);
+  if (address.kind === "sqlite") return SqliteEngine.open(address.path);
+  // Loaded only for a PostgreSQL store: a SQLite user's verbs never load `pg`.
+  const { PostgresEngine } = await import("./postgres-engine.js");
+  return PostgresEngine.open(address.url);
 }
