@@ -45,6 +45,43 @@ function openExisting(path: string, readonly = true): Db {
   return db;
 }
 
+/**
+ * The database a reading verb reads: with `--database` / $BERTH_DATABASE_URL naming PostgreSQL (issue 20), an
+ * in-memory copy of its chains (src/chain/mirror.ts) that the same verification reads; else the SQLite file.
+ */
+async function openForReading(opts: { db?: string; dataDir?: string; database?: string }): Promise<Db> {
+  const address = opts.db ? undefined : await postgresAddress(opts.database);
+  if (address === undefined) return openExisting(dbPath(opts));
+  const [{ openStoreEngine }, { ChainMirror }] = await Promise.all([import("../store/open.js"), import("../chain/mirror.js")]);
+  let engine: Awaited<ReturnType<typeof openStoreEngine>>;
+  try {
+    engine = await openStoreEngine({ database: address, sqlitePath: dbPath(opts) });
+  } catch (error) {
+    throw new CliError((error as Error).message, 1);
+  }
+  try {
+    const mirror = new ChainMirror(engine);
+    await mirror.sync();
+    return mirror.db;
+  } finally {
+    await engine.close();
+  }
+}
+
+/** The PostgreSQL address this verb was given (flag or environment), or undefined for a SQLite file. */
+async function postgresAddress(flag: string | undefined): Promise<string | undefined> {
+  const { databaseOf } = await import("./database.js");
+  const address = databaseOf(flag);
+  if (address === undefined) return undefined;
+  if (address.startsWith("sqlite:")) throw new CliError("--database sqlite:PATH: use --db PATH for a SQLite file with the audit verbs");
+  return /^postgres(ql)?:\/\//i.test(address) ? address : undefined;
+}
+
+/** The verbs that write a chain work on SQLite files only in this build: refused before anything is opened. */
+async function refuseOnPostgres(flag: string | undefined, verb: string): Promise<void> {
+  if ((await postgresAddress(flag)) !== undefined) throw new CliError(`berth audit ${verb} writes to a SQLite chain file; on a PostgreSQL store it is not available in this build`, 1);
+}
+
 function pickChain(db: Db, chain: string | undefined): string {
   let chains: ReturnType<typeof AuditDeps.listChains>;
   try {
@@ -113,6 +150,7 @@ export function registerAuditCommands(program: Command): void {
     .command("verify")
     .description("verify links, hashes and signatures; exits 1 naming the first bad event")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .option("--file <export.jsonl>", "verify an exported chain instead of a database")
     .option("--chain <id>", "which chain in the database (default: its own)")
@@ -122,7 +160,7 @@ export function registerAuditCommands(program: Command): void {
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; database?: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; json?: boolean }) => {
       await load();
       const key = pinnedKey(opts);
       let expectHead: { seq: number; hash: string } | undefined;
@@ -143,7 +181,7 @@ export function registerAuditCommands(program: Command): void {
           result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         }
       } else {
-        const db = openExisting(dbPath(opts));
+        const db = await openForReading(opts);
         try {
           result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         } finally {
@@ -158,16 +196,17 @@ export function registerAuditCommands(program: Command): void {
     .command("tail")
     .description("print the newest events")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .option("--chain <id>", "which chain (default: its own)")
     .option("-n, --tail <n>", "how many events", "20")
     .addOption(new Option("--lines <n>", "alias of --tail").hideHelp())
     .option("--json", "one JSON document: {events: [...]}")
-    .action(async (opts: { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; database?: string; chain?: string; tail: string; lines?: string; json?: boolean }) => {
       await load();
       const n = d.z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines ?? opts.tail);
       if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
-      const db = openExisting(dbPath(opts));
+      const db = await openForReading(opts);
       try {
         const chainId = pickChain(db, opts.chain);
         const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
@@ -194,20 +233,21 @@ export function registerAuditCommands(program: Command): void {
     .command("export")
     .description("write the chain as JSON lines (one canonical event per line) to stdout; --json wraps them in one document")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .option("--chain <id>", "which chain (default: its own)")
     .option("--from <seq>", "first seq", "0")
     .option("--to <seq>", "last seq")
     .option("--checkpoints", "export the signed checkpoints instead of the events")
     .option("--json", "one JSON document {chain_id, events} (or {chain_id, checkpoints}) instead of JSON lines")
-    .action(async (opts: { db?: string; dataDir: string; chain?: string; from: string; to?: string; checkpoints?: boolean; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; database?: string; chain?: string; from: string; to?: string; checkpoints?: boolean; json?: boolean }) => {
       await load();
       const Seq = d.z.coerce.number().int().min(0);
       const from = Seq.safeParse(opts.from);
       if (!from.success) throw invalidInput(describeZodIssues("--from", from.error.issues));
       const to = opts.to === undefined ? { success: true as const, data: Number.MAX_SAFE_INTEGER } : Seq.safeParse(opts.to);
       if (!to.success) throw invalidInput(describeZodIssues("--to", to.error.issues));
-      const db = openExisting(dbPath(opts));
+      const db = await openForReading(opts);
       try {
         const chainId = pickChain(db, opts.chain);
         const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
@@ -233,15 +273,17 @@ export function registerAuditCommands(program: Command): void {
     .command("import")
     .description("verify an exported chain and store it as a foreign copy; writes nothing on any defect")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .argument("<file>", "JSON-lines export")
     .option("--pubkey <hex>", "the owner's public key the file must verify under")
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--json", "print one JSON document")
-    .action(async (file: string, opts: { db?: string; dataDir: string; pubkey?: string; keyFile?: string; json?: boolean }) => {
+    .action(async (file: string, opts: { db?: string; dataDir: string; database?: string; pubkey?: string; keyFile?: string; json?: boolean }) => {
       await load();
       if (!existsSync(file)) throw new CliError(`export file ${file} does not exist`);
       const key = pinnedKey(opts);
+      await refuseOnPostgres(opts.database, "import");
       const db = d.openDatabase(dbPath(opts));
       try {
         const outcome = d.importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
@@ -256,12 +298,14 @@ export function registerAuditCommands(program: Command): void {
     .command("checkpoint")
     .description("sign and store a checkpoint of the current head (for anchoring elsewhere)")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document: {checkpoint} (null when nothing is new)")
-    .action(async (opts: { db?: string; dataDir: string; keyFile: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; database?: string; keyFile: string; json?: boolean }) => {
       await load();
       const key = d.loadKeyFile(opts.keyFile);
+      await refuseOnPostgres(opts.database, "checkpoint");
       const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role;
@@ -278,14 +322,16 @@ export function registerAuditCommands(program: Command): void {
     .command("reseal")
     .description("start a new chain naming the last verified event of a broken one (never done silently)")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .requiredOption("--new-chain", "confirm that a new chain is wanted")
     .requiredOption("--reason <text>", "why the old chain is abandoned")
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; keyFile: string; reason: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; database?: string; keyFile: string; reason: string; json?: boolean }) => {
       await load();
       const key = d.loadKeyFile(opts.keyFile);
+      await refuseOnPostgres(opts.database, "reseal");
       const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role ?? "controller";

@@ -44,6 +44,17 @@ describe("the controller's store chosen by --database (issue 20)", () => {
     expect(existsSync(join(h, "controller.db")), "no SQLite store beside a PostgreSQL one").toBe(false);
     for (const r of [byFlag, byEnv]) expect(r.stdout + r.stderr).not.toContain(SECRET);
 
+    // berth audit reads the chain where it lives: the same verification on PostgreSQL (src/chain/mirror.ts).
+    const verified = await berth(h, ["audit", "verify", "--database", url, "--key-file", join(h, "keys", "controller.key"), "--json"]);
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(oneDocument(verified, "audit verify")).toMatchObject({ ok: true });
+    const tail = await berth(h, ["audit", "tail", "--json"], { BERTH_DATABASE_URL: url });
+    expect(tail.code, tail.stderr).toBe(0);
+    const checkpoint = await berth(h, ["audit", "checkpoint", "--database", url]);
+    expect(checkpoint.code).toBe(1);
+    expect(checkpoint.stderr).toContain("not available in this build");
+    for (const r of [verified, tail, checkpoint]) expect(r.stdout + r.stderr).not.toContain(SECRET);
+
     const engine = await PostgresEngine.open(url);
     try {
       const chain = await EngineChain.open(engine, loadKeyFile(join(h, "keys", "controller.key")), "controller");
