@@ -39,7 +39,8 @@ export function parseDatabaseAddress(raw: string | undefined, fallbackPath: stri
     return { kind: "sqlite", path };
   }
   if (isAbsolute(value)) return { kind: "sqlite", path: value };
-  throw new DatabaseAddressError(`database: expected postgres://… or sqlite:PATH, got ${JSON.stringify(value.slice(0, 40))}`);
+  // The value is not repeated: it may hold a password in a form this parser does not know.
+  throw new DatabaseAddressError("database: expected postgres://… or sqlite:PATH (or an absolute path to a SQLite file)");
 }
 
 /** Opens the engine the address names (PostgreSQL: connects once, so a wrong address fails here). */
