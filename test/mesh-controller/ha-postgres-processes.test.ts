@@ -206,6 +206,45 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     await chainsVerify(w);
   });
 
+  it("the leader cut from PostgreSQL between the node's answer and its commit (two hosts): the follower adopts the instance; the old leader's late commit changes nothing", async () => {
+    // Two host names (UTS namespaces): the follower judges the cut leader's owner lease by its TTL, as on two machines
+    // (on one host a live pid keeps its decisions its own until it heals).
+    world = await HaWorld.create("postgres", { ttlMs: TTL_MS });
+    const w = world;
+    await w.serve({ host: "ctl-a" });
+    await w.serve({ host: "ctl-b" });
+    const leader = await leaderOf(w);
+    const follower = w.servers.find((s) => s !== leader) as Server;
+    await addNode(w, leader);
+    const name = `midcut${process.pid}`;
+    w.nodeProxy.delayNextAnswer("place");
+    const placing = place(w, leader, name).catch((error: Error) => ({ status: 0, body: { error: error.message } }));
+    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 20_000);
+    await waitFor(async () => (liveInstances(name).length > 0 ? true : undefined), "the instance runs");
+    // Cut first, then let the answer through: the leader knows the instance is placed and cannot record it.
+    leader.dbTap?.partition();
+    w.nodeProxy.releaseDelayed();
+    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 20_000);
+    const [adopted] = await waitFor(async () => {
+      const rows = await w.rows<{ instance_id: string; adopted: number }>("SELECT instance_id, adopted FROM mesh_placements WHERE name = ?", [name]);
+      return rows.length > 0 ? rows : undefined;
+    }, "the follower adopted the instance", 20_000);
+    expect(Number(adopted?.adopted)).toBe(1);
+
+    // Healed: the old leader's held transaction runs now, against a decision another owner settled.
+    leader.dbTap?.heal();
+    await placing;
+    await waitFor(async () => {
+      const r = await place(w, leader, `${name}x`);
+      return r.status === 503 ? r : undefined;
+    }, "the old leader follows", 20_000);
+    expect((await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name])).map((d) => d.state)).toEqual(["placed"]);
+    expect(await oneCopyRecorded(w, name)).toBe(adopted?.instance_id);
+    expect(liveInstances(`${name}x`)).toEqual([]);
+    survived(w);
+    await chainsVerify(w);
+  });
+
   it("PostgreSQL restarted while unreachable past the TTL: nobody acts meanwhile; then one leads under a new epoch and places", async () => {
     const w = await worldOf(2);
     const leader = await leaderOf(w);
