@@ -2,8 +2,9 @@
  * Issue 20's fault campaign with real processes on PostgreSQL: two and three `berth serve` on one throwaway
  * PostgreSQL 15 (test/support/postgres.ts; each server in its own home with the same controller key, reaching the
  * database through its own byte tap), a real `berth node serve` behind the frame-reading proxy. Faults: kill -9 of
- * the leader mid-placement, SIGSTOP of the leader past its TTL then SIGCONT, the leader cut from PostgreSQL, and
- * PostgreSQL restarted under everyone.
+ * the leader mid-placement, SIGSTOP of the leader past its TTL then SIGCONT, the leader cut from PostgreSQL (idle, and
+ * between a node's answer and its commit, with two host names: UTS namespaces, so root), and PostgreSQL restarted
+ * under everyone.
  *
  * Judged from outside only: the store read read-only (a read-only PostgreSQL session: `berth_leader`, decisions,
  * placements), live agent processes from /proc (never two copies, no orphan: every live copy is a placement the store
