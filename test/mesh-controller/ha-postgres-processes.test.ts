@@ -2,8 +2,9 @@
  * Issue 20's fault campaign with real processes on PostgreSQL: two and three `berth serve` on one throwaway
  * PostgreSQL 15 (test/support/postgres.ts; each server in its own home with the same controller key, reaching the
  * database through its own byte tap), a real `berth node serve` behind the frame-reading proxy. Faults: kill -9 of
- * the leader mid-placement, SIGSTOP of the leader past its TTL then SIGCONT, the leader cut from PostgreSQL, and
- * PostgreSQL restarted under everyone.
+ * the leader mid-placement, SIGSTOP of the leader past its TTL then SIGCONT, the leader cut from PostgreSQL (idle, and
+ * between a node's answer and its commit, with two host names: UTS namespaces, so root), and PostgreSQL restarted
+ * under everyone.
  *
  * Judged from outside only: the store read read-only (a read-only PostgreSQL session: `berth_leader`, decisions,
  * placements), live agent processes from /proc (never two copies, no orphan: every live copy is a placement the store
@@ -202,6 +203,45 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     await oneCopyRecorded(w, name);
     await oneCopyRecorded(w, `${name}y`);
     for (const n of [`${name}x`, `${name}z`]) expect(liveInstances(n)).toEqual([]);
+    survived(w);
+    await chainsVerify(w);
+  });
+
+  it("the leader cut from PostgreSQL between the node's answer and its commit (two hosts): the follower adopts the instance; the old leader's late commit changes nothing", async () => {
+    // Two host names (UTS namespaces): the follower judges the cut leader's owner lease by its TTL, as on two machines
+    // (on one host a live pid keeps its decisions its own until it heals).
+    world = await HaWorld.create("postgres", { ttlMs: TTL_MS });
+    const w = world;
+    await w.serve({ host: "ctl-a" });
+    await w.serve({ host: "ctl-b" });
+    const leader = await leaderOf(w);
+    const follower = w.servers.find((s) => s !== leader) as Server;
+    await addNode(w, leader);
+    const name = `midcut${process.pid}`;
+    w.nodeProxy.delayNextAnswer("place");
+    const placing = place(w, leader, name).catch((error: Error) => ({ status: 0, body: { error: error.message } }));
+    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 20_000);
+    await waitFor(async () => (liveInstances(name).length > 0 ? true : undefined), "the instance runs");
+    // Cut first, then let the answer through: the leader knows the instance is placed and cannot record it.
+    leader.dbTap?.partition();
+    w.nodeProxy.releaseDelayed();
+    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 20_000);
+    const [adopted] = await waitFor(async () => {
+      const rows = await w.rows<{ instance_id: string; adopted: number }>("SELECT instance_id, adopted FROM mesh_placements WHERE name = ?", [name]);
+      return rows.length > 0 ? rows : undefined;
+    }, "the follower adopted the instance", 20_000);
+    expect(Number(adopted?.adopted)).toBe(1);
+
+    // Healed: the old leader's held transaction runs now, against a decision another owner settled.
+    leader.dbTap?.heal();
+    await placing;
+    await waitFor(async () => {
+      const r = await place(w, leader, `${name}x`);
+      return r.status === 503 ? r : undefined;
+    }, "the old leader follows", 20_000);
+    expect((await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name])).map((d) => d.state)).toEqual(["placed"]);
+    expect(await oneCopyRecorded(w, name)).toBe(adopted?.instance_id);
+    expect(liveInstances(`${name}x`)).toEqual([]);
     survived(w);
     await chainsVerify(w);
   });

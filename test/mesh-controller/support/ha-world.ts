@@ -105,7 +105,11 @@ export class HaWorld {
     return env;
   }
 
-  async serve(): Promise<Server> {
+  /**
+   * `host`: the server runs in its own UTS namespace under that host name (root only), so the others judge its owner
+   * lease as another machine's — by its TTL, not by its pid — as across real hosts.
+   */
+  async serve(opts: { host?: string } = {}): Promise<Server> {
     const index = this.servers.length;
     const home = this.homeFor(index);
     let dbTap: ChannelTap | null = null;
@@ -114,7 +118,8 @@ export class HaWorld {
       dbTap = await channelTap(`${url.hostname}:${url.port}`, { record: false });
       this.taps.push(dbTap);
     }
-    const proc = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json", "--log-level", "info"], { env: this.envFor(home, dbTap) });
+    const wrap = opts.host === undefined ? [] : ["unshare", "--uts", "sh", "-c", `hostname ${opts.host} && exec "$0" "$@"`];
+    const proc = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json", "--log-level", "info"], { env: this.envFor(home, dbTap), wrap });
     await proc.waitForOutput(/\n/, 30_000);
     const url = (JSON.parse(proc.output().split("\n")[0] as string) as { url: string }).url;
     const server: Server = { index, home, proc, url, pid: proc.child.pid as number, dbTap };
