@@ -143,11 +143,22 @@ export async function strike(ctx: FaultContext, f: Fault, clis: Spawned[], opsDo
         bump(ctx.faults, `${f.fault}:unstruck`);
         return;
       }
+      // The hold is armed from the round's start and timed from the first request it keeps (a loaded machine may
+      // start the round's CLIs seconds late): that renewal, and all after it, reach the node past the lease.
       const hold = p.holdAllRequests();
+      let done = false;
+      void opsDone.then(() => {
+        done = true;
+      });
+      while (hold.held() === 0 && !done) await sleep(20);
+      if (hold.held() === 0) {
+        hold.release();
+        bump(ctx.faults, `${f.fault}:unstruck`);
+        return;
+      }
       await sleep(w.leaseMs + f.overMs);
-      const held = hold.held();
       hold.release();
-      bump(ctx.faults, held > 0 ? f.fault : `${f.fault}:unstruck`);
+      bump(ctx.faults, f.fault);
       return;
     }
     case "kill-cli": {
