@@ -199,7 +199,17 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       }
       violations.push(`not-converged: ${name} should run exactly once after heal; live instances [${ids.join(", ")}], recorded ${JSON.stringify([...recorded].filter(([, n]) => n === name))}`);
     }
-    if (intent === "stopped" && ids.length > 0) violations.push(`not-converged: ${name} was stopped and still runs: [${ids.join(", ")}]`);
+    if (intent === "stopped" && ids.length > 0) {
+      // A copy on a node that is dead for this schedule cannot be stopped by anyone (its daemon is gone; `agent stop`
+      // rightly answers that no node that answered holds it): not a finding while its node stays dead.
+      const onLiveNodes = ids.filter((id) => !deadNodes.has(ws.sampler.seen.get(id)?.node));
+      if (onLiveNodes.length === 0) {
+        st.notes.push(`${name}: stopped, and its copy [${ids.join(", ")}] runs on a node that is dead for this schedule (no one can stop it there)`);
+        ws.carried.delete(name);
+        continue;
+      }
+      violations.push(`not-converged: ${name} was stopped and still runs: [${ids.join(", ")}]`);
+    }
   }
   // What earlier schedules of this world left running must still run, unless its lease stopped it.
   for (const [name, id] of ws.carried) {
