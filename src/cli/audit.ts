@@ -175,7 +175,7 @@ export function registerAuditCommands(program: Command): void {
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
-    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db and --file win)")
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL; --db and --file win)")
     .option("--json", "print one JSON document")
     .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
@@ -188,8 +188,6 @@ export function registerAuditCommands(program: Command): void {
         expectHead = { seq: Number(seq), hash: hash as string };
       }
       const checkpoints = readCheckpoints(opts.checkpoint);
-      // The store the other verbs use (issue 20): --database, else $BERTH_DATABASE_URL; --db and --file name others.
-      const database = (opts.database ?? process.env.BERTH_DATABASE_URL ?? "").trim();
       let result: VerifyResult;
       if (opts.file) {
         if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
@@ -199,16 +197,14 @@ export function registerAuditCommands(program: Command): void {
         } else {
           result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         }
-      } else if (opts.db === undefined && /^postgres(ql)?:\/\//i.test(database)) {
-        const { verifyPostgresChain } = await import("./audit-postgres.js");
-        result = await verifyPostgresChain(database, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
       } else {
-        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and answers).
-        const remote = await auditServer(opts, cmd);
+        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and
+        // answers), unless --database named the store on the command line.
+        const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
         if (remote) {
           result = await remote.r.verifyThrough(remote.t, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         } else {
-          const db = openExisting(opts.db === undefined && database.startsWith("sqlite:") ? database.slice("sqlite:".length) : dbPath(opts));
+          const db = await openForReading(opts);
           try {
             result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
           } finally {
@@ -231,11 +227,11 @@ export function registerAuditCommands(program: Command): void {
     .option("-n, --tail <n>", "how many events", "20")
     .addOption(new Option("--lines <n>", "alias of --tail").hideHelp())
     .option("--json", "one JSON document: {events: [...]}")
-    .action(async (opts: { db?: string; dataDir: string; database?: string; chain?: string; tail: string; lines?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const n = d.z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines ?? opts.tail);
       if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       const show = (chainId: string, events: readonly SealedEvent[]) => {
         const lines = events.map((e) => {
           const phase = typeof e.payload.phase === "string" ? ` ${e.payload.phase}` : "";
@@ -279,7 +275,7 @@ export function registerAuditCommands(program: Command): void {
     .option("--to <seq>", "last seq")
     .option("--checkpoints", "export the signed checkpoints instead of the events")
     .option("--json", "one JSON document {chain_id, events} (or {chain_id, checkpoints}) instead of JSON lines")
-    .action(async (opts: { db?: string; dataDir: string; database?: string; chain?: string; from: string; to?: string; checkpoints?: boolean; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; chain?: string; from: string; to?: string; checkpoints?: boolean; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const Seq = d.z.coerce.number().int().min(0);
       const from = Seq.safeParse(opts.from);
@@ -289,7 +285,7 @@ export function registerAuditCommands(program: Command): void {
       // JSON lines stream (a chain can be large); --json collects the same lines into one document.
       const collected: unknown[] = [];
       const write = opts.json ? (line: string) => collected.push(JSON.parse(line)) : (line: string) => writeSync(1, `${line}\n`);
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       if (remote) {
         const c = await remote.r.serverChain(remote.t, opts.chain);
         if (opts.checkpoints) for (const cp of await remote.r.checkpointsThrough(remote.t, c)) write(JSON.stringify({ checkpoint: { chain_id: cp.checkpoint.chain_id, format: cp.checkpoint.format, head_hash: cp.checkpoint.head_hash, key: cp.checkpoint.key, seq: cp.checkpoint.seq, ts: cp.checkpoint.ts }, sig: cp.sig }));
@@ -327,11 +323,11 @@ export function registerAuditCommands(program: Command): void {
     .option("--pubkey <hex>", "the owner's public key the file must verify under")
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--json", "print one JSON document")
-    .action(async (file: string, opts: { db?: string; dataDir: string; database?: string; pubkey?: string; keyFile?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (file: string, opts: { db?: string; dataDir: string; pubkey?: string; keyFile?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       if (!existsSync(file)) throw new CliError(`export file ${file} does not exist`);
       const key = pinnedKey(opts);
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       if (remote) {
         const outcome = await remote.r.importThrough(remote.t, file, readFileSync(file, "utf8"), key);
         answer(opts.json, { ok: true, chain_id: outcome.chain_id, written: outcome.written }, `imported chain ${outcome.chain_id}: ${outcome.written} new events`);
@@ -357,9 +353,9 @@ export function registerAuditCommands(program: Command): void {
     .addOption(LOCAL())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document: {checkpoint} (null when nothing is new)")
-    .action(async (opts: { db?: string; dataDir: string; database?: string; keyFile: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       if (remote) {
         // The server signs with the key its controller chain is owned by; a key file here would be a second signer.
         if (cmd.getOptionValueSource("keyFile") === "cli") throw new CliError(`--key-file: a checkpoint through a server is signed by the server's own key (${remote.t.via}); drop --key-file, or sign on the controller host with --local`, 2, { kind: "usage" });
@@ -392,9 +388,9 @@ export function registerAuditCommands(program: Command): void {
     .requiredOption("--reason <text>", "why the old chain is abandoned")
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; database?: string; keyFile: string; reason: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; reason: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       if (remote) {
         const { localOnly } = await import("./remote/server-verb.js");
         throw localOnly("berth audit reseal", "it abandons the controller's chain, which is done on the controller host with its key file and the server stopped, never by whoever holds an API token", remote.t);

@@ -8,8 +8,8 @@
  * the repair marks the decision placed. It also lists decisions other processes hold right now (informational).
  */
 import type { Command } from "commander";
-import { DATABASE_HELP } from "./flags.js";
 import type { DoctorDocument } from "../server/routes/operator.js";
+import { DATABASE_HELP } from "./flags.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 

@@ -37,7 +37,7 @@ const collect = (value: string, previous: string[]) => [...previous, value];
 export function registerServeCommands(program: Command): void {
   program
     .command("serve")
-    .description("serve the HTTP API, the audit event stream and the dashboard (token in $BERTH_HOME/api.token)")
+    .description("serve the HTTP API, the audit event stream and the dashboard (token in $BERTH_HOME/api.token); the server a context names, run on the controller host")
     .option("--host <host>", "address to listen on (loopback unless you mean otherwise)", "127.0.0.1")
     .option("--port <port>", "port to listen on (0 picks a free one)", "7420")
     .option("--allowed-host <name>", "a DNS name clients reach this server by (the Host header it accepts besides its address and localhost); repeatable", collect, [])

@@ -36,7 +36,7 @@ function samplesDir(): string {
 export function registerUpCommands(program: Command): void {
   program
     .command("up")
-    .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C (or `berth down`) stops it all")
+    .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C (or `berth down`) stops it all. On this machine, whatever the current context")
     .option("--data-dir <dir>", "berth home (keys, controller.db, node data, packages)", berthHome())
     .option("--database <url>", DATABASE_HELP)
     .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running until `berth down`")

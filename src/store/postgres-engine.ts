@@ -61,6 +61,9 @@ export class PostgresEngine implements StoreEngine {
     this.pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 10_000 });
     // An idle pooled connection the server dropped (a restart) is an event, not a crash: the next query reconnects.
     this.pool.on("error", () => undefined);
+    // A checked-out client whose server went away between its queries (a restart) emits "error" itself, and an
+    // unhandled one ends the process: its query fails instead (found by test/mesh-controller/ha-postgres-processes).
+    this.pool.on("connect", (client) => client.on("error", () => undefined));
   }
 
   /** Connects once, so a wrong address or credentials fail here with the server's words. */
