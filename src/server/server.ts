@@ -20,13 +20,14 @@ import { agentHandlers } from "./routes/agents.js";
 import { auditHandlers } from "./routes/audit.js";
 import { kubernetesHandlers } from "./routes/kubernetes.js";
 import { meshHandlers } from "./routes/mesh.js";
+import { nodeAdminHandlers } from "./routes/node-admin.js";
 import type { StreamTimings } from "./sse.js";
 import { announcePlaintext } from "../mesh/client/connector.js";
 import { type KubernetesAccess, openServerState, type ServerState } from "./state.js";
 import { loadOrCreateToken } from "./token.js";
 
 export const DEFAULT_PORT = 7420;
-export const HANDLERS = { ...meshHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers };
+export const HANDLERS = { ...meshHandlers, ...nodeAdminHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers };
 
 export interface ServerOptions {
   readonly dataDir: string;

@@ -362,6 +362,11 @@ export class ControllerStore {
     return verdict.to;
   }
 
+  /** Issue 16 (`berth node forget`, move-records.ts): an unsettled decision of a forgotten node becomes unplaced. */
+  forgetDecision(tx: WriteTx, decisionId: string): void {
+    this.move(tx, decisionId, "forget", "operator");
+  }
+
   private tx<T>(fn: (tx: WriteTx) => T): T {
     return withWriteTx(this.db, fn);
   }
