@@ -31,7 +31,7 @@ import { type SettleReport, settleUnsettled } from "./settle.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
-import { leaseOfFacts, SentStamps } from "./watch-stamps.js";
+import { leaseOfFacts, SentStamps, type SettleSend } from "./watch-stamps.js";
 import type { ReconcileAccess } from "./reconcile-ports.js";
 import { MoveRecords } from "./move-records.js";
 import type { MoverDeps } from "./mover.js";
@@ -81,7 +81,7 @@ export class MeshController {
   /** Issue 16: the last stamped request and the advertised lease of each node (watch-stamps.ts). */
   readonly stamps: SentStamps;
   /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
-  readonly onSend = (nodeId: string, issuedAtMs: number): void => this.stamps.record(nodeId, issuedAtMs);
+  readonly onSend = (nodeId: string, issuedAtMs: number): SettleSend => this.stamps.record(nodeId, issuedAtMs);
   /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
   readonly authority: StoreAuthority;
   /** Issue 16: cordons, forgets, stored orders and moved records (move-records.ts). */
