@@ -48,6 +48,8 @@ export interface ReconcileAccess {
   packagePolicy(packageId: string): { migratable: boolean; sticky: boolean } | null;
 }
 
+const MOVES: ReadonlySet<string> = new Set(["reschedule", "replace", "place_again"]);
+
 export const LOOP_ACTOR: JsonObject = { actor: "reconcile-loop", via: "berth serve", pid: process.pid };
 
 export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boolean): ReconcilePorts {
@@ -69,7 +71,13 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
     },
     observe: async (nodeId) => rowsOf(await access.status(nodeId)),
     perform: async (p, action) => perform(access, p, action),
-    alert: async (p, reason, why) => {
+    alert: async (p, reason, why, failed) => {
+      if (failed && MOVES.has(failed.action)) {
+        // §15: a failed reschedule attempt, chained only when its reason changes (the loop asks only then).
+        const next = `retrying in ${Math.round(failed.retry_ms / 1000)} s`;
+        access.append({ source: "placement", kind: "workload.refuse", payload: { phase: "reschedule", instance_id: p.instance_id, node: p.node_id, name: p.name, action: failed.action, reason: why, attempt: failed.attempt, next, by: LOOP_ACTOR } });
+        return;
+      }
       access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "alert", instance_id: p.instance_id, node: p.node_id, name: p.name, reason, why, by: LOOP_ACTOR } });
     },
   };
