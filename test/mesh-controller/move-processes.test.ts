@@ -17,7 +17,9 @@ import { readdirSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { leaseWaitMs } from "../../src/core/mesh/lease.js";
 import type { MeshController } from "../../src/mesh/controller/controller.js";
+import { NodeClient } from "../../src/mesh/client/node-client.js";
 import { drainNode, forgetNode } from "../../src/mesh/controller/node-admin.js";
+import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { startTargetWatch, type TargetWatch } from "../../src/mesh/controller/watch.js";
 import { waitFor } from "../mesh/harness.js";
 import { cleanupProcesses, type ProcessFixture, processFixture } from "./support/processes.js";
@@ -222,6 +224,27 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     expect(again.explain).toContain("cordoned: the operator cordoned this node");
     expect(again.decision.placement?.node_id).toBe(fx.second.nodeId);
     expect(ctl.store.chain.verifyStored().ok).toBe(true);
+  });
+
+  it("an instance its reachable node no longer lists is lost: placed again (its node allowed), chained replaced_after_loss", async () => {
+    const fx = await processFixture({ script: LONG_SCRIPT });
+    const ctl = fx.reopen({ deadAfterMs: 1_000 });
+    const { instanceId, decisionId } = await placeAgent(fx, ctl, "first", { direct: true });
+    await lead(ctl);
+    // Someone else with the controller's key unloads it on the node, behind the store's back.
+    const other = new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000, authority: () => ctl.authority.current() });
+    const unloaded = await other.call(fx.first.target(), "unload", { instance_id: instanceId }, { decisionId: "f".repeat(64) });
+    expect(unloaded.kind, JSON.stringify(unloaded)).toBe("ok");
+    expect(liveCopies(NAME)).toEqual([]);
+    watch = startLoop(ctl);
+    sampler = sample(NAME);
+    const again = await waitFor(() => liveCopies(NAME)[0], "the lost agent placed again", 30_000);
+    await waitFor(() => ctl.store.events({ kind: "workload.migrate" }).some((e) => e.phase === "replaced_after_loss" && e.from_instance === instanceId && e.to_instance === again.instance), "the replacement chained");
+    await waitFor(async () => (await ctl.moves.moved()).length === 0, "the lost record to end (its node lists nothing)", 10_000);
+    expect(ctl.placements().map((p) => p.name)).toEqual([NAME]);
+    expect(ctl.placements()[0]?.decision_id).not.toBe(decisionId);
+    sampler.stop();
+    expect(sampler.max).toBe(1);
   });
 
   it("an old copy found running on a returned node is alerted duplicate once and never killed by the loop", async () => {

@@ -48,6 +48,9 @@ export interface ReconcileAccess {
   packagePolicy(packageId: string): { migratable: boolean; sticky: boolean } | null;
 }
 
+/** How long a drain's own move is left to it before the loop places it again (a drain that died mid-move). */
+const DRAIN_OWNS_MS = 120_000;
+
 const MOVES: ReadonlySet<string> = new Set(["reschedule", "replace", "place_again"]);
 
 export const LOOP_ACTOR: JsonObject = { actor: "reconcile-loop", via: "berth serve", pid: process.pid };
@@ -110,7 +113,9 @@ async function movedView(access: ReconcileAccess, m: MovedRecord): Promise<Place
   const order = access.chainedOrder(m.decision_id);
   const successorState = m.successor === null ? null : ((await access.store.decision(m.successor))?.state ?? null);
   // A successor decision that ended unplaced (a settle released it) placed nothing: the agent needs a place again.
-  const missing = m.successor === null || (successorState === "unplaced" && (await access.moves.nameHolder(m.name)) === null);
+  // A drain places its own moves (node-admin.ts): a fresh one is left to it, so the two never race for the name.
+  const drainInProgress = m.authority === "drain" && access.clock() - m.moved_ms < DRAIN_OWNS_MS;
+  const missing = !drainInProgress && (m.successor === null || (successorState === "unplaced" && (await access.moves.nameHolder(m.name)) === null));
   return {
     ...placementView(m, order),
     ...movable(access, m.package_id),
