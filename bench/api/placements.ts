@@ -126,7 +126,7 @@ async function main(): Promise<void> {
     await compare("placements, one at a time", PLACEMENTS, 1, viaLibrary("lib1"), viaApi("api1"));
     await compare(`placements, ${CONCURRENCY} in flight`, PLACEMENTS, CONCURRENCY, viaLibrary("libn"), viaApi("apin"));
 
-    for (const p of controller.placements()) await controller.instance("unload", p.instance_id);
+    for (const p of await controller.placements()) await controller.instance("unload", p.instance_id);
   } finally {
     await server.close();
     await cleanup();

@@ -13,8 +13,8 @@
  * The records are written the way a placement writes them, through the store's own commit functions: per
  * placement, one chained `workload.place` gate verdict per target (the real gate, real permits file), the decision
  * event carrying a real engine decision over those targets, the `sending` attempt, and the placement with its
- * `placed` event. Only the commits are batched (a few hundred placements per transaction, joined by `withWriteTx`)
- * so that filling takes seconds instead of one fsync per step; rows and events are the same.
+ * `placed` event, each its own transaction as in a real place; the filling connection skips the fsync of each commit
+ * (synchronous = OFF) so that filling takes seconds instead of one fsync per step; rows and events are the same.
  *
  * Each size is measured in a fresh child process (`--probe`, with --expose-gc), so one size's garbage or allocator
  * high-water mark never shows up in another's figures.
@@ -33,14 +33,13 @@ import { consult, contextOf, DEFAULT_GATE, gatePolicyOf } from "../../src/mesh/c
 import { PolicyFiles } from "../../src/mesh/controller/policy.js";
 import type { DecisionId, PlacementRecord, WorkloadRecord } from "../../src/mesh/controller/store.js";
 import { TcpConnector } from "../../src/mesh/transport/tcp.js";
-import { withWriteTx } from "../../src/store/sqlite.js";
+import { SqliteEngine } from "../../src/store/sqlite-engine.js";
 import { benchId, rawInput } from "../placement/support/cluster.js";
 import { numberFlag } from "../support.js";
 
 const argv = process.argv.slice(2);
 const RECORDS = numberFlag("--records", 10_000);
 const TARGETS = numberFlag("--targets", 10);
-const BATCH = 250;
 /** A fixed controller key, so the probe process opens the chain the filling process wrote. */
 const KEY = signingKeyFromSeed(new Uint8Array(32).fill(7));
 const SIGNER = "5".repeat(64);
@@ -104,7 +103,7 @@ async function perCall(fn: () => unknown): Promise<Call> {
 async function probe(dataDir: string, records: number): Promise<Probe> {
   const before_open = collectedMemory();
   const t0 = process.hrtime.bigint();
-  const controller = MeshController.open({ dataDir, key: KEY, connector: new TcpConnector() });
+  const controller = await MeshController.open({ dataDir, key: KEY, connector: new TcpConnector() });
   const open_ms = Number(process.hrtime.bigint() - t0) / 1e6;
   try {
     const after_open = collectedMemory();
@@ -119,7 +118,7 @@ async function probe(dataDir: string, records: number): Promise<Probe> {
     const max_rss_mb = process.resourceUsage().maxRSS / 1024;
     return { records, before_open, open_ms, after_open, calls, after_calls, max_rss_mb };
   } finally {
-    controller.close();
+    await controller.close();
   }
 }
 
@@ -153,12 +152,12 @@ function writePolicy(dataDir: string): void {
   writeFileSync(join(dataDir, "signers.json"), JSON.stringify([{ key: SIGNER, name: "bench" }]), { mode: 0o600 });
 }
 
-function addTargets(controller: MeshController, targets: number): void {
+async function addTargets(controller: MeshController, targets: number): Promise<void> {
   for (let i = 1; i <= targets; i++) {
     const node = benchId(i);
     const addr = `127.0.0.1:${7000 + i}`;
     const key = node.padEnd(64, "0");
-    controller.store.learnTarget(
+    await controller.store.learnTarget(
       { addr, node_id: node, key, tier: "paired", tier_source: "api", learned_ms: Date.now() },
       { source: "trust", kind: "peer.add", payload: { node, addr, key, tier: "paired", how: "tofu" } },
     );
@@ -166,57 +165,56 @@ function addTargets(controller: MeshController, targets: number): void {
 }
 
 /** Placements `from` … `to - 1`, each with the rows and events of one successful `place()` (see the header). */
-function fill(controller: MeshController, dataDir: string, decision: PlacementDecision, from: number, to: number): void {
+async function fill(controller: MeshController, dataDir: string, decision: PlacementDecision, from: number, to: number): Promise<void> {
   const { store } = controller;
-  const gatePolicy = gatePolicyOf(new PolicyFiles(dataDir).read().policy, DEFAULT_GATE);
+  const gatePolicy = gatePolicyOf((await new PolicyFiles(dataDir).read()).policy, DEFAULT_GATE);
   const eligible = decision.candidates.filter((c) => c.eligible && c.variant !== null);
   const nodes = decision.candidates.map((c) => c.node_id);
-  for (let start = from; start < to; start += BATCH) {
-    withWriteTx(store.db, () => {
-      for (let i = start; i < Math.min(to, start + BATCH); i++) {
-        const name = `agent-${i}`;
-        const verdicts: EventDraft[] = [];
-        for (const node of nodes) {
-          const { event } = consult("workload.place", contextOf(WORKLOAD, "paired", controller.controllerId, false), gatePolicy, node);
-          if (event) verdicts.push(event);
-        }
-        store.appendAll(verdicts);
-        const decisionPayload = { ...decision, name } as unknown as JsonObject;
-        const decisionId: DecisionId = store.commitDecision({
-          name,
-          packageId: WORKLOAD.package_id,
-          workload: WORKLOAD,
-          dispatch: true,
-          event: {
-            source: "placement",
-            kind: "workload.place",
-            payload: { phase: "decision", backend: "mesh", controller: controller.controllerId, dry_run: false, name, package_id: WORKLOAD.package_id, decision: decisionPayload },
-          },
-          refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, error } }),
-        });
-        const winner = eligible[i % eligible.length];
-        if (winner?.variant == null) throw new Error("bug: the bench decision has no eligible candidate");
-        store.beginAttempt(decisionId, 1, winner.node_id, winner.variant);
-        const instanceId = `${name}-${decisionId.slice(0, 12)}`;
-        const placement: PlacementRecord = {
-          instance_id: instanceId,
-          name,
-          node_id: winner.node_id,
-          decision_id: decisionId,
-          variant: winner.variant,
-          route: "native",
-          package_id: WORKLOAD.package_id,
-          placed_ms: Date.now(),
-          adopted: false,
-          pending: null,
-        };
-        const targetResult = { instance_id: instanceId, name, variant: winner.variant, route: "native", package_id: WORKLOAD.package_id, state: "running", pid: 40_000 + i, node_id: winner.node_id, generation: 1 };
-        store.commitPlaced(decisionId, 1, placement, WORKLOAD, {
-          source: "placement",
-          kind: "workload.place",
-          payload: { phase: "placed", decision_id: decisionId, node: winner.node_id, variant: winner.variant, route: "native", instance_id: instanceId, attempts: 1, target_result: targetResult },
-        });
-      }
+  // The fill's own commits need not survive a power cut: this connection skips the fsync of each (the probe, a fresh
+  // process, reads what was written).
+  if (store.engine instanceof SqliteEngine) store.engine.db.pragma("synchronous = OFF");
+  for (let i = from; i < to; i++) {
+    const name = `agent-${i}`;
+    const verdicts: EventDraft[] = [];
+    for (const node of nodes) {
+      const { event } = consult("workload.place", contextOf(WORKLOAD, "paired", controller.controllerId, false), gatePolicy, node);
+      if (event) verdicts.push(event);
+    }
+    await store.appendAll(verdicts);
+    const decisionPayload = { ...decision, name } as unknown as JsonObject;
+    const decisionId: DecisionId = await store.commitDecision({
+      name,
+      packageId: WORKLOAD.package_id,
+      workload: WORKLOAD,
+      dispatch: true,
+      event: {
+        source: "placement",
+        kind: "workload.place",
+        payload: { phase: "decision", backend: "mesh", controller: controller.controllerId, dry_run: false, name, package_id: WORKLOAD.package_id, decision: decisionPayload },
+      },
+      refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, error } }),
+    });
+    const winner = eligible[i % eligible.length];
+    if (winner?.variant == null) throw new Error("bug: the bench decision has no eligible candidate");
+    await store.beginAttempt(decisionId, 1, winner.node_id, winner.variant);
+    const instanceId = `${name}-${decisionId.slice(0, 12)}`;
+    const placement: PlacementRecord = {
+      instance_id: instanceId,
+      name,
+      node_id: winner.node_id,
+      decision_id: decisionId,
+      variant: winner.variant,
+      route: "native",
+      package_id: WORKLOAD.package_id,
+      placed_ms: Date.now(),
+      adopted: false,
+      pending: null,
+    };
+    const targetResult = { instance_id: instanceId, name, variant: winner.variant, route: "native", package_id: WORKLOAD.package_id, state: "running", pid: 40_000 + i, node_id: winner.node_id, generation: 1 };
+    await store.commitPlaced(decisionId, 1, placement, WORKLOAD, {
+      source: "placement",
+      kind: "workload.place",
+      payload: { phase: "placed", decision_id: decisionId, node: winner.node_id, variant: winner.variant, route: "native", instance_id: instanceId, attempts: 1, target_result: targetResult },
     });
   }
 }
@@ -289,13 +287,13 @@ async function main(): Promise<void> {
     const rows: Array<{ probe: Probe; events: number; db_mb: number; fill_s: number }> = [];
     let filled = 0;
     for (const size of [0, 100, RECORDS]) {
-      const controller = MeshController.open({ dataDir, key: KEY, connector: new TcpConnector() });
+      const controller = await MeshController.open({ dataDir, key: KEY, connector: new TcpConnector() });
       const t0 = process.hrtime.bigint();
-      if (filled === 0 && size === 0) addTargets(controller, TARGETS);
-      fill(controller, dataDir, decision, filled, size);
+      if (filled === 0 && size === 0) await addTargets(controller, TARGETS);
+      await fill(controller, dataDir, decision, filled, size);
       const fill_s = Number(process.hrtime.bigint() - t0) / 1e9;
-      const events = controller.store.chain.tip().seq + 1;
-      controller.close();
+      const events = (await controller.store.chain.tip()).seq + 1;
+      await controller.close();
       filled = size;
       rows.push({ probe: runProbe(dataDir, size), events, db_mb: fileMb(dbPath), fill_s });
     }

@@ -47,7 +47,7 @@ async function measure(nodes: number): Promise<number> {
     memory.register(`n${i}`, (stream) => void d.service.serve(stream));
   }
   const controllerDir = join(root, "controller");
-  const controller = MeshController.open({ dataDir: controllerDir, key, connector: memory });
+  const controller = await MeshController.open({ dataDir: controllerDir, key, connector: memory });
   writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
   writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
   for (let i = 0; i < nodes; i++) await controller.addTarget(`mem://n${i}`, "paired");
@@ -62,8 +62,8 @@ async function measure(nodes: number): Promise<number> {
     if (report.judged !== nodes) throw new Error(`a pass judged ${report.judged} placements, not ${nodes}`);
   }
   const perTickMs = Number(process.hrtime.bigint() - start) / 1e6 / TICKS;
-  for (const p of controller.placements()) await controller.instance("unload", p.instance_id);
-  controller.close();
+  for (const p of await controller.placements()) await controller.instance("unload", p.instance_id);
+  await controller.close();
   for (const d of daemons) await d.close();
   rmSync(root, { recursive: true, force: true });
   console.log(`  ${String(nodes).padStart(4)} nodes: ${perTickMs.toFixed(1).padStart(8)} ms per tick, ${(perTickMs / nodes).toFixed(2).padStart(6)} ms per node`);

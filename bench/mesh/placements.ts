@@ -97,7 +97,7 @@ async function main(): Promise<void> {
     if (f.kind !== "accepted") throw new Error(`facts of ${addr} not accepted`);
     views.push({ node_id: d.nodeId as NodeView["node_id"], tier: "paired", liveness: "alive", facts: f.facts, facts_expire_at_ms: f.expireAtMs });
   }
-  const prepared = preparePackage(pkgDir, controllerDir, new PolicyFiles(controllerDir).read().policy);
+  const prepared = preparePackage(pkgDir, controllerDir, (await new PolicyFiles(controllerDir).read()).policy);
   if (!prepared.ok) throw new Error(prepared.error);
   const parsed = parsePlacementInput({
     request: {
@@ -114,7 +114,7 @@ async function main(): Promise<void> {
     decide(input);
   });
 
-  const controller = MeshController.open({ dataDir: controllerDir, key: controllerKey, connector: new TlsConnector({ identity: controllerKey }) });
+  const controller = await MeshController.open({ dataDir: controllerDir, key: controllerKey, connector: new TlsConnector({ identity: controllerKey }) });
   for (const addr of addrs) {
     const r = await controller.addTarget(addr, "paired");
     if (!r.ok) throw new Error(r.error);
@@ -165,7 +165,7 @@ async function main(): Promise<void> {
   }
   const unloads = ids.length / (Number(process.hrtime.bigint() - t) / 1e9);
   console.log(`  ${"unloads through the controller".padEnd(48)} ${unloads.toFixed(1).padStart(10)} /s`);
-  controller.close();
+  await controller.close();
 }
 
 try {

@@ -13,8 +13,8 @@ import { k8sStatePaths } from "../kubernetes/audit.js";
 import type { MeshController } from "../mesh/controller/index.js";
 import { openDatabase } from "../store/sqlite.js";
 
-export function recordMeshDeploy(controller: MeshController, result: AgentDeployResult): SealedEvent {
-  const [event] = controller.store.appendAll([deployEventDraft(result)]);
+export async function recordMeshDeploy(controller: MeshController, result: AgentDeployResult): Promise<SealedEvent> {
+  const [event] = await controller.store.appendAll([deployEventDraft(result)]);
   if (event === undefined) throw new Error("the agent.deploy event was not appended");
   return event;
 }

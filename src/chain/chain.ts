@@ -22,7 +22,7 @@ import { ensureChainSchema } from "./schema.js";
 export const CHECKPOINT_EVERY_EVENTS = 1000;
 export const CHECKPOINT_EVERY_MS = 600_000;
 
-interface EventRow {
+export interface EventRow {
   chain_id: string;
   seq: number;
   ts: number;
@@ -36,7 +36,7 @@ interface EventRow {
 }
 
 /** For a stored payload that does not even parse: an event the verifier will fail at this seq with payload_hash. */
-function rowWithUnparseablePayload(row: EventRow): object {
+export function rowWithUnparseablePayload(row: EventRow): object {
   const { payload: _text, ...rest } = row;
   const { phase: _phase, ...fields } = rest as typeof rest & { phase?: unknown };
   return { ...fields, payload: {} };

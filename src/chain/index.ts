@@ -3,6 +3,7 @@
  * hash-chained events beside its state in one SQLite file. The pure parts (event hashing, sealing, verification,
  * checkpoints) are in `src/core/chain/`; this folder reads and writes them.
  *
+ * - `EngineChain` — the same chain on a `StoreEngine` (the controller's, SQLite or PostgreSQL), asynchronous.
  * - `Chain` — open (with the start-up check from the newest valid checkpoint, §7), append inside the caller's
  *   transaction (so a state change and the event recording it commit together), checkpoints (§10), lookups.
  * - `verifyStoredChain`, `startupCheck`, `storedCheckpoints` — offline and start-up verification of what is stored.
@@ -24,5 +25,6 @@ export {
   storedCheckpoints,
   verifyStoredChain,
 } from "./chain.js";
+export { EngineChain, type FindQuery, findEventsOn, startupCheckOn, verifyStoredOn } from "./engine-chain.js";
 export { type ImportOutcome, importChain, type ParsedLines, parseEventLines } from "./import.js";
-export { CHAIN_SCHEMA_VERSION, ensureChainSchema } from "./schema.js";
+export { CHAIN_SCHEMA_VERSION, ensureChainSchema, ensureChainSchemaOn } from "./schema.js";

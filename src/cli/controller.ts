@@ -27,17 +27,17 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
   try {
     plaintext = loadPlaintextOptIn(dataDir);
     connector = new ControllerConnector({ identity: key, plaintext });
-    controller = MeshController.open({ dataDir, key, connector });
+    controller = await MeshController.open({ dataDir, key, connector });
   } catch (error) {
     throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
   }
   try {
     await announcePlaintext({ optIn: plaintext, home: dataDir, chain: controller.store, via: "cli", always: false, warn: (line) => process.stderr.write(`${line}\n`) });
   } catch (error) {
-    controller.close();
+    await controller.close();
     throw error;
   }
-  const wedged = opts.quiet ? [] : controller.wedged();
+  const wedged = opts.quiet ? [] : await controller.wedged();
   if (wedged.length > 0) {
     // Not an error: every verb still works; settle skips these decisions until they are repaired.
     process.stderr.write(
@@ -47,7 +47,7 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
   try {
     return await fn(controller, key, connector);
   } finally {
-    controller.close();
+    await controller.close();
   }
 }
 

@@ -22,9 +22,8 @@ export function registerDoctorCommands(program: Command): void {
     .action(async (opts: { repair?: boolean; dataDir?: string; keyFile?: string; json?: boolean }) => {
       const { operatorIdentity, withController } = await import("./controller.js");
       const doc = await withController({ ...opts, quiet: true }, async (c) => {
-        const wedged = opts.repair ? c.repairWedged(operatorIdentity("berth doctor")) : c.wedged();
-        const inFlight = c.store
-          .ownedDecisions()
+        const wedged = opts.repair ? await c.repairWedged(operatorIdentity("berth doctor")) : await c.wedged();
+        const inFlight = (await c.store.ownedDecisions())
           .filter((o) => o.decision.owner_id !== c.store.lease.owner_id)
           .map((o) => ({ decision_id: o.decision.id, name: o.decision.name, state: o.decision.state, owner: o.verdict.why }));
         return { repaired: opts.repair === true, wedged, in_flight: inFlight };

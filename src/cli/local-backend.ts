@@ -67,7 +67,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     addTarget: (addr, tier, key) =>
       withController(controllerFlags, async (c) => {
         const r = await c.addTarget(addr, tier, key);
-        return r.ok ? { ok: true as const, target: targetsWithFacts(c, [r.target])[0] as ReturnType<typeof targetsWithFacts>[number] } : r;
+        return r.ok ? { ok: true as const, target: (await targetsWithFacts(c, [r.target]))[0] as Awaited<ReturnType<typeof targetsWithFacts>>[number] } : r;
       }),
     setTier: (ref, tier) => withController(controllerFlags, async (c) => c.setTier(ref, tier)),
     place: (order) =>
@@ -89,7 +89,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     unsettled: (settle) =>
       withController(controllerFlags, async (c) => {
         const report = settle ? await withSpinner("asking the nodes of unsettled decisions", flags.json, () => c.settleReport()) : null;
-        return { settled: report, unsettled: c.unsettled() };
+        return { settled: report, unsettled: await c.unsettled() };
       }),
     agents: () => agentStates(env),
     deploy: async (spec) => deployDoc(deployEventPayload(answered(await deployAgent(env, loaded(spec))).result)),

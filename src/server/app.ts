@@ -204,7 +204,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       const follower = notLeaderAnswer(o.state.controller);
       if (follower) return send(reply, 503, follower);
       try {
-        record = recordRequest(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
+        record = await recordRequest(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
       } catch (error) {
         req.log.error({ err: error }, "api.call request could not be chained; nothing was done");
         return send(reply, 500, { error: { code: "audit_unavailable", message: "the request could not be recorded in the audit chain, so nothing was done; try again" } });
@@ -229,7 +229,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     }
     if (record) {
       try {
-        recordOutcome(o.state.controller, callerOf, record, outcome);
+        await recordOutcome(o.state.controller, callerOf, record, outcome);
       } catch (error) {
         req.log.error({ err: error, call_id: record.call_id }, "api.call outcome could not be chained");
       }

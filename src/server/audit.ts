@@ -25,9 +25,9 @@ export interface CallRecord {
 const draft = (payload: JsonObject) => ({ source: "api", kind: "api.call", payload });
 
 /** Appends the `request` half; throws when it cannot, and then the caller must do nothing. */
-export function recordRequest(controller: MeshController, caller: Caller, call: Omit<CallRecord, "call_id">): CallRecord {
+export async function recordRequest(controller: MeshController, caller: Caller, call: Omit<CallRecord, "call_id">): Promise<CallRecord> {
   const record = { call_id: randomBytes(16).toString("hex"), ...call };
-  controller.store.appendAll([draft({ phase: "request", ...record, who: caller.who, remote: caller.remote })]);
+  await controller.store.appendAll([draft({ phase: "request", ...record, who: caller.who, remote: caller.remote })]);
   return record;
 }
 
@@ -40,8 +40,8 @@ export interface CallOutcome {
   readonly refs?: JsonObject;
 }
 
-export function recordOutcome(controller: MeshController, caller: Caller, call: CallRecord, outcome: CallOutcome): void {
-  controller.store.appendAll([
+export async function recordOutcome(controller: MeshController, caller: Caller, call: CallRecord, outcome: CallOutcome): Promise<void> {
+  await controller.store.appendAll([
     draft({
       phase: "outcome",
       call_id: call.call_id,

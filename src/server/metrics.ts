@@ -28,11 +28,6 @@ export interface ServerMetrics {
   observeRequest(labels: { method: string; route: string; status: number }, seconds: number): void;
 }
 
-function countBy(state: ServerState, sql: string): Map<string, number> {
-  // The store's own tables, counted without loading rows (a long-lived controller holds thousands of decisions).
-  const rows = state.controller.store.db.prepare(sql).all() as Array<{ k: string; n: number }>;
-  return new Map(rows.map((r) => [r.k, r.n]));
-}
 
 export function serverMetrics(state: ServerState): ServerMetrics {
   const registry = new Registry();
@@ -43,8 +38,8 @@ export function serverMetrics(state: ServerState): ServerMetrics {
     help: "placement decisions in the controller store by state",
     labelNames: ["state"],
     registers: [registry],
-    collect() {
-      const counts = countBy(state, "SELECT state AS k, COUNT(*) AS n FROM mesh_decisions GROUP BY state");
+    async collect() {
+      const counts = await state.controller.store.countBy("decisions_by_state");
       for (const s of DECISION_STATES) this.set({ state: s }, counts.get(s) ?? 0);
     },
   });
@@ -52,8 +47,8 @@ export function serverMetrics(state: ServerState): ServerMetrics {
     name: "berth_unsettled_decisions",
     help: "decisions whose lost answer is not reconciled yet (berth unsettled)",
     registers: [registry],
-    collect() {
-      this.set(state.controller.unsettled().length);
+    async collect() {
+      this.set((await state.controller.unsettled()).length);
     },
   });
   new Gauge({
@@ -61,8 +56,8 @@ export function serverMetrics(state: ServerState): ServerMetrics {
     help: "dispatch attempts (one per candidate node tried) by outcome",
     labelNames: ["outcome"],
     registers: [registry],
-    collect() {
-      const counts = countBy(state, "SELECT outcome AS k, COUNT(*) AS n FROM mesh_attempts WHERE outcome IS NOT NULL GROUP BY outcome");
+    async collect() {
+      const counts = await state.controller.store.countBy("attempts_by_outcome");
       for (const outcome of ATTEMPT_OUTCOMES) this.set({ outcome }, counts.get(outcome) ?? 0);
     },
   });
@@ -71,8 +66,8 @@ export function serverMetrics(state: ServerState): ServerMetrics {
     help: "placement records (one per placed instance) by route",
     labelNames: ["route"],
     registers: [registry],
-    collect() {
-      const counts = countBy(state, "SELECT route AS k, COUNT(*) AS n FROM mesh_placements GROUP BY route");
+    async collect() {
+      const counts = await state.controller.store.countBy("placements_by_route");
       for (const r of ["native", "emulated"]) this.set({ route: r }, counts.get(r) ?? 0);
     },
   });
@@ -81,9 +76,9 @@ export function serverMetrics(state: ServerState): ServerMetrics {
     help: "learned nodes by liveness as this controller last saw them (a scrape contacts no node)",
     labelNames: ["liveness"],
     registers: [registry],
-    collect() {
+    async collect() {
       const counts = new Map<string, number>();
-      for (const v of state.controller.nodeViews()) counts.set(v.liveness, (counts.get(v.liveness) ?? 0) + 1);
+      for (const v of await state.controller.nodeViews()) counts.set(v.liveness, (counts.get(v.liveness) ?? 0) + 1);
       for (const l of LIVENESS) this.set({ liveness: l }, counts.get(l) ?? 0);
     },
   });
@@ -94,9 +89,9 @@ export function serverMetrics(state: ServerState): ServerMetrics {
     help: "events appended to each audit chain this server holds (by this server, the CLI, or berth up)",
     labelNames: ["chain"],
     registers: [registry],
-    collect() {
+    async collect() {
       for (const chain of CHAIN_NAMES) {
-        const events = chain === "controller" ? state.controller.store.chain.tip().seq + 1 : eventsIn(state, chain);
+        const events = chain === "controller" ? (await state.controller.store.chain.tip()).seq + 1 : eventsIn(state, chain);
         const delta = events - (seen.get(chain) ?? 0);
         if (delta > 0) this.inc({ chain }, delta);
         else if (!seen.has(chain)) this.inc({ chain }, 0);

@@ -26,7 +26,7 @@ export function registerOps(app: FastifyInstance, o: { state: ServerState; metri
   const access = (url: string) => OPS_ROUTES.find((r) => r.url === url)?.access ?? "token";
   app.get("/healthz", { config: { access: access("/healthz") } }, async (_req, reply) => reply.code(200).type("application/json; charset=utf-8").send(JSON.stringify({ ok: true, version: o.state.version })));
   app.get("/readyz", { config: { access: access("/readyz") } }, async (_req, reply) => {
-    const r = readiness(o.state);
+    const r = await readiness(o.state);
     const status = r.ready ? 200 : 503;
     return reply.code(status).type("application/json; charset=utf-8").header("cache-control", "no-store").send(JSON.stringify(r));
   });

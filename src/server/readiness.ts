@@ -22,9 +22,9 @@ export interface ReadinessCheck {
 /** How long the write-lock check waits for another writer (the store waits 10 s for a real write). */
 const LOCK_WAIT_MS = 1000;
 
-function check(name: ReadinessCheck["name"], probe: () => void): ReadinessCheck {
+async function check(name: ReadinessCheck["name"], probe: () => void | Promise<void>): Promise<ReadinessCheck> {
   try {
-    probe();
+    await probe();
     return { name, ok: true, detail: null };
   } catch (error) {
     // The error's code (EACCES, SQLITE_BUSY) where it has one: /readyz is public, and an fs message names paths.
@@ -33,27 +33,15 @@ function check(name: ReadinessCheck["name"], probe: () => void): ReadinessCheck 
   }
 }
 
-export function readiness(state: ServerState): { ready: boolean; checks: ReadinessCheck[] } {
-  const db = state.controller.store.db;
+export async function readiness(state: ServerState): Promise<{ ready: boolean; checks: ReadinessCheck[] }> {
+  const engine = state.controller.store.engine;
   const checks = [
-    check("controller_chain", () => {
-      if (!db.open) throw new Error("the controller database is closed");
-      state.controller.store.chain.tip();
+    await check("controller_chain", async () => {
+      if (engine.closed) throw new Error("the controller database is closed");
+      await state.controller.store.chain.tip();
     }),
-    check("store_writable", () => {
-      if (!db.open) throw new Error("the controller database is closed");
-      if (db.readonly) throw new Error("the controller database is open read-only");
-      const wait = db.pragma("busy_timeout", { simple: true }) as number;
-      // better-sqlite3 is synchronous: nothing else runs on this handle between these statements.
-      db.pragma(`busy_timeout = ${LOCK_WAIT_MS}`);
-      try {
-        db.exec("BEGIN IMMEDIATE");
-        db.exec("ROLLBACK");
-      } finally {
-        db.pragma(`busy_timeout = ${wait}`);
-      }
-    }),
-    check("data_dir_writable", () => {
+    await check("store_writable", () => engine.checkWritable(LOCK_WAIT_MS)),
+    await check("data_dir_writable", () => {
       const path = join(state.dataDir, `.readyz-${process.pid}`);
       const fd = openSync(path, "w", 0o600);
       try {

@@ -87,7 +87,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Read before anything is opened, so a missing or unreadable file is refused with nothing to undo.
   const https = o.tls ? { cert: readFileSync(o.tls.certFile), key: readFileSync(o.tls.keyFile) } : undefined;
   const host = o.host ?? "127.0.0.1";
-  const state = openServerState({ dataDir, version: berthVersion(), ...(o.connector ? { connector: o.connector } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) });
+  const state = await openServerState({ dataDir, version: berthVersion(), ...(o.connector ? { connector: o.connector } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) });
   const { app } = buildApp({
     state,
     token,
@@ -103,7 +103,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     await app.listen({ host, port: o.port ?? DEFAULT_PORT });
   } catch (error) {
     await app.close();
-    state.close();
+    await state.close();
     throw error;
   }
   // spec/mesh.md §4.11: a plaintext opt-in is warned about and chained at every start of this long-lived controller.
@@ -114,7 +114,9 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // spec/audit-chain.md §10 for the controller chain this long-lived process writes: a checkpoint 600 s after the previous
   // one when events were appended since (checked each minute), and one at clean shutdown.
   const chain = state.controller.store.chain;
-  const checkpoints = setInterval(() => chain.checkpointIfDue(), 60_000);
+  const checkpoints = setInterval(() => {
+    chain.checkpointIfDue().catch((error: unknown) => app.log.warn({ err: error }, "chain checkpoint failed"));
+  }, 60_000);
   checkpoints.unref();
   // Issue 20: every server competes for the store's leadership; only the leader places, settles and ticks.
   state.controller.lead({
@@ -148,8 +150,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         clearInterval(checkpoints);
         await watch?.stop();
         await app.close();
-        chain.checkpointIfDue(true);
-        state.close();
+        await chain.checkpointIfDue(true);
+        await state.close();
       })();
       return closing;
     },

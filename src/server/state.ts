@@ -53,7 +53,7 @@ export interface ServerState {
   readonly dbPaths: { readonly controller: string; readonly k8s: string };
   openRegistry(): AgentRegistry;
   openK8sAudit(): ChainAudit;
-  close(): void;
+  close(): Promise<void>;
 }
 
 export const controllerKeyPath = (dataDir: string) => join(dataDir, "keys", "controller.key");
@@ -65,11 +65,11 @@ export function loadOrCreateControllerKey(dataDir: string): SigningKey {
   return loadKeyFile(path);
 }
 
-export function openServerState(o: { dataDir: string; version: string; connector?: Connector; kubernetes?: KubernetesAccess }): ServerState {
+export async function openServerState(o: { dataDir: string; version: string; connector?: Connector; kubernetes?: KubernetesAccess }): Promise<ServerState> {
   const key = loadOrCreateControllerKey(o.dataDir);
   const plaintext = loadPlaintextOptIn(o.dataDir);
   const connector = o.connector ?? new ControllerConnector({ identity: key, plaintext });
-  const controller = MeshController.open({ dataDir: o.dataDir, key, connector });
+  const controller = await MeshController.open({ dataDir: o.dataDir, key, connector });
   return {
     dataDir: o.dataDir,
     version: o.version,
@@ -81,8 +81,8 @@ export function openServerState(o: { dataDir: string; version: string; connector
     dbPaths: { controller: join(o.dataDir, CONTROLLER_DB), k8s: k8sStatePaths(o.dataDir).db },
     openRegistry: () => AgentRegistry.open(o.dataDir),
     openK8sAudit: () => openK8sChain(o.dataDir),
-    close: () => {
-      controller.close();
+    close: async () => {
+      await controller.close();
       if (connector instanceof ControllerConnector) connector.closeWarm();
     },
   };

@@ -16,51 +16,53 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Authority } from "../core/protocol/messages.js";
-import { type Db, ensureSchema, type WriteTx, withWriteTx } from "./sqlite.js";
+import type { Query, StoreEngine, Tx } from "./engine.js";
+import { ensureSchemaOn } from "./schema.js";
 
 export const AUTHORITY_SCHEMA_VERSION = 1;
 
-/** Creates the identity and leader tables (idempotent), in the caller's write transaction. */
-export function ensureAuthorityTables(tx: WriteTx, nowMs: number): void {
-  ensureSchema(tx, "berth_authority", AUTHORITY_SCHEMA_VERSION, (from) => {
+/** Creates the identity and leader tables (idempotent), in the caller's write transaction; the same on both engines. */
+export async function ensureAuthorityTables(tx: Tx, nowMs: number): Promise<void> {
+  const int = tx.kind === "postgres" ? "BIGINT" : "INTEGER";
+  await ensureSchemaOn(tx, "berth_authority", AUTHORITY_SCHEMA_VERSION, async (from) => {
     if (from === 0) {
-      tx.db.exec(`
-        CREATE TABLE IF NOT EXISTS berth_store (id INTEGER PRIMARY KEY CHECK (id = 1), store_id TEXT NOT NULL, created_ms INTEGER NOT NULL);
-        CREATE TABLE IF NOT EXISTS berth_leader (id INTEGER PRIMARY KEY CHECK (id = 1), owner_id TEXT NOT NULL, epoch INTEGER NOT NULL,
-                                                 renewed_ms INTEGER NOT NULL, ttl_ms INTEGER NOT NULL, address TEXT, host TEXT NOT NULL,
-                                                 pid INTEGER NOT NULL, taken_ms INTEGER NOT NULL, released_ms INTEGER);
+      await tx.exec(`
+        CREATE TABLE IF NOT EXISTS berth_store (id INTEGER PRIMARY KEY CHECK (id = 1), store_id TEXT NOT NULL, created_ms ${int} NOT NULL);
+        CREATE TABLE IF NOT EXISTS berth_leader (id INTEGER PRIMARY KEY CHECK (id = 1), owner_id TEXT NOT NULL, epoch ${int} NOT NULL,
+                                                 renewed_ms ${int} NOT NULL, ttl_ms ${int} NOT NULL, address TEXT, host TEXT NOT NULL,
+                                                 pid INTEGER NOT NULL, taken_ms ${int} NOT NULL, released_ms ${int});
       `);
     }
   });
-  tx.db.prepare("INSERT OR IGNORE INTO berth_store (id, store_id, created_ms) VALUES (1, ?, ?)").run(randomBytes(16).toString("hex"), nowMs);
+  await tx.run("INSERT INTO berth_store (id, store_id, created_ms) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING", [randomBytes(16).toString("hex"), nowMs]);
 }
 
 /** The store's id (made by ensureAuthorityTables). */
-export function readStoreId(db: Db): string {
-  const row = db.prepare("SELECT store_id FROM berth_store WHERE id = 1").get() as { store_id: string } | undefined;
+export async function readStoreId(q: Query): Promise<string> {
+  const row = await q.get<{ store_id: string }>("SELECT store_id FROM berth_store WHERE id = 1");
   if (!row) throw new Error("the controller store has no store id (berth_store is empty)");
   return row.store_id;
 }
 
 /** The epoch of the store's current or last leadership; 0 when no process was ever leader. */
-export function readLeaderEpoch(db: Db): number {
-  const row = db.prepare("SELECT epoch FROM berth_leader WHERE id = 1").get() as { epoch: number } | undefined;
-  return row?.epoch ?? 0;
+export async function readLeaderEpoch(q: Query): Promise<number> {
+  const row = await q.get<{ epoch: number }>("SELECT epoch FROM berth_leader WHERE id = 1");
+  return row === undefined ? 0 : Number(row.epoch);
 }
 
 /** The authority of a process that is not the leader: the store's id and its leadership's epoch, read now. */
 export class StoreAuthority {
-  readonly storeId: string;
+  private constructor(
+    private readonly engine: StoreEngine,
+    readonly storeId: string,
+  ) {}
 
-  constructor(
-    private readonly db: Db,
-    clock: () => number,
-  ) {
-    withWriteTx(db, (tx) => ensureAuthorityTables(tx, clock()));
-    this.storeId = readStoreId(db);
+  static async open(engine: StoreEngine, clock: () => number): Promise<StoreAuthority> {
+    await engine.transaction((tx) => ensureAuthorityTables(tx, clock()));
+    return new StoreAuthority(engine, await engine.read(readStoreId));
   }
 
-  current(): Authority {
-    return { store_id: this.storeId, epoch: readLeaderEpoch(this.db) };
+  async current(): Promise<Authority> {
+    return { store_id: this.storeId, epoch: await this.engine.read(readLeaderEpoch) };
   }
 }

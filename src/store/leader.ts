@@ -1,7 +1,7 @@
 /**
  * Holding the leadership of a controller store (issue 20; the rules are src/core/mesh/leader-lease.ts, the design
  * src/store/README.md and docs/ha.md). Each `berth serve` runs one `LeaderLease`: every TTL/5 it takes or renews the
- * one `berth_leader` row in a write transaction, judged on the database's clock; the winner takes the next epoch
+ * one `berth_leader` row in a write transaction on the store's engine, judged on the database's clock; the winner takes the next epoch
  * from the counter the owner leases use (`berth_lease_epoch`), and renews its owner lease in the same transaction
  * with the leader TTL, so crash recovery on another host judges a dead leader's decisions gone as soon as its
  * leadership is.
@@ -15,8 +15,23 @@ import { z } from "zod";
 import { performance } from "node:perf_hooks";
 import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, leaderTiming, mayAct } from "../core/mesh/leader-lease.js";
 import { type Authority, MUTATING_METHODS } from "../core/protocol/messages.js";
+import type { StoreEngine, Tx } from "./engine.js";
 import { readLeaderEpoch } from "./leader-authority.js";
-import { type Db, withWriteTx } from "./sqlite.js";
+
+/** Milliseconds now on the database's clock (PostgreSQL), or this process's (SQLite: every contender is on this machine). */
+async function databaseNow(tx: Tx): Promise<number> {
+  if (tx.kind === "sqlite") return Date.now();
+  const row = await tx.get<{ now_ms: number | string }>("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms");
+  return Number(row?.now_ms);
+}
+
+const LEADER_COLUMNS = "owner_id, epoch, renewed_ms, ttl_ms, address, host, pid, released_ms";
+
+/** BIGINT columns come back as numbers from both engines; this keeps the row honest anyway. */
+function leaderRowOf(row: LeaderRow | undefined): LeaderRow | null {
+  if (row === undefined) return null;
+  return { ...row, epoch: Number(row.epoch), renewed_ms: Number(row.renewed_ms), ttl_ms: Number(row.ttl_ms), pid: Number(row.pid), released_ms: row.released_ms === null ? null : Number(row.released_ms) };
+}
 
 const LeaderTtlEnv = z.coerce.number().int().min(500, "must be at least 500 (ms)").max(600_000, "must be at most 600000 (ms)");
 
@@ -34,14 +49,18 @@ export class NotLeader extends Error {
 }
 
 export interface LeaderLeaseOptions {
-  readonly db: Db;
+  readonly engine: StoreEngine;
   readonly storeId: string;
   /** This process's owner lease (src/store/lease.ts): the leader row names it. */
   readonly ownerId: string;
   readonly ttlMs?: number;
   /** The API address followers point writes at. */
   readonly address: string | null;
-  /** The database's clock; on SQLite (one machine) the process clock. */
+  /**
+   * The clock the lease row is judged on. Default: the database's (PostgreSQL's `clock_timestamp()`, read inside the
+   * transaction, so every contender on every machine judges one row by one clock); on SQLite (one machine) the
+   * process clock. Tests set it.
+   */
   readonly dbClock?: () => number;
   /** Monotonic milliseconds (runs on while the process is stopped). */
   readonly mono?: () => number;
@@ -58,23 +77,32 @@ export interface LeaderView {
 
 export class LeaderLease {
   readonly timing: LeaderTiming;
-  private readonly dbClock: () => number;
+  private readonly dbClock: ((tx: Tx) => Promise<number>);
   private readonly mono: () => number;
   private heldEpoch: number | null = null;
   private renewStartMono = Number.NEGATIVE_INFINITY;
   private lastSeen: LeaderRow | null = null;
   private timer: NodeJS.Timeout | null = null;
+  /** The step in flight: a slow store never runs two at once, and `stop()` waits for it. */
+  private stepping: Promise<void> | null = null;
 
   constructor(private readonly o: LeaderLeaseOptions) {
     this.timing = leaderTiming(o.ttlMs);
-    this.dbClock = o.dbClock ?? Date.now;
+    const fixed = o.dbClock;
+    this.dbClock = fixed ? async () => fixed() : databaseNow;
     this.mono = o.mono ?? (() => performance.now());
   }
 
   /** Takes or renews now, then every TTL/5. */
   start(): void {
-    this.step();
-    this.timer = setInterval(() => this.step(), this.timing.renewEveryMs);
+    const tick = () => {
+      if (this.stepping) return;
+      this.stepping = this.step().finally(() => {
+        this.stepping = null;
+      });
+    };
+    tick();
+    this.timer = setInterval(tick, this.timing.renewEveryMs);
     this.timer.unref();
   }
 
@@ -95,44 +123,48 @@ export class LeaderLease {
    * The authority a request carries. The leader: its own epoch. Anyone else: nothing mutating is sent (NotLeader);
    * a read names the store's current epoch (it is never refused, and may bind an unbound node).
    */
-  authorityFor(method: string): Authority {
+  async authorityFor(method: string): Promise<Authority> {
     if (this.isLeader() && this.heldEpoch !== null) return { store_id: this.o.storeId, epoch: this.heldEpoch };
     if (MUTATING_METHODS.has(method)) {
       const l = this.lastSeen;
       throw new NotLeader(l && l.owner_id !== this.o.ownerId ? `this process is not the leader; the leader is ${l.address ?? `pid ${l.pid} on ${l.host}`} (epoch ${l.epoch})` : "this process is not the leader");
     }
-    return { store_id: this.o.storeId, epoch: readLeaderEpoch(this.o.db) };
+    return { store_id: this.o.storeId, epoch: await this.o.engine.read(readLeaderEpoch) };
   }
 
   /** One take-or-renew. Never throws: a store that cannot be reached is a renewal that failed. */
-  step(): void {
+  async step(): Promise<void> {
     const startMono = this.mono();
     let verdict: ReturnType<typeof judgeLeader>;
     let taken: number | null = null;
     try {
-      verdict = withWriteTx(this.o.db, (tx) => {
-        const now = this.dbClock();
-        const row = (tx.db.prepare("SELECT owner_id, epoch, renewed_ms, ttl_ms, address, host, pid, released_ms FROM berth_leader WHERE id = 1").get() as LeaderRow | undefined) ?? null;
-        const v = judgeLeader(row, this.o.ownerId, this.heldEpoch, now);
+      const held = this.heldEpoch;
+      const out = await this.o.engine.transaction(async (tx) => {
+        const now = await this.dbClock(tx);
+        const row = leaderRowOf(await tx.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`));
+        const v = judgeLeader(row, this.o.ownerId, held, now);
+        let epoch: number | null = null;
         if (v.kind === "renew") {
-          tx.db.prepare("UPDATE berth_leader SET renewed_ms = ?, ttl_ms = ?, address = ? WHERE id = 1").run(now, this.timing.ttlMs, this.o.address);
+          await tx.run("UPDATE berth_leader SET renewed_ms = ?, ttl_ms = ?, address = ? WHERE id = 1", [now, this.timing.ttlMs, this.o.address]);
         } else if (v.kind === "take") {
-          tx.db.prepare("UPDATE berth_lease_epoch SET epoch = epoch + 1 WHERE id = 1").run();
-          const { epoch } = tx.db.prepare("SELECT epoch FROM berth_lease_epoch WHERE id = 1").get() as { epoch: number };
-          tx.db
-            .prepare(
-              "INSERT INTO berth_leader (id, owner_id, epoch, renewed_ms, ttl_ms, address, host, pid, taken_ms, released_ms) VALUES (1,?,?,?,?,?,?,?,?,NULL) ON CONFLICT(id) DO UPDATE SET owner_id = excluded.owner_id, epoch = excluded.epoch, renewed_ms = excluded.renewed_ms, ttl_ms = excluded.ttl_ms, address = excluded.address, host = excluded.host, pid = excluded.pid, taken_ms = excluded.taken_ms, released_ms = NULL",
-            )
-            .run(this.o.ownerId, epoch, now, this.timing.ttlMs, this.o.address, hostname(), process.pid, now);
-          taken = epoch;
+          const next = await tx.get<{ epoch: number }>("UPDATE berth_lease_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch");
+          if (next === undefined) throw new Error("the lease epoch counter is missing (berth_lease_epoch)");
+          epoch = Number(next.epoch);
+          await tx.run(
+            "INSERT INTO berth_leader (id, owner_id, epoch, renewed_ms, ttl_ms, address, host, pid, taken_ms, released_ms) VALUES (1,?,?,?,?,?,?,?,?,NULL) ON CONFLICT (id) DO UPDATE SET owner_id = excluded.owner_id, epoch = excluded.epoch, renewed_ms = excluded.renewed_ms, ttl_ms = excluded.ttl_ms, address = excluded.address, host = excluded.host, pid = excluded.pid, taken_ms = excluded.taken_ms, released_ms = NULL",
+            [this.o.ownerId, epoch, now, this.timing.ttlMs, this.o.address, hostname(), process.pid, now],
+          );
         }
         if (v.kind !== "follow") {
           // The owner lease lives exactly as long as the leadership: recovery elsewhere judges both by one TTL.
-          tx.db.prepare("UPDATE berth_owners SET renewed_ms = ?, ttl_ms = ? WHERE owner_id = ? AND released_ms IS NULL").run(now, this.timing.ttlMs, this.o.ownerId);
+          await tx.run("UPDATE berth_owners SET renewed_ms = ?, ttl_ms = ? WHERE owner_id = ? AND released_ms IS NULL", [now, this.timing.ttlMs, this.o.ownerId]);
         }
-        this.lastSeen = (tx.db.prepare("SELECT owner_id, epoch, renewed_ms, ttl_ms, address, host, pid, released_ms FROM berth_leader WHERE id = 1").get() as LeaderRow | undefined) ?? null;
-        return v;
+        const seen = leaderRowOf(await tx.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`));
+        return { v, epoch, seen };
       });
+      verdict = out.v;
+      taken = out.epoch;
+      this.lastSeen = out.seen;
     } catch {
       // The renewal failed (a busy or unreachable store): the act-for window keeps running down.
       this.isLeader();
@@ -150,22 +182,22 @@ export class LeaderLease {
   }
 
   /** Stops renewing and, when leading, releases the row so a follower takes over at once. */
-  stop(): void {
+  async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    await this.stepping;
     if (this.heldEpoch === null) return;
     const epoch = this.heldEpoch;
     this.heldEpoch = null;
     try {
-      withWriteTx(this.o.db, (tx) => {
-        tx.db.prepare("UPDATE berth_leader SET released_ms = ? WHERE id = 1 AND owner_id = ? AND epoch = ?").run(this.dbClock(), this.o.ownerId, epoch);
+      await this.o.engine.transaction(async (tx) => {
+        await tx.run("UPDATE berth_leader SET released_ms = ? WHERE id = 1 AND owner_id = ? AND epoch = ?", [await this.dbClock(tx), this.o.ownerId, epoch]);
       });
     } catch {
       // the row lapses by its TTL instead
     }
     this.o.onChange?.(null, "it stopped");
   }
-
   private lose(why: string): void {
     if (this.heldEpoch === null) return;
     this.heldEpoch = null;

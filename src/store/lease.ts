@@ -12,7 +12,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { type HereFacts, judgeOwner, needsPidProbe, type OwnerLease, type OwnerVerdict } from "../core/mesh/owner-liveness.js";
-import type { Db, WriteTx } from "./sqlite.js";
+import type { Query, Tx } from "./engine.js";
 
 /** How long a lease stays valid without renewal, for a reader on another host (one on this host checks the pid). */
 export const DEFAULT_LEASE_TTL_MS = 30_000;
@@ -46,25 +46,27 @@ export function bootId(): string {
   return bootIdCache;
 }
 
-/** Creates the lease tables (idempotent), inside a schema migration's transaction. */
-export function ensureLeaseTables(tx: WriteTx): void {
-  tx.db.exec(`
-    CREATE TABLE IF NOT EXISTS berth_lease_epoch (id INTEGER PRIMARY KEY CHECK (id = 1), epoch INTEGER NOT NULL);
-    INSERT OR IGNORE INTO berth_lease_epoch (id, epoch) VALUES (1, 0);
-    CREATE TABLE IF NOT EXISTS berth_owners (owner_id TEXT PRIMARY KEY, epoch INTEGER NOT NULL UNIQUE, pid INTEGER NOT NULL,
+/** Creates the lease tables (idempotent), inside a schema migration's transaction; the same columns on both engines. */
+export async function ensureLeaseTables(tx: Tx): Promise<void> {
+  const int = tx.kind === "postgres" ? "BIGINT" : "INTEGER";
+  await tx.exec(`
+    CREATE TABLE IF NOT EXISTS berth_lease_epoch (id INTEGER PRIMARY KEY CHECK (id = 1), epoch ${int} NOT NULL);
+    CREATE TABLE IF NOT EXISTS berth_owners (owner_id TEXT PRIMARY KEY, epoch ${int} NOT NULL UNIQUE, pid INTEGER NOT NULL,
                                              start_time TEXT NOT NULL, boot_id TEXT NOT NULL, host TEXT NOT NULL,
-                                             started_ms INTEGER NOT NULL, renewed_ms INTEGER NOT NULL, ttl_ms INTEGER NOT NULL,
-                                             released_ms INTEGER);
+                                             started_ms ${int} NOT NULL, renewed_ms ${int} NOT NULL, ttl_ms ${int} NOT NULL,
+                                             released_ms ${int});
   `);
+  await tx.run("INSERT INTO berth_lease_epoch (id, epoch) VALUES (1, 0) ON CONFLICT (id) DO NOTHING");
 }
 
 /** Takes a new lease for this process: the next epoch, this pid's identity. In the caller's write transaction. */
-export function takeLease(tx: WriteTx, nowMs: number, ttlMs = DEFAULT_LEASE_TTL_MS): OwnerLease {
-  tx.db.prepare("UPDATE berth_lease_epoch SET epoch = epoch + 1 WHERE id = 1").run();
-  const { epoch } = tx.db.prepare("SELECT epoch FROM berth_lease_epoch WHERE id = 1").get() as { epoch: number };
+export async function takeLease(tx: Tx, nowMs: number, ttlMs = DEFAULT_LEASE_TTL_MS): Promise<OwnerLease> {
+  // One statement takes the next epoch: the row lock (PostgreSQL) or the write lock (SQLite) serialises takers.
+  const taken = await tx.get<{ epoch: number }>("UPDATE berth_lease_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch");
+  if (taken === undefined) throw new Error("the lease epoch counter is missing (berth_lease_epoch)");
   const lease: OwnerLease = {
     owner_id: randomUUID(),
-    epoch,
+    epoch: Number(taken.epoch),
     pid: process.pid,
     start_time: processStartTime(process.pid) ?? "unknown",
     boot_id: bootId(),
@@ -73,39 +75,27 @@ export function takeLease(tx: WriteTx, nowMs: number, ttlMs = DEFAULT_LEASE_TTL_
     ttl_ms: ttlMs,
     released_ms: null,
   };
-  tx.db
-    .prepare(
-      "INSERT INTO berth_owners (owner_id, epoch, pid, start_time, boot_id, host, started_ms, renewed_ms, ttl_ms, released_ms) VALUES (?,?,?,?,?,?,?,?,?,NULL)",
-    )
-    .run(lease.owner_id, lease.epoch, lease.pid, lease.start_time, lease.boot_id, lease.host, nowMs, nowMs, ttlMs);
+  await tx.run(
+    "INSERT INTO berth_owners (owner_id, epoch, pid, start_time, boot_id, host, started_ms, renewed_ms, ttl_ms, released_ms) VALUES (?,?,?,?,?,?,?,?,?,NULL)",
+    [lease.owner_id, lease.epoch, lease.pid, lease.start_time, lease.boot_id, lease.host, nowMs, nowMs, ttlMs],
+  );
   return lease;
 }
 
-export function renewLease(db: Db, ownerId: string, nowMs: number): void {
-  db.prepare("UPDATE berth_owners SET renewed_ms = ? WHERE owner_id = ? AND released_ms IS NULL").run(nowMs, ownerId);
+export async function renewLease(tx: Tx, ownerId: string, nowMs: number): Promise<void> {
+  await tx.run("UPDATE berth_owners SET renewed_ms = ? WHERE owner_id = ? AND released_ms IS NULL", [nowMs, ownerId]);
 }
 
-export function releaseLease(db: Db, ownerId: string, nowMs: number): void {
-  db.prepare("UPDATE berth_owners SET released_ms = ? WHERE owner_id = ? AND released_ms IS NULL").run(nowMs, ownerId);
+export async function releaseLease(tx: Tx, ownerId: string, nowMs: number): Promise<void> {
+  await tx.run("UPDATE berth_owners SET released_ms = ? WHERE owner_id = ? AND released_ms IS NULL", [nowMs, ownerId]);
 }
 
-interface OwnerSql {
-  owner_id: string;
-  epoch: number;
-  pid: number;
-  start_time: string;
-  boot_id: string;
-  host: string;
-  renewed_ms: number;
-  ttl_ms: number;
-  released_ms: number | null;
-}
-
-export function readLease(db: Db, ownerId: string | null): OwnerLease | null {
+export async function readLease(q: Query, ownerId: string | null): Promise<OwnerLease | null> {
   if (ownerId === null) return null;
-  const row = db
-    .prepare("SELECT owner_id, epoch, pid, start_time, boot_id, host, renewed_ms, ttl_ms, released_ms FROM berth_owners WHERE owner_id = ?")
-    .get(ownerId) as OwnerSql | undefined;
+  const row = await q.get<OwnerLease>(
+    "SELECT owner_id, epoch, pid, start_time, boot_id, host, renewed_ms, ttl_ms, released_ms FROM berth_owners WHERE owner_id = ?",
+    [ownerId],
+  );
   return row ?? null;
 }
 

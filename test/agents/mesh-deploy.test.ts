@@ -63,7 +63,7 @@ async function deploy(fx: ProcessFixture, specPath: string, opts: { userReplace?
   const mi = meshIntentOf(loaded.value, env.value.env);
   if (!mi.ok) throw new Error(mi.error);
   const r = await deployMeshAgent(deps(fx), { agent: "scout", spec: loaded.value.spec.spec, env: env.value.env, packageDir: mi.value.packageDir, intent: mi.value.intent }, opts);
-  const event = recordMeshDeploy(fx.controller, r);
+  const event = await recordMeshDeploy(fx.controller, r);
   expect([event.source, event.kind]).toEqual(["placement", "agent.deploy"]);
   return { ...r, event: event.payload };
 }
@@ -89,11 +89,11 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     expect(rows, "exactly one instance on the mesh").toHaveLength(1);
     const intent = meshIntentOf((loadSpecFile(spec) as { ok: true; value: Parameters<typeof meshIntentOf>[0] }).value, {});
     expect([rows[0]?.agent, rows[0]?.intent, rows[0]?.state]).toEqual(["scout", intent.ok ? intent.value.intent : null, "running"]);
-    expect(fx.controller.store.events({ kind: "workload.place", phase: "placed" }), "one placement in the controller's chain").toHaveLength(1);
-    const events = fx.controller.store.events({ kind: "agent.deploy" });
+    expect((await fx.controller.store.events({ kind: "workload.place", phase: "placed" })), "one placement in the controller's chain").toHaveLength(1);
+    const events = await fx.controller.store.events({ kind: "agent.deploy" });
     expect(events.map((e) => e.outcome)).toEqual(["started", "unchanged"]);
     for (const e of events) expect(Object.keys(e).sort(), "the same payload shape as on Kubernetes").toEqual([...DEPLOY_EVENT_KEYS].sort());
-    expect(fx.controller.store.chain.verifyStored().ok).toBe(true);
+    expect((await fx.controller.store.chain.verifyStored()).ok).toBe(true);
   });
 
   it("after the instance's process is killed the next deploy replaces it through a fenced unload", async () => {
@@ -145,7 +145,7 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
 
     const lost = await deploy(fx, spec);
     expect([lost.ok, lost.outcome], lost.message).toEqual([false, "blocked"]);
-    expect(fx.controller.unsettled()).toHaveLength(1);
+    expect(await fx.controller.unsettled()).toHaveLength(1);
 
     const whileCut = await deploy(fx, spec);
     expect([whileCut.ok, whileCut.outcome, whileCut.event.row, whileCut.event.action], whileCut.message).toEqual([false, "blocked", "unsettled-decision", "settle-first"]);
@@ -157,7 +157,7 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     expect([healed.ok, healed.outcome], healed.message).toEqual([true, "unchanged"]);
     // Settled first (by this deploy, or by the controller's own refresh): the held instance is adopted, never doubled.
     expect(healed.rounds.at(-1)?.row).toBe("started");
-    expect(fx.controller.store.events({ kind: "workload.place", phase: "adopted" })).toHaveLength(1);
+    expect(await fx.controller.store.events({ kind: "workload.place", phase: "adopted" })).toHaveLength(1);
     const rows = await allInstances(fx);
     expect(rows, "at most one instance once the node is back").toHaveLength(1);
     expect(rows[0]?.instance_id).toBe(healed.instance);
@@ -169,7 +169,7 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const spec = writeSpec(fx);
     const first = await deploy(fx, spec);
     expect(first.outcome, first.message).toBe("started");
-    fx.reopen();
+    await fx.reopen();
     const second = await deploy(fx, spec);
     expect([second.outcome, second.instance], second.message).toEqual(["unchanged", first.instance]);
     expect(await allInstances(fx)).toHaveLength(1);

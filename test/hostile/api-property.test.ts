@@ -41,7 +41,7 @@ function chainSeqs(): number[] {
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "berth-hostile-prop-"));
   token = loadOrCreateToken(dir);
-  state = openServerState({ dataDir: dir, version: "test", kubernetes: notConfigured });
+  state = await openServerState({ dataDir: dir, version: "test", kubernetes: notConfigured });
   const spied: Handlers = Object.fromEntries(
     Object.entries(HANDLERS).map(([id, handler]) => [
       id,
@@ -57,7 +57,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await app.close();
-  state.close();
+  await state.close();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -21,9 +21,9 @@ vi.setConfig({ testTimeout: 120_000 });
 
 const taps: ChannelTap[] = [];
 const controllers: MeshController[] = [];
-afterEach(() => {
+afterEach(async () => {
   for (const t of taps.splice(0)) t.close();
-  for (const c of controllers.splice(0)) c.close();
+  for (const c of controllers.splice(0)) await c.close();
 });
 afterAll(cleanup);
 
@@ -34,9 +34,9 @@ function controllerHome(signer: SigningKey, key = generateSigningKey()) {
   writeFileSync(join(dir, "permits.json"), JSON.stringify(ALLOW_ALL));
   return {
     key,
-    open(plaintext?: PlaintextOptIn): MeshController {
+    async open(plaintext?: PlaintextOptIn): Promise<MeshController> {
       const connector = new ControllerConnector({ identity: key, connectTimeoutMs: 2_000, ...(plaintext ? { plaintext } : {}) });
-      const c = MeshController.open({ dataDir: dir, key, connector, timeouts: { callMs: 5_000, placeMs: 30_000, describeMs: 3_000 } });
+      const c = await MeshController.open({ dataDir: dir, key, connector, timeouts: { callMs: 5_000, placeMs: 30_000, describeMs: 3_000 } });
       controllers.push(c);
       return c;
     },
@@ -61,7 +61,7 @@ describe("the control channel seen from the wire", () => {
     const pkg = makePackage(signer, { script, config: { env: { API_TOKEN: { type: "secret" } } } });
     const node = await NodeProcess.create({ controllers: [home.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
     const wire = await tapped(node.address);
-    const controller = home.open();
+    const controller = await home.open();
     const added = await controller.addTarget(wire.address, "paired");
     expect(added.ok, JSON.stringify(added)).toBe(true);
 
@@ -89,7 +89,7 @@ describe("the control channel seen from the wire", () => {
       expect(seen.includes(Buffer.from(needle)), `${what} is not on the wire`).toBe(false);
     }
     // The controller's chain names the env, never its value.
-    const chained = JSON.stringify(controller.store.events());
+    const chained = JSON.stringify(await controller.store.events());
     expect(chained).toContain("API_TOKEN");
     expect(chained).not.toContain(secret);
   });
@@ -101,7 +101,7 @@ describe("the control channel seen from the wire", () => {
     const spec = { controllers: [home.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL };
     const [genuine, impostor] = await Promise.all([NodeProcess.create(spec), NodeProcess.create(spec)]);
     const wire = await tapped(genuine.address);
-    const controller = home.open();
+    const controller = await home.open();
     expect((await controller.addTarget(wire.address, "paired")).ok).toBe(true);
 
     wire.retarget(impostor.address);
@@ -113,7 +113,7 @@ describe("the control channel seen from the wire", () => {
     expect(report.attempts.every((a) => a.outcome !== "placed" && a.outcome !== "indeterminate"), JSON.stringify(report.attempts)).toBe(true);
     await controller.addTarget(wire.address, "paired");
 
-    const refusals = controller.store.events({ kind: "peer.key_refused" });
+    const refusals = await controller.store.events({ kind: "peer.key_refused" });
     expect(refusals, "chained once for the offered key, however many calls met it").toHaveLength(1);
     expect(refusals[0]).toMatchObject({ addr: wire.address, expected_key: genuine.publicKey, offered_key: impostor.publicKey });
     const target = (await controller.targets()).find((t) => t.addr === wire.address);
@@ -140,13 +140,13 @@ describe("the control channel seen from the wire", () => {
     const plain = await NodeProcess.create({ controllers: [home.key.publicKey, cliKey], signers: [], extraArgs: ["--transport", "plaintext"] });
     const tls = await NodeProcess.create({ controllers: [home.key.publicKey], signers: [] });
 
-    const strict = home.open();
+    const strict = await home.open();
     const refused = await strict.addTarget(plain.address, "paired");
     expect(refused.ok ? "" : refused.error).toContain("a node serving plaintext only is refused unless both sides opted in");
-    strict.close();
+    await strict.close();
     controllers.splice(controllers.indexOf(strict), 1);
 
-    const optedIn = home.open({ all: false, nodes: [plain.address, tls.address] });
+    const optedIn = await home.open({ all: false, nodes: [plain.address, tls.address] });
     expect((await optedIn.addTarget(plain.address, "paired")).ok, "both sides opted in").toBe(true);
     const downgraded = await optedIn.addTarget(tls.address, "paired");
     expect(downgraded.ok, "a TLS node never answers plaintext").toBe(false);

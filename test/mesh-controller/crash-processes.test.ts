@@ -24,7 +24,7 @@ async function total(fx: ProcessFixture): Promise<number> {
 async function crashedPlacement(fx: ProcessFixture, crashAt: string): Promise<void> {
   const keyFile = join(fx.controllerDir, "..", "controller.key");
   saveKeyFile(keyFile, fx.key);
-  fx.controller.close();
+  await fx.controller.close();
   const worker = spawnNode([builtPath("test/mesh-controller/support/place-worker.js"), fx.controllerDir, keyFile, fx.pkgDir, crashAt, fx.first.address, fx.second.address]);
   const exit = await worker.exited();
   expect(exit.signal, `the worker should have been killed at ${crashAt}; stdout ${worker.output()} stderr ${worker.errors()}`).toBe("SIGKILL");
@@ -34,43 +34,43 @@ describe("controller and node crashes with real processes (I1, I2, I3, I7)", () 
   it("a controller killed after chaining the decision restarts with the decision unplaced, an interrupted event, no instance and the name free", async () => {
     const fx = await processFixture();
     await crashedPlacement(fx, "after-decision");
-    const c = fx.reopen();
-    const interrupted = c.store.events({ kind: "workload.refuse" }).filter((e) => e.phase === "interrupted");
+    const c = await fx.reopen();
+    const interrupted = (await c.store.events({ kind: "workload.refuse" })).filter((e) => e.phase === "interrupted");
     expect(interrupted.map((e) => e.reason)).toEqual(["controller restarted before dispatch"]);
     await c.start();
-    expect(c.unsettled()).toHaveLength(0);
+    expect(await c.unsettled()).toHaveLength(0);
     expect(await total(fx)).toBe(0);
     const again = await c.place({ package: fx.pkgDir });
     expect(again.placed).not.toBeNull();
     expect(await total(fx)).toBe(1);
-    expect(c.store.chain.verifyStored().ok).toBe(true);
+    expect((await c.store.chain.verifyStored()).ok).toBe(true);
   });
 
   it("a controller killed right after sending the place restarts with the decision unsettled and settles it without a second instance", async () => {
     const fx = await processFixture();
     await crashedPlacement(fx, "after-send");
-    const c = fx.reopen();
-    expect(c.unsettled()).toHaveLength(1);
+    const c = await fx.reopen();
+    expect(await c.unsettled()).toHaveLength(1);
     const report = await c.start();
     expect(report.adopted + report.settledEmpty).toBe(1);
-    expect(c.unsettled()).toHaveLength(0);
+    expect(await c.unsettled()).toHaveLength(0);
     expect(await total(fx)).toBe(report.adopted);
-    expect(c.placements()).toHaveLength(report.adopted);
-    expect(c.store.chain.verifyStored().ok).toBe(true);
+    expect(await c.placements()).toHaveLength(report.adopted);
+    expect((await c.store.chain.verifyStored()).ok).toBe(true);
   });
 
   it("a controller killed before it read the place answer restarts unsettled and adopts the one instance the node holds", async () => {
     const fx = await processFixture();
     await crashedPlacement(fx, "before-answer");
-    const c = fx.reopen();
-    const [unsettled] = c.unsettled();
+    const c = await fx.reopen();
+    const [unsettled] = await c.unsettled();
     expect(unsettled).toBeDefined();
     const report = await c.start();
     expect(report.adopted).toBe(1);
     expect(await total(fx)).toBe(1);
-    expect(c.placements().map((p) => [p.decision_id, p.adopted])).toEqual([[unsettled?.decision_id, true]]);
+    expect((await c.placements()).map((p) => [p.decision_id, p.adopted])).toEqual([[unsettled?.decision_id, true]]);
     expect(processesWithEnv(`BERTH_DECISION_ID=${unsettled?.decision_id}`).length).toBeGreaterThan(0);
-    expect(c.store.chain.verifyStored().ok).toBe(true);
+    expect((await c.store.chain.verifyStored()).ok).toBe(true);
   });
 
   it("a node daemon killed while its place answer is held back leaves the decision unsettled; after the node restarts the re-adopted process is adopted unchanged", async () => {
@@ -95,7 +95,7 @@ describe("controller and node crashes with real processes (I1, I2, I3, I7)", () 
     await fx.first.start();
     fx.proxy.retarget(fx.first.address);
     expect(await fx.controller.settleUnsettled()).toBe(1);
-    const rec = fx.controller.placements()[0];
+    const rec = (await fx.controller.placements())[0];
     expect([rec?.node_id, rec?.decision_id, rec?.instance_id]).toEqual([fx.first.nodeId, r.decision_id, held.instance_id]);
     const st = await fx.controller.instance("status", String(held.instance_id));
     expect(st.kind === "ok" ? st.result.status : null).toMatchObject({ state: "running", pid });

@@ -15,7 +15,7 @@ afterEach(cleanupProcesses);
 describe("further faults with real processes", () => {
   it("a place answer held past the timeout is indeterminate, reconciled on that daemon, and exactly one instance results", async () => {
     const fx = await processFixture();
-    const c = fx.reopen({ timeouts: { ...TIMEOUTS, placeMs: 4_000 } });
+    const c = await fx.reopen({ timeouts: { ...TIMEOUTS, placeMs: 4_000 } });
     for (const addr of [fx.proxy.address, fx.second.address]) expect((await c.addTarget(addr, "paired")).ok).toBe(true);
     fx.proxy.holdNextPlaceAnswer();
     const r = await c.place({ package: fx.pkgDir, prefer: [fx.first.nodeId] });
@@ -46,7 +46,7 @@ describe("further faults with real processes", () => {
     const r = await fx.controller.place({ package: fx.pkgDir });
     expect(r.placed).toBeNull();
     expect(r.decision.candidates.map((x) => x.node_id)).toEqual([fx.first.nodeId]);
-    const refused = fx.controller.store.events({ kind: "peer.key_refused" });
+    const refused = await fx.controller.store.events({ kind: "peer.key_refused" });
     expect(refused.map((e) => e.offered_key)).toEqual([fx.second.publicKey]);
     expect((await fx.controller.addTarget(fx.proxy.address, "paired")).ok, "no second trust on first use").toBe(false);
     expect(await fx.instances(fx.second)).toHaveLength(0);
@@ -55,14 +55,14 @@ describe("further faults with real processes", () => {
   it("a controller whose key a daemon has not authorised is cut at the TLS handshake, chained unauthorized by the node, and learns nothing", async () => {
     const fx = await processFixture();
     const strangerKey = generateSigningKey();
-    const stranger = MeshController.open({ dataDir: join(fx.controllerDir, "..", "stranger"), key: strangerKey, connector: new ControllerConnector({ identity: strangerKey, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS });
+    const stranger = await MeshController.open({ dataDir: join(fx.controllerDir, "..", "stranger"), key: strangerKey, connector: new ControllerConnector({ identity: strangerKey, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS });
     try {
       const r = await stranger.addTarget(fx.second.address, "paired");
       expect(r.ok ? "" : r.error).toContain("the target was not learned");
       expect(await stranger.targets()).toHaveLength(0);
       expect(fx.second.events({ kind: "workload.refuse" }).some((e) => e.payload.code === "unauthorized")).toBe(true);
     } finally {
-      stranger.close();
+      await stranger.close();
     }
   });
 });

@@ -118,12 +118,12 @@ async function placeAgent(fx: ProcessFixture, ctl: MeshController, on: "first" |
   return { instanceId: r.placed!.instance_id, decisionId: r.placed!.decision_id };
 }
 
-const lifecycle = (ctl: MeshController, phase: string) => ctl.store.events({ kind: "workload.lifecycle" }).filter((p) => p.phase === phase);
+const lifecycle = async (ctl: MeshController, phase: string) => (await ctl.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === phase);
 
 describe("moving agents off a lost or drained node, never two copies (real daemons, /proc)", () => {
   it("a leased node killed for good: its agent runs elsewhere once the lease has certainly run out, never twice; its stopped copy is unloaded when it returns", async () => {
     const fx = await processFixture({ config: [undefined, { lease_ms: LEASE_MS }], script: LONG_SCRIPT });
-    const ctl = fx.reopen({ deadAfterMs: 1_000 });
+    const ctl = await fx.reopen({ deadAfterMs: 1_000 });
     const { instanceId } = await placeAgent(fx, ctl, "second");
     await lead(ctl);
     watch = startLoop(ctl);
@@ -135,49 +135,49 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     expect(sampler.twice, "two live copies at once").toBeNull();
     expect(sampler.max).toBe(1);
     // The argument's floor: the new decision was made no earlier than the last stamp + lease_ms + 11 s.
-    const migrate = await waitFor(() => {
-      const e = ctl.store.events({ kind: "workload.migrate" });
+    const migrate = await waitFor(async () => {
+      const e = await ctl.store.events({ kind: "workload.migrate" });
       return e.length > 0 ? e : undefined;
     }, "the move chained");
     expect(migrate).toEqual([expect.objectContaining({ phase: "rescheduled", workload: NAME, from_node: fx.second.nodeId, from_instance: instanceId, to_node: fx.first.nodeId, to_instance: moved.instance })]);
-    const decidedAt = ctl.store.chain.byHash(String(migrate[0]!.decision_id))!.ts;
-    const lastSent = ctl.stamps.of(fx.second.nodeId).last_sent_ms!;
+    const decidedAt = (await ctl.store.chain.byHash(String(migrate[0]!.decision_id)))!.ts;
+    const lastSent = (await ctl.stamps.of(fx.second.nodeId)).last_sent_ms!;
     expect(decidedAt).toBeGreaterThanOrEqual(lastSent + leaseWaitMs(LEASE_MS));
     expect(movedAfter).toBeGreaterThanOrEqual(LEASE_MS);
-    expect(lifecycle(ctl, "lifecycle")).toContainEqual(expect.objectContaining({ instance_id: instanceId, action: "reschedule", by: expect.objectContaining({ actor: "reconcile-loop" }) }));
-    expect(ctl.placements().map((p) => [p.name, p.node_id])).toEqual([[NAME, fx.first.nodeId]]);
+    expect(await lifecycle(ctl, "lifecycle")).toContainEqual(expect.objectContaining({ instance_id: instanceId, action: "reschedule", by: expect.objectContaining({ actor: "reconcile-loop" }) }));
+    expect((await ctl.placements()).map((p) => [p.name, p.node_id])).toEqual([[NAME, fx.first.nodeId]]);
     // The node comes back: its copy (stopped by the lease) is unloaded, fenced; nothing starts it again.
     await fx.second.start();
     await waitFor(async () => (await ctl.moves.moved()).length === 0, "the old copy's record to end", 30_000);
     expect((await fx.instances(fx.second)).filter((r) => r.name === NAME)).toEqual([]);
-    expect(ctl.store.events({ kind: "workload.unload", phase: "outcome" })).toContainEqual(expect.objectContaining({ instance_id: instanceId, result: "orphan_unloaded" }));
+    expect((await ctl.store.events({ kind: "workload.unload", phase: "outcome" }))).toContainEqual(expect.objectContaining({ instance_id: instanceId, result: "orphan_unloaded" }));
     await new Promise((r) => setTimeout(r, 1_500));
     sampler.stop();
     expect(sampler.twice, "two live copies at once").toBeNull();
     expect(liveCopies(NAME)).toEqual([moved]);
-    expect(ctl.store.chain.verifyStored().ok).toBe(true);
+    expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
   });
 
   it("a node without a lease killed for good: its agent is held with one alert and never placed elsewhere", async () => {
     const fx = await processFixture({ script: LONG_SCRIPT });
-    const ctl = fx.reopen({ deadAfterMs: 1_000 });
+    const ctl = await fx.reopen({ deadAfterMs: 1_000 });
     const { instanceId } = await placeAgent(fx, ctl, "second");
     await lead(ctl);
     watch = startLoop(ctl);
     sampler = sample(NAME);
     await fx.second.kill9();
-    await waitFor(() => lifecycle(ctl, "alert").length > 0, "the held alert", 20_000);
+    await waitFor(async () => (await lifecycle(ctl, "alert")).length > 0, "the held alert", 20_000);
     await new Promise((r) => setTimeout(r, 3_000));
-    expect(lifecycle(ctl, "alert")).toEqual([expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" })]);
+    expect(await lifecycle(ctl, "alert")).toEqual([expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" })]);
     // Its copy still runs on the dead node's host (nothing stops it), and nothing runs elsewhere.
     expect(liveCopies(NAME)).toEqual([{ instance: instanceId, node: fx.second.nodeId }]);
     expect(sampler.max).toBe(1);
-    expect(ctl.store.events({ kind: "workload.migrate" })).toEqual([]);
+    expect((await ctl.store.events({ kind: "workload.migrate" }))).toEqual([]);
   });
 
   it("forget releases a node's placement at once and the loop places it elsewhere; when the node answers again its copy is stopped and unloaded on the operator's authority", async () => {
     const fx = await processFixture({ script: LONG_SCRIPT });
-    const ctl = fx.reopen({ deadAfterMs: 1_000 });
+    const ctl = await fx.reopen({ deadAfterMs: 1_000 });
     const { instanceId } = await placeAgent(fx, ctl, "first");
     await lead(ctl);
     await fx.proxy.cut();
@@ -185,24 +185,24 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     const r = await forgetNode(await ctl.nodeAdmin(), fx.first.nodeId, "the Pi in the kitchen lost its SD card", operator);
     expect(r).toEqual({ node: fx.first.nodeId, released: [{ instance_id: instanceId, name: NAME }], decisions: [] });
     // Released at once: no placement holds the name.
-    expect(ctl.placements()).toEqual([]);
-    expect(ctl.store.events({ kind: "node.forget" })).toEqual([expect.objectContaining({ node: fx.first.nodeId, reason: "the Pi in the kitchen lost its SD card", operator, instances: [instanceId] })]);
+    expect(await ctl.placements()).toEqual([]);
+    expect((await ctl.store.events({ kind: "node.forget" }))).toEqual([expect.objectContaining({ node: fx.first.nodeId, reason: "the Pi in the kitchen lost its SD card", operator, instances: [instanceId] })]);
     watch = startLoop(ctl);
     const placed = await waitFor(() => liveCopies(NAME).find((c) => c.node === fx.second.nodeId), "the agent placed again on the other node", 30_000);
-    await waitFor(() => ctl.store.events({ kind: "workload.migrate" }).some((e) => e.phase === "forgotten" && e.from_instance === instanceId && e.to_instance === placed.instance), "the move chained");
+    await waitFor(async () => (await ctl.store.events({ kind: "workload.migrate" })).some((e) => e.phase === "forgotten" && e.from_instance === instanceId && e.to_instance === placed.instance), "the move chained");
     // The forgotten node answers again with its key: its copy is stopped and unloaded, recorded as the operator's.
     await fx.proxy.heal();
     await waitFor(() => !liveCopies(NAME).some((c) => c.node === fx.first.nodeId), "the forgotten node's copy stopped", 30_000);
     await waitFor(async () => (await ctl.moves.moved()).length === 0, "the forgotten copy unloaded", 30_000);
-    expect(ctl.store.events({ kind: "workload.stop", phase: "request" })).toContainEqual(expect.objectContaining({ instance_id: instanceId, orphan: true, authority: "operator", moved_by: "forget" }));
+    expect((await ctl.store.events({ kind: "workload.stop", phase: "request" }))).toContainEqual(expect.objectContaining({ instance_id: instanceId, orphan: true, authority: "operator", moved_by: "forget" }));
     expect((await fx.instances(fx.first)).filter((row) => row.name === NAME)).toEqual([]);
     expect(liveCopies(NAME)).toEqual([placed]);
-    expect(ctl.store.chain.verifyStored().ok).toBe(true);
+    expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
   });
 
   it("drain moves the agent off a live node with never two live copies, and leaves the node cordoned", async () => {
     const fx = await processFixture({ script: LONG_SCRIPT });
-    const ctl = fx.reopen({ deadAfterMs: 1_000 });
+    const ctl = await fx.reopen({ deadAfterMs: 1_000 });
     const { instanceId } = await placeAgent(fx, ctl, "first", { direct: true });
     await lead(ctl);
     watch = startLoop(ctl);
@@ -223,12 +223,12 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     const again = await ctl.place({ package: fx.pkgDir, name: "other", config: { mode: "service" }, prefer: [fx.first.nodeId], dry_run: true });
     expect(again.explain).toContain("cordoned: the operator cordoned this node");
     expect(again.decision.placement?.node_id).toBe(fx.second.nodeId);
-    expect(ctl.store.chain.verifyStored().ok).toBe(true);
+    expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
   });
 
   it("an instance its reachable node no longer lists is lost: placed again (its node allowed), chained replaced_after_loss", async () => {
     const fx = await processFixture({ script: LONG_SCRIPT });
-    const ctl = fx.reopen({ deadAfterMs: 1_000 });
+    const ctl = await fx.reopen({ deadAfterMs: 1_000 });
     const { instanceId, decisionId } = await placeAgent(fx, ctl, "first", { direct: true });
     await lead(ctl);
     // Someone else with the controller's key unloads it on the node, behind the store's back.
@@ -239,10 +239,10 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     watch = startLoop(ctl);
     sampler = sample(NAME);
     const again = await waitFor(() => liveCopies(NAME)[0], "the lost agent placed again", 30_000);
-    await waitFor(() => ctl.store.events({ kind: "workload.migrate" }).some((e) => e.phase === "replaced_after_loss" && e.from_instance === instanceId && e.to_instance === again.instance), "the replacement chained");
+    await waitFor(async () => (await ctl.store.events({ kind: "workload.migrate" })).some((e) => e.phase === "replaced_after_loss" && e.from_instance === instanceId && e.to_instance === again.instance), "the replacement chained");
     await waitFor(async () => (await ctl.moves.moved()).length === 0, "the lost record to end (its node lists nothing)", 10_000);
-    expect(ctl.placements().map((p) => p.name)).toEqual([NAME]);
-    expect(ctl.placements()[0]?.decision_id).not.toBe(decisionId);
+    expect((await ctl.placements()).map((p) => p.name)).toEqual([NAME]);
+    expect((await ctl.placements())[0]?.decision_id).not.toBe(decisionId);
     sampler.stop();
     expect(sampler.max).toBe(1);
   });
@@ -250,20 +250,20 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
   it("an old copy found running on a returned node is alerted duplicate once and never killed by the loop", async () => {
     // The node keeps a long lease; the controller is made to believe a short one (a broken assumption A1–A5).
     const fx = await processFixture({ config: [{ lease_ms: 600_000 }, undefined], script: LONG_SCRIPT });
-    const ctl = fx.reopen({ deadAfterMs: 1_000 });
+    const ctl = await fx.reopen({ deadAfterMs: 1_000 });
     const { instanceId } = await placeAgent(fx, ctl, "first");
     await lead(ctl);
     await fx.proxy.cut();
-    ctl.store.db.prepare("UPDATE mesh_watch_nodes SET lease_ms = 1000 WHERE node_id = ?").run(fx.first.nodeId);
+    await ctl.store.engine.transaction((tx) => tx.run("UPDATE mesh_watch_nodes SET lease_ms = 1000 WHERE node_id = ?", [fx.first.nodeId]));
     watch = startLoop(ctl);
     await waitFor(() => liveCopies(NAME).some((c) => c.node === fx.second.nodeId), "the (wrongly) rescheduled copy", 40_000);
     await fx.proxy.heal();
-    await waitFor(() => lifecycle(ctl, "alert").some((a) => a.reason === "duplicate"), "the duplicate alert", 20_000);
+    await waitFor(async () => (await lifecycle(ctl, "alert")).some((a) => a.reason === "duplicate"), "the duplicate alert", 20_000);
     await new Promise((res) => setTimeout(res, 3_000));
-    expect(lifecycle(ctl, "alert").filter((a) => a.reason === "duplicate")).toEqual([expect.objectContaining({ instance_id: instanceId, node: fx.first.nodeId })]);
+    expect((await lifecycle(ctl, "alert")).filter((a) => a.reason === "duplicate")).toEqual([expect.objectContaining({ instance_id: instanceId, node: fx.first.nodeId })]);
     // Never killed: the old copy still runs, and nothing stop/unload was sent for it.
     expect(liveCopies(NAME).map((c) => c.node).sort()).toEqual([fx.first.nodeId, fx.second.nodeId].sort());
-    expect(ctl.store.events({ kind: "workload.stop", phase: "request" }).filter((p) => p.instance_id === instanceId)).toEqual([]);
-    expect(ctl.store.events({ kind: "workload.unload", phase: "request" }).filter((p) => p.instance_id === instanceId)).toEqual([]);
+    expect((await ctl.store.events({ kind: "workload.stop", phase: "request" })).filter((p) => p.instance_id === instanceId)).toEqual([]);
+    expect((await ctl.store.events({ kind: "workload.unload", phase: "request" })).filter((p) => p.instance_id === instanceId)).toEqual([]);
   });
 });

@@ -34,14 +34,14 @@ describe("controller restart and persistence", () => {
     await paired(fx);
     const r = await fx.controller.place({ package: fx.pkgDir });
     expect(r.placed).not.toBeNull();
-    const c = fx.reopen();
+    const c = await fx.reopen();
     const before = await c.targets();
     // Liveness is the store's (issue 16): what the last contact showed; the boot id is this process's own.
     expect(before.map((t) => [t.liveness, t.boot_id])).toEqual([
       ["alive", null],
       ["alive", null],
     ]);
-    expect(c.placements()).toEqual([r.placed]);
+    expect(await c.placements()).toEqual([r.placed]);
     await c.start();
     expect((await c.targets()).every((t) => t.liveness === "alive")).toBe(true);
     expect((await c.instance("unload", r.placed!.instance_id)).kind).toBe("ok");
@@ -51,12 +51,12 @@ describe("controller restart and persistence", () => {
     fx = await seedFixture({ controllerOptions: { hooks: { afterDecision: () => { throw new Crash("killed after chaining the decision"); } } } });
     await paired(fx);
     await expect(fx.controller.place({ package: fx.pkgDir })).rejects.toBeInstanceOf(Crash);
-    const c = fx.reopen({ hooks: {} });
-    const interrupted = controllerEvents(c, "workload.refuse").filter((e) => e.phase === "interrupted");
+    const c = await fx.reopen({ hooks: {} });
+    const interrupted = (await controllerEvents(c, "workload.refuse")).filter((e) => e.phase === "interrupted");
     expect(interrupted).toHaveLength(1);
     expect(interrupted[0]?.reason).toBe("controller restarted before dispatch");
-    expect(c.store.decision(String(interrupted[0]?.decision_id))?.state).toBe("unplaced");
-    expect(c.unsettled()).toHaveLength(0);
+    expect((await c.store.decision(String(interrupted[0]?.decision_id)))?.state).toBe("unplaced");
+    expect(await c.unsettled()).toHaveLength(0);
     expect(await instanceCount(fx)).toBe(0);
     const again = await c.place({ package: fx.pkgDir });
     expect(again.placed, "the name is free again").not.toBeNull();
@@ -67,12 +67,12 @@ describe("controller restart and persistence", () => {
     fx = await seedFixture({ controllerOptions: { hooks: { afterAttemptBegun: () => { throw new Crash("killed after marking the attempt sending"); } } } });
     await paired(fx);
     await expect(fx.controller.place({ package: fx.pkgDir })).rejects.toBeInstanceOf(Crash);
-    const c = fx.reopen({ hooks: {} });
-    expect(c.unsettled()).toHaveLength(1);
-    expect(controllerEvents(c, "workload.refuse").some((e) => e.phase === "interrupted" && e.next === "stopped: the target may hold the instance")).toBe(true);
+    const c = await fx.reopen({ hooks: {} });
+    expect(await c.unsettled()).toHaveLength(1);
+    expect((await controllerEvents(c, "workload.refuse")).some((e) => e.phase === "interrupted" && e.next === "stopped: the target may hold the instance")).toBe(true);
     const report = await c.start();
     expect([report.adopted, report.settledEmpty]).toEqual([0, 1]);
-    expect(c.unsettled()).toHaveLength(0);
+    expect(await c.unsettled()).toHaveLength(0);
     expect(await instanceCount(fx)).toBe(0);
     expect((await c.place({ package: fx.pkgDir })).placed).not.toBeNull();
   });
@@ -84,12 +84,12 @@ describe("controller restart and persistence", () => {
     fx.faults.dropNextPlaceAnswer(first.addr, true);
     const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
     expect(r.unsettled).toBe(true);
-    const c = fx.reopen();
-    expect(c.unsettled().map((d) => d.decision_id)).toEqual([r.decision_id]);
+    const c = await fx.reopen();
+    expect((await c.unsettled()).map((d) => d.decision_id)).toEqual([r.decision_id]);
     expect((await c.start()).adopted).toBe(0);
     fx.faults.heal(first.addr);
     expect((await c.start()).adopted).toBe(1);
-    expect(c.placements().map((p) => [p.node_id, p.decision_id, p.adopted])).toEqual([[first.id, r.decision_id, true]]);
+    expect((await c.placements()).map((p) => [p.node_id, p.decision_id, p.adopted])).toEqual([[first.id, r.decision_id, true]]);
     expect(await instanceCount(fx)).toBe(1);
   });
 });
@@ -151,7 +151,7 @@ describe("further faults", () => {
       ["placed", null],
     ]);
     expect(r.placed?.node_id).toBe(second.id);
-    expect(controllerEvents(fx.controller, "workload.refuse").some((e) => e.outcome === "unreachable" && e.next === "trying the next candidate")).toBe(true);
+    expect((await controllerEvents(fx.controller, "workload.refuse")).some((e) => e.outcome === "unreachable" && e.next === "trying the next candidate")).toBe(true);
     expect(await instanceCount(fx)).toBe(1);
   });
 

@@ -26,8 +26,8 @@ function order(f: SeedFixture) {
   return { package: f.pkgDir, config: { mode: "service" as const }, start: true, prefer: [f.nodes[0]!.id] };
 }
 
-function chainsVerify(f: SeedFixture): void {
-  expect(f.controller.store.chain.verifyStored().ok).toBe(true);
+async function chainsVerify(f: SeedFixture): Promise<void> {
+  expect((await f.controller.store.chain.verifyStored()).ok).toBe(true);
   for (const n of f.nodes) expect(verifyNodeChain(n)).toBe(true);
 }
 
@@ -51,8 +51,8 @@ describe("seed scenarios in process (I1, I2, I3)", () => {
     const unload = await fx.controller.instance("unload", r.placed!.instance_id);
     expect(unload.kind, JSON.stringify(unload)).toBe("ok");
     expect(await instancesOn(good, fx.key, fx.memory)).toHaveLength(0);
-    expect(fx.controller.placements()).toHaveLength(0);
-    chainsVerify(fx);
+    expect(await fx.controller.placements()).toHaveLength(0);
+    await chainsVerify(fx);
   });
 
   it("a lost place answer is reconciled before the next candidate and exactly one instance exists", async () => {
@@ -73,11 +73,11 @@ describe("seed scenarios in process (I1, I2, I3)", () => {
     expect(r.placed?.node_id).toBe(second.id);
     expect(await instancesOn(second, fx.key, fx.memory), "exactly one instance").toHaveLength(1);
     expect(
-      controllerEvents(fx.controller, "workload.refuse").some((e) => e.outcome === "indeterminate" && e.next === "trying the next candidate"),
+      (await controllerEvents(fx.controller, "workload.refuse")).some((e) => e.outcome === "indeterminate" && e.next === "trying the next candidate"),
     ).toBe(true);
 
     expect((await fx.controller.instance("unload", r.placed!.instance_id)).kind).toBe("ok");
-    chainsVerify(fx);
+    await chainsVerify(fx);
   });
 
   it("an unreconcilable lost answer stops placement, stays unsettled, and is adopted and unloaded through the controller after the partition heals", async () => {
@@ -95,12 +95,12 @@ describe("seed scenarios in process (I1, I2, I3)", () => {
     const held = await instancesOn(first, fx.key, fx.memory);
     expect(held, "the only instance").toHaveLength(1);
     expect(
-      controllerEvents(fx.controller, "workload.refuse").some((e) => e.outcome === "indeterminate" && e.next === "stopped: the target may hold the instance"),
+      (await controllerEvents(fx.controller, "workload.refuse")).some((e) => e.outcome === "indeterminate" && e.next === "stopped: the target may hold the instance"),
     ).toBe(true);
     // Still partitioned: the decision stays unsettled, nothing adopted.
-    expect(fx.controller.unsettled()).toHaveLength(1);
+    expect(await fx.controller.unsettled()).toHaveLength(1);
     expect(await fx.controller.settleUnsettled()).toBe(0);
-    expect(fx.controller.placements()).toHaveLength(0);
+    expect(await fx.controller.placements()).toHaveLength(0);
 
     // The partition heals: the instance the lost answer left is adopted and managed from the controller.
     fx.faults.heal(first.addr);
@@ -108,12 +108,12 @@ describe("seed scenarios in process (I1, I2, I3)", () => {
     const st = await fx.controller.instance("status", iid);
     expect(st.kind, JSON.stringify(st)).toBe("ok");
     expect(st.kind === "ok" ? ((st.result.status as JsonObject).state as string) : null).toBe("running");
-    expect(fx.controller.unsettled()).toHaveLength(0);
-    const rec = fx.controller.placements()[0];
+    expect(await fx.controller.unsettled()).toHaveLength(0);
+    const rec = (await fx.controller.placements())[0];
     expect([rec?.node_id, rec?.decision_id]).toEqual([first.id, r.decision_id]);
-    expect(controllerEvents(fx.controller, "workload.place").some((e) => e.phase === "adopted" && e.instance_id === iid)).toBe(true);
+    expect((await controllerEvents(fx.controller, "workload.place")).some((e) => e.phase === "adopted" && e.instance_id === iid)).toBe(true);
     expect((await fx.controller.instance("unload", iid)).kind).toBe("ok");
     expect(await instancesOn(first, fx.key, fx.memory), "unloaded through the controller").toHaveLength(0);
-    chainsVerify(fx);
+    await chainsVerify(fx);
   });
 });

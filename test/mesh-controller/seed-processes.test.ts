@@ -21,8 +21,8 @@ async function pairedTargets(fx: ProcessFixture): Promise<void> {
 
 const order = (fx: ProcessFixture) => ({ package: fx.pkgDir, config: { mode: "service" as const }, start: true, prefer: [fx.first.nodeId] });
 
-function chainsVerify(fx: ProcessFixture): void {
-  expect(fx.controller.store.chain.verifyStored().ok).toBe(true);
+async function chainsVerify(fx: ProcessFixture): Promise<void> {
+  expect((await fx.controller.store.chain.verifyStored()).ok).toBe(true);
 }
 
 describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", () => {
@@ -44,7 +44,7 @@ describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", (
     expect(unload.kind, JSON.stringify(unload)).toBe("ok");
     expect(await fx.instances(fx.second)).toHaveLength(0);
     expect(processesWithEnv(`BERTH_DECISION_ID=${r.decision_id}`), "no process of the instance is alive").toEqual([]);
-    chainsVerify(fx);
+    await chainsVerify(fx);
   });
 
   it("a place answer dropped by the proxy is reconciled before the next candidate and exactly one instance exists", async () => {
@@ -66,11 +66,11 @@ describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", (
     expect(pids.length).toBeGreaterThan(0);
     const placedPid = (await fx.instances(fx.second))[0]?.pid as number;
     expect(pids.every((pid) => pid === placedPid || !Number.isNaN(pid)), "only the placed instance's processes").toBe(true);
-    expect(fx.controller.store.events({ kind: "workload.refuse" }).some((e) => e.outcome === "indeterminate" && e.next === "trying the next candidate")).toBe(true);
+    expect((await fx.controller.store.events({ kind: "workload.refuse" })).some((e) => e.outcome === "indeterminate" && e.next === "trying the next candidate")).toBe(true);
 
     expect((await fx.controller.instance("unload", r.placed!.instance_id)).kind).toBe("ok");
     await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${r.decision_id}`).length === 0, "no process of the decision");
-    chainsVerify(fx);
+    await chainsVerify(fx);
   });
 
   it("a place answer lost in a partition stops placement, stays unsettled, and after heal is adopted without a restart and unloaded through the controller", async () => {
@@ -88,10 +88,10 @@ describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", (
     expect(await fx.instances(fx.second), "no duplicate placed").toHaveLength(0);
     const held = await fx.instances(fx.first);
     expect(held, "the only instance").toHaveLength(1);
-    expect(fx.controller.store.events({ kind: "workload.refuse" }).some((e) => e.outcome === "indeterminate" && e.next === "stopped: the target may hold the instance")).toBe(true);
-    expect(fx.controller.unsettled()).toHaveLength(1);
+    expect((await fx.controller.store.events({ kind: "workload.refuse" })).some((e) => e.outcome === "indeterminate" && e.next === "stopped: the target may hold the instance")).toBe(true);
+    expect(await fx.controller.unsettled()).toHaveLength(1);
     expect(await fx.controller.settleUnsettled()).toBe(0);
-    expect(fx.controller.placements()).toHaveLength(0);
+    expect(await fx.controller.placements()).toHaveLength(0);
     const iid = String(held[0]?.instance_id);
     const pid = held[0]?.pid as number;
     const marker = startMarker(pid);
@@ -106,14 +106,14 @@ describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", (
     expect(row.pid).toBe(pid);
     expect(startMarker(pid)).toBe(marker);
     expect(fx.first.events({ source: "runtime", kind: "workload.start" })).toHaveLength(1);
-    expect(fx.controller.unsettled()).toHaveLength(0);
-    const rec = fx.controller.placements()[0];
+    expect(await fx.controller.unsettled()).toHaveLength(0);
+    const rec = (await fx.controller.placements())[0];
     expect([rec?.node_id, rec?.decision_id]).toEqual([fx.first.nodeId, r.decision_id]);
-    expect(fx.controller.store.events({ kind: "workload.place" }).some((e) => e.phase === "adopted" && e.instance_id === iid)).toBe(true);
+    expect((await fx.controller.store.events({ kind: "workload.place" })).some((e) => e.phase === "adopted" && e.instance_id === iid)).toBe(true);
 
     expect((await fx.controller.instance("unload", iid)).kind).toBe("ok");
     expect(await fx.instances(fx.first)).toHaveLength(0);
     await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${r.decision_id}`).length === 0, "no process of the decision");
-    chainsVerify(fx);
+    await chainsVerify(fx);
   });
 });

@@ -26,7 +26,7 @@ describe("targets and trust", () => {
     const [first, second] = nodesOf(fx);
     const added = await fx.controller.addTarget(first.addr, "paired");
     expect(added.ok && added.target.node_id).toBe(first.id);
-    expect(controllerEvents(fx.controller, "peer.add").map((e) => e.how)).toEqual(["tofu"]);
+    expect((await controllerEvents(fx.controller, "peer.add")).map((e) => e.how)).toEqual(["tofu"]);
 
     // Another node (another key) now answers at the first node's address.
     fx.memory.register(first.name, (stream) => void second.daemon.service.serve(stream));
@@ -35,7 +35,7 @@ describe("targets and trust", () => {
     const t = (await fx.controller.targets())[0];
     expect(t?.node_id).toBe(first.id);
     expect(t?.liveness).not.toBe("alive");
-    const refused = controllerEvents(fx.controller, "peer.key_refused");
+    const refused = await controllerEvents(fx.controller, "peer.key_refused");
     expect(refused).toHaveLength(1);
     expect(refused[0]?.offered_key).toBe(nodeKeyOf(second));
     expect(refused[0]?.expected_key).toBe(added.ok ? added.target.key : null);
@@ -43,7 +43,7 @@ describe("targets and trust", () => {
     // Adding the address again is not a second first use.
     const again = await fx.controller.addTarget(first.addr, "paired");
     expect(again.ok).toBe(false);
-    expect(controllerEvents(fx.controller, "peer.add")).toHaveLength(1);
+    expect(await controllerEvents(fx.controller, "peer.add")).toHaveLength(1);
     // Nothing is placed on a target whose key does not answer.
     const r = await fx.controller.place({ package: fx.pkgDir });
     expect(r.placed).toBeNull();
@@ -66,10 +66,10 @@ describe("targets and trust", () => {
     const firstTarget = (await fx.controller.targets()).find((t) => t.addr === first.addr);
     expect([firstTarget?.key, firstTarget?.tier]).toEqual([oldKey, "discovered"]);
     await fx.controller.refreshTargets();
-    expect(controllerEvents(fx.controller, "peer.key_demoted")).toEqual([
+    expect(await controllerEvents(fx.controller, "peer.key_demoted")).toEqual([
       { node: first.id, addr: first.addr, old_key: oldKey, listed_key: rotated, from: "paired", to: "discovered" },
     ]);
-    expect(controllerEvents(fx.controller, "peer.add").filter((e) => e.key === rotated)).toEqual([]);
+    expect((await controllerEvents(fx.controller, "peer.add")).filter((e) => e.key === rotated)).toEqual([]);
     rmSync(peers);
   });
 
@@ -90,15 +90,15 @@ describe("targets and trust", () => {
 
     writeFileSync(peers, "{ not json");
     expect(await tiers()).toEqual({ [first.id]: "discovered", [second.id]: "discovered" });
-    expect(controllerEvents(fx.controller, "peer.demote_all")).toHaveLength(1);
-    expect(controllerEvents(fx.controller, "policy.load").some((e) => e.file === "peers.json" && e.ok === false)).toBe(true);
+    expect(await controllerEvents(fx.controller, "peer.demote_all")).toHaveLength(1);
+    expect((await controllerEvents(fx.controller, "policy.load")).some((e) => e.file === "peers.json" && e.ok === false)).toBe(true);
     const denied = await fx.controller.place({ package: fx.pkgDir });
     expect(denied.placed).toBeNull();
     expect(denied.decision.placement).toBeNull();
 
     writeJson(peers, [{ addr: first.addr, tier: "paired" }, { addr: second.addr, tier: "paired" }]);
     expect(await tiers()).toEqual({ [first.id]: "paired", [second.id]: "paired" });
-    expect(controllerEvents(fx.controller, "peer.tier").length).toBeGreaterThan(0);
+    expect((await controllerEvents(fx.controller, "peer.tier")).length).toBeGreaterThan(0);
     rmSync(peers);
   });
 
@@ -108,7 +108,7 @@ describe("targets and trust", () => {
     await fx.controller.addTarget(first.addr, "paired");
     const r = await fx.controller.place({ package: fx.pkgDir });
     expect(r.placed?.node_id).toBe(first.id);
-    expect(fx.controller.setTier(first.id, "discovered")).toBe(true);
+    expect(await fx.controller.setTier(first.id, "discovered")).toBe(true);
     expect((await fx.controller.instance("stop", r.placed!.instance_id)).kind).toBe("ok");
     expect((await fx.controller.instance("start", r.placed!.instance_id)).kind, "start is gated: a discovered node runs nothing").toBe("error");
     expect((await fx.controller.instance("unload", r.placed!.instance_id)).kind).toBe("ok");
@@ -118,44 +118,44 @@ describe("targets and trust", () => {
   it("is refused by a node that has not authorised its key, and learns nothing", async () => {
     fx = await seedFixture();
     const [first] = nodesOf(fx);
-    const stranger = MeshController.open({ dataDir: join(fx.root, "stranger"), key: generateSigningKey(), connector: fx.memory });
+    const stranger = await MeshController.open({ dataDir: join(fx.root, "stranger"), key: generateSigningKey(), connector: fx.memory });
     try {
       const r = await stranger.addTarget(first.addr, "paired");
       expect(r.ok).toBe(false);
       expect(r.ok ? "" : r.error).toContain("unauthorized");
       expect(await stranger.targets()).toHaveLength(0);
     } finally {
-      stranger.close();
+      await stranger.close();
     }
   });
 
   it("records a policy file once per change, however many processes open the controller and read it", async () => {
     fx = await seedFixture();
-    const loads = () => controllerEvents(fx!.controller, "policy.load").map((e) => `${e.file}:${e.ok}`);
+    const loads = async () => (await controllerEvents(fx!.controller, "policy.load")).map((e) => `${e.file}:${e.ok}`);
     await fx.controller.targets();
-    const first = loads();
+    const first = await loads();
     expect(first).toContain("signers.json:true");
     // A second process (here: a reopened controller, as every CLI call is) reads the same files: nothing new to record.
-    fx.controller = fx.reopen();
+    fx.controller = await fx.reopen();
     await fx.controller.targets();
     await fx.controller.targets();
-    expect(loads()).toEqual(first);
+    expect(await loads()).toEqual(first);
     // A real change is recorded once, by whichever opener sees it first; the next opener finds it already recorded.
     writeFileSync(join(fx.controllerDir, "signers.json"), "not json");
     await fx.controller.targets();
-    fx.controller = fx.reopen();
+    fx.controller = await fx.reopen();
     await fx.controller.targets();
-    expect(loads()).toEqual([...first, "signers.json:false"]);
+    expect(await loads()).toEqual([...first, "signers.json:false"]);
   });
 
   it("refuses to open on a controller chain that fails its start-up check, naming the seq", async () => {
     fx = await seedFixture();
     await fx.controller.targets();
-    fx.controller.close();
+    await fx.controller.close();
     const raw = new Database(join(fx.controllerDir, "controller.db"));
     raw.exec("DROP TRIGGER audit_event_no_update");
     raw.prepare("UPDATE audit_event SET payload = replace(payload, '\"ok\":true', '\"ok\":false') WHERE seq = 1").run();
     raw.close();
-    expect(() => fx!.reopen()).toThrow(/does not verify at seq 1 \(payload_hash/);
+    await expect(fx!.reopen()).rejects.toThrow(/does not verify at seq 1 \(payload_hash/);
   });
 });

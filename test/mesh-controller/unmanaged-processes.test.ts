@@ -3,7 +3,9 @@
  * (the orphan of case 1 on main, or one another store placed) is found on its node and stopped or unloaded, chained
  * as an operator action with who asked, never refused as "no placed instance".
  */
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { CONTROLLER_DB } from "../../src/mesh/controller/index.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { processesWithEnv, waitFor } from "../mesh/harness.js";
 import { killAll } from "../support/process.js";
@@ -22,11 +24,11 @@ describe("verbs on an instance no placement records", () => {
     expect(placed).not.toBeNull();
     const id = placed!.instance_id;
     // The orphan: the node runs it, the store does not record it (main's case 1 left exactly this).
-    const raw = openDatabase(fx.controller.store.db.name);
+    const raw = openDatabase(join(fx.controllerDir, CONTROLLER_DB));
     raw.prepare("DELETE FROM mesh_placements WHERE instance_id = ?").run(id);
     raw.close();
-    const c = fx.reopen();
-    expect(c.placements()).toEqual([]);
+    const c = await fx.reopen();
+    expect(await c.placements()).toEqual([]);
     const operator = { user: "tester", uid: 1000, pid: process.pid, host: "here", via: "test" };
 
     const stopped = await c.instance("stop", id, { grace_ms: 500, operator });
@@ -37,12 +39,12 @@ describe("verbs on an instance no placement records", () => {
     const node = placed!.node_id === fx.first.nodeId ? fx.first : fx.second;
     expect((await fx.instances(node)).map((r) => r.instance_id)).not.toContain(id);
 
-    const requests = (kind: string) => c.store.events({ kind, phase: "request" }).filter((e) => e.instance_id === id);
+    const requests = async (kind: string) => (await c.store.events({ kind, phase: "request" })).filter((e) => e.instance_id === id);
     for (const kind of ["workload.stop", "workload.unload"]) {
-      expect(requests(kind).map((e) => [e.unmanaged, (e.operator as { user?: string }).user]), kind).toEqual([[true, "tester"]]);
+      expect((await requests(kind)).map((e) => [e.unmanaged, (e.operator as { user?: string }).user]), kind).toEqual([[true, "tester"]]);
     }
     const gone = await c.instance("unload", id, { operator });
     expect(gone).toMatchObject({ kind: "error", code: "unknown_instance", reason: expect.stringContaining("no known node lists it") });
-    expect(c.store.chain.verifyStored().ok).toBe(true);
+    expect((await c.store.chain.verifyStored()).ok).toBe(true);
   }, 120_000);
 });

@@ -68,9 +68,9 @@ describe("the reconcile loop of berth serve", () => {
     await waitFor(async () => (await stateOf()) === "lease_stopped", "the node to record lease_stopped", 5_000);
     fx.faults.heal(node.addr);
     await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length > 0, "the loop to start it again", 20_000);
-    const acts = fx.controller.store.events({ kind: "workload.lifecycle" }).filter((p) => p.phase === "lifecycle");
+    const acts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === "lifecycle");
     expect(acts).toEqual([expect.objectContaining({ instance_id: instanceId, action: "start", by: expect.objectContaining({ actor: "reconcile-loop" }) })]);
-    expect(fx.controller.store.chain.verifyStored().ok).toBe(true);
+    expect((await fx.controller.store.chain.verifyStored()).ok).toBe(true);
     // Never two: one running row for the decision.
     expect((await instancesOn(node, fx.key, fx.memory)).filter((r) => r.instance_id === instanceId && r.state === "running")).toHaveLength(1);
   });
@@ -83,13 +83,13 @@ describe("the reconcile loop of berth serve", () => {
     watch = startTargetWatch(fx.controller, 300, (e) => {
       throw e;
     });
-    await waitFor(() => fx!.controller.store.events({ kind: "workload.lifecycle" }).some((p) => p.phase === "alert"), "the held alert", 20_000);
+    await waitFor(async () => (await fx!.controller.store.events({ kind: "workload.lifecycle" })).some((p) => p.phase === "alert"), "the held alert", 20_000);
     await new Promise((r) => setTimeout(r, 3_000));
-    const alerts = fx.controller.store.events({ kind: "workload.lifecycle" }).filter((p) => p.phase === "alert");
+    const alerts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === "alert");
     expect(alerts).toEqual([expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" })]);
     // Nothing was stopped: the copy still runs on its unreachable node.
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
-    expect(fx.controller.placements().map((p) => p.instance_id)).toEqual([instanceId]);
+    expect((await fx.controller.placements()).map((p) => p.instance_id)).toEqual([instanceId]);
   });
 
   it("a loop that may not act (not the leader) chains nothing and starts nothing", async () => {
@@ -101,7 +101,7 @@ describe("the reconcile loop of berth serve", () => {
       throw e;
     }, { shouldAct: () => false, onPass: () => void passes++ });
     await waitFor(() => passes >= 8, "eight passes", 20_000);
-    expect(fx.controller.store.events({ kind: "workload.lifecycle" })).toEqual([]);
+    expect(await fx.controller.store.events({ kind: "workload.lifecycle" })).toEqual([]);
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
   });
 });

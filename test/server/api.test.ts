@@ -41,7 +41,7 @@ describe("auth", () => {
 
   it("every other route refuses a missing, malformed or wrong token with 401 and WWW-Authenticate, and chains nothing", async () => {
     const fx = await apiFixture();
-    const before = fx.state.controller.store.chain.tip().seq;
+    const before = (await fx.state.controller.store.chain.tip()).seq;
     const protectedRoutes = ROUTES.filter((r) => !r.public);
     expect(protectedRoutes.length).toBeGreaterThan(30);
     for (const r of protectedRoutes) {
@@ -58,7 +58,7 @@ describe("auth", () => {
         expect(a.text).not.toContain(fx.token);
       }
     }
-    expect(fx.state.controller.store.chain.tip().seq, "unauthenticated requests are never chained").toBe(before);
+    expect((await fx.state.controller.store.chain.tip()).seq, "unauthenticated requests are never chained").toBe(before);
   });
 
   it("the token file is created 0600 and one readable by group or others is refused at start", async () => {
@@ -129,11 +129,11 @@ describe("validation", () => {
 
   it("a refused mutating request leaves only its api.call pair: the request, then an outcome naming 400 and the field", async () => {
     const fx = await apiFixture();
-    const before = fx.state.controller.store.chain.tip().seq;
-    const placementsBefore = fx.state.controller.placements().length;
+    const before = (await fx.state.controller.store.chain.tip()).seq;
+    const placementsBefore = (await fx.state.controller.placements()).length;
     const a = await fx.call("POST", `${API_BASE}/placements`, { body: { package: "p", name: "Bad Name" } });
     expect(a.status).toBe(400);
-    const after = [...fx.state.controller.store.chain.find({ fromSeq: before + 1 })];
+    const after = await fx.state.controller.store.chain.find({ fromSeq: before + 1 });
     expect(after.map((e) => [e.source, e.kind, e.payload.phase])).toEqual([
       ["api", "api.call", "request"],
       ["api", "api.call", "outcome"],
@@ -141,7 +141,7 @@ describe("validation", () => {
     const [request, outcome] = after.map((e) => e.payload);
     expect(request).toMatchObject({ method: "POST", route: "/api/v1/placements", who: tokenId(fx.token), remote: "127.0.0.1" });
     expect(outcome).toMatchObject({ call_id: request?.call_id, status: 400, error: "invalid_request", fields: ["body.name"], who: tokenId(fx.token) });
-    expect(fx.state.controller.placements().length).toBe(placementsBefore);
+    expect((await fx.state.controller.placements()).length).toBe(placementsBefore);
     expect(JSON.stringify(after), "the token itself is never chained").not.toContain(fx.token);
   });
 });
@@ -151,11 +151,11 @@ describe("audited calls", () => {
     const fx = await apiFixture();
     const a = await fx.call("POST", `${API_BASE}/unsettled/settle`, { body: {} });
     expect([a.status, a.body]).toEqual([200, { settled: { adopted: 0, settledEmpty: 0, skipped: [] }, unsettled: [] }]);
-    const pair = fx.apiEvents().map((e) => e.payload);
+    const pair = (await fx.apiEvents()).map((e) => e.payload);
     expect(pair).toHaveLength(2);
     expect(pair[0]).toMatchObject({ phase: "request", route: "/api/v1/unsettled/settle", method: "POST", who: tokenId(fx.token), remote: "127.0.0.1" });
     expect(pair[1]).toMatchObject({ phase: "outcome", call_id: pair[0]?.call_id, status: 200, error: null, refs: { adopted: 0, released: 0 } });
-    expect(fx.state.controller.store.chain.verifyStored().ok).toBe(true);
+    expect((await fx.state.controller.store.chain.verifyStored()).ok).toBe(true);
   });
 
   it("reads are not chained", async () => {
@@ -163,7 +163,7 @@ describe("audited calls", () => {
     for (const url of ["/nodes", "/placements", "/instances", "/unsettled", "/agents", "/packages", "/audit/chains"]) {
       expect((await fx.call("GET", `${API_BASE}${url}`)).status, url).toBe(200);
     }
-    expect(fx.apiEvents()).toEqual([]);
+    expect(await fx.apiEvents()).toEqual([]);
   });
 
   it("a node that cannot be described is refused with 422 and the outcome says so", async () => {
@@ -171,7 +171,7 @@ describe("audited calls", () => {
     const a = await fx.call("POST", `${API_BASE}/nodes`, { body: { addr: "127.0.0.1:1", tier: "paired" } });
     expect(a.status).toBe(422);
     expect(errorOf(a.body)).toMatchObject({ code: "node_not_added" });
-    expect(fx.apiEvents().map((e) => [e.payload.phase, e.payload.status ?? null])).toEqual([
+    expect((await fx.apiEvents()).map((e) => [e.payload.phase, e.payload.status ?? null])).toEqual([
       ["request", null],
       ["outcome", 422],
     ]);
@@ -327,10 +327,10 @@ describe("the write-ahead rule", () => {
     const fx = await apiFixture();
     const empty = await fx.app.inject({ method: "POST", url: `${API_BASE}/unsettled/settle`, headers: { authorization: `Bearer ${fx.token}` } });
     expect(empty.statusCode, empty.body).toBe(200);
-    const seq = fx.state.controller.store.chain.tip().seq;
+    const seq = (await fx.state.controller.store.chain.tip()).seq;
     const typed = await fx.call("POST", `${API_BASE}/unsettled/settle`, { raw: "{}", headers: { "content-type": "text/plain" } });
     expect([typed.status, errorOf(typed.body).code]).toEqual([415, "unsupported_media_type"]);
-    expect(fx.state.controller.store.chain.tip().seq, "refused before the handler: nothing chained").toBe(seq);
+    expect((await fx.state.controller.store.chain.tip()).seq, "refused before the handler: nothing chained").toBe(seq);
   });
 
   it("a body over the limit is refused with 413 payload_too_large", async () => {
@@ -357,27 +357,27 @@ describe("the CLI beside the server", () => {
       const key = loadKeyFile(controllerKeyPath(fx.dir));
       return MeshController.open({ dataDir: fx.dir, key, connector: new ControllerConnector({ identity: key, connectTimeoutMs: 500 }) });
     };
-    const cli = openCli();
+    const cli = await openCli();
     try {
       const nodeId = "0123456789abcdef0123456789abcdef";
-      cli.store.learnTarget(
+      await cli.store.learnTarget(
         { addr: "127.0.0.1:9", node_id: nodeId, key: "cd".repeat(32), tier: "discovered", tier_source: "default", learned_ms: Date.now() },
         { source: "trust", kind: "peer.add", payload: { node: nodeId, addr: "127.0.0.1:9", key: "cd".repeat(32), tier: "discovered", how: "tofu" } },
       );
       const seen = (await fx.call("GET", `${API_BASE}/nodes`)).body as { nodes: Array<{ node_id: string; tier: string }> };
       expect(seen.nodes.map((n) => [n.node_id, n.tier])).toEqual([[nodeId, "discovered"]]);
-      const tierCli = openCli(); // each CLI verb is a fresh process
+      const tierCli = await openCli(); // each CLI verb is a fresh process
       try {
-        expect(tierCli.setTier(nodeId, "paired")).toBe(true);
+        expect(await tierCli.setTier(nodeId, "paired")).toBe(true);
       } finally {
-        tierCli.close();
+        await tierCli.close();
       }
       const after = (await fx.call("GET", `${API_BASE}/nodes`)).body as { nodes: Array<{ node_id: string; tier: string }> };
       expect(after.nodes.map((n) => [n.node_id, n.tier])).toEqual([[nodeId, "paired"]]);
       const put = await fx.call("PUT", `${API_BASE}/nodes/${nodeId}/tier`, { body: { tier: "pinned" } });
       expect([put.status, put.body]).toEqual([200, { node: nodeId, tier: "pinned" }]);
     } finally {
-      cli.close();
+      await cli.close();
     }
   });
 });

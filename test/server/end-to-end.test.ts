@@ -68,8 +68,8 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
       [200, "started"],
       [200, "unchanged"],
     ]);
-    const first = both.find((r) => r.body.outcome === "started") as (typeof both)[number];
-    const second = both.find((r) => r.body.outcome === "unchanged") as (typeof both)[number];
+    const first = (await both.find((r) => r.body.outcome === "started")) as (typeof both)[number];
+    const second = (await both.find((r) => r.body.outcome === "unchanged")) as (typeof both)[number];
     expect([second.body.outcome, second.body.row, second.body.action, second.body.instance]).toEqual(["unchanged", "started", "no-op", first.body.instance]);
     expect((await onNode()).map((r) => [r.instance_id, r.agent, r.state])).toEqual([[first.body.instance, "scout", "running"]]);
     const agents = (await api("GET", "/agents")).body.agents as Json[];
@@ -82,11 +82,11 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
     }, "the agent's output");
     expect(agentLogs.body.instance).toBe(first.body.instance);
     // The library chains the deploy itself; the api.call outcome names that event and who asked.
-    const deployOutcomes = [...server.state.controller.store.chain.find({ source: "api", kind: "api.call", phase: "outcome" })].filter((e) => e.payload.route === "/api/v1/agents");
+    const deployOutcomes = (await server.state.controller.store.chain.find({ source: "api", kind: "api.call", phase: "outcome" })).filter((e) => e.payload.route === "/api/v1/agents");
     expect(deployOutcomes.map((e) => (e.payload.refs as Json).outcome)).toEqual(["started", "unchanged"]);
     for (const e of deployOutcomes) {
       const ref = (e.payload.refs as Json).agent_deploy as Json;
-      expect(server.state.controller.store.chain.get(ref.seq as number)?.kind).toBe("agent.deploy");
+      expect((await server.state.controller.store.chain.get(ref.seq as number))?.kind).toBe("agent.deploy");
       expect(e.payload.who).toMatch(/^token:[0-9a-f]{8}$/);
     }
 
@@ -171,7 +171,7 @@ describe("metrics over a real node", { timeout: 120_000 }, () => {
     expect(metric(text, 'berth_placements{route="native"}')).toBe(1);
     expect(metric(text, 'berth_nodes{liveness="alive"}')).toBe(1);
     expect(metric(text, "berth_unsettled_decisions")).toBe(0);
-    expect(metric(text, 'berth_chain_events_total{chain="controller"}')).toBe(server.state.controller.store.chain.tip().seq + 1);
+    expect(metric(text, 'berth_chain_events_total{chain="controller"}')).toBe((await server.state.controller.store.chain.tip()).seq + 1);
     expect(metric(text, 'berth_api_request_duration_seconds_count{method="POST",route="/api/v1/placements",status="201"}')).toBe(1);
   });
 });

@@ -58,6 +58,6 @@ describe("body parsing under fuzz", { timeout: 120_000 }, () => {
       }),
       { numRuns: 150 },
     );
-    expect(fx.state.controller.store.chain.verifyStored().ok).toBe(true);
+    expect((await fx.state.controller.store.chain.verifyStored()).ok).toBe(true);
   });
 });

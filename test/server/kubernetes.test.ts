@@ -72,7 +72,7 @@ describe("Kubernetes agents through the API", { timeout: 60_000 }, () => {
     const k8sKinds = ((await fx.call("GET", `${API_BASE}/audit/events?chain=k8s&limit=1000`)).body as { events: Array<{ kind: string }> }).events.map((e) => e.kind);
     expect(k8sKinds).toContain("k8s.pod.create");
     expect(k8sKinds).toContain("k8s.stop");
-    const outcomes = fx.apiEvents().filter((e) => e.payload.phase === "outcome").map((e) => [e.payload.route, e.payload.status, e.payload.error]);
+    const outcomes = (await fx.apiEvents()).filter((e) => e.payload.phase === "outcome").map((e) => [e.payload.route, e.payload.status, e.payload.error]);
     expect(outcomes).toEqual([
       ["/api/v1/k8s/agents", 200, null],
       ["/api/v1/k8s/agents", 200, null],

@@ -63,7 +63,7 @@ describe("health and readiness", () => {
 
   it("/readyz is 503 when the controller's database is closed; /healthz still answers", async () => {
     const fx = await apiFixture();
-    fx.state.controller.close();
+    await fx.state.controller.close();
     const ready = await fx.call("GET", "/readyz", { token: null });
     expect(ready.status).toBe(503);
     expect((ready.body as { checks: Array<{ name: string; ok: boolean }> }).checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(["controller_chain", "store_writable"]);
@@ -91,7 +91,7 @@ describe("metrics", () => {
     for (const route of ["native", "emulated"]) expect(metric(text, `berth_placements{route="${route}"}`)).toBe(0);
     for (const liveness of ["unknown", "alive", "suspect", "dead"]) expect(metric(text, `berth_nodes{liveness="${liveness}"}`)).toBe(0);
     expect(metric(text, "berth_unsettled_decisions")).toBe(0);
-    const events = fx.state.controller.store.chain.tip().seq + 1;
+    const events = (await fx.state.controller.store.chain.tip()).seq + 1;
     expect(metric(text, 'berth_chain_events_total{chain="controller"}')).toBe(events);
     expect(metric(text, 'berth_chain_events_total{chain="k8s"}')).toBe(0);
     expect(metric(text, 'berth_api_request_duration_seconds_count{method="GET",route="/api/v1/nodes",status="200"}')).toBe(1);
@@ -103,7 +103,7 @@ describe("metrics", () => {
     // A mutating call is two appends (its api.call pair): the counter moves by what the chain gained.
     await fx.call("POST", `${API_BASE}/unsettled/settle`, { body: {} });
     const second = (await fx.call("GET", "/metrics")).text;
-    expect(metric(second, 'berth_chain_events_total{chain="controller"}')).toBe(fx.state.controller.store.chain.tip().seq + 1);
-    expect(fx.state.controller.store.chain.tip().seq + 1).toBe(events + 2);
+    expect(metric(second, 'berth_chain_events_total{chain="controller"}')).toBe((await fx.state.controller.store.chain.tip()).seq + 1);
+    expect((await fx.state.controller.store.chain.tip()).seq + 1).toBe(events + 2);
   });
 });

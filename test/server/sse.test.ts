@@ -113,18 +113,20 @@ describe("the audit event stream", { timeout: 30_000 }, () => {
   it("resumes after Last-Event-ID with every event once and in order, across a reconnect", async () => {
     const server = await serve();
     await settle(server);
-    const head = () => server.state.controller.store.chain.tip().seq;
+    const head = async () => (await server.state.controller.store.chain.tip()).seq;
     const first = await open(server, 0);
-    await first.until((f) => f.some((x) => x.id === head()), "events 1…head");
-    expect(first.audit()).toEqual(range(1, head()));
+    // Reading the stream chains nothing, so the head stays where the settle left it.
+    const seen = await head();
+    await first.until((f) => f.some((x) => x.id === seen), "events 1…head");
+    expect(first.audit()).toEqual(range(1, seen));
     expect(first.frames.find((f) => f.id === 1)?.data?.kind).toBe("api.call");
-    const seen = head();
     await first.cancel();
 
     await settle(server); // two more events while nobody listens
     const second = await open(server, seen);
-    await second.until((f) => f.some((x) => x.id === head()), "the events missed while disconnected");
-    expect(second.audit()).toEqual(range(seen + 1, head()));
+    const now = await head();
+    await second.until((f) => f.some((x) => x.id === now), "the events missed while disconnected");
+    expect(second.audit()).toEqual(range(seen + 1, now));
     expect(second.frames.filter((f) => f.event === "audit").map((f) => f.data?.payload.phase)).toEqual(["request", "outcome"]);
     await second.cancel();
   });
@@ -132,7 +134,7 @@ describe("the audit event stream", { timeout: 30_000 }, () => {
   it("without Last-Event-ID starts after the head; delivers this process's commits and another connection's, with heartbeats", async () => {
     const server = await serve();
     await settle(server);
-    const startHead = server.state.controller.store.chain.tip().seq;
+    const startHead = (await server.state.controller.store.chain.tip()).seq;
     const stream = await open(server);
     await settle(server);
     await stream.until((f) => f.filter((x) => x.event === "audit").length === 2, "the live pair");

@@ -35,7 +35,7 @@ export interface ApiFixture {
   /** `token: null` sends no Authorization header. */
   call(method: "GET" | "POST" | "PUT" | "DELETE", url: string, opts?: { body?: unknown; raw?: string; token?: string | null; headers?: Record<string, string> }): Promise<Answer>;
   /** Every api.call event on the controller chain, oldest first. */
-  apiEvents(): SealedEvent[];
+  apiEvents(): Promise<SealedEvent[]>;
   close(): Promise<void>;
 }
 
@@ -46,7 +46,7 @@ export async function apiFixture(
 ): Promise<ApiFixture> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "berth-api-"));
   const token = loadOrCreateToken(dir);
-  const state = openServerState({ dataDir: dir, version: "test", kubernetes: opts.kubernetes ?? notConfigured });
+  const state = await openServerState({ dataDir: dir, version: "test", kubernetes: opts.kubernetes ?? notConfigured });
   const { app, streams } = buildApp({
     state,
     token,
@@ -78,11 +78,11 @@ export async function apiFixture(
       checkContract(method, url, r.statusCode, body);
       return { status: r.statusCode, body, text: r.body, headers: r.headers };
     },
-    apiEvents: () => [...state.controller.store.chain.find({ source: "api" })],
+    apiEvents: () => state.controller.store.chain.find({ source: "api" }),
     async close() {
       fixtures.delete(fx);
       await app.close();
-      state.close();
+      await state.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -38,7 +38,7 @@ export interface TargetRef {
 }
 
 /** Returned by `onSend` to hear how the call ended: whether the request may have reached the node. */
-export type SendSettled = (mayHaveArrived: boolean) => void;
+export type SendSettled = (mayHaveArrived: boolean) => void | Promise<void>;
 
 /** Nothing left this process: the connection could not be opened, or the handshake proved another key. */
 export function provablyUnsent(r: CallResult): boolean {
@@ -139,14 +139,14 @@ export class NodeClient {
     // Issue 16: the stamp is persisted before the request can leave (the node lease's rule 4).
     const settleFirst = await this.o.onSend?.(target.nodeId, first.request.issued_at_ms);
     const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS);
-    if (typeof settleFirst === "function") settleFirst(!provablyUnsent(tried.result));
+    if (typeof settleFirst === "function") await settleFirst(!provablyUnsent(tried.result));
     if (!tried.staleReuse || mutating) return tried.result;
     // A read on a warm connection the node had closed: nothing was answered, so ask again on a fresh one (a new nonce:
     // the node may have read the first before it closed).
     const again = sign(randomBytes(16).toString("hex"));
     const settleAgain = await this.o.onSend?.(target.nodeId, again.request.issued_at_ms);
     const result = (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs }, 0)).result;
-    if (typeof settleAgain === "function") settleAgain(!provablyUnsent(result));
+    if (typeof settleAgain === "function") await settleAgain(!provablyUnsent(result));
     return result;
   }
 

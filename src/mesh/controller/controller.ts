@@ -1,6 +1,7 @@
 /**
  * The mesh controller as a library (spec/mesh.md §9–§12, §14): one object that the CLI, and later the HTTP API, call.
- * It owns the controller database (state and audit chain in one SQLite file), its targets and its policy files.
+ * It owns the controller store (state and audit chain in one database: a SQLite file in the home, or PostgreSQL,
+ * src/store), its targets and its policy files.
  *
  * Lifecycle: `open()` verifies the chain, restores state and resolves decisions a crash left `dispatching`
  * (§14.2 steps 1–4); `start()` describes every target with its stored key and settles unsettled decisions (step 5).
@@ -8,7 +9,7 @@
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { Chain } from "../../chain/chain.js";
+import { EngineChain } from "../../chain/engine-chain.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
 import type { NodeView, ScoringWeights } from "../../core/placement/index.js";
@@ -16,9 +17,10 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
+import type { StoreEngine } from "../../store/engine.js";
 import { StoreAuthority } from "../../store/leader-authority.js";
 import { LeaderLease, type LeaderView } from "../../store/leader.js";
-import { type Db, openDatabase } from "../../store/sqlite.js";
+import { openStoreEngine } from "../../store/open.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
 import { type DispatchDeps, type DispatchHooks, type PlaceReport, placeOrder, STOPPED, type Timeouts } from "./dispatch.js";
@@ -32,11 +34,11 @@ import { ControllerStore, type PlacementRecord, type UnsettledDecision, type Wed
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
 import { leaseOfFacts, SentStamps, type SettleSend } from "./watch-stamps.js";
-import type { ReconcileAccess } from "./reconcile-ports.js";
 import { MoveRecords } from "./move-records.js";
 import type { MoverDeps } from "./mover.js";
 import type { NodeAdminDeps } from "./node-admin.js";
 import { packagePolicyOf } from "./package-policy.js";
+import type { ReconcileAccess } from "./reconcile-ports.js";
 
 export const CONTROLLER_DB = "controller.db";
 
@@ -45,6 +47,11 @@ export interface ControllerOptions {
   readonly dataDir: string;
   /** Default `<dataDir>/controller.db`. */
   readonly dbPath?: string;
+  /**
+   * Where the state lives (issue 20): a `postgres://…` address, or a SQLite file (`sqlite:PATH` or a path). Default:
+   * `dbPath` (SQLite in the home). The CLI passes `--database` / `$BERTH_DATABASE_URL` (src/cli/database.ts).
+   */
+  readonly database?: string;
   readonly key: SigningKey;
   readonly connector: Connector;
   readonly clock?: () => number;
@@ -80,12 +87,12 @@ export class MeshController {
   readonly store: ControllerStore;
   /** Issue 16: the last stamped request and the advertised lease of each node (watch-stamps.ts). */
   readonly stamps: SentStamps;
-  /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
-  readonly onSend = (nodeId: string, issuedAtMs: number): SettleSend => this.stamps.record(nodeId, issuedAtMs);
-  /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
-  readonly authority: StoreAuthority;
   /** Issue 16: cordons, forgets, stored orders and moved records (move-records.ts). */
   readonly moves: MoveRecords;
+  /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
+  readonly onSend = (nodeId: string, issuedAtMs: number): Promise<SettleSend> => this.stamps.record(nodeId, issuedAtMs);
+  /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
+  readonly authority: StoreAuthority;
   private readonly targetSet: Targets;
   private readonly policyFiles: PolicyFiles;
   private readonly deps: DispatchDeps;
@@ -97,21 +104,22 @@ export class MeshController {
 
   private constructor(
     o: ControllerOptions,
-    private readonly db: Db,
-    chain: Chain,
+    private readonly engine: StoreEngine,
+    store: ControllerStore,
+    authority: StoreAuthority,
   ) {
     const clock = o.clock ?? Date.now;
     this.controllerId = nodeIdOf(o.key.publicKey);
-    this.store = new ControllerStore(db, chain, clock);
+    this.store = store;
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
-    this.authority = new StoreAuthority(db, clock);
+    this.authority = authority;
     // A leader sends its own epoch (and nothing mutating once it may no longer act); anyone else the store's current.
-    const authority = (method: string) => (this.leadership ? this.leadership.authorityFor(method) : this.authority.current());
+    const authorityFor = (method: string) => (this.leadership ? this.leadership.authorityFor(method) : this.authority.current());
     // Issue 16: every request this process stamps is recorded before it leaves (the node lease's rule 4).
-    this.stamps = new SentStamps(db);
+    this.stamps = new SentStamps(engine);
     const onSend = this.onSend;
-    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority, onSend });
-    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority, onSend });
+    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority: authorityFor, onSend });
+    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority: authorityFor, onSend });
     const onFacts = (nodeId: string, facts: JsonObject) => this.stamps.recordLease(nodeId, leaseOfFacts(facts));
     this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env), onFacts);
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
@@ -133,28 +141,27 @@ export class MeshController {
   }
 
   /** §14.2 steps 1–4. Throws if the chain fails its start-up check: a controller never runs on a broken record. */
-  static open(o: ControllerOptions): MeshController {
+  static async open(o: ControllerOptions): Promise<MeshController> {
     if (!existsSync(o.dataDir)) mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
-    const dbPath = o.dbPath ?? join(o.dataDir, CONTROLLER_DB);
-    const db = openDatabase(dbPath);
+    const engine = await openStoreEngine({ database: o.database, sqlitePath: o.dbPath ?? join(o.dataDir, CONTROLLER_DB) });
     try {
       // Chain.open is the start-up check (spec/audit-chain.md §7): it verifies from the newest valid checkpoint and throws,
       // naming the seq, when the chain does not verify. Not the whole chain again: every CLI call opens the
       // controller, and a full verify grows with history (a minute at 10,000 placements, bench/controller/memory.ts).
-      const chain = Chain.open(db, o.key, "controller", o.clock ?? Date.now);
-      const controller = new MeshController(o, db, chain);
-      controller.resolveInterrupted();
+      const clock = o.clock ?? Date.now;
+      const chain = await EngineChain.open(engine, o.key, "controller", clock);
+      const store = await ControllerStore.open(engine, chain, clock);
+      const controller = new MeshController(o, engine, store, await StoreAuthority.open(engine, clock));
+      await controller.targetSet.syncStored();
+      await controller.resolveInterrupted();
       controller.renewal = setInterval(() => {
-        try {
-          controller.store.renewLease();
-        } catch {
-          // busy or closing: the next tick renews
-        }
+        // busy or closing: the next tick renews
+        controller.store.renewLease().catch(() => undefined);
       }, DEFAULT_LEASE_TTL_MS / 3);
       controller.renewal.unref();
       return controller;
     } catch (error) {
-      db.close();
+      await engine.close();
       throw error;
     }
   }
@@ -163,12 +170,12 @@ export class MeshController {
    * §14.2 step 4, for decisions whose owner is provably gone (issue 21): a live owner's decision (another CLI
    * process, the server) is never interrupted; it is left to finish. Run at open and before every settle.
    */
-  private resolveInterrupted(): number {
+  private async resolveInterrupted(): Promise<number> {
     let resolved = 0;
-    for (const { decision: d, verdict, sending } of this.store.ownedDecisions()) {
+    for (const { decision: d, verdict, sending } of await this.store.ownedDecisions()) {
       if (verdict.alive || d.owner_id === this.store.lease.owner_id) continue;
       const mayBeOut = sending !== null || d.state !== "dispatching";
-      const done = this.store.commitInterrupted(d.id, mayBeOut, (why, state) =>
+      const done = await this.store.commitInterrupted(d.id, mayBeOut, (why, state) =>
         mayBeOut
           ? {
               source: "placement",
@@ -203,9 +210,9 @@ export class MeshController {
   /** Reads the policy files, chains what changed, and applies the peers file to the targets. */
   private async readPolicy(learn: boolean): Promise<ControllerPolicy> {
     // Another process (the CLI beside the HTTP server) may have added a target or changed a tier since.
-    this.targetSet.syncStored();
-    const { policy, events } = this.policyFiles.read();
-    this.store.appendAll(events);
+    await this.targetSet.syncStored();
+    const { policy, events } = await this.policyFiles.read();
+    await this.store.appendAll(events);
     await this.targetSet.syncPeers(policy.peers, learn);
     return policy;
   }
@@ -217,15 +224,15 @@ export class MeshController {
    * target, and a placement describes every target): a healed partition releases or adopts before a new decision.
    */
   async place(order: PlaceOrderInput): Promise<PlaceReport> {
-    if (this.store.unsettled().length > 0) await this.settleReport();
+    if ((await this.store.unsettled()).length > 0) await this.settleReport();
     return placeOrder(this.deps, order);
   }
 
-  placements(): PlacementRecord[] {
+  placements(): Promise<PlacementRecord[]> {
     return this.store.placements();
   }
 
-  unsettled(): UnsettledDecision[] {
+  unsettled(): Promise<UnsettledDecision[]> {
     return this.store.unsettled();
   }
 
@@ -238,7 +245,7 @@ export class MeshController {
   async settleReport(): Promise<SettleReport> {
     while (this.settling) await this.settling.catch(() => undefined);
     // A process that died since this one opened (a CLI killed mid-deploy beside the server) left its decisions owned.
-    this.resolveInterrupted();
+    await this.resolveInterrupted();
     const run = settleUnsettled(this.store, this.targetSet, this.deps.clock, this.deps.timeouts.callMs);
     this.settling = run;
     try {
@@ -278,7 +285,7 @@ export class MeshController {
   }
 
   /** `peer.tier` by the API. `ref` is an address or a node id. */
-  setTier(ref: string, tier: Tier): boolean {
+  setTier(ref: string, tier: Tier): Promise<boolean> {
     return this.targetSet.setTier(ref, tier, "api");
   }
 
@@ -292,7 +299,7 @@ export class MeshController {
   async refreshTargets(): Promise<TargetInfo[]> {
     await this.readPolicy(true);
     await this.targetSet.refreshAll();
-    if (this.store.unsettled().length > 0) await this.settleReport();
+    if ((await this.store.unsettled()).length > 0) await this.settleReport();
     return this.targetSet.list();
   }
 
@@ -314,17 +321,19 @@ export class MeshController {
     return {
       clock: this.deps.clock,
       placements: () => this.store.placements(),
-      chainedOrder: (decisionId) => {
-        const row = this.db.prepare("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'").get(decisionId) as { payload: string } | undefined;
+      chainedOrder: async (decisionId) => {
+        const row = await this.engine.read((q) => q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'", [decisionId]));
         if (!row) return null;
         const order = (JSON.parse(row.payload) as JsonObject).order;
         return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
       },
-      liveness: (nodeId) => this.targetSet.byNode(nodeId)?.liveness ?? "unknown",
+      liveness: async (nodeId) => (await this.targetSet.byNode(nodeId))?.liveness ?? "unknown",
       stamps: (nodeId) => this.stamps.of(nodeId),
       status: (nodeId) => this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }),
       instance: (verb, instanceId, opts) => this.instance(verb, instanceId, opts),
-      append: (draft) => void this.store.appendAll([draft]),
+      append: async (draft) => {
+        await this.store.appendAll([draft]);
+      },
       moves: this.moves,
       mover: this.moverDeps(),
       store: this.store,
@@ -344,7 +353,7 @@ export class MeshController {
   }
 
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */
-  nodeViews(): NodeView[] {
+  nodeViews(): Promise<NodeView[]> {
     return this.targetSet.views();
   }
 
@@ -355,14 +364,14 @@ export class MeshController {
   }
 
   /** Decisions a store from before issue 21 left wedged (unsettled while placed): `berth doctor --repair` mends them. */
-  wedged(): WedgedDecision[] {
+  wedged(): Promise<WedgedDecision[]> {
     return this.store.wedged();
   }
 
   /** `berth doctor --repair`: each wedged decision is marked placed (its placement is the truth), chained with who. */
-  repairWedged(operator: JsonObject): WedgedDecision[] {
-    const found = this.store.wedged();
-    for (const w of found) this.store.commitRepair(w, operator);
+  async repairWedged(operator: JsonObject): Promise<WedgedDecision[]> {
+    const found = await this.store.wedged();
+    for (const w of found) await this.store.commitRepair(w, operator);
     return found;
   }
 
@@ -373,7 +382,7 @@ export class MeshController {
   lead(o: { readonly address: string | null; readonly ttlMs?: number; readonly onChange?: (epoch: number | null, why: string) => void }): LeaderLease {
     if (this.leadership) return this.leadership;
     this.leadership = new LeaderLease({
-      db: this.db,
+      engine: this.engine,
       storeId: this.authority.storeId,
       ownerId: this.store.lease.owner_id,
       address: o.address,
@@ -394,20 +403,16 @@ export class MeshController {
     return this.leadership?.view() ?? null;
   }
 
-  close(): void {
+  async close(): Promise<void> {
     // Released first: a follower takes over at once instead of after the TTL.
-    this.leadership?.stop();
+    await this.leadership?.stop();
     this.leadership = null;
     if (this.renewal) clearInterval(this.renewal);
     this.renewal = null;
-    if (this.db.open) {
-      // A clean close gives up the lease: decisions this process left open are recoverable at once by any other.
-      try {
-        this.store.releaseLease();
-      } catch {
-        // the lease stays; its pid will be judged gone once this process exits
-      }
-    }
-    this.db.close();
+    if (this.engine.closed) return;
+    // A clean close gives up the lease: decisions this process left open are recoverable at once by any other.
+    // When it fails the lease stays; its pid will be judged gone once this process exits.
+    await this.store.releaseLease().catch(() => undefined);
+    await this.engine.close();
   }
 }

@@ -119,7 +119,7 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   // 2. prepare
   const prepared = preparePackage(order.package, deps.dataDir, policy);
   if (!prepared.ok) {
-    deps.store.appendAll([
+    await deps.store.appendAll([
       { source: "placement", kind: "workload.refuse", payload: { phase: "prepare", name: order.name, package: order.package, error: prepared.error, constraints: [] } },
     ]);
     throw new PlaceError("prepare", prepared.error);
@@ -130,7 +130,7 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   // 3. refresh every target with its stored key
   await deps.targets.refreshAll();
   // 4. gate workload.place for every target in the view
-  const views = deps.targets.views();
+  const views = await deps.targets.views();
   const gatePolicy = gatePolicyOf(policy, deps.gate);
   const verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }> = {};
   const verdictEvents: EventDraft[] = [];
@@ -139,14 +139,14 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
     verdicts[v.node_id] = { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
     if (event) verdictEvents.push(event);
   }
-  deps.store.appendAll(verdictEvents);
+  await deps.store.appendAll(verdictEvents);
   // 5. the engine
-  const decision = runEngine(deps, order, name, pkg, views, verdicts, policy, (await deps.moves?.cordoned()) ?? []);
+  const decision = await runEngine(deps, order, name, pkg, views, verdicts, policy, (await deps.moves?.cordoned()) ?? []);
   // 6. chain the decision; no request is sent before this commits
   const dispatching = !order.dry_run && decision.placement !== null;
   let decisionId: DecisionId;
   try {
-    decisionId = deps.store.commitDecision({
+    decisionId = await deps.store.commitDecision({
       name,
       packageId: pkg.packageId,
       workload,
@@ -185,16 +185,16 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId, attempts: result.attempts as ExplainAttempt[] }), ...result };
 }
 
-function runEngine(
+async function runEngine(
   deps: DispatchDeps,
   order: PlaceOrder,
   name: string,
   pkg: PreparedPackage,
-  views: ReturnType<Targets["views"]>,
+  views: Awaited<ReturnType<Targets["views"]>>,
   verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }>,
   policy: ControllerPolicy,
   cordoned: readonly string[],
-): PlacementDecision {
+): Promise<PlacementDecision> {
   const revoked = policy.revocations?.subjects ?? [];
   const parsedInput = parsePlacementInput({
     request: {
@@ -214,13 +214,13 @@ function runEngine(
       revoked_nodes: revoked.filter((s) => s.kind === "node").map((s) => s.id),
       revoked_refs: revoked.filter((s) => s.kind !== "node").map((s) => s.id),
       cordoned_nodes: [...cordoned],
-      instances: deps.store.placementLoads(),
+      instances: await deps.store.placementLoads(),
     },
   });
   const result = parsedInput.ok ? decide(parsedInput.input) : { ok: false as const, error: parsedInput.error };
   if (!result.ok) {
     const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));
-    deps.store.appendAll([
+    await deps.store.appendAll([
       { source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error: result.error.message, constraints } },
     ]);
     throw new PlaceError("decision", result.error.message, constraints);
@@ -290,21 +290,21 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
   for (const [i, cand] of candidates.entries()) {
     const n = i + 1;
     const last = i === candidates.length - 1;
-    const record = (a: Attempt, extra: { reconcile: string | null; unloaded: number | null } = { reconcile: null, unloaded: null }) => {
+    const record = async (a: Attempt, extra: { reconcile: string | null; unloaded: number | null } = { reconcile: null, unloaded: null }) => {
       attempts.push(a);
-      store.commitAttempt(d.decisionId, n, { nodeId: a.node_id, variant: a.variant, outcome: a.outcome, code: a.code, reason: a.reason }, refuseEvent(a, extra), last ? { state: "unplaced", exhausted: exhausted(n) } : null);
+      await store.commitAttempt(d.decisionId, n, { nodeId: a.node_id, variant: a.variant, outcome: a.outcome, code: a.code, reason: a.reason }, refuseEvent(a, extra), last ? { state: "unplaced", exhausted: exhausted(n) } : null);
     };
     // §9.4 step 1: an emulated route is gated again with `emulated: true` before anything is sent.
     if (cand.route === "emulated") {
       const { verdict, event } = consult("workload.place", contextOf(d.workload, targets.tierOfNode(cand.node_id), deps.controllerId, true), gatePolicyOf(d.policy, deps.gate), cand.node_id);
-      if (event) store.appendAll([event]);
+      if (event) await store.appendAll([event]);
       if (verdict.decision !== "permit") {
-        record({ node_id: cand.node_id, variant: cand.variant, outcome: "gate_denied", code: null, reason: verdict.reason, next: NEXT_CANDIDATE, instance_id: null });
+        await record({ node_id: cand.node_id, variant: cand.variant, outcome: "gate_denied", code: null, reason: verdict.reason, next: NEXT_CANDIDATE, instance_id: null });
         continue;
       }
     }
     // 2. recorded before the connection opens
-    store.beginAttempt(d.decisionId, n, cand.node_id, cand.variant);
+    await store.beginAttempt(d.decisionId, n, cand.node_id, cand.variant);
     await deps.hooks.afterAttemptBegun?.(d.decisionId, cand.node_id);
     // 3–4. send (the stale_boot resend happens inside `call`)
     const r = await targets.call(cand.node_id, method, { ...body, variant: cand.variant }, { decisionId: d.decisionId, package: d.pkg.source, timeoutMs: deps.timeouts.placeMs });
@@ -324,7 +324,7 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
         adopted: false,
         pending: null,
       };
-      store.commitPlaced(d.decisionId, n, placement, d.workload, {
+      await store.commitPlaced(d.decisionId, n, placement, d.workload, {
         source: "placement",
         kind: "workload.place",
         payload: {
@@ -344,17 +344,17 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
     if (outcome === "refused" || outcome === "unreachable" || outcome === "ok") {
       const code = r.kind === "refused" ? r.code : null;
       const reason = r.kind === "ok" ? "the node answered without placing" : failureText(r as Exclude<typeof r, { kind: "ok" }>);
-      record({ node_id: cand.node_id, variant: cand.variant, outcome: outcome === "ok" ? "refused" : outcome, code, reason: r.kind === "refused" ? r.reason : reason, next: NEXT_CANDIDATE, instance_id: null });
+      await record({ node_id: cand.node_id, variant: cand.variant, outcome: outcome === "ok" ? "refused" : outcome, code, reason: r.kind === "refused" ? r.reason : reason, next: NEXT_CANDIDATE, instance_id: null });
       continue;
     }
     // indeterminate: reconcile with this node before anything else (§10.1)
     const why = r.kind === "no_answer" ? r.reason : "no valid answer";
     // From here until the attempt commits, the decision is `reconciling`: nobody else may settle or adopt it.
-    store.beginReconcile(d.decisionId);
+    await store.beginReconcile(d.decisionId);
     const rec = await reconcileLostAnswer(targets, cand.node_id, d.decisionId, deps.timeouts.callMs);
     const reason = `${why}; ${rec.note}`;
     if (rec.settled) {
-      record(
+      await record(
         { node_id: cand.node_id, variant: cand.variant, outcome: "indeterminate", code: null, reason, next: NEXT_CANDIDATE, instance_id: null },
         { reconcile: rec.note, unloaded: rec.unloaded },
       );
@@ -362,7 +362,7 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
     }
     const a: Attempt = { node_id: cand.node_id, variant: cand.variant, outcome: "indeterminate", code: null, reason, next: STOPPED, instance_id: null };
     attempts.push(a);
-    store.commitAttempt(
+    await store.commitAttempt(
       d.decisionId,
       n,
       { nodeId: a.node_id, variant: a.variant, outcome: a.outcome, code: null, reason },

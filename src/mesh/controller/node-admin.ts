@@ -19,7 +19,7 @@ import type { PlaceReport } from "./dispatch.js";
 import type { MoveRecords } from "./move-records.js";
 import { type MoverDeps, moveAgent, teardownOrphan } from "./mover.js";
 import { rebuildOrder, readRef } from "./stored-order.js";
-import type { ControllerStore } from "./store.js";
+import type { ControllerStore, PlacementRecord } from "./store.js";
 import type { TargetInfo, Targets } from "./targets.js";
 import type { Verb, VerbOptions, VerbResult } from "./verbs.js";
 
@@ -37,8 +37,8 @@ export interface NodeAdminDeps {
 export type NodeRefResult = { readonly ok: true; readonly target: TargetInfo & { readonly node_id: string } } | { readonly ok: false; readonly reason: string };
 
 /** A node id, address or facts name, as `berth nodes list` shows them. */
-export function resolveNode(targets: Targets, ref: string): NodeRefResult {
-  const t = targets.resolve(ref) ?? targets.list().find((x) => x.name === ref) ?? null;
+export async function resolveNode(targets: Targets, ref: string): Promise<NodeRefResult> {
+  const t = (await targets.resolve(ref)) ?? (await targets.list()).find((x) => x.name === ref) ?? null;
   if (t === null || t.node_id === null) return { ok: false, reason: `no known node ${ref} (give a node id, address or name from \`berth nodes list\`)` };
   return { ok: true, target: t as TargetInfo & { node_id: string } };
 }
@@ -51,7 +51,7 @@ export interface CordonResult {
 }
 
 export async function cordonNode(deps: NodeAdminDeps, ref: string, cordoned: boolean, reason: string | null, operator: JsonObject): Promise<CordonResult | { readonly error: string }> {
-  const r = resolveNode(deps.targets, ref);
+  const r = await resolveNode(deps.targets, ref);
   if (!r.ok) return { error: r.reason };
   const node = r.target.node_id;
   const changed = await deps.moves.setCordon(node, cordoned, reason, {
@@ -69,7 +69,7 @@ export interface ForgetResult {
 }
 
 export async function forgetNode(deps: NodeAdminDeps, ref: string, reason: string, operator: JsonObject): Promise<ForgetResult | { readonly error: string }> {
-  const r = resolveNode(deps.targets, ref);
+  const r = await resolveNode(deps.targets, ref);
   if (!r.ok) return { error: r.reason };
   const node = r.target.node_id;
   const done = await deps.moves.forget(node, reason, {
@@ -100,11 +100,11 @@ async function nodeRow(deps: NodeAdminDeps, node: string, instanceId: string): P
 }
 
 export async function drainNode(deps: NodeAdminDeps, ref: string, reason: string, operator: JsonObject, wait: (ms: number) => Promise<void>): Promise<DrainResult | { readonly error: string }> {
-  const r = resolveNode(deps.targets, ref);
+  const r = await resolveNode(deps.targets, ref);
   if (!r.ok) return { error: r.reason };
   const node = r.target.node_id;
   if (!(await deps.targets.refresh(node))) {
-    return { error: `node ${node} did not answer (${deps.targets.byNode(node)?.error ?? "no answer"}): drain moves agents off a live node; for a node that is gone for good, use \`berth node forget ${ref} --reason …\`` };
+    return { error: `node ${node} did not answer (${(await deps.targets.byNode(node))?.error ?? "no answer"}): drain moves agents off a live node; for a node that is gone for good, use \`berth node forget ${ref} --reason …\`` };
   }
   await deps.moves.setCordon(node, true, `drain: ${reason}`, { source: "trust", kind: "node.cordon", payload: { node, addr: r.target.addr, reason: `drain: ${reason}`, operator } });
   await deps.moves.append([{ source: "trust", kind: "node.drain", payload: { phase: "request", node, reason, operator } }]);
@@ -113,7 +113,7 @@ export async function drainNode(deps: NodeAdminDeps, ref: string, reason: string
   // One at a time, re-reading the records each time (level-triggered: a record moved meanwhile is not moved twice).
   const done = new Set<string>();
   for (;;) {
-    const p = deps.store.placements().find((x) => x.node_id === node && !done.has(x.instance_id));
+    const p = (await deps.store.placements()).find((x) => x.node_id === node && !done.has(x.instance_id));
     if (!p) break;
     done.add(p.instance_id);
     const step = await drainOne(deps, node, p, reason, by, wait);
@@ -126,7 +126,7 @@ export async function drainNode(deps: NodeAdminDeps, ref: string, reason: string
 async function drainOne(
   deps: NodeAdminDeps,
   node: string,
-  p: ReturnType<ControllerStore["placements"]>[number],
+  p: PlacementRecord,
   reason: string,
   by: JsonObject,
   wait: (ms: number) => Promise<void>,

@@ -73,10 +73,10 @@ export class PolicyFiles {
 
   constructor(
     readonly dataDir: string,
-    private readonly recorded: () => ReadonlyMap<string, string> = () => new Map(),
+    private readonly recorded: () => Promise<ReadonlyMap<string, string>> = async () => new Map(),
   ) {}
 
-  read(): { policy: ControllerPolicy; events: EventDraft[] } {
+  async read(): Promise<{ policy: ControllerPolicy; events: EventDraft[] }> {
     const signers = loadSigners(this.dataDir);
     const permits = loadPermits(this.dataDir);
     const revocations = loadRevocations(this.dataDir);
@@ -86,7 +86,7 @@ export class PolicyFiles {
     // Memory is only a cache of the chain: on first use, and whenever a file looks changed, the chain is asked what
     // was last recorded, so a change another process already recorded is not recorded twice.
     if (!this.seeded || files.some((f) => this.seen.get(f.file) !== fingerprintOf(f))) {
-      for (const [file, fingerprint] of this.recorded()) this.seen.set(file, fingerprint);
+      for (const [file, fingerprint] of await this.recorded()) this.seen.set(file, fingerprint);
       this.seeded = true;
     }
     const events: EventDraft[] = [];

@@ -32,14 +32,14 @@ import type { NodeStamps } from "./watch-stamps.js";
 /** What the ports need of the controller; `MeshController.reconcileAccess()` provides it. */
 export interface ReconcileAccess {
   readonly clock: () => number;
-  placements(): readonly PlacementRecord[];
+  placements(): Promise<readonly PlacementRecord[]>;
   /** The `order` of the chained decision event (env names only), or null when the chain has none. */
-  chainedOrder(decisionId: string): JsonObject | null;
-  liveness(nodeId: string): NodeView["liveness"];
-  stamps(nodeId: string): NodeStamps;
+  chainedOrder(decisionId: string): Promise<JsonObject | null>;
+  liveness(nodeId: string): Promise<NodeView["liveness"]>;
+  stamps(nodeId: string): Promise<NodeStamps>;
   status(nodeId: string): Promise<CallResult>;
   instance(verb: Verb, instanceId: string, opts: VerbOptions): Promise<VerbResult>;
-  append(draft: { source: string; kind: string; payload: JsonObject }): void;
+  append(draft: { source: string; kind: string; payload: JsonObject }): Promise<void>;
   /** Issue 16: the records and shell of moving agents. */
   readonly moves: MoveRecords;
   readonly mover: MoverDeps;
@@ -61,16 +61,16 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
     shouldAct,
     placements: async () => {
       const views: PlacementView[] = [];
-      for (const p of access.placements()) {
+      for (const p of await access.placements()) {
         if (p.pending !== null) continue;
-        views.push({ ...placementView(p, access.chainedOrder(p.decision_id)), ...movable(access, p.package_id), reschedules: await access.moves.movesOf(p.decision_id) });
+        views.push({ ...placementView(p, await access.chainedOrder(p.decision_id)), ...movable(access, p.package_id), reschedules: await access.moves.movesOf(p.decision_id) });
       }
       for (const m of await access.moves.moved()) views.push(await movedView(access, m));
       return views;
     },
     node: async (nodeId) => {
-      const s = access.stamps(nodeId);
-      return { liveness: access.liveness(nodeId), forgotten: false, lease_ms: s.lease_ms, last_sent_issued_at_ms: s.last_sent_ms };
+      const s = await access.stamps(nodeId);
+      return { liveness: await access.liveness(nodeId), forgotten: false, lease_ms: s.lease_ms, last_sent_issued_at_ms: s.last_sent_ms };
     },
     observe: async (nodeId) => rowsOf(await access.status(nodeId)),
     perform: async (p, action) => perform(access, p, action),
@@ -78,10 +78,10 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
       if (failed && MOVES.has(failed.action)) {
         // §15: a failed reschedule attempt, chained only when its reason changes (the loop asks only then).
         const next = `retrying in ${Math.round(failed.retry_ms / 1000)} s`;
-        access.append({ source: "placement", kind: "workload.refuse", payload: { phase: "reschedule", instance_id: p.instance_id, node: p.node_id, name: p.name, action: failed.action, reason: why, attempt: failed.attempt, next, by: LOOP_ACTOR } });
+        await access.append({ source: "placement", kind: "workload.refuse", payload: { phase: "reschedule", instance_id: p.instance_id, node: p.node_id, name: p.name, action: failed.action, reason: why, attempt: failed.attempt, next, by: LOOP_ACTOR } });
         return;
       }
-      access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "alert", instance_id: p.instance_id, node: p.node_id, name: p.name, reason, why, by: LOOP_ACTOR } });
+      await access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "alert", instance_id: p.instance_id, node: p.node_id, name: p.name, reason, why, by: LOOP_ACTOR } });
     },
   };
 }
@@ -110,7 +110,7 @@ function movable(access: ReconcileAccess, packageId: string): { migratable: bool
 
 /** A moved record as the loop judges it: its old copy on its old node, and whether its agent still needs a place. */
 async function movedView(access: ReconcileAccess, m: MovedRecord): Promise<PlacementView> {
-  const order = access.chainedOrder(m.decision_id);
+  const order = await access.chainedOrder(m.decision_id);
   const successorState = m.successor === null ? null : ((await access.store.decision(m.successor))?.state ?? null);
   // A successor decision that ended unplaced (a settle released it) placed nothing: the agent needs a place again.
   // A drain places its own moves (node-admin.ts): a fresh one is left to it, so the two never race for the name.
@@ -142,13 +142,13 @@ function lifecycle(p: PlacementView, action: string, reason: string) {
 async function perform(access: ReconcileAccess, p: PlacementView, action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>): Promise<ActionResult> {
   switch (action.kind) {
     case "start": {
-      access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "lifecycle", instance_id: p.instance_id, node: p.node_id, name: p.name, action: "start", reason: action.why, by: LOOP_ACTOR } });
+      await access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "lifecycle", instance_id: p.instance_id, node: p.node_id, name: p.name, action: "start", reason: action.why, by: LOOP_ACTOR } });
       const r = await access.instance("start", p.instance_id, { operator: LOOP_ACTOR });
       return r.kind === "ok" ? { ok: true } : { ok: false, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
     }
     case "replace":
     case "reschedule": {
-      const record = access.placements().find((r) => r.instance_id === p.instance_id);
+      const record = (await access.placements()).find((r) => r.instance_id === p.instance_id);
       if (!record) return { ok: false, reason: "the placement record is gone" };
       const by = action.kind === "replace" ? "lost" : action.authority === "operator" ? "forget" : "lease";
       const r = await moveAgent(access.mover, record, by, lifecycle(p, action.kind, action.why), action.why);

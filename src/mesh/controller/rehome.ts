@@ -37,12 +37,12 @@ export interface RehomeDeps {
 }
 
 export async function rehomeNode(deps: RehomeDeps, ref: string, reason: string, operator: JsonObject): Promise<RehomeResult> {
-  const target = deps.targets.resolve(ref);
+  const target = await deps.targets.resolve(ref);
   if (target === null || target.node_id === null || target.key === null) {
     return { kind: "unknown_node", node: ref, reason: `no known node ${ref}; add it first with \`berth nodes add HOST:PORT\`` };
   }
   const node = target.node_id;
-  const requestId = deps.store.commitVerbRequest({
+  const requestId = await deps.store.commitVerbRequest({
     source: "trust",
     kind: "controller.rehome",
     payload: { phase: "request", node, addr: target.addr, store_id: deps.storeId, reason, operator },
@@ -51,7 +51,7 @@ export async function rehomeNode(deps: RehomeDeps, ref: string, reason: string, 
   const outcome = outcomeOf("rehome", r);
   // The node client has parsed an ok result against this schema already (core/protocol/results.ts).
   const answered = r.kind === "ok" ? RESULT_SCHEMAS.rehome.parse(r.result) : null;
-  deps.store.appendAll([
+  await deps.store.appendAll([
     {
       source: "trust",
       kind: "controller.rehome",

@@ -22,46 +22,46 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
   let adopted = 0;
   let settledEmpty = 0;
   const skipped: Array<{ decision_id: string; reason: string }> = [];
-  for (const d of store.unsettled()) {
+  for (const d of await store.unsettled()) {
     // Claimed first (unsettled → settling, owned by this process): a second settler skips it, and the claim ends in
     // adopt, settle_empty or release; the machine refuses anything else (issue 21 case 2).
-    const claim = store.claimForSettle(d.decision_id);
+    const claim = await store.claimForSettle(d.decision_id);
     if (!claim.ok) {
       skipped.push({ decision_id: d.decision_id, reason: claim.reason });
       continue;
     }
-    const skip = (reason: string) => {
-      store.releaseSettle(d.decision_id);
+    const skip = async (reason: string) => {
+      await store.releaseSettle(d.decision_id);
       skipped.push({ decision_id: d.decision_id, reason });
     };
     let status: Awaited<ReturnType<Targets["call"]>>;
     try {
       status = await targets.call(d.node_id, "status", { instance_id: null, include_departed: false }, { timeoutMs: callTimeoutMs });
     } catch (error) {
-      store.releaseSettle(d.decision_id);
+      await store.releaseSettle(d.decision_id);
       throw error;
     }
     if (status.kind !== "ok") {
-      skip(status.kind === "refused" ? `${status.code}: ${status.reason}` : status.reason);
+      await skip(status.kind === "refused" ? `${status.code}: ${status.reason}` : status.reason);
       continue;
     }
     const held = rowsForDecision(status.result, d.decision_id);
     if (held === null) {
-      skip("unexpected status answer");
+      await skip("unexpected status answer");
       continue;
     }
     if (held.inFlight) {
-      skip("the target is still handling this decision");
+      await skip("the target is still handling this decision");
       continue;
     }
     if (held.instances.length > 1) {
       // §11.1 allows one instance per decision; two means something is badly wrong: adopt nothing, keep it listed.
-      skip(`the target lists ${held.instances.length} instances for one decision`);
+      await skip(`the target lists ${held.instances.length} instances for one decision`);
       continue;
     }
     const instanceId = held.instances[0];
     const row = instanceId === undefined ? null : rowOf(status.result, instanceId);
-    store.commitSettle(
+    await store.commitSettle(
       d,
       row === null ? null : adoption(d, row, clock()),
       { source: "placement", kind: "workload.place", payload: { phase: "settled", decision_id: d.decision_id, node: d.node_id, adopted: row === null ? 0 : 1 } },

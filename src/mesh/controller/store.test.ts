@@ -2,23 +2,42 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import { Chain } from "../../chain/chain.js";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { startPostgres, type TestPostgres } from "../../../test/support/postgres.js";
+import { EngineChain } from "../../chain/engine-chain.js";
 import { signingKeyFromSeed } from "../../core/crypto/ed25519.js";
-import { openDatabase } from "../../store/sqlite.js";
+import type { EngineKind, StoreEngine } from "../../store/engine.js";
+import { PostgresEngine } from "../../store/postgres-engine.js";
+import { SqliteEngine } from "../../store/sqlite-engine.js";
 import { ControllerStore, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
 
+/**
+ * Run on both engines: SQLite (embedded) and PostgreSQL (a throwaway server, test/support/postgres.ts, one fresh
+ * database per store). The PostgreSQL tier never skips: a machine without PostgreSQL 15 fails it.
+ */
 const dirs: string[] = [];
-afterEach(() => {
+const engines: StoreEngine[] = [];
+let server: TestPostgres | null = null;
+afterEach(async () => {
+  for (const e of engines.splice(0)) await e.close();
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
+afterAll(async () => {
+  await server?.stop();
+});
 
-function open() {
+async function engineOf(kind: EngineKind): Promise<StoreEngine> {
+  if (kind === "postgres") {
+    server ??= await startPostgres();
+    const engine = await PostgresEngine.open(await server.database());
+    engines.push(engine);
+    return engine;
+  }
   const dir = mkdtempSync(join(tmpdir(), "berth-ctl-store-"));
   dirs.push(dir);
-  const db = openDatabase(join(dir, "controller.db"));
-  const chain = Chain.open(db, signingKeyFromSeed(new Uint8Array(32).fill(1)), "controller");
-  return { db, chain, store: new ControllerStore(db, chain, () => 1_767_225_600_000) };
+  const engine = SqliteEngine.open(join(dir, "controller.db"));
+  engines.push(engine);
+  return engine;
 }
 
 const W: WorkloadRecord = {
@@ -45,19 +64,26 @@ function commit(store: ControllerStore, name: string) {
   });
 }
 
-describe("the controller store (spec/mesh.md §14.1)", () => {
-  it("a decision id is the hash of the committed decision event", () => {
-    const { store, chain } = open();
-    const id = commit(store, "triage");
-    expect(chain.byHash(id)?.payload).toMatchObject({ phase: "decision", name: "triage" });
-    expect(store.decision(id)?.state).toBe("dispatching");
+describe.each(["sqlite", "postgres"] as const)("the controller store (spec/mesh.md §14.1) on %s", { timeout: 60_000 }, (kind) => {
+  async function open() {
+    const engine = await engineOf(kind);
+    const clock = () => 1_767_225_600_000;
+    const chain = await EngineChain.open(engine, signingKeyFromSeed(new Uint8Array(32).fill(1)), "controller", clock);
+    return { engine, chain, store: await ControllerStore.open(engine, chain, clock) };
+  }
+
+  it("a decision id is the hash of the committed decision event", async () => {
+    const { store, chain } = await open();
+    const id = await commit(store, "triage");
+    expect((await chain.byHash(id))?.payload).toMatchObject({ phase: "decision", name: "triage" });
+    expect((await store.decision(id))?.state).toBe("dispatching");
   });
 
-  it("a name with an open decision or a placement cannot be decided again, and the refusal is chained", () => {
-    const { store } = open();
-    const id = commit(store, "triage");
-    expect(() => commit(store, "triage")).toThrow(NameTaken);
-    expect(store.events({ kind: "workload.refuse" }).map((e) => e.error)).toEqual([
+  it("a name with an open decision or a placement cannot be decided again, and the refusal is chained", async () => {
+    const { store } = await open();
+    const id = await commit(store, "triage");
+    await expect(commit(store, "triage")).rejects.toThrow(NameTaken);
+    expect((await store.events({ kind: "workload.refuse" })).map((e) => e.error)).toEqual([
       expect.stringMatching(new RegExp(`^name triage is held by a decision in flight by pid ${process.pid} on .* \\(decision ${id}, dispatching\\); wait for it to finish$`)),
     ]);
     const placement: PlacementRecord = {
@@ -72,45 +98,68 @@ describe("the controller store (spec/mesh.md §14.1)", () => {
       adopted: false,
       pending: null,
     };
-    store.beginAttempt(id, 1, placement.node_id, "v");
-    store.commitPlaced(id, 1, placement, W, { source: "placement", kind: "workload.place", payload: { phase: "placed" } });
-    expect(store.decision(id)?.state).toBe("placed");
-    expect(() => commit(store, "triage")).toThrow(NameTaken);
-    store.commitVerbOutcome(placement.instance_id, "remove", { source: "placement", kind: "workload.unload", payload: { phase: "outcome" } });
-    expect(() => commit(store, "triage")).not.toThrow();
+    await store.beginAttempt(id, 1, placement.node_id, "v");
+    await store.commitPlaced(id, 1, placement, W, { source: "placement", kind: "workload.place", payload: { phase: "placed" } });
+    expect((await store.decision(id))?.state).toBe("placed");
+    await expect(commit(store, "triage")).rejects.toThrow(NameTaken);
+    await store.commitVerbOutcome(placement.instance_id, "remove", { source: "placement", kind: "workload.unload", payload: { phase: "outcome" } });
+    await expect(commit(store, "triage")).resolves.toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it("an unsettled decision keeps its name reserved until it is settled", () => {
-    const { store } = open();
-    const id = commit(store, "triage");
-    store.beginAttempt(id, 1, "d".repeat(32), "v");
-    store.beginReconcile(id);
-    store.commitAttempt(id, 1, { nodeId: "d".repeat(32), variant: "v", outcome: "indeterminate", code: null, reason: "lost" }, { source: "placement", kind: "workload.refuse", payload: { phase: "dispatch" } }, { state: "unsettled", node_id: "d".repeat(32), variant: "v" });
-    expect(store.unsettled().map((d) => d.decision_id)).toEqual([id]);
-    expect(() => commit(store, "triage")).toThrow(NameTaken);
-    const [unsettled] = store.unsettled();
-    expect(store.claimForSettle(id)).toEqual({ ok: true });
-    store.commitSettle(unsettled!, null, { source: "placement", kind: "workload.place", payload: { phase: "settled", adopted: 0 } });
-    expect(store.decision(id)?.state).toBe("unplaced");
-    expect(() => commit(store, "triage")).not.toThrow();
+  it("an unsettled decision keeps its name reserved until it is settled", async () => {
+    const { store } = await open();
+    const id = await commit(store, "triage");
+    await store.beginAttempt(id, 1, "d".repeat(32), "v");
+    await store.beginReconcile(id);
+    await store.commitAttempt(id, 1, { nodeId: "d".repeat(32), variant: "v", outcome: "indeterminate", code: null, reason: "lost" }, { source: "placement", kind: "workload.refuse", payload: { phase: "dispatch" } }, { state: "unsettled", node_id: "d".repeat(32), variant: "v" });
+    expect((await store.unsettled()).map((d) => d.decision_id)).toEqual([id]);
+    await expect(commit(store, "triage")).rejects.toThrow(NameTaken);
+    const [unsettled] = await store.unsettled();
+    expect(await store.claimForSettle(id)).toEqual({ ok: true });
+    await store.commitSettle(unsettled!, null, { source: "placement", kind: "workload.place", payload: { phase: "settled", adopted: 0 } });
+    expect((await store.decision(id))?.state).toBe("unplaced");
+    await expect(commit(store, "triage")).resolves.toMatch(/^[0-9a-f]{64}$/);
   });
 
-  it("every state change commits with its event: the chain verifies after any sequence of decisions and attempts", () => {
-    fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom("a", "b", "c"), fc.constantFrom("refused", "unsettled", "unplaced")), { maxLength: 12 }), (steps) => {
-        const { store, chain, db } = open();
+  it("two stores writing one chain at once keep it one unbroken, verifying chain: the database serialises seq and link", async () => {
+    const first = await open();
+    const second = await engineOn(first.engine);
+    const drafts = (who: string) => Array.from({ length: 20 }, (_, i) => ({ source: "trust", kind: "policy.load", payload: { file: `${who}-${i}`, sha256: null, ok: true } }));
+    await Promise.all([
+      ...drafts("a").map((d) => first.store.appendAll([d])),
+      ...drafts("b").map((d) => second.store.appendAll([d])),
+    ]);
+    const events = await first.chain.find({ kind: "policy.load" });
+    expect(events).toHaveLength(40);
+    expect((await first.chain.verifyStored()).ok).toBe(true);
+    expect((await second.chain.verifyStored()).ok).toBe(true);
+  });
+
+  /** A second store (another process, in effect) on the same database as `engine`. */
+  async function engineOn(engine: StoreEngine) {
+    const other = kind === "postgres" ? await PostgresEngine.open(engine.location) : SqliteEngine.open(engine.location);
+    engines.push(other);
+    const clock = () => 1_767_225_600_000;
+    const chain = await EngineChain.open(other, signingKeyFromSeed(new Uint8Array(32).fill(1)), "controller", clock);
+    return { engine: other, chain, store: await ControllerStore.open(other, chain, clock) };
+  }
+
+  it("every state change commits with its event: the chain verifies after any sequence of decisions and attempts", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.tuple(fc.constantFrom("a", "b", "c"), fc.constantFrom("refused", "unsettled", "unplaced")), { maxLength: 12 }), async (steps) => {
+        const { store, chain, engine } = await open();
         try {
           for (const [name, ending] of steps) {
             let id: string;
             try {
-              id = commit(store, name);
+              id = await commit(store, name);
             } catch (error) {
               expect(error).toBeInstanceOf(NameTaken);
               continue;
             }
-            store.beginAttempt(id as never, 1, "d".repeat(32), "v");
-            if (ending === "unsettled") store.beginReconcile(id as never);
-            store.commitAttempt(
+            await store.beginAttempt(id as never, 1, "d".repeat(32), "v");
+            if (ending === "unsettled") await store.beginReconcile(id as never);
+            await store.commitAttempt(
               id as never,
               1,
               { nodeId: "d".repeat(32), variant: "v", outcome: "refused", code: "admission", reason: "x" },
@@ -119,14 +168,16 @@ describe("the controller store (spec/mesh.md §14.1)", () => {
             );
           }
           // At most one open decision per name, whatever the sequence.
-          const open = db.prepare("SELECT name, COUNT(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling') GROUP BY name").all() as Array<{ n: number }>;
+          const open = await engine.read((q) =>
+            q.all<{ n: number }>("SELECT name, COUNT(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling') GROUP BY name"),
+          );
           expect(open.every((r) => r.n === 1)).toBe(true);
-          expect(chain.verifyStored().ok).toBe(true);
+          expect((await chain.verifyStored()).ok).toBe(true);
         } finally {
-          db.close();
+          await engine.close();
         }
       }),
-      { numRuns: 25 },
+      { numRuns: kind === "postgres" ? 8 : 25 },
     );
   });
 });

@@ -77,17 +77,16 @@ export class Targets {
     private readonly clock: () => number,
     private readonly deadAfterMs = DEFAULT_DEAD_AFTER_MS,
     /** Issue 16: told the raw facts of every accepted describe (the lease a node advertises, watch-stamps.ts). */
-    private readonly onFacts: (nodeId: string, facts: JsonObject) => void = () => undefined,
-  ) {
-    for (const t of store.targets()) this.live.set(t.addr, fresh(t));
-  }
+    private readonly onFacts: (nodeId: string, facts: JsonObject) => Promise<void> = async () => undefined,
+  ) {}
 
   /**
    * Re-reads the stored targets, for a long-lived controller (the HTTP server) beside CLI processes that add nodes or
    * change tiers in the same database: new rows join, changed rows replace the stored part; what was observed stays.
+   * The first call loads every stored target.
    */
-  syncStored(): void {
-    for (const t of this.store.targets()) {
+  async syncStored(): Promise<void> {
+    for (const t of await this.store.targets()) {
       const l = this.live.get(t.addr);
       if (l === undefined) this.live.set(t.addr, fresh(t));
       else if (l.stored.node_id !== t.node_id || l.stored.key !== t.key || l.stored.tier !== t.tier || l.stored.tier_source !== t.tier_source) l.stored = t;
@@ -96,17 +95,17 @@ export class Targets {
 
   // ---- reads ------------------------------------------------------------------------------------------------
 
-  list(): TargetInfo[] {
-    const contacts = this.store.contacts();
-    return [...this.live.values()].map((l) => this.info(l, contacts));
+  async list(): Promise<TargetInfo[]> {
+    const contacts = await this.store.contacts();
+    return [...this.live.values()].map((l) => this.infoWith(l, contacts));
   }
 
-  byNode(nodeId: string): TargetInfo | null {
+  async byNode(nodeId: string): Promise<TargetInfo | null> {
     const l = this.liveByNode(nodeId);
     return l ? this.info(l) : null;
   }
 
-  resolve(ref: string): TargetInfo | null {
+  async resolve(ref: string): Promise<TargetInfo | null> {
     const l = this.live.get(ref) ?? this.liveByNode(ref);
     return l ? this.info(l) : null;
   }
@@ -124,9 +123,9 @@ export class Targets {
   }
 
   /** The engine's view of every learned target (§8.2). */
-  views(): NodeView[] {
+  async views(): Promise<NodeView[]> {
     const now = this.clock();
-    const contacts = this.store.contacts();
+    const contacts = await this.store.contacts();
     const out: NodeView[] = [];
     for (const l of this.live.values()) {
       if (l.stored.node_id === null) continue;
@@ -150,7 +149,12 @@ export class Targets {
     return this.demotedAll !== null ? "discovered" : l.stored.tier;
   }
 
-  private info(l: Live, contacts: Map<string, StoredContact> = this.store.contacts()): TargetInfo {
+  private async info(l: Live, known?: Map<string, StoredContact>): Promise<TargetInfo> {
+    const contacts = known ?? (await this.store.contacts());
+    return this.infoWith(l, contacts);
+  }
+
+  private infoWith(l: Live, contacts: Map<string, StoredContact>): TargetInfo {
     const { contact, liveness } = this.judged(l, contacts, this.clock());
     return {
       addr: l.stored.addr,
@@ -186,8 +190,9 @@ export class Targets {
     const wantKey = opts.key ?? null;
     if (known?.stored.key && (wantKey === null || wantKey === known.stored.key)) {
       const refreshed = await this.refresh(addr);
-      if (opts.tier && opts.tier !== known.stored.tier) this.setTier(addr, opts.tier, opts.source ?? "api");
-      return refreshed ? { ok: true, target: this.info(known) } : { ok: false, error: this.info(known).error ?? `target ${addr} did not answer` };
+      if (opts.tier && opts.tier !== known.stored.tier) await this.setTier(addr, opts.tier, opts.source ?? "api");
+      const target = await this.info(known);
+      return refreshed ? { ok: true, target } : { ok: false, error: target.error ?? `target ${addr} did not answer` };
     }
     if (known?.stored.key && wantKey !== null && !opts.listed) {
       return { ok: false, error: `target ${addr} is known under key ${known.stored.key}; a new key is learned only from the peers file` };
@@ -195,7 +200,7 @@ export class Targets {
     const d = await this.describer.describe(addr, wantKey, "*");
     if (d.kind !== "described") {
       const why = d.kind === "refused" ? `${d.code}: ${d.reason}` : d.reason;
-      if (known) this.markUnreachable(known, why);
+      if (known) await this.markUnreachable(known, why);
       return { ok: false, error: `describe of ${addr} failed (${why}); the target was not learned` };
     }
     const other = this.liveByNode(d.nodeId);
@@ -205,7 +210,7 @@ export class Targets {
     const tier: Tier = opts.tier ?? known?.stored.tier ?? "discovered";
     const source: TierSource = opts.tier ? (opts.source ?? "api") : (known?.stored.tier_source ?? "default");
     const stored: StoredTarget = { addr, node_id: d.nodeId, key: d.key, tier, tier_source: source, learned_ms: this.clock() };
-    this.store.learnTarget(stored, {
+    await this.store.learnTarget(stored, {
       source: "trust",
       kind: "peer.add",
       payload: { node: d.nodeId, addr, key: d.key, tier, how: wantKey === null ? "tofu" : "listed_key" },
@@ -214,8 +219,8 @@ export class Targets {
     l.stored = stored;
     l.refusedKeys.clear();
     this.live.set(addr, l);
-    this.absorb(l, d.bootId, d.facts);
-    return { ok: true, target: this.info(l) };
+    await this.absorb(l, d.bootId, d.facts);
+    return { ok: true, target: await this.info(l) };
   }
 
   /** Describes a known target with its stored key (§4.7, §6.2). Returns whether it answered validly. */
@@ -225,10 +230,10 @@ export class Targets {
     l.lastSentMs = this.clock();
     const d = await this.describer.describe(l.stored.addr, l.stored.key, l.stored.node_id);
     if (d.kind === "described") {
-      this.absorb(l, d.bootId, d.facts);
+      await this.absorb(l, d.bootId, d.facts);
       return true;
     }
-    this.noteFailure(l, d);
+    await this.noteFailure(l, d);
     return false;
   }
 
@@ -237,7 +242,7 @@ export class Targets {
     await Promise.all([...this.live.values()].filter((l) => l.stored.key !== null).map((l) => this.refresh(l.stored.addr)));
   }
 
-  private absorb(l: Live, bootId: string, facts: JsonObject): void {
+  private async absorb(l: Live, bootId: string, facts: JsonObject): Promise<void> {
     const now = this.clock();
     l.bootId = bootId;
     const verdict = acceptFacts(facts, l.factsSeq, now);
@@ -246,37 +251,37 @@ export class Targets {
       l.factsSeq = verdict.seq;
       l.factsExpireAtMs = verdict.expireAtMs;
       l.factsRejected = null;
-      if (l.stored.node_id !== null) this.onFacts(l.stored.node_id, facts);
+      if (l.stored.node_id !== null) await this.onFacts(l.stored.node_id, facts);
     } else if (verdict.kind === "rejected") {
       l.facts = null;
       l.factsRejected = `facts rejected: ${verdict.reason}`;
     }
-    this.record(l, { ok: true, at_ms: now, error: null, name: verdict.kind === "accepted" ? verdict.facts.name : null });
+    await this.record(l, { ok: true, at_ms: now, error: null, name: verdict.kind === "accepted" ? verdict.facts.name : null });
   }
 
   /** Every contact's outcome goes to the store: the one place liveness is judged from. */
-  private record(l: Live, o: ContactOutcome): void {
-    this.store.recordContact(l.stored.addr, o);
+  private async record(l: Live, o: ContactOutcome): Promise<void> {
+    await this.store.recordContact(l.stored.addr, o);
   }
 
-  private markUnreachable(l: Live, why: string): void {
-    this.record(l, { ok: false, at_ms: this.clock(), error: why });
+  private async markUnreachable(l: Live, why: string): Promise<void> {
+    await this.record(l, { ok: false, at_ms: this.clock(), error: why });
   }
 
-  private noteFailure(l: Live, r: Exclude<CallResult, { kind: "ok" }>): void {
+  private async noteFailure(l: Live, r: Exclude<CallResult, { kind: "ok" }>): Promise<void> {
     if (r.kind === "refused") {
       // A valid signed refusal is direct contact: the node is there, it just said no.
-      this.record(l, { ok: true, at_ms: this.clock(), error: `${r.code}: ${r.reason}`, name: null });
+      await this.record(l, { ok: true, at_ms: this.clock(), error: `${r.code}: ${r.reason}`, name: null });
       return;
     }
-    this.markUnreachable(l, r.reason);
+    await this.markUnreachable(l, r.reason);
     const offered = r.kind === "no_answer" ? r.offered_key : undefined;
     if (offered && l.stored.key !== null && !l.refusedKeys.has(offered)) {
       l.refusedKeys.add(offered);
       // Once per distinct offered key, across controller restarts too: the chain already says so.
-      const seen = this.store.events({ kind: "peer.key_refused" }).some((e) => e.node === l.stored.node_id && e.offered_key === offered);
+      const seen = (await this.store.events({ kind: "peer.key_refused" })).some((e) => e.node === l.stored.node_id && e.offered_key === offered);
       if (seen) return;
-      this.store.appendAll([
+      await this.store.appendAll([
         {
           source: "trust",
           kind: "peer.key_refused",
@@ -289,12 +294,12 @@ export class Targets {
   // ---- tiers ------------------------------------------------------------------------------------------------
 
   /** `peer.tier`, by the API or the peers file. Returns false for an unknown target. */
-  setTier(addrOrNode: string, tier: Tier, source: TierSource): boolean {
+  async setTier(addrOrNode: string, tier: Tier, source: TierSource): Promise<boolean> {
     const l = this.live.get(addrOrNode) ?? this.liveByNode(addrOrNode);
     if (!l) return false;
     const from = l.stored.tier;
     if (from === tier && l.stored.tier_source === source) return true;
-    this.store.setTier(l.stored.addr, tier, source, {
+    await this.store.setTier(l.stored.addr, tier, source, {
       source: "trust",
       kind: "peer.tier",
       payload: { node: l.stored.node_id, from, to: tier, by: source === "peers" ? "peers_file" : source },
@@ -304,10 +309,10 @@ export class Targets {
   }
 
   /** The peers file lists another key for this address: the stored key keeps no tier above `discovered`. */
-  private demoteReplacedKey(l: Live, listedKey: string): void {
+  private async demoteReplacedKey(l: Live, listedKey: string): Promise<void> {
     if (l.stored.tier === "discovered" && l.stored.tier_source === "default") return;
     const from = l.stored.tier;
-    this.store.setTier(l.stored.addr, "discovered", "default", {
+    await this.store.setTier(l.stored.addr, "discovered", "default", {
       source: "trust",
       kind: "peer.key_demoted",
       payload: { node: l.stored.node_id, addr: l.stored.addr, old_key: l.stored.key, listed_key: listedKey, from, to: "discovered" },
@@ -324,7 +329,7 @@ export class Targets {
     if (!peers.ok) {
       if (this.demotedAll === null) {
         this.demotedAll = peers.error;
-        this.store.appendAll([{ source: "trust", kind: "peer.demote_all", payload: { reason: peers.error, demoted: this.live.size } }]);
+        await this.store.appendAll([{ source: "trust", kind: "peer.demote_all", payload: { reason: peers.error, demoted: this.live.size } }]);
       }
       return;
     }
@@ -334,15 +339,15 @@ export class Targets {
     const pending: Array<Promise<unknown>> = [];
     for (const entry of peers.entries) {
       const l = this.live.get(entry.addr);
-      if (l && l.stored.key !== null && entry.key !== undefined && entry.key !== l.stored.key) this.demoteReplacedKey(l, entry.key);
+      if (l && l.stored.key !== null && entry.key !== undefined && entry.key !== l.stored.key) await this.demoteReplacedKey(l, entry.key);
       if (!l || l.stored.key === null || (entry.key !== undefined && entry.key !== l.stored.key)) {
         if (learn) pending.push(this.add(entry.addr, { key: entry.key ?? null, tier: entry.tier, source: "peers", listed: true }));
       } else {
-        this.setTier(entry.addr, entry.tier, "peers");
+        await this.setTier(entry.addr, entry.tier, "peers");
       }
     }
     for (const l of this.live.values()) {
-      if (l.stored.tier_source === "peers" && !listed.has(l.stored.addr)) this.setTier(l.stored.addr, "discovered", "default");
+      if (l.stored.tier_source === "peers" && !listed.has(l.stored.addr)) await this.setTier(l.stored.addr, "discovered", "default");
     }
     await Promise.all(pending);
   }
@@ -386,9 +391,9 @@ export class Targets {
     const r = await this.client.call(ref, method, body, opts);
     if (l) {
       if (r.kind === "ok") {
-        this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });
+        await this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });
       } else {
-        this.noteFailure(l, r);
+        await this.noteFailure(l, r);
       }
     }
     return r;

@@ -82,17 +82,17 @@ function bodyOf(verb: Verb, instanceId: string, opts: VerbOptions): JsonObject {
 export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: string, opts: VerbOptions = {}): Promise<VerbResult> {
   const { store, targets } = deps;
   // 1. the record, settling once when it is unknown
-  let found = store.placement(instanceId);
+  let found = await store.placement(instanceId);
   if (found === null) {
     await deps.settle();
-    found = store.placement(instanceId);
+    found = await store.placement(instanceId);
   }
   if (found === null) return unmanagedVerb(deps, verb, instanceId, opts);
   const { record, workload } = found;
   const node = record.node_id;
   // 2. described since start, so the gate sees the real tier and the request names the boot
   if (!targets.described(node) && !(await targets.refresh(node))) {
-    const why = targets.byNode(node)?.error ?? "it did not answer";
+    const why = (await targets.byNode(node))?.error ?? "it did not answer";
     return { kind: "error", verb, instance_id: instanceId, code: "unreachable", reason: `node ${node} could not be described (${why}); nothing was sent` };
   }
   const timeoutMs = verb === "stop" ? Math.max(deps.callTimeoutMs, (opts.grace_ms ?? 2000) + 10_000) : deps.callTimeoutMs;
@@ -100,13 +100,13 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
     // 7. read verbs carry no decision id and chain nothing
     const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { timeoutMs });
     if (r.kind === "ok") {
-      if (verb === "status" && record.pending !== null) store.commitVerbOutcome(instanceId, { pending: null }, outcomeEvent(`workload.${record.pending}`, null, instanceId, node, "resolved", null, `pending ${record.pending} resolved: the node lists the instance`));
+      if (verb === "status" && record.pending !== null) await store.commitVerbOutcome(instanceId, { pending: null }, outcomeEvent(`workload.${record.pending}`, null, instanceId, node, "resolved", null, `pending ${record.pending} resolved: the node lists the instance`));
       const result = verb === "status" ? { instance_id: instanceId, node, status: r.result.row ?? null } : r.result;
       return { kind: "ok", verb, instance_id: instanceId, node, result: result as JsonObject };
     }
     if (r.kind === "refused") {
       if (verb === "status" && record.pending !== null && r.code === "unknown_instance") {
-        store.commitVerbOutcome(instanceId, "remove", outcomeEvent(`workload.${record.pending}`, null, instanceId, node, "absent", r.code, `pending ${record.pending} resolved: the node no longer holds the instance`));
+        await store.commitVerbOutcome(instanceId, "remove", outcomeEvent(`workload.${record.pending}`, null, instanceId, node, "absent", r.code, `pending ${record.pending} resolved: the node no longer holds the instance`));
       }
       return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
     }
@@ -115,11 +115,11 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   // 3. gate the verb with refs from the record
   const policy = await deps.readPolicy(false);
   const { verdict, event } = consult(`workload.${verb}`, contextOf(workload, targets.tierOfNode(node), deps.controllerId, false), gatePolicyOf(policy, deps.gate), node);
-  if (event) store.appendAll([event]);
+  if (event) await store.appendAll([event]);
   if (verdict.decision !== "permit") return { kind: "error", verb, instance_id: instanceId, code: "governance", reason: `workload.${verb} denied: ${verdict.reason}` };
   // 4. chained request; its hash authorises the call
   const purge: JsonObject = verb === "unload" && opts.purge === true ? { purge: true } : {};
-  const requestId = store.commitVerbRequest({ source: "placement", kind: `workload.${verb}`, payload: { phase: "request", instance_id: instanceId, node, name: record.name, ...purge } });
+  const requestId = await store.commitVerbRequest({ source: "placement", kind: `workload.${verb}`, payload: { phase: "request", instance_id: instanceId, node, name: record.name, ...purge } });
   // 5. send and classify
   const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
   const outcome = outcomeOf(verb, r);
@@ -128,7 +128,7 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   const change = removes ? "remove" : outcome === "indeterminate" ? { pending: verb } : record.pending !== null && r.kind === "ok" ? { pending: null } : null;
   const code = r.kind === "refused" ? r.code : null;
   const reason = r.kind === "ok" ? null : failureText(r);
-  store.commitVerbOutcome(instanceId, change, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, code, reason));
+  await store.commitVerbOutcome(instanceId, change, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, code, reason));
   switch (r.kind) {
     case "ok":
       return { kind: "ok", verb, instance_id: instanceId, node, result: r.result };
@@ -168,14 +168,14 @@ async function unmanagedVerb(deps: VerbDeps, verb: Verb, instanceId: string, opt
     if (r.kind === "refused") return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
     return { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
   }
-  const requestId = store.commitVerbRequest({
+  const requestId = await store.commitVerbRequest({
     source: "placement",
     kind: `workload.${verb}`,
     payload: { phase: "request", instance_id: instanceId, node, name, unmanaged: true, operator: opts.operator ?? { via: "api" }, ...(verb === "unload" && opts.purge === true ? { purge: true } : {}) },
   });
   const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
   const outcome = outcomeOf(verb, r);
-  store.commitVerbOutcome(instanceId, null, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, r.kind === "refused" ? r.code : null, r.kind === "ok" ? null : failureText(r)));
+  await store.commitVerbOutcome(instanceId, null, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, r.kind === "refused" ? r.code : null, r.kind === "ok" ? null : failureText(r)));
   if (r.kind === "ok") return { kind: "ok", verb, instance_id: instanceId, node, result: { ...r.result, unmanaged: true } };
   if (r.kind === "refused") return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
   return outcome === "indeterminate" ? { kind: "indeterminate", verb, instance_id: instanceId, node, reason: r.reason } : { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
@@ -183,7 +183,7 @@ async function unmanagedVerb(deps: VerbDeps, verb: Verb, instanceId: string, opt
 
 /** The known node that lists `instanceId` (not departed), asked by status; null when none does. */
 async function findHolder(deps: VerbDeps, instanceId: string): Promise<{ node: string; name: string } | null> {
-  for (const t of deps.targets.list()) {
+  for (const t of await deps.targets.list()) {
     const node = t.node_id;
     if (node === null) continue;
     if (!deps.targets.described(node) && !(await deps.targets.refresh(node))) continue;

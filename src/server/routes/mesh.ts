@@ -39,8 +39,8 @@ function factsSummary(view: NodeView | undefined): JsonObject | null {
 }
 
 /** Targets with a summary of their facts; `berth nodes list` prints the same rows on its own files (src/cli). */
-export function targetsWithFacts(controller: MeshController, targets: readonly TargetInfo[]) {
-  const views = new Map(controller.nodeViews().map((v) => [v.node_id as string, v]));
+export async function targetsWithFacts(controller: MeshController, targets: readonly TargetInfo[]) {
+  const views = new Map((await controller.nodeViews()).map((v) => [v.node_id as string, v]));
   return targets.map((t) => ({ ...t, facts: factsSummary(t.node_id === null ? undefined : views.get(t.node_id)) }));
 }
 
@@ -137,7 +137,7 @@ async function nodeStates(controller: MeshController, client: NodeClient, nodeId
 
 /** Every placement with its node's state (absent: the node does not list it; unknown: the node did not answer). */
 export async function instancesWithState(controller: MeshController, client: NodeClient) {
-  const placements = controller.placements();
+  const placements = await controller.placements();
   const states = await nodeStates(controller, client, new Set(placements.map((p) => p.node_id)));
   return placements.map((p) => {
     const row = states.get(p.node_id)?.get(p.instance_id) ?? null;
@@ -151,19 +151,19 @@ export const meshHandlers: Handlers = {
     const q = i.query as In<typeof Inputs.nodesQuery>;
     const c = ctx.state.controller;
     const targets = q.refresh === "true" ? await c.refreshTargets() : await c.targets();
-    return { body: { nodes: withFacts(ctx, targets) } };
+    return { body: { nodes: await withFacts(ctx, targets) } };
   },
   addNode: async (i, ctx) => {
     const b = i.body as In<typeof Inputs.addNode>;
     const r = await ctx.state.controller.addTarget(b.addr, b.tier ?? null, b.key ?? null);
     if (!r.ok) throw new ApiError(422, "node_not_added", r.error);
-    return { status: 201, body: { node: withFacts(ctx, [r.target])[0] }, refs: { node_id: r.target.node_id } };
+    return { status: 201, body: { node: (await withFacts(ctx, [r.target]))[0] }, refs: { node_id: r.target.node_id } };
   },
   setNodeTier: async (i, ctx) => {
     const p = i.params as In<typeof Inputs.nodeRef>;
     const b = i.body as In<typeof Inputs.setTier>;
     await ctx.state.controller.targets(); // re-reads what the CLI may have added
-    if (!ctx.state.controller.setTier(p.ref, b.tier)) throw notFound(`node ${p.ref}`, "add it first with POST /api/v1/nodes");
+    if (!(await ctx.state.controller.setTier(p.ref, b.tier))) throw notFound(`node ${p.ref}`, "add it first with POST /api/v1/nodes");
     return { body: { node: p.ref, tier: b.tier } };
   },
 
@@ -176,16 +176,16 @@ export const meshHandlers: Handlers = {
     return { status: 201, body: { package_id: r.pkg.packageId, name: s.name, version: s.version, path: join(ctx.state.dataDir, PACKAGE_STORE, r.pkg.packageId) }, refs: { package_id: r.pkg.packageId } };
   },
 
-  listPlacements: async (_i, ctx) => ({ body: { placements: ctx.state.controller.placements() } }),
+  listPlacements: async (_i, ctx) => ({ body: { placements: await ctx.state.controller.placements() } }),
   place: (i, ctx) => place(i, ctx, false),
   explain: (i, ctx) => place(i, ctx, true),
   getPlacement: async (i, ctx) => {
     const { decision_id } = i.params as In<typeof Inputs.decisionRef>;
     const c = ctx.state.controller;
-    const event = c.store.chain.byHash(decision_id);
+    const event = await c.store.chain.byHash(decision_id);
     if (event?.kind !== "workload.place" || event.payload.phase !== "decision") throw notFound(`decision ${decision_id}`, "its id is the decision_id of a PlaceReport or a placement record");
     const decision = event.payload.decision as unknown as PlacementDecision;
-    const row = c.store.decision(decision_id);
+    const row = await c.store.decision(decision_id);
     const dryRun = event.payload.dry_run === true;
     return {
       body: {
@@ -197,7 +197,7 @@ export const meshHandlers: Handlers = {
         dry_run: dryRun,
         decision,
         explain: renderExplain(decision, { decision_id }),
-        attempts: c.store.attempts(decision_id),
+        attempts: await c.store.attempts(decision_id),
       },
     };
   },
@@ -218,9 +218,9 @@ export const meshHandlers: Handlers = {
     return verbAnswer(await ctx.state.controller.instance("logs", (i.params as In<typeof Inputs.instanceRef>).id, { tail_bytes: q.tail_bytes ?? 65_536 }));
   },
 
-  listUnsettled: async (_i, ctx) => ({ body: { unsettled: ctx.state.controller.unsettled() } }),
+  listUnsettled: async (_i, ctx) => ({ body: { unsettled: await ctx.state.controller.unsettled() } }),
   settle: async (_i, ctx) => {
     const settled = await ctx.state.controller.settleReport();
-    return { body: { settled, unsettled: ctx.state.controller.unsettled() }, refs: { adopted: settled.adopted, released: settled.settledEmpty } };
+    return { body: { settled, unsettled: await ctx.state.controller.unsettled() }, refs: { adopted: settled.adopted, released: settled.settledEmpty } };
   },
 };

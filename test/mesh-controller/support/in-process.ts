@@ -41,7 +41,7 @@ export interface SeedFixture {
   controller: MeshController;
   readonly controllerDir: string;
   /** Re-opens the controller on the same database (a restart). */
-  reopen(extra?: Partial<ControllerOptions>): MeshController;
+  reopen(extra?: Partial<ControllerOptions>): Promise<MeshController>;
   close(): Promise<void>;
 }
 
@@ -80,8 +80,8 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
   });
   const open = (extra?: Partial<ControllerOptions>) => MeshController.open(options(extra));
   // The controller trusts the same signer and carries the same permit.
-  const controller = (() => {
-    const c = open();
+  const controller = await (async () => {
+    const c = await open();
     writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
     writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
     return c;
@@ -97,17 +97,17 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
     nodes,
     controller,
     controllerDir,
-    reopen(extra) {
-      fixture.controller.close();
-      fixture.controller = open(extra);
+    async reopen(extra) {
+      await fixture.controller.close();
+      fixture.controller = await open(extra);
       return fixture.controller;
     },
     async close() {
       // The nodes serve the controller's store (issue 20): the cleanup speaks for it.
       let authority: Authority | undefined;
       try {
-        authority = fixture.controller.authority.current();
-        fixture.controller.close();
+        authority = await fixture.controller.authority.current();
+        await fixture.controller.close();
       } catch {
         // already closed
       }
@@ -164,7 +164,7 @@ export function nodeEvents(node: HostNode, kind: string): Array<{ source: string
 }
 
 /** Events of the controller chain. */
-export function controllerEvents(controller: MeshController, kind: string): JsonObject[] {
+export function controllerEvents(controller: MeshController, kind: string): Promise<JsonObject[]> {
   return controller.store.events({ kind });
 }
 

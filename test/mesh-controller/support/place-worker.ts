@@ -53,7 +53,7 @@ class CrashingConnector implements Connector {
   }
 }
 
-const controller = MeshController.open({
+const controller = await MeshController.open({
   dataDir,
   key: controllerKey,
   connector: new CrashingConnector(),

@@ -25,7 +25,7 @@ export interface ProcessFixture {
   readonly second: NodeProcess;
   readonly proxy: TcpProxy;
   controller: MeshController;
-  reopen(extra?: Partial<ControllerOptions>): MeshController;
+  reopen(extra?: Partial<ControllerOptions>): Promise<MeshController>;
   /** Instance rows the node lists, through a signed status straight to the daemon (not through the proxy). */
   instances(node: NodeProcess): Promise<JsonObject[]>;
 }
@@ -50,12 +50,12 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
   const proxy = await TcpProxy.start(first.address, { tls: { node: first.identity(), controller: key } });
   proxies.add(proxy);
   const controllerDir = join(root, "controller");
-  const open = (extra: Partial<ControllerOptions> = {}) => {
-    const c = MeshController.open({ dataDir: controllerDir, key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS, ...extra });
+  const open = async (extra: Partial<ControllerOptions> = {}) => {
+    const c = await MeshController.open({ dataDir: controllerDir, key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS, ...extra });
     controllers.add(c);
     return c;
   };
-  const controller = open();
+  const controller = await open();
   writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
   writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
   const observer = new NodeClient({ key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 });
@@ -68,10 +68,10 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
     second,
     proxy,
     controller,
-    reopen(extra) {
-      fx.controller.close();
+    async reopen(extra) {
+      await fx.controller.close();
       controllers.delete(fx.controller);
-      fx.controller = open(extra);
+      fx.controller = await open(extra);
       return fx.controller;
     },
     async instances(node) {
@@ -84,13 +84,7 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
 }
 
 export async function cleanupProcesses(): Promise<void> {
-  for (const c of controllers) {
-    try {
-      c.close();
-    } catch {
-      // closed already
-    }
-  }
+  for (const c of controllers) await c.close();
   controllers.clear();
   for (const p of proxies) await p.close();
   proxies.clear();

@@ -71,15 +71,21 @@ function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
 /** Observes one agent on every target the controller knows. */
 export async function observeMesh(deps: MeshAgentDeps, agent: string): Promise<MeshAgentObservation> {
   // Read before any node is asked: only these records' identities may be judged stale (core/agents/mesh-observe.ts).
-  const placedBefore = new Set(deps.controller.placements().map((p) => p.decision_id));
+  const placedBefore = new Set((await deps.controller.placements()).map((p) => p.decision_id));
   const targets = await deps.controller.refreshTargets();
   const answers = await Promise.all(targets.filter((t) => t.node_id !== null).map((t) => statusOf(deps, t)));
+  // The core judges synchronously: look up the chain position of every decision a node answered with first.
   const chain = deps.controller.store.chain;
+  const seqs = new Map<string, number | null>();
+  for (const a of answers) {
+    if (a.kind !== "answered") continue;
+    for (const row of a.rows) if (!seqs.has(row.decision_id)) seqs.set(row.decision_id, (await chain.byHash(row.decision_id))?.seq ?? null);
+  }
   return observeMeshAgent(agent, answers, {
-    placements: deps.controller.placements(),
+    placements: await deps.controller.placements(),
     placedBefore,
-    unsettled: deps.controller.unsettled(),
-    seqOf: (id) => chain.byHash(id)?.seq ?? null,
+    unsettled: await deps.controller.unsettled(),
+    seqOf: (id) => seqs.get(id) ?? null,
   });
 }
 
@@ -177,7 +183,7 @@ export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInpu
         );
       case "settle-first": {
         const report = await deps.controller.settleReport();
-        const still = deps.controller.unsettled().filter((d) => action.decisionIds.includes(d.decision_id));
+        const still = (await deps.controller.unsettled()).filter((d) => action.decisionIds.includes(d.decision_id));
         if (still.length > 0) {
           const why = report.skipped.filter((s) => action.decisionIds.includes(s.decision_id)).map((s) => s.reason);
           return done(
@@ -304,7 +310,7 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     return result(false, "failed", `${input.agent}: not placed (${why}). See the explain with \`berth place ${input.packageDir} --dry-run\`.`);
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
-    if (error.code === "name_taken") return result(false, "failed", `${input.agent}: not placed: ${nameHolder(deps, input.agent, seen, error)}`);
+    if (error.code === "name_taken") return result(false, "failed", `${input.agent}: not placed: ${await nameHolder(deps, input.agent, seen, error)}`);
     return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.`);
   }
 }
@@ -313,15 +319,15 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
  * Who holds the agent's name when a place was refused for it (issue 21 case 6): a deploy that lost a race names the
  * winner and says to deploy again; only a workload that truly exists and is not this agent is worth unloading.
  */
-function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObservation, refusal: PlaceError): string {
-  const record = deps.controller.placements().find((p) => p.name === agent);
+async function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObservation, refusal: PlaceError): Promise<string> {
+  const record = (await deps.controller.placements()).find((p) => p.name === agent);
   if (record !== undefined) {
     const unclaimed = seen.shown.unclaimed.some((u) => u.instance_id === record.instance_id);
     return unclaimed
       ? `the name is held by ${record.instance_id} on node ${record.node_id}, a workload that was not placed as this agent; unload it with \`berth instance unload ${record.instance_id}\` first, then deploy again.`
       : `the name was placed meanwhile as ${record.instance_id} on node ${record.node_id} (decision ${record.decision_id.slice(0, 12)}), by another deploy or placement; nothing was unloaded. Deploy again to see it.`;
   }
-  const open = deps.controller.unsettled().find((d) => d.name === agent);
+  const open = (await deps.controller.unsettled()).find((d) => d.name === agent);
   if (open !== undefined) {
     return `the name is held by decision ${open.decision_id.slice(0, 12)} on node ${open.node_id}, whose answer was lost; \`berth unsettled --settle\` (or a deploy once that node answers) resolves it.`;
   }

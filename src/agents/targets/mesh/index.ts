@@ -67,7 +67,7 @@ export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS
       return access.session(async (deps) => {
         const run = () => deployMeshAgent(deps, input, { userReplace });
         const result = await (watch ? watch.waiting(`deploying ${agent} to the mesh`, run) : run());
-        const event = recordMeshDeploy(deps.controller, result);
+        const event = await recordMeshDeploy(deps.controller, result);
         return succeeded({ result, intent: input.intent, event: { chain: "controller", seq: event.seq, hash: event.hash } });
       });
     },

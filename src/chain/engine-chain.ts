@@ -1,0 +1,270 @@
+/**
+ * The owner's audit chain on a `StoreEngine` (spec/audit-chain.md §6, §7, §10): the controller's chain, on SQLite or
+ * PostgreSQL. The same tables, sealing, checkpoints and verification as the synchronous `Chain` the node daemon and
+ * the Kubernetes provider keep (chain.ts); `append` runs inside the caller's transaction, so a state change and the
+ * event that records it commit or roll back together.
+ *
+ * The sequence and hash link are serialised by the database, not by this process: on SQLite the transaction holds
+ * the write lock (BEGIN IMMEDIATE); on PostgreSQL the first append of a transaction locks the chain's row in
+ * `audit_chain` (SELECT … FOR UPDATE) before reading the tip, so two controllers appending at once take turns, and
+ * the primary key (chain_id, seq) refuses a fork whatever happens.
+ */
+import { randomBytes } from "node:crypto";
+import { checkpointSignatureValid, type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";
+import { type ChainRole, type ChainTip, type EventDraft, genesisPayload, type SealedEvent, sealEvent } from "../core/chain/event.js";
+import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
+import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
+import type { Query, StoreEngine, Tx } from "../store/engine.js";
+import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, type Clock, type EventRow, rowToEvent, rowWithUnparseablePayload } from "./chain.js";
+import { ensureChainSchemaOn } from "./schema.js";
+
+const INSERT_EVENT =
+  "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)";
+const EVENT_COLUMNS = "chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig";
+
+/** PostgreSQL returns BIGINT as text unless told otherwise; the engine parses it, this keeps rows honest anyway. */
+function eventOfRow(row: EventRow): SealedEvent {
+  return rowToEvent({ ...row, seq: Number(row.seq), ts: Number(row.ts) });
+}
+
+export interface FindQuery {
+  readonly source?: string;
+  readonly kind?: string;
+  readonly phase?: string;
+  readonly fromSeq?: number;
+  readonly toSeq?: number;
+}
+
+export class EngineChain {
+  private readonly listeners = new Set<(event: SealedEvent) => void>();
+  /** The tip after this transaction's last append: the lock it holds keeps anyone else from moving it. */
+  private readonly tipInTx = new WeakMap<Tx, ChainTip>();
+
+  private constructor(
+    private readonly engine: StoreEngine,
+    private readonly key: SigningKey,
+    readonly chainId: string,
+    readonly role: ChainRole,
+    private readonly clock: Clock,
+  ) {}
+
+  get ownerKey(): string {
+    return this.key.publicKey;
+  }
+
+  /**
+   * Opens the component's own chain, creating schema and genesis in one transaction on first use, after the start-up
+   * check (§7). Refuses a store whose own chain belongs to another key: a component never starts a fresh chain
+   * silently.
+   */
+  static async open(engine: StoreEngine, key: SigningKey, role: ChainRole, clock: Clock = Date.now): Promise<EngineChain> {
+    const chainId = await engine.transaction(async (tx) => {
+      await ensureChainSchemaOn(tx);
+      const own = await tx.get<{ chain_id: string; owner_key: string }>("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1");
+      if (own) {
+        if (own.owner_key !== key.publicKey) {
+          throw new ChainError(`this database's audit chain ${own.chain_id} belongs to key ${own.owner_key}, not ${key.publicKey}; use the key file that created it`);
+        }
+        const check = await startupCheckOn(tx, own.chain_id, key.publicKey);
+        if (!check.ok) {
+          const f = check.failure;
+          throw new ChainError(
+            `the audit chain ${own.chain_id} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); refusing to start. ` +
+              "Inspect it with `berth audit verify`; if it cannot be repaired, `berth audit reseal --new-chain --reason <text>` starts a new chain that names the last good event",
+          );
+        }
+        return own.chain_id;
+      }
+      const id = randomBytes(16).toString("hex");
+      const nowMs = clock();
+      await tx.run("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,1,?)", [id, key.publicKey, role, nowMs]);
+      const payload = genesisPayload({ role, ownerKey: key.publicKey, ownerId: nodeIdOf(key.publicKey) });
+      const { event, canonicalPayload } = sealEvent({ chainId: id, tip: undefined, nowMs, draft: { source: "chain", kind: "chain.genesis", payload }, key });
+      await insertEvent(tx, event, canonicalPayload);
+      return id;
+    });
+    return new EngineChain(engine, key, chainId, role, clock);
+  }
+
+  /** Appends inside the caller's transaction; the event is announced to listeners only after commit. */
+  async append(tx: Tx, draft: EventDraft): Promise<SealedEvent> {
+    const tip = this.tipInTx.get(tx) ?? (await this.lockedTip(tx));
+    const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
+    await insertEvent(tx, event, canonicalPayload);
+    this.tipInTx.set(tx, { seq: event.seq, hash: event.hash, ts: event.ts });
+    if (this.listeners.size > 0) tx.afterCommit(() => this.emit(event));
+    // §10: a checkpoint every 1000 events, keyed on the seq itself so writers agree on who takes it.
+    if (draft.kind !== "chain.checkpoint" && event.seq % CHECKPOINT_EVERY_EVENTS === 0) await this.checkpoint(tx);
+    return event;
+  }
+
+  /** The tip, with the chain locked for the rest of `tx` on an engine with several writers. */
+  private async lockedTip(tx: Tx): Promise<ChainTip | undefined> {
+    if (tx.kind === "postgres") await tx.get("SELECT chain_id FROM audit_chain WHERE chain_id = ? FOR UPDATE", [this.chainId]);
+    return tipOn(tx, this.chainId);
+  }
+
+  /** Signs the current head, stores the checkpoint, and records it in the chain (§10). */
+  async checkpoint(tx: Tx): Promise<SignedCheckpoint> {
+    const tip = this.tipInTx.get(tx) ?? (await this.lockedTip(tx));
+    if (tip === undefined) throw new ChainError(`chain ${this.chainId} has no events to checkpoint`);
+    const cp = signCheckpoint(this.key, { chainId: this.chainId, seq: tip.seq, hash: tip.hash }, Math.max(this.clock(), tip.ts));
+    await tx.run("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)", [this.chainId, cp.checkpoint.seq, cp.checkpoint.head_hash, cp.checkpoint.ts, cp.sig]);
+    await this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig } });
+    return cp;
+  }
+
+  /** Writes a checkpoint when events were appended since the last one and it is older than 600 s, or when forced. */
+  async checkpointIfDue(force = false): Promise<SignedCheckpoint | undefined> {
+    return this.engine.transaction(async (tx) => {
+      const tip = await this.lockedTip(tx);
+      if (tip === undefined) return undefined;
+      const last = await tx.get<{ seq: number; ts: number }>("SELECT seq, ts FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1", [this.chainId]);
+      // The newest event after a checkpoint is its own chain.checkpoint record, which does not count as new.
+      const newEvents = last === undefined ? tip.seq > 0 : tip.seq > Number(last.seq) + 1;
+      if (!newEvents) return undefined;
+      if (!force && last && this.clock() - Number(last.ts) < CHECKPOINT_EVERY_MS) return undefined;
+      return this.checkpoint(tx);
+    });
+  }
+
+  async tip(): Promise<ChainTip> {
+    const tip = await this.engine.read((q) => tipOn(q, this.chainId));
+    if (tip === undefined) throw new ChainError(`chain ${this.chainId} has no events`);
+    return tip;
+  }
+
+  async get(seq: number): Promise<SealedEvent | undefined> {
+    const row = await this.engine.read((q) => q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq = ?`, [this.chainId, seq]));
+    return row ? eventOfRow(row) : undefined;
+  }
+
+  async byHash(hash: string): Promise<SealedEvent | undefined> {
+    const row = await this.engine.read((q) => q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE hash = ?`, [hash]));
+    return row && row.chain_id === this.chainId ? eventOfRow(row) : undefined;
+  }
+
+  async find(q: FindQuery = {}): Promise<SealedEvent[]> {
+    return this.engine.read((r) => findEventsOn(r, this.chainId, q));
+  }
+
+  /** The last `n` events, oldest first. */
+  async tail(n: number): Promise<SealedEvent[]> {
+    const rows = await this.engine.read((q) => q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?`, [this.chainId, n]));
+    return rows.reverse().map(eventOfRow);
+  }
+
+  async checkpoints(): Promise<SignedCheckpoint[]> {
+    return this.engine.read((q) => checkpointsOn(q, this.chainId, this.ownerKey));
+  }
+
+  /** Subscribes to committed events; returns the unsubscribe function. */
+  subscribe(listener: (event: SealedEvent) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private emit(event: SealedEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  /** The whole stored chain verified under the owner key, with its stored checkpoints. */
+  async verifyStored(): Promise<VerifyResult> {
+    return this.engine.read((q) => verifyStoredOn(q, this.chainId, { key: this.ownerKey }));
+  }
+}
+
+async function insertEvent(tx: Tx, event: SealedEvent, canonicalPayload: string): Promise<void> {
+  await tx.run(INSERT_EVENT, [event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig]);
+}
+
+async function tipOn(q: Query, chainId: string): Promise<ChainTip | undefined> {
+  const row = await q.get<ChainTip>("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1", [chainId]);
+  return row ? { seq: Number(row.seq), hash: row.hash, ts: Number(row.ts) } : undefined;
+}
+
+export async function findEventsOn(q: Query, chainId: string, find: FindQuery): Promise<SealedEvent[]> {
+  const where = ["chain_id = ?"];
+  const args: Array<string | number> = [chainId];
+  const filter = (clause: string, value: string | number | undefined) => {
+    if (value === undefined) return;
+    where.push(clause);
+    args.push(value);
+  };
+  filter("source = ?", find.source);
+  filter("kind = ?", find.kind);
+  filter("phase = ?", find.phase);
+  filter("seq >= ?", find.fromSeq);
+  filter("seq <= ?", find.toSeq);
+  const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE ${where.join(" AND ")} ORDER BY seq`, args);
+  return rows.map(eventOfRow);
+}
+
+export async function checkpointsOn(q: Query, chainId: string, ownerKey: string): Promise<SignedCheckpoint[]> {
+  const rows = await q.all<{ seq: number; head_hash: string; ts: number; sig: string }>("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq", [chainId]);
+  return rows.map((r) => ({
+    checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: ownerKey, seq: Number(r.seq), ts: Number(r.ts) },
+    sig: r.sig,
+  }));
+}
+
+/** Rows as the verifier sees them: an unparseable stored payload still reaches it, to fail at its seq. */
+function verifiable(rows: readonly EventRow[]): { events: object[]; texts: WeakMap<object, string> } {
+  const texts = new WeakMap<object, string>();
+  const events = rows.map((raw) => {
+    const row = { ...raw, seq: Number(raw.seq), ts: Number(raw.ts) };
+    let event: object;
+    try {
+      event = rowToEvent(row);
+    } catch {
+      event = rowWithUnparseablePayload(row);
+    }
+    texts.set(event, row.payload);
+    return event;
+  });
+  return { events, texts };
+}
+
+/**
+ * Verifies a chain as stored, checking each stored payload text for canonical form (§8 check 7). Reads the whole
+ * chain into memory: this is the offline check (tests, `berth migrate`), not the start-up one.
+ */
+export async function verifyStoredOn(
+  q: Query,
+  chainId: string,
+  opts: { key?: string; checkpoints?: SignedCheckpoint[]; expectHead?: { seq: number; hash: string } },
+): Promise<VerifyResult> {
+  const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? ORDER BY seq`, [chainId]);
+  const { events, texts } = verifiable(rows);
+  const owner = await q.get<{ owner_key: string }>("SELECT owner_key FROM audit_chain WHERE chain_id = ?", [chainId]);
+  const stored = owner ? await checkpointsOn(q, chainId, owner.owner_key) : [];
+  return verifyEvents(events, {
+    ...(opts.key !== undefined ? { key: opts.key } : {}),
+    chainId,
+    checkpoints: [...stored, ...(opts.checkpoints ?? [])],
+    ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
+    payloadTextOf: (item) => texts.get(item as object),
+  });
+}
+
+/**
+ * The start-up check (§7): verify from the newest stored checkpoint whose signature verifies and whose head is the
+ * stored event at its seq (or from genesis if none) to the tip. Bounded by the checkpoint interval, not chain length.
+ */
+export async function startupCheckOn(q: Query, chainId: string, ownerKey: string): Promise<VerifyResult> {
+  const genesisRow = await q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq = 0`, [chainId]);
+  const genesis = genesisRow ? verifyEvents([eventOfRow(genesisRow)], { key: ownerKey, chainId, payloadTextOf: () => genesisRow.payload }) : undefined;
+  if (!genesis?.ok) return genesis ?? verifyEvents([], { key: ownerKey, chainId });
+  let start: { seq: number; hash: string; ts: number } | undefined;
+  for (const cp of (await checkpointsOn(q, chainId, ownerKey)).reverse()) {
+    const at = await q.get<{ hash: string; ts: number }>("SELECT hash, ts FROM audit_event WHERE chain_id = ? AND seq = ?", [chainId, cp.checkpoint.seq]);
+    if (at && at.hash === cp.checkpoint.head_hash && checkpointSignatureValid(cp)) {
+      start = { seq: cp.checkpoint.seq, hash: at.hash, ts: Number(at.ts) };
+      break;
+    }
+  }
+  if (!start) return verifyStoredOn(q, chainId, { key: ownerKey, checkpoints: [] });
+  const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq`, [chainId, start.seq]);
+  const { events, texts } = verifiable(rows);
+  return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf: (item) => texts.get(item as object) });
+}

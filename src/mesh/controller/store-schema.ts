@@ -1,0 +1,111 @@
+/**
+ * The controller's tables and their migrations (spec/mesh.md §14.1), one schema version line for both engines: a
+ * store at version N has the same tables and columns on SQLite and on PostgreSQL, so `berth migrate` copies rows
+ * column for column. SQLite walks the history (v1 … v6) as an older file needs; PostgreSQL, which no berth before
+ * issue 20 wrote, starts at version 4's layout and walks on from there.
+ */
+import { OPEN_STATES } from "../../core/mesh/decision-state.js";
+import type { Tx } from "../../store/engine.js";
+import { ensureLeaseTables } from "../../store/lease.js";
+import { ensureSchemaOn } from "../../store/schema.js";
+
+export const CONTROLLER_SCHEMA_VERSION = 6;
+
+/** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
+export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
+
+export async function ensureControllerSchema(tx: Tx): Promise<void> {
+  await ensureSchemaOn(tx, "mesh_controller", CONTROLLER_SCHEMA_VERSION, (from) => (tx.kind === "sqlite" ? migrateSqlite(tx, from) : migratePostgres(tx, from)));
+}
+
+async function migrateSqlite(tx: Tx, from: number): Promise<void> {
+  if (from === 0) {
+    await tx.exec(`
+      CREATE TABLE mesh_targets (addr TEXT PRIMARY KEY, node_id TEXT UNIQUE, key TEXT, tier TEXT NOT NULL,
+                                 tier_source TEXT NOT NULL, learned_ms INTEGER);
+      CREATE TABLE mesh_decisions (id TEXT PRIMARY KEY, name TEXT NOT NULL, state TEXT NOT NULL, node_id TEXT,
+                                   variant TEXT, package_id TEXT NOT NULL, created_ms INTEGER NOT NULL,
+                                   workload TEXT NOT NULL);
+      CREATE UNIQUE INDEX mesh_decisions_open_name ON mesh_decisions (name)
+        WHERE state IN ('dispatching', 'unsettled');
+      CREATE TABLE mesh_attempts (decision_id TEXT NOT NULL, n INTEGER NOT NULL, node_id TEXT NOT NULL,
+                                  variant TEXT NOT NULL, state TEXT NOT NULL, outcome TEXT, code TEXT, reason TEXT,
+                                  PRIMARY KEY (decision_id, n));
+      CREATE TABLE mesh_placements (instance_id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, node_id TEXT NOT NULL,
+                                    decision_id TEXT NOT NULL UNIQUE, variant TEXT NOT NULL, route TEXT NOT NULL,
+                                    package_id TEXT NOT NULL, placed_ms INTEGER NOT NULL, adopted INTEGER NOT NULL,
+                                    pending TEXT, workload TEXT NOT NULL);
+    `);
+  }
+  // v2: the decisions by state (unsettled(), the start-up scan of `dispatching`) without a table scan.
+  if (from < 2) await tx.exec("CREATE INDEX mesh_decisions_state ON mesh_decisions (state, created_ms, id)");
+  // v3 (issue 21): owner leases, the owner and epoch of each decision, and the name reserved by every open state.
+  if (from < 3) {
+    await ensureLeaseTables(tx);
+    await tx.exec(`
+      ALTER TABLE mesh_decisions ADD COLUMN owner_id TEXT;
+      ALTER TABLE mesh_decisions ADD COLUMN epoch INTEGER;
+      DROP INDEX mesh_decisions_open_name;
+      CREATE UNIQUE INDEX mesh_decisions_open_name ON mesh_decisions (name) WHERE state IN (${OPEN_SQL});
+    `);
+  }
+  // v4 (issue 16): each target's last contacts, so liveness is the store's, not one process's memory.
+  if (from < 4) {
+    await tx.exec(`
+      ALTER TABLE mesh_targets ADD COLUMN last_ok_ms INTEGER;
+      ALTER TABLE mesh_targets ADD COLUMN unreachable_since_ms INTEGER;
+      ALTER TABLE mesh_targets ADD COLUMN last_error TEXT;
+      ALTER TABLE mesh_targets ADD COLUMN name TEXT;
+      ALTER TABLE mesh_targets ADD COLUMN contact_ms INTEGER;
+    `);
+  }
+  // v5 (issue 16, taken in by issue 20): the last stamped request and advertised lease per node (watch-stamps.ts).
+  // IF NOT EXISTS: a store written before v5 may hold the table already (it was created outside the schema then).
+  if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms INTEGER, lease_ms INTEGER)");
+  if (from < 6) await tx.exec(v6Tables("INTEGER"));
+}
+
+/**
+ * v6 (issue 16, move-records.ts and watch-stamps.ts): the operator's node marks, the stored order per decision, moved
+ * records and lineage counts, and one row per stamped request (taken back when it provably never left).
+ */
+function v6Tables(ms: "INTEGER" | "BIGINT"): string {
+  return `
+    CREATE TABLE IF NOT EXISTS mesh_node_admin (node_id TEXT PRIMARY KEY, cordoned INTEGER NOT NULL DEFAULT 0, cordon_reason TEXT,
+                                                forgotten_ms ${ms}, forget_reason TEXT);
+    CREATE TABLE IF NOT EXISTS mesh_orders (decision_id TEXT PRIMARY KEY, order_json TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS mesh_moved (instance_id TEXT PRIMARY KEY, name TEXT NOT NULL, node_id TEXT NOT NULL,
+                                           decision_id TEXT NOT NULL, package_id TEXT NOT NULL, authority TEXT NOT NULL,
+                                           moved_ms ${ms} NOT NULL, moves INTEGER NOT NULL, successor TEXT, workload TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS mesh_lineage (decision_id TEXT PRIMARY KEY, moves INTEGER NOT NULL, from_instance TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS mesh_watch_sends (id TEXT PRIMARY KEY, node_id TEXT NOT NULL, issued_at_ms ${ms} NOT NULL,
+                                                 settled INTEGER NOT NULL DEFAULT 0);
+    CREATE INDEX IF NOT EXISTS mesh_watch_sends_node ON mesh_watch_sends (node_id, issued_at_ms);
+  `;
+}
+
+/** Version 4's layout in PostgreSQL's words (then v5's table): BIGINT milliseconds, the same names, keys and partial indexes. */
+async function migratePostgres(tx: Tx, from: number): Promise<void> {
+  if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
+  if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms BIGINT, lease_ms BIGINT)");
+  if (from < 6) await tx.exec(v6Tables("BIGINT"));
+  if (from !== 0) return;
+  await ensureLeaseTables(tx);
+  await tx.exec(`
+    CREATE TABLE mesh_targets (addr TEXT PRIMARY KEY, node_id TEXT UNIQUE, key TEXT, tier TEXT NOT NULL,
+                               tier_source TEXT NOT NULL, learned_ms BIGINT, last_ok_ms BIGINT,
+                               unreachable_since_ms BIGINT, last_error TEXT, name TEXT, contact_ms BIGINT);
+    CREATE TABLE mesh_decisions (id TEXT PRIMARY KEY, name TEXT NOT NULL, state TEXT NOT NULL, node_id TEXT,
+                                 variant TEXT, package_id TEXT NOT NULL, created_ms BIGINT NOT NULL,
+                                 workload TEXT NOT NULL, owner_id TEXT, epoch BIGINT);
+    CREATE UNIQUE INDEX mesh_decisions_open_name ON mesh_decisions (name) WHERE state IN (${OPEN_SQL});
+    CREATE INDEX mesh_decisions_state ON mesh_decisions (state, created_ms, id);
+    CREATE TABLE mesh_attempts (decision_id TEXT NOT NULL, n INTEGER NOT NULL, node_id TEXT NOT NULL,
+                                variant TEXT NOT NULL, state TEXT NOT NULL, outcome TEXT, code TEXT, reason TEXT,
+                                PRIMARY KEY (decision_id, n));
+    CREATE TABLE mesh_placements (instance_id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, node_id TEXT NOT NULL,
+                                  decision_id TEXT NOT NULL UNIQUE, variant TEXT NOT NULL, route TEXT NOT NULL,
+                                  package_id TEXT NOT NULL, placed_ms BIGINT NOT NULL, adopted INTEGER NOT NULL,
+                                  pending TEXT, workload TEXT NOT NULL);
+  `);
+}

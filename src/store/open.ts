@@ -1,0 +1,49 @@
+/**
+ * Which engine a controller store is on (issue 20): `--database` / `$BERTH_DATABASE_URL` name it, the home's SQLite
+ * file is the default. The address is validated here, once, for every caller (`berth serve`, `berth up`, each verb):
+ *
+ * - `postgres://…` or `postgresql://…`: the PostgreSQL engine (postgres-engine.ts);
+ * - `sqlite:PATH` or an absolute path: that SQLite file;
+ * - absent or empty: the SQLite file in the home.
+ *
+ * A PostgreSQL address may hold a password: only `redactedUrl` of it is ever printed or stored (`location`).
+ */
+import { isAbsolute } from "node:path";
+import type { StoreEngine } from "./engine.js";
+import { PostgresEngine, redactedUrl } from "./postgres-engine.js";
+import { SqliteEngine } from "./sqlite-engine.js";
+
+export class DatabaseAddressError extends Error {
+  override name = "DatabaseAddressError";
+}
+
+export type DatabaseAddress = { readonly kind: "sqlite"; readonly path: string } | { readonly kind: "postgres"; readonly url: string };
+
+/** Parses a `--database` value; `fallbackPath` is the home's SQLite file. Throws naming the setting, never the password. */
+export function parseDatabaseAddress(raw: string | undefined, fallbackPath: string): DatabaseAddress {
+  const value = raw?.trim() ?? "";
+  if (value === "") return { kind: "sqlite", path: fallbackPath };
+  if (/^postgres(ql)?:\/\//i.test(value)) {
+    let u: URL;
+    try {
+      u = new URL(value);
+    } catch {
+      throw new DatabaseAddressError("database: not a valid postgres:// address (postgres://USER:PASSWORD@HOST:PORT/DATABASE)");
+    }
+    if (u.hostname === "" && !u.searchParams.has("host")) throw new DatabaseAddressError(`database: ${redactedUrl(value)} names no host`);
+    return { kind: "postgres", url: value };
+  }
+  if (value.startsWith("sqlite:")) {
+    const path = value.slice("sqlite:".length);
+    if (path === "") throw new DatabaseAddressError("database: sqlite: names no file (sqlite:/path/to/controller.db)");
+    return { kind: "sqlite", path };
+  }
+  if (isAbsolute(value)) return { kind: "sqlite", path: value };
+  throw new DatabaseAddressError(`database: expected postgres://… or sqlite:PATH, got ${JSON.stringify(value.slice(0, 40))}`);
+}
+
+/** Opens the engine the address names (PostgreSQL: connects once, so a wrong address fails here). */
+export async function openStoreEngine(o: { readonly database: string | undefined; readonly sqlitePath: string }): Promise<StoreEngine> {
+  const address = parseDatabaseAddress(o.database, o.sqlitePath);
+  return address.kind === "postgres" ? PostgresEngine.open(address.url) : SqliteEngine.open(address.path);
+}

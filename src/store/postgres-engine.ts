@@ -1,0 +1,193 @@
+/**
+ * The shared engine (issue 20): the controller's state in PostgreSQL behind the same asynchronous interface
+ * (engine.ts), through `pg`'s pool.
+ *
+ * - A transaction is SERIALIZABLE on one pooled connection, retried from the start when PostgreSQL reports a
+ *   serialisation failure or a deadlock (40001, 40P01), so its callback must touch only `tx` and its closure (a retry
+ *   runs it again). The chain serialises its sequence and hash link with a row lock (engine-chain.ts); anything two
+ *   writers read and wrote crosswise is a serialisation failure, retried, never a fork.
+ * - A read is one READ ONLY REPEATABLE READ transaction: a consistent snapshot, never another's uncommitted writes.
+ * - SQL is written with `?` placeholders (engine.ts); they are numbered here. BIGINT comes back as a number (berth's
+ *   values are milliseconds and counters, far below 2^53).
+ * - A transaction opened inside another in the same flow is refused, as on SQLite: it would take a second
+ *   connection and could wait on the first's locks for ever.
+ */
+import { AsyncLocalStorage } from "node:async_hooks";
+import pg from "pg";
+import { type EngineKind, NestedTransaction, type Query, type SqlValue, type StoreEngine, type Tx } from "./engine.js";
+
+const RETRYABLE = new Set(["40001", "40P01"]);
+const MAX_ATTEMPTS = 20;
+const INT8_OID = 20;
+
+/** `?` → `$1, $2…`, outside quoted strings and identifiers. */
+export function numberPlaceholders(sql: string): string {
+  let out = "";
+  let n = 0;
+  let quote: string | null = null;
+  for (const c of sql) {
+    if (quote !== null) {
+      if (c === quote) quote = null;
+      out += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      out += c;
+    } else if (c === "?") {
+      n += 1;
+      out += `$${n}`;
+    } else out += c;
+  }
+  return out;
+}
+
+/** The URL without its password, for messages and `location`. */
+export function redactedUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== "") u.password = "***";
+    return u.toString();
+  } catch {
+    return "postgres://(unparseable address)";
+  }
+}
+
+const types = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser,
+};
+
+export class PostgresEngine implements StoreEngine {
+  readonly kind: EngineKind = "postgres";
+  readonly location: string;
+  private readonly pool: pg.Pool;
+  private readonly scope = new AsyncLocalStorage<Query>();
+  private ended = false;
+
+  private constructor(url: string, poolSize: number) {
+    this.location = redactedUrl(url);
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 10_000 });
+    // An idle pooled connection the server dropped (a restart) is an event, not a crash: the next query reconnects.
+    this.pool.on("error", () => undefined);
+  }
+
+  /** Connects once, so a wrong address or credentials fail here with the server's words. */
+  static async open(url: string, options: { poolSize?: number } = {}): Promise<PostgresEngine> {
+    const engine = new PostgresEngine(url, options.poolSize ?? 10);
+    try {
+      await engine.read((q) => q.get("SELECT 1 AS ok"));
+    } catch (error) {
+      await engine.close();
+      throw new Error(`cannot open the PostgreSQL store at ${engine.location}: ${(error as Error).message}`);
+    }
+    return engine;
+  }
+
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  private queryOn(client: pg.PoolClient): Query {
+    return {
+      kind: "postgres",
+      get: async <T>(sql: string, params: readonly SqlValue[] = []) => (await client.query(numberPlaceholders(sql), [...params])).rows[0] as T | undefined,
+      all: async <T>(sql: string, params: readonly SqlValue[] = []) => (await client.query(numberPlaceholders(sql), [...params])).rows as T[],
+    };
+  }
+
+  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    if (this.scope.getStore()) throw new NestedTransaction("a PostgreSQL transaction was opened inside another transaction or read in the same flow");
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      const callbacks: Array<() => void> = [];
+      let open = true;
+      const live = () => {
+        if (!open) throw new Error("this transaction has ended; its tx cannot be used any more");
+      };
+      const q = this.queryOn(client);
+      const tx = {
+        kind: "postgres",
+        get: (sql: string, params?: readonly SqlValue[]) => {
+          live();
+          return q.get(sql, params);
+        },
+        all: (sql: string, params?: readonly SqlValue[]) => {
+          live();
+          return q.all(sql, params);
+        },
+        run: async (sql: string, params: readonly SqlValue[] = []) => {
+          live();
+          return (await client.query(numberPlaceholders(sql), [...params])).rowCount ?? 0;
+        },
+        exec: async (sql: string) => {
+          live();
+          await client.query(sql);
+        },
+        afterCommit: (cb: () => void) => callbacks.push(cb),
+      } as unknown as Tx;
+      let broken = false;
+      try {
+        await client.query("BEGIN ISOLATION LEVEL SERIALIZABLE");
+        const value = await this.scope.run(tx, () => fn(tx));
+        await client.query("COMMIT");
+        open = false;
+        for (const cb of callbacks) cb();
+        return value;
+      } catch (error) {
+        open = false;
+        await client.query("ROLLBACK").catch(() => {
+          broken = true;
+        });
+        const code = (error as { code?: unknown }).code;
+        if (typeof code === "string" && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) {
+          // Back off a little, more with each attempt, so contending writers stop colliding.
+          await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
+          continue;
+        }
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  async read<T>(fn: (q: Query) => Promise<T>): Promise<T> {
+    const inside = this.scope.getStore();
+    if (inside) return fn(inside);
+    const client = await this.pool.connect();
+    let broken = false;
+    try {
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      const q = this.queryOn(client);
+      const value = await this.scope.run(q, () => fn(q));
+      await client.query("COMMIT");
+      return value;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {
+        broken = true;
+      });
+      throw error;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async checkWritable(waitMs: number): Promise<void> {
+    if (this.ended) throw new Error("the controller store is closed");
+    const client = await Promise.race([
+      this.pool.connect(),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no PostgreSQL connection within the wait")), waitMs)),
+    ]);
+    try {
+      const row = (await client.query("SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby")).rows[0] as { ro: string; standby: boolean };
+      if (row.ro === "on" || row.standby) throw new Error("the PostgreSQL server is read-only (a standby, or default_transaction_read_only)");
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.ended) return;
+    this.ended = true;
+    await this.pool.end();
+  }
+}
