@@ -6,12 +6,12 @@
 import { targetFor, type AgentsEnv } from "./env.js";
 import { knownAgent, withRegistry } from "./lookup.js";
 import type { LoadedSpec } from "./spec-file.js";
-import { type DeployDone, failed, type Outcome } from "./target.js";
+import { type DeployDone, type DeployOptions, failed, type Outcome } from "./target.js";
 
 /** Deploys `loaded` on its target; with `userReplace`, stops what runs first (`berth agent replace`). */
-export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: { readonly userReplace?: boolean } = {}): Promise<Outcome<DeployDone>> {
+export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Partial<DeployOptions> = {}): Promise<Outcome<DeployDone>> {
   const spec = loaded.spec;
-  const done = await targetFor(env, spec.spec.target).deploy(loaded, { userReplace: opts.userReplace === true });
+  const done = await targetFor(env, spec.spec.target).deploy(loaded, { userReplace: opts.userReplace === true, ...(opts.loop ? { loop: opts.loop } : {}) });
   if (!done.ok) return done;
   const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now() };
   withRegistry(env, (r) => r.remember(remembered));

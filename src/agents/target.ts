@@ -82,10 +82,16 @@ export interface KnownAgent {
   readonly loaded: LoadedSpec;
 }
 
+export interface DeployOptions {
+  readonly userReplace: boolean;
+  /** `berth serve`'s reconcile loop (issue 16): act only on the instance it judged, and say the loop acted. */
+  readonly loop?: { readonly onlyReplacing: { readonly uid: string }; readonly by: JsonObject };
+}
+
 export interface AgentTarget {
   readonly kind: DeployTarget;
   /** `berth deploy`; with `userReplace`, `berth agent replace`. The outcome is chained on this target's chain. */
-  deploy(loaded: LoadedSpec, opts: { readonly userReplace: boolean }): Promise<Outcome<DeployDone>>;
+  deploy(loaded: LoadedSpec, opts: DeployOptions): Promise<Outcome<DeployDone>>;
   /** What the classifier sees now for each agent (all of this target), and what a deploy would do; reads only. */
   states(agents: readonly KnownAgent[]): Promise<AgentState[]>;
   stop(agent: KnownAgent, opts: { readonly wait: boolean }): Promise<Outcome<StopAnswer>>;

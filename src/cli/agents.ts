@@ -101,14 +101,7 @@ async function agentVerb(verb: string, name: string, opts: VerbFlags, cmd: Comma
       if (opts.follow) {
         process.stdout.write(shown.stdout);
         process.stderr.write(shown.stderr);
-        let primed = false;
-        await (await import("./watch.js")).followLog(1000, async () => {
-          if (!primed) {
-            primed = true;
-            return l;
-          }
-          return backend.agentLogs(name, tailBytes);
-        });
+        await (await import("./watch.js")).followLog(1000, () => backend.agentLogs(name, tailBytes), l);
         return;
       }
       if (opts.json || !streamed) answer(opts.json, shown, `${shown.stdout}${shown.stderr ? `--- stderr ---\n${shown.stderr}` : ""}`);
@@ -176,7 +169,7 @@ export function registerAgentCommands(program: Command): void {
         .option("-n, --tail <lines>", "logs: the last N lines of each stream (mesh: of at most its last 64 KiB)")
         .option("-f, --follow", "logs: keep printing what the agent writes, until Ctrl-C")
         .addOption(new Option("--tail-bytes <n>", "logs: bytes from the end of each stream (mesh)").hideHelp())
-        .option("--wait", "stop: wait until the instance is gone (Kubernetes, local files)"),
+        .option("--wait", "stop: wait until the instance is gone (Kubernetes: the pod and its Secret; a mesh stop answers once the node stopped it)"),
     ),
   ).action(agentVerb);
 }

@@ -2,6 +2,8 @@
 import { existsSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, Option } from "commander";
+import type * as AuditRemote from "./audit-remote.js";
+import type { ServerTarget } from "./remote/http.js";
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
 import type { SealedEvent } from "../core/chain/event.js";
 import type { VerifyResult } from "../core/chain/verify.js";
@@ -24,6 +26,19 @@ const load = async () => {
  */
 const DB_ALIAS = () => new Option("--db <path>", "a berth database file (instead of --data-dir)").hideHelp();
 const dbPath = (opts: { db?: string; dataDir?: string }) => opts.db ?? join(opts.dataDir ?? berthHome(), "controller.db");
+
+const LOCAL = () => new Option("--local", "read this machine's files, not the current context's or the running `berth serve`'s");
+
+/**
+ * Issue 13: the server these verbs talk to, as every verb finds it (a context, BERTH_ADDR, the home's running serve),
+ * or null for the files. A database named with --db is a file on this machine.
+ */
+async function auditServer(opts: { db?: string; dataDir?: string; local?: boolean }, cmd: Command): Promise<{ t: ServerTarget; r: typeof AuditRemote } | null> {
+  if (opts.db !== undefined) return null;
+  const { serverFor } = await import("./remote/server-verb.js");
+  const remote = await serverFor({ local: opts.local === true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}), explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
+  return remote ? { t: remote.server, r: await import("./audit-remote.js") } : null;
+}
 import { stderrPalette, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
 
@@ -53,7 +68,7 @@ function pickChain(db: Db, chain: string | undefined): string {
     throw new CliError("this database holds no audit chain (no audit_chain table)");
   }
   if (chain) {
-    if (!chains.some((c) => c.chain_id === chain)) throw new CliError(`chain ${chain} is not in this database; \`berth audit chains\` lists them`);
+    if (!chains.some((c) => c.chain_id === chain)) throw new CliError(`chain ${chain} is not in this database; it holds ${chains.map((c) => `${c.chain_id}${c.own === 1 ? " (its own)" : ""}`).join(", ") || "no chain"}`);
     return chain;
   }
   const own = chains.find((c) => c.own === 1) ?? (chains.length === 1 ? chains[0] : undefined);
@@ -111,9 +126,10 @@ export function registerAuditCommands(program: Command): void {
 
   audit
     .command("verify")
-    .description("verify links, hashes and signatures; exits 1 naming the first bad event")
+    .description("verify links, hashes and signatures; exits 1 naming the first bad event (through a server, the server verifies its chain; --file verifies an export offline, here)")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
     .addOption(DB_ALIAS())
+    .addOption(LOCAL())
     .option("--file <export.jsonl>", "verify an exported chain instead of a database")
     .option("--chain <id>", "which chain in the database (default: its own)")
     .option("--pubkey <hex>", "the owner's public key to pin (64 hex)")
@@ -121,8 +137,9 @@ export function registerAuditCommands(program: Command): void {
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db and --file win)")
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const key = pinnedKey(opts);
       let expectHead: { seq: number; hash: string } | undefined;
@@ -133,6 +150,8 @@ export function registerAuditCommands(program: Command): void {
         expectHead = { seq: Number(seq), hash: hash as string };
       }
       const checkpoints = readCheckpoints(opts.checkpoint);
+      // The store the other verbs use (issue 20): --database, else $BERTH_DATABASE_URL; --db and --file name others.
+      const database = (opts.database ?? process.env.BERTH_DATABASE_URL ?? "").trim();
       let result: VerifyResult;
       if (opts.file) {
         if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
@@ -142,12 +161,21 @@ export function registerAuditCommands(program: Command): void {
         } else {
           result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         }
+      } else if (opts.db === undefined && /^postgres(ql)?:\/\//i.test(database)) {
+        const { verifyPostgresChain } = await import("./audit-postgres.js");
+        result = await verifyPostgresChain(database, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
       } else {
-        const db = openExisting(dbPath(opts));
-        try {
-          result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
-        } finally {
-          db.close();
+        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and answers).
+        const remote = await auditServer(opts, cmd);
+        if (remote) {
+          result = await remote.r.verifyThrough(remote.t, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+        } else {
+          const db = openExisting(opts.db === undefined && database.startsWith("sqlite:") ? database.slice("sqlite:".length) : dbPath(opts));
+          try {
+            result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+          } finally {
+            db.close();
+          }
         }
       }
       printVerify(result, Boolean(opts.json));
@@ -159,23 +187,17 @@ export function registerAuditCommands(program: Command): void {
     .description("print the newest events")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
     .addOption(DB_ALIAS())
+    .addOption(LOCAL())
     .option("--chain <id>", "which chain (default: its own)")
     .option("-n, --tail <n>", "how many events", "20")
     .addOption(new Option("--lines <n>", "alias of --tail").hideHelp())
     .option("--json", "one JSON document: {events: [...]}")
-    .action(async (opts: { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const n = d.z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines ?? opts.tail);
       if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
-      const db = openExisting(dbPath(opts));
-      try {
-        const chainId = pickChain(db, opts.chain);
-        const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
-        const events: SealedEvent[] = [];
-        const get = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?");
-        for (const { seq } of rows.reverse()) {
-          events.push(d.rowToEvent(get.get(chainId, seq) as Parameters<typeof AuditDeps.rowToEvent>[0]));
-        }
+      const remote = await auditServer(opts, cmd);
+      const show = (chainId: string, events: readonly SealedEvent[]) => {
         const lines = events.map((e) => {
           const phase = typeof e.payload.phase === "string" ? ` ${e.payload.phase}` : "";
           return [String(e.seq), new Date(e.ts).toISOString(), `${e.source}/${e.kind}${phase}`, e.hash.slice(0, 12)];
@@ -185,6 +207,22 @@ export function registerAuditCommands(program: Command): void {
           { chain_id: chainId, events: events.map((e) => JSON.parse(d.exportLine(e))) },
           lines.length === 0 ? "no events yet" : renderTable(["SEQ", "TIME", "EVENT", "HASH"], lines, { palette: stdoutPalette(opts.json) }),
         );
+      };
+      if (remote) {
+        const { chainId, events } = await remote.r.tailThrough(remote.t, opts.chain, n.data);
+        show(chainId, events);
+        return;
+      }
+      const db = openExisting(dbPath(opts));
+      try {
+        const chainId = pickChain(db, opts.chain);
+        const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
+        const events: SealedEvent[] = [];
+        const get = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?");
+        for (const { seq } of rows.reverse()) {
+          events.push(d.rowToEvent(get.get(chainId, seq) as Parameters<typeof AuditDeps.rowToEvent>[0]));
+        }
+        show(chainId, events);
       } finally {
         db.close();
       }
@@ -195,25 +233,34 @@ export function registerAuditCommands(program: Command): void {
     .description("write the chain as JSON lines (one canonical event per line) to stdout; --json wraps them in one document")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
     .addOption(DB_ALIAS())
+    .addOption(LOCAL())
     .option("--chain <id>", "which chain (default: its own)")
     .option("--from <seq>", "first seq", "0")
     .option("--to <seq>", "last seq")
     .option("--checkpoints", "export the signed checkpoints instead of the events")
     .option("--json", "one JSON document {chain_id, events} (or {chain_id, checkpoints}) instead of JSON lines")
-    .action(async (opts: { db?: string; dataDir: string; chain?: string; from: string; to?: string; checkpoints?: boolean; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; chain?: string; from: string; to?: string; checkpoints?: boolean; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const Seq = d.z.coerce.number().int().min(0);
       const from = Seq.safeParse(opts.from);
       if (!from.success) throw invalidInput(describeZodIssues("--from", from.error.issues));
       const to = opts.to === undefined ? { success: true as const, data: Number.MAX_SAFE_INTEGER } : Seq.safeParse(opts.to);
       if (!to.success) throw invalidInput(describeZodIssues("--to", to.error.issues));
+      // JSON lines stream (a chain can be large); --json collects the same lines into one document.
+      const collected: unknown[] = [];
+      const write = opts.json ? (line: string) => collected.push(JSON.parse(line)) : (line: string) => writeSync(1, `${line}\n`);
+      const remote = await auditServer(opts, cmd);
+      if (remote) {
+        const c = await remote.r.serverChain(remote.t, opts.chain);
+        if (opts.checkpoints) for (const cp of await remote.r.checkpointsThrough(remote.t, c)) write(JSON.stringify({ checkpoint: { chain_id: cp.checkpoint.chain_id, format: cp.checkpoint.format, head_hash: cp.checkpoint.head_hash, key: cp.checkpoint.key, seq: cp.checkpoint.seq, ts: cp.checkpoint.ts }, sig: cp.sig }));
+        else for await (const e of remote.r.eventsThrough(remote.t, c, from.data, to.data)) write(d.exportLine(e));
+        if (opts.json) answer(true, { chain_id: c.chain_id, [opts.checkpoints ? "checkpoints" : "events"]: collected }, "");
+        return;
+      }
       const db = openExisting(dbPath(opts));
       try {
         const chainId = pickChain(db, opts.chain);
         const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
-        // JSON lines stream (a chain can be large); --json collects the same lines into one document.
-        const collected: unknown[] = [];
-        const write = opts.json ? (line: string) => collected.push(JSON.parse(line)) : (line: string) => writeSync(1, `${line}\n`);
         if (opts.checkpoints) {
           const rows = db.prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq").all(chainId) as Array<{ seq: number; head_hash: string; ts: number; sig: string }>;
           for (const r of rows) write(JSON.stringify({ checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: owner, seq: r.seq, ts: r.ts }, sig: r.sig }));
@@ -234,14 +281,21 @@ export function registerAuditCommands(program: Command): void {
     .description("verify an exported chain and store it as a foreign copy; writes nothing on any defect")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
     .addOption(DB_ALIAS())
+    .addOption(LOCAL())
     .argument("<file>", "JSON-lines export")
     .option("--pubkey <hex>", "the owner's public key the file must verify under")
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--json", "print one JSON document")
-    .action(async (file: string, opts: { db?: string; dataDir: string; pubkey?: string; keyFile?: string; json?: boolean }) => {
+    .action(async (file: string, opts: { db?: string; dataDir: string; pubkey?: string; keyFile?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       if (!existsSync(file)) throw new CliError(`export file ${file} does not exist`);
       const key = pinnedKey(opts);
+      const remote = await auditServer(opts, cmd);
+      if (remote) {
+        const outcome = await remote.r.importThrough(remote.t, file, readFileSync(file, "utf8"), key);
+        answer(opts.json, { ok: true, chain_id: outcome.chain_id, written: outcome.written }, `imported chain ${outcome.chain_id}: ${outcome.written} new events`);
+        return;
+      }
       const db = d.openDatabase(dbPath(opts));
       try {
         const outcome = d.importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
@@ -257,10 +311,19 @@ export function registerAuditCommands(program: Command): void {
     .description("sign and store a checkpoint of the current head (for anchoring elsewhere)")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
     .addOption(DB_ALIAS())
+    .addOption(LOCAL())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document: {checkpoint} (null when nothing is new)")
-    .action(async (opts: { db?: string; dataDir: string; keyFile: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
+      const remote = await auditServer(opts, cmd);
+      if (remote) {
+        // The server signs with the key its controller chain is owned by; a key file here would be a second signer.
+        if (cmd.getOptionValueSource("keyFile") === "cli") throw new CliError(`--key-file: a checkpoint through a server is signed by the server's own key (${remote.t.via}); drop --key-file, or sign on the controller host with --local`, 2, { kind: "usage" });
+        const cp = await remote.r.checkpointThrough(remote.t);
+        answer(opts.json, { checkpoint: cp ?? null }, cp ? JSON.stringify(cp) : "no events since the last checkpoint");
+        return;
+      }
       const key = d.loadKeyFile(opts.keyFile);
       const db = openExisting(dbPath(opts), false);
       try {
@@ -276,15 +339,21 @@ export function registerAuditCommands(program: Command): void {
 
   audit
     .command("reseal")
-    .description("start a new chain naming the last verified event of a broken one (never done silently)")
+    .description("start a new chain naming the last verified event of a broken one (never done silently); on the controller host only, never through a server")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
     .addOption(DB_ALIAS())
+    .addOption(LOCAL())
     .requiredOption("--new-chain", "confirm that a new chain is wanted")
     .requiredOption("--reason <text>", "why the old chain is abandoned")
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; keyFile: string; reason: string; json?: boolean }) => {
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; reason: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
+      const remote = await auditServer(opts, cmd);
+      if (remote) {
+        const { localOnly } = await import("./remote/server-verb.js");
+        throw localOnly("berth audit reseal", "it abandons the controller's chain, which is done on the controller host with its key file and the server stopped, never by whoever holds an API token", remote.t);
+      }
       const key = d.loadKeyFile(opts.keyFile);
       const db = openExisting(dbPath(opts), false);
       try {

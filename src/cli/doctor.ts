@@ -8,6 +8,7 @@
  * the repair marks the decision placed. It also lists decisions other processes hold right now (informational).
  */
 import type { Command } from "commander";
+import type { DoctorDocument } from "../server/routes/operator.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -18,16 +19,19 @@ export function registerDoctorCommands(program: Command): void {
     .option("--repair", "mend what was found (default: only say what would be done)")
     .option("--data-dir <dir>", "controller data directory", berthHome())
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
+    .option("--local", "use this machine's files, not the current context or the `berth serve` running on this home")
     .option("--json", "print one JSON document")
-    .action(async (opts: { repair?: boolean; dataDir?: string; keyFile?: string; json?: boolean }) => {
-      const { operatorIdentity, withController } = await import("./controller.js");
-      const doc = await withController({ ...opts, quiet: true }, async (c) => {
-        const wedged = opts.repair ? await c.repairWedged(operatorIdentity("berth doctor")) : await c.wedged();
-        const inFlight = (await c.store.ownedDecisions())
-          .filter((o) => o.decision.owner_id !== c.store.lease.owner_id)
-          .map((o) => ({ decision_id: o.decision.id, name: o.decision.name, state: o.decision.state, owner: o.verdict.why }));
-        return { repaired: opts.repair === true, wedged, in_flight: inFlight };
-      });
+    .action(async (opts: { repair?: boolean; dataDir?: string; keyFile?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+      const [{ serverFor, callServer }, { doctorDocument }] = await Promise.all([import("./remote/server-verb.js"), import("../server/routes/operator.js")]);
+      const remote = await serverFor({ local: opts.local === true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}), explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
+      let doc: DoctorDocument;
+      if (remote) {
+        // The server repairs with the caller (its token's id and address) as the operator it chains.
+        doc = (await callServer(remote.server, opts.repair ? "POST" : "GET", opts.repair ? "/doctor/repair" : "/doctor", opts.repair ? {} : undefined)) as DoctorDocument;
+      } else {
+        const { operatorIdentity, withController } = await import("./controller.js");
+        doc = await withController({ ...opts, quiet: true }, (c) => doctorDocument(c, opts.repair ? { operator: operatorIdentity("berth doctor") } : null));
+      }
       const lines = doc.wedged.map(
         (w) =>
           `${doc.repaired ? "repaired" : "would repair"}: decision ${w.decision_id} (${w.name}) is unsettled while placement ${w.instance_id} on node ${w.node_id} records it; ${doc.repaired ? "marked" : "would mark"} it placed`,

@@ -16,7 +16,7 @@ export const TOPICS: ReadonlyArray<{ readonly heading: string; readonly commands
   { heading: "Mesh:", commands: ["nodes", "place", "instances", "instance", "unsettled", "doctor", "package", "node"] },
   { heading: "Kubernetes:", commands: ["k8s", "provider"] },
   { heading: "Audit and keys:", commands: ["audit", "keys"] },
-  { heading: "Run:", commands: ["up", "down", "serve", "context", "backup", "restore"] },
+  { heading: "Run:", commands: ["up", "down", "serve", "context", "backup", "restore", "migrate"] },
   { heading: "Shell:", commands: ["completion", "help"] },
 ];
 

@@ -21,6 +21,7 @@ import { renderTable } from "./table.js";
 import { berthVersion } from "../version.js";
 
 interface AgentFlags {
+  local?: boolean;
   file?: string;
   pubkey?: string;
   namespace?: string;
@@ -48,6 +49,9 @@ const flagsSchema = () => d.z.object({
   context: d.z.string().min(1).optional(),
 });
 
+/** The raw documents each deploy file was read as, for sending it to a server as JSON. */
+const rawOf = new WeakMap<Prepared, unknown>();
+
 function readDeployFile(path: string, requireCommand: boolean): Prepared {
   let text: string;
   try {
@@ -62,8 +66,28 @@ function readDeployFile(path: string, requireCommand: boolean): Prepared {
   } catch (error) {
     throw new CliError(`${path} is not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`);
   }
-  return d.prepareDeploy(raw, { requireCommand });
+  const prepared = d.prepareDeploy(raw, { requireCommand });
+  rawOf.set(prepared, raw);
+  return prepared;
 }
+
+type Remote = { t: import("./remote/http.js").ServerTarget; r: typeof import("./k8s-remote.js") };
+
+/**
+ * Issue 13: the `berth serve` these verbs go through (a context, BERTH_ADDR, the home's running serve), or null for
+ * this machine's kubeconfig. A server uses its own kubeconfig, so a kubeconfig context named here is refused.
+ */
+async function k8sServer(opts: { local?: boolean; context?: string; kubeContext?: string }): Promise<Remote | null> {
+  const { serverFor } = await import("./remote/server-verb.js");
+  const remote = await serverFor({ local: opts.local === true });
+  if (!remote) return null;
+  const named = opts.kubeContext ?? opts.context;
+  if (named !== undefined) throw new CliError(`--kube-context ${named}: through a server (${remote.server.via}) the cluster is the one the server's kubeconfig names; drop it, or run on this machine's kubeconfig with --local`, 2, { kind: "usage" });
+  return { t: remote.server, r: await import("./k8s-remote.js") };
+}
+
+const at = (agent: { ref: AgentRef }) => ({ pubkey: agent.ref.identity.pubkey as string, podName: agent.ref.identity.podName, namespace: agent.ref.namespace });
+const LOCAL_FLAG = "use this machine's kubeconfig and home, not the current context or the running `berth serve`";
 
 function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | null; intent: DesiredIntent | null; prepared?: Prepared & { ok: true } } {
   if (flags.file) {
@@ -143,6 +167,7 @@ const agentOptions = (cmd: Command) =>
     .option("--file <file>", "the agent's deploy file (YAML or JSON, shaped like the provider's deploy request)")
     .option("--pubkey <hex>", "the agent's 64-hex public key (for agents berth did not deploy)")
     .option("--namespace <ns>", "the agent's namespace (with --pubkey)")
+    .option("--local", LOCAL_FLAG)
     .option("--json", "one JSON document instead of text");
 
 export function registerK8sCommands(program: Command): void {
@@ -151,13 +176,22 @@ export function registerK8sCommands(program: Command): void {
   k8s
     .command("deploy <file>")
     .description("deploy the agent described by FILE (YAML or JSON; - reads stdin) and wait until it starts or the deadline passes")
+    .option("--local", LOCAL_FLAG)
     .option("--json", "one JSON document instead of text")
-    .action(async (file: string, opts: { json?: boolean }) => {
+    .action(async (file: string, opts: { json?: boolean; local?: boolean }) => {
       await load();
       const prepared = readDeployFile(file, true);
       if (!prepared.ok) {
         answer(opts.json, { ok: false, error: prepared.error }, `error: ${prepared.error}`);
         process.exitCode = 1;
+        return;
+      }
+      const remote = await k8sServer(opts);
+      if (remote) {
+        const { withSpinner } = await import("./progress.js");
+        const r = await withSpinner(`deploying ${prepared.inputs.identity.podName} through ${remote.t.url}`, opts.json, () => remote.r.deployThrough(remote.t, rawOf.get(prepared)));
+        answer(opts.json, r.ok ? { ok: true, agent_id: r.agent_id } : { ok: false, error: r.error }, r.ok ? `started ${r.agent_id}` : `error: ${r.error}`);
+        process.exitCode = r.ok ? 0 : 1;
         return;
       }
       const a = await runDeploy(prepared, prepared.inputs.config.context, opts.json);
@@ -168,11 +202,17 @@ export function registerK8sCommands(program: Command): void {
   agentOptions(k8s.command("status").description("what the cluster says about one agent (reads only)")).action(async (given: AgentFlags) => {
     const opts = await ready(given);
     const agent = resolveAgent(opts);
+    const print = (r: Record<string, unknown>) => answer(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
+    const remote = await k8sServer(given);
+    if (remote) {
+      print(await remote.r.statusThrough(remote.t, at(agent)));
+      return;
+    }
     const cluster = await connected(agent.context);
     try {
       const r = await d.status({ cluster, clock: d.realClock }, agent.ref, agent.intent);
       if ("error" in r) throw new CliError(r.error, 1);
-      answer(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
+      print(r as unknown as Record<string, unknown>);
     } finally {
       cluster.close();
     }
@@ -185,14 +225,16 @@ export function registerK8sCommands(program: Command): void {
     .option("--all-namespaces", "every namespace (needs cluster-wide list on pods)")
     .option("--kube-context <ctx>", "kubeconfig context")
     .addOption(new Option("--context <ctx>", "alias of --kube-context").hideHelp())
+    .option("--local", LOCAL_FLAG)
     .option("--json", "one JSON document instead of text")
-    .action(async (given: { namespace?: string; allNamespaces?: boolean; context?: string; kubeContext?: string; json?: boolean }) => {
+    .action(async (given: { namespace?: string; allNamespaces?: boolean; context?: string; kubeContext?: string; local?: boolean; json?: boolean }) => {
       const opts = await ready(given);
       if (!opts.allNamespaces && !opts.namespace) throw new CliError("give --namespace NS or --all-namespaces");
       if (opts.namespace && !d.isValidNamespace(opts.namespace)) throw new CliError(`--namespace ${JSON.stringify(opts.namespace)} is not a valid Kubernetes namespace`);
-      const cluster = await connected(opts.context ?? null);
+      const remote = await k8sServer(given);
+      const cluster = remote ? null : await connected(opts.context ?? null);
       try {
-        const rows = await d.list(cluster, opts.allNamespaces ? null : (opts.namespace ?? null));
+        const rows = remote ? await remote.r.listThrough(remote.t, opts.allNamespaces ? null : (opts.namespace ?? null)) : await d.list(cluster as Cluster, opts.allNamespaces ? null : (opts.namespace ?? null));
         if ("error" in rows) throw new CliError(rows.error, 1);
         const palette = stdoutPalette(opts.json);
         const table = renderTable(
@@ -202,7 +244,7 @@ export function registerK8sCommands(program: Command): void {
         );
         answer(opts.json, rows, rows.length === 0 ? "no agent pods" : table);
       } finally {
-        cluster.close();
+        cluster?.close();
       }
     });
 
@@ -216,6 +258,20 @@ export function registerK8sCommands(program: Command): void {
       if (opts.follow && opts.json) throw new CliError("--follow streams the log as it comes and --json prints one document at the end: give one of them");
       let log = "";
       const agent = resolveAgent(opts);
+      const remote = await k8sServer(given);
+      if (remote) {
+        const lines = tail?.success ? tail.data : undefined;
+        const first = await remote.r.logThrough(remote.t, at(agent), lines);
+        if (opts.json) {
+          answer(true, { pod: agent.ref.identity.podName, namespace: agent.ref.namespace, log: first }, "");
+          return;
+        }
+        process.stdout.write(first);
+        if (!opts.follow) return;
+        const pod = agent.ref.identity.podName;
+        await (await import("./watch.js")).followLog(1000, async () => ({ instance: pod, stdout: await remote.r.logThrough(remote.t, at(agent), lines), stderr: "" }), { instance: pod, stdout: first, stderr: "" });
+        return;
+      }
       const cluster = await connected(agent.context);
       try {
         const r = await cluster.readLog(agent.ref.namespace, agent.ref.identity.podName, {
@@ -239,6 +295,13 @@ export function registerK8sCommands(program: Command): void {
     .action(async (given: AgentFlags & { wait?: boolean }) => {
       const opts = await ready(given);
       const agent = resolveAgent(opts);
+      const remote = await k8sServer(given);
+      if (remote) {
+        const r = await remote.r.stopThrough(remote.t, at(agent), Boolean(opts.wait));
+        answer(opts.json, r, r.ok ? r.message : `error: ${r.message}`);
+        process.exitCode = r.ok ? 0 : 1;
+        return;
+      }
       const cluster = await connected(agent.context);
       const deps = verbDeps(cluster);
       try {
@@ -257,12 +320,20 @@ export function registerK8sCommands(program: Command): void {
     .requiredOption("--file <file>", "the agent's deploy file (its inputs are needed for the new attempt)")
     .option("--kube-context <ctx>", "kubeconfig context")
     .addOption(new Option("--context <ctx>", "alias of --kube-context").hideHelp())
+    .option("--local", LOCAL_FLAG)
     .option("--json", "one JSON document instead of text")
-    .action(async (given: AgentFlags) => {
+    .action(async (given: AgentFlags & { local?: boolean }) => {
       const opts = await ready(given);
       const agent = resolveAgent(opts);
       const prepared = agent.prepared;
       if (!prepared) throw new CliError("replace needs --file");
+      const remote = await k8sServer(given);
+      if (remote) {
+        const r = await remote.r.replaceThrough(remote.t, at(agent), rawOf.get(prepared));
+        answer(opts.json, r.ok ? { ok: true, agent_id: r.agent_id } : { ok: false, error: r.error }, r.ok ? `replaced: started ${r.agent_id}` : `error: ${r.error}`);
+        process.exitCode = r.ok ? 0 : 1;
+        return;
+      }
       const cluster = await connected(agent.context);
       const deps = verbDeps(cluster);
       let outcome: { ok: boolean; message: string };

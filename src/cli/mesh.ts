@@ -241,23 +241,20 @@ export function registerMeshCommands(program: Command): void {
       if (r.kind !== "ok" || r.verb !== "logs" || tailLines === undefined) return r;
       return { ...r, result: { ...r.result, stdout: lastLines(String(r.result.stdout ?? ""), tailLines), stderr: lastLines(String(r.result.stderr ?? ""), tailLines) } };
     };
-    const r = cut(await run());
+    const raw = await run();
+    const r = cut(raw);
     if (r.kind === "error" && r.code === "unknown_instance") throw unknownInstance(id, `${verb} ${id}: ${r.reason}`);
     if (r.kind === "unreachable") throw unreachableNode(`${verb} ${id} on ${r.node}`, `${r.reason}; nothing changed on the controller`);
-    if (opts.follow && verb === "logs" && r.kind === "ok") {
+    if (opts.follow && verb === "logs" && r.kind === "ok" && raw.kind === "ok") {
       process.stdout.write(String(r.result.stdout ?? ""));
       process.stderr.write(String(r.result.stderr ?? ""));
-      const first = { instance: id, stdout: String(r.result.stdout ?? ""), stderr: String(r.result.stderr ?? "") };
-      let primed = false;
+      // What was printed is the tail cut to --tail lines; what the next poll is matched against is the whole tail.
+      const first = { instance: id, stdout: String(raw.result.stdout ?? ""), stderr: String(raw.result.stderr ?? "") };
       await (await import("./watch.js")).followLog(1000, async () => {
-        if (!primed) {
-          primed = true;
-          return first;
-        }
         const next = await run();
         if (next.kind !== "ok") throw new CliError(verbText(next), 1);
         return { instance: id, stdout: String(next.result.stdout ?? ""), stderr: String(next.result.stderr ?? "") };
-      });
+      }, first);
       return;
     }
     if (opts.follow) throw new CliError("-f/--follow: only with `berth instance logs ID`");

@@ -5,6 +5,7 @@
  * (`controller.rehome`). Wiring only: the verb is `MeshController.rehome` (src/mesh/controller/rehome.ts).
  */
 import type { Command } from "commander";
+import type { RehomeResult } from "../mesh/controller/rehome.js";
 import { CliError, describeZodIssues, invalidInput, unreachableNode } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
@@ -23,12 +24,24 @@ export function registerNodeRehome(node: Command): void {
     .requiredOption("--reason <text>", "why (chained on both sides)")
     .option("--data-dir <dir>", "the controller home that takes the node (controller.db)", berthHome())
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
+    .option("--local", "use this machine's files, not the current context or the `berth serve` running on this home")
     .option("--json", "print one JSON document")
-    .action(async (ref: string, opts: { reason: string; dataDir: string; keyFile: string; json?: boolean }) => {
-      const [Reason, { operatorIdentity, withController }] = await Promise.all([reasonSchema(), import("./controller.js")]);
+    .action(async (ref: string, opts: { reason: string; dataDir: string; keyFile: string; local?: boolean; json?: boolean }, cmd: Command) => {
+      const [Reason, { serverFor, askServer, failed }] = await Promise.all([reasonSchema(), import("./remote/server-verb.js")]);
       const reason = Reason.safeParse(opts.reason);
       if (!reason.success) throw invalidInput(describeZodIssues("--reason", reason.error.issues));
-      const r = await withController(opts, (c) => c.rehome(ref, reason.data, operatorIdentity("berth node rehome")));
+      const remote = await serverFor({ local: opts.local === true, dataDir: opts.dataDir, explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
+      let r: RehomeResult;
+      if (remote) {
+        // Every status carries the RehomeResult (routes/operator.ts), so it reads the same as on the files.
+        const a = await askServer(remote.server, "POST", `/nodes/${encodeURIComponent(ref)}/rehome`, { reason: reason.data });
+        const kind = (a.body as { kind?: unknown } | null)?.kind;
+        if (typeof kind !== "string" || !["ok", "unknown_node", "refused", "unreachable", "indeterminate"].includes(kind)) throw failed(remote.server, a);
+        r = a.body as RehomeResult;
+      } else {
+        const { operatorIdentity, withController } = await import("./controller.js");
+        r = await withController(opts, (c) => c.rehome(ref, reason.data, operatorIdentity("berth node rehome")));
+      }
       switch (r.kind) {
         case "ok": {
           const was = r.from_store === null ? "it served no store before" : r.from_store === r.store_id ? "it already served this store" : `it served store ${r.from_store} (epoch ${r.from_epoch}) before`;

@@ -19,6 +19,7 @@ import { presentForPeople } from "./help.js";
 import { registerK8sCommands } from "./k8s.js";
 import { registerKeyCommands } from "./keys.js";
 import { registerMeshCommands } from "./mesh.js";
+import { registerMigrateCommands } from "./migrate.js";
 import { OUTPUT_FORMATS, type OutputFormat, setOutputFormat } from "./output.js";
 import { registerProviderCommands } from "./provider.js";
 import { registerNodeCommands } from "./node.js";
@@ -57,6 +58,7 @@ export function buildProgram(): Command {
   registerDownCommands(program);
   registerBackupCommands(program);
   registerServeCommands(program);
+  registerMigrateCommands(program);
   addOutputOption(program);
   // The format is chosen before any action runs; machine formats also turn off spinners and colour (as --json does).
   program.hook("preAction", (_root, action) => {

@@ -55,10 +55,15 @@ export async function watchList(intervalMs: number, json: boolean | undefined, a
   }
 }
 
-/** Prints a log's tails as they grow: stdout to stdout, stderr to stderr; a new instance starts its log afresh. */
-export async function followLog(intervalMs: number, ask: () => Promise<{ instance: string; stdout: string; stderr: string }>): Promise<void> {
+/**
+ * Prints a log's tails as they grow: stdout to stdout, stderr to stderr; a new instance starts its log afresh.
+ * `printed`: the answer the caller already printed (its first, perhaps cut to the last lines), so that only what is
+ * written after it is printed — not the same lines a second time.
+ */
+export async function followLog(intervalMs: number, ask: () => Promise<{ instance: string; stdout: string; stderr: string }>, printed: { instance: string; stdout: string; stderr: string } | null = null): Promise<void> {
   const run = untilStopped();
-  let seen: { instance: string; stdout: string; stderr: string } | null = null;
+  let seen = printed;
+  if (printed !== null) await run.wait(intervalMs);
   while (!run.stopped()) {
     try {
       const now = await ask();

@@ -21,7 +21,9 @@ export type K8sKind =
   | "k8s.secret.delete"
   | "k8s.stop"
   | "k8s.replace"
-  | "k8s.deploy.outcome";
+  | "k8s.deploy.outcome"
+  /** `berth serve`'s reconcile loop (issue 16): one per distinct reason per agent. */
+  | "k8s.alert";
 
 export class AuditWriteError extends Error {
   override name = "AuditWriteError";

@@ -22,7 +22,8 @@ export type DeleteResult =
   | { readonly kind: "precondition-failed" }
   | { readonly kind: "error"; readonly error: ApiError };
 export type ListResult<T> =
-  | { readonly kind: "listed"; readonly items: readonly T[]; readonly serverDateMs: number | null }
+  /** `resourceVersion`: the list's own, where a watch of the same set resumes from (a real apiserver always sends it). */
+  | { readonly kind: "listed"; readonly items: readonly T[]; readonly serverDateMs: number | null; readonly resourceVersion?: string }
   | { readonly kind: "error"; readonly error: ApiError };
 
 /** uid + resourceVersion preconditions for a Secret delete (from its create response or a quorum LIST). */
@@ -36,7 +37,8 @@ export interface RequestOptions {
   readonly timeoutMs?: number;
 }
 
-export type WakeSignal = { readonly podName: string; readonly kind: "added" | "modified" | "deleted" };
+/** A watch event reduced to a reason to read again: the pod's name and the event's resourceVersion (never the object). */
+export type WakeSignal = { readonly podName: string; readonly kind: "added" | "modified" | "deleted"; readonly resourceVersion?: string };
 /** Why a watch ended: `gone` (410, restart from a fresh GET), `forbidden`/`unsupported` (disable for the call). */
 export type WatchEnd = "closed" | "gone" | "forbidden" | "unsupported" | "error";
 
@@ -44,10 +46,24 @@ export interface WatchHandlers {
   readonly onEstablished: () => void;
   readonly onWake: (signal: WakeSignal) => void;
   readonly onEnd: (why: WatchEnd) => void;
+  /** A bookmark: nothing changed up to this resourceVersion (where a reconnect resumes). */
+  readonly onBookmark?: (resourceVersion: string) => void;
 }
 
 export interface WatchHandle {
   close(): void;
+}
+
+/**
+ * A watch of every pod of a label selector in one namespace: the reconcile loop of `berth serve` (issue 16). Not part
+ * of `Cluster`: a deploy call watches only its own pod; a cluster without it is resynced by LIST alone.
+ */
+export interface PodSetWatch {
+  watchPods(ns: string, selector: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle;
+}
+
+export function canWatchPodSets(cluster: Cluster): cluster is Cluster & PodSetWatch {
+  return typeof (cluster as Partial<PodSetWatch>).watchPods === "function";
 }
 
 export type LogResult = { readonly kind: "done" } | { readonly kind: "absent" } | { readonly kind: "error"; readonly error: ApiError };

@@ -5,11 +5,31 @@
  */
 import { accessSync, constants, statSync } from "node:fs";
 import type https from "node:https";
+import { homedir } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
 import { catalogue } from "../core/kubernetes/catalogue.js";
+import { ClusterLease, pooled, remember } from "./cluster-pool.js";
 import { HttpCluster } from "./http-cluster.js";
 
-export type Connection = { ok: true; cluster: HttpCluster } | { ok: false; error: string };
+export type Connection = { ok: true; cluster: ClusterLease } | { ok: false; error: string };
+
+/**
+ * Which pooled connection a `connect()` may reuse (cluster-pool.ts): the kubeconfig files as the client library would
+ * find them, each with its modification time, and the context asked for.
+ */
+export function poolKey(context: string | null, env: NodeJS.ProcessEnv): string {
+  const files = (env.KUBECONFIG ?? "").split(delimiter).filter((f) => f !== "");
+  const candidates = files.length > 0 ? files : [join(env.HOME ?? homedir(), ".kube", "config")];
+  const stamped = candidates.map((f) => {
+    try {
+      const st = statSync(f);
+      return `${f}@${st.mtimeMs}:${st.size}`;
+    } catch {
+      return `${f}@absent`;
+    }
+  });
+  return JSON.stringify([stamped, context]);
+}
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -33,7 +53,22 @@ export const CLIENT_MISSING =
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
+/**
+ * A lease on this process's connection to the cluster `context` names (cluster-pool.ts), made on first use: the
+ * kubeconfig loaded, the context selected and credentials resolved once, their failures answered as F-rows.
+ */
 export async function connect(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
+  const key = poolKey(context, env);
+  const shared = pooled(key);
+  if (shared) return { ok: true, cluster: new ClusterLease(shared) };
+  const fresh = await connectFresh(context, env);
+  if (!fresh.ok) return fresh;
+  remember(key, fresh.cluster);
+  return { ok: true, cluster: new ClusterLease(fresh.cluster) };
+}
+
+/** A connection of its own, never pooled (the provider process, which makes one call and exits, uses `connect`). */
+export async function connectFresh(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<{ ok: true; cluster: HttpCluster } | { ok: false; error: string }> {
   const ctxLabel = context ?? "(current)";
   // Loaded on demand so that `info`, every refusal before stage 11 and the node daemon never pay for the Kubernetes
   // client; it is an optional dependency (issue 13), so its absence is an answer, not a crash.

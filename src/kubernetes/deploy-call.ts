@@ -25,7 +25,8 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 export const CONDITION_TIMEOUT_MS = 4_000;
 export const MAX_READ_ERRORS = 3;
 
-export type DeployMode = "provider-protocol" | "cli" | "api";
+/** Who runs the call, in every `k8s.*` record: the provider protocol, a person (CLI, API), or `berth serve`'s loop. */
+export type DeployMode = "provider-protocol" | "cli" | "api" | "reconcile-loop";
 export type DeployAnswer = { readonly ok: true; readonly agentId: string } | { readonly ok: false; readonly error: string };
 
 export interface DeployInputs {
@@ -51,6 +52,12 @@ export interface DeployDeps {
   readonly mode: DeployMode;
   readonly version: string;
   readonly onProgress?: (p: Progress) => void;
+  /**
+   * The reconcile loop's guard (issue 16): act only while the pod is the one the loop judged — the first observation
+   * of the call must be that uid, else the call answers without touching anything (a pod stopped or replaced
+   * meanwhile is never re-created by the loop).
+   */
+  readonly onlyReplacing?: { readonly uid: string };
 }
 
 export interface DeployBudget {

@@ -173,12 +173,42 @@ describe("HttpCluster (spec/kubernetes.md §8.6, §11, §19.2 cluster adapter)",
     const ended = await new Promise<WatchEnd>((resolve) => {
       cluster.watchPod("ns", "p", "4", { onEstablished: () => {}, onWake: (s) => wakes.push(s), onEnd: resolve });
     });
-    expect(wakes).toEqual([{ podName: "p", kind: "modified" }]);
+    // The pod's name and the event's resourceVersion, never the object.
+    expect(wakes).toEqual([{ podName: "p", kind: "modified", resourceVersion: expect.any(String) }]);
+    expect(Object.keys(wakes[0] ?? {}).sort()).toEqual(["kind", "podName", "resourceVersion"]);
     expect(ended).toBe("gone");
     reply = (_r, res) => status(res, 403, "Forbidden");
     const forbidden = await new Promise<WatchEnd>((resolve) => {
       cluster.watchPod("ns", "p", undefined, { onEstablished: () => {}, onWake: () => {}, onEnd: resolve });
     });
     expect(forbidden).toBe("forbidden");
+  });
+
+  it("a watch of a pod set selects by label, names each pod from its event, moves on bookmarks and maps an HTTP 410 to gone", async () => {
+    reply = (req, res) => {
+      expect(req.url).toContain("watch=true");
+      expect(req.url).toContain(`labelSelector=${encodeURIComponent("app.kubernetes.io/managed-by=buzz-backend-kubernetes")}`);
+      expect(req.url).not.toContain("fieldSelector");
+      expect(req.url).toContain("resourceVersion=7");
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write(`${JSON.stringify({ type: "ADDED", object: { metadata: { name: "a", resourceVersion: "8" } } })}\n`);
+      res.write(`${JSON.stringify({ type: "BOOKMARK", object: { metadata: { resourceVersion: "9" } } })}\n`);
+      res.end(`${JSON.stringify({ type: "DELETED", object: { metadata: { name: "b", resourceVersion: "10" } } })}\n`);
+    };
+    const wakes: WakeSignal[] = [];
+    const bookmarks: string[] = [];
+    const ended = await new Promise<WatchEnd>((resolve) => {
+      cluster.watchPods("ns", "app.kubernetes.io/managed-by=buzz-backend-kubernetes", "7", { onEstablished: () => {}, onWake: (s) => wakes.push(s), onBookmark: (rv) => bookmarks.push(rv), onEnd: resolve });
+    });
+    expect(wakes).toEqual([
+      { podName: "a", kind: "added", resourceVersion: "8" },
+      { podName: "b", kind: "deleted", resourceVersion: "10" },
+    ]);
+    expect([bookmarks, ended]).toEqual([["9"], "closed"]);
+    reply = (_r, res) => status(res, 410, "Expired");
+    const gone = await new Promise<WatchEnd>((resolve) => {
+      cluster.watchPods("ns", "x=y", "1", { onEstablished: () => {}, onWake: () => {}, onEnd: resolve });
+    });
+    expect(gone).toBe("gone");
   });
 });

@@ -21,6 +21,7 @@ import type {
   ListResult,
   LogResult,
   ObjectPrecondition,
+  PodSetWatch,
   ReadResult,
   RequestOptions,
   WatchHandle,
@@ -28,7 +29,16 @@ import type {
 } from "./cluster.js";
 
 export const WATCH_TIMEOUT_SECONDS = 60;
+/**
+ * Issue 19 (spec/kubernetes.md §20 P-24): a namespace this connection read or created within this long is trusted to
+ * exist without another GET. A namespace deleted meanwhile makes the Secret create answer NotFound (nothing is
+ * written, H2) and is forgotten, so the next deploy reads and creates it again.
+ */
+export const NAMESPACE_TRUST_MS = 60_000;
 const DEFAULT_TIMEOUT_MS = 30_000;
+
+/** The slice of a watch event's object this adapter reads: its name and resourceVersion, never more. */
+type WatchObject = { metadata?: { name?: string; resourceVersion?: string } };
 
 type Raw = { kind: "response"; status: number; headers: http.IncomingHttpHeaders; body: string } | { kind: "transport"; message: string };
 
@@ -47,6 +57,11 @@ export const paths = {
     `${paths.pods(ns)}?watch=true&fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}&allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}${
       rv !== undefined ? `&resourceVersion=${encodeURIComponent(rv)}` : ""
     }`,
+  /** Every pod of a label selector in one namespace (the reconcile loop of `berth serve`, issue 16). */
+  watchSet: (ns: string, selector: string, rv: string | undefined) =>
+    `${paths.pods(ns)}?watch=true&labelSelector=${encodeURIComponent(selector)}&allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}${
+      rv !== undefined ? `&resourceVersion=${encodeURIComponent(rv)}` : ""
+    }`,
   log: (ns: string, name: string, follow: boolean, tail?: number) =>
     `${paths.pod(ns, name)}/log?container=agent${follow ? "&follow=true" : ""}${tail !== undefined ? `&tailLines=${tail}` : ""}`,
 };
@@ -62,11 +77,12 @@ function stripSecret(body: unknown): SecretMeta {
   return { metadata: parsed.metadata };
 }
 
-export class HttpCluster implements Cluster {
+export class HttpCluster implements Cluster, PodSetWatch {
   private count = 0;
   private readonly agent: http.Agent;
   private readonly server: URL;
   private readonly watches = new Set<http.ClientRequest>();
+  private readonly namespacesSeen = new Map<string, number>();
 
   constructor(
     private readonly kc: KubeConfig,
@@ -180,9 +196,15 @@ export class HttpCluster implements Cluster {
     const raw = await this.send("GET", path, undefined, o);
     if (raw.kind !== "response" || raw.status !== 200) return { kind: "error", error: this.errorOf(raw) };
     try {
-      const body = JSON.parse(raw.body) as { items?: unknown[] };
+      const body = JSON.parse(raw.body) as { items?: unknown[]; metadata?: { resourceVersion?: unknown } };
       const dateHeader = raw.headers.date;
-      return { kind: "listed", items: (body.items ?? []).map(map), serverDateMs: parseImfFixdate(typeof dateHeader === "string" ? dateHeader : null) };
+      const rv = body.metadata?.resourceVersion;
+      return {
+        kind: "listed",
+        items: (body.items ?? []).map(map),
+        serverDateMs: parseImfFixdate(typeof dateHeader === "string" ? dateHeader : null),
+        ...(typeof rv === "string" ? { resourceVersion: rv } : {}),
+      };
     } catch (error) {
       return { kind: "error", error: { kind: "transport", message: `could not decode the list: ${error instanceof Error ? error.message : String(error)}` } };
     }
@@ -195,12 +217,38 @@ export class HttpCluster implements Cluster {
     return { kind: verdict };
   }
 
-  getNamespace(ns: string, o?: RequestOptions): Promise<ReadResult<unknown>> {
-    return this.read(paths.namespace(ns), (b) => b, o);
+  /** Whether `getNamespace(ns)` would answer from what this connection saw (no request). */
+  trustsNamespace(ns: string): boolean {
+    const at = this.namespacesSeen.get(ns);
+    return at !== undefined && Date.now() - at < NAMESPACE_TRUST_MS;
   }
 
-  createNamespace(manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<unknown>> {
-    return this.create(paths.namespaces(), manifest, (b) => b, o);
+  private noteNamespace(ns: string, exists: boolean): void {
+    if (exists) this.namespacesSeen.set(ns, Date.now());
+    else this.namespacesSeen.delete(ns);
+  }
+
+  /** A create answering NotFound in `ns`: the namespace may be gone, so it is read again next time. */
+  private forgetOnNotFound<T extends { kind: string }>(ns: string, r: T): T {
+    if (r.kind === "error" && "error" in r) {
+      const e = (r as T & { error: ApiError }).error;
+      if (e.kind === "status" && e.reason === "NotFound") this.noteNamespace(ns, false);
+    }
+    return r;
+  }
+
+  async getNamespace(ns: string, o?: RequestOptions): Promise<ReadResult<unknown>> {
+    if (this.trustsNamespace(ns)) return { kind: "found", object: { metadata: { name: ns } } };
+    const r = await this.read(paths.namespace(ns), (b) => b, o);
+    if (r.kind !== "error") this.noteNamespace(ns, r.kind === "found");
+    return r;
+  }
+
+  async createNamespace(manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<unknown>> {
+    const r = await this.create(paths.namespaces(), manifest, (b) => b, o);
+    const name = (manifest.metadata as { name?: unknown } | undefined)?.name;
+    if (typeof name === "string" && r.kind !== "error") this.noteNamespace(name, true);
+    return r;
   }
 
   getPod(ns: string, name: string, o?: RequestOptions): Promise<ReadResult<QuorumPod>> {
@@ -211,8 +259,8 @@ export class HttpCluster implements Cluster {
     return this.list(paths.list(paths.pods(ns), selector), (b) => fromQuorumRead(PodSchema.parse(b)), o);
   }
 
-  createPod(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<QuorumPod>> {
-    return this.create(paths.pods(ns), manifest, (b) => fromQuorumRead(PodSchema.parse(b)), o);
+  async createPod(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<QuorumPod>> {
+    return this.forgetOnNotFound(ns, await this.create(paths.pods(ns), manifest, (b) => fromQuorumRead(PodSchema.parse(b)), o));
   }
 
   deletePod(ns: string, name: string, fence: Fence, _authority: DeleteAuthority, o?: RequestOptions): Promise<DeleteResult> {
@@ -227,8 +275,8 @@ export class HttpCluster implements Cluster {
     return this.list(paths.list(paths.secrets(ns), selector), stripSecret, o);
   }
 
-  createSecret(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<SecretMeta>> {
-    return this.create(paths.secrets(ns), manifest, stripSecret, o);
+  async createSecret(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<SecretMeta>> {
+    return this.forgetOnNotFound(ns, await this.create(paths.secrets(ns), manifest, stripSecret, o));
   }
 
   deleteSecret(ns: string, name: string, pre: ObjectPrecondition, o?: RequestOptions): Promise<DeleteResult> {
@@ -239,11 +287,23 @@ export class HttpCluster implements Cluster {
     return this.read(paths.claim(ns, name), (b) => ClaimSchema.parse(b), o);
   }
 
-  createClaim(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<ClaimObject>> {
-    return this.create(paths.claims(ns), manifest, (b) => ClaimSchema.parse(b), o);
+  async createClaim(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<ClaimObject>> {
+    return this.forgetOnNotFound(ns, await this.create(paths.claims(ns), manifest, (b) => ClaimSchema.parse(b), o));
   }
 
   watchPod(ns: string, name: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle {
+    return this.watchPath(paths.watch(ns, name, fromResourceVersion), () => name, handlers);
+  }
+
+  watchPods(ns: string, selector: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle {
+    return this.watchPath(paths.watchSet(ns, selector, fromResourceVersion), (object) => object?.metadata?.name ?? "", handlers);
+  }
+
+  /**
+   * One watch request. Each event yields a wake carrying the pod's name and the event's resourceVersion — nothing else
+   * of the object leaves this function (I-4); a bookmark only moves the resourceVersion a reconnect resumes from.
+   */
+  private watchPath(path: string, nameOf: (object: WatchObject | undefined) => string, handlers: WatchHandlers): WatchHandle {
     let ended = false;
     let req: http.ClientRequest | undefined;
     const end = (why: Parameters<WatchHandlers["onEnd"]>[0]) => {
@@ -259,12 +319,12 @@ export class HttpCluster implements Cluster {
     void this.headers().then(
       (headers) => {
         if (ended) return;
-        req = this.open("GET", paths.watch(ns, name, fromResourceVersion), headers);
+        req = this.open("GET", path, headers);
         this.watches.add(req);
         req.on("response", (res) => {
           if (res.statusCode !== 200) {
             res.resume();
-            end(res.statusCode === 403 ? "forbidden" : res.statusCode === 404 || res.statusCode === 405 ? "unsupported" : "error");
+            end(res.statusCode === 403 ? "forbidden" : res.statusCode === 404 || res.statusCode === 405 ? "unsupported" : res.statusCode === 410 ? "gone" : "error");
             return;
           }
           handlers.onEstablished();
@@ -276,7 +336,7 @@ export class HttpCluster implements Cluster {
               const line = buffer.slice(0, nl).trim();
               buffer = buffer.slice(nl + 1);
               if (line === "") continue;
-              let event: { type?: string; object?: { code?: number } };
+              let event: { type?: string; object?: WatchObject & { code?: number } };
               try {
                 event = JSON.parse(line) as typeof event;
               } catch {
@@ -286,9 +346,18 @@ export class HttpCluster implements Cluster {
                 end(event.object?.code === 410 ? "gone" : "error");
                 return;
               }
+              const rv = event.object?.metadata?.resourceVersion;
+              if (event.type === "BOOKMARK") {
+                if (typeof rv === "string") handlers.onBookmark?.(rv);
+                continue;
+              }
               // The object is dropped here on purpose: a watch only ever wakes the loop (I-4).
               if (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED") {
-                handlers.onWake({ podName: name, kind: event.type === "ADDED" ? "added" : event.type === "DELETED" ? "deleted" : "modified" });
+                handlers.onWake({
+                  podName: nameOf(event.object),
+                  kind: event.type === "ADDED" ? "added" : event.type === "DELETED" ? "deleted" : "modified",
+                  ...(typeof rv === "string" ? { resourceVersion: rv } : {}),
+                });
               }
             }
           });

@@ -108,6 +108,12 @@ function recordOutcome(deps: DeployDeps, inputs: DeployInputs, report: DeployRep
 async function run(call: DeployCall): Promise<DeployAnswer> {
   // Step 1, fast path: a started pod of ours costs one request and no mutation.
   const fast = await call.observe();
+  const guard = call.deps.onlyReplacing;
+  if (guard !== undefined && !(fast.kind === "verified" && fast.pod.fence.uid === guard.uid)) {
+    call.lastAction = "changed-since-judged";
+    if (fast.kind === "error") throw Answer.fail(fast.message);
+    throw Answer.fail(`pod ${call.podName} is no longer the one the reconcile loop judged (uid ${guard.uid}); nothing was done`);
+  }
   if (fast.kind === "verified" && !fast.pod.deletionMarked && fast.pod.startup.kind === "started") {
     call.lastAction = "no-op";
     return { ok: true, agentId: fast.pod.name };
@@ -117,8 +123,9 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   await ensureNamespace(call);
   // Step 3: preflight GC is hygiene: its failures are logged and never fail the call.
   call.progress({ action: "gc" });
+  let gcDeletedPods = true;
   try {
-    await preflightGc(call);
+    gcDeletedPods = (await preflightGc(call)).podDeletes > 0;
   } catch (error) {
     const e = error instanceof Answer ? error.answer : error;
     call.deps.log.warn(`gc: preflight pass skipped: ${e instanceof Error ? e.message : JSON.stringify(e)}`);
@@ -126,11 +133,15 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   // Step 4: the desired fingerprint, once per call.
   call.desired = fingerprint(call.inputs.config, Object.keys(call.inputs.env));
   call.equivalents = equivalentFingerprints(call.inputs.config, Object.keys(call.inputs.env));
-  return loop(call);
+  // Issue 19: when GC sent no pod delete, the fast path's quorum GET is the loop's first observation — nothing berth
+  // did since can have changed the pod. Anything another writer did meanwhile is caught where it matters: a create
+  // elects its winner by AlreadyExists (race-loser.ts), a delete carries this observation's fence and fails its
+  // precondition on a changed pod (then the loop reads again).
+  return loop(call, gcDeletedPods || fast.kind === "error" ? undefined : fast);
 }
 
-async function loop(call: DeployCall): Promise<DeployAnswer> {
-  let carried: Observation | undefined;
+async function loop(call: DeployCall, first?: Observation): Promise<DeployAnswer> {
+  let carried: Observation | undefined = first;
   for (;;) {
     const obs = await call.next(carried, (condition) => catalogue.K1(call.budget.deadlineSeconds, call.podName, condition));
     carried = undefined;

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { PlaceOrderSchema } from "../mesh/controller/order.js";
+import { OPERATOR_ROUTES } from "./contract-operator.js";
 
 // ---- shared pieces --------------------------------------------------------------------------------------------------
 
@@ -248,6 +249,7 @@ export const Inputs = {
   agentSpec: Json.meta({
     description: "an agent spec (core/agents/spec.ts AgentSpecSchema: apiVersion berth/v1, kind Agent, metadata, spec) as JSON; a relative spec.package resolves against the server's data directory",
   }),
+  agentStop: z.strictObject({ wait: z.boolean().optional().meta({ description: "Kubernetes: answer once the pod is gone and its Secret removed (the mesh's stop answers when the node has stopped it)" }) }),
   agentReplace: z.strictObject({ spec: Json.optional().meta({ description: "deploy this spec instead of the one last deployed" }) }),
   k8sListQuery: z.strictObject({ namespace: z.string().min(1).max(63).optional() }),
   k8sAgentRef: z.strictObject({ name: z.string().min(1).max(128).meta({ description: "the agent's pod name or its 64-hex public key" }) }),
@@ -335,7 +337,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "getAgent", method: "GET", path: "/agents/{name}", tag: "agents", summary: "the agent's state and what a deploy would do now", params: Inputs.agentRef, status: 200, response: AgentStateSchema, errors: [404] },
   { id: "agentLogs", method: "GET", path: "/agents/{name}/logs", tag: "agents", summary: "the agent's current instance's logs", params: Inputs.agentRef, query: Inputs.logsQuery, status: 200, response: z.looseObject({ agent: z.string(), instance: z.string(), stdout: z.string(), stderr: z.string() }), errors: [404, 409, 502] },
   { id: "purgeAgent", method: "POST", path: "/agents/{name}/purge", tag: "agents", mutating: true, summary: "unload the agent's instance and remove its workspace on its node (mesh; issue 15)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
-  { id: "stopAgent", method: "POST", path: "/agents/{name}/stop", tag: "agents", mutating: true, summary: "stop the agent's instance (a later deploy starts it again)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
+  { id: "stopAgent", method: "POST", path: "/agents/{name}/stop", tag: "agents", mutating: true, summary: "stop the agent's instance (a later deploy starts it again); wait: until it is gone (Kubernetes)", params: Inputs.agentRef, body: Inputs.agentStop, status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
   { id: "replaceAgent", method: "POST", path: "/agents/{name}/replace", tag: "agents", mutating: true, summary: "stop the running instance now and start one from the spec", params: Inputs.agentRef, body: Inputs.agentReplace, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
 
   { id: "listK8sAgents", method: "GET", path: "/k8s/agents", tag: "kubernetes", summary: "agent pods managed by berth or Buzz; configured:false without a Kubernetes context", query: Inputs.k8sListQuery, status: 200, response: z.strictObject({ configured: z.boolean(), context: z.string().nullable(), agents: z.array(K8sListRowSchema), error: z.string().nullable() }) },
@@ -361,4 +363,6 @@ export const ROUTES: readonly RouteSpec[] = [
     produces: "text/event-stream",
     errors: [404],
   },
+  // contract-operator.ts: doctor, rehome, backup and the audit verbs beyond reading (issue 13).
+  ...OPERATOR_ROUTES,
 ];

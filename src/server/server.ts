@@ -16,18 +16,21 @@ import type { Connector } from "../mesh/transport/frames.js";
 import { buildApp } from "./app.js";
 import { hostNames } from "./edge.js";
 import { API_BASE } from "./openapi.js";
-import { agentHandlers } from "./routes/agents.js";
+import { keeperPorts, startKubernetesKeeper } from "../agents/targets/kubernetes/keeper-ports.js";
+import { agentHandlers, agentsEnv } from "./routes/agents.js";
 import { auditHandlers } from "./routes/audit.js";
+import { auditOperatorHandlers } from "./routes/audit-operator.js";
 import { kubernetesHandlers } from "./routes/kubernetes.js";
 import { meshHandlers } from "./routes/mesh.js";
 import { nodeAdminHandlers } from "./routes/node-admin.js";
+import { operatorHandlers } from "./routes/operator.js";
 import type { StreamTimings } from "./sse.js";
 import { announcePlaintext } from "../mesh/client/connector.js";
 import { type KubernetesAccess, openServerState, type ServerState } from "./state.js";
 import { loadOrCreateToken } from "./token.js";
 
 export const DEFAULT_PORT = 7420;
-export const HANDLERS = { ...meshHandlers, ...nodeAdminHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers };
+export const HANDLERS = { ...meshHandlers, ...nodeAdminHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers, ...operatorHandlers, ...auditOperatorHandlers };
 
 export interface ServerOptions {
   readonly dataDir: string;
@@ -139,6 +142,15 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
   // Issue 16: the reconcile loop acts only while this server leads the store (the leadership seam).
   const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed"), { shouldAct: () => state.controller.isLeader() }) : null;
+  // Issue 16, Kubernetes: the registry's Kubernetes agents kept running per their restart policy, on the leader only.
+  const keeping =
+    tickMs > 0
+      ? startKubernetesKeeper(
+          keeperPorts(agentsEnv(state), { shouldAct: () => state.controller.isLeader(), log: (message, fields) => app.log.info(fields ?? {}, message) }),
+          tickMs,
+          (error) => app.log.warn({ err: error }, "kubernetes reconcile pass failed"),
+        )
+      : null;
   let closing: Promise<void> | null = null;
   return {
     url,
@@ -149,6 +161,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       closing ??= (async () => {
         clearInterval(checkpoints);
         await watch?.stop();
+        await keeping?.stop();
         await app.close();
         await chain.checkpointIfDue(true);
         await state.close();

@@ -1,9 +1,13 @@
 /**
- * `bash scripts/campaign --seeds A-B [--parallel N] [--verbose]`: runs the seeds (each in a fresh world, N worlds at
- * once, default 1), then
- * prints the schedules run, the fault counts by type, the operations, and every violation with its seed, its
- * schedule and how to replay it. Exits 1 when a seed found a violation.
+ * `bash scripts/campaign --seeds A-B [--parallel N] [--world-size K] [--checkpoint FILE] [--verbose]`: runs the
+ * seeds (K consecutive seeds per world, N worlds at once), then prints the schedules run, the fault counts by type,
+ * the operations, and every violation with its seed, its schedule and how to replay it. Exits 1 when a seed found a
+ * violation.
+ * - `--checkpoint FILE`: every outcome is appended to FILE as one JSON line as soon as its world has verified its
+ *   chains, and seeds already in FILE are not run again, so an interrupted run resumes and a partial run still
+ *   reports its counts (`--report FILE` prints the summary of what FILE holds, running nothing).
  */
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { type Outcome, replayHint, runSeeds } from "./run.js";
 
 function parseSeeds(text: string): number[] {
@@ -25,32 +29,71 @@ export function summarise(outcomes: readonly Outcome[]): string {
     for (const [k, v] of Object.entries(o.faults)) faults[k] = (faults[k] ?? 0) + v;
     for (const [k, v] of Object.entries(o.ops)) ops[k] = (ops[k] ?? 0) + v;
   }
+  const struck = Object.entries(faults)
+    .filter(([k]) => !k.endsWith(":unstruck") && !k.endsWith(":observed"))
+    .reduce((n, [, v]) => n + v, 0);
   const bad = outcomes.filter((o) => o.violations.length > 0);
-  const lines = [`schedules: ${outcomes.length}, violations: ${bad.reduce((n, o) => n + o.violations.length, 0)} in ${bad.length} seed(s)`];
+  const ms = outcomes.map((o) => o.ms).sort((a, b) => a - b);
+  const pct = (p: number) => ((ms[Math.min(ms.length - 1, Math.floor(p * ms.length))] ?? 0) / 1000).toFixed(1);
+  const lines = [`schedules: ${outcomes.length}, violations: ${bad.reduce((n, o) => n + o.violations.length, 0)} in ${bad.length} seed(s), faults struck: ${struck}`];
+  lines.push(`schedule wall time (s): min ${pct(0)} median ${pct(0.5)} max ${pct(1)}`);
   lines.push(`faults: ${Object.entries(faults).sort().map(([k, v]) => `${k}=${v}`).join(" ")}`);
   lines.push(`operations: ${Object.entries(ops).sort().map(([k, v]) => `${k}=${v}`).join(" ")}`);
   for (const o of bad) {
-    lines.push(`\nseed ${o.seed} FAILED (${replayHint(o.seed)})`, o.schedule, ...o.violations.map((v) => `  ✗ ${v}`), ...o.notes.map((n) => `  note: ${n}`));
+    lines.push(`\nseed ${o.seed} FAILED (${replayHint(o)})`, o.schedule, ...o.violations.map((v) => `  ✗ ${v}`), ...o.notes.map((n) => `  note: ${n}`));
   }
   return lines.join("\n");
 }
 
+function readCheckpoint(file: string): Outcome[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as Outcome);
+}
+
+function option(args: readonly string[], name: string): string | undefined {
+  const at = args.indexOf(name);
+  return at >= 0 ? args[at + 1] : undefined;
+}
+
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
+  const report = option(args, "--report");
+  if (report !== undefined) {
+    const outcomes = readCheckpoint(report);
+    process.stdout.write(`${summarise(outcomes)}\n`);
+    process.exitCode = outcomes.some((o) => o.violations.length > 0) ? 1 : 0;
+    return;
+  }
   const verbose = args.includes("--verbose");
-  const at = args.indexOf("--seeds");
-  const seeds = parseSeeds(at >= 0 ? (args[at + 1] ?? "") : "1-10");
-  const p = args.indexOf("--parallel");
-  const parallel = p >= 0 ? Number(args[p + 1]) : 1;
+  const seeds = parseSeeds(option(args, "--seeds") ?? "1-10");
+  const parallel = Number(option(args, "--parallel") ?? 1);
   if (!Number.isInteger(parallel) || parallel < 1) throw new Error("--parallel: expected a whole number of worlds at once, at least 1");
-  const outcomes = await runSeeds(seeds, parallel, (o) => {
-    const seed = o.seed;
-    const faults = Object.entries(o.faults).map(([k, v]) => `${k}=${v}`).join(" ");
-    process.stdout.write(`seed ${seed}: ${o.violations.length === 0 ? "ok" : `${o.violations.length} violation(s)`} in ${(o.ms / 1000).toFixed(1)} s; ${faults}\n`);
-    if (verbose || o.violations.length > 0) process.stdout.write(`${o.schedule}\n${o.notes.map((n) => `  note: ${n}\n`).join("")}${o.violations.map((v) => `  ✗ ${v}\n`).join("")}`);
-  }, { verbose });
-  process.stdout.write(`\n${summarise(outcomes)}\n`);
-  process.exitCode = outcomes.some((o) => o.violations.length > 0) ? 1 : 0;
+  const worldSize = Number(option(args, "--world-size") ?? 8);
+  if (!Number.isInteger(worldSize) || worldSize < 1) throw new Error("--world-size: expected a whole number of schedules per world, at least 1");
+  const checkpoint = option(args, "--checkpoint");
+  const before = checkpoint ? readCheckpoint(checkpoint) : [];
+  const done = new Set(before.map((o) => o.seed));
+  const todo = seeds.filter((s) => !done.has(s));
+  if (checkpoint) process.stdout.write(`checkpoint ${checkpoint}: ${before.length} outcome(s) already there, ${todo.length} seed(s) to run\n`);
+  const started = Date.now();
+  const outcomes = await runSeeds(
+    todo,
+    parallel,
+    (o) => {
+      if (checkpoint) appendFileSync(checkpoint, `${JSON.stringify(o)}\n`);
+      const faults = Object.entries(o.faults).map(([k, v]) => `${k}=${v}`).join(" ");
+      const stamp = new Date().toISOString().slice(11, 19);
+      process.stdout.write(`${stamp} seed ${o.seed}: ${o.violations.length === 0 ? "ok" : `${o.violations.length} violation(s)`} in ${(o.ms / 1000).toFixed(1)} s; ${faults}\n`);
+      if (verbose || o.violations.length > 0) process.stdout.write(`${o.schedule}\n${o.notes.map((n) => `  note: ${n}\n`).join("")}${o.violations.map((v) => `  ✗ ${v}\n`).join("")}`);
+    },
+    { verbose, worldSize },
+  );
+  const all = [...before.filter((o) => seeds.includes(o.seed)), ...outcomes].sort((a, b) => a.seed - b.seed);
+  process.stdout.write(`\nthis run: ${outcomes.length} schedule(s) in ${((Date.now() - started) / 1000).toFixed(0)} s at --parallel ${parallel} --world-size ${worldSize}\n${summarise(all)}\n`);
+  process.exitCode = all.some((o) => o.violations.length > 0) ? 1 : 0;
 }
 
 await main();

@@ -13,9 +13,10 @@ import { makeWorld } from "./world.js";
 
 describe("an instance whose group leader was killed (campaign seeds 10, 14)", () => {
   it("is stopped whole by berth agent stop, and a deploy after it leaves exactly one live copy", async () => {
-    const w = await makeWorld(1_000_000, 1, 1);
+    const w = await makeWorld(1, { leaseNode: null });
+    w.writeAgents(0, 1);
     try {
-      const deployed = await w.berth("deploy", w.specFile(0), "--json");
+      const deployed = await w.berth("deploy", w.specFile(0, 0), "--json");
       expect(deployed.code, deployed.stdout + deployed.stderr).toBe(0);
       const procs = await waitFor(() => {
         const live = liveAgentProcesses(w.prefix);
@@ -24,10 +25,10 @@ describe("an instance whose group leader was killed (campaign seeds 10, 14)", ()
       const leader = procs.find((p) => p.pid === p.pgid);
       process.kill(leader?.pid ?? 0, "SIGKILL");
       await waitFor(() => !liveAgentProcesses(w.prefix).some((p) => p.pid === leader?.pid) || undefined, "the leader gone", 10_000);
-      const stopped = await w.berth("agent", "stop", w.agentName(0), "--json");
+      const stopped = await w.berth("agent", "stop", w.agentName(0, 0), "--json");
       expect(stopped.code, stopped.stdout + stopped.stderr).toBe(0);
       expect(liveAgentProcesses(w.prefix), `after ${stopped.stdout}`).toEqual([]);
-      const again = await w.berth("deploy", w.specFile(0), "--json");
+      const again = await w.berth("deploy", w.specFile(0, 0), "--json");
       expect(again.code, again.stdout + again.stderr).toBe(0);
       const ids = await waitFor(() => {
         const s = new Set(liveAgentProcesses(w.prefix).map((p) => p.instance));

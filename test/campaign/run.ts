@@ -1,24 +1,36 @@
 /**
- * Runs one seed's schedule against real processes and judges it from outside (issue 16, "berth's own fault
- * campaign"; issue 21, "Proof"). Steps: a fresh world; each round arms its faults, starts its CLI processes and
- * strikes its timed faults; then heal (every proxy disarmed and listening, every daemon restarted with its data dir),
- * `berth unsettled --settle`, the user converges (one final `berth deploy` per agent meant to run, one final
- * `berth agent stop` per agent meant to be stopped), settle again, and judge:
- * - two-live: never two live instances of one name in any /proc sample (every ~100 ms, the whole run);
- * - unrecorded-live: after settle, no live instance the controller does not record;
+ * Runs schedules against real processes and judges them from outside (issue 16, "berth's own fault campaign"; issue
+ * 21, "Proof"). A world (world.ts) runs a chunk of seeds one after another; each schedule gets its own agent names.
+ * Per schedule: each round arms its faults, starts its CLI processes and strikes its timed faults; then heal (every
+ * proxy disarmed and listening, every daemon restarted with its data dir — except a `dead-node`, which stays dead
+ * until the schedule is judged), `berth unsettled --settle` when the store holds an open decision, the user converges
+ * (`berth deploy` of each agent meant to run that does not run once, `berth agent stop` of each stopped one still
+ * running), and judge:
+ * - two-live: never two live instances of one name in any /proc sample (every ~100 ms, the world's whole life);
+ * - unrecorded-live: after settle, no live instance of the world the controller does not record;
  * - killed-unasked: no instance the controller had recorded disappears unless a stop/replace/unload/place of that
- *   name was asked or the campaign itself killed it;
- * - not-converged: after heal every agent meant to run runs exactly once (recorded), every stopped one not at all;
- * - chain: `berth audit verify` of the controller's chain and of every node's chain.
- * Timing is not replayed (the machine decides it); the schedule is, from the seed. Over 200 lines: one runner, kept
- * together so the order of heal and judge reads top to bottom.
+ *   name was asked, the campaign itself killed it, or its node's lease asked for it — judged precisely: the copy ran
+ *   on the leased node, its node recorded it `lease_stopped` or its daemon was down, and it was gone no earlier than
+ *   the lease deadline the node's accepted requests prove (lease-witness.ts);
+ * - lease-overrun / lease-revived: no copy on the leased node outlives the latest deadline any delivered request
+ *   allows, and no request delivered past its lease is answered ok;
+ * - not-converged: after heal every agent meant to run runs exactly once (recorded) — unless its node is dead for
+ *   this schedule, or its lease stopped it after the user converged — and every stopped one not at all;
+ *   the agents earlier schedules of the world left running must still run (or have been stopped by their lease);
+ * - chain: `berth audit verify` of the controller's chain and of every node's chain, at the end of each world (each
+ *   chain holds every schedule's events; a failure is attributed by the chain heads recorded after each schedule).
+ * A world that found a violation is closed; the rest of its chunk runs in a fresh one. Timing is not replayed (the
+ * machine decides it); the schedule is, from the seed, and so is the order of a chunk. Over 400 lines: one runner,
+ * kept together so the order of heal and judge reads top to bottom.
  */
 import { join } from "node:path";
 import type { Spawned } from "../support/process.js";
-import type { HeldRequest } from "../support/tcp-proxy.js";
-import { instancesByName, type LiveProcess, liveAgentProcesses, recordedPlacements } from "./observe.js";
-import { describeSchedule, type Fault, type Operation, type Schedule, scheduleFor } from "./schedule.js";
-import { type CliResult, makeWorld, type World } from "./world.js";
+import { bump, type FaultContext, restartDaemon, sleep, strike } from "./faults.js";
+import { EARLY_TOLERANCE_MS, LeaseWitness } from "./lease-witness.js";
+import { chainHead, instancesByName, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
+import { Sampler } from "./sampler.js";
+import { describeSchedule, type Operation, type Schedule, scheduleFor } from "./schedule.js";
+import { type CliResult, LEASE_MS, makeWorld, type World } from "./world.js";
 
 export interface Outcome {
   readonly seed: number;
@@ -29,83 +41,58 @@ export interface Outcome {
   readonly violations: string[];
   readonly notes: string[];
   readonly ms: number;
+  /** The seeds its world ran, in order, up to and including this one (the replay). */
+  readonly world: readonly number[];
 }
 
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const ROUND_DEADLINE_MS = 90_000;
+/** How long the judge waits, after the user converged, for every agent to show the intended state. */
+const CONVERGE_WAIT_MS = 20_000;
 
-function bump(counts: Record<string, number>, key: string): void {
-  counts[key] = (counts[key] ?? 0) + 1;
-}
-
-class Sampler {
-  readonly twoLive: string[] = [];
-  readonly everLive = new Map<string, string>();
-  readonly everRecorded = new Set<string>();
-  samples = 0;
-  private timer: NodeJS.Timeout | null = null;
-  constructor(
-    private readonly w: World,
-    private readonly log: (s: string) => void,
-  ) {}
-  start(): void {
-    this.timer = setInterval(() => this.sample(), 100);
-  }
-  stop(): void {
-    if (this.timer) clearInterval(this.timer);
-  }
-  sample(): LiveProcess[] {
-    this.samples++;
-    const live = liveAgentProcesses(this.w.prefix);
-    for (const p of live) this.everLive.set(p.instance, p.name);
-    for (const [name, ids] of instancesByName(live)) {
-      if (ids.size > 1) {
-        const v = `two-live: ${ids.size} live instances of ${name} at sample ${this.samples}: ${[...ids].sort().join(", ")}`;
-        if (!this.twoLive.some((t) => t.startsWith(`two-live: ${ids.size} live instances of ${name}`))) {
-          this.twoLive.push(v);
-          this.log(v);
-        }
-      }
-    }
-    for (const id of recordedPlacements(this.w.home)?.keys() ?? []) this.everRecorded.add(id);
-    return live;
-  }
-}
-
-interface RunState {
+interface WorldState {
   readonly w: World;
+  readonly sampler: Sampler;
+  readonly witness: LeaseWitness | null;
+  readonly down: Map<number, Array<[number, number | null]>>;
+  /** Agents earlier schedules left running once: name → instance. */
+  readonly carried: Map<string, string>;
+  readonly log: (s: string) => void;
+  /** Chain heads after each schedule (controller, then each node), for attributing a chain failure. */
+  readonly heads: Array<{ seed: number; heads: Array<number | null> }>;
+}
+
+interface RunState extends FaultContext {
+  readonly ws: WorldState;
   readonly s: Schedule;
-  readonly faults: Record<string, number>;
+  readonly seed: number;
   readonly ops: Record<string, number>;
   readonly notes: string[];
   readonly intent: Map<number, "run" | "stopped">;
   /** Names whose instances someone asked to go (stop, replace, unload, place). */
   readonly asked: Set<string>;
-  /** Instances the campaign itself killed. */
-  readonly killed: Set<string>;
-  readonly log: (s: string) => void;
 }
 
 function command(st: RunState, op: Operation): string[][] {
   const { w } = st;
+  const agent = (i: number) => w.agentName(st.seed, i);
   switch (op.op) {
     case "deploy":
-      return [["deploy", w.specFile(op.agent), "--json"]];
+      return [["deploy", w.specFile(st.seed, op.agent), "--json"]];
     case "deploy-twice":
       return [
-        ["deploy", w.specFile(op.agent), "--json"],
-        ["deploy", w.specFile(op.agent), "--json"],
+        ["deploy", w.specFile(st.seed, op.agent), "--json"],
+        ["deploy", w.specFile(st.seed, op.agent), "--json"],
       ];
     case "place":
-      return [["place", w.pkgDir, "--name", w.workloadName(op.workload), "--json"]];
+      return [["place", w.pkgDir, "--name", w.workloadName(st.seed, op.workload), "--json"]];
     case "settle":
       return [["unsettled", "--settle", "--json"]];
     case "stop":
-      return [["agent", "stop", w.agentName(op.agent), "--json"]];
+      return [["agent", "stop", agent(op.agent), "--json"]];
     case "replace":
-      return [["agent", "replace", w.agentName(op.agent), "--json"]];
+      return [["agent", "replace", agent(op.agent), "--json"]];
     case "unload": {
-      const name = w.agentName(op.agent);
+      const name = agent(op.agent);
       const id = [...(recordedPlacements(w.home) ?? new Map<string, string>())].find(([, n]) => n === name)?.[0];
       if (id === undefined) {
         st.notes.push(`unload of ${name}: no recorded placement, skipped`);
@@ -120,188 +107,135 @@ function noteIntent(st: RunState, op: Operation): void {
   const { w } = st;
   if (op.op === "deploy" || op.op === "deploy-twice" || op.op === "replace") st.intent.set(op.agent, "run");
   if (op.op === "stop") st.intent.set(op.agent, "stopped");
-  if (op.op === "stop" || op.op === "replace" || op.op === "unload") st.asked.add(w.agentName(op.agent));
-  if (op.op === "place") st.asked.add(w.workloadName(op.workload));
-}
-
-/** Arms or strikes one fault; resolves when the fault is over (healed, released, restarted). */
-async function strike(st: RunState, f: Fault, clis: Spawned[], opsDone: Promise<void>): Promise<void> {
-  const { w } = st;
-  const after = (ms: number) => Promise.race([sleep(ms), opsDone.then(() => sleep(Math.min(ms, 200)))]);
-  switch (f.fault) {
-    case "drop-answer": {
-      const p = w.proxies[f.node];
-      if (!p) return;
-      const before = p.dropped;
-      p.dropNextPlaceAnswer();
-      await opsDone;
-      bump(st.faults, p.dropped > before ? f.fault : `${f.fault}:unstruck`);
-      return;
-    }
-    case "hold-request": {
-      const held: HeldRequest | undefined = w.proxies[f.node]?.holdNextRequest(f.method);
-      if (!held) return;
-      const came = await Promise.race([held.arrived.then(() => true), opsDone.then(() => false)]);
-      if (!came) {
-        bump(st.faults, `${f.fault}:unstruck`);
-        return;
-      }
-      bump(st.faults, `${f.fault}:${f.ending}`);
-      await sleep(f.forMs);
-      if (f.ending === "release") held.release();
-      else held.reset();
-      return;
-    }
-    case "delay-answer": {
-      const p = w.proxies[f.node];
-      if (!p) return;
-      const before = p.delayed;
-      p.delayNextAnswer(f.method);
-      for (;;) {
-        if (p.delayed > before) break;
-        const done = await Promise.race([sleep(20).then(() => false), opsDone.then(() => true)]);
-        if (done && p.delayed === before) {
-          bump(st.faults, `${f.fault}:unstruck`);
-          return;
-        }
-      }
-      bump(st.faults, f.fault);
-      await sleep(f.forMs);
-      p.releaseDelayed();
-      return;
-    }
-    case "partition": {
-      await sleep(f.atMs);
-      await w.proxies[f.node]?.cut();
-      bump(st.faults, f.fault);
-      await after(f.forMs);
-      await w.proxies[f.node]?.heal();
-      return;
-    }
-    case "reset":
-      await sleep(f.atMs);
-      w.proxies[f.node]?.resetConnections();
-      bump(st.faults, f.fault);
-      return;
-    case "kill-daemon": {
-      await sleep(f.atMs);
-      const n = w.nodes[f.node];
-      if (!n?.alive) return;
-      await n.kill9();
-      bump(st.faults, f.fault);
-      await after(f.forMs);
-      await restart(w, f.node);
-      return;
-    }
-    case "kill-cli": {
-      await sleep(f.atMs);
-      const c = clis[f.which % Math.max(clis.length, 1)];
-      if (!c || c.child.exitCode !== null || c.child.signalCode !== null) {
-        bump(st.faults, `${f.fault}:unstruck`);
-        return;
-      }
-      c.child.kill("SIGKILL");
-      bump(st.faults, f.fault);
-      return;
-    }
-    case "kill-agent":
-    case "kill-leader": {
-      await sleep(f.atMs);
-      const live = liveAgentProcesses(w.prefix);
-      const instances = [...new Set(live.map((p) => p.instance))].sort();
-      const target = instances[f.which % Math.max(instances.length, 1)];
-      const victims = live.filter((p) => p.instance === target && (f.fault === "kill-leader" ? p.pid === p.pgid : p.pid !== p.pgid));
-      if (target === undefined || victims.length === 0) {
-        bump(st.faults, `${f.fault}:unstruck`);
-        return;
-      }
-      for (const v of victims) {
-        try {
-          process.kill(v.pid, "SIGKILL");
-        } catch {
-          // gone already
-        }
-      }
-      st.killed.add(target);
-      bump(st.faults, f.fault);
-      return;
-    }
-  }
+  if (op.op === "stop" || op.op === "replace" || op.op === "unload") st.asked.add(w.agentName(st.seed, op.agent));
+  if (op.op === "place") st.asked.add(w.workloadName(st.seed, op.workload));
 }
 
 async function finish(clis: Spawned[], notes: string[]): Promise<void> {
-  const deadline = sleep(ROUND_DEADLINE_MS).then(() => "late" as const);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<"late">((r) => {
+    timer = setTimeout(() => r("late"), ROUND_DEADLINE_MS);
+  });
   const all = Promise.all(clis.map((c) => c.exited())).then(() => "done" as const);
   if ((await Promise.race([all, deadline])) === "late") {
     for (const c of clis) if (c.child.exitCode === null) c.child.kill("SIGKILL");
     notes.push(`a CLI process ran past ${ROUND_DEADLINE_MS} ms and was killed`);
     await all;
   }
+  clearTimeout(timer);
 }
 
-async function heal(w: World): Promise<void> {
-  for (const p of w.proxies) {
+/** Every proxy disarmed and listening; every daemon but this schedule's dead ones restarted. */
+async function heal(st: RunState): Promise<void> {
+  for (const p of st.w.proxies) {
     p.disarm();
     await p.heal();
   }
-  for (const [i, n] of w.nodes.entries()) if (!n.alive) await restart(w, i);
+  for (const [i, n] of st.w.nodes.entries()) if (!n.alive && !st.dead.has(i)) await restartDaemon(st, i);
 }
 
 /**
- * Restarts a killed daemon with its data dir on its old port; if another world took that port meanwhile (seeds run
- * side by side), on a fresh one, the proxy retargeted: the controller still reaches it at the proxy's address.
+ * Whether an instance's disappearance was asked for by its node's lease, precisely (see the header): null if so,
+ * else why not (for the violation's text).
  */
-async function restart(w: World, i: number): Promise<void> {
-  const n = w.nodes[i];
-  if (!n || n.alive) return;
-  try {
-    await n.start();
-  } catch {
-    await n.start("127.0.0.1:0");
-    w.proxies[i]?.retarget(n.address);
-  }
+function notALeaseStop(ws: WorldState, instance: string): string | null {
+  const seen = ws.sampler.seen.get(instance);
+  const i = ws.w.leaseNode;
+  if (!seen || seen.goneMs === null || i === null || !ws.witness) return "it ran on no leased node";
+  const node = ws.w.nodes[i];
+  if (!node || seen.node !== node.nodeId) return "it ran on a node without a lease";
+  const lower = ws.witness.lowerDeadline(seen.lastMs);
+  if (seen.goneMs < lower - EARLY_TOLERANCE_MS) return `it was gone by ${seen.goneMs}, ${lower - seen.goneMs} ms before the lease deadline its node's accepted requests prove (${lower})`;
+  const gone = seen.goneMs;
+  const daemonDown = (ws.down.get(i) ?? []).some(([from, to]) => from <= gone && (to === null || to >= seen.lastMs));
+  const chained = nodeLeaseStops(node.dataDir).get(instance);
+  if (chained === undefined && !daemonDown) return "its node's chain records no lease stop of it and its daemon was up";
+  if (chained !== undefined && chained < lower - EARLY_TOLERANCE_MS) return `its node chained the lease stop at ${chained}, ${lower - chained} ms before the lease deadline its accepted requests prove (${lower})`;
+  return null;
 }
 
-function judge(st: RunState, sampler: Sampler, verified: CliResult[]): string[] {
-  const { w, s } = st;
-  const violations = [...sampler.twoLive];
-  const live = sampler.sample();
+function judge(st: RunState, verifiedAfterMs: number): string[] {
+  const { w, ws, s } = st;
+  const violations = ws.sampler.found.splice(0);
+  if (ws.witness) for (const r of ws.witness.revived.splice(0)) violations.push(`lease-revived: a request held past its lease renewed it: ${r}`);
+  const live = ws.sampler.sample();
   const recorded = recordedPlacements(w.home) ?? new Map<string, string>();
   const by = instancesByName(live);
-  for (const [id, name] of new Set([...live.map((p) => [p.instance, p.name] as const)])) {
+  const deadNodes = new Set([...st.dead].map((i) => w.nodes[i]?.nodeId));
+  for (const [id, name] of new Map(live.map((p) => [p.instance, p.name]))) {
     if (!recorded.has(id)) violations.push(`unrecorded-live: ${name} instance ${id} runs and the controller does not record it`);
   }
   const stillLive = new Set(live.map((p) => p.instance));
-  for (const [id, name] of sampler.everLive) {
-    if (stillLive.has(id) || !sampler.everRecorded.has(id) || st.asked.has(name) || st.killed.has(id)) continue;
-    violations.push(`killed-unasked: ${name} instance ${id} was recorded and live, and is gone though nobody asked and the campaign did not kill it`);
+  const leaseStops = new Map<string, number>();
+  for (const [id, seen] of ws.sampler.seen) {
+    if (stillLive.has(id) || w.seedOf(seen.name) !== st.seed) continue;
+    const whyNot = notALeaseStop(ws, id);
+    if (whyNot === null) {
+      if (seen.goneMs !== null) leaseStops.set(seen.name, Math.max(leaseStops.get(seen.name) ?? 0, seen.goneMs));
+      continue;
+    }
+    if (!ws.sampler.everRecorded.has(id) || st.asked.has(seen.name) || st.killed.has(id)) continue;
+    violations.push(`killed-unasked: ${seen.name} instance ${id} was recorded and live, and is gone though nobody asked, the campaign did not kill it and its lease did not stop it (${whyNot})`);
   }
+  if (leaseStops.size > 0) bump(st.faults, "lease-stop:observed");
   for (let a = 0; a < s.agents; a++) {
-    const name = w.agentName(a);
+    const name = w.agentName(st.seed, a);
     const ids = [...(by.get(name) ?? [])];
     const intent = st.intent.get(a);
     if (intent === "run" && (ids.length !== 1 || recorded.get(ids[0] ?? "") !== name)) {
+      const onDead = [...recorded].some(([id, n]) => n === name && deadNodes.has(ws.sampler.seen.get(id)?.node));
+      if (ids.length === 0 && onDead) {
+        st.notes.push(`${name}: its node is dead for this schedule; not running once is what a controller without that node must accept`);
+        continue;
+      }
+      if (ids.length === 0 && (leaseStops.get(name) ?? 0) >= verifiedAfterMs) {
+        st.notes.push(`${name}: stopped by its node's lease after the user converged (judged above)`);
+        continue;
+      }
       violations.push(`not-converged: ${name} should run exactly once after heal; live instances [${ids.join(", ")}], recorded ${JSON.stringify([...recorded].filter(([, n]) => n === name))}`);
     }
     if (intent === "stopped" && ids.length > 0) violations.push(`not-converged: ${name} was stopped and still runs: [${ids.join(", ")}]`);
   }
-  for (const v of verified) if (v.code !== 0) violations.push(`chain: berth audit verify failed: ${v.stdout.slice(0, 400)} ${v.stderr.slice(0, 400)}`);
+  // What earlier schedules of this world left running must still run, unless its lease stopped it.
+  for (const [name, id] of ws.carried) {
+    if (stillLive.has(id)) continue;
+    ws.carried.delete(name);
+    const whyNot = notALeaseStop(ws, id);
+    if (whyNot === null) st.notes.push(`${name} (seed ${w.seedOf(name)}): stopped by its node's lease during this schedule`);
+    else violations.push(`killed-unasked: ${name} instance ${id}, left running by seed ${w.seedOf(name)}, is gone though nobody asked (${whyNot})`);
+  }
+  for (let a = 0; a < s.agents; a++) {
+    const name = w.agentName(st.seed, a);
+    const ids = [...(by.get(name) ?? [])];
+    if (st.intent.get(a) === "run" && ids.length === 1 && ids[0] !== undefined) ws.carried.set(name, ids[0]);
+  }
   return violations;
 }
 
-export async function runSeed(seed: number, opts: { verbose?: boolean; log?: (s: string) => void } = {}): Promise<Outcome> {
+async function runSchedule(ws: WorldState, seed: number, world: readonly number[]): Promise<Outcome> {
   const started = Date.now();
   const s = scheduleFor(seed);
-  const log = opts.verbose ? (opts.log ?? ((m: string) => process.stderr.write(`[seed ${seed} +${Date.now() - started} ms] ${m}\n`))) : () => undefined;
-  const w = await makeWorld(seed, s.agents, s.nodes);
-  log("world up");
-  const st: RunState = { w, s, faults: {}, ops: {}, notes: [], intent: new Map(), asked: new Set(), killed: new Set(), log };
-  const sampler = new Sampler(w, log);
-  sampler.start();
+  const { w, log } = ws;
+  w.writeAgents(seed, s.agents);
+  const st: RunState = {
+    w,
+    ws,
+    s,
+    seed,
+    mine: (name) => w.seedOf(name) === seed,
+    faults: {},
+    ops: {},
+    notes: [],
+    intent: new Map(),
+    asked: new Set(),
+    killed: new Set(),
+    dead: new Set(),
+    down: ws.down,
+  };
   let violations: string[] = [];
   try {
     for (const [i, round] of s.rounds.entries()) {
-      log(`round ${i + 1}`);
+      log(`seed ${seed} round ${i + 1}`);
       for (const op of round.ops) noteIntent(st, op);
       let opsDoneResolve: () => void = () => undefined;
       const opsDone = new Promise<void>((r) => {
@@ -321,57 +255,154 @@ export async function runSeed(seed: number, opts: { verbose?: boolean; log?: (s:
       for (const c of clis) log(`  exit ${c.child.exitCode ?? c.child.signalCode}: ${c.output().slice(0, 300).replace(/\s+/g, " ")} ${c.errors().slice(0, 300)}`);
       for (const p of w.proxies) p.disarm();
     }
-    await heal(w);
-    log("healed");
-    const settle = async () => {
+    await heal(st);
+    log(`seed ${seed} healed${st.dead.size > 0 ? ` (node(s) ${[...st.dead].join(", ")} dead for this schedule)` : ""}`);
+    if ((openDecisions(w.home) ?? 1) > 0) {
       const r = await w.berth("unsettled", "--settle", "--json");
+      bump(st.ops, "settle:heal");
       if (r.code !== 0) st.notes.push(`settle exited ${r.code}: ${r.stdout.slice(0, 200)} ${r.stderr.slice(0, 200)}`);
-    };
-    await settle();
-    // The user converges: one deploy per agent meant to run, one stop per agent meant to be stopped.
+    }
+    // The user converges: a deploy of each agent meant to run that does not run once, a stop of each stopped one that runs.
+    const convergedAt = Date.now();
+    const now = instancesByName(ws.sampler.sample());
+    const recorded = recordedPlacements(w.home) ?? new Map<string, string>();
     const converge = await Promise.all(
-      [...st.intent].map(([a, intent]) => (intent === "run" ? w.berth("deploy", w.specFile(a), "--json") : w.berth("agent", "stop", w.agentName(a), "--json"))),
+      [...st.intent]
+        .filter(([a, intent]) => {
+          const ids = [...(now.get(w.agentName(seed, a)) ?? [])];
+          return intent === "run" ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === w.agentName(seed, a)) : ids.length > 0;
+        })
+        .map(([a, intent]) => {
+          bump(st.ops, `converge:${intent === "run" ? "deploy" : "stop"}`);
+          return intent === "run" ? w.berth("deploy", w.specFile(seed, a), "--json") : w.berth("agent", "stop", w.agentName(seed, a), "--json");
+        }),
     );
     for (const [k, r] of converge.entries()) log(`converge ${k}: exit ${r.code} ${r.stdout.slice(0, 300).replace(/\s+/g, " ")} ${r.stderr.slice(0, 200)}`);
-    // Give the agents meant to run a moment to show up (generous: the machine is loaded), judged below.
-    const end = Date.now() + 20_000;
-    while (Date.now() < end) {
-      const by = instancesByName(sampler.sample());
-      const settled = [...st.intent].every(([a, intent]) => (by.get(w.agentName(a))?.size ?? 0) === (intent === "run" ? 1 : 0));
+    const deadIds = new Set([...st.dead].map((i) => w.nodes[i]?.nodeId));
+    const end = Date.now() + CONVERGE_WAIT_MS;
+    while (converge.length > 0 && Date.now() < end) {
+      const live = ws.sampler.sample();
+      const by = instancesByName(live);
+      const onDead = new Set(live.filter((p) => deadIds.has(p.node)).map((p) => p.name));
+      const settled = [...st.intent].every(([a, intent]) => {
+        const n = by.get(w.agentName(seed, a))?.size ?? 0;
+        return intent === "run" ? n === 1 || (n === 0 && onDead.has(w.agentName(seed, a))) : n === 0;
+      });
       if (settled) break;
       await sleep(200);
     }
-    sampler.stop();
-    log("converged; verifying chains");
-    const verified = await Promise.all([
-      w.berth("audit", "verify", "--db", join(w.home, "controller.db"), "--json"),
-      ...w.nodes.map((n) => w.berth("audit", "verify", "--db", join(n.dataDir, "node.db"), "--pubkey", n.publicKey, "--json")),
-    ]);
-    violations = judge(st, sampler, verified);
+    violations = judge(st, convergedAt);
   } catch (e) {
-    violations.push(`campaign error: ${e instanceof Error ? e.stack ?? e.message : String(e)}`);
+    violations.push(`campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+  } finally {
+    for (const i of st.dead) await restartDaemon(st, i).catch((e: unknown) => st.notes.push(`restart of dead node ${i}: ${String(e)}`));
+    ws.heads.push({ seed, heads: [chainHead(join(w.home, "controller.db")), ...w.nodes.map((n) => chainHead(join(n.dataDir, "node.db")))] });
+  }
+  return { seed, schedule: describeSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started, world };
+}
+
+/** `berth audit verify` of every chain of the world; a failure is attributed to the schedule that wrote its first bad event. */
+async function verifyChains(ws: WorldState, outcomes: Outcome[]): Promise<void> {
+  const { w } = ws;
+  const dbs = [join(w.home, "controller.db"), ...w.nodes.map((n) => join(n.dataDir, "node.db"))];
+  const verified: CliResult[] = await Promise.all([
+    w.berth("audit", "verify", "--db", dbs[0] as string, "--json"),
+    ...w.nodes.map((n) => w.berth("audit", "verify", "--db", join(n.dataDir, "node.db"), "--pubkey", n.publicKey, "--json")),
+  ]);
+  for (const [k, v] of verified.entries()) {
+    if (v.code === 0) continue;
+    const seq = Number(/"seq"\s*:\s*(\d+)/.exec(v.stdout)?.[1] ?? Number.NaN);
+    const by = ws.heads.find((h) => Number.isFinite(seq) && (h.heads[k] ?? -1) >= seq)?.seed;
+    const target = outcomes.find((o) => o.seed === by) ?? outcomes[outcomes.length - 1];
+    target?.violations.push(`chain: berth audit verify of ${dbs[k]} failed${by === undefined ? " (not attributed to one schedule)" : ""}: ${v.stdout.slice(0, 400)} ${v.stderr.slice(0, 400)}`);
+  }
+}
+
+/**
+ * Runs a chunk of seeds in one world, in order, until one finds a violation (its world is then closed). Returns the
+ * outcomes and the seeds it did not run.
+ */
+export async function runWorld(seeds: readonly number[], opts: { verbose?: boolean } = {}): Promise<{ outcomes: Outcome[]; rest: number[] }> {
+  const started = Date.now();
+  const log = opts.verbose ? (m: string) => process.stderr.write(`[world ${seeds[0]}… +${Date.now() - started} ms] ${m}\n`) : () => undefined;
+  // The witness sees the leased node's requests from the first one (`nodes add`); a fresh lease counts from boot.
+  const witness = new LeaseWitness(LEASE_MS, Date.now() + 60_000);
+  const w = await makeWorld(3, { leaseNode: 2, leaseMs: LEASE_MS, onProxy: (i, p) => {
+    if (i === 2) p.observer = witness;
+  } });
+  witness.bootMs = Date.now();
+  const leased = w.leaseNode === null ? undefined : w.nodes[w.leaseNode];
+  const sampler = new Sampler(w.prefix, w.home, leased && witness ? { nodeId: leased.nodeId, witness } : null, log);
+  const ws: WorldState = { w, sampler, witness, down: new Map(), carried: new Map(), log, heads: [] };
+  sampler.start();
+  log(`world up (${w.prefix})`);
+  const outcomes: Outcome[] = [];
+  let ran = 0;
+  try {
+    for (const seed of seeds) {
+      const o = await runSchedule(ws, seed, seeds.slice(0, ran + 1));
+      ran++;
+      outcomes.push(o);
+      if (o.violations.length > 0) break;
+    }
+    sampler.stop();
+    await verifyChains(ws, outcomes);
   } finally {
     sampler.stop();
     await w.close();
   }
-  return { seed, schedule: describeSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started };
+  return { outcomes, rest: seeds.slice(ran) };
 }
 
-/** Runs `seeds` with at most `parallel` worlds at once (each seed alone in its own world, so replay is unchanged). */
-export async function runSeeds(seeds: readonly number[], parallel: number, each: (o: Outcome) => void, opts: { verbose?: boolean } = {}): Promise<Outcome[]> {
+/**
+ * Runs `seeds` in worlds of `worldSize` consecutive seeds, at most `parallel` worlds at once; `each` is told every
+ * outcome as soon as its world has verified its chains.
+ */
+export async function runSeeds(
+  seeds: readonly number[],
+  parallel: number,
+  each: (o: Outcome) => void,
+  opts: { verbose?: boolean; worldSize?: number } = {},
+): Promise<Outcome[]> {
+  const size = Math.max(1, opts.worldSize ?? 1);
+  const queue: number[][] = [];
+  for (let i = 0; i < seeds.length; i += size) queue.push(seeds.slice(i, i + size));
   const outcomes: Outcome[] = [];
-  let next = 0;
   const worker = async () => {
-    for (let i = next++; i < seeds.length; i = next++) {
-      const o = await runSeed(seeds[i] as number, opts);
-      outcomes.push(o);
-      each(o);
+    for (let chunk = queue.shift(); chunk; chunk = queue.shift()) {
+      let result: { outcomes: Outcome[]; rest: number[] };
+      try {
+        result = await runWorld(chunk, opts);
+      } catch (e) {
+        // A world that could not even start: its first seed carries the error, the rest run elsewhere.
+        const seed = chunk[0] as number;
+        const error = `campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`;
+        result = { outcomes: [{ seed, schedule: describeSchedule(scheduleFor(seed)), faults: {}, ops: {}, violations: [error], notes: [], ms: 0, world: [seed] }], rest: chunk.slice(1) };
+      }
+      for (const o of result.outcomes) {
+        outcomes.push(o);
+        each(o);
+      }
+      if (result.rest.length > 0) queue.unshift(result.rest);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, parallel) }, worker));
   return outcomes.sort((a, b) => a.seed - b.seed);
 }
 
-export function replayHint(seed: number): string {
-  return `replay: bash scripts/campaign --seeds ${seed} --verbose`;
+/** `1,2,3,5` → `1-3,5`. */
+function ranges(seeds: readonly number[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < seeds.length; ) {
+    let j = i;
+    while (j + 1 < seeds.length && (seeds[j + 1] as number) === (seeds[j] as number) + 1) j++;
+    parts.push(i === j ? `${seeds[i]}` : `${seeds[i]}-${seeds[j]}`);
+    i = j + 1;
+  }
+  return parts.join(",");
+}
+
+export function replayHint(o: Pick<Outcome, "seed" | "world">): string {
+  if (o.world.length <= 1) return `replay: bash scripts/campaign --seeds ${o.seed} --verbose`;
+  return `replay: bash scripts/campaign --seeds ${ranges(o.world)} --world-size ${o.world.length} --verbose (seed ${o.seed} ran after ${o.world.length - 1} schedule(s) in one world; alone: --seeds ${o.seed})`;
 }

@@ -40,7 +40,14 @@ export type Fault =
   /** kill -9 of a live agent's worker process (not its group leader) at `atMs`; `which` picks among live ones. */
   | { readonly fault: "kill-agent"; readonly which: number; readonly atMs: number }
   /** kill -9 of a live instance's group leader at `atMs` (its worker child lives on in the group). */
-  | { readonly fault: "kill-leader"; readonly which: number; readonly atMs: number };
+  | { readonly fault: "kill-leader"; readonly which: number; readonly atMs: number }
+  /**
+   * Issue 16's held lease renewal: every request to the leased node is held from the round's start for its lease
+   * plus `overMs`, then delivered (late): none may renew the lease or run, and the node's copies stop on time.
+   */
+  | { readonly fault: "hold-lease"; readonly overMs: number }
+  /** Issue 16's dead node: kill -9 of a daemon at `atMs`, not restarted until the schedule has been judged. */
+  | { readonly fault: "dead-node"; readonly node: number; readonly atMs: number };
 
 export interface Round {
   readonly ops: readonly Operation[];
@@ -77,10 +84,12 @@ function operation(rng: Rng, agents: number, workloads: number, deployed: Set<nu
   }
 }
 
+export const FAULT_KINDS = ["drop-answer", "hold-request", "delay-answer", "partition", "reset", "kill-daemon", "kill-cli", "kill-agent", "kill-leader", "hold-lease", "dead-node"] as const;
+
 function fault(rng: Rng): Fault {
   const node = rng.int(0, NODES - 1);
   const atMs = rng.int(0, 2_500);
-  switch (rng.pick(["drop-answer", "hold-request", "delay-answer", "partition", "reset", "kill-daemon", "kill-cli", "kill-agent", "kill-leader"] as const)) {
+  switch (rng.pick(FAULT_KINDS)) {
     case "drop-answer":
       return { fault: "drop-answer", node };
     case "hold-request":
@@ -99,6 +108,10 @@ function fault(rng: Rng): Fault {
       return { fault: "kill-agent", which: rng.int(0, 7), atMs };
     case "kill-leader":
       return { fault: "kill-leader", which: rng.int(0, 7), atMs };
+    case "hold-lease":
+      return { fault: "hold-lease", overMs: rng.int(300, 3_000) };
+    case "dead-node":
+      return { fault: "dead-node", node, atMs };
   }
 }
 

@@ -12,7 +12,13 @@
  * - `holdNextRequest(method)`: keep back the next *request* for that method (and every byte after it on that
  *   connection) before the node sees it, until the test `release()`s it (delivered late) or `reset()`s the link
  *   (never delivered: both sockets destroyed). `arrived` resolves when the request reached the proxy;
- * - `resetConnections()`: destroy open sockets, keep listening; `disarm()`: forget faults armed but not struck.
+ * - `resetConnections()`: destroy open sockets, keep listening; `disarm()`: forget faults armed but not struck;
+ * - `holdAllRequests()`: keep back every request from now on, on every connection (new ones too), and deliver them
+ *   all at `release()` — even those whose sender has given up and closed (the node side stays open to answer): a
+ *   network that holds a node's lease renewals past the lease;
+ * - `observer`: told every request as it is written to the node (method, nonce, issued_at_ms, when) and every answer
+ *   as the node sends it (whether or not a fault then keeps it from the controller), for a judge that checks the
+ *   node's lease from outside.
  *
  * The control channel is TLS 1.3 bound to the identity keys (spec/mesh.md §4.11), so a proxy that reads frames must
  * end the session on each side: it holds the node's key (the certificate the controller checks against the pinned
@@ -57,6 +63,30 @@ export interface HeldRequest {
   reset(): void;
 }
 
+/** What `observer` is told: a request as written to the node, an answer as the node sent it. */
+export interface ProxyObserver {
+  request(r: { readonly nonce: string; readonly method: string; readonly issuedAtMs: number; readonly deliveredMs: number }): void;
+  answer(a: { readonly nonce: string; readonly method: string; readonly status: string; readonly code: string | null; readonly atMs: number }): void;
+}
+
+/** Parses what an observer needs from a request or response frame; null for anything else. */
+function observed(frame: Buffer): { type: "request"; nonce: string; method: string; issuedAtMs: number } | { type: "response"; nonce: string; method: string; status: string; code: string | null } | null {
+  try {
+    const msg = JSON.parse(frame.toString("utf8")) as { type?: string; signed?: { payload?: string } };
+    if (typeof msg.signed?.payload !== "string") return null;
+    const p = JSON.parse(msg.signed.payload) as { method?: string; nonce?: string; issued_at_ms?: number; request_nonce?: string; outcome?: { status?: string; code?: string } };
+    if (msg.type === "request" && typeof p.nonce === "string" && typeof p.issued_at_ms === "number") {
+      return { type: "request", nonce: p.nonce, method: String(p.method), issuedAtMs: p.issued_at_ms };
+    }
+    if (msg.type === "response" && typeof p.request_nonce === "string") {
+      return { type: "response", nonce: p.request_nonce, method: String(p.method), status: String(p.outcome?.status), code: p.outcome?.code ?? null };
+    }
+    return null;
+  } catch {
+    return null;
+  }
+}
+
 interface PendingHold {
   readonly method: string;
   readonly onArrive: () => void;
@@ -86,6 +116,10 @@ export class TcpProxy {
   /** Place answers dropped or held so far. */
   dropped = 0;
   held = 0;
+  /** See the header: told every request written to the node and every answer the node sent. */
+  observer: ProxyObserver | null = null;
+  /** While set (`holdAllRequests`), every request is kept back here until `release`. */
+  private holdAll: { readonly kept: Array<() => void>; count: number } | null = null;
 
   private constructor(
     private upstream: string,
@@ -143,6 +177,22 @@ export class TcpProxy {
       else wanted = what;
     };
     return { arrived, release: () => act("release"), reset: () => act("reset") };
+  }
+
+  /**
+   * Keeps back every request from now on (see the header); `release()` delivers them in order and forwards as usual
+   * again. `held()` counts the requests kept so far.
+   */
+  holdAllRequests(): { release(): void; held(): number } {
+    const hold = { kept: [] as Array<() => void>, count: 0 };
+    this.holdAll = hold;
+    return {
+      release: () => {
+        if (this.holdAll === hold) this.holdAll = null;
+        for (const deliver of hold.kept.splice(0)) deliver();
+      },
+      held: () => hold.count,
+    };
   }
 
   /** Keeps the next answer to `method` back until `releaseDelayed()` (a slow link for exactly that request). */
@@ -220,16 +270,28 @@ export class TcpProxy {
     }
     this.sockets.add(client);
     this.sockets.add(node);
+    /** Requests of this connection kept by `holdAllRequests`: the node side outlives the client until they are delivered. */
+    let heldForAll = 0;
     const end = () => {
       client.destroy();
       node.destroy();
       this.sockets.delete(client);
       this.sockets.delete(node);
     };
-    client.on("error", end);
+    const clientGone = () => {
+      if (heldForAll === 0) return end();
+      client.destroy();
+      this.sockets.delete(client);
+    };
+    client.on("error", clientGone);
     node.on("error", end);
-    client.on("close", end);
+    client.on("close", clientGone);
     node.on("close", end);
+    const toNode = (frame: Buffer) => {
+      const o = this.observer ? observed(frame) : null;
+      if (o?.type === "request") this.observer?.request({ nonce: o.nonce, method: o.method, issuedAtMs: o.issuedAtMs, deliveredMs: Date.now() });
+      node.write(encodeFrame(frame));
+    };
     // Client → node: frames are decoded so a request can be held before the node sees any byte of it.
     const requests = new FrameDecoder();
     let heldBack: Buffer[] | null = null;
@@ -238,26 +300,43 @@ export class TcpProxy {
       try {
         for (let frame = requests.next(); frame; frame = requests.next()) {
           if (heldBack) {
-            (heldBack as Buffer[]).push(encodeFrame(frame));
+            (heldBack as Buffer[]).push(frame);
+            continue;
+          }
+          const all = this.holdAll;
+          if (all && methodOf(frame, "request") !== null) {
+            // This request and every frame after it on this connection wait for the release, in order.
+            all.count++;
+            heldForAll++;
+            const kept: Buffer[] = [frame];
+            heldBack = kept;
+            all.kept.push(() => {
+              heldForAll--;
+              heldBack = null;
+              if (node.destroyed) return;
+              for (const b of kept) toNode(b);
+              // The sender may be gone: leave the node a moment to answer (the observer sees it), then close.
+              if (client.destroyed) setTimeout(end, 3_000).unref();
+            });
             continue;
           }
           const method = methodOf(frame, "request");
           const i = method === null ? -1 : this.requestHolds.findIndex((h) => h.method === method);
           const hold = i >= 0 ? this.requestHolds.splice(i, 1)[0] : undefined;
           if (hold) {
-            const kept: Buffer[] = [encodeFrame(frame)];
+            const kept: Buffer[] = [frame];
             heldBack = kept;
             hold.attach(
               () => {
                 heldBack = null;
-                for (const b of kept) node.write(b);
+                for (const b of kept) toNode(b);
               },
               end,
             );
             hold.onArrive();
             continue;
           }
-          node.write(encodeFrame(frame));
+          toNode(frame);
         }
       } catch {
         end();
@@ -270,6 +349,10 @@ export class TcpProxy {
       decoder.push(chunk);
       try {
         for (let frame = decoder.next(); frame; frame = decoder.next()) {
+          if (this.observer) {
+            const o = observed(frame);
+            if (o?.type === "response") this.observer.answer({ nonce: o.nonce, method: o.method, status: o.status, code: o.code, atMs: Date.now() });
+          }
           if (holding) continue;
           if (delaying !== null) {
             delaying.push(frame);

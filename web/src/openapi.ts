@@ -98,7 +98,7 @@ export interface paths {
         };
         readonly get?: never;
         readonly put?: never;
-        /** stop the agent's instance (a later deploy starts it again) */
+        /** stop the agent's instance (a later deploy starts it again); wait: until it is gone (Kubernetes) */
         readonly post: operations["stopAgent"];
         readonly delete?: never;
         readonly options?: never;
@@ -115,6 +115,40 @@ export interface paths {
         };
         /** the audit chains this server holds */
         readonly get: operations["listChains"];
+        readonly put?: never;
+        readonly post?: never;
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/audit/checkpoint": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly get?: never;
+        readonly put?: never;
+        /** sign a checkpoint of the controller chain's head with the server's key (null when nothing is new) */
+        readonly post: operations["auditCheckpoint"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/audit/checkpoints": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        /** the chain's signed checkpoints, as `berth audit export --checkpoints` writes them */
+        readonly get: operations["auditCheckpoints"];
         readonly put?: never;
         readonly post?: never;
         readonly delete?: never;
@@ -157,6 +191,23 @@ export interface paths {
         readonly patch?: never;
         readonly trace?: never;
     };
+    readonly "/api/v1/audit/import": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly get?: never;
+        readonly put?: never;
+        /** verify an exported chain and store it as a foreign copy in controller.db; writes nothing on any defect */
+        readonly post: operations["auditImport"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
     readonly "/api/v1/audit/stream": {
         readonly parameters: {
             readonly query?: never;
@@ -184,7 +235,59 @@ export interface paths {
         /** verify the stored chain under its owner key */
         readonly get: operations["auditVerify"];
         readonly put?: never;
+        /** verify the stored chain under a pinned key, checkpoints held elsewhere and an expected head (reads only) */
+        readonly post: operations["auditVerifyPinned"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/backup": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly get?: never;
+        readonly put?: never;
+        /** SQLite's online backup of one of the home's databases, answered whole (base64) with its events, chain head and SHA-256; chained as an api.call */
+        readonly post: operations["backup"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/doctor": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        /** what `berth doctor` finds in the controller store (wedged decisions, decisions other processes hold) */
+        readonly get: operations["doctor"];
+        readonly put?: never;
         readonly post?: never;
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/doctor/repair": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly get?: never;
+        readonly put?: never;
+        /** `berth doctor --repair`: mark each wedged decision placed, chained as controller.repair with the caller */
+        readonly post: operations["doctorRepair"];
         readonly delete?: never;
         readonly options?: never;
         readonly head?: never;
@@ -459,6 +562,23 @@ export interface paths {
         readonly put?: never;
         /** declare the node dead for good: its placements and unsettled decisions are released (issue 16); chained as node.forget */
         readonly post: operations["forgetNode"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/nodes/{ref}/rehome": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly get?: never;
+        readonly put?: never;
+        /** `berth node rehome`: make the node serve this controller key for this store (chained on both sides) */
+        readonly post: operations["rehomeNode"];
         readonly delete?: never;
         readonly options?: never;
         readonly head?: never;
@@ -1263,7 +1383,10 @@ export interface operations {
         };
         readonly requestBody: {
             readonly content: {
-                readonly "application/json": Record<string, never>;
+                readonly "application/json": {
+                    /** @description Kubernetes: answer once the pod is gone and its Secret removed (the mesh's stop answers when the node has stopped it) */
+                    readonly wait?: boolean;
+                };
             };
         };
         readonly responses: {
@@ -1424,6 +1547,169 @@ export interface operations {
             };
         };
     };
+    readonly auditCheckpoint: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": Record<string, never>;
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly checkpoint: {
+                            readonly checkpoint: {
+                                readonly chain_id: string;
+                                readonly format: string;
+                                readonly head_hash: string;
+                                readonly key: string;
+                                readonly seq: number;
+                                readonly ts: number;
+                            };
+                            readonly sig: string;
+                        } | null;
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description audit_unavailable: the request could not be chained, so nothing was done */
+            readonly 500: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly auditCheckpoints: {
+        readonly parameters: {
+            readonly query?: {
+                readonly chain?: "controller" | "k8s";
+            };
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        /** @enum {string} */
+                        readonly chain: "controller" | "k8s";
+                        readonly chain_id: string;
+                        readonly checkpoints: readonly {
+                            readonly checkpoint: {
+                                readonly chain_id: string;
+                                readonly format: string;
+                                readonly head_hash: string;
+                                readonly key: string;
+                                readonly seq: number;
+                                readonly ts: number;
+                            };
+                            readonly sig: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     readonly auditEvents: {
         readonly parameters: {
             readonly query?: {
@@ -1560,6 +1846,103 @@ export interface operations {
             };
         };
     };
+    readonly auditImport: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": {
+                    /** @description the owner's public key the chain must verify under */
+                    readonly key?: string;
+                    /** @description an exported chain: JSON lines, one sealed event per line (`berth audit export`) */
+                    readonly lines: string;
+                };
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly chain_id: string;
+                        /** @constant */
+                        readonly ok: true;
+                        readonly written: number;
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the request was understood but berth refused it (the message says why) */
+            readonly 422: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description audit_unavailable: the request could not be chained, so nothing was done */
+            readonly 500: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     readonly auditStream: {
         readonly parameters: {
             readonly query?: {
@@ -1682,6 +2065,384 @@ export interface operations {
             };
             /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
             readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly auditVerifyPinned: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": {
+                    /**
+                     * @default controller
+                     * @enum {string}
+                     */
+                    readonly chain?: "controller" | "k8s";
+                    /**
+                     * @description signed checkpoints held elsewhere: each must match the chain
+                     * @default []
+                     */
+                    readonly checkpoints?: readonly {
+                        readonly checkpoint: {
+                            readonly chain_id: string;
+                            readonly format: string;
+                            readonly head_hash: string;
+                            readonly key: string;
+                            readonly seq: number;
+                            readonly ts: number;
+                        };
+                        readonly sig: string;
+                    }[];
+                    /** @description fail unless the chain has this hash at this seq */
+                    readonly expect_head?: {
+                        readonly hash: string;
+                        readonly seq: number;
+                    };
+                    /** @description the owner's public key to pin; without it the chain is checked against the key it names (self-asserted) */
+                    readonly key?: string;
+                };
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly chain_id: string | null;
+                        readonly checkpoints: number;
+                        readonly events: number;
+                        readonly failure?: {
+                            readonly [key: string]: unknown;
+                        };
+                        readonly head: {
+                            readonly hash: string;
+                            readonly seq: number;
+                        } | null;
+                        readonly keySelfAsserted: boolean;
+                        readonly ok: boolean;
+                    } & {
+                        readonly [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly backup: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": {
+                    /**
+                     * @default controller.db
+                     * @enum {string}
+                     */
+                    readonly database?: "controller.db" | "k8s.db";
+                };
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly base64: string;
+                        readonly bytes: number;
+                        readonly database: string;
+                        readonly events: number | null;
+                        readonly head: {
+                            readonly hash: string;
+                            readonly seq: number;
+                        } | null;
+                        readonly home: string;
+                        readonly sha256: string;
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description audit_unavailable: the request could not be chained, so nothing was done */
+            readonly 500: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly doctor: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly in_flight: readonly {
+                            readonly decision_id: string;
+                            readonly name: string;
+                            readonly owner: string;
+                            readonly state: string;
+                        }[];
+                        readonly repaired: boolean;
+                        readonly wedged: readonly {
+                            readonly decision_id: string;
+                            readonly instance_id: string;
+                            readonly name: string;
+                            readonly node_id: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly doctorRepair: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": Record<string, never>;
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly in_flight: readonly {
+                            readonly decision_id: string;
+                            readonly name: string;
+                            readonly owner: string;
+                            readonly state: string;
+                        }[];
+                        readonly repaired: boolean;
+                        readonly wedged: readonly {
+                            readonly decision_id: string;
+                            readonly instance_id: string;
+                            readonly name: string;
+                            readonly node_id: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description audit_unavailable: the request could not be chained, so nothing was done */
+            readonly 500: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -3397,6 +4158,123 @@ export interface operations {
             };
             /** @description audit_unavailable: the request could not be chained, so nothing was done */
             readonly 500: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly rehomeNode: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly ref: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": {
+                    readonly reason: string;
+                };
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly code?: string;
+                        /** @enum {string} */
+                        readonly kind: "ok" | "unknown_node" | "refused" | "unreachable" | "indeterminate";
+                        readonly node?: string;
+                        readonly reason?: string;
+                    } & {
+                        readonly [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict (name_taken, k8s_not_configured, …) */
+            readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description audit_unavailable: the request could not be chained, so nothing was done */
+            readonly 500: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a node or the cluster did not answer */
+            readonly 502: {
                 headers: {
                     readonly [name: string]: unknown;
                 };

@@ -18,22 +18,22 @@ import { type ApiAnswer, apiRequest as sendOnce, type ServerTarget } from "./htt
  * `not_leader` with the leader's URL, having done nothing. The CLI sends the same request there, once, with the same
  * token and trust (the servers of one store share its home's token).
  */
-async function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<ApiAnswer> {
+export async function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<ApiAnswer> {
   const a = await sendOnce(t, method, path, body);
   const leader = (a.body as { leader?: { url?: unknown } | null } | null)?.leader?.url;
   if (a.status !== 503 || !isErrorBody(a.body) || a.body.error.code !== "not_leader" || typeof leader !== "string" || !/^https?:\/\/[^\s/]+$/.test(leader) || leader === t.url) return a;
   return sendOnce({ ...t, url: leader, via: `${t.via}, whose leader is ${leader}` }, method, path, body);
 }
 
-interface ApiErrorBody {
+export interface ApiErrorBody {
   readonly error: { readonly code: string; readonly message: string; readonly constraints?: ReadonlyArray<{ constraint: string; detail: string }> };
 }
 
-const isErrorBody = (b: unknown): b is ApiErrorBody => typeof b === "object" && b !== null && typeof (b as ApiErrorBody).error?.code === "string";
+export const isErrorBody = (b: unknown): b is ApiErrorBody => typeof b === "object" && b !== null && typeof (b as ApiErrorBody).error?.code === "string";
 const isVerbResult = (b: unknown): b is VerbResult => typeof b === "object" && b !== null && typeof (b as VerbResult).kind === "string" && typeof (b as VerbResult).instance_id === "string";
 
 /** What the API said, as the CLI says it. `subject` names the agent the route was about, for a 404. */
-function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string } = {}): CliError {
+export function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string } = {}): CliError {
   const e = isErrorBody(a.body) ? a.body.error : { code: `http_${a.status}`, message: typeof a.body === "string" ? a.body.slice(0, 300) : `HTTP ${a.status}` };
   switch (a.status) {
     case 400:
@@ -137,9 +137,8 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
     deploy: async (spec) => (await call("POST", "/agents", specBody(spec, o.sameHost))) as DeployDocument,
     agentStatus: async (name) => (await call("GET", agentPath(name), undefined, { agent: name })) as AgentState,
     agentLogs: async (name, tailBytes) => (await call("GET", agentPath(name, `/logs?tail_bytes=${tailBytes}`), undefined, { agent: name })) as LogsAnswer,
-    // The server does not wait for a pod to go (its stop is wait:false); --wait is honoured on the local files only.
-    agentStop: async (name) => {
-      const a = await apiRequest(t, "POST", agentPath(name, "/stop"), {});
+    agentStop: async (name, wait) => {
+      const a = await apiRequest(t, "POST", agentPath(name, "/stop"), wait ? { wait: true } : {});
       // A stop Kubernetes did not finish is answered 422 with the stop document itself (routes/agents.ts).
       if (a.status === 200 || (a.status === 422 && typeof a.body === "object" && a.body !== null && "ok" in a.body)) return a.body as StopDocument;
       throw failed(t, a, { agent: name });

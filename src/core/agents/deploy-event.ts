@@ -50,6 +50,8 @@ export interface AgentDeployResult {
   /** Set when the spec differs from what the running instance was started with. */
   readonly pendingEdit: boolean;
   readonly rounds: readonly DeployRound[];
+  /** Who acted when it was not a person: `berth serve`'s reconcile loop (issue 16). Absent for a verb. */
+  readonly by?: JsonObject;
 }
 
 /**
@@ -84,6 +86,7 @@ export function deployEventPayload(r: AgentDeployResult): JsonObject {
     fence: fenced?.fence ?? null,
     observation: first?.observation ?? null,
     rounds: r.rounds.map((x) => ({ row: x.row, action: x.action, fence: x.fence, observation: x.observation }) as JsonValue),
+    ...(r.by !== undefined ? { by: r.by } : {}),
   };
 }
 

@@ -38,7 +38,7 @@ function loadedFromBody(state: ServerState, body: unknown, where: string): Loade
 }
 
 /** The server's long-lived controller and node client; the cluster its kubeconfig (or a test) names. */
-function agentsEnv(state: ServerState): AgentsEnv {
+export function agentsEnv(state: ServerState): AgentsEnv {
   return {
     openRegistry: () => state.openRegistry(),
     mesh: { session: (fn) => fn({ controller: state.controller, client: state.client }) },
@@ -100,7 +100,8 @@ export const agentHandlers: Handlers = {
   stopAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
     return perAgent.run(name, async () => {
-      const r = answered(await stopAgent(agentsEnv(ctx.state), name, { wait: false }));
+      const b = i.body as In<typeof Inputs.agentStop>;
+      const r = answered(await stopAgent(agentsEnv(ctx.state), name, { wait: b.wait === true }));
       const body = { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
       return r.ok ? { body, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) } : { status: 422, body, error: "k8s_stop_failed" };
     });

@@ -21,6 +21,12 @@ import type { Prepared } from "../../../kubernetes/prepare.js";
 import { type AgentRef, look, startupLabel, stop, type VerbDeps } from "../../../kubernetes/verbs.js";
 import { type LoopOptions, runReconcileLoop } from "./loop.js";
 
+/** What `berth serve`'s reconcile loop adds to a deploy it makes (keeper.ts): the judged uid and who it is. */
+export interface LoopAct {
+  readonly onlyReplacing: { readonly uid: string };
+  readonly by: JsonObject;
+}
+
 /** The backend's verb dependencies plus what its loop needs (`loop.ts`). */
 export type KubernetesAgentDeps = VerbDeps & LoopOptions;
 
@@ -63,12 +69,18 @@ export async function deployKubernetesAgent(
   deps: KubernetesAgentDeps,
   agent: string,
   prepared: PreparedDeploy,
-  opts: { readonly userReplace?: boolean } = {},
+  opts: { readonly userReplace?: boolean; readonly loop?: LoopAct } = {},
 ): Promise<AgentDeployResult> {
   const rounds: DeployRound[] = [];
-  const result = deployAnswers({ agent, target: "kubernetes", intent: prepared.fingerprint, rounds });
+  const answers = deployAnswers({ agent, target: "kubernetes", intent: prepared.fingerprint, rounds });
+  const loop = opts.loop;
+  const result: typeof answers = (...args) => ({ ...answers(...args), ...(loop ? { by: loop.by } : {}) });
   const first = await observeKubernetes(deps.cluster, prepared);
   if (!first.ok) return result(false, "failed", `${agent}: ${first.error}`);
+  // The reconcile loop replaces only the pod it judged terminated; anything else it leaves for its next look.
+  if (loop && !(first.row === "terminated" && first.observation.uid === loop.onlyReplacing.uid)) {
+    return result(false, "failed", `${agent}: pod ${first.pod} is no longer the terminated pod the reconcile loop judged (now ${first.row}); nothing was done`, first.pod);
+  }
   const ref = refOf(prepared);
   const userAct = opts.userReplace === true && (first.row === "started" || first.row === "never-started-same-intent");
   rounds.push({
@@ -82,7 +94,7 @@ export async function deployKubernetesAgent(
     const stopped = await stop(deps, ref, { wait: true });
     if (!stopped.ok) return result(false, "failed", `${agent}: could not clear ${first.pod} for the replace: ${stopped.message}; nothing was created.`, first.pod);
   }
-  const report = await runReconcileLoop(deps, prepared.inputs, deps);
+  const report = await runReconcileLoop(deps, prepared.inputs, loop ? { ...deps, loop } : deps);
   const a = report.answer;
   if (!a.ok) return result(false, "failed", `${agent}: ${a.error}`, first.pod);
   if (first.row === "started" && !userAct) {

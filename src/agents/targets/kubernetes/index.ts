@@ -73,7 +73,7 @@ export async function kubernetesAgentState(cluster: Cluster, clock: Clock, name:
 export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): AgentTarget {
   return {
     kind: "kubernetes",
-    async deploy(loaded, { userReplace }) {
+    async deploy(loaded, { userReplace, loop }) {
       const prepared = prepare(loaded, true);
       if (!prepared.ok) return prepared;
       const s = settings();
@@ -83,7 +83,7 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
           const progress = watch?.conditions();
           try {
             const onProgress = progress ? (line: string) => progress.update(line) : undefined;
-            return succeeded(await deployKubernetesAgent({ ...deps, settings: s.value, ...(onProgress ? { onProgress } : {}) }, loaded.spec.metadata.name, prepared.value, { userReplace }));
+            return succeeded(await deployKubernetesAgent({ ...deps, settings: s.value, ...(onProgress ? { onProgress } : {}) }, loaded.spec.metadata.name, prepared.value, { userReplace, ...(loop ? { loop } : {}) }));
           } finally {
             progress?.stop();
           }

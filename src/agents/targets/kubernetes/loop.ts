@@ -16,6 +16,8 @@ export interface LoopOptions {
   readonly settings: K8sSettings;
   /** The latest action and condition as one line (never kubelet messages: the loop's latestCondition omits them). */
   readonly onProgress?: (line: string) => void;
+  /** Set by `berth serve`'s reconcile loop (keeper.ts): the judged pod's uid, and `k8s.*` records name the loop. */
+  readonly loop?: { readonly onlyReplacing: { readonly uid: string } };
 }
 
 /** D − reserve from `startedAt` (a monotonic reading of the clock the loop uses). */
@@ -32,8 +34,9 @@ export function loopDeps(deps: VerbDeps, opts: LoopOptions): DeployDeps {
     log: deps.log,
     random32: () => randomBytes(4).readUInt32BE(0),
     wait: opts.settings.wait,
-    mode: "cli",
+    mode: opts.loop ? "reconcile-loop" : "cli",
     version: deps.version,
+    ...(opts.loop ? { onlyReplacing: opts.loop.onlyReplacing } : {}),
     ...(onProgress ? { onProgress: (p) => onProgress(`${p.action}${p.condition ? `: ${p.condition}` : ""}`) } : {}),
   };
 }

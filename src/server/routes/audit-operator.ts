@@ -1,0 +1,61 @@
+/**
+ * The audit verbs beyond plain reading, over HTTP (contract-operator.ts): `berth audit verify` with a pinned key,
+ * checkpoints and an expected head; `export --checkpoints`; `checkpoint` (signed by the server's own key, on the chain
+ * its controller holds open); `import` of an exported chain as a foreign copy. The server verifies and answers; an
+ * exported chain can still be verified offline (`berth audit verify --file`).
+ */
+import type { z } from "zod";
+import { verifyStoredChain } from "../../chain/chain.js";
+import { importChain } from "../../chain/import.js";
+import type { SignedCheckpoint } from "../../core/chain/checkpoint.js";
+import { openDatabase } from "../../store/sqlite.js";
+import { type ChainName, type OpenChain, openChainReader } from "../chains.js";
+import type { OperatorInputs } from "../contract-operator.js";
+import { ApiError, notFound } from "../errors.js";
+import type { CallContext, Handlers } from "../handler.js";
+
+type In<T extends z.ZodType> = z.infer<T>;
+
+function withChain<T>(ctx: CallContext, name: ChainName, fn: (c: OpenChain) => T): T {
+  const c = openChainReader(ctx.state, name);
+  if (c === null) throw notFound(`the ${name} chain`, name === "k8s" ? "it is created by the first Kubernetes deploy" : "it is created when the controller first starts");
+  try {
+    return fn(c);
+  } finally {
+    c.close();
+  }
+}
+
+export const auditOperatorHandlers: Handlers = {
+  auditVerifyPinned: async (i, ctx) => {
+    const b = i.body as In<typeof OperatorInputs.verifyPinned>;
+    return withChain(ctx, b.chain, (c) => ({
+      body: verifyStoredChain(c.db, c.chainId, { ...(b.key ? { key: b.key } : {}), checkpoints: b.checkpoints as SignedCheckpoint[], ...(b.expect_head ? { expectHead: b.expect_head } : {}) }),
+    }));
+  },
+  auditCheckpoints: async (i, ctx) => {
+    const q = i.query as In<typeof OperatorInputs.checkpointsQuery>;
+    return withChain(ctx, q.chain, (c) => {
+      const rows = c.db.prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq").all(c.chainId) as Array<{ seq: number; head_hash: string; ts: number; sig: string }>;
+      // Field order as `berth audit export --checkpoints` writes each line, so both print the same bytes.
+      const checkpoints = rows.map((r) => ({ checkpoint: { chain_id: c.chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: c.ownerKey, seq: r.seq, ts: r.ts }, sig: r.sig }));
+      return { body: { chain: q.chain, chain_id: c.chainId, checkpoints } };
+    });
+  },
+  auditCheckpoint: async (_i, ctx) => {
+    const cp = await ctx.state.controller.store.chain.checkpointIfDue(true);
+    return { body: { checkpoint: cp ?? null }, ...(cp ? { refs: { seq: cp.checkpoint.seq, head_hash: cp.checkpoint.head_hash } } : {}) };
+  },
+  auditImport: async (i, ctx) => {
+    const b = i.body as In<typeof OperatorInputs.importChain>;
+    // Its own connection, as the CLI's import opens the file: the copy is stored beside the controller's own chain.
+    const db = openDatabase(ctx.state.dbPaths.controller);
+    try {
+      const outcome = importChain(db, b.lines, b.key ? { key: b.key } : {});
+      if (!outcome.ok) throw new ApiError(422, "import_refused", `import refused, nothing written: ${outcome.reason}`);
+      return { body: { ok: true, chain_id: outcome.chain_id, written: outcome.written }, refs: { chain_id: outcome.chain_id, written: outcome.written } };
+    } finally {
+      db.close();
+    }
+  },
+};
