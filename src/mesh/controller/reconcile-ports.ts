@@ -73,7 +73,14 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
       return { liveness: await access.liveness(nodeId), forgotten: false, lease_ms: s.lease_ms, last_sent_issued_at_ms: s.last_sent_ms };
     },
     observe: async (nodeId) => rowsOf(await access.status(nodeId)),
-    perform: async (p, action) => perform(access, p, action),
+    perform: async (p, action) => {
+      try {
+        return await perform(access, p, action);
+      } catch (error) {
+        // A store or place() failure is one failed attempt (backed off, chained once), not the end of the loop.
+        return { ok: false, reason: `${action.kind} threw: ${(error as Error).message}` };
+      }
+    },
     alert: async (p, reason, why, failed) => {
       if (failed && MOVES.has(failed.action)) {
         // §15: a failed reschedule attempt, chained only when its reason changes (the loop asks only then).
