@@ -37,9 +37,9 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const FRESH_CONNECTION = process.env.BENCH_FRESH_CONNECTION === "1";
 const DEADLINE_S = 120;
-/** The fewest requests §8 allows (spec/kubernetes.md §20 P-23, P-24 for what was dropped). */
+/** The fewest requests §8 allows on each path (spec/kubernetes.md §8.3; §20 P-23 for the namespace read dropped). */
 const MINIMUM = {
-  create: { n: 6, steps: "GET (absent), LIST pods + LIST secrets (GC), POST secret, POST pod, GET (started); + the watch that wakes it" },
+  create: { n: 7, steps: "GET (fast path), LIST pods + LIST secrets (GC), GET (the loop's observation), POST secret, POST pod, GET (started); + the watch that wakes it" },
   noop: { n: 1, steps: "GET (started)" },
 };
 

@@ -60,6 +60,43 @@ function openExisting(path: string, readonly = true): Db {
   return db;
 }
 
+/**
+ * The database a reading verb reads: with `--database` / $BERTH_DATABASE_URL naming PostgreSQL (issue 20), an
+ * in-memory copy of its chains (src/chain/mirror.ts) that the same verification reads; else the SQLite file.
+ */
+async function openForReading(opts: { db?: string; dataDir?: string; database?: string }): Promise<Db> {
+  const address = opts.db ? undefined : await postgresAddress(opts.database);
+  if (address === undefined) return openExisting(dbPath(opts));
+  const [{ openStoreEngine }, { ChainMirror }] = await Promise.all([import("../store/open.js"), import("../chain/mirror.js")]);
+  let engine: Awaited<ReturnType<typeof openStoreEngine>>;
+  try {
+    engine = await openStoreEngine({ database: address, sqlitePath: dbPath(opts) });
+  } catch (error) {
+    throw new CliError((error as Error).message, 1);
+  }
+  try {
+    const mirror = new ChainMirror(engine);
+    await mirror.sync();
+    return mirror.db;
+  } finally {
+    await engine.close();
+  }
+}
+
+/** The PostgreSQL address this verb was given (flag or environment), or undefined for a SQLite file. */
+async function postgresAddress(flag: string | undefined): Promise<string | undefined> {
+  const { databaseOf } = await import("./database.js");
+  const address = databaseOf(flag);
+  if (address === undefined) return undefined;
+  if (address.startsWith("sqlite:")) throw new CliError("--database sqlite:PATH: use --db PATH for a SQLite file with the audit verbs");
+  return /^postgres(ql)?:\/\//i.test(address) ? address : undefined;
+}
+
+/** The verbs that write a chain work on SQLite files only in this build: refused before anything is opened. */
+async function refuseOnPostgres(flag: string | undefined, verb: string): Promise<void> {
+  if ((await postgresAddress(flag)) !== undefined) throw new CliError(`berth audit ${verb} writes to a SQLite chain file; on a PostgreSQL store it is not available in this build`, 1);
+}
+
 function pickChain(db: Db, chain: string | undefined): string {
   let chains: ReturnType<typeof AuditDeps.listChains>;
   try {
@@ -137,7 +174,7 @@ export function registerAuditCommands(program: Command): void {
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
-    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db and --file win)")
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL; --db and --file win)")
     .option("--json", "print one JSON document")
     .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
@@ -150,8 +187,6 @@ export function registerAuditCommands(program: Command): void {
         expectHead = { seq: Number(seq), hash: hash as string };
       }
       const checkpoints = readCheckpoints(opts.checkpoint);
-      // The store the other verbs use (issue 20): --database, else $BERTH_DATABASE_URL; --db and --file name others.
-      const database = (opts.database ?? process.env.BERTH_DATABASE_URL ?? "").trim();
       let result: VerifyResult;
       if (opts.file) {
         if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
@@ -161,16 +196,14 @@ export function registerAuditCommands(program: Command): void {
         } else {
           result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         }
-      } else if (opts.db === undefined && /^postgres(ql)?:\/\//i.test(database)) {
-        const { verifyPostgresChain } = await import("./audit-postgres.js");
-        result = await verifyPostgresChain(database, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
       } else {
-        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and answers).
-        const remote = await auditServer(opts, cmd);
+        // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and
+        // answers), unless --database named the store on the command line.
+        const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
         if (remote) {
           result = await remote.r.verifyThrough(remote.t, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         } else {
-          const db = openExisting(opts.db === undefined && database.startsWith("sqlite:") ? database.slice("sqlite:".length) : dbPath(opts));
+          const db = await openForReading(opts);
           try {
             result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
           } finally {
@@ -186,17 +219,18 @@ export function registerAuditCommands(program: Command): void {
     .command("tail")
     .description("print the newest events")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .option("--chain <id>", "which chain (default: its own)")
     .option("-n, --tail <n>", "how many events", "20")
     .addOption(new Option("--lines <n>", "alias of --tail").hideHelp())
     .option("--json", "one JSON document: {events: [...]}")
-    .action(async (opts: { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const n = d.z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines ?? opts.tail);
       if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       const show = (chainId: string, events: readonly SealedEvent[]) => {
         const lines = events.map((e) => {
           const phase = typeof e.payload.phase === "string" ? ` ${e.payload.phase}` : "";
@@ -213,7 +247,7 @@ export function registerAuditCommands(program: Command): void {
         show(chainId, events);
         return;
       }
-      const db = openExisting(dbPath(opts));
+      const db = await openForReading(opts);
       try {
         const chainId = pickChain(db, opts.chain);
         const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
@@ -232,6 +266,7 @@ export function registerAuditCommands(program: Command): void {
     .command("export")
     .description("write the chain as JSON lines (one canonical event per line) to stdout; --json wraps them in one document")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .option("--chain <id>", "which chain (default: its own)")
@@ -239,7 +274,7 @@ export function registerAuditCommands(program: Command): void {
     .option("--to <seq>", "last seq")
     .option("--checkpoints", "export the signed checkpoints instead of the events")
     .option("--json", "one JSON document {chain_id, events} (or {chain_id, checkpoints}) instead of JSON lines")
-    .action(async (opts: { db?: string; dataDir: string; chain?: string; from: string; to?: string; checkpoints?: boolean; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; chain?: string; from: string; to?: string; checkpoints?: boolean; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const Seq = d.z.coerce.number().int().min(0);
       const from = Seq.safeParse(opts.from);
@@ -249,7 +284,7 @@ export function registerAuditCommands(program: Command): void {
       // JSON lines stream (a chain can be large); --json collects the same lines into one document.
       const collected: unknown[] = [];
       const write = opts.json ? (line: string) => collected.push(JSON.parse(line)) : (line: string) => writeSync(1, `${line}\n`);
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       if (remote) {
         const c = await remote.r.serverChain(remote.t, opts.chain);
         if (opts.checkpoints) for (const cp of await remote.r.checkpointsThrough(remote.t, c)) write(JSON.stringify({ checkpoint: { chain_id: cp.checkpoint.chain_id, format: cp.checkpoint.format, head_hash: cp.checkpoint.head_hash, key: cp.checkpoint.key, seq: cp.checkpoint.seq, ts: cp.checkpoint.ts }, sig: cp.sig }));
@@ -257,7 +292,7 @@ export function registerAuditCommands(program: Command): void {
         if (opts.json) answer(true, { chain_id: c.chain_id, [opts.checkpoints ? "checkpoints" : "events"]: collected }, "");
         return;
       }
-      const db = openExisting(dbPath(opts));
+      const db = await openForReading(opts);
       try {
         const chainId = pickChain(db, opts.chain);
         const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
@@ -280,22 +315,24 @@ export function registerAuditCommands(program: Command): void {
     .command("import")
     .description("verify an exported chain and store it as a foreign copy; writes nothing on any defect")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .argument("<file>", "JSON-lines export")
     .option("--pubkey <hex>", "the owner's public key the file must verify under")
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--json", "print one JSON document")
-    .action(async (file: string, opts: { db?: string; dataDir: string; pubkey?: string; keyFile?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (file: string, opts: { db?: string; dataDir: string; pubkey?: string; keyFile?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       if (!existsSync(file)) throw new CliError(`export file ${file} does not exist`);
       const key = pinnedKey(opts);
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       if (remote) {
         const outcome = await remote.r.importThrough(remote.t, file, readFileSync(file, "utf8"), key);
         answer(opts.json, { ok: true, chain_id: outcome.chain_id, written: outcome.written }, `imported chain ${outcome.chain_id}: ${outcome.written} new events`);
         return;
       }
+      await refuseOnPostgres(opts.database, "import");
       const db = d.openDatabase(dbPath(opts));
       try {
         const outcome = d.importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
@@ -310,13 +347,14 @@ export function registerAuditCommands(program: Command): void {
     .command("checkpoint")
     .description("sign and store a checkpoint of the current head (for anchoring elsewhere)")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document: {checkpoint} (null when nothing is new)")
-    .action(async (opts: { db?: string; dataDir: string; keyFile: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       if (remote) {
         // The server signs with the key its controller chain is owned by; a key file here would be a second signer.
         if (cmd.getOptionValueSource("keyFile") === "cli") throw new CliError(`--key-file: a checkpoint through a server is signed by the server's own key (${remote.t.via}); drop --key-file, or sign on the controller host with --local`, 2, { kind: "usage" });
@@ -325,6 +363,7 @@ export function registerAuditCommands(program: Command): void {
         return;
       }
       const key = d.loadKeyFile(opts.keyFile);
+      await refuseOnPostgres(opts.database, "checkpoint");
       const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role;
@@ -341,20 +380,22 @@ export function registerAuditCommands(program: Command): void {
     .command("reseal")
     .description("start a new chain naming the last verified event of a broken one (never done silently); on the controller host only, never through a server")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .requiredOption("--new-chain", "confirm that a new chain is wanted")
     .requiredOption("--reason <text>", "why the old chain is abandoned")
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; keyFile: string; reason: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; reason: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
-      const remote = await auditServer(opts, cmd);
+      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
       if (remote) {
         const { localOnly } = await import("./remote/server-verb.js");
         throw localOnly("berth audit reseal", "it abandons the controller's chain, which is done on the controller host with its key file and the server stopped, never by whoever holds an API token", remote.t);
       }
       const key = d.loadKeyFile(opts.keyFile);
+      await refuseOnPostgres(opts.database, "reseal");
       const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role ?? "controller";

@@ -64,6 +64,8 @@ export type NodeAdminVerb = "cordon" | "uncordon" | "forget" | "drain";
 
 export interface BackendFlags extends TargetFlags {
   readonly keyFile?: string;
+  /** `--database` (issue 20): the controller's store, for a local backend. */
+  readonly database?: string;
   /** kubeconfig context for Kubernetes agents (local only; a server uses its own kubeconfig). */
   readonly kubeContext?: string;
   readonly json?: boolean;

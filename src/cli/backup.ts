@@ -6,7 +6,6 @@
  * against the SHA-256 the server gave, and never half-written. `restore` stays on the controller host by nature: it
  * replaces the databases of a stopped home, so no running server can do it, and with a server in reach it refuses.
  */
-import { createHash } from "node:crypto";
 import { chmodSync, existsSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
@@ -41,7 +40,7 @@ interface ServerBackup {
 
 /** The server's backup of each of its databases, written beside FILE as a local backup names them. */
 async function backupThrough(server: ServerTarget, file: string, force: boolean): Promise<{ home: string; copied: CopiedDatabase[] }> {
-  const [{ HOME_DATABASES, backupFileOf }, { askServer, failed }] = await Promise.all([import("../up/backup.js"), import("./remote/server-verb.js")]);
+  const [{ HOME_DATABASES, backupFileOf }, { askServer, failed }, { createHash }] = await Promise.all([import("../up/backup.js"), import("./remote/server-verb.js"), import("node:crypto")]);
   if (!existsSync(dirname(resolve(file)))) throw new CliError(`the folder of ${resolve(file)} does not exist`, 2, { kind: "file" });
   for (const db of HOME_DATABASES) {
     const to = backupFileOf(file, db);

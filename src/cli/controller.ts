@@ -6,11 +6,14 @@ import { loadKeyFile } from "../keys/key-file.js";
 import { MeshController } from "../mesh/controller/index.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { announcePlaintext, ControllerConnector, loadPlaintextOptIn } from "../mesh/client/connector.js";
+import { databaseOf } from "./database.js";
 import { CliError } from "./errors.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
 export interface ControllerFlags {
   readonly dataDir?: string;
+  /** `--database` (issue 20); else $BERTH_DATABASE_URL; else controller.db in the home (database.ts). */
+  readonly database?: string;
   readonly keyFile?: string;
   /** Do not warn about wedged decisions on stderr (`berth doctor` reports them itself). */
   readonly quiet?: boolean;
@@ -21,15 +24,17 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
   const dataDir = resolve(opts.dataDir ?? berthHome());
   // A key file error keeps its own kind and fix (errors.ts).
   const key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
+  const database = databaseOf(opts.database);
   let controller: MeshController;
   let plaintext: ReturnType<typeof loadPlaintextOptIn>;
   let connector: Connector;
   try {
     plaintext = loadPlaintextOptIn(dataDir);
     connector = new ControllerConnector({ identity: key, plaintext });
-    controller = await MeshController.open({ dataDir, key, connector });
+    controller = await MeshController.open({ dataDir, key, connector, ...(database ? { database } : {}) });
   } catch (error) {
-    throw new CliError(`cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
+    // The engine's message names a PostgreSQL store by its address without the password (src/store/open.ts).
+    throw new CliError(database ? `cannot open the controller state: ${(error as Error).message}` : `cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
   }
   try {
     await announcePlaintext({ optIn: plaintext, home: dataDir, chain: controller.store, via: "cli", always: false, warn: (line) => process.stderr.write(`${line}\n`) });

@@ -9,6 +9,7 @@
  */
 import type { Command } from "commander";
 import type { DoctorDocument } from "../server/routes/operator.js";
+import { DATABASE_HELP } from "./flags.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -18,10 +19,11 @@ export function registerDoctorCommands(program: Command): void {
     .description("check the controller store for states left by an older berth; --repair mends them (chained)")
     .option("--repair", "mend what was found (default: only say what would be done)")
     .option("--data-dir <dir>", "controller data directory", berthHome())
+    .option("--database <url>", DATABASE_HELP)
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
     .option("--local", "use this machine's files, not the current context or the `berth serve` running on this home")
     .option("--json", "print one JSON document")
-    .action(async (opts: { repair?: boolean; dataDir?: string; keyFile?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { repair?: boolean; dataDir?: string; database?: string; keyFile?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       const [{ serverFor, callServer }, { doctorDocument }] = await Promise.all([import("./remote/server-verb.js"), import("../server/routes/operator.js")]);
       const remote = await serverFor({ local: opts.local === true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}), explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
       let doc: DoctorDocument;

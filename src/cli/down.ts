@@ -7,7 +7,7 @@ import { berthHome } from "./paths.js";
 export function registerDownCommands(program: Command): void {
   program
     .command("down")
-    .description("stop what `berth up` started here (detached or in another terminal): its agents, instances placed on its nodes, then the nodes")
+    .description("stop what `berth up` started here (detached or in another terminal): its agents, instances placed on its nodes, then the nodes (on this machine, whatever the current context)")
     .option("--data-dir <dir>", "berth home", berthHome())
     .option("--json", "one JSON document: what was stopped, and what was left with how to stop it")
     .action(async (opts: { dataDir: string; json?: boolean }) => {

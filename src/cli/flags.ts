@@ -5,6 +5,8 @@
  *   -n, --tail N       the last N lines (logs) or events (audit tail); `--tail-bytes`, `--lines` stay hidden aliases
  *   --local            this machine's files even when a context or a running `berth serve` would be used
  *   --watch            list verbs: print again whenever the answer changes, until Ctrl-C
+ *   --database URL     the controller's store (issue 20): postgres://… or sqlite:PATH; default $BERTH_DATABASE_URL,
+ *                      else controller.db in the home (database.ts checks it when the verb runs)
  * Only commander here: registration must stay light (issue 19).
  */
 import { type Command, Option } from "commander";
@@ -14,6 +16,7 @@ import { berthHome, defaultPaths } from "./paths.js";
 
 export interface ControllerVerbFlags {
   readonly dataDir?: string;
+  readonly database?: string;
   readonly keyFile?: string;
   readonly local?: boolean;
   readonly kubeContext?: string;
@@ -22,9 +25,16 @@ export interface ControllerVerbFlags {
   readonly json?: boolean;
 }
 
-/** --data-dir, --key-file, --local and --json, for every verb that talks to the controller. */
+export const DATABASE_HELP = "the controller's store: postgres://USER:PASSWORD@HOST:PORT/DB or sqlite:PATH (default: $BERTH_DATABASE_URL, else controller.db in the home)";
+
+/** `--database`, for every verb that opens the controller's store (and `berth serve`, `berth up`). */
+export function databaseFlag(cmd: Command): Command {
+  return cmd.option("--database <url>", DATABASE_HELP);
+}
+
+/** --data-dir, --database, --key-file, --local and --json, for every verb that talks to the controller. */
 export function controllerFlags(cmd: Command, homeWhat = "berth home (controller.db, agents.db, peers.json, packages/ …)"): Command {
-  return cmd
+  return databaseFlag(cmd)
     .option("--data-dir <dir>", homeWhat, berthHome())
     .option("--key-file <path>", "the controller's identity key (local files only)", defaultPaths.controllerKey())
     .option("--local", "use this machine's files, not the current context or the `berth serve` running on this home")
@@ -46,6 +56,7 @@ export function backendFlags(opts: ControllerVerbFlags, cmd: Command): BackendFl
   return {
     ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
     ...(opts.keyFile ? { keyFile: opts.keyFile } : {}),
+    ...(opts.database ? { database: opts.database } : {}),
     ...(kube ? { kubeContext: kube } : {}),
     local: opts.local === true,
     explicitHome: cmd.getOptionValueSource("dataDir") === "cli",

@@ -4,7 +4,7 @@ import { answer } from "./output.js";
 import { defaultPaths } from "./paths.js";
 
 export function registerKeyCommands(program: Command): void {
-  const keys = program.command("keys").description("identity keys (Ed25519) used to sign the audit chain and control messages");
+  const keys = program.command("keys").description("identity keys (Ed25519) used to sign the audit chain and control messages: key files on this machine, never through a server");
   keys
     .command("new")
     .description("create a new identity key file (mode 0600); refuses to overwrite an existing one")

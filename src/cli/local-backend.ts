@@ -41,7 +41,7 @@ const answered = <T>(o: Outcome<T>): T => unwrap(o, (f) => translateFailure(CLI_
 export function localBackend(flags: BackendFlags): ControllerBackend {
   const home = berthHome();
   const dataDir = resolve(flags.dataDir ?? home);
-  const controllerFlags = { dataDir, ...(flags.keyFile ? { keyFile: flags.keyFile } : {}) };
+  const controllerFlags = { dataDir, ...(flags.keyFile ? { keyFile: flags.keyFile } : {}), ...(flags.database ? { database: flags.database } : {}) };
   const env: AgentsEnv = {
     openRegistry: () => {
       try {

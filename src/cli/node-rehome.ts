@@ -7,6 +7,7 @@
 import type { Command } from "commander";
 import type { RehomeResult } from "../mesh/controller/rehome.js";
 import { CliError, describeZodIssues, invalidInput, unreachableNode } from "./errors.js";
+import { DATABASE_HELP } from "./flags.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -23,10 +24,11 @@ export function registerNodeRehome(node: Command): void {
     .description("make NODE (node id or address) serve this controller key for this store; the key's other homes are refused from then on")
     .requiredOption("--reason <text>", "why (chained on both sides)")
     .option("--data-dir <dir>", "the controller home that takes the node (controller.db)", berthHome())
+    .option("--database <url>", DATABASE_HELP)
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
     .option("--local", "use this machine's files, not the current context or the `berth serve` running on this home")
     .option("--json", "print one JSON document")
-    .action(async (ref: string, opts: { reason: string; dataDir: string; keyFile: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (ref: string, opts: { reason: string; dataDir: string; database?: string; keyFile: string; local?: boolean; json?: boolean }, cmd: Command) => {
       const [Reason, { serverFor, askServer, failed }] = await Promise.all([reasonSchema(), import("./remote/server-verb.js")]);
       const reason = Reason.safeParse(opts.reason);
       if (!reason.success) throw invalidInput(describeZodIssues("--reason", reason.error.issues));

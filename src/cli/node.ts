@@ -33,7 +33,7 @@ function labels(values: string[] | undefined): Record<string, string> {
 const defaultDataDir = () => join(berthHome(), "node");
 
 export function registerNodeCommands(program: Command): void {
-  const node = program.command("node").description("a node daemon: runs signed packages as processes for authorised controllers");
+  const node = program.command("node").description("a node daemon: runs signed packages as processes for authorised controllers (init, serve, show: this machine's node, never through a server; rehome: through the controller's server like every controller verb)");
 
   node
     .command("init")

@@ -25,7 +25,7 @@ function wrap<T>(fn: () => T): T {
 }
 
 export function registerPackageCommands(program: Command): void {
-  const pkg = program.command("package").description("build, sign and verify packages (a manifest plus the files it pins)");
+  const pkg = program.command("package").description("build, sign and verify packages (a manifest plus the files it pins): directories on this machine, never through a server");
 
   pkg
     .command("init <dir>")

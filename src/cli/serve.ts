@@ -9,6 +9,7 @@ import { resolve } from "node:path";
 import type { Command } from "commander";
 import type { RunningServer } from "../server/index.js";
 import { CliError, describeZodIssues } from "./errors.js";
+import { DATABASE_HELP } from "./flags.js";
 import { berthHome } from "./paths.js";
 
 /** The flags' schema, built when `berth serve` runs: zod is not loaded for every verb (issue 19). */
@@ -23,6 +24,7 @@ async function serveFlags() {
     tlsKey: z.string().min(1).optional(),
     port: z.coerce.number().int().min(0, "must be 0…65535").max(65_535, "must be 0…65535"),
     dataDir: z.string().min(1),
+    database: z.string().min(1).optional(),
     kubeconfig: z.string().min(1).optional(),
     logLevel: z.enum(["silent", "error", "warn", "info", "debug"]),
     json: z.boolean().optional(),
@@ -35,13 +37,14 @@ const collect = (value: string, previous: string[]) => [...previous, value];
 export function registerServeCommands(program: Command): void {
   program
     .command("serve")
-    .description("serve the HTTP API, the audit event stream and the dashboard (token in $BERTH_HOME/api.token)")
+    .description("serve the HTTP API, the audit event stream and the dashboard (token in $BERTH_HOME/api.token); the server a context names, run on the controller host")
     .option("--host <host>", "address to listen on (loopback unless you mean otherwise)", "127.0.0.1")
     .option("--port <port>", "port to listen on (0 picks a free one)", "7420")
     .option("--allowed-host <name>", "a DNS name clients reach this server by (the Host header it accepts besides its address and localhost); repeatable", collect, [])
     .option("--tls-cert <file>", "PEM certificate: serve HTTPS (with --tls-key)")
     .option("--tls-key <file>", "PEM private key of --tls-cert")
     .option("--data-dir <dir>", "berth home (controller.db, keys, api.token …)", berthHome())
+    .option("--database <url>", DATABASE_HELP)
     .option("--kubeconfig <path>", "the kubeconfig for Kubernetes agents (default $KUBECONFIG, else ~/.kube/config)")
     .option("--log-level <level>", "diagnostic JSON lines on stderr: silent, error, warn (refused requests and failures), info (one line per request), debug", "info")
     .option("--json", "print one JSON line {url, dashboard} once listening")
@@ -57,9 +60,10 @@ export function registerServeCommands(program: Command): void {
           `warning: listening on ${o.host}, not loopback, without TLS: anyone who can reach it and holds the token controls every agent, and the token crosses the network in clear. This needs TLS: start it with --tls-cert FILE --tls-key FILE (and --allowed-host NAME for each name clients use).\n`,
         );
       }
+      const database = (await import("./database.js")).databaseOf(o.database);
       let server: RunningServer;
       try {
-        server = await startServer({ dataDir: o.dataDir, host: o.host, port: o.port, logLevel: o.logLevel, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) });
+        server = await startServer({ dataDir: o.dataDir, ...(database ? { database } : {}), host: o.host, port: o.port, logLevel: o.logLevel, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) });
       } catch (error) {
         throw new CliError(`berth serve could not start: ${(error as Error).message}`, 1);
       }

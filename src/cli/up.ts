@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import type { RunningServer } from "../server/index.js";
 import { CliError } from "./errors.js";
+import { DATABASE_HELP } from "./flags.js";
 import { berthHome } from "./paths.js";
 
 const DEFAULT_UP_PORT = 7420;
@@ -16,11 +17,11 @@ const DEFAULT_UP_PORT = 7420;
 async function serveApi(dataDir: string, port: number, log: (line: string) => void): Promise<RunningServer> {
   const { startServer } = await import("../server/index.js");
   try {
-    return await startServer({ dataDir, port });
+    return await startServer({ dataDir, port, ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}) });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || port === 0) throw error;
     log(`port ${port} is in use; the API and dashboard take a free port instead`);
-    return startServer({ dataDir, port: 0 });
+    return startServer({ dataDir, port: 0, ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}) });
   }
 }
 
@@ -35,16 +36,20 @@ function samplesDir(): string {
 export function registerUpCommands(program: Command): void {
   program
     .command("up")
-    .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C (or `berth down`) stops it all")
+    .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C (or `berth down`) stops it all. On this machine, whatever the current context")
     .option("--data-dir <dir>", "berth home (keys, controller.db, node data, packages)", berthHome())
+    .option("--database <url>", DATABASE_HELP)
     .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running until `berth down`")
     .option("--kube-context <ctx>", "the Kubernetes context to show as a second target (default: the kubeconfig's current one)")
     .option("--no-kubernetes", "do not look for a Kubernetes context")
     .option("--port <port>", "port of the API and dashboard (a free one when it is taken)", String(DEFAULT_UP_PORT))
     .option("--json", "progress on stderr, then one JSON document on stdout once ready (nodes, agents, kubernetes, api, dashboard)")
-    .action(async (opts: { dataDir: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; port: string; json?: boolean }) => {
+    .action(async (opts: { dataDir: string; database?: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; port: string; json?: boolean }) => {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`--port ${JSON.stringify(opts.port)} must be a port number 0…65535`, 2);
+      // Issue 20: the store every verb berth up runs (and its API server) uses; they inherit it from the environment.
+      const database = (await import("./database.js")).databaseOf(opts.database);
+      if (database) process.env.BERTH_DATABASE_URL = database;
       // Whatever asks berth up to stop — Ctrl-C, SIGTERM, a closed terminal (SIGHUP), or a reader of its output that
       // went away (EPIPE) — stops what it started, through the same clean path: never an orphaned node or agent.
       // A request during set-up is honoured as soon as set-up ends.

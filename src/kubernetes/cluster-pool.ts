@@ -20,8 +20,8 @@ export function pooled(key: string): HttpCluster | undefined {
   return pool.get(key);
 }
 
+/** A connection superseded under the same key (a rewritten kubeconfig) is not closed: leases may still use it. */
 export function remember(key: string, cluster: HttpCluster): void {
-  pool.get(key)?.close();
   pool.set(key, cluster);
 }
 

@@ -61,11 +61,22 @@ export async function connect(context: string | null, env: NodeJS.ProcessEnv = p
   const key = poolKey(context, env);
   const shared = pooled(key);
   if (shared) return { ok: true, cluster: new ClusterLease(shared) };
-  const fresh = await connectFresh(context, env);
-  if (!fresh.ok) return fresh;
-  remember(key, fresh.cluster);
-  return { ok: true, cluster: new ClusterLease(fresh.cluster) };
+  // Concurrent first calls share one connection attempt instead of each opening (and handshaking) its own.
+  let opening = connecting.get(key);
+  if (!opening) {
+    opening = connectFresh(context, env)
+      .then((fresh) => {
+        if (fresh.ok) remember(key, fresh.cluster);
+        return fresh;
+      })
+      .finally(() => connecting.delete(key));
+    connecting.set(key, opening);
+  }
+  const fresh = await opening;
+  return fresh.ok ? { ok: true, cluster: new ClusterLease(fresh.cluster) } : fresh;
 }
+
+const connecting = new Map<string, Promise<{ ok: true; cluster: HttpCluster } | { ok: false; error: string }>>();
 
 /** A connection of its own, never pooled (the provider process, which makes one call and exits, uses `connect`). */
 export async function connectFresh(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<{ ok: true; cluster: HttpCluster } | { ok: false; error: string }> {

@@ -30,7 +30,7 @@ import type {
 
 export const WATCH_TIMEOUT_SECONDS = 60;
 /**
- * Issue 19 (spec/kubernetes.md §20 P-24): a namespace this connection read or created within this long is trusted to
+ * Issue 19 (spec/kubernetes.md §20 P-23): a namespace this connection read or created within this long is trusted to
  * exist without another GET. A namespace deleted meanwhile makes the Secret create answer NotFound (nothing is
  * written, H2) and is forgotten, so the next deploy reads and creates it again.
  */

@@ -14,8 +14,7 @@ import { deletePodAudited, outcomeName } from "./audited-mutation.js";
 import type { ObjectPrecondition } from "./cluster.js";
 import type { DeployCall } from "./deploy-call.js";
 
-/** Returns how many pod deletes it sent: with none, an observation made before GC still describes the pod. */
-export async function preflightGc(call: DeployCall): Promise<{ readonly podDeletes: number }> {
+export async function preflightGc(call: DeployCall): Promise<void> {
   const { cluster, log } = call.deps;
   const who = call.inputs.identity;
   const selector = selectorFor(who);
@@ -24,7 +23,6 @@ export async function preflightGc(call: DeployCall): Promise<{ readonly podDelet
   const secrets = await cluster.listSecrets(call.ns, selector, call.opts());
   if (secrets.kind === "error") throw new Error(`could not list secrets: ${describeApiError(secrets.error)}`);
   const plan = planGc(pods.items, secrets.items, who, pods.serverDateMs);
-  let podDeletes = 0;
   for (const doomed of plan.doomedPods) {
     const r = await cluster.getPod(call.ns, doomed.name, call.opts());
     if (r.kind === "error") {
@@ -36,7 +34,6 @@ export async function preflightGc(call: DeployCall): Promise<{ readonly podDelet
       const again = verifyPod(r.object, who, startupOf(r.object));
       if (again.kind !== "verified" || again.pod.startup.kind !== "terminated") continue;
       // The new observation's fence, not the LIST's.
-      podDeletes++;
       const outcome = await deletePodAudited(call.deps, call.inputs, call.desired, doomed.name, again.pod.fence, GC_DELETE, call.opts());
       if (outcome.kind === "error") {
         log.warn(`gc: could not delete pod ${doomed.name}: ${describeApiError(outcome.error)}`);
@@ -49,7 +46,6 @@ export async function preflightGc(call: DeployCall): Promise<{ readonly podDelet
     for (const s of doomed.secrets) await gcSecret(call, s, "gc-doomed");
   }
   for (const s of plan.orphanSecrets) await gcSecret(call, s, "gc-orphan");
-  return { podDeletes };
 }
 
 async function gcSecret(call: DeployCall, s: ObjectPrecondition & { name: string }, authority: "gc-doomed" | "gc-orphan"): Promise<void> {

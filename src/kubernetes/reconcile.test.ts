@@ -199,14 +199,6 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     expect(h.fake.secretNames(NS)).toEqual([`${POD}-0f3a91cd`]);
   });
 
-  it("a fresh deploy reads the pod once before its create: the fast path's GET is the loop's first observation (issue 19)", async () => {
-    const h = harness();
-    h.kubeletStartsAfter(500);
-    await h.deploy();
-    const ops = h.fake.calls.map((c) => c.op);
-    expect(ops.slice(0, ops.indexOf("createSecret"))).toEqual(["getPod", "getNamespace", "listPods", "listSecrets"]);
-  });
-
   it("after GC deleted a pod the loop reads again before acting, never on the observation GC made stale", async () => {
     const h = harness();
     seedOurPod(h, { bound: true, state: { terminated: { exitCode: 1, reason: "Error" } } });

@@ -123,9 +123,8 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   await ensureNamespace(call);
   // Step 3: preflight GC is hygiene: its failures are logged and never fail the call.
   call.progress({ action: "gc" });
-  let gcDeletedPods = true;
   try {
-    gcDeletedPods = (await preflightGc(call)).podDeletes > 0;
+    await preflightGc(call);
   } catch (error) {
     const e = error instanceof Answer ? error.answer : error;
     call.deps.log.warn(`gc: preflight pass skipped: ${e instanceof Error ? e.message : JSON.stringify(e)}`);
@@ -133,15 +132,12 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   // Step 4: the desired fingerprint, once per call.
   call.desired = fingerprint(call.inputs.config, Object.keys(call.inputs.env));
   call.equivalents = equivalentFingerprints(call.inputs.config, Object.keys(call.inputs.env));
-  // Issue 19: when GC sent no pod delete, the fast path's quorum GET is the loop's first observation — nothing berth
-  // did since can have changed the pod. Anything another writer did meanwhile is caught where it matters: a create
-  // elects its winner by AlreadyExists (race-loser.ts), a delete carries this observation's fence and fails its
-  // precondition on a changed pod (then the loop reads again).
-  return loop(call, gcDeletedPods || fast.kind === "error" ? undefined : fast);
+  // Step 5 observes afresh: the fast path's GET is older than the namespace and GC steps (§8.3, conformance R7, R11).
+  return loop(call);
 }
 
-async function loop(call: DeployCall, first?: Observation): Promise<DeployAnswer> {
-  let carried: Observation | undefined = first;
+async function loop(call: DeployCall): Promise<DeployAnswer> {
+  let carried: Observation | undefined;
   for (;;) {
     const obs = await call.next(carried, (condition) => catalogue.K1(call.budget.deadlineSeconds, call.podName, condition));
     carried = undefined;

@@ -21,6 +21,12 @@ export interface OpenChain {
 
 /** The database's own chain, or null when the component has not written one yet. */
 export function openChainReader(state: ServerState, name: ChainName): OpenChain | null {
+  if (name === "controller" && state.controllerMirror) {
+    // PostgreSQL (issue 20): the mirror the caller refreshed (state.refreshChains); it stays open with the server.
+    const db = state.controllerMirror.db;
+    const own = listChains(db).find((c) => c.own === 1);
+    return own ? { db, chainId: own.chain_id, ownerKey: own.owner_key, role: own.role, events: own.events, close: () => undefined } : null;
+  }
   const path = state.dbPaths[name];
   if (!existsSync(path)) return null;
   const db = openDatabase(path, { readonly: true });

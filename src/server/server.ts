@@ -34,6 +34,8 @@ export const HANDLERS = { ...meshHandlers, ...nodeAdminHandlers, ...agentHandler
 
 export interface ServerOptions {
   readonly dataDir: string;
+  /** Issue 20: the controller's store (`postgres://…`, `sqlite:PATH`); default controller.db in `dataDir`. */
+  readonly database?: string;
   readonly host?: string;
   /** 0 picks a free port. */
   readonly port?: number;
@@ -90,7 +92,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Read before anything is opened, so a missing or unreadable file is refused with nothing to undo.
   const https = o.tls ? { cert: readFileSync(o.tls.certFile), key: readFileSync(o.tls.keyFile) } : undefined;
   const host = o.host ?? "127.0.0.1";
-  const state = await openServerState({ dataDir, version: berthVersion(), ...(o.connector ? { connector: o.connector } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) });
+  const state = await openServerState({ dataDir, version: berthVersion(), ...(o.database ? { database: o.database } : {}), ...(o.connector ? { connector: o.connector } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) });
   const { app } = buildApp({
     state,
     token,

@@ -62,12 +62,17 @@ export class AuditStreams {
       }
     };
     // A read that fails (the database went away) ends this stream; it never takes the server down.
-    const safeFlush = () => {
+    const flushNow = () => {
       try {
         flush();
       } catch {
         end();
       }
+    };
+    // On a PostgreSQL store the mirror is brought up to date first (other servers and CLIs append there too).
+    const safeFlush = () => {
+      if (chain !== "controller" || this.state.controllerMirror === null) return flushNow();
+      this.state.refreshChains().then(flushNow, () => end());
     };
     const poll = setInterval(safeFlush, this.timings.pollMs);
     const beat = setInterval(() => res.write(": heartbeat\n\n"), this.timings.heartbeatMs);

@@ -5,6 +5,7 @@
  * registry and the Kubernetes chain are opened per call, as the CLI opens them, so both processes see each other's
  * writes at once.
  */
+import { ChainMirror } from "../chain/mirror.js";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { AgentRegistry } from "../agents/registry.js";
@@ -51,6 +52,13 @@ export interface ServerState {
   readonly plaintext: PlaintextOptIn;
   readonly kubernetes: KubernetesAccess;
   readonly dbPaths: { readonly controller: string; readonly k8s: string };
+  /**
+   * Issue 20: when the controller's store is PostgreSQL, an in-memory copy of its chains (src/chain/mirror.ts) that
+   * the audit routes, the event stream and the metrics read; null on SQLite (they read controller.db).
+   */
+  readonly controllerMirror: ChainMirror | null;
+  /** Brings the mirror up to date (one sync at a time); a no-op on SQLite. */
+  refreshChains(): Promise<void>;
   openRegistry(): AgentRegistry;
   openK8sAudit(): ChainAudit;
   close(): Promise<void>;
@@ -65,13 +73,29 @@ export function loadOrCreateControllerKey(dataDir: string): SigningKey {
   return loadKeyFile(path);
 }
 
-export async function openServerState(o: { dataDir: string; version: string; connector?: Connector; kubernetes?: KubernetesAccess }): Promise<ServerState> {
+export async function openServerState(o: { dataDir: string; version: string; database?: string; connector?: Connector; kubernetes?: KubernetesAccess }): Promise<ServerState> {
   const key = loadOrCreateControllerKey(o.dataDir);
   const plaintext = loadPlaintextOptIn(o.dataDir);
   const connector = o.connector ?? new ControllerConnector({ identity: key, plaintext });
-  const controller = await MeshController.open({ dataDir: o.dataDir, key, connector });
+  const controller = await MeshController.open({ dataDir: o.dataDir, key, connector, ...(o.database ? { database: o.database } : {}) });
+  const mirror = controller.store.engine.kind === "postgres" ? new ChainMirror(controller.store.engine) : null;
+  let syncing: Promise<void> | null = null;
+  const refreshChains = async (): Promise<void> => {
+    if (mirror === null) return;
+    // One sync at a time; a caller arriving during one waits for it and then runs its own (it may miss rows otherwise).
+    while (syncing) await syncing.catch(() => undefined);
+    syncing = mirror.sync().then(() => undefined);
+    try {
+      await syncing;
+    } finally {
+      syncing = null;
+    }
+  };
+  await refreshChains();
   return {
     dataDir: o.dataDir,
+    controllerMirror: mirror,
+    refreshChains,
     version: o.version,
     controller,
     key,
@@ -82,6 +106,8 @@ export async function openServerState(o: { dataDir: string; version: string; con
     openRegistry: () => AgentRegistry.open(o.dataDir),
     openK8sAudit: () => openK8sChain(o.dataDir),
     close: async () => {
+      while (syncing) await syncing.catch(() => undefined);
+      mirror?.close();
       await controller.close();
       if (connector instanceof ControllerConnector) connector.closeWarm();
     },

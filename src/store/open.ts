@@ -10,7 +10,7 @@
  */
 import { isAbsolute } from "node:path";
 import type { StoreEngine } from "./engine.js";
-import { PostgresEngine, redactedUrl } from "./postgres-engine.js";
+import { redactedUrl } from "./redact.js";
 import { SqliteEngine } from "./sqlite-engine.js";
 
 export class DatabaseAddressError extends Error {
@@ -39,11 +39,15 @@ export function parseDatabaseAddress(raw: string | undefined, fallbackPath: stri
     return { kind: "sqlite", path };
   }
   if (isAbsolute(value)) return { kind: "sqlite", path: value };
-  throw new DatabaseAddressError(`database: expected postgres://… or sqlite:PATH, got ${JSON.stringify(value.slice(0, 40))}`);
+  // The value is not repeated: it may hold a password in a form this parser does not know.
+  throw new DatabaseAddressError("database: expected postgres://… or sqlite:PATH (or an absolute path to a SQLite file)");
 }
 
 /** Opens the engine the address names (PostgreSQL: connects once, so a wrong address fails here). */
 export async function openStoreEngine(o: { readonly database: string | undefined; readonly sqlitePath: string }): Promise<StoreEngine> {
   const address = parseDatabaseAddress(o.database, o.sqlitePath);
-  return address.kind === "postgres" ? PostgresEngine.open(address.url) : SqliteEngine.open(address.path);
+  if (address.kind === "sqlite") return SqliteEngine.open(address.path);
+  // Loaded only for a PostgreSQL store: a SQLite user's verbs never load `pg`.
+  const { PostgresEngine } = await import("./postgres-engine.js");
+  return PostgresEngine.open(address.url);
 }

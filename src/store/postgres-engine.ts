@@ -15,6 +15,9 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import { type EngineKind, NestedTransaction, type Query, type SqlValue, type StoreEngine, type Tx } from "./engine.js";
+import { redactedUrl } from "./redact.js";
+
+export { redactedUrl };
 
 const RETRYABLE = new Set(["40001", "40P01"]);
 const MAX_ATTEMPTS = 20;
@@ -40,16 +43,6 @@ export function numberPlaceholders(sql: string): string {
   return out;
 }
 
-/** The URL without its password, for messages and `location`. */
-export function redactedUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password !== "") u.password = "***";
-    return u.toString();
-  } catch {
-    return "postgres://(unparseable address)";
-  }
-}
 
 const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
@@ -68,6 +61,9 @@ export class PostgresEngine implements StoreEngine {
     this.pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 10_000 });
     // An idle pooled connection the server dropped (a restart) is an event, not a crash: the next query reconnects.
     this.pool.on("error", () => undefined);
+    // A checked-out client whose server went away between its queries (a restart) emits "error" itself, and an
+    // unhandled one ends the process: its query fails instead (found by test/mesh-controller/ha-postgres-processes).
+    this.pool.on("connect", (client) => client.on("error", () => undefined));
   }
 
   /** Connects once, so a wrong address or credentials fail here with the server's words. */

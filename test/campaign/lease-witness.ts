@@ -4,11 +4,13 @@
  * `issued_at_ms`, when it was delivered — and every answer as the node sent it. From those alone it bounds the
  * node's lease deadline for the world's one controller key, both ways:
  *
- * - `lowerDeadline`: the node renews to `min(issued_at, node_now) + lease_ms` for every request it accepted, and its
- *   `node_now` at arrival is no earlier than the delivery the proxy saw; a request answered `ok` was accepted. So the
- *   node's deadline is at least `max(min(issued_at, delivered) + lease_ms)` over requests answered `ok`: a lease
- *   stop before it (less `EARLY_TOLERANCE_MS`: a restarted daemon may stop up to a second early, lease.ts) is a
- *   stop nobody asked for.
+ * - `lowerDeadline(by)`: the node renews to `min(issued_at, node_now) + lease_ms` for every request it accepted, and
+ *   its `node_now` at arrival is no earlier than the delivery the proxy saw; a request answered `ok` was accepted, and
+ *   accepted no later than its answer left the node. So once the proxy has seen an `ok` answer by time `by`, the
+ *   node's deadline from then on is at least `min(issued_at, delivered) + lease_ms`. A request merely delivered (still
+ *   in the node's socket buffer on a starved machine) proves nothing yet. A lease stop that *began* after `by` and
+ *   ended before that deadline (less `EARLY_TOLERANCE_MS`: a restarted daemon may stop up to a second early,
+ *   lease.ts) is a stop nobody asked for; the judge (run.ts) picks `by` no later than the stop can have begun.
  * - `upperDeadline`: a request delivered at or after `issued_at + lease_ms` is late and renews nothing; any other may
  *   have renewed to at most `issued_at + lease_ms`. So the deadline is at most the max of those over every delivered,
  *   non-late request (and the first daemon's boot plus the lease, the deadline of a controller it never heard). A
@@ -36,7 +38,7 @@ interface Delivered {
 
 export class LeaseWitness implements ProxyObserver {
   private readonly delivered: Delivered[] = [];
-  private readonly answers = new Map<string, { status: string; code: string | null }>();
+  private readonly answers = new Map<string, { status: string; code: string | null; atMs: number }>();
   /** Requests delivered late and answered ok: each a broken promise. */
   readonly revived: string[] = [];
   lateDelivered = 0;
@@ -52,19 +54,20 @@ export class LeaseWitness implements ProxyObserver {
     if (r.deliveredMs >= r.issuedAtMs + this.leaseMs + LATE_EDGE_MS) this.lateDelivered++;
   }
 
-  answer(a: { readonly nonce: string; readonly method: string; readonly status: string; readonly code: string | null }): void {
-    this.answers.set(a.nonce, { status: a.status, code: a.code });
+  answer(a: { readonly nonce: string; readonly method: string; readonly status: string; readonly code: string | null; readonly atMs: number }): void {
+    this.answers.set(a.nonce, { status: a.status, code: a.code, atMs: a.atMs });
     const r = this.delivered.find((d) => d.nonce === a.nonce);
     if (r && a.status === "ok" && r.deliveredMs >= r.issuedAtMs + this.leaseMs + LATE_EDGE_MS) {
       this.revived.push(`${r.method} issued at ${r.issuedAtMs} and delivered ${r.deliveredMs - r.issuedAtMs} ms later (lease_ms ${this.leaseMs}) was answered ok`);
     }
   }
 
-  /** The node's deadline is at least this, counting requests delivered by `atMs`. */
-  lowerDeadline(atMs: number): number {
+  /** The node's deadline is at least this from `answeredBy` on, counting requests answered ok by then. */
+  lowerDeadline(answeredBy: number): number {
     let best = Number.NEGATIVE_INFINITY;
     for (const r of this.delivered) {
-      if (r.deliveredMs > atMs || this.answers.get(r.nonce)?.status !== "ok") continue;
+      const a = this.answers.get(r.nonce);
+      if (a?.status !== "ok" || a.atMs > answeredBy) continue;
       best = Math.max(best, Math.min(r.issuedAtMs, r.deliveredMs) + this.leaseMs);
     }
     return best;

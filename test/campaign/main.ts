@@ -3,12 +3,15 @@
  * seeds (K consecutive seeds per world, N worlds at once), then prints the schedules run, the fault counts by type,
  * the operations, and every violation with its seed, its schedule and how to replay it. Exits 1 when a seed found a
  * violation.
+ * - `--parallel N` above 1 runs the worlds in N worker processes (pool.ts); 1 runs in this process.
  * - `--checkpoint FILE`: every outcome is appended to FILE as one JSON line as soon as its world has verified its
  *   chains, and seeds already in FILE are not run again, so an interrupted run resumes and a partial run still
  *   reports its counts (`--report FILE` prints the summary of what FILE holds, running nothing).
  */
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { runSeedsInWorkers } from "./pool.js";
 import { type Outcome, replayHint, runSeeds } from "./run.js";
+import { closeOpenWorlds } from "./world.js";
 
 function parseSeeds(text: string): number[] {
   const seeds: number[] = [];
@@ -79,7 +82,11 @@ async function main(): Promise<void> {
   const todo = seeds.filter((s) => !done.has(s));
   if (checkpoint) process.stdout.write(`checkpoint ${checkpoint}: ${before.length} outcome(s) already there, ${todo.length} seed(s) to run\n`);
   const started = Date.now();
-  const outcomes = await runSeeds(
+  const run = parallel > 1 ? runSeedsInWorkers : runSeeds;
+  if (parallel === 1) {
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void closeOpenWorlds().finally(() => process.exit(130)));
+  }
+  const outcomes = await run(
     todo,
     parallel,
     (o) => {

@@ -152,3 +152,18 @@ export function describeSchedule(s: Schedule): string {
   });
   return lines.join("\n");
 }
+
+export const OPERATION_KINDS = ["deploy", "deploy-twice", "place", "settle", "stop", "replace", "unload"] as const;
+
+/** How many of each operation and fault the schedules plan (every kind listed, zero or not): the fixed seeds' coverage. */
+export function coverage(schedules: readonly Schedule[]): { readonly ops: Record<string, number>; readonly faults: Record<string, number> } {
+  const ops: Record<string, number> = Object.fromEntries(OPERATION_KINDS.map((k) => [k, 0]));
+  const faults: Record<string, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0]));
+  for (const s of schedules) {
+    for (const r of s.rounds) {
+      for (const o of r.ops) ops[o.op] = (ops[o.op] ?? 0) + 1;
+      for (const f of r.faults) faults[f.fault] = (faults[f.fault] ?? 0) + 1;
+    }
+  }
+  return { ops, faults };
+}

@@ -85,7 +85,17 @@ async function startNode(root: string, i: number, spec: NodeSpec): Promise<NodeP
   return n;
 }
 
+/** A world that could not be set up (not a finding about berth: its seeds are run again in another world). */
+export class WorldSetupError extends Error {}
+
 let worlds = 0;
+/** Teardowns of the worlds still open in this process (closeOpenWorlds, on a signal). */
+const open = new Set<() => Promise<void>>();
+
+/** Tears down every world still open in this process: its daemons and their agents, its directories. */
+export async function closeOpenWorlds(): Promise<void> {
+  for (const teardown of [...open]) await teardown().catch(() => undefined);
+}
 
 export async function makeWorld(nodes: number, opts: { leaseNode?: number | null; leaseMs?: number; onProxy?: (i: number, p: TcpProxy) => void } = {}): Promise<World> {
   requireBuild();
@@ -107,11 +117,28 @@ export async function makeWorld(nodes: number, opts: { leaseNode?: number | null
     Array.from({ length: nodes }, (_, i) => startNode(root, i, i === leaseNode ? { ...base, config: { lease_ms: leaseMs } } : base)),
   );
   const proxies = await Promise.all(daemons.map((d) => TcpProxy.start(d.address, { tls: { node: d.identity(), controller } })));
-  for (const [i, p] of proxies.entries()) opts.onProxy?.(i, p);
-  // One after another: `nodes add` writes the store, and three at once only contend for it.
-  for (const p of proxies) {
-    const a = await berth("nodes", "add", p.address, "--tier", "paired", "--json");
-    if (a.code !== 0) throw new Error(`berth nodes add failed: ${a.stdout} ${a.stderr}`);
+  const teardown = async () => {
+    open.delete(teardown);
+    for (const p of proxies) await p.close();
+    for (const n of daemons) await n.killWithInstances();
+    rmSync(root, { recursive: true, force: true });
+  };
+  open.add(teardown);
+  try {
+    for (const [i, p] of proxies.entries()) opts.onProxy?.(i, p);
+    // One after another: `nodes add` writes the store, and three at once only contend for it. A loaded machine may
+    // miss the CLI's connect deadline: setting up is not judged, so it is tried again.
+    for (const p of proxies) {
+      for (let attempt = 1; ; attempt++) {
+        const a = await berth("nodes", "add", p.address, "--tier", "paired", "--json");
+        if (a.code === 0) break;
+        if (attempt === 8) throw new WorldSetupError(`berth nodes add failed ${attempt} times: ${a.stdout} ${a.stderr}`);
+        await new Promise((r) => setTimeout(r, 1_000 * attempt));
+      }
+    }
+  } catch (error) {
+    await teardown();
+    throw error;
   }
   worlds++;
   const prefix = `cmp${process.pid}w${worlds}`;
@@ -158,9 +185,7 @@ export async function makeWorld(nodes: number, opts: { leaseNode?: number | null
         const self = process.cpuUsage();
         process.stderr.write(`cpu: daemons ${ticks.map((t) => t * 10).join("/")} ms (since their last start), campaign process ${((self.user + self.system) / 1000).toFixed(0)} ms\n`);
       }
-      for (const p of proxies) await p.close();
-      for (const n of daemons) await n.killWithInstances();
-      rmSync(root, { recursive: true, force: true });
+      await teardown();
     },
   };
 }

@@ -42,8 +42,8 @@ export async function controllerHome(script = "#!/bin/sh\necho agent-up\nexec sl
   return { home, env, node, spec, controllerKey: String(keys.doc.public_key) };
 }
 
-export async function serve(home: string, extra: readonly string[] = []): Promise<{ proc: Spawned; url: string }> {
-  const proc = spawnNode([MAIN, "serve", "--port", "0", "--json", "--log-level", "info", ...extra], { env: { BERTH_HOME: home } });
+export async function serve(home: string, extra: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ proc: Spawned; url: string }> {
+  const proc = spawnNode([MAIN, "serve", "--port", "0", "--json", "--log-level", "info", ...extra], { env: { BERTH_HOME: home, ...env } });
   await proc.waitForOutput(/"url"/, 30_000);
   const url = String((JSON.parse(proc.output().split("\n")[0] as string) as { url: string }).url);
   return { proc, url };

@@ -4,6 +4,7 @@
  * duplicated and nothing is orphaned: the decision ends unplaced, or unsettled and then adopted or released.
  * Invariants: I1, I2, I3, I7.
  */
+import { databaseEnv } from "../support/test-database.js";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { saveKeyFile } from "../../src/keys/key-file.js";
@@ -25,7 +26,7 @@ async function crashedPlacement(fx: ProcessFixture, crashAt: string): Promise<vo
   const keyFile = join(fx.controllerDir, "..", "controller.key");
   saveKeyFile(keyFile, fx.key);
   await fx.controller.close();
-  const worker = spawnNode([builtPath("test/mesh-controller/support/place-worker.js"), fx.controllerDir, keyFile, fx.pkgDir, crashAt, fx.first.address, fx.second.address]);
+  const worker = spawnNode([builtPath("test/mesh-controller/support/place-worker.js"), fx.controllerDir, keyFile, fx.pkgDir, crashAt, fx.first.address, fx.second.address], { env: databaseEnv(fx.database) });
   const exit = await worker.exited();
   expect(exit.signal, `the worker should have been killed at ${crashAt}; stdout ${worker.output()} stderr ${worker.errors()}`).toBe("SIGKILL");
 }

@@ -1,6 +1,6 @@
 /**
  * Issue 20, a fenced leader with real processes: several `berth serve` on one controller store (one SQLite home on one
- * machine: the PostgreSQL engine had not landed when these were written, so the PostgreSQL run is still to do), a real `berth node serve`
+ * machine; the same campaign on PostgreSQL, with the database cut and restarted too, is ha-postgres-processes.test.ts), a real `berth node serve`
  * behind the frame-reading TCP proxy. Judged from outside: the store read read-only (`berth_leader`, decisions,
  * placements), the node's chain, /proc for live copies, and `berth audit verify`.
  *

@@ -3,6 +3,7 @@
  * known address gets nothing, tiers come from the operator (API or peers file, re-read on every use), an unreadable
  * peers file demotes everyone, demoted targets stay usable for teardown, and an unauthorised controller is refused.
  */
+import { PostgresEngine } from "../../src/store/postgres-engine.js";
 import { rmSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { join } from "node:path";
@@ -152,10 +153,20 @@ describe("targets and trust", () => {
     fx = await seedFixture();
     await fx.controller.targets();
     await fx.controller.close();
-    const raw = new Database(join(fx.controllerDir, "controller.db"));
-    raw.exec("DROP TRIGGER audit_event_no_update");
-    raw.prepare("UPDATE audit_event SET payload = replace(payload, '\"ok\":true', '\"ok\":false') WHERE seq = 1").run();
-    raw.close();
+    if (fx.database) {
+      // PostgreSQL: the same tampering, as someone holding the database's owner role would do it.
+      const raw = await PostgresEngine.open(fx.database);
+      await raw.transaction(async (tx) => {
+        await tx.exec("ALTER TABLE audit_event DISABLE TRIGGER audit_event_append_only");
+        await tx.run("UPDATE audit_event SET payload = replace(payload, '\"ok\":true', '\"ok\":false') WHERE seq = 1");
+      });
+      await raw.close();
+    } else {
+      const raw = new Database(join(fx.controllerDir, "controller.db"));
+      raw.exec("DROP TRIGGER audit_event_no_update");
+      raw.prepare("UPDATE audit_event SET payload = replace(payload, '\"ok\":true', '\"ok\":false') WHERE seq = 1").run();
+      raw.close();
+    }
     await expect(fx!.reopen()).rejects.toThrow(/does not verify at seq 1 \(payload_hash/);
   });
 });

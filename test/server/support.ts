@@ -2,6 +2,7 @@
  * An API fixture over real parts: a temp berth home with a real SQLite controller (its chain included), the real
  * fastify app driven through `inject` (no socket) or, with `listen`, a real listener.
  */
+import { databaseOption, testDatabaseFor } from "../support/test-database.js";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,11 +43,13 @@ export interface ApiFixture {
 const fixtures = new Set<ApiFixture>();
 
 export async function apiFixture(
-  opts: { kubernetes?: KubernetesAccess; webRoot?: string; dir?: string; log?: { level: "debug"; stream: NodeJS.WritableStream } } = {},
+  opts: { kubernetes?: KubernetesAccess; webRoot?: string; dir?: string; database?: string; log?: { level: "debug"; stream: NodeJS.WritableStream } } = {},
 ): Promise<ApiFixture> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "berth-api-"));
   const token = loadOrCreateToken(dir);
-  const state = await openServerState({ dataDir: dir, version: "test", kubernetes: opts.kubernetes ?? notConfigured });
+  // The controller's store: `opts.database`, else a PostgreSQL database of its own with BERTH_TEST_DATABASE=postgres.
+  const database = opts.database ?? (await testDatabaseFor(dir));
+  const state = await openServerState({ dataDir: dir, version: "test", ...databaseOption(database), kubernetes: opts.kubernetes ?? notConfigured });
   const { app, streams } = buildApp({
     state,
     token,

@@ -11,8 +11,13 @@ export interface Spawned {
 
 const live = new Set<ChildProcess>();
 
-export function spawnNode(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; input?: string } = {}): Spawned {
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, cwd: options.cwd, stdio: ["pipe", "pipe", "pipe"] });
+/**
+ * `wrap`: a command that execs the rest (`unshare --uts sh -c 'hostname X && exec "$0" "$@"'`, issue 20's "another
+ * host"); it must exec, so the child's pid stays node's.
+ */
+export function spawnNode(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; input?: string; wrap?: readonly string[] } = {}): Spawned {
+  const [command, ...prefix] = [...(options.wrap ?? []), process.execPath];
+  const child = spawn(command as string, [...prefix, ...args], { env: { ...process.env, ...options.env }, cwd: options.cwd, stdio: ["pipe", "pipe", "pipe"] });
   live.add(child);
   let out = "";
   let err = "";

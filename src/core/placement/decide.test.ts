@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { canonicalJson } from "../crypto/canonical.js";
 import { inputDraft, placementInput } from "../../../test/support/placement/arbitraries.js";
-import { decide, decideUnknown, parsePlacementInput } from "./decide.js";
+import { decide, decideUnknown, parsePlacementInput, parsePlacementInputWithViews } from "./decide.js";
 import { inputOf, nid, nodeDraft, specDraft } from "../../../test/support/placement/fixtures.js";
 import { type PlacementInput, placementInputSchema } from "./inputs.js";
 import { CONSTRAINTS, type PlacementDecision } from "./outputs.js";
@@ -253,5 +253,29 @@ describe("input errors (spec/mesh.md §8.1)", () => {
   it("a weight with more than two decimals is invalid_request", () => {
     const r = decideUnknown({ request: { spec: specDraft(), weights: { load: 0.125 } }, nodes: [], cluster: { now_ms: 0 } });
     expect(r.ok ? null : r.error.code).toBe("invalid_request");
+  });
+});
+
+describe("parsePlacementInputWithViews (issue 19: node views validated where they are made)", () => {
+  it("decides exactly what parsePlacementInput decides for the same generated input", () => {
+    fc.assert(
+      fc.property(inputDraft, (d) => {
+        const whole = parsePlacementInput(d);
+        if (!whole.ok) throw new Error("a generated draft did not parse");
+        const split = parsePlacementInputWithViews({ request: d.request, cluster: d.cluster }, whole.input.nodes);
+        if (!split.ok) throw new Error("the split parse refused what the whole parse took");
+        expect(split.input).toEqual(whole.input);
+        expect(decide(split.input)).toEqual(decide(whole.input));
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it("still refuses a malformed request or cluster state, naming the field", () => {
+    const input = inputOf({ nodes: [nodeDraft(nid(1))] });
+    const badRequest = parsePlacementInputWithViews({ request: { ...input.request, strategy: "sideways" }, cluster: input.cluster }, input.nodes);
+    expect(badRequest.ok ? null : badRequest.error.message).toMatch(/request\.strategy/);
+    const badCluster = parsePlacementInputWithViews({ request: input.request, cluster: { now_ms: -1 } }, input.nodes);
+    expect(badCluster.ok ? null : badCluster.error.message).toMatch(/cluster\.now_ms/);
   });
 });

@@ -9,7 +9,7 @@
  * Equal inputs give deep-equal outputs whatever the order of `nodes` or `cluster.instances`.
  */
 import { type Assessment, assessNode, constraintContext } from "./constraints.js";
-import { type PlacementInput, type PlacementRequest, placementInputSchema } from "./inputs.js";
+import { type NodeView, type PlacementInput, type PlacementRequest, placementInputSchema } from "./inputs.js";
 import type { NodeReport, Placement, PlacementDecision, PlacementError, PlacementResult } from "./outputs.js";
 import { placedLoads, type Scorable, scoreEligible } from "./score.js";
 import { applySelection, rank, reportOf, select } from "./select.js";
@@ -46,6 +46,17 @@ export function parsePlacementInput(raw: unknown): ParsedInput {
       constraints: [],
     },
   };
+}
+
+/**
+ * Issue 19: `parsePlacementInput` for a caller whose node views are already validated: the controller builds each
+ * view from its own typed records and facts it parsed with `nodeFactsSchema` when it accepted them (§6.2,
+ * src/mesh/controller/facts.ts), once per describe rather than once per decision. The rest of the input (the
+ * request and the cluster state) is validated here as always; `decide`'s cross-checks still run on the views.
+ */
+export function parsePlacementInputWithViews(raw: { readonly request: unknown; readonly cluster: unknown }, nodes: readonly NodeView[]): ParsedInput {
+  const parsed = parsePlacementInput({ request: raw.request, cluster: raw.cluster, nodes: [] });
+  return parsed.ok ? { ok: true, input: { ...parsed.input, nodes: [...nodes] } } : parsed;
 }
 
 /** Checks the types cannot express: one view per node, and facts about the node they are filed under. */

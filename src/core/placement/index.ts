@@ -3,7 +3,7 @@
  * See README.md in this folder for the pipeline, the vocabulary and which file holds which stage.
  */
 export { type CapabilityIndex, capabilitiesOf, checkRequirement, indexCapabilities } from "./capabilities.js";
-export { decide, decideUnknown, type ParsedInput, parsePlacementInput } from "./decide.js";
+export { decide, decideUnknown, type ParsedInput, parsePlacementInput, parsePlacementInputWithViews } from "./decide.js";
 export { type ExplainAttempt, type ExplainOptions, points, renderExplain, renderPlacementError } from "./explain.js";
 export {
   type Arch,

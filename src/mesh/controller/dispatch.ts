@@ -16,7 +16,7 @@
 import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
 import type { EventDraft } from "../../core/chain/event.js";
 import { sha256 } from "../../core/crypto/tagged.js";
-import { dispatchOrder, type ExplainAttempt, type PlacementDecision, parsePlacementInput, decide, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
+import { dispatchOrder, type ExplainAttempt, type PlacementDecision, parsePlacementInputWithViews, decide, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
 import { outcomeOf } from "../client/node-client.js";
 import { consult, contextOf, type GateSettings, gatePolicyOf } from "./gate.js";
 import { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
@@ -127,8 +127,8 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   const pkg = prepared.pkg;
   const name = order.name ?? pkg.statement.name;
   const workload = workloadRecordOf(pkg);
-  // 3. refresh every target with its stored key
-  await deps.targets.refreshAll();
+  // 3. refresh, with its stored key, every target whose facts cannot be reused (issue 19, targets.ts refreshStale)
+  await deps.targets.refreshStale();
   // 4. gate workload.place for every target in the view
   const views = await deps.targets.views();
   const gatePolicy = gatePolicyOf(policy, deps.gate);
@@ -196,27 +196,31 @@ async function runEngine(
   cordoned: readonly string[],
 ): Promise<PlacementDecision> {
   const revoked = policy.revocations?.subjects ?? [];
-  const parsedInput = parsePlacementInput({
-    request: {
-      spec: workloadSpecOf(name, pkg),
-      pin: order.pin,
-      prefer: order.prefer,
-      avoid: order.avoid,
-      allow_emulated: order.allow_emulated,
-      strategy: order.strategy,
-      current_node: null,
-      weights: deps.weights ?? {},
-      gate: verdicts,
+  // Issue 19: the views are validated where they are made (facts at acceptance, targets.ts), so only the request and
+  // the cluster state are parsed here, per decision.
+  const parsedInput = parsePlacementInputWithViews(
+    {
+      request: {
+        spec: workloadSpecOf(name, pkg),
+        pin: order.pin,
+        prefer: order.prefer,
+        avoid: order.avoid,
+        allow_emulated: order.allow_emulated,
+        strategy: order.strategy,
+        current_node: null,
+        weights: deps.weights ?? {},
+        gate: verdicts,
+      },
+      cluster: {
+        now_ms: deps.clock(),
+        revoked_nodes: revoked.filter((s) => s.kind === "node").map((s) => s.id),
+        revoked_refs: revoked.filter((s) => s.kind !== "node").map((s) => s.id),
+        cordoned_nodes: [...cordoned],
+        instances: await deps.store.placementLoads(),
+      },
     },
-    nodes: views,
-    cluster: {
-      now_ms: deps.clock(),
-      revoked_nodes: revoked.filter((s) => s.kind === "node").map((s) => s.id),
-      revoked_refs: revoked.filter((s) => s.kind !== "node").map((s) => s.id),
-      cordoned_nodes: [...cordoned],
-      instances: await deps.store.placementLoads(),
-    },
-  });
+    views,
+  );
   const result = parsedInput.ok ? decide(parsedInput.input) : { ok: false as const, error: parsedInput.error };
   if (!result.ok) {
     const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));

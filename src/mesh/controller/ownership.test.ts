@@ -3,34 +3,25 @@
  * decision is moved by nobody else, recovery touches only a provably gone owner's, an illegal move is a typed
  * refusal, and a store wedged by an older berth is found and repaired.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { engineHarness } from "../../../test/support/engines.js";
+import { TEST_ENGINE } from "../../../test/support/test-database.js";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { signingKeyFromSeed } from "../../core/crypto/ed25519.js";
-import { SqliteEngine } from "../../store/sqlite-engine.js";
+import type { StoreEngine } from "../../store/engine.js";
 import { ControllerStore, type DecisionId, IllegalTransition, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
 
-const dirs: string[] = [];
-const closers: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of closers.splice(0)) await c();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
+// SQLite, or PostgreSQL with BERTH_TEST_DATABASE=postgres (scripts/test runs both).
+const engines = engineHarness();
 const KEY = signingKeyFromSeed(new Uint8Array(32).fill(1));
-async function storeOn(path: string): Promise<ControllerStore> {
-  const engine = SqliteEngine.open(path);
-  closers.push(() => engine.close());
+async function storeOn(engine: StoreEngine): Promise<ControllerStore> {
   return ControllerStore.open(engine, await EngineChain.open(engine, KEY, "controller"), Date.now);
 }
+/** Two owners of one store, as two processes are. */
 async function twoOwners() {
-  const dir = mkdtempSync(join(tmpdir(), "berth-ctl-owner-"));
-  dirs.push(dir);
-  const path = join(dir, "controller.db");
-  const a = await storeOn(path);
-  return { a, b: await storeOn(path), path };
+  const first = await engines.open(TEST_ENGINE);
+  const a = await storeOn(first);
+  return { a, b: await storeOn(await engines.reopen(first)) };
 }
 
 const W: WorkloadRecord = { kind: "agent", network: "lan", secrets: false, cpu_millis: 0, memory_bytes: 0, labels: [], excludes: [], package_id: "c".repeat(64), signer_keys: [], file_hashes: [] };

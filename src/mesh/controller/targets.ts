@@ -1,5 +1,5 @@
 /**
- * (Just over 400 lines: trust on first use, key demotion, liveness and the one `call` share one target record and
+ * (About 440 lines: trust on first use, key demotion, liveness and the one `call` share one target record and
  * must decide together which key an answer needs; split them only with that record.)
  *
  * The controller's targets (spec/mesh.md §3.3–§3.5, §4.7, §6.2, §8.2): which nodes it knows, under which key, at which
@@ -41,8 +41,16 @@ interface Live {
   factsExpireAtMs: number;
   factsRejected: string | null;
   lastSentMs: number | null;
+  /** When a describe by this process last answered validly; null until then and again after any failed contact. */
+  describedAtMs: number | null;
   refusedKeys: Set<string>;
 }
+
+/**
+ * Issue 19 (spec/mesh.md §9.2 step 3): how long a placement reuses the facts of a target this process described,
+ * rather than describing it again. The same 10 s `berth serve` describes every target at (§8.4).
+ */
+export const FACTS_REUSE_MS = 10_000;
 
 /** What the CLI and the API show for one target. */
 export interface TargetInfo {
@@ -237,14 +245,28 @@ export class Targets {
     return false;
   }
 
-  /** §9.2 step 3: every learned target, concurrently. */
+  /** Every learned target, concurrently. */
   async refreshAll(): Promise<void> {
     await Promise.all([...this.live.values()].filter((l) => l.stored.key !== null).map((l) => this.refresh(l.stored.addr)));
+  }
+
+  /**
+   * §9.2 step 3 (issue 19): every learned target whose facts this process cannot reuse, concurrently: never described
+   * by it, described more than FACTS_REUSE_MS ago, without accepted facts, facts expiring within 60 s (§6.2), or
+   * suspect (any contact failed since its last describe). The others' facts carry a validity and a sequence the
+   * engine still judges (`facts_expired`), and their liveness is read from the store as for every target.
+   */
+  async refreshStale(): Promise<void> {
+    const now = this.clock();
+    const stale = (l: Live) =>
+      l.describedAtMs === null || now - l.describedAtMs >= FACTS_REUSE_MS || l.facts === null || l.factsExpireAtMs - now <= 60_000 || l.bootId === null;
+    await Promise.all([...this.live.values()].filter((l) => l.stored.key !== null && stale(l)).map((l) => this.refresh(l.stored.addr)));
   }
 
   private async absorb(l: Live, bootId: string, facts: JsonObject): Promise<void> {
     const now = this.clock();
     l.bootId = bootId;
+    l.describedAtMs = now;
     const verdict = acceptFacts(facts, l.factsSeq, now);
     if (verdict.kind === "accepted") {
       l.facts = verdict.facts;
@@ -265,10 +287,12 @@ export class Targets {
   }
 
   private async markUnreachable(l: Live, why: string): Promise<void> {
+    l.describedAtMs = null;
     await this.record(l, { ok: false, at_ms: this.clock(), error: why });
   }
 
   private async noteFailure(l: Live, r: Exclude<CallResult, { kind: "ok" }>): Promise<void> {
+    l.describedAtMs = null; // suspect: the next placement describes it again (refreshStale)
     if (r.kind === "refused") {
       // A valid signed refusal is direct contact: the node is there, it just said no.
       await this.record(l, { ok: true, at_ms: this.clock(), error: `${r.code}: ${r.reason}`, name: null });
@@ -409,6 +433,7 @@ function fresh(stored: StoredTarget): Live {
     factsExpireAtMs: 0,
     factsRejected: null,
     lastSentMs: null,
+    describedAtMs: null,
     refusedKeys: new Set(),
   };
 }

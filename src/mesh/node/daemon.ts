@@ -109,6 +109,7 @@ export class NodeDaemon {
     const runtime = new NativeRuntime(join(o.dataDir, "instances"), confinement);
     const content = new ContentStore(join(o.dataDir, "store"));
     const perf: JsonObject[] = [measureSha256(clock())];
+    const transport = o.transport ?? config.transport;
     const service = new NodeService({
       dataDir: o.dataDir,
       key,
@@ -123,6 +124,8 @@ export class NodeDaemon {
       extraSigners: o.signers ?? [],
       perf,
       ...(log ? { log } : {}),
+      // Requests reach an in-process node (listen null) by other means than the TLS listener.
+      transport: o.listen === null ? "plaintext" : transport,
     });
     log?.info({ containment: confinement.facts() }, "containment probed");
     if (confinement.agent.kind === "refused") log?.warn({ reason: confinement.agent.reason }, "agents will be refused");
@@ -140,7 +143,6 @@ export class NodeDaemon {
       },
     });
     service.policy();
-    const transport = o.transport ?? config.transport;
     if (transport === "plaintext") {
       const by = o.transport === "plaintext" ? "--transport plaintext" : `${FILES.config} transport`;
       store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: `configured explicitly (${by})` } });

@@ -22,6 +22,11 @@ export interface NodeServiceOptions {
   readonly extraSigners?: readonly string[];
   readonly perf?: readonly JsonObject[];
   readonly fetchTimeoutMs?: number;
-  /** Diagnostics (pino); silent when unset. */
+  /** Diagnostics (pino's line format, log.ts); silent when unset. */
   readonly log?: NodeLog;
+  /**
+   * Issue 19: `tls` when every request reaches this service over the TLS listener (spec/mesh.md §4.11), so a captured
+   * request cannot be replayed (describe.ts syncs its replay nonce only otherwise). Unset: treated as plaintext.
+   */
+  readonly transport?: "tls" | "plaintext";
 }

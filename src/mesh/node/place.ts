@@ -34,9 +34,11 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const { store, runtime, o } = ctx;
   const decisionId = req.decision_id as string;
   const now = o.clock();
-  // 1. mark in flight first
+  // 1. mark in flight first. This commit and those of steps 8 and 10 are not synced on their own: the request's last
+  // commit before its answer (step 11's `running`, step 13, or the refusal's in service.ts) syncs them with it
+  // (store.ts `commitUnsynced`, issue 19), so a place waits for the disk once.
   const pol0 = ctx.policy.read();
-  store.commit((tx) => {
+  store.commitUnsynced((tx) => {
     if (store.inflight(decisionId)) throw new Refusal("invalid_request", `decision ${decisionId} is already being handled`);
     const existing = store.instanceByDecision(decisionId);
     if (existing) throw new Refusal("invalid_request", `decision ${decisionId} already placed as ${existing.instance_id}`);
@@ -109,7 +111,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   try {
     // 6. admission
     const admission = admit(launch, {
-      instances: store.instances().length,
+      instances: store.instanceCount(),
       maxInstances: o.config.max_instances,
       availableMemoryBytes: launch.memory_mb > 0 ? availableMemory() : Number.POSITIVE_INFINITY,
       interpreters: new Set(o.config.interpreters.filter((i) => existsSync(i.path)).map((i) => i.name)),
@@ -119,7 +121,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
     // 7. still valid
     if (req.expires_at_ms <= o.clock()) throw new Refusal("expired", "the request expired while it was being handled");
     // 8. insert the instance row
-    store.commit((tx) => {
+    store.commitUnsynced((tx) => {
       if (store.instance(instanceId)) throw new Refusal("invalid_request", `instance ${instanceId} already exists`);
       store.insertInstance(tx, row);
       return { result: null, events: loadVerdict ? [loadVerdict] : [] };
@@ -150,7 +152,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const judged = method === "place" ? ctx.policy.judge("workload.start", gateCtx) : null;
   const startVerdict = judged?.verdict ?? null;
   const goesOn = startVerdict?.decision === "permit";
-  store.commit((tx) => {
+  store.commitUnsynced((tx) => {
     store.updateInstance(tx, instanceId, goesOn ? { state: "starting", detail: null } : { state: "loaded" });
     return { result: null, events: [runtimeEvent("workload.load", row, { outcome: "ok" }), ...(judged?.event ? [judged.event] : [])] };
   });

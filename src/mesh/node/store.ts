@@ -7,6 +7,7 @@ import type { Chain } from "../../chain/chain.js";
 import type { EventDraft } from "../../core/chain/event.js";
 import type { HealthSpec } from "../../core/node/health-check.js";
 import type { RestartPolicy } from "../../core/node/restart-policy.js";
+import type { Statement } from "better-sqlite3";
 import { type Db, ensureSchema, type WriteTx, withWriteTx } from "../../store/sqlite.js";
 
 export const INSTANCE_STATES = [
@@ -98,6 +99,8 @@ const SCHEMA_VERSION = 1;
 type RawInstance = Omit<InstanceRow, "launch"> & { launch: string };
 
 export class NodeStore {
+  private readonly statements = new Map<string, Statement>();
+
   constructor(
     readonly db: Db,
     readonly chain: Chain,
@@ -125,7 +128,7 @@ export class NodeStore {
     );
   }
 
-  /** Runs `write` and appends every draft it returns, in one transaction. */
+  /** Runs `write` and appends every draft it returns, in one transaction, durable (fsynced) before it returns. */
   commit<T>(write: (tx: WriteTx) => { result: T; events: EventDraft[] }): T {
     return withWriteTx(this.db, (tx) => {
       const { result, events } = write(tx);
@@ -134,38 +137,82 @@ export class NodeStore {
     });
   }
 
+  /**
+   * Issue 19: `commit` without waiting for the disk, for the steps of a request that come before its last commit.
+   * The state and its chain events still commit together (one transaction, I7), and the commit survives a crash of
+   * the daemon (the WAL frames are in the kernel's page cache); only a host crash or power loss before the next
+   * synced commit can undo it, and then it is undone whole, in order, with everything after it (SQLite's WAL keeps a
+   * prefix of its commits), and with the host's processes gone too. The rule that keeps that invisible: every answer
+   * a node gives is sent after a synced commit (the request's last one, or the refusal's), and an fsync of the WAL
+   * makes every earlier commit durable with it. So what was answered is on disk; what was not may be lost only with
+   * the host itself (spec/mesh.md §14.3 "Durability").
+   */
+  commitUnsynced<T>(write: (tx: WriteTx) => { result: T; events: EventDraft[] }): T {
+    if (this.inTransaction()) return this.commit(write);
+    this.db.pragma("synchronous = NORMAL");
+    try {
+      return this.commit(write);
+    } finally {
+      this.db.pragma("synchronous = FULL");
+    }
+  }
+
+  private inTransaction(): boolean {
+    return this.db.inTransaction;
+  }
+
   append(draft: EventDraft): void {
     withWriteTx(this.db, (tx) => this.chain.append(tx, draft));
+  }
+
+  /** A prepared statement, compiled once per text (issue 19: every request ran a few `prepare` calls). */
+  sql(text: string): Statement {
+    let stmt = this.statements.get(text);
+    if (!stmt) {
+      stmt = this.db.prepare(text);
+      this.statements.set(text, stmt);
+    }
+    return stmt;
+  }
+
+  /** A statement for a write inside `tx`, which must be a transaction on this store's database. */
+  private inTx(tx: WriteTx, text: string): Statement {
+    if (tx.db !== this.db) throw new Error("a node store write must run in a transaction on node.db");
+    return this.sql(text);
   }
 
   // -- reads ---------------------------------------------------------------------------------------------------
 
   instance(id: string): InstanceRow | undefined {
-    const row = this.db.prepare("SELECT * FROM node_instance WHERE instance_id = ?").get(id) as RawInstance | undefined;
+    const row = this.sql("SELECT * FROM node_instance WHERE instance_id = ?").get(id) as RawInstance | undefined;
     return row ? decode(row) : undefined;
   }
 
   instanceByDecision(decisionId: string): InstanceRow | undefined {
-    const row = this.db.prepare("SELECT * FROM node_instance WHERE decision_id = ?").get(decisionId) as RawInstance | undefined;
+    const row = this.sql("SELECT * FROM node_instance WHERE decision_id = ?").get(decisionId) as RawInstance | undefined;
     return row ? decode(row) : undefined;
   }
 
   instances(): InstanceRow[] {
-    return (this.db.prepare("SELECT * FROM node_instance ORDER BY created_ms, instance_id").all() as RawInstance[]).map(decode);
+    return (this.sql("SELECT * FROM node_instance ORDER BY created_ms, instance_id").all() as RawInstance[]).map(decode);
+  }
+
+  instanceCount(): number {
+    return (this.sql("SELECT COUNT(*) AS n FROM node_instance").get() as { n: number }).n;
   }
 
   inflight(decisionId: string): InflightRow | undefined {
-    return this.db.prepare("SELECT * FROM node_inflight WHERE decision_id = ?").get(decisionId) as InflightRow | undefined;
+    return this.sql("SELECT * FROM node_inflight WHERE decision_id = ?").get(decisionId) as InflightRow | undefined;
   }
 
   inflights(): InflightRow[] {
-    return this.db.prepare("SELECT * FROM node_inflight ORDER BY started_ms").all() as InflightRow[];
+    return this.sql("SELECT * FROM node_inflight ORDER BY started_ms").all() as InflightRow[];
   }
 
   departed(sinceMs: number): DepartedRow[] {
     return (
-      this.db
-        .prepare("SELECT instance_id, decision_id, reason, at_ms FROM node_departed WHERE at_ms >= ? ORDER BY id DESC LIMIT 256")
+      this
+        .sql("SELECT instance_id, decision_id, reason, at_ms FROM node_departed WHERE at_ms >= ? ORDER BY id DESC LIMIT 256")
         .all(sinceMs) as DepartedRow[]
     ).reverse();
   }
@@ -180,70 +227,66 @@ export class NodeStore {
   }
 
   meta(key: string): string | undefined {
-    return (this.db.prepare("SELECT value FROM node_meta WHERE key = ?").get(key) as { value: string } | undefined)?.value;
+    return (this.sql("SELECT value FROM node_meta WHERE key = ?").get(key) as { value: string } | undefined)?.value;
   }
 
   // -- writes (inside a caller's transaction) ------------------------------------------------------------------
 
   setMeta(tx: WriteTx, key: string, value: string): void {
-    tx.db.prepare("INSERT INTO node_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(key, value);
+    this.inTx(tx, "INSERT INTO node_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(key, value);
   }
 
   insertInflight(tx: WriteTx, row: InflightRow): void {
-    tx.db
-      .prepare("INSERT INTO node_inflight (decision_id, method, requester, boot_id, started_ms, revocation_generation) VALUES (?,?,?,?,?,?)")
+    this.inTx(tx, "INSERT INTO node_inflight (decision_id, method, requester, boot_id, started_ms, revocation_generation) VALUES (?,?,?,?,?,?)")
       .run(row.decision_id, row.method, row.requester, row.boot_id, row.started_ms, row.revocation_generation);
   }
 
   deleteInflight(tx: WriteTx, decisionId: string): void {
-    tx.db.prepare("DELETE FROM node_inflight WHERE decision_id = ?").run(decisionId);
+    this.inTx(tx, "DELETE FROM node_inflight WHERE decision_id = ?").run(decisionId);
   }
 
   insertInstance(tx: WriteTx, row: InstanceRow): void {
-    tx.db
-      .prepare(
-        `INSERT INTO node_instance (instance_id, decision_id, name, package_id, variant, route, state, exit_code, signal, detail,
+    this.inTx(
+      tx,
+      `INSERT INTO node_instance (instance_id, decision_id, name, package_id, variant, route, state, exit_code, signal, detail,
            pid, host_boot_id, start_marker, started_ms, requester, created_ms, launch, agent, intent, generation)
          VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-      )
-      .run(
-        row.instance_id,
-        row.decision_id,
-        row.name,
-        row.package_id,
-        row.variant,
-        row.route,
-        row.state,
-        row.exit_code,
-        row.signal,
-        row.detail,
-        row.pid,
-        row.host_boot_id,
-        row.start_marker,
-        row.started_ms,
-        row.requester,
-        row.created_ms,
-        JSON.stringify(row.launch),
-        row.agent,
-        row.intent,
-        row.generation,
-      );
+    ).run(
+      row.instance_id,
+      row.decision_id,
+      row.name,
+      row.package_id,
+      row.variant,
+      row.route,
+      row.state,
+      row.exit_code,
+      row.signal,
+      row.detail,
+      row.pid,
+      row.host_boot_id,
+      row.start_marker,
+      row.started_ms,
+      row.requester,
+      row.created_ms,
+      JSON.stringify(row.launch),
+      row.agent,
+      row.intent,
+      row.generation,
+    );
   }
 
   updateInstance(tx: WriteTx, id: string, patch: Partial<Omit<InstanceRow, "instance_id" | "decision_id" | "launch">>): void {
     const entries = Object.entries(patch);
     if (entries.length === 0) return;
     const sets = entries.map(([k]) => `${k} = ?`).join(", ");
-    tx.db.prepare(`UPDATE node_instance SET ${sets} WHERE instance_id = ?`).run(...entries.map(([, v]) => v as unknown), id);
+    this.inTx(tx, `UPDATE node_instance SET ${sets} WHERE instance_id = ?`).run(...entries.map(([, v]) => v as unknown), id);
   }
 
   /** Rows leave the table only with a departed record (§14.3: never forgotten silently). */
   removeInstance(tx: WriteTx, id: string, decisionId: string, reason: string, atMs: number): void {
     const row = this.instance(id);
-    tx.db.prepare("DELETE FROM node_instance WHERE instance_id = ?").run(id);
-    tx.db
-      .prepare("INSERT INTO node_departed (instance_id, decision_id, reason, at_ms) VALUES (?,?,?,?)")
-      .run(id, row ? decisionId || row.decision_id : decisionId, reason, atMs);
+    this.inTx(tx, "DELETE FROM node_instance WHERE instance_id = ?").run(id);
+    this.inTx(tx, "INSERT INTO node_departed (instance_id, decision_id, reason, at_ms) VALUES (?,?,?,?)").run(id, row ? decisionId || row.decision_id : decisionId, reason, atMs);
   }
 }
 

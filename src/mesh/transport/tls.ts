@@ -8,27 +8,13 @@
  */
 import { createPublicKey, randomBytes, sign } from "node:crypto";
 import { createSecureContext, connect as tlsConnect, type TLSSocket } from "node:tls";
-import { AsnConvert } from "@peculiar/asn1-schema";
-import {
-  AlgorithmIdentifier,
-  AttributeTypeAndValue,
-  AttributeValue,
-  Certificate,
-  Name,
-  RelativeDistinguishedName,
-  SubjectPublicKeyInfo,
-  TBSCertificate,
-  Validity,
-  Version,
-} from "@peculiar/asn1-x509";
 import type { SigningKey } from "../../core/crypto/ed25519.js";
 import { nodeIdOf } from "../../core/crypto/ed25519.js";
 import { type Connector, type FrameStream, MAX_FRAME_BYTES, PeerKeyMismatch, SocketFrameStream } from "./frames.js";
+import { identityCertificate, tbsCertificate } from "./identity-cert.js";
 import { type ListenTls, parseAddr, settleConnect } from "./tcp.js";
 
 const SPKI_ED25519_PREFIX = "302a300506032b6570032100";
-const ED25519_OID = "1.3.101.112";
-const COMMON_NAME_OID = "2.5.4.3";
 
 export interface TlsIdentity {
   readonly key: string;
@@ -39,33 +25,25 @@ export interface TlsIdentity {
 const identities = new Map<string, TlsIdentity>();
 
 /**
- * A self-signed X.509 certificate for an identity key (cached per key), built with @peculiar/asn1-x509 (the ASN.1
- * structures @peculiar/x509 is made of; x509 itself needs a reflect-metadata polyfill that is not installed) and
- * signed with node:crypto. Its subject names the key's node id; its validity is long and ignored: what each side
- * checks is the key, never a date, a name or a CA.
+ * A self-signed X.509 certificate for an identity key (cached per key), encoded by identity-cert.ts and signed with
+ * node:crypto. Its subject names the key's node id; its validity is long and ignored: what each side checks is the
+ * key, never a date, a name or a CA.
  */
 export function tlsIdentity(key: SigningKey): TlsIdentity {
   const cached = identities.get(key.publicKey);
   if (cached) return cached;
-  const algorithm = new AlgorithmIdentifier({ algorithm: ED25519_OID });
-  const name = new Name([
-    new RelativeDistinguishedName([new AttributeTypeAndValue({ type: COMMON_NAME_OID, value: new AttributeValue({ utf8String: `berth ${nodeIdOf(key.publicKey)}` }) })]),
-  ]);
   const serial = randomBytes(16);
   // A positive INTEGER with no leading zero octet: DER forbids the padding a 0x00 first byte would need (seen: one
   // certificate in a few hundred was refused as "illegal padding" by the peer).
   serial[0] = ((serial[0] as number) & 0x7f) | 0x40;
-  const tbsCertificate = new TBSCertificate({
-    version: Version.v3,
-    serialNumber: new Uint8Array(serial).buffer,
-    signature: algorithm,
-    issuer: name,
-    subject: name,
-    validity: new Validity({ notBefore: new Date("2020-01-01T00:00:00Z"), notAfter: new Date("2120-01-01T00:00:00Z") }),
-    subjectPublicKeyInfo: AsnConvert.parse(createPublicKey(key.privateKey).export({ format: "der", type: "spki" }), SubjectPublicKeyInfo),
+  const tbs = tbsCertificate({
+    spki: createPublicKey(key.privateKey).export({ format: "der", type: "spki" }),
+    serial,
+    commonName: `berth ${nodeIdOf(key.publicKey)}`,
+    notBefore: new Date("2020-01-01T00:00:00Z"),
+    notAfter: new Date("2120-01-01T00:00:00Z"),
   });
-  const signature = sign(null, Buffer.from(AsnConvert.serialize(tbsCertificate)), key.privateKey);
-  const der = Buffer.from(AsnConvert.serialize(new Certificate({ tbsCertificate, signatureAlgorithm: algorithm, signatureValue: new Uint8Array(signature).buffer })));
+  const der = identityCertificate(tbs, sign(null, tbs, key.privateKey));
   const pem = `-----BEGIN CERTIFICATE-----\n${der.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n$/, "")}\n-----END CERTIFICATE-----\n`;
   const made = { key: key.privateKey.export({ format: "pem", type: "pkcs8" }).toString(), cert: pem, publicKey: key.publicKey };
   identities.set(key.publicKey, made);

@@ -6,7 +6,8 @@ import { CHAIN_NAMES, type ChainName, headSeq, type OpenChain, openChainReader }
 import { notFound } from "../errors.js";
 import type { CallContext, Handlers } from "../handler.js";
 
-function withChain<T>(ctx: CallContext, name: ChainName, fn: (c: OpenChain) => T): T {
+async function withChain<T>(ctx: CallContext, name: ChainName, fn: (c: OpenChain) => T): Promise<T> {
+  if (name === "controller") await ctx.state.refreshChains();
   const c = openChainReader(ctx.state, name);
   if (c === null) throw notFound(`the ${name} chain`, name === "k8s" ? "it is created by the first Kubernetes deploy" : "it is created when the controller first starts");
   try {
@@ -18,6 +19,7 @@ function withChain<T>(ctx: CallContext, name: ChainName, fn: (c: OpenChain) => T
 
 export const auditHandlers: Handlers = {
   listChains: async (_i, ctx) => {
+    await ctx.state.refreshChains();
     const chains = [];
     for (const name of CHAIN_NAMES) {
       const c = openChainReader(ctx.state, name);

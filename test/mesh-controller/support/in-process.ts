@@ -4,7 +4,8 @@
  * `test-agent` permit; a signed `probe` package trusted by all three; connections through the in-process
  * connector, wrapped by a fault-injecting one.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { databaseOption, testDatabaseFor } from "../../support/test-database.js";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { verifyStoredChain } from "../../../src/chain/chain.js";
@@ -40,6 +41,8 @@ export interface SeedFixture {
   readonly nodes: HostNode[];
   controller: MeshController;
   readonly controllerDir: string;
+  /** The controller's store when it is not the SQLite file in controllerDir (BERTH_TEST_DATABASE=postgres). */
+  readonly database: string | undefined;
   /** Re-opens the controller on the same database (a restart). */
   reopen(extra?: Partial<ControllerOptions>): Promise<MeshController>;
   close(): Promise<void>;
@@ -70,8 +73,11 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
     nodes.push(await startNode(root, name, key.publicKey, signer.publicKey, opts.permits?.[i] ?? [TEST_PERMIT], memory));
   }
   const controllerDir = join(root, "controller");
+  // BERTH_TEST_DATABASE=postgres: the controller's store is a fresh PostgreSQL database (test/support/test-database.ts).
+  const database = await testDatabaseFor(controllerDir);
   const options = (extra: Partial<ControllerOptions> = {}): ControllerOptions => ({
     dataDir: controllerDir,
+    ...databaseOption(database),
     key,
     connector: faults,
     timeouts: { callMs: 5_000, placeMs: 10_000, describeMs: 2_000 },
@@ -82,6 +88,8 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
   // The controller trusts the same signer and carries the same permit.
   const controller = await (async () => {
     const c = await open();
+    // The PostgreSQL tier must really be on PostgreSQL: no SQLite store appears in the home.
+    if (database && existsSync(join(controllerDir, "controller.db"))) throw new Error("BERTH_TEST_DATABASE=postgres, yet the controller opened controller.db");
     writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
     writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
     return c;
@@ -97,6 +105,7 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
     nodes,
     controller,
     controllerDir,
+    database,
     async reopen(extra) {
       await fixture.controller.close();
       fixture.controller = await open(extra);

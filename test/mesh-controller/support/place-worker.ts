@@ -55,6 +55,8 @@ class CrashingConnector implements Connector {
 
 const controller = await MeshController.open({
   dataDir,
+  // The test's store when it is PostgreSQL (BERTH_TEST_DATABASE=postgres), else the SQLite file in the home.
+  ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}),
   key: controllerKey,
   connector: new CrashingConnector(),
   timeouts: { callMs: 5_000, placeMs: 15_000, describeMs: 3_000 },

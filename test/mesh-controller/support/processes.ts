@@ -3,6 +3,8 @@
  * own data directory, key and config; the controller in the test process over TCP; the preferred node reached
  * through a TCP proxy the test controls. Daemons and instance process groups are killed by `cleanupProcesses()`.
  */
+import { databaseOption, testDatabaseFor } from "../../support/test-database.js";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { JsonObject } from "../../../src/core/crypto/canonical.js";
 import type { SigningKey } from "../../../src/core/crypto/ed25519.js";
@@ -21,6 +23,8 @@ export interface ProcessFixture {
   readonly signer: SigningKey;
   readonly pkgDir: string;
   readonly controllerDir: string;
+  /** The controller's store when it is not the SQLite file in controllerDir (BERTH_TEST_DATABASE=postgres). */
+  readonly database: string | undefined;
   readonly first: NodeProcess;
   readonly second: NodeProcess;
   readonly proxy: TcpProxy;
@@ -50,12 +54,16 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
   const proxy = await TcpProxy.start(first.address, { tls: { node: first.identity(), controller: key } });
   proxies.add(proxy);
   const controllerDir = join(root, "controller");
+  // BERTH_TEST_DATABASE=postgres: the controller's store is a fresh PostgreSQL database (test/support/test-database.ts).
+  const database = await testDatabaseFor(controllerDir);
   const open = async (extra: Partial<ControllerOptions> = {}) => {
-    const c = await MeshController.open({ dataDir: controllerDir, key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS, ...extra });
+    const c = await MeshController.open({ dataDir: controllerDir, ...databaseOption(database), key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS, ...extra });
     controllers.add(c);
     return c;
   };
   const controller = await open();
+  // The PostgreSQL tier must really be on PostgreSQL: no SQLite store appears in the home.
+  if (database && existsSync(join(controllerDir, "controller.db"))) throw new Error("BERTH_TEST_DATABASE=postgres, yet the controller opened controller.db");
   writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
   writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
   const observer = new NodeClient({ key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 });
@@ -64,6 +72,7 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
     signer,
     pkgDir,
     controllerDir,
+    database,
     first,
     second,
     proxy,

@@ -1,0 +1,71 @@
+/**
+ * Issue 19 (spec/mesh.md §9.2 step 3): a placement describes only the targets whose facts this controller process
+ * cannot reuse: described more than 10 s ago, never described, or suspect since a failed contact. Two real node
+ * daemons behind the in-process connector; every describe the controller sends is counted on the way out.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { parseMessageFrame } from "../../src/core/protocol/messages.js";
+import { FACTS_REUSE_MS } from "../../src/mesh/controller/targets.js";
+import type { Connector, FrameStream } from "../../src/mesh/transport/frames.js";
+import { type SeedFixture, seedFixture } from "./support/in-process.js";
+
+let fx: SeedFixture | null = null;
+afterEach(async () => {
+  await fx?.close();
+  fx = null;
+});
+
+/** Passes every stream through and counts the describe requests sent to each address. */
+class CountingConnector implements Connector {
+  readonly describes = new Map<string, number>();
+  constructor(private readonly inner: Connector) {}
+  async connect(addr: string, signal?: AbortSignal, opts?: Parameters<Connector["connect"]>[2]): Promise<FrameStream> {
+    const stream = await this.inner.connect(addr, signal, opts);
+    const send = stream.send.bind(stream);
+    stream.send = (frame: Uint8Array) => {
+      const parsed = parseMessageFrame(frame);
+      if (parsed.ok && parsed.frame.type === "request" && (JSON.parse(parsed.frame.signed.payload) as { method: string }).method === "describe") {
+        this.describes.set(addr, (this.describes.get(addr) ?? 0) + 1);
+      }
+      return send(frame);
+    };
+    return stream;
+  }
+  total(): number {
+    return [...this.describes.values()].reduce((a, b) => a + b, 0);
+  }
+}
+
+describe("facts reuse before a placement", () => {
+  it("describes no target again within 10 s of its describe, every target after that, and a target whose contact failed at once", async () => {
+    let offset = 0;
+    fx = await seedFixture({ controllerOptions: { clock: () => Date.now() + offset } });
+    const counting = new CountingConnector(fx.faults);
+    await fx.reopen({ connector: counting, clock: () => Date.now() + offset });
+    const [first, second] = fx.nodes as [NonNullable<SeedFixture["nodes"][0]>, NonNullable<SeedFixture["nodes"][0]>];
+    for (const n of fx.nodes) expect((await fx.controller.addTarget(n.addr, "paired")).ok).toBe(true);
+    const order = (name: string) => ({ package: fx!.pkgDir, name, config: { mode: "service" as const }, start: true, prefer: [first.id] });
+
+    // addTarget described each node once; the placements right after reuse those facts.
+    expect(counting.total()).toBe(2);
+    const a = await fx.controller.place(order("reuse-a"));
+    const b = await fx.controller.place(order("reuse-b"));
+    expect([a.placed?.node_id, b.placed?.node_id]).toEqual([first.id, first.id]);
+    expect(counting.total(), "no describe while the facts are fresh").toBe(2);
+
+    // Past the reuse window every target is described again, once.
+    offset += FACTS_REUSE_MS + 1;
+    await fx.controller.place(order("reuse-c"));
+    expect(counting.total()).toBe(4);
+
+    // A failed contact makes the target suspect: the next placement describes it (and only it).
+    fx.faults.cut(second.addr);
+    await fx.controller.refreshTargets(); // describes both: the cut node's fails, the first's answers
+    fx.faults.heal(second.addr);
+    const before = counting.describes.get(second.addr) ?? 0;
+    const beforeFirst = counting.describes.get(first.addr) ?? 0;
+    await fx.controller.place(order("reuse-d"));
+    expect(counting.describes.get(second.addr)).toBe(before + 1);
+    expect(counting.describes.get(first.addr), "the first node's facts were refreshed by refreshTargets and are reused").toBe(beforeFirst);
+  });
+});
