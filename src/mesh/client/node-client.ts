@@ -39,6 +39,8 @@ export interface TargetRef {
 
 /** Returned by `onSend` to hear how the call ended: whether the request may have reached the node. */
 export type SendSettled = (mayHaveArrived: boolean) => void | Promise<void>;
+/** What an `onSend` hook gives back: nothing, or how to hear how the call ended. */
+export type SendHookResult = SendSettled | undefined;
 
 /** Nothing left this process: the connection could not be opened, or the handshake proved another key. */
 export function provablyUnsent(r: CallResult): boolean {
@@ -92,7 +94,7 @@ export interface NodeClientOptions {
    * Issue 16: told each request's target and `issued_at_ms` after signing and before it can leave, and awaited, so the
    * controller's "last sent" stamp (the node lease's rule 4, docs/concepts.md) is persisted first.
    */
-  readonly onSend?: (nodeId: string, issuedAtMs: number) => void | SendSettled | Promise<void | SendSettled>;
+  readonly onSend?: (nodeId: string, issuedAtMs: number) => SendHookResult | Promise<SendHookResult>;
   /**
    * Issue 20: the controller store and leader epoch every request carries, asked before each call (a leader's epoch
    * is its own; it throws once the process may no longer act, and then nothing is sent). Without it requests carry
