@@ -113,15 +113,27 @@ try {
     }
     const image = inputs[0]?.config.image;
 
-    const base = await pooled(AGENTS, async (i) => {
-      await send("POST", `/api/v1/namespaces/${baseNs}/secrets`, { metadata: { name: `s${i}` }, immutable: true, stringData: { A: "b" } });
-      await send("POST", `/api/v1/namespaces/${baseNs}/pods`, { metadata: { name: `p${i}` }, spec: { containers: [{ name: "agent", image }] } });
-    });
-    const created = await pooled(AGENTS, (i) => one(inputs[i] as DeployInputs));
+    // ABBA within the run (peer, berth, berth, peer; each half the agents), so a load drift during the run cancels.
+    const half = Math.floor(AGENTS / 2);
+    const rawCreate = (i: number) =>
+      send("POST", `/api/v1/namespaces/${baseNs}/secrets`, { metadata: { name: `s${i}` }, immutable: true, stringData: { A: "b" } }).then(() =>
+        send("POST", `/api/v1/namespaces/${baseNs}/pods`, { metadata: { name: `p${i}` }, spec: { containers: [{ name: "agent", image }] } }),
+      );
+    const base1 = await pooled(half, (i) => rawCreate(i));
+    const created1 = await pooled(half, (i) => one(inputs[i] as DeployInputs));
+    const created2 = await pooled(AGENTS - half, (i) => one(inputs[half + i] as DeployInputs));
+    const base2 = await pooled(AGENTS - half, (i) => rawCreate(half + i));
+    const base = { seconds: base1.seconds + base2.seconds };
+    const created = { seconds: created1.seconds + created2.seconds, results: [...created1.results, ...created2.results] };
     const failedCreates = created.results.filter((r) => !r.answer.ok).length;
-    const noop = await pooled(AGENTS, (i) => one(inputs[i] as DeployInputs));
+    const rawGet = (i: number) => send("GET", `/api/v1/namespaces/${ns}/pods/${(inputs[i] as DeployInputs).identity.podName}`);
+    const gets1 = await pooled(AGENTS, rawGet);
+    const noop1 = await pooled(AGENTS, (i) => one(inputs[i] as DeployInputs));
+    const noop2 = await pooled(AGENTS, (i) => one(inputs[i] as DeployInputs));
+    const gets2 = await pooled(AGENTS, rawGet);
+    const noop = { seconds: (noop1.seconds + noop2.seconds) / 2, results: [...noop1.results, ...noop2.results] };
+    const gets = { seconds: (gets1.seconds + gets2.seconds) / 2 };
     const failedNoops = noop.results.filter((r) => !r.answer.ok || r.lastAction !== "no-op").length;
-    const gets = await pooled(AGENTS, (i) => send("GET", `/api/v1/namespaces/${ns}/pods/${(inputs[i] as DeployInputs).identity.podName}`));
 
     const rate = (s: number) => AGENTS / s;
     const createRatio = rate(created.seconds) / rate(base.seconds);

@@ -18,6 +18,8 @@ export interface ResolvedEnv {
   readonly env: Readonly<Record<string, string>>;
   /** The names whose values came from `valueFrom` (what may be shown about them). */
   readonly secretNames: readonly string[];
+  /** Issue 16: each such name's reference (a file made absolute), so a reschedule re-reads it; never a value. */
+  readonly refs: Readonly<Record<string, { readonly file: string } | { readonly env: string }>>;
 }
 
 /** One trailing newline is the file's, not the secret's (`echo token > file`). */
@@ -28,15 +30,18 @@ function withoutFinalNewline(text: string): string {
 export function resolveSpecEnv(loaded: LoadedSpec, processEnv: NodeJS.ProcessEnv): Loaded<ResolvedEnv> {
   const { inline, from } = splitSpecEnv(loaded.spec.spec.config.env);
   const env: Record<string, string> = { ...inline };
+  const refs: Record<string, { file: string } | { env: string }> = {};
   for (const [name, source] of Object.entries(from)) {
     const field = `${loaded.path}: spec.config.env.${name}.valueFrom`;
     if ("env" in source) {
       const value = processEnv[source.env];
       if (value === undefined || value === "") return { ok: false, error: `${field}.env: environment variable ${source.env} is not set (or empty) in the process that deploys (the CLI, or the berth serve / berth up of the home it went through); export it there` };
       env[name] = value;
+      refs[name] = { env: source.env };
       continue;
     }
     const file = isAbsolute(source.file) ? source.file : resolve(dirname(loaded.path), source.file);
+    refs[name] = { file };
     let text: string;
     try {
       const size = statSync(file).size;
@@ -50,5 +55,5 @@ export function resolveSpecEnv(loaded: LoadedSpec, processEnv: NodeJS.ProcessEnv
     if (value.includes("\0")) return { ok: false, error: `${field}.file: ${file} holds a NUL byte, which no environment value can carry` };
     env[name] = value;
   }
-  return { ok: true, value: { env, secretNames: Object.keys(from).sort() } };
+  return { ok: true, value: { env, secretNames: Object.keys(from).sort(), refs } };
 }

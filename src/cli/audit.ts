@@ -62,7 +62,7 @@ function openExisting(path: string, readonly = true): Db {
 
 /**
  * The database a reading verb reads: with `--database` / $BERTH_DATABASE_URL naming PostgreSQL (issue 20), an
- * in-memory copy of its chains (src/chain/mirror.ts) that the same verification reads; else the SQLite file.
+ * in-memory copy of its chains (src/chain/mirror.ts) that the same code reads; else the SQLite file.
  */
 async function openForReading(opts: { db?: string; dataDir?: string; database?: string }): Promise<Db> {
   const address = opts.db ? undefined : await postgresAddress(opts.database);
@@ -72,7 +72,8 @@ async function openForReading(opts: { db?: string; dataDir?: string; database?: 
   try {
     engine = await openStoreEngine({ database: address, sqlitePath: dbPath(opts) });
   } catch (error) {
-    throw new CliError((error as Error).message, 1);
+    // The engine names the address without its password.
+    throw new CliError((error as Error).message, 2, { kind: "database" });
   }
   try {
     const mirror = new ChainMirror(engine);
@@ -87,14 +88,14 @@ async function openForReading(opts: { db?: string; dataDir?: string; database?: 
 async function postgresAddress(flag: string | undefined): Promise<string | undefined> {
   const { databaseOf } = await import("./database.js");
   const address = databaseOf(flag);
-  if (address === undefined) return undefined;
-  if (address.startsWith("sqlite:")) throw new CliError("--database sqlite:PATH: use --db PATH for a SQLite file with the audit verbs");
-  return /^postgres(ql)?:\/\//i.test(address) ? address : undefined;
+  return address !== undefined && /^postgres(ql)?:\/\//i.test(address) ? address : undefined;
 }
 
 /** The verbs that write a chain work on SQLite files only in this build: refused before anything is opened. */
-async function refuseOnPostgres(flag: string | undefined, verb: string): Promise<void> {
-  if ((await postgresAddress(flag)) !== undefined) throw new CliError(`berth audit ${verb} writes to a SQLite chain file; on a PostgreSQL store it is not available in this build`, 1);
+async function refuseOnPostgres(opts: { db?: string; database?: string }, verb: string): Promise<void> {
+  if (opts.db === undefined && (await postgresAddress(opts.database)) !== undefined) {
+    throw new CliError(`berth audit ${verb} writes to a SQLite chain file; on a PostgreSQL store it is not available in this build`, 1);
+  }
 }
 
 function pickChain(db: Db, chain: string | undefined): string {
@@ -219,7 +220,7 @@ export function registerAuditCommands(program: Command): void {
     .command("tail")
     .description("print the newest events")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
-    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .option("--chain <id>", "which chain (default: its own)")
@@ -266,7 +267,7 @@ export function registerAuditCommands(program: Command): void {
     .command("export")
     .description("write the chain as JSON lines (one canonical event per line) to stdout; --json wraps them in one document")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
-    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .option("--chain <id>", "which chain (default: its own)")
@@ -315,7 +316,7 @@ export function registerAuditCommands(program: Command): void {
     .command("import")
     .description("verify an exported chain and store it as a foreign copy; writes nothing on any defect")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
-    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .argument("<file>", "JSON-lines export")
@@ -332,7 +333,7 @@ export function registerAuditCommands(program: Command): void {
         answer(opts.json, { ok: true, chain_id: outcome.chain_id, written: outcome.written }, `imported chain ${outcome.chain_id}: ${outcome.written} new events`);
         return;
       }
-      await refuseOnPostgres(opts.database, "import");
+      await refuseOnPostgres(opts, "import");
       const db = d.openDatabase(dbPath(opts));
       try {
         const outcome = d.importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
@@ -347,7 +348,7 @@ export function registerAuditCommands(program: Command): void {
     .command("checkpoint")
     .description("sign and store a checkpoint of the current head (for anchoring elsewhere)")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
-    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
@@ -363,7 +364,7 @@ export function registerAuditCommands(program: Command): void {
         return;
       }
       const key = d.loadKeyFile(opts.keyFile);
-      await refuseOnPostgres(opts.database, "checkpoint");
+      await refuseOnPostgres(opts, "checkpoint");
       const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role;
@@ -380,7 +381,7 @@ export function registerAuditCommands(program: Command): void {
     .command("reseal")
     .description("start a new chain naming the last verified event of a broken one (never done silently); on the controller host only, never through a server")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
-    .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL)")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .requiredOption("--new-chain", "confirm that a new chain is wanted")
@@ -395,7 +396,7 @@ export function registerAuditCommands(program: Command): void {
         throw localOnly("berth audit reseal", "it abandons the controller's chain, which is done on the controller host with its key file and the server stopped, never by whoever holds an API token", remote.t);
       }
       const key = d.loadKeyFile(opts.keyFile);
-      await refuseOnPostgres(opts.database, "reseal");
+      await refuseOnPostgres(opts, "reseal");
       const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role ?? "controller";

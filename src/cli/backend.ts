@@ -56,7 +56,11 @@ export interface ControllerBackend {
   agentReplace(name: string, spec: SpecInput | undefined): Promise<DeployDocument>;
   /** Issue 15: unloads the agent's instance and removes its workspace (mesh). */
   agentPurge(name: string): Promise<StopDocument>;
+  /** Issue 16: `berth node cordon|uncordon|forget|drain`; the document node-admin.ts answers. Unknown node: exit 1. */
+  nodeAdmin(verb: NodeAdminVerb, ref: string, reason: string): Promise<JsonObject>;
 }
+
+export type NodeAdminVerb = "cordon" | "uncordon" | "forget" | "drain";
 
 export interface BackendFlags extends TargetFlags {
   readonly keyFile?: string;

@@ -18,6 +18,7 @@ import { operatorIdentity, withController } from "./controller.js";
 import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "./errors.js";
 import { berthHome } from "./paths.js";
 import { startProgress, withSpinner } from "./progress.js";
+import { localNodeAdmin } from "./node-admin-local.js";
 
 const CLI_ERRORS: FailureMap<CliError> = {
   unknown_agent: (f) => unknownAgent(f.agent),
@@ -103,6 +104,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       const r = answered(await purgeAgent(env, name));
       return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message };
     },
+    nodeAdmin: (verb, ref, reason) => withController(controllerFlags, async (c) => localNodeAdmin(c, verb, ref, reason, flags.json)),
     agentReplace: async (name, spec) => deployDoc(deployEventPayload(answered(await replaceAgent(env, name, spec === undefined ? undefined : { loaded: loaded(spec), from: spec.path })).result)),
   };
 }

@@ -1,8 +1,9 @@
-/** `berth node init|serve|show|rehome`: a node daemon that runs workloads for its authorised controllers. */
+/** `berth node init|serve|show|rehome|cordon|uncordon|forget|drain`: a node daemon that runs workloads for its authorised controllers. */
 import { join, resolve } from "node:path";
 import type { Command } from "commander";
 import type { NodeDaemon } from "../mesh/node/daemon.js";
 import { CliError, invalidInput } from "./errors.js";
+import { registerNodeAdmin } from "./node-admin.js";
 import { registerNodeRehome } from "./node-rehome.js";
 import { answer } from "./output.js";
 import { berthHome } from "./paths.js";
@@ -189,4 +190,5 @@ export function registerNodeCommands(program: Command): void {
     });
 
   registerNodeRehome(node);
+  registerNodeAdmin(node);
 }

@@ -224,8 +224,20 @@ export const Inputs = {
   }),
   nodeRef: z.strictObject({ ref: NodeRef }),
   setTier: z.strictObject({ tier: Tier }),
+  /** Issue 16: `berth node cordon|uncordon|forget|drain` (src/mesh/controller/node-admin.ts). */
+  nodeAdmin: z.strictObject({
+    reason: z
+      .string()
+      .trim()
+      .min(1, "must say why")
+      .refine((r) => Buffer.byteLength(r, "utf8") <= 1024, "must be at most 1024 bytes"),
+    operator: z
+      .strictObject({ user: z.string().max(256), uid: z.number().int(), pid: z.number().int(), host: z.string().max(256), via: z.string().max(256) })
+      .optional()
+      .meta({ description: "who the CLI says asked (chained beside the token's identity)" }),
+  }),
   addPackage: z.strictObject({ path: z.string().min(1).max(4096).meta({ description: "a built and signed package directory on the server host" }) }),
-  place: PlaceOrderSchema.omit({ dry_run: true, agent: true, intent: true }),
+  place: PlaceOrderSchema.omit({ dry_run: true, agent: true, intent: true, env_from: true }),
   decisionRef: z.strictObject({ decision_id: Hex64 }),
   instanceRef: z.strictObject({ id: z.string().min(1).max(128) }),
   instanceVerb: z.strictObject({
@@ -285,6 +297,10 @@ export const ROUTES: readonly RouteSpec[] = [
 
   { id: "listNodes", method: "GET", path: "/nodes", tag: "nodes", summary: "known nodes with tier, liveness and facts; refresh=true describes every node first", query: Inputs.nodesQuery, status: 200, response: list("nodes", TargetInfoSchema) },
   { id: "addNode", method: "POST", path: "/nodes", tag: "nodes", mutating: true, summary: "add a node by address (TOFU, or a describe that must be answered by key)", body: Inputs.addNode, status: 201, response: z.strictObject({ node: TargetInfoSchema }), errors: [422] },
+  { id: "cordonNode", method: "POST", path: "/nodes/{ref}/cordon", tag: "nodes", mutating: true, summary: "no new placements on the node (issue 16); chained as node.cordon", params: Inputs.nodeRef, body: Inputs.nodeAdmin, status: 200, response: Json, errors: [404] },
+  { id: "uncordonNode", method: "POST", path: "/nodes/{ref}/uncordon", tag: "nodes", mutating: true, summary: "the node takes new placements again; chained as node.uncordon", params: Inputs.nodeRef, body: Inputs.nodeAdmin, status: 200, response: Json, errors: [404] },
+  { id: "forgetNode", method: "POST", path: "/nodes/{ref}/forget", tag: "nodes", mutating: true, summary: "declare the node dead for good: its placements and unsettled decisions are released (issue 16); chained as node.forget", params: Inputs.nodeRef, body: Inputs.nodeAdmin, status: 200, response: Json, errors: [404] },
+  { id: "drainNode", method: "POST", path: "/nodes/{ref}/drain", tag: "nodes", mutating: true, summary: "move every agent off a live node, one at a time, never two copies (issue 16); chained as node.drain", params: Inputs.nodeRef, body: Inputs.nodeAdmin, status: 200, response: Json, errors: [404, 502] },
   { id: "setNodeTier", method: "PUT", path: "/nodes/{ref}/tier", tag: "nodes", mutating: true, summary: "set a node's tier (by node id or address); chained as peer.tier", params: Inputs.nodeRef, body: Inputs.setTier, status: 200, response: z.strictObject({ node: z.string(), tier: Tier }), errors: [404] },
 
   {

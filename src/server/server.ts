@@ -22,6 +22,7 @@ import { auditHandlers } from "./routes/audit.js";
 import { auditOperatorHandlers } from "./routes/audit-operator.js";
 import { kubernetesHandlers } from "./routes/kubernetes.js";
 import { meshHandlers } from "./routes/mesh.js";
+import { nodeAdminHandlers } from "./routes/node-admin.js";
 import { operatorHandlers } from "./routes/operator.js";
 import type { StreamTimings } from "./sse.js";
 import { announcePlaintext } from "../mesh/client/connector.js";
@@ -29,7 +30,7 @@ import { type KubernetesAccess, openServerState, type ServerState } from "./stat
 import { loadOrCreateToken } from "./token.js";
 
 export const DEFAULT_PORT = 7420;
-export const HANDLERS = { ...meshHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers, ...operatorHandlers, ...auditOperatorHandlers };
+export const HANDLERS = { ...meshHandlers, ...nodeAdminHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers, ...operatorHandlers, ...auditOperatorHandlers };
 
 export interface ServerOptions {
   readonly dataDir: string;

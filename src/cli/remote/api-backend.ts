@@ -7,6 +7,7 @@
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, resolve } from "node:path";
 import type { AgentState, LogsAnswer } from "../../agents/index.js";
+import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
 import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "../backend.js";
 import { CliError, invalidInput, placeRefused, unknownAgent } from "../errors.js";
@@ -143,6 +144,10 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       throw failed(t, a, { agent: name });
     },
     agentPurge: async (name) => (await call("POST", agentPath(name, "/purge"), {}, { agent: name })) as StopDocument,
+    nodeAdmin: async (verb, ref, reason) => {
+      const { operatorIdentity } = await import("../controller.js");
+      return (await call("POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, { reason, operator: operatorIdentity(`berth node ${verb}`) })) as JsonObject;
+    },
     agentReplace: async (name, spec) => (await call("POST", agentPath(name, "/replace"), spec === undefined ? {} : { spec: specBody(spec, o.sameHost) }, { agent: name })) as DeployDocument,
   };
 }

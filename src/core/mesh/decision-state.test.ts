@@ -16,6 +16,7 @@ const LEGAL: Record<string, DecisionState> = {
   "unsettled claim owner": "settling",
   "unsettled claim other": "settling",
   "unsettled repair operator": "placed",
+  "unsettled forget operator": "unplaced",
   "settling adopt owner": "placed",
   "settling settle_empty owner": "unplaced",
   "settling release owner": "unsettled",

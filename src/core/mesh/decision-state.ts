@@ -14,6 +14,7 @@
  *   owner_gone (recovery only): dispatching ─▶ unplaced (nothing was sending) or unsettled (a request may be out);
  *                               reconciling, settling ─▶ unsettled.
  *   repair (operator only, `berth doctor`): unsettled ─▶ placed, when a placement already records the decision.
+ *   forget (operator only, `berth node forget`): unsettled ─▶ unplaced, its node declared dead for good.
  *
  * Structural rules (the causes of issue 21's cases 1, 2 and 6):
  * - a decision in `dispatching`, `reconciling` or `settling` belongs to one live owner: only that owner moves it,
@@ -40,6 +41,7 @@ export const DECISION_EVENTS = [
   "owner_gone_in_flight",
   "owner_gone_idle",
   "repair",
+  "forget",
 ] as const;
 export type DecisionEvent = (typeof DECISION_EVENTS)[number];
 
@@ -81,6 +83,8 @@ const RULES: readonly Rule[] = [
   // Any live process may take an unsettled decision to settle it; the store's transaction lets exactly one win.
   { from: "unsettled", event: "claim", to: "settling", by: ["owner", "other"] },
   { from: "unsettled", event: "repair", to: "placed", by: ["operator"] },
+  // Issue 16: `berth node forget` declares its node dead for good; what it may hold is released on the operator's word.
+  { from: "unsettled", event: "forget", to: "unplaced", by: ["operator"] },
   { from: "settling", event: "adopt", to: "placed", by: ["owner"] },
   { from: "settling", event: "settle_empty", to: "unplaced", by: ["owner"] },
   { from: "settling", event: "release", to: "unsettled", by: ["owner"] },

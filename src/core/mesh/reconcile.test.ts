@@ -84,6 +84,29 @@ describe("the reconcile loop's decision for one placement (spec/mesh.md §15)", 
     expect(run({ placement: moved, observed: unverified }).kind).toBe("wait");
   });
 
+  it("a moved record whose agent nothing has placed since is placed again first, whatever its old node answers", () => {
+    const moved: PlacementView = { ...placement, moved: true, moved_by: "lease", successor_missing: true, reschedules: 5 };
+    for (const observed of [unverified, listed("lease_stopped"), { kind: "not_listed" as const }]) expect(run({ placement: moved, observed }).kind).toBe("place_again");
+    // the move already counted: a sixth move is refused, a place again of the fifth is not
+    expect(run({ placement: { ...moved, moved_by: "forget" }, observed: unverified }).kind).toBe("place_again");
+  });
+
+  it("a moved record is not placed again under policy never, pinned, non-migratable or sticky: only its old copy is reconciled", () => {
+    const moved: PlacementView = { ...placement, moved: true, moved_by: "forget", successor_missing: true };
+    for (const over of [{ policy: "never" as const }, { pinned: true }, { migratable: false }, { sticky: true }]) {
+      expect(run({ placement: { ...moved, ...over }, observed: { kind: "not_listed" } }).kind).toBe("forget_orphan");
+    }
+  });
+
+  it("the running copy of a node the operator forgot is stopped on that authority; any other moved record's running copy is only alerted", () => {
+    const forgotten: PlacementView = { ...placement, moved: true, moved_by: "forget" };
+    expect(run({ placement: forgotten, observed: listed("running") })).toEqual({ kind: "stop_orphan", why: expect.any(String), generation: 3 });
+    expect(run({ placement: forgotten, observed: listed("stopped") }).kind).toBe("unload_orphan");
+    for (const by of ["lease", "lost", "drain"] as const) {
+      expect(run({ placement: { ...placement, moved: true, moved_by: by }, observed: listed("running") })).toMatchObject({ kind: "alert", reason: "duplicate" });
+    }
+  });
+
   it("while an agent backs off, every acting row waits until its next attempt", () => {
     expect(run({ observed: listed("lease_stopped"), next_attempt_ms: 2_000_000 })).toMatchObject({ kind: "wait", until_ms: 2_000_000 });
     expect(run({ observed: { kind: "not_listed" }, next_attempt_ms: 2_000_000 }).kind).toBe("wait");
@@ -99,6 +122,8 @@ describe("the loop's invariants over every input", () => {
       node_id: fc.constant("n1"),
       policy: fc.constantFrom(...RESTART_POLICIES),
       moved: fc.boolean(),
+      moved_by: fc.constantFrom("lease" as const, "lost" as const, "drain" as const, "forget" as const),
+      successor_missing: fc.boolean(),
       pinned: fc.boolean(),
       migratable: fc.boolean(),
       sticky: fc.boolean(),
@@ -124,7 +149,9 @@ describe("the loop's invariants over every input", () => {
       fc.property(input, (i) => {
         const a = reconcilePlacement(i);
         if (i.observed.kind === "listed" && ["running", "starting", "loading"].includes(i.observed.state)) {
-          return a.kind === "none" || (a.kind === "alert" && a.reason === "duplicate");
+          // Only the operator's forget stops a live copy; placing a moved agent again touches no copy.
+          if (a.kind === "stop_orphan") return i.placement.moved && i.placement.moved_by === "forget";
+          return a.kind === "none" || a.kind === "wait" || a.kind === "place_again" || (a.kind === "alert" && a.reason === "duplicate");
         }
         return true;
       }),
@@ -137,7 +164,9 @@ describe("the loop's invariants over every input", () => {
       fc.property(input, (i) => {
         const a = reconcilePlacement(i);
         if (i.observed.kind !== "unverified") return true;
-        if (a.kind === "start" || a.kind === "replace" || a.kind === "unload_orphan" || a.kind === "forget_orphan") return false;
+        if (a.kind === "start" || a.kind === "replace" || a.kind === "unload_orphan" || a.kind === "stop_orphan" || a.kind === "forget_orphan") return false;
+        // A moved record's agent was judged free to move when it was moved; placing it again needs no new look.
+        if (a.kind === "place_again") return i.placement.moved && i.placement.successor_missing;
         if (a.kind !== "reschedule") return true;
         if (a.authority === "operator") return i.node.forgotten;
         const n = i.node;
@@ -162,7 +191,7 @@ describe("the loop's invariants over every input", () => {
     fc.assert(
       fc.property(input, (i) => {
         const a = reconcilePlacement(i);
-        const acts = a.kind === "start" || a.kind === "replace" || a.kind === "reschedule" || a.kind === "unload_orphan";
+        const acts = ["start", "replace", "reschedule", "place_again", "unload_orphan", "stop_orphan"].includes(a.kind);
         return !acts || i.now_ms >= i.next_attempt_ms;
       }),
       { numRuns: 5_000 },

@@ -16,7 +16,9 @@
  *
  * | observation                                       | policy          | action                                   |
  * |---------------------------------------------------|-----------------|------------------------------------------|
+ * | record moved, nothing placed since (successor missing) | on-failure/always, may move | place_again (from the stored order) |
  * | record moved away, copy running on its old node   | any             | alert duplicate                          |
+ * | … moved by `berth node forget`, copy running      | any             | stop_orphan (the operator's authority)   |
  * | record moved away, copy stopped/exited/lost/...   | any             | unload_orphan (the old copy)             |
  * | record moved away, node lists nothing             | any             | forget_orphan (drop the old record)      |
  * | running / starting / loading                      | any             | none                                     |
@@ -36,7 +38,7 @@
  */
 import { type LeaseJudgement, leaseCertainlyOver } from "./lease.js";
 import type { Liveness } from "../placement/inputs.js";
-import { type MovableRecord, type MoveVerdict, mayReschedule } from "./reschedule.js";
+import { type MovableRecord, type MoveAuthority, type MoveVerdict, mayReschedule } from "./reschedule.js";
 import type { RestartPolicy } from "../node/restart-policy.js";
 
 export { RESTART_POLICIES, type RestartPolicy } from "../node/restart-policy.js";
@@ -54,6 +56,10 @@ export interface PlacementView extends MovableRecord {
   readonly policy: RestartPolicy;
   /** The record was moved to another node already (`rescheduled`): only its old copy is reconciled. */
   readonly moved: boolean;
+  /** A moved record: why it was moved (absent: `lease`, the automatic case). */
+  readonly moved_by?: MoveAuthority;
+  /** A moved record whose agent nothing has placed since (the re-placement failed, or `berth node forget`). */
+  readonly successor_missing?: boolean;
 }
 
 export interface NodeView {
@@ -83,7 +89,9 @@ export type ReconcileAction =
   | { readonly kind: "start"; readonly why: string }
   | { readonly kind: "replace"; readonly why: string }
   | { readonly kind: "reschedule"; readonly why: string; readonly authority: "lease" | "operator" }
+  | { readonly kind: "place_again"; readonly why: string }
   | { readonly kind: "unload_orphan"; readonly why: string; readonly generation: number | null }
+  | { readonly kind: "stop_orphan"; readonly why: string; readonly generation: number | null }
   | { readonly kind: "forget_orphan"; readonly why: string }
   | { readonly kind: "alert"; readonly reason: AlertReason; readonly why: string };
 
@@ -94,9 +102,11 @@ const LIVE_STATES = new Set(["running", "starting", "loading", "unhealthy", "bac
 /** The node still holds the instance and owns what happens to it (its supervision, or an operator's stop). */
 const NODE_OWNED_STATES = new Set(["exited", "failed", "stopped", "loaded", "unknown"]);
 
+const ACTING: ReadonlySet<ReconcileAction["kind"]> = new Set(["start", "replace", "reschedule", "place_again", "unload_orphan", "stop_orphan"]);
+
 export function reconcilePlacement(input: ReconcileInput): ReconcileAction {
   const decided = decide(input);
-  const acts = decided.kind === "start" || decided.kind === "replace" || decided.kind === "reschedule" || decided.kind === "unload_orphan";
+  const acts = ACTING.has(decided.kind);
   if (acts && input.now_ms < input.next_attempt_ms) {
     return { kind: "wait", why: `backing off after a failed attempt (${decided.kind}: ${decided.why})`, until_ms: input.next_attempt_ms };
   }
@@ -105,7 +115,14 @@ export function reconcilePlacement(input: ReconcileInput): ReconcileAction {
 
 function decide(input: ReconcileInput): ReconcileAction {
   const { placement: p, observed } = input;
-  if (p.moved) return reconcileOldCopy(observed);
+  if (p.moved) {
+    // The agent first: a moved record nothing has replaced is placed again (its old copy is stopped, or the operator
+    // forgot its node), unless its policy or its package says it may not move; then its old copy.
+    if (p.successor_missing === true && p.policy !== "never" && mayReschedule({ ...p, reschedules: 0 }).ok) {
+      return { kind: "place_again", why: `moved off its node (${p.moved_by ?? "lease"}) and not placed elsewhere yet` };
+    }
+    return reconcileOldCopy(observed, p.moved_by ?? "lease");
+  }
   switch (observed.kind) {
     case "listed":
       if (LIVE_STATES.has(observed.state)) return { kind: "none", why: `${observed.state} on its node` };
@@ -124,9 +141,14 @@ function decide(input: ReconcileInput): ReconcileAction {
   }
 }
 
-function reconcileOldCopy(observed: InstanceObservation): ReconcileAction {
+function reconcileOldCopy(observed: InstanceObservation, by: MoveAuthority): ReconcileAction {
   switch (observed.kind) {
     case "listed":
+      // Issue 16: the operator declared the node dead for good (`berth node forget`) and released its placements; a
+      // copy it still runs is stopped (then unloaded) on that authority, recorded as such. Never by automation alone.
+      if (LIVE_STATES.has(observed.state) && by === "forget") {
+        return { kind: "stop_orphan", why: `the forgotten node answered again and still runs the copy (${observed.state}); stopping it on the operator's authority`, generation: observed.generation };
+      }
       if (LIVE_STATES.has(observed.state)) {
         return { kind: "alert", reason: "duplicate", why: `the copy left on its old node is ${observed.state} while the agent runs elsewhere; never killed by automation, the operator decides` };
       }

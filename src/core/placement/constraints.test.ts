@@ -80,6 +80,11 @@ const table: { rule: string; draft: InputDraft; expected: Rejection[] }[] = [
     expected: [{ constraint: "revoked", detail: `node ${A} is revoked` }],
   },
   {
+    rule: "a node the operator cordoned fails `cordoned` (issue 16), and the explain says who to ask",
+    draft: { nodes: [nodeDraft(A)], cluster: { cordoned_nodes: [A] } },
+    expected: [{ constraint: "cordoned", detail: "the operator cordoned this node (berth node cordon, drain or forget): no new placements" }],
+  },
+  {
     rule: "a revoked package fails `revoked` on every node",
     draft: { nodes: [nodeDraft(A)], spec: { refs: [PACKAGE_ID] }, cluster: { revoked_refs: [PACKAGE_ID] } },
     expected: [{ constraint: "revoked", detail: `package ${PACKAGE_ID} is revoked` }],

@@ -25,6 +25,7 @@ export interface ConstraintContext {
   readonly request: PlacementRequest;
   readonly nowMs: number;
   readonly revokedNodes: ReadonlySet<string>;
+  readonly cordonedNodes: ReadonlySet<string>;
   /** The workload's own revoked refs: the same for every node, so worded once. */
   readonly revokedRefDetails: readonly string[];
   /** Cluster instances per node, in a fixed order so details never depend on the order the shell listed them. */
@@ -77,6 +78,7 @@ export function constraintContext(request: PlacementRequest, cluster: ClusterSta
     request,
     nowMs: cluster.now_ms,
     revokedNodes: new Set(cluster.revoked_nodes),
+    cordonedNodes: new Set(cluster.cordoned_nodes),
     revokedRefDetails,
     instancesByNode: byNode,
     minTierRank: TIER_RANK[request.spec.policy.min_tier],
@@ -129,6 +131,9 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   // revoked
   if (ctx.revokedNodes.has(node.node_id)) rejections.push({ constraint: "revoked", detail: `node ${node.node_id} is revoked` });
   for (const detail of ctx.revokedRefDetails) rejections.push({ constraint: "revoked", detail });
+
+  // cordoned (issue 16): the operator's mark; what is already there stays, nothing new lands
+  if (ctx.cordonedNodes.has(node.node_id)) rejections.push({ constraint: "cordoned", detail: "the operator cordoned this node (berth node cordon, drain or forget): no new placements" });
 
   // co_residency: both directions; one line per offending instance and label
   const here = ctx.instancesByNode.get(node.node_id) ?? NO_INSTANCES;

@@ -271,6 +271,8 @@ export const clusterStateSchema = z.object({
   now_ms: ms,
   revoked_nodes: z.array(z.string().max(64)).default([]),
   revoked_refs: z.array(z.string().max(128)).default([]),
+  /** Issue 16: nodes the operator cordoned (`berth node cordon`, `drain`, `forget`): no new placement lands there. */
+  cordoned_nodes: z.array(z.string().max(64)).default([]),
   instances: z.array(clusterInstanceSchema).default([]),
 });
 export type ClusterState = z.infer<typeof clusterStateSchema>;

@@ -13,6 +13,7 @@ export const CONSTRAINTS = [
   "facts_expired",
   "trust",
   "revoked",
+  "cordoned",
   "co_residency",
   "memory",
   "requirements",

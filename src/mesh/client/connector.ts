@@ -92,7 +92,7 @@ interface Warm {
 
 /**
  * The connector: TLS with the controller's key as its certificate for every node not opted in (tls.ts, loaded on
- * the first connection so a CLI verb that contacts no node does not load the ASN.1 modules), TCP for the others.
+ * the first connection so a CLI verb that contacts no node does not load node:tls), TCP for the others.
  *
  * It keeps connections warm (issue 17): a stream the node client releases after a complete exchange waits up to
  * WARM_IDLE_MS (unref'd, so it never holds a process open) and carries the next call to that node that accepts

@@ -37,6 +37,16 @@ export interface TargetRef {
   readonly bootId: string | null;
 }
 
+/** Returned by `onSend` to hear how the call ended: whether the request may have reached the node. */
+export type SendSettled = (mayHaveArrived: boolean) => void | Promise<void>;
+/** What an `onSend` hook gives back: nothing, or how to hear how the call ended. */
+export type SendHookResult = SendSettled | undefined;
+
+/** Nothing left this process: the connection could not be opened, or the handshake proved another key. */
+export function provablyUnsent(r: CallResult): boolean {
+  return r.kind === "unreachable" || (r.kind === "no_answer" && !r.sent);
+}
+
 export type CallResult =
   | { readonly kind: "ok"; readonly result: JsonObject; readonly response: ResponsePayload; readonly key: string }
   | { readonly kind: "refused"; readonly code: RefusalCode; readonly reason: string; readonly response: ResponsePayload }
@@ -84,7 +94,7 @@ export interface NodeClientOptions {
    * Issue 16: told each request's target and `issued_at_ms` after signing and before it can leave, and awaited, so the
    * controller's "last sent" stamp (the node lease's rule 4, docs/concepts.md) is persisted first.
    */
-  readonly onSend?: (nodeId: string, issuedAtMs: number) => void | Promise<void>;
+  readonly onSend?: (nodeId: string, issuedAtMs: number) => SendHookResult | Promise<SendHookResult>;
   /**
    * Issue 20: the controller store and leader epoch every request carries, asked before each call (a leader's epoch
    * is its own; it throws once the process may no longer act, and then nothing is sent). Without it requests carry
@@ -129,14 +139,17 @@ export class NodeClient {
     const mutating = MUTATING_METHODS.has(method);
     const first = sign(opts.nonce ?? randomBytes(16).toString("hex"));
     // Issue 16: the stamp is persisted before the request can leave (the node lease's rule 4).
-    await this.o.onSend?.(target.nodeId, first.request.issued_at_ms);
+    const settleFirst = await this.o.onSend?.(target.nodeId, first.request.issued_at_ms);
     const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS);
+    if (typeof settleFirst === "function") await settleFirst(!provablyUnsent(tried.result));
     if (!tried.staleReuse || mutating) return tried.result;
     // A read on a warm connection the node had closed: nothing was answered, so ask again on a fresh one (a new nonce:
     // the node may have read the first before it closed).
     const again = sign(randomBytes(16).toString("hex"));
-    await this.o.onSend?.(target.nodeId, again.request.issued_at_ms);
-    return (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs }, 0)).result;
+    const settleAgain = await this.o.onSend?.(target.nodeId, again.request.issued_at_ms);
+    const result = (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs }, 0)).result;
+    if (typeof settleAgain === "function") await settleAgain(!provablyUnsent(result));
+    return result;
   }
 
   /** Sends an already signed request on a fresh connection (tests use this for replays and forged messages). */

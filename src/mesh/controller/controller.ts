@@ -33,7 +33,11 @@ import { type SettleReport, settleUnsettled } from "./settle.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
-import { leaseOfFacts, SentStamps } from "./watch-stamps.js";
+import { leaseOfFacts, SentStamps, type SettleSend } from "./watch-stamps.js";
+import { MoveRecords } from "./move-records.js";
+import type { MoverDeps } from "./mover.js";
+import type { NodeAdminDeps } from "./node-admin.js";
+import { packagePolicyOf } from "./package-policy.js";
 import type { ReconcileAccess } from "./reconcile-ports.js";
 
 export const CONTROLLER_DB = "controller.db";
@@ -83,8 +87,10 @@ export class MeshController {
   readonly store: ControllerStore;
   /** Issue 16: the last stamped request and the advertised lease of each node (watch-stamps.ts). */
   readonly stamps: SentStamps;
+  /** Issue 16: cordons, forgets, stored orders and moved records (move-records.ts). */
+  readonly moves: MoveRecords;
   /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
-  readonly onSend = (nodeId: string, issuedAtMs: number): Promise<void> => this.stamps.record(nodeId, issuedAtMs);
+  readonly onSend = (nodeId: string, issuedAtMs: number): Promise<SettleSend> => this.stamps.record(nodeId, issuedAtMs);
   /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
   readonly authority: StoreAuthority;
   private readonly targetSet: Targets;
@@ -117,6 +123,7 @@ export class MeshController {
     const onFacts = (nodeId: string, facts: JsonObject) => this.stamps.recordLease(nodeId, leaseOfFacts(facts));
     this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env), onFacts);
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
+    this.moves = new MoveRecords(this.store, clock);
     this.deps = {
       store: this.store,
       targets: this.targetSet,
@@ -129,6 +136,7 @@ export class MeshController {
       timeouts,
       hooks: o.hooks ?? {},
       readPolicy: (learn) => this.readPolicy(learn),
+      moves: this.moves,
     };
   }
 
@@ -326,7 +334,22 @@ export class MeshController {
       append: async (draft) => {
         await this.store.appendAll([draft]);
       },
+      moves: this.moves,
+      mover: this.moverDeps(),
+      store: this.store,
+      packagePolicy: (packageId) => packagePolicyOf(this.deps.dataDir, packageId),
     };
+  }
+
+  /** Issue 16: what moving an agent needs (mover.ts): the same place() and targets as every other caller. */
+  moverDeps(): MoverDeps {
+    return { moves: this.moves, targets: this.targetSet, place: (order) => this.place(order), processEnv: process.env, callTimeoutMs: this.deps.timeouts.callMs };
+  }
+
+  /** Issue 16: what `berth node cordon|uncordon|forget|drain` need (node-admin.ts); the peers file is re-read first. */
+  async nodeAdmin(): Promise<NodeAdminDeps> {
+    await this.readPolicy(false);
+    return { store: this.store, targets: this.targetSet, moves: this.moves, mover: this.moverDeps(), instance: (verb, id, opts) => this.instance(verb, id, opts), clock: this.deps.clock };
   }
 
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */

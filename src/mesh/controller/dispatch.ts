@@ -25,6 +25,8 @@ import { type PreparedPackage, preparePackage, workloadRecordOf, workloadSpecOf 
 import { failureText, reconcileLostAnswer } from "./reconcile.js";
 import { type ControllerStore, type DecisionId, type NameHolder, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
 import type { Targets } from "./targets.js";
+import type { MoveRecords } from "./move-records.js";
+import { envFromProblem, storedOrderOf } from "./stored-order.js";
 
 /** §16 fixed `next` texts. */
 export const NEXT_CANDIDATE = "trying the next candidate";
@@ -99,6 +101,8 @@ export interface DispatchDeps {
   readonly hooks: DispatchHooks;
   /** Reads the policy files, chains what changed and applies the peers file. */
   readonly readPolicy: (learn: boolean) => Promise<ControllerPolicy>;
+  /** Issue 16: cordons (the engine's `cordoned`) and the stored order a reschedule reruns (move-records.ts). */
+  readonly moves?: MoveRecords;
 }
 
 export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Promise<PlaceReport> {
@@ -109,6 +113,8 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
     throw new PlaceError("invalid_order", `place order: field ${issue?.path.map(String).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
   }
   const order = parsed.data;
+  const envFrom = envFromProblem(order);
+  if (envFrom !== null) throw new PlaceError("invalid_order", envFrom);
   const policy = await deps.readPolicy(true);
   // 2. prepare
   const prepared = preparePackage(order.package, deps.dataDir, policy);
@@ -135,7 +141,7 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   }
   await deps.store.appendAll(verdictEvents);
   // 5. the engine
-  const decision = await runEngine(deps, order, name, pkg, views, verdicts, policy);
+  const decision = await runEngine(deps, order, name, pkg, views, verdicts, policy, (await deps.moves?.cordoned()) ?? []);
   // 6. chain the decision; no request is sent before this commits
   const dispatching = !order.dry_run && decision.placement !== null;
   let decisionId: DecisionId;
@@ -170,6 +176,8 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   if (!dispatching) {
     return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId }), attempts: [], placed: null, unsettled: false };
   }
+  // Issue 16: what a reschedule reruns, kept before anything is sent (no secret value: stored-order.ts).
+  await deps.moves?.saveOrder(decisionId, storedOrderOf(order, pkg.packageId, name));
   await deps.hooks.afterDecision?.(decisionId);
   // 8–9. dispatch
   const result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy });
@@ -185,6 +193,7 @@ async function runEngine(
   views: Awaited<ReturnType<Targets["views"]>>,
   verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }>,
   policy: ControllerPolicy,
+  cordoned: readonly string[],
 ): Promise<PlacementDecision> {
   const revoked = policy.revocations?.subjects ?? [];
   // Issue 19: the views are validated where they are made (facts at acceptance, targets.ts), so only the request and
@@ -206,6 +215,7 @@ async function runEngine(
         now_ms: deps.clock(),
         revoked_nodes: revoked.filter((s) => s.kind === "node").map((s) => s.id),
         revoked_refs: revoked.filter((s) => s.kind !== "node").map((s) => s.id),
+        cordoned_nodes: [...cordoned],
         instances: await deps.store.placementLoads(),
       },
     },

@@ -2,6 +2,7 @@
  * The place order (spec/mesh.md §9.1): what an operator or the API asks for. Validation is step 1 of `place()`; a bad
  * order is an error, never chained, because nothing was decided yet.
  */
+import { isAbsolute } from "node:path";
 import { z } from "zod";
 import { PLACE_RESTART_DEFAULT, RestartPolicySchema } from "../../core/node/restart-policy.js";
 import { PLACEMENT_STRATEGIES } from "../../core/placement/inputs.js";
@@ -30,6 +31,20 @@ export const PlaceOrderSchema = z.strictObject({
   agent: z.string().regex(NAME_PATTERN, "agent must match ^[a-z0-9][a-z0-9-]{0,62}$").nullable().default(null),
   intent: z.string().regex(HEX64, "intent must be 64 lowercase hex").nullable().default(null),
   dry_run: z.boolean().default(false),
+  /**
+   * Issue 16: which `config.env` values were read from a `valueFrom` (a file, or a variable of the deploying
+   * process), so a reschedule re-reads them instead of the controller keeping the value (stored-order.ts). Given by
+   * the agents layer; never chained, never sent to a node.
+   */
+  env_from: z
+    .record(
+      z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "env names must match ^[A-Z_][A-Z0-9_]*$"),
+      z.union([
+        z.strictObject({ file: z.string().min(1).max(4096).refine(isAbsolute, "a valueFrom file is an absolute path here") }),
+        z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
+      ]),
+    )
+    .default({}),
 });
 export type PlaceOrder = z.infer<typeof PlaceOrderSchema>;
 export type PlaceOrderInput = z.input<typeof PlaceOrderSchema>;

@@ -36,8 +36,11 @@ export interface ReconcilePorts {
   observe(nodeId: string): Promise<NodeRows>;
   /** Performs an acting row of the table (chained, attributed to the loop); never throws for a refusal. */
   perform(placement: PlacementView, action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>): Promise<ActionResult>;
-  /** Chains one alert (`workload.lifecycle {phase: "alert"}`). */
-  alert(placement: PlacementView, reason: AlertReason, why: string): Promise<void>;
+  /**
+   * Chains one alert (`workload.lifecycle {phase: "alert"}`); for a failed act, `failed` names it and the attempt (a
+   * failed move is chained as §15's `workload.refuse {phase: "reschedule"}` instead).
+   */
+  alert(placement: PlacementView, reason: AlertReason, why: string, failed?: { readonly action: ReconcileAction["kind"]; readonly attempt: number; readonly retry_ms: number }): Promise<void>;
 }
 
 interface AgentMemory {
@@ -104,7 +107,7 @@ export class ReconcileLoop {
               // §15: a failed attempt is chained only when its reason changes.
               const key = `action_failed:${action.kind}:${result.reason}`;
               if (chainsAlert(memory.lastAlert, key)) {
-                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.reason}`);
+                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.reason}`, { action: action.kind, attempt: memory.failures, retry_ms: backoffMs(memory.failures) });
                 memory.lastAlert = key;
               }
             }

@@ -8,11 +8,14 @@
  *   names the loop as the actor and the reason;
  * - an alert: `workload.lifecycle {phase: "alert", instance_id, node, name, reason, why}` on the controller chain.
  *
- * Moving an agent (`replace` of a lost instance, `reschedule` off a dead leased or forgotten node, unloading a moved
- * record's old copy) is decided by the loop but NOT performed by this build: it returns as a failed action ("not
- * performed by this build: …"), which the loop backs off and chains once as an alert `action_failed`, so an operator
- * sees what the loop would do and nothing is half-done. (The executor needs a
- * stored full order and a name transfer in the store, which issue 20's asynchronous store is reshaping.)
+ * - `reschedule` (a dead leased node whose lease has certainly run out), `replace` (a lost instance): the record is
+ *   taken off its node and the agent placed again from its stored order (mover.ts), chained `workload.lifecycle`
+ *   with the transfer and `workload.migrate` when placed;
+ * - `place_again` (a moved record nothing replaced yet): the same placement from the stored order;
+ * - `unload_orphan` (the old copy found stopped on its returned node): a fenced unload; `stop_orphan` (the copy of a
+ *   forgotten node found running): a stop on the operator's authority; `forget_orphan`: the record ends.
+ *
+ * Moved records are judged beside the placements (`moved: true`), by their old node's answers.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { NodeView, PlacementView, ReconcileAction } from "../../core/mesh/reconcile.js";
@@ -20,7 +23,9 @@ import { PLACE_RESTART_DEFAULT, RESTART_POLICIES, type RestartPolicy } from "../
 import { isInstanceRow, statusRows } from "../../core/protocol/results.js";
 import type { CallResult } from "../client/node-client.js";
 import type { ActionResult, NodeRows, ReconcilePorts } from "./reconcile-loop.js";
-import type { PlacementRecord } from "./store.js";
+import type { ControllerStore, PlacementRecord } from "./store.js";
+import type { MovedRecord, MoveRecords } from "./move-records.js";
+import { type MoverDeps, moveAgent, placeMovedAgain, teardownOrphan } from "./mover.js";
 import type { Verb, VerbOptions, VerbResult } from "./verbs.js";
 import type { NodeStamps } from "./watch-stamps.js";
 
@@ -35,7 +40,18 @@ export interface ReconcileAccess {
   status(nodeId: string): Promise<CallResult>;
   instance(verb: Verb, instanceId: string, opts: VerbOptions): Promise<VerbResult>;
   append(draft: { source: string; kind: string; payload: JsonObject }): Promise<void>;
+  /** Issue 16: the records and shell of moving agents. */
+  readonly moves: MoveRecords;
+  readonly mover: MoverDeps;
+  readonly store: ControllerStore;
+  /** The package's declared `migratable`/`sticky` (null when its manifest cannot be read: never moved then). */
+  packagePolicy(packageId: string): { migratable: boolean; sticky: boolean } | null;
 }
+
+/** How long a drain's own move is left to it before the loop places it again (a drain that died mid-move). */
+const DRAIN_OWNS_MS = 120_000;
+
+const MOVES: ReadonlySet<string> = new Set(["reschedule", "replace", "place_again"]);
 
 export const LOOP_ACTOR: JsonObject = { actor: "reconcile-loop", via: "berth serve", pid: process.pid };
 
@@ -45,7 +61,11 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
     shouldAct,
     placements: async () => {
       const views: PlacementView[] = [];
-      for (const p of await access.placements()) if (p.pending === null) views.push(placementView(p, await access.chainedOrder(p.decision_id)));
+      for (const p of await access.placements()) {
+        if (p.pending !== null) continue;
+        views.push({ ...placementView(p, await access.chainedOrder(p.decision_id)), ...movable(access, p.package_id), reschedules: await access.moves.movesOf(p.decision_id) });
+      }
+      for (const m of await access.moves.moved()) views.push(await movedView(access, m));
       return views;
     },
     node: async (nodeId) => {
@@ -53,15 +73,28 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
       return { liveness: await access.liveness(nodeId), forgotten: false, lease_ms: s.lease_ms, last_sent_issued_at_ms: s.last_sent_ms };
     },
     observe: async (nodeId) => rowsOf(await access.status(nodeId)),
-    perform: async (p, action) => perform(access, p, action),
-    alert: async (p, reason, why) => {
+    perform: async (p, action) => {
+      try {
+        return await perform(access, p, action);
+      } catch (error) {
+        // A store or place() failure is one failed attempt (backed off, chained once), not the end of the loop.
+        return { ok: false, reason: `${action.kind} threw: ${(error as Error).message}` };
+      }
+    },
+    alert: async (p, reason, why, failed) => {
+      if (failed && MOVES.has(failed.action)) {
+        // §15: a failed reschedule attempt, chained only when its reason changes (the loop asks only then).
+        const next = `retrying in ${Math.round(failed.retry_ms / 1000)} s`;
+        await access.append({ source: "placement", kind: "workload.refuse", payload: { phase: "reschedule", instance_id: p.instance_id, node: p.node_id, name: p.name, action: failed.action, reason: why, attempt: failed.attempt, next, by: LOOP_ACTOR } });
+        return;
+      }
       await access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "alert", instance_id: p.instance_id, node: p.node_id, name: p.name, reason, why, by: LOOP_ACTOR } });
     },
   };
 }
 
 /** A placement as the loop judges it: restart policy and pin from its chained order (absent: `berth place`'s default). */
-export function placementView(p: PlacementRecord, order: JsonObject | null): PlacementView {
+export function placementView(p: Pick<PlacementRecord, "instance_id" | "name" | "node_id">, order: JsonObject | null): PlacementView {
   const restart = order?.restart;
   const policy: RestartPolicy = typeof restart === "string" && (RESTART_POLICIES as readonly string[]).includes(restart) ? (restart as RestartPolicy) : PLACE_RESTART_DEFAULT;
   return {
@@ -71,10 +104,32 @@ export function placementView(p: PlacementRecord, order: JsonObject | null): Pla
     policy,
     moved: false,
     pinned: typeof order?.pin === "string",
-    // Not read from the package here; nothing is moved by this build (module comment), so the safe reading is "no".
+    // The caller reads these from the package (`movable`); alone, the safe reading is "never moved".
     migratable: false,
     sticky: false,
     reschedules: 0,
+  };
+}
+
+function movable(access: ReconcileAccess, packageId: string): { migratable: boolean; sticky: boolean } {
+  return access.packagePolicy(packageId) ?? { migratable: false, sticky: false };
+}
+
+/** A moved record as the loop judges it: its old copy on its old node, and whether its agent still needs a place. */
+async function movedView(access: ReconcileAccess, m: MovedRecord): Promise<PlacementView> {
+  const order = await access.chainedOrder(m.decision_id);
+  const successorState = m.successor === null ? null : ((await access.store.decision(m.successor))?.state ?? null);
+  // A successor decision that ended unplaced (a settle released it) placed nothing: the agent needs a place again.
+  // A drain places its own moves (node-admin.ts): a fresh one is left to it, so the two never race for the name.
+  const drainInProgress = m.authority === "drain" && access.clock() - m.moved_ms < DRAIN_OWNS_MS;
+  const missing = !drainInProgress && (m.successor === null || (successorState === "unplaced" && (await access.moves.nameHolder(m.name)) === null));
+  return {
+    ...placementView(m, order),
+    ...movable(access, m.package_id),
+    moved: true,
+    moved_by: m.authority,
+    successor_missing: missing,
+    reschedules: m.moves,
   };
 }
 
@@ -86,6 +141,11 @@ export function rowsOf(r: CallResult): NodeRows {
   return { kind: "answered", rows: rows.filter(isInstanceRow).map((row) => ({ instance_id: row.instance_id, state: row.state, generation: row.generation })) };
 }
 
+/** §15: the loop's act, chained before (or with) it: who acts and why. */
+function lifecycle(p: PlacementView, action: string, reason: string) {
+  return { source: "placement", kind: "workload.lifecycle", payload: { phase: "lifecycle", instance_id: p.instance_id, node: p.node_id, name: p.name, action, reason, by: LOOP_ACTOR } };
+}
+
 async function perform(access: ReconcileAccess, p: PlacementView, action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>): Promise<ActionResult> {
   switch (action.kind) {
     case "start": {
@@ -94,10 +154,31 @@ async function perform(access: ReconcileAccess, p: PlacementView, action: Exclud
       return r.kind === "ok" ? { ok: true } : { ok: false, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
     }
     case "replace":
-    case "reschedule":
+    case "reschedule": {
+      const record = (await access.placements()).find((r) => r.instance_id === p.instance_id);
+      if (!record) return { ok: false, reason: "the placement record is gone" };
+      const by = action.kind === "replace" ? "lost" : action.authority === "operator" ? "forget" : "lease";
+      const r = await moveAgent(access.mover, record, by, lifecycle(p, action.kind, action.why), action.why);
+      return r.ok ? { ok: true } : { ok: false, reason: r.reason };
+    }
+    case "place_again": {
+      const moved = (await access.moves.movedRecord(p.instance_id))?.record;
+      if (!moved) return { ok: false, reason: "the moved record is gone" };
+      await access.moves.append([lifecycle(p, action.kind, action.why)]);
+      const r = await placeMovedAgain(access.mover, moved, action.why);
+      return r.ok ? { ok: true } : { ok: false, reason: r.reason };
+    }
     case "unload_orphan":
+    case "stop_orphan": {
+      const moved = (await access.moves.movedRecord(p.instance_id))?.record;
+      if (!moved) return { ok: false, reason: "the moved record is gone" };
+      await access.moves.append([lifecycle(p, action.kind, action.why)]);
+      const r = await teardownOrphan(access.mover, moved, action.kind === "stop_orphan" ? "stop" : "unload", action.generation, LOOP_ACTOR);
+      return r.ok ? { ok: true } : { ok: false, reason: r.reason };
+    }
     case "forget_orphan":
-      return { ok: false, reason: `not performed by this build: ${action.kind} (${action.why})` };
+      await access.moves.dropMoved(p.instance_id, lifecycle(p, action.kind, action.why));
+      return { ok: true };
     default: {
       const never: never = action;
       return never;

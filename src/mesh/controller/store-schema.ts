@@ -1,7 +1,7 @@
 /**
  * The controller's tables and their migrations (spec/mesh.md §14.1), one schema version line for both engines: a
  * store at version N has the same tables and columns on SQLite and on PostgreSQL, so `berth migrate` copies rows
- * column for column. SQLite walks the history (v1 … v5) as an older file needs; PostgreSQL, which no berth before
+ * column for column. SQLite walks the history (v1 … v6) as an older file needs; PostgreSQL, which no berth before
  * issue 20 wrote, starts at version 4's layout and walks on from there.
  */
 import { OPEN_STATES } from "../../core/mesh/decision-state.js";
@@ -9,7 +9,7 @@ import type { Tx } from "../../store/engine.js";
 import { ensureLeaseTables } from "../../store/lease.js";
 import { ensureSchemaOn } from "../../store/schema.js";
 
-export const CONTROLLER_SCHEMA_VERSION = 5;
+export const CONTROLLER_SCHEMA_VERSION = 6;
 
 /** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
@@ -62,12 +62,33 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   // v5 (issue 16, taken in by issue 20): the last stamped request and advertised lease per node (watch-stamps.ts).
   // IF NOT EXISTS: a store written before v5 may hold the table already (it was created outside the schema then).
   if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms INTEGER, lease_ms INTEGER)");
+  if (from < 6) await tx.exec(v6Tables("INTEGER"));
+}
+
+/**
+ * v6 (issue 16, move-records.ts and watch-stamps.ts): the operator's node marks, the stored order per decision, moved
+ * records and lineage counts, and one row per stamped request (taken back when it provably never left).
+ */
+function v6Tables(ms: "INTEGER" | "BIGINT"): string {
+  return `
+    CREATE TABLE IF NOT EXISTS mesh_node_admin (node_id TEXT PRIMARY KEY, cordoned INTEGER NOT NULL DEFAULT 0, cordon_reason TEXT,
+                                                forgotten_ms ${ms}, forget_reason TEXT);
+    CREATE TABLE IF NOT EXISTS mesh_orders (decision_id TEXT PRIMARY KEY, order_json TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS mesh_moved (instance_id TEXT PRIMARY KEY, name TEXT NOT NULL, node_id TEXT NOT NULL,
+                                           decision_id TEXT NOT NULL, package_id TEXT NOT NULL, authority TEXT NOT NULL,
+                                           moved_ms ${ms} NOT NULL, moves INTEGER NOT NULL, successor TEXT, workload TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS mesh_lineage (decision_id TEXT PRIMARY KEY, moves INTEGER NOT NULL, from_instance TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS mesh_watch_sends (id TEXT PRIMARY KEY, node_id TEXT NOT NULL, issued_at_ms ${ms} NOT NULL,
+                                                 settled INTEGER NOT NULL DEFAULT 0);
+    CREATE INDEX IF NOT EXISTS mesh_watch_sends_node ON mesh_watch_sends (node_id, issued_at_ms);
+  `;
 }
 
 /** Version 4's layout in PostgreSQL's words (then v5's table): BIGINT milliseconds, the same names, keys and partial indexes. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
   if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms BIGINT, lease_ms BIGINT)");
+  if (from < 6) await tx.exec(v6Tables("BIGINT"));
   if (from !== 0) return;
   await ensureLeaseTables(tx);
   await tx.exec(`

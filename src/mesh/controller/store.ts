@@ -111,6 +111,11 @@ export class ControllerStore {
     return verdict.to;
   }
 
+  /** Issue 16 (`berth node forget`, move-records.ts): an unsettled decision of a forgotten node becomes unplaced. */
+  async forgetDecision(tx: Tx, decisionId: string): Promise<void> {
+    await this.move(tx, decisionId, "forget", "operator");
+  }
+
   private tx<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     return this.engine.transaction(fn);
   }

@@ -23,6 +23,33 @@ describe.each(ENGINE_KINDS)("the controller's last-sent stamps (the node lease's
     expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
   });
 
+  it("takes back the stamp of a request that provably never left, and keeps one that may have arrived (issue 16)", async () => {
+    const { stamps: s } = await stampsOn(kind);
+    await (await s.record(NODE, 1_000))(true);
+    const unsent = await s.record(NODE, 2_000);
+    // pending: counted, whatever happens next
+    expect((await s.of(NODE)).last_sent_ms).toBe(2_000);
+    await unsent(false);
+    expect((await s.of(NODE)).last_sent_ms).toBe(1_000);
+    // a dead node tried every tick: its stamp stays where the last request that may have arrived put it
+    for (let t = 3_000; t < 8_000; t += 1_000) await (await s.record(NODE, t))(false);
+    expect((await s.of(NODE)).last_sent_ms).toBe(1_000);
+    await (await s.record(NODE, 12_000))(true);
+    expect((await s.of(NODE)).last_sent_ms).toBe(12_000);
+  });
+
+  it("a pending stamp below a settled one is dominated; one above it still counts until settled", async () => {
+    const { stamps: s } = await stampsOn(kind);
+    const low = await s.record(NODE, 1_000);
+    const high = await s.record(NODE, 5_000);
+    await (await s.record(NODE, 3_000))(true);
+    expect((await s.of(NODE)).last_sent_ms).toBe(5_000);
+    await high(false);
+    expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
+    await low(false);
+    expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
+  });
+
   it("two processes on one store raise one stamp, whatever order their concurrent records land in", async () => {
     const { engine } = await stampsOn(kind);
     const other = await engines.reopen(engine);

@@ -5,10 +5,20 @@
  * Every `NodeClient` the controller's processes build records through `record` (its `onSend` hook), so a CLI call, the
  * agents layer and `berth serve` all raise the same stamp; the maximum is kept, so concurrent writers cannot lower it.
  *
- * Not chained: a stamp is an observation of our own sends, and a tick must not grow the chain. Its table,
- * `mesh_watch_nodes`, is the controller schema's (version 5, store-schema.ts); each record is one short write
- * transaction of its own on the store's engine, awaited by `NodeClient` before the request leaves.
+ * A request that provably never left (the connection could not be opened, or the TLS handshake proved another key:
+ * the node client's `unreachable` and `no_answer {sent: false}`) cannot have renewed anything, so its stamp is taken
+ * back (issue 16): each stamp is a row of `mesh_watch_sends`, pending until its call ends, deleted when nothing was
+ * sent, kept when the request may have reached the node (and then every lower row of that node is dominated and
+ * dropped). The last-sent stamp is the maximum over the rows, pending ones included (a process killed mid-call leaves
+ * its row: counted, the safe way), and over `mesh_watch_nodes.last_sent_ms`, which builds before v6 wrote (a floor).
+ * Without this, a tick that keeps trying a dead node pushes the stamp forward for ever, and its lease is never
+ * certainly over.
+ *
+ * Not chained: a stamp is an observation of our own sends, and a tick must not grow the chain. Its tables are the
+ * controller schema's (store-schema.ts); each record is one short write transaction of its own on the store's
+ * engine, awaited by `NodeClient` before the request leaves.
  */
+import { randomUUID } from "node:crypto";
 import type { StoreEngine } from "../../store/engine.js";
 
 export interface NodeStamps {
@@ -19,21 +29,34 @@ export interface NodeStamps {
 
 const NODE_ID = /^[0-9a-f]{32}$/;
 
+/** Told when the call ends: whether the request may have reached the node. */
+export type SettleSend = (mayHaveArrived: boolean) => Promise<void>;
+
 export class SentStamps {
   constructor(private readonly engine: StoreEngine) {}
 
-  /** Before a request for `nodeId` leaves: raise its stamp to `issuedAtMs` (never lower it). */
-  async record(nodeId: string, issuedAtMs: number): Promise<void> {
-    if (!NODE_ID.test(nodeId)) return; // a first describe to "*": no node id yet, nothing of ours runs there
-    await this.engine.transaction((tx) =>
-      tx.run(
-        `INSERT INTO mesh_watch_nodes (node_id, last_sent_ms) VALUES (?, ?)
-         ON CONFLICT (node_id) DO UPDATE SET last_sent_ms = CASE
-           WHEN COALESCE(mesh_watch_nodes.last_sent_ms, 0) > excluded.last_sent_ms THEN mesh_watch_nodes.last_sent_ms
-           ELSE excluded.last_sent_ms END`,
-        [nodeId, issuedAtMs],
-      ),
-    );
+  /**
+   * Before a request for `nodeId` leaves: its stamp is persisted (pending). The returned function settles it when
+   * the call ends: taken back if the request provably never left, kept (dominating every lower stamp) otherwise.
+   */
+  async record(nodeId: string, issuedAtMs: number): Promise<SettleSend> {
+    if (!NODE_ID.test(nodeId)) return async () => undefined; // a first describe to "*": no node id yet, nothing of ours runs there
+    const id = randomUUID();
+    await this.engine.transaction((tx) => tx.run("INSERT INTO mesh_watch_sends (id, node_id, issued_at_ms) VALUES (?, ?, ?)", [id, nodeId, issuedAtMs]));
+    return async (mayHaveArrived) => {
+      try {
+        await this.engine.transaction(async (tx) => {
+          if (!mayHaveArrived) {
+            await tx.run("DELETE FROM mesh_watch_sends WHERE id = ?", [id]);
+            return;
+          }
+          await tx.run("UPDATE mesh_watch_sends SET settled = 1 WHERE id = ?", [id]);
+          await tx.run("DELETE FROM mesh_watch_sends WHERE node_id = ? AND issued_at_ms < ?", [nodeId, issuedAtMs]);
+        });
+      } catch {
+        // a closed store: the row stays pending, which counts it (the safe reading)
+      }
+    };
   }
 
   /** The lease a node advertised in facts this controller accepted (null: it runs without one). */
@@ -44,8 +67,14 @@ export class SentStamps {
   }
 
   async of(nodeId: string): Promise<NodeStamps> {
-    const row = await this.engine.read((q) => q.get<NodeStamps>("SELECT node_id, last_sent_ms, lease_ms FROM mesh_watch_nodes WHERE node_id = ?", [nodeId]));
-    return row ? { node_id: row.node_id, last_sent_ms: row.last_sent_ms === null ? null : Number(row.last_sent_ms), lease_ms: row.lease_ms === null ? null : Number(row.lease_ms) } : { node_id: nodeId, last_sent_ms: null, lease_ms: null };
+    const [row, sent] = await this.engine.read(async (q) => [
+      await q.get<NodeStamps>("SELECT node_id, last_sent_ms, lease_ms FROM mesh_watch_nodes WHERE node_id = ?", [nodeId]),
+      await q.get<{ m: number | string | null }>("SELECT MAX(issued_at_ms) AS m FROM mesh_watch_sends WHERE node_id = ?", [nodeId]),
+    ] as const);
+    const floor = row?.last_sent_ms == null ? null : Number(row.last_sent_ms);
+    const top = sent?.m == null ? null : Number(sent.m);
+    const last = top === null ? floor : floor === null ? top : Math.max(top, floor);
+    return { node_id: nodeId, last_sent_ms: last, lease_ms: row?.lease_ms == null ? null : Number(row.lease_ms) };
   }
 }
 

@@ -148,7 +148,7 @@ export class NodeDaemon {
       store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: `configured explicitly (${by})` } });
     }
     const authorised = new Set([...config.controllers.map((c) => c.key), ...(o.controllers ?? [])]);
-    // Loaded only when asked for: the ASN.1 modules would otherwise slow every CLI start.
+    // Loaded only when asked for (node:tls and the certificate), so a CLI start that serves nothing does not load them.
     const tls = transport === "tls" && o.listen !== null ? (await import("../transport/tls.js")).listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
     const { server, address } =
       o.listen === null

@@ -28,7 +28,7 @@ export class StreamClosed extends Error {
 
 /**
  * The peer's transport key is not the one expected (spec/mesh.md §4.11): the connection is refused before any frame.
- * Here rather than in tls.ts so that the client can recognise it without loading the ASN.1 modules.
+ * Here rather than in tls.ts so that the client can recognise it without loading tls.ts and node:tls.
  */
 export class PeerKeyMismatch extends StreamClosed {
   override name = "PeerKeyMismatch";

@@ -42,6 +42,8 @@ export interface MeshDeployInput {
   readonly spec: AgentSpecDocument["spec"];
   /** The env with every `valueFrom` read (secret-env.ts): for the place body only, never an answer or a record. */
   readonly env: Readonly<Record<string, string>>;
+  /** Issue 16: where each `valueFrom` value came from, kept by the controller instead of the value (stored-order.ts). */
+  readonly envFrom?: Readonly<Record<string, { readonly file: string } | { readonly env: string }>>;
   readonly packageDir: string;
   readonly intent: string;
 }
@@ -287,6 +289,7 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     restart: input.spec.restart,
     agent: input.agent,
     intent: input.intent,
+    env_from: { ...(input.envFrom ?? {}) },
   };
   try {
     const report = await deps.controller.place(order);

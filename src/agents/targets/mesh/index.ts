@@ -63,7 +63,7 @@ export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS
       const mi = meshIntentOf(loaded, resolved.value.env);
       if (!mi.ok) return failed({ kind: "spec_unusable", message: mi.error, usage: true });
       const agent = loaded.spec.metadata.name;
-      const input = { agent, spec: loaded.spec.spec, env: resolved.value.env, packageDir: mi.value.packageDir, intent: mi.value.intent };
+      const input = { agent, spec: loaded.spec.spec, env: resolved.value.env, envFrom: resolved.value.refs, packageDir: mi.value.packageDir, intent: mi.value.intent };
       return access.session(async (deps) => {
         const run = () => deployMeshAgent(deps, input, { userReplace });
         const result = await (watch ? watch.waiting(`deploying ${agent} to the mesh`, run) : run());

@@ -1,0 +1,98 @@
+/**
+ * The order a reschedule reruns (issue 16, spec/mesh.md §15 "Rescheduling reruns place() with the stored order"):
+ * kept per decision in the store (move-records.ts `mesh_orders`), never in the chain, which keeps env names only.
+ *
+ * - `storedOrderOf`: the validated order with every value that came from a `valueFrom` replaced by its reference
+ *   (`env_from`); inline values stay (the operator wrote them into the order or spec).
+ * - `rebuildOrder`: the order again, each reference re-read now (a file, or a variable of this process: `berth
+ *   serve`'s when the loop reschedules), with the node being left added to `avoid` and no pin
+ *   (core/mesh/reschedule.ts `rescheduleOrder`). Errors name the env entry and its file or variable, never a value.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { rescheduleOrder } from "../../core/mesh/reschedule.js";
+import type { EnvRef, StoredOrder } from "./move-records.js";
+import type { PlaceOrder, PlaceOrderInput } from "./order.js";
+
+/** As secret-env.ts: a larger "secret" is a wrong file. */
+const MAX_REF_BYTES = 32 * 1024;
+
+/** An `env_from` name without a `config.env` entry: the order is refused (field named), nothing decided. */
+export function envFromProblem(order: Pick<PlaceOrder, "config" | "env_from">): string | null {
+  for (const name of Object.keys(order.env_from)) {
+    if (!Object.hasOwn(order.config.env, name)) return `place order: field env_from.${name}: names no config.env entry ${name}`;
+  }
+  return null;
+}
+
+export function storedOrderOf(order: PlaceOrder, packageId: string, name: string): StoredOrder {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(order.config.env)) if (!Object.hasOwn(order.env_from, k)) env[k] = v;
+  return {
+    package_id: packageId,
+    name,
+    config: { mode: order.config.mode, args: [...order.config.args], env },
+    env_from: { ...order.env_from },
+    pin: order.pin,
+    prefer: [...order.prefer],
+    avoid: [...order.avoid],
+    allow_emulated: order.allow_emulated,
+    strategy: order.strategy,
+    restart: order.restart,
+    start: order.start,
+    agent: order.agent,
+    intent: order.intent,
+  };
+}
+
+export type RefReader = (ref: EnvRef) => { ok: true; value: string } | { ok: false; error: string };
+
+/** Reads one reference the way the deploy did (secret-env.ts): one trailing newline is the file's. */
+export function readRef(processEnv: NodeJS.ProcessEnv): RefReader {
+  return (ref) => {
+    if ("env" in ref) {
+      const v = processEnv[ref.env];
+      return v === undefined || v === "" ? { ok: false, error: `environment variable ${ref.env} is not set (or empty) in this process` } : { ok: true, value: v };
+    }
+    try {
+      const size = statSync(ref.file).size;
+      if (size > MAX_REF_BYTES) return { ok: false, error: `${ref.file} has ${size} bytes, more than ${MAX_REF_BYTES}` };
+      const value = readFileSync(ref.file, "utf8").replace(/\r?\n$/, "");
+      return value === "" ? { ok: false, error: `${ref.file} is empty` } : { ok: true, value };
+    } catch (error) {
+      return { ok: false, error: `cannot read ${ref.file} (${(error as NodeJS.ErrnoException).code ?? "error"})` };
+    }
+  };
+}
+
+/**
+ * The order to rerun: the stored one, references read, `leaving` (the node the agent leaves, null for a lost
+ * instance whose node may take it again) in `avoid`, never pinned.
+ */
+export function rebuildOrder(stored: StoredOrder, leaving: string | null, read: RefReader): { ok: true; order: PlaceOrderInput } | { ok: false; error: string } {
+  const env: Record<string, string> = { ...stored.config.env };
+  for (const [name, ref] of Object.entries(stored.env_from)) {
+    const r = read(ref);
+    if (!r.ok) return { ok: false, error: `the stored order's env ${name} (valueFrom): ${r.error}` };
+    env[name] = r.value;
+  }
+  const moved = leaving === null ? { pin: null, avoid: [...stored.avoid], dry_run: false } : rescheduleOrder({ pin: stored.pin, avoid: stored.avoid, dry_run: false }, leaving);
+  return {
+    ok: true,
+    order: {
+      package: stored.package_id,
+      name: stored.name,
+      config: { mode: stored.config.mode, args: [...stored.config.args], env },
+      env_from: { ...stored.env_from },
+      pin: moved.pin,
+      prefer: [...stored.prefer].filter((n) => n !== leaving),
+      avoid: [...moved.avoid],
+      allow_emulated: stored.allow_emulated,
+      strategy: stored.strategy as PlaceOrderInput["strategy"],
+      restart: stored.restart as PlaceOrderInput["restart"],
+      start: stored.start,
+      agent: stored.agent,
+      intent: stored.intent,
+      dry_run: false,
+    },
+  };
+}
