@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineChain } from "../../src/chain/engine-chain.js";
 import { loadKeyFile } from "../../src/keys/key-file.js";
+import { CONTROLLER_SCHEMA_VERSION } from "../../src/mesh/controller/store-schema.js";
 import { PostgresEngine } from "../../src/store/postgres-engine.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
 import { berth, oneDocument, removeHomes, tempHome } from "./support.js";
@@ -62,7 +63,7 @@ describe("the controller's store chosen by --database (issue 20)", () => {
       const rows = await engine.read((q) => q.all<{ payload: string }>("SELECT payload FROM audit_event"));
       expect(rows.length).toBeGreaterThan(0);
       expect(rows.some((r) => r.payload.includes(SECRET)), "the password is in no chained event").toBe(false);
-      expect(await engine.read((q) => q.get<{ version: number }>("SELECT version FROM berth_schema WHERE component = 'mesh_controller'"))).toEqual({ version: 5 });
+      expect(await engine.read((q) => q.get<{ version: number }>("SELECT version FROM berth_schema WHERE component = 'mesh_controller'"))).toEqual({ version: CONTROLLER_SCHEMA_VERSION });
       expect(engine.location).not.toContain(SECRET);
     } finally {
       await engine.close();
