@@ -1,41 +1,14 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { startPostgres, type TestPostgres } from "../../../test/support/postgres.js";
+import { describe, expect, it } from "vitest";
+import { engineHarness } from "../../../test/support/engines.js";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { signingKeyFromSeed } from "../../core/crypto/ed25519.js";
 import type { EngineKind, StoreEngine } from "../../store/engine.js";
-import { PostgresEngine } from "../../store/postgres-engine.js";
-import { SqliteEngine } from "../../store/sqlite-engine.js";
 import { MoveRecords } from "./move-records.js";
 import { ControllerStore, type DecisionId, type PlacementRecord, type WorkloadRecord } from "./store.js";
 
 /** On both engines, as store.test.ts: the v6 tables are the controller schema's on SQLite and on PostgreSQL. */
-const dirs: string[] = [];
-const engines: StoreEngine[] = [];
-let server: TestPostgres | null = null;
-afterEach(async () => {
-  for (const e of engines.splice(0)) await e.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-
-async function engineOf(kind: EngineKind): Promise<StoreEngine> {
-  if (kind === "postgres") {
-    server ??= await startPostgres();
-    const engine = await PostgresEngine.open(await server.database());
-    engines.push(engine);
-    return engine;
-  }
-  const dir = mkdtempSync(join(tmpdir(), "berth-moves-"));
-  dirs.push(dir);
-  const engine = SqliteEngine.open(join(dir, "controller.db"));
-  engines.push(engine);
-  return engine;
-}
+const harness = engineHarness();
+const engineOf = (kind: EngineKind): Promise<StoreEngine> => harness.open(kind);
 
 const NODE = "d".repeat(32);
 const OTHER = "e".repeat(32);
