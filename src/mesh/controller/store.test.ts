@@ -1,44 +1,17 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import fc from "fast-check";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { startPostgres, type TestPostgres } from "../../../test/support/postgres.js";
+import { describe, expect, it } from "vitest";
+import { engineHarness } from "../../../test/support/engines.js";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { signingKeyFromSeed } from "../../core/crypto/ed25519.js";
 import type { EngineKind, StoreEngine } from "../../store/engine.js";
-import { PostgresEngine } from "../../store/postgres-engine.js";
-import { SqliteEngine } from "../../store/sqlite-engine.js";
 import { ControllerStore, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
 
 /**
  * Run on both engines: SQLite (embedded) and PostgreSQL (a throwaway server, test/support/postgres.ts, one fresh
  * database per store). The PostgreSQL tier never skips: a machine without PostgreSQL 15 fails it.
  */
-const dirs: string[] = [];
-const engines: StoreEngine[] = [];
-let server: TestPostgres | null = null;
-afterEach(async () => {
-  for (const e of engines.splice(0)) await e.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-afterAll(async () => {
-  await server?.stop();
-});
-
-async function engineOf(kind: EngineKind): Promise<StoreEngine> {
-  if (kind === "postgres") {
-    server ??= await startPostgres();
-    const engine = await PostgresEngine.open(await server.database());
-    engines.push(engine);
-    return engine;
-  }
-  const dir = mkdtempSync(join(tmpdir(), "berth-ctl-store-"));
-  dirs.push(dir);
-  const engine = SqliteEngine.open(join(dir, "controller.db"));
-  engines.push(engine);
-  return engine;
-}
+const harness = engineHarness();
+const engineOf = (kind: EngineKind): Promise<StoreEngine> => harness.open(kind);
 
 const W: WorkloadRecord = {
   kind: "agent",
@@ -137,8 +110,7 @@ describe.each(["sqlite", "postgres"] as const)("the controller store (spec/mesh.
 
   /** A second store (another process, in effect) on the same database as `engine`. */
   async function engineOn(engine: StoreEngine) {
-    const other = kind === "postgres" ? await PostgresEngine.open(engine.location) : SqliteEngine.open(engine.location);
-    engines.push(other);
+    const other = await harness.reopen(engine);
     const clock = () => 1_767_225_600_000;
     const chain = await EngineChain.open(other, signingKeyFromSeed(new Uint8Array(32).fill(1)), "controller", clock);
     return { engine: other, chain, store: await ControllerStore.open(other, chain, clock) };
