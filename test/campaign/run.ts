@@ -9,17 +9,21 @@
  * - two-live: never two live instances of one name in any /proc sample (every ~100 ms, the world's whole life);
  * - unrecorded-live: after settle, no live instance of the world the controller does not record;
  * - killed-unasked: no instance the controller had recorded disappears unless a stop/replace/unload/place of that
- *   name was asked, the campaign itself killed it, or its node's lease asked for it — judged precisely: the copy ran
+ *   name was asked, a `node drain` of its node was running (drain's stops are asked for), the campaign itself killed
+ *   it (a fault, or its node's power lost before a `node forget`), or its node's lease asked for it — judged precisely: the copy ran
  *   on the leased node, its node recorded it `lease_stopped` or its daemon was down, and it was gone no earlier than
  *   the lease deadline the node's accepted requests prove (lease-witness.ts);
  * - lease-overrun / lease-revived: no copy on the leased node outlives the latest deadline any delivered request
  *   allows, and no request delivered past its lease is answered ok;
  * - not-converged: after heal every agent meant to run runs exactly once (recorded) — unless its node is dead for
- *   this schedule, or its lease stopped it after the user converged — and every stopped one not at all;
+ *   this schedule (a forgotten node excuses nothing: forget frees its agents to run elsewhere), or its lease stopped
+ *   it after the user converged — and every stopped one not at all; an agent of an earlier schedule that this one's
+ *   drain moved or forget killed is converged and judged with this schedule's own;
  *   the agents earlier schedules of the world left running must still run (or have been stopped by their lease);
  * - chain: `berth audit verify` of the controller's chain and of every node's chain, at the end of each world (each
  *   chain holds every schedule's events; a failure is attributed by the chain heads recorded after each schedule).
- * A world that found a violation is closed; the rest of its chunk runs in a fresh one. Timing is not replayed (the
+ * A world that found a violation, or forgot a node (gone for good), is closed; the rest of its chunk runs in a fresh
+ * one. A drained node is uncordoned after the judge. Timing is not replayed (the
  * machine decides it); the schedule is, from the seed, and so is the order of a chunk. Over 400 lines: one runner,
  * kept together so the order of heal and judge reads top to bottom.
  */
@@ -28,7 +32,7 @@ import type { Spawned } from "../support/process.js";
 import { bump, type FaultContext, restartDaemon, sleep, strike } from "./faults.js";
 import { LEASE_STOP_GRACE_MS } from "../../src/core/mesh/lease.js";
 import { EARLY_TOLERANCE_MS, LeaseWitness } from "./lease-witness.js";
-import { chainHead, instancesByName, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
+import { chainHead, instancesByName, liveAgentProcesses, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
 import { Sampler } from "./sampler.js";
 import { describeSchedule, type Operation, type Schedule, scheduleFor } from "./schedule.js";
 import { type CliResult, LEASE_MS, makeWorld, type World, WorldSetupError } from "./world.js";
@@ -44,6 +48,8 @@ export interface Outcome {
   readonly ms: number;
   /** The seeds its world ran, in order, up to and including this one (the replay). */
   readonly world: readonly number[];
+  /** It forgot a node (`node-forget`): that node is gone for good, so its world is closed after it. */
+  readonly closedWorld?: boolean;
 }
 
 const ROUND_DEADLINE_MS = 90_000;
@@ -61,6 +67,11 @@ interface WorldState {
   readonly log: (s: string) => void;
   /** Chain heads after each schedule (controller, then each node), for attributing a chain failure. */
   readonly heads: Array<{ seed: number; heads: Array<number | null> }>;
+  /**
+   * Instances whose end an operator's node verb accounts for, with why: seen live on a node while `node drain` ran
+   * and gone after it (drain's stops are asked for), or killed with their node's power before `node forget`.
+   */
+  readonly excused: Map<string, string>;
 }
 
 interface RunState extends FaultContext {
@@ -72,6 +83,70 @@ interface RunState extends FaultContext {
   readonly intent: Map<number, "run" | "stopped">;
   /** Names whose instances someone asked to go (stop, replace, unload, place). */
   readonly asked: Set<string>;
+  /** Nodes forgotten by this schedule (also in `dead`, but never excused as dead: forget frees their agents). */
+  readonly forgotten: Set<number>;
+  /** Nodes drained by this schedule, uncordoned after the judge. */
+  readonly drained: Set<number>;
+  /**
+   * Agents of earlier schedules of this world that a node verb of this one moved or killed (drain, forget): the user
+   * converges them too (name → spec file), and they must run once after heal like this schedule's own.
+   */
+  readonly extra: Map<string, string>;
+}
+
+/** Every agent the user means something for after this schedule: its own (by intent), and the carried ones moved or killed by a node verb. */
+function meant(st: RunState): Array<{ readonly name: string; readonly spec: string; readonly intent: "run" | "stopped" }> {
+  const own = [...st.intent].map(([a, intent]) => ({ name: st.w.agentName(st.seed, a), spec: st.w.specFile(st.seed, a), intent }));
+  return [...own, ...[...st.extra].map(([name, spec]) => ({ name, spec, intent: "run" as const }))];
+}
+
+/** The spec file of an agent of this world, from its name (`<prefix>s<seed>a<i>`); null for a workload's name. */
+function specOf(w: World, name: string): string | null {
+  const m = /s(\d+)a(\d+)$/.exec(name);
+  return m && w.seedOf(name) !== null ? w.specFile(Number(m[1]), Number(m[2])) : null;
+}
+
+/** Marks an instance a node verb accounts for; a carried agent of an earlier schedule it touched is converged again. */
+function excuse(st: RunState, id: string, name: string, why: string): void {
+  st.ws.excused.set(id, why);
+  const spec = specOf(st.w, name);
+  if (st.w.seedOf(name) !== st.seed && spec !== null && st.ws.carried.get(name) === id) st.extra.set(name, spec);
+}
+
+/**
+ * The node's power is lost (issue 16's dead node *with* its agents): its daemon and every process of its instances
+ * killed -9, and it stays dead (it is forgotten next). Never the last live node: then a node already dead is taken
+ * (its agents are killed with it), so some node is left to converge on.
+ */
+async function powerLoss(st: RunState, wanted: number): Promise<number> {
+  const { w } = st;
+  let i = wanted;
+  const others = w.nodes.filter((n, k) => k !== i && n.alive).length;
+  if (w.nodes[i]?.alive && others === 0) {
+    i = w.nodes.findIndex((n, k) => k !== wanted && !n.alive);
+    st.notes.push(`node-forget: node ${wanted} is the last live node; node ${i} (dead) lost its power and is forgotten instead`);
+  }
+  const node = w.nodes[i];
+  if (!node) return i;
+  const live = liveAgentProcesses(w.prefix).filter((p) => p.node === node.nodeId);
+  const wasAlive = node.alive;
+  await node.killWithInstances();
+  for (const p of live) {
+    try {
+      process.kill(-p.pgid, "SIGKILL");
+    } catch {
+      // gone with its group already
+    }
+  }
+  if (wasAlive) st.down.set(i, [...(st.down.get(i) ?? []), [Date.now(), null]]);
+  for (const p of live) {
+    st.killed.add(p.instance);
+    excuse(st, p.instance, p.name, `power lost on node ${i} before it was forgotten`);
+  }
+  st.dead.add(i);
+  st.forgotten.add(i);
+  bump(st.faults, `power-loss:${wasAlive ? "node" : "dead-node"}`);
+  return i;
 }
 
 function command(st: RunState, op: Operation): string[][] {
@@ -93,6 +168,11 @@ function command(st: RunState, op: Operation): string[][] {
       return [["agent", "stop", agent(op.agent), "--json"]];
     case "replace":
       return [["agent", "replace", agent(op.agent), "--json"]];
+    case "node-drain":
+      return [["node", "drain", w.nodes[op.node]?.nodeId ?? String(op.node), "--reason", `campaign seed ${st.seed}`, "--json"]];
+    case "node-forget":
+      // powerLoss() has run and picked the node (st.forgotten's newest).
+      return [["node", "forget", w.nodes[[...st.forgotten].at(-1) ?? op.node]?.nodeId ?? String(op.node), "--reason", `campaign seed ${st.seed}: power lost`, "--json"]];
     case "unload": {
       const name = agent(op.agent);
       const id = [...(recordedPlacements(w.home) ?? new Map<string, string>())].find(([, n]) => n === name)?.[0];
@@ -160,13 +240,14 @@ function notALeaseStop(ws: WorldState, instance: string): string | null {
 }
 
 function judge(st: RunState, verifiedAfterMs: number): string[] {
-  const { w, ws, s } = st;
+  const { w, ws } = st;
   const violations = ws.sampler.found.splice(0);
   if (ws.witness) for (const r of ws.witness.revived.splice(0)) violations.push(`lease-revived: a request held past its lease renewed it: ${r}`);
   const live = ws.sampler.sample();
   const recorded = recordedPlacements(w.home) ?? new Map<string, string>();
   const by = instancesByName(live);
-  const deadNodes = new Set([...st.dead].map((i) => w.nodes[i]?.nodeId));
+  // A forgotten node is dead too, but forgetting it freed its agents: they must run elsewhere, not be excused.
+  const deadNodes = new Set([...st.dead].filter((i) => !st.forgotten.has(i)).map((i) => w.nodes[i]?.nodeId));
   for (const [id, name] of new Map(live.map((p) => [p.instance, p.name]))) {
     if (!recorded.has(id)) violations.push(`unrecorded-live: ${name} instance ${id} runs and the controller does not record it`);
   }
@@ -179,14 +260,12 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       if (seen.goneMs !== null) leaseStops.set(seen.name, Math.max(leaseStops.get(seen.name) ?? 0, seen.goneMs));
       continue;
     }
-    if (!ws.sampler.everRecorded.has(id) || st.asked.has(seen.name) || st.killed.has(id)) continue;
+    if (!ws.sampler.everRecorded.has(id) || st.asked.has(seen.name) || st.killed.has(id) || ws.excused.has(id)) continue;
     violations.push(`killed-unasked: ${seen.name} instance ${id} was recorded and live, and is gone though nobody asked, the campaign did not kill it and its lease did not stop it (${whyNot})`);
   }
   if (leaseStops.size > 0) bump(st.faults, "lease-stop:observed");
-  for (let a = 0; a < s.agents; a++) {
-    const name = w.agentName(st.seed, a);
+  for (const { name, intent } of meant(st)) {
     const ids = [...(by.get(name) ?? [])];
-    const intent = st.intent.get(a);
     if (intent === "run" && (ids.length !== 1 || recorded.get(ids[0] ?? "") !== name)) {
       const onDead = [...recorded].some(([id, n]) => n === name && deadNodes.has(ws.sampler.seen.get(id)?.node));
       if (ids.length === 0 && onDead) {
@@ -215,14 +294,18 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
   for (const [name, id] of ws.carried) {
     if (stillLive.has(id)) continue;
     ws.carried.delete(name);
+    const excused = ws.excused.get(id);
+    if (excused !== undefined) {
+      st.notes.push(`${name} (seed ${w.seedOf(name)}): its copy ${id} ${excused}; converged again and judged above`);
+      continue;
+    }
     const whyNot = notALeaseStop(ws, id);
     if (whyNot === null) st.notes.push(`${name} (seed ${w.seedOf(name)}): stopped by its node's lease during this schedule`);
     else violations.push(`killed-unasked: ${name} instance ${id}, left running by seed ${w.seedOf(name)}, is gone though nobody asked (${whyNot})`);
   }
-  for (let a = 0; a < s.agents; a++) {
-    const name = w.agentName(st.seed, a);
+  for (const { name, intent } of meant(st)) {
     const ids = [...(by.get(name) ?? [])];
-    if (st.intent.get(a) === "run" && ids.length === 1 && ids[0] !== undefined) ws.carried.set(name, ids[0]);
+    if (intent === "run" && ids.length === 1 && ids[0] !== undefined) ws.carried.set(name, ids[0]);
   }
   return violations;
 }
@@ -246,6 +329,9 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
     killed: new Set(),
     dead: new Set(),
     down: ws.down,
+    forgotten: new Set(),
+    drained: new Set(),
+    extra: new Map(),
   };
   let violations: string[] = [];
   try {
@@ -257,7 +343,9 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
         opsDoneResolve = r;
       });
       const clis: Spawned[] = [];
+      for (const op of round.ops) if (op.op === "node-forget") await powerLoss(st, op.node);
       const strikes = round.faults.map((f) => strike(st, f, clis, opsDone));
+      const roundStart = Date.now();
       for (const op of round.ops) {
         for (const args of command(st, op)) {
           bump(st.ops, op.op);
@@ -269,6 +357,16 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
       await Promise.all(strikes);
       for (const c of clis) log(`  exit ${c.child.exitCode ?? c.child.signalCode}: ${c.output().slice(0, 300).replace(/\s+/g, " ")} ${c.errors().slice(0, 300)}`);
       for (const p of w.proxies) p.disarm();
+      for (const op of round.ops) {
+        if (op.op !== "node-drain") continue;
+        // What was live on the drained node during the drain and is gone now, the drain asked to stop.
+        st.drained.add(op.node);
+        const nodeId = w.nodes[op.node]?.nodeId;
+        ws.sampler.sample();
+        for (const [id, seen] of ws.sampler.seen) {
+          if (seen.node === nodeId && seen.goneMs !== null && seen.goneMs >= roundStart) excuse(st, id, seen.name, `was on node ${op.node} while it was drained`);
+        }
+      }
     }
     await heal(st);
     log(`seed ${seed} healed${st.dead.size > 0 ? ` (node(s) ${[...st.dead].join(", ")} dead for this schedule)` : ""}`);
@@ -285,33 +383,33 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
     for (let attempt = 1; attempt <= CONVERGE_ATTEMPTS; attempt++) {
       const now = instancesByName(ws.sampler.sample());
       const recorded = recordedPlacements(w.home) ?? new Map<string, string>();
-      const pending = [...st.intent].filter(([a, intent]) => {
-        const ids = [...(now.get(w.agentName(seed, a)) ?? [])];
-        return intent === "run" ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === w.agentName(seed, a)) : ids.length > 0;
+      const pending = meant(st).filter(({ name, intent }) => {
+        const ids = [...(now.get(name) ?? [])];
+        return intent === "run" ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === name) : ids.length > 0;
       });
       if (pending.length === 0 || (attempt > 1 && converge.every((r) => r.code === 0))) break;
       const results = await Promise.all(
-        pending.map(([a, intent]) => {
+        pending.map(({ name, spec, intent }) => {
           bump(st.ops, `converge:${intent === "run" ? "deploy" : "stop"}`);
-          return intent === "run" ? w.berth("deploy", w.specFile(seed, a), "--json") : w.berth("agent", "stop", w.agentName(seed, a), "--json");
+          return intent === "run" ? w.berth("deploy", spec, "--json") : w.berth("agent", "stop", name, "--json");
         }),
       );
       for (const [k, r] of results.entries()) {
-        const line = `converge ${attempt}.${k} (${w.agentName(seed, pending[k]?.[0] ?? 0)}): exit ${r.code} ${r.stdout.slice(0, 240).replace(/\s+/g, " ")} ${r.stderr.slice(0, 160).replace(/\s+/g, " ")}`;
+        const line = `converge ${attempt}.${k} (${pending[k]?.name}): exit ${r.code} ${r.stdout.slice(0, 240).replace(/\s+/g, " ")} ${r.stderr.slice(0, 160).replace(/\s+/g, " ")}`;
         log(line);
         if (r.code !== 0) st.notes.push(line);
       }
       converge.splice(0, converge.length, ...results);
     }
-    const deadIds = new Set([...st.dead].map((i) => w.nodes[i]?.nodeId));
+    const deadIds = new Set([...st.dead].filter((i) => !st.forgotten.has(i)).map((i) => w.nodes[i]?.nodeId));
     const end = Date.now() + CONVERGE_WAIT_MS;
     while (converge.length > 0 && Date.now() < end) {
       const live = ws.sampler.sample();
       const by = instancesByName(live);
       const onDead = new Set(live.filter((p) => deadIds.has(p.node)).map((p) => p.name));
-      const settled = [...st.intent].every(([a, intent]) => {
-        const n = by.get(w.agentName(seed, a))?.size ?? 0;
-        return intent === "run" ? n === 1 || (n === 0 && onDead.has(w.agentName(seed, a))) : n === 0;
+      const settled = meant(st).every(({ name, intent }) => {
+        const n = by.get(name)?.size ?? 0;
+        return intent === "run" ? n === 1 || (n === 0 && onDead.has(name)) : n === 0;
       });
       if (settled) break;
       await sleep(200);
@@ -320,10 +418,17 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
   } catch (e) {
     violations.push(`campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   } finally {
-    for (const i of st.dead) await restartDaemon(st, i).catch((e: unknown) => st.notes.push(`restart of dead node ${i}: ${String(e)}`));
+    for (const i of st.dead) {
+      if (!st.forgotten.has(i)) await restartDaemon(st, i).catch((e: unknown) => st.notes.push(`restart of dead node ${i}: ${String(e)}`));
+    }
+    for (const i of st.drained) {
+      if (st.forgotten.has(i)) continue;
+      const r = await w.berth("node", "uncordon", w.nodes[i]?.nodeId ?? String(i), "--reason", `campaign seed ${seed}: judged`, "--json");
+      if (r.code !== 0) st.notes.push(`uncordon of drained node ${i} exited ${r.code}: ${r.stdout.slice(0, 200)} ${r.stderr.slice(0, 200)}`);
+    }
     ws.heads.push({ seed, heads: [chainHead(join(w.home, "controller.db")), ...w.nodes.map((n) => chainHead(join(n.dataDir, "node.db")))] });
   }
-  return { seed, schedule: describeSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started, world };
+  return { seed, schedule: describeSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started, world, ...(st.forgotten.size > 0 ? { closedWorld: true } : {}) };
 }
 
 /** `berth audit verify` of every chain of the world; a failure is attributed to the schedule that wrote its first bad event. */
@@ -358,7 +463,7 @@ export async function runWorld(seeds: readonly number[], opts: { verbose?: boole
   witness.bootMs = Date.now();
   const leased = w.leaseNode === null ? undefined : w.nodes[w.leaseNode];
   const sampler = new Sampler(w.prefix, w.home, leased && witness ? { nodeId: leased.nodeId, witness } : null, log);
-  const ws: WorldState = { w, sampler, witness, down: new Map(), carried: new Map(), log, heads: [] };
+  const ws: WorldState = { w, sampler, witness, down: new Map(), carried: new Map(), log, heads: [], excused: new Map() };
   sampler.start();
   log(`world up (${w.prefix})`);
   const outcomes: Outcome[] = [];
@@ -369,7 +474,8 @@ export async function runWorld(seeds: readonly number[], opts: { verbose?: boole
       ran++;
       opts.progress?.(`seed ${seed} judged in ${(o.ms / 1000).toFixed(1)} s: ${o.violations.length === 0 ? "ok" : `${o.violations.length} violation(s)`} (reported with its world's chains)`);
       outcomes.push(o);
-      if (o.violations.length > 0) break;
+      // A world that found a violation, or forgot a node for good, is closed; the rest of its chunk gets a fresh one.
+      if (o.violations.length > 0 || o.closedWorld === true) break;
     }
     sampler.stop();
     await verifyChains(ws, outcomes);
