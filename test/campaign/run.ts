@@ -32,7 +32,7 @@ import type { Spawned } from "../support/process.js";
 import { bump, type FaultContext, restartDaemon, sleep, strike } from "./faults.js";
 import { LEASE_STOP_GRACE_MS } from "../../src/core/mesh/lease.js";
 import { EARLY_TOLERANCE_MS, LeaseWitness } from "./lease-witness.js";
-import { chainHead, instancesByName, liveAgentProcesses, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
+import { chainHead, instancesByName, liveAgentProcesses, nameHolders, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
 import { Sampler } from "./sampler.js";
 import { describeSchedule, type Operation, type Schedule, scheduleFor } from "./schedule.js";
 import { type CliResult, LEASE_MS, makeWorld, type World, WorldSetupError } from "./world.js";
@@ -92,6 +92,8 @@ interface RunState extends FaultContext {
    * converges them too (name → spec file), and they must run once after heal like this schedule's own.
    */
   readonly extra: Map<string, string>;
+  /** When this schedule began: an `extra` agent's instances from before it were judged by their own schedule. */
+  readonly startedMs: number;
 }
 
 /** Every agent the user means something for after this schedule: its own (by intent), and the carried ones moved or killed by a node verb. */
@@ -254,7 +256,8 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
   const stillLive = new Set(live.map((p) => p.instance));
   const leaseStops = new Map<string, number>();
   for (const [id, seen] of ws.sampler.seen) {
-    if (stillLive.has(id) || w.seedOf(seen.name) !== st.seed) continue;
+    const judgedHere = w.seedOf(seen.name) === st.seed || (st.extra.has(seen.name) && seen.firstMs >= st.startedMs);
+    if (stillLive.has(id) || !judgedHere) continue;
     const whyNot = notALeaseStop(ws, id);
     if (whyNot === null) {
       if (seen.goneMs !== null) leaseStops.set(seen.name, Math.max(leaseStops.get(seen.name) ?? 0, seen.goneMs));
@@ -264,12 +267,17 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
     violations.push(`killed-unasked: ${seen.name} instance ${id} was recorded and live, and is gone though nobody asked, the campaign did not kill it and its lease did not stop it (${whyNot})`);
   }
   if (leaseStops.size > 0) bump(st.faults, "lease-stop:observed");
+  const holders = nameHolders(w.home);
   for (const { name, intent } of meant(st)) {
     const ids = [...(by.get(name) ?? [])];
     if (intent === "run" && (ids.length !== 1 || recorded.get(ids[0] ?? "") !== name)) {
-      const onDead = [...recorded].some(([id, n]) => n === name && deadNodes.has(ws.sampler.seen.get(id)?.node));
-      if (ids.length === 0 && onDead) {
-        st.notes.push(`${name}: its node is dead for this schedule; not running once is what a controller without that node must accept`);
+      // Held on a dead node: its placement is there, or an open decision was sent there (its answer never came, and
+      // settle cannot ask a dead node). Without a lease berth holds it by design (issue 16: never re-placed; a user
+      // who knows the node is gone for good forgets it, which the node-forget operation covers); the campaign's dead
+      // node returns after the judge, so the user waits for it, as one would for a node that is only down.
+      const onDead = [...(holders.get(name) ?? [])].find((n) => deadNodes.has(n));
+      if (ids.length === 0 && onDead !== undefined) {
+        st.notes.push(`${name}: held on node ${onDead}, dead for this schedule (its placement or an open decision); not running once is what a controller without that node must accept`);
         continue;
       }
       if (ids.length === 0 && (leaseStops.get(name) ?? 0) >= verifiedAfterMs) {
@@ -332,6 +340,7 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
     forgotten: new Set(),
     drained: new Set(),
     extra: new Map(),
+    startedMs: started,
   };
   let violations: string[] = [];
   try {
