@@ -277,6 +277,9 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
   }
   const stillLive = new Set(live.map((p) => p.instance));
   const leaseStops = new Map<string, number>();
+  // Why each copy that went during this schedule was not its lease's doing: named in a not-converged verdict, so a
+  // finding that does not replay (the machine decides the timing) still says what the judge saw.
+  const notLease = new Map<string, string[]>();
   for (const [id, seen] of ws.sampler.seen) {
     const judgedHere = w.seedOf(seen.name) === st.seed || (st.extra.has(seen.name) && seen.firstMs >= st.startedMs);
     if (stillLive.has(id) || !judgedHere) continue;
@@ -285,6 +288,7 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       if (seen.goneMs !== null) leaseStops.set(seen.name, Math.max(leaseStops.get(seen.name) ?? 0, seen.goneMs));
       continue;
     }
+    notLease.set(seen.name, [...(notLease.get(seen.name) ?? []), `${id} gone at ${seen.goneMs}: ${whyNot}`]);
     if (!ws.sampler.everRecorded.has(id) || st.asked.has(seen.name) || st.killed.has(id) || ws.excused.has(id)) continue;
     violations.push(`killed-unasked: ${seen.name} instance ${id} was recorded and live, and is gone though nobody asked, the campaign did not kill it and its lease did not stop it (${whyNot})`);
   }
@@ -311,7 +315,10 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
         st.notes.push(`${name}: ${held}`);
         continue;
       }
-      violations.push(`not-converged: ${name} should run exactly once after heal; live instances [${ids.join(", ")}], recorded ${JSON.stringify([...recorded].filter(([, n]) => n === name))}`);
+      const gone = notLease.get(name);
+      violations.push(
+        `not-converged: ${name} should run exactly once after heal; live instances [${ids.join(", ")}], recorded ${JSON.stringify([...recorded].filter(([, n]) => n === name))}; converged at ${verifiedAfterMs}${gone ? `; gone, not by its lease: ${gone.join("; ")}` : ""}`,
+      );
     }
     if (intent === "stopped" && ids.length > 0) {
       // A copy on a node that is dead for this schedule cannot be stopped by anyone (its daemon is gone; `agent stop`
