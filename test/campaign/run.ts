@@ -451,6 +451,15 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
           if (r.code !== 0) st.notes.push(line);
         }
         converge.splice(0, converge.length, ...results);
+        // A deploy that met a lost stop/unload answer says to check the instance's status, then deploy again: the
+        // user does (the status resolves the pending verb, verbs.ts), and the next attempt deploys again.
+        const advised = new Set(results.flatMap((r) => (r.code === 0 ? [] : [...r.stdout.matchAll(/berth instance status ([A-Za-z0-9-]+)/g)].map((m) => m[1] ?? ""))));
+        for (const id of advised) {
+          if (id === "") continue;
+          bump(st.ops, "converge:status");
+          const r = await w.berth("instance", "status", id, "--json");
+          log(`converge ${look}.${attempt}: instance status ${id}: exit ${r.code} ${r.stdout.slice(0, 200).replace(/\s+/g, " ")}`);
+        }
       }
       // Settled once the intended state has held for SETTLED_FOR_MS: a copy in its last milliseconds still shows.
       const end = Date.now() + CONVERGE_WAIT_MS;
