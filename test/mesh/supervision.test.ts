@@ -230,7 +230,10 @@ describe("a supervised agent on a node", () => {
     expect(liveGroups(id).size).toBe(1);
     const phases = node.events({ source: "node", kind: "workload.lifecycle" }).filter((e) => e.payload.instance_id === id).map((e) => `${e.payload.phase}:${e.payload.from}>${e.payload.to}`);
     expect(phases).toEqual(["node_restart:running>exited", "supervise:exited>backoff", "supervise:backoff>running"]);
-    expect(readFileSync(join(node.dataDir, "workspaces", "probe", "runs"), "utf8").trim().split("\n")).toHaveLength(2);
+    // The row says running once the process is spawned; its script's own line may land a moment later on a loaded machine.
+    const runs = () => readFileSync(join(node.dataDir, "workspaces", "probe", "runs"), "utf8").trim().split("\n");
+    await waitFor(() => runs().length >= 2 || undefined, "the second run's line in the workspace", 10_000);
+    expect(runs()).toHaveLength(2);
   });
 
   it("is stopped and restarted when its health check fails `misses` times in a row", async () => {
