@@ -15,16 +15,16 @@ import { type ChainRole, type ChainTip, type EventDraft, genesisPayload, type Se
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Query, StoreEngine, Tx } from "../store/engine.js";
-import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, type Clock, type EventRow, rowToEvent, rowWithUnparseablePayload } from "./chain.js";
+import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, type Clock, EVENT_COLUMNS, type EventRow, INSERT_EVENT, rowToEvent, verifiableRows } from "./chain.js";
 import { ensureChainSchemaOn } from "./schema.js";
 
-const INSERT_EVENT =
-  "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)";
-const EVENT_COLUMNS = "chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig";
-
 /** PostgreSQL returns BIGINT as text unless told otherwise; the engine parses it, this keeps rows honest anyway. */
+function numericRow(row: EventRow): EventRow {
+  return { ...row, seq: Number(row.seq), ts: Number(row.ts) };
+}
+
 function eventOfRow(row: EventRow): SealedEvent {
-  return rowToEvent({ ...row, seq: Number(row.seq), ts: Number(row.ts) });
+  return rowToEvent(numericRow(row));
 }
 
 export interface FindQuery {
@@ -208,23 +208,6 @@ export async function checkpointsOn(q: Query, chainId: string, ownerKey: string)
   }));
 }
 
-/** Rows as the verifier sees them: an unparseable stored payload still reaches it, to fail at its seq. */
-function verifiable(rows: readonly EventRow[]): { events: object[]; texts: WeakMap<object, string> } {
-  const texts = new WeakMap<object, string>();
-  const events = rows.map((raw) => {
-    const row = { ...raw, seq: Number(raw.seq), ts: Number(raw.ts) };
-    let event: object;
-    try {
-      event = rowToEvent(row);
-    } catch {
-      event = rowWithUnparseablePayload(row);
-    }
-    texts.set(event, row.payload);
-    return event;
-  });
-  return { events, texts };
-}
-
 /**
  * Verifies a chain as stored, checking each stored payload text for canonical form (§8 check 7). Reads the whole
  * chain into memory: this is the offline check (tests, `berth migrate`), not the start-up one.
@@ -235,7 +218,7 @@ export async function verifyStoredOn(
   opts: { key?: string; checkpoints?: SignedCheckpoint[]; expectHead?: { seq: number; hash: string } },
 ): Promise<VerifyResult> {
   const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? ORDER BY seq`, [chainId]);
-  const { events, texts } = verifiable(rows);
+  const { events, payloadTextOf } = verifiableRows(rows.map(numericRow));
   const owner = await q.get<{ owner_key: string }>("SELECT owner_key FROM audit_chain WHERE chain_id = ?", [chainId]);
   const stored = owner ? await checkpointsOn(q, chainId, owner.owner_key) : [];
   return verifyEvents(events, {
@@ -243,7 +226,7 @@ export async function verifyStoredOn(
     chainId,
     checkpoints: [...stored, ...(opts.checkpoints ?? [])],
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
-    payloadTextOf: (item) => texts.get(item as object),
+    payloadTextOf,
   });
 }
 
@@ -265,6 +248,6 @@ export async function startupCheckOn(q: Query, chainId: string, ownerKey: string
   }
   if (!start) return verifyStoredOn(q, chainId, { key: ownerKey, checkpoints: [] });
   const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq`, [chainId, start.seq]);
-  const { events, texts } = verifiable(rows);
-  return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf: (item) => texts.get(item as object) });
+  const { events, payloadTextOf } = verifiableRows(rows.map(numericRow));
+  return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf });
 }
