@@ -88,6 +88,20 @@ export class ChainError extends Error {
   override name = "ChainError";
 }
 
+/** The refusal of `open` (both chains'): the store's own chain belongs to another key. */
+export function foreignOwnerError(chainId: string, ownerKey: string, key: string): ChainError {
+  return new ChainError(`this database's audit chain ${chainId} belongs to key ${ownerKey}, not ${key}; use the key file that created it`);
+}
+
+/** The refusal of `open` (both chains') when the start-up check (§7) fails: a component never runs on a broken chain. */
+export function unverifiedChainError(chainId: string, check: VerifyResult): ChainError {
+  const f = check.failure;
+  return new ChainError(
+    `the audit chain ${chainId} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); refusing to start. ` +
+      "Inspect it with `berth audit verify`; if it cannot be repaired, `berth audit reseal --new-chain --reason <text>` starts a new chain that names the last good event",
+  );
+}
+
 export type Clock = () => number;
 
 export class Chain {
@@ -127,19 +141,9 @@ export class Chain {
         | { chain_id: string; owner_key: string; role: string }
         | undefined;
       if (own) {
-        if (own.owner_key !== key.publicKey) {
-          throw new ChainError(
-            `this database's audit chain ${own.chain_id} belongs to key ${own.owner_key}, not ${key.publicKey}; use the key file that created it`,
-          );
-        }
+        if (own.owner_key !== key.publicKey) throw foreignOwnerError(own.chain_id, own.owner_key, key.publicKey);
         const check = startupCheck(tx.db, own.chain_id, key.publicKey);
-        if (!check.ok) {
-          const f = check.failure;
-          throw new ChainError(
-            `the audit chain ${own.chain_id} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); refusing to start. ` +
-              "Inspect it with `berth audit verify`; if it cannot be repaired, `berth audit reseal --new-chain --reason <text>` starts a new chain that names the last good event",
-          );
-        }
+        if (!check.ok) throw unverifiedChainError(own.chain_id, check);
         return own.chain_id;
       }
       const id = randomBytes(16).toString("hex");

@@ -15,7 +15,7 @@ import { type ChainRole, type ChainTip, type EventDraft, genesisPayload, type Se
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Query, StoreEngine, Tx } from "../store/engine.js";
-import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, type Clock, EVENT_COLUMNS, type EventRow, INSERT_EVENT, rowToEvent, verifiableRows } from "./chain.js";
+import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, type Clock, EVENT_COLUMNS, type EventRow, foreignOwnerError, INSERT_EVENT, rowToEvent, unverifiedChainError, verifiableRows } from "./chain.js";
 import { ensureChainSchemaOn } from "./schema.js";
 
 /** PostgreSQL returns BIGINT as text unless told otherwise; the engine parses it, this keeps rows honest anyway. */
@@ -62,17 +62,9 @@ export class EngineChain {
       await ensureChainSchemaOn(tx);
       const own = await tx.get<{ chain_id: string; owner_key: string }>("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1");
       if (own) {
-        if (own.owner_key !== key.publicKey) {
-          throw new ChainError(`this database's audit chain ${own.chain_id} belongs to key ${own.owner_key}, not ${key.publicKey}; use the key file that created it`);
-        }
+        if (own.owner_key !== key.publicKey) throw foreignOwnerError(own.chain_id, own.owner_key, key.publicKey);
         const check = await startupCheckOn(tx, own.chain_id, key.publicKey);
-        if (!check.ok) {
-          const f = check.failure;
-          throw new ChainError(
-            `the audit chain ${own.chain_id} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); refusing to start. ` +
-              "Inspect it with `berth audit verify`; if it cannot be repaired, `berth audit reseal --new-chain --reason <text>` starts a new chain that names the last good event",
-          );
-        }
+        if (!check.ok) throw unverifiedChainError(own.chain_id, check);
         return own.chain_id;
       }
       const id = randomBytes(16).toString("hex");
