@@ -129,6 +129,22 @@ export function nodeLeaseStops(dataDir: string): Map<string, number> {
   );
 }
 
+/**
+ * Instances a node did not restart after a crash because their controller's lease had run out (supervisor.ts: the
+ * backoff ends under an expired lease and the instance goes `lease_stopped`, chained in phase `supervise`), with the
+ * time it chained that, by instance id.
+ */
+export function nodeLeaseHolds(dataDir: string): Map<string, number> {
+  return (
+    readOnly(join(dataDir, "node.db"), (db) => {
+      const rows = db
+        .prepare("SELECT ts, json_extract(payload, '$.instance_id') AS instance_id FROM audit_event WHERE kind = 'workload.lifecycle' AND phase = 'supervise' AND json_extract(payload, '$.to') = 'lease_stopped'")
+        .all() as Array<{ ts: number; instance_id: string }>;
+      return new Map(rows.map((r) => [r.instance_id, r.ts]));
+    }) ?? new Map()
+  );
+}
+
 /** The head seq of a store's own chain (for attributing a chain failure to the schedule that wrote it). */
 export function chainHead(dbPath: string): number | null {
   return readOnly(dbPath, (db) => {

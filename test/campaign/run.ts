@@ -15,7 +15,8 @@
  * - lease-overrun / lease-revived: no copy on the leased node outlives the latest deadline any delivered request
  *   allows, and no request delivered past its lease is answered ok;
  * - not-converged: after heal every agent meant to run runs exactly once (recorded) — unless its node is dead for
- *   this schedule, or its lease stopped it after the user converged — and every stopped one not at all;
+ *   this schedule, or its lease stopped it (or kept a crashed copy from restarting) after the user converged — and every
+ *   stopped one not at all;
  *   the agents earlier schedules of the world left running must still run (or have been stopped by their lease);
  * - chain: `berth audit verify` of the controller's chain and of every node's chain, at the end of each world (each
  *   chain holds every schedule's events; a failure is attributed by the chain heads recorded after each schedule).
@@ -28,7 +29,7 @@ import type { Spawned } from "../support/process.js";
 import { bump, type FaultContext, restartDaemon, sleep, strike } from "./faults.js";
 import { LEASE_STOP_GRACE_MS } from "../../src/core/mesh/lease.js";
 import { EARLY_TOLERANCE_MS, LeaseWitness } from "./lease-witness.js";
-import { chainHead, instancesByName, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
+import { chainHead, instancesByName, nodeLeaseHolds, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
 import { Sampler } from "./sampler.js";
 import { describeSchedule, type Operation, type Schedule, scheduleFor } from "./schedule.js";
 import { type CliResult, LEASE_MS, makeWorld, type World, WorldSetupError } from "./world.js";
@@ -159,6 +160,28 @@ function notALeaseStop(ws: WorldState, instance: string): string | null {
   return null;
 }
 
+/**
+ * The other way a lease ends a copy after the user converged: the copy crashed (a campaign kill) before, its node's
+ * supervisor waited out the restart backoff, and by then no controller had renewed the lease (only CLIs run here, and
+ * the last one has exited), so the node did not restart it (`lease_stopped`, chained in phase `supervise`) — the
+ * controller starts it at its next contact, as the issue asks. Excused only when the node chained that after the user
+ * converged and no earlier than the lease deadline its accepted requests prove; the reason, or null.
+ */
+function leaseHoldAfter(ws: WorldState, instances: readonly string[], convergedAtMs: number): string | null {
+  const i = ws.w.leaseNode;
+  const node = i === null ? undefined : ws.w.nodes[i];
+  if (!node || !ws.witness) return null;
+  const holds = nodeLeaseHolds(node.dataDir);
+  for (const id of instances) {
+    const at = holds.get(id);
+    if (at === undefined || at < convergedAtMs) continue;
+    const lower = ws.witness.lowerDeadline(at);
+    if (at < lower - EARLY_TOLERANCE_MS) continue;
+    return `not restarted after its crash: its node's lease ran out after the user converged (chained at ${at}, lease deadline at least ${lower})`;
+  }
+  return null;
+}
+
 function judge(st: RunState, verifiedAfterMs: number): string[] {
   const { w, ws, s } = st;
   const violations = ws.sampler.found.splice(0);
@@ -195,6 +218,11 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       }
       if (ids.length === 0 && (leaseStops.get(name) ?? 0) >= verifiedAfterMs) {
         st.notes.push(`${name}: stopped by its node's lease after the user converged (judged above)`);
+        continue;
+      }
+      const held = ids.length === 0 ? leaseHoldAfter(ws, [...recorded].filter(([, n]) => n === name).map(([id]) => id), verifiedAfterMs) : null;
+      if (held !== null) {
+        st.notes.push(`${name}: ${held}`);
         continue;
       }
       violations.push(`not-converged: ${name} should run exactly once after heal; live instances [${ids.join(", ")}], recorded ${JSON.stringify([...recorded].filter(([, n]) => n === name))}`);
