@@ -19,22 +19,31 @@ function envValue(env: readonly string[], key: string): string | undefined {
   return env.find((e) => e.startsWith(`${key}=`))?.slice(key.length + 1);
 }
 
-/** Every live process carrying BERTH_NAME=`name` (an instance is a process group, often two pids). */
-export function liveAgents(name: string): LiveAgent[] {
-  const found: LiveAgent[] = [];
+/** Live processes whose environment holds `needle`, with that environment. */
+function liveWithEnv(needle: string): Array<{ pid: number; env: string[] }> {
+  const found: Array<{ pid: number; env: string[] }> = [];
   for (const p of readdirSync("/proc")) {
     if (!/^\d+$/.test(p)) continue;
     try {
       const stat = readFileSync(`/proc/${p}/stat`, "utf8");
       if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
       const env = readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
-      if (!env.includes(`BERTH_NAME=${name}`)) continue;
-      found.push({ pid: Number(p), instance: envValue(env, "BERTH_INSTANCE_ID"), node: envValue(env, "BERTH_NODE_ID") });
+      if (env.includes(needle)) found.push({ pid: Number(p), env });
     } catch {
       // gone, or not ours to read
     }
   }
   return found;
+}
+
+/** Pids of live processes whose environment holds `needle` (e.g. `BERTH_DECISION_ID=<id>`). */
+export function processesWithEnv(needle: string): number[] {
+  return liveWithEnv(needle).map((p) => p.pid);
+}
+
+/** Every live process carrying BERTH_NAME=`name` (an instance is a process group, often two pids). */
+export function liveAgents(name: string): LiveAgent[] {
+  return liveWithEnv(`BERTH_NAME=${name}`).map(({ pid, env }) => ({ pid, instance: envValue(env, "BERTH_INSTANCE_ID"), node: envValue(env, "BERTH_NODE_ID") }));
 }
 
 /** Distinct instance ids of `name`'s live processes, sorted. */
