@@ -116,6 +116,24 @@ export function openDecisions(home: string): number | null {
 }
 
 /**
+ * The nodes that hold each name in the controller's store: its placement's node and the node an open decision
+ * (dispatching, reconciling, unsettled, settling) was sent to; read-only, empty if unreadable. A name held only on a
+ * dead node without a lease waits for that node, by design (issue 16: never re-placed).
+ */
+export function nameHolders(home: string): Map<string, Set<string>> {
+  return (
+    readOnly(join(home, "controller.db"), (db) => {
+      const rows = db
+        .prepare("SELECT name, node_id FROM mesh_placements UNION SELECT name, node_id FROM mesh_decisions WHERE node_id IS NOT NULL AND state IN ('dispatching','reconciling','unsettled','settling')")
+        .all() as Array<{ name: string; node_id: string }>;
+      const by = new Map<string, Set<string>>();
+      for (const r of rows) by.set(r.name, (by.get(r.name) ?? new Set()).add(r.node_id));
+      return by;
+    }) ?? new Map()
+  );
+}
+
+/**
  * The instances a node's own chain says it stopped for a lease (`workload.lifecycle {phase: "lease"}`, lease.ts),
  * with the event's time; read-only, empty if unreadable. The chain, not the instance table: a later deploy may unload
  * the row, the record stays.
