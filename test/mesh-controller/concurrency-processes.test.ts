@@ -4,13 +4,14 @@
  * request named. The promise is judged from outside: live processes from /proc (by the environment the node gives
  * each instance), placements and chain records from the store opened read-only, `berth audit verify`.
  */
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadKeyFile } from "../../src/keys/key-file.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { cleanup, MAIN, NodeProcess, waitFor } from "../mesh/harness.js";
+import { liveInstances } from "../support/live-agents.js";
 import { killAll, type Spawned, spawnNode } from "../support/process.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
 import { type CliHome, cliHome } from "./support/cli-home.js";
@@ -22,25 +23,6 @@ afterEach(async () => {
   for (const p of proxies.splice(0)) await p.close();
   await cleanup();
 });
-
-/** Distinct instance ids of live (non-zombie) processes the node started for `name`: the OS-level truth. */
-function liveInstances(name: string): string[] {
-  const ids = new Set<string>();
-  for (const p of readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      const env = readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
-      if (!env.includes(`BERTH_NAME=${name}`)) continue;
-      const id = env.find((e) => e.startsWith("BERTH_INSTANCE_ID="));
-      if (id) ids.add(id.slice("BERTH_INSTANCE_ID=".length));
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  return [...ids].sort();
-}
 
 /** What the store records, read-only: placements of `name`, and the chain's "interrupted" records. */
 function recorded(home: string, name: string): { placements: string[]; interrupted: JsonObject[]; decisions: JsonObject[] } {

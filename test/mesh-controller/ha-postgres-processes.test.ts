@@ -15,7 +15,8 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { cleanup, waitFor } from "../mesh/harness.js";
 import { killAll } from "../support/process.js";
-import { HaWorld, liveInstances, type Server, sharedPostgres, stopPostgres } from "./support/ha-world.js";
+import { liveInstances } from "../support/live-agents.js";
+import { HaWorld, type Server, sharedPostgres, stopPostgres } from "./support/ha-world.js";
 
 const TTL_MS = 3_000;
 /** The design bound of a takeover: TTL + one renewal interval; plus a follower's step and this loaded machine's slack. */
