@@ -406,6 +406,11 @@ export class MeshController {
     return this.leadership?.view() ?? null;
   }
 
+  /** The leadership with the leader row read fresh (LeaderLease.currentView), for a follower's answer to a write. */
+  async currentLeaderView(): Promise<LeaderView | null> {
+    return (await this.leadership?.currentView()) ?? null;
+  }
+
   async close(): Promise<void> {
     // Released first: a follower takes over at once instead of after the TTL.
     await this.leadership?.stop();
