@@ -30,6 +30,7 @@ import { type ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type Prepared, preparePackage } from "./prepare.js";
 import { type RehomeResult, rehomeNode } from "./rehome.js";
 import { type SettleReport, settleUnsettled } from "./settle.js";
+import { importAgentsDb } from "./store-agents.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
@@ -151,6 +152,8 @@ export class MeshController {
       const clock = o.clock ?? Date.now;
       const chain = await EngineChain.open(engine, o.key, "controller", clock);
       const store = await ControllerStore.open(engine, chain, clock);
+      // Issue 20: the agent registry is the store's; a home's older agents.db is taken in once (store-agents.ts).
+      await importAgentsDb(store, o.dataDir, clock);
       const controller = new MeshController(o, engine, store, await StoreAuthority.open(engine, clock));
       await controller.targetSet.syncStored();
       await controller.resolveInterrupted();
@@ -401,6 +404,11 @@ export class MeshController {
   /** What this process knows of the leadership (null when it does not compete). */
   leaderView(): LeaderView | null {
     return this.leadership?.view() ?? null;
+  }
+
+  /** The leadership with the leader row read fresh (LeaderLease.currentView), for a follower's answer to a write. */
+  async currentLeaderView(): Promise<LeaderView | null> {
+    return (await this.leadership?.currentView()) ?? null;
   }
 
   async close(): Promise<void> {

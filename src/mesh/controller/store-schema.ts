@@ -9,7 +9,7 @@ import type { Tx } from "../../store/engine.js";
 import { ensureLeaseTables } from "../../store/lease.js";
 import { ensureSchemaOn } from "../../store/schema.js";
 
-export const CONTROLLER_SCHEMA_VERSION = 6;
+export const CONTROLLER_SCHEMA_VERSION = 7;
 
 /** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
@@ -63,6 +63,7 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   // IF NOT EXISTS: a store written before v5 may hold the table already (it was created outside the schema then).
   if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms INTEGER, lease_ms INTEGER)");
   if (from < 6) await tx.exec(v6Tables("INTEGER"));
+  if (from < 7) await tx.exec(v7Tables("INTEGER"));
 }
 
 /**
@@ -84,11 +85,24 @@ function v6Tables(ms: "INTEGER" | "BIGINT"): string {
   `;
 }
 
+/**
+ * v7 (issue 20): the agent registry (src/agents/registry.ts), once each home's `agents.db`, so every server on one
+ * store knows the agents deployed through any of them, `berth migrate` carries it, and a new leader's Kubernetes
+ * keeper keeps them. Same columns as agents.db's `agents` table (registry-import.ts copies them in).
+ */
+function v7Tables(ms: "INTEGER" | "BIGINT"): string {
+  return `
+    CREATE TABLE IF NOT EXISTS agent_registry (name TEXT PRIMARY KEY, target TEXT NOT NULL, spec_path TEXT NOT NULL,
+                                               spec_text TEXT NOT NULL, intent TEXT NOT NULL, deployed_ms ${ms} NOT NULL);
+  `;
+}
+
 /** Version 4's layout in PostgreSQL's words (then v5's table): BIGINT milliseconds, the same names, keys and partial indexes. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
   if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms BIGINT, lease_ms BIGINT)");
   if (from < 6) await tx.exec(v6Tables("BIGINT"));
+  if (from < 7) await tx.exec(v7Tables("BIGINT"));
   if (from !== 0) return;
   await ensureLeaseTables(tx);
   await tx.exec(`

@@ -23,7 +23,7 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
     agents: async () => {
       const agents: KeptAgent[] = [];
       const unusable: Array<{ name: string; why: string }> = [];
-      for (const record of listAgents(env)) {
+      for (const record of await listAgents(env)) {
         if (record.target !== "kubernetes") continue;
         const loaded = specFromText(record.spec_text, record.spec_path);
         if (!loaded.ok) {
