@@ -116,6 +116,24 @@ export function openDecisions(home: string): number | null {
 }
 
 /**
+ * The nodes that hold each name in the controller's store: its placement's node and the node an open decision
+ * (dispatching, reconciling, unsettled, settling) was sent to; read-only, empty if unreadable. A name held only on a
+ * dead node without a lease waits for that node, by design (issue 16: never re-placed).
+ */
+export function nameHolders(home: string): Map<string, Set<string>> {
+  return (
+    readOnly(join(home, "controller.db"), (db) => {
+      const rows = db
+        .prepare("SELECT name, node_id FROM mesh_placements UNION SELECT name, node_id FROM mesh_decisions WHERE node_id IS NOT NULL AND state IN ('dispatching','reconciling','unsettled','settling')")
+        .all() as Array<{ name: string; node_id: string }>;
+      const by = new Map<string, Set<string>>();
+      for (const r of rows) by.set(r.name, (by.get(r.name) ?? new Set()).add(r.node_id));
+      return by;
+    }) ?? new Map()
+  );
+}
+
+/**
  * The instances a node's own chain says it stopped for a lease (`workload.lifecycle {phase: "lease"}`, lease.ts),
  * with the event's time; read-only, empty if unreadable. The chain, not the instance table: a later deploy may unload
  * the row, the record stays.
@@ -124,6 +142,22 @@ export function nodeLeaseStops(dataDir: string): Map<string, number> {
   return (
     readOnly(join(dataDir, "node.db"), (db) => {
       const rows = db.prepare("SELECT ts, json_extract(payload, '$.instance_id') AS instance_id FROM audit_event WHERE kind = 'workload.lifecycle' AND phase = 'lease'").all() as Array<{ ts: number; instance_id: string }>;
+      return new Map(rows.map((r) => [r.instance_id, r.ts]));
+    }) ?? new Map()
+  );
+}
+
+/**
+ * Instances a node did not restart after a crash because their controller's lease had run out (supervisor.ts: the
+ * backoff ends under an expired lease and the instance goes `lease_stopped`, chained in phase `supervise`), with the
+ * time it chained that, by instance id.
+ */
+export function nodeLeaseHolds(dataDir: string): Map<string, number> {
+  return (
+    readOnly(join(dataDir, "node.db"), (db) => {
+      const rows = db
+        .prepare("SELECT ts, json_extract(payload, '$.instance_id') AS instance_id FROM audit_event WHERE kind = 'workload.lifecycle' AND phase = 'supervise' AND json_extract(payload, '$.to') = 'lease_stopped'")
+        .all() as Array<{ ts: number; instance_id: string }>;
       return new Map(rows.map((r) => [r.instance_id, r.ts]));
     }) ?? new Map()
   );

@@ -14,9 +14,18 @@ export type Operation =
   | { readonly op: "settle" }
   | { readonly op: "stop"; readonly agent: number }
   | { readonly op: "replace"; readonly agent: number }
-  | { readonly op: "unload"; readonly agent: number };
-// Hook for issue 16's operator verbs (`berth node forget NODE --reason`, `berth node drain NODE`): add them here and
-// in run.ts's `command()` once they exist on main; the judge needs no change (forget/drain are asked-for stops).
+  | { readonly op: "unload"; readonly agent: number }
+  /**
+   * Issue 16's `berth node drain NODE --reason`: every agent moved off a live node, one at a time (its stops are
+   * asked for); the node is uncordoned after the judge.
+   */
+  | { readonly op: "node-drain"; readonly node: number }
+  /**
+   * Issue 16's `berth node forget NODE --reason` after the node lost power: its daemon and every process of its
+   * instances are killed -9 first, then the operator forgets it; the user's converge deploys its agents elsewhere.
+   * Always a schedule's last round, alone: the node is gone for good, so its world closes after the schedule.
+   */
+  | { readonly op: "node-forget"; readonly node: number };
 
 /** Methods of the control protocol a fault may single out. */
 export const HELD_METHODS = ["place", "unload", "stop", "start", "status"] as const;
@@ -119,7 +128,34 @@ function agentOf(op: Operation): number | null {
   return "agent" in op ? op.agent : null;
 }
 
-/** The schedule a seed picks: 2 or 3 agents, one placed workload name, 3 to 5 rounds of 1–2 operations and 0–2 faults. */
+/** The second stream's constant: the node operations are drawn apart so the first stream's schedules stay as they were. */
+const NODE_OPS_STREAM = 0x9e3779b9;
+export const DRAIN_CHANCE = 0.2;
+export const FORGET_CHANCE = 0.12;
+
+/**
+ * Issue 16's node operations, drawn from a second stream of the seed (so every schedule of the first stream, as an
+ * earlier build drew it, is unchanged; a seed only gains them): a drain added to one round as its last operation
+ * (drain touches no agent of its own choosing, so it may share a round with anything), and a forget appended as a
+ * last round of its own.
+ */
+function withNodeOps(seed: number, rounds: Round[]): Round[] {
+  const rng = mulberry32((seed ^ NODE_OPS_STREAM) >>> 0);
+  const out = [...rounds];
+  if (rng.chance(DRAIN_CHANCE)) {
+    // Not the first round: nothing is deployed before it.
+    const r = rng.int(1, out.length - 1);
+    const round = out[r] as Round;
+    out[r] = { ops: [...round.ops, { op: "node-drain", node: rng.int(0, NODES - 1) }], faults: round.faults };
+  }
+  if (rng.chance(FORGET_CHANCE)) out.push({ ops: [{ op: "node-forget", node: rng.int(0, NODES - 1) }], faults: [] });
+  return out;
+}
+
+/**
+ * The schedule a seed picks: 2 or 3 agents, one placed workload name, 3 to 5 rounds of 1–2 operations and 0–2 faults,
+ * and from a second stream a node drain in one of them and a node forget after them (withNodeOps).
+ */
 export function scheduleFor(seed: number): Schedule {
   const rng = mulberry32(seed);
   const agents = rng.int(2, 3);
@@ -139,7 +175,7 @@ export function scheduleFor(seed: number): Schedule {
     for (let i = 0; i < n; i++) faults.push(fault(rng));
     rounds.push({ ops, faults });
   }
-  return { seed, nodes: NODES, agents, workloads, rounds };
+  return { seed, nodes: NODES, agents, workloads, rounds: withNodeOps(seed, rounds) };
 }
 
 /** One line per round, for the replay message. */
@@ -153,7 +189,7 @@ export function describeSchedule(s: Schedule): string {
   return lines.join("\n");
 }
 
-export const OPERATION_KINDS = ["deploy", "deploy-twice", "place", "settle", "stop", "replace", "unload"] as const;
+export const OPERATION_KINDS = ["deploy", "deploy-twice", "place", "settle", "stop", "replace", "unload", "node-drain", "node-forget"] as const;
 
 /** How many of each operation and fault the schedules plan (every kind listed, zero or not): the fixed seeds' coverage. */
 export function coverage(schedules: readonly Schedule[]): { readonly ops: Record<string, number>; readonly faults: Record<string, number> } {
