@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
-import type { NodeView, ScoringWeights } from "../../core/placement/index.js";
+import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
@@ -132,7 +132,7 @@ export class MeshController {
       dataDir: o.dataDir,
       controllerId: this.controllerId,
       clock,
-      weights: o.weights,
+      weights: weightsOf(o.weights),
       gate: { ...DEFAULT_GATE, ...o.gate },
       timeouts,
       hooks: o.hooks ?? {},
@@ -423,4 +423,12 @@ export class MeshController {
     await this.store.releaseLease().catch(() => undefined);
     await this.engine.close();
   }
+}
+
+/** The scoring weights, parsed once when the controller is made (issue 19: never again per decision). */
+function weightsOf(given: Partial<ScoringWeights> | undefined): ScoringWeights {
+  const parsed = scoringWeightsSchema.safeParse(given ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new Error(`the controller's scoring weights are malformed (weights.${issue?.path.join(".")}: ${issue?.message}); fix the weights it was given`);
 }
