@@ -169,7 +169,7 @@ describe.each(["sqlite", "postgres"] as const)("the placement history summary (i
     expect(await s.store.events({ kind: "workload.place" })).toEqual([]);
   });
 
-  it("a store at schema version 6 gets its summary from the placements it already holds when it is opened", async () => {
+  it("a store at schema version 7 gets its summary from the placements it already holds when it is opened", async () => {
     const s = await open();
     for (const op of [
       { op: "place", node: 0, memory: 3, labels: ["noisy", "quiet"], excludes: ["gpu-heavy"], at: CLOCK },
@@ -179,7 +179,7 @@ describe.each(["sqlite", "postgres"] as const)("the placement history summary (i
       await apply(s, { ...op, labels: [...op.labels], excludes: [...op.excludes] });
     }
     const want = await s.store.placementHistory({ carrying: ["noisy"], excluding: ["noisy"], placedAfter: new Map() });
-    // Back to version 6's layout, rows kept: no summary tables, no memory column.
+    // Back to version 7's layout, rows kept: no summary tables, no memory column.
     await s.engine.transaction(async (tx) => {
       await tx.exec(`
         DROP TABLE mesh_node_loads;
@@ -187,7 +187,7 @@ describe.each(["sqlite", "postgres"] as const)("the placement history summary (i
         DROP INDEX mesh_placements_node_placed;
         ALTER TABLE mesh_placements DROP COLUMN memory_bytes;
       `);
-      await tx.run("UPDATE berth_schema SET version = 6 WHERE component = 'mesh_controller'");
+      await tx.run("UPDATE berth_schema SET version = 7 WHERE component = 'mesh_controller'");
     });
     const again = await harness.reopen(s.engine);
     const chain = await EngineChain.open(again, signingKeyFromSeed(new Uint8Array(32).fill(3)), "controller", () => CLOCK);
