@@ -56,6 +56,8 @@ const ROUND_DEADLINE_MS = 90_000;
 /** How long the judge waits, after the user converged, for every agent to show the intended state. */
 const CONVERGE_WAIT_MS = 20_000;
 const CONVERGE_ATTEMPTS = 3;
+/** How long the intended state must hold before the judge looks: longer than a killed copy takes to leave /proc. */
+const SETTLED_FOR_MS = 1_000;
 
 interface WorldState {
   readonly w: World;
@@ -277,6 +279,9 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
   }
   const stillLive = new Set(live.map((p) => p.instance));
   const leaseStops = new Map<string, number>();
+  // Why each copy that went during this schedule was not its lease's doing: named in a not-converged verdict, so a
+  // finding that does not replay (the machine decides the timing) still says what the judge saw.
+  const notLease = new Map<string, string[]>();
   for (const [id, seen] of ws.sampler.seen) {
     const judgedHere = w.seedOf(seen.name) === st.seed || (st.extra.has(seen.name) && seen.firstMs >= st.startedMs);
     if (stillLive.has(id) || !judgedHere) continue;
@@ -285,6 +290,7 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       if (seen.goneMs !== null) leaseStops.set(seen.name, Math.max(leaseStops.get(seen.name) ?? 0, seen.goneMs));
       continue;
     }
+    notLease.set(seen.name, [...(notLease.get(seen.name) ?? []), `${id} gone at ${seen.goneMs}: ${whyNot}`]);
     if (!ws.sampler.everRecorded.has(id) || st.asked.has(seen.name) || st.killed.has(id) || ws.excused.has(id)) continue;
     violations.push(`killed-unasked: ${seen.name} instance ${id} was recorded and live, and is gone though nobody asked, the campaign did not kill it and its lease did not stop it (${whyNot})`);
   }
@@ -311,7 +317,10 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
         st.notes.push(`${name}: ${held}`);
         continue;
       }
-      violations.push(`not-converged: ${name} should run exactly once after heal; live instances [${ids.join(", ")}], recorded ${JSON.stringify([...recorded].filter(([, n]) => n === name))}`);
+      const gone = notLease.get(name);
+      violations.push(
+        `not-converged: ${name} should run exactly once after heal; live instances [${ids.join(", ")}], recorded ${JSON.stringify([...recorded].filter(([, n]) => n === name))}; converged at ${verifiedAfterMs}${gone ? `; gone, not by its lease: ${gone.join("; ")}` : ""}`,
+      );
     }
     if (intent === "stopped" && ids.length > 0) {
       // A copy on a node that is dead for this schedule cannot be stopped by anyone (its daemon is gone; `agent stop`
@@ -413,42 +422,54 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
     }
     // The user converges: a deploy of each agent meant to run that does not run once, a stop of each stopped one that runs.
     // A user whose verb failed (a loaded machine misses the CLI's 5 s describe deadline) runs it again: up to three
-    // times, and only while the agent is not yet as meant.
+    // times, and only while the agent is not yet as meant. Then the judge waits for the state to show.
+    // A copy may be dying at the very moment the user looks (a kill of its group leader or worker struck late in the
+    // last round): everything looks as meant, so the user runs nothing, and its node restarts it (restart: always)
+    // after its backoff. So the wait runs even when no verb did; and if the user ran nothing and the agents are still
+    // not as meant after it (say its node gave up restarting it), the user looks once more.
     const convergedAt = Date.now();
-    const converge: CliResult[] = [];
-    for (let attempt = 1; attempt <= CONVERGE_ATTEMPTS; attempt++) {
-      const now = instancesByName(ws.sampler.sample());
-      const recorded = recordedPlacements(w.home) ?? new Map<string, string>();
-      const pending = meant(st).filter(({ name, intent }) => {
-        const ids = [...(now.get(name) ?? [])];
-        return intent === "run" ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === name) : ids.length > 0;
-      });
-      if (pending.length === 0 || (attempt > 1 && converge.every((r) => r.code === 0))) break;
-      const results = await Promise.all(
-        pending.map(({ name, spec, intent }) => {
-          bump(st.ops, `converge:${intent === "run" ? "deploy" : "stop"}`);
-          return intent === "run" ? w.berth("deploy", spec, "--json") : w.berth("agent", "stop", name, "--json");
-        }),
-      );
-      for (const [k, r] of results.entries()) {
-        const line = `converge ${attempt}.${k} (${pending[k]?.name}): exit ${r.code} ${r.stdout.slice(0, 240).replace(/\s+/g, " ")} ${r.stderr.slice(0, 160).replace(/\s+/g, " ")}`;
-        log(line);
-        if (r.code !== 0) st.notes.push(line);
-      }
-      converge.splice(0, converge.length, ...results);
-    }
     const deadIds = new Set([...st.dead].filter((i) => !st.forgotten.has(i)).map((i) => w.nodes[i]?.nodeId));
-    const end = Date.now() + CONVERGE_WAIT_MS;
-    while (converge.length > 0 && Date.now() < end) {
-      const live = ws.sampler.sample();
-      const by = instancesByName(live);
-      const onDead = new Set(live.filter((p) => deadIds.has(p.node)).map((p) => p.name));
-      const settled = meant(st).every(({ name, intent }) => {
-        const n = by.get(name)?.size ?? 0;
-        return intent === "run" ? n === 1 || (n === 0 && onDead.has(name)) : n === 0;
-      });
-      if (settled) break;
-      await sleep(200);
+    for (let look = 1; look <= 2; look++) {
+      const converge: CliResult[] = [];
+      for (let attempt = 1; attempt <= CONVERGE_ATTEMPTS; attempt++) {
+        const now = instancesByName(ws.sampler.sample());
+        const recorded = recordedPlacements(w.home) ?? new Map<string, string>();
+        const pending = meant(st).filter(({ name, intent }) => {
+          const ids = [...(now.get(name) ?? [])];
+          return intent === "run" ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === name) : ids.length > 0;
+        });
+        if (pending.length === 0 || (attempt > 1 && converge.every((r) => r.code === 0))) break;
+        const results = await Promise.all(
+          pending.map(({ name, spec, intent }) => {
+            bump(st.ops, `converge:${intent === "run" ? "deploy" : "stop"}`);
+            return intent === "run" ? w.berth("deploy", spec, "--json") : w.berth("agent", "stop", name, "--json");
+          }),
+        );
+        for (const [k, r] of results.entries()) {
+          const line = `converge ${look}.${attempt}.${k} (${pending[k]?.name}): exit ${r.code} ${r.stdout.slice(0, 240).replace(/\s+/g, " ")} ${r.stderr.slice(0, 160).replace(/\s+/g, " ")}`;
+          log(line);
+          if (r.code !== 0) st.notes.push(line);
+        }
+        converge.splice(0, converge.length, ...results);
+      }
+      // Settled once the intended state has held for SETTLED_FOR_MS: a copy in its last milliseconds still shows.
+      const end = Date.now() + CONVERGE_WAIT_MS;
+      let settled = false;
+      let settledSince: number | null = null;
+      while (!settled && Date.now() < end) {
+        const live = ws.sampler.sample();
+        const by = instancesByName(live);
+        const onDead = new Set(live.filter((p) => deadIds.has(p.node)).map((p) => p.name));
+        const asMeant = meant(st).every(({ name, intent }) => {
+          const n = by.get(name)?.size ?? 0;
+          return intent === "run" ? n === 1 || (n === 0 && onDead.has(name)) : n === 0;
+        });
+        settledSince = asMeant ? (settledSince ?? Date.now()) : null;
+        settled = settledSince !== null && Date.now() - settledSince >= SETTLED_FOR_MS;
+        if (!settled) await sleep(200);
+      }
+      if (settled || converge.length > 0) break;
+      if (look === 1) st.notes.push(`the agents looked as meant at converge and were not after ${CONVERGE_WAIT_MS} ms: the user looked again`);
     }
     violations = judge(st, convergedAt);
   } catch (e) {
