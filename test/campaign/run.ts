@@ -119,16 +119,20 @@ function excuse(st: RunState, id: string, name: string, why: string): void {
 
 /**
  * The node's power is lost (issue 16's dead node *with* its agents): its daemon and every process of its instances
- * killed -9, and it stays dead (it is forgotten next). Never the last live node: then a node already dead is taken
- * (its agents are killed with it), so some node is left to converge on.
+ * killed -9, and it stays dead (it is forgotten next). Never the last live node that is not cordoned by a drain: then
+ * a node already dead (or else a drained one) is taken (its agents are killed with it), so some node is left to
+ * converge on (seed 1828 of the long run forgot the last node while the other live one was drained).
  */
 async function powerLoss(st: RunState, wanted: number): Promise<number> {
   const { w } = st;
   let i = wanted;
-  const others = w.nodes.filter((n, k) => k !== i && n.alive).length;
-  if (w.nodes[i]?.alive && others === 0) {
-    i = w.nodes.findIndex((n, k) => k !== wanted && !n.alive);
-    st.notes.push(`node-forget: node ${wanted} is the last live node; node ${i} (dead) lost its power and is forgotten instead`);
+  // A node a drain of this schedule cordoned takes no agent until it is uncordoned after the judge: not a live one here.
+  const eligible = (k: number) => (w.nodes[k]?.alive ?? false) && !st.drained.has(k);
+  const others = w.nodes.filter((_, k) => k !== i && eligible(k)).length;
+  if (eligible(i) && others === 0) {
+    const dead = w.nodes.findIndex((n, k) => k !== wanted && !n.alive);
+    i = dead >= 0 ? dead : w.nodes.findIndex((_, k) => k !== wanted && !eligible(k));
+    st.notes.push(`node-forget: node ${wanted} is the last live uncordoned node; node ${i} (${dead >= 0 ? "dead" : "drained"}) lost its power and is forgotten instead`);
   }
   const node = w.nodes[i];
   if (!node) return i;
