@@ -8,11 +8,11 @@
  *
  *   npm run build:test && node dist/bench/controller/move.js [--rounds 3] [--lease-ms 3000]
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { leaseWaitMs } from "../../src/core/mesh/lease.js";
 import { startTargetWatch } from "../../src/mesh/controller/watch.js";
 import { cleanupProcesses, processFixture } from "../../test/mesh-controller/support/processes.js";
+import { liveAgents } from "../../test/support/live-agents.js";
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: string) => {
@@ -24,18 +24,7 @@ const LEASE_MS = Number(flag("--lease-ms", "3000")) || 3000;
 const NAME = "bench-mover";
 
 function runningOn(nodeId: string): boolean {
-  for (const p of readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      const env = readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
-      if (env.includes(`BERTH_NAME=${NAME}`) && env.includes(`BERTH_NODE_ID=${nodeId}`)) return true;
-    } catch {
-      // gone
-    }
-  }
-  return false;
+  return liveAgents(NAME).some((a) => a.node === nodeId);
 }
 
 async function round(): Promise<{ fromDeathMs: number; fromStampMs: number; floorMs: number }> {

@@ -9,14 +9,7 @@
  *
  *   npm run build:test && node dist/bench/controller/place-scale.js [--sizes 3,100] [--placements 10]
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
-import { MeshController } from "../../src/mesh/controller/index.js";
-import { NodeDaemon } from "../../src/mesh/node/daemon.js";
-import { MemoryConnector } from "../../src/mesh/transport/memory.js";
-import { probePackage, TEST_PERMIT } from "../../test/mesh-controller/support/package.js";
+import { inProcessMesh } from "../support/in-process-mesh.js";
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: string) => {
@@ -26,32 +19,10 @@ const flag = (name: string, fallback: string) => {
 const SIZES = flag("--sizes", "3,100").split(",").map(Number);
 const PLACEMENTS = Number(flag("--placements", "10")) || 10;
 
-const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value), { mode: 0o600 });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function measure(nodes: number): Promise<{ described: number; reused: number }> {
-  const root = mkdtempSync(join(tmpdir(), "berth-bench-place-scale-"));
-  const key = generateSigningKey();
-  const signer = generateSigningKey();
-  const pkgDir = join(root, "pkg");
-  probePackage(pkgDir, signer);
-  const memory = new MemoryConnector();
-  const daemons: NodeDaemon[] = [];
-  for (let i = 0; i < nodes; i++) {
-    const dataDir = join(root, `n${i}`);
-    saveKeyFile(join(dataDir, "node.key"), generateSigningKey());
-    writeJson(join(dataDir, "node.json"), { name: `n${i}`, controllers: [{ key: key.publicKey }], board: "pi5" });
-    writeJson(join(dataDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
-    writeJson(join(dataDir, "permits.json"), [TEST_PERMIT]);
-    const d = await NodeDaemon.start({ dataDir, listen: null, version: "bench", allowRootAgents: true, pollMs: 1_000 });
-    daemons.push(d);
-    memory.register(`n${i}`, (stream) => void d.service.serve(stream));
-  }
-  const controllerDir = join(root, "controller");
-  const controller = await MeshController.open({ dataDir: controllerDir, key, connector: memory });
-  writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
-  writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
-  for (let i = 0; i < nodes; i++) await controller.addTarget(`mem://n${i}`, "paired");
+  const { controller, pkgDir, close } = await inProcessMesh({ nodes, tmpPrefix: "berth-bench-place-scale-" });
   const described: number[] = [];
   const reused: number[] = [];
   const place = async (name: string) => {
@@ -68,10 +39,7 @@ async function measure(nodes: number): Promise<{ described: number; reused: numb
     await place(`r-${i}`);
     reused.push(Number(process.hrtime.bigint() - start) / 1e6);
   }
-  for (const p of await controller.placements()) await controller.instance("unload", p.instance_id);
-  await controller.close();
-  for (const d of daemons) await d.close();
-  rmSync(root, { recursive: true, force: true });
+  await close();
   const out = { described: median(described), reused: median(reused) };
   console.log(
     `  ${String(nodes).padStart(4)} nodes: ${out.described.toFixed(1).padStart(8)} ms every target described first, ${out.reused.toFixed(1).padStart(8)} ms facts reused (medians of ${PLACEMENTS})`,

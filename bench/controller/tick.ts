@@ -7,16 +7,9 @@
  *
  *   npm run build:test && node dist/bench/controller/tick.js [--sizes 3,30,100] [--ticks 5]
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
-import { MeshController } from "../../src/mesh/controller/index.js";
 import { ReconcileLoop } from "../../src/mesh/controller/reconcile-loop.js";
 import { meshReconcilePorts } from "../../src/mesh/controller/reconcile-ports.js";
-import { NodeDaemon } from "../../src/mesh/node/daemon.js";
-import { MemoryConnector } from "../../src/mesh/transport/memory.js";
-import { probePackage, TEST_PERMIT } from "../../test/mesh-controller/support/package.js";
+import { inProcessMesh } from "../support/in-process-mesh.js";
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: string) => {
@@ -26,31 +19,8 @@ const flag = (name: string, fallback: string) => {
 const SIZES = flag("--sizes", "3,30,100").split(",").map(Number);
 const TICKS = Number(flag("--ticks", "5")) || 5;
 
-const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value), { mode: 0o600 });
-
 async function measure(nodes: number): Promise<number> {
-  const root = mkdtempSync(join(tmpdir(), "berth-bench-tick-"));
-  const key = generateSigningKey();
-  const signer = generateSigningKey();
-  const pkgDir = join(root, "pkg");
-  probePackage(pkgDir, signer);
-  const memory = new MemoryConnector();
-  const daemons: NodeDaemon[] = [];
-  for (let i = 0; i < nodes; i++) {
-    const dataDir = join(root, `n${i}`);
-    saveKeyFile(join(dataDir, "node.key"), generateSigningKey());
-    writeJson(join(dataDir, "node.json"), { name: `n${i}`, controllers: [{ key: key.publicKey }], board: "pi5", lease_ms: 60_000 });
-    writeJson(join(dataDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
-    writeJson(join(dataDir, "permits.json"), [TEST_PERMIT]);
-    const d = await NodeDaemon.start({ dataDir, listen: null, version: "bench", allowRootAgents: true, pollMs: 1_000 });
-    daemons.push(d);
-    memory.register(`n${i}`, (stream) => void d.service.serve(stream));
-  }
-  const controllerDir = join(root, "controller");
-  const controller = await MeshController.open({ dataDir: controllerDir, key, connector: memory });
-  writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
-  writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
-  for (let i = 0; i < nodes; i++) await controller.addTarget(`mem://n${i}`, "paired");
+  const { controller, daemons, pkgDir, close } = await inProcessMesh({ nodes, tmpPrefix: "berth-bench-tick-", nodeConfig: { lease_ms: 60_000 } });
   for (const d of daemons) await controller.place({ package: pkgDir, name: `a-${d.nodeId.slice(0, 8)}`, config: { mode: "service" }, pin: d.nodeId });
   const loop = new ReconcileLoop(meshReconcilePorts(controller.reconcileAccess(), () => true));
   await controller.watchTargets();
@@ -62,10 +32,7 @@ async function measure(nodes: number): Promise<number> {
     if (report.judged !== nodes) throw new Error(`a pass judged ${report.judged} placements, not ${nodes}`);
   }
   const perTickMs = Number(process.hrtime.bigint() - start) / 1e6 / TICKS;
-  for (const p of await controller.placements()) await controller.instance("unload", p.instance_id);
-  await controller.close();
-  for (const d of daemons) await d.close();
-  rmSync(root, { recursive: true, force: true });
+  await close();
   console.log(`  ${String(nodes).padStart(4)} nodes: ${perTickMs.toFixed(1).padStart(8)} ms per tick, ${(perTickMs / nodes).toFixed(2).padStart(6)} ms per node`);
   return perTickMs / nodes;
 }

@@ -8,12 +8,11 @@
  *
  *   npm run build:test && node dist/bench/mesh/placements.js [--nodes 20] [--placements 60] [--concurrency 8]
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { archOfNode } from "../../src/core/packages/manifest.js";
 import { DEFAULT_WEIGHTS, decide, type NodeView, parsePlacementInput } from "../../src/core/placement/index.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
@@ -21,9 +20,9 @@ import { MeshController } from "../../src/mesh/controller/index.js";
 import { acceptFacts } from "../../src/mesh/controller/facts.js";
 import { PolicyFiles } from "../../src/mesh/controller/policy.js";
 import { preparePackage, workloadSpecOf } from "../../src/mesh/controller/prepare.js";
-import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { rate } from "../support.js";
+import { BENCH_PERMITS, sleepPackage, startNodeProcess, writeJson } from "../support/node-processes.js";
 
 const argv = process.argv.slice(2);
 const arg = (name: string, fallback: number) => {
@@ -33,54 +32,23 @@ const arg = (name: string, fallback: number) => {
 const NODES = arg("--nodes", 20);
 const PLACEMENTS = arg("--placements", 60);
 const CONCURRENCY = arg("--concurrency", 8);
-const MAIN = resolve("dist/src/cli/main.js");
 
 const root = mkdtempSync(join(tmpdir(), "berth-bench-placements-"));
 const controllerKey = generateSigningKey();
 const signer = generateSigningKey();
-const permit = [{ id: "bench", actions: ["workload.*"], kinds: ["agent"], max_network: "egress" }];
 const daemons: ChildProcess[] = [];
 
-function writeJson(path: string, value: unknown): void {
-  writeFileSync(path, JSON.stringify(value), { mode: 0o600 });
-}
-
 async function startDaemon(i: number): Promise<string> {
-  const dataDir = join(root, `node-${i}`);
-  execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--name", `n${i}`, "--controller", controllerKey.publicKey, "--signer", signer.publicKey, "--board", "pi5"]);
-  writeJson(join(dataDir, "permits.json"), permit);
-  const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--allow-root-agents", "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
-  daemons.push(proc);
-  let out = "";
-  return new Promise((res, rej) => {
-    proc.stdout?.on("data", (c: Buffer) => {
-      out += c.toString();
-      const line = out.split("\n").find((l) => l.startsWith("{"));
-      if (line && out.includes("\n")) res((JSON.parse(line) as { address: string }).address);
-    });
-    proc.once("exit", (code) => rej(new Error(`node serve exited ${code}`)));
-  });
-}
-
-function makePackage(): string {
-  const dir = join(root, "pkg");
-  mkdirSync(dir);
-  writeFileSync(join(dir, "run.sh"), "#!/bin/sh\nexec sleep 600\n");
-  chmodSync(join(dir, "run.sh"), 0o755);
-  const arch = archOfNode(process.arch) ?? "x86_64";
-  const os = process.platform === "darwin" ? "darwin" : "linux";
-  initPackage(dir, { name: "bench", kind: "agent", files: ["run.sh"], network: "lan", variants: [{ id: `${arch}-${os}`, arch, os, entry: { program: "run.sh", args: [] }, requires: [] }] });
-  buildPackage(dir);
-  signPackage(dir, signer);
-  return dir;
+  const ready = await startNodeProcess({ dataDir: join(root, `node-${i}`), name: `n${i}`, controllers: [controllerKey.publicKey], signer: signer.publicKey, board: "pi5", children: daemons });
+  return ready.address;
 }
 
 async function main(): Promise<void> {
-  const pkgDir = makePackage();
+  const pkgDir = sleepPackage(root, signer);
   const controllerDir = join(root, "controller");
   mkdirSync(controllerDir, { mode: 0o700 });
   writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
-  writeJson(join(controllerDir, "permits.json"), permit);
+  writeJson(join(controllerDir, "permits.json"), BENCH_PERMITS);
 
   console.log(`mesh placements: ${NODES} node daemons on loopback, ${PLACEMENTS} placements, trivial workload`);
   const started = Date.now();

@@ -7,11 +7,16 @@
  * The cluster is a realistic mix: mostly eligible Pi and x86 boards, some suspect, discovered, denied or short of
  * memory; a workload with two variants, a common requirement, a preference, a perf metric, co-residency
  * exclusions and a preferred node; one instance per two nodes. `decide` is measured on an already validated input
- * (what the controller does after building it); `parse + decide` adds the zod validation of the whole input.
+ * (what the controller does after building it); `parse + decide` adds the zod validation of the whole input;
+ * `views-validated + decide` parses all but the node views (the controller before the history summary, issue 19);
+ * `parts-validated + decide` parses what the controller parses per decision now (src/mesh/controller/dispatch.ts):
+ * the workload spec and the order's options, the clock, revocations and cordons, while the views, weights, gate
+ * verdicts and placement history were validated where they entered (`ValidatedParts`, src/core/placement/decide.ts).
  */
 import { createHash } from "node:crypto";
 import { availableParallelism, loadavg } from "node:os";
-import { decide, parsePlacementInput, parsePlacementInputWithViews } from "../../src/core/placement/decide.js";
+import { decide, parsePlacementInput, parsePlacementInputWithParts, parsePlacementInputWithViews } from "../../src/core/placement/decide.js";
+import { placedSummary } from "../../src/core/placement/history.js";
 import { type PlacementInput, placementInputSchema } from "../../src/core/placement/inputs.js";
 import { rawInput } from "./support/cluster.js";
 
@@ -73,6 +78,21 @@ for (const n of SIZES) {
   const { request, cluster } = raw as { request: unknown; cluster: unknown };
   const edge = rate(() => parsePlacementInputWithViews({ request, cluster }, input.nodes));
   const withEdge = 1 / (1 / engine.perSecond + 1 / edge.perSecond);
+  // Issue 19: the controller's per-decision parse now (dispatch.ts): the request without weights and gate, the cluster
+  // without its history; the parts are the already validated ones, the history as the store's summary returns it.
+  const { weights: _w, gate: _g, ...order } = request as Record<string, unknown>;
+  const { instances: _i, ...marks } = cluster as Record<string, unknown>;
+  const parts = {
+    nodes: input.nodes,
+    weights: input.request.weights,
+    gate: input.request.gate,
+    instances: input.cluster.instances,
+    placed: placedSummary(input.cluster.instances),
+  };
+  const partsCheck = parsePlacementInputWithParts({ request: order, cluster: marks }, parts);
+  if (!partsCheck.ok || JSON.stringify(decide(partsCheck.input)) !== JSON.stringify(check)) throw new Error(`the parts-validated input of ${n} nodes decides differently`);
+  const partsRate = rate(() => parsePlacementInputWithParts({ request: order, cluster: marks }, parts));
+  const withParts = 1 / (1 / engine.perSecond + 1 / partsRate.perSecond);
   rows.push({
     nodes: n,
     eligible,
@@ -80,6 +100,7 @@ for (const n of SIZES) {
     decide_us: engine.microseconds,
     parse_and_decide_per_s: Math.round(withParse),
     edge_and_decide_per_s: Math.round(withEdge),
+    parts_and_decide_per_s: Math.round(withParts),
   });
 }
 
@@ -92,16 +113,19 @@ if (json) {
   console.log(
     `machine: ${availableParallelism()} cpus, load average ${loadavg()[0]?.toFixed(1)}; calibration pass ${calibrationUs.toFixed(1)} µs (lower is a faster core)`,
   );
-  console.log("nodes   eligible   decide/s     µs/decision   parse+decide/s   views-validated+decide/s");
+  console.log("nodes   eligible   decide/s     µs/decision   parse+decide/s   views-validated+decide/s   parts-validated+decide/s");
   for (const r of rows) {
     console.log(
-      `${String(r.nodes).padStart(5)}   ${String(r.eligible).padStart(8)}   ${String(r.decide_per_s).padStart(9)}   ${r.decide_us.toFixed(1).padStart(11)}   ${String(r.parse_and_decide_per_s).padStart(14)}   ${String(r.edge_and_decide_per_s).padStart(24)}`,
+      `${String(r.nodes).padStart(5)}   ${String(r.eligible).padStart(8)}   ${String(r.decide_per_s).padStart(9)}   ${r.decide_us.toFixed(1).padStart(11)}   ${String(r.parse_and_decide_per_s).padStart(14)}   ${String(r.edge_and_decide_per_s).padStart(24)}   ${String(r.parts_and_decide_per_s).padStart(24)}`,
     );
   }
   const at100 = rows.find((r) => r.nodes === 100);
   if (at100) console.log(`target ≥ 10,000 decisions/s at 100 nodes: ${at100.decide_per_s >= 10_000 ? "met" : "NOT met"} (${at100.decide_per_s}/s)`);
   if (at100) {
-    const met = at100.edge_and_decide_per_s >= 5_000 ? "met" : "NOT met";
-    console.log(`issue 19 target ≥ 5,000/s validated + decide at 100 nodes (views validated at acceptance): ${met} (${at100.edge_and_decide_per_s}/s; the whole input parsed: ${at100.parse_and_decide_per_s}/s)`);
+    const met = at100.parts_and_decide_per_s >= 5_000 ? "met" : "NOT met";
+    const ratio = (at100.parts_and_decide_per_s / at100.decide_per_s) * 100;
+    console.log(
+      `issue 19 target ≥ 5,000/s validated + decide at 100 nodes (what the controller parses per decision): ${met} (${at100.parts_and_decide_per_s}/s, ${ratio.toFixed(0)}% of decide alone; views validated only: ${at100.edge_and_decide_per_s}/s; the whole input parsed: ${at100.parse_and_decide_per_s}/s)`,
+    );
   }
 }

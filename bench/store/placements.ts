@@ -8,20 +8,18 @@
  * authorise two controller keys, one per store, so each store binds its own key (no foreign_store between them).
  * Figures, never asserted. `bash scripts/bench store/placements` [--nodes 3] [--placements 24] [--concurrency 4].
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { archOfNode } from "../../src/core/packages/manifest.js";
+import { join } from "node:path";
 import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
-import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
 import { startPostgres } from "../../test/support/postgres.js";
 import { numberFlag } from "../support.js";
+import { BENCH_PERMITS, firstJsonLine, MAIN, sleepPackage, startNodeProcess, writeJson } from "../support/node-processes.js";
 
 const NODES = numberFlag("--nodes", 3);
 const PLACEMENTS = numberFlag("--placements", 24);
 const CONCURRENCY = numberFlag("--concurrency", 4);
-const MAIN = resolve("dist/src/cli/main.js");
 
 const root = mkdtempSync(join(tmpdir(), "berth-bench-store-placements-"));
 const signer = generateSigningKey();
@@ -29,42 +27,10 @@ const keys = { sqlite: generateSigningKey(), postgres: generateSigningKey() };
 const children: ChildProcess[] = [];
 const nodeIds: string[] = [];
 
-const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value), { mode: 0o600 });
-
-function firstJsonLine(proc: ChildProcess, what: string): Promise<Record<string, unknown>> {
-  let out = "";
-  return new Promise((res, rej) => {
-    proc.stdout?.on("data", (c: Buffer) => {
-      out += c.toString();
-      const line = out.split("\n").find((l) => l.startsWith("{") && out.includes("\n"));
-      if (line) res(JSON.parse(line) as Record<string, unknown>);
-    });
-    proc.once("exit", (code) => rej(new Error(`${what} exited ${code}`)));
-  });
-}
-
 async function startNode(i: number): Promise<string> {
-  const dataDir = join(root, `node-${i}`);
-  execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--name", `n${i}`, "--controller", keys.sqlite.publicKey, "--controller", keys.postgres.publicKey, "--signer", signer.publicKey]);
-  writeJson(join(dataDir, "permits.json"), [{ id: "bench", actions: ["workload.*"], kinds: ["agent"], max_network: "egress" }]);
-  const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--allow-root-agents", "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
-  children.push(proc);
-  const ready = await firstJsonLine(proc, "node serve");
-  nodeIds.push(String(ready.node_id));
-  return String(ready.address);
-}
-
-function makePackage(): string {
-  const dir = join(root, "pkg");
-  mkdirSync(dir);
-  writeFileSync(join(dir, "run.sh"), "#!/bin/sh\nexec sleep 600\n");
-  chmodSync(join(dir, "run.sh"), 0o755);
-  const arch = archOfNode(process.arch) ?? "x86_64";
-  const os = process.platform === "darwin" ? "darwin" : "linux";
-  initPackage(dir, { name: "bench", kind: "agent", files: ["run.sh"], network: "lan", variants: [{ id: `${arch}-${os}`, arch, os, entry: { program: "run.sh", args: [] }, requires: [] }] });
-  buildPackage(dir);
-  signPackage(dir, signer);
-  return dir;
+  const ready = await startNodeProcess({ dataDir: join(root, `node-${i}`), name: `n${i}`, controllers: [keys.sqlite.publicKey, keys.postgres.publicKey], signer: signer.publicKey, children });
+  nodeIds.push(ready.nodeId);
+  return ready.address;
 }
 
 interface Leader {
@@ -78,7 +44,7 @@ async function serve(engine: "sqlite" | "postgres", databaseUrl: string | null):
   mkdirSync(join(home, "keys"), { recursive: true, mode: 0o700 });
   saveKeyFile(join(home, "keys", "controller.key"), keys[engine]);
   writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
-  writeJson(join(home, "permits.json"), [{ id: "bench", actions: ["workload.*"], kinds: ["agent"], max_network: "egress" }]);
+  writeJson(join(home, "permits.json"), BENCH_PERMITS);
   const env = { ...process.env, BERTH_HOME: home, ...(databaseUrl ? { BERTH_DATABASE_URL: databaseUrl } : {}) };
   const proc = spawn(process.execPath, [MAIN, "serve", "--port", "0", "--json", "--log-level", "silent"], { env, stdio: ["ignore", "pipe", "inherit"] });
   children.push(proc);
@@ -138,7 +104,7 @@ function killInstances(): void {
 }
 
 async function main(): Promise<void> {
-  const pkg = makePackage();
+  const pkg = sleepPackage(root, signer);
   const pg = await startPostgres();
   try {
     const addrs = await Promise.all(Array.from({ length: NODES }, (_, i) => startNode(i)));

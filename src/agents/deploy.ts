@@ -4,7 +4,7 @@
  * name. Nothing here asks which target it is.
  */
 import { targetFor, type AgentsEnv } from "./env.js";
-import { knownAgent, withRegistry } from "./lookup.js";
+import { knownAgent } from "./lookup.js";
 import type { LoadedSpec } from "./spec-file.js";
 import { type DeployDone, type DeployOptions, failed, type Outcome } from "./target.js";
 
@@ -14,7 +14,7 @@ export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Part
   const done = await targetFor(env, spec.spec.target).deploy(loaded, { userReplace: opts.userReplace === true, ...(opts.loop ? { loop: opts.loop } : {}) });
   if (!done.ok) return done;
   const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now() };
-  withRegistry(env, (r) => r.remember(remembered));
+  await env.registry((r) => r.remember(remembered));
   return done;
 }
 
@@ -25,7 +25,7 @@ export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Part
 export async function replaceAgent(env: AgentsEnv, name: string, given?: { readonly loaded: LoadedSpec; readonly from: string }): Promise<Outcome<DeployDone>> {
   let loaded: LoadedSpec;
   if (given === undefined) {
-    const known = knownAgent(env, name);
+    const known = await knownAgent(env, name);
     if (!known.ok) return known;
     loaded = known.value.loaded;
   } else {

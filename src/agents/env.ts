@@ -11,8 +11,11 @@ import { meshTarget } from "./targets/mesh/index.js";
 
 
 export interface AgentsEnv {
-  /** Opened per call, as every process does, so the CLI and the server see each other's deploys. */
-  openRegistry(): AgentRegistry;
+  /**
+   * Runs `fn` on the registry in the controller store: the CLI opens its controller for the call, the server lends
+   * its own, so every process on the store sees every deploy.
+   */
+  registry<T>(fn: (registry: AgentRegistry) => Promise<T>): Promise<T>;
   readonly mesh: MeshAccess;
   readonly kubernetes: KubernetesAccess;
   readonly watch?: Watch;

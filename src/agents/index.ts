@@ -6,7 +6,7 @@
  *   use cases     deploy.ts (deploy, replace) · status.ts (states) · verbs.ts (stop, logs)
  *   one type      target.ts: AgentTarget, Outcome, AgentFailure · env.ts: AgentsEnv, targetFor
  *   adapters      targets/mesh/ · targets/kubernetes/ (each with its index.ts)
- *   around them   spec-file.ts (read a spec) · registry.ts (agents.db) · audit.ts (agent.deploy) · state.ts
+ *   around them   spec-file.ts (read a spec) · registry.ts (the controller store's agent_registry) · audit.ts (agent.deploy) · state.ts
  */
 export { recordKubernetesDeploy, recordMeshDeploy } from "./audit.js";
 export { deployAgent, replaceAgent } from "./deploy.js";

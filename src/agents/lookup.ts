@@ -7,22 +7,12 @@ import type { AgentRecord } from "./registry.js";
 import { specFromText } from "./spec-file.js";
 import { failed, type KnownAgent, type Outcome, succeeded } from "./target.js";
 
-/** Runs `fn` on the registry, opened for the call and always closed. */
-export function withRegistry<T>(env: AgentsEnv, fn: (registry: ReturnType<AgentsEnv["openRegistry"]>) => T): T {
-  const registry = env.openRegistry();
-  try {
-    return fn(registry);
-  } finally {
-    registry.close();
-  }
+export function listAgents(env: AgentsEnv): Promise<AgentRecord[]> {
+  return env.registry((r) => r.list());
 }
 
-export function listAgents(env: AgentsEnv): AgentRecord[] {
-  return withRegistry(env, (r) => r.list());
-}
-
-export function knownAgent(env: AgentsEnv, name: string): Outcome<KnownAgent> {
-  const record = withRegistry(env, (r) => r.get(name));
+export async function knownAgent(env: AgentsEnv, name: string): Promise<Outcome<KnownAgent>> {
+  const record = await env.registry((r) => r.get(name));
   if (record === null) return failed({ kind: "unknown_agent", agent: name, message: `no agent ${JSON.stringify(name)} was deployed from this berth home` });
   const loaded = specFromText(record.spec_text, record.spec_path);
   if (!loaded.ok) return failed({ kind: "spec_unreadable", agent: name, message: loaded.error });

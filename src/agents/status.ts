@@ -26,13 +26,13 @@ async function statesOf(env: AgentsEnv, records: readonly AgentRecord[]): Promis
   return states.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-/** Every agent deployed from this home, by name. */
-export function agentStates(env: AgentsEnv): Promise<AgentState[]> {
-  return statesOf(env, listAgents(env));
+/** Every agent deployed to this controller (its store), by name. */
+export async function agentStates(env: AgentsEnv): Promise<AgentState[]> {
+  return statesOf(env, await listAgents(env));
 }
 
 export async function agentState(env: AgentsEnv, name: string): Promise<Outcome<AgentState>> {
-  const known = knownAgent(env, name);
+  const known = await knownAgent(env, name);
   if (!known.ok) return known;
   const [state] = await targetFor(env, known.value.record.target).states([known.value]);
   if (state === undefined) throw new Error(`the ${known.value.record.target} target returned no state for ${name}`);

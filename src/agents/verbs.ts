@@ -8,14 +8,14 @@ import { failed, type LogsAnswer, type Outcome, type StopAnswer } from "./target
 
 /** `wait`: until the instance is gone (Kubernetes; the mesh's stop answers when the node has stopped it). */
 export async function stopAgent(env: AgentsEnv, name: string, opts: { readonly wait: boolean }): Promise<Outcome<StopAnswer>> {
-  const known = knownAgent(env, name);
+  const known = await knownAgent(env, name);
   if (!known.ok) return known;
   return targetFor(env, known.value.record.target).stop(known.value, opts);
 }
 
 /** `berth agent purge NAME` (issue 15): the instance is unloaded and the agent's workspace on its node removed. */
 export async function purgeAgent(env: AgentsEnv, name: string): Promise<Outcome<StopAnswer>> {
-  const known = knownAgent(env, name);
+  const known = await knownAgent(env, name);
   if (!known.ok) return known;
   const target = targetFor(env, known.value.record.target);
   if (target.purge === undefined) {
@@ -29,7 +29,7 @@ export async function purgeAgent(env: AgentsEnv, name: string): Promise<Outcome<
 }
 
 export async function agentLogs(env: AgentsEnv, name: string, opts: { readonly tailBytes: number; readonly onChunk?: (chunk: string) => void }): Promise<Outcome<LogsAnswer>> {
-  const known = knownAgent(env, name);
+  const known = await knownAgent(env, name);
   if (!known.ok) return known;
   return targetFor(env, known.value.record.target).logs(known.value, opts);
 }

@@ -22,6 +22,10 @@ import { ensureChainSchema } from "./schema.js";
 export const CHECKPOINT_EVERY_EVENTS = 1000;
 export const CHECKPOINT_EVERY_MS = 600_000;
 
+/** An `audit_event` row's columns, in the order `EventRow` lists them and `INSERT_EVENT` takes them. */
+export const EVENT_COLUMNS = "chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig";
+export const INSERT_EVENT = `INSERT INTO audit_event (${EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)`;
+
 export interface EventRow {
   chain_id: string;
   seq: number;
@@ -36,12 +40,13 @@ export interface EventRow {
 }
 
 /** For a stored payload that does not even parse: an event the verifier will fail at this seq with payload_hash. */
-export function rowWithUnparseablePayload(row: EventRow): object {
+function rowWithUnparseablePayload(row: EventRow): object {
   const { payload: _text, ...rest } = row;
   const { phase: _phase, ...fields } = rest as typeof rest & { phase?: unknown };
   return { ...fields, payload: {} };
 }
 
+/** The one row → event decoder: every reader of stored events, on either engine, goes through it. */
 export function rowToEvent(row: EventRow): SealedEvent {
   return {
     seq: row.seq,
@@ -57,8 +62,44 @@ export function rowToEvent(row: EventRow): SealedEvent {
   };
 }
 
+/**
+ * Stored rows as the verifier must see them, decoded as it reads them: a row whose payload does not even parse still
+ * reaches it, so it fails at that seq with payload_hash rather than the reader throwing; `payloadTextOf` gives it each
+ * row's stored text for the canonical-form check (§8 check 7).
+ */
+export function verifiableRows(rows: Iterable<EventRow>): { events: Iterable<object>; payloadTextOf: (item: unknown) => string | undefined } {
+  const texts = new WeakMap<object, string>();
+  function* events(): Iterable<object> {
+    for (const row of rows) {
+      let event: object;
+      try {
+        event = rowToEvent(row);
+      } catch {
+        event = rowWithUnparseablePayload(row);
+      }
+      texts.set(event, row.payload);
+      yield event;
+    }
+  }
+  return { events: events(), payloadTextOf: (item) => texts.get(item as object) };
+}
+
 export class ChainError extends Error {
   override name = "ChainError";
+}
+
+/** The refusal of `open` (both chains'): the store's own chain belongs to another key. */
+export function foreignOwnerError(chainId: string, ownerKey: string, key: string): ChainError {
+  return new ChainError(`this database's audit chain ${chainId} belongs to key ${ownerKey}, not ${key}; use the key file that created it`);
+}
+
+/** The refusal of `open` (both chains') when the start-up check (§7) fails: a component never runs on a broken chain. */
+export function unverifiedChainError(chainId: string, check: VerifyResult): ChainError {
+  const f = check.failure;
+  return new ChainError(
+    `the audit chain ${chainId} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); refusing to start. ` +
+      "Inspect it with `berth audit verify`; if it cannot be repaired, `berth audit reseal --new-chain --reason <text>` starts a new chain that names the last good event",
+  );
 }
 
 export type Clock = () => number;
@@ -77,9 +118,7 @@ export class Chain {
   ) {
     this.stmts = {
       tip: db.prepare("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
-      insert: db.prepare(
-        "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
-      ),
+      insert: db.prepare(INSERT_EVENT),
       get: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?"),
       byHash: db.prepare("SELECT * FROM audit_event WHERE hash = ?"),
       lastCheckpoint: db.prepare("SELECT seq, ts FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
@@ -102,19 +141,9 @@ export class Chain {
         | { chain_id: string; owner_key: string; role: string }
         | undefined;
       if (own) {
-        if (own.owner_key !== key.publicKey) {
-          throw new ChainError(
-            `this database's audit chain ${own.chain_id} belongs to key ${own.owner_key}, not ${key.publicKey}; use the key file that created it`,
-          );
-        }
+        if (own.owner_key !== key.publicKey) throw foreignOwnerError(own.chain_id, own.owner_key, key.publicKey);
         const check = startupCheck(tx.db, own.chain_id, key.publicKey);
-        if (!check.ok) {
-          const f = check.failure;
-          throw new ChainError(
-            `the audit chain ${own.chain_id} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); refusing to start. ` +
-              "Inspect it with `berth audit verify`; if it cannot be repaired, `berth audit reseal --new-chain --reason <text>` starts a new chain that names the last good event",
-          );
-        }
+        if (!check.ok) throw unverifiedChainError(own.chain_id, check);
         return own.chain_id;
       }
       const id = randomBytes(16).toString("hex");
@@ -257,9 +286,7 @@ export class Chain {
 
 function insertEvent(tx: WriteTx, event: SealedEvent, canonicalPayload: string): void {
   tx.db
-    .prepare(
-      "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
-    )
+    .prepare(INSERT_EVENT)
     .run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
 }
 
@@ -300,28 +327,15 @@ export function verifyStoredChain(
   opts: { key?: string; checkpoints?: SignedCheckpoint[]; expectHead?: { seq: number; hash: string } },
 ): VerifyResult {
   const rows = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").iterate(chainId) as Iterable<EventRow>;
-  const texts = new WeakMap<object, string>();
-  function* events(): Iterable<unknown> {
-    for (const row of rows) {
-      let event: unknown;
-      try {
-        event = rowToEvent(row);
-      } catch {
-        // Unparseable stored payload: hand the verifier the raw text so it fails at this seq with payload_hash.
-        event = rowWithUnparseablePayload(row);
-      }
-      texts.set(event as object, row.payload);
-      yield event;
-    }
-  }
+  const { events, payloadTextOf } = verifiableRows(rows);
   const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined;
   const stored = owner ? storedCheckpoints(db, chainId, owner.owner_key) : [];
-  return verifyEvents(events(), {
+  return verifyEvents(events, {
     ...(opts.key !== undefined ? { key: opts.key } : {}),
     chainId,
     checkpoints: [...stored, ...(opts.checkpoints ?? [])],
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
-    payloadTextOf: (item) => texts.get(item as object),
+    payloadTextOf,
   });
 }
 
@@ -344,18 +358,8 @@ export function startupCheck(db: Db, chainId: string, ownerKey: string): VerifyR
   }
   if (!start) return verifyStoredChain(db, chainId, { key: ownerKey, checkpoints: [] });
   const rows = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq").all(chainId, start.seq) as EventRow[];
-  const texts = new WeakMap<object, string>();
-  const events = rows.map((row) => {
-    let event: object;
-    try {
-      event = rowToEvent(row);
-    } catch {
-      event = rowWithUnparseablePayload(row);
-    }
-    texts.set(event, row.payload);
-    return event;
-  });
-  return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf: (item) => texts.get(item as object) });
+  const { events, payloadTextOf } = verifiableRows(rows);
+  return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf });
 }
 
 export function* exportChainLines(db: Db, chainId: string, from: number, to: number): Iterable<string> {

@@ -15,16 +15,16 @@ import { type ChainRole, type ChainTip, type EventDraft, genesisPayload, type Se
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Query, StoreEngine, Tx } from "../store/engine.js";
-import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, type Clock, type EventRow, rowToEvent, rowWithUnparseablePayload } from "./chain.js";
+import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, type Clock, EVENT_COLUMNS, type EventRow, foreignOwnerError, INSERT_EVENT, rowToEvent, unverifiedChainError, verifiableRows } from "./chain.js";
 import { ensureChainSchemaOn } from "./schema.js";
 
-const INSERT_EVENT =
-  "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)";
-const EVENT_COLUMNS = "chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig";
-
 /** PostgreSQL returns BIGINT as text unless told otherwise; the engine parses it, this keeps rows honest anyway. */
+function numericRow(row: EventRow): EventRow {
+  return { ...row, seq: Number(row.seq), ts: Number(row.ts) };
+}
+
 function eventOfRow(row: EventRow): SealedEvent {
-  return rowToEvent({ ...row, seq: Number(row.seq), ts: Number(row.ts) });
+  return rowToEvent(numericRow(row));
 }
 
 export interface FindQuery {
@@ -62,17 +62,9 @@ export class EngineChain {
       await ensureChainSchemaOn(tx);
       const own = await tx.get<{ chain_id: string; owner_key: string }>("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1");
       if (own) {
-        if (own.owner_key !== key.publicKey) {
-          throw new ChainError(`this database's audit chain ${own.chain_id} belongs to key ${own.owner_key}, not ${key.publicKey}; use the key file that created it`);
-        }
+        if (own.owner_key !== key.publicKey) throw foreignOwnerError(own.chain_id, own.owner_key, key.publicKey);
         const check = await startupCheckOn(tx, own.chain_id, key.publicKey);
-        if (!check.ok) {
-          const f = check.failure;
-          throw new ChainError(
-            `the audit chain ${own.chain_id} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); refusing to start. ` +
-              "Inspect it with `berth audit verify`; if it cannot be repaired, `berth audit reseal --new-chain --reason <text>` starts a new chain that names the last good event",
-          );
-        }
+        if (!check.ok) throw unverifiedChainError(own.chain_id, check);
         return own.chain_id;
       }
       const id = randomBytes(16).toString("hex");
@@ -208,23 +200,6 @@ export async function checkpointsOn(q: Query, chainId: string, ownerKey: string)
   }));
 }
 
-/** Rows as the verifier sees them: an unparseable stored payload still reaches it, to fail at its seq. */
-function verifiable(rows: readonly EventRow[]): { events: object[]; texts: WeakMap<object, string> } {
-  const texts = new WeakMap<object, string>();
-  const events = rows.map((raw) => {
-    const row = { ...raw, seq: Number(raw.seq), ts: Number(raw.ts) };
-    let event: object;
-    try {
-      event = rowToEvent(row);
-    } catch {
-      event = rowWithUnparseablePayload(row);
-    }
-    texts.set(event, row.payload);
-    return event;
-  });
-  return { events, texts };
-}
-
 /**
  * Verifies a chain as stored, checking each stored payload text for canonical form (§8 check 7). Reads the whole
  * chain into memory: this is the offline check (tests, `berth migrate`), not the start-up one.
@@ -235,7 +210,7 @@ export async function verifyStoredOn(
   opts: { key?: string; checkpoints?: SignedCheckpoint[]; expectHead?: { seq: number; hash: string } },
 ): Promise<VerifyResult> {
   const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? ORDER BY seq`, [chainId]);
-  const { events, texts } = verifiable(rows);
+  const { events, payloadTextOf } = verifiableRows(rows.map(numericRow));
   const owner = await q.get<{ owner_key: string }>("SELECT owner_key FROM audit_chain WHERE chain_id = ?", [chainId]);
   const stored = owner ? await checkpointsOn(q, chainId, owner.owner_key) : [];
   return verifyEvents(events, {
@@ -243,7 +218,7 @@ export async function verifyStoredOn(
     chainId,
     checkpoints: [...stored, ...(opts.checkpoints ?? [])],
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
-    payloadTextOf: (item) => texts.get(item as object),
+    payloadTextOf,
   });
 }
 
@@ -265,6 +240,6 @@ export async function startupCheckOn(q: Query, chainId: string, ownerKey: string
   }
   if (!start) return verifyStoredOn(q, chainId, { key: ownerKey, checkpoints: [] });
   const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq`, [chainId, start.seq]);
-  const { events, texts } = verifiable(rows);
-  return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf: (item) => texts.get(item as object) });
+  const { events, payloadTextOf } = verifiableRows(rows.map(numericRow));
+  return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf });
 }

@@ -10,6 +10,7 @@
  */
 import type { StoreEngine } from "../store/engine.js";
 import { type Db, openDatabase, withWriteTx } from "../store/sqlite.js";
+import { EVENT_COLUMNS, type EventRow, INSERT_EVENT } from "./chain.js";
 import { ensureChainSchema } from "./schema.js";
 
 interface ChainRow {
@@ -18,18 +19,6 @@ interface ChainRow {
   role: string;
   own: number;
   created_ms: number;
-}
-interface EventRow {
-  chain_id: string;
-  seq: number;
-  ts: number;
-  prev_hash: string;
-  source: string;
-  kind: string;
-  payload: string;
-  payload_hash: string;
-  hash: string;
-  sig: string;
 }
 interface CheckpointRow {
   chain_id: string;
@@ -62,7 +51,7 @@ export class ChainMirror {
       const checkpoints: CheckpointRow[] = [];
       for (const c of chains) {
         const h = heads.get(c.chain_id) ?? { events: -1, checkpoints: -1 };
-        events.push(...(await q.all<EventRow>("SELECT chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq", [c.chain_id, h.events])));
+        events.push(...(await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq`, [c.chain_id, h.events])));
         checkpoints.push(...(await q.all<CheckpointRow>("SELECT chain_id, seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? AND seq > ? ORDER BY seq", [c.chain_id, h.checkpoints])));
       }
       return { chains, events, checkpoints };
@@ -70,7 +59,7 @@ export class ChainMirror {
     withWriteTx(this.db, (tx) => {
       const chain = tx.db.prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,?,?) ON CONFLICT (chain_id) DO NOTHING");
       for (const c of chains) chain.run(c.chain_id, c.owner_key, c.role, Number(c.own), Number(c.created_ms));
-      const event = tx.db.prepare("INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)");
+      const event = tx.db.prepare(INSERT_EVENT);
       for (const e of events) event.run(e.chain_id, Number(e.seq), Number(e.ts), e.prev_hash, e.source, e.kind, e.payload, e.payload_hash, e.hash, e.sig);
       const checkpoint = tx.db.prepare("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)");
       for (const k of checkpoints) checkpoint.run(k.chain_id, Number(k.seq), k.head_hash, Number(k.ts), k.sig);

@@ -91,10 +91,24 @@ async function postgresAddress(flag: string | undefined): Promise<string | undef
   return address !== undefined && /^postgres(ql)?:\/\//i.test(address) ? address : undefined;
 }
 
-/** The verbs that write a chain work on SQLite files only in this build: refused before anything is opened. */
-async function refuseOnPostgres(opts: { db?: string; database?: string }, verb: string): Promise<void> {
-  if (opts.db === undefined && (await postgresAddress(opts.database)) !== undefined) {
-    throw new CliError(`berth audit ${verb} writes to a SQLite chain file; on a PostgreSQL store it is not available in this build`, 1);
+/**
+ * Runs `fn` on the PostgreSQL store this verb names (issue 20), or returns undefined when it names none (a SQLite
+ * file: the caller's own path). The engine is opened for the call and closed after.
+ */
+async function onPostgres<T>(opts: { db?: string; database?: string }, fn: (engine: import("../store/engine.js").StoreEngine) => Promise<T>): Promise<T | undefined> {
+  const address = opts.db === undefined ? await postgresAddress(opts.database) : undefined;
+  if (address === undefined) return undefined;
+  const { openStoreEngine } = await import("../store/open.js");
+  let engine: Awaited<ReturnType<typeof openStoreEngine>>;
+  try {
+    engine = await openStoreEngine({ database: address, sqlitePath: "" });
+  } catch (error) {
+    throw new CliError((error as Error).message, 2, { kind: "database" });
+  }
+  try {
+    return await fn(engine);
+  } finally {
+    await engine.close();
   }
 }
 
@@ -333,10 +347,19 @@ export function registerAuditCommands(program: Command): void {
         answer(opts.json, { ok: true, chain_id: outcome.chain_id, written: outcome.written }, `imported chain ${outcome.chain_id}: ${outcome.written} new events`);
         return;
       }
-      await refuseOnPostgres(opts, "import");
+      const text = readFileSync(file, "utf8");
+      const onPg = await onPostgres(opts, async (engine) => {
+        const { importChainOn } = await import("../chain/import.js");
+        return importChainOn(engine, text, key ? { key } : {});
+      });
+      if (onPg !== undefined) {
+        if (!onPg.ok) throw new CliError(`import of ${file} refused, nothing written: ${onPg.reason}`, 1);
+        answer(opts.json, { ok: true, chain_id: onPg.chain_id, written: onPg.written }, `imported chain ${onPg.chain_id}: ${onPg.written} new events`);
+        return;
+      }
       const db = d.openDatabase(dbPath(opts));
       try {
-        const outcome = d.importChain(db, readFileSync(file, "utf8"), key ? { key } : {});
+        const outcome = d.importChain(db, text, key ? { key } : {});
         if (!outcome.ok) throw new CliError(`import of ${file} refused, nothing written: ${outcome.reason}`, 1);
         answer(opts.json, { ok: true, chain_id: outcome.chain_id, written: outcome.written }, `imported chain ${outcome.chain_id}: ${outcome.written} new events`);
       } finally {
@@ -364,7 +387,19 @@ export function registerAuditCommands(program: Command): void {
         return;
       }
       const key = d.loadKeyFile(opts.keyFile);
-      await refuseOnPostgres(opts, "checkpoint");
+      // On PostgreSQL: a checkpoint of the controller chain, in one transaction with the tip it signs (EngineChain).
+      const pgCheckpoint = await onPostgres(opts, async (engine) => {
+        const { EngineChain } = await import("../chain/engine-chain.js");
+        // Never a genesis made here: a database without the controller's chain is not a store to checkpoint.
+        const own = await engine.read((q) => q.get("SELECT chain_id FROM audit_chain WHERE own = 1")).catch(() => undefined);
+        if (own === undefined) throw new CliError(`${engine.location} holds no controller chain of its own`);
+        const chain = await EngineChain.open(engine, key, "controller");
+        return { cp: (await chain.checkpointIfDue(true)) ?? null };
+      });
+      if (pgCheckpoint !== undefined) {
+        answer(opts.json, { checkpoint: pgCheckpoint.cp }, pgCheckpoint.cp ? JSON.stringify(pgCheckpoint.cp) : "no events since the last checkpoint");
+        return;
+      }
       const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role;
@@ -396,7 +431,13 @@ export function registerAuditCommands(program: Command): void {
         throw localOnly("berth audit reseal", "it abandons the controller's chain, which is done on the controller host with its key file and the server stopped, never by whoever holds an API token", remote.t);
       }
       const key = d.loadKeyFile(opts.keyFile);
-      await refuseOnPostgres(opts, "reseal");
+      if (opts.db === undefined && (await postgresAddress(opts.database)) !== undefined) {
+        // docs/ha.md "What the store guarantees": every server on the store holds the chain id open and appends to it.
+        throw new CliError(
+          "berth audit reseal is refused on a PostgreSQL store: it abandons the chain every berth serve on the store appends to, and those may run on other machines this verb cannot see or stop, so a reseal could leave a server appending to the abandoned chain. A broken chain on PostgreSQL is not resealed in place: stop every server, `berth audit export` the chain, and open a new store (docs/ha.md)",
+          1,
+        );
+      }
       const db = openExisting(dbPath(opts), false);
       try {
         const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role ?? "controller";

@@ -11,17 +11,28 @@ import type { Command } from "commander";
 export const NAME_KINDS = ["agents", "instances", "contexts"] as const;
 export type NameKind = (typeof NAME_KINDS)[number];
 
-async function localNames(home: string, kind: "agents" | "instances"): Promise<string[]> {
-  const file = join(home, kind === "agents" ? "agents.db" : "controller.db");
+async function namesIn(file: string, table: string, sql: string): Promise<string[]> {
   if (!existsSync(file)) return [];
   const { default: Database } = await import("better-sqlite3");
   const db = new Database(file, { readonly: true, fileMustExist: true });
   try {
-    const sql = kind === "agents" ? "SELECT name FROM agents ORDER BY name" : "SELECT instance_id AS name FROM mesh_placements ORDER BY instance_id";
+    if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined) return [];
     return (db.prepare(sql).all() as Array<{ name: string }>).map((r) => r.name);
   } finally {
     db.close();
   }
+}
+
+async function localNames(home: string, kind: "agents" | "instances"): Promise<string[]> {
+  const controller = join(home, "controller.db");
+  if (kind === "instances") return namesIn(controller, "mesh_placements", "SELECT instance_id AS name FROM mesh_placements ORDER BY instance_id");
+  // The registry is the controller store's (issue 20); a home no verb has opened since may still list its agents
+  // in agents.db, taken into the store by the next verb.
+  const names = new Set([
+    ...(await namesIn(controller, "agent_registry", "SELECT name FROM agent_registry")),
+    ...(await namesIn(join(home, "agents.db"), "agents", "SELECT name FROM agents")),
+  ]);
+  return [...names].sort();
 }
 
 async function names(kind: NameKind): Promise<string[]> {

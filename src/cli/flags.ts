@@ -33,7 +33,7 @@ export function databaseFlag(cmd: Command): Command {
 }
 
 /** --data-dir, --database, --key-file, --local and --json, for every verb that talks to the controller. */
-export function controllerFlags(cmd: Command, homeWhat = "berth home (controller.db, agents.db, peers.json, packages/ …)"): Command {
+export function controllerFlags(cmd: Command, homeWhat = "berth home (controller.db, keys/, peers.json, packages/ …)"): Command {
   return databaseFlag(cmd)
     .option("--data-dir <dir>", homeWhat, berthHome())
     .option("--key-file <path>", "the controller's identity key (local files only)", defaultPaths.controllerKey())

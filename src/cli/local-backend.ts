@@ -2,6 +2,7 @@
  * The controller verbs on this machine's files: each call opens the controller in the home (controller.ts), does one
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
+import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
 import { deployEventPayload } from "../core/agents/deploy-event.js";
@@ -11,12 +12,13 @@ import { boundedStderrLogger } from "../kubernetes/log.js";
 import { NodeClient } from "../mesh/client/node-client.js";
 import { PlaceError } from "../mesh/controller/index.js";
 import { instancesWithState, targetsWithFacts } from "../server/routes/mesh.js";
+import { generateSigningKey, saveKeyFile } from "../keys/key-file.js";
 import { berthVersion } from "../version.js";
 import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./backend.js";
 import { connect } from "./cluster-connect.js";
 import { operatorIdentity, withController } from "./controller.js";
 import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "./errors.js";
-import { berthHome } from "./paths.js";
+import { berthHome, defaultPaths } from "./paths.js";
 import { startProgress, withSpinner } from "./progress.js";
 import { localNodeAdmin } from "./node-admin-local.js";
 
@@ -36,6 +38,16 @@ const CLI_ERRORS: FailureMap<CliError> = {
   log_unreadable: (f) => new CliError(f.message, 1),
 };
 
+function ensureControllerKey(path: string): void {
+  if (existsSync(path)) return;
+  try {
+    saveKeyFile(path, generateSigningKey());
+  } catch (error) {
+    // Another verb on this home made it in the meantime: that key is the one (saveKeyFile never overwrites).
+    if (!existsSync(path)) throw error;
+  }
+}
+
 const answered = <T>(o: Outcome<T>): T => unwrap(o, (f) => translateFailure(CLI_ERRORS, f));
 
 export function localBackend(flags: BackendFlags): ControllerBackend {
@@ -43,12 +55,13 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
   const dataDir = resolve(flags.dataDir ?? home);
   const controllerFlags = { dataDir, ...(flags.keyFile ? { keyFile: flags.keyFile } : {}), ...(flags.database ? { database: flags.database } : {}) };
   const env: AgentsEnv = {
-    openRegistry: () => {
-      try {
-        return AgentRegistry.open(dataDir);
-      } catch (error) {
-        throw new CliError(`cannot open the agent registry: ${(error as Error).message}`);
-      }
+    registry: (fn) => {
+      // The registry is in the controller store (issue 20), whose chain the controller key signs: a home that only
+      // ever deployed to Kubernetes gets its default key on first use, as `berth serve` makes it (a --key-file the
+      // user named is never made up: its absence stays an error).
+      const keyFile = flags.keyFile ?? defaultPaths.controllerKey();
+      if (keyFile === defaultPaths.controllerKey()) ensureControllerKey(keyFile);
+      return withController({ ...controllerFlags, quiet: true }, (controller) => fn(new AgentRegistry(controller.store)));
     },
     mesh: { session: (fn) => withController(controllerFlags, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector, onSend: controller.onSend }) })) },
     kubernetes: { connect: (context) => connect(flags.kubeContext ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },

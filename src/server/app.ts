@@ -201,7 +201,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     let record: CallRecord | null = null;
     if (route.mutating) {
       // Issue 20: a follower does nothing for a write and says where the leader is.
-      const follower = notLeaderAnswer(o.state.controller);
+      const follower = await notLeaderAnswer(o.state.controller);
       if (follower) return send(reply, 503, follower);
       try {
         record = await recordRequest(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });

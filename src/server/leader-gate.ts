@@ -10,9 +10,13 @@ export interface NotLeaderAnswer {
   readonly leader: { readonly url: string | null; readonly epoch: number; readonly host: string; readonly pid: number } | null;
 }
 
-/** The 503 body for a write on a follower, or null when this process leads (or does not compete: one controller). */
-export function notLeaderAnswer(controller: MeshController): NotLeaderAnswer | null {
-  const view = controller.leaderView();
+/**
+ * The 503 body for a write on a follower, or null when this process leads (or does not compete: one controller). The
+ * leader it names is read from the lease row now (one read), not remembered from its last step: a follower asked
+ * just after a takeover names the new leader, never the dead one (and nobody while the row has lapsed untaken).
+ */
+export async function notLeaderAnswer(controller: Pick<MeshController, "currentLeaderView">): Promise<NotLeaderAnswer | null> {
+  const view = await controller.currentLeaderView();
   if (view === null || view.leading) return null;
   const l = view.leader;
   const leader = l && l.released_ms === null ? { url: l.address, epoch: l.epoch, host: l.host, pid: l.pid } : null;

@@ -1,14 +1,13 @@
 /**
  * What the server holds open for its lifetime, and how it opens it: one long-lived `MeshController` (the CLI may run
  * beside it on the same SQLite files, so every read goes back to the database or the nodes — nothing the CLI could
- * change is cached here), the node client for read-only status calls, and the way to a Kubernetes cluster. The agent
- * registry and the Kubernetes chain are opened per call, as the CLI opens them, so both processes see each other's
- * writes at once.
+ * change is cached here), the node client for read-only status calls, and the way to a Kubernetes cluster. The
+ * Kubernetes chain is opened per call, as the CLI opens it, so both processes see each other's writes at once; the
+ * agent registry is in the controller's store (issue 20), read through the controller like everything else.
  */
 import { ChainMirror } from "../chain/mirror.js";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { AgentRegistry } from "../agents/registry.js";
 import type { SigningKey } from "../core/crypto/ed25519.js";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { type ChainAudit, k8sStatePaths, openK8sChain } from "../kubernetes/audit.js";
@@ -59,7 +58,6 @@ export interface ServerState {
   readonly controllerMirror: ChainMirror | null;
   /** Brings the mirror up to date (one sync at a time); a no-op on SQLite. */
   refreshChains(): Promise<void>;
-  openRegistry(): AgentRegistry;
   openK8sAudit(): ChainAudit;
   close(): Promise<void>;
 }
@@ -103,7 +101,6 @@ export async function openServerState(o: { dataDir: string; version: string; dat
     plaintext,
     kubernetes: o.kubernetes ?? kubeconfigAccess,
     dbPaths: { controller: join(o.dataDir, CONTROLLER_DB), k8s: k8sStatePaths(o.dataDir).db },
-    openRegistry: () => AgentRegistry.open(o.dataDir),
     openK8sAudit: () => openK8sChain(o.dataDir),
     close: async () => {
       while (syncing) await syncing.catch(() => undefined);

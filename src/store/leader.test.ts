@@ -108,6 +108,36 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     expect((await a.leader.authorityFor("place")).epoch).toBeGreaterThan(first);
   });
 
+  it("a follower names the leader of now, read from the row: right after a takeover, before its own next step", async () => {
+    const s = await store(kind);
+    const clock = { now: 1_000 };
+    const [a, b, c] = [await contender(await s.open(), clock), await contender(await s.open(), clock), await contender(await s.open(), clock)];
+    for (const x of [a, b, c]) await x.leader.step();
+    expect((await c.leader.currentView()).leader?.owner_id).toBe(a.ownerId);
+    // `a` dies; `b` takes over after the TTL; `c` has not stepped since.
+    clock.now += 10_001;
+    await b.leader.step();
+    expect(b.leader.isLeader()).toBe(true);
+    expect(c.leader.view().leader?.owner_id, "its last step saw the dead leader").toBe(a.ownerId);
+    const fresh = await c.leader.currentView();
+    expect(fresh).toMatchObject({ leading: false, epoch: null, leader: { owner_id: b.ownerId, address: `http://${b.ownerId}` } });
+    expect(fresh.leader?.epoch).toBe((await b.leader.authorityFor("place")).epoch);
+    // The leader itself answers from memory: it leads.
+    expect(await b.leader.currentView()).toMatchObject({ leading: true });
+  });
+
+  it("a follower names nobody while the leader's row has lapsed and nobody has taken it yet", async () => {
+    const s = await store(kind);
+    const clock = { now: 1_000 };
+    const a = await contender(await s.open(), clock);
+    const b = await contender(await s.open(), clock);
+    await a.leader.step();
+    await b.leader.step();
+    clock.now += 10_001;
+    expect(b.leader.view().leader?.owner_id).toBe(a.ownerId);
+    expect((await b.leader.currentView()).leader).toBeNull();
+  });
+
   it("on the database's own clock, a contender takes the leadership and a second one follows it", async () => {
     const s = await store(kind);
     const a = await contender(await s.open(), null);

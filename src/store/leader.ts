@@ -13,13 +13,13 @@
 import { hostname } from "node:os";
 import { z } from "zod";
 import { performance } from "node:perf_hooks";
-import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, leaderTiming, mayAct } from "../core/mesh/leader-lease.js";
+import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, leaderTiming, liveLeader, mayAct } from "../core/mesh/leader-lease.js";
 import { type Authority, MUTATING_METHODS } from "../core/protocol/messages.js";
-import type { StoreEngine, Tx } from "./engine.js";
+import type { Query, StoreEngine } from "./engine.js";
 import { readLeaderEpoch } from "./leader-authority.js";
 
 /** Milliseconds now on the database's clock (PostgreSQL), or this process's (SQLite: every contender is on this machine). */
-async function databaseNow(tx: Tx): Promise<number> {
+async function databaseNow(tx: Query): Promise<number> {
   if (tx.kind === "sqlite") return Date.now();
   const row = await tx.get<{ now_ms: number | string }>("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms");
   return Number(row?.now_ms);
@@ -77,7 +77,10 @@ export interface LeaderView {
 
 export class LeaderLease {
   readonly timing: LeaderTiming;
-  private readonly dbClock: ((tx: Tx) => Promise<number>);
+  private readonly dbClock: (q: Query) => Promise<number>;
+  /** Whether the last step reached the store: a follower cut from it answers from what it last saw, at once. */
+  private reached = false;
+  private stepStartMono = Number.NEGATIVE_INFINITY;
   private readonly mono: () => number;
   private heldEpoch: number | null = null;
   private renewStartMono = Number.NEGATIVE_INFINITY;
@@ -97,6 +100,7 @@ export class LeaderLease {
   start(): void {
     const tick = () => {
       if (this.stepping) return;
+      this.stepStartMono = this.mono();
       this.stepping = this.step().finally(() => {
         this.stepping = null;
       });
@@ -117,6 +121,35 @@ export class LeaderLease {
   view(): LeaderView {
     const leading = this.isLeader();
     return { leading, epoch: leading ? this.heldEpoch : null, leader: this.lastSeen };
+  }
+
+  /**
+   * What a follower tells a caller about the leadership (the API's `not_leader` answer), with the leader row read
+   * fresh: one read, so it names the leader of now, not the one its last step saw up to TTL/5 ago (a dead leader,
+   * right after a takeover). A leader answers from memory. A follower whose last step did not reach the store or is
+   * held past its interval answers from its last step at once, and one whose read takes longer than `waitMs` (a
+   * database cut or stalled just now) after that wait: the answer never waits on a database that may not answer.
+   */
+  async currentView(waitMs: number = this.timing.renewEveryMs): Promise<LeaderView> {
+    // A step held longer than its interval is a store that does not answer now, whatever the last one said.
+    const stalled = this.stepping !== null && this.mono() - this.stepStartMono > this.timing.renewEveryMs;
+    if (this.isLeader() || !this.reached || stalled) return this.view();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<null>((resolve) => {
+      timer = setTimeout(() => resolve(null), waitMs);
+    });
+    try {
+      const read = this.o.engine.read(async (q) => ({ now: await this.dbClock(q), row: leaderRowOf(await q.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`)) }));
+      read.catch(() => undefined); // a late failure after the timeout is nobody's answer
+      const fresh = await Promise.race([read, late]);
+      // Leading by now (a step took the row meanwhile): the memory is newer than the read.
+      if (fresh === null || this.isLeader()) return this.view();
+      return { leading: false, epoch: null, leader: liveLeader(fresh.row, fresh.now) };
+    } catch {
+      return this.view();
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /**
@@ -165,8 +198,10 @@ export class LeaderLease {
       verdict = out.v;
       taken = out.epoch;
       this.lastSeen = out.seen;
+      this.reached = true;
     } catch {
       // The renewal failed (a busy or unreachable store): the act-for window keeps running down.
+      this.reached = false;
       this.isLeader();
       return;
     }

@@ -80,6 +80,28 @@ describe("berth migrate's copy (issue 20)", { timeout: 120_000 }, () => {
     expect(String(moved?.payload.to)).not.toContain("@127.0.0.1:0");
   });
 
+  it("carries the agent registry, with the agents an older home's agents.db listed (taken into the store when it was last opened)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "berth-migrate-agents-"));
+    dirs.push(dir);
+    const legacy = new Database(join(dir, "agents.db"));
+    legacy.exec(`CREATE TABLE agents (name TEXT PRIMARY KEY, target TEXT NOT NULL, spec_path TEXT NOT NULL, spec_text TEXT NOT NULL, intent TEXT NOT NULL, deployed_ms INTEGER NOT NULL);
+                 INSERT INTO agents VALUES ('scout', 'kubernetes', '/s/scout.yaml', 'kind: Agent', 'i-scout', 1767225600000)`);
+    legacy.close();
+    const key = generateSigningKey();
+    const c = await MeshController.open({ dataDir: dir, key, connector: new MemoryConnector() });
+    await c.close();
+    const { url, engine } = await target();
+    const r = await migrateSqliteToEngine({ sourcePath: join(dir, "controller.db"), target: engine, key, operator: {}, reason: "x", clock: Date.now });
+    expect(r).toMatchObject({ kind: "migrated", tables: { agent_registry: 1 } });
+    expect(await engine.read((q) => q.all("SELECT name, target, intent, deployed_ms FROM agent_registry"))).toEqual([{ name: "scout", target: "kubernetes", intent: "i-scout", deployed_ms: 1767225600000 }]);
+    // Opened on PostgreSQL from the same home: nothing is imported again (the file was set aside on SQLite).
+    const again = await MeshController.open({ dataDir: dir, key, connector: new MemoryConnector(), database: url });
+    await again.close();
+    const chain = await EngineChain.open(engine, key, "controller");
+    expect((await chain.find({ kind: "agent.registry.import" })).map((e) => e.payload.imported)).toEqual([[expect.objectContaining({ agent: "scout" })]]);
+    expect((await chain.verifyStored()).ok).toBe(true);
+  });
+
   it("refuses a key that does not own the source's chain, and writes nothing anywhere", async () => {
     const src = await sqliteStore();
     const { engine } = await target();

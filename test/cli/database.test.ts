@@ -3,7 +3,7 @@
  * real PostgreSQL (a throwaway server, test/support/postgres.ts), creates no SQLite file in the home, and never prints
  * or chains the password in the address.
  */
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EngineChain } from "../../src/chain/engine-chain.js";
@@ -51,10 +51,25 @@ describe("the controller's store chosen by --database (issue 20)", () => {
     expect(oneDocument(verified, "audit verify")).toMatchObject({ ok: true });
     const tail = await berth(h, ["audit", "tail", "--json"], { BERTH_DATABASE_URL: url });
     expect(tail.code, tail.stderr).toBe(0);
-    const checkpoint = await berth(h, ["audit", "checkpoint", "--database", url]);
-    expect(checkpoint.code).toBe(1);
-    expect(checkpoint.stderr).toContain("not available in this build");
-    for (const r of [verified, tail, checkpoint]) expect(r.stdout + r.stderr).not.toContain(SECRET);
+    // The verbs that write a chain: a checkpoint and an import on PostgreSQL; a reseal refused, saying why.
+    const checkpoint = await berth(h, ["audit", "checkpoint", "--database", url, "--json"]);
+    expect(checkpoint.code, checkpoint.stderr).toBe(0);
+    // A checkpoint of the head, or null when the head is checkpointed already (the verbs above may have closed with one).
+    expect(oneDocument(checkpoint, "audit checkpoint")).toHaveProperty("checkpoint");
+    const other = await home();
+    expect((await berth(other, ["instances"])).code).toBe(0);
+    const exported = await berth(other, ["audit", "export"]);
+    expect(exported.code, exported.stderr).toBe(0);
+    writeFileSync(join(h, "other.jsonl"), exported.stdout);
+    const imported = await berth(h, ["audit", "import", join(h, "other.jsonl"), "--database", url, "--json"]);
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(oneDocument(imported, "audit import")).toMatchObject({ ok: true, written: exported.stdout.trim().split("\n").length });
+    const again = await berth(h, ["audit", "import", join(h, "other.jsonl"), "--database", url, "--json"]);
+    expect(oneDocument(again, "audit import")).toMatchObject({ ok: true, written: 0 });
+    const reseal = await berth(h, ["audit", "reseal", "--new-chain", "--reason", "x", "--database", url]);
+    expect(reseal.code).toBe(1);
+    expect(reseal.stderr).toMatch(/refused on a PostgreSQL store: it abandons the chain every berth serve on the store appends to/);
+    for (const r of [verified, tail, checkpoint, imported, reseal]) expect(r.stdout + r.stderr).not.toContain(SECRET);
 
     const engine = await PostgresEngine.open(url);
     try {

@@ -52,7 +52,7 @@ describe("file modes in a fresh berth home", () => {
     try {
       await waitFor(() => out.includes('"listening"'), "node serve to listen", 30_000);
       for (const f of ["node.db", "node.db-wal", "node.db-shm"]) expect(existsSync(join(home, "node", f)), f).toBe(true);
-      expect(["controller.db", "agents.db", "keys/controller.key", "node/node.key"].filter((f) => !existsSync(join(home, f)))).toEqual([]);
+      expect(["controller.db", "keys/controller.key", "node/node.key"].filter((f) => !existsSync(join(home, f)))).toEqual([]);
       expect(exposed(home)).toEqual([]);
     } finally {
       daemon.kill("SIGKILL");

@@ -1,6 +1,6 @@
 /**
  * The controller's CLI verbs against a real node daemon: each `berth` invocation is a fresh controller process on
- * the same `$BERTH_HOME/controller.db`, so these also prove that state, trust and placements survive restarts
+ * the same store (`$BERTH_HOME/controller.db`, or PostgreSQL in the PG tier), so these also prove that state, trust and placements survive restarts
  * (spec/mesh.md §14.2) and that a restarted controller re-describes a target with its stored key before using it.
  */
 import { join } from "node:path";
@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { cleanup, MAIN, NodeProcess, processesWithEnv, requireBuild, tempDir } from "../mesh/harness.js";
 import { runNode } from "../support/process.js";
+import { databaseEnv, testDatabaseFor } from "../support/test-database.js";
 import { probePackage, TEST_PERMIT, writeJson } from "./support/package.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 
@@ -17,7 +18,9 @@ describe("berth place, nodes, instances, instance and unsettled", () => {
   it("places through the CLI, lists and inspects the instance from a new process, and unloads it", async () => {
     requireBuild();
     const home = tempDir("berth-cli-home-");
-    const berth = async (...args: string[]) => runNode([MAIN, ...args], { env: { BERTH_HOME: home } });
+    // Every call a fresh process on the same store: the home's SQLite file, or PostgreSQL under BERTH_TEST_DATABASE.
+    const env = { BERTH_HOME: home, ...databaseEnv(await testDatabaseFor(home)) };
+    const berth = async (...args: string[]) => runNode([MAIN, ...args], { env });
     const keys = await berth("keys", "new", "--json");
     expect(keys.code, keys.stderr).toBe(0);
     const controllerKey = (JSON.parse(keys.stdout) as { public_key: string }).public_key;
@@ -65,7 +68,9 @@ describe("berth place, nodes, instances, instance and unsettled", () => {
   it("a dry run prints the explain and sends nothing; an unknown instance is an error naming it", async () => {
     requireBuild();
     const home = tempDir("berth-cli-home-");
-    const berth = async (...args: string[]) => runNode([MAIN, ...args], { env: { BERTH_HOME: home } });
+    // Every call a fresh process on the same store: the home's SQLite file, or PostgreSQL under BERTH_TEST_DATABASE.
+    const env = { BERTH_HOME: home, ...databaseEnv(await testDatabaseFor(home)) };
+    const berth = async (...args: string[]) => runNode([MAIN, ...args], { env });
     await berth("keys", "new");
     const signer = generateSigningKey();
     const pkgDir = join(home, "pkg");

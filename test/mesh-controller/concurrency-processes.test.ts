@@ -4,13 +4,13 @@
  * request named. The promise is judged from outside: live processes from /proc (by the environment the node gives
  * each instance), placements and chain records from the store opened read-only, `berth audit verify`.
  */
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadKeyFile } from "../../src/keys/key-file.js";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { openDatabase } from "../../src/store/sqlite.js";
 import { cleanup, MAIN, NodeProcess, waitFor } from "../mesh/harness.js";
+import { liveInstances } from "../support/live-agents.js";
 import { killAll, type Spawned, spawnNode } from "../support/process.js";
 import { TcpProxy } from "../support/tcp-proxy.js";
 import { type CliHome, cliHome } from "./support/cli-home.js";
@@ -23,37 +23,17 @@ afterEach(async () => {
   await cleanup();
 });
 
-/** Distinct instance ids of live (non-zombie) processes the node started for `name`: the OS-level truth. */
-function liveInstances(name: string): string[] {
-  const ids = new Set<string>();
-  for (const p of readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      const env = readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
-      if (!env.includes(`BERTH_NAME=${name}`)) continue;
-      const id = env.find((e) => e.startsWith("BERTH_INSTANCE_ID="));
-      if (id) ids.add(id.slice("BERTH_INSTANCE_ID=".length));
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  return [...ids].sort();
-}
-
-/** What the store records, read-only: placements of `name`, and the chain's "interrupted" records. */
-function recorded(home: string, name: string): { placements: string[]; interrupted: JsonObject[]; decisions: JsonObject[] } {
-  const db = openDatabase(join(home, "controller.db"), { readonly: true });
-  try {
-    const placements = (db.prepare("SELECT instance_id FROM mesh_placements WHERE name = ? ORDER BY instance_id").all(name) as Array<{ instance_id: string }>).map((r) => r.instance_id);
-    const payloads = (kind: string) => (db.prepare("SELECT payload FROM audit_event WHERE kind = ? ORDER BY seq").all(kind) as Array<{ payload: string }>).map((r) => JSON.parse(r.payload) as JsonObject);
-    const interrupted = payloads("workload.refuse").filter((p) => p.phase === "interrupted");
-    const decisions = payloads("workload.place").filter((p) => p.phase === "decision" && p.name === name);
-    return { placements, interrupted, decisions };
-  } finally {
-    db.close();
-  }
+/** What the store records (a read, either engine): placements of `name`, and the chain's "interrupted" records. */
+function recorded(cli: CliHome, name: string): Promise<{ placements: string[]; interrupted: JsonObject[]; decisions: JsonObject[] }> {
+  return cli.store((e) =>
+    e.read(async (q) => {
+      const placements = (await q.all<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ? ORDER BY instance_id", [name])).map((r) => r.instance_id);
+      const payloads = async (kind: string) => (await q.all<{ payload: string }>("SELECT payload FROM audit_event WHERE kind = ? ORDER BY seq", [kind])).map((r) => JSON.parse(r.payload) as JsonObject);
+      const interrupted = (await payloads("workload.refuse")).filter((p) => p.phase === "interrupted");
+      const decisions = (await payloads("workload.place")).filter((p) => p.phase === "decision" && p.name === name);
+      return { placements, interrupted, decisions };
+    }),
+  );
 }
 
 interface World {
@@ -82,7 +62,7 @@ async function world(): Promise<World> {
   const name = `race${process.pid}x${Math.floor(Math.random() * 1e6)}`;
   const spec = join(cli.home, "A.json");
   writeFileSync(spec, JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name }, spec: { target: "mesh", package: "./pkg" } }));
-  return { cli, proxy, name, spec, deploy: () => spawnNode([MAIN, "deploy", spec, "--json"], { env: { BERTH_HOME: cli.home } }) };
+  return { cli, proxy, name, spec, deploy: () => spawnNode([MAIN, "deploy", spec, "--json"], { env: cli.env }) };
 }
 
 describe("concurrent berth processes on one controller store (issue 21)", () => {
@@ -94,7 +74,7 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
     const second = await w.cli.berth("deploy", w.spec, "--json");
     expect(first.child.exitCode, "the first deploy is still waiting for its held place").toBeNull();
     // Case 6 too: nothing was recorded as interrupted while the first process was alive.
-    expect(recorded(w.cli.home, w.name).interrupted).toEqual([]);
+    expect((await recorded(w.cli, w.name)).interrupted).toEqual([]);
     const message = String((JSON.parse(second.stdout) as JsonObject).message ?? "");
     expect(message).toContain(`in flight by pid ${first.child.pid}`);
     expect(message).not.toContain("berth instance unload");
@@ -104,8 +84,8 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
     await waitFor(() => liveInstances(w.name).length > 0 || undefined, "the agent's process", 20_000);
     const live = liveInstances(w.name);
     expect(live).toHaveLength(1);
-    expect(recorded(w.cli.home, w.name).placements).toEqual(live);
-    const [decision] = recorded(w.cli.home, w.name).decisions;
+    expect((await recorded(w.cli, w.name)).placements).toEqual(live);
+    const [decision] = (await recorded(w.cli, w.name)).decisions;
     expect((decision?.owner as JsonObject | undefined)?.pid, "the decision records the process that made it").toBe(first.child.pid);
     const verified = await w.cli.berth("audit", "verify", "--json");
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
@@ -120,8 +100,8 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
     const settle = await w.cli.berth("unsettled", "--settle", "--json");
     expect(settle.code, settle.stderr).toBe(0);
     expect((JSON.parse(settle.stdout) as { settled: JsonObject }).settled.adopted, "the reconciling decision must not be adopted").toBe(0);
-    expect(recorded(w.cli.home, w.name).placements).toEqual([]);
-    expect(recorded(w.cli.home, w.name).interrupted).toEqual([]);
+    expect((await recorded(w.cli, w.name)).placements).toEqual([]);
+    expect((await recorded(w.cli, w.name)).interrupted).toEqual([]);
     unload.reset();
     await first.exited();
     // The unload never arrived: the instance still runs, and the decision is unsettled, not wedged.
@@ -131,7 +111,7 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
     expect((JSON.parse(again.stdout) as { settled: JsonObject }).settled.adopted).toBe(1);
     const live = liveInstances(w.name);
     expect(live).toHaveLength(1);
-    expect(recorded(w.cli.home, w.name).placements).toEqual(live);
+    expect((await recorded(w.cli, w.name)).placements).toEqual(live);
     const later = await w.cli.berth("deploy", w.spec, "--json");
     expect(later.code, later.stdout + later.stderr).toBe(0);
     expect(liveInstances(w.name)).toEqual(live);
@@ -150,13 +130,13 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
       const r = await w.cli.berth(...verb, "--json");
       expect(r.code, `${verb.join(" ")}: ${r.stderr}`).toBe(0);
     }
-    expect(recorded(w.cli.home, w.name).interrupted).toEqual([]);
+    expect((await recorded(w.cli, w.name)).interrupted).toEqual([]);
     first.child.kill("SIGKILL");
     await first.exited();
     held.reset();
     const after = await w.cli.berth("unsettled", "--json");
     expect(after.code, after.stderr).toBe(0);
-    const interrupted = recorded(w.cli.home, w.name).interrupted;
+    const interrupted = (await recorded(w.cli, w.name)).interrupted;
     expect(interrupted, `after the kill: ${after.stdout} ${after.stderr}`).toHaveLength(1);
     expect(interrupted[0]).toMatchObject({ reason: "controller restarted while a request may have been in flight", owner: expect.stringContaining(`pid ${first.child.pid}`) });
     expect(String(interrupted[0]?.owner)).toMatch(/not running/);

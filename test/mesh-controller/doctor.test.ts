@@ -4,10 +4,8 @@
  * settle skips the decision with the advice instead of failing on `mesh_placements.decision_id`, the doctor's dry run
  * changes nothing, and `--repair` marks it placed, chained with who asked.
  */
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { openDatabase } from "../../src/store/sqlite.js";
 import { cleanup, NodeProcess } from "../mesh/harness.js";
 import { cliHome } from "./support/cli-home.js";
 import { TEST_PERMIT } from "./support/package.js";
@@ -16,7 +14,7 @@ afterEach(cleanup);
 
 describe("berth doctor", () => {
   it("finds a wedged decision, leaves it alone on a dry run, and repairs it with --repair, chained; no verb fails on it meanwhile", async () => {
-    const { home, berth, controllerKey, signer, pkgDir } = await cliHome("berth-doctor-home-");
+    const { berth, store, controllerKey, signer, pkgDir } = await cliHome("berth-doctor-home-");
     const node = await NodeProcess.create({ controllers: [controllerKey], signers: [signer.publicKey], permits: [TEST_PERMIT] });
     expect((await berth("nodes", "add", node.address, "--tier", "paired")).code).toBe(0);
     const placed = await berth("place", pkgDir, "--json");
@@ -24,9 +22,7 @@ describe("berth doctor", () => {
     const decisionId = String((JSON.parse(placed.stdout) as JsonObject).decision_id);
 
     // What main's dispatch did after a settle adopted the instance: the decision back to unsettled.
-    const raw = openDatabase(join(home, "controller.db"));
-    raw.prepare("UPDATE mesh_decisions SET state = 'unsettled' WHERE id = ?").run(decisionId);
-    raw.close();
+    await store((e) => e.transaction((tx) => tx.run("UPDATE mesh_decisions SET state = 'unsettled' WHERE id = ?", [decisionId])));
 
     const settle = await berth("unsettled", "--settle", "--json");
     expect(settle.code, settle.stderr).toBe(0);
@@ -48,11 +44,13 @@ describe("berth doctor", () => {
     const list = await berth("instances", "--json");
     expect([list.code, list.stderr]).toEqual([0, ""]);
 
-    const ro = openDatabase(join(home, "controller.db"), { readonly: true });
-    const state = ro.prepare("SELECT state FROM mesh_decisions WHERE id = ?").get(decisionId) as { state: string };
-    const repairs = ro.prepare("SELECT payload FROM audit_event WHERE kind = 'controller.repair'").all() as Array<{ payload: string }>;
-    ro.close();
-    expect(state.state).toBe("placed");
+    const { state, repairs } = await store((e) =>
+      e.read(async (q) => ({
+        state: await q.get<{ state: string }>("SELECT state FROM mesh_decisions WHERE id = ?", [decisionId]),
+        repairs: await q.all<{ payload: string }>("SELECT payload FROM audit_event WHERE kind = 'controller.repair'"),
+      })),
+    );
+    expect(state?.state).toBe("placed");
     expect(repairs.map((r) => JSON.parse(r.payload) as JsonObject)).toMatchObject([{ decision_id: decisionId, from: "unsettled", to: "placed", operator: { via: "berth doctor" } }]);
     const verified = await berth("audit", "verify", "--json");
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);

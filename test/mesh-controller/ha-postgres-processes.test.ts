@@ -15,7 +15,8 @@
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { cleanup, waitFor } from "../mesh/harness.js";
 import { killAll } from "../support/process.js";
-import { HaWorld, liveInstances, type Server, sharedPostgres, stopPostgres } from "./support/ha-world.js";
+import { liveInstances } from "../support/live-agents.js";
+import { HaWorld, type Server, sharedPostgres, stopPostgres } from "./support/ha-world.js";
 
 const TTL_MS = 3_000;
 /** The design bound of a takeover: TTL + one renewal interval; plus a follower's step and this loaded machine's slack. */
@@ -125,14 +126,49 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     expect(Number(placed?.adopted)).toBe(1);
     expect((await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name])).map((d) => d.state)).toEqual(["placed"]);
     await oneCopyRecorded(w, name);
-    // The third server still follows, and names the new leader once its next lease step has read the row (every
-    // TTL/5: until then it may still name the dead one; it never acts either way).
+    // The third server still follows, and names the new leader at once: its answer reads the lease row, not what its
+    // last lease step saw (up to TTL/5 ago, the dead leader).
     const third = w.servers.find((s) => s !== leader && s !== next) as Server;
-    await waitFor(async () => {
-      const body = (await place(w, third, `${name}y`)).body as { error?: { code?: string }; leader?: { url?: string } };
-      expect(body.error?.code).toBe("not_leader");
-      return body.leader?.url === next.url ? true : undefined;
-    }, "the third server names the new leader", TTL_MS / 5 + 5_000);
+    const epoch = (await w.leaderRow())?.epoch;
+    expect((await place(w, third, `${name}y`)).body).toMatchObject({ error: { code: "not_leader" }, leader: { url: next.url, epoch } });
+    expect(liveInstances(`${name}y`)).toEqual([]);
+    survived(w, leader);
+    await chainsVerify(w);
+  });
+
+  it("an agent deployed through the leader is known to the follower, and after the leader's kill -9 the new leader lists it and replaces it from the spec it never saw", async () => {
+    const w = await worldOf(2);
+    const leader = await leaderOf(w);
+    const other = w.servers.find((s) => s !== leader) as Server;
+    await addNode(w, leader);
+    const name = `reg${process.pid}`;
+    // An absolute package path: the spec is remembered in the store, and every server resolves it on its own machine.
+    const spec = { apiVersion: "berth/v1", kind: "Agent", metadata: { name }, spec: { target: "mesh", package: w.home.pkgDir } };
+    const deployed = await w.api(leader, "POST", "/agents", spec);
+    expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
+    expect(deployed.body).toMatchObject({ ok: true, outcome: "started" });
+    const first = await oneCopyRecorded(w, name);
+    const seen = await w.api(other, "GET", `/agents/${name}`);
+    expect(seen.status, JSON.stringify(seen.body)).toBe(200);
+    expect(seen.body).toMatchObject({ name, target: "mesh", state: "running", instance: first });
+
+    leader.proc.child.kill("SIGKILL");
+    await leader.proc.exited();
+    await waitFor(async () => ((await w.leader()) === other ? true : undefined), "the other server leads", 20_000);
+    const listed = await w.api(other, "GET", "/agents");
+    expect((listed.body.agents as Array<{ name: string; instance: string | null }>).filter((a) => a.name === name)).toEqual([expect.objectContaining({ name, instance: first })]);
+    // The same spec again through the new leader: it knows the agent runs, and starts nothing.
+    expect((await w.api(other, "POST", "/agents", spec)).body).toMatchObject({ ok: true, outcome: "unchanged" });
+    // A replace by name takes the spec from the registry, which the new leader read from the store only.
+    const replaced = await waitFor(async () => {
+      const r = await w.api(other, "POST", `/agents/${name}/replace`, {});
+      return r.status === 200 ? r : undefined;
+    }, "the new leader replaces the agent", 30_000);
+    expect(replaced.body, JSON.stringify(replaced.body)).toMatchObject({ ok: true, outcome: "started" });
+    const second = await oneCopyRecorded(w, name);
+    expect(second).not.toBe(first);
+    const [row] = await w.rows<{ name: string; target: string }>("SELECT name, target FROM agent_registry WHERE name = ?", [name]);
+    expect(row).toEqual({ name, target: "mesh" });
     survived(w, leader);
     await chainsVerify(w);
   });

@@ -6,6 +6,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup, MAIN, NodeProcess, requireBuild, tempDir, waitFor } from "../mesh/harness.js";
 import { runNode } from "../support/process.js";
+import { databaseEnv, testDatabaseFor } from "../support/test-database.js";
 
 afterEach(cleanup);
 
@@ -21,7 +22,7 @@ describe("node liveness read from the controller store", () => {
   it("a killed daemon reads unreachable and then dead from fresh CLI processes, and alive again once restarted", async () => {
     requireBuild();
     const home = tempDir("berth-liveness-home-");
-    const env = { BERTH_HOME: home, BERTH_DEAD_AFTER_MS: "3000" };
+    const env = { BERTH_HOME: home, BERTH_DEAD_AFTER_MS: "3000", ...databaseEnv(await testDatabaseFor(home)) };
     const berth = async (...args: string[]) => runNode([MAIN, ...args], { env });
     const list = async (...flags: string[]): Promise<Listed> => {
       const r = await berth("nodes", "list", "--json", ...flags);

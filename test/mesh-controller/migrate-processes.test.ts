@@ -14,7 +14,8 @@ import { openDatabase } from "../../src/store/sqlite.js";
 import { cleanup, MAIN, NodeProcess } from "../mesh/harness.js";
 import { killAll, runNode, spawnNode } from "../support/process.js";
 import { type CliHome, cliHome } from "./support/cli-home.js";
-import { liveInstances, sharedPostgres, stopPostgres } from "./support/ha-world.js";
+import { liveInstances } from "../support/live-agents.js";
+import { sharedPostgres, stopPostgres } from "./support/ha-world.js";
 import { TEST_PERMIT } from "./support/package.js";
 
 afterEach(async () => {

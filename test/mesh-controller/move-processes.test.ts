@@ -13,7 +13,6 @@
  * - an old copy found running on a returned node (a broken lease assumption, simulated by a controller told a shorter
  *   lease than the node keeps) is alerted `duplicate` once and never killed.
  */
-import { readdirSync, readFileSync } from "node:fs";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { leaseWaitMs } from "../../src/core/mesh/lease.js";
 import type { MeshController } from "../../src/mesh/controller/controller.js";
@@ -22,6 +21,7 @@ import { drainNode, forgetNode } from "../../src/mesh/controller/node-admin.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { startTargetWatch, type TargetWatch } from "../../src/mesh/controller/watch.js";
 import { waitFor } from "../mesh/harness.js";
+import { liveAgents } from "../support/live-agents.js";
 import { cleanupProcesses, type ProcessFixture, processFixture } from "./support/processes.js";
 
 vi.setConfig({ testTimeout: 120_000 });
@@ -49,20 +49,7 @@ interface Copy {
 /** The agent's live copies from /proc: distinct instance ids among live (non-zombie) processes with its BERTH_NAME. */
 function liveCopies(name: string): Copy[] {
   const copies = new Map<string, Copy>();
-  for (const p of readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      const env = readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
-      if (!env.includes(`BERTH_NAME=${name}`)) continue;
-      const instance = env.find((e) => e.startsWith("BERTH_INSTANCE_ID="))?.slice(18);
-      const node = env.find((e) => e.startsWith("BERTH_NODE_ID="))?.slice(14);
-      if (instance && node) copies.set(instance, { instance, node });
-    } catch {
-      // gone, or not ours
-    }
-  }
+  for (const { instance, node } of liveAgents(name)) if (instance && node) copies.set(instance, { instance, node });
   return [...copies.values()];
 }
 

@@ -3,10 +3,7 @@
  * (the orphan of case 1 on main, or one another store placed) is found on its node and stopped or unloaded, chained
  * as an operator action with who asked, never refused as "no placed instance".
  */
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { CONTROLLER_DB } from "../../src/mesh/controller/index.js";
-import { openDatabase } from "../../src/store/sqlite.js";
 import { processesWithEnv, waitFor } from "../mesh/harness.js";
 import { killAll } from "../support/process.js";
 import { cleanupProcesses, processFixture } from "./support/processes.js";
@@ -24,9 +21,7 @@ describe("verbs on an instance no placement records", () => {
     expect(placed).not.toBeNull();
     const id = placed!.instance_id;
     // The orphan: the node runs it, the store does not record it (main's case 1 left exactly this).
-    const raw = openDatabase(join(fx.controllerDir, CONTROLLER_DB));
-    raw.prepare("DELETE FROM mesh_placements WHERE instance_id = ?").run(id);
-    raw.close();
+    await fx.controller.store.engine.transaction((tx) => tx.run("DELETE FROM mesh_placements WHERE instance_id = ?", [id]));
     const c = await fx.reopen();
     expect(await c.placements()).toEqual([]);
     const operator = { user: "tester", uid: 1000, pid: process.pid, host: "here", via: "test" };

@@ -8,11 +8,12 @@
  * Real `berth node serve` daemons and real `berth` CLI processes on two homes; judged from /proc, the nodes' chains
  * (read-only) and `berth audit verify` of both controller chains.
  */
-import { copyFileSync, cpSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { cliHome, type CliHome } from "../mesh-controller/support/cli-home.js";
 import { TEST_PERMIT } from "../mesh-controller/support/package.js";
+import { liveAgents, liveInstances } from "../support/live-agents.js";
 import { killAll } from "../support/process.js";
 import { cleanup, NodeProcess } from "./harness.js";
 
@@ -23,37 +24,6 @@ afterEach(async () => {
   killAll();
   await cleanup();
 });
-
-/** Live (not zombie) processes a node started for the agent or workload `name`, from /proc. */
-function livePids(name: string): string[] {
-  const pids: string[] = [];
-  for (const p of readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      if (readFileSync(`/proc/${p}/environ`, "utf8").split("\0").includes(`BERTH_NAME=${name}`)) pids.push(p);
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  return pids;
-}
-
-/** The distinct instance ids of live processes running `name` (an instance is a process group, often two pids). */
-function liveInstances(name: string): string[] {
-  const ids = new Set<string>();
-  for (const p of livePids(name)) {
-    try {
-      const env = readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
-      const id = env.find((e) => e.startsWith("BERTH_INSTANCE_ID="));
-      if (id) ids.add(id);
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return [...ids];
-}
 
 function agentSpec(home: CliHome, name: string, prefer: string | null): string {
   const path = join(home.home, `${name}.json`);
@@ -108,7 +78,7 @@ describe("a second home of one controller key (issue 20)", { timeout: 180_000 },
     const pinned = await b.berth("place", b.pkgDir, "--name", `${name}x`, "--pin", n1.nodeId);
     expect(pinned.code).not.toBe(0);
     expect(pinned.stdout + pinned.stderr).toMatch(/foreign_store/);
-    expect(livePids(`${name}x`)).toEqual([]);
+    expect(liveAgents(`${name}x`)).toEqual([]);
     expect(liveInstances(name)).toHaveLength(1);
 
     // The first home's view: one instance, not duplicated.
@@ -138,7 +108,7 @@ describe("a second home of one controller key (issue 20)", { timeout: 180_000 },
     const refused = await b.berth("place", b.pkgDir, "--name", first);
     expect(refused.code).not.toBe(0);
     expect(refused.stdout + refused.stderr).toMatch(/foreign_store/);
-    expect(livePids(first)).toEqual([]);
+    expect(liveAgents(first)).toEqual([]);
 
     const noReason = await b.berth("node", "rehome", node.nodeId, "--reason", "  ");
     expect(noReason.code).toBe(2);
@@ -155,12 +125,12 @@ describe("a second home of one controller key (issue 20)", { timeout: 180_000 },
 
     // Now the second home places, and the first is refused.
     await ok(b, "place", b.pkgDir, "--name", first);
-    expect(livePids(first).length).toBeGreaterThan(0);
+    expect(liveAgents(first).length).toBeGreaterThan(0);
     const second = `second${process.pid}`;
     const fromA = await a.berth("place", a.pkgDir, "--name", second);
     expect(fromA.code).not.toBe(0);
     expect(fromA.stdout + fromA.stderr).toMatch(/foreign_store/);
-    expect(livePids(second)).toEqual([]);
+    expect(liveAgents(second)).toEqual([]);
 
     // Chained on the node (controller.bind how rehome, with the reason and the store it replaced) and in the
     // second home's chain (request and outcome, the outcome naming the request by its hash).

@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { findEvents, verifyStoredChain } from "../../src/chain/chain.js";
@@ -20,6 +20,7 @@ import { buildPackage, initPackage, type SourceManifest, signPackage } from "../
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { removeNodeCgroups } from "./confinement-cgroups.js";
 import { openDatabase } from "../../src/store/sqlite.js";
+import { processesWithEnv } from "../support/live-agents.js";
 
 export const MAIN = resolve("dist/src/cli/main.js");
 
@@ -203,21 +204,8 @@ export class NodeProcess {
   }
 }
 
-/** Pids of live processes whose environment holds `needle` (e.g. `BERTH_DECISION_ID=<id>`): the OS-level truth. */
-export function processesWithEnv(needle: string): number[] {
-  const found: number[] = [];
-  for (const p of readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      if (readFileSync(`/proc/${p}/environ`, "utf8").split("\0").includes(needle)) found.push(Number(p));
-    } catch {
-      // gone or not ours
-    }
-  }
-  return found;
-}
+/** Pids of live processes whose environment holds `needle`: the OS-level truth (test/support/live-agents.ts). */
+export { processesWithEnv };
 
 /** Kills every daemon and instance group the test started, then checks every node chain still verifies. */
 function signalQuietly(pid: number): void {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { judgeLeader, type LeaderRow, leaderTiming, mayAct } from "./leader-lease.js";
+import { judgeLeader, type LeaderRow, leaderTiming, liveLeader, mayAct } from "./leader-lease.js";
 
 const row = (over: Partial<LeaderRow> = {}): LeaderRow => ({
   owner_id: "other",
@@ -46,5 +46,14 @@ describe("who leads a controller store (issue 20)", () => {
         expect(takeover, `rate ${rate}`).toBeGreaterThan(t.actForMs);
       }
     }
+  });
+
+  it.each([
+    ["no row: nobody", null, 0, false],
+    ["a live leader is named", row(), 10_000 + 15_000, true],
+    ["a released one is not", row({ released_ms: 11_000 }), 11_001, false],
+    ["one silent past its TTL on the database's clock is not (dead, or stopped acting)", row(), 10_000 + 15_001, false],
+  ] as const)("the leader a follower names: %s", (_name, r, now, named) => {
+    expect(liveLeader(r, now) !== null).toBe(named);
   });
 });

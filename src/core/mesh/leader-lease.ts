@@ -50,6 +50,15 @@ export function judgeLeader(row: LeaderRow | null, ownerId: string, heldEpoch: n
   return { kind: "follow", leader: row };
 }
 
+/**
+ * The leader a follower may name to a caller, judged on the database's clock: the row's holder while its lease runs,
+ * else nobody (released, or silent past its TTL: it is dead or stopped acting, and a successor is being elected).
+ */
+export function liveLeader(row: LeaderRow | null, dbNowMs: number): LeaderRow | null {
+  if (row === null || row.released_ms !== null) return null;
+  return dbNowMs - row.renewed_ms > row.ttl_ms ? null : row;
+}
+
 export interface LeaderTiming {
   readonly ttlMs: number;
   readonly renewEveryMs: number;

@@ -9,7 +9,19 @@
  * Equal inputs give deep-equal outputs whatever the order of `nodes` or `cluster.instances`.
  */
 import { type Assessment, assessNode, constraintContext } from "./constraints.js";
-import { type NodeView, type PlacementInput, type PlacementRequest, placementInputSchema } from "./inputs.js";
+import { placedLoadsOf } from "./history.js";
+import {
+  type ClusterInstance,
+  clusterStateSchema,
+  type GateVerdict,
+  type NodeView,
+  type PlacedTotal,
+  type PlacementInput,
+  type PlacementRequest,
+  placementInputSchema,
+  placementRequestSchema,
+  type ScoringWeights,
+} from "./inputs.js";
 import type { NodeReport, Placement, PlacementDecision, PlacementError, PlacementResult } from "./outputs.js";
 import { placedLoads, type Scorable, scoreEligible } from "./score.js";
 import { applySelection, rank, reportOf, select } from "./select.js";
@@ -31,8 +43,10 @@ export type ParsedInput =
 /** The one way from `unknown` to a `PlacementInput`: shape, limits and defaults (inputs.ts). */
 export function parsePlacementInput(raw: unknown): ParsedInput {
   const parsed = placementInputSchema.safeParse(raw);
-  if (parsed.success) return { ok: true, input: parsed.data };
-  const issues = parsed.error.issues;
+  return parsed.success ? { ok: true, input: parsed.data } : malformed(parsed.error.issues);
+}
+
+function malformed(issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[]): ParsedInput {
   const shown = issues
     .slice(0, 5)
     .map((i) => `${pathText(i.path)}: ${i.message}`)
@@ -57,6 +71,49 @@ export function parsePlacementInput(raw: unknown): ParsedInput {
 export function parsePlacementInputWithViews(raw: { readonly request: unknown; readonly cluster: unknown }, nodes: readonly NodeView[]): ParsedInput {
   const parsed = parsePlacementInput({ request: raw.request, cluster: raw.cluster, nodes: [] });
   return parsed.ok ? { ok: true, input: { ...parsed.input, nodes: [...nodes] } } : parsed;
+}
+
+/**
+ * Issue 19: what a controller hands the engine already validated, each part once where it entered the process,
+ * rather than once per decision:
+ * - `nodes`: views built from the controller's typed records and facts it parsed with `nodeFactsSchema` when it
+ *   accepted them (§6.2, src/mesh/controller/facts.ts);
+ * - `weights`: parsed with `scoringWeightsSchema` when the controller was made;
+ * - `gate`: the controller's own verdicts (`consult`, typed), computed from policy files parsed when read;
+ * - `instances` and `placed`: the placement history as the store validated it when each placement was written
+ *   (`clusterInstanceSchema`, src/mesh/controller/store-placements.ts; history.ts says which instances).
+ */
+export interface ValidatedParts {
+  readonly nodes: readonly NodeView[];
+  readonly weights: ScoringWeights;
+  readonly gate: Readonly<Record<string, GateVerdict>>;
+  readonly instances: readonly ClusterInstance[];
+  readonly placed: readonly PlacedTotal[] | null;
+}
+
+/** The request without the parts a controller validated earlier: the workload spec and the order's options. */
+const orderRequestSchema = placementRequestSchema.omit({ weights: true, gate: true });
+/** The cluster state without the placement history: the clock reading, revocations and cordons. */
+const clusterMarksSchema = clusterStateSchema.omit({ instances: true, placed: true });
+
+/**
+ * `parsePlacementInput` for a controller holding `ValidatedParts`: the request's spec and options and the cluster's
+ * clock, revocations and cordons are parsed here, per decision (the spec is built from the package just verified);
+ * the rest is taken as validated. `decide`'s cross-checks still run on everything.
+ */
+export function parsePlacementInputWithParts(raw: { readonly request: unknown; readonly cluster: unknown }, parts: ValidatedParts): ParsedInput {
+  const request = orderRequestSchema.safeParse(raw.request);
+  if (!request.success) return malformed(request.error.issues.map((i) => ({ ...i, path: ["request", ...i.path] })));
+  const cluster = clusterMarksSchema.safeParse(raw.cluster);
+  if (!cluster.success) return malformed(cluster.error.issues.map((i) => ({ ...i, path: ["cluster", ...i.path] })));
+  return {
+    ok: true,
+    input: {
+      request: { ...request.data, weights: parts.weights, gate: { ...parts.gate } },
+      nodes: [...parts.nodes],
+      cluster: { ...cluster.data, instances: [...parts.instances], placed: parts.placed === null ? null : [...parts.placed] },
+    },
+  };
 }
 
 /** Checks the types cannot express: one view per node, and facts about the node they are filed under. */
@@ -121,7 +178,8 @@ export function decide(input: PlacementInput): PlacementResult {
       reports.push(reportOf(a, undefined));
     }
   }
-  const scores = scoreEligible(eligible, request, placedLoads(cluster.instances));
+  const loads = cluster.placed === null ? placedLoads(cluster.instances) : placedLoadsOf(cluster.placed);
+  const scores = scoreEligible(eligible, request, loads);
   for (const [i, e] of eligible.entries()) reports.push(reportOf(e.assessment, scores[i]));
   const ranked = rank(reports);
 

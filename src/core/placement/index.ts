@@ -3,7 +3,8 @@
  * See README.md in this folder for the pipeline, the vocabulary and which file holds which stage.
  */
 export { type CapabilityIndex, capabilitiesOf, checkRequirement, indexCapabilities } from "./capabilities.js";
-export { decide, decideUnknown, type ParsedInput, parsePlacementInput, parsePlacementInputWithViews } from "./decide.js";
+export { decide, decideUnknown, type ParsedInput, parsePlacementInput, parsePlacementInputWithParts, parsePlacementInputWithViews, type ValidatedParts } from "./decide.js";
+export { type HistoryReads, historyReads, isRead, placedSummary } from "./history.js";
 export { type ExplainAttempt, type ExplainOptions, points, renderExplain, renderPlacementError } from "./explain.js";
 export {
   type Arch,
@@ -14,6 +15,8 @@ export {
   clusterStateSchema,
   type ClusterInstance,
   type ClusterState,
+  type PlacedTotal,
+  placedTotalSchema,
   DEFAULT_WEIGHTS,
   type GateVerdict,
   type Liveness,

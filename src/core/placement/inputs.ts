@@ -267,6 +267,10 @@ export const clusterInstanceSchema = z.object({
 });
 export type ClusterInstance = z.infer<typeof clusterInstanceSchema>;
 
+/** Issue 19: what is placed on one node, every instance counted (history.ts). */
+export const placedTotalSchema = z.object({ node_id: z.string().max(64), count, memory_bytes: bytes });
+export type PlacedTotal = z.infer<typeof placedTotalSchema>;
+
 export const clusterStateSchema = z.object({
   now_ms: ms,
   revoked_nodes: z.array(z.string().max(64)).default([]),
@@ -274,6 +278,12 @@ export const clusterStateSchema = z.object({
   /** Issue 16: nodes the operator cordoned (`berth node cordon`, `drain`, `forget`): no new placement lands there. */
   cordoned_nodes: z.array(z.string().max(64)).default([]),
   instances: z.array(clusterInstanceSchema).default([]),
+  /**
+   * Issue 19 (history.ts): the instance count and declared memory per node over everything placed. When present the
+   * load dimension reads these totals, and `instances` need list only the instances `historyReads` selects (the ones
+   * a constraint names one by one); when null, both come from `instances`, which must then be the full list.
+   */
+  placed: z.array(placedTotalSchema).max(100_000).nullable().default(null),
 });
 export type ClusterState = z.infer<typeof clusterStateSchema>;
 

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
-import type { NodeView, ScoringWeights } from "../../core/placement/index.js";
+import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
@@ -30,6 +30,7 @@ import { type ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type Prepared, preparePackage } from "./prepare.js";
 import { type RehomeResult, rehomeNode } from "./rehome.js";
 import { type SettleReport, settleUnsettled } from "./settle.js";
+import { importAgentsDb } from "./store-agents.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
@@ -131,7 +132,7 @@ export class MeshController {
       dataDir: o.dataDir,
       controllerId: this.controllerId,
       clock,
-      weights: o.weights,
+      weights: weightsOf(o.weights),
       gate: { ...DEFAULT_GATE, ...o.gate },
       timeouts,
       hooks: o.hooks ?? {},
@@ -151,6 +152,8 @@ export class MeshController {
       const clock = o.clock ?? Date.now;
       const chain = await EngineChain.open(engine, o.key, "controller", clock);
       const store = await ControllerStore.open(engine, chain, clock);
+      // Issue 20: the agent registry is the store's; a home's older agents.db is taken in once (store-agents.ts).
+      await importAgentsDb(store, o.dataDir, clock);
       const controller = new MeshController(o, engine, store, await StoreAuthority.open(engine, clock));
       await controller.targetSet.syncStored();
       await controller.resolveInterrupted();
@@ -403,6 +406,11 @@ export class MeshController {
     return this.leadership?.view() ?? null;
   }
 
+  /** The leadership with the leader row read fresh (LeaderLease.currentView), for a follower's answer to a write. */
+  async currentLeaderView(): Promise<LeaderView | null> {
+    return (await this.leadership?.currentView()) ?? null;
+  }
+
   async close(): Promise<void> {
     // Released first: a follower takes over at once instead of after the TTL.
     await this.leadership?.stop();
@@ -415,4 +423,12 @@ export class MeshController {
     await this.store.releaseLease().catch(() => undefined);
     await this.engine.close();
   }
+}
+
+/** The scoring weights, parsed once when the controller is made (issue 19: never again per decision). */
+function weightsOf(given: Partial<ScoringWeights> | undefined): ScoringWeights {
+  const parsed = scoringWeightsSchema.safeParse(given ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new Error(`the controller's scoring weights are malformed (weights.${issue?.path.join(".")}: ${issue?.message}); fix the weights it was given`);
 }

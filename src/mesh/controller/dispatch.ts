@@ -16,7 +16,7 @@
 import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
 import type { EventDraft } from "../../core/chain/event.js";
 import { sha256 } from "../../core/crypto/tagged.js";
-import { dispatchOrder, type ExplainAttempt, type PlacementDecision, parsePlacementInputWithViews, decide, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
+import { decide, dispatchOrder, type ExplainAttempt, historyReads, type PlacementDecision, parsePlacementInputWithParts, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
 import { outcomeOf } from "../client/node-client.js";
 import { consult, contextOf, type GateSettings, gatePolicyOf } from "./gate.js";
 import { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
@@ -95,7 +95,8 @@ export interface DispatchDeps {
   readonly dataDir: string;
   readonly controllerId: string;
   readonly clock: () => number;
-  readonly weights: Partial<ScoringWeights> | undefined;
+  /** Parsed once, when the controller was made (`scoringWeightsSchema`). */
+  readonly weights: ScoringWeights;
   readonly gate: GateSettings;
   readonly timeouts: Timeouts;
   readonly hooks: DispatchHooks;
@@ -196,9 +197,9 @@ async function runEngine(
   cordoned: readonly string[],
 ): Promise<PlacementDecision> {
   const revoked = policy.revocations?.subjects ?? [];
-  // Issue 19: the views are validated where they are made (facts at acceptance, targets.ts), so only the request and
-  // the cluster state are parsed here, per decision.
-  const parsedInput = parsePlacementInputWithViews(
+  // Issue 19: only the spec (built from the package just verified), the order's options and the cluster's marks are
+  // parsed per decision; the views, weights, verdicts and history were validated where they entered (ValidatedParts).
+  const parsed = parsePlacementInputWithParts(
     {
       request: {
         spec: workloadSpecOf(name, pkg),
@@ -208,19 +209,20 @@ async function runEngine(
         allow_emulated: order.allow_emulated,
         strategy: order.strategy,
         current_node: null,
-        weights: deps.weights ?? {},
-        gate: verdicts,
       },
       cluster: {
         now_ms: deps.clock(),
         revoked_nodes: revoked.filter((s) => s.kind === "node").map((s) => s.id),
         revoked_refs: revoked.filter((s) => s.kind !== "node").map((s) => s.id),
         cordoned_nodes: [...cordoned],
-        instances: await deps.store.placementLoads(),
       },
     },
-    views,
+    { nodes: views, weights: deps.weights, gate: verdicts, instances: [], placed: [] },
   );
+  // The history this decision reads: every node's totals, and only the instances its constraints name (history.ts).
+  const parsedInput = parsed.ok
+    ? { ok: true as const, input: { ...parsed.input, cluster: { ...parsed.input.cluster, ...(await deps.store.placementHistory(historyReads(parsed.input.request, parsed.input.nodes))) } } }
+    : parsed;
   const result = parsedInput.ok ? decide(parsedInput.input) : { ok: false as const, error: parsedInput.error };
   if (!result.ok) {
     const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));

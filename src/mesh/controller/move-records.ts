@@ -19,6 +19,7 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { MOVE_AUTHORITIES, type MoveAuthority } from "../../core/mesh/reschedule.js";
 import type { Query, Tx } from "../../store/engine.js";
 import type { ControllerStore, PlacementRecord, WorkloadRecord } from "./store.js";
+import { deletePlacement } from "./store-placements.js";
 
 export { MOVE_AUTHORITIES, type MoveAuthority } from "../../core/mesh/reschedule.js";
 
@@ -203,7 +204,7 @@ export class MoveRecords {
       "INSERT INTO mesh_moved (instance_id, name, node_id, decision_id, package_id, authority, moved_ms, moves, successor, workload) VALUES (?,?,?,?,?,?,?,?,NULL,?) ON CONFLICT (instance_id) DO UPDATE SET authority = excluded.authority, moved_ms = excluded.moved_ms, successor = NULL",
       [p.instance_id, p.name, p.node_id, p.decision_id, p.package_id, authority, now, moves, p.workload],
     );
-    await tx.run("DELETE FROM mesh_placements WHERE instance_id = ?", [instanceId]);
+    await deletePlacement(tx, instanceId);
     return { instance_id: p.instance_id, name: p.name, node_id: p.node_id, decision_id: p.decision_id, package_id: p.package_id, authority, moved_ms: now, moves, successor: null };
   }
 

@@ -29,16 +29,6 @@ export interface WorkloadRecord {
   readonly file_hashes: readonly string[];
 }
 
-/** One placed instance as the placement engine weighs it (anti-affinity, spread, memory). */
-export interface PlacementLoad {
-  readonly node_id: string;
-  readonly name: string;
-  readonly labels: string[];
-  readonly excludes: string[];
-  readonly memory_bytes: number;
-  readonly placed_at_ms: number;
-}
-
 /** §9.5 PlacementRecord, plus `pending` (§12 step 6). */
 export interface PlacementRecord {
   readonly instance_id: string;

@@ -1,15 +1,16 @@
 /**
  * The controller's tables and their migrations (spec/mesh.md §14.1), one schema version line for both engines: a
  * store at version N has the same tables and columns on SQLite and on PostgreSQL, so `berth migrate` copies rows
- * column for column. SQLite walks the history (v1 … v6) as an older file needs; PostgreSQL, which no berth before
+ * column for column. SQLite walks the history (v1 … v8) as an older file needs; PostgreSQL, which no berth before
  * issue 20 wrote, starts at version 4's layout and walks on from there.
  */
 import { OPEN_STATES } from "../../core/mesh/decision-state.js";
 import type { Tx } from "../../store/engine.js";
 import { ensureLeaseTables } from "../../store/lease.js";
 import { ensureSchemaOn } from "../../store/schema.js";
+import { backfillPlacementSummary } from "./store-placements.js";
 
-export const CONTROLLER_SCHEMA_VERSION = 6;
+export const CONTROLLER_SCHEMA_VERSION = 8;
 
 /** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
@@ -63,6 +64,8 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   // IF NOT EXISTS: a store written before v5 may hold the table already (it was created outside the schema then).
   if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms INTEGER, lease_ms INTEGER)");
   if (from < 6) await tx.exec(v6Tables("INTEGER"));
+  if (from < 7) await tx.exec(v7Tables("INTEGER"));
+  if (from < 8) await v8Summary(tx, "INTEGER");
 }
 
 /**
@@ -84,12 +87,48 @@ function v6Tables(ms: "INTEGER" | "BIGINT"): string {
   `;
 }
 
-/** Version 4's layout in PostgreSQL's words (then v5's table): BIGINT milliseconds, the same names, keys and partial indexes. */
+/**
+ * v7 (issue 20): the agent registry (src/agents/registry.ts), once each home's `agents.db`, so every server on one
+ * store knows the agents deployed through any of them, `berth migrate` carries it, and a new leader's Kubernetes
+ * keeper keeps them. Same columns as agents.db's `agents` table (registry-import.ts copies them in).
+ */
+function v7Tables(ms: "INTEGER" | "BIGINT"): string {
+  return `
+    CREATE TABLE IF NOT EXISTS agent_registry (name TEXT PRIMARY KEY, target TEXT NOT NULL, spec_path TEXT NOT NULL,
+                                               spec_text TEXT NOT NULL, intent TEXT NOT NULL, deployed_ms ${ms} NOT NULL);
+  `;
+}
+
+/**
+ * v8 (issue 19, store-placements.ts): the placement history as the engine reads it, kept beside the rows: each
+ * placement's declared memory as a column, its labels one row each (indexed by label), the totals per node, and the
+ * placements by (node, placed time) for the ones placed since a node's facts were issued. Filled from the rows
+ * already there, in the migration's transaction.
+ */
+async function v8Summary(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
+  await tx.exec(`
+    ALTER TABLE mesh_placements ADD COLUMN memory_bytes ${big} NOT NULL DEFAULT 0;
+    CREATE TABLE mesh_placement_labels (instance_id TEXT NOT NULL, role TEXT NOT NULL, pos INTEGER NOT NULL, label TEXT NOT NULL,
+                                        PRIMARY KEY (instance_id, role, pos));
+    CREATE INDEX mesh_placement_labels_label ON mesh_placement_labels (role, label);
+    CREATE TABLE mesh_node_loads (node_id TEXT PRIMARY KEY, placements INTEGER NOT NULL, memory_bytes ${big} NOT NULL);
+    CREATE INDEX mesh_placements_node_placed ON mesh_placements (node_id, placed_ms);
+  `);
+  await backfillPlacementSummary(tx);
+}
+
+/** PostgreSQL: version 4's layout for a new store, then the same steps as SQLite from v5 on. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
+  if (from === 0) await createPostgresV4(tx);
   if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms BIGINT, lease_ms BIGINT)");
   if (from < 6) await tx.exec(v6Tables("BIGINT"));
-  if (from !== 0) return;
+  if (from < 7) await tx.exec(v7Tables("BIGINT"));
+  if (from < 8) await v8Summary(tx, "BIGINT");
+}
+
+/** Version 4's layout in PostgreSQL's words: BIGINT milliseconds, the same names, keys and partial indexes. */
+async function createPostgresV4(tx: Tx): Promise<void> {
   await ensureLeaseTables(tx);
   await tx.exec(`
     CREATE TABLE mesh_targets (addr TEXT PRIMARY KEY, node_id TEXT UNIQUE, key TEXT, tier TEXT NOT NULL,

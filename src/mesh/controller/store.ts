@@ -24,6 +24,8 @@ import type { EngineChain } from "../../chain/engine-chain.js";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Tier } from "../../core/governance/policy.js";
+import type { HistoryReads } from "../../core/placement/history.js";
+import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js";
 import { type DecisionActor, type DecisionEvent, type DecisionState, isDecisionState, OWNED_STATES, transition } from "../../core/mesh/decision-state.js";
 import type { OwnerLease } from "../../core/mesh/owner-liveness.js";
 import type { Query, StoreEngine, Tx } from "../../store/engine.js";
@@ -41,7 +43,6 @@ import {
   type NameHolder,
   NameTaken,
   type OwnedDecision,
-  type PlacementLoad,
   type PlacementRecord,
   type PlacementSql,
   placementOf,
@@ -53,6 +54,7 @@ import {
   type WorkloadRecord,
 } from "./store-records.js";
 import { ensureControllerSchema, OPEN_SQL } from "./store-schema.js";
+import { deletePlacement, insertPlacement, instanceOf, placementHistory } from "./store-placements.js";
 import * as targetSql from "./store-targets.js";
 
 export * from "./store-records.js";
@@ -199,6 +201,8 @@ export class ControllerStore {
     dispatch: boolean;
     refusal: (error: string) => EventDraft;
   }): Promise<DecisionId> {
+    // What a placement of this decision will record is checked before anything is sent (store-placements.ts).
+    if (args.dispatch) instanceOf({ node_id: "", name: args.name, placed_ms: 0 }, args.workload);
     let taken: NameTaken | null = null;
     const id = await this.tx(async (tx) => {
       if (args.dispatch) {
@@ -403,7 +407,7 @@ export class ControllerStore {
   async commitVerbOutcome(instanceId: string, change: "remove" | { pending: string | null } | null, event: EventDraft): Promise<void> {
     await this.tx(async (tx) => {
       await this.chain.append(tx, event);
-      if (change === "remove") await tx.run("DELETE FROM mesh_placements WHERE instance_id = ?", [instanceId]);
+      if (change === "remove") await deletePlacement(tx, instanceId);
       else if (change !== null) await tx.run("UPDATE mesh_placements SET pending = ? WHERE instance_id = ?", [change.pending, instanceId]);
     });
   }
@@ -420,26 +424,11 @@ export class ControllerStore {
   }
 
   /**
-   * What the placement engine needs of every placed instance (its node, name, labels, excludes, memory), read with
-   * the engine's JSON functions instead of parsing every stored workload: every `place()` reads this, so its cost
-   * grows with the number of placements.
+   * What one decision reads of the placement history (src/core/placement/history.ts): every node's totals and the
+   * instances `reads` selects, typed as they were validated when written (store-placements.ts), in one read.
    */
-  async placementLoads(): Promise<PlacementLoad[]> {
-    const sql =
-      this.engine.kind === "sqlite"
-        ? `SELECT node_id, name, placed_ms, json_extract(workload, '$.labels') AS labels, json_extract(workload, '$.excludes') AS excludes,
-                  json_extract(workload, '$.memory_bytes') AS memory_bytes FROM mesh_placements`
-        : `SELECT node_id, name, placed_ms, (workload::jsonb -> 'labels')::text AS labels, (workload::jsonb -> 'excludes')::text AS excludes,
-                  (workload::jsonb ->> 'memory_bytes')::float8 AS memory_bytes FROM mesh_placements`;
-    const rows = await this.read((q) => q.all<{ node_id: string; name: string; placed_ms: number; labels: string; excludes: string; memory_bytes: number }>(sql));
-    return rows.map((r) => ({
-      node_id: r.node_id,
-      name: r.name,
-      placed_at_ms: Number(r.placed_ms),
-      labels: JSON.parse(r.labels) as string[],
-      excludes: JSON.parse(r.excludes) as string[],
-      memory_bytes: Number(r.memory_bytes),
-    }));
+  async placementHistory(reads: HistoryReads): Promise<{ placed: PlacedTotal[]; instances: ClusterInstance[] }> {
+    return this.read((q) => placementHistory(q, reads));
   }
 
   async placedWorkloads(): Promise<Array<{ record: PlacementRecord; workload: WorkloadRecord }>> {
@@ -490,13 +479,6 @@ const COUNTS = {
   attempts_by_outcome: "SELECT outcome AS k, COUNT(*) AS n FROM mesh_attempts WHERE outcome IS NOT NULL GROUP BY outcome",
   placements_by_route: "SELECT route AS k, COUNT(*) AS n FROM mesh_placements GROUP BY route",
 } as const;
-
-async function insertPlacement(tx: Tx, p: PlacementRecord, workload: WorkloadRecord): Promise<void> {
-  await tx.run(
-    "INSERT INTO mesh_placements (instance_id, name, node_id, decision_id, variant, route, package_id, placed_ms, adopted, pending, workload) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-    [p.instance_id, p.name, p.node_id, p.decision_id, p.variant, p.route, p.package_id, p.placed_ms, p.adopted ? 1 : 0, p.pending, JSON.stringify(workload)],
-  );
-}
 
 function attemptsOn(q: Query, decisionId: string): Promise<AttemptRow[]> {
   return q.all<AttemptRow>("SELECT * FROM mesh_attempts WHERE decision_id = ? ORDER BY n", [decisionId]);

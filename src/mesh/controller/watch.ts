@@ -9,14 +9,13 @@
 import type { MeshController } from "./controller.js";
 import { type PassReport, ReconcileLoop } from "./reconcile-loop.js";
 import { meshReconcilePorts } from "./reconcile-ports.js";
+import { startTick, type Tick } from "./tick.js";
 
 /** Ten seconds: a node's death shows within a tick plus the describe timeout (5 s). */
 export const DEFAULT_TICK_MS = 10_000;
 
-export interface TargetWatch {
-  /** Stops the tick and waits for one in flight, so the store can be closed after. */
-  stop(): Promise<void>;
-}
+/** The running tick; `stop()` waits for the pass in flight, so the store can be closed after. */
+export type TargetWatch = Tick;
 
 export interface WatchOptions {
   /** The leadership seam: false → the loop decides but performs and chains nothing. Default: always act. */
@@ -27,33 +26,16 @@ export interface WatchOptions {
 
 export function startTargetWatch(controller: MeshController, tickMs: number, onError: (error: unknown) => void, o: WatchOptions = {}): TargetWatch {
   const loop = new ReconcileLoop(meshReconcilePorts(controller.reconcileAccess(), o.shouldAct ?? (() => true)));
-  let inFlight: Promise<void> | null = null;
-  let stopped = false;
-  const tick = () => {
-    // Issue 20: only the store's leader ticks (followers read what it records); see MeshController.isLeader.
-    if (stopped || inFlight || !controller.isLeader()) return;
-    inFlight = controller
-      .watchTargets()
-      .then(async () => {
-        if (stopped) return;
-        const report = await loop.pass();
-        o.onPass?.(report);
-      })
-      .catch((error: unknown) => {
-        if (!stopped) onError(error);
-      })
-      .finally(() => {
-        inFlight = null;
-      });
-  };
-  tick();
-  const timer = setInterval(tick, tickMs);
-  timer.unref();
-  return {
-    stop: async () => {
-      stopped = true;
-      clearInterval(timer);
-      await inFlight;
+  // Issue 20: only the store's leader ticks (followers read what it records); see MeshController.isLeader.
+  return startTick(
+    async (stopped) => {
+      await controller.watchTargets();
+      if (stopped()) return;
+      const report = await loop.pass();
+      o.onPass?.(report);
     },
-  };
+    tickMs,
+    onError,
+    () => controller.isLeader(),
+  );
 }

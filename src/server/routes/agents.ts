@@ -2,15 +2,15 @@
  * Agents over HTTP (issue 7's deploy endpoint, issue 8): `POST /agents` is `berth deploy` of a spec sent as JSON, one
  * deploy model over both targets — the mesh through the long-lived `MeshController`, Kubernetes through the backend's
  * reconcile loop — and the same `agent.deploy` event on the same chain as the CLI. Translation only (issue 14.1):
- * HTTP into an `AgentsEnv` and calls of `src/agents`, answers into bodies, failures into status codes. The registry (`agents.db`) is
- * opened per call, as the CLI does, so both see every deploy.
+ * HTTP into an `AgentsEnv` and calls of `src/agents`, answers into bodies, failures into status codes. The registry is
+ * in the controller's store (issue 20), so the CLI and every server on the store see every deploy.
  *
  * A spec posted here has no file: it is remembered as `<data dir>/<name>.agent.json`, so a relative `spec.package` or
  * `nsec_file` resolves against the server's data directory (say so to the caller; absolute paths are clearer).
  */
 import { join } from "node:path";
 import type { z } from "zod";
-import { type AgentsEnv, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, type LoadedSpec, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, type LoadedSpec, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { AgentSpecSchema } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
@@ -40,7 +40,7 @@ function loadedFromBody(state: ServerState, body: unknown, where: string): Loade
 /** The server's long-lived controller and node client; the cluster its kubeconfig (or a test) names. */
 export function agentsEnv(state: ServerState): AgentsEnv {
   return {
-    openRegistry: () => state.openRegistry(),
+    registry: (fn) => fn(new AgentRegistry(state.controller.store)),
     mesh: { session: (fn) => fn({ controller: state.controller, client: state.client }) },
     kubernetes: {
       connect: async (context) => {

@@ -6,9 +6,8 @@
  */
 import type { z } from "zod";
 import { verifyStoredChain } from "../../chain/chain.js";
-import { importChain } from "../../chain/import.js";
+import { importChainOn } from "../../chain/import.js";
 import type { SignedCheckpoint } from "../../core/chain/checkpoint.js";
-import { openDatabase } from "../../store/sqlite.js";
 import { type ChainName, type OpenChain, openChainReader } from "../chains.js";
 import type { OperatorInputs } from "../contract-operator.js";
 import { ApiError, notFound } from "../errors.js";
@@ -48,14 +47,11 @@ export const auditOperatorHandlers: Handlers = {
   },
   auditImport: async (i, ctx) => {
     const b = i.body as In<typeof OperatorInputs.importChain>;
-    // Its own connection, as the CLI's import opens the file: the copy is stored beside the controller's own chain.
-    const db = openDatabase(ctx.state.dbPaths.controller);
-    try {
-      const outcome = importChain(db, b.lines, b.key ? { key: b.key } : {});
-      if (!outcome.ok) throw new ApiError(422, "import_refused", `import refused, nothing written: ${outcome.reason}`);
-      return { body: { ok: true, chain_id: outcome.chain_id, written: outcome.written }, refs: { chain_id: outcome.chain_id, written: outcome.written } };
-    } finally {
-      db.close();
-    }
+    // Into the controller's store, beside its own chain, on whichever engine it is (issue 20: on PostgreSQL too, not
+    // into a controller.db file the server does not use).
+    const outcome = await importChainOn(ctx.state.controller.store.engine, b.lines, b.key ? { key: b.key } : {});
+    if (!outcome.ok) throw new ApiError(422, "import_refused", `import refused, nothing written: ${outcome.reason}`);
+    await ctx.state.refreshChains();
+    return { body: { ok: true, chain_id: outcome.chain_id, written: outcome.written }, refs: { chain_id: outcome.chain_id, written: outcome.written } };
   },
 };

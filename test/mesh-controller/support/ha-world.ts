@@ -7,7 +7,7 @@
  * Everything a test judges is read from outside: the store read-only (PostgreSQL in a read-only session, SQLite opened
  * read-only), live agent processes from /proc, `berth audit verify` of the store, the node's chain.
  */
-import { copyFileSync, cpSync, mkdirSync, readdirSync, readFileSync } from "node:fs";
+import { copyFileSync, cpSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { loadKeyFile } from "../../../src/keys/key-file.js";
@@ -199,23 +199,4 @@ export class HaWorld {
     for (const t of this.taps.splice(0)) t.close();
     for (const p of this.proxies.splice(0)) await p.close();
   }
-}
-
-/** Distinct instance ids of live (not zombie) processes running agent `name`, from /proc: the OS-level truth. */
-export function liveInstances(name: string): string[] {
-  const ids = new Set<string>();
-  for (const p of readdirSync("/proc")) {
-    if (!/^\d+$/.test(p)) continue;
-    try {
-      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      if (stat.slice(stat.lastIndexOf(")") + 2).startsWith("Z")) continue;
-      const env = readFileSync(`/proc/${p}/environ`, "utf8").split("\0");
-      if (!env.includes(`BERTH_NAME=${name}`)) continue;
-      const id = env.find((e) => e.startsWith("BERTH_INSTANCE_ID="));
-      if (id) ids.add(id.slice("BERTH_INSTANCE_ID=".length));
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  return [...ids];
 }

@@ -8,6 +8,7 @@ import { kubernetesDeployRequest } from "../../../core/agents/kubernetes-request
 import type { JsonObject } from "../../../core/crypto/canonical.js";
 import { prepareDeploy } from "../../../kubernetes/prepare.js";
 import { LOOP_ACTOR } from "../../../mesh/controller/reconcile-ports.js";
+import { startTick } from "../../../mesh/controller/tick.js";
 import { deployAgent } from "../../deploy.js";
 import type { AgentsEnv } from "../../env.js";
 import { listAgents } from "../../lookup.js";
@@ -22,7 +23,7 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
     agents: async () => {
       const agents: KeptAgent[] = [];
       const unusable: Array<{ name: string; why: string }> = [];
-      for (const record of listAgents(env)) {
+      for (const record of await listAgents(env)) {
         if (record.target !== "kubernetes") continue;
         const loaded = specFromText(record.spec_text, record.spec_path);
         if (!loaded.ok) {
@@ -79,28 +80,11 @@ export interface KubernetesKeeping {
 /** A pass at once and then every `tickMs`, one at a time (a slow pass delays the next, never piles up). */
 export function startKubernetesKeeper(ports: KeeperPorts, tickMs: number, onError: (error: unknown) => void): KubernetesKeeping {
   const keeper = new KubernetesKeeper(ports);
-  let inFlight: Promise<void> | null = null;
-  let stopped = false;
-  const tick = () => {
-    if (stopped || inFlight) return;
-    inFlight = keeper
-      .pass()
-      .catch((error: unknown) => {
-        if (!stopped) onError(error);
-      })
-      .finally(() => {
-        inFlight = null;
-      });
-  };
-  tick();
-  const timer = setInterval(tick, tickMs);
-  timer.unref();
+  const tick = startTick(() => keeper.pass(), tickMs, onError);
   return {
     keeper,
     stop: async () => {
-      stopped = true;
-      clearInterval(timer);
-      await inFlight;
+      await tick.stop();
       await keeper.stop();
     },
   };

@@ -1,0 +1,120 @@
+/**
+ * The agent registry's SQL in the controller store (`agent_registry`, controller schema v7; the records and events
+ * are src/core/agents/registry.ts), and the once-only import of a home's `agents.db`, where the registry lived before
+ * issue 20. Every change and its chain event are one transaction, as everywhere in the store.
+ *
+ * The import runs when a controller opens its home (MeshController.open), on either engine: a SQLite home upgraded
+ * in place, and a home whose controller was already moved to PostgreSQL by `berth migrate` before the registry was
+ * part of the store. Its rows go in under the rule "the store wins" (planRegistryImport), one `agent.registry.import`
+ * event records them, and after the commit the file is set aside as `agents.db.imported-<time>`, so it is read once.
+ * Two processes opening one home at once both read the file; the second finds every row already there (`same`),
+ * chains nothing, and finds the file gone or sets it aside.
+ */
+import { existsSync, renameSync } from "node:fs";
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import type { SealedEvent } from "../../core/chain/event.js";
+import { DEPLOY_TARGETS } from "../../core/agents/deploy-event.js";
+import { type AgentRecord, importEventDraft, importIsEventful, planRegistryImport, type RegistryImportPlan, rememberEventDraft } from "../../core/agents/registry.js";
+import type { Query } from "../../store/engine.js";
+import { openDatabase } from "../../store/sqlite.js";
+import type { ControllerStore } from "./store.js";
+
+/** The file each home kept its registry in before issue 20. */
+export const AGENTS_DB = "agents.db";
+/** agents.db's own schema version (component `agents`): the only one any berth wrote. */
+const AGENTS_DB_VERSION = 1;
+
+const COLUMNS = "name, target, spec_path, spec_text, intent, deployed_ms";
+
+const RecordRow = z.object({
+  name: z.string().min(1),
+  target: z.enum(DEPLOY_TARGETS),
+  spec_path: z.string(),
+  spec_text: z.string(),
+  intent: z.string(),
+  deployed_ms: z.coerce.number().int(),
+});
+
+const recordOf = (row: unknown, where: string): AgentRecord => {
+  const parsed = RecordRow.safeParse(row);
+  if (!parsed.success) throw new Error(`${where}: an agent registry row is not one berth writes (${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")})`);
+  return parsed.data;
+};
+
+export async function agentRecord(q: Query, name: string): Promise<AgentRecord | null> {
+  const row = await q.get(`SELECT ${COLUMNS} FROM agent_registry WHERE name = ?`, [name]);
+  return row === undefined ? null : recordOf(row, "agent_registry");
+}
+
+export async function agentRecords(q: Query): Promise<AgentRecord[]> {
+  return (await q.all(`SELECT ${COLUMNS} FROM agent_registry ORDER BY name`)).map((r) => recordOf(r, "agent_registry"));
+}
+
+/** A deploy remembers its spec by name (insert or replace), with its `agent.remember` event. */
+export async function rememberAgent(store: ControllerStore, r: AgentRecord): Promise<SealedEvent> {
+  return store.engine.transaction(async (tx) => {
+    await tx.run(
+      `INSERT INTO agent_registry (${COLUMNS}) VALUES (?,?,?,?,?,?)
+       ON CONFLICT (name) DO UPDATE SET target = excluded.target, spec_path = excluded.spec_path,
+         spec_text = excluded.spec_text, intent = excluded.intent, deployed_ms = excluded.deployed_ms`,
+      [r.name, r.target, r.spec_path, r.spec_text, r.intent, r.deployed_ms],
+    );
+    return store.chain.append(tx, rememberEventDraft(r));
+  });
+}
+
+/** The rows of a home's agents.db, read-only; refuses a file a newer berth wrote. */
+function legacyRecords(path: string): AgentRecord[] {
+  const db = openDatabase(path, { readonly: true });
+  try {
+    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name));
+    if (tables.has("berth_schema")) {
+      const v = (db.prepare("SELECT version FROM berth_schema WHERE component = 'agents'").get() as { version: number } | undefined)?.version ?? 0;
+      if (v > AGENTS_DB_VERSION) throw new Error(`${path} is agent registry schema version ${v}, newer than this berth reads (${AGENTS_DB_VERSION}); open this home with the berth that wrote it`);
+    }
+    if (!tables.has("agents")) return [];
+    return (db.prepare(`SELECT ${COLUMNS} FROM agents ORDER BY name`).all() as unknown[]).map((r) => recordOf(r, path));
+  } finally {
+    db.close();
+  }
+}
+
+export interface RegistryImport {
+  readonly from: string;
+  readonly plan: RegistryImportPlan;
+  readonly event: SealedEvent | null;
+  /** Where the file was set aside, or null when another process did it first. */
+  readonly setAsideAs: string | null;
+}
+
+/** Takes `home`'s agents.db into the store, once; null when the home has none. */
+export async function importAgentsDb(store: ControllerStore, home: string, clock: () => number): Promise<RegistryImport | null> {
+  const from = join(home, AGENTS_DB);
+  if (!existsSync(from)) return null;
+  let file: AgentRecord[];
+  try {
+    file = legacyRecords(from);
+  } catch (error) {
+    throw new Error(
+      `cannot take the agent registry ${from} into the controller store: ${(error as Error).message}. Move the file aside to open this home without the agents it lists`,
+    );
+  }
+  const { plan, event } = await store.engine.transaction(async (tx) => {
+    const p = planRegistryImport(await agentRecords(tx), file);
+    for (const r of p.insert) await tx.run(`INSERT INTO agent_registry (${COLUMNS}) VALUES (?,?,?,?,?,?)`, [r.name, r.target, r.spec_path, r.spec_text, r.intent, r.deployed_ms]);
+    return { plan: p, event: importIsEventful(p) ? await store.chain.append(tx, importEventDraft(from, hostname(), p)) : null };
+  });
+  const aside = `${from}.imported-${new Date(clock()).toISOString().replace(/[:.]/g, "-")}`;
+  let setAsideAs: string | null = null;
+  try {
+    renameSync(from, aside);
+    setAsideAs = aside;
+    for (const suffix of ["-wal", "-shm"]) if (existsSync(`${from}${suffix}`)) renameSync(`${from}${suffix}`, `${aside}${suffix}`);
+  } catch (error) {
+    // Another process opening this home set it aside first; anything else is worth the caller's attention.
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  return { from, plan, event, setAsideAs };
+}
