@@ -17,19 +17,18 @@
  *
  *   bash scripts/bench controller/place-history   [--sizes 100,10000] [--placements 15] [--nodes 3]
  */
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { loadavg, tmpdir } from "node:os";
+import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { historyReads } from "../../src/core/placement/index.js";
-import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
-import { MeshController } from "../../src/mesh/controller/index.js";
+import type { generateSigningKey } from "../../src/keys/key-file.js";
+import type { MeshController } from "../../src/mesh/controller/index.js";
 import type { DecisionId, PlacementRecord, WorkloadRecord } from "../../src/mesh/controller/store.js";
-import { NodeDaemon } from "../../src/mesh/node/daemon.js";
 import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
-import { MemoryConnector } from "../../src/mesh/transport/memory.js";
 import { SqliteEngine } from "../../src/store/sqlite-engine.js";
-import { hostArch, hostOs, TEST_KIND, TEST_PERMIT } from "../../test/mesh-controller/support/package.js";
+import { hostArch, hostOs, TEST_KIND } from "../../test/mesh-controller/support/package.js";
 import { numberFlag } from "../support.js";
+import { inProcessMesh } from "../support/in-process-mesh.js";
 
 const argv = process.argv.slice(2);
 const flag = (name: string, fallback: string) => {
@@ -40,7 +39,6 @@ const SIZES = flag("--sizes", "100,10000").split(",").map(Number);
 const PLACEMENTS = numberFlag("--placements", 15);
 const NODES = numberFlag("--nodes", 3);
 
-const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value), { mode: 0o600 });
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 function makePackage(dir: string, signer: ReturnType<typeof generateSigningKey>): void {
@@ -112,28 +110,8 @@ async function record(controller: MeshController, nodeIds: readonly string[], fr
 }
 
 async function main(): Promise<void> {
-  const root = mkdtempSync(join(tmpdir(), "berth-bench-place-history-"));
-  const key = generateSigningKey();
-  const signer = generateSigningKey();
-  const pkgDir = join(root, "pkg");
-  makePackage(pkgDir, signer);
-  const memory = new MemoryConnector();
-  const daemons: NodeDaemon[] = [];
-  for (let i = 0; i < NODES; i++) {
-    const dataDir = join(root, `n${i}`);
-    saveKeyFile(join(dataDir, "node.key"), generateSigningKey());
-    writeJson(join(dataDir, "node.json"), { name: `n${i}`, controllers: [{ key: key.publicKey }], board: "pi5" });
-    writeJson(join(dataDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
-    writeJson(join(dataDir, "permits.json"), [TEST_PERMIT]);
-    const d = await NodeDaemon.start({ dataDir, listen: null, version: "bench", allowRootAgents: true, pollMs: 1_000 });
-    daemons.push(d);
-    memory.register(`n${i}`, (stream) => void d.service.serve(stream));
-  }
-  const controllerDir = join(root, "controller");
-  const controller = await MeshController.open({ dataDir: controllerDir, key, connector: memory });
-  writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
-  writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
-  for (let i = 0; i < NODES; i++) await controller.addTarget(`mem://n${i}`, "paired");
+  const mesh = await inProcessMesh({ nodes: NODES, tmpPrefix: "berth-bench-place-history-", makePackage });
+  const { controller, pkgDir } = mesh;
   const nodeIds = (await controller.targets()).map((t) => t.node_id).filter((id): id is string => id !== null);
 
   let placedHere = 0;
@@ -182,10 +160,8 @@ async function main(): Promise<void> {
       `  at ${last.size} / at ${first.size} recorded placements: ${ratio.toFixed(2)}× per placement (target ≤ 1.5×: ${ratio <= 1.5 ? "met" : "NOT met"}), ${(last.read / first.read).toFixed(2)}× the history read; load ${(loadavg()[0] ?? 0).toFixed(2)} at the end`,
     );
   }
-  for (const p of await controller.placements()) if (!p.name.startsWith("old-")) await controller.instance("unload", p.instance_id);
-  await controller.close();
-  for (const d of daemons) await d.close();
-  rmSync(root, { recursive: true, force: true });
+  // The recorded ones ("old-…") have no process behind them: only what this run placed is unloaded.
+  await mesh.close((p) => !p.name.startsWith("old-"));
 }
 
 await main();

@@ -1,8 +1,9 @@
 /**
  * The mesh the controller benchmarks run in this process (bench/controller/tick.ts, place-scale.ts): `nodes` real
  * node daemons behind the in-process connector, each trusting one controller key, one package signer and the test
- * permit, and a `MeshController` holding them all as paired targets, with a signed probe package ready to place.
- * `close()` unloads every placement, closes the controller and the daemons and removes the directory.
+ * permit, and a `MeshController` holding them all as paired targets, with a signed package ready to place (the probe
+ * package unless `makePackage` builds another). `close()` unloads every placement (or those `unload` picks), closes
+ * the controller and the daemons and removes the directory.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -18,18 +19,23 @@ export interface InProcessMesh {
   readonly daemons: readonly NodeDaemon[];
   /** The signed probe package's directory. */
   readonly pkgDir: string;
-  close(): Promise<void>;
+  close(unload?: (p: { name: string }) => boolean): Promise<void>;
 }
 
 const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value), { mode: 0o600 });
 
 /** `nodeConfig` adds to (or overrides) each daemon's node.json: `{ name, controllers, board: "pi5" }`. */
-export async function inProcessMesh(opts: { nodes: number; tmpPrefix: string; nodeConfig?: Record<string, unknown> }): Promise<InProcessMesh> {
+export async function inProcessMesh(opts: {
+  nodes: number;
+  tmpPrefix: string;
+  nodeConfig?: Record<string, unknown>;
+  makePackage?: (dir: string, signer: ReturnType<typeof generateSigningKey>) => void;
+}): Promise<InProcessMesh> {
   const root = mkdtempSync(join(tmpdir(), opts.tmpPrefix));
   const key = generateSigningKey();
   const signer = generateSigningKey();
   const pkgDir = join(root, "pkg");
-  probePackage(pkgDir, signer);
+  (opts.makePackage ?? probePackage)(pkgDir, signer);
   const memory = new MemoryConnector();
   const daemons: NodeDaemon[] = [];
   for (let i = 0; i < opts.nodes; i++) {
@@ -51,8 +57,8 @@ export async function inProcessMesh(opts: { nodes: number; tmpPrefix: string; no
     controller,
     daemons,
     pkgDir,
-    async close() {
-      for (const p of await controller.placements()) await controller.instance("unload", p.instance_id);
+    async close(unload = () => true) {
+      for (const p of await controller.placements()) if (unload(p)) await controller.instance("unload", p.instance_id);
       await controller.close();
       for (const d of daemons) await d.close();
       rmSync(root, { recursive: true, force: true });
