@@ -7,13 +7,23 @@
  */
 import type { AgentState, LogsAnswer } from "../agents/index.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
+import type { MovedRecord } from "../mesh/controller/move-records.js";
 import type { PlacementRecord, PlaceOrderInput, PlaceReport, SettleReport, TargetInfo, UnsettledDecision, Verb, VerbResult } from "../mesh/controller/index.js";
 import type { ControllerTarget, TargetFlags } from "./remote/target.js";
 
 export type Tier = "discovered" | "paired" | "pinned";
 
-/** A target with the summary of its last signed facts (null before a describe), as `GET /nodes` lists it. */
-export type TargetRow = TargetInfo & { readonly facts: JsonObject | null };
+/**
+ * A target with the summary of its last signed facts (null before a describe) and the operator's marks on it
+ * (issue 16: `berth node cordon|drain|forget`), as `GET /nodes` lists it.
+ */
+export type TargetRow = TargetInfo & {
+  readonly facts: JsonObject | null;
+  readonly cordoned: boolean;
+  readonly cordon_reason: string | null;
+  readonly forgotten_ms: number | null;
+  readonly forget_reason: string | null;
+};
 
 /** A placement with what its node says of it now. */
 export type InstanceRow = PlacementRecord & { readonly state: string; readonly status: JsonObject | null };
@@ -44,7 +54,8 @@ export interface ControllerBackend {
   setTier(ref: string, tier: Tier): Promise<boolean>;
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
   place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
-  instances(): Promise<InstanceRow[]>;
+  /** The placements with their nodes' states, and (issue 16) those taken off their node whose old copy is still reconciled. */
+  instances(): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
   /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
   instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;
   unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;

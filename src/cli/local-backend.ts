@@ -96,7 +96,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       withController(controllerFlags, async (c, key, connector) => {
         // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
         await c.refreshTargets();
-        return instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend }));
+        return { placements: await instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend })), moved: await c.moves.moved() };
       }),
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>

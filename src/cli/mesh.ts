@@ -7,6 +7,7 @@
 import { Argument, type Command, Option } from "commander";
 import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
+import type { MovedRecord } from "../mesh/controller/move-records.js";
 import { type InstanceRow, openBackend, type TargetRow, type Tier } from "./backend.js";
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
@@ -52,7 +53,8 @@ export function age(sinceMs: number, nowMs: number): string {
 
 function targetTable(targets: readonly TargetRow[], json: boolean | undefined): string {
   if (targets.length === 0) return "no targets; add one with `berth nodes add HOST:PORT --tier paired`";
-  const note = (t: TargetRow) => (t.unreachable_since_ms === null ? (t.error ?? "") : `unreachable since ${new Date(t.unreachable_since_ms).toISOString()}${t.error ? `: ${t.error}` : ""}`);
+  const contact = (t: TargetRow) => (t.unreachable_since_ms === null ? (t.error ?? "") : `unreachable since ${new Date(t.unreachable_since_ms).toISOString()}${t.error ? `: ${t.error}` : ""}`);
+  const note = (t: TargetRow) => [nodeMarks(t), contact(t)].filter(Boolean).join("; ");
   const wide = wideOutput();
   const now = Date.now();
   const rows = targets.map((t) => [
@@ -66,6 +68,25 @@ function targetTable(targets: readonly TargetRow[], json: boolean | undefined): 
   ]);
   const palette = stdoutPalette(json);
   return renderTable(["NODE", "NAME", "ADDRESS", "TIER", "LIVENESS", ...(wide ? ["BOARD", "ARCH", "BOOT", "LAST OK"] : []), "NOTE"], rows, { palette, paint: paintColumns(palette, [3, 4]) });
+}
+
+/** Issue 16: the operator's marks on a node, first in its NOTE (a forgotten node is cordoned too: forget says it all). */
+export function nodeMarks(t: Pick<TargetRow, "cordoned" | "cordon_reason" | "forgotten_ms" | "forget_reason">): string {
+  if (t.forgotten_ms !== null && t.forgotten_ms !== undefined) return `forgotten ${new Date(t.forgotten_ms).toISOString()}${t.forget_reason ? ` (${t.forget_reason})` : ""}`;
+  if (t.cordoned) return `cordoned${t.cordon_reason ? ` (${t.cordon_reason})` : ""}`;
+  return "";
+}
+
+const MOVED_BY: Readonly<Record<MovedRecord["authority"], string>> = { lease: "lease ran out", lost: "lost", drain: "drained", forget: "node forgotten" };
+
+/**
+ * Issue 16: placements taken off their node, under the placements: the old copy berth still reconciles (stopped or
+ * unloaded when its node answers) and what replaced it.
+ */
+export function movedTable(list: readonly MovedRecord[], json: boolean | undefined, nowMs = Date.now()): string {
+  const rows = list.map((m) => [m.instance_id, m.name, m.node_id, MOVED_BY[m.authority] ?? m.authority, age(m.moved_ms, nowMs), String(m.moves), m.successor === null ? "not placed again yet" : `decision ${m.successor.slice(0, 12)}`]);
+  const table = renderTable(["OLD INSTANCE", "NAME", "OLD NODE", "MOVED BY", "AGE", "MOVES", "REPLACED BY"], rows, { palette: stdoutPalette(json) });
+  return `moved off their node (each old copy is stopped or unloaded when its node answers):\n${table}`;
 }
 
 function instanceTable(list: readonly InstanceRow[], json: boolean | undefined): string {
@@ -212,8 +233,9 @@ export function registerMeshCommands(program: Command): void {
     async (opts: ControllerVerbFlags & WatchFlags, cmd: Command) => {
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
-        const list = await backend.instances();
-        return { doc: { placements: list }, text: instanceTable(list, opts.json) };
+        const { placements: list, moved } = await backend.instances();
+        const text = instanceTable(list, opts.json);
+        return { doc: { placements: list, moved }, text: moved.length === 0 ? text : `${text}\n\n${movedTable(moved, opts.json)}` };
       });
     },
   );

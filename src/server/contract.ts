@@ -39,6 +39,10 @@ export const TargetInfoSchema = z.looseObject({
   facts_expire_at_ms: z.number().nullable(),
   error: z.string().nullable(),
   facts: Json.nullable().meta({ description: "summary of the node's last signed facts (board, arch, labels, memory); null before a describe" }),
+  cordoned: z.boolean().meta({ description: "issue 16: the operator cordoned the node (berth node cordon, drain or forget): no new placements" }),
+  cordon_reason: z.string().nullable(),
+  forgotten_ms: z.number().nullable().meta({ description: "issue 16: when the operator declared the node dead for good (berth node forget); null if never" }),
+  forget_reason: z.string().nullable(),
 });
 
 export const PlacementRecordSchema = z.strictObject({
@@ -139,6 +143,19 @@ export const VerbResultSchema = z
     reason: z.string().optional(),
   })
   .meta({ description: "the controller's VerbResult: ok with the node's result, or refused/unreachable/indeterminate/error with why" });
+
+/** Issue 16: a placement taken off its node (move-records.ts `MovedRecord`); its old copy may still be there. */
+const MovedSchema = z.strictObject({
+  instance_id: z.string(),
+  name: z.string(),
+  node_id: z.string().meta({ description: "the node the placement was taken off (the old copy's node)" }),
+  decision_id: z.string(),
+  package_id: z.string(),
+  authority: z.enum(["lease", "lost", "drain", "forget"]).meta({ description: "who moved it: a dead leased node's lease ran out, a lost instance, berth node drain, berth node forget" }),
+  moved_ms: z.number(),
+  moves: z.number().meta({ description: "the lineage's moves including this one (at most 5)" }),
+  successor: z.string().nullable().meta({ description: "the decision that placed the agent elsewhere (or took its name); null while nothing has" }),
+});
 
 const InstanceSchema = PlacementRecordSchema.extend({
   state: z.string().meta({ description: "the node's state for the instance from a signed status (running, exited, …), or unknown when it did not answer" }),
@@ -323,6 +340,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "getPlacement", method: "GET", path: "/placements/{decision_id}", tag: "placements", summary: "a past decision with its candidates, attempts and explain", params: Inputs.decisionRef, status: 200, response: PastDecisionSchema, errors: [404] },
 
   { id: "listInstances", method: "GET", path: "/instances", tag: "instances", summary: "placed instances with the node's state (one signed status per node)", status: 200, response: list("instances", InstanceSchema) },
+  { id: "listMoved", method: "GET", path: "/moved", tag: "instances", summary: "placements taken off their node (issue 16: lease, loss, drain, forget) whose old copy berth still reconciles", status: 200, response: list("moved", MovedSchema) },
   { id: "getInstance", method: "GET", path: "/instances/{id}", tag: "instances", summary: "one instance's signed status from its node", params: Inputs.instanceRef, status: 200, response: VerbResultSchema, errors: [404, 502] },
   ...(["start", "stop", "unload"] as const).map(
     (verb): RouteSpec => ({ id: `${verb}Instance`, method: "POST", path: `/instances/{id}/${verb}`, tag: "instances", mutating: true, summary: `${verb} an instance through its node`, params: Inputs.instanceRef, body: Inputs.instanceVerb, status: 200, response: VerbResultSchema, errors: [404, 409, 502] }),

@@ -63,6 +63,10 @@ describe("berth node cordon, uncordon, forget and drain", () => {
     expect(again.stdout).toContain("already cordoned; nothing changed");
     const dry = await run(home, ["place", pkg, "--dry-run", "--local"]);
     expect(dry.stdout).toContain("cordoned: the operator cordoned this node");
+    // The lists people read say so too: `berth nodes list` in its NOTE and its document.
+    const marked = await run(home, ["nodes", "list", "--json", "--local"]);
+    expect(marked.doc.targets).toEqual([expect.objectContaining({ node_id: node.nodeId, cordoned: true, cordon_reason: "disk check", forgotten_ms: null })]);
+    expect((await run(home, ["nodes", "list", "--local"])).stdout).toContain("cordoned (disk check)");
 
     // Through the berth serve running on the home: uncordon, place, then forget releases the placement at once.
     const serve = spawnNode([MAIN, "serve", "--port", "0", "--json"], { env: { BERTH_HOME: home } });
@@ -73,8 +77,18 @@ describe("berth node cordon, uncordon, forget and drain", () => {
     const placed = await run(home, ["place", pkg, "--name", "scout", "--json"]);
     expect(placed.code, placed.stderr).toBe(0);
     const instance = String((placed.doc.placed as JsonObject).instance_id);
+    // forget is for a node gone for good: its daemon and agent die first, so berth cannot stop the old copy yet.
+    await node.killWithInstances();
     const forget = await run(home, ["node", "forget", node.nodeId, "--reason", "the Pi lost power for good", "--json"]);
     expect([forget.code, forget.doc.released], forget.stderr).toEqual([0, [{ instance_id: instance, name: "scout" }]]);
+    // The placement taken off the forgotten node is listed as moved until its old copy is known gone, and the node
+    // says it is forgotten, with why.
+    const listed = await run(home, ["instances", "--json"]);
+    expect(listed.doc.moved, listed.stderr).toEqual([expect.objectContaining({ instance_id: instance, name: "scout", node_id: node.nodeId, authority: "forget" })]);
+    const listedText = (await run(home, ["instances"])).stdout;
+    expect(listedText).toContain("moved off their node");
+    expect(listedText).toMatch(new RegExp(`${instance}.*scout.*node forgotten`));
+    expect((await run(home, ["nodes", "list"])).stdout).toContain("(the Pi lost power for good)");
     const text = await run(home, ["node", "uncordon", node.nodeId, "--reason", "back in service"]);
     expect(text.stdout).toContain(`node ${node.nodeId}: uncordoned`);
     const routes = (await apiRoutes(home)).slice(before);

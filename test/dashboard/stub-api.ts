@@ -65,6 +65,10 @@ function nodesOf(described: boolean) {
     last_ok_ms: described ? Date.now() : null,
     facts_expire_at_ms: null,
     error: null,
+    cordoned: false,
+    cordon_reason: null,
+    forgotten_ms: null,
+    forget_reason: null,
     facts: described ? { name, os: "linux", arch: "aarch64", board: "pi5", cpu_count: 4, load1_milli: 250, memory_total_bytes: 8_455_716_864, memory_available_bytes: 6_341_787_648, accelerators: [], labels: {}, issued_at_ms: 0 } : null,
   }));
 }
@@ -82,6 +86,26 @@ export interface StubOptions {
    * and a refused workload in the chain.
    */
   readonly troubled?: boolean;
+  /**
+   * Nodes the operator marked (issue 16): `MARKED.cordoned` cordoned for a disk swap, `MARKED.forgotten` forgotten,
+   * and the placement that was on it listed as moved (`GET /moved`), replaced by `MARKED.successor`.
+   */
+  readonly marked?: boolean;
+}
+
+export const MARKED = {
+  cordoned: "1".repeat(32),
+  cordonReason: "disk swap on saturday",
+  forgotten: "2".repeat(32),
+  forgetReason: "burnt power supply",
+  movedInstance: "agent-0003-old",
+  successor: "s".repeat(64),
+} as const;
+
+function markedNode<T extends { node_id: string }>(n: T): T {
+  if (n.node_id === MARKED.cordoned) return { ...n, cordoned: true, cordon_reason: MARKED.cordonReason };
+  if (n.node_id === MARKED.forgotten) return { ...n, liveness: "dead", cordoned: true, cordon_reason: MARKED.forgetReason, forgotten_ms: Date.now() - 3_600_000, forget_reason: MARKED.forgetReason };
+  return n;
 }
 
 export const TROUBLE = {
@@ -99,6 +123,10 @@ function troubleEvents() {
 export async function startStub(webRoot: string, count: number, options: StubOptions = {}): Promise<{ url: string; server: Server }> {
   let described = options.restarted !== true;
   const troubled = options.troubled === true;
+  const marked = options.marked === true;
+  const moved = marked
+    ? [{ instance_id: MARKED.movedInstance, name: "agent-0003", node_id: MARKED.forgotten, decision_id: "d".repeat(64), package_id: "p".repeat(64), authority: "forget", moved_ms: Date.now() - 3_500_000, moves: 1, successor: MARKED.successor }]
+    : [];
   const base = instancesOf(count);
   const twin = base.find((i) => i.name === TROUBLE.duplicate);
   const instances = troubled && twin ? [...base, { ...twin, instance_id: `${twin.instance_id}-twin`, node_id: "0".repeat(32), state: "running" }] : base;
@@ -113,9 +141,12 @@ export async function startStub(webRoot: string, count: number, options: StubOpt
     }
     if (path === "/api/v1/nodes") {
       if (new URLSearchParams(query).get("refresh") === "true") described = true;
-      const nodes = nodesOf(described).map((n) => (troubled && n.node_id === TROUBLE.deadNode ? { ...n, liveness: "dead", error: "connect ECONNREFUSED 127.0.0.1:7002" } : n));
+      const nodes = nodesOf(described)
+        .map((n) => (troubled && n.node_id === TROUBLE.deadNode ? { ...n, liveness: "dead", error: "connect ECONNREFUSED 127.0.0.1:7002" } : n))
+        .map((n) => (marked ? markedNode(n) : n));
       return send(res, 200, "application/json", JSON.stringify({ nodes }));
     }
+    if (path === "/api/v1/moved") return send(res, 200, "application/json", JSON.stringify({ moved }));
     if (path === "/api/v1/agents") return send(res, 200, "application/json", JSON.stringify({ agents: [] }));
     if (path === "/api/v1/unsettled") return send(res, 200, "application/json", JSON.stringify({ unsettled }));
     const head = events.length - 1;

@@ -3,7 +3,7 @@ import { alertsOf } from "./alerts";
 import type { AgentState, AuditEvent, InstanceInfo, NodeInfo } from "./types";
 
 const node = (name: string, liveness: NodeInfo["liveness"], error: string | null = null): NodeInfo => ({
-  addr: `${name}:1`, node_id: `${name}-id`, key: null, name, tier: "paired", tier_source: "api", liveness, boot_id: null, learned_ms: null, last_ok_ms: null, facts_expire_at_ms: null, error, facts: null,
+  addr: `${name}:1`, node_id: `${name}-id`, key: null, name, tier: "paired", tier_source: "api", liveness, boot_id: null, learned_ms: null, last_ok_ms: null, facts_expire_at_ms: null, error, facts: null, cordoned: false, cordon_reason: null, forgotten_ms: null, forget_reason: null,
 });
 const instance = (name: string, id: string, state: string): InstanceInfo => ({
   instance_id: id, name, node_id: "n", decision_id: "d", variant: "v", route: "native", package_id: "p", placed_ms: 0, adopted: false, pending: null, state, status: null,

@@ -11,6 +11,7 @@ import type {
   DeployOutcome,
   InstanceInfo,
   KubernetesAgents,
+  MovedInfo,
   NodeInfo,
   PackageInfo,
   PlacementRecord,
@@ -117,6 +118,9 @@ export class BerthApi {
   }
   instances() {
     return this.request<{ instances: InstanceInfo[] }>("GET", "/instances");
+  }
+  moved() {
+    return this.request<{ moved: MovedInfo[] }>("GET", "/moved");
   }
   instanceVerb(id: string, verb: "start" | "stop" | "unload") {
     return this.request<unknown>("POST", `/instances/${encodeURIComponent(id)}/${verb}`, {});

@@ -499,6 +499,23 @@ export interface paths {
         readonly patch?: never;
         readonly trace?: never;
     };
+    readonly "/api/v1/moved": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        /** placements taken off their node (issue 16: lease, loss, drain, forget) whose old copy berth still reconciles */
+        readonly get: operations["listMoved"];
+        readonly put?: never;
+        readonly post?: never;
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
     readonly "/api/v1/nodes": {
         readonly parameters: {
             readonly query?: never;
@@ -3667,6 +3684,72 @@ export interface operations {
             };
         };
     };
+    readonly listMoved: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly moved: readonly {
+                            /**
+                             * @description who moved it: a dead leased node's lease ran out, a lost instance, berth node drain, berth node forget
+                             * @enum {string}
+                             */
+                            readonly authority: "lease" | "lost" | "drain" | "forget";
+                            readonly decision_id: string;
+                            readonly instance_id: string;
+                            readonly moved_ms: number;
+                            /** @description the lineage's moves including this one (at most 5) */
+                            readonly moves: number;
+                            readonly name: string;
+                            /** @description the node the placement was taken off (the old copy's node) */
+                            readonly node_id: string;
+                            readonly package_id: string;
+                            /** @description the decision that placed the agent elsewhere (or took its name); null while nothing has */
+                            readonly successor: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     readonly listNodes: {
         readonly parameters: {
             readonly query?: {
@@ -3688,12 +3771,18 @@ export interface operations {
                         readonly nodes: readonly ({
                             readonly addr: string;
                             readonly boot_id: string | null;
+                            readonly cordon_reason: string | null;
+                            /** @description issue 16: the operator cordoned the node (berth node cordon, drain or forget): no new placements */
+                            readonly cordoned: boolean;
                             readonly error: string | null;
                             /** @description summary of the node's last signed facts (board, arch, labels, memory); null before a describe */
                             readonly facts: {
                                 readonly [key: string]: unknown;
                             } | null;
                             readonly facts_expire_at_ms: number | null;
+                            readonly forget_reason: string | null;
+                            /** @description issue 16: when the operator declared the node dead for good (berth node forget); null if never */
+                            readonly forgotten_ms: number | null;
                             readonly key: string | null;
                             readonly last_ok_ms: number | null;
                             readonly learned_ms: number | null;
@@ -3768,12 +3857,18 @@ export interface operations {
                         readonly node: {
                             readonly addr: string;
                             readonly boot_id: string | null;
+                            readonly cordon_reason: string | null;
+                            /** @description issue 16: the operator cordoned the node (berth node cordon, drain or forget): no new placements */
+                            readonly cordoned: boolean;
                             readonly error: string | null;
                             /** @description summary of the node's last signed facts (board, arch, labels, memory); null before a describe */
                             readonly facts: {
                                 readonly [key: string]: unknown;
                             } | null;
                             readonly facts_expire_at_ms: number | null;
+                            readonly forget_reason: string | null;
+                            /** @description issue 16: when the operator declared the node dead for good (berth node forget); null if never */
+                            readonly forgotten_ms: number | null;
                             readonly key: string | null;
                             readonly last_ok_ms: number | null;
                             readonly learned_ms: number | null;

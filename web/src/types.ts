@@ -25,6 +25,8 @@ export type Tier = NodeInfo["tier"];
 export type PackageInfo = Answer<"listPackages">["packages"][number];
 export type PlacementRecord = Answer<"listPlacements">["placements"][number];
 export type InstanceInfo = Answer<"listInstances">["instances"][number];
+/** A placement taken off its node (issue 16) whose old copy berth still stops or unloads when the node answers. */
+export type MovedInfo = Answer<"listMoved">["moved"][number];
 /** A fresh decision: `POST /placements` and its dry run `POST /placements/explain` answer alike. */
 export type PlaceReport = Answer<"place"> | Answer<"explain">;
 /** A past decision (`GET /placements/{decision_id}`), with its state; the explain view reads either. */

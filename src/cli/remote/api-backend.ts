@@ -9,6 +9,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import type { AgentState, LogsAnswer } from "../../agents/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
+import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "../backend.js";
 import { CliError, invalidInput, placeRefused, unknownAgent } from "../errors.js";
 import { type ApiAnswer, apiRequest as sendOnce, type ServerTarget } from "./http.js";
@@ -115,7 +116,10 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       if (isErrorBody(a.body) && a.body.error.code !== "invalid_request" && [400, 409, 422].includes(a.status)) throw placeRefused(a.body.error.code, a.body.error.message, a.body.error.constraints ?? []);
       throw failed(t, a);
     },
-    instances: async () => ((await call("GET", "/instances")) as { instances: InstanceRow[] }).instances,
+    instances: async () => ({
+      placements: ((await call("GET", "/instances")) as { instances: InstanceRow[] }).instances,
+      moved: ((await call("GET", "/moved")) as { moved: MovedRecord[] }).moved,
+    }),
     instance: async (verb, id, opts) => {
       const path = `/instances/${encodeURIComponent(id)}`;
       const a =

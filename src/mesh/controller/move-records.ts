@@ -106,6 +106,14 @@ export class MoveRecords {
       : { node_id: nodeId, cordoned: false, cordon_reason: null, forgotten_ms: null, forget_reason: null };
   }
 
+  /** Every node the operator marked (cordoned, forgotten, or once either), for the lists people read. */
+  async admins(): Promise<NodeAdmin[]> {
+    const rows = await this.read((q) =>
+      q.all<{ node_id: string; cordoned: number; cordon_reason: string | null; forgotten_ms: number | string | null; forget_reason: string | null }>("SELECT * FROM mesh_node_admin ORDER BY node_id"),
+    );
+    return rows.map((row) => ({ ...row, cordoned: Number(row.cordoned) === 1, forgotten_ms: row.forgotten_ms === null ? null : Number(row.forgotten_ms) }));
+  }
+
   /** Node ids the engine must not place on (core/placement `cordoned`). */
   async cordoned(): Promise<string[]> {
     return (await this.read((q) => q.all<{ node_id: string }>("SELECT node_id FROM mesh_node_admin WHERE cordoned = 1 ORDER BY node_id"))).map((r) => r.node_id);

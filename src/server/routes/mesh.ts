@@ -39,9 +39,24 @@ function factsSummary(view: NodeView | undefined): JsonObject | null {
 }
 
 /** Targets with a summary of their facts; `berth nodes list` prints the same rows on its own files (src/cli). */
+/**
+ * The targets as the lists show them: each with its facts summary and (issue 16) the operator's marks on it, so a
+ * cordoned or forgotten node says so wherever nodes are listed (`berth nodes list`, the dashboard).
+ */
 export async function targetsWithFacts(controller: MeshController, targets: readonly TargetInfo[]) {
   const views = new Map((await controller.nodeViews()).map((v) => [v.node_id as string, v]));
-  return targets.map((t) => ({ ...t, facts: factsSummary(t.node_id === null ? undefined : views.get(t.node_id)) }));
+  const marks = new Map((await controller.moves.admins()).map((a) => [a.node_id, a]));
+  return targets.map((t) => {
+    const m = t.node_id === null ? undefined : marks.get(t.node_id);
+    return {
+      ...t,
+      facts: factsSummary(t.node_id === null ? undefined : views.get(t.node_id)),
+      cordoned: m?.cordoned ?? false,
+      cordon_reason: m?.cordoned ? m.cordon_reason : null,
+      forgotten_ms: m?.forgotten_ms ?? null,
+      forget_reason: m?.forget_reason ?? null,
+    };
+  });
 }
 
 const withFacts = (ctx: CallContext, targets: readonly TargetInfo[]) => targetsWithFacts(ctx.state.controller, targets);
@@ -203,6 +218,7 @@ export const meshHandlers: Handlers = {
   },
 
   listInstances: async (_i, ctx) => ({ body: { instances: await instancesWithState(ctx.state.controller, ctx.state.client) } }),
+  listMoved: async (_i, ctx) => ({ body: { moved: (await ctx.state.controller.moves.moved()).map((m) => ({ ...m })) } }),
   getInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("status", (i.params as In<typeof Inputs.instanceRef>).id)),
   startInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("start", (i.params as In<typeof Inputs.instanceRef>).id)),
   stopInstance: async (i, ctx) => {

@@ -5,14 +5,14 @@
 import { useCallback, useMemo } from "preact/hooks";
 import { ExplainView } from "../explain";
 import { FollowedLogs } from "../follow-logs";
-import { timeOf } from "../format";
+import { ago, timeOf } from "../format";
 import { AgentLink, DecisionLink, InstanceLink } from "../links";
 import { type Live, useResource } from "../live";
 import { NodeCell, type NodeNames, useNodeNames } from "../node-names";
 import { ErrorNotice, Loaded } from "../notice";
 import { href, navigate } from "../route";
 import { type Column, FilteredTable } from "../table";
-import type { InstanceInfo } from "../types";
+import type { InstanceInfo, MovedInfo } from "../types";
 import { VerbButton } from "../verbs";
 
 /**
@@ -74,6 +74,55 @@ function InstanceDetails({ instance, names }: { instance: InstanceInfo; names: N
   );
 }
 
+/** Who took a placement off its node, as `berth instances` words it (src/cli/mesh.ts). */
+const MOVED_BY: Readonly<Record<MovedInfo["authority"], string>> = { lease: "lease ran out", lost: "lost", drain: "drained", forget: "node forgotten" };
+
+/**
+ * Placements taken off their node (issue 16: a lease that ran out, a lost instance, a drain, a forget): the old copy
+ * may still live on a node that has not answered since, and berth stops or unloads it when it does. Shown under the
+ * instances so nobody mistakes a cut-off node's agent for an orphan; nothing is shown when there is none.
+ */
+function MovedList({ names }: { names: NodeNames }) {
+  const moved = useResource(({ api }) => api.moved());
+  const rows = moved.data?.moved ?? [];
+  if (moved.error === null && rows.length === 0) return null;
+  return (
+    <section aria-labelledby="moved-title">
+      <h3 id="moved-title">Moved off their node</h3>
+      <p class="hint">Each old copy is stopped or unloaded when its node answers.</p>
+      <ErrorNotice error={moved.error} action="Loading the moved placements" />
+      <table aria-label="moved">
+        <thead>
+          <tr>
+            <th>name</th>
+            <th>old instance</th>
+            <th>old node</th>
+            <th>moved by</th>
+            <th>when</th>
+            <th>replaced by</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((m) => (
+            <tr key={m.instance_id}>
+              <td>{m.name}</td>
+              <td>
+                <code>{m.instance_id}</code>
+              </td>
+              <td>
+                <NodeCell id={m.node_id} names={names} />
+              </td>
+              <td>{MOVED_BY[m.authority] ?? m.authority}</td>
+              <td title={timeOf(m.moved_ms)}>{ago(m.moved_ms, Date.now())}</td>
+              <td>{m.successor === null ? "not placed again yet" : <DecisionLink id={m.successor} />}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
 export function InstancesView({ selected }: { selected: string | null }) {
   const instances = useResource(loadInstances);
   const names = useNodeNames();
@@ -108,6 +157,7 @@ export function InstancesView({ selected }: { selected: string | null }) {
           <FilteredTable label="instances" rows={data.instances} columns={columns} rowKey={(i) => i.instance_id} searchText={search} empty="No instance is placed." />
         )}
       </Loaded>
+      <MovedList names={names} />
     </section>
   );
 }

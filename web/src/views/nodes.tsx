@@ -50,6 +50,16 @@ function factsSummary(facts: NodeInfo["facts"]): string {
     .join(" · ");
 }
 
+/**
+ * The operator's marks on a node (issue 16: `berth node cordon|drain|forget`), as `berth nodes list` words them: a
+ * forgotten node is cordoned too, and forget says it all. Empty for a node nobody marked.
+ */
+export function operatorMark(n: NodeInfo): string {
+  if (n.forgotten_ms !== null) return `forgotten ${timeOf(n.forgotten_ms)}${n.forget_reason ? ` (${n.forget_reason})` : ""}`;
+  if (n.cordoned) return `cordoned${n.cordon_reason ? ` (${n.cordon_reason})` : ""}`;
+  return "";
+}
+
 const TIERS = ["discovered", "paired", "pinned"] as const;
 
 /** The operator's tier for a node (never self-asserted): changing it is a chained `peer.tier` through the API. */
@@ -88,6 +98,7 @@ const columns: Column<NodeInfo>[] = [
   { header: "address", cell: (n) => n.addr },
   { header: "tier", cell: (n) => <TierSelect node={n} /> },
   { header: "liveness", cell: (n) => <span class={`liveness ${n.liveness}`}>{n.liveness}</span> },
+  { header: "operator", cell: (n) => <span class="mark">{operatorMark(n)}</span> },
   { header: "last answer", cell: (n) => <span title={timeOf(n.last_ok_ms)}>{ago(n.last_ok_ms, Date.now())}</span> },
   { header: "memory", cell: (n) => resourcesOf(n).memory },
   { header: "load", cell: (n) => resourcesOf(n).load },
@@ -106,7 +117,7 @@ const columns: Column<NodeInfo>[] = [
   { header: "error", cell: (n) => n.error ?? "" },
 ];
 
-const searchText = (n: NodeInfo) => [n.name, n.node_id, n.addr, n.tier, n.liveness, factsSummary(n.facts)].join(" ");
+const searchText = (n: NodeInfo) => [n.name, n.node_id, n.addr, n.tier, n.liveness, operatorMark(n), factsSummary(n.facts)].join(" ");
 
 function NodeDetails({ node }: { node: NodeInfo }) {
   const instances = useResource(loadInstances);
@@ -131,6 +142,12 @@ function NodeDetails({ node }: { node: NodeInfo }) {
         <dd>
           {node.tier} ({node.tier_source})
         </dd>
+        {operatorMark(node) ? (
+          <>
+            <dt>operator</dt>
+            <dd>{operatorMark(node)}: nothing new is placed here</dd>
+          </>
+        ) : null}
         <dt>platform</dt>
         <dd>{r.platform}</dd>
         <dt>memory</dt>
