@@ -50,6 +50,8 @@ async function backupThrough(server: ServerTarget, file: string, force: boolean)
   const copied: CopiedDatabase[] = [];
   for (const db of HOME_DATABASES) {
     const a = await askServer(server, "POST", "/backup", { database: db.name });
+    // The server's store is PostgreSQL: a request that cannot be made (exit 2), as the same backup on the files.
+    if (a.status === 409 && (a.body as { error?: { code?: string } } | null)?.error?.code === "postgres_store") throw new CliError(String((a.body as { error: { message: string } }).error.message), 2, { kind: "usage" });
     // A home without k8s.db has nothing to send for it, as a local backup skips it.
     if (a.status === 404 && !db.required) continue;
     if (a.status !== 200) throw failed(server, a);
@@ -74,6 +76,16 @@ async function backupThrough(server: ServerTarget, file: string, force: boolean)
 
 const targetFlags = (opts: { dataDir: string; local?: boolean }, cmd: Command) => ({ local: opts.local === true, dataDir: opts.dataDir, explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
 
+/**
+ * Refuses `verb` on the files when this invocation's controller store is PostgreSQL (--database or
+ * $BERTH_DATABASE_URL, issue 20): the home's controller.db is then not the controller's state.
+ */
+async function refuseOnPostgres(verb: "backup" | "restore", flag: string | undefined): Promise<void> {
+  const [{ databaseOf }, { parseDatabaseAddress }, { redactedUrl }, { postgresStoreRefusal }] = await Promise.all([import("./database.js"), import("../store/open.js"), import("../store/redact.js"), import("../up/backup.js")]);
+  const address = databaseOf(flag);
+  if (address !== undefined && parseDatabaseAddress(address, "").kind === "postgres") throw new CliError(postgresStoreRefusal(verb, redactedUrl(address)), 2, { kind: "usage" });
+}
+
 export function registerBackupCommands(program: Command): void {
   program
     .command("backup <file>")
@@ -81,8 +93,9 @@ export function registerBackupCommands(program: Command): void {
     .option("--data-dir <dir>", "berth home", berthHome())
     .option("--force", "replace FILE if it exists")
     .option("--local", "back up this machine's home, not the current context's or the running `berth serve`'s")
+    .option("--database <url>", "the controller's store (default $BERTH_DATABASE_URL): a PostgreSQL store is refused, back it up with pg_dump")
     .option("--json", "one JSON document: each database copied, its events and chain head")
-    .action(async (file: string, opts: { dataDir: string; force?: boolean; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (file: string, opts: { dataDir: string; force?: boolean; local?: boolean; database?: string; json?: boolean }, cmd: Command) => {
       const { serverFor } = await import("./remote/server-verb.js");
       const remote = await serverFor(targetFlags(opts, cmd));
       let home: string;
@@ -90,6 +103,7 @@ export function registerBackupCommands(program: Command): void {
       if (remote) {
         ({ home, copied } = await backupThrough(remote.server, file, Boolean(opts.force)));
       } else {
+        await refuseOnPostgres("backup", opts.database);
         const { backupHome } = await import("../up/backup.js");
         home = resolve(opts.dataDir);
         copied = await asCliError(() => backupHome(home, file, { force: Boolean(opts.force) }));
@@ -103,8 +117,10 @@ export function registerBackupCommands(program: Command): void {
     .description("put a backup made by `berth backup FILE` back into the home (berth down first); the replaced databases are kept beside. On the controller host only: never through a server")
     .option("--data-dir <dir>", "berth home", berthHome())
     .option("--local", "restore into this machine's home (required when a context or BERTH_ADDR is set)")
+    .option("--database <url>", "the controller's store (default $BERTH_DATABASE_URL): a PostgreSQL store is refused, restore it with pg_restore")
     .option("--json", "one JSON document: each database restored and where the one it replaced was kept")
-    .action(async (file: string, opts: { dataDir: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (file: string, opts: { dataDir: string; local?: boolean; database?: string; json?: boolean }, cmd: Command) => {
+      await refuseOnPostgres("restore", opts.database);
       const [{ serverFor, localOnly }, { findLocalServer }] = await Promise.all([import("./remote/server-verb.js"), import("./remote/serve-file.js")]);
       // A serve on this very home holds its databases open: --local does not make replacing them safe.
       const running = findLocalServer(resolve(opts.dataDir));

@@ -89,7 +89,7 @@ export const OPERATOR_ROUTES: readonly RouteSpec[] = [
     path: "/backup",
     tag: "operator",
     mutating: true,
-    summary: "SQLite's online backup of one of the home's databases, answered whole (base64) with its events, chain head and SHA-256; chained as an api.call",
+    summary: "SQLite's online backup of one of the home's databases, answered whole (base64) with its events, chain head and SHA-256; chained as an api.call. 409 postgres_store: the controller's store is PostgreSQL, backed up with its own tools",
     body: OperatorInputs.backup,
     status: 200,
     response: z.strictObject({
@@ -101,7 +101,7 @@ export const OPERATOR_ROUTES: readonly RouteSpec[] = [
       sha256: z.string(),
       base64: z.string(),
     }),
-    errors: [404],
+    errors: [404, 409],
   },
   { id: "auditVerifyPinned", method: "POST", path: "/audit/verify", tag: "audit", summary: "verify the stored chain under a pinned key, checkpoints held elsewhere and an expected head (reads only)", body: OperatorInputs.verifyPinned, status: 200, response: VerifyResultSchema, errors: [404] },
   {

@@ -33,6 +33,16 @@ export class BackupError extends Error {
   override name = "BackupError";
 }
 
+/**
+ * Why a PostgreSQL store is not backed up (or restored) here (issue 20): berth's backup copies SQLite files with
+ * SQLite's online backup, and the controller's state is then not in the home at all. Copying the home's stale or
+ * absent controller.db would look like a backup and restore nothing; the database's own tools do it properly and
+ * consistently (pg_dump, or the provider's snapshots), and `berth audit verify --database URL` checks a restored copy.
+ */
+export function postgresStoreRefusal(verb: "backup" | "restore", redactedAddress: string): string {
+  return `the controller's store is PostgreSQL (${redactedAddress}), not controller.db in the home: ${verb === "backup" ? "back it up" : "restore it"} with PostgreSQL's own tools (${verb === "backup" ? "pg_dump --format=custom" : "pg_restore"}, or your provider's snapshots), then check it with \`berth audit verify --database URL\`; nothing was done`;
+}
+
 export interface CopiedDatabase {
   readonly database: string;
   readonly file: string;

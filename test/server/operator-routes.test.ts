@@ -7,6 +7,7 @@ import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { OPERATOR_ROUTES } from "../../src/server/contract-operator.js";
 import { API_BASE } from "../../src/server/openapi.js";
+import { TEST_ENGINE } from "../support/test-database.js";
 import { type ApiFixture, apiFixture, closeFixtures, type ErrorBody } from "./support.js";
 
 let fx: ApiFixture;
@@ -52,7 +53,22 @@ describe("the operator routes", () => {
     expect([q.status, (q.body as ErrorBody).error.issues?.[0]?.path]).toEqual([400, "query.chain"]);
   });
 
-  it("back up the controller database whole, checked by its SHA-256, and chain the call", async () => {
+  // One of the two, by the engine under test (never a skipped test): PostgreSQL is backed up with its own tools.
+  const onPostgres = TEST_ENGINE === "postgres" ? it : () => {};
+  const onSqlite = TEST_ENGINE === "sqlite" ? it : () => {};
+  onPostgres("refuse to back up a PostgreSQL store, naming pg_dump, and chain the refusal", async () => {
+    const a = await fx.call("POST", `${API_BASE}/backup`, { body: {} });
+    expect([a.status, (a.body as ErrorBody).error.code], a.text.slice(0, 300)).toEqual([409, "postgres_store"]);
+    expect((a.body as ErrorBody).error.message).toContain("pg_dump");
+    expect((a.body as ErrorBody).error.message).not.toMatch(/:[^:@/]+@/);
+    const calls = (await fx.apiEvents()).filter((e) => e.payload.route === `${API_BASE}/backup`).map((e) => [e.payload.phase, e.payload.status ?? null]);
+    expect(calls.slice(-2)).toEqual([
+      ["request", null],
+      ["outcome", 409],
+    ]);
+  });
+
+  onSqlite("back up the controller database whole, checked by its SHA-256, and chain the call", async () => {
     const a = await fx.call("POST", `${API_BASE}/backup`, { body: {} });
     expect(a.status, a.text.slice(0, 300)).toBe(200);
     const b = a.body as { database: string; bytes: number; sha256: string; base64: string; events: number };

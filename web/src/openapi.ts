@@ -252,7 +252,7 @@ export interface paths {
         };
         readonly get?: never;
         readonly put?: never;
-        /** SQLite's online backup of one of the home's databases, answered whole (base64) with its events, chain head and SHA-256; chained as an api.call */
+        /** SQLite's online backup of one of the home's databases, answered whole (base64) with its events, chain head and SHA-256; chained as an api.call. 409 postgres_store: the controller's store is PostgreSQL, backed up with its own tools */
         readonly post: operations["backup"];
         readonly delete?: never;
         readonly options?: never;
@@ -2271,6 +2271,15 @@ export interface operations {
             };
             /** @description not_found */
             readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict (name_taken, k8s_not_configured, …) */
+            readonly 409: {
                 headers: {
                     readonly [name: string]: unknown;
                 };

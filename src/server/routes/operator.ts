@@ -70,7 +70,9 @@ export const operatorHandlers: Handlers = {
   },
   backup: async (i, ctx) => {
     const b = i.body as In<typeof OperatorInputs.backup>;
-    const { backupHome, BackupError } = await import("../../up/backup.js");
+    const { backupHome, BackupError, postgresStoreRefusal } = await import("../../up/backup.js");
+    const engine = ctx.state.controller.store.engine;
+    if (b.database === "controller.db" && engine.kind === "postgres") throw new ApiError(409, "postgres_store", postgresStoreRefusal("backup", engine.location));
     if (!existsSync(join(ctx.state.dataDir, b.database))) throw notFound(`${b.database} in the server's home`, b.database === "k8s.db" ? "it is created by the first Kubernetes deploy" : "the controller creates it when it starts");
     // The online backup of the whole home into a private temporary folder, of which the one database asked is sent.
     const dir = mkdtempSync(join(tmpdir(), "berth-backup-"));
