@@ -4,8 +4,9 @@
  * is real, and none writes the chain:
  *
  *   controller_chain  the controller's database is open and its chain tip reads
- *   store_writable    the store's write lock can be taken now (BEGIN IMMEDIATE, rolled back; a writer stuck
- *                     holding it, or a database opened read-only, fails here)
+ *   store_writable    the store's write lock can be taken now (SQLite: BEGIN IMMEDIATE; PostgreSQL: the chain rows'
+ *                     FOR UPDATE lock every append takes; both rolled back): a writer stuck holding it, a database
+ *                     opened read-only or a standby fails here (SQLITE_BUSY, 55P03 lock_not_available)
  *   data_dir_writable a file can be created, synced and removed in the berth home (a read-only or full disk)
  */
 import { closeSync, fsyncSync, openSync, rmSync, writeSync } from "node:fs";

@@ -124,7 +124,9 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   }, 60_000);
   checkpoints.unref();
   // Issue 20: every server competes for the store's leadership; only the leader places, settles and ticks.
-  state.controller.lead({
+  // What a takeover starts is waited for at close: it must not run on into a closed store.
+  let takeover: Promise<void> = Promise.resolve();
+  const lease = state.controller.lead({
     address: url,
     ttlMs: o.leaderTtlMs ?? leaderTtlFromEnv(process.env),
     onChange: (epoch, why) => {
@@ -135,12 +137,19 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       app.log.info({ epoch, why }, "leader of the store");
       // Describe every node at once (each then refuses the deposed leader, stale_epoch), then settle what the
       // previous leader left: owned decisions of a gone owner, unsettled ones.
-      state.controller
-        .refreshTargets()
-        .then(() => state.controller.settleReport())
-        .catch((error: unknown) => app.log.warn({ err: error }, "settle after taking the leadership failed"));
+      takeover = takeover.then(() =>
+        state.controller
+          .refreshTargets()
+          .then(() => state.controller.settleReport())
+          .then(
+            () => undefined,
+            (error: unknown) => app.log.warn({ err: error }, "settle after taking the leadership failed"),
+          ),
+      );
     },
   });
+  // Returned (and `berth serve` prints its URL) once the first election has run: a lone server leads from its first request.
+  await lease.started();
   const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
   // Issue 16: the reconcile loop acts only while this server leads the store (the leadership seam).
   const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed"), { shouldAct: () => state.controller.isLeader() }) : null;
@@ -165,6 +174,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
         await watch?.stop();
         await keeping?.stop();
         await app.close();
+        await takeover;
         await chain.checkpointIfDue(true);
         await state.close();
       })();

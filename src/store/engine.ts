@@ -45,7 +45,7 @@ export interface StoreEngine {
   read<T>(fn: (q: Query) => Promise<T>): Promise<T>;
   /**
    * Throws unless a write could start now: the store is open, not read-only, and its write lock (SQLite) or a
-   * connection (PostgreSQL) is had within `waitMs`. Writes nothing (`GET /readyz`).
+   * connection and the chain's row lock (PostgreSQL) are had within `waitMs`. Writes nothing (`GET /readyz`).
    */
   checkWritable(waitMs: number): Promise<void>;
   readonly closed: boolean;

@@ -25,6 +25,15 @@ async function databaseNow(tx: Query): Promise<number> {
   return Number(row?.now_ms);
 }
 
+/** Waits for `p` at most `ms` (its failure is not this wait's concern). */
+async function withinWait(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  })]);
+  clearTimeout(timer);
+}
+
 const LEADER_COLUMNS = "owner_id, epoch, renewed_ms, ttl_ms, address, host, pid, released_ms";
 
 /** BIGINT columns come back as numbers from both engines; this keeps the row honest anyway. */
@@ -88,6 +97,8 @@ export class LeaderLease {
   private timer: NodeJS.Timeout | null = null;
   /** The step in flight: a slow store never runs two at once, and `stop()` waits for it. */
   private stepping: Promise<void> | null = null;
+  /** The first step, until it settles: before it nobody knows who leads, so an answer waits for it. */
+  private first: Promise<void> | null = null;
 
   constructor(private readonly o: LeaderLeaseOptions) {
     this.timing = leaderTiming(o.ttlMs);
@@ -106,8 +117,20 @@ export class LeaderLease {
       });
     };
     tick();
+    const first = this.stepping as Promise<void> | null;
+    this.first = first?.finally(() => {
+      this.first = null;
+    }) ?? null;
     this.timer = setInterval(tick, this.timing.renewEveryMs);
     this.timer.unref();
+  }
+
+  /**
+   * Settles once the first take-or-renew has (a server returns from start-up after it, so a lone server's first
+   * write is never answered "no leader" merely because its election had not run yet). Never rejects.
+   */
+  async started(): Promise<void> {
+    await this.first;
   }
 
   isLeader(): boolean {
@@ -131,6 +154,8 @@ export class LeaderLease {
    * database cut or stalled just now) after that wait: the answer never waits on a database that may not answer.
    */
   async currentView(waitMs: number = this.timing.renewEveryMs): Promise<LeaderView> {
+    // Asked before the first step has settled (a write racing start-up): that step's answer, within the wait.
+    if (this.first !== null) await withinWait(this.first, waitMs);
     // A step held longer than its interval is a store that does not answer now, whatever the last one said.
     const stalled = this.stepping !== null && this.mono() - this.stepStartMono > this.timing.renewEveryMs;
     if (this.isLeader() || !this.reached || stalled) return this.view();

@@ -169,15 +169,36 @@ export class PostgresEngine implements StoreEngine {
 
   async checkWritable(waitMs: number): Promise<void> {
     if (this.ended) throw new Error("the controller store is closed");
+    const connecting = this.pool.connect();
+    let timer: NodeJS.Timeout | undefined;
     const client = await Promise.race([
-      this.pool.connect(),
-      new Promise<never>((_, reject) => setTimeout(() => reject(new Error("no PostgreSQL connection within the wait")), waitMs)),
-    ]);
+      connecting,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          // A connection had after the wait goes back to the pool instead of being held for ever.
+          connecting.then((late) => late.release(), () => undefined);
+          reject(new Error("no PostgreSQL connection within the wait"));
+        }, waitMs);
+      }),
+    ]).finally(() => clearTimeout(timer));
+    let broken = false;
     try {
       const row = (await client.query("SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby")).rows[0] as { ro: string; standby: boolean };
       if (row.ro === "on" || row.standby) throw new Error("the PostgreSQL server is read-only (a standby, or default_transaction_read_only)");
+      // Every write appends to a chain, and every append first locks its chain's row (engine-chain.ts): that lock is
+      // this engine's write lock, the twin of SQLite's BEGIN IMMEDIATE. Taken and let go at once, writing nothing; a
+      // writer stuck holding it fails here with 55P03 (lock_not_available) after the wait.
+      await client.query("BEGIN");
+      try {
+        await client.query(`SET LOCAL lock_timeout = ${Math.max(1, Math.floor(waitMs))}`);
+        await client.query("SELECT chain_id FROM audit_chain FOR UPDATE");
+      } finally {
+        await client.query("ROLLBACK").catch(() => {
+          broken = true;
+        });
+      }
     } finally {
-      client.release();
+      client.release(broken);
     }
   }
 

@@ -16,9 +16,9 @@ import { ROUTES } from "../../src/server/contract.js";
 import { API_BASE } from "../../src/server/openapi.js";
 import { startServer } from "../../src/server/server.js";
 import { loadOrCreateToken, TOKEN_FILE, TokenFileError, tokenId } from "../../src/server/token.js";
-import { openDatabase } from "../../src/store/sqlite.js";
+import { databaseOption } from "../support/test-database.js";
 import { probePackage, writeJson } from "../mesh-controller/support/package.js";
-import { apiFixture, checkContract, closeFixtures, type ErrorBody } from "./support.js";
+import { apiFixture, checkContract, closeFixtures, type ErrorBody, execOnStore } from "./support.js";
 
 afterEach(closeFixtures);
 
@@ -307,16 +307,16 @@ describe("the write-ahead rule", () => {
     probePackage(pkgDir, signer);
     writeJson(join(fx.dir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
     // Another connection makes every api.call insert fail, as a full disk would.
-    const db = openDatabase(fx.state.dbPaths.controller);
-    db.exec("CREATE TRIGGER refuse_api BEFORE INSERT ON audit_event WHEN NEW.source = 'api' BEGIN SELECT RAISE(ABORT, 'disk full'); END");
-    db.close();
+    await execOnStore(fx, {
+      sqlite: "CREATE TRIGGER refuse_api BEFORE INSERT ON audit_event WHEN NEW.source = 'api' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+      postgres:
+        "CREATE FUNCTION refuse_api() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.source = 'api' THEN RAISE EXCEPTION 'disk full'; END IF; RETURN NEW; END $$; CREATE TRIGGER refuse_api BEFORE INSERT ON audit_event FOR EACH ROW EXECUTE FUNCTION refuse_api()",
+    });
     const refused = await fx.call("POST", `${API_BASE}/packages`, { body: { path: pkgDir } });
     expect([refused.status, errorOf(refused.body).code]).toEqual([500, "audit_unavailable"]);
     expect((await fx.call("GET", `${API_BASE}/packages`)).body, "the package was not taken in").toEqual({ packages: [] });
 
-    const again = openDatabase(fx.state.dbPaths.controller);
-    again.exec("DROP TRIGGER refuse_api");
-    again.close();
+    await execOnStore(fx, { sqlite: "DROP TRIGGER refuse_api", postgres: "DROP TRIGGER refuse_api ON audit_event" });
     const taken = await fx.call("POST", `${API_BASE}/packages`, { body: { path: pkgDir } });
     expect(taken.status, taken.text).toBe(201);
     const listed = (await fx.call("GET", `${API_BASE}/packages`)).body as { packages: Array<{ name: string; kind: string; verified: boolean; package_id: string }> };
@@ -355,7 +355,7 @@ describe("the CLI beside the server", () => {
     // A second controller on the same files, as `berth nodes add` / `berth nodes tier` in another process.
     const openCli = () => {
       const key = loadKeyFile(controllerKeyPath(fx.dir));
-      return MeshController.open({ dataDir: fx.dir, key, connector: new ControllerConnector({ identity: key, connectTimeoutMs: 500 }) });
+      return MeshController.open({ dataDir: fx.dir, key, connector: new ControllerConnector({ identity: key, connectTimeoutMs: 500 }), ...databaseOption(fx.database) });
     };
     const cli = await openCli();
     try {

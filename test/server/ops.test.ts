@@ -8,7 +8,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { API_BASE } from "../../src/server/openapi.js";
+import pg from "pg";
 import { apiFixture, closeFixtures } from "./support.js";
+import { TEST_ENGINE } from "../support/test-database.js";
 
 afterEach(closeFixtures);
 
@@ -45,18 +47,39 @@ describe("health and readiness", () => {
     expect((await fx.call("GET", "/instances", { token: null })).text).toContain("berth dashboard");
   });
 
+  /** Another process's writer, holding the store's write lock until `release` (engine by engine). */
+  async function holdWriteLock(fx: Awaited<ReturnType<typeof apiFixture>>): Promise<{ code: string; release: () => Promise<void> }> {
+    if (TEST_ENGINE === "sqlite") {
+      const other = openDatabase(fx.state.dbPaths.controller);
+      other.exec("BEGIN IMMEDIATE");
+      const release = async () => {
+        other.exec("ROLLBACK");
+        other.close();
+      };
+      return { code: "SQLITE_BUSY", release };
+    }
+    // What every append takes first (engine-chain.ts): its chain's row, FOR UPDATE.
+    const other = new pg.Client({ connectionString: fx.database });
+    await other.connect();
+    await other.query("BEGIN");
+    await other.query("SELECT chain_id FROM audit_chain FOR UPDATE");
+    const release = async () => {
+      await other.query("ROLLBACK");
+      await other.end();
+    };
+    return { code: "55P03", release };
+  }
+
   it("/readyz is 503 naming store_writable while another process holds the store's write lock, and 200 again after", async () => {
     const fx = await apiFixture();
-    const other = openDatabase(fx.state.dbPaths.controller);
-    other.exec("BEGIN IMMEDIATE");
+    const held = await holdWriteLock(fx);
     try {
       const locked = await fx.call("GET", "/readyz", { token: null });
       expect(locked.status).toBe(503);
       const checks = (locked.body as { ready: boolean; checks: Array<{ name: string; ok: boolean; detail: string | null }> }).checks;
-      expect(checks.filter((c) => !c.ok).map((c) => [c.name, c.detail])).toEqual([["store_writable", "SQLITE_BUSY"]]);
+      expect(checks.filter((c) => !c.ok).map((c) => [c.name, c.detail])).toEqual([["store_writable", held.code]]);
     } finally {
-      other.exec("ROLLBACK");
-      other.close();
+      await held.release();
     }
     expect((await fx.call("GET", "/readyz", { token: null })).status).toBe(200);
   });

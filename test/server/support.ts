@@ -7,6 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
+import pg from "pg";
+import { openDatabase } from "../../src/store/sqlite.js";
 import type { SealedEvent } from "../../src/core/chain/event.js";
 import type { SigningKey } from "../../src/core/crypto/ed25519.js";
 import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
@@ -31,6 +33,8 @@ export interface ApiFixture {
   readonly dir: string;
   readonly token: string;
   readonly state: ServerState;
+  /** The PostgreSQL address of this fixture's store, undefined on SQLite. */
+  readonly database: string | undefined;
   readonly app: FastifyInstance;
   readonly streams: AuditStreams;
   /** `token: null` sends no Authorization header. */
@@ -63,6 +67,7 @@ export async function apiFixture(
     dir,
     token,
     state,
+    database,
     app,
     streams,
     async call(method, url, o = {}) {
@@ -91,6 +96,26 @@ export async function apiFixture(
   };
   fixtures.add(fx);
   return fx;
+}
+
+/** Runs SQL on the fixture's store from another connection, as another process would (one statement per engine). */
+export async function execOnStore(fx: ApiFixture, sql: { readonly sqlite: string; readonly postgres: string }): Promise<void> {
+  if (fx.database === undefined) {
+    const db = openDatabase(fx.state.dbPaths.controller);
+    try {
+      db.exec(sql.sqlite);
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: fx.database });
+  await client.connect();
+  try {
+    await client.query(sql.postgres);
+  } finally {
+    await client.end();
+  }
 }
 
 export async function closeFixtures(): Promise<void> {
