@@ -5,12 +5,13 @@
  * exit status; the verbs that must not go through a server refuse, with exit 2, before anything is done. Judged from
  * outside: documents, exit statuses, the backup file verified by `berth audit verify --db`, and the server's chain.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { cleanup, requireBuild, tempDir } from "../mesh/harness.js";
 import { killAll } from "../support/process.js";
+import { TEST_ENGINE } from "../support/test-database.js";
 import { clientHome, controllerHome, run, serve } from "./remote-support.js";
 
 afterEach(async () => {
@@ -96,12 +97,18 @@ describe("the operator verbs through a context, side by side with the local file
     // backup: the server's online backup written here, checked, and it verifies under the controller's key.
     const dir = tempDir("berth-remote-backup-");
     const backup = await run(client.env, ["backup", join(dir, "remote.db"), "--json"]);
-    expect([backup.code, (backup.doc.backups as JsonObject[]).map((b) => b.database)], backup.stderr).toEqual([0, ["controller.db"]]);
     const local = await run(env, ["backup", join(dir, "local.db"), "--json", "--local"]);
-    expect([local.code, (local.doc.backups as JsonObject[]).map((b) => b.database), local.doc.home], local.stderr).toEqual([0, ["controller.db"], backup.doc.home]);
-    const checked = await run(env, ["audit", "verify", "--db", join(dir, "remote.db"), "--pubkey", controllerKey, "--json"]);
-    expect([checked.code, checked.doc.ok, checked.doc.events], checked.stderr).toEqual([0, true, (backup.doc.backups as JsonObject[])[0]?.events]);
-    expect((await run(client.env, ["backup", join(dir, "remote.db"), "--json"])).code, "an existing FILE is not replaced without --force").toBe(2);
+    if (TEST_ENGINE === "sqlite") {
+      expect([backup.code, (backup.doc.backups as JsonObject[]).map((b) => b.database)], backup.stderr).toEqual([0, ["controller.db"]]);
+      expect([local.code, (local.doc.backups as JsonObject[]).map((b) => b.database), local.doc.home], local.stderr).toEqual([0, ["controller.db"], backup.doc.home]);
+      const checked = await run(env, ["audit", "verify", "--db", join(dir, "remote.db"), "--pubkey", controllerKey, "--json"]);
+      expect([checked.code, checked.doc.ok, checked.doc.events], checked.stderr).toEqual([0, true, (backup.doc.backups as JsonObject[])[0]?.events]);
+      expect((await run(client.env, ["backup", join(dir, "remote.db"), "--json"])).code, "an existing FILE is not replaced without --force").toBe(2);
+    } else {
+      // A PostgreSQL store is the database's to back up (pg_dump), both ways, and no file is written.
+      for (const r of [backup, local]) expect([r.code, String(r.doc.error)], r.stderr).toEqual([2, expect.stringContaining("pg_dump")]);
+      expect(readdirSync(dir)).toEqual([]);
+    }
 
     // restore and reseal never go through a server; restore refuses beside a running serve even with --local.
     const before = await headOf();
@@ -110,7 +117,7 @@ describe("the operator verbs through a context, side by side with the local file
       expect([r.code, r.doc.kind, String(r.doc.error)], `berth ${args.join(" ")}`).toEqual([2, "usage", expect.stringContaining("--local")]);
     }
     const beside = await run(env, ["restore", join(dir, "remote.db"), "--json", "--local"]);
-    expect([beside.code, String(beside.doc.error)], beside.stderr).toEqual([2, expect.stringContaining("berth serve runs")]);
+    expect([beside.code, String(beside.doc.error)], beside.stderr).toEqual([2, expect.stringContaining(TEST_ENGINE === "sqlite" ? "berth serve runs" : "pg_restore")]);
     expect((await headOf()).hash, "nothing was restored or resealed").toBe(before.hash);
 
     // It really went through the server: each read is a line of its log, each write an api.call in its chain.

@@ -10,6 +10,7 @@ import { generateSigningKey } from "../../src/keys/key-file.js";
 import { MAIN, NodeProcess, tempDir } from "../mesh/harness.js";
 import { probePackage, TEST_PERMIT, writeJson } from "../mesh-controller/support/package.js";
 import { runNode, type Spawned, spawnNode } from "../support/process.js";
+import { databaseEnv, testDatabaseFor } from "../support/test-database.js";
 
 export type Answer = { code: number | null; doc: JsonObject; stdout: string; stderr: string };
 
@@ -27,7 +28,8 @@ export const run = async (env: NodeJS.ProcessEnv, args: readonly string[], input
 /** A controller home with a node, a signed package and one deployed mesh agent. */
 export async function controllerHome(script = "#!/bin/sh\necho agent-up\nexec sleep 300\n") {
   const home = tempDir("berth-remote-home-");
-  const env = { BERTH_HOME: home };
+  // The controller's store: SQLite in the home, or a PostgreSQL database of its own with BERTH_TEST_DATABASE=postgres.
+  const env = { BERTH_HOME: home, ...databaseEnv(await testDatabaseFor(home)) };
   const keys = await run(env, ["keys", "new", "--json"]);
   const signer = generateSigningKey();
   probePackage(join(home, "pkg"), signer, { script });
@@ -43,7 +45,7 @@ export async function controllerHome(script = "#!/bin/sh\necho agent-up\nexec sl
 }
 
 export async function serve(home: string, extra: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ proc: Spawned; url: string }> {
-  const proc = spawnNode([MAIN, "serve", "--port", "0", "--json", "--log-level", "info", ...extra], { env: { BERTH_HOME: home, ...env } });
+  const proc = spawnNode([MAIN, "serve", "--port", "0", "--json", "--log-level", "info", ...extra], { env: { BERTH_HOME: home, ...databaseEnv(await testDatabaseFor(home)), ...env } });
   await proc.waitForOutput(/"url"/, 30_000);
   const url = String((JSON.parse(proc.output().split("\n")[0] as string) as { url: string }).url);
   return { proc, url };

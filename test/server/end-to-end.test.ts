@@ -15,6 +15,7 @@ import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { type RunningServer, startServer } from "../../src/server/server.js";
 import { cleanup, MAIN, requireBuild, waitFor } from "../mesh/harness.js";
 import { killAll, spawnNode } from "../support/process.js";
+import { databaseEnv, databaseOption, testDatabaseFor } from "../support/test-database.js";
 import { checkContract, meshHome, notConfigured } from "./support.js";
 
 const servers: RunningServer[] = [];
@@ -45,7 +46,7 @@ describe("the API with a real node daemon", { timeout: 120_000 }, () => {
   it("deploys an agent twice at once as one instance, places, lists, reads logs, explains, stops, starts, unloads and replaces", async () => {
     requireBuild();
     const { dir, key, pkgDir, node } = await meshHome("berth-api-e2e-", dirs);
-    const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured });
+    const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured, ...databaseOption(await testDatabaseFor(dir)) });
     servers.push(server);
     const api = client(server);
     const observer = new NodeClient({ key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 });
@@ -151,7 +152,7 @@ describe("metrics over a real node", { timeout: 120_000 }, () => {
   it("count a placement: decision placed, attempt placed, one native placement, one alive node, the chain's events", async () => {
     requireBuild();
     const { dir, pkgDir, node } = await meshHome("berth-metrics-", dirs);
-    const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured, logLevel: "silent" });
+    const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured, logLevel: "silent", ...databaseOption(await testDatabaseFor(dir)) });
     servers.push(server);
     const call = (method: string, path: string, body?: unknown) =>
       fetch(`${server.url}${path}`, {
@@ -181,7 +182,7 @@ describe("berth serve as a process", { timeout: 60_000 }, () => {
     requireBuild();
     const dir = mkdtempSync(join(tmpdir(), "berth-serve-"));
     dirs.push(dir);
-    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0"]);
+    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0"], { env: databaseEnv(await testDatabaseFor(dir)) });
     await serve.waitForOutput(/dashboard: http:\/\/0\.0\.0\.0:\d+\/#token=[A-Za-z0-9_-]+\n/);
     expect(serve.errors()).toContain("not loopback");
     const url = /dashboard: (http:\/\/[^/]+)\//.exec(serve.output())?.[1] as string;

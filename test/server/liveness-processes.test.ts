@@ -6,12 +6,11 @@
  * nothing. The daemon is a real `berth node serve` process; the server runs in-process with a short tick.
  */
 import { rmSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openDatabase } from "../../src/store/sqlite.js";
 import { startServer, type RunningServer } from "../../src/server/server.js";
 import { cleanup, MAIN, requireBuild, waitFor } from "../mesh/harness.js";
 import { runNode } from "../support/process.js";
+import { databaseEnv, databaseOption, readStoreRows, testDatabaseFor } from "../support/test-database.js";
 import { meshHome, notConfigured } from "./support.js";
 
 const dirs: string[] = [];
@@ -39,12 +38,13 @@ describe("the server's node status tick", () => {
     requireBuild();
     const { dir, node } = await meshHome("berth-liveness-api-", dirs);
     process.env.BERTH_DEAD_AFTER_MS = "3000";
-    const env = { BERTH_HOME: dir, BERTH_DEAD_AFTER_MS: "3000" };
+    const database = await testDatabaseFor(dir);
+    const env = { BERTH_HOME: dir, BERTH_DEAD_AFTER_MS: "3000", ...databaseEnv(database) };
     const added = await runNode([MAIN, "nodes", "add", node.address, "--tier", "paired", "--json"], { env });
     expect(added.code, added.stderr).toBe(0);
     const addedAt = (JSON.parse(added.stdout) as NodeRow).last_ok_ms as number;
 
-    const server = await startServer({ dataDir: dir, port: 0, logLevel: "silent", kubernetes: notConfigured, tickMs: 200 });
+    const server = await startServer({ dataDir: dir, port: 0, logLevel: "silent", kubernetes: notConfigured, tickMs: 200, ...databaseOption(database) });
     servers.push(server);
     const nodes = async (): Promise<NodeRow> => {
       const r = await fetch(`${server.url}/api/v1/nodes`, { headers: { authorization: `Bearer ${server.token}` } });
@@ -59,18 +59,11 @@ describe("the server's node status tick", () => {
     // The tick, not the CLI's contact: the last answer moves on while no client asks for a refresh.
     await waitFor(async () => ((await nodes()).last_ok_ms as number) > addedAt, "a tick to describe the node", 30_000);
 
-    const events = () => {
-      const db = openDatabase(join(dir, "controller.db"), { readonly: true });
-      try {
-        return (db.prepare("SELECT COUNT(*) AS n FROM audit_event").get() as { n: number }).n;
-      } finally {
-        db.close();
-      }
-    };
-    const before = events();
+    const events = async () => Number((await readStoreRows<{ n: number | string }>(database, dir, "SELECT COUNT(*) AS n FROM audit_event"))[0]?.n);
+    const before = await events();
     const seen = (await nodes()).last_ok_ms as number;
     await waitFor(async () => ((await nodes()).last_ok_ms as number) > seen, "another tick", 30_000);
-    expect(events()).toBe(before);
+    expect(await events()).toBe(before);
 
     await node.kill9();
     const unreachable = await waitFor(async () => {

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { MAIN, requireBuild } from "../mesh/harness.js";
 import { killAll, runNode, spawnNode } from "../support/process.js";
+import { databaseEnv, testDatabaseFor } from "../support/test-database.js";
 import { tokenId } from "../../src/server/token.js";
 
 const dirs: string[] = [];
@@ -66,7 +67,7 @@ describe("berth serve over TLS", { timeout: 60_000 }, () => {
     requireBuild();
     const dir = tempDir();
     const { cert, key } = selfSigned(dir);
-    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0", "--tls-cert", cert, "--tls-key", key, "--allowed-host", "berth.test", "--json"]);
+    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0", "--tls-cert", cert, "--tls-key", key, "--allowed-host", "berth.test", "--json"], { env: databaseEnv(await testDatabaseFor(dir)) });
     await serve.waitForOutput(/\n/);
     const printed = JSON.parse(serve.output().split("\n")[0] as string) as { url: string; dashboard: string };
     expect(printed.url).toMatch(/^https:\/\/0\.0\.0\.0:\d+$/);
@@ -111,7 +112,7 @@ describe("berth serve over TLS", { timeout: 60_000 }, () => {
   it("off loopback without TLS it warns that it needs TLS; --tls-cert without --tls-key is refused naming the flag", async () => {
     requireBuild();
     const dir = tempDir();
-    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0"]);
+    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0"], { env: databaseEnv(await testDatabaseFor(dir)) });
     await serve.waitForOutput("dashboard: ");
     expect(serve.errors()).toMatch(/not loopback, without TLS.*This needs TLS: start it with --tls-cert FILE --tls-key FILE/);
     expect(serve.output()).toMatch(/^berth serve: API at http:\/\/0\.0\.0\.0:\d+\/api\/v1 \(data dir .*\)\ndashboard: http:\/\/0\.0\.0\.0:\d+\/#token=/);

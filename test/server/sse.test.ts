@@ -7,11 +7,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { Chain } from "../../src/chain/chain.js";
+import { EngineChain } from "../../src/chain/engine-chain.js";
 import { loadKeyFile } from "../../src/keys/key-file.js";
 import { type RunningServer, startServer } from "../../src/server/server.js";
 import { controllerKeyPath } from "../../src/server/state.js";
-import { openDatabase } from "../../src/store/sqlite.js";
+import { openStoreEngine } from "../../src/store/open.js";
+import { databaseOption, testDatabaseFor } from "../support/test-database.js";
 import { notConfigured } from "./support.js";
 
 const running: Array<{ server: RunningServer; dir: string }> = [];
@@ -22,9 +23,14 @@ afterEach(async () => {
   }
 });
 
+/** Each server's PostgreSQL address (undefined on SQLite), for a connection of another process's to its store. */
+const databases = new Map<RunningServer, string | undefined>();
+
 async function serve(): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), "berth-sse-"));
-  const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured, streamTimings: { pollMs: 100, heartbeatMs: 300 } });
+  const database = await testDatabaseFor(dir);
+  const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured, streamTimings: { pollMs: 100, heartbeatMs: 300 }, ...databaseOption(database) });
+  databases.set(server, database);
   running.push({ server, dir });
   return server;
 }
@@ -141,12 +147,12 @@ describe("the audit event stream", { timeout: 30_000 }, () => {
     expect(stream.audit()).toEqual([startHead + 1, startHead + 2]);
 
     // Another connection to the same database (as `berth` in another process): only the tip poll can see it.
-    const db = openDatabase(server.state.dbPaths.controller);
+    const other = await openStoreEngine({ database: databases.get(server), sqlitePath: server.state.dbPaths.controller });
     try {
-      const chain = Chain.open(db, loadKeyFile(controllerKeyPath(server.state.dataDir)), "controller");
-      chain.record({ source: "trust", kind: "peer.tier", payload: { node: "cli-test", tier: "paired", source: "cli" } }, () => undefined);
+      const chain = await EngineChain.open(other, loadKeyFile(controllerKeyPath(server.state.dataDir)), "controller");
+      await other.transaction((tx) => chain.append(tx, { source: "trust", kind: "peer.tier", payload: { node: "cli-test", tier: "paired", source: "cli" } }));
     } finally {
-      db.close();
+      await other.close();
     }
     await stream.until((f) => f.some((x) => x.data?.payload.node === "cli-test"), "the event written by another connection");
     expect(stream.audit()).toEqual(range(startHead + 1, startHead + 3));

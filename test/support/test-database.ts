@@ -10,8 +10,10 @@
  * It never skips: with BERTH_TEST_DATABASE=postgres and no PostgreSQL the tier fails, naming what is missing.
  * Only for vitest test files and their supports (it registers an afterAll); a worker process is given the URL.
  */
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
+import pg from "pg";
 import { afterAll } from "vitest";
+import { openDatabase } from "../../src/store/sqlite.js";
 import { startPostgres, type TestPostgres } from "./postgres.js";
 
 export const TEST_ENGINE: "sqlite" | "postgres" = process.env.BERTH_TEST_DATABASE === "postgres" ? "postgres" : "sqlite";
@@ -51,4 +53,32 @@ export function databaseOption(database: string | undefined): { database?: strin
 /** The environment a child process (a CLI verb, a worker) needs to open the same store. */
 export function databaseEnv(database: string | undefined): Record<string, string> {
   return database ? { BERTH_DATABASE_URL: database } : {};
+}
+
+/** `?` placeholders numbered for PostgreSQL (a test's own SQL holds no quoted `?`). */
+const numbered = (sql: string) => {
+  let n = 0;
+  return sql.replace(/\?/g, () => `$${++n}`);
+};
+
+/**
+ * Rows of the controller store of `home`, read from outside and read-only, as a test judges a store: its
+ * `controller.db` opened read-only on SQLite, a read-only session of the test's own on PostgreSQL.
+ */
+export async function readStoreRows<T>(database: string | null | undefined, home: string, sql: string, params: ReadonlyArray<string | number> = []): Promise<T[]> {
+  if (!database) {
+    const db = openDatabase(join(home, "controller.db"), { readonly: true });
+    try {
+      return db.prepare(sql).all(...params) as T[];
+    } finally {
+      db.close();
+    }
+  }
+  const client = new pg.Client({ connectionString: database, options: "-c default_transaction_read_only=on", connectionTimeoutMillis: 5_000 });
+  await client.connect();
+  try {
+    return (await client.query(numbered(sql), [...params])).rows as T[];
+  } finally {
+    await client.end();
+  }
 }

@@ -9,9 +9,7 @@
  */
 import { copyFileSync, cpSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import pg from "pg";
 import { loadKeyFile } from "../../../src/keys/key-file.js";
-import { openDatabase } from "../../../src/store/sqlite.js";
 import { type ChannelTap, channelTap } from "../../hostile/channel-tap.js";
 import { MAIN, NodeProcess, tempDir } from "../../mesh/harness.js";
 import { startPostgres, type TestPostgres } from "../../support/postgres.js";
@@ -19,6 +17,7 @@ import { runNode, type Spawned, spawnNode } from "../../support/process.js";
 import { TcpProxy } from "../../support/tcp-proxy.js";
 import { type CliHome, cliHome } from "./cli-home.js";
 import { TEST_PERMIT } from "./package.js";
+import { readStoreRows } from "../../support/test-database.js";
 
 export type HaEngine = "sqlite" | "postgres";
 
@@ -49,12 +48,6 @@ export async function stopPostgres(): Promise<void> {
   await postgres?.stop();
   postgres = null;
 }
-
-/** `?` placeholders numbered for PostgreSQL (the test's own SQL holds no quoted `?`). */
-const numbered = (sql: string) => {
-  let n = 0;
-  return sql.replace(/\?/g, () => `$${++n}`);
-};
 
 export class HaWorld {
   readonly servers: Server[] = [];
@@ -140,22 +133,9 @@ export class HaWorld {
 
   /** Rows of the store, read-only (a read-only PostgreSQL session; SQLite opened read-only). SQL with `?`. */
   async rows<T>(sql: string, params: ReadonlyArray<string | number> = []): Promise<T[]> {
-    if (this.databaseUrl === null) {
-      const db = openDatabase(join(this.home.home, "controller.db"), { readonly: true });
-      try {
-        return db.prepare(sql).all(...params) as T[];
-      } finally {
-        db.close();
-      }
-    }
-    const client = new pg.Client({ connectionString: this.databaseUrl, options: "-c default_transaction_read_only=on", connectionTimeoutMillis: 5_000 });
-    await client.connect();
-    try {
-      return (await client.query(numbered(sql), [...params])).rows as T[];
-    } finally {
-      await client.end();
-    }
+    return readStoreRows<T>(this.databaseUrl, this.home.home, sql, params);
   }
+
 
   async leaderRow(): Promise<LeaderView | null> {
     try {
