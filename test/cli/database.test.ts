@@ -38,7 +38,7 @@ describe("the controller's store chosen by --database (issue 20)", () => {
     const url = withPassword(await pg.database());
     const byFlag = await berth(h, ["instances", "--database", url, "--json"]);
     expect(byFlag.code, byFlag.stderr).toBe(0);
-    expect(oneDocument(byFlag, "instances")).toEqual({ placements: [] });
+    expect(oneDocument(byFlag, "instances")).toEqual({ placements: [], moved: [] });
     const byEnv = await berth(h, ["doctor", "--json"], { BERTH_DATABASE_URL: url });
     expect(byEnv.code, byEnv.stderr).toBe(0);
     expect(oneDocument(byEnv, "doctor")).toMatchObject({ wedged: [], in_flight: [] });
