@@ -1,10 +1,10 @@
 /**
  * Issue 20, the Kubernetes half of "many controllers, one truth": with the controller store on PostgreSQL
  * (BERTH_DATABASE_URL), every Kubernetes record of the controller — a CLI `berth deploy`, the same deploy through
- * `berth serve`, the server's keeper replacing a failed pod, `berth k8s stop` — is an event of source `k8s` on the
- * store's own chain (role controller, signed by the controller key), against a real kube-apiserver + etcd with the
- * simulated kubelet. Judged from outside: the events read read-only from PostgreSQL, the chain verified by
- * `berth audit verify`, the home listed for a `k8s.db`.
+ * `berth serve`, the server's keeper replacing a failed pod and alerting on a spec it cannot use, `berth k8s stop` —
+ * is an event of source `k8s` on the store's own chain (role controller, signed by the controller key), against a
+ * real kube-apiserver + etcd with the simulated kubelet. Judged from outside: the events read read-only from
+ * PostgreSQL, the chain verified by `berth audit verify`, the home listed for a `k8s.db`.
  */
 import { existsSync, mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +13,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PUBKEY_FULL_ANNOTATION } from "../../src/core/kubernetes/naming.js";
 import { type ControlPlane, startControlPlane } from "../k8s/control-plane.js";
+import { newAgent } from "../k8s/conformance/support.js";
 import { NSEC } from "../k8s-provider/cases.js";
 import { builtPath } from "../support/built.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
@@ -28,6 +29,9 @@ let db: TestPostgres;
 let url: string;
 const home = mkdtempSync(join(tmpdir(), "berth-agents-k8s-pg-"));
 const spec = join(home, "scout.yaml");
+/** A second agent whose nsec only the CLI has: the server's keeper finds its spec unusable and chains an alert. */
+const ghost = newAgent();
+const ghostSpec = join(home, "ghost.yaml");
 
 beforeAll(async () => {
   [cp, db] = await Promise.all([startControlPlane(), startPostgres()]);
@@ -45,6 +49,17 @@ spec:
   kubernetes: { relay_url: "wss://relay.example", nsec_env: SCOUT_NSEC, command: goose, owner_pubkey: ${"a".repeat(64)}, provider_config: { namespace: ${NS} } }
 `,
   );
+  writeFileSync(
+    ghostSpec,
+    `apiVersion: berth/v1
+kind: Agent
+metadata: { name: ghost }
+spec:
+  target: kubernetes
+  image: ${IMAGE}
+  kubernetes: { relay_url: "wss://relay.example", nsec_env: GHOST_NSEC, command: goose, owner_pubkey: ${"a".repeat(64)}, provider_config: { namespace: ${NS} } }
+`,
+  );
 }, 120_000);
 afterAll(async () => {
   killAll();
@@ -54,7 +69,7 @@ afterAll(async () => {
 const env = () => ({ KUBECONFIG: cp.kubeconfigPath, BERTH_HOME: home, HOME: home, BERTH_K8S_DEADLINE_SECONDS: "30", SCOUT_NSEC: NSEC, BERTH_DATABASE_URL: url });
 
 async function berth(...args: string[]) {
-  const r = await runNode([MAIN, ...args], { cwd: tmpdir(), env: env() });
+  const r = await runNode([MAIN, ...args], { cwd: tmpdir(), env: { ...env(), GHOST_NSEC: ghost.nsec } });
   expect(r.stdout + r.stderr, "the nsec never reaches the output").not.toContain(NSEC);
   return r;
 }
@@ -114,6 +129,8 @@ describe("Kubernetes records on a PostgreSQL controller store (real kube-apiserv
     expect(first.code, first.stdout + first.stderr).toBe(0);
     expect(JSON.parse(first.stdout)).toMatchObject({ ok: true, outcome: "started" });
     const firstUid = await until("the pod running", podUid, 30_000);
+    const ghostDeploy = await berth("deploy", ghostSpec, "--json");
+    expect(ghostDeploy.code, ghostDeploy.stdout + ghostDeploy.stderr).toBe(0);
 
     // 2. berth serve on the same store; the pod fails under on-failure, so its keeper replaces it.
     const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json"], { cwd: home, env: env() });
@@ -142,16 +159,18 @@ describe("Kubernetes records on a PostgreSQL controller store (real kube-apiserv
     expect(chain.role).toBe("controller");
     expect(chain.events.every((e) => e.chain_id === chain.chainId), "no other chain in the store").toBe(true);
     const k8s = chain.events.filter((e) => e.source === "k8s");
-    const deploys = k8s.filter((e) => e.kind === "agent.deploy").map((e) => [e.payload.outcome, (e.payload.by as { actor?: string } | undefined)?.actor ?? null]);
+    const deploys = k8s.filter((e) => e.kind === "agent.deploy" && e.payload.agent === "scout").map((e) => [e.payload.outcome, (e.payload.by as { actor?: string } | undefined)?.actor ?? null]);
     expect(deploys, "the CLI's deploy, the keeper's replacement, the deploy through the server").toEqual([
       ["started", null],
       ["started", "reconcile-loop"],
       ["unchanged", null],
     ]);
-    const modes = (kind: string, phase: string) => k8s.filter((e) => e.kind === kind && e.payload.phase === phase).map((e) => e.payload.mode);
+    const modes = (kind: string, phase: string) => k8s.filter((e) => e.kind === kind && e.payload.phase === phase && e.payload.object === POD).map((e) => e.payload.mode);
     expect(modes("k8s.pod.create", "intent"), "one create by the CLI, one by the keeper").toEqual(["cli", "reconcile-loop"]);
     expect(modes("k8s.pod.create", "result")).toEqual(["cli", "reconcile-loop"]);
-    const deletes = k8s.filter((e) => e.kind === "k8s.pod.delete" && e.payload.phase === "intent");
+    const deletes = k8s.filter((e) => e.kind === "k8s.pod.delete" && e.payload.phase === "intent" && e.payload.object === POD);
+    const alerts = k8s.filter((e) => e.kind === "k8s.alert").map((e) => [e.payload.agent, e.payload.reason, (e.payload.by as { actor?: string }).actor]);
+    expect(alerts, "the keeper's alert for the spec it cannot use, once").toEqual([["ghost", "spec_unusable", "reconcile-loop"]]);
     expect(deletes.map((e) => [e.payload.mode, e.payload.authority]), "the keeper's fenced delete of the failed pod, then the stop's").toEqual([
       ["reconcile-loop", expect.any(String)],
       ["cli", "user-stop"],
@@ -166,6 +185,7 @@ describe("Kubernetes records on a PostgreSQL controller store (real kube-apiserv
     }
     expect(k8s.filter((e) => e.kind === "k8s.deploy.outcome").length).toBeGreaterThanOrEqual(3);
     expect(JSON.stringify(chain.events)).not.toContain(NSEC);
+    expect(JSON.stringify(chain.events)).not.toContain(ghost.nsec);
 
     // The chain verifies where it lives, under the controller key, and is whole.
     const verify = await berth("audit", "verify", "--key-file", join(home, "keys", "controller.key"), "--local", "--json");
