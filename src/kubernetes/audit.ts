@@ -157,7 +157,8 @@ export function openFirstK8sChain(homes: readonly string[], clock: () => number 
 }
 
 export interface MemoryRecord {
-  readonly kind: K8sKind | string;
+  /** A `K8sKind`, or the kind of an appended draft (`agent.deploy`). */
+  readonly kind: string;
   readonly payload: JsonObject;
 }
 
