@@ -19,9 +19,12 @@ export type ClusterReach = { readonly ok: true; readonly cluster: Cluster } | { 
 export interface KubernetesAccess {
   /** `context` is the spec's `provider_config.context`; the caller may override it (the CLI's --context). */
   connect(context: string | null): Promise<ClusterReach>;
-  /** The backend's chain (`k8s.db`), opened per call. */
-  openAudit(): K8sAudit;
-  /** The berth home whose `k8s.db` chains the `agent.deploy` event. */
+  /**
+   * The chain the backend records in, opened per call: the home's `k8s.db`, or the controller store's chain when the
+   * store is PostgreSQL (issue 20). The `agent.deploy` event of a deploy goes to the same chain.
+   */
+  openAudit(): Promise<K8sAudit>;
+  /** The berth home (the deploy's files; its `k8s.db` on a SQLite store). */
   readonly home: string;
   readonly clock: Clock;
   readonly log: Logger;

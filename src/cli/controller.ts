@@ -2,7 +2,8 @@
 import { hostname, userInfo } from "node:os";
 import { resolve } from "node:path";
 import type { SigningKey } from "../core/crypto/ed25519.js";
-import { loadKeyFile } from "../keys/key-file.js";
+import { existsSync } from "node:fs";
+import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { MeshController } from "../mesh/controller/index.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { announcePlaintext, ControllerConnector, loadPlaintextOptIn } from "../mesh/client/connector.js";
@@ -17,6 +18,17 @@ export interface ControllerFlags {
   readonly keyFile?: string;
   /** Do not warn about wedged decisions on stderr (`berth doctor` reports them itself). */
   readonly quiet?: boolean;
+}
+
+/** The controller key at `path`, made (0600) if absent, as `berth serve` makes it on first start. */
+export function ensureControllerKey(path: string): void {
+  if (existsSync(path)) return;
+  try {
+    saveKeyFile(path, generateSigningKey());
+  } catch (error) {
+    // Another verb on this home made it in the meantime: that key is the one (saveKeyFile never overwrites).
+    if (!existsSync(path)) throw error;
+  }
 }
 
 /** Opens the controller in the berth home with its key, runs `fn`, and always closes it. */

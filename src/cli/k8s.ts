@@ -8,6 +8,7 @@ import { type Command, Option } from "commander";
 import type { DesiredIntent } from "../core/kubernetes/intent.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import type { Prepared } from "../kubernetes/prepare.js";
+import type { K8sAudit } from "../kubernetes/audit.js";
 import type { AgentRef, VerbDeps } from "../kubernetes/verbs.js";
 import { connect } from "./cluster-connect.js";
 import { CliError, describeZodIssues } from "./errors.js";
@@ -120,11 +121,17 @@ function settings() {
   return s.settings;
 }
 
-function verbDeps(cluster: Cluster): VerbDeps & { close: () => void } {
-  let audit: ReturnType<typeof K8sDeps.openK8sChain>;
+/** The home's k8s.db, or the controller store's chain when that is PostgreSQL (k8s-audit.ts). */
+async function openAudit(): Promise<K8sAudit> {
+  return d.openCliK8sAudit({ home: berthHome() });
+}
+
+async function verbDeps(cluster: Cluster): Promise<VerbDeps & { close: () => Promise<void> }> {
+  let audit: K8sAudit;
   try {
-    audit = d.openK8sChain(berthHome());
+    audit = await openAudit();
   } catch (error) {
+    cluster.close();
     throw new CliError(`could not open the audit chain: ${(error as Error).message}`, 1);
   }
   return { cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion(), close: () => audit.close() };
@@ -135,9 +142,9 @@ type Answer = { ok: true; agentId: string } | { ok: false; error: string };
 /** §3.2 stages 10–12 in CLI mode: open the audit chain, connect, reconcile; every failure is an answer. */
 async function runDeploy(inputs: Prepared & { ok: true }, context: string | null, json: boolean | undefined): Promise<Answer> {
   const s = settings();
-  let audit: ReturnType<typeof K8sDeps.openK8sChain>;
+  let audit: K8sAudit;
   try {
-    audit = d.openK8sChain(berthHome());
+    audit = await openAudit();
   } catch (error) {
     return { ok: false, error: `could not open the audit chain: ${(error as Error).message}` };
   }
@@ -158,7 +165,7 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
       cluster.close();
     }
   } finally {
-    audit.close();
+    await audit.close();
   }
 }
 
@@ -303,14 +310,14 @@ export function registerK8sCommands(program: Command): void {
         return;
       }
       const cluster = await connected(agent.context);
-      const deps = verbDeps(cluster);
+      const deps = await verbDeps(cluster);
       try {
         const r = await d.stop(deps, agent.ref, { wait: Boolean(opts.wait) });
         answer(opts.json, r, r.ok ? r.message : `error: ${r.message}`);
         process.exitCode = r.ok ? 0 : 1;
       } finally {
         cluster.close();
-        deps.close();
+        await deps.close();
       }
     });
 
@@ -335,28 +342,31 @@ export function registerK8sCommands(program: Command): void {
         return;
       }
       const cluster = await connected(agent.context);
-      const deps = verbDeps(cluster);
+      const deps = await verbDeps(cluster);
       let outcome: { ok: boolean; message: string };
       let actionId: string;
       try {
-        actionId = d.replaceAuditStart(deps, agent.ref);
+        actionId = await d.replaceAuditStart(deps, agent.ref);
         outcome = await d.clearForReplace(deps, agent.ref, actionId, settings().deadlineSeconds * 1000);
       } finally {
         cluster.close();
       }
       if (!outcome.ok) {
-        d.replaceAuditEnd(deps, agent.ref, actionId, { ok: false, message: outcome.message });
-        deps.close();
+        await d.replaceAuditEnd(deps, agent.ref, actionId, { ok: false, message: outcome.message });
+        await deps.close();
         answer(opts.json, { ok: false, error: outcome.message }, `error: ${outcome.message}`);
         process.exitCode = 1;
         return;
       }
-      deps.close();
+      await deps.close();
       const a = await runDeploy(prepared, agent.context, opts.json);
-      const end = verbDeps(await connected(agent.context));
-      d.replaceAuditEnd(end, agent.ref, actionId, a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error });
-      end.cluster.close();
-      end.close();
+      const end = await verbDeps(await connected(agent.context));
+      try {
+        await d.replaceAuditEnd(end, agent.ref, actionId, a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error });
+      } finally {
+        end.cluster.close();
+        await end.close();
+      }
       answer(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `replaced: started ${a.agentId}` : `error: ${a.error}`);
       process.exitCode = a.ok ? 0 : 1;
     });

@@ -2,21 +2,19 @@
  * The controller verbs on this machine's files: each call opens the controller in the home (controller.ts), does one
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
-import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
 import { deployEventPayload } from "../core/agents/deploy-event.js";
-import { openK8sChain } from "../kubernetes/audit.js";
 import { realClock } from "../kubernetes/clock.js";
 import { boundedStderrLogger } from "../kubernetes/log.js";
 import { NodeClient } from "../mesh/client/node-client.js";
 import { PlaceError } from "../mesh/controller/index.js";
 import { instancesWithState, targetsWithFacts } from "../server/routes/mesh.js";
-import { generateSigningKey, saveKeyFile } from "../keys/key-file.js";
 import { berthVersion } from "../version.js";
 import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./backend.js";
 import { connect } from "./cluster-connect.js";
-import { operatorIdentity, withController } from "./controller.js";
+import { ensureControllerKey, operatorIdentity, withController } from "./controller.js";
+import { openCliK8sAudit } from "./k8s-audit.js";
 import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "./errors.js";
 import { berthHome, defaultPaths } from "./paths.js";
 import { startProgress, withSpinner } from "./progress.js";
@@ -38,16 +36,6 @@ const CLI_ERRORS: FailureMap<CliError> = {
   log_unreadable: (f) => new CliError(f.message, 1),
 };
 
-function ensureControllerKey(path: string): void {
-  if (existsSync(path)) return;
-  try {
-    saveKeyFile(path, generateSigningKey());
-  } catch (error) {
-    // Another verb on this home made it in the meantime: that key is the one (saveKeyFile never overwrites).
-    if (!existsSync(path)) throw error;
-  }
-}
-
 const answered = <T>(o: Outcome<T>): T => unwrap(o, (f) => translateFailure(CLI_ERRORS, f));
 
 export function localBackend(flags: BackendFlags): ControllerBackend {
@@ -64,7 +52,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       return withController({ ...controllerFlags, quiet: true }, (controller) => fn(new AgentRegistry(controller.store)));
     },
     mesh: { session: (fn) => withController(controllerFlags, (controller, key, connector) => fn({ controller, client: new NodeClient({ key, connector, onSend: controller.onSend }) })) },
-    kubernetes: { connect: (context) => connect(flags.kubeContext ?? context), openAudit: () => openK8sChain(home), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
+    kubernetes: { connect: (context) => connect(flags.kubeContext ?? context), openAudit: () => openCliK8sAudit({ home, database: flags.database, keyFile: flags.keyFile }), home, clock: realClock, log: boundedStderrLogger(), version: berthVersion() },
     watch: { waiting: (what, fn) => withSpinner(what, flags.json, fn), conditions: () => startProgress({ json: flags.json }) },
     now: Date.now,
   };

@@ -5,8 +5,8 @@
  * `controller.migrate`, with who and why). Wiring only: the copy is src/store/migrate.ts, its rules
  * src/core/store/migrate-plan.ts.
  */
-import { statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { existsSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import type { Command } from "commander";
 import { CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";
@@ -51,6 +51,24 @@ function sourceFile(path: string): string {
   return abs;
 }
 
+/**
+ * The home's own Kubernetes chain (`k8s.db`, role `k8s`, its own key) is not part of the controller store, and it is
+ * left where it is: it is another owner's chain, which the controller's chain cannot take in without rewriting it.
+ * From the move on, Kubernetes records of the controller go to the store's chain (src/cli/k8s-audit.ts); the old ones
+ * stay verifiable in the file, and may be carried into the store as a verified foreign copy (`berth audit import`).
+ */
+function k8sChainLeft(source: string, to: string): { path: string; verify: string; carry: string } | null {
+  const home = dirname(source);
+  const path = join(home, "k8s.db");
+  if (!existsSync(path)) return null;
+  const key = join(home, "keys", "k8s.key");
+  return {
+    path,
+    verify: `berth audit verify --db ${path} --key-file ${key}`,
+    carry: `berth audit export --db ${path} > k8s.jsonl && berth audit import k8s.jsonl --key-file ${key} --database ${to}`,
+  };
+}
+
 export function registerMigrateCommands(program: Command): void {
   program
     .command("migrate")
@@ -88,12 +106,19 @@ export function registerMigrateCommands(program: Command): void {
           r.source_moved_to !== null
             ? `the SQLite file was set aside as ${r.source_moved_to} (kept; no berth opens it as this store again)`
             : `warning: the SQLite file ${source} could not be set aside (${r.source_move_error}): move it away yourself, or a berth on that home would act as this store beside PostgreSQL`;
+        // The address without its password, in the advice as everywhere else.
+        const k8s = k8sChainLeft(source, target.location);
         answer(
           o.json,
-          { ok: true, from: `sqlite:${source}`, to: target.location, ...r },
+          { ok: true, from: `sqlite:${source}`, to: target.location, ...r, k8s_chain_left: k8s },
           [
             `controller store ${r.store_id} moved to ${target.location}: ${rows} rows in ${Object.keys(r.tables).length} tables, its chain ${r.chain_id} unbroken (the move is event ${r.event.seq}, controller.migrate)`,
             moved,
+            ...(k8s
+              ? [
+                  `the home's Kubernetes chain ${k8s.path} is left as it is (its own chain and key, not part of the store); from now on Kubernetes records go to the store's chain. Verify the old one: ${k8s.verify}; carry a verified copy into the store: ${k8s.carry}`,
+                ]
+              : []),
             "next: start every berth serve with --database (or BERTH_DATABASE_URL) set to this database; verify with `berth audit verify`",
           ].join("\n"),
         );

@@ -39,13 +39,13 @@ export async function deletePodAudited(
   const base = { ...commonFields(deps, inputs), ...(fingerprintHex ? { fingerprint: fingerprintHex } : {}), object: name, authority: authorityLabel, fence: fenceJson };
   let actionId: string;
   try {
-    actionId = deps.audit.intent("k8s.pod.delete", base);
+    actionId = await deps.audit.intent("k8s.pod.delete", base);
   } catch (error) {
     throw Answer.fail(catalogue.E2(error instanceof Error ? error.message : String(error)));
   }
   const r = await deps.cluster.deletePod(inputs.config.namespace, name, fence, authority, o);
   try {
-    deps.audit.result(actionId, "k8s.pod.delete", { ...base, outcome: outcomeName(r.kind) });
+    await deps.audit.result(actionId, "k8s.pod.delete", { ...base, outcome: outcomeName(r.kind) });
   } catch (error) {
     deps.log.error("could not record an audit result", { error: error instanceof Error ? error.message : String(error) });
   }
@@ -62,8 +62,8 @@ export async function dropOwnSecret(call: DeployCall, secretName: string, pre: O
   }
   if (listed.items.some((p) => secretRefsOf(p).includes(secretName))) return;
   const fence = { kind: "precondition", ...pre };
-  const actionId = call.intent("k8s.secret.delete", { object: secretName, authority, fence });
+  const actionId = await call.intent("k8s.secret.delete", { object: secretName, authority, fence });
   const r = await cluster.deleteSecret(call.ns, secretName, pre, call.opts());
-  call.result(actionId, "k8s.secret.delete", { object: secretName, authority, fence, outcome: outcomeName(r.kind) });
+  await call.result(actionId, "k8s.secret.delete", { object: secretName, authority, fence, outcome: outcomeName(r.kind) });
   if (r.kind === "error") call.deps.log.warn(`could not delete secret ${secretName}: ${describeApiError(r.error)}`);
 }

@@ -27,18 +27,18 @@ export async function createPath(call: DeployCall): Promise<CreateOutcome> {
   const secretName = secretNameFor(identity, generation);
 
   call.progress({ action: "create-secret" });
-  const secretAction = call.intent("k8s.secret.create", { object: secretName, generation, fence: { kind: "absent" } });
+  const secretAction = await call.intent("k8s.secret.create", { object: secretName, generation, fence: { kind: "absent" } });
   const secret = await cluster.createSecret(call.ns, secretManifest(identity, config, generation, env), call.opts());
-  call.result(secretAction, "k8s.secret.create", { object: secretName, generation, outcome: createOutcome(secret.kind) });
+  await call.result(secretAction, "k8s.secret.create", { object: secretName, generation, outcome: createOutcome(secret.kind) });
   // A generation collision or any error: an existing Secret is never reused or updated.
   if (secret.kind === "already-exists") throw Answer.fail(catalogue.H2(secretName, "AlreadyExists"));
   if (secret.kind === "error") throw Answer.fail(catalogue.H2(secretName, describeApiError(secret.error)));
   const ours: ObjectPrecondition = { uid: secret.object.metadata.uid ?? "", resourceVersion: secret.object.metadata.resourceVersion ?? "" };
 
   call.progress({ action: "create-pod" });
-  const podAction = call.intent("k8s.pod.create", { object: call.podName, generation, fence: { kind: "absent" } });
+  const podAction = await call.intent("k8s.pod.create", { object: call.podName, generation, fence: { kind: "absent" } });
   const pod = await cluster.createPod(call.ns, podManifest(identity, config, generation, call.desired), call.opts());
-  call.result(podAction, "k8s.pod.create", { object: call.podName, generation, outcome: createOutcome(pod.kind) });
+  await call.result(podAction, "k8s.pod.create", { object: call.podName, generation, outcome: createOutcome(pod.kind) });
   if (pod.kind === "created") return { kind: "created", resourceVersion: pod.object.metadata.resourceVersion ?? undefined };
   if (pod.kind === "already-exists") return { kind: "answer", answer: await loserPath(call, secretName, ours) };
   // A definite rejection: the pod cannot exist, so our Secret is litter now. Anything ambiguous (timeout, 5xx)
@@ -61,9 +61,9 @@ async function ensureClaim(call: DeployCall, storage: string): Promise<void> {
   const got = await cluster.getClaim(call.ns, name, call.opts());
   if (got.kind === "error") throw Answer.fail(catalogue.J2(name, describeApiError(got.error)));
   if (got.kind === "found") return check(got.object);
-  const actionId = call.intent("k8s.claim.create", { object: name, fence: { kind: "absent" } });
+  const actionId = await call.intent("k8s.claim.create", { object: name, fence: { kind: "absent" } });
   const created = await cluster.createClaim(call.ns, claimManifest(identity, config, storage), call.opts());
-  call.result(actionId, "k8s.claim.create", { object: name, outcome: createOutcome(created.kind) });
+  await call.result(actionId, "k8s.claim.create", { object: name, outcome: createOutcome(created.kind) });
   if (created.kind === "created") return;
   if (created.kind === "error") throw Answer.fail(catalogue.J3(name, describeApiError(created.error)));
   const again = await cluster.getClaim(call.ns, name, call.opts());

@@ -132,18 +132,18 @@ export class DeployCall {
   }
 
   /** Write-ahead: no intent record, no mutation (E2). */
-  intent(kind: K8sKind, extra: JsonObject): string {
+  async intent(kind: K8sKind, extra: JsonObject): Promise<string> {
     try {
-      return this.deps.audit.intent(kind, this.common(extra));
+      return await this.deps.audit.intent(kind, this.common(extra));
     } catch (error) {
       const e = error instanceof AuditWriteError ? error.message : String(error);
       throw Answer.fail(catalogue.E2(e));
     }
   }
 
-  result(actionId: string, kind: K8sKind, extra: JsonObject): void {
+  async result(actionId: string, kind: K8sKind, extra: JsonObject): Promise<void> {
     try {
-      this.deps.audit.result(actionId, kind, this.common(extra));
+      await this.deps.audit.result(actionId, kind, this.common(extra));
     } catch (error) {
       this.deps.log.error("could not record an audit result", { kind, error: error instanceof Error ? error.message : String(error) });
     }

@@ -8,16 +8,18 @@
  * - the operator verbs `status`, `list`, `stop`, `clearForReplace` and the replace audit pair (§16), and `look`, the
  *   one pod observation (observe.ts) they share with the loop.
  * - `handleProviderRequest` / `runProviderProcess` — Buzz's provider protocol (§3).
- * - `openK8sChain`, `MemoryAudit` — the standalone `k8s.*` audit chain (§17); `connect` — a `Cluster` from the
- *   kubeconfig; `realClock`, `settingsFromEnv`, loggers.
+ * - `openK8sChain`, `MemoryAudit` — the standalone `k8s.*` audit chain (§17); `storeAudit` — the same records on a
+ *   PostgreSQL controller store's chain (issue 20); `connect` — a `Cluster` from the kubeconfig; `realClock`,
+ *   `settingsFromEnv`, loggers.
  */
-export { type K8sAudit, type K8sKind, MemoryAudit, openK8sChain } from "./audit.js";
+export { type K8sAudit, type K8sChainName, type K8sKind, MemoryAudit, openK8sChain } from "./audit.js";
 export type { Cluster, RequestOptions } from "./cluster.js";
 export { type Clock, realClock } from "./clock.js";
 export { type Connection, connect } from "./connect.js";
 export { boundedStderrLogger, type Logger, memoryLogger, silentLogger } from "./log.js";
 export { type Observation, observePod } from "./observe.js";
 export { type Prepared, prepareDeploy } from "./prepare.js";
+export { storeAudit } from "./store-audit.js";
 export { handleProviderRequest, type ProviderDeps, type ProviderResult } from "./provider.js";
 export { providerHome, runProviderProcess } from "./provider-process.js";
 export { type DeployAnswer, type DeployBudget, type DeployDeps, type DeployInputs, type DeployMode, type DeployReport, deploy, type Progress } from "./reconcile.js";

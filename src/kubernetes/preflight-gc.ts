@@ -50,9 +50,9 @@ export async function preflightGc(call: DeployCall): Promise<void> {
 
 async function gcSecret(call: DeployCall, s: ObjectPrecondition & { name: string }, authority: "gc-doomed" | "gc-orphan"): Promise<void> {
   const fence = { kind: "precondition", uid: s.uid, resourceVersion: s.resourceVersion };
-  const actionId = call.intent("k8s.secret.delete", { object: s.name, authority, fence });
+  const actionId = await call.intent("k8s.secret.delete", { object: s.name, authority, fence });
   const r = await call.deps.cluster.deleteSecret(call.ns, s.name, s, call.opts());
-  call.result(actionId, "k8s.secret.delete", { object: s.name, authority, fence, outcome: outcomeName(r.kind) });
+  await call.result(actionId, "k8s.secret.delete", { object: s.name, authority, fence, outcome: outcomeName(r.kind) });
   if (r.kind === "error") call.deps.log.warn(`gc: could not delete secret ${s.name}: ${describeApiError(r.error)}`);
 }
 

@@ -127,7 +127,7 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
     // Stage 11: the budget is measured from process start.
     const connection = await deps.connect(config.config.context);
     if (!connection.ok) {
-      recordRefusal(audit, deps, connection.error, identity.identity.pubkey);
+      await recordRefusal(audit, deps, connection.error, identity.identity.pubkey);
       return failure(connection.error);
     }
     const cluster = connection.cluster;
@@ -157,7 +157,7 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
       cluster.close();
     }
   } finally {
-    audit.close();
+    await audit.close();
   }
 }
 
@@ -187,9 +187,9 @@ function checkIdentityOnly(bytes: Buffer, text: string, deps: ProviderDeps): Pro
   return verdict.ok ? { kind: "answer", answer: { ok: true, agent_id: identity.identity.podName } } : failure(verdict.error);
 }
 
-function recordRefusal(audit: K8sAudit, deps: ProviderDeps, error: string, pubkey?: string): void {
+async function recordRefusal(audit: K8sAudit, deps: ProviderDeps, error: string, pubkey?: string): Promise<void> {
   try {
-    audit.record("k8s.deploy.outcome", {
+    await audit.record("k8s.deploy.outcome", {
       ...(pubkey ? { agent_pubkey: pubkey } : {}),
       mode: "provider-protocol",
       berth_version: deps.version,
@@ -208,7 +208,7 @@ function recordRefusal(audit: K8sAudit, deps: ProviderDeps, error: string, pubke
  * Refusals at stages 7–9 are recorded as deploy outcomes, best effort (§3.2): in the chain if one already exists, else
  * only in the bounded stderr log. A failure to record changes nothing, and nothing is created on the caller's disk.
  */
-function refuse(deps: ProviderDeps, error: string, pubkey?: string): ProviderResult {
+async function refuse(deps: ProviderDeps, error: string, pubkey?: string): Promise<ProviderResult> {
   try {
     const audit = deps.openExistingAudit();
     if (audit === null) {
@@ -216,9 +216,9 @@ function refuse(deps: ProviderDeps, error: string, pubkey?: string): ProviderRes
       return failure(error);
     }
     try {
-      recordRefusal(audit, deps, error, pubkey);
+      await recordRefusal(audit, deps, error, pubkey);
     } finally {
-      audit.close();
+      await audit.close();
     }
   } catch (e) {
     deps.log.warn("could not open the audit chain to record a refused deploy", { error: e instanceof Error ? e.message : String(e) });

@@ -85,13 +85,13 @@ export async function deploy(inputs: DeployInputs, given: DeployDeps, budget: De
     requests: deps.cluster.requestCount - requestsBefore,
     elapsedMs: Math.round(deps.clock.now() - budget.startedAt),
   };
-  recordOutcome(deps, inputs, report);
+  await recordOutcome(deps, inputs, report);
   return report;
 }
 
-function recordOutcome(deps: DeployDeps, inputs: DeployInputs, report: DeployReport): void {
+async function recordOutcome(deps: DeployDeps, inputs: DeployInputs, report: DeployReport): Promise<void> {
   try {
-    deps.audit.record("k8s.deploy.outcome", {
+    await deps.audit.record("k8s.deploy.outcome", {
       ...commonFields(deps, inputs),
       ok: report.answer.ok,
       ...(report.answer.ok ? { agent_id: report.answer.agentId } : { error: report.answer.error }),

@@ -120,13 +120,14 @@ describe("operator verbs (spec/kubernetes.md §16)", () => {
 });
 
 describe("the backend's own audit chain", () => {
-  it("is created under BERTH_HOME with role k8s and verifies after write-ahead pairs", () => {
+  it("is created under BERTH_HOME with role k8s and verifies after write-ahead pairs", async () => {
     const home = mkdtempSync(join(tmpdir(), "berth-k8s-audit-"));
     const audit = openK8sChain(home);
-    const id = audit.intent("k8s.pod.create", { object: POD, fence: { kind: "absent" } });
-    audit.result(id, "k8s.pod.create", { object: POD, outcome: "Created" });
-    audit.record("k8s.deploy.outcome", { ok: true, agent_id: POD });
-    audit.close();
+    expect(audit.chain).toBe("k8s");
+    const id = await audit.intent("k8s.pod.create", { object: POD, fence: { kind: "absent" } });
+    await audit.result(id, "k8s.pod.create", { object: POD, outcome: "Created" });
+    await audit.record("k8s.deploy.outcome", { ok: true, agent_id: POD });
+    await audit.close();
     const db = openDatabase(k8sStatePaths(home).db, { readonly: true });
     const rows = db.prepare("SELECT kind, json_extract(payload, '$.phase') AS phase, json_extract(payload, '$.action_id') AS action FROM audit_event ORDER BY seq").all() as Array<{
       kind: string;

@@ -144,10 +144,10 @@ function auditBase(deps: VerbDeps, ref: AgentRef, mode: string): JsonObject {
 async function fencedUserDelete(deps: VerbDeps, ref: AgentRef, pod: VerifiedPod, authority: DeleteAuthority, label: "user-stop" | "user-replace") {
   const fence = { kind: "precondition", uid: pod.fence.uid, resourceVersion: pod.fence.resourceVersion };
   const base = { ...auditBase(deps, ref, "cli"), object: pod.name, authority: label, fence };
-  const actionId = deps.audit.intent("k8s.pod.delete", base);
+  const actionId = await deps.audit.intent("k8s.pod.delete", base);
   // The pod's own grace period applies: gracePeriodSeconds is never sent (P-11).
   const r = await deps.cluster.deletePod(ref.namespace, pod.name, pod.fence, authority);
-  deps.audit.result(actionId, "k8s.pod.delete", { ...base, outcome: outcomeName(r.kind) });
+  await deps.audit.result(actionId, "k8s.pod.delete", { ...base, outcome: outcomeName(r.kind) });
   return r;
 }
 
@@ -165,9 +165,9 @@ export type VerbOutcome = { ok: true; message: string } | { ok: false; message: 
 
 /** §16.1. */
 export async function stop(deps: VerbDeps, ref: AgentRef, opts: { wait: boolean; waitMs?: number }): Promise<VerbOutcome> {
-  const start = deps.audit.intent("k8s.stop", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName });
-  const finish = (o: VerbOutcome): VerbOutcome => {
-    deps.audit.result(start, "k8s.stop", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName, ok: o.ok, message: o.message });
+  const start = await deps.audit.intent("k8s.stop", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName });
+  const finish = async (o: VerbOutcome): Promise<VerbOutcome> => {
+    await deps.audit.result(start, "k8s.stop", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName, ok: o.ok, message: o.message });
     return o;
   };
   for (let attempt = 1; attempt <= 3; attempt++) {
@@ -201,9 +201,9 @@ async function dropUnreferencedSecret(deps: VerbDeps, ref: AgentRef, name: strin
   if (pods.kind !== "listed" || pods.items.some((p) => secretRefsOf(p).includes(name))) return;
   const pre = { uid: s.object.metadata.uid ?? "", resourceVersion: s.object.metadata.resourceVersion ?? "" };
   const fence = { kind: "precondition", ...pre };
-  const actionId = deps.audit.intent("k8s.secret.delete", { ...auditBase(deps, ref, "cli"), object: name, authority: "stop-cleanup", fence });
+  const actionId = await deps.audit.intent("k8s.secret.delete", { ...auditBase(deps, ref, "cli"), object: name, authority: "stop-cleanup", fence });
   const r = await deps.cluster.deleteSecret(ref.namespace, name, pre);
-  deps.audit.result(actionId, "k8s.secret.delete", { ...auditBase(deps, ref, "cli"), object: name, authority: "stop-cleanup", fence, outcome: outcomeName(r.kind) });
+  await deps.audit.result(actionId, "k8s.secret.delete", { ...auditBase(deps, ref, "cli"), object: name, authority: "stop-cleanup", fence, outcome: outcomeName(r.kind) });
 }
 
 /**
@@ -228,12 +228,12 @@ export async function clearForReplace(deps: VerbDeps, ref: AgentRef, actionId: s
   return { ok: false, message: `${ref.identity.podName} kept changing; gave up after 3 fenced attempts` };
 }
 
-export function replaceAuditStart(deps: VerbDeps, ref: AgentRef): string {
+export function replaceAuditStart(deps: VerbDeps, ref: AgentRef): Promise<string> {
   return deps.audit.intent("k8s.replace", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName });
 }
 
-export function replaceAuditEnd(deps: VerbDeps, ref: AgentRef, actionId: string, outcome: VerbOutcome): void {
-  deps.audit.result(actionId, "k8s.replace", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName, ok: outcome.ok, message: outcome.message });
+export async function replaceAuditEnd(deps: VerbDeps, ref: AgentRef, actionId: string, outcome: VerbOutcome): Promise<void> {
+  await deps.audit.result(actionId, "k8s.replace", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName, ok: outcome.ok, message: outcome.message });
 }
 
 export function logLine(log: Logger, message: string): void {

@@ -44,6 +44,14 @@ export function openChainReader(state: ServerState, name: ChainName): OpenChain 
   }
 }
 
+/** Why a chain is not there yet, for a 404: on a PostgreSQL store the Kubernetes records are the controller chain's. */
+export function absentChainHint(state: ServerState, name: ChainName): string {
+  if (name === "controller") return "it is created when the controller first starts";
+  return state.controllerMirror
+    ? "on a PostgreSQL store the Kubernetes records are in the controller chain (source k8s); a k8s.db here is only one written before the move"
+    : "it is created by the first Kubernetes deploy";
+}
+
 export function headSeq(db: Db, chainId: string): number {
   const row = db.prepare("SELECT seq, hash FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1").get(chainId) as { seq: number } | undefined;
   return row?.seq ?? -1;

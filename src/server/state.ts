@@ -11,6 +11,7 @@ import { join } from "node:path";
 import type { SigningKey } from "../core/crypto/ed25519.js";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { type ChainAudit, k8sStatePaths, openK8sChain } from "../kubernetes/audit.js";
+import { storeAudit } from "../kubernetes/store-audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import { type Clock, realClock } from "../kubernetes/clock.js";
 import { connect } from "../kubernetes/connect.js";
@@ -101,7 +102,8 @@ export async function openServerState(o: { dataDir: string; version: string; dat
     plaintext,
     kubernetes: o.kubernetes ?? kubeconfigAccess,
     dbPaths: { controller: join(o.dataDir, CONTROLLER_DB), k8s: k8sStatePaths(o.dataDir).db },
-    openK8sAudit: () => openK8sChain(o.dataDir),
+    // Issue 20: on a PostgreSQL store the Kubernetes records are the store's (every server holds and verifies them).
+    openK8sAudit: () => (controller.store.engine.kind === "postgres" ? storeAudit(controller.store.engine, controller.store.chain) : openK8sChain(o.dataDir)),
     close: async () => {
       while (syncing) await syncing.catch(() => undefined);
       mirror?.close();

@@ -3,7 +3,7 @@
  * injected through `KubernetesAccess` on a real clock: the backend's real reconcile loop, verbs and audit chain run
  * unchanged behind the API. (The real kube-apiserver tier covers the backend itself: test/k8s-provider.)
  */
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { agentA, configA, GOLDEN_IMAGE_REF, GOLDEN_NSEC, GOLDEN_PUBKEY } from "../support/kubernetes/fixtures.js";
@@ -11,7 +11,7 @@ import { realClock } from "../../src/kubernetes/clock.js";
 import { FakeCluster } from "../support/kubernetes/fake-cluster.js";
 import { API_BASE } from "../../src/server/openapi.js";
 import type { KubernetesAccess } from "../../src/server/state.js";
-import { apiFixture, closeFixtures, type ErrorBody } from "./support.js";
+import { type ApiFixture, apiFixture, closeFixtures, type ErrorBody } from "./support.js";
 
 afterEach(closeFixtures);
 
@@ -26,6 +26,9 @@ function fakeAccess(): { fake: FakeCluster; access: KubernetesAccess } {
   const shared = new Proxy(fake, { get: (t, p) => (p === "close" ? () => undefined : Reflect.get(t, p)) });
   return { fake, access: { configured: () => ({ configured: true, context: "fake" }), connect: async () => ({ ok: true, cluster: shared }), clock: realClock } };
 }
+
+/** Where the backend's records are: the home's k8s.db on SQLite, the store's own chain on PostgreSQL (issue 20). */
+const k8sChain = (fx: ApiFixture): "k8s" | "controller" => (fx.state.controller.store.engine.kind === "postgres" ? "controller" : "k8s");
 
 const request = () => ({ agent: { ...agentA(), launch: { owner_pubkey: "a".repeat(64), command: "goose" } }, provider_config: configA });
 
@@ -67,9 +70,14 @@ describe("Kubernetes agents through the API", { timeout: 60_000 }, () => {
     expect(fake.calls.filter((c) => c.op === "createPod")).toHaveLength(2);
 
     const chains = (await fx.call("GET", `${API_BASE}/audit/chains`)).body as { chains: Array<{ name: string }> };
-    expect(chains.chains.map((c) => c.name)).toEqual(["controller", "k8s"]);
-    expect((await fx.call("GET", `${API_BASE}/audit/verify?chain=k8s`)).body).toMatchObject({ ok: true });
-    const k8sKinds = ((await fx.call("GET", `${API_BASE}/audit/events?chain=k8s&limit=1000`)).body as { events: Array<{ kind: string }> }).events.map((e) => e.kind);
+    // On a PostgreSQL store (BERTH_TEST_DATABASE=postgres) the records are the store's chain's and no k8s.db exists.
+    const where = k8sChain(fx);
+    expect(chains.chains.map((c) => c.name)).toEqual(where === "k8s" ? ["controller", "k8s"] : ["controller"]);
+    expect(existsSync(join(fx.dir, "k8s.db"))).toBe(where === "k8s");
+    expect((await fx.call("GET", `${API_BASE}/audit/verify?chain=${where}`)).body).toMatchObject({ ok: true });
+    const k8sKinds = ((await fx.call("GET", `${API_BASE}/audit/events?chain=${where}&limit=1000`)).body as { events: Array<{ kind: string; source: string }> }).events
+      .filter((e) => e.source === "k8s")
+      .map((e) => e.kind);
     expect(k8sKinds).toContain("k8s.pod.create");
     expect(k8sKinds).toContain("k8s.stop");
     const outcomes = (await fx.apiEvents()).filter((e) => e.payload.phase === "outcome").map((e) => [e.payload.route, e.payload.status, e.payload.error]);
@@ -101,7 +109,13 @@ describe("Kubernetes agents through the API", { timeout: 60_000 }, () => {
     expect(first.text, "the nsec never comes back").not.toContain(GOLDEN_NSEC);
     const agents = (await fx.call("GET", `${API_BASE}/agents`)).body as { agents: Array<{ name: string; target: string; state: string }> };
     expect(agents.agents.map((a) => [a.name, a.target, a.state])).toEqual([["scout", "kubernetes", "running"]]);
-    const deploys = ((await fx.call("GET", `${API_BASE}/audit/events?chain=k8s&limit=1000`)).body as { events: Array<{ kind: string }> }).events.filter((e) => e.kind === "agent.deploy");
-    expect(deploys).toHaveLength(2);
+    const deploys = ((await fx.call("GET", `${API_BASE}/audit/events?chain=${k8sChain(fx)}&limit=1000`)).body as { events: Array<{ kind: string; source: string }> }).events.filter(
+      (e) => e.kind === "agent.deploy",
+    );
+    expect(deploys.map((e) => e.source)).toEqual(["k8s", "k8s"]);
+    // The api.call outcome names the agent.deploy event on the chain it is on.
+    const refs = (await fx.apiEvents()).filter((e) => e.payload.phase === "outcome").map((e) => (e.payload.refs as { agent_deploy?: { chain: string; hash: string } }).agent_deploy);
+    expect(refs.map((r) => r?.chain)).toEqual([k8sChain(fx), k8sChain(fx)]);
+    expect(refs.map((r) => r?.hash)).toEqual(deploys.map((e) => (e as unknown as { hash: string }).hash));
   });
 });

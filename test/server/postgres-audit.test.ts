@@ -45,4 +45,11 @@ describe("the audit routes on a PostgreSQL store", { timeout: 60_000 }, () => {
     const exported = (await fx.call("GET", `${API_BASE}/audit/export?chain=controller`)).text.trim().split("\n");
     expect(exported).toHaveLength(page.events.length);
   });
+
+  it("answers a request for the k8s chain with where the Kubernetes records are on this store", async () => {
+    fx = await apiFixture({ database: await pg.database() });
+    const k8s = await fx.call("GET", `${API_BASE}/audit/events?chain=k8s&after=-1&limit=10`);
+    expect(k8s.status).toBe(404);
+    expect(k8s.text).toContain("on a PostgreSQL store the Kubernetes records are in the controller chain (source k8s)");
+  });
 });

@@ -48,7 +48,7 @@ export function agentsEnv(state: ServerState): AgentsEnv {
         if (!configured.configured) return { ok: false, notConfigured: true, error: k8sNotConfigured(configured.reason).message };
         return state.kubernetes.connect(context ?? configured.context);
       },
-      openAudit: () => state.openK8sAudit(),
+      openAudit: async () => state.openK8sAudit(),
       home: state.dataDir,
       clock: state.kubernetes.clock,
       log: silentLogger,

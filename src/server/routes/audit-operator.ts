@@ -8,7 +8,7 @@ import type { z } from "zod";
 import { verifyStoredChain } from "../../chain/chain.js";
 import { importChainOn } from "../../chain/import.js";
 import type { SignedCheckpoint } from "../../core/chain/checkpoint.js";
-import { type ChainName, type OpenChain, openChainReader } from "../chains.js";
+import { absentChainHint, type ChainName, type OpenChain, openChainReader } from "../chains.js";
 import type { OperatorInputs } from "../contract-operator.js";
 import { ApiError, notFound } from "../errors.js";
 import type { CallContext, Handlers } from "../handler.js";
@@ -17,7 +17,7 @@ type In<T extends z.ZodType> = z.infer<T>;
 
 function withChain<T>(ctx: CallContext, name: ChainName, fn: (c: OpenChain) => T): T {
   const c = openChainReader(ctx.state, name);
-  if (c === null) throw notFound(`the ${name} chain`, name === "k8s" ? "it is created by the first Kubernetes deploy" : "it is created when the controller first starts");
+  if (c === null) throw notFound(`the ${name} chain`, absentChainHint(ctx.state, name));
   try {
     return fn(c);
   } finally {

@@ -2,14 +2,14 @@
 import type { z } from "zod";
 import { exportChainLines, findEvents, verifyStoredChain } from "../../chain/chain.js";
 import type { Inputs } from "../contract.js";
-import { CHAIN_NAMES, type ChainName, headSeq, type OpenChain, openChainReader } from "../chains.js";
+import { absentChainHint, CHAIN_NAMES, type ChainName, headSeq, type OpenChain, openChainReader } from "../chains.js";
 import { notFound } from "../errors.js";
 import type { CallContext, Handlers } from "../handler.js";
 
 async function withChain<T>(ctx: CallContext, name: ChainName, fn: (c: OpenChain) => T): Promise<T> {
   if (name === "controller") await ctx.state.refreshChains();
   const c = openChainReader(ctx.state, name);
-  if (c === null) throw notFound(`the ${name} chain`, name === "k8s" ? "it is created by the first Kubernetes deploy" : "it is created when the controller first starts");
+  if (c === null) throw notFound(`the ${name} chain`, absentChainHint(ctx.state, name));
   try {
     return fn(c);
   } finally {

@@ -52,7 +52,7 @@ export async function withVerbDeps<T>(state: ServerState, cluster: Cluster, fn: 
   try {
     return await fn({ cluster, clock: state.kubernetes.clock, audit, log: silentLogger, version: state.version });
   } finally {
-    audit.close();
+    await audit.close();
   }
 }
 
@@ -159,10 +159,10 @@ export const kubernetesHandlers: Handlers = {
     const ref: AgentRef = { identity: p.inputs.identity, namespace: p.inputs.config.namespace };
     return withCluster(ctx.state, p.inputs.config.context, (cluster) =>
       withVerbDeps(ctx.state, cluster, async (deps) => {
-        const actionId = replaceAuditStart(deps, ref);
+        const actionId = await replaceAuditStart(deps, ref);
         const cleared = await clearForReplace(deps, ref, actionId, k8sSettings().deadlineSeconds * 1000);
         const r = cleared.ok ? await runDeploy(deps, p) : { ok: false, error: cleared.message };
-        replaceAuditEnd(deps, ref, actionId, r.ok ? { ok: true, message: r.agent_id ?? "" } : { ok: false, message: r.error ?? "" });
+        await replaceAuditEnd(deps, ref, actionId, r.ok ? { ok: true, message: r.agent_id ?? "" } : { ok: false, message: r.error ?? "" });
         return answerOf(r, { pod: ref.identity.podName, replace_action: actionId });
       }),
     );

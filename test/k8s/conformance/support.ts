@@ -580,7 +580,7 @@ export async function deployInProcess(s: Scenario, config: Record<string, unknow
     return report.answer.ok ? { ok: true, agent_id: report.answer.agentId } : { ok: false, error: report.answer.error };
   } finally {
     c.cluster.close();
-    audit.close();
+    await audit.close();
   }
 }
 

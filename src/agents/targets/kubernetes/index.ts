@@ -49,14 +49,14 @@ async function withCluster<T>(access: KubernetesAccess, prepared: PreparedDeploy
 async function withVerbDeps<T>(access: KubernetesAccess, cluster: Cluster, fn: (deps: VerbDeps) => Promise<Outcome<T>>): Promise<Outcome<T>> {
   let audit: K8sAudit;
   try {
-    audit = access.openAudit();
+    audit = await access.openAudit();
   } catch (error) {
     return failed({ kind: "audit_unavailable", message: `could not open the Kubernetes audit chain: ${(error as Error).message}` });
   }
   try {
     return await fn({ cluster, clock: access.clock, audit, log: access.log, version: access.version });
   } finally {
-    audit.close();
+    await audit.close();
   }
 }
 
@@ -81,17 +81,20 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
       const done = await withCluster(access, prepared.value, (cluster) =>
         withVerbDeps(access, cluster, async (deps) => {
           const progress = watch?.conditions();
+          let result: Awaited<ReturnType<typeof deployKubernetesAgent>>;
           try {
             const onProgress = progress ? (line: string) => progress.update(line) : undefined;
-            return succeeded(await deployKubernetesAgent({ ...deps, settings: s.value, ...(onProgress ? { onProgress } : {}) }, loaded.spec.metadata.name, prepared.value, { userReplace, ...(loop ? { loop } : {}) }));
+            result = await deployKubernetesAgent({ ...deps, settings: s.value, ...(onProgress ? { onProgress } : {}) }, loaded.spec.metadata.name, prepared.value, { userReplace, ...(loop ? { loop } : {}) });
           } finally {
             progress?.stop();
           }
+          // On the chain the deploy's k8s.* records went to, before it is closed.
+          const event = await recordKubernetesDeploy(deps.audit, result);
+          return succeeded({ result, event: { chain: deps.audit.chain, seq: event.seq, hash: event.hash } });
         }),
       );
       if (!done.ok) return done;
-      const event = recordKubernetesDeploy(access.home, done.value);
-      return succeeded({ result: done.value, intent: prepared.value.fingerprint, event: { chain: "k8s", seq: event.seq, hash: event.hash } });
+      return succeeded({ result: done.value.result, intent: prepared.value.fingerprint, event: done.value.event });
     },
 
     async states(agents) {

@@ -58,14 +58,14 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
       return done.value.result.ok ? { ok: true } : { ok: false, reason: done.value.result.message };
     },
     alert: async (agent, reason, why) => {
-      const audit = env.kubernetes.openAudit();
+      const audit = await env.kubernetes.openAudit();
       try {
         const payload: JsonObject = { phase: "alert", agent: agent.name, reason, why, by: LOOP_ACTOR };
         if (agent.namespace !== undefined) payload.namespace = agent.namespace;
         if (agent.pod !== undefined) payload.pod = agent.pod;
-        audit.record("k8s.alert", payload);
+        await audit.record("k8s.alert", payload);
       } finally {
-        audit.close();
+        await audit.close();
       }
     },
   };
