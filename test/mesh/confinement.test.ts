@@ -168,6 +168,8 @@ describe("network none", () => {
     expect(accepted).toBe(0);
     const egress = ok(await ctl.place(n, makePackage(signer, { script: dialler(port), network: "egress", name: "open" }).dir, { name: "open" }));
     expect(await outputOf(ctl, n, egress.instance_id as string)).toBe("connected\n");
+    // The agent's connect returns once the kernel has the handshake; this process's accept callback may run later.
+    await waitFor(() => accepted === 1, "the listener to see the egress agent's connection", 5_000);
     expect(accepted).toBe(1);
   });
 
