@@ -42,7 +42,7 @@ export class Ride {
 
   /** Commits the ride now in a transaction of its own, unless one already carried it. */
   async commit(): Promise<void> {
-    if (!(await this.pending())) return;
+    if (this.committed || this.closed) return;
     await this.run(() => this.engine.transaction(async () => undefined));
   }
 
@@ -51,14 +51,14 @@ export class Ride {
     this.closed = true;
   }
 
-  /** Whether the next transaction of the flow must carry the write; waits while another one carries it. */
-  async pending(): Promise<boolean> {
+  /**
+   * For the transaction about to start in the flow: null when it need not carry the write (carried, or closed), else
+   * the function that ends its carrying. While another transaction carries it, this waits for that one to end. The
+   * check and the claim happen in one turn, so two waiting transactions never both carry it.
+   */
+  async claim(): Promise<(() => void) | null> {
     while (this.carrying) await this.carrying;
-    return !this.committed && !this.closed;
-  }
-
-  /** Marks the write as carried by one transaction until `done` is called. */
-  carry(): () => void {
+    if (this.committed || this.closed) return null;
     let done!: () => void;
     this.carrying = new Promise<void>((resolve) => {
       done = resolve;
@@ -95,8 +95,8 @@ export class RidingEngine implements StoreEngine {
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const ride = this.flows.getStore();
-    if (ride === undefined || !(await ride.pending())) return this.inner.transaction(fn);
-    const done = ride.carry();
+    const done = ride ? await ride.claim() : null;
+    if (ride === undefined || done === null) return this.inner.transaction(fn);
     try {
       return await this.inner.transaction(async (tx) => {
         await ride.write(tx);
