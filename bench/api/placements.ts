@@ -2,8 +2,9 @@
  * Placements through the HTTP API (issue 8 benchmark): placements per second and latency percentiles through
  * `POST /api/v1/placements` on a real listener (`startServer`), against the library call `MeshController.place` on
  * the same controller, the same node daemons and the same package, in the same run. The difference is the API's
- * cost: HTTP and JSON, the bearer check, zod parsing, and the `api.call` request/outcome pair (two more fsynced
- * commits per call). Figures are printed, never asserted.
+ * cost: HTTP and JSON, the bearer check, zod parsing, and the `api.call` request/outcome pair (one more fsynced commit
+ * per call since issue 19: the request rides the placement's first write transaction, the outcome commits before the
+ * answer). Figures are printed, never asserted.
  *
  *   npm run build:test && node dist/bench/api/placements.js [--nodes 3] [--placements 30] [--concurrency 4]
  *

@@ -4,9 +4,12 @@
  *   request ─▶ edge.ts: origin-form target, one spelling of the path (400), Host names this server (421)
  *           ─▶ auth from the matched route's own config: private unless it says `public` (401; never the URL text)
  *           ─▶ body: application/json only (415), at most the limit (413)
- *           ─▶ [mutating: chain api.call request — or refuse, doing nothing] ─▶ parse params, query, body with the
- *              route's schemas (400 names the field) ─▶ handler (the library)
- *           ─▶ [mutating: chain api.call outcome with status and error code] ─▶ JSON answer
+ *           ─▶ parse params, query, body with the route's schemas (400 names the field)
+ *           ─▶ [mutating: chain api.call request — or refuse, doing nothing; `recordRides` routes: it rides the
+ *              handler's first write transaction instead, issue 19] ─▶ handler (the library)
+ *           ─▶ [mutating: chain api.call outcome with status and error code (with the request, when nothing was
+ *              written: a refused request is one transaction); the request never committed: 500, nothing done]
+ *           ─▶ JSON answer
  *   no route ─▶ `/api/…`, `/healthz`…: JSON 404, or 405 with Allow for a known path ─ else the dashboard's files
  *
  * What the chain holds (docs/security.md "What a refused request leaves"): only a call that passed every check up to
@@ -16,7 +19,8 @@
 import Fastify, { type FastifyInstance, LogController, type FastifyReply, type FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { JsonObject } from "../core/crypto/canonical.js";
-import { type CallOutcome, type CallRecord, type Caller, recordOutcome, recordRequest } from "./audit.js";
+import type { Ride } from "../store/riding-engine.js";
+import { type CallOutcome, type CallRecord, type Caller, openCall, recordOutcome } from "./audit.js";
 import { ROUTES, type RouteSpec } from "./contract.js";
 import { checkHost, checkRequestTarget, DASHBOARD_CSP, type EdgeRefusal, hostNames, securityHeaders } from "./edge.js";
 import { notLeaderAnswer } from "./leader-gate.js";
@@ -198,25 +202,33 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   async function call(route: RouteSpec, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const callerOf = caller(req);
     const handler = o.handlers[route.id];
-    let record: CallRecord | null = null;
+    let call: { record: CallRecord; ride: Ride } | null = null;
     if (route.mutating) {
       // Issue 20: a follower does nothing for a write and says where the leader is.
       const follower = await notLeaderAnswer(o.state.controller);
       if (follower) return send(reply, 503, follower);
-      try {
-        record = await recordRequest(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
-      } catch (error) {
-        req.log.error({ err: error }, "api.call request could not be chained; nothing was done");
-        return send(reply, 500, { error: { code: "audit_unavailable", message: "the request could not be recorded in the audit chain, so nothing was done; try again" } });
-      }
+      call = openCall(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
     }
+    const ride = call?.ride ?? null;
+    const commitRequest = async () => {
+      await ride?.commit();
+    };
     let status: number;
     let body: unknown;
     let outcome: CallOutcome;
     try {
       if (!handler) throw new ApiError(500, "not_implemented", `route ${route.id} has no handler`);
+      // Parsing does nothing, so a refused request writes its pair in one transaction (the outcome's, below).
       const input = parseInputs(route, req);
-      const answer = await handler(input, { state: o.state, caller: callerOf });
+      if (ride && !route.recordRides) {
+        try {
+          await ride.commit();
+        } catch (error) {
+          return unrecorded(req, reply, error);
+        }
+      }
+      const ctx = { state: o.state, caller: callerOf, commitRequest };
+      const answer = ride ? await ride.run(() => handler(input, ctx)) : await handler(input, ctx);
       status = answer.status ?? route.status;
       body = answer.body;
       outcome = { status, error: status >= 400 ? (answer.error ?? "failed") : null, ...(answer.refs ? { refs: answer.refs } : {}) };
@@ -227,15 +239,25 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       body = e.body();
       outcome = { status, error: e.code, fields: e.extra.issues?.map((i) => i.path) ?? [] };
     }
-    if (record) {
+    if (call && ride) {
+      const { record } = call;
       try {
-        await recordOutcome(o.state.controller, callerOf, record, outcome);
+        // In the flow: when the call wrote nothing, this transaction carries the request too.
+        await ride.run(() => recordOutcome(o.state.controller, callerOf, record, outcome));
       } catch (error) {
         req.log.error({ err: error, call_id: record.call_id }, "api.call outcome could not be chained");
       }
+      ride.close();
+      // The request never committed, so no write of this call did either: nothing was done, and nothing may be said.
+      if (!ride.committed) return unrecorded(req, reply, ride.failure);
     }
     if (route.produces === "application/x-ndjson" && status === 200) return reply.code(200).type("application/x-ndjson; charset=utf-8").send(body as string);
     return send(reply, status, body);
+  }
+
+  function unrecorded(req: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
+    req.log.error({ err: error }, "api.call request could not be chained; nothing was done");
+    return send(reply, 500, { error: { code: "audit_unavailable", message: "the request could not be recorded in the audit chain, so nothing was done; try again" } });
   }
 
   function openStream(route: RouteSpec, req: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {

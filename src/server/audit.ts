@@ -1,13 +1,16 @@
 /**
  * `api.call` (source `api`, docs/audit-chain.md): every mutating call is a write-ahead pair on the controller chain
  * sharing a `call_id` — `request` before anything is done (if it cannot be appended the call is refused and nothing
- * happens) and `outcome` after, with the status and error code. The caller is the token's id and the remote address,
+ * happens) and `outcome` after, with the status and error code, committed before the answer. The request commits
+ * with the call's first write (issue 19: no fsynced commit of its own), or with the outcome when the call wrote
+ * nothing (a refused request: the pair in one transaction). The caller is the token's id and the remote address,
  * never the token. Bodies are not copied (an agent spec can carry env values); where the library chains the action
  * itself (a placement decision, an agent.deploy), the outcome names that event instead of repeating it.
  */
 import { randomBytes } from "node:crypto";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import type { MeshController } from "../mesh/controller/index.js";
+import type { Ride } from "../store/riding-engine.js";
 
 export interface Caller {
   /** `token:` + 8 hex of SHA-256(token). */
@@ -24,11 +27,14 @@ export interface CallRecord {
 
 const draft = (payload: JsonObject) => ({ source: "api", kind: "api.call", payload });
 
-/** Appends the `request` half; throws when it cannot, and then the caller must do nothing. */
-export async function recordRequest(controller: MeshController, caller: Caller, call: Omit<CallRecord, "call_id">): Promise<CallRecord> {
+/**
+ * The `request` half, not yet written (issue 19): it rides the first write transaction of `ride.run(…)` — in the
+ * same transaction as the call's first state change, before it on the chain — or is committed alone by
+ * `ride.commit()`, which throws when it cannot (then the caller must do nothing). See riding-engine.ts.
+ */
+export function openCall(controller: MeshController, caller: Caller, call: Omit<CallRecord, "call_id">): { record: CallRecord; ride: Ride } {
   const record = { call_id: randomBytes(16).toString("hex"), ...call };
-  await controller.store.appendAll([draft({ phase: "request", ...record, who: caller.who, remote: caller.remote })]);
-  return record;
+  return { record, ride: controller.rideEvent(draft({ phase: "request", ...record, who: caller.who, remote: caller.remote })) };
 }
 
 export interface CallOutcome {

@@ -295,6 +295,12 @@ export interface RouteSpec {
   readonly public?: boolean;
   /** Mutating routes are chained as an `api.call` request/outcome pair. */
   readonly mutating?: boolean;
+  /**
+   * Issue 19: the `api.call` request rides the handler's first write transaction on the controller store instead of
+   * committing alone before it (src/store/riding-engine.ts). Only for a handler whose every effect is such a write (a
+   * request to a node is one: its stamp commits first), or that calls `commitRequest()` before any other.
+   */
+  readonly recordRides?: boolean;
   readonly params?: z.ZodObject;
   readonly query?: z.ZodObject;
   readonly body?: z.ZodType;
@@ -335,8 +341,8 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "addPackage", method: "POST", path: "/packages", tag: "packages", mutating: true, summary: "verify a built, signed package directory on the server host and copy it into the package store", body: Inputs.addPackage, status: 201, response: z.strictObject({ package_id: z.string(), name: z.string(), version: z.string(), path: z.string() }), errors: [422] },
 
   { id: "listPlacements", method: "GET", path: "/placements", tag: "placements", summary: "placement records", status: 200, response: list("placements", PlacementRecordSchema) },
-  { id: "place", method: "POST", path: "/placements", tag: "placements", mutating: true, summary: "decide, record and place (the PlaceReport with its explain)", body: Inputs.place, status: 201, response: PlaceReportSchema, errors: [409, 422] },
-  { id: "explain", method: "POST", path: "/placements/explain", tag: "placements", mutating: true, summary: "dry run: decide and record the decision, send nothing", body: Inputs.place, status: 200, response: PlaceReportSchema, errors: [409, 422] },
+  { id: "place", method: "POST", path: "/placements", tag: "placements", mutating: true, recordRides: true, summary: "decide, record and place (the PlaceReport with its explain)", body: Inputs.place, status: 201, response: PlaceReportSchema, errors: [409, 422] },
+  { id: "explain", method: "POST", path: "/placements/explain", tag: "placements", mutating: true, recordRides: true, summary: "dry run: decide and record the decision, send nothing", body: Inputs.place, status: 200, response: PlaceReportSchema, errors: [409, 422] },
   { id: "getPlacement", method: "GET", path: "/placements/{decision_id}", tag: "placements", summary: "a past decision with its candidates, attempts and explain", params: Inputs.decisionRef, status: 200, response: PastDecisionSchema, errors: [404] },
 
   { id: "listInstances", method: "GET", path: "/instances", tag: "instances", summary: "placed instances with the node's state (one signed status per node)", status: 200, response: list("instances", InstanceSchema) },

@@ -23,6 +23,12 @@ export interface Answer {
 export interface CallContext {
   readonly state: ServerState;
   readonly caller: Caller;
+  /**
+   * Commits the call's `api.call` request now unless it already committed (a no-op on a read). A route whose request
+   * rides its first write (`RouteSpec.recordRides`) calls it before any effect that is not a write on the controller
+   * store; it throws when the record cannot be written, and then the handler must do nothing.
+   */
+  readonly commitRequest: () => Promise<void>;
 }
 
 export type Handler = (input: Parsed, ctx: CallContext) => Promise<Answer>;

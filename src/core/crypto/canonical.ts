@@ -31,48 +31,61 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * integers in plain decimal. The `canonicalize` package (4.0.0) is the reference implementation: a property test
  * checks this writer against it on arbitrary values. It is not used on the hot path because the audit chain calls
  * this once per event and the combined check-then-serialise cost dominated append time.
+ *
+ * The path of the value being written is kept as a stack of segments and joined only for an error (issue 19): a
+ * decision event over 100 targets has tens of thousands of members, and building each one's path text cost more than
+ * writing it.
  */
-function write(value: unknown, path: string, depth: number): string {
-  if (depth > MAX_DEPTH) throw new CanonicalError(path, `nesting deeper than ${MAX_DEPTH} levels`);
+function write(value: unknown, at: Array<string | number>, depth: number): string {
+  if (depth > MAX_DEPTH) throw new CanonicalError(pathOf(at), `nesting deeper than ${MAX_DEPTH} levels`);
   if (value === null) return "null";
   switch (typeof value) {
     case "boolean":
       return value ? "true" : "false";
     case "number":
       if (Object.is(value, -0)) return "0";
-      if (!Number.isSafeInteger(value)) throw new CanonicalError(path, `${String(value)} is not an integer within ±(2^53−1)`);
+      if (!Number.isSafeInteger(value)) throw new CanonicalError(pathOf(at), `${String(value)} is not an integer within ±(2^53−1)`);
       return String(value);
     case "string":
-      if (LONE_SURROGATE.test(value)) throw new CanonicalError(path, "string holds a lone surrogate");
+      if (LONE_SURROGATE.test(value)) throw new CanonicalError(pathOf(at), "string holds a lone surrogate");
       return JSON.stringify(value);
     case "object": {
       if (Array.isArray(value)) {
         let out = "[";
-        for (let i = 0; i < value.length; i++) out += (i ? "," : "") + write(value[i], `${path}[${i}]`, depth + 1);
+        for (let i = 0; i < value.length; i++) {
+          at.push(i);
+          out += (i ? "," : "") + write(value[i], at, depth + 1);
+          at.pop();
+        }
         return `${out}]`;
       }
       const proto = Object.getPrototypeOf(value);
-      if (proto !== Object.prototype && proto !== null) throw new CanonicalError(path, "not a plain object");
+      if (proto !== Object.prototype && proto !== null) throw new CanonicalError(pathOf(at), "not a plain object");
       const keys = Object.keys(value).sort();
       let out = "{";
       let first = true;
       for (const key of keys) {
         const item = (value as Record<string, unknown>)[key];
-        if (item === undefined) throw new CanonicalError(`${path}.${key}`, "undefined is not JSON");
-        if (LONE_SURROGATE.test(key)) throw new CanonicalError(path, "member name holds a lone surrogate");
-        out += `${first ? "" : ","}${JSON.stringify(key)}:${write(item, `${path}.${key}`, depth + 1)}`;
+        if (item === undefined) throw new CanonicalError(pathOf([...at, key]), "undefined is not JSON");
+        if (LONE_SURROGATE.test(key)) throw new CanonicalError(pathOf(at), "member name holds a lone surrogate");
+        at.push(key);
+        out += `${first ? "" : ","}${JSON.stringify(key)}:${write(item, at, depth + 1)}`;
+        at.pop();
         first = false;
       }
       return `${out}}`;
     }
     default:
-      throw new CanonicalError(path, `${typeof value} is not JSON`);
+      throw new CanonicalError(pathOf(at), `${typeof value} is not JSON`);
   }
 }
 
+/** `.a[0].b`: member names after a dot, array indices in brackets (what the error names). */
+const pathOf = (at: ReadonlyArray<string | number>) => at.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
+
 /** The canonical text of a JSON value; throws CanonicalError naming the offending path. */
 export function canonicalJson(value: unknown): string {
-  return write(value, "", 0);
+  return write(value, [], 0);
 }
 
 /** The reference serialiser (the `canonicalize` package), for cross-checking in tests. */

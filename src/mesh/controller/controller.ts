@@ -17,10 +17,11 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
-import type { StoreEngine } from "../../store/engine.js";
 import { StoreAuthority } from "../../store/leader-authority.js";
 import { LeaderLease, type LeaderView } from "../../store/leader.js";
 import { openStoreEngine } from "../../store/open.js";
+import { type Ride, RidingEngine } from "../../store/riding-engine.js";
+import type { EventDraft } from "../../core/chain/event.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
 import { type DispatchDeps, type DispatchHooks, type PlaceReport, placeOrder, STOPPED, type Timeouts } from "./dispatch.js";
@@ -105,7 +106,7 @@ export class MeshController {
 
   private constructor(
     o: ControllerOptions,
-    private readonly engine: StoreEngine,
+    private readonly engine: RidingEngine,
     store: ControllerStore,
     authority: StoreAuthority,
   ) {
@@ -144,7 +145,8 @@ export class MeshController {
   /** §14.2 steps 1–4. Throws if the chain fails its start-up check: a controller never runs on a broken record. */
   static async open(o: ControllerOptions): Promise<MeshController> {
     if (!existsSync(o.dataDir)) mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
-    const engine = await openStoreEngine({ database: o.database, sqlitePath: o.dbPath ?? join(o.dataDir, CONTROLLER_DB) });
+    // Issue 19: every transaction on the store can carry a flow's ride (an API call's `api.call` request, rideEvent).
+    const engine = new RidingEngine(await openStoreEngine({ database: o.database, sqlitePath: o.dbPath ?? join(o.dataDir, CONTROLLER_DB) }));
     try {
       // Chain.open is the start-up check (spec/audit-chain.md §7): it verifies from the newest valid checkpoint and throws,
       // naming the seq, when the chain does not verify. Not the whole chain again: every CLI call opens the
@@ -221,6 +223,16 @@ export class MeshController {
   }
 
   // ---- the API the CLI and the HTTP server call -------------------------------------------------------------
+
+  /**
+   * Issue 19: `draft` appended at the start of the first write transaction `ride.run(fn)` makes on this store (or
+   * by `ride.commit()`), in that transaction: the HTTP API's `api.call` request without a commit of its own.
+   */
+  rideEvent(draft: EventDraft): Ride {
+    return this.engine.ride(async (tx) => {
+      await this.store.chain.append(tx, draft);
+    });
+  }
 
   /**
    * §9. Unsettled decisions are settled first when there are any (§10.2 triggers on every valid describe of their

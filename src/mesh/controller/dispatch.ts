@@ -18,7 +18,7 @@ import type { EventDraft } from "../../core/chain/event.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import { decide, dispatchOrder, type ExplainAttempt, historyReads, type PlacementDecision, parsePlacementInputWithParts, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
 import { outcomeOf } from "../client/node-client.js";
-import { consult, contextOf, type GateSettings, gatePolicyOf } from "./gate.js";
+import { consult, contextOf, type GateSettings, gatePolicyOf, viewVerdictEvents } from "./gate.js";
 import { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
 import type { ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type PreparedPackage, preparePackage, workloadRecordOf, workloadSpecOf } from "./prepare.js";
@@ -130,17 +130,17 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   const workload = workloadRecordOf(pkg);
   // 3. refresh, with its stored key, every target whose facts cannot be reused (issue 19, targets.ts refreshStale)
   await deps.targets.refreshStale();
-  // 4. gate workload.place for every target in the view
+  // 4. gate workload.place for every target in the view; chained once per distinct verdict (§7.7, gate.ts)
   const views = await deps.targets.views();
   const gatePolicy = gatePolicyOf(policy, deps.gate);
   const verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }> = {};
-  const verdictEvents: EventDraft[] = [];
+  const consulted: Array<{ node: string; event: EventDraft }> = [];
   for (const v of views) {
     const { verdict, event } = consult("workload.place", contextOf(workload, v.tier, deps.controllerId, false), gatePolicy, v.node_id);
     verdicts[v.node_id] = { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
-    if (event) verdictEvents.push(event);
+    if (event) consulted.push({ node: v.node_id, event });
   }
-  await deps.store.appendAll(verdictEvents);
+  await deps.store.appendAll(viewVerdictEvents(consulted));
   // 5. the engine
   const decision = await runEngine(deps, order, name, pkg, views, verdicts, policy, (await deps.moves?.cordoned()) ?? []);
   // 6. chain the decision; no request is sent before this commits

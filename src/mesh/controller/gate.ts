@@ -1,8 +1,10 @@
 /**
  * Where the controller consults its own gate (spec/mesh.md §7.6): `workload.place` for every target in the view (the
  * verdict becomes the engine's `gate` constraint), again with `emulated: true` before sending to an emulated route,
- * and the instance verbs before anything is sent. Every verdict from step 2 on is chained (§7.7), so one placement
- * over N targets writes N verdicts before its decision event.
+ * and the instance verbs before anything is sent. Every verdict from step 2 on is chained (§7.7); those of the
+ * consult over the view are chained once per distinct verdict (`viewVerdictEvents`, issue 19), so one placement over
+ * N targets writes one verdict event per distinct verdict (typically one per tier in use) before its decision event,
+ * not N signed events.
  */
 import type { EventDraft } from "../../core/chain/event.js";
 import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
@@ -48,4 +50,23 @@ export function contextOf(w: WorkloadRecord, tier: Tier, agent: string, emulated
 export function consult(action: string, ctx: WorkloadContext, policy: GatePolicy, node: string): { verdict: GateVerdict; event: EventDraft | null } {
   const verdict = evaluate(action, ctx, policy, node);
   return { verdict, event: verdict.chain ? { source: "gate", kind: verdict.chainKind, payload: verdict.payload } : null };
+}
+
+/**
+ * §7.7 (issue 19): the verdicts of one consult over the view, one event per distinct verdict. Targets whose verdict
+ * payloads are equal but for `node` share one event naming them all in `nodes` (sorted) instead of `node`; payloads
+ * that differ in anything else (tier, decision, reason, rule) stay apart. Every consulted target is named by exactly
+ * one event, in the order the view first shows its verdict. Equality is of the payloads as the gate built them, so a
+ * false "different" can only mean one event more, never two verdicts merged.
+ */
+export function viewVerdictEvents(consulted: ReadonlyArray<{ readonly node: string; readonly event: EventDraft }>): EventDraft[] {
+  const groups = new Map<string, { readonly event: EventDraft; readonly nodes: string[] }>();
+  for (const { node, event } of consulted) {
+    const { node: _named, ...verdict } = event.payload;
+    const key = JSON.stringify([event.source, event.kind, verdict]);
+    const group = groups.get(key);
+    if (group) group.nodes.push(node);
+    else groups.set(key, { event: { source: event.source, kind: event.kind, payload: verdict }, nodes: [node] });
+  }
+  return [...groups.values()].map(({ event, nodes }) => ({ ...event, payload: { ...event.payload, nodes: [...nodes].sort() } }));
 }

@@ -33,8 +33,7 @@ export type Prepared = { readonly ok: true; readonly pkg: PreparedPackage } | { 
  */
 export function preparePackage(ref: string, dataDir: string, policy: ControllerPolicy, afterVerify?: () => void): Prepared {
   const storeRoot = join(dataDir, PACKAGE_STORE);
-  const stored = isPackageId(ref) ? join(storeRoot, ref) : null;
-  const dir = stored !== null && existsSync(join(stored, MANIFEST_FILE)) ? stored : resolve(ref);
+  const dir = storedPackageDir(ref, dataDir) ?? resolve(ref);
   if (!existsSync(join(dir, MANIFEST_FILE))) {
     return { ok: false, error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${storeRoot}` };
   }
@@ -49,6 +48,16 @@ export function preparePackage(ref: string, dataDir: string, policy: ControllerP
     ok: true,
     pkg: { packageId: verdict.packageId, statement, source: new PackageDirSource(target), signers: verdict.signers },
   };
+}
+
+/**
+ * The store copy `ref` names, when it is the id of a package already in the store (null otherwise): preparing it
+ * then writes no file (issue 19: the API's placement record may ride its first write, server/routes/mesh.ts).
+ */
+export function storedPackageDir(ref: string, dataDir: string): string | null {
+  if (!isPackageId(ref)) return null;
+  const stored = join(dataDir, PACKAGE_STORE, ref);
+  return existsSync(join(stored, MANIFEST_FILE)) ? stored : null;
 }
 
 type ReadVerified =

@@ -12,7 +12,7 @@ import { renderExplain } from "../../core/placement/explain.js";
 import type { NodeView, PlacementDecision } from "../../core/placement/index.js";
 import type { NodeClient } from "../../mesh/client/node-client.js";
 import { type MeshController, PlaceError, type TargetInfo, type VerbResult } from "../../mesh/controller/index.js";
-import { PACKAGE_STORE } from "../../mesh/controller/prepare.js";
+import { PACKAGE_STORE, storedPackageDir } from "../../mesh/controller/prepare.js";
 import { readEnvelope } from "../../mesh/packages/dir.js";
 import type { Inputs } from "../contract.js";
 import { ApiError, notFound } from "../errors.js";
@@ -84,6 +84,9 @@ function verbAnswer(r: VerbResult): Answer {
 
 async function place(i: Parsed, ctx: CallContext, dryRun: boolean): Promise<Answer> {
   const order = i.body as In<typeof Inputs.place>;
+  // The route's api.call request rides its first write (contract.ts recordRides); a package named by a path is
+  // copied into the package store first, a file written outside any transaction, so the request commits before.
+  if (storedPackageDir(order.package, ctx.state.dataDir) === null) await ctx.commitRequest();
   try {
     const report = await ctx.state.controller.place({ ...order, dry_run: dryRun });
     return { status: dryRun ? 200 : 201, body: report, refs: { decision_id: report.decision_id, instance_id: report.placed?.instance_id ?? null } };
