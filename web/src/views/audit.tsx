@@ -11,6 +11,7 @@ import { NodeCell, useNodeNames } from "../node-names";
 import { ErrorNotice, Loaded } from "../notice";
 import { href } from "../route";
 import type { AuditEvent } from "../types";
+import { gist, nodesOf } from "../audit-gist";
 
 export interface AuditTail {
   readonly chains: readonly string[];
@@ -21,19 +22,6 @@ export interface AuditTail {
   readonly error: unknown;
 }
 
-/** The payload members worth a glance; the gate's `agent` is the requesting controller, so its verdict is shown instead. */
-const GIST_KEYS = ["name", "phase", "instance_id", "outcome", "node_id", "agent"] as const;
-const GATE_GIST_KEYS = ["decision", "node", "permit_rule"] as const;
-
-/** What an event is about, in a few words: the payload's name, instance, decision phase or outcome. */
-export function gist(e: AuditEvent): string {
-  const p = e.payload;
-  return (e.source === "gate" ? GATE_GIST_KEYS : GIST_KEYS)
-    .filter((k) => typeof p[k] === "string" || typeof p[k] === "number")
-    .map((k) => `${k}=${String(p[k])}`)
-    .join(" ");
-}
-
 const text = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);
 
 /** The objects an event's payload names, as links (the gate's `agent` is the requesting controller: not linked). */
@@ -42,7 +30,7 @@ function EventRefs({ e }: { e: AuditEvent }) {
   const names = useNodeNames();
   const agent = e.kind === "agent.deploy" ? text(p.agent) : null;
   const instance = text(p.instance_id) ?? (e.kind === "agent.deploy" ? text(p.instance) : null);
-  const node = text(p.node_id) ?? text(p.node);
+  const nodes = nodesOf(e);
   const decision = text(p.decision_id) ?? (e.kind === "workload.place" && p.phase === "decision" ? e.hash : null);
   return (
     <ul class="refs">
@@ -56,11 +44,11 @@ function EventRefs({ e }: { e: AuditEvent }) {
           instance <InstanceLink id={instance} />
         </li>
       ) : null}
-      {node && /^[0-9a-f]{32}$/.test(node) ? (
-        <li>
+      {nodes.map((node) => (
+        <li key={node}>
           node <NodeCell id={node} names={names} />
         </li>
-      ) : null}
+      ))}
       {decision ? (
         <li>
           decision <DecisionLink id={decision} />
