@@ -7,7 +7,6 @@
  */
 import { statSync } from "node:fs";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { setFlagsFromString } from "node:v8";
 import { berthVersion } from "../version.js";
 
 const argv = process.argv.slice(2);
@@ -26,11 +25,6 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
  * later `tsc` alone leaves an older bundle behind, which must not run in place of what was just built).
  */
 async function serveNode(): Promise<void> {
-  // Before any of the daemon's code runs: no optimising compiler (TurboFan, and Maglev where Node has it). The daemon's
-  // work is signatures, hashes and SQLite, all native; V8 compiling its JavaScript further touched ~3.5 MiB more of
-  // the node binary (resident, for the daemon's lifetime) and bought no measurable speed (src/mesh/node/README.md).
-  setFlagsFromString("--no-opt");
-  setFlagsFromString("--no-maglev");
   const bundle = fileURLToPath(new URL("../node-daemon.bundle.js", import.meta.url));
   let fresh = false;
   try {
