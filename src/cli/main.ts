@@ -5,46 +5,38 @@
  * Start-up is kept near `node -e 0` (issue 19): `berth --version` answers before anything else is loaded, and the
  * command tree is built from registration files that load a verb's libraries only when that verb runs.
  */
+import { statSync } from "node:fs";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { berthVersion } from "../version.js";
 
 const argv = process.argv.slice(2);
 
 if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
   process.stdout.write(`${berthVersion()}\n`);
+} else if (argv[0] === "node" && argv[1] === "serve") {
+  await serveNode();
 } else {
   await run();
 }
 
-async function run(): Promise<void> {
-  const [{ CommanderError }, { explainFailure, failureDocument }, { failureText, outputRequested }, { buildProgram }, { stderrPalette }] = await Promise.all([
-    import("commander"),
-    import("./errors.js"),
-    import("./output.js"),
-    import("./program.js"),
-    import("./style.js"),
-  ]);
-  const format = outputRequested(argv);
-  const machine = format === "json" || format === "yaml";
-
-  // `berth … | head` closes the pipe early: the reader has what it wanted, so that ends the command quietly.
-  process.stdout.on("error", (error: NodeJS.ErrnoException) => {
-    if (error.code === "EPIPE") process.exit(0);
-    throw error;
-  });
-
+/**
+ * `berth node serve` runs its own tree (node-serve.ts): the daemon stays up for months on a 512 MB board and loads no
+ * other verb (issue 19: memory). From the package build's bundle of it when that is at least as new as this file (a
+ * later `tsc` alone leaves an older bundle behind, which must not run in place of what was just built).
+ */
+async function serveNode(): Promise<void> {
+  const bundle = fileURLToPath(new URL("../node-daemon.bundle.js", import.meta.url));
+  let fresh = false;
   try {
-    await buildProgram().parseAsync(process.argv);
-  } catch (error: unknown) {
-    // --help and --version end parsing through the same path; they are answers, not failures.
-    if (error instanceof CommanderError && ["commander.helpDisplayed", "commander.version"].includes(error.code)) {
-      process.exitCode = error.exitCode;
-      return;
-    }
-    const failure = explainFailure(error);
-    if (machine) process.stdout.write(failureText(format, failureDocument(failure)));
-    // commander has already said what was wrong with the command line, on stderr.
-    if (!(error instanceof CommanderError)) process.stderr.write(`${stderrPalette(machine).red("berth:")} ${failure.message}\n`);
-    if (process.env.BERTH_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
-    process.exitCode = failure.exitCode;
+    fresh = statSync(bundle).mtimeMs >= statSync(fileURLToPath(import.meta.url)).mtimeMs;
+  } catch {
+    // no bundle: a build without the package step (npm run build:test, tsc) runs the same code unbundled
   }
+  const { runNodeServe } = (await import(fresh ? pathToFileURL(bundle).href : "./node-serve-main.js")) as typeof import("./node-serve-main.js");
+  await runNodeServe(argv);
+}
+
+async function run(): Promise<void> {
+  const { runCli } = await import("./run.js");
+  await runCli(argv, async () => (await import("./program.js")).buildProgram());
 }

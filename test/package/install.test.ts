@@ -85,7 +85,8 @@ beforeAll(() => {
 describe("the packed tarball installed with npm install -g", () => {
   it("ships the build, the dashboard, the samples, the licence and the changelog, and no test or source file", () => {
     const root = installed(full);
-    for (const file of ["dist/src/cli/main.js", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
+    // dist/src/node-daemon.bundle.js: what `berth node serve` runs (scripts/bundle-node; berth up below starts it).
+    for (const file of ["dist/src/cli/main.js", "dist/src/node-daemon.bundle.js", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
       expect(existsSync(join(root, file)), file).toBe(true);
     }
     expect(readFileSync(join(root, "LICENSE"), "utf8")).toContain("Apache License");
