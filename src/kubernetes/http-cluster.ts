@@ -8,6 +8,7 @@
  */
 import http from "node:http";
 import https from "node:https";
+import { createSecureContext, type SecureContext } from "node:tls";
 import type { KubeConfig } from "@kubernetes/client-node";
 import { type ApiError, apiErrorOf, deleteVerdict, parseImfFixdate, parseStatus } from "../core/kubernetes/api-status.js";
 import type { DeleteAuthority } from "../core/kubernetes/authority.js";
@@ -27,6 +28,7 @@ import type {
   WatchHandle,
   WatchHandlers,
 } from "./cluster.js";
+import { H2Watches, type WatchEndReason, type WatchObject, type WatchSink, watchEndOf, watchLines } from "./watch-stream.js";
 
 export const WATCH_TIMEOUT_SECONDS = 60;
 /**
@@ -36,9 +38,6 @@ export const WATCH_TIMEOUT_SECONDS = 60;
  */
 export const NAMESPACE_TRUST_MS = 60_000;
 const DEFAULT_TIMEOUT_MS = 30_000;
-
-/** The slice of a watch event's object this adapter reads: its name and resourceVersion, never more. */
-type WatchObject = { metadata?: { name?: string; resourceVersion?: string } };
 
 type Raw = { kind: "response"; status: number; headers: http.IncomingHttpHeaders; body: string } | { kind: "transport"; message: string };
 
@@ -77,11 +76,23 @@ function stripSecret(body: unknown): SecretMeta {
   return { metadata: parsed.metadata };
 }
 
+function secureContextOf(tls: https.AgentOptions): SecureContext | undefined {
+  try {
+    return createSecureContext(tls);
+  } catch {
+    return undefined;
+  }
+}
+
 export class HttpCluster implements Cluster, PodSetWatch {
   private count = 0;
   private readonly agent: http.Agent;
   private readonly server: URL;
-  private readonly watches = new Set<http.ClientRequest>();
+  /** Each open watch's cancel: destroys its HTTP/1.1 request or resets its HTTP/2 stream. */
+  private readonly watches = new Set<() => void>();
+  /** Watches over HTTP/2 (TLS servers only; watch-stream.ts). */
+  private readonly h2: H2Watches | undefined;
+  private readonly base: string;
   private readonly namespacesSeen = new Map<string, number>();
 
   constructor(
@@ -92,7 +103,17 @@ export class HttpCluster implements Cluster, PodSetWatch {
     const cluster = kc.getCurrentCluster();
     if (!cluster) throw new Error("the kubeconfig has no current cluster");
     this.server = new URL(cluster.server);
-    this.agent = this.server.protocol === "https:" ? new https.Agent({ ...tls, keepAlive: true }) : new http.Agent({ keepAlive: true });
+    this.base = this.server.pathname.replace(/\/$/, "");
+    if (this.server.protocol === "https:") {
+      // One parsed context for every connection (issue 19): the agent otherwise re-parses the CA, certificate and key
+      // for each socket it opens. Material the parser refuses stays per socket, where it fails as a transport error.
+      const context = secureContextOf(tls);
+      this.agent = new https.Agent({ ...tls, ...(context ? { secureContext: context } : {}), keepAlive: true });
+      this.h2 = new H2Watches(this.server.origin, { ...tls, ...(context ? { secureContext: context } : {}) });
+    } else {
+      this.agent = new http.Agent({ keepAlive: true });
+      this.h2 = undefined;
+    }
   }
 
   get requestCount(): number {
@@ -111,13 +132,12 @@ export class HttpCluster implements Cluster, PodSetWatch {
 
   private open(method: string, path: string, headers: Record<string, string>): http.ClientRequest {
     const mod = this.server.protocol === "https:" ? https : http;
-    const base = this.server.pathname.replace(/\/$/, "");
     return mod.request({
       protocol: this.server.protocol,
       hostname: this.server.hostname,
       port: this.server.port || undefined,
       method,
-      path: `${base}${path}`,
+      path: `${this.base}${path}`,
       headers,
       agent: this.agent,
     });
@@ -299,77 +319,68 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return this.watchPath(paths.watchSet(ns, selector, fromResourceVersion), (object) => object?.metadata?.name ?? "", handlers);
   }
 
-  /**
-   * One watch request. Each event yields a wake carrying the pod's name and the event's resourceVersion — nothing else
-   * of the object leaves this function (I-4); a bookmark only moves the resourceVersion a reconnect resumes from.
-   */
+  /** One watch request, as an HTTP/2 stream when the server speaks it (watch-stream.ts says why), else HTTP/1.1. */
   private watchPath(path: string, nameOf: (object: WatchObject | undefined) => string, handlers: WatchHandlers): WatchHandle {
     let ended = false;
-    let req: http.ClientRequest | undefined;
-    const end = (why: Parameters<WatchHandlers["onEnd"]>[0]) => {
+    let cancel: (() => void) | undefined;
+    const end = (why: WatchEndReason) => {
       if (ended) return;
       ended = true;
-      if (req) {
-        this.watches.delete(req);
-        req.destroy();
+      if (cancel) {
+        this.watches.delete(cancel);
+        cancel();
       }
       handlers.onEnd(why);
+    };
+    const sink: WatchSink = {
+      status: (code) => {
+        if (code !== 200) {
+          end(watchEndOf(code));
+          return false;
+        }
+        handlers.onEstablished();
+        return true;
+      },
+      data: watchLines(nameOf, handlers, end),
+      end: () => end("closed"),
+      error: () => end("error"),
     };
     this.count++;
     void this.headers().then(
       (headers) => {
         if (ended) return;
-        req = this.open("GET", path, headers);
-        this.watches.add(req);
-        req.on("response", (res) => {
-          if (res.statusCode !== 200) {
-            res.resume();
-            end(res.statusCode === 403 ? "forbidden" : res.statusCode === 404 || res.statusCode === 405 ? "unsupported" : res.statusCode === 410 ? "gone" : "error");
-            return;
-          }
-          handlers.onEstablished();
-          let buffer = "";
-          res.setEncoding("utf8");
-          res.on("data", (chunk: string) => {
-            buffer += chunk;
-            for (let nl = buffer.indexOf("\n"); nl !== -1; nl = buffer.indexOf("\n")) {
-              const line = buffer.slice(0, nl).trim();
-              buffer = buffer.slice(nl + 1);
-              if (line === "") continue;
-              let event: { type?: string; object?: WatchObject & { code?: number } };
-              try {
-                event = JSON.parse(line) as typeof event;
-              } catch {
-                continue;
-              }
-              if (event.type === "ERROR") {
-                end(event.object?.code === 410 ? "gone" : "error");
-                return;
-              }
-              const rv = event.object?.metadata?.resourceVersion;
-              if (event.type === "BOOKMARK") {
-                if (typeof rv === "string") handlers.onBookmark?.(rv);
-                continue;
-              }
-              // The object is dropped here on purpose: a watch only ever wakes the loop (I-4).
-              if (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED") {
-                handlers.onWake({
-                  podName: nameOf(event.object),
-                  kind: event.type === "ADDED" ? "added" : event.type === "DELETED" ? "deleted" : "modified",
-                  ...(typeof rv === "string" ? { resourceVersion: rv } : {}),
-                });
-              }
-            }
-          });
-          res.on("end", () => end("closed"));
-          res.on("error", () => end("error"));
+        const begin = (c: () => void) => {
+          cancel = c;
+          this.watches.add(c);
+        };
+        const h2 = this.h2;
+        if (!h2) return begin(this.watchHttp1(path, headers, sink));
+        void h2.ready().then((session) => {
+          if (ended) return;
+          if (session === "failed") return end("error");
+          begin(session === "http/1.1" ? this.watchHttp1(path, headers, sink) : h2.open(session, `${this.base}${path}`, headers, sink));
         });
-        req.on("error", () => end("error"));
-        req.end();
       },
       () => end("error"),
     );
     return { close: () => end("closed") };
+  }
+
+  private watchHttp1(path: string, headers: Record<string, string>, sink: WatchSink): () => void {
+    const req = this.open("GET", path, headers);
+    req.on("response", (res) => {
+      if (!sink.status(res.statusCode ?? 0)) {
+        res.resume();
+        return;
+      }
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => sink.data(chunk));
+      res.on("end", () => sink.end());
+      res.on("error", () => sink.error());
+    });
+    req.on("error", () => sink.error());
+    req.end();
+    return () => req.destroy();
   }
 
   async readLog(ns: string, name: string, opts: { follow: boolean; tailLines?: number; onChunk: (chunk: string) => void; signal?: AbortSignal }): Promise<LogResult> {
@@ -402,8 +413,9 @@ export class HttpCluster implements Cluster, PodSetWatch {
   }
 
   close(): void {
-    for (const req of this.watches) req.destroy();
+    for (const cancel of this.watches) cancel();
     this.watches.clear();
+    this.h2?.close();
     this.agent.destroy();
   }
 }

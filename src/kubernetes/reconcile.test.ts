@@ -310,6 +310,27 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     expect(gcDeletes.map((p) => [p.object, p.authority])).toEqual([[`${POD}-11111111`, "gc-orphan"]]);
   });
 
+  it("a fresh deploy whose GC plans nothing acts on the pod read alongside the GC LISTs, with no second read before the create", async () => {
+    const h = harness();
+    h.kubeletStartsAfter(100);
+    const r = await h.deploy();
+    expect(answerOf(r)).toEqual({ ok: true, agentId: POD });
+    const before = ops(h).slice(0, ops(h).indexOf("createSecret"));
+    expect(before.filter((op) => op === "getPod")).toHaveLength(2); // the fast path's and the one alongside the LISTs
+    expect(before.slice(2).sort()).toEqual(["getPod", "listPods", "listSecrets"]);
+  });
+
+  it("a fresh deploy whose GC deletes an orphan Secret reads the pod again after that delete, before the create", async () => {
+    const h = harness();
+    const env = buildEnv(agentA(), h.config, "11111111");
+    if (!env.ok) throw new Error(env.error);
+    h.fake.seedSecret(NS, secretManifest(WHO, h.config, "11111111", env.env), h.clock.wallNow() - 1_200_000);
+    h.kubeletStartsAfter(100);
+    await h.deploy();
+    const all = ops(h);
+    expect(all.slice(all.indexOf("deleteSecret") + 1, all.indexOf("createSecret"))).toEqual(["getPod"]);
+  });
+
   it("without a server Date no orphan is swept, and a skewed proxy clock is what counts", async () => {
     const none = harness({ serverDate: "none" });
     const env = buildEnv(agentA(), none.config, "11111111");

@@ -121,23 +121,26 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   // Step 2: namespace; failure ends the call with nothing written.
   call.progress({ action: "namespace" });
   await ensureNamespace(call);
-  // Step 3: preflight GC is hygiene: its failures are logged and never fail the call.
+  // Step 3: preflight GC is hygiene: its failures are logged and never fail the call. After a fast path that found no
+  // pod (a fresh deploy), step 5's first observation is read alongside the GC LISTs (issue 19: one round trip fewer).
+  // It is used only when the pass planned no mutation, so it is never older than a GC delete; it is still a quorum GET
+  // issued after the namespace step, which the fast path's GET is not (§8.3, conformance R7, R11). A pass that planned
+  // anything is followed by a fresh GET; a pod at the fast path (GC may well collect it) keeps the order GC, then GET.
   call.progress({ action: "gc" });
-  try {
-    await preflightGc(call);
-  } catch (error) {
+  const planned = { any: false };
+  const gc = preflightGc(call, planned).catch((error: unknown) => {
     const e = error instanceof Answer ? error.answer : error;
     call.deps.log.warn(`gc: preflight pass skipped: ${e instanceof Error ? e.message : JSON.stringify(e)}`);
-  }
+  });
+  const [, alongside] = await Promise.all([gc, fast.kind === "absent" ? call.observe() : undefined]);
   // Step 4: the desired fingerprint, once per call.
   call.desired = fingerprint(call.inputs.config, Object.keys(call.inputs.env));
   call.equivalents = equivalentFingerprints(call.inputs.config, Object.keys(call.inputs.env));
-  // Step 5 observes afresh: the fast path's GET is older than the namespace and GC steps (§8.3, conformance R7, R11).
-  return loop(call);
+  return loop(call, planned.any ? undefined : alongside);
 }
 
-async function loop(call: DeployCall): Promise<DeployAnswer> {
-  let carried: Observation | undefined;
+async function loop(call: DeployCall, first: Observation | undefined): Promise<DeployAnswer> {
+  let carried: Observation | undefined = first;
   for (;;) {
     const obs = await call.next(carried, (condition) => catalogue.K1(call.budget.deadlineSeconds, call.podName, condition));
     carried = undefined;

@@ -443,9 +443,13 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
   });
   let accepted = 0;
   server.on("connection", (s: Socket) => {
-    accepted++;
     sockets.add(s);
     s.on("close", () => sockets.delete(s));
+  });
+  // Counted once the handshake completes: the provider's HTTP/2 attempt, which this HTTP/1.1-only proxy refuses in
+  // ALPN (watch-stream.ts), opens no TLS connection.
+  server.on("secureConnection", () => {
+    accepted++;
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
