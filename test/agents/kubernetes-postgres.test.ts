@@ -175,8 +175,8 @@ describe("Kubernetes records on a PostgreSQL controller store (real kube-apiserv
       ["reconcile-loop", expect.any(String)],
       ["cli", "user-stop"],
     ]);
-    expect((deletes[0]?.payload.fence as { uid?: string }).uid).toBe(firstUid);
-    expect((deletes[1]?.payload.fence as { uid?: string }).uid).toBe(replacedUid);
+    expect((deletes[0]?.payload.fence as { uid?: string } | undefined)?.uid).toBe(firstUid);
+    expect((deletes[1]?.payload.fence as { uid?: string } | undefined)?.uid).toBe(replacedUid);
     expect(k8s.filter((e) => e.kind === "k8s.stop").map((e) => e.payload.phase)).toEqual(["intent", "result"]);
     // Write-ahead: every intent comes before its result, on one chain, so seq orders them.
     for (const intent of k8s.filter((e) => e.payload.phase === "intent")) {
