@@ -17,21 +17,13 @@ import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, 
 import { type Authority, MUTATING_METHODS } from "../core/protocol/messages.js";
 import type { Query, StoreEngine } from "./engine.js";
 import { readLeaderEpoch } from "./leader-authority.js";
+import { LATE, within } from "./within.js";
 
 /** Milliseconds now on the database's clock (PostgreSQL), or this process's (SQLite: every contender is on this machine). */
 async function databaseNow(tx: Query): Promise<number> {
   if (tx.kind === "sqlite") return Date.now();
   const row = await tx.get<{ now_ms: number | string }>("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms");
   return Number(row?.now_ms);
-}
-
-/** Waits for `p` at most `ms` (its failure is not this wait's concern). */
-async function withinWait(p: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p.catch(() => undefined), new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, ms);
-  })]);
-  clearTimeout(timer);
 }
 
 const LEADER_COLUMNS = "owner_id, epoch, renewed_ms, ttl_ms, address, host, pid, released_ms";
@@ -155,25 +147,19 @@ export class LeaderLease {
    */
   async currentView(waitMs: number = this.timing.renewEveryMs): Promise<LeaderView> {
     // Asked before the first step has settled (a write racing start-up): that step's answer, within the wait.
-    if (this.first !== null) await withinWait(this.first, waitMs);
+    if (this.first !== null) await within(this.first.catch(() => undefined), waitMs);
     // A step held longer than its interval is a store that does not answer now, whatever the last one said.
     const stalled = this.stepping !== null && this.mono() - this.stepStartMono > this.timing.renewEveryMs;
     if (this.isLeader() || !this.reached || stalled) return this.view();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<null>((resolve) => {
-      timer = setTimeout(() => resolve(null), waitMs);
-    });
     try {
       const read = this.o.engine.read(async (q) => ({ now: await this.dbClock(q), row: leaderRowOf(await q.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`)) }));
       read.catch(() => undefined); // a late failure after the timeout is nobody's answer
-      const fresh = await Promise.race([read, late]);
+      const fresh = await within(read, waitMs);
       // Leading by now (a step took the row meanwhile): the memory is newer than the read.
-      if (fresh === null || this.isLeader()) return this.view();
+      if (fresh === LATE || this.isLeader()) return this.view();
       return { leading: false, epoch: null, leader: liveLeader(fresh.row, fresh.now) };
     } catch {
       return this.view();
-    } finally {
-      clearTimeout(timer);
     }
   }
 

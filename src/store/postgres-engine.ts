@@ -16,6 +16,7 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import pg from "pg";
 import { type EngineKind, NestedTransaction, type Query, type SqlValue, type StoreEngine, type Tx } from "./engine.js";
 import { redactedUrl } from "./redact.js";
+import { LATE, within } from "./within.js";
 
 export { redactedUrl };
 
@@ -170,17 +171,12 @@ export class PostgresEngine implements StoreEngine {
   async checkWritable(waitMs: number): Promise<void> {
     if (this.ended) throw new Error("the controller store is closed");
     const connecting = this.pool.connect();
-    let timer: NodeJS.Timeout | undefined;
-    const client = await Promise.race([
-      connecting,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          // A connection had after the wait goes back to the pool instead of being held for ever.
-          connecting.then((late) => late.release(), () => undefined);
-          reject(new Error("no PostgreSQL connection within the wait"));
-        }, waitMs);
-      }),
-    ]).finally(() => clearTimeout(timer));
+    const client = await within(connecting, waitMs);
+    if (client === LATE) {
+      // A connection had after the wait goes back to the pool instead of being held for ever.
+      connecting.then((late) => late.release(), () => undefined);
+      throw new Error("no PostgreSQL connection within the wait");
+    }
     let broken = false;
     try {
       const row = (await client.query("SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby")).rows[0] as { ro: string; standby: boolean };
