@@ -13,6 +13,7 @@
 import { join, resolve } from "node:path";
 import pg from "pg";
 import { afterAll } from "vitest";
+import { numberPlaceholders } from "../../src/store/postgres-engine.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { startPostgres, type TestPostgres } from "./postgres.js";
 
@@ -55,12 +56,6 @@ export function databaseEnv(database: string | undefined): Record<string, string
   return database ? { BERTH_DATABASE_URL: database } : {};
 }
 
-/** `?` placeholders numbered for PostgreSQL (a test's own SQL holds no quoted `?`). */
-const numbered = (sql: string) => {
-  let n = 0;
-  return sql.replace(/\?/g, () => `$${++n}`);
-};
-
 /**
  * Rows of the controller store of `home`, read from outside and read-only, as a test judges a store: its
  * `controller.db` opened read-only on SQLite, a read-only session of the test's own on PostgreSQL.
@@ -77,7 +72,7 @@ export async function readStoreRows<T>(database: string | null | undefined, home
   const client = new pg.Client({ connectionString: database, options: "-c default_transaction_read_only=on", connectionTimeoutMillis: 5_000 });
   await client.connect();
   try {
-    return (await client.query(numbered(sql), [...params])).rows as T[];
+    return (await client.query(numberPlaceholders(sql), [...params])).rows as T[];
   } finally {
     await client.end();
   }
