@@ -28,7 +28,7 @@ import type {
   WatchHandle,
   WatchHandlers,
 } from "./cluster.js";
-import { H2Watches, type WatchEndReason, type WatchObject, type WatchSink, watchEndOf, watchLines } from "./watch-stream.js";
+import { H2Watches, type WatchEndReason, type WatchObject, type WatchSink, feedWatchBody, watchEndOf, watchLines } from "./watch-stream.js";
 
 export const WATCH_TIMEOUT_SECONDS = 60;
 /**
@@ -369,14 +369,8 @@ export class HttpCluster implements Cluster, PodSetWatch {
   private watchHttp1(path: string, headers: Record<string, string>, sink: WatchSink): () => void {
     const req = this.open("GET", path, headers);
     req.on("response", (res) => {
-      if (!sink.status(res.statusCode ?? 0)) {
-        res.resume();
-        return;
-      }
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => sink.data(chunk));
-      res.on("end", () => sink.end());
       res.on("error", () => sink.error());
+      feedWatchBody(res.statusCode ?? 0, res, sink);
     });
     req.on("error", () => sink.error());
     req.end();

@@ -9,6 +9,7 @@
  * HTTP/1.1 watches for the rest of the connection's life, which is what every watch used before.
  */
 import http2 from "node:http2";
+import type { Readable } from "node:stream";
 import type { ConnectionOptions } from "node:tls";
 import type { WatchHandlers } from "./cluster.js";
 
@@ -73,6 +74,20 @@ export function watchLines(nameOf: (object: WatchObject | undefined) => string, 
 /** Headers HTTP/2 forbids (connection-specific); everything else travels lower-cased. */
 const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade", "host"]);
 
+/**
+ * Hands a watch response's body to `sink` once `sink` accepts its status; a refused status only drains the body.
+ * The same for an HTTP/1.1 response and an HTTP/2 stream, so both transports end a watch the same way.
+ */
+export function feedWatchBody(status: number, body: Readable, sink: WatchSink): void {
+  if (!sink.status(status)) {
+    body.resume();
+    return;
+  }
+  body.setEncoding("utf8");
+  body.on("data", (chunk: string) => sink.data(chunk));
+  body.on("end", () => sink.end());
+}
+
 /** Why an HTTP/2 session could not be had: the server does not speak it (ALPN), or the connection failed. */
 export type NoSession = "http/1.1" | "failed";
 
@@ -135,15 +150,7 @@ export class H2Watches {
       queueMicrotask(() => sink.error());
       return () => undefined;
     }
-    stream.on("response", (h) => {
-      if (!sink.status(Number(h[":status"] ?? 0))) {
-        stream.resume();
-        return;
-      }
-      stream.setEncoding("utf8");
-      stream.on("data", (chunk: string) => sink.data(chunk));
-      stream.on("end", () => sink.end());
-    });
+    stream.on("response", (h) => feedWatchBody(Number(h[":status"] ?? 0), stream, sink));
     stream.on("error", () => sink.error());
     // A stream the server resets or that closes before a response is an error, never a silent hang.
     stream.on("close", () => sink.error());
