@@ -22,7 +22,7 @@ import { PolicyFiles } from "../../src/mesh/controller/policy.js";
 import { preparePackage, workloadSpecOf } from "../../src/mesh/controller/prepare.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { rate } from "../support.js";
-import { BENCH_PERMITS, sleepPackage, startNodeProcess, writeJson } from "../support/node-processes.js";
+import { BENCH_PERMITS, sleepPackage, startNodeProcess, stopNodeProcesses, writeJson } from "../support/node-processes.js";
 
 const argv = process.argv.slice(2);
 const arg = (name: string, fallback: number) => {
@@ -139,7 +139,6 @@ async function main(): Promise<void> {
 try {
   await main();
 } finally {
-  for (const d of daemons) d.kill("SIGTERM");
-  await Promise.all(daemons.map((d) => (d.exitCode === null ? new Promise((r) => d.once("exit", r)) : null)));
+  await stopNodeProcesses(daemons);
   rmSync(root, { recursive: true, force: true });
 }

@@ -63,3 +63,9 @@ export function sleepPackage(root: string, signer: SigningKey): string {
   signPackage(dir, signer);
   return dir;
 }
+
+/** Stops the daemons `startNodeProcess` started (SIGTERM: they stop their agents' supervision cleanly) and waits. */
+export async function stopNodeProcesses(children: readonly ChildProcess[]): Promise<void> {
+  for (const d of children) d.kill("SIGTERM");
+  await Promise.all(children.map((d) => (d.exitCode === null ? new Promise((r) => d.once("exit", r)) : null)));
+}
