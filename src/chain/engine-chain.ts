@@ -101,6 +101,8 @@ export class EngineChain {
     const tip = this.tipInTx.get(tx) ?? (await this.lockedTip(tx));
     if (tip === undefined) throw new ChainError(`chain ${this.chainId} has no events to checkpoint`);
     const cp = signCheckpoint(this.key, { chainId: this.chainId, seq: tip.seq, hash: tip.hash }, Math.max(this.clock(), tip.ts));
+    // A signed head may be handed out as soon as it is read: it must never name events a power loss could take back.
+    tx.requireDurable();
     await tx.run("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)", [this.chainId, cp.checkpoint.seq, cp.checkpoint.head_hash, cp.checkpoint.ts, cp.sig]);
     await this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig } });
     return cp;

@@ -29,6 +29,19 @@ export interface Tx extends Query {
   exec(sql: string): Promise<void>;
   /** Runs after the transaction commits; dropped if it rolls back (spec/audit-chain.md §6). */
   afterCommit(fn: () => void): void;
+  /** This transaction commits durably whatever its options said (a chain checkpoint: a signed head may be handed out). */
+  requireDurable(): void;
+}
+
+/**
+ * `durable: false` is for a commit that a durable commit on the same store always follows before anything leaves the
+ * store (a request to a node, an answer to a caller, a file): SQLite commits it without the WAL fsync. A process crash
+ * loses nothing (the WAL is in the file); a power loss may lose it together with the commits after the last durable
+ * one, and nothing outside the store saw their effects (docs/spec/mesh.md §14.3). PostgreSQL commits every
+ * transaction durably.
+ */
+export interface TransactionOptions {
+  readonly durable?: boolean;
 }
 
 export interface StoreEngine {
@@ -40,7 +53,7 @@ export interface StoreEngine {
    * `fn` may await nothing but `tx` (one connection, one writer); a transaction opened inside another is refused.
    * PostgreSQL: SERIALIZABLE, retried from the start on a serialisation failure, so `fn` must only touch `tx`.
    */
-  transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: Tx) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /** Reads outside a transaction; never sees another caller's uncommitted writes. */
   read<T>(fn: (q: Query) => Promise<T>): Promise<T>;
   /**

@@ -120,6 +120,8 @@ export class PostgresEngine implements StoreEngine {
           await client.query(sql);
         },
         afterCommit: (cb: () => void) => callbacks.push(cb),
+        // Every PostgreSQL commit here is durable (TransactionOptions).
+        requireDurable: () => undefined,
       } as unknown as Tx;
       let broken = false;
       try {

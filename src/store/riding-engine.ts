@@ -19,7 +19,7 @@
  * without carrying it. `close()` ends the ride, so a timer the flow left behind never writes the record late.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import type { Query, StoreEngine, Tx } from "./engine.js";
+import type { Query, StoreEngine, TransactionOptions, Tx } from "./engine.js";
 
 export class Ride {
   /** Set by the transaction that carried the write, once it committed. */
@@ -93,10 +93,10 @@ export class RidingEngine implements StoreEngine {
     return new Ride(this, write);
   }
 
-  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Tx) => Promise<T>, options?: TransactionOptions): Promise<T> {
     const ride = this.flows.getStore();
     const done = ride ? await ride.claim() : null;
-    if (ride === undefined || done === null) return this.inner.transaction(fn);
+    if (ride === undefined || done === null) return this.inner.transaction(fn, options);
     try {
       return await this.inner.transaction(async (tx) => {
         await ride.write(tx);
@@ -104,7 +104,7 @@ export class RidingEngine implements StoreEngine {
           ride.committed = true;
         });
         return fn(tx);
-      });
+      }, options);
     } catch (error) {
       if (!ride.committed) ride.failure = error;
       throw error;

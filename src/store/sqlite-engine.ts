@@ -12,9 +12,9 @@
  *   queue: the second's BEGIN IMMEDIATE would otherwise block the thread the first needs to finish.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
-import { existsSync, realpathSync } from "node:fs";
+import { closeSync, existsSync, fdatasyncSync, openSync, realpathSync } from "node:fs";
 import type Database from "better-sqlite3";
-import { type EngineKind, NestedTransaction, type Query, type SqlValue, type StoreEngine, TransactionAwaitedOutside, type Tx } from "./engine.js";
+import { type EngineKind, NestedTransaction, type Query, type SqlValue, type StoreEngine, TransactionAwaitedOutside, type TransactionOptions, type Tx } from "./engine.js";
 import { type Db, openDatabase } from "./sqlite.js";
 
 /** Distinct SQL texts kept prepared; the store's statements are a fixed set, so this bound is never reached in use. */
@@ -38,6 +38,18 @@ function queueFor(path: string): { tail: Promise<void> } {
 interface Scope {
   readonly mode: "transaction" | "read";
   readonly q: Query;
+}
+
+/** fdatasync of the database's WAL (journal_mode=WAL: every commit is in it until a checkpoint, which syncs itself). */
+function syncWal(db: Db): void {
+  const wal = `${db.name}-wal`;
+  if (db.memory || !existsSync(wal)) return;
+  const fd = openSync(wal, "r");
+  try {
+    fdatasyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export class SqliteEngine implements StoreEngine {
@@ -68,19 +80,20 @@ export class SqliteEngine implements StoreEngine {
     return !this.db.open;
   }
 
-  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  async transaction<T>(fn: (tx: Tx) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     if (this.scope.getStore()) throw new NestedTransaction("a SQLite transaction was opened inside another transaction or read on the same connection");
     const release = await this.turn();
     try {
-      return await this.runTransaction(fn);
+      return await this.runTransaction(fn, options.durable ?? true);
     } finally {
       release();
     }
   }
 
-  private async runTransaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+  private async runTransaction<T>(fn: (tx: Tx) => Promise<T>, durable: boolean): Promise<T> {
     const callbacks: Array<() => void> = [];
     let open = true;
+    let durableRequired = false;
     /** The statement for `sql`, refused once the transaction has ended (a tx kept past its callback). */
     const live = (sql: string) => {
       if (!open) throw new Error("this transaction has ended; its tx cannot be used any more");
@@ -96,8 +109,18 @@ export class SqliteEngine implements StoreEngine {
         this.db.exec(sql);
       },
       afterCommit: (cb: () => void) => callbacks.push(cb),
+      requireDurable: () => {
+        durableRequired = true;
+      },
     } as unknown as Tx;
-    this.db.exec("BEGIN IMMEDIATE");
+    // SQLite refuses to change the safety level inside a transaction: it is set for this one before BEGIN.
+    if (!durable) this.db.pragma("synchronous = NORMAL");
+    try {
+      this.db.exec("BEGIN IMMEDIATE");
+    } catch (error) {
+      if (!durable) this.db.pragma("synchronous = FULL");
+      throw error;
+    }
     // Every query resolves at once, so a callback that awaits only `tx` finishes before the event loop turns.
     let yielded = false;
     const turn = setImmediate(() => {
@@ -112,12 +135,15 @@ export class SqliteEngine implements StoreEngine {
         );
       }
       this.db.exec("COMMIT");
+      // What SQLite's FULL does at commit, by hand: the WAL, which holds this commit and every one before it.
+      if (!durable && durableRequired) syncWal(this.db);
     } catch (error) {
       if (this.db.open && this.db.inTransaction) this.db.exec("ROLLBACK");
       throw error;
     } finally {
       open = false;
       clearImmediate(turn);
+      if (!durable && this.db.open) this.db.pragma("synchronous = FULL");
     }
     for (const cb of callbacks) cb();
     return value;

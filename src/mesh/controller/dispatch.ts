@@ -140,7 +140,8 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
     verdicts[v.node_id] = { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
     if (event) consulted.push({ node: v.node_id, event });
   }
-  await deps.store.appendAll(viewVerdictEvents(consulted));
+  // Not durable: the decision's commit, or the refusal's, is, and comes before anything leaves (store.ts commitDecision).
+  await deps.store.appendAll(viewVerdictEvents(consulted), { durable: false });
   // 5. the engine
   const decision = await runEngine(deps, order, name, pkg, views, verdicts, policy, (await deps.moves?.cordoned()) ?? []);
   // 6. chain the decision; no request is sent before this commits

@@ -167,8 +167,12 @@ export class MoveRecords {
 
   // ---- stored orders ------------------------------------------------------------------------------------------
 
+  /** Not durable: saved between the decision and its attempt, whose durable commit precedes any request (store.ts). */
   async saveOrder(decisionId: string, order: StoredOrder): Promise<void> {
-    await this.tx((tx) => tx.run("INSERT INTO mesh_orders (decision_id, order_json) VALUES (?, ?) ON CONFLICT (decision_id) DO NOTHING", [decisionId, JSON.stringify(order)]));
+    await this.store.engine.transaction(
+      (tx) => tx.run("INSERT INTO mesh_orders (decision_id, order_json) VALUES (?, ?) ON CONFLICT (decision_id) DO NOTHING", [decisionId, JSON.stringify(order)]),
+      { durable: false },
+    );
   }
 
   async order(decisionId: string): Promise<StoredOrder | null> {

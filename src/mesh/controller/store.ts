@@ -28,7 +28,7 @@ import type { HistoryReads } from "../../core/placement/history.js";
 import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js";
 import { type DecisionActor, type DecisionEvent, type DecisionState, isDecisionState, OWNED_STATES, transition } from "../../core/mesh/decision-state.js";
 import type { OwnerLease } from "../../core/mesh/owner-liveness.js";
-import type { Query, StoreEngine, Tx } from "../../store/engine.js";
+import type { Query, StoreEngine, TransactionOptions, Tx } from "../../store/engine.js";
 import { judgeLease, readLease, releaseLease, renewLease, takeLease } from "../../store/lease.js";
 import {
   type AttemptEnding,
@@ -118,8 +118,8 @@ export class ControllerStore {
     await this.move(tx, decisionId, "forget", "operator");
   }
 
-  private tx<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.engine.transaction(fn);
+  private tx<T>(fn: (tx: Tx) => Promise<T>, options?: TransactionOptions): Promise<T> {
+    return this.engine.transaction(fn, options);
   }
 
   private read<T>(fn: (q: Query) => Promise<T>): Promise<T> {
@@ -143,13 +143,13 @@ export class ControllerStore {
   }
 
   /** Appends events without state (gate verdicts, key refusals, policy loads). */
-  async appendAll(drafts: readonly EventDraft[]): Promise<SealedEvent[]> {
+  async appendAll(drafts: readonly EventDraft[], options?: TransactionOptions): Promise<SealedEvent[]> {
     if (drafts.length === 0) return [];
     return this.tx(async (tx) => {
       const events: SealedEvent[] = [];
       for (const d of drafts) events.push(await this.chain.append(tx, d));
       return events;
-    });
+    }, options);
   }
 
   // ---- targets (SQL in store-targets.ts) -------------------------------------------------------------------
@@ -174,9 +174,10 @@ export class ControllerStore {
   /**
    * Records one contact's outcome, unless another process already recorded a later one. A valid answer clears
    * `unreachable since`; a failure sets it only if it is not set (the node has been unreachable since the first).
+   * Not durable: an observation nothing outside the store waits on; a power loss only forgets the latest ones.
    */
   async recordContact(addr: string, o: ContactOutcome): Promise<void> {
-    await this.tx((tx) => targetSql.recordContact(tx, addr, o));
+    await this.tx((tx) => targetSql.recordContact(tx, addr, o), { durable: false });
   }
 
   /** `peer.tier`. */
@@ -192,6 +193,8 @@ export class ControllerStore {
   /**
    * §9.2 step 6: the name check, the decision event and (unless dry run or unplaceable) the `dispatching` row owned
    * by this store's lease, in one transaction. Throws NameTaken, naming the holder, after chaining the refusal.
+   * Durable only when it answers the caller (a dry run, nothing placeable, a name taken): a dispatching decision is
+   * followed by its attempt's durable commit before any request leaves (issue 19: one fsync, not three).
    */
   async commitDecision(args: {
     name: string;
@@ -210,6 +213,7 @@ export class ControllerStore {
         if (holder) {
           taken = new NameTaken(holderText(args.name, holder), holder);
           await this.chain.append(tx, args.refusal(taken.message));
+          tx.requireDurable();
           return null;
         }
       }
@@ -221,7 +225,7 @@ export class ControllerStore {
         );
       }
       return event.hash as DecisionId;
-    });
+    }, { durable: !args.dispatch });
     if (id === null) throw taken ?? new NameTaken(`name ${args.name} is already placed`);
     return id;
   }

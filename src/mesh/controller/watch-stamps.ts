@@ -52,7 +52,8 @@ export class SentStamps {
           }
           await tx.run("UPDATE mesh_watch_sends SET settled = 1 WHERE id = ?", [id]);
           await tx.run("DELETE FROM mesh_watch_sends WHERE node_id = ? AND issued_at_ms < ?", [nodeId, issuedAtMs]);
-        });
+          // Not durable: a power loss that forgets this leaves the row pending, which counts it (the safe reading).
+        }, { durable: false });
       } catch {
         // a closed store: the row stays pending, which counts it (the safe reading)
       }
