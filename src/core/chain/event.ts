@@ -3,8 +3,8 @@
  * Pure: sealing takes the tip, the clock reading and the key as inputs.
  */
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
-import { type SigningKey, signTagged, verifyTagged } from "../crypto/ed25519.js";
-import { fromHex } from "../crypto/hex.js";
+import { hexBodySignatures, type SigningKey } from "../crypto/ed25519.js";
+import { isLowerHex } from "../crypto/hex.js";
 import { taggedSha256Hex } from "../crypto/tagged.js";
 
 export const ZERO_HASH = "0".repeat(64);
@@ -77,15 +77,15 @@ export function eventHashOf(header: {
 }
 
 /** §5.3: the signed message is TAG("berth.audit.sig.v1") ‖ the 32 raw bytes of the hash (51 bytes). */
+const eventSignatures = hexBodySignatures("berth.audit.sig.v1", 32);
+
 export function signEventHash(key: SigningKey, hash: string): string {
-  const raw = fromHex(hash, 32);
-  if (!raw) throw new Error("event hash must be 64 lowercase hex");
-  return signTagged(key, "berth.audit.sig.v1", raw);
+  if (!isLowerHex(hash, 32)) throw new Error("event hash must be 64 lowercase hex");
+  return eventSignatures.sign(key, hash);
 }
 
 export function verifyEventSignature(ownerKey: string, hash: string, sig: string): boolean {
-  const raw = fromHex(hash, 32);
-  return raw !== undefined && verifyTagged(ownerKey, "berth.audit.sig.v1", raw, sig);
+  return eventSignatures.verify(ownerKey, hash, sig);
 }
 
 export class DraftError extends Error {
@@ -101,7 +101,8 @@ export function canonicalPayloadOf(draft: EventDraft): string {
     }
   }
   const text = canonicalJson(draft.payload);
-  if (Buffer.byteLength(text, "utf8") > MAX_PAYLOAD_BYTES) throw new DraftError("event payload exceeds 1 MiB in canonical form");
+  // A UTF-16 code unit is at most 3 UTF-8 bytes, so a short text needs no byte count.
+  if (text.length * 3 > MAX_PAYLOAD_BYTES && Buffer.byteLength(text, "utf8") > MAX_PAYLOAD_BYTES) throw new DraftError("event payload exceeds 1 MiB in canonical form");
   return text;
 }
 

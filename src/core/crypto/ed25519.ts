@@ -7,7 +7,7 @@
  */
 import { createPrivateKey, createPublicKey, type KeyObject, sign, verify } from "node:crypto";
 import { fromHex, isLowerHex } from "./hex.js";
-import { type DomainTag, sha256, tagged } from "./tagged.js";
+import { type DomainTag, sha256, tagged, tagPrefix } from "./tagged.js";
 
 // DER wrappers that let node:crypto import raw 32-byte Ed25519 seeds and public keys.
 const PKCS8_PREFIX = Buffer.from("302e020100300506032b657004220420", "hex");
@@ -72,6 +72,42 @@ export function verifyTagged(publicKey: string, domain: DomainTag, body: string 
   } catch {
     return false;
   }
+}
+
+/**
+ * Signing and verifying TAG(domain) ‖ the bytes of a hex body of a fixed length, the message built in one buffer per
+ * domain instead of being decoded, allocated and concatenated on every call: the audit chain signs one 32-byte event
+ * hash per event, and that copying was most of what an append cost beyond the signature itself (issue 19). Both are
+ * synchronous, so no two calls ever share the buffer. A body that is not lowercase hex of `bodyBytes` bytes throws
+ * (sign) or verifies as false (verify), as `fromHex` would have it.
+ */
+export function hexBodySignatures(
+  domain: DomainTag,
+  bodyBytes: number,
+): {
+  sign(key: SigningKey, bodyHex: string): string;
+  verify(publicKey: string, bodyHex: string, signature: string): boolean;
+} {
+  const prefix = tagPrefix(domain);
+  const message = Buffer.alloc(prefix.length + bodyBytes);
+  prefix.copy(message);
+  const load = (bodyHex: string): boolean => isLowerHex(bodyHex, bodyBytes) && message.write(bodyHex, prefix.length, bodyBytes, "hex") === bodyBytes;
+  return {
+    sign(key, bodyHex) {
+      if (!load(bodyHex)) throw new Error(`a ${domain} body must be ${bodyBytes * 2} lowercase hex`);
+      return sign(null, message, key.privateKey).toString("hex");
+    },
+    verify(publicKey, bodyHex, signature) {
+      const keyObject = publicKeyObject(publicKey);
+      const sig = fromHex(signature, 64);
+      if (!keyObject || !sig || !load(bodyHex)) return false;
+      try {
+        return verify(null, message, keyObject, sig);
+      } catch {
+        return false;
+      }
+    },
+  };
 }
 
 declare const nodeIdBrand: unique symbol;

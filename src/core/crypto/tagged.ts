@@ -2,7 +2,7 @@
  * Domain separation (spec/audit-chain.md §5, §5.4): every hashed or signed document is prefixed by its own
  * ASCII tag and one 0x00 byte, so a signature made for one purpose can never be replayed as another.
  */
-import { createHash } from "node:crypto";
+import { createHash, hash as oneShotHash } from "node:crypto";
 
 export const DOMAIN_TAGS = [
   "berth.audit.payload.v1",
@@ -42,8 +42,17 @@ export function sha256(data: Uint8Array | string): Buffer {
   return createHash("sha256").update(data).digest();
 }
 
-/** SHA-256 of TAG(s) ‖ body, streamed so the hot path (one per audit event and payload) copies nothing. */
+/**
+ * TAG(s) as text: the tag is ASCII and U+0000 encodes as the single byte 0x00 in UTF-8, so the UTF-8 of
+ * `${tagText(s)}${body}` is exactly TAG(s) ‖ UTF-8(body).
+ */
+const tagText = (tag: DomainTag): string => `${tag}\u0000`;
+
+/**
+ * SHA-256 of TAG(s) ‖ body. A string body is hashed in one call (node:crypto `hash`) over the text above: the audit
+ * chain hashes twice per event, and a Hash object per call cost more than the hashing of a short payload (issue 19).
+ */
 export function taggedSha256Hex(tag: DomainTag, body: string | Uint8Array): string {
-  const hash = createHash("sha256").update(tagPrefix(tag));
-  return (typeof body === "string" ? hash.update(body, "utf8") : hash.update(body)).digest("hex");
+  if (typeof body === "string") return oneShotHash("sha256", tagText(tag) + body, "hex");
+  return createHash("sha256").update(tagPrefix(tag)).update(body).digest("hex");
 }
