@@ -194,7 +194,7 @@ export class ControllerStore {
    * §9.2 step 6: the name check, the decision event and (unless dry run or unplaceable) the `dispatching` row owned
    * by this store's lease, in one transaction. Throws NameTaken, naming the holder, after chaining the refusal.
    * Durable only when it answers the caller (a dry run, nothing placeable, a name taken): a dispatching decision is
-   * followed by its attempt's durable commit before any request leaves (issue 19: one fsync, not three).
+   * followed by its request's durable stamp before the request leaves (issue 19: one fsync, not four).
    */
   async commitDecision(args: {
     name: string;
@@ -254,12 +254,16 @@ export class ControllerStore {
     return { owner_id: this.lease.owner_id, epoch: this.lease.epoch, pid: this.lease.pid, host: this.lease.host };
   }
 
-  /** §9.4 step 2: an internal marker, not chained; only the decision's owner, while it dispatches, may send. */
+  /**
+   * §9.4 step 2: an internal marker, not chained; only the decision's owner, while it dispatches, may send. Not
+   * durable on its own: the request's stamp (watch-stamps.ts) is committed durably after it and before the request
+   * leaves, and that sync makes this commit durable with it (docs/spec/mesh.md §14.1 "Durability").
+   */
   async beginAttempt(decisionId: DecisionId, n: number, nodeId: string, variant: string): Promise<void> {
     await this.tx(async (tx) => {
       await this.move(tx, decisionId, "next_candidate");
       await tx.run("INSERT INTO mesh_attempts (decision_id, n, node_id, variant, state) VALUES (?,?,?,?, 'sending')", [decisionId, n, nodeId, variant]);
-    });
+    }, { durable: false });
   }
 
   /** §10.1: an answer was lost; the owner reconciles it with that node, and nobody may settle the decision meanwhile. */

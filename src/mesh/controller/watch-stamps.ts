@@ -38,6 +38,8 @@ export class SentStamps {
   /**
    * Before a request for `nodeId` leaves: its stamp is persisted (pending). The returned function settles it when
    * the call ends: taken back if the request provably never left, kept (dominating every lower stamp) otherwise.
+   * Always a durable commit: it is the sync that makes a placement's earlier unsynced commits durable before its
+   * request leaves (store.ts beginAttempt; docs/spec/mesh.md §14.1 "Durability").
    */
   async record(nodeId: string, issuedAtMs: number): Promise<SettleSend> {
     if (!NODE_ID.test(nodeId)) return async () => undefined; // a first describe to "*": no node id yet, nothing of ours runs there
