@@ -247,7 +247,11 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       } catch (error) {
         req.log.error({ err: error, call_id: record.call_id }, "api.call outcome could not be chained");
       }
-      ride.close();
+      try {
+        await ride.finish();
+      } catch (error) {
+        req.log.error({ err: error, call_id: record.call_id }, "the store could not be synced before the answer");
+      }
       // The request never committed, so no write of this call did either: nothing was done, and nothing may be said.
       if (!ride.committed) return unrecorded(req, reply, ride.failure);
     }

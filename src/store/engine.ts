@@ -41,7 +41,11 @@ export interface Tx extends Query {
  * transaction durably.
  */
 export interface TransactionOptions {
-  readonly durable?: boolean;
+  /**
+   * `"answer"`: durable only because a caller is answered after it. Outside an HTTP API call that is a durable
+   * commit; inside one (riding-engine.ts) the call's outcome commits durably before the answer, so it need not sync.
+   */
+  readonly durable?: boolean | "answer";
 }
 
 export interface StoreEngine {

@@ -29,6 +29,9 @@ export class Ride {
   private closed = false;
   private carrying: Promise<void> | null = null;
 
+  /** The flow's last commit skipped its fsync: nothing durable has followed it yet. */
+  owesSync = false;
+
   constructor(
     private readonly engine: RidingEngine,
     /** Appends the record; only `tx`'s queries (it runs inside another caller's transaction). */
@@ -49,6 +52,16 @@ export class Ride {
   /** No transaction carries it from now on. */
   close(): void {
     this.closed = true;
+  }
+
+  /**
+   * Ends the ride before the caller is answered. The flow's commits that were durable only for that answer skipped
+   * their fsync (TransactionOptions `"answer"`), counting on the outcome's durable commit: when the outcome could not
+   * commit, the store is synced here instead, so the answer still never reports what a power loss could take back.
+   */
+  async finish(): Promise<void> {
+    this.close();
+    if (this.owesSync) await this.engine.sync();
   }
 
   /**
@@ -95,22 +108,43 @@ export class RidingEngine implements StoreEngine {
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>, options?: TransactionOptions): Promise<T> {
     const ride = this.flows.getStore();
-    const done = ride ? await ride.claim() : null;
-    if (ride === undefined || done === null) return this.inner.transaction(fn, options);
+    if (ride === undefined) return this.inner.transaction(fn, options);
+    // The call's outcome commits durably before its answer (server/app.ts), so what is durable only for that answer
+    // need not sync itself; `finish` syncs when the outcome could not commit.
+    const durable = options?.durable === "answer" ? false : (options?.durable ?? true);
+    const owes = () => {
+      ride.owesSync = durable === false;
+    };
+    const done = await ride.claim();
+    if (done === null) {
+      const value = await this.inner.transaction(fn, { ...options, durable });
+      owes();
+      return value;
+    }
     try {
-      return await this.inner.transaction(async (tx) => {
-        await ride.write(tx);
-        tx.afterCommit(() => {
-          ride.committed = true;
-        });
-        return fn(tx);
-      }, options);
+      const value = await this.inner.transaction(
+        async (tx) => {
+          await ride.write(tx);
+          tx.afterCommit(() => {
+            ride.committed = true;
+          });
+          return fn(tx);
+        },
+        { ...options, durable },
+      );
+      owes();
+      return value;
     } catch (error) {
       if (!ride.committed) ride.failure = error;
       throw error;
     } finally {
       done();
     }
+  }
+
+  /** Makes every commit so far durable (SQLite: the WAL synced by hand; PostgreSQL: every commit already is). */
+  sync(): Promise<void> {
+    return this.inner.transaction(async (tx) => tx.requireDurable(), { durable: false });
   }
 
   read<T>(fn: (q: Query) => Promise<T>): Promise<T> {

@@ -84,7 +84,7 @@ export class SqliteEngine implements StoreEngine {
     if (this.scope.getStore()) throw new NestedTransaction("a SQLite transaction was opened inside another transaction or read on the same connection");
     const release = await this.turn();
     try {
-      return await this.runTransaction(fn, options.durable ?? true);
+      return await this.runTransaction(fn, options.durable !== false);
     } finally {
       release();
     }

@@ -193,8 +193,9 @@ export class ControllerStore {
   /**
    * §9.2 step 6: the name check, the decision event and (unless dry run or unplaceable) the `dispatching` row owned
    * by this store's lease, in one transaction. Throws NameTaken, naming the holder, after chaining the refusal.
-   * Durable only when it answers the caller (a dry run, nothing placeable, a name taken): a dispatching decision is
-   * followed by its request's durable stamp before the request leaves (issue 19: one fsync, not four).
+   * Durable only when it answers the caller (a dry run, nothing placeable, a name taken; inside an API call its
+   * outcome's commit is that sync): a dispatching decision is followed by its request's durable stamp before the
+   * request leaves (issue 19).
    */
   async commitDecision(args: {
     name: string;
@@ -225,7 +226,7 @@ export class ControllerStore {
         );
       }
       return event.hash as DecisionId;
-    }, { durable: !args.dispatch });
+    }, { durable: args.dispatch ? false : "answer" });
     if (id === null) throw taken ?? new NameTaken(`name ${args.name} is already placed`);
     return id;
   }
@@ -295,7 +296,7 @@ export class ControllerStore {
       );
       await this.chain.append(tx, event);
       if (ending?.state === "unplaced") await this.chain.append(tx, ending.exhausted);
-    });
+    }, { durable: "answer" });
   }
 
   /** `placed`: attempt done, placement inserted, decision placed, `workload.place {phase: "placed"}`. */
@@ -305,7 +306,7 @@ export class ControllerStore {
       await tx.run("UPDATE mesh_attempts SET state = 'done', outcome = 'placed' WHERE decision_id = ? AND n = ?", [decisionId, n]);
       await insertPlacement(tx, placement, workload);
       await this.chain.append(tx, event);
-    });
+    }, { durable: "answer" });
   }
 
   /**
