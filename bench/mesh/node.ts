@@ -21,6 +21,8 @@ import { openDatabase, withWriteTx } from "../../src/store/sqlite.js";
 import { ratio } from "../support.js";
 
 const MAIN = resolve("dist/src/cli/main.js");
+// The daemons are started as people start them: the installed `berth` (berth.cjs, no ES module loader, issue 19).
+const BERTH = resolve("dist/src/cli/berth.cjs");
 const TRANSPORT = resolve("dist/src/mesh/transport/tcp.js");
 const TLS = resolve("dist/src/mesh/transport/tls.js");
 const KEYS = resolve("dist/src/keys/key-file.js");
@@ -112,7 +114,7 @@ async function main(): Promise<void> {
   writeFileSync(join(nodeDir, "permits.json"), JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]));
   const daemon = spawn(
     process.execPath,
-    [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey, "--signer", signer.publicKey],
+    [BERTH, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey, "--signer", signer.publicKey],
     // Its diagnostics (pino-format lines at info) are kept, and shown only if it fails.
     { stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -287,7 +289,7 @@ async function main(): Promise<void> {
     // A fresh `berth node serve` with no instance, described once, then left alone.
     const idleDir = join(dir, "idle");
     execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", idleDir, "--json"]);
-    const idle = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", idleDir, "--controller", controller.publicKey], {
+    const idle = spawn(process.execPath, [BERTH, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", idleDir, "--controller", controller.publicKey], {
       stdio: ["ignore", "pipe", "ignore"],
     });
     // The floor (issue 19): a bare Node process idling, nothing imported, measured the same way after the same settle.

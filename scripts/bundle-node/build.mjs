@@ -1,7 +1,9 @@
 #!/usr/bin/env node
-// Builds dist/src/node-daemon.bundle.js: `berth node serve` (src/cli/node-serve-main.ts) and everything it imports as
-// one file, which dist/src/cli/main.js starts for `berth node serve` (issue 19: the daemon's resident memory; the
-// figures are in src/mesh/node/README.md). One module instead of ~640 (each kept by V8 with its source), and zod cut
+// Builds dist/src/node-daemon.bundle.cjs: `berth node serve` (src/cli/node-serve-main.ts) and everything it imports as
+// one file, which `berth` (dist/src/cli/berth.cjs) and dist/src/cli/main.js start for `berth node serve` (issue 19: the
+// daemon's resident memory; the figures are in src/mesh/node/README.md). CommonJS, so that a daemon started by the
+// CommonJS `berth` never starts Node's ES module loader (1.4 MiB resident for its life, README). One module instead of
+// ~640 (each kept by V8 with its source), and zod cut
 // to what the daemon's schemas use: berth writes `import { z } from "zod"`, a namespace esbuild cannot shake, so this
 // build reads it as `import * as z from "zod"` (the same namespace, which it can). better-sqlite3 stays a package
 // import: the bundle sits in the package beside dist/src, whose dependencies are installed with it (the provider
@@ -14,7 +16,7 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const outfile = join(root, "dist", "src", "node-daemon.bundle.js");
+const outfile = join(root, "dist", "src", "node-daemon.bundle.cjs");
 
 const zodNamespace = {
   name: "berth-zod-namespace",
@@ -32,7 +34,7 @@ await build({
   outfile,
   bundle: true,
   platform: "node",
-  format: "esm",
+  format: "cjs",
   target: "node20",
   // Whitespace and syntax only: names stay, so stack traces and error names read as in the sources.
   minifyWhitespace: true,
@@ -40,8 +42,9 @@ await build({
   legalComments: "none",
   external: ["better-sqlite3"],
   plugins: [zodNamespace],
-  // CommonJS dependencies (commander) call require(): give them one in the ESM output.
-  banner: { js: 'import { createRequire as __berthCreateRequire } from "node:module";\nconst require = __berthCreateRequire(import.meta.url);' },
+  // import.meta.url has no CommonJS form of its own: src/version.ts finds package.json from it, beside this file.
+  define: { "import.meta.url": "__berthModuleUrl" },
+  banner: { js: 'const __berthModuleUrl = require("node:url").pathToFileURL(__filename).href;' },
   logLevel: "warning",
 });
 console.log(`bundled ${outfile}`);

@@ -5,8 +5,6 @@
  * Start-up is kept near `node -e 0` (issue 19): `berth --version` answers before anything else is loaded, and the
  * command tree is built from registration files that load a verb's libraries only when that verb runs.
  */
-import { statSync } from "node:fs";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { berthVersion } from "../version.js";
 
 const argv = process.argv.slice(2);
@@ -21,19 +19,14 @@ if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
 
 /**
  * `berth node serve` runs its own tree (node-serve.ts): the daemon stays up for months on a 512 MB board and loads no
- * other verb (issue 19: memory). From the package build's bundle of it when that is at least as new as this file (a
- * later `tsc` alone leaves an older bundle behind, which must not run in place of what was just built).
+ * other verb (issue 19: memory), from the package build's bundle of it when that is fresh (daemon-bundle.cts). The
+ * installed `berth` (berth.cjs) starts the bundle without this file, so without Node's ES module loader.
  */
 async function serveNode(): Promise<void> {
-  const bundle = fileURLToPath(new URL("../node-daemon.bundle.js", import.meta.url));
-  let fresh = false;
-  try {
-    fresh = statSync(bundle).mtimeMs >= statSync(fileURLToPath(import.meta.url)).mtimeMs;
-  } catch {
-    // no bundle: a build without the package step (npm run build:test, tsc) runs the same code unbundled
-  }
-  const { runNodeServe } = (await import(fresh ? pathToFileURL(bundle).href : "./node-serve-main.js")) as typeof import("./node-serve-main.js");
-  await runNodeServe(argv);
+  const { freshDaemonBundle, serveFromBundle } = await import("./daemon-bundle.cjs");
+  const bundle = freshDaemonBundle();
+  if (bundle) await serveFromBundle(bundle, argv);
+  else await (await import("./node-serve-main.js")).runNodeServe(argv);
 }
 
 async function run(): Promise<void> {

@@ -1,7 +1,7 @@
 /**
- * The entry of `berth node serve` (main.ts): its own command tree, run like every berth command (run.ts). The package
- * build bundles this file and what it imports into dist/src/node-daemon.bundle.js (scripts/bundle-node), which main.ts
- * starts instead when it is there; both run this same code.
+ * The entry of `berth node serve` (berth.cts, main.ts): its own command tree, run like every berth command (run.ts).
+ * The package build bundles this file and what it imports into dist/src/node-daemon.bundle.cjs (scripts/bundle-node),
+ * which they start instead when it is there and fresh (daemon-bundle.cts); both run this same code.
  */
 import { runCli } from "./run.js";
 

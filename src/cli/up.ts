@@ -82,7 +82,8 @@ export function registerUpCommands(program: Command): void {
       const log = (line: string) => {
         if (!outputGone) out.write(`${line}\n`);
       };
-      const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
+      // The installed `berth` (berth.cjs): its `node serve` runs without Node's ES module loader (issue 19: memory).
+      const berthMain = fileURLToPath(new URL("./berth.cjs", import.meta.url));
       const [{ AlreadyUp, up }, { describeKubernetesTarget, probeKubernetesTarget }] = await Promise.all([import("../up/local-mesh.js"), import("../up/kubernetes-target.js")]);
       let started: Awaited<ReturnType<typeof up>>;
       try {

@@ -85,8 +85,9 @@ beforeAll(() => {
 describe("the packed tarball installed with npm install -g", () => {
   it("ships the build, the dashboard, the samples, the licence and the changelog, and no test or source file", () => {
     const root = installed(full);
-    // dist/src/node-daemon.bundle.js: what `berth node serve` runs (scripts/bundle-node; berth up below starts it).
-    for (const file of ["dist/src/cli/main.js", "dist/src/node-daemon.bundle.js", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
+    // dist/src/node-daemon.bundle.cjs: what `berth node serve` runs (scripts/bundle-node; berth up below starts it),
+    // from dist/src/cli/berth.cjs, the installed `berth`.
+    for (const file of ["dist/src/cli/main.js", "dist/src/cli/berth.cjs", "dist/src/cli/daemon-bundle.cjs", "dist/src/node-daemon.bundle.cjs", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
       expect(existsSync(join(root, file)), file).toBe(true);
     }
     expect(readFileSync(join(root, "LICENSE"), "utf8")).toContain("Apache License");

@@ -53,8 +53,7 @@ export const RequirementSchema = z
   .refine((r) => (r.id === undefined) !== (r.id_prefix === undefined), "exactly one of id and id_prefix");
 export type Requirement = z.infer<typeof RequirementSchema>;
 
-export const ARCHES = ["aarch64", "armv7", "x86_64"] as const;
-export type Arch = (typeof ARCHES)[number];
+export { ARCHES, type Arch, archOfNode } from "./arch.js";
 
 export const VariantSchema = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, "variant id must match ^[a-z0-9][a-z0-9_.-]{0,63}$"),
@@ -241,16 +240,3 @@ export function verifyEnvelope(
   return { ok: true, envelope: parsed.envelope, packageId: parsed.packageId, signers: report.validKeys };
 }
 
-/** Node.js `process.arch` → the package's architecture names (§5.2). */
-export function archOfNode(nodeArch: string): Arch | null {
-  switch (nodeArch) {
-    case "arm64":
-      return "aarch64";
-    case "arm":
-      return "armv7";
-    case "x64":
-      return "x86_64";
-    default:
-      return null;
-  }
-}

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { availableParallelism, cpus, freemem, loadavg, totalmem } from "node:os";
 import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
 import { type SigningKey, signTagged } from "../../core/crypto/ed25519.js";
-import { archOfNode } from "../../core/packages/manifest.js";
+import { archOfNode } from "../../core/packages/arch.js";
 import type { SignedMessage } from "../../core/protocol/messages.js";
 
 export function probeBoard(): string {

@@ -25,7 +25,6 @@ import { describe, persistedDescribeNonces } from "./describe.js";
 import { NodeLeases } from "./lease.js";
 import { RefusalChain, refusalEvent } from "./events.js";
 import { start, stop, unload } from "./lifecycle.js";
-import { place } from "./place.js";
 import type { Policy } from "./policy.js";
 import { onProcessExit, pollAdopted, recordExit, trimAllLogs } from "./processes.js";
 import { RevocationSweep } from "./revocation.js";
@@ -139,8 +138,12 @@ export class NodeService {
       case "describe":
         return describe(ctx, req);
       case "place":
-      case "load":
-        return place(ctx, req, stream, req.method);
+      case "load": {
+        // Loaded at the first place (the manifest's schemas, verification, admission): an idle daemon never needs
+        // them, and they would stay resident for its life (issue 19, src/mesh/node/README.md).
+        const method = req.method;
+        return import("./place.js").then(({ place }) => place(ctx, req, stream, method));
+      }
       case "start":
         return start(ctx, req, ctx.body("start", req.body));
       case "stop":
