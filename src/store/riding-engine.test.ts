@@ -13,23 +13,39 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-/** A SQLite engine on a fresh file with table `t`, behind a RidingEngine; `commits` counts the inner transactions. */
-async function riding(): Promise<{ engine: RidingEngine; commits: () => number; rows: () => Promise<string[]> }> {
+/**
+ * A SQLite engine on a fresh file with table `t`, behind a RidingEngine; `commits` counts the inner transactions and
+ * `syncs` says, per inner transaction, how it was asked to commit ("sync", "nosync", or "required": synced by hand).
+ */
+async function riding(): Promise<{ engine: RidingEngine; commits: () => number; syncs: string[]; rows: () => Promise<string[]> }> {
   const dir = mkdtempSync(join(tmpdir(), "berth-riding-"));
   dirs.push(dir);
   const inner = SqliteEngine.open(join(dir, "t.db"));
   engines.push(inner);
   await inner.transaction((tx) => tx.exec("CREATE TABLE t (n INTEGER PRIMARY KEY AUTOINCREMENT, v TEXT NOT NULL)"));
   let commits = 0;
+  const syncs: string[] = [];
   const counting: StoreEngine = {
     kind: inner.kind,
     location: inner.location,
     get closed() {
       return inner.closed;
     },
-    transaction: async (fn) => {
-      const value = await inner.transaction(fn);
+    transaction: async (fn, options) => {
+      let required = false;
+      const value = await inner.transaction(
+        (tx) =>
+          fn({
+            ...tx,
+            requireDurable: () => {
+              required = true;
+              tx.requireDurable();
+            },
+          } as Tx),
+        options,
+      );
       commits++;
+      syncs.push(required ? "required" : options?.durable === false ? "nosync" : "sync");
       return value;
     },
     read: (fn) => inner.read(fn),
@@ -39,6 +55,7 @@ async function riding(): Promise<{ engine: RidingEngine; commits: () => number; 
   return {
     engine: new RidingEngine(counting),
     commits: () => commits,
+    syncs,
     rows: () => inner.read(async (q) => (await q.all<{ v: string }>("SELECT v FROM t ORDER BY n")).map((r) => r.v)),
   };
 }
@@ -149,5 +166,30 @@ describe("a write that rides a flow's first transaction", () => {
     });
     // The first carried it and rolled back; the next carried it and committed; the last came after, without it.
     expect(log).toEqual(["record", "a", "b"]);
+  });
+
+  it("inside a flow passes on a commit durable only for the answer unsynced, and finish syncs when nothing durable followed", async () => {
+    const { engine, syncs, rows } = await riding();
+    const ride = engine.ride(insert("record"));
+    await ride.run(() => engine.transaction(insert("placed"), { durable: "answer" }));
+    expect([...syncs], "the answer's commit, in the flow").toEqual(["nosync"]);
+    // The outcome could not commit: the answer still waits for the disk.
+    await ride.finish();
+    expect([[...syncs], await rows()]).toEqual([["nosync", "required"], ["record", "placed"]]);
+  });
+
+  it("finish does not sync again when a durable commit (the outcome) followed the unsynced ones", async () => {
+    const { engine, syncs } = await riding();
+    const ride = engine.ride(insert("record"));
+    await ride.run(() => engine.transaction(insert("placed"), { durable: "answer" }));
+    await ride.run(() => engine.transaction(insert("outcome")));
+    await ride.finish();
+    expect([...syncs]).toEqual(["nosync", "sync"]);
+  });
+
+  it("outside a flow a commit durable only for the answer is durable", async () => {
+    const { engine, syncs } = await riding();
+    await engine.transaction(insert("placed"), { durable: "answer" });
+    expect([...syncs]).toEqual(["sync"]);
   });
 });
