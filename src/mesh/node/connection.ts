@@ -30,7 +30,7 @@ export class Connections {
     try {
       for (;;) {
         const limit = first ? this.limits().first_frame_ms : this.limits().idle_ms;
-        const frame = await stream.recv(AbortSignal.timeout(limit));
+        const frame = await stream.recv(limit);
         first = false;
         const parsed = parseMessageFrame(frame);
         // A protocol error or an unsolicited frame closes the connection without an answer.

@@ -38,10 +38,11 @@ export class PackageFetcher {
     } catch (error) {
       throw new FetchFailure("fetch", `cannot ask for ${what}: ${(error as Error).message}`);
     }
-    const signal = AbortSignal.timeout(this.timeoutMs);
+    // One deadline for the fetch's answer and its data frame (a timer per wait, not an AbortSignal: recv-limit.ts).
+    const deadline = Date.now() + this.timeoutMs;
     let frame: Uint8Array;
     try {
-      frame = await this.stream.recv(signal);
+      frame = await this.stream.recv(this.timeoutMs);
     } catch (error) {
       throw new FetchFailure("fetch", `no answer to the fetch of ${what}: ${(error as Error).message}`);
     }
@@ -67,7 +68,7 @@ export class PackageFetcher {
     if (msg.data_length === 0) return Buffer.alloc(0);
     let data: Uint8Array;
     try {
-      data = await this.stream.recv(signal);
+      data = await this.stream.recv(deadline - Date.now());
     } catch (error) {
       throw new FetchFailure("fetch", `data frame did not arrive: ${(error as Error).message}`);
     }

@@ -219,12 +219,16 @@ export class NodeStore {
 
   /** §11.2: in-flight rows first, then instances, from one read transaction, so a decision is never invisible. */
   snapshot(departedSinceMs: number | null): { inflight: InflightRow[]; instances: InstanceRow[]; departed: DepartedRow[] } {
-    return this.db.transaction(() => ({
+    // Built once: better-sqlite3's `transaction()` makes four wrapper functions each time it is called (every status).
+    this.snapshotTx ??= this.db.transaction((since: number | null) => ({
       inflight: this.inflights(),
       instances: this.instances(),
-      departed: departedSinceMs === null ? [] : this.departed(departedSinceMs),
-    }))();
+      departed: since === null ? [] : this.departed(since),
+    }));
+    return this.snapshotTx(departedSinceMs);
   }
+
+  private snapshotTx: ((since: number | null) => ReturnType<NodeStore["snapshot"]>) | undefined;
 
   meta(key: string): string | undefined {
     return (this.sql("SELECT value FROM node_meta WHERE key = ?").get(key) as { value: string } | undefined)?.value;

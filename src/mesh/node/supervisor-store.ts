@@ -4,6 +4,7 @@
  * restart is due (so a daemon restarted during a backoff resumes it). Its own schema component (`node_supervision`),
  * beside the node's tables; rows of instances that left are dropped at start.
  */
+import type { Statement } from "better-sqlite3";
 import { type Db, ensureSchema, type WriteTx, withWriteTx } from "../../store/sqlite.js";
 
 export interface SupervisionRow {
@@ -20,6 +21,9 @@ export interface SupervisionRow {
 const SCHEMA_VERSION = 1;
 
 export class SupervisionStore {
+  /** Prepared once: every status reads the counts (issue 19). */
+  private countsStmt: Statement | undefined;
+
   constructor(private readonly db: Db) {
     withWriteTx(db, (tx) =>
       ensureSchema(tx, "node_supervision", SCHEMA_VERSION, (from) => {
@@ -40,7 +44,8 @@ export class SupervisionStore {
 
   /** Restart counts of every supervised instance, for status rows. */
   counts(): Map<string, number> {
-    const rows = this.db.prepare("SELECT instance_id, restart_count FROM node_supervision").all() as { instance_id: string; restart_count: number }[];
+    this.countsStmt ??= this.db.prepare("SELECT instance_id, restart_count FROM node_supervision");
+    const rows = this.countsStmt.all() as { instance_id: string; restart_count: number }[];
     return new Map(rows.map((r) => [r.instance_id, r.restart_count]));
   }
 

@@ -4,7 +4,7 @@
  * looks to the controller), and cut an address off entirely (later connects fail) until it is healed.
  */
 import { parseMessageFrame } from "../../core/protocol/messages.js";
-import { type Connector, type FrameStream, StreamClosed } from "./frames.js";
+import { type Connector, type FrameStream, type RecvLimit, StreamClosed } from "./frames.js";
 
 function answerMethod(frame: Uint8Array): string | null {
   const parsed = parseMessageFrame(frame);
@@ -55,7 +55,7 @@ export class FaultyConnector implements Connector {
       remote: inner.remote,
       ...(inner.peerKey !== undefined ? { peerKey: inner.peerKey } : {}),
       send: (frame) => (self.cutAddrs.has(addr) ? Promise.reject(new StreamClosed(`${addr} is cut off`)) : inner.send(frame)),
-      async recv(sig?: AbortSignal) {
+      async recv(sig?: RecvLimit) {
         const frame = await inner.recv(sig);
         const drop = self.drops.get(addr);
         if (drop && drop.count > 0 && answerMethod(frame) === drop.method) {

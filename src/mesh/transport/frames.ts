@@ -9,6 +9,9 @@
  */
 import type { Socket } from "node:net";
 import { LIMITS } from "../../core/protocol/messages.js";
+import { type FrameWaiter, type RecvLimit, waitForFrame } from "./recv-limit.js";
+
+export { FrameTimeout, type RecvLimit } from "./recv-limit.js";
 
 export const MAX_FRAME_BYTES = 16 * 1024 * 1024;
 
@@ -48,8 +51,11 @@ export class ProtocolError extends Error {
 
 export interface FrameStream {
   send(frame: Uint8Array): Promise<void>;
-  /** The next frame; rejects with StreamClosed at end of stream, ProtocolError on a bad frame, or the signal's reason. */
-  recv(signal?: AbortSignal): Promise<Uint8Array>;
+  /**
+   * The next frame; rejects with StreamClosed at end of stream, ProtocolError on a bad frame, the signal's reason, or
+   * FrameTimeout when a limit in milliseconds passes (recv-limit.ts).
+   */
+  recv(limit?: RecvLimit): Promise<Uint8Array>;
   close(): void;
   readonly remote: string;
   /** Listener side: the service verified this peer's request, so the connection keeps its slot (admission.ts). */
@@ -143,12 +149,10 @@ export class FrameDecoder {
   }
 }
 
-type Waiter = { resolve: (frame: Uint8Array) => void; reject: (error: Error) => void };
-
 /** A FrameStream over a TCP socket. */
 export class SocketFrameStream implements FrameStream {
   private readonly frames: Uint8Array[] = [];
-  private readonly waiters: Waiter[] = [];
+  private readonly waiters: FrameWaiter[] = [];
   private ended: Error | undefined;
   readonly remote: string;
   private readonly decoder: FrameDecoder;
@@ -198,30 +202,11 @@ export class SocketFrameStream implements FrameStream {
     });
   }
 
-  recv(signal?: AbortSignal): Promise<Uint8Array> {
+  recv(limit?: RecvLimit): Promise<Uint8Array> {
     const ready = this.frames.shift();
     if (ready) return Promise.resolve(ready);
     if (this.ended) return Promise.reject(this.ended);
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise((resolve, reject) => {
-      const waiter: Waiter = {
-        resolve: (f) => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve(f);
-        },
-        reject: (e) => {
-          signal?.removeEventListener("abort", onAbort);
-          reject(e);
-        },
-      };
-      const onAbort = () => {
-        const i = this.waiters.indexOf(waiter);
-        if (i >= 0) this.waiters.splice(i, 1);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.waiters.push(waiter);
-    });
+    return waitForFrame(this.waiters, limit);
   }
 
   close(): void {

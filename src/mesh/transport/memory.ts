@@ -3,11 +3,12 @@
  * `mem://<name>` reaches a service registered under that name.
  */
 import { type Connector, encodeFrame, type FrameStream, StreamClosed } from "./frames.js";
+import { type FrameWaiter, type RecvLimit, waitForFrame } from "./recv-limit.js";
 
 class MemoryEnd implements FrameStream {
   peer: MemoryEnd | undefined;
   private readonly frames: Uint8Array[] = [];
-  private readonly waiters: Array<{ resolve: (f: Uint8Array) => void; reject: (e: Error) => void }> = [];
+  private readonly waiters: FrameWaiter[] = [];
   private closed = false;
 
   constructor(readonly remote: string) {}
@@ -30,25 +31,13 @@ class MemoryEnd implements FrameStream {
     this.peer.deliver(new Uint8Array(frame));
   }
 
-  recv(signal?: AbortSignal): Promise<Uint8Array> {
+  recv(limit?: RecvLimit): Promise<Uint8Array> {
     const f = this.frames.shift();
     if (f) return Promise.resolve(f);
     if (this.closed) return Promise.reject(new StreamClosed("end of stream"));
-    return new Promise((resolve, reject) => {
-      const onAbort = () => reject(signal?.reason);
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.waiters.push({
-        resolve: (x) => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve(x);
-        },
-        reject: (e) => {
-          signal?.removeEventListener("abort", onAbort);
-          reject(e);
-        },
-      });
-    });
+    return waitForFrame(this.waiters, limit);
   }
+
 
   close(): void {
     this.end();

@@ -3,7 +3,7 @@
  * to controller, can drop the answer to a `place` after the node carried it out (closing the stream), can cut an
  * address off (later connects fail) and heal it, and can hold an answer back until after the caller's timeout.
  */
-import { type Connector, type FrameStream, StreamClosed } from "../../../src/mesh/transport/frames.js";
+import { type Connector, FrameTimeout, type FrameStream, type RecvLimit, StreamClosed } from "../../../src/mesh/transport/frames.js";
 
 function answeredMethod(frame: Uint8Array): string | null {
   try {
@@ -54,7 +54,8 @@ export class FaultConnector implements Connector {
         return stream.send(frame);
       },
       close: () => stream.close(),
-      async recv(sig?: AbortSignal): Promise<Uint8Array> {
+      async recv(sig?: RecvLimit): Promise<Uint8Array> {
+        const asked = Date.now();
         const frame = await stream.recv(sig);
         if (answeredMethod(frame) !== "place") return frame;
         const drop = self.drops.get(addr);
@@ -68,6 +69,10 @@ export class FaultConnector implements Connector {
         if (self.holds.delete(addr)) {
           // The answer exists, but it arrives only after the caller's deadline: it is never delivered.
           await new Promise((_resolve, reject) => {
+            if (typeof sig === "number") {
+              setTimeout(() => reject(new FrameTimeout(sig)), Math.max(0, asked + sig - Date.now()));
+              return;
+            }
             if (sig?.aborted) reject(sig.reason);
             sig?.addEventListener("abort", () => reject(sig.reason), { once: true });
           });
