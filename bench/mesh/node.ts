@@ -2,7 +2,10 @@
  * Node daemon figures (issue 5, issue 19), each against a baseline measured in the same run:
  * - signed `status` round trips per second over loopback vs an unsigned echo over the same framing and the same
  *   transport (TLS 1.3, the default since issue 17): once with one connection per call, once on a warm connection
- *   (the controller's connector keeps one, src/mesh/client/connector.ts);
+ *   (the controller's connector keeps one, src/mesh/client/connector.ts); warm, also against a *signed* echo on the
+ *   same connection (each round trip signs and verifies a request and a reply with berth's own Ed25519 helpers,
+ *   nothing else), because two signs and two verifies alone cost several unsigned echo round trips: that ratio is
+ *   berth's own overhead on a signed exchange, the unsigned one is not reachable by any signed protocol;
  * - `place` → running latency vs a bare child_process.spawn of the same entry;
  * - daemon resident memory idle and with 100 running instances, against a bare `node -e` idling in the same run.
  * Figures are printed, never asserted. Run after `npm run build:test` from the repository root (scripts/bench does).
@@ -11,6 +14,8 @@ import { execFileSync, spawn } from "node:child_process";
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import { signTagged, verifyTagged } from "../../src/core/crypto/ed25519.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { ControllerConnector } from "../../src/mesh/client/connector.js";
 import { NodeClient, type TargetRef } from "../../src/mesh/client/node-client.js";
@@ -26,6 +31,7 @@ const BERTH = resolve("dist/src/cli/berth.cjs");
 const TRANSPORT = resolve("dist/src/mesh/transport/tcp.js");
 const TLS = resolve("dist/src/mesh/transport/tls.js");
 const KEYS = resolve("dist/src/keys/key-file.js");
+const ED25519 = resolve("dist/src/core/crypto/ed25519.js");
 const dir = mkdtempSync(join(tmpdir(), "berth-bench-node-"));
 const controller = generateSigningKey();
 const signer = generateSigningKey();
@@ -98,6 +104,9 @@ async function countSyncs(pid: number, fn: () => Promise<void>): Promise<number 
     .filter((l) => /\b(fsync|fdatasync)\(/.test(l) && !l.includes("resumed>")).length;
 }
 
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
 async function timed(label: string, n: number, fn: (i: number) => Promise<void>): Promise<number> {
   for (let i = 0; i < Math.min(20, n); i++) await fn(i);
   const start = process.hrtime.bigint();
@@ -136,7 +145,17 @@ async function main(): Promise<void> {
        import { listenTls } from ${JSON.stringify(TLS)};
        import { generateSigningKey } from ${JSON.stringify(KEYS)};
        const tls = listenTls({ identity: generateSigningKey(), authorised: () => new Set([${JSON.stringify(controller.publicKey)}]) });
-       const { address } = await listenFrames("127.0.0.1:0", async (s) => { try { for (;;) { await s.send(await s.recv()); } } catch { s.close(); } }, { tls });
+       import { signTagged, verifyTagged } from ${JSON.stringify(ED25519)};
+       const key = generateSigningKey();
+       const dec = new TextDecoder(); const enc = new TextEncoder();
+       const answer = (frame) => {
+         const m = JSON.parse(dec.decode(frame));
+         if (m.sig === undefined) return frame;
+         if (!verifyTagged(m.key, "berth.ctl.request.v1", m.payload, m.sig)) throw new Error("bad signature");
+         const payload = JSON.stringify({ type: "response", nonce: m.nonce, padding: m.padding });
+         return enc.encode(JSON.stringify({ key: key.publicKey, payload, sig: signTagged(key, "berth.ctl.response.v1", payload) }));
+       };
+       const { address } = await listenFrames("127.0.0.1:0", async (s) => { try { for (;;) { await s.send(answer(await s.recv())); } } catch { s.close(); } }, { tls });
        console.log(JSON.stringify({ address }));`,
     ],
     { stdio: ["ignore", "pipe", "inherit"] },
@@ -176,8 +195,20 @@ async function main(): Promise<void> {
       await kept.send(payload);
       await kept.recv();
     });
+    // The floor of any signed exchange: the same echo, but the request is signed and verified and the reply is
+    // signed and verified (two Ed25519 signs and two verifies per round trip, as a status has), with the same key
+    // handling as berth (src/core/crypto/ed25519.ts, KeyObjects cached) and nothing else.
+    const signedEchoWarm = await timed("signed echo (2 signs + 2 verifies), kept", 1000, async () => {
+      const nonce = randomBytes(16).toString("hex");
+      const payload = JSON.stringify({ type: "request", nonce, padding: "x".repeat(400) });
+      await kept.send(encoder.encode(JSON.stringify({ key: controller.publicKey, nonce, payload, sig: signTagged(controller, "berth.ctl.request.v1", payload) })));
+      const m = JSON.parse(decoder.decode(await kept.recv())) as { key: string; payload: string; sig: string };
+      if (!verifyTagged(m.key, "berth.ctl.response.v1", m.payload, m.sig)) throw new Error("bad echo signature");
+    });
     kept.close();
     ratio("signed status / unsigned echo, warm", signedWarm, unsignedWarm, 0.5);
+    ratio("signed status / signed echo, warm", signedWarm, signedEchoWarm, 0.5);
+    ratio("signed echo / unsigned echo, warm (crypto's share)", signedEchoWarm, unsignedWarm);
 
     console.log("place -> running vs bare child_process.spawn of the same entry");
     const pkgDir = join(dir, "pkg");
