@@ -112,33 +112,27 @@ export class RidingEngine implements StoreEngine {
     // The call's outcome commits durably before its answer (server/app.ts), so what is durable only for that answer
     // need not sync itself; `finish` syncs when the outcome could not commit.
     const durable = options?.durable === "answer" ? false : (options?.durable ?? true);
-    const owes = () => {
-      ride.owesSync = durable === false;
-    };
+    // `claim` hands a `done` to the one transaction that carries the ride's write (the flow's first to get there).
     const done = await ride.claim();
-    if (done === null) {
-      const value = await this.inner.transaction(fn, { ...options, durable });
-      owes();
-      return value;
-    }
+    const body =
+      done === null
+        ? fn
+        : async (tx: Tx) => {
+            await ride.write(tx);
+            tx.afterCommit(() => {
+              ride.committed = true;
+            });
+            return fn(tx);
+          };
     try {
-      const value = await this.inner.transaction(
-        async (tx) => {
-          await ride.write(tx);
-          tx.afterCommit(() => {
-            ride.committed = true;
-          });
-          return fn(tx);
-        },
-        { ...options, durable },
-      );
-      owes();
+      const value = await this.inner.transaction(body, { ...options, durable });
+      ride.owesSync = durable === false;
       return value;
     } catch (error) {
-      if (!ride.committed) ride.failure = error;
+      if (done !== null && !ride.committed) ride.failure = error;
       throw error;
     } finally {
-      done();
+      done?.();
     }
   }
 
