@@ -28,7 +28,9 @@ vi.setConfig({ testTimeout: 120_000 });
 
 const LONG_SCRIPT = "#!/bin/sh\necho placed-ok\nexec sleep 600\n";
 const LEASE_MS = 3_000;
-const NAME = "mover";
+// /proc is the whole machine's: a fixed name would count the copies of another run of this file (a CI beside a
+// developer's run, or a copy an earlier run's dead node left) as this run's second copy.
+const NAME = `mover${process.pid}`;
 
 let watch: TargetWatch | null = null;
 let sampler: Sampler | null = null;
