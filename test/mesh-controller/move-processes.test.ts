@@ -28,7 +28,9 @@ vi.setConfig({ testTimeout: 120_000 });
 
 const LONG_SCRIPT = "#!/bin/sh\necho placed-ok\nexec sleep 600\n";
 const LEASE_MS = 3_000;
-const NAME = "mover";
+// /proc is the whole machine's: a fixed name would count the copies of another run of this file (a CI beside a
+// developer's run, or a copy an earlier run's dead node left) as this run's second copy.
+const NAME = `mover${process.pid}`;
 
 let watch: TargetWatch | null = null;
 let sampler: Sampler | null = null;
@@ -105,6 +107,26 @@ async function placeAgent(fx: ProcessFixture, ctl: MeshController, on: "first" |
   return { instanceId: r.placed!.instance_id, decisionId: r.placed!.decision_id };
 }
 
+/**
+ * The node's last-sent stamp over every request that may have reached it (watch-stamps.ts, the lease's rule 4), read
+ * once the calls in flight when asked have ended. `stamps.of` counts a pending stamp too (the controller's safe
+ * reading), but the loop and the tick keep calling the dead node after the move, each call pending for a few ms
+ * before it is taken back (nothing was sent): a read that lands in that window sees a stamp issued after the decision
+ * it is meant to judge (about one read in fifteen on this machine), which no decision could have waited for.
+ */
+async function settledLastSent(ctl: MeshController, nodeId: string): Promise<number> {
+  const pending = async () => (await ctl.store.engine.read((q) => q.all<{ id: string }>("SELECT id FROM mesh_watch_sends WHERE node_id = ? AND settled = 0", [nodeId]))).map((r) => r.id);
+  const inFlight = new Set(await pending());
+  await waitFor(async () => !(await pending()).some((id) => inFlight.has(id)), "the calls in flight to end");
+  const [floor, kept] = await ctl.store.engine.read(async (q) => [
+    await q.get<{ m: number | string | null }>("SELECT last_sent_ms AS m FROM mesh_watch_nodes WHERE node_id = ?", [nodeId]),
+    await q.get<{ m: number | string | null }>("SELECT MAX(issued_at_ms) AS m FROM mesh_watch_sends WHERE node_id = ? AND settled = 1", [nodeId]),
+  ] as const);
+  const stamps = [floor?.m, kept?.m].filter((m) => m != null).map(Number);
+  if (stamps.length === 0) throw new Error(`no request to ${nodeId} may have reached it`);
+  return Math.max(...stamps);
+}
+
 const lifecycle = async (ctl: MeshController, phase: string) => (await ctl.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === phase);
 
 describe("moving agents off a lost or drained node, never two copies (real daemons, /proc)", () => {
@@ -128,7 +150,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     }, "the move chained");
     expect(migrate).toEqual([expect.objectContaining({ phase: "rescheduled", workload: NAME, from_node: fx.second.nodeId, from_instance: instanceId, to_node: fx.first.nodeId, to_instance: moved.instance })]);
     const decidedAt = (await ctl.store.chain.byHash(String(migrate[0]!.decision_id)))!.ts;
-    const lastSent = (await ctl.stamps.of(fx.second.nodeId)).last_sent_ms!;
+    const lastSent = await settledLastSent(ctl, fx.second.nodeId);
     expect(decidedAt).toBeGreaterThanOrEqual(lastSent + leaseWaitMs(LEASE_MS));
     expect(movedAfter).toBeGreaterThanOrEqual(LEASE_MS);
     expect(await lifecycle(ctl, "lifecycle")).toContainEqual(expect.objectContaining({ instance_id: instanceId, action: "reschedule", by: expect.objectContaining({ actor: "reconcile-loop" }) }));

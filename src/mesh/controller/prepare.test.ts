@@ -54,4 +54,27 @@ describe("preparing a package on the controller (issue 12)", () => {
     const prepared = preparePackage(pkg.dir, dataDir, pkg.policy);
     expect(prepared).toEqual({ ok: false, error: expect.stringContaining("run.sh does not match its pinned sha256") });
   });
+
+  it("a package in the store is prepared from its manifest; a tampered file of it is refused when served, never sent", () => {
+    const pkg = signedPackage("#!/bin/sh\necho signed\n");
+    const dataDir = temp();
+    expect(preparePackage(pkg.dir, dataDir, pkg.policy).ok).toBe(true);
+    writeFileSync(join(dataDir, PACKAGE_STORE, pkg.packageId, "run.sh"), "#!/bin/sh\necho SIGNED\n");
+    const prepared = preparePackage(pkg.packageId, dataDir, pkg.policy);
+    if (!prepared.ok) throw new Error(prepared.error);
+    const file = prepared.pkg.statement.files[0] as { sha256: string };
+    expect(prepared.pkg.source.readRange(file.sha256, 0, 64)).toBe("run.sh does not match its pinned hash");
+  });
+
+  it("a store copy is still checked against today's signers, and one holding another package's manifest is refused", () => {
+    const pkg = signedPackage("#!/bin/sh\necho signed\n");
+    const other = signedPackage("#!/bin/sh\necho other\n");
+    const dataDir = temp();
+    expect(preparePackage(pkg.dir, dataDir, pkg.policy).ok).toBe(true);
+    const untrusted = { ...pkg.policy, signers: new Set<string>() } as unknown as ControllerPolicy;
+    expect(preparePackage(pkg.packageId, dataDir, untrusted)).toEqual({ ok: false, error: expect.stringContaining("does not verify on this controller") });
+    writeFileSync(join(dataDir, PACKAGE_STORE, pkg.packageId, MANIFEST_FILE), readFileSync(join(other.dir, MANIFEST_FILE)));
+    const both = { ...pkg.policy, signers: new Set([pkg.signer.publicKey, other.signer.publicKey]) } as unknown as ControllerPolicy;
+    expect(preparePackage(pkg.packageId, dataDir, both)).toEqual({ ok: false, error: `package ${pkg.packageId}: the store copy holds package ${other.packageId}` });
+  });
 });

@@ -33,14 +33,19 @@ export type Prepared = { readonly ok: true; readonly pkg: PreparedPackage } | { 
  */
 export function preparePackage(ref: string, dataDir: string, policy: ControllerPolicy, afterVerify?: () => void): Prepared {
   const storeRoot = join(dataDir, PACKAGE_STORE);
-  const dir = storedPackageDir(ref, dataDir) ?? resolve(ref);
+  const stored = storedPackageDir(ref, dataDir);
+  const dir = stored ?? resolve(ref);
   if (!existsSync(join(dir, MANIFEST_FILE))) {
     return { ok: false, error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${storeRoot}` };
   }
-  const read = readVerified(dir, policy);
+  // Issue 19: a store copy is prepared from its manifest alone, checked against today's signers and revocations; its
+  // files were checked when they were stored, and each is checked again before it is served (PackageDirSource), by
+  // the node that receives it too. Re-reading and re-hashing every file on every placement bought nothing more.
+  const read = stored ? readVerifiedManifest(dir, policy) : readVerified(dir, policy);
   if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
   afterVerify?.();
   const { verdict, manifest, files } = read;
+  if (stored && verdict.packageId !== ref) return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.packageId}` };
   const statement = verdict.envelope.statement;
   const target = join(storeRoot, verdict.packageId);
   if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE))) writeIntoStore(target, manifest, statement, files);
@@ -64,8 +69,8 @@ type ReadVerified =
   | { ok: true; verdict: Extract<EnvelopeVerdict, { ok: true }>; manifest: Buffer; files: ReadonlyMap<string, Buffer> }
   | { ok: false; reason: string };
 
-/** The node's rules (§5.4) over bytes read once: envelope, trusted signature, revocations, each file's size and hash. */
-function readVerified(dir: string, policy: ControllerPolicy): ReadVerified {
+/** The envelope, its trusted signature and the revocations, over the manifest bytes read once; no file is read. */
+function readVerifiedManifest(dir: string, policy: ControllerPolicy): ReadVerified {
   let manifest: Buffer;
   try {
     manifest = readFileSync(join(dir, MANIFEST_FILE));
@@ -73,7 +78,14 @@ function readVerified(dir: string, policy: ControllerPolicy): ReadVerified {
     return { ok: false, reason: `${join(dir, MANIFEST_FILE)} is missing` };
   }
   const verdict = verifyEnvelope(manifest.toString("utf8"), { trustedSigners: policy.signers, revocations: policy.revocations });
-  if (!verdict.ok) return verdict;
+  return verdict.ok ? { ok: true, verdict, manifest, files: new Map() } : verdict;
+}
+
+/** The node's rules (§5.4) over bytes read once: envelope, trusted signature, revocations, each file's size and hash. */
+function readVerified(dir: string, policy: ControllerPolicy): ReadVerified {
+  const read = readVerifiedManifest(dir, policy);
+  if (!read.ok) return read;
+  const { verdict, manifest } = read;
   const files = new Map<string, Buffer>();
   for (const f of verdict.envelope.statement.files) {
     let bytes: Buffer;

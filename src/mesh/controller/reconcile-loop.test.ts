@@ -131,4 +131,29 @@ describe("the reconcile loop's driver", () => {
     await loop.pass();
     expect(w.performed).toEqual(["reschedule i1"]);
   });
+
+  it("counts the pass's own status call before judging a dead node's lease: one held unanswered past the margin, which may have renewed it, delays the move", async () => {
+    // A node judged dead that still reads requests (its answers are lost): the status is stamped before it leaves,
+    // arrives while the lease of the previous stamp still runs (renewing it), and is given up on after the 20 s call
+    // timeout, longer than the 11 s margin the wait has past the lease.
+    const lease = 60_000;
+    const w = new World();
+    const previous = w.now - 55_000;
+    w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: lease, last_sent_issued_at_ms: previous });
+    w.observe = async (id: string) => {
+      w.nodes.set(id, { liveness: "dead", forgotten: false, lease_ms: lease, last_sent_issued_at_ms: w.now });
+      w.now += 20_000;
+      return { kind: "unverified" as const, why: "no answer within 20 s (sent)" };
+    };
+    const sentAt = w.now;
+    expect(w.now + 20_000).toBeGreaterThanOrEqual(previous + leaseWaitMs(lease)); // judged by the previous stamp, over
+    const report = await new ReconcileLoop(w).pass();
+    expect(w.performed).toEqual([]);
+    expect(report.waiting).toBe(1);
+    // Once the wait counted from that status has run out (and the next status is provably unsent), it moves.
+    w.observe = async () => ({ kind: "unverified" as const, why: "cannot connect" });
+    w.now = sentAt + leaseWaitMs(lease);
+    await new ReconcileLoop(w).pass();
+    expect(w.performed).toEqual(["reschedule i1"]);
+  });
 });

@@ -71,10 +71,18 @@ export class ReconcileLoop {
     let waiting = 0;
     const act = this.ports.shouldAct();
     for (const [nodeId, ofNode] of byNode) {
-      const [node, rows] = await Promise.all([this.ports.node(nodeId), this.ports.observe(nodeId)]);
+      // The lease's rule 5 (docs/concepts.md "The node lease"): the last-sent stamp is read only once this pass's own
+      // status call has ended (it was stamped before it left and, unanswered, may still have renewed the lease), and
+      // the instant every agent of the node is judged at is taken before that read, so a request the read does not
+      // count left after that instant. Read beside the call, with the clock read after it (and after earlier agents'
+      // moves), a status held unanswered for longer than the 11 s margin was missing from a judgement made that much
+      // later: the lease it renewed was taken for over.
+      const rows = await this.ports.observe(nodeId);
+      const now = this.ports.clock();
+      const node = await this.ports.node(nodeId);
       for (const p of ofNode) {
         const memory = this.memoryOf(p);
-        const action = reconcilePlacement({ placement: p, node, observed: observationOf(rows, p.instance_id), now_ms: this.ports.clock(), next_attempt_ms: memory.nextAttemptMs });
+        const action = reconcilePlacement({ placement: p, node, observed: observationOf(rows, p.instance_id), now_ms: now, next_attempt_ms: memory.nextAttemptMs });
         switch (action.kind) {
           case "none":
             memory.failures = 0;
