@@ -52,8 +52,11 @@ function timed(inner: Cluster, t0: number, events: Event[]): Cluster {
       return (...args: unknown[]) => {
         const start = at();
         const r = (v as (...a: unknown[]) => unknown).apply(target, args);
-        if (r instanceof Promise) return r.then((x) => (events.push({ op: String(prop), start, end: at() }), x));
-        return r;
+        if (!(r instanceof Promise)) return r;
+        return r.then((x: unknown) => {
+          events.push({ op: String(prop), start, end: at() });
+          return x;
+        });
       };
     },
   });
