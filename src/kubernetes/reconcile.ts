@@ -176,6 +176,8 @@ async function loop(call: DeployCall, first: Observation | undefined): Promise<D
         break;
       }
       case "create": {
+        // The watch opens now (from the current state: the pod is absent), established while the creates travel.
+        call.waiter.prime();
         const created = await createPath(call);
         if (created.kind === "answer") return created.answer;
         call.createdThisCall = true;
