@@ -47,9 +47,9 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const FRESH_CONNECTION = process.env.BENCH_FRESH_CONNECTION === "1";
 const DEADLINE_S = 120;
-/** The fewest requests §8 allows on each path (spec/kubernetes.md §8.3; §20 P-23 for the namespace read dropped). */
+/** The fewest requests §8 allows on each path (spec/kubernetes.md §8.3 step 5.2; §20 P-23 for the namespace read dropped). */
 const MINIMUM = {
-  create: { n: 7, steps: "GET (fast path), LIST pods + LIST secrets (GC), GET (the loop's observation), POST secret, POST pod, GET (started); + the watch that wakes it" },
+  create: { n: 6, steps: "GET (fast path; its 404 is the loop's observation), LIST pods + LIST secrets (GC), POST secret, POST pod, GET (started); + the watch that wakes it" },
   noop: { n: 1, steps: "GET (started)" },
 };
 

@@ -310,15 +310,15 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     expect(gcDeletes.map((p) => [p.object, p.authority])).toEqual([[`${POD}-11111111`, "gc-orphan"]]);
   });
 
-  it("a fresh deploy whose GC plans nothing acts on the pod read alongside the GC LISTs, with no second read before the create", async () => {
+  it("a fresh deploy whose GC plans nothing acts on the fast path's 404, with no second read before the create", async () => {
     const h = harness();
     h.kubeletStartsAfter(100);
     const r = await h.deploy();
     expect(answerOf(r)).toEqual({ ok: true, agentId: POD });
     // The watch opens before the creates (issue 19) and is no read: left out of the order checked here.
     const before = ops(h).slice(0, ops(h).indexOf("createSecret")).filter((op) => op !== "watchPod");
-    expect(before.filter((op) => op === "getPod")).toHaveLength(2); // the fast path's and the one alongside the LISTs
-    expect(before.slice(2).sort()).toEqual(["getPod", "listPods", "listSecrets"]);
+    expect(before.filter((op) => op === "getPod")).toHaveLength(1); // the fast path's (issue 19)
+    expect(before.slice(2).sort()).toEqual(["listPods", "listSecrets"]);
   });
 
   it("a fresh deploy opens its watch before the Secret create, and the pod's own ADDED event costs no GET", async () => {

@@ -122,21 +122,20 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   call.progress({ action: "namespace" });
   await ensureNamespace(call);
   // Step 3: preflight GC is hygiene: its failures are logged and never fail the call. After a fast path that found no
-  // pod (a fresh deploy), step 5's first observation is read alongside the GC LISTs (issue 19: one round trip fewer).
-  // It is used only when the pass planned no mutation, so it is never older than a GC delete; it is still a quorum GET
-  // issued after the namespace step, which the fast path's GET is not (§8.3, conformance R7, R11). A pass that planned
-  // anything is followed by a fresh GET; a pod at the fast path (GC may well collect it) keeps the order GC, then GET.
+  // pod (a fresh deploy), that 404 is step 5's first observation when the pass planned no mutation (issue 19: no second
+  // GET). Nothing the loop could learn from another read is unsafe to miss: a pod created meanwhile by a racing deploy
+  // makes our Pod create answer AlreadyExists (the loser path, §8.8), exactly as if it had appeared just after a fresh
+  // GET. A pass that planned anything is followed by a fresh GET; a pod at the fast path keeps the order GC, then GET.
   call.progress({ action: "gc" });
   const planned = { any: false };
-  const gc = preflightGc(call, planned).catch((error: unknown) => {
+  await preflightGc(call, planned).catch((error: unknown) => {
     const e = error instanceof Answer ? error.answer : error;
     call.deps.log.warn(`gc: preflight pass skipped: ${e instanceof Error ? e.message : JSON.stringify(e)}`);
   });
-  const [, alongside] = await Promise.all([gc, fast.kind === "absent" ? call.observe() : undefined]);
   // Step 4: the desired fingerprint, once per call.
   call.desired = fingerprint(call.inputs.config, Object.keys(call.inputs.env));
   call.equivalents = equivalentFingerprints(call.inputs.config, Object.keys(call.inputs.env));
-  return loop(call, planned.any ? undefined : alongside);
+  return loop(call, fast.kind === "absent" && !planned.any ? fast : undefined);
 }
 
 async function loop(call: DeployCall, first: Observation | undefined): Promise<DeployAnswer> {
