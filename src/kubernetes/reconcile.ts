@@ -5,6 +5,7 @@
  *
  *   fast path ─► namespace ─► preflight GC ─► fingerprint ─► loop: observe ─► classify ─► loopStep ─► act ─► wait ─┐
  *                                                                 ▲───────────────────────────────────────────────┘
+ *   (a fresh deploy, whose fast path saw 404: fingerprint, then GC beside the loop, which starts on that 404; issue 19)
  *
  * This file is the executor only: `classify` and `loopStep` (src/core/kubernetes) decide, the steps live one per file
  * (observe.ts, namespace.ts, preflight-gc.ts, create.ts, race-loser.ts, audited-mutation.ts) over the call's context
@@ -121,22 +122,37 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   // Step 2: namespace; failure ends the call with nothing written.
   call.progress({ action: "namespace" });
   await ensureNamespace(call);
-  // Step 3: preflight GC is hygiene: its failures are logged and never fail the call. After a fast path that found no
-  // pod (a fresh deploy), step 5's first observation is read alongside the GC LISTs (issue 19: one round trip fewer).
-  // It is used only when the pass planned no mutation, so it is never older than a GC delete; it is still a quorum GET
-  // issued after the namespace step, which the fast path's GET is not (§8.3, conformance R7, R11). A pass that planned
-  // anything is followed by a fresh GET; a pod at the fast path (GC may well collect it) keeps the order GC, then GET.
+  // Step 3: preflight GC is hygiene: its failures are logged and never fail the call.
   call.progress({ action: "gc" });
-  const planned = { any: false };
-  const gc = preflightGc(call, planned).catch((error: unknown) => {
-    const e = error instanceof Answer ? error.answer : error;
-    call.deps.log.warn(`gc: preflight pass skipped: ${e instanceof Error ? e.message : JSON.stringify(e)}`);
-  });
-  const [, alongside] = await Promise.all([gc, fast.kind === "absent" ? call.observe() : undefined]);
-  // Step 4: the desired fingerprint, once per call.
+  const pass = () =>
+    preflightGc(call).catch((error: unknown) => {
+      const e = error instanceof Answer ? error.answer : error;
+      call.deps.log.warn(`gc: preflight pass skipped: ${e instanceof Error ? e.message : JSON.stringify(e)}`);
+    });
+  if (fast.kind === "absent") {
+    // A fresh deploy (issue 19): the fast path's 404 is step 5's first observation and the pass runs beside the loop,
+    // which does not wait for it; the call still ends only after it. Nothing it can do bears on the create: a GC
+    // pass only deletes (an absent pod stays absent), never a pod that is not terminated nor a Secret younger than
+    // 1200 s by the server's clock (ours is seconds old, §11), and a pod that appears meanwhile (a racing deploy)
+    // makes our Pod create answer AlreadyExists: the loser path (§8.8), as after any fresh GET.
+    setDesired(call);
+    const gc = pass();
+    try {
+      return await loop(call, fast);
+    } finally {
+      await gc;
+    }
+  }
+  // Any pod at the fast path keeps the order GC, then a fresh GET: GC may well collect it.
+  await pass();
+  setDesired(call);
+  return loop(call, undefined);
+}
+
+/** Step 4: the desired fingerprint, once per call. */
+function setDesired(call: DeployCall): void {
   call.desired = fingerprint(call.inputs.config, Object.keys(call.inputs.env));
   call.equivalents = equivalentFingerprints(call.inputs.config, Object.keys(call.inputs.env));
-  return loop(call, planned.any ? undefined : alongside);
 }
 
 async function loop(call: DeployCall, first: Observation | undefined): Promise<DeployAnswer> {
@@ -176,6 +192,8 @@ async function loop(call: DeployCall, first: Observation | undefined): Promise<D
         break;
       }
       case "create": {
+        // The watch opens now (from the current state: the pod is absent), established while the creates travel.
+        call.waiter.prime();
         const created = await createPath(call);
         if (created.kind === "answer") return created.answer;
         call.createdThisCall = true;

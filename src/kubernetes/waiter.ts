@@ -1,7 +1,8 @@
 /**
  * Waiting between observations (spec/kubernetes.md §8.4): a watch on the one pod wakes the loop early; without a healthy
  * watch the loop polls every 2 s. A wake is only a signal — the loop always follows it with a fresh quorum GET —
- * and wakes that arrive while the loop is busy coalesce into one further GET.
+ * and wakes that arrive while the loop is busy coalesce into one further GET. A wake for a resourceVersion the loop has
+ * already read (a create's own ADDED event, issue 19) is not news and costs no GET.
  */
 import type { Cluster, WatchEnd, WatchHandle } from "./cluster.js";
 import type { Clock } from "./clock.js";
@@ -22,6 +23,8 @@ export class Waiter {
   private established = false;
   private disabled: boolean;
   private pending = false;
+  /** The resourceVersion of the latest wake that arrived while the loop was busy (events arrive in order). */
+  private pendingRv: string | undefined;
   private wake: (() => void) | undefined;
   private lastRv: string | undefined;
   private closed = false;
@@ -44,11 +47,20 @@ export class Waiter {
     this.lastRv = resourceVersion;
   }
 
+  /**
+   * Opens the watch before the loop needs it (the create path, issue 19): from the current state after a 404, so the
+   * watch is established while the Secret and Pod are created instead of after, and misses no event of the pod.
+   */
+  prime(): void {
+    this.ensureWatch();
+  }
+
   /** Waits for the first of: a wake, the resync/poll interval, the loop deadline. */
   async wait(): Promise<void> {
     if (this.pending) {
       this.pending = false;
-      return;
+      // The latest coalesced wake is for the state the loop already read: every earlier one is older still.
+      if (this.pendingRv === undefined || this.pendingRv !== this.lastRv) return;
     }
     this.ensureWatch();
     const interval = this.established && this.handle ? this.settings.resyncMs : this.settings.pollMs;
@@ -76,9 +88,13 @@ export class Waiter {
       onEstablished: () => {
         if (this.handle === handle) this.established = true;
       },
-      onWake: () => {
+      onWake: (signal) => {
+        if (signal.resourceVersion !== undefined && signal.resourceVersion === this.lastRv) return;
         if (this.wake) this.wake();
-        else this.pending = true;
+        else {
+          this.pending = true;
+          this.pendingRv = signal.resourceVersion;
+        }
       },
       onEnd: (why: WatchEnd) => {
         if (this.handle !== handle) return;

@@ -252,8 +252,8 @@ describe("R22: watch first, 2 s polling as the fallback", () => {
     const readsWhileWaiting = s.proxy.requests.slice(podCreate).filter((x) => isPodGet(s.ns, s.agent.podName)(x) && !x.path.includes("watch=") && x.at < startedAt);
     // At most the read that follows the create's own watch event: no 2 s polling rhythm.
     expect(readsWhileWaiting.length).toBeLessThanOrEqual(2);
-    // No connection per request or per watch: at most three requests are ever in flight at once (the GC's two LISTs
-    // and the loop's first GET, issue 19), each on a kept-alive connection, plus one for the watch.
+    // No connection per request or per watch: at most two requests are ever in flight at once (the GC's two LISTs,
+    // issue 19), each on a kept-alive connection, plus one for the watch (opened as the creates are sent).
     expect(s.proxy.connections()).toBeLessThanOrEqual(4);
     expect(s.proxy.requests.length).toBeGreaterThanOrEqual(2 * s.proxy.connections());
   });

@@ -333,8 +333,10 @@ export class FakeCluster implements Cluster {
     else setTimeout(fn, ms).unref?.();
   }
 
+  /** Like a real watch event, a wake carries the object's resourceVersion (none for a deletion here: always news). */
   private notify(ns: string, name: string, kind: "added" | "modified" | "deleted"): void {
-    for (const w of this.watchers) if (!w.closed && w.ns === ns && w.name === name) w.handlers.onWake({ podName: name, kind });
+    const rv = kind === "deleted" ? undefined : this.pods.get(`${ns}/${name}`)?.metadata.resourceVersion;
+    for (const w of this.watchers) if (!w.closed && w.ns === ns && w.name === name) w.handlers.onWake({ podName: name, kind, ...(rv !== undefined ? { resourceVersion: rv } : {}) });
   }
 
   getNamespace(ns: string): Promise<ReadResult<unknown>> {
