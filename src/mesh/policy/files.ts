@@ -8,6 +8,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { sha256 } from "../../core/crypto/tagged.js";
+import { deepFreeze } from "../../core/deep-freeze.js";
 import {
   type Loaded,
   type PermitRule,
@@ -59,14 +60,6 @@ function readPolicy<T>(dataDir: string, name: string, parse: (text: string) => L
  * skips the parse, whose result depends on nothing else. What it returns is frozen, as it is shared by every reader.
  */
 const lastRead = new Map<string, { readonly text: string; readonly read: PolicyFile<unknown> }>();
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
-}
 
 export function loadSigners(dataDir: string): PolicyFile<string[]> {
   return readPolicy(
