@@ -207,11 +207,18 @@ export type EnvelopeVerdict =
  * §5.4 steps 2–5 on the node (and §5.5 on the controller): parse, recompute the id, at least one trusted signature,
  * no revoked signing key, package id or pinned file hash. An unreadable revocation list (`null`) fails closed.
  */
-export function verifyEnvelope(
-  input: string | unknown,
-  opts: { expectedId?: string; trustedSigners: ReadonlySet<string>; revocations: RevocationList | null },
-): EnvelopeVerdict {
-  const parsed = parseEnvelope(input);
+export function verifyEnvelope(input: string | unknown, opts: EnvelopeTrust): EnvelopeVerdict {
+  return verifyParsedEnvelope(parseEnvelope(input), opts);
+}
+
+export interface EnvelopeTrust {
+  readonly expectedId?: string;
+  readonly trustedSigners: ReadonlySet<string>;
+  readonly revocations: RevocationList | null;
+}
+
+/** §5.4 steps 3–5 over the result of `parseEnvelope` (step 2), for a caller that keeps a parse (the node, issue 19). */
+export function verifyParsedEnvelope(parsed: ParsedEnvelope, opts: EnvelopeTrust): EnvelopeVerdict {
   if (!parsed.ok) return parsed;
   if (opts.expectedId !== undefined && parsed.packageId !== opts.expectedId) {
     return { ok: false, reason: `package id ${parsed.packageId} does not match the requested ${opts.expectedId}` };

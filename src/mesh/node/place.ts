@@ -11,12 +11,13 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
+import { deepFreeze } from "../../core/deep-freeze.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import { admit } from "../../core/node/admission.js";
 import { revocationsChanged } from "../../core/node/revocation.js";
 import { routeFor } from "../../core/node/route.js";
 import { checkRunConfig, surfaceOf } from "../../core/packages/config-surface.js";
-import { archOfNode, type Envelope, type Variant, verifyEnvelope } from "../../core/packages/manifest.js";
+import { archOfNode, type Envelope, type ParsedEnvelope, parseEnvelope, type Variant, verifyParsedEnvelope } from "../../core/packages/manifest.js";
 import type { BodyOf } from "../../core/protocol/bodies.js";
 import { composeReason, type RefusalCode, truncateUtf8 } from "../../core/protocol/messages.js";
 import type { VerifiedRequest } from "../../core/protocol/verify.js";
@@ -59,7 +60,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const fetcher = new PackageFetcher(stream, body.package_id, o.fetchTimeoutMs ?? 30_000);
   const manifest = await fetching(() => fetcher.manifest());
   const pol = ctx.policy.read();
-  const verified = verifyEnvelope(manifest, { expectedId: body.package_id, trustedSigners: pol.signers, revocations: pol.revocations });
+  const verified = verifyParsedEnvelope(parsedManifest(manifest), { expectedId: body.package_id, trustedSigners: pol.signers, revocations: pol.revocations });
   if (!verified.ok) throw new Refusal("verify", verified.reason);
   const statement = verified.envelope.statement;
   const variant = statement.variants.find((v) => v.id === body.variant);
@@ -229,6 +230,17 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
     node_id: ctx.nodeId,
     generation: final.generation,
   };
+}
+
+/**
+ * §5.4 step 2 for the manifest text just fetched, reusing the parse of the previous place when the text is the same
+ * (issue 19: the parse was a third of the verification). Steps 3–5 (the id, the signatures under this node's signers
+ * now, the revocations now) run on every place; only a parse, which depends on the text alone, is kept.
+ */
+let lastManifest: { readonly text: string; readonly parsed: ParsedEnvelope } | null = null;
+function parsedManifest(text: string): ParsedEnvelope {
+  if (lastManifest?.text !== text) lastManifest = { text, parsed: deepFreeze(parseEnvelope(text)) };
+  return lastManifest.parsed;
 }
 
 async function fetching<T>(fn: () => Promise<T>): Promise<T> {

@@ -169,12 +169,14 @@ export class NativeRuntime {
    */
   materialise(instanceId: string, files: ReadonlyArray<{ path: string; mode: "0644" | "0755"; source: string; sha256: string }>): void {
     const dir = this.dirOf(instanceId);
+    const work = join(dir, "work");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
-    mkdirSync(join(dir, "work"), { recursive: true, mode: 0o700 });
+    mkdirSync(work, { recursive: true, mode: 0o700 });
     mkdirSync(join(dir, "tmp"), { recursive: true, mode: 0o700 });
     for (const f of files) {
-      const target = join(dir, "work", f.path);
-      mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
+      const target = join(work, f.path);
+      // work/ itself was made above (issue 19: one mkdir and one stat fewer per top-level file).
+      if (dirname(target) !== work) mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
       copyFileSync(f.source, target);
       if (sha256OfFile(target) !== f.sha256) throw new Error(`${f.path}: the stored copy no longer matches its pinned sha256`);
       chmodSync(target, f.mode === "0755" ? 0o755 : 0o644);

@@ -8,6 +8,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { sha256 } from "../../core/crypto/tagged.js";
+import { deepFreeze } from "../../core/deep-freeze.js";
 import {
   type Loaded,
   type PermitRule,
@@ -46,8 +47,19 @@ function readPolicy<T>(dataDir: string, name: string, parse: (text: string) => L
   } catch (error) {
     return { file: name, sha256: null, loaded: { ok: false, error: `cannot read ${name}: ${(error as Error).message}` } };
   }
-  return { file: name, sha256: sha256(text).toString("hex"), loaded: parse(text) };
+  const last = lastRead.get(path);
+  if (last?.text === text) return last.read as PolicyFile<T>;
+  const read: PolicyFile<T> = deepFreeze({ file: name, sha256: sha256(text).toString("hex"), loaded: parse(text) });
+  lastRead.set(path, { text, read });
+  return read;
 }
+
+/**
+ * The last text read from each policy file and what it parsed to (issue 19: a `place` reads the policy four times and
+ * the parse was most of it). The file is still read at every use, so a change is seen at once; only an identical text
+ * skips the parse, whose result depends on nothing else. What it returns is frozen, as it is shared by every reader.
+ */
+const lastRead = new Map<string, { readonly text: string; readonly read: PolicyFile<unknown> }>();
 
 export function loadSigners(dataDir: string): PolicyFile<string[]> {
   return readPolicy(
