@@ -120,7 +120,8 @@ export class Chain {
       tip: db.prepare("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
       insert: db.prepare(INSERT_EVENT),
       get: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?"),
-      byHash: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND hash = ?"),
+      // Newest first: the events asked for by hash are mostly recent ones (a decision just made).
+      byHash: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND hash = ? ORDER BY seq DESC LIMIT 1"),
       lastCheckpoint: db.prepare("SELECT seq, ts FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
       insertCheckpoint: db.prepare("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)"),
     };

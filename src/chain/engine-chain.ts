@@ -136,12 +136,13 @@ export class EngineChain {
   /**
    * This chain's event with `hash`. `at`, the seq a caller's own table recorded for it (a decision's row), makes it
    * one primary-key read; without it (or when it names another event) the chain is scanned: no index keys on the
-   * hash (schema v2, §7), so a caller on a hot path passes `at`.
+   * hash (schema v2, §7), so a caller on a hot path passes `at`. The scan runs newest first: the events asked for by
+   * hash are mostly recent ones (a decision just made).
    */
   async byHash(hash: string, at?: number | null): Promise<SealedEvent | undefined> {
     const hinted = at === undefined || at === null ? undefined : await this.get(at);
     if (hinted?.hash === hash) return hinted;
-    const row = await this.engine.read((q) => q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND hash = ?`, [this.chainId, hash]));
+    const row = await this.engine.read((q) => q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND hash = ? ORDER BY seq DESC LIMIT 1`, [this.chainId, hash]));
     return row ? eventOfRow(row) : undefined;
   }
 
