@@ -120,7 +120,8 @@ export class Chain {
       tip: db.prepare("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
       insert: db.prepare(INSERT_EVENT),
       get: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?"),
-      byHash: db.prepare("SELECT * FROM audit_event WHERE hash = ?"),
+      // Newest first: the events asked for by hash are mostly recent ones (a decision just made).
+      byHash: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND hash = ? ORDER BY seq DESC LIMIT 1"),
       lastCheckpoint: db.prepare("SELECT seq, ts FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
       insertCheckpoint: db.prepare("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)"),
     };
@@ -245,9 +246,15 @@ export class Chain {
     return row ? rowToEvent(row) : undefined;
   }
 
-  byHash(hash: string): SealedEvent | undefined {
-    const row = this.stmts.byHash.get(hash) as EventRow | undefined;
-    return row && row.chain_id === this.chainId ? rowToEvent(row) : undefined;
+  /**
+   * This chain's event with `hash`. `at`, the seq a caller's own table recorded for it, makes it one primary-key read;
+   * without it (or when it names another event) the chain is scanned: no index keys on the hash (schema v2, §7).
+   */
+  byHash(hash: string, at?: number): SealedEvent | undefined {
+    const hinted = at === undefined ? undefined : this.get(at);
+    if (hinted?.hash === hash) return hinted;
+    const row = this.stmts.byHash.get(this.chainId, hash) as EventRow | undefined;
+    return row ? rowToEvent(row) : undefined;
   }
 
   *find(q: { source?: string; kind?: string; phase?: string; fromSeq?: number; toSeq?: number } = {}): Iterable<SealedEvent> {

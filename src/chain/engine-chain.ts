@@ -133,9 +133,17 @@ export class EngineChain {
     return row ? eventOfRow(row) : undefined;
   }
 
-  async byHash(hash: string): Promise<SealedEvent | undefined> {
-    const row = await this.engine.read((q) => q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE hash = ?`, [hash]));
-    return row && row.chain_id === this.chainId ? eventOfRow(row) : undefined;
+  /**
+   * This chain's event with `hash`. `at`, the seq a caller's own table recorded for it (a decision's row), makes it
+   * one primary-key read; without it (or when it names another event) the chain is scanned: no index keys on the
+   * hash (schema v2, §7), so a caller on a hot path passes `at`. The scan runs newest first: the events asked for by
+   * hash are mostly recent ones (a decision just made).
+   */
+  async byHash(hash: string, at?: number | null): Promise<SealedEvent | undefined> {
+    const hinted = at === undefined || at === null ? undefined : await this.get(at);
+    if (hinted?.hash === hash) return hinted;
+    const row = await this.engine.read((q) => q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND hash = ? ORDER BY seq DESC LIMIT 1`, [this.chainId, hash]));
+    return row ? eventOfRow(row) : undefined;
   }
 
   async find(q: FindQuery = {}): Promise<SealedEvent[]> {

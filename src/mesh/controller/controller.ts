@@ -337,9 +337,7 @@ export class MeshController {
       clock: this.deps.clock,
       placements: () => this.store.placements(),
       chainedOrder: async (decisionId) => {
-        const row = await this.engine.read((q) => q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'", [decisionId]));
-        if (!row) return null;
-        const order = (JSON.parse(row.payload) as JsonObject).order;
+        const order = (await this.store.decisionPayload(decisionId))?.order;
         return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
       },
       liveness: async (nodeId) => (await this.targetSet.byNode(nodeId))?.liveness ?? "unknown",

@@ -179,13 +179,15 @@ describe.each(["sqlite", "postgres"] as const)("the placement history summary (i
       await apply(s, { ...op, labels: [...op.labels], excludes: [...op.excludes] });
     }
     const want = await s.store.placementHistory({ carrying: ["noisy"], excluding: ["noisy"], placedAfter: new Map() });
-    // Back to version 7's layout, rows kept: no summary tables, no memory column.
+    // Back to version 7's layout, rows kept: no summary tables, no memory column, no decision event columns (v9).
     await s.engine.transaction(async (tx) => {
       await tx.exec(`
         DROP TABLE mesh_node_loads;
         DROP TABLE mesh_placement_labels;
         DROP INDEX mesh_placements_node_placed;
         ALTER TABLE mesh_placements DROP COLUMN memory_bytes;
+        ALTER TABLE mesh_decisions DROP COLUMN event_chain_id;
+        ALTER TABLE mesh_decisions DROP COLUMN event_seq;
       `);
       await tx.run("UPDATE berth_schema SET version = 7 WHERE component = 'mesh_controller'");
     });

@@ -1,7 +1,7 @@
 /**
  * The controller's tables and their migrations (spec/mesh.md §14.1), one schema version line for both engines: a
  * store at version N has the same tables and columns on SQLite and on PostgreSQL, so `berth migrate` copies rows
- * column for column. SQLite walks the history (v1 … v8) as an older file needs; PostgreSQL, which no berth before
+ * column for column. SQLite walks the history (v1 … v9) as an older file needs; PostgreSQL, which no berth before
  * issue 20 wrote, starts at version 4's layout and walks on from there.
  */
 import { OPEN_STATES } from "../../core/mesh/decision-state.js";
@@ -10,7 +10,7 @@ import { ensureLeaseTables } from "../../store/lease.js";
 import { ensureSchemaOn } from "../../store/schema.js";
 import { backfillPlacementSummary } from "./store-placements.js";
 
-export const CONTROLLER_SCHEMA_VERSION = 8;
+export const CONTROLLER_SCHEMA_VERSION = 9;
 
 /** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
@@ -66,6 +66,7 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   if (from < 6) await tx.exec(v6Tables("INTEGER"));
   if (from < 7) await tx.exec(v7Tables("INTEGER"));
   if (from < 8) await v8Summary(tx, "INTEGER");
+  if (from < 9) await v9DecisionSeq(tx, "INTEGER");
 }
 
 /**
@@ -117,6 +118,21 @@ async function v8Summary(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
   await backfillPlacementSummary(tx);
 }
 
+/**
+ * v9 (issue 19): where each decision's event is on the chain (chain id and seq), so it is one primary-key read now
+ * that no index keys the events on their hash (chain schema v2, spec/audit-chain.md §7). Filled from the stored
+ * chains, in the migration's transaction, with one pass over the `workload.place` events.
+ */
+async function v9DecisionSeq(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
+  await tx.exec(`ALTER TABLE mesh_decisions ADD COLUMN event_chain_id TEXT; ALTER TABLE mesh_decisions ADD COLUMN event_seq ${big};`);
+  const ids = new Set((await tx.all<{ id: string }>("SELECT id FROM mesh_decisions")).map((r) => r.id));
+  if (ids.size === 0) return;
+  const events = await tx.all<{ chain_id: string; seq: number; hash: string }>("SELECT chain_id, seq, hash FROM audit_event WHERE kind = 'workload.place'");
+  for (const e of events) {
+    if (ids.has(e.hash)) await tx.run("UPDATE mesh_decisions SET event_chain_id = ?, event_seq = ? WHERE id = ?", [e.chain_id, Number(e.seq), e.hash]);
+  }
+}
+
 /** PostgreSQL: version 4's layout for a new store, then the same steps as SQLite from v5 on. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
@@ -125,6 +141,7 @@ async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from < 6) await tx.exec(v6Tables("BIGINT"));
   if (from < 7) await tx.exec(v7Tables("BIGINT"));
   if (from < 8) await v8Summary(tx, "BIGINT");
+  if (from < 9) await v9DecisionSeq(tx, "BIGINT");
 }
 
 /** Version 4's layout in PostgreSQL's words: BIGINT milliseconds, the same names, keys and partial indexes. */

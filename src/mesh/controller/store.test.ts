@@ -1,5 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { PLAIN_WORKLOAD } from "../../../test/support/workload.js";
 import { engineHarness } from "../../../test/support/engines.js";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { signingKeyFromSeed } from "../../core/crypto/ed25519.js";
@@ -13,18 +14,7 @@ import { ControllerStore, NameTaken, type PlacementRecord, type WorkloadRecord }
 const harness = engineHarness();
 const engineOf = (kind: EngineKind): Promise<StoreEngine> => harness.open(kind);
 
-const W: WorkloadRecord = {
-  kind: "agent",
-  network: "lan",
-  secrets: false,
-  cpu_millis: 0,
-  memory_bytes: 0,
-  labels: [],
-  excludes: [],
-  package_id: "c".repeat(64),
-  signer_keys: [],
-  file_hashes: [],
-};
+const W = PLAIN_WORKLOAD;
 
 function commit(store: ControllerStore, name: string) {
   return store.commitDecision({

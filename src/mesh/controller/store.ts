@@ -221,8 +221,8 @@ export class ControllerStore {
       const event = await this.chain.append(tx, args.event);
       if (args.dispatch) {
         await tx.run(
-          "INSERT INTO mesh_decisions (id, name, state, node_id, variant, package_id, created_ms, workload, owner_id, epoch) VALUES (?,?,?,?,?,?,?,?,?,?)",
-          [event.hash, args.name, "dispatching", null, null, args.packageId, this.clock(), JSON.stringify(args.workload), this.lease.owner_id, this.lease.epoch],
+          "INSERT INTO mesh_decisions (id, name, state, node_id, variant, package_id, created_ms, workload, owner_id, epoch, event_chain_id, event_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+          [event.hash, args.name, "dispatching", null, null, args.packageId, this.clock(), JSON.stringify(args.workload), this.lease.owner_id, this.lease.epoch, event.chain_id, event.seq],
         );
       }
       return event.hash as DecisionId;
@@ -457,6 +457,34 @@ export class ControllerStore {
       created_ms: Number(r.created_ms),
       workload: JSON.parse(r.workload) as WorkloadRecord,
     }));
+  }
+
+  /**
+   * Decision `id`'s event on this store's own chain: one primary-key read at the seq its row recorded (schema v9), or
+   * a scan of the chain for a decision with no row (a dry run).
+   */
+  async decisionEvent(id: string): Promise<SealedEvent | undefined> {
+    const at = await this.eventOfDecision(id);
+    return this.chain.byHash(id, at?.chain_id === this.chain.chainId ? at.seq : null);
+  }
+
+  /**
+   * The payload of decision `id`'s `workload.place` event on whichever stored chain holds it (an older one after a
+   * reseal too): read at its recorded place, or found by a scan when its row records none.
+   */
+  async decisionPayload(id: string): Promise<JsonObject | null> {
+    const at = await this.eventOfDecision(id);
+    const row = await this.read((q) =>
+      at
+        ? q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE chain_id = ? AND seq = ? AND hash = ? AND kind = 'workload.place'", [at.chain_id, at.seq, id])
+        : q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'", [id]),
+    );
+    return row ? (JSON.parse(row.payload) as JsonObject) : null;
+  }
+
+  private async eventOfDecision(id: string): Promise<{ chain_id: string; seq: number } | null> {
+    const row = await this.read((q) => q.get<{ chain_id: string | null; seq: number | null }>("SELECT event_chain_id AS chain_id, event_seq AS seq FROM mesh_decisions WHERE id = ?", [id]));
+    return row?.chain_id && row.seq !== null ? { chain_id: row.chain_id, seq: Number(row.seq) } : null;
   }
 
   async decision(id: string): Promise<DecisionRow | null> {

@@ -200,7 +200,7 @@ export const meshHandlers: Handlers = {
   getPlacement: async (i, ctx) => {
     const { decision_id } = i.params as In<typeof Inputs.decisionRef>;
     const c = ctx.state.controller;
-    const event = await c.store.chain.byHash(decision_id);
+    const event = await c.store.decisionEvent(decision_id);
     if (event?.kind !== "workload.place" || event.payload.phase !== "decision") throw notFound(`decision ${decision_id}`, "its id is the decision_id of a PlaceReport or a placement record");
     const decision = event.payload.decision as unknown as PlacementDecision;
     const row = await c.store.decision(decision_id);

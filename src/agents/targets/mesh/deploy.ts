@@ -75,11 +75,11 @@ export async function observeMesh(deps: MeshAgentDeps, agent: string): Promise<M
   const targets = await deps.controller.refreshTargets();
   const answers = await Promise.all(targets.filter((t) => t.node_id !== null).map((t) => statusOf(deps, t)));
   // The core judges synchronously: look up the chain position of every decision a node answered with first.
-  const chain = deps.controller.store.chain;
+  const store = deps.controller.store;
   const seqs = new Map<string, number | null>();
   for (const a of answers) {
     if (a.kind !== "answered") continue;
-    for (const row of a.rows) if (!seqs.has(row.decision_id)) seqs.set(row.decision_id, (await chain.byHash(row.decision_id))?.seq ?? null);
+    for (const row of a.rows) if (!seqs.has(row.decision_id)) seqs.set(row.decision_id, (await store.decisionEvent(row.decision_id))?.seq ?? null);
   }
   return observeMeshAgent(agent, answers, {
     placements: await deps.controller.placements(),
