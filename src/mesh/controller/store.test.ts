@@ -5,7 +5,7 @@ import { engineHarness } from "../../../test/support/engines.js";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { signingKeyFromSeed } from "../../core/crypto/ed25519.js";
 import type { EngineKind, StoreEngine } from "../../store/engine.js";
-import { ControllerStore, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
+import { ControllerStore, NameTaken, type PlacementRecord } from "./store.js";
 
 /**
  * Run on both engines: SQLite (embedded) and PostgreSQL (a throwaway server, test/support/postgres.ts, one fresh
