@@ -5,7 +5,6 @@
  *
  *   fast path ─► namespace ─► preflight GC ─► fingerprint ─► loop: observe ─► classify ─► loopStep ─► act ─► wait ─┐
  *                                                                 ▲───────────────────────────────────────────────┘
- *   (a fresh deploy, whose fast path saw 404: fingerprint, then GC beside the loop, which starts on that 404; issue 19)
  *
  * This file is the executor only: `classify` and `loopStep` (src/core/kubernetes) decide, the steps live one per file
  * (observe.ts, namespace.ts, preflight-gc.ts, create.ts, race-loser.ts, audited-mutation.ts) over the call's context
