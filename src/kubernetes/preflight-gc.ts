@@ -15,10 +15,10 @@ import type { ObjectPrecondition } from "./cluster.js";
 import type { DeployCall } from "./deploy-call.js";
 
 /**
- * Runs the pass. On a fresh deploy it runs beside the create path (reconcile.ts, issue 19): it only deletes, and never
- * a pod that is not terminated nor a Secret younger than 1200 s by the server's clock, so it cannot touch the attempt.
+ * Runs the pass; `planned` is set before the first mutation is sent, so a caller knows whether an observation it took
+ * before the pass (the fast path's 404) may have been made stale by it (reconcile.ts), whatever the pass's end.
  */
-export async function preflightGc(call: DeployCall): Promise<void> {
+export async function preflightGc(call: DeployCall, planned: { any: boolean }): Promise<void> {
   const { cluster, log } = call.deps;
   const who = call.inputs.identity;
   const selector = selectorFor(who);
@@ -30,6 +30,7 @@ export async function preflightGc(call: DeployCall): Promise<void> {
   if (pods.kind === "error") throw new Error(`could not list pods: ${describeApiError(pods.error)}`);
   if (secrets.kind === "error") throw new Error(`could not list secrets: ${describeApiError(secrets.error)}`);
   const plan = planGc(pods.items, secrets.items, who, pods.serverDateMs);
+  planned.any = plan.doomedPods.length > 0 || plan.orphanSecrets.length > 0;
   for (const doomed of plan.doomedPods) {
     const r = await cluster.getPod(call.ns, doomed.name, call.opts());
     if (r.kind === "error") {

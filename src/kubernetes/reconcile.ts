@@ -121,37 +121,21 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   // Step 2: namespace; failure ends the call with nothing written.
   call.progress({ action: "namespace" });
   await ensureNamespace(call);
-  // Step 3: preflight GC is hygiene: its failures are logged and never fail the call.
+  // Step 3: preflight GC is hygiene: its failures are logged and never fail the call. After a fast path that found no
+  // pod (a fresh deploy), that 404 is step 5's first observation when the pass planned no mutation (issue 19: no second
+  // GET). Nothing the loop could learn from another read is unsafe to miss: a pod created meanwhile by a racing deploy
+  // makes our Pod create answer AlreadyExists (the loser path, §8.8), exactly as if it had appeared just after a fresh
+  // GET. A pass that planned anything is followed by a fresh GET; a pod at the fast path keeps the order GC, then GET.
   call.progress({ action: "gc" });
-  const pass = () =>
-    preflightGc(call).catch((error: unknown) => {
-      const e = error instanceof Answer ? error.answer : error;
-      call.deps.log.warn(`gc: preflight pass skipped: ${e instanceof Error ? e.message : JSON.stringify(e)}`);
-    });
-  if (fast.kind === "absent") {
-    // A fresh deploy (issue 19): the fast path's 404 is step 5's first observation and the pass runs beside the loop,
-    // which does not wait for it; the call still ends only after it. Nothing it can do bears on the create: a GC
-    // pass only deletes (an absent pod stays absent), never a pod that is not terminated nor a Secret younger than
-    // 1200 s by the server's clock (ours is seconds old, §11), and a pod that appears meanwhile (a racing deploy)
-    // makes our Pod create answer AlreadyExists: the loser path (§8.8), as after any fresh GET.
-    setDesired(call);
-    const gc = pass();
-    try {
-      return await loop(call, fast);
-    } finally {
-      await gc;
-    }
-  }
-  // Any pod at the fast path keeps the order GC, then a fresh GET: GC may well collect it.
-  await pass();
-  setDesired(call);
-  return loop(call, undefined);
-}
-
-/** Step 4: the desired fingerprint, once per call. */
-function setDesired(call: DeployCall): void {
+  const planned = { any: false };
+  await preflightGc(call, planned).catch((error: unknown) => {
+    const e = error instanceof Answer ? error.answer : error;
+    call.deps.log.warn(`gc: preflight pass skipped: ${e instanceof Error ? e.message : JSON.stringify(e)}`);
+  });
+  // Step 4: the desired fingerprint, once per call.
   call.desired = fingerprint(call.inputs.config, Object.keys(call.inputs.env));
   call.equivalents = equivalentFingerprints(call.inputs.config, Object.keys(call.inputs.env));
+  return loop(call, fast.kind === "absent" && !planned.any ? fast : undefined);
 }
 
 async function loop(call: DeployCall, first: Observation | undefined): Promise<DeployAnswer> {
