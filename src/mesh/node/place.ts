@@ -11,7 +11,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { deepFreeze } from "../../core/deep-freeze.js";
+import { ParseMemo } from "../../core/parse-memo.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import { admit } from "../../core/node/admission.js";
 import { revocationsChanged } from "../../core/node/revocation.js";
@@ -237,10 +237,9 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
  * (issue 19: the parse was a third of the verification). Steps 3–5 (the id, the signatures under this node's signers
  * now, the revocations now) run on every place; only a parse, which depends on the text alone, is kept.
  */
-let lastManifest: { readonly text: string; readonly parsed: ParsedEnvelope } | null = null;
+const manifests = new ParseMemo<ParsedEnvelope>();
 function parsedManifest(text: string): ParsedEnvelope {
-  if (lastManifest?.text !== text) lastManifest = { text, parsed: deepFreeze(parseEnvelope(text)) };
-  return lastManifest.parsed;
+  return manifests.get("manifest", text, parseEnvelope);
 }
 
 async function fetching<T>(fn: () => Promise<T>): Promise<T> {

@@ -8,7 +8,7 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { sha256 } from "../../core/crypto/tagged.js";
-import { deepFreeze } from "../../core/deep-freeze.js";
+import { ParseMemo } from "../../core/parse-memo.js";
 import {
   type Loaded,
   type PermitRule,
@@ -47,19 +47,11 @@ function readPolicy<T>(dataDir: string, name: string, parse: (text: string) => L
   } catch (error) {
     return { file: name, sha256: null, loaded: { ok: false, error: `cannot read ${name}: ${(error as Error).message}` } };
   }
-  const last = lastRead.get(path);
-  if (last?.text === text) return last.read as PolicyFile<T>;
-  const read: PolicyFile<T> = deepFreeze({ file: name, sha256: sha256(text).toString("hex"), loaded: parse(text) });
-  lastRead.set(path, { text, read });
-  return read;
+  return parses.get(path, text, (t) => ({ file: name, sha256: sha256(t).toString("hex"), loaded: parse(t) })) as PolicyFile<T>;
 }
 
-/**
- * The last text read from each policy file and what it parsed to (issue 19: a `place` reads the policy four times and
- * the parse was most of it). The file is still read at every use, so a change is seen at once; only an identical text
- * skips the parse, whose result depends on nothing else. What it returns is frozen, as it is shared by every reader.
- */
-const lastRead = new Map<string, { readonly text: string; readonly read: PolicyFile<unknown> }>();
+/** Each policy file is still read at every use, so a change is seen at once; an identical text skips the parse. */
+const parses = new ParseMemo<PolicyFile<unknown>>();
 
 export function loadSigners(dataDir: string): PolicyFile<string[]> {
   return readPolicy(
