@@ -16,6 +16,11 @@
  * - `holdAllRequests()`: keep back every request from now on, on every connection (new ones too), and deliver them
  *   all at `release()` — even those whose sender has given up and closed (the node side stays open to answer): a
  *   network that holds a node's lease renewals past the lease;
+ * - `isolateAfterNextAnswer(method, pick)`: once the next answer to `method` has gone to the controller, the node is cut
+ *   off — every connection is reset as it is accepted, before a TLS byte, so the controller knows nothing left (a
+ *   failed connect) — except the one connection `pick` chooses: its requests reach the node, the node's answers never
+ *   reach the controller, and it is held open until the controller closes it (a link that carries requests and loses
+ *   answers, once);
  * - `observer`: told every request as it is written to the node (method, nonce, issued_at_ms, when) and every answer
  *   as the node sends it (whether or not a fault then keeps it from the controller), for a judge that checks the
  *   node's lease from outside.
@@ -87,6 +92,42 @@ function observed(frame: Buffer): { type: "request"; nonce: string; method: stri
   }
 }
 
+/** A request `isolateAfterNextAnswer` let through, as written to the node. */
+export interface LetThrough {
+  readonly method: string;
+  readonly nonce: string;
+  readonly issuedAtMs: number;
+  readonly deliveredMs: number;
+}
+
+/** What became of an isolation (see `isolateAfterNextAnswer`). */
+export interface Isolation {
+  /** Resolves with when the cut began: the answer it waited for had just gone to the controller. */
+  readonly began: Promise<number>;
+  /** Resolves with the one request let through, once it is written to the node. */
+  readonly passed: Promise<LetThrough>;
+  /** Resolves when that connection ended: when, and which side closed it (the controller, having given up). */
+  readonly abandoned: Promise<{ readonly atMs: number; readonly by: "controller" | "node" }>;
+  /** Connections reset as they were accepted, so far. */
+  refused(): number;
+  /** Answers the node sent on the connection let through, all kept from the controller. */
+  swallowed(): number;
+}
+
+/** The proxy's side of an isolation: armed until the answer it waits for, then active. */
+interface IsolationState {
+  readonly after: string;
+  readonly pick: (nth: number, acceptedMs: number) => boolean;
+  active: boolean;
+  accepted: number;
+  refused: number;
+  swallowed: number;
+  taken: boolean;
+  began(atMs: number): void;
+  passed(r: LetThrough): void;
+  abandoned(a: { readonly atMs: number; readonly by: "controller" | "node" }): void;
+}
+
 interface PendingHold {
   readonly method: string;
   readonly onArrive: () => void;
@@ -120,6 +161,8 @@ export class TcpProxy {
   observer: ProxyObserver | null = null;
   /** While set (`holdAllRequests`), every request is kept back here until `release`. */
   private holdAll: { readonly kept: Array<() => void>; count: number } | null = null;
+  /** Set by `isolateAfterNextAnswer`. */
+  private isolation: IsolationState | null = null;
 
   private constructor(
     private upstream: string,
@@ -195,6 +238,44 @@ export class TcpProxy {
     };
   }
 
+  /**
+   * See the header. `pick(nth, acceptedMs)` is asked for each connection accepted once the cut began (`nth` from 0) until
+   * it says yes once; the connections it declines are reset unread. The controller cannot tell a reset before the
+   * handshake from a refused connect, so their requests provably never left and renew nothing (the lease's rule 4);
+   * the one let through may have renewed the lease, and the controller never hears whether it did.
+   */
+  isolateAfterNextAnswer(after: string, pick: (nth: number, acceptedMs: number) => boolean): Isolation {
+    let began: (atMs: number) => void = () => undefined;
+    let passed: (r: LetThrough) => void = () => undefined;
+    let abandoned: (a: { readonly atMs: number; readonly by: "controller" | "node" }) => void = () => undefined;
+    const state: IsolationState = {
+      after,
+      pick,
+      active: false,
+      accepted: 0,
+      refused: 0,
+      swallowed: 0,
+      taken: false,
+      began: (atMs) => began(atMs),
+      passed: (r) => passed(r),
+      abandoned: (a) => abandoned(a),
+    };
+    this.isolation = state;
+    return {
+      began: new Promise<number>((resolve) => {
+        began = resolve;
+      }),
+      passed: new Promise<LetThrough>((resolve) => {
+        passed = resolve;
+      }),
+      abandoned: new Promise<{ readonly atMs: number; readonly by: "controller" | "node" }>((resolve) => {
+        abandoned = resolve;
+      }),
+      refused: () => state.refused,
+      swallowed: () => state.swallowed,
+    };
+  }
+
   /** Keeps the next answer to `method` back until `releaseDelayed()` (a slow link for exactly that request). */
   delayNextAnswer(method: string): void {
     this.delayFor.push(method);
@@ -220,6 +301,7 @@ export class TcpProxy {
     this.holds = 0;
     this.corrupts = 0;
     this.cutOnDrop = false;
+    this.isolation = null;
     this.delayFor = [];
     for (const hold of this.requestHolds.splice(0)) hold.attach(() => undefined, () => undefined);
     this.releaseDelayed();
@@ -256,6 +338,18 @@ export class TcpProxy {
   }
 
   private accept(raw: Socket): void {
+    const iso = this.isolation?.active ? this.isolation : null;
+    /** This connection is the one an isolation lets through: requests go on, answers stop here. */
+    let letThrough = false;
+    if (iso) {
+      if (iso.taken || !iso.pick(iso.accepted++, Date.now())) {
+        iso.refused++;
+        raw.resetAndDestroy();
+        return;
+      }
+      iso.taken = true;
+      letThrough = true;
+    }
     const [host, port] = [this.upstream.slice(0, this.upstream.lastIndexOf(":")), Number(this.upstream.slice(this.upstream.lastIndexOf(":") + 1))];
     let client: Socket = raw;
     let node: Socket;
@@ -283,13 +377,28 @@ export class TcpProxy {
       client.destroy();
       this.sockets.delete(client);
     };
+    if (letThrough && iso) {
+      // Whichever side closes first ends the held connection; the test wants to know it was the controller.
+      let told = false;
+      const tell = (by: "controller" | "node") => () => {
+        if (told) return;
+        told = true;
+        iso.abandoned({ atMs: Date.now(), by });
+      };
+      client.once("close", tell("controller"));
+      node.once("close", tell("node"));
+    }
     client.on("error", clientGone);
     node.on("error", end);
     client.on("close", clientGone);
     node.on("close", end);
     const toNode = (frame: Buffer) => {
-      const o = this.observer ? observed(frame) : null;
-      if (o?.type === "request") this.observer?.request({ nonce: o.nonce, method: o.method, issuedAtMs: o.issuedAtMs, deliveredMs: Date.now() });
+      const o = this.observer || letThrough ? observed(frame) : null;
+      if (o?.type === "request") {
+        const r = { nonce: o.nonce, method: o.method, issuedAtMs: o.issuedAtMs, deliveredMs: Date.now() };
+        this.observer?.request(r);
+        if (letThrough) iso?.passed(r);
+      }
       node.write(encodeFrame(frame));
     };
     // Client → node: frames are decoded so a request can be held before the node sees any byte of it.
@@ -354,6 +463,10 @@ export class TcpProxy {
             if (o?.type === "response") this.observer.answer({ nonce: o.nonce, method: o.method, status: o.status, code: o.code, atMs: Date.now() });
           }
           if (holding) continue;
+          if (letThrough) {
+            if (iso) iso.swallowed++;
+            continue;
+          }
           if (delaying !== null) {
             delaying.push(frame);
             continue;
@@ -397,6 +510,12 @@ export class TcpProxy {
             }
           }
           client.write(encodeFrame(frame));
+          const armed = this.isolation;
+          if (armed && !armed.active && methodOf(frame, "response") === armed.after) {
+            // From here every new connection is judged by the isolation; this one has carried its answer.
+            armed.active = true;
+            armed.began(Date.now());
+          }
         }
       } catch {
         end();

@@ -342,7 +342,8 @@ export class MeshController {
       },
       liveness: async (nodeId) => (await this.targetSet.byNode(nodeId))?.liveness ?? "unknown",
       stamps: (nodeId) => this.stamps.of(nodeId),
-      status: (nodeId) => this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }),
+      // The call timeout every other status of the controller takes (Timeouts.callMs, §4.9's 20 s by default).
+      status: (nodeId) => this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }, { timeoutMs: this.deps.timeouts.callMs }),
       instance: (verb, instanceId, opts) => this.instance(verb, instanceId, opts),
       append: async (draft) => {
         await this.store.appendAll([draft]);
