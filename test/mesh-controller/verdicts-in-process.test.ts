@@ -42,4 +42,35 @@ describe("a placement's gate verdicts over the view", () => {
     expect(both.decision.candidates.map((c) => c.eligible)).toEqual([true, true]);
     expect((await fx.controller.store.chain.verifyStored()).ok).toBe(true);
   });
+
+  it("commit in the transaction of what they led to, just before it: the decision (with its stored order), or the refusal of a taken name (issue 19)", async () => {
+    fx = await seedFixture();
+    const [first] = fx.nodes as [NonNullable<SeedFixture["nodes"][0]>];
+    expect((await fx.controller.addTarget(first.addr, "paired")).ok).toBe(true);
+    const { store } = fx.controller;
+    // Each transaction's appends, read back after it commits (one writer at a time: the tip moves only by its own).
+    const commits: string[][] = [];
+    const engine = store.engine as { transaction: typeof store.engine.transaction };
+    const transaction = engine.transaction.bind(store.engine);
+    const orders = async () => Number((await store.engine.read((q) => q.get<{ n: number }>("SELECT COUNT(*) AS n FROM mesh_orders")))?.n);
+    engine.transaction = async (fn, options) => {
+      const from = (await store.chain.tip()).seq + 1;
+      const ordersBefore = await orders();
+      const value = await transaction(fn, options);
+      const appended = (await store.chain.find({ fromSeq: from })).map((e) => `${e.source}/${e.kind}${typeof e.payload.phase === "string" ? `:${e.payload.phase}` : ""}`);
+      if ((await orders()) > ordersBefore) appended.push("stored order");
+      if (appended.length > 0) commits.push(appended);
+      return value;
+    };
+    const placed = await fx.controller.place({ package: fx.pkgDir, name: "rides", config: { mode: "service" } });
+    expect(placed.placed).not.toBeNull();
+    await expect(fx.controller.place({ package: fx.pkgDir, name: "rides", config: { mode: "service" } })).rejects.toMatchObject({ code: "name_taken" });
+    expect(
+      commits.filter((c) => c.some((k) => k.startsWith("gate/"))),
+      JSON.stringify(commits),
+    ).toEqual([
+      ["gate/workload.place", "placement/workload.place:decision", "stored order"],
+      ["gate/workload.place", "placement/workload.refuse:decision"],
+    ]);
+  });
 });

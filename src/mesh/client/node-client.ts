@@ -37,7 +37,10 @@ export interface TargetRef {
   readonly bootId: string | null;
 }
 
-/** Returned by `onSend` to hear how the call ended: whether the request may have reached the node. */
+/**
+ * Returned by `onSend` to hear whether the request may have reached the node: `true` as soon as it is handed to the
+ * connection (the node may be working on it meanwhile), else `false`/`true` when the call ends. Called once.
+ */
 export type SendSettled = (mayHaveArrived: boolean) => void | Promise<void>;
 /** What an `onSend` hook gives back: nothing, or how to hear how the call ended. */
 export type SendHookResult = SendSettled | undefined;
@@ -140,8 +143,23 @@ export class NodeClient {
     const first = sign(opts.nonce ?? randomBytes(16).toString("hex"));
     // Issue 16: the stamp is persisted before the request can leave (the node lease's rule 4).
     const settleFirst = await this.o.onSend?.(target.nodeId, first.request.issued_at_ms);
-    const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS);
-    if (typeof settleFirst === "function") await settleFirst(!provablyUnsent(tried.result));
+    // Once the request is handed to the connection it may reach the node, whatever the answer: its stamp is settled
+    // then, while the node works, rather than after the answer (issue 19). Awaited before the call returns.
+    let settledEarly: Promise<{ readonly error: unknown } | null> | null = null;
+    const left = () => {
+      if (typeof settleFirst !== "function" || settledEarly !== null) return;
+      settledEarly = Promise.resolve()
+        .then(() => settleFirst(true))
+        .then(
+          () => null,
+          (error: unknown) => ({ error }),
+        );
+    };
+    const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS, left);
+    if (settledEarly !== null) {
+      const failed = await (settledEarly as Promise<{ readonly error: unknown } | null>);
+      if (failed !== null) throw failed.error;
+    } else if (typeof settleFirst === "function") await settleFirst(!provablyUnsent(tried.result));
     if (!tried.staleReuse || mutating) return tried.result;
     // A read on a warm connection the node had closed: nothing was answered, so ask again on a fresh one (a new nonce:
     // the node may have read the first before it closed).
@@ -164,6 +182,7 @@ export class NodeClient {
     request: RequestPayload,
     opts: CallOptions,
     reuseIdleMs: number,
+    left: () => void = () => undefined,
   ): Promise<{ result: CallResult; staleReuse: boolean }> {
     let heard = false;
     let reused = false;
@@ -171,7 +190,7 @@ export class NodeClient {
       reused = r;
     }, () => {
       heard = true;
-    });
+    }, left);
     return { result, staleReuse: reused && !heard && result.kind === "no_answer" };
   }
 
@@ -183,6 +202,8 @@ export class NodeClient {
     reuseIdleMs: number,
     onStream: (reused: boolean) => void,
     onFrame: () => void,
+    /** The request was handed to the connection: from here it may reach the node, whatever the result says. */
+    left: () => void,
   ): Promise<CallResult> {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? 20_000;
     const deadline = Date.now() + timeoutMs;
@@ -215,6 +236,7 @@ export class NodeClient {
     try {
       const sending = stream.send(encodeMessageFrame({ type: "request", signed }));
       sent = true; // from here the request may have left, even if the write reports an error
+      left();
       await sending;
       for (;;) {
         const frame = await stream.recv(deadline - Date.now());

@@ -26,11 +26,20 @@ export class PackageDirSource implements PackageSource {
   /**
    * @param opts.unchecked serve file bytes without re-checking size and hash: only for tests that prove the node
    *   refuses what a faulty controller sends.
+   * @param opts.verified the manifest bytes the caller read from `dir` and verified, with what they parse to: served
+   *   as they are instead of being read and parsed again (issue 19, controller/prepare.ts), so the manifest a node
+   *   receives is the very one the controller checked.
    */
   constructor(
     readonly dir: string,
-    private readonly opts: { unchecked?: boolean } = {},
+    private readonly opts: { unchecked?: boolean; verified?: { manifest: Uint8Array; packageId: string; statement: Statement } } = {},
   ) {
+    if (opts.verified !== undefined) {
+      this.manifest = opts.verified.manifest;
+      this.packageId = opts.verified.packageId;
+      this.statement = opts.verified.statement;
+      return;
+    }
     this.manifest = readFileSync(join(dir, MANIFEST_FILE));
     const parsed = parseEnvelope(Buffer.from(this.manifest).toString("utf8"));
     if (!parsed.ok) throw new Error(`${join(dir, MANIFEST_FILE)}: ${parsed.reason}`);

@@ -140,15 +140,18 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
     verdicts[v.node_id] = { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
     if (event) consulted.push({ node: v.node_id, event });
   }
-  // Not durable: the decision's commit, or the refusal's, is, and comes before anything leaves (store.ts commitDecision).
-  await deps.store.appendAll(viewVerdictEvents(consulted), { durable: false });
+  // Chained in the transaction of what they led to, just before it: the decision, or the engine's refusal (issue 19:
+  // one commit fewer per placement). Nothing leaves before that commit, and no record is made without them.
+  const verdictEvents = viewVerdictEvents(consulted);
   // 5. the engine
-  const decision = await runEngine(deps, order, name, pkg, views, verdicts, policy, (await deps.moves?.cordoned()) ?? []);
+  const decision = await runEngine(deps, order, name, pkg, views, verdicts, verdictEvents, policy, (await deps.moves?.cordoned()) ?? []);
   // 6. chain the decision; no request is sent before this commits
   const dispatching = !order.dry_run && decision.placement !== null;
   let decisionId: DecisionId;
+  const moves = deps.moves;
   try {
     decisionId = await deps.store.commitDecision({
+      before: verdictEvents,
       name,
       packageId: pkg.packageId,
       workload,
@@ -169,6 +172,9 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
         },
       },
       refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error, constraints: [] } }),
+      // Issue 16: what a reschedule reruns, kept with the decision, before anything is sent (no secret value:
+      // stored-order.ts); in its transaction, one commit fewer per placement (issue 19).
+      withDispatching: moves ? (tx, id) => moves.saveOrderIn(tx, id, storedOrderOf(order, pkg.packageId, name)) : undefined,
     });
   } catch (error) {
     if (error instanceof NameTaken) throw new PlaceError("name_taken", error.message, [], error.holder);
@@ -178,8 +184,6 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   if (!dispatching) {
     return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId }), attempts: [], placed: null, unsettled: false };
   }
-  // Issue 16: what a reschedule reruns, kept before anything is sent (no secret value: stored-order.ts).
-  await deps.moves?.saveOrder(decisionId, storedOrderOf(order, pkg.packageId, name));
   await deps.hooks.afterDecision?.(decisionId);
   // 8–9. dispatch
   const result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy });
@@ -194,6 +198,7 @@ async function runEngine(
   pkg: PreparedPackage,
   views: Awaited<ReturnType<Targets["views"]>>,
   verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }>,
+  verdictEvents: readonly EventDraft[],
   policy: ControllerPolicy,
   cordoned: readonly string[],
 ): Promise<PlacementDecision> {
@@ -228,6 +233,7 @@ async function runEngine(
   if (!result.ok) {
     const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));
     await deps.store.appendAll([
+      ...verdictEvents,
       { source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error: result.error.message, constraints } },
     ]);
     throw new PlaceError("decision", result.error.message, constraints);

@@ -167,12 +167,9 @@ export class MoveRecords {
 
   // ---- stored orders ------------------------------------------------------------------------------------------
 
-  /** Not durable: saved between the decision and its attempt, whose durable commit precedes any request (store.ts). */
-  async saveOrder(decisionId: string, order: StoredOrder): Promise<void> {
-    await this.store.engine.transaction(
-      (tx) => tx.run("INSERT INTO mesh_orders (decision_id, order_json) VALUES (?, ?) ON CONFLICT (decision_id) DO NOTHING", [decisionId, JSON.stringify(order)]),
-      { durable: false },
-    );
+  /** In the transaction of its dispatching decision (store.ts commitDecision `withDispatching`). */
+  async saveOrderIn(tx: Tx, decisionId: string, order: StoredOrder): Promise<void> {
+    await tx.run("INSERT INTO mesh_orders (decision_id, order_json) VALUES (?, ?) ON CONFLICT (decision_id) DO NOTHING", [decisionId, JSON.stringify(order)]);
   }
 
   async order(decisionId: string): Promise<StoredOrder | null> {

@@ -77,4 +77,31 @@ describe("preparing a package on the controller (issue 12)", () => {
     const both = { ...pkg.policy, signers: new Set([pkg.signer.publicKey, other.signer.publicKey]) } as unknown as ControllerPolicy;
     expect(preparePackage(pkg.packageId, dataDir, both)).toEqual({ ok: false, error: `package ${pkg.packageId}: the store copy holds package ${other.packageId}` });
   });
+
+  it("a store copy serves the manifest it was verified from, not one written over it after the check (issue 19)", () => {
+    const pkg = signedPackage("#!/bin/sh\necho signed\n");
+    const dataDir = temp();
+    expect(preparePackage(pkg.dir, dataDir, pkg.policy).ok).toBe(true);
+    const manifestPath = join(dataDir, PACKAGE_STORE, pkg.packageId, MANIFEST_FILE);
+    const verified = readFileSync(manifestPath);
+    const prepared = preparePackage(pkg.packageId, dataDir, pkg.policy, () => writeFileSync(manifestPath, "{ not the manifest that was checked"));
+    if (!prepared.ok) throw new Error(prepared.error);
+    expect(Buffer.from(prepared.pkg.source.manifest).equals(verified)).toBe(true);
+    expect(prepared.pkg.source.packageId).toBe(pkg.packageId);
+  });
+
+  it("a manifest prepared again unchanged is still checked against today's revocations and signers (its parse alone is kept)", () => {
+    const pkg = signedPackage("#!/bin/sh\necho signed\n");
+    const dataDir = temp();
+    expect(preparePackage(pkg.dir, dataDir, pkg.policy).ok).toBe(true);
+    expect(preparePackage(pkg.packageId, dataDir, pkg.policy).ok).toBe(true);
+    const revoked = {
+      ...pkg.policy,
+      revocations: { ...EMPTY_REVOCATIONS, subjects: [{ kind: "package", id: pkg.packageId, reason: "withdrawn" }] },
+    } as unknown as ControllerPolicy;
+    expect(preparePackage(pkg.packageId, dataDir, revoked)).toEqual({ ok: false, error: expect.stringContaining(`package '${pkg.packageId}' is revoked: withdrawn`) });
+    const untrusted = { ...pkg.policy, signers: new Set<string>() } as unknown as ControllerPolicy;
+    expect(preparePackage(pkg.packageId, dataDir, untrusted)).toEqual({ ok: false, error: expect.stringContaining("does not verify on this controller") });
+    expect(preparePackage(pkg.packageId, dataDir, pkg.policy).ok).toBe(true);
+  });
 });

@@ -8,7 +8,8 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { type EnvelopeVerdict, MANIFEST_FILE, type Statement, verifyEnvelope } from "../../core/packages/manifest.js";
+import { type EnvelopeVerdict, MANIFEST_FILE, type ParsedEnvelope, parseEnvelope, type Statement, verifyParsedEnvelope } from "../../core/packages/manifest.js";
+import { ParseMemo } from "../../core/parse-memo.js";
 import type { WorkloadSpec } from "../../core/placement/index.js";
 import { PackageDirSource } from "../client/package-source.js";
 import { isPackageId } from "./order.js";
@@ -49,10 +50,10 @@ export function preparePackage(ref: string, dataDir: string, policy: ControllerP
   const statement = verdict.envelope.statement;
   const target = join(storeRoot, verdict.packageId);
   if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE))) writeIntoStore(target, manifest, statement, files);
-  return {
-    ok: true,
-    pkg: { packageId: verdict.packageId, statement, source: new PackageDirSource(target), signers: verdict.signers },
-  };
+  // The manifest nodes fetch is the one just verified, not a second read of the store copy (issue 19: that read and
+  // its parse were a third of a prepare); the pinned files are served from the store copy, each checked first.
+  const source = new PackageDirSource(target, { verified: { manifest, packageId: verdict.packageId, statement } });
+  return { ok: true, pkg: { packageId: verdict.packageId, statement, source, signers: verdict.signers } };
 }
 
 /**
@@ -69,6 +70,13 @@ type ReadVerified =
   | { ok: true; verdict: Extract<EnvelopeVerdict, { ok: true }>; manifest: Buffer; files: ReadonlyMap<string, Buffer> }
   | { ok: false; reason: string };
 
+/**
+ * The parse of the last manifest text prepared, kept while the text is byte-identical (spec/mesh.md §5.5, the node's
+ * rule of §5.4 on this side; issue 19: the parse was most of a stored package's prepare). Only the parse, which
+ * depends on the text alone: the id, the signatures under today's signers and the revocations are checked every time.
+ */
+const manifests = new ParseMemo<ParsedEnvelope>();
+
 /** The envelope, its trusted signature and the revocations, over the manifest bytes read once; no file is read. */
 function readVerifiedManifest(dir: string, policy: ControllerPolicy): ReadVerified {
   let manifest: Buffer;
@@ -77,7 +85,8 @@ function readVerifiedManifest(dir: string, policy: ControllerPolicy): ReadVerifi
   } catch {
     return { ok: false, reason: `${join(dir, MANIFEST_FILE)} is missing` };
   }
-  const verdict = verifyEnvelope(manifest.toString("utf8"), { trustedSigners: policy.signers, revocations: policy.revocations });
+  const parsed = manifests.get("manifest", manifest.toString("utf8"), parseEnvelope);
+  const verdict = verifyParsedEnvelope(parsed, { trustedSigners: policy.signers, revocations: policy.revocations });
   return verdict.ok ? { ok: true, verdict, manifest, files: new Map() } : verdict;
 }
 

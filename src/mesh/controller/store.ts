@@ -195,20 +195,25 @@ export class ControllerStore {
    * by this store's lease, in one transaction. Throws NameTaken, naming the holder, after chaining the refusal.
    * Durable only when it answers the caller (a dry run, nothing placeable, a name taken; inside an API call its
    * outcome's commit is that sync): a dispatching decision is followed by its request's durable stamp before the
-   * request leaves (issue 19).
+   * request leaves (issue 19). `before` (the gate's verdicts over the view, §7.7) is chained first in the same
+   * transaction, whichever of the decision and the refusal follows it.
    */
   async commitDecision(args: {
+    before?: readonly EventDraft[];
     name: string;
     packageId: string;
     workload: WorkloadRecord;
     event: EventDraft;
     dispatch: boolean;
     refusal: (error: string) => EventDraft;
+    /** More rows of a dispatching decision, written in its transaction once its id is known (the stored order). */
+    withDispatching?: (tx: Tx, id: DecisionId) => Promise<void>;
   }): Promise<DecisionId> {
     // What a placement of this decision will record is checked before anything is sent (store-placements.ts).
     if (args.dispatch) instanceOf({ node_id: "", name: args.name, placed_ms: 0 }, args.workload);
     let taken: NameTaken | null = null;
     const id = await this.tx(async (tx) => {
+      for (const draft of args.before ?? []) await this.chain.append(tx, draft);
       if (args.dispatch) {
         const holder = await this.holderOf(tx, args.name);
         if (holder) {
@@ -224,6 +229,7 @@ export class ControllerStore {
           "INSERT INTO mesh_decisions (id, name, state, node_id, variant, package_id, created_ms, workload, owner_id, epoch, event_chain_id, event_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
           [event.hash, args.name, "dispatching", null, null, args.packageId, this.clock(), JSON.stringify(args.workload), this.lease.owner_id, this.lease.epoch, event.chain_id, event.seq],
         );
+        await args.withDispatching?.(tx, event.hash as DecisionId);
       }
       return event.hash as DecisionId;
     }, { durable: args.dispatch ? false : "answer" });

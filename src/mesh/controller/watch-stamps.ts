@@ -36,8 +36,9 @@ export class SentStamps {
   constructor(private readonly engine: StoreEngine) {}
 
   /**
-   * Before a request for `nodeId` leaves: its stamp is persisted (pending). The returned function settles it when
-   * the call ends: taken back if the request provably never left, kept (dominating every lower stamp) otherwise.
+   * Before a request for `nodeId` leaves: its stamp is persisted (pending). The returned function settles it: kept
+   * (dominating every lower stamp) once the request has been handed to the connection, which the node client says
+   * at once, while the node works (issue 19); taken back when the call ends with the request provably never sent.
    * Always a durable commit: it is the sync that makes a placement's earlier unsynced commits durable before its
    * request leaves (store.ts beginAttempt; docs/spec/mesh.md §14.1 "Durability").
    */
