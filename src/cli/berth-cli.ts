@@ -12,5 +12,6 @@ export async function runBerth(argv: readonly string[]): Promise<void> {
     return;
   }
   const { runCli } = await import("./run.js");
-  await runCli(argv, async () => (await import("./program.js")).buildProgram());
+  // Only the verb's own group is registered when the command line names one (program.ts).
+  await runCli(argv, async () => (await import("./program.js")).buildProgram(argv[0]));
 }
