@@ -1,6 +1,6 @@
 /**
  * Every `berth` verb but `node serve` (which main.ts and berth.cts start from its own tree): what main.ts runs, and
- * the entry of the package build's bundle of the CLI (scripts/bundle-cli: dist/src/cli-bundle/berth.js), which the
+ * the entry of the package build's bundle of the CLI (scripts/bundle-cli: dist/src/cli-bundle/berth.cjs), which the
  * installed `berth` runs when it is fresh (cli-bundle.cts). `berth --version` answers before anything else is loaded,
  * and the command tree is built from registration files that load a verb's libraries only when that verb runs.
  */

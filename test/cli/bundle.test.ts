@@ -19,7 +19,7 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 /** A package at `root` with stubs for main.js and both bundles, main.js written at second 1_000_000. */
 function layout(root: string) {
   const cli = join(root, "dist", "src", "cli");
-  const cliBundle = join(root, "dist", "src", "cli-bundle", "berth.js");
+  const cliBundle = join(root, "dist", "src", "cli-bundle", "berth.cjs");
   const daemonBundle = join(root, "dist", "src", "node-daemon.bundle.cjs");
   mkdirSync(cli, { recursive: true });
   writeFileSync(join(root, "package.json"), '{ "type": "module" }\n');
@@ -30,7 +30,7 @@ function layout(root: string) {
     /** Writes the CLI bundle, `seconds` after main.js (negative: before). */
     cliBundle(seconds: number) {
       mkdirSync(join(root, "dist", "src", "cli-bundle"), { recursive: true });
-      writeFileSync(cliBundle, "export async function runBerth(argv) { process.stdout.write(`CLI bundle ${JSON.stringify(argv)}`); }\n");
+      writeFileSync(cliBundle, "exports.runBerth = async (argv) => { process.stdout.write(`CLI bundle ${JSON.stringify(argv)}`); };\n");
       utimesSync(cliBundle, 1_000_000 + seconds, 1_000_000 + seconds);
     },
     daemonBundle(seconds: number) {
