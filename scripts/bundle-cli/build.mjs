@@ -36,6 +36,7 @@ const sources = {
   name: "berth-sources",
   setup(b) {
     b.onLoad({ filter: /\/src\/.*\.ts$/ }, async (args) => {
+      if (!args.path.startsWith(join(root, "src", "/"))) return undefined;
       const unbundled = join(root, "dist", relative(root, args.path)).replace(/\.ts$/, ".js");
       const url = `new URL(${JSON.stringify(relative(outdir, unbundled))}, import.meta.url).href`;
       const text = (await readFile(args.path, "utf8")).replace(/^import \{ z \} from "zod";$/m, 'import * as z from "zod";').replaceAll("import.meta.url", url);
