@@ -3,8 +3,8 @@
  *
  * Each verb group registers itself from its own file (`register…Commands`), and a registration file imports only
  * commander and the CLI's small helpers: a verb's libraries are imported inside its action, so building the tree —
- * for `--help`, completion, or any verb — costs little (issue 19). To add a verb: register it in its group's file
- * (or a new file called from here) and give a new top-level verb a topic in help.ts.
+ * for `--help`, completion, or any verb — costs little (issue 19). To add a verb: register it in its group's file,
+ * list a new top-level verb in GROUPS below (a new file too), and give it a topic in help.ts.
  */
 import type { Command } from "commander";
 import { registerAgentCommands } from "./agents.js";

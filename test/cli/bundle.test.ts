@@ -24,17 +24,17 @@ function layout(root: string) {
   mkdirSync(cli, { recursive: true });
   writeFileSync(join(root, "package.json"), '{ "type": "module" }\n');
   for (const file of ["berth.cjs", "cli-bundle.cjs", "daemon-bundle.cjs", "fresh-bundle.cjs"]) copyFileSync(builtPath(`src/cli/${file}`), join(cli, file));
-  writeFileSync(join(cli, "main.js"), 'process.stdout.write(`main.js ${JSON.stringify(process.argv.slice(2))}`);\n');
+  writeFileSync(join(cli, "main.js"), 'process.stdout.write("main.js " + JSON.stringify(process.argv.slice(2)));\n');
   utimesSync(join(cli, "main.js"), 1_000_000, 1_000_000);
   return {
     /** Writes the CLI bundle, `seconds` after main.js (negative: before). */
     cliBundle(seconds: number) {
       mkdirSync(join(root, "dist", "src", "cli-bundle"), { recursive: true });
-      writeFileSync(cliBundle, "exports.runBerth = async (argv) => { process.stdout.write(`CLI bundle ${JSON.stringify(argv)}`); };\n");
+      writeFileSync(cliBundle, 'exports.runBerth = async (argv) => { process.stdout.write("CLI bundle " + JSON.stringify(argv)); };\n');
       utimesSync(cliBundle, 1_000_000 + seconds, 1_000_000 + seconds);
     },
     daemonBundle(seconds: number) {
-      writeFileSync(daemonBundle, "exports.runNodeServe = async (argv) => { process.stdout.write(`daemon bundle ${JSON.stringify(argv)}`); };\n");
+      writeFileSync(daemonBundle, 'exports.runNodeServe = async (argv) => { process.stdout.write("daemon bundle " + JSON.stringify(argv)); };\n');
       utimesSync(daemonBundle, 1_000_000 + seconds, 1_000_000 + seconds);
     },
     removeCliBundle: () => rmSync(join(root, "dist", "src", "cli-bundle"), { recursive: true, force: true }),

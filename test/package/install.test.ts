@@ -108,7 +108,7 @@ describe("the packed tarball installed with npm install -g", () => {
     // both bundles CommonJS, so none (a bundle judged stale falls back to main.js, silently slower: fresh-bundle.cts).
     // `node serve --help` answers and ends; --version reads package.json from the bundle as main.js does.
     const log = join(work, "loaded.log");
-    writeFileSync(join(work, "hooks.mjs"), 'import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) { appendFileSync(process.env.BERTH_TEST_LOADED, `${url}\\n`); return next(url, context); }\n');
+    writeFileSync(join(work, "hooks.mjs"), 'import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) { appendFileSync(process.env.BERTH_TEST_LOADED, url + "\\n"); return next(url, context); }\n');
     writeFileSync(join(work, "register.mjs"), 'import { register } from "node:module";\nregister("./hooks.mjs", import.meta.url);\n');
     for (const args of [["--version"], ["place", "--help"], ["completion", "bash"], ["node", "serve", "--help"]]) {
       writeFileSync(log, "");
