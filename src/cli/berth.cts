@@ -2,15 +2,19 @@
 /**
  * The `berth` executable as installed (package.json `bin`). CommonJS on purpose: `berth node serve` runs the daemon's
  * CommonJS bundle from here, so a daemon that stays up for months on a 512 MB board never starts Node's ES module
- * loader (issue 19: 1.4 MiB resident; src/mesh/node/README.md). Everything else, and `node serve` without a fresh
- * bundle, is main.js, which behaves as it always did when run directly (`node dist/src/cli/main.js …`).
+ * loader (issue 19: 1.4 MiB resident; src/mesh/node/README.md). Every other verb runs from the package build's bundle
+ * of the CLI, CommonJS chunks too (cli-bundle.cts; issue 19: start-up, ~50 ES modules before). Without a fresh
+ * bundle, either way, it is main.js, which behaves as it always did when run directly (`node dist/src/cli/main.js`).
  */
+import { freshCliBundle, runFromCliBundle } from "./cli-bundle.cjs";
 import { freshDaemonBundle, serveFromBundle } from "./daemon-bundle.cjs";
 
 const argv = process.argv.slice(2);
-const bundle = argv[0] === "node" && argv[1] === "serve" ? freshDaemonBundle() : null;
+const nodeServe = argv[0] === "node" && argv[1] === "serve";
+const daemon = nodeServe ? freshDaemonBundle() : null;
+const cli = nodeServe ? null : freshCliBundle();
 // runCli (run.ts) turns every failure into its message and exit code; what escapes it is a bug, shown as one.
-const started = bundle ? serveFromBundle(bundle, argv) : import("./main.js");
+const started = daemon ? serveFromBundle(daemon, argv) : cli ? runFromCliBundle(cli, argv) : import("./main.js");
 started.catch((error: unknown) => {
   process.stderr.write(`berth: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exitCode = 1;

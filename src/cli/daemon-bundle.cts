@@ -1,20 +1,16 @@
 /**
  * Where `berth node serve` comes from (issue 19: the daemon's resident memory; figures in src/mesh/node/README.md):
- * the package build's CommonJS bundle of it (scripts/bundle-node: dist/src/node-daemon.bundle.cjs) when that is at
- * least as new as main.js, else the same code unbundled. A later `tsc` alone leaves an older bundle behind, which must
- * not run in place of what was just built. CommonJS itself, so that berth.cjs can use it before any ES module loads.
+ * the package build's CommonJS bundle of it (scripts/bundle-node: dist/src/node-daemon.bundle.cjs) when it is fresh
+ * (fresh-bundle.cts says when), else the same code unbundled. CommonJS itself, so that berth.cjs can use it before any
+ * ES module loads.
  */
-import { statSync } from "node:fs";
 import { join } from "node:path";
+import { bundleIsFresh } from "./fresh-bundle.cjs";
 
 /** The bundle's path when it is fresh, else null (a build without the package step: npm run build:test, tsc). */
 export function freshDaemonBundle(): string | null {
   const bundle = join(__dirname, "..", "node-daemon.bundle.cjs");
-  try {
-    return statSync(bundle).mtimeMs >= statSync(join(__dirname, "main.js")).mtimeMs ? bundle : null;
-  } catch {
-    return null;
-  }
+  return bundleIsFresh(bundle, __dirname) ? bundle : null;
 }
 
 /** Runs `berth node serve` from the bundle (it exports what node-serve-main.ts does). */

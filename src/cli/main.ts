@@ -1,20 +1,15 @@
 #!/usr/bin/env node
 /**
- * The `berth` executable: wires verb groups together; every decision lives in core/ and every effect in a shell.
- *
- * Start-up is kept near `node -e 0` (issue 19): `berth --version` answers before anything else is loaded, and the
- * command tree is built from registration files that load a verb's libraries only when that verb runs.
+ * The `berth` executable unbundled: wires verb groups together; every decision lives in core/ and every effect in a
+ * shell. `node serve` runs its own tree; every other verb is berth-cli.ts, which the installed `berth` (berth.cjs)
+ * runs from the package build's bundle of it when that is fresh (issue 19: start-up).
  */
-import { berthVersion } from "../version.js";
-
 const argv = process.argv.slice(2);
 
-if (argv.length === 1 && (argv[0] === "--version" || argv[0] === "-V")) {
-  process.stdout.write(`${berthVersion()}\n`);
-} else if (argv[0] === "node" && argv[1] === "serve") {
+if (argv[0] === "node" && argv[1] === "serve") {
   await serveNode();
 } else {
-  await run();
+  await (await import("./berth-cli.js")).runBerth(argv);
 }
 
 /**
@@ -27,9 +22,4 @@ async function serveNode(): Promise<void> {
   const bundle = freshDaemonBundle();
   if (bundle) await serveFromBundle(bundle, argv);
   else await (await import("./node-serve-main.js")).runNodeServe(argv);
-}
-
-async function run(): Promise<void> {
-  const { runCli } = await import("./run.js");
-  await runCli(argv, async () => (await import("./program.js")).buildProgram());
 }

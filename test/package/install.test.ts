@@ -12,7 +12,7 @@
  * needed, and the packages come from npm's cache first (--prefer-offline).
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -86,8 +86,9 @@ describe("the packed tarball installed with npm install -g", () => {
   it("ships the build, the dashboard, the samples, the licence and the changelog, and no test or source file", () => {
     const root = installed(full);
     // dist/src/node-daemon.bundle.cjs: what `berth node serve` runs (scripts/bundle-node; berth up below starts it),
-    // from dist/src/cli/berth.cjs, the installed `berth`.
-    for (const file of ["dist/src/cli/main.js", "dist/src/cli/berth.cjs", "dist/src/cli/daemon-bundle.cjs", "dist/src/node-daemon.bundle.cjs", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
+    // and dist/src/cli-bundle/berth.cjs what every other verb runs (scripts/bundle-cli), from dist/src/cli/berth.cjs,
+    // the installed `berth`.
+    for (const file of ["dist/src/cli/main.js", "dist/src/cli/berth.cjs", "dist/src/cli/daemon-bundle.cjs", "dist/src/node-daemon.bundle.cjs", "dist/src/cli/cli-bundle.cjs", "dist/src/cli-bundle/berth.cjs", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
       expect(existsSync(join(root, file)), file).toBe(true);
     }
     expect(readFileSync(join(root, "LICENSE"), "utf8")).toContain("Apache License");
@@ -100,6 +101,24 @@ describe("the packed tarball installed with npm install -g", () => {
     const r = await runNode([berthIn(full), "--version"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toBe(pkg.version);
+  });
+
+  it("runs every verb from its bundle, CommonJS, though npm wrote both bundles before main.js: none of berth's ES modules load", async () => {
+    // Which of berth's files Node's ES module loader reads, logged by a loader hook: the unbundled tree is ES modules,
+    // both bundles CommonJS, so none (a bundle judged stale falls back to main.js, silently slower: fresh-bundle.cts).
+    // `node serve --help` answers and ends; --version reads package.json from the bundle as main.js does.
+    const log = join(work, "loaded.log");
+    writeFileSync(join(work, "hooks.mjs"), 'import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) { appendFileSync(process.env.BERTH_TEST_LOADED, url + "\\n"); return next(url, context); }\n');
+    writeFileSync(join(work, "register.mjs"), 'import { register } from "node:module";\nregister("./hooks.mjs", import.meta.url);\n');
+    for (const args of [["--version"], ["place", "--help"], ["completion", "bash"], ["node", "serve", "--help"]]) {
+      writeFileSync(log, "");
+      const r = await runNode(["--import", join(work, "register.mjs"), berthIn(full), ...args], { env: { BERTH_TEST_LOADED: log, BERTH_HOME: join(work, "bundle-home") } });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout.length, args.join(" ")).toBeGreaterThan(0);
+      const modules = readFileSync(log, "utf8").split("\n").filter((url) => url.includes(`/${pkg.name}/dist/`) && url.endsWith(".js"));
+      expect(modules, args.join(" ")).toEqual([]);
+      if (args[0] === "--version") expect(r.stdout.trim()).toBe(pkg.version);
+    }
   });
 
   it("runs berth up --detach and berth down from the installed copy, leaving no process", async () => {
