@@ -291,8 +291,9 @@ export class NodeClient {
       if (typeof range === "string") return refuse(range);
       bytes = range;
     }
-    await stream.send(encodeMessageFrame({ ...f, type: "data", data_length: bytes.length }));
-    if (bytes.length > 0) await stream.send(bytes);
+    const header = stream.send(encodeMessageFrame({ ...f, type: "data", data_length: bytes.length }));
+    // Sent in the same tick as its header, so both leave in one write (transport/frames.ts).
+    await Promise.all(bytes.length > 0 ? [header, stream.send(bytes)] : [header]);
   }
 
   /** describe, plus the §6.2 facts checks that belong to the exchange (same key, same node and boot). */

@@ -12,6 +12,7 @@ import { dirname, join } from "node:path";
 import { groupMembers, type ProcRow } from "../../core/node/process-group.js";
 import type { Network } from "../../core/governance/policy.js";
 import { WATCHDOG_LAG_S } from "../../core/mesh/lease.js";
+import { bootId } from "../../store/lease.js";
 import { LEASE_DEADLINE_FILE } from "../../core/node/containment-script.js";
 import type { Confinement } from "./confine.js";
 import { sha256OfFile } from "./content.js";
@@ -31,12 +32,9 @@ export type Probe =
 
 export const SIGNALS_BY_NUMBER: Record<number, string> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM" };
 
+/** Read once per process (store/lease.ts): a host's boot id cannot change under a running process (issue 19). */
 export function hostBootId(): string {
-  try {
-    return readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim();
-  } catch {
-    return "unknown";
-  }
+  return bootId();
 }
 
 /** The start-time field (22) and state (3) of /proc/<pid>/stat; the command name may hold spaces and parentheses. */

@@ -157,6 +157,7 @@ export class SocketFrameStream implements FrameStream {
   readonly remote: string;
   private readonly decoder: FrameDecoder;
   private readonly onAuthenticated: (() => void) | undefined;
+  private corked = false;
 
   /** `maxFrame`: the cap on incoming frames (a listener passes REQUEST_FRAME_BYTES); `onAuthenticated`: see markAuthenticated. */
   constructor(
@@ -197,6 +198,16 @@ export class SocketFrameStream implements FrameStream {
   send(frame: Uint8Array): Promise<void> {
     if (this.ended) return Promise.reject(this.ended);
     const bytes = encodeFrame(frame);
+    // Issue 19: frames sent in the same tick leave in one write (one TLS record, one wake-up of the peer), such as the
+    // answer to a node's fetch and the data frame that follows it (client/node-client.ts).
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.socket.uncork();
+      });
+    }
     return new Promise((resolve, reject) => {
       this.socket.write(bytes, (error) => (error ? reject(new StreamClosed(`send failed: ${error.message}`)) : resolve()));
     });
