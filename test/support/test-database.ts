@@ -21,20 +21,22 @@ export const TEST_ENGINE: "sqlite" | "postgres" = process.env.BERTH_TEST_DATABAS
 
 let server: Promise<TestPostgres> | null = null;
 const byHome = new Map<string, Promise<string>>();
-let hooked = false;
+
+// The file's server is stopped after its last test. Registered while the file is collected: a hook registered from
+// inside a running test (where the first testDatabaseFor call usually is) never ran, and every file of the PostgreSQL
+// tier left its server running after the suite ended.
+if (TEST_ENGINE === "postgres") {
+  afterAll(async () => {
+    const s = server;
+    server = null;
+    byHome.clear();
+    if (s) await (await s).stop();
+  });
+}
 
 /** The store address for the controller in `home`: a database of its own on PostgreSQL, undefined on SQLite. */
 export function testDatabaseFor(home: string): Promise<string | undefined> {
   if (TEST_ENGINE === "sqlite") return Promise.resolve(undefined);
-  if (!hooked) {
-    hooked = true;
-    afterAll(async () => {
-      const s = server;
-      server = null;
-      byHome.clear();
-      if (s) await (await s).stop();
-    });
-  }
   const key = resolve(home);
   let url = byHome.get(key);
   if (url === undefined) {
