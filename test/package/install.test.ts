@@ -11,7 +11,7 @@
  * checkout already built (better-sqlite3's `local_prebuilds` setting), so no download from GitHub and no compiler are
  * needed, and the packages come from npm's cache first (--prefer-offline).
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -132,6 +132,35 @@ describe("the packed tarball installed with npm install -g", () => {
     expect(down.code, down.stderr || down.stdout).toBe(0);
     expect(down.stdout).toContain("berth is down");
     expect(processesUnder(home)).toEqual([]);
+  }, 300_000);
+
+  // The installed `berth up` runs from the CLI's bundle (CommonJS chunks), not from main.js as test/up/terminal.test.ts
+  // does: Ctrl-C is SIGINT to the whole foreground process group, and nothing of the home may outlive it.
+  it("stops every agent and node daemon of an installed berth up when its whole process group gets SIGINT", async () => {
+    const ctrlHome = join(work, "ctrl-c-home");
+    // detached: the leader of a process group of its own, as a shell makes a foreground job.
+    const up = spawn(berthIn(full), ["up", "--no-kubernetes"], { env: { ...process.env, BERTH_HOME: ctrlHome, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    let out = "";
+    up.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    up.stderr?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const exited = new Promise<number | null>((done) => up.once("exit", (code) => done(code)));
+    try {
+      const deadline = Date.now() + 180_000;
+      while (!out.includes("ready; press Ctrl-C")) {
+        if (up.exitCode !== null || Date.now() > deadline) throw new Error(`berth up never became ready: ${out.slice(-2000)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(processesUnder(ctrlHome).length, out).toBeGreaterThan(3);
+      process.kill(-(up.pid as number), "SIGINT");
+      expect(await exited, out).toBe(0);
+      expect(processesUnder(ctrlHome), out).toEqual([]);
+    } finally {
+      if (up.exitCode === null) process.kill(-(up.pid as number), "SIGKILL");
+    }
   }, 300_000);
 
   it("installs without the Kubernetes client when optional dependencies are omitted, and still runs", async () => {
