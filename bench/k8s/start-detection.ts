@@ -9,9 +9,9 @@ import { buildEnv } from "../../src/core/kubernetes/env.js";
 import { agentA, configA } from "../../test/support/kubernetes/fixtures.js";
 import { WHO } from "../../test/support/kubernetes/pods.js";
 import { MemoryAudit } from "../../src/kubernetes/audit.js";
-import { realClock } from "../../src/kubernetes/clock.js";
+import { realClock } from "../../src/kit/clock.js";
 import { FakeCluster } from "../../test/support/kubernetes/fake-cluster.js";
-import { silentLogger } from "../../src/kubernetes/log.js";
+import { silentLogger } from "../../src/kit/log.js";
 import { deploy } from "../../src/kubernetes/reconcile.js";
 
 const cfg = parseProviderConfig(configA);

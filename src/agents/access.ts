@@ -5,8 +5,8 @@
  */
 import type { K8sAudit } from "../kubernetes/audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
-import type { Clock } from "../kubernetes/clock.js";
-import type { Logger } from "../kubernetes/log.js";
+import type { Clock } from "../kit/clock.js";
+import type { Logger } from "../kit/log.js";
 import type { MeshAgentDeps } from "./targets/mesh/deploy.js";
 
 export interface MeshAccess {

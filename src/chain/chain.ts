@@ -16,6 +16,7 @@ import {
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
+import type { Clock } from "../kit/clock.js";
 import { type Db, type WriteTx, withWriteTx } from "../store/sqlite.js";
 import { ensureChainSchema } from "./schema.js";
 
@@ -102,7 +103,8 @@ export function unverifiedChainError(chainId: string, check: VerifyResult): Chai
   );
 }
 
-export type Clock = () => number;
+/** The chain reads only the wall reading of the one `Clock` (src/kit/clock.ts): events carry epoch milliseconds. */
+export type WallClock = Clock["wallNow"];
 
 export class Chain {
   private readonly listeners = new Set<(event: SealedEvent) => void>();
@@ -114,7 +116,7 @@ export class Chain {
     private readonly key: SigningKey,
     readonly chainId: string,
     readonly role: ChainRole,
-    private readonly clock: Clock,
+    private readonly clock: WallClock,
   ) {
     this.stmts = {
       tip: db.prepare("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
@@ -135,7 +137,7 @@ export class Chain {
    * Opens the component's own chain, creating schema and genesis in one transaction on first use. Refuses a
    * database whose own chain belongs to another key: a component never starts a fresh chain silently.
    */
-  static open(db: Db, key: SigningKey, role: ChainRole, clock: Clock = Date.now): Chain {
+  static open(db: Db, key: SigningKey, role: ChainRole, clock: WallClock = Date.now): Chain {
     const chainId = withWriteTx(db, (tx) => {
       ensureChainSchema(tx);
       const own = tx.db.prepare("SELECT chain_id, owner_key, role FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1").get() as
@@ -171,7 +173,7 @@ export class Chain {
    * Starts a new own chain whose genesis names the last verified event of the broken one (`audit reseal`).
    * The old rows stay as a foreign chain.
    */
-  static reseal(db: Db, key: SigningKey, role: ChainRole, reason: string, clock: Clock = Date.now): Chain {
+  static reseal(db: Db, key: SigningKey, role: ChainRole, reason: string, clock: WallClock = Date.now): Chain {
     const chainId = withWriteTx(db, (tx) => {
       ensureChainSchema(tx);
       const old = tx.db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string } | undefined;

@@ -15,7 +15,7 @@ import { type ChainRole, type ChainTip, type EventDraft, genesisPayload, type Se
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Query, StoreEngine, Tx } from "../store/engine.js";
-import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, type Clock, EVENT_COLUMNS, type EventRow, foreignOwnerError, INSERT_EVENT, rowToEvent, unverifiedChainError, verifiableRows } from "./chain.js";
+import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, EVENT_COLUMNS, type EventRow, foreignOwnerError, INSERT_EVENT, rowToEvent, unverifiedChainError, verifiableRows, type WallClock } from "./chain.js";
 import { ensureChainSchemaOn } from "./schema.js";
 
 /** PostgreSQL returns BIGINT as text unless told otherwise; the engine parses it, this keeps rows honest anyway. */
@@ -45,7 +45,7 @@ export class EngineChain {
     private readonly key: SigningKey,
     readonly chainId: string,
     readonly role: ChainRole,
-    private readonly clock: Clock,
+    private readonly clock: WallClock,
   ) {}
 
   get ownerKey(): string {
@@ -57,7 +57,7 @@ export class EngineChain {
    * check (§7). Refuses a store whose own chain belongs to another key: a component never starts a fresh chain
    * silently.
    */
-  static async open(engine: StoreEngine, key: SigningKey, role: ChainRole, clock: Clock = Date.now): Promise<EngineChain> {
+  static async open(engine: StoreEngine, key: SigningKey, role: ChainRole, clock: WallClock = Date.now): Promise<EngineChain> {
     const chainId = await engine.transaction(async (tx) => {
       await ensureChainSchemaOn(tx);
       const own = await tx.get<{ chain_id: string; owner_key: string }>("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1");

@@ -16,7 +16,6 @@ export {
   CHECKPOINT_EVERY_MS,
   Chain,
   ChainError,
-  type Clock,
   exportChainLines,
   findEvents,
   listChains,
@@ -24,6 +23,7 @@ export {
   startupCheck,
   storedCheckpoints,
   verifyStoredChain,
+  type WallClock,
 } from "./chain.js";
 export { EngineChain, type FindQuery, findEventsOn, startupCheckOn, verifyStoredOn } from "./engine-chain.js";
 export { type ImportOutcome, importChain, type ParsedLines, parseEventLines } from "./import.js";

@@ -5,8 +5,8 @@
 import { resolve } from "node:path";
 import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
 import { deployEventPayload } from "../core/agents/deploy-event.js";
-import { realClock } from "../kubernetes/clock.js";
-import { boundedStderrLogger } from "../kubernetes/log.js";
+import { realClock } from "../kit/clock.js";
+import { boundedStderrLogger } from "../kit/log.js";
 import { NodeClient } from "../mesh/client/node-client.js";
 import { PlaceError } from "../mesh/controller/index.js";
 import { instancesWithState, targetsWithFacts } from "../server/routes/mesh.js";

@@ -16,8 +16,8 @@ import type { AgentIdentity } from "../core/kubernetes/naming.js";
 import type { QuorumPod } from "../core/kubernetes/quorum.js";
 import { AuditWriteError, type K8sAudit, type K8sKind } from "./audit.js";
 import type { Cluster, ReadResult, RequestOptions } from "./cluster.js";
-import type { Clock } from "./clock.js";
-import type { Logger } from "./log.js";
+import type { Clock } from "../kit/clock.js";
+import type { Logger } from "../kit/log.js";
 import { type Observation, observePod, settlePod } from "./observe.js";
 import { type WaitSettings, Waiter } from "./waiter.js";
 

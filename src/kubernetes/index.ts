@@ -14,9 +14,9 @@
  */
 export { type K8sAudit, type K8sChainName, type K8sKind, MemoryAudit, openK8sChain } from "./audit.js";
 export type { Cluster, RequestOptions } from "./cluster.js";
-export { type Clock, realClock } from "./clock.js";
+export { type Clock, realClock } from "../kit/clock.js";
 export { type Connection, connect } from "./connect.js";
-export { boundedStderrLogger, type Logger, memoryLogger, silentLogger } from "./log.js";
+export { boundedStderrLogger, type Logger, memoryLogger, silentLogger } from "../kit/log.js";
 export { type Observation, observePod } from "./observe.js";
 export { type Prepared, prepareDeploy } from "./prepare.js";
 export { storeAudit } from "./store-audit.js";

@@ -8,9 +8,9 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { providerPath } from "../core/kubernetes/path-env.js";
 import { type K8sAudit, openExistingK8sChain, openFirstK8sChain } from "./audit.js";
-import { realClock } from "./clock.js";
+import { realClock } from "../kit/clock.js";
 import { connect } from "./connect.js";
-import { boundedStderrLogger, type Logger } from "./log.js";
+import { boundedStderrLogger, type Logger } from "../kit/log.js";
 import { handleProviderRequest, STDIN_CAP_BYTES, type StdinRead } from "./provider.js";
 import { settingsFromEnv } from "./settings.js";
 

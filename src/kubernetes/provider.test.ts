@@ -5,9 +5,9 @@ import { describe, expect, it } from "vitest";
 import { GOLDEN_IMAGE_REF, GOLDEN_NSEC } from "../../test/support/kubernetes/fixtures.js";
 import { attestationDigest } from "../core/kubernetes/identity-policy.js";
 import { MemoryAudit } from "./audit.js";
-import { VirtualClock } from "./clock.js";
+import { VirtualClock } from "../kit/clock.js";
 import { FakeCluster } from "../../test/support/kubernetes/fake-cluster.js";
-import { memoryLogger } from "./log.js";
+import { memoryLogger } from "../kit/log.js";
 import { handleProviderRequest, type ProviderDeps } from "./provider.js";
 
 function deps(overrides: Partial<ProviderDeps> = {}) {

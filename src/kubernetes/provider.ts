@@ -13,8 +13,8 @@ import { type DeployRequest, isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } fro
 import { serdeJsonError } from "../core/kubernetes/serde-json.js";
 import type { K8sAudit } from "./audit.js";
 import type { Cluster } from "./cluster.js";
-import type { Clock } from "./clock.js";
-import type { Logger } from "./log.js";
+import type { Clock } from "../kit/clock.js";
+import type { Logger } from "../kit/log.js";
 import { deploy } from "./reconcile.js";
 import { LOOP_RESERVE_SECONDS, PROVIDER_ANSWER_BY_SECONDS, type K8sSettings } from "./settings.js";
 

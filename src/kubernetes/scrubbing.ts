@@ -6,7 +6,7 @@
 import type { ApiError } from "../core/kubernetes/api-status.js";
 import type { Scrubber } from "../core/kubernetes/scrub.js";
 import type { Cluster } from "./cluster.js";
-import type { Logger } from "./log.js";
+import type { Logger } from "../kit/log.js";
 
 function scrubError(error: ApiError, scrub: Scrubber): ApiError {
   return error.kind === "status" ? { ...error, message: scrub(error.message), reason: scrub(error.reason) } : { ...error, message: scrub(error.message) };

@@ -8,7 +8,7 @@ import type { PodObject } from "../core/kubernetes/objects.js";
 import { WHO } from "../../test/support/kubernetes/pods.js";
 import { openDatabase } from "../store/sqlite.js";
 import { k8sStatePaths, openK8sChain } from "./audit.js";
-import { memoryLogger } from "./log.js";
+import { memoryLogger } from "../kit/log.js";
 import { desiredFingerprint, harness, NS } from "../../test/support/kubernetes/harness.js";
 import { clearForReplace, list, look, status, stop, type VerbDeps } from "./verbs.js";
 import { sha256 } from "@noble/hashes/sha2.js";

@@ -16,8 +16,8 @@ import { userReplace, userStop } from "../core/kubernetes/user-authority.js";
 import { isOurSecret, type VerifiedPod } from "../core/kubernetes/verify.js";
 import type { K8sAudit } from "./audit.js";
 import type { Cluster } from "./cluster.js";
-import type { Clock } from "./clock.js";
-import type { Logger } from "./log.js";
+import type { Clock } from "../kit/clock.js";
+import type { Logger } from "../kit/log.js";
 import { outcomeName } from "./audited-mutation.js";
 import { type Observation, observePod } from "./observe.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Cluster, WatchHandlers } from "./cluster.js";
-import { VirtualClock } from "./clock.js";
+import { VirtualClock } from "../kit/clock.js";
 import { DEFAULT_WAIT, Waiter } from "./waiter.js";
 
 /** A cluster whose only capability is one watch, whose handlers the test drives. */

@@ -5,7 +5,7 @@
  * already read (a create's own ADDED event, issue 19) is not news and costs no GET.
  */
 import type { Cluster, WatchEnd, WatchHandle } from "./cluster.js";
-import type { Clock } from "./clock.js";
+import type { Clock } from "../kit/clock.js";
 
 export interface WaitSettings {
   /** `k8s.watch`; false forces polling. */

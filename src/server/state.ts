@@ -13,7 +13,7 @@ import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.j
 import { type ChainAudit, k8sStatePaths, openK8sChain } from "../kubernetes/audit.js";
 import { storeAudit } from "../kubernetes/store-audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
-import { type Clock, realClock } from "../kubernetes/clock.js";
+import { type Clock, realClock } from "../kit/clock.js";
 import { connect } from "../kubernetes/connect.js";
 import { ControllerConnector, loadPlaintextOptIn, type PlaintextOptIn } from "../mesh/client/connector.js";
 import { NodeClient } from "../mesh/client/node-client.js";

@@ -7,7 +7,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { agentA, configA, GOLDEN_IMAGE_REF, GOLDEN_NSEC, GOLDEN_PUBKEY } from "../support/kubernetes/fixtures.js";
-import { realClock } from "../../src/kubernetes/clock.js";
+import { realClock } from "../../src/kit/clock.js";
 import { FakeCluster } from "../support/kubernetes/fake-cluster.js";
 import { API_BASE } from "../../src/server/openapi.js";
 import type { KubernetesAccess } from "../../src/server/state.js";

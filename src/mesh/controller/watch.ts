@@ -9,7 +9,7 @@
 import type { MeshController } from "./controller.js";
 import { type PassReport, ReconcileLoop } from "./reconcile-loop.js";
 import { meshReconcilePorts } from "./reconcile-ports.js";
-import { startTick, type Tick } from "./tick.js";
+import { startTick, type Tick } from "../../kit/tick.js";
 
 /** Ten seconds: a node's death shows within a tick plus the describe timeout (5 s). */
 export const DEFAULT_TICK_MS = 10_000;

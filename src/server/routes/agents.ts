@@ -14,7 +14,7 @@ import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, type
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { AgentSpecSchema } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { silentLogger } from "../../kubernetes/log.js";
+import { silentLogger } from "../../kit/log.js";
 import type { Inputs } from "../contract.js";
 import { ApiError, invalidRequest, notFound } from "../errors.js";
 import type { Answer, Handlers } from "../handler.js";

@@ -8,7 +8,7 @@ import { runReconcileLoop } from "../../agents/index.js";
 import { isValidNamespace } from "../../core/kubernetes/config.js";
 import { type AgentIdentity, identityFromPubkeyHex, MANAGED_SELECTOR, PUBKEY_FULL_ANNOTATION } from "../../core/kubernetes/naming.js";
 import type { Cluster } from "../../kubernetes/cluster.js";
-import { silentLogger } from "../../kubernetes/log.js";
+import { silentLogger } from "../../kit/log.js";
 import { type Prepared, prepareDeploy } from "../../kubernetes/prepare.js";
 import { type K8sSettings, settingsFromEnv } from "../../kubernetes/settings.js";
 import { type AgentRef, clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop, type VerbDeps } from "../../kubernetes/verbs.js";

@@ -26,7 +26,7 @@ import type {
   WatchHandle,
   WatchHandlers,
 } from "../../../src/kubernetes/cluster.js";
-import type { Clock } from "../../../src/kubernetes/clock.js";
+import type { Clock } from "../../../src/kit/clock.js";
 
 export type FakeOp =
   | "getNamespace"

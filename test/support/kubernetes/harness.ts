@@ -7,9 +7,9 @@ import type { AgentSpec } from "../../../src/core/kubernetes/request.js";
 import { agentA, configA } from "./fixtures.js";
 import { WHO } from "./pods.js";
 import { MemoryAudit } from "../../../src/kubernetes/audit.js";
-import { VirtualClock } from "../../../src/kubernetes/clock.js";
+import { VirtualClock } from "../../../src/kit/clock.js";
 import { FakeCluster, type FakeClusterOptions } from "./fake-cluster.js";
-import { memoryLogger } from "../../../src/kubernetes/log.js";
+import { memoryLogger } from "../../../src/kit/log.js";
 import { type DeployDeps, type DeployInputs, type DeployReport, deploy } from "../../../src/kubernetes/reconcile.js";
 import { DEFAULT_WAIT, type WaitSettings } from "../../../src/kubernetes/waiter.js";
 

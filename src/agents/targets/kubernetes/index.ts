@@ -7,7 +7,7 @@ import { agentStateOf } from "../../../core/agents/deploy-event.js";
 import { kubernetesDeployRequest } from "../../../core/agents/kubernetes-request.js";
 import type { K8sAudit } from "../../../kubernetes/audit.js";
 import type { Cluster } from "../../../kubernetes/cluster.js";
-import type { Clock } from "../../../kubernetes/clock.js";
+import type { Clock } from "../../../kit/clock.js";
 import { prepareDeploy } from "../../../kubernetes/prepare.js";
 import { type K8sSettings, settingsFromEnv } from "../../../kubernetes/settings.js";
 import { status as k8sStatus, stop as k8sStop, type VerbDeps } from "../../../kubernetes/verbs.js";

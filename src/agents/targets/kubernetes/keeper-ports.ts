@@ -8,7 +8,7 @@ import { kubernetesDeployRequest } from "../../../core/agents/kubernetes-request
 import type { JsonObject } from "../../../core/crypto/canonical.js";
 import { prepareDeploy } from "../../../kubernetes/prepare.js";
 import { LOOP_ACTOR } from "../../../mesh/controller/reconcile-ports.js";
-import { startTick } from "../../../mesh/controller/tick.js";
+import { startTick } from "../../../kit/tick.js";
 import { deployAgent } from "../../deploy.js";
 import type { AgentsEnv } from "../../env.js";
 import { listAgents } from "../../lookup.js";
