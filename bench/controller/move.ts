@@ -10,7 +10,7 @@
  */
 import { loadavg } from "node:os";
 import { leaseWaitMs } from "../../src/core/mesh/lease.js";
-import { startTargetWatch } from "../../src/mesh/controller/watch.js";
+import { startTargetWatch } from "../../src/serve/mesh/watch.js";
 import { cleanupProcesses, processFixture } from "../../test/mesh-controller/support/processes.js";
 import { liveAgents } from "../../test/support/live-agents.js";
 

@@ -7,8 +7,8 @@
  *
  *   npm run build:test && node dist/bench/controller/tick.js [--sizes 3,30,100] [--ticks 5]
  */
-import { ReconcileLoop } from "../../src/mesh/controller/reconcile-loop.js";
-import { meshReconcilePorts } from "../../src/mesh/controller/reconcile-ports.js";
+import { ReconcileLoop } from "../../src/serve/mesh/reconcile-loop.js";
+import { meshReconcilePorts } from "../../src/serve/mesh/reconcile-ports.js";
 import { inProcessMesh } from "../support/in-process-mesh.js";
 
 const argv = process.argv.slice(2);

@@ -2,21 +2,21 @@
  * `startServer`: the controller as a service (issue 8 §2). Opens the server's state in the data directory, reads or
  * creates the API token, builds the app and listens — on loopback unless told otherwise. `berth serve`, `berth up`
  * and the benchmarks start it in-process; `close()` ends the event streams, stops listening and closes the controller.
- * Once listening it keeps node status fresh (issue 16): every target is described at once and then on a tick
- * (`startTargetWatch`), which only observes; the tick stops before the controller closes.
+ * Once listening it runs the loops of `src/serve` (issue 16): every target is described at once and then on a tick,
+ * each followed by a reconcile pass, and the Kubernetes agents are kept running; the loops stop before the controller
+ * closes.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { berthVersion } from "../version.js";
-import { DEFAULT_TICK_MS, startTargetWatch } from "../mesh/controller/index.js";
 import { leaderTtlFromEnv } from "../store/leader.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { buildApp } from "./app.js";
 import { hostNames } from "./edge.js";
 import { API_BASE } from "./openapi.js";
-import { keeperPorts, startKubernetesKeeper } from "../agents/targets/kubernetes/keeper-ports.js";
+import { DEFAULT_TICK_MS, startServeLoops } from "../serve/index.js";
 import { agentHandlers, agentsEnv } from "./routes/agents.js";
 import { auditHandlers } from "./routes/audit.js";
 import { auditOperatorHandlers } from "./routes/audit-operator.js";
@@ -151,16 +151,18 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Returned (and `berth serve` prints its URL) once the first election has run: a lone server leads from its first request.
   await lease.started();
   const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
-  // Issue 16: the reconcile loop acts only while this server leads the store (the leadership seam).
-  const watch = tickMs > 0 ? startTargetWatch(state.controller, tickMs, (error) => app.log.warn({ err: error }, "node status tick failed"), { shouldAct: () => state.controller.isLeader() }) : null;
-  // Issue 16, Kubernetes: the registry's Kubernetes agents kept running per their restart policy, on the leader only.
-  const keeping =
+  // Issue 16: the loops act only while this server leads the store (the leadership seam): the mesh's reconcile loop, and
+  // the registry's Kubernetes agents kept running per their restart policy.
+  const loops =
     tickMs > 0
-      ? startKubernetesKeeper(
-          keeperPorts(agentsEnv(state), { shouldAct: () => state.controller.isLeader(), log: (message, fields) => app.log.info(fields ?? {}, message) }),
+      ? startServeLoops({
+          controller: state.controller,
+          agents: agentsEnv(state),
           tickMs,
-          (error) => app.log.warn({ err: error }, "kubernetes reconcile pass failed"),
-        )
+          shouldAct: () => state.controller.isLeader(),
+          log: (message, fields) => app.log.info(fields ?? {}, message),
+          onError: (target, error) => app.log.warn({ err: error }, target === "mesh" ? "node status tick failed" : "kubernetes reconcile pass failed"),
+        })
       : null;
   let closing: Promise<void> | null = null;
   return {
@@ -171,8 +173,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     close: () => {
       closing ??= (async () => {
         clearInterval(checkpoints);
-        await watch?.stop();
-        await keeping?.stop();
+        await loops?.stop();
         await app.close();
         await takeover;
         await chain.checkpointIfDue(true);

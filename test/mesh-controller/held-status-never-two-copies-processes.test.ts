@@ -21,7 +21,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LEASE_STOP_GRACE_MS, LEASE_STOP_MARGIN_MS, leaseWaitMs } from "../../src/core/mesh/lease.js";
 import type { MeshController } from "../../src/mesh/controller/controller.js";
-import { startTargetWatch, type TargetWatch } from "../../src/mesh/controller/watch.js";
+import { startTargetWatch, type TargetWatch } from "../../src/serve/mesh/watch.js";
 import { LeaseWitness } from "../campaign/lease-witness.js";
 import { waitFor } from "../mesh/harness.js";
 import { liveAgents } from "../support/live-agents.js";

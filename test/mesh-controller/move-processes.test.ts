@@ -19,7 +19,7 @@ import type { MeshController } from "../../src/mesh/controller/controller.js";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
 import { drainNode, forgetNode } from "../../src/mesh/controller/node-admin.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
-import { startTargetWatch, type TargetWatch } from "../../src/mesh/controller/watch.js";
+import { startTargetWatch, type TargetWatch } from "../../src/serve/mesh/watch.js";
 import { waitFor } from "../mesh/harness.js";
 import { liveAgents } from "../support/live-agents.js";
 import { cleanupProcesses, type ProcessFixture, processFixture } from "./support/processes.js";

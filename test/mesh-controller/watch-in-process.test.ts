@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { NodeDaemon } from "../../src/mesh/node/daemon.js";
-import { startTargetWatch, type TargetWatch } from "../../src/mesh/controller/watch.js";
+import { startTargetWatch, type TargetWatch } from "../../src/serve/mesh/watch.js";
 import { processesWithEnv } from "../mesh/harness.js";
 import { instancesOn, type SeedFixture, seedFixture, waitFor } from "./support/in-process.js";
 import { writeJson } from "./support/package.js";

@@ -40,7 +40,7 @@ import { MoveRecords } from "./move-records.js";
 import type { MoverDeps } from "./mover.js";
 import type { NodeAdminDeps } from "./node-admin.js";
 import { packagePolicyOf } from "./package-policy.js";
-import type { ReconcileAccess } from "./reconcile-ports.js";
+import type { ReconcileAccess } from "./reconcile-access.js";
 
 export const CONTROLLER_DB = "controller.db";
 

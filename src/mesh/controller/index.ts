@@ -10,4 +10,3 @@ export type { SettleReport } from "./settle.js";
 export type { DecisionId, PlacementRecord, UnsettledDecision } from "./store.js";
 export type { AddResult, TargetInfo } from "./targets.js";
 export { VERBS, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
-export { DEFAULT_TICK_MS, startTargetWatch, type TargetWatch } from "./watch.js";

@@ -6,7 +6,7 @@
  * when `shouldAct()` says so (the leadership seam: `berth serve` passes `isLeader()`). One tick at a time: a slow
  * tick delays the next instead of piling up. The pass's status calls also renew every leased node's lease.
  */
-import type { MeshController } from "./controller.js";
+import type { MeshController } from "../../mesh/controller/controller.js";
 import { type PassReport, ReconcileLoop } from "./reconcile-loop.js";
 import { meshReconcilePorts } from "./reconcile-ports.js";
 import { startTick, type Tick } from "../../kit/tick.js";
@@ -15,7 +15,13 @@ import { startTick, type Tick } from "../../kit/tick.js";
 export const DEFAULT_TICK_MS = 10_000;
 
 /** The running tick; `stop()` waits for the pass in flight, so the store can be closed after. */
-export type TargetWatch = Tick;
+export interface TargetWatch extends Tick {
+  /**
+   * One pass now, beside the tick, on the same loop (its backoff and alert memory): the reconcile report, or null when
+   * this process does not lead the store (the tick skips such a pass) or the tick was stopped before the reconcile.
+   */
+  pass(): Promise<PassReport | null>;
+}
 
 export interface WatchOptions {
   /** The leadership seam: false → the loop decides but performs and chains nothing. Default: always act. */
@@ -26,16 +32,28 @@ export interface WatchOptions {
 
 export function startTargetWatch(controller: MeshController, tickMs: number, onError: (error: unknown) => void, o: WatchOptions = {}): TargetWatch {
   const loop = new ReconcileLoop(meshReconcilePorts(controller.reconcileAccess(), o.shouldAct ?? (() => true)));
+  const pass = async (stopped: () => boolean): Promise<PassReport | null> => {
+    await controller.watchTargets();
+    if (stopped()) return null;
+    const report = await loop.pass();
+    o.onPass?.(report);
+    return report;
+  };
   // Issue 20: only the store's leader ticks (followers read what it records); see MeshController.isLeader.
-  return startTick(
+  const tick = startTick(
     async (stopped) => {
-      await controller.watchTargets();
-      if (stopped()) return;
-      const report = await loop.pass();
-      o.onPass?.(report);
+      await pass(stopped);
     },
     tickMs,
     onError,
     () => controller.isLeader(),
   );
+  let stopped = false;
+  return {
+    pass: () => (controller.isLeader() ? pass(() => stopped) : Promise.resolve(null)),
+    stop: () => {
+      stopped = true;
+      return tick.stop();
+    },
+  };
 }

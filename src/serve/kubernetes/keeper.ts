@@ -21,16 +21,16 @@
  * - Never from a watch payload, never on a read error, never on absence: the loop can only replace a verified pod it
  *   just saw terminated.
  */
-import { BACKOFF_CAP_MS, backoffMs, chainsAlert } from "../../../core/mesh/reschedule.js";
-import { decodeStartup } from "../../../core/kubernetes/decode.js";
-import { judgeAgentPod, type KeepObservation, type ReplaceVerdict } from "../../../core/kubernetes/keep-running.js";
-import { type AgentIdentity, MANAGED_SELECTOR } from "../../../core/kubernetes/naming.js";
-import type { RestartPolicy } from "../../../core/node/restart-policy.js";
-import type { Cluster } from "../../../kubernetes/cluster.js";
-import { observePod } from "../../../kubernetes/observe.js";
-import { NamespacePodWatch } from "../../../kubernetes/pod-watch.js";
-import type { ClusterReach } from "../../access.js";
-import type { LoadedSpec } from "../../spec-file.js";
+import { BACKOFF_CAP_MS, backoffMs, chainsAlert } from "../../core/mesh/reschedule.js";
+import { decodeStartup } from "../../core/kubernetes/decode.js";
+import { judgeAgentPod, type KeepObservation, type ReplaceVerdict } from "../../core/kubernetes/keep-running.js";
+import { type AgentIdentity, MANAGED_SELECTOR } from "../../core/kubernetes/naming.js";
+import type { RestartPolicy } from "../../core/node/restart-policy.js";
+import type { Cluster } from "../../kubernetes/cluster.js";
+import { observePod } from "../../kubernetes/observe.js";
+import { NamespacePodWatch } from "../../kubernetes/pod-watch.js";
+import type { ClusterReach } from "../../agents/access.js";
+import type { LoadedSpec } from "../../agents/spec-file.js";
 
 /** A Kubernetes agent as the registry's spec describes it, resolved for the loop. */
 export interface KeptAgent {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { podManifest } from "../../../core/kubernetes/manifests.js";
-import type { PodObject } from "../../../core/kubernetes/objects.js";
-import type { RestartPolicy } from "../../../core/node/restart-policy.js";
-import { realClock } from "../../../kit/clock.js";
-import { FakeCluster } from "../../../../test/support/kubernetes/fake-cluster.js";
-import { desiredFingerprint, inputsFor, NS } from "../../../../test/support/kubernetes/harness.js";
-import { WHO } from "../../../../test/support/kubernetes/pods.js";
-import type { LoadedSpec } from "../../spec-file.js";
+import { podManifest } from "../../core/kubernetes/manifests.js";
+import type { PodObject } from "../../core/kubernetes/objects.js";
+import type { RestartPolicy } from "../../core/node/restart-policy.js";
+import { realClock } from "../../kit/clock.js";
+import { FakeCluster } from "../../../test/support/kubernetes/fake-cluster.js";
+import { desiredFingerprint, inputsFor, NS } from "../../../test/support/kubernetes/harness.js";
+import { WHO } from "../../../test/support/kubernetes/pods.js";
+import type { LoadedSpec } from "../../agents/spec-file.js";
 import { type ActionResult, type KeeperPorts, KubernetesKeeper } from "./keeper.js";
 
 const inputs = inputsFor();

@@ -18,35 +18,15 @@
  * Moved records are judged beside the placements (`moved: true`), by their old node's answers.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import type { NodeView, PlacementView, ReconcileAction } from "../../core/mesh/reconcile.js";
+import type { PlacementView, ReconcileAction } from "../../core/mesh/reconcile.js";
 import { PLACE_RESTART_DEFAULT, RESTART_POLICIES, type RestartPolicy } from "../../core/node/restart-policy.js";
 import { isInstanceRow, statusRows } from "../../core/protocol/results.js";
-import type { CallResult } from "../client/node-client.js";
+import type { CallResult } from "../../mesh/client/node-client.js";
 import type { ActionResult, NodeRows, ReconcilePorts } from "./reconcile-loop.js";
-import type { ControllerStore, PlacementRecord } from "./store.js";
-import type { MovedRecord, MoveRecords } from "./move-records.js";
-import { type MoverDeps, moveAgent, placeMovedAgain, teardownOrphan } from "./mover.js";
-import type { Verb, VerbOptions, VerbResult } from "./verbs.js";
-import type { NodeStamps } from "./watch-stamps.js";
-
-/** What the ports need of the controller; `MeshController.reconcileAccess()` provides it. */
-export interface ReconcileAccess {
-  readonly clock: () => number;
-  placements(): Promise<readonly PlacementRecord[]>;
-  /** The `order` of the chained decision event (env names only), or null when the chain has none. */
-  chainedOrder(decisionId: string): Promise<JsonObject | null>;
-  liveness(nodeId: string): Promise<NodeView["liveness"]>;
-  stamps(nodeId: string): Promise<NodeStamps>;
-  status(nodeId: string): Promise<CallResult>;
-  instance(verb: Verb, instanceId: string, opts: VerbOptions): Promise<VerbResult>;
-  append(draft: { source: string; kind: string; payload: JsonObject }): Promise<void>;
-  /** Issue 16: the records and shell of moving agents. */
-  readonly moves: MoveRecords;
-  readonly mover: MoverDeps;
-  readonly store: ControllerStore;
-  /** The package's declared `migratable`/`sticky` (null when its manifest cannot be read: never moved then). */
-  packagePolicy(packageId: string): { migratable: boolean; sticky: boolean } | null;
-}
+import type { PlacementRecord } from "../../mesh/controller/store.js";
+import type { MovedRecord } from "../../mesh/controller/move-records.js";
+import { moveAgent, placeMovedAgain, teardownOrphan } from "../../mesh/controller/mover.js";
+import type { ReconcileAccess } from "../../mesh/controller/reconcile-access.js";
 
 /** How long a drain's own move is left to it before the loop places it again (a drain that died mid-move). */
 const DRAIN_OWNS_MS = 120_000;

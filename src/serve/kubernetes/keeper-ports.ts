@@ -4,15 +4,15 @@
  * and alerts as `k8s.alert` records on the Kubernetes chain, every one attributed to the loop (`LOOP_ACTOR`, the
  * same actor the mesh loop names).
  */
-import { kubernetesDeployRequest } from "../../../core/agents/kubernetes-request.js";
-import type { JsonObject } from "../../../core/crypto/canonical.js";
-import { prepareDeploy } from "../../../kubernetes/prepare.js";
-import { LOOP_ACTOR } from "../../../mesh/controller/reconcile-ports.js";
-import { startTick } from "../../../kit/tick.js";
-import { deployAgent } from "../../deploy.js";
-import type { AgentsEnv } from "../../env.js";
-import { listAgents } from "../../lookup.js";
-import { readNsec, specFromText } from "../../spec-file.js";
+import { kubernetesDeployRequest } from "../../core/agents/kubernetes-request.js";
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import { prepareDeploy } from "../../kubernetes/prepare.js";
+import { LOOP_ACTOR } from "../mesh/reconcile-ports.js";
+import { startTick } from "../../kit/tick.js";
+import { deployAgent } from "../../agents/deploy.js";
+import type { AgentsEnv } from "../../agents/env.js";
+import { listAgents } from "../../agents/lookup.js";
+import { readNsec, specFromText } from "../../agents/spec-file.js";
 import { type KeeperPorts, type KeptAgent, KubernetesKeeper } from "./keeper.js";
 
 export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boolean | Promise<boolean>; readonly log: (message: string, fields?: Record<string, unknown>) => void }): KeeperPorts {

@@ -1,0 +1,31 @@
+/**
+ * What the reconcile loop of `berth serve` (src/serve/mesh/) needs of the controller, as `MeshController.reconcileAccess()`
+ * provides it: kept beside the controller so the controller names nothing of the loop above it.
+ */
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import type { NodeView } from "../../core/mesh/reconcile.js";
+import type { CallResult } from "../client/node-client.js";
+import type { MoveRecords } from "./move-records.js";
+import type { MoverDeps } from "./mover.js";
+import type { ControllerStore, PlacementRecord } from "./store.js";
+import type { Verb, VerbOptions, VerbResult } from "./verbs.js";
+import type { NodeStamps } from "./watch-stamps.js";
+
+/** What the ports need of the controller; `MeshController.reconcileAccess()` provides it. */
+export interface ReconcileAccess {
+  readonly clock: () => number;
+  placements(): Promise<readonly PlacementRecord[]>;
+  /** The `order` of the chained decision event (env names only), or null when the chain has none. */
+  chainedOrder(decisionId: string): Promise<JsonObject | null>;
+  liveness(nodeId: string): Promise<NodeView["liveness"]>;
+  stamps(nodeId: string): Promise<NodeStamps>;
+  status(nodeId: string): Promise<CallResult>;
+  instance(verb: Verb, instanceId: string, opts: VerbOptions): Promise<VerbResult>;
+  append(draft: { source: string; kind: string; payload: JsonObject }): Promise<void>;
+  /** Issue 16: the records and shell of moving agents. */
+  readonly moves: MoveRecords;
+  readonly mover: MoverDeps;
+  readonly store: ControllerStore;
+  /** The package's declared `migratable`/`sticky` (null when its manifest cannot be read: never moved then). */
+  packagePolicy(packageId: string): { migratable: boolean; sticky: boolean } | null;
+}

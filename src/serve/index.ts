@@ -1,0 +1,78 @@
+/**
+ * The loops `berth serve` keeps running (issue 16), one folder per target behind one small contract: each starts
+ * ticking (a pass at once, then every `tickMs`, one at a time, on the store's leader only), can run one pass on
+ * demand with its report as a value, and stops after the pass in flight so what it uses can be closed after.
+ *
+ *   server/server.ts ─ startServeLoops ─┬─▶ mesh/        describe every target, then one reconcile pass (watch.ts)
+ *                                       └─▶ kubernetes/  keep every Kubernetes agent running once (keeper.ts)
+ *
+ * This file only wires; what each loop decides is in its folder and, below it, in `src/core`.
+ */
+import type { AgentsEnv } from "../agents/env.js";
+import type { MeshController } from "../mesh/controller/controller.js";
+import type { Judged, KubernetesKeeper } from "./kubernetes/keeper.js";
+import { keeperPorts, startKubernetesKeeper } from "./kubernetes/keeper-ports.js";
+import type { PassReport } from "./mesh/reconcile-loop.js";
+import { DEFAULT_TICK_MS, startTargetWatch } from "./mesh/watch.js";
+
+export { DEFAULT_TICK_MS };
+
+/** One keep-running loop of `berth serve`. */
+export interface ServeLoop<Report> {
+  readonly target: "mesh" | "kubernetes";
+  /** One pass now, beside the tick (tests, benchmarks); what it did, as a value. */
+  pass(): Promise<Report>;
+  /** Stops the tick and waits for the pass in flight; what the loop holds (watches, connections) is released. */
+  stop(): Promise<void>;
+}
+
+/** The mesh loop's pass: the reconcile report, or null when this process does not lead the store or was stopped meanwhile. */
+export type MeshPass = PassReport | null;
+/** The Kubernetes loop's pass: the judgements recorded while it ran (the keeper keeps its last 1000). */
+export type KubernetesPass = readonly Judged[];
+
+export interface ServeLoopsOptions {
+  readonly controller: MeshController;
+  readonly agents: AgentsEnv;
+  readonly tickMs: number;
+  /** The leadership seam: false → the loops decide but perform and chain nothing. */
+  readonly shouldAct: () => boolean;
+  readonly log: (message: string, fields?: Record<string, unknown>) => void;
+  readonly onError: (target: ServeLoop<unknown>["target"], error: unknown) => void;
+}
+
+export interface ServeLoops {
+  readonly mesh: ServeLoop<MeshPass>;
+  readonly kubernetes: ServeLoop<KubernetesPass>;
+  /** Stops the mesh loop, then the Kubernetes loop, each after its pass in flight. */
+  stop(): Promise<void>;
+}
+
+export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
+  const watch = startTargetWatch(o.controller, o.tickMs, (error) => o.onError("mesh", error), { shouldAct: o.shouldAct });
+  const mesh: ServeLoop<MeshPass> = {
+    target: "mesh",
+    pass: () => watch.pass(),
+    stop: () => watch.stop(),
+  };
+  const keeping = startKubernetesKeeper(keeperPorts(o.agents, { shouldAct: o.shouldAct, log: o.log }), o.tickMs, (error) => o.onError("kubernetes", error));
+  const kubernetes: ServeLoop<KubernetesPass> = {
+    target: "kubernetes",
+    pass: () => judgedDuring(keeping.keeper),
+    stop: () => keeping.stop(),
+  };
+  return {
+    mesh,
+    kubernetes,
+    stop: async () => {
+      await mesh.stop();
+      await kubernetes.stop();
+    },
+  };
+}
+
+async function judgedDuring(keeper: KubernetesKeeper): Promise<KubernetesPass> {
+  const mark = keeper.judged.at(-1);
+  await keeper.pass();
+  return keeper.judged.slice(mark === undefined ? 0 : keeper.judged.lastIndexOf(mark) + 1);
+}
