@@ -2,7 +2,7 @@
  * `berth migrate --from sqlite:PATH --to postgres://… --reason TEXT` (issue 20, docs/ha.md "Moving an existing
  * controller"): moves a controller store from its SQLite file into an empty PostgreSQL database in one transaction,
  * keeping its store id, its leader epoch and its audit chain unbroken (the move itself is the chain's next event,
- * `controller.migrate`, with who and why). Wiring only: the copy is src/store/migrate.ts, its rules
+ * `controller.migrate`, with who and why). Wiring only: the copy is src/ops/migrate.ts, its rules
  * src/core/store/migrate-plan.ts.
  */
 import { existsSync, statSync } from "node:fs";
@@ -86,7 +86,7 @@ export function registerMigrateCommands(program: Command): void {
       const [{ loadKeyFile }, { PostgresEngine }, { migrateSqliteToEngine }, { operatorIdentity }] = await Promise.all([
         import("../keys/key-file.js"),
         import("../store/postgres-engine.js"),
-        import("../store/migrate.js"),
+        import("../ops/migrate.js"),
         import("./controller.js"),
       ]);
       const key = loadKeyFile(o.keyFile);

@@ -30,10 +30,10 @@ import type { SigningKey } from "../core/crypto/ed25519.js";
 import { needsPidProbe, type OwnerLease } from "../core/mesh/owner-liveness.js";
 import { judgeCopied, judgeSource, judgeTarget, planCopy, type SourceLeader, type SourceOwner, type TableCopy, type TableShape } from "../core/store/migrate-plan.js";
 import { ensureControllerSchema } from "../mesh/controller/store-schema.js";
-import type { SqlValue, StoreEngine, Tx } from "./engine.js";
-import { ensureAuthorityTables } from "./leader-authority.js";
-import { bootId, processStartTime } from "./lease.js";
-import { type Db, openDatabase } from "./sqlite.js";
+import type { SqlValue, StoreEngine, Tx } from "../store/engine.js";
+import { ensureAuthorityTables } from "../store/leader-authority.js";
+import { bootId, processStartTime } from "../store/lease.js";
+import { type Db, openDatabase } from "../store/sqlite.js";
 
 export interface MigrateRequest {
   /** The SQLite controller store (a home's controller.db). */

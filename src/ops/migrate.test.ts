@@ -14,7 +14,7 @@ import { generateSigningKey } from "../keys/key-file.js";
 import { MeshController } from "../mesh/controller/index.js";
 import { MemoryConnector } from "../mesh/transport/memory.js";
 import { migrateSqliteToEngine } from "./migrate.js";
-import { PostgresEngine } from "./postgres-engine.js";
+import { PostgresEngine } from "../store/postgres-engine.js";
 
 let server: TestPostgres | null = null;
 const dirs: string[] = [];
