@@ -10,7 +10,7 @@
  * host, with its key file, never by whoever holds an API token).
  */
 import { z } from "zod";
-import type { RouteSpec } from "./contract.js";
+import type { RouteSpec } from "./route-spec.js";
 
 const Hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
 const Json = z.record(z.string(), z.unknown());

@@ -8,6 +8,9 @@
 import { z } from "zod";
 import { PlaceOrderSchema } from "../mesh/controller/order.js";
 import { OPERATOR_ROUTES } from "./contract-operator.js";
+import type { RouteSpec } from "./route-spec.js";
+
+export type { RouteSpec };
 
 // ---- shared pieces --------------------------------------------------------------------------------------------------
 
@@ -283,34 +286,6 @@ export const Inputs = {
 } as const;
 
 // ---- the route table ----------------------------------------------------------------------------------------------------
-
-export interface RouteSpec {
-  readonly id: string;
-  readonly method: "GET" | "POST" | "PUT";
-  /** OpenAPI form, with `{param}`. */
-  readonly path: string;
-  readonly summary: string;
-  readonly tag: string;
-  /** Public routes need no bearer token. */
-  readonly public?: boolean;
-  /** Mutating routes are chained as an `api.call` request/outcome pair. */
-  readonly mutating?: boolean;
-  /**
-   * Issue 19: the `api.call` request rides the handler's first write transaction on the controller store instead of
-   * committing alone before it (src/store/riding-engine.ts). Only for a handler whose every effect is such a write (a
-   * request to a node is one: its stamp commits first), or that calls `commitRequest()` before any other.
-   */
-  readonly recordRides?: boolean;
-  readonly params?: z.ZodObject;
-  readonly query?: z.ZodObject;
-  readonly body?: z.ZodType;
-  readonly status: 200 | 201;
-  readonly response: z.ZodType;
-  /** Content type when not JSON. */
-  readonly produces?: "text/event-stream" | "application/x-ndjson";
-  /** Error statuses this route can answer besides 400/401. */
-  readonly errors?: readonly number[];
-}
 
 const list = <T extends z.ZodType>(key: string, item: T) => z.strictObject({ [key]: z.array(item) });
 

@@ -4,7 +4,8 @@
  * docs/api/openapi.json, and a test fails when the committed file and this function drift.
  */
 import { z } from "zod";
-import { ErrorSchema, ROUTES, type RouteSpec } from "./contract.js";
+import { ErrorSchema, ROUTES } from "./contract.js";
+import type { RouteSpec } from "./route-spec.js";
 
 export const API_BASE = "/api/v1";
 export const OPENAPI_FILE = "docs/api/openapi.json";
