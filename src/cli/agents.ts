@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Argument, type Command, Option } from "commander";
 import type { AgentState } from "../agents/index.js";
-import { type DeployDocument, openBackend, type SpecInput } from "./backend.js";
+import { type DeployDocument, openBackend, type SpecInput } from "./backends/index.js";
 import { CliError, invalidInput } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, kubeContextFlag, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";

@@ -10,7 +10,7 @@
  * Only commander here: registration must stay light (issue 19).
  */
 import { type Command, Option } from "commander";
-import type { BackendFlags } from "./backend.js";
+import type { BackendFlags } from "./backends/types.js";
 import { CliError, invalidInput } from "./errors.js";
 import { berthHome, defaultPaths } from "./paths.js";
 

@@ -8,7 +8,7 @@ import { Argument, type Command, Option } from "commander";
 import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
 import type { MovedRecord } from "../mesh/controller/move-records.js";
-import { type InstanceRow, openBackend, type TargetRow, type Tier } from "./backend.js";
+import { type InstanceRow, openBackend, type TargetRow, type Tier } from "./backends/index.js";
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";

@@ -4,7 +4,7 @@
  * on this machine's files; the verbs are src/mesh/controller/node-admin.ts either way. Wiring only.
  */
 import type { Command } from "commander";
-import type { NodeAdminVerb } from "./backend.js";
+import type { NodeAdminVerb } from "./backends/types.js";
 import { describeZodIssues, invalidInput } from "./errors.js";
 import { type ControllerVerbFlags, controllerFlags } from "./flags.js";
 import { answer } from "./output.js";
@@ -65,7 +65,7 @@ export function registerNodeAdmin(node: Command): void {
   for (const { verb, what } of VERBS) {
     controllerFlags(node.command(`${verb} <node>`).description(what).requiredOption("--reason <text>", "why (chained with who asked)")).action(
       async (ref: string, opts: Flags, cmd: Command) => {
-        const [Reason, { openBackend }, { backendFlags }] = await Promise.all([reasonSchema(), import("./backend.js"), import("./flags.js")]);
+        const [Reason, { openBackend }, { backendFlags }] = await Promise.all([reasonSchema(), import("./backends/index.js"), import("./flags.js")]);
         const reason = Reason.safeParse(opts.reason);
         if (!reason.success) throw invalidInput(describeZodIssues("--reason", reason.error.issues));
         const doc = await (await openBackend(backendFlags(opts, cmd))).nodeAdmin(verb, ref, reason.data);

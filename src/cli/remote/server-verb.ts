@@ -5,7 +5,7 @@
  * files only when it answers null.
  */
 import { CliError } from "../errors.js";
-import { apiRequest, failed } from "./api-backend.js";
+import { apiRequest, failed } from "../backends/remote.js";
 import type { ApiAnswer, ServerTarget } from "./http.js";
 import { resolveController, type TargetFlags } from "./target.js";
 

@@ -13,7 +13,7 @@ import { type Column, FilteredTable } from "../table";
 import type { NodeInfo } from "../types";
 import { loadInstances, InstanceName } from "./instances";
 
-/** The resource facts the server summarises (src/server/routes/mesh.ts factsSummary), read defensively. */
+/** The resource facts the server summarises (src/mesh/controller/views.ts factsSummary), read defensively. */
 export function resourcesOf(n: NodeInfo) {
   const f = n.facts ?? {};
   const num = (k: string) => (typeof f[k] === "number" ? (f[k] as number) : null);

@@ -10,9 +10,9 @@ import type { AgentState, LogsAnswer } from "../../agents/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
-import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "../backend.js";
+import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "./types.js";
 import { CliError, invalidInput, placeRefused, unknownAgent } from "../errors.js";
-import { type ApiAnswer, apiRequest as sendOnce, type ServerTarget } from "./http.js";
+import { type ApiAnswer, apiRequest as sendOnce, type ServerTarget } from "../remote/http.js";
 
 /**
  * Issue 20: several `berth serve` may share one store and only the leader writes; a follower answers a write 503

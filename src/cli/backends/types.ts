@@ -3,13 +3,14 @@
  * `agent`) ask of a controller, whichever way it is reached: the home's files on this machine (local-backend.ts) or a
  * `berth serve` over its API (remote/api-backend.ts). Both answer with the same documents and fail with the same
  * CliError kinds and exit statuses, so a verb prints the same whichever it got (test/cli/remote.test.ts runs them
- * side by side). Only types here: neither implementation is loaded until a verb runs.
+ * side by side). Only types here, which both implementations import and neither owns; `openBackend` (index.ts)
+ * loads one of them only when a verb runs.
  */
-import type { AgentState, LogsAnswer } from "../agents/index.js";
-import type { JsonObject } from "../core/crypto/canonical.js";
-import type { MovedRecord } from "../mesh/controller/move-records.js";
-import type { PlacementRecord, PlaceOrderInput, PlaceReport, SettleReport, TargetInfo, UnsettledDecision, Verb, VerbResult } from "../mesh/controller/index.js";
-import type { ControllerTarget, TargetFlags } from "./remote/target.js";
+import type { AgentState, LogsAnswer } from "../../agents/index.js";
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import type { MovedRecord } from "../../mesh/controller/move-records.js";
+import type { PlacementRecord, PlaceOrderInput, PlaceReport, SettleReport, TargetInfo, UnsettledDecision, Verb, VerbResult } from "../../mesh/controller/index.js";
+import type { TargetFlags } from "../remote/target.js";
 
 export type Tier = "discovered" | "paired" | "pinned";
 
@@ -80,12 +81,4 @@ export interface BackendFlags extends TargetFlags {
   /** kubeconfig context for Kubernetes agents (local only; a server uses its own kubeconfig). */
   readonly kubeContext?: string;
   readonly json?: boolean;
-}
-
-/** The controller this invocation talks to (remote/target.ts says how it is chosen), loaded only now. */
-export async function openBackend(flags: BackendFlags): Promise<ControllerBackend> {
-  const { resolveController } = await import("./remote/target.js");
-  const target: ControllerTarget = await resolveController(flags);
-  if (target.kind === "local") return (await import("./local-backend.js")).localBackend({ ...flags, dataDir: target.home });
-  return (await import("./remote/api-backend.js")).apiBackend(target.server, { sameHost: target.sameHost });
 }

@@ -3,21 +3,21 @@
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
 import { resolve } from "node:path";
-import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../agents/index.js";
-import { deployEventPayload } from "../core/agents/deploy-event.js";
-import { realClock } from "../kit/clock.js";
-import { boundedStderrLogger } from "../kit/log.js";
-import { NodeClient } from "../mesh/client/node-client.js";
-import { PlaceError } from "../mesh/controller/index.js";
-import { instancesWithState, targetsWithFacts } from "../server/routes/mesh.js";
-import { berthVersion } from "../version.js";
-import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./backend.js";
-import { connect } from "./cluster-connect.js";
-import { ensureControllerKey, operatorIdentity, withController } from "./controller.js";
-import { openCliK8sAudit } from "./k8s-audit.js";
-import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "./errors.js";
-import { berthHome, defaultPaths } from "./paths.js";
-import { startProgress, withSpinner } from "./progress.js";
+import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { deployEventPayload } from "../../core/agents/deploy-event.js";
+import { realClock } from "../../kit/clock.js";
+import { boundedStderrLogger } from "../../kit/log.js";
+import { NodeClient } from "../../mesh/client/node-client.js";
+import { PlaceError } from "../../mesh/controller/index.js";
+import { instancesWithState, targetsWithFacts } from "../../mesh/controller/views.js";
+import { berthVersion } from "../../version.js";
+import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./types.js";
+import { connect } from "../cluster-connect.js";
+import { ensureControllerKey, operatorIdentity, withController } from "../controller.js";
+import { openCliK8sAudit } from "../k8s-audit.js";
+import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "../errors.js";
+import { berthHome, defaultPaths } from "../paths.js";
+import { startProgress, withSpinner } from "../progress.js";
 import { localNodeAdmin } from "./node-admin-local.js";
 
 const CLI_ERRORS: FailureMap<CliError> = {

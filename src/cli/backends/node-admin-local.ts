@@ -1,11 +1,11 @@
 /** `berth node cordon|uncordon|forget|drain` on this machine's files (issue 16): the same calls the API route makes. */
-import type { JsonObject } from "../core/crypto/canonical.js";
-import type { MeshController } from "../mesh/controller/index.js";
-import { cordonNode, drainNode, forgetNode } from "../mesh/controller/node-admin.js";
-import type { NodeAdminVerb } from "./backend.js";
-import { operatorIdentity } from "./controller.js";
-import { CliError } from "./errors.js";
-import { withSpinner } from "./progress.js";
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import type { MeshController } from "../../mesh/controller/index.js";
+import { cordonNode, drainNode, forgetNode } from "../../mesh/controller/node-admin.js";
+import type { NodeAdminVerb } from "./types.js";
+import { operatorIdentity } from "../controller.js";
+import { CliError } from "../errors.js";
+import { withSpinner } from "../progress.js";
 
 const sleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms));
 

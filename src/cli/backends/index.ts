@@ -1,0 +1,17 @@
+/**
+ * The controller backends of the CLI's verbs: the home's files on this machine (local.ts, with node-admin-local.ts) or a
+ * `berth serve` over its API (remote.ts), both answering the documents of types.ts. Neither is loaded until a verb
+ * runs.
+ */
+import type { ControllerTarget } from "../remote/target.js";
+import type { BackendFlags, ControllerBackend } from "./types.js";
+
+export type * from "./types.js";
+
+/** The controller this invocation talks to (remote/target.ts says how it is chosen), loaded only now. */
+export async function openBackend(flags: BackendFlags): Promise<ControllerBackend> {
+  const { resolveController } = await import("../remote/target.js");
+  const target: ControllerTarget = await resolveController(flags);
+  if (target.kind === "local") return (await import("./local.js")).localBackend({ ...flags, dataDir: target.home });
+  return (await import("./remote.js")).apiBackend(target.server, { sameHost: target.sameHost });
+}

@@ -1,0 +1,86 @@
+/**
+ * The controller's views for the lists (`GET /nodes`, `GET /instances`, `berth nodes list`, `berth instances`): targets
+ * with a summary of their facts and the operator's marks, placements with what their node says of them now. Read
+ * only; the API's routes (server/routes/mesh.ts) and the CLI's local backend show the same rows from here.
+ */
+import type { JsonObject } from "../../core/crypto/canonical.js";
+import type { NodeId } from "../../core/crypto/ed25519.js";
+import type { NodeView } from "../../core/placement/index.js";
+import { type InstanceStatusRowAnswer, isInstanceRow, statusRows } from "../../core/protocol/results.js";
+import type { NodeClient } from "../client/node-client.js";
+import type { MeshController } from "./controller.js";
+import type { TargetInfo } from "./targets.js";
+
+function factsSummary(view: NodeView | undefined): JsonObject | null {
+  const f = view?.facts;
+  if (!f) return null;
+  return {
+    name: f.name,
+    os: f.os,
+    arch: f.arch,
+    board: f.board,
+    cpu_count: f.cpu.count,
+    load1_milli: f.cpu.load1_milli,
+    memory_total_bytes: f.memory.total_bytes,
+    memory_available_bytes: f.memory.available_bytes,
+    accelerators: f.accelerators.map((a) => a.id),
+    labels: { ...f.labels },
+    issued_at_ms: f.issued_at_ms,
+  };
+}
+
+/** Targets with a summary of their facts; `berth nodes list` prints the same rows on its own files (src/cli). */
+/**
+ * The targets as the lists show them: each with its facts summary and (issue 16) the operator's marks on it, so a
+ * cordoned or forgotten node says so wherever nodes are listed (`berth nodes list`, the dashboard).
+ */
+export async function targetsWithFacts(controller: MeshController, targets: readonly TargetInfo[]) {
+  const views = new Map((await controller.nodeViews()).map((v) => [v.node_id as string, v]));
+  const marks = new Map((await controller.moves.admins()).map((a) => [a.node_id, a]));
+  return targets.map((t) => {
+    const m = t.node_id === null ? undefined : marks.get(t.node_id);
+    return {
+      ...t,
+      facts: factsSummary(t.node_id === null ? undefined : views.get(t.node_id)),
+      cordoned: m?.cordoned ?? false,
+      cordon_reason: m?.cordoned ? m.cordon_reason : null,
+      forgotten_ms: m?.forgotten_ms ?? null,
+      forget_reason: m?.forget_reason ?? null,
+    };
+  });
+}
+
+/** One signed status per node (not per instance), so a list of hundreds of instances costs one call per node. */
+async function nodeStates(controller: MeshController, client: NodeClient, nodeIds: ReadonlySet<string>): Promise<Map<string, Map<string, InstanceStatusRowAnswer>>> {
+  const targets = await controller.targets();
+  const out = new Map<string, Map<string, InstanceStatusRowAnswer>>();
+  await Promise.all(
+    targets
+      .filter((t) => t.node_id !== null && nodeIds.has(t.node_id) && t.boot_id !== null && t.key !== null)
+      .map(async (t) => {
+        const r = await client.call(
+          { addr: t.addr, nodeId: t.node_id as NodeId, key: t.key as string, bootId: t.boot_id as string },
+          "status",
+          { instance_id: null, include_departed: false },
+          { timeoutMs: 5_000 },
+        );
+        const answered = r.kind === "ok" ? statusRows(r.result) : null;
+        if (answered === null) return;
+        const rows = new Map<string, InstanceStatusRowAnswer>();
+        for (const row of answered.filter(isInstanceRow)) rows.set(row.instance_id, row);
+        out.set(t.node_id as string, rows);
+      }),
+  );
+  return out;
+}
+
+/** Every placement with its node's state (absent: the node does not list it; unknown: the node did not answer). */
+export async function instancesWithState(controller: MeshController, client: NodeClient) {
+  const placements = await controller.placements();
+  const states = await nodeStates(controller, client, new Set(placements.map((p) => p.node_id)));
+  return placements.map((p) => {
+    const row = states.get(p.node_id)?.get(p.instance_id) ?? null;
+    const state = states.has(p.node_id) ? (row ? row.state : "absent") : "unknown";
+    return { ...p, state, status: row as JsonObject | null };
+  });
+}
