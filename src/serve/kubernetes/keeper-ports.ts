@@ -7,7 +7,7 @@
 import { kubernetesDeployRequest } from "../../core/agents/kubernetes-request.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { prepareDeploy } from "../../kubernetes/prepare.js";
-import { LOOP_ACTOR } from "../mesh/reconcile-ports.js";
+import { LOOP_ACTOR } from "../actor.js";
 import { startTick } from "../../kit/tick.js";
 import { deployAgent } from "../../agents/deploy.js";
 import type { AgentsEnv } from "../../agents/env.js";

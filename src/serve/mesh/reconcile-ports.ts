@@ -27,13 +27,12 @@ import type { PlacementRecord } from "../../mesh/controller/store.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import { moveAgent, placeMovedAgain, teardownOrphan } from "../../mesh/controller/mover.js";
 import type { ReconcileAccess } from "../../mesh/controller/reconcile-access.js";
+import { LOOP_ACTOR } from "../actor.js";
 
 /** How long a drain's own move is left to it before the loop places it again (a drain that died mid-move). */
 const DRAIN_OWNS_MS = 120_000;
 
 const MOVES: ReadonlySet<string> = new Set(["reschedule", "replace", "place_again"]);
-
-export const LOOP_ACTOR: JsonObject = { actor: "reconcile-loop", via: "berth serve", pid: process.pid };
 
 export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boolean): ReconcilePorts {
   return {
