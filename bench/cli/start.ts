@@ -5,7 +5,7 @@
  * through a `berth serve` running on the home (the CLI finds it by serve.json), in placements per second. Figures are
  * printed, never asserted.
  *
- * Every command runs what the package's `bin` runs: dist/src/cli/berth.cjs, the installed `berth`, which runs the
+ * Every command runs what the package's `bin` runs: dist/src/cli/entry/berth.cjs, the installed `berth`, which runs the
  * package build's bundle of the CLI (scripts/bundle-cli, built by scripts/bench and scripts/prepack) when it is fresh,
  * else main.js; the header says which it was. Before the bundle (93b196e and earlier) this timed main.js.
  *
@@ -15,7 +15,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { freshCliBundle } from "../../src/cli/cli-bundle.cjs";
+import { freshCliBundle } from "../../src/cli/entry/cli-bundle.cjs";
 import { cleanup, NodeProcess, requireBuild } from "../../test/mesh/harness.js";
 import { probePackage, TEST_PERMIT, writeJson } from "../../test/mesh-controller/support/package.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
@@ -24,7 +24,7 @@ import { numberFlag } from "../support.js";
 const RUNS = numberFlag("--runs", 15);
 const PLACE = numberFlag("--place", 6);
 /** The installed `berth` (package.json `bin`). */
-const BERTH = resolve("dist/src/cli/berth.cjs");
+const BERTH = resolve("dist/src/cli/entry/berth.cjs");
 const running = freshCliBundle() ? "the CLI bundle, dist/src/cli-bundle/" : "main.js: no fresh CLI bundle (run scripts/bundle-cli/build.mjs)";
 
 function timeOnce(args: readonly string[], env: NodeJS.ProcessEnv): number {
@@ -59,7 +59,7 @@ async function startUp(): Promise<void> {
       });
     }
     const floor = median(times[0] as number[]);
-    console.log(`\nCLI start-up of dist/src/cli/berth.cjs (running ${running}), ${RUNS} runs each, interleaved (load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}):`);
+    console.log(`\nCLI start-up of dist/src/cli/entry/berth.cjs (running ${running}), ${RUNS} runs each, interleaved (load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}):`);
     cases.forEach((c, k) => {
       const t = times[k] as number[];
       console.log(`  ${c.label.padEnd(44)} ${fmt(t).padEnd(40)} ${(median(t) / floor).toFixed(2)}× the floor${c.label === "berth --version" ? "  (target ≤ 1.5×)" : ""}`);

@@ -18,7 +18,7 @@ import { parseAddr } from "../../src/mesh/transport/tcp.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { numberFlag } from "../support.js";
 
-const MAIN = resolve("dist/src/cli/main.js");
+const MAIN = resolve("dist/src/cli/entry/main.js");
 const CALLS = numberFlag("--calls", 300);
 
 function statusKiB(pid: number, field: "VmRSS" | "VmHWM"): number {

@@ -25,9 +25,9 @@ import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { openDatabase, withWriteTx } from "../../src/store/sqlite.js";
 import { ratio } from "../support.js";
 
-const MAIN = resolve("dist/src/cli/main.js");
+const MAIN = resolve("dist/src/cli/entry/main.js");
 // The daemons are started as people start them: the installed `berth` (berth.cjs, no ES module loader, issue 19).
-const BERTH = resolve("dist/src/cli/berth.cjs");
+const BERTH = resolve("dist/src/cli/entry/berth.cjs");
 const TRANSPORT = resolve("dist/src/mesh/transport/tcp.js");
 const TLS = resolve("dist/src/mesh/transport/tls.js");
 const KEYS = resolve("dist/src/keys/key-file.js");

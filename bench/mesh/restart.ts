@@ -19,7 +19,7 @@ import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { numberFlag } from "../support.js";
 
-const MAIN = resolve("dist/src/cli/main.js");
+const MAIN = resolve("dist/src/cli/entry/main.js");
 const dir = mkdtempSync(join(tmpdir(), "berth-bench-restart-"));
 const controller = generateSigningKey();
 const signer = generateSigningKey();

@@ -21,7 +21,7 @@ import type { Connector } from "../../src/mesh/transport/frames.js";
 import { ratio } from "../support.js";
 
 type Transport = "tls" | "plaintext";
-const MAIN = resolve("dist/src/cli/main.js");
+const MAIN = resolve("dist/src/cli/entry/main.js");
 const dir = mkdtempSync(join(tmpdir(), "berth-bench-tls-"));
 const controller = generateSigningKey();
 const signer = generateSigningKey();

@@ -17,7 +17,7 @@ import { openDatabase } from "../../src/store/sqlite.js";
 import { startPostgres, type TestPostgres } from "../../test/support/postgres.js";
 import { numberFlag } from "../support.js";
 
-const MAIN = resolve("dist/src/cli/main.js");
+const MAIN = resolve("dist/src/cli/entry/main.js");
 const TRIALS = numberFlag("--trials", 3);
 
 type Engine = "sqlite" | "postgres";

@@ -11,7 +11,7 @@ import { archOfNode } from "../../src/core/packages/manifest.js";
 import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
 
 /** The built CLI; the benchmarks run from dist/ after `npm run build:test`. */
-export const MAIN = resolve("dist/src/cli/main.js");
+export const MAIN = resolve("dist/src/cli/entry/main.js");
 
 /** Lets the benchmark's agent (kind agent, network lan) run on a node or pass a controller's policy. */
 export const BENCH_PERMITS = [{ id: "bench", actions: ["workload.*"], kinds: ["agent"], max_network: "egress" }];

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Builds dist/src/cli-bundle/: every `berth` verb but `node serve` (src/cli/berth-cli.ts and everything it imports) as
-// a few CommonJS files instead of ~50 ES modules per invocation, which the installed `berth` (dist/src/cli/berth.cjs)
+// Builds dist/src/cli-bundle/: every `berth` verb but `node serve` (src/cli/entry/berth-cli.ts and everything it imports) as
+// a few CommonJS files instead of ~50 ES modules per invocation, which the installed `berth` (dist/src/cli/entry/berth.cjs)
 // runs when it is fresh (fresh-bundle.cts). Issue 19: `berth place` through a server spent ~30 ms of its ~110 ms of
 // CPU in Node's ES module loader (resolving, reading, linking and compiling each file) before asking the server
 // anything.
@@ -47,7 +47,7 @@ const sources = {
 
 const esm = await build({
   absWorkingDir: root,
-  entryPoints: { berth: join(root, "src", "cli", "berth-cli.ts") },
+  entryPoints: { berth: join(root, "src", "cli", "entry", "berth-cli.ts") },
   outdir,
   write: false,
   bundle: true,

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Builds dist/src/node-daemon.bundle.cjs: `berth node serve` (src/cli/node-serve-main.ts) and everything it imports as
-// one file, which `berth` (dist/src/cli/berth.cjs) and dist/src/cli/main.js start for `berth node serve` (issue 19: the
+// Builds dist/src/node-daemon.bundle.cjs: `berth node serve` (src/cli/entry/node-serve-main.ts) and everything it imports as
+// one file, which `berth` (dist/src/cli/entry/berth.cjs) and dist/src/cli/entry/main.js start for `berth node serve` (issue 19: the
 // daemon's resident memory; the figures are in src/mesh/node/README.md). CommonJS, so that a daemon started by the
 // CommonJS `berth` never starts Node's ES module loader (1.4 MiB resident for its life, README). One module instead of
 // ~640 (each kept by V8 with its source), and zod cut
@@ -30,7 +30,7 @@ const zodNamespace = {
 
 await build({
   absWorkingDir: root,
-  entryPoints: [join(root, "src", "cli", "node-serve-main.ts")],
+  entryPoints: [join(root, "src", "cli", "entry", "node-serve-main.ts")],
   outfile,
   bundle: true,
   platform: "node",

@@ -23,7 +23,7 @@ const sqliteShim = {
 
 await build({
   absWorkingDir: root,
-  entryPoints: [join(root, "src", "cli", "buzz-backend.ts")],
+  entryPoints: [join(root, "src", "cli", "entry", "buzz-backend.ts")],
   outfile,
   bundle: true,
   platform: "node",

@@ -14,7 +14,7 @@ export function registerDownCommands(program: Command): void {
       const log = (line: string) => {
         if (!opts.json) process.stdout.write(`${line}\n`);
       };
-      const berthMain = fileURLToPath(new URL("./main.js", import.meta.url));
+      const berthMain = fileURLToPath(new URL("./entry/main.js", import.meta.url));
       const { down } = await import("../up/down.js");
       const outcome = await down({ home: opts.dataDir, berthMain, log });
       if (outcome.kind === "nothing_up") {

@@ -83,7 +83,7 @@ export function registerUpCommands(program: Command): void {
         if (!outputGone) out.write(`${line}\n`);
       };
       // The installed `berth` (berth.cjs): its `node serve` runs without Node's ES module loader (issue 19: memory).
-      const berthMain = fileURLToPath(new URL("./berth.cjs", import.meta.url));
+      const berthMain = fileURLToPath(new URL("./entry/berth.cjs", import.meta.url));
       const [{ AlreadyUp, up }, { describeKubernetesTarget, probeKubernetesTarget }] = await Promise.all([import("../up/local-mesh.js"), import("../up/kubernetes-target.js")]);
       let started: Awaited<ReturnType<typeof up>>;
       try {

@@ -33,7 +33,7 @@ const SAMPLE_PERMIT = { id: "berth-up-samples", actions: ["workload.*"], kinds: 
 export interface UpOptions {
   readonly home: string;
   readonly samplesDir: string;
-  /** The berth entry point (dist/src/cli/berth.cjs, or main.js) to run verbs and node daemons with. */
+  /** The berth entry point (dist/src/cli/entry/berth.cjs, or main.js) to run verbs and node daemons with. */
   readonly berthMain: string;
   readonly log: (line: string) => void;
   /** `berth up --detach`: nothing stays in the foreground; `berth down` stops it all. */

@@ -22,7 +22,7 @@ import { killAll, runNode, spawnNode } from "../support/process.js";
 const IMAGE = `ghcr.io/block/buzz-sprig@sha256:${"17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76"}`;
 const POD = "buzz-agent-7e7e9c42a91b";
 const NS = "berth-agents-pg";
-const MAIN = builtPath("src/cli/main.js");
+const MAIN = builtPath("src/cli/entry/main.js");
 
 let cp: ControlPlane;
 let db: TestPostgres;

@@ -46,7 +46,7 @@ afterAll(async () => {
 });
 
 async function berth(...args: string[]) {
-  const r = await runNode([builtPath("src/cli/main.js"), ...args], {
+  const r = await runNode([builtPath("src/cli/entry/main.js"), ...args], {
     cwd: tmpdir(),
     env: { KUBECONFIG: cp.kubeconfigPath, BERTH_HOME: home, HOME: home, BERTH_K8S_DEADLINE_SECONDS: "30", SCOUT_NSEC: NSEC },
   });

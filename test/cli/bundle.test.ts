@@ -1,5 +1,5 @@
 /**
- * What the installed `berth` (dist/src/cli/berth.cjs) runs (issue 19): the package build's bundle of the CLI
+ * What the installed `berth` (dist/src/cli/entry/berth.cjs) runs (issue 19): the package build's bundle of the CLI
  * (scripts/bundle-cli) for every verb but `node serve`, and the daemon's (scripts/bundle-node) for `node serve`, when
  * fresh (fresh-bundle.cts), else main.js. In a checkout a bundle older than main.js (a `tsc` after the package build)
  * never runs; in an installed package, whose files npm writes in the tarball's order (both bundles before main.js),
@@ -18,12 +18,12 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /** A package at `root` with stubs for main.js and both bundles, main.js written at second 1_000_000. */
 function layout(root: string) {
-  const cli = join(root, "dist", "src", "cli");
+  const cli = join(root, "dist", "src", "cli", "entry");
   const cliBundle = join(root, "dist", "src", "cli-bundle", "berth.cjs");
   const daemonBundle = join(root, "dist", "src", "node-daemon.bundle.cjs");
   mkdirSync(cli, { recursive: true });
   writeFileSync(join(root, "package.json"), '{ "type": "module" }\n');
-  for (const file of ["berth.cjs", "cli-bundle.cjs", "daemon-bundle.cjs", "fresh-bundle.cjs"]) copyFileSync(builtPath(`src/cli/${file}`), join(cli, file));
+  for (const file of ["berth.cjs", "cli-bundle.cjs", "daemon-bundle.cjs", "fresh-bundle.cjs"]) copyFileSync(builtPath(`src/cli/entry/${file}`), join(cli, file));
   writeFileSync(join(cli, "main.js"), 'process.stdout.write("main.js " + JSON.stringify(process.argv.slice(2)));\n');
   utimesSync(join(cli, "main.js"), 1_000_000, 1_000_000);
   return {

@@ -14,7 +14,7 @@ import { builtPath } from "../support/built.js";
 import { startPostgres, type TestPostgres } from "../support/postgres.js";
 import { runNode } from "../support/process.js";
 
-const MAIN = builtPath("src/cli/main.js");
+const MAIN = builtPath("src/cli/entry/main.js");
 let server: TestPostgres | null = null;
 afterAll(async () => {
   await server?.stop();

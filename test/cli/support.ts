@@ -11,7 +11,7 @@ import { runNode } from "../support/process.js";
  * The installed `berth` (package.json `bin`): after the package build (scripts/test → scripts/prepack) it runs the CLI
  * bundle (scripts/bundle-cli), so these tests judge what people run; after a bare `tsc`, main.js (test/cli/bundle.test.ts).
  */
-const berthBin = () => builtPath("src/cli/berth.cjs");
+const berthBin = () => builtPath("src/cli/entry/berth.cjs");
 
 /** The escape character that starts every ANSI colour and cursor sequence. */
 export const ESC = "\u001b[";

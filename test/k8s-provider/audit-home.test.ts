@@ -34,7 +34,7 @@ const valid = {
 };
 
 function provider(stdin: unknown, env: Record<string, string>) {
-  return runNode([builtPath("src/cli/main.js"), "provider", "kubernetes"], {
+  return runNode([builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], {
     input: JSON.stringify(stdin),
     cwd: dir,
     env: { KUBECONFIG: join(dir, "no-kubeconfig"), XDG_STATE_HOME: "", ...env },

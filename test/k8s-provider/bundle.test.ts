@@ -33,7 +33,7 @@ const MINIMAL = { PATH: "/usr/bin:/bin" };
 beforeAll(async () => {
   const built = await runNode([join(repoRoot, "scripts", "bundle-provider", "build.mjs")], { cwd: repoRoot });
   expect(built.code, built.stderr).toBe(0);
-  const installed = await runNode([builtPath("src/cli/main.js"), "provider", "install", "--dir", work, "--json"], { cwd: tmpdir() });
+  const installed = await runNode([builtPath("src/cli/entry/main.js"), "provider", "install", "--dir", work, "--json"], { cwd: tmpdir() });
   expect(installed.code, installed.stderr).toBe(0);
   copyFileSync(join(work, "buzz-backend-berth"), copied);
 }, 120_000);
@@ -74,7 +74,7 @@ describe("buzz-backend-berth copied alone", () => {
 
 describe("Buzz's provider-wire fixtures through berth provider kubernetes and the copied bundle", () => {
   const via = {
-    "berth provider kubernetes": (input: string | Buffer, env: Record<string, string>) => run([process.execPath, builtPath("src/cli/main.js"), "provider", "kubernetes"], input, env),
+    "berth provider kubernetes": (input: string | Buffer, env: Record<string, string>) => run([process.execPath, builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], input, env),
     "a copied buzz-backend-berth": (input: string | Buffer, env: Record<string, string>) => run([copied], input, env),
   };
   const cases = Object.entries(via).flatMap(([how, exec]) => BUZZ_WIRE_FIXTURES.map((f) => [`${f.name} via ${how}`, f, exec] as const));
@@ -145,7 +145,7 @@ describe("Buzz's provider-wire fixtures through berth provider kubernetes and th
     const env = { ...MINIMAL, HOME: work, KUBECONFIG: "/nonexistent/kubeconfig-for-fixture-tests" };
     const forged = { ...request, agent: { ...request.agent, auth_tag: "synthetic-secret-not-an-attestation" } };
     const entries = [
-      (args: string[], input: string) => run([process.execPath, builtPath("src/cli/main.js"), "provider", "kubernetes", ...args], input, env),
+      (args: string[], input: string) => run([process.execPath, builtPath("src/cli/entry/main.js"), "provider", "kubernetes", ...args], input, env),
       (args: string[], input: string) => run([copied, ...args], input, env),
     ];
     for (const exec of entries) {

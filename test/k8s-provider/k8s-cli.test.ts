@@ -9,7 +9,7 @@ import { IMAGE, NSEC } from "./cases.js";
 
 const home = mkdtempSync(join(tmpdir(), "berth-k8s-cli-"));
 const env = { BERTH_HOME: join(home, "state"), HOME: home, KUBECONFIG: join(home, "no-kubeconfig") };
-const berth = (args: string[]) => runNode([builtPath("src/cli/main.js"), ...args], { env, cwd: tmpdir() });
+const berth = (args: string[]) => runNode([builtPath("src/cli/entry/main.js"), ...args], { env, cwd: tmpdir() });
 
 function file(name: string, text: string): string {
   const p = join(home, name);

@@ -36,7 +36,7 @@ afterAll(() => killAll());
 
 describe("the Kubernetes client is optional for everything but Kubernetes", () => {
   it("berth --version runs with the client hidden and never asks for it", async () => {
-    const r = await runNode([...hidden, builtPath("src/cli/main.js"), "--version"], { env, cwd: dir });
+    const r = await runNode([...hidden, builtPath("src/cli/entry/main.js"), "--version"], { env, cwd: dir });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     expect(asked()).toBe("");
@@ -44,9 +44,9 @@ describe("the Kubernetes client is optional for everything but Kubernetes", () =
 
   it("berth node serve starts and answers with the client hidden, and never asks for it", async () => {
     const data = join(dir, "node");
-    const init = await runNode([...hidden, builtPath("src/cli/main.js"), "node", "init", "--data-dir", data, "--json"], { env, cwd: dir });
+    const init = await runNode([...hidden, builtPath("src/cli/entry/main.js"), "node", "init", "--data-dir", data, "--json"], { env, cwd: dir });
     expect(init.code, init.stderr).toBe(0);
-    const child = spawn(process.execPath, [...hidden, builtPath("src/cli/main.js"), "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", data], {
+    const child = spawn(process.execPath, [...hidden, builtPath("src/cli/entry/main.js"), "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", data], {
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -76,7 +76,7 @@ describe("the Kubernetes client is optional for everything but Kubernetes", () =
       agent: { relay_url: "wss://relay.example", private_key_nsec: NSEC, launch: { owner_pubkey: "a".repeat(64) } },
       provider_config: { namespace: "buzz-agents-test", image: `ghcr.io/block/buzz-sprig@sha256:${"1".repeat(64)}` },
     };
-    const r = await runNode([...hidden, builtPath("src/cli/main.js"), "provider", "kubernetes"], { env, cwd: dir, input: JSON.stringify(request) });
+    const r = await runNode([...hidden, builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], { env, cwd: dir, input: JSON.stringify(request) });
     const answer = JSON.parse(r.stdout.trim()) as { ok: boolean; error: string };
     expect(answer.ok).toBe(false);
     expect(answer.error).toMatch(/^could not load kubeconfig for context \(current\): the Kubernetes client is not installed/);

@@ -29,7 +29,7 @@ function sortKeys(value: unknown): unknown {
 
 async function provider(stdin: unknown, opts: { args?: string[]; env?: NodeJS.ProcessEnv; entry?: string } = {}) {
   const input = typeof stdin === "string" ? stdin : JSON.stringify(stdin);
-  const r = await runNode([builtPath(opts.entry ?? "src/cli/main.js"), ...(opts.entry ? [] : ["provider", "kubernetes"]), ...(opts.args ?? [])], {
+  const r = await runNode([builtPath(opts.entry ?? "src/cli/entry/main.js"), ...(opts.entry ? [] : ["provider", "kubernetes"]), ...(opts.args ?? [])], {
     input,
     cwd: tmpdir(),
     env: { ...baseEnv, ...(opts.env ?? {}) },
@@ -59,9 +59,9 @@ describe("berth provider kubernetes over pipes", () => {
   });
 
   it("buzz-backend-berth behaves as berth provider kubernetes", async () => {
-    const r = await provider({ op: "info" }, { entry: "src/cli/buzz-backend.js" });
+    const r = await provider({ op: "info" }, { entry: "src/cli/entry/buzz-backend.js" });
     expect(r.answer).toMatchObject({ ok: true, name: "kubernetes", protocol_version: 1 });
-    const refused = await provider({ op: "info" }, { entry: "src/cli/buzz-backend.js", args: ["--help"] });
+    const refused = await provider({ op: "info" }, { entry: "src/cli/entry/buzz-backend.js", args: ["--help"] });
     expect(refused.answer).toEqual({ ok: false, error: "unsupported provider arguments" });
   });
 

@@ -35,7 +35,7 @@ const request = {
 };
 
 async function provider() {
-  const r = await runNode([builtPath("src/cli/main.js"), "provider", "kubernetes"], {
+  const r = await runNode([builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], {
     input: JSON.stringify(request),
     cwd: tmpdir(),
     env: { KUBECONFIG: cp.kubeconfigPath, BERTH_HOME: home, HOME: home, BERTH_K8S_DEADLINE_SECONDS: "30" },

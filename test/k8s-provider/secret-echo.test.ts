@@ -89,7 +89,7 @@ afterAll(async () => {
 
 describe("secrets quoted by the cluster never leave berth", () => {
   it("the provider's answer names the refusal with every secret form redacted", async () => {
-    const r = await runNode([builtPath("src/cli/main.js"), "provider", "kubernetes"], {
+    const r = await runNode([builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], {
       input: JSON.stringify({ op: "deploy", agent, provider_config: { namespace: NS, image: IMAGE } }),
       cwd: tmpdir(),
       env: env(),
@@ -106,7 +106,7 @@ describe("secrets quoted by the cluster never leave berth", () => {
   it("berth k8s deploy's error is redacted the same way", async () => {
     const file = join(home, "agent.json");
     writeFileSync(file, JSON.stringify({ agent, provider_config: { namespace: NS, image: IMAGE } }));
-    const r = await runNode([builtPath("src/cli/main.js"), "k8s", "deploy", "--json", file], { cwd: tmpdir(), env: env() });
+    const r = await runNode([builtPath("src/cli/entry/main.js"), "k8s", "deploy", "--json", file], { cwd: tmpdir(), env: env() });
     expect(r.code).toBe(1);
     const doc = JSON.parse(r.stdout.trim()) as { ok: boolean; error: string };
     expect(doc.error).toContain("NOSTR_PRIVATE_KEY=[redacted]");
@@ -114,7 +114,7 @@ describe("secrets quoted by the cluster never leave berth", () => {
   }, 120_000);
 
   it("the exported k8s chain holds the refusals and no secret form", async () => {
-    const r = await runNode([builtPath("src/cli/main.js"), "audit", "export", "--db", join(home, "k8s.db")], { cwd: tmpdir(), env: env() });
+    const r = await runNode([builtPath("src/cli/entry/main.js"), "audit", "export", "--db", join(home, "k8s.db")], { cwd: tmpdir(), env: env() });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("refusing secret data");
     expectNoSecret(r.stdout, "the exported chain");

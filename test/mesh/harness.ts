@@ -1,5 +1,5 @@
 /**
- * Real node daemons on loopback for the mesh tests: each `NodeProcess` is `node dist/src/cli/main.js node serve`
+ * Real node daemons on loopback for the mesh tests: each `NodeProcess` is `node dist/src/cli/entry/main.js node serve`
  * with its own data directory, key and config. Every daemon and every instance process group a test starts is
  * killed by `cleanup()` (call it in afterEach/afterAll). No fixed sleeps: everything waits on a condition.
  */
@@ -22,7 +22,7 @@ import { removeNodeCgroups } from "./confinement-cgroups.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { processesWithEnv } from "../support/live-agents.js";
 
-export const MAIN = resolve("dist/src/cli/main.js");
+export const MAIN = resolve("dist/src/cli/entry/main.js");
 
 export function requireBuild(): void {
   if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p .\` (scripts/test builds it) before the mesh tests`);

@@ -86,9 +86,9 @@ describe("the packed tarball installed with npm install -g", () => {
   it("ships the build, the dashboard, the samples, the licence and the changelog, and no test or source file", () => {
     const root = installed(full);
     // dist/src/node-daemon.bundle.cjs: what `berth node serve` runs (scripts/bundle-node; berth up below starts it),
-    // and dist/src/cli-bundle/berth.cjs what every other verb runs (scripts/bundle-cli), from dist/src/cli/berth.cjs,
+    // and dist/src/cli-bundle/berth.cjs what every other verb runs (scripts/bundle-cli), from dist/src/cli/entry/berth.cjs,
     // the installed `berth`.
-    for (const file of ["dist/src/cli/main.js", "dist/src/cli/berth.cjs", "dist/src/cli/daemon-bundle.cjs", "dist/src/node-daemon.bundle.cjs", "dist/src/cli/cli-bundle.cjs", "dist/src/cli-bundle/berth.cjs", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
+    for (const file of ["dist/src/cli/entry/main.js", "dist/src/cli/entry/berth.cjs", "dist/src/cli/entry/daemon-bundle.cjs", "dist/src/node-daemon.bundle.cjs", "dist/src/cli/entry/cli-bundle.cjs", "dist/src/cli-bundle/berth.cjs", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
       expect(existsSync(join(root, file)), file).toBe(true);
     }
     expect(readFileSync(join(root, "LICENSE"), "utf8")).toContain("Apache License");

@@ -15,7 +15,7 @@ import { builtPath } from "../support/built.js";
 import { killAll, runNode, spawnNode } from "../support/process.js";
 
 const NS = "berth-keeper";
-const MAIN = builtPath("src/cli/main.js");
+const MAIN = builtPath("src/cli/entry/main.js");
 
 let cp: ControlPlane;
 const home = mkdtempSync(join(tmpdir(), "berth-keeper-"));

@@ -12,4 +12,4 @@ export function builtPath(relative: string): string {
   return path;
 }
 
-export const berthBin = () => builtPath("src/cli/main.js");
+export const berthBin = () => builtPath("src/cli/entry/main.js");

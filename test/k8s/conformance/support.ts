@@ -111,7 +111,7 @@ export interface ProviderOptions {
 export function startProvider(request: unknown, o: ProviderOptions): { proc: Spawned; answer: () => Promise<ProviderAnswer> } {
   const started = Date.now();
   // BERTH_CONFORMANCE_ENTRY=buzz-backend runs the `buzz-backend-berth` bin alias instead (same protocol, §3.1).
-  const entry = process.env.BERTH_CONFORMANCE_ENTRY === "buzz-backend" ? [builtPath("src/cli/buzz-backend.js")] : [berthBin(), "provider", "kubernetes"];
+  const entry = process.env.BERTH_CONFORMANCE_ENTRY === "buzz-backend" ? [builtPath("src/cli/entry/buzz-backend.js")] : [berthBin(), "provider", "kubernetes"];
   const proc = spawnNode([...(o.nodeArgs ?? []), ...entry], {
     input: `${JSON.stringify(request)}\n`,
     cwd: tmpdir(),

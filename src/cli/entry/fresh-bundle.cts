@@ -9,7 +9,7 @@
 import { statSync } from "node:fs";
 import { join, sep } from "node:path";
 
-/** `cliDir`: dist/src/cli, where main.js is (its real path: Node resolves the symlinks of the bin and of a link). */
+/** `cliDir`: dist/src/cli/entry, where main.js is (its real path: Node resolves the symlinks of the bin and of a link). */
 export function bundleIsFresh(bundle: string, cliDir: string): boolean {
   try {
     const built = statSync(bundle).mtimeMs;

@@ -9,7 +9,7 @@ import { bundleIsFresh } from "./fresh-bundle.cjs";
 
 /** The bundle's path when it is fresh, else null (a build without the package step: npm run build:test, tsc). */
 export function freshDaemonBundle(): string | null {
-  const bundle = join(__dirname, "..", "node-daemon.bundle.cjs");
+  const bundle = join(__dirname, "..", "..", "node-daemon.bundle.cjs");
   return bundleIsFresh(bundle, __dirname) ? bundle : null;
 }
 

@@ -3,8 +3,8 @@
  * The package build bundles this file and what it imports into dist/src/node-daemon.bundle.cjs (scripts/bundle-node),
  * which they start instead when it is there and fresh (daemon-bundle.cts); both run this same code.
  */
-import { runCli } from "./run.js";
+import { runCli } from "../run.js";
 
 export function runNodeServe(argv: readonly string[]): Promise<void> {
-  return runCli(argv, async () => (await import("./node-serve.js")).buildNodeServeProgram());
+  return runCli(argv, async () => (await import("../node-serve.js")).buildNodeServeProgram());
 }

@@ -4,7 +4,7 @@
  * CommonJS bundle from here, so a daemon that stays up for months on a 512 MB board never starts Node's ES module
  * loader (issue 19: 1.4 MiB resident; src/mesh/node/README.md). Every other verb runs from the package build's bundle
  * of the CLI, CommonJS chunks too (cli-bundle.cts; issue 19: start-up, ~50 ES modules before). Without a fresh
- * bundle, either way, it is main.js, which behaves as it always did when run directly (`node dist/src/cli/main.js`).
+ * bundle, either way, it is main.js, which behaves as it always did when run directly (`node dist/src/cli/entry/main.js`).
  */
 import { freshCliBundle, runFromCliBundle } from "./cli-bundle.cjs";
 import { freshDaemonBundle, serveFromBundle } from "./daemon-bundle.cjs";

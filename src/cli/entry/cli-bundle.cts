@@ -8,7 +8,7 @@ import { bundleIsFresh } from "./fresh-bundle.cjs";
 
 /** The bundle's entry when it is fresh, else null (a build without the package step: npm run build:test, tsc). */
 export function freshCliBundle(): string | null {
-  const bundle = join(__dirname, "..", "cli-bundle", "berth.cjs");
+  const bundle = join(__dirname, "..", "..", "cli-bundle", "berth.cjs");
   return bundleIsFresh(bundle, __dirname) ? bundle : null;
 }
 
