@@ -1,7 +1,7 @@
 /**
  * One type for "where an agent runs" (issue 14.1): the mesh and Kubernetes each implement `AgentTarget` in their own
  * folder (`targets/mesh/`, `targets/kubernetes/`), the way Hono keeps one folder per adapter behind one type. The
- * use cases (`deploy.ts`, `status.ts`, `stop.ts`, `logs.ts`) pick the target by the spec's `spec.target` and never
+ * use cases (`deploy.ts`, `status.ts`, `verbs.ts`: stop, logs, purge) pick the target by the spec's `spec.target` and never
  * ask which one it is; the CLI and the server only translate flags or HTTP into these calls and the answers (and the
  * failures below) into output, exit codes and status codes.
  *

@@ -1,6 +1,6 @@
 /**
  * `berth deploy FILE|-f FILE|-f -`, `berth agents`, `berth agent status|logs|stop|replace NAME` (issue 7): one
- * declarative deploy over both targets, asked of the controller this invocation talks to (backend.ts). Translation
+ * declarative deploy over both targets, asked of the controller this invocation talks to (backends/). Translation
  * only (issue 14.1): flags in, the controller's documents out. Human output by default, one JSON document with
  * `--json`. Exit status 0 when the agent is where the spec wants it (or on its way), 1 when berth could not or would
  * not act (the message says why and what to do), 2 for usage or I/O. Registration loads only commander (issue 19).

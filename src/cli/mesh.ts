@@ -1,7 +1,7 @@
 /**
  * The mesh controller's verbs: `berth place`, `berth nodes add|list|tier`, `berth instances`,
  * `berth instance status|start|stop|unload|logs ID`, `berth unsettled [--settle]`. Each asks the controller the
- * invocation talks to (backend.ts: the home's files, a context's server, or the `berth serve` running on the home),
+ * invocation talks to (backends/: the home's files, a context's server, or the `berth serve` running on the home),
  * and renders its answer the same way whichever it was. Registration loads only commander (issue 19).
  */
 import { Argument, type Command, Option } from "commander";

@@ -1,6 +1,6 @@
 /**
- * The tick shell both long-running loops of `berth serve` share (issue 16): the mesh lifecycle tick (watch.ts) and the
- * Kubernetes keeper's (agents/targets/kubernetes/keeper-ports.ts). A pass at once and then every `tickMs`, one at a
+ * The tick shell both long-running loops of `berth serve` share (issue 16): the mesh lifecycle tick (serve/mesh/watch.ts)
+ * and the Kubernetes keeper's (serve/kubernetes/keeper-ports.ts). A pass at once and then every `tickMs`, one at a
  * time: a slow pass delays the next instead of piling up, and a tick `due()` declines is skipped. No backoff here:
  * what to retry and when is each loop's own decision (core/mesh/reschedule.ts), taken inside its pass.
  */

@@ -1,6 +1,6 @@
 /**
  * The controller verbs through a `berth serve` (src/server/contract.ts has the routes): the same documents the local
- * files give (backend.ts), and the API's errors turned back into the CliError kinds and exit statuses the local verbs
+ * files give (types.ts), and the API's errors turned back into the CliError kinds and exit statuses the local verbs
  * use — 400 a request that could not be made (2), 401 a token the server refused (2), 404 an unknown agent or
  * instance (1), 409/422 a refusal (1), 502 a node or cluster that did not answer (1).
  */

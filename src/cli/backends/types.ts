@@ -1,7 +1,7 @@
 /**
  * What the controller verbs (`berth nodes`, `place`, `instances`, `instance`, `unsettled`, `deploy`, `agents`,
- * `agent`) ask of a controller, whichever way it is reached: the home's files on this machine (local-backend.ts) or a
- * `berth serve` over its API (remote/api-backend.ts). Both answer with the same documents and fail with the same
+ * `agent`) ask of a controller, whichever way it is reached: the home's files on this machine (local.ts) or a
+ * `berth serve` over its API (remote.ts). Both answer with the same documents and fail with the same
  * CliError kinds and exit statuses, so a verb prints the same whichever it got (test/cli/remote.test.ts runs them
  * side by side). Only types here, which both implementations import and neither owns; `openBackend` (index.ts)
  * loads one of them only when a verb runs.

@@ -1,7 +1,7 @@
 /**
- * For the verbs outside backend.ts's controller verbs (audit, doctor, backup, node rehome, k8s): which `berth serve`
+ * For the verbs outside backends/'s controller verbs (audit, doctor, backup, node rehome, k8s): which `berth serve`
  * this invocation talks to, if any — decided as for every verb (target.ts) — and one API call whose failure is the
- * CliError the local verb would have thrown (api-backend.ts `failed`). A verb asks `serverFor` first and runs on the
+ * CliError the local verb would have thrown (backends/remote.ts `failed`). A verb asks `serverFor` first and runs on the
  * files only when it answers null.
  */
 import { CliError } from "../errors.js";

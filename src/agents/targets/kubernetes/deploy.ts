@@ -21,7 +21,7 @@ import type { Prepared } from "../../../kubernetes/prepare.js";
 import { type AgentRef, look, startupLabel, stop, type VerbDeps } from "../../../kubernetes/verbs.js";
 import { type LoopOptions, runReconcileLoop } from "./loop.js";
 
-/** What `berth serve`'s reconcile loop adds to a deploy it makes (keeper.ts): the judged uid and who it is. */
+/** What `berth serve`'s reconcile loop adds to a deploy it makes (serve/kubernetes/keeper.ts): the judged uid and who it is. */
 export interface LoopAct {
   readonly onlyReplacing: { readonly uid: string };
   readonly by: JsonObject;

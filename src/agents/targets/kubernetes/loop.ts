@@ -16,7 +16,7 @@ export interface LoopOptions {
   readonly settings: K8sSettings;
   /** The latest action and condition as one line (never kubelet messages: the loop's latestCondition omits them). */
   readonly onProgress?: (line: string) => void;
-  /** Set by `berth serve`'s reconcile loop (keeper.ts): the judged pod's uid, and `k8s.*` records name the loop. */
+  /** Set by `berth serve`'s reconcile loop (serve/kubernetes/keeper.ts): the judged pod's uid, and `k8s.*` records name the loop. */
   readonly loop?: { readonly onlyReplacing: { readonly uid: string } };
 }
 
