@@ -1,10 +1,12 @@
-import { defineConfig } from "vitest/config";
+import { configDefaults, defineConfig } from "vitest/config";
 
 // One run, two tiers: fast unit tests beside the code (src/**) and integration tiers (test/**) that start
 // real components (SQLite files, OS processes, kube-apiserver + etcd). scripts/test drives it.
 export default defineConfig({
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts", "web/src/**/*.test.ts"],
+    // The real-node tier shares one node stack (its own config and global setup); scripts/test runs it after this run.
+    exclude: [...configDefaults.exclude, "test/k8s-real/**"],
     testTimeout: 30_000,
     hookTimeout: 120_000,
     pool: "forks",
