@@ -1,9 +1,9 @@
 // A registry that has nothing, for the real-node stack (tools/k8s/stack.sh), run inside the node's namespace on
 // 127.0.0.1:<port> as registry.berth.invalid. It answers as registries do when a pull cannot succeed, chosen by the
-// repository's first path segment, so the kubelet's real pull-failure texts can be tested:
-//   /v2/unauthorized/…  401 UNAUTHORIZED (no challenge: no token to fetch)
-//   /v2/denied/…        403 DENIED
-//   anything else       404 MANIFEST_UNKNOWN
+// repository's name, so the kubelet's real pull-failure texts can be tested. The names are neutral words on purpose:
+// a classifier reading free text must not be helped by a repository called "unauthorized".
+//   /v2/locked/…     401 UNAUTHORIZED (no challenge: there is no token to fetch)
+//   anything else    404 MANIFEST_UNKNOWN
 import { createServer } from "node:http";
 
 const port = Number(process.argv[2] ?? 5000);
@@ -17,7 +17,6 @@ createServer((req, res) => {
   process.stdout.write(`${req.method} ${path}\n`);
   if (path === "/v2/" || path === "/v2") return answer(res, 200, "OK", "ok");
   const repo = path.split("/")[2] ?? "";
-  if (repo === "unauthorized") return answer(res, 401, "UNAUTHORIZED", "authentication required");
-  if (repo === "denied") return answer(res, 403, "DENIED", "requested access to the resource is denied");
+  if (repo === "locked") return answer(res, 401, "UNAUTHORIZED", "authentication required");
   return answer(res, 404, "MANIFEST_UNKNOWN", "manifest unknown");
 }).listen(port, "127.0.0.1");
