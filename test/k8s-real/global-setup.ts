@@ -4,7 +4,7 @@
  * network namespaces, binaries or packages missing) skips the tier with the reason; with CI=true that fails the run.
  */
 import type { TestProject } from "vitest/node";
-import { type RealNode, stackCheck, startStack, stopStack } from "./stack.js";
+import { type RealNode, readStackEnv, stackCheck, startStack, stopStack } from "./stack.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -18,6 +18,13 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     if (process.env.CI === "true") throw new Error(`the real-node tier cannot run on this CI machine:\n${why}`);
     process.stderr.write(`[k8s-real] skipped: ${why}\n`);
     project.provide("realNode", { skip: why });
+    return undefined;
+  }
+  // A developer's stack that is already up (`BERTH_NODE_STACK_ENV=$(tools/k8s/stack.sh env)`): used, never stopped.
+  const existing = process.env.BERTH_NODE_STACK_ENV;
+  if (existing) {
+    const dir = existing.replace(/\/env$/, "");
+    project.provide("realNode", readStackEnv(existing, { dir, cgroup: process.env.BERTH_STACK_CGROUP ?? "berth-node" }));
     return undefined;
   }
   const node = startStack({ dir: `/tmp/berth-node-${process.pid}`, cgroup: `berth-node-${process.pid}` });

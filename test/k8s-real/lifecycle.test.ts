@@ -5,10 +5,24 @@
  * Kubernetes API and the audit chain the provider wrote.
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { auditOf, newAgent, podsIn, runBerth, runProvider, removeTempDirs, tempHome, until, freshNamespace } from "../k8s/conformance/support.js";
+import {
+  type ApiProxy,
+  auditOf,
+  freshNamespace,
+  isPodCreate,
+  isPodGet,
+  newAgent,
+  podsIn,
+  removeTempDirs,
+  runBerth,
+  runProvider,
+  startApiProxy,
+  tempHome,
+  until,
+} from "../k8s/conformance/support.js";
 import { killAll } from "../support/process.js";
 import { alive, containerPid, uidOf } from "./stack.js";
-import { agentStatus, core, dropNamespace, node, podWhere, request, skipReason } from "./support.js";
+import { agentStatus, asControlPlane, core, dropNamespace, node, podWhere, request, skipReason } from "./support.js";
 
 const namespaces: string[] = [];
 const fresh = (tag: string) => {
@@ -16,7 +30,11 @@ const fresh = (tag: string) => {
   namespaces.push(ns);
   return ns;
 };
-afterEach(() => killAll());
+const proxies: ApiProxy[] = [];
+afterEach(async () => {
+  killAll();
+  for (const p of proxies.splice(0)) await p.close();
+});
 afterAll(async () => {
   for (const ns of namespaces) await dropNamespace(ns);
   removeTempDirs();
@@ -97,11 +115,20 @@ describe.skipIf(skipReason !== null)("the deploy state machine on a real kubelet
     expect(agentStatus(deleting)?.state?.running).toBeDefined();
     expect(alive(pid)).toBe(true);
 
-    const r = await runProvider(request(agent, ns, cfg), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 60 });
+    const proxy = await startApiProxy(asControlPlane());
+    proxies.push(proxy);
+    const r = await runProvider(request(agent, ns, cfg), { kubeconfig: proxy.kubeconfigPath, home, deadlineSeconds: 60 });
     expect(r.answer).toEqual({ ok: true, agent_id: agent.podName });
-    const outcome = lastOutcome(home);
-    expect(outcome).toMatchObject({ ok: true, created_this_call: true });
-    expect(outcome?.last_action).not.toBe("no-op");
+    expect(lastOutcome(home)).toMatchObject({ ok: true, created_this_call: true });
+    // Await-disappearance, seen in API effects: the marked pod was read (200) until it was gone (404), no DELETE was
+    // sent (it was already being deleted), and the one POST came after the 404.
+    const q = proxy.requests;
+    const post = q.findIndex(isPodCreate(ns));
+    const gone = q.findIndex((x) => isPodGet(ns, agent.podName)(x) && x.status === 404);
+    expect(q.some((x) => isPodGet(ns, agent.podName)(x) && x.status === 200)).toBe(true);
+    expect(gone).toBeGreaterThanOrEqual(0);
+    expect(post).toBeGreaterThan(gone);
+    expect(q.filter((x) => x.method === "DELETE")).toEqual([]);
     // The old harness was gone (SIGKILLed at the end of its grace) before the new pod was created.
     expect(alive(pid)).toBe(false);
     const after = await core().readNamespacedPod({ namespace: ns, name: agent.podName });

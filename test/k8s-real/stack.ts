@@ -40,8 +40,13 @@ const stackEnv = (o: { dir: string; cgroup: string }) => ({ BERTH_STACK_DIR: o.d
 export function startStack(o: { dir: string; cgroup: string }): RealNode {
   const r = stack(["up"], stackEnv(o));
   if (r.code !== 0) throw new Error(`tools/k8s/stack.sh up failed (${r.code}):\n${r.stderr.slice(-4000)}`);
+  return readStackEnv(r.stdout.trim(), o);
+}
+
+/** The facts of a stack that is up, from the env file `stack.sh up` printed. */
+export function readStackEnv(file: string, o: { dir: string; cgroup: string }): RealNode {
   const vars = new Map<string, string>();
-  for (const line of readFileSync(r.stdout.trim(), "utf8").split("\n")) {
+  for (const line of readFileSync(file, "utf8").split("\n")) {
     const m = /^export ([A-Z0-9_]+)=(.*)$/.exec(line);
     if (m) vars.set(m[1] as string, (m[2] as string).replace(/^'(.*)'$/, "$1"));
   }
