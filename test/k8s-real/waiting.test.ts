@@ -8,6 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import {
   auditOf,
   buzzShapedPod,
+  deployRequest,
   freshNamespace,
   generation,
   isPodDelete,
@@ -136,6 +137,19 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     expect(pod.status?.phase).toBe("Pending");
     expect(pod.status?.conditions?.find((c) => c.type === "PodScheduled")).toMatchObject({ status: "False", reason: "Unschedulable" });
     expect(auditOf(home, "k8s.pod.delete", "intent")).toHaveLength(0);
+  });
+
+  it("berth's default requests fit a small node: three agents deployed with the defaults all start on the 2-CPU node (fails before the k8sfix branch: 1 CPU each leaves the third Unschedulable until the deadline)", async () => {
+    const ns = fresh("defaults");
+    const home = tempHome("real-defaults");
+    for (let i = 0; i < 3; i++) {
+      const agent = newAgent();
+      // No cpu_request or memory_request: the provider's defaults.
+      const r = await runProvider(deployRequest(agent, ns, { image: node.images.agent }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 30 });
+      expect(r.answer, `agent ${i + 1} of 3`).toEqual({ ok: true, agent_id: agent.podName });
+    }
+    // Their requests are freed at once for the rows after this one.
+    for (const p of await podsIn(core(), ns)) await core().deleteNamespacedPod({ namespace: ns, name: p.metadata?.name as string, gracePeriodSeconds: 0 });
   });
 
   it("a changed resource request on a never-started pod is divergent intent: a fenced replace, and the new pod runs", async () => {
