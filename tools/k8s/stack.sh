@@ -331,6 +331,8 @@ start_kubelet() {
 }
 
 cgroup_hierarchies() { awk '$3 == "cgroup" {print $2}' /proc/self/mounts; }
+# runc also makes the containers' cgroups in the (otherwise empty) cgroup2 `unified` mount of a hybrid host.
+all_cgroup_hierarchies() { awk '$3 == "cgroup" || $3 == "cgroup2" {print $2}' /proc/self/mounts; }
 
 # ------------------------------------------------------------------ up
 up() {
@@ -482,7 +484,7 @@ down() {
   log "down: namespace holder gone after $(( $(now_ms) - t0 )) ms"
   # Pod processes not in the node's network namespace (each pod has its own) are still in the kubelet's cgroups.
   local h dirs
-  for h in $(cgroup_hierarchies); do
+  for h in $(all_cgroup_hierarchies); do
     [[ -d "$h/$CG" ]] || continue
     for _ in $(seq 100); do
       left="$(find "$h/$CG" -name cgroup.procs -exec cat {} + 2>/dev/null | sort -u)"
