@@ -217,6 +217,8 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
       kubelet(node, "start");
     }
     await until("node Ready again", async () => ((await ready()) === "True" ? true : undefined), 60_000);
+    // The rows after this one need the node schedulable: the node controller lifts its taints after Ready.
+    await until("the node's taints lifted", async () => (((await core().readNode({ name: node.nodeName })).spec?.taints ?? []).length === 0 ? true : undefined), 60_000);
     const after = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     expect(after.metadata?.uid).toBe(before.metadata?.uid);
     expect(alive(pid)).toBe(true);
