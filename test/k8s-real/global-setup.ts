@@ -13,18 +13,18 @@ declare module "vitest" {
 }
 
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  const why = stackCheck();
-  if (why !== null) {
-    if (process.env.CI === "true") throw new Error(`the real-node tier cannot run on this CI machine:\n${why}`);
-    process.stderr.write(`[k8s-real] skipped: ${why}\n`);
-    project.provide("realNode", { skip: why });
-    return undefined;
-  }
   // A developer's stack that is already up (`BERTH_NODE_STACK_ENV=$(tools/k8s/stack.sh env)`): used, never stopped.
   const existing = process.env.BERTH_NODE_STACK_ENV;
   if (existing) {
     const dir = existing.replace(/\/env$/, "");
     project.provide("realNode", readStackEnv(existing, { dir, cgroup: process.env.BERTH_STACK_CGROUP ?? "berth-node" }));
+    return undefined;
+  }
+  const why = stackCheck();
+  if (why !== null) {
+    if (process.env.CI === "true") throw new Error(`the real-node tier cannot run on this CI machine:\n${why}`);
+    process.stderr.write(`[k8s-real] skipped: ${why}\n`);
+    project.provide("realNode", { skip: why });
     return undefined;
   }
   const node = startStack({ dir: `/tmp/berth-node-${process.pid}`, cgroup: `berth-node-${process.pid}` });
