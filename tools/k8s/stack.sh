@@ -326,7 +326,10 @@ EOF
 }
 
 start_kubelet() {
-  spawn_in_ns kubelet "$BIN/kubelet" --config="$R/kubelet-config.yaml" --kubeconfig="$R/kubelet.kubeconfig" \
+  # The binaries of the checkout that started the stack, whichever checkout runs kubelet-start.
+  local bin
+  bin="$(cat "$R/bin-dir" 2>/dev/null || printf '%s' "$BIN")"
+  spawn_in_ns kubelet "$bin/kubelet" --config="$R/kubelet-config.yaml" --kubeconfig="$R/kubelet.kubeconfig" \
     --root-dir="$R/kubelet" --hostname-override=$NODE --node-ip=$NODE_IP --v=1
 }
 
@@ -345,6 +348,7 @@ $why"
   rm -rf "$R"
   mkdir -p "$R/pids" "$R/logs"
   echo "${BERTH_STACK_PORT:-$(free_port)}" >"$R/port"
+  printf '%s\n' "$BIN" >"$R/bin-dir"
   trap 'log "start failed; stopping what was started (logs: $R/logs)"; KEEP=1 down >/dev/null 2>&1 || true; exit 1' ERR
 
   mkpki
