@@ -17,8 +17,14 @@ export function registerDownCommands(program: Command): void {
       const berthMain = fileURLToPath(new URL("./entry/main.js", import.meta.url));
       const { down } = await import("../up/down.js");
       const outcome = await down({ home: opts.dataDir, berthMain, log });
+      // `berth up --local-cluster` (issue 34): its node stack goes down with the rest.
+      const localCluster = (await import("../up/local-cluster.js")).stopLocalCluster(opts.dataDir, log);
       if (outcome.kind === "nothing_up") {
-        answer(opts.json, { ok: true, home: outcome.home, was_up: false, reason: outcome.reason }, `nothing to stop: ${outcome.reason} (${outcome.home})`);
+        answer(
+          opts.json,
+          { ok: true, home: outcome.home, was_up: localCluster, reason: outcome.reason, local_cluster_stopped: localCluster },
+          localCluster ? `the local cluster is down; ${outcome.reason} (${outcome.home})` : `nothing to stop: ${outcome.reason} (${outcome.home})`,
+        );
         return;
       }
       const r = outcome.report;
@@ -26,7 +32,7 @@ export function registerDownCommands(program: Command): void {
       const text = left
         ? `berth is partly down: ${r.kept_nodes.join(", ")} kept running for the instances listed above; stop them, then run \`berth down\` again`
         : "berth is down: no agent and no node of berth up is running";
-      answer(opts.json, { ok: !left, home: outcome.home, was_up: true, foreground_up: outcome.foreground_up, ...r }, text);
+      answer(opts.json, { ok: !left, home: outcome.home, was_up: true, foreground_up: outcome.foreground_up, ...r, local_cluster_stopped: localCluster }, text);
       if (left) process.exitCode = 1;
     });
 }

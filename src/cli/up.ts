@@ -42,9 +42,10 @@ export function registerUpCommands(program: Command): void {
     .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running until `berth down`")
     .option("--kube-context <ctx>", "the Kubernetes context to show as a second target (default: the kubeconfig's current one)")
     .option("--no-kubernetes", "do not look for a Kubernetes context")
+    .option("--local-cluster", "also start a real single-node Kubernetes here (Linux, root, a berth checkout with tools/k8s built) and show it as the second target; `berth down` stops it")
     .option("--port <port>", "port of the API and dashboard (a free one when it is taken)", String(DEFAULT_UP_PORT))
     .option("--json", "progress on stderr, then one JSON document on stdout once ready (nodes, agents, kubernetes, api, dashboard)")
-    .action(async (opts: { dataDir: string; database?: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; port: string; json?: boolean }) => {
+    .action(async (opts: { dataDir: string; database?: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; localCluster?: boolean; port: string; json?: boolean }) => {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`--port ${JSON.stringify(opts.port)} must be a port number 0…65535`, 2);
       // Issue 20: the store every verb berth up runs (and its API server) uses; they inherit it from the environment.
@@ -92,7 +93,20 @@ export function registerUpCommands(program: Command): void {
         if (error instanceof AlreadyUp) throw new CliError(error.message, 1, { kind: "refused" });
         throw error;
       }
-      const kubernetes = opts.kubernetes ? await probeKubernetesTarget(berthMain, opts.dataDir, opts.kubeContext ?? null) : null;
+      // Issue 34: the real node stack as the second target; the probe below then shows it as any other cluster.
+      let localCluster: import("../up/local-cluster.js").LocalCluster | null = null;
+      if (opts.localCluster) {
+        const { startLocalCluster } = await import("../up/local-cluster.js");
+        try {
+          localCluster = startLocalCluster(opts.dataDir, log);
+        } catch (error) {
+          log(`${(error as Error).message}\nstopping what berth up started`);
+          await started.shutdown();
+          throw new CliError(`berth up: ${(error as Error).message.split("\n")[0]}`, 1);
+        }
+        process.env.KUBECONFIG = localCluster.kubeconfig;
+      }
+      const kubernetes = opts.kubernetes || localCluster ? await probeKubernetesTarget(berthMain, opts.dataDir, localCluster ? null : (opts.kubeContext ?? null)) : null;
       if (kubernetes) log(describeKubernetesTarget(kubernetes));
       let server: RunningServer | null = null;
       let unadvertise = () => {};
@@ -128,6 +142,7 @@ export function registerUpCommands(program: Command): void {
           api: server ? `${server.url}/api/v1` : null,
           dashboard: server?.dashboardUrl ?? null,
           detached: Boolean(opts.detach),
+          local_cluster: localCluster ? { kubeconfig: localCluster.kubeconfig, state_dir: localCluster.dir } : null,
         };
         if (!outputGone) process.stdout.write(`${JSON.stringify(doc)}\n`);
       }
@@ -142,6 +157,7 @@ export function registerUpCommands(program: Command): void {
       unadvertise();
       await server?.close();
       await started.shutdown();
+      if (localCluster) (await import("../up/local-cluster.js")).stopLocalCluster(opts.dataDir, log);
       log("stopped");
     });
 }
