@@ -8,7 +8,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { auditOf, freshNamespace, newAgent, readPod, removeTempDirs, tempHome, until } from "../k8s/conformance/support.js";
-import { builtPath } from "../support/built.js";
+import { berthBin } from "../support/built.js";
 import { killAll, runNode, spawnNode } from "../support/process.js";
 import { alive, containerPid } from "./stack.js";
 import { agentStatus, core, dropNamespace, node, skipReason } from "./support.js";
@@ -22,7 +22,7 @@ afterAll(async () => {
 
 describe.skipIf(skipReason !== null)("a Kubernetes agent spec on a real kubelet", () => {
   it("berth deploy runs the harness, berth agent logs shows its real output, and berth serve replaces it after kill -9 (restart: on-failure)", async () => {
-    const MAIN = builtPath("src/cli/main.js");
+    const MAIN = berthBin();
     const ns = freshNamespace("real-keeper");
     namespaces.push(ns);
     const home = tempHome("real-keeper");
