@@ -13,8 +13,18 @@ export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Part
   const spec = loaded.spec;
   const done = await targetFor(env, spec.spec.target).deploy(loaded, { userReplace: opts.userReplace === true, ...(opts.loop ? { loop: opts.loop } : {}) });
   if (!done.ok) return done;
-  const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now() };
-  await env.registry((r) => r.remember(remembered));
+  const r = done.value.result;
+  const outcome = { last_outcome: r.outcome, last_message: r.message };
+  const known = await env.registry((reg) => reg.get(spec.metadata.name));
+  if (r.outcome === "failed" && r.instance === null) {
+    // Issue 33, nothing half-applied: a deploy refused before anything was accepted (the node's gate, a permit, the
+    // configuration, an unreachable cluster) leaves only its `agent.deploy` event. An agent deployed before keeps
+    // its record and the spec that was accepted, with this deploy's outcome beside it, so `berth agents` says why.
+    if (known !== null) await env.registry((reg) => reg.remember({ ...known, ...outcome }));
+    return done;
+  }
+  const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now(), ...outcome };
+  await env.registry((reg) => reg.remember(remembered));
   return done;
 }
 

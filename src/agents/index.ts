@@ -3,7 +3,7 @@
  * `AgentsEnv` (the registry, the mesh controller session, the way to a cluster) and call the use cases; every
  * expected failure comes back as a value whose `kind` the caller maps to its exit code or HTTP status.
  *
- *   use cases     deploy.ts (deploy, replace) · status.ts (states) · verbs.ts (stop, logs)
+ *   use cases     deploy.ts (deploy, replace) · status.ts (states) · verbs.ts (stop, start, delete, logs)
  *   one type      target.ts: AgentTarget, Outcome, AgentFailure · env.ts: AgentsEnv, targetFor
  *   adapters      targets/mesh/ · targets/kubernetes/ (each with its index.ts)
  *   around them   spec-file.ts (read a spec) · registry.ts (the controller store's agent_registry) · audit.ts (agent.deploy) · state.ts
@@ -21,4 +21,4 @@ export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, Log
 export { translateFailure, unwrap } from "./target.js";
 export { cliBudget, loopDeps, runReconcileLoop } from "./targets/kubernetes/index.js";
 export type { MeshAgentDeps } from "./targets/mesh/index.js";
-export { agentLogs, purgeAgent, stopAgent } from "./verbs.js";
+export { agentLogs, type DeleteAnswer, deleteAgent, purgeAgent, startAgent, stopAgent } from "./verbs.js";

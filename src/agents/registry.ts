@@ -8,7 +8,9 @@
 import type { AgentRecord } from "../core/agents/registry.js";
 import type { SealedEvent } from "../core/chain/event.js";
 import type { ControllerStore } from "../mesh/controller/store.js";
-import { agentRecord, agentRecords, rememberAgent } from "../mesh/controller/store-agents.js";
+import { agentRecord, agentRecords, deleteAgentRecord, rememberAgent } from "../mesh/controller/store-agents.js";
+import { deleteEventDraft } from "../core/agents/registry.js";
+import type { JsonObject } from "../core/crypto/canonical.js";
 
 export type { AgentRecord } from "../core/agents/registry.js";
 export { AGENTS_DB } from "../mesh/controller/store-agents.js";
@@ -19,6 +21,11 @@ export class AgentRegistry {
   /** Remembers a deploy's spec by name, with its `agent.remember` event, in one transaction. */
   remember(r: AgentRecord): Promise<SealedEvent> {
     return rememberAgent(this.store, r);
+  }
+
+  /** Issue 33: removes the record with its `agent.delete` event, unless the store still holds anything of the name. */
+  delete(name: string, operator: JsonObject): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
+    return deleteAgentRecord(this.store, name, (r) => deleteEventDraft(r, operator));
   }
 
   get(name: string): Promise<AgentRecord | null> {

@@ -23,7 +23,13 @@ async function statesOf(env: AgentsEnv, records: readonly AgentRecord[]): Promis
     const mine = known.filter((k) => k.record.target === kind);
     if (mine.length > 0) states.push(...(await targetFor(env, kind).states(mine)));
   }
-  return states.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return states.map((s) => withLastDeploy(s, records)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** Issue 33: a record whose last deploy failed says why beside its state. */
+function withLastDeploy(s: AgentState, records: readonly AgentRecord[]): AgentState {
+  const r = records.find((x) => x.name === s.name);
+  return r?.last_outcome === "failed" && r.last_message ? { ...s, last_deploy: r.last_message } : s;
 }
 
 /** Every agent deployed to this controller (its store), by name. */
@@ -36,5 +42,5 @@ export async function agentState(env: AgentsEnv, name: string): Promise<Outcome<
   if (!known.ok) return known;
   const [state] = await targetFor(env, known.value.record.target).states([known.value]);
   if (state === undefined) throw new Error(`the ${known.value.record.target} target returned no state for ${name}`);
-  return { ok: true, value: state };
+  return { ok: true, value: withLastDeploy(state, [known.value.record]) };
 }

@@ -53,7 +53,7 @@ function stateTable(states: readonly AgentState[], json: boolean | undefined): s
     s.restarts === null || s.restarts === undefined ? "-" : String(s.restarts),
     s.instance ?? "-",
     ...(wide ? [s.row ?? "-", s.next ?? "-"] : []),
-    s.error ?? (s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : ""),
+    s.error ?? (s.last_deploy ? `last deploy failed: ${s.last_deploy}` : s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : ""),
   ]);
   const palette = stdoutPalette(json);
   return renderTable(["NAME", "TARGET", "STATE", "LIFECYCLE", "RESTARTS", "INSTANCE", ...(wide ? ["ROW", "NEXT"] : []), "NOTE"], rows, {
@@ -69,7 +69,7 @@ function stateText(s: AgentState): string {
 
 // ---- registration -------------------------------------------------------------------------------------------------
 
-export const AGENT_VERBS = ["status", "logs", "stop", "replace", "purge"] as const;
+export const AGENT_VERBS = ["status", "logs", "stop", "start", "replace", "purge", "delete"] as const;
 
 type VerbFlags = ControllerVerbFlags & { file?: string; tail?: string; tailBytes?: string; wait?: boolean; follow?: boolean };
 
@@ -110,6 +110,16 @@ async function agentVerb(verb: string, name: string, opts: VerbFlags, cmd: Comma
     case "stop": {
       const r = await backend.agentStop(name, Boolean(opts.wait));
       answer(opts.json, r, `${name}: ${r.message}`);
+      process.exitCode = r.ok ? 0 : 1;
+      return;
+    }
+    case "start":
+      // Issue 33: a stop is final; this (or a deploy) is what runs the agent again.
+      printDeploy(await backend.agentStart(name), opts.json);
+      return;
+    case "delete": {
+      const r = await backend.agentDelete(name);
+      answer(opts.json, r, r.message);
       process.exitCode = r.ok ? 0 : 1;
       return;
     }
@@ -164,7 +174,7 @@ export function registerAgentCommands(program: Command): void {
         .command("agent")
         .addArgument(new Argument("<verb>", "what to do").choices(AGENT_VERBS))
         .argument("<name>", "the agent's metadata.name")
-        .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace)`)
+        .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (start: run a stopped agent again from the spec last deployed; replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace; delete: remove its record once nothing of it runs)`)
         .option("--file <file>", "replace: deploy this spec instead of the one last deployed (- reads stdin)")
         .option("-n, --tail <lines>", "logs: the last N lines of each stream (mesh: of at most its last 64 KiB)")
         .option("-f, --follow", "logs: keep printing what the agent writes, until Ctrl-C")

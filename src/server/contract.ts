@@ -208,6 +208,8 @@ export const AgentStateSchema = z.strictObject({
   /** Issue 15 (mesh agents): the node's lifecycle state of the current instance and its supervisor's restarts. */
   lifecycle: z.string().nullable().optional(),
   restarts: z.number().int().nullable().optional(),
+  /** Issue 33: the last deploy of this agent failed after it was accepted; its message says why. */
+  last_deploy: z.string().nullable().optional(),
 });
 
 const K8sListRowSchema = z.strictObject({ name: z.string(), namespace: z.string(), binding: z.string(), startup: z.string(), registry: z.string() });
@@ -271,6 +273,13 @@ export const Inputs = {
   }),
   agentStop: z.strictObject({ wait: z.boolean().optional().meta({ description: "Kubernetes: answer once the pod is gone and its Secret removed (the mesh's stop answers when the node has stopped it)" }) }),
   agentReplace: z.strictObject({ spec: Json.optional().meta({ description: "deploy this spec instead of the one last deployed" }) }),
+  /** Issue 33: `berth agent delete NAME`. */
+  agentDelete: z.strictObject({
+    operator: z
+      .strictObject({ user: z.string().max(256), uid: z.number().int(), pid: z.number().int(), host: z.string().max(256), via: z.string().max(256) })
+      .optional()
+      .meta({ description: "who the CLI says asked (chained beside the token's identity)" }),
+  }),
   k8sListQuery: z.strictObject({ namespace: z.string().min(1).max(63).optional() }),
   k8sAgentRef: z.strictObject({ name: z.string().min(1).max(128).meta({ description: "the agent's pod name or its 64-hex public key" }) }),
   k8sAgentQuery: z.strictObject({ namespace: z.string().min(1).max(63) }),
@@ -337,6 +346,8 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "agentLogs", method: "GET", path: "/agents/{name}/logs", tag: "agents", summary: "the agent's current instance's logs", params: Inputs.agentRef, query: Inputs.logsQuery, status: 200, response: z.looseObject({ agent: z.string(), instance: z.string(), stdout: z.string(), stderr: z.string() }), errors: [404, 409, 502] },
   { id: "purgeAgent", method: "POST", path: "/agents/{name}/purge", tag: "agents", mutating: true, summary: "unload the agent's instance and remove its workspace on its node (mesh; issue 15)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
   { id: "stopAgent", method: "POST", path: "/agents/{name}/stop", tag: "agents", mutating: true, summary: "stop the agent's instance (a later deploy starts it again); wait: until it is gone (Kubernetes)", params: Inputs.agentRef, body: Inputs.agentStop, status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
+  { id: "startAgent", method: "POST", path: "/agents/{name}/start", tag: "agents", mutating: true, summary: "start a stopped agent again: a deploy of the spec last deployed (issue 33; the only other way a stopped agent runs again)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
+  { id: "deleteAgent", method: "POST", path: "/agents/{name}/delete", tag: "agents", mutating: true, summary: "remove the agent's record once nothing of it runs (issue 33); ok false with the reason while an instance is there", params: Inputs.agentRef, body: Inputs.agentDelete, status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), message: z.string(), event: z.strictObject({ seq: z.number().int(), hash: z.string() }).optional() }), errors: [404, 409, 502] },
   { id: "replaceAgent", method: "POST", path: "/agents/{name}/replace", tag: "agents", mutating: true, summary: "stop the running instance now and start one from the spec", params: Inputs.agentRef, body: Inputs.agentReplace, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
 
   { id: "listK8sAgents", method: "GET", path: "/k8s/agents", tag: "kubernetes", summary: "agent pods managed by berth or Buzz; configured:false without a Kubernetes context", query: Inputs.k8sListQuery, status: 200, response: z.strictObject({ configured: z.boolean(), context: z.string().nullable(), agents: z.array(K8sListRowSchema), error: z.string().nullable() }) },

@@ -3,7 +3,7 @@
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
 import { resolve } from "node:path";
-import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { realClock } from "../../kit/clock.js";
 import { boundedStderrLogger } from "../../kit/log.js";
@@ -106,6 +106,8 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message };
     },
     nodeAdmin: (verb, ref, reason) => withController(controllerFlags, async (c) => localNodeAdmin(c, verb, ref, reason, flags.json)),
+    agentStart: async (name) => deployDoc(deployEventPayload(answered(await startAgent(env, name)).result)),
+    agentDelete: async (name) => answered(await deleteAgent(env, name, operatorIdentity("berth agent delete"))),
     agentReplace: async (name, spec) => deployDoc(deployEventPayload(answered(await replaceAgent(env, name, spec === undefined ? undefined : { loaded: loaded(spec), from: spec.path })).result)),
   };
 }

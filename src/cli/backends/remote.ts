@@ -152,6 +152,11 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       const { operatorIdentity } = await import("../controller.js");
       return (await call("POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, { reason, operator: operatorIdentity(`berth node ${verb}`) })) as JsonObject;
     },
+    agentStart: async (name) => (await call("POST", agentPath(name, "/start"), {}, { agent: name })) as DeployDocument,
+    agentDelete: async (name) => {
+      const { operatorIdentity } = await import("../controller.js");
+      return (await call("POST", agentPath(name, "/delete"), { operator: operatorIdentity("berth agent delete") }, { agent: name })) as { ok: boolean; agent: string; message: string };
+    },
     agentReplace: async (name, spec) => (await call("POST", agentPath(name, "/replace"), spec === undefined ? {} : { spec: specBody(spec, o.sameHost) }, { agent: name })) as DeployDocument,
   };
 }

@@ -68,6 +68,10 @@ export interface ControllerBackend {
   agentReplace(name: string, spec: SpecInput | undefined): Promise<DeployDocument>;
   /** Issue 15: unloads the agent's instance and removes its workspace (mesh). */
   agentPurge(name: string): Promise<StopDocument>;
+  /** Issue 33: the explicit start that ends a stop (a deploy of the spec last deployed). */
+  agentStart(name: string): Promise<DeployDocument>;
+  /** Issue 33: removes the agent's record once nothing of it runs; ok false with the reason otherwise. */
+  agentDelete(name: string): Promise<{ ok: boolean; agent: string; message: string }>;
   /** Issue 16: `berth node cordon|uncordon|forget|drain`; the document node-admin.ts answers. Unknown node: exit 1. */
   nodeAdmin(verb: NodeAdminVerb, ref: string, reason: string): Promise<JsonObject>;
 }

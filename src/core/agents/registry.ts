@@ -25,6 +25,12 @@ export interface AgentRecord {
   readonly spec_text: string;
   readonly intent: string;
   readonly deployed_ms: number;
+  /**
+   * Issue 33: how the last deploy of this record ended (`started`, `failed` …) and its message, so a record a deploy
+   * left after it failed says why. Null for a record written before (schema v10) or imported from agents.db.
+   */
+  readonly last_outcome?: string | null;
+  readonly last_message?: string | null;
 }
 
 export const specDigest = (specText: string): string => sha256(specText).toString("hex");
@@ -33,7 +39,16 @@ export function rememberEventDraft(r: AgentRecord): EventDraft {
   return {
     source: "placement",
     kind: "agent.remember",
-    payload: { agent: r.name, target: r.target, intent: r.intent, spec_path: r.spec_path, spec_sha256: specDigest(r.spec_text), deployed_ms: r.deployed_ms },
+    payload: { agent: r.name, target: r.target, intent: r.intent, spec_path: r.spec_path, spec_sha256: specDigest(r.spec_text), deployed_ms: r.deployed_ms, ...(r.last_outcome ? { outcome: r.last_outcome } : {}) },
+  };
+}
+
+/** Issue 33, `berth agent delete NAME`: the record removed once nothing of the agent runs; who asked and why. */
+export function deleteEventDraft(r: AgentRecord, operator: JsonObject): EventDraft {
+  return {
+    source: "placement",
+    kind: "agent.delete",
+    payload: { agent: r.name, target: r.target, intent: r.intent, spec_sha256: specDigest(r.spec_text), operator },
   };
 }
 

@@ -16,6 +16,8 @@
  *
  * | observation                                       | policy          | action                                   |
  * |---------------------------------------------------|-----------------|------------------------------------------|
+ * | stopped by a person (issue 33), not moved            | any             | none (never started, moved or placed)    |
+ * | stopped by a person, moved record                      | any             | the old-copy rows below, never place_again |
  * | record moved, nothing placed since (successor missing) | on-failure/always, may move | place_again (from the stored order) |
  * | record moved away, copy running on its old node   | any             | alert duplicate                          |
  * | … moved by `berth node forget`, copy running      | any             | stop_orphan (the operator's authority)   |
@@ -60,6 +62,11 @@ export interface PlacementView extends MovableRecord {
   readonly moved_by?: MoveAuthority;
   /** A moved record whose agent nothing has placed since (the re-placement failed, or `berth node forget`). */
   readonly successor_missing?: boolean;
+  /**
+   * Issue 33: a person stopped the agent (`berth agent stop`, `berth instance stop`) and nothing has started it since.
+   * A stop is final: the loop never starts, moves or places it again; only a deploy or an explicit start does.
+   */
+  readonly stopped?: boolean;
 }
 
 export interface NodeView {
@@ -115,6 +122,13 @@ export function reconcilePlacement(input: ReconcileInput): ReconcileAction {
 
 function decide(input: ReconcileInput): ReconcileAction {
   const { placement: p, observed } = input;
+  if (p.stopped === true) {
+    // Issue 33: the person's stop outlives its node. A moved record's old copy is still reconciled (a stopped copy
+    // unloaded, a forgotten node's running copy stopped), but the agent is never placed again; a placement is never
+    // started, replaced or rescheduled, whether its node lost it, stopped it for its lease, died or was forgotten.
+    if (p.moved) return reconcileOldCopy(observed, p.moved_by ?? "lease");
+    return { kind: "none", why: "stopped by its operator: only a deploy or `berth agent start` runs it again" };
+  }
   if (p.moved) {
     // The agent first: a moved record nothing has replaced is placed again (its old copy is stopped, or the operator
     // forgot its node), unless its policy or its package says it may not move; then its old copy.

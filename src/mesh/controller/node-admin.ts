@@ -81,7 +81,9 @@ export async function forgetNode(deps: NodeAdminDeps, ref: string, reason: strin
 
 export type DrainStep =
   | { readonly instance_id: string; readonly name: string; readonly outcome: "moved"; readonly to_node: string; readonly to_instance: string; readonly old_copy: "unloaded" | "left_stopped" }
-  | { readonly instance_id: string; readonly name: string; readonly outcome: "left_running" | "stopped_not_placed" | "failed"; readonly reason: string };
+  | { readonly instance_id: string; readonly name: string; readonly outcome: "left_running" | "stopped_not_placed" | "failed"; readonly reason: string }
+  /** Issue 33: a person had stopped the agent: its stopped copy is unloaded here and it is placed nowhere else. */
+  | { readonly instance_id: string; readonly name: string; readonly outcome: "stopped_by_operator"; readonly old_copy: "unloaded" | "left_stopped"; readonly reason: string };
 
 export interface DrainResult {
   readonly node: string;
@@ -132,6 +134,16 @@ async function drainOne(
   wait: (ms: number) => Promise<void>,
 ): Promise<DrainStep> {
   const base = { instance_id: p.instance_id, name: p.name };
+  // Issue 33: a stop is final. A drain empties the node of what a person stopped too, but places it nowhere: the
+  // stopped copy is unloaded, fenced on the generation the node reports, and only a deploy or a start runs it again.
+  if ((await deps.store.stoppedNames()).has(p.name)) {
+    const seen = await nodeRow(deps, node, p.instance_id);
+    if ("error" in seen) return { ...base, outcome: "failed", reason: `the node did not say what it holds (${seen.error}); left as it is` };
+    if (LIVE.has(seen.state)) return { ...base, outcome: "left_running", reason: `stopped by its operator, yet the node reports it ${seen.state}; left as it is` };
+    const why = "stopped by its operator: not placed elsewhere; a deploy or `berth agent start` runs it again";
+    const unload = await deps.instance("unload", p.instance_id, { operator: by, ...(seen.generation === null ? {} : { generation: seen.generation }) });
+    return { ...base, outcome: "stopped_by_operator", old_copy: unload.kind === "ok" ? "unloaded" : "left_stopped", reason: why };
+  }
   // 1. somewhere else must fit before anything is stopped (a dry run, chained as an explain).
   const stored = await deps.moves.order(p.decision_id);
   if (stored === null) return { ...base, outcome: "left_running", reason: "no stored order for this placement (placed before this build); move it yourself" };
@@ -146,7 +158,7 @@ async function drainOne(
   }
   if (dry.decision.placement === null) return { ...base, outcome: "left_running", reason: "no other node can take it (see `berth place … --dry-run`); left running here" };
   // 2. stop, and 3. confirm stopped by the node itself
-  const stop = await deps.instance("stop", p.instance_id, { operator: by });
+  const stop = await deps.instance("stop", p.instance_id, { operator: by, for_move: true });
   if (stop.kind !== "ok") return { ...base, outcome: "failed", reason: `stop: ${stop.kind}${"reason" in stop ? ` (${stop.reason})` : ""}; left as it is` };
   const deadline = deps.clock() + (deps.stopConfirmMs ?? 15_000);
   let seen: { state: string; generation: number | null } | { error: string } = await nodeRow(deps, node, p.instance_id);

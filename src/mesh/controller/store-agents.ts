@@ -14,12 +14,13 @@ import { existsSync, renameSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import type { SealedEvent } from "../../core/chain/event.js";
+import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import { DEPLOY_TARGETS } from "../../core/agents/deploy-event.js";
 import { type AgentRecord, importEventDraft, importIsEventful, planRegistryImport, type RegistryImportPlan, rememberEventDraft } from "../../core/agents/registry.js";
 import type { Query } from "../../store/engine.js";
 import { openDatabase } from "../../store/sqlite.js";
 import type { ControllerStore } from "./store.js";
+import { OPEN_SQL } from "./store-schema.js";
 
 /** The file each home kept its registry in before issue 20. */
 export const AGENTS_DB = "agents.db";
@@ -27,9 +28,13 @@ export const AGENTS_DB = "agents.db";
 const AGENTS_DB_VERSION = 1;
 
 const COLUMNS = "name, target, spec_path, spec_text, intent, deployed_ms";
+/** Issue 33 (schema v10): how the last deploy of the record ended; agents.db never had them. */
+const READ_COLUMNS = `${COLUMNS}, last_outcome, last_message`;
 
 const RecordRow = z.object({
   name: z.string().min(1),
+  last_outcome: z.string().nullish().transform((v) => v ?? null),
+  last_message: z.string().nullish().transform((v) => v ?? null),
   target: z.enum(DEPLOY_TARGETS),
   spec_path: z.string(),
   spec_text: z.string(),
@@ -44,24 +49,48 @@ const recordOf = (row: unknown, where: string): AgentRecord => {
 };
 
 export async function agentRecord(q: Query, name: string): Promise<AgentRecord | null> {
-  const row = await q.get(`SELECT ${COLUMNS} FROM agent_registry WHERE name = ?`, [name]);
+  const row = await q.get(`SELECT ${READ_COLUMNS} FROM agent_registry WHERE name = ?`, [name]);
   return row === undefined ? null : recordOf(row, "agent_registry");
 }
 
 export async function agentRecords(q: Query): Promise<AgentRecord[]> {
-  return (await q.all(`SELECT ${COLUMNS} FROM agent_registry ORDER BY name`)).map((r) => recordOf(r, "agent_registry"));
+  return (await q.all(`SELECT ${READ_COLUMNS} FROM agent_registry ORDER BY name`)).map((r) => recordOf(r, "agent_registry"));
 }
 
 /** A deploy remembers its spec by name (insert or replace), with its `agent.remember` event. */
 export async function rememberAgent(store: ControllerStore, r: AgentRecord): Promise<SealedEvent> {
   return store.engine.transaction(async (tx) => {
     await tx.run(
-      `INSERT INTO agent_registry (${COLUMNS}) VALUES (?,?,?,?,?,?)
+      `INSERT INTO agent_registry (${READ_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)
        ON CONFLICT (name) DO UPDATE SET target = excluded.target, spec_path = excluded.spec_path,
-         spec_text = excluded.spec_text, intent = excluded.intent, deployed_ms = excluded.deployed_ms`,
-      [r.name, r.target, r.spec_path, r.spec_text, r.intent, r.deployed_ms],
+         spec_text = excluded.spec_text, intent = excluded.intent, deployed_ms = excluded.deployed_ms,
+         last_outcome = excluded.last_outcome, last_message = excluded.last_message`,
+      [r.name, r.target, r.spec_path, r.spec_text, r.intent, r.deployed_ms, r.last_outcome ?? null, r.last_message ?? null],
     );
     return store.chain.append(tx, rememberEventDraft(r));
+  });
+}
+
+/**
+ * Issue 33, `berth agent delete NAME`: the record goes, with its `agent.delete` event, only if nothing of the agent is
+ * held in this store in the same transaction (a placement, an open decision, a moved record whose old copy is not yet
+ * seen gone): the caller judged the target's own answer; this is the store's half of that fence, so a deploy that
+ * placed the name meanwhile makes the delete refuse rather than orphan its instance.
+ */
+export async function deleteAgentRecord(store: ControllerStore, name: string, event: (r: AgentRecord) => EventDraft): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
+  return store.engine.transaction(async (tx) => {
+    const record = await agentRecord(tx, name);
+    if (record === null) return { ok: false as const, reason: `no agent ${JSON.stringify(name)} was deployed from this berth home` };
+    const held = await tx.get<{ what: string; id: string }>(
+      `SELECT 'placement' AS what, instance_id AS id FROM mesh_placements WHERE name = ?
+       UNION ALL SELECT 'open decision' AS what, id FROM mesh_decisions WHERE name = ? AND state IN (${OPEN_SQL})
+       UNION ALL SELECT 'moved copy' AS what, instance_id AS id FROM mesh_moved WHERE name = ?`,
+      [name, name, name],
+    );
+    if (held !== undefined) return { ok: false as const, reason: `the controller still records its ${held.what} ${held.id}` };
+    await tx.run("DELETE FROM agent_registry WHERE name = ?", [name]);
+    await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [name]);
+    return { ok: true as const, event: await store.chain.append(tx, event(record)) };
   });
 }
 

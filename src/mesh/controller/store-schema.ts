@@ -1,7 +1,7 @@
 /**
  * The controller's tables and their migrations (spec/mesh.md §14.1), one schema version line for both engines: a
  * store at version N has the same tables and columns on SQLite and on PostgreSQL, so `berth migrate` copies rows
- * column for column. SQLite walks the history (v1 … v9) as an older file needs; PostgreSQL, which no berth before
+ * column for column. SQLite walks the history (v1 … v10) as an older file needs; PostgreSQL, which no berth before
  * issue 20 wrote, starts at version 4's layout and walks on from there.
  */
 import { OPEN_STATES } from "../../core/mesh/decision-state.js";
@@ -10,7 +10,7 @@ import { ensureLeaseTables } from "../../store/lease.js";
 import { ensureSchemaOn } from "../../store/schema.js";
 import { backfillPlacementSummary } from "./store-placements.js";
 
-export const CONTROLLER_SCHEMA_VERSION = 9;
+export const CONTROLLER_SCHEMA_VERSION = 10;
 
 /** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
@@ -67,6 +67,7 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   if (from < 7) await tx.exec(v7Tables("INTEGER"));
   if (from < 8) await v8Summary(tx, "INTEGER");
   if (from < 9) await v9DecisionSeq(tx, "INTEGER");
+  if (from < 10) await tx.exec(v10Tables("INTEGER"));
 }
 
 /**
@@ -133,6 +134,26 @@ async function v9DecisionSeq(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
   }
 }
 
+/**
+ * v10 (issue 33): what a user asked for stays asked.
+ * - `mesh_stopped`: the names a person stopped (`berth agent stop`, `berth instance stop`), written in the transaction
+ *   of the chained stop request and cleared by a placement of the name (a deploy) or an explicit start; the reconcile
+ *   loop never starts, moves or places again a name listed here (core/mesh/reconcile.ts).
+ * - `agent_registry.last_outcome`/`last_message`: how the last deploy of a remembered agent ended, so a record a
+ *   deploy left after it failed says why (a deploy refused before anything was accepted leaves no record at all).
+ * - `mesh_revocation_nodes`: per node, the sequence of the signed revocation list it last acknowledged
+ *   (revocation-push.ts); a node behind the controller's list gets no placement until it has caught up.
+ */
+function v10Tables(ms: "INTEGER" | "BIGINT"): string {
+  return `
+    CREATE TABLE IF NOT EXISTS mesh_stopped (name TEXT PRIMARY KEY, instance_id TEXT NOT NULL, stopped_ms ${ms} NOT NULL,
+                                             request_id TEXT NOT NULL);
+    ALTER TABLE agent_registry ADD COLUMN last_outcome TEXT;
+    ALTER TABLE agent_registry ADD COLUMN last_message TEXT;
+    CREATE TABLE IF NOT EXISTS mesh_revocation_nodes (node_id TEXT PRIMARY KEY, seq ${ms} NOT NULL, acked_ms ${ms} NOT NULL);
+  `;
+}
+
 /** PostgreSQL: version 4's layout for a new store, then the same steps as SQLite from v5 on. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
@@ -142,6 +163,7 @@ async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from < 7) await tx.exec(v7Tables("BIGINT"));
   if (from < 8) await v8Summary(tx, "BIGINT");
   if (from < 9) await v9DecisionSeq(tx, "BIGINT");
+  if (from < 10) await tx.exec(v10Tables("BIGINT"));
 }
 
 /** Version 4's layout in PostgreSQL's words: BIGINT milliseconds, the same names, keys and partial indexes. */

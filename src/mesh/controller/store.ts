@@ -311,6 +311,8 @@ export class ControllerStore {
       await this.move(tx, decisionId, "placed", "self", { node_id: placement.node_id, variant: placement.variant });
       await tx.run("UPDATE mesh_attempts SET state = 'done', outcome = 'placed' WHERE decision_id = ? AND n = ?", [decisionId, n]);
       await insertPlacement(tx, placement, workload);
+      // Issue 33: a placement of the name (a deploy, a place, a start from the registry) is what ends a stop.
+      await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [placement.name]);
       await this.chain.append(tx, event);
     }, { durable: "answer" });
   }
@@ -348,6 +350,9 @@ export class ControllerStore {
       await this.move(tx, decision.decision_id, adopted ? "adopt" : "settle_empty");
       if (adopted) {
         await insertPlacement(tx, adopted.placement, decision.workload);
+        // Issue 33: the adopted instance is a deploy's (a name holds one placement or open decision at a time, so the
+        // decision came after any stop of the name): like commitPlaced, it ends the stop.
+        await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [adopted.placement.name]);
         await this.chain.append(tx, adopted.event);
       }
       await this.chain.append(tx, settled);
@@ -414,17 +419,40 @@ export class ControllerStore {
   // ---- instance verbs ---------------------------------------------------------------------------------------
 
   /** §12 step 4: the request event; its hash authorises the verb. */
-  async commitVerbRequest(event: EventDraft): Promise<DecisionId> {
-    return this.tx(async (tx) => (await this.chain.append(tx, event)).hash as DecisionId);
+  /**
+   * With `stop` (issue 33: a person's stop of a managed placement), the name is recorded as stopped in the same
+   * transaction as the chained request, before anything is sent: from then on the reconcile loop never starts, moves
+   * or places it again, whatever becomes of its node, until a deploy places the name or a start clears it.
+   */
+  async commitVerbRequest(event: EventDraft, stop?: { readonly name: string; readonly instance_id: string }): Promise<DecisionId> {
+    return this.tx(async (tx) => {
+      const hash = (await this.chain.append(tx, event)).hash as DecisionId;
+      if (stop !== undefined) {
+        await tx.run(
+          "INSERT INTO mesh_stopped (name, instance_id, stopped_ms, request_id) VALUES (?,?,?,?) ON CONFLICT (name) DO UPDATE SET instance_id = excluded.instance_id, stopped_ms = excluded.stopped_ms, request_id = excluded.request_id",
+          [stop.name, stop.instance_id, this.clock(), hash],
+        );
+      }
+      return hash;
+    });
   }
 
-  /** §12 step 6: the outcome event, with the placement removed (unload) or marked pending (indeterminate). */
-  async commitVerbOutcome(instanceId: string, change: "remove" | { pending: string | null } | null, event: EventDraft): Promise<void> {
+  /**
+   * §12 step 6: the outcome event, with the placement removed (unload) or marked pending (indeterminate). `unstop`
+   * (issue 33) clears the name's stop in the same transaction: a start the node carried out, or a stop it refused.
+   */
+  async commitVerbOutcome(instanceId: string, change: "remove" | { pending: string | null } | null, event: EventDraft, unstop?: string): Promise<void> {
     await this.tx(async (tx) => {
       await this.chain.append(tx, event);
       if (change === "remove") await deletePlacement(tx, instanceId);
       else if (change !== null) await tx.run("UPDATE mesh_placements SET pending = ? WHERE instance_id = ?", [change.pending, instanceId]);
+      if (unstop !== undefined) await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [unstop]);
     });
+  }
+
+  /** Issue 33: the names a person stopped and nothing has started since (see `commitVerbRequest`). */
+  async stoppedNames(): Promise<ReadonlySet<string>> {
+    return new Set((await this.read((q) => q.all<{ name: string }>("SELECT name FROM mesh_stopped"))).map((r) => r.name));
   }
 
   // ---- reads ------------------------------------------------------------------------------------------------

@@ -34,6 +34,12 @@ export interface VerbOptions {
   readonly purge?: boolean;
   /** Who asked (user, uid, pid, host): chained with a verb on an instance no placement records. */
   readonly operator?: JsonObject;
+  /**
+   * stop: a step of moving the agent (`berth node drain`), not a person's say that it should stay stopped. Without it
+   * a stop of a managed placement is final (issue 33): recorded with the chained request, so the reconcile loop never
+   * starts, moves or places the name again until a deploy or an explicit start.
+   */
+  readonly for_move?: boolean;
 }
 
 export type VerbResult =
@@ -119,7 +125,11 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   if (verdict.decision !== "permit") return { kind: "error", verb, instance_id: instanceId, code: "governance", reason: `workload.${verb} denied: ${verdict.reason}` };
   // 4. chained request; its hash authorises the call
   const purge: JsonObject = verb === "unload" && opts.purge === true ? { purge: true } : {};
-  const requestId = await store.commitVerbRequest({ source: "placement", kind: `workload.${verb}`, payload: { phase: "request", instance_id: instanceId, node, name: record.name, ...purge } });
+  const final = verb === "stop" && opts.for_move !== true;
+  const requestId = await store.commitVerbRequest(
+    { source: "placement", kind: `workload.${verb}`, payload: { phase: "request", instance_id: instanceId, node, name: record.name, ...purge, ...(final ? { final: true } : {}) } },
+    final ? { name: record.name, instance_id: instanceId } : undefined,
+  );
   // 5. send and classify
   const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
   const outcome = outcomeOf(verb, r);
@@ -128,7 +138,9 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   const change = removes ? "remove" : outcome === "indeterminate" ? { pending: verb } : record.pending !== null && r.kind === "ok" ? { pending: null } : null;
   const code = r.kind === "refused" ? r.code : null;
   const reason = r.kind === "ok" ? null : failureText(r);
-  await store.commitVerbOutcome(instanceId, change, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, code, reason));
+  // Issue 33: a start the node carried out is the person's say that the agent runs again; it ends a stop.
+  const unstop = verb === "start" && r.kind === "ok" ? record.name : undefined;
+  await store.commitVerbOutcome(instanceId, change, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, code, reason), unstop);
   switch (r.kind) {
     case "ok":
       return { kind: "ok", verb, instance_id: instanceId, node, result: r.result };

@@ -40,11 +40,13 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
     shouldAct,
     placements: async () => {
       const views: PlacementView[] = [];
+      // Issue 33: read once per pass; a name a person stopped is never started, moved or placed again by the loop.
+      const stopped = await access.store.stoppedNames();
       for (const p of await access.placements()) {
         if (p.pending !== null) continue;
-        views.push({ ...placementView(p, await access.chainedOrder(p.decision_id)), ...movable(access, p.package_id), reschedules: await access.moves.movesOf(p.decision_id) });
+        views.push({ ...placementView(p, await access.chainedOrder(p.decision_id)), ...movable(access, p.package_id), reschedules: await access.moves.movesOf(p.decision_id), stopped: stopped.has(p.name) });
       }
-      for (const m of await access.moves.moved()) views.push(await movedView(access, m));
+      for (const m of await access.moves.moved()) views.push({ ...(await movedView(access, m)), stopped: stopped.has(m.name) });
       return views;
     },
     node: async (nodeId) => {

@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import type { z } from "zod";
-import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, type LoadedSpec, type Outcome, purgeAgent, replaceAgent, specFromText, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, type LoadedSpec, type Outcome, deleteAgent, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { AgentSpecSchema } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
@@ -111,6 +111,19 @@ export const agentHandlers: Handlers = {
     return perAgent.run(name, async () => {
       const r = answered(await purgeAgent(agentsEnv(ctx.state), name));
       return { body: { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message }, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) };
+    });
+  },
+  startAgent: async (i, ctx) => {
+    const { name } = i.params as In<typeof Inputs.agentRef>;
+    return perAgent.run(name, async () => deployAnswer(await startAgent(agentsEnv(ctx.state), name)));
+  },
+  deleteAgent: async (i, ctx) => {
+    const { name } = i.params as In<typeof Inputs.agentRef>;
+    const b = i.body as In<typeof Inputs.agentDelete>;
+    const operator: JsonObject = { via: "api (berth agent delete)", token: ctx.caller.who, remote: ctx.caller.remote, ...(b.operator ? { claimed: { ...b.operator } } : {}) };
+    return perAgent.run(name, async () => {
+      const r = answered(await deleteAgent(agentsEnv(ctx.state), name, operator));
+      return { body: { ...r } };
     });
   },
   replaceAgent: async (i, ctx) => {
