@@ -68,4 +68,32 @@ describe("facts reuse before a placement", () => {
     expect(counting.describes.get(second.addr)).toBe(before + 1);
     expect(counting.describes.get(first.addr), "the first node's facts were refreshed by refreshTargets and are reused").toBe(beforeFirst);
   });
+
+  it("a placement right after an unload, a stop or a purge describes that node again (issue 33: it weighs the capacity just freed)", async () => {
+    fx = await seedFixture();
+    const counting = new CountingConnector(fx.faults);
+    await fx.reopen({ connector: counting });
+    const [first] = fx.nodes as [NonNullable<SeedFixture["nodes"][0]>];
+    for (const n of fx.nodes) expect((await fx.controller.addTarget(n.addr, "paired")).ok).toBe(true);
+    const order = (name: string) => ({ package: fx!.pkgDir, name, config: { mode: "service" as const }, start: true, prefer: [first.id] });
+    const placed = async (name: string) => {
+      const r = await fx!.controller.place(order(name));
+      expect(r.placed?.node_id, r.explain).toBe(first.id);
+      return r.placed!.instance_id;
+    };
+    const a = await placed("fresh-a");
+    const b = await placed("fresh-b");
+    const c = await placed("fresh-c");
+    for (const [verb, id, opts] of [
+      ["unload", a, {}],
+      ["stop", b, {}],
+      ["unload", c, { purge: true }],
+    ] as const) {
+      const before = counting.describes.get(first.addr) ?? 0;
+      expect((await fx.controller.instance(verb, id, opts)).kind).toBe("ok");
+      await placed(`fresh-after-${verb}${"purge" in opts ? "-purge" : ""}`);
+      // Once, whatever the time: on main the facts of the describe before were reused for up to 10 s.
+      expect(counting.describes.get(first.addr), `the node the ${verb} freed is described before the next placement`).toBe(before + 1);
+    }
+  });
 });

@@ -52,6 +52,9 @@ interface Live {
  */
 export const FACTS_REUSE_MS = 10_000;
 
+/** The methods after which a node's facts are not reused (issue 33 item 4): they end or remove an instance. */
+const FREES_CAPACITY: ReadonlySet<string> = new Set(["stop", "unload"]);
+
 /** What the CLI and the API show for one target. */
 export interface TargetInfo {
   readonly addr: string;
@@ -413,6 +416,10 @@ export class Targets {
     const l = this.liveByNode(ref.nodeId);
     if (l) l.lastSentMs = this.clock();
     const r = await this.client.call(ref, method, body, opts);
+    // Issue 33 item 4: a stop or unload (a verb, a purge, a drain's or the loop's teardown, a lost answer's
+    // reconcile) frees what the node's facts counted as used; whatever its outcome, the next placement describes the
+    // node again instead of reusing facts from before it (FACTS_REUSE_MS), so it weighs the capacity just freed.
+    if (l && FREES_CAPACITY.has(method)) l.describedAtMs = null;
     if (l) {
       if (r.kind === "ok") {
         await this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });
