@@ -26,6 +26,21 @@ function run(over: Partial<ReconcileInput>): ReturnType<typeof reconcilePlacemen
 }
 
 describe("the reconcile loop's decision for one placement (spec/mesh.md §15)", () => {
+  it("an agent a person stopped is never started, replaced, rescheduled or placed again, whatever becomes of its node (issue 33)", () => {
+    const stopped = { ...placement, stopped: true };
+    const overAt = 1_000 + leaseWaitMs(30_000);
+    for (const observed of [listed("stopped"), listed("lease_stopped"), { kind: "not_listed" as const }, unverified]) {
+      for (const node of [alive, dead, leased, { ...alive, forgotten: true }]) {
+        expect(run({ placement: stopped, node, observed, now_ms: overAt + 1 }).kind).toBe("none");
+      }
+    }
+    // Its moved record is never placed again; its old copy is still reconciled (a stopped copy unloaded).
+    const moved = { ...stopped, moved: true, successor_missing: true, moved_by: "forget" as const };
+    expect(run({ placement: moved, observed: listed("stopped") }).kind).toBe("unload_orphan");
+    expect(run({ placement: moved, observed: { kind: "not_listed" } }).kind).toBe("forget_orphan");
+    expect(run({ placement: { ...moved, stopped: false }, observed: listed("stopped") }).kind).toBe("place_again");
+  });
+
   it("a running instance is left alone (started stays a strict no-op)", () => {
     expect(run({}).kind).toBe("none");
     expect(run({ observed: listed("starting") }).kind).toBe("none");
