@@ -72,6 +72,19 @@ describe("the effect vector and the ceiling (§7.1)", () => {
 });
 
 describe("the decision procedure (§7.3)", () => {
+  it("a default deny names each rule for the action and kind and the field that refused it (issue 33)", () => {
+    const lan = rule({ id: "agents-lan", max_network: "lan" });
+    const v = evaluate("workload.load", ctx({ network: "egress", network_declared: "lan" }), policy({ permits: [lan, rule({ id: "other-kind", kinds: ["service"] })] }), "n1");
+    expect(v.decision).toBe("deny");
+    expect(v.reason).toMatch(/^default deny: no permit rule matches 'workload.load' for kind 'agent' \(rule BERTH-DEFAULT-DENY\); rule agents-lan did not match on max_network \(/);
+    expect(v.reason).toContain("the package declares lan");
+    expect(v.reason).not.toContain("other-kind");
+    const tier = evaluate("workload.place", ctx({ node_tier: "discovered" }), policy({ permits: [rule({ id: "paired-only" })] }), "n1");
+    expect(tier.reason).toContain("rule paired-only did not match on min_node_tier (the node's tier is discovered, the rule needs paired)");
+    const broken = evaluate("workload.place", ctx(), policy({ permits: [], permitsError: "permits.json: permits.0.max_network: Invalid option" }), "n1");
+    expect(broken.reason).toContain("the permits file loads no rule: permits.json: permits.0.max_network");
+  });
+
   it("denies by default when no permit rule matches, naming BERTH-DEFAULT-DENY", () => {
     const v = evaluate("workload.load", ctx(), policy({ permits: [] }), "n");
     expect(v.decision).toBe("deny");

@@ -36,6 +36,11 @@ export interface WorkloadContext {
   readonly refs: { readonly package_id: string | null; readonly signer_keys: readonly string[]; readonly file_hashes: readonly string[] };
   /** The acting principal: the controller id on the controller, the requester id on a node. */
   readonly agent: string;
+  /**
+   * Issue 33: what the package declared when the runtime judges it otherwise (a node feeds `network` the exposure it
+   * really gives, §13.1). Only explains a refusal; never an input to a verdict.
+   */
+  readonly network_declared?: Network;
 }
 
 export interface GatePolicy {
@@ -45,6 +50,8 @@ export interface GatePolicy {
   readonly thresholdMilli: number;
   readonly builtinTeardown: boolean;
   readonly humanApproval: boolean;
+  /** Issue 33: why the permits file loaded no rule (invalid, naming the field); said in a default deny. */
+  readonly permitsError?: string | null;
 }
 
 export const DEFAULT_THRESHOLD_MILLI = 950;
@@ -113,20 +120,50 @@ function acceleratorMatches(selector: string, accelerator: string): boolean {
   return selector.endsWith("*") ? accelerator.startsWith(selector.slice(0, -1)) : selector === accelerator;
 }
 
+/** The field of a permit rule that did not match, and why, in words a person can act on (issue 33). */
+export interface PermitMismatch {
+  readonly field: "actions" | "kinds" | "controllers" | "min_package_trust" | "min_node_tier" | "max_network" | "allow_secrets" | "allow_emulated" | "accelerators" | "max_resource_cost_milli";
+  readonly detail: string;
+}
+
 /** Why a permit does not match, or null when it does. Teardown matches on actions, kinds and controllers only. */
-function permitMismatch(rule: PermitRule, action: string, ctx: WorkloadContext, teardown: boolean): string | null {
-  if (!rule.actions.some((a) => actionMatches(a, action))) return "action";
-  if (!rule.kinds.includes("*") && !rule.kinds.includes(ctx.kind)) return "kind";
-  if (rule.controllers.length > 0 && !rule.controllers.includes(ctx.agent)) return "controller";
+export function permitMismatch(rule: PermitRule, action: string, ctx: WorkloadContext, teardown: boolean): PermitMismatch | null {
+  if (!rule.actions.some((a) => actionMatches(a, action))) return { field: "actions", detail: `${action} is not among ${rule.actions.join(", ")}` };
+  if (!rule.kinds.includes("*") && !rule.kinds.includes(ctx.kind)) return { field: "kinds", detail: `kind ${ctx.kind} is not among ${rule.kinds.join(", ")}` };
+  if (rule.controllers.length > 0 && !rule.controllers.includes(ctx.agent)) return { field: "controllers", detail: `controller ${ctx.agent} is not listed` };
   if (teardown) return null;
-  if (rank(TRUST_LEVELS, ctx.package_trust) < rank(TRUST_LEVELS, rule.min_package_trust)) return "package_trust";
-  if (rank(TIERS, ctx.node_tier) < rank(TIERS, rule.min_node_tier)) return "node_tier";
-  if (rank(NETWORKS, ctx.network) > rank(NETWORKS, rule.max_network)) return "network";
-  if (ctx.secrets && !rule.allow_secrets) return "secrets";
-  if (ctx.emulated && !rule.allow_emulated) return "emulated";
-  if (ctx.accelerator !== null && !rule.accelerators.some((s) => acceleratorMatches(s, ctx.accelerator as string))) return "accelerator";
-  if (resourceCostMilli(ctx.cpu_millis) > rule.max_resource_cost_milli) return "resource_cost";
+  if (rank(TRUST_LEVELS, ctx.package_trust) < rank(TRUST_LEVELS, rule.min_package_trust)) return { field: "min_package_trust", detail: `the package is ${ctx.package_trust}, the rule needs ${rule.min_package_trust}` };
+  if (rank(TIERS, ctx.node_tier) < rank(TIERS, rule.min_node_tier)) return { field: "min_node_tier", detail: `the node's tier is ${ctx.node_tier}, the rule needs ${rule.min_node_tier}` };
+  if (rank(NETWORKS, ctx.network) > rank(NETWORKS, rule.max_network)) return { field: "max_network", detail: networkDetail(rule, ctx) };
+  if (ctx.secrets && !rule.allow_secrets) return { field: "allow_secrets", detail: "the package declares secrets and the rule does not allow them" };
+  if (ctx.emulated && !rule.allow_emulated) return { field: "allow_emulated", detail: "the route is emulated and the rule does not allow it" };
+  if (ctx.accelerator !== null && !rule.accelerators.some((s) => acceleratorMatches(s, ctx.accelerator as string))) return { field: "accelerators", detail: `accelerator ${ctx.accelerator} matches none of [${rule.accelerators.join(", ")}]` };
+  const cost = resourceCostMilli(ctx.cpu_millis);
+  if (cost > rule.max_resource_cost_milli) return { field: "max_resource_cost_milli", detail: `the workload costs ${cost}, the rule allows ${rule.max_resource_cost_milli}` };
   return null;
+}
+
+/**
+ * Issue 33: a package that declares `lan` (or `none` where no namespace can hold it) is judged `egress` on a node,
+ * because a native process reaches whatever the host does; the rule's default `max_network` is `lan`. Say so.
+ */
+function networkDetail(rule: PermitRule, ctx: WorkloadContext): string {
+  const base = `the workload is judged ${ctx.network}, the rule allows at most ${rule.max_network}`;
+  if (ctx.network_declared === undefined || ctx.network_declared === ctx.network) return base;
+  return `${base}: the package declares ${ctx.network_declared}, but this node runs it as a native process without a network namespace of its own, which reaches whatever the host does, so it is judged ${ctx.network}; raise the rule's max_network to ${ctx.network}, or declare network none on a node whose facts say network_none: enforced`;
+}
+
+/** The default deny's explanation: each rule that names this action and kind, and the field that refused it. */
+function closestRules(rules: readonly PermitRule[], action: string, ctx: WorkloadContext, teardown: boolean): string {
+  const near: string[] = [];
+  for (const rule of rules) {
+    const m = permitMismatch(rule, action, ctx, teardown);
+    if (m === null || m.field === "actions" || m.field === "kinds") continue;
+    near.push(`rule ${rule.id} did not match on ${m.field} (${m.detail})`);
+  }
+  if (near.length === 0) return "";
+  const shown = near.slice(0, 3).join("; ");
+  return `; ${shown}${near.length > 3 ? `; and ${near.length - 3} more` : ""}`;
 }
 
 const BUILTIN_TEARDOWN: PermitRule = {
@@ -171,6 +208,7 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
     cpu_millis: input.cpu_millis,
     refs: { package_id: input.refs.package_id, signer_keys: [...input.refs.signer_keys], file_hashes: [...input.refs.file_hashes] },
     agent: input.agent,
+    ...(input.network_declared === undefined ? {} : { network_declared: input.network_declared }),
   };
   const teardown = TEARDOWN_ACTIONS.has(action);
   const effective: WorkloadContext = teardown ? { ...ctx, node_tier: "pinned" } : ctx;
@@ -250,7 +288,10 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
   }
   if (permitRule === null) {
     evaluated.push("BERTH-DEFAULT-DENY");
-    return verdict("deny", `default deny: no permit rule matches '${action}' for kind '${ctx.kind}' (rule BERTH-DEFAULT-DENY)`);
+    // Issue 33: say why: the permits file that loaded nothing, or each rule for this action and kind with the field
+    // that refused it (the verbatim prefix stays, spec §7.3).
+    const why = policy.permitsError ? `; the permits file loads no rule: ${policy.permitsError}` : closestRules(policy.permits, action, effective, teardown);
+    return verdict("deny", `default deny: no permit rule matches '${action}' for kind '${ctx.kind}' (rule BERTH-DEFAULT-DENY)${why}`);
   }
   // 7.
   if (!teardown && ceilingExceeded(effect, policy.thresholdMilli)) {

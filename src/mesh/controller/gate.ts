@@ -23,6 +23,7 @@ export const DEFAULT_GATE: GateSettings = { thresholdMilli: 950, builtinTeardown
 export function gatePolicyOf(policy: ControllerPolicy, settings: GateSettings): GatePolicy {
   return {
     permits: policy.permits,
+    permitsError: policy.permitsError ?? null,
     revocations: policy.revocations,
     thresholdMilli: settings.thresholdMilli,
     builtinTeardown: settings.builtinTeardown,

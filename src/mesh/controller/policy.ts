@@ -32,6 +32,8 @@ export type PeersLoad = { readonly ok: true; readonly entries: readonly PeerEntr
 export interface ControllerPolicy {
   readonly signers: ReadonlySet<string>;
   readonly permits: readonly PermitRule[];
+  /** Issue 33: why permits.json loaded no rule (the field named), or null when it loaded. */
+  readonly permitsError?: string | null;
   /** `null`: unreadable (fail closed for everything but teardown). */
   readonly revocations: RevocationList | null;
   readonly peers: PeersLoad;
@@ -107,6 +109,7 @@ export class PolicyFiles {
       policy: {
         signers: new Set(signers.loaded.ok ? signers.loaded.value : []),
         permits: permits.loaded.ok ? permits.loaded.value : [],
+        permitsError: permits.loaded.ok ? null : `${permits.file}: ${permits.loaded.error}`,
         revocations: revocations.loaded.ok ? revocations.loaded.value : null,
         peers: peers.loaded.ok ? { ok: true, entries: peers.loaded.value } : { ok: false, error: peers.loaded.error },
       },

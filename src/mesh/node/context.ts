@@ -89,11 +89,14 @@ export class NodeContext {
    * is the exposure the runtime really gives (issue 15: `none` only when a network namespace enforces it).
    */
   contextOf(l: LaunchSpec, packageId: string, agent: string): WorkloadContext {
+    const network = this.runtime.confinement.exposure(l.network);
     return {
       kind: l.kind,
       package_trust: "pinned_signer",
       node_tier: this.o.config.self_tier,
-      network: this.runtime.confinement.exposure(l.network),
+      network,
+      // Issue 33: a refusal says the package declared otherwise and why this node judges it so.
+      ...(network === l.network ? {} : { network_declared: l.network }),
       secrets: l.secrets.length > 0,
       emulated: false,
       accelerator: null,

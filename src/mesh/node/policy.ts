@@ -13,6 +13,8 @@ import type { NodeServiceOptions } from "./options.js";
 export interface Policy {
   readonly signers: ReadonlySet<string>;
   readonly permits: readonly PermitRule[];
+  /** Issue 33: why permits.json loaded no rule (the field named), or null when it loaded. */
+  readonly permitsError: string | null;
   readonly revocations: RevocationList | null;
 }
 
@@ -37,6 +39,7 @@ export class NodePolicy {
     return {
       signers: new Set([...(signers.loaded.ok ? signers.loaded.value : []), ...(this.o.extraSigners ?? [])]),
       permits: permits.loaded.ok ? permits.loaded.value : [],
+      permitsError: permits.loaded.ok ? null : `${permits.file}: ${permits.loaded.error}`,
       revocations: revocations.loaded.ok ? revocations.loaded.value : null,
     };
   }
@@ -56,6 +59,7 @@ export class NodePolicy {
     const pol = this.read();
     return {
       permits: pol.permits,
+      permitsError: pol.permitsError,
       revocations: pol.revocations,
       thresholdMilli: this.o.config.gate.threshold_milli,
       builtinTeardown: this.o.config.gate.builtin_teardown,

@@ -20,7 +20,7 @@ export function hostOs(): "linux" | "darwin" {
 }
 
 /** Writes, builds and signs the `probe` package in `dir`; returns its package id. */
-export function probePackage(dir: string, signer: SigningKey, opts: { name?: string; script?: string } = {}): string {
+export function probePackage(dir: string, signer: SigningKey, opts: { name?: string; script?: string; network?: "none" | "lan" | "egress" } = {}): string {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, "run.sh"), opts.script ?? PROBE_SCRIPT);
   chmodSync(join(dir, "run.sh"), 0o755);
@@ -28,7 +28,7 @@ export function probePackage(dir: string, signer: SigningKey, opts: { name?: str
     name: opts.name ?? "probe",
     kind: TEST_KIND,
     files: ["run.sh"],
-    network: "egress",
+    network: opts.network ?? "egress",
     variants: [{ id: `${hostArch()}-${hostOs()}`, arch: hostArch(), os: hostOs(), entry: { program: "run.sh", args: [] }, requires: [] }],
     // The surface the tests configure (issue 12): flags test/agents deploys with, and the mark the race test sets.
     config: { args: { "--v2": { type: "boolean" }, "--v3": { type: "boolean" } }, env: { RACE_MARK: { type: "string" } } },

@@ -39,13 +39,13 @@ const controllers = new Set<MeshController>();
 
 export const TIMEOUTS = { callMs: 5_000, placeMs: 15_000, describeMs: 3_000 };
 
-export async function processFixture(opts: { permits?: [PermitRuleInput[], PermitRuleInput[]]; config?: [JsonObject?, JsonObject?]; script?: string } = {}): Promise<ProcessFixture> {
+export async function processFixture(opts: { permits?: [PermitRuleInput[], PermitRuleInput[]]; config?: [JsonObject?, JsonObject?]; script?: string; network?: "none" | "lan" | "egress" } = {}): Promise<ProcessFixture> {
   requireBuild();
   const root = tempDir("berth-mesh-ctl-");
   const key = generateSigningKey();
   const signer = generateSigningKey();
   const pkgDir = join(root, "pkg");
-  probePackage(pkgDir, signer, opts.script === undefined ? {} : { script: opts.script });
+  probePackage(pkgDir, signer, { ...(opts.script === undefined ? {} : { script: opts.script }), ...(opts.network === undefined ? {} : { network: opts.network }) });
   const spec = (permits: PermitRuleInput[], config: JsonObject | undefined) => ({ controllers: [key.publicKey], signers: [signer.publicKey], permits, ...(config ? { config } : {}) });
   const [first, second] = await Promise.all([
     NodeProcess.create(spec(opts.permits?.[0] ?? [TEST_PERMIT], opts.config?.[0])),
