@@ -21,6 +21,7 @@ import { registerMigrateCommands } from "./migrate.js";
 import { registerProviderCommands } from "./provider.js";
 import { registerNodeCommands } from "./node.js";
 import { registerPackageCommands } from "./package.js";
+import { registerRevokeCommands } from "./revoke.js";
 import { finishProgram, rootCommand } from "./program-frame.js";
 import { registerServeCommands } from "./serve.js";
 import { registerUpCommands } from "./up.js";
@@ -40,6 +41,7 @@ const GROUPS: ReadonlyArray<{ readonly verbs: readonly string[]; readonly regist
   { verbs: ["package"], register: registerPackageCommands },
   { verbs: ["place", "nodes", "instances", "instance", "unsettled"], register: registerMeshCommands },
   { verbs: ["doctor"], register: registerDoctorCommands },
+  { verbs: ["revoke", "unrevoke"], register: registerRevokeCommands },
   { verbs: ["deploy", "agents", "agent"], register: registerAgentCommands },
   { verbs: ["context"], register: registerContextCommands },
   { verbs: ["up"], register: registerUpCommands },

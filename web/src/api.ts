@@ -144,8 +144,12 @@ export class BerthApi {
   deploy(spec: Readonly<Record<string, unknown>>) {
     return this.request<DeployOutcome>("POST", "/agents", spec);
   }
-  agentVerb(name: string, verb: "stop" | "replace") {
+  agentVerb(name: string, verb: "stop" | "start" | "replace") {
     return this.request<unknown>("POST", `/agents/${encodeURIComponent(name)}/${verb}`, {});
+  }
+  /** Issue 33: removes the agent's record once nothing of it runs (`ok: false` with the reason otherwise). */
+  deleteAgent(name: string) {
+    return this.request<{ ok: boolean; agent: string; message: string }>("POST", `/agents/${encodeURIComponent(name)}/delete`, {});
   }
   kubernetesAgents() {
     return this.request<KubernetesAgents>("GET", "/k8s/agents");

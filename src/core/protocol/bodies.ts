@@ -3,6 +3,7 @@
  * validates with these) and the controller (which builds with the same types).
  */
 import { z } from "zod";
+import { RevocationListSchema } from "../governance/policy.js";
 import { PLACE_RESTART_DEFAULT, RestartPolicySchema } from "../node/restart-policy.js";
 import { describeIssues, HEX64, LIMITS } from "./messages.js";
 
@@ -62,6 +63,12 @@ export const BODY_SCHEMAS = {
       .min(1, "reason must say why the node moves")
       .refine((r) => Buffer.byteLength(r, "utf8") <= LIMITS.reasonBytes, "reason is at most 1024 bytes"),
   }),
+  /**
+   * Issue 33: the controller's revocation list, pushed whole (`berth revoke`/`unrevoke`, and at every contact with a
+   * node behind it). `generation` is its sequence: a node never takes a list older than the one it holds from that
+   * controller. Signed as every request is, by the controller's key; the decision id is the chained publication.
+   */
+  revocations: RevocationListSchema,
 } as const;
 
 export type BodyOf<M extends keyof typeof BODY_SCHEMAS> = z.infer<(typeof BODY_SCHEMAS)[M]>;

@@ -5,10 +5,10 @@
  */
 import { z } from "zod";
 
-export const METHODS = ["describe", "place", "load", "start", "stop", "unload", "status", "logs", "rehome"] as const;
+export const METHODS = ["describe", "place", "load", "start", "stop", "unload", "status", "logs", "rehome", "revocations"] as const;
 export type Method = (typeof METHODS)[number];
 /** `rehome` (issue 20) moves the node's binding of this controller key to the requesting store: mutating, chained. */
-export const MUTATING_METHODS: ReadonlySet<string> = new Set(["place", "load", "start", "stop", "unload", "rehome"]);
+export const MUTATING_METHODS: ReadonlySet<string> = new Set(["place", "load", "start", "stop", "unload", "rehome", "revocations"]);
 export const READ_METHODS: ReadonlySet<string> = new Set(["describe", "status", "logs"]);
 
 export function isMethod(value: string): value is Method {

@@ -63,6 +63,8 @@ export const RESULT_SCHEMAS = {
     from_epoch: z.number().int().nullable(),
     instances: z.number().int(),
   }),
+  /** Issue 33: the generation of this controller's list the node now holds, and whether this push changed it. */
+  revocations: z.looseObject({ generation: z.number().int(), changed: z.boolean() }),
 } as const satisfies Record<Method, z.ZodType>;
 
 export type ResultOf<M extends Method> = z.infer<(typeof RESULT_SCHEMAS)[M]>;

@@ -41,6 +41,7 @@ import type { MoverDeps } from "./mover.js";
 import type { NodeAdminDeps } from "./node-admin.js";
 import { packagePolicyOf } from "./package-policy.js";
 import type { ReconcileAccess } from "./reconcile-access.js";
+import { behindReason, editRevocations, publicationOf, type PushOutcome, pushRevocations } from "./revocation-push.js";
 
 export const CONTROLLER_DB = "controller.db";
 
@@ -139,7 +140,39 @@ export class MeshController {
       hooks: o.hooks ?? {},
       readPolicy: (learn) => this.readPolicy(learn),
       moves: this.moves,
+      revocationLag: async (nodes, policy, push) => {
+        const lag = new Map<string, string>();
+        for (const o of await this.pushRevocationsTo(nodes, policy, push)) if (o.kind === "behind") lag.set(o.node, behindReason(o));
+        return lag;
+      },
     };
+  }
+
+  /**
+   * Issue 33: pushes the controller's published revocation list to each node that has not acknowledged it (no request
+   * to a node that has). A list that cannot be published (generation reused with other content) is pushed nowhere.
+   */
+  async pushRevocationsTo(nodes: readonly string[], policy?: ControllerPolicy, push = true): Promise<PushOutcome[]> {
+    const pol = policy ?? (await this.readPolicy(false));
+    if (pol.revocations === null) return [];
+    const published = await publicationOf(this.store, pol.revocations, this.deps.clock);
+    if (!published.ok) return [];
+    return pushRevocations({ store: this.store, targets: this.targetSet, clock: this.deps.clock, callTimeoutMs: this.deps.timeouts.callMs }, published.pub, nodes, push);
+  }
+
+  /**
+   * `berth revoke` / `berth unrevoke` (issue 33): the controller's list edited (a new generation), each subject
+   * chained, the generation published, then pushed to every known node at once; a node that does not answer gets it
+   * at its next contact and is refused placements until then.
+   */
+  async revoke(edit: Parameters<typeof editRevocations>[3]): Promise<{ ok: true; generation: number; changed: boolean; nodes: PushOutcome[] } | { ok: false; reason: string }> {
+    await this.readPolicy(false);
+    const done = await editRevocations(this.deps.dataDir, this.store, this.deps.clock, edit);
+    if (!done.ok) return done;
+    const known = (await this.targetSet.list()).map((t) => t.node_id).filter((n): n is string => n !== null);
+    for (const n of known) if (!this.targetSet.described(n)) await this.targetSet.refresh(n);
+    const nodes = await pushRevocations({ store: this.store, targets: this.targetSet, clock: this.deps.clock, callTimeoutMs: this.deps.timeouts.callMs }, done.pub, known);
+    return { ok: true, generation: done.pub.generation, changed: done.changed, nodes };
   }
 
   /** §14.2 steps 1–4. Throws if the chain fails its start-up check: a controller never runs on a broken record. */
@@ -324,8 +357,11 @@ export class MeshController {
    * nothing chains nothing (only a changed policy file, a newly listed peer or a refused key is chained).
    */
   async watchTargets(): Promise<void> {
-    await this.readPolicy(true);
+    const policy = await this.readPolicy(true);
     await this.targetSet.refreshAll();
+    // Issue 33: a node that was unreachable gets the latest revocation list at its first answer (its next contact).
+    const answered = (await this.targetSet.list()).filter((t) => t.node_id !== null && this.targetSet.described(t.node_id)).map((t) => t.node_id as string);
+    await this.pushRevocationsTo(answered, policy);
   }
 
   /**

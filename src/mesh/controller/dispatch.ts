@@ -104,6 +104,11 @@ export interface DispatchDeps {
   readonly readPolicy: (learn: boolean) => Promise<ControllerPolicy>;
   /** Issue 16: cordons (the engine's `cordoned`) and the stored order a reschedule reruns (move-records.ts). */
   readonly moves?: MoveRecords;
+  /**
+   * Issue 33: brings the nodes up to the controller's published revocation list (revocation-push.ts) and says, per
+   * node still behind it, why: such a node gets no placement until it has the latest list.
+   */
+  readonly revocationLag?: (nodes: readonly string[], policy: ControllerPolicy, push: boolean) => Promise<ReadonlyMap<string, string>>;
 }
 
 export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Promise<PlaceReport> {
@@ -135,9 +140,14 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   const gatePolicy = gatePolicyOf(policy, deps.gate);
   const verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }> = {};
   const consulted: Array<{ node: string; event: EventDraft }> = [];
+  // Issue 33: a node that does not hold the controller's latest revocation list is refused here (after a push the
+  // refresh just made possible), whatever the gate says, so nothing revoked can be placed on a node that would not know.
+  // A dry run sends nothing: it says which nodes are behind without pushing to them.
+  const lag = deps.revocationLag === undefined ? new Map<string, string>() : await deps.revocationLag(views.map((v) => v.node_id), policy, !order.dry_run);
   for (const v of views) {
     const { verdict, event } = consult("workload.place", contextOf(workload, v.tier, deps.controllerId, false), gatePolicy, v.node_id);
-    verdicts[v.node_id] = { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
+    const behind = lag.get(v.node_id);
+    verdicts[v.node_id] = behind !== undefined ? { verdict: "deny", reason: behind } : { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
     if (event) consulted.push({ node: v.node_id, event });
   }
   // Chained in the transaction of what they led to, just before it: the decision, or the engine's refusal (issue 19:

@@ -141,8 +141,9 @@ async function v9DecisionSeq(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
  *   loop never starts, moves or places again a name listed here (core/mesh/reconcile.ts).
  * - `agent_registry.last_outcome`/`last_message`: how the last deploy of a remembered agent ended, so a record a
  *   deploy left after it failed says why (a deploy refused before anything was accepted leaves no record at all).
- * - `mesh_revocation_nodes`: per node, the sequence of the signed revocation list it last acknowledged
- *   (revocation-push.ts); a node behind the controller's list gets no placement until it has caught up.
+ * - `mesh_revocation_nodes`: per node, the sequence of the signed revocation list it last acknowledged, and
+ *   `mesh_revocation_publications`: per generation of the controller's list, its digest and the chained event that
+ *   authorises pushing it (revocation-push.ts); a node behind the controller's list gets no placement until it has it.
  */
 function v10Tables(ms: "INTEGER" | "BIGINT"): string {
   return `
@@ -151,6 +152,8 @@ function v10Tables(ms: "INTEGER" | "BIGINT"): string {
     ALTER TABLE agent_registry ADD COLUMN last_outcome TEXT;
     ALTER TABLE agent_registry ADD COLUMN last_message TEXT;
     CREATE TABLE IF NOT EXISTS mesh_revocation_nodes (node_id TEXT PRIMARY KEY, seq ${ms} NOT NULL, acked_ms ${ms} NOT NULL);
+    CREATE TABLE IF NOT EXISTS mesh_revocation_publications (generation ${ms} PRIMARY KEY, sha256 TEXT NOT NULL,
+                                                             decision_id TEXT NOT NULL, published_ms ${ms} NOT NULL);
   `;
 }
 

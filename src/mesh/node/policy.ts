@@ -7,7 +7,8 @@ import type { EventDraft } from "../../core/chain/event.js";
 import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
 import type { PermitRule, RevocationList } from "../../core/governance/policy.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
-import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
+import { mergeRevocations } from "../../core/node/revocation.js";
+import { loadPermits, loadPushedRevocations, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
 import type { NodeServiceOptions } from "./options.js";
 
 export interface Policy {
@@ -35,12 +36,14 @@ export class NodePolicy {
     const signers = loadSigners(this.o.dataDir);
     const permits = loadPermits(this.o.dataDir);
     const revocations = loadRevocations(this.o.dataDir);
-    for (const f of [signers, permits, revocations] as PolicyFile<unknown>[]) this.notePolicy(f);
+    // Issue 33: the lists controllers pushed (`berth revoke`) are enforced with the node's own.
+    const pushed = loadPushedRevocations(this.o.dataDir).map((p) => p.file);
+    for (const f of [signers, permits, revocations, ...pushed] as PolicyFile<unknown>[]) this.notePolicy(f);
     return {
       signers: new Set([...(signers.loaded.ok ? signers.loaded.value : []), ...(this.o.extraSigners ?? [])]),
       permits: permits.loaded.ok ? permits.loaded.value : [],
       permitsError: permits.loaded.ok ? null : `${permits.file}: ${permits.loaded.error}`,
-      revocations: revocations.loaded.ok ? revocations.loaded.value : null,
+      revocations: mergeRevocations(revocations.loaded.ok ? revocations.loaded.value : null, pushed.map((p) => (p.loaded.ok ? p.loaded.value : null))),
     };
   }
 

@@ -28,6 +28,7 @@ import { start, stop, unload } from "./lifecycle.js";
 import type { Policy } from "./policy.js";
 import { onProcessExit, pollAdopted, recordExit, trimAllLogs } from "./processes.js";
 import { RevocationSweep } from "./revocation.js";
+import { acceptRevocations } from "./revocation-push.js";
 import { logs, status } from "./status.js";
 import type { InstanceRow } from "./store.js";
 import { Supervisor } from "./supervisor.js";
@@ -156,6 +157,11 @@ export class NodeService {
         return logs(ctx, ctx.body("logs", req.body));
       case "rehome":
         return this.bindings.rehome(req);
+      case "revocations":
+        // Issue 33: what the new list revokes is swept at once, not at the next periodic sweep.
+        return acceptRevocations(ctx, req, ctx.body("revocations", req.body), () => {
+          this.revocations.sweep().catch((error: unknown) => ctx.log.warn({ err: (error as Error).message }, "revocation sweep failed"));
+        });
       default: {
         const never: never = req.method;
         throw new Refusal("unknown_method", `method ${String(never)} is not handled`);

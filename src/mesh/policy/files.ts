@@ -4,7 +4,7 @@
  * meaning (no trusted signers, no permits, revocations unreadable) and the error is reported so the reader can chain
  * `policy.load` with `ok: false`. Shared by both sides, so it belongs to neither `node/` nor `controller/`.
  */
-import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { sha256 } from "../../core/crypto/tagged.js";
@@ -90,4 +90,39 @@ export function savePermits(dataDir: string, rules: readonly PermitRuleInput[]):
   writeFileSync(`${path}.tmp`, `${JSON.stringify(parsed.data, null, 2)}\n`, { mode: 0o600 });
   renameSync(`${path}.tmp`, path);
   return parsed.data;
+}
+
+/** Issue 33: where a node keeps each controller's pushed revocation list, one file per controller id. */
+export const PUSHED_REVOCATIONS_DIR = "revocations.pushed";
+
+/** The lists controllers pushed to this node, by controller id (a file that does not parse loads as unreadable). */
+export function loadPushedRevocations(dataDir: string): Array<{ controller: string; file: PolicyFile<RevocationList> }> {
+  const dir = join(dataDir, PUSHED_REVOCATIONS_DIR);
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => /^[0-9a-f]{32}\.json$/.test(f))
+    .sort()
+    .map((f) => ({ controller: f.slice(0, -5), file: readPolicy(dataDir, join(PUSHED_REVOCATIONS_DIR, f), parseRevocations, { generation: 0, subjects: [] }) }));
+}
+
+/** Writes one revocation list atomically and durably (tmp, fsync, rename, fsync of the directory). */
+export function saveRevocationList(dataDir: string, name: string, list: RevocationList): void {
+  const path = join(dataDir, name);
+  const dir = join(path, "..");
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const tmp = `${path}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(list, null, 2)}\n`, { mode: 0o600 });
+  const fd = openSync(tmp, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(tmp, path);
+  const d = openSync(dir, "r");
+  try {
+    fsyncSync(d);
+  } finally {
+    closeSync(d);
+  }
 }

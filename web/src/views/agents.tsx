@@ -1,9 +1,11 @@
 /**
  * Agents (the one deploy model over both targets): each with its target, its state there and what a deploy would do
- * next. `#/agents/NAME` shows one: its verbs (stop; replace, a fresh instance now), its logs (followed live), and its
+ * next. `#/agents/NAME` shows one: its verbs (stop; start, issue 33; replace, a fresh instance now; delete, behind a
+ * confirmation), its logs (followed live), and its
  * timeline from the audit chain (deploys, placements, verbs, exits, replaces), each entry linking to what it names.
  */
-import { useMemo } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
+import { useAction } from "../action";
 import { useTail } from "../audit-tail";
 import { useChainHistory } from "../chain-history";
 import { FollowedLogs } from "../follow-logs";
@@ -16,7 +18,7 @@ import { href, navigate } from "../route";
 import { type Column, FilteredTable } from "../table";
 import { timelineOf } from "../timeline";
 import type { AgentState } from "../types";
-import { VerbButton } from "../verbs";
+import { outcomeText, VerbButton } from "../verbs";
 
 const searchText = (a: AgentState) => [a.name, a.target, a.state, a.instance ?? ""].join(" ");
 
@@ -90,11 +92,51 @@ function AgentDetails({ agent }: { agent: AgentState }) {
       <fieldset class="verbs">
         <legend>Agent verbs</legend>
         <VerbButton verb="stop" label="Stop agent" perform={({ api }) => api.agentVerb(agent.name, "stop")} />
+        <VerbButton verb="start" label="Start agent" perform={({ api }) => api.agentVerb(agent.name, "start")} />
         <VerbButton verb="replace" label="Replace agent" perform={({ api }) => api.agentVerb(agent.name, "replace")} />
+        <DeleteAgent name={agent.name} />
       </fieldset>
       <FollowedLogs buttonLabel="Show agent logs" load={(api) => api.agentLogs(agent.name)} />
       <AgentTimeline agent={agent.name} />
     </section>
+  );
+}
+
+/**
+ * Issue 33: `berth agent delete NAME` from the dashboard, behind a confirmation: the first button only asks; the
+ * server refuses (ok false, with the reason and what clears it) while an instance of the agent is there.
+ */
+function DeleteAgent({ name }: { name: string }) {
+  const [asking, setAsking] = useState(false);
+  const action = useAction(({ api }) => api.deleteAgent(name));
+  if (!asking) {
+    return (
+      <span class="verb">
+        <button type="button" onClick={() => setAsking(true)}>
+          Delete agent
+        </button>
+        {action.result !== null ? <output>{`delete: ${outcomeText(action.result)}`}</output> : null}
+        <ErrorNotice error={action.error} action="Delete agent" />
+      </span>
+    );
+  }
+  return (
+    <fieldset class="verb" aria-label={`confirm deleting agent ${name}`}>
+      <legend>{`Delete agent ${name}? Its record goes (the audit chain keeps it); refused while an instance of it is there.`}</legend>
+      <button
+        type="button"
+        disabled={action.busy}
+        onClick={async () => {
+          setAsking(false);
+          await action.run();
+        }}
+      >
+        Confirm delete
+      </button>
+      <button type="button" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </fieldset>
   );
 }
 
