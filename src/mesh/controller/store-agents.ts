@@ -45,7 +45,9 @@ const RecordRow = z.object({
 const recordOf = (row: unknown, where: string): AgentRecord => {
   const parsed = RecordRow.safeParse(row);
   if (!parsed.success) throw new Error(`${where}: an agent registry row is not one berth writes (${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")})`);
-  return parsed.data;
+  // Issue 33's outcome columns appear only when a deploy wrote them, so a record reads as it was remembered.
+  const { last_outcome, last_message, ...record } = parsed.data;
+  return { ...record, ...(last_outcome === null ? {} : { last_outcome }), ...(last_message === null ? {} : { last_message }) };
 };
 
 export async function agentRecord(q: Query, name: string): Promise<AgentRecord | null> {

@@ -67,7 +67,7 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   if (from < 7) await tx.exec(v7Tables("INTEGER"));
   if (from < 8) await v8Summary(tx, "INTEGER");
   if (from < 9) await v9DecisionSeq(tx, "INTEGER");
-  if (from < 10) await tx.exec(v10Tables("INTEGER"));
+  if (from < 10) await v10Tables(tx, "INTEGER");
 }
 
 /**
@@ -145,16 +145,20 @@ async function v9DecisionSeq(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
  *   `mesh_revocation_publications`: per generation of the controller's list, its digest and the chained event that
  *   authorises pushing it (revocation-push.ts); a node behind the controller's list gets no placement until it has it.
  */
-function v10Tables(ms: "INTEGER" | "BIGINT"): string {
-  return `
+async function v10Tables(tx: Tx, ms: "INTEGER" | "BIGINT"): Promise<void> {
+  // The registry's columns only where they are missing: a store may reach v10's steps with them already there.
+  const have =
+    tx.kind === "sqlite"
+      ? new Set((await tx.all<{ name: string }>("PRAGMA table_info(agent_registry)")).map((c) => c.name))
+      : new Set((await tx.all<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'agent_registry'")).map((c) => c.column_name));
+  for (const column of ["last_outcome", "last_message"]) if (!have.has(column)) await tx.exec(`ALTER TABLE agent_registry ADD COLUMN ${column} TEXT`);
+  await tx.exec(`
     CREATE TABLE IF NOT EXISTS mesh_stopped (name TEXT PRIMARY KEY, instance_id TEXT NOT NULL, stopped_ms ${ms} NOT NULL,
                                              request_id TEXT NOT NULL);
-    ALTER TABLE agent_registry ADD COLUMN last_outcome TEXT;
-    ALTER TABLE agent_registry ADD COLUMN last_message TEXT;
     CREATE TABLE IF NOT EXISTS mesh_revocation_nodes (node_id TEXT PRIMARY KEY, seq ${ms} NOT NULL, acked_ms ${ms} NOT NULL);
     CREATE TABLE IF NOT EXISTS mesh_revocation_publications (generation ${ms} PRIMARY KEY, sha256 TEXT NOT NULL,
                                                              decision_id TEXT NOT NULL, published_ms ${ms} NOT NULL);
-  `;
+  `);
 }
 
 /** PostgreSQL: version 4's layout for a new store, then the same steps as SQLite from v5 on. */
@@ -166,7 +170,7 @@ async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from < 7) await tx.exec(v7Tables("BIGINT"));
   if (from < 8) await v8Summary(tx, "BIGINT");
   if (from < 9) await v9DecisionSeq(tx, "BIGINT");
-  if (from < 10) await tx.exec(v10Tables("BIGINT"));
+  if (from < 10) await v10Tables(tx, "BIGINT");
 }
 
 /** Version 4's layout in PostgreSQL's words: BIGINT milliseconds, the same names, keys and partial indexes. */
