@@ -51,6 +51,8 @@ export class NodePolicy {
     const fingerprint = `${f.sha256}:${f.loaded.ok}`;
     if (this.policyHashes.get(f.file) === fingerprint) return;
     this.policyHashes.set(f.file, fingerprint);
+    // Issue 33: said where the operator looks too, at the daemon's start and at every change, with the field named.
+    if (!f.loaded.ok) this.o.log?.warn({ file: f.file, error: truncateUtf8(f.loaded.error, 512) }, `${f.file} is invalid and loads nothing (fail closed): ${truncateUtf8(f.loaded.error, 512)}`);
     this.o.store.append({
       source: "trust",
       kind: "policy.load",
