@@ -92,10 +92,12 @@ export interface PushDeps {
  */
 export async function pushRevocations(deps: PushDeps, pub: Publication | null, nodes: readonly string[], push = true): Promise<PushOutcome[]> {
   const out: PushOutcome[] = [];
+  // Nothing published (no list, or generation 0 and empty): every node holds it already; not one read per node.
+  if (pub === null) return nodes.map((node) => ({ node, kind: "current", generation: 0 }));
   await Promise.all(
     nodes.map(async (node) => {
       const held = await acked(deps.store, node);
-      if (pub === null || held >= pub.generation) {
+      if (held >= pub.generation) {
         out.push({ node, kind: "current", generation: held });
         return;
       }
