@@ -15,7 +15,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { leaseWaitMs } from "../../src/core/mesh/lease.js";
 import type { MeshController } from "../../src/mesh/controller/controller.js";
 import { drainNode, forgetNode } from "../../src/mesh/controller/node-admin.js";
-import { startTargetWatch, type TargetWatch } from "../../src/mesh/controller/watch.js";
+import { startTargetWatch, type TargetWatch } from "../../src/serve/mesh/watch.js";
 import { waitFor } from "../mesh/harness.js";
 import { liveAgents } from "../support/live-agents.js";
 import { cleanupProcesses, type ProcessFixture, processFixture } from "./support/processes.js";
