@@ -20,8 +20,8 @@
 import { loadavg } from "node:os";
 import { randomBytes } from "node:crypto";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
-import { ReconcileLoop } from "../../src/mesh/controller/reconcile-loop.js";
-import { meshReconcilePorts } from "../../src/mesh/controller/reconcile-ports.js";
+import { ReconcileLoop } from "../../src/serve/mesh/reconcile-loop.js";
+import { meshReconcilePorts } from "../../src/serve/mesh/reconcile-ports.js";
 import { numberFlag } from "../support.js";
 import { bounded, exponent, scaleWorld, stats } from "./support/world.js";
 

@@ -19,6 +19,7 @@ import { sha256 } from "../../../src/core/crypto/tagged.js";
 import type { SigningKey } from "../../../src/core/crypto/ed25519.js";
 import { generateSigningKey, saveKeyFile } from "../../../src/keys/key-file.js";
 import { ControllerConnector } from "../../../src/mesh/client/connector.js";
+import { FAN_OUT, fanOut } from "../../../src/mesh/controller/fan-out.js";
 import { MeshController } from "../../../src/mesh/controller/index.js";
 import { PlaceOrderSchema } from "../../../src/mesh/controller/order.js";
 import type { DecisionId, PlacementRecord, WorkloadRecord } from "../../../src/mesh/controller/store.js";
@@ -44,14 +45,7 @@ export interface ScaleWorld {
 
 const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.stringify(value), { mode: 0o600 });
 
-/** Runs `fn` over `items`, at most `limit` at a time. */
-export async function bounded<T>(items: readonly T[], limit: number, fn: (item: T, i: number) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) await fn(items[i] as T, i);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
+export { fanOut as bounded } from "../../../src/mesh/controller/fan-out.js";
 
 export async function scaleWorld(o: { nodes: number; agents: number; leaseMs?: number | null; placedOverTheWire?: number; log?: (line: string) => void }): Promise<ScaleWorld> {
   const log = o.log ?? (() => undefined);
@@ -69,13 +63,15 @@ export async function scaleWorld(o: { nodes: number; agents: number; leaseMs?: n
     nodes: o.nodes,
     controllers: [key.publicKey],
     signers: [signer.publicKey],
-    leaseMs: o.leaseMs === undefined ? 60_000 : o.leaseMs,
+    // An hour: leased nodes, as berth recommends, but a lease that cannot run out while a large fill is recorded
+    // (with 60 s, every instance was lease-stopped by the time the fill ended, and the pass restarted them all).
+    leaseMs: o.leaseMs === undefined ? 3_600_000 : o.leaseMs,
     processes: o.nodes >= 2_000 ? 2 : 1,
   });
   const connector = new ControllerConnector({ identity: key });
   const controller = await MeshController.open({ dataDir: home, key, connector });
   const t0 = performance.now();
-  await bounded(sim.nodes, 64, async (n) => {
+  await fanOut(sim.nodes, FAN_OUT, async (n) => {
     const r = await controller.addTarget(n.addr, "paired", n.key);
     if (!r.ok) throw new Error(`adding ${n.addr}: ${r.error}`);
   });
@@ -84,7 +80,7 @@ export async function scaleWorld(o: { nodes: number; agents: number; leaseMs?: n
   if (!prepared.ok) throw new Error(`registering the package: ${prepared.error}`);
   const packageId = prepared.pkg.packageId;
   const names: string[] = [];
-  const wire = Math.min(o.placedOverTheWire ?? 3, o.agents);
+  const wire = Math.min(o.placedOverTheWire ?? (o.nodes >= 1_000 ? 1 : 3), o.agents);
   const t1 = performance.now();
   for (let i = 0; i < wire; i++) {
     const name = `agent-${i}`;
