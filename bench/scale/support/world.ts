@@ -53,7 +53,8 @@ export async function scaleWorld(o: { nodes: number; agents: number; leaseMs?: n
   const home = join(root, "home");
   mkdirSync(home, { recursive: true, mode: 0o700 });
   const key = generateSigningKey();
-  saveKeyFile(join(home, "controller.key"), key);
+  // Where the CLI and `berth serve` look for it (cli/paths.ts), so both can open this home after the fill.
+  saveKeyFile(join(home, "keys", "controller.key"), key);
   const signer = generateSigningKey();
   const pkgDir = join(root, "pkg");
   probePackage(pkgDir, signer);
