@@ -187,6 +187,7 @@ async function fill(controller: MeshController, sim: NodeSim, packageId: string,
         intent: null,
         generation: 0,
         restart_policy: "on-failure",
+        restarts: 0,
       });
       names.push(name);
       if (rows.length >= 1000) {

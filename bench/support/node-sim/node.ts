@@ -25,7 +25,7 @@ import { EMPTY_REVOCATIONS } from "../../../src/core/governance/policy.js";
 import { judgeRenewal, leaseExpired, renewedDeadline } from "../../../src/core/mesh/lease.js";
 import { judgeAuthority } from "../../../src/core/mesh/epoch-fence.js";
 import { type ParsedEnvelope, parseEnvelope, verifyParsedEnvelope } from "../../../src/core/packages/manifest.js";
-import { parseBody } from "../../../src/core/protocol/bodies.js";
+import { type InstanceStatusRow, parseBody } from "../../../src/core/protocol/bodies.js";
 import { METHODS, MUTATING_METHODS, type Outcome, type RefusalCode, type SignedMessage, truncateUtf8 } from "../../../src/core/protocol/messages.js";
 import { NonceGuard } from "../../../src/core/protocol/nonce-guard.js";
 import { signResponse } from "../../../src/core/protocol/sign.js";
@@ -37,25 +37,8 @@ import type { FrameStream } from "../../../src/mesh/transport/frames.js";
 /** The states a lease stop concerns (mesh/node/lease.ts LIVE_STATES). */
 const LIVE = new Set(["running", "starting", "unhealthy"]);
 
-export interface SimInstance {
-  instance_id: string;
-  decision_id: string;
-  name: string;
-  package_id: string;
-  variant: string;
-  route: "native" | "emulated";
-  state: string;
-  exit_code: number | null;
-  signal: string | null;
-  detail: string | null;
-  pid: number | null;
-  started_ms: number | null;
-  requester: string;
-  agent: string | null;
-  intent: string | null;
-  generation: number;
-  restart_policy: string;
-}
+/** A held instance: the row a status answer lists (`restarts` stays 0: the simulator restarts nothing). */
+export type SimInstance = InstanceStatusRow;
 
 export interface SimNodeConfig {
   readonly name: string;
@@ -292,6 +275,7 @@ export class SimNode {
       intent: body.intent ?? null,
       generation: 0,
       restart_policy: body.restart ?? "never",
+      restarts: 0,
     };
     this.hold(row);
     return { instance_id: instanceId, name: body.name, variant: variant.id, route: "native", package_id: body.package_id, state: row.state, pid: null, node_id: this.nodeId, generation: 0 };
