@@ -1,6 +1,6 @@
 /**
  * Issue 35, the reconcile pass at scale: one pass of `berth serve`'s reconcile loop (the loop of
- * src/mesh/controller/watch.ts, through the same ports) over every placement, with every node's status asked over
+ * src/serve/mesh/watch.ts, through the same ports) over every placement, with every node's status asked over
  * the real protocol (TLS 1.3, signed and verified) from simulated nodes (bench/support/node-sim), at
  * 100 nodes / 1,000 agents, 1,000 / 10,000 and 5,000 / 50,000 (ten agents per node).
  *
