@@ -62,15 +62,18 @@ async function measure(nodes: number, agents: number): Promise<Row> {
     const client = new NodeClient({ key: w.key, connector: w.connector });
     const refs = (await w.controller.targets()).filter((x) => x.node_id && x.key && x.boot_id);
     const floors: number[] = [];
+    let failed = 0;
     for (let i = 0; i < PASSES; i++) {
       t = performance.now();
       await bounded(refs, 64, async (x) => {
         const r = await client.call({ addr: x.addr, nodeId: x.node_id as string, key: x.key, bootId: x.boot_id }, "status", { instance_id: null, include_departed: false }, { nonce: randomBytes(16).toString("hex") });
-        if (r.kind !== "ok") throw new Error(`floor status of ${x.addr}: ${r.kind}`);
+        // Counted, not thrown: on a loaded machine a connect can time out (5 s) for the floor as for the pass.
+        if (r.kind !== "ok") failed++;
       });
       floors.push(performance.now() - t);
     }
     const f = stats(floors);
+    if (failed > 0) console.log(`    (${failed} floor statuses got no answer: ${refs.length * PASSES} asked)`);
     console.log(`    reconcile pass (warm) min / median / max            ${seconds(p.min)} / ${seconds(p.median)} / ${seconds(p.max)}`);
     console.log(`    floor: ${refs.length} signed statuses, 64 at a time           ${seconds(f.min)} / ${seconds(f.median)} / ${seconds(f.max)}`);
     console.log(`    ratio pass / floor (medians)                        ${(p.median / f.median).toFixed(2)}×`);
