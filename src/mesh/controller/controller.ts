@@ -369,12 +369,25 @@ export class MeshController {
    * through the same verbs, chain and targets as every other caller.
    */
   reconcileAccess(): ReconcileAccess {
+    const orderOf = (payload: JsonObject | null): JsonObject | null => {
+      const order = payload?.order;
+      return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
+    };
+    // Issue 35: a chained decision never changes, nor does a package in the content-addressed package store: each is
+    // read and parsed once by this loop, not once per agent per pass. The caches hold what the last pass needed.
+    let orders = new Map<string, JsonObject | null>();
+    const policies = new Map<string, { migratable: boolean; sticky: boolean }>();
     return {
       clock: this.deps.clock,
       placements: () => this.store.placements(),
-      chainedOrder: async (decisionId) => {
-        const order = (await this.store.decisionPayload(decisionId))?.order;
-        return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
+      chainedOrder: async (decisionId) => orders.get(decisionId) ?? orderOf(await this.store.decisionPayload(decisionId)),
+      chainedOrders: async (decisionIds) => {
+        const missing = decisionIds.filter((id) => !orders.has(id));
+        const read = missing.length > 0 ? await this.store.decisionPayloads(missing) : new Map<string, JsonObject | null>();
+        const next = new Map<string, JsonObject | null>();
+        for (const id of decisionIds) next.set(id, orders.has(id) ? (orders.get(id) ?? null) : orderOf(read.get(id) ?? null));
+        orders = next;
+        return next;
       },
       liveness: async (nodeId) => (await this.targetSet.byNode(nodeId))?.liveness ?? "unknown",
       stamps: (nodeId) => this.stamps.of(nodeId),
@@ -387,7 +400,14 @@ export class MeshController {
       moves: this.moves,
       mover: this.moverDeps(),
       store: this.store,
-      packagePolicy: (packageId) => packagePolicyOf(this.deps.dataDir, packageId),
+      packagePolicy: (packageId) => {
+        const known = policies.get(packageId);
+        if (known) return known;
+        // An unreadable manifest is read again next time (it may yet be copied in); a read one is kept.
+        const read = packagePolicyOf(this.deps.dataDir, packageId);
+        if (read) policies.set(packageId, read);
+        return read;
+      },
     };
   }
 

@@ -179,6 +179,12 @@ export class MoveRecords {
 
   // ---- moving ----------------------------------------------------------------------------------------------------
 
+  /** Issue 35: `movesOf` for every lineage at once (a decision absent from the map was never moved). */
+  async allMoves(): Promise<Map<string, number>> {
+    const rows = await this.read((q) => q.all<{ decision_id: string; moves: number }>("SELECT decision_id, moves FROM mesh_lineage"));
+    return new Map(rows.map((r) => [r.decision_id, Number(r.moves)]));
+  }
+
   /** How many moves the lineage of the placement made by `decisionId` has had (0: it was never moved). */
   async movesOf(decisionId: string): Promise<number> {
     return Number((await this.read((q) => q.get<{ moves: number }>("SELECT moves FROM mesh_lineage WHERE decision_id = ?", [decisionId])))?.moves ?? 0);

@@ -17,6 +17,8 @@ export interface ReconcileAccess {
   placements(): Promise<readonly PlacementRecord[]>;
   /** The `order` of the chained decision event (env names only), or null when the chain has none. */
   chainedOrder(decisionId: string): Promise<JsonObject | null>;
+  /** Issue 35: `chainedOrder` of many decisions at once (a pass's placements), parsed once per decision. */
+  chainedOrders(decisionIds: readonly string[]): Promise<ReadonlyMap<string, JsonObject | null>>;
   liveness(nodeId: string): Promise<NodeView["liveness"]>;
   stamps(nodeId: string): Promise<NodeStamps>;
   status(nodeId: string): Promise<CallResult>;

@@ -31,6 +31,11 @@ export async function contacts(q: Query): Promise<Map<string, StoredContact>> {
   );
 }
 
+export async function contact(q: Query, addr: string): Promise<StoredContact | null> {
+  const r = await q.get<StoredContact>("SELECT addr, last_ok_ms, unreachable_since_ms, last_error, name, contact_ms FROM mesh_targets WHERE addr = ?", [addr]);
+  return r ? { ...r, last_ok_ms: num(r.last_ok_ms), unreachable_since_ms: num(r.unreachable_since_ms), contact_ms: num(r.contact_ms) } : null;
+}
+
 /** Drops an outcome older than the one recorded (another process saw the node later). */
 export async function recordContact(tx: Tx, addr: string, o: ContactOutcome): Promise<void> {
   if (o.ok) {

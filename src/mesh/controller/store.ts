@@ -29,6 +29,7 @@ import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js
 import { type DecisionActor, type DecisionEvent, type DecisionState, isDecisionState, OWNED_STATES, transition } from "../../core/mesh/decision-state.js";
 import type { OwnerLease } from "../../core/mesh/owner-liveness.js";
 import type { Query, StoreEngine, TransactionOptions, Tx } from "../../store/engine.js";
+import { GroupCommit, inRidingFlow } from "../../store/group-commit.js";
 import { judgeLease, readLease, releaseLease, renewLease, takeLease } from "../../store/lease.js";
 import {
   type AttemptEnding,
@@ -61,13 +62,25 @@ export * from "./store-records.js";
 export { CONTROLLER_SCHEMA_VERSION } from "./store-schema.js";
 
 export class ControllerStore {
+  /** Issue 35: the contacts of calls made together (a pass's statuses, a tick's describes) share one transaction. */
+  private readonly contactGroup: GroupCommit<{ readonly addr: string; readonly outcome: ContactOutcome }>;
+
   private constructor(
     readonly engine: StoreEngine,
     readonly chain: EngineChain,
     /** This store's owner lease: every decision it makes or claims records it. */
     readonly lease: OwnerLease,
     private readonly clock: () => number,
-  ) {}
+  ) {
+    this.contactGroup = new GroupCommit(
+      engine,
+      async (tx, items) => {
+        for (const c of items) await targetSql.recordContact(tx, c.addr, c.outcome);
+      },
+      { durable: false },
+      inRidingFlow(engine),
+    );
+  }
 
   /** Migrates the controller's tables to this version and takes this process's owner lease. */
   static async open(engine: StoreEngine, chain: EngineChain, clock: () => number): Promise<ControllerStore> {
@@ -177,7 +190,12 @@ export class ControllerStore {
    * Not durable: an observation nothing outside the store waits on; a power loss only forgets the latest ones.
    */
   async recordContact(addr: string, o: ContactOutcome): Promise<void> {
-    await this.tx((tx) => targetSql.recordContact(tx, addr, o), { durable: false });
+    await this.contactGroup.add({ addr, outcome: o });
+  }
+
+  /** One target's recorded contacts (null: no such address). */
+  async contact(addr: string): Promise<StoredContact | null> {
+    return this.read((q) => targetSql.contact(q, addr));
   }
 
   /** `peer.tier`. */
@@ -514,6 +532,26 @@ export class ControllerStore {
         : q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'", [id]),
     );
     return row ? (JSON.parse(row.payload) as JsonObject) : null;
+  }
+
+  /**
+   * Issue 35: the decision payloads of many decisions in a few reads (chunks of 500), for the reconcile pass; a
+   * decision whose row records no event place is read one by one as `decisionPayload` reads it.
+   */
+  async decisionPayloads(ids: readonly string[]): Promise<Map<string, JsonObject | null>> {
+    const out = new Map<string, JsonObject | null>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      const rows = await this.read((q) =>
+        q.all<{ id: string; payload: string }>(
+          `SELECT d.id AS id, e.payload AS payload FROM mesh_decisions d JOIN audit_event e ON e.chain_id = d.event_chain_id AND e.seq = d.event_seq AND e.hash = d.id AND e.kind = 'workload.place' WHERE d.id IN (${chunk.map(() => "?").join(",")})`,
+          chunk,
+        ),
+      );
+      for (const r of rows) out.set(r.id, JSON.parse(r.payload) as JsonObject);
+    }
+    for (const id of ids) if (!out.has(id)) out.set(id, await this.decisionPayload(id));
+    return out;
   }
 
   private async eventOfDecision(id: string): Promise<{ chain_id: string; seq: number } | null> {

@@ -30,6 +30,7 @@ import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-l
 import type { Liveness, NodeFacts, NodeView } from "../../core/placement/index.js";
 import type { CallOptions, CallResult, NodeClient, TargetRef } from "../client/node-client.js";
 import { acceptFacts } from "./facts.js";
+import { FAN_OUT, fanOut } from "./fan-out.js";
 import type { PeersLoad } from "./policy.js";
 import type { ContactOutcome, ControllerStore, StoredContact, StoredTarget, TierSource } from "./store.js";
 
@@ -78,6 +79,8 @@ export type AddResult = { readonly ok: true; readonly target: TargetInfo } | { r
 
 export class Targets {
   private readonly live = new Map<string, Live>();
+  /** Issue 35: node id → its target, a cache checked on every read (liveByNode); a miss falls back to a scan. */
+  private readonly byNodeId = new Map<string, Live>();
   /** Set while the peers file is unreadable: every target counts as `discovered`. */
   private demotedAll: string | null = null;
 
@@ -160,9 +163,10 @@ export class Targets {
     return this.demotedAll !== null ? "discovered" : l.stored.tier;
   }
 
-  private async info(l: Live, known?: Map<string, StoredContact>): Promise<TargetInfo> {
-    const contacts = known ?? (await this.store.contacts());
-    return this.infoWith(l, contacts);
+  /** One target's info: its own contact row only (issue 35: reading every target's row for one was nodes² a pass). */
+  private async info(l: Live): Promise<TargetInfo> {
+    const contact = await this.store.contact(l.stored.addr);
+    return this.infoWith(l, new Map(contact ? [[l.stored.addr, contact]] : []));
   }
 
   private infoWith(l: Live, contacts: Map<string, StoredContact>): TargetInfo {
@@ -185,7 +189,15 @@ export class Targets {
   }
 
   private liveByNode(nodeId: string): Live | undefined {
-    for (const l of this.live.values()) if (l.stored.node_id === nodeId) return l;
+    const cached = this.byNodeId.get(nodeId);
+    if (cached !== undefined && cached.stored.node_id === nodeId && this.live.get(cached.stored.addr) === cached) return cached;
+    this.byNodeId.delete(nodeId);
+    for (const l of this.live.values()) {
+      if (l.stored.node_id === nodeId) {
+        this.byNodeId.set(nodeId, l);
+        return l;
+      }
+    }
     return undefined;
   }
 
@@ -250,7 +262,7 @@ export class Targets {
 
   /** Every learned target, concurrently. */
   async refreshAll(): Promise<void> {
-    await Promise.all([...this.live.values()].filter((l) => l.stored.key !== null).map((l) => this.refresh(l.stored.addr)));
+    await fanOut([...this.live.values()].filter((l) => l.stored.key !== null), FAN_OUT, (l) => this.refresh(l.stored.addr));
   }
 
   /**
@@ -263,7 +275,7 @@ export class Targets {
     const now = this.clock();
     const stale = (l: Live) =>
       l.describedAtMs === null || now - l.describedAtMs >= FACTS_REUSE_MS || l.facts === null || l.factsExpireAtMs - now <= 60_000 || l.bootId === null;
-    await Promise.all([...this.live.values()].filter((l) => l.stored.key !== null && stale(l)).map((l) => this.refresh(l.stored.addr)));
+    await fanOut([...this.live.values()].filter((l) => l.stored.key !== null && stale(l)), FAN_OUT, (l) => this.refresh(l.stored.addr));
   }
 
   private async absorb(l: Live, bootId: string, facts: JsonObject): Promise<void> {

@@ -20,6 +20,7 @@
  */
 import { randomUUID } from "node:crypto";
 import type { StoreEngine } from "../../store/engine.js";
+import { GroupCommit, inRidingFlow } from "../../store/group-commit.js";
 
 export interface NodeStamps {
   readonly node_id: string;
@@ -32,8 +33,60 @@ const NODE_ID = /^[0-9a-f]{32}$/;
 /** Told when the call ends: whether the request may have reached the node. */
 export type SettleSend = (mayHaveArrived: boolean) => Promise<void>;
 
+interface Stamp {
+  readonly id: string;
+  readonly nodeId: string;
+  readonly issuedAtMs: number;
+}
+
 export class SentStamps {
-  constructor(private readonly engine: StoreEngine) {}
+  /**
+   * Issue 35: the stamps of calls made together (a pass's statuses, a tick's describes) commit in one durable
+   * transaction, and their settlements in one more; each request still leaves only after its own row is durable.
+   * A call inside an API flow commits its stamp alone, in the flow's context: that write may carry the flow's
+   * `api.call` record (riding-engine.ts), which must commit before the request leaves.
+   */
+  private readonly stamps: GroupCommit<Stamp>;
+  private readonly settlements: GroupCommit<Stamp & { readonly mayHaveArrived: boolean }>;
+  private readonly leases: GroupCommit<{ readonly nodeId: string; readonly leaseMs: number | null }>;
+
+  constructor(private readonly engine: StoreEngine) {
+    const inFlow = inRidingFlow(engine);
+    this.stamps = new GroupCommit(
+      engine,
+      async (tx, items) => {
+        for (const s of items) await tx.run("INSERT INTO mesh_watch_sends (id, node_id, issued_at_ms) VALUES (?, ?, ?)", [s.id, s.nodeId, s.issuedAtMs]);
+      },
+      undefined,
+      inFlow,
+    );
+    this.settlements = new GroupCommit(
+      engine,
+      async (tx, items) => {
+        for (const s of items) {
+          if (!s.mayHaveArrived) {
+            await tx.run("DELETE FROM mesh_watch_sends WHERE id = ?", [s.id]);
+            continue;
+          }
+          await tx.run("UPDATE mesh_watch_sends SET settled = 1 WHERE id = ?", [s.id]);
+          await tx.run("DELETE FROM mesh_watch_sends WHERE node_id = ? AND issued_at_ms < ?", [s.nodeId, s.issuedAtMs]);
+        }
+      },
+      // Not durable: a power loss that forgets this leaves the row pending, which counts it (the safe reading).
+      { durable: false },
+      inFlow,
+    );
+    this.leases = new GroupCommit(
+      engine,
+      async (tx, items) => {
+        for (const l of items) {
+          await tx.run("INSERT INTO mesh_watch_nodes (node_id, lease_ms) VALUES (?, ?) ON CONFLICT (node_id) DO UPDATE SET lease_ms = excluded.lease_ms", [l.nodeId, l.leaseMs]);
+        }
+      },
+      undefined,
+      inFlow,
+    );
+  }
 
   /**
    * Before a request for `nodeId` leaves: its stamp is persisted (pending). The returned function settles it: kept
@@ -44,19 +97,11 @@ export class SentStamps {
    */
   async record(nodeId: string, issuedAtMs: number): Promise<SettleSend> {
     if (!NODE_ID.test(nodeId)) return async () => undefined; // a first describe to "*": no node id yet, nothing of ours runs there
-    const id = randomUUID();
-    await this.engine.transaction((tx) => tx.run("INSERT INTO mesh_watch_sends (id, node_id, issued_at_ms) VALUES (?, ?, ?)", [id, nodeId, issuedAtMs]));
+    const stamp: Stamp = { id: randomUUID(), nodeId, issuedAtMs };
+    await this.stamps.add(stamp);
     return async (mayHaveArrived) => {
       try {
-        await this.engine.transaction(async (tx) => {
-          if (!mayHaveArrived) {
-            await tx.run("DELETE FROM mesh_watch_sends WHERE id = ?", [id]);
-            return;
-          }
-          await tx.run("UPDATE mesh_watch_sends SET settled = 1 WHERE id = ?", [id]);
-          await tx.run("DELETE FROM mesh_watch_sends WHERE node_id = ? AND issued_at_ms < ?", [nodeId, issuedAtMs]);
-          // Not durable: a power loss that forgets this leaves the row pending, which counts it (the safe reading).
-        }, { durable: false });
+        await this.settlements.add({ ...stamp, mayHaveArrived });
       } catch {
         // a closed store: the row stays pending, which counts it (the safe reading)
       }
@@ -65,9 +110,8 @@ export class SentStamps {
 
   /** The lease a node advertised in facts this controller accepted (null: it runs without one). */
   async recordLease(nodeId: string, leaseMs: number | null): Promise<void> {
-    await this.engine.transaction((tx) =>
-      tx.run("INSERT INTO mesh_watch_nodes (node_id, lease_ms) VALUES (?, ?) ON CONFLICT (node_id) DO UPDATE SET lease_ms = excluded.lease_ms", [nodeId, leaseMs]),
-    );
+    // Issue 35: the describes of a tick record their leases in one group (each still committed before it returns).
+    await this.leases.add({ nodeId, leaseMs });
   }
 
   async of(nodeId: string): Promise<NodeStamps> {

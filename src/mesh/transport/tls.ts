@@ -7,7 +7,7 @@
  * even reading.
  */
 import { createPublicKey, randomBytes, sign } from "node:crypto";
-import { createSecureContext, connect as tlsConnect, type TLSSocket } from "node:tls";
+import { createSecureContext, type SecureContext, connect as tlsConnect, type TLSSocket } from "node:tls";
 import type { SigningKey } from "../../core/crypto/ed25519.js";
 import { nodeIdOf } from "../../core/crypto/ed25519.js";
 import { type Connector, type FrameStream, MAX_FRAME_BYTES, PeerKeyMismatch, SocketFrameStream } from "./frames.js";
@@ -68,17 +68,26 @@ const TLS_COMMON = { minVersion: "TLSv1.3", maxVersion: "TLSv1.3" } as const;
  * signs the describe answer. `expectedKey(addr)`, when given, refuses a mismatch here already (tests, tools).
  */
 export class TlsConnector implements Connector {
+  /**
+   * Issue 35: one secure context for every connection of this connector (the identity's key and certificate parsed
+   * once); `tls.connect` given `key`/`cert` built a fresh context per connection, a thousand per pass at 1,000 nodes.
+   */
+  private context: SecureContext | null = null;
+
   constructor(
     private readonly o: { identity: SigningKey; expectedKey?: (addr: string) => string | null; connectTimeoutMs?: number },
   ) {}
 
   async connect(addr: string, signal?: AbortSignal): Promise<FrameStream & { readonly peerKey: string }> {
     const { host, port } = parseAddr(addr);
-    const id = tlsIdentity(this.o.identity);
+    if (this.context === null) {
+      const id = tlsIdentity(this.o.identity);
+      this.context = createSecureContext({ ...TLS_COMMON, key: id.key, cert: id.cert });
+    }
     const expected = this.o.expectedKey?.(addr) ?? null;
     // rejectUnauthorized: false turns off CA chain checks only; the handshake still proves the peer holds the key of
     // its certificate, and that key is compared below, before anything is sent.
-    const socket = tlsConnect({ host, port, ...TLS_COMMON, key: id.key, cert: id.cert, rejectUnauthorized: false });
+    const socket = tlsConnect({ host, port, ...TLS_COMMON, secureContext: this.context, rejectUnauthorized: false });
     // A node that speaks plaintext only reads the ClientHello as an oversized frame and closes, after TCP connected:
     // say what that means then (and only then: a refused port is just a refused port).
     let tcpUp = false;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { leaseWaitMs } from "../../core/mesh/lease.js";
 import type { NodeView, PlacementView } from "../../core/mesh/reconcile.js";
+import { FAN_OUT } from "../../mesh/controller/fan-out.js";
 import { type ActionResult, type NodeRows, type ReconcilePorts, ReconcileLoop } from "./reconcile-loop.js";
 
 const base: PlacementView = { instance_id: "i1", name: "web", node_id: "n1", policy: "always", moved: false, pinned: false, migratable: true, sticky: false, reschedules: 0 };
@@ -155,5 +156,36 @@ describe("the reconcile loop's driver", () => {
     w.now = sentAt + leaseWaitMs(lease);
     await new ReconcileLoop(w).pass();
     expect(w.performed).toEqual(["reschedule i1"]);
+  });
+
+  it("observes up to the fan-out of nodes at once, and performs what they need one act at a time after", async () => {
+    const w = new World();
+    w.placementList = Array.from({ length: 100 }, (_, i) => ({ ...base, instance_id: `i${i}`, node_id: `n${i}` }));
+    for (let i = 0; i < 100; i++) w.rows.set(`n${i}`, { kind: "answered", rows: [{ instance_id: `i${i}`, state: "lease_stopped", generation: 1 }] });
+    const turns = async () => {
+      for (let t = 0; t < 3; t++) await new Promise<void>((resolve) => setImmediate(resolve));
+    };
+    let observing = 0;
+    let mostObserving = 0;
+    let performing = 0;
+    let mostPerforming = 0;
+    const observe = w.observe;
+    w.observe = async (id: string) => {
+      mostObserving = Math.max(mostObserving, ++observing);
+      await turns();
+      observing--;
+      return observe(id);
+    };
+    const perform = w.perform;
+    w.perform = async (p: PlacementView, a: { kind: string }) => {
+      mostPerforming = Math.max(mostPerforming, ++performing);
+      await turns();
+      performing--;
+      return perform(p, a);
+    };
+    await new ReconcileLoop(w).pass();
+    expect(mostObserving).toBe(FAN_OUT);
+    expect(mostPerforming).toBe(1);
+    expect(w.performed).toEqual(Array.from({ length: 100 }, (_, i) => `start i${i}`));
   });
 });

@@ -11,13 +11,15 @@
  * - `shouldAct()` is the leadership seam (issue 19's leader hook): a process that is not the leader observes and
  *   decides but performs nothing and chains nothing.
  * - One node status call per node per pass (every row at once), never one per instance; a node that did not give a
- *   verified answer makes every observation of its instances `unverified`.
+ *   verified answer makes every observation of its instances `unverified`. Nodes are observed and judged
+ *   FAN_OUT (fan-out.ts) at a time (issue 35); the acts the judgements ask for are performed one at a time after that.
  * - Backoff per agent: a failed action waits 10 s, doubling to 300 s (core/mesh/reschedule.ts `backoffMs`); a success
  *   clears it.
  * - One chained alert per distinct reason per agent (`chainsAlert`); a repeat of the same reason is counted only.
  */
 import { type AlertReason, type InstanceObservation, type NodeView, type PlacementView, type ReconcileAction, reconcilePlacement } from "../../core/mesh/reconcile.js";
 import { backoffMs, chainsAlert } from "../../core/mesh/reschedule.js";
+import { FAN_OUT, fanOut } from "../../mesh/controller/fan-out.js";
 
 /** One node's rows as a verified status answer listed them, or why there is none. */
 export type NodeRows =
@@ -65,12 +67,21 @@ export class ReconcileLoop {
   async pass(): Promise<PassReport> {
     const placements = await this.ports.placements();
     const byNode = new Map<string, PlacementView[]>();
-    for (const p of placements) byNode.set(p.node_id, [...(byNode.get(p.node_id) ?? []), p]);
+    for (const p of placements) {
+      const list = byNode.get(p.node_id);
+      if (list) list.push(p);
+      else byNode.set(p.node_id, [p]);
+    }
     const acted: PassReport["acted"][number][] = [];
     const alerts: PassReport["alerts"][number][] = [];
     let waiting = 0;
     const act = this.ports.shouldAct();
-    for (const [nodeId, ofNode] of byNode) {
+    // Issue 35: every node is observed and its agents judged first, FAN_OUT (fan-out.ts) nodes at a time; what the
+    // judgements ask for is then performed one agent after another, in node order, as before. Judging needs only
+    // the node's own answer, its stored view and the agent's backoff, none of which an act of another agent changes
+    // within the pass (an agent is judged once per pass).
+    const judged = new Map<string, Array<{ readonly p: PlacementView; readonly action: ReconcileAction }>>();
+    await fanOut([...byNode.keys()], FAN_OUT, async (nodeId) => {
       // The lease's rule 5 (docs/concepts.md "The node lease"): the last-sent stamp is read only once this pass's own
       // status call has ended (it was stamped before it left and, unanswered, may still have renewed the lease), and
       // the instant every agent of the node is judged at is taken before that read, so a request the read does not
@@ -80,9 +91,17 @@ export class ReconcileLoop {
       const rows = await this.ports.observe(nodeId);
       const now = this.ports.clock();
       const node = await this.ports.node(nodeId);
-      for (const p of ofNode) {
+      judged.set(
+        nodeId,
+        (byNode.get(nodeId) ?? []).map((p) => ({
+          p,
+          action: reconcilePlacement({ placement: p, node, observed: observationOf(rows, p.instance_id), now_ms: now, next_attempt_ms: this.memoryOf(p).nextAttemptMs }),
+        })),
+      );
+    });
+    for (const nodeId of byNode.keys()) {
+      for (const { p, action } of judged.get(nodeId) ?? []) {
         const memory = this.memoryOf(p);
-        const action = reconcilePlacement({ placement: p, node, observed: observationOf(rows, p.instance_id), now_ms: now, next_attempt_ms: memory.nextAttemptMs });
         switch (action.kind) {
           case "none":
             memory.failures = 0;

@@ -1,0 +1,17 @@
+/**
+ * Bounded concurrency for the controller's calls to many nodes (issue 35): a tick's describes, a pass's statuses,
+ * `--refresh` reads. One at a time, a pass at 1,000 nodes was 1,000 round trips end to end; all at once, thousands of
+ * TLS handshakes started together and timed out their own calls.
+ */
+
+/** How many calls to distinct nodes are in flight at once. */
+export const FAN_OUT = 64;
+
+/** Runs `fn` over `items`, at most `limit` at a time, in order of start; resolves when all have ended. */
+export async function fanOut<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<unknown>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) await fn(items[i] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
