@@ -19,7 +19,7 @@ function deps(overrides: Partial<ProviderDeps> = {}) {
   const d: ProviderDeps = {
     clock,
     processStartedAt: 0,
-    settings: { deadlineSeconds: 600, wait: { watch: true, resyncMs: 10_000, pollMs: 2000 } },
+    settings: { deadlineSeconds: 600, wait: { watch: true, resyncMs: 10_000, pollMs: 2000, confirmStartMs: 3000 } },
     version: "9.9.9",
     log,
     random32: () => 0x0f3a91cc,
@@ -75,7 +75,7 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
     const { d, fake, clock } = deps();
     fake.addNamespace("buzz-agents-test");
     const r = await clock.run(handleProviderRequest([], stdin(valid), { ...d, processStartedAt: 0 }));
-    expect(r.kind === "answer" && String(r.answer.error)).toMatch(/^startup not confirmed within 600s for buzz-agent-7e7e9c42a91b: /);
+    expect(r.kind === "answer" && String(r.answer.error)).toMatch(/^startup not confirmed within 585s for buzz-agent-7e7e9c42a91b: /);
     expect(clock.now()).toBeGreaterThanOrEqual(585_000);
     expect(clock.now()).toBeLessThan(590_000);
   });
