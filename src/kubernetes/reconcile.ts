@@ -59,7 +59,9 @@ export interface DeployReport {
  */
 export async function deploy(inputs: DeployInputs, given: DeployDeps, budget: DeployBudget): Promise<DeployReport> {
   // Server text may quote the Secret it refuses: scrubbed at the seam, before any step, log, answer or record sees it.
-  const scrub = scrubberFor(attemptSecrets(inputs.env));
+  // Only real secrets, and never text inside the call's own public names (issue 34: a `buzz-agent` launch command once
+  // turned every pod name into `[redacted]-…`).
+  const scrub = scrubberFor(attemptSecrets(inputs.env), [inputs.identity.podName, inputs.identity.pubkey, inputs.config.namespace, inputs.config.image]);
   const deps: DeployDeps = {
     ...given,
     cluster: scrubbingCluster(given.cluster, scrub),
