@@ -410,6 +410,8 @@ export class KubeletSimulator {
   relistMs = 1000;
   /** How long the phase reads `Running` after the container terminated, before the terminal phase. */
   terminalPhaseDelayMs = 100;
+  /** Called once a crash at start has been written as `terminated` (tests order their reads against it). */
+  onCrashWritten: ((namespace: string, name: string) => void) | undefined = undefined;
   readonly node: SimulatedNode = { cpuMilli: 64_000, memoryBytes: 256 * 1024 ** 3, labels: {}, taints: [] };
   private readonly pendingDeletions = new Set<string>();
   private readonly bound = new Set<string>();
@@ -568,6 +570,7 @@ export class KubeletSimulator {
     await later(this.relistMs);
     if (!(await same())) return;
     await this.terminate(namespace, name, state, current, run);
+    this.onCrashWritten?.(namespace, name);
   }
 
   /**

@@ -38,6 +38,7 @@ import {
   deployRequest,
   until,
   OWNER,
+  gate,
 } from "./support.js";
 
 let cp: ControlPlane;
@@ -342,7 +343,22 @@ describe("R15: one create attempt per call", () => {
   it("a crash exit answers K4 after one Secret and one Pod; the next deploy collects the attempt and retries once", async () => {
     const s = await scenario("r15");
     states.set(s.ns, { kind: "terminated", exitCode: 1 });
+    // A harness that exits at once, in a real kubelet's order: running first, terminated at the next relist. Once a
+    // read has answered running, later reads of the pod wait until the kubelet has written the exit: the test then
+    // never depends on who wins the race between the relist and the deploy's next read (the fixed deploy reads again
+    // before answering success; a deploy that answers on the first running read never does).
+    const crashed = gate();
+    cp.kubelet.onCrashWritten = (ns) => {
+      if (ns === s.ns) crashed.open();
+    };
+    const podGet = isPodGet(s.ns, s.agent.podName);
+    s.proxy.hook = async (req) => {
+      if (podGet(req) && s.proxy.requests.some((r) => r !== req && podGet(r) && /"running":\{/.test(r.response ?? ""))) await crashed.wait;
+      return "forward" as const;
+    };
     const first = await s.deploy();
+    s.proxy.hook = undefined;
+    cp.kubelet.onCrashWritten = undefined;
     expect(first.answer).toEqual({ ok: false, error: K4(s.agent.podName, "the container exited with code 1 (Error)") });
     expect(s.proxy.requests.filter(isSecretCreate(s.ns))).toHaveLength(1);
     expect(s.proxy.requests.filter(isPodCreate(s.ns))).toHaveLength(1);
