@@ -48,8 +48,15 @@ const LINKS: ReadonlyMap<string, PullFailure> = new Map([
   ["no match for platform in manifest", "arch-mismatch"],
 ]);
 
-/** dockerd's "no matching manifest for linux/amd64 in the manifest list entries": the one link with a variable tail. */
-const LINK_PREFIXES: ReadonlyArray<readonly [string, PullFailure]> = [["no matching manifest for ", "arch-mismatch"]];
+/**
+ * Links that start with a fixed phrase and go on with a variable tail: dockerd's "no matching manifest for linux/amd64
+ * in the manifest list entries" and "pull access denied for <repo>, repository does not exist or may require 'docker
+ * login'". The phrase opens the link, so no reference inside the tail can supply it.
+ */
+const LINK_PREFIXES: ReadonlyArray<readonly [string, PullFailure]> = [
+  ["no matching manifest for ", "arch-mismatch"],
+  ["pull access denied", "unauthorized"],
+];
 
 /** gRPC codes that name the case on their own (containerd maps errdefs to them); `NotFound` also covers a platform miss. */
 const GRPC_CODES: ReadonlyMap<string, PullFailure> = new Map([
