@@ -347,13 +347,13 @@ describe("R15: one create attempt per call", () => {
     // read has answered running, later reads of the pod wait until the kubelet has written the exit: the test then
     // never depends on who wins the race between the relist and the deploy's next read (the fixed deploy reads again
     // before answering success; a deploy that answers on the first running read never does).
-    const crashed = gate();
+    const exitWritten = gate();
     cp.kubelet.onCrashWritten = (ns) => {
-      if (ns === s.ns) crashed.open();
+      if (ns === s.ns) exitWritten.open();
     };
     const podGet = isPodGet(s.ns, s.agent.podName);
     s.proxy.hook = async (req) => {
-      if (podGet(req) && s.proxy.requests.some((r) => r !== req && podGet(r) && /"running":\{/.test(r.response ?? ""))) await crashed.wait;
+      if (podGet(req) && s.proxy.requests.some((r) => r !== req && podGet(r) && /"running":\{/.test(r.response ?? ""))) await exitWritten.wait;
       return "forward" as const;
     };
     const first = await s.deploy();
