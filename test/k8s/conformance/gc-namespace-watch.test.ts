@@ -110,7 +110,7 @@ describe("R16: preflight GC ages orphan Secrets by the apiserver's Date header o
     expect(r.answer).toEqual({ ok: true, agent_id: fast.podName });
     expect(await secretNames(ns)).toContain(fastOrphan.name);
     expect(auditOf(homeFast, "k8s.secret.delete")).toEqual([]);
-  });
+  }, 60_000); // three fresh provider deploys, each answered one start confirmation (3 s) after its start (issue 34)
 
   it("without a Date header there is no orphan sweep, but a terminated pod and its Secret are still collected", async () => {
     const ns = freshNamespace("r16b");
