@@ -139,7 +139,9 @@ try {
     try {
       return await deploy(
         input,
-        { cluster: c.cluster, clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: DEFAULT_WAIT, mode: "cli", version: "bench" },
+        // Throughput of the loop and the apiserver: the start confirmation (issue 34, §8.9) is a fixed wait of 3 s and
+        // one GET more per fresh deploy, the same for any implementation, so it is left out here.
+        { cluster: c.cluster, clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: { ...DEFAULT_WAIT, confirmStartMs: 0 }, mode: "cli", version: "bench" },
         { startedAt: start, loopDeadlineAt: start + (DEADLINE_S - 5) * 1000, deadlineSeconds: DEADLINE_S },
       );
     } finally {

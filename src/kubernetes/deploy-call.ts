@@ -10,6 +10,7 @@ import { catalogue } from "../core/kubernetes/catalogue.js";
 import type { Action } from "../core/kubernetes/classify.js";
 import { latestCondition, POD_GONE, unreadableCondition } from "../core/kubernetes/condition.js";
 import type { ProviderConfig } from "../core/kubernetes/config.js";
+import type { RunningSeen } from "../core/kubernetes/confirm.js";
 import { bindingOf } from "../core/kubernetes/manifests.js";
 import type { AgentEnv } from "../core/kubernetes/env.js";
 import type { AgentIdentity } from "../core/kubernetes/naming.js";
@@ -37,7 +38,7 @@ export interface DeployInputs {
 }
 
 export interface Progress {
-  readonly action: Action["kind"] | "namespace" | "gc" | "create-secret" | "create-pod";
+  readonly action: Action["kind"] | "namespace" | "gc" | "create-secret" | "create-pod" | "confirm-start";
   readonly condition?: string;
 }
 
@@ -87,6 +88,8 @@ export class DeployCall {
   desired = "";
   /** Recorded fingerprints equal in meaning to `desired` (the other template version). */
   equivalents: readonly string[] = [];
+  /** The running container this call is confirming before it answers success (core/kubernetes/confirm.ts). */
+  runningSeen: RunningSeen | null = null;
   readonly ns: string;
   readonly podName: string;
   readonly waiter: Waiter;
@@ -119,6 +122,14 @@ export class DeployCall {
 
   expired(): boolean {
     return this.left() <= 0;
+  }
+
+  /**
+   * The whole seconds this call has really waited, for K1, K3 and K6 (issue 34): the loop stops before D to leave room
+   * for the final read, so naming D ("within 30s" after 26 s) would overstate the wait.
+   */
+  elapsedSeconds(): number {
+    return Math.max(0, Math.floor((this.deps.clock.now() - this.budget.startedAt) / 1000));
   }
 
   progress(p: Progress): void {

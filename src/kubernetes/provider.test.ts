@@ -19,7 +19,7 @@ function deps(overrides: Partial<ProviderDeps> = {}) {
   const d: ProviderDeps = {
     clock,
     processStartedAt: 0,
-    settings: { deadlineSeconds: 600, wait: { watch: true, resyncMs: 10_000, pollMs: 2000 } },
+    settings: { deadlineSeconds: 600, wait: { watch: true, resyncMs: 10_000, pollMs: 2000, confirmStartMs: 3000 } },
     version: "9.9.9",
     log,
     random32: () => 0x0f3a91cc,
@@ -57,6 +57,17 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
     expect(contacts).toEqual([]);
   });
 
+  // issue 34: baseline Buzz's main.rs (zbkilla/buzz@2d88ec7d) never reads its arguments, so a launcher passing extras
+  // gets its answer; only a preflight with company is refused (a caller asking for one must never get a deploy).
+  it("extra arguments are ignored as Buzz ignores them; --check-identity with others is A1", async () => {
+    const { d, contacts } = deps();
+    const r = await handleProviderRequest(["--verbose", "extra"], stdin({ op: "info" }), d);
+    expect(r).toMatchObject({ kind: "answer", answer: { ok: true, name: "kubernetes", protocol_version: 1 } });
+    expect(await handleProviderRequest(["--check-identity", "--verbose"], stdin(valid), d)).toEqual({ kind: "answer", answer: { ok: false, error: "unsupported provider arguments" } });
+    expect(await handleProviderRequest(["x", "--check-identity"], stdin(valid), d)).toEqual({ kind: "answer", answer: { ok: false, error: "unsupported provider arguments" } });
+    expect(contacts).toEqual([]);
+  });
+
   it("an unreadable stdin is the only non-answer", async () => {
     const { d } = deps();
     expect(await handleProviderRequest([], { ok: false, error: "EIO" }, d)).toEqual({ kind: "unreadable", stderr: "could not read the request from stdin: EIO" });
@@ -75,7 +86,7 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
     const { d, fake, clock } = deps();
     fake.addNamespace("buzz-agents-test");
     const r = await clock.run(handleProviderRequest([], stdin(valid), { ...d, processStartedAt: 0 }));
-    expect(r.kind === "answer" && String(r.answer.error)).toMatch(/^startup not confirmed within 600s for buzz-agent-7e7e9c42a91b: /);
+    expect(r.kind === "answer" && String(r.answer.error)).toMatch(/^startup not confirmed within 585s for buzz-agent-7e7e9c42a91b: /);
     expect(clock.now()).toBeGreaterThanOrEqual(585_000);
     expect(clock.now()).toBeLessThan(590_000);
   });

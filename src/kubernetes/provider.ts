@@ -76,10 +76,12 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   if (!stdin.ok) return { kind: "unreadable", stderr: `could not read the request from stdin: ${stdin.error}` };
   const text = utf8(stdin.bytes);
   if (text === null && !stdin.oversized) return { kind: "unreadable", stderr: `could not read the request from stdin: ${NOT_UTF8}` };
-  // Stage 2, as Buzz's main.rs (block/buzz@3fac2c2): no arguments, or exactly `--check-identity` (the local identity
-  // preflight: no audit, no cluster); anything else is A1.
+  // Stage 2 (issue 34): exactly `--check-identity` is the local identity preflight (no audit, no cluster), as the pilot
+  // line's main.rs (block/buzz@3fac2c2). Any other arguments are ignored, as baseline Buzz's main.rs
+  // (zbkilla/buzz@2d88ec7d) never reads them — except that `--check-identity` with company is A1: a caller asking
+  // for a preflight must never get a deploy.
   if (args.length === 1 && args[0] === "--check-identity") return checkIdentityOnly(stdin.bytes, text ?? "", deps);
-  if (args.length > 0) return failure(catalogue.A1());
+  if (args.includes("--check-identity")) return failure(catalogue.A1());
   // Stage 3.
   if (stdin.oversized) return failure(catalogue.A2(`the request is larger than ${STDIN_CAP_BYTES} bytes`));
   const json = parseJson(stdin.bytes, text ?? "");

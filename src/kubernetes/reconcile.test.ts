@@ -7,6 +7,8 @@ import type { PodObject } from "../core/kubernetes/objects.js";
 import { agentA } from "../../test/support/kubernetes/fixtures.js";
 import { WHO } from "../../test/support/kubernetes/pods.js";
 import { desiredFingerprint, type Harness, harness, inputsFor, NS } from "../../test/support/kubernetes/harness.js";
+import { deploy } from "./reconcile.js";
+import { DEFAULT_WAIT } from "./waiter.js";
 
 const POD = WHO.podName;
 
@@ -83,7 +85,8 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const h = harness();
     seedOurPod(h, { bound: true, state: { waiting: { reason: "ContainerCreating" } }, phase: "Pending" });
     const r = await h.deploy({ deadlineSeconds: 60 });
-    expect(errorOf(r)).toBe(`startup not confirmed within 60s for ${POD}: the container is waiting, reason ContainerCreating`);
+    // The true wait (issue 34): the loop stops 5 s before D to leave room for the final read.
+    expect(errorOf(r)).toBe(`startup not confirmed within 55s for ${POD}: the container is waiting, reason ContainerCreating`);
     expect(mutations(h)).toEqual([]);
     expect(h.fake.pod(NS, POD)).toBeDefined();
     expect(h.clock.now()).toBeGreaterThanOrEqual(55_000);
@@ -119,6 +122,88 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     expect(mutations(h)).toEqual([]);
   });
 
+  // issue 34: a real kubelet publishes state.running for a harness that exits within milliseconds, and terminated only
+  // at its next relist. Answering on the first running read reported the crash as started, and every later deploy
+  // replaced it and said started again.
+  it("a harness that crashes at start answers K4 with its exit code, never started, and deletes nothing", async () => {
+    const h = harness();
+    h.kubeletCrashesAtStart(200, { exitCode: 1, detectedAfterMs: 1000 });
+    const r = await h.deploy();
+    expect(errorOf(r)).toBe(
+      `${POD} was created by this deploy and did not stay running: the container exited with code 1 (Error). Not retrying in this call — an immediate exit recurs until its cause is fixed. Check the agent's configuration and press Start to try again.`,
+    );
+    expect(mutations(h)).toEqual(["createSecret:created", "createPod:created"]);
+    // The next deploy replaces the crashed attempt once and, the harness crashing again, answers K4 again.
+    const again = await h.deploy();
+    expect(errorOf(again)).toMatch(/did not stay running: the container exited with code 1 \(Error\)/);
+    expect(mutations(h).filter((m) => m.startsWith("createPod"))).toHaveLength(2);
+  });
+
+  it("a start is answered once the same container stays running a confirmation window after it was first seen", async () => {
+    const h = harness();
+    let firstRunningAt = -1;
+    h.fake.onPodCreated = ({ ns, name }) =>
+      h.clock.schedule(500, () => {
+        h.fake.start(ns, name);
+        firstRunningAt = h.clock.now();
+      });
+    const r = await h.deploy();
+    expect(answerOf(r)).toEqual({ ok: true, agentId: POD });
+    expect(h.clock.now() - firstRunningAt).toBeGreaterThanOrEqual(DEFAULT_WAIT.confirmStartMs);
+    expect(h.clock.now() - firstRunningAt).toBeLessThan(DEFAULT_WAIT.confirmStartMs + 100);
+  });
+
+  it("a container restarted within the window starts the confirmation again", async () => {
+    const h = harness();
+    let restartedAt = -1;
+    h.fake.onPodCreated = ({ ns, name }) =>
+      h.clock.schedule(500, () => {
+        h.fake.start(ns, name);
+        h.clock.schedule(1500, () => {
+          h.fake.setAgentState(ns, name, { running: { startedAt: new Date(h.clock.wallNow()).toISOString() } }, "Running", { restartCount: 1 });
+          restartedAt = h.clock.now();
+        });
+      });
+    const r = await h.deploy();
+    expect(answerOf(r)).toEqual({ ok: true, agentId: POD });
+    expect(h.clock.now() - restartedAt).toBeGreaterThanOrEqual(DEFAULT_WAIT.confirmStartMs);
+  });
+
+  it("a pull failure names the failing pod's image, not the configured one", async () => {
+    const h = harness();
+    // A never-started pod from an earlier configuration (another digest) that cannot be pulled; the user has since
+    // configured a new image. Row 6 reports it (never replaces it): the answer must name what is really failing.
+    const old = `ghcr.io/block/buzz-sprig@sha256:${"1".repeat(64)}`;
+    const earlier = inputsFor(agentA(), { namespace: NS, image: old });
+    const manifest = podManifest(WHO, earlier.config, "aaaaaaaa", desiredFingerprint(earlier)) as PodObject;
+    h.fake.seedPod(NS, manifest);
+    h.fake.bind(NS, POD);
+    h.fake.setAgentState(NS, POD, { waiting: { reason: "ErrImagePull", message: `rpc error: code = NotFound desc = failed to pull and unpack image "${old}": failed to resolve reference "${old}": ${old}: not found` } }, "Pending");
+    const r = await h.deploy();
+    expect(errorOf(r)).toBe(`${POD} did not start: ghcr.io has no image at ${old}. Check the digest and repository.`);
+    expect(errorOf(r)).not.toContain(h.config.image);
+    expect(mutations(h)).toEqual([]);
+  });
+
+  it("while a deletion-marked pod finishes its grace period, progress says it is terminating, never Running", async () => {
+    const h = harness({ gracefulDeletionMs: 20_000 });
+    const uid = seedOurPod(h, { bound: true, state: { running: {} }, phase: "Running" });
+    const seeded = h.fake.pod(NS, POD);
+    await h.clock.run(h.fake.deletePod(NS, POD, { uid, resourceVersion: seeded?.metadata.resourceVersion ?? "" } as never, { kind: "gc-terminated" }));
+    h.kubeletStartsAfter(1000);
+    const lines: string[] = [];
+    const start = h.clock.now();
+    const r = await h.clock.run(
+      deploy(h.inputs, { ...h.deps, onProgress: (p) => lines.push(`${p.action}: ${p.condition ?? ""}`) }, { startedAt: start, loopDeadlineAt: start + 55_000, deadlineSeconds: 60 }),
+    );
+    expect(answerOf(r)).toEqual({ ok: true, agentId: POD });
+    const waiting = lines.filter((l) => l.startsWith("await-disappearance"));
+    expect(waiting.length).toBeGreaterThan(0);
+    for (const l of waiting) expect(l).toBe("await-disappearance: the pod is terminating (deletion requested; grace period 60s)");
+    // Until the create, nothing said "Running": the old pod was dying all along.
+    expect(lines.slice(0, lines.indexOf("create: ")).join("\n")).not.toContain("the pod is Running");
+  });
+
   it("a deletion-marked pod is waited out, then the agent is created", async () => {
     const h = harness({ gracefulDeletionMs: 20_000 });
     const uid = seedOurPod(h, { bound: true, state: { running: {} }, phase: "Running" });
@@ -138,7 +223,7 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const h = harness();
     seedOurPod(h, { state: { waiting: { reason: "CreateContainerConfigError" } } });
     const r = await h.deploy({ deadlineSeconds: 30 });
-    expect(errorOf(r)).toMatch(/^startup not confirmed within 30s/);
+    expect(errorOf(r)).toMatch(/^startup not confirmed within 25s/);
     expect(mutations(h)).toEqual([]);
   });
 
@@ -321,7 +406,7 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     expect(before.slice(2).sort()).toEqual(["listPods", "listSecrets"]);
   });
 
-  it("a fresh deploy opens its watch before the Secret create, and the pod's own ADDED event costs no GET", async () => {
+  it("a fresh deploy opens its watch before the Secret create, and the pod's own ADDED event costs no GET (the start costs one, its confirmation one more)", async () => {
     const h = harness();
     h.kubeletStartsAfter(100);
     const r = await h.deploy();
@@ -329,7 +414,7 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const all = ops(h);
     expect(all.indexOf("watchPod")).toBeGreaterThan(-1);
     expect(all.indexOf("watchPod")).toBeLessThan(all.indexOf("createSecret"));
-    expect(all.slice(all.indexOf("createPod") + 1).filter((op) => op === "getPod")).toHaveLength(1);
+    expect(all.slice(all.indexOf("createPod") + 1).filter((op) => op === "getPod")).toHaveLength(2);
   });
 
   it("a fresh deploy whose GC deletes an orphan Secret reads the pod again after that delete, before the create", async () => {
@@ -384,7 +469,7 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
       }
     };
     const r = await h.deploy({ deadlineSeconds: 30 });
-    expect(errorOf(r)).toBe(`startup not confirmed within 30s for ${POD} (another deploy of this agent created it): the pod is Pending`);
+    expect(errorOf(r)).toBe(`startup not confirmed within 25s for ${POD} (another deploy of this agent created it): the pod is Pending`);
     expect(mutations(h).filter((m) => m.startsWith("deletePod"))).toEqual([]);
   });
 
@@ -430,7 +515,7 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const h = harness({ gracefulDeletionMs: 10_000_000 });
     seedOurPod(h, { bound: true, state: { terminated: { exitCode: 0 } }, phase: "Running" });
     const r = await h.deploy({ deadlineSeconds: 30 });
-    expect(errorOf(r)).toBe(`timed out after 30s waiting for ${POD} to finish terminating`);
+    expect(errorOf(r)).toBe(`timed out after 25s waiting for ${POD} to finish terminating`);
   });
 
   it("the watch detects a start well before the 2 s poll, and a forbidden watch still succeeds by polling", async () => {
@@ -441,8 +526,9 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const polled = harness({ watchForbidden: true });
     polled.kubeletStartsAfter(300);
     expect(answerOf(await polled.deploy())).toEqual({ ok: true, agentId: POD });
-    expect(started).toBeLessThan(1000);
-    expect(polled.clock.now()).toBeGreaterThanOrEqual(2000);
+    // Each answer comes one confirmation window after the start was first seen (issue 34).
+    expect(started - DEFAULT_WAIT.confirmStartMs).toBeLessThan(1000);
+    expect(polled.clock.now() - DEFAULT_WAIT.confirmStartMs).toBeGreaterThanOrEqual(2000);
   });
 
   it("every pod delete is audited as an intent/result pair carrying the authorising observation's fence", async () => {

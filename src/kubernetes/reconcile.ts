@@ -17,9 +17,10 @@ import { classifiedDelete } from "../core/kubernetes/authority.js";
 import { catalogue } from "../core/kubernetes/catalogue.js";
 import { assertNever, classify, type DeleteAction } from "../core/kubernetes/classify.js";
 import { latestCondition, POD_GONE } from "../core/kubernetes/condition.js";
+import { confirmStart, runningInstance } from "../core/kubernetes/confirm.js";
 import { equivalentFingerprints, fingerprint } from "../core/kubernetes/intent.js";
 import { loopStep } from "../core/kubernetes/loop-rules.js";
-import { pullFailureMessage } from "../core/kubernetes/pull-failure.js";
+import { failingImage, pullFailureMessage } from "../core/kubernetes/pull-failure.js";
 import { attemptSecrets, scrubberFor } from "../core/kubernetes/scrub.js";
 import { deletePodAudited } from "./audited-mutation.js";
 import { createPath } from "./create.js";
@@ -58,7 +59,9 @@ export interface DeployReport {
  */
 export async function deploy(inputs: DeployInputs, given: DeployDeps, budget: DeployBudget): Promise<DeployReport> {
   // Server text may quote the Secret it refuses: scrubbed at the seam, before any step, log, answer or record sees it.
-  const scrub = scrubberFor(attemptSecrets(inputs.env));
+  // Only real secrets, and never text inside the call's own public names (issue 34: a `buzz-agent` launch command once
+  // turned every pod name into `[redacted]-…`).
+  const scrub = scrubberFor(attemptSecrets(inputs.env), [inputs.identity.podName, inputs.identity.pubkey, inputs.config.namespace, inputs.config.image]);
   const deps: DeployDeps = {
     ...given,
     cluster: scrubbingCluster(given.cluster, scrub),
@@ -141,7 +144,7 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
 async function loop(call: DeployCall, first: Observation | undefined): Promise<DeployAnswer> {
   let carried: Observation | undefined = first;
   for (;;) {
-    const obs = await call.next(carried, (condition) => catalogue.K1(call.budget.deadlineSeconds, call.podName, condition));
+    const obs = await call.next(carried, (condition) => catalogue.K1(call.elapsedSeconds(), call.podName, condition));
     carried = undefined;
     call.waiter.observed(obs.kind === "absent" ? undefined : (obs.raw.metadata.resourceVersion ?? undefined));
     // A foreign pod on our name is refused before any write (P-15).
@@ -151,13 +154,23 @@ async function loop(call: DeployCall, first: Observation | undefined): Promise<D
     call.progress({ action: action.kind, ...(obs.kind === "verified" ? { condition: latestCondition(obs.raw) } : {}) });
     const step = loopStep(action, call.createdThisCall);
     switch (step.kind) {
-      case "succeed":
-        return { ok: true, agentId: step.agentId };
+      case "succeed": {
+        // Started, but seen by this loop (not the fast path): answer only once the same container is still running a
+        // confirmation window later (issue 34), so a harness that crashes at start is reported as what it is (K4).
+        if (obs.kind !== "verified") throw new Error("unreachable: a no-op without a verified pod");
+        const confirmation = confirmStart(call.runningSeen, runningInstance(obs.raw), call.deps.clock.now(), call.deps.wait.confirmStartMs);
+        if (confirmation.kind === "confirmed") return { ok: true, agentId: step.agentId };
+        call.runningSeen = confirmation.seen;
+        call.progress({ action: "confirm-start", condition: "the container is running; confirming it stays up" });
+        await call.waiter.waitUntil(confirmation.until);
+        break;
+      }
       case "wait":
         await call.waiter.wait();
         break;
       case "report":
-        throw Answer.fail(catalogue.K2(call.podName, pullFailureMessage(step.failure, call.inputs.config.image)));
+        // The failing pod's own image (issue 34): a never-started pod from an earlier config is reported, not replaced.
+        throw Answer.fail(catalogue.K2(call.podName, pullFailureMessage(step.failure, obs.kind === "verified" ? failingImage(obs.raw, call.inputs.config.image) : call.inputs.config.image)));
       case "await-disappearance":
         carried = await awaitDisappearance(call, step.uid);
         break;
@@ -203,7 +216,7 @@ async function fencedDelete(call: DeployCall, action: DeleteAction): Promise<"ac
  */
 async function awaitDisappearance(call: DeployCall, uid: string): Promise<Observation> {
   for (;;) {
-    if (call.expired()) throw Answer.fail(catalogue.K3(call.budget.deadlineSeconds, call.podName));
+    if (call.expired()) throw Answer.fail(catalogue.K3(call.elapsedSeconds(), call.podName));
     const r = await call.deps.cluster.getPod(call.ns, call.podName, call.opts());
     if (r.kind === "error") {
       await call.onReadError({ message: catalogue.H5(call.podName, describeApiError(r.error)) });
@@ -211,6 +224,8 @@ async function awaitDisappearance(call: DeployCall, uid: string): Promise<Observ
     }
     call.readSucceeded();
     if (r.kind === "absent" || r.object.metadata.uid !== uid) return call.settle(r);
+    // Still there: a pod in its grace period reads phase Running, so say what it really is (issue 34).
+    call.progress({ action: "await-disappearance", condition: latestCondition(r.object) });
     call.waiter.observed(r.object.metadata.resourceVersion ?? undefined);
     await call.waiter.wait();
   }

@@ -18,13 +18,16 @@ const Env = z.object({
   BERTH_K8S_DEADLINE_SECONDS: z.coerce.number().int().min(30).max(600).default(600),
   BERTH_K8S_WATCH: z.enum(["true", "false", "1", "0"]).default("true"),
   BERTH_K8S_WATCH_RESYNC_SECONDS: z.coerce.number().int().min(2).max(30).default(10),
+  // Issue 34: how long a container the deploy saw start must stay running before it answers success. Not below 1 s:
+  // the kubelet reports an exit only at its next relist (every second).
+  BERTH_K8S_START_CONFIRM_SECONDS: z.coerce.number().int().min(1).max(60).default(3),
 });
 
 export type SettingsResult = { ok: true; settings: K8sSettings } | { ok: false; error: string };
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv): SettingsResult {
   const picked = Object.fromEntries(
-    ["BERTH_K8S_DEADLINE_SECONDS", "BERTH_K8S_WATCH", "BERTH_K8S_WATCH_RESYNC_SECONDS"].filter((k) => env[k] !== undefined && env[k] !== "").map((k) => [k, env[k]]),
+    ["BERTH_K8S_DEADLINE_SECONDS", "BERTH_K8S_WATCH", "BERTH_K8S_WATCH_RESYNC_SECONDS", "BERTH_K8S_START_CONFIRM_SECONDS"].filter((k) => env[k] !== undefined && env[k] !== "").map((k) => [k, env[k]]),
   );
   const parsed = Env.safeParse(picked);
   if (!parsed.success) {
@@ -35,7 +38,10 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv): SettingsResult {
     ok: true,
     settings: {
       deadlineSeconds: parsed.data.BERTH_K8S_DEADLINE_SECONDS,
-      wait: { watch: parsed.data.BERTH_K8S_WATCH === "true" || parsed.data.BERTH_K8S_WATCH === "1", resyncMs: parsed.data.BERTH_K8S_WATCH_RESYNC_SECONDS * 1000, pollMs: 2000 },
+      wait: { watch: parsed.data.BERTH_K8S_WATCH === "true" || parsed.data.BERTH_K8S_WATCH === "1", resyncMs: parsed.data.BERTH_K8S_WATCH_RESYNC_SECONDS * 1000,
+        pollMs: 2000,
+        confirmStartMs: parsed.data.BERTH_K8S_START_CONFIRM_SECONDS * 1000,
+      },
     },
   };
 }

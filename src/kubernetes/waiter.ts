@@ -14,9 +14,15 @@ export interface WaitSettings {
   readonly resyncMs: number;
   /** Poll interval without one (2 s). */
   readonly pollMs: number;
+  /**
+   * How long a container this call saw start must stay running before the deploy answers success (3 s; issue 34,
+   * core/kubernetes/confirm.ts): a real kubelet reports a crash at start as `running` first, `terminated` about a
+   * relist (1 s) later.
+   */
+  readonly confirmStartMs: number;
 }
 
-export const DEFAULT_WAIT: WaitSettings = { watch: true, resyncMs: 10_000, pollMs: 2_000 };
+export const DEFAULT_WAIT: WaitSettings = { watch: true, resyncMs: 10_000, pollMs: 2_000, confirmStartMs: 3_000 };
 
 export class Waiter {
   private handle: WatchHandle | undefined;
@@ -57,6 +63,11 @@ export class Waiter {
 
   /** Waits for the first of: a wake, the resync/poll interval, the loop deadline. */
   async wait(): Promise<void> {
+    return this.waitUntil(Number.POSITIVE_INFINITY);
+  }
+
+  /** As `wait`, but also no later than `at` (the end of a start confirmation window). */
+  async waitUntil(at: number): Promise<void> {
     if (this.pending) {
       this.pending = false;
       // The latest coalesced wake is for the state the loop already read: every earlier one is older still.
@@ -64,7 +75,7 @@ export class Waiter {
     }
     this.ensureWatch();
     const interval = this.established && this.handle ? this.settings.resyncMs : this.settings.pollMs;
-    const ms = Math.max(0, Math.min(interval, this.deadlineAt - this.clock.now()));
+    const ms = Math.max(0, Math.min(interval, at - this.clock.now(), this.deadlineAt - this.clock.now()));
     const abort = new AbortController();
     const woken = new Promise<void>((resolve) => {
       this.wake = resolve;

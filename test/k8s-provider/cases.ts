@@ -25,7 +25,9 @@ const deploy = (agentExtra: Record<string, unknown> = {}, config: unknown = { na
 const cfg = (extra: Record<string, unknown>) => ({ namespace: "buzz-agents-test", image: IMAGE, ...extra });
 
 export const CASES: Case[] = [
-  { name: "A1 extra argument", args: ["--verbose"], stdin: { op: "info" }, error: "unsupported provider arguments" },
+  // issue 34: extra arguments are ignored, as baseline Buzz's main.rs (zbkilla/buzz@2d88ec7d) never reads them: the
+  // request is answered in normal mode (here its malformed JSON).
+  { name: "extra arguments are ignored", args: ["--verbose", "deploy"], stdin: "{", error: "request is not valid JSON: EOF while parsing an object at line 1 column 1" },
   { name: "A1 two arguments, --check-identity among them", args: ["--check-identity", "--verbose"], stdin: { op: "info" }, error: "unsupported provider arguments" },
   // Buzz main.rs at block/buzz@3fac2c2 (check_identity): the preflight needs a deploy request and a policy.
   { name: "--check-identity on info", args: ["--check-identity"], stdin: { op: "info" }, error: "identity preflight requires a deploy request" },

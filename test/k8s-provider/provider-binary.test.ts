@@ -61,7 +61,10 @@ describe("berth provider kubernetes over pipes", () => {
   it("buzz-backend-berth behaves as berth provider kubernetes", async () => {
     const r = await provider({ op: "info" }, { entry: "src/cli/entry/buzz-backend.js" });
     expect(r.answer).toMatchObject({ ok: true, name: "kubernetes", protocol_version: 1 });
-    const refused = await provider({ op: "info" }, { entry: "src/cli/entry/buzz-backend.js", args: ["--help"] });
+    // Extra arguments are ignored as baseline Buzz ignores them (issue 34); a preflight with company is refused.
+    const ignored = await provider({ op: "info" }, { entry: "src/cli/entry/buzz-backend.js", args: ["--help"] });
+    expect(ignored.answer).toMatchObject({ ok: true, name: "kubernetes", protocol_version: 1 });
+    const refused = await provider({ op: "info" }, { entry: "src/cli/entry/buzz-backend.js", args: ["--check-identity", "--help"] });
     expect(refused.answer).toEqual({ ok: false, error: "unsupported provider arguments" });
   });
 

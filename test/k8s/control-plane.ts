@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1ContainerState, type V1Pod, Watch } from "@kubernetes/client-node";
 import { repoRoot } from "../support/built.js";
+import { PULL_TEXTS } from "../support/kubernetes/pull-texts.js";
 
 export const BIN_DIR = join(repoRoot, "tools", "k8s", "bin");
 
@@ -258,21 +259,28 @@ export type SimulatedState =
   | { kind: "terminated"; exitCode: number; reason?: string }
   | { kind: "waiting"; reason: string; message?: string };
 
-/** Realistic registry messages per pull-failure class (spec/kubernetes.md §10.1), as containerd writes them. */
+/**
+ * Registry messages per pull-failure class (spec/kubernetes.md §10.1) as the kubelet publishes them: containerd 1.6's
+ * CRI error chain behind `rpc error: code = … desc =` (test/support/kubernetes/pull-texts.ts, shared with the fast
+ * tier). `transient` is what the real node stack answers for a digest it does not hold (pulls go to a closed port).
+ */
 export const PULL_MESSAGES = {
-  unauthorized: (image: string) =>
-    `failed to pull and unpack image "${image}": failed to resolve reference "${image}": pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed: 401 Unauthorized`,
-  "manifest-unknown": (image: string) =>
-    `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": failed to resolve reference "${image}": ${image}: not found`,
-  // dockerd's wording. containerd's own ("no match for platform in manifest: not found") ends in "not found", which
-  // §10.1's first-match order classifies as manifest-unknown: see `ARCH_MISMATCH_CONTAINERD`.
-  "arch-mismatch": (image: string) => `Error response from daemon: no matching manifest for linux/amd64 in the manifest list entries: ${image}`,
-  transient: (image: string) => `rpc error: code = Unknown desc = failed to pull image "${image}": dial tcp 10.1.2.3:443: i/o timeout`,
+  unauthorized: (image: string) => PULL_TEXTS.pullAccessDenied(image),
+  "manifest-unknown": (image: string) => PULL_TEXTS.manifestUnknown(image),
+  "arch-mismatch": (image: string) => PULL_TEXTS.archDockerd(image),
+  transient: (image: string) => PULL_TEXTS.refused(image, `http://127.0.0.1:1/v2/${repositoryOf(image)}/manifests/${image.split("@")[1] ?? ""}?ns=${image.split("/")[0] ?? ""}`),
+  /** containerd's content store refusing a blob whose bytes do not match the digest it was asked for. */
+  "commit-digest": (image: string) => PULL_TEXTS.commitDigest(image, image.split("@")[1] ?? "", `sha256:${"4013".repeat(16)}`),
 } as const;
 
-/** containerd's architecture-mismatch text; by §10.1's order ("not found" is tested first) it is manifest-unknown. */
-export const ARCH_MISMATCH_CONTAINERD = (image: string) =>
-  `rpc error: code = NotFound desc = failed to pull and unpack image "${image}": no match for platform in manifest: not found`;
+/** containerd's architecture-mismatch text: the platform link precedes "not found", so it is arch-mismatch (issue 34). */
+export const ARCH_MISMATCH_CONTAINERD = (image: string) => PULL_TEXTS.archContainerd(image);
+
+/** `ghcr.io/block/buzz-sprig@sha256:…` → `block/buzz-sprig`. */
+function repositoryOf(image: string): string {
+  const name = image.split("@")[0] ?? "";
+  return name.slice(name.indexOf("/") + 1);
+}
 
 /**
  * The kubelet stand-in. It schedules (binds) every pending pod to the fake Node, applies the state a test asked
@@ -339,6 +347,53 @@ class RawApi {
 
 const podUrl = (namespace: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
 
+/** The simulated node: what its scheduler stand-in checks a pod against. */
+export interface SimulatedNode {
+  /** Allocatable CPU in millicores and memory in bytes (a roomy default: many tests share one node per file). */
+  cpuMilli: number;
+  memoryBytes: number;
+  labels: Record<string, string>;
+  taints: Array<{ key: string; value?: string; effect: "NoSchedule" | "PreferNoSchedule" | "NoExecute" }>;
+}
+
+/** Kubernetes quantities as the scheduler reads them: `250m`, `1`, `0.5` CPU; `512Mi`, `2Gi`, `1G`, bytes. */
+export function parseQuantity(q: string | undefined, kind: "cpu" | "memory"): number {
+  if (!q) return 0;
+  const m = /^([0-9.]+)([a-zA-Z]*)$/.exec(q.trim());
+  if (!m) return 0;
+  const n = Number(m[1]);
+  const unit = m[2] ?? "";
+  if (kind === "cpu") return unit === "m" ? n : n * 1000;
+  const factors: Record<string, number> = { "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
+  return n * (factors[unit] ?? 1);
+}
+
+const requestsOf = (pod: V1Pod) => {
+  let cpu = 0;
+  let memory = 0;
+  for (const c of pod.spec?.containers ?? []) {
+    cpu += parseQuantity(c.resources?.requests?.cpu, "cpu");
+    memory += parseQuantity(c.resources?.requests?.memory, "memory");
+  }
+  return { cpu, memory };
+};
+
+const terminal = (pod: V1Pod) => pod.status?.phase === "Succeeded" || pod.status?.phase === "Failed";
+
+/**
+ * The kubelet stand-in, taught the real kubelet's order of status writes (issue 34, research/real-kubelet.md), so the
+ * fast tier cannot pass what a real node fails:
+ * - **Scheduling** like kube-scheduler's filters for one node: requests against what the node has left, the pod's
+ *   `nodeSelector` against the node's labels, the node's taints against the pod's tolerations. A pod that does not fit
+ *   stays unbound and `Pending`, with `PodScheduled=False`, reason `Unschedulable` and the scheduler's message; it is
+ *   tried again whenever a pod leaves the node.
+ * - **Start order** for a bound pod given a state: `Pending` with the container waiting `ContainerCreating`, then the
+ *   state. A container that exits at once is published `running` first and `terminated` only at the next relist
+ *   (`relistMs`), and the pod's phase stays `Running` for a moment after the container terminated (the kubelet sets
+ *   the terminal phase once the pod's sandbox is down), then turns `Failed`/`Succeeded`.
+ * - **Status fields**: `image` is the tag, `imageID` the digest the pod names, a `containerID` per run.
+ * - **Graceful deletion** of bound pods, completed with grace 0 and a uid precondition, as the real kubelet does.
+ */
 export class KubeletSimulator {
   private readonly api: RawApi;
   private abort: AbortController | undefined;
@@ -349,14 +404,29 @@ export class KubeletSimulator {
   gracefulDeletionMs = 200;
   /** When false, marked pods stay marked until `finishDeletion` (a kubelet that is slow or gone). */
   completeDeletions = true;
+  /** From the `ContainerCreating` write to the container's first state (sandbox, image present, container created). */
+  startDelayMs = 100;
+  /** The kubelet's relist period (PLEG): how long an exited container keeps reading `running`. */
+  relistMs = 1000;
+  /** How long the phase reads `Running` after the container terminated, before the terminal phase. */
+  terminalPhaseDelayMs = 100;
+  /** Called once a crash at start has been written as `terminated` (tests order their reads against it). */
+  onCrashWritten: ((namespace: string, name: string) => void) | undefined = undefined;
+  readonly node: SimulatedNode = { cpuMilli: 64_000, memoryBytes: 256 * 1024 ** 3, labels: {}, taints: [] };
   private readonly pendingDeletions = new Set<string>();
   private readonly bound = new Set<string>();
+  /** Requests of the pods holding room on the node (bound, not terminal, not gone). */
+  private readonly placed = new Map<string, { cpu: number; memory: number }>();
+  /** Pods the scheduler stand-in could not place yet, retried when room frees up. */
+  private readonly unscheduled = new Map<string, V1Pod>();
+  private containerSeq = 0;
 
   constructor(
     private readonly kc: KubeConfig,
     readonly nodeName: string,
   ) {
     this.api = new RawApi(kc);
+    this.node.labels = { "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": nodeName };
   }
 
   async start(): Promise<void> {
@@ -371,7 +441,10 @@ export class KubeletSimulator {
       "/api/v1/pods",
       {},
       (phase: string, pod: V1Pod) => {
-        if (phase === "DELETED") return;
+        if (phase === "DELETED") {
+          this.forget(pod);
+          return;
+        }
         // A failed bind or status write shows up as the test's own timeout on the state it waited for.
         void this.onPod(pod).catch(() => undefined);
       },
@@ -392,10 +465,25 @@ export class KubeletSimulator {
     return `${pod.metadata?.namespace}/${pod.metadata?.name}/${pod.metadata?.uid}`;
   }
 
+  /** A pod left the node (gone or terminal): its room is free, so pods waiting for room are tried again. */
+  private forget(pod: V1Pod): void {
+    const key = this.key(pod);
+    this.unscheduled.delete(key);
+    if (this.placed.delete(key)) this.retryUnscheduled();
+  }
+
+  private retryUnscheduled(): void {
+    for (const [key, pod] of [...this.unscheduled]) {
+      this.unscheduled.delete(key);
+      void this.schedule(pod).catch(() => undefined);
+    }
+  }
+
   private async onPod(pod: V1Pod): Promise<void> {
     const ns = pod.metadata?.namespace ?? "default";
     const name = pod.metadata?.name ?? "";
     const key = this.key(pod);
+    if (terminal(pod)) this.forget(pod);
     if (pod.metadata?.deletionTimestamp) {
       if (pod.spec?.nodeName && this.completeDeletions && !this.pendingDeletions.has(key)) {
         this.pendingDeletions.add(key);
@@ -403,17 +491,111 @@ export class KubeletSimulator {
       }
       return;
     }
-    if (!pod.spec?.nodeName && !this.bound.has(key)) {
-      this.bound.add(key);
-      await this.api.request("POST", `${podUrl(ns, name)}/binding`, {
-        apiVersion: "v1",
-        kind: "Binding",
-        metadata: { name },
-        target: { apiVersion: "v1", kind: "Node", name: this.nodeName },
-      });
-      const state = this.defaultState?.(pod);
-      if (state) await this.writeState(ns, name, state, pod);
+    if (!pod.spec?.nodeName && !this.bound.has(key) && !this.unscheduled.has(key)) await this.schedule(pod);
+  }
+
+  /** Why the one node cannot take this pod, in kube-scheduler's words, or null when it fits. */
+  private unfit(pod: V1Pod): string | null {
+    const reasons: string[] = [];
+    for (const [k, v] of Object.entries(pod.spec?.nodeSelector ?? {})) {
+      if (this.node.labels[k] !== v) {
+        reasons.push("1 node(s) didn't match Pod's node affinity/selector");
+        break;
+      }
     }
+    const untolerated = this.node.taints.find(
+      (t) =>
+        t.effect !== "PreferNoSchedule" &&
+        !(pod.spec?.tolerations ?? []).some((tol) => (tol.operator === "Exists" ? tol.key === undefined || tol.key === t.key : tol.key === t.key && (tol.value ?? "") === (t.value ?? "")) && (tol.effect === undefined || tol.effect === t.effect)),
+    );
+    if (untolerated) reasons.push(`1 node(s) had untolerated taint {${untolerated.key}: ${untolerated.value ?? ""}}`);
+    const want = requestsOf(pod);
+    let cpu = 0;
+    let memory = 0;
+    for (const r of this.placed.values()) {
+      cpu += r.cpu;
+      memory += r.memory;
+    }
+    if (want.cpu > this.node.cpuMilli - cpu) reasons.push("1 Insufficient cpu");
+    if (want.memory > this.node.memoryBytes - memory) reasons.push("1 Insufficient memory");
+    if (reasons.length === 0) return null;
+    const resourcesOnly = reasons.every((r) => r.startsWith("1 Insufficient"));
+    const preemption = resourcesOnly ? "1 No preemption victims found for incoming pod" : "1 Preemption is not helpful for scheduling";
+    return `0/1 nodes are available: ${reasons.join(", ")}. preemption: 0/1 nodes are available: ${preemption}.`;
+  }
+
+  private async schedule(pod: V1Pod): Promise<void> {
+    const ns = pod.metadata?.namespace ?? "default";
+    const name = pod.metadata?.name ?? "";
+    const key = this.key(pod);
+    const why = this.unfit(pod);
+    if (why !== null) {
+      this.unscheduled.set(key, pod);
+      const now = new Date();
+      await this.patchStatus(ns, name, {
+        phase: "Pending",
+        conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: why, lastTransitionTime: now }],
+      });
+      return;
+    }
+    this.bound.add(key);
+    this.placed.set(key, requestsOf(pod));
+    await this.api.request("POST", `${podUrl(ns, name)}/binding`, {
+      apiVersion: "v1",
+      kind: "Binding",
+      metadata: { name },
+      target: { apiVersion: "v1", kind: "Node", name: this.nodeName },
+    });
+    const state = this.defaultState?.(pod);
+    if (state) await this.play(ns, name, state, pod);
+  }
+
+  /**
+   * A newly bound pod's life in the real kubelet's order: `ContainerCreating` first, then the state; a container that
+   * exits at once reads `running` until the next relist, then `terminated` with phase Running, then the terminal phase.
+   */
+  private async play(namespace: string, name: string, state: SimulatedState, pod: V1Pod): Promise<void> {
+    const uid = pod.metadata?.uid ?? "";
+    const same = async () => (await this.api.request<V1Pod>("GET", podUrl(namespace, name)).catch(() => undefined))?.metadata?.uid === uid;
+    const later = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    let current = await this.writeState(namespace, name, { kind: "waiting", reason: "ContainerCreating" }, pod);
+    await later(this.startDelayMs);
+    if (!(await same())) return;
+    if (state.kind !== "terminated") {
+      await this.writeState(namespace, name, state, current);
+      return;
+    }
+    const run = this.newContainerId();
+    current = await this.writeState(namespace, name, { kind: "running" }, current, run);
+    await later(this.relistMs);
+    if (!(await same())) return;
+    await this.terminate(namespace, name, state, current, run);
+    this.onCrashWritten?.(namespace, name);
+  }
+
+  /**
+   * Sizes the node so that exactly `free` is left beside the pods already placed (a small node in a file whose earlier
+   * tests left pods behind); `null` restores the roomy default.
+   */
+  setFreeRoom(free: { cpuMilli: number; memoryBytes: number } | null): void {
+    if (free === null) {
+      this.node.cpuMilli = 64_000;
+      this.node.memoryBytes = 256 * 1024 ** 3;
+      return;
+    }
+    let cpu = 0;
+    let memory = 0;
+    for (const r of this.placed.values()) {
+      cpu += r.cpu;
+      memory += r.memory;
+    }
+    this.node.cpuMilli = cpu + free.cpuMilli;
+    this.node.memoryBytes = memory + free.memoryBytes;
+  }
+
+  private newContainerId(): string {
+    this.containerSeq++;
+    return `containerd://${this.containerSeq.toString(16).padStart(64, "0")}`;
   }
 
   /** Removes a gracefully deleted pod (grace 0, uid precondition), as a kubelet does after the container stops. */
@@ -425,14 +607,30 @@ export class KubeletSimulator {
 
   /**
    * Writes the `agent` container's status (and the pod phase that goes with it) through the status subresource, as
-   * a merge patch (no resourceVersion, so a concurrent status write cannot make it fail), and returns the pod.
+   * a merge patch (no resourceVersion, so a concurrent status write cannot make it fail), and returns the pod. A
+   * `terminated` state is written as the kubelet does it: the container terminated while the phase still reads
+   * Running, then the terminal phase; the pod returned is the final one.
    */
   async setState(namespace: string, name: string, state: SimulatedState): Promise<V1Pod> {
-    return this.writeState(namespace, name, state, await this.api.request<V1Pod>("GET", podUrl(namespace, name)));
+    const pod = await this.api.request<V1Pod>("GET", podUrl(namespace, name));
+    if (state.kind !== "terminated") return this.writeState(namespace, name, state, pod);
+    const running = pod.status?.containerStatuses?.find((c) => c.name === "agent");
+    return this.terminate(namespace, name, state, pod, running?.state?.running ? running.containerID : undefined);
   }
 
-  private async writeState(namespace: string, name: string, state: SimulatedState, pod: V1Pod): Promise<V1Pod> {
+  private async terminate(namespace: string, name: string, state: SimulatedState & { kind: "terminated" }, pod: V1Pod, containerId: string | undefined): Promise<V1Pod> {
+    const exited = await this.writeState(namespace, name, state, pod, containerId, "Running");
+    await new Promise((r) => setTimeout(r, this.terminalPhaseDelayMs));
+    return this.patchStatus(namespace, name, { phase: state.exitCode === 0 ? "Succeeded" : "Failed" }).catch(() => exited);
+  }
+
+  private patchStatus(namespace: string, name: string, status: Record<string, unknown>): Promise<V1Pod> {
+    return this.api.request<V1Pod>("PATCH", `${podUrl(namespace, name)}/status`, { status }, "application/merge-patch+json");
+  }
+
+  private async writeState(namespace: string, name: string, state: SimulatedState, pod: V1Pod, containerId?: string, phaseOverride?: string): Promise<V1Pod> {
     const image = pod.spec?.containers?.find((c) => c.name === "agent")?.image ?? pod.spec?.containers?.[0]?.image ?? "";
+    const repository = image.split("@")[0] ?? image;
     const now = new Date();
     let containerState: V1ContainerState;
     let phase: string;
@@ -450,8 +648,9 @@ export class KubeletSimulator {
         phase = "Pending";
         break;
     }
+    const ran = state.kind !== "waiting";
     const status = {
-      phase,
+      phase: phaseOverride ?? phase,
       hostIP: "127.0.0.1",
       podIP: "10.244.0.10",
       startTime: pod.status?.startTime ?? now,
@@ -459,8 +658,10 @@ export class KubeletSimulator {
       containerStatuses: [
         {
           name: "agent",
-          image,
-          imageID: state.kind === "running" || state.kind === "terminated" ? `${image.split("@")[0]}@sha256:${"0".repeat(64)}` : "",
+          // What a real kubelet reports: `image` as the tag, `imageID` as the digest the pod names.
+          image: `${repository}:conformance`,
+          imageID: ran ? image : "",
+          ...(ran ? { containerID: containerId ?? this.newContainerId() } : {}),
           ready: state.kind === "running",
           started: state.kind === "running",
           restartCount: 0,
@@ -468,6 +669,6 @@ export class KubeletSimulator {
         },
       ],
     };
-    return this.api.request<V1Pod>("PATCH", `${podUrl(namespace, name)}/status`, { status }, "application/merge-patch+json");
+    return this.patchStatus(namespace, name, status);
   }
 }

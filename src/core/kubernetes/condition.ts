@@ -9,6 +9,12 @@ import type { PodObject } from "./objects.js";
 export const POD_GONE = "the pod no longer exists";
 
 export function latestCondition(pod: PodObject): string {
+  // A gracefully deleting pod keeps phase Running (and its container may still run) for its whole grace period: say
+  // what it is, not "the pod is Running" (issue 34).
+  if (pod.metadata.deletionTimestamp) {
+    const grace = pod.spec.terminationGracePeriodSeconds;
+    return typeof grace === "number" ? `the pod is terminating (deletion requested; grace period ${grace}s)` : "the pod is terminating (deletion requested)";
+  }
   const state = agentContainerState(pod);
   const waitingReason = state?.waiting?.reason;
   if (state?.waiting && waitingReason) return `the container is waiting, reason ${waitingReason}`;

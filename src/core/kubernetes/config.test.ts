@@ -36,7 +36,8 @@ describe("image references (spec/kubernetes.md §15.4)", () => {
 });
 
 describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
-  it("fills the documented defaults", () => {
+  // issue 34: Buzz's 1 CPU / 2 GiB requests left a small node unschedulable; berth requests 250m / 512Mi.
+  it("fills the documented defaults, requests small enough for a small node", () => {
     const r = parseProviderConfig(base);
     expect(r).toEqual({
       ok: true,
@@ -44,8 +45,8 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
         context: null,
         namespace: "buzz-agents-test",
         image: GOLDEN_IMAGE,
-        cpuRequest: "1",
-        memoryRequest: "2Gi",
+        cpuRequest: "250m",
+        memoryRequest: "512Mi",
         cpuLimit: "2",
         memoryLimit: "4Gi",
         inactivitySeconds: 7200,

@@ -201,10 +201,10 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
     }
     const image = parseImage(imageRef);
     if (!image.ok) return image;
-    const cpuRequest = stringField(raw, "cpu_request") ?? "1";
-    const memoryRequest = stringField(raw, "memory_request") ?? "2Gi";
-    const cpuLimit = stringField(raw, "cpu_limit") ?? "2";
-    const memoryLimit = stringField(raw, "memory_limit") ?? "4Gi";
+    const cpuRequest = stringField(raw, "cpu_request") ?? DEFAULT_RESOURCES.cpuRequest;
+    const memoryRequest = stringField(raw, "memory_request") ?? DEFAULT_RESOURCES.memoryRequest;
+    const cpuLimit = stringField(raw, "cpu_limit") ?? DEFAULT_RESOURCES.cpuLimit;
+    const memoryLimit = stringField(raw, "memory_limit") ?? DEFAULT_RESOURCES.memoryLimit;
     const inactivitySeconds = integerField(raw, "inactivity_seconds") ?? 7200;
     if (inactivitySeconds === 0) {
       return fail(
@@ -253,6 +253,23 @@ export function namespacePrefill(random: readonly number[]): string {
 }
 
 /**
+ * The container resources when `provider_config` leaves them unset (issue 34, which wins over Buzz's 1 CPU / 2Gi
+ * requests). Requests are what the scheduler reserves, limits what the agent may burst to. The harness mostly waits on
+ * its relay socket between turns, and reserving a whole core and 2 GiB for it left a small node (a 2-core kind or k3s
+ * node, a Raspberry Pi, this project's CI node) with room for one agent and nothing else: the next pod stayed
+ * `Unschedulable` until the deadline. 250m / 512Mi keep the pod Burstable (requests < limits), fit several agents on a
+ * 2-core, 4 GiB node, and leave the limits, and so the room to work, as Buzz's.
+ *
+ * Interop: a never-started pod that Buzz's provider made with its own defaults records another intent, so berth
+ * replaces it once (fenced, never a started pod), as it would for any changed field (§9.2); the advertised `info`
+ * defaults are these, so Buzz Desktop's form prefills them.
+ */
+export const DEFAULT_RESOURCES = { cpuRequest: "250m", memoryRequest: "512Mi", cpuLimit: "2", memoryLimit: "4Gi" } as const;
+
+/** Buzz's own defaults (config.rs at block/buzz@906578e), for the golden vectors of §9.3 and the interop tests. */
+export const BUZZ_DEFAULT_RESOURCES = { cpuRequest: "1", memoryRequest: "2Gi", cpuLimit: "2", memoryLimit: "4Gi" } as const;
+
+/**
  * §15.2: the JSON schema Buzz Desktop renders as a form (issue 18.4). Scalars only: Desktop's form submits scalars and
  * its `validate_provider_config` refuses objects, so a structured property would make every deploy fail. The eleven
  * fields and their texts are Buzz's own (crates/buzz-backend-kubernetes/src/config.rs at block/buzz@906578e, the
@@ -273,10 +290,10 @@ export function configSchema(namespaceDefault: string): Record<string, unknown> 
           "Digest-pinned image containing the buzz-acp runtime ABI, e.g. ghcr.io/block/buzz-sprig@sha256:<digest>. Tags alone are not accepted: this pod holds the agent's private key.",
         default: IMAGE_PREFILL,
       },
-      cpu_request: { type: "string", title: "CPU request", default: "1" },
-      memory_request: { type: "string", title: "Memory request", default: "2Gi" },
-      cpu_limit: { type: "string", title: "CPU limit", default: "2" },
-      memory_limit: { type: "string", title: "Memory limit", default: "4Gi" },
+      cpu_request: { type: "string", title: "CPU request", default: DEFAULT_RESOURCES.cpuRequest },
+      memory_request: { type: "string", title: "Memory request", default: DEFAULT_RESOURCES.memoryRequest },
+      cpu_limit: { type: "string", title: "CPU limit", default: DEFAULT_RESOURCES.cpuLimit },
+      memory_limit: { type: "string", title: "Memory limit", default: DEFAULT_RESOURCES.memoryLimit },
       inactivity_seconds: {
         type: "number",
         title: "Stop after inactivity (seconds)",

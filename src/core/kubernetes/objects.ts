@@ -19,7 +19,7 @@ export const MetadataSchema = z.looseObject({
 });
 
 const ContainerStateSchema = z.looseObject({
-  running: z.looseObject({}).nullish(),
+  running: z.looseObject({ startedAt: z.string().nullish() }).nullish(),
   terminated: z.looseObject({ exitCode: z.number().optional(), reason: z.string().nullish() }).nullish(),
   waiting: z.looseObject({ reason: z.string().nullish(), message: z.string().nullish() }).nullish(),
 });
@@ -31,7 +31,7 @@ export const PodSchema = z.looseObject({
   spec: z
     .looseObject({
       nodeName: z.string().nullish(),
-      containers: z.array(z.looseObject({ name: z.string().optional(), envFrom: z.array(EnvFromSchema).nullish() })).default([]),
+      containers: z.array(z.looseObject({ name: z.string().optional(), image: z.string().nullish(), envFrom: z.array(EnvFromSchema).nullish() })).default([]),
       terminationGracePeriodSeconds: z.number().nullish(),
     })
     .default({ containers: [] }),
@@ -41,7 +41,16 @@ export const PodSchema = z.looseObject({
       conditions: z
         .array(z.looseObject({ type: z.string(), status: z.string(), reason: z.string().nullish(), message: z.string().nullish() }))
         .nullish(),
-      containerStatuses: z.array(z.looseObject({ name: z.string(), state: ContainerStateSchema.nullish() })).nullish(),
+      containerStatuses: z
+        .array(
+          z.looseObject({
+            name: z.string(),
+            state: ContainerStateSchema.nullish(),
+            containerID: z.string().nullish(),
+            restartCount: z.number().nullish(),
+          }),
+        )
+        .nullish(),
     })
     .nullish(),
 });

@@ -9,16 +9,27 @@
  * the 32-byte key as lower and upper hex and that key's base64. Longest forms are replaced first so that a value and
  * one of its encodings cannot leave a fragment.
  *
- * Which env values count as secret: all of them except the few berth writes from public inputs, whose text also names
- * objects (the generation nonce is the Secret name's suffix; the inactivity seconds, the MCP command, the owner and
- * allowlist pubkeys, the respond-to mode). Values shorter than `MIN_SCRUBBED_LENGTH` characters are not scrubbed as
- * substrings — replacing every "1" would destroy the message and hide nothing.
+ * Which env values count as secret (issue 34: scrubbing every value of the attempt turned the pod name into
+ * `[redacted]-…` when the launch command was `buzz-agent`, the docs' own example):
+ * - never the few berth writes from public inputs, whose text also names objects (the generation nonce is the Secret
+ *   name's suffix; the inactivity seconds, the MCP command, the owner and allowlist pubkeys, the respond-to mode, the
+ *   launch command);
+ * - always a value under a key that names a secret (`…KEY`, `…TOKEN`, `…SECRET`, `…PASSWORD`, `…AUTH…`, `…PRIVATE…`,
+ *   …) and an nsec, from `MIN_SCRUBBED_LENGTH` characters;
+ * - otherwise only a value that looks like one: at least `MIN_PLAIN_LENGTH` characters mixing two kinds of character
+ *   (lower case, upper case, digits, symbols other than the separators `-_./:`), so that plain words and commands
+ *   (`goose`, `anthropic`, `wss://relay.example.org`) are left alone while `sk-ant-…`, `ghp_…` and `?token=…` are not.
+ * Values shorter than `MIN_SCRUBBED_LENGTH` are never scrubbed as substrings — replacing every "1" would destroy the
+ * message and hide nothing — and neither is any form that occurs inside the call's public names (pod, Secret,
+ * namespace, image): that text is public anyway, and scrubbing it only garbles the answer.
  */
 import { bech32 } from "@scure/base";
 import type { AgentEnv } from "./env.js";
 
 export const REDACTED = "[redacted]";
 export const MIN_SCRUBBED_LENGTH = 4;
+/** Below this length a value under a plain key is not secret-like (model names, modes, short words). */
+export const MIN_PLAIN_LENGTH = 8;
 
 /** Env keys whose values are public, berth-written and appear in object names or plain config. */
 const PUBLIC_KEYS: ReadonlySet<string> = new Set([
@@ -28,7 +39,26 @@ const PUBLIC_KEYS: ReadonlySet<string> = new Set([
   "BUZZ_ACP_AGENT_OWNER",
   "BUZZ_ACP_RESPOND_TO",
   "BUZZ_ACP_RESPOND_TO_ALLOWLIST",
+  "BUZZ_ACP_AGENT_COMMAND",
 ]);
+
+/** Key names that announce a secret, matched per `_`/`-`/`.` separated word (API_KEY, GH_TOKEN, DB_PASSWORD…). */
+const SECRET_KEY_WORD = /^(KEY|APIKEY|TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PW|PWD|CREDENTIAL|CREDENTIALS|AUTH|PRIVATE|NSEC|COOKIE|SESSION|SIGNATURE|CERT|DSN|BEARER)$/;
+
+const secretNamedKey = (key: string): boolean => key.toUpperCase().split(/[_.-]+/).some((w) => SECRET_KEY_WORD.test(w));
+
+/** Mixes at least two kinds of character, counting `-_./:` as separators rather than symbols. */
+function secretLookingValue(value: string): boolean {
+  if (value.length < MIN_PLAIN_LENGTH) return false;
+  const kinds = [/[a-z]/, /[A-Z]/, /[0-9]/, /[^a-zA-Z0-9\-_./:\s]/].filter((re) => re.test(value)).length;
+  return kinds >= 2;
+}
+
+/** Whether an env value is scrubbed from server text (see the module comment). */
+export function isSecretValue(key: string, value: string): boolean {
+  if (PUBLIC_KEYS.has(key) || value.length < MIN_SCRUBBED_LENGTH) return false;
+  return secretNamedKey(key) || value.trim().startsWith("nsec1") || secretLookingValue(value);
+}
 
 export type Scrubber = (text: string) => string;
 
@@ -61,16 +91,19 @@ export function secretForms(value: string): string[] {
   return forms.filter((f) => f.length >= MIN_SCRUBBED_LENGTH);
 }
 
-/** The secret values of one attempt: every env value but the public ones, plus the nsec (also when not in env). */
+/** The secret values of one attempt (`isSecretValue`), plus the nsec (also when not in env). */
 export function attemptSecrets(env: AgentEnv, nsec?: string): string[] {
   const values = Object.entries(env)
-    .filter(([k]) => !PUBLIC_KEYS.has(k))
+    .filter(([k, v]) => isSecretValue(k, v))
     .map(([, v]) => v);
   return nsec === undefined ? values : [...values, nsec];
 }
 
-export function scrubberFor(secrets: readonly string[]): Scrubber {
-  const forms = [...new Set(secrets.flatMap(secretForms))].sort((a, b) => b.length - a.length);
+/** `publicTexts`: the call's own public names (pod, Secret stem, namespace, image); a form inside one is left alone. */
+export function scrubberFor(secrets: readonly string[], publicTexts: readonly string[] = []): Scrubber {
+  const forms = [...new Set(secrets.flatMap(secretForms))]
+    .filter((f) => !publicTexts.some((p) => p.includes(f)))
+    .sort((a, b) => b.length - a.length);
   if (forms.length === 0) return (text) => text;
   return (text) => {
     let out = text;

@@ -34,6 +34,11 @@ import {
   secretLeaks,
   secretsIn,
   startedAgent as startedAgent_,
+  runProvider,
+  deployRequest,
+  until,
+  OWNER,
+  gate,
 } from "./support.js";
 
 let cp: ControlPlane;
@@ -247,11 +252,12 @@ describe("R6 and R17: pull failures are reported at once and never delete", () =
     });
   }
 
-  it("containerd's architecture-mismatch text ends in \"not found\" and is therefore reported as manifest-unknown (§10.1 order)", async () => {
+  // issue 34: classified from the error chain's structure, the platform link precedes containerd's "not found".
+  it("containerd's architecture-mismatch text is reported as arch-mismatch: its platform link comes before \"not found\"", async () => {
     const s = await scenario("r17-ctrd");
     states.set(s.ns, { kind: "waiting", reason: "ErrImagePull", message: ARCH_MISMATCH_CONTAINERD(IMAGE) });
     const r = await s.deploy();
-    expect(r.answer).toEqual({ ok: false, error: `${s.agent.podName} did not start: ${expectedPullMessage("manifest-unknown")}` });
+    expect(r.answer).toEqual({ ok: false, error: `${s.agent.podName} did not start: ${expectedPullMessage("arch-mismatch")}` });
     expect(s.proxy.requests.filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
   });
 
@@ -337,7 +343,22 @@ describe("R15: one create attempt per call", () => {
   it("a crash exit answers K4 after one Secret and one Pod; the next deploy collects the attempt and retries once", async () => {
     const s = await scenario("r15");
     states.set(s.ns, { kind: "terminated", exitCode: 1 });
+    // A harness that exits at once, in a real kubelet's order: running first, terminated at the next relist. Once a
+    // read has answered running, later reads of the pod wait until the kubelet has written the exit: the test then
+    // never depends on who wins the race between the relist and the deploy's next read (the fixed deploy reads again
+    // before answering success; a deploy that answers on the first running read never does).
+    const exitWritten = gate();
+    cp.kubelet.onCrashWritten = (ns) => {
+      if (ns === s.ns) exitWritten.open();
+    };
+    const podGet = isPodGet(s.ns, s.agent.podName);
+    s.proxy.hook = async (req) => {
+      if (podGet(req) && s.proxy.requests.some((r) => r !== req && podGet(r) && /"running":\{/.test(r.response ?? ""))) await exitWritten.wait;
+      return "forward" as const;
+    };
     const first = await s.deploy();
+    s.proxy.hook = undefined;
+    cp.kubelet.onCrashWritten = undefined;
     expect(first.answer).toEqual({ ok: false, error: K4(s.agent.podName, "the container exited with code 1 (Error)") });
     expect(s.proxy.requests.filter(isSecretCreate(s.ns))).toHaveLength(1);
     expect(s.proxy.requests.filter(isPodCreate(s.ns))).toHaveLength(1);
@@ -345,9 +366,13 @@ describe("R15: one create attempt per call", () => {
     expect(auditOf(s.home, "k8s.secret.create", "intent")).toHaveLength(1);
     expect(auditOf(s.home, "k8s.pod.create", "intent")).toHaveLength(1);
     expect(auditOf(s.home, "k8s.deploy.outcome").at(-1)).toMatchObject({ ok: false, created_this_call: true });
-    const crashed = await readPod(cp.core, s.ns, s.agent.podName);
+    // The kubelet's order (issue 34): the container read running, then terminated while the phase still read
+    // Running; the terminal phase follows.
+    const crashed = await until("the crashed pod's terminal phase", async () => {
+      const p = await readPod(cp.core, s.ns, s.agent.podName);
+      return p?.status?.phase === "Failed" ? p : undefined;
+    });
     const crashedSecret = crashed?.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name;
-    expect(crashed?.status?.phase).toBe("Failed");
 
     states.set(s.ns, { kind: "running" });
     const from = s.proxy.requests.length;
@@ -406,4 +431,89 @@ describe("R18: CreateContainerConfigError is decided by a quorum read of the Sec
     const now = await boundPod(cp.core, s.ns, s.agent.podName);
     expect(now.metadata?.uid).not.toBe(old.metadata?.uid);
   });
+});
+
+// ---- issue 34: what a real kubelet showed and the simulator did not ---------------------------------------------
+
+describe("R17 (issue 34): pull failures are classified from structure, and the answer names the failing pod's image", () => {
+  it("a refused pull of a digest containing 401, and containerd's unexpected commit digest, are observed, never reported", async () => {
+    const s = await scenario("r17-401");
+    const image = `ghcr.io/block/buzz-sprig@sha256:${"0".repeat(60)}401f`;
+    states.set(s.ns, { kind: "waiting", reason: "ErrImagePull", message: PULL_MESSAGES.transient(image) });
+    const run = s.startDeploy({ image });
+    await until("the created pod", () => readPod(cp.core, s.ns, s.agent.podName));
+    await observedAtLeast(s, 0, 2);
+    await settle();
+    expect(run.proc.child.exitCode).toBeNull();
+    await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "waiting", reason: "ErrImagePull", message: PULL_MESSAGES["commit-digest"](image) });
+    await settle();
+    expect(run.proc.child.exitCode).toBeNull();
+    await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "running" });
+    const r = await run.answer();
+    expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
+    expect(s.proxy.requests.filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
+  });
+
+  it("a never-started pod from an earlier image is reported by its own image, also after the configured image changed", async () => {
+    const s = await scenario("r17-img");
+    const earlier = `ghcr.io/block/buzz-sprig@sha256:${"1".repeat(64)}`;
+    states.set(s.ns, { kind: "waiting", reason: "ErrImagePull", message: PULL_MESSAGES["manifest-unknown"](earlier) });
+    const expected = `${s.agent.podName} did not start: ${expectedPullMessage("manifest-unknown", earlier)}`;
+    expect((await s.deploy({ image: earlier })).answer).toEqual({ ok: false, error: expected });
+    // Row 6 precedes divergence: the pod is reported, not replaced — so it must be named by what it really pulls.
+    const from = s.proxy.requests.length;
+    expect((await s.deploy()).answer).toEqual({ ok: false, error: expected });
+    expect(s.requestsSince(from).filter(isMutation)).toEqual([]);
+  });
+
+  it("with the docs' launch command buzz-agent, the answer names the pod, never [redacted]-…", async () => {
+    const s = await scenario("r17-cmd");
+    states.set(s.ns, { kind: "waiting", reason: "ErrImagePull", message: PULL_MESSAGES["manifest-unknown"](IMAGE) });
+    const request = deployRequest(s.agent, s.ns);
+    (request.agent as Record<string, unknown>).launch = { owner_pubkey: OWNER, command: "buzz-agent" };
+    const r = await runProvider(request, { kubeconfig: s.proxy.kubeconfigPath, home: s.home });
+    expect(r.answer).toEqual({ ok: false, error: `${s.agent.podName} did not start: ${expectedPullMessage("manifest-unknown")}` });
+  });
+});
+
+describe("R7 (issue 34): scheduling on a node with finite room", () => {
+  afterEach(() => cp.kubelet.setFreeRoom(null));
+
+  it("the default requests fit a small node (0.9 CPU, 1.5 GiB left)", async () => {
+    const s = await scenario("r7-small");
+    states.set(s.ns, { kind: "running" });
+    cp.kubelet.setFreeRoom({ cpuMilli: 900, memoryBytes: 1.5 * 1024 ** 3 });
+    const r = await s.deploy();
+    expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
+    expect((await readPod(cp.core, s.ns, s.agent.podName))?.spec?.nodeName).toBe(cp.nodeName);
+  });
+
+  it("requests no node can satisfy are observed until the deadline, never deleted, and answered then with the scheduler's reason and the true wait; a smaller request replaces the pod", async () => {
+    const s = await scenario("r7-unsched");
+    states.set(s.ns, { kind: "running" });
+    const started = Date.now();
+    const r = await s.deploy({ cpu_request: "200", cpu_limit: "200" });
+    const tookS = (Date.now() - started) / 1000;
+    const error = String(r.answer.error);
+    const waited = Number(/^startup not confirmed within (\d+)s for /.exec(error)?.[1]);
+    expect(error).toBe(
+      `startup not confirmed within ${waited}s for ${s.agent.podName}: pod condition PodScheduled is false: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.`,
+    );
+    // The loop stops 5 s before D = 30 s: the answer says the seconds it really waited, never more.
+    expect(waited).toBeGreaterThanOrEqual(25);
+    expect(waited).toBeLessThanOrEqual(tookS);
+    expect(s.proxy.requests.filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
+    const pending = await readPod(cp.core, s.ns, s.agent.podName);
+    expect(pending?.spec?.nodeName ?? null).toBeNull();
+    expect(pending?.status?.phase).toBe("Pending");
+
+    // A changed request is a divergent intent on a never-started pod: fenced replace, then it schedules and starts.
+    const from = s.proxy.requests.length;
+    const again = await s.deploy({ cpu_request: "500m", cpu_limit: "2" });
+    expect(again.answer).toEqual({ ok: true, agent_id: s.agent.podName });
+    const deletes = s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName));
+    expect(deletes).toHaveLength(1);
+    expect(JSON.parse(deletes[0]?.body ?? "{}").preconditions).toEqual({ uid: pending?.metadata?.uid, resourceVersion: pending?.metadata?.resourceVersion });
+    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([{ authority: "intent-diverged" }]);
+  }, 60_000);
 });

@@ -155,7 +155,8 @@ describe("R23: pods shaped by another implementation (Buzz's §14) are handled e
 
     await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "terminated", exitCode: 0, reason: "Completed" });
     const from = s.proxy.requests.length;
-    const r2 = await s.deploy();
+    // Buzz's own default resources, given explicitly: berth's defaults are smaller (issue 34), the shape is the same.
+    const r2 = await s.deploy({ cpu_request: "1", memory_request: "2Gi", cpu_limit: "2", memory_limit: "4Gi" });
     expect(r2.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     const ours = await readPod(cp.core, s.ns, s.agent.podName);
     expect(ours?.metadata?.uid).not.toBe(theirs.metadata?.uid);
@@ -206,7 +207,7 @@ describe("R23: a never-started Buzz pod with intent template v1 or v2 for the sa
       expect(s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
       expect(s.requestsSince(from).filter(isPodCreate(s.ns))).toEqual([]);
       expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.uid).toBe(theirs.metadata?.uid);
-    });
+    }, 60_000); // under load the deploy's answer comes one 3 s start confirmation after the start (issue 34)
   }
 });
 
@@ -325,7 +326,7 @@ describe("R25: the persistent workspace claim", () => {
     expect(stopped.code, stopped.stdout + stopped.stderr).toBe(0);
     expect((await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata?.uid).toBe(claim.metadata?.uid);
     expect(s.proxy.requests.filter((x) => x.method === "DELETE" && x.path.includes("/persistentvolumeclaims/"))).toEqual([]);
-  });
+  }, 60_000); // several deploys, each success one 3 s start confirmation later (issue 34)
 
   it("a claim on the name with another storage request answers the J-row and writes no Secret", async () => {
     const s = await scenario("r25-mismatch");

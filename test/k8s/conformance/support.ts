@@ -365,7 +365,7 @@ export interface ProxiedRequest {
   readonly path: string;
   readonly body: string;
   status?: number;
-  /** The response body of a mutation (never kept for reads or watches). */
+  /** The response body (mutations and reads; never kept for watches). */
   response?: string;
 }
 
@@ -426,7 +426,9 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
           res.writeHead(upRes.statusCode ?? 502, out);
           // Send the headers now, as the apiserver does: a watch client waits for them before the first event.
           res.flushHeaders();
-          if (entry.method !== "GET") {
+          // Registered before the pipe: the response is kept before the client can have all of it (a hook may then
+          // decide on what an earlier read answered).
+          if (entry.method !== "GET" || !entry.path.includes("watch=")) {
             const parts: Buffer[] = [];
             upRes.on("data", (c: Buffer) => parts.push(c));
             upRes.on("end", () => {

@@ -91,6 +91,7 @@ export class FakeCluster implements Cluster {
 
   private rv = 100;
   private uidSeq = 0;
+  private containerSeq = 0;
   private readonly namespaces = new Map<string, Stored>();
   private readonly pods = new Map<string, Stored>();
   private readonly secrets = new Map<string, Stored>();
@@ -163,11 +164,26 @@ export class FakeCluster implements Cluster {
     });
   }
 
-  /** The simulated kubelet writes the `agent` container state (and optionally the phase). */
-  setAgentState(ns: string, name: string, state: Record<string, unknown>, phase?: string): void {
+  /**
+   * The simulated kubelet writes the `agent` container state (and optionally the phase). A state past `waiting` carries
+   * what a real kubelet adds: a container id (one per run, kept from the running write to the terminated one), the
+   * restart count, `image` as the tag and `imageID` as the digest (issue 34).
+   */
+  setAgentState(ns: string, name: string, state: Record<string, unknown>, phase?: string, extra: { restartCount?: number } = {}): void {
     this.mutatePod(ns, name, (p) => {
       const status = (p.status ?? {}) as Record<string, unknown>;
-      status.containerStatuses = [{ name: "agent", state }];
+      const previous = (status.containerStatuses as Array<Record<string, unknown>> | undefined)?.[0];
+      const image = ((p.spec as { containers?: Array<{ image?: string }> }).containers?.[0]?.image ?? "").split("@")[0] ?? "";
+      const ran = state.running !== undefined || state.terminated !== undefined;
+      const containerID = ran ? ((state.running !== undefined ? undefined : previous?.containerID) ?? `containerd://${(++this.containerSeq).toString(16).padStart(64, "0")}`) : undefined;
+      status.containerStatuses = [
+        {
+          name: "agent",
+          state,
+          restartCount: extra.restartCount ?? 0,
+          ...(ran ? { containerID, image: `${image}:1.0`, imageID: `${image}@sha256:${"e".repeat(64)}` } : {}),
+        },
+      ];
       if (phase) status.phase = phase;
       p.status = status;
     });
@@ -183,6 +199,24 @@ export class FakeCluster implements Cluster {
   start(ns: string, name: string): void {
     this.bind(ns, name);
     this.setAgentState(ns, name, { running: { startedAt: new Date(this.clock.wallNow()).toISOString() } }, "Running");
+  }
+
+  /**
+   * A harness that exits at once, in the order a real kubelet writes it (issue 34): `running` first (the container
+   * started), then at its next relist `terminated` while the phase still reads Running, then phase Failed.
+   */
+  crashAtStart(ns: string, name: string, o: { exitCode: number; detectedAfterMs: number; schedule: (ms: number, fn: () => void) => void }): void {
+    const uid = this.pod(ns, name)?.metadata.uid;
+    const same = () => this.pod(ns, name)?.metadata.uid === uid;
+    const at = new Date(this.clock.wallNow()).toISOString();
+    this.start(ns, name);
+    o.schedule(o.detectedAfterMs, () => {
+      if (!same()) return;
+      this.setAgentState(ns, name, { terminated: { exitCode: o.exitCode, reason: o.exitCode === 0 ? "Completed" : "Error", startedAt: at, finishedAt: at } }, "Running");
+      o.schedule(100, () => {
+        if (same()) this.setPodStatus(ns, name, { ...(this.pod(ns, name)?.status ?? {}), phase: o.exitCode === 0 ? "Succeeded" : "Failed" });
+      });
+    });
   }
 
   private mutatePod(ns: string, name: string, fn: (p: Stored) => void): void {

@@ -7,7 +7,8 @@ export const GOLDEN_IMAGE_REF =
   "ghcr.io/block/buzz-sprig:sha-6530b58@sha256:17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76";
 export const GOLDEN_IMAGE = "ghcr.io/block/buzz-sprig@sha256:17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76";
 
-export const configA = { namespace: "buzz-agents-test", image: GOLDEN_IMAGE_REF };
+/** §9.3's inputs A: Buzz's default resources, given explicitly since berth's own defaults differ (issue 34). */
+export const configA = { namespace: "buzz-agents-test", image: GOLDEN_IMAGE_REF, cpu_request: "1", memory_request: "2Gi", cpu_limit: "2", memory_limit: "4Gi" };
 
 export function agentA(): AgentSpec {
   return { relay_url: "wss://relay.example", private_key_nsec: GOLDEN_NSEC, launch: { owner_pubkey: "a".repeat(64) } };

@@ -38,6 +38,8 @@ export interface Harness {
   deploy(opts?: { deadlineSeconds?: number; inputs?: DeployInputs }): Promise<DeployReport>;
   /** The simulated kubelet starts every new pod `afterMs` after it is created. */
   kubeletStartsAfter(afterMs: number): void;
+  /** ...and its harness exits at once: `running`, then `terminated` `detectedAfterMs` later (the next relist), then Failed. */
+  kubeletCrashesAtStart(afterMs: number, o?: { exitCode?: number; detectedAfterMs?: number }): void;
 }
 
 export function harness(options: FakeClusterOptions & { wait?: Partial<WaitSettings>; namespace?: boolean } = {}): Harness {
@@ -76,6 +78,13 @@ export function harness(options: FakeClusterOptions & { wait?: Partial<WaitSetti
         clock.schedule(afterMs, () => {
           const p = fake.pod(ns, name);
           if (p?.metadata.uid === uid) fake.start(ns, name);
+        });
+    },
+    kubeletCrashesAtStart: (afterMs, o = {}) => {
+      fake.onPodCreated = ({ ns, name, uid }) =>
+        clock.schedule(afterMs, () => {
+          if (fake.pod(ns, name)?.metadata.uid !== uid) return;
+          fake.crashAtStart(ns, name, { exitCode: o.exitCode ?? 1, detectedAfterMs: o.detectedAfterMs ?? 1000, schedule: (ms, fn) => clock.schedule(ms, fn) });
         });
     },
   };
