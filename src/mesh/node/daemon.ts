@@ -105,7 +105,7 @@ export class NodeDaemon {
     const nodeId = nodeIdOf(key.publicKey);
     const log: NodeLog | undefined = o.logLevel ? nodeLogger(o.logLevel, nodeId) : undefined;
     // Issue 15: how instances are launched and contained here, probed once (docs/concepts.md "Confinement").
-    const confinement = Confinement.probe(config, nodeId);
+    const confinement = Confinement.probe(config, nodeId, o.dataDir);
     const runtime = new NativeRuntime(join(o.dataDir, "instances"), confinement);
     const content = new ContentStore(join(o.dataDir, "store"));
     const perf: JsonObject[] = [measureSha256(clock())];
