@@ -30,6 +30,13 @@ export function dropPrefix(uid: number, gid: number): string[] {
 /** Issue 33 item 12: for an agent that runs as the daemon's own user, only the no_new_privs bit. */
 export const NO_NEW_PRIVS_PREFIX: readonly string[] = ["setpriv", "--no-new-privs", "--"];
 
+/**
+ * Issue 33 item 11: a root agent (allow_root_agents) keeps root, less what would let it leave its cgroup namespace or
+ * reach into berth's own processes: CAP_SYS_ADMIN (setns, mounts), CAP_SYS_PTRACE (ptrace of the daemon),
+ * CAP_SYS_MODULE (kernel code). It still owns the machine's files: root is root; an agent user is the safe choice.
+ */
+export const ROOT_AGENT_PREFIX: readonly string[] = ["setpriv", "--bounding-set=-sys_admin,-sys_ptrace,-sys_module", "--inh-caps=-all", "--no-new-privs", "--"];
+
 /** Creates a system user with no home and no login shell (useradd, else BusyBox/Alpine adduser). */
 export function createSystemUser(name: string): void {
   if (resolveUser(name) !== null) return;

@@ -17,8 +17,8 @@ import { type AgentIdentity, agentIdentity, type ContainmentPlan, exposureOf, li
 import { wrapperScript } from "../../core/node/containment-script.js";
 import { type CgroupRecord, cgroupMembers, cgroupsFor, createCgroups, killCgroup, oomKills, probeCgroups, releaseCgroups, signalCgroup } from "./cgroup.js";
 import type { NodeConfig } from "./config.js";
-import { dropPrefix, NO_NEW_PRIVS_PREFIX, resolveUser, setprivAvailable } from "./confine-user.js";
-import { probeNetnsPrefix } from "./netns.js";
+import { dropPrefix, NO_NEW_PRIVS_PREFIX, ROOT_AGENT_PREFIX, resolveUser, setprivAvailable } from "./confine-user.js";
+import { probeHideCgroupsPrefix, probeNetnsPrefix } from "./netns.js";
 import { probeSeal } from "./seal.js";
 
 const RECORD = "cgroups.json";
@@ -43,6 +43,8 @@ export class Confinement {
     private readonly seal: string | null,
     /** Issue 33 item 12: setpriv is here, so every agent gets no_new_privs. */
     private readonly noNewPrivs: boolean,
+    /** Issue 33 item 11: root agents see no cgroup file system and lack CAP_SYS_ADMIN (netns.ts `probeHideCgroupsPrefix`). */
+    private readonly rootAgent: { readonly hide: readonly string[] | null } | null,
   ) {}
 
   /** Probes this host. `nodeId` names the node's cgroup directory, so two daemons on one host never share one. */
@@ -65,7 +67,8 @@ export class Confinement {
       allowRoot: config.allow_root_agents,
       canDropPrivileges: uid === 0 && config.agent_user !== null ? setpriv : false,
     });
-    return new Confinement(plan, nodeId.slice(0, 12), netnsPrefix, agent, config.confinement.pids_max, seal, setpriv);
+    const rootAgent = uid === 0 && agent.kind === "daemon-user" ? { hide: plan.kind === "process-group" ? null : probeHideCgroupsPrefix() } : null;
+    return new Confinement(plan, nodeId.slice(0, 12), netnsPrefix, agent, config.confinement.pids_max, seal, setpriv, rootAgent);
   }
 
   /** The facts' view (spec/mesh.md §6): which containment, which limits, and whether `network: "none"` holds. */
@@ -81,6 +84,7 @@ export class Confinement {
       network_namespace: this.plan.network === "netns",
       local_sockets: this.plan.network === "netns" ? this.plan.localSockets : "reachable",
       no_new_privs: this.noNewPrivs ? "enforced" : "not-enforced",
+      root_agents: this.rootAgent === null ? null : this.rootAgent.hide !== null && this.noNewPrivs ? "held-in-cgroup" : "may-leave-cgroup",
       agent_user: this.agent.kind === "unprivileged" ? this.agent.user : this.agent.kind === "daemon-user" ? "daemon" : null,
     };
   }
@@ -116,13 +120,13 @@ export class Confinement {
    * privilege drop, or for an agent of the daemon's own user only no_new_privs.
    */
   prefix(network: Network): string[] {
-    const prefix: string[] = [];
+    const prefix: string[] = [...(this.rootAgent?.hide ?? [])];
     if (network === "none" && this.netnsPrefix) {
       prefix.push(...this.netnsPrefix);
       if (this.seal) prefix.push(this.seal);
     }
     if (this.agent.kind === "unprivileged") prefix.push(...dropPrefix(this.agent.uid, this.agent.gid));
-    else if (this.noNewPrivs) prefix.push(...NO_NEW_PRIVS_PREFIX);
+    else if (this.noNewPrivs) prefix.push(...(this.rootAgent ? ROOT_AGENT_PREFIX : NO_NEW_PRIVS_PREFIX));
     return prefix;
   }
 
