@@ -69,7 +69,6 @@ async function factsOf(ctl: TestController, n: NodeProcess): Promise<JsonObject>
 describe.runIf(process.getuid?.() === 0)("agent privileges (a root daemon)", () => {
   it("every agent runs with no_new_privs: a root agent and one run as its agent user, judged from /proc/PID/status", async () => {
     const root = await node();
-    expect((await factsOf(root.ctl, root.node)).confinement).toMatchObject({ no_new_privs: "enforced" });
     const mark = 2000 + Math.floor(Math.random() * 900);
     const placed = ok(await root.ctl.place(root.node, makePackage(root.signer, { script: `#!/bin/sh\nexec sleep ${mark}\n` }).dir));
     // The entry once it runs the package's program (never berth's launcher before its exec, see confinement.test.ts).
@@ -83,15 +82,15 @@ describe.runIf(process.getuid?.() === 0)("agent privileges (a root daemon)", () 
     const entryUser = await waitFor(() => processesWithEnv(`BERTH_INSTANCE_ID=${placedUser.instance_id as string}`).find((pid) => cmdlineOf(pid) === `sleep ${mark + 1}`), "the agent user's entry");
     expect(field(entryUser, "Uid")).toBe("65534");
     expect(field(entryUser, "NoNewPrivs")).toBe("1");
+    expect((await factsOf(root.ctl, root.node)).confinement).toMatchObject({ no_new_privs: "enforced" });
   });
 
   it("a root agent that writes itself into the root cgroups and calls setsid is gone after unload", async () => {
     const { ctl, signer, node: n } = await node();
-    expect((await factsOf(ctl, n)).confinement).toMatchObject({ root_agents: "held-in-cgroup" });
     const mark = 3000 + Math.floor(Math.random() * 900);
     // The escape: every root cgroup.procs this host has (v2 and each v1 hierarchy), then a new session, re-parented.
-    const escape = `for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs; do echo $$ > "$f" 2>/dev/null; done; exec sleep ${mark}`;
-    const script = `#!/bin/sh\n( setsid sh -c '${escape}' & )\necho placed-ok\nexec sleep 300\n`;
+    const breakOut = `for f in /sys/fs/cgroup/cgroup.procs /sys/fs/cgroup/*/cgroup.procs; do echo $$ > "$f" 2>/dev/null; done; exec sleep ${mark}`;
+    const script = `#!/bin/sh\n( setsid sh -c '${breakOut}' & )\necho placed-ok\nexec sleep 300\n`;
     const placed = ok(await ctl.place(n, makePackage(signer, { script }).dir));
     const escapee = await waitFor(() => processesRunning(`sleep ${mark}`)[0], "the escaping process");
     strays.push(escapee);
@@ -99,5 +98,6 @@ describe.runIf(process.getuid?.() === 0)("agent privileges (a root daemon)", () 
     // Judged from /proc: the process the agent started to escape is gone (the kernel may take a moment to reap it).
     await waitFor(() => processesRunning(`sleep ${mark}`).length === 0, "the escaped process to be gone after unload", 10_000);
     expect(processesRunning(`sleep ${mark}`)).toEqual([]);
+    expect((await factsOf(ctl, n)).confinement).toMatchObject({ root_agents: "held-in-cgroup" });
   });
 });

@@ -74,11 +74,11 @@ describe("network none and the machine's unix sockets", () => {
     const onDisk = await unixListener(path);
     const named = await unixListener(abstract);
     const { ctl, signer, node: n } = await node();
-    expect((await factsOf(ctl, n)).confinement).toMatchObject({ network_none: "enforced", network_namespace: true, local_sockets: "blocked" });
     const placed = ok(await ctl.place(n, makePackage(signer, { script: dialler({ abstract, disk: path }), network: "none", name: "sealed" }).dir, { name: "sealed" }));
     expect(await verdictOf(ctl, n, placed.instance_id as string)).toBe("abstract:EACCES disk:EACCES");
     expect(onDisk.accepted()).toBe(0);
     expect(named.accepted()).toBe(0);
+    expect((await factsOf(ctl, n)).confinement).toMatchObject({ network_none: "enforced", network_namespace: true, local_sockets: "blocked", network_none_judged_as: "none" });
     expect(gateFed(n)).toEqual(["none"]);
     // The same probe as an egress agent on the same node reaches both: the listeners and the probe work.
     const open = ok(await ctl.place(n, makePackage(signer, { script: dialler({ abstract, disk: path }), network: "egress", name: "open" }).dir, { name: "open" }));
@@ -89,7 +89,7 @@ describe("network none and the machine's unix sockets", () => {
   it("a node that does not seal local sockets says network_none not-enforced and feeds its gate lan, so a permit capped at none refuses", async () => {
     const capped = [{ id: "none-only", actions: ["workload.*"], kinds: ["probe"], max_network: "none" as const }];
     const { ctl, signer, node: n } = await node({ permits: capped, config: { confinement: { local_sockets: "off" } } });
-    expect((await factsOf(ctl, n)).confinement).toMatchObject({ network_none: "not-enforced", network_namespace: true, local_sockets: "reachable" });
+    expect((await factsOf(ctl, n)).confinement).toMatchObject({ network_none: "not-enforced", network_namespace: true, local_sockets: "reachable", network_none_judged_as: "lan" });
     expect(await ctl.place(n, makePackage(signer, { network: "none" }).dir)).toMatchObject({ kind: "refused", code: "governance" });
     expect(gateFed(n)).toEqual(["lan"]);
   });

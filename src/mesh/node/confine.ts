@@ -83,6 +83,8 @@ export class Confinement {
       network_none: this.plan.network === "netns" && this.plan.localSockets === "blocked" ? "enforced" : "not-enforced",
       network_namespace: this.plan.network === "netns",
       local_sockets: this.plan.network === "netns" ? this.plan.localSockets : "reachable",
+      // What the gate is fed for a `network: "none"` package here: `none`, `lan` (namespace only) or `egress`.
+      network_none_judged_as: this.exposure("none"),
       no_new_privs: this.noNewPrivs ? "enforced" : "not-enforced",
       root_agents: this.rootAgent === null ? null : this.rootAgent.hide !== null && this.noNewPrivs ? "held-in-cgroup" : "may-leave-cgroup",
       agent_user: this.agent.kind === "unprivileged" ? this.agent.user : this.agent.kind === "daemon-user" ? "daemon" : null,
