@@ -6,19 +6,16 @@
 import { chmodSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { generateSigningKey } from "../../src/keys/key-file.js";
-import { removeNodeCgroups } from "../mesh/confinement-cgroups.js";
-import { ALLOW_ALL, cleanup, makePackage, NodeProcess as Node, type NodeProcess, ok, requireBuild, TestController, waitFor } from "../mesh/harness.js";
+import { cleanupConfined, confinedNode as node, factsOf } from "../mesh/confined-node.js";
+import { makePackage, ok, requireBuild, waitFor } from "../mesh/harness.js";
 import { processesWithEnv } from "../support/live-agents.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 beforeAll(requireBuild);
 
-const nodeTags: string[] = [];
 const strays: number[] = [];
 afterEach(async () => {
-  await cleanup();
+  await cleanupConfined();
   // A process that escaped (on a build without the fix) must not outlive the test either.
   for (const pid of strays.splice(0)) {
     try {
@@ -27,16 +24,7 @@ afterEach(async () => {
       // already gone: what the test wants
     }
   }
-  for (const tag of nodeTags.splice(0)) removeNodeCgroups(tag);
 });
-
-async function node(over: Partial<Parameters<typeof Node.create>[0]> = {}) {
-  const ctl = new TestController();
-  const signer = generateSigningKey();
-  const n = await Node.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, ...over });
-  nodeTags.push(n.nodeId.slice(0, 12));
-  return { ctl, signer, node: n };
-}
 
 const statusOf = (pid: number): string | undefined => {
   try {
@@ -59,12 +47,6 @@ const processesRunning = (cmd: string) =>
     .filter((e) => /^\d+$/.test(e))
     .map(Number)
     .filter((pid) => cmdlineOf(pid) === cmd && field(pid, "State") !== "Z");
-
-async function factsOf(ctl: TestController, n: NodeProcess): Promise<JsonObject> {
-  const d = await ctl.client.describe(n.address, null);
-  if (d.kind !== "described") throw new Error(`describe: ${d.kind}`);
-  return d.facts as JsonObject;
-}
 
 describe.runIf(process.getuid?.() === 0)("agent privileges (a root daemon)", () => {
   it("every agent runs with no_new_privs: a root agent and one run as its agent user, judged from /proc/PID/status", async () => {

@@ -8,28 +8,17 @@ import { createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { generateSigningKey } from "../../src/keys/key-file.js";
-import { removeNodeCgroups } from "../mesh/confinement-cgroups.js";
-import { ALLOW_ALL, cleanup, makePackage, type NodeProcess, NodeProcess as Node, ok, requireBuild, TestController, tempDir, waitFor } from "../mesh/harness.js";
+import { cleanupConfined, confinedNode as node, factsOf } from "../mesh/confined-node.js";
+import { makePackage, type NodeProcess, ok, requireBuild, type TestController, tempDir, waitFor } from "../mesh/harness.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 beforeAll(requireBuild);
 
-const nodeTags: string[] = [];
 const servers: Server[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) s.close();
-  await cleanup();
-  for (const tag of nodeTags.splice(0)) removeNodeCgroups(tag);
+  await cleanupConfined();
 });
-
-async function node(over: Partial<Parameters<typeof Node.create>[0]> = {}) {
-  const ctl = new TestController();
-  const signer = generateSigningKey();
-  const n = await Node.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, ...over });
-  nodeTags.push(n.nodeId.slice(0, 12));
-  return { ctl, signer, node: n };
-}
 
 /** A unix listener counting the connections it accepts: the judge. */
 async function unixListener(path: string): Promise<{ accepted: () => number }> {
@@ -57,12 +46,6 @@ async function verdictOf(ctl: TestController, n: NodeProcess, id: string): Promi
     const out = ok(await ctl.verb(n, "logs", { instance_id: id })).stdout as string;
     return out.includes("\n") ? out.trim() : undefined;
   }, "the agent's verdict", 20_000);
-}
-
-async function factsOf(ctl: TestController, n: NodeProcess): Promise<JsonObject> {
-  const d = await ctl.client.describe(n.address, null);
-  if (d.kind !== "described") throw new Error(`describe: ${d.kind}`);
-  return d.facts as JsonObject;
 }
 
 const gateFed = (n: NodeProcess) => n.events({ source: "gate", kind: "workload.load" }).map((e) => ((e.payload as JsonObject).workload as JsonObject).network);
