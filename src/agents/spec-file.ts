@@ -5,7 +5,8 @@
  */
 import { readFileSync } from "node:fs";
 import { dirname, isAbsolute, resolve } from "node:path";
-import { type AgentSpecDocument, meshIntentFingerprint, parseAgentSpec } from "../core/agents/spec.js";
+import { type AgentSpecDocument, meshIntentFingerprint, parseAgentSpec, splitSpecEnv } from "../core/agents/spec.js";
+import { inlineSecret, surfaceOf } from "../core/packages/config-surface.js";
 import { readEnvelope } from "../mesh/packages/dir.js";
 
 export interface LoadedSpec {
@@ -53,10 +54,21 @@ export function meshIntentOf(loaded: LoadedSpec, env: Readonly<Record<string, st
   if (s.package === undefined) return { ok: false, error: `${loaded.path}: spec.package: a mesh agent needs a package directory` };
   const packageDir = relativeTo(loaded, s.package);
   let packageId: string;
+  let statement: ReturnType<typeof readEnvelope>["envelope"]["statement"];
   try {
-    packageId = readEnvelope(packageDir).packageId;
+    const read = readEnvelope(packageDir);
+    packageId = read.packageId;
+    statement = read.envelope.statement;
   } catch (error) {
     return { ok: false, error: `${loaded.path}: spec.package: ${(error as Error).message}; build and sign it with \`berth package build\` and \`berth package sign\`` };
+  }
+  // Issue 33 item 10: refused before anything is placed or remembered; the value is never repeated.
+  const secret = inlineSecret(surfaceOf(statement.config), Object.keys(splitSpecEnv(s.config.env).inline));
+  if (secret !== null) {
+    return {
+      ok: false,
+      error: `${loaded.path}: spec.config.env.${secret}: package ${statement.name} types ${secret} secret, and an inline value would be kept in the controller's store and its backups; give it as { "valueFrom": { "file": "…" } } or { "valueFrom": { "env": "…" } }`,
+    };
   }
   const intent = meshIntentFingerprint({ agent: loaded.spec.metadata.name, packageId, config: { args: s.config.args, env } });
   return { ok: true, value: { packageDir, packageId, intent } };

@@ -22,10 +22,11 @@ export function registerContextCommands(program: Command): void {
     .requiredOption("--token-file <file>", "a file (mode 0600) holding the server's api.token")
     .option("--ca-file <pem>", "trust this CA, or the server's own self-signed certificate (PEM), instead of the system's CAs")
     .option("--pin-sha256 <hex>", "require the server's certificate to have this SHA-256 fingerprint (`openssl x509 -noout -fingerprint -sha256`)")
+    .option("--insecure-http", "accept an http:// server on another host: the API token then crosses the network in clear (warned at each use)")
     .option("--use", "make it the current context")
     .option("--no-check", "save it without asking the server")
     .option("--json", "print one JSON document")
-    .action(async (name: string, opts: { server: string; tokenFile: string; caFile?: string; pinSha256?: string; use?: boolean; check: boolean; json?: boolean }) => {
+    .action(async (name: string, opts: { server: string; tokenFile: string; caFile?: string; pinSha256?: string; insecureHttp?: boolean; use?: boolean; check: boolean; json?: boolean }) => {
       const { resolve } = await import("node:path");
       const { ContextNameSchema, ContextSchema, contextsPath, readContexts, writeContexts } = await import("./remote/contexts.js");
       const { describeZodIssues, invalidInput } = await import("./errors.js");
@@ -37,9 +38,15 @@ export function registerContextCommands(program: Command): void {
         token_file: resolve(opts.tokenFile),
         ...(opts.caFile ? { ca_file: resolve(opts.caFile) } : {}),
         ...(opts.pinSha256 ? { pin_sha256: opts.pinSha256 } : {}),
+        ...(opts.insecureHttp ? { insecure_http: true } : {}),
       });
       if (!parsed.success) throw invalidInput(describeZodIssues("context", parsed.error.issues.map((i) => ({ ...i, path: i.path.map((p) => `--${String(p).replace(/_/g, "-").replace("token-file", "token-file")}`) }))));
-      const { contextTarget } = await import("./remote/target.js");
+      const { contextTarget, plainHttpBeyondMachine } = await import("./remote/target.js");
+      // Issue 33 item 14: refused before the token file is even read, so nothing is sent and nothing saved.
+      const plain = plainHttpBeyondMachine(parsed.data.server);
+      if (plain !== null && !opts.insecureHttp) {
+        throw new CliError(`--server ${parsed.data.server} is plain HTTP to another host (${plain}): every verb would send the API token in clear. Use https:// (berth serve --tls-cert/--tls-key), or add --insecure-http to accept that. Nothing was saved`, 2, { kind: "refused" });
+      }
       // Reads the token and the PEM now: a context that cannot be used is refused, not saved.
       const target = contextTarget(n.data, parsed.data);
       let version: string | null = null;

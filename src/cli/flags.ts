@@ -25,7 +25,8 @@ export interface ControllerVerbFlags {
   readonly json?: boolean;
 }
 
-export const DATABASE_HELP = "the controller's store: postgres://USER:PASSWORD@HOST:PORT/DB or sqlite:PATH (default: $BERTH_DATABASE_URL, else controller.db in the home)";
+export const DATABASE_HELP =
+  "the controller's store: postgres://USER@HOST:PORT/DB (the password from PGPASSFILE or ~/.pgpass; never on the command line), @FILE (a 0600 file holding the address), or sqlite:PATH (default: $BERTH_DATABASE_URL, which may hold a password, else controller.db in the home)";
 
 /** `--database`, for every verb that opens the controller's store (and `berth serve`, `berth up`). */
 export function databaseFlag(cmd: Command): Command {

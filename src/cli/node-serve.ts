@@ -40,6 +40,7 @@ export function registerNodeServe(node: Command): void {
     .option("--sweep-ms <ms>", "how often revoked instances are swept", "60000")
     .option("--transport <kind>", "tls (default: TLS 1.3 bound to the identity keys) or plaintext (explicit migration window, warned and chained; also node.json transport)")
     .option("--allow-root-agents", "run agents as root when the daemon is root and node.json names no agent_user (warned)")
+    .option("--agent-user <name>", "the unprivileged user a root daemon runs agents as, for this run (over node.json agent_user)")
     .option("--log-level <level>", "diagnostic pino JSON lines on stderr: silent, error, warn, info (place, start, exit, stop, unload, refusal), debug", "info")
     .option("--json", "accepted for uniformity: the one line serve prints is always a JSON document")
     .action(
@@ -55,6 +56,7 @@ export function registerNodeServe(node: Command): void {
         pollMs: string;
         sweepMs: string;
         allowRootAgents?: boolean;
+        agentUser?: string;
         logLevel: string;
       }) => {
         const ms = (flag: string, v: string) => {
@@ -63,6 +65,7 @@ export function registerNodeServe(node: Command): void {
           return n;
         };
         if (opts.board !== undefined && !/^[a-z0-9-]{1,32}$/.test(opts.board)) throw new CliError("--board: must match ^[a-z0-9-]{1,32}$");
+        if (opts.agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(opts.agentUser)) throw new CliError("--agent-user: must be a user name (^[a-z_][a-z0-9_-]{0,31}$)");
         if (opts.transport !== undefined && opts.transport !== "tls" && opts.transport !== "plaintext") {
           throw new CliError(`--transport: ${JSON.stringify(opts.transport)} must be tls or plaintext`);
         }
@@ -85,6 +88,7 @@ export function registerNodeServe(node: Command): void {
             sweepMs: ms("--sweep-ms", opts.sweepMs),
             ...(transport ? { transport } : {}),
             ...(opts.allowRootAgents ? { allowRootAgents: true } : {}),
+            ...(opts.agentUser !== undefined ? { agentUser: opts.agentUser } : {}),
             logLevel,
           });
         } catch (error) {

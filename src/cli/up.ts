@@ -39,13 +39,14 @@ export function registerUpCommands(program: Command): void {
     .description("run berth locally: a controller (SQLite), three node daemons, sample agents deployed once; Ctrl-C (or `berth down`) stops it all. On this machine, whatever the current context")
     .option("--data-dir <dir>", "berth home (keys, controller.db, node data, packages)", berthHome())
     .option("--database <url>", DATABASE_HELP)
+    .option("--allow-root-agents", "run as root, run the agents as root too (default: as nobody)")
     .option("--detach", "set everything up, print the summary and exit, leaving the node daemons and agents running until `berth down`")
     .option("--kube-context <ctx>", "the Kubernetes context to show as a second target (default: the kubeconfig's current one)")
     .option("--no-kubernetes", "do not look for a Kubernetes context")
     .option("--local-cluster", "also start a real single-node Kubernetes here (Linux, root, a berth checkout with tools/k8s built) and show it as the second target; `berth down` stops it")
     .option("--port <port>", "port of the API and dashboard (a free one when it is taken)", String(DEFAULT_UP_PORT))
     .option("--json", "progress on stderr, then one JSON document on stdout once ready (nodes, agents, kubernetes, api, dashboard)")
-    .action(async (opts: { dataDir: string; database?: string; detach?: boolean; kubeContext?: string; kubernetes: boolean; localCluster?: boolean; port: string; json?: boolean }) => {
+    .action(async (opts: { dataDir: string; database?: string; detach?: boolean; allowRootAgents?: boolean; kubeContext?: string; kubernetes: boolean; localCluster?: boolean; port: string; json?: boolean }) => {
       const port = Number(opts.port);
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`--port ${JSON.stringify(opts.port)} must be a port number 0…65535`, 2);
       // Issue 20: the store every verb berth up runs (and its API server) uses; they inherit it from the environment.
@@ -88,7 +89,7 @@ export function registerUpCommands(program: Command): void {
       const [{ AlreadyUp, up }, { describeKubernetesTarget, probeKubernetesTarget }] = await Promise.all([import("../up/local-mesh.js"), import("../up/kubernetes-target.js")]);
       let started: Awaited<ReturnType<typeof up>>;
       try {
-        started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log, detached: Boolean(opts.detach) });
+        started = await up({ home: opts.dataDir, samplesDir: samplesDir(), berthMain, log, detached: Boolean(opts.detach), allowRootAgents: opts.allowRootAgents === true });
       } catch (error) {
         if (error instanceof AlreadyUp) throw new CliError(error.message, 1, { kind: "refused" });
         throw error;

@@ -28,7 +28,7 @@ import { Answer, commonFields, type DeployAnswer, type DeployBudget, DeployCall,
 import { ensureNamespace } from "./namespace.js";
 import type { Observation } from "./observe.js";
 import { preflightGc } from "./preflight-gc.js";
-import { scrubbingCluster, scrubbingLogger } from "./scrubbing.js";
+import { scrubbingAudit, scrubbingCluster, scrubbingLogger } from "./scrubbing.js";
 
 export { deletePodAudited, outcomeName } from "./audited-mutation.js";
 export { commonFields } from "./deploy-call.js";
@@ -66,6 +66,7 @@ export async function deploy(inputs: DeployInputs, given: DeployDeps, budget: De
     ...given,
     cluster: scrubbingCluster(given.cluster, scrub),
     log: scrubbingLogger(given.log, scrub),
+    audit: scrubbingAudit(given.audit, scrub),
     ...(given.onProgress ? { onProgress: (p: Progress) => given.onProgress?.(p.condition === undefined ? p : { ...p, condition: scrub(p.condition) }) } : {}),
   };
   const call = new DeployCall(inputs, deps, budget);

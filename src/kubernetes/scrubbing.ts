@@ -3,8 +3,10 @@
  * `ApiError` a `Cluster` call returns has its message scrubbed before any step, log, answer or audit record sees it,
  * and the logger scrubs what it is given as a second guard (kubelet text in pod conditions is server text too).
  */
+import type { JsonObject, JsonValue } from "../core/crypto/canonical.js";
 import type { ApiError } from "../core/kubernetes/api-status.js";
 import type { Scrubber } from "../core/kubernetes/scrub.js";
+import type { K8sAudit } from "./audit.js";
 import type { Cluster } from "./cluster.js";
 import type { Logger } from "../kit/log.js";
 
@@ -39,6 +41,32 @@ export function scrubbingCluster(inner: Cluster, scrub: Scrubber): Cluster {
     createClaim: (ns, m, o) => s(inner.createClaim(ns, m, o)),
     watchPod: (ns, name, from, handlers) => inner.watchPod(ns, name, from, handlers),
     readLog: (ns, name, opts) => s(inner.readLog(ns, name, { ...opts, onChunk: (chunk) => opts.onChunk(scrub(chunk)) })),
+    close: () => inner.close(),
+  };
+}
+
+/** Every string of a payload, keys included, at any depth. */
+function scrubJson(value: JsonValue, scrub: Scrubber): JsonValue {
+  if (typeof value === "string") return scrub(value);
+  if (Array.isArray(value)) return value.map((v) => scrubJson(v, scrub));
+  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [scrub(k), scrubJson(v as JsonValue, scrub)]));
+  return value;
+}
+
+/**
+ * Issue 33 item 13: the chain is scrubbed too, whatever field a secret was put in. A caller may paste the nsec into
+ * the namespace (a 63-character lowercase label is a valid one): the answer was scrubbed, but the signed records of
+ * the attempt carried it verbatim. Every record this deploy writes (intent, result, outcome, drafted events) passes
+ * through the request's own scrubber, every field of it.
+ */
+export function scrubbingAudit(inner: K8sAudit, scrub: Scrubber): K8sAudit {
+  const payload = (p: JsonObject) => scrubJson(p, scrub) as JsonObject;
+  return {
+    chain: inner.chain,
+    intent: (kind, p) => inner.intent(kind, payload(p)),
+    result: (actionId, kind, p) => inner.result(actionId, kind, payload(p)),
+    record: (kind, p) => inner.record(kind, payload(p)),
+    append: (draft) => inner.append({ ...draft, payload: payload(draft.payload) }),
     close: () => inner.close(),
   };
 }

@@ -8,14 +8,14 @@
  * `agents`, `agent stop`): `up` holds no decision of its own, and what it shows is what a user would get by typing
  * those commands.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { archOfNode } from "../core/packages/manifest.js";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
 import { buildPackage, initPackage, signPackage } from "../mesh/packages/dir.js";
-import { startDaemon } from "./node-daemons.js";
+import { startDaemon, type UpAgents, upAgents } from "./node-daemons.js";
 import { runVerb } from "./run-verb.js";
 import { stopLocalMesh } from "./stop-local-mesh.js";
 import { identityOf, liveDaemons, liveForegroundUp, readUpState, type UpState, writeUpState } from "./up-state.js";
@@ -38,6 +38,46 @@ export interface UpOptions {
   readonly log: (line: string) => void;
   /** `berth up --detach`: nothing stays in the foreground; `berth down` stops it all. */
   readonly detached: boolean;
+  /** Issue 33 item 11: `berth up --allow-root-agents`, the only way a root `berth up` runs its agents as root. */
+  readonly allowRootAgents?: boolean;
+}
+
+/**
+ * Issue 33 item 11: an agent user must pass through every directory above its instance. The home and berth up's own
+ * directories are made passable (search only, never listing: 0711; the files in them keep 0600); a directory above
+ * the home is not berth's to change, so one the agent user cannot pass is refused, naming it and the two ways out.
+ */
+function letAgentUserThrough(home: string, upDir: string, agents: UpAgents): void {
+  if (agents.kind !== "user") return;
+  for (let dir = dirname(realpathSync(home)); ; dir = dirname(dir)) {
+    const mode = statSync(dir).mode & 0o7777;
+    if ((mode & 0o001) === 0) {
+      throw new Error(
+        `berth up runs as root, so its agents run as ${agents.user}, who cannot pass through ${dir} (mode ${mode.toString(8).padStart(4, "0")}): give berth up a home others may pass through (BERTH_HOME=/var/lib/berth or --data-dir DIR), or run berth up --allow-root-agents to run the agents as root`,
+      );
+    }
+    if (dir === dirname(dir)) break;
+  }
+  for (const dir of [home, upDir, join(upDir, "nodes")]) {
+    mkdirSync(dir, { recursive: true });
+    chmodSync(dir, (statSync(dir).mode & 0o7777) | 0o711);
+  }
+}
+
+/** The line berth up prints about who its agents run as (issue 33 item 11: said on its own output, not in a log). */
+export function describeUpAgents(agents: UpAgents): string | null {
+  switch (agents.kind) {
+    case "invoker":
+      return null;
+    case "user":
+      return `agents      run as ${agents.user}, not root (berth up runs as root; --allow-root-agents runs them as root)`;
+    case "root":
+      return "agents      run as ROOT (--allow-root-agents): every agent can do anything on this machine";
+    default: {
+      const never: never = agents;
+      return never;
+    }
+  }
 }
 
 /** A `berth up` (detached, or in another terminal) still runs in this home: starting a second would collide with it. */
@@ -131,6 +171,10 @@ export async function up(o: UpOptions): Promise<RunningUp> {
   mkdirSync(join(home, "keys"), { recursive: true, mode: 0o700 });
   mkdirSync(upDir, { recursive: true });
   o.log(`berth home ${home}`);
+  const agents = upAgents(process.getuid?.() ?? -1, o.allowRootAgents === true);
+  letAgentUserThrough(home, upDir, agents);
+  const who = describeUpAgents(agents);
+  if (who) o.log(who);
 
   // First run: identities and policy. The controller trusts the local signer; nodes trust it and the controller.
   const controllerKey = ensureKey(join(home, "keys", "controller.key"));
@@ -161,7 +205,7 @@ export async function up(o: UpOptions): Promise<RunningUp> {
       const init = initNodeDataDir(dir, { name: spec.name, controllers: [controllerKey], signers: [signerKey], board: spec.board, permits: [SAMPLE_PERMIT] });
       // A node keeps its port across runs, so the controller finds it at the address it trusted on first use.
       const port = known?.port ?? (await freePort());
-      const started = await startDaemon(o.berthMain, dir, port, spec.labels);
+      const started = await startDaemon(o.berthMain, dir, port, spec.labels, agents);
       state.nodes = [...state.nodes.filter((n) => n.name !== spec.name), { name: spec.name, dir, port, node_id: init.nodeId, daemon: started.identity }];
       writeUpState(home, state);
       running.push({ name: spec.name, address: started.address, nodeId: started.nodeId, pid: started.identity.pid });

@@ -36,14 +36,26 @@ const sizeOf = (path: string) => {
 
 const lastLines = (text: string, n: number) => text.trim().split("\n").slice(-n).join(" / ");
 
+/**
+ * Issue 33 item 11: who the agents of `berth up`'s nodes run as. Not root: the user who ran berth up, or, when that is
+ * root, `nobody` (no user is created: berth up is a quickstart and does not edit the user database; a node that
+ * serves for real gets its own user, docs/mesh.md); root only when asked for with `berth up --allow-root-agents`.
+ */
+export type UpAgents = { readonly kind: "invoker" } | { readonly kind: "user"; readonly user: string } | { readonly kind: "root" };
+
+export const UP_AGENT_USER = "nobody";
+
+export function upAgents(uid: number, allowRootAgents: boolean): UpAgents {
+  if (uid !== 0) return { kind: "invoker" };
+  return allowRootAgents ? { kind: "root" } : { kind: "user", user: UP_AGENT_USER };
+}
+
 /** Starts `berth node serve` for `dir` in a new session and resolves once it printed its listening line. */
-export async function startDaemon(berthMain: string, dir: string, port: number, labels: readonly string[]): Promise<StartedDaemon> {
+export async function startDaemon(berthMain: string, dir: string, port: number, labels: readonly string[], agents: UpAgents = { kind: "invoker" }): Promise<StartedDaemon> {
   const logPath = daemonLogPath(dir);
   const from = sizeOf(logPath);
   const log = openSync(logPath, "a", 0o600);
-  // Issue 15: berth up's local nodes run the samples as the user who ran berth up; as root that is root, said
-  // explicitly (--allow-root-agents, warned in the daemon's log) so the quickstart works on a root-only machine.
-  const asRoot = process.getuid?.() === 0 ? ["--allow-root-agents"] : [];
+  const asRoot = agents.kind === "root" ? ["--allow-root-agents"] : agents.kind === "user" ? ["--agent-user", agents.user] : [];
   const args = [berthMain, "node", "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", dir, ...asRoot, ...labels.flatMap((l) => ["--label", l])];
   let child: ReturnType<typeof spawn>;
   try {

@@ -62,12 +62,14 @@ beforeAll(async () => {
       spec: {
         policyName: "echo-secret-data",
         validationActions: ["Deny"],
-        matchResources: { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": NS } } },
+        // Issue 33 item 13: also the namespace named by the nsec itself (a valid 63-character label).
+        matchResources: { namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: [NS, NSEC] }] } },
       },
     },
   });
   // The binding takes a moment to reach the admission plugin: probe with a throw-away Secret until it is refused.
   await cp.core.createNamespace({ body: { metadata: { name: NS } } });
+  await cp.core.createNamespace({ body: { metadata: { name: NSEC } } });
   const deadline = Date.now() + 60_000;
   for (let i = 0; ; i++) {
     try {
@@ -111,6 +113,23 @@ describe("secrets quoted by the cluster never leave berth", () => {
     const doc = JSON.parse(r.stdout.trim()) as { ok: boolean; error: string };
     expect(doc.error).toContain("NOSTR_PRIVATE_KEY=[redacted]");
     expectNoSecret(r.stdout + r.stderr, "berth k8s deploy");
+  }, 120_000);
+
+  it("an nsec pasted into the namespace is scrubbed from the answer and from every record of the signed chain (issue 33 item 13)", async () => {
+    const r = await runNode([builtPath("src/cli/main.js"), "provider", "kubernetes"], {
+      input: JSON.stringify({ op: "deploy", agent, provider_config: { namespace: NSEC, image: IMAGE } }),
+      cwd: tmpdir(),
+      env: env(),
+    });
+    const answer = JSON.parse(r.stdout.trim()) as { ok: boolean; error?: string };
+    expect(answer.ok).toBe(false);
+    expect(answer.error).toContain("refusing secret data");
+    expectNoSecret(r.stdout + r.stderr, "the provider's output");
+    const chain = await runNode([builtPath("src/cli/main.js"), "audit", "export", "--db", join(home, "k8s.db")], { cwd: tmpdir(), env: env() });
+    expect(chain.code).toBe(0);
+    // The attempt is in the chain (its namespace redacted), and no form of the key is anywhere in it.
+    expect(chain.stdout).toContain('"namespace":"[redacted]"');
+    expectNoSecret(chain.stdout, "the exported chain");
   }, 120_000);
 
   it("the exported k8s chain holds the refusals and no secret form", async () => {

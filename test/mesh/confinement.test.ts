@@ -47,6 +47,14 @@ function statOf(pid: number): { state: string; pgrp: number; session: number } |
   }
 }
 
+const commOf = (pid: number): string | undefined => {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, "utf8").trim();
+  } catch {
+    return undefined;
+  }
+};
+
 const uidOf = (pid: number) => Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]);
 
 const rowOf = async (ctl: TestController, n: NodeProcess, id: string) =>
@@ -248,8 +256,13 @@ describe("who agents run as", () => {
     chmodSync(dirname(made.dataDir), 0o711);
     const placed = ok(await ctl.place(made, makePackage(signer, { script: "#!/bin/sh\necho written > \"$HOME/mine\" && echo placed-ok\nexec sleep 300\n" }).dir));
     const id = placed.instance_id as string;
-    const entry = await waitFor(() => processesOf(id).find((pid) => pid !== placed.pid), "the entry");
+    // Judge the entry once it runs the package's program (`sleep`, after run.sh's exec), never merely "a process of
+    // the instance that is not the leader": between the wrapper's fork and setpriv's setresuid that process is berth's
+    // own launcher, still root, running none of the package's code (issue 33: the flake read exactly that window).
+    const entry = await waitFor(() => processesOf(id).find((pid) => pid !== placed.pid && commOf(pid) === "sleep"), "the entry running its program");
     expect(uidOf(entry)).toBe(65534);
+    // Nothing of the instance but the wrapper (the group leader, berth's) is root once the entry runs.
+    expect(processesOf(id).filter((pid) => pid !== placed.pid && uidOf(pid) === 0)).toEqual([]);
     expect(uidOf(placed.pid as number)).toBe(0);
     await waitFor(async () => (ok(await ctl.verb(made, "logs", { instance_id: id })).stdout as string).includes("placed-ok"), "the agent to write in its workspace");
     // Issue 15: $HOME is the agent's workspace, per name outside the instance directory, given to the agent user.

@@ -1,7 +1,7 @@
 /**
  * `berth up` end to end: real node daemons, real agent processes, Ctrl-C, and a second run that reuses the state.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -22,6 +22,21 @@ async function agentsJson(): Promise<Array<{ name: string; state: string; instan
   return (JSON.parse(r.stdout) as { agents: Array<{ name: string; state: string; instance?: string | null }> }).agents;
 }
 
+/** Issue 33 item 11: the uids of every live process whose environment names the agent (its wrapper, its entry …). */
+function uidsOfAgent(name: string): number[] {
+  const uids: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/environ`, "utf8").split("\0").includes(`BERTH_NAME=${name}`)) continue;
+      uids.push(Number(/^Uid:\s+(\d+)/m.exec(readFileSync(`/proc/${entry}/status`, "utf8"))?.[1]));
+    } catch {
+      // ended while we looked
+    }
+  }
+  return uids;
+}
+
 async function upUntilReady() {
   const p = spawnNode([berthBin(), "up", "--data-dir", home], { env: { BERTH_HOME: home } });
   await p.waitForOutput("ready; press Ctrl-C", 120_000);
@@ -32,6 +47,16 @@ describe("berth up", () => {
   it("starts three nodes and the sample agents once, stops everything on Ctrl-C, and a second run reuses the state", async () => {
     const first = await upUntilReady();
     expect(first.output()).toMatch(/node pi-kitchen +pi5/);
+    if (process.getuid?.() === 0) {
+      // Issue 33 item 11: berth up as root runs its agents as nobody, and says so on its own output. Judged from /proc:
+      // the wrapper (berth's, the group leader) is root; the agent's own process is 65534 once setpriv dropped it.
+      expect(first.output()).toMatch(/agents +run as nobody, not root/);
+      for (const name of ["heartbeat", "scout"]) {
+        const deadline = Date.now() + 10_000;
+        while (!uidsOfAgent(name).includes(65534) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        expect(uidsOfAgent(name), name).toContain(65534);
+      }
+    }
     // The controller as a service: the API answers with the token berth up created, and lists the same agents.
     const dashboard = /dashboard: (http:\/\/127\.0\.0\.1:\d+)\/#token=([A-Za-z0-9_-]+)/.exec(first.output());
     expect(dashboard, first.output()).not.toBeNull();

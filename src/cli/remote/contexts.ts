@@ -28,6 +28,8 @@ export const ContextSchema = z.strictObject({
   token_file: z.string().min(1),
   ca_file: z.string().min(1).optional(),
   pin_sha256: Sha256Pin.optional(),
+  /** Issue 33 item 14: set by `context add --insecure-http`; without it a plain-HTTP server on another host is refused. */
+  insecure_http: z.literal(true).optional(),
 });
 export type Context = z.infer<typeof ContextSchema>;
 

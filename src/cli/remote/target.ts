@@ -49,8 +49,37 @@ function readPem(path: string, what: string): Buffer {
   }
 }
 
-export function contextTarget(name: string, c: Context): ServerTarget {
+/**
+ * Issue 33 item 14: the API token travels in every request's Authorization header, so plain HTTP to another host
+ * hands it to whoever is on the path. Loopback stays allowed (it never leaves the machine). Pure.
+ */
+export function plainHttpBeyondMachine(url: string): string | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== "http:") return null;
+  const host = u.hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  const loopback = host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
+  return loopback ? null : u.host;
+}
+
+/** The warning printed at each use of an accepted plain-HTTP server (stderr: never in a --json document). */
+function warnPlainHttp(host: string, via: string): void {
+  process.stderr.write(`berth: warning: ${via} sends the API token over plain HTTP to ${host}: anyone on the network path can read it and act as you; serve with TLS (berth serve --tls-cert/--tls-key) and use https://\n`);
+}
+
+export function contextTarget(name: string, c: Context, o: { readonly quiet?: boolean } = {}): ServerTarget {
   const via = `context ${name}`;
+  const plain = plainHttpBeyondMachine(c.server);
+  if (plain !== null) {
+    if (c.insecure_http !== true) {
+      throw new CliError(`${via}: ${c.server} is plain HTTP to another host, which would send the API token in clear; use https://, or add the context again with --insecure-http to accept that`, 2, { kind: "refused" });
+    }
+    if (!o.quiet) warnPlainHttp(plain, via);
+  }
   return { url: c.server, token: readTokenFile(c.token_file, via), via, ...(c.ca_file ? { ca: readPem(c.ca_file, via) } : {}), ...(c.pin_sha256 ? { pinSha256: c.pin_sha256 } : {}) };
 }
 
@@ -59,6 +88,13 @@ function envTarget(env: NodeJS.ProcessEnv): ServerTarget {
   if (!/^https?:\/\/[^\s/]+$/.test(url)) throw new CliError(`BERTH_ADDR=${JSON.stringify(env.BERTH_ADDR)} must be a server URL such as https://controller.example:7420`, 2, { kind: "usage" });
   const token = env.BERTH_TOKEN?.trim() || (env.BERTH_TOKEN_FILE ? readTokenFile(env.BERTH_TOKEN_FILE, "BERTH_TOKEN_FILE") : "");
   if (!TOKEN.test(token)) throw new CliError("BERTH_ADDR is set but no API token is: set BERTH_TOKEN, or BERTH_TOKEN_FILE to a file holding it", 2, { kind: "usage" });
+  const plain = plainHttpBeyondMachine(url);
+  if (plain !== null) {
+    if (env.BERTH_INSECURE_HTTP !== "1") {
+      throw new CliError(`BERTH_ADDR=${url} is plain HTTP to another host, which would send the API token in clear; use https://, or set BERTH_INSECURE_HTTP=1 to accept that`, 2, { kind: "refused" });
+    }
+    warnPlainHttp(plain, "BERTH_ADDR");
+  }
   const pin = env.BERTH_PIN_SHA256?.replace(/:/g, "").toLowerCase();
   if (pin !== undefined && !/^[0-9a-f]{64}$/.test(pin)) throw new CliError("BERTH_PIN_SHA256 must be a certificate's SHA-256 fingerprint (64 hex characters, colons allowed)", 2, { kind: "usage" });
   return { url, token, via: "BERTH_ADDR", ...(env.BERTH_CACERT ? { ca: readPem(env.BERTH_CACERT, "BERTH_CACERT") } : {}), ...(pin ? { pinSha256: pin } : {}) };

@@ -46,13 +46,15 @@ describe("planContainment", () => {
 
 describe("exposureOf: what the gate is fed", () => {
   it.each([
-    ["none", "netns", "none"],
-    ["none", "host", "egress"],
-    ["lan", "netns", "egress"],
-    ["lan", "host", "egress"],
-    ["egress", "netns", "egress"],
-  ] as const)("a package declaring %s on a node with %s is fed %s", (declared, network, fed) => {
-    expect(exposureOf(declared, { network })).toBe(fed);
+    ["none", "netns", "blocked", "none"],
+    ["none", "netns", "reachable", "lan"],
+    ["none", "host", "blocked", "egress"],
+    ["none", "host", "reachable", "egress"],
+    ["lan", "netns", "blocked", "egress"],
+    ["lan", "host", "reachable", "egress"],
+    ["egress", "netns", "blocked", "egress"],
+  ] as const)("a package declaring %s on a node with %s and local sockets %s is fed %s", (declared, network, localSockets, fed) => {
+    expect(exposureOf(declared, { network, localSockets })).toBe(fed);
   });
 });
 

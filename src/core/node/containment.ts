@@ -8,8 +8,10 @@
  *   writable v1 controller plus a kill loop), and only then the process group;
  * - limits are placed where the controller is: a hybrid host (v2 holding only core files beside v1 controllers, as
  *   on this project's build machine) takes the memory and pids limits from v1 even when v2 tracks the instance;
- * - the gate is fed the exposure the runtime really gives: `none` only when a new network namespace enforces it, and
- *   `egress` for every native process otherwise (a native process can reach whatever the host can).
+ * - the gate is fed the exposure the runtime really gives: `none` only when a new network namespace cuts IP and the
+ *   seccomp seal (mesh/node/seal.ts, issue 33 item 7) cuts local sockets; `lan` when only the namespace holds (the
+ *   agent still reaches this machine's unix sockets); `egress` for every native process otherwise (a native process
+ *   can reach whatever the host can).
  */
 import type { Network } from "../governance/policy.js";
 
@@ -45,6 +47,8 @@ export interface HostProbe {
   readonly v1: readonly V1Probe[];
   /** `unshare -n true` worked (root, or the capability). */
   readonly netns: boolean;
+  /** Issue 33 item 7: the seal helper was built and its check passed (socket(AF_UNIX) refused under it). */
+  readonly sealed?: boolean;
   /** node.json `confinement`: an operator (or a test) can turn either off. */
   readonly cgroupsWanted: boolean;
   readonly netnsWanted: boolean;
@@ -63,13 +67,16 @@ export interface ContainmentPlan {
   readonly pids: LimitPlace | null;
   /** `netns`: a `network: "none"` package runs in a new network namespace; `host`: nothing is enforced. */
   readonly network: "netns" | "host";
+  /** Issue 33 item 7: `blocked` when a `none` package also runs under the seal (no unix, vsock … sockets). */
+  readonly localSockets: "blocked" | "reachable";
 }
 
 const v1Place = (p: V1Probe | undefined): LimitPlace | null => (p?.writable ? { hierarchy: "v1", mount: p.mount, own: p.own } : null);
 
 export function planContainment(probe: HostProbe): ContainmentPlan {
   const network = probe.netnsWanted && probe.netns ? "netns" : "host";
-  if (!probe.cgroupsWanted) return { kind: "process-group", kill: "process-group", tracker: null, freezer: null, memory: null, pids: null, network };
+  const localSockets = probe.sealed === true ? "blocked" : "reachable";
+  if (!probe.cgroupsWanted) return { kind: "process-group", kill: "process-group", tracker: null, freezer: null, memory: null, pids: null, network, localSockets };
   const v1 = (name: string) => probe.v1.find((p) => p.controller === name);
   const v2 = probe.v2?.writable ? probe.v2 : null;
   const v2Place: LimitPlace | null = v2 ? { hierarchy: "v2", mount: v2.mount, own: v2.own } : null;
@@ -78,17 +85,19 @@ export function planContainment(probe: HostProbe): ContainmentPlan {
   const pids = limit("pids");
   if (v2Place && v2) {
     // Without cgroup.kill a v2 cgroup is still frozen and killed (cgroup.freeze exists since 5.2).
-    return { kind: "cgroup-v2", kill: v2.hasKill ? "cgroup.kill" : "freeze-kill", tracker: v2Place, freezer: null, memory, pids, network };
+    return { kind: "cgroup-v2", kill: v2.hasKill ? "cgroup.kill" : "freeze-kill", tracker: v2Place, freezer: null, memory, pids, network, localSockets };
   }
   const freezer = v1Place(v1("freezer"));
   const tracker = freezer ?? pids ?? memory;
-  if (tracker) return { kind: "cgroup-v1", kill: freezer ? "freeze-kill" : "kill-loop", tracker, freezer, memory, pids, network };
-  return { kind: "process-group", kill: "process-group", tracker: null, freezer: null, memory: null, pids: null, network };
+  if (tracker) return { kind: "cgroup-v1", kill: freezer ? "freeze-kill" : "kill-loop", tracker, freezer, memory, pids, network, localSockets };
+  return { kind: "process-group", kill: "process-group", tracker: null, freezer: null, memory: null, pids: null, network, localSockets };
 }
 
 /** The network exposure the runtime really gives a package that declares `declared` (fed to the gate, §7). */
-export function exposureOf(declared: Network, plan: Pick<ContainmentPlan, "network">): Network {
-  return declared === "none" && plan.network === "netns" ? "none" : "egress";
+export function exposureOf(declared: Network, plan: Pick<ContainmentPlan, "network" | "localSockets">): Network {
+  if (declared !== "none" || plan.network !== "netns") return "egress";
+  // Issue 33 item 7: without the seal the namespace still lets the agent reach this machine's unix sockets.
+  return plan.localSockets === "blocked" ? "none" : "lan";
 }
 
 /** The limits an instance's cgroups get: memory from the package's `resources.memory_mb` (0 = undeclared). */

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { checkRunConfig, ConfigSurfaceSchema, surfaceOf } from "./config-surface.js";
+import { checkRunConfig, ConfigSurfaceSchema, inlineSecret, surfaceOf } from "./config-surface.js";
 import { isLoaderHook, loaderHookFamily } from "./loader-hooks.js";
 
 const surface = surfaceOf({ env: { LEVEL: { type: "string" }, RETRIES: { type: "integer" }, DRY: { type: "boolean" }, TOKEN: { type: "secret" } }, args: { "--watch": { type: "string" }, "-v": { type: "boolean" }, "--n": { type: "integer" } } });
@@ -33,6 +33,28 @@ describe("the configuration surface", () => {
     ["PATH", "host"],
     ["HOME", "host"],
     ["BERTH_INSTANCE_ID", "berth"],
+    // Issue 33 item 9: by family.
+    ["GIT_CONFIG_PARAMETERS", "git"],
+    ["GIT_CONFIG_KEY_0", "git"],
+    ["GIT_SSH", "git"],
+    ["GIT_ASKPASS", "git"],
+    ["GIT_PROXY_COMMAND", "git"],
+    ["GIT_EXTERNAL_DIFF", "git"],
+    ["DOTNET_STARTUP_HOOKS", "dotnet"],
+    ["CORECLR_PROFILER_PATH", "dotnet"],
+    ["PHPRC", "php"],
+    ["ERL_AFLAGS", "erlang"],
+    ["ERL_ZFLAGS", "erlang"],
+    ["NODE_TLS_REJECT_UNAUTHORIZED", "node-runtime"],
+    ["NPM_CONFIG_SCRIPT_SHELL", "package-manager"],
+    ["SSL_CERT_FILE", "tls"],
+    ["OPENSSL_CONF", "tls"],
+    ["HTTPS_PROXY", "proxy"],
+    ["EDITOR", "editor"],
+    ["PAGER", "editor"],
+    ["XDG_CONFIG_HOME", "xdg"],
+    ["BASH_FUNC_X", "shell"],
+    ["GOFLAGS", "build"],
   ])("%s is a %s hook, refused even when declared", (name, family) => {
     expect(loaderHookFamily(name)).toBe(family);
     const parsed = ConfigSurfaceSchema.safeParse({ env: { [name]: { type: "string" } } });
@@ -41,7 +63,22 @@ describe("the configuration surface", () => {
   });
 
   it("ordinary names are not hooks", () => {
-    for (const name of ["LOG_LEVEL", "GREETING", "API_URL", "LANG", "TZ", "NODE_ENV_NAME_X"]) expect(isLoaderHook(name), name).toBe(false);
+    for (const name of ["LOG_LEVEL", "GREETING", "API_URL", "LANG", "TZ", "NODE_ENV_NAME_X", "GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL", "UV_THREADPOOL_SIZE"]) expect(isLoaderHook(name), name).toBe(false);
+  });
+
+  it("a declared string's pattern must match the whole value; a pattern on another type, or one that does not compile, is refused", () => {
+    const surface = surfaceOf({ env: { LOG_LEVEL: { type: "string", pattern: "debug|info" } } });
+    expect(checkRunConfig(surface, { env: { LOG_LEVEL: "info" }, args: [] }, "p")).toEqual({ ok: true });
+    expect(checkRunConfig(surface, { env: { LOG_LEVEL: "info; rm -rf /" }, args: [] }, "p")).toMatchObject({ ok: false, field: "config.env.LOG_LEVEL" });
+    expect(JSON.stringify(checkRunConfig(surface, { env: { LOG_LEVEL: "secret-ish" }, args: [] }, "p"))).not.toContain("secret-ish");
+    expect(ConfigSurfaceSchema.safeParse({ env: { N: { type: "integer", pattern: "1" } } }).success).toBe(false);
+    expect(ConfigSurfaceSchema.safeParse({ env: { N: { type: "string", pattern: "(" } } }).success).toBe(false);
+  });
+
+  it("an inline value for a secret-typed env is named; string-typed ones are not", () => {
+    const surface = surfaceOf({ env: { API_KEY: { type: "secret" }, LEVEL: { type: "string" } } });
+    expect(inlineSecret(surface, ["LEVEL", "API_KEY"])).toBe("API_KEY");
+    expect(inlineSecret(surface, ["LEVEL"])).toBeNull();
   });
 
   it("accepts declared names and flags with values of their type", () => {

@@ -17,10 +17,32 @@ export type ConfigValueType = (typeof CONFIG_VALUE_TYPES)[number];
 const ENV_NAME = /^[A-Z_][A-Z0-9_]{0,63}$/;
 const FLAG = /^--?[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
 
-const DeclarationSchema = z.strictObject({
-  type: z.enum(CONFIG_VALUE_TYPES),
-  description: z.string().max(1024).optional(),
-});
+/** A pattern must compile (as a whole-value match, `u` flag); a signer's typo is refused at build, not at place. */
+const PatternSchema = z
+  .string()
+  .min(1)
+  .max(512)
+  .refine((p) => compilePattern(p) !== null, "pattern must be a valid regular expression (JavaScript syntax, matched against the whole value)");
+
+const DeclarationSchema = z
+  .strictObject({
+    type: z.enum(CONFIG_VALUE_TYPES),
+    description: z.string().max(1024).optional(),
+    /**
+     * Issue 33 item 9: a `string` may carry a pattern the whole value must match (`^(?:PATTERN)$`), so a signer can
+     * declare a name it must let through (a URL, a level) and still say what values it foresaw.
+     */
+    pattern: PatternSchema.optional(),
+  })
+  .refine((d) => d.pattern === undefined || d.type === "string", { message: "pattern applies to type string only", path: ["pattern"] });
+
+function compilePattern(pattern: string): RegExp | null {
+  try {
+    return new RegExp(`^(?:${pattern})$`, "u");
+  } catch {
+    return null;
+  }
+}
 export type ConfigDeclaration = z.infer<typeof DeclarationSchema>;
 
 /** Names are checked here rather than as record keys, so the message (and the field path) survives to the user. */
@@ -95,6 +117,9 @@ export function checkRunConfig(
     if (!decl) return { ok: false, field, reason: `${name} is not in the configuration surface package ${packageName} declares` };
     const bad = typeError(decl.type, value);
     if (bad) return { ok: false, field, reason: `${name} ${bad} (declared ${decl.type})` };
+    if (decl.pattern !== undefined && compilePattern(decl.pattern)?.test(value) !== true) {
+      return { ok: false, field, reason: `${name} does not match the pattern package ${packageName} declares for it` };
+    }
   }
   for (let i = 0; i < config.args.length; i++) {
     const arg = config.args[i] as string;
@@ -113,6 +138,18 @@ export function checkRunConfig(
     }
     const bad = typeError(decl.type, value);
     if (bad) return { ok: false, field, reason: `the value of flag ${flag} ${bad} (declared ${decl.type})` };
+    if (decl.pattern !== undefined && compilePattern(decl.pattern)?.test(value) !== true) {
+      return { ok: false, field, reason: `the value of flag ${flag} does not match the pattern package ${packageName} declares for it` };
+    }
   }
   return { ok: true };
+}
+
+/**
+ * Issue 33 item 10: an env the signed package types `secret` is never given inline in an agent spec: the spec text is
+ * kept whole in the controller store (and so in every backup). The first such name, for an error naming its field.
+ */
+export function inlineSecret(surface: ResolvedSurface, inlineNames: readonly string[]): string | null {
+  for (const name of inlineNames) if (surface.env[name]?.type === "secret") return name;
+  return null;
 }

@@ -59,6 +59,11 @@ const nodeConfigSchema = () =>
         cgroups: z.enum(["auto", "v1", "off"]).default("auto"),
         /** `off`: no network namespace for `network: "none"` packages (the gate is then fed `egress`). */
         network_namespace: z.enum(["auto", "off"]).default("auto"),
+        /**
+         * Issue 33 item 7: `off`: no seccomp seal of local sockets for `network: "none"` packages (mesh/node/seal.ts);
+         * the gate is then fed `lan` for them, as on a node that cannot build the seal.
+         */
+        local_sockets: z.enum(["auto", "off"]).default("auto"),
         /** The pids limit of every instance's cgroup (packages declare memory, not processes); 0 sets none. */
         pids_max: z.number().int().min(0).max(4_194_304).default(1024),
       })

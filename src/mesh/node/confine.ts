@@ -3,7 +3,8 @@
  * start, planned by `core/node/containment.ts`, then used by the runtime for every start, liveness check, stop and
  * removal. One object per daemon.
  *
- *   start:   cgroupsFor + createCgroups (limits) ─▶ wrapper joins them ─▶ unshare -n (network "none") ─▶ setpriv
+ *   start:   cgroupsFor + createCgroups (limits) ─▶ wrapper joins them ─▶ unshare -n + berth-seal (network "none")
+ *            ─▶ setpriv (the agent user, no_new_privs)
  *   alive:   any live member of the process group or of the tracking cgroup
  *   stop:    TERM to both ─▶ grace ─▶ cgroup.kill / freeze-kill / kill loop, and SIGKILL to the group
  *   exit:    the kernel's OOM counter says whether the memory limit ended it
@@ -16,8 +17,9 @@ import { type AgentIdentity, agentIdentity, type ContainmentPlan, exposureOf, li
 import { wrapperScript } from "../../core/node/containment-script.js";
 import { type CgroupRecord, cgroupMembers, cgroupsFor, createCgroups, killCgroup, oomKills, probeCgroups, releaseCgroups, signalCgroup } from "./cgroup.js";
 import type { NodeConfig } from "./config.js";
-import { dropPrefix, resolveUser, setprivAvailable } from "./confine-user.js";
-import { probeNetnsPrefix } from "./netns.js";
+import { dropPrefix, NO_NEW_PRIVS_PREFIX, ROOT_AGENT_PREFIX, resolveUser, setprivAvailable } from "./confine-user.js";
+import { probeHideCgroupsPrefix, probeNetnsPrefix } from "./netns.js";
+import { probeSeal } from "./seal.js";
 
 const RECORD = "cgroups.json";
 
@@ -37,10 +39,16 @@ export class Confinement {
     private readonly netnsPrefix: readonly string[] | null,
     readonly agent: AgentIdentity,
     private readonly pidsMax: number,
+    /** Issue 33 item 7: the seal helper (seal.ts), when the node built one and it holds. */
+    private readonly seal: string | null,
+    /** Issue 33 item 12: setpriv is here, so every agent gets no_new_privs. */
+    private readonly noNewPrivs: boolean,
+    /** Issue 33 item 11: root agents see no cgroup file system and lack CAP_SYS_ADMIN (netns.ts `probeHideCgroupsPrefix`). */
+    private readonly rootAgent: { readonly hide: readonly string[] | null } | null,
   ) {}
 
   /** Probes this host. `nodeId` names the node's cgroup directory, so two daemons on one host never share one. */
-  static probe(config: Pick<NodeConfig, "agent_user" | "allow_root_agents" | "confinement">, nodeId: string): Confinement {
+  static probe(config: Pick<NodeConfig, "agent_user" | "allow_root_agents" | "confinement">, nodeId: string, dataDir: string): Confinement {
     const uid = process.getuid?.() ?? -1;
     const cgroupsWanted = config.confinement.cgroups !== "off" && process.platform === "linux";
     const netnsWanted = config.confinement.network_namespace === "auto" && process.platform === "linux";
@@ -48,15 +56,19 @@ export class Confinement {
     // `v1`: an operator's choice (or a test's, on a hybrid host) to contain with the v1 controllers only.
     const cgroups = config.confinement.cgroups === "v1" ? { ...probed, v2: null } : probed;
     const netnsPrefix = netnsWanted ? probeNetnsPrefix(uid) : null;
-    const plan = planContainment({ ...cgroups, netns: netnsPrefix !== null, cgroupsWanted, netnsWanted });
+    // The seal matters only behind a namespace: without one a `none` package is fed `egress` anyway.
+    const seal = netnsPrefix !== null && config.confinement.local_sockets === "auto" ? probeSeal(dataDir, uid) : null;
+    const plan = planContainment({ ...cgroups, netns: netnsPrefix !== null, sealed: seal !== null, cgroupsWanted, netnsWanted });
+    const setpriv = process.platform === "linux" && setprivAvailable();
     const agent = agentIdentity({
       daemonUid: uid,
       configuredUser: config.agent_user,
       resolved: config.agent_user !== null && uid === 0 ? resolveUser(config.agent_user) : null,
       allowRoot: config.allow_root_agents,
-      canDropPrivileges: uid === 0 && config.agent_user !== null ? setprivAvailable() : false,
+      canDropPrivileges: uid === 0 && config.agent_user !== null ? setpriv : false,
     });
-    return new Confinement(plan, nodeId.slice(0, 12), netnsPrefix, agent, config.confinement.pids_max);
+    const rootAgent = uid === 0 && agent.kind === "daemon-user" ? { hide: plan.kind === "process-group" ? null : probeHideCgroupsPrefix() } : null;
+    return new Confinement(plan, nodeId.slice(0, 12), netnsPrefix, agent, config.confinement.pids_max, seal, setpriv, rootAgent);
   }
 
   /** The facts' view (spec/mesh.md §6): which containment, which limits, and whether `network: "none"` holds. */
@@ -67,7 +79,14 @@ export class Confinement {
       kill: this.plan.kill,
       memory_limit: where(this.plan.memory),
       pids_limit: where(this.plan.pids),
-      network_none: this.plan.network === "netns" ? "enforced" : "not-enforced",
+      // Issue 33 item 7: `enforced` means no IP route and no local socket (docs/mesh.md "What network none means").
+      network_none: this.plan.network === "netns" && this.plan.localSockets === "blocked" ? "enforced" : "not-enforced",
+      network_namespace: this.plan.network === "netns",
+      local_sockets: this.plan.network === "netns" ? this.plan.localSockets : "reachable",
+      // What the gate is fed for a `network: "none"` package here: `none`, `lan` (namespace only) or `egress`.
+      network_none_judged_as: this.exposure("none"),
+      no_new_privs: this.noNewPrivs ? "enforced" : "not-enforced",
+      root_agents: this.rootAgent === null ? null : this.rootAgent.hide !== null && this.noNewPrivs ? "held-in-cgroup" : "may-leave-cgroup",
       agent_user: this.agent.kind === "unprivileged" ? this.agent.user : this.agent.kind === "daemon-user" ? "daemon" : null,
     };
   }
@@ -94,10 +113,23 @@ export class Confinement {
       killFile: record?.kill === "cgroup.kill" && tracker ? join(tracker.dir, "cgroup.kill") : null,
       procsFile: tracker && record?.kill !== "cgroup.kill" ? join(tracker.dir, "cgroup.procs") : null,
     });
-    const prefix: string[] = [];
-    if (launch.network === "none" && this.netnsPrefix) prefix.push(...this.netnsPrefix);
+    return { script, prefix: this.prefix(launch.network), owner: this.agent.kind === "unprivileged" ? { uid: this.agent.uid, gid: this.agent.gid } : null };
+  }
+
+  /**
+   * The argv before an agent's program (its entry, and its health check too): the network namespace and the seal for
+   * `network: "none"` (the seal before setpriv: its file is in a directory only the daemon's user may enter), then the
+   * privilege drop, or for an agent of the daemon's own user only no_new_privs.
+   */
+  prefix(network: Network): string[] {
+    const prefix: string[] = [...(this.rootAgent?.hide ?? [])];
+    if (network === "none" && this.netnsPrefix) {
+      prefix.push(...this.netnsPrefix);
+      if (this.seal) prefix.push(this.seal);
+    }
     if (this.agent.kind === "unprivileged") prefix.push(...dropPrefix(this.agent.uid, this.agent.gid));
-    return { script, prefix, owner: this.agent.kind === "unprivileged" ? { uid: this.agent.uid, gid: this.agent.gid } : null };
+    else if (this.noNewPrivs) prefix.push(...(this.rootAgent ? ROOT_AGENT_PREFIX : NO_NEW_PRIVS_PREFIX));
+    return prefix;
   }
 
   private record(instanceDir: string): CgroupRecord | null {

@@ -47,6 +47,8 @@ export interface NodeDaemonOptions {
   readonly transport?: "tls" | "plaintext";
   /** Issue 15: a root daemon may run agents as root although node.json names no agent_user (`--allow-root-agents`). */
   readonly allowRootAgents?: boolean;
+  /** Issue 33 item 11: the agent user for this run (`--agent-user`, what `berth up` as root passes), over node.json. */
+  readonly agentUser?: string;
   /** pino level of the diagnostics on stderr (issue 13); unset: none (an in-process node in tests). */
   readonly logLevel?: NodeLogLevel;
 }
@@ -88,6 +90,7 @@ export class NodeDaemon {
       labels: { ...base.labels, ...(o.labels ?? {}) },
       name: o.name ?? base.name,
       allow_root_agents: base.allow_root_agents || o.allowRootAgents === true,
+      agent_user: o.agentUser ?? base.agent_user,
     };
     const dbPath = join(o.dataDir, FILES.db);
     const db = openDatabase(dbPath); // created 0600, with its -wal and -shm (store/sqlite.ts)
@@ -105,7 +108,7 @@ export class NodeDaemon {
     const nodeId = nodeIdOf(key.publicKey);
     const log: NodeLog | undefined = o.logLevel ? nodeLogger(o.logLevel, nodeId) : undefined;
     // Issue 15: how instances are launched and contained here, probed once (docs/concepts.md "Confinement").
-    const confinement = Confinement.probe(config, nodeId);
+    const confinement = Confinement.probe(config, nodeId, o.dataDir);
     const runtime = new NativeRuntime(join(o.dataDir, "instances"), confinement);
     const content = new ContentStore(join(o.dataDir, "store"));
     const perf: JsonObject[] = [measureSha256(clock())];

@@ -11,7 +11,6 @@ import { existsSync } from "node:fs";
 import { isAbsolute, join } from "node:path";
 import { type HealthProbe, type HealthSpec, type HealthVerdict, judgeHealth } from "../../core/node/health-check.js";
 import { isLoaderHook } from "../../core/packages/loader-hooks.js";
-import { dropPrefix } from "./confine-user.js";
 import type { NodeContext } from "./context.js";
 import { isLive, type InstanceRow } from "./store.js";
 import { workspaceDir } from "./workspace.js";
@@ -89,9 +88,9 @@ function runCheck(ctx: NodeContext, row: InstanceRow, spec: HealthSpec): Promise
       clearTimeout(timer);
       resolve(probe);
     };
-    // A root daemon's agents run as the agent user (confine.ts): so does their health check.
-    const agent = ctx.runtime.confinement.agent;
-    const [cmd, ...argv] = agent.kind === "unprivileged" ? [...dropPrefix(agent.uid, agent.gid), program, ...rest] : [program, ...rest];
+    // A root daemon's agents run as the agent user (confine.ts): so does their health check, with the same network
+    // namespace and seal (issue 33 item 7: the package's code reaches no more in a check than in its entry).
+    const [cmd, ...argv] = [...ctx.runtime.confinement.prefix(row.launch.network), program, ...rest];
     const child = spawn(cmd as string, argv, { cwd: workDir, env, detached: true, stdio: "ignore" });
     const timer = setTimeout(() => {
       try {
