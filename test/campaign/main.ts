@@ -94,6 +94,9 @@ async function main(): Promise<void> {
   if (controllers !== undefined && !["1", "2", "3"].includes(controllers)) throw new Error("--controllers: expected 1, 2 or 3 berth serve per world");
   if (world === "net") {
     for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void closeOpenNetWorlds().finally(() => process.exit(130)));
+    // The database is killed and restarted under the campaign: a client of a library (pg) that reports a terminated
+    // connection as an 'error' event nobody listens to must not end hours of schedules. Noted on stderr, not a verdict.
+    process.on("uncaughtException", (e) => process.stderr.write(`campaign: uncaught ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`));
   }
   const run =
     world === "net"

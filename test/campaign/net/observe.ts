@@ -6,6 +6,7 @@
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
 import { openDatabase } from "../../../src/store/sqlite.js";
+import pg from "pg";
 import { readStoreRows } from "../../support/test-database.js";
 import type { Explanation, ProcObs, Sample } from "./judge.js";
 
@@ -133,16 +134,33 @@ export function nodeEndings(node: number, dataDir: string): Explanation[] {
 
 /** Hashes of every event of the controller store's chains, read-only (PostgreSQL in a read-only session). */
 export async function controllerHashes(databaseUrl: string | null, home: string): Promise<Set<string>> {
-  const rows = await readStoreRows<{ hash: string }>(databaseUrl, home, "SELECT hash FROM audit_event");
+  const rows = await storeRows<{ hash: string }>(databaseUrl, home, "SELECT hash FROM audit_event");
   return new Set(rows.map((r) => r.hash));
 }
 
 export async function recordedPlacements(databaseUrl: string | null, home: string): Promise<Map<string, string>> {
-  const rows = await readStoreRows<{ instance_id: string; name: string }>(databaseUrl, home, "SELECT instance_id, name FROM mesh_placements");
+  const rows = await storeRows<{ instance_id: string; name: string }>(databaseUrl, home, "SELECT instance_id, name FROM mesh_placements");
   return new Map(rows.map((r) => [r.instance_id, r.name]));
 }
 
 export async function openDecisions(databaseUrl: string | null, home: string): Promise<number> {
-  const rows = await readStoreRows<{ n: number | string }>(databaseUrl, home, "SELECT count(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling')");
+  const rows = await storeRows<{ n: number | string }>(databaseUrl, home, "SELECT count(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling')");
   return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * Rows of the controller store, read-only (PostgreSQL in a read-only session; SQLite opened read-only). Unlike
+ * readStoreRows, the PostgreSQL client has an error listener: the campaign kills and restarts the database, and a
+ * connection it terminates must fail this read, not the campaign process.
+ */
+export async function storeRows<T>(databaseUrl: string | null, home: string, sql: string): Promise<T[]> {
+  if (!databaseUrl) return readStoreRows<T>(null, home, sql);
+  const client = new pg.Client({ connectionString: databaseUrl, options: "-c default_transaction_read_only=on", connectionTimeoutMillis: 5_000, query_timeout: 10_000 });
+  client.on("error", () => undefined);
+  try {
+    await client.connect();
+    return (await client.query(sql)).rows as T[];
+  } finally {
+    await client.end().catch(() => undefined);
+  }
 }

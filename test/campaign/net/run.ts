@@ -10,13 +10,12 @@
 import { statfsSync } from "node:fs";
 import { join } from "node:path";
 import type { Spawned } from "../../support/process.js";
-import { readStoreRows } from "../../support/test-database.js";
 import type { Outcome } from "../run.js";
 import type { CliResult } from "../world.js";
 import { WorldSetupError } from "../world.js";
 import { attribute, census, type Explanation, judge, type LeaseCut } from "./judge.js";
 import { conntrackFlush, linkSet, netem, netemClear, nftClear, nftFault, sh } from "./netns.js";
-import { controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements } from "./observe.js";
+import { controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
 import { describeNetSchedule, type NetFault, type NetOperation, type NetSchedule, netScheduleFor } from "./schedule.js";
 import { LEASED_NODE, makeNetWorld, NET_LEASE_MS, type NetWorld, NODE_PORT, startOf } from "./world.js";
 
@@ -66,7 +65,7 @@ function alive(p: { exitCode: number | null; signalCode: NodeJS.Signals | null }
 /** The controller that leads now (by the store's leader row), or the first live one. */
 async function leaderIndex(w: NetWorld): Promise<number> {
   try {
-    const [row] = await readStoreRows<{ pid: number | string; released_ms: unknown }>(w.databaseUrl, w.home, "SELECT pid, released_ms FROM berth_leader WHERE id = 1");
+    const [row] = await storeRows<{ pid: number | string; released_ms: unknown }>(w.databaseUrl, w.home, "SELECT pid, released_ms FROM berth_leader WHERE id = 1");
     const at = w.controllers.findIndex((c) => row && row.released_ms === null && c.proc?.child.pid === Number(row.pid));
     if (at >= 0) return at;
   } catch {
@@ -108,7 +107,7 @@ async function restartPostgres(w: NetWorld, st: St): Promise<void> {
 async function pgUp(w: NetWorld): Promise<boolean> {
   if (!w.databaseUrl) return true;
   try {
-    await readStoreRows(w.databaseUrl, w.home, "SELECT 1");
+    await storeRows(w.databaseUrl, w.home, "SELECT 1");
     return true;
   } catch {
     return false;

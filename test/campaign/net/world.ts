@@ -103,16 +103,49 @@ export async function closeOpenNetWorlds(): Promise<void> {
   for (const t of [...open]) await t().catch(() => undefined);
 }
 
-/** Tags in use on this machine: worlds of other processes side by side must not collide (the tag names everything). */
-function freshTag(): { tag: string; octet: number } {
-  worlds++;
-  const n = (process.pid * 7 + worlds * 13) % 200;
-  return { tag: `${(process.pid % 4096).toString(36)}${worlds.toString(36)}`, octet: 40 + n };
+const CLAIMS = "/run/berth-net";
+
+/**
+ * A subnet and tag no other world on this machine uses (worlds of other processes run side by side): a claim file
+ * per octet, made exclusively, holding the claimant's pid (a claim whose process is gone is taken over), and never an
+ * octet some interface already carries. The tag names everything the world makes; it is free while the claim is held.
+ */
+async function claimSubnet(): Promise<{ tag: string; octet: number; release: () => void }> {
+  mkdirSync(CLAIMS, { recursive: true });
+  const used = (await run("ip", ["-o", "-4", "addr", "show"]).then((r) => r.stdout).catch(() => "")).match(/inet 10\.(\d+)\.0\./g) ?? [];
+  const taken = new Set(used.map((m) => Number(/10\.(\d+)/.exec(m)?.[1])));
+  const offset = (process.pid * 7 + worlds++ * 13) % 200;
+  for (let k = 0; k < 200; k++) {
+    const octet = 40 + ((offset + k) % 200);
+    if (taken.has(octet)) continue;
+    const file = join(CLAIMS, String(octet));
+    try {
+      writeFileSync(file, String(process.pid), { flag: "wx" });
+    } catch {
+      const holder = Number(readFileSync(file, "utf8").trim() || "0");
+      let gone = true;
+      try {
+        if (holder > 0) process.kill(holder, 0);
+        gone = holder <= 0;
+      } catch {
+        gone = true;
+      }
+      if (!gone) continue;
+      rmSync(file, { force: true });
+      try {
+        writeFileSync(file, String(process.pid), { flag: "wx" });
+      } catch {
+        continue;
+      }
+    }
+    return { tag: `o${octet}`, octet, release: () => rmSync(file, { force: true }) };
+  }
+  throw new WorldSetupError("no free subnet for a network world (10.40.0.0–10.239.0.0 all claimed)");
 }
 
 export async function makeNetWorld(opts: { controllers: number; engine: "postgres" | "sqlite" }): Promise<NetWorld> {
   requireBuild();
-  const { tag, octet } = freshTag();
+  const { tag, octet, release } = await claimSubnet();
   const root = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : "/tmp", `berth-net-${tag}-`));
   const home = join(root, "home");
   const controllerKey = generateSigningKey();
@@ -158,6 +191,7 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
     for (const n of nodes) await run("umount", ["-l", n.dataDir]).catch(() => undefined);
     await removeNet(tag);
     rmSync(root, { recursive: true, force: true });
+    release();
   };
   open.add(teardown);
 
