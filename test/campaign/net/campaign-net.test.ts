@@ -61,7 +61,7 @@ describe("the network world: nodes in their own network namespaces, faults by th
     const c = netCoverage([...pgSeeds(), ...SQLITE_SEEDS].map(netScheduleFor));
     process.stdout.write(`network world coverage: ${JSON.stringify(c)}\n`);
     if (process.env.BERTH_NET_SEEDS) return;
-    for (const k of ["netem", "nft-drop", "kill-controller", "pause-controller", "pg-restart", "pg-pause", "cut-lease", "enospc", "kill-daemon"]) expect(c.faults[k], k).toBeGreaterThan(0);
+    for (const k of ["netem", "nft-reset", "link-down", "conntrack", "kill-controller", "pause-controller", "pg-restart", "pg-pause", "cut-lease", "enospc", "kill-daemon"]) expect(c.faults[k], k).toBeGreaterThan(0);
   });
 
   for (const [engine, seeds] of [["postgres", pgSeeds()], ["sqlite", SQLITE_SEEDS]] as const) {

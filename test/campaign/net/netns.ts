@@ -58,6 +58,7 @@ export async function netPrerequisites(): Promise<string[]> {
       missing.push(tool);
     }
   }
+  if (!(await sh("sh", ["-c", "ls /usr/lib/*/faketime/libfaketime.so.1"]).catch(() => ""))) missing.push("libfaketime (Debian faketime)");
   return missing;
 }
 

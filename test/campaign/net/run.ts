@@ -47,6 +47,8 @@ interface St {
   readonly ops: Record<string, number>;
   readonly notes: string[];
   readonly drained: Set<number>;
+  /** What the CLIs and the converge answered: added to the notes when the judge finds a violation. */
+  readonly trace: string[];
 }
 
 function signal(pid: number | undefined, sig: NodeJS.Signals): void {
@@ -411,6 +413,7 @@ async function converge(st: St): Promise<void> {
       }),
     );
     for (const [k, r] of results.entries()) {
+      st.trace.push(`converge ${attempt} ${pending[k]?.[0]}: exit ${r.code} ${r.stdout.slice(0, 300).replace(/\s+/g, " ")}`);
       if (r.code !== 0) st.notes.push(`converge ${attempt} ${pending[k]?.[0]}: exit ${r.code} ${r.stdout.slice(0, 200).replace(/\s+/g, " ")} ${r.stderr.slice(0, 160).replace(/\s+/g, " ")}`);
       for (const m of r.stdout.matchAll(/berth instance status ([A-Za-z0-9-]+)/g)) {
         bump(st.ops, "converge:status");
@@ -469,7 +472,7 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
   const s = netScheduleFor(seed);
   const { w, log } = ws;
   w.writeAgents(seed, s.agents);
-  const st: St = { ws, seed, faults: {}, ops: {}, notes: [], drained: new Set() };
+  const st: St = { ws, seed, faults: {}, ops: {}, notes: [], drained: new Set(), trace: [] };
   let violations: string[] = [];
   let forgot = false;
   try {
@@ -508,7 +511,11 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
       }
       release();
       await Promise.all(strikes);
-      for (const c of clis) log(`  exit ${c.child.exitCode ?? c.child.signalCode}: ${c.output().slice(0, 200).replace(/\s+/g, " ")} ${c.errors().slice(0, 200)}`);
+      for (const c of clis) {
+        const line = `round ${r + 1} ${c.child.spawnargs.slice(2, 5).join(" ")}: exit ${c.child.exitCode ?? c.child.signalCode}: ${c.output().slice(0, 300).replace(/\s+/g, " ")} ${c.errors().slice(0, 200).replace(/\s+/g, " ")}`;
+        st.trace.push(line);
+        log(line);
+      }
     }
     await heal(st);
     if ((await openDecisions(w.databaseUrl, w.home).catch(() => 1)) > 0) {
@@ -518,6 +525,14 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
     }
     await converge(st);
     violations = await judgeWorld(st);
+    if (violations.length > 0) {
+      st.notes.push(...st.trace);
+      const names = [...new Set(violations.flatMap((v) => v.match(new RegExp(`${w.prefix}s\\d+a\\d+`, "g")) ?? []))];
+      for (const name of names) {
+        const rows = await storeRows<Record<string, unknown>>(w.databaseUrl, w.home, `SELECT id, state, node_id, created_ms FROM mesh_decisions WHERE name = '${name}'`).catch((e: unknown) => [{ error: String(e) }]);
+        st.notes.push(`decisions of ${name}: ${JSON.stringify(rows).slice(0, 1200)}`);
+      }
+    }
   } catch (e) {
     violations.push(`campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   } finally {

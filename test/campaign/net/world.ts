@@ -10,7 +10,7 @@
  * and removed by `close()`; `leftovers(tag)` (netns.ts) judges that from outside.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { generateSigningKey, saveKeyFile } from "../../../src/keys/key-file.js";
@@ -36,7 +36,18 @@ export const NET_LEASE_MS = 15_000;
 export const LEADER_TTL_MS = 3_000;
 export const LEASED_NODE = 2;
 export const SKEWED_NODE = 1;
-const FAKETIME_LIB = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1";
+/** Debian's libfaketime, wherever its multiarch directory is (null: not installed). */
+export function faketimeLib(): string | null {
+  try {
+    for (const d of readdirSync("/usr/lib")) {
+      const lib = join("/usr/lib", d, "faketime", "libfaketime.so.1");
+      if (existsSync(lib)) return lib;
+    }
+  } catch {
+    // no /usr/lib
+  }
+  return null;
+}
 
 export interface NetNodeProc {
   readonly index: number;
@@ -234,7 +245,8 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
         "--controller", controllerKey.publicKey, "--signer", signer.publicKey,
       ];
       const childEnv: NodeJS.ProcessEnv = { ...process.env };
-      if (n.clockFile) Object.assign(childEnv, { LD_PRELOAD: FAKETIME_LIB, FAKETIME_TIMESTAMP_FILE: n.clockFile, FAKETIME_CACHE_DURATION: "1", FAKETIME_DONT_FAKE_MONOTONIC: "1" });
+      const lib = faketimeLib();
+      if (n.clockFile && lib) Object.assign(childEnv, { LD_PRELOAD: lib, FAKETIME_TIMESTAMP_FILE: n.clockFile, FAKETIME_CACHE_DURATION: "1", FAKETIME_DONT_FAKE_MONOTONIC: "1" });
       // `ip netns exec` execs the daemon: the pid the campaign holds is the daemon's.
       const proc = spawn("ip", args, { env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
       n.proc = proc;
