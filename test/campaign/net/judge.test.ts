@@ -32,6 +32,7 @@ function observations(s: Sample[], o: Partial<Observations> = {}): Observations 
     controllerHashes: new Set(["d1"]),
     leased: new Map(),
     cuts: [],
+    daemonDown: [],
     intent: new Map([[A.name, "run"]]),
     recorded: new Map([[A.instance, A.name]]),
     heldOnDeadNode: new Set(),
@@ -78,6 +79,14 @@ describe("the network world's judge", () => {
     const once = judge(observations(s, { intent: new Map(), recorded: new Map(), explanations: [stopEvent] }));
     expect(once.filter((x) => x.startsWith("unexplained-death"))).toHaveLength(1);
     expect(judge(observations(s, { intent: new Map(), recorded: new Map(), explanations: [stopEvent, stopEvent] }))).toEqual([]);
+  });
+
+  it("counts a copy on a leased node that ended while its daemon was down as its watchdog's lease stop, and only there", () => {
+    const s = samples(gen(300, 10), gen(300, 10), []);
+    const o = { intent: new Map(), recorded: new Map(), leased: new Map([[0, 5_000]]) } as const;
+    expect(judge(observations(s, { ...o, daemonDown: [{ node: 0, fromMs: 500, toMs: 5_000 }] }))).toEqual([]);
+    expect(judge(observations(s, { ...o, daemonDown: [{ node: 1, fromMs: 500, toMs: 5_000 }] })).some((x) => x.startsWith("unexplained-death"))).toBe(true);
+    expect(judge(observations(s, { ...o, leased: new Map(), daemonDown: [{ node: 0, fromMs: 500, toMs: 5_000 }] })).some((x) => x.startsWith("unexplained-death"))).toBe(true);
   });
 
   it("catches a stop under a decision the controller's chain does not hold", () => {

@@ -16,6 +16,9 @@
  *   chain naming that instance (a stop/unload carrying a decision id the controller's chain holds, a lease stop, a
  *   revocation); each event explains one death. Anything else is **unexplained-death**. A stop whose decision id is
  *   not a hash in the controller's chain is **unchained-stop**.
+ *   One more explanation, counted apart: a copy on a leased node that ended while its daemon was killed or paused
+ *   was stopped by its lease watchdog (the wrapper's, core/node/containment-script.ts), which no daemon could chain;
+ *   the network world has no witness of the leased node's requests, so how early such a stop came is not judged.
  * - **lease-overrun**: a copy on a leased node live past the moment its node had been cut from every controller (no
  *   packet in) for lease_ms plus the stop grace and the sample tolerance.
  * - After heal and converge: **not-converged** (an agent meant to run is not live exactly once and recorded, or one
@@ -68,6 +71,8 @@ export interface Observations {
   readonly controllerHashes: ReadonlySet<string>;
   readonly leased: ReadonlyMap<number, number>;
   readonly cuts: readonly LeaseCut[];
+  /** Windows in which a node's daemon was killed or paused (same shape as a cut): only its watchdogs act then. */
+  readonly daemonDown: readonly LeaseCut[];
   /** After converge: what the user meant for each agent, and what the controller records (instance id → name). */
   readonly intent: ReadonlyMap<string, "run" | "stopped">;
   readonly recorded: ReadonlyMap<string, string>;
@@ -121,6 +126,10 @@ interface Generation {
 }
 
 export function judge(o: Observations): string[] {
+  return judgeWithCounts(o).violations;
+}
+
+export function judgeWithCounts(o: Observations): { violations: string[]; watchdogStops: number } {
   const violations: string[] = [];
   const flagged = new Set<string>();
   const flag = (k: string, v: string) => {
@@ -223,8 +232,15 @@ export function judge(o: Observations): string[] {
       }
     }
   }
+  let watchdogStops = 0;
   for (const [gk, g] of ended) {
     if (flagged.has(`explained ${gk}`)) continue;
+    const gone = g.goneMs ?? 0;
+    const down = g.node !== null && o.leased.has(g.node) && o.daemonDown.some((d) => d.node === g.node && d.fromMs <= gone && g.lastMs <= d.toMs);
+    if (down) {
+      watchdogStops++;
+      continue;
+    }
     flag(`death ${gk}`, `unexplained-death: ${g.name} instance ${g.instance} generation ${gk} on node ${g.node} (live ${g.firstMs}–${g.lastMs}) was gone at ${g.goneMs}: no campaign kill of its processes, no event of its node's chain ended it`);
   }
 
@@ -246,7 +262,7 @@ export function judge(o: Observations): string[] {
       if (intent === "stopped" && ids.length > 0) flag(`converge ${name}`, `not-converged: ${name} was stopped and still runs: [${ids.join(", ")}]`);
     }
   }
-  return violations;
+  return { violations, watchdogStops };
 }
 
 /** What the judge had to look at (printed with each outcome, so a run that saw nothing cannot pass unnoticed). */

@@ -5,7 +5,7 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { join } from "node:path";
-import { openDatabase } from "../../../src/store/sqlite.js";
+import { readOnly } from "../observe.js";
 import pg from "pg";
 import { readStoreRows } from "../../support/test-database.js";
 import type { Explanation, ProcObs, Sample } from "./judge.js";
@@ -99,19 +99,6 @@ export function liveByName(s: Sample, prefix: string, attributeFn: (p: readonly 
     by.set(name, (by.get(name) ?? new Set()).add(instance));
   }
   return by;
-}
-
-function readOnly<T>(path: string, read: (db: ReturnType<typeof openDatabase>) => T): T | null {
-  try {
-    const db = openDatabase(path, { readonly: true });
-    try {
-      return read(db);
-    } finally {
-      db.close();
-    }
-  } catch {
-    return null;
-  }
 }
 
 /** Events of a node's own chain that end an instance (stop, unload, a lease stop), read-only. */

@@ -13,7 +13,7 @@ import type { Spawned } from "../../support/process.js";
 import type { Outcome } from "../run.js";
 import type { CliResult } from "../world.js";
 import { WorldSetupError } from "../world.js";
-import { attribute, census, type Explanation, judge, type LeaseCut } from "./judge.js";
+import { attribute, census, type Explanation, judgeWithCounts, type LeaseCut } from "./judge.js";
 import { conntrackFlush, linkSet, netem, netemClear, nftClear, nftFault, sh } from "./netns.js";
 import { controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
 import { describeNetSchedule, type NetFault, type NetOperation, type NetSchedule, netScheduleFor } from "./schedule.js";
@@ -33,6 +33,8 @@ interface NetWorldState {
   readonly sampler: NetSampler;
   readonly kills: Explanation[];
   readonly cuts: LeaseCut[];
+  readonly daemonDown: LeaseCut[];
+  watchdogStops: number;
   /** What the user means for every agent of the world: name → intent and spec file. */
   readonly intent: Map<string, { intent: "run" | "stopped"; spec: string }>;
   readonly reported: Set<string>;
@@ -49,6 +51,7 @@ interface St {
   readonly drained: Set<number>;
   /** What the CLIs and the converge answered: added to the notes when the judge finds a violation. */
   readonly trace: string[];
+  readonly startedMs: number;
 }
 
 function signal(pid: number | undefined, sig: NodeJS.Signals): void {
@@ -183,17 +186,22 @@ async function strike(st: St, f: NetFault, clis: Spawned[], opsDone: Promise<voi
       const pid = node?.proc?.pid;
       if (!alive(node?.proc)) return bump(st.faults, `${f.fault}:unstruck`);
       bump(st.faults, f.fault);
+      const from = Date.now();
       signal(pid, "SIGSTOP");
       await sleep(f.forMs);
       signal(pid, "SIGCONT");
+      ws.daemonDown.push({ node: f.node, fromMs: from, toMs: Date.now() });
       return;
     }
-    case "kill-daemon":
+    case "kill-daemon": {
+      const from = Date.now();
       if (!(await killDaemon(w, f.node))) return bump(st.faults, `${f.fault}:unstruck`);
       bump(st.faults, f.fault);
       await sleep(f.forMs);
       await w.startNode(f.node).catch((e: unknown) => st.notes.push(`restart of node ${f.node}: ${String(e).slice(0, 200)}`));
+      ws.daemonDown.push({ node: f.node, fromMs: from, toMs: Date.now() });
       return;
+    }
     case "pause-controller":
     case "kill-controller": {
       const lead = await leaderIndex(w);
@@ -371,6 +379,7 @@ async function heal(st: St): Promise<void> {
     while (Date.now() < until && !(await pgUp(w))) await sleep(250);
     if (!(await pgUp(w))) await restartPostgres(w, st);
   }
+  for (const n of w.nodes) if (!st.ws.forgotten.has(n.index) && !alive(n.proc)) st.ws.daemonDown.push({ node: n.index, fromMs: st.startedMs, toMs: Date.now() + 5_000 });
   for (const n of w.nodes) if (!st.ws.forgotten.has(n.index) && !alive(n.proc)) await w.startNode(n.index).catch((e: unknown) => st.notes.push(`heal: node ${n.index}: ${String(e).slice(0, 200)}`));
   for (const c of w.controllers) if (!alive(c.proc?.child)) await w.startController(c.index).catch((e: unknown) => st.notes.push(`heal: controller ${c.index}: ${String(e).slice(0, 200)}`));
 }
@@ -446,7 +455,7 @@ async function judgeWorld(st: St): Promise<string[]> {
   const hashes = await controllerHashes(w.databaseUrl, w.home);
   const endings = w.nodes.flatMap((n) => nodeEndings(n.index, n.dataDir));
   ws.sampler.sample();
-  const verdict = judge({
+  const { violations: verdict, watchdogStops } = judgeWithCounts({
     prefix: w.prefix,
     samples: ws.sampler.samples,
     daemons: w.daemons,
@@ -455,10 +464,18 @@ async function judgeWorld(st: St): Promise<string[]> {
     controllerHashes: hashes,
     leased: new Map([[LEASED_NODE, NET_LEASE_MS]]),
     cuts: ws.cuts,
+    daemonDown: ws.daemonDown,
     intent: new Map([...ws.intent].map(([n, { intent }]) => [n, intent])),
     recorded,
     heldOnDeadNode: new Set(),
   });
+  if (watchdogStops > ws.watchdogStops) {
+    bump(st.faults, "lease-stop:watchdog:observed");
+    st.notes.push(`${watchdogStops - ws.watchdogStops} copy(ies) on the leased node ended while its daemon was down: its lease watchdog's stop (not chained by any daemon)`);
+    ws.watchdogStops = watchdogStops;
+  }
+  const endingsOf = (kind: string) => endings.filter((e) => e.kind === "node-event" && e.event.startsWith(kind)).length;
+  st.notes.push(`node chains so far: ${endingsOf("workload.lifecycle/lease")} lease stop(s), ${endingsOf("workload.stop")} stop(s), ${endingsOf("workload.unload")} unload(s)`);
   const c = census({ samples: ws.sampler.samples, daemons: w.daemons, prefix: w.prefix });
   st.notes.push(`judged so far in this world: ${c.samples} samples, ${c.instances} instances, ${c.pidsJudged} processes (${c.envless} without berth's environment, found by group or ancestry), ${ws.kills.length} campaign kills, ${endings.length} node chain endings`);
   // The judge sees the world's whole history: a violation is reported once, by the schedule that first saw it.
@@ -472,7 +489,7 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
   const s = netScheduleFor(seed);
   const { w, log } = ws;
   w.writeAgents(seed, s.agents);
-  const st: St = { ws, seed, faults: {}, ops: {}, notes: [], drained: new Set(), trace: [] };
+  const st: St = { ws, seed, faults: {}, ops: {}, notes: [], drained: new Set(), trace: [], startedMs: started };
   let violations: string[] = [];
   let forgot = false;
   try {
@@ -527,6 +544,7 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
     violations = await judgeWorld(st);
     if (violations.length > 0) {
       st.notes.push(...st.trace);
+      for (const n of w.nodes) if (n.stderrTail.trim() !== "") st.notes.push(`node ${n.index} stderr (end): ${n.stderrTail.slice(-2500).replace(/\s+/g, " ")}`);
       const names = [...new Set(violations.flatMap((v) => v.match(new RegExp(`${w.prefix}s\\d+a\\d+`, "g")) ?? []))];
       for (const name of names) {
         const rows = await storeRows<Record<string, unknown>>(w.databaseUrl, w.home, `SELECT id, state, node_id, created_ms FROM mesh_decisions WHERE name = '${name}'`).catch((e: unknown) => [{ error: String(e) }]);
@@ -570,7 +588,7 @@ export async function runNetWorld(seeds: readonly number[], opts: NetOptions = {
   const controllers = opts.controllers ?? 2 + ((seeds[0] ?? 0) % 2);
   const w = await makeNetWorld({ controllers, engine: opts.engine ?? "postgres" });
   const sampler = new NetSampler(w.prefix, new Map(w.nodes.map((n) => [n.nsInode, n.index])));
-  const ws: NetWorldState = { w, sampler, kills: [], cuts: [], intent: new Map(), reported: new Set(), forgotten: new Set(), log };
+  const ws: NetWorldState = { w, sampler, kills: [], cuts: [], daemonDown: [], watchdogStops: 0, intent: new Map(), reported: new Set(), forgotten: new Set(), log };
   sampler.start();
   log(`world ${w.tag} up: ${controllers} controller(s) on ${w.engine}`);
   const outcomes: Outcome[] = [];

@@ -64,6 +64,8 @@ export interface NetNodeProc {
   /** The faketime offset file (node 1), or null. */
   readonly clockFile: string | null;
   readonly leaseMs: number | null;
+  /** The end of what its daemons wrote on stderr (warnings and errors), every generation: for a violation's notes. */
+  stderrTail: string;
 }
 
 export interface Ctl {
@@ -254,6 +256,7 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       let err = "";
       proc.stderr?.on("data", (c: Buffer) => {
         err = (err + c.toString()).slice(-4000);
+        n.stderrTail = (n.stderrTail + c.toString()).slice(-6000);
       });
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`node ${i} did not listen within 60 s: ${err}`)), 60_000);
@@ -321,7 +324,7 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       if (clockFile) writeFileSync(clockFile, "+0\n");
       const nn = net.nodes[i];
       if (!nn) throw new Error("net has fewer nodes than asked");
-      nodes.push({ index: i, dataDir, nodeId: id.node_id, publicKey: id.public_key, ns: nn.ns, ip: nn.ip, nsInode: await nsInode(nn.ns), address: `${nn.ip}:${NODE_PORT}`, proc: null, clockFile, leaseMs });
+      nodes.push({ index: i, dataDir, nodeId: id.node_id, publicKey: id.public_key, ns: nn.ns, ip: nn.ip, nsInode: await nsInode(nn.ns), address: `${nn.ip}:${NODE_PORT}`, proc: null, clockFile, leaseMs, stderrTail: "" });
     }
     await Promise.all(nodes.map((n) => world.startNode(n.index)));
     const n0 = nodes[0] as NetNodeProc;
