@@ -17,7 +17,7 @@ import { attribute, census, type Explanation, judgeWithCounts, type LeaseCut } f
 import { conntrackFlush, linkSet, netem, netemClear, nftClear, nftFault, sh } from "./netns.js";
 import { controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
 import { describeNetSchedule, type NetFault, type NetOperation, type NetSchedule, netScheduleFor } from "./schedule.js";
-import { LEASED_NODE, makeNetWorld, NET_LEASE_MS, type NetWorld, NODE_PORT, startOf } from "./world.js";
+import { LEASED_NODE, makeNetWorld, NET_LEASE_MS, type NetWorld, NODE_PORT, netWorldsClosing, startOf } from "./world.js";
 
 const ROUND_DEADLINE_MS = 60_000;
 const CONVERGE_WAIT_MS = 30_000;
@@ -617,11 +617,12 @@ export async function runNetSeeds(seeds: readonly number[], parallel: number, ea
   const outcomes: Outcome[] = [];
   const failures = new Map<number, number>();
   const worker = async () => {
-    for (let chunk = queue.shift(); chunk; chunk = queue.shift()) {
+    for (let chunk = queue.shift(); chunk && !netWorldsClosing(); chunk = queue.shift()) {
       let result: { outcomes: Outcome[]; rest: number[] };
       try {
         result = await runNetWorld(chunk, opts);
       } catch (e) {
+        if (netWorldsClosing()) return;
         const first = chunk[0] as number;
         if (e instanceof WorldSetupError && (failures.get(first) ?? 0) < 3) {
           failures.set(first, (failures.get(first) ?? 0) + 1);

@@ -21,7 +21,7 @@ import { startPostgres, type TestPostgres } from "../../support/postgres.js";
 import { runNode, type Spawned, spawnNode } from "../../support/process.js";
 import { TcpProxy } from "../../support/tcp-proxy.js";
 import { type CliResult, WorldSetupError } from "../world.js";
-import { makeNet, mountTmpfs, type Net, nsInode, removeNet } from "./netns.js";
+import { leftovers, makeNet, mountTmpfs, type Net, nsInode, removeNet } from "./netns.js";
 
 const run = promisify(execFile);
 
@@ -112,8 +112,32 @@ export function startOf(pid: number): number {
 
 let worlds = 0;
 const open = new Set<() => Promise<void>>();
+/** Set on a signal: no new world is made, and one being made is torn down as soon as it exists. */
+let closing = false;
+export const netWorldsClosing = () => closing;
 export async function closeOpenNetWorlds(): Promise<void> {
-  for (const t of [...open]) await t().catch(() => undefined);
+  closing = true;
+  while (open.size > 0) for (const t of [...open]) await t().catch(() => undefined);
+}
+
+/**
+ * What a world of a dead process left (its claim taken over): every process in its namespaces, the namespaces, links,
+ * mounts and directories of its tag. Its PostgreSQL, if any, is not found this way (its data directory holds no tag).
+ */
+async function purgeTag(tag: string): Promise<void> {
+  for (const ns of (await leftovers(tag)).namespaces) {
+    const pids = await run("ip", ["netns", "pids", ns]).then((r) => r.stdout.split("\n").filter(Boolean).map(Number)).catch(() => [] as number[]);
+    for (const pid of pids) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        // gone
+      }
+    }
+  }
+  await removeNet(tag);
+  const shm = existsSync("/dev/shm") ? "/dev/shm" : "/tmp";
+  for (const d of readdirSync(shm)) if (d.startsWith(`berth-net-${tag}-`)) rmSync(join(shm, d), { recursive: true, force: true });
 }
 
 const CLAIMS = "/run/berth-net";
@@ -144,6 +168,7 @@ async function claimSubnet(): Promise<{ tag: string; octet: number; release: () 
         gone = true;
       }
       if (!gone) continue;
+      await purgeTag(`o${octet}`);
       rmSync(file, { force: true });
       try {
         writeFileSync(file, String(process.pid), { flag: "wx" });
@@ -158,6 +183,7 @@ async function claimSubnet(): Promise<{ tag: string; octet: number; release: () 
 
 export async function makeNetWorld(opts: { controllers: number; engine: "postgres" | "sqlite" }): Promise<NetWorld> {
   requireBuild();
+  if (closing) throw new WorldSetupError("the campaign is closing: no new world");
   const { tag, octet, release } = await claimSubnet();
   const root = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : "/tmp", `berth-net-${tag}-`));
   const home = join(root, "home");
@@ -184,8 +210,12 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
     p.kill("SIGKILL");
     await gone;
   };
-  const teardown = async () => {
-    open.delete(teardown);
+  let tornDown: Promise<void> | null = null;
+  const teardown = () => {
+    tornDown ??= tearDownOnce();
+    return tornDown;
+  };
+  const tearDownOnce = async () => {
     for (const c of controllers) await stopProc(c.proc?.child);
     await proxy?.close();
     for (const n of nodes) await stopProc(n.proc);
@@ -205,6 +235,7 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
     await removeNet(tag);
     rmSync(root, { recursive: true, force: true });
     release();
+    open.delete(teardown);
   };
   open.add(teardown);
 
@@ -355,6 +386,10 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
   } catch (e) {
     await teardown();
     throw e instanceof WorldSetupError ? e : new WorldSetupError(e instanceof Error ? e.message : String(e));
+  }
+  if (closing) {
+    await teardown();
+    throw new WorldSetupError("the campaign is closing: no new world");
   }
   return world;
 }
