@@ -33,6 +33,7 @@ function observations(s: Sample[], o: Partial<Observations> = {}): Observations 
     leased: new Map(),
     cuts: [],
     daemonDown: [],
+    crashes: [],
     intent: new Map([[A.name, "run"]]),
     recorded: new Map([[A.instance, A.name]]),
     heldOnDeadNode: new Set(),
@@ -87,6 +88,11 @@ describe("the network world's judge", () => {
     expect(judge(observations(s, { ...o, daemonDown: [{ node: 0, fromMs: 500, toMs: 5_000 }] }))).toEqual([]);
     expect(judge(observations(s, { ...o, daemonDown: [{ node: 1, fromMs: 500, toMs: 5_000 }] })).some((x) => x.startsWith("unexplained-death"))).toBe(true);
     expect(judge(observations(s, { ...o, leased: new Map(), daemonDown: [{ node: 0, fromMs: 500, toMs: 5_000 }] })).some((x) => x.startsWith("unexplained-death"))).toBe(true);
+  });
+
+  it("catches a berth daemon that exited when the campaign had not killed it", () => {
+    const v = judge(observations(samples(gen(300, 10)), { crashes: [{ what: "node 2's daemon", pid: 200, how: "exit code 1: SqliteError: database or disk is full" }] }));
+    expect(v).toEqual(["crash: node 2's daemon (pid 200) exited on its own: exit code 1: SqliteError: database or disk is full"]);
   });
 
   it("catches a stop under a decision the controller's chain does not hold", () => {

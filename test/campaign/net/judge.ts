@@ -21,6 +21,7 @@
  *   the network world has no witness of the leased node's requests, so how early such a stop came is not judged.
  * - **lease-overrun**: a copy on a leased node live past the moment its node had been cut from every controller (no
  *   packet in) for lease_ms plus the stop grace and the sample tolerance.
+ * - **crash**: a node daemon or a `berth serve` that exited when the campaign had not killed it.
  * - After heal and converge: **not-converged** (an agent meant to run is not live exactly once and recorded, or one
  *   meant stopped still runs) and **unrecorded-live** (a live instance the controller does not record).
  */
@@ -73,6 +74,8 @@ export interface Observations {
   readonly cuts: readonly LeaseCut[];
   /** Windows in which a node's daemon was killed or paused (same shape as a cut): only its watchdogs act then. */
   readonly daemonDown: readonly LeaseCut[];
+  /** Every exit of a berth daemon (node daemon or `berth serve`) the campaign did not cause: a crash. */
+  readonly crashes: ReadonlyArray<{ readonly what: string; readonly pid: number; readonly how: string }>;
   /** After converge: what the user meant for each agent, and what the controller records (instance id → name). */
   readonly intent: ReadonlyMap<string, "run" | "stopped">;
   readonly recorded: ReadonlyMap<string, string>;
@@ -243,6 +246,8 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
     }
     flag(`death ${gk}`, `unexplained-death: ${g.name} instance ${g.instance} generation ${gk} on node ${g.node} (live ${g.firstMs}–${g.lastMs}) was gone at ${g.goneMs}: no campaign kill of its processes, no event of its node's chain ended it`);
   }
+
+  for (const c of o.crashes) flag(`crash ${c.what} ${c.pid}`, `crash: ${c.what} (pid ${c.pid}) exited on its own: ${c.how}`);
 
   // The end state.
   const last = o.samples.at(-1);

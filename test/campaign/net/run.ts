@@ -90,6 +90,7 @@ async function killDaemon(w: NetWorld, i: number): Promise<boolean> {
   const p = w.nodes[i]?.proc;
   if (!alive(p) || !p) return false;
   const gone = new Promise((r) => p.once("exit", r));
+  if (p.pid !== undefined) w.expectedExits.add(p.pid);
   p.kill("SIGCONT");
   p.kill("SIGKILL");
   await gone;
@@ -214,6 +215,7 @@ async function strike(st: St, f: NetFault, clis: Spawned[], opsDone: Promise<voi
         await sleep(f.forMs);
         signal(c.proc?.child.pid, "SIGCONT");
       } else {
+        if (c.proc?.child.pid !== undefined) w.expectedExits.add(c.proc.child.pid);
         c.proc?.child.kill("SIGKILL");
         await c.proc?.exited();
         await sleep(f.forMs);
@@ -465,6 +467,7 @@ async function judgeWorld(st: St): Promise<string[]> {
     leased: new Map([[LEASED_NODE, NET_LEASE_MS]]),
     cuts: ws.cuts,
     daemonDown: ws.daemonDown,
+    crashes: w.crashes,
     intent: new Map([...ws.intent].map(([n, { intent }]) => [n, intent])),
     recorded,
     heldOnDeadNode: new Set(),

@@ -87,6 +87,10 @@ export interface NetWorld {
   readonly proxy: TcpProxy;
   readonly prefix: string;
   readonly pkgDir: string;
+  /** Exits of daemons and servers the campaign did not ask for (kill-daemon, kill-controller, power loss mark theirs). */
+  readonly crashes: Array<{ what: string; pid: number; how: string }>;
+  /** Pids the campaign is about to kill or has killed: their exit is not a crash. */
+  readonly expectedExits: Set<number>;
   /** Every daemon process started, every generation (node, pid, start): the judge's "not an agent". */
   readonly daemons: Array<{ node: number; pid: number; start: number }>;
   agentName(seed: number, i: number): string;
@@ -197,6 +201,9 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
   let pg: TestPostgres | null = null;
   let databaseUrl: string | null = null;
   const daemons: NetWorld["daemons"] = [];
+  const crashes: NetWorld["crashes"] = [];
+  const expectedExits = new Set<number>();
+  let closed = false;
   const nodes: NetNodeProc[] = [];
   const controllers: Ctl[] = [];
   let proxy: TcpProxy | null = null;
@@ -216,6 +223,7 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
     return tornDown;
   };
   const tearDownOnce = async () => {
+    closed = true;
     for (const c of controllers) await stopProc(c.proc?.child);
     await proxy?.close();
     for (const n of nodes) await stopProc(n.proc);
@@ -261,6 +269,8 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
     prefix: `nw${tag}`,
     pkgDir,
     daemons,
+    crashes,
+    expectedExits,
     agentName: (seed, i) => `nw${tag}s${seed}a${i}`,
     specFile: (seed, i) => join(home, `agent-${seed}-${i}.json`),
     writeAgents(seed, count) {
@@ -304,6 +314,9 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
         });
       });
       proc.stdout?.resume();
+      proc.once("exit", (code, sig) => {
+        if (!closed && !expectedExits.has(proc.pid as number)) crashes.push({ what: `node ${i}'s daemon`, pid: proc.pid as number, how: `${code ?? sig}: ${err.slice(-600).replace(/\s+/g, " ")}` });
+      });
       daemons.push({ node: i, pid: proc.pid as number, start: startOf(proc.pid as number) });
     },
     async startController(i) {
@@ -311,6 +324,9 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       if (!c || (c.proc && c.proc.child.exitCode === null && c.proc.child.signalCode === null)) return;
       const proc = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", c.home, "--json", "--log-level", "warn"], { env: env(c.home) });
       c.proc = proc;
+      void proc.exited().then(({ code, signal: sig }) => {
+        if (!closed && !expectedExits.has(proc.child.pid as number)) crashes.push({ what: `berth serve ${i}`, pid: proc.child.pid as number, how: `${code ?? sig}: ${proc.errors().slice(-600).replace(/\s+/g, " ")}` });
+      });
       await proc.waitForOutput(/\n/, 60_000);
     },
     pgPids() {
