@@ -358,6 +358,7 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       databaseUrl = await pg.database();
     }
     for (let i = 0; i < 3; i++) {
+      if (closed) throw new WorldSetupError("the campaign is closing: no new world");
       const dataDir = join(root, `node-${i}`);
       mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       await mountTmpfs(dataDir, 48);
@@ -386,6 +387,8 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       }
     }
     for (let i = 0; i < opts.controllers; i++) {
+      // A signal tore the world down meanwhile: make nothing more of it (a home made now would outlive the teardown).
+      if (closed) throw new WorldSetupError("the campaign is closing: no new world");
       // On PostgreSQL each controller has its own home (as on its own machine); on SQLite they share one.
       const h = opts.engine === "sqlite" || i === 0 ? home : join(root, `home-${i}`);
       if (h !== home) {
