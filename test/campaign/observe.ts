@@ -86,7 +86,8 @@ export function instancesByName(live: readonly LiveProcess[]): Map<string, Set<s
   return by;
 }
 
-function readOnly<T>(path: string, read: (db: ReturnType<typeof openDatabase>) => T): T | null {
+/** Reads a SQLite store opened read-only; null when it cannot be read (not there yet, or mid-write). */
+export function readOnly<T>(path: string, read: (db: ReturnType<typeof openDatabase>) => T): T | null {
   try {
     const db = openDatabase(path, { readonly: true });
     try {
