@@ -1,9 +1,9 @@
-/** Where berth keeps its state by default: $BERTH_HOME, else ~/.berth. Every verb takes flags to override. */
-import { homedir } from "node:os";
+/** Where berth keeps its state by default (src/kit/home.ts: $BERTH_HOME, else ~/.berth). Every verb takes flags to override. */
 import { join } from "node:path";
+import { defaultBerthHome } from "../kit/home.js";
 
 export function berthHome(): string {
-  return process.env.BERTH_HOME ?? join(homedir(), ".berth");
+  return defaultBerthHome();
 }
 
 export const defaultPaths = {

@@ -5,6 +5,7 @@
  */
 import { randomBytes, randomInt } from "node:crypto";
 import { homedir, tmpdir } from "node:os";
+import { defaultBerthHome } from "../kit/home.js";
 import { join } from "node:path";
 import { providerPath } from "../core/kubernetes/path-env.js";
 import { type K8sAudit, openExistingK8sChain, openFirstK8sChain } from "./audit.js";
@@ -36,9 +37,9 @@ export function readStdin(stream: NodeJS.ReadableStream = process.stdin): Promis
   });
 }
 
-/** Where the standalone backend keeps its own chain: $BERTH_HOME (default ~/.berth)/k8s.db, role `k8s`. */
+/** Where the standalone backend keeps its own chain: the berth home (src/kit/home.ts)/k8s.db, role `k8s`. */
 export function providerHome(env: NodeJS.ProcessEnv): string {
-  return env.BERTH_HOME ?? join(env.HOME ?? homedir(), ".berth");
+  return defaultBerthHome({ env, userHome: env.HOME ?? homedir(), uid: process.getuid?.() ?? -1 });
 }
 
 /**

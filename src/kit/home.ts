@@ -1,0 +1,43 @@
+/**
+ * Where berth keeps its state when nobody says: `$BERTH_HOME`, else `~/.berth` — except for root whose `~` other users
+ * cannot pass through (Debian's /root is 0700). A root `berth up` runs its agents as `nobody` (issue 33 item 11), and
+ * an agent must pass through every directory above its workspace, so such a home could only be refused. root's state
+ * then lives in `/var/lib/berth`, where system services keep theirs; an existing `/root/.berth` is still used.
+ * Every verb reads the home through this one rule, so `berth up` and a read verb in a second terminal agree.
+ */
+import { existsSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join } from "node:path";
+
+export const ROOT_BERTH_HOME = "/var/lib/berth";
+
+export interface HomeFacts {
+  readonly env: NodeJS.ProcessEnv;
+  /** The user's home directory (`$HOME`, else the password database's). */
+  readonly userHome: string;
+  readonly uid: number;
+}
+
+export function defaultBerthHome(facts: HomeFacts = currentHomeFacts()): string {
+  const explicit = facts.env.BERTH_HOME;
+  if (explicit !== undefined && explicit !== "") return explicit;
+  const personal = join(facts.userHome, ".berth");
+  if (facts.uid !== 0 || existsSync(personal) || othersCanPassThrough(facts.userHome)) return personal;
+  return ROOT_BERTH_HOME;
+}
+
+export function currentHomeFacts(): HomeFacts {
+  return { env: process.env, userHome: process.env.HOME ?? homedir(), uid: process.getuid?.() ?? -1 };
+}
+
+/** Whether a user other than the owner may pass through `dir` and every directory above it (the x bit for others). */
+function othersCanPassThrough(dir: string): boolean {
+  for (let d = dir; ; d = dirname(d)) {
+    try {
+      if ((statSync(d).mode & 0o001) === 0) return false;
+    } catch {
+      return false;
+    }
+    if (d === dirname(d)) return true;
+  }
+}
