@@ -89,7 +89,7 @@ function AgentDetails({ agent }: { agent: AgentState }) {
       {agent.error ? <p class="error">{agent.error}</p> : null}
       <fieldset class="verbs">
         <legend>Agent verbs</legend>
-        <VerbButton verb="stop" label="Stop agent" perform={({ api }) => api.agentVerb(agent.name, "stop")} />
+        <VerbButton verb="stop" label="Stop agent" confirm={`Stop ${agent.name}? Its instance ends until the next deploy.`} perform={({ api }) => api.agentVerb(agent.name, "stop")} />
         <VerbButton verb="replace" label="Replace agent" perform={({ api }) => api.agentVerb(agent.name, "replace")} />
       </fieldset>
       <FollowedLogs buttonLabel="Show agent logs" load={(api) => api.agentLogs(agent.name)} />
