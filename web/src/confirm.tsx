@@ -16,7 +16,7 @@ export function ConfirmButton({ label, question, disabled, onConfirm }: { label:
     );
   }
   return (
-    <span class="confirm" role="group" aria-label={`confirm ${label}`}>
+    <fieldset class="confirm" aria-label={`confirm ${label}`}>
       {question}{" "}
       <button
         type="button"
@@ -31,6 +31,6 @@ export function ConfirmButton({ label, question, disabled, onConfirm }: { label:
       <button type="button" onClick={() => setAsking(false)}>
         Cancel
       </button>
-    </span>
+    </fieldset>
   );
 }
