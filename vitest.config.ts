@@ -11,5 +11,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: "forks",
     reporters: ["default"],
+    // The first tier runs berth on this machine's Node, older than berth supports on some (src/cli/entry/runtime.cts).
+    env: { BERTH_UNSUPPORTED_NODE: "allow" },
   },
 });

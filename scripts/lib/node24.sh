@@ -12,11 +12,11 @@
 # so it is rebuilt once per (better-sqlite3, Node) version pair in that cache, from a copy: the shared node_modules is
 # never touched. Every `import "better-sqlite3"` in the copy (from src/, dist/ or a test) loads the Node 24 build.
 
-node24_tree() {
-  local repo=$PWD
+# Node 24 and its headers, fetched once into the cache; sets node24 and node_dir. Also scripts/up's, where the machine's
+# Node is older than berth supports (issue 36).
+node24_node() {
   local cache=${BERTH_NODE24_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth/node24}
   mkdir -p "$cache"
-  # 1. Node 24 and its headers.
   node_dir=$(find "$cache" -maxdepth 1 -type d -name 'node-24.*' 2>/dev/null | sort -V | tail -1)
   if [ -z "$node_dir" ] || [ ! -x "$node_dir/bin/node" ] || [ ! -f "$node_dir/include/node/node.h" ]; then
     fetch=$(mktemp -d)
@@ -34,6 +34,13 @@ node24_tree() {
   node24="$node_dir/bin/node"
   "$node24" -e 'if (Number(process.versions.node.split(".")[0]) !== 24) process.exit(1)' || unavailable "$node24 is not Node 24"
   echo "node 24: $("$node24" --version) from $node_dir"
+}
+
+node24_tree() {
+  local repo=$PWD
+  local cache=${BERTH_NODE24_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/berth/node24}
+  # 1. Node 24 and its headers.
+  node24_node
 
   # 2. better-sqlite3 built for it, once, from a copy of the checkout's package (node-gyp with Node 24's headers).
   sqlite_version=$(node -p 'require("./node_modules/better-sqlite3/package.json").version')

@@ -3,6 +3,7 @@
  * terminal) stops everything it started, agents first (src/up/stop-local-mesh.ts); with --detach, `berth down` does.
  */
 import { existsSync } from "node:fs";
+import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
@@ -48,6 +49,9 @@ export function registerUpCommands(program: Command): void {
     .option("--json", "progress on stderr, then one JSON document on stdout once ready (nodes, agents, kubernetes, api, dashboard)")
     .action(async (opts: { dataDir: string; database?: string; detach?: boolean; allowRootAgents?: boolean; kubeContext?: string; kubernetes: boolean; localCluster?: boolean; port: string; json?: boolean }) => {
       const port = Number(opts.port);
+      // scripts/up's word on where it put `berth` (issue 36), for the banner; not passed on to what berth up starts.
+      const shimNote = process.env.BERTH_SHIM_NOTE;
+      delete process.env.BERTH_SHIM_NOTE;
       if (!Number.isInteger(port) || port < 0 || port > 65_535) throw new CliError(`--port ${JSON.stringify(opts.port)} must be a port number 0…65535`, 2);
       // Issue 20: the store every verb berth up runs (and its API server) uses; they inherit it from the environment.
       const database = (await import("./database.js")).databaseOf(opts.database);
@@ -126,7 +130,10 @@ export function registerUpCommands(program: Command): void {
       }
       log("");
       log(`berth is up: ${started.nodes.length} nodes, ${started.agents.length} agents. Try, in another terminal:`);
-      log(`  export BERTH_HOME=${opts.dataDir}`);
+      // Issue 36: how the second terminal reaches berth (scripts/up's shim says where it put it), and its home when
+      // it is not the one every verb finds by itself.
+      if (shimNote) log(`  # ${shimNote}`);
+      if (resolve(opts.dataDir) !== resolve(homedir(), ".berth")) log(`  export BERTH_HOME=${opts.dataDir}`);
       log("  berth agents                      # every agent and where it runs");
       log("  berth agent logs heartbeat        # its output, captured by the node");
       log("  berth nodes list --refresh        # nodes, tiers, liveness");

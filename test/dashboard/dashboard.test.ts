@@ -69,7 +69,19 @@ describe("the dashboard in chromium against berth up", () => {
     await shot(page, "4-instance-explain");
 
     // Stop it; the list learns the new state from the audit event, without a reload.
-    await details.getByRole("button", { name: "Stop" }).click();
+    // Issue 36: a destructive verb asks first; Cancel leaves the instance running, only the confirm stops it.
+    await details.getByRole("button", { name: "Stop", exact: true }).click();
+    const question = details.getByRole("group", { name: "confirm Stop" });
+    await expect(question.textContent()).resolves.toContain("Stop this instance?");
+    await question.getByRole("button", { name: "Cancel" }).click();
+    await expect(details.getByRole("group", { name: "confirm Stop" }).count()).resolves.toBe(0);
+    await expect(details.getByText("stop: ok").count()).resolves.toBe(0);
+    await expect(instances.getByRole("row").filter({ hasText: instanceId }).textContent()).resolves.toMatch(/running/);
+    await details.getByRole("button", { name: "Unload", exact: true }).click();
+    await expect(details.getByRole("group", { name: "confirm Unload" }).textContent()).resolves.toContain("Unload this instance?");
+    await details.getByRole("group", { name: "confirm Unload" }).getByRole("button", { name: "Cancel" }).click();
+    await details.getByRole("button", { name: "Stop", exact: true }).click();
+    await details.getByRole("button", { name: "Confirm: Stop" }).click();
     await details.getByText("stop: ok").waitFor(WAIT);
     await expect.poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), WAIT).not.toMatch(/running/);
     await shot(page, "5-stopped");

@@ -121,6 +121,8 @@ describe("the dashboard's overview, links, live logs and deploy form against ber
     await expect.poll(() => deployed.textContent(), WAIT).toContain("State running");
     // berth up stops the agents it deployed itself, not this one (issue 13 asks it to stop or list them): stop it here.
     await deployed.getByRole("button", { name: "Stop agent" }).click();
+    await expect(deployed.getByRole("group", { name: "confirm Stop agent" }).textContent()).resolves.toContain("Stop dash-deploy?");
+    await deployed.getByRole("button", { name: "Confirm: Stop agent" }).click();
     await expect.poll(() => deployed.textContent(), { timeout: 60_000 }).toMatch(/stop: ok/);
 
     // Every POST the page sent (the deploys) was JSON, as the server's hardened body parser requires.

@@ -3,6 +3,7 @@
  * instance or agent answered with.
  */
 import { useAction } from "./action";
+import { ConfirmButton } from "./confirm";
 import type { Live } from "./live";
 import { ErrorNotice } from "./notice";
 
@@ -18,13 +19,18 @@ export function outcomeText(result: unknown): string {
   return "done";
 }
 
-export function VerbButton({ label, verb, perform }: { label: string; verb: string; perform: (live: Live) => Promise<unknown> }) {
+/** `confirm`: the question a destructive verb asks before it runs (confirm.tsx); without it the button runs at once. */
+export function VerbButton({ label, verb, perform, confirm }: { label: string; verb: string; perform: (live: Live) => Promise<unknown>; confirm?: string }) {
   const action = useAction(perform);
   return (
     <span class="verb">
-      <button type="button" disabled={action.busy} onClick={action.run}>
-        {label}
-      </button>
+      {confirm ? (
+        <ConfirmButton label={label} question={confirm} disabled={action.busy} onConfirm={() => void action.run()} />
+      ) : (
+        <button type="button" disabled={action.busy} onClick={action.run}>
+          {label}
+        </button>
+      )}
       {action.result !== null ? <output>{`${verb}: ${outcomeText(action.result)}`}</output> : null}
       <ErrorNotice error={action.error} action={label} />
     </span>

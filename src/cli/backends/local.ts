@@ -2,6 +2,8 @@
  * The controller verbs on this machine's files: each call opens the controller in the home (controller.ts), does one
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
+import { existsSync, readdirSync } from "node:fs";
+import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
@@ -14,6 +16,7 @@ import { berthVersion } from "../../version.js";
 import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./types.js";
 import { connect } from "../cluster-connect.js";
 import { ensureControllerKey, operatorIdentity, withController } from "../controller.js";
+import { databaseOf } from "../database.js";
 import { openCliK8sAudit } from "../k8s-audit.js";
 import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "../errors.js";
 import { berthHome, defaultPaths } from "../paths.js";
@@ -56,6 +59,20 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     watch: { waiting: (what, fn) => withSpinner(what, flags.json, fn), conditions: () => startProgress({ json: flags.json }) },
     now: Date.now,
   };
+  // Issue 36: a read never makes a home. A shell without the exported BERTH_HOME used to get a new, empty one (with a
+  // fresh controller key) and the answer "no agents"; now it is told where berth looked and how to start one. On
+  // PostgreSQL (--database, $BERTH_DATABASE_URL) the store is not in the home, so there is nothing to look for.
+  const read = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (databaseOf(flags.database) || (existsSync(dataDir) && readdirSync(dataDir).length > 0)) return fn();
+    // --data-dir defaults to berthHome(), so a home named by neither flag nor variable is the default one.
+    const how = process.env.BERTH_HOME && dataDir === resolve(process.env.BERTH_HOME) ? "$BERTH_HOME" : dataDir === resolve(homedir(), ".berth") ? "the default home; $BERTH_HOME is not set" : "--data-dir";
+    return Promise.reject(
+      new CliError(`no berth home at ${dataDir} (${how}): nothing to read, and nothing was made. Start one with \`berth up\`, or name the one you started with --data-dir DIR or BERTH_HOME=DIR`, 1, {
+        kind: "refused",
+        details: { home: dataDir },
+      }),
+    );
+  };
   const loaded = (spec: SpecInput) => {
     const l = specFromText(spec.text, spec.path);
     if (!l.ok) throw invalidInput(l.error);
@@ -64,7 +81,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
   const deployDoc = (r: ReturnType<typeof deployEventPayload>) => r as unknown as DeployDocument;
   return {
     where: "local",
-    targets: (refresh) => withController(controllerFlags, async (c) => targetsWithFacts(c, refresh ? await withSpinner("describing every node", flags.json, () => c.refreshTargets()) : await c.targets())),
+    targets: (refresh) => read(() => withController(controllerFlags, async (c) => targetsWithFacts(c, refresh ? await withSpinner("describing every node", flags.json, () => c.refreshTargets()) : await c.targets()))),
     addTarget: (addr, tier, key) =>
       withController(controllerFlags, async (c) => {
         const r = await c.addTarget(addr, tier, key);
@@ -81,21 +98,23 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
         }
       }),
     instances: () =>
-      withController(controllerFlags, async (c, key, connector) => {
-        // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
-        await c.refreshTargets();
-        return { placements: await instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend })), moved: await c.moves.moved() };
-      }),
+      read(() =>
+        withController(controllerFlags, async (c, key, connector) => {
+          // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
+          await c.refreshTargets();
+          return { placements: await instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend })), moved: await c.moves.moved() };
+        }),
+      ),
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>
       withController(controllerFlags, async (c) => {
         const report = settle ? await withSpinner("asking the nodes of unsettled decisions", flags.json, () => c.settleReport()) : null;
         return { settled: report, unsettled: await c.unsettled() };
       }),
-    agents: () => agentStates(env),
+    agents: () => read(() => agentStates(env)),
     deploy: async (spec) => deployDoc(deployEventPayload(answered(await deployAgent(env, loaded(spec))).result)),
-    agentStatus: async (name) => answered(await agentState(env, name)),
-    agentLogs: async (name, tailBytes, onChunk) => answered(await agentLogs(env, name, { tailBytes, ...(onChunk ? { onChunk } : {}) })),
+    agentStatus: (name) => read(async () => answered(await agentState(env, name))),
+    agentLogs: (name, tailBytes, onChunk) => read(async () => answered(await agentLogs(env, name, { tailBytes, ...(onChunk ? { onChunk } : {}) }))),
     agentStop: async (name, wait) => {
       const r = answered(await stopAgent(env, name, { wait }));
       // The server's words (src/server/routes/agents.ts), so both answers read the same.

@@ -8,6 +8,14 @@
  */
 import { freshCliBundle, runFromCliBundle } from "./cli-bundle.cjs";
 import { freshDaemonBundle, serveFromBundle } from "./daemon-bundle.cjs";
+import { runtimeRefusal } from "./runtime.cjs";
+
+// Issue 36: one clear line on a Node berth does not support, before anything else loads.
+const refusal = runtimeRefusal(process.versions.node, process.env);
+if (refusal) {
+  process.stderr.write(`${refusal}\n`);
+  process.exit(2);
+}
 
 const argv = process.argv.slice(2);
 const nodeServe = argv[0] === "node" && argv[1] === "serve";

@@ -91,7 +91,7 @@ function AgentDetails({ agent }: { agent: AgentState }) {
       {agent.error ? <p class="error">{agent.error}</p> : null}
       <fieldset class="verbs">
         <legend>Agent verbs</legend>
-        <VerbButton verb="stop" label="Stop agent" perform={({ api }) => api.agentVerb(agent.name, "stop")} />
+        <VerbButton verb="stop" label="Stop agent" confirm={`Stop ${agent.name}? Its instance ends until the next deploy or start.`} perform={({ api }) => api.agentVerb(agent.name, "stop")} />
         <VerbButton verb="start" label="Start agent" perform={({ api }) => api.agentVerb(agent.name, "start")} />
         <VerbButton verb="replace" label="Replace agent" perform={({ api }) => api.agentVerb(agent.name, "replace")} />
         <DeleteAgent name={agent.name} />

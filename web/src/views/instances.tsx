@@ -37,10 +37,11 @@ export async function loadInstances({ api, nodes }: Live) {
 
 const searchText = (i: InstanceInfo, names: NodeNames) => [i.name, i.instance_id, i.node_id, names.get(i.node_id) ?? "", i.state, i.pending ?? ""].join(" ");
 
+/** Each verb, its label, and the question it asks first when it takes something down (confirm.tsx, issue 36). */
 const INSTANCE_VERBS = [
-  ["start", "Start"],
-  ["stop", "Stop"],
-  ["unload", "Unload"],
+  ["start", "Start", null],
+  ["stop", "Stop", "Stop this instance? Its process ends."],
+  ["unload", "Unload", "Unload this instance? Its process ends and the node forgets it."],
 ] as const;
 
 function InstanceDetails({ instance, names }: { instance: InstanceInfo; names: NodeNames }) {
@@ -63,8 +64,8 @@ function InstanceDetails({ instance, names }: { instance: InstanceInfo; names: N
       </p>
       <fieldset class="verbs">
         <legend>Instance verbs</legend>
-        {INSTANCE_VERBS.map(([verb, label]) => (
-          <VerbButton key={verb} verb={verb} label={label} perform={({ api }) => api.instanceVerb(instance.instance_id, verb)} />
+        {INSTANCE_VERBS.map(([verb, label, question]) => (
+          <VerbButton key={verb} verb={verb} label={label} {...(question ? { confirm: question } : {})} perform={({ api }) => api.instanceVerb(instance.instance_id, verb)} />
         ))}
       </fieldset>
       <FollowedLogs buttonLabel="Show logs" load={(api) => api.instanceLogs(instance.instance_id)} />
