@@ -1,4 +1,8 @@
-/** `berth audit verify|tail|export|import|checkpoint|reseal`: reading and proving the signed audit chain. */
+/**
+ * `berth audit verify|tail|export|import|checkpoint|reseal`: reading and proving the signed audit chain.
+ * (About 450 lines, one concept: the one verb group of the audit chain; each subcommand's options and output are
+ * registered together so `berth audit --help` and the file read the same.)
+ */
 import { existsSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, Option } from "commander";

@@ -5,6 +5,7 @@
  * the response `Date` header of a LIST, the raw `Status` body of every error (1.x hands it over as a string),
  * exact control over query strings (no `resourceVersion` on quorum reads; preconditions only on deletes), watch
  * `timeoutSeconds` with reconnects on the same socket pool, and a count of every request for the benchmarks.
+ * (About 415 lines, one concept: the `Cluster` port against a real apiserver, one method per request berth makes.)
  */
 import http from "node:http";
 import https from "node:https";
