@@ -14,6 +14,7 @@ import type { VerifyResult } from "../core/chain/verify.js";
 import type { Db } from "../store/sqlite.js";
 import type * as AuditDeps from "./audit-deps.js";
 import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { againstCheckpoint, registerMerkleCommands } from "./audit-merkle.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -159,6 +160,11 @@ function readCheckpoints(files: string[]): SignedCheckpoint[] {
   return out;
 }
 
+/** The ok line's tail when `--against` held: the exported tree the chain was proved to extend. */
+function againstText(result: VerifyResult & { against?: { tree_size?: number; root?: string } }): string {
+  return result.against ? ` extends tree size ${result.against.tree_size} root ${result.against.root}` : "";
+}
+
 function printVerify(result: VerifyResult, json: boolean): void {
   const out = stdoutPalette(json);
   const err = stderrPalette(json);
@@ -167,7 +173,7 @@ function printVerify(result: VerifyResult, json: boolean): void {
     json,
     result,
     result.ok
-      ? `${out.green("ok")} chain ${result.chain_id} events ${result.events} head ${result.head?.seq}:${result.head?.hash} checkpoints ${result.checkpoints}`
+      ? `${out.green("ok")} chain ${result.chain_id} events ${result.events} head ${result.head?.seq}:${result.head?.hash} checkpoints ${result.checkpoints}${againstText(result)}`
       : `${out.red("FAIL")} chain ${result.chain_id ?? "?"} seq ${f?.seq} ${f?.code}: ${f?.detail}`,
   );
   if (json) return;
@@ -178,7 +184,7 @@ function printVerify(result: VerifyResult, json: boolean): void {
 }
 
 export function registerAuditCommands(program: Command): void {
-  const audit = program.command("audit").description("the signed, hash-chained audit log: verify, tail, export, import");
+  const audit = program.command("audit").description("the signed, hash-chained audit log: verify, tail, export, import, prove");
 
   audit
     .command("verify")
@@ -193,9 +199,10 @@ export function registerAuditCommands(program: Command): void {
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
+    .option("--against <file>", "a Merkle checkpoint exported earlier (berth audit checkpoint --export): fail unless the chain extends it; verified here, never through a server")
     .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL; --db and --file win)")
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; against?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const key = pinnedKey(opts);
       let expectHead: { seq: number; hash: string } | undefined;
@@ -207,6 +214,8 @@ export function registerAuditCommands(program: Command): void {
       }
       const checkpoints = readCheckpoints(opts.checkpoint);
       let result: VerifyResult;
+      // The verified events' hashes and owner key, for --against (issue 38).
+      let verified: { hashes: string[]; ownerKey: string } | undefined;
       if (opts.file) {
         if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
         const parsed = d.parseEventLines(readFileSync(opts.file, "utf8"));
@@ -214,22 +223,35 @@ export function registerAuditCommands(program: Command): void {
           result = { ok: false, chain_id: null, events: 0, head: null, checkpoints: 0, keySelfAsserted: key === undefined, failure: { seq: 0, code: "format", detail: `line ${parsed.line}: ${parsed.reason}` } };
         } else {
           result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+          if (opts.against !== undefined && result.ok && result.head) {
+            const events = parsed.events.slice(0, result.head.seq + 1) as SealedEvent[];
+            verified = { hashes: events.map((e) => e.hash), ownerKey: key ?? String((events[0] as SealedEvent).payload.owner_key) };
+          }
         }
       } else {
         // An exported file is verified here, offline; a stored chain by whoever holds it (the server verifies and
         // answers), unless --database named the store on the command line.
-        const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
+        // --against: the tree is computed here from the chain read here; a server's word on it would prove nothing.
+        const remote = opts.database === undefined && opts.against === undefined ? await auditServer(opts, cmd) : null;
         if (remote) {
           result = await remote.r.verifyThrough(remote.t, opts.chain, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
         } else {
           const db = await openForReading(opts);
           try {
-            result = d.verifyStoredChain(db, pickChain(db, opts.chain), { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+            const chainId = pickChain(db, opts.chain);
+            result = d.verifyStoredChain(db, chainId, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+            if (opts.against !== undefined && result.ok && result.head) {
+              // Only the events the verifier walked: a writer may have appended since.
+              const rows = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq <= ? ORDER BY seq").all(chainId, result.head.seq) as Array<{ hash: string }>;
+              const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
+              verified = { hashes: rows.map((r) => r.hash), ownerKey: key ?? owner };
+            }
           } finally {
             db.close();
           }
         }
       }
+      if (opts.against !== undefined && verified) result = againstCheckpoint(d, result, verified.hashes, verified.ownerKey, opts.against);
       printVerify(result, Boolean(opts.json));
       process.exitCode = result.ok ? 0 : 1;
     });
@@ -379,10 +401,15 @@ export function registerAuditCommands(program: Command): void {
     .addOption(DB_ALIAS())
     .addOption(LOCAL())
     .option("--key-file <path>", "the owner's key file", defaultPaths.controllerKey())
-    .option("--json", "print one JSON document: {checkpoint} (null when nothing is new)")
-    .action(async (opts: { db?: string; dataDir: string; keyFile: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .option("--export", "also print the Merkle checkpoint of the head as a signed note (C2SP tlog-checkpoint) to publish elsewhere; on this machine, with the key file")
+    .option("--json", "print one JSON document: {checkpoint} (null when nothing is new; with --export also {note})")
+    .action(async (opts: { db?: string; dataDir: string; keyFile: string; export?: boolean; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
+      if (remote && opts.export) {
+        const { localOnly } = await import("./remote/server-verb.js");
+        throw localOnly("berth audit checkpoint --export", "the note is signed with the controller's key file and the tree computed from the chain read here", remote.t);
+      }
       if (remote) {
         // The server signs with the key its controller chain is owned by; a key file here would be a second signer.
         if (cmd.getOptionValueSource("keyFile") === "cli") throw new CliError(`--key-file: a checkpoint through a server is signed by the server's own key (${remote.t.via}); drop --key-file, or sign on the controller host with --local`, 2, { kind: "usage" });
@@ -400,8 +427,27 @@ export function registerAuditCommands(program: Command): void {
         const chain = await EngineChain.open(engine, key, "controller");
         return { cp: (await chain.checkpointIfDue(true)) ?? null };
       });
+      // --export (issue 38): after the berth checkpoint is stored, the tree over the verified chain, signed as a note.
+      const finish = async (cp: SignedCheckpoint | null) => {
+        if (!opts.export) {
+          answer(opts.json, { checkpoint: cp }, cp ? JSON.stringify(cp) : "no events since the last checkpoint");
+          return;
+        }
+        const db = await openForReading(opts);
+        let note: string;
+        try {
+          const chainId = pickChain(db, undefined);
+          const result = d.verifyStoredChain(db, chainId, { key: key.publicKey });
+          if (!result.ok || !result.head) throw new CliError(`chain ${chainId} does not verify at seq ${result.failure?.seq} (${result.failure?.code}: ${result.failure?.detail}); no checkpoint is exported for a broken chain`, 1);
+          const rows = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq <= ? ORDER BY seq").all(chainId, result.head.seq) as Array<{ hash: string }>;
+          note = d.signCheckpointNote(key, d.treeHeadOf(chainId, rows.map((r) => r.hash)));
+        } finally {
+          db.close();
+        }
+        answer(opts.json, { checkpoint: cp, note }, note);
+      };
       if (pgCheckpoint !== undefined) {
-        answer(opts.json, { checkpoint: pgCheckpoint.cp }, pgCheckpoint.cp ? JSON.stringify(pgCheckpoint.cp) : "no events since the last checkpoint");
+        await finish(pgCheckpoint.cp);
         return;
       }
       const db = openExisting(dbPath(opts), false);
@@ -410,9 +456,10 @@ export function registerAuditCommands(program: Command): void {
         if (!role) throw new CliError(`${dbPath(opts)} has no chain of its own`);
         const chain = d.Chain.open(db, key, role);
         const cp = chain.checkpointIfDue(true);
-        answer(opts.json, { checkpoint: cp ?? null }, cp ? JSON.stringify(cp) : "no events since the last checkpoint");
-      } finally {
         db.close();
+        await finish(cp ?? null);
+      } finally {
+        if (db.open) db.close();
       }
     });
 
@@ -451,4 +498,6 @@ export function registerAuditCommands(program: Command): void {
         db.close();
       }
     });
+
+  registerMerkleCommands(audit, { load, openForReading, pickChain, pinnedKey });
 }

@@ -75,6 +75,26 @@ export function verifyTagged(publicKey: string, domain: DomainTag, body: string 
 }
 
 /**
+ * Signs the exact bytes given, with no domain tag: only for formats that carry their own domain separation and are
+ * checked by other implementations, namely C2SP signed notes (src/core/chain/note.ts), whose signature covers the
+ * note text and whose key hash binds the key name and algorithm. Everything of berth's own signs with `signTagged`.
+ */
+export function signUntagged(key: SigningKey, body: Uint8Array): Buffer {
+  return sign(null, body, key.privateKey);
+}
+
+/** The verifier of `signUntagged`. Malformed keys or signatures verify as false, never throw. */
+export function verifyUntagged(publicKey: string, body: Uint8Array, signature: Uint8Array): boolean {
+  const keyObject = publicKeyObject(publicKey);
+  if (!keyObject || signature.length !== 64) return false;
+  try {
+    return verify(null, body, keyObject, signature);
+  } catch {
+    return false;
+  }
+}
+
+/**
  * Signing and verifying TAG(domain) ‖ the bytes of a hex body of a fixed length, the message built in one buffer per
  * domain instead of being decoded, allocated and concatenated on every call: the audit chain signs one 32-byte event
  * hash per event, and that copying was most of what an append cost beyond the signature itself (issue 19). Both are

@@ -1,0 +1,129 @@
+/**
+ * The Merkle verbs of `berth audit` (issue 38), offline on this machine's files: `prove SEQ` (an inclusion proof of
+ * one event against the current head), `consistency --old FILE` (the consistency proof from an exported checkpoint to
+ * the current head), and the helpers `checkpoint --export` and `verify --against FILE` use (audit.ts).
+ *
+ * They read the chain through the same `--data-dir` / `--db` / `--database` as the other audit verbs, verify it first
+ * (links, hashes, signatures), and never ask a server: a proof is only worth what the verifier computed itself.
+ */
+import { readFileSync } from "node:fs";
+import type { Command } from "commander";
+import type { VerifyResult } from "../core/chain/verify.js";
+import type { Db } from "../store/sqlite.js";
+import type * as AuditDeps from "./audit-deps.js";
+import { CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { answer } from "./output.js";
+import { berthHome } from "./paths.js";
+import { stdoutPalette } from "./style.js";
+
+export interface MerkleHelpers {
+  load(): Promise<typeof AuditDeps>;
+  openForReading(opts: { db?: string; dataDir?: string; database?: string }): Promise<Db>;
+  pickChain(db: Db, chain: string | undefined): string;
+  pinnedKey(opts: { pubkey?: string; key?: string; keyFile?: string }): string | undefined;
+}
+
+interface ReadOpts {
+  db?: string;
+  dataDir?: string;
+  database?: string;
+  chain?: string;
+  pubkey?: string;
+  keyFile?: string;
+}
+
+/** The stored chain's event hashes in seq order, read only after the whole chain verified (under the pinned key). */
+async function verifiedHashes(h: MerkleHelpers, d: typeof AuditDeps, opts: ReadOpts): Promise<{ chainId: string; ownerKey: string; hashes: string[]; result: VerifyResult }> {
+  const key = h.pinnedKey(opts);
+  const db = await h.openForReading(opts);
+  try {
+    const chainId = h.pickChain(db, opts.chain);
+    const result = d.verifyStoredChain(db, chainId, key ? { key } : {});
+    if (!result.ok || !result.head) {
+      const f = result.failure;
+      throw new CliError(`chain ${chainId} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); no proof is built over a broken chain (berth audit verify)`, 1);
+    }
+    // Only the events the verifier walked: a writer may have appended since.
+    const rows = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq <= ? ORDER BY seq").all(chainId, result.head.seq) as Array<{ hash: string }>;
+    const ownerKey = key ?? (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
+    return { chainId, ownerKey, hashes: rows.map((r) => r.hash), result };
+  } finally {
+    db.close();
+  }
+}
+
+/** Reads and opens an exported checkpoint note under the owner key; a bad file is a usage error naming it. */
+export function readCheckpointNote(d: typeof AuditDeps, file: string, ownerKey: string): import("../core/chain/note.js").TreeCheckpoint {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new CliError(`checkpoint file ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  const opened = d.openCheckpointNote(text, ownerKey);
+  if (!opened.ok) throw new CliError(`checkpoint file ${file} is refused: ${opened.reason}`, 1, { kind: "refused" });
+  return opened.checkpoint;
+}
+
+/**
+ * `verify --against FILE` after the chain itself verified: the result fails (code checkpoint, truncated or fork) unless
+ * the chain's events extend the exported tree.
+ */
+export function againstCheckpoint(d: typeof AuditDeps, result: VerifyResult, hashes: readonly string[], ownerKey: string, file: string): VerifyResult & { against?: unknown } {
+  if (!result.ok || result.chain_id === null) return result;
+  const cp = readCheckpointNote(d, file, ownerKey);
+  const outcome = d.checkExtends(result.chain_id, hashes, cp);
+  if (outcome.ok) return { ...result, against: { file, tree_size: cp.size, root: cp.root.toString("base64"), proof: outcome.proof } };
+  return { ...result, ok: false, failure: { seq: outcome.seq, code: outcome.code, detail: `${file}: ${outcome.detail}` } };
+}
+
+const JSON_OPT = "print one JSON document (the answer is JSON either way; this keeps every verb's --json)";
+
+export function registerMerkleCommands(audit: Command, h: MerkleHelpers): void {
+  audit
+    .command("prove")
+    .description("print an inclusion proof (RFC 9162) of the event at SEQ against the current head, as JSON; offline, on this machine's chain")
+    .argument("<seq>", "the event's sequence number")
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--db <path>", "a berth database file (instead of --data-dir)")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
+    .option("--chain <id>", "which chain (default: its own)")
+    .option("--pubkey <hex>", "the owner's public key the chain must verify under (64 hex)")
+    .option("--key-file <path>", "pin the public key of this key file")
+    .option("--json", JSON_OPT)
+    .action(async (seqText: string, opts: ReadOpts & { json?: boolean }) => {
+      const d = await h.load();
+      const seq = d.z.coerce.number().int().min(0).safeParse(seqText);
+      if (!seq.success) throw invalidInput(describeZodIssues("SEQ", seq.error.issues));
+      const { chainId, hashes } = await verifiedHashes(h, d, opts);
+      const doc = d.proveEvent(chainId, hashes, seq.data);
+      if ("error" in doc) throw new CliError(doc.error, 1, { kind: "refused" });
+      answer(true, doc, "");
+    });
+
+  audit
+    .command("consistency")
+    .description("prove that the current chain extends a checkpoint exported earlier (berth audit checkpoint --export); prints the RFC 9162 consistency proof as JSON, exits 1 if it does not")
+    .requiredOption("--old <file>", "the exported checkpoint note")
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--db <path>", "a berth database file (instead of --data-dir)")
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
+    .option("--chain <id>", "which chain (default: its own)")
+    .option("--pubkey <hex>", "the owner's public key (64 hex): the chain and the checkpoint must be signed by it")
+    .option("--key-file <path>", "pin the public key of this key file")
+    .option("--json", JSON_OPT)
+    .action(async (opts: ReadOpts & { old: string; json?: boolean }) => {
+      const d = await h.load();
+      const { chainId, ownerKey, hashes } = await verifiedHashes(h, d, opts);
+      const cp = readCheckpointNote(d, opts.old, ownerKey);
+      const outcome = d.checkExtends(chainId, hashes, cp);
+      if (outcome.ok) {
+        answer(true, { ok: true, ...outcome.proof }, "");
+        return;
+      }
+      const out = stdoutPalette(Boolean(opts.json));
+      if (opts.json) answer(true, { ok: false, error: outcome.detail, code: outcome.code, ...(outcome.proof ?? {}) }, "");
+      else process.stdout.write(`${out.red("FAIL")} chain ${chainId} ${outcome.code}: ${outcome.detail}\n`);
+      process.exitCode = 1;
+    });
+}
