@@ -125,6 +125,17 @@ describe("the dashboard's overview, links, live logs and deploy form against ber
     await deployed.getByRole("button", { name: "Confirm: Stop agent" }).click();
     await expect.poll(() => deployed.textContent(), { timeout: 60_000 }).toMatch(/stop: ok/);
 
+    // Issue 33 item 3: deleting the record asks first. Cancel sends nothing; a confirmed delete of an agent whose stopped
+    // instance is still loaded is refused, and the page says why.
+    const deletes = () => posts.filter((p) => p.url.endsWith("/agents/dash-deploy/delete")).length;
+    await deployed.getByRole("button", { name: "Delete agent" }).click();
+    await deployed.getByRole("group", { name: "confirm deleting agent dash-deploy" }).getByRole("button", { name: "Cancel" }).click();
+    expect(deletes()).toBe(0);
+    await deployed.getByRole("button", { name: "Delete agent" }).click();
+    await deployed.getByRole("button", { name: "Confirm delete" }).click();
+    await expect.poll(() => deployed.textContent(), { timeout: 60_000 }).toMatch(/delete: not done: dash-deploy was not deleted/);
+    expect(deletes()).toBe(1);
+
     // Every POST the page sent (the deploys) was JSON, as the server's hardened body parser requires.
     expect(posts.length).toBeGreaterThanOrEqual(2);
     for (const p of posts) expect(p.type, p.url).toBe("application/json");
