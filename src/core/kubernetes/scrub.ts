@@ -99,11 +99,22 @@ export function attemptSecrets(env: AgentEnv, nsec?: string): string[] {
   return nsec === undefined ? values : [...values, nsec];
 }
 
-/** `publicTexts`: the call's own public names (pod, Secret stem, namespace, image); a form inside one is left alone. */
+/**
+ * `publicTexts`: the call's own public names (pod, Secret stem, namespace, image); a form inside one is left alone —
+ * except a form of an nsec, which is never public: an nsec pasted into the namespace (a valid 63-character label) is
+ * scrubbed from that name too, in the answer and in every record of the chain (issue 33 item 13).
+ */
 export function scrubberFor(secrets: readonly string[], publicTexts: readonly string[] = []): Scrubber {
-  const forms = [...new Set(secrets.flatMap(secretForms))]
-    .filter((f) => !publicTexts.some((p) => p.includes(f)))
-    .sort((a, b) => b.length - a.length);
+  const isNsec = (value: string) => value.trim().startsWith("nsec1");
+  const forms = [
+    ...new Set([
+      ...secrets.filter(isNsec).flatMap(secretForms),
+      ...secrets
+        .filter((v) => !isNsec(v))
+        .flatMap(secretForms)
+        .filter((f) => !publicTexts.some((p) => p.includes(f))),
+    ]),
+  ].sort((a, b) => b.length - a.length);
   if (forms.length === 0) return (text) => text;
   return (text) => {
     let out = text;
