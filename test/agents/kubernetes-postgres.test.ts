@@ -140,6 +140,13 @@ describe("Kubernetes records on a PostgreSQL controller store (real kube-apiserv
       const uid = await podUid();
       return uid !== undefined && uid !== firstUid ? uid : undefined;
     }, 90_000);
+    // The keeper answers its replacement only once the container stayed up through the start confirmation (issue 34),
+    // a few seconds after the pod runs: wait for its chained record, so the deploy below is judged after it.
+    await until("the keeper's replacement chained", async () => {
+      const events = (await storeChain()).events;
+      const chained = events.some((e) => e.source === "k8s" && e.kind === "agent.deploy" && e.payload.agent === "scout" && (e.payload.by as { actor?: string } | undefined)?.actor === "reconcile-loop");
+      return chained ? true : undefined;
+    }, 60_000);
 
     // 3. A deploy through the running server (the home's serve.json): a no-op on the started pod, chained by the server.
     const through = await berth("deploy", spec, "--json");
