@@ -12,7 +12,7 @@
  * needed, and the packages come from npm's cache first (--prefer-offline).
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -21,6 +21,9 @@ import { runNode } from "../support/process.js";
 import { processesUnder } from "../support/processes-under.js";
 
 const work = mkdtempSync(join(tmpdir(), "berth-package-"));
+// A root berth up runs its agents as nobody (issue 33 item 11), who must pass through every directory above their
+// workspaces: the work directory is passable (search only, never listed), as a home under /home or /var/lib is.
+chmodSync(work, 0o711);
 const home = join(work, "home");
 const full = join(work, "full");
 const slim = join(work, "slim");
