@@ -1,5 +1,5 @@
 /** The common mistakes get a message that names what is wrong and the command that fixes it, and a documented exit status. */
-import { chmodSync, writeFileSync } from "node:fs";
+import { chmodSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/store/sqlite.js";
@@ -14,7 +14,13 @@ afterAll(removeHomes);
 
 describe("errors that say what to do", () => {
   it("a missing key file names the command that creates one (exit 2)", async () => {
-    const r = await berth(tempHome(), ["nodes", "list"]);
+    // A home that exists (its store made) whose key is gone; a home that does not exist at all is refused before, by
+    // the no-home answer of issue 36 (test/cli/no-home.test.ts).
+    const keyless = tempHome();
+    expect((await berth(keyless, ["keys", "new"])).code).toBe(0);
+    expect((await berth(keyless, ["instances"])).code).toBe(0);
+    rmSync(join(keyless, "keys", "controller.key"));
+    const r = await berth(keyless, ["nodes", "list"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^berth: key file .*controller\.key does not exist; create one with `berth keys new --key-file .*`/);
   });
@@ -58,7 +64,7 @@ describe("errors that say what to do", () => {
   it("a verb that is not one of the choices lists them (exit 2)", async () => {
     const r = await berth(home, ["agent", "restart", "nobody"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/Allowed choices are status, logs, stop, replace, purge/);
+    expect(r.stderr).toMatch(/Allowed choices are status, logs, stop, start, replace, purge, delete/);
   });
 
   it("a chain that fails verification says what to do next (exit 1)", async () => {
