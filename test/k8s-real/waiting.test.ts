@@ -65,6 +65,21 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     expect(auditOf(home, "k8s.pod.delete", "intent")).toHaveLength(0);
   });
 
+  it("a deploy with a fixed image while the earlier pod still fails to pull names the failing pod's image, not the configured one, and deletes nothing (the seed: a pull failure never reaches delete, even under divergent intent)", async () => {
+    const ns = fresh("pullfixed");
+    const agent = newAgent();
+    const home = tempHome("real-pullfixed");
+    const failing = `${node.registry}/gone@${unknownDigest()}`;
+    const first = await runProvider(request(agent, ns, { image: failing }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 60 });
+    expect(first.answer.ok).toBe(false);
+    const fixed = `${node.registry}/fixed@${unknownDigest()}`;
+    const again = await runProvider(request(agent, ns, { image: fixed }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 60 });
+    expect(again.answer).toEqual({ ok: false, error: `${agent.podName} did not start: ${node.registry} has no image at ${failing}. Check the digest and repository.` });
+    const pod = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
+    expect(pod.spec?.containers[0]?.image).toBe(failing);
+    expect(auditOf(home, "k8s.pod.delete", "intent")).toHaveLength(0);
+  });
+
   it("a registry that answers 401 is reported at once as not authorized, and the pod is never deleted", async () => {
     const ns = fresh("pull401");
     const agent = newAgent();
