@@ -30,14 +30,23 @@ export function currentHomeFacts(): HomeFacts {
   return { env: process.env, userHome: process.env.HOME ?? homedir(), uid: process.getuid?.() ?? -1 };
 }
 
-/** Whether a user other than the owner may pass through `dir` and every directory above it (the x bit for others). */
-function othersCanPassThrough(dir: string): boolean {
+/**
+ * The first of `dir` and the directories above it that a user other than the owner cannot pass through (no x bit for
+ * others), with its mode; null when every one is passable. A directory that cannot be read throws, as `statSync` does.
+ * Shared with `berth up`, which refuses a home its agents' user could not reach (src/up/local-mesh.ts).
+ */
+export function firstClosedDirectory(dir: string): { readonly dir: string; readonly mode: number } | null {
   for (let d = dir; ; d = dirname(d)) {
-    try {
-      if ((statSync(d).mode & 0o001) === 0) return false;
-    } catch {
-      return false;
-    }
-    if (d === dirname(d)) return true;
+    const mode = statSync(d).mode & 0o7777;
+    if ((mode & 0o001) === 0) return { dir: d, mode };
+    if (d === dirname(d)) return null;
+  }
+}
+
+function othersCanPassThrough(dir: string): boolean {
+  try {
+    return firstClosedDirectory(dir) === null;
+  } catch {
+    return false;
   }
 }

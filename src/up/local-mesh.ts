@@ -12,6 +12,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSy
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { archOfNode } from "../core/packages/manifest.js";
+import { firstClosedDirectory } from "../kit/home.js";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
 import { buildPackage, initPackage, signPackage } from "../mesh/packages/dir.js";
@@ -49,14 +50,11 @@ export interface UpOptions {
  */
 function letAgentUserThrough(home: string, upDir: string, agents: UpAgents): void {
   if (agents.kind !== "user") return;
-  for (let dir = dirname(realpathSync(home)); ; dir = dirname(dir)) {
-    const mode = statSync(dir).mode & 0o7777;
-    if ((mode & 0o001) === 0) {
-      throw new Error(
-        `berth up runs as root, so its agents run as ${agents.user}, who cannot pass through ${dir} (mode ${mode.toString(8).padStart(4, "0")}): give berth up a home others may pass through (BERTH_HOME=/var/lib/berth or --data-dir DIR), or run berth up --allow-root-agents to run the agents as root`,
-      );
-    }
-    if (dir === dirname(dir)) break;
+  const closed = firstClosedDirectory(dirname(realpathSync(home)));
+  if (closed !== null) {
+    throw new Error(
+      `berth up runs as root, so its agents run as ${agents.user}, who cannot pass through ${closed.dir} (mode ${closed.mode.toString(8).padStart(4, "0")}): give berth up a home others may pass through (BERTH_HOME=/var/lib/berth or --data-dir DIR), or run berth up --allow-root-agents to run the agents as root`,
+    );
   }
   for (const dir of [home, upDir, join(upDir, "nodes")]) {
     mkdirSync(dir, { recursive: true });
