@@ -40,6 +40,14 @@ describe("startup decoding from pod status (spec/kubernetes.md §6)", () => {
     expect(decodeStartup(pod, "present")).toEqual({ kind: "decided", startup: { kind: "recoverable" } });
   });
 
+  it("row 6 probes the last envFrom Secret, the agent's own, when a shared source precedes it (as Buzz's observe.rs reads it)", () => {
+    const pod = rawPod({ agentState: waiting("CreateContainerConfigError"), secretRef: "buzz-agent-x-00000001" });
+    const agent = pod.spec.containers[0];
+    if (!agent) throw new Error("rawPod made no container");
+    agent.envFrom = [{ secretRef: { name: "team-shared-env" } }, { configMapRef: { name: "settings" } }, ...(agent.envFrom ?? [])];
+    expect(decodeStartup(pod)).toEqual({ kind: "needs-secret", secretName: "buzz-agent-x-00000001" });
+  });
+
   it("row 6 without a Secret reference is recoverable", () => {
     expect(decodeStartup(rawPod({ agentState: waiting("CreateContainerConfigError"), secretRef: null }))).toEqual({
       kind: "decided",

@@ -5,7 +5,7 @@
  * question for the shell, which answers it and decodes again.
  */
 import { AGENT_CONTAINER } from "./naming.js";
-import { firstSecretRef, type PodObject } from "./objects.js";
+import { agentSecretRef, type PodObject } from "./objects.js";
 import { classifyPullFailure, type PullFailure } from "./pull-failure.js";
 
 export type Startup =
@@ -45,7 +45,7 @@ export function decodeStartup(pod: PodObject, secretProbe?: SecretProbe): Decodi
   }
   // Row 6: only a confirmed 404 of the referenced Secret makes this provably broken; the reason alone is a hint.
   if (reason === "CreateContainerConfigError") {
-    const secretName = firstSecretRef(pod);
+    const secretName = agentSecretRef(pod);
     if (secretName === null) return decided({ kind: "recoverable" });
     if (secretProbe === undefined) return { kind: "needs-secret", secretName };
     return decided(secretProbe === "absent" ? { kind: "provably-broken" } : { kind: "recoverable" });

@@ -72,15 +72,15 @@ export const ClaimSchema = z.looseObject({
 });
 export type ClaimObject = z.infer<typeof ClaimSchema>;
 
-/** The first `envFrom.secretRef.name` across the pod's containers (§5.1 `secretRef`, §6 row 6). */
-export function firstSecretRef(pod: PodObject): string | null {
-  for (const container of pod.spec.containers) {
-    for (const source of container.envFrom ?? []) {
-      const name = source.secretRef?.name;
-      if (name) return name;
-    }
-  }
-  return null;
+/**
+ * The agent's own Secret: the *last* `envFrom.secretRef.name` across the pod's containers (§5.1 `secretRef`, §6 row 6).
+ * Last, as Buzz's provider reads it (observe.rs `referenced_secret`): the per-attempt identity Secret is always the
+ * last source, and a cluster-managed source (a team's shared env, say) may precede it. Reading the first one would
+ * probe that shared Secret's existence instead, and a missing identity Secret would never be proved absent.
+ */
+export function agentSecretRef(pod: PodObject): string | null {
+  const names = secretRefsOf(pod);
+  return names.at(-1) ?? null;
 }
 
 /** Every Secret name a pod's containers reference through `envFrom` (GC protection, loser cleanup). */

@@ -13,7 +13,7 @@ import {
   MANAGED_BY_VALUE,
   PUBKEY_FULL_ANNOTATION,
 } from "./naming.js";
-import { type ClaimObject, firstSecretRef, type SecretMeta } from "./objects.js";
+import { type ClaimObject, agentSecretRef, type SecretMeta } from "./objects.js";
 import type { QuorumPod } from "./quorum.js";
 
 declare const fenceBrand: unique symbol;
@@ -69,7 +69,7 @@ export function verifyPod(q: QuorumPod, who: AgentIdentity, startup: Startup): P
     startup,
     recordedIntent: meta.annotations?.[INTENT_ANNOTATION] ?? null,
     binding: meta.labels?.[BINDING_LABEL] as BindingVersion,
-    secretRef: firstSecretRef(q),
+    secretRef: agentSecretRef(q),
   } as VerifiedPod;
   return { kind: "verified", pod };
 }
