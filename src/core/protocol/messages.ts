@@ -39,6 +39,16 @@ export const REFUSAL_CODES = [
   "foreign_store",
   /** The request's leader epoch is below the highest this node has seen from the key's store: a deposed leader (issue 20). */
   "stale_epoch",
+  /**
+   * Issue 38: the request's controller checkpoint is not consistent with the newest one this node holds from the key
+   * (another history: a rewritten or forked controller chain). Final; chained on the node as the evidence.
+   */
+  "witness",
+  /**
+   * Issue 38: the request's consistency proof does not start at the checkpoint this node holds: describe the node
+   * again (its answer names the size it holds) and resend. Nothing was done.
+   */
+  "witness_proof",
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 
@@ -79,6 +89,19 @@ export type SignedMessage = z.infer<typeof SignedMessageSchema>;
 export const AuthoritySchema = z.strictObject({ store_id: z.string(), epoch: z.number().int() });
 export type Authority = z.infer<typeof AuthoritySchema>;
 
+/**
+ * Issue 38: the controller's newest checkpoint as a C2SP signed note (note.ts) and the RFC 9162 consistency proof from
+ * the tree size the node holds (`proof_from`, as the node's describe said) to the note's. Absent when the controller
+ * has no checkpoint yet or the node does not witness (an older node refuses an unknown member, so a controller sends
+ * it only to a node whose describe answer carries `witness`).
+ */
+export const CheckpointClaimSchema = z.strictObject({
+  note: z.string().max(1024),
+  proof_from: z.number().int(),
+  proof: z.array(z.string().max(64)).max(64),
+});
+export type CheckpointClaim = z.infer<typeof CheckpointClaimSchema>;
+
 /** Check 4 of §4.6: the exact member set and member types. Values are checked by later steps with their own codes. */
 export const RequestPayloadSchema = z.strictObject({
   version: z.number().int(),
@@ -93,6 +116,8 @@ export const RequestPayloadSchema = z.strictObject({
   /** Required on mutating methods; on read methods optional (null), and it only binds an unbound node (issue 20). */
   authority: AuthoritySchema.nullable(),
   body: z.record(z.string(), z.unknown()),
+  /** Issue 38, optional: see CheckpointClaimSchema. */
+  checkpoint: CheckpointClaimSchema.optional(),
 });
 export type RequestPayload = z.infer<typeof RequestPayloadSchema>;
 

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { heldStatusRow } from "../../../test/support/status-row.js";
 import type { JsonObject } from "../crypto/canonical.js";
 import { verifyAnswer } from "./answer.js";
 import { REFUSAL_CODES } from "./messages.js";
 import { parseResult } from "./results.js";
-import { heldStatusRow } from "../../../test/support/status-row.js";
 
 const row = heldStatusRow();
 

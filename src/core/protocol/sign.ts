@@ -4,7 +4,7 @@
  */
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
 import { nodeIdOf, type SigningKey, signTagged } from "../crypto/ed25519.js";
-import { type Authority, LIMITS, type Method, type Outcome, type RequestPayload, type ResponsePayload, type SignedMessage } from "./messages.js";
+import { type Authority, type CheckpointClaim, LIMITS, type Method, type Outcome, type RequestPayload, type ResponsePayload, type SignedMessage } from "./messages.js";
 
 export const REQUEST_TAG = "berth.ctl.request.v1";
 export const RESPONSE_TAG = "berth.ctl.response.v1";
@@ -21,6 +21,8 @@ export interface RequestDraft {
   /** The controller store and leader epoch behind the key (issue 20); required by the node on mutating methods. */
   readonly authority?: Authority | null;
   readonly body: JsonObject;
+  /** Issue 38: the controller's checkpoint and the proof the node needs; the member is left out when absent. */
+  readonly checkpoint?: CheckpointClaim | null;
 }
 
 export function requestPayloadOf(key: SigningKey, draft: RequestDraft): RequestPayload {
@@ -37,6 +39,7 @@ export function requestPayloadOf(key: SigningKey, draft: RequestDraft): RequestP
     decision_id: draft.decisionId,
     authority: draft.authority ?? null,
     body: draft.body,
+    ...(draft.checkpoint ? { checkpoint: draft.checkpoint } : {}),
   };
 }
 

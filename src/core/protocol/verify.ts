@@ -18,10 +18,10 @@ import {
   isMethod,
   LIMITS,
   MUTATING_METHODS,
+  READ_METHODS,
   type RefusalCode,
   type RequestPayload,
   RequestPayloadSchema,
-  READ_METHODS,
   type SignedMessage,
 } from "./messages.js";
 import type { NonceGuard } from "./nonce-guard.js";

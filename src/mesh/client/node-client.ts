@@ -11,6 +11,7 @@ import { parseCanonical } from "../../core/crypto/canonical.js";
 import { verifyAnswer } from "../../core/protocol/answer.js";
 import {
   type Authority,
+  type CheckpointClaim,
   encodeMessageFrame,
   type FetchFrame,
   LIMITS,
@@ -35,6 +36,11 @@ export interface TargetRef {
   readonly key: string | null;
   /** The boot id last learned from describe; `null` for describe. */
   readonly bootId: string | null;
+  /**
+   * Issue 38: the tree size of the controller checkpoint this node said (in its last describe, or by accepting one
+   * since) it holds; `null` when it holds none, absent when the node does not witness (it would refuse the member).
+   */
+  readonly witnessed?: number | null;
 }
 
 /**
@@ -51,7 +57,14 @@ export function provablyUnsent(r: CallResult): boolean {
 }
 
 export type CallResult =
-  | { readonly kind: "ok"; readonly result: JsonObject; readonly response: ResponsePayload; readonly key: string }
+  | {
+      readonly kind: "ok";
+      readonly result: JsonObject;
+      readonly response: ResponsePayload;
+      readonly key: string;
+      /** Issue 38: the tree size of the checkpoint the request carried, which the node now holds. */
+      readonly checkpointSize?: number;
+    }
   | { readonly kind: "refused"; readonly code: RefusalCode; readonly reason: string; readonly response: ResponsePayload }
   /** The connection could not be opened (nothing was sent). */
   | { readonly kind: "unreachable"; readonly reason: string }
@@ -104,6 +117,11 @@ export interface NodeClientOptions {
    * none, which a node accepts only for the read methods.
    */
   readonly authority?: (method: string) => Authority | Promise<Authority>;
+  /**
+   * Issue 38: the controller's newest checkpoint and the proof from the size the node holds, asked before each call
+   * but describe to a node that witnesses (`TargetRef.witnessed` present); null while the controller has none.
+   */
+  readonly checkpoint?: (held: number | null) => Promise<CheckpointClaim | null>;
 }
 
 export class NodeClient {
@@ -124,6 +142,14 @@ export class NodeClient {
     } catch (error) {
       return { kind: "unreachable", reason: `not sent: ${(error as Error).message}` };
     }
+    let checkpoint: CheckpointClaim | null = null;
+    if (method !== "describe" && target.witnessed !== undefined && this.o.checkpoint) {
+      try {
+        checkpoint = await this.o.checkpoint(target.witnessed);
+      } catch (error) {
+        return { kind: "unreachable", reason: `not sent: the controller's checkpoint cannot be read: ${(error as Error).message}` };
+      }
+    }
     const sign = (nonce: string) =>
       signRequest(this.o.key, {
         method,
@@ -135,6 +161,7 @@ export class NodeClient {
         decisionId: opts.decisionId ?? null,
         authority,
         body,
+        checkpoint,
       });
     // Warm connections (client/connector.ts): a read may take one idle up to WARM_IDLE_MS; a mutating call only one
     // used in the last two seconds (the describe before a place), since a connection the node closed meanwhile makes
@@ -260,7 +287,8 @@ export class NodeClient {
           // A complete exchange: the connection may carry the next call (§4.3), if the connector keeps it warm.
           if (stream.release) stream.release();
           else stream.close();
-          return { kind: "ok", result: outcome.result as JsonObject, response: check.response, key: check.key };
+          const size = request.checkpoint ? checkpointSizeOf(request.checkpoint.note) : null;
+          return { kind: "ok", result: outcome.result as JsonObject, response: check.response, key: check.key, ...(size === null ? {} : { checkpointSize: size }) };
         }
         // §9.3: on every non-ok outcome of a mutating call the connection is destroyed first.
         stream.close();
@@ -323,6 +351,12 @@ export class NodeClient {
       result: r.result,
     };
   }
+}
+
+/** The tree size line of a checkpoint note this process signed (the second line). */
+function checkpointSizeOf(note: string): number | null {
+  const size = Number(note.split("\n")[1]);
+  return Number.isSafeInteger(size) ? size : null;
 }
 
 /** The node proved another key than the expected one in the TLS handshake: nothing was sent. */

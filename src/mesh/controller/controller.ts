@@ -12,6 +12,7 @@
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { EngineChain } from "../../chain/engine-chain.js";
+import { WitnessClaims } from "../../chain/witness-claim.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
 import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
@@ -98,6 +99,8 @@ export class MeshController {
   readonly onSend = (nodeId: string, issuedAtMs: number): Promise<SettleSend> => this.stamps.record(nodeId, issuedAtMs);
   /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
   readonly authority: StoreAuthority;
+  /** Issue 38: the checkpoint and proofs this controller shows the nodes that witness it. */
+  readonly witnessClaims: WitnessClaims;
   private readonly targetSet: Targets;
   private readonly policyFiles: PolicyFiles;
   private readonly deps: DispatchDeps;
@@ -123,8 +126,11 @@ export class MeshController {
     // Issue 16: every request this process stamps is recorded before it leaves (the node lease's rule 4).
     this.stamps = new SentStamps(engine);
     const onSend = this.onSend;
-    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority: authorityFor, onSend });
-    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority: authorityFor, onSend });
+    // Issue 38: every request but describe carries the newest checkpoint to a node that witnesses (chain/witness-claim.ts).
+    this.witnessClaims = new WitnessClaims(engine, o.key, store.chain.chainId);
+    const checkpoint = (held: number | null) => this.witnessClaims.claimFor(held);
+    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority: authorityFor, onSend, checkpoint });
+    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority: authorityFor, onSend, checkpoint });
     const onFacts = (nodeId: string, facts: JsonObject) => this.stamps.recordLease(nodeId, leaseOfFacts(facts));
     this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env), onFacts);
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());

@@ -45,6 +45,29 @@ interface Live {
   /** When a describe by this process last answered validly; null until then and again after any failed contact. */
   describedAtMs: number | null;
   refusedKeys: Set<string>;
+  /**
+   * Issue 38: what the node's last describe said it holds of this controller's checkpoints (a tree size, or null for
+   * none yet), raised by every answered call that carried one; undefined when the node does not witness.
+   */
+  witness?: WitnessHeld | null;
+}
+
+/** Issue 38: the controller checkpoint a node said it holds (`describe` result member `witness`). */
+export interface WitnessHeld {
+  readonly origin: string;
+  readonly size: number;
+  /** base64, null when only the size is known (the node accepted a checkpoint this process sent) */
+  readonly root: string | null;
+}
+
+/** Reads the describe result's `witness` member: undefined when absent (a node that does not witness). */
+export function witnessOfDescribe(result: JsonObject): WitnessHeld | null | undefined {
+  if (!("witness" in result)) return undefined;
+  const w = result.witness;
+  if (w === null || typeof w !== "object" || Array.isArray(w)) return null;
+  const { origin, size, root } = w as Record<string, unknown>;
+  if (typeof origin !== "string" || typeof size !== "number" || !Number.isSafeInteger(size) || typeof root !== "string") return null;
+  return { origin, size, root };
 }
 
 /**
@@ -242,6 +265,7 @@ export class Targets {
     l.stored = stored;
     l.refusedKeys.clear();
     this.live.set(addr, l);
+    l.witness = witnessOfDescribe(d.result);
     await this.absorb(l, d.bootId, d.facts);
     return { ok: true, target: await this.info(l) };
   }
@@ -253,6 +277,7 @@ export class Targets {
     l.lastSentMs = this.clock();
     const d = await this.describer.describe(l.stored.addr, l.stored.key, l.stored.node_id);
     if (d.kind === "described") {
+      l.witness = witnessOfDescribe(d.result);
       await this.absorb(l, d.bootId, d.facts);
       return true;
     }
@@ -398,7 +423,8 @@ export class Targets {
     const l = this.liveByNode(nodeId);
     if (!l || l.stored.key === null) return `node ${nodeId} is not a known target`;
     if (l.bootId === null) return `node ${nodeId} has not been described since the controller started`;
-    return { addr: l.stored.addr, nodeId, key: l.stored.key, bootId: l.bootId };
+    const ref = { addr: l.stored.addr, nodeId, key: l.stored.key, bootId: l.bootId };
+    return l.witness === undefined ? ref : { ...ref, witnessed: l.witness?.size ?? null };
   }
 
   /**
@@ -414,6 +440,12 @@ export class Targets {
     }
     if (typeof ref === "string") return { kind: "unreachable", reason: ref };
     let r = await this.send(ref, method, body, opts);
+    // Issue 38: the proof started at another size than the node holds (another process sent it a newer checkpoint):
+    // nothing was done; describe again (the answer names the size) and resend once.
+    if (r.kind === "refused" && r.code === "witness_proof" && (await this.refresh(nodeId))) {
+      const again = this.ref(nodeId);
+      if (typeof again !== "string") r = await this.send(again, method, body, opts);
+    }
     if (r.kind === "refused" && r.code === "stale_boot") {
       const before = ref.bootId;
       if (await this.refresh(nodeId)) {
@@ -434,6 +466,9 @@ export class Targets {
     if (l && FREES_CAPACITY.has(method)) l.describedAtMs = null;
     if (l) {
       if (r.kind === "ok") {
+        if (r.checkpointSize !== undefined && l.witness !== undefined && (l.witness === null || r.checkpointSize > l.witness.size)) {
+          l.witness = { origin: l.witness?.origin ?? "", size: r.checkpointSize, root: null };
+        }
         await this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });
       } else {
         await this.noteFailure(l, r);

@@ -32,6 +32,7 @@ import { acceptRevocations } from "./revocation-push.js";
 import { logs, status } from "./status.js";
 import type { InstanceRow } from "./store.js";
 import { Supervisor } from "./supervisor.js";
+import { ControllerWitness } from "./witness.js";
 
 export type { NodeServiceOptions } from "./options.js";
 export { identityOf } from "./processes.js";
@@ -47,6 +48,8 @@ export class NodeService {
   readonly supervisor: Supervisor;
   /** Issue 20: which store each controller key is bound to, and its highest leader epoch (controller-binding.ts). */
   private readonly bindings: ControllerBindings;
+  /** Issue 38: the newest controller checkpoint this node holds per key (witness.ts). */
+  private readonly witness: ControllerWitness;
   /** Issue 16: the node lease, when node.json sets `lease_ms`. */
   private readonly leases: NodeLeases | null;
 
@@ -58,6 +61,7 @@ export class NodeService {
     for (const [nonce, expires] of persistedDescribeNonces(o.store, o.clock())) this.guard.record(nonce, expires);
     this.refusals = new RefusalChain(o.store, this.nodeId, o.clock);
     this.bindings = new ControllerBindings(o.store, this.nodeId, o.clock);
+    this.witness = new ControllerWitness(o.store, this.nodeId, o.clock);
     this.revocations = new RevocationSweep(this.ctx);
     this.supervisor = new Supervisor(this.ctx);
     this.ctx.supervision = this.supervisor;
@@ -135,9 +139,13 @@ export class NodeService {
     }
     // Issue 20: a foreign store or a deposed leader is refused before any method runs.
     this.bindings.admit(req);
+    // Issue 38: a checkpoint that does not extend the one this node witnessed from the key is refused (and chained).
+    this.witness.admit(req);
     switch (req.method) {
       case "describe":
-        return describe(ctx, req);
+        // `witness` (loose in the describe result schema, so older controllers ignore it) says this node witnesses,
+        // and which checkpoint of the requesting key it holds: the controller's next proof starts there.
+        return { ...describe(ctx, req), witness: this.witness.describe(req.key) };
       case "place":
       case "load": {
         // Loaded at the first place (the manifest's schemas, verification, admission): an idle daemon never needs
