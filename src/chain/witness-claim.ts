@@ -53,11 +53,19 @@ export class WitnessClaims {
     return { note: head.note, proof_from: from ?? held ?? 0, proof };
   }
 
-  /** The root of the first `size` events of this chain (size ≤ the newest checkpoint's), for `berth audit witnesses`. */
+  /**
+   * The root of the first `size` events of this chain, for `berth audit witnesses`; null when the chain holds fewer
+   * events (a node that holds a larger tree than this store has: this store is behind, rolled back or forked).
+   */
   async rootAt(size: number): Promise<Hash | null> {
-    const head = await this.latest();
-    if (head === null || size < 1 || size > this.leaves.length) return null;
-    return treeRoot(this.leaves, size);
+    if (size < 1) return null;
+    if (this.leaves.length < size) {
+      const rows = await this.engine.read((q) =>
+        q.all<{ hash: string }>("SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq", [this.chainId, this.leaves.length, size]),
+      );
+      for (const r of rows) this.leaves.push(leafHash(r.hash));
+    }
+    return this.leaves.length < size ? null : treeRoot(this.leaves, size);
   }
 
   private async readLeaves(size: number): Promise<void> {

@@ -15,6 +15,7 @@ import type { Db } from "../store/sqlite.js";
 import type * as AuditDeps from "./audit-deps.js";
 import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { againstCheckpoint, registerMerkleCommands } from "./audit-merkle.js";
+import { registerAuditWitnesses } from "./audit-witnesses.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 
@@ -500,4 +501,5 @@ export function registerAuditCommands(program: Command): void {
     });
 
   registerMerkleCommands(audit, { load, openForReading, pickChain, pinnedKey });
+  registerAuditWitnesses(audit);
 }

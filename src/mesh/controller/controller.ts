@@ -13,6 +13,8 @@ import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { WitnessClaims } from "../../chain/witness-claim.js";
+import { checkpointOrigin } from "../../core/chain/note.js";
+import { type WitnessReport, type WitnessRow, witnessRow } from "../../core/mesh/witness-report.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/governance/policy.js";
 import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
@@ -349,6 +351,22 @@ export class MeshController {
   async targets(): Promise<TargetInfo[]> {
     await this.readPolicy(false);
     return this.targetSet.list();
+  }
+
+  /**
+   * `berth audit witnesses` (issue 38): every known target described now, and per node the newest checkpoint of this
+   * controller's chain it holds, judged against this store's chain (core/mesh/witness-report.ts).
+   */
+  async witnesses(): Promise<WitnessReport> {
+    await this.targetSet.refreshAll();
+    const head = await this.witnessClaims.latest();
+    const rows: WitnessRow[] = [];
+    for (const t of this.targetSet.witnessed()) {
+      const held = t.witness;
+      const ours = held && held.size > 0 ? await this.witnessClaims.rootAt(held.size) : null;
+      rows.push(witnessRow(t, head, ours, checkpointOrigin(this.store.chain.chainId)));
+    }
+    return { chain_id: this.store.chain.chainId, checkpoint: head ? { size: head.size, root: head.root.toString("base64"), note: head.note } : null, nodes: rows };
   }
 
   /** Describes every known target now (liveness, boot ids, facts). */

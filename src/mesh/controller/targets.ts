@@ -418,6 +418,11 @@ export class Targets {
 
   // ---- calls ------------------------------------------------------------------------------------------------
 
+  /** Issue 38: what each known target said it holds of this controller's checkpoints (undefined: it does not witness). */
+  witnessed(): Array<{ node_id: string | null; addr: string; described: boolean; witness: WitnessHeld | null | undefined }> {
+    return [...this.live.values()].map((l) => ({ node_id: l.stored.node_id, addr: l.stored.addr, described: l.bootId !== null, witness: l.witness }));
+  }
+
   /** The reference a call needs, or why there is none (nothing is sent then). */
   ref(nodeId: string): TargetRef | string {
     const l = this.liveByNode(nodeId);
