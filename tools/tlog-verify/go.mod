@@ -1,0 +1,5 @@
+module berth.local/tools/tlog-verify
+
+go 1.26.0
+
+require golang.org/x/mod v0.43.0
