@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { signingKeyFromSeed } from "../crypto/ed25519.js";
 import { consistencyProof, EMPTY_ROOT, inclusionProof, leafHash, treeRoot, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { checkpointOrigin, openCheckpointNote, signCheckpointNote } from "./note.js";
+import { consistencyProofFrom, inclusionProofFrom, storedHashesFor, treeHeadFrom } from "./tree-hashes.js";
 
 // RFC 6962 §2.1, written as the RFC states it (slices and recursion), to judge merkle.ts's unrolled version.
 const sha = (...parts: Buffer[]) => createHash("sha256").update(Buffer.concat(parts)).digest();
@@ -47,6 +48,32 @@ describe("the Merkle tree over the chain's event hashes (RFC 6962 / RFC 9162)", 
         expect(hex(consistencyProof(leaves, m))).toEqual(hex(PROOF(m, data)));
       }),
       { numRuns: 100 },
+    );
+  });
+
+  it("kept incrementally as stored subtree hashes, gives the reference's heads and proofs at every size, reading O(log n) hashes", () => {
+    fc.assert(
+      fc.property(sizes, ({ n, i, m, salt }) => {
+        const data = eventHashes(n, salt);
+        const stored = new Map<string, Buffer>();
+        let reads = 0;
+        const read = (level: number, index: number) => {
+          reads++;
+          const h = stored.get(`${level}/${index}`);
+          if (!h) throw new Error(`no stored hash ${level}/${index}`);
+          return h;
+        };
+        for (const [j, leaf] of leavesOf(data).entries()) for (const s of storedHashesFor(j, leaf, read)) stored.set(`${s.level}/${s.index}`, s.hash);
+        expect(stored.size).toBeLessThan(2 * n);
+        reads = 0;
+        expect(treeHeadFrom(read, n).equals(MTH(data))).toBe(true);
+        expect(hex(inclusionProofFrom(read, i, n))).toEqual(hex(PATH(i, data)));
+        expect(hex(consistencyProofFrom(read, m, n))).toEqual(hex(PROOF(m, data.slice(0, n))));
+        // Each of the three walks reads at most ~log2(n)² stored hashes, never the leaves.
+        const lg = Math.ceil(Math.log2(n + 1)) + 1;
+        expect(reads).toBeLessThanOrEqual(3 * lg * lg);
+      }),
+      { numRuns: 150 },
     );
   });
 

@@ -28,7 +28,7 @@ export function nodeHash(left: Hash, right: Hash): Hash {
 }
 
 /** The largest power of two strictly smaller than n (n ≥ 2): RFC 6962's split point k. */
-function splitPoint(n: number): number {
+export function splitPoint(n: number): number {
   let k = 1;
   while (k * 2 < n) k *= 2;
   return k;
@@ -60,9 +60,17 @@ export function treeRoot(leaves: readonly Hash[], size: number = leaves.length):
   return subtreeRoot(leaves, 0, size);
 }
 
+/** MTH(D[start:start+size]) from wherever the leaves or the stored subtree hashes are (tree-hashes.ts). */
+export type SubtreeHasher = (start: number, size: number) => Hash;
+
 /** RFC 9162 §2.1.3.1 PATH(m, D[0:n]): the audit path of leaf `index` in the tree of the first `size` leaves. */
 export function inclusionProof(leaves: readonly Hash[], index: number, size: number = leaves.length): Hash[] {
   if (!Number.isSafeInteger(size) || size < 1 || size > leaves.length) throw new Error(`tree size ${size} is outside 1..${leaves.length}`);
+  return inclusionProofWith((start, n) => subtreeRoot(leaves, start, n), index, size);
+}
+
+/** The same audit path, each sibling asked of `subtree` (O(log n) of them). */
+export function inclusionProofWith(subtree: SubtreeHasher, index: number, size: number): Hash[] {
   if (!Number.isSafeInteger(index) || index < 0 || index >= size) throw new Error(`leaf index ${index} is outside 0..${size - 1}`);
   const path: Hash[] = [];
   let start = 0;
@@ -72,10 +80,10 @@ export function inclusionProof(leaves: readonly Hash[], index: number, size: num
   while (n > 1) {
     const k = splitPoint(n);
     if (m < k) {
-      path.push(subtreeRoot(leaves, start + k, n - k));
+      path.push(subtree(start + k, n - k));
       n = k;
     } else {
-      path.push(subtreeRoot(leaves, start, k));
+      path.push(subtree(start, k));
       start += k;
       m -= k;
       n -= k;
@@ -87,6 +95,11 @@ export function inclusionProof(leaves: readonly Hash[], index: number, size: num
 /** RFC 9162 §2.1.4.1 PROOF(m, D[0:n]): the consistency proof from the tree of `oldSize` leaves to that of `newSize`. */
 export function consistencyProof(leaves: readonly Hash[], oldSize: number, newSize: number = leaves.length): Hash[] {
   if (!Number.isSafeInteger(newSize) || newSize < 0 || newSize > leaves.length) throw new Error(`tree size ${newSize} is outside 0..${leaves.length}`);
+  return consistencyProofWith((start, n) => subtreeRoot(leaves, start, n), oldSize, newSize);
+}
+
+/** The same consistency proof, each node asked of `subtree` (O(log n) of them). */
+export function consistencyProofWith(subtree: SubtreeHasher, oldSize: number, newSize: number): Hash[] {
   if (!Number.isSafeInteger(oldSize) || oldSize < 0 || oldSize > newSize) throw new Error(`old tree size ${oldSize} is outside 0..${newSize}`);
   if (oldSize === 0 || oldSize === newSize) return [];
   const proof: Hash[] = [];
@@ -99,17 +112,17 @@ export function consistencyProof(leaves: readonly Hash[], oldSize: number, newSi
   while (m !== n) {
     const k = splitPoint(n);
     if (m <= k) {
-      proof.push(subtreeRoot(leaves, start + k, n - k));
+      proof.push(subtree(start + k, n - k));
       n = k;
     } else {
-      proof.push(subtreeRoot(leaves, start, k));
+      proof.push(subtree(start, k));
       start += k;
       m -= k;
       n -= k;
       whole = false;
     }
   }
-  if (!whole) proof.push(subtreeRoot(leaves, start, m));
+  if (!whole) proof.push(subtree(start, m));
   return proof.reverse();
 }
 
