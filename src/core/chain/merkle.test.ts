@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { signingKeyFromSeed } from "../crypto/ed25519.js";
 import { consistencyProof, EMPTY_ROOT, inclusionProof, leafHash, treeRoot, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { checkpointOrigin, openCheckpointNote, signCheckpointNote } from "./note.js";
-import { consistencyProofFrom, inclusionProofFrom, storedHashesFor, treeHeadFrom } from "./tree-hashes.js";
+import { consistencyProofFrom, inclusionProofFrom, STORED_FROM_LEVEL, storedHashesFor, tiledReader, treeHeadFrom } from "./tree-hashes.js";
 
 // RFC 6962 §2.1, written as the RFC states it (slices and recursion), to judge merkle.ts's unrolled version.
 const sha = (...parts: Buffer[]) => createHash("sha256").update(Buffer.concat(parts)).digest();
@@ -72,6 +72,15 @@ describe("the Merkle tree over the chain's event hashes (RFC 6962 / RFC 9162)", 
         // Each of the three walks reads at most ~log2(n)² stored hashes, never the leaves.
         const lg = Math.ceil(Math.log2(n + 1)) + 1;
         expect(reads).toBeLessThanOrEqual(3 * lg * lg);
+        // Only the levels from the tiles up stored, the rest rehashed from the leaves: the same heads and proofs.
+        const leaves = leavesOf(data);
+        const tiled = tiledReader((level, index) => {
+          if (level < STORED_FROM_LEVEL) throw new Error(`level ${level} is not stored`);
+          return read(level, index);
+        }, (start, count) => leaves.slice(start, start + count));
+        expect(treeHeadFrom(tiled, n).equals(MTH(data))).toBe(true);
+        expect(hex(inclusionProofFrom(tiled, i, n))).toEqual(hex(PATH(i, data)));
+        expect(hex(consistencyProofFrom(tiled, m, n))).toEqual(hex(PROOF(m, data.slice(0, n))));
       }),
       { numRuns: 150 },
     );

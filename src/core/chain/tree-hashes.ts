@@ -8,7 +8,7 @@
  *
  * Pure: the caller reads and writes the stored hashes (a Map in memory, a table beside the chain); this decides which.
  */
-import { consistencyProofWith, EMPTY_ROOT, type Hash, inclusionProofWith, nodeHash, splitPoint } from "./merkle.js";
+import { consistencyProofWith, EMPTY_ROOT, type Hash, inclusionProofWith, nodeHash, splitPoint, treeRoot } from "./merkle.js";
 
 /** Reads a stored complete-subtree hash; it must exist (the caller's store is the chain's tree). */
 export type StoredHashReader = (level: number, index: number) => Hash;
@@ -63,4 +63,15 @@ export function inclusionProofFrom(read: StoredHashReader, index: number, size: 
 
 export function consistencyProofFrom(read: StoredHashReader, oldSize: number, newSize: number): Hash[] {
   return consistencyProofWith((start, n) => subtreeHashFrom(read, start, n), oldSize, newSize);
+}
+
+/**
+ * Only the levels from `height` up need storing (C2SP tlog-tiles' idea): a subtree below it is rehashed from its at
+ * most 2^height leaves, which the chain already holds as event hashes. With height 4 a store keeps one hash per 16
+ * events instead of two per event, and a proof reads at most 16 leaves more per level it touches below the tiles.
+ */
+export const STORED_FROM_LEVEL = 4;
+
+export function tiledReader(readStored: StoredHashReader, readLeaves: (start: number, count: number) => readonly Hash[], height = STORED_FROM_LEVEL): StoredHashReader {
+  return (level, index) => (level >= height ? readStored(level, index) : treeRoot(readLeaves(index * 2 ** level, 2 ** level)));
 }
