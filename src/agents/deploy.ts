@@ -7,6 +7,7 @@ import { targetFor, type AgentsEnv } from "./env.js";
 import { knownAgent } from "./lookup.js";
 import type { LoadedSpec } from "./spec-file.js";
 import { type DeployDone, type DeployOptions, failed, type Outcome } from "./target.js";
+import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
 /** Deploys `loaded` on its target; with `userReplace`, stops what runs first (`berth agent replace`). */
 export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Partial<DeployOptions> = {}): Promise<Outcome<DeployDone>> {
@@ -26,6 +27,14 @@ export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Part
   const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now(), ...outcome };
   await env.registry((reg) => reg.remember(remembered));
   return done;
+}
+
+/**
+ * Issue 36, `berth deploy --dry-run` and `POST /agents?dryRun=true`: what `deployAgent` would do now; its target looks
+ * and classifies, and nothing is done, chained or remembered.
+ */
+export function planDeploy(env: AgentsEnv, loaded: LoadedSpec): Promise<Outcome<DeployPlan>> {
+  return targetFor(env, loaded.spec.spec.target).plan(loaded);
 }
 
 /**

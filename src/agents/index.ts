@@ -9,7 +9,7 @@
  *   around them   spec-file.ts (read a spec) · registry.ts (the controller store's agent_registry) · audit.ts (agent.deploy) · state.ts
  */
 export { recordKubernetesDeploy, recordMeshDeploy } from "./audit.js";
-export { deployAgent, replaceAgent } from "./deploy.js";
+export { deployAgent, planDeploy, replaceAgent } from "./deploy.js";
 export { type AgentsEnv, targetFor } from "./env.js";
 export type { ClusterReach, KubernetesAccess, MeshAccess } from "./access.js";
 export { knownAgent, listAgents } from "./lookup.js";

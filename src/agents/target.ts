@@ -14,6 +14,7 @@ import type { VerbResult } from "../mesh/controller/index.js";
 import type { AgentRecord } from "./registry.js";
 import type { LoadedSpec } from "./spec-file.js";
 import type { AgentState } from "./state.js";
+import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
 export type AgentFailure =
   /** The spec cannot run as written (package, nsec, provider_config): fix the named field. */
@@ -92,6 +93,11 @@ export interface AgentTarget {
   readonly kind: DeployTarget;
   /** `berth deploy`; with `userReplace`, `berth agent replace`. The outcome is chained on this target's chain. */
   deploy(loaded: LoadedSpec, opts: DeployOptions): Promise<Outcome<DeployDone>>;
+  /**
+   * Issue 36, `berth deploy --dry-run`: what `deploy` would do now (the row, the action, what it would replace, where it
+   * would place), from the same observation; nothing is chained, created, deleted, placed or unloaded.
+   */
+  plan(loaded: LoadedSpec): Promise<Outcome<DeployPlan>>;
   /** What the classifier sees now for each agent (all of this target), and what a deploy would do; reads only. */
   states(agents: readonly KnownAgent[]): Promise<AgentState[]>;
   stop(agent: KnownAgent, opts: { readonly wait: boolean }): Promise<Outcome<StopAnswer>>;

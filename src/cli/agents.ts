@@ -15,6 +15,7 @@ import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, k
 import { answer, wideOutput } from "./output.js";
 import { paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
+import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
 /** A spec from a file, or from stdin for `-` (its relative paths then resolve against the current directory). */
 export function readSpecInput(file: string): SpecInput {
@@ -39,6 +40,17 @@ function printDeploy(d: DeployDocument, json: boolean | undefined): void {
   const how = d.rounds.length > 0 ? ` [${d.rounds.map((x) => `${String(x.row)} → ${String(x.action)}`).join("; ")}]` : "";
   answer(json, d, `${d.message}${json ? "" : `\n${d.target}: ${d.outcome}${how}`}`);
   process.exitCode = d.ok ? 0 : 1;
+}
+
+/** Issue 36: the plan, for people: what would happen, the row and action, what it would replace, the explain. */
+function printPlan(p: DeployPlan, json: boolean | undefined): void {
+  const lines = [p.message, `${p.target}: row ${p.row} → ${p.action}`];
+  if (p.replaces) lines.push(`would replace: ${p.replaces.instance}${p.replaces.node ? ` on node ${p.replaces.node}` : ""} (fence ${JSON.stringify(p.replaces.fence)})`);
+  if (p.placement) {
+    lines.push(p.placement.node ? `would place on: ${p.placement.node}` : `would place on: no node (${p.placement.error ?? "none fits"})`);
+    if (p.placement.explain) lines.push(p.placement.explain);
+  }
+  answer(json, p, lines.join("\n"));
 }
 
 function stateTable(states: readonly AgentState[], json: boolean | undefined): string {
@@ -140,14 +152,20 @@ export function registerAgentCommands(program: Command): void {
       program
         .command("deploy [file]")
         .description("make the agent in FILE run, once, on its target (mesh or kubernetes); deploying the same spec again does nothing")
-        .option("-f, --file <file>", "the agent spec (YAML or JSON); - reads it from stdin"),
+        .option("-f, --file <file>", "the agent spec (YAML or JSON); - reads it from stdin")
+        .option("--dry-run", "say what the deploy would do (the row and action; Kubernetes: create, no-op, which pod a fenced replace would delete; mesh: which node and why) and do nothing"),
     ),
-  ).action(async (file: string | undefined, opts: ControllerVerbFlags & { file?: string }, cmd: Command) => {
+  ).action(async (file: string | undefined, opts: ControllerVerbFlags & { file?: string; dryRun?: boolean }, cmd: Command) => {
     if (file !== undefined && opts.file !== undefined) throw new CliError("give the spec once: either FILE or -f FILE");
     const from = file ?? opts.file;
     if (from === undefined) throw new CliError("deploy needs an agent spec: berth deploy FILE, or -f FILE (-f - reads stdin)");
     const spec = readSpecInput(from);
-    printDeploy(await (await openBackend(backendFlags(opts, cmd))).deploy(spec), opts.json);
+    const backend = await openBackend(backendFlags(opts, cmd));
+    if (opts.dryRun) {
+      printPlan(await backend.planDeploy(spec), opts.json);
+      return;
+    }
+    printDeploy(await backend.deploy(spec), opts.json);
   });
 
   kubeContextFlag(controllerFlags(watchFlags(program.command("agents").description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action)")))).action(

@@ -204,7 +204,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     const callerOf = caller(req);
     const handler = o.handlers[route.id];
     let call: { record: CallRecord; ride: Ride } | null = null;
-    if (route.mutating) {
+    if (route.mutating && route.readOnlyWhen?.(req.query) !== true) {
       // Issue 20: a follower does nothing for a write and says where the leader is.
       const follower = await notLeaderAnswer(o.state.controller);
       if (follower) return send(reply, 503, follower);

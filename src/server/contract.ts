@@ -196,6 +196,23 @@ const AgentDeploySchema = z
   })
   .meta({ description: "the agent.deploy payload (core/agents/deploy-event.ts), as `berth deploy --json` prints it" });
 
+/** Issue 36: `POST /agents?dryRun=true`, as `berth deploy --dry-run --json` prints it (core/agents/deploy-plan.ts). */
+const DeployPlanSchema = z
+  .strictObject({
+    dry_run: z.literal(true),
+    agent: z.string(),
+    target: z.enum(["mesh", "kubernetes"]),
+    intent: z.string(),
+    row: z.string(),
+    action: z.string(),
+    instance: z.string().nullable(),
+    replaces: z.strictObject({ instance: z.string(), node: z.string().nullable(), fence: Json }).nullable(),
+    placement: z.strictObject({ node: z.string().nullable(), explain: z.string(), error: z.string().nullable() }).nullable(),
+    observation: Json,
+    message: z.string(),
+  })
+  .meta({ description: "what a deploy would do now (the row, the action, what it would replace, where it would place and why); nothing was done or chained" });
+
 export const AgentStateSchema = z.strictObject({
   name: z.string(),
   target: z.string(),
@@ -266,6 +283,7 @@ export const Inputs = {
     grace_ms: z.number().int().min(0).max(60_000).optional().meta({ description: "stop: SIGTERM grace before SIGKILL" }),
     purge: z.boolean().optional().meta({ description: "unload: also remove the name's workspace ($HOME) on the node (issue 15)" }),
   }),
+  deployQuery: z.strictObject({ dryRun: z.enum(["true", "false"]).optional().meta({ description: "true: answer the plan only (issue 36); nothing is done or chained" }) }),
   logsQuery: z.strictObject({ tail_bytes: z.coerce.number().int().min(0).max(65_536).optional() }),
   agentRef: z.strictObject({ name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be an agent name (a DNS label)") }),
   agentSpec: Json.meta({
@@ -341,7 +359,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "settle", method: "POST", path: "/unsettled/settle", tag: "unsettled", mutating: true, summary: "ask the nodes now and adopt or release", body: z.strictObject({}), status: 200, response: z.strictObject({ settled: SettleReportSchema, unsettled: z.array(UnsettledSchema) }) },
 
   { id: "listAgents", method: "GET", path: "/agents", tag: "agents", summary: "every agent deployed from this berth home with its state on its target", status: 200, response: list("agents", AgentStateSchema) },
-  { id: "deployAgent", method: "POST", path: "/agents", tag: "agents", mutating: true, summary: "deploy an agent spec: idempotent, once (the deploy outcome, as `berth deploy --json`)", body: Inputs.agentSpec, status: 200, response: AgentDeploySchema, errors: [409, 422, 502] },
+  { id: "deployAgent", method: "POST", path: "/agents", tag: "agents", mutating: true, readOnlyWhen: (q) => (q as { dryRun?: string }).dryRun === "true", summary: "deploy an agent spec: idempotent, once (the deploy outcome, as `berth deploy --json`); ?dryRun=true answers what it would do and does nothing, not chained (`berth deploy --dry-run`)", query: Inputs.deployQuery, body: Inputs.agentSpec, status: 200, response: z.union([AgentDeploySchema, DeployPlanSchema]), errors: [409, 422, 502] },
   { id: "getAgent", method: "GET", path: "/agents/{name}", tag: "agents", summary: "the agent's state and what a deploy would do now", params: Inputs.agentRef, status: 200, response: AgentStateSchema, errors: [404] },
   { id: "agentLogs", method: "GET", path: "/agents/{name}/logs", tag: "agents", summary: "the agent's current instance's logs", params: Inputs.agentRef, query: Inputs.logsQuery, status: 200, response: z.looseObject({ agent: z.string(), instance: z.string(), stdout: z.string(), stderr: z.string() }), errors: [404, 409, 502] },
   { id: "purgeAgent", method: "POST", path: "/agents/{name}/purge", tag: "agents", mutating: true, summary: "unload the agent's instance and remove its workspace on its node (mesh; issue 15)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },

@@ -21,6 +21,8 @@ export interface RouteSpec {
    * request to a node is one: its stamp commits first), or that calls `commitRequest()` before any other.
    */
   readonly recordRides?: boolean;
+  /** Issue 36: a mutating route whose call is a read for this (parsed) query — `POST /agents?dryRun=true` — is not chained. */
+  readonly readOnlyWhen?: (query: unknown) => boolean;
   readonly params?: z.ZodObject;
   readonly query?: z.ZodObject;
   readonly body?: z.ZodType;

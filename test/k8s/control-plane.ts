@@ -107,13 +107,15 @@ export interface ControlPlane {
   readonly rbac: RbacAuthorizationV1Api;
   readonly nodeName: string;
   readonly kubelet: KubeletSimulator;
+  /** With `startControlPlane({ auditLog: true })`: the apiserver's own audit log (JSON lines, level Metadata), else null. */
+  readonly auditLogPath: string | null;
   /** SIGKILL the apiserver (a transport failure mid-deploy); `restartApiserver` brings it back on the same port. */
   killApiserver(): Promise<void>;
   restartApiserver(): Promise<void>;
   stop(): Promise<void>;
 }
 
-export async function startControlPlane(options: { nodeName?: string } = {}): Promise<ControlPlane> {
+export async function startControlPlane(options: { nodeName?: string; auditLog?: boolean } = {}): Promise<ControlPlane> {
   const bins = controlPlaneBinaries();
   const dir = mkdtempSync(join(tmpdir(), "berth-cp-"));
   const pki = join(dir, "pki");
@@ -181,6 +183,13 @@ export async function startControlPlane(options: { nodeName?: string } = {}): Pr
     "--disable-admission-plugins=ServiceAccount",
     "--allow-privileged=true",
   ];
+  // Issue 36: every request the apiserver served, judged from the apiserver's side (a dry run must send no write).
+  const auditLogPath = options.auditLog ? join(dir, "apiserver-audit.log") : null;
+  if (auditLogPath !== null) {
+    const policy = join(dir, "audit-policy.yaml");
+    writeFileSync(policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n");
+    apiserverArgs.push(`--audit-policy-file=${policy}`, `--audit-log-path=${auditLogPath}`, "--audit-log-mode=blocking");
+  }
   const kubeconfigPath = join(dir, "admin.kubeconfig");
   const restrictedKubeconfigPath = join(dir, "restricted.kubeconfig");
   writeFileSync(kubeconfigPath, kubeconfigYaml(server, pki, "admin"), { mode: 0o600 });
@@ -226,6 +235,7 @@ export async function startControlPlane(options: { nodeName?: string } = {}): Pr
   return {
     server,
     dir,
+    auditLogPath,
     pkiDir: pki,
     kubeconfigPath,
     restrictedKubeconfigPath,

@@ -5,7 +5,6 @@
 import { existsSync, readdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
-import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { realClock } from "../../kit/clock.js";
 import { boundedStderrLogger } from "../../kit/log.js";
@@ -22,6 +21,7 @@ import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } f
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
 import { localNodeAdmin } from "./node-admin-local.js";
+import { AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 
 const CLI_ERRORS: FailureMap<CliError> = {
   unknown_agent: (f) => unknownAgent(f.agent),
@@ -113,6 +113,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       }),
     agents: () => read(() => agentStates(env)),
     deploy: async (spec) => deployDoc(deployEventPayload(answered(await deployAgent(env, loaded(spec))).result)),
+    planDeploy: async (spec) => answered(await planDeploy(env, loaded(spec))),
     agentStatus: (name) => read(async () => answered(await agentState(env, name))),
     agentLogs: (name, tailBytes, onChunk) => read(async () => answered(await agentLogs(env, name, { tailBytes, ...(onChunk ? { onChunk } : {}) }))),
     agentStop: async (name, wait) => {

@@ -13,6 +13,7 @@ import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "./types.js";
 import { CliError, invalidInput, placeRefused, unknownAgent } from "../errors.js";
 import { type ApiAnswer, apiRequest as sendOnce, type ServerTarget } from "../remote/http.js";
+import type { DeployPlan } from "../../core/agents/deploy-plan.js";
 
 /**
  * Issue 20: several `berth serve` may share one store and only the leader writes; a follower answers a write 503
@@ -139,6 +140,7 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
     },
     agents: async () => ((await call("GET", "/agents")) as { agents: AgentState[] }).agents,
     deploy: async (spec) => (await call("POST", "/agents", specBody(spec, o.sameHost))) as DeployDocument,
+    planDeploy: async (spec) => (await call("POST", "/agents?dryRun=true", specBody(spec, o.sameHost))) as DeployPlan,
     agentStatus: async (name) => (await call("GET", agentPath(name), undefined, { agent: name })) as AgentState,
     agentLogs: async (name, tailBytes) => (await call("GET", agentPath(name, `/logs?tail_bytes=${tailBytes}`), undefined, { agent: name })) as LogsAnswer,
     agentStop: async (name, wait) => {

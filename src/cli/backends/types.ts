@@ -11,6 +11,7 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import type { PlacementRecord, PlaceOrderInput, PlaceReport, SettleReport, TargetInfo, UnsettledDecision, Verb, VerbResult } from "../../mesh/controller/index.js";
 import type { TargetFlags } from "../remote/target.js";
+import type { DeployPlan } from "../../core/agents/deploy-plan.js";
 
 export type Tier = "discovered" | "paired" | "pinned";
 
@@ -62,6 +63,8 @@ export interface ControllerBackend {
   unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;
   agents(): Promise<AgentState[]>;
   deploy(spec: SpecInput): Promise<DeployDocument>;
+  /** Issue 36, `berth deploy --dry-run`: what the deploy would do; nothing is done or chained. */
+  planDeploy(spec: SpecInput): Promise<DeployPlan>;
   agentStatus(name: string): Promise<AgentState>;
   agentLogs(name: string, tailBytes: number, onChunk?: (chunk: string) => void): Promise<LogsAnswer>;
   agentStop(name: string, wait: boolean): Promise<StopDocument>;

@@ -47,6 +47,7 @@ import type { NodeAdminDeps } from "./node-admin.js";
 import { packagePolicyOf } from "./package-policy.js";
 import type { ReconcileAccess } from "./reconcile-access.js";
 import { behindReason, editRevocations, publicationOf, type PushOutcome, pushRevocations } from "./revocation-push.js";
+import { type PlacePreview, previewOrder } from "./preview.js";
 
 export const CONTROLLER_DB = "controller.db";
 
@@ -286,6 +287,11 @@ export class MeshController {
     return placeOrder(this.deps, order);
   }
 
+  /** Issue 36, `berth deploy --dry-run`: what `place(order)` would decide now, with nothing written or sent (preview.ts). */
+  previewPlace(order: PlaceOrderInput): Promise<PlacePreview> {
+    return previewOrder(this.deps, order);
+  }
+
   placements(): Promise<PlacementRecord[]> {
     return this.store.placements();
   }
@@ -374,6 +380,13 @@ export class MeshController {
     await this.readPolicy(true);
     await this.targetSet.refreshAll();
     if ((await this.store.unsettled()).length > 0) await this.settleReport();
+    return this.targetSet.list();
+  }
+
+  /** Issue 36, a plan before a deploy: every known target described now, with nothing settled (refreshTargets settles). */
+  async describeTargets(): Promise<TargetInfo[]> {
+    await this.readPolicy(true);
+    await this.targetSet.refreshAll();
     return this.targetSet.list();
   }
 

@@ -6,6 +6,7 @@ export { CONTROLLER_DB, ControllerError, type ControllerOptions, MeshController 
 export { type Attempt, type AttemptOutcome, NEXT_CANDIDATE, PlaceError, type PlaceReport, STOPPED, type Timeouts } from "./dispatch.js";
 export { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
 export { PEERS_FILE, type PeerEntry } from "./policy.js";
+export type { PlacePreview } from "./preview.js";
 export type { SettleReport } from "./settle.js";
 export type { DecisionId, PlacementRecord, UnsettledDecision } from "./store.js";
 export type { AddResult, TargetInfo } from "./targets.js";

@@ -57,6 +57,25 @@ export function preparePackage(ref: string, dataDir: string, policy: ControllerP
 }
 
 /**
+ * Issue 36, `berth deploy --dry-run`: the same checks as `preparePackage` with nothing written (no store copy is made;
+ * the source serves from where the package is). What a plan needs: the verified statement and its signers.
+ */
+export function inspectPackage(ref: string, dataDir: string, policy: ControllerPolicy): Prepared {
+  const stored = storedPackageDir(ref, dataDir);
+  const dir = stored ?? resolve(ref);
+  if (!existsSync(join(dir, MANIFEST_FILE))) {
+    return { ok: false, error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${join(dataDir, PACKAGE_STORE)}` };
+  }
+  const read = stored ? readVerifiedManifest(dir, policy) : readVerified(dir, policy);
+  if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
+  const { verdict, manifest } = read;
+  if (stored && verdict.packageId !== ref) return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.packageId}` };
+  const statement = verdict.envelope.statement;
+  const source = new PackageDirSource(dir, { verified: { manifest, packageId: verdict.packageId, statement } });
+  return { ok: true, pkg: { packageId: verdict.packageId, statement, source, signers: verdict.signers } };
+}
+
+/**
  * The store copy `ref` names, when it is the id of a package already in the store (null otherwise): preparing it
  * then writes no file (issue 19: the API's placement record may ride its first write, server/routes/mesh.ts).
  */

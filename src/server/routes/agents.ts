@@ -10,7 +10,6 @@
  */
 import { join } from "node:path";
 import type { z } from "zod";
-import { type AgentsEnv, AgentRegistry, agentLogs, agentState, agentStates, type DeployDone, deployAgent, type FailureMap, type LoadedSpec, type Outcome, deleteAgent, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { AgentSpecSchema } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
@@ -21,6 +20,7 @@ import type { Answer, Handlers } from "../handler.js";
 import { KeyedLock } from "../keyed-lock.js";
 import type { ServerState } from "../state.js";
 import { k8sNotConfigured } from "./kubernetes.js";
+import { AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, type DeployDone, deleteAgent, deployAgent, type FailureMap, type LoadedSpec, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 
 /** Deploys, replaces and stops of one agent run one at a time in this server (see keyed-lock.ts). */
 const perAgent = new KeyedLock();
@@ -86,6 +86,8 @@ export const agentHandlers: Handlers = {
   listAgents: async (_i, ctx) => ({ body: { agents: await agentStates(agentsEnv(ctx.state)) } }),
   deployAgent: async (i, ctx) => {
     const loaded = loadedFromBody(ctx.state, i.body, "body");
+    // Issue 36: the plan is a read: no lock, nothing chained (contract.ts readOnlyWhen), nothing done.
+    if ((i.query as In<typeof Inputs.deployQuery>).dryRun === "true") return { body: answered(await planDeploy(agentsEnv(ctx.state), loaded)) as unknown as JsonObject };
     return perAgent.run(loaded.spec.metadata.name, async () => deployAnswer(await deployAgent(agentsEnv(ctx.state), loaded)));
   },
   getAgent: async (i, ctx) => {

@@ -18,6 +18,8 @@ import { type LoadedSpec, readNsec } from "../../spec-file.js";
 import { type AgentState, unknownAgentState } from "../../state.js";
 import { type AgentTarget, failed, type Outcome, succeeded } from "../../target.js";
 import { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "./deploy.js";
+import { kubernetesPlan } from "../../../core/agents/deploy-plan.js";
+import { intentMatches } from "../../../core/kubernetes/intent.js";
 
 export { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "./deploy.js";
 export { cliBudget, loopDeps, runReconcileLoop } from "./loop.js";
@@ -95,6 +97,23 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
       );
       if (!done.ok) return done;
       return succeeded({ result: done.value.result, intent: prepared.value.fingerprint, event: done.value.event });
+    },
+
+    // Issue 36: one quorum look and its row, as the deploy's first round; no audit chain is opened, nothing is written.
+    async plan(loaded) {
+      const prepared = prepare(loaded, true);
+      if (!prepared.ok) return prepared;
+      const s = settings();
+      if (!s.ok) return s;
+      return withCluster(access, prepared.value, async (cluster) => {
+        const seen = await observeKubernetes(cluster, prepared.value);
+        const agent = loaded.spec.metadata.name;
+        if (!seen.ok) return failed({ kind: "cluster_unreachable", message: `${agent}: ${seen.error}` });
+        const recorded = seen.observation.recorded_intent;
+        const pendingEdit = seen.row === "started" && !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.intent);
+        const base = { agent, intent: prepared.value.fingerprint, row: seen.row, observation: seen.observation, pod: seen.pod, namespace: refOf(prepared.value).namespace, pendingEdit };
+        return succeeded(kubernetesPlan(base, seen.action));
+      });
     },
 
     async states(agents) {

@@ -28,6 +28,7 @@ import type { JsonObject } from "../../../core/crypto/canonical.js";
 import type { NodeId } from "../../../core/crypto/ed25519.js";
 import type { NodeClient } from "../../../mesh/client/node-client.js";
 import { type MeshController, PlaceError, type PlaceOrderInput, type TargetInfo, type VerbOptions, type VerbResult } from "../../../mesh/controller/index.js";
+import { type DeployPlan, meshPlan } from "../../../core/agents/deploy-plan.js";
 
 export interface MeshAgentDeps {
   readonly controller: MeshController;
@@ -69,10 +70,11 @@ function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
 }
 
 /** Observes one agent on every target the controller knows. */
-export async function observeMesh(deps: MeshAgentDeps, agent: string): Promise<MeshAgentObservation> {
+export async function observeMesh(deps: MeshAgentDeps, agent: string, opts: { readonly settle?: boolean } = {}): Promise<MeshAgentObservation> {
   // Read before any node is asked: only these records' identities may be judged stale (core/agents/mesh-observe.ts).
   const placedBefore = new Set((await deps.controller.placements()).map((p) => p.decision_id));
-  const targets = await deps.controller.refreshTargets();
+  // A plan (issue 36) settles nothing: an unsettled decision is its row, not something it resolves.
+  const targets = opts.settle === false ? await deps.controller.describeTargets() : await deps.controller.refreshTargets();
   const answers = await Promise.all(targets.filter((t) => t.node_id !== null).map((t) => statusOf(deps, t)));
   // The core judges synchronously: look up the chain position of every decision a node answered with first.
   const store = deps.controller.store;
@@ -268,14 +270,16 @@ async function releaseStaleRecords(deps: MeshAgentDeps, stale: MeshAgentObservat
   return released;
 }
 
-async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgentObservation, rounds: DeployRound[], replaced: boolean): Promise<AgentDeployResult> {
-  const result = deployAnswers({ agent: input.agent, target: "mesh", intent: input.intent, rounds });
+const NO_MESH_OPTIONS = { pin: null, prefer: [], avoid: [], allow_emulated: false, start: true, strategy: "spread" as const };
+
+/** The place order a deploy of `input` sends (the spec's node refs resolved to node ids), or why it cannot. */
+async function placeOrderOf(deps: MeshAgentDeps, input: MeshDeployInput): Promise<{ ok: true; order: PlaceOrderInput & { readonly agent: string; readonly intent: string } } | { ok: false; error: string }> {
   const targets = await deps.controller.targets();
-  const m = input.spec.mesh ?? { pin: null, prefer: [], avoid: [], allow_emulated: false, start: true, strategy: "spread" as const };
+  const m = input.spec.mesh ?? NO_MESH_OPTIONS;
   const pin = m.pin === null ? { ok: true as const, ids: [] } : resolveRefs(targets, [m.pin], "pin");
   const prefer = resolveRefs(targets, m.prefer, "prefer");
   const avoid = resolveRefs(targets, m.avoid, "avoid");
-  for (const r of [pin, prefer, avoid]) if (!r.ok) return result(false, "failed", `${input.agent}: ${r.error}`);
+  for (const r of [pin, prefer, avoid]) if (!r.ok) return { ok: false, error: r.error };
   const order: PlaceOrderInput & { readonly agent: string; readonly intent: string } = {
     package: input.packageDir,
     name: input.agent,
@@ -291,6 +295,15 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     intent: input.intent,
     env_from: { ...(input.envFrom ?? {}) },
   };
+  return { ok: true, order };
+}
+
+async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgentObservation, rounds: DeployRound[], replaced: boolean): Promise<AgentDeployResult> {
+  const result = deployAnswers({ agent: input.agent, target: "mesh", intent: input.intent, rounds });
+  const m = input.spec.mesh ?? NO_MESH_OPTIONS;
+  const built = await placeOrderOf(deps, input);
+  if (!built.ok) return result(false, "failed", `${input.agent}: ${built.error}`);
+  const order = built.order;
   try {
     const report = await deps.controller.place(order);
     if (report.placed) {
@@ -334,6 +347,31 @@ async function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObs
   // The store names a decision in flight with its owner (pid, host, epoch): say exactly that (issue 21 case 6).
   if (refusal.holder?.kind === "decision") return `${refusal.message}; nothing was unloaded. Deploy again once it has finished.`;
   return "the name is held by a placement another berth process is sending right now; nothing was unloaded. Deploy again once it has finished.";
+}
+
+/**
+ * Issue 36, `berth deploy --dry-run` on the mesh: the deploy's first look and row, and where a placement would go and
+ * why (the engine's explain, decided with nothing chained: controller.previewPlace). Nothing is settled, unloaded,
+ * placed or chained; the look describes the nodes and asks each its status, as `berth agents` does.
+ */
+export async function planMeshDeploy(deps: MeshAgentDeps, input: MeshDeployInput, opts: { readonly userReplace?: boolean } = {}): Promise<DeployPlan> {
+  const seen = await observeMesh(deps, input.agent, { settle: false });
+  const { row, action } = opts.userReplace ? classifyMeshReplace(seen.observation, input.intent) : classifyMesh(seen.observation, input.intent);
+  let placement: DeployPlan["placement"] = null;
+  if (action.kind === "place" || action.kind === "replace") {
+    const built = await placeOrderOf(deps, input);
+    if (!built.ok) placement = { node: null, explain: "", error: built.error };
+    else {
+      // The instance a replace would unload still holds the name and its memory: judged as if it were gone.
+      const preview = await deps.controller.previewPlace(built.order);
+      placement = preview.ok
+        ? { node: preview.decision.placement?.node_id ?? null, explain: preview.explain, error: preview.decision.placement === null ? "no eligible node" : null }
+        : { node: null, explain: preview.constraints.map((c) => `  ${c.constraint}: ${c.detail}`).join("\n"), error: `${preview.code}: ${preview.error}` };
+    }
+  }
+  const inst = action.kind === "no-op" ? seen.observation.instances.find((i) => i.fence === action.instance) : undefined;
+  const pendingEdit = inst !== undefined && inst.recordedIntent !== input.intent;
+  return meshPlan({ agent: input.agent, intent: input.intent, row, observation: observationJson(seen), pendingEdit, placement }, action);
 }
 
 /** `berth agent status NAME` on the mesh: the observation, and what a deploy would do now (reads only). */

@@ -14,7 +14,7 @@ import { resolveSpecEnv } from "../../secret-env.js";
 import { meshIntentOf } from "../../spec-file.js";
 import type { AgentState } from "../../state.js";
 import { type AgentTarget, failed, type KnownAgent, type Outcome, succeeded } from "../../target.js";
-import { currentInstance, deployMeshAgent, type MeshAgentDeps, meshAgentStatus } from "./deploy.js";
+import { currentInstance, deployMeshAgent, type MeshAgentDeps, meshAgentStatus, planMeshDeploy } from "./deploy.js";
 
 export { currentInstance, deployMeshAgent, fencedUnload, type MeshAgentDeps, type MeshDeployInput, meshAgentStatus, observeMesh } from "./deploy.js";
 
@@ -70,6 +70,15 @@ export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS
         const event = await recordMeshDeploy(deps.controller, result);
         return succeeded({ result, intent: input.intent, event: { chain: "controller", seq: event.seq, hash: event.hash } });
       });
+    },
+
+    async plan(loaded) {
+      const resolved = resolveSpecEnv(loaded, processEnv);
+      if (!resolved.ok) return failed({ kind: "spec_unusable", message: resolved.error, usage: false });
+      const mi = meshIntentOf(loaded, resolved.value.env);
+      if (!mi.ok) return failed({ kind: "spec_unusable", message: mi.error, usage: true });
+      const input = { agent: loaded.spec.metadata.name, spec: loaded.spec.spec, env: resolved.value.env, envFrom: resolved.value.refs, packageDir: mi.value.packageDir, intent: mi.value.intent };
+      return access.session(async (deps) => succeeded(await planMeshDeploy(deps, input)));
     },
 
     states: (agents) =>
