@@ -22,6 +22,8 @@ export interface AgentState {
    */
   readonly lifecycle?: string | null;
   readonly restarts?: number | null;
+  /** Issue 36 (mesh): when the current instance's process last started (ms since the epoch, the node's clock). */
+  readonly started_ms?: number | null;
   /** Issue 33: the message of the last deploy when it failed (the record kept says why); absent otherwise. */
   readonly last_deploy?: string | null;
 }

@@ -225,6 +225,8 @@ export const AgentStateSchema = z.strictObject({
   /** Issue 15 (mesh agents): the node's lifecycle state of the current instance and its supervisor's restarts. */
   lifecycle: z.string().nullable().optional(),
   restarts: z.number().int().nullable().optional(),
+  /** Issue 36: when the current instance's process last started (mesh; ms since the epoch). */
+  started_ms: z.number().nullable().optional(),
   /** Issue 33: the last deploy of this agent failed after it was accepted; its message says why. */
   last_deploy: z.string().nullable().optional(),
 });

@@ -11,10 +11,20 @@
  *   berth_chain_events_total{chain}   events appended to each chain this server holds, by any process
  *   berth_api_request_duration_seconds{method,route,status}   this server's requests
  *
- * and prom-client's process metrics (CPU, memory, event-loop lag). There is no reconcile-loop lag: the mesh has no
- * reconcile loop yet (issue 13 asks for one); a figure for a loop that does not run would be invented.
+ * per agent (issue 36), labelled `agent` and `target`, from one look at every agent (its node's or cluster's answer)
+ * at most every AGENT_LOOK_MS, a look that takes longer than AGENT_LOOK_BUDGET_MS serving the previous one:
+ *
+ *   berth_agent_state{agent,target,state}           1 for the agent's state now (running, stopped, failed …), 0 for the others seen
+ *   berth_agent_restarts{agent,target}              restarts its node's supervisor made since the operator last started it (mesh)
+ *   berth_agent_last_start_timestamp_seconds{agent,target}   when its current process started (mesh; the node's clock)
+ *
+ * and prom-client's process metrics (CPU, memory, event-loop lag), without its three `nodejs_active_*_total` gauges (a gauge
+ * must not end in `_total`: `promtool check metrics`; `nodejs_active_*` by type stay). There is no reconcile-loop lag: the
+ * mesh has no reconcile loop yet (issue 13 asks for one); a figure for a loop that does not run would be invented.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { type AgentState, agentStates } from "../agents/index.js";
+import { agentsEnv } from "./routes/agents.js";
 import { CHAIN_NAMES, headSeq, openChainReader } from "./chains.js";
 import type { ServerState } from "./state.js";
 
@@ -32,6 +42,8 @@ export interface ServerMetrics {
 export function serverMetrics(state: ServerState): ServerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "berth_" });
+  dropTotalGauges(registry);
+  agentSeries(registry, state);
 
   new Gauge({
     name: "berth_decisions",
@@ -120,4 +132,81 @@ function eventsIn(state: ServerState, chain: "controller" | "k8s"): number {
   } finally {
     reader.close();
   }
+}
+
+/**
+ * prom-client adds `berth_nodejs_active_{handles,requests,resources}_total` beside `berth_nodejs_active_*` (the same
+ * figures, by type); Prometheus reserves `_total` for counters, so the sums go and the per-type gauges stay.
+ */
+function dropTotalGauges(registry: Registry): void {
+  for (const name of ["berth_nodejs_active_handles_total", "berth_nodejs_active_requests_total", "berth_nodejs_active_resources_total"]) registry.removeSingleMetric(name);
+}
+
+/** How often a scrape may look at the agents, and how long it waits for a look before serving the previous one. */
+const AGENT_LOOK_MS = 5_000;
+const AGENT_LOOK_BUDGET_MS = 3_000;
+
+function agentSeries(registry: Registry, state: ServerState): void {
+  let last: { at: number; states: readonly AgentState[] } = { at: 0, states: [] };
+  let pending: Promise<readonly AgentState[]> | null = null;
+  const look = async (): Promise<readonly AgentState[]> => {
+    if (Date.now() - last.at < AGENT_LOOK_MS) return last.states;
+    pending ??= agentStates(agentsEnv(state))
+      .then((states) => {
+        last = { at: Date.now(), states };
+        return states;
+      })
+      .finally(() => {
+        pending = null;
+      });
+    let timer: NodeJS.Timeout | undefined;
+    const budget = new Promise<readonly AgentState[]>((resolve) => {
+      timer = setTimeout(() => resolve(last.states), AGENT_LOOK_BUDGET_MS);
+    });
+    try {
+      return await Promise.race([pending, budget]);
+    } catch {
+      return last.states;
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+  // One look per scrape, shared by the three series (each collect asks; the look is cached for AGENT_LOOK_MS).
+  const seenStates = new Map<string, Set<string>>();
+  new Gauge({
+    name: "berth_agent_state",
+    help: "1 for the state each agent is in now (running, stopped, failed, unknown …), 0 for the other states it was seen in",
+    labelNames: ["agent", "target", "state"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const a of await look()) {
+        const key = `${a.target}/${a.name}`;
+        const seen = seenStates.get(key) ?? new Set<string>();
+        seen.add(a.state);
+        seenStates.set(key, seen);
+        for (const s of seen) this.set({ agent: a.name, target: a.target, state: s }, s === a.state ? 1 : 0);
+      }
+    },
+  });
+  new Gauge({
+    name: "berth_agent_restarts",
+    help: "restarts the node's supervisor made of the agent's instance since the operator last started it (mesh agents)",
+    labelNames: ["agent", "target"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const a of await look()) if (typeof a.restarts === "number") this.set({ agent: a.name, target: a.target }, a.restarts);
+    },
+  });
+  new Gauge({
+    name: "berth_agent_last_start_timestamp_seconds",
+    help: "when the agent's current process last started, in seconds since the epoch by its node's clock (mesh agents)",
+    labelNames: ["agent", "target"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const a of await look()) if (typeof a.started_ms === "number") this.set({ agent: a.name, target: a.target }, a.started_ms / 1000);
+    },
+  });
 }

@@ -33,6 +33,8 @@ export interface NodeInstanceRow {
   readonly generation: number;
   /** Issue 15: restarts by the node's supervisor since the operator last started it (0 from an older node). */
   readonly restarts: number;
+  /** Issue 36: when its process last started (the node's clock, ms), null when it never ran; absent from older callers. */
+  readonly started_ms?: number | null;
 }
 
 export type NodeAnswer =
@@ -58,6 +60,8 @@ export interface ObservedInstance {
   readonly intent: string | null;
   readonly placed_seq: number | null;
   readonly restarts: number;
+  /** Issue 36 (`berth top`, the per-agent metrics): when its process last started, by the node's clock. */
+  readonly started_ms: number | null;
 }
 
 export interface MeshAgentObservation {
@@ -138,7 +142,7 @@ export function observeMeshAgent(agent: string, answers: readonly NodeAnswer[], 
       );
       if (v === null) continue;
       instances.push(v);
-      shown.push({ node_id: a.nodeId, instance_id: row.instance_id, state: row.state, startup: startup.kind, generation: row.generation, intent: row.intent, placed_seq: seq, restarts: row.restarts });
+      shown.push({ node_id: a.nodeId, instance_id: row.instance_id, state: row.state, startup: startup.kind, generation: row.generation, intent: row.intent, placed_seq: seq, restarts: row.restarts, started_ms: row.started_ms ?? null });
     }
   }
   const unobservable = ours.filter((p) => !answered.has(p.node_id)).map((p) => ({ nodeId: p.node_id, instanceId: p.instance_id }));

@@ -66,6 +66,7 @@ function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
     intent: r.intent,
     generation: r.generation,
     restarts: r.restarts ?? 0,
+    started_ms: r.started_ms,
   }));
 }
 

@@ -35,6 +35,7 @@ export async function meshAgentState(deps: MeshAgentDeps, record: Pick<AgentReco
     error: null,
     lifecycle: current ? String(current.state) : null,
     restarts: typeof current?.restarts === "number" ? current.restarts : null,
+    started_ms: typeof current?.started_ms === "number" ? current.started_ms : null,
   };
 }
 
