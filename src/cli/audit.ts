@@ -184,6 +184,88 @@ function printVerify(result: VerifyResult, json: boolean): void {
   }
 }
 
+type TailFlags = { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; database?: string; local?: boolean; json?: boolean; follow?: boolean };
+
+function tailOptions(c: Command): Command {
+  return c
+    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
+    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
+    .addOption(DB_ALIAS())
+    .addOption(LOCAL())
+    .option("--chain <id>", "which chain (default: its own)")
+    .option("-n, --tail <n>", "how many events", "20")
+    .addOption(new Option("--lines <n>", "alias of --tail").hideHelp())
+    .option("-f, --follow", "then print each event as it is appended, until Ctrl-C (the files read-only, or the server's event pages)")
+    .option("--json", "one JSON document: {events: [...]}; with -f one JSON event per line");
+}
+
+/** How often -f looks for new events: the store read-only (or the server's event pages); nothing is written. */
+const FOLLOW_POLL_MS = 500;
+
+async function tailAction(opts: TailFlags, cmd: Command): Promise<void> {
+  await load();
+  const n = d.z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines ?? opts.tail);
+  if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
+  const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
+  const row = (e: SealedEvent) => {
+    const phase = typeof e.payload.phase === "string" ? ` ${e.payload.phase}` : "";
+    return [String(e.seq), new Date(e.ts).toISOString(), `${e.source}/${e.kind}${phase}`, e.hash.slice(0, 12)];
+  };
+  const show = (chainId: string, events: readonly SealedEvent[]) => {
+    if (opts.follow) {
+      // A stream: a header once, then one line per event (one JSON event per line with --json), so a pipe reads it live.
+      if (!opts.json) process.stdout.write(`${["SEQ", "TIME", "EVENT", "HASH"].join("  ")}\n`);
+      for (const e of events) printFollowed(e);
+      return;
+    }
+    const lines = events.map(row);
+    answer(
+      opts.json,
+      { chain_id: chainId, events: events.map((e) => JSON.parse(d.exportLine(e))) },
+      lines.length === 0 ? "no events yet" : renderTable(["SEQ", "TIME", "EVENT", "HASH"], lines, { palette: stdoutPalette(opts.json) }),
+    );
+  };
+  const printFollowed = (e: SealedEvent) => process.stdout.write(`${opts.json ? d.exportLine(e) : row(e).join("  ")}\n`);
+  const follow = async (next: (after: number) => Promise<SealedEvent[]>, from: number) => {
+    let last = from;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, FOLLOW_POLL_MS));
+      for (const e of await next(last)) {
+        printFollowed(e);
+        last = e.seq;
+      }
+    }
+  };
+  if (remote) {
+    const { chainId, events } = await remote.r.tailThrough(remote.t, opts.chain, n.data);
+    show(chainId, events);
+    if (!opts.follow) return;
+    await follow(async (after) => {
+      const c = await remote.r.serverChain(remote.t, opts.chain);
+      const got: SealedEvent[] = [];
+      if (c.head.seq > after) for await (const e of remote.r.eventsThrough(remote.t, c, after + 1, c.head.seq)) got.push(e);
+      return got;
+    }, events.at(-1)?.seq ?? -1);
+    return;
+  }
+  const db = await openForReading(opts);
+  try {
+    const chainId = pickChain(db, opts.chain);
+    const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
+    const events: SealedEvent[] = [];
+    const get = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?");
+    for (const { seq } of rows.reverse()) {
+      events.push(d.rowToEvent(get.get(chainId, seq) as Parameters<typeof AuditDeps.rowToEvent>[0]));
+    }
+    show(chainId, events);
+    if (!opts.follow) return;
+    const newer = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq LIMIT 1000");
+    await follow(async (after) => (newer.all(chainId, after) as Array<Parameters<typeof AuditDeps.rowToEvent>[0]>).map((r) => d.rowToEvent(r)), events.at(-1)?.seq ?? -1);
+  } finally {
+    db.close();
+  }
+}
+
 export function registerAuditCommands(program: Command): void {
   const audit = program.command("audit").description("the signed, hash-chained audit log: verify, tail, export, import, prove");
 
@@ -257,52 +339,9 @@ export function registerAuditCommands(program: Command): void {
       process.exitCode = result.ok ? 0 : 1;
     });
 
-  audit
-    .command("tail")
-    .description("print the newest events")
-    .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
-    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
-    .addOption(DB_ALIAS())
-    .addOption(LOCAL())
-    .option("--chain <id>", "which chain (default: its own)")
-    .option("-n, --tail <n>", "how many events", "20")
-    .addOption(new Option("--lines <n>", "alias of --tail").hideHelp())
-    .option("--json", "one JSON document: {events: [...]}")
-    .action(async (opts: { db?: string; dataDir: string; chain?: string; tail: string; lines?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
-      await load();
-      const n = d.z.coerce.number().int().min(1).max(100_000).safeParse(opts.lines ?? opts.tail);
-      if (!n.success) throw invalidInput(describeZodIssues("-n", n.error.issues));
-      const remote = opts.database === undefined ? await auditServer(opts, cmd) : null;
-      const show = (chainId: string, events: readonly SealedEvent[]) => {
-        const lines = events.map((e) => {
-          const phase = typeof e.payload.phase === "string" ? ` ${e.payload.phase}` : "";
-          return [String(e.seq), new Date(e.ts).toISOString(), `${e.source}/${e.kind}${phase}`, e.hash.slice(0, 12)];
-        });
-        answer(
-          opts.json,
-          { chain_id: chainId, events: events.map((e) => JSON.parse(d.exportLine(e))) },
-          lines.length === 0 ? "no events yet" : renderTable(["SEQ", "TIME", "EVENT", "HASH"], lines, { palette: stdoutPalette(opts.json) }),
-        );
-      };
-      if (remote) {
-        const { chainId, events } = await remote.r.tailThrough(remote.t, opts.chain, n.data);
-        show(chainId, events);
-        return;
-      }
-      const db = await openForReading(opts);
-      try {
-        const chainId = pickChain(db, opts.chain);
-        const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
-        const events: SealedEvent[] = [];
-        const get = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?");
-        for (const { seq } of rows.reverse()) {
-          events.push(d.rowToEvent(get.get(chainId, seq) as Parameters<typeof AuditDeps.rowToEvent>[0]));
-        }
-        show(chainId, events);
-      } finally {
-        db.close();
-      }
-    });
+  tailOptions(audit.command("tail").description("print the newest events (-f: then every event appended, as it is)")).action(tailAction);
+  // Issue 36: `berth events -f` is the chain as it grows, the way people look for it (kubectl get events -w).
+  tailOptions(program.command("events").description("the audit chain's newest events, as `berth audit tail`; -f keeps printing every event appended")).action(tailAction);
 
   audit
     .command("export")

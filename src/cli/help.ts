@@ -15,7 +15,7 @@ export const TOPICS: ReadonlyArray<{ readonly heading: string; readonly commands
   { heading: "Agents:", commands: ["deploy", "agents", "agent"] },
   { heading: "Mesh:", commands: ["nodes", "place", "instances", "instance", "unsettled", "doctor", "package", "node", "revoke", "unrevoke"] },
   { heading: "Kubernetes:", commands: ["k8s", "provider"] },
-  { heading: "Audit and keys:", commands: ["audit", "keys"] },
+  { heading: "Audit and keys:", commands: ["audit", "events", "keys"] },
   { heading: "Run:", commands: ["up", "down", "serve", "context", "backup", "restore", "migrate"] },
   { heading: "Shell:", commands: ["completion", "help"] },
 ];
