@@ -10,7 +10,7 @@ import { type DeployDone, type DeployOptions, failed, type Outcome } from "./tar
 import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
 /** Deploys `loaded` on its target; with `userReplace`, stops what runs first (`berth agent replace`). */
-export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Partial<DeployOptions> = {}): Promise<Outcome<DeployDone>> {
+export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Partial<DeployOptions> & { readonly rollbackOf?: number } = {}): Promise<Outcome<DeployDone>> {
   const spec = loaded.spec;
   const done = await targetFor(env, spec.spec.target).deploy(loaded, { userReplace: opts.userReplace === true, ...(opts.loop ? { loop: opts.loop } : {}) });
   if (!done.ok) return done;
@@ -24,7 +24,7 @@ export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Part
     if (known !== null) await env.registry((reg) => reg.remember({ ...known, ...outcome }));
     return done;
   }
-  const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now(), ...outcome };
+  const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now(), ...outcome, ...(opts.rollbackOf !== undefined ? { rollback_of: opts.rollbackOf } : {}) };
   await env.registry((reg) => reg.remember(remembered));
   return done;
 }

@@ -10,6 +10,7 @@
  */
 export { recordKubernetesDeploy, recordMeshDeploy } from "./audit.js";
 export { deployAgent, planDeploy, replaceAgent } from "./deploy.js";
+export { agentHistory, type HistoryAnswer, type HistoryRevision, rollbackAgent } from "./history.js";
 export { type AgentsEnv, targetFor } from "./env.js";
 export type { ClusterReach, KubernetesAccess, MeshAccess } from "./access.js";
 export { knownAgent, listAgents } from "./lookup.js";

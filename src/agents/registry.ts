@@ -8,7 +8,8 @@
 import type { AgentRecord } from "../core/agents/registry.js";
 import type { SealedEvent } from "../core/chain/event.js";
 import type { ControllerStore } from "../mesh/controller/store.js";
-import { agentRecord, agentRecords, deleteAgentRecord, rememberAgent } from "../mesh/controller/store-agents.js";
+import type { RememberEvent } from "../core/agents/history.js";
+import { agentRecord, agentRecords, agentRevisionText, deleteAgentRecord, rememberAgent } from "../mesh/controller/store-agents.js";
 import { deleteEventDraft } from "../core/agents/registry.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 
@@ -30,6 +31,16 @@ export class AgentRegistry {
 
   get(name: string): Promise<AgentRecord | null> {
     return this.store.engine.read((q) => agentRecord(q, name));
+  }
+
+  /** Issue 36: every `agent.remember` event on the chain (all agents, oldest first). */
+  async remembered(): Promise<RememberEvent[]> {
+    return (await this.store.chain.find({ kind: "agent.remember" })).map((e) => ({ seq: e.seq, payload: e.payload }));
+  }
+
+  /** Issue 36: a revision's spec text by its digest (null when this store never kept it: an agent imported from agents.db). */
+  revisionText(name: string, specSha256: string): Promise<{ spec_path: string; spec_text: string } | null> {
+    return this.store.engine.read((q) => agentRevisionText(q, name, specSha256));
   }
 
   list(): Promise<AgentRecord[]> {

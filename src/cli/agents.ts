@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Argument, type Command, Option } from "commander";
-import type { AgentState } from "../agents/index.js";
+import type { AgentState, HistoryAnswer } from "../agents/index.js";
 import { type DeployDocument, openBackend, type SpecInput } from "./backends/index.js";
 import { CliError, invalidInput } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, kubeContextFlag, watchFlags } from "./flags.js";
@@ -53,6 +53,26 @@ function printPlan(p: DeployPlan, json: boolean | undefined): void {
   answer(json, p, lines.join("\n"));
 }
 
+/** Issue 36: one line per revision, newest last, each followed by what changed from the one before. */
+function historyText(h: HistoryAnswer): string {
+  if (h.revisions.length === 0) return `${h.agent}: no deploy of it is on the chain`;
+  const rows = h.revisions.map((r) => [
+    String(r.revision) + (r.revision === h.current ? "*" : ""),
+    new Date(r.deployed_ms).toISOString(),
+    String(r.seq),
+    r.spec_sha256.slice(0, 12),
+    String(r.deploys),
+    r.rollback_of === null ? "" : `rollback of ${r.rollback_of}`,
+  ]);
+  const out = [renderTable(["REV", "DEPLOYED", "SEQ", "SPEC", "DEPLOYS", "NOTE"], rows, { palette: stdoutPalette(false) })];
+  for (const r of h.revisions) {
+    if (r.revision === 1) continue;
+    out.push(`\n--- revision ${r.revision - 1} → ${r.revision}`);
+    out.push(r.diff === null ? "(the text of one of them was not kept by this store)" : r.diff.length === 0 ? "(same lines)" : r.diff.join("\n"));
+  }
+  return `${out.join("\n")}\n(* deployed now; \`berth agent rollback ${h.agent} REV\` deploys an earlier one)`;
+}
+
 function stateTable(states: readonly AgentState[], json: boolean | undefined): string {
   if (states.length === 0) return "no agents; deploy one with `berth deploy FILE`";
   const wide = wideOutput();
@@ -81,14 +101,25 @@ function stateText(s: AgentState): string {
 
 // ---- registration -------------------------------------------------------------------------------------------------
 
-export const AGENT_VERBS = ["status", "logs", "stop", "start", "replace", "purge", "delete"] as const;
+export const AGENT_VERBS = ["status", "logs", "stop", "start", "replace", "purge", "delete", "history", "rollback"] as const;
 
 type VerbFlags = ControllerVerbFlags & { file?: string; tail?: string; tailBytes?: string; wait?: boolean; follow?: boolean };
 
-async function agentVerb(verb: string, name: string, opts: VerbFlags, cmd: Command): Promise<void> {
+async function agentVerb(verb: string, name: string, rev: string | undefined, opts: VerbFlags, cmd: Command): Promise<void> {
   if (opts.follow && verb !== "logs") throw new CliError("-f/--follow: only with `berth agent logs NAME`");
+  if (rev !== undefined && verb !== "rollback") throw new CliError(`REV: only with \`berth agent rollback NAME [REV]\`, not ${verb}`);
   const backend = await openBackend(backendFlags(opts, cmd));
   switch (verb) {
+    case "history": {
+      const h = await backend.agentHistory(name);
+      answer(opts.json, h, historyText(h));
+      return;
+    }
+    case "rollback": {
+      const revision = rev === undefined ? undefined : integerFlag("REV", rev, 1, 1_000_000);
+      printDeploy(await backend.agentRollback(name, revision), opts.json);
+      return;
+    }
     case "replace":
       printDeploy(await backend.agentReplace(name, opts.file === undefined ? undefined : readSpecInput(opts.file)), opts.json);
       return;
@@ -192,7 +223,8 @@ export function registerAgentCommands(program: Command): void {
         .command("agent")
         .addArgument(new Argument("<verb>", "what to do").choices(AGENT_VERBS))
         .argument("<name>", "the agent's metadata.name")
-        .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (start: run a stopped agent again from the spec last deployed; replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace; delete: remove its record once nothing of it runs)`)
+        .argument("[rev]", "rollback: the revision to deploy again (default: the one before the current; `berth agent history NAME` lists them)")
+        .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (history: the spec revisions deployed, from the chain, with what changed; rollback [REV]: deploy an earlier revision again; start: run a stopped agent again from the spec last deployed; replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace; delete: remove its record once nothing of it runs)`)
         .option("--file <file>", "replace: deploy this spec instead of the one last deployed (- reads stdin)")
         .option("-n, --tail <lines>", "logs: the last N lines of each stream (mesh: of at most its last 64 KiB)")
         .option("-f, --follow", "logs: keep printing what the agent writes, until Ctrl-C")

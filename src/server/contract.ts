@@ -213,6 +213,26 @@ const DeployPlanSchema = z
   })
   .meta({ description: "what a deploy would do now (the row, the action, what it would replace, where it would place and why); nothing was done or chained" });
 
+/** Issue 36: `GET /agents/{name}/history` (src/agents/history.ts). */
+const AgentHistorySchema = z.strictObject({
+  agent: z.string(),
+  current: z.number().int().nullable(),
+  revisions: z.array(
+    z.strictObject({
+      revision: z.number().int(),
+      spec_sha256: z.string(),
+      intent: z.string(),
+      spec_path: z.string(),
+      seq: z.number().int(),
+      deployed_ms: z.number(),
+      deploys: z.number().int(),
+      rollback_of: z.number().int().nullable(),
+      kept: z.boolean(),
+      diff: z.array(z.string()).nullable(),
+    }),
+  ),
+});
+
 export const AgentStateSchema = z.strictObject({
   name: z.string(),
   target: z.string(),
@@ -285,6 +305,7 @@ export const Inputs = {
     grace_ms: z.number().int().min(0).max(60_000).optional().meta({ description: "stop: SIGTERM grace before SIGKILL" }),
     purge: z.boolean().optional().meta({ description: "unload: also remove the name's workspace ($HOME) on the node (issue 15)" }),
   }),
+  agentRollback: z.strictObject({ revision: z.number().int().min(1).optional() }),
   deployQuery: z.strictObject({ dryRun: z.enum(["true", "false"]).optional().meta({ description: "true: answer the plan only (issue 36); nothing is done or chained" }) }),
   logsQuery: z.strictObject({ tail_bytes: z.coerce.number().int().min(0).max(65_536).optional() }),
   agentRef: z.strictObject({ name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be an agent name (a DNS label)") }),
@@ -366,6 +387,8 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "agentLogs", method: "GET", path: "/agents/{name}/logs", tag: "agents", summary: "the agent's current instance's logs", params: Inputs.agentRef, query: Inputs.logsQuery, status: 200, response: z.looseObject({ agent: z.string(), instance: z.string(), stdout: z.string(), stderr: z.string() }), errors: [404, 409, 502] },
   { id: "purgeAgent", method: "POST", path: "/agents/{name}/purge", tag: "agents", mutating: true, summary: "unload the agent's instance and remove its workspace on its node (mesh; issue 15)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
   { id: "stopAgent", method: "POST", path: "/agents/{name}/stop", tag: "agents", mutating: true, summary: "stop the agent's instance (a later deploy starts it again); wait: until it is gone (Kubernetes)", params: Inputs.agentRef, body: Inputs.agentStop, status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), instance: z.string().nullable(), message: z.string() }), errors: [404, 409, 502] },
+  { id: "agentHistory", method: "GET", path: "/agents/{name}/history", tag: "agents", summary: "the agent's spec revisions deployed, from the chain, each with its diff from the one before (`berth agent history NAME`)", params: Inputs.agentRef, status: 200, response: AgentHistorySchema, errors: [404] },
+  { id: "rollbackAgent", method: "POST", path: "/agents/{name}/rollback", tag: "agents", mutating: true, summary: "deploy an earlier spec revision (default: the one before the current), remembered with rollback_of (`berth agent rollback NAME [REV]`)", params: Inputs.agentRef, body: Inputs.agentRollback, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
   { id: "startAgent", method: "POST", path: "/agents/{name}/start", tag: "agents", mutating: true, summary: "start a stopped agent again: a deploy of the spec last deployed (issue 33; the only other way a stopped agent runs again)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
   { id: "deleteAgent", method: "POST", path: "/agents/{name}/delete", tag: "agents", mutating: true, summary: "remove the agent's record once nothing of it runs (issue 33); ok false with the reason while an instance is there", params: Inputs.agentRef, body: Inputs.agentDelete, status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), message: z.string(), event: z.strictObject({ seq: z.number().int(), hash: z.string() }).optional() }), errors: [404, 409, 502] },
   { id: "replaceAgent", method: "POST", path: "/agents/{name}/replace", tag: "agents", mutating: true, summary: "stop the running instance now and start one from the spec", params: Inputs.agentRef, body: Inputs.agentReplace, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },

@@ -21,7 +21,7 @@ import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } f
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
 import { localNodeAdmin } from "./node-admin-local.js";
-import { AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { agentHistory, rollbackAgent, AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 
 const CLI_ERRORS: FailureMap<CliError> = {
   unknown_agent: (f) => unknownAgent(f.agent),
@@ -126,6 +126,11 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message };
     },
     nodeAdmin: (verb, ref, reason) => withController(controllerFlags, async (c) => localNodeAdmin(c, verb, ref, reason, flags.json)),
+    agentHistory: (name) => read(async () => answered(await agentHistory(env, name))),
+    agentRollback: async (name, revision) => {
+      const r = answered(await rollbackAgent(env, name, revision));
+      return deployDoc({ ...deployEventPayload(r.result), rollback_of: r.revision });
+    },
     agentStart: async (name) => deployDoc(deployEventPayload(answered(await startAgent(env, name)).result)),
     agentDelete: async (name) => answered(await deleteAgent(env, name, operatorIdentity("berth agent delete"))),
     agentReplace: async (name, spec) => deployDoc(deployEventPayload(answered(await replaceAgent(env, name, spec === undefined ? undefined : { loaded: loaded(spec), from: spec.path })).result)),

@@ -6,7 +6,7 @@
  */
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, resolve } from "node:path";
-import type { AgentState, LogsAnswer } from "../../agents/index.js";
+import type { AgentState, HistoryAnswer, LogsAnswer } from "../../agents/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
@@ -154,6 +154,8 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       const { operatorIdentity } = await import("../controller.js");
       return (await call("POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, { reason, operator: operatorIdentity(`berth node ${verb}`) })) as JsonObject;
     },
+    agentHistory: async (name) => (await call("GET", agentPath(name, "/history"), undefined, { agent: name })) as HistoryAnswer,
+    agentRollback: async (name, revision) => (await call("POST", agentPath(name, "/rollback"), revision === undefined ? {} : { revision }, { agent: name })) as DeployDocument,
     agentStart: async (name) => (await call("POST", agentPath(name, "/start"), {}, { agent: name })) as DeployDocument,
     agentDelete: async (name) => {
       const { operatorIdentity } = await import("../controller.js");

@@ -6,7 +6,7 @@
  * side by side). Only types here, which both implementations import and neither owns; `openBackend` (index.ts)
  * loads one of them only when a verb runs.
  */
-import type { AgentState, LogsAnswer } from "../../agents/index.js";
+import type { AgentState, HistoryAnswer, LogsAnswer } from "../../agents/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import type { PlacementRecord, PlaceOrderInput, PlaceReport, SettleReport, TargetInfo, UnsettledDecision, Verb, VerbResult } from "../../mesh/controller/index.js";
@@ -71,6 +71,10 @@ export interface ControllerBackend {
   agentReplace(name: string, spec: SpecInput | undefined): Promise<DeployDocument>;
   /** Issue 15: unloads the agent's instance and removes its workspace (mesh). */
   agentPurge(name: string): Promise<StopDocument>;
+  /** Issue 36: the spec revisions deployed (from the chain) with their diffs. */
+  agentHistory(name: string): Promise<HistoryAnswer>;
+  /** Issue 36: a deploy of an earlier revision (default: the previous); the document says which (`rollback_of`). */
+  agentRollback(name: string, revision: number | undefined): Promise<DeployDocument>;
   /** Issue 33: the explicit start that ends a stop (a deploy of the spec last deployed). */
   agentStart(name: string): Promise<DeployDocument>;
   /** Issue 33: removes the agent's record once nothing of it runs; ok false with the reason otherwise. */

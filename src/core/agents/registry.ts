@@ -31,6 +31,8 @@ export interface AgentRecord {
    */
   readonly last_outcome?: string | null;
   readonly last_message?: string | null;
+  /** Issue 36: set by `berth agent rollback`: the revision whose spec this deploy brought back (chained, not stored). */
+  readonly rollback_of?: number;
 }
 
 export const specDigest = (specText: string): string => sha256(specText).toString("hex");
@@ -39,7 +41,7 @@ export function rememberEventDraft(r: AgentRecord): EventDraft {
   return {
     source: "placement",
     kind: "agent.remember",
-    payload: { agent: r.name, target: r.target, intent: r.intent, spec_path: r.spec_path, spec_sha256: specDigest(r.spec_text), deployed_ms: r.deployed_ms, ...(r.last_outcome ? { outcome: r.last_outcome } : {}) },
+    payload: { agent: r.name, target: r.target, intent: r.intent, spec_path: r.spec_path, spec_sha256: specDigest(r.spec_text), deployed_ms: r.deployed_ms, ...(r.last_outcome ? { outcome: r.last_outcome } : {}), ...(r.rollback_of !== undefined ? { rollback_of: r.rollback_of } : {}) },
   };
 }
 

@@ -16,7 +16,7 @@ import { join } from "node:path";
 import { z } from "zod";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import { DEPLOY_TARGETS } from "../../core/agents/deploy-event.js";
-import { type AgentRecord, importEventDraft, importIsEventful, planRegistryImport, type RegistryImportPlan, rememberEventDraft } from "../../core/agents/registry.js";
+import { type AgentRecord, importEventDraft, importIsEventful, planRegistryImport, type RegistryImportPlan, rememberEventDraft, specDigest } from "../../core/agents/registry.js";
 import type { Query } from "../../store/engine.js";
 import { openDatabase } from "../../store/sqlite.js";
 import type { ControllerStore } from "./store.js";
@@ -69,6 +69,8 @@ export async function rememberAgent(store: ControllerStore, r: AgentRecord): Pro
          last_outcome = excluded.last_outcome, last_message = excluded.last_message`,
       [r.name, r.target, r.spec_path, r.spec_text, r.intent, r.deployed_ms, r.last_outcome ?? null, r.last_message ?? null],
     );
+    // Issue 36: the text of every revision, found again by the digest its agent.remember event names.
+    await tx.run("INSERT INTO agent_revisions (name, spec_sha256, spec_path, spec_text, first_ms) VALUES (?,?,?,?,?) ON CONFLICT (name, spec_sha256) DO NOTHING", [r.name, specDigest(r.spec_text), r.spec_path, r.spec_text, r.deployed_ms]);
     return store.chain.append(tx, rememberEventDraft(r));
   });
 }
@@ -148,4 +150,10 @@ export async function importAgentsDb(store: ControllerStore, home: string, clock
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
   return { from, plan, event, setAsideAs };
+}
+
+/** Issue 36: the spec text an agent was deployed with, by its digest (null: never stored here). */
+export async function agentRevisionText(q: Query, name: string, specSha256: string): Promise<{ spec_path: string; spec_text: string } | null> {
+  const row = await q.get<{ spec_path: string; spec_text: string }>("SELECT spec_path, spec_text FROM agent_revisions WHERE name = ? AND spec_sha256 = ?", [name, specSha256]);
+  return row ?? null;
 }

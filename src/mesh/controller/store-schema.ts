@@ -1,16 +1,17 @@
 /**
  * The controller's tables and their migrations (spec/mesh.md §14.1), one schema version line for both engines: a
  * store at version N has the same tables and columns on SQLite and on PostgreSQL, so `berth migrate` copies rows
- * column for column. SQLite walks the history (v1 … v10) as an older file needs; PostgreSQL, which no berth before
+ * column for column. SQLite walks the history (v1 … v11) as an older file needs; PostgreSQL, which no berth before
  * issue 20 wrote, starts at version 4's layout and walks on from there.
  */
+import { specDigest } from "../../core/agents/registry.js";
 import { OPEN_STATES } from "../../core/mesh/decision-state.js";
 import type { Tx } from "../../store/engine.js";
 import { ensureLeaseTables } from "../../store/lease.js";
 import { ensureSchemaOn } from "../../store/schema.js";
 import { backfillPlacementSummary } from "./store-placements.js";
 
-export const CONTROLLER_SCHEMA_VERSION = 10;
+export const CONTROLLER_SCHEMA_VERSION = 11;
 
 /** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
@@ -68,6 +69,7 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   if (from < 8) await v8Summary(tx, "INTEGER");
   if (from < 9) await v9DecisionSeq(tx, "INTEGER");
   if (from < 10) await v10Tables(tx, "INTEGER");
+  if (from < 11) await v11Revisions(tx, "INTEGER");
 }
 
 /**
@@ -161,6 +163,22 @@ async function v10Tables(tx: Tx, ms: "INTEGER" | "BIGINT"): Promise<void> {
   `);
 }
 
+/**
+ * v11 (issue 36, `berth agent history|rollback NAME`): every spec text an agent was deployed with, by name and digest.
+ * The chain's `agent.remember` events name each revision by its `spec_sha256` (the text is not chained: it may name
+ * secret files); this is where a revision's text is found again for a diff or a rollback. Filled from the registry's
+ * current specs, in the migration's transaction.
+ */
+async function v11Revisions(tx: Tx, ms: "INTEGER" | "BIGINT"): Promise<void> {
+  await tx.exec(`
+    CREATE TABLE IF NOT EXISTS agent_revisions (name TEXT NOT NULL, spec_sha256 TEXT NOT NULL, spec_path TEXT NOT NULL,
+                                                spec_text TEXT NOT NULL, first_ms ${ms} NOT NULL, PRIMARY KEY (name, spec_sha256));
+  `);
+  for (const r of await tx.all<{ name: string; spec_path: string; spec_text: string; deployed_ms: number }>("SELECT name, spec_path, spec_text, deployed_ms FROM agent_registry")) {
+    await tx.run("INSERT INTO agent_revisions (name, spec_sha256, spec_path, spec_text, first_ms) VALUES (?,?,?,?,?) ON CONFLICT (name, spec_sha256) DO NOTHING", [r.name, specDigest(r.spec_text), r.spec_path, r.spec_text, Number(r.deployed_ms)]);
+  }
+}
+
 /** PostgreSQL: version 4's layout for a new store, then the same steps as SQLite from v5 on. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
@@ -171,6 +189,7 @@ async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from < 8) await v8Summary(tx, "BIGINT");
   if (from < 9) await v9DecisionSeq(tx, "BIGINT");
   if (from < 10) await v10Tables(tx, "BIGINT");
+  if (from < 11) await v11Revisions(tx, "BIGINT");
 }
 
 /** Version 4's layout in PostgreSQL's words: BIGINT milliseconds, the same names, keys and partial indexes. */

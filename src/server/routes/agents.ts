@@ -20,7 +20,7 @@ import type { Answer, Handlers } from "../handler.js";
 import { KeyedLock } from "../keyed-lock.js";
 import type { ServerState } from "../state.js";
 import { k8sNotConfigured } from "./kubernetes.js";
-import { AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, type DeployDone, deleteAgent, deployAgent, type FailureMap, type LoadedSpec, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { agentHistory, rollbackAgent, AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, type DeployDone, deleteAgent, deployAgent, type FailureMap, type LoadedSpec, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 
 /** Deploys, replaces and stops of one agent run one at a time in this server (see keyed-lock.ts). */
 const perAgent = new KeyedLock();
@@ -113,6 +113,19 @@ export const agentHandlers: Handlers = {
     return perAgent.run(name, async () => {
       const r = answered(await purgeAgent(agentsEnv(ctx.state), name));
       return { body: { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message }, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) };
+    });
+  },
+  agentHistory: async (i, ctx) => {
+    const { name } = i.params as In<typeof Inputs.agentRef>;
+    return { body: answered(await agentHistory(agentsEnv(ctx.state), name)) as unknown as JsonObject };
+  },
+  rollbackAgent: async (i, ctx) => {
+    const { name } = i.params as In<typeof Inputs.agentRef>;
+    const { revision } = i.body as In<typeof Inputs.agentRollback>;
+    return perAgent.run(name, async () => {
+      const done = await rollbackAgent(agentsEnv(ctx.state), name, revision);
+      const answer = deployAnswer(done);
+      return done.ok ? { ...answer, body: { ...(answer.body as JsonObject), rollback_of: done.value.revision } } : answer;
     });
   },
   startAgent: async (i, ctx) => {
