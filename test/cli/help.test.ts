@@ -34,7 +34,7 @@ describe("berth --help", () => {
     expect(s.get("Agents:")).toEqual(["deploy", "agents", "agent"]);
     expect(s.get("Mesh:")).toEqual(["nodes", "place", "instances", "instance", "unsettled", "doctor", "package", "node", "revoke", "unrevoke"]);
     expect(s.get("Kubernetes:")).toEqual(["k8s", "provider"]);
-    expect(s.get("Audit and keys:")).toEqual(["audit", "keys"]);
+    expect(s.get("Audit and keys:")).toEqual(["audit", "events", "keys"]);
     expect(s.get("Run:")).toContain("up");
     expect(s.get("Shell:")).toEqual(["completion", "help"]);
     expect(s.has("Commands:"), "no command is left outside a topic").toBe(false);
