@@ -4,6 +4,7 @@
  * in one session (one controller open for the mesh).
  */
 import { DEPLOY_TARGETS } from "../core/agents/deploy-event.js";
+import { type Requirement, selects } from "../core/agents/labels.js";
 import { targetFor, type AgentsEnv } from "./env.js";
 import { knownAgent, listAgents } from "./lookup.js";
 import type { AgentRecord } from "./registry.js";
@@ -32,9 +33,17 @@ function withLastDeploy(s: AgentState, records: readonly AgentRecord[]): AgentSt
   return r?.last_outcome === "failed" && r.last_message ? { ...s, last_deploy: r.last_message } : s;
 }
 
-/** Every agent deployed to this controller (its store), by name. */
-export async function agentStates(env: AgentsEnv): Promise<AgentState[]> {
-  return statesOf(env, await listAgents(env));
+/**
+ * Every agent deployed to this controller (its store), by name; with `selector` (issue 36) only those whose spec's
+ * `metadata.labels` it selects, judged before any target is asked.
+ */
+export async function agentStates(env: AgentsEnv, selector: readonly Requirement[] = []): Promise<AgentState[]> {
+  const records = await listAgents(env);
+  const chosen = selector.length === 0 ? records : records.filter((r) => {
+    const loaded = specFromText(r.spec_text, r.spec_path);
+    return selects(selector, loaded.ok ? (loaded.value.spec.metadata.labels ?? {}) : {});
+  });
+  return statesOf(env, chosen);
 }
 
 export async function agentState(env: AgentsEnv, name: string): Promise<Outcome<AgentState>> {

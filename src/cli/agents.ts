@@ -199,11 +199,26 @@ export function registerAgentCommands(program: Command): void {
     printDeploy(await backend.deploy(spec), opts.json);
   });
 
-  kubeContextFlag(controllerFlags(watchFlags(program.command("agents").description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action)")))).action(
-    async (opts: ControllerVerbFlags & { watch?: boolean; interval: string }, cmd: Command) => {
+  kubeContextFlag(
+    controllerFlags(
+      watchFlags(
+        program
+          .command("agents")
+          .description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action)")
+          .option("-l, --selector <selector>", "only the agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold)"),
+      ),
+    ),
+  ).action(
+    async (opts: ControllerVerbFlags & { watch?: boolean; interval: string; selector?: string }, cmd: Command) => {
+      // Judged here, so a bad selector reads the same locally and through a server.
+      if (opts.selector !== undefined) {
+        const { parseSelector } = await import("../core/agents/labels.js");
+        const parsed = parseSelector(opts.selector);
+        if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
+      }
       const backend = await openBackend(backendFlags(opts, cmd));
       const ask = async () => {
-        const states = await backend.agents();
+        const states = await backend.agents(opts.selector);
         return { doc: { agents: states }, text: stateTable(states, opts.json) };
       };
       if (!opts.watch) {

@@ -305,6 +305,7 @@ export const Inputs = {
     grace_ms: z.number().int().min(0).max(60_000).optional().meta({ description: "stop: SIGTERM grace before SIGKILL" }),
     purge: z.boolean().optional().meta({ description: "unload: also remove the name's workspace ($HOME) on the node (issue 15)" }),
   }),
+  labelQuery: z.strictObject({ labelSelector: z.string().max(4096).optional().meta({ description: "issue 36: only the agents whose metadata.labels it selects (key=value, key!=value, key, !key; commas: all)" }) }),
   agentRollback: z.strictObject({ revision: z.number().int().min(1).optional() }),
   deployQuery: z.strictObject({ dryRun: z.enum(["true", "false"]).optional().meta({ description: "true: answer the plan only (issue 36); nothing is done or chained" }) }),
   logsQuery: z.strictObject({ tail_bytes: z.coerce.number().int().min(0).max(65_536).optional() }),
@@ -381,7 +382,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "listUnsettled", method: "GET", path: "/unsettled", tag: "unsettled", summary: "decisions whose lost answer is not reconciled yet", status: 200, response: list("unsettled", UnsettledSchema) },
   { id: "settle", method: "POST", path: "/unsettled/settle", tag: "unsettled", mutating: true, summary: "ask the nodes now and adopt or release", body: z.strictObject({}), status: 200, response: z.strictObject({ settled: SettleReportSchema, unsettled: z.array(UnsettledSchema) }) },
 
-  { id: "listAgents", method: "GET", path: "/agents", tag: "agents", summary: "every agent deployed from this berth home with its state on its target", status: 200, response: list("agents", AgentStateSchema) },
+  { id: "listAgents", method: "GET", path: "/agents", tag: "agents", query: Inputs.labelQuery, summary: "every agent deployed from this berth home with its state on its target", status: 200, response: list("agents", AgentStateSchema) },
   { id: "deployAgent", method: "POST", path: "/agents", tag: "agents", mutating: true, readOnlyWhen: (q) => (q as { dryRun?: string }).dryRun === "true", summary: "deploy an agent spec: idempotent, once (the deploy outcome, as `berth deploy --json`); ?dryRun=true answers what it would do and does nothing, not chained (`berth deploy --dry-run`)", query: Inputs.deployQuery, body: Inputs.agentSpec, status: 200, response: z.union([AgentDeploySchema, DeployPlanSchema]), errors: [409, 422, 502] },
   { id: "getAgent", method: "GET", path: "/agents/{name}", tag: "agents", summary: "the agent's state and what a deploy would do now", params: Inputs.agentRef, status: 200, response: AgentStateSchema, errors: [404] },
   { id: "agentLogs", method: "GET", path: "/agents/{name}/logs", tag: "agents", summary: "the agent's current instance's logs", params: Inputs.agentRef, query: Inputs.logsQuery, status: 200, response: z.looseObject({ agent: z.string(), instance: z.string(), stdout: z.string(), stderr: z.string() }), errors: [404, 409, 502] },

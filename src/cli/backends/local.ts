@@ -6,6 +6,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
+import { parseSelector } from "../../core/agents/labels.js";
 import { realClock } from "../../kit/clock.js";
 import { boundedStderrLogger } from "../../kit/log.js";
 import { NodeClient } from "../../mesh/client/node-client.js";
@@ -111,7 +112,12 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
         const report = settle ? await withSpinner("asking the nodes of unsettled decisions", flags.json, () => c.settleReport()) : null;
         return { settled: report, unsettled: await c.unsettled() };
       }),
-    agents: () => read(() => agentStates(env)),
+    agents: (selector) =>
+      read(() => {
+        const parsed = parseSelector(selector ?? "");
+        if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
+        return agentStates(env, parsed.requirements);
+      }),
     deploy: async (spec) => deployDoc(deployEventPayload(answered(await deployAgent(env, loaded(spec))).result)),
     planDeploy: async (spec) => answered(await planDeploy(env, loaded(spec))),
     agentStatus: (name) => read(async () => answered(await agentState(env, name))),

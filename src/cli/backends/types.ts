@@ -61,7 +61,8 @@ export interface ControllerBackend {
   /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
   instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;
   unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;
-  agents(): Promise<AgentState[]>;
+  /** `selector`: issue 36's `-l` (the text as given; both sides parse it the same way). */
+  agents(selector?: string): Promise<AgentState[]>;
   deploy(spec: SpecInput): Promise<DeployDocument>;
   /** Issue 36, `berth deploy --dry-run`: what the deploy would do; nothing is done or chained. */
   planDeploy(spec: SpecInput): Promise<DeployPlan>;

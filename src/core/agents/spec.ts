@@ -22,6 +22,7 @@
  * spec, or `valueFrom: {env}` from the deploying process's environment; src/agents/secret-env.ts), so a spec can be
  * committed and shared. Such a value reaches the node and the agent only; see docs/security.md.
  */
+import { LabelsSchema } from "./labels.js";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
@@ -145,7 +146,8 @@ const SpecBody = z
 export const AgentSpecSchema = z.strictObject({
   apiVersion: z.literal(AGENT_API_VERSION, { error: `must be "${AGENT_API_VERSION}"` }),
   kind: z.literal("Agent", { error: 'must be "Agent"' }),
-  metadata: z.strictObject({ name: Name }),
+  // Issue 36: labels in Kubernetes' syntax, which `-l` and `?labelSelector=` select on.
+  metadata: z.strictObject({ name: Name, labels: LabelsSchema.optional() }),
   spec: SpecBody,
 });
 export type AgentSpecDocument = z.infer<typeof AgentSpecSchema>;

@@ -11,6 +11,7 @@
 import { join } from "node:path";
 import type { z } from "zod";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
+import { parseSelector } from "../../core/agents/labels.js";
 import { AgentSpecSchema } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { silentLogger } from "../../kit/log.js";
@@ -83,7 +84,12 @@ function deployAnswer(done: Outcome<DeployDone>): Answer {
 }
 
 export const agentHandlers: Handlers = {
-  listAgents: async (_i, ctx) => ({ body: { agents: await agentStates(agentsEnv(ctx.state)) } }),
+  listAgents: async (i, ctx) => {
+    const { labelSelector } = i.query as In<typeof Inputs.labelQuery>;
+    const parsed = parseSelector(labelSelector ?? "");
+    if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
+    return { body: { agents: await agentStates(agentsEnv(ctx.state), parsed.requirements) } };
+  },
   deployAgent: async (i, ctx) => {
     const loaded = loadedFromBody(ctx.state, i.body, "body");
     // Issue 36: the plan is a read: no lock, nothing chained (contract.ts readOnlyWhen), nothing done.
