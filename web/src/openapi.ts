@@ -13,7 +13,7 @@ export interface paths {
         /** every agent deployed from this berth home with its state on its target */
         readonly get: operations["listAgents"];
         readonly put?: never;
-        /** deploy an agent spec: idempotent, once (the deploy outcome, as `berth deploy --json`) */
+        /** deploy an agent spec: idempotent, once (the deploy outcome, as `berth deploy --json`); ?dryRun=true answers what it would do and does nothing, not chained (`berth deploy --dry-run`) */
         readonly post: operations["deployAgent"];
         readonly delete?: never;
         readonly options?: never;
@@ -49,6 +49,23 @@ export interface paths {
         readonly put?: never;
         /** remove the agent's record once nothing of it runs (issue 33); ok false with the reason while an instance is there */
         readonly post: operations["deleteAgent"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/agents/{name}/history": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        /** the agent's spec revisions deployed, from the chain, each with its diff from the one before (`berth agent history NAME`) */
+        readonly get: operations["agentHistory"];
+        readonly put?: never;
+        readonly post?: never;
         readonly delete?: never;
         readonly options?: never;
         readonly head?: never;
@@ -100,6 +117,23 @@ export interface paths {
         readonly put?: never;
         /** stop the running instance now and start one from the spec */
         readonly post: operations["replaceAgent"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/agents/{name}/rollback": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly get?: never;
+        readonly put?: never;
+        /** deploy an earlier spec revision (default: the one before the current), remembered with rollback_of (`berth agent rollback NAME [REV]`) */
+        readonly post: operations["rollbackAgent"];
         readonly delete?: never;
         readonly options?: never;
         readonly head?: never;
@@ -821,7 +855,9 @@ export type $defs = Record<string, never>;
 export interface operations {
     readonly listAgents: {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                readonly labelSelector?: string;
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -847,6 +883,7 @@ export interface operations {
                             } | null;
                             readonly restarts?: number | null;
                             readonly row: string | null;
+                            readonly started_ms?: number | null;
                             readonly state: string;
                             readonly target: string;
                         }[];
@@ -884,7 +921,9 @@ export interface operations {
     };
     readonly deployAgent: {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                readonly dryRun?: "true" | "false";
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -903,7 +942,7 @@ export interface operations {
                     readonly [name: string]: unknown;
                 };
                 content: {
-                    readonly "application/json": {
+                    readonly "application/json": ({
                         readonly action: string | null;
                         readonly agent: string;
                         readonly fence: {
@@ -926,6 +965,32 @@ export interface operations {
                         readonly target: "mesh" | "kubernetes";
                     } & {
                         readonly [key: string]: unknown;
+                    }) | {
+                        readonly action: string;
+                        readonly agent: string;
+                        /** @constant */
+                        readonly dry_run: true;
+                        readonly instance: string | null;
+                        readonly intent: string;
+                        readonly message: string;
+                        readonly observation: {
+                            readonly [key: string]: unknown;
+                        };
+                        readonly placement: {
+                            readonly error: string | null;
+                            readonly explain: string;
+                            readonly node: string | null;
+                        } | null;
+                        readonly replaces: {
+                            readonly fence: {
+                                readonly [key: string]: unknown;
+                            };
+                            readonly instance: string;
+                            readonly node: string | null;
+                        } | null;
+                        readonly row: string;
+                        /** @enum {string} */
+                        readonly target: "mesh" | "kubernetes";
                     };
                 };
             };
@@ -1041,6 +1106,7 @@ export interface operations {
                         } | null;
                         readonly restarts?: number | null;
                         readonly row: string | null;
+                        readonly started_ms?: number | null;
                         readonly state: string;
                         readonly target: string;
                     };
@@ -1199,6 +1265,79 @@ export interface operations {
             };
             /** @description a node or the cluster did not answer */
             readonly 502: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly agentHistory: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly name: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody?: never;
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly agent: string;
+                        readonly current: number | null;
+                        readonly revisions: readonly {
+                            readonly deployed_ms: number;
+                            readonly deploys: number;
+                            readonly diff: readonly string[] | null;
+                            readonly intent: string;
+                            readonly kept: boolean;
+                            readonly revision: number;
+                            readonly rollback_of: number | null;
+                            readonly seq: number;
+                            readonly spec_path: string;
+                            readonly spec_sha256: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
                 headers: {
                     readonly [name: string]: unknown;
                 };
@@ -1421,6 +1560,147 @@ export interface operations {
                     readonly spec?: {
                         readonly [key: string]: unknown;
                     };
+                };
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly action: string | null;
+                        readonly agent: string;
+                        readonly fence: {
+                            readonly [key: string]: unknown;
+                        } | null;
+                        readonly instance: string | null;
+                        readonly intent: string;
+                        readonly message: string;
+                        readonly observation: {
+                            readonly [key: string]: unknown;
+                        } | null;
+                        readonly ok: boolean;
+                        readonly outcome: string;
+                        readonly pending_edit: boolean;
+                        readonly rounds: readonly {
+                            readonly [key: string]: unknown;
+                        }[];
+                        readonly row: string | null;
+                        /** @enum {string} */
+                        readonly target: "mesh" | "kubernetes";
+                    } & {
+                        readonly [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict (name_taken, k8s_not_configured, …) */
+            readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the request was understood but berth refused it (the message says why) */
+            readonly 422: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description audit_unavailable: the request could not be chained, so nothing was done */
+            readonly 500: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description a node or the cluster did not answer */
+            readonly 502: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly rollbackAgent: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly name: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": {
+                    readonly revision?: number;
                 };
             };
         };
