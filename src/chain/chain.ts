@@ -19,6 +19,7 @@ import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Clock } from "../kit/clock.js";
 import { type Db, type WriteTx, withWriteTx } from "../store/sqlite.js";
 import { ensureChainSchema } from "./schema.js";
+import { checkStoredSummaries, withSummaryCheck } from "./summaries.js";
 
 export const CHECKPOINT_EVERY_EVENTS = 1000;
 export const CHECKPOINT_EVERY_MS = 600_000;
@@ -339,13 +340,14 @@ export function verifyStoredChain(
   const { events, payloadTextOf } = verifiableRows(rows);
   const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined;
   const stored = owner ? storedCheckpoints(db, chainId, owner.owner_key) : [];
-  return verifyEvents(events, {
+  const walked = verifyEvents(events, {
     ...(opts.key !== undefined ? { key: opts.key } : {}),
     chainId,
     checkpoints: [...stored, ...(opts.checkpoints ?? [])],
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
     payloadTextOf,
   });
+  return withSummaryCheck(walked, checkStoredSummaries(db, chainId));
 }
 
 /**

@@ -17,6 +17,7 @@ import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Query, StoreEngine, Tx } from "../store/engine.js";
 import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, EVENT_COLUMNS, type EventRow, foreignOwnerError, INSERT_EVENT, rowToEvent, unverifiedChainError, verifiableRows, type WallClock } from "./chain.js";
 import { ensureChainSchemaOn } from "./schema.js";
+import { checkStoredSummariesOn, withSummaryCheck } from "./summaries.js";
 
 /** PostgreSQL returns BIGINT as text unless told otherwise; the engine parses it, this keeps rows honest anyway. */
 function numericRow(row: EventRow): EventRow {
@@ -223,13 +224,14 @@ export async function verifyStoredOn(
   const { events, payloadTextOf } = verifiableRows(rows.map(numericRow));
   const owner = await q.get<{ owner_key: string }>("SELECT owner_key FROM audit_chain WHERE chain_id = ?", [chainId]);
   const stored = owner ? await checkpointsOn(q, chainId, owner.owner_key) : [];
-  return verifyEvents(events, {
+  const walked = verifyEvents(events, {
     ...(opts.key !== undefined ? { key: opts.key } : {}),
     chainId,
     checkpoints: [...stored, ...(opts.checkpoints ?? [])],
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
     payloadTextOf,
   });
+  return withSummaryCheck(walked, await checkStoredSummariesOn(q, chainId));
 }
 
 /**

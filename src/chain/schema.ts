@@ -10,6 +10,7 @@
 import type { Tx } from "../store/engine.js";
 import { ensureSchemaOn } from "../store/schema.js";
 import { ensureSchema, type WriteTx } from "../store/sqlite.js";
+import { ensureSummarySchema, ensureSummarySchemaOn } from "./summaries.js";
 
 export const CHAIN_SCHEMA_VERSION = 2;
 
@@ -61,6 +62,8 @@ function chainMigrationSqlite(from: number): string {
 
 export function ensureChainSchema(tx: WriteTx): void {
   ensureSchema(tx, "audit", CHAIN_SCHEMA_VERSION, (from) => tx.db.exec(chainMigrationSqlite(from)));
+  // Issue 35: the gate summaries decision events name (summaries.ts), a component of its own.
+  ensureSummarySchema(tx);
 }
 
 /**
@@ -95,4 +98,6 @@ export async function ensureChainSchemaOn(tx: Tx): Promise<void> {
       CREATE TRIGGER audit_checkpoint_append_only BEFORE UPDATE OR DELETE ON audit_checkpoint FOR EACH ROW EXECUTE FUNCTION berth_append_only();
     `);
   });
+  // Issue 35: the gate summaries decision events name (summaries.ts), a component of its own.
+  await ensureSummarySchemaOn(tx);
 }

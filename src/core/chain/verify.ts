@@ -3,10 +3,10 @@
  * optional checkpoints. Events are checked in order; the first failure stops the walk and is named by the sequence
  * number expected at that position and one stable failure code.
  */
-import { type JsonObject, parseCanonical, canonicalJson, isJsonObject } from "../crypto/canonical.js";
+import { canonicalJson, isJsonObject, type JsonObject, parseCanonical } from "../crypto/canonical.js";
 import { isPublicKeyHex, nodeIdOf } from "../crypto/ed25519.js";
 import { isLowerHex } from "../crypto/hex.js";
-import { checkpointSignatureValid, CHECKPOINT_FORMAT, type SignedCheckpoint } from "./checkpoint.js";
+import { CHECKPOINT_FORMAT, checkpointSignatureValid, type SignedCheckpoint } from "./checkpoint.js";
 import {
   CHAIN_FORMAT,
   EVENT_FIELDS,
@@ -30,7 +30,9 @@ export type FailureCode =
   | "signature"
   | "checkpoint"
   | "truncated"
-  | "fork";
+  | "fork"
+  // §8 check 10 (issue 35): a stored gate summary does not hash to the name its decision event signed.
+  | "summary";
 
 export interface VerifyFailure {
   readonly seq: number;

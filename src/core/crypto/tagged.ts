@@ -17,6 +17,8 @@ export const DOMAIN_TAGS = [
   "berth.package.id.v1",
   // berth's mesh agents (issue 7): the create-intent fingerprint of a mesh agent's configuration.
   "berth.agent.intent.v1",
+  // issue 35: the gate's verdicts over a placement's view, one document whose hash the decision event carries.
+  "berth.gate.summary.v1",
 ] as const;
 export type DomainTag = (typeof DOMAIN_TAGS)[number];
 

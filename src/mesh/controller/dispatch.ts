@@ -13,20 +13,22 @@
  *   stops and the decision stays unsettled: no other candidate is tried while one may hold the instance (I1);
  * - every attempt outcome commits with its chained event, and a non-placed one names its `next` (I7).
  */
-import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
+
 import type { EventDraft } from "../../core/chain/event.js";
+import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
+import type { GateSummary } from "../../core/governance/summary.js";
 import { decide, dispatchOrder, type ExplainAttempt, historyReads, type PlacementDecision, parsePlacementInputWithParts, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
 import { outcomeOf } from "../client/node-client.js";
-import { consult, contextOf, type GateSettings, gatePolicyOf, viewVerdictEvents } from "./gate.js";
+import { consult, contextOf, type GateSettings, gatePolicyOf, placeVerdicts } from "./gate.js";
+import type { MoveRecords } from "./move-records.js";
 import { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
 import type { ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type PreparedPackage, preparePackage, workloadRecordOf, workloadSpecOf } from "./prepare.js";
 import { failureText, reconcileLostAnswer } from "./reconcile.js";
 import { type ControllerStore, type DecisionId, type NameHolder, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
-import type { Targets } from "./targets.js";
-import type { MoveRecords } from "./move-records.js";
 import { envFromProblem, storedOrderOf } from "./stored-order.js";
+import type { Targets } from "./targets.js";
 
 /** §16 fixed `next` texts. */
 export const NEXT_CANDIDATE = "trying the next candidate";
@@ -135,33 +137,27 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   const workload = workloadRecordOf(pkg);
   // 3. refresh, with its stored key, every target whose facts cannot be reused (issue 19, targets.ts refreshStale)
   await deps.targets.refreshStale();
-  // 4. gate workload.place for every target in the view; chained once per distinct verdict (§7.7, gate.ts)
+  // 4. gate workload.place for every target in the view; the verdicts committed as one summary the decision names
+  // (issue 35, gate.ts `placeVerdicts`)
   const views = await deps.targets.views();
   const gatePolicy = gatePolicyOf(policy, deps.gate);
-  const verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }> = {};
-  const consulted: Array<{ node: string; event: EventDraft }> = [];
   // Issue 33: a node that does not hold the controller's latest revocation list is refused here (after a push the
   // refresh just made possible), whatever the gate says, so nothing revoked can be placed on a node that would not know.
   // A dry run sends nothing: it says which nodes are behind without pushing to them.
   const lag = deps.revocationLag === undefined ? new Map<string, string>() : await deps.revocationLag(views.map((v) => v.node_id), policy, !order.dry_run);
-  for (const v of views) {
-    const { verdict, event } = consult("workload.place", contextOf(workload, v.tier, deps.controllerId, false), gatePolicy, v.node_id);
-    const behind = lag.get(v.node_id);
-    verdicts[v.node_id] = behind !== undefined ? { verdict: "deny", reason: behind } : { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
-    if (event) consulted.push({ node: v.node_id, event });
-  }
-  // Chained in the transaction of what they led to, just before it: the decision, or the engine's refusal (issue 19:
-  // one commit fewer per placement). Nothing leaves before that commit, and no record is made without them.
-  const verdictEvents = viewVerdictEvents(consulted);
+  const { verdicts, summary } = placeVerdicts(views, (tier) => contextOf(workload, tier, deps.controllerId, false), gatePolicy, lag);
+  // Committed in the transaction of what they led to, just before it: the decision, or the engine's refusal (issue
+  // 19). Nothing leaves before that commit, and no record is made without them.
+  const gate = summary.ref as unknown as JsonObject;
   // 5. the engine
-  const decision = await runEngine(deps, order, name, pkg, views, verdicts, verdictEvents, policy, (await deps.moves?.cordoned()) ?? []);
+  const decision = await runEngine(deps, order, name, pkg, views, verdicts, summary, policy, (await deps.moves?.cordoned()) ?? []);
   // 6. chain the decision; no request is sent before this commits
   const dispatching = !order.dry_run && decision.placement !== null;
   let decisionId: DecisionId;
   const moves = deps.moves;
   try {
     decisionId = await deps.store.commitDecision({
-      before: verdictEvents,
+      summary,
       name,
       packageId: pkg.packageId,
       workload,
@@ -179,9 +175,10 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
           package_id: pkg.packageId,
           order: orderRecord(order, pkg.packageId, name),
           decision: decision as unknown as JsonObject,
+          gate,
         },
       },
-      refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error, constraints: [] } }),
+      refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error, constraints: [], gate } }),
       // Issue 16: what a reschedule reruns, kept with the decision, before anything is sent (no secret value:
       // stored-order.ts); in its transaction, one commit fewer per placement (issue 19).
       withDispatching: moves ? (tx, id) => moves.saveOrderIn(tx, id, storedOrderOf(order, pkg.packageId, name)) : undefined,
@@ -208,7 +205,7 @@ async function runEngine(
   pkg: PreparedPackage,
   views: Awaited<ReturnType<Targets["views"]>>,
   verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }>,
-  verdictEvents: readonly EventDraft[],
+  summary: GateSummary,
   policy: ControllerPolicy,
   cordoned: readonly string[],
 ): Promise<PlacementDecision> {
@@ -242,9 +239,9 @@ async function runEngine(
   const result = parsedInput.ok ? decide(parsedInput.input) : { ok: false as const, error: parsedInput.error };
   if (!result.ok) {
     const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));
-    await deps.store.appendAll([
-      ...verdictEvents,
-      { source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error: result.error.message, constraints } },
+    const gate = summary.ref as unknown as JsonObject;
+    await deps.store.appendWithSummary(summary, [
+      { source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error: result.error.message, constraints, gate } },
     ]);
     throw new PlaceError("decision", result.error.message, constraints);
   }

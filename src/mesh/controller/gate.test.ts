@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { EventDraft } from "../../core/chain/event.js";
 import type { GatePolicy } from "../../core/governance/gate.js";
-import { type Tier, PermitRuleSchema } from "../../core/governance/policy.js";
-import { consult, contextOf, DEFAULT_GATE, viewVerdictEvents } from "./gate.js";
+import { PermitRuleSchema, type Tier } from "../../core/governance/policy.js";
+import { gateSummaryHashOf, parseGateSummary, verdictOfNode } from "../../core/governance/summary.js";
+import { consult, contextOf, DEFAULT_GATE, placeVerdicts } from "./gate.js";
 import type { WorkloadRecord } from "./store.js";
 
 const workload: WorkloadRecord = {
@@ -26,40 +26,56 @@ const policy: GatePolicy = {
 };
 const node = (n: number) => n.toString(16).padStart(32, "0");
 
-/** The consult of §9.2 step 4 over a view of targets with these tiers: what dispatch.ts hands to viewVerdictEvents. */
-function consultView(tiers: readonly Tier[]): Array<{ node: string; event: EventDraft }> {
-  return tiers.map((tier, i) => {
-    const { event } = consult("workload.place", contextOf(workload, tier, "d".repeat(32), false), policy, node(i));
-    if (!event) throw new Error("a place verdict is always chained");
-    return { node: node(i), event };
-  });
-}
+const controller = "d".repeat(32);
+const contextFor = (tier: Tier) => contextOf(workload, tier, controller, false);
+/** The view of §9.2 step 4: targets with these tiers, in this order. */
+const viewOf = (tiers: readonly Tier[]) => tiers.map((tier, i) => ({ node_id: node(i), tier }));
+const summaryOf = (tiers: readonly Tier[], lag: ReadonlyMap<string, string> = new Map()) => {
+  const { verdicts, summary } = placeVerdicts(viewOf(tiers), contextFor, policy, lag);
+  const parsed = parseGateSummary(summary.canonical);
+  if (!parsed.ok) throw new Error(parsed.reason);
+  return { verdicts, summary, parsed: parsed.summary };
+};
 
-describe("the verdicts of a consult over the view, one event per distinct verdict (mesh.md §7.7)", () => {
-  it("chains one event for targets whose verdicts are equal but for the node, naming them all, sorted", () => {
-    const consulted = consultView(["paired", "paired", "paired"]).reverse();
-    const events = viewVerdictEvents(consulted);
-    expect(events).toHaveLength(1);
-    const [only] = events;
-    const { node: _one, ...verdict } = consulted[0]?.event.payload ?? {};
-    expect(only).toEqual({ source: "gate", kind: "workload.place", payload: { ...verdict, nodes: [node(0), node(1), node(2)] } });
-    expect(only?.payload).not.toHaveProperty("node");
+describe("the verdicts of a consult over the view, one gate summary (mesh.md §7.7, issue 35)", () => {
+  it("holds, for every target, exactly the payload the gate builds for it alone", () => {
+    const tiers: Tier[] = Array.from({ length: 30 }, (_, i) => (["paired", "discovered", "pinned"] as const)[(i * 7) % 3] as Tier);
+    const { parsed } = summaryOf(tiers);
+    for (const [i, tier] of tiers.entries()) {
+      const { event } = consult("workload.place", contextFor(tier), policy, node(i));
+      expect(verdictOfNode(parsed, node(i))).toEqual(event?.payload);
+    }
+    expect(Object.keys(parsed.nodes)).toEqual(tiers.map((_, i) => node(i)).sort());
+    expect(verdictOfNode(parsed, node(99))).toBeNull();
   });
 
-  it("keeps verdicts that differ in anything but the node apart: a tier, a decision, a reason", () => {
-    // `discovered` is below the permit's min_node_tier: a deny; `pinned` permits like `paired` but records its tier.
-    const events = viewVerdictEvents(consultView(["paired", "discovered", "pinned", "paired", "discovered"]));
-    expect(events.map((e) => [e.payload.decision, (e.payload.workload as { node_tier: string }).node_tier, e.payload.nodes])).toEqual([
-      ["permit", "paired", [node(0), node(3)]],
-      ["deny", "discovered", [node(1), node(4)]],
-      ["permit", "pinned", [node(2)]],
+  it("keeps each distinct verdict once and does not depend on the order of the view", () => {
+    const tiers: Tier[] = ["paired", "discovered", "pinned", "paired", "discovered"];
+    const { summary, parsed } = summaryOf(tiers);
+    expect(parsed.verdicts.map((v) => [v.decision, (v.workload as { node_tier: string }).node_tier])).toEqual([
+      ["permit", "paired"],
+      ["deny", "discovered"],
+      ["permit", "pinned"],
     ]);
+    expect(summary.ref).toMatchObject({ action: "workload.place", nodes: 5, permitted: 3 });
+    const reversed = placeVerdicts(viewOf(tiers).reverse(), contextFor, policy, new Map());
+    expect(reversed.summary.canonical).toBe(summary.canonical);
+    expect(summary.ref.summary).toBe(gateSummaryHashOf(summary.canonical));
   });
 
-  it("names every consulted target in exactly one event, and chains nothing for an empty view", () => {
-    const tiers: Tier[] = Array.from({ length: 100 }, (_, i) => (["paired", "discovered", "pinned"] as const)[i % 3] as Tier);
-    const named = viewVerdictEvents(consultView(tiers)).flatMap((e) => e.payload.nodes as string[]);
-    expect([...named].sort()).toEqual(tiers.map((_, i) => node(i)).sort());
-    expect(viewVerdictEvents([])).toEqual([]);
+  it("gives the engine every target's verdict, a target behind the revocation list refused whatever the gate said", () => {
+    const { verdicts, parsed } = summaryOf(["paired", "discovered", "paired"], new Map([[node(2), "behind the revocation list"]]));
+    expect(verdicts).toEqual({
+      [node(0)]: { verdict: "permit", reason: "permitted by rule agents" },
+      [node(1)]: { verdict: "deny", reason: expect.stringContaining("min_node_tier") },
+      [node(2)]: { verdict: "deny", reason: "behind the revocation list" },
+    });
+    expect(verdictOfNode(parsed, node(2))?.decision).toBe("permit");
+  });
+
+  it("is a summary of no node for an empty view", () => {
+    const { summary, parsed } = summaryOf([]);
+    expect(summary.ref).toMatchObject({ nodes: 0, permitted: 0 });
+    expect(parsed.verdicts).toEqual([]);
   });
 });

@@ -2,13 +2,15 @@
  * Where the controller consults its own gate (spec/mesh.md §7.6): `workload.place` for every target in the view (the
  * verdict becomes the engine's `gate` constraint), again with `emulated: true` before sending to an emulated route,
  * and the instance verbs before anything is sent. Every verdict from step 2 on is chained (§7.7); those of the
- * consult over the view are chained once per distinct verdict (`viewVerdictEvents`, issue 19), so one placement over
- * N targets writes one verdict event per distinct verdict (typically one per tier in use) before its decision event,
- * not N signed events.
+ * consult over the view are committed as one gate summary whose hash the decision event carries (`placeVerdicts`,
+ * issue 35; before it, one event per distinct verdict, issue 19; before that, one per target), so a placement over N
+ * targets adds a constant number of chain events.
  */
 import type { EventDraft } from "../../core/chain/event.js";
+import type { JsonObject } from "../../core/crypto/canonical.js";
 import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
 import type { Tier } from "../../core/governance/policy.js";
+import { type GateSummary, summariseVerdicts, verdictWithoutNode } from "../../core/governance/summary.js";
 import type { ControllerPolicy } from "./policy.js";
 import type { WorkloadRecord } from "./store.js";
 
@@ -53,21 +55,37 @@ export function consult(action: string, ctx: WorkloadContext, policy: GatePolicy
   return { verdict, event: verdict.chain ? { source: "gate", kind: verdict.chainKind, payload: verdict.payload } : null };
 }
 
+/** What the engine reads of one node's verdict (its `gate` constraint). */
+export type EngineVerdict = { verdict: "permit" | "deny"; reason: string };
+
 /**
- * §7.7 (issue 19): the verdicts of one consult over the view, one event per distinct verdict. Targets whose verdict
- * payloads are equal but for `node` share one event naming them all in `nodes` (sorted) instead of `node`; payloads
- * that differ in anything else (tier, decision, reason, rule) stay apart. Every consulted target is named by exactly
- * one event, in the order the view first shows its verdict. Equality is of the payloads as the gate built them, so a
- * false "different" can only mean one event more, never two verdicts merged.
+ * §7.7 (issue 35): `workload.place` consulted for every target in the view, and the verdicts as one summary
+ * (core/governance/summary.ts) whose hash the decision event carries: a constant number of chain events per placement
+ * whatever the number of targets. The gate's verdict depends on the node only through its tier (the node is named in
+ * the payload, nowhere else), so it is evaluated once per tier in the view and the same verdict object is shared by
+ * the targets of that tier. A target behind the revocation list (`lag`, issue 33) is refused for the engine whatever
+ * the gate said; the summary keeps the gate's own verdict, as the per-node events did.
  */
-export function viewVerdictEvents(consulted: ReadonlyArray<{ readonly node: string; readonly event: EventDraft }>): EventDraft[] {
-  const groups = new Map<string, { readonly event: EventDraft; readonly nodes: string[] }>();
-  for (const { node, event } of consulted) {
-    const { node: _named, ...verdict } = event.payload;
-    const key = JSON.stringify([event.source, event.kind, verdict]);
-    const group = groups.get(key);
-    if (group) group.nodes.push(node);
-    else groups.set(key, { event: { source: event.source, kind: event.kind, payload: verdict }, nodes: [node] });
+export function placeVerdicts(
+  views: ReadonlyArray<{ readonly node_id: string; readonly tier: Tier }>,
+  contextFor: (tier: Tier) => WorkloadContext,
+  policy: GatePolicy,
+  lag: ReadonlyMap<string, string>,
+): { verdicts: Record<string, EngineVerdict>; summary: GateSummary } {
+  const byTier = new Map<Tier, { verdict: GateVerdict; shared: JsonObject }>();
+  const verdicts: Record<string, EngineVerdict> = {};
+  const consulted: Array<{ node: string; verdict: JsonObject }> = [];
+  for (const v of views) {
+    let judged = byTier.get(v.tier);
+    if (judged === undefined) {
+      // Evaluated for the first node of this tier; its node is dropped from the shared verdict below.
+      const verdict = evaluate("workload.place", contextFor(v.tier), policy, v.node_id);
+      judged = { verdict, shared: verdictWithoutNode(verdict.payload) };
+      byTier.set(v.tier, judged);
+    }
+    const behind = lag.get(v.node_id);
+    verdicts[v.node_id] = behind !== undefined ? { verdict: "deny", reason: behind } : { verdict: judged.verdict.decision === "permit" ? "permit" : "deny", reason: judged.verdict.reason };
+    if (judged.verdict.chain) consulted.push({ node: v.node_id, verdict: judged.shared });
   }
-  return [...groups.values()].map(({ event, nodes }) => ({ ...event, payload: { ...event.payload, nodes: [...nodes].sort() } }));
+  return { verdicts, summary: summariseVerdicts("workload.place", consulted) };
 }

@@ -23,16 +23,19 @@
  * SQL are split out.
  */
 import type { EngineChain } from "../../chain/engine-chain.js";
+import { storeSummaryIn } from "../../chain/summaries.js";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Tier } from "../../core/governance/policy.js";
-import type { HistoryReads } from "../../core/placement/history.js";
-import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js";
+import type { GateSummary } from "../../core/governance/summary.js";
 import { type DecisionActor, type DecisionEvent, type DecisionState, isDecisionState, OWNED_STATES, transition } from "../../core/mesh/decision-state.js";
 import type { OwnerLease } from "../../core/mesh/owner-liveness.js";
+import type { HistoryReads } from "../../core/placement/history.js";
+import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js";
 import type { Query, StoreEngine, TransactionOptions, Tx } from "../../store/engine.js";
 import { GroupCommit, inRidingFlow } from "../../store/group-commit.js";
 import { judgeLease, readLease, releaseLease, renewLease, takeLease } from "../../store/lease.js";
+import { deletePlacement, insertPlacement, instanceOf, placementHistory } from "./store-placements.js";
 import {
   type AttemptEnding,
   type AttemptRow,
@@ -57,7 +60,6 @@ import {
   type WorkloadRecord,
 } from "./store-records.js";
 import { ensureControllerSchema, OPEN_SQL } from "./store-schema.js";
-import { deletePlacement, insertPlacement, instanceOf, placementHistory } from "./store-placements.js";
 import * as targetSql from "./store-targets.js";
 
 export * from "./store-records.js";
@@ -167,6 +169,16 @@ export class ControllerStore {
     }, options);
   }
 
+  /** Appends events that name a gate summary (an engine refusal, §7.7), with the summary, in one transaction. */
+  async appendWithSummary(summary: GateSummary, drafts: readonly EventDraft[]): Promise<SealedEvent[]> {
+    return this.tx(async (tx) => {
+      await storeSummaryIn(tx, this.chain.chainId, summary);
+      const events: SealedEvent[] = [];
+      for (const d of drafts) events.push(await this.chain.append(tx, d));
+      return events;
+    });
+  }
+
   // ---- targets (SQL in store-targets.ts) -------------------------------------------------------------------
 
   async targets(): Promise<StoredTarget[]> {
@@ -215,11 +227,11 @@ export class ControllerStore {
    * by this store's lease, in one transaction. Throws NameTaken, naming the holder, after chaining the refusal.
    * Durable only when it answers the caller (a dry run, nothing placeable, a name taken; inside an API call its
    * outcome's commit is that sync): a dispatching decision is followed by its request's durable stamp before the
-   * request leaves (issue 19). `before` (the gate's verdicts over the view, §7.7) is chained first in the same
-   * transaction, whichever of the decision and the refusal follows it.
+   * request leaves (issue 19). `summary` (the gate's verdicts over the view, §7.7, issue 35) is stored in the same
+   * transaction, whichever of the decision and the refusal names it.
    */
   async commitDecision(args: {
-    before?: readonly EventDraft[];
+    summary?: GateSummary;
     name: string;
     packageId: string;
     workload: WorkloadRecord;
@@ -233,7 +245,7 @@ export class ControllerStore {
     if (args.dispatch) instanceOf({ node_id: "", name: args.name, placed_ms: 0 }, args.workload);
     let taken: NameTaken | null = null;
     const id = await this.tx(async (tx) => {
-      for (const draft of args.before ?? []) await this.chain.append(tx, draft);
+      if (args.summary) await storeSummaryIn(tx, this.chain.chainId, args.summary);
       if (args.dispatch) {
         const holder = await this.holderOf(tx, args.name);
         if (holder) {
