@@ -18,6 +18,11 @@ describe("the audit view's gist", () => {
     expect(gist(event("gate", "workload.load", { decision: "deny", nodes: [B] }))).toBe(`decision=deny node=${B}`);
   });
 
+  it("says how many nodes the gate permitted for a decision naming a gate summary (issue 35)", () => {
+    const decision = event("placement", "workload.place", { phase: "decision", name: "web", gate: { summary: "f".repeat(64), action: "workload.place", nodes: 1000, permitted: 998 } });
+    expect(gist(decision)).toBe("name=web phase=decision gate=998/1000 permitted");
+  });
+
   it("names no node for a payload whose node is not a node id", () => {
     expect(nodesOf(event("placement", "workload.place", { node: "somewhere", nodes: ["x"] }))).toEqual([]);
   });
