@@ -4,6 +4,7 @@ import { z } from "zod";
 export { Chain, listChains, rowToEvent, verifyStoredChain } from "../chain/chain.js";
 export { importChain, parseEventLines } from "../chain/import.js";
 export { CHAIN_SCHEMA_VERSION } from "../chain/schema.js";
+export { verifyStoredChainParallel } from "../chain/verify-parallel.js";
 export { exportLine } from "../core/chain/event.js";
 export { verifyEvents } from "../core/chain/verify.js";
 export { loadKeyFile } from "../keys/key-file.js";

@@ -6,18 +6,18 @@
 import { existsSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { type Command, Option } from "commander";
-import type * as AuditRemote from "./audit-remote.js";
-import type { ServerTarget } from "./remote/http.js";
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
 import type { SealedEvent } from "../core/chain/event.js";
 import type { VerifyResult } from "../core/chain/verify.js";
 import type { Db } from "../store/sqlite.js";
 import type * as AuditDeps from "./audit-deps.js";
-import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { againstCheckpoint, registerMerkleCommands } from "./audit-merkle.js";
+import type * as AuditRemote from "./audit-remote.js";
 import { registerAuditWitnesses } from "./audit-witnesses.js";
+import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
+import type { ServerTarget } from "./remote/http.js";
 
 // The chain, store and key libraries, loaded when an audit verb runs (issue 19: registration stays light).
 let d: typeof AuditDeps;
@@ -45,6 +45,7 @@ async function auditServer(opts: { db?: string; dataDir?: string; local?: boolea
   const remote = await serverFor({ local: opts.local === true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}), explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
   return remote ? { t: remote.server, r: await import("./audit-remote.js") } : null;
 }
+
 import { stderrPalette, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
 
@@ -322,7 +323,13 @@ export function registerAuditCommands(program: Command): void {
           const db = await openForReading(opts);
           try {
             const chainId = pickChain(db, opts.chain);
-            result = d.verifyStoredChain(db, chainId, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
+            // Issue 35: a chain in a SQLite file is verified across cores (segments in worker threads, linked after);
+            // small chains and the in-memory mirror of a PostgreSQL store are walked here as before.
+            const file = db.memory ? null : db.name;
+            result =
+              file !== null
+                ? await d.verifyStoredChainParallel(file, chainId, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) })
+                : d.verifyStoredChain(db, chainId, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
             if (opts.against !== undefined && result.ok && result.head) {
               // Only the events the verifier walked: a writer may have appended since.
               const rows = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq <= ? ORDER BY seq").all(chainId, result.head.seq) as Array<{ hash: string }>;
