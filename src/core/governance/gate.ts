@@ -10,6 +10,7 @@
  * - defer counts as deny on every path in this version.
  */
 import type { JsonObject } from "../crypto/canonical.js";
+import { TIERS, type Tier } from "../identity/tier.js";
 import {
   GOVERNED_ACTIONS,
   NETWORKS,
@@ -19,8 +20,6 @@ import {
   REF_CARRYING_ACTIONS,
   type RevocationList,
   TEARDOWN_ACTIONS,
-  TIERS,
-  type Tier,
   TRUST_LEVELS,
 } from "./policy.js";
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { EventDraft } from "../../core/chain/event.js";
 import type { GatePolicy } from "../../core/governance/gate.js";
-import { type Tier, PermitRuleSchema } from "../../core/governance/policy.js";
+import { PermitRuleSchema } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import { consult, contextOf, DEFAULT_GATE, viewVerdictEvents } from "./gate.js";
 import type { WorkloadRecord } from "./store.js";
 

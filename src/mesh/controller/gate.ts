@@ -8,7 +8,7 @@
  */
 import type { EventDraft } from "../../core/chain/event.js";
 import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
-import type { Tier } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import type { ControllerPolicy } from "./policy.js";
 import type { WorkloadRecord } from "./store.js";
 

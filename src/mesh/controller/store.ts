@@ -25,7 +25,7 @@
 import type { EngineChain } from "../../chain/engine-chain.js";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import type { Tier } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import type { HistoryReads } from "../../core/placement/history.js";
 import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js";
 import { type DecisionActor, type DecisionEvent, type DecisionState, isDecisionState, OWNED_STATES, transition } from "../../core/mesh/decision-state.js";

@@ -25,7 +25,7 @@
  *   boot ids and facts live in memory only, so nothing is sent on the strength of another process's contact.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import type { Tier } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-liveness.js";
 import type { Liveness, NodeFacts, NodeView } from "../../core/placement/index.js";
 import type { CallOptions, CallResult, NodeClient, TargetRef } from "../client/node-client.js";
