@@ -53,6 +53,7 @@ export interface GatePolicy {
   readonly permitsError?: string | null;
 }
 
+/** §7.1: the ceiling `T` of the effect vector, in thousandths, unless the operator sets another (node.json, serve). */
 export const DEFAULT_THRESHOLD_MILLI = 950;
 
 export interface EffectVector {

@@ -7,7 +7,7 @@
  * not N signed events.
  */
 import type { EventDraft } from "../../core/chain/event.js";
-import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
+import { DEFAULT_THRESHOLD_MILLI, evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
 import type { Tier } from "../../core/identity/tier.js";
 import type { ControllerPolicy } from "./policy.js";
 import type { WorkloadRecord } from "./store.js";
@@ -18,7 +18,7 @@ export interface GateSettings {
   readonly humanApproval: boolean;
 }
 
-export const DEFAULT_GATE: GateSettings = { thresholdMilli: 950, builtinTeardown: true, humanApproval: false };
+export const DEFAULT_GATE: GateSettings = { thresholdMilli: DEFAULT_THRESHOLD_MILLI, builtinTeardown: true, humanApproval: false };
 
 export function gatePolicyOf(policy: ControllerPolicy, settings: GateSettings): GatePolicy {
   return {
