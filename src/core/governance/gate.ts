@@ -303,7 +303,3 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
   return verdict("permit", `permitted by rule ${permitRule}`);
 }
 
-/** Defer counts as deny on the placement path and, in this version, everywhere else (§7.3). */
-export function permits(verdict: GateVerdict): boolean {
-  return verdict.decision === "permit";
-}

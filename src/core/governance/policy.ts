@@ -8,7 +8,6 @@ import { TIERS } from "../identity/tier.js";
 import { describeIssues } from "../protocol/messages.js";
 
 export const GOVERNED_ACTIONS = ["workload.place", "workload.load", "workload.start", "workload.stop", "workload.unload", "workload.migrate"] as const;
-export type GovernedAction = (typeof GOVERNED_ACTIONS)[number];
 export const TEARDOWN_ACTIONS: ReadonlySet<string> = new Set(["workload.stop", "workload.unload"]);
 export const REF_CARRYING_ACTIONS: ReadonlySet<string> = new Set(["workload.place", "workload.load", "workload.start", "workload.migrate"]);
 

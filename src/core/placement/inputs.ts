@@ -66,7 +66,6 @@ export type Capability = z.infer<typeof capabilitySchema>;
 // ---- requirements (§6.3) ---------------------------------------------------------------------------------------
 
 export const PREDICATE_OPS = ["eq", "gte", "lte", "in", "has"] as const;
-export type PredicateOp = (typeof PREDICATE_OPS)[number];
 
 export const predicateSchema = z.object({
   attr: z.string().max(64),

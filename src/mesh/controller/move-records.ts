@@ -22,7 +22,7 @@ import type { Query, Tx } from "../../store/engine.js";
 import type { ControllerStore, PlacementRecord, WorkloadRecord } from "./store.js";
 import { deletePlacement } from "./store-placements.js";
 
-export { MOVE_AUTHORITIES, type MoveAuthority } from "../../core/mesh/reschedule.js";
+export type { MoveAuthority } from "../../core/mesh/reschedule.js";
 
 /** A `valueFrom` reference as the deploy read it (kit/value-from.ts); a reschedule reads it again. */
 export type EnvRef = ValueFromRef;

@@ -61,7 +61,6 @@ import { deletePlacement, insertPlacement, instanceOf, placementHistory } from "
 import * as targetSql from "./store-targets.js";
 
 export * from "./store-records.js";
-export { CONTROLLER_SCHEMA_VERSION } from "./store-schema.js";
 
 export class ControllerStore {
   /** Issue 35: the contacts of calls made together (a pass's statuses, a tick's describes) share one transaction. */
