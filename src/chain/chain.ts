@@ -264,12 +264,6 @@ export class Chain {
     yield* findEvents(this.db, this.chainId, q);
   }
 
-  /** The last `n` events, oldest first. */
-  tail(n: number): SealedEvent[] {
-    const rows = this.db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(this.chainId, n) as EventRow[];
-    return rows.reverse().map(rowToEvent);
-  }
-
   checkpoints(): SignedCheckpoint[] {
     return storedCheckpoints(this.db, this.chainId, this.ownerKey);
   }

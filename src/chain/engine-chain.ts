@@ -203,6 +203,11 @@ export async function findEventsOn(q: Query, chainId: string, find: FindQuery): 
   return rows.map(eventOfRow);
 }
 
+/** The id of the chain this store's component writes, or undefined when it has none (rejects without audit tables). */
+export async function ownChainIdOn(q: Query): Promise<string | undefined> {
+  return (await q.get<{ chain_id: string }>("SELECT chain_id FROM audit_chain WHERE own = 1"))?.chain_id;
+}
+
 export async function checkpointsOn(q: Query, chainId: string, ownerKey: string): Promise<SignedCheckpoint[]> {
   const rows = await q.all<{ seq: number; head_hash: string; ts: number; sig: string }>("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq", [chainId]);
   return rows.map((r) => ({

@@ -1,8 +1,9 @@
 /** What the audit verbs (audit.ts) use, gathered so that they load it in one import when one of them runs (issue 19). */
 import { z } from "zod";
 
-export { Chain, listChains, rowToEvent, verifyStoredChain } from "../chain/chain.js";
+export { Chain, exportChainLines, listChains, storedCheckpoints, verifyStoredChain } from "../chain/chain.js";
 export { importChain, parseEventLines } from "../chain/import.js";
+export { eventHashesThrough, eventsAfter, ownChain, ownerKeyOf, tailEvents } from "../chain/read.js";
 export { CHAIN_SCHEMA_VERSION } from "../chain/schema.js";
 export { verifyStoredChainParallel } from "../chain/verify-parallel.js";
 export { exportLine } from "../core/chain/event.js";

@@ -44,9 +44,8 @@ async function verifiedHashes(h: MerkleHelpers, d: typeof AuditDeps, opts: ReadO
       throw new CliError(`chain ${chainId} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); no proof is built over a broken chain (berth audit verify)`, 1);
     }
     // Only the events the verifier walked: a writer may have appended since.
-    const rows = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq <= ? ORDER BY seq").all(chainId, result.head.seq) as Array<{ hash: string }>;
-    const ownerKey = key ?? (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
-    return { chainId, ownerKey, hashes: rows.map((r) => r.hash), result };
+    const ownerKey = key ?? d.ownerKeyOf(db, chainId)!;
+    return { chainId, ownerKey, hashes: d.eventHashesThrough(db, chainId, result.head.seq), result };
   } finally {
     db.close();
   }

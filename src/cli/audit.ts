@@ -252,16 +252,10 @@ async function tailAction(opts: TailFlags, cmd: Command): Promise<void> {
   const db = await openForReading(opts);
   try {
     const chainId = pickChain(db, opts.chain);
-    const rows = db.prepare("SELECT seq FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n.data) as Array<{ seq: number }>;
-    const events: SealedEvent[] = [];
-    const get = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?");
-    for (const { seq } of rows.reverse()) {
-      events.push(d.rowToEvent(get.get(chainId, seq) as Parameters<typeof AuditDeps.rowToEvent>[0]));
-    }
+    const events = d.tailEvents(db, chainId, n.data);
     show(chainId, events);
     if (!opts.follow) return;
-    const newer = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq LIMIT 1000");
-    await follow(async (after) => (newer.all(chainId, after) as Array<Parameters<typeof AuditDeps.rowToEvent>[0]>).map((r) => d.rowToEvent(r)), events.at(-1)?.seq ?? -1);
+    await follow(async (after) => d.eventsAfter(db, chainId, after, 1000), events.at(-1)?.seq ?? -1);
   } finally {
     db.close();
   }
@@ -332,9 +326,7 @@ export function registerAuditCommands(program: Command): void {
                 : d.verifyStoredChain(db, chainId, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
             if (opts.against !== undefined && result.ok && result.head) {
               // Only the events the verifier walked: a writer may have appended since.
-              const rows = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq <= ? ORDER BY seq").all(chainId, result.head.seq) as Array<{ hash: string }>;
-              const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
-              verified = { hashes: rows.map((r) => r.hash), ownerKey: key ?? owner };
+              verified = { hashes: d.eventHashesThrough(db, chainId, result.head.seq), ownerKey: key ?? d.ownerKeyOf(db, chainId)! };
             }
           } finally {
             db.close();
@@ -383,15 +375,12 @@ export function registerAuditCommands(program: Command): void {
       const db = await openForReading(opts);
       try {
         const chainId = pickChain(db, opts.chain);
-        const owner = (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string }).owner_key;
+        const owner = d.ownerKeyOf(db, chainId)!;
         if (opts.checkpoints) {
-          const rows = db.prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq").all(chainId) as Array<{ seq: number; head_hash: string; ts: number; sig: string }>;
-          for (const r of rows) write(JSON.stringify({ checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: owner, seq: r.seq, ts: r.ts }, sig: r.sig }));
+          // Field order as the server's GET /audit/checkpoints, so both print the same bytes.
+          for (const cp of d.storedCheckpoints(db, chainId, owner)) write(JSON.stringify(cp));
         } else {
-          const stmt = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ? ORDER BY seq");
-          for (const row of stmt.iterate(chainId, from.data, to.data) as Iterable<Parameters<typeof AuditDeps.rowToEvent>[0]>) {
-            write(d.exportLine(d.rowToEvent(row)));
-          }
+          for (const line of d.exportChainLines(db, chainId, from.data, to.data)) write(line);
         }
         if (opts.json) answer(true, { chain_id: chainId, [opts.checkpoints ? "checkpoints" : "events"]: collected }, "");
       } finally {
@@ -467,9 +456,9 @@ export function registerAuditCommands(program: Command): void {
       const key = d.loadKeyFile(opts.keyFile);
       // On PostgreSQL: a checkpoint of the controller chain, in one transaction with the tip it signs (EngineChain).
       const pgCheckpoint = await onPostgres(opts, async (engine) => {
-        const { EngineChain } = await import("../chain/engine-chain.js");
+        const { EngineChain, ownChainIdOn } = await import("../chain/engine-chain.js");
         // Never a genesis made here: a database without the controller's chain is not a store to checkpoint.
-        const own = await engine.read((q) => q.get("SELECT chain_id FROM audit_chain WHERE own = 1")).catch(() => undefined);
+        const own = await engine.read((q) => ownChainIdOn(q)).catch(() => undefined);
         if (own === undefined) throw new CliError(`${engine.location} holds no controller chain of its own`);
         const chain = await EngineChain.open(engine, key, "controller");
         return { cp: (await chain.checkpointIfDue(true)) ?? null };
@@ -486,8 +475,7 @@ export function registerAuditCommands(program: Command): void {
           const chainId = pickChain(db, undefined);
           const result = d.verifyStoredChain(db, chainId, { key: key.publicKey });
           if (!result.ok || !result.head) throw new CliError(`chain ${chainId} does not verify at seq ${result.failure?.seq} (${result.failure?.code}: ${result.failure?.detail}); no checkpoint is exported for a broken chain`, 1);
-          const rows = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq <= ? ORDER BY seq").all(chainId, result.head.seq) as Array<{ hash: string }>;
-          note = d.signCheckpointNote(key, d.treeHeadOf(chainId, rows.map((r) => r.hash)));
+          note = d.signCheckpointNote(key, d.treeHeadOf(chainId, d.eventHashesThrough(db, chainId, result.head.seq)));
         } finally {
           db.close();
         }
@@ -499,7 +487,7 @@ export function registerAuditCommands(program: Command): void {
       }
       const db = openExisting(dbPath(opts), false);
       try {
-        const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role;
+        const role = d.ownChain(db)?.role;
         if (!role) throw new CliError(`${dbPath(opts)} has no chain of its own`);
         const chain = d.Chain.open(db, key, role);
         const cp = chain.checkpointIfDue(true);
@@ -538,7 +526,7 @@ export function registerAuditCommands(program: Command): void {
       }
       const db = openExisting(dbPath(opts), false);
       try {
-        const role = (db.prepare("SELECT role FROM audit_chain WHERE own = 1").get() as { role: "controller" | "node" | "k8s" } | undefined)?.role ?? "controller";
+        const role = d.ownChain(db)?.role ?? "controller";
         const chain = d.Chain.reseal(db, key, role, opts.reason);
         answer(opts.json, { chain_id: chain.chainId }, `new chain ${chain.chainId}; the old one is kept as a foreign chain`);
       } finally {

@@ -5,10 +5,11 @@
  * and renders its answer the same way whichever it was. Registration loads only commander (issue 19).
  */
 import { Argument, type Command, Option } from "commander";
+import { TIERS, type Tier } from "../core/identity/tier.js";
 import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
 import type { MovedRecord } from "../mesh/controller/move-records.js";
-import { type InstanceRow, openBackend, type TargetRow, type Tier } from "./backends/index.js";
+import { type InstanceRow, openBackend, type TargetRow } from "./backends/index.js";
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";
@@ -16,7 +17,6 @@ import { type Palette, paintState, stdoutPalette } from "./style.js";
 import { renderTable } from "./table.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
-const TIERS = ["discovered", "paired", "pinned"] as const;
 /** The controller's verbs (mesh/controller/verbs.ts VERBS); the type check below keeps the two lists equal. */
 export const INSTANCE_VERBS = ["status", "start", "stop", "unload", "logs"] as const satisfies readonly Verb[];
 type _SameVerbs = Verb extends (typeof INSTANCE_VERBS)[number] ? true : never;

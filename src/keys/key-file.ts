@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
-import { nodeIdOf, type PublicKeyHex, type SigningKey, seedOf, signingKeyFromSeed } from "../core/crypto/ed25519.js";
+import { type SigningKey, seedOf, signingKeyFromSeed } from "../core/crypto/ed25519.js";
 import { fromHex, toHex } from "../core/crypto/hex.js";
 
 export const KEY_FILE_FORMAT = "berth.key.v1";
@@ -87,6 +87,3 @@ export function loadKeyFile(path: string): SigningKey {
   return key;
 }
 
-export function describeKey(key: SigningKey): { public_key: PublicKeyHex; id: string } {
-  return { public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
-}

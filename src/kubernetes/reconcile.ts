@@ -30,18 +30,13 @@ import type { Observation } from "./observe.js";
 import { preflightGc } from "./preflight-gc.js";
 import { scrubbingAudit, scrubbingCluster, scrubbingLogger } from "./scrubbing.js";
 
-export { deletePodAudited, outcomeName } from "./audited-mutation.js";
-export { commonFields } from "./deploy-call.js";
-export {
-  CONDITION_TIMEOUT_MS,
-  type DeployAnswer,
-  type DeployBudget,
-  type DeployDeps,
-  type DeployInputs,
-  type DeployMode,
-  MAX_READ_ERRORS,
-  type Progress,
-  REQUEST_TIMEOUT_MS,
+export type {
+  DeployAnswer,
+  DeployBudget,
+  DeployDeps,
+  DeployInputs,
+  DeployMode,
+  Progress,
 } from "./deploy-call.js";
 /** Re-exported for the verbs layer, which answers with the same control flow. */
 export { Answer as DeployAnswerSignal };

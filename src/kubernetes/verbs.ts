@@ -236,6 +236,3 @@ export async function replaceAuditEnd(deps: VerbDeps, ref: AgentRef, actionId: s
   await deps.audit.result(actionId, "k8s.replace", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName, ok: outcome.ok, message: outcome.message });
 }
 
-export function logLine(log: Logger, message: string): void {
-  log.info(message);
-}

@@ -4,6 +4,7 @@
  */
 import { existsSync } from "node:fs";
 import { listChains } from "../chain/chain.js";
+import { chainHead } from "../chain/read.js";
 import { type Db, openDatabase } from "../store/sqlite.js";
 import type { ServerState } from "./state.js";
 
@@ -53,6 +54,5 @@ export function absentChainHint(state: ServerState, name: ChainName): string {
 }
 
 export function headSeq(db: Db, chainId: string): number {
-  const row = db.prepare("SELECT seq, hash FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1").get(chainId) as { seq: number } | undefined;
-  return row?.seq ?? -1;
+  return chainHead(db, chainId)?.seq ?? -1;
 }

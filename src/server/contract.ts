@@ -6,6 +6,7 @@
  * names its key fields and lets the rest through.
  */
 import { z } from "zod";
+import { TIERS } from "../core/identity/tier.js";
 import { PlaceOrderSchema } from "../mesh/controller/order.js";
 import { OPERATOR_ROUTES } from "./contract-operator.js";
 import type { RouteSpec } from "./route-spec.js";
@@ -16,7 +17,7 @@ export type { RouteSpec };
 
 const Hex64 = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
 const NodeRef = z.string().min(1).max(300);
-const Tier = z.enum(["discovered", "paired", "pinned"]);
+const Tier = z.enum(TIERS);
 const Json = z.record(z.string(), z.unknown());
 
 export const ErrorSchema = z.strictObject({

@@ -72,11 +72,6 @@ export function checkHost(header: string | undefined, policy: HostPolicy): EdgeR
   };
 }
 
-/** `application/json`, with parameters (`; charset=utf-8`) or not: the only body the API reads. */
-export function isJsonMediaType(contentType: string | undefined): boolean {
-  return contentType !== undefined && /^application\/json\s*(;|$)/i.test(contentType.trim());
-}
-
 /**
  * Sent on every answer. The API's JSON is never a document to render; the dashboard loads only its own files and
  * talks only to this origin, and no page may frame either (clickjacking).

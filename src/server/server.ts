@@ -15,7 +15,6 @@ import { leaderTtlFromEnv } from "../store/leader.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { buildApp } from "./app.js";
 import { hostNames } from "./edge.js";
-import { API_BASE } from "./openapi.js";
 import { DEFAULT_TICK_MS, startServeLoops } from "../serve/index.js";
 import { agentHandlers, agentsEnv } from "./routes/agents.js";
 import { auditHandlers } from "./routes/audit.js";
@@ -184,4 +183,3 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   };
 }
 
-export { API_BASE };

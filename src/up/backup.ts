@@ -17,6 +17,7 @@
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
+import { chainHead, eventCount, holdsChainTables, ownChain } from "../chain/read.js";
 import { liveDaemons, liveForegroundUp, readUpState } from "./up-state.js";
 
 /** The databases of a berth home, in the order they are copied; only the controller's must exist. */
@@ -65,13 +66,10 @@ function inspect(path: string): { events: number | null; head: { seq: number; ha
   try {
     const integrity = db.pragma("integrity_check", { simple: true });
     if (integrity !== "ok") throw new BackupError(`${path} fails SQLite's integrity check (${String(integrity)})`);
-    const hasChain = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_chain'").get();
-    if (!hasChain) return { events: null, head: null };
-    const own = db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1").get() as { chain_id: string } | undefined;
+    if (!holdsChainTables(db)) return { events: null, head: null };
+    const own = ownChain(db);
     if (!own) return { events: 0, head: null };
-    const count = db.prepare("SELECT COUNT(*) AS n FROM audit_event WHERE chain_id = ?").get(own.chain_id) as { n: number };
-    const head = db.prepare("SELECT seq, hash FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1").get(own.chain_id) as { seq: number; hash: string } | undefined;
-    return { events: count.n, head: head ?? null };
+    return { events: eventCount(db, own.chain_id), head: chainHead(db, own.chain_id) ?? null };
   } catch (error) {
     if (error instanceof BackupError) throw error;
     throw new BackupError(`${path} is not a readable berth database (${(error as Error).message})`);

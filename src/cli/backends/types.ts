@@ -8,12 +8,11 @@
  */
 import type { AgentState, HistoryAnswer, LogsAnswer } from "../../agents/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
+import type { Tier } from "../../core/identity/tier.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import type { PlacementRecord, PlaceOrderInput, PlaceReport, SettleReport, TargetInfo, UnsettledDecision, Verb, VerbResult } from "../../mesh/controller/index.js";
 import type { TargetFlags } from "../remote/target.js";
 import type { DeployPlan } from "../../core/agents/deploy-plan.js";
-
-export type Tier = "discovered" | "paired" | "pinned";
 
 /**
  * A target with the summary of its last signed facts (null before a describe) and the operator's marks on it

@@ -10,6 +10,7 @@
  * - defer counts as deny on every path in this version.
  */
 import type { JsonObject } from "../crypto/canonical.js";
+import { TIERS, type Tier } from "../identity/tier.js";
 import {
   GOVERNED_ACTIONS,
   NETWORKS,
@@ -19,8 +20,6 @@ import {
   REF_CARRYING_ACTIONS,
   type RevocationList,
   TEARDOWN_ACTIONS,
-  TIERS,
-  type Tier,
   TRUST_LEVELS,
 } from "./policy.js";
 
@@ -54,6 +53,7 @@ export interface GatePolicy {
   readonly permitsError?: string | null;
 }
 
+/** §7.1: the ceiling `T` of the effect vector, in thousandths, unless the operator sets another (node.json, serve). */
 export const DEFAULT_THRESHOLD_MILLI = 950;
 
 export interface EffectVector {
@@ -303,7 +303,3 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
   return verdict("permit", `permitted by rule ${permitRule}`);
 }
 
-/** Defer counts as deny on the placement path and, in this version, everywhere else (§7.3). */
-export function permits(verdict: GateVerdict): boolean {
-  return verdict.decision === "permit";
-}

@@ -4,17 +4,15 @@
  * unreadable).
  */
 import { z } from "zod";
+import { TIERS } from "../identity/tier.js";
 import { describeIssues } from "../protocol/messages.js";
 
 export const GOVERNED_ACTIONS = ["workload.place", "workload.load", "workload.start", "workload.stop", "workload.unload", "workload.migrate"] as const;
-export type GovernedAction = (typeof GOVERNED_ACTIONS)[number];
 export const TEARDOWN_ACTIONS: ReadonlySet<string> = new Set(["workload.stop", "workload.unload"]);
 export const REF_CARRYING_ACTIONS: ReadonlySet<string> = new Set(["workload.place", "workload.load", "workload.start", "workload.migrate"]);
 
 export const TRUST_LEVELS = ["unsigned", "signed_unpinned", "pinned_signer"] as const;
-export const TIERS = ["discovered", "paired", "pinned"] as const;
 export const NETWORKS = ["none", "lan", "egress"] as const;
-export type Tier = (typeof TIERS)[number];
 export type Network = (typeof NETWORKS)[number];
 export type PackageTrustLevel = (typeof TRUST_LEVELS)[number];
 

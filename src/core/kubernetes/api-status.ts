@@ -42,10 +42,6 @@ export function apiErrorOf(httpCode: number, body: string): ApiError {
   return { kind: "transport", message: `HTTP ${httpCode} without a Kubernetes Status body` };
 }
 
-export function hasReason(error: ApiError, reason: "NotFound" | "AlreadyExists" | "Conflict" | "Forbidden" | "Gone"): boolean {
-  return error.kind === "status" && error.reason === reason;
-}
-
 /** `{e}` in the catalogue: `<reason>: <message>` for a Status; never a request body. */
 export function describeApiError(error: ApiError): string {
   if (error.kind === "transport") return error.message;

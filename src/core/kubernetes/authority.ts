@@ -19,7 +19,3 @@ export function classifiedDelete(action: DeleteAction): ClassifiedDelete {
 
 export const GC_DELETE: GcDelete = { kind: "gc-terminated" };
 
-/** The row or verb recorded in the audit chain (§17). */
-export function authorityName(a: DeleteAuthority): string {
-  return a.kind === "classified" ? a.action.cause : a.kind;
-}

@@ -266,9 +266,6 @@ export function namespacePrefill(random: readonly number[]): string {
  */
 export const DEFAULT_RESOURCES = { cpuRequest: "250m", memoryRequest: "512Mi", cpuLimit: "2", memoryLimit: "4Gi" } as const;
 
-/** Buzz's own defaults (config.rs at block/buzz@906578e), for the golden vectors of §9.3 and the interop tests. */
-export const BUZZ_DEFAULT_RESOURCES = { cpuRequest: "1", memoryRequest: "2Gi", cpuLimit: "2", memoryLimit: "4Gi" } as const;
-
 /**
  * §15.2: the JSON schema Buzz Desktop renders as a form (issue 18.4). Scalars only: Desktop's form submits scalars and
  * its `validate_provider_config` refuses objects, so a structured property would make every deploy fail. The eleven

@@ -51,9 +51,8 @@ export const RequirementSchema = z
     min_provenance: z.enum(["claimed", "probed", "measured"]).default("claimed"),
   })
   .refine((r) => (r.id === undefined) !== (r.id_prefix === undefined), "exactly one of id and id_prefix");
-export type Requirement = z.infer<typeof RequirementSchema>;
 
-export { ARCHES, type Arch, archOfNode } from "./arch.js";
+export { archOfNode } from "./arch.js";
 
 export const VariantSchema = z.strictObject({
   id: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,63}$/, "variant id must match ^[a-z0-9][a-z0-9_.-]{0,63}$"),

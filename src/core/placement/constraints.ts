@@ -8,15 +8,9 @@
  * Constraints that read facts are skipped when the node has no usable facts; `facts_expired` has already said so.
  * Stale facts (present but expired) are still read, so the explain shows what else would stand in the way.
  */
+import { TIER_RANK } from "../identity/tier.js";
 import { CapabilityIndex, checkPreparedRequirement, type PreparedRequirement, prepareRequirement } from "./capabilities.js";
-import {
-  type ClusterInstance,
-  type ClusterState,
-  type NodeFacts,
-  type NodeView,
-  type PlacementRequest,
-  TIER_RANK,
-} from "./inputs.js";
+import type { ClusterInstance, ClusterState, NodeFacts, NodeView, PlacementRequest } from "./inputs.js";
 import type { Rejection } from "./outputs.js";
 import { chooseRoute, type PreparedVariant, prepareVariants, type RouteContext, type RouteFit } from "./route.js";
 

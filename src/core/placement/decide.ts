@@ -13,11 +13,11 @@ import { placedLoadsOf } from "./history.js";
 import {
   type ClusterInstance,
   clusterStateSchema,
-  type GateVerdict,
   type NodeView,
   type PlacedTotal,
   type PlacementInput,
   type PlacementRequest,
+  type PlaceVerdict,
   placementInputSchema,
   placementRequestSchema,
   type ScoringWeights,
@@ -86,7 +86,7 @@ export function parsePlacementInputWithViews(raw: { readonly request: unknown; r
 export interface ValidatedParts {
   readonly nodes: readonly NodeView[];
   readonly weights: ScoringWeights;
-  readonly gate: Readonly<Record<string, GateVerdict>>;
+  readonly gate: Readonly<Record<string, PlaceVerdict>>;
   readonly instances: readonly ClusterInstance[];
   readonly placed: readonly PlacedTotal[] | null;
 }

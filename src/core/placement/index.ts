@@ -7,7 +7,6 @@ export { decide, decideUnknown, type ParsedInput, parsePlacementInput, parsePlac
 export { type HistoryReads, historyReads, isRead, placedSummary } from "./history.js";
 export { type ExplainAttempt, type ExplainOptions, points, renderExplain, renderPlacementError } from "./explain.js";
 export {
-  type Arch,
   attrValueSchema,
   type Capability,
   capabilitySchema,
@@ -18,9 +17,9 @@ export {
   type PlacedTotal,
   placedTotalSchema,
   DEFAULT_WEIGHTS,
-  type GateVerdict,
+  type PlaceVerdict,
   type Liveness,
-  gateVerdictSchema,
+  placeVerdictSchema,
   type NodeFacts,
   type NodeRoute,
   nodeFactsSchema,
@@ -41,8 +40,6 @@ export {
   routeSchema,
   type ScoringWeights,
   scoringWeightsSchema,
-  TIERS,
-  type Tier,
   type Variant,
   variantSchema,
   type WorkloadSpec,

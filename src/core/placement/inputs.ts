@@ -12,13 +12,10 @@
  */
 import { z } from "zod";
 import type { NodeId } from "../crypto/ed25519.js";
+import { TIERS } from "../identity/tier.js";
+import { ARCHES } from "../packages/arch.js";
 
 // ---- vocabularies ----------------------------------------------------------------------------------------------
-
-/** §3.4: operator-assigned, never self-asserted; ordered. */
-export const TIERS = ["discovered", "paired", "pinned"] as const;
-export type Tier = (typeof TIERS)[number];
-export const TIER_RANK: Readonly<Record<Tier, number>> = { discovered: 0, paired: 1, pinned: 2 };
 
 /** §8.2: computed by the controller from direct contact. */
 export const LIVENESS = ["alive", "suspect", "dead", "unknown"] as const;
@@ -29,9 +26,7 @@ export const PROVENANCES = ["claimed", "probed", "measured"] as const;
 export type Provenance = (typeof PROVENANCES)[number];
 export const PROVENANCE_RANK: Readonly<Record<Provenance, number>> = { claimed: 0, probed: 1, measured: 2 };
 
-/** §6.1 / §5.2: the architectures and operating systems a node can report. */
-export const ARCHES = ["aarch64", "armv7", "x86_64"] as const;
-export type Arch = (typeof ARCHES)[number];
+/** §6.1: the operating systems a node can report (its architectures: packages/arch.ts, §5.2). */
 export const OSES = ["linux", "darwin"] as const;
 export type Os = (typeof OSES)[number];
 
@@ -71,7 +66,6 @@ export type Capability = z.infer<typeof capabilitySchema>;
 // ---- requirements (§6.3) ---------------------------------------------------------------------------------------
 
 export const PREDICATE_OPS = ["eq", "gte", "lte", "in", "has"] as const;
-export type PredicateOp = (typeof PREDICATE_OPS)[number];
 
 export const predicateSchema = z.object({
   attr: z.string().max(64),
@@ -237,8 +231,12 @@ export const nodeViewSchema = z.object({
 });
 export type NodeView = z.infer<typeof nodeViewSchema>;
 
-export const gateVerdictSchema = z.object({ verdict: z.enum(["permit", "deny"]), reason: z.string().max(2048) });
-export type GateVerdict = z.infer<typeof gateVerdictSchema>;
+/**
+ * The gate's `workload.place` answer on one node as the engine reads it (§9.2 step 4): only permit or deny and why.
+ * Not the gate's own `GateVerdict` (core/governance/gate.ts), which the shell reduced to this.
+ */
+export const placeVerdictSchema = z.object({ verdict: z.enum(["permit", "deny"]), reason: z.string().max(2048) });
+export type PlaceVerdict = z.infer<typeof placeVerdictSchema>;
 
 export const placementRequestSchema = z.object({
   spec: workloadSpecSchema,
@@ -252,7 +250,7 @@ export const placementRequestSchema = z.object({
   current_node: nodeRef.nullable().default(null),
   weights: scoringWeightsSchema.prefault({}),
   /** `workload.place` verdicts per node id, computed by the shell before the engine runs (§9.2 step 4). */
-  gate: z.record(z.string().max(64), gateVerdictSchema).default({}),
+  gate: z.record(z.string().max(64), placeVerdictSchema).default({}),
 });
 export type PlacementRequest = z.infer<typeof placementRequestSchema>;
 

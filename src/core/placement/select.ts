@@ -19,13 +19,6 @@ function byNodeId(a: NodeReport, b: NodeReport): number {
   return a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0;
 }
 
-/** Eligible by total descending, then node id ascending; the rejected follow, by node id. */
-export function rankOrder(a: NodeReport, b: NodeReport): number {
-  if (a.eligible !== b.eligible) return a.eligible ? -1 : 1;
-  if (a.eligible && a.total_centi !== b.total_centi) return (b.total_centi ?? 0) - (a.total_centi ?? 0);
-  return byNodeId(a, b);
-}
-
 const NO_REJECTIONS: readonly Rejection[] = [];
 
 export function reportOf(a: Assessment, scored: Scored | undefined): NodeReport {
@@ -58,7 +51,10 @@ export function reportOf(a: Assessment, scored: Scored | undefined): NodeReport 
   };
 }
 
-/** Same order as `rankOrder`, sorting the two groups apart: fewer, cheaper comparisons on the hot path. */
+/**
+ * Eligible by total descending, then node id ascending; the rejected follow, by node id. The two groups are sorted
+ * apart: fewer, cheaper comparisons on the hot path.
+ */
 export function rank(reports: readonly NodeReport[]): NodeReport[] {
   const eligible: NodeReport[] = [];
   const rejected: NodeReport[] = [];

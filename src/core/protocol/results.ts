@@ -85,10 +85,15 @@ export function isInstanceRow(row: StatusRowAnswer): row is InstanceStatusRowAns
   return !("departed" in row) && row.in_flight !== true && typeof row.state === "string";
 }
 
+/** The rows of a status answer the node client has typed (mesh/client/node-client.ts `AnswerOf`): one row or many. */
+export function statusRowsOf(result: ResultOf<"status">): readonly StatusRowAnswer[] {
+  // Loose objects: `in` does not narrow past their index signature, so the union's two members are named here.
+  return "rows" in result ? (result.rows as readonly StatusRowAnswer[]) : [result.row as InstanceStatusRowAnswer];
+}
+
 /**
- * The rows of a status result, typed: the one reading every caller shares (issue 14 item 3) instead of each guessing
- * the shape. The node client has already refused a result that does not match (`parseResult`), so `null` here means
- * the caller passed something that is not a status result.
+ * The rows of a status result nobody has typed yet (a JSON object from elsewhere than the node client), or null when it
+ * is not a table of rows. The node client's answers are typed already: read them with `statusRowsOf`.
  */
 export function statusRows(result: JsonObject): readonly StatusRowAnswer[] | null {
   const parsed = RESULT_SCHEMAS.status.safeParse(result);

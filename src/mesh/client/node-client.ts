@@ -15,6 +15,7 @@ import {
   encodeMessageFrame,
   type FetchFrame,
   LIMITS,
+  type Method,
   MUTATING_METHODS,
   parseMessageFrame,
   type RefusalCode,
@@ -23,7 +24,7 @@ import {
   type SignedMessage,
   SignedMessageSchema,
 } from "../../core/protocol/messages.js";
-import { parseResult } from "../../core/protocol/results.js";
+import { parseResult, type ResultOf } from "../../core/protocol/results.js";
 import { signRequest } from "../../core/protocol/sign.js";
 import { type Connector, type FrameStream, PeerKeyMismatch } from "../transport/frames.js";
 import type { PackageSource } from "./package-source.js";
@@ -56,10 +57,17 @@ export function provablyUnsent(r: CallResult): boolean {
   return r.kind === "unreachable" || (r.kind === "no_answer" && !r.sent);
 }
 
-export type CallResult =
+/**
+ * What an `ok` answer holds: for a method of the protocol, its result as core/protocol/results.ts types it (the client
+ * checked it against the method's schema on arrival, so callers read members, never re-parse); for any other method
+ * name (tests send those to see them refused), a JSON object.
+ */
+export type AnswerOf<M extends string> = M extends Method ? ResultOf<M> & JsonObject : JsonObject;
+
+export type CallResult<M extends string = string> =
   | {
       readonly kind: "ok";
-      readonly result: JsonObject;
+      readonly result: AnswerOf<M>;
       readonly response: ResponsePayload;
       readonly key: string;
       /** Issue 38: the tree size of the checkpoint the request carried, which the node now holds. */
@@ -133,8 +141,12 @@ export class NodeClient {
     this.clock = o.clock ?? Date.now;
   }
 
-  /** One signed call. Never throws for network or protocol trouble: that is a CallResult. */
-  async call(target: TargetRef, method: string, body: JsonObject, opts: CallOptions = {}): Promise<CallResult> {
+  /** One signed call. Never throws for network or protocol trouble: that is a CallResult, its answer typed per method. */
+  async call<M extends string>(target: TargetRef, method: M, body: JsonObject, opts: CallOptions = {}): Promise<CallResult<M>> {
+    return (await this.callUntyped(target, method, body, opts)) as CallResult<M>;
+  }
+
+  private async callUntyped(target: TargetRef, method: string, body: JsonObject, opts: CallOptions): Promise<CallResult> {
     const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
     let authority: Authority | null = null;
     try {

@@ -16,7 +16,7 @@ import { WitnessClaims } from "../../chain/witness-claim.js";
 import { checkpointOrigin } from "../../core/chain/note.js";
 import { type WitnessReport, type WitnessRow, witnessRow } from "../../core/mesh/witness-report.js";
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
-import type { Tier } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";

@@ -331,14 +331,14 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
     const outcome = outcomeOf(method, r);
     // 5. by outcome
     if (outcome === "placed" && r.kind === "ok") {
-      const instanceId = typeof r.result.instance_id === "string" ? r.result.instance_id : "";
+      const instanceId = r.result.instance_id;
       const placement: PlacementRecord = {
         instance_id: instanceId,
         name: d.name,
         node_id: cand.node_id,
         decision_id: d.decisionId,
         variant: cand.variant,
-        route: r.result.route === "emulated" ? "emulated" : "native",
+        route: r.result.route,
         package_id: d.pkg.packageId,
         placed_ms: deps.clock(),
         adopted: false,

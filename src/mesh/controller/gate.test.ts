@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { GatePolicy } from "../../core/governance/gate.js";
-import { PermitRuleSchema, type Tier } from "../../core/governance/policy.js";
+import { PermitRuleSchema } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import { gateSummaryHashOf, parseGateSummary, verdictOfNode } from "../../core/governance/summary.js";
 import { consult, contextOf, DEFAULT_GATE, placeVerdicts } from "./gate.js";
 import type { WorkloadRecord } from "./store.js";

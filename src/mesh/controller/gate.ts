@@ -8,8 +8,8 @@
  */
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
-import type { Tier } from "../../core/governance/policy.js";
+import { DEFAULT_THRESHOLD_MILLI, evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
+import type { Tier } from "../../core/identity/tier.js";
 import { type GateSummary, summariseVerdicts, verdictWithoutNode } from "../../core/governance/summary.js";
 import type { ControllerPolicy } from "./policy.js";
 import type { WorkloadRecord } from "./store.js";
@@ -20,7 +20,7 @@ export interface GateSettings {
   readonly humanApproval: boolean;
 }
 
-export const DEFAULT_GATE: GateSettings = { thresholdMilli: 950, builtinTeardown: true, humanApproval: false };
+export const DEFAULT_GATE: GateSettings = { thresholdMilli: DEFAULT_THRESHOLD_MILLI, builtinTeardown: true, humanApproval: false };
 
 export function gatePolicyOf(policy: ControllerPolicy, settings: GateSettings): GatePolicy {
   return {

@@ -17,13 +17,15 @@
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { MOVE_AUTHORITIES, type MoveAuthority } from "../../core/mesh/reschedule.js";
+import type { ValueFromRef } from "../../kit/value-from.js";
 import type { Query, Tx } from "../../store/engine.js";
 import type { ControllerStore, PlacementRecord, WorkloadRecord } from "./store.js";
 import { deletePlacement } from "./store-placements.js";
 
-export { MOVE_AUTHORITIES, type MoveAuthority } from "../../core/mesh/reschedule.js";
+export type { MoveAuthority } from "../../core/mesh/reschedule.js";
 
-export type EnvRef = { readonly file: string } | { readonly env: string };
+/** A `valueFrom` reference as the deploy read it (kit/value-from.ts); a reschedule reads it again. */
+export type EnvRef = ValueFromRef;
 
 /** The order as kept for a reschedule (see the module comment: no secret value, references instead). */
 export interface StoredOrder {

@@ -14,7 +14,7 @@
  *   node has said the old copy is stopped.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { statusRows } from "../../core/protocol/results.js";
+import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import type { PlaceReport } from "./dispatch.js";
 import type { MoveRecords } from "./move-records.js";
 import { type MoverDeps, moveAgent, teardownOrphan } from "./mover.js";
@@ -96,9 +96,9 @@ const LIVE = new Set(["running", "starting", "loading", "unhealthy", "backoff"])
 async function nodeRow(deps: NodeAdminDeps, node: string, instanceId: string): Promise<{ state: string; generation: number | null } | { error: string }> {
   const r = await deps.targets.call(node, "status", { instance_id: null, include_departed: false }, { timeoutMs: deps.mover.callTimeoutMs });
   if (r.kind !== "ok") return { error: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
-  const row = (statusRows(r.result) ?? []).find((x) => (x as { instance_id?: unknown }).instance_id === instanceId) as { state?: unknown; generation?: unknown } | undefined;
+  const row = statusRowsOf(r.result).filter(isInstanceRow).find((x) => x.instance_id === instanceId);
   if (!row) return { state: "absent", generation: null };
-  return { state: String(row.state), generation: typeof row.generation === "number" ? row.generation : null };
+  return { state: row.state, generation: row.generation };
 }
 
 export async function drainNode(deps: NodeAdminDeps, ref: string, reason: string, operator: JsonObject, wait: (ms: number) => Promise<void>): Promise<DrainResult | { readonly error: string }> {

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { EventDraft } from "../../core/chain/event.js";
-import type { PermitRule, RevocationList, Tier } from "../../core/governance/policy.js";
+import type { PermitRule, RevocationList } from "../../core/governance/policy.js";
 import { describeIssues, HEX64, truncateUtf8 } from "../../core/protocol/messages.js";
 import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
 import { sha256 } from "../../core/crypto/tagged.js";
@@ -118,4 +118,3 @@ export class PolicyFiles {
   }
 }
 
-export const TIER_ORDER: readonly Tier[] = ["discovered", "paired", "pinned"];

@@ -21,7 +21,7 @@ export interface ReconcileAccess {
   chainedOrders(decisionIds: readonly string[]): Promise<ReadonlyMap<string, JsonObject | null>>;
   liveness(nodeId: string): Promise<NodeView["liveness"]>;
   stamps(nodeId: string): Promise<NodeStamps>;
-  status(nodeId: string): Promise<CallResult>;
+  status(nodeId: string): Promise<CallResult<"status">>;
   instance(verb: Verb, instanceId: string, opts: VerbOptions): Promise<VerbResult>;
   append(draft: { source: string; kind: string; payload: JsonObject }): Promise<void>;
   /** Issue 16: the records and shell of moving agents. */

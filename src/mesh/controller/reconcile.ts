@@ -13,7 +13,7 @@
  * failed attempt, not a judgement about liveness (I3).
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { isInstanceRow, statusRows } from "../../core/protocol/results.js";
+import { isInstanceRow, type StatusRowAnswer, statusRows, statusRowsOf } from "../../core/protocol/results.js";
 import type { CallResult } from "../client/node-client.js";
 import type { DecisionId } from "./store.js";
 import type { Targets } from "./targets.js";
@@ -29,10 +29,17 @@ export function failureText(r: Exclude<CallResult, { kind: "ok" }>): string {
   return r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason;
 }
 
-/** The rows of a status answer that carry `decisionId`: in-flight marks and instances (departed rows excluded). */
+/**
+ * `heldForDecision` of a status result that nobody has typed yet: null when it is not a table of rows, never read as
+ * empty. The controller's own calls get their answers typed by the node client and read them with `heldForDecision`.
+ */
 export function rowsForDecision(result: JsonObject, decisionId: string): { inFlight: boolean; instances: string[] } | null {
   const rows = statusRows(result);
-  if (rows === null) return null;
+  return rows === null ? null : heldForDecision(rows, decisionId);
+}
+
+/** The rows of a status answer that carry `decisionId`: in-flight marks and instances (departed rows excluded). */
+export function heldForDecision(rows: readonly StatusRowAnswer[], decisionId: string): { inFlight: boolean; instances: string[] } {
   let inFlight = false;
   const instances: string[] = [];
   for (const row of rows) {
@@ -49,8 +56,7 @@ export async function reconcileLostAnswer(targets: Targets, nodeId: string, deci
   const status = await targets.call(nodeId, "status", { instance_id: null, include_departed: false }, { timeoutMs: callTimeoutMs });
   if (status.kind !== "ok") return notReconciled(failureText(status));
   // 2.
-  const held = rowsForDecision(status.result, decisionId);
-  if (held === null) return notReconciled("unexpected status answer");
+  const held = heldForDecision(statusRowsOf(status.result), decisionId);
   // 3.
   if (held.inFlight) return notReconciled("the target is still handling this decision");
   // 4. unload each, carrying the same decision id; the node gates these as teardown

@@ -8,7 +8,6 @@
  * other store placed on the node keeps running there and stays in that store's records; the outcome says how many.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { RESULT_SCHEMAS } from "../../core/protocol/results.js";
 import { outcomeOf } from "../client/node-client.js";
 import { failureText } from "./reconcile.js";
 import type { ControllerStore } from "./store.js";
@@ -49,8 +48,8 @@ export async function rehomeNode(deps: RehomeDeps, ref: string, reason: string, 
   });
   const r = await deps.targets.call(node, "rehome", { reason }, { decisionId: requestId, timeoutMs: deps.callTimeoutMs });
   const outcome = outcomeOf("rehome", r);
-  // The node client has parsed an ok result against this schema already (core/protocol/results.ts).
-  const answered = r.kind === "ok" ? RESULT_SCHEMAS.rehome.parse(r.result) : null;
+  // Typed by the node client, which checked it against the method's schema (core/protocol/results.ts).
+  const answered = r.kind === "ok" ? r.result : null;
   await deps.store.appendAll([
     {
       source: "trust",

@@ -106,9 +106,9 @@ export async function pushRevocations(deps: PushDeps, pub: Publication | null, n
         return;
       }
       const r = await deps.targets.call(node, "revocations", pub.list as unknown as JsonObject, { decisionId: pub.decisionId, timeoutMs: deps.callTimeoutMs });
-      if (r.kind === "ok" && typeof r.result.generation === "number" && r.result.generation >= pub.generation) {
+      if (r.kind === "ok" && r.result.generation >= pub.generation) {
         await ack(deps.store, node, r.result.generation, deps.clock());
-        out.push({ node, kind: "pushed", generation: r.result.generation, changed: r.result.changed === true });
+        out.push({ node, kind: "pushed", generation: r.result.generation, changed: r.result.changed });
         return;
       }
       const why = r.kind === "ok" ? "the node answered without the generation" : r.kind === "refused" ? `refused ${r.code}: ${r.reason}` : r.reason;

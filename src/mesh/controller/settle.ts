@@ -5,9 +5,9 @@
  * restarted: no second candidate was tried, so it is the only copy), or, holding nothing, the decision is settled
  * empty and its name released. A node still handling the decision, or unreachable, leaves it unsettled.
  */
-import type { JsonObject } from "../../core/crypto/canonical.js";
-import { type InstanceStatusRowAnswer, isInstanceRow, statusRows } from "../../core/protocol/results.js";
-import { rowsForDecision } from "./reconcile.js";
+import { type InstanceStatusRowAnswer, isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
+import type { CallResult } from "../client/node-client.js";
+import { heldForDecision } from "./reconcile.js";
 import type { ControllerStore, PlacementRecord, UnsettledDecision } from "./store.js";
 import type { Targets } from "./targets.js";
 
@@ -34,7 +34,7 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
       await store.releaseSettle(d.decision_id);
       skipped.push({ decision_id: d.decision_id, reason });
     };
-    let status: Awaited<ReturnType<Targets["call"]>>;
+    let status: CallResult<"status">;
     try {
       status = await targets.call(d.node_id, "status", { instance_id: null, include_departed: false }, { timeoutMs: callTimeoutMs });
     } catch (error) {
@@ -45,11 +45,8 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
       await skip(status.kind === "refused" ? `${status.code}: ${status.reason}` : status.reason);
       continue;
     }
-    const held = rowsForDecision(status.result, d.decision_id);
-    if (held === null) {
-      await skip("unexpected status answer");
-      continue;
-    }
+    const rows = statusRowsOf(status.result);
+    const held = heldForDecision(rows, d.decision_id);
     if (held.inFlight) {
       await skip("the target is still handling this decision");
       continue;
@@ -60,7 +57,7 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
       continue;
     }
     const instanceId = held.instances[0];
-    const row = instanceId === undefined ? null : rowOf(status.result, instanceId);
+    const row = instanceId === undefined ? null : (rows.filter(isInstanceRow).find((r) => r.instance_id === instanceId) ?? null);
     await store.commitSettle(
       d,
       row === null ? null : adoption(d, row, clock()),
@@ -70,10 +67,6 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
     else adopted++;
   }
   return { adopted, settledEmpty, skipped };
-}
-
-function rowOf(result: JsonObject, instanceId: string): InstanceStatusRowAnswer | null {
-  return statusRows(result)?.filter(isInstanceRow).find((r) => r.instance_id === instanceId) ?? null;
 }
 
 function adoption(d: UnsettledDecision, row: InstanceStatusRowAnswer, nowMs: number) {

@@ -3,7 +3,7 @@
  * (`NameTaken`, `IllegalTransition`), and the mapping from stored rows, the same for both engines.
  */
 import type { EventDraft } from "../../core/chain/event.js";
-import type { Tier } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import { type DecisionEvent, type DecisionState, isDecisionState } from "../../core/mesh/decision-state.js";
 import type { OwnerLease, OwnerVerdict } from "../../core/mesh/owner-liveness.js";
 

@@ -3,7 +3,7 @@
  * every process records so that every process judges the same liveness. Called by ControllerStore inside its
  * transactions and reads; the contacts are not chained (an observation is not a decision).
  */
-import type { Tier } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import type { Query, Tx } from "../../store/engine.js";
 import type { ContactOutcome, StoredContact, StoredTarget, TierSource } from "./store-records.js";
 

@@ -26,7 +26,7 @@ import type { EngineChain } from "../../chain/engine-chain.js";
 import { storeSummaryIn } from "../../chain/summaries.js";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import type { Tier } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import type { GateSummary } from "../../core/governance/summary.js";
 import { type DecisionActor, type DecisionEvent, type DecisionState, isDecisionState, OWNED_STATES, transition } from "../../core/mesh/decision-state.js";
 import type { OwnerLease } from "../../core/mesh/owner-liveness.js";
@@ -63,7 +63,6 @@ import { ensureControllerSchema, OPEN_SQL } from "./store-schema.js";
 import * as targetSql from "./store-targets.js";
 
 export * from "./store-records.js";
-export { CONTROLLER_SCHEMA_VERSION } from "./store-schema.js";
 
 export class ControllerStore {
   /** Issue 35: the contacts of calls made together (a pass's statuses, a tick's describes) share one transaction. */

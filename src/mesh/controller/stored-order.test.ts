@@ -52,6 +52,14 @@ describe("the order a reschedule reruns (issue 16)", () => {
     expect(missing).toEqual({ ok: false, error: `the stored order's env TOKEN (valueFrom): cannot read ${join(dir, "gone")} (ENOENT)` });
   });
 
+  it("a file holding a NUL byte is refused as the deploy refuses it, naming the file and never the value", () => {
+    const dir = mkdtempSync(join(tmpdir(), "berth-order-"));
+    const file = join(dir, "token");
+    writeFileSync(file, "to\0ken\n");
+    const r = rebuildOrder(storedOrderOf(order({ env_from: { TOKEN: { file } } }), PKG, "triage"), NODE_A, readRef({}));
+    expect(r).toEqual({ ok: false, error: `the stored order's env TOKEN (valueFrom): ${file} holds a NUL byte, which no environment value can carry` });
+  });
+
   it("an env_from entry naming no config.env entry is refused with its field, and a relative file is refused by the schema", () => {
     expect(envFromProblem(order({ env_from: { OTHER: { env: "X" } } }))).toBe("place order: field env_from.OTHER: names no config.env entry OTHER");
     expect(envFromProblem(order())).toBeNull();

@@ -8,13 +8,10 @@
  *   serve`'s when the loop reschedules), with the node being left added to `avoid` and no pin
  *   (core/mesh/reschedule.ts `rescheduleOrder`). Errors name the env entry and its file or variable, never a value.
  */
-import { readFileSync, statSync } from "node:fs";
 import { rescheduleOrder } from "../../core/mesh/reschedule.js";
+import { readValueFrom } from "../../kit/value-from.js";
 import type { EnvRef, StoredOrder } from "./move-records.js";
 import type { PlaceOrder, PlaceOrderInput } from "./order.js";
-
-/** As secret-env.ts: a larger "secret" is a wrong file. */
-const MAX_REF_BYTES = 32 * 1024;
 
 /** An `env_from` name without a `config.env` entry: the order is refused (field named), nothing decided. */
 export function envFromProblem(order: Pick<PlaceOrder, "config" | "env_from">): string | null {
@@ -46,21 +43,12 @@ export function storedOrderOf(order: PlaceOrder, packageId: string, name: string
 
 export type RefReader = (ref: EnvRef) => { ok: true; value: string } | { ok: false; error: string };
 
-/** Reads one reference the way the deploy did (secret-env.ts): one trailing newline is the file's. */
+/** Reads one reference with the deploy's reader (kit/value-from.ts), so a reschedule refuses what a deploy refuses. */
 export function readRef(processEnv: NodeJS.ProcessEnv): RefReader {
   return (ref) => {
-    if ("env" in ref) {
-      const v = processEnv[ref.env];
-      return v === undefined || v === "" ? { ok: false, error: `environment variable ${ref.env} is not set (or empty) in this process` } : { ok: true, value: v };
-    }
-    try {
-      const size = statSync(ref.file).size;
-      if (size > MAX_REF_BYTES) return { ok: false, error: `${ref.file} has ${size} bytes, more than ${MAX_REF_BYTES}` };
-      const value = readFileSync(ref.file, "utf8").replace(/\r?\n$/, "");
-      return value === "" ? { ok: false, error: `${ref.file} is empty` } : { ok: true, value };
-    } catch (error) {
-      return { ok: false, error: `cannot read ${ref.file} (${(error as NodeJS.ErrnoException).code ?? "error"})` };
-    }
+    const read = readValueFrom(ref, processEnv);
+    if (read.ok) return read;
+    return { ok: false, error: read.cause === "unset" ? `${read.error} in this process` : read.error };
   };
 }
 

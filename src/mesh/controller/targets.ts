@@ -25,7 +25,7 @@
  *   boot ids and facts live in memory only, so nothing is sent on the strength of another process's contact.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import type { Tier } from "../../core/governance/policy.js";
+import type { Tier } from "../../core/identity/tier.js";
 import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-liveness.js";
 import type { Liveness, NodeFacts, NodeView } from "../../core/placement/index.js";
 import type { CallOptions, CallResult, NodeClient, TargetRef } from "../client/node-client.js";
@@ -437,7 +437,7 @@ export class Targets {
    * (failure: `unreachable`, nothing sent). A `stale_boot` refusal proves the node did nothing: re-describe and, if
    * the boot changed, resend once with a new nonce and the same decision id (§4.7).
    */
-  async call(nodeId: string, method: string, body: JsonObject, opts: CallOptions = {}): Promise<CallResult> {
+  async call<M extends string>(nodeId: string, method: M, body: JsonObject, opts: CallOptions = {}): Promise<CallResult<M>> {
     let ref = this.ref(nodeId);
     if (typeof ref === "string" && this.liveByNode(nodeId)?.stored.key) {
       await this.refresh(nodeId);
@@ -461,7 +461,7 @@ export class Targets {
     return r;
   }
 
-  private async send(ref: TargetRef, method: string, body: JsonObject, opts: CallOptions): Promise<CallResult> {
+  private async send<M extends string>(ref: TargetRef, method: M, body: JsonObject, opts: CallOptions): Promise<CallResult<M>> {
     const l = this.liveByNode(ref.nodeId);
     if (l) l.lastSentMs = this.clock();
     const r = await this.client.call(ref, method, body, opts);

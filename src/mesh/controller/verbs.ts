@@ -14,6 +14,7 @@
  *   verb is chained as an operator action (`unmanaged: true`, with who asked), never as automation (issue 21 item 3).
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
+import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import { outcomeOf } from "../client/node-client.js";
 import { consult, contextOf, type GateSettings, gatePolicyOf } from "./gate.js";
 import type { ControllerPolicy } from "./policy.js";
@@ -188,7 +189,10 @@ async function unmanagedVerb(deps: VerbDeps, verb: Verb, instanceId: string, opt
   const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
   const outcome = outcomeOf(verb, r);
   await store.commitVerbOutcome(instanceId, null, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, r.kind === "refused" ? r.code : null, r.kind === "ok" ? null : failureText(r)));
-  if (r.kind === "ok") return { kind: "ok", verb, instance_id: instanceId, node, result: { ...r.result, unmanaged: true } };
+  if (r.kind === "ok") {
+    const answer: JsonObject = r.result;
+    return { kind: "ok", verb, instance_id: instanceId, node, result: { ...answer, unmanaged: true } };
+  }
   if (r.kind === "refused") return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
   return outcome === "indeterminate" ? { kind: "indeterminate", verb, instance_id: instanceId, node, reason: r.reason } : { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
 }
@@ -201,11 +205,9 @@ async function findHolder(deps: VerbDeps, instanceId: string): Promise<{ node: s
     if (!deps.targets.described(node) && !(await deps.targets.refresh(node))) continue;
     const r = await deps.targets.call(node, "status", { instance_id: instanceId, include_departed: false }, { timeoutMs: deps.callTimeoutMs });
     if (r.kind !== "ok") continue;
-    const row = r.result.row;
-    if (typeof row === "object" && row !== null && !Array.isArray(row) && (row as JsonObject).instance_id === instanceId) {
-      const name = (row as JsonObject).name;
-      return { node, name: typeof name === "string" ? name : "" };
-    }
+    // Typed by the node client (core/protocol/results.ts): asked for one instance, the node answers its row.
+    const row = statusRowsOf(r.result).filter(isInstanceRow).find((x) => x.instance_id === instanceId);
+    if (row !== undefined) return { node, name: row.name };
   }
   return null;
 }

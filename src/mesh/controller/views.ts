@@ -6,7 +6,7 @@
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { NodeId } from "../../core/crypto/ed25519.js";
 import type { NodeView } from "../../core/placement/index.js";
-import { type InstanceStatusRowAnswer, isInstanceRow, statusRows } from "../../core/protocol/results.js";
+import { type InstanceStatusRowAnswer, isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import type { NodeClient } from "../client/node-client.js";
 import type { MeshController } from "./controller.js";
 import type { TargetInfo } from "./targets.js";
@@ -64,7 +64,7 @@ async function nodeStates(controller: MeshController, client: NodeClient, nodeId
           { instance_id: null, include_departed: false },
           { timeoutMs: 5_000 },
         );
-        const answered = r.kind === "ok" ? statusRows(r.result) : null;
+        const answered = r.kind === "ok" ? statusRowsOf(r.result) : null;
         if (answered === null) return;
         const rows = new Map<string, InstanceStatusRowAnswer>();
         for (const row of answered.filter(isInstanceRow)) rows.set(row.instance_id, row);

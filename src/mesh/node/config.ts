@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
+import { DEFAULT_THRESHOLD_MILLI } from "../../core/governance/gate.js";
 import { LEASE_MAX_MS, LEASE_MIN_MS } from "../../core/mesh/lease.js";
 import { describeIssues, HEX64 } from "../../core/protocol/messages.js";
 import { POLICY_FILES } from "../policy/files.js";
@@ -41,11 +42,11 @@ const nodeConfigSchema = () =>
       .default(null),
     gate: z
       .strictObject({
-        threshold_milli: z.number().int().min(0).max(10_000).default(950),
+        threshold_milli: z.number().int().min(0).max(10_000).default(DEFAULT_THRESHOLD_MILLI),
         builtin_teardown: z.boolean().default(true),
         human_approval: z.boolean().default(false),
       })
-      .default({ threshold_milli: 950, builtin_teardown: true, human_approval: false }),
+      .default({ threshold_milli: DEFAULT_THRESHOLD_MILLI, builtin_teardown: true, human_approval: false }),
     // Issue 15: who agents run as when the daemon is root, and what contains them (docs/concepts.md "Confinement").
     agent_user: z
       .string()

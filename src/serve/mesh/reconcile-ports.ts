@@ -20,7 +20,7 @@
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { PlacementView, ReconcileAction } from "../../core/mesh/reconcile.js";
 import { PLACE_RESTART_DEFAULT, RESTART_POLICIES, type RestartPolicy } from "../../core/node/restart-policy.js";
-import { isInstanceRow, statusRows } from "../../core/protocol/results.js";
+import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import type { CallResult } from "../../mesh/client/node-client.js";
 import type { ActionResult, NodeRows, ReconcilePorts } from "./reconcile-loop.js";
 import type { PlacementRecord } from "../../mesh/controller/store.js";
@@ -118,11 +118,9 @@ async function movedView(access: ReconcileAccess, m: MovedRecord): Promise<Place
 }
 
 /** Only a verified status answer says anything about absence; everything else is `unverified`. */
-export function rowsOf(r: CallResult): NodeRows {
+export function rowsOf(r: CallResult<"status">): NodeRows {
   if (r.kind !== "ok") return { kind: "unverified", why: r.kind === "refused" ? `refused ${r.code}: ${r.reason}` : r.reason };
-  const rows = statusRows(r.result);
-  if (rows === null) return { kind: "unverified", why: "the status answer is not a list of rows" };
-  return { kind: "answered", rows: rows.filter(isInstanceRow).map((row) => ({ instance_id: row.instance_id, state: row.state, generation: row.generation })) };
+  return { kind: "answered", rows: statusRowsOf(r.result).filter(isInstanceRow).map((row) => ({ instance_id: row.instance_id, state: row.state, generation: row.generation })) };
 }
 
 /** §15: the loop's act, chained before (or with) it: who acts and why. */

@@ -5,7 +5,7 @@
  * exported chain can still be verified offline (`berth audit verify --file`).
  */
 import type { z } from "zod";
-import { verifyStoredChain } from "../../chain/chain.js";
+import { storedCheckpoints, verifyStoredChain } from "../../chain/chain.js";
 import { importChainOn } from "../../chain/import.js";
 import type { SignedCheckpoint } from "../../core/chain/checkpoint.js";
 import { absentChainHint, type ChainName, type OpenChain, openChainReader } from "../chains.js";
@@ -35,9 +35,8 @@ export const auditOperatorHandlers: Handlers = {
   auditCheckpoints: async (i, ctx) => {
     const q = i.query as In<typeof OperatorInputs.checkpointsQuery>;
     return withChain(ctx, q.chain, (c) => {
-      const rows = c.db.prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq").all(c.chainId) as Array<{ seq: number; head_hash: string; ts: number; sig: string }>;
-      // Field order as `berth audit export --checkpoints` writes each line, so both print the same bytes.
-      const checkpoints = rows.map((r) => ({ checkpoint: { chain_id: c.chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: c.ownerKey, seq: r.seq, ts: r.ts }, sig: r.sig }));
+      // Field order as `berth audit export --checkpoints` writes each line (the same reader), so both print the same bytes.
+      const checkpoints = storedCheckpoints(c.db, c.chainId, c.ownerKey);
       return { body: { chain: q.chain, chain_id: c.chainId, checkpoints } };
     });
   },

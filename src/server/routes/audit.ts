@@ -1,6 +1,7 @@
 /** The audit chains: list, events after a seq, verify, export as JSON lines (as `berth audit tail|verify|export`). */
 import type { z } from "zod";
 import { exportChainLines, findEvents, verifyStoredChain } from "../../chain/chain.js";
+import { chainHead } from "../../chain/read.js";
 import type { Inputs } from "../contract.js";
 import { absentChainHint, CHAIN_NAMES, type ChainName, headSeq, type OpenChain, openChainReader } from "../chains.js";
 import { notFound } from "../errors.js";
@@ -25,7 +26,7 @@ export const auditHandlers: Handlers = {
       const c = openChainReader(ctx.state, name);
       if (c === null) continue;
       try {
-        const head = c.db.prepare("SELECT seq, hash FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1").get(c.chainId) as { seq: number; hash: string };
+        const head = chainHead(c.db, c.chainId);
         chains.push({ name, chain_id: c.chainId, owner_key: c.ownerKey, role: c.role, events: c.events, head });
       } finally {
         c.close();

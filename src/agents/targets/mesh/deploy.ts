@@ -22,7 +22,7 @@
 import { type AgentDeployResult, type DeployRound, deployAnswers, pendingEditNote } from "../../../core/agents/deploy-event.js";
 import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../../../core/agents/mesh-classify.js";
 import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../../../core/agents/mesh-observe.js";
-import { isInstanceRow, statusRows } from "../../../core/protocol/results.js";
+import { isInstanceRow, type ResultOf, statusRowsOf } from "../../../core/protocol/results.js";
 import type { AgentSpecDocument } from "../../../core/agents/spec.js";
 import type { JsonObject } from "../../../core/crypto/canonical.js";
 import type { NodeId } from "../../../core/crypto/ed25519.js";
@@ -53,10 +53,8 @@ export interface MeshDeployInput {
 const MAX_ROUNDS = 4;
 
 /** A node's held instances, from the status rows the node client has typed (core/protocol/results.ts). */
-function instanceRows(result: JsonObject): NodeInstanceRow[] | null {
-  const rows = statusRows(result);
-  if (rows === null) return null;
-  return rows.filter(isInstanceRow).map((r) => ({
+function instanceRows(result: ResultOf<"status">): NodeInstanceRow[] {
+  return statusRowsOf(result).filter(isInstanceRow).map((r) => ({
     instance_id: r.instance_id,
     decision_id: r.decision_id,
     name: r.name,
@@ -97,8 +95,7 @@ async function statusOf(deps: MeshAgentDeps, t: TargetInfo): Promise<NodeAnswer>
   if (t.boot_id === null || t.key === null) return { kind: "unreachable", nodeId, reason: t.error ?? "it did not answer describe" };
   const r = await deps.client.call({ addr: t.addr, nodeId, key: t.key, bootId: t.boot_id }, "status", { instance_id: null, include_departed: false }, { timeoutMs: deps.statusTimeoutMs ?? 10_000 });
   if (r.kind !== "ok") return { kind: "unreachable", nodeId, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
-  const rows = instanceRows(r.result);
-  return rows === null ? { kind: "unreachable", nodeId, reason: "its status answer was not understood" } : { kind: "answered", nodeId, rows };
+  return { kind: "answered", nodeId, rows: instanceRows(r.result) };
 }
 
 function fenceJson(f: InstanceFence): JsonObject {

@@ -1,0 +1,42 @@
+/**
+ * Reading one `valueFrom` reference of an agent's env (issue 17): a file, or a variable of this process's environment.
+ * One reader for the two moments a value is read — the deploy (src/agents/secret-env.ts, the file relative to the spec
+ * made absolute) and the reschedule that re-reads it (src/mesh/controller/stored-order.ts) — so both refuse the same
+ * things: an unset or empty variable, an unreadable, empty or too large file, and a NUL byte, which no environment
+ * value can carry. One trailing newline is the file's, not the secret's (`echo token > file`).
+ *
+ * The failure is a value with its cause, and its message names the variable or the file, never a value; each caller
+ * says which field it was reading and what to do in its own words.
+ */
+import { readFileSync, statSync } from "node:fs";
+
+/** The node's launch environment is small; a larger "secret" is a wrong file, not a token. */
+export const MAX_VALUE_FROM_BYTES = 32 * 1024;
+
+export type ValueFromRef = { readonly file: string } | { readonly env: string };
+
+export type ValueFromCause = "unset" | "too_large" | "unreadable" | "empty" | "nul";
+
+export type ValueFromRead =
+  | { readonly ok: true; readonly value: string }
+  | { readonly ok: false; readonly cause: ValueFromCause; readonly error: string };
+
+export function readValueFrom(ref: ValueFromRef, processEnv: NodeJS.ProcessEnv): ValueFromRead {
+  if ("env" in ref) {
+    const value = processEnv[ref.env];
+    if (value === undefined || value === "") return { ok: false, cause: "unset", error: `environment variable ${ref.env} is not set (or empty)` };
+    return { ok: true, value };
+  }
+  let text: string;
+  try {
+    const size = statSync(ref.file).size;
+    if (size > MAX_VALUE_FROM_BYTES) return { ok: false, cause: "too_large", error: `${ref.file} has ${size} bytes, more than ${MAX_VALUE_FROM_BYTES}` };
+    text = readFileSync(ref.file, "utf8");
+  } catch (error) {
+    return { ok: false, cause: "unreadable", error: `cannot read ${ref.file} (${(error as NodeJS.ErrnoException).code ?? "error"})` };
+  }
+  const value = text.replace(/\r?\n$/, "");
+  if (value === "") return { ok: false, cause: "empty", error: `${ref.file} is empty` };
+  if (value.includes("\0")) return { ok: false, cause: "nul", error: `${ref.file} holds a NUL byte, which no environment value can carry` };
+  return { ok: true, value };
+}
