@@ -120,10 +120,16 @@ export class NodeService {
       // §11: chained after any rollback, in the transaction that clears the decision's in-flight mark.
       const clearInflight = (req.method === "place" || req.method === "load") && this.ctx.ownsInflight.has(req.nonce);
       const store = this.o.store;
-      store.commit((tx) => {
-        if (clearInflight && req.decision_id) store.deleteInflight(tx, req.decision_id);
-        return { result: null, events: [refusalEvent(this.nodeId, "handle", refusal.code, reason, req.method, req.requester, req.decision_id)] };
-      });
+      try {
+        store.commit((tx) => {
+          if (clearInflight && req.decision_id) store.deleteInflight(tx, req.decision_id);
+          return { result: null, events: [refusalEvent(this.nodeId, "handle", refusal.code, reason, req.method, req.requester, req.decision_id)] };
+        });
+      } catch (error) {
+        // Issue 37 finding B: a refusal that cannot be chained (a full disk) is still answered; an in-flight mark left
+        // behind reads as "still handling" to settle until the next boot's recovery clears it.
+        this.ctx.log.warn({ method: req.method, code: refusal.code, err: (error as Error).message }, "the refusal could not be chained");
+      }
     } finally {
       this.ctx.ownsInflight.delete(req.nonce);
     }
@@ -148,6 +154,8 @@ export class NodeService {
         return { ...describe(ctx, req), witness: this.witness.describe(req.key) };
       case "place":
       case "load": {
+        // Issue 37 finding B: a node whose disk filled takes no new work until it has room again (disk-reserve.ts).
+        if (ctx.store.diskFull) throw new Refusal("disk_full", `the node's disk is full: it refuses new work (${req.method}) until it has room again; what runs here keeps running`);
         // Loaded at the first place (the manifest's schemas, verification, admission): an idle daemon never needs
         // them, and they would stay resident for its life (issue 19, src/mesh/node/README.md).
         const method = req.method;
