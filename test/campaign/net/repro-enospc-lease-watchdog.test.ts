@@ -60,7 +60,7 @@ describe("the network world's candidate finding: a full disk on the leased node"
     // New work is refused with a code that says why, while what runs keeps running.
     const refused = await w.berth("deploy", w.specFile(1, 1), "--json");
     process.stdout.write(`deploy on the full node: ${refused.code} ${refused.stdout.slice(0, 400)}\n`);
-    expect(refused.stdout + refused.stderr, "a place on the full node is refused disk_full").toMatch(/disk_full/);
+    expect(refused.stdout + refused.stderr, "a place on the full node is refused disk_full").toMatch(/refused: the node's disk is full/);
     const until = Date.now() + NET_LEASE_MS + 10_000;
     let gone: number | null = null;
     while (Date.now() < until && gone === null) {

@@ -552,6 +552,17 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
       for (const name of names) {
         const rows = await storeRows<Record<string, unknown>>(w.databaseUrl, w.home, `SELECT id, state, node_id, created_ms FROM mesh_decisions WHERE name = '${name}'`).catch((e: unknown) => [{ error: String(e) }]);
         st.notes.push(`decisions of ${name}: ${JSON.stringify(rows).slice(0, 1200)}`);
+        // What the controller chained about the name (decisions, attempts, verbs, moves, reconcile), for the diagnosis.
+        const events = await storeRows<{ seq: number; ts: number; kind: string; payload: string }>(
+          w.databaseUrl,
+          w.home,
+          `SELECT seq, ts, kind, CAST(payload AS TEXT) AS payload FROM audit_event WHERE CAST(payload AS TEXT) LIKE '%${name}%' ORDER BY ts, seq LIMIT 60`,
+        ).catch((e: unknown) => [{ seq: -1, ts: 0, kind: "error", payload: String(e) }]);
+        for (const e of events) st.notes.push(`chain ${name} #${e.seq} ${new Date(Number(e.ts)).toISOString().slice(11, 23)} ${e.kind}: ${String(e.payload).slice(0, 400)}`);
+      }
+      for (const c of w.controllers) {
+        const tail = c.proc?.errors() ?? "";
+        if (tail.trim() !== "") st.notes.push(`serve ${c.index} stderr (end): ${tail.slice(-3000).replace(/\s+/g, " ")}`);
       }
     }
   } catch (e) {
