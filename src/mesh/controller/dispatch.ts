@@ -19,6 +19,7 @@ import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import type { GateSummary } from "../../core/governance/summary.js";
 import { decide, dispatchOrder, type ExplainAttempt, historyReads, type PlacementDecision, parsePlacementInputWithParts, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
+import { isStoreAway } from "../../store/open.js";
 import { outcomeOf } from "../client/node-client.js";
 import { consult, contextOf, type GateSettings, gatePolicyOf, placeVerdicts } from "./gate.js";
 import type { MoveRecords } from "./move-records.js";
@@ -195,12 +196,15 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
     return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId }), attempts: [], placed: null, unsettled: false };
   }
   // 8–9. dispatch
+  await deps.hooks.afterDecision?.(decisionId);
   const sent: InFlight = { attempt: null };
   let result: Awaited<ReturnType<typeof dispatch>>;
   try {
-    await deps.hooks.afterDecision?.(decisionId);
     result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy }, sent);
   } catch (error) {
+    // Only the store being away is handed over here; anything else is a crash of this process as far as the decision
+    // goes (recovery by owner liveness, §14.2), exactly as before.
+    if (!isStoreAway(error)) throw error;
     throw await handOver(deps, decisionId, sent.attempt, error);
   }
   // 10. explain
