@@ -3,7 +3,8 @@
  * spec's target deploys it (`targets/*`), chains one `agent.deploy` event, and the registry remembers the spec by
  * name. Nothing here asks which target it is.
  */
-import { targetFor, type AgentsEnv } from "./env.js";
+import { isStoreAway } from "../store/open.js";
+import { type AgentsEnv, targetFor } from "./env.js";
 import { knownAgent } from "./lookup.js";
 import type { LoadedSpec } from "./spec-file.js";
 import { type DeployDone, type DeployOptions, failed, type Outcome } from "./target.js";
@@ -25,7 +26,7 @@ export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Part
     return done;
   }
   const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now(), ...outcome, ...(opts.rollbackOf !== undefined ? { rollback_of: opts.rollbackOf } : {}) };
-  await env.registry((reg) => reg.remember(remembered));
+  await rememberDespiteRestart(() => env.registry((reg) => reg.remember(remembered)));
   return done;
 }
 
@@ -35,6 +36,25 @@ export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Part
  */
 export function planDeploy(env: AgentsEnv, loaded: LoadedSpec): Promise<Outcome<DeployPlan>> {
   return targetFor(env, loaded.spec.spec.target).plan(loaded);
+}
+
+/**
+ * Issue 37 (campaign seed 1194): the target ran the agent, then the store restarted before the registry took its
+ * record, and the deploy failed with the agent running unrecorded: `berth agent stop NAME` then answered "no agent
+ * was deployed". The record is written again while the store is only away (a restart: seconds), for up to 20 s; a
+ * record that did land before its acknowledgement was lost is written again, the same record.
+ */
+async function rememberDespiteRestart(write: () => Promise<unknown>): Promise<void> {
+  const until = Date.now() + 20_000;
+  for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 2_000)) {
+    try {
+      await write();
+      return;
+    } catch (error) {
+      if (!isStoreAway(error) || Date.now() + waitMs > until) throw error;
+      await new Promise((r) => setTimeout(r, waitMs));
+    }
+  }
 }
 
 /**

@@ -61,12 +61,9 @@ export function registerServeCommands(program: Command): void {
         );
       }
       const database = (await import("./database.js")).databaseOf(o.database);
-      let server: RunningServer;
-      try {
-        server = await startServer({ dataDir: o.dataDir, ...(database ? { database } : {}), host: o.host, port: o.port, logLevel: o.logLevel, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) });
-      } catch (error) {
-        throw new CliError(`berth serve could not start: ${(error as Error).message}`, 1);
-      }
+      const server = await startWaitingForStore(() =>
+        startServer({ dataDir: o.dataDir, ...(database ? { database } : {}), host: o.host, port: o.port, logLevel: o.logLevel, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) }),
+      );
       // How CLIs on this home find this server and go through it instead of opening the store beside it (issue 21).
       const { advertiseServer } = await import("./remote/serve-file.js");
       const unadvertise = advertiseServer(resolve(o.dataDir), server.url, tls?.certFile);
@@ -80,4 +77,45 @@ export function registerServeCommands(program: Command): void {
       await server.close();
       if (!o.json) process.stdout.write("berth serve: stopped\n");
     });
+}
+
+/**
+ * Issue 37 (campaign seed 2189: a `berth serve` started while PostgreSQL was restarting exited at once). A service
+ * whose store is away at start waits for it, as users expect of a daemon under a supervisor: each try is logged on
+ * stderr with the reason, the wait grows from 0.5 s to 10 s, and SIGINT or SIGTERM ends the wait (exit 1). A wrong
+ * address, password or database name is not waited out: it fails at once, as before.
+ */
+async function startWaitingForStore(start: () => Promise<RunningServer>): Promise<RunningServer> {
+  const { isStoreAway } = await import("../store/open.js");
+  let stopped = false;
+  let wake: (() => void) | null = null;
+  const stop = () => {
+    stopped = true;
+    wake?.();
+  };
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  try {
+    for (let attempt = 1, waitMs = 500; ; attempt++, waitMs = Math.min(waitMs * 2, 10_000)) {
+      try {
+        return await start();
+      } catch (error) {
+        const message = (error as Error).message;
+        if (!isStoreAway(error) || stopped) throw new CliError(`berth serve could not start: ${message}`, 1);
+        process.stderr.write(`berth serve: the controller store is not reachable (try ${attempt}: ${message}); trying again in ${(waitMs / 1000).toFixed(1)} s (Ctrl-C stops)\n`);
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, waitMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = null;
+        if (stopped) throw new CliError(`berth serve could not start: stopped while waiting for the controller store (${message})`, 1);
+      }
+    }
+  } finally {
+    process.removeListener("SIGINT", stop);
+    process.removeListener("SIGTERM", stop);
+  }
 }

@@ -16,20 +16,21 @@
  * the handler has an api.call pair; anything refused before it is one log line and nothing in any chain. Bodies are
  * read as text and parsed here, so a malformed body is the same 400 `invalid_request` as a wrong field.
  */
-import Fastify, { type FastifyInstance, LogController, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import { z } from "zod";
 import type { JsonObject } from "../core/crypto/canonical.js";
+import { isStoreAway } from "../store/open.js";
 import type { Ride } from "../store/riding-engine.js";
-import { type CallOutcome, type CallRecord, type Caller, openCall, recordOutcome } from "./audit.js";
+import { type Caller, type CallOutcome, type CallRecord, openCall, recordOutcome } from "./audit.js";
 import { ROUTES } from "./contract.js";
-import type { RouteSpec } from "./route-spec.js";
 import { checkHost, checkRequestTarget, DASHBOARD_CSP, type EdgeRefusal, hostNames, securityHeaders } from "./edge.js";
-import { notLeaderAnswer } from "./leader-gate.js";
 import { ApiError, invalidRequest } from "./errors.js";
 import type { Handlers, Parsed } from "./handler.js";
+import { notLeaderAnswer } from "./leader-gate.js";
 import { serverMetrics } from "./metrics.js";
 import { API_BASE, openApiDocument } from "./openapi.js";
 import { type Access, OPS_ROUTES, registerOps } from "./ops.js";
+import type { RouteSpec } from "./route-spec.js";
 import { AuditStreams, parseLastEventId, type StreamTimings } from "./sse.js";
 import type { ServerState } from "./state.js";
 import { serveStatic } from "./static.js";
@@ -234,7 +235,13 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       body = answer.body;
       outcome = { status, error: status >= 400 ? (answer.error ?? "failed") : null, ...(answer.refs ? { refs: answer.refs } : {}) };
     } catch (error) {
-      const e = error instanceof ApiError ? error : new ApiError(500, "internal", "the server failed while handling this request; see its log");
+      // Issue 37: the store away (a PostgreSQL restart) is retryable, not a bare 500; what the call did is in the chain.
+      const e =
+        error instanceof ApiError
+          ? error
+          : isStoreAway(error)
+            ? new ApiError(503, "store_unavailable", "the controller store did not answer while this request was handled (it may be restarting); check what was done (the audit chain, `berth instances`), then try again")
+            : new ApiError(500, "internal", "the server failed while handling this request; see its log");
       if (!(error instanceof ApiError)) req.log.error({ err: error }, "handler failed");
       status = e.status;
       body = e.body();

@@ -368,7 +368,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "addPackage", method: "POST", path: "/packages", tag: "packages", mutating: true, summary: "verify a built, signed package directory on the server host and copy it into the package store", body: Inputs.addPackage, status: 201, response: z.strictObject({ package_id: z.string(), name: z.string(), version: z.string(), path: z.string() }), errors: [422] },
 
   { id: "listPlacements", method: "GET", path: "/placements", tag: "placements", summary: "placement records", status: 200, response: list("placements", PlacementRecordSchema) },
-  { id: "place", method: "POST", path: "/placements", tag: "placements", mutating: true, recordRides: true, summary: "decide, record and place (the PlaceReport with its explain)", body: Inputs.place, status: 201, response: PlaceReportSchema, errors: [409, 422] },
+  { id: "place", method: "POST", path: "/placements", tag: "placements", mutating: true, recordRides: true, summary: "decide, record and place (the PlaceReport with its explain)", body: Inputs.place, status: 201, response: PlaceReportSchema, errors: [409, 422, 503] },
   { id: "explain", method: "POST", path: "/placements/explain", tag: "placements", mutating: true, recordRides: true, summary: "dry run: decide and record the decision, send nothing", body: Inputs.place, status: 200, response: PlaceReportSchema, errors: [409, 422] },
   { id: "getPlacement", method: "GET", path: "/placements/{decision_id}", tag: "placements", summary: "a past decision with its candidates, attempts and explain", params: Inputs.decisionRef, status: 200, response: PastDecisionSchema, errors: [404] },
 

@@ -9,7 +9,7 @@ export interface FieldIssue {
 export class ApiError extends Error {
   override name = "ApiError";
   constructor(
-    readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 422 | 500 | 502,
+    readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 422 | 500 | 502 | 503,
     readonly code: string,
     message: string,
     readonly extra: { issues?: readonly FieldIssue[]; constraints?: ReadonlyArray<{ constraint: string; detail: string }> } = {},

@@ -46,6 +46,7 @@ const ERROR_TEXT: Record<number, string> = {
   422: "the request was understood but berth refused it (the message says why)",
   500: "audit_unavailable: the request could not be chained, so nothing was done",
   502: "a node or the cluster did not answer",
+  503: "store_interrupted: the controller store failed mid-dispatch; the decision is left for settle (retry), or not_leader on a follower",
 };
 
 function operationOf(r: RouteSpec): JsonSchema {

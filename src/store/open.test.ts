@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DatabaseAddressError, parseDatabaseAddress } from "./open.js";
+import { DatabaseAddressError, isStoreAway, parseDatabaseAddress } from "./open.js";
 import { redactedUrl } from "./redact.js";
 
 describe("which store an address names (--database, BERTH_DATABASE_URL)", () => {
@@ -31,5 +31,31 @@ describe("which store an address names (--database, BERTH_DATABASE_URL)", () => 
     expect(redactedUrl("postgres://berth@db/b?password=hunter2&sslmode=require")).not.toContain("hunter2");
     expect(redactedUrl("postgres://berth@db/b")).toBe("postgres://berth@db/b");
     expect(redactedUrl("::not a url::")).not.toContain("not a url");
+  });
+});
+
+describe("a store that is away, told from a store that is wrongly named (issue 37, campaign seed 2189)", () => {
+  it("a refused or reset connection, a restarting or shutting-down server and a connect timeout are the store being away", () => {
+    for (const text of [
+      "cannot open the PostgreSQL store at postgres://berth@127.0.0.1:38897/t: connect ECONNREFUSED 127.0.0.1:38897",
+      "cannot open the PostgreSQL store at postgres://berth@db/t: the database system is starting up",
+      "cannot open the PostgreSQL store at postgres://berth@db/t: the database system is shutting down",
+      "terminating connection due to administrator command",
+      "Connection terminated unexpectedly",
+      "cannot open the PostgreSQL store at postgres://berth@db/t: timeout expired",
+    ]) {
+      expect(isStoreAway(new Error(text)), text).toBe(true);
+    }
+    expect(isStoreAway(Object.assign(new Error("x"), { code: "57P03" }))).toBe(true);
+  });
+
+  it("a refused password, a missing database or a bad address is not waited out", () => {
+    for (const text of [
+      'cannot open the PostgreSQL store at postgres://berth@db/t: password authentication failed for user "berth"',
+      'cannot open the PostgreSQL store at postgres://berth@db/t: database "t" does not exist',
+      "database: expected postgres://… or sqlite:PATH (or an absolute path to a SQLite file)",
+    ]) {
+      expect(isStoreAway(new Error(text)), text).toBe(false);
+    }
   });
 });

@@ -51,3 +51,21 @@ export async function openStoreEngine(o: { readonly database: string | undefined
   const { PostgresEngine } = await import("./postgres-engine.js");
   return PostgresEngine.open(address.url);
 }
+
+/**
+ * Issue 37 (campaign seed 2189): whether a failure to open or use the PostgreSQL store is the server being away (not
+ * listening yet, restarting, shutting down, unreachable) rather than a wrong address, a refused password or a missing
+ * database. A long-running controller waits out the first kind and fails fast on the second. Judged on the message,
+ * which keeps the driver's words through `cannot open the PostgreSQL store at …: …`.
+ */
+export function isStoreAway(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && STORE_AWAY_CODES.has(code)) return true;
+  const message = error instanceof Error ? error.message : String(error);
+  return STORE_AWAY_TEXT.test(message);
+}
+
+/** Network errors, and PostgreSQL's 57P01–57P03 (admin shutdown, crash shutdown, cannot connect now). */
+const STORE_AWAY_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EPIPE", "57P01", "57P02", "57P03"]);
+const STORE_AWAY_TEXT =
+  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|EPIPE)\b|the database system is (starting up|shutting down|in recovery mode)|Connection terminated|terminating connection due to administrator command|timeout expired|no PostgreSQL connection within the wait/;

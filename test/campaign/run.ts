@@ -611,7 +611,9 @@ function ranges(seeds: readonly number[]): string {
   return parts.join(",");
 }
 
-export function replayHint(o: Pick<Outcome, "seed" | "world">): string {
-  if (o.world.length <= 1) return `replay: bash scripts/campaign --seeds ${o.seed} --verbose`;
-  return `replay: bash scripts/campaign --seeds ${ranges(o.world)} --world-size ${o.world.length} --verbose (seed ${o.seed} ran after ${o.world.length - 1} schedule(s) in one world; alone: --seeds ${o.seed})`;
+export function replayHint(o: Pick<Outcome, "seed" | "world"> & { readonly schedule?: string }): string {
+  // A network-world schedule replays only in that world (its description says so: "seed N (net)").
+  const net = o.schedule !== undefined && /^seed \d+ \(net\)/.test(o.schedule) ? " --world net" : "";
+  if (o.world.length <= 1) return `replay: bash scripts/campaign${net} --seeds ${o.seed} --verbose`;
+  return `replay: bash scripts/campaign${net} --seeds ${ranges(o.world)} --world-size ${o.world.length} --verbose (seed ${o.seed} ran after ${o.world.length - 1} schedule(s) in one world; alone: --seeds ${o.seed})`;
 }

@@ -5616,6 +5616,15 @@ export interface operations {
                     readonly "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description store_interrupted: the controller store failed mid-dispatch; the decision is left for settle (retry), or not_leader on a follower */
+            readonly 503: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
         };
     };
     readonly getPlacement: {

@@ -49,6 +49,8 @@ export const REFUSAL_CODES = [
    * again (its answer names the size it holds) and resend. Nothing was done.
    */
   "witness_proof",
+  /** The node's disk is full: it refuses new work and lease renewals it cannot record, and keeps what runs (issue 37). */
+  "disk_full",
 ] as const;
 export type RefusalCode = (typeof REFUSAL_CODES)[number];
 

@@ -19,6 +19,7 @@ import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import type { GateSummary } from "../../core/governance/summary.js";
 import { decide, dispatchOrder, type ExplainAttempt, historyReads, type PlacementDecision, parsePlacementInputWithParts, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
+import { isStoreAway } from "../../store/open.js";
 import { outcomeOf } from "../client/node-client.js";
 import { consult, contextOf, type GateSettings, gatePolicyOf, placeVerdicts } from "./gate.js";
 import type { MoveRecords } from "./move-records.js";
@@ -57,9 +58,12 @@ export interface PlaceReport {
   readonly unsettled: boolean;
 }
 
-export type PlaceErrorCode = "invalid_order" | "prepare" | "decision" | "name_taken";
+export type PlaceErrorCode = "invalid_order" | "prepare" | "decision" | "name_taken" | "store_interrupted";
 
-/** The errors of §9.2 steps 1, 2, 5 and 6: `place()` rejects only with these. */
+/**
+ * The errors of §9.2 steps 1, 2, 5 and 6, and `store_interrupted` (issue 37 finding A: the store failed while the
+ * decision was being dispatched; retryable, see `handOver`): `place()` rejects only with these.
+ */
 export class PlaceError extends Error {
   override name = "PlaceError";
   constructor(
@@ -191,9 +195,18 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   if (!dispatching) {
     return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId }), attempts: [], placed: null, unsettled: false };
   }
-  await deps.hooks.afterDecision?.(decisionId);
   // 8–9. dispatch
-  const result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy });
+  await deps.hooks.afterDecision?.(decisionId);
+  const sent: InFlight = { attempt: null };
+  let result: Awaited<ReturnType<typeof dispatch>>;
+  try {
+    result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy }, sent);
+  } catch (error) {
+    // Only the store being away is handed over here; anything else is a crash of this process as far as the decision
+    // goes (recovery by owner liveness, §14.2), exactly as before.
+    if (!isStoreAway(error)) throw error;
+    throw await handOver(deps, decisionId, sent.attempt, error);
+  }
   // 10. explain
   return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId, attempts: result.attempts as ExplainAttempt[] }), ...result };
 }
@@ -275,7 +288,66 @@ interface DispatchInput {
   readonly policy: ControllerPolicy;
 }
 
-async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempts: Attempt[]; placed: PlacementRecord | null; unsettled: boolean }> {
+/** The attempt whose request may be out and whose outcome is not committed yet (what `handOver` must not lose). */
+interface InFlight {
+  attempt: { n: number; node_id: string; variant: string } | null;
+}
+
+/** How long a place waits for the store to take the hand-over before answering; then it goes on in the background. */
+const HANDOVER_WAIT_MS = 20_000;
+const HANDOVER_GIVE_UP_MS = 600_000;
+
+/**
+ * Issue 37 finding A: the store failed in the middle of a dispatch (PostgreSQL restarted inside the commit of a
+ * node's answer). The outcome of the attempt in flight is unknown to the controller, so the decision goes where a
+ * lost answer goes (`handOverInterrupted`): unsettled on that node (settle adopts what it holds, or releases the
+ * name), or unplaced when nothing was sent. Never a second candidate: one copy at most. Retried while the store is
+ * down (it comes back after a restart); the place answers `store_interrupted` (retryable) either way, saying which.
+ */
+async function handOver(deps: DispatchDeps, decisionId: DecisionId, attempt: InFlight["attempt"], cause: unknown): Promise<PlaceError> {
+  const why = `the controller store failed while this decision was dispatched (${truncate((cause as Error)?.message ?? String(cause))})`;
+  const reason = `${why}; the node's answer, if any, was not recorded`;
+  const started = deps.clock();
+  let waitMs = 250;
+  const tryOnce = async (): Promise<string | null> => {
+    try {
+      return await deps.store.handOverInterrupted(decisionId, attempt, reason);
+    } catch {
+      return null;
+    }
+  };
+  let state = await tryOnce();
+  while (state === null && deps.clock() - started < HANDOVER_WAIT_MS) {
+    await new Promise((r) => setTimeout(r, waitMs));
+    waitMs = Math.min(waitMs * 2, 2_000);
+    state = await tryOnce();
+  }
+  if (state === null) {
+    // The store is still down: keep trying in the background, so the decision does not stay dispatching while this
+    // process lives (if it dies first, recovery finds its request `sending` and makes it unsettled the same way).
+    void (async () => {
+      while (state === null && deps.clock() - started < HANDOVER_GIVE_UP_MS) {
+        await new Promise((r) => setTimeout(r, 2_000));
+        state = await tryOnce();
+      }
+    })();
+  }
+  const next =
+    state === "unsettled"
+      ? "the decision is unsettled: `berth unsettled --settle`, or the next place or deploy, asks the node and adopts the instance or releases the name"
+      : state === "placed"
+        ? "the decision was recorded placed after all"
+        : state === null
+          ? "the store is still unreachable; the decision is handed to settle as soon as it answers"
+          : `the decision is ${state}`;
+  return new PlaceError("store_interrupted", `decision ${decisionId.slice(0, 12)}: ${why}; ${next}; try again`);
+}
+
+function truncate(text: string): string {
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+async function dispatch(deps: DispatchDeps, d: DispatchInput, sent: InFlight): Promise<{ attempts: Attempt[]; placed: PlacementRecord | null; unsettled: boolean }> {
   const { store, targets } = deps;
   const candidates = dispatchOrder(d.decision);
   const method = d.order.start ? "place" : "load";
@@ -308,6 +380,8 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
   const exhausted = (n: number): EventDraft => ({ source: "placement", kind: "workload.refuse", payload: { phase: "exhausted", decision_id: d.decisionId, attempts: n } });
 
   for (const [i, cand] of candidates.entries()) {
+    // Every earlier attempt's outcome committed before the loop went on: none is in flight.
+    sent.attempt = null;
     const n = i + 1;
     const last = i === candidates.length - 1;
     const record = async (a: Attempt, extra: { reconcile: string | null; unloaded: number | null } = { reconcile: null, unloaded: null }) => {
@@ -324,6 +398,7 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput): Promise<{ attempt
       }
     }
     // 2. recorded before the connection opens
+    sent.attempt = { n, node_id: cand.node_id, variant: cand.variant };
     await store.beginAttempt(d.decisionId, n, cand.node_id, cand.variant);
     await deps.hooks.afterAttemptBegun?.(d.decisionId, cand.node_id);
     // 3–4. send (the stale_boot resend happens inside `call`)

@@ -84,6 +84,36 @@ describe.each(["sqlite", "postgres"] as const)("the controller store (spec/mesh.
     await expect(commit(store, "triage")).resolves.toMatch(/^[0-9a-f]{64}$/);
   });
 
+  it("a dispatch the store interrupted is handed to settle: unsettled on the node a request may be out to (dispatching or reconciling), unplaced when nothing was sent, and a decision that landed is left alone (issue 37 finding A, seeds 1443 and 1511)", async () => {
+    const { store, chain } = await open();
+    const node = "d".repeat(32);
+    // A request was out (attempt `sending`) and the commit of its answer failed.
+    const sending = await commit(store, "a");
+    await store.beginAttempt(sending, 1, node, "v");
+    expect(await store.handOverInterrupted(sending, null, "store failed")).toBe("unsettled");
+    // The owner was reconciling a lost answer when the store failed (seed 1443: stuck `reconciling`, node_id null).
+    const reconciling = await commit(store, "b");
+    await store.beginAttempt(reconciling, 1, node, "v");
+    await store.beginReconcile(reconciling);
+    expect(await store.handOverInterrupted(reconciling, { n: 1, node_id: node, variant: "v" }, "store failed")).toBe("unsettled");
+    // Nothing was sent: the name is released.
+    const idle = await commit(store, "c");
+    expect(await store.handOverInterrupted(idle, null, "store failed")).toBe("unplaced");
+    // The placed commit landed though its acknowledgement was lost: nothing is written over it.
+    const landed = await commit(store, "d");
+    await store.beginAttempt(landed, 1, node, "v");
+    const placement: PlacementRecord = { instance_id: "d-000000000001", name: "d", node_id: node, decision_id: landed, variant: "v", route: "native", package_id: W.package_id, placed_ms: 1, adopted: false, pending: null };
+    await store.commitPlaced(landed, 1, placement, W, { source: "placement", kind: "workload.place", payload: { phase: "placed" } });
+    expect(await store.handOverInterrupted(landed, { n: 1, node_id: node, variant: "v" }, "store failed")).toBe("placed");
+
+    expect((await store.unsettled()).map((d) => [d.decision_id, d.node_id]).sort()).toEqual([[sending, node], [reconciling, node]].sort());
+    expect((await store.decision(idle))?.state).toBe("unplaced");
+    expect((await store.attempts(sending)).map((a) => [a.state, a.outcome])).toEqual([["done", "indeterminate"]]);
+    // Settle can take each one (claim), and the chain verifies.
+    expect(await store.claimForSettle(sending)).toEqual({ ok: true });
+    expect((await chain.verifyStored()).ok).toBe(true);
+  });
+
   it("two stores writing one chain at once keep it one unbroken, verifying chain: the database serialises seq and link", async () => {
     const first = await open();
     const second = await engineOn(first.engine);

@@ -349,6 +349,48 @@ export class ControllerStore {
   }
 
   /**
+   * Issue 37 finding A: the store failed while this owner dispatched (PostgreSQL restarted inside the commit of a
+   * node's answer, or before an attempt was recorded), so the dispatch cannot go on and its outcome is unknown here.
+   * The owner hands the decision to the lost-answer path instead of leaving it `dispatching` for as long as it lives:
+   * - a request that may be out (an attempt still `sending`, or `mayBeOut` on the node that was called) makes the
+   *   decision `unsettled` on that node, exactly as a lost answer that could not be reconciled: settle asks the node
+   *   and adopts what it holds or releases the name; no other candidate is ever tried, so never two copies;
+   * - nothing sent: the decision ends `unplaced` (`exhausted`), its name released.
+   * Re-read inside the transaction: a commit whose acknowledgement was lost may have landed (placed), or someone may
+   * have moved it since; then nothing is written. Resolves to the state the decision is left in.
+   */
+  async handOverInterrupted(decisionId: DecisionId, mayBeOut: { n: number; node_id: string; variant: string } | null, reason: string): Promise<DecisionState | "absent"> {
+    return this.tx(async (tx) => {
+      const row = await tx.get<{ state: string; owner_id: string | null }>("SELECT state, owner_id FROM mesh_decisions WHERE id = ?", [decisionId]);
+      if (!row || !isDecisionState(row.state)) return "absent" as const;
+      if ((row.state !== "dispatching" && row.state !== "reconciling") || row.owner_id !== this.lease.owner_id) return row.state;
+      const sending = await tx.get<{ n: number; node_id: string; variant: string }>(
+        "SELECT n, node_id, variant FROM mesh_attempts WHERE decision_id = ? AND state = 'sending' ORDER BY n DESC",
+        [decisionId],
+      );
+      const out = mayBeOut ?? (sending ? { n: Number(sending.n), node_id: sending.node_id, variant: sending.variant } : null);
+      if (out === null) {
+        await this.move(tx, decisionId, "exhausted");
+        await this.chain.append(tx, { source: "placement", kind: "workload.refuse", payload: { phase: "exhausted", decision_id: decisionId, attempts: 0, reason } });
+        return "unplaced" as const;
+      }
+      if (row.state === "dispatching") await this.move(tx, decisionId, "answer_lost");
+      await this.move(tx, decisionId, "not_reconciled", "self", { node_id: out.node_id, variant: out.variant });
+      await tx.run(
+        "INSERT INTO mesh_attempts (decision_id, n, node_id, variant, state, outcome, code, reason) VALUES (?,?,?,?, 'done', 'indeterminate', NULL, ?) ON CONFLICT (decision_id, n) DO UPDATE SET state = 'done', outcome = 'indeterminate', reason = excluded.reason",
+        [decisionId, out.n, out.node_id, out.variant, reason],
+      );
+      await tx.run("UPDATE mesh_attempts SET state = 'done', outcome = 'indeterminate' WHERE decision_id = ? AND state = 'sending'", [decisionId]);
+      await this.chain.append(tx, {
+        source: "placement",
+        kind: "workload.refuse",
+        payload: { phase: "dispatch", decision_id: decisionId, node: out.node_id, variant: out.variant, outcome: "indeterminate", code: null, reason, reconcile: null, unloaded: null, next: "stopped: the target may hold the instance" },
+      });
+      return "unsettled" as const;
+    });
+  }
+
+  /**
    * §10.2: takes an unsettled decision to settle it (unsettled → settling, owned by this store), or says why not:
    * another process took it first, it is no longer unsettled, or it is wedged (a placement already records it).
    */

@@ -16,10 +16,11 @@ import { type Db, openDatabase } from "../../store/sqlite.js";
 import { REQUEST_FRAME_BYTES } from "../transport/frames.js";
 import { type ListenLimits, listenFrames } from "../transport/tcp.js";
 import { FILES, loadNodeConfig, type NodeConfig } from "./config.js";
-import { ContentStore } from "./content.js";
 import { Confinement } from "./confine.js";
+import { ContentStore } from "./content.js";
+import { DiskReserve, RESERVE_FILE } from "./disk-reserve.js";
 import { measureSha256, probeBoard } from "./facts.js";
-import { type NodeLog, nodeLogger, type NodeLogLevel } from "./log.js";
+import { type NodeLog, type NodeLogLevel, nodeLogger } from "./log.js";
 import { NativeRuntime } from "./runtime.js";
 import { identityOf, NodeService, newBootId } from "./service.js";
 import { type InstanceRow, NodeStore } from "./store.js";
@@ -105,6 +106,10 @@ export class NodeDaemon {
     }
     const bootId = newBootId();
     const store = new NodeStore(db, chain);
+    // Issue 37 finding B: room kept aside so what happens to running instances is recorded when the disk fills.
+    const reserve = new DiskReserve(join(o.dataDir, RESERVE_FILE));
+    reserve.restore();
+    store.reserve = reserve;
     const nodeId = nodeIdOf(key.publicKey);
     const log: NodeLog | undefined = o.logLevel ? nodeLogger(o.logLevel, nodeId) : undefined;
     // Issue 15: how instances are launched and contained here, probed once (docs/concepts.md "Confinement").
@@ -160,11 +165,19 @@ export class NodeDaemon {
     const daemon = new NodeDaemon(service, nodeId, bootId, address, recovery, confinement.agent.kind === "refused" ? confinement.agent.reason : null, server, db, chain, transport);
     // spec/audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
     // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
-    daemon.timers.push(setInterval(() => chain.checkpointIfDue(), 60_000));
-    daemon.timers.push(setInterval(() => service.pollAdopted(), o.pollMs ?? 500));
+    // Issue 37 finding B: a checkpoint that cannot be written (a full disk) is written at a later minute; it never
+    // ends the daemon from its timer.
+    daemon.timers.push(setInterval(() => guarded(log, "checkpoint", () => chain.checkpointIfDue()), 60_000));
+    daemon.timers.push(setInterval(() => guarded(log, "poll", () => service.pollAdopted()), o.pollMs ?? 500));
     // Issue 15: after recovery, so exits recorded while the daemon was down are decided per their restart policy.
     service.supervisor.start();
-    daemon.timers.push(setInterval(() => service.trimAllLogs(), 10_000));
+    // The log trim frees room; the disk reserve is written back once there is room for it (disk-reserve.ts).
+    daemon.timers.push(
+      setInterval(() => {
+        guarded(log, "log trim", () => service.trimAllLogs());
+        if (reserve.full) reserve.restore();
+      }, 10_000),
+    );
     // Issue 16: a lease that ran out while no daemon ran is enforced at once, then every second.
     const leases = () => void service.checkLeases().catch(() => undefined);
     leases();
@@ -184,6 +197,15 @@ export class NodeDaemon {
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
     this.chain.checkpointIfDue(true);
     this.db.close();
+  }
+}
+
+/** Runs a timer's step; what it throws is logged, never thrown out of the timer (which would end the daemon). */
+function guarded(log: NodeLog | undefined, what: string, step: () => void): void {
+  try {
+    step();
+  } catch (error) {
+    log?.warn({ err: (error as Error).message, code: (error as { code?: unknown }).code }, `${what} failed; tried again at its next round`);
   }
 }
 

@@ -46,7 +46,16 @@ export class RefusalChain {
   ) {}
 
   authenticated(phase: string, code: string, reason: string, method: string, requester: string | null, decisionId: string | null): void {
-    this.store.append(refusalEvent(this.nodeId, phase, code, reason, method, requester, decisionId));
+    this.chain(refusalEvent(this.nodeId, phase, code, reason, method, requester, decisionId));
+  }
+
+  /** A refusal is answered whether or not it could be chained (issue 37 finding B: a full disk ended the daemon). */
+  private chain(draft: ReturnType<typeof refusalEvent>): void {
+    try {
+      this.store.append(draft);
+    } catch {
+      // the disk is full (or the store closed): the refusal is still answered; the chain misses this one record
+    }
   }
 
   unauthenticated(code: string, reason: string, method: string, requester: string | null, decisionId: string | null): void {
@@ -60,7 +69,7 @@ export class RefusalChain {
     const suppressed = this.unauthWindow.suppressed;
     this.unauthWindow.suppressed = 0;
     // The method and requester of an unauthenticated request are attacker-chosen text: bound them.
-    this.store.append(
+    this.chain(
       refusalEvent(
         this.nodeId,
         "verify",

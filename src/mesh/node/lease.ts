@@ -15,6 +15,7 @@
  */
 import { initialDeadline, judgeRenewal, LEASE_STOP_GRACE_MS, leaseExpired, renewedDeadline } from "../../core/mesh/lease.js";
 import { type NodeContext, Refusal } from "./context.js";
+import { isDiskFull } from "./disk-reserve.js";
 import { identityOf } from "./processes.js";
 import type { InstanceRow } from "./store.js";
 
@@ -29,6 +30,8 @@ export class NodeLeases {
   private readonly deadlines = new Map<string, number>();
   private persisted = new Map<string, number>();
   private checking: Promise<number> | null = null;
+  /** Lease stops carried out whose record could not be written yet (issue 37 finding B), by instance. */
+  private readonly unrecorded = new Map<string, () => void>();
 
   constructor(
     private readonly ctx: NodeContext,
@@ -70,8 +73,18 @@ export class NodeLeases {
     if (verdict.kind === "late") throw new Refusal("expired", verdict.reason);
     const next = renewedDeadline(this.deadlines.get(requester) ?? null, verdict);
     if (next === null) return;
+    // Issue 37 finding B: the deadline the daemon enforces moves only once it is on disk (node_meta) past the persist
+    // step. A renewal that cannot be written (a full disk) renews nothing and is refused, so the daemon, a restarted
+    // daemon and the watchdogs never disagree about when the lease ends.
+    if (next - (this.persisted.get(requester) ?? Number.NEGATIVE_INFINITY) >= PERSIST_STEP_MS) {
+      try {
+        this.persist(new Map(this.deadlines).set(requester, next));
+      } catch (error) {
+        if (!isDiskFull(error)) throw error;
+        throw new Refusal("disk_full", `the node's disk is full: the lease of controller ${requester} could not be renewed on disk, so it was not renewed and nothing ran; its deadline stays ${this.deadlines.get(requester) ?? "unset"}`);
+      }
+    }
     this.deadlines.set(requester, next);
-    if (next - (this.persisted.get(requester) ?? Number.NEGATIVE_INFINITY) >= PERSIST_STEP_MS) this.persist();
   }
 
   /** Stops what every expired lease covers; one check at a time. Resolves to the number of instances stopped. */
@@ -87,6 +100,17 @@ export class NodeLeases {
   private async stopExpired(): Promise<number> {
     const now = this.ctx.o.clock();
     let stopped = 0;
+    // Lease stops carried out whose record could not be written (a full disk): recorded first, whatever the lease is now.
+    for (const [id, record] of this.unrecorded) {
+      try {
+        record();
+        this.unrecorded.delete(id);
+        this.ctx.stopping.delete(id);
+        stopped++;
+      } catch {
+        // still no room; the instance stays marked stopping, so no exit is recorded for it meanwhile
+      }
+    }
     for (const row of this.ctx.store.instances()) {
       if (!LIVE_STATES.has(row.state) || this.ctx.stopping.has(row.instance_id)) continue;
       if (!leaseExpired(this.deadlineOf(row.requester), now)) continue;
@@ -100,6 +124,7 @@ export class NodeLeases {
     const identity = identityOf(row);
     const reason = `no valid request from controller ${row.requester} since its lease ran out at ${deadline} (lease_ms ${this.leaseMs})`;
     this.ctx.stopping.add(row.instance_id);
+    let pending = false;
     try {
       let exitCode: number | null = row.exit_code;
       let signal: string | null = row.signal;
@@ -110,37 +135,54 @@ export class NodeLeases {
         exitCode = status?.exit_code ?? null;
         signal = status?.signal ?? result.signal;
       }
-      store.commit((tx) => {
-        store.updateInstance(tx, row.instance_id, { state: "lease_stopped", exit_code: exitCode, signal, detail: reason });
-        return {
-          result: null,
-          events: [
-            {
-              source: "node",
-              kind: "workload.lifecycle",
-              payload: { phase: "lease", instance_id: row.instance_id, decision_id: row.decision_id, from: row.state, to: "lease_stopped", reason, controller: row.requester },
-            },
-          ],
-        };
-      });
+      const record = () =>
+        store.commit((tx) => {
+          store.updateInstance(tx, row.instance_id, { state: "lease_stopped", exit_code: exitCode, signal, detail: reason });
+          return {
+            result: null,
+            events: [
+              {
+                source: "node",
+                kind: "workload.lifecycle",
+                payload: { phase: "lease", instance_id: row.instance_id, decision_id: row.decision_id, from: row.state, to: "lease_stopped", reason, controller: row.requester },
+              },
+            ],
+          };
+        });
+      try {
+        record();
+      } catch (error) {
+        // Issue 37 finding B: stopped but not recorded (a full disk). Kept, and recorded as this lease stop at the next
+        // check that can write; until then the instance stays `stopping`, so its exit is not recorded as anything else.
+        this.unrecorded.set(row.instance_id, record);
+        pending = true;
+        this.ctx.log.warn({ instance_id: row.instance_id, err: (error as Error).message }, "lease stop carried out; its record is kept until it can be written");
+      }
       return true;
     } finally {
-      this.ctx.stopping.delete(row.instance_id);
+      if (!pending) this.ctx.stopping.delete(row.instance_id);
     }
   }
 
-  private persist(): void {
-    const snapshot = Object.fromEntries(this.deadlines);
+  /** Writes `deadlines` to node_meta, then the watchdogs' files; throws (nothing moved) when node_meta cannot be written. */
+  private persist(deadlines: ReadonlyMap<string, number>): void {
+    const snapshot = Object.fromEntries(deadlines);
     this.ctx.store.commit((tx) => {
       this.ctx.store.setMeta(tx, META_KEY, JSON.stringify(snapshot));
       return { result: null, events: [] };
     });
-    this.persisted = new Map(this.deadlines);
+    this.persisted = new Map(deadlines);
     // The watchdogs' files move with the persisted deadlines (a step of a second at most, rounded down by the file).
+    // One that cannot be written keeps its earlier deadline: that watchdog may stop its instance early, never late.
     for (const row of this.ctx.store.instances()) {
       if (!LIVE_STATES.has(row.state)) continue;
-      const deadline = this.deadlines.get(row.requester);
-      if (deadline !== undefined) this.ctx.runtime.writeLeaseDeadline(row.instance_id, deadline);
+      const deadline = deadlines.get(row.requester);
+      if (deadline === undefined) continue;
+      try {
+        this.ctx.runtime.writeLeaseDeadline(row.instance_id, deadline);
+      } catch (error) {
+        this.ctx.log.warn({ instance_id: row.instance_id, err: (error as Error).message }, "the watchdog's lease deadline could not be moved");
+      }
     }
   }
 }

@@ -10,6 +10,7 @@ import { isLoaderHook } from "../../core/packages/loader-hooks.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
 import type { WriteTx } from "../../store/sqlite.js";
 import type { NodeContext } from "./context.js";
+import { isDiskFull } from "./disk-reserve.js";
 import { runtimeEvent } from "./events.js";
 import { hostBootId, type ProcessIdentity, sameProcess } from "./runtime.js";
 import { type InstanceRow, isLive } from "./store.js";
@@ -174,6 +175,20 @@ export function recordExit(
   ctx.supervision.ended(row.instance_id);
 }
 
+/**
+ * `recordExit`, for the callers no one awaits (the exit listener, the reaper, the poll): an exit that cannot be written
+ * (issue 37 finding B: a full disk threw SQLITE_FULL out of the exit listener and ended the daemon) leaves the row
+ * live, and `pollAdopted` finds the process gone and records it at its next round that can write. Never throws.
+ */
+function recordExitLater(ctx: NodeContext, row: InstanceRow, exitCode: number | null, signal: string | null, detail: string, state: "exited" | "lost" = "exited"): void {
+  try {
+    recordExit(ctx, row, exitCode, signal, detail, state);
+  } catch (error) {
+    const full = isDiskFull(error);
+    ctx.log[full ? "warn" : "error"]({ instance_id: row.instance_id, err: (error as Error).message }, "the instance's exit could not be recorded; tried again at the next poll");
+  }
+}
+
 /** A process the daemon spawned ended; re-adopted processes are found by `pollAdopted`. */
 export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code: number | null; signal: string | null }): void {
   if (ctx.stopping.has(instanceId)) return;
@@ -193,7 +208,7 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
   const status = ctx.runtime.exitStatus(instanceId);
   // The status the wrapper wrote is the entry's, whole: the wrapper then kills its own group (itself included), so the
   // child's exit signal is the wrapper's SIGKILL, not how the entry ended.
-  recordExit(ctx, row, status ? status.exit_code : exit.code, status ? status.signal : exit.signal, "process exited");
+  recordExitLater(ctx, row, status ? status.exit_code : exit.code, status ? status.signal : exit.signal, "process exited");
 }
 
 async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: ProcessIdentity | null, code: number | null, signal: string | null): Promise<void> {
@@ -206,7 +221,7 @@ async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: Proce
     const status = ctx.runtime.exitStatus(row.instance_id);
     // A status file means the wrapper saw the entry end and was reaping what it left when the daemon looked.
     const detail = !gone ? "some processes the instance left behind did not end after SIGKILL" : status ? "process exited" : LEADER_KILLED;
-    recordExit(ctx, now, status ? status.exit_code : code, status ? status.signal : signal, detail);
+    recordExitLater(ctx, now, status ? status.exit_code : code, status ? status.signal : signal, detail);
   } finally {
     ctx.stopping.delete(row.instance_id);
   }
@@ -223,8 +238,8 @@ export function pollAdopted(ctx: NodeContext): void {
       continue;
     }
     const probe = ctx.runtime.probe(row.instance_id, identity);
-    if (probe.state === "exited") recordExit(ctx, row, probe.exit_code, probe.signal, probe.detail);
-    else if (probe.state === "lost") recordExit(ctx, row, null, null, probe.detail, "lost");
+    if (probe.state === "exited") recordExitLater(ctx, row, probe.exit_code, probe.signal, probe.detail);
+    else if (probe.state === "lost") recordExitLater(ctx, row, null, null, probe.detail, "lost");
   }
 }
 

@@ -42,6 +42,7 @@ export class NodeService {
   private readonly ctx: NodeContext;
   private readonly guard: NonceGuard;
   private readonly refusals: RefusalChain;
+  private readonly uncleared = new Map<string, ReturnType<typeof refusalEvent>>();
   private readonly revocations: RevocationSweep;
   private readonly connections: Connections;
   /** Issue 15: restarts per policy and health checks; started by the daemon once recovery is done. */
@@ -120,10 +121,19 @@ export class NodeService {
       // §11: chained after any rollback, in the transaction that clears the decision's in-flight mark.
       const clearInflight = (req.method === "place" || req.method === "load") && this.ctx.ownsInflight.has(req.nonce);
       const store = this.o.store;
-      store.commit((tx) => {
-        if (clearInflight && req.decision_id) store.deleteInflight(tx, req.decision_id);
-        return { result: null, events: [refusalEvent(this.nodeId, "handle", refusal.code, reason, req.method, req.requester, req.decision_id)] };
-      });
+      const event = refusalEvent(this.nodeId, "handle", refusal.code, reason, req.method, req.requester, req.decision_id);
+      try {
+        store.commit((tx) => {
+          if (clearInflight && req.decision_id) store.deleteInflight(tx, req.decision_id);
+          return { result: null, events: [event] };
+        });
+      } catch (error) {
+        // Issue 37 finding B (campaign seed 1401): a refusal that cannot be chained (a full disk) is still answered. Its
+        // decision's in-flight mark, which settle reads as "still handling", is cleared with the event at the next poll
+        // that can write, not left until the daemon restarts.
+        if (clearInflight && req.decision_id) this.uncleared.set(req.decision_id, event);
+        this.ctx.log.warn({ method: req.method, code: refusal.code, err: (error as Error).message }, "the refusal could not be chained; retried at the next poll");
+      }
     } finally {
       this.ctx.ownsInflight.delete(req.nonce);
     }
@@ -148,6 +158,8 @@ export class NodeService {
         return { ...describe(ctx, req), witness: this.witness.describe(req.key) };
       case "place":
       case "load": {
+        // Issue 37 finding B: a node whose disk filled takes no new work until it has room again (disk-reserve.ts).
+        if (ctx.store.diskFull) throw new Refusal("disk_full", `the node's disk is full: it refuses new work (${req.method}) until it has room again; what runs here keeps running`);
         // Loaded at the first place (the manifest's schemas, verification, admission): an idle daemon never needs
         // them, and they would stay resident for its life (issue 19, src/mesh/node/README.md).
         const method = req.method;
@@ -194,7 +206,24 @@ export class NodeService {
 
   /** Instances re-adopted after a restart are not our children: poll their identity. */
   pollAdopted(): void {
+    this.clearUncleared();
     pollAdopted(this.ctx);
+  }
+
+  /** In-flight marks of refused requests whose refusal could not be written yet, with their events (a full disk). */
+  private clearUncleared(): void {
+    const store = this.o.store;
+    for (const [decisionId, event] of this.uncleared) {
+      try {
+        store.commit((tx) => {
+          store.deleteInflight(tx, decisionId);
+          return { result: null, events: [event] };
+        });
+        this.uncleared.delete(decisionId);
+      } catch {
+        return; // still no room: the next poll tries again
+      }
+    }
   }
 
   /** §11.4: stop and unload, without the gate, every instance whose package, signer or file is revoked. */

@@ -3,12 +3,14 @@
  * sequence, in node.db beside the node chain. Every state change commits in one transaction with the chain event
  * that records it (I7): callers pass the draft and the store writes both.
  */
+
+import type { Statement } from "better-sqlite3";
 import type { Chain } from "../../chain/chain.js";
 import type { EventDraft } from "../../core/chain/event.js";
 import type { HealthSpec } from "../../core/node/health-check.js";
 import type { RestartPolicy } from "../../core/node/restart-policy.js";
-import type { Statement } from "better-sqlite3";
 import { type Db, ensureSchema, type WriteTx, withWriteTx } from "../../store/sqlite.js";
+import { type DiskReserve, isDiskFull } from "./disk-reserve.js";
 
 export const INSTANCE_STATES = [
   "loading",
@@ -100,6 +102,11 @@ type RawInstance = Omit<InstanceRow, "launch"> & { launch: string };
 
 export class NodeStore {
   private readonly statements = new Map<string, Statement>();
+  /**
+   * Issue 37 finding B (disk-reserve.ts): set by the daemon. A write that finds the disk full gives the reserve up and
+   * is tried once more, so what happens to the running instances is still recorded on a full disk.
+   */
+  reserve: DiskReserve | null = null;
 
   constructor(
     readonly db: Db,
@@ -130,11 +137,32 @@ export class NodeStore {
 
   /** Runs `write` and appends every draft it returns, in one transaction, durable (fsynced) before it returns. */
   commit<T>(write: (tx: WriteTx) => { result: T; events: EventDraft[] }): T {
-    return withWriteTx(this.db, (tx) => {
-      const { result, events } = write(tx);
-      for (const draft of events) this.chain.append(tx, draft);
-      return result;
-    });
+    return this.evenWhenFull(() =>
+      withWriteTx(this.db, (tx) => {
+        const { result, events } = write(tx);
+        for (const draft of events) this.chain.append(tx, draft);
+        return result;
+      }),
+    );
+  }
+
+  /**
+   * Runs a whole transaction; if the disk was full, gives the reserve up and runs it once more (a transaction that
+   * failed rolled back whole, chain head included, so running it again is the same write). Inside an outer
+   * transaction the failure goes up to the outer one, which is the one run again.
+   */
+  private evenWhenFull<T>(write: () => T): T {
+    try {
+      return write();
+    } catch (error) {
+      if (!isDiskFull(error) || this.db.inTransaction || this.reserve === null || !this.reserve.release()) throw error;
+      return write();
+    }
+  }
+
+  /** The disk is full, or filled and the reserve has not been written back yet (disk-reserve.ts): no new work. */
+  get diskFull(): boolean {
+    return this.reserve?.refusesNewWork ?? false;
   }
 
   /**
@@ -163,7 +191,7 @@ export class NodeStore {
   }
 
   append(draft: EventDraft): void {
-    withWriteTx(this.db, (tx) => this.chain.append(tx, draft));
+    this.evenWhenFull(() => withWriteTx(this.db, (tx) => this.chain.append(tx, draft)));
   }
 
   /** A prepared statement, compiled once per text (issue 19: every request ran a few `prepare` calls). */

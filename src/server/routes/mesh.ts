@@ -51,7 +51,8 @@ async function place(i: Parsed, ctx: CallContext, dryRun: boolean): Promise<Answ
     return { status: dryRun ? 200 : 201, body: report, refs: { decision_id: report.decision_id, instance_id: report.placed?.instance_id ?? null } };
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
-    const status = error.code === "name_taken" ? 409 : error.code === "invalid_order" ? 400 : 422;
+    // Issue 37 finding A: the store failed mid-dispatch; the decision was handed to settle (or will be): retryable.
+    const status = error.code === "name_taken" ? 409 : error.code === "invalid_order" ? 400 : error.code === "store_interrupted" ? 503 : 422;
     throw new ApiError(status, error.code, error.message, error.constraints.length > 0 ? { constraints: error.constraints } : {});
   }
 }

@@ -73,7 +73,7 @@ describe("the network world: nodes in their own network namespaces, faults by th
       it(`${engine} seed ${seed}: never two live copies, no orphan, every death explained by one event, every agent once after heal, every chain verifies`, () => {
         const o = outcomes.get(`${engine} ${seed}`);
         expect(o, `${engine} seed ${seed} did not run`).toBeDefined();
-        expect(o?.violations, `${o ? replayHint(o) : ""} --world net${engine === "sqlite" ? " --engine sqlite --controllers 1" : " --controllers 2"}\n${o?.schedule}\n${o?.notes.join("\n")}`).toEqual([]);
+        expect(o?.violations, `${o ? replayHint(o) : ""}${engine === "sqlite" ? " --engine sqlite --controllers 1" : " --controllers 2"}\n${o?.schedule}\n${o?.notes.join("\n")}`).toEqual([]);
       });
     }
   }

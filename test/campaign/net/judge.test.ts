@@ -64,6 +64,21 @@ describe("the network world's judge", () => {
     expect(v.some((x) => x.startsWith("orphan: instance inst-a"))).toBe(true);
   });
 
+  it("a generation's leftovers outliving a killed leader are an orphan only past the grace counted from their daemon's return (seed 3042)", () => {
+    const left = [proc(301, 11, 300, 1, A), proc(302, 11, 300, 301, null, { comm: "sleep" })];
+    // Leader seen at 0 s, killed; its worker and child live on to 5 s, then go (reaped).
+    const s = samples(gen(300, 10), left, left, left, left, left, []);
+    const kill: Explanation = { kind: "campaign-kill", pid: 300, start: 10, why: "kill-leader" };
+    const seen = judge(observations(s, { explanations: [kill], intent: new Map(), recorded: new Map() }));
+    expect(seen.some((x) => x.startsWith("orphan: instance inst-a"))).toBe(true);
+    // Its daemon was killed from 0.5 s to 3 s: reaped 3 s after it came back is within the grace.
+    const down = judge(observations(s, { explanations: [kill], intent: new Map(), recorded: new Map(), daemonDown: [{ node: 0, fromMs: 500, toMs: 3_000 }] }));
+    expect(down.filter((x) => x.startsWith("orphan"))).toEqual([]);
+    // A daemon down on another node excuses nothing.
+    const elsewhere = judge(observations(s, { explanations: [kill], intent: new Map(), recorded: new Map(), daemonDown: [{ node: 1, fromMs: 500, toMs: 3_000 }] }));
+    expect(elsewhere.some((x) => x.startsWith("orphan: instance inst-a"))).toBe(true);
+  });
+
   it("catches an orphan: a process in a node's namespace that no instance, daemon or campaign tool accounts for", () => {
     const stray = proc(900, 90, 900, 1, null, { comm: "sleep" });
     const s = samples([...gen(300, 10), stray], [...gen(300, 10), stray], [...gen(300, 10), stray], [...gen(300, 10), stray], [...gen(300, 10), stray]);

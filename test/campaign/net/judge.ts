@@ -147,6 +147,13 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
   for (const s of o.samples) for (const p of s.procs) if (p.env) nameOf.set(p.env.instance, p.env.name);
   for (const [id, name] of o.recorded) if (!nameOf.has(id)) nameOf.set(id, name);
   const ours = (instance: string) => (nameOf.get(instance) ?? "").startsWith(o.prefix);
+  /** From when a generation's leftovers could be reaped: its leader's last sighting, or its daemon's return after it. */
+  const reapableFrom = (g: Generation, atMs: number): number => {
+    const since = g.leaderLastMs ?? g.firstMs;
+    let from = since;
+    for (const d of o.daemonDown) if (d.node === g.node && d.fromMs <= atMs && d.toMs >= since) from = Math.max(from, Math.min(d.toMs, atMs));
+    return from;
+  };
 
   const gens = new Map<string, Generation>();
   const genKey = new Map<string, string>(); // instance/pgid → generation key (the first start seen in that group)
@@ -200,8 +207,11 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
     }
     for (const [instance, gks] of gensOf) {
       // A generation whose leader is gone may linger while its node reaps the group; past the grace it is an orphan.
-      const stray = [...gks].map((k) => [k, gens.get(k)] as const).filter(([, g]) => g && (g.leaderLastMs === null || g.leaderLastMs < s.atMs) && s.atMs - (g.leaderLastMs ?? g.firstMs) > ORPHAN_GRACE_MS);
-      for (const [k, g] of stray) flag(`stray ${k}`, `orphan: instance ${instance} (${g?.name}) generation ${k} lives on ${s.atMs - (g?.leaderLastMs ?? g?.firstMs ?? 0)} ms after its group leader was last seen${gks.size > 1 ? `, beside ${gks.size - 1} other generation(s)` : ""}`);
+      // Its node's daemon is what reaps it (src/mesh/node/processes.ts): while that daemon was killed or paused after
+      // the leader went, nothing could, so the grace counts from the daemon's return (campaign seed 3042: the leader
+      // killed 0.3 s after its daemon, the rest reaped by the restarted daemon 3.05 s after the leader was last seen).
+      const stray = [...gks].map((k) => [k, gens.get(k)] as const).filter(([, g]) => g && (g.leaderLastMs === null || g.leaderLastMs < s.atMs) && s.atMs - reapableFrom(g, s.atMs) > ORPHAN_GRACE_MS);
+      for (const [k, g] of stray) flag(`stray ${k}`, `orphan: instance ${instance} (${g?.name}) generation ${k} lives on ${s.atMs - (g?.leaderLastMs ?? g?.firstMs ?? 0)} ms after its group leader was last seen${g && reapableFrom(g, s.atMs) > (g.leaderLastMs ?? g.firstMs) ? ` (${s.atMs - reapableFrom(g, s.atMs)} ms after its daemon was back)` : ""}${gks.size > 1 ? `, beside ${gks.size - 1} other generation(s)` : ""}`);
     }
     // lease-overrun: a copy on a node cut from every controller for longer than its lease.
     for (const gk of live) {

@@ -15,8 +15,9 @@
  *
  * Seen (2026-12-07, twice): the copy ends with no event of its node's chain, and the daemon exits with an uncaught
  * `SqliteError: database or disk is full` (SQLITE_FULL) thrown by `recordExit` (src/mesh/node/processes.ts) from the
- * runtime's process-exit listener: the exit of the copy cannot be recorded and the whole daemon dies. Marked `fails`
- * while that stands: vitest reports it passing unexpectedly once fixed; drop `.fails` then.
+ * runtime's process-exit listener: the exit of the copy cannot be recorded and the whole daemon dies. Fixed: the daemon
+ * keeps a disk reserve it gives up when a write finds the disk full (disk-reserve.ts), a lease deadline moves only once
+ * persisted (lease.ts `admit`), and no exit, lease stop, refusal or checkpoint that cannot be written ends the daemon.
  */
 import { statfsSync } from "node:fs";
 import { join } from "node:path";
@@ -35,14 +36,14 @@ afterEach(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("the network world's candidate finding: a full disk on the leased node", { timeout: 300_000 }, () => {
-  it.fails("a copy on the leased node whose leader keeps renewing is not killed unrecorded while its disk is full", async () => {
+  it("a full disk on the leased node: the daemon lives, refuses a new place disk_full, and the copy whose leader keeps renewing is not killed unrecorded", async () => {
     world = await makeNetWorld({ controllers: 1, engine: "sqlite" });
     const w = world;
     for (const i of [0, 1]) {
       const r = await w.berth("node", "cordon", w.nodes[i]?.nodeId ?? "", "--reason", "repro: only the leased node takes agents", "--json");
       expect(r.code, r.stdout + r.stderr).toBe(0);
     }
-    w.writeAgents(1, 1);
+    w.writeAgents(1, 2);
     const d = await w.berth("deploy", w.specFile(1, 0), "--json");
     expect(d.code, d.stdout + d.stderr).toBe(0);
     const sampler = new NetSampler(w.prefix, new Map(w.nodes.map((n) => [n.nsInode, n.index])));
@@ -56,6 +57,10 @@ describe("the network world's candidate finding: a full disk on the leased node"
     const s = statfsSync(node.dataDir);
     await sh("fallocate", ["-l", String(Number(s.bavail) * Number(s.bsize)), fill]);
     const filledAt = Date.now();
+    // New work is refused with a code that says why, while what runs keeps running.
+    const refused = await w.berth("deploy", w.specFile(1, 1), "--json");
+    process.stdout.write(`deploy on the full node: ${refused.code} ${refused.stdout.slice(0, 400)}\n`);
+    expect(refused.stdout + refused.stderr, "a place on the full node is refused disk_full").toMatch(/refused: the node's disk is full/);
     const until = Date.now() + NET_LEASE_MS + 10_000;
     let gone: number | null = null;
     while (Date.now() < until && gone === null) {
@@ -66,8 +71,8 @@ describe("the network world's candidate finding: a full disk on the leased node"
     const chained = nodeEndings(LEASED_NODE, node.dataDir).filter((e) => e.kind === "node-event" && e.instance === first);
     const daemonAlive = node.proc !== null && node.proc.exitCode === null && node.proc.signalCode === null;
     process.stdout.write(`copy ${first}: ${gone === null ? "still live" : `gone ${gone - filledAt} ms after the disk filled`}; daemon ${daemonAlive ? "alive" : `exited (${node.proc?.exitCode ?? node.proc?.signalCode})`}; node chain endings for it: ${JSON.stringify(chained)}\nnode 2 stderr: ${node.stderrTail.slice(-5000)}\n`);
-    // The daemon outlives a full disk (it refuses what it cannot record), and the copy either lives (its lease renewed)
-    // or ends with a chained lease stop.
+    // The daemon outlives a full disk (it refuses new work), and the copy either lives (its lease renewed) or ends with
+    // a chained lease stop.
     expect(daemonAlive, "the node daemon exited on a full disk").toBe(true);
     expect(gone === null || chained.length > 0, "the copy ended with no event of its node's chain").toBe(true);
   });

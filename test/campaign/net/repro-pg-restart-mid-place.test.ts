@@ -12,8 +12,9 @@
  *
  * Here the answer to `place` is held at the proxy until the instance runs, the leader's database link is held while
  * the answer goes through (so the leader is inside its commit) and PostgreSQL restarts then, so the order is the
- * campaign's every time. Marked `fails` while the bug stands (the assertions are the promise); when berth records or undoes the copy,
- * vitest reports this test as passing unexpectedly: drop `.fails` then.
+ * campaign's every time. Fixed (dispatch.ts `handOver`, store.ts `handOverInterrupted`): the owner hands the decision to
+ * the lost-answer path once the store answers again (unsettled on that node), the API answers 503 `store_interrupted`
+ * (retryable), and settle adopts the copy. On main before the fix: 500 `internal`, the decision left `dispatching`.
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { cleanup, waitFor } from "../../mesh/harness.js";
@@ -36,7 +37,7 @@ afterAll(async () => {
 });
 
 describe("the network world's finding: PostgreSQL restarted between a node's place answer and the leader's commit", { timeout: 180_000 }, () => {
-  it.fails("the copy the node started ends recorded (adopted) or undone, and the decision does not stay dispatching", async () => {
+  it("the copy the node started ends recorded (adopted) or undone, and the decision does not stay dispatching", async () => {
     world = await HaWorld.create("postgres", { ttlMs: TTL_MS });
     const w = world;
     await w.serve();
@@ -59,6 +60,9 @@ describe("the network world's finding: PostgreSQL restarted between a node's pla
     leader.dbTap?.heal();
     const answer = await placing;
     process.stdout.write(`place answered ${answer.status} ${JSON.stringify(answer.body).slice(0, 300)}\n`);
+    // A retryable answer that says what happened, never a bare 500.
+    expect(answer.status, JSON.stringify(answer.body)).toBe(503);
+    expect((answer.body as { error?: { code?: string } }).error?.code).toBe("store_interrupted");
 
     // The user settles what is open, as the campaign did; then berth has TTL-scale time to make it whole.
     const settle = await runNode([MAIN, "unsettled", "--settle", "--json"], { env: { ...w.envFor(w.home.home), BERTH_LEADER_TTL_MS: String(TTL_MS) } });

@@ -37,6 +37,13 @@ interface NetWorldState {
   watchdogStops: number;
   /** What the user means for every agent of the world: name → intent and spec file. */
   readonly intent: Map<string, { intent: "run" | "stopped"; spec: string }>;
+  /**
+   * Names whose last `agent stop` the user did not see succeed (the CLI failed or was killed: the server died under
+   * it, the store restarted): berth may never have recorded that stop, so the user runs it again at converge, whether
+   * or not a copy is live then (long run seed 3071: the stop died with the leader, the copy was lease-stopped when the
+   * user looked, and the new leader rightly started it again, as nothing had stopped it).
+   */
+  readonly unconfirmedStops: Set<string>;
   readonly reported: Set<string>;
   readonly forgotten: Set<number>;
   readonly log: (s: string) => void;
@@ -336,7 +343,10 @@ function noteIntent(st: St, op: NetOperation): void {
   const name = w.agentName(st.seed, op.agent);
   const spec = w.specFile(st.seed, op.agent);
   if (op.op === "stop") st.ws.intent.set(name, { intent: "stopped", spec });
-  else st.ws.intent.set(name, { intent: "run", spec });
+  else {
+    st.ws.intent.set(name, { intent: "run", spec });
+    st.ws.unconfirmedStops.delete(name);
+  }
 }
 
 /** A node's power is lost: its daemon and every process in its namespace killed -9 (each kill recorded), for good. */
@@ -414,7 +424,7 @@ async function converge(st: St): Promise<void> {
     const live = liveNow(ws, names(ws, recorded));
     const pending = [...ws.intent].filter(([name, { intent }]) => {
       const ids = [...(live.get(name) ?? [])];
-      return intent === "run" ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === name) : ids.length > 0;
+      return intent === "run" ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === name) : ids.length > 0 || ws.unconfirmedStops.has(name);
     });
     if (pending.length === 0) break;
     const results: CliResult[] = await Promise.all(
@@ -424,6 +434,7 @@ async function converge(st: St): Promise<void> {
       }),
     );
     for (const [k, r] of results.entries()) {
+      if (r.code === 0 && pending[k]?.[1].intent === "stopped") ws.unconfirmedStops.delete(pending[k]?.[0] ?? "");
       st.trace.push(`converge ${attempt} ${pending[k]?.[0]}: exit ${r.code} ${r.stdout.slice(0, 300).replace(/\s+/g, " ")}`);
       if (r.code !== 0) st.notes.push(`converge ${attempt} ${pending[k]?.[0]}: exit ${r.code} ${r.stdout.slice(0, 200).replace(/\s+/g, " ")} ${r.stderr.slice(0, 160).replace(/\s+/g, " ")}`);
       for (const m of r.stdout.matchAll(/berth instance status ([A-Za-z0-9-]+)/g)) {
@@ -532,6 +543,11 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
       release();
       await Promise.all(strikes);
       for (const c of clis) {
+        const [verb, sub, stopped] = c.child.spawnargs.slice(2, 5);
+        if (verb === "agent" && sub === "stop" && stopped !== undefined && ws.intent.get(stopped)?.intent === "stopped") {
+          if (c.child.exitCode === 0) ws.unconfirmedStops.delete(stopped);
+          else ws.unconfirmedStops.add(stopped);
+        }
         const line = `round ${r + 1} ${c.child.spawnargs.slice(2, 5).join(" ")}: exit ${c.child.exitCode ?? c.child.signalCode}: ${c.output().slice(0, 300).replace(/\s+/g, " ")} ${c.errors().slice(0, 200).replace(/\s+/g, " ")}`;
         st.trace.push(line);
         log(line);
@@ -552,6 +568,17 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
       for (const name of names) {
         const rows = await storeRows<Record<string, unknown>>(w.databaseUrl, w.home, `SELECT id, state, node_id, created_ms FROM mesh_decisions WHERE name = '${name}'`).catch((e: unknown) => [{ error: String(e) }]);
         st.notes.push(`decisions of ${name}: ${JSON.stringify(rows).slice(0, 1200)}`);
+        // What the controller chained about the name (decisions, attempts, verbs, moves, reconcile), for the diagnosis.
+        const events = await storeRows<{ seq: number; ts: number; kind: string; payload: string }>(
+          w.databaseUrl,
+          w.home,
+          `SELECT seq, ts, kind, CAST(payload AS TEXT) AS payload FROM audit_event WHERE CAST(payload AS TEXT) LIKE '%${name}%' ORDER BY ts, seq LIMIT 60`,
+        ).catch((e: unknown) => [{ seq: -1, ts: 0, kind: "error", payload: String(e) }]);
+        for (const e of events) st.notes.push(`chain ${name} #${e.seq} ${new Date(Number(e.ts)).toISOString().slice(11, 23)} ${e.kind}: ${String(e.payload).slice(0, 400)}`);
+      }
+      for (const c of w.controllers) {
+        const tail = c.proc?.errors() ?? "";
+        if (tail.trim() !== "") st.notes.push(`serve ${c.index} stderr (end): ${tail.slice(-3000).replace(/\s+/g, " ")}`);
       }
     }
   } catch (e) {
@@ -591,7 +618,7 @@ export async function runNetWorld(seeds: readonly number[], opts: NetOptions = {
   const controllers = opts.controllers ?? 2 + ((seeds[0] ?? 0) % 2);
   const w = await makeNetWorld({ controllers, engine: opts.engine ?? "postgres" });
   const sampler = new NetSampler(w.prefix, new Map(w.nodes.map((n) => [n.nsInode, n.index])));
-  const ws: NetWorldState = { w, sampler, kills: [], cuts: [], daemonDown: [], watchdogStops: 0, intent: new Map(), reported: new Set(), forgotten: new Set(), log };
+  const ws: NetWorldState = { w, sampler, kills: [], cuts: [], daemonDown: [], watchdogStops: 0, intent: new Map(), unconfirmedStops: new Set(), reported: new Set(), forgotten: new Set(), log };
   sampler.start();
   log(`world ${w.tag} up: ${controllers} controller(s) on ${w.engine}`);
   const outcomes: Outcome[] = [];

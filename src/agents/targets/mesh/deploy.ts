@@ -322,6 +322,8 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
     if (error.code === "name_taken") return result(false, "failed", `${input.agent}: not placed: ${await nameHolder(deps, input.agent, seen, error)}`);
+    // Issue 37 finding A: the store failed mid-dispatch; the decision is (or is about to be) unsettled, like a lost answer.
+    if (error.code === "store_interrupted") return result(false, "blocked", `${input.agent}: ${error.message}.`);
     return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.`);
   }
 }
