@@ -15,4 +15,5 @@ export { z };
 export const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (an Ed25519 public key)");
 export const ExpectHead = z.string().regex(/^\d+:[0-9a-f]{64}$/, "must look like <seq>:<64 hex hash>");
 export { openCheckpointNote, signCheckpointNote } from "../core/chain/note.js";
+export { checkProofDocument } from "../core/chain/proof-check.js";
 export { checkExtends, proveEvent, treeHeadOf } from "../core/chain/tree-checkpoint.js";

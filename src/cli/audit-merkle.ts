@@ -76,6 +76,25 @@ export function againstCheckpoint(d: typeof AuditDeps, result: VerifyResult, has
   return { ...result, ok: false, failure: { seq: outcome.seq, code: outcome.code, detail: `${file}: ${outcome.detail}` } };
 }
 
+/**
+ * `verify --proof FILE`: a proof document (GET /api/v1/audit/proof/…) checked here with nothing but the pinned key:
+ * its notes must be signed by that key and its proof must lead to their roots. Exit 1 naming the field at fault.
+ */
+export function verifyProofFile(d: typeof AuditDeps, file: string, key: string | undefined, json: boolean): void {
+  if (key === undefined) throw new CliError("--proof needs --pubkey or --key-file: a proof is worth only the key it is checked under");
+  let doc: unknown;
+  try {
+    doc = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new CliError(`proof file ${file} cannot be read as JSON: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  const r = d.checkProofDocument(doc, key);
+  const out = stdoutPalette(json);
+  if (json) answer(true, r.ok ? { ok: true, kind: r.kind, origin: r.origin, summary: r.summary } : { ok: false, error: r.reason }, "");
+  else process.stdout.write(r.ok ? `ok ${r.kind} ${r.origin}: ${r.summary}\n` : `${out.red("FAIL")} proof ${file}: ${r.reason}\n`);
+  process.exitCode = r.ok ? 0 : 1;
+}
+
 const JSON_OPT = "print one JSON document (the answer is JSON either way; this keeps every verb's --json)";
 
 export function registerMerkleCommands(audit: Command, h: MerkleHelpers): void {

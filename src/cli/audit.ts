@@ -11,7 +11,7 @@ import type { SealedEvent } from "../core/chain/event.js";
 import type { VerifyResult } from "../core/chain/verify.js";
 import type { Db } from "../store/sqlite.js";
 import type * as AuditDeps from "./audit-deps.js";
-import { againstCheckpoint, registerMerkleCommands } from "./audit-merkle.js";
+import { againstCheckpoint, registerMerkleCommands, verifyProofFile } from "./audit-merkle.js";
 import type * as AuditRemote from "./audit-remote.js";
 import { registerAuditWitnesses } from "./audit-witnesses.js";
 import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
@@ -278,11 +278,16 @@ export function registerAuditCommands(program: Command): void {
     .option("--checkpoint <file>", "a signed checkpoint file (JSON lines) held elsewhere; repeatable", (v: string, prev: string[]) => [...prev, v], [] as string[])
     .option("--expect-head <seq:hash>", "fail unless the chain has this hash at this seq")
     .option("--against <file>", "a Merkle checkpoint exported earlier (berth audit checkpoint --export): fail unless the chain extends it; verified here, never through a server")
+    .option("--proof <file>", "check a proof document instead of a chain (GET /api/v1/audit/proof/…: an inclusion or consistency proof with its signed notes), offline, under the pinned key")
     .option("--database <url>", "the controller's store when it is PostgreSQL (default: $BERTH_DATABASE_URL; --db and --file win)")
     .option("--json", "print one JSON document")
-    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; against?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { db?: string; dataDir: string; file?: string; chain?: string; pubkey?: string; key?: string; keyFile?: string; checkpoint: string[]; expectHead?: string; against?: string; proof?: string; database?: string; local?: boolean; json?: boolean }, cmd: Command) => {
       await load();
       const key = pinnedKey(opts);
+      if (opts.proof !== undefined) {
+        verifyProofFile(d, opts.proof, key, Boolean(opts.json));
+        return;
+      }
       let expectHead: { seq: number; hash: string } | undefined;
       if (opts.expectHead !== undefined) {
         const parsed = d.ExpectHead.safeParse(opts.expectHead);

@@ -72,6 +72,9 @@ function send(reply: FastifyReply, status: number, body: unknown): FastifyReply 
 /** `/api/v1/instances/:id/stop` → a pattern for one path segment per parameter (for 405's Allow). */
 const patternOf = (url: string) => new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[a-z_]+/g, "[^/]+")}$`);
 
+/** `/api/v1/audit/tlog/tile/*` → the prefix and one or more characters of any kind (a `rest` route). */
+const restPatternOf = (url: string) => new RegExp(`^${url.slice(0, -1).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}.+$`);
+
 function parseBody(raw: unknown): { ok: true; value: unknown } | { ok: false; error: ApiError } {
   if (raw === undefined || raw === null || (typeof raw === "string" && raw.trim() === "")) return { ok: true, value: {} };
   if (typeof raw !== "string") return { ok: true, value: raw };
@@ -83,8 +86,26 @@ function parseBody(raw: unknown): { ok: true; value: unknown } | { ok: false; er
   }
 }
 
+/**
+ * A `rest` route's last parameter is the rest of the path as sent, never decoded: a `%2F` stays three characters (and
+ * the route's schema refuses it), so no escape can name a second path.
+ */
+function restParams(route: RouteSpec, req: FastifyRequest): Record<string, unknown> {
+  const name = /\{([a-z_]+)\}$/.exec(route.path)?.[1] as string;
+  const prefix = fastifyPath(route.path).slice(0, -`:${name}`.length);
+  const path = (req.raw.url ?? "").split("?", 1)[0] ?? "";
+  const { "*": _decoded, ...others } = (req.params ?? {}) as Record<string, unknown>;
+  return { ...others, [name]: path.startsWith(prefix) ? path.slice(prefix.length) : "" };
+}
+
+/** The URL fastify matches: `{param}` → `:param`, and a `rest` route's last one → `*`. */
+export function routeUrl(route: RouteSpec): string {
+  const url = fastifyPath(route.path);
+  return route.rest ? url.replace(/:[a-z_]+$/, "*") : url;
+}
+
 function parseInputs(route: RouteSpec, req: FastifyRequest): Parsed {
-  const params = (route.params ?? EMPTY).safeParse(req.params ?? {});
+  const params = (route.params ?? EMPTY).safeParse(route.rest ? restParams(route, req) : (req.params ?? {}));
   if (!params.success) throw invalidRequest("params", params.error.issues);
   const query = (route.query ?? EMPTY).safeParse(req.query ?? {});
   if (!query.success) throw invalidRequest("query", query.error.issues);
@@ -187,8 +208,8 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   }
 
   for (const route of ROUTES) {
-    const url = fastifyPath(route.path);
-    table.push({ method: route.method, pattern: patternOf(url) });
+    const url = routeUrl(route);
+    table.push({ method: route.method, pattern: route.rest ? restPatternOf(url) : patternOf(url) });
     app.route({
       method: route.method,
       url,
@@ -335,6 +356,8 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       if (!ride.committed) return unrecorded(req, reply, ride.failure);
     }
     if (route.produces === "application/x-ndjson" && status === 200) return reply.code(200).type("application/x-ndjson; charset=utf-8").send(body as string);
+    if (route.produces === "text/plain" && status === 200) return reply.code(200).type("text/plain; charset=utf-8").send(body as string);
+    if (route.produces === "application/octet-stream" && status === 200) return reply.code(200).type("application/octet-stream").send(body as Buffer);
     return send(reply, status, body);
   }
 

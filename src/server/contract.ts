@@ -9,6 +9,7 @@ import { z } from "zod";
 import { TIERS } from "../core/identity/tier.js";
 import { PlaceOrderSchema } from "../mesh/controller/order.js";
 import { OPERATOR_ROUTES } from "./contract-operator.js";
+import { TLOG_ROUTES } from "./contract-tlog.js";
 import type { RouteSpec } from "./route-spec.js";
 
 export type { RouteSpec };
@@ -420,4 +421,6 @@ export const ROUTES: readonly RouteSpec[] = [
   },
   // contract-operator.ts: doctor, rehome, backup and the audit verbs beyond reading (issue 13).
   ...OPERATOR_ROUTES,
+  // contract-tlog.ts: the Merkle proofs and the C2SP tlog tiles of the controller chain (issue 38).
+  ...TLOG_ROUTES,
 ];

@@ -9,6 +9,11 @@ export interface RouteSpec {
   readonly method: "GET" | "POST" | "PUT";
   /** OpenAPI form, with `{param}`. */
   readonly path: string;
+  /**
+   * The path's last `{param}` takes the rest of the path, slashes included, as the client spelled it (not decoded):
+   * the tlog tiles (contract-tlog.ts), whose names span several segments.
+   */
+  readonly rest?: boolean;
   readonly summary: string;
   readonly tag: string;
   /** Public routes need no bearer token. */
@@ -29,7 +34,7 @@ export interface RouteSpec {
   readonly status: 200 | 201;
   readonly response: z.ZodType;
   /** Content type when not JSON. */
-  readonly produces?: "text/event-stream" | "application/x-ndjson";
+  readonly produces?: "text/event-stream" | "application/x-ndjson" | "text/plain" | "application/octet-stream";
   /** Error statuses this route can answer besides 400/401. */
   readonly errors?: readonly number[];
 }

@@ -19,6 +19,7 @@ import { DEFAULT_TICK_MS, startServeLoops } from "../serve/index.js";
 import { agentHandlers, agentsEnv } from "./routes/agents.js";
 import { auditHandlers } from "./routes/audit.js";
 import { auditOperatorHandlers } from "./routes/audit-operator.js";
+import { tlogHandlers } from "./routes/tlog.js";
 import { kubernetesHandlers } from "./routes/kubernetes.js";
 import { meshHandlers } from "./routes/mesh.js";
 import { nodeAdminHandlers } from "./routes/node-admin.js";
@@ -29,7 +30,7 @@ import { type KubernetesAccess, openServerState, type ServerState } from "./stat
 import { loadOrCreateToken } from "./token.js";
 
 export const DEFAULT_PORT = 7420;
-export const HANDLERS = { ...meshHandlers, ...nodeAdminHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers, ...operatorHandlers, ...auditOperatorHandlers };
+export const HANDLERS = { ...meshHandlers, ...nodeAdminHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers, ...operatorHandlers, ...auditOperatorHandlers, ...tlogHandlers };
 
 export interface ServerOptions {
   readonly dataDir: string;
