@@ -37,6 +37,8 @@ export const InstanceStatusRowSchema = z.looseObject({
   /** Issue 15; absent from an older node's rows. */
   restart_policy: z.string().optional(),
   restarts: z.number().int().optional(),
+  /** Issue 36 (`berth top`): a running instance's CPU time and memory as its node read them; absent from older nodes. */
+  usage: z.looseObject({ cpu_usec: z.number(), memory_bytes: z.number(), sampled_ms: z.number() }).optional().catch(undefined),
 });
 export const DepartedStatusRowSchema = z.looseObject({
   instance_id: z.string(),

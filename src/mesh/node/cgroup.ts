@@ -318,3 +318,30 @@ export function releaseCgroups(record: CgroupRecord): void {
     }
   }
 }
+
+/** What the kernel counted for an instance's cgroups: CPU time (v2 `cpu.stat`) and memory in use; null where unknown. */
+export interface CgroupUsage {
+  readonly cpuUsec: number | null;
+  readonly memoryBytes: number | null;
+}
+
+/**
+ * Issue 36 (`berth top`): the instance's usage read from its cgroups. CPU comes from the v2 tracker's `cpu.stat`
+ * (`usage_usec`, there in every v2 cgroup); a v1 host's instances have no cpuacct cgroup of their own, so the caller
+ * sums its members' /proc times instead. Memory: v2 `memory.current`, v1 `memory.usage_in_bytes`.
+ */
+export function cgroupUsage(record: CgroupRecord): CgroupUsage {
+  const tracker = trackerOf(record);
+  let cpuUsec: number | null = null;
+  if (tracker?.hierarchy === "v2") {
+    const m = /^usage_usec (\d+)$/m.exec(read(join(tracker.dir, "cpu.stat")) ?? "");
+    if (m) cpuUsec = Number(m[1]);
+  }
+  const memory = record.cgroups.find((c) => c.roles.includes("memory"));
+  let memoryBytes: number | null = null;
+  if (memory) {
+    const text = read(join(memory.dir, memory.hierarchy === "v2" ? "memory.current" : "memory.usage_in_bytes"));
+    if (text !== undefined && /^\d+$/.test(text.trim())) memoryBytes = Number(text.trim());
+  }
+  return { cpuUsec, memoryBytes };
+}

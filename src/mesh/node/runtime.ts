@@ -53,6 +53,35 @@ export function procStat(pid: number): { state: string; startMarker: string } | 
   return state && start ? { state, startMarker: start } : undefined;
 }
 
+/** Linux's USER_HZ: the unit of /proc/<pid>/stat's times on every architecture berth runs on. */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU time of a process and of its reaped children (fields 14–17 of /proc/<pid>/stat), in microseconds; 0 when gone. */
+export function procCpuUsec(pid: number): number {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return 0;
+  }
+  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  // After the comm field: [11] utime, [12] stime, [13] cutime, [14] cstime (fields 14–17).
+  const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + (Number(fields[i]) || 0), 0);
+  return (ticks * 1_000_000) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** Resident memory of a process (VmRSS of /proc/<pid>/status), in bytes; 0 when gone or a kernel thread. */
+export function procRssBytes(pid: number): number {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {
+    return 0;
+  }
+  const m = /^VmRSS:\s+(\d+) kB$/m.exec(text);
+  return m ? Number(m[1]) * 1024 : 0;
+}
+
 export function groupAlive(pgid: number): boolean {
   try {
     process.kill(-pgid, 0);
@@ -243,6 +272,20 @@ export class NativeRuntime {
     const pids = new Set(identity ? liveMembers(identity) : []);
     for (const pid of this.confinement.members(this.dirOf(instanceId))) pids.add(pid);
     return [...pids];
+  }
+
+  /**
+   * Issue 36 (`berth top`): the instance's CPU time and memory now, from its cgroups; where a cgroup cannot say (a v1
+   * host has no cpuacct cgroup per instance, a process-group node none at all) from its live members' /proc files.
+   * Null when nothing of it runs.
+   */
+  usage(instanceId: string, identity: ProcessIdentity | null): { cpu_usec: number; memory_bytes: number; source: "cgroup" | "proc"; sampled_ms: number } | null {
+    const members = this.members(instanceId, identity);
+    if (members.length === 0) return null;
+    const fromCgroup = this.confinement.usage(this.dirOf(instanceId));
+    const cpu = fromCgroup?.cpuUsec ?? members.reduce((sum, pid) => sum + procCpuUsec(pid), 0);
+    const memory = fromCgroup?.memoryBytes ?? members.reduce((sum, pid) => sum + procRssBytes(pid), 0);
+    return { cpu_usec: cpu, memory_bytes: memory, source: fromCgroup?.cpuUsec != null && fromCgroup.memoryBytes !== null ? "cgroup" : "proc", sampled_ms: Date.now() };
   }
 
   alive(instanceId: string, identity: ProcessIdentity | null): boolean {
