@@ -13,7 +13,7 @@ import { colourAllowed, palette } from "./style.js";
 
 export const TOPICS: ReadonlyArray<{ readonly heading: string; readonly commands: readonly string[] }> = [
   { heading: "Agents:", commands: ["deploy", "agents", "agent"] },
-  { heading: "Mesh:", commands: ["nodes", "place", "instances", "instance", "unsettled", "doctor", "package", "node", "revoke", "unrevoke"] },
+  { heading: "Mesh:", commands: ["nodes", "place", "instances", "instance", "top", "unsettled", "doctor", "package", "node", "revoke", "unrevoke"] },
   { heading: "Kubernetes:", commands: ["k8s", "provider"] },
   { heading: "Audit and keys:", commands: ["audit", "events", "keys"] },
   { heading: "Run:", commands: ["up", "down", "serve", "context", "backup", "restore", "migrate"] },

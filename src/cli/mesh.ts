@@ -1,10 +1,11 @@
 /**
  * The mesh controller's verbs: `berth place`, `berth nodes add|list|tier`, `berth instances`,
- * `berth instance status|start|stop|unload|logs ID`, `berth unsettled [--settle]`. Each asks the controller the
+ * `berth instance status|start|stop|unload|logs ID`, `berth unsettled [--settle]`, `berth top`. Each asks the controller the
  * invocation talks to (backends/: the home's files, a context's server, or the `berth serve` running on the home),
  * and renders its answer the same way whichever it was. Registration loads only commander (issue 19).
  */
 import { Argument, type Command, Option } from "commander";
+import type { TopInput, TopRow, UsageReading } from "../core/agents/top.js";
 import { TIERS, type Tier } from "../core/identity/tier.js";
 import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
@@ -109,6 +110,29 @@ function instanceTable(list: readonly InstanceRow[], json: boolean | undefined):
   ]);
   const palette = stdoutPalette(json);
   return renderTable(["INSTANCE", "NAME", "NODE", "STATE", "RESTARTS", "AGE", "VARIANT", ...(wide ? ["ROUTE", "DECISION", "PACKAGE", "PLACED"] : []), "NOTE"], rows, { palette, paint: paintColumns(palette, [3]) });
+}
+
+/** A placement as `berth top` reads it: the agent's name where berth deployed it, the usage its node reported. */
+function topInput(p: InstanceRow): TopInput {
+  const status = p.status ?? {};
+  const u = status.usage as Partial<UsageReading> | undefined;
+  const usage = u && typeof u.cpu_usec === "number" && typeof u.memory_bytes === "number" && typeof u.sampled_ms === "number" ? { cpu_usec: u.cpu_usec, memory_bytes: u.memory_bytes, sampled_ms: u.sampled_ms } : null;
+  return { instance_id: p.instance_id, agent: typeof status.agent === "string" && status.agent !== "" ? status.agent : p.name, target: "mesh", node: p.node_id, usage };
+}
+
+async function topTable(rows: readonly TopRow[], json: boolean | undefined): Promise<string> {
+  if (rows.length === 0) return "no running agents; deploy one with `berth deploy FILE`";
+  const { humanBytes } = await import("../core/agents/top.js");
+  const wide = wideOutput();
+  const body = rows.map((r) => [
+    r.agent,
+    r.target,
+    r.node.slice(0, 12),
+    r.cpu_percent === null ? "-" : `${r.cpu_percent.toFixed(1)}%`,
+    r.memory_bytes === null ? "-" : humanBytes(r.memory_bytes),
+    ...(wide ? [r.instance_id, r.cpu_seconds_total === null ? "-" : r.cpu_seconds_total.toFixed(2)] : []),
+  ]);
+  return renderTable(["AGENT", "TARGET", "NODE", "CPU", "MEM", ...(wide ? ["INSTANCE", "CPU SECONDS"] : [])], body, { palette: stdoutPalette(json) });
 }
 
 export function verbText(r: VerbResult): string {
@@ -239,6 +263,40 @@ export function registerMeshCommands(program: Command): void {
       });
     },
   );
+
+  controllerFlags(
+    program
+      .command("top")
+      .description("CPU and memory of every running agent, from its cgroup on its node (--watch: again every --interval seconds until Ctrl-C)")
+      .option("-w, --watch", "redraw until Ctrl-C")
+      .option("--interval <seconds>", "--watch: how often to read (and the first CPU interval)", "2"),
+  ).action(async (opts: ControllerVerbFlags & WatchFlags, cmd: Command) => {
+    const seconds = Number(opts.interval);
+    if (!Number.isFinite(seconds) || seconds < 0.2 || seconds > 3600) throw new CliError(`--interval: ${JSON.stringify(opts.interval)} must be a number of seconds 0.2…3600`);
+    const backend = await openBackend(backendFlags(opts, cmd));
+    const { topRows } = await import("../core/agents/top.js");
+    let before = new Map<string, UsageReading>();
+    const read = async () => {
+      const { placements } = await backend.instances();
+      const inputs = placements.filter((p) => p.state === "running" || p.state === "unhealthy").map(topInput);
+      const rows = topRows(inputs, before);
+      before = new Map(inputs.flatMap((i) => (i.usage ? [[i.instance_id, i.usage] as const] : [])));
+      return rows;
+    };
+    // A CPU share needs two readings: the first answer waits one interval (a plain `top` prints once, with figures).
+    await read();
+    const ask = async () => {
+      const rows = await read();
+      return { doc: { agents: rows }, text: await topTable(rows, opts.json) };
+    };
+    if (!opts.watch) {
+      await new Promise((r) => setTimeout(r, Math.min(seconds, 2) * 1000));
+      const { doc, text } = await ask();
+      answer(opts.json, doc, text);
+      return;
+    }
+    await (await import("./watch.js")).watchList(seconds * 1000, opts.json, ask);
+  });
 
   controllerFlags(
     program

@@ -18,11 +18,11 @@ import { registerK8sCommands } from "./k8s.js";
 import { registerKeyCommands } from "./keys.js";
 import { registerMeshCommands } from "./mesh.js";
 import { registerMigrateCommands } from "./migrate.js";
-import { registerProviderCommands } from "./provider.js";
 import { registerNodeCommands } from "./node.js";
 import { registerPackageCommands } from "./package.js";
-import { registerRevokeCommands } from "./revoke.js";
 import { finishProgram, rootCommand } from "./program-frame.js";
+import { registerProviderCommands } from "./provider.js";
+import { registerRevokeCommands } from "./revoke.js";
 import { registerServeCommands } from "./serve.js";
 import { registerUpCommands } from "./up.js";
 
@@ -39,7 +39,7 @@ const GROUPS: ReadonlyArray<{ readonly verbs: readonly string[]; readonly regist
   { verbs: ["provider"], register: registerProviderCommands },
   { verbs: ["node"], register: registerNodeCommands },
   { verbs: ["package"], register: registerPackageCommands },
-  { verbs: ["place", "nodes", "instances", "instance", "unsettled"], register: registerMeshCommands },
+  { verbs: ["place", "nodes", "instances", "instance", "unsettled", "top"], register: registerMeshCommands },
   { verbs: ["doctor"], register: registerDoctorCommands },
   { verbs: ["revoke", "unrevoke"], register: registerRevokeCommands },
   { verbs: ["deploy", "agents", "agent"], register: registerAgentCommands },

@@ -15,7 +15,7 @@ import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Network } from "../../core/governance/policy.js";
 import { type AgentIdentity, agentIdentity, type ContainmentPlan, exposureOf, limitsOf, planContainment } from "../../core/node/containment.js";
 import { wrapperScript } from "../../core/node/containment-script.js";
-import { type CgroupRecord, type CgroupUsage, cgroupMembers, cgroupUsage, cgroupsFor, createCgroups, killCgroup, oomKills, probeCgroups, releaseCgroups, signalCgroup } from "./cgroup.js";
+import { type CgroupRecord, type CgroupUsage, cgroupMembers, cgroupsFor, cgroupUsage, createCgroups, killCgroup, oomKills, probeCgroups, releaseCgroups, signalCgroup } from "./cgroup.js";
 import type { NodeConfig } from "./config.js";
 import { dropPrefix, NO_NEW_PRIVS_PREFIX, ROOT_AGENT_PREFIX, resolveUser, setprivAvailable } from "./confine-user.js";
 import { probeHideCgroupsPrefix, probeNetnsPrefix } from "./netns.js";

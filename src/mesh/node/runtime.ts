@@ -9,11 +9,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, chownSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { groupMembers, type ProcRow } from "../../core/node/process-group.js";
 import type { Network } from "../../core/governance/policy.js";
 import { WATCHDOG_LAG_S } from "../../core/mesh/lease.js";
-import { bootId } from "../../store/lease.js";
 import { LEASE_DEADLINE_FILE } from "../../core/node/containment-script.js";
+import { groupMembers, type ProcRow } from "../../core/node/process-group.js";
+import { bootId } from "../../store/lease.js";
 import type { Confinement } from "./confine.js";
 import { sha256OfFile } from "./content.js";
 import { DEFAULT_ROTATION, type LogRotation, rotateLogs, tailStream } from "./log-files.js";
