@@ -32,7 +32,7 @@ describe("berth --help", () => {
     const headings = [...s.keys()].filter((h) => TOPICS.some((t) => t.heading === h));
     expect(headings).toEqual(TOPICS.map((t) => t.heading).filter((h) => s.has(h)));
     expect(s.get("Agents:")).toEqual(["deploy", "agents", "agent"]);
-    expect(s.get("Mesh:")).toEqual(["nodes", "place", "instances", "instance", "unsettled", "doctor", "package", "node", "revoke", "unrevoke"]);
+    expect(s.get("Mesh:")).toEqual(["nodes", "place", "instances", "instance", "top", "unsettled", "doctor", "package", "node", "revoke", "unrevoke"]);
     expect(s.get("Kubernetes:")).toEqual(["k8s", "provider"]);
     expect(s.get("Audit and keys:")).toEqual(["audit", "events", "keys"]);
     expect(s.get("Run:")).toContain("up");
