@@ -235,11 +235,25 @@ export function registerMeshCommands(program: Command): void {
     if (!r.ok) throw NO_ANSWER.test(r.error) ? unreachableNode(`nodes add ${addr}`, r.error) : new CliError(r.error, 1);
     answer(opts.json, r.target, `node ${r.target.node_id} at ${r.target.addr}\nkey   ${r.target.key}\ntier  ${r.target.tier}`);
   });
-  controllerFlags(watchFlags(nodes.command("list").description("list known nodes (-o wide: board, arch, boot, last answer)").option("--refresh", "describe every node now (liveness, facts)"))).action(
-    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean }, cmd: Command) => {
+  controllerFlags(
+    watchFlags(
+      nodes
+        .command("list")
+        .description("list known nodes (-o wide: board, arch, boot, last answer)")
+        .option("--refresh", "describe every node now (liveness, facts)")
+        .option("-l, --selector <selector>", "only the nodes whose labels (node.json `labels`; describes every node first) match: key=value, key!=value, key, !key (commas: all must hold)"),
+    ),
+  ).action(
+    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean; selector?: string }, cmd: Command) => {
+      // Judged here, so a bad selector reads the same locally and through a server.
+      if (opts.selector !== undefined) {
+        const { parseSelector } = await import("../core/agents/labels.js");
+        const parsed = parseSelector(opts.selector);
+        if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
+      }
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
-        const list = await backend.targets(opts.refresh === true);
+        const list = await backend.targets(opts.refresh === true, opts.selector);
         return { doc: { targets: list }, text: targetTable(list, opts.json) };
       });
     },

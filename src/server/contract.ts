@@ -279,7 +279,10 @@ const VerifyResultSchema = z.looseObject({
 export const ChainName = z.enum(["controller", "k8s"], { error: 'must be "controller" or "k8s"' });
 
 export const Inputs = {
-  nodesQuery: z.strictObject({ refresh: z.enum(["true", "false"]).optional() }),
+  nodesQuery: z.strictObject({
+    refresh: z.enum(["true", "false"]).optional(),
+    labelSelector: z.string().max(4096).optional().meta({ description: "issue 36: only the nodes whose labels (node.json `labels`, in their facts) it selects, after describing every node (key=value, key!=value, key, !key; commas: all)" }),
+  }),
   addNode: z.strictObject({
     addr: z.string().regex(/^[^\s:]+:\d{1,5}$/, "must be HOST:PORT"),
     tier: Tier.optional(),

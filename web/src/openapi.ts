@@ -4695,6 +4695,7 @@ export interface operations {
     readonly listNodes: {
         readonly parameters: {
             readonly query?: {
+                readonly labelSelector?: string;
                 readonly refresh?: "true" | "false";
             };
             readonly header?: never;

@@ -5,24 +5,24 @@
 import { existsSync, readdirSync } from "node:fs";
 import { homedir } from "node:os";
 import { resolve } from "node:path";
+import { AgentRegistry, type AgentsEnv, agentHistory, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { parseSelector } from "../../core/agents/labels.js";
 import { realClock } from "../../kit/clock.js";
 import { boundedStderrLogger } from "../../kit/log.js";
 import { NodeClient } from "../../mesh/client/node-client.js";
 import { PlaceError } from "../../mesh/controller/index.js";
-import { instancesWithState, targetsWithFacts } from "../../mesh/controller/views.js";
+import { instancesWithState, targetsSelected, targetsWithFacts } from "../../mesh/controller/views.js";
 import { berthVersion } from "../../version.js";
-import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./types.js";
 import { connect } from "../cluster-connect.js";
 import { ensureControllerKey, operatorIdentity, withController } from "../controller.js";
 import { databaseOf } from "../database.js";
-import { openCliK8sAudit } from "../k8s-audit.js";
 import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "../errors.js";
+import { openCliK8sAudit } from "../k8s-audit.js";
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
 import { localNodeAdmin } from "./node-admin-local.js";
-import { agentHistory, rollbackAgent, AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./types.js";
 
 const CLI_ERRORS: FailureMap<CliError> = {
   unknown_agent: (f) => unknownAgent(f.agent),
@@ -82,7 +82,16 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
   const deployDoc = (r: ReturnType<typeof deployEventPayload>) => r as unknown as DeployDocument;
   return {
     where: "local",
-    targets: (refresh) => read(() => withController(controllerFlags, async (c) => targetsWithFacts(c, refresh ? await withSpinner("describing every node", flags.json, () => c.refreshTargets()) : await c.targets()))),
+    targets: (refresh, selector) =>
+      read(() =>
+        withController(controllerFlags, async (c) => {
+          const parsed = parseSelector(selector ?? "");
+          if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
+          // A node's labels come with its signed facts, which this process has only once it described the nodes.
+          const describe = refresh || parsed.requirements.length > 0;
+          return targetsSelected(await targetsWithFacts(c, describe ? await withSpinner("describing every node", flags.json, () => c.refreshTargets()) : await c.targets()), parsed.requirements);
+        }),
+      ),
     addTarget: (addr, tier, key) =>
       withController(controllerFlags, async (c) => {
         const r = await c.addTarget(addr, tier, key);

@@ -7,13 +7,13 @@
 import { createRequire } from "node:module";
 import { dirname, isAbsolute, resolve } from "node:path";
 import type { AgentState, HistoryAnswer, LogsAnswer } from "../../agents/index.js";
+import type { DeployPlan } from "../../core/agents/deploy-plan.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
-import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "./types.js";
 import { CliError, invalidInput, placeRefused, unknownAgent } from "../errors.js";
-import { type ApiAnswer, apiRequest as sendOnce, type ServerTarget } from "../remote/http.js";
-import type { DeployPlan } from "../../core/agents/deploy-plan.js";
+import { type ApiAnswer, type ServerTarget, apiRequest as sendOnce } from "../remote/http.js";
+import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "./types.js";
 
 /**
  * Issue 20: several `berth serve` may share one store and only the leader writes; a follower answers a write 503
@@ -110,7 +110,10 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
   const absolutePackage = (p: string) => (o.sameHost && !/^[0-9a-f]{64}$/.test(p) ? resolve(p) : p);
   return {
     where: t.via,
-    targets: async (refresh) => ((await call("GET", `/nodes${refresh ? "?refresh=true" : ""}`)) as { nodes: TargetRow[] }).nodes,
+    targets: async (refresh, selector) => {
+      const query = new URLSearchParams({ ...(refresh ? { refresh: "true" } : {}), ...(selector ? { labelSelector: selector } : {}) }).toString();
+      return ((await call("GET", `/nodes${query ? `?${query}` : ""}`)) as { nodes: TargetRow[] }).nodes;
+    },
     addTarget: async (addr, tier, key) => {
       const a = await apiRequest(t, "POST", "/nodes", { addr, ...(tier ? { tier } : {}), ...(key ? { key } : {}) });
       if (a.status === 201) return { ok: true, target: (a.body as { node: TargetRow }).node };

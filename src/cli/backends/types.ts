@@ -49,7 +49,8 @@ export interface StopDocument {
 export interface ControllerBackend {
   /** `local` or how the server was found (a context, BERTH_ADDR, the home's running serve). */
   readonly where: string;
-  targets(refresh: boolean): Promise<TargetRow[]>;
+  /** `selector`: a `-l` the caller already judged well-formed (issue 36). */
+  targets(refresh: boolean, selector?: string): Promise<TargetRow[]>;
   addTarget(addr: string, tier: Tier | null, key: string | null): Promise<{ ok: true; target: TargetRow } | { ok: false; error: string }>;
   /** false: no such node. */
   setTier(ref: string, tier: Tier): Promise<boolean>;

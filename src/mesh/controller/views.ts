@@ -3,6 +3,7 @@
  * with a summary of their facts and the operator's marks, placements with what their node says of them now. Read
  * only; the API's routes (server/routes/mesh.ts) and the CLI's local backend show the same rows from here.
  */
+import { type Requirement, selects } from "../../core/agents/labels.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { NodeId } from "../../core/crypto/ed25519.js";
 import type { NodeView } from "../../core/placement/index.js";
@@ -48,6 +49,12 @@ export async function targetsWithFacts(controller: MeshController, targets: read
       forget_reason: m?.forget_reason ?? null,
     };
   });
+}
+
+/** Issue 36: the nodes whose facts' labels (node.json `labels`) a parsed `-l` / `?labelSelector=` selects. */
+export function targetsSelected<T extends { readonly facts: JsonObject | null }>(rows: readonly T[], requirements: readonly Requirement[]): T[] {
+  if (requirements.length === 0) return [...rows];
+  return rows.filter((r) => selects(requirements, (r.facts?.labels as Record<string, string> | undefined) ?? {}));
 }
 
 /** One signed status per node (not per instance), so a list of hundreds of instances costs one call per node. */

@@ -5,11 +5,12 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { z } from "zod";
+import { parseSelector } from "../../core/agents/labels.js";
 import { renderExplain } from "../../core/placement/explain.js";
 import type { PlacementDecision } from "../../core/placement/index.js";
 import { PlaceError, type TargetInfo, type VerbResult } from "../../mesh/controller/index.js";
-import { instancesWithState, targetsWithFacts } from "../../mesh/controller/views.js";
 import { PACKAGE_STORE, storedPackageDir } from "../../mesh/controller/prepare.js";
+import { instancesWithState, targetsSelected, targetsWithFacts } from "../../mesh/controller/views.js";
 import { readEnvelope } from "../../mesh/packages/dir.js";
 import type { Inputs } from "../contract.js";
 import { ApiError, notFound } from "../errors.js";
@@ -94,8 +95,11 @@ export const meshHandlers: Handlers = {
   listNodes: async (i, ctx) => {
     const q = i.query as In<typeof Inputs.nodesQuery>;
     const c = ctx.state.controller;
-    const targets = q.refresh === "true" ? await c.refreshTargets() : await c.targets();
-    return { body: { nodes: await withFacts(ctx, targets) } };
+    const parsed = parseSelector(q.labelSelector ?? "");
+    if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
+    // A node's labels come with its signed facts: a selector describes every node first, so none is judged on none.
+    const targets = q.refresh === "true" || parsed.requirements.length > 0 ? await c.refreshTargets() : await c.targets();
+    return { body: { nodes: targetsSelected(await withFacts(ctx, targets), parsed.requirements) } };
   },
   addNode: async (i, ctx) => {
     const b = i.body as In<typeof Inputs.addNode>;
