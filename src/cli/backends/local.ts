@@ -21,26 +21,11 @@ import { openCliK8sAudit } from "../k8s-audit.js";
 import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "../errors.js";
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
+import { agentFailureError } from "./failures.js";
 import { localNodeAdmin } from "./node-admin-local.js";
-import { agentHistory, rollbackAgent, AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { AgentRegistry, type AgentsEnv, agentHistory, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, specFromText, startAgent, stopAgent, unwrap } from "../../agents/index.js";
 
-const CLI_ERRORS: FailureMap<CliError> = {
-  unknown_agent: (f) => unknownAgent(f.agent),
-  instance_verb_failed: (f) =>
-    f.result.kind === "unreachable" ? unreachableNode(`${f.verb} ${f.agent} (${f.instance}) on ${f.result.node}`, f.result.reason) : new CliError(f.message, 1),
-  spec_unusable: (f) => new CliError(f.message, f.usage ? 2 : 1),
-  agent_mismatch: (f) => new CliError(f.message),
-  spec_unreadable: (f) => new CliError(f.message),
-  settings_invalid: (f) => new CliError(f.message),
-  audit_unavailable: (f) => new CliError(f.message, 1),
-  cluster_not_configured: (f) => new CliError(f.message, 1),
-  cluster_unreachable: (f) => new CliError(f.message, 1),
-  no_instance: (f) => new CliError(f.message, 1),
-  pod_absent: (f) => new CliError(f.message, 1),
-  log_unreadable: (f) => new CliError(f.message, 1),
-};
-
-const answered = <T>(o: Outcome<T>): T => unwrap(o, (f) => translateFailure(CLI_ERRORS, f));
+const answered = <T>(o: Outcome<T>): T => unwrap(o, agentFailureError);
 
 export function localBackend(flags: BackendFlags): ControllerBackend {
   const home = berthHome();
@@ -76,7 +61,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
   };
   const loaded = (spec: SpecInput) => {
     const l = specFromText(spec.text, spec.path);
-    if (!l.ok) throw invalidInput(l.error);
+    if (!l.ok) throw agentFailureError({ kind: "spec_invalid", message: l.error });
     return l.value;
   };
   const deployDoc = (r: ReturnType<typeof deployEventPayload>) => r as unknown as DeployDocument;
@@ -92,7 +77,10 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     place: (order) =>
       withController(controllerFlags, async (c) => {
         try {
-          return await withSpinner(order.dry_run ? "deciding where it would run" : "deciding and asking the node to run it", flags.json, () => c.place(order));
+          return await withSpinner(order.dry_run ? "deciding where it would run" : "deciding and asking the node to run it", flags.json, () =>
+            // A directory is named by its absolute path, as a serve on this machine is sent it (remote.ts): one text both ways.
+            c.place({ ...order, package: /^[0-9a-f]{64}$/.test(order.package) ? order.package : resolve(order.package) }),
+          );
         } catch (error) {
           if (error instanceof PlaceError) throw placeRefused(error.code, error.message, error.constraints);
           throw error;
