@@ -101,6 +101,14 @@ export function placeRefused(code: string, message: string, constraints: Readonl
   return new CliError(text.trimEnd(), 1, { details: { code, constraints } });
 }
 
+/**
+ * Issue 36 item 5: a key that did not sign the chain is most often the wrong key given, not a broken chain: say so,
+ * name the key that did sign it, and suggest nothing destructive.
+ */
+export function wrongKeyAdvice(signedBy: string): string {
+  return `this is not the key that signed this chain (it was signed by ${signedBy}); you may have given another key: a package signer's key, another home's controller key, or a typo. \`berth keys show --key-file ~/.berth/keys/controller.key\` prints the controller's public key. Nothing about the chain was judged; if you are sure the key is right, the chain was replaced by one signed with another key: keep the database as evidence`;
+}
+
 /** What to do when the audit chain does not verify: never repair silently; find the cause, then reseal. */
 export const CHAIN_BROKEN_ADVICE =
   "events from this one on cannot be trusted: keep the database as evidence, compare it with an export or a checkpoint held elsewhere, and once the cause is known start a new chain with `berth audit reseal --new-chain --reason TEXT`";

@@ -83,7 +83,16 @@ const KubernetesSchema = z
     /** The agent harness command inside the image (the provider's `launch.command`); required, see below. */
     command: z.string().min(1, "must not be empty").optional(),
     /** Who may send the agent `!shutdown` (`launch.owner_pubkey`): 64 lowercase hex. */
-    owner_pubkey: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a Nostr public key)").optional(),
+    owner_pubkey: z
+      .string({
+        // Issue 36: YAML reads an unquoted all-digit key as a number (and loses digits); say so instead of "expected string".
+        error: (issue) =>
+          typeof issue.input === "number" || typeof issue.input === "bigint"
+            ? "YAML read this unquoted all-digit key as a number; quote it: owner_pubkey: \"…\" (64 lowercase hex characters)"
+            : "must be a string of 64 lowercase hex characters (a Nostr public key)",
+      })
+      .regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a Nostr public key)")
+      .optional(),
     /**
      * Issue 15: the persistent workspace claim (Buzz's `workspace_storage`, e.g. `20Gi`), so a Kubernetes agent keeps
      * its `$HOME` across pod replacement as a mesh agent keeps its workspace on its node. Unset: an ephemeral workspace.
