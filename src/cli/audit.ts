@@ -4,7 +4,7 @@
  * registered together so `berth audit --help` and the file read the same.)
  */
 import { existsSync, readFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { type Command, Option } from "commander";
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
 import type { SealedEvent } from "../core/chain/event.js";
@@ -14,7 +14,7 @@ import type * as AuditDeps from "./audit-deps.js";
 import { againstCheckpoint, registerMerkleCommands, verifyProofFile } from "./audit-merkle.js";
 import type * as AuditRemote from "./audit-remote.js";
 import { registerAuditWitnesses } from "./audit-witnesses.js";
-import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput, wrongKeyAdvice } from "./errors.js";
+import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, homeMissing, invalidInput, noHome, wrongKeyAdvice } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 import type { ServerTarget } from "./remote/http.js";
@@ -51,7 +51,11 @@ import { renderTable } from "./table.js";
 
 
 function openExisting(path: string, readonly = true): Db {
-  if (!existsSync(path)) throw new CliError(`database ${path} does not exist; pass --data-dir with a berth home (or --db with the path of a berth database)`);
+  if (!existsSync(path)) {
+    // Issue 36: a home that is not there is said as such (where berth looked, how to start one).
+    if (homeMissing(dirname(path))) throw noHome(dirname(path));
+    throw new CliError(`database ${path} does not exist; pass --data-dir with a berth home (or --db with the path of a berth database)`);
+  }
   let db: Db;
   try {
     db = d.openDatabase(path, { readonly });

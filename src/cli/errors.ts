@@ -10,6 +10,9 @@
  *   2  the request could not be made: a bad flag or argument, an invalid or missing file, a key file that is
  *      missing or readable by others, a database that cannot be opened
  */
+import { existsSync, readdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { resolve } from "node:path";
 import { CommanderError } from "commander";
 
 export const EXIT_CODES_HELP = [
@@ -80,6 +83,24 @@ export function unknownAgent(name: string): CliError {
     1,
     { kind: "unknown_agent" },
   );
+}
+
+/**
+ * Issue 36: a verb that reads a home that is not there makes none; it says where it looked, why there, and how to
+ * start one (never "create a key"). `how` is why that directory: --data-dir, $BERTH_HOME or the default home.
+ */
+export function noHome(dataDir: string): CliError {
+  const home = homedir();
+  const how = process.env.BERTH_HOME && dataDir === resolve(process.env.BERTH_HOME) ? "$BERTH_HOME" : dataDir === resolve(home, ".berth") ? "the default home; $BERTH_HOME is not set" : "--data-dir";
+  return new CliError(`no berth home at ${dataDir} (${how}): nothing to read, and nothing was made. Start one with \`berth up\`, or name the one you started with --data-dir DIR or BERTH_HOME=DIR`, 1, {
+    kind: "refused",
+    details: { home: dataDir },
+  });
+}
+
+/** A home that is not there, or empty: nothing of berth's was ever written in it. */
+export function homeMissing(dataDir: string): boolean {
+  return !existsSync(dataDir) || readdirSync(dataDir).length === 0;
 }
 
 export function unknownInstance(id: string, reason: string): CliError {

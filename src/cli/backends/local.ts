@@ -3,7 +3,6 @@
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
 import { existsSync, readdirSync } from "node:fs";
-import { homedir } from "node:os";
 import { resolve } from "node:path";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { parseSelector } from "../../core/agents/labels.js";
@@ -18,7 +17,7 @@ import { connect } from "../cluster-connect.js";
 import { ensureControllerKey, operatorIdentity, withController } from "../controller.js";
 import { databaseOf } from "../database.js";
 import { openCliK8sAudit } from "../k8s-audit.js";
-import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "../errors.js";
+import { noHome, placeRefused } from "../errors.js";
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
 import { agentFailureError } from "./failures.js";
@@ -51,13 +50,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
   const read = <T>(fn: () => Promise<T>): Promise<T> => {
     if (databaseOf(flags.database) || (existsSync(dataDir) && readdirSync(dataDir).length > 0)) return fn();
     // --data-dir defaults to berthHome(), so a home named by neither flag nor variable is the default one.
-    const how = process.env.BERTH_HOME && dataDir === resolve(process.env.BERTH_HOME) ? "$BERTH_HOME" : dataDir === resolve(homedir(), ".berth") ? "the default home; $BERTH_HOME is not set" : "--data-dir";
-    return Promise.reject(
-      new CliError(`no berth home at ${dataDir} (${how}): nothing to read, and nothing was made. Start one with \`berth up\`, or name the one you started with --data-dir DIR or BERTH_HOME=DIR`, 1, {
-        kind: "refused",
-        details: { home: dataDir },
-      }),
-    );
+    return Promise.reject(noHome(dataDir));
   };
   const loaded = (spec: SpecInput) => {
     const l = specFromText(spec.text, spec.path);
