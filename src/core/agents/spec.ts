@@ -154,6 +154,8 @@ const SpecBody = z
   });
 
 export const AgentSpecSchema = z.strictObject({
+  /** Issue 36: the JSON Schema an editor checks the spec against (docs/agent-spec.schema.json); berth ignores it. */
+  $schema: z.string().optional(),
   apiVersion: z.literal(AGENT_API_VERSION, { error: `must be "${AGENT_API_VERSION}"` }),
   kind: z.literal("Agent", { error: 'must be "Agent"' }),
   // Issue 36: labels in Kubernetes' syntax, which `-l` and `?labelSelector=` select on.
