@@ -329,7 +329,7 @@ export const Inputs = {
   }),
   /** Issue 36: the name of the spec as its author knows it (`berth deploy FILE`'s FILE), used only in messages. */
   specSourceQuery: z.strictObject({
-    source: z.string().min(1).max(4096).regex(/^[^\u0000-\u001f\u007f]+$/, "must be printable text").optional().meta({ description: "how messages name the spec (the CLI's FILE); without it they start at the field" }),
+    source: z.string().min(1).max(4096).refine((v) => ![...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), "must be printable text").optional().meta({ description: "how messages name the spec (the CLI's FILE); without it they start at the field" }),
   }),
   agentStop: z.strictObject({ wait: z.boolean().optional().meta({ description: "Kubernetes: answer once the pod is gone and its Secret removed (the mesh's stop answers when the node has stopped it)" }) }),
   agentReplace: z.strictObject({ spec: Json.optional().meta({ description: "deploy this spec instead of the one last deployed" }) }),
