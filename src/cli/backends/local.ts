@@ -17,7 +17,7 @@ import { connect } from "../cluster-connect.js";
 import { ensureControllerKey, operatorIdentity, withController } from "../controller.js";
 import { databaseOf } from "../database.js";
 import { openCliK8sAudit } from "../k8s-audit.js";
-import { noHome, placeRefused } from "../errors.js";
+import { invalidInput, noHome, placeRefused } from "../errors.js";
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
 import { agentFailureError } from "./failures.js";
