@@ -8,7 +8,7 @@
 import { dirname, isAbsolute, resolve } from "node:path";
 import { splitSpecEnv } from "../core/agents/spec.js";
 import { readValueFrom, type ValueFromRef } from "../kit/value-from.js";
-import type { Loaded, LoadedSpec } from "./spec-file.js";
+import { type Loaded, type LoadedSpec, specField } from "./spec-file.js";
 
 export interface ResolvedEnv {
   /** Every name → value, for the place body only. */
@@ -27,7 +27,7 @@ export function resolveSpecEnv(loaded: LoadedSpec, processEnv: NodeJS.ProcessEnv
     const ref: ValueFromRef = "env" in source ? { env: source.env } : { file: isAbsolute(source.file) ? source.file : resolve(dirname(loaded.path), source.file) };
     const read = readValueFrom(ref, processEnv);
     if (!read.ok) {
-      const field = `${loaded.path}: spec.config.env.${name}.valueFrom.${"env" in ref ? "env" : "file"}`;
+      const field = specField(loaded, `spec.config.env.${name}.valueFrom.${"env" in ref ? "env" : "file"}`);
       const advice =
         read.cause === "unset" ? " in the process that deploys (the CLI, or the berth serve / berth up of the home it went through); export it there" : read.cause === "too_large" ? "; is it the right file?" : "";
       return { ok: false, error: `${field}: ${read.error}${advice}` };

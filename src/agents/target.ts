@@ -17,6 +17,8 @@ import type { AgentState } from "./state.js";
 import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
 export type AgentFailure =
+  /** The spec failed its schema: one line per field, in the spec's own names (core/agents/spec-issues.ts). */
+  | { readonly kind: "spec_invalid"; readonly message: string }
   /** The spec cannot run as written (package, nsec, provider_config): fix the named field. */
   | { readonly kind: "spec_unusable"; readonly message: string; readonly usage: boolean }
   | { readonly kind: "unknown_agent"; readonly agent: string; readonly message: string }

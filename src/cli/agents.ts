@@ -6,9 +6,10 @@
  * not act (the message says why and what to do), 2 for usage or I/O. Registration loads only commander (issue 19).
  */
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { Argument, type Command, Option } from "commander";
 import type { AgentState, HistoryAnswer } from "../agents/index.js";
+import { unreadable } from "../kit/file-errors.js";
 import { type DeployDocument, openBackend, type SpecInput } from "./backends/index.js";
 import { CliError, invalidInput } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, kubeContextFlag, watchFlags } from "./flags.js";
@@ -32,7 +33,8 @@ export function readSpecInput(file: string): SpecInput {
   try {
     return { path, text: readFileSync(path, "utf8") };
   } catch (error) {
-    throw invalidInput(`cannot read the agent spec ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    // Issue 36 item 5: a missing file is named as missing (not "correct the named field").
+    throw new CliError(`${unreadable(file, error, "the agent spec")}${isAbsolute(file) ? "" : ` (relative to ${process.cwd()})`}`, 2, { kind: "file" });
   }
 }
 

@@ -4,7 +4,7 @@
  * registered together so `berth audit --help` and the file read the same.)
  */
 import { existsSync, readFileSync, writeSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { type Command, Option } from "commander";
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
 import type { SealedEvent } from "../core/chain/event.js";
@@ -14,7 +14,7 @@ import type * as AuditDeps from "./audit-deps.js";
 import { againstCheckpoint, registerMerkleCommands, verifyProofFile } from "./audit-merkle.js";
 import type * as AuditRemote from "./audit-remote.js";
 import { registerAuditWitnesses } from "./audit-witnesses.js";
-import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, invalidInput } from "./errors.js";
+import { CHAIN_BROKEN_ADVICE, CliError, describeZodIssues, homeMissing, invalidInput, noHome, wrongKeyAdvice } from "./errors.js";
 import { answer } from "./output.js";
 import { berthHome, defaultPaths } from "./paths.js";
 import type { ServerTarget } from "./remote/http.js";
@@ -51,7 +51,11 @@ import { renderTable } from "./table.js";
 
 
 function openExisting(path: string, readonly = true): Db {
-  if (!existsSync(path)) throw new CliError(`database ${path} does not exist; pass --data-dir with a berth home (or --db with the path of a berth database)`);
+  if (!existsSync(path)) {
+    // Issue 36: a home that is not there is said as such (where berth looked, how to start one).
+    if (homeMissing(dirname(path))) throw noHome(dirname(path));
+    throw new CliError(`database ${path} does not exist; pass --data-dir with a berth home (or --db with the path of a berth database)`);
+  }
   let db: Db;
   try {
     db = d.openDatabase(path, { readonly });
@@ -176,10 +180,12 @@ function printVerify(result: VerifyResult, json: boolean): void {
     result,
     result.ok
       ? `${out.green("ok")} chain ${result.chain_id} events ${result.events} head ${result.head?.seq}:${result.head?.hash} checkpoints ${result.checkpoints}${againstText(result)}`
-      : `${out.red("FAIL")} chain ${result.chain_id ?? "?"} seq ${f?.seq} ${f?.code}: ${f?.detail}`,
+      : f?.signed_by
+        ? `${out.red("FAIL")} chain ${result.chain_id ?? "?"}: not signed by the key given (${f.detail})`
+        : `${out.red("FAIL")} chain ${result.chain_id ?? "?"} seq ${f?.seq} ${f?.code}: ${f?.detail}`,
   );
   if (json) return;
-  if (!result.ok) process.stderr.write(`${err.red("what to do:")} ${CHAIN_BROKEN_ADVICE}\n`);
+  if (!result.ok) process.stderr.write(`${err.red("what to do:")} ${f?.signed_by ? wrongKeyAdvice(f.signed_by) : CHAIN_BROKEN_ADVICE}\n`);
   if (result.keySelfAsserted) {
     process.stderr.write(`${err.yellow("warning:")} no --pubkey or --key-file given; the chain was checked against the key it names itself (self-asserted)\n`);
   }

@@ -7,6 +7,7 @@
  * already records it; every settle used to fail on it with a unique-constraint error. Its placement is the truth, so
  * the repair marks the decision placed. It also lists decisions other processes hold right now (informational).
  */
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import type { DoctorDocument } from "../server/routes/operator.js";
 import { DATABASE_HELP } from "./flags.js";
@@ -31,7 +32,9 @@ export function registerDoctorCommands(program: Command): void {
         // The server repairs with the caller (its token's id and address) as the operator it chains.
         doc = (await callServer(remote.server, opts.repair ? "POST" : "GET", opts.repair ? "/doctor/repair" : "/doctor", opts.repair ? {} : undefined)) as DoctorDocument;
       } else {
-        const { operatorIdentity, withController } = await import("./controller.js");
+        const [{ operatorIdentity, withController }, { databaseOf }, { homeMissing, noHome }] = await Promise.all([import("./controller.js"), import("./database.js"), import("./errors.js")]);
+        // Issue 36: doctor on a home that is not there says where it looked and how to start one (not "create a key").
+        if (!databaseOf(opts.database) && opts.dataDir !== undefined && homeMissing(opts.dataDir)) throw noHome(resolve(opts.dataDir));
         doc = await withController({ ...opts, quiet: true }, (c) => doctorDocument(c, opts.repair ? { operator: operatorIdentity("berth doctor") } : null));
       }
       const lines = doc.wedged.map(

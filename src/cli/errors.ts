@@ -10,6 +10,9 @@
  *   2  the request could not be made: a bad flag or argument, an invalid or missing file, a key file that is
  *      missing or readable by others, a database that cannot be opened
  */
+import { existsSync, readdirSync } from "node:fs";
+import { homedir } from "node:os";
+import { resolve } from "node:path";
 import { CommanderError } from "commander";
 
 export const EXIT_CODES_HELP = [
@@ -82,6 +85,24 @@ export function unknownAgent(name: string): CliError {
   );
 }
 
+/**
+ * Issue 36: a verb that reads a home that is not there makes none; it says where it looked, why there, and how to
+ * start one (never "create a key"). `how` is why that directory: --data-dir, $BERTH_HOME or the default home.
+ */
+export function noHome(dataDir: string): CliError {
+  const home = homedir();
+  const how = process.env.BERTH_HOME && dataDir === resolve(process.env.BERTH_HOME) ? "$BERTH_HOME" : dataDir === resolve(home, ".berth") ? "the default home; $BERTH_HOME is not set" : "--data-dir";
+  return new CliError(`no berth home at ${dataDir} (${how}): nothing to read, and nothing was made. Start one with \`berth up\`, or name the one you started with --data-dir DIR or BERTH_HOME=DIR`, 1, {
+    kind: "refused",
+    details: { home: dataDir },
+  });
+}
+
+/** A home that is not there, or empty: nothing of berth's was ever written in it. */
+export function homeMissing(dataDir: string): boolean {
+  return !existsSync(dataDir) || readdirSync(dataDir).length === 0;
+}
+
 export function unknownInstance(id: string, reason: string): CliError {
   return new CliError(`${reason}; \`berth instances\` lists the placed instances (${id} is not one of them)`, 1, { kind: "unknown_instance" });
 }
@@ -99,6 +120,14 @@ export function unreachableNode(what: string, reason: string): CliError {
 export function placeRefused(code: string, message: string, constraints: ReadonlyArray<{ constraint: string; detail: string }>): CliError {
   const text = [`place refused (${code}): ${message}`, ...constraints.map((r) => `  ${r.constraint}: ${r.detail}`)].join("\n");
   return new CliError(text.trimEnd(), 1, { details: { code, constraints } });
+}
+
+/**
+ * Issue 36 item 5: a key that did not sign the chain is most often the wrong key given, not a broken chain: say so,
+ * name the key that did sign it, and suggest nothing destructive.
+ */
+export function wrongKeyAdvice(signedBy: string): string {
+  return `this is not the key that signed this chain (it was signed by ${signedBy}); you may have given another key: a package signer's key, another home's controller key, or a typo. \`berth keys show --key-file ~/.berth/keys/controller.key\` prints the controller's public key. Nothing about the chain was judged; if you are sure the key is right, the chain was replaced by one signed with another key: keep the database as evidence`;
 }
 
 /** What to do when the audit chain does not verify: never repair silently; find the cause, then reseal. */

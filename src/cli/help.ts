@@ -44,7 +44,8 @@ export function presentForPeople(program: Command): void {
   program.configureOutput({
     getOutHasColors: () => out.enabled,
     getErrHasColors: () => err.enabled,
-    outputError: (text, write) => write(err.red(text)),
+    // One prefix for every failure (issue 36 item 5): commander's own "error: " reads as berth's.
+    outputError: (text, write) => write(err.red(text.replace(/^error: /, "berth: "))),
   });
   program.configureHelp({
     styleTitle: (title) => out.bold(title),

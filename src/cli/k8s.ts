@@ -14,7 +14,8 @@ import { connect } from "./cluster-connect.js";
 import { CliError, describeZodIssues } from "./errors.js";
 import { kubeContextFlag } from "./flags.js";
 import type * as K8sDeps from "./k8s-deps.js";
-import { answer } from "./output.js";
+import { unreadable } from "../kit/file-errors.js";
+import { answer, answerRefusal } from "./output.js";
 import { berthHome } from "./paths.js";
 import { startProgress } from "./progress.js";
 import { paintState, stdoutPalette } from "./style.js";
@@ -59,13 +60,17 @@ function readDeployFile(path: string, requireCommand: boolean): Prepared {
     // `-` is stdin (issue 13: `-f -`), read as YAML (JSON is YAML too).
     text = readFileSync(path === "-" ? 0 : path, "utf8");
   } catch (error) {
-    throw new CliError(`cannot read ${path}: ${(error as Error).message}`);
+    throw new CliError(unreadable(path, error, "the deploy file"), 2, { kind: "file" });
   }
   let raw: unknown;
   try {
     raw = /\.json$/i.test(path) ? JSON.parse(text) : d.parseYaml(text);
   } catch (error) {
     throw new CliError(`${path} is not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`);
+  }
+  // An agent spec (berth/v1 Agent) is `berth deploy`'s, not this provider-format file's: say which verb takes it.
+  if (typeof raw === "object" && raw !== null && (raw as { kind?: unknown }).kind === "Agent") {
+    throw new CliError(`${path} is an agent spec (kind: Agent): deploy it with \`berth deploy ${path}\`; \`berth k8s deploy\` takes the provider's deploy request (docs/kubernetes.md)`, 2, { kind: "validation" });
   }
   const prepared = d.prepareDeploy(raw, { requireCommand });
   rawOf.set(prepared, raw);
@@ -189,7 +194,7 @@ export function registerK8sCommands(program: Command): void {
       await load();
       const prepared = readDeployFile(file, true);
       if (!prepared.ok) {
-        answer(opts.json, { ok: false, error: prepared.error }, `error: ${prepared.error}`);
+        answerRefusal(opts.json, { ok: false, error: prepared.error }, prepared.error);
         process.exitCode = 1;
         return;
       }
@@ -197,12 +202,14 @@ export function registerK8sCommands(program: Command): void {
       if (remote) {
         const { withSpinner } = await import("./progress.js");
         const r = await withSpinner(`deploying ${prepared.inputs.identity.podName} through ${remote.t.url}`, opts.json, () => remote.r.deployThrough(remote.t, rawOf.get(prepared)));
-        answer(opts.json, r.ok ? { ok: true, agent_id: r.agent_id } : { ok: false, error: r.error }, r.ok ? `started ${r.agent_id}` : `error: ${r.error}`);
+        if (r.ok) answer(opts.json, { ok: true, agent_id: r.agent_id }, `started ${r.agent_id}`);
+        else answerRefusal(opts.json, { ok: false, error: r.error }, String(r.error));
         process.exitCode = r.ok ? 0 : 1;
         return;
       }
       const a = await runDeploy(prepared, prepared.inputs.config.context, opts.json);
-      answer(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `started ${a.agentId}` : `error: ${a.error}`);
+      if (a.ok) answer(opts.json, { ok: true, agent_id: a.agentId }, `started ${a.agentId}`);
+      else answerRefusal(opts.json, { ok: false, error: a.error }, a.error);
       process.exitCode = a.ok ? 0 : 1;
     });
 
@@ -305,7 +312,8 @@ export function registerK8sCommands(program: Command): void {
       const remote = await k8sServer(given);
       if (remote) {
         const r = await remote.r.stopThrough(remote.t, at(agent), Boolean(opts.wait));
-        answer(opts.json, r, r.ok ? r.message : `error: ${r.message}`);
+        if (r.ok) answer(opts.json, r, r.message);
+        else answerRefusal(opts.json, r, r.message);
         process.exitCode = r.ok ? 0 : 1;
         return;
       }
@@ -313,7 +321,8 @@ export function registerK8sCommands(program: Command): void {
       const deps = await verbDeps(cluster);
       try {
         const r = await d.stop(deps, agent.ref, { wait: Boolean(opts.wait) });
-        answer(opts.json, r, r.ok ? r.message : `error: ${r.message}`);
+        if (r.ok) answer(opts.json, r, r.message);
+        else answerRefusal(opts.json, r, r.message);
         process.exitCode = r.ok ? 0 : 1;
       } finally {
         cluster.close();
@@ -337,7 +346,8 @@ export function registerK8sCommands(program: Command): void {
       const remote = await k8sServer(given);
       if (remote) {
         const r = await remote.r.replaceThrough(remote.t, at(agent), rawOf.get(prepared));
-        answer(opts.json, r.ok ? { ok: true, agent_id: r.agent_id } : { ok: false, error: r.error }, r.ok ? `replaced: started ${r.agent_id}` : `error: ${r.error}`);
+        if (r.ok) answer(opts.json, { ok: true, agent_id: r.agent_id }, `replaced: started ${r.agent_id}`);
+        else answerRefusal(opts.json, { ok: false, error: r.error }, String(r.error));
         process.exitCode = r.ok ? 0 : 1;
         return;
       }
@@ -354,7 +364,7 @@ export function registerK8sCommands(program: Command): void {
       if (!outcome.ok) {
         await d.replaceAuditEnd(deps, agent.ref, actionId, { ok: false, message: outcome.message });
         await deps.close();
-        answer(opts.json, { ok: false, error: outcome.message }, `error: ${outcome.message}`);
+        answerRefusal(opts.json, { ok: false, error: outcome.message }, outcome.message);
         process.exitCode = 1;
         return;
       }
@@ -367,7 +377,8 @@ export function registerK8sCommands(program: Command): void {
         end.cluster.close();
         await end.close();
       }
-      answer(opts.json, a.ok ? { ok: true, agent_id: a.agentId } : { ok: false, error: a.error }, a.ok ? `replaced: started ${a.agentId}` : `error: ${a.error}`);
+      if (a.ok) answer(opts.json, { ok: true, agent_id: a.agentId }, `replaced: started ${a.agentId}`);
+      else answerRefusal(opts.json, { ok: false, error: a.error }, a.error);
       process.exitCode = a.ok ? 0 : 1;
     });
 }

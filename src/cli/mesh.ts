@@ -229,6 +229,8 @@ export function registerMeshCommands(program: Command): void {
   ).action(async (addr: string, opts: ControllerVerbFlags & { tier?: string; key?: string }, cmd: Command) => {
     const tier = opts.tier === undefined ? null : tierOf("--tier", opts.tier);
     if (opts.key !== undefined && !/^[0-9a-f]{64}$/.test(opts.key)) throw new CliError("--key: must be 64 lowercase hex characters (an Ed25519 public key)");
+    // The API's rule for an address (contract.ts), checked here so both ways refuse it in the same words (issue 36).
+    if (!/^[^\s:]+:\d{1,5}$/.test(addr)) throw invalidInput(`addr: ${JSON.stringify(addr)} must be HOST:PORT (the address \`berth node serve\` listens on)`);
     const backend = await openBackend(backendFlags(opts, cmd));
     const { withSpinner } = await import("./progress.js");
     const r = await withSpinner(`asking ${addr} to describe itself`, opts.json, () => backend.addTarget(addr, tier, opts.key ?? null));

@@ -39,6 +39,15 @@ export function answer(json: boolean | undefined, doc: unknown, text: string): v
 }
 
 /**
+ * A verb's negative answer that is a document too (`{ok:false, error}`): the document on stdout for programs, and for
+ * people one `berth: …` line on stderr, the prefix every other failure has (issue 36 item 5).
+ */
+export function answerRefusal(json: boolean | undefined, doc: unknown, message: string): void {
+  if (json || chosen === "json" || chosen === "yaml") answer(json, doc, "");
+  else process.stderr.write(`berth: ${message}\n`);
+}
+
+/**
  * The format this invocation asked for, read from the raw arguments (for answers given before or outside commander's
  * parsing, e.g. errors): `--json`, `-o F`, `-oF`, `--output F`, `--output=F`; options after `--` do not count.
  */

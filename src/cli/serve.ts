@@ -27,12 +27,19 @@ async function serveFlags() {
     database: z.string().min(1).optional(),
     kubeconfig: z.string().min(1).optional(),
     logLevel: z.enum(["silent", "error", "warn", "info", "debug"]),
+    logFormat: z.enum(["auto", "text", "json"], { error: 'must be "text" or "json" (default: text on a terminal, else json)' }),
     json: z.boolean().optional(),
   })
   .refine((f) => (f.tlsCert === undefined) === (f.tlsKey === undefined), { path: ["tlsKey"], message: "--tls-cert and --tls-key go together: give both PEM files, or neither" });
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
+
+/** Issue 36 item 8: one readable line per log record on a terminal; pino's JSON lines elsewhere. */
+export async function logStreamFor(format: "auto" | "text" | "json"): Promise<NodeJS.WritableStream> {
+  const { humanLogStream, humanLogs } = await import("../kit/log-human.js");
+  return humanLogs(format, process.stderr.isTTY) ? humanLogStream(process.stderr) : process.stderr;
+}
 
 export function registerServeCommands(program: Command): void {
   program
@@ -47,6 +54,7 @@ export function registerServeCommands(program: Command): void {
     .option("--database <url>", DATABASE_HELP)
     .option("--kubeconfig <path>", "the kubeconfig for Kubernetes agents (default $KUBECONFIG, else ~/.kube/config)")
     .option("--log-level <level>", "diagnostic JSON lines on stderr: silent, error, warn (refused requests and failures), info (one line per request), debug", "info")
+    .option("--log-format <format>", "text (one line each; the default on a terminal) or json (the default otherwise, for collectors)", "auto")
     .option("--json", "print one JSON line {url, dashboard} once listening")
     .action(async (raw: Record<string, unknown>) => {
       const [ServeFlags, { isLoopback, startServer }] = await Promise.all([serveFlags(), import("../server/index.js")]);
@@ -61,8 +69,9 @@ export function registerServeCommands(program: Command): void {
         );
       }
       const database = (await import("./database.js")).databaseOf(o.database);
+      const logStream = await logStreamFor(o.logFormat);
       const server = await startWaitingForStore(() =>
-        startServer({ dataDir: o.dataDir, ...(database ? { database } : {}), host: o.host, port: o.port, logLevel: o.logLevel, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) }),
+        startServer({ dataDir: o.dataDir, ...(database ? { database } : {}), host: o.host, port: o.port, logLevel: o.logLevel, logStream, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) }),
       );
       // How CLIs on this home find this server and go through it instead of opening the store beside it (issue 21).
       const { advertiseServer } = await import("./remote/serve-file.js");

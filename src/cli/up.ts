@@ -18,11 +18,11 @@ const DEFAULT_UP_PORT = 7420;
 async function serveApi(dataDir: string, port: number, log: (line: string) => void): Promise<RunningServer> {
   const { startServer } = await import("../server/index.js");
   try {
-    return await startServer({ dataDir, port, ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}) });
+    return await startServer({ dataDir, port, logStream: await (await import("./serve.js")).logStreamFor("auto"), ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}) });
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "EADDRINUSE" || port === 0) throw error;
     log(`port ${port} is in use; the API and dashboard take a free port instead`);
-    return startServer({ dataDir, port: 0, ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}) });
+    return startServer({ dataDir, port: 0, logStream: await (await import("./serve.js")).logStreamFor("auto"), ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}) });
   }
 }
 

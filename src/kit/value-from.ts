@@ -8,6 +8,7 @@
  * The failure is a value with its cause, and its message names the variable or the file, never a value; each caller
  * says which field it was reading and what to do in its own words.
  */
+import { unreadable } from "./file-errors.js";
 import { readFileSync, statSync } from "node:fs";
 
 /** The node's launch environment is small; a larger "secret" is a wrong file, not a token. */
@@ -33,7 +34,7 @@ export function readValueFrom(ref: ValueFromRef, processEnv: NodeJS.ProcessEnv):
     if (size > MAX_VALUE_FROM_BYTES) return { ok: false, cause: "too_large", error: `${ref.file} has ${size} bytes, more than ${MAX_VALUE_FROM_BYTES}` };
     text = readFileSync(ref.file, "utf8");
   } catch (error) {
-    return { ok: false, cause: "unreadable", error: `cannot read ${ref.file} (${(error as NodeJS.ErrnoException).code ?? "error"})` };
+    return { ok: false, cause: "unreadable", error: unreadable(ref.file, error, "the secret value") };
   }
   const value = text.replace(/\r?\n$/, "");
   if (value === "") return { ok: false, cause: "empty", error: `${ref.file} is empty` };

@@ -79,6 +79,15 @@ export async function connect(context: string | null, env: NodeJS.ProcessEnv = p
 const connecting = new Map<string, Promise<{ ok: true; cluster: HttpCluster } | { ok: false; error: string }>>();
 
 /** A connection of its own, never pooled (the provider process, which makes one call and exits, uses `connect`). */
+const exists = (path: string): boolean => {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
 export async function connectFresh(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<{ ok: true; cluster: HttpCluster } | { ok: false; error: string }> {
   const ctxLabel = context ?? "(current)";
   // Loaded on demand so that `info`, every refusal before stage 11 and the node daemon never pay for the Kubernetes
@@ -88,6 +97,13 @@ export async function connectFresh(context: string | null, env: NodeJS.ProcessEn
     ({ KubeConfig } = await import("@kubernetes/client-node"));
   } catch (error) {
     return { ok: false, error: catalogue.F1(ctxLabel, `${CLIENT_MISSING} (${message(error)})`) };
+  }
+  // Issue 36 item 5: with no kubeconfig at all the client falls back to http://localhost:8080 and fails on TLS
+  // settings ("HTTP protocol is not allowed…"); say that there is no kubeconfig instead.
+  const files = env.KUBECONFIG ? env.KUBECONFIG.split(delimiter).filter((p) => p !== "" && exists(p)) : [join(env.HOME ?? homedir(), ".kube", "config")].filter(exists);
+  if (files.length === 0 && !env.KUBERNETES_SERVICE_HOST) {
+    const looked = env.KUBECONFIG ? `KUBECONFIG names ${env.KUBECONFIG}, which does not exist` : `KUBECONFIG is not set and ${join(env.HOME ?? homedir(), ".kube", "config")} does not exist`;
+    return { ok: false, error: catalogue.F1(ctxLabel, `no kubeconfig: ${looked}; point KUBECONFIG at the cluster's kubeconfig (or create ~/.kube/config)`) };
   }
   const kc = new KubeConfig();
   try {

@@ -27,6 +27,9 @@ export const ErrorSchema = z.strictObject({
     message: z.string(),
     issues: z.array(z.strictObject({ path: z.string(), message: z.string() })).optional(),
     constraints: z.array(z.strictObject({ constraint: z.string(), detail: z.string() })).optional(),
+    failure: z.looseObject({ kind: z.string(), message: z.string() }).optional().meta({
+      description: "an agent verb's failure as src/agents gives it (kind, message in the spec's field names, and its facts): the berth CLI words it exactly as it does on its own files (issue 36)",
+    }),
   }),
 });
 
@@ -312,11 +315,24 @@ export const Inputs = {
   }),
   labelQuery: z.strictObject({ labelSelector: z.string().max(4096).optional().meta({ description: "issue 36: only the agents whose metadata.labels it selects (key=value, key!=value, key, !key; commas: all)" }) }),
   agentRollback: z.strictObject({ revision: z.number().int().min(1).optional() }),
-  deployQuery: z.strictObject({ dryRun: z.enum(["true", "false"]).optional().meta({ description: "true: answer the plan only (issue 36); nothing is done or chained" }) }),
+  deployQuery: z.strictObject({
+    dryRun: z.enum(["true", "false"]).optional().meta({ description: "true: answer the plan only (issue 36); nothing is done or chained" }),
+    source: z
+      .string()
+      .min(1)
+      .max(4096)
+      .refine((v) => ![...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), "must be printable text")
+      .optional()
+      .meta({ description: "how messages name the spec (the CLI's FILE); without it they start at the field (issue 36)" }),
+  }),
   logsQuery: z.strictObject({ tail_bytes: z.coerce.number().int().min(0).max(65_536).optional() }),
   agentRef: z.strictObject({ name: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be an agent name (a DNS label)") }),
   agentSpec: Json.meta({
     description: "an agent spec (core/agents/spec.ts AgentSpecSchema: apiVersion berth/v1, kind Agent, metadata, spec) as JSON; a relative spec.package resolves against the server's data directory",
+  }),
+  /** Issue 36: the name of the spec as its author knows it (`berth deploy FILE`'s FILE), used only in messages. */
+  specSourceQuery: z.strictObject({
+    source: z.string().min(1).max(4096).refine((v) => ![...v].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), "must be printable text").optional().meta({ description: "how messages name the spec (the CLI's FILE); without it they start at the field" }),
   }),
   agentStop: z.strictObject({ wait: z.boolean().optional().meta({ description: "Kubernetes: answer once the pod is gone and its Secret removed (the mesh's stop answers when the node has stopped it)" }) }),
   agentReplace: z.strictObject({ spec: Json.optional().meta({ description: "deploy this spec instead of the one last deployed" }) }),
@@ -397,7 +413,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "rollbackAgent", method: "POST", path: "/agents/{name}/rollback", tag: "agents", mutating: true, summary: "deploy an earlier spec revision (default: the one before the current), remembered with rollback_of (`berth agent rollback NAME [REV]`)", params: Inputs.agentRef, body: Inputs.agentRollback, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
   { id: "startAgent", method: "POST", path: "/agents/{name}/start", tag: "agents", mutating: true, summary: "start a stopped agent again: a deploy of the spec last deployed (issue 33; the only other way a stopped agent runs again)", params: Inputs.agentRef, body: z.strictObject({}), status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
   { id: "deleteAgent", method: "POST", path: "/agents/{name}/delete", tag: "agents", mutating: true, summary: "remove the agent's record once nothing of it runs (issue 33); ok false with the reason while an instance is there", params: Inputs.agentRef, body: Inputs.agentDelete, status: 200, response: z.strictObject({ ok: z.boolean(), agent: z.string(), message: z.string(), event: z.strictObject({ seq: z.number().int(), hash: z.string() }).optional() }), errors: [404, 409, 502] },
-  { id: "replaceAgent", method: "POST", path: "/agents/{name}/replace", tag: "agents", mutating: true, summary: "stop the running instance now and start one from the spec", params: Inputs.agentRef, body: Inputs.agentReplace, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
+  { id: "replaceAgent", method: "POST", path: "/agents/{name}/replace", tag: "agents", mutating: true, summary: "stop the running instance now and start one from the spec", params: Inputs.agentRef, query: Inputs.specSourceQuery, body: Inputs.agentReplace, status: 200, response: AgentDeploySchema, errors: [404, 409, 422, 502] },
 
   { id: "listK8sAgents", method: "GET", path: "/k8s/agents", tag: "kubernetes", summary: "agent pods managed by berth or Buzz; configured:false without a Kubernetes context", query: Inputs.k8sListQuery, status: 200, response: z.strictObject({ configured: z.boolean(), context: z.string().nullable(), agents: z.array(K8sListRowSchema), error: z.string().nullable() }) },
   { id: "deployK8sAgent", method: "POST", path: "/k8s/agents", tag: "kubernetes", mutating: true, summary: "deploy a Kubernetes agent (as `berth k8s deploy --json`)", body: Inputs.k8sDeploy, status: 200, response: z.strictObject({ ok: z.boolean(), agent_id: z.string().optional(), error: z.string().optional() }), errors: [409, 422, 502] },

@@ -12,7 +12,12 @@ export class ApiError extends Error {
     readonly status: 400 | 401 | 404 | 409 | 413 | 415 | 422 | 500 | 502 | 503,
     readonly code: string,
     message: string,
-    readonly extra: { issues?: readonly FieldIssue[]; constraints?: ReadonlyArray<{ constraint: string; detail: string }> } = {},
+    readonly extra: {
+      issues?: readonly FieldIssue[];
+      constraints?: ReadonlyArray<{ constraint: string; detail: string }>;
+      /** An agent verb's failure as src/agents gave it, for the CLI to word as it does locally (issue 36). */
+      failure?: { readonly kind: string; readonly message: string };
+    } = {},
   ) {
     super(message);
   }

@@ -132,6 +132,25 @@ describe("further faults", () => {
     expect(await instanceCount(fx)).toBe(1);
   });
 
+  it("a pinned place whose only node cannot be reached promises no next candidate (issue 36)", async () => {
+    fx = await seedFixture({
+      controllerOptions: {
+        hooks: {
+          afterAttemptBegun: (_d, nodeId) => {
+            const node = fx?.nodes.find((n) => n.id === nodeId);
+            if (node?.name === "first") fx?.faults.cut(node.addr);
+          },
+        },
+      },
+    });
+    const [first] = nodesOf(fx);
+    await paired(fx);
+    const r = await fx.controller.place({ package: fx.pkgDir, pin: first.id });
+    expect(r.attempts.map((a) => [a.outcome, a.next]), r.explain).toEqual([["unreachable", "no candidate left"]]);
+    expect(r.explain).not.toContain("trying the next candidate");
+    expect(r.placed).toBeNull();
+  });
+
   it("a target that cannot be reached when the place is sent is recorded unreachable, and the next candidate places", async () => {
     fx = await seedFixture({
       controllerOptions: {

@@ -3,9 +3,8 @@
  * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
  */
 import { existsSync, readdirSync } from "node:fs";
-import { homedir } from "node:os";
 import { resolve } from "node:path";
-import { AgentRegistry, type AgentsEnv, agentHistory, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type FailureMap, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import { AgentRegistry, type AgentsEnv, agentHistory, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, specFromText, startAgent, stopAgent, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { parseSelector } from "../../core/agents/labels.js";
 import { realClock } from "../../kit/clock.js";
@@ -17,30 +16,15 @@ import { berthVersion } from "../../version.js";
 import { connect } from "../cluster-connect.js";
 import { ensureControllerKey, operatorIdentity, withController } from "../controller.js";
 import { databaseOf } from "../database.js";
-import { CliError, invalidInput, placeRefused, unknownAgent, unreachableNode } from "../errors.js";
+import { invalidInput, noHome, placeRefused } from "../errors.js";
 import { openCliK8sAudit } from "../k8s-audit.js";
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
+import { agentFailureError } from "./failures.js";
 import { localNodeAdmin } from "./node-admin-local.js";
 import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./types.js";
 
-const CLI_ERRORS: FailureMap<CliError> = {
-  unknown_agent: (f) => unknownAgent(f.agent),
-  instance_verb_failed: (f) =>
-    f.result.kind === "unreachable" ? unreachableNode(`${f.verb} ${f.agent} (${f.instance}) on ${f.result.node}`, f.result.reason) : new CliError(f.message, 1),
-  spec_unusable: (f) => new CliError(f.message, f.usage ? 2 : 1),
-  agent_mismatch: (f) => new CliError(f.message),
-  spec_unreadable: (f) => new CliError(f.message),
-  settings_invalid: (f) => new CliError(f.message),
-  audit_unavailable: (f) => new CliError(f.message, 1),
-  cluster_not_configured: (f) => new CliError(f.message, 1),
-  cluster_unreachable: (f) => new CliError(f.message, 1),
-  no_instance: (f) => new CliError(f.message, 1),
-  pod_absent: (f) => new CliError(f.message, 1),
-  log_unreadable: (f) => new CliError(f.message, 1),
-};
-
-const answered = <T>(o: Outcome<T>): T => unwrap(o, (f) => translateFailure(CLI_ERRORS, f));
+const answered = <T>(o: Outcome<T>): T => unwrap(o, agentFailureError);
 
 export function localBackend(flags: BackendFlags): ControllerBackend {
   const home = berthHome();
@@ -66,17 +50,11 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
   const read = <T>(fn: () => Promise<T>): Promise<T> => {
     if (databaseOf(flags.database) || (existsSync(dataDir) && readdirSync(dataDir).length > 0)) return fn();
     // --data-dir defaults to berthHome(), so a home named by neither flag nor variable is the default one.
-    const how = process.env.BERTH_HOME && dataDir === resolve(process.env.BERTH_HOME) ? "$BERTH_HOME" : dataDir === resolve(homedir(), ".berth") ? "the default home; $BERTH_HOME is not set" : "--data-dir";
-    return Promise.reject(
-      new CliError(`no berth home at ${dataDir} (${how}): nothing to read, and nothing was made. Start one with \`berth up\`, or name the one you started with --data-dir DIR or BERTH_HOME=DIR`, 1, {
-        kind: "refused",
-        details: { home: dataDir },
-      }),
-    );
+    return Promise.reject(noHome(dataDir));
   };
   const loaded = (spec: SpecInput) => {
     const l = specFromText(spec.text, spec.path);
-    if (!l.ok) throw invalidInput(l.error);
+    if (!l.ok) throw agentFailureError({ kind: "spec_invalid", message: l.error });
     return l.value;
   };
   const deployDoc = (r: ReturnType<typeof deployEventPayload>) => r as unknown as DeployDocument;
@@ -101,7 +79,10 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     place: (order) =>
       withController(controllerFlags, async (c) => {
         try {
-          return await withSpinner(order.dry_run ? "deciding where it would run" : "deciding and asking the node to run it", flags.json, () => c.place(order));
+          return await withSpinner(order.dry_run ? "deciding where it would run" : "deciding and asking the node to run it", flags.json, () =>
+            // A directory is named by its absolute path, as a serve on this machine is sent it (remote.ts): one text both ways.
+            c.place({ ...order, package: /^[0-9a-f]{64}$/.test(order.package) ? order.package : resolve(order.package) }),
+          );
         } catch (error) {
           if (error instanceof PlaceError) throw placeRefused(error.code, error.message, error.constraints);
           throw error;

@@ -4,8 +4,8 @@ import type { MeshController } from "../../mesh/controller/index.js";
 import { cordonNode, drainNode, forgetNode } from "../../mesh/controller/node-admin.js";
 import type { NodeAdminVerb } from "./types.js";
 import { operatorIdentity } from "../controller.js";
-import { CliError } from "../errors.js";
 import { withSpinner } from "../progress.js";
+import { nodeAdminError } from "./failures.js";
 
 const sleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms));
 
@@ -20,6 +20,6 @@ export async function localNodeAdmin(c: MeshController, verb: NodeAdminVerb, ref
       : verb === "forget"
         ? await forgetNode(deps, ref, reason, operator)
         : await withSpinner(`draining ${ref}, one agent at a time`, json, () => drainNode(deps, ref, reason, operator, sleep));
-  if ("error" in r) throw new CliError(r.error, 1, { kind: r.error.startsWith("no known node") ? "refused" : "unreachable" });
+  if ("error" in r) throw nodeAdminError(r.error);
   return JSON.parse(JSON.stringify(r)) as JsonObject;
 }

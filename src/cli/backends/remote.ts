@@ -4,16 +4,17 @@
  * use — 400 a request that could not be made (2), 401 a token the server refused (2), 404 an unknown agent or
  * instance (1), 409/422 a refusal (1), 502 a node or cluster that did not answer (1).
  */
-import { createRequire } from "node:module";
 import { dirname, isAbsolute, resolve } from "node:path";
 import type { AgentState, HistoryAnswer, LogsAnswer } from "../../agents/index.js";
 import type { DeployPlan } from "../../core/agents/deploy-plan.js";
+import { validateAgentSpecText } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import { CliError, invalidInput, placeRefused, unknownAgent } from "../errors.js";
 import { type ApiAnswer, type ServerTarget, apiRequest as sendOnce } from "../remote/http.js";
 import type { ControllerBackend, DeployDocument, InstanceRow, SpecInput, StopDocument, TargetRow } from "./types.js";
+import { agentFailureError, nodeAdminError, sentFailure } from "./failures.js";
 
 /**
  * Issue 20: several `berth serve` may share one store and only the leader writes; a follower answers a write 503
@@ -50,6 +51,9 @@ const isVerbResult = (b: unknown): b is VerbResult => typeof b === "object" && b
 /** What the API said, as the CLI says it. `subject` names the agent the route was about, for a 404. */
 export function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string } = {}): CliError {
   const e = isErrorBody(a.body) ? a.body.error : { code: `http_${a.status}`, message: typeof a.body === "string" ? a.body.slice(0, 300) : `HTTP ${a.status}` };
+  // Issue 36: an agent verb's failure comes back as src/agents gave it, and is worded as the local files word it.
+  const failure = sentFailure((e as { failure?: unknown }).failure);
+  if (failure !== null && a.status !== 401) return agentFailureError(failure);
   switch (a.status) {
     case 400:
       return invalidInput(e.message);
@@ -76,13 +80,11 @@ export function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string 
 
 /** Paths in the spec mean paths on this machine; a server on this machine reads them as given (absolute). */
 function specBody(spec: SpecInput, sameHost: boolean): Record<string, unknown> {
-  let doc: unknown;
-  try {
-    doc = (createRequire(import.meta.url)("yaml") as typeof import("yaml")).parse(spec.text);
-  } catch (error) {
-    throw invalidInput(`${spec.path}: not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`);
-  }
-  if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw invalidInput(`${spec.path}: value: must be an agent spec (apiVersion berth/v1, kind Agent)`);
+  // Issue 36: checked here with the parser the local files use, so a bad spec is refused in the same words and with
+  // the same exit status whichever way the CLI goes (the server checks it again, and says it the same way).
+  const checked = validateAgentSpecText(spec.text, spec.path);
+  if (!checked.ok) throw agentFailureError({ kind: "spec_invalid", message: checked.errors.join("\n") });
+  const doc = checked.raw;
   if (!sameHost) return doc as Record<string, unknown>;
   const absolute = (p: unknown) => (typeof p === "string" && !isAbsolute(p) ? resolve(dirname(spec.path), p) : p);
   const s = (doc as { spec?: Record<string, unknown> }).spec;
@@ -155,8 +157,8 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       return { settled: null, unsettled: ((await call("GET", "/unsettled")) as { unsettled: UnsettledDecision[] }).unsettled };
     },
     agents: async (selector) => ((await call("GET", selector ? `/agents?labelSelector=${encodeURIComponent(selector)}` : "/agents")) as { agents: AgentState[] }).agents,
-    deploy: async (spec) => (await call("POST", "/agents", specBody(spec, o.sameHost))) as DeployDocument,
-    planDeploy: async (spec) => (await call("POST", "/agents?dryRun=true", specBody(spec, o.sameHost))) as DeployPlan,
+    deploy: async (spec) => (await call("POST", `/agents?source=${encodeURIComponent(spec.path)}`, specBody(spec, o.sameHost))) as DeployDocument,
+    planDeploy: async (spec) => (await call("POST", `/agents?dryRun=true&source=${encodeURIComponent(spec.path)}`, specBody(spec, o.sameHost))) as DeployPlan,
     agentStatus: async (name) => (await call("GET", agentPath(name), undefined, { agent: name })) as AgentState,
     agentLogs: async (name, tailBytes) => (await call("GET", agentPath(name, `/logs?tail_bytes=${tailBytes}`), undefined, { agent: name })) as LogsAnswer,
     agentStop: async (name, wait) => {
@@ -168,7 +170,11 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
     agentPurge: async (name) => (await call("POST", agentPath(name, "/purge"), {}, { agent: name })) as StopDocument,
     nodeAdmin: async (verb, ref, reason) => {
       const { operatorIdentity } = await import("../controller.js");
-      return (await call("POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, { reason, operator: operatorIdentity(`berth node ${verb}`) })) as JsonObject;
+      const a = await apiRequest(t, "POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, { reason, operator: operatorIdentity(`berth node ${verb}`) });
+      if (a.status >= 200 && a.status < 300) return a.body as JsonObject;
+      const sent = isErrorBody(a.body) ? (a.body.error as { failure?: { kind?: unknown; message?: unknown } }).failure : undefined;
+      if (sent?.kind === "node_admin" && typeof sent.message === "string") throw nodeAdminError(sent.message);
+      throw failed(t, a);
     },
     agentHistory: async (name) => (await call("GET", agentPath(name, "/history"), undefined, { agent: name })) as HistoryAnswer,
     agentRollback: async (name, revision) => (await call("POST", agentPath(name, "/rollback"), revision === undefined ? {} : { revision }, { agent: name })) as DeployDocument,
@@ -177,6 +183,7 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       const { operatorIdentity } = await import("../controller.js");
       return (await call("POST", agentPath(name, "/delete"), { operator: operatorIdentity("berth agent delete") }, { agent: name })) as { ok: boolean; agent: string; message: string };
     },
-    agentReplace: async (name, spec) => (await call("POST", agentPath(name, "/replace"), spec === undefined ? {} : { spec: specBody(spec, o.sameHost) }, { agent: name })) as DeployDocument,
+    agentReplace: async (name, spec) =>
+      (await call("POST", agentPath(name, spec === undefined ? "/replace" : `/replace?source=${encodeURIComponent(spec.path)}`), spec === undefined ? {} : { spec: specBody(spec, o.sameHost) }, { agent: name })) as DeployDocument,
   };
 }

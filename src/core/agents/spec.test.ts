@@ -72,6 +72,24 @@ describe("the agent spec", () => {
     expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", private_key_nsec: "nsec1…" } } })).ok).toBe(false);
   });
 
+  it("names an unknown field by its path in the spec and suggests the field it was probably meant to be (issue 36)", () => {
+    const r = parseAgentSpec(MESH.replace("target: mesh", "target: mesh\n  restrat: always"), "scout.yaml");
+    expect(r).toEqual({ ok: false, errors: ["scout.yaml: spec.restrat: unknown field (did you mean restart?); remove it or correct its spelling"] });
+    const missing = parseAgentSpec(JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "i", kubernetes: { nsec_file: "./n", command: "c" } } }), null);
+    expect(missing).toEqual({ ok: false, errors: ["spec.kubernetes.relay_url: missing; give a string"] });
+  });
+
+  it("refuses an unquoted all-digit owner_pubkey, which YAML reads as a number, saying to quote it (issue 36)", () => {
+    const k8s = (owner: string) =>
+      `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: k }\nspec:\n  target: kubernetes\n  image: i\n  kubernetes:\n    relay_url: wss://r\n    nsec_file: ./n\n    command: c\n    owner_pubkey: ${owner}\n`;
+    const digits = "1".repeat(64);
+    const r = parseAgentSpec(k8s(digits), "k.yaml");
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.errors).toEqual([expect.stringMatching(/^k\.yaml: spec\.kubernetes\.owner_pubkey: YAML read this unquoted all-digit key as a number; quote it/)]);
+    const quoted = parseAgentSpec(k8s(`"${digits}"`));
+    expect(quoted.ok && quoted.spec.spec.kubernetes?.owner_pubkey).toBe(digits);
+  });
+
   it("never throws on arbitrary text (fuzzed)", () => {
     fc.assert(fc.property(fc.string({ maxLength: 300 }), (text) => {
       const r = parseAgentSpec(text);

@@ -29,6 +29,7 @@ import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
 import { taggedSha256Hex } from "../crypto/tagged.js";
 import { AGENT_RESTART_DEFAULT, RestartPolicySchema } from "../node/restart-policy.js";
 import { PLACEMENT_STRATEGIES } from "../placement/inputs.js";
+import { specIssueLines, specIssues } from "./spec-issues.js";
 
 export const AGENT_API_VERSION = "berth/v1";
 
@@ -82,7 +83,16 @@ const KubernetesSchema = z
     /** The agent harness command inside the image (the provider's `launch.command`); required, see below. */
     command: z.string().min(1, "must not be empty").optional(),
     /** Who may send the agent `!shutdown` (`launch.owner_pubkey`): 64 lowercase hex. */
-    owner_pubkey: z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a Nostr public key)").optional(),
+    owner_pubkey: z
+      .string({
+        // Issue 36: YAML reads an unquoted all-digit key as a number (and loses digits); say so instead of "expected string".
+        error: (issue) =>
+          typeof issue.input === "number" || typeof issue.input === "bigint"
+            ? "YAML read this unquoted all-digit key as a number; quote it: owner_pubkey: \"…\" (64 lowercase hex characters)"
+            : "must be a string of 64 lowercase hex characters (a Nostr public key)",
+      })
+      .regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a Nostr public key)")
+      .optional(),
     /**
      * Issue 15: the persistent workspace claim (Buzz's `workspace_storage`, e.g. `20Gi`), so a Kubernetes agent keeps
      * its `$HOME` across pod replacement as a mesh agent keeps its workspace on its node. Unset: an ephemeral workspace.
@@ -144,6 +154,8 @@ const SpecBody = z
   });
 
 export const AgentSpecSchema = z.strictObject({
+  /** Issue 36: the JSON Schema an editor checks the spec against (docs/agent-spec.schema.json); berth ignores it. */
+  $schema: z.string().optional(),
   apiVersion: z.literal(AGENT_API_VERSION, { error: `must be "${AGENT_API_VERSION}"` }),
   kind: z.literal("Agent", { error: 'must be "Agent"' }),
   // Issue 36: labels in Kubernetes' syntax, which `-l` and `?labelSelector=` select on.
@@ -154,21 +166,32 @@ export type AgentSpecDocument = z.infer<typeof AgentSpecSchema>;
 
 export type AgentSpecParse = { ok: true; spec: AgentSpecDocument } | { ok: false; errors: string[] };
 
-/** Parses YAML (a superset of JSON) and validates; errors name the field, e.g. `spec.mesh.prefer[0]: …`. */
-export function parseAgentSpec(text: string, source = "agent spec"): AgentSpecParse {
+/**
+ * Parses YAML (a superset of JSON) and validates; errors name the field, e.g. `scout.yaml: spec.mesh.prefer[0]: …`
+ * (spec-issues.ts: the same lines from the CLI, through a server, and from the API). `source` names the spec in
+ * them; null leaves it out (a body posted to the API has no file).
+ */
+export function parseAgentSpec(text: string, source: string | null = "agent spec"): AgentSpecParse {
   let raw: unknown;
   try {
     raw = parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" });
   } catch (error) {
-    return { ok: false, errors: [`${source}: not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`] };
+    return { ok: false, errors: [`${source === null ? "" : `${source}: `}not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`] };
   }
+  return validateAgentSpec(raw, source);
+}
+
+/** parseAgentSpec, and the document as read (before defaults), for a caller that sends it on (the CLI to a server). */
+export function validateAgentSpecText(text: string, source: string | null): { ok: true; raw: Record<string, unknown> } | { ok: false; errors: string[] } {
+  const parsed = parseAgentSpec(text, source);
+  if (!parsed.ok) return parsed;
+  return { ok: true, raw: parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" }) as Record<string, unknown> };
+}
+
+/** Validates a document already read (a JSON body, a parsed file) with the schema; errors as parseAgentSpec's. */
+export function validateAgentSpec(raw: unknown, source: string | null): AgentSpecParse {
   const parsed = AgentSpecSchema.safeParse(raw);
-  if (!parsed.success) {
-    return {
-      ok: false,
-      errors: parsed.error.issues.map((i) => `${source}: ${i.path.length ? i.path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[") : "(document)"}: ${i.message}`),
-    };
-  }
+  if (!parsed.success) return { ok: false, errors: specIssueLines(source, specIssues(AgentSpecSchema, parsed.error.issues)) };
   return { ok: true, spec: parsed.data };
 }
 

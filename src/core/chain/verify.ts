@@ -38,6 +38,12 @@ export interface VerifyFailure {
   readonly seq: number;
   readonly code: FailureCode;
   readonly detail: string;
+  /**
+   * Issue 36: set when the only fault found is that a well-formed genesis names another owner key than the pinned one:
+   * that key signed the chain. Most often the wrong key was given (a typo, another home's key, a package signer's key),
+   * which says nothing about the chain; a chain replaced whole by one signed with another key looks the same.
+   */
+  readonly signed_by?: string;
 }
 
 export interface VerifyResult {
@@ -149,6 +155,10 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
     // 4. genesis
     if (expected === 0) {
       const g = genesisProblem(e, pinned);
+      const owner = (e.payload as JsonObject | null)?.owner_key;
+      if (g && pinned !== undefined && typeof owner === "string" && owner !== pinned && genesisProblem(e, undefined) === undefined) {
+        return result({ seq: expected, code: "genesis", detail: g, signed_by: owner });
+      }
       if (g) return fail("genesis", g);
       ownerKey = (e.payload as JsonObject).owner_key as string;
     }

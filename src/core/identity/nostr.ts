@@ -43,3 +43,14 @@ export function decodeNsec(input: string): NsecDecoding {
   if (k === 0n || k >= CURVE_ORDER) return { ok: false, reason: "not a valid secp256k1 secret" };
   return { ok: true, pubkey: toHex(schnorr.getPublicKey(secret)) as AgentPubkey };
 }
+
+/**
+ * Issue 36 item 6: the `nsec1…` text of a 32-byte secret (the caller brings the randomness), for `berth keys new
+ * --nsec`, or null when the bytes are not a valid secp256k1 secret (draw again). decodeNsec accepts what this gives.
+ */
+export function encodeNsec(secret: Uint8Array): string | null {
+  if (secret.length !== 32) return null;
+  const k = BigInt(`0x${toHex(secret)}`);
+  if (k === 0n || k >= CURVE_ORDER) return null;
+  return bech32.encode("nsec", bech32.toWords(secret), 90);
+}

@@ -33,6 +33,8 @@ import type { Targets } from "./targets.js";
 
 /** §16 fixed `next` texts. */
 export const NEXT_CANDIDATE = "trying the next candidate";
+/** Issue 36 item 5: the last candidate (a --pin has only one) says so instead of promising a next one. */
+export const NO_CANDIDATE_LEFT = "no candidate left";
 export const STOPPED = "stopped: the target may hold the instance";
 
 export type AttemptOutcome = "placed" | "refused" | "unreachable" | "indeterminate" | "gate_denied";
@@ -384,7 +386,8 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput, sent: InFlight): P
     sent.attempt = null;
     const n = i + 1;
     const last = i === candidates.length - 1;
-    const record = async (a: Attempt, extra: { reconcile: string | null; unloaded: number | null } = { reconcile: null, unloaded: null }) => {
+    const record = async (given: Attempt, extra: { reconcile: string | null; unloaded: number | null } = { reconcile: null, unloaded: null }) => {
+      const a = last && given.next === NEXT_CANDIDATE ? { ...given, next: NO_CANDIDATE_LEFT } : given;
       attempts.push(a);
       await store.commitAttempt(d.decisionId, n, { nodeId: a.node_id, variant: a.variant, outcome: a.outcome, code: a.code, reason: a.reason }, refuseEvent(a, extra), last ? { state: "unplaced", exhausted: exhausted(n) } : null);
     };

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { z } from "zod";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { parseSelector } from "../../core/agents/labels.js";
-import { AgentSpecSchema } from "../../core/agents/spec.js";
+import { AgentSpecSchema, validateAgentSpec } from "../../core/agents/spec.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { silentLogger } from "../../kit/log.js";
 import type { Inputs } from "../contract.js";
@@ -28,13 +28,21 @@ const perAgent = new KeyedLock();
 
 type In<T extends z.ZodType> = z.infer<T>;
 
-/** The spec document as the CLI would have read it from a file in the data directory. */
-function loadedFromBody(state: ServerState, body: unknown, where: string): LoadedSpec {
+/**
+ * The spec document as the CLI would have read it from a file in the data directory. `source` (the CLI's FILE, from
+ * `?source=`) names it in messages; a refusal carries the `spec_invalid` failure in the spec's own field names, which
+ * the CLI prints exactly as it does for the same file on its own (issue 36), beside the API's `body.…` issues.
+ */
+function loadedFromBody(state: ServerState, body: unknown, where: string, source: string | null): LoadedSpec {
   const parsed = AgentSpecSchema.safeParse(body);
-  if (!parsed.success) throw invalidRequest("body", parsed.error.issues.map((i) => ({ ...i, path: where === "body" ? i.path : [where.replace(/^body\./, ""), ...i.path] })));
+  if (!parsed.success) {
+    const api = invalidRequest("body", parsed.error.issues.map((i) => ({ ...i, path: where === "body" ? i.path : [where.replace(/^body\./, ""), ...i.path] })));
+    const spec = validateAgentSpec(body, source);
+    throw new ApiError(400, api.code, api.message, { ...api.extra, failure: { kind: "spec_invalid", message: spec.ok ? api.message : spec.errors.join("\n") } });
+  }
   const path = join(state.dataDir, `${parsed.data.metadata.name}.agent.json`);
-  const loaded = specFromText(`${JSON.stringify(body, null, 2)}\n`, path);
-  if (!loaded.ok) throw new ApiError(400, "invalid_request", loaded.error, { issues: [{ path: where, message: loaded.error }] });
+  const loaded = specFromText(`${JSON.stringify(body, null, 2)}\n`, path, source);
+  if (!loaded.ok) throw new ApiError(400, "invalid_request", loaded.error, { issues: [{ path: where, message: loaded.error }], failure: { kind: "spec_invalid", message: loaded.error } });
   return loaded.value;
 }
 
@@ -60,10 +68,12 @@ export function agentsEnv(state: ServerState): AgentsEnv {
 }
 
 const API_ERRORS: FailureMap<ApiError> = {
+  spec_invalid: (f) => new ApiError(400, "invalid_request", f.message),
   unknown_agent: (f) => notFound(`agent ${f.agent}`, "deploy it with POST /api/v1/agents"),
   agent_mismatch: (f) => new ApiError(422, "agent_mismatch", f.message),
   spec_unreadable: (f) => new ApiError(422, "spec_unreadable", f.message),
-  spec_unusable: (f) => new ApiError(422, "spec_unusable", f.message),
+  // A spec that cannot run as written is a request that could not be made (400), as the CLI's exit 2 says.
+  spec_unusable: (f) => new ApiError(f.usage ? 400 : 422, "spec_unusable", f.message),
   settings_invalid: (f) => new ApiError(422, "k8s_settings", f.message),
   audit_unavailable: (f) => new ApiError(500, "audit_unavailable", f.message),
   cluster_not_configured: (f) => new ApiError(409, "k8s_not_configured", f.message),
@@ -74,7 +84,12 @@ const API_ERRORS: FailureMap<ApiError> = {
   log_unreadable: (f) => new ApiError(502, "k8s_unreachable", `could not read the log of ${f.pod}`),
 };
 
-const answered = <T>(o: Outcome<T>): T => unwrap(o, (f) => translateFailure(API_ERRORS, f));
+/** The API's words for a failure, with the failure itself attached so the CLI can word it as it does locally. */
+const answered = <T>(o: Outcome<T>): T =>
+  unwrap(o, (f) => {
+    const e = translateFailure(API_ERRORS, f);
+    return new ApiError(e.status, e.code, e.message, { ...e.extra, failure: f });
+  });
 
 /** The deploy's answer, with refs naming the `agent.deploy` event for the api.call outcome. */
 function deployAnswer(done: Outcome<DeployDone>): Answer {
@@ -91,7 +106,7 @@ export const agentHandlers: Handlers = {
     return { body: { agents: await agentStates(agentsEnv(ctx.state), parsed.requirements) } };
   },
   deployAgent: async (i, ctx) => {
-    const loaded = loadedFromBody(ctx.state, i.body, "body");
+    const loaded = loadedFromBody(ctx.state, i.body, "body", (i.query as In<typeof Inputs.deployQuery>).source ?? null);
     // Issue 36: the plan is a read: no lock, nothing chained (contract.ts readOnlyWhen), nothing done.
     if ((i.query as In<typeof Inputs.deployQuery>).dryRun === "true") return { body: answered(await planDeploy(agentsEnv(ctx.state), loaded)) as unknown as JsonObject };
     return perAgent.run(loaded.spec.metadata.name, async () => deployAnswer(await deployAgent(agentsEnv(ctx.state), loaded)));
@@ -150,7 +165,7 @@ export const agentHandlers: Handlers = {
   replaceAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
     const b = i.body as In<typeof Inputs.agentReplace>;
-    const given = b.spec === undefined ? undefined : { loaded: loadedFromBody(ctx.state, b.spec, "body.spec"), from: "body.spec" };
+    const given = b.spec === undefined ? undefined : { loaded: loadedFromBody(ctx.state, b.spec, "body.spec", (i.query as In<typeof Inputs.specSourceQuery>).source ?? null), from: (i.query as In<typeof Inputs.specSourceQuery>).source ?? "body.spec" };
     return perAgent.run(name, async () => deployAnswer(await replaceAgent(agentsEnv(ctx.state), name, given)));
   },
 };

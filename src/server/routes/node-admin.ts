@@ -7,7 +7,7 @@ import type { z } from "zod";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { cordonNode, drainNode, forgetNode } from "../../mesh/controller/node-admin.js";
 import type { Inputs } from "../contract.js";
-import { notFound } from "../errors.js";
+import { ApiError, notFound } from "../errors.js";
 import type { CallContext, Handlers, Parsed } from "../handler.js";
 
 type In<T extends z.ZodType> = z.infer<T>;
@@ -17,8 +17,14 @@ function operatorOf(i: Parsed, ctx: CallContext, verb: string): JsonObject {
   return { via: `api (${verb})`, token: ctx.caller.who, remote: ctx.caller.remote, ...(b.operator ? { claimed: { ...b.operator } } : {}) };
 }
 
+/** A 404 in the API's words, carrying the controller's own reason for the CLI to print as it does locally (issue 36). */
+function unknownNode(ref: string, reason: string): ApiError {
+  const e = notFound(`node ${ref}`, "GET /api/v1/nodes lists the known ones");
+  return new ApiError(e.status, e.code, e.message, { failure: { kind: "node_admin", message: reason } });
+}
+
 function known<T extends object>(r: T | { readonly error: string }, ref: string): T {
-  if ("error" in r) throw notFound(`node ${ref}`, "GET /api/v1/nodes lists the known ones");
+  if ("error" in r) throw unknownNode(ref, r.error);
   return r;
 }
 
@@ -49,8 +55,8 @@ export const nodeAdminHandlers: Handlers = {
     const deps = await ctx.state.controller.nodeAdmin();
     const r = await drainNode(deps, ref, b.reason, operatorOf(i, ctx, "berth node drain"), sleep);
     if ("error" in r) {
-      if (r.error.startsWith("no known node")) throw notFound(`node ${ref}`, "GET /api/v1/nodes lists the known ones");
-      return { status: 502, body: { error: { code: "node_unreachable", message: r.error } }, error: "node_unreachable" };
+      if (r.error.startsWith("no known node")) throw unknownNode(ref, r.error);
+      return { status: 502, body: { error: { code: "node_unreachable", message: r.error, failure: { kind: "node_admin", message: r.error } } }, error: "node_unreachable" };
     }
     return { body: { node: r.node, steps: r.steps.map((s) => ({ ...s })) }, refs: { node_id: r.node, moved: r.steps.filter((s) => s.outcome === "moved").length } };
   },

@@ -29,7 +29,7 @@ function prepare(loaded: LoadedSpec, requireCommand: boolean): Outcome<PreparedD
   const nsec = readNsec(loaded, process.env);
   if (!nsec.ok) return failed({ kind: "spec_unusable", message: nsec.error, usage: true });
   const prepared = prepareDeploy(kubernetesDeployRequest(loaded.spec, nsec.value), { requireCommand });
-  if (!prepared.ok) return failed({ kind: "spec_unusable", message: `${loaded.path}: ${prepared.error}`, usage: false });
+  if (!prepared.ok) return failed({ kind: "spec_unusable", message: loaded.source === null ? prepared.error : `${loaded.source}: ${prepared.error}`, usage: false });
   return succeeded(prepared);
 }
 
