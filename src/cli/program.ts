@@ -34,12 +34,12 @@ import { registerUpCommands } from "./up.js";
  */
 const GROUPS: ReadonlyArray<{ readonly verbs: readonly string[]; readonly register: (program: Command) => void }> = [
   { verbs: ["keys"], register: registerKeyCommands },
-  { verbs: ["audit"], register: registerAuditCommands },
+  { verbs: ["audit", "events"], register: registerAuditCommands },
   { verbs: ["k8s"], register: registerK8sCommands },
   { verbs: ["provider"], register: registerProviderCommands },
   { verbs: ["node"], register: registerNodeCommands },
   { verbs: ["package"], register: registerPackageCommands },
-  { verbs: ["place", "nodes", "instances", "instance", "unsettled", "top"], register: registerMeshCommands },
+  { verbs: ["place", "nodes", "instances", "top", "instance", "unsettled"], register: registerMeshCommands },
   { verbs: ["doctor"], register: registerDoctorCommands },
   { verbs: ["revoke", "unrevoke"], register: registerRevokeCommands },
   { verbs: ["deploy", "agents", "agent"], register: registerAgentCommands },

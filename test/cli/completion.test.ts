@@ -44,7 +44,7 @@ describe("berth completion", () => {
   it("bash completes subcommands, options and an argument's choices from the tree", () => {
     expect(bashComplete("berth audit v")).toEqual(["verify"]);
     expect(bashComplete("berth audit verify --json --k")).toEqual(["--key", "--key-file"]);
-    expect(bashComplete("berth agent ")).toEqual(["delete", "logs", "purge", "replace", "start", "status", "stop"]);
+    expect(bashComplete("berth agent ")).toEqual(["delete", "history", "logs", "purge", "replace", "rollback", "start", "status", "stop"]);
     expect(bashComplete("berth completion ")).toEqual(["bash", "fish", "zsh"]);
     // After the choice comes a free argument (the agent's name): nothing from berth's words.
     expect(bashComplete("berth agent status ")).toEqual([]);
@@ -75,7 +75,7 @@ describe("berth completion", () => {
         .split("\n")
         .filter(Boolean)
         .map((l) => l.split(":")[0]);
-    expect(offered("berth", "agent", "")).toEqual(["status", "logs", "stop", "start", "replace", "purge", "delete"]);
+    expect(offered("berth", "agent", "")).toEqual(["status", "logs", "stop", "start", "replace", "purge", "delete", "history", "rollback"]);
     expect(offered("berth", "audit", "verify", "--j")).toContain("--json");
     // After the verb comes the agent's name, asked of `berth __complete agents` (none here: berth is not on PATH).
     expect(offered("berth", "agent", "status", "")).toEqual(["NAMES"]);
@@ -91,7 +91,7 @@ describe("berth completion", () => {
         .map((l) => l.split("\t")[0])
         .sort();
     expect(complete("berth ag")).toEqual(["agent", "agents"]);
-    expect(complete("berth agent ")).toEqual(["delete", "logs", "purge", "replace", "start", "status", "stop"]);
+    expect(complete("berth agent ")).toEqual(["delete", "history", "logs", "purge", "replace", "rollback", "start", "status", "stop"]);
   });
 
   it("says how to install it", async () => {
