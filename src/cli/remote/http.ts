@@ -25,8 +25,6 @@ export interface ServerTarget {
 export interface ApiAnswer {
   readonly status: number;
   readonly body: unknown;
-  /** Issue 37: the answer's Retry-After, in seconds, when it carries one (a follower with no leader to forward to). */
-  readonly retryAfterS?: number;
 }
 
 export const API_BASE = "/api/v1";
@@ -91,8 +89,7 @@ export function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path
         } catch {
           // an answer that is not JSON (a proxy's error page): kept as text for the message
         }
-        const retryAfter = Number(res.headers["retry-after"]);
-        resolve({ status: res.statusCode ?? 0, body: parsed, ...(Number.isInteger(retryAfter) && retryAfter >= 0 ? { retryAfterS: retryAfter } : {}) });
+        resolve({ status: res.statusCode ?? 0, body: parsed });
       });
     });
     req.on("error", (e) => reject(failure(t, e)));
