@@ -69,12 +69,6 @@ export async function readSummaryOn(q: Query, chainId: string, hash: string): Pr
   return judged(hash, row?.body);
 }
 
-export function readSummary(db: Db, chainId: string, hash: string): SummaryRead {
-  if (!hasTable(db)) return { kind: "absent" };
-  const row = db.prepare("SELECT body FROM audit_summary WHERE chain_id = ? AND hash = ?").get(chainId, hash) as { body: string } | undefined;
-  return judged(hash, row?.body);
-}
-
 /** The first event naming a summary, for the failure's seq (scans the chain: only on a failure). */
 const NAMING_SQL = "SELECT seq FROM audit_event WHERE chain_id = ? AND instr(payload, ?) > 0 ORDER BY seq LIMIT 1";
 
