@@ -1,6 +1,6 @@
 /**
  * `berth audit verify|tail|export|import|checkpoint|reseal`: reading and proving the signed audit chain.
- * (About 450 lines, one concept: the one verb group of the audit chain; each subcommand's options and output are
+ * (About 550 lines, one concept: the one verb group of the audit chain; each subcommand's options and output are
  * registered together so `berth audit --help` and the file read the same.)
  */
 import { existsSync, readFileSync, writeSync } from "node:fs";

@@ -1,5 +1,7 @@
 /**
  * The HTTP API contract (issue 8 §2): one zod schema per route input and output, and the route table the server
+ * (About 450 lines, one concept: the route table and its schemas, one entry per route; split by area it would hide a
+ * route from the one list the server and the OpenAPI document are both made from.)
  * registers and the OpenAPI document is generated from — so the document cannot say one thing while the server does
  * another. Pure data: no handlers, no I/O. Response shapes mirror berth's library records field for field (snake_case
  * as they are); where a record is large and owned elsewhere (the engine's decision, an agent observation) the schema

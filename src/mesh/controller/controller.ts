@@ -6,7 +6,7 @@
  * Lifecycle: `open()` verifies the chain, restores state and resolves decisions a crash left `dispatching`
  * (§14.2 steps 1–4); `start()` describes every target with its stored key and settles unsettled decisions (step 5).
  * Every method after that is level-triggered: it re-reads the policy files and re-describes what it needs.
- * (About 500 lines, one concept: the controller's public face; each verb is a few lines wiring the store, targets,
+ * (About 540 lines, one concept: the controller's public face; each verb is a few lines wiring the store, targets,
  * gate and engine, and the decisions themselves live in src/core and the files beside this one.)
  */
 import { existsSync, mkdirSync } from "node:fs";

@@ -1,5 +1,7 @@
 /**
  * `place(order)` (spec/mesh.md §9): prepare → refresh → gate → decide → chain the decision → dispatch → explain.
+ * (About 470 lines, one concept: §9.2's steps in order, each a few lines; the store-away hand-over of issue 37 belongs
+ * to the dispatch it interrupts.)
  *
  *   order ─validate─▶ package verified ─▶ targets described ─▶ place verdicts ─▶ engine decision
  *         ─▶ [commit: decision event + dispatching row]   (decision_id = that event's hash; nothing sent before)

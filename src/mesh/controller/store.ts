@@ -5,7 +5,7 @@
  * chained that did not commit and nothing commits unchained. The interface speaks the domain (commitDecision,
  * commitPlaced, commitSettle…), not SQL. Its records and refusals are in store-records.ts, its tables in
  * store-schema.ts.
- * (About 600 lines, one concept: every method is one transaction pairing a state change with the chain event that
+ * (About 650 lines, one concept: every method is one transaction pairing a state change with the chain event that
  * records it; split by table, a reader could no longer see that each mutation is chained in its own transaction.)
  *
  * Structural rules:

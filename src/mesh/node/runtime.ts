@@ -1,5 +1,7 @@
 /**
  * The native process runtime (spec/mesh.md §13). One process group per instance (and one cgroup where the node can
+ * (About 400 lines, one concept: an instance's process from spawn to reaped exit — start, identity, signals, status and
+ * usage read from its group and cgroup; the pure parts live in core/node.)
  * make one, `confine.ts`), started detached with stdout and stderr appended to files (not pipes), so an instance
  * outlives the daemon. A tiny POSIX sh wrapper leads the group (`core/node/containment-script.ts`): it joins the
  * instance's cgroups, runs the entry, survives a graceful TERM long enough to write the entry's status to
