@@ -34,7 +34,7 @@ describe("a mesh agent's env as a deploy reads it (issue 17)", () => {
       error: `${unset.path}: spec.config.env.TOKEN.valueFrom.env: environment variable SCOUT_TOKEN is not set (or empty) in the process that deploys (the CLI, or the berth serve / berth up of the home it went through); export it there`,
     });
     const missing = deployEnv({ KEY: { valueFrom: { file: "./gone" } } });
-    expect(missing.resolved).toEqual({ ok: false, error: `${missing.path}: spec.config.env.KEY.valueFrom.file: cannot read ${join(missing.dir, "gone")} (ENOENT)` });
+    expect(missing.resolved).toEqual({ ok: false, error: `${missing.path}: spec.config.env.KEY.valueFrom.file: ${join(missing.dir, "gone")} does not exist (the secret value); check the path` });
     const files = mkdtempSync(join(tmpdir(), "berth-secret-env-files-"));
     const cases: Array<[string, string, string]> = [
       ["empty", "\n", "is empty"],

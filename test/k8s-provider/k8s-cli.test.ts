@@ -34,7 +34,8 @@ describe("berth k8s", () => {
   it("deploy FILE refuses a file without launch.command before touching the cluster", async () => {
     const r = await berth(["k8s", "deploy", file("no-command.yaml", yamlAgent(""))]);
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/launch.command is required/);
+    // A refusal is berth's on stderr (issue 36: one prefix, one stream), the answer's stdout left empty.
+    expect(r.stderr).toMatch(/^berth: .*launch.command is required/m);
   });
 
   it("deploy FILE --json answers one JSON document with the catalogued error", async () => {

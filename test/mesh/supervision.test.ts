@@ -234,7 +234,9 @@ describe("a supervised agent on a node", () => {
     // its cgroups (a write to cgroup.procs waits for the kernel's cgroup migration lock, which a machine busy making and
     // removing other tests' cgroups can hold a long time: CI waited over 10 s once). The restart is proven above; this
     // is the entry running.
-    const runs = () => readFileSync(join(node.dataDir, "workspaces", "probe", "runs"), "utf8").trim().split("\n");
+    // Not there yet at all is the same wait: even the first run's line may still be behind the migration lock.
+    const runsFile = join(node.dataDir, "workspaces", "probe", "runs");
+    const runs = () => (existsSync(runsFile) ? readFileSync(runsFile, "utf8").trim().split("\n") : []);
     await waitFor(() => runs().length >= 2 || undefined, "the second run's line in the workspace", 30_000);
     expect(runs()).toHaveLength(2);
   }, 60_000);

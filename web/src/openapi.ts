@@ -905,6 +905,13 @@ export interface components {
                     readonly constraint: string;
                     readonly detail: string;
                 }[];
+                /** @description an agent verb's failure as src/agents gives it (kind, message in the spec's field names, and its facts): the berth CLI words it exactly as it does on its own files (issue 36) */
+                readonly failure?: {
+                    readonly kind: string;
+                    readonly message: string;
+                } & {
+                    readonly [key: string]: unknown;
+                };
                 readonly issues?: readonly {
                     readonly message: string;
                     readonly path: string;
@@ -991,6 +998,7 @@ export interface operations {
         readonly parameters: {
             readonly query?: {
                 readonly dryRun?: "true" | "false";
+                readonly source?: string;
             };
             readonly header?: never;
             readonly path?: never;
@@ -1614,7 +1622,9 @@ export interface operations {
     };
     readonly replaceAgent: {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                readonly source?: string;
+            };
             readonly header?: never;
             readonly path: {
                 readonly name: string;

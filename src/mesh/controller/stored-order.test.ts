@@ -49,7 +49,7 @@ describe("the order a reschedule reruns (issue 16)", () => {
     const again = rebuildOrder(fromFile, NODE_A, readRef({}));
     expect(again.ok && again.order.config?.env?.TOKEN).toBe("from-file");
     const missing = rebuildOrder(storedOrderOf(order({ env_from: { TOKEN: { file: join(dir, "gone") } } }), PKG, "triage"), NODE_A, readRef({}));
-    expect(missing).toEqual({ ok: false, error: `the stored order's env TOKEN (valueFrom): cannot read ${join(dir, "gone")} (ENOENT)` });
+    expect(missing).toEqual({ ok: false, error: `the stored order's env TOKEN (valueFrom): ${join(dir, "gone")} does not exist (the secret value); check the path` });
   });
 
   it("a file holding a NUL byte is refused as the deploy refuses it, naming the file and never the value", () => {
