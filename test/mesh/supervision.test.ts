@@ -115,28 +115,28 @@ describe("a supervised agent on a node", () => {
     const placed = ok(await place(ctl, node, pkg.dir, "always"));
     const id = placed.instance_id as string;
     const home = join(node.dataDir, "workspaces", "probe");
-    await waitFor(() => existsSync(join(home, "runs")), "the first run's mark in the workspace");
+    await waitFor(() => existsSync(join(home, "runs")), "the first run's mark in the workspace", 30_000);
     const sampler = sampleGroups(id);
     await waitFor(() => liveGroups(id).size === 1 || undefined, "the agent's group");
     const before = await row(ctl, node, id);
-    const killedAt = Date.now();
     process.kill(-(before.pid as number), "SIGKILL");
 
     const after = await waitFor(async () => {
       const r = await row(ctl, node, id);
       return r.state === "running" && r.generation === 2 && liveGroups(id).size === 1 ? r : undefined;
     }, "the agent to run again", 10_000);
-    const restartMs = Date.now() - killedAt;
     await sampler.more(6); // keep sampling past the restart, however late a loaded machine fires the timer
     const counts = sampler.stop();
 
     expect(after).toMatchObject({ instance_id: id, state: "running", restarts: 1, restart_policy: "always" });
     expect(after.pid).not.toBe(before.pid);
-    // The first restart is immediate (no backoff): well inside the next step's 1 s.
-    expect(restartMs).toBeLessThan(5000);
+    // The first restart is immediate (no backoff): the lifecycle below records delay_ms 0 (a wall-clock bound here
+    // would measure the machine's load, not the supervisor).
     expect(Math.max(...counts)).toBe(1);
     expect(counts.length).toBeGreaterThan(5);
     // The workspace is the same directory: the first run's line is still there, the second appended below it.
+    // (the second line lands once the new wrapper is through the cgroup migration lock, so it is waited for).
+    await waitFor(() => readFileSync(join(home, "runs"), "utf8").trim().split("\n").length >= 2 || undefined, "the second run's line", 30_000);
     expect(readFileSync(join(home, "runs"), "utf8").trim().split("\n")).toHaveLength(2);
     expect(lifecycle(node, id)).toEqual([
       expect.objectContaining({ from: "exited", to: "backoff", reason: "restart 1/3: killed by SIGKILL", delay_ms: 0 }),
@@ -146,7 +146,7 @@ describe("a supervised agent on a node", () => {
     const fenced = await ctl.verb(node, "unload", { instance_id: id, generation: 1 });
     expect(fenced).toMatchObject({ kind: "refused", code: "precondition_failed" });
     expect(node.verifyChain().ok).toBe(true);
-  });
+  }, 90_000);
 
   it("is failed once its budget of three restarts is spent, and restarted no more until the operator starts it", async () => {
     const { ctl, node, pkg } = await setup(runScript("sleep 0.2\nexit 3"));
@@ -218,6 +218,13 @@ describe("a supervised agent on a node", () => {
     const { ctl, node, pkg } = await setup(runScript("exec sleep 60"));
     const id = ok(await place(ctl, node, pkg.dir, "always")).instance_id as string;
     const before = await row(ctl, node, id);
+    // The row says running once the wrapper is spawned; the script's own line lands only after the wrapper has joined
+    // its cgroups (a write to cgroup.procs waits for the kernel's cgroup migration lock, which a machine busy making and
+    // removing other tests' cgroups can hold a long time: CI waited over 10 s once). Killing the first run before its
+    // line is written would leave one line in all, so the crash waits for it.
+    const runsFile = join(node.dataDir, "workspaces", "probe", "runs");
+    const runs = () => (existsSync(runsFile) ? readFileSync(runsFile, "utf8").trim().split("\n") : []);
+    await waitFor(() => runs().length >= 1 || undefined, "the first run's line in the workspace", 30_000);
     await node.kill9();
     process.kill(-(before.pid as number), "SIGKILL");
     await waitFor(() => liveGroups(id).size === 0, "the agent's group to die");
@@ -230,16 +237,10 @@ describe("a supervised agent on a node", () => {
     expect(liveGroups(id).size).toBe(1);
     const phases = node.events({ source: "node", kind: "workload.lifecycle" }).filter((e) => e.payload.instance_id === id).map((e) => `${e.payload.phase}:${e.payload.from}>${e.payload.to}`);
     expect(phases).toEqual(["node_restart:running>exited", "supervise:exited>backoff", "supervise:backoff>running"]);
-    // The row says running once the wrapper is spawned; the script's own line lands only after the wrapper has joined
-    // its cgroups (a write to cgroup.procs waits for the kernel's cgroup migration lock, which a machine busy making and
-    // removing other tests' cgroups can hold a long time: CI waited over 10 s once). The restart is proven above; this
-    // is the entry running.
-    // Not there yet at all is the same wait: even the first run's line may still be behind the migration lock.
-    const runsFile = join(node.dataDir, "workspaces", "probe", "runs");
-    const runs = () => (existsSync(runsFile) ? readFileSync(runsFile, "utf8").trim().split("\n") : []);
+    // The restart is proven above; this is the entry running, behind the same migration lock as the first line.
     await waitFor(() => runs().length >= 2 || undefined, "the second run's line in the workspace", 30_000);
     expect(runs()).toHaveLength(2);
-  }, 60_000);
+  }, 90_000);
 
   it("is stopped and restarted when its health check fails `misses` times in a row", async () => {
     const { ctl, node, pkg } = await setup(runScript("exec sleep 60"), { health: { exec: ["health.sh"], interval_s: 1, misses: 2 } });
@@ -279,20 +280,20 @@ describe("an agent's workspace on a node", () => {
     const { ctl, node, pkg } = await setup(runScript("exec sleep 60"));
     const home = join(node.dataDir, "workspaces", "scout");
     const first = ok(await place(ctl, node, pkg.dir, "never", { name: "scout" })).instance_id as string;
-    await waitFor(() => existsSync(join(home, "runs")), "the first run's mark");
+    await waitFor(() => existsSync(join(home, "runs")), "the first run's mark", 30_000);
     ok(await ctl.verb(node, "unload", { instance_id: first }));
     expect(existsSync(join(node.dataDir, "instances", first))).toBe(false);
     expect(existsSync(join(home, "runs"))).toBe(true);
 
     const second = ok(await place(ctl, node, pkg.dir, "never", { name: "scout" })).instance_id as string;
     expect(second).not.toBe(first);
-    await waitFor(() => readFileSync(join(home, "runs"), "utf8").trim().split("\n").length === 2, "the second run's mark beside the first");
+    await waitFor(() => readFileSync(join(home, "runs"), "utf8").trim().split("\n").length === 2, "the second run's mark beside the first", 30_000);
     const purged = ok(await ctl.verb(node, "unload", { instance_id: second, purge: true }));
     expect(purged).toMatchObject({ unloaded: true, workspace_purged: true });
     expect(existsSync(home)).toBe(false);
     const unloads = node.events({ source: "runtime", kind: "workload.unload" }).map((e) => e.payload.workspace ?? null);
     expect(unloads).toEqual([null, "purged"]);
-  });
+  }, 90_000);
 });
 
 function rmSick(home: string): void {
