@@ -21,6 +21,7 @@ import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { z } from "zod";
 import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
+import { type ObservedRow, observedInstanceOf } from "../../core/mesh/instance-observation.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import { StoreAuthority } from "../../store/leader-authority.js";
 import { LeaderLease, type LeaderView } from "../../store/leader.js";
@@ -459,6 +460,19 @@ export class MeshController {
   async nodeAdmin(): Promise<NodeAdminDeps> {
     await this.readPolicy(false);
     return { store: this.store, targets: this.targetSet, moves: this.moves, mover: this.moverDeps(), instance: (verb, id, opts) => this.instance(verb, id, opts), clock: this.deps.clock };
+  }
+
+  /**
+   * Issue 35: records what verified status answers said of the instances placed on their nodes (a listed row, or
+   * absent), seen now, so the lists that ask no node show it with its age. Nodes that gave no verified answer are left
+   * out: their instances keep what was seen of them last.
+   */
+  async recordObservations(answered: ReadonlyArray<{ readonly nodeId: string; readonly rows: ReadonlyArray<ObservedRow & { readonly instance_id: string }> }>): Promise<void> {
+    if (answered.length === 0) return;
+    const now = this.deps.clock();
+    const byNode = new Map(answered.map((a) => [a.nodeId, new Map(a.rows.map((r) => [r.instance_id, r]))]));
+    const placed = (await this.store.placements()).filter((p) => byNode.has(p.node_id));
+    await this.store.recordObservations(placed.map((p) => observedInstanceOf(p.instance_id, p.node_id, byNode.get(p.node_id)?.get(p.instance_id) ?? null, now)));
   }
 
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */

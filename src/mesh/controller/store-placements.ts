@@ -20,6 +20,7 @@
 import { type ClusterInstance, clusterInstanceSchema, type PlacedTotal } from "../../core/placement/index.js";
 import type { HistoryReads } from "../../core/placement/history.js";
 import type { Query, SqlValue, Tx } from "../../store/engine.js";
+import { dropObservation } from "./store-observations.js";
 import type { PlacementRecord, WorkloadRecord } from "./store-records.js";
 
 /** The labels table's two roles: labels a placed workload carries, and labels it refuses beside it. */
@@ -76,6 +77,7 @@ export async function deletePlacement(tx: Tx, instanceId: string): Promise<boole
   if (!row) return false;
   await tx.run("DELETE FROM mesh_placements WHERE instance_id = ?", [instanceId]);
   await tx.run("DELETE FROM mesh_placement_labels WHERE instance_id = ?", [instanceId]);
+  await dropObservation(tx, instanceId);
   await addLoad(tx, row.node_id, -1, -Number(row.memory_bytes));
   return true;
 }

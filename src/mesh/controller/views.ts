@@ -85,6 +85,8 @@ async function nodeStates(controller: MeshController, client: NodeClient, nodeId
 export async function instancesWithState(controller: MeshController, client: NodeClient) {
   const placements = await controller.placements();
   const states = await nodeStates(controller, client, new Set(placements.map((p) => p.node_id)));
+  // Issue 35: what the nodes said is what the lists that ask no node show next, with its age.
+  await controller.recordObservations([...states].map(([nodeId, rows]) => ({ nodeId, rows: [...rows.values()] })));
   return placements.map((p) => {
     const row = states.get(p.node_id)?.get(p.instance_id) ?? null;
     const state = states.has(p.node_id) ? (row ? row.state : "absent") : "unknown";
