@@ -17,7 +17,7 @@ export { knownAgent, listAgents } from "./lookup.js";
 export { AGENTS_DB, type AgentRecord, AgentRegistry } from "./registry.js";
 export { type LoadedSpec, loadSpecFile, meshIntentOf, readNsec, specFromText } from "./spec-file.js";
 export { type AgentState, unknownAgentState } from "./state.js";
-export { agentState, agentStates } from "./status.js";
+export { agentState, agentStates, NOT_ASKED_STATE, selectedRecords, storedAgentStates } from "./status.js";
 export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, LogsAnswer, Outcome, StopAnswer, Watch } from "./target.js";
 export { translateFailure, unwrap } from "./target.js";
 export { cliBudget, loopDeps, runReconcileLoop } from "./targets/kubernetes/index.js";

@@ -206,12 +206,13 @@ export function registerAgentCommands(program: Command): void {
       watchFlags(
         program
           .command("agents")
-          .description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action)")
-          .option("-l, --selector <selector>", "only the agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold)"),
+          .description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action); on this home's files, mesh agents as last seen unless --refresh")
+          .option("-l, --selector <selector>", "only the agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold)")
+          .option("--refresh", "ask every node for its mesh agents' state now (a running berth serve always answers live)"),
       ),
     ),
   ).action(
-    async (opts: ControllerVerbFlags & { watch?: boolean; interval: string; selector?: string }, cmd: Command) => {
+    async (opts: ControllerVerbFlags & { watch?: boolean; interval: string; selector?: string; refresh?: boolean }, cmd: Command) => {
       // Judged here, so a bad selector reads the same locally and through a server.
       if (opts.selector !== undefined) {
         const { parseSelector } = await import("../core/agents/labels.js");
@@ -220,8 +221,10 @@ export function registerAgentCommands(program: Command): void {
       }
       const backend = await openBackend(backendFlags(opts, cmd));
       const ask = async () => {
-        const states = await backend.agents(opts.selector);
-        return { doc: { agents: states }, text: stateTable(states, opts.json) };
+        const states = await backend.agents(opts.refresh === true, opts.selector);
+        const text = stateTable(states, opts.json);
+        return { doc: { agents: states }, text: states.some((s) => s.state === "not asked") ? `${text}
+(mesh agents as stored: no node was asked; --refresh asks them)` : text };
       };
       if (!opts.watch) {
         const { doc, text } = await ask();

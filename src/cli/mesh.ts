@@ -269,12 +269,20 @@ export function registerMeshCommands(program: Command): void {
     },
   );
 
-  controllerFlags(watchFlags(program.command("instances").description("list the placements this controller manages, with each one's state on its node and its age (-o wide: more)"))).action(
-    async (opts: ControllerVerbFlags & WatchFlags, cmd: Command) => {
+  controllerFlags(
+    watchFlags(
+      program
+        .command("instances")
+        .description("list the placements this controller manages, with each one's state on its node and its age (-o wide: more); on this home's files, as stored unless --refresh")
+        .option("--refresh", "ask every node for its instances' state now (a running berth serve always answers live)"),
+    ),
+  ).action(
+    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean }, cmd: Command) => {
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
-        const { placements: list, moved } = await backend.instances();
-        const text = instanceTable(list, opts.json);
+        const { placements: list, moved } = await backend.instances(opts.refresh === true);
+        const asked = list.some((p) => p.state === "not asked") ? "\n(states as stored: no node was asked; --refresh asks them)" : "";
+        const text = `${instanceTable(list, opts.json)}${asked}`;
         return { doc: { placements: list, moved }, text: moved.length === 0 ? text : `${text}\n\n${movedTable(moved, opts.json)}` };
       });
     },
@@ -293,7 +301,7 @@ export function registerMeshCommands(program: Command): void {
     const { topRows } = await import("../core/agents/top.js");
     let before = new Map<string, UsageReading>();
     const read = async () => {
-      const { placements } = await backend.instances();
+      const { placements } = await backend.instances(true);
       const inputs = placements.filter((p) => p.state === "running" || p.state === "unhealthy").map(topInput);
       const rows = topRows(inputs, before);
       before = new Map(inputs.flatMap((i) => (i.usage ? [[i.instance_id, i.usage] as const] : [])));

@@ -57,12 +57,16 @@ export interface ControllerBackend {
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
   place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
   /** The placements with their nodes' states, and (issue 16) those taken off their node whose old copy is still reconciled. */
-  instances(): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
+  /** `refresh`: ask every node now; else (issue 35) the placements as stored, state "not asked" (a server answers live). */
+  instances(refresh: boolean): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
   /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
   instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;
   unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;
-  /** `selector`: issue 36's `-l` (the text as given; both sides parse it the same way). */
-  agents(selector?: string): Promise<AgentState[]>;
+  /**
+   * `refresh`: ask every target now; else (issue 35) the mesh agents as the store last saw them (a server answers live).
+   * `selector`: issue 36's `-l` (the text as given; both sides parse it the same way).
+   */
+  agents(refresh: boolean, selector?: string): Promise<AgentState[]>;
   deploy(spec: SpecInput): Promise<DeployDocument>;
   /** Issue 36, `berth deploy --dry-run`: what the deploy would do; nothing is done or chained. */
   planDeploy(spec: SpecInput): Promise<DeployPlan>;

@@ -35,7 +35,7 @@ import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js
 import type { Query, StoreEngine, TransactionOptions, Tx } from "../../store/engine.js";
 import { GroupCommit, inRidingFlow } from "../../store/group-commit.js";
 import { judgeLease, readLease, releaseLease, renewLease, takeLease } from "../../store/lease.js";
-import { deletePlacement, insertPlacement, instanceOf, placementHistory } from "./store-placements.js";
+import { deletePlacement, insertPlacement, instanceOf, placementHistory, placementsOn } from "./store-placements.js";
 import {
   type AttemptEnding,
   type AttemptRow,
@@ -548,7 +548,7 @@ export class ControllerStore {
   // ---- reads ------------------------------------------------------------------------------------------------
 
   async placements(): Promise<PlacementRecord[]> {
-    return (await this.read((q) => q.all<PlacementSql>("SELECT * FROM mesh_placements ORDER BY placed_ms, instance_id"))).map(placementOf);
+    return this.read((q) => placementsOn(q));
   }
 
   async placement(instanceId: string): Promise<{ record: PlacementRecord; workload: WorkloadRecord } | null> {

@@ -10,6 +10,9 @@ import type { NodeView } from "../../core/placement/index.js";
 import { type InstanceStatusRowAnswer, isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import type { NodeClient } from "../client/node-client.js";
 import type { MeshController } from "./controller.js";
+import { FAN_OUT, fanOut } from "./fan-out.js";
+import type { NodeAdmin } from "./move-records.js";
+import type { PlacementRecord } from "./store-records.js";
 import type { TargetInfo } from "./targets.js";
 
 function factsSummary(view: NodeView | undefined): JsonObject | null {
@@ -36,8 +39,13 @@ function factsSummary(view: NodeView | undefined): JsonObject | null {
  * cordoned or forgotten node says so wherever nodes are listed (`berth nodes list`, the dashboard).
  */
 export async function targetsWithFacts(controller: MeshController, targets: readonly TargetInfo[]) {
-  const views = new Map((await controller.nodeViews()).map((v) => [v.node_id as string, v]));
-  const marks = new Map((await controller.moves.admins()).map((a) => [a.node_id, a]));
+  return targetRows(targets, await controller.nodeViews(), await controller.moves.admins());
+}
+
+/** The rows of the node lists from targets, the engine's views (facts) and the operator's marks (issue 35: also stored). */
+export function targetRows(targets: readonly TargetInfo[], nodeViews: readonly NodeView[], admins: readonly NodeAdmin[]) {
+  const views = new Map(nodeViews.map((v) => [v.node_id as string, v]));
+  const marks = new Map(admins.map((a) => [a.node_id, a]));
   return targets.map((t) => {
     const m = t.node_id === null ? undefined : marks.get(t.node_id);
     return {
@@ -61,22 +69,24 @@ export function targetsSelected<T extends { readonly facts: JsonObject | null }>
 async function nodeStates(controller: MeshController, client: NodeClient, nodeIds: ReadonlySet<string>): Promise<Map<string, Map<string, InstanceStatusRowAnswer>>> {
   const targets = await controller.targets();
   const out = new Map<string, Map<string, InstanceStatusRowAnswer>>();
-  await Promise.all(
-    targets
-      .filter((t) => t.node_id !== null && nodeIds.has(t.node_id) && t.boot_id !== null && t.key !== null)
-      .map(async (t) => {
-        const r = await client.call(
-          { addr: t.addr, nodeId: t.node_id as NodeId, key: t.key as string, bootId: t.boot_id as string },
-          "status",
-          { instance_id: null, include_departed: false },
-          { timeoutMs: 5_000 },
-        );
-        const answered = r.kind === "ok" ? statusRowsOf(r.result) : null;
-        if (answered === null) return;
-        const rows = new Map<string, InstanceStatusRowAnswer>();
-        for (const row of answered.filter(isInstanceRow)) rows.set(row.instance_id, row);
-        out.set(t.node_id as string, rows);
-      }),
+  // Issue 35: at most FAN_OUT nodes asked at once, over the connector's warm connections (all at once, a thousand
+  // TLS handshakes started together and timed out their own calls).
+  await fanOut(
+    targets.filter((t) => t.node_id !== null && nodeIds.has(t.node_id) && t.boot_id !== null && t.key !== null),
+    FAN_OUT,
+    async (t) => {
+      const r = await client.call(
+        { addr: t.addr, nodeId: t.node_id as NodeId, key: t.key as string, bootId: t.boot_id as string },
+        "status",
+        { instance_id: null, include_departed: false },
+        { timeoutMs: 5_000 },
+      );
+      const answered = r.kind === "ok" ? statusRowsOf(r.result) : null;
+      if (answered === null) return;
+      const rows = new Map<string, InstanceStatusRowAnswer>();
+      for (const row of answered.filter(isInstanceRow)) rows.set(row.instance_id, row);
+      out.set(t.node_id as string, rows);
+    },
   );
   return out;
 }
@@ -92,4 +102,12 @@ export async function instancesWithState(controller: MeshController, client: Nod
     const state = states.has(p.node_id) ? (row ? row.state : "absent") : "unknown";
     return { ...p, state, status: row as JsonObject | null };
   });
+}
+
+/** What an instance's state is when its node was not asked (issue 35: the lists' default reads the store only). */
+export const NOT_ASKED = "not asked";
+
+/** Every placement as stored, its node not asked (`--refresh` asks: instancesWithState). */
+export function storedInstances(placements: readonly PlacementRecord[]) {
+  return placements.map((p) => ({ ...p, state: NOT_ASKED, status: null as JsonObject | null }));
 }
