@@ -475,6 +475,11 @@ export class MeshController {
     await this.store.recordObservations(placed.map((p) => observedInstanceOf(p.instance_id, p.node_id, byNode.get(p.node_id)?.get(p.instance_id) ?? null, now)));
   }
 
+  /** Waits for the describes a placement started behind itself (Targets.refreshStale). */
+  describesBehind(): Promise<void> {
+    return this.targetSet.settled();
+  }
+
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */
   nodeViews(): Promise<NodeView[]> {
     return this.targetSet.views();
@@ -537,6 +542,8 @@ export class MeshController {
     this.leadership = null;
     if (this.renewal) clearInterval(this.renewal);
     this.renewal = null;
+    // Issue 35: describes started behind a placement record their contacts in this store: they end first.
+    await this.targetSet.settled();
     if (this.engine.closed) return;
     // A clean close gives up the lease: decisions this process left open are recoverable at once by any other.
     // When it fails the lease stays; its pid will be judged gone once this process exits.
