@@ -32,3 +32,14 @@ export interface AgentState {
 export function unknownAgentState(record: Pick<AgentRecord, "name" | "target">, error: string): AgentState {
   return { name: record.name, target: record.target, state: "unknown", row: null, next: null, instance: null, observation: null, error };
 }
+
+/** Issue 33: a record whose last deploy failed says why beside its state (by name: one lookup per agent, issue 35). */
+export function withLastDeploys(states: readonly AgentState[], records: readonly AgentRecord[]): AgentState[] {
+  const byName = new Map(records.map((r) => [r.name, r]));
+  return states
+    .map((s) => {
+      const r = byName.get(s.name);
+      return r?.last_outcome === "failed" && r.last_message ? { ...s, last_deploy: r.last_message } : s;
+    })
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}

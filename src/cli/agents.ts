@@ -222,7 +222,7 @@ export function registerAgentCommands(program: Command): void {
       const backend = await openBackend(backendFlags(opts, cmd));
       const ask = async () => {
         const states = await backend.agents(opts.refresh === true, opts.selector);
-        const text = stateTable(states, opts.json);
+        const text = opts.json ? "" : stateTable(states, opts.json);
         return { doc: { agents: states }, text: states.some((s) => s.state === "not asked") ? `${text}
 (mesh agents as stored: no node was asked; --refresh asks them)` : text };
       };

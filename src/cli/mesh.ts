@@ -256,7 +256,8 @@ export function registerMeshCommands(program: Command): void {
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
         const list = await backend.targets(opts.refresh === true, opts.selector);
-        return { doc: { targets: list }, text: targetTable(list, opts.json) };
+        // Issue 35: no table is drawn for a JSON answer (at 10,000 rows it was a tenth of the verb).
+        return { doc: { targets: list }, text: opts.json ? "" : targetTable(list, opts.json) };
       });
     },
   );
@@ -282,7 +283,7 @@ export function registerMeshCommands(program: Command): void {
       await listOrWatch(opts, async () => {
         const { placements: list, moved } = await backend.instances(opts.refresh === true);
         const asked = list.some((p) => p.state === "not asked") ? "\n(states as stored: no node was asked; --refresh asks them)" : "";
-        const text = `${instanceTable(list, opts.json)}${asked}`;
+        const text = opts.json ? "" : `${instanceTable(list, opts.json)}${asked}`;
         return { doc: { placements: list, moved }, text: moved.length === 0 ? text : `${text}\n\n${movedTable(moved, opts.json)}` };
       });
     },
@@ -301,6 +302,7 @@ export function registerMeshCommands(program: Command): void {
     const { topRows } = await import("../core/agents/top.js");
     let before = new Map<string, UsageReading>();
     const read = async () => {
+      // Usage lives in what the nodes answer now: top always asks (issue 35: the stored list has no state to read).
       const { placements } = await backend.instances(true);
       const inputs = placements.filter((p) => p.state === "running" || p.state === "unhealthy").map(topInput);
       const rows = topRows(inputs, before);

@@ -1,35 +1,28 @@
 /**
  * The controller verbs on this machine's files: each call opens the controller in the home (controller.ts), does one
- * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
+ * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts. The
+ * three lists without --refresh are answered read-only by stored.ts, which loads this file only when it must.
  */
-import { existsSync, readdirSync } from "node:fs";
 import { resolve } from "node:path";
 import { AgentRegistry, type AgentsEnv, agentHistory, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, selectedRecords, specFromText, startAgent, stopAgent, storedAgentStates, targetFor, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { parseSelector } from "../../core/agents/labels.js";
-import { loadKeyFile } from "../../keys/key-file.js";
 import { realClock } from "../../kit/clock.js";
 import { boundedStderrLogger } from "../../kit/log.js";
 import { NodeClient } from "../../mesh/client/node-client.js";
-import { deadAfterFromEnv } from "../../mesh/controller/controller.js";
 import { PlaceError } from "../../mesh/controller/index.js";
-import { type SnapshotPart, StoredReads, StoredReadsError, type StoredSnapshot } from "../../mesh/controller/stored-reads.js";
 import { instancesWithState, storedInstances, targetRows, targetsSelected, targetsWithFacts } from "../../mesh/controller/views.js";
-import { parseDatabaseAddress } from "../../store/open.js";
 import { berthVersion } from "../../version.js";
 import { connect } from "../cluster-connect.js";
 import { ensureControllerKey, operatorIdentity, withController } from "../controller.js";
-import { databaseOf } from "../database.js";
-import { CliError, invalidInput, noHome, placeRefused } from "../errors.js";
+import { invalidInput, placeRefused } from "../errors.js";
 import { openCliK8sAudit } from "../k8s-audit.js";
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
 import { agentFailureError } from "./failures.js";
 import { localNodeAdmin } from "./node-admin-local.js";
+import { homeRead, storedRead } from "./stored.js";
 import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./types.js";
-
-/** A home with no controller store: nothing was placed or deployed from it (and a read makes none). */
-const EMPTY: StoredSnapshot = { targets: [], admins: [], placements: [], moved: [], agents: [], unsettled: new Set() };
 
 const answered = <T>(o: Outcome<T>): T => unwrap(o, agentFailureError);
 
@@ -51,46 +44,8 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     watch: { waiting: (what, fn) => withSpinner(what, flags.json, fn), conditions: () => startProgress({ json: flags.json }) },
     now: Date.now,
   };
-  // Issue 36: a read never makes a home. A shell without the exported BERTH_HOME used to get a new, empty one (with a
-  // fresh controller key) and the answer "no agents"; now it is told where berth looked and how to start one. On
-  // PostgreSQL (--database, $BERTH_DATABASE_URL) the store is not in the home, so there is nothing to look for.
-  const read = <T>(fn: () => Promise<T>): Promise<T> => {
-    if (databaseOf(flags.database) || (existsSync(dataDir) && readdirSync(dataDir).length > 0)) return fn();
-    // --data-dir defaults to berthHome(), so a home named by neither flag nor variable is the default one.
-    return Promise.reject(noHome(dataDir));
-  };
-  /**
-   * Issue 35: a list answered from the store as it is, opened read-only, writing nothing (stored-reads.ts): no
-   * migration, lease, contact or chain event, so readers never wait on each other or on a writer. `fallback` (the
-   * controller opened as for every other verb) when the read-only view cannot answer as the controller would: a
-   * PostgreSQL store, tables at another schema version, a key file that does not load (its error is the controller's).
-   */
-  const stored = <T>(parts: readonly SnapshotPart[], fn: (s: StoredSnapshot) => Promise<T>, fallback: () => Promise<T>): Promise<T> =>
-    read(async () => {
-      const address = parseDatabaseAddress(databaseOf(flags.database), resolve(dataDir, "controller.db"));
-      if (address.kind !== "sqlite") return fallback();
-      if (!existsSync(address.path)) return fn(EMPTY);
-      let publicKey: string;
-      try {
-        publicKey = loadKeyFile(flags.keyFile ?? defaultPaths.controllerKey()).publicKey;
-      } catch {
-        return fallback();
-      }
-      let reads: StoredReads | "empty" | null;
-      try {
-        reads = await StoredReads.open({ dataDir, sqlitePath: address.path, publicKey, deadAfterMs: deadAfterFromEnv(process.env) });
-      } catch (error) {
-        if (error instanceof StoredReadsError) throw new CliError(`cannot open the controller state in ${dataDir}: ${error.message}`);
-        throw error;
-      }
-      if (reads === null) return fallback();
-      if (reads === "empty") return fn(EMPTY);
-      try {
-        return await fn(await reads.snapshot(parts));
-      } finally {
-        await reads.close();
-      }
-    });
+  const read = homeRead(dataDir, flags.database);
+  const stored = storedRead({ ...flags, dataDir });
   const loaded = (spec: SpecInput) => {
     const l = specFromText(spec.text, spec.path);
     if (!l.ok) throw agentFailureError({ kind: "spec_invalid", message: l.error });

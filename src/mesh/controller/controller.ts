@@ -19,8 +19,6 @@ import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/identity/tier.js";
 import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { z } from "zod";
-import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
 import { type ObservedRow, observedInstanceOf } from "../../core/mesh/instance-observation.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import { StoreAuthority } from "../../store/leader-authority.js";
@@ -40,6 +38,7 @@ import { type SettleReport, settleUnsettled } from "./settle.js";
 import { importAgentsDb } from "./store-agents.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
+import { deadAfterFromEnv } from "./dead-after.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
 import { leaseOfFacts, SentStamps, type SettleSend } from "./watch-stamps.js";
 import { MoveRecords } from "./move-records.js";
@@ -74,23 +73,8 @@ export interface ControllerOptions {
   readonly hooks?: DispatchHooks;
 }
 
-const DeadAfterEnv = z.coerce.number().int().min(100, "must be at least 100 (ms)").max(7 * 24 * 3600 * 1000, "must be at most a week (ms)");
-
-/**
- * `dead_after` for every process on this home: the CLI, `berth serve` and `berth up` must judge the same stored
- * contacts the same way, so the setting comes from the environment they share rather than a flag of one verb.
- */
-export function deadAfterFromEnv(env: NodeJS.ProcessEnv): number {
-  const raw = env.BERTH_DEAD_AFTER_MS;
-  if (raw === undefined || raw === "") return DEFAULT_DEAD_AFTER_MS;
-  const parsed = DeadAfterEnv.safeParse(raw);
-  if (!parsed.success) throw new ControllerError(`BERTH_DEAD_AFTER_MS: ${parsed.error.issues[0]?.message ?? "must be an integer (ms)"}`);
-  return parsed.data;
-}
-
-export class ControllerError extends Error {
-  override name = "ControllerError";
-}
+// Issue 35: in their own file, so the read-only lists (stored-reads.ts) load them without the controller.
+export { ControllerError, deadAfterFromEnv } from "./dead-after.js";
 
 export class MeshController {
   readonly controllerId: string;

@@ -1,0 +1,40 @@
+/**
+ * Issue 35: `berth agents` by default, from the controller store alone (read-only, src/mesh/controller/stored-reads.ts).
+ * Kept apart from status.ts so the list loads neither target's adapter unless a Kubernetes agent is in it.
+ */
+import type { AgentRecord } from "./registry.js";
+import { specFromText } from "./spec-file.js";
+import { type AgentState, unknownAgentState, withLastDeploys } from "./state.js";
+import type { KnownAgent } from "./target.js";
+
+/** What `berth agents` says of a mesh agent whose nodes were not asked (issue 35: the list's default). */
+export const NOT_ASKED_STATE = "not asked";
+
+/**
+ * Issue 35: every agent as the controller's store holds it, no node asked (`berth agents` by default; `--refresh` asks
+ * every node, agentStates). A mesh agent shows the instance its placement names and the state "not asked" (or
+ * "unsettled" while a lost answer is not settled, "not placed" without a placement); a Kubernetes agent is looked at in
+ * its cluster as always (`kubernetes`: the target's own states, a read of the cluster, nothing written).
+ */
+export async function storedAgentStates(
+  records: readonly AgentRecord[],
+  stored: { readonly placements: ReadonlyArray<{ readonly name: string; readonly instance_id: string }>; readonly unsettled: ReadonlySet<string> },
+  kubernetes: (known: KnownAgent[]) => Promise<AgentState[]>,
+): Promise<AgentState[]> {
+  const placed = new Map(stored.placements.map((p) => [p.name, p.instance_id]));
+  const states: AgentState[] = [];
+  const cluster: KnownAgent[] = [];
+  for (const record of records) {
+    if (record.target === "kubernetes") {
+      const loaded = specFromText(record.spec_text, record.spec_path);
+      if (loaded.ok) cluster.push({ record, loaded: loaded.value });
+      else states.push(unknownAgentState(record, loaded.error));
+      continue;
+    }
+    const instance = placed.get(record.name) ?? null;
+    const state = stored.unsettled.has(record.name) ? "unsettled" : instance === null ? "not placed" : NOT_ASKED_STATE;
+    states.push({ name: record.name, target: record.target, state, row: null, next: null, instance, observation: null, error: null, lifecycle: null, restarts: null });
+  }
+  if (cluster.length > 0) states.push(...(await kubernetes(cluster)));
+  return withLastDeploys(states, records);
+}
