@@ -223,8 +223,9 @@ export function registerAgentCommands(program: Command): void {
       const ask = async () => {
         const states = await backend.agents(opts.refresh === true, opts.selector);
         const text = opts.json ? "" : stateTable(states, opts.json);
-        return { doc: { agents: states }, text: states.some((s) => s.state === "not asked") ? `${text}
-(mesh agents as stored: no node was asked; --refresh asks them)` : text };
+        const { NOT_ASKED, NOT_ASKED_HINT } = await import("../mesh/controller/views.js");
+        // Issue 35: said once, after the table, not per row.
+        return { doc: { agents: states }, text: !opts.json && states.some((s) => s.target === "mesh" && s.state === NOT_ASKED) ? `${text}\n${NOT_ASKED_HINT}` : text };
       };
       if (!opts.watch) {
         const { doc, text } = await ask();

@@ -282,9 +282,12 @@ export function registerMeshCommands(program: Command): void {
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
         const { placements: list, moved } = await backend.instances(opts.refresh === true);
-        const asked = list.some((p) => p.state === "not asked") ? "\n(states as stored: no node was asked; --refresh asks them)" : "";
-        const text = opts.json ? "" : `${instanceTable(list, opts.json)}${asked}`;
-        return { doc: { placements: list, moved }, text: moved.length === 0 ? text : `${text}\n\n${movedTable(moved, opts.json)}` };
+        if (opts.json) return { doc: { placements: list, moved }, text: "" };
+        const table = instanceTable(list, opts.json);
+        const text = moved.length === 0 ? table : `${table}\n\n${movedTable(moved, opts.json)}`;
+        // Issue 35: said once, after everything, not per row.
+        const { NOT_ASKED, NOT_ASKED_HINT } = await import("../mesh/controller/views.js");
+        return { doc: { placements: list, moved }, text: list.some((p) => p.state === NOT_ASKED) ? `${text}\n${NOT_ASKED_HINT}` : text };
       });
     },
   );

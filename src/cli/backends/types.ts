@@ -57,7 +57,7 @@ export interface ControllerBackend {
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
   place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
   /** The placements with their nodes' states, and (issue 16) those taken off their node whose old copy is still reconciled. */
-  /** `refresh`: ask every node now; else (issue 35) the placements as stored, state "not asked" (a server answers live). */
+  /** `refresh`: ask every node now; else (issue 35) the placements as stored, state "unknown" (a server answers live). */
   instances(refresh: boolean): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
   /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
   instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;

@@ -6,7 +6,7 @@
  *
  * What it does not do, and why that is safe:
  * - it never asks a node: liveness is the stored contacts judged now (as every process judges them, targets.ts), and
- *   an instance's state is "not asked" (`--refresh` asks the nodes through the writable controller);
+ *   an instance's state is "unknown" (`--refresh` asks the nodes through the writable controller);
  * - it applies the peers file to the tiers it shows without chaining anything (a file that cannot be read shows every
  *   node `discovered`, fail closed as the controller would); the next process that writes records the change;
  * - it checks that the chain is this key's (a foreign store is refused as at open) but verifies no signatures: reading

@@ -104,8 +104,16 @@ export async function instancesWithState(controller: MeshController, client: Nod
   });
 }
 
-/** What an instance's state is when its node was not asked (issue 35: the lists' default reads the store only). */
-export const NOT_ASKED = "not asked";
+/**
+ * What an instance's state is when its node was not asked (issue 35: the lists' default reads the store only). The store
+ * records no instance state (placements, node contacts, stops; nothing per instance the nodes report), so there is no
+ * last-seen state to show: "unknown", and the lists say once how to ask.
+ */
+export const NOT_ASKED = "unknown";
+
+/** The one line the lists print after a table with a NOT_ASKED row. */
+export const NOT_ASKED_HINT =
+  "(state unknown: without --refresh this list reads the controller store, which keeps no instance state (only placements); --refresh asks the nodes now, and a running berth serve (--server) answers live)";
 
 /** Every placement as stored, its node not asked (`--refresh` asks: instancesWithState). */
 export function storedInstances(placements: readonly PlacementRecord[]) {
