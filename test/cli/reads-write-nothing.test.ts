@@ -29,7 +29,7 @@ const LISTS = [
 ] as const;
 
 /** A home with a controller store holding one node and one mesh agent (no daemon runs: nothing is asked of it). */
-async function home(): Promise<string> {
+async function home(labelled: Readonly<Record<string, string>> = {}): Promise<string> {
   const dir = mkdtempSync(join(scratch, "home-"));
   const key = generateSigningKey();
   saveKeyFile(join(dir, "keys", "controller.key"), key);
@@ -42,6 +42,10 @@ async function home(): Promise<string> {
     );
     const spec = "apiVersion: berth/v1\nkind: Agent\nmetadata: { name: scout }\nspec:\n  target: mesh\n  package: ./pkg\n";
     await new AgentRegistry(controller.store).remember({ name: "scout", target: "mesh", spec_path: join(dir, "scout.yaml"), spec_text: spec, intent: "i".repeat(64), deployed_ms: Date.now() });
+    for (const [name, team] of Object.entries(labelled)) {
+      const text = `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ${name}, labels: { team: ${team} } }\nspec:\n  target: mesh\n  package: ./pkg\n`;
+      await new AgentRegistry(controller.store).remember({ name, target: "mesh", spec_path: join(dir, `${name}.yaml`), spec_text: text, intent: "i".repeat(64), deployed_ms: Date.now() });
+    }
   } finally {
     await controller.close();
   }
@@ -119,6 +123,24 @@ describe("the list verbs on this home's files", () => {
     }
     await writer.waitForOutput("committed");
     expect((await writer.exited()).code).toBe(0);
+  });
+
+  it("select agents by label from the store as the live list does, and refuse a bad selector with the same words", async () => {
+    const dir = await home({ alpha: "a", beta: "b" });
+    const names = async (...args: string[]) => {
+      const r = await runNode([berthBin(), "agents", "--json", ...args], { env: env(dir) });
+      expect(r.code, r.stderr).toBe(0);
+      return (JSON.parse(r.stdout) as { agents: Array<{ name: string }> }).agents.map((a) => a.name);
+    };
+    expect(await names()).toEqual(["alpha", "beta", "scout"]);
+    expect(await names("-l", "team=a")).toEqual(["alpha"]);
+    expect(await names("-l", "team,team!=a")).toEqual(["beta"]);
+    expect(await names("-l", "!team")).toEqual(["scout"]);
+    const bad = await runNode([berthBin(), "agents", "-l", "team=a b"], { env: env(dir) });
+    const badLive = await runNode([berthBin(), "agents", "--refresh", "-l", "team=a b"], { env: env(dir) });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("-l: ");
+    expect(badLive.stderr).toBe(bad.stderr);
   });
 
   it("make no controller store in a home that has none", async () => {
