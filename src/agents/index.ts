@@ -19,7 +19,7 @@ export { type LoadedSpec, loadSpecFile, meshIntentOf, readNsec, specFromText } f
 export { type AgentState, unknownAgentState } from "./state.js";
 export { agentState, agentStates } from "./status.js";
 export { selectedRecords } from "./selected.js";
-export { NOT_ASKED_STATE, storedAgentStates } from "./stored-states.js";
+export { storedAgentStates } from "./stored-states.js";
 export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, LogsAnswer, Outcome, StopAnswer, Watch } from "./target.js";
 export { translateFailure, unwrap } from "./target.js";
 export { cliBudget, loopDeps, runReconcileLoop } from "./targets/kubernetes/index.js";

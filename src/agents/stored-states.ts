@@ -8,7 +8,7 @@ import { type AgentState, unknownAgentState, withLastDeploys } from "./state.js"
 import type { KnownAgent } from "./target.js";
 
 /** What `berth agents` says of a mesh agent whose nodes were not asked (issue 35: the list's default). */
-export const NOT_ASKED_STATE = "unknown";
+const NOT_ASKED_STATE = "unknown";
 
 /**
  * Issue 35: every agent as the controller's store holds it, no node asked (`berth agents` by default; `--refresh` asks

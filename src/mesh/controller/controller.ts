@@ -74,7 +74,7 @@ export interface ControllerOptions {
 }
 
 // Issue 35: in their own file, so the read-only lists (stored-reads.ts) load them without the controller.
-export { ControllerError, deadAfterFromEnv } from "./dead-after.js";
+export { ControllerError } from "./dead-after.js";
 
 export class MeshController {
   readonly controllerId: string;

@@ -135,7 +135,7 @@ function tierNow(t: StoredTarget, peers: PeersLoaded): Tier {
 }
 
 /** What the lists show for one stored target: no boot id and no facts (only a describe by this process has those). */
-export function storedTargetInfo(t: StoredTarget, contact: StoredContact | undefined, peers: PeersLoaded, nowMs: number, deadAfterMs: number): TargetInfo {
+function storedTargetInfo(t: StoredTarget, contact: StoredContact | undefined, peers: PeersLoaded, nowMs: number, deadAfterMs: number): TargetInfo {
   return {
     addr: t.addr,
     node_id: t.node_id,
