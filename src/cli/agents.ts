@@ -224,8 +224,8 @@ export function registerAgentCommands(program: Command): void {
         const states = await backend.agents(opts.refresh === true, opts.selector);
         const text = opts.json ? "" : stateTable(states, opts.json);
         const { NOT_ASKED, NOT_ASKED_HINT } = await import("../mesh/controller/views.js");
-        // Issue 35: said once, after the table, not per row.
-        return { doc: { agents: states }, text: !opts.json && states.some((s) => s.target === "mesh" && s.state === NOT_ASKED) ? `${text}\n${NOT_ASKED_HINT}` : text };
+        // Issue 35: said once, after the table, not per row; only of the stored list (a live "unknown" is a node that did not answer).
+        return { doc: { agents: states }, text: !opts.json && opts.refresh !== true && backend.where === "local" && states.some((s) => s.target === "mesh" && s.state === NOT_ASKED) ? `${text}\n${NOT_ASKED_HINT}` : text };
       };
       if (!opts.watch) {
         const { doc, text } = await ask();

@@ -285,9 +285,9 @@ export function registerMeshCommands(program: Command): void {
         if (opts.json) return { doc: { placements: list, moved }, text: "" };
         const table = instanceTable(list, opts.json);
         const text = moved.length === 0 ? table : `${table}\n\n${movedTable(moved, opts.json)}`;
-        // Issue 35: said once, after everything, not per row.
+        // Issue 35: said once, after everything, not per row; only of the stored list (a live "unknown" is a node that did not answer).
         const { NOT_ASKED, NOT_ASKED_HINT } = await import("../mesh/controller/views.js");
-        return { doc: { placements: list, moved }, text: list.some((p) => p.state === NOT_ASKED) ? `${text}\n${NOT_ASKED_HINT}` : text };
+        return { doc: { placements: list, moved }, text: opts.refresh !== true && backend.where === "local" && list.some((p) => p.state === NOT_ASKED) ? `${text}\n${NOT_ASKED_HINT}` : text };
       });
     },
   );
