@@ -24,6 +24,11 @@ export interface AgentState {
   readonly restarts?: number | null;
   /** Issue 36 (mesh): when the current instance's process last started (ms since the epoch, the node's clock). */
   readonly started_ms?: number | null;
+  /**
+   * Issue 35: the stored list (`berth agents` without --refresh) only: when the current instance's node last reported
+   * the state shown (the controller's clock), null when it never was; absent from a live answer.
+   */
+  readonly seen_ms?: number | null;
   /** Issue 33: the message of the last deploy when it failed (the record kept says why); absent otherwise. */
   readonly last_deploy?: string | null;
 }

@@ -14,7 +14,8 @@ import { type DeployDocument, openBackend, type SpecInput } from "./backends/ind
 import { CliError, invalidInput } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, kubeContextFlag, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";
-import { paintState, stdoutPalette } from "./style.js";
+import { paintSeen, stdoutPalette } from "./style.js";
+import { seenText } from "../core/mesh/instance-observation.js";
 import { renderTable } from "./table.js";
 import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
@@ -79,10 +80,12 @@ function stateTable(states: readonly AgentState[], json: boolean | undefined): s
   if (states.length === 0) return "no agents; deploy one with `berth deploy FILE`";
   const wide = wideOutput();
   // Issue 15: LIFECYCLE is the node's state of the current instance (running, backoff, failed …), RESTARTS its supervisor's.
+  const now = Date.now();
   const rows = states.map((s) => [
     s.name,
     s.target,
-    s.state,
+    // Issue 35: a stored row says when its node last reported its state (`running (seen 4s ago)`, `unknown (never seen)`).
+    s.seen_ms === undefined ? s.state : seenText(s.state, s.seen_ms, now),
     s.lifecycle ?? "-",
     s.restarts === null || s.restarts === undefined ? "-" : String(s.restarts),
     s.instance ?? "-",
@@ -92,7 +95,7 @@ function stateTable(states: readonly AgentState[], json: boolean | undefined): s
   const palette = stdoutPalette(json);
   return renderTable(["NAME", "TARGET", "STATE", "LIFECYCLE", "RESTARTS", "INSTANCE", ...(wide ? ["ROW", "NEXT"] : []), "NOTE"], rows, {
     palette,
-    paint: (column, text) => (column === 2 || column === 3 ? paintState(palette, text) : text),
+    paint: (column, text) => (column === 2 || column === 3 ? paintSeen(palette, text) : text),
   });
 }
 
@@ -223,9 +226,9 @@ export function registerAgentCommands(program: Command): void {
       const ask = async () => {
         const states = await backend.agents(opts.refresh === true, opts.selector);
         const text = opts.json ? "" : stateTable(states, opts.json);
-        const { NOT_ASKED, NOT_ASKED_HINT } = await import("../mesh/controller/views.js");
-        // Issue 35: said once, after the table, not per row; only of the stored list (a live "unknown" is a node that did not answer).
-        return { doc: { agents: states }, text: !opts.json && opts.refresh !== true && backend.where === "local" && states.some((s) => s.target === "mesh" && s.state === NOT_ASKED) ? `${text}\n${NOT_ASKED_HINT}` : text };
+        const { STORED_STATE_HINT, storedStateNeedsHint } = await import("../mesh/controller/views.js");
+        // Issue 35: said once, after the table, not per row; only of a stored list with a row never seen or seen long ago.
+        return { doc: { agents: states }, text: !opts.json && storedStateNeedsHint(states, Date.now()) ? `${text}\n${STORED_STATE_HINT}` : text };
       };
       if (!opts.watch) {
         const { doc, text } = await ask();

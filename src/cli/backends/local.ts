@@ -99,7 +99,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
             return { placements, moved: await c.moves.moved() };
           }),
         );
-      return refresh ? live() : stored(["placements"], async (s) => ({ placements: storedInstances(s.placements), moved: s.moved }), live);
+      return refresh ? live() : stored(["placements"], async (s) => ({ placements: storedInstances(s.placements, s.observations), moved: s.moved }), live);
     },
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>

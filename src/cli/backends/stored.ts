@@ -21,7 +21,7 @@ import { defaultPaths } from "../paths.js";
 import type { BackendFlags, ControllerBackend } from "./types.js";
 
 /** A home with no controller store: nothing was placed or deployed from it (and a read makes none). */
-const EMPTY: StoredSnapshot = { targets: [], admins: [], placements: [], moved: [], agents: [], unsettled: new Set() };
+const EMPTY: StoredSnapshot = { targets: [], admins: [], placements: [], moved: [], agents: [], unsettled: new Set(), observations: new Map() };
 
 /**
  * Issue 36: a read never makes a home. A shell without the exported BERTH_HOME used to get a new, empty one (with a
@@ -92,7 +92,7 @@ export function localLists(flags: BackendFlags & { readonly dataDir: string }, f
         ? b().then((x) => x.instances(true))
         : stored(
             ["placements"],
-            async (s) => ({ placements: storedInstances(s.placements), moved: s.moved }),
+            async (s) => ({ placements: storedInstances(s.placements, s.observations), moved: s.moved }),
             () => b().then((x) => x.instances(false)),
           ),
     agents: async (refresh, selector) => {

@@ -27,7 +27,12 @@ export type TargetRow = TargetInfo & {
 };
 
 /** A placement with what its node says of it now. */
-export type InstanceRow = PlacementRecord & { readonly state: string; readonly status: JsonObject | null };
+export type InstanceRow = PlacementRecord & {
+  readonly state: string;
+  readonly status: JsonObject | null;
+  /** Issue 35: a stored row only: when its node last reported `state` (null: never); absent from a live answer. */
+  readonly seen_ms?: number | null;
+};
 
 /** The `agent.deploy` payload (core/agents/deploy-event.ts), as `berth deploy --json` prints it. */
 export type DeployDocument = JsonObject & { readonly ok: boolean; readonly message: string; readonly target: string; readonly outcome: string; readonly rounds: ReadonlyArray<{ readonly row?: unknown; readonly action?: unknown }> };
@@ -57,7 +62,7 @@ export interface ControllerBackend {
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
   place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
   /** The placements with their nodes' states, and (issue 16) those taken off their node whose old copy is still reconciled. */
-  /** `refresh`: ask every node now; else (issue 35) the placements as stored, state "unknown" (a server answers live). */
+  /** `refresh`: ask every node now; else (issue 35) the placements as stored, each state as last seen (a server answers live). */
   instances(refresh: boolean): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
   /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
   instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;

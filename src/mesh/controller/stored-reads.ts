@@ -6,7 +6,9 @@
  *
  * What it does not do, and why that is safe:
  * - it never asks a node: liveness is the stored contacts judged now (as every process judges them, targets.ts), and
- *   an instance's state is "unknown" (`--refresh` asks the nodes through the writable controller);
+ *   an instance's state is what its node last reported as recorded (store-observations.ts: the serve loop's pass, a
+ *   deploy, a `--refresh`), shown with its age, or "unknown (never seen)" (`--refresh` asks the nodes through the
+ *   writable controller);
  * - it applies the peers file to the tiers it shows without chaining anything (a file that cannot be read shows every
  *   node `discovered`, fail closed as the controller would); the next process that writes records the change;
  * - it checks that the chain is this key's (a foreign store is refused as at open) but verifies no signatures: reading
@@ -21,6 +23,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentRecord } from "../../core/agents/registry.js";
 import type { Tier } from "../../core/identity/tier.js";
+import type { ObservedInstance } from "../../core/mesh/instance-observation.js";
 import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-liveness.js";
 import type { Query } from "../../store/engine.js";
 import { schemaVersionOf } from "../../store/schema.js";
@@ -28,6 +31,7 @@ import { SqliteEngine } from "../../store/sqlite-engine.js";
 import { adminsOn, type MovedRecord, movedOn, type NodeAdmin } from "./move-records.js";
 import { loadPeers, type PeerEntry } from "./policy.js";
 import { agentRecords } from "./store-agents.js";
+import { observationsOn } from "./store-observations.js";
 import { placementsOn } from "./store-placements.js";
 import type { PlacementRecord, StoredContact, StoredTarget } from "./store-records.js";
 import { CONTROLLER_SCHEMA_VERSION } from "./store-schema.js";
@@ -47,6 +51,8 @@ export interface StoredSnapshot {
   readonly agents: AgentRecord[];
   /** Names with an unsettled decision (a lost answer not yet settled). */
   readonly unsettled: ReadonlySet<string>;
+  /** Each placed instance as its node last reported it (schema v12), by instance id: what the lists show as last seen. */
+  readonly observations: ReadonlyMap<string, ObservedInstance>;
 }
 
 export type SnapshotPart = "targets" | "placements" | "agents";
@@ -112,6 +118,7 @@ export class StoredReads {
         moved: want.has("placements") ? await movedOn(q) : [],
         agents: want.has("agents") ? await agentRecords(q) : [],
         unsettled,
+        observations: want.has("placements") || want.has("agents") ? await observationsOn(q) : new Map<string, ObservedInstance>(),
       };
     });
   }

@@ -6,6 +6,7 @@
 import { type Requirement, selects } from "../../core/agents/labels.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { NodeId } from "../../core/crypto/ed25519.js";
+import { judgeSeen, type ObservedInstance } from "../../core/mesh/instance-observation.js";
 import type { NodeView } from "../../core/placement/index.js";
 import { type InstanceStatusRowAnswer, isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import type { NodeClient } from "../client/node-client.js";
@@ -105,17 +106,30 @@ export async function instancesWithState(controller: MeshController, client: Nod
 }
 
 /**
- * What an instance's state is when its node was not asked (issue 35: the lists' default reads the store only). The store
- * records no instance state (placements, node contacts, stops; nothing per instance the nodes report), so there is no
- * last-seen state to show: "unknown", and the lists say once how to ask.
+ * Issue 35: the lists' default reads the store only. An instance's state there is what its node last reported, as the
+ * serve loop's pass, a deploy or a `--refresh` recorded it (store-observations.ts), shown with its age; "unknown" when
+ * nothing was ever recorded of it. The lists say once, after the table, how to ask now when a row is old or unknown.
  */
-export const NOT_ASKED = "unknown";
+export const NOT_SEEN = "unknown";
 
-/** The one line the lists print after a table with a NOT_ASKED row. */
-export const NOT_ASKED_HINT =
-  "(state unknown: without --refresh this list reads the controller store, which keeps no instance state (only placements); --refresh asks the nodes now, and a running berth serve (--server) answers live)";
+/** The one line the lists print after a stored table with a row never seen or seen too long ago. */
+export const STORED_STATE_HINT =
+  "(states as last recorded in the controller store, with their age: `never seen` or `stale` means no berth serve has observed these nodes lately; --refresh asks the nodes now, and a running berth serve (--server) answers live)";
 
-/** Every placement as stored, its node not asked (`--refresh` asks: instancesWithState). */
-export function storedInstances(placements: readonly PlacementRecord[]) {
-  return placements.map((p) => ({ ...p, state: NOT_ASKED, status: null as JsonObject | null }));
+/** True when a stored list has a row whose state is unknown or old (live rows carry no `seen_ms` and never count). */
+export function storedStateNeedsHint(rows: ReadonlyArray<{ readonly seen_ms?: number | null }>, nowMs: number): boolean {
+  return rows.some((r) => r.seen_ms !== undefined && judgeSeen(r.seen_ms, nowMs).kind !== "fresh");
+}
+
+/**
+ * Every placement as stored, its node not asked (`--refresh` asks: instancesWithState): the state its node last
+ * reported (the node's own word, "absent" when its verified answer did not list it) and when, or NOT_SEEN.
+ */
+export function storedInstances(placements: readonly PlacementRecord[], observations: ReadonlyMap<string, ObservedInstance>) {
+  return placements.map((p) => {
+    const o = observations.get(p.instance_id);
+    if (o === undefined) return { ...p, state: NOT_SEEN, status: null as JsonObject | null, seen_ms: null as number | null };
+    const status: JsonObject = { state: o.lifecycle, restarts: o.restarts, pid: o.pid, started_ms: o.started_ms };
+    return { ...p, state: o.lifecycle ?? o.state, status: status as JsonObject | null, seen_ms: o.seen_ms as number | null };
+  });
 }
