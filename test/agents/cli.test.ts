@@ -45,7 +45,8 @@ describe("berth deploy / agents / agent with a real node daemon", () => {
     const human = await berth("deploy", spec);
     expect(human.stdout).toContain("nothing to do");
 
-    const listed = (await json("agents", "--refresh")).agents as JsonObject[];
+    // Issue 35: the plain list reads the store, where the deploy recorded what its node reported.
+    const listed = (await json("agents")).agents as JsonObject[];
     expect(listed.map((a) => [a.name, a.target, a.state, a.instance])).toEqual([["scout", "mesh", "running", first.instance]]);
     const status = await json("agent", "status", "scout");
     expect([status.state, status.row, status.next]).toEqual(["running", "started", "no-op"]);
@@ -65,7 +66,7 @@ describe("berth deploy / agents / agent with a real node daemon", () => {
 
     const replaced = await json("agent", "replace", "scout");
     expect([replaced.code, replaced.outcome, replaced.action], String(replaced.message)).toEqual([0, "started", "replace (user)"]);
-    expect((await json("agents", "--refresh")).agents).toMatchObject([{ name: "scout", state: "running", instance: replaced.instance }]);
+    expect((await json("agents")).agents).toMatchObject([{ name: "scout", state: "running", instance: replaced.instance }]);
 
     const bad = await berth("agent", "status", "nobody");
     expect(bad.code).toBe(1);

@@ -22,7 +22,7 @@ afterEach(cleanup);
 const Database = createRequire(import.meta.url)("better-sqlite3") as new (path: string) => { exec(sql: string): void; close(): void };
 
 describe("the lists that ask no node, after berth serve's loop observed the nodes", () => {
-  it("show a deployed agent running with its age; unknown (never seen) once nothing is recorded; running again after one pass of the serve loop", { timeout: 180_000 }, async () => {
+  it("show a deployed agent running with its age; unknown (never seen) once nothing is recorded; running again after one pass of the serve loop; terminated after a stop", { timeout: 180_000 }, async () => {
     requireBuild();
     const home = tempDir("berth-stored-state-");
     const env = { BERTH_HOME: home, BERTH_ADDR: "", BERTH_CONTEXT: "", KUBECONFIG: "/nonexistent" };
@@ -95,5 +95,9 @@ describe("the lists that ask no node, after berth serve's loop observed the node
     expect(placements[0]).toMatchObject({ instance_id: deployed.instance, state: "running", status: { restarts: 0 } });
     expect(placements[0]?.seen_ms).toBeTypeOf("number");
     expect((await berth("instances")).stdout).toMatch(new RegExp(`${String(deployed.instance)}\\s+scout\\s+\\S+\\s+running \\(seen \\d+s ago\\)\\s+0\\s`));
+
+    // A stop asks the node once after it: the plain list does not go on saying "running" about a stopped agent.
+    expect((await berth("agent", "stop", "scout")).code).toBe(0);
+    expect(((await json("agents")).agents as JsonObject[])[0]).toMatchObject({ name: "scout", state: "terminated", lifecycle: "stopped" });
   });
 });

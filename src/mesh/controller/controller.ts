@@ -20,6 +20,7 @@ import type { Tier } from "../../core/identity/tier.js";
 import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { type ObservedRow, observedInstanceOf } from "../../core/mesh/instance-observation.js";
+import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import { StoreAuthority } from "../../store/leader-authority.js";
 import { LeaderLease, type LeaderView } from "../../store/leader.js";
@@ -304,8 +305,8 @@ export class MeshController {
     }
   }
 
-  instance(verb: Verb, instanceId: string, opts: VerbOptions = {}): Promise<VerbResult> {
-    return instanceVerb(
+  async instance(verb: Verb, instanceId: string, opts: VerbOptions = {}): Promise<VerbResult> {
+    const r = await instanceVerb(
       {
         store: this.store,
         targets: this.targetSet,
@@ -319,6 +320,22 @@ export class MeshController {
       instanceId,
       opts,
     );
+    // Issue 35: a stop or start changes what the lists that ask no node should say; its node is asked once, now.
+    if (r.kind === "ok" && (verb === "stop" || verb === "start")) await this.observeNode(r.node);
+    return r;
+  }
+
+  /**
+   * One status of the node, recorded as its instances' observations (recordObservations). Never throws: what it could
+   * not learn (no answer, the store refused the write) the next observer records.
+   */
+  async observeNode(nodeId: string): Promise<void> {
+    try {
+      const r = await this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }, { timeoutMs: this.deps.timeouts.callMs });
+      if (r.kind === "ok") await this.recordObservations([{ nodeId, rows: statusRowsOf(r.result).filter(isInstanceRow) }]);
+    } catch {
+      // An observation is a courtesy to the lists, never a reason for the verb that asked to fail.
+    }
   }
 
   /** Adds a target by address: trust on first use, or a describe that must be answered by `key`. */

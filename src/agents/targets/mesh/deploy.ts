@@ -308,7 +308,8 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     const report = await deps.controller.place(order);
     if (report.placed) {
       const p = report.placed;
-      await observePlaced(deps, p.node_id);
+      // Issue 35: recorded at once for the lists that ask no node (`berth up --detach` runs no serve loop).
+      await deps.controller.observeNode(p.node_id);
       const verb = replaced ? "replaced the previous instance:" : "";
       return result(true, m.start ? "started" : "waiting", `${input.agent}: ${verb ? `${verb} ` : ""}${m.start ? "started" : "loaded"} ${p.instance_id} on node ${p.node_id}`, p.instance_id);
     }
@@ -329,19 +330,6 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     if (error.code === "store_interrupted") return result(false, "blocked", `${input.agent}: ${error.message}.`);
     return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.`);
   }
-}
-
-/**
- * Issue 35: the placed instance as its node reports it right after the place, recorded so the lists that ask no node
- * show it at once (`berth up --detach` runs no serve loop). One status call to that node; what it cannot learn (the
- * node did not answer, the store refused the write) the next observer records, and the deploy's answer stands.
- */
-async function observePlaced(deps: MeshAgentDeps, nodeId: string): Promise<void> {
-  const t = (await deps.controller.targets()).find((x) => x.node_id === nodeId);
-  if (t === undefined) return;
-  const answer = await statusOf(deps, t);
-  if (answer.kind !== "answered") return;
-  await deps.controller.recordObservations([{ nodeId, rows: answer.rows }]).catch(() => undefined);
 }
 
 /**
