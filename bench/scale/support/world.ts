@@ -18,6 +18,7 @@ import { AgentRegistry } from "../../../src/agents/registry.js";
 import { canonicalJson } from "../../../src/core/crypto/canonical.js";
 import { sha256 } from "../../../src/core/crypto/tagged.js";
 import type { SigningKey } from "../../../src/core/crypto/ed25519.js";
+import { observedInstanceOf } from "../../../src/core/mesh/instance-observation.js";
 import { generateSigningKey, saveKeyFile } from "../../../src/keys/key-file.js";
 import { ControllerConnector } from "../../../src/mesh/client/connector.js";
 import { FAN_OUT, fanOut } from "../../../src/mesh/controller/fan-out.js";
@@ -205,14 +206,22 @@ async function fill(controller: MeshController, sim: NodeSim, packageId: string,
       });
       names.push(name);
       if (rows.length >= 1000) {
+        await observed(store, rows);
         await sim.hold(rows);
         rows = [];
       }
     }
+    await observed(store, rows);
     await sim.hold(rows);
   } finally {
     sqlite?.db.pragma("synchronous = FULL");
   }
+}
+
+/** Issue 35: the filled instances as a serve loop's pass would have recorded them (what the stored lists read). */
+async function observed(store: MeshController["store"], rows: ReadonlyArray<SimInstance & { node_id: string }>): Promise<void> {
+  const now = Date.now();
+  await store.recordObservations(rows.map((r) => observedInstanceOf(r.instance_id, r.node_id, { state: r.state, restarts: r.restarts ?? 0, pid: r.pid, started_ms: r.started_ms }, now)));
 }
 
 /** Least-squares slope of log(y) on log(x): the cost exponent across sizes (1 = linear). */
