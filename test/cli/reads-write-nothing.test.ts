@@ -77,10 +77,6 @@ describe("the list verbs on this home's files", () => {
       const r = await runNode([berthBin(), ...args, "--local"], { env: env(dir) });
       expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
     }
-    const agents = JSON.parse((await runNode([berthBin(), "agents", "--json"], { env: env(dir) })).stdout) as { agents: Array<{ name: string; state: string }> };
-    expect(agents.agents.map((a) => [a.name, a.state])).toEqual([["scout", "not placed"]]);
-    const nodes = JSON.parse((await runNode([berthBin(), "nodes", "list", "--json"], { env: env(dir) })).stdout) as { targets: Array<{ addr: string; tier: string }> };
-    expect(nodes.targets.map((t) => [t.addr, t.tier])).toEqual([["127.0.0.1:9", "paired"]]);
     // SQLite's shared-memory index (-shm) is where every reader of a WAL database takes its read mark, through a
     // mapping of the file; on the first read after a clean close SQLite makes it, and an empty -wal beside it. Neither
     // holds data: the database and every byte of its log are judged.
@@ -92,6 +88,10 @@ describe("the list verbs on this home's files", () => {
     }
     const { "/controller.db-shm": _before, ...was } = before;
     expect(kept).toEqual(was);
+    const agents = JSON.parse((await runNode([berthBin(), "agents", "--json"], { env: env(dir) })).stdout) as { agents: Array<{ name: string; state: string }> };
+    expect(agents.agents.map((a) => [a.name, a.state])).toEqual([["scout", "not placed"]]);
+    const nodes = JSON.parse((await runNode([berthBin(), "nodes", "list", "--json"], { env: env(dir) })).stdout) as { targets: Array<{ addr: string; tier: string }> };
+    expect(nodes.targets.map((t) => [t.addr, t.tier])).toEqual([["127.0.0.1:9", "paired"]]);
   });
 
   it("answer, two at once, while another process holds the store's write lock", async () => {
