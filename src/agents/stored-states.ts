@@ -13,8 +13,9 @@ const NOT_SEEN_STATE = "unknown";
 
 /**
  * Issue 35: every agent as the controller's store holds it, no node asked (`berth agents` by default; `--refresh` asks
- * every node, agentStates). A mesh agent shows the instance its placement names and the state "not asked" (or
- * "unsettled" while a lost answer is not settled, "not placed" without a placement); a Kubernetes agent is looked at in
+ * every node, agentStates). A mesh agent shows the instance its placement names and the state its node last reported
+ * as recorded, with `seen_ms` (core/mesh/instance-observation.ts; "unknown" and null when never), or "unsettled" while a
+ * lost answer is not settled, "not placed" without a placement; a Kubernetes agent is looked at in
  * its cluster as always (`kubernetes`: the target's own states, a read of the cluster, nothing written).
  */
 export async function storedAgentStates(
