@@ -4,12 +4,13 @@
  * in one session (one controller open for the mesh).
  */
 import { DEPLOY_TARGETS } from "../core/agents/deploy-event.js";
-import { type Requirement, selects } from "../core/agents/labels.js";
-import { targetFor, type AgentsEnv } from "./env.js";
+import type { Requirement } from "../core/agents/labels.js";
+import { type AgentsEnv, targetFor } from "./env.js";
 import { knownAgent, listAgents } from "./lookup.js";
+import { selectedRecords } from "./selected.js";
 import type { AgentRecord } from "./registry.js";
 import { specFromText } from "./spec-file.js";
-import { type AgentState, unknownAgentState } from "./state.js";
+import { type AgentState, unknownAgentState, withLastDeploys } from "./state.js";
 import type { KnownAgent, Outcome } from "./target.js";
 
 async function statesOf(env: AgentsEnv, records: readonly AgentRecord[]): Promise<AgentState[]> {
@@ -24,13 +25,7 @@ async function statesOf(env: AgentsEnv, records: readonly AgentRecord[]): Promis
     const mine = known.filter((k) => k.record.target === kind);
     if (mine.length > 0) states.push(...(await targetFor(env, kind).states(mine)));
   }
-  return states.map((s) => withLastDeploy(s, records)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-}
-
-/** Issue 33: a record whose last deploy failed says why beside its state. */
-function withLastDeploy(s: AgentState, records: readonly AgentRecord[]): AgentState {
-  const r = records.find((x) => x.name === s.name);
-  return r?.last_outcome === "failed" && r.last_message ? { ...s, last_deploy: r.last_message } : s;
+  return withLastDeploys(states, records);
 }
 
 /**
@@ -38,12 +33,7 @@ function withLastDeploy(s: AgentState, records: readonly AgentRecord[]): AgentSt
  * `metadata.labels` it selects, judged before any target is asked.
  */
 export async function agentStates(env: AgentsEnv, selector: readonly Requirement[] = []): Promise<AgentState[]> {
-  const records = await listAgents(env);
-  const chosen = selector.length === 0 ? records : records.filter((r) => {
-    const loaded = specFromText(r.spec_text, r.spec_path);
-    return selects(selector, loaded.ok ? (loaded.value.spec.metadata.labels ?? {}) : {});
-  });
-  return statesOf(env, chosen);
+  return statesOf(env, selectedRecords(await listAgents(env), selector));
 }
 
 export async function agentState(env: AgentsEnv, name: string): Promise<Outcome<AgentState>> {
@@ -51,5 +41,5 @@ export async function agentState(env: AgentsEnv, name: string): Promise<Outcome<
   if (!known.ok) return known;
   const [state] = await targetFor(env, known.value.record.target).states([known.value]);
   if (state === undefined) throw new Error(`the ${known.value.record.target} target returned no state for ${name}`);
-  return { ok: true, value: withLastDeploy(state, [known.value.record]) };
+  return { ok: true, value: withLastDeploys([state], [known.value.record])[0] as AgentState };
 }

@@ -14,7 +14,8 @@ import { type DeployDocument, openBackend, type SpecInput } from "./backends/ind
 import { CliError, invalidInput } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, kubeContextFlag, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";
-import { paintState, stdoutPalette } from "./style.js";
+import { paintSeen, stdoutPalette } from "./style.js";
+import { seenText } from "../core/mesh/instance-observation.js";
 import { renderTable } from "./table.js";
 import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
@@ -79,10 +80,12 @@ function stateTable(states: readonly AgentState[], json: boolean | undefined): s
   if (states.length === 0) return "no agents; deploy one with `berth deploy FILE`";
   const wide = wideOutput();
   // Issue 15: LIFECYCLE is the node's state of the current instance (running, backoff, failed …), RESTARTS its supervisor's.
+  const now = Date.now();
   const rows = states.map((s) => [
     s.name,
     s.target,
-    s.state,
+    // Issue 35: a stored row says when its node last reported its state (`running (seen 4s ago)`, `unknown (never seen)`).
+    s.seen_ms === undefined ? s.state : seenText(s.state, s.seen_ms, now),
     s.lifecycle ?? "-",
     s.restarts === null || s.restarts === undefined ? "-" : String(s.restarts),
     s.instance ?? "-",
@@ -92,7 +95,7 @@ function stateTable(states: readonly AgentState[], json: boolean | undefined): s
   const palette = stdoutPalette(json);
   return renderTable(["NAME", "TARGET", "STATE", "LIFECYCLE", "RESTARTS", "INSTANCE", ...(wide ? ["ROW", "NEXT"] : []), "NOTE"], rows, {
     palette,
-    paint: (column, text) => (column === 2 || column === 3 ? paintState(palette, text) : text),
+    paint: (column, text) => (column === 2 || column === 3 ? paintSeen(palette, text) : text),
   });
 }
 
@@ -206,12 +209,13 @@ export function registerAgentCommands(program: Command): void {
       watchFlags(
         program
           .command("agents")
-          .description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action)")
-          .option("-l, --selector <selector>", "only the agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold)"),
+          .description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action); on this home's files, mesh agents as last seen unless --refresh")
+          .option("-l, --selector <selector>", "only the agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold)")
+          .option("--refresh", "ask every node for its mesh agents' state now (a running berth serve always answers live)"),
       ),
     ),
   ).action(
-    async (opts: ControllerVerbFlags & { watch?: boolean; interval: string; selector?: string }, cmd: Command) => {
+    async (opts: ControllerVerbFlags & { watch?: boolean; interval: string; selector?: string; refresh?: boolean }, cmd: Command) => {
       // Judged here, so a bad selector reads the same locally and through a server.
       if (opts.selector !== undefined) {
         const { parseSelector } = await import("../core/agents/labels.js");
@@ -220,8 +224,11 @@ export function registerAgentCommands(program: Command): void {
       }
       const backend = await openBackend(backendFlags(opts, cmd));
       const ask = async () => {
-        const states = await backend.agents(opts.selector);
-        return { doc: { agents: states }, text: stateTable(states, opts.json) };
+        const states = await backend.agents(opts.refresh === true, opts.selector);
+        const text = opts.json ? "" : stateTable(states, opts.json);
+        const { STORED_STATE_HINT, storedStateNeedsHint } = await import("../mesh/controller/views.js");
+        // Issue 35: said once, after the table, not per row; only of a stored list with a row never seen or seen long ago.
+        return { doc: { agents: states }, text: !opts.json && storedStateNeedsHint(states, Date.now()) ? `${text}\n${STORED_STATE_HINT}` : text };
       };
       if (!opts.watch) {
         const { doc, text } = await ask();

@@ -14,7 +14,8 @@ import { type InstanceRow, openBackend, type TargetRow } from "./backends/index.
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";
-import { type Palette, paintState, stdoutPalette } from "./style.js";
+import { type Palette, paintSeen, stdoutPalette } from "./style.js";
+import { agoText, seenText } from "../core/mesh/instance-observation.js";
 import { renderTable } from "./table.js";
 
 const collect = (value: string, previous: string[] = []) => [...previous, value];
@@ -41,15 +42,11 @@ function nodeIds(flag: string, values: string[] | undefined): string[] {
 const tierOf = (flag: string, value: string): Tier => oneOf(flag, value, TIERS);
 
 /** Colours the columns that hold a state word; the rest stay plain. */
-const paintColumns = (palette: Palette, columns: readonly number[]) => (column: number, text: string) => (columns.includes(column) ? paintState(palette, text) : text);
+const paintColumns = (palette: Palette, columns: readonly number[]) => (column: number, text: string) => (columns.includes(column) ? paintSeen(palette, text) : text);
 
 /** How long ago, in the largest unit that fits: 45s, 12m, 3h, 2d. */
 export function age(sinceMs: number, nowMs: number): string {
-  const s = Math.max(0, Math.floor((nowMs - sinceMs) / 1000));
-  if (s < 120) return `${s}s`;
-  if (s < 7200) return `${Math.floor(s / 60)}m`;
-  if (s < 172_800) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86_400)}d`;
+  return agoText(nowMs - sinceMs);
 }
 
 function targetTable(targets: readonly TargetRow[], json: boolean | undefined): string {
@@ -98,7 +95,8 @@ function instanceTable(list: readonly InstanceRow[], json: boolean | undefined):
     p.instance_id,
     p.name,
     p.node_id,
-    p.state,
+    // Issue 35: a stored row says when its node last reported its state (`running (seen 4s ago)`, `unknown (never seen)`).
+    p.seen_ms === undefined ? p.state : seenText(p.state, p.seen_ms, now),
     // Issue 15: the node supervisor's restarts since the operator last started it.
     typeof p.status?.restarts === "number" ? String(p.status.restarts) : "-",
     age(p.placed_ms, now),
@@ -256,7 +254,8 @@ export function registerMeshCommands(program: Command): void {
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
         const list = await backend.targets(opts.refresh === true, opts.selector);
-        return { doc: { targets: list }, text: targetTable(list, opts.json) };
+        // Issue 35: no table is drawn for a JSON answer (at 10,000 rows it was a tenth of the verb).
+        return { doc: { targets: list }, text: opts.json ? "" : targetTable(list, opts.json) };
       });
     },
   );
@@ -269,13 +268,24 @@ export function registerMeshCommands(program: Command): void {
     },
   );
 
-  controllerFlags(watchFlags(program.command("instances").description("list the placements this controller manages, with each one's state on its node and its age (-o wide: more)"))).action(
-    async (opts: ControllerVerbFlags & WatchFlags, cmd: Command) => {
+  controllerFlags(
+    watchFlags(
+      program
+        .command("instances")
+        .description("list the placements this controller manages, with each one's state on its node and its age (-o wide: more); on this home's files, as stored unless --refresh")
+        .option("--refresh", "ask every node for its instances' state now (a running berth serve always answers live)"),
+    ),
+  ).action(
+    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean }, cmd: Command) => {
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
-        const { placements: list, moved } = await backend.instances();
-        const text = instanceTable(list, opts.json);
-        return { doc: { placements: list, moved }, text: moved.length === 0 ? text : `${text}\n\n${movedTable(moved, opts.json)}` };
+        const { placements: list, moved } = await backend.instances(opts.refresh === true);
+        if (opts.json) return { doc: { placements: list, moved }, text: "" };
+        const table = instanceTable(list, opts.json);
+        const text = moved.length === 0 ? table : `${table}\n\n${movedTable(moved, opts.json)}`;
+        // Issue 35: said once, after everything, not per row; only of a stored list with a row never seen or seen long ago.
+        const { STORED_STATE_HINT, storedStateNeedsHint } = await import("../mesh/controller/views.js");
+        return { doc: { placements: list, moved }, text: storedStateNeedsHint(list, Date.now()) ? `${text}\n${STORED_STATE_HINT}` : text };
       });
     },
   );
@@ -293,7 +303,8 @@ export function registerMeshCommands(program: Command): void {
     const { topRows } = await import("../core/agents/top.js");
     let before = new Map<string, UsageReading>();
     const read = async () => {
-      const { placements } = await backend.instances();
+      // Usage lives in what the nodes answer now: top always asks (issue 35: the stored list has no state to read).
+      const { placements } = await backend.instances(true);
       const inputs = placements.filter((p) => p.state === "running" || p.state === "unhealthy").map(topInput);
       const rows = topRows(inputs, before);
       before = new Map(inputs.flatMap((i) => (i.usage ? [[i.instance_id, i.usage] as const] : [])));

@@ -48,6 +48,18 @@ export function stderrPalette(json?: boolean): Palette {
 const GOOD = new Set(["running", "alive", "ok", "placed", "started", "paired", "pinned", "finished"]);
 const WAITING = new Set(["not started", "going away", "unsettled", "absent", "stale", "unknown", "discovered", "pending", "backoff"]);
 
+/**
+ * Issue 35: a stored state with when it was seen (`running (seen 4s ago)`): the state coloured as paintState colours it,
+ * the age dim, and a stale or never-seen one yellow whatever its state, since it says nothing certain about now.
+ */
+export function paintSeen(p: Palette, text: string): string {
+  const at = text.indexOf(" (");
+  if (at < 0) return paintState(p, text);
+  const state = text.slice(0, at);
+  const seen = text.slice(at);
+  return /never seen|stale\)$/.test(seen) ? p.yellow(text) : `${paintState(p, state)}${p.dim(seen)}`;
+}
+
 /** Colours a state word by what it asks of the reader; unknown words stay plain. */
 export function paintState(p: Palette, state: string): string {
   if (GOOD.has(state)) return p.green(state);

@@ -3,7 +3,7 @@
  * node daemon's synchronous store keeps): an older berth refuses tables written by a newer one instead of
  * misreading them, and a migration runs in the same transaction as the version it records.
  */
-import type { Tx } from "./engine.js";
+import type { Query, Tx } from "./engine.js";
 import { SchemaError } from "./sqlite.js";
 
 function newerText(component: string, found: number, version: number): string {
@@ -21,3 +21,13 @@ export async function ensureSchemaOn(tx: Tx, component: string, version: number,
   }
 }
 
+
+/** The version a component's tables are at (0: none yet), read without migrating (issue 35: the read-only lists). */
+export async function schemaVersionOf(q: Query, component: string): Promise<number> {
+  const table =
+    q.kind === "sqlite"
+      ? await q.get("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'berth_schema'")
+      : await q.get("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'berth_schema'");
+  if (!table) return 0;
+  return (await q.get<{ version: number }>("SELECT version FROM berth_schema WHERE component = ?", [component]))?.version ?? 0;
+}

@@ -45,6 +45,7 @@ describe("berth deploy / agents / agent with a real node daemon", () => {
     const human = await berth("deploy", spec);
     expect(human.stdout).toContain("nothing to do");
 
+    // Issue 35: the plain list reads the store, where the deploy recorded what its node reported.
     const listed = (await json("agents")).agents as JsonObject[];
     expect(listed.map((a) => [a.name, a.target, a.state, a.instance])).toEqual([["scout", "mesh", "running", first.instance]]);
     const status = await json("agent", "status", "scout");

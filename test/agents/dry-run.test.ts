@@ -24,8 +24,12 @@ afterEach(async () => {
 
 /** Liveness bookkeeping every read keeps (see the header); everything else must be byte-for-byte the same. */
 const BOOKKEEPING = new Set(["mesh_targets", "berth_lease_epoch", "berth_owners", "mesh_watch_sends"]);
-/** A running server also renews its leadership lease (berth_leader) on its own tick. */
-const withoutLease = (image: ReturnType<typeof storeImage>) => ({ ...image, tables: Object.fromEntries(Object.entries(image.tables).filter(([name]) => name !== "berth_leader")) });
+/**
+ * A running server also renews its leadership lease (berth_leader) and records what its nodes report of each instance
+ * (mesh_observations, issue 35) on its own tick. A plan through the CLI alone records neither (judged above).
+ */
+const SERVER_TICK = new Set(["berth_leader", "mesh_observations"]);
+const withoutLease = (image: ReturnType<typeof storeImage>) => ({ ...image, tables: Object.fromEntries(Object.entries(image.tables).filter(([name]) => !SERVER_TICK.has(name))) });
 
 function storeImage(home: string): { tables: Record<string, string>; chain: number; packages: string[] } {
   const db = new Database(join(home, "controller.db"), { readonly: true });

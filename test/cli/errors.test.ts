@@ -18,7 +18,8 @@ describe("errors that say what to do", () => {
     // the no-home answer of issue 36 (test/cli/no-home.test.ts).
     const keyless = tempHome();
     expect((await berth(keyless, ["keys", "new"])).code).toBe(0);
-    expect((await berth(keyless, ["instances"])).code).toBe(0);
+    // A list that asks the nodes opens the controller, which makes the store (issue 35: a plain list makes none).
+    expect((await berth(keyless, ["instances", "--refresh"])).code).toBe(0);
     rmSync(join(keyless, "keys", "controller.key"));
     const r = await berth(keyless, ["nodes", "list"]);
     expect(r.code).toBe(2);
@@ -28,6 +29,9 @@ describe("errors that say what to do", () => {
   it("a key file readable by others names the chmod that fixes it (exit 2)", async () => {
     const other = tempHome();
     await berth(other, ["keys", "new"]);
+    // Issue 35: on a home with no controller store a plain list answers "nothing here" without reading the key; with a
+    // store, the key that proves the store is this home's is read, and refused when others can read it.
+    expect((await berth(other, ["instances", "--refresh"])).code).toBe(0);
     chmodSync(join(other, "keys", "controller.key"), 0o644);
     const r = await berth(other, ["instances"]);
     expect(r.code).toBe(2);

@@ -39,9 +39,10 @@ describe("berth through a context, side by side with the local files", () => {
 
     const instance = String(((await run(env, ["agents", "--json", "--local"])).doc.agents as JsonObject[])[0]?.instance);
     const cases: Array<{ args: string[]; view: (d: JsonObject) => unknown; code: number; kind?: string }> = [
-      { args: ["agents"], view: stable.agents, code: 0 },
+      // --refresh (issue 35): on the files a list answers from the store unless asked to look; a server answers live.
+      { args: ["agents", "--refresh"], view: stable.agents, code: 0 },
       { args: ["agent", "status", "scout"], view: (d) => [d.name, d.state, d.instance, d.row], code: 0 },
-      { args: ["instances"], view: stable.instances, code: 0 },
+      { args: ["instances", "--refresh"], view: stable.instances, code: 0 },
       // --refresh: a one-shot process knows a node's facts and liveness only once it describes it; a server keeps them fresh.
       { args: ["nodes", "list", "--refresh"], view: stable.nodes, code: 0 },
       { args: ["unsettled"], view: stable.same, code: 0 },

@@ -47,13 +47,13 @@ describe("a deployed agent under supervision, through the CLI", () => {
     const [leader] = processesWithEnv(`BERTH_INSTANCE_ID=${id}`);
     process.kill(-(leader as number), "SIGKILL");
     await waitFor(async () => {
-      const a = ((await json("agents")).agents as JsonObject[])[0];
+      const a = ((await json("agents", "--refresh")).agents as JsonObject[])[0];
       return a?.lifecycle === "running" && a.restarts === 1;
     }, "berth agents to show one restart", 20_000);
-    const human = await berth("instances");
+    const human = await berth("instances", "--refresh");
     expect(human.stdout).toMatch(/INSTANCE\s+NAME\s+NODE\s+STATE\s+RESTARTS\s+AGE\s+VARIANT\s+NOTE/);
     expect(human.stdout).toMatch(new RegExp(`${id}\\s+scout\\s+\\S+\\s+running\\s+1\\s+.*restart always`));
-    const listed = (await json("instances")).placements as JsonObject[];
+    const listed = (await json("instances", "--refresh")).placements as JsonObject[];
     expect(listed[0]).toMatchObject({ state: "running", status: { restarts: 1, restart_policy: "always" } });
 
     const replaced = await json("agent", "replace", "scout");

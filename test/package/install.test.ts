@@ -129,6 +129,7 @@ describe("the packed tarball installed with npm install -g", () => {
     const up = await runNode([berthIn(full), "up", "--detach", "--no-kubernetes"], { env });
     expect(up.code, up.stderr || up.stdout).toBe(0);
     expect(up.stdout).toContain("berth is up: 3 nodes, 2 agents");
+    // Issue 35: a plain list reads the store (nothing written, no node asked): each deploy recorded its agent running.
     const agents = await runNode([berthIn(full), "agents", "--json"], { env });
     expect((JSON.parse(agents.stdout) as { agents: Array<{ state: string }> }).agents.map((a) => a.state)).toEqual(["running", "running"]);
     const down = await runNode([berthIn(full), "down"], { env });

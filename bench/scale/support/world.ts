@@ -14,9 +14,11 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AgentRegistry } from "../../../src/agents/registry.js";
 import { canonicalJson } from "../../../src/core/crypto/canonical.js";
 import { sha256 } from "../../../src/core/crypto/tagged.js";
 import type { SigningKey } from "../../../src/core/crypto/ed25519.js";
+import { observedInstanceOf } from "../../../src/core/mesh/instance-observation.js";
 import { generateSigningKey, saveKeyFile } from "../../../src/keys/key-file.js";
 import { ControllerConnector } from "../../../src/mesh/client/connector.js";
 import { FAN_OUT, fanOut } from "../../../src/mesh/controller/fan-out.js";
@@ -47,7 +49,15 @@ const writeJson = (path: string, value: unknown) => writeFileSync(path, JSON.str
 
 export { fanOut as bounded } from "../../../src/mesh/controller/fan-out.js";
 
-export async function scaleWorld(o: { nodes: number; agents: number; leaseMs?: number | null; placedOverTheWire?: number; log?: (line: string) => void }): Promise<ScaleWorld> {
+export async function scaleWorld(o: {
+  nodes: number;
+  agents: number;
+  leaseMs?: number | null;
+  placedOverTheWire?: number;
+  /** Also remember each filled placement as a deployed mesh agent (the registry `berth agents` lists). */
+  registry?: boolean;
+  log?: (line: string) => void;
+}): Promise<ScaleWorld> {
   const log = o.log ?? (() => undefined);
   const root = mkdtempSync(join(tmpdir(), "berth-bench-scale-"));
   const home = join(root, "home");
@@ -91,7 +101,7 @@ export async function scaleWorld(o: { nodes: number; agents: number; leaseMs?: n
   }
   if (wire > 0) log(`    ${wire} placed over the wire in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
   const t2 = performance.now();
-  await fill(controller, sim, packageId, wire, o.agents, names);
+  await fill(controller, sim, packageId, wire, o.agents, names, o.registry === true ? pkgDir : null);
   log(`    ${o.agents - wire} placements recorded (fill) in ${((performance.now() - t2) / 1000).toFixed(1)} s`);
   return {
     root,
@@ -125,7 +135,8 @@ const WORKLOAD = (packageId: string): WorkloadRecord => ({
   file_hashes: [],
 });
 
-async function fill(controller: MeshController, sim: NodeSim, packageId: string, from: number, to: number, names: string[]): Promise<void> {
+async function fill(controller: MeshController, sim: NodeSim, packageId: string, from: number, to: number, names: string[], registryPkg: string | null): Promise<void> {
+  const registry = registryPkg === null ? null : new AgentRegistry(controller.store);
   const { store } = controller;
   // The controller's engine is the riding wrapper (store/riding-engine.ts) around the SQLite engine.
   const inner = (store.engine as unknown as { inner?: unknown }).inner ?? store.engine;
@@ -168,6 +179,10 @@ async function fill(controller: MeshController, sim: NodeSim, packageId: string,
         kind: "workload.place",
         payload: { phase: "placed", decision_id: decisionId, node, instance_id: instanceId },
       });
+      if (registry) {
+        const spec = `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ${name} }\nspec:\n  target: mesh\n  package: ${registryPkg}\n`;
+        await registry.remember({ name, target: "mesh", spec_path: `/bench/${name}.yaml`, spec_text: spec, intent: sha256(spec).toString("hex"), deployed_ms: Date.now() });
+      }
       rows.push({
         node_id: node,
         instance_id: instanceId,
@@ -191,14 +206,22 @@ async function fill(controller: MeshController, sim: NodeSim, packageId: string,
       });
       names.push(name);
       if (rows.length >= 1000) {
+        await observed(store, rows);
         await sim.hold(rows);
         rows = [];
       }
     }
+    await observed(store, rows);
     await sim.hold(rows);
   } finally {
     sqlite?.db.pragma("synchronous = FULL");
   }
+}
+
+/** Issue 35: the filled instances as a serve loop's pass would have recorded them (what the stored lists read). */
+async function observed(store: MeshController["store"], rows: ReadonlyArray<SimInstance & { node_id: string }>): Promise<void> {
+  const now = Date.now();
+  await store.recordObservations(rows.map((r) => observedInstanceOf(r.instance_id, r.node_id, { state: r.state, restarts: r.restarts ?? 0, pid: r.pid, started_ms: r.started_ms }, now)));
 }
 
 /** Least-squares slope of log(y) on log(x): the cost exponent across sizes (1 = linear). */

@@ -12,6 +12,10 @@ export type * from "./types.js";
 export async function openBackend(flags: BackendFlags): Promise<ControllerBackend> {
   const { resolveController } = await import("../remote/target.js");
   const target: ControllerTarget = await resolveController(flags);
-  if (target.kind === "local") return (await import("./local.js")).localBackend({ ...flags, dataDir: target.home });
+  if (target.kind === "local") {
+    const local = { ...flags, dataDir: target.home };
+    // Issue 35: the lists read the store as it is (stored.ts) without loading the controller; local.ts only when needed.
+    return (await import("./stored.js")).localLists(local, async () => (await import("./local.js")).localBackend(local));
+  }
   return (await import("./remote.js")).apiBackend(target.server, { sameHost: target.sameHost });
 }

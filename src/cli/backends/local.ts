@@ -1,27 +1,27 @@
 /**
  * The controller verbs on this machine's files: each call opens the controller in the home (controller.ts), does one
- * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts.
+ * thing through `MeshController` or `src/agents`, and closes it — the way every verb worked before contexts. The
+ * three lists without --refresh are answered read-only by stored.ts, which loads this file only when it must.
  */
-import { existsSync, readdirSync } from "node:fs";
 import { resolve } from "node:path";
-import { AgentRegistry, type AgentsEnv, agentHistory, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, specFromText, startAgent, stopAgent, unwrap } from "../../agents/index.js";
+import { AgentRegistry, type AgentsEnv, agentHistory, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, selectedRecords, specFromText, startAgent, stopAgent, storedAgentStates, targetFor, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { parseSelector } from "../../core/agents/labels.js";
 import { realClock } from "../../kit/clock.js";
 import { boundedStderrLogger } from "../../kit/log.js";
 import { NodeClient } from "../../mesh/client/node-client.js";
 import { PlaceError } from "../../mesh/controller/index.js";
-import { instancesWithState, targetsSelected, targetsWithFacts } from "../../mesh/controller/views.js";
+import { instancesWithState, storedInstances, targetRows, targetsSelected, targetsWithFacts } from "../../mesh/controller/views.js";
 import { berthVersion } from "../../version.js";
 import { connect } from "../cluster-connect.js";
 import { ensureControllerKey, operatorIdentity, withController } from "../controller.js";
-import { databaseOf } from "../database.js";
-import { invalidInput, noHome, placeRefused } from "../errors.js";
+import { invalidInput, placeRefused } from "../errors.js";
 import { openCliK8sAudit } from "../k8s-audit.js";
 import { berthHome, defaultPaths } from "../paths.js";
 import { startProgress, withSpinner } from "../progress.js";
 import { agentFailureError } from "./failures.js";
 import { localNodeAdmin } from "./node-admin-local.js";
+import { homeRead, storedRead } from "./stored.js";
 import type { BackendFlags, ControllerBackend, DeployDocument, SpecInput } from "./types.js";
 
 const answered = <T>(o: Outcome<T>): T => unwrap(o, agentFailureError);
@@ -44,14 +44,8 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     watch: { waiting: (what, fn) => withSpinner(what, flags.json, fn), conditions: () => startProgress({ json: flags.json }) },
     now: Date.now,
   };
-  // Issue 36: a read never makes a home. A shell without the exported BERTH_HOME used to get a new, empty one (with a
-  // fresh controller key) and the answer "no agents"; now it is told where berth looked and how to start one. On
-  // PostgreSQL (--database, $BERTH_DATABASE_URL) the store is not in the home, so there is nothing to look for.
-  const read = <T>(fn: () => Promise<T>): Promise<T> => {
-    if (databaseOf(flags.database) || (existsSync(dataDir) && readdirSync(dataDir).length > 0)) return fn();
-    // --data-dir defaults to berthHome(), so a home named by neither flag nor variable is the default one.
-    return Promise.reject(noHome(dataDir));
-  };
+  const read = homeRead(dataDir, flags.database);
+  const stored = storedRead({ ...flags, dataDir });
   const loaded = (spec: SpecInput) => {
     const l = specFromText(spec.text, spec.path);
     if (!l.ok) throw agentFailureError({ kind: "spec_invalid", message: l.error });
@@ -60,16 +54,23 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
   const deployDoc = (r: ReturnType<typeof deployEventPayload>) => r as unknown as DeployDocument;
   return {
     where: "local",
-    targets: (refresh, selector) =>
-      read(() =>
-        withController(controllerFlags, async (c) => {
-          const parsed = parseSelector(selector ?? "");
-          if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
-          // A node's labels come with its signed facts, which this process has only once it described the nodes.
-          const describe = refresh || parsed.requirements.length > 0;
-          return targetsSelected(await targetsWithFacts(c, describe ? await withSpinner("describing every node", flags.json, () => c.refreshTargets()) : await c.targets()), parsed.requirements);
-        }),
-      ),
+    targets: (refresh, selector) => {
+      const parsed = parseSelector(selector ?? "");
+      if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
+      // A node's labels come with its signed facts, which this process has only once it described the nodes: a
+      // selector asks them (issue 36), as --refresh does; without either, the store as it is (issue 35).
+      if (refresh || parsed.requirements.length > 0)
+        return read(() =>
+          withController(controllerFlags, async (c) =>
+            targetsSelected(await targetsWithFacts(c, await withSpinner("describing every node", flags.json, () => c.refreshTargets())), parsed.requirements),
+          ),
+        );
+      return stored(
+        ["targets"],
+        async (s) => targetRows(s.targets, [], s.admins),
+        () => withController(controllerFlags, async (c) => targetsWithFacts(c, await c.targets())),
+      );
+    },
     addTarget: (addr, tier, key) =>
       withController(controllerFlags, async (c) => {
         const r = await c.addTarget(addr, tier, key);
@@ -88,26 +89,36 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
           throw error;
         }
       }),
-    instances: () =>
-      read(() =>
-        withController(controllerFlags, async (c, key, connector) => {
-          // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
-          await c.refreshTargets();
-          return { placements: await instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend })), moved: await c.moves.moved() };
-        }),
-      ),
+    instances: (refresh) => {
+      const live = () =>
+        read(() =>
+          withController(controllerFlags, async (c, key, connector) => {
+            // A fresh process knows no node's boot id until it describes it (a server keeps them fresh on its tick).
+            await withSpinner("describing every node", flags.json, () => c.refreshTargets());
+            const placements = await withSpinner("asking every node for its instances", flags.json, () => instancesWithState(c, new NodeClient({ key, connector, onSend: c.onSend })));
+            return { placements, moved: await c.moves.moved() };
+          }),
+        );
+      return refresh ? live() : stored(["placements"], async (s) => ({ placements: storedInstances(s.placements, s.observations), moved: s.moved }), live);
+    },
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>
       withController(controllerFlags, async (c) => {
         const report = settle ? await withSpinner("asking the nodes of unsettled decisions", flags.json, () => c.settleReport()) : null;
         return { settled: report, unsettled: await c.unsettled() };
       }),
-    agents: (selector) =>
-      read(() => {
-        const parsed = parseSelector(selector ?? "");
-        if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
-        return agentStates(env, parsed.requirements);
-      }),
+    agents: (refresh, selector) => {
+      const parsed = parseSelector(selector ?? "");
+      if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
+      const live = () => agentStates(env, parsed.requirements);
+      return refresh
+        ? read(live)
+        : stored(
+            ["agents"],
+            (s) => storedAgentStates(selectedRecords(s.agents, parsed.requirements), s, (known) => targetFor(env, "kubernetes").states(known)),
+            live,
+          );
+    },
     deploy: async (spec) => deployDoc(deployEventPayload(answered(await deployAgent(env, loaded(spec))).result)),
     planDeploy: async (spec) => answered(await planDeploy(env, loaded(spec))),
     agentStatus: (name) => read(async () => answered(await agentState(env, name))),

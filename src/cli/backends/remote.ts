@@ -143,7 +143,7 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       if (settle) return (await call("POST", "/unsettled/settle", {})) as { settled: SettleReport; unsettled: UnsettledDecision[] };
       return { settled: null, unsettled: ((await call("GET", "/unsettled")) as { unsettled: UnsettledDecision[] }).unsettled };
     },
-    agents: async (selector) => ((await call("GET", selector ? `/agents?labelSelector=${encodeURIComponent(selector)}` : "/agents")) as { agents: AgentState[] }).agents,
+    agents: async (_refresh, selector) => ((await call("GET", selector ? `/agents?labelSelector=${encodeURIComponent(selector)}` : "/agents")) as { agents: AgentState[] }).agents,
     deploy: async (spec) => (await call("POST", `/agents?source=${encodeURIComponent(spec.path)}`, specBody(spec, o.sameHost))) as DeployDocument,
     planDeploy: async (spec) => (await call("POST", `/agents?dryRun=true&source=${encodeURIComponent(spec.path)}`, specBody(spec, o.sameHost))) as DeployPlan,
     agentStatus: async (name) => (await call("GET", agentPath(name), undefined, { agent: name })) as AgentState,

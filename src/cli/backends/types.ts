@@ -27,7 +27,12 @@ export type TargetRow = TargetInfo & {
 };
 
 /** A placement with what its node says of it now. */
-export type InstanceRow = PlacementRecord & { readonly state: string; readonly status: JsonObject | null };
+export type InstanceRow = PlacementRecord & {
+  readonly state: string;
+  readonly status: JsonObject | null;
+  /** Issue 35: a stored row only: when its node last reported `state` (null: never); absent from a live answer. */
+  readonly seen_ms?: number | null;
+};
 
 /** The `agent.deploy` payload (core/agents/deploy-event.ts), as `berth deploy --json` prints it. */
 export type DeployDocument = JsonObject & { readonly ok: boolean; readonly message: string; readonly target: string; readonly outcome: string; readonly rounds: ReadonlyArray<{ readonly row?: unknown; readonly action?: unknown }> };
@@ -57,12 +62,16 @@ export interface ControllerBackend {
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
   place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
   /** The placements with their nodes' states, and (issue 16) those taken off their node whose old copy is still reconciled. */
-  instances(): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
+  /** `refresh`: ask every node now; else (issue 35) the placements as stored, each state as last seen (a server answers live). */
+  instances(refresh: boolean): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
   /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
   instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;
   unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;
-  /** `selector`: issue 36's `-l` (the text as given; both sides parse it the same way). */
-  agents(selector?: string): Promise<AgentState[]>;
+  /**
+   * `refresh`: ask every target now; else (issue 35) the mesh agents as the store last saw them (a server answers live).
+   * `selector`: issue 36's `-l` (the text as given; both sides parse it the same way).
+   */
+  agents(refresh: boolean, selector?: string): Promise<AgentState[]>;
   deploy(spec: SpecInput): Promise<DeployDocument>;
   /** Issue 36, `berth deploy --dry-run`: what the deploy would do; nothing is done or chained. */
   planDeploy(spec: SpecInput): Promise<DeployPlan>;

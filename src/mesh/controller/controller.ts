@@ -19,8 +19,8 @@ import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/identity/tier.js";
 import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { z } from "zod";
-import { DEFAULT_DEAD_AFTER_MS } from "../../core/mesh/node-liveness.js";
+import { type ObservedRow, observedInstanceOf } from "../../core/mesh/instance-observation.js";
+import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import { StoreAuthority } from "../../store/leader-authority.js";
 import { LeaderLease, type LeaderView } from "../../store/leader.js";
@@ -39,6 +39,7 @@ import { type SettleReport, settleUnsettled } from "./settle.js";
 import { importAgentsDb } from "./store-agents.js";
 import { ControllerStore, type PlacementRecord, type UnsettledDecision, type WedgedDecision } from "./store.js";
 import { type AddResult, type TargetInfo, Targets } from "./targets.js";
+import { deadAfterFromEnv } from "./dead-after.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
 import { leaseOfFacts, SentStamps, type SettleSend } from "./watch-stamps.js";
 import { MoveRecords } from "./move-records.js";
@@ -73,23 +74,8 @@ export interface ControllerOptions {
   readonly hooks?: DispatchHooks;
 }
 
-const DeadAfterEnv = z.coerce.number().int().min(100, "must be at least 100 (ms)").max(7 * 24 * 3600 * 1000, "must be at most a week (ms)");
-
-/**
- * `dead_after` for every process on this home: the CLI, `berth serve` and `berth up` must judge the same stored
- * contacts the same way, so the setting comes from the environment they share rather than a flag of one verb.
- */
-export function deadAfterFromEnv(env: NodeJS.ProcessEnv): number {
-  const raw = env.BERTH_DEAD_AFTER_MS;
-  if (raw === undefined || raw === "") return DEFAULT_DEAD_AFTER_MS;
-  const parsed = DeadAfterEnv.safeParse(raw);
-  if (!parsed.success) throw new ControllerError(`BERTH_DEAD_AFTER_MS: ${parsed.error.issues[0]?.message ?? "must be an integer (ms)"}`);
-  return parsed.data;
-}
-
-export class ControllerError extends Error {
-  override name = "ControllerError";
-}
+// Issue 35: in their own file, so the read-only lists (stored-reads.ts) load them without the controller.
+export { ControllerError } from "./dead-after.js";
 
 export class MeshController {
   readonly controllerId: string;
@@ -319,8 +305,8 @@ export class MeshController {
     }
   }
 
-  instance(verb: Verb, instanceId: string, opts: VerbOptions = {}): Promise<VerbResult> {
-    return instanceVerb(
+  async instance(verb: Verb, instanceId: string, opts: VerbOptions = {}): Promise<VerbResult> {
+    const r = await instanceVerb(
       {
         store: this.store,
         targets: this.targetSet,
@@ -334,6 +320,22 @@ export class MeshController {
       instanceId,
       opts,
     );
+    // Issue 35: a stop or start changes what the lists that ask no node should say; its node is asked once, now.
+    if (r.kind === "ok" && (verb === "stop" || verb === "start")) await this.observeNode(r.node);
+    return r;
+  }
+
+  /**
+   * One status of the node, recorded as its instances' observations (recordObservations). Never throws: what it could
+   * not learn (no answer, the store refused the write) the next observer records.
+   */
+  async observeNode(nodeId: string): Promise<void> {
+    try {
+      const r = await this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }, { timeoutMs: this.deps.timeouts.callMs });
+      if (r.kind === "ok") await this.recordObservations([{ nodeId, rows: statusRowsOf(r.result).filter(isInstanceRow) }]);
+    } catch {
+      // An observation is a courtesy to the lists, never a reason for the verb that asked to fail.
+    }
   }
 
   /** Adds a target by address: trust on first use, or a describe that must be answered by `key`. */
@@ -461,6 +463,24 @@ export class MeshController {
     return { store: this.store, targets: this.targetSet, moves: this.moves, mover: this.moverDeps(), instance: (verb, id, opts) => this.instance(verb, id, opts), clock: this.deps.clock };
   }
 
+  /**
+   * Issue 35: records what verified status answers said of the instances placed on their nodes (a listed row, or
+   * absent), seen now, so the lists that ask no node show it with its age. Nodes that gave no verified answer are left
+   * out: their instances keep what was seen of them last.
+   */
+  async recordObservations(answered: ReadonlyArray<{ readonly nodeId: string; readonly rows: ReadonlyArray<ObservedRow & { readonly instance_id: string }> }>): Promise<void> {
+    if (answered.length === 0) return;
+    const now = this.deps.clock();
+    const byNode = new Map(answered.map((a) => [a.nodeId, new Map(a.rows.map((r) => [r.instance_id, r]))]));
+    const placed = (await this.store.placements()).filter((p) => byNode.has(p.node_id));
+    await this.store.recordObservations(placed.map((p) => observedInstanceOf(p.instance_id, p.node_id, byNode.get(p.node_id)?.get(p.instance_id) ?? null, now)));
+  }
+
+  /** Waits for the describes a placement started behind itself (Targets.refreshStale). */
+  describesBehind(): Promise<void> {
+    return this.targetSet.settled();
+  }
+
   /** The engine's view of every learned target: tier, liveness and the facts last accepted (the API's node list). */
   nodeViews(): Promise<NodeView[]> {
     return this.targetSet.views();
@@ -523,6 +543,8 @@ export class MeshController {
     this.leadership = null;
     if (this.renewal) clearInterval(this.renewal);
     this.renewal = null;
+    // Issue 35: describes started behind a placement record their contacts in this store: they end first.
+    await this.targetSet.settled();
     if (this.engine.closed) return;
     // A clean close gives up the lease: decisions this process left open are recoverable at once by any other.
     // When it fails the lease stays; its pid will be judged gone once this process exits.

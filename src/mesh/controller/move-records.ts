@@ -81,6 +81,17 @@ interface MovedSql {
 
 const movedOf = (r: MovedSql): MovedRecord => ({ ...r, moved_ms: Number(r.moved_ms), moves: Number(r.moves), authority: (MOVE_AUTHORITIES as readonly string[]).includes(r.authority) ? (r.authority as MoveAuthority) : "forget" });
 
+/** Every node the operator marked, on any query (the read-only view of a home reads it too: stored-reads.ts). */
+export async function adminsOn(q: Query): Promise<NodeAdmin[]> {
+  const rows = await q.all<{ node_id: string; cordoned: number; cordon_reason: string | null; forgotten_ms: number | string | null; forget_reason: string | null }>("SELECT * FROM mesh_node_admin ORDER BY node_id");
+  return rows.map((row) => ({ ...row, cordoned: Number(row.cordoned) === 1, forgotten_ms: row.forgotten_ms === null ? null : Number(row.forgotten_ms) }));
+}
+
+/** Every moved record, on any query. */
+export async function movedOn(q: Query): Promise<MovedRecord[]> {
+  return (await q.all<MovedSql>("SELECT instance_id, name, node_id, decision_id, package_id, authority, moved_ms, moves, successor FROM mesh_moved ORDER BY moved_ms, instance_id")).map(movedOf);
+}
+
 export type TransferResult = { readonly ok: true; readonly moved: MovedRecord } | { readonly ok: false; readonly reason: string };
 
 export class MoveRecords {
@@ -110,10 +121,7 @@ export class MoveRecords {
 
   /** Every node the operator marked (cordoned, forgotten, or once either), for the lists people read. */
   async admins(): Promise<NodeAdmin[]> {
-    const rows = await this.read((q) =>
-      q.all<{ node_id: string; cordoned: number; cordon_reason: string | null; forgotten_ms: number | string | null; forget_reason: string | null }>("SELECT * FROM mesh_node_admin ORDER BY node_id"),
-    );
-    return rows.map((row) => ({ ...row, cordoned: Number(row.cordoned) === 1, forgotten_ms: row.forgotten_ms === null ? null : Number(row.forgotten_ms) }));
+    return this.read((q) => adminsOn(q));
   }
 
   /** Node ids the engine must not place on (core/placement `cordoned`). */
@@ -237,7 +245,7 @@ export class MoveRecords {
   }
 
   async moved(): Promise<MovedRecord[]> {
-    return (await this.read((q) => q.all<MovedSql>("SELECT instance_id, name, node_id, decision_id, package_id, authority, moved_ms, moves, successor FROM mesh_moved ORDER BY moved_ms, instance_id"))).map(movedOf);
+    return this.read((q) => movedOn(q));
   }
 
   async movedRecord(instanceId: string): Promise<{ record: MovedRecord; workload: WorkloadRecord } | null> {

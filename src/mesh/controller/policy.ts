@@ -39,7 +39,8 @@ export interface ControllerPolicy {
   readonly peers: PeersLoad;
 }
 
-function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
+/** Reads the peers file (also for the read-only view of the home, stored-reads.ts, which chains nothing). */
+export function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
   const path = join(dataDir, PEERS_FILE);
   if (!existsSync(path)) return { file: PEERS_FILE, sha256: null, loaded: { ok: true, value: null } };
   let text: string;

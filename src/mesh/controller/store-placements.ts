@@ -17,10 +17,12 @@
  * - a decision reads the totals and only the instances its constraints name one by one (`historyReads`): its cost
  *   does not grow with every placement ever made, only with the nodes and the placements that matter to it.
  */
-import { type ClusterInstance, clusterInstanceSchema, type PlacedTotal } from "../../core/placement/index.js";
+
 import type { HistoryReads } from "../../core/placement/history.js";
+import { type ClusterInstance, clusterInstanceSchema, type PlacedTotal } from "../../core/placement/index.js";
 import type { Query, SqlValue, Tx } from "../../store/engine.js";
-import type { PlacementRecord, WorkloadRecord } from "./store-records.js";
+import { dropObservation } from "./store-observations.js";
+import { type PlacementRecord, type PlacementSql, placementOf, type WorkloadRecord } from "./store-records.js";
 
 /** The labels table's two roles: labels a placed workload carries, and labels it refuses beside it. */
 type LabelRole = "carries" | "excludes";
@@ -60,6 +62,13 @@ async function addLoad(tx: Tx, nodeId: string, count: number, memory: number): P
 }
 
 /** Records one placement, its labels and its node's totals, inside the caller's transaction. */
+/** Every placement, oldest first, without its workload (what the lists show; the read-only view reads it too). */
+export async function placementsOn(q: Query): Promise<PlacementRecord[]> {
+  return (
+    await q.all<PlacementSql>("SELECT instance_id, name, node_id, decision_id, variant, route, package_id, placed_ms, adopted, pending FROM mesh_placements ORDER BY placed_ms, instance_id")
+  ).map(placementOf);
+}
+
 export async function insertPlacement(tx: Tx, p: PlacementRecord, workload: WorkloadRecord): Promise<void> {
   const inst = instanceOf(p, workload);
   await tx.run(
@@ -76,6 +85,7 @@ export async function deletePlacement(tx: Tx, instanceId: string): Promise<boole
   if (!row) return false;
   await tx.run("DELETE FROM mesh_placements WHERE instance_id = ?", [instanceId]);
   await tx.run("DELETE FROM mesh_placement_labels WHERE instance_id = ?", [instanceId]);
+  await dropObservation(tx, instanceId);
   await addLoad(tx, row.node_id, -1, -Number(row.memory_bytes));
   return true;
 }

@@ -1,7 +1,7 @@
 /**
  * The controller's tables and their migrations (spec/mesh.md §14.1), one schema version line for both engines: a
  * store at version N has the same tables and columns on SQLite and on PostgreSQL, so `berth migrate` copies rows
- * column for column. SQLite walks the history (v1 … v11) as an older file needs; PostgreSQL, which no berth before
+ * column for column. SQLite walks the history (v1 … v12) as an older file needs; PostgreSQL, which no berth before
  * issue 20 wrote, starts at version 4's layout and walks on from there.
  */
 import { specDigest } from "../../core/agents/registry.js";
@@ -11,7 +11,7 @@ import { ensureLeaseTables } from "../../store/lease.js";
 import { ensureSchemaOn } from "../../store/schema.js";
 import { backfillPlacementSummary } from "./store-placements.js";
 
-export const CONTROLLER_SCHEMA_VERSION = 11;
+export const CONTROLLER_SCHEMA_VERSION = 12;
 
 /** The open states as an SQL list: the name reservation's partial index and the holder lookup use it. */
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
@@ -70,6 +70,7 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   if (from < 9) await v9DecisionSeq(tx, "INTEGER");
   if (from < 10) await v10Tables(tx, "INTEGER");
   if (from < 11) await v11Revisions(tx, "INTEGER");
+  if (from < 12) await tx.exec(v12Observations("INTEGER"));
 }
 
 /**
@@ -179,6 +180,20 @@ async function v11Revisions(tx: Tx, ms: "INTEGER" | "BIGINT"): Promise<void> {
   }
 }
 
+/**
+ * v12 (issue 35, store-observations.ts): each placed instance as its node last reported it (core/mesh/
+ * instance-observation.ts), written by the serve loop's observe step, a deploy's observation and `--refresh`, and
+ * read by the lists that ask no node (`berth instances`, `agents`), which show it with its age. Not chained: an
+ * observation is not a decision. Empty after the migration: nothing was recorded before, and the lists say "never seen".
+ */
+function v12Observations(ms: "INTEGER" | "BIGINT"): string {
+  return `
+    CREATE TABLE IF NOT EXISTS mesh_observations (instance_id TEXT PRIMARY KEY, node_id TEXT NOT NULL, state TEXT NOT NULL,
+                                                  lifecycle TEXT, restarts INTEGER, pid INTEGER, started_ms ${ms},
+                                                  seen_ms ${ms} NOT NULL);
+  `;
+}
+
 /** PostgreSQL: version 4's layout for a new store, then the same steps as SQLite from v5 on. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
@@ -190,6 +205,7 @@ async function migratePostgres(tx: Tx, from: number): Promise<void> {
   if (from < 9) await v9DecisionSeq(tx, "BIGINT");
   if (from < 10) await v10Tables(tx, "BIGINT");
   if (from < 11) await v11Revisions(tx, "BIGINT");
+  if (from < 12) await tx.exec(v12Observations("BIGINT"));
 }
 
 /** Version 4's layout in PostgreSQL's words: BIGINT milliseconds, the same names, keys and partial indexes. */

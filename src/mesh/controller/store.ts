@@ -35,7 +35,7 @@ import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js
 import type { Query, StoreEngine, TransactionOptions, Tx } from "../../store/engine.js";
 import { GroupCommit, inRidingFlow } from "../../store/group-commit.js";
 import { judgeLease, readLease, releaseLease, renewLease, takeLease } from "../../store/lease.js";
-import { deletePlacement, insertPlacement, instanceOf, placementHistory } from "./store-placements.js";
+import { deletePlacement, insertPlacement, instanceOf, placementHistory, placementsOn } from "./store-placements.js";
 import {
   type AttemptEnding,
   type AttemptRow,
@@ -61,6 +61,8 @@ import {
 } from "./store-records.js";
 import { ensureControllerSchema, OPEN_SQL } from "./store-schema.js";
 import * as targetSql from "./store-targets.js";
+import * as observationSql from "./store-observations.js";
+import type { ObservedInstance } from "../../core/mesh/instance-observation.js";
 
 export * from "./store-records.js";
 
@@ -204,6 +206,21 @@ export class ControllerStore {
    */
   async recordContact(addr: string, o: ContactOutcome): Promise<void> {
     await this.contactGroup.add({ addr, outcome: o });
+  }
+
+  /**
+   * Issue 35: what verified status answers said of placed instances, in one transaction per batch (a pass's nodes, a
+   * refresh), each kept unless a later one is stored. Not durable, like the contacts: a power loss only forgets the
+   * latest, and the lists then show an older one with its age.
+   */
+  async recordObservations(observations: readonly ObservedInstance[]): Promise<void> {
+    if (observations.length === 0) return;
+    await this.tx((tx) => observationSql.recordObservations(tx, observations), { durable: false });
+  }
+
+  /** Every instance's last recorded observation, by instance id. */
+  async observations(): Promise<Map<string, ObservedInstance>> {
+    return this.read((q) => observationSql.observationsOn(q));
   }
 
   /** One target's recorded contacts (null: no such address). */
@@ -531,7 +548,7 @@ export class ControllerStore {
   // ---- reads ------------------------------------------------------------------------------------------------
 
   async placements(): Promise<PlacementRecord[]> {
-    return (await this.read((q) => q.all<PlacementSql>("SELECT * FROM mesh_placements ORDER BY placed_ms, instance_id"))).map(placementOf);
+    return this.read((q) => placementsOn(q));
   }
 
   async placement(instanceId: string): Promise<{ record: PlacementRecord; workload: WorkloadRecord } | null> {

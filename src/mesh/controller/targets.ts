@@ -298,9 +298,31 @@ export class Targets {
    */
   async refreshStale(): Promise<void> {
     const now = this.clock();
-    const stale = (l: Live) =>
-      l.describedAtMs === null || now - l.describedAtMs >= FACTS_REUSE_MS || l.facts === null || l.factsExpireAtMs - now <= 60_000 || l.bootId === null;
-    await fanOut([...this.live.values()].filter((l) => l.stored.key !== null && stale(l)), FAN_OUT, (l) => this.refresh(l.stored.addr));
+    const unusable = (l: Live) => l.describedAtMs === null || l.facts === null || l.factsExpireAtMs - now <= 60_000 || l.bootId === null;
+    const keyed = [...this.live.values()].filter((l) => l.stored.key !== null);
+    // Issue 35: facts only older than the reuse window (still valid by their own expiry, the node answered its last
+    // contact, nothing freed on it since) are described again behind the placement, not in front of it: at 1,000 nodes
+    // a placement waited for 1,000 describes whenever it came more than 10 s after the last. They are still judged by
+    // the engine (facts_expired), liveness is still the store's, and the next placement sees the fresh ones.
+    this.refreshBehind(keyed.filter((l) => !unusable(l) && now - (l.describedAtMs ?? 0) >= FACTS_REUSE_MS));
+    await fanOut(keyed.filter(unusable), FAN_OUT, (l) => this.refresh(l.stored.addr));
+  }
+
+  /** The describes started behind placements (refreshStale), one round at a time; resolves when none is running. */
+  private behind: Promise<void> | null = null;
+
+  private refreshBehind(aged: readonly Live[]): void {
+    if (aged.length === 0 || this.behind !== null) return;
+    this.behind = fanOut(aged, FAN_OUT, (l) => this.refresh(l.stored.addr).catch(() => false))
+      .catch(() => undefined)
+      .finally(() => {
+        this.behind = null;
+      });
+  }
+
+  /** Waits for the describes running behind placements (before the store is closed, and for tests that count them). */
+  async settled(): Promise<void> {
+    await this.behind;
   }
 
   private async absorb(l: Live, bootId: string, facts: JsonObject): Promise<void> {

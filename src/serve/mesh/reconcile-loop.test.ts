@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { ObservedInstance } from "../../core/mesh/instance-observation.js";
 import { leaseWaitMs } from "../../core/mesh/lease.js";
 import type { NodeView, PlacementView } from "../../core/mesh/reconcile.js";
 import { FAN_OUT } from "../../mesh/controller/fan-out.js";
@@ -32,6 +33,10 @@ class World implements ReconcilePorts {
   alert = async (p: PlacementView, reason: string) => {
     this.alerted.push(`${reason} ${p.instance_id}`);
   };
+  readonly recorded: ObservedInstance[][] = [];
+  recordObservations = async (o: readonly ObservedInstance[]) => {
+    this.recorded.push([...o]);
+  };
 }
 
 const leaseStopped: NodeRows = { kind: "answered", rows: [{ instance_id: "i1", state: "lease_stopped", generation: 2 }] };
@@ -56,6 +61,19 @@ describe("the reconcile loop's driver", () => {
     expect(w.observedNodes.sort()).toEqual(["n1", "n2"]);
   });
 
+  it("records what each verified answer said of every placed instance, in one write per pass, before acting (issue 35)", async () => {
+    const w = new World();
+    w.placementList = [base, { ...base, instance_id: "i2" }, { ...base, instance_id: "i3", node_id: "n2" }, { ...base, instance_id: "old", moved: true }];
+    w.rows.set("n1", { kind: "answered", rows: [{ instance_id: "i1", state: "running", generation: 3, restarts: 1, pid: 77, started_ms: 5 }, { instance_id: "old", state: "running", generation: 1 }] });
+    await new ReconcileLoop(w).pass();
+    expect(w.recorded).toHaveLength(1);
+    // i2 absent from n1's verified answer; n2 gave none, so nothing is said of i3; a moved record is not a list's row.
+    expect(w.recorded[0]?.sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1))).toEqual([
+      { instance_id: "i1", node_id: "n1", state: "running", lifecycle: "running", restarts: 1, pid: 77, started_ms: 5, seen_ms: w.now },
+      { instance_id: "i2", node_id: "n1", state: "absent", lifecycle: null, restarts: null, pid: null, started_ms: null, seen_ms: w.now },
+    ]);
+  });
+
   it("a process that is not the leader decides but performs and chains nothing", async () => {
     const w = new World();
     w.leader = false;
@@ -66,6 +84,7 @@ describe("the reconcile loop's driver", () => {
     expect(w.performed).toEqual([]);
     expect(w.alerted).toEqual([]);
     expect(report.alerts).toEqual([{ instance_id: "i2", reason: "held_no_lease", chained: false }]);
+    expect(w.recorded, "a follower records no observation either").toEqual([]);
   });
 
   it("backs off a failing agent 10 s, then 20 s, and acts again only when its wait is over", async () => {

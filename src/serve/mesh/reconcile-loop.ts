@@ -18,12 +18,24 @@
  * - One chained alert per distinct reason per agent (`chainsAlert`); a repeat of the same reason is counted only.
  */
 import { type AlertReason, type InstanceObservation, type NodeView, type PlacementView, type ReconcileAction, reconcilePlacement } from "../../core/mesh/reconcile.js";
+import { type ObservedInstance, observedInstanceOf } from "../../core/mesh/instance-observation.js";
 import { backoffMs, chainsAlert } from "../../core/mesh/reschedule.js";
 import { FAN_OUT, fanOut } from "../../mesh/controller/fan-out.js";
 
 /** One node's rows as a verified status answer listed them, or why there is none. */
 export type NodeRows =
-  | { readonly kind: "answered"; readonly rows: ReadonlyArray<{ readonly instance_id: string; readonly state: string; readonly generation: number | null }> }
+  | {
+      readonly kind: "answered";
+      readonly rows: ReadonlyArray<{
+        readonly instance_id: string;
+        readonly state: string;
+        readonly generation: number | null;
+        /** Issue 35: what the lists show of the instance (stored by `recordObservations`); absent from a scripted world. */
+        readonly restarts?: number;
+        readonly pid?: number | null;
+        readonly started_ms?: number | null;
+      }>;
+    }
   | { readonly kind: "unverified"; readonly why: string };
 
 export type ActionResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
@@ -36,6 +48,11 @@ export interface ReconcilePorts {
   node(nodeId: string): Promise<NodeView>;
   /** One status call (every row) on the node; never throws. */
   observe(nodeId: string): Promise<NodeRows>;
+  /**
+   * Issue 35: what this pass's verified answers said of each placed instance, recorded in the store once per pass so
+   * the lists that ask no node show it (`running (seen 4s ago)`). Not chained; a follower records nothing.
+   */
+  recordObservations(observations: readonly ObservedInstance[]): Promise<void>;
   /** Performs an acting row of the table (chained, attributed to the loop); never throws for a refusal. */
   perform(placement: PlacementView, action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>): Promise<ActionResult>;
   /**
@@ -81,6 +98,7 @@ export class ReconcileLoop {
     // the node's own answer, its stored view and the agent's backoff, none of which an act of another agent changes
     // within the pass (an agent is judged once per pass).
     const judged = new Map<string, Array<{ readonly p: PlacementView; readonly action: ReconcileAction }>>();
+    const observations: ObservedInstance[] = [];
     await fanOut([...byNode.keys()], FAN_OUT, async (nodeId) => {
       // The lease's rule 5 (docs/concepts.md "The node lease"): the last-sent stamp is read only once this pass's own
       // status call has ended (it was stamped before it left and, unanswered, may still have renewed the lease), and
@@ -90,6 +108,7 @@ export class ReconcileLoop {
       // later: the lease it renewed was taken for over.
       const rows = await this.ports.observe(nodeId);
       const now = this.ports.clock();
+      if (rows.kind === "answered") observations.push(...observedPlacements(rows, byNode.get(nodeId) ?? [], nodeId, now));
       const node = await this.ports.node(nodeId);
       judged.set(
         nodeId,
@@ -99,6 +118,8 @@ export class ReconcileLoop {
         })),
       );
     });
+    // One write for the whole pass's observations, before any act (an act's own changes are the next pass's to see).
+    if (act) await this.ports.recordObservations(observations);
     for (const nodeId of byNode.keys()) {
       for (const { p, action } of judged.get(nodeId) ?? []) {
         const memory = this.memoryOf(p);
@@ -156,6 +177,12 @@ export class ReconcileLoop {
     }
     return m;
   }
+}
+
+/** What a node's verified answer says of each instance placed on it (moved records are not listed by the lists). */
+function observedPlacements(rows: Extract<NodeRows, { kind: "answered" }>, placed: readonly PlacementView[], nodeId: string, nowMs: number): ObservedInstance[] {
+  const byId = new Map(rows.rows.map((r) => [r.instance_id, r]));
+  return placed.filter((p) => !p.moved).map((p) => observedInstanceOf(p.instance_id, nodeId, byId.get(p.instance_id) ?? null, nowMs));
 }
 
 /** What one node's answer says of one instance: a row, absence (only from a verified answer), or nothing known. */

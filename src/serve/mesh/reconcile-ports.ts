@@ -57,6 +57,7 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
       return { liveness: await access.liveness(nodeId), forgotten: false, lease_ms: s.lease_ms, last_sent_issued_at_ms: s.last_sent_ms };
     },
     observe: async (nodeId) => rowsOf(await access.status(nodeId)),
+    recordObservations: (observations) => access.store.recordObservations(observations),
     perform: async (p, action) => {
       try {
         return await perform(access, p, action);
@@ -120,7 +121,12 @@ async function movedView(access: ReconcileAccess, m: MovedRecord): Promise<Place
 /** Only a verified status answer says anything about absence; everything else is `unverified`. */
 export function rowsOf(r: CallResult<"status">): NodeRows {
   if (r.kind !== "ok") return { kind: "unverified", why: r.kind === "refused" ? `refused ${r.code}: ${r.reason}` : r.reason };
-  return { kind: "answered", rows: statusRowsOf(r.result).filter(isInstanceRow).map((row) => ({ instance_id: row.instance_id, state: row.state, generation: row.generation })) };
+  return {
+    kind: "answered",
+    rows: statusRowsOf(r.result)
+      .filter(isInstanceRow)
+      .map((row) => ({ instance_id: row.instance_id, state: row.state, generation: row.generation, ...(row.restarts === undefined ? {} : { restarts: row.restarts }), pid: row.pid, started_ms: row.started_ms })),
+  };
 }
 
 /** §15: the loop's act, chained before (or with) it: who acts and why. */

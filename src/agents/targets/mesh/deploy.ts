@@ -75,6 +75,8 @@ export async function observeMesh(deps: MeshAgentDeps, agent: string, opts: { re
   // A plan (issue 36) settles nothing: an unsettled decision is its row, not something it resolves.
   const targets = opts.settle === false ? await deps.controller.describeTargets() : await deps.controller.refreshTargets();
   const answers = await Promise.all(targets.filter((t) => t.node_id !== null).map((t) => statusOf(deps, t)));
+  // Issue 35: what the nodes said is what the lists that ask no node show next (a plan records nothing: it writes nothing).
+  if (opts.settle !== false) await deps.controller.recordObservations(answers.flatMap((a) => (a.kind === "answered" ? [{ nodeId: a.nodeId as string, rows: a.rows }] : [])));
   // The core judges synchronously: look up the chain position of every decision a node answered with first.
   const store = deps.controller.store;
   const seqs = new Map<string, number | null>();
@@ -306,6 +308,8 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     const report = await deps.controller.place(order);
     if (report.placed) {
       const p = report.placed;
+      // Issue 35: recorded at once for the lists that ask no node (`berth up --detach` runs no serve loop).
+      await deps.controller.observeNode(p.node_id);
       const verb = replaced ? "replaced the previous instance:" : "";
       return result(true, m.start ? "started" : "waiting", `${input.agent}: ${verb ? `${verb} ` : ""}${m.start ? "started" : "loaded"} ${p.instance_id} on node ${p.node_id}`, p.instance_id);
     }
