@@ -44,6 +44,13 @@ export function summarise(outcomes: readonly Outcome[]): string {
   const pct = (p: number) => ((ms[Math.min(ms.length - 1, Math.floor(p * ms.length))] ?? 0) / 1000).toFixed(1);
   const lines = [`schedules: ${outcomes.length}, violations: ${bad.reduce((n, o) => n + o.violations.length, 0)} in ${bad.length} seed(s), faults struck: ${struck}`];
   lines.push(`schedule wall time (s): min ${pct(0)} median ${pct(0.5)} max ${pct(1)}`);
+  const phases: Record<string, number> = {};
+  for (const o of outcomes) for (const [k, v] of Object.entries(o.phases ?? {})) phases[k] = (phases[k] ?? 0) + v;
+  const phaseTotal = Object.values(phases).reduce((a, b) => a + b, 0);
+  if (phaseTotal > 0) {
+    const shown = Object.entries(phases).sort(([, a], [, b]) => b - a).map(([k, v]) => `${k}=${(v / 1000).toFixed(0)} (${((100 * v) / phaseTotal).toFixed(0)}%)`);
+    lines.push(`wall time by phase, s summed over worlds (${(phaseTotal / 1000).toFixed(0)} s): ${shown.join(" ")}`);
+  }
   lines.push(`faults: ${Object.entries(faults).sort().map(([k, v]) => `${k}=${v}`).join(" ")}`);
   lines.push(`operations: ${Object.entries(ops).sort().map(([k, v]) => `${k}=${v}`).join(" ")}`);
   for (const o of bad) {
