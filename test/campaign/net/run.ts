@@ -15,7 +15,7 @@ import type { CliResult } from "../world.js";
 import { WorldSetupError } from "../world.js";
 import { attribute, census, type Explanation, judgeWithCounts, type LeaseCut } from "./judge.js";
 import { conntrackFlush, healNet, linkSet, netem, netemClear, nftClear, nftFault, sh } from "./netns.js";
-import { controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
+import { closeStoreSession, controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
 import { describeNetSchedule, type NetFault, type NetOperation, type NetSchedule, netScheduleFor } from "./schedule.js";
 import { LEASED_NODE, makeNetWorld, NET_LEASE_MS, type NetWorld, NODE_PORT, netWorldsClosing, PostgresSlot, startOf } from "./world.js";
 
@@ -649,6 +649,7 @@ export async function runNetWorld(seeds: readonly number[], opts: NetOptions = {
   } finally {
     sampler.stop();
     const closeFrom = Date.now();
+    closeStoreSession(w.databaseUrl);
     await w.close();
     const last = outcomes.at(-1);
     if (last?.phases) last.phases.teardown = Date.now() - closeFrom;

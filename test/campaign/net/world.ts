@@ -37,7 +37,7 @@ export const NODE_PORT = 7000;
  * made them fresh (scripts/prepack, scripts/campaign), else dist/src/cli/entry/main.js, as run directly. What a user
  * runs, and half the CPU of a CLI process's start on the ES module loader (0.18 s against 0.35 s, measured at load 25).
  */
-export const BERTH_BIN = join(dirname(MAIN), "berth.cjs");
+const BERTH_BIN = join(dirname(MAIN), "berth.cjs");
 /** Above the leader's fixed 10 s renewal tick on main (issue 37 F1), so an unfaulted leader keeps it. */
 export const NET_LEASE_MS = 15_000;
 export const LEADER_TTL_MS = 3_000;
