@@ -17,7 +17,8 @@ import { attribute, census, type Explanation, judgeWithCounts, type LeaseCut } f
 import { conntrackFlush, healNet, linkSet, netem, netemClear, nftClear, nftFault, sh } from "./netns.js";
 import { closeStoreSession, controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
 import { describeNetSchedule, type NetFault, type NetOperation, type NetSchedule, netScheduleFor } from "./schedule.js";
-import { LEASED_NODE, makeNetWorld, NET_LEASE_MS, type NetWorld, NODE_PORT, netWorldsClosing, PostgresSlot, startOf } from "./world.js";
+import { PostgresSlot } from "./postgres-slot.js";
+import { LEASED_NODE, makeNetWorld, NET_LEASE_MS, type NetWorld, NODE_PORT, netWorldsClosing, startOf } from "./world.js";
 
 const ROUND_DEADLINE_MS = 60_000;
 const CONVERGE_WAIT_MS = 30_000;
@@ -688,7 +689,7 @@ export async function runNetSeeds(seeds: readonly number[], parallel: number, ea
       if (result.rest.length > 0) queue.unshift(result.rest);
     }
   };
-  // One PostgreSQL server per slot, for the slot's worlds one after another (world.ts PostgresSlot).
+  // One PostgreSQL server per slot, for the slot's worlds one after another (postgres-slot.ts).
   const slots = Array.from({ length: Math.max(1, parallel) }, () => new PostgresSlot());
   try {
     await Promise.all(slots.map(worker));

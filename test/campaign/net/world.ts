@@ -17,8 +17,8 @@ import { generateSigningKey, loadKeyFile, saveKeyFile } from "../../../src/keys/
 import { initNodeDataDir } from "../../../src/mesh/node/init.js";
 import { MAIN, requireBuild } from "../../mesh/harness.js";
 import { probePackage, TEST_PERMIT, writeJson } from "../../mesh-controller/support/package.js";
-import pgLib from "pg";
 import { startPostgres, type TestPostgres } from "../../support/postgres.js";
+import { closeOpenSlots, dropDatabase, type PostgresSlot, postgresTree } from "./postgres-slot.js";
 import { runNode, type Spawned, spawnNode } from "../../support/process.js";
 import { TcpProxy } from "../../support/tcp-proxy.js";
 import { type CliResult, WorldSetupError } from "../world.js";
@@ -131,90 +131,7 @@ export const netWorldsClosing = () => closing;
 export async function closeOpenNetWorlds(): Promise<void> {
   closing = true;
   while (open.size > 0) for (const t of [...open]) await t().catch(() => undefined);
-}
-
-/** The postmaster and every backend it forked (what `pg-pause` stops and heal continues). */
-function postgresTree(server: TestPostgres | null): number[] {
-  if (!server || server.pid <= 0) return [];
-  const out: number[] = [];
-  const walk = (pid: number) => {
-    out.push(pid);
-    let kids: number[] = [];
-    try {
-      kids = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").split(" ").filter(Boolean).map(Number);
-    } catch {
-      // gone
-    }
-    for (const k of kids) walk(k);
-  };
-  walk(server.pid);
-  return out;
-}
-
-async function answers(url: string): Promise<boolean> {
-  const client = new pgLib.Client({ connectionString: url, connectionTimeoutMillis: 3_000, query_timeout: 5_000 });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    await client.query("SELECT 1");
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
-
-/**
- * One PostgreSQL server per campaign slot, reused by the slot's worlds one after another, each world on a database
- * of its own (dropped at its teardown): initdb and a server start (seconds of CPU at load 30) are paid once per slot,
- * not once per world. Only one world uses a slot's server at a time, so its faults (kill -9, restart, SIGSTOP of
- * every PostgreSQL process) strike that world alone, as with a server per world. A world that leaves it paused or
- * dead (a teardown on an error) hands it on continued, or restarted.
- */
-export class PostgresSlot {
-  private server: TestPostgres | null = null;
-  private readonly closer = () => this.stop();
-
-  async take(): Promise<TestPostgres> {
-    if (this.server === null) {
-      this.server = await startPostgres();
-      open.add(this.closer);
-      return this.server;
-    }
-    for (const pid of postgresTree(this.server)) {
-      try {
-        process.kill(pid, "SIGCONT");
-      } catch {
-        // gone
-      }
-    }
-    if (!(await answers(this.server.url))) await this.server.restart();
-    return this.server;
-  }
-
-  async stop(): Promise<void> {
-    open.delete(this.closer);
-    const s = this.server;
-    this.server = null;
-    await s?.stop().catch(() => undefined);
-  }
-}
-
-/** Drops a world's database on its slot's server (best-effort: a throwaway server keeps what it could not drop). */
-async function dropDatabase(server: TestPostgres, databaseUrl: string): Promise<void> {
-  const name = new URL(databaseUrl).pathname.slice(1);
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) return;
-  const client = new pgLib.Client({ connectionString: server.url, connectionTimeoutMillis: 5_000, query_timeout: 15_000 });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  } catch {
-    // left on the throwaway server
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  await closeOpenSlots();
 }
 
 /**
