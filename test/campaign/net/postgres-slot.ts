@@ -55,10 +55,18 @@ async function answers(url: string): Promise<boolean> {
  */
 export class PostgresSlot {
   private server: TestPostgres | null = null;
+  /** A start in flight: a signal that closes the campaign meanwhile stops the server once it is up, never orphans it. */
+  private starting: Promise<TestPostgres> | null = null;
+
   async take(): Promise<TestPostgres> {
     if (this.server === null) {
-      this.server = await startPostgres();
       openSlots.add(this);
+      this.starting = startPostgres();
+      try {
+        this.server = await this.starting;
+      } finally {
+        this.starting = null;
+      }
       return this.server;
     }
     for (const pid of postgresTree(this.server)) {
@@ -74,7 +82,8 @@ export class PostgresSlot {
 
   async stop(): Promise<void> {
     openSlots.delete(this);
-    const s = this.server;
+    const pending = this.starting;
+    const s = this.server ?? (pending ? await pending.catch(() => null) : null);
     this.server = null;
     await s?.stop().catch(() => undefined);
   }
