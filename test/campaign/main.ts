@@ -44,6 +44,13 @@ export function summarise(outcomes: readonly Outcome[]): string {
   const pct = (p: number) => ((ms[Math.min(ms.length - 1, Math.floor(p * ms.length))] ?? 0) / 1000).toFixed(1);
   const lines = [`schedules: ${outcomes.length}, violations: ${bad.reduce((n, o) => n + o.violations.length, 0)} in ${bad.length} seed(s), faults struck: ${struck}`];
   lines.push(`schedule wall time (s): min ${pct(0)} median ${pct(0.5)} max ${pct(1)}`);
+  const phases: Record<string, number> = {};
+  for (const o of outcomes) for (const [k, v] of Object.entries(o.phases ?? {})) phases[k] = (phases[k] ?? 0) + v;
+  const phaseTotal = Object.values(phases).reduce((a, b) => a + b, 0);
+  if (phaseTotal > 0) {
+    const shown = Object.entries(phases).sort(([, a], [, b]) => b - a).map(([k, v]) => `${k}=${(v / 1000).toFixed(0)} (${((100 * v) / phaseTotal).toFixed(0)}%)`);
+    lines.push(`wall time by phase, s summed over worlds (${(phaseTotal / 1000).toFixed(0)} s): ${shown.join(" ")}`);
+  }
   lines.push(`faults: ${Object.entries(faults).sort().map(([k, v]) => `${k}=${v}`).join(" ")}`);
   lines.push(`operations: ${Object.entries(ops).sort().map(([k, v]) => `${k}=${v}`).join(" ")}`);
   for (const o of bad) {
@@ -98,10 +105,12 @@ async function main(): Promise<void> {
     // connection as an 'error' event nobody listens to must not end hours of schedules. Noted on stderr, not a verdict.
     process.on("uncaughtException", (e) => process.stderr.write(`campaign: uncaught ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`));
   }
+  // The network world's chunk defaults to 6 schedules (a world of three daemons, serves and PostgreSQL), the proxy world's to 8.
+  const effectiveWorldSize = world === "net" && option(args, "--world-size") === undefined ? 6 : worldSize;
   const run =
     world === "net"
       ? (s: readonly number[], p: number, each: (o: Outcome) => void, o: { verbose: boolean; worldSize: number }) =>
-          runNetSeeds(s, p, each, { ...o, engine, ...(controllers !== undefined ? { controllers: Number(controllers) } : {}), worldSize: option(args, "--world-size") === undefined ? 6 : o.worldSize })
+          runNetSeeds(s, p, each, { ...o, engine, ...(controllers !== undefined ? { controllers: Number(controllers) } : {}), worldSize: effectiveWorldSize })
       : parallel > 1
         ? runSeedsInWorkers
         : runSeeds;
@@ -121,7 +130,7 @@ async function main(): Promise<void> {
     { verbose, worldSize },
   );
   const all = [...before.filter((o) => seeds.includes(o.seed)), ...outcomes].sort((a, b) => a.seed - b.seed);
-  process.stdout.write(`\nthis run: ${outcomes.length} schedule(s) in ${((Date.now() - started) / 1000).toFixed(0)} s at --parallel ${parallel} --world-size ${worldSize}\n${summarise(all)}\n`);
+  process.stdout.write(`\nthis run: ${outcomes.length} schedule(s) in ${((Date.now() - started) / 1000).toFixed(0)} s at --parallel ${parallel} --world-size ${effectiveWorldSize} (${((outcomes.length * 3_600_000) / Math.max(1, Date.now() - started)).toFixed(0)} schedules/hour)\n${summarise(all)}\n`);
   process.exitCode = all.some((o) => o.violations.length > 0) ? 1 : 0;
 }
 

@@ -50,6 +50,12 @@ export interface Outcome {
   readonly world: readonly number[];
   /** It forgot a node (`node-forget`): that node is gone for good, so its world is closed after it. */
   readonly closedWorld?: boolean;
+  /**
+   * Where the wall time went, in ms by phase (the network world): the schedule's own (`rounds`, `heal`, `settle`,
+   * `converge`, `judge`) and, on the first and last outcome of a world, the world's fixed costs (`setup:*`,
+   * `verify`, `teardown`). Summed by `summarise`.
+   */
+  readonly phases?: Record<string, number>;
 }
 
 const ROUND_DEADLINE_MS = 90_000;

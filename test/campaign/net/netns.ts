@@ -72,20 +72,23 @@ export async function makeNet(tag: string, octet: number, count: number): Promis
   await sh("ip", ["link", "add", bridge, "type", "bridge"]);
   await sh("ip", ["addr", "add", `${net.hostIp}/24`, "dev", bridge]);
   await sh("ip", ["link", "set", bridge, "up"]);
-  for (let i = 0; i < count; i++) {
-    const ns = `bw${tag}n${i}`;
-    const hostDev = `bw${tag}h${i}`;
-    const dev = `bw${tag}v${i}`;
-    const ip = `10.${octet}.0.${10 + i}`;
-    await sh("ip", ["netns", "add", ns]);
-    await sh("ip", ["link", "add", hostDev, "type", "veth", "peer", "name", dev]);
-    await sh("ip", ["link", "set", hostDev, "master", bridge, "up"]);
-    await sh("ip", ["link", "set", dev, "netns", ns]);
-    await inNs(ns, "ip", ["link", "set", "lo", "up"]);
-    await inNs(ns, "ip", ["addr", "add", `${ip}/24`, "dev", dev]);
-    await inNs(ns, "ip", ["link", "set", dev, "up"]);
-    net.nodes.push({ ns, dev, hostDev, ip });
-  }
+  // The namespaces side by side (each one's steps in order): a world's set-up is a few dozen `ip` processes.
+  net.nodes.push(
+    ...(await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const ns = `bw${tag}n${i}`;
+        const hostDev = `bw${tag}h${i}`;
+        const dev = `bw${tag}v${i}`;
+        const ip = `10.${octet}.0.${10 + i}`;
+        await sh("ip", ["netns", "add", ns]);
+        await sh("ip", ["link", "add", hostDev, "type", "veth", "peer", "name", dev]);
+        await sh("ip", ["link", "set", hostDev, "master", bridge, "up"]);
+        await sh("ip", ["link", "set", dev, "netns", ns]);
+        await inNs(ns, "sh", ["-c", `ip link set lo up && ip addr add ${ip}/24 dev ${dev} && ip link set ${dev} up`]);
+        return { ns, dev, hostDev, ip };
+      }),
+    )),
+  );
   return net;
 }
 
@@ -97,9 +100,12 @@ export function nsInode(ns: string): Promise<string> {
 /** Removes the namespaces, links and bridge of a net; each step best-effort (a half-made net is torn down too). */
 export async function removeNet(tag: string): Promise<void> {
   const left = await leftovers(tag);
-  for (const ns of left.namespaces) await sh("ip", ["netns", "del", ns]).catch(() => undefined);
-  for (const link of left.links) await sh("ip", ["link", "del", link]).catch(() => undefined);
-  for (const m of left.mounts) await sh("umount", ["-l", m]).catch(() => undefined);
+  // All at once: a veth whose namespace goes meanwhile is gone already (its deletion then fails, ignored).
+  await Promise.all([
+    ...left.namespaces.map((ns) => sh("ip", ["netns", "del", ns]).catch(() => undefined)),
+    ...left.links.map((link) => sh("ip", ["link", "del", link]).catch(() => undefined)),
+    ...left.mounts.map((m) => sh("umount", ["-l", m]).catch(() => undefined)),
+  ]);
 }
 
 /** What of a tag is on the machine now, judged from outside: namespaces, links, mounts. */
@@ -189,6 +195,14 @@ export async function netemClear(node: NetNode): Promise<void> {
 export async function conntrackFlush(node: NetNode, rst: boolean): Promise<void> {
   await inNs(node.ns, "conntrack", ["-F"]).catch(() => undefined);
   if (rst) await inNs(node.ns, "ss", ["-K", "-t", "dst", "!=", "127.0.0.0/8"]).catch(() => undefined);
+}
+
+/**
+ * Heal of one node's network, in one process inside its namespace: the fault table deleted, the netem qdisc removed,
+ * the link up (each step whether or not the one before found anything to undo).
+ */
+export async function healNet(node: NetNode): Promise<void> {
+  await inNs(node.ns, "sh", ["-c", `nft delete table inet ${TABLE} 2>/dev/null; tc qdisc del dev ${node.dev} root 2>/dev/null; ip link set ${node.dev} up`]).catch(() => undefined);
 }
 
 export async function linkSet(node: NetNode, up: boolean): Promise<void> {

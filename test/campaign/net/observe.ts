@@ -135,19 +135,50 @@ export async function openDecisions(databaseUrl: string | null, home: string): P
   return Number(rows[0]?.n ?? 0);
 }
 
+/** One read-only session per store the campaign reads (a backend forked per read costs tens of ms at load 30). */
+const sessions = new Map<string, Promise<pg.Client>>();
+
+function session(databaseUrl: string): { client: Promise<pg.Client>; reused: boolean } {
+  const open = sessions.get(databaseUrl);
+  if (open) return { client: open, reused: true };
+  const client = new pg.Client({ connectionString: databaseUrl, options: "-c default_transaction_read_only=on", connectionTimeoutMillis: 5_000, query_timeout: 10_000 });
+  // The campaign kills and restarts the database: a connection it terminates ends this session, not the campaign.
+  client.on("error", () => dropSession(databaseUrl, made));
+  const made = client.connect().then(() => client);
+  sessions.set(databaseUrl, made);
+  made.catch(() => dropSession(databaseUrl, made));
+  return { client: made, reused: false };
+}
+
+function dropSession(databaseUrl: string, which: Promise<pg.Client>): void {
+  if (sessions.get(databaseUrl) !== which) return;
+  sessions.delete(databaseUrl);
+  void which.then((c) => c.end()).catch(() => undefined);
+}
+
+/** Ends the campaign's session on a world's store (its teardown). */
+export function closeStoreSession(databaseUrl: string | null): void {
+  const open = databaseUrl === null ? undefined : sessions.get(databaseUrl);
+  if (databaseUrl !== null && open) dropSession(databaseUrl, open);
+}
+
 /**
- * Rows of the controller store, read-only (PostgreSQL in a read-only session; SQLite opened read-only). Unlike
- * readStoreRows, the PostgreSQL client has an error listener: the campaign kills and restarts the database, and a
- * connection it terminates must fail this read, not the campaign process.
+ * Rows of the controller store, read-only (PostgreSQL in a read-only session, kept open between reads; SQLite opened
+ * read-only). Unlike readStoreRows, the PostgreSQL client has an error listener: the campaign kills and restarts the
+ * database, and a connection it terminates must fail this read, not the campaign process. A kept session that fails
+ * (its server was restarted since) is dropped and the read made once more on a fresh one, so a read fails only when
+ * the database does not answer now.
  */
 export async function storeRows<T>(databaseUrl: string | null, home: string, sql: string): Promise<T[]> {
   if (!databaseUrl) return readStoreRows<T>(null, home, sql);
-  const client = new pg.Client({ connectionString: databaseUrl, options: "-c default_transaction_read_only=on", connectionTimeoutMillis: 5_000, query_timeout: 10_000 });
-  client.on("error", () => undefined);
-  try {
-    await client.connect();
-    return (await client.query(sql)).rows as T[];
-  } finally {
-    await client.end().catch(() => undefined);
+  for (;;) {
+    const { client, reused } = session(databaseUrl);
+    try {
+      return (await (await client).query(sql)).rows as T[];
+    } catch (e) {
+      dropSession(databaseUrl, client);
+      // A read that timed out met a database that does not answer now (paused): no second wait.
+      if (!reused || /timeout/i.test(String(e))) throw e;
+    }
   }
 }

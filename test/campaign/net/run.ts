@@ -14,9 +14,10 @@ import type { Outcome } from "../run.js";
 import type { CliResult } from "../world.js";
 import { WorldSetupError } from "../world.js";
 import { attribute, census, type Explanation, judgeWithCounts, type LeaseCut } from "./judge.js";
-import { conntrackFlush, linkSet, netem, netemClear, nftClear, nftFault, sh } from "./netns.js";
-import { controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
+import { conntrackFlush, healNet, linkSet, netem, netemClear, nftClear, nftFault, sh } from "./netns.js";
+import { closeStoreSession, controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
 import { describeNetSchedule, type NetFault, type NetOperation, type NetSchedule, netScheduleFor } from "./schedule.js";
+import { PostgresSlot } from "./postgres-slot.js";
 import { LEASED_NODE, makeNetWorld, NET_LEASE_MS, type NetWorld, NODE_PORT, netWorldsClosing, startOf } from "./world.js";
 
 const ROUND_DEADLINE_MS = 60_000;
@@ -372,12 +373,7 @@ async function powerLoss(st: St, i: number): Promise<number> {
 
 async function heal(st: St): Promise<void> {
   const { w } = st.ws;
-  for (const [i, nn] of w.net.nodes.entries()) {
-    if (st.ws.forgotten.has(i)) continue;
-    await nftClear(nn);
-    await netemClear(nn);
-    await linkSet(nn, true).catch(() => undefined);
-  }
+  await Promise.all(w.net.nodes.map((nn, i) => (st.ws.forgotten.has(i) ? undefined : healNet(nn))));
   for (const n of w.nodes) {
     if (n.clockFile) (await import("node:fs")).writeFileSync(n.clockFile, "+0\n");
     await sh("rm", ["-f", join(n.dataDir, "campaign-fill")]).catch(() => undefined);
@@ -506,6 +502,13 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
   const st: St = { ws, seed, faults: {}, ops: {}, notes: [], drained: new Set(), trace: [], startedMs: started };
   let violations: string[] = [];
   let forgot = false;
+  const phases: Record<string, number> = {};
+  let lapFrom = Date.now();
+  const lap = (phase: string) => {
+    const now = Date.now();
+    phases[phase] = (phases[phase] ?? 0) + now - lapFrom;
+    lapFrom = now;
+  };
   try {
     for (const [r, round] of s.rounds.entries()) {
       log(`seed ${seed} round ${r + 1}`);
@@ -553,14 +556,19 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
         log(line);
       }
     }
+    lap("rounds");
     await heal(st);
+    lap("heal");
     if ((await openDecisions(w.databaseUrl, w.home).catch(() => 1)) > 0) {
       bump(st.ops, "settle:heal");
       const r = await w.berth("unsettled", "--settle", "--json");
       if (r.code !== 0) st.notes.push(`settle exited ${r.code}: ${r.stdout.slice(0, 200)} ${r.stderr.slice(0, 200)}`);
     }
+    lap("settle");
     await converge(st);
+    lap("converge");
     violations = await judgeWorld(st);
+    lap("judge");
     if (violations.length > 0) {
       st.notes.push(...st.trace);
       for (const n of w.nodes) if (n.stderrTail.trim() !== "") st.notes.push(`node ${n.index} stderr (end): ${n.stderrTail.slice(-2500).replace(/\s+/g, " ")}`);
@@ -590,7 +598,8 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
       if (r.code !== 0) st.notes.push(`uncordon of node ${i} exited ${r.code}: ${r.stdout.slice(0, 200)}`);
     }
   }
-  return { seed, schedule: describeNetSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started, world, ...(forgot ? { closedWorld: true } : {}) };
+  lap("uncordon");
+  return { seed, schedule: describeNetSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started, world, phases, ...(forgot ? { closedWorld: true } : {}) };
 }
 
 /** `berth audit verify` of the controller's chain (on its store) and of every node's chain; failures go to the last outcome. */
@@ -609,6 +618,8 @@ export interface NetOptions {
   readonly controllers?: number;
   readonly engine?: "postgres" | "sqlite";
   readonly verbose?: boolean;
+  /** The slot's PostgreSQL server, reused world after world (a database each); absent: the world starts its own. */
+  readonly postgres?: PostgresSlot;
 }
 
 /** One world, a chunk of seeds in order, until one finds a violation or forgets a node; then its chains are verified. */
@@ -616,7 +627,7 @@ export async function runNetWorld(seeds: readonly number[], opts: NetOptions = {
   const t0 = Date.now();
   const log = opts.verbose ? (m: string) => process.stderr.write(`[net ${seeds[0]}… +${Date.now() - t0} ms] ${m}\n`) : () => undefined;
   const controllers = opts.controllers ?? 2 + ((seeds[0] ?? 0) % 2);
-  const w = await makeNetWorld({ controllers, engine: opts.engine ?? "postgres" });
+  const w = await makeNetWorld({ controllers, engine: opts.engine ?? "postgres", ...(opts.postgres ? { postgres: opts.postgres } : {}) });
   const sampler = new NetSampler(w.prefix, new Map(w.nodes.map((n) => [n.nsInode, n.index])));
   const ws: NetWorldState = { w, sampler, kills: [], cuts: [], daemonDown: [], watchdogStops: 0, intent: new Map(), unconfirmedStops: new Set(), reported: new Set(), forgotten: new Set(), log };
   sampler.start();
@@ -632,11 +643,20 @@ export async function runNetWorld(seeds: readonly number[], opts: NetOptions = {
       if (o.violations.length > 0 || o.closedWorld === true) break;
     }
     sampler.stop();
+    const verifyFrom = Date.now();
     await verifyChains(w, outcomes);
+    const last = outcomes.at(-1);
+    if (last?.phases) last.phases.verify = Date.now() - verifyFrom;
   } finally {
     sampler.stop();
+    const closeFrom = Date.now();
+    closeStoreSession(w.databaseUrl);
     await w.close();
+    const last = outcomes.at(-1);
+    if (last?.phases) last.phases.teardown = Date.now() - closeFrom;
   }
+  const first = outcomes[0];
+  if (first?.phases) Object.assign(first.phases, w.setupPhases);
   return { outcomes, rest: seeds.slice(ran) };
 }
 
@@ -646,11 +666,11 @@ export async function runNetSeeds(seeds: readonly number[], parallel: number, ea
   for (let i = 0; i < seeds.length; i += size) queue.push(seeds.slice(i, i + size));
   const outcomes: Outcome[] = [];
   const failures = new Map<number, number>();
-  const worker = async () => {
+  const worker = async (postgres: PostgresSlot) => {
     for (let chunk = queue.shift(); chunk && !netWorldsClosing(); chunk = queue.shift()) {
       let result: { outcomes: Outcome[]; rest: number[] };
       try {
-        result = await runNetWorld(chunk, opts);
+        result = await runNetWorld(chunk, { ...opts, postgres });
       } catch (e) {
         if (netWorldsClosing()) return;
         const first = chunk[0] as number;
@@ -669,6 +689,12 @@ export async function runNetSeeds(seeds: readonly number[], parallel: number, ea
       if (result.rest.length > 0) queue.unshift(result.rest);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, parallel) }, worker));
+  // One PostgreSQL server per slot, for the slot's worlds one after another (postgres-slot.ts).
+  const slots = Array.from({ length: Math.max(1, parallel) }, () => new PostgresSlot());
+  try {
+    await Promise.all(slots.map(worker));
+  } finally {
+    await Promise.all(slots.map((s) => s.stop()));
+  }
   return outcomes.sort((a, b) => a.seed - b.seed);
 }
