@@ -14,6 +14,7 @@
  * stored rows against the tree the events hash to, and each chained checkpoint against the tree at its size.
  */
 import { type Hash, leafHash, treeRoot } from "../core/chain/merkle.js";
+import { chainedNoteProblem } from "../core/chain/tree-checkpoint.js";
 import {
   copyFrontier,
   type Frontier,
@@ -26,22 +27,21 @@ import {
   subtreesRead,
   tiledReader,
 } from "../core/chain/tree-hashes.js";
-import { chainedNoteProblem } from "../core/chain/tree-checkpoint.js";
 import type { VerifyFailure } from "../core/chain/verify.js";
 import type { Query, Tx } from "../store/engine.js";
 import type { Db } from "../store/sqlite.js";
 
 export const TREE_TABLE_SQLITE = `
-        CREATE TABLE audit_tree (chain_id TEXT NOT NULL, level INTEGER NOT NULL, idx INTEGER NOT NULL, hash TEXT NOT NULL,
+        CREATE TABLE IF NOT EXISTS audit_tree (chain_id TEXT NOT NULL, level INTEGER NOT NULL, idx INTEGER NOT NULL, hash TEXT NOT NULL,
                                  PRIMARY KEY (chain_id, level, idx)) WITHOUT ROWID;
-        CREATE TRIGGER audit_tree_no_update BEFORE UPDATE ON audit_tree BEGIN SELECT RAISE(ABORT, 'the audit tree is append-only'); END;
-        CREATE TRIGGER audit_tree_no_delete BEFORE DELETE ON audit_tree BEGIN SELECT RAISE(ABORT, 'the audit tree is append-only'); END;
+        CREATE TRIGGER IF NOT EXISTS audit_tree_no_update BEFORE UPDATE ON audit_tree BEGIN SELECT RAISE(ABORT, 'the audit tree is append-only'); END;
+        CREATE TRIGGER IF NOT EXISTS audit_tree_no_delete BEFORE DELETE ON audit_tree BEGIN SELECT RAISE(ABORT, 'the audit tree is append-only'); END;
 `;
 
 export const TREE_TABLE_POSTGRES = `
-      CREATE TABLE audit_tree (chain_id TEXT NOT NULL, level INTEGER NOT NULL, idx BIGINT NOT NULL, hash TEXT NOT NULL,
+      CREATE TABLE IF NOT EXISTS audit_tree (chain_id TEXT NOT NULL, level INTEGER NOT NULL, idx BIGINT NOT NULL, hash TEXT NOT NULL,
                                PRIMARY KEY (chain_id, level, idx));
-      CREATE TRIGGER audit_tree_append_only BEFORE UPDATE OR DELETE ON audit_tree FOR EACH ROW EXECUTE FUNCTION berth_append_only();
+      CREATE OR REPLACE TRIGGER audit_tree_append_only BEFORE UPDATE OR DELETE ON audit_tree FOR EACH ROW EXECUTE FUNCTION berth_append_only();
 `;
 
 export const INSERT_TREE_NODE = "INSERT INTO audit_tree (chain_id, level, idx, hash) VALUES (?,?,?,?)";
