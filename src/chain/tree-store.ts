@@ -204,7 +204,7 @@ export interface ChainedNote {
 }
 
 /**
- * The stored tree against the events (spec/audit-chain.md §8 check 11): rehashes the chain's leaves in order and
+ * The stored tree against the events (spec/audit-chain.md §8 checks 11–12): rehashes the chain's leaves in order and
  * compares every stored row that covers only events walked; a row that differs or is missing is a `tree` failure at
  * the last event it covers. Each chained checkpoint note is checked against the root at its size (`checkNote`, from
  * core/chain/verify.ts) as the walk passes it. O(n) hashes, once.
@@ -265,7 +265,7 @@ function treeCheckInputs(rows: Iterable<{ level: number; idx: number; hash: stri
 const NOTES_SQL = "SELECT seq, payload FROM audit_event WHERE chain_id = ? AND source = 'chain' AND kind = 'chain.checkpoint' ORDER BY seq";
 
 /**
- * §8 check 11 on a SQLite connection, over the events the walk verified (`walked.head`): the stored tree and the
+ * §8 checks 11–12 on a SQLite connection, over the events the walk verified (`walked.head`): the stored tree and the
  * chained checkpoint notes against the events. A database without the table (written before v3, opened read-only)
  * has no tree to check.
  */

@@ -35,7 +35,7 @@ interface ReadOpts {
 
 /**
  * Runs `use` on the stored chain's tree of the events the whole chain verified through (links, hashes, signatures
- * under the pinned key, and the stored Merkle tree against the events: §8 check 11), read from the stored tree.
+ * under the pinned key, and the stored Merkle tree against the events: §8 checks 11–12), read from the stored tree.
  */
 async function withVerifiedTree<T>(h: MerkleHelpers, d: typeof AuditDeps, opts: ReadOpts, use: (tree: ChainTreeView, ownerKey: string) => T): Promise<T> {
   const key = h.pinnedKey(opts);

@@ -36,7 +36,7 @@ export type FailureCode =
   | "fork"
   // §8 check 10 (issue 35): a stored gate summary does not hash to the name its decision event signed.
   | "summary"
-  // §8 check 11 (issue 38): a stored Merkle tree node is not the hash of the events under it.
+  // §8 check 12 (issue 38): a stored Merkle tree node is not the hash of the events under it.
   | "tree";
 
 export interface VerifyFailure {
@@ -126,7 +126,7 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
   let prevTs = 0;
   let index = 0;
   // Walking from genesis, the Merkle tree's right edge follows the walk, so each chained checkpoint note is checked
-  // against the tree of the events before it (§8 check 9b, issue 38). A walk resumed after a checkpoint has no edge.
+  // against the tree of the events before it (§8 check 11, issue 38). A walk resumed after a checkpoint has no edge.
   const frontier: Frontier | undefined = opts.after ? undefined : { size: 0, levels: [] };
   if (opts.after) {
     if (pinned === undefined) throw new Error("verifyEvents: resuming after a checkpoint needs the owner key");
@@ -207,7 +207,7 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
     if (!ownerKey || !verifyEventSignature(ownerKey, e.hash as string, e.sig as string)) {
       return fail("signature", `signature does not verify under ${ownerKey ?? "no key"}`);
     }
-    // 9b. a checkpoint chained with its Merkle note (issue 38) signs the tree of every event before it.
+    // 11. a checkpoint chained with its Merkle note (issue 38) signs the tree of every event before it.
     if (frontier !== undefined) {
       const note = e.kind === "chain.checkpoint" && e.source === "chain" ? (e.payload as JsonObject).note : undefined;
       if (note !== undefined) {
