@@ -94,7 +94,7 @@ export class EngineChain {
     const tip = this.tipInTx.get(tx) ?? (await this.lockedTip(tx));
     const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
     await insertEvent(tx, event, canonicalPayload);
-    // Issue 38: the event's leaf and the stored subtrees it closes (one row per 16 events on average), in this
+    // Issue 38: the event's leaf and the stored subtrees it closes (about one row per 8 events), in this
     // transaction.
     const frontier = await this.frontierIn(tx, tip);
     for (const s of rowsToStore(pushLeaf(frontier, leafHash(event.hash)))) await tx.run(INSERT_TREE_NODE, [this.chainId, s.level, s.index, s.hash.toString("hex")]);

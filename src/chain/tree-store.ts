@@ -1,7 +1,7 @@
 /**
  * A chain's Merkle tree kept in the store (issue 38; spec/audit-chain.md §7, §11): RFC 6962 hashes over the events'
  * hashes, written in the append's own transaction. Table `audit_tree` holds every complete subtree from level 4 up
- * (`STORED_FROM_LEVEL`: one row per 16 events on average); the levels below are rehashed from at most 16 event hashes
+ * (`STORED_FROM_LEVEL`: about one row per 8 events: n/16 at level 4, n/32 at level 5, …); the levels below are rehashed from at most 16 event hashes
  * when a proof needs them. So a tree head, an inclusion or a consistency proof at any size reads O(log n) rows, never
  * the whole chain.
  *

@@ -58,6 +58,23 @@ function storedRoot(path: string, size: number): Buffer {
   }
 }
 
+/**
+ * The rows of `audit_tree` as stored: every complete subtree from level 4 up is there (one per 2^L events at level L),
+ * and each is the reference's hash of the events under it.
+ */
+function expectStoredRows(path: string, leaves: readonly Buffer[]): void {
+  const db = openDatabase(path, { readonly: true });
+  try {
+    const rows = db.prepare("SELECT level, idx, hash FROM audit_tree").all() as Array<{ level: number; idx: number; hash: string }>;
+    let expected = 0;
+    for (let level = 4; 2 ** level <= leaves.length; level++) expected += Math.floor(leaves.length / 2 ** level);
+    expect(rows.length).toBe(expected);
+    for (const r of rows) expect(r.hash).toBe(treeRoot(leaves.slice(r.idx * 2 ** r.level, (r.idx + 1) * 2 ** r.level)).toString("hex"));
+  } finally {
+    db.close();
+  }
+}
+
 let files = 0;
 
 describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
@@ -77,6 +94,7 @@ describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
             chain = Chain.open(db, KEY, "node", Date.now, NEVER);
           }
           const leaves = referenceLeaves(path);
+          expectStoredRows(path, leaves);
           expect(storedRoot(path, leaves.length).equals(treeRoot(leaves))).toBe(true);
           const size = 1 + (pick % leaves.length);
           expect(storedRoot(path, size).equals(treeRoot(leaves, size))).toBe(true);
@@ -96,6 +114,7 @@ describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
     });
     db.close();
     const leaves = referenceLeaves(path);
+    expectStoredRows(path, leaves);
     const reader = openDatabase(path, { readonly: true });
     try {
       const tree = new StoredChainTree(reader, chain.chainId);
@@ -128,6 +147,7 @@ describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
     expect(CHAIN_SCHEMA_VERSION).toBe(3);
     db.close();
     const leaves = referenceLeaves(path);
+    expectStoredRows(path, leaves);
     expect(storedRoot(path, leaves.length).equals(treeRoot(leaves))).toBe(true);
   });
 
