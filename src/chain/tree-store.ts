@@ -197,12 +197,6 @@ export async function catchUpTreeOn(q: Tx, chainId: string): Promise<number> {
 
 // -- verification --------------------------------------------------------------------------------------------------
 
-/** A chained checkpoint's note as the tree check needs it: the event's seq and its payload's `note` (if any). */
-export interface ChainedNote {
-  readonly seq: number;
-  readonly note: string;
-}
-
 /**
  * The stored tree against the events (spec/audit-chain.md §8 checks 11–12): rehashes the chain's leaves in order and
  * compares every stored row that covers only events walked; a row that differs or is missing is a `tree` failure at

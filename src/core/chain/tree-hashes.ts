@@ -86,10 +86,6 @@ export interface Frontier {
   readonly levels: Hash[];
 }
 
-export function emptyFrontier(): Frontier {
-  return { size: 0, levels: [] };
-}
-
 export function copyFrontier(f: Frontier): Frontier {
   return { size: f.size, levels: [...f.levels] };
 }
