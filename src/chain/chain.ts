@@ -13,16 +13,18 @@ import {
   type SealedEvent,
   sealEvent,
 } from "../core/chain/event.js";
+import { leafHash } from "../core/chain/merkle.js";
+import { checkpointOrigin, signCheckpointNote } from "../core/chain/note.js";
+import { type Frontier, frontierRoot, pushLeaf } from "../core/chain/tree-hashes.js";
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Clock } from "../kit/clock.js";
 import { type Db, type WriteTx, withWriteTx } from "../store/sqlite.js";
+import { type CheckpointPolicy, DEFAULT_CHECKPOINT_POLICY } from "./checkpoint-policy.js";
 import { ensureChainSchema } from "./schema.js";
 import { checkStoredSummaries, withSummaryCheck } from "./summaries.js";
-
-export const CHECKPOINT_EVERY_EVENTS = 1000;
-export const CHECKPOINT_EVERY_MS = 600_000;
+import { catchUpTree, FrontierCache, frontierAt, INSERT_TREE_NODE, rowsToStore, storedTreeCheck } from "./tree-store.js";
 
 /** An `audit_event` row's columns, in the order `EventRow` lists them and `INSERT_EVENT` takes them. */
 export const EVENT_COLUMNS = "chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig";
@@ -110,6 +112,9 @@ export type WallClock = Clock["wallNow"];
 export class Chain {
   private readonly listeners = new Set<(event: SealedEvent) => void>();
   private readonly tipInTx = new WeakMap<WriteTx, ChainTip>();
+  /** Issue 38: the Merkle tree's right edge per transaction, and the last committed one (tree-store.ts). */
+  private readonly treeInTx = new WeakMap<WriteTx, Frontier>();
+  private readonly frontiers = new FrontierCache();
   private readonly stmts;
 
   private constructor(
@@ -118,8 +123,10 @@ export class Chain {
     readonly chainId: string,
     readonly role: ChainRole,
     private readonly clock: WallClock,
+    readonly policy: CheckpointPolicy,
   ) {
     this.stmts = {
+      insertNode: db.prepare(INSERT_TREE_NODE),
       tip: db.prepare("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
       insert: db.prepare(INSERT_EVENT),
       get: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = ?"),
@@ -138,7 +145,7 @@ export class Chain {
    * Opens the component's own chain, creating schema and genesis in one transaction on first use. Refuses a
    * database whose own chain belongs to another key: a component never starts a fresh chain silently.
    */
-  static open(db: Db, key: SigningKey, role: ChainRole, clock: WallClock = Date.now): Chain {
+  static open(db: Db, key: SigningKey, role: ChainRole, clock: WallClock = Date.now, policy: CheckpointPolicy = DEFAULT_CHECKPOINT_POLICY): Chain {
     const chainId = withWriteTx(db, (tx) => {
       ensureChainSchema(tx);
       const own = tx.db.prepare("SELECT chain_id, owner_key, role FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1").get() as
@@ -154,7 +161,7 @@ export class Chain {
       Chain.writeGenesis(tx, key, id, role, clock());
       return id;
     });
-    return new Chain(db, key, chainId, role, clock);
+    return new Chain(db, key, chainId, role, clock, policy);
   }
 
   private static writeGenesis(tx: WriteTx, key: SigningKey, chainId: string, role: ChainRole, nowMs: number, predecessor?: JsonObject): SealedEvent {
@@ -167,6 +174,8 @@ export class Chain {
     });
     const { event, canonicalPayload } = sealEvent({ chainId, tip: undefined, nowMs, draft: { source: "chain", kind: "chain.genesis", payload }, key });
     insertEvent(tx, event, canonicalPayload);
+    // The genesis is leaf 0 of the chain's tree; a leaf alone closes no stored subtree, so this writes no row.
+    catchUpTree(tx.db, chainId);
     return event;
   }
 
@@ -190,7 +199,7 @@ export class Chain {
       Chain.writeGenesis(tx, key, id, role, clock(), predecessor);
       return id;
     });
-    return new Chain(db, key, chainId, role, clock);
+    return new Chain(db, key, chainId, role, clock, DEFAULT_CHECKPOINT_POLICY);
   }
 
   /** Appends inside the caller's transaction; the event is announced to listeners only after commit. */
@@ -201,12 +210,29 @@ export class Chain {
     const tip = this.tipInTx.get(tx) ?? (this.stmts.tip.get(this.chainId) as ChainTip | undefined);
     const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
     this.stmts.insert.run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
+    // Issue 38: the event's leaf and the stored subtrees it closes, in the same transaction.
+    const frontier = this.frontierIn(tx, tip);
+    for (const s of rowsToStore(pushLeaf(frontier, leafHash(event.hash)))) this.stmts.insertNode.run(this.chainId, s.level, s.index, s.hash.toString("hex"));
     this.tipInTx.set(tx, { seq: event.seq, hash: event.hash, ts: event.ts });
     if (this.listeners.size > 0) tx.afterCommit(() => this.emit(event));
-    // §10: a checkpoint every 1000 events. Keyed on the seq itself so no extra read sits on the append path and
+    // §10: a checkpoint every N events (policy). Keyed on the seq itself so no extra read sits on the append path and
     // concurrent writers agree on who takes it.
-    if (draft.kind !== "chain.checkpoint" && event.seq % CHECKPOINT_EVERY_EVENTS === 0) this.checkpoint(tx);
+    if (draft.kind !== "chain.checkpoint" && event.seq % this.policy.everyEvents === 0) this.checkpoint(tx);
     return event;
+  }
+
+  /** The tree's right edge at `tip` for this transaction: the committed one if it ends there, else read back. */
+  private frontierIn(tx: WriteTx, tip: ChainTip | undefined): Frontier {
+    let frontier = this.treeInTx.get(tx);
+    if (frontier !== undefined) return frontier;
+    frontier = this.frontiers.at(tip) ?? frontierAt(this.db, this.chainId, tip === undefined ? 0 : tip.seq + 1);
+    this.treeInTx.set(tx, frontier);
+    const f = frontier;
+    tx.afterCommit(() => {
+      const last = this.tipInTx.get(tx);
+      if (last !== undefined) this.frontiers.keep(f, last.hash);
+    });
+    return frontier;
   }
 
   /** Convenience: one transaction holding `write` and the event that records it. */
@@ -218,16 +244,21 @@ export class Chain {
     });
   }
 
-  /** Signs the current head, stores the checkpoint, and records it in the chain (§10). */
+  /**
+   * Signs the current head, stores the checkpoint, and records it in the chain (§10) with its Merkle checkpoint note
+   * (issue 38: C2SP tlog-checkpoint, the tree of every event through the head, root folded from the tree's edge).
+   */
   checkpoint(tx: WriteTx): SignedCheckpoint {
-    const tip = this.stmts.tip.get(this.chainId) as ChainTip;
+    const tip = this.tipInTx.get(tx) ?? (this.stmts.tip.get(this.chainId) as ChainTip);
     const cp = signCheckpoint(this.key, { chainId: this.chainId, seq: tip.seq, hash: tip.hash }, Math.max(this.clock(), tip.ts));
+    const frontier = this.frontierIn(tx, tip);
+    const note = signCheckpointNote(this.key, { origin: checkpointOrigin(this.chainId), size: frontier.size, root: frontierRoot(frontier) });
     this.stmts.insertCheckpoint.run(this.chainId, cp.checkpoint.seq, cp.checkpoint.head_hash, cp.checkpoint.ts, cp.sig);
-    this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig } });
+    this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig, note } });
     return cp;
   }
 
-  /** Writes a checkpoint when events were appended since the last one and it is older than 600 s, or when forced. */
+  /** Writes a checkpoint when events were appended since the last one and it is older than the policy's T, or when forced. */
   checkpointIfDue(force = false): SignedCheckpoint | undefined {
     return withWriteTx(this.db, (tx) => {
       const tip = this.stmts.tip.get(this.chainId) as ChainTip;
@@ -235,7 +266,7 @@ export class Chain {
       // The newest event after a checkpoint is its own chain.checkpoint record, which does not count as new.
       const newEvents = last === undefined ? tip.seq > 0 : tip.seq > last.seq + 1;
       if (!newEvents) return undefined;
-      if (!force && last && this.clock() - last.ts < CHECKPOINT_EVERY_MS) return undefined;
+      if (!force && last && this.clock() - last.ts < this.policy.everyMs) return undefined;
       return this.checkpoint(tx);
     });
   }
@@ -341,7 +372,7 @@ export function verifyStoredChain(
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
     payloadTextOf,
   });
-  return withSummaryCheck(walked, checkStoredSummaries(db, chainId));
+  return withSummaryCheck(withSummaryCheck(walked, checkStoredSummaries(db, chainId)), storedTreeCheck(db, chainId, walked));
 }
 
 /**

@@ -12,12 +12,17 @@
 import { randomBytes } from "node:crypto";
 import { checkpointSignatureValid, type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";
 import { type ChainRole, type ChainTip, type EventDraft, genesisPayload, type SealedEvent, sealEvent } from "../core/chain/event.js";
+import { leafHash } from "../core/chain/merkle.js";
+import { checkpointOrigin, signCheckpointNote } from "../core/chain/note.js";
+import { type Frontier, frontierRoot, pushLeaf } from "../core/chain/tree-hashes.js";
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Query, StoreEngine, Tx } from "../store/engine.js";
-import { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, ChainError, EVENT_COLUMNS, type EventRow, foreignOwnerError, INSERT_EVENT, rowToEvent, unverifiedChainError, verifiableRows, type WallClock } from "./chain.js";
+import { ChainError, EVENT_COLUMNS, type EventRow, foreignOwnerError, INSERT_EVENT, rowToEvent, unverifiedChainError, verifiableRows, type WallClock } from "./chain.js";
+import { type CheckpointPolicy, DEFAULT_CHECKPOINT_POLICY } from "./checkpoint-policy.js";
 import { ensureChainSchemaOn } from "./schema.js";
 import { checkStoredSummariesOn, withSummaryCheck } from "./summaries.js";
+import { FrontierCache, frontierAtOn, INSERT_TREE_NODE, rowsToStore, storedTreeCheckOn } from "./tree-store.js";
 
 /** PostgreSQL returns BIGINT as text unless told otherwise; the engine parses it, this keeps rows honest anyway. */
 function numericRow(row: EventRow): EventRow {
@@ -40,6 +45,9 @@ export class EngineChain {
   private readonly listeners = new Set<(event: SealedEvent) => void>();
   /** The tip after this transaction's last append: the lock it holds keeps anyone else from moving it. */
   private readonly tipInTx = new WeakMap<Tx, ChainTip>();
+  /** Issue 38: the Merkle tree's right edge per transaction, and the last committed one (tree-store.ts). */
+  private readonly treeInTx = new WeakMap<Tx, Frontier>();
+  private readonly frontiers = new FrontierCache();
 
   private constructor(
     private readonly engine: StoreEngine,
@@ -47,6 +55,7 @@ export class EngineChain {
     readonly chainId: string,
     readonly role: ChainRole,
     private readonly clock: WallClock,
+    readonly policy: CheckpointPolicy,
   ) {}
 
   get ownerKey(): string {
@@ -58,7 +67,7 @@ export class EngineChain {
    * check (§7). Refuses a store whose own chain belongs to another key: a component never starts a fresh chain
    * silently.
    */
-  static async open(engine: StoreEngine, key: SigningKey, role: ChainRole, clock: WallClock = Date.now): Promise<EngineChain> {
+  static async open(engine: StoreEngine, key: SigningKey, role: ChainRole, clock: WallClock = Date.now, policy: CheckpointPolicy = DEFAULT_CHECKPOINT_POLICY): Promise<EngineChain> {
     const chainId = await engine.transaction(async (tx) => {
       await ensureChainSchemaOn(tx);
       const own = await tx.get<{ chain_id: string; owner_key: string }>("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1");
@@ -74,9 +83,10 @@ export class EngineChain {
       const payload = genesisPayload({ role, ownerKey: key.publicKey, ownerId: nodeIdOf(key.publicKey) });
       const { event, canonicalPayload } = sealEvent({ chainId: id, tip: undefined, nowMs, draft: { source: "chain", kind: "chain.genesis", payload }, key });
       await insertEvent(tx, event, canonicalPayload);
+      // The genesis is leaf 0 of the chain's tree: alone it closes no stored subtree, so no tree row is written.
       return id;
     });
-    return new EngineChain(engine, key, chainId, role, clock);
+    return new EngineChain(engine, key, chainId, role, clock, policy);
   }
 
   /** Appends inside the caller's transaction; the event is announced to listeners only after commit. */
@@ -84,11 +94,29 @@ export class EngineChain {
     const tip = this.tipInTx.get(tx) ?? (await this.lockedTip(tx));
     const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
     await insertEvent(tx, event, canonicalPayload);
+    // Issue 38: the event's leaf and the stored subtrees it closes (about one row per 8 events), in this
+    // transaction.
+    const frontier = await this.frontierIn(tx, tip);
+    for (const s of rowsToStore(pushLeaf(frontier, leafHash(event.hash)))) await tx.run(INSERT_TREE_NODE, [this.chainId, s.level, s.index, s.hash.toString("hex")]);
     this.tipInTx.set(tx, { seq: event.seq, hash: event.hash, ts: event.ts });
     if (this.listeners.size > 0) tx.afterCommit(() => this.emit(event));
-    // §10: a checkpoint every 1000 events, keyed on the seq itself so writers agree on who takes it.
-    if (draft.kind !== "chain.checkpoint" && event.seq % CHECKPOINT_EVERY_EVENTS === 0) await this.checkpoint(tx);
+    // §10: a checkpoint every N events (policy), keyed on the seq itself so writers agree on who takes it.
+    if (draft.kind !== "chain.checkpoint" && event.seq % this.policy.everyEvents === 0) await this.checkpoint(tx);
     return event;
+  }
+
+  /** The tree's right edge at `tip` for this transaction: the committed one if it ends there, else read back. */
+  private async frontierIn(tx: Tx, tip: ChainTip | undefined): Promise<Frontier> {
+    let frontier = this.treeInTx.get(tx);
+    if (frontier !== undefined) return frontier;
+    frontier = this.frontiers.at(tip) ?? (await frontierAtOn(tx, this.chainId, tip === undefined ? 0 : tip.seq + 1));
+    this.treeInTx.set(tx, frontier);
+    const f = frontier;
+    tx.afterCommit(() => {
+      const last = this.tipInTx.get(tx);
+      if (last !== undefined) this.frontiers.keep(f, last.hash);
+    });
+    return frontier;
   }
 
   /** The tip, with the chain locked for the rest of `tx` on an engine with several writers. */
@@ -97,19 +125,24 @@ export class EngineChain {
     return tipOn(tx, this.chainId);
   }
 
-  /** Signs the current head, stores the checkpoint, and records it in the chain (§10). */
+  /**
+   * Signs the current head, stores the checkpoint, and records it in the chain (§10) with its Merkle checkpoint note
+   * (issue 38: C2SP tlog-checkpoint, the tree of every event through the head, root folded from the tree's edge).
+   */
   async checkpoint(tx: Tx): Promise<SignedCheckpoint> {
     const tip = this.tipInTx.get(tx) ?? (await this.lockedTip(tx));
     if (tip === undefined) throw new ChainError(`chain ${this.chainId} has no events to checkpoint`);
     const cp = signCheckpoint(this.key, { chainId: this.chainId, seq: tip.seq, hash: tip.hash }, Math.max(this.clock(), tip.ts));
+    const frontier = await this.frontierIn(tx, tip);
+    const note = signCheckpointNote(this.key, { origin: checkpointOrigin(this.chainId), size: frontier.size, root: frontierRoot(frontier) });
     // A signed head may be handed out as soon as it is read: it must never name events a power loss could take back.
     tx.requireDurable();
     await tx.run("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)", [this.chainId, cp.checkpoint.seq, cp.checkpoint.head_hash, cp.checkpoint.ts, cp.sig]);
-    await this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig } });
+    await this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig, note } });
     return cp;
   }
 
-  /** Writes a checkpoint when events were appended since the last one and it is older than 600 s, or when forced. */
+  /** Writes a checkpoint when events were appended since the last one and it is older than the policy's T, or when forced. */
   async checkpointIfDue(force = false): Promise<SignedCheckpoint | undefined> {
     return this.engine.transaction(async (tx) => {
       const tip = await this.lockedTip(tx);
@@ -118,7 +151,7 @@ export class EngineChain {
       // The newest event after a checkpoint is its own chain.checkpoint record, which does not count as new.
       const newEvents = last === undefined ? tip.seq > 0 : tip.seq > Number(last.seq) + 1;
       if (!newEvents) return undefined;
-      if (!force && last && this.clock() - Number(last.ts) < CHECKPOINT_EVERY_MS) return undefined;
+      if (!force && last && this.clock() - Number(last.ts) < this.policy.everyMs) return undefined;
       return this.checkpoint(tx);
     });
   }
@@ -236,7 +269,7 @@ export async function verifyStoredOn(
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
     payloadTextOf,
   });
-  return withSummaryCheck(walked, await checkStoredSummariesOn(q, chainId));
+  return withSummaryCheck(withSummaryCheck(walked, await checkStoredSummariesOn(q, chainId)), await storedTreeCheckOn(q, chainId, walked));
 }
 
 /**

@@ -11,6 +11,7 @@ import type { StoreEngine } from "../store/engine.js";
 import { type Db, withWriteTx } from "../store/sqlite.js";
 import { findEvents } from "./chain.js";
 import { findEventsOn } from "./engine-chain.js";
+import { catchUpTree, catchUpTreeOn } from "./tree-store.js";
 import { ensureChainSchema, ensureChainSchemaOn } from "./schema.js";
 
 export type ParsedLines = { ok: true; events: unknown[] } | { ok: false; line: number; reason: string };
@@ -123,6 +124,8 @@ export function importChain(db: Db, text: string, opts: ImportOptions = {}): Imp
     for (const e of judged.events) {
       written += insert.run(e.chain_id, e.seq, e.ts, e.prev_hash, e.source, e.kind, canonicalJson(e.payload as JsonObject), e.payload_hash, e.hash, e.sig).changes;
     }
+    // Issue 38: the copy's Merkle tree extended over the new events, in the import's transaction.
+    catchUpTree(tx.db, chainId);
     return { ok: true, chain_id: chainId, written, verify: judged.verify };
   });
 }
@@ -158,6 +161,7 @@ export async function importChainOn(engine: StoreEngine, text: string, opts: Imp
         [e.chain_id, e.seq, e.ts, e.prev_hash, e.source, e.kind, canonicalJson(e.payload as JsonObject), e.payload_hash, e.hash, e.sig],
       );
     }
+    await catchUpTreeOn(tx, chainId);
     return { ok: true, chain_id: chainId, written, verify: judged.verify };
   });
 }

@@ -12,8 +12,6 @@
  * - `ensureChainSchema` — the tables, created in the owner's schema migration.
  */
 export {
-  CHECKPOINT_EVERY_EVENTS,
-  CHECKPOINT_EVERY_MS,
   Chain,
   ChainError,
   exportChainLines,
@@ -25,6 +23,7 @@ export {
   verifyStoredChain,
   type WallClock,
 } from "./chain.js";
+export { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, type CheckpointPolicy, checkpointPolicyFromEnv, checkpointPollMs, DEFAULT_CHECKPOINT_POLICY } from "./checkpoint-policy.js";
 export { EngineChain, type FindQuery, findEventsOn, startupCheckOn, verifyStoredOn } from "./engine-chain.js";
 export { type ImportOutcome, importChain, type ParsedLines, parseEventLines } from "./import.js";
 export { CHAIN_SCHEMA_VERSION, ensureChainSchema, ensureChainSchemaOn } from "./schema.js";

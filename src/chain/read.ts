@@ -22,11 +22,6 @@ export function eventCount(db: Db, chainId: string): number {
   return (db.prepare("SELECT COUNT(*) AS n FROM audit_event WHERE chain_id = ?").get(chainId) as { n: number }).n;
 }
 
-/** The events' hashes from genesis through `seq`, in order: the leaves of the chain's Merkle tree (issue 38). */
-export function eventHashesThrough(db: Db, chainId: string, seq: number): string[] {
-  return (db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq <= ? ORDER BY seq").all(chainId, seq) as Array<{ hash: string }>).map((r) => r.hash);
-}
-
 /** The key a chain names as its owner, or undefined when the database holds no such chain. */
 export function ownerKeyOf(db: Db, chainId: string): string | undefined {
   return (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined)?.owner_key;

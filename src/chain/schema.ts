@@ -6,13 +6,18 @@
  * construction: the hash covers chain_id and seq (§5), which the primary key keeps unique, so two rows with one hash
  * would be a SHA-256 collision; and the verifier recomputes every hash (§8 check 8), so a row copied to another seq fails it.
  * A lookup by hash goes through the table that knows the event's seq (a decision's row) or scans one chain (§7).
+ *
+ * Version 3 (issue 38) adds `audit_tree`, each chain's Merkle tree written in the append's transaction (tree-store.ts).
+ * The migration builds the tree of every stored chain once, in the migration's transaction (O(n) hashes, once); an
+ * older berth refuses the v3 file, so no writer appends without extending the tree.
  */
 import type { Tx } from "../store/engine.js";
 import { ensureSchemaOn } from "../store/schema.js";
 import { ensureSchema, type WriteTx } from "../store/sqlite.js";
 import { ensureSummarySchema, ensureSummarySchemaOn } from "./summaries.js";
+import { catchUpAllTrees, catchUpTreeOn, TREE_TABLE_POSTGRES, TREE_TABLE_SQLITE } from "./tree-store.js";
 
-export const CHAIN_SCHEMA_VERSION = 2;
+export const CHAIN_SCHEMA_VERSION = 3;
 
 /** The events table (v2) under a given name: a v1 store's rows are copied into it (SQLite cannot drop a UNIQUE). */
 const eventTableSqlite = (name: string) => `
@@ -57,11 +62,14 @@ const V2_REBUILD_SQLITE = `
 `;
 
 function chainMigrationSqlite(from: number): string {
-  return from === 0 ? CHAIN_TABLES_SQLITE : from < 2 ? V2_REBUILD_SQLITE : "";
+  return from === 0 ? CHAIN_TABLES_SQLITE + TREE_TABLE_SQLITE : from < 2 ? V2_REBUILD_SQLITE + TREE_TABLE_SQLITE : from < 3 ? TREE_TABLE_SQLITE : "";
 }
 
 export function ensureChainSchema(tx: WriteTx): void {
-  ensureSchema(tx, "audit", CHAIN_SCHEMA_VERSION, (from) => tx.db.exec(chainMigrationSqlite(from)));
+  ensureSchema(tx, "audit", CHAIN_SCHEMA_VERSION, (from) => {
+    tx.db.exec(chainMigrationSqlite(from));
+    if (from > 0) catchUpAllTrees(tx.db);
+  });
   // Issue 35: the gate summaries decision events name (summaries.ts), a component of its own.
   ensureSummarySchema(tx);
 }
@@ -73,13 +81,24 @@ export function ensureChainSchema(tx: WriteTx): void {
  */
 export async function ensureChainSchemaOn(tx: Tx): Promise<void> {
   await ensureSchemaOn(tx, "audit", CHAIN_SCHEMA_VERSION, async (from) => {
+    const buildTrees = async () => {
+      for (const { chain_id } of await tx.all<{ chain_id: string }>("SELECT chain_id FROM audit_chain ORDER BY chain_id")) await catchUpTreeOn(tx, chain_id);
+    };
     if (tx.kind === "sqlite") {
       await tx.exec(chainMigrationSqlite(from));
+      if (from > 0) await buildTrees();
       return;
     }
     // v1 → v2: the constraint PostgreSQL named after the column (audit_event_hash_key) and its index go.
     if (from === 1) await tx.exec("ALTER TABLE audit_event DROP CONSTRAINT IF EXISTS audit_event_hash_key");
-    if (from !== 0) return;
+    // v2 → v3: the Merkle tree, built once for every chain stored.
+    if (from !== 0) {
+      if (from < 3) {
+        await tx.exec(TREE_TABLE_POSTGRES);
+        await buildTrees();
+      }
+      return;
+    }
     await tx.exec(`
       CREATE TABLE audit_chain (chain_id TEXT PRIMARY KEY, owner_key TEXT NOT NULL, role TEXT NOT NULL,
                                 own INTEGER NOT NULL, created_ms BIGINT NOT NULL);
@@ -96,6 +115,7 @@ export async function ensureChainSchemaOn(tx: Tx): Promise<void> {
         BEGIN RAISE EXCEPTION '% rows are append-only', TG_TABLE_NAME; END $$;
       CREATE TRIGGER audit_event_append_only BEFORE UPDATE OR DELETE ON audit_event FOR EACH ROW EXECUTE FUNCTION berth_append_only();
       CREATE TRIGGER audit_checkpoint_append_only BEFORE UPDATE OR DELETE ON audit_checkpoint FOR EACH ROW EXECUTE FUNCTION berth_append_only();
+      ${TREE_TABLE_POSTGRES}
     `);
   });
   // Issue 35: the gate summaries decision events name (summaries.ts), a component of its own.

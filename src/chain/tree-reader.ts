@@ -1,18 +1,25 @@
 /**
- * The Merkle tree of a stored chain, read from its event hashes (issue 38): complete-subtree hashes, tree heads,
- * proofs and C2SP tiles, each reading only the events under the subtrees it needs (an inclusion or consistency proof
- * reads at most the tree's n leaves once; a level-0 tile 256). What `GET /api/v1/audit/proof/…` and the tlog tiles
- * answer from; read-only, on any `Db` (a SQLite file, or the PostgreSQL mirror).
+ * The Merkle tree of a stored chain as the store keeps it (issue 38; tree-store.ts): complete-subtree hashes, tree
+ * heads, proofs and C2SP tiles, each reading O(log n) stored rows (and at most 16 event hashes per level below the
+ * stored ones). What `GET /api/v1/audit/proof/…` and the tlog tiles answer from; read-only, on any `Db` (a SQLite
+ * file, or the PostgreSQL mirror, which copies the store's tree rows).
  */
-import { consistencyProofWith, type Hash, inclusionProofWith, leafHash, treeRoot } from "../core/chain/merkle.js";
-import { type StoredHashReader, subtreeHashFrom } from "../core/chain/tree-hashes.js";
+import type { Hash } from "../core/chain/merkle.js";
+import { consistencyProofFrom, inclusionProofFrom, type StoredHashReader, treeHeadFrom } from "../core/chain/tree-hashes.js";
+import type { ChainTreeView } from "../core/chain/tree-checkpoint.js";
 import type { Db } from "../store/sqlite.js";
+import { storedTreeReader } from "./tree-store.js";
 
 export class StoredChainTree {
+  /** A complete subtree at (level, index), from the stored tree. */
+  readonly read: StoredHashReader;
+
   constructor(
     private readonly db: Db,
     readonly chainId: string,
-  ) {}
+  ) {
+    this.read = storedTreeReader(db, chainId);
+  }
 
   /** How many events (leaves) the chain holds now. */
   size(): number {
@@ -32,20 +39,21 @@ export class StoredChainTree {
     return rows.map((r) => r.hash);
   }
 
-  /** The complete subtree at (level, index), rehashed from its 2^level events. */
-  readonly read: StoredHashReader = (level, index) => treeRoot(this.eventHashes(index * 2 ** level, 2 ** level).map(leafHash));
-
-  private readonly subtree = (start: number, n: number): Hash => subtreeHashFrom(this.read, start, n);
-
   root(size: number): Hash {
-    return subtreeHashFrom(this.read, 0, size);
+    return treeHeadFrom(this.read, size);
   }
 
   inclusion(index: number, size: number): Hash[] {
-    return inclusionProofWith(this.subtree, index, size);
+    return inclusionProofFrom(this.read, index, size);
   }
 
   consistency(oldSize: number, newSize: number): Hash[] {
-    return consistencyProofWith(this.subtree, oldSize, newSize);
+    return consistencyProofFrom(this.read, oldSize, newSize);
   }
+}
+
+/** The first `size` events' tree of a stored chain, as the audit verbs read it (core/chain/tree-checkpoint.ts). */
+export function storedTreeView(db: Db, chainId: string, size: number): ChainTreeView {
+  const tree = new StoredChainTree(db, chainId);
+  return { chainId, size, read: tree.read, eventHash: (seq) => tree.eventHashes(seq, 1)[0] as string };
 }

@@ -4,7 +4,7 @@
  * sequential verifier, resumed after the stored event just before the segment; the hashes are linked here afterwards.
  *
  *   genesis (here: owner key) ─▶ segments 1..k ──workers──▶ reports ─▶ link in seq order ─▶ checkpoints, expect-head,
- *                                                                                         summaries (§8 check 10)
+ *                                                                    summaries (§8 check 10), Merkle tree (checks 11–12)
  *
  * Why the result equals the sequential walk's: a segment's walk checks every event of it exactly as the sequential
  * walk would, given the previous event's hash and ts; it takes those from the stored row before the segment, and the
@@ -20,6 +20,7 @@ import { type VerifyFailure, type VerifyResult, verifyEvents } from "../core/cha
 import { openDatabase } from "../store/sqlite.js";
 import { type EventRow, storedCheckpoints, verifiableRows, verifyStoredChain } from "./chain.js";
 import { checkStoredSummaries, withSummaryCheck } from "./summaries.js";
+import { storedTreeCheck } from "./tree-store.js";
 
 export interface SegmentJob {
   readonly from: number;
@@ -107,7 +108,10 @@ export async function verifyStoredChainParallel(dbPath: string, chainId: string,
     const hashAt = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq = ?");
     const verifiedHashAt = (seq: number) => (hashAt.get(chainId, seq) as { hash: string } | undefined)?.hash;
     const anchorFailure = checkAnchors([...stored, ...(opts.checkpoints ?? [])], opts.expectHead, { chainId, ownerKey, lastSeq: head.seq, hashAt: verifiedHashAt });
-    return withSummaryCheck(result(anchorFailure, head), checkStoredSummaries(db, chainId));
+    // §8 checks 11–12 (issue 38): the stored Merkle tree and every chained checkpoint note against the verified hashes;
+    // the segments' walks resume mid-chain, so the notes are checked here, with the tree.
+    const linked = result(anchorFailure, head);
+    return withSummaryCheck(withSummaryCheck(linked, checkStoredSummaries(db, chainId)), storedTreeCheck(db, chainId, linked));
   } finally {
     db.close();
   }

@@ -1,18 +1,21 @@
 /**
  * What a controller shows its nodes of its own history (issue 38): the Merkle checkpoint of its newest chained
- * checkpoint (`audit_checkpoint`, spec/audit-chain.md §10: every 1000 events, every 600 s with new events, at clean
- * shutdown, and on demand with `berth audit checkpoint`), as a C2SP signed note, and the RFC 9162 consistency proof
- * from the tree size a node holds. The node checks both (src/core/mesh/witness.ts).
+ * checkpoint (`audit_checkpoint`, spec/audit-chain.md §10: every N events, T after the previous one with new events,
+ * at clean shutdown, and on demand with `berth audit checkpoint`), as a C2SP signed note, and the RFC 9162
+ * consistency proof from the tree size a node holds. The node checks both (src/core/mesh/witness.ts).
  *
  * The tree covers seq 0..S of the checkpoint at seq S (size S + 1): a checkpoint is a statement about a head that is
- * already chained, so every process on one store shows its nodes the same tree. The leaves are read from the store
- * once per process and kept (a chain only grows); building a proof is O(n) hashing over them (core/chain/merkle.ts).
+ * already chained, so every process on one store shows its nodes the same tree. The note is the one chained with the
+ * checkpoint (its event at seq S + 1 carries it); proofs and roots are read from the store's tree (tree-store.ts),
+ * O(log n) rows each.
  */
-import { consistencyProof, type Hash, leafHash, treeRoot } from "../core/chain/merkle.js";
-import { checkpointOrigin, signCheckpointNote } from "../core/chain/note.js";
+import type { Hash } from "../core/chain/merkle.js";
+import { checkpointOrigin, openCheckpointNote, signCheckpointNote } from "../core/chain/note.js";
+import { consistencyProofFrom, treeHeadFrom } from "../core/chain/tree-hashes.js";
 import type { SigningKey } from "../core/crypto/ed25519.js";
 import type { CheckpointClaim } from "../core/protocol/messages.js";
 import type { StoreEngine } from "../store/engine.js";
+import { onStoredTree } from "./tree-store.js";
 
 export interface ControllerTreeHead {
   readonly size: number;
@@ -21,7 +24,6 @@ export interface ControllerTreeHead {
 }
 
 export class WitnessClaims {
-  private readonly leaves: Hash[] = [];
   private head: ControllerTreeHead | null = null;
 
   constructor(
@@ -36,10 +38,26 @@ export class WitnessClaims {
     if (row === undefined) return null;
     const size = Number(row.seq) + 1;
     if (this.head?.size === size) return this.head;
-    await this.readLeaves(size);
-    const root = treeRoot(this.leaves, size);
-    this.head = { size, root, note: signCheckpointNote(this.key, { origin: checkpointOrigin(this.chainId), size, root }) };
+    this.head = (await this.chainedHead(size)) ?? (await this.signedHead(size));
     return this.head;
+  }
+
+  /** The note chained with the checkpoint (the event right after its head), when it names this tree. */
+  private async chainedHead(size: number): Promise<ControllerTreeHead | null> {
+    const event = await this.engine.read((q) =>
+      q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE chain_id = ? AND seq = ? AND source = 'chain' AND kind = 'chain.checkpoint'", [this.chainId, size]),
+    );
+    const note = event === undefined ? undefined : (JSON.parse(event.payload) as { note?: unknown }).note;
+    if (typeof note !== "string") return null;
+    const opened = openCheckpointNote(note, this.key.publicKey);
+    if (!opened.ok || opened.checkpoint.size !== size || opened.checkpoint.origin !== checkpointOrigin(this.chainId)) return null;
+    return { size, root: opened.checkpoint.root, note };
+  }
+
+  /** A checkpoint chained before issue 38 carries no note: the root from the stored tree, signed here. */
+  private async signedHead(size: number): Promise<ControllerTreeHead> {
+    const root = await this.engine.read((q) => onStoredTree(q, this.chainId, (read) => treeHeadFrom(read, size)));
+    return { size, root, note: signCheckpointNote(this.key, { origin: checkpointOrigin(this.chainId), size, root }) };
   }
 
   /** The claim a request carries to a node that holds tree size `held` (null: none yet), or null without a checkpoint. */
@@ -49,7 +67,8 @@ export class WitnessClaims {
     // A node ahead of this process's view (another process took a newer checkpoint since) gets no proof: it refuses
     // an older tree with the reason, and the next call reads the newer one.
     const from = held !== null && held > 0 && held < head.size ? held : null;
-    const proof = from === null ? [] : consistencyProof(this.leaves, from, head.size).map((h) => h.toString("base64"));
+    const proof =
+      from === null ? [] : (await this.engine.read((q) => onStoredTree(q, this.chainId, (read) => consistencyProofFrom(read, from, head.size)))).map((h) => h.toString("base64"));
     return { note: head.note, proof_from: from ?? held ?? 0, proof };
   }
 
@@ -59,21 +78,10 @@ export class WitnessClaims {
    */
   async rootAt(size: number): Promise<Hash | null> {
     if (size < 1) return null;
-    if (this.leaves.length < size) {
-      const rows = await this.engine.read((q) =>
-        q.all<{ hash: string }>("SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq", [this.chainId, this.leaves.length, size]),
-      );
-      for (const r of rows) this.leaves.push(leafHash(r.hash));
-    }
-    return this.leaves.length < size ? null : treeRoot(this.leaves, size);
-  }
-
-  private async readLeaves(size: number): Promise<void> {
-    if (this.leaves.length >= size) return;
-    const rows = await this.engine.read((q) =>
-      q.all<{ hash: string }>("SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq", [this.chainId, this.leaves.length, size]),
-    );
-    for (const r of rows) this.leaves.push(leafHash(r.hash));
-    if (this.leaves.length < size) throw new Error(`chain ${this.chainId} holds ${this.leaves.length} events below its checkpoint at seq ${size - 1}`);
+    return this.engine.read(async (q) => {
+      const top = await q.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM audit_event WHERE chain_id = ?", [this.chainId]);
+      if (top?.seq === null || top?.seq === undefined || Number(top.seq) + 1 < size) return null;
+      return onStoredTree(q, this.chainId, (read) => treeHeadFrom(read, size));
+    });
   }
 }

@@ -3,7 +3,8 @@ import { z } from "zod";
 
 export { Chain, exportChainLines, listChains, storedCheckpoints, verifyStoredChain } from "../chain/chain.js";
 export { importChain, parseEventLines } from "../chain/import.js";
-export { eventHashesThrough, eventsAfter, ownChain, ownerKeyOf, tailEvents } from "../chain/read.js";
+export { eventsAfter, ownChain, ownerKeyOf, tailEvents } from "../chain/read.js";
+export { storedTreeView } from "../chain/tree-reader.js";
 export { CHAIN_SCHEMA_VERSION } from "../chain/schema.js";
 export { verifyStoredChainParallel } from "../chain/verify-parallel.js";
 export { exportLine } from "../core/chain/event.js";
@@ -16,4 +17,4 @@ export const HexKey = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase h
 export const ExpectHead = z.string().regex(/^\d+:[0-9a-f]{64}$/, "must look like <seq>:<64 hex hash>");
 export { openCheckpointNote, signCheckpointNote } from "../core/chain/note.js";
 export { checkProofDocument } from "../core/chain/proof-check.js";
-export { checkExtends, proveEvent, treeHeadOf } from "../core/chain/tree-checkpoint.js";
+export { checkExtends, listTreeView, proveEvent, treeHeadOf } from "../core/chain/tree-checkpoint.js";

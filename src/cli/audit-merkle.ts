@@ -8,6 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
+import type { ChainTreeView } from "../core/chain/tree-checkpoint.js";
 import type { VerifyResult } from "../core/chain/verify.js";
 import type { Db } from "../store/sqlite.js";
 import type * as AuditDeps from "./audit-deps.js";
@@ -32,8 +33,11 @@ interface ReadOpts {
   keyFile?: string;
 }
 
-/** The stored chain's event hashes in seq order, read only after the whole chain verified (under the pinned key). */
-async function verifiedHashes(h: MerkleHelpers, d: typeof AuditDeps, opts: ReadOpts): Promise<{ chainId: string; ownerKey: string; hashes: string[]; result: VerifyResult }> {
+/**
+ * Runs `use` on the stored chain's tree of the events the whole chain verified through (links, hashes, signatures
+ * under the pinned key, and the stored Merkle tree against the events: §8 checks 11–12), read from the stored tree.
+ */
+async function withVerifiedTree<T>(h: MerkleHelpers, d: typeof AuditDeps, opts: ReadOpts, use: (tree: ChainTreeView, ownerKey: string) => T): Promise<T> {
   const key = h.pinnedKey(opts);
   const db = await h.openForReading(opts);
   try {
@@ -44,8 +48,7 @@ async function verifiedHashes(h: MerkleHelpers, d: typeof AuditDeps, opts: ReadO
       throw new CliError(`chain ${chainId} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); no proof is built over a broken chain (berth audit verify)`, 1);
     }
     // Only the events the verifier walked: a writer may have appended since.
-    const ownerKey = key ?? d.ownerKeyOf(db, chainId)!;
-    return { chainId, ownerKey, hashes: d.eventHashesThrough(db, chainId, result.head.seq), result };
+    return use(d.storedTreeView(db, chainId, result.head.seq + 1), key ?? d.ownerKeyOf(db, chainId)!);
   } finally {
     db.close();
   }
@@ -68,10 +71,10 @@ export function readCheckpointNote(d: typeof AuditDeps, file: string, ownerKey: 
  * `verify --against FILE` after the chain itself verified: the result fails (code checkpoint, truncated or fork) unless
  * the chain's events extend the exported tree.
  */
-export function againstCheckpoint(d: typeof AuditDeps, result: VerifyResult, hashes: readonly string[], ownerKey: string, file: string): VerifyResult & { against?: unknown } {
+export function againstCheckpoint(d: typeof AuditDeps, result: VerifyResult, tree: ChainTreeView, ownerKey: string, file: string): VerifyResult & { against?: unknown } {
   if (!result.ok || result.chain_id === null) return result;
   const cp = readCheckpointNote(d, file, ownerKey);
-  const outcome = d.checkExtends(result.chain_id, hashes, cp);
+  const outcome = d.checkExtends(tree, cp);
   if (outcome.ok) return { ...result, against: { file, tree_size: cp.size, root: cp.root.toString("base64"), proof: outcome.proof } };
   return { ...result, ok: false, failure: { seq: outcome.seq, code: outcome.code, detail: `${file}: ${outcome.detail}` } };
 }
@@ -113,8 +116,7 @@ export function registerMerkleCommands(audit: Command, h: MerkleHelpers): void {
       const d = await h.load();
       const seq = d.z.coerce.number().int().min(0).safeParse(seqText);
       if (!seq.success) throw invalidInput(describeZodIssues("SEQ", seq.error.issues));
-      const { chainId, hashes } = await verifiedHashes(h, d, opts);
-      const doc = d.proveEvent(chainId, hashes, seq.data);
+      const doc = await withVerifiedTree(h, d, opts, (tree) => d.proveEvent(tree, seq.data));
       if ("error" in doc) throw new CliError(doc.error, 1, { kind: "refused" });
       answer(true, doc, "");
     });
@@ -132,9 +134,7 @@ export function registerMerkleCommands(audit: Command, h: MerkleHelpers): void {
     .option("--json", JSON_OPT)
     .action(async (opts: ReadOpts & { old: string; json?: boolean }) => {
       const d = await h.load();
-      const { chainId, ownerKey, hashes } = await verifiedHashes(h, d, opts);
-      const cp = readCheckpointNote(d, opts.old, ownerKey);
-      const outcome = d.checkExtends(chainId, hashes, cp);
+      const { chainId, outcome } = await withVerifiedTree(h, d, opts, (tree, ownerKey) => ({ chainId: tree.chainId, outcome: d.checkExtends(tree, readCheckpointNote(d, opts.old, ownerKey)) }));
       if (outcome.ok) {
         answer(true, { ok: true, ...outcome.proof }, "");
         return;

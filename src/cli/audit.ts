@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { type Command, Option } from "commander";
 import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
 import type { SealedEvent } from "../core/chain/event.js";
+import type { ChainTreeView } from "../core/chain/tree-checkpoint.js";
 import type { VerifyResult } from "../core/chain/verify.js";
 import type { Db } from "../store/sqlite.js";
 import type * as AuditDeps from "./audit-deps.js";
@@ -303,8 +304,8 @@ export function registerAuditCommands(program: Command): void {
       }
       const checkpoints = readCheckpoints(opts.checkpoint);
       let result: VerifyResult;
-      // The verified events' hashes and owner key, for --against (issue 38).
-      let verified: { hashes: string[]; ownerKey: string } | undefined;
+      // An export file's verified events as a tree and its owner key, for --against (issue 38).
+      let verified: { tree: ChainTreeView; ownerKey: string } | undefined;
       if (opts.file) {
         if (!existsSync(opts.file)) throw new CliError(`export file ${opts.file} does not exist`);
         const parsed = d.parseEventLines(readFileSync(opts.file, "utf8"));
@@ -314,7 +315,7 @@ export function registerAuditCommands(program: Command): void {
           result = d.verifyEvents(parsed.events, { ...(key ? { key } : {}), ...(opts.chain ? { chainId: opts.chain } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
           if (opts.against !== undefined && result.ok && result.head) {
             const events = parsed.events.slice(0, result.head.seq + 1) as SealedEvent[];
-            verified = { hashes: events.map((e) => e.hash), ownerKey: key ?? String((events[0] as SealedEvent).payload.owner_key) };
+            verified = { tree: d.listTreeView(result.chain_id as string, events.map((e) => e.hash)), ownerKey: key ?? String((events[0] as SealedEvent).payload.owner_key) };
           }
         }
       } else {
@@ -336,15 +337,15 @@ export function registerAuditCommands(program: Command): void {
                 ? await d.verifyStoredChainParallel(file, chainId, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) })
                 : d.verifyStoredChain(db, chainId, { ...(key ? { key } : {}), checkpoints, ...(expectHead ? { expectHead } : {}) });
             if (opts.against !== undefined && result.ok && result.head) {
-              // Only the events the verifier walked: a writer may have appended since.
-              verified = { hashes: d.eventHashesThrough(db, chainId, result.head.seq), ownerKey: key ?? d.ownerKeyOf(db, chainId)! };
+              // Only the events the verifier walked (a writer may have appended since), from the stored tree it checked.
+              result = againstCheckpoint(d, result, d.storedTreeView(db, chainId, result.head.seq + 1), key ?? d.ownerKeyOf(db, chainId)!, opts.against);
             }
           } finally {
             db.close();
           }
         }
       }
-      if (opts.against !== undefined && verified) result = againstCheckpoint(d, result, verified.hashes, verified.ownerKey, opts.against);
+      if (opts.against !== undefined && verified) result = againstCheckpoint(d, result, verified.tree, verified.ownerKey, opts.against);
       printVerify(result, Boolean(opts.json));
       process.exitCode = result.ok ? 0 : 1;
     });
@@ -486,7 +487,7 @@ export function registerAuditCommands(program: Command): void {
           const chainId = pickChain(db, undefined);
           const result = d.verifyStoredChain(db, chainId, { key: key.publicKey });
           if (!result.ok || !result.head) throw new CliError(`chain ${chainId} does not verify at seq ${result.failure?.seq} (${result.failure?.code}: ${result.failure?.detail}); no checkpoint is exported for a broken chain`, 1);
-          note = d.signCheckpointNote(key, d.treeHeadOf(chainId, d.eventHashesThrough(db, chainId, result.head.seq)));
+          note = d.signCheckpointNote(key, d.treeHeadOf(d.storedTreeView(db, chainId, result.head.seq + 1)));
         } finally {
           db.close();
         }

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { networkInterfaces } from "node:os";
 import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { checkpointPollMs } from "../chain/checkpoint-policy.js";
 import { berthVersion } from "../version.js";
 import { leaderTtlFromEnv } from "../store/leader.js";
 import type { Connector } from "../mesh/transport/frames.js";
@@ -116,12 +117,13 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : (o.port ?? DEFAULT_PORT);
   const url = `${https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
-  // spec/audit-chain.md §10 for the controller chain this long-lived process writes: a checkpoint 600 s after the previous
-  // one when events were appended since (checked each minute), and one at clean shutdown.
+  // spec/audit-chain.md §10 for the controller chain this long-lived process writes: a checkpoint T (default 600 s) after
+  // the previous one when events were appended since (checked each minute, or each T when shorter), and one at clean
+  // shutdown (src/chain/checkpoint-policy.ts).
   const chain = state.controller.store.chain;
   const checkpoints = setInterval(() => {
     chain.checkpointIfDue().catch((error: unknown) => app.log.warn({ err: error }, "chain checkpoint failed"));
-  }, 60_000);
+  }, checkpointPollMs(chain.policy));
   checkpoints.unref();
   // Issue 20: every server competes for the store's leadership; only the leader places, settles and ticks.
   // What a takeover starts is waited for at close: it must not run on into a closed store.

@@ -7,13 +7,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Chain, type EventRow, rowToEvent } from "../../src/chain/chain.js";
-import { sealEvent, type SealedEvent } from "../../src/core/chain/event.js";
+import { Chain } from "../../src/chain/chain.js";
 import { leafHash, verifyConsistency, verifyInclusion } from "../../src/core/chain/merkle.js";
 import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
 import { openDatabase, withWriteTx } from "../../src/store/sqlite.js";
 import { berthBin } from "../support/built.js";
 import { runNode } from "../support/process.js";
+import { rewriteChainTail } from "../support/rewrite-chain.js";
 
 let dir: string;
 let dbPath: string;
@@ -81,20 +81,11 @@ describe("Merkle checkpoints over the audit chain (issue 38)", () => {
     src.exec(`VACUUM INTO '${copy}'`);
     src.close();
     const db = openDatabase(copy);
-    db.exec("DROP TRIGGER audit_event_no_delete; DROP TRIGGER audit_checkpoint_no_delete");
-    const rows = db.prepare("SELECT * FROM audit_event ORDER BY seq").all() as EventRow[];
-    const events = rows.map(rowToEvent);
-    const first = events.length - 10; // seq 27..36; the exported tree covers seq 0..31
-    // The thief also drops the stored checkpoints that would name the old heads: they hold the database and the key.
-    db.prepare("DELETE FROM audit_checkpoint WHERE seq >= ?").run(first);
-    db.prepare("DELETE FROM audit_event WHERE seq >= ?").run(first);
-    const rewritten: SealedEvent[] = events.slice(0, first);
-    const insert = db.prepare("INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)");
-    for (const e of events.slice(first)) {
-      const { event, canonicalPayload } = sealEvent({ chainId: e.chain_id, tip: rewritten[rewritten.length - 1], nowMs: e.ts, key: stolen, draft: { source: e.source, kind: e.kind, payload: { ...e.payload, rewritten: true } } });
-      insert.run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
-      rewritten.push(event);
-    }
+    const { chain_id } = db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string };
+    const total = (db.prepare("SELECT COUNT(*) AS n FROM audit_event").get() as { n: number }).n;
+    // seq 27..36; the exported tree covers seq 0..31. The thief also drops the stored checkpoints that would name the
+    // old heads and signs the chained notes again: they hold the database and the key.
+    rewriteChainTail(db, chain_id, total - 10, stolen);
     db.close();
 
     const single = await berth("audit", "verify", "--db", copy, "--pubkey", publicKey);

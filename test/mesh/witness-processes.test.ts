@@ -12,13 +12,12 @@
 import { copyFileSync, cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { type EventRow, rowToEvent } from "../../src/chain/chain.js";
-import { type SealedEvent, sealEvent } from "../../src/core/chain/event.js";
 import { loadKeyFile } from "../../src/keys/key-file.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { cliHome, type CliHome } from "../mesh-controller/support/cli-home.js";
 import { TEST_PERMIT } from "../mesh-controller/support/package.js";
 import { liveAgents } from "../support/live-agents.js";
+import { rewriteChainTail } from "../support/rewrite-chain.js";
 import { killAll } from "../support/process.js";
 import { cleanup, NodeProcess } from "./harness.js";
 
@@ -42,24 +41,14 @@ function witnessRefusals(node: NodeProcess) {
   return node.events({ kind: "workload.refuse" }).filter((e) => e.payload.code === "witness");
 }
 
-/** The thief: the last `count` events rewritten and re-signed with the controller's own key, stale checkpoints dropped. */
+/** The thief: the last `count` events rewritten and re-signed with the controller's own key (test/support/rewrite-chain.ts). */
 function rewriteTail(home: CliHome, count: number): void {
   const key = loadKeyFile(join(home.home, "keys", "controller.key"));
   const db = openDatabase(join(home.home, "controller.db"));
   try {
-    db.exec("DROP TRIGGER audit_event_no_delete; DROP TRIGGER audit_checkpoint_no_delete");
     const own = db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string };
-    const events = (db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").all(own.chain_id) as EventRow[]).map(rowToEvent);
-    const first = events.length - count;
-    db.prepare("DELETE FROM audit_checkpoint WHERE chain_id = ? AND seq >= ?").run(own.chain_id, first);
-    db.prepare("DELETE FROM audit_event WHERE chain_id = ? AND seq >= ?").run(own.chain_id, first);
-    const kept: SealedEvent[] = events.slice(0, first);
-    const insert = db.prepare("INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)");
-    for (const e of events.slice(first)) {
-      const { event, canonicalPayload } = sealEvent({ chainId: e.chain_id, tip: kept[kept.length - 1], nowMs: e.ts, key, draft: { source: e.source, kind: e.kind, payload: { ...e.payload, rewritten: true } } });
-      insert.run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
-      kept.push(event);
-    }
+    const total = (db.prepare("SELECT COUNT(*) AS n FROM audit_event WHERE chain_id = ?").get(own.chain_id) as { n: number }).n;
+    rewriteChainTail(db, own.chain_id, total - count, key);
   } finally {
     db.close();
   }

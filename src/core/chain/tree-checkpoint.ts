@@ -1,10 +1,12 @@
 /**
- * What the audit verbs prove with the Merkle tree (issue 38), over a chain's event hashes in seq order (already
- * verified by the caller): the tree head to export, an inclusion proof of one event, and whether the chain extends an
- * exported checkpoint (with the consistency proof that shows it). Pure; outcomes as values.
+ * What the audit verbs prove with the Merkle tree (issue 38), over a chain's tree of `size` events (already verified by
+ * the caller, the stored tree included) read through a `StoredHashReader` (O(log n) subtrees per answer): the tree
+ * head to export, an inclusion proof of one event, and whether the chain extends an exported checkpoint (with the
+ * consistency proof that shows it). Pure; outcomes as values.
  */
-import { consistencyProof, inclusionProof, leafHash, treeRoot, verifyConsistency, verifyInclusion } from "./merkle.js";
-import { checkpointOrigin, type TreeCheckpoint } from "./note.js";
+import { leafHash, treeRoot, verifyConsistency, verifyInclusion } from "./merkle.js";
+import { checkpointOrigin, openCheckpointNote, type TreeCheckpoint } from "./note.js";
+import { consistencyProofFrom, inclusionProofFrom, type StoredHashReader, treeHeadFrom } from "./tree-hashes.js";
 
 const b64 = (h: Buffer) => h.toString("base64");
 
@@ -34,18 +36,27 @@ export type ExtendsOutcome =
   | { readonly ok: true; readonly proof: ConsistencyDoc }
   | { readonly ok: false; readonly code: "checkpoint" | "truncated" | "fork"; readonly seq: number; readonly detail: string; readonly proof?: ConsistencyDoc };
 
-export function treeHeadOf(chainId: string, eventHashes: readonly string[]): TreeCheckpoint {
-  return { origin: checkpointOrigin(chainId), size: eventHashes.length, root: treeRoot(eventHashes.map(leafHash)) };
+/** A chain's tree as the verbs read it: its size, its stored subtrees, and one event's hash by seq. */
+export interface ChainTreeView {
+  readonly chainId: string;
+  readonly size: number;
+  readonly read: StoredHashReader;
+  eventHash(seq: number): string;
 }
 
-export function proveEvent(chainId: string, eventHashes: readonly string[], seq: number): InclusionProofDoc | { error: string } {
-  if (!Number.isSafeInteger(seq) || seq < 0 || seq >= eventHashes.length) return { error: `seq ${seq} is not in this chain (it holds seq 0..${eventHashes.length - 1})` };
-  const leaves = eventHashes.map(leafHash);
-  const root = treeRoot(leaves);
-  const path = inclusionProof(leaves, seq);
+export function treeHeadOf(tree: ChainTreeView): TreeCheckpoint {
+  return { origin: checkpointOrigin(tree.chainId), size: tree.size, root: treeHeadFrom(tree.read, tree.size) };
+}
+
+export function proveEvent(tree: ChainTreeView, seq: number): InclusionProofDoc | { error: string } {
+  const { chainId, size } = tree;
+  if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) return { error: `seq ${seq} is not in this chain (it holds seq 0..${size - 1})` };
+  const root = treeHeadFrom(tree.read, size);
+  const path = inclusionProofFrom(tree.read, seq, size);
+  const eventHash = tree.eventHash(seq);
   // Checked before it is printed: a proof berth emits must verify with the RFC's verifier.
-  if (!verifyInclusion(leaves[seq] as Buffer, seq, leaves.length, path, root)) throw new Error(`internal: the inclusion proof of seq ${seq} does not verify`);
-  return { chain_id: chainId, origin: checkpointOrigin(chainId), tree_size: leaves.length, root: b64(root), leaf_index: seq, event_hash: eventHashes[seq] as string, path: path.map(b64) };
+  if (!verifyInclusion(leafHash(eventHash), seq, size, path, root)) throw new Error(`internal: the inclusion proof of seq ${seq} does not verify`);
+  return { chain_id: chainId, origin: checkpointOrigin(chainId), tree_size: size, root: b64(root), leaf_index: seq, event_hash: eventHash, path: path.map(b64) };
 }
 
 /**
@@ -53,17 +64,17 @@ export function proveEvent(chainId: string, eventHashes: readonly string[], seq:
  * larger than the chain, and the chain's first `size` events must hash to its root; then the consistency proof from
  * its size to the chain's verifies (RFC 9162 §2.1.4.2). Failures name the size and both roots.
  */
-export function checkExtends(chainId: string, eventHashes: readonly string[], cp: TreeCheckpoint): ExtendsOutcome {
+export function checkExtends(tree: ChainTreeView, cp: TreeCheckpoint): ExtendsOutcome {
+  const { chainId } = tree;
   const origin = checkpointOrigin(chainId);
-  const n = eventHashes.length;
+  const n = tree.size;
   if (cp.origin !== origin) return { ok: false, code: "checkpoint", seq: 0, detail: `the checkpoint is for ${cp.origin}, this chain is ${origin}` };
   if (cp.size > n) {
     return { ok: false, code: "truncated", seq: n, detail: `the checkpoint covers tree size ${cp.size} (root ${b64(cp.root)}) but the chain has only ${n} events` };
   }
-  const leaves = eventHashes.map(leafHash);
-  const root = treeRoot(leaves);
-  const prefixRoot = treeRoot(leaves, cp.size);
-  const proof = consistencyProof(leaves, cp.size);
+  const root = treeHeadFrom(tree.read, n);
+  const prefixRoot = treeHeadFrom(tree.read, cp.size);
+  const proof = consistencyProofFrom(tree.read, cp.size, n);
   const consistent = verifyConsistency(cp.size, n, proof, cp.root, root);
   const doc: ConsistencyDoc = {
     chain_id: chainId,
@@ -83,4 +94,36 @@ export function checkExtends(chainId: string, eventHashes: readonly string[], cp
     };
   }
   return { ok: true, proof: doc };
+}
+
+/**
+ * A checkpoint chained as its own event (`chain.checkpoint`, payload `note`) against the tree its event follows: the
+ * note must be signed by the owner key for this chain's origin, name the tree of every event before it (`size`), and
+ * carry that tree's root. Undefined when it holds; else the reason, naming both roots.
+ */
+export function chainedNoteProblem(note: unknown, ownerKey: string, chainId: string, size: number, root: Buffer): string | undefined {
+  if (typeof note !== "string") return `the chained checkpoint before seq ${size} carries a note that is not text`;
+  const opened = openCheckpointNote(note, ownerKey);
+  if (!opened.ok) return `the chained checkpoint note before seq ${size} is refused: ${opened.reason}`;
+  const cp = opened.checkpoint;
+  const origin = checkpointOrigin(chainId);
+  if (cp.origin !== origin) return `the chained checkpoint note before seq ${size} is for ${cp.origin}, this chain is ${origin}`;
+  if (cp.size !== size) return `the chained checkpoint note at seq ${size} names tree size ${cp.size}; the events before it are a tree of ${size}`;
+  if (!cp.root.equals(root)) return `the chained checkpoint note at seq ${size} signs root ${b64(cp.root)} for tree size ${size}; the events before it hash to ${b64(root)}`;
+  return undefined;
+}
+
+/**
+ * The tree of a list of event hashes held in memory (an export file being verified): each subtree rehashed from its
+ * leaves when asked, so a proof costs O(n) hashes. A stored chain is read from its stored tree instead
+ * (src/chain/tree-reader.ts), O(log n).
+ */
+export function listTreeView(chainId: string, eventHashes: readonly string[]): ChainTreeView {
+  const leaves = eventHashes.map(leafHash);
+  return {
+    chainId,
+    size: leaves.length,
+    read: (level, index) => treeRoot(leaves.slice(index * 2 ** level, (index + 1) * 2 ** level)),
+    eventHash: (seq) => eventHashes[seq] as string,
+  };
 }

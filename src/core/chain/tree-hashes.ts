@@ -75,3 +75,66 @@ export const STORED_FROM_LEVEL = 4;
 export function tiledReader(readStored: StoredHashReader, readLeaves: (start: number, count: number) => readonly Hash[], height = STORED_FROM_LEVEL): StoredHashReader {
   return (level, index) => (level >= height ? readStored(level, index) : treeRoot(readLeaves(index * 2 ** level, 2 ** level)));
 }
+
+/**
+ * The right edge of a tree being appended to: for each level, the last complete subtree's hash. That is every left
+ * sibling the next leaf can need (`storedHashesFor`), and the tree head folds from it in O(log n) without a read.
+ * Only the levels whose bit is set in `size` are meaningful; the others hold stale hashes never read again.
+ */
+export interface Frontier {
+  size: number;
+  readonly levels: Hash[];
+}
+
+export function copyFrontier(f: Frontier): Frontier {
+  return { size: f.size, levels: [...f.levels] };
+}
+
+/** Appends one leaf; returns the hashes it closes (the leaf itself at level 0 first). */
+export function pushLeaf(f: Frontier, leaf: Hash): StoredHash[] {
+  const closed = storedHashesFor(f.size, leaf, (level) => f.levels[level] as Hash);
+  for (const s of closed) f.levels[s.level] = s.hash;
+  f.size++;
+  return closed;
+}
+
+/** The complete subtrees a frontier of `size` leaves holds: one per set bit of `size`, highest level first. */
+export function frontierSubtrees(size: number): Array<{ level: number; index: number }> {
+  const out: Array<{ level: number; index: number }> = [];
+  for (let level = 52; level >= 0; level--) {
+    const count = Math.floor(size / 2 ** level);
+    if (count % 2 === 1) out.push({ level, index: count - 1 });
+  }
+  return out;
+}
+
+/** A frontier of `size` leaves from stored hashes (O(log n) reads). */
+export function frontierFrom(read: StoredHashReader, size: number): Frontier {
+  const f: Frontier = { size, levels: [] };
+  for (const s of frontierSubtrees(size)) f.levels[s.level] = read(s.level, s.index);
+  return f;
+}
+
+/** MTH of the frontier's `size` leaves: its subtrees folded right to left (RFC 6962's left-heavy shape). */
+export function frontierRoot(f: Frontier): Hash {
+  const subtrees = frontierSubtrees(f.size);
+  if (subtrees.length === 0) return EMPTY_ROOT;
+  let acc = f.levels[(subtrees[subtrees.length - 1] as { level: number }).level] as Hash;
+  for (let i = subtrees.length - 2; i >= 0; i--) acc = nodeHash(f.levels[(subtrees[i] as { level: number }).level] as Hash, acc);
+  return acc;
+}
+
+/**
+ * Which stored subtrees a computation over a `StoredHashReader` reads. The reads of every function here depend on the
+ * sizes and indexes only, never on the hashes, so running it once with a reader that records (and answers a dummy
+ * hash) names exactly what to fetch, for a store that cannot be read synchronously (a PostgreSQL store).
+ */
+export function subtreesRead(run: (read: StoredHashReader) => void): Array<{ level: number; index: number }> {
+  const seen = new Map<string, { level: number; index: number }>();
+  const dummy = Buffer.alloc(32);
+  run((level, index) => {
+    seen.set(`${level}/${index}`, { level, index });
+    return dummy;
+  });
+  return [...seen.values()];
+}

@@ -17,6 +17,9 @@ import {
   verifyEventSignature,
   ZERO_HASH,
 } from "./event.js";
+import { leafHash } from "./merkle.js";
+import { chainedNoteProblem } from "./tree-checkpoint.js";
+import { type Frontier, frontierRoot, pushLeaf } from "./tree-hashes.js";
 
 export type FailureCode =
   | "format"
@@ -32,7 +35,9 @@ export type FailureCode =
   | "truncated"
   | "fork"
   // §8 check 10 (issue 35): a stored gate summary does not hash to the name its decision event signed.
-  | "summary";
+  | "summary"
+  // §8 check 12 (issue 38): a stored Merkle tree node is not the hash of the events under it.
+  | "tree";
 
 export interface VerifyFailure {
   readonly seq: number;
@@ -120,6 +125,9 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
   const hashes: string[] = [];
   let prevTs = 0;
   let index = 0;
+  // Walking from genesis, the Merkle tree's right edge follows the walk, so each chained checkpoint note is checked
+  // against the tree of the events before it (§8 check 11, issue 38). A walk resumed after a checkpoint has no edge.
+  const frontier: Frontier | undefined = opts.after ? undefined : { size: 0, levels: [] };
   if (opts.after) {
     if (pinned === undefined) throw new Error("verifyEvents: resuming after a checkpoint needs the owner key");
     // Earlier hashes are not needed; keep the array indexed by seq.
@@ -198,6 +206,15 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
     // 9. signature under the owner key
     if (!ownerKey || !verifyEventSignature(ownerKey, e.hash as string, e.sig as string)) {
       return fail("signature", `signature does not verify under ${ownerKey ?? "no key"}`);
+    }
+    // 11. a checkpoint chained with its Merkle note (issue 38) signs the tree of every event before it.
+    if (frontier !== undefined) {
+      const note = e.kind === "chain.checkpoint" && e.source === "chain" ? (e.payload as JsonObject).note : undefined;
+      if (note !== undefined) {
+        const problem = chainedNoteProblem(note, ownerKey, chainId, expected, frontierRoot(frontier));
+        if (problem !== undefined) return fail("checkpoint", problem);
+      }
+      pushLeaf(frontier, leafHash(e.hash as string));
     }
     hashes.push(e.hash as string);
     prevTs = e.ts as number;

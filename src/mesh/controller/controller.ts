@@ -11,6 +11,7 @@
  */
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { checkpointPolicyFromEnv } from "../../chain/checkpoint-policy.js";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { WitnessClaims } from "../../chain/witness-claim.js";
 import { checkpointOrigin } from "../../core/chain/note.js";
@@ -182,7 +183,7 @@ export class MeshController {
       // naming the seq, when the chain does not verify. Not the whole chain again: every CLI call opens the
       // controller, and a full verify grows with history (a minute at 10,000 placements, bench/controller/memory.ts).
       const clock = o.clock ?? Date.now;
-      const chain = await EngineChain.open(engine, o.key, "controller", clock);
+      const chain = await EngineChain.open(engine, o.key, "controller", clock, checkpointPolicyFromEnv());
       const store = await ControllerStore.open(engine, chain, clock);
       // Issue 20: the agent registry is the store's; a home's older agents.db is taken in once (store-agents.ts).
       await importAgentsDb(store, o.dataDir, clock);

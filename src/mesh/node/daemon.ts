@@ -8,6 +8,7 @@ import { mkdirSync } from "node:fs";
 import type { Server } from "node:net";
 import { join } from "node:path";
 import { Chain } from "../../chain/chain.js";
+import { checkpointPolicyFromEnv, checkpointPollMs } from "../../chain/checkpoint-policy.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { nodeIdOf, type PublicKeyHex, type SigningKey } from "../../core/crypto/ed25519.js";
 import { LEASE_CHECK_MS } from "../../core/mesh/lease.js";
@@ -99,7 +100,7 @@ export class NodeDaemon {
     // before anything is served. Chain.open throws, naming the seq, when it does not.
     let chain: Chain;
     try {
-      chain = Chain.open(db, key, "node", clock);
+      chain = Chain.open(db, key, "node", clock, checkpointPolicyFromEnv());
     } catch (error) {
       db.close();
       throw new Error(`the node chain in ${dbPath}: ${(error as Error).message}`);
@@ -163,11 +164,12 @@ export class NodeDaemon {
         ? { server: null, address: "" }
         : await listenFrames(o.listen, (stream) => void service.serve(stream), { limits: listenLimits(config.limits), ...(tls ? { tls } : {}) });
     const daemon = new NodeDaemon(service, nodeId, bootId, address, recovery, confinement.agent.kind === "refused" ? confinement.agent.reason : null, server, db, chain, transport);
-    // spec/audit-chain.md §10: a checkpoint 600 s after the previous one when events were appended since (checked each
-    // minute), and one at clean shutdown (close()); the every-1000-events checkpoint is written by append itself.
+    // spec/audit-chain.md §10: a checkpoint T (default 600 s) after the previous one when events were appended since
+    // (checked each minute, or each T when shorter), and one at clean shutdown (close()); the every-N-events
+    // checkpoint is written by append itself (src/chain/checkpoint-policy.ts).
     // Issue 37 finding B: a checkpoint that cannot be written (a full disk) is written at a later minute; it never
     // ends the daemon from its timer.
-    daemon.timers.push(setInterval(() => guarded(log, "checkpoint", () => chain.checkpointIfDue()), 60_000));
+    daemon.timers.push(setInterval(() => guarded(log, "checkpoint", () => chain.checkpointIfDue()), checkpointPollMs(chain.policy)));
     daemon.timers.push(setInterval(() => guarded(log, "poll", () => service.pollAdopted()), o.pollMs ?? 500));
     // Issue 15: after recovery, so exits recorded while the daemon was down are decided per their restart policy.
     service.supervisor.start();
