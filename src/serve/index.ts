@@ -49,7 +49,15 @@ export interface ServeLoops {
 }
 
 export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
-  const watch = startTargetWatch(o.controller, o.tickMs, (error) => o.onError("mesh", error), { shouldAct: o.shouldAct });
+  // Issue 35: the first pass runs behind the listener; its end is logged once, so a reader (and bench/scale/serve-start)
+  // can tell when the lists reflect a fresh look at every node.
+  let first = true;
+  const onPass = (report: PassReport) => {
+    if (!first) return;
+    first = false;
+    o.log("first pass done", { judged: report.judged, acted: report.acted.length });
+  };
+  const watch = startTargetWatch(o.controller, o.tickMs, (error) => o.onError("mesh", error), { shouldAct: o.shouldAct, onPass });
   const mesh: ServeLoop<MeshPass> = {
     target: "mesh",
     pass: () => watch.pass(),

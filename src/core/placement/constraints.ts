@@ -28,6 +28,8 @@ export interface ConstraintContext {
   readonly requirements: readonly PreparedRequirement[];
   readonly variants: readonly PreparedVariant[];
   readonly route: RouteContext;
+  /** What requirements, variants and route context are, as one string: the key of a node's memoised fit (`fitOf`). */
+  readonly fitKey: string;
 }
 
 export type Fit = Extract<RouteFit, { kind: "fits" }>;
@@ -79,7 +81,80 @@ export function constraintContext(request: PlacementRequest, cluster: ClusterSta
     requirements: request.spec.requirements.map(prepareRequirement),
     variants: prepareVariants(request.spec.variants),
     route: { allowEmulated: request.allow_emulated, fallbackBoards: request.weights.fallback_boards },
+    fitKey: JSON.stringify([request.spec.requirements, request.spec.variants, request.allow_emulated, request.weights.fallback_boards]),
   };
+}
+
+/**
+ * What a node's facts alone decide, worked out once per facts object rather than once per decision (issue 35: at 1,000
+ * nodes this was most of a decision's cost). A controller hands the engine the same facts objects until it describes
+ * the node again, so consecutive decisions over one view meet them again. Memoised by identity in a WeakMap: a pure
+ * function of immutable inputs, so a hit gives exactly what computing it would; the entry goes with the facts.
+ */
+interface FactsMemo {
+  /** `selfAssertedTrust(facts)`. */
+  readonly refusal: string | null;
+  readonly capabilities: CapabilityIndex;
+  /** Per `fitKey`: the requirements' and the route's rejections, and the fit (null unless every one held). */
+  readonly fits: Map<string, NodeFit>;
+}
+
+interface NodeFit {
+  readonly rejections: readonly Rejection[];
+  readonly fit: Fit | null;
+}
+
+/** Distinct requests remembered per facts object: beyond this the oldest is forgotten (many packages, one view). */
+const FITS_PER_FACTS = 32;
+
+const memos = new WeakMap<NodeFacts, FactsMemo>();
+
+function memoOf(facts: NodeFacts): FactsMemo {
+  let memo = memos.get(facts);
+  if (memo === undefined) {
+    memo = { refusal: selfAssertedTrust(facts), capabilities: new CapabilityIndex(facts), fits: new Map() };
+    memos.set(facts, memo);
+  }
+  return memo;
+}
+
+/** The requirements and the route for a node whose facts are accepted (they are the same for every decision of one request shape). */
+function fitOf(memo: FactsMemo, ctx: ConstraintContext): NodeFit {
+  const known = memo.fits.get(ctx.fitKey);
+  if (known !== undefined) return known;
+  const capabilities = memo.capabilities;
+  const rejections: Rejection[] = [];
+  let fit: Fit | null = null;
+  for (const req of ctx.requirements) {
+    const check = checkPreparedRequirement(capabilities, req);
+    if (!check.ok) rejections.push({ constraint: "requirements", detail: check.why });
+  }
+  const route = chooseRoute(ctx.variants, capabilities, ctx.route);
+  switch (route.kind) {
+    case "fits":
+      fit = route;
+      break;
+    case "none":
+      for (const m of route.misfits) rejections.push({ constraint: "requirements", detail: `variant ${m.variant}: ${m.why}` });
+      break;
+    case "emulation_not_allowed":
+      rejections.push({
+        constraint: "emulation_not_allowed",
+        detail: `only emulated route(s) fit (${route.emulated.join(", ")}); emulation needs allow_emulated`,
+      });
+      break;
+    default: {
+      const unreachable: never = route;
+      return unreachable;
+    }
+  }
+  const made: NodeFit = { rejections, fit };
+  if (memo.fits.size >= FITS_PER_FACTS) {
+    const oldest = memo.fits.keys().next();
+    if (oldest.done !== true) memo.fits.delete(oldest.value);
+  }
+  memo.fits.set(ctx.fitKey, made);
+  return made;
 }
 
 /** §3.4: facts that assert trust are refused whole, so the node has no facts. The shell should already have. */
@@ -103,9 +178,10 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   const { request } = ctx;
   const { spec } = request;
   const rejections: Rejection[] = [];
-  const refusal = node.facts ? selfAssertedTrust(node.facts) : null;
+  const memo = node.facts ? memoOf(node.facts) : null;
+  const refusal = memo === null ? null : memo.refusal;
   const facts = refusal === null ? node.facts : null;
-  const capabilities = facts === null ? null : new CapabilityIndex(facts);
+  const capabilities = facts === null || memo === null ? null : memo.capabilities;
 
   // liveness
   if (node.liveness !== "alive") rejections.push({ constraint: "liveness", detail: `node is ${node.liveness}` });
@@ -160,30 +236,10 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
 
   // requirements and emulation_not_allowed
   let fit: Fit | null = null;
-  if (capabilities !== null) {
-    for (const req of ctx.requirements) {
-      const check = checkPreparedRequirement(capabilities, req);
-      if (!check.ok) rejections.push({ constraint: "requirements", detail: check.why });
-    }
-    const route = chooseRoute(ctx.variants, capabilities, ctx.route);
-    switch (route.kind) {
-      case "fits":
-        fit = route;
-        break;
-      case "none":
-        for (const m of route.misfits) rejections.push({ constraint: "requirements", detail: `variant ${m.variant}: ${m.why}` });
-        break;
-      case "emulation_not_allowed":
-        rejections.push({
-          constraint: "emulation_not_allowed",
-          detail: `only emulated route(s) fit (${route.emulated.join(", ")}); emulation needs allow_emulated`,
-        });
-        break;
-      default: {
-        const unreachable: never = route;
-        return unreachable;
-      }
-    }
+  if (capabilities !== null && memo !== null) {
+    const known = fitOf(memo, ctx);
+    for (const r of known.rejections) rejections.push(r);
+    fit = known.fit;
   }
 
   // gate: a missing verdict is a deny (§7: governance fails closed). One plain read: a node id is 32 hex

@@ -21,6 +21,21 @@ function unpinned(input: PlacementInput): PlacementDecision {
   return r.decision;
 }
 
+describe("decisions over facts the engine has seen before (issue 35: what facts alone decide is memoised per facts object)", () => {
+  it("are deep-equal to decisions over fresh copies of the same input, whatever was decided over those facts before", () => {
+    fc.assert(
+      fc.property(placementInput, placementInput, (a, b) => {
+        // b's request over a's node views: the facts objects were first met under a's request.
+        const mixed: PlacementInput = { ...b, nodes: a.nodes };
+        decide(a);
+        expect(decide(mixed)).toEqual(decide(structuredClone(mixed)));
+        expect(decide(a)).toEqual(decide(structuredClone(a)));
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
 describe("decide is total (spec/mesh.md §8.1)", () => {
   it("every generated input is valid for the schema", () => {
     fc.assert(

@@ -143,12 +143,56 @@ function placedPart(weightCenti: number, spread: boolean, count: number, share: 
   return Math.floor((byCount + placedRatio(weightCenti, spread, share, mostShare) + 1) / 2);
 }
 
+/**
+ * What scoring reads from one node's facts for one request shape (its preferences and perf metric), memoised per facts
+ * object (issue 35, as constraints.ts `fitOf`): a controller hands the engine the same facts objects until it
+ * describes the node again. A pure function of immutable inputs, so a hit gives exactly what computing it would.
+ */
+interface FactsScoreParts {
+  readonly locality_centi: number;
+  readonly measured: number | null;
+  readonly anyAccelerator: boolean;
+}
+
+const PARTS_PER_FACTS = 32;
+const scoreMemos = new WeakMap<NodeFacts, Map<string, FactsScoreParts>>();
+
+function scorePartsOf(
+  n: Scorable,
+  key: string,
+  preferences: ReadonlyArray<{ readonly requirement: ReturnType<typeof prepareRequirement>; readonly centi: number }>,
+  perf: PlacementRequest["spec"]["perf"],
+): FactsScoreParts {
+  let byKey = scoreMemos.get(n.facts);
+  if (byKey === undefined) {
+    byKey = new Map();
+    scoreMemos.set(n.facts, byKey);
+  }
+  const known = byKey.get(key);
+  if (known !== undefined) return known;
+  let locality_centi = 0;
+  for (const p of preferences) if (meetsRequirement(n.capabilities, p.requirement)) locality_centi += p.centi;
+  const made: FactsScoreParts = {
+    locality_centi,
+    measured: perf === null ? null : measuredValue(n.facts, perf.metric, perf.direction),
+    anyAccelerator: hasAnyAccelerator(n.facts),
+  };
+  if (byKey.size >= PARTS_PER_FACTS) {
+    const oldest = byKey.keys().next();
+    if (oldest.done !== true) byKey.delete(oldest.value);
+  }
+  byKey.set(key, made);
+  return made;
+}
+
 /** The score of every eligible node, in the order of `nodes` (`result[i]` is `nodes[i]`'s). */
 export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequest, placed: ReadonlyMap<string, PlacedLoad> = new Map()): Scored[] {
   const { spec, weights } = request;
   const variants = new Map(spec.variants.map((v) => [v.id, v] as const));
   const commonAccel = spec.requirements.filter(isAccelRequirement);
   const preferences = spec.preferences.map((p) => ({ requirement: prepareRequirement(p.requirement), centi: p.weight * 100 }));
+  const partsKey = JSON.stringify([spec.preferences, spec.perf]);
+  const parts: FactsScoreParts[] = [];
 
   // First pass: the per-node values the relative components compare, by position in `nodes`.
   const accel: Array<{ id: string; mem_bytes: number } | null> = [];
@@ -161,6 +205,8 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
   let smallestAccelMem: number | null = null;
   let bestPerf: number | null = null;
   for (const n of nodes) {
+    const factsParts = scorePartsOf(n, partsKey, preferences, spec.perf);
+    parts.push(factsParts);
     const p = placed.size === 0 ? undefined : placed.get(n.node_id);
     const count = p === undefined ? 0 : p.count;
     const share = p === undefined ? 0 : memoryShareMicro(p, n.facts);
@@ -176,7 +222,7 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
       if (a !== null && (smallestAccelMem === null || a.mem_bytes < smallestAccelMem)) smallestAccelMem = a.mem_bytes;
     }
     if (spec.perf !== null) {
-      const v = measuredValue(n.facts, spec.perf.metric, spec.perf.direction);
+      const v = factsParts.measured;
       perf.push(v);
       if (v !== null && (bestPerf === null || (spec.perf.direction === "lower" ? v < bestPerf : v > bestPerf))) bestPerf = v;
     }
@@ -197,13 +243,13 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
 
     const execution_centi = execution[n.fit.execution];
 
-    let locality_centi = 0;
-    for (const p of preferences) if (meetsRequirement(n.capabilities, p.requirement)) locality_centi += p.centi;
+    const factsParts = parts[i] as FactsScoreParts;
+    const locality_centi = factsParts.locality_centi;
 
     let accel_fit_centi = 0;
     let accelerator: string | null = null;
     if (!spec.uses_accelerator) {
-      accel_fit_centi = hasAnyAccelerator(n.facts) ? 0 : accelW;
+      accel_fit_centi = factsParts.anyAccelerator ? 0 : accelW;
     } else {
       const a = accel[i] ?? null;
       if (a !== null && smallestAccelMem !== null) {

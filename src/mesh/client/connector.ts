@@ -100,7 +100,7 @@ interface Warm {
  * §4.3 allows one request in flight per connection, and a node serves the next request on the same connection.
  */
 export class ControllerConnector implements Connector {
-  private tls: Connector | null = null;
+  private tls: Promise<Connector> | null = null;
   private readonly tcp: TcpConnector;
   private readonly warm = new Map<string, Warm[]>();
 
@@ -130,11 +130,10 @@ export class ControllerConnector implements Connector {
 
   private async open(addr: string, signal?: AbortSignal): Promise<FrameStream> {
     if (isPlaintext(this.o.plaintext ?? NO_PLAINTEXT, addr)) return this.tcp.connect(addr, signal);
-    if (this.tls === null) {
-      const { TlsConnector } = await import("../transport/tls.js");
-      this.tls = new TlsConnector({ identity: this.o.identity, connectTimeoutMs: this.o.connectTimeoutMs ?? 5000 });
-    }
-    return this.tls.connect(addr, signal);
+    // One TLS connector (and so one secure context) per connector: made by the first connection, and awaited by every
+    // connection that starts while the module loads (issue 35: a pass's 64 first connections each made their own).
+    this.tls ??= import("../transport/tls.js").then(({ TlsConnector }) => new TlsConnector({ identity: this.o.identity, connectTimeoutMs: this.o.connectTimeoutMs ?? 5000 }));
+    return (await this.tls).connect(addr, signal);
   }
 
   private lend(addr: string, stream: SocketFrameStream, reused: boolean): FrameStream {

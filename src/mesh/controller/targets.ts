@@ -50,6 +50,11 @@ interface Live {
    * none yet), raised by every answered call that carried one; undefined when the node does not witness.
    */
   witness?: WitnessHeld | null;
+  /**
+   * Issue 35: the describe `refreshStale` has in flight for this target. Concurrent placements join it instead of
+   * each describing every stale target again (64 placements in flight made 64 describes of each node per 10 s).
+   */
+  describing?: Promise<boolean> | undefined;
 }
 
 /** Issue 38: the controller checkpoint a node said it holds (`describe` result member `witness`). */
@@ -305,7 +310,9 @@ export class Targets {
     // a placement waited for 1,000 describes whenever it came more than 10 s after the last. They are still judged by
     // the engine (facts_expired), liveness is still the store's, and the next placement sees the fresh ones.
     this.refreshBehind(keyed.filter((l) => !unusable(l) && now - (l.describedAtMs ?? 0) >= FACTS_REUSE_MS));
-    await fanOut(keyed.filter(unusable), FAN_OUT, (l) => this.refresh(l.stored.addr));
+    // A placement that needs a target described and finds a describe of it already out (another placement's, or one
+    // behind) waits for its answer instead of describing it again (issue 35: 64 placements in flight made 64 each).
+    await fanOut(keyed.filter(unusable), FAN_OUT, (l) => this.describeOnce(l));
   }
 
   /** The describes started behind placements (refreshStale), one round at a time; resolves when none is running. */
@@ -313,7 +320,7 @@ export class Targets {
 
   private refreshBehind(aged: readonly Live[]): void {
     if (aged.length === 0 || this.behind !== null) return;
-    this.behind = fanOut(aged, FAN_OUT, (l) => this.refresh(l.stored.addr).catch(() => false))
+    this.behind = fanOut(aged, FAN_OUT, (l) => this.describeOnce(l).catch(() => false))
       .catch(() => undefined)
       .finally(() => {
         this.behind = null;
@@ -323,6 +330,16 @@ export class Targets {
   /** Waits for the describes running behind placements (before the store is closed, and for tests that count them). */
   async settled(): Promise<void> {
     await this.behind;
+  }
+
+  /** One describe of `l` at a time for `refreshStale`: a caller arriving while one is out waits for its answer. */
+  private describeOnce(l: Live): Promise<boolean> {
+    if (l.describing === undefined) {
+      l.describing = this.refresh(l.stored.addr).finally(() => {
+        l.describing = undefined;
+      });
+    }
+    return l.describing;
   }
 
   private async absorb(l: Live, bootId: string, facts: JsonObject): Promise<void> {
