@@ -159,7 +159,7 @@ describe("a status the cut-off node read, its answer lost past the margin (real 
     expect(held.issuedAtMs).toBeGreaterThanOrEqual(before + LEASE_MS + MARGIN_MS - CALL_MS);
     // ... yet it reached the node inside that lease, and the node accepted it (answered ok: renewed to its stamp + lease).
     expect(held.deliveredMs).toBeLessThan(before + LEASE_MS);
-    await waitFor(() => witness.lowerDeadline(Number.MAX_SAFE_INTEGER) === held.issuedAtMs + LEASE_MS || undefined, "the node's ok answer to the held status", 10_000);
+    await waitFor(() => witness.lowerDeadline(Number.MAX_SAFE_INTEGER) === held.issuedAtMs + LEASE_MS || undefined, "the node's ok answer to the held status", 30_000);
     const gaveUp = await within(isolation.abandoned, "the controller giving up on the held status", CALL_MS + 10_000);
     expect(gaveUp.by).toBe("controller");
     expect(gaveUp.atMs - held.issuedAtMs).toBeGreaterThanOrEqual(CALL_MS - 20);

@@ -249,7 +249,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     sampler = sample(NAME);
     const again = await waitFor(() => liveCopies(NAME)[0], "the lost agent placed again", 30_000);
     await waitFor(async () => (await ctl.store.events({ kind: "workload.migrate" })).some((e) => e.phase === "replaced_after_loss" && e.from_instance === instanceId && e.to_instance === again.instance), "the replacement chained");
-    await waitFor(async () => (await ctl.moves.moved()).length === 0, "the lost record to end (its node lists nothing)", 10_000);
+    await waitFor(async () => (await ctl.moves.moved()).length === 0, "the lost record to end (its node lists nothing)", 30_000);
     expect((await ctl.placements()).map((p) => p.name)).toEqual([NAME]);
     expect((await ctl.placements())[0]?.decision_id).not.toBe(decisionId);
     sampler.stop();

@@ -65,7 +65,7 @@ describe("the reconcile loop of berth serve", () => {
     await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the node to stop the instance for its lease", 20_000);
     // The group exits on SIGTERM a moment before the daemon commits the stop: read the node's own record.
     const stateOf = async () => (await instancesOn(node, fx!.key, fx!.memory)).find((r) => r.instance_id === instanceId)?.state;
-    await waitFor(async () => (await stateOf()) === "lease_stopped", "the node to record lease_stopped", 5_000);
+    await waitFor(async () => (await stateOf()) === "lease_stopped", "the node to record lease_stopped", 30_000);
     fx.faults.heal(node.addr);
     await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length > 0, "the loop to start it again", 20_000);
     const acts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === "lifecycle");

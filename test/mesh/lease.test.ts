@@ -104,9 +104,9 @@ describe("the node lease (a real daemon)", () => {
     await new Promise((r) => setTimeout(r, LEASE_MS + 500));
     await node.start();
     // … and the restarted daemon enforces the persisted lease at once.
-    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the re-adopted instance stopped", 10_000);
+    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the re-adopted instance stopped", 30_000);
     // The group exits on SIGTERM before the daemon commits the stop: wait for the chained record too.
-    const chained = await waitFor(() => node.events({ source: "node", kind: "workload.lifecycle", phase: "lease" }).length || undefined, "the lease stop chained", 5_000);
+    const chained = await waitFor(() => node.events({ source: "node", kind: "workload.lifecycle", phase: "lease" }).length || undefined, "the lease stop chained", 30_000);
     expect(chained).toBe(1);
   });
 });

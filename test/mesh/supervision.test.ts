@@ -250,7 +250,7 @@ describe("a supervised agent on a node", () => {
     await new Promise((r) => setTimeout(r, 2500));
     expect(await row(ctl, node, id)).toMatchObject({ state: "running", generation: 1 });
     writeFileSync(join(home, "sick"), "");
-    await waitFor(() => lifecycle(node, id).some((p) => p.to === "unhealthy"), "the unhealthy verdict", 15_000);
+    await waitFor(() => lifecycle(node, id).some((p) => p.to === "unhealthy"), "the unhealthy verdict", 30_000);
     rmSick(home);
     const after = await waitFor(async () => {
       const r = await row(ctl, node, id);
