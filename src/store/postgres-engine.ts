@@ -3,8 +3,8 @@
  * (engine.ts), through `pg`'s pool.
  *
  * - A transaction is SERIALIZABLE on one pooled connection, retried from the start when PostgreSQL reports a
- *   serialisation failure or a deadlock (40001, 40P01), so its callback must touch only `tx` and its closure (a retry
- *   runs it again). Anything two writers read and wrote crosswise is a serialisation failure, retried, never a fork.
+ *   serialisation failure or a deadlock (40001, 40P01), or schema DDL another opener ran at the same moment
+ *   (`createdConcurrently`), so its callback must touch only `tx` and its closure (a retry runs it again). Anything two writers read and wrote crosswise is a serialisation failure, retried, never a fork.
  * - Writers of one chain take turns on a write lock (`tx.writeLock`, engine-chain.ts), an advisory lock. Taken inside
  *   a SERIALIZABLE transaction it cannot help that transaction see the commit it waited for: the snapshot was taken by
  *   the transaction's first statement, before the wait. So every writer that waited lost the race (40001) and retried,
@@ -27,6 +27,18 @@ import { LATE, within } from "./within.js";
 export { redactedUrl };
 
 const RETRYABLE = new Set(["40001", "40P01"]);
+
+/**
+ * Another transaction created the same table, type or function at the same moment: two processes opening a fresh
+ * store at once each run its schema's DDL, and the later one fails on the catalog's unique index (23505 on a `pg_`
+ * constraint) or finds the object its snapshot did not show (42P07, 42710, 42723). Retried, it reads the schema the
+ * other committed and creates nothing.
+ */
+function createdConcurrently(error: unknown): boolean {
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  if (code === "42P07" || code === "42710" || code === "42723") return true;
+  return code === "23505" && typeof constraint === "string" && constraint.startsWith("pg_");
+}
 const MAX_ATTEMPTS = 20;
 const INT8_OID = 20;
 
@@ -164,7 +176,8 @@ export class PostgresEngine implements StoreEngine {
         });
         const code = (error as { code?: unknown }).code;
         for (const name of taken) lockFirst.add(name);
-        if (!(typeof code === "string" && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS)) throw error;
+        const retryable = (typeof code === "string" && RETRYABLE.has(code)) || createdConcurrently(error);
+        if (!(retryable && attempt < MAX_ATTEMPTS)) throw error;
       } finally {
         // A session lock outlives the transaction: let go here, or with the connection when that fails.
         for (const name of held) {
