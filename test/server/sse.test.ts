@@ -167,9 +167,9 @@ describe("the audit event stream", { timeout: 30_000 }, () => {
     expect(((await bad.json()) as { error: { issues: Array<{ path: string }> } }).error.issues[0]?.path).toBe("headers.last-event-id");
     const stream = await open(server);
     await stream.until((f) => f.length > 0, "the stream's opening comment");
-    const started = Date.now();
+    // A close that waited on the open stream would never return (the stream never ends by itself): the test's own
+    // timeout says so, without a bound on the wall clock that a loaded machine can miss.
     await server.close();
-    expect(Date.now() - started, "close does not wait on the open stream").toBeLessThan(3_000);
     await stream.until(() => stream.ended, "the stream to end");
   });
 });
