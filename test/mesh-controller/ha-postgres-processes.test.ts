@@ -21,6 +21,12 @@ import { HaWorld, type Server, sharedPostgres, stopPostgres } from "./support/ha
 const TTL_MS = 3_000;
 /** The design bound of a takeover: TTL + one renewal interval; plus a follower's step and this loaded machine's slack. */
 const TAKEOVER_MS = TTL_MS + TTL_MS / 5 + 2_500;
+
+/** When the row's holder took it, on the store's clock (recorded by the taker). */
+async function takenMs(w: HaWorld): Promise<number> {
+  const [row] = await w.rows<{ taken_ms: number }>("SELECT taken_ms FROM berth_leader WHERE id = 1");
+  return Number(row?.taken_ms);
+}
 let world: HaWorld | null = null;
 
 afterEach(async () => {
@@ -116,8 +122,10 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const next = await waitFor(async () => {
       const l = await w.leader();
       return l !== null && l !== leader ? l : undefined;
-    }, "a follower leads", 20_000);
-    expect(Date.now() - killedAt).toBeLessThan(TAKEOVER_MS);
+    }, "a follower leads", 30_000);
+    // When the follower took the row, as it recorded it (PostgreSQL's clock, this machine's), not when this process got
+    // to see it: polling on a loaded machine adds seconds that are no part of the takeover.
+    expect((await takenMs(w)) - killedAt).toBeLessThan(TAKEOVER_MS);
     expect((await w.leaderRow())?.epoch).toBeGreaterThan(before?.epoch ?? 0);
     const [placed] = await waitFor(async () => {
       const rows = await w.rows<{ instance_id: string; adopted: number }>("SELECT instance_id, adopted FROM mesh_placements WHERE name = ?", [name]);
@@ -223,8 +231,8 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
 
     const cutAt = Date.now();
     leader.dbTap?.partition();
-    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 20_000);
-    expect(Date.now() - cutAt).toBeLessThan(TAKEOVER_MS);
+    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
+    expect((await takenMs(w)) - cutAt).toBeLessThan(TAKEOVER_MS);
     const newEpoch = (await w.leaderRow())?.epoch as number;
     expect(newEpoch).toBeGreaterThan(oldEpoch);
     // The cut one has stopped acting (its window ended before the follower could take the row): it refuses writes
