@@ -124,7 +124,7 @@ describe("a supervised agent on a node", () => {
     const after = await waitFor(async () => {
       const r = await row(ctl, node, id);
       return r.state === "running" && r.generation === 2 && liveGroups(id).size === 1 ? r : undefined;
-    }, "the agent to run again", 10_000);
+    }, "the agent to run again", 30_000);
     await sampler.more(6); // keep sampling past the restart, however late a loaded machine fires the timer
     const counts = sampler.stop();
 
@@ -202,7 +202,7 @@ describe("a supervised agent on a node", () => {
     await waitFor(async () => {
       const r = await row(ctl, node, id);
       return r.state === "backoff" && r.restarts === 1;
-    }, "the second restart's backoff", 15_000);
+    }, "the second restart's backoff", 30_000);
     const stopped = await ctl.verb(node, "stop", { instance_id: id, grace_ms: 500 });
     expect(stopped.kind).toBe("ok");
     const startsAtStop = starts(node, id).length;
@@ -232,7 +232,7 @@ describe("a supervised agent on a node", () => {
     const after = await waitFor(async () => {
       const r = await row(ctl, node, id);
       return r.state === "running" && r.generation === 2 ? r : undefined;
-    }, "the agent to run again after the daemon's restart", 15_000);
+    }, "the agent to run again after the daemon's restart", 30_000);
     expect(after).toMatchObject({ instance_id: id, restarts: 1 });
     expect(liveGroups(id).size).toBe(1);
     const phases = node.events({ source: "node", kind: "workload.lifecycle" }).filter((e) => e.payload.instance_id === id).map((e) => `${e.payload.phase}:${e.payload.from}>${e.payload.to}`);
@@ -255,7 +255,7 @@ describe("a supervised agent on a node", () => {
     const after = await waitFor(async () => {
       const r = await row(ctl, node, id);
       return r.state === "running" && r.generation === 2 ? r : undefined;
-    }, "the restart after the unhealthy verdict", 15_000);
+    }, "the restart after the unhealthy verdict", 30_000);
     expect(after.restarts).toBe(1);
     expect(lifecycle(node, id).slice(0, 3)).toEqual([
       expect.objectContaining({ from: "running", to: "unhealthy", reason: "2 health checks failed in a row (exit code 1)" }),

@@ -54,7 +54,7 @@ class StreamReader {
     this.reader = body.getReader();
   }
 
-  async until(cond: (frames: readonly Frame[]) => boolean, what: string, deadlineMs = 10_000): Promise<void> {
+  async until(cond: (frames: readonly Frame[]) => boolean, what: string, deadlineMs = 30_000): Promise<void> {
     const deadline = Date.now() + deadlineMs;
     while (!cond(this.frames)) {
       if (this.ended) throw new Error(`the stream ended before ${what}`);
@@ -115,7 +115,7 @@ async function settle(server: RunningServer): Promise<void> {
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-describe("the audit event stream", { timeout: 30_000 }, () => {
+describe("the audit event stream", { timeout: 90_000 }, () => {
   it("resumes after Last-Event-ID with every event once and in order, across a reconnect", async () => {
     const server = await serve();
     await settle(server);
