@@ -271,7 +271,8 @@ export class TestController {
   readonly storeId = randomBytes(16).toString("hex");
   readonly client = new NodeClient({
     key: this.key,
-    connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 2000 }),
+    // 10 s to connect: a daemon at load 30 can be slow to accept; no test here expects a connect to time out.
+    connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 10_000 }),
     timeoutMs: 15_000,
     authority: () => ({ store_id: this.storeId, epoch: 0 }),
   });
