@@ -58,7 +58,7 @@ describe("the node lease (a real daemon)", () => {
     const ctl = new TestController();
     const { node, decisionId, instanceId } = await leasedNode(ctl);
     // The same controller key, its clock read 4 s earlier: what a request held 4 s in the network carries.
-    const held = new NodeClient({ key: ctl.key, connector: new TlsConnector({ identity: ctl.key, connectTimeoutMs: 2000 }), clock: () => Date.now() - 4_000, timeoutMs: 15_000 });
+    const held = new NodeClient({ key: ctl.key, connector: new TlsConnector({ identity: ctl.key, connectTimeoutMs: 10_000 }), clock: () => Date.now() - 4_000, timeoutMs: 15_000 });
     const refused = await held.call(node.target(), "status", { instance_id: instanceId, include_departed: false });
     expect(refused).toMatchObject({ kind: "refused", code: "expired" });
     // Keep sending only late requests: the lease still runs out and the instance stops.
