@@ -64,7 +64,7 @@ export function numberPlaceholders(sql: string): string {
 
 
 /** A write lock's advisory-lock key: the first 8 bytes of the SHA-256 of its name, as PostgreSQL's signed BIGINT. */
-export function advisoryKey(name: string): string {
+function advisoryKey(name: string): string {
   return createHash("sha256").update(`berth write lock ${name}`).digest().readBigInt64BE(0).toString();
 }
 
