@@ -45,7 +45,7 @@ async function verdictOf(ctl: TestController, n: NodeProcess, id: string): Promi
   return waitFor(async () => {
     const out = ok(await ctl.verb(n, "logs", { instance_id: id })).stdout as string;
     return out.includes("\n") ? out.trim() : undefined;
-  }, "the agent's verdict", 20_000);
+  }, "the agent's verdict", 30_000);
 }
 
 const gateFed = (n: NodeProcess) => n.events({ source: "gate", kind: "workload.load" }).map((e) => ((e.payload as JsonObject).workload as JsonObject).network);

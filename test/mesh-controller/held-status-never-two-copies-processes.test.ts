@@ -151,7 +151,7 @@ describe("a status the cut-off node read, its answer lost past the margin (real 
     watch = startTargetWatch(ctl, 200, (e) => {
       throw e;
     });
-    const cutAt = await within(isolation.began, "the cut (a status answered through the proxy)", 20_000);
+    const cutAt = await within(isolation.began, "the cut (a status answered through the proxy)", 30_000);
     // The last request that may have reached the node before the cut: the stamp the old ordering judged by.
     const before = witness.upperDeadline(cutAt) - LEASE_MS;
     expect(before).toBeGreaterThan(witness.bootMs);

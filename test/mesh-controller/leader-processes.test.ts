@@ -175,7 +175,7 @@ describe("several berth serve on one store (issue 20)", { timeout: 180_000 }, ()
     const placing = api(home, leader, "POST", "/placements", { package: home.pkgDir, name });
     await held.arrived;
     leader.proc.child.kill("SIGSTOP");
-    await waitFor(async () => (leaderRow(home)?.pid === follower.pid ? true : undefined), "the follower leads", 20_000);
+    await waitFor(async () => (leaderRow(home)?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
     const newEpoch = leaderRow(home)?.epoch as number;
     expect(newEpoch).toBeGreaterThan(oldEpoch);
     // The new leader describes the node on taking over: the node has seen the new epoch.

@@ -175,7 +175,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     watch = startLoop(ctl);
     sampler = sample(NAME);
     await fx.second.kill9();
-    await waitFor(async () => (await lifecycle(ctl, "alert")).length > 0, "the held alert", 20_000);
+    await waitFor(async () => (await lifecycle(ctl, "alert")).length > 0, "the held alert", 30_000);
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await lifecycle(ctl, "alert")).toEqual([expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" })]);
     // Its copy still runs on the dead node's host (nothing stops it), and nothing runs elsewhere.
@@ -267,7 +267,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     watch = startLoop(ctl);
     await waitFor(() => liveCopies(NAME).some((c) => c.node === fx.second.nodeId), "the (wrongly) rescheduled copy", 40_000);
     await fx.proxy.heal();
-    await waitFor(async () => (await lifecycle(ctl, "alert")).some((a) => a.reason === "duplicate"), "the duplicate alert", 20_000);
+    await waitFor(async () => (await lifecycle(ctl, "alert")).some((a) => a.reason === "duplicate"), "the duplicate alert", 30_000);
     await new Promise((res) => setTimeout(res, 3_000));
     expect((await lifecycle(ctl, "alert")).filter((a) => a.reason === "duplicate")).toEqual([expect.objectContaining({ instance_id: instanceId, node: fx.first.nodeId })]);
     // Never killed: the old copy still runs, and nothing stop/unload was sent for it.

@@ -154,7 +154,7 @@ describe("a supervised agent on a node", () => {
     const failed = await waitFor(async () => {
       const r = await row(ctl, node, id);
       return r.state === "failed" ? r : undefined;
-    }, "the budget to be spent", 20_000);
+    }, "the budget to be spent", 30_000);
     expect(failed).toMatchObject({ restarts: 3, exit_code: 3 });
     expect(failed.detail).toMatch(/^restart budget spent \(3 restarts in 10 min\): exited with code 3/);
     const startsWhenFailed = starts(node, id).length;
