@@ -7,7 +7,9 @@ export default defineConfig({
     include: ["src/**/*.test.ts", "test/**/*.test.ts", "web/src/**/*.test.ts"],
     // The real-node tier shares one node stack (its own config and global setup); scripts/test runs it after this run.
     exclude: [...configDefaults.exclude, "test/k8s-real/**"],
-    testTimeout: 30_000,
+    // 60 s: at load 30 (CI's slow moments) an integration test that starts kube-apiserver, PostgreSQL or a daemon
+    // takes twice what it does on an idle machine; several took over half of the former 30 s (CI's own run).
+    testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: "forks",
     reporters: ["default"],

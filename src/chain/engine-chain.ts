@@ -5,9 +5,10 @@
  * event that records it commit or roll back together.
  *
  * The sequence and hash link are serialised by the database, not by this process: on SQLite the transaction holds
- * the write lock (BEGIN IMMEDIATE); on PostgreSQL the first append of a transaction locks the chain's row in
- * `audit_chain` (SELECT … FOR UPDATE) before reading the tip, so two controllers appending at once take turns, and
- * the primary key (chain_id, seq) refuses a fork whatever happens.
+ * the write lock (BEGIN IMMEDIATE); on PostgreSQL the first append of a transaction takes the chain's write lock
+ * (`tx.writeLock`; a retry takes it before its snapshot, src/store/postgres-engine.ts) and locks the chain's row in
+ * `audit_chain` (SELECT … FOR UPDATE, what `checkWritable` probes) before reading the tip, so two controllers
+ * appending at once take turns, and the primary key (chain_id, seq) refuses a fork whatever happens.
  */
 import { randomBytes } from "node:crypto";
 import { checkpointSignatureValid, type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";
@@ -121,7 +122,10 @@ export class EngineChain {
 
   /** The tip, with the chain locked for the rest of `tx` on an engine with several writers. */
   private async lockedTip(tx: Tx): Promise<ChainTip | undefined> {
-    if (tx.kind === "postgres") await tx.get("SELECT chain_id FROM audit_chain WHERE chain_id = ? FOR UPDATE", [this.chainId]);
+    if (tx.kind === "postgres") {
+      await tx.writeLock(`chain ${this.chainId}`);
+      await tx.get("SELECT chain_id FROM audit_chain WHERE chain_id = ? FOR UPDATE", [this.chainId]);
+    }
     return tipOn(tx, this.chainId);
   }
 

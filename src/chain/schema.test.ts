@@ -127,6 +127,15 @@ describe.each(["sqlite", "postgres"] as const)("chain schema v2 on %s", { timeou
     expect(await chain.byHash("f".repeat(64), 0)).toBeUndefined();
   });
 
+  it("three controllers opening one fresh store at the same moment all open it, on one chain", async () => {
+    // On PostgreSQL each ran the schema's DDL, and the later ones failed on the catalog (23505 on pg_type's index).
+    const first = await harness.open(kind);
+    const engines = [first, await harness.reopen(first), await harness.reopen(first)];
+    const chains = await Promise.all(engines.map((e) => EngineChain.open(e, KEY, "controller", () => CLOCK)));
+    expect(new Set(chains.map((c) => c.chainId)).size).toBe(1);
+    expect((await chains[2]!.verifyStored()).ok).toBe(true);
+  });
+
   it("a second row at a taken (chain, seq), the only way to store one hash twice, is refused by the primary key", async () => {
     const engine = await harness.open(kind);
     const { chain } = await opened(engine);

@@ -31,6 +31,13 @@ export interface Tx extends Query {
   afterCommit(fn: () => void): void;
   /** This transaction commits durably whatever its options said (a chain checkpoint: a signed head may be handed out). */
   requireDurable(): void;
+  /**
+   * Holds the write lock called `name` until the transaction ends, so writers that take it take turns (the chain's
+   * sequence and link). SQLite: nothing to do, BEGIN IMMEDIATE already holds the only write lock. PostgreSQL: an
+   * advisory lock; an attempt that took it and then lost a serialisation race takes it before its snapshot on the
+   * retry, so it sees every commit of the writer it waited for and cannot lose that race again.
+   */
+  writeLock(name: string): Promise<void>;
 }
 
 /**

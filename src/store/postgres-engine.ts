@@ -3,9 +3,14 @@
  * (engine.ts), through `pg`'s pool.
  *
  * - A transaction is SERIALIZABLE on one pooled connection, retried from the start when PostgreSQL reports a
- *   serialisation failure or a deadlock (40001, 40P01), so its callback must touch only `tx` and its closure (a retry
- *   runs it again). The chain serialises its sequence and hash link with a row lock (engine-chain.ts); anything two
- *   writers read and wrote crosswise is a serialisation failure, retried, never a fork.
+ *   serialisation failure or a deadlock (40001, 40P01), or schema DDL another opener ran at the same moment
+ *   (`createdConcurrently`), so its callback must touch only `tx` and its closure (a retry runs it again). Anything two writers read and wrote crosswise is a serialisation failure, retried, never a fork.
+ * - Writers of one chain take turns on a write lock (`tx.writeLock`, engine-chain.ts), an advisory lock. Taken inside
+ *   a SERIALIZABLE transaction it cannot help that transaction see the commit it waited for: the snapshot was taken by
+ *   the transaction's first statement, before the wait. So every writer that waited lost the race (40001) and retried,
+ *   and with twenty writers at once the last ones ran out of attempts (the PostgreSQL tier's "two stores writing one
+ *   chain" failed so in CI). An attempt that lost while holding a write lock therefore takes that lock on its
+ *   connection before BEGIN on the retry: its snapshot then follows every commit of the writers before it.
  * - A read is one READ ONLY REPEATABLE READ transaction: a consistent snapshot, never another's uncommitted writes.
  * - SQL is written with `?` placeholders (engine.ts); they are numbered here. BIGINT comes back as a number (berth's
  *   values are milliseconds and counters, far below 2^53).
@@ -13,6 +18,7 @@
  *   connection and could wait on the first's locks for ever.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
+import { createHash } from "node:crypto";
 import pg from "pg";
 import { type EngineKind, NestedTransaction, type Query, type SqlValue, type StoreEngine, type Tx } from "./engine.js";
 import { redactedUrl } from "./redact.js";
@@ -21,6 +27,18 @@ import { LATE, within } from "./within.js";
 export { redactedUrl };
 
 const RETRYABLE = new Set(["40001", "40P01"]);
+
+/**
+ * Another transaction created the same table, type or function at the same moment: two processes opening a fresh
+ * store at once each run its schema's DDL, and the later one fails on the catalog's unique index (23505 on a `pg_`
+ * constraint) or finds the object its snapshot did not show (42P07, 42710, 42723). Retried, it reads the schema the
+ * other committed and creates nothing.
+ */
+function createdConcurrently(error: unknown): boolean {
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  if (code === "42P07" || code === "42710" || code === "42723") return true;
+  return code === "23505" && typeof constraint === "string" && constraint.startsWith("pg_");
+}
 const MAX_ATTEMPTS = 20;
 const INT8_OID = 20;
 
@@ -44,6 +62,11 @@ export function numberPlaceholders(sql: string): string {
   return out;
 }
 
+
+/** A write lock's advisory-lock key: the first 8 bytes of the SHA-256 of its name, as PostgreSQL's signed BIGINT. */
+function advisoryKey(name: string): string {
+  return createHash("sha256").update(`berth write lock ${name}`).digest().readBigInt64BE(0).toString();
+}
 
 const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
@@ -93,9 +116,14 @@ export class PostgresEngine implements StoreEngine {
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     if (this.scope.getStore()) throw new NestedTransaction("a PostgreSQL transaction was opened inside another transaction or read in the same flow");
+    /** The write locks an earlier attempt took: a retry takes them before its snapshot. */
+    const lockFirst = new Set<string>();
     for (let attempt = 1; ; attempt++) {
       const client = await this.pool.connect();
       const callbacks: Array<() => void> = [];
+      /** The write locks this attempt holds on its connection (session locks, let go after COMMIT or ROLLBACK). */
+      const held = new Set<string>();
+      const taken = new Set<string>();
       let open = true;
       const live = () => {
         if (!open) throw new Error("this transaction has ended; its tx cannot be used any more");
@@ -122,9 +150,19 @@ export class PostgresEngine implements StoreEngine {
         afterCommit: (cb: () => void) => callbacks.push(cb),
         // Every PostgreSQL commit here is durable (TransactionOptions).
         requireDurable: () => undefined,
+        writeLock: async (name: string) => {
+          live();
+          taken.add(name);
+          if (!held.has(name)) await client.query("SELECT pg_advisory_xact_lock($1)", [advisoryKey(name)]);
+        },
       } as unknown as Tx;
       let broken = false;
       try {
+        // Outside the transaction, so the snapshot its first statement takes comes after the lock (see the header).
+        for (const name of lockFirst) {
+          await client.query("SELECT pg_advisory_lock($1)", [advisoryKey(name)]);
+          held.add(name);
+        }
         await client.query("BEGIN ISOLATION LEVEL SERIALIZABLE");
         const value = await this.scope.run(tx, () => fn(tx));
         await client.query("COMMIT");
@@ -137,15 +175,21 @@ export class PostgresEngine implements StoreEngine {
           broken = true;
         });
         const code = (error as { code?: unknown }).code;
-        if (typeof code === "string" && RETRYABLE.has(code) && attempt < MAX_ATTEMPTS) {
-          // Back off a little, more with each attempt, so contending writers stop colliding.
-          await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
-          continue;
-        }
-        throw error;
+        for (const name of taken) lockFirst.add(name);
+        const retryable = (typeof code === "string" && RETRYABLE.has(code)) || createdConcurrently(error);
+        if (!(retryable && attempt < MAX_ATTEMPTS)) throw error;
       } finally {
+        // A session lock outlives the transaction: let go here, or with the connection when that fails.
+        for (const name of held) {
+          if (broken) break;
+          await client.query("SELECT pg_advisory_unlock($1)", [advisoryKey(name)]).catch(() => {
+            broken = true;
+          });
+        }
         client.release(broken);
       }
+      // Retried: back off a little, more with each attempt (holding no lock), so contending writers stop colliding.
+      await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
     }
   }
 

@@ -112,6 +112,8 @@ export class SqliteEngine implements StoreEngine {
       requireDurable: () => {
         durableRequired = true;
       },
+      // BEGIN IMMEDIATE holds the database's one write lock already.
+      writeLock: async () => undefined,
     } as unknown as Tx;
     // SQLite refuses to change the safety level inside a transaction: it is set for this one before BEGIN.
     if (!durable) this.db.pragma("synchronous = NORMAL");

@@ -24,7 +24,7 @@ describe("an instance whose group leader was killed (campaign seeds 10, 14)", ()
       }, "the agent's leader and worker", 30_000);
       const leader = procs.find((p) => p.pid === p.pgid);
       process.kill(leader?.pid ?? 0, "SIGKILL");
-      await waitFor(() => !liveAgentProcesses(w.prefix).some((p) => p.pid === leader?.pid) || undefined, "the leader gone", 10_000);
+      await waitFor(() => !liveAgentProcesses(w.prefix).some((p) => p.pid === leader?.pid) || undefined, "the leader gone", 30_000);
       const stopped = await w.berth("agent", "stop", w.agentName(0, 0), "--json");
       expect(stopped.code, stopped.stdout + stopped.stderr).toBe(0);
       expect(liveAgentProcesses(w.prefix), `after ${stopped.stdout}`).toEqual([]);

@@ -127,7 +127,7 @@ describe("the operator verbs through a context, side by side with the local file
       .filter((e) => e.kind === "api.call" && (e.payload as JsonObject).phase === "request")
       .map((e) => String((e.payload as JsonObject).route));
     for (const route of ["/api/v1/doctor/repair", "/api/v1/nodes/{ref}/rehome", "/api/v1/audit/checkpoint", "/api/v1/audit/import", "/api/v1/backup"]) expect(calls, route).toContain(route);
-  }, 300_000);
+  }, 480_000);
 
   it("the Kubernetes verbs go to the server's cluster, and a kubeconfig context named here is refused there", async () => {
     requireBuild();

@@ -78,7 +78,7 @@ describe.runIf(process.getuid?.() === 0)("agent privileges (a root daemon)", () 
     strays.push(escapee);
     ok(await ctl.verb(n, "unload", { instance_id: placed.instance_id as string }));
     // Judged from /proc: the process the agent started to escape is gone (the kernel may take a moment to reap it).
-    await waitFor(() => processesRunning(`sleep ${mark}`).length === 0, "the escaped process to be gone after unload", 10_000);
+    await waitFor(() => processesRunning(`sleep ${mark}`).length === 0, "the escaped process to be gone after unload", 30_000);
     expect(processesRunning(`sleep ${mark}`)).toEqual([]);
     expect((await factsOf(ctl, n)).confinement).toMatchObject({ root_agents: "held-in-cgroup" });
   });

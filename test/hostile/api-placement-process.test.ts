@@ -105,7 +105,7 @@ describe("API placements from outside the server process (issue 19's riding requ
     // The same request, spelled right, is placed: the refusals above were the spelling, not the request.
     const placed = await served.call("POST", "/placements", { package: packageId, name: "welcome" });
     expect(placed.status, JSON.stringify(placed.body)).toBe(201);
-    await waitFor(() => liveInstances("welcome").length === 1, "the welcome agent in /proc", 20_000);
+    await waitFor(() => liveInstances("welcome").length === 1, "the welcome agent in /proc", 30_000);
     for (const name of names) expect(liveInstances(name), `${name} in /proc`).toEqual([]);
 
     served.serve.child.kill("SIGTERM");

@@ -72,7 +72,7 @@ describe("the control channel seen from the wire", () => {
     const logs = await waitFor(async () => {
       const r = await controller.instance("logs", instance, { tail_bytes: 65_536 });
       return r.kind === "ok" && String(r.result.stdout).includes(output) ? r.result : undefined;
-    }, "the agent's output in its logs", 20_000);
+    }, "the agent's output in its logs", 30_000);
     // The agent was given the value (it printed its digest), and the logs call carried the output back.
     expect(String(logs.stdout)).toContain(`token-sha256=${digest}`);
 

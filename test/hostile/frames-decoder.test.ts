@@ -115,7 +115,7 @@ describe("a real listener fed arbitrary bytes", () => {
         }),
         { numRuns: 60 },
       );
-      await waitFor(() => errors.length >= connections, "every connection's recv to end", 10_000);
+      await waitFor(() => errors.length >= connections, "every connection's recv to end", 30_000);
       for (const e of errors) expect(e instanceof ProtocolError || e instanceof StreamClosed, String(e)).toBe(true);
     } finally {
       server.close();

@@ -45,7 +45,7 @@ async function verdictOf(ctl: TestController, n: NodeProcess, id: string): Promi
   return waitFor(async () => {
     const out = ok(await ctl.verb(n, "logs", { instance_id: id })).stdout as string;
     return out.includes("\n") ? out.trim() : undefined;
-  }, "the agent's verdict", 20_000);
+  }, "the agent's verdict", 30_000);
 }
 
 const gateFed = (n: NodeProcess) => n.events({ source: "gate", kind: "workload.load" }).map((e) => ((e.payload as JsonObject).workload as JsonObject).network);
@@ -66,7 +66,7 @@ describe("network none and the machine's unix sockets", () => {
     // The same probe as an egress agent on the same node reaches both: the listeners and the probe work.
     const open = ok(await ctl.place(n, makePackage(signer, { script: dialler({ abstract, disk: path }), network: "egress", name: "open" }).dir, { name: "open" }));
     expect(await verdictOf(ctl, n, open.instance_id as string)).toBe("abstract:connected disk:connected");
-    await waitFor(() => onDisk.accepted() === 1 && named.accepted() === 1, "both listeners to see the egress agent", 5_000);
+    await waitFor(() => onDisk.accepted() === 1 && named.accepted() === 1, "both listeners to see the egress agent", 30_000);
   });
 
   it("a node that does not seal local sockets says network_none not-enforced and feeds its gate lan, so a permit capped at none refuses", async () => {
@@ -84,6 +84,6 @@ describe("network none and the machine's unix sockets", () => {
     const { ctl, signer, node: n } = await node({ permits: lan, config: { confinement: { local_sockets: "off" } } });
     const placed = ok(await ctl.place(n, makePackage(signer, { script: dialler({ disk: path }), network: "none", name: "unsealed" }).dir, { name: "unsealed" }));
     expect(await verdictOf(ctl, n, placed.instance_id as string)).toBe("disk:connected");
-    await waitFor(() => onDisk.accepted() === 1, "the listener to see the unsealed agent", 5_000);
+    await waitFor(() => onDisk.accepted() === 1, "the listener to see the unsealed agent", 30_000);
   });
 });

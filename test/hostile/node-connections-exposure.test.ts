@@ -20,7 +20,7 @@ async function serve(listen: string): Promise<{ line: Record<string, unknown>; s
   const p = spawnNode([MAIN, "node", "serve", "--listen", listen, "--data-dir", dataDir]);
   await p.waitForOutput(/"event":"listening".*\n/, 30_000);
   // stderr also carries the daemon's pino lines and its root-agents warning (issue 15): wait for the listen warning itself.
-  if (!listen.startsWith("127.")) await waitFor(() => p.errors().includes("reachable beyond this machine"), "the warning line", 10_000);
+  if (!listen.startsWith("127.")) await waitFor(() => p.errors().includes("reachable beyond this machine"), "the warning line", 30_000);
   const line = JSON.parse(p.output().split("\n")[0] as string) as Record<string, unknown>;
   p.child.kill("SIGKILL");
   await p.exited();

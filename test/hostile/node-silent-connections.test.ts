@@ -16,12 +16,16 @@ import { ALLOW_ALL, cleanup, NodeProcess, requireBuild } from "../mesh/harness.j
 
 afterAll(cleanup);
 
+// Far apart, so which deadline closed a connection shows whatever a loaded machine adds to the measurement.
 const FIRST_FRAME_MS = 400;
-const IDLE_MS = 700;
+const IDLE_MS = 6_000;
 
-/** How long until the node closes the stream, waiting at most 10 s (a frame instead fails the test). */
-async function closedAfter(recv: () => Promise<Uint8Array>): Promise<number> {
-  const started = Date.now();
+/**
+ * How long from `started` until the node closes the stream, waiting at most 30 s (a frame instead fails the test).
+ * `started` is taken before the node's deadline can start (before the connect, before the request), so the time
+ * measured is never shorter than the deadline, however late this process sees the close.
+ */
+async function closedAfter(started: number, recv: () => Promise<Uint8Array>): Promise<number> {
   await expect(recv()).rejects.toBeInstanceOf(StreamClosed);
   return Date.now() - started;
 }
@@ -49,25 +53,26 @@ describe("a real node daemon and connections that stop talking", () => {
         body: {},
       }).signed;
 
-    // Handshake done (the key is authorised), then nothing.
+    // Handshake done (the key is authorised), then nothing: closed by first_frame_ms, long before idle_ms.
+    const silentFrom = Date.now();
     const silent = await connector.connect(node.address);
-    const silentFor = await closedAfter(() => silent.recv(10_000));
+    const silentFor = await closedAfter(silentFrom, () => silent.recv(30_000));
     expect(silentFor).toBeGreaterThanOrEqual(FIRST_FRAME_MS - 50);
-    expect(silentFor).toBeLessThan(5_000);
+    expect(silentFor).toBeLessThan(IDLE_MS - 1_000);
 
     // One answered request, then quiet: the idle deadline, not the first-frame one, ends it.
     const quiet = await connector.connect(node.address);
+    const quietFrom = Date.now();
     await quiet.send(encodeMessageFrame({ type: "request", signed: status() }));
-    const answer = parseMessageFrame(await quiet.recv(5_000));
+    const answer = parseMessageFrame(await quiet.recv(30_000));
     expect(answer.ok && answer.frame.type === "response").toBe(true);
-    const quietFor = await closedAfter(() => quiet.recv(10_000));
+    const quietFor = await closedAfter(quietFrom, () => quiet.recv(30_000));
     expect(quietFor).toBeGreaterThanOrEqual(IDLE_MS - 50);
-    expect(quietFor).toBeLessThan(5_000);
 
     // The daemon still answers a new connection at once.
     const next = await connector.connect(node.address);
     await next.send(encodeMessageFrame({ type: "request", signed: status() }));
-    const again = parseMessageFrame(await next.recv(5_000));
+    const again = parseMessageFrame(await next.recv(30_000));
     expect(again.ok && again.frame.type === "response").toBe(true);
     next.close();
   });

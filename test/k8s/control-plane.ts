@@ -115,7 +115,22 @@ export interface ControlPlane {
   stop(): Promise<void>;
 }
 
+/**
+ * The ports are asked of the kernel, closed, then handed to etcd and kube-apiserver: something else (another test's
+ * server, a client's source port) can take one in between. A control plane that could not bind is started again on
+ * new ports.
+ */
 export async function startControlPlane(options: { nodeName?: string; auditLog?: boolean } = {}): Promise<ControlPlane> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startControlPlaneOnce(options);
+    } catch (error) {
+      if (attempt >= 3 || !/address already in use/i.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startControlPlaneOnce(options: { nodeName?: string; auditLog?: boolean }): Promise<ControlPlane> {
   const bins = controlPlaneBinaries();
   const dir = mkdtempSync(join(tmpdir(), "berth-cp-"));
   const pki = join(dir, "pki");
@@ -158,7 +173,7 @@ export async function startControlPlane(options: { nodeName?: string; auditLog?:
     }
   };
   try {
-    await waitFor("etcd", 20_000, async () => (await fetch(`${etcdUrl}/health`)).ok, () => alive(etcd), () => tail(etcd));
+    await waitFor("etcd", 60_000, async () => (await fetch(`${etcdUrl}/health`)).ok, () => alive(etcd), () => tail(etcd));
   } catch (error) {
     await stopAll();
     rmSync(dir, { recursive: true, force: true });

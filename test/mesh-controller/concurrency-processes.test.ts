@@ -81,7 +81,7 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
     held.release();
     const exit = await first.exited();
     expect(exit.code, first.output() + first.errors()).toBe(0);
-    await waitFor(() => liveInstances(w.name).length > 0 || undefined, "the agent's process", 20_000);
+    await waitFor(() => liveInstances(w.name).length > 0 || undefined, "the agent's process", 30_000);
     const live = liveInstances(w.name);
     expect(live).toHaveLength(1);
     expect((await recorded(w.cli, w.name)).placements).toEqual(live);

@@ -83,7 +83,7 @@ describe("controller and node crashes with real processes (I1, I2, I3, I7)", () 
       if (fx.proxy.held !== 1) return false;
       const rows = await fx.instances(fx.first);
       return rows.length === 1 ? rows[0] : false;
-    }, "the node to hold the instance whose answer is held back", 20_000);
+    }, "the node to hold the instance whose answer is held back", 30_000);
     const pid = held.pid as number;
     const marker = startMarker(pid);
     await fx.first.kill9();

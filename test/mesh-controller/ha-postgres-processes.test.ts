@@ -21,6 +21,12 @@ import { HaWorld, type Server, sharedPostgres, stopPostgres } from "./support/ha
 const TTL_MS = 3_000;
 /** The design bound of a takeover: TTL + one renewal interval; plus a follower's step and this loaded machine's slack. */
 const TAKEOVER_MS = TTL_MS + TTL_MS / 5 + 2_500;
+
+/** When the row's holder took it, on the store's clock (recorded by the taker). */
+async function takenMs(w: HaWorld): Promise<number> {
+  const [row] = await w.rows<{ taken_ms: number }>("SELECT taken_ms FROM berth_leader WHERE id = 1");
+  return Number(row?.taken_ms);
+}
 let world: HaWorld | null = null;
 
 afterEach(async () => {
@@ -39,7 +45,7 @@ async function worldOf(servers: number): Promise<HaWorld> {
   return world;
 }
 
-const leaderOf = (w: HaWorld) => waitFor(async () => (await w.leader()) ?? undefined, "a leader", 20_000);
+const leaderOf = (w: HaWorld) => waitFor(async () => (await w.leader()) ?? undefined, "a leader", 30_000);
 
 async function addNode(w: HaWorld, leader: Server): Promise<void> {
   const added = await w.api(leader, "POST", "/nodes", { addr: w.nodeProxy.address, tier: "paired" });
@@ -102,7 +108,7 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const name = `kept${process.pid}`;
     w.nodeProxy.delayNextAnswer("place");
     void place(w, leader, name).catch(() => null);
-    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 20_000);
+    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 30_000);
     await waitFor(async () => (liveInstances(name).length > 0 ? true : undefined), "the instance runs");
     const before = await w.leaderRow();
     const [decision] = await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name]);
@@ -116,8 +122,10 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const next = await waitFor(async () => {
       const l = await w.leader();
       return l !== null && l !== leader ? l : undefined;
-    }, "a follower leads", 20_000);
-    expect(Date.now() - killedAt).toBeLessThan(TAKEOVER_MS);
+    }, "a follower leads", 30_000);
+    // When the follower took the row, as it recorded it (PostgreSQL's clock, this machine's), not when this process got
+    // to see it: polling on a loaded machine adds seconds that are no part of the takeover.
+    expect((await takenMs(w)) - killedAt).toBeLessThan(TAKEOVER_MS);
     expect((await w.leaderRow())?.epoch).toBeGreaterThan(before?.epoch ?? 0);
     const [placed] = await waitFor(async () => {
       const rows = await w.rows<{ instance_id: string; adopted: number }>("SELECT instance_id, adopted FROM mesh_placements WHERE name = ?", [name]);
@@ -154,7 +162,7 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
 
     leader.proc.child.kill("SIGKILL");
     await leader.proc.exited();
-    await waitFor(async () => ((await w.leader()) === other ? true : undefined), "the other server leads", 20_000);
+    await waitFor(async () => ((await w.leader()) === other ? true : undefined), "the other server leads", 30_000);
     const listed = await w.api(other, "GET", "/agents");
     expect((listed.body.agents as Array<{ name: string; instance: string | null }>).filter((a) => a.name === name)).toEqual([expect.objectContaining({ name, instance: first })]);
     // The same spec again through the new leader: it knows the agent runs, and starts nothing.
@@ -184,10 +192,10 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const placing = place(w, leader, name);
     await held.arrived;
     leader.proc.child.kill("SIGSTOP");
-    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 20_000);
+    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
     const newEpoch = (await w.leaderRow())?.epoch as number;
     expect(newEpoch).toBeGreaterThan(oldEpoch);
-    await waitFor(() => (w.node.events({ kind: "controller.epoch" }).some((e) => e.payload.to === newEpoch) ? true : undefined), "the node saw the new epoch", 20_000);
+    await waitFor(() => (w.node.events({ kind: "controller.epoch" }).some((e) => e.payload.to === newEpoch) ? true : undefined), "the node saw the new epoch", 30_000);
 
     held.release();
     await waitFor(
@@ -223,8 +231,8 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
 
     const cutAt = Date.now();
     leader.dbTap?.partition();
-    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 20_000);
-    expect(Date.now() - cutAt).toBeLessThan(TAKEOVER_MS);
+    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
+    expect((await takenMs(w)) - cutAt).toBeLessThan(TAKEOVER_MS);
     const newEpoch = (await w.leaderRow())?.epoch as number;
     expect(newEpoch).toBeGreaterThan(oldEpoch);
     // The cut one has stopped acting (its window ended before the follower could take the row): it refuses writes
@@ -238,7 +246,7 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const write = await waitFor(async () => {
       const r = await place(w, leader, `${name}z`);
       return r.status === 503 && (r.body.leader as { url?: string } | undefined)?.url === follower.url ? r : undefined;
-    }, "the healed old leader points writes at the new one", 20_000);
+    }, "the healed old leader points writes at the new one", 30_000);
     expect(write.body).toMatchObject({ error: { code: "not_leader" }, leader: { epoch: newEpoch } });
     expect(await w.leaderRow()).toMatchObject({ pid: follower.pid, epoch: newEpoch, released_ms: null });
     await oneCopyRecorded(w, name);
@@ -261,16 +269,16 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const name = `midcut${process.pid}`;
     w.nodeProxy.delayNextAnswer("place");
     const placing = place(w, leader, name).catch((error: Error) => ({ status: 0, body: { error: error.message } }));
-    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 20_000);
+    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 30_000);
     await waitFor(async () => (liveInstances(name).length > 0 ? true : undefined), "the instance runs");
     // Cut first, then let the answer through: the leader knows the instance is placed and cannot record it.
     leader.dbTap?.partition();
     w.nodeProxy.releaseDelayed();
-    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 20_000);
+    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
     const [adopted] = await waitFor(async () => {
       const rows = await w.rows<{ instance_id: string; adopted: number }>("SELECT instance_id, adopted FROM mesh_placements WHERE name = ?", [name]);
       return rows.length > 0 ? rows : undefined;
-    }, "the follower adopted the instance", 20_000);
+    }, "the follower adopted the instance", 30_000);
     expect(Number(adopted?.adopted)).toBe(1);
 
     // Healed: the old leader's held transaction runs now, against a decision another owner settled.
@@ -279,7 +287,7 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     await waitFor(async () => {
       const r = await place(w, leader, `${name}x`);
       return r.status === 503 ? r : undefined;
-    }, "the old leader follows", 20_000);
+    }, "the old leader follows", 30_000);
     expect((await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name])).map((d) => d.state)).toEqual(["placed"]);
     expect(await oneCopyRecorded(w, name)).toBe(adopted?.instance_id);
     expect(liveInstances(`${name}x`)).toEqual([]);

@@ -175,7 +175,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     watch = startLoop(ctl);
     sampler = sample(NAME);
     await fx.second.kill9();
-    await waitFor(async () => (await lifecycle(ctl, "alert")).length > 0, "the held alert", 20_000);
+    await waitFor(async () => (await lifecycle(ctl, "alert")).length > 0, "the held alert", 30_000);
     await new Promise((r) => setTimeout(r, 3_000));
     expect(await lifecycle(ctl, "alert")).toEqual([expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" })]);
     // Its copy still runs on the dead node's host (nothing stops it), and nothing runs elsewhere.
@@ -249,7 +249,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     sampler = sample(NAME);
     const again = await waitFor(() => liveCopies(NAME)[0], "the lost agent placed again", 30_000);
     await waitFor(async () => (await ctl.store.events({ kind: "workload.migrate" })).some((e) => e.phase === "replaced_after_loss" && e.from_instance === instanceId && e.to_instance === again.instance), "the replacement chained");
-    await waitFor(async () => (await ctl.moves.moved()).length === 0, "the lost record to end (its node lists nothing)", 10_000);
+    await waitFor(async () => (await ctl.moves.moved()).length === 0, "the lost record to end (its node lists nothing)", 30_000);
     expect((await ctl.placements()).map((p) => p.name)).toEqual([NAME]);
     expect((await ctl.placements())[0]?.decision_id).not.toBe(decisionId);
     sampler.stop();
@@ -267,7 +267,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     watch = startLoop(ctl);
     await waitFor(() => liveCopies(NAME).some((c) => c.node === fx.second.nodeId), "the (wrongly) rescheduled copy", 40_000);
     await fx.proxy.heal();
-    await waitFor(async () => (await lifecycle(ctl, "alert")).some((a) => a.reason === "duplicate"), "the duplicate alert", 20_000);
+    await waitFor(async () => (await lifecycle(ctl, "alert")).some((a) => a.reason === "duplicate"), "the duplicate alert", 30_000);
     await new Promise((res) => setTimeout(res, 3_000));
     expect((await lifecycle(ctl, "alert")).filter((a) => a.reason === "duplicate")).toEqual([expect.objectContaining({ instance_id: instanceId, node: fx.first.nodeId })]);
     // Never killed: the old copy still runs, and nothing stop/unload was sent for it.

@@ -64,7 +64,7 @@ describe("revocation reaches every node (real daemons)", () => {
     );
     // The reachable node chained the subject and stopped what it revokes, at once (not at its 60 s sweep).
     expect(nodeEvents(fx.second.dataDir, "workload.revoke")).toEqual([expect.objectContaining({ subject_kind: "package", subject: packageId, generation: 1, controller: ctl.controllerId })]);
-    await waitFor(() => liveAgents(NAME).length === 0, "the revoked agent stopped by its node", 20_000);
+    await waitFor(() => liveAgents(NAME).length === 0, "the revoked agent stopped by its node", 30_000);
     expect(await ctl.store.events({ kind: "workload.revoke" })).toEqual([expect.objectContaining({ subject_kind: "package", subject: packageId, generation: 1, reason: "a bad build" })]);
 
     const lifted = await ctl.revoke({ revoke: false, kind: "package", id: packageId, reason: "rebuilt and checked", operator });

@@ -30,7 +30,7 @@ describe("verbs on an instance no placement records", () => {
     expect(stopped, JSON.stringify(stopped)).toMatchObject({ kind: "ok", node: placed!.node_id });
     const unloaded = await c.instance("unload", id, { operator });
     expect(unloaded, JSON.stringify(unloaded)).toMatchObject({ kind: "ok", node: placed!.node_id });
-    await waitFor(() => processesWithEnv(`BERTH_INSTANCE_ID=${id}`).length === 0, "the orphan's processes to end", 20_000);
+    await waitFor(() => processesWithEnv(`BERTH_INSTANCE_ID=${id}`).length === 0, "the orphan's processes to end", 30_000);
     const node = placed!.node_id === fx.first.nodeId ? fx.first : fx.second;
     expect((await fx.instances(node)).map((r) => r.instance_id)).not.toContain(id);
 

@@ -62,12 +62,12 @@ describe("the reconcile loop of berth serve", () => {
     await new Promise((r) => setTimeout(r, 2 * LEASE_MS));
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
     fx.faults.cut(node.addr);
-    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the node to stop the instance for its lease", 20_000);
+    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the node to stop the instance for its lease", 30_000);
     // The group exits on SIGTERM a moment before the daemon commits the stop: read the node's own record.
     const stateOf = async () => (await instancesOn(node, fx!.key, fx!.memory)).find((r) => r.instance_id === instanceId)?.state;
-    await waitFor(async () => (await stateOf()) === "lease_stopped", "the node to record lease_stopped", 5_000);
+    await waitFor(async () => (await stateOf()) === "lease_stopped", "the node to record lease_stopped", 30_000);
     fx.faults.heal(node.addr);
-    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length > 0, "the loop to start it again", 20_000);
+    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length > 0, "the loop to start it again", 30_000);
     const acts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === "lifecycle");
     expect(acts).toEqual([expect.objectContaining({ instance_id: instanceId, action: "start", by: expect.objectContaining({ actor: "reconcile-loop" }) })]);
     expect((await fx.controller.store.chain.verifyStored()).ok).toBe(true);
@@ -83,7 +83,7 @@ describe("the reconcile loop of berth serve", () => {
     watch = startTargetWatch(fx.controller, 300, (e) => {
       throw e;
     });
-    await waitFor(async () => (await fx!.controller.store.events({ kind: "workload.lifecycle" })).some((p) => p.phase === "alert"), "the held alert", 20_000);
+    await waitFor(async () => (await fx!.controller.store.events({ kind: "workload.lifecycle" })).some((p) => p.phase === "alert"), "the held alert", 30_000);
     await new Promise((r) => setTimeout(r, 3_000));
     const alerts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === "alert");
     expect(alerts).toEqual([expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" })]);
@@ -100,7 +100,7 @@ describe("the reconcile loop of berth serve", () => {
     watch = startTargetWatch(fx.controller, 300, (e) => {
       throw e;
     }, { shouldAct: () => false, onPass: () => void passes++ });
-    await waitFor(() => passes >= 8, "eight passes", 20_000);
+    await waitFor(() => passes >= 8, "eight passes", 30_000);
     expect(await fx.controller.store.events({ kind: "workload.lifecycle" })).toEqual([]);
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
   });

@@ -101,7 +101,7 @@ describe("confinement on a node with cgroups", () => {
     // and an entry that exits takes its setsid child with it (the wrapper's kill loop over cgroup.procs)
     const exiting = ok(await ctl.place(n, makePackage(signer, { script: "#!/bin/sh\n( setsid sleep 309 & )\nsleep 0.3\nexit 4\n" }).dir, { name: "exiting" }));
     await waitFor(async () => (await rowOf(ctl, n, exiting.instance_id as string)).state === "exited", "the exit to be recorded");
-    await waitFor(() => processesOf(exiting.instance_id as string).length === 0, "the setsid child to be ended", 5000);
+    await waitFor(() => processesOf(exiting.instance_id as string).length === 0, "the setsid child to be ended", 30_000);
   });
 
   it("an entry that exits leaves no child behind, even one in its own session", async () => {
@@ -113,7 +113,7 @@ describe("confinement on a node with cgroups", () => {
       return r.state === "exited" ? r : undefined;
     }, "the exit to be recorded");
     expect(row.exit_code).toBe(3);
-    await waitFor(() => processesOf(id).length === 0, "every process of the instance to be gone", 5000);
+    await waitFor(() => processesOf(id).length === 0, "every process of the instance to be gone", 30_000);
   });
 
   it("an agent over its memory limit is killed by the kernel and reported as such", async () => {
@@ -177,7 +177,7 @@ describe("network none", () => {
     const egress = ok(await ctl.place(n, makePackage(signer, { script: dialler(port), network: "egress", name: "open" }).dir, { name: "open" }));
     expect(await outputOf(ctl, n, egress.instance_id as string)).toBe("connected\n");
     // The agent's connect returns once the kernel has the handshake; this process's accept callback may run later.
-    await waitFor(() => accepted === 1, "the listener to see the egress agent's connection", 5_000);
+    await waitFor(() => accepted === 1, "the listener to see the egress agent's connection", 30_000);
     expect(accepted).toBe(1);
   });
 
@@ -210,7 +210,7 @@ describe("a node without cgroups (the process group only)", () => {
     const placed = ok(await ctl.place(n, makePackage(signer, { script: "#!/bin/sh\nsleep 305 &\nsleep 306 &\necho placed-ok\nexit 0\n" }).dir));
     const id = placed.instance_id as string;
     await waitFor(async () => (await rowOf(ctl, n, id)).state === "exited", "the exit to be recorded");
-    await waitFor(() => processesOf(id).length === 0, "the children to be ended", 5000);
+    await waitFor(() => processesOf(id).length === 0, "the children to be ended", 30_000);
   });
 
   it("kill -9 of the group leader ends what it left behind and records the exit", async () => {

@@ -34,7 +34,7 @@ async function poke(bytes: Uint8Array): Promise<string> {
   try {
     s.writeRaw(bytes);
     s.endWrite();
-    const frame = await s.recv(AbortSignal.timeout(5000));
+    const frame = await s.recv(AbortSignal.timeout(30_000));
     const parsed = parseMessageFrame(frame);
     if (!parsed.ok) return "garbage";
     if (parsed.frame.type !== "response") return parsed.frame.type;

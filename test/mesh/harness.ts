@@ -35,7 +35,11 @@ export function tempDir(prefix = "berth-mesh-"): string {
   return d;
 }
 
-export async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, deadlineMs = 10_000): Promise<T> {
+/**
+ * Waits on a condition with a deadline. 30 s by default: most conditions here sit behind a process start, a cgroup
+ * write or a TLS connect, which on a machine at load 30 (CI's slow moments) take well over 10 s.
+ */
+export async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, deadlineMs = 30_000): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
     const v = await probe();
@@ -267,7 +271,8 @@ export class TestController {
   readonly storeId = randomBytes(16).toString("hex");
   readonly client = new NodeClient({
     key: this.key,
-    connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 2000 }),
+    // 10 s to connect: a daemon at load 30 can be slow to accept; no test here expects a connect to time out.
+    connector: new TlsConnector({ identity: this.key, connectTimeoutMs: 10_000 }),
     timeoutMs: 15_000,
     authority: () => ({ store_id: this.storeId, epoch: 0 }),
   });

@@ -69,7 +69,7 @@ describe("nothing of an instance's group outlives its leader or its entry", () =
       return r.state !== "running" ? r : undefined;
     }, "the daemon to see the wrapper exit");
     expect(row).toMatchObject({ state: "exited", signal: "SIGKILL" });
-    await waitFor(() => groupOf(pgid).length === 0, "the orphaned sleep to be ended", 5000);
+    await waitFor(() => groupOf(pgid).length === 0, "the orphaned sleep to be ended", 30_000);
   });
 
   it("an unload fenced on a generation the instance is not at is refused precondition_failed and touches nothing", async () => {

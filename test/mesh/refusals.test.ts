@@ -57,7 +57,7 @@ async function exchangeRaw(signed: SignedMessage): Promise<string> {
   const s = await rawStream();
   try {
     await s.send(encodeMessageFrame({ type: "request", signed }));
-    const frame = parseMessageFrame(await s.recv(AbortSignal.timeout(5000)));
+    const frame = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
     if (!frame.ok || frame.frame.type !== "response") return "no_answer";
     const answer = frame.frame.signed;
     if (answer.key !== node.publicKey || !verifyTagged(node.publicKey, "berth.ctl.response.v1", answer.payload, answer.sig)) return "forged_answer";
@@ -177,12 +177,12 @@ describe("the node's verification of control requests", () => {
     for (const bytes of [Buffer.from([0x01, 0x00, 0x00, 0x01]), Buffer.from([0, 0, 0, 0])]) {
       const s = await rawStream();
       s.writeRaw(bytes);
-      await expect(s.recv(AbortSignal.timeout(5000))).rejects.toBeInstanceOf(StreamClosed);
+      await expect(s.recv(AbortSignal.timeout(30_000))).rejects.toBeInstanceOf(StreamClosed);
     }
     const s = await rawStream();
     const signed = signRequestObject(ctl.key, request());
     await s.send(new TextEncoder().encode(JSON.stringify({ type: "request", signed, extra: true })));
-    await expect(s.recv(AbortSignal.timeout(5000))).rejects.toBeInstanceOf(StreamClosed);
+    await expect(s.recv(AbortSignal.timeout(30_000))).rejects.toBeInstanceOf(StreamClosed);
     // and the daemon still serves
     expect(code(await send(request()))).toBe("ok");
   });
@@ -190,7 +190,7 @@ describe("the node's verification of control requests", () => {
   it("answers a response frame sent by a controller with silence and a closed connection (unsolicited frame)", async () => {
     const s = await rawStream();
     await s.send(encodeMessageFrame({ type: "fetch_error", reason: "nobody asked" }));
-    await expect(s.recv(AbortSignal.timeout(5000))).rejects.toBeInstanceOf(StreamClosed);
+    await expect(s.recv(AbortSignal.timeout(30_000))).rejects.toBeInstanceOf(StreamClosed);
   });
 
   it("chains at most 16 unauthenticated refusals per minute and counts the rest as suppressed", async () => {
@@ -215,10 +215,10 @@ describe("the node's verification of control requests", () => {
     const decisionId = ctl.decisionId();
     const payload = { ...request({}, "place"), decision_id: decisionId, authority: { store_id: ctl.storeId, epoch: 0 }, body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } } };
     await s.send(encodeMessageFrame({ type: "request", signed: signRequestObject(ctl.key, payload) }));
-    const fetch = parseMessageFrame(await s.recv(AbortSignal.timeout(5000)));
+    const fetch = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
     expect(fetch.ok && fetch.frame.type).toBe("fetch");
     await s.send(encodeMessageFrame({ type: "fetch_error", reason: "not serving" }));
-    const answer = parseMessageFrame(await s.recv(AbortSignal.timeout(5000)));
+    const answer = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
     expect(answer.ok && answer.frame.type).toBe("response");
     if (answer.ok && answer.frame.type === "response") expect(JSON.parse(answer.frame.signed.payload).outcome.code).toBe("fetch");
     s.close();

@@ -139,7 +139,7 @@ describe("a node daemon restarted with instances running", () => {
       body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } },
     });
     await s.send(encodeMessageFrame({ type: "request", signed: req.signed }));
-    await s.recv(AbortSignal.timeout(5000)); // the fetch: the node marked the decision in flight first
+    await s.recv(AbortSignal.timeout(30_000)); // the fetch: the node marked the decision in flight first
     const rows = rowsOf(await ctl.status(node)) as Array<{ decision_id: string; in_flight?: boolean }>;
     expect(rows).toEqual([expect.objectContaining({ decision_id: decisionId, in_flight: true })]);
     // a second place for the decision being handled is refused and leaves the first one in flight

@@ -49,7 +49,7 @@ describe("a deployed agent under supervision, through the CLI", () => {
     await waitFor(async () => {
       const a = ((await json("agents", "--refresh")).agents as JsonObject[])[0];
       return a?.lifecycle === "running" && a.restarts === 1;
-    }, "berth agents to show one restart", 20_000);
+    }, "berth agents to show one restart", 30_000);
     const human = await berth("instances", "--refresh");
     expect(human.stdout).toMatch(/INSTANCE\s+NAME\s+NODE\s+STATE\s+RESTARTS\s+AGE\s+VARIANT\s+NOTE/);
     expect(human.stdout).toMatch(new RegExp(`${id}\\s+scout\\s+\\S+\\s+running\\s+1\\s+.*restart always`));

@@ -54,7 +54,7 @@ class StreamReader {
     this.reader = body.getReader();
   }
 
-  async until(cond: (frames: readonly Frame[]) => boolean, what: string, deadlineMs = 10_000): Promise<void> {
+  async until(cond: (frames: readonly Frame[]) => boolean, what: string, deadlineMs = 30_000): Promise<void> {
     const deadline = Date.now() + deadlineMs;
     while (!cond(this.frames)) {
       if (this.ended) throw new Error(`the stream ended before ${what}`);
@@ -115,7 +115,7 @@ async function settle(server: RunningServer): Promise<void> {
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-describe("the audit event stream", { timeout: 30_000 }, () => {
+describe("the audit event stream", { timeout: 90_000 }, () => {
   it("resumes after Last-Event-ID with every event once and in order, across a reconnect", async () => {
     const server = await serve();
     await settle(server);
@@ -167,9 +167,9 @@ describe("the audit event stream", { timeout: 30_000 }, () => {
     expect(((await bad.json()) as { error: { issues: Array<{ path: string }> } }).error.issues[0]?.path).toBe("headers.last-event-id");
     const stream = await open(server);
     await stream.until((f) => f.length > 0, "the stream's opening comment");
-    const started = Date.now();
+    // A close that waited on the open stream would never return (the stream never ends by itself): the test's own
+    // timeout says so, without a bound on the wall clock that a loaded machine can miss.
     await server.close();
-    expect(Date.now() - started, "close does not wait on the open stream").toBeLessThan(3_000);
     await stream.until(() => stream.ended, "the stream to end");
   });
 });

@@ -97,10 +97,10 @@ export async function startPostgres(): Promise<TestPostgres> {
     const e = error as { stderr?: Buffer; message: string };
     throw new Error(`initdb failed: ${e.stderr?.toString() ?? e.message}`);
   }
-  const port = await freePort();
+  let port = await freePort();
   let output = "";
   let child: ChildProcess;
-  const url = `postgres://${SUPERUSER}@127.0.0.1:${port}/postgres`;
+  let url = `postgres://${SUPERUSER}@127.0.0.1:${port}/postgres`;
   const launch = async () => {
     output = "";
     // fsync off: a throwaway server; the tests judge berth's transactions, not the disk's durability.
@@ -126,12 +126,22 @@ export async function startPostgres(): Promise<TestPostgres> {
     await exited;
     clearTimeout(timer);
   };
-  try {
-    await launch();
-  } catch (error) {
-    await halt().catch(() => undefined);
-    rmSync(root, { recursive: true, force: true });
-    throw error;
+  // The port was free when asked for, not necessarily when postgres binds it (another test's server, a client's
+  // source port): a server that could not bind it starts again on another.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await launch();
+      break;
+    } catch (error) {
+      await halt().catch(() => undefined);
+      if (attempt < 5 && /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(String(error))) {
+        port = await freePort();
+        url = `postgres://${SUPERUSER}@127.0.0.1:${port}/postgres`;
+        continue;
+      }
+      rmSync(root, { recursive: true, force: true });
+      throw error;
+    }
   }
   return {
     url,

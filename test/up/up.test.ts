@@ -52,7 +52,8 @@ describe("berth up", () => {
       // the wrapper (berth's, the group leader) is root; the agent's own process is 65534 once setpriv dropped it.
       expect(first.output()).toMatch(/agents +run as nobody, not root/);
       for (const name of ["heartbeat", "scout"]) {
-        const deadline = Date.now() + 10_000;
+        // 30 s: the drop comes after the agent's start, its cgroup join and setpriv, each slow on a loaded machine.
+        const deadline = Date.now() + 30_000;
         while (!uidsOfAgent(name).includes(65534) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
         expect(uidsOfAgent(name), name).toContain(65534);
       }

@@ -128,6 +128,17 @@ describe.each(["sqlite", "postgres"] as const)("the controller store (spec/mesh.
     expect((await second.chain.verifyStored()).ok).toBe(true);
   });
 
+  it("four stores writing one chain at once, twenty writers each, all commit: a writer that waited for the chain is not turned away", async () => {
+    // On PostgreSQL a writer that waited for the chain's lock inside its transaction read a snapshot older than the
+    // writer before it, lost (40001) and retried; with this many at once the last ones ran out of attempts.
+    const first = await open();
+    const others = [await engineOn(first.engine), await engineOn(first.engine), await engineOn(first.engine)];
+    const drafts = (who: string) => Array.from({ length: 20 }, (_, i) => ({ source: "trust", kind: "policy.load", payload: { file: `${who}-${i}`, sha256: null, ok: true } }));
+    await Promise.all([first, ...others].flatMap((s, n) => drafts(`s${n}`).map((d) => s.store.appendAll([d]))));
+    expect(await first.chain.find({ kind: "policy.load" })).toHaveLength(80);
+    expect((await first.chain.verifyStored()).ok).toBe(true);
+  });
+
   /** A second store (another process, in effect) on the same database as `engine`. */
   async function engineOn(engine: StoreEngine) {
     const other = await harness.reopen(engine);

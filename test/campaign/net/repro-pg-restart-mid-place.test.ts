@@ -42,7 +42,7 @@ describe("the network world's finding: PostgreSQL restarted between a node's pla
     const w = world;
     await w.serve();
     await w.serve();
-    const leader = await waitFor(async () => (await w.leader()) ?? undefined, "a leader", 20_000);
+    const leader = await waitFor(async () => (await w.leader()) ?? undefined, "a leader", 30_000);
     const added = await w.api(leader, "POST", "/nodes", { addr: w.nodeProxy.address, tier: "paired" });
     expect(added.status, JSON.stringify(added.body)).toBe(201);
     const name = `pgmid${process.pid}`;

@@ -515,5 +515,5 @@ describe("R7 (issue 34): scheduling on a node with finite room", () => {
     expect(deletes).toHaveLength(1);
     expect(JSON.parse(deletes[0]?.body ?? "{}").preconditions).toEqual({ uid: pending?.metadata?.uid, resourceVersion: pending?.metadata?.resourceVersion });
     expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([{ authority: "intent-diverged" }]);
-  }, 60_000);
+  }, 120_000);
 });

@@ -233,7 +233,7 @@ describe("R13: two concurrent deploys of one agent from two OS processes", () =>
     const loserSecret = createdName(loserProxy.requests.find(isSecretCreate(s.ns)));
     expect(loserSecret).toBeDefined();
     expect(loserSecret).not.toBe(winnerSecret);
-    await until("the loser's Secret removed", async () => ((await secretsIn(cp.core, s.ns)).length === 1 ? true : undefined), 5_000);
+    await until("the loser's Secret removed", async () => ((await secretsIn(cp.core, s.ns)).length === 1 ? true : undefined), 30_000);
     expect((await secretsIn(cp.core, s.ns)).map((x) => x.metadata?.name)).toEqual([winnerSecret]);
     expect(auditOf(loserHome, "k8s.secret.delete", "result")).toMatchObject([{ object: loserSecret, authority: "race-loser" }]);
     expect(auditOf(winnerHome, "k8s.secret.delete")).toEqual([]);

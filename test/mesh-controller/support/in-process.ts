@@ -211,8 +211,11 @@ export function groupAlive(pgid: number): boolean {
   return true;
 }
 
-/** Waits on a condition with a deadline (never a fixed sleep). */
-export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+/**
+ * Waits on a condition with a deadline (never a fixed sleep): 30 s by default, since the conditions sit behind process
+ * starts, PostgreSQL and TLS connects, which on a machine at load 30 (CI's slow moments) take well over 10 s.
+ */
+export async function waitFor(cond: () => boolean | Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
