@@ -151,3 +151,42 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     expect(Math.abs((seen?.renewed_ms ?? 0) - Date.now())).toBeLessThan(5_000);
   });
 });
+
+describe("the leader lease on PostgreSQL when a contender freezes inside its transaction (issue 37)", { timeout: 60_000 }, () => {
+  it("a leader frozen mid-renewal, holding the leader row, does not keep a follower from taking over: the server ends its session", async () => {
+    const s = await store("postgres");
+    const clock = { now: 1_000 };
+    const a = await contender(await s.open(), clock);
+    const b = await contender(await s.open(), clock);
+    await a.leader.step();
+    const first = (await a.leader.authorityFor("place")).epoch;
+    // What PostgreSQL sees of a leader stopped (SIGSTOP) right after its renewal's UPDATE: a session idle in its
+    // transaction, holding the row's lock, and nothing more from it for as long as the process is stopped.
+    const frozen = await s.open();
+    let wake = () => {};
+    const woken = new Promise<void>((r) => {
+      wake = r;
+    });
+    const holding = frozen.transaction(async (tx) => {
+      await tx.run("UPDATE berth_leader SET renewed_ms = renewed_ms WHERE id = 1");
+      await woken;
+    });
+    const outcome = holding.then(
+      () => "committed",
+      () => "failed",
+    );
+    let step: string;
+    try {
+      clock.now += 10_001;
+      // Without the server ending the frozen session, the follower's takeover waits on the row lock for ever.
+      step = await Promise.race([b.leader.step().then(() => "done"), new Promise<string>((r) => setTimeout(() => r("blocked on the frozen leader's lock"), 30_000))]);
+    } finally {
+      wake();
+    }
+    expect(step).toBe("done");
+    expect(b.leader.isLeader()).toBe(true);
+    expect((await b.leader.authorityFor("place")).epoch).toBeGreaterThan(first);
+    // Woken, the frozen one's transaction fails: its session is gone, and nothing of it was written.
+    expect(await outcome).toBe("failed");
+  });
+});
