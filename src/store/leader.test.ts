@@ -95,7 +95,7 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     expect(b.leader.isLeader()).toBe(true);
   });
 
-  it("a leader that was paused past its window leads again only under a new epoch", async () => {
+  it("a leader that was paused past its window leads again only under a new epoch, though nobody took the row", async () => {
     const s = await store(kind);
     const clock = { now: 1_000 };
     const a = await contender(await s.open(), clock);
@@ -103,9 +103,30 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     const first = (await a.leader.authorityFor("place")).epoch;
     clock.now += 20_000;
     expect(a.leader.isLeader()).toBe(false);
+    await expect(a.leader.authorityFor("place")).rejects.toThrow(NotLeader);
     await a.leader.step();
     expect(a.leader.isLeader()).toBe(true);
-    expect((await a.leader.authorityFor("place")).epoch).toBeGreaterThan(first);
+    const second = (await a.leader.authorityFor("place")).epoch;
+    expect(second).toBeGreaterThan(first);
+    expect(a.changes).toEqual([first, null, second]);
+  });
+
+  it("a leader paused past its window after another took the row over leads again only under a newer epoch", async () => {
+    const s = await store(kind);
+    const clock = { now: 1_000 };
+    const a = await contender(await s.open(), clock);
+    const b = await contender(await s.open(), clock);
+    await a.leader.step();
+    const first = (await a.leader.authorityFor("place")).epoch;
+    clock.now += 20_000;
+    await b.leader.step();
+    const second = (await b.leader.authorityFor("place")).epoch;
+    expect(second).toBeGreaterThan(first);
+    await b.leader.stop();
+    clock.now += 1;
+    await a.leader.step();
+    expect(a.leader.isLeader()).toBe(true);
+    expect((await a.leader.authorityFor("place")).epoch).toBeGreaterThan(second);
   });
 
   it("a follower names the leader of now, read from the row: right after a takeover, before its own next step", async () => {

@@ -1,6 +1,7 @@
 /**
  * Holding the leadership of a controller store (issue 20; the rules are src/core/mesh/leader-lease.ts, the design
- * src/store/README.md and docs/ha.md). Each `berth serve` runs one `LeaderLease`: every TTL/5 it takes or renews the
+ * src/store/README.md and docs/ha.md). Each `berth serve` runs one `LeaderLease`: every TTL/5 (a follower also at
+ * the moment the leader's row lapses, issue 37) it takes or renews the
  * one `berth_leader` row in a write transaction on the store's engine, judged on the database's clock; the winner takes the next epoch
  * from the counter the owner leases use (`berth_lease_epoch`), and renews its owner lease in the same transaction
  * with the leader TTL, so crash recovery on another host judges a dead leader's decisions gone as soon as its
@@ -13,7 +14,7 @@
 import { hostname } from "node:os";
 import { z } from "zod";
 import { performance } from "node:perf_hooks";
-import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, leaderTiming, liveLeader, mayAct } from "../core/mesh/leader-lease.js";
+import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, leaderTiming, liveLeader, mayAct, nextFollowerStepMs } from "../core/mesh/leader-lease.js";
 import { type Authority, MUTATING_METHODS } from "../core/protocol/messages.js";
 import type { Query, StoreEngine } from "./engine.js";
 import { readLeaderEpoch } from "./leader-authority.js";
@@ -36,7 +37,7 @@ function leaderRowOf(row: LeaderRow | undefined): LeaderRow | null {
 
 const LeaderTtlEnv = z.coerce.number().int().min(500, "must be at least 500 (ms)").max(600_000, "must be at most 600000 (ms)");
 
-/** The leader TTL for every `berth serve` on this store: `$BERTH_LEADER_TTL_MS`, else 15 s. Refused naming the variable. */
+/** The leader TTL for every `berth serve` on this store: `$BERTH_LEADER_TTL_MS`, else 2.5 s. Refused naming the variable. */
 export function leaderTtlFromEnv(env: NodeJS.ProcessEnv): number {
   const raw = env.BERTH_LEADER_TTL_MS;
   if (raw === undefined || raw === "") return DEFAULT_LEADER_TTL_MS;
@@ -84,6 +85,9 @@ export class LeaderLease {
   private stepStartMono = Number.NEGATIVE_INFINITY;
   private readonly mono: () => number;
   private heldEpoch: number | null = null;
+  /** When the next step is due after the one that just ended (a follower: at the leader row's lapse, if sooner). */
+  private nextStepMs: number;
+  private stopped = false;
   private renewStartMono = Number.NEGATIVE_INFINITY;
   private lastSeen: LeaderRow | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -97,15 +101,21 @@ export class LeaderLease {
     const fixed = o.dbClock;
     this.dbClock = fixed ? async () => fixed() : databaseNow;
     this.mono = o.mono ?? (() => performance.now());
+    this.nextStepMs = this.timing.renewEveryMs;
   }
 
-  /** Takes or renews now, then every TTL/5. */
+  /** Takes or renews now, then every TTL/5 from the start of the previous step (one step at a time). */
   start(): void {
     const tick = () => {
-      if (this.stepping) return;
-      this.stepStartMono = this.mono();
+      this.timer = null;
+      if (this.stopped || this.stepping) return;
+      const began = this.mono();
+      this.stepStartMono = began;
       this.stepping = this.step().finally(() => {
         this.stepping = null;
+        if (this.stopped) return;
+        this.timer = setTimeout(tick, Math.max(0, this.nextStepMs - (this.mono() - began)));
+        this.timer.unref();
       });
     };
     tick();
@@ -113,8 +123,6 @@ export class LeaderLease {
     this.first = first?.finally(() => {
       this.first = null;
     }) ?? null;
-    this.timer = setInterval(tick, this.timing.renewEveryMs);
-    this.timer.unref();
   }
 
   /**
@@ -181,6 +189,7 @@ export class LeaderLease {
     const startMono = this.mono();
     let verdict: ReturnType<typeof judgeLeader>;
     let taken: number | null = null;
+    this.nextStepMs = this.timing.renewEveryMs;
     try {
       const held = this.heldEpoch;
       const out = await this.o.engine.transaction(async (tx) => {
@@ -204,12 +213,14 @@ export class LeaderLease {
           await tx.run("UPDATE berth_owners SET renewed_ms = ?, ttl_ms = ? WHERE owner_id = ? AND released_ms IS NULL", [now, this.timing.ttlMs, this.o.ownerId]);
         }
         const seen = leaderRowOf(await tx.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`));
-        return { v, epoch, seen };
+        return { v, epoch, seen, now };
       });
       verdict = out.v;
       taken = out.epoch;
       this.lastSeen = out.seen;
       this.reached = true;
+      // Issue 37: a follower looks again the moment the leader's row lapses, not up to an interval later.
+      if (verdict.kind === "follow") this.nextStepMs = nextFollowerStepMs(verdict.leader, out.now, this.timing);
     } catch {
       // The renewal failed (a busy or unreachable store): the act-for window keeps running down.
       this.reached = false;
@@ -229,7 +240,8 @@ export class LeaderLease {
 
   /** Stops renewing and, when leading, releases the row so a follower takes over at once. */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.stepping;
     if (this.heldEpoch === null) return;
