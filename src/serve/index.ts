@@ -4,7 +4,9 @@
  * demand with its report as a value, and stops after the pass in flight so what it uses can be closed after.
  *
  *   server/server.ts ─ startServeLoops ─┬─▶ mesh/        describe every target, then one reconcile pass (watch.ts)
- *                                       └─▶ kubernetes/  keep every Kubernetes agent running once (keeper.ts)
+ *                                       ├─▶ kubernetes/  keep every Kubernetes agent running once (keeper.ts)
+ *                                       └─▶ mesh/        on every server, leader or not: renew the node leases at a
+ *                                                        cadence from the shortest one (lease-keeper.ts, issue 37)
  *
  * This file only wires; what each loop decides is in its folder and, below it, in `src/core`.
  */
@@ -12,6 +14,7 @@ import type { AgentsEnv } from "../agents/env.js";
 import type { MeshController } from "../mesh/controller/controller.js";
 import type { Judged, KubernetesKeeper } from "./kubernetes/keeper.js";
 import { keeperPorts, startKubernetesKeeper } from "./kubernetes/keeper-ports.js";
+import { type LeaseKeeper, startLeaseKeeper } from "./mesh/lease-keeper.js";
 import type { PassReport } from "./mesh/reconcile-loop.js";
 import { DEFAULT_TICK_MS, startTargetWatch } from "./mesh/watch.js";
 
@@ -44,7 +47,12 @@ export interface ServeLoopsOptions {
 export interface ServeLoops {
   readonly mesh: ServeLoop<MeshPass>;
   readonly kubernetes: ServeLoop<KubernetesPass>;
-  /** Stops the mesh loop, then the Kubernetes loop, each after its pass in flight. */
+  /**
+   * Issue 37 (F1): the node leases' keeper. Unlike the loops it runs on every server of the store, leader or not: a
+   * renewal is a read, so a standby keeps every leased agent alive through the leader's crash or pause.
+   */
+  readonly leases: LeaseKeeper;
+  /** Stops the lease keeper, the mesh loop, then the Kubernetes loop, each after what it has in flight. */
   stop(): Promise<void>;
 }
 
@@ -61,10 +69,17 @@ export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
     pass: () => judgedDuring(keeping.keeper),
     stop: () => keeping.stop(),
   };
+  const leases = startLeaseKeeper(o.controller, {
+    tickMs: o.tickMs,
+    onMissed: (nodeId) => o.log("a node lease renewal was not answered: the node is recorded suspect", { node: nodeId }),
+    onError: (error) => o.onError("mesh", error),
+  });
   return {
     mesh,
     kubernetes,
+    leases,
     stop: async () => {
+      await leases.stop();
       await mesh.stop();
       await kubernetes.stop();
     },

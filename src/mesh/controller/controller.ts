@@ -407,6 +407,25 @@ export class MeshController {
   }
 
   /**
+   * Issue 37: the nodes this store knows as targets whose accepted facts advertise a lease, with that lease. A target
+   * added by another process since is learned first (the store's targets are re-read).
+   */
+  async leasedNodes(): Promise<Array<{ readonly node_id: string; readonly lease_ms: number }>> {
+    await this.targetSet.syncStored();
+    const known = new Set((await this.targetSet.list()).flatMap((t) => (t.node_id !== null && t.key !== null ? [t.node_id] : [])));
+    return (await this.stamps.leased()).filter((n) => known.has(n.node_id));
+  }
+
+  /**
+   * Issue 37: renews this controller's lease on one node by describing it with its stored key: a read, which every
+   * server of the store may send, leader or not, and which is stamped in the store before it leaves like every
+   * request (the node lease's rule 4), so the leader's judgement of a lease counts it. Whether the node answered.
+   */
+  renewNodeLease(nodeId: string): Promise<boolean> {
+    return this.targetSet.refresh(nodeId);
+  }
+
+  /**
    * Issue 16: what the reconcile loop's ports read and call (reconcile-ports.ts): the loop's only way in, so it acts
    * through the same verbs, chain and targets as every other caller.
    */
