@@ -147,6 +147,22 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     expect(await b.leader.currentView()).toMatchObject({ leading: true });
   });
 
+  it("a leader whose window ran out names nobody to a caller, though the row still names it (issue 37: never sent back to itself)", async () => {
+    const s = await store(kind);
+    const db = { now: 1_000 };
+    const mono = { now: 1_000 };
+    const engine = await s.open();
+    const lease = await engine.transaction((tx) => takeLease(tx, db.now));
+    const a = new LeaderLease({ engine, storeId: await engine.read(readStoreId), ownerId: lease.owner_id, ttlMs: 10_000, address: "http://a", dbClock: () => db.now, mono: () => mono.now });
+    await a.step();
+    expect((await a.currentView()).leading).toBe(true);
+    // Its own clock ran past the window (a stall); on the database's the row has not lapsed yet.
+    mono.now += 8_001;
+    db.now += 1;
+    expect(a.isLeader()).toBe(false);
+    expect(await a.currentView()).toMatchObject({ leading: false, leader: null });
+  });
+
   it("a follower names nobody while the leader's row has lapsed and nobody has taken it yet", async () => {
     const s = await store(kind);
     const clock = { now: 1_000 };

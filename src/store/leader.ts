@@ -75,6 +75,11 @@ export interface LeaderView {
   readonly leading: boolean;
   readonly epoch: number | null;
   readonly leader: LeaderRow | null;
+  /**
+   * Issue 37: whether `leader` was read from the store just now (or this process leads): a follower forwards a write
+   * only to a leader the store names now, never to one it remembers from before it lost the store.
+   */
+  readonly fresh: boolean;
 }
 
 export class LeaderLease {
@@ -143,7 +148,7 @@ export class LeaderLease {
 
   view(): LeaderView {
     const leading = this.isLeader();
-    return { leading, epoch: leading ? this.heldEpoch : null, leader: this.lastSeen };
+    return { leading, epoch: leading ? this.heldEpoch : null, leader: this.lastSeen, fresh: leading };
   }
 
   /**
@@ -158,17 +163,26 @@ export class LeaderLease {
     if (this.first !== null) await within(this.first.catch(() => undefined), waitMs);
     // A step held longer than its interval is a store that does not answer now, whatever the last one said.
     const stalled = this.stepping !== null && this.mono() - this.stepStartMono > this.timing.renewEveryMs;
-    if (this.isLeader() || !this.reached || stalled) return this.view();
+    if (this.isLeader() || !this.reached || stalled) return this.othersOnly(this.view());
     try {
       const read = this.o.engine.read(async (q) => ({ now: await this.dbClock(q), row: leaderRowOf(await q.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`)) }));
       read.catch(() => undefined); // a late failure after the timeout is nobody's answer
       const fresh = await within(read, waitMs);
       // Leading by now (a step took the row meanwhile): the memory is newer than the read.
-      if (fresh === LATE || this.isLeader()) return this.view();
-      return { leading: false, epoch: null, leader: liveLeader(fresh.row, fresh.now) };
+      if (fresh === LATE || this.isLeader()) return this.othersOnly(this.view());
+      return this.othersOnly({ leading: false, epoch: null, leader: liveLeader(fresh.row, fresh.now), fresh: true });
     } catch {
-      return this.view();
+      return this.othersOnly(this.view());
     }
+  }
+
+  /**
+   * Issue 37: a process that may not act never names itself as the leader to a caller, though the row (or its memory
+   * of it) still does: its window ran out and it leads again only by a new take, so for now nobody leads, and a
+   * caller is told to wait out the failover rather than sent back to this process (a follower would forward to it).
+   */
+  private othersOnly(view: LeaderView): LeaderView {
+    return !view.leading && view.leader?.owner_id === this.o.ownerId ? { ...view, leader: null } : view;
   }
 
   /**

@@ -542,6 +542,11 @@ export class MeshController {
     return this.leadership;
   }
 
+  /** The leadership's timing (TTL, renewal interval), or null for a process that does not compete. */
+  leaderTiming(): LeaderLease["timing"] | null {
+    return this.leadership?.timing ?? null;
+  }
+
   /** Whether this process leads the store now (false for a process that does not compete, e.g. a CLI call). */
   isLeader(): boolean {
     return this.leadership?.isLeader() ?? false;
