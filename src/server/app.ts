@@ -70,6 +70,20 @@ function send(reply: FastifyReply, status: number, body: unknown): FastifyReply 
   return reply.code(status).type("application/json; charset=utf-8").send(JSON.stringify(body));
 }
 
+/** A follower's whole answer to a write (issue 37), as a value: a status, headers and a body already serialised. */
+interface FollowerReply {
+  readonly status: number;
+  readonly contentType: string;
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+const RETRY_NOW = { "retry-after": "1" } as const;
+
+function json(status: number, body: unknown, headers: Readonly<Record<string, string>>): FollowerReply {
+  return { status, contentType: "application/json; charset=utf-8", body: JSON.stringify(body), headers };
+}
+
 /** `/api/v1/instances/:id/stop` → a pattern for one path segment per parameter (for 405's Allow). */
 const patternOf = (url: string) => new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[a-z_]+/g, "[^/]+")}$`);
 
@@ -229,19 +243,23 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   /**
    * Issue 37 (F3): a write on a follower, forwarded to the leader the store names now (forward.ts), or answered 503
    * with Retry-After when nobody leads or the request cannot reach the leader. Null when this server leads.
+   *
+   * It returns what to answer as a value and `call` sends it: never a FastifyReply out of an async function. A reply
+   * is a thenable that settles with undefined once sent, so awaiting one read as "this server leads" and the follower
+   * ran the write itself after answering it (a 503'd place committed and dispatched once the store came back).
    */
-  async function followerAnswer(req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | null> {
+  async function followerAnswer(req: FastifyRequest): Promise<FollowerReply | null> {
     const controller = o.state.controller;
     const timing = controller.leaderTiming();
     const retryAfterS = timing === null ? 1 : Math.ceil(failoverBoundMs(timing) / 1000);
     const verdict = await followerVerdict(controller, { forwarded: req.headers["x-berth-forwarded-by"] !== undefined, retryAfterS });
     if (verdict === null) return null;
-    if (verdict.kind === "answer") return send(reply.header("retry-after", String(verdict.retryAfterS)), 503, verdict.answer);
+    if (verdict.kind === "answer") return json(503, verdict.answer, { "retry-after": String(verdict.retryAfterS) });
     if (!mayForwardToken(verdict.url, o.https !== undefined)) {
-      return send(reply.header("retry-after", "1"), 503, {
+      return json(503, {
         ...verdict.answer,
         error: { code: "not_leader", message: `this server is a follower and did not forward your write to the leader at ${verdict.url} (epoch ${verdict.epoch}): that is plain HTTP to another host, which would carry your token in clear; nothing was done, send it there yourself if you accept that` },
-      });
+      }, RETRY_NOW);
     }
     const outcome = await forwardWrite({
       leaderUrl: verdict.url,
@@ -261,32 +279,32 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       case "answered":
         if (outcome.status === 401) {
           // The leader refused the caller's token before doing anything: the servers keep different api.token files.
-          return send(reply.header("retry-after", "1"), 503, {
+          return json(503, {
             ...verdict.answer,
             error: { code: "not_leader", message: `this server is a follower and the leader at ${verdict.url} (epoch ${verdict.epoch}) refused the token it forwarded your write with (every server needs the same api.token to forward writes); nothing was done, send it to the leader with its token` },
-          });
+          }, RETRY_NOW);
         }
-        reply.header("x-berth-leader", verdict.url);
-        if (outcome.retryAfter !== null) reply.header("retry-after", outcome.retryAfter);
-        return reply
-          .code(outcome.status)
-          .type(outcome.contentType ?? "application/json; charset=utf-8")
-          .send(outcome.body);
+        return {
+          status: outcome.status,
+          contentType: outcome.contentType ?? "application/json; charset=utf-8",
+          body: outcome.body,
+          headers: { "x-berth-leader": verdict.url, ...(outcome.retryAfter === null ? {} : { "retry-after": outcome.retryAfter }) },
+        };
       case "not_sent":
         req.log.warn({ leader: verdict.url, why: outcome.why }, "a write could not be forwarded to the leader");
-        return send(reply.header("retry-after", "1"), 503, {
+        return json(503, {
           ...verdict.answer,
           error: { code: "not_leader", message: `this server is a follower and could not forward the write to the leader at ${verdict.url} (epoch ${verdict.epoch}: ${outcome.why}); nothing was done, send it there or try again` },
-        });
+        }, RETRY_NOW);
       case "lost":
         req.log.warn({ leader: verdict.url, why: outcome.why }, "the leader stopped answering a forwarded write");
-        return send(reply, 503, {
+        return json(503, {
           error: {
             code: "leader_lost",
             message: `this server forwarded the write to the leader at ${verdict.url} (epoch ${verdict.epoch}), which stopped answering before it replied (${outcome.why}); whether it was done is unknown: check before sending it again`,
           },
           leader: verdict.answer.leader,
-        });
+        }, {});
       default: {
         const never: never = outcome;
         return never;
@@ -300,8 +318,11 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     let call: { record: CallRecord; ride: Ride } | null = null;
     if (route.mutating && route.readOnlyWhen?.(req.query) !== true) {
       // Issue 20: a follower does nothing for a write itself; issue 37: it forwards it to the leader named now.
-      const follower = await followerAnswer(req, reply);
-      if (follower) return follower;
+      const follower = await followerAnswer(req);
+      if (follower !== null) {
+        for (const [name, value] of Object.entries(follower.headers)) reply.header(name, value);
+        return reply.code(follower.status).type(follower.contentType).send(follower.body);
+      }
       call = openCall(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
     }
     const ride = call?.ride ?? null;

@@ -19,16 +19,6 @@ export type FollowerVerdict =
   | { readonly kind: "answer"; readonly answer: NotLeaderAnswer; readonly retryAfterS: number };
 
 /**
- * The 503 body for a write on a follower, or null when this process leads (or does not compete: one controller). The
- * leader it names is read from the lease row now (one read), not remembered from its last step: a follower asked
- * just after a takeover names the new leader, never the dead one (and nobody while the row has lapsed untaken).
- */
-export async function notLeaderAnswer(controller: Pick<MeshController, "currentLeaderView">): Promise<NotLeaderAnswer | null> {
-  const verdict = await followerVerdict(controller, { forwarded: true, retryAfterS: 1 });
-  return verdict === null ? null : verdict.answer;
-}
-
-/**
  * Null when this process leads. `forwarded`: the request already came through another server (it is never
  * forwarded twice: two followers that each name the other would bounce it). `retryAfterS`: what a caller is told to
  * wait when nobody leads (the failover bound, rounded up).
