@@ -5,8 +5,10 @@
  *
  *   server/server.ts ─ startServeLoops ─┬─▶ mesh/        describe every target, then one reconcile pass (watch.ts)
  *                                       ├─▶ kubernetes/  keep every Kubernetes agent running once (keeper.ts)
- *                                       └─▶ mesh/        on every server, leader or not: renew the node leases at a
- *                                                        cadence from the shortest one (lease-keeper.ts, issue 37)
+ *                                       ├─▶ mesh/        on every server, leader or not: renew the node leases at a
+ *                                       │                cadence from the shortest one (lease-keeper.ts, issue 37)
+ *                                       └─▶ mesh/        on every server: log each node's change to suspect or dead
+ *                                                        and back, read from the store (liveness-alerts.ts, issue 37)
  *
  * This file only wires; what each loop decides is in its folder and, below it, in `src/core`.
  */
@@ -15,6 +17,7 @@ import type { MeshController } from "../mesh/controller/controller.js";
 import type { Judged, KubernetesKeeper } from "./kubernetes/keeper.js";
 import { keeperPorts, startKubernetesKeeper } from "./kubernetes/keeper-ports.js";
 import { type LeaseKeeper, startLeaseKeeper } from "./mesh/lease-keeper.js";
+import { livenessMessage, startLivenessAlerts } from "./mesh/liveness-alerts.js";
 import type { PassReport } from "./mesh/reconcile-loop.js";
 import { DEFAULT_TICK_MS, startTargetWatch } from "./mesh/watch.js";
 
@@ -41,6 +44,8 @@ export interface ServeLoopsOptions {
   /** The leadership seam: false → the loops decide but perform and chain nothing. */
   readonly shouldAct: () => boolean;
   readonly log: (message: string, fields?: Record<string, unknown>) => void;
+  /** What an operator should look at (a node that stopped answering). */
+  readonly warn: (message: string, fields?: Record<string, unknown>) => void;
   readonly onError: (target: ServeLoop<unknown>["target"], error: unknown) => void;
 }
 
@@ -74,11 +79,20 @@ export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
     onMissed: (nodeId) => o.log("a node lease renewal was not answered: the node is recorded suspect", { node: nodeId }),
     onError: (error) => o.onError("mesh", error),
   });
+  // Read from the store once a second (no node contacted): a node's change is said within a second of its recording.
+  const liveness = startLivenessAlerts(() => o.controller.knownTargets(), {
+    everyMs: 1_000,
+    onChange: (change) => {
+      const line = livenessMessage(change);
+      (line.level === "warn" ? o.warn : o.log)(line.message, { ...change });
+    },
+  });
   return {
     mesh,
     kubernetes,
     leases,
     stop: async () => {
+      liveness.stop();
       await leases.stop();
       await mesh.stop();
       await kubernetes.stop();

@@ -163,6 +163,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
           tickMs,
           shouldAct: () => state.controller.isLeader(),
           log: (message, fields) => app.log.info(fields ?? {}, message),
+          warn: (message, fields) => app.log.warn(fields ?? {}, message),
           onError: (target, error) => app.log.warn({ err: error }, target === "mesh" ? "node status tick failed" : "kubernetes reconcile pass failed"),
         })
       : null;

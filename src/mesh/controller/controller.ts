@@ -356,6 +356,15 @@ export class MeshController {
     return this.targetSet.setTier(ref, tier, "api");
   }
 
+  /**
+   * Issue 37 (F5): every target this store knows, with its liveness judged from the store now: targets another
+   * process added since are learned first (the store re-read), nothing is contacted and no file read.
+   */
+  async knownTargets(): Promise<TargetInfo[]> {
+    await this.targetSet.syncStored();
+    return this.targetSet.list();
+  }
+
   /** Every known target, with the peers file re-read first (tiers only; nothing is contacted). */
   async targets(): Promise<TargetInfo[]> {
     await this.readPolicy(false);
