@@ -18,6 +18,7 @@ import type { Judged, KubernetesKeeper } from "./kubernetes/keeper.js";
 import { keeperPorts, startKubernetesKeeper } from "./kubernetes/keeper-ports.js";
 import { type LeaseKeeper, startLeaseKeeper } from "./mesh/lease-keeper.js";
 import { livenessMessage, startLivenessAlerts } from "./mesh/liveness-alerts.js";
+import { shortLeaseWarner } from "./mesh/short-lease-warning.js";
 import type { PassReport } from "./mesh/reconcile-loop.js";
 import { DEFAULT_TICK_MS, startTargetWatch } from "./mesh/watch.js";
 
@@ -74,8 +75,10 @@ export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
     pass: () => judgedDuring(keeping.keeper),
     stop: () => keeping.stop(),
   };
+  const warnShortLeases = shortLeaseWarner(o.controller, o.warn);
   const leases = startLeaseKeeper(o.controller, {
     tickMs: o.tickMs,
+    onRound: (round) => warnShortLeases(round.nodes),
     onMissed: (nodeId) => o.log("a node lease renewal was not answered: the node is recorded suspect", { node: nodeId }),
     onError: (error) => o.onError("mesh", error),
   });

@@ -150,3 +150,15 @@ export function leaseFloorForOutageMs(outageMs: number): number {
 export function leaseShorterThanOutage(leaseMs: number, outageMs: number): boolean {
   return leaseMs < leaseFloorForOutageMs(outageMs);
 }
+
+/** Issue 37: a peer holding its owner lease this long is a long-lived process (a standby server), not a CLI call. */
+export const STANDBY_HELD_MS = 60_000;
+
+/**
+ * Issue 37: the warning `berth serve` and `berth deploy` give for a node whose lease is shorter than what its agents
+ * need to outlive a controller takeover (`outageMs`, the failover bound), when no standby server renews through it.
+ */
+export function leaseWarning(nodeId: string, leaseMs: number, outageMs: number): string {
+  const survives = Math.max(0, leaseMs - Math.floor(leaseMs / 4) - LEASE_RENEW_SLACK_MS);
+  return `node ${nodeId} runs with lease_ms ${leaseMs}, shorter than the ${leaseFloorForOutageMs(outageMs)} ms its agents need to outlive a controller takeover (the failover bound is ${outageMs} ms at this leader TTL), and no standby berth serve runs on this store: a controller outage longer than about ${survives} ms stops them. Run a second berth serve on the store, or raise lease_ms in that node's node.json`;
+}
