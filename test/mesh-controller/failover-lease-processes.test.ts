@@ -137,6 +137,22 @@ function agentNeverStopped(w: HaWorld, name: string, s: Sampler, procs: Readonly
   expect(liveInstances(name)).toHaveLength(1);
 }
 
+/**
+ * One live instance of `name`, waited for as long as a process start may take on a loaded machine (30 s); what /proc
+ * showed last is in the failure's message (none yet, or two).
+ */
+async function runsOnce(name: string, what: string): Promise<void> {
+  let seen: string[] = [];
+  try {
+    await waitFor(async () => {
+      seen = liveInstances(name);
+      return seen.length === 1 ? true : undefined;
+    }, what, 30_000);
+  } catch (error) {
+    throw new Error(`${(error as Error).message}; live instances of ${name} last seen: ${JSON.stringify(seen)}`);
+  }
+}
+
 /** During the outage: a follower answers a read, and forwards a write to the new leader, which places it once. */
 async function followerServes(w: HaWorld, follower: Server, next: Server, name: string): Promise<void> {
   const read = await call(follower, "GET", "/placements");
@@ -145,7 +161,7 @@ async function followerServes(w: HaWorld, follower: Server, next: Server, name: 
   const write = await placeThrough(w, follower, `${name}w`);
   expect(write.status, JSON.stringify(write.body)).toBe(201);
   expect(write.leader).toBe(next.url);
-  await waitFor(async () => (liveInstances(`${name}w`).length === 1 ? true : undefined), "the forwarded placement runs");
+  await runsOnce(`${name}w`, "the forwarded placement runs");
   const rows = await w.rows<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [`${name}w`]);
   expect(rows.map((r) => r.instance_id)).toEqual(liveInstances(`${name}w`));
 }
@@ -192,7 +208,7 @@ describe.each(["sqlite", "postgres"] as const)("a leader's outage with standbys 
     expect(write.status, JSON.stringify(write.body)).toBe(201);
     expect(write.leader).toBe(next.url);
     expect(await w.leaderRow()).toMatchObject({ pid: next.pid, epoch, released_ms: null });
-    await waitFor(async () => (liveInstances(`${name}z`).length === 1 ? true : undefined), "the write forwarded by the woken leader runs once");
+    await runsOnce(`${name}z`, "the write forwarded by the woken leader runs once");
     agentNeverStopped(w, name, sampler, procs);
     const v = await w.verify();
     expect(v.ok, v.output).toBe(true);
