@@ -4,7 +4,11 @@
  * demand with its report as a value, and stops after the pass in flight so what it uses can be closed after.
  *
  *   server/server.ts ─ startServeLoops ─┬─▶ mesh/        describe every target, then one reconcile pass (watch.ts)
- *                                       └─▶ kubernetes/  keep every Kubernetes agent running once (keeper.ts)
+ *                                       ├─▶ kubernetes/  keep every Kubernetes agent running once (keeper.ts)
+ *                                       ├─▶ mesh/        on every server, leader or not: renew the node leases at a
+ *                                       │                cadence from the shortest one (lease-keeper.ts, issue 37)
+ *                                       └─▶ mesh/        on every server: log each node's change to suspect or dead
+ *                                                        and back, read from the store (liveness-alerts.ts, issue 37)
  *
  * This file only wires; what each loop decides is in its folder and, below it, in `src/core`.
  */
@@ -12,6 +16,9 @@ import type { AgentsEnv } from "../agents/env.js";
 import type { MeshController } from "../mesh/controller/controller.js";
 import type { Judged, KubernetesKeeper } from "./kubernetes/keeper.js";
 import { keeperPorts, startKubernetesKeeper } from "./kubernetes/keeper-ports.js";
+import { type LeaseKeeper, startLeaseKeeper } from "./mesh/lease-keeper.js";
+import { livenessMessage, startLivenessAlerts } from "./mesh/liveness-alerts.js";
+import { shortLeaseWarner } from "./mesh/short-lease-warning.js";
 import type { PassReport } from "./mesh/reconcile-loop.js";
 import { DEFAULT_TICK_MS, startTargetWatch } from "./mesh/watch.js";
 
@@ -38,13 +45,20 @@ export interface ServeLoopsOptions {
   /** The leadership seam: false → the loops decide but perform and chain nothing. */
   readonly shouldAct: () => boolean;
   readonly log: (message: string, fields?: Record<string, unknown>) => void;
+  /** What an operator should look at (a node that stopped answering). */
+  readonly warn: (message: string, fields?: Record<string, unknown>) => void;
   readonly onError: (target: ServeLoop<unknown>["target"], error: unknown) => void;
 }
 
 export interface ServeLoops {
   readonly mesh: ServeLoop<MeshPass>;
   readonly kubernetes: ServeLoop<KubernetesPass>;
-  /** Stops the mesh loop, then the Kubernetes loop, each after its pass in flight. */
+  /**
+   * Issue 37 (F1): the node leases' keeper. Unlike the loops it runs on every server of the store, leader or not: a
+   * renewal is a read, so a standby keeps every leased agent alive through the leader's crash or pause.
+   */
+  readonly leases: LeaseKeeper;
+  /** Stops the lease keeper, the mesh loop, then the Kubernetes loop, each after what it has in flight. */
   stop(): Promise<void>;
 }
 
@@ -69,10 +83,28 @@ export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
     pass: () => judgedDuring(keeping.keeper),
     stop: () => keeping.stop(),
   };
+  const warnShortLeases = shortLeaseWarner(o.controller, o.warn);
+  const leases = startLeaseKeeper(o.controller, {
+    tickMs: o.tickMs,
+    onRound: (round) => warnShortLeases(round.nodes),
+    onMissed: (nodeId) => o.log("a node lease renewal was not answered: the node is recorded suspect", { node: nodeId }),
+    onError: (error) => o.onError("mesh", error),
+  });
+  // Read from the store once a second (no node contacted): a node's change is said within a second of its recording.
+  const liveness = startLivenessAlerts(() => o.controller.knownTargets(), {
+    everyMs: 1_000,
+    onChange: (change) => {
+      const line = livenessMessage(change);
+      (line.level === "warn" ? o.warn : o.log)(line.message, { ...change });
+    },
+  });
   return {
     mesh,
     kubernetes,
+    leases,
     stop: async () => {
+      liveness.stop();
+      await leases.stop();
       await mesh.stop();
       await kubernetes.stop();
     },

@@ -16,17 +16,21 @@
  * the handler has an api.call pair; anything refused before it is one log line and nothing in any chain. Bodies are
  * read as text and parsed here, so a malformed body is the same 400 `invalid_request` as a wrong field.
  */
+
+import { hostname } from "node:os";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import { z } from "zod";
 import type { JsonObject } from "../core/crypto/canonical.js";
+import { failoverBoundMs } from "../core/mesh/leader-lease.js";
 import { isStoreAway } from "../store/open.js";
 import type { Ride } from "../store/riding-engine.js";
 import { type Caller, type CallOutcome, type CallRecord, openCall, recordOutcome } from "./audit.js";
 import { ROUTES } from "./contract.js";
 import { checkHost, checkRequestTarget, DASHBOARD_CSP, type EdgeRefusal, hostNames, securityHeaders } from "./edge.js";
 import { ApiError, invalidRequest } from "./errors.js";
+import { forwardWrite, mayForwardToken } from "./forward.js";
 import type { Handlers, Parsed } from "./handler.js";
-import { notLeaderAnswer } from "./leader-gate.js";
+import { followerVerdict } from "./leader-gate.js";
 import { serverMetrics } from "./metrics.js";
 import { API_BASE, openApiDocument } from "./openapi.js";
 import { type Access, OPS_ROUTES, registerOps } from "./ops.js";
@@ -64,6 +68,20 @@ export const fastifyPath = (path: string) => `${API_BASE}${path.replace(/\{([a-z
 
 function send(reply: FastifyReply, status: number, body: unknown): FastifyReply {
   return reply.code(status).type("application/json; charset=utf-8").send(JSON.stringify(body));
+}
+
+/** A follower's whole answer to a write (issue 37), as a value: a status, headers and a body already serialised. */
+interface FollowerReply {
+  readonly status: number;
+  readonly contentType: string;
+  readonly body: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+const RETRY_NOW = { "retry-after": "1" } as const;
+
+function json(status: number, body: unknown, headers: Readonly<Record<string, string>>): FollowerReply {
+  return { status, contentType: "application/json; charset=utf-8", body: JSON.stringify(body), headers };
 }
 
 /** `/api/v1/instances/:id/stop` → a pattern for one path segment per parameter (for 405's Allow). */
@@ -222,14 +240,89 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   registerOps(app, { state: o.state, metrics });
   for (const r of OPS_ROUTES) table.push({ method: r.method, pattern: patternOf(r.url) });
 
+  /**
+   * Issue 37 (F3): a write on a follower, forwarded to the leader the store names now (forward.ts), or answered 503
+   * with Retry-After when nobody leads or the request cannot reach the leader. Null when this server leads.
+   *
+   * It returns what to answer as a value and `call` sends it: never a FastifyReply out of an async function. A reply
+   * is a thenable that settles with undefined once sent, so awaiting one read as "this server leads" and the follower
+   * ran the write itself after answering it (a 503'd place committed and dispatched once the store came back).
+   */
+  async function followerAnswer(req: FastifyRequest): Promise<FollowerReply | null> {
+    const controller = o.state.controller;
+    const timing = controller.leaderTiming();
+    const retryAfterS = timing === null ? 1 : Math.ceil(failoverBoundMs(timing) / 1000);
+    const verdict = await followerVerdict(controller, { forwarded: req.headers["x-berth-forwarded-by"] !== undefined, retryAfterS });
+    if (verdict === null) return null;
+    if (verdict.kind === "answer") return json(503, verdict.answer, { "retry-after": String(verdict.retryAfterS) });
+    if (!mayForwardToken(verdict.url, o.https !== undefined)) {
+      return json(503, {
+        ...verdict.answer,
+        error: { code: "not_leader", message: `this server is a follower and did not forward your write to the leader at ${verdict.url} (epoch ${verdict.epoch}): that is plain HTTP to another host, which would carry your token in clear; nothing was done, send it there yourself if you accept that` },
+      }, RETRY_NOW);
+    }
+    const outcome = await forwardWrite({
+      leaderUrl: verdict.url,
+      method: req.method,
+      target: req.raw.url ?? "/",
+      authorization: req.headers.authorization,
+      contentType: req.headers["content-type"],
+      body: typeof req.body === "string" ? req.body : undefined,
+      via: `pid ${process.pid} on ${hostname()}`,
+      pollMs: timing?.renewEveryMs ?? 500,
+      stillLeads: async () => {
+        const now = await controller.currentLeaderView();
+        return now?.fresh === true && now.leader?.owner_id === verdict.ownerId && now.leader.epoch === verdict.epoch;
+      },
+    });
+    switch (outcome.kind) {
+      case "answered":
+        if (outcome.status === 401) {
+          // The leader refused the caller's token before doing anything: the servers keep different api.token files.
+          return json(503, {
+            ...verdict.answer,
+            error: { code: "not_leader", message: `this server is a follower and the leader at ${verdict.url} (epoch ${verdict.epoch}) refused the token it forwarded your write with (every server needs the same api.token to forward writes); nothing was done, send it to the leader with its token` },
+          }, RETRY_NOW);
+        }
+        return {
+          status: outcome.status,
+          contentType: outcome.contentType ?? "application/json; charset=utf-8",
+          body: outcome.body,
+          headers: { "x-berth-leader": verdict.url, ...(outcome.retryAfter === null ? {} : { "retry-after": outcome.retryAfter }) },
+        };
+      case "not_sent":
+        req.log.warn({ leader: verdict.url, why: outcome.why }, "a write could not be forwarded to the leader");
+        return json(503, {
+          ...verdict.answer,
+          error: { code: "not_leader", message: `this server is a follower and could not forward the write to the leader at ${verdict.url} (epoch ${verdict.epoch}: ${outcome.why}); nothing was done, send it there or try again` },
+        }, RETRY_NOW);
+      case "lost":
+        req.log.warn({ leader: verdict.url, why: outcome.why }, "the leader stopped answering a forwarded write");
+        return json(503, {
+          error: {
+            code: "leader_lost",
+            message: `this server forwarded the write to the leader at ${verdict.url} (epoch ${verdict.epoch}), which stopped answering before it replied (${outcome.why}); whether it was done is unknown: check before sending it again`,
+          },
+          leader: verdict.answer.leader,
+        }, {});
+      default: {
+        const never: never = outcome;
+        return never;
+      }
+    }
+  }
+
   async function call(route: RouteSpec, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
     const callerOf = caller(req);
     const handler = o.handlers[route.id];
     let call: { record: CallRecord; ride: Ride } | null = null;
     if (route.mutating && route.readOnlyWhen?.(req.query) !== true) {
-      // Issue 20: a follower does nothing for a write and says where the leader is.
-      const follower = await notLeaderAnswer(o.state.controller);
-      if (follower) return send(reply, 503, follower);
+      // Issue 20: a follower does nothing for a write itself; issue 37: it forwards it to the leader named now.
+      const follower = await followerAnswer(req);
+      if (follower !== null) {
+        for (const [name, value] of Object.entries(follower.headers)) reply.header(name, value);
+        return reply.code(follower.status).type(follower.contentType).send(follower.body);
+      }
       call = openCall(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
     }
     const ride = call?.ride ?? null;

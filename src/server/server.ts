@@ -54,7 +54,7 @@ export interface ServerOptions {
   readonly tls?: { readonly certFile: string; readonly keyFile: string };
   /** The lifecycle tick: every target is described at start and then this often (default 10 s; 0: never). */
   readonly tickMs?: number;
-  /** Issue 20: the leader lease's TTL (default `$BERTH_LEADER_TTL_MS`, else 15 s). */
+  /** Issue 20: the leader lease's TTL (default `$BERTH_LEADER_TTL_MS`, else 2.5 s: issue 37). */
   readonly leaderTtlMs?: number;
 }
 
@@ -163,6 +163,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
           tickMs,
           shouldAct: () => state.controller.isLeader(),
           log: (message, fields) => app.log.info(fields ?? {}, message),
+          warn: (message, fields) => app.log.warn(fields ?? {}, message),
           onError: (target, error) => app.log.warn({ err: error }, target === "mesh" ? "node status tick failed" : "kubernetes reconcile pass failed"),
         })
       : null;

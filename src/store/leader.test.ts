@@ -95,7 +95,7 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     expect(b.leader.isLeader()).toBe(true);
   });
 
-  it("a leader that was paused past its window leads again only under a new epoch", async () => {
+  it("a leader that was paused past its window leads again only under a new epoch, though nobody took the row", async () => {
     const s = await store(kind);
     const clock = { now: 1_000 };
     const a = await contender(await s.open(), clock);
@@ -103,9 +103,30 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     const first = (await a.leader.authorityFor("place")).epoch;
     clock.now += 20_000;
     expect(a.leader.isLeader()).toBe(false);
+    await expect(a.leader.authorityFor("place")).rejects.toThrow(NotLeader);
     await a.leader.step();
     expect(a.leader.isLeader()).toBe(true);
-    expect((await a.leader.authorityFor("place")).epoch).toBeGreaterThan(first);
+    const second = (await a.leader.authorityFor("place")).epoch;
+    expect(second).toBeGreaterThan(first);
+    expect(a.changes).toEqual([first, null, second]);
+  });
+
+  it("a leader paused past its window after another took the row over leads again only under a newer epoch", async () => {
+    const s = await store(kind);
+    const clock = { now: 1_000 };
+    const a = await contender(await s.open(), clock);
+    const b = await contender(await s.open(), clock);
+    await a.leader.step();
+    const first = (await a.leader.authorityFor("place")).epoch;
+    clock.now += 20_000;
+    await b.leader.step();
+    const second = (await b.leader.authorityFor("place")).epoch;
+    expect(second).toBeGreaterThan(first);
+    await b.leader.stop();
+    clock.now += 1;
+    await a.leader.step();
+    expect(a.leader.isLeader()).toBe(true);
+    expect((await a.leader.authorityFor("place")).epoch).toBeGreaterThan(second);
   });
 
   it("a follower names the leader of now, read from the row: right after a takeover, before its own next step", async () => {
@@ -124,6 +145,22 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     expect(fresh.leader?.epoch).toBe((await b.leader.authorityFor("place")).epoch);
     // The leader itself answers from memory: it leads.
     expect(await b.leader.currentView()).toMatchObject({ leading: true });
+  });
+
+  it("a leader whose window ran out names nobody to a caller, though the row still names it (issue 37: never sent back to itself)", async () => {
+    const s = await store(kind);
+    const db = { now: 1_000 };
+    const mono = { now: 1_000 };
+    const engine = await s.open();
+    const lease = await engine.transaction((tx) => takeLease(tx, db.now));
+    const a = new LeaderLease({ engine, storeId: await engine.read(readStoreId), ownerId: lease.owner_id, ttlMs: 10_000, address: "http://a", dbClock: () => db.now, mono: () => mono.now });
+    await a.step();
+    expect((await a.currentView()).leading).toBe(true);
+    // Its own clock ran past the window (a stall); on the database's the row has not lapsed yet.
+    mono.now += 8_001;
+    db.now += 1;
+    expect(a.isLeader()).toBe(false);
+    expect(await a.currentView()).toMatchObject({ leading: false, leader: null });
   });
 
   it("a follower names nobody while the leader's row has lapsed and nobody has taken it yet", async () => {
@@ -149,5 +186,44 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     expect(seen?.owner_id).toBe(a.ownerId);
     // The row's renewal time is the database's clock: within a few seconds of this process's.
     expect(Math.abs((seen?.renewed_ms ?? 0) - Date.now())).toBeLessThan(5_000);
+  });
+});
+
+describe("the leader lease on PostgreSQL when a contender freezes inside its transaction (issue 37)", { timeout: 60_000 }, () => {
+  it("a leader frozen mid-renewal, holding the leader row, does not keep a follower from taking over: the server ends its session", async () => {
+    const s = await store("postgres");
+    const clock = { now: 1_000 };
+    const a = await contender(await s.open(), clock);
+    const b = await contender(await s.open(), clock);
+    await a.leader.step();
+    const first = (await a.leader.authorityFor("place")).epoch;
+    // What PostgreSQL sees of a leader stopped (SIGSTOP) right after its renewal's UPDATE: a session idle in its
+    // transaction, holding the row's lock, and nothing more from it for as long as the process is stopped.
+    const frozen = await s.open();
+    let wake = () => {};
+    const woken = new Promise<void>((r) => {
+      wake = r;
+    });
+    const holding = frozen.transaction(async (tx) => {
+      await tx.run("UPDATE berth_leader SET renewed_ms = renewed_ms WHERE id = 1");
+      await woken;
+    });
+    const outcome = holding.then(
+      () => "committed",
+      () => "failed",
+    );
+    let step: string;
+    try {
+      clock.now += 10_001;
+      // Without the server ending the frozen session, the follower's takeover waits on the row lock for ever.
+      step = await Promise.race([b.leader.step().then(() => "done"), new Promise<string>((r) => setTimeout(() => r("blocked on the frozen leader's lock"), 30_000))]);
+    } finally {
+      wake();
+    }
+    expect(step).toBe("done");
+    expect(b.leader.isLeader()).toBe(true);
+    expect((await b.leader.authorityFor("place")).epoch).toBeGreaterThan(first);
+    // Woken, the frozen one's transaction fails: its session is gone, and nothing of it was written.
+    expect(await outcome).toBe("failed");
   });
 });

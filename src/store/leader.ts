@@ -1,6 +1,7 @@
 /**
  * Holding the leadership of a controller store (issue 20; the rules are src/core/mesh/leader-lease.ts, the design
- * src/store/README.md and docs/ha.md). Each `berth serve` runs one `LeaderLease`: every TTL/5 it takes or renews the
+ * src/store/README.md and docs/ha.md). Each `berth serve` runs one `LeaderLease`: every TTL/5 (a follower also at
+ * the moment the leader's row lapses, issue 37) it takes or renews the
  * one `berth_leader` row in a write transaction on the store's engine, judged on the database's clock; the winner takes the next epoch
  * from the counter the owner leases use (`berth_lease_epoch`), and renews its owner lease in the same transaction
  * with the leader TTL, so crash recovery on another host judges a dead leader's decisions gone as soon as its
@@ -13,7 +14,7 @@
 import { hostname } from "node:os";
 import { z } from "zod";
 import { performance } from "node:perf_hooks";
-import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, leaderTiming, liveLeader, mayAct } from "../core/mesh/leader-lease.js";
+import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, leaderTiming, liveLeader, mayAct, nextFollowerStepMs } from "../core/mesh/leader-lease.js";
 import { type Authority, MUTATING_METHODS } from "../core/protocol/messages.js";
 import type { Query, StoreEngine } from "./engine.js";
 import { readLeaderEpoch } from "./leader-authority.js";
@@ -36,7 +37,7 @@ function leaderRowOf(row: LeaderRow | undefined): LeaderRow | null {
 
 const LeaderTtlEnv = z.coerce.number().int().min(500, "must be at least 500 (ms)").max(600_000, "must be at most 600000 (ms)");
 
-/** The leader TTL for every `berth serve` on this store: `$BERTH_LEADER_TTL_MS`, else 15 s. Refused naming the variable. */
+/** The leader TTL for every `berth serve` on this store: `$BERTH_LEADER_TTL_MS`, else 2.5 s. Refused naming the variable. */
 export function leaderTtlFromEnv(env: NodeJS.ProcessEnv): number {
   const raw = env.BERTH_LEADER_TTL_MS;
   if (raw === undefined || raw === "") return DEFAULT_LEADER_TTL_MS;
@@ -74,6 +75,11 @@ export interface LeaderView {
   readonly leading: boolean;
   readonly epoch: number | null;
   readonly leader: LeaderRow | null;
+  /**
+   * Issue 37: whether `leader` was read from the store just now (or this process leads): a follower forwards a write
+   * only to a leader the store names now, never to one it remembers from before it lost the store.
+   */
+  readonly fresh: boolean;
 }
 
 export class LeaderLease {
@@ -84,6 +90,9 @@ export class LeaderLease {
   private stepStartMono = Number.NEGATIVE_INFINITY;
   private readonly mono: () => number;
   private heldEpoch: number | null = null;
+  /** When the next step is due after the one that just ended (a follower: at the leader row's lapse, if sooner). */
+  private nextStepMs: number;
+  private stopped = false;
   private renewStartMono = Number.NEGATIVE_INFINITY;
   private lastSeen: LeaderRow | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -97,15 +106,21 @@ export class LeaderLease {
     const fixed = o.dbClock;
     this.dbClock = fixed ? async () => fixed() : databaseNow;
     this.mono = o.mono ?? (() => performance.now());
+    this.nextStepMs = this.timing.renewEveryMs;
   }
 
-  /** Takes or renews now, then every TTL/5. */
+  /** Takes or renews now, then every TTL/5 from the start of the previous step (one step at a time). */
   start(): void {
     const tick = () => {
-      if (this.stepping) return;
-      this.stepStartMono = this.mono();
+      this.timer = null;
+      if (this.stopped || this.stepping) return;
+      const began = this.mono();
+      this.stepStartMono = began;
       this.stepping = this.step().finally(() => {
         this.stepping = null;
+        if (this.stopped) return;
+        this.timer = setTimeout(tick, Math.max(0, this.nextStepMs - (this.mono() - began)));
+        this.timer.unref();
       });
     };
     tick();
@@ -113,8 +128,6 @@ export class LeaderLease {
     this.first = first?.finally(() => {
       this.first = null;
     }) ?? null;
-    this.timer = setInterval(tick, this.timing.renewEveryMs);
-    this.timer.unref();
   }
 
   /**
@@ -135,7 +148,7 @@ export class LeaderLease {
 
   view(): LeaderView {
     const leading = this.isLeader();
-    return { leading, epoch: leading ? this.heldEpoch : null, leader: this.lastSeen };
+    return { leading, epoch: leading ? this.heldEpoch : null, leader: this.lastSeen, fresh: leading };
   }
 
   /**
@@ -150,17 +163,26 @@ export class LeaderLease {
     if (this.first !== null) await within(this.first.catch(() => undefined), waitMs);
     // A step held longer than its interval is a store that does not answer now, whatever the last one said.
     const stalled = this.stepping !== null && this.mono() - this.stepStartMono > this.timing.renewEveryMs;
-    if (this.isLeader() || !this.reached || stalled) return this.view();
+    if (this.isLeader() || !this.reached || stalled) return this.othersOnly(this.view());
     try {
       const read = this.o.engine.read(async (q) => ({ now: await this.dbClock(q), row: leaderRowOf(await q.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`)) }));
       read.catch(() => undefined); // a late failure after the timeout is nobody's answer
       const fresh = await within(read, waitMs);
       // Leading by now (a step took the row meanwhile): the memory is newer than the read.
-      if (fresh === LATE || this.isLeader()) return this.view();
-      return { leading: false, epoch: null, leader: liveLeader(fresh.row, fresh.now) };
+      if (fresh === LATE || this.isLeader()) return this.othersOnly(this.view());
+      return this.othersOnly({ leading: false, epoch: null, leader: liveLeader(fresh.row, fresh.now), fresh: true });
     } catch {
-      return this.view();
+      return this.othersOnly(this.view());
     }
+  }
+
+  /**
+   * Issue 37: a process that may not act never names itself as the leader to a caller, though the row (or its memory
+   * of it) still does: its window ran out and it leads again only by a new take, so for now nobody leads, and a
+   * caller is told to wait out the failover rather than sent back to this process (a follower would forward to it).
+   */
+  private othersOnly(view: LeaderView): LeaderView {
+    return !view.leading && view.leader?.owner_id === this.o.ownerId ? { ...view, leader: null } : view;
   }
 
   /**
@@ -181,6 +203,7 @@ export class LeaderLease {
     const startMono = this.mono();
     let verdict: ReturnType<typeof judgeLeader>;
     let taken: number | null = null;
+    this.nextStepMs = this.timing.renewEveryMs;
     try {
       const held = this.heldEpoch;
       const out = await this.o.engine.transaction(async (tx) => {
@@ -204,12 +227,14 @@ export class LeaderLease {
           await tx.run("UPDATE berth_owners SET renewed_ms = ?, ttl_ms = ? WHERE owner_id = ? AND released_ms IS NULL", [now, this.timing.ttlMs, this.o.ownerId]);
         }
         const seen = leaderRowOf(await tx.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`));
-        return { v, epoch, seen };
+        return { v, epoch, seen, now };
       });
       verdict = out.v;
       taken = out.epoch;
       this.lastSeen = out.seen;
       this.reached = true;
+      // Issue 37: a follower looks again the moment the leader's row lapses, not up to an interval later.
+      if (verdict.kind === "follow") this.nextStepMs = nextFollowerStepMs(verdict.leader, out.now, this.timing);
     } catch {
       // The renewal failed (a busy or unreachable store): the act-for window keeps running down.
       this.reached = false;
@@ -229,7 +254,8 @@ export class LeaderLease {
 
   /** Stops renewing and, when leading, releases the row so a follower takes over at once. */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.stepping;
     if (this.heldEpoch === null) return;

@@ -16,6 +16,10 @@
  *   values are milliseconds and counters, far below 2^53).
  * - A transaction opened inside another in the same flow is refused, as on SQLite: it would take a second
  *   connection and could wait on the first's locks for ever.
+ * - A session idle inside a transaction for `IDLE_IN_TRANSACTION_MS` is ended by the server (issue 37): a process
+ *   frozen mid-transaction (SIGSTOP, a VM pause, a host cut off after BEGIN) would otherwise hold its row locks for
+ *   as long as it is frozen — the leader row, so no follower could take over, or the chain's row, so no other server
+ *   could write at all. Its transaction is rolled back; woken, it finds its connection gone and its write failed.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
@@ -41,6 +45,15 @@ function createdConcurrently(error: unknown): boolean {
 }
 const MAX_ATTEMPTS = 20;
 const INT8_OID = 20;
+
+/**
+ * Issue 37: how long a session may sit idle inside a transaction before PostgreSQL ends it and releases its locks.
+ * berth's transaction callbacks touch only the transaction (engine.ts), so between two statements a live process only
+ * computes; two seconds of that is a frozen process. At most the default leader TTL's act-for window (2.5 s − 0.5 s,
+ * src/core/mesh/leader-lease.ts), so a leader frozen inside its own renewal has let the leader row go by the time a
+ * follower may take it, and a failover stays within its bound.
+ */
+export const IDLE_IN_TRANSACTION_MS = 2_000;
 
 /** `?` → `$1, $2…`, outside quoted strings and identifiers. */
 export function numberPlaceholders(sql: string): string {
@@ -82,7 +95,7 @@ export class PostgresEngine implements StoreEngine {
 
   private constructor(url: string, poolSize: number) {
     this.location = redactedUrl(url);
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 10_000 });
+    this.pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 10_000, idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS });
     // An idle pooled connection the server dropped (a restart) is an event, not a crash: the next query reconnects.
     this.pool.on("error", () => undefined);
     // A checked-out client whose server went away between its queries (a restart) emits "error" itself, and an

@@ -4,12 +4,13 @@
  * behind the frame-reading TCP proxy. Judged from outside: the store read read-only (`berth_leader`, decisions,
  * placements), the node's chain, /proc for live copies, and `berth audit verify`.
  *
- * - exactly one server leads; a follower serves reads and answers a write 503 `not_leader` with the leader's URL;
+ * - exactly one server leads; a follower serves reads and forwards a write to the leader (issue 37), and answers one
+ *   already forwarded once 503 `not_leader` with the leader's URL;
  * - kill -9 of the leader while its place answer is held: a follower leads within TTL + one renewal, settles the
  *   decision the dead leader left (adopts the one instance the node holds), and there is never a second copy;
  * - SIGSTOP of the leader past its TTL with its place request held in the network: the follower leads under a higher
  *   epoch and describes the node at once, so the old request, delivered late, is refused `stale_epoch` on the node
- *   (chained there); after SIGCONT the old leader steps down (its writes answered `not_leader`) and nothing runs.
+ *   (chained there); after SIGCONT the old leader steps down (its writes forwarded to the new one) and nothing runs.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -59,13 +60,13 @@ function token(home: CliHome): string {
   return readFileSync(join(home.home, "api.token"), "utf8").trim();
 }
 
-async function api(home: CliHome, s: Server, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+async function api(home: CliHome, s: Server, method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown>; leader: string | null }> {
   const r = await fetch(`${s.url}/api/v1${path}`, {
     method,
-    headers: { authorization: `Bearer ${token(home)}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: { authorization: `Bearer ${token(home)}`, ...(body === undefined ? {} : { "content-type": "application/json" }), ...extra },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+  return { status: r.status, body: (await r.json()) as Record<string, unknown>, leader: r.headers.get("x-berth-leader") };
 }
 
 /** The store as it is, read-only: who leads, under which epoch. */
@@ -108,16 +109,21 @@ async function verifies(home: CliHome): Promise<boolean> {
 }
 
 describe("several berth serve on one store (issue 20)", { timeout: 180_000 }, () => {
-  it("exactly one leads; a follower serves reads and answers writes with the leader's address", async () => {
+  it("exactly one leads; a follower serves reads and forwards writes to the leader, and answers a write forwarded once already with the leader's address", async () => {
     const { home, node, all } = await world(3);
     const leader = await waitFor(async () => leaderOf(home, all) ?? undefined, "a leader");
     const followers = all.filter((s) => s !== leader);
     const added = await api(home, leader, "POST", "/nodes", { addr: node.address, tier: "paired" });
     expect(added.status, JSON.stringify(added.body)).toBe(201);
     for (const f of followers) {
+      // Issue 37: done by the leader, which the answer names.
       const write = await api(home, f, "POST", "/nodes", { addr: node.address, tier: "pinned" });
-      expect(write.status).toBe(503);
-      expect(write.body).toMatchObject({ error: { code: "not_leader" }, leader: { url: leader.url, epoch: leaderRow(home)?.epoch } });
+      expect(write.status, JSON.stringify(write.body)).toBe(201);
+      expect(write.leader).toBe(leader.url);
+      // A write that already came through another server is never forwarded twice: 503, the leader named, nothing done.
+      const again = await api(home, f, "POST", "/nodes", { addr: node.address, tier: "paired" }, { "x-berth-forwarded-by": "a test" });
+      expect(again.status).toBe(503);
+      expect(again.body).toMatchObject({ error: { code: "not_leader" }, leader: { url: leader.url, epoch: leaderRow(home)?.epoch } });
       const read = await api(home, f, "GET", "/nodes");
       expect(read.status).toBe(200);
       expect(JSON.stringify(read.body)).toContain(node.nodeId);
@@ -192,12 +198,13 @@ describe("several berth serve on one store (issue 20)", { timeout: 180_000 }, ()
     expect(answer.body.placed ?? null).toBeNull();
     expect(JSON.stringify(answer.body.attempts)).toContain("stale_epoch");
     expect(processesWithEnv(`BERTH_NAME=${name}`)).toEqual([]);
-    // It stepped down: it answers writes with the new leader's address.
+    // It stepped down: it does no write itself and forwards them to the new leader (issue 37).
     const write = await waitFor(async () => {
       const w = await api(home, leader, "POST", "/nodes", { addr: proxy.address, tier: "pinned" });
-      return w.status === 503 ? w : undefined;
-    }, "the old leader answers not_leader");
-    expect(write.body).toMatchObject({ error: { code: "not_leader" }, leader: { url: follower.url, epoch: newEpoch } });
+      return w.status === 503 ? undefined : w;
+    }, "the old leader forwards a write");
+    expect(write.status, JSON.stringify(write.body)).toBe(201);
+    expect(write.leader).toBe(follower.url);
     expect(leaderRow(home)).toMatchObject({ pid: follower.pid, epoch: newEpoch });
     expect(node.verifyChain().ok).toBe(true);
     expect(await verifies(home)).toBe(true);

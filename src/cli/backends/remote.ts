@@ -22,11 +22,24 @@ import { agentFailureError, nodeAdminError, sentFailure } from "./failures.js";
  * token and trust (the servers of one store share its home's token).
  */
 export async function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<ApiAnswer> {
-  const a = await sendOnce(t, method, path, body);
+  // Issue 37: while nobody leads (a failover in progress) a follower answers 503 `not_leader` with no leader, nothing
+  // done, and Retry-After: the CLI waits as told and asks again, for up to NO_LEADER_WAIT_MS, rather than fail a verb
+  // that a failover of a few seconds would have served.
+  const deadline = Date.now() + NO_LEADER_WAIT_MS;
+  let a = await sendOnce(t, method, path, body);
+  while (a.status === 503 && isErrorBody(a.body) && a.body.error.code === "not_leader" && (a.body as { leader?: unknown }).leader === null && a.retryAfterS !== undefined) {
+    const wait = Math.max(250, a.retryAfterS * 1000);
+    if (Date.now() + wait > deadline) break;
+    await new Promise((r) => setTimeout(r, wait));
+    a = await sendOnce(t, method, path, body);
+  }
   const leader = (a.body as { leader?: { url?: unknown } | null } | null)?.leader?.url;
   if (a.status !== 503 || !isErrorBody(a.body) || a.body.error.code !== "not_leader" || typeof leader !== "string" || !/^https?:\/\/[^\s/]+$/.test(leader) || leader === t.url) return a;
   return sendOnce({ ...t, url: leader, via: `${t.via}, whose leader is ${leader}` }, method, path, body);
 }
+
+/** Issue 37: how long a verb waits for a store without a leader to elect one (a few failover bounds). */
+export const NO_LEADER_WAIT_MS = 15_000;
 
 export interface ApiErrorBody {
   readonly error: { readonly code: string; readonly message: string; readonly constraints?: ReadonlyArray<{ constraint: string; detail: string }> };

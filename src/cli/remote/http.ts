@@ -25,6 +25,8 @@ export interface ServerTarget {
 export interface ApiAnswer {
   readonly status: number;
   readonly body: unknown;
+  /** Issue 37: the answer's Retry-After, in seconds, when it carries one (a follower with no leader to forward to). */
+  readonly retryAfterS?: number;
 }
 
 export const API_BASE = "/api/v1";
@@ -89,7 +91,8 @@ export function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path
         } catch {
           // an answer that is not JSON (a proxy's error page): kept as text for the message
         }
-        resolve({ status: res.statusCode ?? 0, body: parsed });
+        const retryAfter = Number(res.headers["retry-after"]);
+        resolve({ status: res.statusCode ?? 0, body: parsed, ...(Number.isInteger(retryAfter) && retryAfter >= 0 ? { retryAfterS: retryAfter } : {}) });
       });
     });
     req.on("error", (e) => reject(failure(t, e)));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { judgeLeader, type LeaderRow, leaderTiming, liveLeader, mayAct } from "./leader-lease.js";
+import { DEFAULT_LEADER_TTL_MS, failoverBoundMs, judgeLeader, type LeaderRow, leaderTiming, liveLeader, mayAct, nextFollowerStepMs } from "./leader-lease.js";
 
 const row = (over: Partial<LeaderRow> = {}): LeaderRow => ({
   owner_id: "other",
@@ -23,6 +23,24 @@ describe("who leads a controller store (issue 20)", () => {
     ["a row naming this process at an epoch it no longer holds is taken anew (a new epoch)", row({ owner_id: "me" }), null, 12_000, "take"],
   ] as const)("%s", (_name, r, held, now, kind) => {
     expect(judgeLeader(r, "me", held, now).kind).toBe(kind);
+  });
+
+  it("a process whose window ran out leads again only under a new epoch, though the row still names it (issue 37 keeps issue 20's fence)", () => {
+    // Nobody took the row, but its owner lease lapsed with it: others may have recovered its decisions meanwhile.
+    expect(judgeLeader(row({ owner_id: "me", epoch: 7 }), "me", null, 12_000).kind).toBe("take");
+    expect(judgeLeader(row({ owner_id: "me", epoch: 7 }), "me", 7, 12_000).kind).toBe("renew");
+  });
+
+  it("a follower steps again at the moment the leader's row lapses when that comes before its next interval (issue 37)", () => {
+    const t = leaderTiming(2_500);
+    const r = row({ renewed_ms: 10_000, ttl_ms: 2_500 });
+    expect(nextFollowerStepMs(r, 10_000, t)).toBe(500);
+    expect(nextFollowerStepMs(r, 12_200, t)).toBe(301);
+    expect(nextFollowerStepMs(r, 12_600, t)).toBe(1);
+  });
+
+  it("at the default TTL a takeover after a crash or a pause is bound within 3 s (issue 37)", () => {
+    expect(failoverBoundMs(leaderTiming(DEFAULT_LEADER_TTL_MS))).toBeLessThanOrEqual(3_000);
   });
 
   it("renews every TTL/5 and acts for TTL − TTL/5 after the start of its last renewal, never after", () => {

@@ -12,6 +12,8 @@
  *   so a successor's takeover comes later than `ttl_ms` after it: the margin `ttl_ms − actForMs` is what the
  *   leader's clock rate may drift from the database's over one TTL, plus scheduling slack (TTL/5, 20 %);
  * - it renews every TTL/5, so four renewals in a row can fail (a slow or unreachable database) before it stops;
+ * - a follower steps again the moment the leader's row lapses on the database's clock, not at its next interval, so
+ *   a takeover after a crash or a pause takes TTL plus one step (issue 37: failover within 3 s at the default TTL);
  * - a new leadership always takes a new epoch, so every node that sees the successor refuses the deposed leader
  *   (`stale_epoch`, src/core/mesh/epoch-fence.ts), whatever the clocks did.
  *
@@ -66,7 +68,33 @@ export interface LeaderTiming {
   readonly actForMs: number;
 }
 
-export const DEFAULT_LEADER_TTL_MS = 15_000;
+/**
+ * Issue 37: 2.5 s, so a takeover after a crash or a pause (TTL + one follower step) stays within 3 s. The price is a
+ * leader that steps down when four renewals in a row (2 s) fail. It leads again only under a new epoch, even when
+ * nobody took the row meanwhile: its window ran out, so other processes may have judged its owner lease (renewed
+ * with this TTL) gone and recovered its decisions under the store's epoch, and only a new epoch lets its first
+ * describes fence what it still had in flight under the old one. A stall costs that leader its requests in flight
+ * (`stale_epoch`), never a weaker fence.
+ */
+export const DEFAULT_LEADER_TTL_MS = 2_500;
+
+/**
+ * The longest a store is without an acting leader after its leader crashed or froze, with a follower standing by:
+ * the TTL on the database's clock plus one follower step (it steps at the lapse; one interval covers a step that was
+ * in flight then). A clean stop releases the row and takes one step.
+ */
+export function failoverBoundMs(timing: LeaderTiming): number {
+  return timing.ttlMs + timing.renewEveryMs;
+}
+
+/**
+ * When a follower should step next, given the row it just followed, judged on the database's clock: at the lapse
+ * (plus a millisecond) when that comes before its next interval, else at the interval.
+ */
+export function nextFollowerStepMs(leader: LeaderRow, dbNowMs: number, timing: LeaderTiming): number {
+  const lapse = leader.renewed_ms + leader.ttl_ms - dbNowMs + 1;
+  return Math.max(1, Math.min(timing.renewEveryMs, lapse));
+}
 
 export function leaderTiming(ttlMs: number = DEFAULT_LEADER_TTL_MS): LeaderTiming {
   const fifth = Math.floor(ttlMs / 5);

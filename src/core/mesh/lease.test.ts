@@ -5,9 +5,15 @@ import {
   initialDeadline,
   judgeRenewal,
   LEASE_CHECK_MS,
+  LEASE_MAX_MS,
+  LEASE_MIN_MS,
+  LEASE_RENEW_SLACK_MS,
   LEASE_STOP_GRACE_MS,
   leaseCertainlyOver,
   leaseExpired,
+  leaseFloorForOutageMs,
+  leaseRenewEveryMs,
+  leaseShorterThanOutage,
   leaseWaitMs,
   renewedDeadline,
   WATCHDOG_LAG_S,
@@ -118,5 +124,37 @@ describe("the lease argument over random worlds", () => {
     const verdict = leaseCertainlyOver(leaseMs, 0, 0);
     expect(verdict.kind === "running_out" && verdict.over_at_ms < renewedFromArrival).toBe(true);
     expect(judgeRenewal(0, 60_000, leaseMs).kind).toBe("late");
+  });
+});
+
+describe("how often the controllers renew leases (issue 37)", () => {
+  it.each([
+    ["no node advertises a lease: nothing beyond the tick", null, 10_000, null],
+    ["a quarter of the shortest lease", 8_000, 10_000, 2_000],
+    ["never less often than the tick", 120_000, 10_000, 10_000],
+    ["never more often than the node checks its leases", 800, 10_000, 250],
+  ] as const)("%s", (_name, shortest, tick, every) => {
+    expect(leaseRenewEveryMs(shortest, tick)).toBe(every);
+  });
+
+  it("three renewals in a row may be lost before the shortest lease runs out", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: LEASE_MIN_MS, max: LEASE_MAX_MS }), (lease) => {
+        const every = leaseRenewEveryMs(lease, 10_000) as number;
+        expect(3 * every + LEASE_RENEW_SLACK_MS).toBeLessThan(lease);
+      }),
+    );
+  });
+
+  it("a lease at the floor for an outage outlives that outage at its own cadence; a shorter one is warned about", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 600_000 }), (outage) => {
+        const floor = leaseFloorForOutageMs(outage);
+        // Renewed every floor/4 (at most: the tick may make it more often), the last renewal before the outage is at most one interval old.
+        expect(outage + floor / 4 + LEASE_RENEW_SLACK_MS).toBeLessThanOrEqual(floor);
+        expect(leaseShorterThanOutage(floor, outage)).toBe(false);
+        expect(leaseShorterThanOutage(floor - 1, outage)).toBe(true);
+      }),
+    );
   });
 });

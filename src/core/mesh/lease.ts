@@ -116,3 +116,49 @@ export function leaseCertainlyOver(
   const overAt = lastSentIssuedAtMs + leaseWaitMs(leaseMs, skewMs);
   return nowMs >= overAt ? { kind: "over", over_at_ms: overAt } : { kind: "running_out", over_at_ms: overAt };
 }
+
+/**
+ * Issue 37: what a request that renews a lease may lose on its way before it renews: its stamp's commit, the
+ * connection and handshake, the node's verification. Half a second covers a loaded machine's round trip.
+ */
+export const LEASE_RENEW_SLACK_MS = 500;
+
+/**
+ * Issue 37: how often every `berth serve` on a store (the leader and each standby alike) renews the leases of the
+ * nodes that advertise one: a quarter of the shortest lease, so three renewals in a row may be lost or late before
+ * the lease runs out, never more often than the node checks its leases, never less often than the lifecycle tick.
+ * Null: no node advertises a lease, so there is nothing to renew beyond the tick.
+ */
+export function leaseRenewEveryMs(shortestLeaseMs: number | null, tickMs: number): number | null {
+  if (shortestLeaseMs === null) return null;
+  return Math.max(LEASE_CHECK_MS, Math.min(tickMs, Math.floor(shortestLeaseMs / 4)));
+}
+
+/**
+ * Issue 37: the shortest lease whose agents outlive an outage of every renewing controller lasting `outageMs` (the
+ * failover bound of a store with no standby: a replacement server's takeover): the outage, one renewal interval at
+ * that lease's own cadence and the slack must fit in the lease, so `outage + lease/4 + slack ≤ lease`.
+ */
+export function leaseFloorForOutageMs(outageMs: number): number {
+  return Math.ceil(((outageMs + LEASE_RENEW_SLACK_MS) * 4) / 3);
+}
+
+/**
+ * Issue 37: whether a lease of `leaseMs` is shorter than what a controller outage of `outageMs` needs (the warning
+ * `berth serve` and `berth deploy` give when no standby server would keep renewing through it).
+ */
+export function leaseShorterThanOutage(leaseMs: number, outageMs: number): boolean {
+  return leaseMs < leaseFloorForOutageMs(outageMs);
+}
+
+/** Issue 37: a peer holding its owner lease this long is a long-lived process (a standby server), not a CLI call. */
+export const STANDBY_HELD_MS = 60_000;
+
+/**
+ * Issue 37: the warning `berth serve` and `berth deploy` give for a node whose lease is shorter than what its agents
+ * need to outlive a controller takeover (`outageMs`, the failover bound), when no standby server renews through it.
+ */
+export function leaseWarning(nodeId: string, leaseMs: number, outageMs: number): string {
+  const survives = Math.max(0, leaseMs - Math.floor(leaseMs / 4) - LEASE_RENEW_SLACK_MS);
+  return `node ${nodeId} runs with lease_ms ${leaseMs}, shorter than the ${leaseFloorForOutageMs(outageMs)} ms its agents need to outlive a controller takeover (the failover bound is ${outageMs} ms at this leader TTL), and no standby berth serve runs on this store: a controller outage longer than about ${survives} ms stops them. Run a second berth serve on the store, or raise lease_ms in that node's node.json`;
+}

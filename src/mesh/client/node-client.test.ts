@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { generateSigningKey } from "../../keys/key-file.js";
 import { type Connector, type FrameStream, StreamClosed } from "../transport/frames.js";
+import { FrameTimeout } from "../transport/recv-limit.js";
 import { NodeClient } from "./node-client.js";
 
 const NODE = "0123456789abcdef0123456789abcdef";
@@ -70,5 +71,47 @@ describe("the node client's request stamp (issue 16's onSend)", () => {
     });
     expect(await client.call(target, "place", { package_id: "p" }, { timeoutMs: 5_000 })).toMatchObject({ kind: "unreachable" });
     expect(settled).toEqual([false]);
+  });
+});
+
+describe("a read on a warm connection (issue 37, F5)", () => {
+  /** Connections from a pool: the first one warm (`reused`); `silent` ones take the request and never answer. */
+  function pool(first: "silent" | "closed"): { connector: Connector; connects: () => number } {
+    let connects = 0;
+    const stream = (reused: boolean, behaviour: "silent" | "closed"): FrameStream => ({
+      remote: "held:1",
+      reused,
+      send: async () => undefined,
+      recv: async (limit) => {
+        if (behaviour === "closed") throw new StreamClosed("connection closed");
+        // Never answers: waits out the limit it is given (and a little more), as a frozen node behind a live socket.
+        await new Promise((resolve) => setTimeout(resolve, (typeof limit === "number" ? limit : 0) + 10));
+        throw new FrameTimeout(typeof limit === "number" ? limit : 0);
+      },
+      close: () => undefined,
+    });
+    return {
+      connector: {
+        connect: async () => {
+          connects++;
+          return connects === 1 ? stream(true, first) : stream(false, "silent");
+        },
+      },
+      connects: () => connects,
+    };
+  }
+
+  it("is not asked again on a fresh connection when the warm one used up the call's timeout: a silent node costs one timeout, not two", async () => {
+    const p = pool("silent");
+    const client = new NodeClient({ key: generateSigningKey(), connector: p.connector });
+    expect(await client.call(target, "status", { instance_id: null, include_departed: false }, { timeoutMs: 200 })).toMatchObject({ kind: "no_answer" });
+    expect(p.connects()).toBe(1);
+  });
+
+  it("is asked again on a fresh connection when the warm one had been closed by the node (nothing was answered)", async () => {
+    const p = pool("closed");
+    const client = new NodeClient({ key: generateSigningKey(), connector: p.connector });
+    expect(await client.call(target, "status", { instance_id: null, include_departed: false }, { timeoutMs: 200 })).toMatchObject({ kind: "no_answer" });
+    expect(p.connects()).toBe(2);
   });
 });

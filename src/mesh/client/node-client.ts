@@ -194,17 +194,22 @@ export class NodeClient {
           (error: unknown) => ({ error }),
         );
     };
+    const startedMs = Date.now();
     const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS, left);
     if (settledEarly !== null) {
       const failed = await (settledEarly as Promise<{ readonly error: unknown } | null>);
       if (failed !== null) throw failed.error;
     } else if (typeof settleFirst === "function") await settleFirst(!provablyUnsent(tried.result));
-    if (!tried.staleReuse || mutating) return tried.result;
+    // Issue 37 (F5): one timeout bounds the whole call. A node that takes the connection and never answers used up
+    // the first exchange's whole timeout, and a second one on a fresh connection doubled how long it took to be
+    // judged unreachable (40 s for a status); it is not asked again.
+    const leftMs = timeoutMs - (Date.now() - startedMs);
+    if (!tried.staleReuse || mutating || leftMs <= 0) return tried.result;
     // A read on a warm connection the node had closed: nothing was answered, so ask again on a fresh one (a new nonce:
-    // the node may have read the first before it closed).
+    // the node may have read the first before it closed), within what is left of the call's timeout.
     const again = sign(randomBytes(16).toString("hex"));
     const settleAgain = await this.o.onSend?.(target.nodeId, again.request.issued_at_ms);
-    const result = (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs }, 0)).result;
+    const result = (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs: leftMs }, 0)).result;
     if (typeof settleAgain === "function") await settleAgain(!provablyUnsent(result));
     return result;
   }

@@ -356,6 +356,15 @@ export class MeshController {
     return this.targetSet.setTier(ref, tier, "api");
   }
 
+  /**
+   * Issue 37 (F5): every target this store knows, with its liveness judged from the store now: targets another
+   * process added since are learned first (the store re-read), nothing is contacted and no file read.
+   */
+  async knownTargets(): Promise<TargetInfo[]> {
+    await this.targetSet.syncStored();
+    return this.targetSet.list();
+  }
+
   /** Every known target, with the peers file re-read first (tiers only; nothing is contacted). */
   async targets(): Promise<TargetInfo[]> {
     await this.readPolicy(false);
@@ -404,6 +413,25 @@ export class MeshController {
     // Issue 33: a node that was unreachable gets the latest revocation list at its first answer (its next contact).
     const answered = (await this.targetSet.list()).filter((t) => t.node_id !== null && this.targetSet.described(t.node_id)).map((t) => t.node_id as string);
     await this.pushRevocationsTo(answered, policy);
+  }
+
+  /**
+   * Issue 37: the nodes this store knows as targets whose accepted facts advertise a lease, with that lease. A target
+   * added by another process since is learned first (the store's targets are re-read).
+   */
+  async leasedNodes(): Promise<Array<{ readonly node_id: string; readonly lease_ms: number }>> {
+    await this.targetSet.syncStored();
+    const known = new Set((await this.targetSet.list()).flatMap((t) => (t.node_id !== null && t.key !== null ? [t.node_id] : [])));
+    return (await this.stamps.leased()).filter((n) => known.has(n.node_id));
+  }
+
+  /**
+   * Issue 37: renews this controller's lease on one node by describing it with its stored key: a read, which every
+   * server of the store may send, leader or not, and which is stamped in the store before it leaves like every
+   * request (the node lease's rule 4), so the leader's judgement of a lease counts it. Whether the node answered.
+   */
+  renewNodeLease(nodeId: string): Promise<boolean> {
+    return this.targetSet.refresh(nodeId);
   }
 
   /**
@@ -521,6 +549,11 @@ export class MeshController {
     });
     this.leadership.start();
     return this.leadership;
+  }
+
+  /** The leadership's timing (TTL, renewal interval), or null for a process that does not compete. */
+  leaderTiming(): LeaderLease["timing"] | null {
+    return this.leadership?.timing ?? null;
   }
 
   /** Whether this process leads the store now (false for a process that does not compete, e.g. a CLI call). */

@@ -107,6 +107,18 @@ export class ControllerStore {
     await this.tx((tx) => renewLease(tx, this.lease.owner_id, this.clock()));
   }
 
+  /**
+   * Issue 37: how many other processes hold a live owner lease on this store (renewed within its TTL, not released)
+   * and have held it for at least `heldMs`: long-lived ones, such as a standby `berth serve`, not a CLI call.
+   */
+  async longLivedPeers(heldMs: number): Promise<number> {
+    const now = this.clock();
+    const row = await this.engine.read((q) =>
+      q.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM berth_owners WHERE released_ms IS NULL AND owner_id <> ? AND renewed_ms + ttl_ms > ? AND started_ms <= ?", [this.lease.owner_id, now, now - heldMs]),
+    );
+    return Number(row?.n ?? 0);
+  }
+
   /** Releases the lease: from now on this owner's open decisions are recoverable by any other process. */
   async releaseLease(): Promise<void> {
     await this.tx((tx) => releaseLease(tx, this.lease.owner_id, this.clock()));

@@ -114,6 +114,12 @@ export class SentStamps {
     await this.leases.add({ nodeId, leaseMs });
   }
 
+  /** Issue 37: every node whose accepted facts advertise a lease, with it (the lease keeper's list). */
+  async leased(): Promise<Array<{ readonly node_id: string; readonly lease_ms: number }>> {
+    const rows = await this.engine.read((q) => q.all<{ node_id: string; lease_ms: number | string }>("SELECT node_id, lease_ms FROM mesh_watch_nodes WHERE lease_ms IS NOT NULL"));
+    return rows.map((r) => ({ node_id: r.node_id, lease_ms: Number(r.lease_ms) }));
+  }
+
   async of(nodeId: string): Promise<NodeStamps> {
     const [row, sent] = await this.engine.read(async (q) => [
       await q.get<NodeStamps>("SELECT node_id, last_sent_ms, lease_ms FROM mesh_watch_nodes WHERE node_id = ?", [nodeId]),

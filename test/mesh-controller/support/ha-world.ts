@@ -9,6 +9,7 @@
  */
 import { copyFileSync, cpSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import type { JsonObject } from "../../../src/core/crypto/canonical.js";
 import { loadKeyFile } from "../../../src/keys/key-file.js";
 import { type ChannelTap, channelTap } from "../../hostile/channel-tap.js";
 import { MAIN, NodeProcess, tempDir } from "../../mesh/harness.js";
@@ -63,15 +64,19 @@ export class HaWorld {
     readonly nodeProxy: TcpProxy,
     /** postgres://… of the store (PostgreSQL), or null (SQLite: `home`/controller.db). */
     readonly databaseUrl: string | null,
-    readonly ttlMs: number,
+    /** null: no BERTH_LEADER_TTL_MS, so every server runs at berth's default (issue 37). */
+    readonly ttlMs: number | null,
+    private readonly sharedToken = false,
   ) {}
 
-  static async create(engine: HaEngine, opts: { ttlMs: number }): Promise<HaWorld> {
+  /** `nodeConfig`: more node.json members for the node (issue 37: `lease_ms`). */
+  /** `sharedToken`: every home gets the first server's api.token, so followers can forward writes (issue 37). */
+  static async create(engine: HaEngine, opts: { ttlMs: number | null; nodeConfig?: JsonObject; sharedToken?: boolean }): Promise<HaWorld> {
     const home = await cliHome(`berth-ha-${engine}-`);
-    const node = await NodeProcess.create({ controllers: [home.controllerKey], signers: [home.signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({ controllers: [home.controllerKey], signers: [home.signer.publicKey], permits: [TEST_PERMIT], ...(opts.nodeConfig ? { config: opts.nodeConfig } : {}) });
     const proxy = await TcpProxy.start(node.address, { tls: { node: node.identity(), controller: loadKeyFile(join(home.home, "keys", "controller.key")) } });
     const url = engine === "postgres" ? await (await sharedPostgres()).database() : null;
-    const world = new HaWorld(engine, home, node, proxy, url, opts.ttlMs);
+    const world = new HaWorld(engine, home, node, proxy, url, opts.ttlMs, opts.sharedToken === true);
     world.proxies.push(proxy);
     return world;
   }
@@ -82,14 +87,14 @@ export class HaWorld {
     const dir = tempDir(`berth-ha-home${i}-`);
     mkdirSync(join(dir, "keys"), { recursive: true, mode: 0o700 });
     copyFileSync(join(this.home.home, "keys", "controller.key"), join(dir, "keys", "controller.key"));
-    for (const f of ["signers.json", "permits.json"]) copyFileSync(join(this.home.home, f), join(dir, f));
+    for (const f of ["signers.json", "permits.json", ...(this.sharedToken ? ["api.token"] : [])]) copyFileSync(join(this.home.home, f), join(dir, f));
     cpSync(this.home.pkgDir, join(dir, "pkg"), { recursive: true });
     return dir;
   }
 
   /** The environment of a berth process on the store: its home, the database (through `tap` when given), the TTL. */
   envFor(home: string, tap: ChannelTap | null = null): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { BERTH_HOME: home, BERTH_LEADER_TTL_MS: String(this.ttlMs) };
+    const env: NodeJS.ProcessEnv = { BERTH_HOME: home, ...(this.ttlMs === null ? {} : { BERTH_LEADER_TTL_MS: String(this.ttlMs) }) };
     if (this.databaseUrl !== null) {
       const url = new URL(this.databaseUrl);
       if (tap !== null) url.host = tap.address;

@@ -19,6 +19,9 @@
  * The only unload here is the fenced one of a `replace` row; nothing stops or unloads a started instance unless the
  * user asked by name (`berth agent replace`, `berth agent stop`).
  */
+import { failoverBoundMs, leaderTiming } from "../../../core/mesh/leader-lease.js";
+import { leaseShorterThanOutage, leaseWarning, STANDBY_HELD_MS } from "../../../core/mesh/lease.js";
+import { leaderTtlFromEnv } from "../../../store/leader.js";
 import { type AgentDeployResult, type DeployRound, deployAnswers, pendingEditNote } from "../../../core/agents/deploy-event.js";
 import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../../../core/agents/mesh-classify.js";
 import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../../../core/agents/mesh-observe.js";
@@ -311,7 +314,8 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
       // Issue 35: recorded at once for the lists that ask no node (`berth up --detach` runs no serve loop).
       await deps.controller.observeNode(p.node_id);
       const verb = replaced ? "replaced the previous instance:" : "";
-      return result(true, m.start ? "started" : "waiting", `${input.agent}: ${verb ? `${verb} ` : ""}${m.start ? "started" : "loaded"} ${p.instance_id} on node ${p.node_id}`, p.instance_id);
+      const warning = await leaseWarningFor(deps, p.node_id);
+      return result(true, m.start ? "started" : "waiting", `${input.agent}: ${verb ? `${verb} ` : ""}${m.start ? "started" : "loaded"} ${p.instance_id} on node ${p.node_id}${warning ? `\nwarning: ${warning}` : ""}`, p.instance_id);
     }
     if (report.unsettled) {
       return result(
@@ -329,6 +333,27 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
     // Issue 37 finding A: the store failed mid-dispatch; the decision is (or is about to be) unsettled, like a lost answer.
     if (error.code === "store_interrupted") return result(false, "blocked", `${input.agent}: ${error.message}.`);
     return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.`);
+  }
+}
+
+/**
+ * Issue 37: the warning for an agent placed on a node whose lease is shorter than the failover bound while no standby
+ * server renews the store's leases through a controller outage; null when there is nothing to say. A standby is a
+ * long-lived process on the store besides the server that would fail: inside a `berth serve` (it competes for the
+ * leadership) one other, from a CLI call two. Never fails a deploy that was done: a store that cannot be read says
+ * nothing.
+ */
+async function leaseWarningFor(deps: MeshAgentDeps, nodeId: string): Promise<string | null> {
+  try {
+    const leaseMs = (await deps.controller.stamps.of(nodeId)).lease_ms;
+    if (leaseMs === null) return null;
+    const outageMs = failoverBoundMs(deps.controller.leaderTiming() ?? leaderTiming(leaderTtlFromEnv(process.env)));
+    if (!leaseShorterThanOutage(leaseMs, outageMs)) return null;
+    const needed = deps.controller.leaderTiming() === null ? 2 : 1;
+    if ((await deps.controller.store.longLivedPeers(STANDBY_HELD_MS)) >= needed) return null;
+    return leaseWarning(nodeId, leaseMs, outageMs);
+  } catch {
+    return null;
   }
 }
 
