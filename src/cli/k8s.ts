@@ -15,6 +15,7 @@ import { CliError, describeZodIssues } from "./errors.js";
 import { kubeContextFlag } from "./flags.js";
 import type * as K8sDeps from "./k8s-deps.js";
 import { unreadable } from "../kit/file-errors.js";
+import { describeText } from "./describe.js";
 import { answer, answerRefusal } from "./output.js";
 import { berthHome } from "./paths.js";
 import { startProgress } from "./progress.js";
@@ -216,7 +217,8 @@ export function registerK8sCommands(program: Command): void {
   agentOptions(k8s.command("status").description("what the cluster says about one agent (reads only)")).action(async (given: AgentFlags) => {
     const opts = await ready(given);
     const agent = resolveAgent(opts);
-    const print = (r: Record<string, unknown>) => answer(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
+    // Issue 36 item 9: describe lines made from the document -o json prints, the same through a server.
+    const print = (r: Record<string, unknown>) => answer(opts.json, r, describeText(r));
     const remote = await k8sServer(given);
     if (remote) {
       print(await remote.r.statusThrough(remote.t, at(agent)));

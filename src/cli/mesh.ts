@@ -11,6 +11,7 @@ import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
 import type { MovedRecord } from "../mesh/controller/move-records.js";
 import { type InstanceRow, openBackend, type TargetRow } from "./backends/index.js";
+import { describeText } from "./describe.js";
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";
@@ -133,11 +134,18 @@ async function topTable(rows: readonly TopRow[], json: boolean | undefined): Pro
   return renderTable(["AGENT", "TARGET", "NODE", "CPU", "MEM", ...(wide ? ["INSTANCE", "CPU SECONDS"] : [])], body, { palette: stdoutPalette(json) });
 }
 
+/** What `instance status` describes: the node it is on, then the node's row for it (and whether berth placed it). */
+function statusFields(result: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const status = result.status !== null && typeof result.status === "object" ? (result.status as Record<string, unknown>) : { state: "-" };
+  return { instance_id: result.instance_id, node: result.node, ...status, ...(result.unmanaged === true ? { unmanaged: true } : {}) };
+}
+
 export function verbText(r: VerbResult): string {
   switch (r.kind) {
     case "ok":
       if (r.verb === "logs") return `${String(r.result.stdout ?? "")}${r.result.stderr ? `--- stderr ---\n${String(r.result.stderr)}` : ""}`;
-      if (r.verb === "status") return JSON.stringify(r.result.status, null, 2);
+      // Issue 36 item 9: describe lines made from the document -o json prints (describe.ts), never a JSON block.
+      if (r.verb === "status") return describeText(statusFields(r.result));
       return `${r.verb} ${r.instance_id} on ${r.node}: ok ${JSON.stringify(r.result)}`;
     case "refused":
       return `${r.verb} ${r.instance_id}: refused by node ${r.node} (${r.code}: ${r.reason})`;

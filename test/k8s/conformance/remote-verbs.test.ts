@@ -58,6 +58,13 @@ describe("berth k8s through a context", () => {
       const still = (d: JsonObject) => ({ ...d, age_seconds: typeof d.age_seconds === "number" ? "n" : d.age_seconds });
       expect(still(remote.doc), `${what}: the same document both ways`).toEqual(still(local.doc));
     }
+    // Issue 36 item 9: k8s status for people is describe lines made from that document, the same both ways.
+    const statusArgs = ["k8s", "status", "--pubkey", agent.pubkey, "--namespace", ns];
+    const [remoteText, localText] = await Promise.all([run(clientEnv, statusArgs), run(serverEnv, [...statusArgs, "--local"])]);
+    const stillText = (t: string) => t.replace(/^Age seconds: +\d+$/m, "Age seconds: n");
+    expect(stillText(remoteText.stdout), "k8s status: the same text both ways").toBe(stillText(localText.stdout));
+    expect(remoteText.stdout).toMatch(/^Observed: +verified$/m);
+    expect(remoteText.stdout, "no JSON and no [object Object] in the text").not.toMatch(/[{}"]|object Object/);
 
     const stopped = await run(clientEnv, ["k8s", "stop", "--pubkey", agent.pubkey, "--namespace", ns, "--wait", "--json"]);
     expect([stopped.code, stopped.doc.ok], stopped.stderr).toEqual([0, true]);
