@@ -1,5 +1,5 @@
 /**
- * The mesh controller's verbs: `berth place`, `berth nodes add|list|tier`, `berth instances`,
+ * The mesh controller's verbs: `berth place`, `berth nodes add|list|tier|remove`, `berth instances`,
  * `berth instance status|start|stop|unload|logs ID`, `berth unsettled [--settle]`, `berth top`. Each asks the controller the
  * invocation talks to (backends/: the home's files, a context's server, or the `berth serve` running on the home),
  * and renders its answer the same way whichever it was. Registration loads only commander (issue 19).
@@ -267,6 +267,16 @@ export function registerMeshCommands(program: Command): void {
       });
     },
   );
+  controllerFlags(
+    nodes
+      .command("remove <node>")
+      .description("take a forgotten node (`berth node forget`) off the list: its address, key and tier are dropped; refused, naming its state, for a node not forgotten; chained as peer.remove")
+      .option("--reason <text>", "why (chained with who asked)", "no longer part of the mesh"),
+  ).action(async (ref: string, opts: ControllerVerbFlags & { reason: string }, cmd: Command) => {
+    if (opts.reason.trim() === "" || Buffer.byteLength(opts.reason, "utf8") > 1024) throw invalidInput("--reason: must say why, in at most 1024 bytes");
+    const doc = await (await openBackend(backendFlags(opts, cmd))).nodeAdmin("remove", ref, opts.reason.trim());
+    answer(opts.json, doc, `node ${String(doc.node)} removed: ${String(doc.addr)} is no longer listed (\`berth nodes add ${String(doc.addr)}\` would meet it as a new node)`);
+  });
   controllerFlags(nodes.command("tier <node> <tier>").description("set a node's tier (by node id or address); chained as peer.tier")).action(
     async (ref: string, tierText: string, opts: ControllerVerbFlags, cmd: Command) => {
       const tier = tierOf("tier", tierText);

@@ -93,7 +93,7 @@ export interface ControllerBackend {
   nodeAdmin(verb: NodeAdminVerb, ref: string, reason: string): Promise<JsonObject>;
 }
 
-export type NodeAdminVerb = "cordon" | "uncordon" | "forget" | "drain";
+export type NodeAdminVerb = "cordon" | "uncordon" | "forget" | "drain" | "remove";
 
 export interface BackendFlags extends TargetFlags {
   readonly keyFile?: string;
