@@ -1548,6 +1548,11 @@ export interface operations {
                 content: {
                     readonly "application/json": {
                         readonly agent: string;
+                        /**
+                         * @description issue 36: the instance had stopped before this stop (nothing was stopped now); absent otherwise
+                         * @constant
+                         */
+                        readonly already_stopped?: true;
                         readonly instance: string | null;
                         readonly message: string;
                         readonly ok: boolean;

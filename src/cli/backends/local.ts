@@ -126,7 +126,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     agentStop: async (name, wait) => {
       const r = answered(await stopAgent(env, name, { wait }));
       // The server's words (src/server/routes/agents.ts), so both answers read the same.
-      return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
+      return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message, ...(r.already_stopped ? { already_stopped: true as const } : {}) };
     },
     agentPurge: async (name) => {
       const r = answered(await purgeAgent(env, name));

@@ -49,6 +49,8 @@ export interface StopDocument {
   readonly agent: string;
   readonly instance: string | null;
   readonly message: string;
+  /** Issue 36: the instance had stopped before this stop; absent otherwise. */
+  readonly already_stopped?: true;
 }
 
 export interface ControllerBackend {
