@@ -291,13 +291,20 @@ export function registerMeshCommands(program: Command): void {
       program
         .command("instances")
         .description("list the placements this controller manages, with each one's state on its node and its age (-o wide: more); on this home's files, as stored unless --refresh")
-        .option("--refresh", "ask every node for its instances' state now (a running berth serve always answers live)"),
+        .option("--refresh", "ask every node for its instances' state now (a running berth serve always answers live)")
+        .option("-l, --selector <selector>", "only the instances of agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold); one placed by hand has no labels"),
     ),
   ).action(
-    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean }, cmd: Command) => {
+    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean; selector?: string }, cmd: Command) => {
+      // Judged here, so a bad selector reads the same locally and through a server.
+      if (opts.selector !== undefined) {
+        const { parseSelector } = await import("../core/agents/labels.js");
+        const parsed = parseSelector(opts.selector);
+        if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
+      }
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
-        const { placements: list, moved } = await backend.instances(opts.refresh === true);
+        const { placements: list, moved } = await backend.instances(opts.refresh === true, opts.selector);
         if (opts.json) return { doc: { placements: list, moved }, text: "" };
         const table = instanceTable(list, opts.json);
         const text = moved.length === 0 ? table : `${table}\n\n${movedTable(moved, opts.json)}`;

@@ -345,7 +345,10 @@ export const Inputs = {
       .optional()
       .meta({ description: "who the CLI says asked (chained beside the token's identity)" }),
   }),
-  k8sListQuery: z.strictObject({ namespace: z.string().min(1).max(63).optional() }),
+  k8sListQuery: z.strictObject({
+    namespace: z.string().min(1).max(63).optional(),
+    labelSelector: z.string().max(4096).optional().meta({ description: "issue 36: only the pods whose labels match (key=value, key!=value, key, !key; commas: all must hold), evaluated by the apiserver beside the management marker" }),
+  }),
   k8sAgentRef: z.strictObject({ name: z.string().min(1).max(128).meta({ description: "the agent's pod name or its 64-hex public key" }) }),
   k8sAgentQuery: z.strictObject({ namespace: z.string().min(1).max(63) }),
   k8sLogsQuery: z.strictObject({ namespace: z.string().min(1).max(63), tail: z.coerce.number().int().min(0).max(100_000).optional() }),
@@ -395,7 +398,7 @@ export const ROUTES: readonly RouteSpec[] = [
   { id: "explain", method: "POST", path: "/placements/explain", tag: "placements", mutating: true, recordRides: true, summary: "dry run: decide and record the decision, send nothing", body: Inputs.place, status: 200, response: PlaceReportSchema, errors: [409, 422] },
   { id: "getPlacement", method: "GET", path: "/placements/{decision_id}", tag: "placements", summary: "a past decision with its candidates, attempts and explain", params: Inputs.decisionRef, status: 200, response: PastDecisionSchema, errors: [404] },
 
-  { id: "listInstances", method: "GET", path: "/instances", tag: "instances", summary: "placed instances with the node's state (one signed status per node)", status: 200, response: list("instances", InstanceSchema) },
+  { id: "listInstances", method: "GET", path: "/instances", tag: "instances", query: Inputs.labelQuery, summary: "placed instances with the node's state (one signed status per node); labelSelector: only the instances of agents whose metadata.labels match (issue 36)", status: 200, response: list("instances", InstanceSchema) },
   { id: "listMoved", method: "GET", path: "/moved", tag: "instances", summary: "placements taken off their node (issue 16: lease, loss, drain, forget) whose old copy berth still reconciles", status: 200, response: list("moved", MovedSchema) },
   { id: "getInstance", method: "GET", path: "/instances/{id}", tag: "instances", summary: "one instance's signed status from its node", params: Inputs.instanceRef, status: 200, response: VerbResultSchema, errors: [404, 502] },
   ...(["start", "stop", "unload"] as const).map(

@@ -454,7 +454,7 @@ export interface paths {
             readonly path?: never;
             readonly cookie?: never;
         };
-        /** placed instances with the node's state (one signed status per node) */
+        /** placed instances with the node's state (one signed status per node); labelSelector: only the instances of agents whose metadata.labels match (issue 36) */
         readonly get: operations["listInstances"];
         readonly put?: never;
         readonly post?: never;
@@ -3487,7 +3487,9 @@ export interface operations {
     };
     readonly listInstances: {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                readonly labelSelector?: string;
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -4091,6 +4093,7 @@ export interface operations {
     readonly listK8sAgents: {
         readonly parameters: {
             readonly query?: {
+                readonly labelSelector?: string;
                 readonly namespace?: string;
             };
             readonly header?: never;

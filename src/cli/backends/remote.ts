@@ -122,8 +122,8 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       if (isErrorBody(a.body) && a.body.error.code !== "invalid_request" && [400, 409, 422].includes(a.status)) throw placeRefused(a.body.error.code, a.body.error.message, a.body.error.constraints ?? []);
       throw failed(t, a);
     },
-    instances: async () => ({
-      placements: ((await call("GET", "/instances")) as { instances: InstanceRow[] }).instances,
+    instances: async (_refresh, selector) => ({
+      placements: ((await call("GET", selector ? `/instances?labelSelector=${encodeURIComponent(selector)}` : "/instances")) as { instances: InstanceRow[] }).instances,
       moved: ((await call("GET", "/moved")) as { moved: MovedRecord[] }).moved,
     }),
     instance: async (verb, id, opts) => {
