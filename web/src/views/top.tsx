@@ -10,7 +10,7 @@ import { ErrorNotice } from "../notice";
 import { type Column, FilteredTable } from "../table";
 import { humanBytes, type TopRow, topRows, type Usage, usageOf } from "../top";
 
-export const TOP_POLL_MS = 2_000;
+const TOP_POLL_MS = 2_000;
 
 function columnsFor(names: NodeNames): Column<TopRow>[] {
   return [
