@@ -17,7 +17,7 @@ export { knownAgent, listAgents } from "./lookup.js";
 export { AGENTS_DB, type AgentRecord, AgentRegistry } from "./registry.js";
 export { type LoadedSpec, loadSpecFile, meshIntentOf, readNsec, specFromText } from "./spec-file.js";
 export { type AgentState, unknownAgentState } from "./state.js";
-export { agentState, agentStates } from "./status.js";
+export { agentLabels, agentState, agentStates } from "./status.js";
 export { selectedRecords } from "./selected.js";
 export { storedAgentStates } from "./stored-states.js";
 export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, LogsAnswer, Outcome, StopAnswer, Watch } from "./target.js";

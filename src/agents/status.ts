@@ -36,6 +36,17 @@ export async function agentStates(env: AgentsEnv, selector: readonly Requirement
   return statesOf(env, selectedRecords(await listAgents(env), selector));
 }
 
+/** Issue 36: every deployed agent's `metadata.labels`, by name (`berth instances -l` selects on its agent's). */
+export async function agentLabels(env: AgentsEnv): Promise<Map<string, Readonly<Record<string, string>>>> {
+  const records = await listAgents(env);
+  return new Map(
+    records.map((r) => {
+      const loaded = specFromText(r.spec_text, r.spec_path);
+      return [r.name, loaded.ok ? (loaded.value.spec.metadata.labels ?? {}) : {}];
+    }),
+  );
+}
+
 export async function agentState(env: AgentsEnv, name: string): Promise<Outcome<AgentState>> {
   const known = await knownAgent(env, name);
   if (!known.ok) return known;

@@ -69,6 +69,8 @@ export interface StopAnswer {
   readonly message: string;
   /** The node's own answer (mesh). */
   readonly result?: JsonObject;
+  /** Issue 36 (mesh): the instance had stopped before (the node said `already`); nothing was stopped now. */
+  readonly already_stopped?: true;
 }
 
 export interface LogsAnswer {

@@ -13,6 +13,7 @@ import { unreadable } from "../kit/file-errors.js";
 import { type DeployDocument, openBackend, type SpecInput } from "./backends/index.js";
 import { CliError, invalidInput } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, kubeContextFlag, watchFlags } from "./flags.js";
+import { describeText } from "./describe.js";
 import { answer, wideOutput } from "./output.js";
 import { paintSeen, stdoutPalette } from "./style.js";
 import { seenText } from "../core/mesh/instance-observation.js";
@@ -99,9 +100,9 @@ function stateTable(states: readonly AgentState[], json: boolean | undefined): s
   });
 }
 
+/** Issue 36 item 9: `agent status` for people is its `-o json` document as describe lines (describe.ts), no JSON block. */
 function stateText(s: AgentState): string {
-  const row = s.error ? s.error : `row: ${s.row}; a deploy now would: ${s.next}\n${JSON.stringify(s.observation, null, 2)}`;
-  return `${s.name} (${s.target}): ${s.state}${s.instance ? ` — ${s.instance}` : ""}\n${row}`;
+  return describeText(s as unknown as Record<string, unknown>);
 }
 
 // ---- registration -------------------------------------------------------------------------------------------------

@@ -46,8 +46,9 @@ async function readOnly(t: ServerTarget, path: string): Promise<unknown> {
 
 export const statusThrough = (t: ServerTarget, a: AgentAt) => readOnly(t, `${agentPath(a)}?${ns(a)}`) as Promise<Record<string, unknown>>;
 
-export async function listThrough(t: ServerTarget, namespace: string | null): Promise<Array<{ name: string; namespace: string; binding: string; startup: string; registry: string }>> {
-  const r = (await readOnly(t, `/k8s/agents${namespace ? `?namespace=${encodeURIComponent(namespace)}` : ""}`)) as { configured: boolean; error: string | null; agents: Array<{ name: string; namespace: string; binding: string; startup: string; registry: string }> };
+export async function listThrough(t: ServerTarget, namespace: string | null, selector?: string): Promise<Array<{ name: string; namespace: string; binding: string; startup: string; registry: string }>> {
+  const query = new URLSearchParams({ ...(namespace ? { namespace } : {}), ...(selector ? { labelSelector: selector } : {}) }).toString();
+  const r = (await readOnly(t, `/k8s/agents${query ? `?${query}` : ""}`)) as { configured: boolean; error: string | null; agents: Array<{ name: string; namespace: string; binding: string; startup: string; registry: string }> };
   if (!r.configured) throw new CliError(`the server at ${t.url} has no Kubernetes context configured (${t.via}); set KUBECONFIG for its berth serve`, 1);
   if (r.error !== null) throw new CliError(r.error, 1);
   return r.agents;

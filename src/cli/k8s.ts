@@ -11,10 +11,11 @@ import type { Prepared } from "../kubernetes/prepare.js";
 import type { K8sAudit } from "../kubernetes/audit.js";
 import type { AgentRef, VerbDeps } from "../kubernetes/verbs.js";
 import { connect } from "./cluster-connect.js";
-import { CliError, describeZodIssues } from "./errors.js";
+import { CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { kubeContextFlag } from "./flags.js";
 import type * as K8sDeps from "./k8s-deps.js";
 import { unreadable } from "../kit/file-errors.js";
+import { describeText } from "./describe.js";
 import { answer, answerRefusal } from "./output.js";
 import { berthHome } from "./paths.js";
 import { startProgress } from "./progress.js";
@@ -216,7 +217,8 @@ export function registerK8sCommands(program: Command): void {
   agentOptions(k8s.command("status").description("what the cluster says about one agent (reads only)")).action(async (given: AgentFlags) => {
     const opts = await ready(given);
     const agent = resolveAgent(opts);
-    const print = (r: Record<string, unknown>) => answer(opts.json, r, Object.entries(r).map(([k, v]) => `${k.padEnd(16)} ${v === null || v === undefined ? "-" : String(v)}`).join("\n"));
+    // Issue 36 item 9: describe lines made from the document -o json prints, the same through a server.
+    const print = (r: Record<string, unknown>) => answer(opts.json, r, describeText(r));
     const remote = await k8sServer(given);
     if (remote) {
       print(await remote.r.statusThrough(remote.t, at(agent)));
@@ -239,16 +241,22 @@ export function registerK8sCommands(program: Command): void {
     .option("--all-namespaces", "every namespace (needs cluster-wide list on pods)")
     .option("--kube-context <ctx>", "kubeconfig context")
     .addOption(new Option("--context <ctx>", "alias of --kube-context").hideHelp())
+    .option("-l, --selector <selector>", "only the pods whose labels match (key=value, key!=value, key, !key; commas: all must hold): the binding's labels, the only ones berth puts on a pod (an agent's metadata.labels: `berth agents -l`)")
     .option("--local", LOCAL_FLAG)
     .option("--json", "one JSON document instead of text")
-    .action(async (given: { namespace?: string; allNamespaces?: boolean; context?: string; kubeContext?: string; local?: boolean; json?: boolean }) => {
+    .action(async (given: { namespace?: string; allNamespaces?: boolean; context?: string; kubeContext?: string; local?: boolean; json?: boolean; selector?: string }) => {
       const opts = await ready(given);
       if (!opts.allNamespaces && !opts.namespace) throw new CliError("give --namespace NS or --all-namespaces");
       if (opts.namespace && !d.isValidNamespace(opts.namespace)) throw new CliError(`--namespace ${JSON.stringify(opts.namespace)} is not a valid Kubernetes namespace`);
+      // Issue 36: judged here, so a bad selector reads the same locally and through a server.
+      const { parseSelector } = await import("../core/agents/labels.js");
+      const selector = parseSelector(opts.selector ?? "");
+      if (!selector.ok) throw invalidInput(`-l: ${selector.error}`);
       const remote = await k8sServer(given);
       const cluster = remote ? null : await connected(opts.context ?? null);
       try {
-        const rows = remote ? await remote.r.listThrough(remote.t, opts.allNamespaces ? null : (opts.namespace ?? null)) : await d.list(cluster as Cluster, opts.allNamespaces ? null : (opts.namespace ?? null));
+        const ns = opts.allNamespaces ? null : (opts.namespace ?? null);
+        const rows = remote ? await remote.r.listThrough(remote.t, ns, opts.selector) : await d.list(cluster as Cluster, ns, selector.requirements);
         if ("error" in rows) throw new CliError(rows.error, 1);
         const palette = stdoutPalette(opts.json);
         const table = renderTable(

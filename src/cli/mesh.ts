@@ -1,5 +1,5 @@
 /**
- * The mesh controller's verbs: `berth place`, `berth nodes add|list|tier`, `berth instances`,
+ * The mesh controller's verbs: `berth place`, `berth nodes add|list|tier|remove`, `berth instances`,
  * `berth instance status|start|stop|unload|logs ID`, `berth unsettled [--settle]`, `berth top`. Each asks the controller the
  * invocation talks to (backends/: the home's files, a context's server, or the `berth serve` running on the home),
  * and renders its answer the same way whichever it was. Registration loads only commander (issue 19).
@@ -11,6 +11,7 @@ import type { RestartPolicy } from "../core/node/restart-policy.js";
 import type { PlaceReport, Verb, VerbResult } from "../mesh/controller/index.js";
 import type { MovedRecord } from "../mesh/controller/move-records.js";
 import { type InstanceRow, openBackend, type TargetRow } from "./backends/index.js";
+import { describeText } from "./describe.js";
 import { CliError, invalidInput, unknownInstance, unreachableNode } from "./errors.js";
 import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, oneOf, watchFlags } from "./flags.js";
 import { answer, wideOutput } from "./output.js";
@@ -133,11 +134,18 @@ async function topTable(rows: readonly TopRow[], json: boolean | undefined): Pro
   return renderTable(["AGENT", "TARGET", "NODE", "CPU", "MEM", ...(wide ? ["INSTANCE", "CPU SECONDS"] : [])], body, { palette: stdoutPalette(json) });
 }
 
+/** What `instance status` describes: the node it is on, then the node's row for it (and whether berth placed it). */
+function statusFields(result: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  const status = result.status !== null && typeof result.status === "object" ? (result.status as Record<string, unknown>) : { state: "-" };
+  return { instance_id: result.instance_id, node: result.node, ...status, ...(result.unmanaged === true ? { unmanaged: true } : {}) };
+}
+
 export function verbText(r: VerbResult): string {
   switch (r.kind) {
     case "ok":
       if (r.verb === "logs") return `${String(r.result.stdout ?? "")}${r.result.stderr ? `--- stderr ---\n${String(r.result.stderr)}` : ""}`;
-      if (r.verb === "status") return JSON.stringify(r.result.status, null, 2);
+      // Issue 36 item 9: describe lines made from the document -o json prints (describe.ts), never a JSON block.
+      if (r.verb === "status") return describeText(statusFields(r.result));
       return `${r.verb} ${r.instance_id} on ${r.node}: ok ${JSON.stringify(r.result)}`;
     case "refused":
       return `${r.verb} ${r.instance_id}: refused by node ${r.node} (${r.code}: ${r.reason})`;
@@ -259,6 +267,16 @@ export function registerMeshCommands(program: Command): void {
       });
     },
   );
+  controllerFlags(
+    nodes
+      .command("remove <node>")
+      .description("take a forgotten node (`berth node forget`) off the list: its address, key and tier are dropped; refused, naming its state, for a node not forgotten; chained as peer.remove")
+      .option("--reason <text>", "why (chained with who asked)", "no longer part of the mesh"),
+  ).action(async (ref: string, opts: ControllerVerbFlags & { reason: string }, cmd: Command) => {
+    if (opts.reason.trim() === "" || Buffer.byteLength(opts.reason, "utf8") > 1024) throw invalidInput("--reason: must say why, in at most 1024 bytes");
+    const doc = await (await openBackend(backendFlags(opts, cmd))).nodeAdmin("remove", ref, opts.reason.trim());
+    answer(opts.json, doc, `node ${String(doc.node)} removed: ${String(doc.addr)} is no longer listed (\`berth nodes add ${String(doc.addr)}\` would meet it as a new node)`);
+  });
   controllerFlags(nodes.command("tier <node> <tier>").description("set a node's tier (by node id or address); chained as peer.tier")).action(
     async (ref: string, tierText: string, opts: ControllerVerbFlags, cmd: Command) => {
       const tier = tierOf("tier", tierText);
@@ -273,13 +291,20 @@ export function registerMeshCommands(program: Command): void {
       program
         .command("instances")
         .description("list the placements this controller manages, with each one's state on its node and its age (-o wide: more); on this home's files, as stored unless --refresh")
-        .option("--refresh", "ask every node for its instances' state now (a running berth serve always answers live)"),
+        .option("--refresh", "ask every node for its instances' state now (a running berth serve always answers live)")
+        .option("-l, --selector <selector>", "only the instances of agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold); one placed by hand has no labels"),
     ),
   ).action(
-    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean }, cmd: Command) => {
+    async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean; selector?: string }, cmd: Command) => {
+      // Judged here, so a bad selector reads the same locally and through a server.
+      if (opts.selector !== undefined) {
+        const { parseSelector } = await import("../core/agents/labels.js");
+        const parsed = parseSelector(opts.selector);
+        if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
+      }
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
-        const { placements: list, moved } = await backend.instances(opts.refresh === true);
+        const { placements: list, moved } = await backend.instances(opts.refresh === true, opts.selector);
         if (opts.json) return { doc: { placements: list, moved }, text: "" };
         const table = instanceTable(list, opts.json);
         const text = moved.length === 0 ? table : `${table}\n\n${movedTable(moved, opts.json)}`;

@@ -54,6 +54,8 @@ function text(verb: NodeAdminVerb, doc: Record<string, unknown>): string {
       }
       return lines.join("\n");
     }
+    case "remove":
+      return `node ${node} removed`;
     default: {
       const never: never = verb;
       return String(never);

@@ -41,7 +41,8 @@ export function registerNodeServe(node: Command): void {
     .option("--transport <kind>", "tls (default: TLS 1.3 bound to the identity keys) or plaintext (explicit migration window, warned and chained; also node.json transport)")
     .option("--allow-root-agents", "run agents as root when the daemon is root and node.json names no agent_user (warned)")
     .option("--agent-user <name>", "the unprivileged user a root daemon runs agents as, for this run (over node.json agent_user)")
-    .option("--log-level <level>", "diagnostic pino JSON lines on stderr: silent, error, warn, info (place, start, exit, stop, unload, refusal), debug", "info")
+    .option("--log-level <level>", "diagnostics on stderr: silent, error, warn, info (place, start, exit, stop, unload, refusal), debug", "info")
+    .option("--log-format <format>", "text (one line each; the default on a terminal) or json (pino's JSON lines; the default otherwise, for collectors)", "auto")
     .option("--json", "accepted for uniformity: the one line serve prints is always a JSON document")
     .action(
       async (opts: {
@@ -58,6 +59,7 @@ export function registerNodeServe(node: Command): void {
         allowRootAgents?: boolean;
         agentUser?: string;
         logLevel: string;
+        logFormat: string;
       }) => {
         const ms = (flag: string, v: string) => {
           const n = Number(v);
@@ -73,6 +75,8 @@ export function registerNodeServe(node: Command): void {
         const [{ NodeDaemon }, { isLoopbackHost, parseAddr }, { NODE_LOG_LEVELS }] = await Promise.all([import("../mesh/node/daemon.js"), import("../mesh/transport/tcp.js"), import("../mesh/node/log.js")]);
         const logLevel = NODE_LOG_LEVELS.find((l) => l === opts.logLevel);
         if (logLevel === undefined) throw new CliError(`--log-level: ${JSON.stringify(opts.logLevel)} must be one of ${NODE_LOG_LEVELS.join(", ")}`);
+        if (!["auto", "text", "json"].includes(opts.logFormat)) throw new CliError(`--log-format: ${JSON.stringify(opts.logFormat)} must be "text" or "json" (default: text on a terminal, else json)`);
+        const { humanLogs } = await import("../kit/log-human.js");
         let daemon: NodeDaemon;
         try {
           daemon = await NodeDaemon.start({
@@ -90,6 +94,7 @@ export function registerNodeServe(node: Command): void {
             ...(opts.allowRootAgents ? { allowRootAgents: true } : {}),
             ...(opts.agentUser !== undefined ? { agentUser: opts.agentUser } : {}),
             logLevel,
+            humanLogs: humanLogs(opts.logFormat as "auto" | "text" | "json", process.stderr.isTTY),
           });
         } catch (error) {
           throw new CliError(`node serve: ${(error as Error).message}`);

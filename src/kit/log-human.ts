@@ -14,10 +14,12 @@ export function humanLogs(format: LogFormat, isTTY: boolean | undefined): boolea
 }
 
 const LEVELS: Record<number, string> = { 10: "TRACE", 20: "DEBUG", 30: "INFO ", 40: "WARN ", 50: "ERROR", 60: "FATAL" };
-const QUIET_KEYS = new Set(["level", "time", "pid", "hostname", "msg", "v"]);
+const QUIET_KEYS: ReadonlySet<string> = new Set(["level", "time", "pid", "hostname", "msg", "v"]);
+/** The node daemon's lines carry no pino pid: a `pid` there is an agent's, worth showing. */
+export const NODE_QUIET_KEYS: ReadonlySet<string> = new Set(["level", "time", "msg"]);
 
 /** One JSON log line as one line for people, or null when it says nothing to a single user. Pure. */
-export function humanLogLine(json: string): string | null {
+export function humanLogLine(json: string, quiet: ReadonlySet<string> = QUIET_KEYS): string | null {
   let o: Record<string, unknown>;
   try {
     o = JSON.parse(json) as Record<string, unknown>;
@@ -28,7 +30,7 @@ export function humanLogLine(json: string): string | null {
   const when = typeof o.time === "number" ? new Date(o.time).toISOString().slice(11, 19) : "";
   const level = typeof o.level === "number" ? (LEVELS[o.level] ?? String(o.level)) : String(o.level ?? "").toUpperCase().padEnd(5);
   const fields = Object.entries(o)
-    .filter(([k, v]) => !QUIET_KEYS.has(k) && v !== undefined)
+    .filter(([k, v]) => !quiet.has(k) && v !== undefined)
     .map(([k, v]) => `${k}=${typeof v === "string" ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`);
   return [when, level, String(o.msg ?? ""), ...(fields.length ? [` ${fields.join(" ")}`] : [])].filter((p) => p !== "").join(" ");
 }

@@ -4,6 +4,7 @@
  * berth allowed to delete a started pod — explicit, user-initiated and audited; `replace` refuses a started pod.
  */
 import { userInfo } from "node:os";
+import { type Requirement, selectorText } from "../core/agents/labels.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import { describeApiError } from "../core/kubernetes/api-status.js";
 import type { DeleteAuthority } from "../core/kubernetes/authority.js";
@@ -104,8 +105,13 @@ export interface ListRow {
   readonly registry: "verified" | "no record" | "mismatch";
 }
 
-export async function list(cluster: Cluster, namespace: string | null): Promise<ListRow[] | { error: string }> {
-  const r = await cluster.listPods(namespace, MANAGED_SELECTOR);
+/**
+ * `selector` (issue 36, `berth k8s list -l`): the pods' own labels, evaluated by the apiserver beside the management
+ * marker. Those are the binding's labels only: berth puts no other label on a pod (spec/kubernetes.md §4.2), so an
+ * agent's `metadata.labels` are selected by `berth agents -l`, not here.
+ */
+export async function list(cluster: Cluster, namespace: string | null, selector: readonly Requirement[] = []): Promise<ListRow[] | { error: string }> {
+  const r = await cluster.listPods(namespace, [MANAGED_SELECTOR, ...selector.map(selectorText)].join(","));
   if (r.kind === "error") return { error: `could not list pods: ${describeApiError(r.error)}` };
   return r.items.map((p) => {
     const binding = p.metadata.labels?.[BINDING_LABEL] ?? "";

@@ -17,6 +17,8 @@
  *   berth_agent_state{agent,target,state}           1 for the agent's state now (running, stopped, failed …), 0 for the others seen
  *   berth_agent_restarts{agent,target}              restarts its node's supervisor made since the operator last started it (mesh)
  *   berth_agent_last_start_timestamp_seconds{agent,target}   when its current process started (mesh; the node's clock)
+ *   berth_agent_cpu_seconds_total{agent,target}     CPU time its running instance used, from its cgroup (mesh; `berth top`'s figure)
+ *   berth_agent_memory_bytes{agent,target}          memory its running instance uses now, from its cgroup (mesh)
  *
  * and prom-client's process metrics (CPU, memory, event-loop lag), without its three `nodejs_active_*_total` gauges (a gauge
  * must not end in `_total`: `promtool check metrics`; `nodejs_active_*` by type stay). There is no reconcile-loop lag: the
@@ -24,6 +26,8 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { type AgentState, agentStates } from "../agents/index.js";
+import { instanceAgent } from "../core/agents/labels.js";
+import { instancesWithState } from "../mesh/controller/views.js";
 import { agentsEnv } from "./routes/agents.js";
 import { CHAIN_NAMES, headSeq, openChainReader } from "./chains.js";
 import type { ServerState } from "./state.js";
@@ -44,6 +48,7 @@ export function serverMetrics(state: ServerState): ServerMetrics {
   collectDefaultMetrics({ register: registry, prefix: "berth_" });
   dropTotalGauges(registry);
   agentSeries(registry, state);
+  usageSeries(registry, state);
 
   new Gauge({
     name: "berth_decisions",
@@ -146,31 +151,77 @@ function dropTotalGauges(registry: Registry): void {
 const AGENT_LOOK_MS = 5_000;
 const AGENT_LOOK_BUDGET_MS = 3_000;
 
-function agentSeries(registry: Registry, state: ServerState): void {
-  let last: { at: number; states: readonly AgentState[] } = { at: 0, states: [] };
-  let pending: Promise<readonly AgentState[]> | null = null;
-  const look = async (): Promise<readonly AgentState[]> => {
-    if (Date.now() - last.at < AGENT_LOOK_MS) return last.states;
-    pending ??= agentStates(agentsEnv(state))
-      .then((states) => {
-        last = { at: Date.now(), states };
-        return states;
+/** A look shared by a scrape's series: taken at most every AGENT_LOOK_MS, the previous one served past the budget. */
+function cachedLook<T>(take: () => Promise<readonly T[]>): () => Promise<readonly T[]> {
+  let last: { at: number; value: readonly T[] } = { at: 0, value: [] };
+  let pending: Promise<readonly T[]> | null = null;
+  return async () => {
+    if (Date.now() - last.at < AGENT_LOOK_MS) return last.value;
+    pending ??= take()
+      .then((value) => {
+        last = { at: Date.now(), value };
+        return value;
       })
       .finally(() => {
         pending = null;
       });
     let timer: NodeJS.Timeout | undefined;
-    const budget = new Promise<readonly AgentState[]>((resolve) => {
-      timer = setTimeout(() => resolve(last.states), AGENT_LOOK_BUDGET_MS);
+    const budget = new Promise<readonly T[]>((resolve) => {
+      timer = setTimeout(() => resolve(last.value), AGENT_LOOK_BUDGET_MS);
     });
     try {
       return await Promise.race([pending, budget]);
     } catch {
-      return last.states;
+      return last.value;
     } finally {
       clearTimeout(timer);
     }
   };
+}
+
+/** Issue 36 (`berth top` in /metrics): a running mesh instance's cgroup usage, by the agent it runs. */
+interface AgentUsage {
+  readonly agent: string;
+  readonly target: string;
+  readonly cpu_usec: number;
+  readonly memory_bytes: number;
+}
+
+async function agentUsage(state: ServerState): Promise<AgentUsage[]> {
+  const rows = await instancesWithState(state.controller, state.client);
+  return rows.flatMap((r) => {
+    const u = (r.status?.usage ?? null) as { cpu_usec?: unknown; memory_bytes?: unknown } | null;
+    if ((r.state !== "running" && r.state !== "unhealthy") || typeof u?.cpu_usec !== "number" || typeof u.memory_bytes !== "number") return [];
+    return [{ agent: instanceAgent(r), target: "mesh", cpu_usec: u.cpu_usec, memory_bytes: u.memory_bytes }];
+  });
+}
+
+function usageSeries(registry: Registry, state: ServerState): void {
+  const look = cachedLook(() => agentUsage(state));
+  new Counter({
+    name: "berth_agent_cpu_seconds_total",
+    help: "CPU time the agent's running instance used, from its cgroup on its node (mesh agents; starts again from 0 with a new process)",
+    labelNames: ["agent", "target"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const u of await look()) this.inc({ agent: u.agent, target: u.target }, u.cpu_usec / 1e6);
+    },
+  });
+  new Gauge({
+    name: "berth_agent_memory_bytes",
+    help: "memory the agent's running instance uses now, from its cgroup on its node (mesh agents)",
+    labelNames: ["agent", "target"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const u of await look()) this.inc({ agent: u.agent, target: u.target }, u.memory_bytes);
+    },
+  });
+}
+
+function agentSeries(registry: Registry, state: ServerState): void {
+  const look = cachedLook<AgentState>(() => agentStates(agentsEnv(state)));
   // One look per scrape, shared by the three series (each collect asks; the look is cached for AGENT_LOOK_MS).
   const seenStates = new Map<string, Set<string>>();
   new Gauge({

@@ -45,6 +45,24 @@ interface Placement {
   instance_id: string;
   name: string;
   node_id: string;
+  /** The node's word for it (`berth instances`), `unknown` when its node did not answer. */
+  state?: string;
+}
+
+/**
+ * Issue 36: the states of an instance with nothing left to stop (it ended, or never started); `berth down` neither
+ * stops nor reports those, so an instance stopped long ago is not reported again on every run.
+ */
+const NOTHING_TO_STOP = new Set(["stopped", "exited", "failed", "finished", "lost", "lease_stopped", "loaded", "absent"]);
+
+/** Whether a stop's answer (`agent stop` / `instance stop --json`) says the instance had stopped already. */
+function stoppedBefore(stdout: string): boolean {
+  try {
+    const doc = JSON.parse(stdout) as { already_stopped?: unknown; result?: { already?: unknown } };
+    return doc.already_stopped === true || doc.result?.already === true;
+  } catch {
+    return false;
+  }
 }
 
 async function placementsOn(berthMain: string, home: string, nodeIds: ReadonlySet<string>): Promise<Placement[] | string> {
@@ -61,18 +79,24 @@ export async function stopLocalMesh(o: { home: string; berthMain: string; log: (
   if (state === undefined) return report;
   const live = liveDaemons(state);
   if (live.length > 0) {
+    // The agents stopped through berth (now or before): their instances need no stop of their own below.
+    const handled = new Set<string>();
     for (const name of state.agents) {
       const stopped = await runVerb(o.berthMain, o.home, ["agent", "stop", name, "--json"]);
+      if (stopped.code === 0) handled.add(name);
+      // Issue 36: only what this run stopped is reported; an agent stopped before (by its user) is not news.
+      if (stopped.code === 0 && stoppedBefore(stopped.stdout)) continue;
       if (stopped.code === 0) report.stopped_agents.push(name);
-      o.log(`stopped agent ${name}${stopped.code === 0 ? "" : ` (berth agent stop: ${reasonOf(stopped)})`}`);
+      o.log(stopped.code === 0 ? `stopped agent ${name}` : `agent ${name} not stopped (berth agent stop: ${reasonOf(stopped)})`);
     }
     const nodeName = new Map(state.nodes.map((n) => [n.node_id, n.name]));
     const placed = await placementsOn(o.berthMain, o.home, new Set(live.map((n) => n.node_id)));
     if (typeof placed === "string") o.log(`could not list the instances on the local nodes (${placed}); stopping the nodes anyway`);
     for (const p of typeof placed === "string" ? [] : placed) {
-      if (report.stopped_agents.includes(p.name)) continue;
+      if (handled.has(p.name) || NOTHING_TO_STOP.has(p.state ?? "unknown")) continue;
       const node = nodeName.get(p.node_id) ?? p.node_id;
       const r = await runVerb(o.berthMain, o.home, ["instance", "stop", p.instance_id, "--json"]);
+      if (r.code === 0 && stoppedBefore(r.stdout)) continue;
       if (r.code === 0) {
         report.stopped_instances.push({ instance_id: p.instance_id, name: p.name, node });
         o.log(`stopped instance ${p.instance_id} (${p.name}) on ${node}, placed while berth was up`);

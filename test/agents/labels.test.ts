@@ -64,3 +64,39 @@ describe("labels on agents", { timeout: 120_000 }, () => {
     expect(names((await api.json()) as JsonObject)).toEqual(["ranger"]);
   });
 });
+
+const instanceNames = (doc: JsonObject) => (doc.placements as JsonObject[]).map((p) => String(p.name)).sort();
+
+describe("labels on instances", { timeout: 180_000 }, () => {
+  it("berth instances -l selects the instances of agents whose labels match, the same locally and through a server; one placed by hand has none", async () => {
+    requireBuild();
+    const { home, env, spec } = await controllerHome();
+    writeFileSync(spec, readFileSync(spec, "utf8").replace("metadata: { name: scout }", "metadata: { name: scout, labels: { team: ops } }"));
+    expect((await run(env, ["deploy", spec, "--json"])).code).toBe(0);
+    const ranger = join(home, "ranger.yaml");
+    writeFileSync(ranger, "apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ranger, labels: { team: research } }\nspec:\n  target: mesh\n  package: ./pkg\n");
+    expect((await run(env, ["deploy", ranger, "--json"])).code).toBe(0);
+    const byHand = await run(env, ["place", join(home, "pkg"), "--name", "byhand", "--json"]);
+    expect(byHand.code, byHand.stderr).toBe(0);
+
+    const cases: Array<[string, string[]]> = [
+      ["team=research", ["ranger"]],
+      ["team", ["ranger", "scout"]],
+      ["!team", ["byhand"]],
+      ["team!=ops", ["byhand", "ranger"]],
+    ];
+    const { url } = await serve(home);
+    for (const [selector, expected] of cases) {
+      const [through, local] = await Promise.all([run(env, ["instances", "-l", selector, "--json"]), run(env, ["instances", "-l", selector, "--json", "--local"])]);
+      expect([through.code, instanceNames(through.doc)], `${selector} through the server: ${through.stderr}`).toEqual([0, expected]);
+      expect([local.code, instanceNames(local.doc)], `${selector} on the files: ${local.stderr}`).toEqual([0, expected]);
+    }
+    expect(instanceNames((await run(env, ["instances", "--json"])).doc), "without -l: all").toEqual(["byhand", "ranger", "scout"]);
+    const [badThrough, badLocal] = await Promise.all([run(env, ["instances", "-l", "team=a b"]), run(env, ["instances", "-l", "team=a b", "--local"])]);
+    expect([badThrough.code, badThrough.stderr]).toEqual([2, badLocal.stderr]);
+    expect(badThrough.stderr).toMatch(/^berth: -l: /);
+    const token = readFileSync(join(home, "api.token"), "utf8").trim();
+    const api = await fetch(`${url}/api/v1/instances?labelSelector=${encodeURIComponent("team=ops")}`, { headers: { authorization: `Bearer ${token}` } });
+    expect(((await api.json()) as { instances: JsonObject[] }).instances.map((p) => p.name)).toEqual(["scout"]);
+  });
+});

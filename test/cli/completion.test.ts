@@ -46,6 +46,8 @@ describe("berth completion", () => {
     expect(bashComplete("berth audit verify --json --k")).toEqual(["--key", "--key-file"]);
     expect(bashComplete("berth agent ")).toEqual(["delete", "history", "logs", "purge", "replace", "rollback", "start", "status", "stop"]);
     expect(bashComplete("berth completion ")).toEqual(["bash", "fish", "zsh"]);
+    // Issue 36: `nodes remove` takes a forgotten node off the list.
+    expect(bashComplete("berth nodes ")).toEqual(["add", "help", "list", "remove", "tier"]);
     // After the choice comes a free argument (the agent's name): nothing from berth's words.
     expect(bashComplete("berth agent status ")).toEqual([]);
   });

@@ -48,6 +48,7 @@ const REFUSALS: Array<{ args: string[]; code: 1 | 2; says?: RegExp }> = [
   { args: ["nodes", "add", "nohost:notaport"], code: 2, says: /must be HOST:PORT/ },
   { args: ["nodes", "tier", "0123456789abcdef0123456789abcdef", "pinned"], code: 1, says: /no known node/ },
   { args: ["nodes", "tier", "0123456789abcdef0123456789abcdef", "bogus"], code: 2 },
+  { args: ["nodes", "remove", "nosuch"], code: 1, says: /no known node nosuch/ },
   ...["cordon", "uncordon", "forget", "drain", "rehome"].map((verb) => ({ args: ["node", verb, "nosuch", "--reason", "test"], code: 1 as const, says: /no known node nosuch/ })),
   { args: ["agents", "--bogus"], code: 2, says: /unknown option '--bogus'/ },
   { args: ["audit", "tail", "-n", "0"], code: 2 },

@@ -133,10 +133,14 @@ export async function startStub(webRoot: string, count: number, options: StubOpt
   const events = troubled ? troubleEvents() : [];
   const unsettled = troubled ? [{ decision_id: TROUBLE.unsettledDecision, name: "agent-0007", node_id: TROUBLE.deadNode, variant: "linux-x86_64", package_id: "p".repeat(64), created_ms: 1_700_000_000_000, workload: {} }] : [];
   const baseline = baselinePage(count);
+  const started = Date.now();
   const server = createServer((req, res) => {
     const [path = "/", query = ""] = (req.url ?? "/").split("?");
     if (path === "/api/v1/instances") {
-      const answer = described ? instances.map((i) => ({ ...i, status: { agent: i.name, state: i.state } })) : instances.map((i) => ({ ...i, state: "unknown", status: null }));
+      // Issue 36 (the top view): a running instance's cgroup usage, its CPU counter growing at 10, 20 or 30 % of a core.
+      const now = Date.now();
+      const usage = (i: { state: string }, n: number) => (i.state === "running" ? { usage: { cpu_usec: Math.round((now - started) * 1000 * ((n % 3) + 1) * 0.1), memory_bytes: (n + 1) * 1024 * 1024, sampled_ms: now, source: "cgroup" } } : {});
+      const answer = described ? instances.map((i, n) => ({ ...i, status: { agent: i.name, state: i.state, ...usage(i, n) } })) : instances.map((i) => ({ ...i, state: "unknown", status: null }));
       return send(res, 200, "application/json", JSON.stringify({ instances: answer }));
     }
     if (path === "/api/v1/nodes") {

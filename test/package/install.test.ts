@@ -29,6 +29,8 @@ const full = join(work, "full");
 const slim = join(work, "slim");
 const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as { name: string; version: string };
 let tarball = "";
+/** The install sizes measured in beforeAll, in bytes (issue 36: the README's figures are held to them). */
+let sizes = { withKube: 0, withoutKube: 0 };
 
 afterAll(() => {
   for (const pid of processesUnder(work)) process.kill(pid, "SIGKILL");
@@ -82,10 +84,23 @@ beforeAll(() => {
   install(slim, "prefix, without optional dependencies");
   const withKube = installSize(full);
   const withoutKube = installSize(slim);
+  sizes = { withKube, withoutKube };
   console.log(`install size of ${pkg.name}@${pkg.version}: ${mb(withKube)} with the Kubernetes client, ${mb(withoutKube)} without (--omit=optional); tarball ${mb(statSync(tarball).size)}`);
 }, 600_000);
 
 describe("the packed tarball installed with npm install -g", () => {
+  it("is as big as the README says (issue 36: it said 102 MB of an install measured at 150 MB), within 10 %", () => {
+    const readme = readFileSync(join(repoRoot, "README.md"), "utf8").replace(/\s+/g, " ");
+    const said = /about (\d+) MB of the (\d+) MB install \((\d+) MB without it[;)]/.exec(readme);
+    expect(said, "the README's sentence on the install size").not.toBeNull();
+    const [kube, total, slimMb] = (said as RegExpExecArray).slice(1).map(Number) as [number, number, number];
+    const near = (claimed: number, bytes: number) => Math.abs(claimed - bytes / 1e6) <= 0.1 * (bytes / 1e6);
+    const measured = `measured ${mb(sizes.withKube)} with the Kubernetes client, ${mb(sizes.withoutKube)} without`;
+    expect(near(total, sizes.withKube), `README: ${total} MB install; ${measured}`).toBe(true);
+    expect(near(slimMb, sizes.withoutKube), `README: ${slimMb} MB without the client; ${measured}`).toBe(true);
+    expect(near(kube, sizes.withKube - sizes.withoutKube), `README: the client is ${kube} MB; ${measured}`).toBe(true);
+  });
+
   it("ships the build, the dashboard, the samples, the licence and the changelog, and no test or source file", () => {
     const root = installed(full);
     // dist/src/node-daemon.bundle.cjs: what `berth node serve` runs (scripts/bundle-node; berth up below starts it),

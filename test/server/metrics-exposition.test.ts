@@ -2,7 +2,7 @@
  * Metrics users can use (issue 36): `/metrics` passes `promtool check metrics` (Prometheus's own linter, from Debian's
  * `prometheus` package; scripts/test installs it) and the exposition rules it checks are also asserted here without
  * it — every family has HELP and TYPE, no gauge ends in `_total`, a counter does — and each agent has its own series
- * labelled by agent and target (state, restarts, last start), scraped from a real `berth serve` with a real node
+ * labelled by agent and target (state, restarts, last start, CPU seconds and memory from its cgroup), scraped from a real `berth serve` with a real node
  * daemon and a deployed mesh agent.
  */
 import { execFileSync } from "node:child_process";
@@ -96,6 +96,19 @@ describe("/metrics as Prometheus reads it", () => {
     expect(started * 1000).toBeLessThanOrEqual(Date.now() + 60_000);
     expect(expositionProblems(text)).toEqual([]);
     expect(promtool(text).problems).toBe("");
+
+    // Issue 36, `berth top` in /metrics: the running agent's CPU time and memory from its cgroup, by agent and target.
+    const deadline = Date.now() + 30_000;
+    let usage = text;
+    while (sample(usage, 'berth_agent_memory_bytes{agent="scout",target="mesh"}') === undefined && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 500));
+      usage = await scrape();
+    }
+    expect(sample(usage, 'berth_agent_memory_bytes{agent="scout",target="mesh"}'), usage).toBeGreaterThan(0);
+    expect(sample(usage, 'berth_agent_cpu_seconds_total{agent="scout",target="mesh"}'), usage).toBeGreaterThanOrEqual(0);
+    expect(usage).toMatch(/^# TYPE berth_agent_cpu_seconds_total counter$/m);
+    expect(expositionProblems(usage)).toEqual([]);
+    expect(promtool(usage).problems).toBe("");
 
     // The Grafana dashboard in docs/ asks only for series this server serves.
     const dashboard = readFileSync(join(repoRoot, "docs/grafana-dashboard.json"), "utf8");

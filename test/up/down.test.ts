@@ -76,6 +76,35 @@ describe("berth down", () => {
     expect(second.doc).toMatchObject({ ok: true, was_up: false, reason: "no node daemon of berth up is running" });
   }, 300_000);
 
+  it("reports only what it stopped this time, not an agent or an instance stopped before it ran", async () => {
+    const upped = await runNode([berthBin(), "up", "--detach", "--no-kubernetes", "--data-dir", home], { env });
+    expect(upped.code, upped.stderr).toBe(0);
+    // Stopped by their user long before: an agent of berth up's, and an instance placed by hand.
+    const scout = await berth("agent", "stop", "scout", "--json");
+    expect(scout.code, scout.stderr).toBe(0);
+    const placed = await berth("place", join(home, "up", "packages", "heartbeat"), "--name", "stopped-long-ago", "--json");
+    expect(placed.code, placed.stderr || placed.stdout).toBe(0);
+    const instance = String((JSON.parse(placed.stdout) as { placed: { instance_id: string } }).placed.instance_id);
+    expect((await berth("instance", "stop", instance, "--json")).code).toBe(0);
+
+    const text = await berth("down");
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain("stopped agent heartbeat");
+    expect(text.stdout, "scout was stopped before").not.toMatch(/scout/);
+    expect(text.stdout, "the hand-placed instance was stopped before").not.toContain(instance);
+    expect(processesUnder(home)).toEqual([]);
+
+    const upAgain = await runNode([berthBin(), "up", "--detach", "--no-kubernetes", "--data-dir", home], { env });
+    expect(upAgain.code, upAgain.stderr).toBe(0);
+    expect((await berth("agent", "stop", "scout", "--json")).code).toBe(0);
+    const doc = await down();
+    expect(doc.code, doc.stderr).toBe(0);
+    expect(doc.doc.stopped_agents, "only heartbeat ran").toEqual(["heartbeat"]);
+    expect(doc.doc.stopped_instances, "nothing placed by hand ran").toEqual([]);
+    expect(doc.doc.stopped_nodes?.sort()).toEqual(["homelab", "pi-garage", "pi-kitchen"]);
+    expect(processesUnder(home)).toEqual([]);
+  }, 400_000);
+
   it("asks a berth up running in the foreground elsewhere to stop, and it stops everything", async () => {
     const foreground = spawnNode([berthBin(), "up", "--no-kubernetes", "--port", "0", "--data-dir", home], { env });
     await foreground.waitForOutput("ready; press Ctrl-C", 180_000);

@@ -18,6 +18,7 @@ import { NodesView } from "./views/nodes";
 import { OverviewView } from "./views/overview";
 import { PlaceView } from "./views/place";
 import { PlacementsView } from "./views/placements";
+import { TopView } from "./views/top";
 import { UnsettledView } from "./views/unsettled";
 
 const TABS: ReadonlyArray<readonly [View, string]> = [
@@ -29,6 +30,7 @@ const TABS: ReadonlyArray<readonly [View, string]> = [
   ["placements", "Placements"],
   ["nodes", "Nodes"],
   ["unsettled", "Unsettled"],
+  ["top", "Top"],
   ["kubernetes", "Kubernetes"],
   ["audit", "Audit"],
 ];
@@ -82,6 +84,7 @@ export function App({ token }: { token: string }) {
             {view === "placements" && <PlacementsView selected={id} />}
             {view === "nodes" && <NodesView selected={id} />}
             {view === "unsettled" && <UnsettledView />}
+            {view === "top" && <TopView />}
             {view === "kubernetes" && <KubernetesView />}
             {view === "audit" && <AuditView tail={tail} selected={id} />}
           </div>

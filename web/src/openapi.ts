@@ -454,7 +454,7 @@ export interface paths {
             readonly path?: never;
             readonly cookie?: never;
         };
-        /** placed instances with the node's state (one signed status per node) */
+        /** placed instances with the node's state (one signed status per node); labelSelector: only the instances of agents whose metadata.labels match (issue 36) */
         readonly get: operations["listInstances"];
         readonly put?: never;
         readonly post?: never;
@@ -732,6 +732,23 @@ export interface paths {
         readonly put?: never;
         /** `berth node rehome`: make the node serve this controller key for this store (chained on both sides) */
         readonly post: operations["rehomeNode"];
+        readonly delete?: never;
+        readonly options?: never;
+        readonly head?: never;
+        readonly patch?: never;
+        readonly trace?: never;
+    };
+    readonly "/api/v1/nodes/{ref}/remove": {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path?: never;
+            readonly cookie?: never;
+        };
+        readonly get?: never;
+        readonly put?: never;
+        /** take a forgotten node off the list (issue 36: berth nodes remove); 409 naming its state when it was not forgotten; chained as peer.remove */
+        readonly post: operations["removeNode"];
         readonly delete?: never;
         readonly options?: never;
         readonly head?: never;
@@ -1531,6 +1548,11 @@ export interface operations {
                 content: {
                     readonly "application/json": {
                         readonly agent: string;
+                        /**
+                         * @description issue 36: the instance had stopped before this stop (nothing was stopped now); absent otherwise
+                         * @constant
+                         */
+                        readonly already_stopped?: true;
                         readonly instance: string | null;
                         readonly message: string;
                         readonly ok: boolean;
@@ -3465,7 +3487,9 @@ export interface operations {
     };
     readonly listInstances: {
         readonly parameters: {
-            readonly query?: never;
+            readonly query?: {
+                readonly labelSelector?: string;
+            };
             readonly header?: never;
             readonly path?: never;
             readonly cookie?: never;
@@ -4069,6 +4093,7 @@ export interface operations {
     readonly listK8sAgents: {
         readonly parameters: {
             readonly query?: {
+                readonly labelSelector?: string;
                 readonly namespace?: string;
             };
             readonly header?: never;
@@ -5323,6 +5348,116 @@ export interface operations {
             };
             /** @description a node or the cluster did not answer */
             readonly 502: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    readonly removeNode: {
+        readonly parameters: {
+            readonly query?: never;
+            readonly header?: never;
+            readonly path: {
+                readonly ref: string;
+            };
+            readonly cookie?: never;
+        };
+        readonly requestBody: {
+            readonly content: {
+                readonly "application/json": {
+                    /** @description who the CLI says asked (chained beside the token's identity) */
+                    readonly operator?: {
+                        readonly host: string;
+                        readonly pid: number;
+                        readonly uid: number;
+                        readonly user: string;
+                        readonly via: string;
+                    };
+                    readonly reason: string;
+                };
+            };
+        };
+        readonly responses: {
+            /** @description success */
+            readonly 200: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": {
+                        readonly [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here */
+            readonly 400: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unauthorized: missing, malformed or wrong bearer token */
+            readonly 401: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description not_found */
+            readonly 404: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description conflict (name_taken, k8s_not_configured, …) */
+            readonly 409: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description payload_too_large: the body is over 1 MiB */
+            readonly 413: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unsupported_media_type: a body must be Content-Type: application/json */
+            readonly 415: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description misdirected_host: the Host header does not name this server (its listen address, localhost, or an --allowed-host name) */
+            readonly 421: {
+                headers: {
+                    readonly [name: string]: unknown;
+                };
+                content: {
+                    readonly "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description audit_unavailable: the request could not be chained, so nothing was done */
+            readonly 500: {
                 headers: {
                     readonly [name: string]: unknown;
                 };

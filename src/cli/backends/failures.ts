@@ -41,5 +41,7 @@ export function sentFailure(value: unknown): AgentFailure | null {
  * that did not answer.
  */
 export function nodeAdminError(reason: string): CliError {
-  return new CliError(reason, 1, { kind: reason.startsWith("no known node") ? "refused" : "unreachable" });
+  // Issue 36: `nodes remove` of a node not forgotten (or listed in peers.json) is refused too, naming its state.
+  const refused = reason.startsWith("no known node") || / not forgotten: | is listed in peers\.json /.test(reason);
+  return new CliError(reason, 1, { kind: refused ? "refused" : "unreachable" });
 }

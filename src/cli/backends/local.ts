@@ -4,9 +4,9 @@
  * three lists without --refresh are answered read-only by stored.ts, which loads this file only when it must.
  */
 import { resolve } from "node:path";
-import { AgentRegistry, type AgentsEnv, agentHistory, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, selectedRecords, specFromText, startAgent, stopAgent, storedAgentStates, targetFor, unwrap } from "../../agents/index.js";
+import { AgentRegistry, type AgentsEnv, agentHistory, agentLabels, agentLogs, agentState, agentStates, deleteAgent, deployAgent, type Outcome, planDeploy, purgeAgent, replaceAgent, rollbackAgent, selectedRecords, specFromText, startAgent, stopAgent, storedAgentStates, targetFor, unwrap } from "../../agents/index.js";
 import { deployEventPayload } from "../../core/agents/deploy-event.js";
-import { parseSelector } from "../../core/agents/labels.js";
+import { instanceAgent, parseSelector, rowsOfSelectedAgents } from "../../core/agents/labels.js";
 import { realClock } from "../../kit/clock.js";
 import { boundedStderrLogger } from "../../kit/log.js";
 import { NodeClient } from "../../mesh/client/node-client.js";
@@ -89,7 +89,9 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
           throw error;
         }
       }),
-    instances: (refresh) => {
+    instances: (refresh, selector) => {
+      const parsed = parseSelector(selector ?? "");
+      if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
       const live = () =>
         read(() =>
           withController(controllerFlags, async (c, key, connector) => {
@@ -99,7 +101,10 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
             return { placements, moved: await c.moves.moved() };
           }),
         );
-      return refresh ? live() : stored(["placements"], async (s) => ({ placements: storedInstances(s.placements, s.observations), moved: s.moved }), live);
+      const all = refresh ? live() : stored(["placements"], async (s) => ({ placements: storedInstances(s.placements, s.observations), moved: s.moved }), live);
+      if (parsed.requirements.length === 0) return all;
+      // Issue 36: an instance carries its agent's metadata.labels (the registry's), one placed by hand none.
+      return all.then(async (r) => ({ ...r, placements: rowsOfSelectedAgents(r.placements, parsed.requirements, instanceAgent, await read(() => agentLabels(env))) }));
     },
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>
@@ -126,7 +131,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     agentStop: async (name, wait) => {
       const r = answered(await stopAgent(env, name, { wait }));
       // The server's words (src/server/routes/agents.ts), so both answers read the same.
-      return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
+      return { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message, ...(r.already_stopped ? { already_stopped: true as const } : {}) };
     },
     agentPurge: async (name) => {
       const r = answered(await purgeAgent(env, name));

@@ -135,8 +135,8 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
       if (isErrorBody(a.body) && a.body.error.code !== "invalid_request" && [400, 409, 422].includes(a.status)) throw placeRefused(a.body.error.code, a.body.error.message, a.body.error.constraints ?? []);
       throw failed(t, a);
     },
-    instances: async () => ({
-      placements: ((await call("GET", "/instances")) as { instances: InstanceRow[] }).instances,
+    instances: async (_refresh, selector) => ({
+      placements: ((await call("GET", selector ? `/instances?labelSelector=${encodeURIComponent(selector)}` : "/instances")) as { instances: InstanceRow[] }).instances,
       moved: ((await call("GET", "/moved")) as { moved: MovedRecord[] }).moved,
     }),
     instance: async (verb, id, opts) => {
@@ -170,7 +170,7 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
     agentPurge: async (name) => (await call("POST", agentPath(name, "/purge"), {}, { agent: name })) as StopDocument,
     nodeAdmin: async (verb, ref, reason) => {
       const { operatorIdentity } = await import("../controller.js");
-      const a = await apiRequest(t, "POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, { reason, operator: operatorIdentity(`berth node ${verb}`) });
+      const a = await apiRequest(t, "POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, { reason, operator: operatorIdentity(verb === "remove" ? "berth nodes remove" : `berth node ${verb}`) });
       if (a.status >= 200 && a.status < 300) return a.body as JsonObject;
       const sent = isErrorBody(a.body) ? (a.body.error as { failure?: { kind?: unknown; message?: unknown } }).failure : undefined;
       if (sent?.kind === "node_admin" && typeof sent.message === "string") throw nodeAdminError(sent.message);

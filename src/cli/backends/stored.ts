@@ -87,9 +87,10 @@ export function localLists(flags: BackendFlags & { readonly dataDir: string }, f
             async (s) => targetRows(s.targets, [], s.admins),
             () => b().then((x) => x.targets(false)),
           ),
-    instances: (refresh) =>
-      refresh
-        ? b().then((x) => x.instances(true))
+    // Issue 36: a selector is judged on the agents' labels, which local.ts reads from the registry.
+    instances: (refresh, selector) =>
+      refresh || (selector !== undefined && selector !== "")
+        ? b().then((x) => x.instances(refresh, selector))
         : stored(
             ["placements"],
             async (s) => ({ placements: storedInstances(s.placements, s.observations), moved: s.moved }),

@@ -49,6 +49,8 @@ export interface StopDocument {
   readonly agent: string;
   readonly instance: string | null;
   readonly message: string;
+  /** Issue 36: the instance had stopped before this stop; absent otherwise. */
+  readonly already_stopped?: true;
 }
 
 export interface ControllerBackend {
@@ -62,8 +64,11 @@ export interface ControllerBackend {
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
   place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
   /** The placements with their nodes' states, and (issue 16) those taken off their node whose old copy is still reconciled. */
-  /** `refresh`: ask every node now; else (issue 35) the placements as stored, each state as last seen (a server answers live). */
-  instances(refresh: boolean): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
+  /**
+   * `refresh`: ask every node now; else (issue 35) the placements as stored, each state as last seen (a server answers
+   * live). `selector` (issue 36): only the instances of agents whose metadata.labels match (judged by the CLI first).
+   */
+  instances(refresh: boolean, selector?: string): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
   /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
   instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;
   unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;
@@ -93,7 +98,7 @@ export interface ControllerBackend {
   nodeAdmin(verb: NodeAdminVerb, ref: string, reason: string): Promise<JsonObject>;
 }
 
-export type NodeAdminVerb = "cordon" | "uncordon" | "forget" | "drain";
+export type NodeAdminVerb = "cordon" | "uncordon" | "forget" | "drain" | "remove";
 
 export interface BackendFlags extends TargetFlags {
   readonly keyFile?: string;

@@ -104,8 +104,10 @@ export function agentStateOf(row: string): string {
   switch (row) {
     case "started":
       return "running";
+    // Issue 36 item 9: an ended instance reads `stopped`, the word berth's verbs and the node's LIFECYCLE use (the
+    // row keeps the classifier's `terminated`; LIFECYCLE says how it ended: stopped, exited, failed, finished …).
     case "terminated":
-      return "terminated";
+      return "stopped";
     case "never-started-same-intent":
     case "never-started-diverged-intent":
       return "not started";

@@ -50,6 +50,39 @@ export function parseSelector(text: string): { ok: true; requirements: Requireme
   return { ok: true, requirements };
 }
 
+/**
+ * Issue 36, `berth instances -l`: the rows whose agent's `metadata.labels` a selector selects. An instance carries the
+ * labels of the agent it runs (`agent`, else its placement `name`); one placed by hand (`berth place`) has none.
+ */
+export function rowsOfSelectedAgents<T>(rows: readonly T[], requirements: readonly Requirement[], agentOf: (row: T) => string, labelsOf: ReadonlyMap<string, Readonly<Record<string, string>>>): T[] {
+  if (requirements.length === 0) return [...rows];
+  return rows.filter((r) => selects(requirements, labelsOf.get(agentOf(r)) ?? {}));
+}
+
+/** A requirement in Kubernetes' selector syntax (`key=value`, `key!=value`, `key`, `!key`), for the apiserver. */
+export function selectorText(r: Requirement): string {
+  switch (r.op) {
+    case "=":
+      return `${r.key}=${r.value}`;
+    case "!=":
+      return `${r.key}!=${r.value}`;
+    case "exists":
+      return r.key;
+    case "!exists":
+      return `!${r.key}`;
+    default: {
+      const never: never = r.op;
+      return never;
+    }
+  }
+}
+
+/** The agent an instance row runs: its node's `agent` (a deploy's), else the placement's name. */
+export function instanceAgent(row: { readonly name: string; readonly status?: { readonly agent?: unknown } | null }): string {
+  const agent = row.status?.agent;
+  return typeof agent === "string" && agent !== "" ? agent : row.name;
+}
+
 /** Whether `labels` satisfy every requirement (a missing key satisfies `!=` and `!key`, as in Kubernetes). */
 export function selects(requirements: readonly Requirement[], labels: Readonly<Record<string, string>>): boolean {
   return requirements.every((r) => {

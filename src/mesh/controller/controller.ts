@@ -488,8 +488,17 @@ export class MeshController {
 
   /** Issue 16: what `berth node cordon|uncordon|forget|drain` need (node-admin.ts); the peers file is re-read first. */
   async nodeAdmin(): Promise<NodeAdminDeps> {
-    await this.readPolicy(false);
-    return { store: this.store, targets: this.targetSet, moves: this.moves, mover: this.moverDeps(), instance: (verb, id, opts) => this.instance(verb, id, opts), clock: this.deps.clock };
+    const policy = await this.readPolicy(false);
+    const listed = new Set(policy.peers.ok ? (policy.peers.entries ?? []).map((e) => e.addr) : []);
+    return {
+      store: this.store,
+      targets: this.targetSet,
+      moves: this.moves,
+      mover: this.moverDeps(),
+      instance: (verb, id, opts) => this.instance(verb, id, opts),
+      clock: this.deps.clock,
+      peersFileLists: (addr) => listed.has(addr),
+    };
   }
 
   /**

@@ -8,6 +8,10 @@
  *   and its unsettled decisions released, in one transaction, so its agents can be deployed elsewhere at once; a
  *   running `berth serve` places again those whose policy allows. If the node ever answers again with its key, the
  *   loop stops and unloads its copies of those placements on the operator's authority (core/mesh/reconcile.ts).
+ * - remove (issue 36, `berth nodes remove`): a forgotten node leaves the list: its target row (address, key, tier,
+ *   contacts) is deleted, chained as `peer.remove`. Refused, naming the node's state, unless it was forgotten first:
+ *   forget is what releases its placements, and remove must never be a way round it. The forgotten mark and the moved
+ *   records stay, so if the node is ever added again its old copies are still stopped and unloaded.
  * - drain: moves each agent off a live node, one at a time: a dry run first (somewhere else must fit, or the agent is
  *   left running), then stop, confirm stopped by the node's own status, take the record off, place elsewhere, and
  *   unload the stopped copy fenced on the generation seen. Never two copies at once: nothing is placed before the
@@ -32,6 +36,8 @@ export interface NodeAdminDeps {
   readonly clock: () => number;
   /** How long drain waits for the node to report a stopped copy. */
   readonly stopConfirmMs?: number;
+  /** Issue 36: whether peers.json lists the address (a removed target it lists would be learned again at once). */
+  readonly peersFileLists?: (addr: string) => boolean;
 }
 
 export type NodeRefResult = { readonly ok: true; readonly target: TargetInfo & { readonly node_id: string } } | { readonly ok: false; readonly reason: string };
@@ -77,6 +83,35 @@ export async function forgetNode(deps: NodeAdminDeps, ref: string, reason: strin
     decision: (decisionId, name) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "forgotten", decision_id: decisionId, node, name, reason, operator } }),
   });
   return { node, released: done.instances.map((m) => ({ instance_id: m.instance_id, name: m.name })), decisions: done.decisions };
+}
+
+export interface RemoveResult {
+  readonly node: string;
+  readonly addr: string;
+  readonly removed: true;
+}
+
+/** The words for a node that is not forgotten: its marks and liveness, as `berth nodes list` shows them. */
+function stateOf(target: TargetInfo, cordoned: boolean): string {
+  return [cordoned ? "cordoned" : "", target.liveness].filter(Boolean).join(", ");
+}
+
+export async function removeNode(deps: NodeAdminDeps, ref: string, reason: string, operator: JsonObject): Promise<RemoveResult | { readonly error: string; readonly refused?: true }> {
+  const r = await resolveNode(deps.targets, ref);
+  if (!r.ok) return { error: r.reason };
+  const node = r.target.node_id;
+  const admin = await deps.moves.admin(node);
+  if (admin.forgotten_ms === null) {
+    return {
+      refused: true,
+      error: `node ${ref} is ${stateOf(r.target, admin.cordoned)}, not forgotten: only a forgotten node can be removed (forget releases what it runs); \`berth node forget ${ref} --reason …\` first, or \`berth node drain ${ref} --reason …\` to move its agents off a live node`,
+    };
+  }
+  if (deps.peersFileLists?.(r.target.addr)) {
+    return { refused: true, error: `node ${ref} is listed in peers.json (${r.target.addr}): berth would learn it again at once; take it out of peers.json first` };
+  }
+  await deps.targets.remove(r.target.addr, { source: "trust", kind: "peer.remove", payload: { node, addr: r.target.addr, key: r.target.key, reason, operator } });
+  return { node, addr: r.target.addr, removed: true };
 }
 
 export type DrainStep =

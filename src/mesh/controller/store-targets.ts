@@ -21,6 +21,10 @@ export async function upsertTarget(tx: Tx, t: StoredTarget): Promise<void> {
   );
 }
 
+export async function deleteTarget(tx: Tx, addr: string): Promise<void> {
+  await tx.run("DELETE FROM mesh_targets WHERE addr = ?", [addr]);
+}
+
 export async function contacts(q: Query): Promise<Map<string, StoredContact>> {
   const rows = await q.all<StoredContact>("SELECT addr, last_ok_ms, unreachable_since_ms, last_error, name, contact_ms FROM mesh_targets");
   return new Map(

@@ -206,6 +206,14 @@ export class ControllerStore {
     });
   }
 
+  /** Issue 36, `berth nodes remove`: the address's row gone (key, tier, contacts), with its event. */
+  async removeTarget(addr: string, event: EventDraft): Promise<void> {
+    await this.tx(async (tx) => {
+      await targetSql.deleteTarget(tx, addr);
+      await this.chain.append(tx, event);
+    });
+  }
+
   /** Every target's recorded contacts, by address. */
   async contacts(): Promise<Map<string, StoredContact>> {
     return this.read((q) => targetSql.contacts(q));

@@ -24,6 +24,7 @@
  * - after a controller restart no target has a boot id until a describe answered by its stored key (§14.2 step 2):
  *   boot ids and facts live in memory only, so nothing is sent on the strength of another process's contact.
  */
+import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Tier } from "../../core/identity/tier.js";
 import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-liveness.js";
@@ -128,7 +129,13 @@ export class Targets {
    * The first call loads every stored target.
    */
   async syncStored(): Promise<void> {
-    for (const t of await this.store.targets()) {
+    // Issue 36 (`berth nodes remove`): a target another process removed leaves this one too. Only those held before the
+    // read: a target this process learns while the read runs is stored before it is held, and must stay.
+    const heldBefore = new Set(this.live.keys());
+    const stored = await this.store.targets();
+    const addrs = new Set(stored.map((t) => t.addr));
+    for (const addr of heldBefore) if (!addrs.has(addr)) this.live.delete(addr);
+    for (const t of stored) {
       const l = this.live.get(t.addr);
       if (l === undefined) this.live.set(t.addr, fresh(t));
       else if (l.stored.node_id !== t.node_id || l.stored.key !== t.key || l.stored.tier !== t.tier || l.stored.tier_source !== t.tier_source) l.stored = t;
@@ -273,6 +280,17 @@ export class Targets {
     l.witness = witnessOfDescribe(d.result);
     await this.absorb(l, d.bootId, d.facts);
     return { ok: true, target: await this.info(l) };
+  }
+
+  /**
+   * Issue 36, `berth nodes remove`: the target's row deleted with `event` (node-admin.ts checks it was forgotten
+   * first), and this process stops holding it; a later `berth nodes add` of the address is a first contact again.
+   */
+  async remove(addr: string, event: EventDraft): Promise<void> {
+    await this.store.removeTarget(addr, event);
+    const l = this.live.get(addr);
+    this.live.delete(addr);
+    if (l?.stored.node_id) this.byNodeId.delete(l.stored.node_id);
   }
 
   /** Describes a known target with its stored key (§4.7, §6.2). Returns whether it answered validly. */

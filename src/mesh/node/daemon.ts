@@ -53,6 +53,8 @@ export interface NodeDaemonOptions {
   readonly agentUser?: string;
   /** pino level of the diagnostics on stderr (issue 13); unset: none (an in-process node in tests). */
   readonly logLevel?: NodeLogLevel;
+  /** Issue 36: one line for people per record (stderr is a terminal), instead of JSON lines. */
+  readonly humanLogs?: boolean;
 }
 
 export interface RecoveryReport {
@@ -112,7 +114,7 @@ export class NodeDaemon {
     reserve.restore();
     store.reserve = reserve;
     const nodeId = nodeIdOf(key.publicKey);
-    const log: NodeLog | undefined = o.logLevel ? nodeLogger(o.logLevel, nodeId) : undefined;
+    const log: NodeLog | undefined = o.logLevel ? nodeLogger(o.logLevel, nodeId, 2, Date.now, o.humanLogs === true) : undefined;
     // Issue 15: how instances are launched and contained here, probed once (docs/concepts.md "Confinement").
     const confinement = Confinement.probe(config, nodeId, o.dataDir);
     const runtime = new NativeRuntime(join(o.dataDir, "instances"), confinement);

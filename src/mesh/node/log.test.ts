@@ -46,6 +46,22 @@ describe("the node daemon's log lines", () => {
     expect(ours).toBe(theirs);
   });
 
+  it("are one short line each for people when asked (a terminal): time, level, message, fields; no JSON, no node id", () => {
+    const text = written((fd) => {
+      const log = nodeLogger("info", "e5864a95bd61dd5b543d563952c5d678", fd, () => Date.UTC(2026, 11, 7, 7, 52, 39), true);
+      for (const [level, fields, msg] of calls) log[level](fields, msg);
+    });
+    const lines = text.split("\n").filter(Boolean);
+    expect(lines).toHaveLength(4);
+    expect(lines[1]).toBe("07:52:39 INFO  instance started  instance_id=probe-0-ce41d6dca184 name=probe-0 pid=15432 generation=1");
+    expect(lines[3]).toBe("07:52:39 ERROR no fields");
+    for (const line of lines) {
+      expect(line).toMatch(/^\d\d:\d\d:\d\d (INFO |WARN |ERROR) /);
+      expect(line).not.toContain("node_id");
+      expect(line).not.toMatch(/^\{/);
+    }
+  });
+
   it("writes nothing at silent", () => {
     expect(written((fd) => nodeLogger("silent", "n", fd).error({ a: 1 }, "x"))).toBe("");
   });

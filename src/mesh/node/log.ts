@@ -10,6 +10,7 @@
  * last lines before an exit are not lost (log.test.ts holds it to pino's own output).
  */
 import { writeSync } from "node:fs";
+import { humanLogLine, NODE_QUIET_KEYS } from "../../kit/log-human.js";
 
 export const NODE_LOG_LEVELS = ["silent", "error", "warn", "info", "debug"] as const;
 export type NodeLogLevel = (typeof NODE_LOG_LEVELS)[number];
@@ -26,17 +27,23 @@ export interface NodeLog {
 /** pino's numbers for the levels. */
 const LEVEL_VALUE = { debug: 20, info: 30, warn: 40, error: 50, silent: Number.POSITIVE_INFINITY } as const;
 
-/** A logger writing synchronously to `fd`, with pino's line format and levels. */
-export function nodeLogger(level: NodeLogLevel, nodeId: string, fd = 2, clock: () => number = Date.now): NodeLog {
+/**
+ * A logger writing synchronously to `fd`, with pino's line format and levels. `human` (issue 36: the daemon's stderr is
+ * a terminal and no `--log-format json`): each line as one short line for people (kit/log-human.ts), without the
+ * component and node id every line of one daemon shares.
+ */
+export function nodeLogger(level: NodeLogLevel, nodeId: string, fd = 2, clock: () => number = Date.now, human = false): NodeLog {
   const threshold = LEVEL_VALUE[level];
-  const base = `"component":"node","node_id":${JSON.stringify(nodeId)}`;
+  const base = human ? "" : `"component":"node","node_id":${JSON.stringify(nodeId)},`;
   const at = (value: number) => (fields: Fields, msg: string) => {
     if (value < threshold) return;
     // Fields named like the line's own members would make a line with two of them; pino lets them through too, so
     // the same line is written (JSON.parse keeps the last).
     const rest = JSON.stringify(fields);
-    const body = rest === "{}" ? "" : `,${rest.slice(1, -1)}`;
-    writeFully(fd, `{"level":${value},"time":${clock()},${base}${body},"msg":${JSON.stringify(msg)}}\n`);
+    const body = rest === "{}" ? "" : `${rest.slice(1, -1)},`;
+    const line = `{"level":${value},"time":${clock()},${base}${body}"msg":${JSON.stringify(msg)}}`;
+    const text = human ? humanLogLine(line, NODE_QUIET_KEYS) : line;
+    if (text !== null) writeFully(fd, `${text}\n`);
   };
   return { error: at(LEVEL_VALUE.error), warn: at(LEVEL_VALUE.warn), info: at(LEVEL_VALUE.info), debug: at(LEVEL_VALUE.debug) };
 }

@@ -125,7 +125,7 @@ export const agentHandlers: Handlers = {
     return perAgent.run(name, async () => {
       const b = i.body as In<typeof Inputs.agentStop>;
       const r = answered(await stopAgent(agentsEnv(ctx.state), name, { wait: b.wait === true }));
-      const body = { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message };
+      const body = { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message, ...(r.already_stopped ? { already_stopped: true } : {}) };
       return r.ok ? { body, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) } : { status: 422, body, error: "k8s_stop_failed" };
     });
   },

@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import { runReconcileLoop } from "../../agents/index.js";
+import { parseSelector } from "../../core/agents/labels.js";
 import { isValidNamespace } from "../../core/kubernetes/config.js";
 import { type AgentIdentity, identityFromPubkeyHex, MANAGED_SELECTOR, PUBKEY_FULL_ANNOTATION } from "../../core/kubernetes/naming.js";
 import type { Cluster } from "../../kubernetes/cluster.js";
@@ -101,7 +102,9 @@ export const kubernetesHandlers: Handlers = {
     const c = await ctx.state.kubernetes.connect(configured.context);
     if (!c.ok) return { body: { configured: true, context: configured.context, agents: [], error: c.error } };
     try {
-      const rows = await list(c.cluster, q.namespace ?? null);
+      const parsed = parseSelector(q.labelSelector ?? "");
+      if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
+      const rows = await list(c.cluster, q.namespace ?? null, parsed.requirements);
       return { body: { configured: true, context: c.cluster.identity.context, agents: "error" in rows ? [] : rows, error: "error" in rows ? rows.error : null } };
     } finally {
       c.cluster.close();

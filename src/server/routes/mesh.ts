@@ -5,7 +5,8 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { z } from "zod";
-import { parseSelector } from "../../core/agents/labels.js";
+import { agentLabels } from "../../agents/index.js";
+import { instanceAgent, parseSelector, rowsOfSelectedAgents } from "../../core/agents/labels.js";
 import { renderExplain } from "../../core/placement/explain.js";
 import type { PlacementDecision } from "../../core/placement/index.js";
 import { PlaceError, type TargetInfo, type VerbResult } from "../../mesh/controller/index.js";
@@ -13,6 +14,7 @@ import { PACKAGE_STORE, storedPackageDir } from "../../mesh/controller/prepare.j
 import { instancesWithState, targetsSelected, targetsWithFacts } from "../../mesh/controller/views.js";
 import { readEnvelope } from "../../mesh/packages/dir.js";
 import type { Inputs } from "../contract.js";
+import { agentsEnv } from "./agents.js";
 import { ApiError, notFound } from "../errors.js";
 import type { Answer, CallContext, Handlers, Parsed } from "../handler.js";
 
@@ -150,7 +152,15 @@ export const meshHandlers: Handlers = {
     };
   },
 
-  listInstances: async (_i, ctx) => ({ body: { instances: await instancesWithState(ctx.state.controller, ctx.state.client) } }),
+  listInstances: async (i, ctx) => {
+    const { labelSelector } = i.query as In<typeof Inputs.labelQuery>;
+    const parsed = parseSelector(labelSelector ?? "");
+    if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
+    const rows = await instancesWithState(ctx.state.controller, ctx.state.client);
+    if (parsed.requirements.length === 0) return { body: { instances: rows } };
+    const labels = await agentLabels(agentsEnv(ctx.state));
+    return { body: { instances: rowsOfSelectedAgents(rows, parsed.requirements, instanceAgent, labels) } };
+  },
   listMoved: async (_i, ctx) => ({ body: { moved: (await ctx.state.controller.moves.moved()).map((m) => ({ ...m })) } }),
   getInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("status", (i.params as In<typeof Inputs.instanceRef>).id)),
   startInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("start", (i.params as In<typeof Inputs.instanceRef>).id)),

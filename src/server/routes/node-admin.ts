@@ -1,11 +1,11 @@
 /**
- * `POST /nodes/{ref}/cordon|uncordon|forget|drain` (issue 16): thin shells over src/mesh/controller/node-admin.ts, the
+ * `POST /nodes/{ref}/cordon|uncordon|forget|drain` (issue 16) and `/remove` (issue 36): thin shells over src/mesh/controller/node-admin.ts, the
  * same calls `berth node …` makes on its own files. The operator chained is the token's identity, with what the CLI
  * says of who ran it beside it.
  */
 import type { z } from "zod";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { cordonNode, drainNode, forgetNode } from "../../mesh/controller/node-admin.js";
+import { cordonNode, drainNode, forgetNode, removeNode } from "../../mesh/controller/node-admin.js";
 import type { Inputs } from "../contract.js";
 import { ApiError, notFound } from "../errors.js";
 import type { CallContext, Handlers, Parsed } from "../handler.js";
@@ -48,6 +48,16 @@ export const nodeAdminHandlers: Handlers = {
     const b = i.body as In<typeof Inputs.nodeAdmin>;
     const r = known(await forgetNode(await ctx.state.controller.nodeAdmin(), ref, b.reason, operatorOf(i, ctx, "berth node forget")), ref);
     return { body: { node: r.node, released: r.released.map((x) => ({ ...x })), decisions: [...r.decisions] }, refs: { node_id: r.node, released: r.released.length } };
+  },
+  removeNode: async (i, ctx) => {
+    const { ref } = i.params as In<typeof Inputs.nodeRef>;
+    const b = i.body as In<typeof Inputs.nodeAdmin>;
+    const r = await removeNode(await ctx.state.controller.nodeAdmin(), ref, b.reason, operatorOf(i, ctx, "berth nodes remove"));
+    if ("error" in r) {
+      if (r.refused !== true) throw unknownNode(ref, r.error);
+      return { status: 409, body: { error: { code: "node_not_removable", message: r.error, failure: { kind: "node_admin", message: r.error } } }, error: "node_not_removable" };
+    }
+    return { body: { ...r }, refs: { node_id: r.node } };
   },
   drainNode: async (i, ctx) => {
     const { ref } = i.params as In<typeof Inputs.nodeRef>;

@@ -58,6 +58,25 @@ describe("berth k8s through a context", () => {
       const still = (d: JsonObject) => ({ ...d, age_seconds: typeof d.age_seconds === "number" ? "n" : d.age_seconds });
       expect(still(remote.doc), `${what}: the same document both ways`).toEqual(still(local.doc));
     }
+    // Issue 36: k8s list -l selects on the pods' own labels (the binding's), evaluated by the apiserver, both ways.
+    for (const [selector, expected] of [["buzz.block.xyz/binding-version=1", [agent.podName]], ["buzz.block.xyz/binding-version!=1", []], ["!buzz.block.xyz/agent-pubkey", []]] as const) {
+      const args = ["k8s", "list", "--namespace", ns, "-l", selector, "--json"];
+      const [remote, local] = await Promise.all([run(clientEnv, args), run(serverEnv, [...args, "--local"])]);
+      expect([remote.code, local.code], `${selector}: ${remote.stderr} / ${local.stderr}`).toEqual([0, 0]);
+      const names = (d: JsonObject) => (d as unknown as Array<{ name: string }>).map((r) => r.name);
+      expect(names(remote.doc), selector).toEqual([...expected]);
+      expect(names(local.doc), selector).toEqual([...expected]);
+    }
+    const badSelector = ["k8s", "list", "--namespace", ns, "-l", "a b"];
+    const [badRemote, badLocal] = await Promise.all([run(clientEnv, badSelector), run(serverEnv, [...badSelector, "--local"])]);
+    expect([badRemote.code, badRemote.stderr]).toEqual([2, badLocal.stderr]);
+    // Issue 36 item 9: k8s status for people is describe lines made from that document, the same both ways.
+    const statusArgs = ["k8s", "status", "--pubkey", agent.pubkey, "--namespace", ns];
+    const [remoteText, localText] = await Promise.all([run(clientEnv, statusArgs), run(serverEnv, [...statusArgs, "--local"])]);
+    const stillText = (t: string) => t.replace(/^Age seconds: +\d+$/m, "Age seconds: n");
+    expect(stillText(remoteText.stdout), "k8s status: the same text both ways").toBe(stillText(localText.stdout));
+    expect(remoteText.stdout).toMatch(/^Observed: +verified$/m);
+    expect(remoteText.stdout, "no JSON and no [object Object] in the text").not.toMatch(/[{}"]|object Object/);
 
     const stopped = await run(clientEnv, ["k8s", "stop", "--pubkey", agent.pubkey, "--namespace", ns, "--wait", "--json"]);
     expect([stopped.code, stopped.doc.ok], stopped.stderr).toEqual([0, true]);

@@ -92,7 +92,10 @@ export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS
     stop: ({ record }: KnownAgent) =>
       access.session(async (deps) => {
         const r = await onCurrentInstance(deps, record.name, "stop", {});
-        return r.ok ? succeeded({ ok: true, agent: record.name, instance: r.value.instance, message: `stopped ${r.value.instance}`, result: r.value.result }) : r;
+        if (!r.ok) return r;
+        // Issue 36: a stop of an instance that had ended says so (berth down reports only what it stopped).
+        const already = r.value.result.already === true;
+        return succeeded({ ok: true, agent: record.name, instance: r.value.instance, message: already ? `${r.value.instance} had stopped already` : `stopped ${r.value.instance}`, result: r.value.result, ...(already ? { already_stopped: true as const } : {}) });
       }),
 
     // Issue 15: unloaded by name (the user's say, like stop), with the workspace removed in the node's chained unload.
