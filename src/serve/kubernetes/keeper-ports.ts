@@ -54,7 +54,7 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
     connect: (context) => env.kubernetes.connect(context),
     replace: async (agent, verdict) => {
       const done = await deployAgent(env, agent.loaded, { loop: { onlyReplacing: { uid: verdict.fence.uid }, by: LOOP_ACTOR } });
-      if (!done.ok) return { ok: false, reason: done.failure.message };
+      if (!done.ok) return { ok: false, reason: done.error.message };
       return done.value.result.ok ? { ok: true } : { ok: false, reason: done.value.result.message };
     },
     alert: async (agent, reason, why) => {
