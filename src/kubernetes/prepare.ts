@@ -2,6 +2,7 @@
  * Stages 4–9 of §3.2 for callers other than the provider protocol (`berth k8s deploy FILE`, `replace --file`):
  * the same refusals with the same texts, from a file shaped like the deploy request.
  */
+import type { Result } from "../kit/result.js";
 import { catalogue } from "../core/kubernetes/catalogue.js";
 import { parseProviderConfig } from "../core/kubernetes/config.js";
 import { buildEnv } from "../core/kubernetes/env.js";
@@ -12,7 +13,7 @@ import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernete
 import type { DeployInputs } from "./reconcile.js";
 
 /** `fingerprint` is what a create records; `intent` adds the recorded values that mean the same (issue 18.2). */
-export type Prepared = { ok: true; inputs: DeployInputs; fingerprint: string; intent: DesiredIntent } | { ok: false; error: string };
+export type Prepared = Result<{ readonly inputs: DeployInputs; readonly fingerprint: string; readonly intent: DesiredIntent }>;
 
 export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; nowMs?: number }): Prepared {
   const withOp = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? { op: "deploy", ...(raw as Record<string, unknown>) } : raw;
@@ -45,5 +46,5 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
   if (!env.ok) return env;
   const inputs: DeployInputs = { identity: identity.identity, config: config.config, env: env.env };
   const intent = desiredIntent(config.config, Object.keys(env.env));
-  return { ok: true, inputs, fingerprint: intent.fingerprint, intent };
+  return { ok: true, value: { inputs, fingerprint: intent.fingerprint, intent } };
 }

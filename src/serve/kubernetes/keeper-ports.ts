@@ -44,9 +44,9 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
           name: record.name,
           loaded: loaded.value,
           policy: loaded.value.spec.spec.restart,
-          context: prepared.inputs.config.context,
-          namespace: prepared.inputs.config.namespace,
-          identity: prepared.inputs.identity,
+          context: prepared.value.inputs.config.context,
+          namespace: prepared.value.inputs.config.namespace,
+          identity: prepared.value.inputs.identity,
         });
       }
       return { agents, unusable };

@@ -33,7 +33,7 @@ export type KubernetesAgentDeps = VerbDeps & LoopOptions;
 export type PreparedDeploy = Prepared & { ok: true };
 
 export function refOf(prepared: PreparedDeploy): AgentRef {
-  return { identity: prepared.inputs.identity, namespace: prepared.inputs.config.namespace };
+  return { identity: prepared.value.inputs.identity, namespace: prepared.value.inputs.config.namespace };
 }
 
 type Look = { ok: true; row: KubernetesRow; action: Action; observation: JsonObject; fence: JsonObject | null; pod: string } | { ok: false; error: string };
@@ -46,7 +46,7 @@ export async function observeKubernetes(cluster: Cluster, prepared: PreparedDepl
   if (seen.kind === "error") return { ok: false, error: seen.message };
   if (seen.kind === "foreign") return { ok: false, error: `pod ${pod} in namespace ${ref.namespace} is not managed by berth/Buzz for this agent; refusing to touch it` };
   const verified = seen.kind === "verified" ? seen.pod : null;
-  const { row, action } = classifyKubernetes(verified, prepared.fingerprint, prepared.intent.equivalents);
+  const { row, action } = classifyKubernetes(verified, prepared.value.fingerprint, prepared.value.intent.equivalents);
   const observation: JsonObject =
     verified === null
       ? { pod, namespace: ref.namespace, observed: "absent" }
@@ -72,7 +72,7 @@ export async function deployKubernetesAgent(
   opts: { readonly userReplace?: boolean; readonly loop?: LoopAct } = {},
 ): Promise<AgentDeployResult> {
   const rounds: DeployRound[] = [];
-  const answers = deployAnswers({ agent, target: "kubernetes", intent: prepared.fingerprint, rounds });
+  const answers = deployAnswers({ agent, target: "kubernetes", intent: prepared.value.fingerprint, rounds });
   const loop = opts.loop;
   const result: typeof answers = (...args) => ({ ...answers(...args), ...(loop ? { by: loop.by } : {}) });
   const first = await observeKubernetes(deps.cluster, prepared);
@@ -94,12 +94,12 @@ export async function deployKubernetesAgent(
     const stopped = await stop(deps, ref, { wait: true });
     if (!stopped.ok) return result(false, "failed", `${agent}: could not clear ${first.pod} for the replace: ${stopped.message}; nothing was created.`, first.pod);
   }
-  const report = await runReconcileLoop(deps, prepared.inputs, loop ? { ...deps, loop } : deps);
+  const report = await runReconcileLoop(deps, prepared.value.inputs, loop ? { ...deps, loop } : deps);
   const a = report.answer;
   if (!a.ok) return result(false, "failed", `${agent}: ${a.error}`, first.pod);
   if (first.row === "started" && !userAct) {
     const recorded = first.observation.recorded_intent;
-    const edited = !intentMatches(typeof recorded === "string" ? recorded : null, prepared.intent);
+    const edited = !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.intent);
     const base = `${agent} is running as pod ${a.agentId} in namespace ${ref.namespace}`;
     return result(true, "unchanged", edited ? `${base}; ${pendingEditNote(`pod ${a.agentId}`)}` : `${base}; nothing to do`, a.agentId, edited);
   }

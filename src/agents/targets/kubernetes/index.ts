@@ -36,16 +36,16 @@ function prepare(loaded: LoadedSpec, requireCommand: boolean): Outcome<PreparedD
 
 function settings(): Outcome<K8sSettings> {
   const s = settingsFromEnv(process.env);
-  return s.ok ? ok(s.settings) : err({ kind: "settings_invalid", message: s.error });
+  return s.ok ? ok(s.value) : err({ kind: "settings_invalid", message: s.error });
 }
 
 async function withCluster<T>(access: KubernetesAccess, prepared: PreparedDeploy, fn: (cluster: Cluster) => Promise<Outcome<T>>): Promise<Outcome<T>> {
-  const c = await access.connect(prepared.inputs.config.context);
+  const c = await access.connect(prepared.value.inputs.config.context);
   if (!c.ok) return err({ kind: c.notConfigured ? "cluster_not_configured" : "cluster_unreachable", message: c.error });
   try {
-    return await fn(c.cluster);
+    return await fn(c.value);
   } finally {
-    c.cluster.close();
+    c.value.close();
   }
 }
 
@@ -67,7 +67,7 @@ async function withVerbDeps<T>(access: KubernetesAccess, cluster: Cluster, fn: (
 export async function kubernetesAgentState(cluster: Cluster, clock: Clock, name: string, prepared: PreparedDeploy): Promise<AgentState> {
   const seen = await observeKubernetes(cluster, prepared);
   if (!seen.ok) return unknownAgentState({ name, target: "kubernetes" }, seen.error);
-  const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.intent);
+  const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.value.intent);
   const observation = "error" in st ? seen.observation : { ...seen.observation, condition: st.condition ?? null, intent: st.intent ?? null };
   const next = seen.action.kind === "delete" ? `replace (${seen.action.cause})` : seen.action.kind;
   return { name, target: "kubernetes", state: agentStateOf(seen.row), row: seen.row, next, instance: seen.row === "no-instance" ? null : seen.pod, observation, error: null };
@@ -97,7 +97,7 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
         }),
       );
       if (!done.ok) return done;
-      return ok({ result: done.value.result, intent: prepared.value.fingerprint, event: done.value.event });
+      return ok({ result: done.value.result, intent: prepared.value.value.fingerprint, event: done.value.event });
     },
 
     // Issue 36: one quorum look and its row, as the deploy's first round; no audit chain is opened, nothing is written.
@@ -111,8 +111,8 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
         const agent = loaded.spec.metadata.name;
         if (!seen.ok) return err({ kind: "cluster_unreachable", message: `${agent}: ${seen.error}` });
         const recorded = seen.observation.recorded_intent;
-        const pendingEdit = seen.row === "started" && !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.intent);
-        const base = { agent, intent: prepared.value.fingerprint, row: seen.row, observation: seen.observation, pod: seen.pod, namespace: refOf(prepared.value).namespace, pendingEdit };
+        const pendingEdit = seen.row === "started" && !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.value.intent);
+        const base = { agent, intent: prepared.value.value.fingerprint, row: seen.row, observation: seen.observation, pod: seen.pod, namespace: refOf(prepared.value).namespace, pendingEdit };
         return ok(kubernetesPlan(base, seen.action));
       });
     },
