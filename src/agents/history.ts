@@ -48,8 +48,8 @@ export async function rollbackAgent(env: AgentsEnv, name: string, wanted?: numbe
   const found = await env.registry(async (reg) => {
     const target = rollbackTarget(revisionsOf(name, await reg.remembered()), wanted);
     if (!target.ok) return target;
-    const text = await reg.revisionText(name, target.revision.spec_sha256);
-    return text === null ? { ok: false as const, error: `the text of revision ${target.revision.revision} was not kept by this store` } : { ok: true as const, revision: target.revision, text };
+    const text = await reg.revisionText(name, target.value.spec_sha256);
+    return text === null ? { ok: false as const, error: `the text of revision ${target.value.revision} was not kept by this store` } : { ok: true as const, revision: target.value, text };
   });
   if (!found.ok) return err({ kind: "spec_unusable", usage: false, message: `${name} cannot be rolled back: ${found.error}` });
   const loaded = specFromText(found.text.spec_text, found.text.spec_path);

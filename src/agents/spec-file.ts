@@ -44,8 +44,8 @@ export function loadSpecFile(path: string): Loaded<LoadedSpec> {
 /** `source` names the spec in messages (default: its path); `null` for none (see LoadedSpec.source). */
 export function specFromText(text: string, abs: string, source: string | null = abs): Loaded<LoadedSpec> {
   const parsed = parseAgentSpec(text, source);
-  if (!parsed.ok) return { ok: false, error: parsed.errors.join("\n") };
-  return { ok: true, value: { spec: parsed.spec, path: abs, text, source } };
+  if (!parsed.ok) return { ok: false, error: parsed.error.join("\n") };
+  return { ok: true, value: { spec: parsed.value, path: abs, text, source } };
 }
 
 function relativeTo(spec: LoadedSpec, p: string): string {

@@ -20,8 +20,8 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
   if (isRelayMesh(withOp)) return { ok: false, error: RELAY_MESH_REFUSAL };
   const parsed = parseRequest(withOp);
   if (!parsed.ok) return parsed;
-  if (parsed.request.op !== "deploy") return { ok: false, error: 'could not understand the request: a deploy file must have op "deploy" or no op' };
-  const req = parsed.request;
+  if (parsed.value.op !== "deploy") return { ok: false, error: 'could not understand the request: a deploy file must have op "deploy" or no op' };
+  const req = parsed.value;
   const config = parseProviderConfig(req.provider_config);
   if (!config.ok) return config;
   const identity = identityFromNsec(req.agent.private_key_nsec);
@@ -42,9 +42,9 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
   if (opts.requireCommand && (req.agent.launch?.command ?? "").trim() === "") {
     return { ok: false, error: "agent.launch.command is required for berth k8s deploy: without it the harness runs a default agent binary the stock image does not contain" };
   }
-  const env = buildEnv(req.agent, config.config, "00000000");
+  const env = buildEnv(req.agent, config.value, "00000000");
   if (!env.ok) return env;
-  const inputs: DeployInputs = { identity: identity.identity, config: config.config, env: env.env };
-  const intent = desiredIntent(config.config, Object.keys(env.env));
+  const inputs: DeployInputs = { identity: identity.identity, config: config.value, env: env.value };
+  const intent = desiredIntent(config.value, Object.keys(env.value));
   return { ok: true, value: { inputs, fingerprint: intent.fingerprint, intent } };
 }

@@ -93,7 +93,7 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   // Stage 5.
   const parsed = parseRequest(raw);
   if (!parsed.ok) return failure(parsed.error);
-  const request = parsed.request;
+  const request = parsed.value;
   // Stage 6: pure, no cluster, no audit, no config.
   if (request.op === "info") {
     return {
@@ -117,7 +117,7 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   const policy = checkIdentityPolicy(policyInputs(request, identity.identity.pubkey), false, Math.floor(deps.clock.wallNow() / 1000));
   if (!policy.ok) return refuse(deps, policy.error, identity.identity.pubkey);
   // Built with a throw-away generation so that the size cap counts the nonce too.
-  const env = buildEnv(request.agent, config.config, "00000000");
+  const env = buildEnv(request.agent, config.value, "00000000");
   if (!env.ok) return refuse(deps, env.error, identity.identity.pubkey);
   // Stage 10.
   let audit: K8sAudit;
@@ -128,7 +128,7 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   }
   try {
     // Stage 11: the budget is measured from process start.
-    const connection = await deps.connect(config.config.context);
+    const connection = await deps.connect(config.value.context);
     if (!connection.ok) {
       await recordRefusal(audit, deps, connection.error, identity.identity.pubkey);
       return failure(connection.error);
@@ -137,7 +137,7 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
     try {
       const answerBySeconds = Math.min(deps.settings.deadlineSeconds, PROVIDER_ANSWER_BY_SECONDS);
       const report = await deploy(
-        { identity: identity.identity, config: config.config, env: env.env },
+        { identity: identity.identity, config: config.value, env: env.value },
         {
           cluster,
           clock: deps.clock,
@@ -181,8 +181,8 @@ function checkIdentityOnly(bytes: Buffer, text: string, deps: ProviderDeps): Pro
   const raw = json.value;
   const parsed = parseRequest(raw);
   if (!parsed.ok) return failure(IDENTITY_ERRORS.preflightInvalidRequest);
-  if (parsed.request.op !== "deploy") return failure(IDENTITY_ERRORS.preflightNeedsDeploy);
-  const request = parsed.request;
+  if (parsed.value.op !== "deploy") return failure(IDENTITY_ERRORS.preflightNeedsDeploy);
+  const request = parsed.value;
   const identity = identityFromNsec(request.agent.private_key_nsec);
   if (!identity.ok) return failure(catalogue.C1());
   const verdict = checkIdentityPolicy(policyInputs(request, identity.identity.pubkey), true, Math.floor(deps.clock.wallNow() / 1000));

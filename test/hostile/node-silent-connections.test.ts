@@ -59,7 +59,7 @@ describe("a real node daemon and connections that stop talking", () => {
     const quiet = await connector.connect(node.address);
     await quiet.send(encodeMessageFrame({ type: "request", signed: status() }));
     const answer = parseMessageFrame(await quiet.recv(5_000));
-    expect(answer.ok && answer.frame.type === "response").toBe(true);
+    expect(answer.ok && answer.value.type === "response").toBe(true);
     const quietFor = await closedAfter(() => quiet.recv(10_000));
     expect(quietFor).toBeGreaterThanOrEqual(IDLE_MS - 50);
     expect(quietFor).toBeLessThan(5_000);
@@ -68,7 +68,7 @@ describe("a real node daemon and connections that stop talking", () => {
     const next = await connector.connect(node.address);
     await next.send(encodeMessageFrame({ type: "request", signed: status() }));
     const again = parseMessageFrame(await next.recv(5_000));
-    expect(again.ok && again.frame.type === "response").toBe(true);
+    expect(again.ok && again.value.type === "response").toBe(true);
     next.close();
   });
 });

@@ -59,10 +59,10 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
       // A node's labels come with its signed facts, which this process has only once it described the nodes: a
       // selector asks them (issue 36), as --refresh does; without either, the store as it is (issue 35).
-      if (refresh || parsed.requirements.length > 0)
+      if (refresh || parsed.value.length > 0)
         return read(() =>
           withController(controllerFlags, async (c) =>
-            targetsSelected(await targetsWithFacts(c, await withSpinner("describing every node", flags.json, () => c.refreshTargets())), parsed.requirements),
+            targetsSelected(await targetsWithFacts(c, await withSpinner("describing every node", flags.json, () => c.refreshTargets())), parsed.value),
           ),
         );
       return stored(
@@ -110,12 +110,12 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     agents: (refresh, selector) => {
       const parsed = parseSelector(selector ?? "");
       if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
-      const live = () => agentStates(env, parsed.requirements);
+      const live = () => agentStates(env, parsed.value);
       return refresh
         ? read(live)
         : stored(
             ["agents"],
-            (s) => storedAgentStates(selectedRecords(s.agents, parsed.requirements), s, (known) => targetFor(env, "kubernetes").states(known)),
+            (s) => storedAgentStates(selectedRecords(s.agents, parsed.value), s, (known) => targetFor(env, "kubernetes").states(known)),
             live,
           );
     },

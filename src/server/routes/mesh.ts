@@ -98,8 +98,8 @@ export const meshHandlers: Handlers = {
     const parsed = parseSelector(q.labelSelector ?? "");
     if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
     // A node's labels come with its signed facts: a selector describes every node first, so none is judged on none.
-    const targets = q.refresh === "true" || parsed.requirements.length > 0 ? await c.refreshTargets() : await c.targets();
-    return { body: { nodes: targetsSelected(await withFacts(ctx, targets), parsed.requirements) } };
+    const targets = q.refresh === "true" || parsed.value.length > 0 ? await c.refreshTargets() : await c.targets();
+    return { body: { nodes: targetsSelected(await withFacts(ctx, targets), parsed.value) } };
   },
   addNode: async (i, ctx) => {
     const b = i.body as In<typeof Inputs.addNode>;
