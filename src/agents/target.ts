@@ -86,7 +86,7 @@ export interface KnownAgent {
 
 export interface DeployOptions {
   readonly userReplace: boolean;
-  /** `berth serve`'s reconcile loop (issue 16): act only on the instance it judged, and say the loop acted. */
+  /** `berth serve`'s keep loop (issue 16): act only on the instance it judged, and say the loop acted. */
   readonly loop?: { readonly onlyReplacing: { readonly uid: string }; readonly by: JsonObject };
 }
 

@@ -28,7 +28,7 @@ export type K8sKind =
   | "k8s.stop"
   | "k8s.replace"
   | "k8s.deploy.outcome"
-  /** `berth serve`'s reconcile loop (issue 16): one per distinct reason per agent. */
+  /** `berth serve`'s keep loop (issue 16): one per distinct reason per agent. */
   | "k8s.alert";
 
 export class AuditWriteError extends Error {

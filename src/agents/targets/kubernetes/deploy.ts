@@ -1,6 +1,6 @@
 /**
  * Kubernetes agents (issue 7 §3): `berth deploy` of a spec whose target is `kubernetes` runs the Kubernetes backend's
- * own reconcile loop (`kubernetes/reconcile.ts`, run through `loop.ts`) on the request `core/agents/kubernetes-request.ts` builds — so the
+ * own converge loop (`kubernetes/reconcile.ts`, run through `loop.ts`) on the request `core/agents/kubernetes-request.ts` builds — so the
  * rows, fences and `k8s.*` audit records are exactly those of `berth k8s deploy` and the provider protocol. Around it,
  * this file adds what both targets share: one quorum observation and its classification row before the loop acts
  * (for the `agent.deploy` event and the user-visible outcome), and the explicit `berth agent replace`, which on
@@ -21,7 +21,7 @@ import type { Prepared } from "../../../kubernetes/prepare.js";
 import { type AgentRef, look, startupLabel, stop, type VerbDeps } from "../../../kubernetes/verbs.js";
 import { type LoopOptions, runReconcileLoop } from "./loop.js";
 
-/** What `berth serve`'s reconcile loop adds to a deploy it makes (serve/kubernetes/keeper.ts): the judged uid and who it is. */
+/** What `berth serve`'s keep loop adds to a deploy it makes (serve/kubernetes/keeper.ts): the judged uid and who it is. */
 export interface LoopAct {
   readonly onlyReplacing: { readonly uid: string };
   readonly by: JsonObject;
@@ -77,7 +77,7 @@ export async function deployKubernetesAgent(
   const result: typeof answers = (...args) => ({ ...answers(...args), ...(loop ? { by: loop.by } : {}) });
   const first = await observeKubernetes(deps.cluster, prepared);
   if (!first.ok) return result(false, "failed", `${agent}: ${first.error}`);
-  // The reconcile loop replaces only the pod it judged terminated; anything else it leaves for its next look.
+  // The keep loop replaces only the pod it judged terminated; anything else it leaves for its next look.
   if (loop && !(first.row === "terminated" && first.observation.uid === loop.onlyReplacing.uid)) {
     return result(false, "failed", `${agent}: pod ${first.pod} is no longer the terminated pod the reconcile loop judged (now ${first.row}); nothing was done`, first.pod);
   }

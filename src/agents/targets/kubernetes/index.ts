@@ -1,5 +1,5 @@
 /**
- * The Kubernetes `AgentTarget`: one bare pod per agent, through the backend's own reconcile loop (`loop.ts`), quorum
+ * The Kubernetes `AgentTarget`: one bare pod per agent, through the backend's own converge loop (`loop.ts`), quorum
  * look (`deploy.ts`) and verbs (`kubernetes/verbs.ts`). A verb connects to the cluster the spec's
  * `provider_config.context` names (or the caller's override), opens the backend's chain for the call, and closes both.
  */

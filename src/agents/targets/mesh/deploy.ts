@@ -1,6 +1,6 @@
 /**
  * Mesh agents (issue 7 §2): the shell around `core/agents/mesh-classify.ts`. One deploy is a short level-triggered
- * loop, like the Kubernetes reconcile loop:
+ * loop, like the Kubernetes converge loop:
  *
  *   observe (describe every target, signed status of each, the controller's placements and unsettled decisions)
  *     ─▶ classify (pure) ─▶ act once ─▶ observe again … until a row needs no action, or a blocking row ends it
