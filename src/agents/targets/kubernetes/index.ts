@@ -68,9 +68,9 @@ export async function kubernetesAgentState(cluster: Cluster, clock: Clock, name:
   const seen = await observeKubernetes(cluster, prepared);
   if (!seen.ok) return unknownAgentState({ name, target: "kubernetes" }, seen.error);
   const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.value.intent);
-  const observation = "error" in st ? seen.observation : { ...seen.observation, condition: st.condition ?? null, intent: st.intent ?? null };
-  const next = seen.action.kind === "delete" ? `replace (${seen.action.cause})` : seen.action.kind;
-  return { name, target: "kubernetes", state: agentStateOf(seen.row), row: seen.row, next, instance: seen.row === "no-instance" ? null : seen.pod, observation, error: null };
+  const observation = "error" in st ? seen.value.observation : { ...seen.value.observation, condition: st.condition ?? null, intent: st.intent ?? null };
+  const next = seen.value.action.kind === "delete" ? `replace (${seen.value.action.cause})` : seen.value.action.kind;
+  return { name, target: "kubernetes", state: agentStateOf(seen.value.row), row: seen.value.row, next, instance: seen.value.row === "no-instance" ? null : seen.value.pod, observation, error: null };
 }
 
 export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): AgentTarget {
@@ -110,10 +110,10 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
         const seen = await observeKubernetes(cluster, prepared.value);
         const agent = loaded.spec.metadata.name;
         if (!seen.ok) return err({ kind: "cluster_unreachable", message: `${agent}: ${seen.error}` });
-        const recorded = seen.observation.recorded_intent;
-        const pendingEdit = seen.row === "started" && !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.value.intent);
-        const base = { agent, intent: prepared.value.value.fingerprint, row: seen.row, observation: seen.observation, pod: seen.pod, namespace: refOf(prepared.value).namespace, pendingEdit };
-        return ok(kubernetesPlan(base, seen.action));
+        const recorded = seen.value.observation.recorded_intent;
+        const pendingEdit = seen.value.row === "started" && !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.value.intent);
+        const base = { agent, intent: prepared.value.value.fingerprint, row: seen.value.row, observation: seen.value.observation, pod: seen.value.pod, namespace: refOf(prepared.value).namespace, pendingEdit };
+        return ok(kubernetesPlan(base, seen.value.action));
       });
     },
 
