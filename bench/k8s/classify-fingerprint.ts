@@ -15,12 +15,12 @@ import { rate, ratio } from "../support.js";
 
 const cfg = parseProviderConfig(configA);
 if (!cfg.ok) throw new Error(cfg.error);
-const env = buildEnv(agentB(), cfg.config, "0f3a91cc");
+const env = buildEnv(agentB(), cfg.value, "0f3a91cc");
 if (!env.ok) throw new Error(env.error);
-const keys = Object.keys(env.env);
-const desired = fingerprint(cfg.config, keys);
+const keys = Object.keys(env.value);
+const desired = fingerprint(cfg.value, keys);
 const pods = [null, ...ALL_STARTUPS.flatMap((s) => [verified(s, desired), verified(s, "0".repeat(64)), verified(s, desired, { marked: true })])];
-const template = intentTemplate(cfg.config, keys);
+const template = intentTemplate(cfg.value, keys);
 
 console.log("classify and fingerprint throughput (vector B: 24 env keys)");
 let sink = 0;
@@ -35,7 +35,7 @@ const raw = rate("baseline: SHA-256 of the same template bytes", 200_000, () => 
   sink += sha256(utf8ToBytes(template))[0] ?? 0;
 });
 const fp = rate("fingerprint (build template + SHA-256)", 200_000, () => {
-  sink += fingerprint(cfg.config, keys).length;
+  sink += fingerprint(cfg.value, keys).length;
 });
 ratio("fingerprint / raw SHA-256", fp, raw);
 if (sink === -1) console.log(sink);

@@ -84,11 +84,11 @@ try {
         if (!c.ok) throw new Error(c.error);
         const events: Event[] = [];
         const r = await deploy(
-          prepared.inputs,
-          { cluster: timed(c.cluster, t0, events), clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: DEFAULT_WAIT, mode: "cli", version: "bench" },
+          prepared.value.inputs,
+          { cluster: timed(c.value, t0, events), clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: DEFAULT_WAIT, mode: "cli", version: "bench" },
           { startedAt: start, loopDeadlineAt: start + 115_000, deadlineSeconds: 120 },
         );
-        c.cluster.close();
+        c.value.close();
         if (!r.answer.ok) throw new Error(r.answer.error);
         all.push({ events, total: performance.now() - t0 });
       }

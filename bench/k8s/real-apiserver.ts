@@ -141,11 +141,11 @@ try {
         input,
         // Throughput of the loop and the apiserver: the start confirmation (issue 34, §8.9) is a fixed wait of 3 s and
         // one GET more per fresh deploy, the same for any implementation, so it is left out here.
-        { cluster: c.cluster, clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: { ...DEFAULT_WAIT, confirmStartMs: 0 }, mode: "cli", version: "bench" },
+        { cluster: c.value, clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: { ...DEFAULT_WAIT, confirmStartMs: 0 }, mode: "cli", version: "bench" },
         { startedAt: start, loopDeadlineAt: start + (DEADLINE_S - 5) * 1000, deadlineSeconds: DEADLINE_S },
       );
     } finally {
-      c.cluster.close();
+      c.value.close();
     }
   }
 
@@ -162,7 +162,7 @@ try {
     for (let i = 0; i < AGENTS; i++) {
       const prepared = prepareDeploy(deployRequest(newAgent(), ns), { requireCommand: false });
       if (!prepared.ok) throw new Error(prepared.error);
-      inputs.push(prepared.inputs);
+      inputs.push(prepared.value.inputs);
     }
     const image = inputs[0]?.config.image;
 

@@ -16,13 +16,13 @@ import { deploy } from "../../src/kubernetes/reconcile.js";
 
 const cfg = parseProviderConfig(configA);
 if (!cfg.ok) throw new Error(cfg.error);
-const env = buildEnv(agentA(), cfg.config, "00000000");
+const env = buildEnv(agentA(), cfg.value, "00000000");
 if (!env.ok) throw new Error(env.error);
-const inputs = { identity: WHO, config: cfg.config, env: env.env };
+const inputs = { identity: WHO, config: cfg.value, env: env.value };
 
 async function once(watch: boolean, startAfterMs: number): Promise<number> {
   const fake = new FakeCluster(realClock);
-  fake.addNamespace(cfg.ok ? cfg.config.namespace : "");
+  fake.addNamespace(cfg.ok ? cfg.value.namespace : "");
   let wroteAt = 0;
   fake.onPodCreated = ({ ns, name }) => {
     setTimeout(() => {

@@ -7,6 +7,7 @@ import type { K8sAudit } from "../kubernetes/audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import type { Clock } from "../kit/clock.js";
 import type { Logger } from "../kit/log.js";
+import type { Result } from "../kit/result.js";
 import type { MeshAgentDeps } from "./targets/mesh/deploy.js";
 
 export interface MeshAccess {
@@ -14,7 +15,8 @@ export interface MeshAccess {
   session<T>(fn: (deps: MeshAgentDeps) => Promise<T>): Promise<T>;
 }
 
-export type ClusterReach = { readonly ok: true; readonly cluster: Cluster } | { readonly ok: false; readonly error: string; readonly notConfigured?: boolean };
+/** A failure says whether no cluster is configured at all, which the edges answer differently from one that did not answer. */
+export type ClusterReach = Result<Cluster> & { readonly notConfigured?: boolean };
 
 export interface KubernetesAccess {
   /** `context` is the spec's `provider_config.context`; the caller may override it (the CLI's --context). */

@@ -7,7 +7,8 @@ import { isStoreAway } from "../store/open.js";
 import { type AgentsEnv, targetFor } from "./env.js";
 import { knownAgent } from "./lookup.js";
 import type { LoadedSpec } from "./spec-file.js";
-import { type DeployDone, type DeployOptions, failed, type Outcome } from "./target.js";
+import type { DeployDone, DeployOptions, Outcome } from "./target.js";
+import { err } from "../kit/result.js";
 import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
 /** Deploys `loaded` on its target; with `userReplace`, stops what runs first (`berth agent replace`). */
@@ -69,7 +70,7 @@ export async function replaceAgent(env: AgentsEnv, name: string, given?: { reado
     loaded = known.value.loaded;
   } else {
     const described = given.loaded.spec.metadata.name;
-    if (described !== name) return failed({ kind: "agent_mismatch", agent: name, message: `${given.from} describes agent ${described}, not ${name}` });
+    if (described !== name) return err({ kind: "agent_mismatch", agent: name, message: `${given.from} describes agent ${described}, not ${name}` });
     loaded = given.loaded;
   }
   return deployAgent(env, loaded, { userReplace: true });

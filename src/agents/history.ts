@@ -9,7 +9,8 @@ import { deployAgent } from "./deploy.js";
 import type { AgentsEnv } from "./env.js";
 import { knownAgent } from "./lookup.js";
 import { specFromText } from "./spec-file.js";
-import { type DeployDone, failed, type Outcome, succeeded } from "./target.js";
+import type { DeployDone, Outcome } from "./target.js";
+import { err, ok } from "../kit/result.js";
 
 export interface HistoryRevision extends SpecRevision {
   /** Whether this store kept the text (false for an agent taken in from an older home's agents.db). */
@@ -36,7 +37,7 @@ export async function agentHistory(env: AgentsEnv, name: string): Promise<Outcom
       const before = i > 0 ? (texts[i - 1] ?? null) : null;
       return { ...r, kept: text !== null, diff: text !== null && before !== null ? lineDiff(before.spec_text, text.spec_text).filter((l) => !l.startsWith("  ")) : null };
     });
-    return succeeded({ agent: name, current: revisions.at(-1)?.revision ?? null, revisions: shown });
+    return ok({ agent: name, current: revisions.at(-1)?.revision ?? null, revisions: shown });
   });
 }
 
@@ -47,12 +48,12 @@ export async function rollbackAgent(env: AgentsEnv, name: string, wanted?: numbe
   const found = await env.registry(async (reg) => {
     const target = rollbackTarget(revisionsOf(name, await reg.remembered()), wanted);
     if (!target.ok) return target;
-    const text = await reg.revisionText(name, target.revision.spec_sha256);
-    return text === null ? { ok: false as const, error: `the text of revision ${target.revision.revision} was not kept by this store` } : { ok: true as const, revision: target.revision, text };
+    const text = await reg.revisionText(name, target.value.spec_sha256);
+    return text === null ? { ok: false as const, error: `the text of revision ${target.value.revision} was not kept by this store` } : { ok: true as const, revision: target.value, text };
   });
-  if (!found.ok) return failed({ kind: "spec_unusable", usage: false, message: `${name} cannot be rolled back: ${found.error}` });
+  if (!found.ok) return err({ kind: "spec_unusable", usage: false, message: `${name} cannot be rolled back: ${found.error}` });
   const loaded = specFromText(found.text.spec_text, found.text.spec_path);
-  if (!loaded.ok) return failed({ kind: "spec_unreadable", agent: name, message: `revision ${found.revision.revision} of ${name} no longer reads: ${loaded.error}` });
+  if (!loaded.ok) return err({ kind: "spec_unreadable", agent: name, message: `revision ${found.revision.revision} of ${name} no longer reads: ${loaded.error}` });
   const done = await deployAgent(env, loaded.value, { rollbackOf: found.revision.revision });
-  return done.ok ? succeeded({ ...done.value, revision: found.revision.revision }) : done;
+  return done.ok ? ok({ ...done.value, revision: found.revision.revision }) : done;
 }

@@ -5,7 +5,8 @@
 import type { AgentsEnv } from "./env.js";
 import type { AgentRecord } from "./registry.js";
 import { specFromText } from "./spec-file.js";
-import { failed, type KnownAgent, type Outcome, succeeded } from "./target.js";
+import type { KnownAgent, Outcome } from "./target.js";
+import { err, ok } from "../kit/result.js";
 
 export function listAgents(env: AgentsEnv): Promise<AgentRecord[]> {
   return env.registry((r) => r.list());
@@ -13,8 +14,8 @@ export function listAgents(env: AgentsEnv): Promise<AgentRecord[]> {
 
 export async function knownAgent(env: AgentsEnv, name: string): Promise<Outcome<KnownAgent>> {
   const record = await env.registry((r) => r.get(name));
-  if (record === null) return failed({ kind: "unknown_agent", agent: name, message: `no agent ${JSON.stringify(name)} was deployed from this berth home` });
+  if (record === null) return err({ kind: "unknown_agent", agent: name, message: `no agent ${JSON.stringify(name)} was deployed from this berth home` });
   const loaded = specFromText(record.spec_text, record.spec_path);
-  if (!loaded.ok) return failed({ kind: "spec_unreadable", agent: name, message: loaded.error });
-  return succeeded({ record, loaded: loaded.value });
+  if (!loaded.ok) return err({ kind: "spec_unreadable", agent: name, message: loaded.error });
+  return ok({ record, loaded: loaded.value });
 }

@@ -3,6 +3,7 @@
  * file), the package id the mesh intent is computed from, and the Nostr identity of a Kubernetes agent (from a file
  * or an environment variable, never from the spec). Errors name the file and field and never echo a secret.
  */
+import type { Result } from "../kit/result.js";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { type AgentSpecDocument, meshIntentFingerprint, parseAgentSpec, splitSpecEnv } from "../core/agents/spec.js";
@@ -28,7 +29,7 @@ export function specField(loaded: Pick<LoadedSpec, "source">, field: string): st
   return loaded.source === null ? field : `${loaded.source}: ${field}`;
 }
 
-export type Loaded<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
+export type Loaded<T> = Result<T>;
 
 export function loadSpecFile(path: string): Loaded<LoadedSpec> {
   const abs = resolve(path);
@@ -44,8 +45,8 @@ export function loadSpecFile(path: string): Loaded<LoadedSpec> {
 /** `source` names the spec in messages (default: its path); `null` for none (see LoadedSpec.source). */
 export function specFromText(text: string, abs: string, source: string | null = abs): Loaded<LoadedSpec> {
   const parsed = parseAgentSpec(text, source);
-  if (!parsed.ok) return { ok: false, error: parsed.errors.join("\n") };
-  return { ok: true, value: { spec: parsed.spec, path: abs, text, source } };
+  if (!parsed.ok) return { ok: false, error: parsed.error.join("\n") };
+  return { ok: true, value: { spec: parsed.value, path: abs, text, source } };
 }
 
 function relativeTo(spec: LoadedSpec, p: string): string {

@@ -15,6 +15,7 @@ import type { AgentRecord } from "./registry.js";
 import type { LoadedSpec } from "./spec-file.js";
 import type { AgentState } from "./state.js";
 import type { DeployPlan } from "../core/agents/deploy-plan.js";
+import type { Result } from "../kit/result.js";
 
 export type AgentFailure =
   /** The spec failed its schema: one line per field, in the spec's own names (core/agents/spec-issues.ts). */
@@ -37,14 +38,12 @@ export type AgentFailure =
   | { readonly kind: "pod_absent"; readonly agent: string; readonly pod: string; readonly message: string }
   | { readonly kind: "log_unreadable"; readonly agent: string; readonly pod: string; readonly message: string };
 
-export type Outcome<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: AgentFailure };
-
-export const succeeded = <T>(value: T): Outcome<T> => ({ ok: true, value });
-export const failed = <T = never>(failure: AgentFailure): Outcome<T> => ({ ok: false, failure });
+/** A use case's answer: the kit's one result type (src/kit/result.ts) with the failures above; `ok()`/`err()` build it. */
+export type Outcome<T> = Result<T, AgentFailure>;
 
 /** The value, or the edge's own error for the failure (a `CliError`, an `ApiError`) thrown. */
 export function unwrap<T>(o: Outcome<T>, raise: (f: AgentFailure) => Error): T {
-  if (!o.ok) throw raise(o.failure);
+  if (!o.ok) throw raise(o.error);
   return o.value;
 }
 
@@ -89,7 +88,7 @@ export interface KnownAgent {
 
 export interface DeployOptions {
   readonly userReplace: boolean;
-  /** `berth serve`'s reconcile loop (issue 16): act only on the instance it judged, and say the loop acted. */
+  /** `berth serve`'s keep loop (issue 16): act only on the instance it judged, and say the loop acted. */
   readonly loop?: { readonly onlyReplacing: { readonly uid: string }; readonly by: JsonObject };
 }
 

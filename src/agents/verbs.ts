@@ -6,7 +6,8 @@ import type { JsonObject } from "../core/crypto/canonical.js";
 import { deployAgent } from "./deploy.js";
 import { targetFor, type AgentsEnv } from "./env.js";
 import { knownAgent } from "./lookup.js";
-import { type DeployDone, failed, type LogsAnswer, type Outcome, type StopAnswer, succeeded } from "./target.js";
+import type { DeployDone, LogsAnswer, Outcome, StopAnswer } from "./target.js";
+import { err, ok } from "../kit/result.js";
 
 /** `wait`: until the instance is gone (Kubernetes; the mesh's stop answers when the node has stopped it). */
 export async function stopAgent(env: AgentsEnv, name: string, opts: { readonly wait: boolean }): Promise<Outcome<StopAnswer>> {
@@ -21,7 +22,7 @@ export async function purgeAgent(env: AgentsEnv, name: string): Promise<Outcome<
   if (!known.ok) return known;
   const target = targetFor(env, known.value.record.target);
   if (target.purge === undefined) {
-    return failed({
+    return err({
       kind: "spec_unusable",
       usage: false,
       message: `${name} runs on ${target.kind}: berth never deletes its persistent workspace claim; delete the claim with kubectl if you mean to`,
@@ -69,9 +70,9 @@ export async function deleteAgent(env: AgentsEnv, name: string, operator: JsonOb
   if (state.row !== "no-instance") {
     const why = state.error ?? (state.instance ? `its instance ${state.instance} is ${state.lifecycle ?? state.state}` : `its target says ${state.row ?? state.state}`);
     const next = state.error ? "look again once its target answers" : "`berth agent purge NAME` stops and unloads it (or `berth agent stop NAME` first to keep it for a while)";
-    return succeeded({ ok: false, agent: name, message: `${name} was not deleted: ${why}; ${next.replace("NAME", name)}, then delete it` });
+    return ok({ ok: false, agent: name, message: `${name} was not deleted: ${why}; ${next.replace("NAME", name)}, then delete it` });
   }
   const gone = await env.registry((r) => r.delete(name, operator));
-  if (!gone.ok) return succeeded({ ok: false, agent: name, message: `${name} was not deleted: ${gone.reason}` });
-  return succeeded({ ok: true, agent: name, message: `${name}: deleted; its record is gone (the chain keeps agent.delete)`, event: { seq: gone.event.seq, hash: gone.event.hash } });
+  if (!gone.ok) return ok({ ok: false, agent: name, message: `${name} was not deleted: ${gone.reason}` });
+  return ok({ ok: true, agent: name, message: `${name}: deleted; its record is gone (the chain keeps agent.delete)`, event: { seq: gone.event.seq, hash: gone.event.hash } });
 }

@@ -49,7 +49,7 @@ function judged(hash: string, body: string | undefined): SummaryRead {
   if (body === undefined) return { kind: "absent" };
   if (gateSummaryHashOf(body) !== hash) return { kind: "invalid", reason: `the stored gate summary ${hash} does not hash to its name` };
   const parsed = parseGateSummary(body);
-  return parsed.ok ? { kind: "found", summary: parsed.summary } : { kind: "invalid", reason: parsed.reason };
+  return parsed.ok ? { kind: "found", summary: parsed.value } : { kind: "invalid", reason: parsed.error };
 }
 
 async function hasTableOn(q: Query): Promise<boolean> {

@@ -50,8 +50,8 @@ export class WitnessClaims {
     const note = event === undefined ? undefined : (JSON.parse(event.payload) as { note?: unknown }).note;
     if (typeof note !== "string") return null;
     const opened = openCheckpointNote(note, this.key.publicKey);
-    if (!opened.ok || opened.checkpoint.size !== size || opened.checkpoint.origin !== checkpointOrigin(this.chainId)) return null;
-    return { size, root: opened.checkpoint.root, note };
+    if (!opened.ok || opened.value.size !== size || opened.value.origin !== checkpointOrigin(this.chainId)) return null;
+    return { size, root: opened.value.root, note };
   }
 
   /** A checkpoint chained before issue 38 carries no note: the root from the stored tree, signed here. */

@@ -63,8 +63,8 @@ export function readCheckpointNote(d: typeof AuditDeps, file: string, ownerKey: 
     throw new CliError(`checkpoint file ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   const opened = d.openCheckpointNote(text, ownerKey);
-  if (!opened.ok) throw new CliError(`checkpoint file ${file} is refused: ${opened.reason}`, 1, { kind: "refused" });
-  return opened.checkpoint;
+  if (!opened.ok) throw new CliError(`checkpoint file ${file} is refused: ${opened.error}`, 1, { kind: "refused" });
+  return opened.value;
 }
 
 /**

@@ -101,9 +101,9 @@ function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | nul
     const prepared = readDeployFile(flags.file, false);
     if (!prepared.ok) throw new CliError(prepared.error, 1);
     return {
-      ref: { identity: prepared.inputs.identity, namespace: prepared.inputs.config.namespace },
-      context: flags.context ?? prepared.inputs.config.context,
-      intent: prepared.intent,
+      ref: { identity: prepared.value.inputs.identity, namespace: prepared.value.inputs.config.namespace },
+      context: flags.context ?? prepared.value.inputs.config.context,
+      intent: prepared.value.intent,
       prepared,
     };
   }
@@ -118,13 +118,13 @@ function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | nul
 async function connected(context: string | null): Promise<Cluster> {
   const c = await connect(context);
   if (!c.ok) throw new CliError(c.error, 1);
-  return c.cluster;
+  return c.value;
 }
 
 function settings() {
   const s = d.settingsFromEnv(process.env);
   if (!s.ok) throw new CliError(s.error);
-  return s.settings;
+  return s.value;
 }
 
 /** The home's k8s.db, or the controller store's chain when that is PostgreSQL (k8s-audit.ts). */
@@ -157,11 +157,11 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
   try {
     const c = await connect(context);
     if (!c.ok) return { ok: false, error: c.error };
-    const cluster = c.cluster;
+    const cluster = c.value;
     const progress = startProgress({ json });
     try {
       // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
-      const report = await d.runReconcileLoop({ cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion() }, inputs.inputs, {
+      const report = await d.runReconcileLoop({ cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion() }, inputs.value.inputs, {
         settings: s,
         onProgress: (line) => progress.update(line),
       });
@@ -202,13 +202,13 @@ export function registerK8sCommands(program: Command): void {
       const remote = await k8sServer(opts);
       if (remote) {
         const { withSpinner } = await import("./progress.js");
-        const r = await withSpinner(`deploying ${prepared.inputs.identity.podName} through ${remote.t.url}`, opts.json, () => remote.r.deployThrough(remote.t, rawOf.get(prepared)));
+        const r = await withSpinner(`deploying ${prepared.value.inputs.identity.podName} through ${remote.t.url}`, opts.json, () => remote.r.deployThrough(remote.t, rawOf.get(prepared)));
         if (r.ok) answer(opts.json, { ok: true, agent_id: r.agent_id }, `started ${r.agent_id}`);
         else answerRefusal(opts.json, { ok: false, error: r.error }, String(r.error));
         process.exitCode = r.ok ? 0 : 1;
         return;
       }
-      const a = await runDeploy(prepared, prepared.inputs.config.context, opts.json);
+      const a = await runDeploy(prepared, prepared.value.inputs.config.context, opts.json);
       if (a.ok) answer(opts.json, { ok: true, agent_id: a.agentId }, `started ${a.agentId}`);
       else answerRefusal(opts.json, { ok: false, error: a.error }, a.error);
       process.exitCode = a.ok ? 0 : 1;
@@ -256,7 +256,7 @@ export function registerK8sCommands(program: Command): void {
       const cluster = remote ? null : await connected(opts.context ?? null);
       try {
         const ns = opts.allNamespaces ? null : (opts.namespace ?? null);
-        const rows = remote ? await remote.r.listThrough(remote.t, ns, opts.selector) : await d.list(cluster as Cluster, ns, selector.requirements);
+        const rows = remote ? await remote.r.listThrough(remote.t, ns, opts.selector) : await d.list(cluster as Cluster, ns, selector.value);
         if ("error" in rows) throw new CliError(rows.error, 1);
         const palette = stdoutPalette(opts.json);
         const table = renderTable(

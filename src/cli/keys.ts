@@ -14,7 +14,7 @@ async function newNsecFile(file: string): Promise<{ nsec_file: string; public_ke
   let nsec: string | null = null;
   while (nsec === null) nsec = encodeNsec(randomBytes(32));
   const decoded = decodeNsec(nsec);
-  if (!decoded.ok) throw new Error(`a new nsec did not decode: ${decoded.reason}`);
+  if (!decoded.ok) throw new Error(`a new nsec did not decode: ${decoded.error}`);
   try {
     writeFileSync(file, `${nsec}\n`, { mode: 0o600, flag: "wx" });
   } catch (error) {
@@ -22,7 +22,7 @@ async function newNsecFile(file: string): Promise<{ nsec_file: string; public_ke
     if (code === "EEXIST") throw new CliError(`${file} already exists; berth never overwrites a key (remove it first if you mean to replace the agent's identity)`, 2, { kind: "key_file" });
     throw new CliError(`cannot write ${file}: ${code ?? (error as Error).message}`, 2, { kind: "file" });
   }
-  return { nsec_file: file, public_key: decoded.pubkey };
+  return { nsec_file: file, public_key: decoded.value };
 }
 
 export function registerKeyCommands(program: Command): void {

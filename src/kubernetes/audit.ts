@@ -8,6 +8,7 @@
  * backend (server, CLI verbs, the keeper) when the controller store is PostgreSQL — that store's chain
  * (store-audit.ts), so every server on the store holds and verifies the same record.
  */
+import type { Result } from "../kit/result.js";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -27,7 +28,7 @@ export type K8sKind =
   | "k8s.stop"
   | "k8s.replace"
   | "k8s.deploy.outcome"
-  /** `berth serve`'s reconcile loop (issue 16): one per distinct reason per agent. */
+  /** `berth serve`'s keep loop (issue 16): one per distinct reason per agent. */
   | "k8s.alert";
 
 export class AuditWriteError extends Error {
@@ -137,7 +138,7 @@ export function openExistingK8sChain(home: string, clock: () => number = Date.no
   return existsSync(paths.db) && existsSync(paths.key) ? openK8sChain(home, clock) : null;
 }
 
-export type ChainOpening = { ok: true; audit: ChainAudit; home: string; skipped: ReadonlyArray<{ home: string; error: string }> } | { ok: false; error: string };
+export type ChainOpening = Result<{ readonly audit: ChainAudit; readonly home: string; readonly skipped: ReadonlyArray<{ home: string; error: string }> }>;
 
 /**
  * The first of `homes` whose chain opens (issue 18.7): the configured home, then fallbacks, so that an unusable home
@@ -148,7 +149,7 @@ export function openFirstK8sChain(homes: readonly string[], clock: () => number 
   const skipped: Array<{ home: string; error: string }> = [];
   for (const home of homes) {
     try {
-      return { ok: true, audit: openK8sChain(home, clock), home, skipped };
+      return { ok: true, value: { audit: openK8sChain(home, clock), home, skipped } };
     } catch (error) {
       skipped.push({ home, error: error instanceof Error ? error.message : String(error) });
     }

@@ -1,6 +1,6 @@
 /**
  * One connection per cluster for a process's lifetime (issue 19): `connect()` hands out leases on one `HttpCluster`
- * per kubeconfig and context, so a long-lived process (`berth serve`, its reconcile loop, a benchmark) pays TLS, the
+ * per kubeconfig and context, so a long-lived process (`berth serve`, its keep loop, a benchmark) pays TLS, the
  * kubeconfig parse and the eager credential check once, not on every deploy, status or stop.
  *
  * A lease is a `Cluster` of its own: its `requestCount` counts only its own requests (so a deploy's outcome record

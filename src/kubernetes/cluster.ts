@@ -1,7 +1,7 @@
 /**
  * The `Cluster` seam: every Kubernetes API call berth makes, as typed outcomes instead of exceptions. Two
  * implementations follow the same documented apiserver semantics: `HttpCluster` (a real apiserver, through the
- * kubeconfig) and `FakeCluster` (in-process, with an injected clock). The reconcile loop, GC and the operator verbs
+ * kubeconfig) and `FakeCluster` (in-process, with an injected clock). The converge loop, GC and the operator verbs
  * are written against this interface only, so a conformance suite can run the very same loop against a real
  * kube-apiserver.
  *
@@ -55,7 +55,7 @@ export interface WatchHandle {
 }
 
 /**
- * A watch of every pod of a label selector in one namespace: the reconcile loop of `berth serve` (issue 16). Not part
+ * A watch of every pod of a label selector in one namespace: the keep loop of `berth serve` (issue 16). Not part
  * of `Cluster`: a deploy call watches only its own pod; a cluster without it is resynced by LIST alone.
  */
 export interface PodSetWatch {

@@ -64,13 +64,13 @@ describe("the pooled Kubernetes connection (issue 19)", () => {
     const [a, b] = await Promise.all([connect(null, env()), connect(null, env())]);
     if (!a.ok || !b.ok) throw new Error(`connect failed: ${!a.ok ? a.error : ""} ${!b.ok ? b.error : ""}`);
     expect(pooled(poolKey(null, env()))).toBeDefined();
-    await a.cluster.getPod("ns", "p");
-    await a.cluster.getPod("ns", "q");
-    await b.cluster.getPod("ns", "r");
-    expect([a.cluster.requestCount, b.cluster.requestCount]).toEqual([2, 1]);
+    await a.value.getPod("ns", "p");
+    await a.value.getPod("ns", "q");
+    await b.value.getPod("ns", "r");
+    expect([a.value.requestCount, b.value.requestCount]).toEqual([2, 1]);
     expect(sockets.size, "one keep-alive socket for sequential requests of both leases").toBe(1);
-    a.cluster.close();
-    await b.cluster.getPod("ns", "s");
+    a.value.close();
+    await b.value.getPod("ns", "s");
     expect(sockets.size, "closing a lease leaves the shared connection open").toBe(1);
   });
 
@@ -78,10 +78,10 @@ describe("the pooled Kubernetes connection (issue 19)", () => {
     const c = await connect(null, env());
     if (!c.ok) throw new Error("connect failed");
     const before = seen.length;
-    expect((await c.cluster.getNamespace("ns")).kind).toBe("found");
-    expect((await c.cluster.getNamespace("ns")).kind).toBe("found");
+    expect((await c.value.getNamespace("ns")).kind).toBe("found");
+    expect((await c.value.getNamespace("ns")).kind).toBe("found");
     expect(seen.length - before).toBeLessThanOrEqual(1);
-    expect(c.cluster.requestCount).toBe(seen.length - before);
+    expect(c.value.requestCount).toBe(seen.length - before);
   });
 
   it("a rewritten kubeconfig gets a new connection at the next connect", async () => {

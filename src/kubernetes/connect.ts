@@ -3,6 +3,7 @@
  * and resolve credentials eagerly — running an exec plugin once — so auth failures surface as F-rows here instead
  * of as an H-row halfway through a deploy. Credentials never come from `provider_config`.
  */
+import type { Result } from "../kit/result.js";
 import { accessSync, constants, statSync } from "node:fs";
 import type https from "node:https";
 import { homedir } from "node:os";
@@ -11,7 +12,7 @@ import { catalogue } from "../core/kubernetes/catalogue.js";
 import { ClusterLease, pooled, remember } from "./cluster-pool.js";
 import { HttpCluster } from "./http-cluster.js";
 
-export type Connection = { ok: true; cluster: ClusterLease } | { ok: false; error: string };
+export type Connection = Result<ClusterLease>;
 
 /**
  * Which pooled connection a `connect()` may reuse (cluster-pool.ts): the kubeconfig files as the client library would
@@ -60,23 +61,23 @@ const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 export async function connect(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<Connection> {
   const key = poolKey(context, env);
   const shared = pooled(key);
-  if (shared) return { ok: true, cluster: new ClusterLease(shared) };
+  if (shared) return { ok: true, value: new ClusterLease(shared) };
   // Concurrent first calls share one connection attempt instead of each opening (and handshaking) its own.
   let opening = connecting.get(key);
   if (!opening) {
     opening = connectFresh(context, env)
       .then((fresh) => {
-        if (fresh.ok) remember(key, fresh.cluster);
+        if (fresh.ok) remember(key, fresh.value);
         return fresh;
       })
       .finally(() => connecting.delete(key));
     connecting.set(key, opening);
   }
   const fresh = await opening;
-  return fresh.ok ? { ok: true, cluster: new ClusterLease(fresh.cluster) } : fresh;
+  return fresh.ok ? { ok: true, value: new ClusterLease(fresh.value) } : fresh;
 }
 
-const connecting = new Map<string, Promise<{ ok: true; cluster: HttpCluster } | { ok: false; error: string }>>();
+const connecting = new Map<string, Promise<Result<HttpCluster>>>();
 
 /** A connection of its own, never pooled (the provider process, which makes one call and exits, uses `connect`). */
 const exists = (path: string): boolean => {
@@ -88,7 +89,7 @@ const exists = (path: string): boolean => {
   }
 };
 
-export async function connectFresh(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<{ ok: true; cluster: HttpCluster } | { ok: false; error: string }> {
+export async function connectFresh(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<Result<HttpCluster>> {
   const ctxLabel = context ?? "(current)";
   // Loaded on demand so that `info`, every refusal before stage 11 and the node daemon never pay for the Kubernetes
   // client; it is an optional dependency (issue 13), so its absence is an answer, not a crash.
@@ -137,7 +138,7 @@ export async function connectFresh(context: string | null, env: NodeJS.ProcessEn
       ...(kc.getCurrentCluster()?.skipTLSVerify ? { rejectUnauthorized: false } : {}),
       ...(kc.getCurrentCluster()?.tlsServerName ? { servername: kc.getCurrentCluster()?.tlsServerName } : {}),
     };
-    return { ok: true, cluster: new HttpCluster(kc, agentOptions, { context: kc.getCurrentContext(), server: new URL(server).host }) };
+    return { ok: true, value: new HttpCluster(kc, agentOptions, { context: kc.getCurrentContext(), server: new URL(server).host }) };
   } catch (error) {
     return { ok: false, error: catalogue.F3(ctxLabel, message(error)) };
   }

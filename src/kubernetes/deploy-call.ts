@@ -2,7 +2,7 @@
  * One deploy call's context (spec/kubernetes.md §8): its inputs, dependencies and deadline, the state the steps share
  * (what this call created, consecutive read errors, the desired fingerprint), the request timeout rule, the write-ahead
  * audit helpers and the observation the loop reads through. The steps (namespace, preflight GC, create, race loser)
- * and the loop in `reconcile.ts` are functions over this context; none keeps state of its own.
+ * and the converge loop in `reconcile.ts` are functions over this context; none keeps state of its own.
  */
 import type { JsonObject } from "../core/crypto/canonical.js";
 import { describeApiError } from "../core/kubernetes/api-status.js";
@@ -54,7 +54,7 @@ export interface DeployDeps {
   readonly version: string;
   readonly onProgress?: (p: Progress) => void;
   /**
-   * The reconcile loop's guard (issue 16): act only while the pod is the one the loop judged — the first observation
+   * The keep loop's guard (issue 16): act only while the pod is the one the loop judged — the first observation
    * of the call must be that uid, else the call answers without touching anything (a pod stopped or replaced
    * meanwhile is never re-created by the loop).
    */

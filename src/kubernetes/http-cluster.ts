@@ -57,7 +57,7 @@ export const paths = {
     `${paths.pods(ns)}?watch=true&fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}&allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}${
       rv !== undefined ? `&resourceVersion=${encodeURIComponent(rv)}` : ""
     }`,
-  /** Every pod of a label selector in one namespace (the reconcile loop of `berth serve`, issue 16). */
+  /** Every pod of a label selector in one namespace (the keep loop of `berth serve`, issue 16). */
   watchSet: (ns: string, selector: string, rv: string | undefined) =>
     `${paths.pods(ns)}?watch=true&labelSelector=${encodeURIComponent(selector)}&allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}${
       rv !== undefined ? `&resourceVersion=${encodeURIComponent(rv)}` : ""

@@ -1,6 +1,6 @@
 /**
  * The one pod observation (spec/kubernetes.md §5, §6): quorum GET → verify → settle, the Secret read of §6 row 6 only
- * for a pod that is ours. The reconcile loop, the race loser and the operator verbs all see a pod through this file,
+ * for a pod that is ours. The converge loop, the race loser and the operator verbs all see a pod through this file,
  * so a read error is never absence and an unverified pod never reaches a decision anywhere.
  */
 import { describeApiError } from "../core/kubernetes/api-status.js";

@@ -1,5 +1,5 @@
 /**
- * A watch on berth's pods in one namespace (issue 16, the reconcile loop of `berth serve`): LIST by the ownership
+ * A watch on berth's pods in one namespace (issue 16, the keep loop of `berth serve`): LIST by the ownership
  * selector, then WATCH from the list's resourceVersion, and keep it open. A wake names a pod only — the loop always
  * follows it with its own quorum GET (I-4) — and every LIST is a reason to look at every listed pod again.
  *

@@ -2,6 +2,7 @@
  * Stages 4–9 of §3.2 for callers other than the provider protocol (`berth k8s deploy FILE`, `replace --file`):
  * the same refusals with the same texts, from a file shaped like the deploy request.
  */
+import type { Result } from "../kit/result.js";
 import { catalogue } from "../core/kubernetes/catalogue.js";
 import { parseProviderConfig } from "../core/kubernetes/config.js";
 import { buildEnv } from "../core/kubernetes/env.js";
@@ -12,15 +13,15 @@ import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernete
 import type { DeployInputs } from "./reconcile.js";
 
 /** `fingerprint` is what a create records; `intent` adds the recorded values that mean the same (issue 18.2). */
-export type Prepared = { ok: true; inputs: DeployInputs; fingerprint: string; intent: DesiredIntent } | { ok: false; error: string };
+export type Prepared = Result<{ readonly inputs: DeployInputs; readonly fingerprint: string; readonly intent: DesiredIntent }>;
 
 export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; nowMs?: number }): Prepared {
   const withOp = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? { op: "deploy", ...(raw as Record<string, unknown>) } : raw;
   if (isRelayMesh(withOp)) return { ok: false, error: RELAY_MESH_REFUSAL };
   const parsed = parseRequest(withOp);
   if (!parsed.ok) return parsed;
-  if (parsed.request.op !== "deploy") return { ok: false, error: 'could not understand the request: a deploy file must have op "deploy" or no op' };
-  const req = parsed.request;
+  if (parsed.value.op !== "deploy") return { ok: false, error: 'could not understand the request: a deploy file must have op "deploy" or no op' };
+  const req = parsed.value;
   const config = parseProviderConfig(req.provider_config);
   if (!config.ok) return config;
   const identity = identityFromNsec(req.agent.private_key_nsec);
@@ -41,9 +42,9 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
   if (opts.requireCommand && (req.agent.launch?.command ?? "").trim() === "") {
     return { ok: false, error: "agent.launch.command is required for berth k8s deploy: without it the harness runs a default agent binary the stock image does not contain" };
   }
-  const env = buildEnv(req.agent, config.config, "00000000");
+  const env = buildEnv(req.agent, config.value, "00000000");
   if (!env.ok) return env;
-  const inputs: DeployInputs = { identity: identity.identity, config: config.config, env: env.env };
-  const intent = desiredIntent(config.config, Object.keys(env.env));
-  return { ok: true, inputs, fingerprint: intent.fingerprint, intent };
+  const inputs: DeployInputs = { identity: identity.identity, config: config.value, env: env.value };
+  const intent = desiredIntent(config.value, Object.keys(env.value));
+  return { ok: true, value: { inputs, fingerprint: intent.fingerprint, intent } };
 }

@@ -32,7 +32,7 @@ export function readStdin(stream: NodeJS.ReadableStream = process.stdin): Promis
       chunks.push(buf);
       kept += buf.length;
     });
-    stream.on("end", () => resolve({ ok: true, bytes: Buffer.concat(chunks), oversized }));
+    stream.on("end", () => resolve({ ok: true, value: { bytes: Buffer.concat(chunks), oversized } }));
     stream.on("error", (e: Error) => resolve({ ok: false, error: e.message }));
   });
 }
@@ -56,8 +56,8 @@ export function providerHomes(env: NodeJS.ProcessEnv): string[] {
 function openDeployChain(env: NodeJS.ProcessEnv, log: Logger): K8sAudit {
   const opened = openFirstK8sChain(providerHomes(env));
   if (!opened.ok) throw new Error(opened.error);
-  for (const s of opened.skipped) log.warn(`audit chain: could not open ${s.home} (${s.error}); recording in ${opened.home} instead`);
-  return opened.audit;
+  for (const s of opened.value.skipped) log.warn(`audit chain: could not open ${s.home} (${s.error}); recording in ${opened.value.home} instead`);
+  return opened.value.audit;
 }
 
 export async function runProviderProcess(args: readonly string[], version: string): Promise<never> {
@@ -80,7 +80,7 @@ export async function runProviderProcess(args: readonly string[], version: strin
     const result = await handleProviderRequest(args, stdin, {
       clock: realClock,
       processStartedAt,
-      settings: settings.settings,
+      settings: settings.value,
       version,
       log,
       random32: () => randomBytes(4).readUInt32BE(0),

@@ -34,14 +34,14 @@ function deps(overrides: Partial<ProviderDeps> = {}) {
     },
     connect: async () => {
       contacts.push("connect");
-      return { ok: true, cluster: fake };
+      return { ok: true, value: fake };
     },
     ...overrides,
   };
   return { d, fake, clock, contacts, audit, log };
 }
 
-const stdin = (v: unknown) => ({ ok: true as const, bytes: Buffer.from(typeof v === "string" ? v : JSON.stringify(v)), oversized: false });
+const stdin = (v: unknown) => ({ ok: true as const, value: { bytes: Buffer.from(typeof v === "string" ? v : JSON.stringify(v)), oversized: false } });
 const valid = {
   op: "deploy",
   agent: { relay_url: "wss://relay.example", private_key_nsec: GOLDEN_NSEC, launch: { owner_pubkey: "a".repeat(64) } },

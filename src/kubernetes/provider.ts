@@ -3,6 +3,7 @@
  * the dispatch order of §3.2 and each refuses before the next runs; nothing touches the cluster before stage 11.
  * Answers hold catalogued texts only: never an env value, the nsec, an auth tag, or kubelet/registry text.
  */
+import type { Result } from "../kit/result.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import { catalogue } from "../core/kubernetes/catalogue.js";
 import { configSchema, namespacePrefill, parseProviderConfig } from "../core/kubernetes/config.js";
@@ -36,10 +37,10 @@ export interface ProviderDeps {
   readonly openAudit: () => K8sAudit;
   /** The chain a refusal is recorded in: only one that already exists, so a refusal never creates a home (18.7). */
   readonly openExistingAudit: () => K8sAudit | null;
-  readonly connect: (context: string | null) => Promise<{ ok: true; cluster: Cluster } | { ok: false; error: string }>;
+  readonly connect: (context: string | null) => Promise<Result<Cluster>>;
 }
 
-export type StdinRead = { ok: true; bytes: Buffer; oversized: boolean } | { ok: false; error: string };
+export type StdinRead = Result<{ readonly bytes: Buffer; readonly oversized: boolean }>;
 
 export type ProviderResult = { kind: "answer"; answer: JsonObject } | { kind: "unreadable"; stderr: string };
 
@@ -60,39 +61,39 @@ function utf8(bytes: Buffer): string | null {
 }
 
 /** Stage 3: serde_json's verdict first (its text is A2's detail, never quoting the input), then the value. */
-function parseJson(bytes: Buffer, text: string): { ok: true; value: unknown } | { ok: false; detail: string } {
+function parseJson(bytes: Buffer, text: string): Result<unknown> {
   const serde = serdeJsonError(bytes);
-  if (serde !== null) return { ok: false, detail: serde };
+  if (serde !== null) return { ok: false, error: serde };
   try {
     return { ok: true, value: JSON.parse(text) };
   } catch {
     // Unreachable while serde-json.ts accepts a subset of what JSON.parse does; kept as a refusal, never a crash.
-    return { ok: false, detail: "syntax error" };
+    return { ok: false, error: "syntax error" };
   }
 }
 
 export async function handleProviderRequest(args: readonly string[], stdin: StdinRead, deps: ProviderDeps): Promise<ProviderResult> {
   // Stage 1: the only non-zero exit.
   if (!stdin.ok) return { kind: "unreadable", stderr: `could not read the request from stdin: ${stdin.error}` };
-  const text = utf8(stdin.bytes);
-  if (text === null && !stdin.oversized) return { kind: "unreadable", stderr: `could not read the request from stdin: ${NOT_UTF8}` };
+  const text = utf8(stdin.value.bytes);
+  if (text === null && !stdin.value.oversized) return { kind: "unreadable", stderr: `could not read the request from stdin: ${NOT_UTF8}` };
   // Stage 2 (issue 34): exactly `--check-identity` is the local identity preflight (no audit, no cluster), as the pilot
   // line's main.rs (block/buzz@3fac2c2). Any other arguments are ignored, as baseline Buzz's main.rs
   // (zbkilla/buzz@2d88ec7d) never reads them — except that `--check-identity` with company is A1: a caller asking
   // for a preflight must never get a deploy.
-  if (args.length === 1 && args[0] === "--check-identity") return checkIdentityOnly(stdin.bytes, text ?? "", deps);
+  if (args.length === 1 && args[0] === "--check-identity") return checkIdentityOnly(stdin.value.bytes, text ?? "", deps);
   if (args.includes("--check-identity")) return failure(catalogue.A1());
   // Stage 3.
-  if (stdin.oversized) return failure(catalogue.A2(`the request is larger than ${STDIN_CAP_BYTES} bytes`));
-  const json = parseJson(stdin.bytes, text ?? "");
-  if (!json.ok) return failure(catalogue.A2(json.detail));
+  if (stdin.value.oversized) return failure(catalogue.A2(`the request is larger than ${STDIN_CAP_BYTES} bytes`));
+  const json = parseJson(stdin.value.bytes, text ?? "");
+  if (!json.ok) return failure(catalogue.A2(json.error));
   const raw = json.value;
   // Stage 4, on the raw value: fires even when the nsec is invalid.
   if (isRelayMesh(raw)) return failure(RELAY_MESH_REFUSAL);
   // Stage 5.
   const parsed = parseRequest(raw);
   if (!parsed.ok) return failure(parsed.error);
-  const request = parsed.request;
+  const request = parsed.value;
   // Stage 6: pure, no cluster, no audit, no config.
   if (request.op === "info") {
     return {
@@ -116,7 +117,7 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   const policy = checkIdentityPolicy(policyInputs(request, identity.identity.pubkey), false, Math.floor(deps.clock.wallNow() / 1000));
   if (!policy.ok) return refuse(deps, policy.error, identity.identity.pubkey);
   // Built with a throw-away generation so that the size cap counts the nonce too.
-  const env = buildEnv(request.agent, config.config, "00000000");
+  const env = buildEnv(request.agent, config.value, "00000000");
   if (!env.ok) return refuse(deps, env.error, identity.identity.pubkey);
   // Stage 10.
   let audit: K8sAudit;
@@ -127,16 +128,16 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   }
   try {
     // Stage 11: the budget is measured from process start.
-    const connection = await deps.connect(config.config.context);
+    const connection = await deps.connect(config.value.context);
     if (!connection.ok) {
       await recordRefusal(audit, deps, connection.error, identity.identity.pubkey);
       return failure(connection.error);
     }
-    const cluster = connection.cluster;
+    const cluster = connection.value;
     try {
       const answerBySeconds = Math.min(deps.settings.deadlineSeconds, PROVIDER_ANSWER_BY_SECONDS);
       const report = await deploy(
-        { identity: identity.identity, config: config.config, env: env.env },
+        { identity: identity.identity, config: config.value, env: env.value },
         {
           cluster,
           clock: deps.clock,
@@ -180,8 +181,8 @@ function checkIdentityOnly(bytes: Buffer, text: string, deps: ProviderDeps): Pro
   const raw = json.value;
   const parsed = parseRequest(raw);
   if (!parsed.ok) return failure(IDENTITY_ERRORS.preflightInvalidRequest);
-  if (parsed.request.op !== "deploy") return failure(IDENTITY_ERRORS.preflightNeedsDeploy);
-  const request = parsed.request;
+  if (parsed.value.op !== "deploy") return failure(IDENTITY_ERRORS.preflightNeedsDeploy);
+  const request = parsed.value;
   const identity = identityFromNsec(request.agent.private_key_nsec);
   if (!identity.ok) return failure(catalogue.C1());
   const verdict = checkIdentityPolicy(policyInputs(request, identity.identity.pubkey), true, Math.floor(deps.clock.wallNow() / 1000));

@@ -22,7 +22,7 @@ function seedOurPod(
   const uid = h.fake.seedPod(NS, manifest);
   if (opts.withSecret !== false) {
     const env = buildEnv(agentA(), h.config, generation);
-    if (env.ok) h.fake.seedSecret(NS, secretManifest(WHO, h.config, generation, env.env));
+    if (env.ok) h.fake.seedSecret(NS, secretManifest(WHO, h.config, generation, env.value));
   }
   if (opts.bound) h.fake.bind(NS, POD);
   if (opts.state) h.fake.setAgentState(NS, POD, opts.state, opts.phase);
@@ -386,8 +386,8 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const wall = h.clock.wallNow();
     const env = buildEnv(agentA(), h.config, "11111111");
     if (!env.ok) throw new Error(env.error);
-    h.fake.seedSecret(NS, secretManifest(WHO, h.config, "11111111", env.env), wall - 1_200_000);
-    h.fake.seedSecret(NS, secretManifest(WHO, h.config, "22222222", env.env), wall - 1_199_000);
+    h.fake.seedSecret(NS, secretManifest(WHO, h.config, "11111111", env.value), wall - 1_200_000);
+    h.fake.seedSecret(NS, secretManifest(WHO, h.config, "22222222", env.value), wall - 1_199_000);
     h.kubeletStartsAfter(100);
     await h.deploy();
     expect(h.fake.secretNames(NS).sort()).toEqual([`${POD}-0f3a91cc`, `${POD}-22222222`]);
@@ -421,7 +421,7 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const h = harness();
     const env = buildEnv(agentA(), h.config, "11111111");
     if (!env.ok) throw new Error(env.error);
-    h.fake.seedSecret(NS, secretManifest(WHO, h.config, "11111111", env.env), h.clock.wallNow() - 1_200_000);
+    h.fake.seedSecret(NS, secretManifest(WHO, h.config, "11111111", env.value), h.clock.wallNow() - 1_200_000);
     h.kubeletStartsAfter(100);
     await h.deploy();
     const all = ops(h).filter((op) => op !== "watchPod"); // opened before the creates (issue 19); no read
@@ -432,12 +432,12 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const none = harness({ serverDate: "none" });
     const env = buildEnv(agentA(), none.config, "11111111");
     if (!env.ok) throw new Error(env.error);
-    none.fake.seedSecret(NS, secretManifest(WHO, none.config, "11111111", env.env), none.clock.wallNow() - 10_000_000);
+    none.fake.seedSecret(NS, secretManifest(WHO, none.config, "11111111", env.value), none.clock.wallNow() - 10_000_000);
     none.kubeletStartsAfter(100);
     await none.deploy();
     expect(none.fake.secretNames(NS)).toContain(`${POD}-11111111`);
     const skewed = harness({ serverDate: 1_200_000 });
-    skewed.fake.seedSecret(NS, secretManifest(WHO, skewed.config, "11111111", env.env), skewed.clock.wallNow());
+    skewed.fake.seedSecret(NS, secretManifest(WHO, skewed.config, "11111111", env.value), skewed.clock.wallNow());
     skewed.kubeletStartsAfter(100);
     await skewed.deploy();
     expect(skewed.fake.secretNames(NS)).not.toContain(`${POD}-11111111`);

@@ -1,7 +1,8 @@
 /**
- * The reconcile loop (spec/kubernetes.md §8): one deploy call for one agent, bounded by a deadline. Level-triggered and
- * idempotent — every decision is taken on a fresh quorum GET, classified by the pure core, and acted on once; the
- * same call made twice against a started pod does nothing the second time.
+ * The converge loop (spec/kubernetes.md §8; "reconcile" names the mesh's lost answer only, issue 32): one deploy call
+ * for one agent, bounded by a deadline. Level-triggered and idempotent — every decision is taken on a fresh quorum
+ * GET, classified by the pure core, and acted on once; the same call made twice against a started pod does nothing
+ * the second time.
  *
  *   fast path ─► namespace ─► preflight GC ─► fingerprint ─► loop: observe ─► classify ─► loopStep ─► act ─► wait ─┐
  *                                                                 ▲───────────────────────────────────────────────┘

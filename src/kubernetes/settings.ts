@@ -2,6 +2,7 @@
  * berth's own Kubernetes settings (spec/kubernetes.md §15.3), from the environment — never from `provider_config`.
  * A value out of range is refused with the variable's name rather than silently clamped.
  */
+import type { Result } from "../kit/result.js";
 import { z } from "zod";
 import type { WaitSettings } from "./waiter.js";
 
@@ -23,7 +24,7 @@ const Env = z.object({
   BERTH_K8S_START_CONFIRM_SECONDS: z.coerce.number().int().min(1).max(60).default(3),
 });
 
-export type SettingsResult = { ok: true; settings: K8sSettings } | { ok: false; error: string };
+export type SettingsResult = Result<K8sSettings>;
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv): SettingsResult {
   const picked = Object.fromEntries(
@@ -36,7 +37,7 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv): SettingsResult {
   }
   return {
     ok: true,
-    settings: {
+    value: {
       deadlineSeconds: parsed.data.BERTH_K8S_DEADLINE_SECONDS,
       wait: { watch: parsed.data.BERTH_K8S_WATCH === "true" || parsed.data.BERTH_K8S_WATCH === "1", resyncMs: parsed.data.BERTH_K8S_WATCH_RESYNC_SECONDS * 1000,
         pollMs: 2000,

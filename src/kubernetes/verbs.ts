@@ -36,7 +36,7 @@ export interface AgentRef {
   readonly namespace: string;
 }
 
-/** The pods the verbs see, through the same observation as the reconcile loop (observe.ts). */
+/** The pods the verbs see, through the same observation as the converge loop (observe.ts). */
 export function look(cluster: Cluster, ref: AgentRef): Promise<Observation> {
   return observePod(cluster, ref.namespace, ref.identity);
 }

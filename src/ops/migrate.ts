@@ -240,7 +240,7 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
       }
       const { owners, leader } = sourceHolders(db, tables);
       const free = judgeSource(owners, leader, { host: hostname(), boot_id: bootId(), now_ms: r.clock() });
-      if (!free.ok) return { kind: "refused", reason: free.reason };
+      if (!free.ok) return { kind: "refused", reason: free.error };
       const own = db.prepare("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1").get() as { chain_id: string; owner_key: string } | undefined;
       if (own === undefined) return { kind: "refused", reason: `${r.sourcePath} has no controller chain of its own` };
       if (own.owner_key !== r.key.publicKey) {
@@ -260,7 +260,7 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
         const leaseEpoch = has("berth_lease_epoch") ? Number((await tx.get<{ epoch: number }>("SELECT epoch FROM berth_lease_epoch WHERE id = 1"))?.epoch ?? 0) : null;
         const storeId = has("berth_store") ? ((await tx.get<{ store_id: string }>("SELECT store_id FROM berth_store WHERE id = 1"))?.store_id ?? null) : null;
         const empty = judgeTarget({ tables: present.map((t) => ({ name: t.name, rows: t.rows })), leaseEpoch, storeId });
-        if (!empty.ok) throw new Refused(empty.reason);
+        if (!empty.ok) throw new Refused(empty.error);
 
         await createStoreSchema(tx, r.clock());
         const made = await targetTables(tx);
@@ -273,7 +273,7 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
         const found = new Map<string, { rows: number; digest: string }>();
         for (const copy of plan.copies) found.set(copy.table, await readBack(tx, copy));
         const same = judgeCopied(expected, found);
-        if (!same.ok) throw new Refused(same.reason);
+        if (!same.ok) throw new Refused(same.error);
 
         const tip = await tx.get<{ seq: number; hash: string; ts: number }>("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1", [own.chain_id]);
         if (tip === undefined) throw new Refused("the copied chain has no events");

@@ -14,6 +14,7 @@ import { type ChainAudit, k8sStatePaths, openK8sChain } from "../kubernetes/audi
 import { storeAudit } from "../kubernetes/store-audit.js";
 import type { Cluster } from "../kubernetes/cluster.js";
 import { type Clock, realClock } from "../kit/clock.js";
+import type { Result } from "../kit/result.js";
 import { connect } from "../kubernetes/connect.js";
 import { ControllerConnector, loadPlaintextOptIn, type PlaintextOptIn } from "../mesh/client/connector.js";
 import { NodeClient } from "../mesh/client/node-client.js";
@@ -21,7 +22,7 @@ import { CONTROLLER_DB, MeshController } from "../mesh/controller/index.js";
 import type { Connector } from "../mesh/transport/frames.js";
 import { configuredContext } from "../up/kubernetes-target.js";
 
-export type ClusterConnection = { ok: true; cluster: Cluster } | { ok: false; error: string };
+export type ClusterConnection = Result<Cluster>;
 
 /** How the server reaches Kubernetes; tests inject the in-process fake cluster here. */
 export interface KubernetesAccess {

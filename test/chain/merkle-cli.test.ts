@@ -111,8 +111,8 @@ describe("Merkle checkpoints over the audit chain (issue 38)", () => {
     const forged = join(dir, "forged.txt");
     const { signCheckpointNote, openCheckpointNote } = await import("../../src/core/chain/note.js");
     const opened = openCheckpointNote(readFileSync(notePath, "utf8"), publicKey);
-    if (!opened.ok) throw new Error(opened.reason);
-    writeFileSync(forged, signCheckpointNote(other, opened.checkpoint));
+    if (!opened.ok) throw new Error(opened.error);
+    writeFileSync(forged, signCheckpointNote(other, opened.value));
     const f = await berth("audit", "verify", "--db", dbPath, "--pubkey", publicKey, "--against", forged);
     expect(f.code).toBe(1);
     expect(f.stderr).toMatch(/checkpoint file .*forged\.txt is refused: no signature line is by the key [0-9a-f]{64}/);

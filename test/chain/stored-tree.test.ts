@@ -170,8 +170,8 @@ describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
     const leaves = events.map((e) => leafHash(e.hash));
     for (const e of notes) {
       const opened = openCheckpointNote(e.payload.note as string, KEY.publicKey);
-      expect(opened.ok && opened.checkpoint).toMatchObject({ origin: checkpointOrigin(chain.chainId), size: e.seq });
-      expect(opened.ok && opened.checkpoint.root.equals(treeRoot(leaves, e.seq))).toBe(true);
+      expect(opened.ok && opened.value).toMatchObject({ origin: checkpointOrigin(chain.chainId), size: e.seq });
+      expect(opened.ok && opened.value.root.equals(treeRoot(leaves, e.seq))).toBe(true);
     }
   });
 });

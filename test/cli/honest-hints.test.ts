@@ -45,7 +45,7 @@ describe("berth keys new --nsec", () => {
     const nsec = readFileSync(file, "utf8").trim();
     const decoded = decodeNsec(nsec);
     expect(decoded.ok).toBe(true);
-    expect(JSON.parse(made.stdout)).toEqual({ nsec_file: file, public_key: decoded.ok ? decoded.pubkey : null });
+    expect(JSON.parse(made.stdout)).toEqual({ nsec_file: file, public_key: decoded.ok ? decoded.value : null });
     expect(made.stdout).not.toContain(nsec);
     expect(statSync(file).mode & 0o777).toBe(0o600);
     const again = await berth(home, ["keys", "new", "--nsec", file]);

@@ -22,8 +22,8 @@ async function exchange(address: string, signed: SignedMessage, identity: Signin
   try {
     await s.send(encodeMessageFrame({ type: "request", signed }));
     const frame = parseMessageFrame(await s.recv(AbortSignal.timeout(10_000)));
-    if (!frame.ok || frame.frame.type !== "response") return "no_answer";
-    const outcome = (JSON.parse(frame.frame.signed.payload) as ResponsePayload).outcome;
+    if (!frame.ok || frame.value.type !== "response") return "no_answer";
+    const outcome = (JSON.parse(frame.value.signed.payload) as ResponsePayload).outcome;
     return outcome.status === "ok" ? "ok" : outcome.code;
   } finally {
     s.close();

@@ -65,7 +65,7 @@ describe("a real node daemon and connections that stop talking", () => {
     const quietFrom = Date.now();
     await quiet.send(encodeMessageFrame({ type: "request", signed: status() }));
     const answer = parseMessageFrame(await quiet.recv(30_000));
-    expect(answer.ok && answer.frame.type === "response").toBe(true);
+    expect(answer.ok && answer.value.type === "response").toBe(true);
     const quietFor = await closedAfter(quietFrom, () => quiet.recv(30_000));
     expect(quietFor).toBeGreaterThanOrEqual(IDLE_MS - 50);
 
@@ -73,7 +73,7 @@ describe("a real node daemon and connections that stop talking", () => {
     const next = await connector.connect(node.address);
     await next.send(encodeMessageFrame({ type: "request", signed: status() }));
     const again = parseMessageFrame(await next.recv(30_000));
-    expect(again.ok && again.frame.type === "response").toBe(true);
+    expect(again.ok && again.value.type === "response").toBe(true);
     next.close();
   });
 });

@@ -69,8 +69,8 @@ describe("agent spec files, as a hostile user writes them", () => {
       fc.property(fc.oneof(fc.string({ maxLength: 400 }), fc.jsonValue().map((v) => JSON.stringify(v))), (text) => {
         const r = parseAgentSpec(text, "spec.yaml");
         if (!r.ok) {
-          expect(r.errors.length).toBeGreaterThan(0);
-          for (const e of r.errors) expect(e.startsWith("spec.yaml: ")).toBe(true);
+          expect(r.error.length).toBeGreaterThan(0);
+          for (const e of r.error) expect(e.startsWith("spec.yaml: ")).toBe(true);
         }
       }),
       { numRuns: RUNS },
@@ -82,10 +82,10 @@ describe("agent spec files, as a hostile user writes them", () => {
       fc.property(specPaths, jsonWithSecret, (path, value) => {
         const r = parseAgentSpec(JSON.stringify(mutate(MESH_SPEC, path, value)), "spec.json");
         if (r.ok) return;
-        const text = r.errors.join("\n");
+        const text = r.error.join("\n");
         expect(text).not.toContain(SECRET);
         // The refusal points into the document: at the mutated member, one of its parents, or the document itself.
-        expect(r.errors.some((e) => /^spec\.json: (\(document\)|[a-zA-Z[\]0-9_.]+|not valid YAML)/.test(e))).toBe(true);
+        expect(r.error.some((e) => /^spec\.json: (\(document\)|[a-zA-Z[\]0-9_.]+|not valid YAML)/.test(e))).toBe(true);
       }),
       { numRuns: RUNS },
     );
@@ -105,8 +105,8 @@ describe("package statements, as a hostile signer or a tampering peer sends them
       fc.property(fc.oneof(fc.string({ maxLength: 400 }), jsonWithSecret, jsonWithSecret.map((v) => JSON.stringify(v))), (input) => {
         const r = parseEnvelope(input);
         if (!r.ok) {
-          expect(r.reason).toMatch(/^manifest/);
-          expect(r.reason).not.toContain(SECRET);
+          expect(r.error).toMatch(/^manifest/);
+          expect(r.error).not.toContain(SECRET);
         }
       }),
       { numRuns: RUNS },
@@ -115,7 +115,7 @@ describe("package statements, as a hostile signer or a tampering peer sends them
 
   it("a statement over 1 MiB is refused before it is parsed", () => {
     const r = parseEnvelope(`{"statement":"${"x".repeat(1024 * 1024)}"}`);
-    expect(r).toEqual({ ok: false, reason: "manifest larger than 1 MiB" });
+    expect(r).toEqual({ ok: false, error: "manifest larger than 1 MiB" });
   });
 });
 

@@ -18,7 +18,7 @@ beforeAll(async () => {
   process.env.KUBECONFIG = cp.kubeconfigPath;
   const c = await connectFresh(null);
   if (!c.ok) throw new Error(c.error);
-  cluster = c.cluster;
+  cluster = c.value;
 }, 120_000);
 afterAll(async () => {
   cluster?.close();

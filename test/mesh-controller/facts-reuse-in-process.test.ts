@@ -24,7 +24,7 @@ class CountingConnector implements Connector {
     const send = stream.send.bind(stream);
     stream.send = (frame: Uint8Array) => {
       const parsed = parseMessageFrame(frame);
-      if (parsed.ok && parsed.frame.type === "request" && (JSON.parse(parsed.frame.signed.payload) as { method: string }).method === "describe") {
+      if (parsed.ok && parsed.value.type === "request" && (JSON.parse(parsed.value.signed.payload) as { method: string }).method === "describe") {
         this.describes.set(addr, (this.describes.get(addr) ?? 0) + 1);
       }
       return send(frame);
@@ -46,7 +46,7 @@ class HoldingConnector implements Connector {
     const send = stream.send.bind(stream);
     stream.send = (frame: Uint8Array) => {
       const parsed = parseMessageFrame(frame);
-      const describe = parsed.ok && parsed.frame.type === "request" && (JSON.parse(parsed.frame.signed.payload) as { method: string }).method === "describe";
+      const describe = parsed.ok && parsed.value.type === "request" && (JSON.parse(parsed.value.signed.payload) as { method: string }).method === "describe";
       if (describe && this.holding) {
         this.held.push(() => void send(frame));
         return Promise.resolve();

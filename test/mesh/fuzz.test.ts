@@ -37,8 +37,8 @@ async function poke(bytes: Uint8Array): Promise<string> {
     const frame = await s.recv(AbortSignal.timeout(30_000));
     const parsed = parseMessageFrame(frame);
     if (!parsed.ok) return "garbage";
-    if (parsed.frame.type !== "response") return parsed.frame.type;
-    const outcome = JSON.parse(parsed.frame.signed.payload).outcome as { status: string; code?: string };
+    if (parsed.value.type !== "response") return parsed.value.type;
+    const outcome = JSON.parse(parsed.value.signed.payload).outcome as { status: string; code?: string };
     return outcome.status === "ok" ? "ok" : (outcome.code as string);
   } catch {
     return "closed";

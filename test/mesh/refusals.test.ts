@@ -58,8 +58,8 @@ async function exchangeRaw(signed: SignedMessage): Promise<string> {
   try {
     await s.send(encodeMessageFrame({ type: "request", signed }));
     const frame = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
-    if (!frame.ok || frame.frame.type !== "response") return "no_answer";
-    const answer = frame.frame.signed;
+    if (!frame.ok || frame.value.type !== "response") return "no_answer";
+    const answer = frame.value.signed;
     if (answer.key !== node.publicKey || !verifyTagged(node.publicKey, "berth.ctl.response.v1", answer.payload, answer.sig)) return "forged_answer";
     const outcome = (JSON.parse(answer.payload) as ResponsePayload).outcome;
     return outcome.status === "ok" ? "ok" : outcome.code;
@@ -216,11 +216,11 @@ describe("the node's verification of control requests", () => {
     const payload = { ...request({}, "place"), decision_id: decisionId, authority: { store_id: ctl.storeId, epoch: 0 }, body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } } };
     await s.send(encodeMessageFrame({ type: "request", signed: signRequestObject(ctl.key, payload) }));
     const fetch = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
-    expect(fetch.ok && fetch.frame.type).toBe("fetch");
+    expect(fetch.ok && fetch.value.type).toBe("fetch");
     await s.send(encodeMessageFrame({ type: "fetch_error", reason: "not serving" }));
     const answer = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
-    expect(answer.ok && answer.frame.type).toBe("response");
-    if (answer.ok && answer.frame.type === "response") expect(JSON.parse(answer.frame.signed.payload).outcome.code).toBe("fetch");
+    expect(answer.ok && answer.value.type).toBe("response");
+    if (answer.ok && answer.value.type === "response") expect(JSON.parse(answer.value.signed.payload).outcome.code).toBe("fetch");
     s.close();
     // the decision is no longer in flight, nothing was placed
     expect((ok(await ctl.status(node)).rows as unknown[]).length).toBe(0);

@@ -24,7 +24,7 @@ function fakeAccess(): { fake: FakeCluster; access: KubernetesAccess } {
   fake.onPodCreated = ({ ns, name }) => queueMicrotask(() => fake.start(ns, name));
   // The server closes the cluster after each call; the fake outlives them, as a real apiserver would.
   const shared = new Proxy(fake, { get: (t, p) => (p === "close" ? () => undefined : Reflect.get(t, p)) });
-  return { fake, access: { configured: () => ({ configured: true, context: "fake" }), connect: async () => ({ ok: true, cluster: shared }), clock: realClock } };
+  return { fake, access: { configured: () => ({ configured: true, context: "fake" }), connect: async () => ({ ok: true, value: shared }), clock: realClock } };
 }
 
 /** Where the backend's records are: the home's k8s.db on SQLite, the store's own chain on PostgreSQL (issue 20). */

@@ -189,8 +189,8 @@ export class SimNode {
 
   private body<M extends "start" | "stop" | "unload" | "status" | "logs" | "place">(method: M, body: unknown) {
     const parsed = parseBody(method, body);
-    if (!parsed.ok) throw new SimRefusal("invalid_request", parsed.reason);
-    return parsed.body;
+    if (!parsed.ok) throw new SimRefusal("invalid_request", parsed.error);
+    return parsed.value;
   }
 
   private held(instanceId: string): SimInstance {
@@ -234,8 +234,8 @@ export class SimNode {
       throw new SimRefusal("fetch", (error as Error).message);
     }
     const verified = verifyParsedEnvelope(this.content.parsed(text), { expectedId: body.package_id, trustedSigners: this.config.signers, revocations: EMPTY_REVOCATIONS });
-    if (!verified.ok) throw new SimRefusal("verify", verified.reason);
-    const statement = verified.envelope.statement;
+    if (!verified.ok) throw new SimRefusal("verify", verified.error);
+    const statement = verified.value.envelope.statement;
     const variant = statement.variants.find((v) => v.id === body.variant);
     if (!variant) throw new SimRefusal("invalid_request", `body.variant ${body.variant} is not a variant of package ${statement.name}`);
     for (const file of statement.files) {

@@ -59,10 +59,10 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
       // A node's labels come with its signed facts, which this process has only once it described the nodes: a
       // selector asks them (issue 36), as --refresh does; without either, the store as it is (issue 35).
-      if (refresh || parsed.requirements.length > 0)
+      if (refresh || parsed.value.length > 0)
         return read(() =>
           withController(controllerFlags, async (c) =>
-            targetsSelected(await targetsWithFacts(c, await withSpinner("describing every node", flags.json, () => c.refreshTargets())), parsed.requirements),
+            targetsSelected(await targetsWithFacts(c, await withSpinner("describing every node", flags.json, () => c.refreshTargets())), parsed.value),
           ),
         );
       return stored(
@@ -102,9 +102,9 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
           }),
         );
       const all = refresh ? live() : stored(["placements"], async (s) => ({ placements: storedInstances(s.placements, s.observations), moved: s.moved }), live);
-      if (parsed.requirements.length === 0) return all;
+      if (parsed.value.length === 0) return all;
       // Issue 36: an instance carries its agent's metadata.labels (the registry's), one placed by hand none.
-      return all.then(async (r) => ({ ...r, placements: rowsOfSelectedAgents(r.placements, parsed.requirements, instanceAgent, await read(() => agentLabels(env))) }));
+      return all.then(async (r) => ({ ...r, placements: rowsOfSelectedAgents(r.placements, parsed.value, instanceAgent, await read(() => agentLabels(env))) }));
     },
     instance: (verb, id, opts) => withController(controllerFlags, (c) => c.instance(verb, id, { ...opts, operator: operatorIdentity(`berth instance ${verb}`) })),
     unsettled: (settle) =>
@@ -115,12 +115,12 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
     agents: (refresh, selector) => {
       const parsed = parseSelector(selector ?? "");
       if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
-      const live = () => agentStates(env, parsed.requirements);
+      const live = () => agentStates(env, parsed.value);
       return refresh
         ? read(live)
         : stored(
             ["agents"],
-            (s) => storedAgentStates(selectedRecords(s.agents, parsed.requirements), s, (known) => targetFor(env, "kubernetes").states(known)),
+            (s) => storedAgentStates(selectedRecords(s.agents, parsed.value), s, (known) => targetFor(env, "kubernetes").states(known)),
             live,
           );
     },

@@ -83,8 +83,8 @@ function specBody(spec: SpecInput, sameHost: boolean): Record<string, unknown> {
   // Issue 36: checked here with the parser the local files use, so a bad spec is refused in the same words and with
   // the same exit status whichever way the CLI goes (the server checks it again, and says it the same way).
   const checked = validateAgentSpecText(spec.text, spec.path);
-  if (!checked.ok) throw agentFailureError({ kind: "spec_invalid", message: checked.errors.join("\n") });
-  const doc = checked.raw;
+  if (!checked.ok) throw agentFailureError({ kind: "spec_invalid", message: checked.error.join("\n") });
+  const doc = checked.value;
   if (!sameHost) return doc as Record<string, unknown>;
   const absolute = (p: unknown) => (typeof p === "string" && !isAbsolute(p) ? resolve(dirname(spec.path), p) : p);
   const s = (doc as { spec?: Record<string, unknown> }).spec;

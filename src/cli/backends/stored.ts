@@ -105,7 +105,7 @@ export function localLists(flags: BackendFlags & { readonly dataDir: string }, f
         return await stored(
           ["agents"],
           (s) =>
-            storedAgentStates(selectedRecords(s.agents, parsed.requirements), s, () => {
+            storedAgentStates(selectedRecords(s.agents, parsed.value), s, () => {
               throw new NeedsFull();
             }),
           () => b().then((x) => x.agents(false, selector)),

@@ -43,8 +43,8 @@ spec:
   config: { args: ["--x"], env: { A: "1" } }
   kubernetes: { relay_url: "wss://r", nsec_env: K, command: scout, owner_pubkey: ${"b".repeat(64)}, provider_config: { namespace: agents, image: old } }
 `);
-    if (!spec.ok) throw new Error(spec.errors.join("\n"));
-    expect(kubernetesDeployRequest(spec.spec, "nsec1x")).toEqual({
+    if (!spec.ok) throw new Error(spec.error.join("\n"));
+    expect(kubernetesDeployRequest(spec.value, "nsec1x")).toEqual({
       op: "deploy",
       agent: { relay_url: "wss://r", private_key_nsec: "nsec1x", launch: { command: "scout", args: ["--x"], env: { A: "1" }, owner_pubkey: "b".repeat(64) } },
       provider_config: { namespace: "agents", image: `ghcr.io/a/b@sha256:${"a".repeat(64)}` },

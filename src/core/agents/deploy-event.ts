@@ -50,7 +50,7 @@ export interface AgentDeployResult {
   /** Set when the spec differs from what the running instance was started with. */
   readonly pendingEdit: boolean;
   readonly rounds: readonly DeployRound[];
-  /** Who acted when it was not a person: `berth serve`'s reconcile loop (issue 16). Absent for a verb. */
+  /** Who acted when it was not a person: `berth serve`'s keep loop (issue 16). Absent for a verb. */
   readonly by?: JsonObject;
 }
 

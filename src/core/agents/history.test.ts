@@ -15,7 +15,7 @@ describe("an agent's spec revisions", () => {
 
   it("rolls back to the previous revision by default, and refuses the current spec or one that is not there", () => {
     const r = revisionsOf("scout", [remember(1, "a"), remember(2, "b")]);
-    expect(rollbackTarget(r, undefined)).toMatchObject({ ok: true, revision: { revision: 1 } });
+    expect(rollbackTarget(r, undefined)).toMatchObject({ ok: true, value: { revision: 1 } });
     expect(rollbackTarget(r, 2)).toMatchObject({ ok: false });
     expect(rollbackTarget(r, 7)).toMatchObject({ ok: false });
     expect(rollbackTarget(revisionsOf("scout", [remember(1, "a")]), undefined)).toMatchObject({ ok: false });

@@ -4,6 +4,7 @@
  * (core/agents/registry.ts); consecutive deploys of the same spec are one revision, so REV counts the changes of spec
  * in the order they were deployed (a rollback to an old text is a new revision with that text).
  */
+import type { Result } from "../../kit/result.js";
 import type { JsonObject } from "../crypto/canonical.js";
 
 export interface SpecRevision {
@@ -52,7 +53,7 @@ export function revisionsOf(agent: string, events: readonly RememberEvent[]): Sp
 }
 
 /** The revision a rollback deploys: `wanted`, or the one before the current (last) revision. */
-export function rollbackTarget(revisions: readonly SpecRevision[], wanted: number | undefined): { ok: true; revision: SpecRevision } | { ok: false; error: string } {
+export function rollbackTarget(revisions: readonly SpecRevision[], wanted: number | undefined): Result<SpecRevision> {
   if (revisions.length === 0) return { ok: false, error: "it has no deployed revision on the chain" };
   const current = revisions.at(-1) as SpecRevision;
   const n = wanted ?? current.revision - 1;
@@ -60,7 +61,7 @@ export function rollbackTarget(revisions: readonly SpecRevision[], wanted: numbe
   const r = revisions.find((x) => x.revision === n);
   if (r === undefined) return { ok: false, error: `it has no revision ${n} (revisions 1…${current.revision}; \`berth agent history NAME\` lists them)` };
   if (r.spec_sha256 === current.spec_sha256) return { ok: false, error: `revision ${n} is the spec deployed now (revision ${current.revision}); nothing to roll back` };
-  return { ok: true, revision: r };
+  return { ok: true, value: r };
 }
 
 /**

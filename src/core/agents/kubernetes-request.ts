@@ -1,6 +1,6 @@
 /**
  * An agent spec as the Kubernetes backend's deploy request (spec/kubernetes.md §3.4), so that `berth deploy` of a
- * Kubernetes agent runs exactly the reconcile loop `berth k8s deploy` and the provider protocol run: the same
+ * Kubernetes agent runs exactly the converge loop `berth k8s deploy` and the provider protocol run: the same
  * validation texts, the same create-intent fingerprint, the same audit records. Pure: the nsec is read by the shell.
  *
  *   spec.image                     → provider_config.image (the spec's own field wins over provider_config)

@@ -15,7 +15,7 @@ describe("labels and selectors", () => {
     const sel = (s: string) => {
       const p = parseSelector(s);
       if (!p.ok) throw new Error(p.error);
-      return p.requirements;
+      return p.value;
     };
     const labels = { team: "research", tier: "gold" };
     expect(selects(sel("team=research"), labels)).toBe(true);

@@ -3,6 +3,7 @@
  * `-l`/`?labelSelector=` selectors the lists take (`key=value`, `key==value`, `key!=value`, `key`, `!key`, joined by
  * commas, all must hold), as kubectl reads them. Pure.
  */
+import type { Result } from "../../kit/result.js";
 import { z } from "zod";
 
 const NAME = /^([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)$/;
@@ -34,7 +35,7 @@ export const LabelsSchema = z.record(z.string(), z.string()).superRefine((labels
 export type Requirement = { readonly key: string; readonly op: "=" | "!=" | "exists" | "!exists"; readonly value: string };
 
 /** A selector's requirements, or what is wrong with it (naming the part). The empty selector selects everything. */
-export function parseSelector(text: string): { ok: true; requirements: Requirement[] } | { ok: false; error: string } {
+export function parseSelector(text: string): Result<Requirement[]> {
   const requirements: Requirement[] = [];
   for (const raw of text.split(",")) {
     const part = raw.trim();
@@ -47,7 +48,7 @@ export function parseSelector(text: string): { ok: true; requirements: Requireme
     if (not && op) return { ok: false, error: `selector ${JSON.stringify(part)}: !key takes no value` };
     requirements.push(op === undefined ? { key, op: not ? "!exists" : "exists", value: "" } : { key, op: op === "!=" ? "!=" : "=", value });
   }
-  return { ok: true, requirements };
+  return { ok: true, value: requirements };
 }
 
 /**

@@ -16,21 +16,21 @@ spec:
 describe("the agent spec", () => {
   it("refuses a placement strategy other than spread or binpack, naming the field", () => {
     const r = parseAgentSpec("apiVersion: berth/v1\nkind: Agent\nmetadata: { name: a }\nspec:\n  target: mesh\n  package: ./p\n  mesh: { strategy: fill }\n");
-    expect(r.ok ? [] : r.errors.join("\n")).toMatch(/spec\.mesh\.strategy: must be "spread" or "binpack"/);
+    expect(r.ok ? [] : r.error.join("\n")).toMatch(/spec\.mesh\.strategy: must be "spread" or "binpack"/);
   });
 
   it("accepts a mesh agent and fills the defaults", () => {
     const r = parseAgentSpec(MESH);
-    expect(r.ok && r.spec.spec.mesh).toEqual({ pin: null, prefer: ["pi5"], avoid: [], allow_emulated: false, start: true, strategy: "spread" });
+    expect(r.ok && r.value.spec.mesh).toEqual({ pin: null, prefer: ["pi5"], avoid: [], allow_emulated: false, start: true, strategy: "spread" });
   });
 
   it("keeps an agent alive by default (restart: always) and takes on-failure or never when asked", () => {
     const r = parseAgentSpec(MESH);
-    expect(r.ok && r.spec.spec.restart).toBe("always");
+    expect(r.ok && r.value.spec.restart).toBe("always");
     const asked = parseAgentSpec(MESH.replace("target: mesh", "target: mesh\n  restart: on-failure"));
-    expect(asked.ok && asked.spec.spec.restart).toBe("on-failure");
+    expect(asked.ok && asked.value.spec.restart).toBe("on-failure");
     const bad = parseAgentSpec(MESH.replace("target: mesh", "target: mesh\n  restart: sometimes"));
-    expect(bad.ok ? "" : bad.errors.join("\n")).toMatch(/spec\.restart: must be "never", "on-failure" or "always"/);
+    expect(bad.ok ? "" : bad.error.join("\n")).toMatch(/spec\.restart: must be "never", "on-failure" or "always"/);
   });
 
   it("passes a Kubernetes agent's persistent workspace claim to the backend and refuses two settings that disagree", () => {
@@ -38,11 +38,11 @@ describe("the agent spec", () => {
       JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "ghcr.io/a/b@sha256:" + "a".repeat(64), kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout", ...k } } });
     const r = parseAgentSpec(doc({ workspace_storage: "20Gi", workspace_storage_class: "fast" }));
     expect(r.ok).toBe(true);
-    if (r.ok) expect(kubernetesDeployRequest(r.spec, "nsec1x").provider_config).toMatchObject({ workspace_storage: "20Gi", workspace_storage_class: "fast" });
+    if (r.ok) expect(kubernetesDeployRequest(r.value, "nsec1x").provider_config).toMatchObject({ workspace_storage: "20Gi", workspace_storage_class: "fast" });
     const classAlone = parseAgentSpec(doc({ workspace_storage_class: "fast" }));
-    expect(classAlone.ok ? "" : classAlone.errors.join("\n")).toMatch(/spec\.kubernetes\.workspace_storage_class: workspace_storage_class needs workspace_storage/);
+    expect(classAlone.ok ? "" : classAlone.error.join("\n")).toMatch(/spec\.kubernetes\.workspace_storage_class: workspace_storage_class needs workspace_storage/);
     const twice = parseAgentSpec(doc({ workspace_storage: "20Gi", provider_config: { workspace_storage: "5Gi" } }));
-    expect(twice.ok ? "" : twice.errors.join("\n")).toMatch(/spec\.kubernetes\.workspace_storage: conflicts with provider_config\.workspace_storage/);
+    expect(twice.ok ? "" : twice.error.join("\n")).toMatch(/spec\.kubernetes\.workspace_storage: conflicts with provider_config\.workspace_storage/);
   });
 
   it("accepts the same document written as JSON", () => {
@@ -62,21 +62,21 @@ describe("the agent spec", () => {
   ])("refuses %s and names the field", (_what, text, field) => {
     const r = parseAgentSpec(text, "scout.yaml");
     expect(r.ok).toBe(false);
-    expect(!r.ok && r.errors.join("\n")).toContain(field);
-    expect(!r.ok && r.errors[0]).toMatch(/^scout\.yaml: /);
+    expect(!r.ok && r.error.join("\n")).toContain(field);
+    expect(!r.ok && r.error[0]).toMatch(/^scout\.yaml: /);
   });
 
   it("refuses a Kubernetes agent with an inline or missing identity", () => {
     const base = { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "img@sha256:" + "a".repeat(64) } };
-    expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", command: "scout" } } }))).toMatchObject({ ok: false, errors: [expect.stringContaining("exactly one of nsec_file or nsec_env")] });
+    expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", command: "scout" } } }))).toMatchObject({ ok: false, error: [expect.stringContaining("exactly one of nsec_file or nsec_env")] });
     expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", private_key_nsec: "nsec1…" } } })).ok).toBe(false);
   });
 
   it("names an unknown field by its path in the spec and suggests the field it was probably meant to be (issue 36)", () => {
     const r = parseAgentSpec(MESH.replace("target: mesh", "target: mesh\n  restrat: always"), "scout.yaml");
-    expect(r).toEqual({ ok: false, errors: ["scout.yaml: spec.restrat: unknown field (did you mean restart?); remove it or correct its spelling"] });
+    expect(r).toEqual({ ok: false, error: ["scout.yaml: spec.restrat: unknown field (did you mean restart?); remove it or correct its spelling"] });
     const missing = parseAgentSpec(JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "i", kubernetes: { nsec_file: "./n", command: "c" } } }), null);
-    expect(missing).toEqual({ ok: false, errors: ["spec.kubernetes.relay_url: missing; give a string"] });
+    expect(missing).toEqual({ ok: false, error: ["spec.kubernetes.relay_url: missing; give a string"] });
   });
 
   it("refuses an unquoted all-digit owner_pubkey, which YAML reads as a number, saying to quote it (issue 36)", () => {
@@ -85,9 +85,9 @@ describe("the agent spec", () => {
     const digits = "1".repeat(64);
     const r = parseAgentSpec(k8s(digits), "k.yaml");
     expect(r.ok).toBe(false);
-    expect(!r.ok && r.errors).toEqual([expect.stringMatching(/^k\.yaml: spec\.kubernetes\.owner_pubkey: YAML read this unquoted all-digit key as a number; quote it/)]);
+    expect(!r.ok && r.error).toEqual([expect.stringMatching(/^k\.yaml: spec\.kubernetes\.owner_pubkey: YAML read this unquoted all-digit key as a number; quote it/)]);
     const quoted = parseAgentSpec(k8s(`"${digits}"`));
-    expect(quoted.ok && quoted.spec.spec.kubernetes?.owner_pubkey).toBe(digits);
+    expect(quoted.ok && quoted.value.spec.kubernetes?.owner_pubkey).toBe(digits);
   });
 
   it("never throws on arbitrary text (fuzzed)", () => {

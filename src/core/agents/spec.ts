@@ -22,6 +22,7 @@
  * spec, or `valueFrom: {env}` from the deploying process's environment; src/agents/secret-env.ts), so a spec can be
  * committed and shared. Such a value reaches the node and the agent only; see docs/security.md.
  */
+import type { Result } from "../../kit/result.js";
 import { LabelsSchema } from "./labels.js";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
@@ -164,7 +165,8 @@ export const AgentSpecSchema = z.strictObject({
 });
 export type AgentSpecDocument = z.infer<typeof AgentSpecSchema>;
 
-export type AgentSpecParse = { ok: true; spec: AgentSpecDocument } | { ok: false; errors: string[] };
+/** The failure is every issue found, one line each. */
+export type AgentSpecParse = Result<AgentSpecDocument, string[]>;
 
 /**
  * Parses YAML (a superset of JSON) and validates; errors name the field, e.g. `scout.yaml: spec.mesh.prefer[0]: …`
@@ -176,23 +178,23 @@ export function parseAgentSpec(text: string, source: string | null = "agent spec
   try {
     raw = parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" });
   } catch (error) {
-    return { ok: false, errors: [`${source === null ? "" : `${source}: `}not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`] };
+    return { ok: false, error: [`${source === null ? "" : `${source}: `}not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`] };
   }
   return validateAgentSpec(raw, source);
 }
 
 /** parseAgentSpec, and the document as read (before defaults), for a caller that sends it on (the CLI to a server). */
-export function validateAgentSpecText(text: string, source: string | null): { ok: true; raw: Record<string, unknown> } | { ok: false; errors: string[] } {
+export function validateAgentSpecText(text: string, source: string | null): Result<Record<string, unknown>, string[]> {
   const parsed = parseAgentSpec(text, source);
   if (!parsed.ok) return parsed;
-  return { ok: true, raw: parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" }) as Record<string, unknown> };
+  return { ok: true, value: parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" }) as Record<string, unknown> };
 }
 
 /** Validates a document already read (a JSON body, a parsed file) with the schema; errors as parseAgentSpec's. */
 export function validateAgentSpec(raw: unknown, source: string | null): AgentSpecParse {
   const parsed = AgentSpecSchema.safeParse(raw);
-  if (!parsed.success) return { ok: false, errors: specIssueLines(source, specIssues(AgentSpecSchema, parsed.error.issues)) };
-  return { ok: true, spec: parsed.data };
+  if (!parsed.success) return { ok: false, error: specIssueLines(source, specIssues(AgentSpecSchema, parsed.error.issues)) };
+  return { ok: true, value: parsed.data };
 }
 
 /**

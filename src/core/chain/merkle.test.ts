@@ -167,17 +167,17 @@ describe("the exported checkpoint note (C2SP tlog-checkpoint in a signed note)",
     const note = signCheckpointNote(key, cp);
     expect(note).toMatch(/^berth\/audit\/[0-9a-f]{32}\n42\n[A-Za-z0-9+/]{43}=\n\n\u2014 berth\/audit\/[0-9a-f]{32} [A-Za-z0-9+/]{91}=?\n$/);
     const opened = openCheckpointNote(note, key.publicKey);
-    expect(opened).toMatchObject({ ok: true, checkpoint: { origin: cp.origin, size: 42 } });
-    expect(opened.ok && opened.checkpoint.root.equals(cp.root)).toBe(true);
+    expect(opened).toMatchObject({ ok: true, value: { origin: cp.origin, size: 42 } });
+    expect(opened.ok && opened.value.root.equals(cp.root)).toBe(true);
   });
 
   it("refuses another key, an edited size or root, and a note without its signature", () => {
     const note = signCheckpointNote(key, cp);
-    expect(openCheckpointNote(note, other.publicKey)).toMatchObject({ ok: false, reason: expect.stringMatching(/no signature line is by the key/) });
-    expect(openCheckpointNote(note.replace("\n42\n", "\n43\n"), key.publicKey)).toMatchObject({ ok: false, reason: expect.stringMatching(/does not verify/) });
+    expect(openCheckpointNote(note, other.publicKey)).toMatchObject({ ok: false, error: expect.stringMatching(/no signature line is by the key/) });
+    expect(openCheckpointNote(note.replace("\n42\n", "\n43\n"), key.publicKey)).toMatchObject({ ok: false, error: expect.stringMatching(/does not verify/) });
     const edited = note.replace(cp.root.toString("base64"), sha(Buffer.from("x")).toString("base64"));
     expect(openCheckpointNote(edited, key.publicKey).ok).toBe(false);
-    expect(openCheckpointNote(note.split("\n\n")[0] as string, key.publicKey)).toMatchObject({ ok: false, reason: expect.stringMatching(/blank line/) });
-    expect(openCheckpointNote(note.replace("\n42\n", "\nx\n"), key.publicKey)).toMatchObject({ ok: false, reason: expect.stringMatching(/line 2 \(tree size\)/) });
+    expect(openCheckpointNote(note.split("\n\n")[0] as string, key.publicKey)).toMatchObject({ ok: false, error: expect.stringMatching(/blank line/) });
+    expect(openCheckpointNote(note.replace("\n42\n", "\nx\n"), key.publicKey)).toMatchObject({ ok: false, error: expect.stringMatching(/line 2 \(tree size\)/) });
   });
 });

@@ -7,6 +7,7 @@
  * The signature covers the note text (the three lines with their newlines). The key hash is the first 4 bytes of
  * SHA-256(key name ‖ "\n" ‖ 0x01 ‖ the 32-byte public key), 0x01 naming Ed25519. Pure.
  */
+import type { Result } from "../../kit/result.js";
 import { createHash } from "node:crypto";
 import { type SigningKey, signUntagged, verifyUntagged } from "../crypto/ed25519.js";
 
@@ -45,7 +46,7 @@ export function signCheckpointNote(key: SigningKey, cp: TreeCheckpoint): string 
   return `${text}\n${SIG_PREFIX}${name} ${Buffer.concat([keyHash(name, key.publicKey), sig]).toString("base64")}\n`;
 }
 
-export type NoteOutcome = { ok: true; checkpoint: TreeCheckpoint } | { ok: false; reason: string };
+export type NoteOutcome = Result<TreeCheckpoint>;
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
@@ -54,7 +55,7 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
  * signature lines has this key's hash under its own name and verifies. Every refusal names the line at fault.
  */
 export function openCheckpointNote(note: string, publicKeyHex: string): NoteOutcome {
-  const fail = (reason: string): NoteOutcome => ({ ok: false, reason });
+  const fail = (reason: string): NoteOutcome => ({ ok: false, error: reason });
   const split = note.indexOf("\n\n");
   if (split < 0) return fail("not a signed note: no blank line between the text and the signatures");
   const text = note.slice(0, split + 1);
@@ -76,7 +77,7 @@ export function openCheckpointNote(note: string, publicKeyHex: string): NoteOutc
     const blob = BASE64.test(b64) ? Buffer.from(b64, "base64") : Buffer.alloc(0);
     if (blob.length !== 68) continue; // another algorithm's signature: not ours to check
     if (!blob.subarray(0, 4).equals(keyHash(name, publicKeyHex))) continue;
-    if (verifyUntagged(publicKeyHex, message, blob.subarray(4))) return { ok: true, checkpoint: { origin, size: Number(sizeLine), root } };
+    if (verifyUntagged(publicKeyHex, message, blob.subarray(4))) return { ok: true, value: { origin, size: Number(sizeLine), root } };
     return fail(`signature line ${i + 1} (${name}) names the key ${publicKeyHex} but does not verify under it`);
   }
   return fail(`no signature line is by the key ${publicKeyHex}`);

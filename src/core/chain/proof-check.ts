@@ -44,8 +44,8 @@ const h = (b64: string): Hash => Buffer.from(b64, "base64");
 /** The note must verify under the key and state exactly this origin, size and root. */
 function checkNote(field: string, note: string, key: string, origin: string, size: number, root: string): string | null {
   const opened = openCheckpointNote(note, key);
-  if (!opened.ok) return `${field}: ${opened.reason}`;
-  const cp = opened.checkpoint;
+  if (!opened.ok) return `${field}: ${opened.error}`;
+  const cp = opened.value;
   if (cp.origin !== origin) return `${field}: the note is for ${cp.origin}, the proof for ${origin}`;
   if (cp.size !== size || cp.root.toString("base64") !== root) return `${field}: the note signs tree size ${cp.size} root ${cp.root.toString("base64")}, the proof names tree size ${size} root ${root}`;
   return null;

@@ -13,7 +13,7 @@ describe("C2SP tlog-tiles paths", () => {
     fc.assert(
       fc.property(fc.oneof(fc.constant("entries" as const), fc.integer({ min: 0, max: 5 })), fc.integer({ min: 0, max: 2 ** 40 }), fc.integer({ min: 1, max: TILE_WIDTH }), (level, index, width) => {
         const path = tilePath({ level, index, width });
-        expect(parseTilePath(path.slice("tile/".length))).toEqual({ ok: true, tile: { level, index, width } });
+        expect(parseTilePath(path.slice("tile/".length))).toEqual({ ok: true, value: { level, index, width } });
       }),
     );
     for (const bad of ["0/1", "0/x000/001", "0/000.p/256", "0/000.p/0", "00/000", "0/000/", "entries/0001", "7/000", "0/x1/001"]) expect(parseTilePath(bad).ok, bad).toBe(false);

@@ -9,6 +9,7 @@
  * Pure: parsing a tile path (one spelling per tile, so a path is never a second name for another), naming one, which
  * tiles a tree of a given size has, and a tile's bytes from a stored-hash reader (tree-hashes.ts).
  */
+import type { Result } from "../../kit/result.js";
 import type { StoredHashReader } from "./tree-hashes.js";
 
 export const TILE_HEIGHT = 8;
@@ -22,7 +23,7 @@ export interface TileRef {
   readonly width: number;
 }
 
-export type TileParse = { readonly ok: true; readonly tile: TileRef } | { readonly ok: false; readonly reason: string };
+export type TileParse = Result<TileRef>;
 
 /** N as tlog-tiles spells it: 1234067 → x001/x234/067. */
 export function encodeTileIndex(index: number): string {
@@ -44,17 +45,17 @@ const SHAPE = /^(entries|0|[1-9][0-9]?)\/((?:x[0-9]{3}\/)*[0-9]{3})(?:\.p\/([1-9
 /** The part after `tile/`; only the canonical spelling of a tile is accepted (re-encoded and compared). */
 export function parseTilePath(text: string): TileParse {
   const m = SHAPE.exec(text);
-  if (!m) return { ok: false, reason: "must be <L>/<N>[.p/<W>] or entries/<N>[.p/<W>] as C2SP tlog-tiles spells it (N in x-prefixed groups of three digits, W 1..255)" };
+  if (!m) return { ok: false, error: "must be <L>/<N>[.p/<W>] or entries/<N>[.p/<W>] as C2SP tlog-tiles spells it (N in x-prefixed groups of three digits, W 1..255)" };
   const [, levelText, indexText, widthText] = m as unknown as [string, string, string, string | undefined];
   const level = levelText === "entries" ? "entries" : Number(levelText);
   const index = Number(indexText.replaceAll("x", "").replaceAll("/", ""));
   const width = widthText === undefined ? TILE_WIDTH : Number(widthText);
-  if (typeof level === "number" && level * TILE_HEIGHT > 52) return { ok: false, reason: `level ${level} is above any tree this log can hold` };
-  if (!Number.isSafeInteger(index)) return { ok: false, reason: "the tile index is too large" };
-  if (widthText !== undefined && width >= TILE_WIDTH) return { ok: false, reason: `a partial tile's width must be 1..${TILE_WIDTH - 1}; a full tile has no .p/` };
+  if (typeof level === "number" && level * TILE_HEIGHT > 52) return { ok: false, error: `level ${level} is above any tree this log can hold` };
+  if (!Number.isSafeInteger(index)) return { ok: false, error: "the tile index is too large" };
+  if (widthText !== undefined && width >= TILE_WIDTH) return { ok: false, error: `a partial tile's width must be 1..${TILE_WIDTH - 1}; a full tile has no .p/` };
   const tile: TileRef = { level, index, width };
-  if (tilePath(tile) !== `tile/${text}`) return { ok: false, reason: `not the canonical spelling of this tile (it is ${tilePath(tile)})` };
-  return { ok: true, tile };
+  if (tilePath(tile) !== `tile/${text}`) return { ok: false, error: `not the canonical spelling of this tile (it is ${tilePath(tile)})` };
+  return { ok: true, value: tile };
 }
 
 /** How many leaves one hash of a tile at this level covers (an entry covers one). */

@@ -104,8 +104,8 @@ export function checkExtends(tree: ChainTreeView, cp: TreeCheckpoint): ExtendsOu
 export function chainedNoteProblem(note: unknown, ownerKey: string, chainId: string, size: number, root: Buffer): string | undefined {
   if (typeof note !== "string") return `the chained checkpoint before seq ${size} carries a note that is not text`;
   const opened = openCheckpointNote(note, ownerKey);
-  if (!opened.ok) return `the chained checkpoint note before seq ${size} is refused: ${opened.reason}`;
-  const cp = opened.checkpoint;
+  if (!opened.ok) return `the chained checkpoint note before seq ${size} is refused: ${opened.error}`;
+  const cp = opened.value;
   const origin = checkpointOrigin(chainId);
   if (cp.origin !== origin) return `the chained checkpoint note before seq ${size} is for ${cp.origin}, this chain is ${origin}`;
   if (cp.size !== size) return `the chained checkpoint note at seq ${size} names tree size ${cp.size}; the events before it are a tree of ${size}`;

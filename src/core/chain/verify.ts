@@ -181,7 +181,7 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
     const storedText = opts.payloadTextOf?.(item, index);
     if (storedText !== undefined) {
       const parsed = parseCanonical(storedText);
-      if (!parsed.ok) return fail("payload_hash", `stored payload ${parsed.reason}`);
+      if (!parsed.ok) return fail("payload_hash", `stored payload ${parsed.error}`);
       canonical = storedText;
     } else {
       try {

@@ -6,6 +6,7 @@
  * because the library happily serialises 1.5, NaN-as-null or a lone surrogate that another
  * implementation would encode differently — and a hash is only portable if every verifier agrees.
  */
+import type { Result } from "../../kit/result.js";
 import canonicalizeLib from "canonicalize";
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -97,17 +98,17 @@ export function referenceCanonicalJson(value: unknown): string | undefined {
  * Parses text that must already be canonical: the fixed-point rule of spec/audit-chain.md §4.
  * Duplicate member names, whitespace, or a different number form all break the fixed point and are refused.
  */
-export function parseCanonical(text: string): { ok: true; value: JsonValue } | { ok: false; reason: string } {
+export function parseCanonical(text: string): Result<JsonValue> {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return { ok: false, reason: "not valid JSON" };
+    return { ok: false, error: "not valid JSON" };
   }
   try {
-    if (canonicalJson(value) !== text) return { ok: false, reason: "not in canonical form (RFC 8785)" };
+    if (canonicalJson(value) !== text) return { ok: false, error: "not in canonical form (RFC 8785)" };
   } catch (error) {
-    return { ok: false, reason: error instanceof Error ? error.message : "not representable" };
+    return { ok: false, error: error instanceof Error ? error.message : "not representable" };
   }
   return { ok: true, value: value as JsonValue };
 }

@@ -3,6 +3,7 @@
  * file is never half-loaded: the caller gets a reason and applies the fail-closed meaning (no permits; revocations
  * unreadable).
  */
+import type { Result } from "../../kit/result.js";
 import { z } from "zod";
 import { TIERS } from "../identity/tier.js";
 import { describeIssues } from "../protocol/messages.js";
@@ -66,7 +67,7 @@ export const RevocationListSchema = z.strictObject({
 export type RevocationList = z.infer<typeof RevocationListSchema>;
 export const EMPTY_REVOCATIONS: RevocationList = { generation: 0, subjects: [] };
 
-export type Loaded<T> = { ok: true; value: T } | { ok: false; error: string };
+export type Loaded<T> = Result<T>;
 
 /** Parses permits.json text; an invalid file loads no permits (§7.2). */
 export function parsePermits(text: string): Loaded<PermitRule[]> {

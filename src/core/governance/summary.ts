@@ -15,6 +15,7 @@
  *
  * Pure: no I/O; the shell stores the canonical text and the verifier recomputes the hash from it.
  */
+import type { Result } from "../../kit/result.js";
 import { canonicalJson, type JsonObject, type JsonValue, parseCanonical } from "../crypto/canonical.js";
 import { isLowerHex } from "../crypto/hex.js";
 import { taggedSha256Hex } from "../crypto/tagged.js";
@@ -91,20 +92,20 @@ export interface ParsedGateSummary {
 }
 
 /** Parses a stored summary's text, or says what is wrong with it. Does not check the hash (the caller knows which). */
-export function parseGateSummary(text: string): { ok: true; summary: ParsedGateSummary } | { ok: false; reason: string } {
+export function parseGateSummary(text: string): Result<ParsedGateSummary> {
   const parsed = parseCanonical(text);
-  if (!parsed.ok) return { ok: false, reason: `the summary is not canonical JSON: ${parsed.reason}` };
+  if (!parsed.ok) return { ok: false, error: `the summary is not canonical JSON: ${parsed.error}` };
   const v = parsed.value as { [key: string]: JsonValue };
-  if (typeof v !== "object" || v === null || Array.isArray(v) || v.format !== GATE_SUMMARY_FORMAT) return { ok: false, reason: `the summary's format is not ${GATE_SUMMARY_FORMAT}` };
-  if (typeof v.action !== "string") return { ok: false, reason: "the summary names no action" };
+  if (typeof v !== "object" || v === null || Array.isArray(v) || v.format !== GATE_SUMMARY_FORMAT) return { ok: false, error: `the summary's format is not ${GATE_SUMMARY_FORMAT}` };
+  if (typeof v.action !== "string") return { ok: false, error: "the summary names no action" };
   const verdicts = v.verdicts;
   const nodes = v.nodes;
-  if (!Array.isArray(verdicts) || verdicts.some((x) => typeof x !== "object" || x === null || Array.isArray(x))) return { ok: false, reason: "the summary's verdicts are not a list of objects" };
-  if (typeof nodes !== "object" || nodes === null || Array.isArray(nodes)) return { ok: false, reason: "the summary's nodes are not an object" };
+  if (!Array.isArray(verdicts) || verdicts.some((x) => typeof x !== "object" || x === null || Array.isArray(x))) return { ok: false, error: "the summary's verdicts are not a list of objects" };
+  if (typeof nodes !== "object" || nodes === null || Array.isArray(nodes)) return { ok: false, error: "the summary's nodes are not an object" };
   for (const [node, index] of Object.entries(nodes)) {
-    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= verdicts.length) return { ok: false, reason: `node ${node} points at no verdict` };
+    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= verdicts.length) return { ok: false, error: `node ${node} points at no verdict` };
   }
-  return { ok: true, summary: { action: v.action, nodes: nodes as Record<string, number>, verdicts: verdicts as JsonObject[] } };
+  return { ok: true, value: { action: v.action, nodes: nodes as Record<string, number>, verdicts: verdicts as JsonObject[] } };
 }
 
 /** The verdict payload the gate built for `node`, as a per-node event recorded it before issue 35; null if not named. */

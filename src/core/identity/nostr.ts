@@ -2,6 +2,7 @@
  * Nostr identity for the Kubernetes binding (spec/kubernetes.md §4.1): an `nsec1…` secret decodes to a secp256k1 scalar,
  * and the agent's identity is its BIP-340 x-only public key as 64 lowercase hex.
  */
+import type { Result } from "../../kit/result.js";
 import { schnorr, secp256k1 } from "@noble/curves/secp256k1.js";
 import { bech32 } from "@scure/base";
 import { toHex } from "../crypto/hex.js";
@@ -10,7 +11,7 @@ declare const agentPubkeyBrand: unique symbol;
 /** 64 lowercase hex x-only secp256k1 public key, only obtainable by decoding a valid nsec. */
 export type AgentPubkey = string & { readonly [agentPubkeyBrand]: true };
 
-export type NsecDecoding = { ok: true; pubkey: AgentPubkey } | { ok: false; reason: string };
+export type NsecDecoding = Result<AgentPubkey>;
 
 const CURVE_ORDER = secp256k1.Point.CURVE().n;
 
@@ -20,28 +21,28 @@ const CURVE_ORDER = secp256k1.Point.CURVE().n;
  */
 export function decodeNsec(input: string): NsecDecoding {
   const text = input.trim();
-  if (text === "") return { ok: false, reason: "empty" };
-  if (text !== text.toLowerCase()) return { ok: false, reason: "not lowercase" };
-  if (!text.startsWith("nsec1")) return { ok: false, reason: "not an nsec1 string" };
+  if (text === "") return { ok: false, error: "empty" };
+  if (text !== text.toLowerCase()) return { ok: false, error: "not lowercase" };
+  if (!text.startsWith("nsec1")) return { ok: false, error: "not an nsec1 string" };
   let words: number[];
   try {
     // bech32 (BIP-173) checksum; a bech32m string fails here. Length limit 90 is bech32's own.
     const decoded = bech32.decode(text as `${string}1${string}`, 90);
-    if (decoded.prefix !== "nsec") return { ok: false, reason: "wrong human-readable part" };
+    if (decoded.prefix !== "nsec") return { ok: false, error: "wrong human-readable part" };
     words = decoded.words;
   } catch {
-    return { ok: false, reason: "bad bech32 checksum or characters" };
+    return { ok: false, error: "bad bech32 checksum or characters" };
   }
   let secret: Uint8Array;
   try {
     secret = bech32.fromWords(words);
   } catch {
-    return { ok: false, reason: "bad padding" };
+    return { ok: false, error: "bad padding" };
   }
-  if (secret.length !== 32) return { ok: false, reason: "payload is not 32 bytes" };
+  if (secret.length !== 32) return { ok: false, error: "payload is not 32 bytes" };
   const k = BigInt(`0x${toHex(secret)}`);
-  if (k === 0n || k >= CURVE_ORDER) return { ok: false, reason: "not a valid secp256k1 secret" };
-  return { ok: true, pubkey: toHex(schnorr.getPublicKey(secret)) as AgentPubkey };
+  if (k === 0n || k >= CURVE_ORDER) return { ok: false, error: "not a valid secp256k1 secret" };
+  return { ok: true, value: toHex(schnorr.getPublicKey(secret)) as AgentPubkey };
 }
 
 /**

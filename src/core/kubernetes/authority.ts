@@ -1,6 +1,6 @@
 /**
  * Who may authorise a pod delete (spec/kubernetes.md §7.3). The Cluster's delete executor takes one of these besides the
- * fence, so a delete always names the row or verb behind it — and the reconcile loop, which only ever holds
+ * fence, so a delete always names the row or verb behind it — and the converge loop, which only ever holds
  * classified and GC authorities, has no way to mint the user ones (I-5: no automated path deletes a started pod).
  */
 import type { DeleteAction } from "./classify.js";

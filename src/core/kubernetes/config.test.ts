@@ -17,7 +17,7 @@ describe("image references (spec/kubernetes.md §15.4)", () => {
     [`localhost:5000/x:v1@sha256:${DIGEST}`, `localhost:5000/x@sha256:${DIGEST}`],
     [`busybox@sha256:${DIGEST}`, `busybox@sha256:${DIGEST}`],
   ])("normalizes %s", (ref, expected) => {
-    expect(parseImage(ref)).toEqual({ ok: true, image: expected });
+    expect(parseImage(ref)).toEqual({ ok: true, value: expected });
   });
 
   it.each([
@@ -41,7 +41,7 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
     const r = parseProviderConfig(base);
     expect(r).toEqual({
       ok: true,
-      config: {
+      value: {
         context: null,
         namespace: "buzz-agents-test",
         image: GOLDEN_IMAGE,
@@ -95,7 +95,7 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
       ["", 7200],
     ] as const) {
       const r = parseProviderConfig({ ...base, inactivity_seconds: v });
-      expect(r.ok && r.config.inactivitySeconds).toBe(expected);
+      expect(r.ok && r.value.inactivitySeconds).toBe(expected);
     }
   });
 
@@ -119,12 +119,12 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
     expect(errorOf({ ...base, pod_options: { setup_pending: "yes" } })).toBe('provider_config.pod_options: setup_pending must be a boolean, got "yes"');
     expect(errorOf({ ...base, pod_options: { setup_pending: null } })).toMatch(/^provider_config.pod_options: setup_pending must be a boolean/);
     const setup = parseProviderConfig({ ...base, pod_options: { setup_pending: true } });
-    expect(setup.ok && setup.config.podOptions).toEqual({ setupPending: true });
+    expect(setup.ok && setup.value.podOptions).toEqual({ setupPending: true });
     expect(errorOf({ ...base, workspace_storage: "1Gi", pod_options: { workspace_size_limit: "1Gi" } })).toMatch(/^provider_config.pod_options: workspace_size_limit conflicts/);
     expect(errorOf({ ...base, pod_options: { active_deadline_seconds: 0 } })).toBe("provider_config.pod_options.active_deadline_seconds must be positive");
     expect(errorOf({ ...base, pod_options: { ephemeral_storage_limit: " " } })).toBe("provider_config.pod_options storage quantities must not be empty");
     const empty = parseProviderConfig({ ...base, pod_options: { node_selector: {}, tolerations: [], setup_pending: false } });
-    expect(empty.ok && empty.config.podOptions).toBeNull();
+    expect(empty.ok && empty.value.podOptions).toBeNull();
   });
 
   it("leaves identity_policy to the identity stage, which runs after the nsec decodes (Buzz's order)", () => {
@@ -203,10 +203,10 @@ describe("the info schema (spec/kubernetes.md §15.2)", () => {
     const viaText = parseProviderConfig({ ...base, pod_options_json: '{"node_selector":{"kubernetes.io/arch":"arm64"},"active_deadline_seconds":60}' });
     const viaObject = parseProviderConfig({ ...base, pod_options: { node_selector: { "kubernetes.io/arch": "arm64" }, active_deadline_seconds: 60 } });
     expect(viaText).toEqual(viaObject);
-    expect(viaText.ok && viaText.config.podOptions).toEqual({ nodeSelector: { "kubernetes.io/arch": "arm64" }, activeDeadlineSeconds: 60 });
+    expect(viaText.ok && viaText.value.podOptions).toEqual({ nodeSelector: { "kubernetes.io/arch": "arm64" }, activeDeadlineSeconds: 60 });
     for (const blank of ["", "  "]) {
       const r = parseProviderConfig({ ...base, pod_options: blank, pod_options_json: blank });
-      expect(r.ok && r.config.podOptions).toBeNull();
+      expect(r.ok && r.value.podOptions).toBeNull();
     }
   });
 

@@ -4,6 +4,7 @@
  * text (issue 18.6). `identity_policy` is left to identity-policy.ts, which runs after the nsec decodes. Unknown top-level keys are ignored
  * (a credential-looking key has no effect); inside `pod_options` keys are strict.
  */
+import type { Result } from "../../kit/result.js";
 import { z } from "zod";
 import { IMAGE_PREFILL, parseImage } from "./image.js";
 
@@ -46,7 +47,7 @@ export interface ProviderConfig {
   readonly podOptions: PodOptions | null;
 }
 
-export type ConfigResult = { ok: true; config: ProviderConfig } | { ok: false; error: string };
+export type ConfigResult = Result<ProviderConfig>;
 
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -220,12 +221,10 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
     const context = stringField(raw, "context");
     const serviceAccount = stringField(raw, "service_account");
     // `identity_policy` is checked after the nsec decodes, by identity-policy.ts (Buzz's order: config, then identity).
-    return {
-      ok: true,
-      config: {
+    return { ok: true, value: {
         context,
         namespace,
-        image: image.image,
+        image: image.value,
         cpuRequest,
         memoryRequest,
         cpuLimit,
@@ -235,8 +234,7 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
         workspaceStorage,
         workspaceStorageClass,
         podOptions,
-      },
-    };
+      } };
   } catch (error) {
     if (error instanceof Refusal) return fail(error.message);
     throw error;

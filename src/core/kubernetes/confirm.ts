@@ -6,7 +6,7 @@
  * first `running` reported a harness that crashes at start as started, and every later deploy replaced it and said
  * "started" again.
  *
- * So the reconcile loop's success edge (the seed's `Create`: "create the pod, then wait for the harness container to
+ * So the converge loop's success edge (the seed's `Create`: "create the pod, then wait for the harness container to
  * start") answers only once the same container instance — same pod uid, container id and restart count — has been
  * seen running on two quorum reads at least `windowMs` apart. The second read is an ordinary pass of the loop: if it
  * shows the container terminated, `classify` takes its terminated row and the one-attempt rule answers K4 with the

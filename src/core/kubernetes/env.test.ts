@@ -12,7 +12,7 @@ const errorOf = (agent: AgentSpec) => {
 const envOf = (agent: AgentSpec) => {
   const r = buildEnv(agent, cfg, "0f3a91cc");
   if (!r.ok) throw new Error(r.error);
-  return r.env;
+  return r.value;
 };
 const HEX = "b".repeat(64);
 

@@ -3,6 +3,7 @@
  * own: tier 1 `launch.policy_env`, tier 2 `launch.env` (or legacy `env_vars` when there is no `launch`), tier 3 the
  * reserved keys — all fourteen removed first, then written from the request, so no lower tier can spoof them.
  */
+import type { Result } from "../../kit/result.js";
 import type { ProviderConfig } from "./config.js";
 import type { AgentSpec } from "./request.js";
 
@@ -31,7 +32,7 @@ const RESPOND_TO_MODES = ["owner-only", "allowlist", "anyone", "nobody"] as cons
 const HEX64_ANY_CASE = /^[0-9a-fA-F]{64}$/;
 
 export type AgentEnv = Readonly<Record<string, string>>;
-export type EnvResult = { ok: true; env: AgentEnv } | { ok: false; error: string };
+export type EnvResult = Result<AgentEnv>;
 
 const nonBlank = (v: string | null | undefined): string | null => {
   const t = (v ?? "").trim();
@@ -128,7 +129,7 @@ export function buildEnv(agent: AgentSpec, config: Pick<ProviderConfig, "inactiv
   let bytes = 0;
   for (const v of Object.values(merged)) bytes += utf8Length(v);
   if (bytes > SECRET_DATA_CAP) return fail(`agent environment is ${bytes} bytes; Kubernetes caps Secret data at 1048576`);
-  return { ok: true, env: merged };
+  return { ok: true, value: merged };
 }
 
 /** A copy of `env` stamped with another attempt's generation (§8.7 step 2). */

@@ -8,6 +8,7 @@
  * caller's clock (the AUTH event the agent will send now). The launch owner must be that owner. Errors are Buzz's
  * catalogue, verbatim; none echoes a key or tag. The clock is the caller's (`nowSeconds`).
  */
+import { ok, type Result } from "../../kit/result.js";
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { hexToBytes, utf8ToBytes } from "@noble/hashes/utils.js";
@@ -27,7 +28,7 @@ export const IDENTITY_ERRORS = {
   preflightNeedsDeploy: "identity preflight requires a deploy request",
 } as const;
 
-export type IdentityVerdict = { ok: true } | { ok: false; error: string };
+export type IdentityVerdict = Result<void>;
 
 const LOWER_HEX64 = /^[0-9a-f]{64}$/;
 const LOWER_HEX128 = /^[0-9a-f]{128}$/;
@@ -127,7 +128,7 @@ function policyFields(p: unknown): { agent: string; owner: string } | null {
  */
 export function checkIdentityPolicy(input: IdentityInputs, required: boolean, nowSeconds: number): IdentityVerdict {
   const fail = (error: string): IdentityVerdict => ({ ok: false, error });
-  if (input.policy === undefined) return required ? fail(IDENTITY_ERRORS.preflightNeedsPolicy) : { ok: true };
+  if (input.policy === undefined) return required ? fail(IDENTITY_ERRORS.preflightNeedsPolicy) : { ok: true, value: undefined };
   const fields = policyFields(input.policy);
   if (fields === null) return fail(IDENTITY_ERRORS.invalidPolicy);
   const agent = publicKeyHex(fields.agent);
@@ -141,5 +142,5 @@ export function checkIdentityPolicy(input: IdentityInputs, required: boolean, no
   if (attested === null) return fail(IDENTITY_ERRORS.attestationFailed);
   if (attested !== owner) return fail(IDENTITY_ERRORS.wrongOwner);
   if (input.launchOwner !== owner) return fail(IDENTITY_ERRORS.launchOwner);
-  return { ok: true };
+  return ok();
 }

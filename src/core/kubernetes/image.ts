@@ -3,10 +3,11 @@
  * reference is accepted: a tag is a mutable pointer. Normalisation drops the tag, so the same bytes always give the
  * same fingerprint.
  */
+import type { Result } from "../../kit/result.js";
 export const IMAGE_PREFILL =
   "ghcr.io/block/buzz-sprig:sha-6530b58@sha256:17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76";
 
-export type ImageResult = { ok: true; image: string } | { ok: false; error: string };
+export type ImageResult = Result<string>;
 
 const q = (s: string) => JSON.stringify(s);
 const LOWER_HEX_64 = /^[0-9a-f]{64}$/;
@@ -31,5 +32,5 @@ export function parseImage(ref: string): ImageResult {
   const colon = nameWithTag.lastIndexOf(":");
   const name = colon !== -1 && !nameWithTag.slice(colon + 1).includes("/") ? nameWithTag.slice(0, colon) : nameWithTag;
   if (name === "") return { ok: false, error: `provider_config.image ${q(ref)} has no repository name` };
-  return { ok: true, image: `${name}@${digest}` };
+  return { ok: true, value: `${name}@${digest}` };
 }

@@ -12,13 +12,13 @@ import { agentA, agentB, configA } from "../../../test/support/kubernetes/fixtur
 function config(raw: Record<string, unknown>): ProviderConfig {
   const r = parseProviderConfig(raw);
   if (!r.ok) throw new Error(r.error);
-  return r.config;
+  return r.value;
 }
 
 function keysOf(agent: ReturnType<typeof agentA>, cfg: ProviderConfig): string[] {
   const env = buildEnv(agent, cfg, "0f3a91cc");
   if (!env.ok) throw new Error(env.error);
-  return Object.keys(env.env);
+  return Object.keys(env.value);
 }
 
 const TEMPLATE_A =
@@ -103,11 +103,11 @@ describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
         const env1 = buildEnv(a, cfg, "00000000");
         const env2 = buildEnv(withValue, cfg, generation);
         if (!env1.ok || !env2.ok) return;
-        expect(fingerprint(cfg, Object.keys(env2.env))).toBe(fingerprint(cfg, Object.keys(env1.env)));
+        expect(fingerprint(cfg, Object.keys(env2.value))).toBe(fingerprint(cfg, Object.keys(env1.value)));
         const env3 = buildEnv({ ...a, launch: { ...a.launch, env: { [extraKey]: "v" } } }, cfg, generation);
         if (!env3.ok) return;
-        const reserved = Object.keys(env1.env).includes(extraKey);
-        expect(fingerprint(cfg, Object.keys(env3.env)) === fingerprint(cfg, Object.keys(env1.env))).toBe(reserved);
+        const reserved = Object.keys(env1.value).includes(extraKey);
+        expect(fingerprint(cfg, Object.keys(env3.value)) === fingerprint(cfg, Object.keys(env1.value))).toBe(reserved);
       }),
     );
   });
@@ -138,7 +138,7 @@ describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
     const cfg = config(configA);
     const env = buildEnv(agentB(), cfg, "0f3a91cc");
     if (!env.ok) throw new Error(env.error);
-    const text = intentTemplate(cfg, Object.keys(env.env));
+    const text = intentTemplate(cfg, Object.keys(env.value));
     expect(text).not.toContain("nsec1");
     expect(text).not.toContain("0f3a91cc");
     expect(text).not.toContain("wss://relay.example");

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes side of the reconcile loop in `berth serve` (issue 16): given one settled quorum observation of an
+ * The Kubernetes side of the keep loop in `berth serve` (issue 16): given one settled quorum observation of an
  * agent's pod and the agent spec's restart policy (`spec.restart`, core/node/restart-policy.ts), what the loop does.
  * Level-triggered like a controller-runtime Reconciler: the same observation always gives the same verdict, and the
  * loop keeps nothing but backoff between passes.

@@ -1,5 +1,5 @@
 /**
- * The reconcile loop's own small decisions (spec/kubernetes.md §8), as pure tables beside `classify`: what the executor
+ * The converge loop's own small decisions (spec/kubernetes.md §8), as pure tables beside `classify`: what the executor
  * does with a classified action given what this call already did, and what a race loser concludes from the winner's
  * pod. The shell only performs the step these return, as the seed's `reconcile` only executes `classify`'s actions.
  *

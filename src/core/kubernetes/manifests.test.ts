@@ -8,7 +8,7 @@ import { WHO } from "../../../test/support/kubernetes/pods.js";
 function cfg(extra: Record<string, unknown> = {}): ProviderConfig {
   const r = parseProviderConfig({ ...configA, ...extra });
   if (!r.ok) throw new Error(r.error);
-  return r.config;
+  return r.value;
 }
 type Obj = Record<string, unknown> & { metadata: Record<string, Record<string, string>>; spec: Record<string, unknown> };
 
@@ -95,11 +95,11 @@ describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
   it("writes the Secret immutable, as stringData, with only the identity annotation", () => {
     const env = buildEnv(agentA(), cfg(), "0f3a91cc");
     if (!env.ok) throw new Error(env.error);
-    const s = secretManifest(WHO, cfg(), "0f3a91cc", env.env) as Obj;
+    const s = secretManifest(WHO, cfg(), "0f3a91cc", env.value) as Obj;
     expect(s.immutable).toBe(true);
     expect(s.data).toBeUndefined();
     expect(s.type).toBeUndefined();
-    expect(s.stringData).toEqual(env.env);
+    expect(s.stringData).toEqual(env.value);
     expect(s.metadata.annotations).toEqual({ "buzz.block.xyz/agent-pubkey-full": WHO.pubkey });
     expect(s.metadata.name).toBe("buzz-agent-7e7e9c42a91b-0f3a91cc");
   });

@@ -33,7 +33,7 @@ export type IdentityResult = { ok: true; identity: AgentIdentity } | { ok: false
 /** spec/kubernetes.md §4.1: the nsec is trimmed for decoding only; a failure carries no reason outward (C1 is fixed text). */
 export function identityFromNsec(nsec: string): IdentityResult {
   const decoded = decodeNsec(nsec);
-  return decoded.ok ? { ok: true, identity: identityOf(decoded.pubkey) } : { ok: false };
+  return decoded.ok ? { ok: true, identity: identityOf(decoded.value) } : { ok: false };
 }
 
 const PUBKEY_HEX = /^[0-9a-f]{64}$/;

@@ -2,6 +2,7 @@
  * The provider-protocol request (spec/kubernetes.md §3.4), parsed in the dispatch order of §3.2: the relay-mesh refusal
  * runs on the raw value before the typed parse, so it fires even when the rest of the request is broken.
  */
+import type { Result } from "../../kit/result.js";
 import { z } from "zod";
 import { serdeRequestVerdict } from "./serde-request.js";
 
@@ -49,7 +50,7 @@ export function isRelayMesh(raw: unknown): boolean {
   return typeof provider === "string" && provider.trim() === "relay-mesh";
 }
 
-export type RequestParse = { ok: true; request: ProviderRequest } | { ok: false; error: string };
+export type RequestParse = Result<ProviderRequest>;
 
 /**
  * Stage 5 (A4): an unknown op and wrong or missing fields are answered here, before any config is read, with serde's
@@ -59,9 +60,9 @@ export type RequestParse = { ok: true; request: ProviderRequest } | { ok: false;
 export function parseRequest(raw: unknown): RequestParse {
   const bad = (detail: string): RequestParse => ({ ok: false, error: `could not understand the request: ${detail}` });
   const verdict = serdeRequestVerdict(raw);
-  if (!verdict.ok) return bad(verdict.detail);
-  if (verdict.op === "info") return { ok: true, request: { op: "info" } };
+  if (!verdict.ok) return bad(verdict.error);
+  if (verdict.value === "info") return { ok: true, value: { op: "info" } };
   const parsed = DeploySchema.safeParse(raw);
   if (!parsed.success) return bad(parsed.error.issues[0]?.message ?? "invalid request");
-  return { ok: true, request: parsed.data };
+  return { ok: true, value: parsed.data };
 }

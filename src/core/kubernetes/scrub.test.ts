@@ -35,7 +35,7 @@ describe("scrubbing an attempt's secrets from server text (issue 12)", () => {
       "0f3a91cc",
     );
     if (!env.ok) throw new Error(env.error);
-    const secrets = attemptSecrets(env.env);
+    const secrets = attemptSecrets(env.value);
     expect(secrets).toEqual(expect.arrayContaining([NSEC, "sk-123456", "wss://relay.example/?t=abcd", "claude-sonnet-4-5"]));
     // The nonce is the Secret name's suffix and the rest is public config or plain words: scrubbing them would garble
     // object names and hide nothing.
@@ -50,7 +50,7 @@ describe("scrubbing an attempt's secrets from server text (issue 12)", () => {
     const env = buildEnv({ relay_url: "wss://r.example", private_key_nsec: NSEC, launch: { owner_pubkey: "a".repeat(64), command: "buzz-agent" } }, { inactivitySeconds: 7200 }, "0f3a91cc");
     if (!env.ok) throw new Error(env.error);
     const pod = "buzz-agent-7e7e9c42a91b";
-    const scrub = scrubberFor(attemptSecrets(env.env), [pod, "buzz-agents-test"]);
+    const scrub = scrubberFor(attemptSecrets(env.value), [pod, "buzz-agents-test"]);
     expect(scrub(`startup not confirmed within 25s for ${pod}: the pod is Pending`)).toBe(`startup not confirmed within 25s for ${pod}: the pod is Pending`);
     expect(scrub(`denied: ${NSEC}`)).toBe(`denied: ${REDACTED}`);
   });

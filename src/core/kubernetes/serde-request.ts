@@ -15,6 +15,7 @@
  * berth appends where it knows more — ` (at agent.env_vars)` — and withholds what serde would quote from a string
  * value (it may be a key): `string (value withheld)`.
  */
+import type { Result } from "../../kit/result.js";
 
 type Shape =
   | { readonly kind: "string" }
@@ -135,36 +136,36 @@ function check(v: unknown, shape: Shape, path: readonly string[]): void {
   }
 }
 
-export type SerdeVerdict = { ok: true; op: "info" | "deploy" } | { ok: false; detail: string };
+export type SerdeVerdict = Result<"info" | "deploy">;
 
 /** The op's own refusal: serde's unknown-variant text, echoing the op only when it is plainly a word. */
 function opVerdict(op: unknown): SerdeVerdict {
-  if (op === "info" || op === "deploy") return { ok: true, op };
+  if (op === "info" || op === "deploy") return { ok: true, value: op };
   if (typeof op === "string") {
     const shown = /^[A-Za-z0-9_.-]{1,32}$/.test(op) ? op : "…";
-    return { ok: false, detail: `unknown variant \`${shown}\`, expected \`info\` or \`deploy\`` };
+    return { ok: false, error: `unknown variant \`${shown}\`, expected \`info\` or \`deploy\`` };
   }
-  return { ok: false, detail: `invalid type: ${unexpected(op)}, expected variant identifier` };
+  return { ok: false, error: `invalid type: ${unexpected(op)}, expected variant identifier` };
 }
 
 /** serde's first refusal of `raw` as a `Request`, or the op when it would deserialize. */
 export function serdeRequestVerdict(raw: unknown): SerdeVerdict {
   if (Array.isArray(raw)) {
     // The tag of a sequence is its first element; [] has none.
-    if (raw.length === 0) return { ok: false, detail: "missing field `op`" };
+    if (raw.length === 0) return { ok: false, error: "missing field `op`" };
     const tag = opVerdict(raw[0]);
-    return tag.ok ? { ok: false, detail: "the request must be a JSON object" } : tag;
+    return tag.ok ? { ok: false, error: "the request must be a JSON object" } : tag;
   }
-  if (typeof raw !== "object" || raw === null) return { ok: false, detail: `invalid type: ${unexpected(raw)}, expected internally tagged enum Request` };
+  if (typeof raw !== "object" || raw === null) return { ok: false, error: `invalid type: ${unexpected(raw)}, expected internally tagged enum Request` };
   const rec = raw as Record<string, unknown>;
-  if (!("op" in rec)) return { ok: false, detail: "missing field `op`" };
+  if (!("op" in rec)) return { ok: false, error: "missing field `op`" };
   const tag = opVerdict(rec.op);
-  if (!tag.ok || tag.op === "info") return tag;
+  if (!tag.ok || tag.value === "info") return tag;
   const { op: _op, ...content } = rec;
   try {
     check(content, DEPLOY_REQUEST, []);
   } catch (error) {
-    if (error instanceof Refused) return { ok: false, detail: error.message };
+    if (error instanceof Refused) return { ok: false, error: error.message };
     throw error;
   }
   return tag;

@@ -32,9 +32,9 @@ describe("the decision state machine", () => {
     const verdict = transition(state, event, actor);
     if (expected === undefined) {
       expect(verdict.ok).toBe(false);
-      if (!verdict.ok) expect(verdict.reason).toMatch(new RegExp(`${event}`));
+      if (!verdict.ok) expect(verdict.error).toMatch(new RegExp(`${event}`));
     } else {
-      expect(verdict).toEqual({ ok: true, to: expected });
+      expect(verdict).toEqual({ ok: true, value: expected });
     }
   });
 

@@ -23,6 +23,7 @@
  *   interrupted" is never written while the owner is alive;
  * - `placed` and `unplaced` are final: nothing moves a settled decision back to `unsettled` (the wedge of case 2).
  */
+import type { Result } from "../../kit/result.js";
 
 export const DECISION_STATES = ["dispatching", "reconciling", "unsettled", "settling", "placed", "unplaced"] as const;
 export type DecisionState = (typeof DECISION_STATES)[number];
@@ -57,9 +58,7 @@ export const OWNED_STATES: ReadonlySet<DecisionState> = new Set(["dispatching", 
 /** States that reserve the name (the store's partial unique index). */
 export const OPEN_STATES: readonly DecisionState[] = ["dispatching", "reconciling", "unsettled", "settling"];
 
-export type TransitionVerdict =
-  | { readonly ok: true; readonly to: DecisionState }
-  | { readonly ok: false; readonly reason: string };
+export type TransitionVerdict = Result<DecisionState>;
 
 interface Rule {
   readonly from: DecisionState;
@@ -93,12 +92,12 @@ const RULES: readonly Rule[] = [
 
 export function transition(from: DecisionState, event: DecisionEvent, actor: DecisionActor): TransitionVerdict {
   const rule = RULES.find((r) => r.from === from && r.event === event);
-  if (!rule) return { ok: false, reason: `a decision in state ${from} cannot take the event ${event}` };
+  if (!rule) return { ok: false, error: `a decision in state ${from} cannot take the event ${event}` };
   if (!rule.by.includes(actor)) {
     const who = rule.by.join(" or ");
-    return { ok: false, reason: `${event} of a decision in state ${from} is for its ${who}, not for ${actorText(actor)}` };
+    return { ok: false, error: `${event} of a decision in state ${from} is for its ${who}, not for ${actorText(actor)}` };
   }
-  return { ok: true, to: rule.to };
+  return { ok: true, value: rule.to };
 }
 
 function actorText(actor: DecisionActor): string {

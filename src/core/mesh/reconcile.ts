@@ -1,6 +1,6 @@
 /**
- * The reconcile loop's decision for one managed placement (issue 16 "A reconcile loop in `berth serve`", spec/mesh.md
- * §15): level-triggered, like a controller-runtime Reconciler. Given what the store records and what the tick
+ * The keep loop's decision for one managed placement (issue 16 "A reconcile loop in `berth serve`", spec/mesh.md §15;
+ * issue 32 calls it the keep loop, "reconcile" being the lost answer's word only): level-triggered, like a controller-runtime Reconciler. Given what the store records and what the tick
  * *verified* on the node, it returns the one action that moves the agent toward "running exactly once" under its
  * restart policy, or why it waits. The shell performs the action through the same chained call a verb makes.
  *
@@ -56,7 +56,7 @@ export interface PlacementView extends MovableRecord {
   readonly name: string;
   readonly node_id: string;
   readonly policy: RestartPolicy;
-  /** The record was moved to another node already (`rescheduled`): only its old copy is reconciled. */
+  /** The record was moved to another node already (`rescheduled`): only its old copy is settled. */
   readonly moved: boolean;
   /** A moved record: why it was moved (absent: `lease`, the automatic case). */
   readonly moved_by?: MoveAuthority;
@@ -123,10 +123,10 @@ export function reconcilePlacement(input: ReconcileInput): ReconcileAction {
 function decide(input: ReconcileInput): ReconcileAction {
   const { placement: p, observed } = input;
   if (p.stopped === true) {
-    // Issue 33: the person's stop outlives its node. A moved record's old copy is still reconciled (a stopped copy
+    // Issue 33: the person's stop outlives its node. A moved record's old copy is still settled (a stopped copy
     // unloaded, a forgotten node's running copy stopped), but the agent is never placed again; a placement is never
     // started, replaced or rescheduled, whether its node lost it, stopped it for its lease, died or was forgotten.
-    if (p.moved) return reconcileOldCopy(observed, p.moved_by ?? "lease");
+    if (p.moved) return settleOldCopy(observed, p.moved_by ?? "lease");
     return { kind: "none", why: "stopped by its operator: only a deploy or `berth agent start` runs it again" };
   }
   if (p.moved) {
@@ -135,7 +135,7 @@ function decide(input: ReconcileInput): ReconcileAction {
     if (p.successor_missing === true && p.policy !== "never" && mayReschedule({ ...p, reschedules: 0 }).ok) {
       return { kind: "place_again", why: `moved off its node (${p.moved_by ?? "lease"}) and not placed elsewhere yet` };
     }
-    return reconcileOldCopy(observed, p.moved_by ?? "lease");
+    return settleOldCopy(observed, p.moved_by ?? "lease");
   }
   switch (observed.kind) {
     case "listed":
@@ -155,7 +155,7 @@ function decide(input: ReconcileInput): ReconcileAction {
   }
 }
 
-function reconcileOldCopy(observed: InstanceObservation, by: MoveAuthority): ReconcileAction {
+function settleOldCopy(observed: InstanceObservation, by: MoveAuthority): ReconcileAction {
   switch (observed.kind) {
     case "listed":
       // Issue 16: the operator declared the node dead for good (`berth node forget`) and released its placements; a

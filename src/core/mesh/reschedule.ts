@@ -17,7 +17,7 @@ export const MAX_RESCHEDULES = 5;
 /** Why a record left its node: the lease ran out, the node lost it, the operator drained or forgot the node. */
 export const MOVE_AUTHORITIES = ["lease", "lost", "drain", "forget"] as const;
 export type MoveAuthority = (typeof MOVE_AUTHORITIES)[number];
-/** §15: retry backoff 10 s doubling, capped at 300 s (also the reconcile loop's per-agent backoff). */
+/** §15: retry backoff 10 s doubling, capped at 300 s (also the keep loop's per-agent backoff). */
 export const BACKOFF_BASE_MS = 10_000;
 export const BACKOFF_CAP_MS = 300_000;
 /** The engine's `avoid` list holds at most this many nodes (order.ts); the oldest entries give way. */

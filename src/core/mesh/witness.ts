@@ -45,8 +45,8 @@ export function judgeCheckpoint(held: HeldCheckpoint | null, claim: CheckpointCl
     );
   }
   const opened = openCheckpointNote(claim.note, controllerKey);
-  if (!opened.ok) return refuse("invalid_request", `payload.checkpoint.note: ${opened.reason}`);
-  const cp = opened.checkpoint;
+  if (!opened.ok) return refuse("invalid_request", `payload.checkpoint.note: ${opened.error}`);
+  const cp = opened.value;
   const incoming = `tree size ${cp.size} (root ${b64(cp.root)})`;
   if (held === null) return { kind: "serve", accept: { ...cp, note: claim.note, from: null } };
   const mine = `tree size ${held.size} (root ${b64(held.root)})`;

@@ -20,7 +20,7 @@ describe("node admission", () => {
     ["the interpreter is not declared", { ...launch, program: "@node" }, {}, "interpreter node is not declared on this node"],
     ["a secret is not provisioned", { ...launch, secrets: ["OTHER"] }, {}, "secret OTHER is not provisioned on this node"],
   ])("refuses when %s, naming why", (_rule, request, capacity, reason) => {
-    expect(admit(request, { ...roomy, ...capacity })).toEqual({ ok: false, reason });
+    expect(admit(request, { ...roomy, ...capacity })).toEqual({ ok: false, error: reason });
   });
   it("ignores free memory when the package declares none", () => {
     expect(admit(launch, { ...roomy, availableMemoryBytes: 0 })).toEqual({ ok: true });

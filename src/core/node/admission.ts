@@ -3,6 +3,7 @@
  * shell observes the instance count, free memory, which interpreters exist and which secrets are provisioned, and
  * this decides, naming the first reason to refuse.
  */
+import { ok, type Result } from "../../kit/result.js";
 export interface AdmissionRequest {
   readonly program: string;
   readonly memory_mb: number;
@@ -19,20 +20,20 @@ export interface NodeCapacity {
   readonly provisionedSecrets: ReadonlySet<string>;
 }
 
-export type Admission = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+export type Admission = Result<void>;
 
 export function admit(launch: AdmissionRequest, node: NodeCapacity): Admission {
-  if (node.instances >= node.maxInstances) return { ok: false, reason: `instance limit ${node.maxInstances} reached` };
+  if (node.instances >= node.maxInstances) return { ok: false, error: `instance limit ${node.maxInstances} reached` };
   if (launch.memory_mb > 0 && launch.memory_mb * 1024 * 1024 > node.availableMemoryBytes) {
-    return { ok: false, reason: `not enough memory: ${launch.memory_mb} MiB declared` };
+    return { ok: false, error: `not enough memory: ${launch.memory_mb} MiB declared` };
   }
   // An entry `@name` runs through the node's interpreter `name` (§5.1).
   if (launch.program.startsWith("@")) {
     const name = launch.program.slice(1);
-    if (!node.interpreters.has(name)) return { ok: false, reason: `interpreter ${name} is not declared on this node` };
+    if (!node.interpreters.has(name)) return { ok: false, error: `interpreter ${name} is not declared on this node` };
   }
   for (const secret of launch.secrets) {
-    if (!node.provisionedSecrets.has(secret)) return { ok: false, reason: `secret ${secret} is not provisioned on this node` };
+    if (!node.provisionedSecrets.has(secret)) return { ok: false, error: `secret ${secret} is not provisioned on this node` };
   }
-  return { ok: true };
+  return ok();
 }

@@ -3,13 +3,14 @@
  * node every `interval_s`; `misses` consecutive failures make the instance `unhealthy`, which the restart policy then
  * treats as a failure. One success clears the count. Pure: the shell runs the command and reports what it saw.
  */
+import type { Result } from "../../kit/result.js";
 export interface HealthSpec {
   readonly exec: readonly string[];
   readonly interval_s: number;
   readonly misses: number;
 }
 
-export type HealthProbe = { readonly ok: true } | { readonly ok: false; readonly error: string };
+export type HealthProbe = Result<void>;
 
 export type HealthVerdict =
   | { readonly kind: "healthy"; readonly misses: 0 }

@@ -103,6 +103,6 @@ describe("the health verdict", () => {
     expect(judgeHealth(spec, 0, fail)).toEqual({ kind: "missed", misses: 1, error: "exit code 1" });
     expect(judgeHealth(spec, 1, fail).kind).toBe("missed");
     expect(judgeHealth(spec, 2, fail)).toEqual({ kind: "unhealthy", misses: 3, error: "exit code 1" });
-    expect(judgeHealth(spec, 2, { ok: true })).toEqual({ kind: "healthy", misses: 0 });
+    expect(judgeHealth(spec, 2, { ok: true, value: undefined })).toEqual({ kind: "healthy", misses: 0 });
   });
 });

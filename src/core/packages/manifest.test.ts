@@ -33,7 +33,7 @@ describe("package statements and envelopes (§5)", () => {
     const two = { statement: s, signatures: [...one.signatures, signStatement(other, s)] };
     const a = parseEnvelope(one);
     const b = parseEnvelope(two);
-    expect(a.ok && b.ok && a.packageId === b.packageId && a.packageId === packageIdOf(s)).toBe(true);
+    expect(a.ok && b.ok && a.value.packageId === b.value.packageId && a.value.packageId === packageIdOf(s)).toBe(true);
   });
 
   it("grades trust: unsigned, signed_unpinned, pinned_signer", () => {
@@ -57,7 +57,7 @@ describe("package statements and envelopes (§5)", () => {
       trustedSigners: new Set([signer.publicKey]),
       revocations: { generation: 1, subjects: [{ kind: "signer", id: other.publicKey, reason: "lost", at_ms: 1 }] },
     });
-    expect(v).toEqual({ ok: false, reason: `signer '${other.publicKey}' is revoked: lost` });
+    expect(v).toEqual({ ok: false, error: `signer '${other.publicKey}' is revoked: lost` });
   });
 
   it("refuses an id that differs from the requested one", () => {

@@ -3,6 +3,7 @@
  * Pure: files are read by the shell, which passes their bytes' hashes in. The statement is what is hashed and signed;
  * signatures sit outside it, so adding one never changes the package id.
  */
+import type { Result } from "../../kit/result.js";
 import { z } from "zod";
 import { canonicalJson, parseCanonical } from "../crypto/canonical.js";
 import { type SigningKey, signTagged, verifyTagged } from "../crypto/ed25519.js";
@@ -155,32 +156,32 @@ export function signStatement(key: SigningKey, statement: Statement): { key: str
   return { key: key.publicKey, sig: signTagged(key, "berth.package.v1", canonicalJson(statement)) };
 }
 
-export type ParsedEnvelope = { ok: true; envelope: Envelope; packageId: string } | { ok: false; reason: string };
+export type ParsedEnvelope = Result<{ readonly envelope: Envelope; readonly packageId: string }>;
 
 /** §5.4 step 2: exact members and field rules. Accepts text (as fetched) or an already parsed value. */
 export function parseEnvelope(input: string | unknown): ParsedEnvelope {
   let value: unknown = input;
   if (typeof input === "string") {
-    if (Buffer.byteLength(input, "utf8") > 1024 * 1024) return { ok: false, reason: "manifest larger than 1 MiB" };
+    if (Buffer.byteLength(input, "utf8") > 1024 * 1024) return { ok: false, error: "manifest larger than 1 MiB" };
     try {
       value = JSON.parse(input);
     } catch {
-      return { ok: false, reason: "manifest is not valid JSON" };
+      return { ok: false, error: "manifest is not valid JSON" };
     }
   }
   const outer = EnvelopeSchema.safeParse(value);
-  if (!outer.success) return { ok: false, reason: describeIssues("manifest", outer.error.issues) };
+  if (!outer.success) return { ok: false, error: describeIssues("manifest", outer.error.issues) };
   const statement = StatementSchema.safeParse(outer.data.statement);
-  if (!statement.success) return { ok: false, reason: describeIssues("manifest.statement", statement.error.issues) };
+  if (!statement.success) return { ok: false, error: describeIssues("manifest.statement", statement.error.issues) };
   // Integers only and representable: the statement must survive canonicalisation to have an id at all.
   try {
     const text = canonicalJson(statement.data);
-    if (!parseCanonical(text).ok) return { ok: false, reason: "manifest.statement is not canonicalisable" };
+    if (!parseCanonical(text).ok) return { ok: false, error: "manifest.statement is not canonicalisable" };
   } catch (error) {
-    return { ok: false, reason: `manifest.statement: ${error instanceof Error ? error.message : "not canonicalisable"}` };
+    return { ok: false, error: `manifest.statement: ${error instanceof Error ? error.message : "not canonicalisable"}` };
   }
   const envelope: Envelope = { statement: statement.data, signatures: outer.data.signatures };
-  return { ok: true, envelope, packageId: packageIdOf(statement.data) };
+  return { ok: true, value: { envelope, packageId: packageIdOf(statement.data) } };
 }
 
 export interface SignatureReport {
@@ -198,9 +199,7 @@ export function signatureReport(envelope: Envelope, trustedSigners: ReadonlySet<
   return { trust, validKeys, trustedKeys };
 }
 
-export type EnvelopeVerdict =
-  | { ok: true; envelope: Envelope; packageId: string; signers: readonly string[] }
-  | { ok: false; reason: string };
+export type EnvelopeVerdict = Result<{ readonly envelope: Envelope; readonly packageId: string; readonly signers: readonly string[] }>;
 
 /**
  * §5.4 steps 2–5 on the node (and §5.5 on the controller): parse, recompute the id, at least one trusted signature,
@@ -219,30 +218,26 @@ export interface EnvelopeTrust {
 /** §5.4 steps 3–5 over the result of `parseEnvelope` (step 2), for a caller that keeps a parse (the node, issue 19). */
 export function verifyParsedEnvelope(parsed: ParsedEnvelope, opts: EnvelopeTrust): EnvelopeVerdict {
   if (!parsed.ok) return parsed;
-  if (opts.expectedId !== undefined && parsed.packageId !== opts.expectedId) {
-    return { ok: false, reason: `package id ${parsed.packageId} does not match the requested ${opts.expectedId}` };
+  if (opts.expectedId !== undefined && parsed.value.packageId !== opts.expectedId) {
+    return { ok: false, error: `package id ${parsed.value.packageId} does not match the requested ${opts.expectedId}` };
   }
-  const report = signatureReport(parsed.envelope, opts.trustedSigners);
+  const report = signatureReport(parsed.value.envelope, opts.trustedSigners);
   if (report.trust !== "pinned_signer") {
-    return {
-      ok: false,
-      reason:
-        report.trust === "unsigned"
+    return { ok: false, error: report.trust === "unsigned"
           ? "package is unsigned: no signature verifies"
-          : "package is not signed by a trusted signer of this host (signed_unpinned)",
-    };
+          : "package is not signed by a trusted signer of this host (signed_unpinned)" };
   }
-  if (opts.revocations === null) return { ok: false, reason: "revocation list unreadable (fail closed)" };
+  if (opts.revocations === null) return { ok: false, error: "revocation list unreadable (fail closed)" };
   for (const key of report.validKeys) {
     const hit = opts.revocations.subjects.find((s) => s.kind === "signer" && s.id === key);
-    if (hit) return { ok: false, reason: `signer '${key}' is revoked: ${hit.reason}` };
+    if (hit) return { ok: false, error: `signer '${key}' is revoked: ${hit.reason}` };
   }
-  const pkgHit = opts.revocations.subjects.find((s) => s.kind === "package" && s.id === parsed.packageId);
-  if (pkgHit) return { ok: false, reason: `package '${parsed.packageId}' is revoked: ${pkgHit.reason}` };
-  for (const file of parsed.envelope.statement.files) {
+  const pkgHit = opts.revocations.subjects.find((s) => s.kind === "package" && s.id === parsed.value.packageId);
+  if (pkgHit) return { ok: false, error: `package '${parsed.value.packageId}' is revoked: ${pkgHit.reason}` };
+  for (const file of parsed.value.envelope.statement.files) {
     const hit = opts.revocations.subjects.find((s) => s.kind === "file" && s.id === file.sha256);
-    if (hit) return { ok: false, reason: `file '${file.sha256}' is revoked: ${hit.reason}` };
+    if (hit) return { ok: false, error: `file '${file.sha256}' is revoked: ${hit.reason}` };
   }
-  return { ok: true, envelope: parsed.envelope, packageId: parsed.packageId, signers: report.validKeys };
+  return { ok: true, value: { envelope: parsed.value.envelope, packageId: parsed.value.packageId, signers: report.validKeys } };
 }
 

@@ -22,7 +22,7 @@ export function verifyAnswer(signed: SignedMessage, request: RequestPayload, exp
   if (expectedKey === null && request.method !== "describe") return { ok: false, reason: "only a describe may learn a key" };
   if (!verifyTagged(signed.key, RESPONSE_TAG, signed.payload, signed.sig)) return { ok: false, reason: "response signature does not verify" };
   const parsed = parseCanonical(signed.payload);
-  if (!parsed.ok) return { ok: false, reason: `response payload: ${parsed.reason}` };
+  if (!parsed.ok) return { ok: false, reason: `response payload: ${parsed.error}` };
   const shape = ResponsePayloadSchema.safeParse(parsed.value);
   if (!shape.success) return { ok: false, reason: describeIssues("response", shape.error.issues) };
   const response = shape.data;

@@ -2,6 +2,7 @@
  * Method bodies (spec/mesh.md §9.1, §11): what each control method carries and returns. Shared by the node (which
  * validates with these) and the controller (which builds with the same types).
  */
+import type { Result } from "../../kit/result.js";
 import { z } from "zod";
 import { RevocationListSchema } from "../governance/policy.js";
 import { PLACE_RESTART_DEFAULT, RestartPolicySchema } from "../node/restart-policy.js";
@@ -73,9 +74,9 @@ export const BODY_SCHEMAS = {
 
 export type BodyOf<M extends keyof typeof BODY_SCHEMAS> = z.infer<(typeof BODY_SCHEMAS)[M]>;
 
-export function parseBody<M extends keyof typeof BODY_SCHEMAS>(method: M, body: unknown): { ok: true; body: BodyOf<M> } | { ok: false; reason: string } {
+export function parseBody<M extends keyof typeof BODY_SCHEMAS>(method: M, body: unknown): Result<BodyOf<M>> {
   const parsed = BODY_SCHEMAS[method].safeParse(body);
-  return parsed.success ? { ok: true, body: parsed.data as BodyOf<M> } : { ok: false, reason: describeIssues("body", parsed.error.issues) };
+  return parsed.success ? { ok: true, value: parsed.data as BodyOf<M> } : { ok: false, error: describeIssues("body", parsed.error.issues) };
 }
 
 /** §11.2 rows, as the node answers them. */

@@ -3,6 +3,7 @@
  * envelope, request and response payloads and the five message frames. Every schema is strict: an unknown member is
  * refused, never ignored, because a member a verifier skips is a member an attacker can use.
  */
+import type { Result } from "../../kit/result.js";
 import { z } from "zod";
 
 export const METHODS = ["describe", "place", "load", "start", "stop", "unload", "status", "logs", "rehome", "revocations"] as const;
@@ -161,16 +162,16 @@ export type FetchFrame = Extract<MessageFrame, { type: "fetch" }>;
 export type DataFrame = Extract<MessageFrame, { type: "data" }>;
 
 /** Parses a frame as a message frame; anything else (not UTF-8 JSON, unknown type or member) is a protocol error. */
-export function parseMessageFrame(bytes: Uint8Array): { ok: true; frame: MessageFrame } | { ok: false; reason: string } {
+export function parseMessageFrame(bytes: Uint8Array): Result<MessageFrame> {
   let value: unknown;
   try {
     value = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch {
-    return { ok: false, reason: "frame is not a UTF-8 JSON message" };
+    return { ok: false, error: "frame is not a UTF-8 JSON message" };
   }
   const parsed = MessageFrameSchema.safeParse(value);
-  if (!parsed.success) return { ok: false, reason: describeIssues("frame", parsed.error.issues) };
-  return { ok: true, frame: parsed.data };
+  if (!parsed.success) return { ok: false, error: describeIssues("frame", parsed.error.issues) };
+  return { ok: true, value: parsed.data };
 }
 
 export function encodeMessageFrame(frame: MessageFrame): Uint8Array {

@@ -14,7 +14,7 @@ describe("typed node answers (issue 14 item 3)", () => {
     expect(parseResult("status", { row })).toEqual({ ok: true });
     const bad = parseResult("status", { row: { ...row, generation: "1" } });
     expect(bad.ok).toBe(false);
-    expect(!bad.ok && bad.reason).toMatch(/status result/);
+    expect(!bad.ok && bad.error).toMatch(/status result/);
   });
 
   it("each mutating method's answer needs its members; a newer node's extra member is accepted", () => {

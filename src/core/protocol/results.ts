@@ -5,6 +5,7 @@
  * ones listed here are required and typed): the request side stays strict (messages.ts), the answer side tolerant of
  * additions, never of a missing or mistyped member.
  */
+import { ok, type Result } from "../../kit/result.js";
 import { z } from "zod";
 import type { JsonObject } from "../crypto/canonical.js";
 import { describeIssues, type Method, SignedMessageSchema } from "./messages.js";
@@ -73,11 +74,11 @@ export type ResultOf<M extends Method> = z.infer<(typeof RESULT_SCHEMAS)[M]>;
 export type StatusRowAnswer = z.infer<typeof StatusRowSchema>;
 
 /** Parses one `ok` result for its method; an unknown method's result is passed through (the node refuses those). */
-export function parseResult(method: string, result: JsonObject): { ok: true } | { ok: false; reason: string } {
+export function parseResult(method: string, result: JsonObject): Result<void> {
   const schema = (RESULT_SCHEMAS as Record<string, z.ZodType | undefined>)[method];
-  if (schema === undefined) return { ok: true };
+  if (schema === undefined) return ok();
   const parsed = schema.safeParse(result);
-  return parsed.success ? { ok: true } : { ok: false, reason: describeIssues(`${method} result`, parsed.error.issues) };
+  return parsed.success ? { ok: true, value: undefined } : { ok: false, error: describeIssues(`${method} result`, parsed.error.issues) };
 }
 
 export type InstanceStatusRowAnswer = z.infer<typeof InstanceStatusRowSchema>;

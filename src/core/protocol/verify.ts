@@ -73,7 +73,7 @@ export function verifyRequest(signed: SignedMessage, ctx: TargetContext): Reques
   if (!verifyTagged(signed.key, REQUEST_TAG, signed.payload, signed.sig)) return refuse("signature", "signature does not verify");
   // 3. a canonical JSON object
   const parsed = parseCanonical(signed.payload);
-  if (!parsed.ok) return refuse("signature", `payload: ${parsed.reason}`);
+  if (!parsed.ok) return refuse("signature", `payload: ${parsed.error}`);
   if (typeof parsed.value !== "object" || parsed.value === null || Array.isArray(parsed.value)) {
     return refuse("signature", "payload is not a JSON object");
   }

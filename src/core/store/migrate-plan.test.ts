@@ -41,8 +41,8 @@ describe("may the source store move now (berth migrate, issue 20)", () => {
     const v = judgeSource([{ lease: lease(), pidStartTime: "777" }], { owner_id: "o-1", epoch: 9, pid: 4121, host: "ctl-a", released_ms: null }, here);
     expect(v.ok).toBe(false);
     if (v.ok) return;
-    expect(v.reason).toContain("the leader (epoch 9), pid 4121 on ctl-a, owner o-1");
-    expect(v.reason).toMatch(/stop every berth serve/);
+    expect(v.error).toContain("the leader (epoch 9), pid 4121 on ctl-a, owner o-1");
+    expect(v.error).toMatch(/stop every berth serve/);
   });
 });
 
@@ -72,9 +72,9 @@ describe("is the target empty", () => {
     });
     expect(v.ok).toBe(false);
     if (v.ok) return;
-    expect(v.reason).toContain("berth_store (1 row), audit_event (12 rows), berth_lease_epoch (1 row)");
-    expect(v.reason).toContain(`controller store ${"ab".repeat(16)}`);
-    expect(v.reason).toContain("nothing was written");
+    expect(v.error).toContain("berth_store (1 row), audit_event (12 rows), berth_lease_epoch (1 row)");
+    expect(v.error).toContain(`controller store ${"ab".repeat(16)}`);
+    expect(v.error).toContain("nothing was written");
   });
 
   it("a database with an unrelated table holding rows is refused too (it is someone's database)", () => {

@@ -18,6 +18,7 @@
  * - **no live holder**: a source with a live owner lease (a `berth serve`, a CLI verb in flight, the leader) is
  *   refused, naming the holder; judged like crash recovery judges owners (src/core/mesh/owner-liveness.ts).
  */
+import { ok, type Result } from "../../kit/result.js";
 import { type HereFacts, judgeOwner, type OwnerLease } from "../mesh/owner-liveness.js";
 
 export interface ColumnShape {
@@ -39,7 +40,7 @@ export const SEEDED_TABLES: ReadonlySet<string> = new Set(["berth_lease_epoch", 
 /** Schema bookkeeping: compared (versions must match), never copied. */
 export const SCHEMA_TABLE = "berth_schema";
 
-export type Verdict = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+export type Verdict = Result<void>;
 
 // ─── the source ──────────────────────────────────────────────────────────────────────────────────────────────────
 
@@ -72,11 +73,8 @@ export function liveHolders(owners: readonly SourceOwner[], leader: SourceLeader
 
 export function judgeSource(owners: readonly SourceOwner[], leader: SourceLeader | null, here: Omit<HereFacts, "pid_start_time">): Verdict {
   const held = liveHolders(owners, leader, here);
-  if (held.length === 0) return { ok: true };
-  return {
-    ok: false,
-    reason: `the source store is in use by ${held.join("; ")}: stop every berth serve and CLI verb on it first (a store moves only while nobody acts on it), then run berth migrate again`,
-  };
+  if (held.length === 0) return ok();
+  return { ok: false, error: `the source store is in use by ${held.join("; ")}: stop every berth serve and CLI verb on it first (a store moves only while nobody acts on it), then run berth migrate again` };
 }
 
 // ─── the target ──────────────────────────────────────────────────────────────────────────────────────────────────
@@ -97,13 +95,10 @@ export function judgeTarget(t: TargetContents): Verdict {
     if (table.name === "berth_lease_epoch") return !(table.rows === 1 && (t.leaseEpoch ?? 0) === 0);
     return true;
   });
-  if (held.length === 0) return { ok: true };
+  if (held.length === 0) return ok();
   const what = held.map((table) => `${table.name} (${table.rows} row${table.rows === 1 ? "" : "s"})`).join(", ");
   const store = t.storeId === null ? "" : ` It is controller store ${t.storeId}.`;
-  return {
-    ok: false,
-    reason: `the target database is not empty: it holds ${what}.${store} berth migrate writes only into an empty database (one made for it with CREATE DATABASE); nothing was written`,
-  };
+  return { ok: false, error: `the target database is not empty: it holds ${what}.${store} berth migrate writes only into an empty database (one made for it with CREATE DATABASE); nothing was written` };
 }
 
 // ─── the copy ────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -187,5 +182,5 @@ export function judgeCopied(
     else if (got.rows !== want.rows) wrong.push(`${table} holds ${got.rows} rows, the source ${want.rows}`);
     else if (got.digest !== want.digest) wrong.push(`${table}'s rows differ from the source's`);
   }
-  return wrong.length === 0 ? { ok: true } : { ok: false, reason: `the copy does not match the source (${wrong.join("; ")}); rolled back, nothing was written` };
+  return wrong.length === 0 ? { ok: true, value: undefined } : { ok: false, error: `the copy does not match the source (${wrong.join("; ")}); rolled back, nothing was written` };
 }

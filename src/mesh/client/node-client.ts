@@ -286,8 +286,8 @@ export class NodeClient {
         const frame = await stream.recv(deadline - Date.now());
         onFrame();
         const parsed = parseMessageFrame(frame);
-        if (!parsed.ok) return this.noAnswer(stream, `protocol error: ${parsed.reason}`, sent);
-        const msg = parsed.frame;
+        if (!parsed.ok) return this.noAnswer(stream, `protocol error: ${parsed.error}`, sent);
+        const msg = parsed.value;
         if (msg.type === "fetch") {
           if (!(request.method === "place" || request.method === "load")) return this.noAnswer(stream, "node sent a fetch for a read method", sent);
           await this.serveFetch(stream, msg, request, opts.package);
@@ -300,7 +300,7 @@ export class NodeClient {
         if (outcome.status === "ok") {
           // Parsed once, here, against the method's schema (core/protocol/results.ts): callers may rely on the shape.
           const shape = parseResult(request.method, outcome.result as JsonObject);
-          if (!shape.ok) return this.noAnswer(stream, `no valid answer: ${shape.reason}`, sent);
+          if (!shape.ok) return this.noAnswer(stream, `no valid answer: ${shape.error}`, sent);
           // A complete exchange: the connection may carry the next call (§4.3), if the connector keeps it warm.
           if (stream.release) stream.release();
           else stream.close();

@@ -42,9 +42,9 @@ export class PackageDirSource implements PackageSource {
     }
     this.manifest = readFileSync(join(dir, MANIFEST_FILE));
     const parsed = parseEnvelope(Buffer.from(this.manifest).toString("utf8"));
-    if (!parsed.ok) throw new Error(`${join(dir, MANIFEST_FILE)}: ${parsed.reason}`);
-    this.packageId = parsed.packageId;
-    this.statement = parsed.envelope.statement;
+    if (!parsed.ok) throw new Error(`${join(dir, MANIFEST_FILE)}: ${parsed.error}`);
+    this.packageId = parsed.value.packageId;
+    this.statement = parsed.value.envelope.statement;
   }
 
   readRange(sha256: string, offset: number, length: number): Buffer | string {

@@ -34,8 +34,8 @@ const viewOf = (tiers: readonly Tier[]) => tiers.map((tier, i) => ({ node_id: no
 const summaryOf = (tiers: readonly Tier[], lag: ReadonlyMap<string, string> = new Map()) => {
   const { verdicts, summary } = placeVerdicts(viewOf(tiers), contextFor, policy, lag);
   const parsed = parseGateSummary(summary.canonical);
-  if (!parsed.ok) throw new Error(parsed.reason);
-  return { verdicts, summary, parsed: parsed.summary };
+  if (!parsed.ok) throw new Error(parsed.error);
+  return { verdicts, summary, parsed: parsed.value };
 };
 
 describe("the verdicts of a consult over the view, one gate summary (mesh.md §7.7, issue 35)", () => {

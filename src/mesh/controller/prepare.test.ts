@@ -43,7 +43,7 @@ describe("preparing a package on the controller (issue 12)", () => {
     expect(prepared.ok).toBe(true);
     const stored = join(dataDir, PACKAGE_STORE, pkg.packageId);
     const parsed = parseEnvelope(readFileSync(join(stored, MANIFEST_FILE), "utf8"));
-    expect(parsed.ok && parsed.packageId).toBe(pkg.packageId);
+    expect(parsed.ok && parsed.value.packageId).toBe(pkg.packageId);
     expect(readFileSync(join(stored, "run.sh"), "utf8")).toBe("#!/bin/sh\necho signed\n");
   });
 

@@ -46,14 +46,14 @@ export function preparePackage(ref: string, dataDir: string, policy: ControllerP
   if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
   afterVerify?.();
   const { verdict, manifest, files } = read;
-  if (stored && verdict.packageId !== ref) return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.packageId}` };
-  const statement = verdict.envelope.statement;
-  const target = join(storeRoot, verdict.packageId);
+  if (stored && verdict.value.packageId !== ref) return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.value.packageId}` };
+  const statement = verdict.value.envelope.statement;
+  const target = join(storeRoot, verdict.value.packageId);
   if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE))) writeIntoStore(target, manifest, statement, files);
   // The manifest nodes fetch is the one just verified, not a second read of the store copy (issue 19: that read and
   // its parse were a third of a prepare); the pinned files are served from the store copy, each checked first.
-  const source = new PackageDirSource(target, { verified: { manifest, packageId: verdict.packageId, statement } });
-  return { ok: true, pkg: { packageId: verdict.packageId, statement, source, signers: verdict.signers } };
+  const source = new PackageDirSource(target, { verified: { manifest, packageId: verdict.value.packageId, statement } });
+  return { ok: true, pkg: { packageId: verdict.value.packageId, statement, source, signers: verdict.value.signers } };
 }
 
 /**
@@ -69,10 +69,10 @@ export function inspectPackage(ref: string, dataDir: string, policy: ControllerP
   const read = stored ? readVerifiedManifest(dir, policy) : readVerified(dir, policy);
   if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
   const { verdict, manifest } = read;
-  if (stored && verdict.packageId !== ref) return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.packageId}` };
-  const statement = verdict.envelope.statement;
-  const source = new PackageDirSource(dir, { verified: { manifest, packageId: verdict.packageId, statement } });
-  return { ok: true, pkg: { packageId: verdict.packageId, statement, source, signers: verdict.signers } };
+  if (stored && verdict.value.packageId !== ref) return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.value.packageId}` };
+  const statement = verdict.value.envelope.statement;
+  const source = new PackageDirSource(dir, { verified: { manifest, packageId: verdict.value.packageId, statement } });
+  return { ok: true, pkg: { packageId: verdict.value.packageId, statement, source, signers: verdict.value.signers } };
 }
 
 /**
@@ -106,7 +106,7 @@ function readVerifiedManifest(dir: string, policy: ControllerPolicy): ReadVerifi
   }
   const parsed = manifests.get("manifest", manifest.toString("utf8"), parseEnvelope);
   const verdict = verifyParsedEnvelope(parsed, { trustedSigners: policy.signers, revocations: policy.revocations });
-  return verdict.ok ? { ok: true, verdict, manifest, files: new Map() } : verdict;
+  return verdict.ok ? { ok: true, verdict, manifest, files: new Map() } : { ok: false, reason: verdict.error };
 }
 
 /** The node's rules (§5.4) over bytes read once: envelope, trusted signature, revocations, each file's size and hash. */
@@ -115,7 +115,7 @@ function readVerified(dir: string, policy: ControllerPolicy): ReadVerified {
   if (!read.ok) return read;
   const { verdict, manifest } = read;
   const files = new Map<string, Buffer>();
-  for (const f of verdict.envelope.statement.files) {
+  for (const f of verdict.value.envelope.statement.files) {
     let bytes: Buffer;
     try {
       bytes = readFileSync(join(dir, f.path));

@@ -134,13 +134,13 @@ export class ControllerStore {
     if (!row || !isDecisionState(row.state)) throw new IllegalTransition(decisionId, "absent", event, "no such decision");
     const actor: DecisionActor = as === "self" ? (row.owner_id === this.lease.owner_id ? "owner" : "other") : as;
     const verdict = transition(row.state, event, actor);
-    if (!verdict.ok) throw new IllegalTransition(decisionId, row.state, event, verdict.reason);
+    if (!verdict.ok) throw new IllegalTransition(decisionId, row.state, event, verdict.error);
     const claims = event === "claim" ? 1 : 0;
     await tx.run(
       "UPDATE mesh_decisions SET state = ?, node_id = COALESCE(?, node_id), variant = COALESCE(?, variant), owner_id = CASE WHEN ? = 1 THEN ? ELSE owner_id END, epoch = CASE WHEN ? = 1 THEN ? ELSE epoch END WHERE id = ?",
-      [verdict.to, set.node_id ?? null, set.variant ?? null, claims, this.lease.owner_id, claims, this.lease.epoch, decisionId],
+      [verdict.value, set.node_id ?? null, set.variant ?? null, claims, this.lease.owner_id, claims, this.lease.epoch, decisionId],
     );
-    return verdict.to;
+    return verdict.value;
   }
 
   /** Issue 16 (`berth node forget`, move-records.ts): an unsettled decision of a forgotten node becomes unplaced. */

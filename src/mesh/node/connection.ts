@@ -34,8 +34,8 @@ export class Connections {
         first = false;
         const parsed = parseMessageFrame(frame);
         // A protocol error or an unsolicited frame closes the connection without an answer.
-        if (!parsed.ok || parsed.frame.type !== "request") break;
-        const { signed, close } = await this.handle(parsed.frame.signed, stream);
+        if (!parsed.ok || parsed.value.type !== "request") break;
+        const { signed, close } = await this.handle(parsed.value.signed, stream);
         await stream.send(encodeMessageFrame({ type: "response", signed }));
         if (close) break;
       }

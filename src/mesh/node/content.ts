@@ -49,9 +49,9 @@ export class PackageFetcher {
     const parsed = parseMessageFrame(frame);
     if (!parsed.ok) {
       this.stream.close();
-      throw new FetchFailure("fetch", `protocol error during fetch: ${parsed.reason}`);
+      throw new FetchFailure("fetch", `protocol error during fetch: ${parsed.error}`);
     }
-    const msg = parsed.frame;
+    const msg = parsed.value;
     if (msg.type === "fetch_error") throw new FetchFailure("fetch", `controller refused the fetch of ${what}: ${msg.reason}`);
     if (
       msg.type !== "data" ||

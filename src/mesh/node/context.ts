@@ -80,8 +80,8 @@ export class NodeContext {
 
   body<M extends "start" | "stop" | "unload" | "status" | "logs" | "place" | "revocations">(method: M, body: unknown): BodyOf<M> {
     const parsed = parseBody(method, body);
-    if (!parsed.ok) throw new Refusal("invalid_request", parsed.reason);
-    return parsed.body;
+    if (!parsed.ok) throw new Refusal("invalid_request", parsed.error);
+    return parsed.value;
   }
 
   /**

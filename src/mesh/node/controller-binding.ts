@@ -74,7 +74,7 @@ export class ControllerBindings {
   /** §11.5 `rehome`: moves the key's binding to the requesting store, chained with the operator's reason. */
   rehome(req: VerifiedRequest): JsonObject {
     const body = parseBody("rehome", req.body);
-    if (!body.ok) throw new Refusal("invalid_request", body.reason);
+    if (!body.ok) throw new Refusal("invalid_request", body.error);
     // Check 11a guarantees an authority on every mutating method.
     if (req.authority === null) throw new Refusal("invalid_request", "payload.authority must name the controller store and leader epoch on rehome");
     const before = this.binding(req.key);
@@ -83,7 +83,7 @@ export class ControllerBindings {
     this.write(req.key, verdict.to, this.clock(), {
       source: "node",
       kind: "controller.bind",
-      payload: this.bindPayload(req, "rehome", verdict.from, verdict.to, body.body.reason),
+      payload: this.bindPayload(req, "rehome", verdict.from, verdict.to, body.value.reason),
     });
     // What the old store placed stays here, running; the operator is told how much (it is no longer managed there).
     const instances = this.store.instances().filter((row) => row.requester === req.requester).length;

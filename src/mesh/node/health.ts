@@ -102,7 +102,7 @@ function runCheck(ctx: NodeContext, row: InstanceRow, spec: HealthSpec): Promise
     }, deadlineMs);
     child.once("error", (error) => done({ ok: false, error: `could not run: ${error.message}` }));
     child.once("exit", (code, signal) => {
-      if (code === 0) done({ ok: true });
+      if (code === 0) done({ ok: true, value: undefined });
       else done({ ok: false, error: signal ? `killed by ${signal}` : `exit code ${code}` });
     });
     child.unref();

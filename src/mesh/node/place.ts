@@ -61,8 +61,8 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const manifest = await fetching(() => fetcher.manifest());
   const pol = ctx.policy.read();
   const verified = verifyParsedEnvelope(parsedManifest(manifest), { expectedId: body.package_id, trustedSigners: pol.signers, revocations: pol.revocations });
-  if (!verified.ok) throw new Refusal("verify", verified.reason);
-  const statement = verified.envelope.statement;
+  if (!verified.ok) throw new Refusal("verify", verified.error);
+  const statement = verified.value.envelope.statement;
   const variant = statement.variants.find((v) => v.id === body.variant);
   if (!variant) throw new Refusal("invalid_request", `body.variant ${body.variant} is not a variant of package ${statement.name}`);
   // Issue 12: only what the signed statement declares may be configured, and never a loader or interpreter hook.
@@ -74,7 +74,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const route = routeFor(variant, { arch: archOfNode(process.arch), os: process.platform === "darwin" ? "darwin" : "linux" });
   if (route === null) throw new Refusal("admission", `no route on this node for variant ${variant.id}`);
   // 5. gate load
-  const launch = launchSpec(verified.envelope, verified.signers, variant, body.config, body.restart);
+  const launch = launchSpec(verified.value.envelope, verified.value.signers, variant, body.config, body.restart);
   const gateCtx = ctx.contextOf(launch, body.package_id, req.requester);
   // Its verdict is chained with the instance row below, or on its own on any path that refuses before that.
   const { verdict: load, event: loadVerdict } = ctx.policy.judge("workload.load", gateCtx);
@@ -118,7 +118,7 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
       interpreters: new Set(o.config.interpreters.filter((i) => existsSync(i.path)).map((i) => i.name)),
       provisionedSecrets: new Set(launch.secrets.filter((s) => existsSync(join(o.dataDir, "secrets", s)))),
     });
-    if (!admission.ok) throw new Refusal("admission", admission.reason);
+    if (!admission.ok) throw new Refusal("admission", admission.error);
     // 7. still valid
     if (req.expires_at_ms <= o.clock()) throw new Refusal("expired", "the request expired while it was being handled");
     // 8. insert the instance row

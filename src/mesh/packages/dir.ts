@@ -139,8 +139,8 @@ function insidePackage(dir: string, root: string, path: string): string {
 
 export function readEnvelope(dir: string): { envelope: Envelope; packageId: string } {
   const parsed = parseEnvelope(readJson(join(dir, MANIFEST_FILE)));
-  if (!parsed.ok) throw new PackageError(`${join(dir, MANIFEST_FILE)}: ${parsed.reason}`);
-  return parsed;
+  if (!parsed.ok) throw new PackageError(`${join(dir, MANIFEST_FILE)}: ${parsed.error}`);
+  return parsed.value;
 }
 
 /** Adds (or replaces) this key's signature; the package id is unchanged. */
@@ -165,8 +165,8 @@ export function verifyPackageDir(dir: string, trustedSigners: ReadonlySet<string
     return { ok: false, reason: `${join(dir, MANIFEST_FILE)} is missing` };
   }
   const v = verifyEnvelope(text, { trustedSigners, revocations });
-  if (!v.ok) return v;
-  for (const f of v.envelope.statement.files) {
+  if (!v.ok) return { ok: false, reason: v.error };
+  for (const f of v.value.envelope.statement.files) {
     const full = join(dir, f.path);
     let bytes: Buffer;
     try {
@@ -177,5 +177,5 @@ export function verifyPackageDir(dir: string, trustedSigners: ReadonlySet<string
     if (bytes.length !== f.size) return { ok: false, reason: `${f.path} has ${bytes.length} bytes, pinned ${f.size}` };
     if (createHash("sha256").update(bytes).digest("hex") !== f.sha256) return { ok: false, reason: `${f.path} does not match its pinned sha256` };
   }
-  return { ok: true, packageId: v.packageId, signers: v.signers };
+  return { ok: true, packageId: v.value.packageId, signers: v.value.signers };
 }

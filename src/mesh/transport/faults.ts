@@ -8,9 +8,9 @@ import { type Connector, type FrameStream, type RecvLimit, StreamClosed } from "
 
 function answerMethod(frame: Uint8Array): string | null {
   const parsed = parseMessageFrame(frame);
-  if (!parsed.ok || parsed.frame.type !== "response") return null;
+  if (!parsed.ok || parsed.value.type !== "response") return null;
   try {
-    const payload = JSON.parse(parsed.frame.signed.payload) as { method?: unknown };
+    const payload = JSON.parse(parsed.value.signed.payload) as { method?: unknown };
     return typeof payload.method === "string" ? payload.method : null;
   } catch {
     return null;

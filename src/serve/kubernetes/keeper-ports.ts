@@ -44,9 +44,9 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
           name: record.name,
           loaded: loaded.value,
           policy: loaded.value.spec.spec.restart,
-          context: prepared.inputs.config.context,
-          namespace: prepared.inputs.config.namespace,
-          identity: prepared.inputs.identity,
+          context: prepared.value.inputs.config.context,
+          namespace: prepared.value.inputs.config.namespace,
+          identity: prepared.value.inputs.identity,
         });
       }
       return { agents, unusable };
@@ -54,7 +54,7 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
     connect: (context) => env.kubernetes.connect(context),
     replace: async (agent, verdict) => {
       const done = await deployAgent(env, agent.loaded, { loop: { onlyReplacing: { uid: verdict.fence.uid }, by: LOOP_ACTOR } });
-      if (!done.ok) return { ok: false, reason: done.failure.message };
+      if (!done.ok) return { ok: false, reason: done.error.message };
       return done.value.result.ok ? { ok: true } : { ok: false, reason: done.value.result.message };
     },
     alert: async (agent, reason, why) => {

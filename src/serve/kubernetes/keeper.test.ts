@@ -28,7 +28,7 @@ function world(o: { policy?: RestartPolicy; leader?: boolean; replace?: () => Ac
     }),
     connect: async () => {
       connects++;
-      return { ok: true, cluster: fake };
+      return { ok: true, value: fake };
     },
     replace: async (_a, verdict) => {
       replaced.push(verdict.fence.uid);

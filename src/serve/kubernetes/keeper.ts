@@ -164,7 +164,7 @@ export class KubernetesKeeper {
       this.ports.log(`could not reach the cluster ${context ?? "(current context)"}: ${c.error}`);
       return undefined;
     }
-    const place = { cluster: c.cluster, watches: new Map<string, NamespacePodWatch>() };
+    const place = { cluster: c.value, watches: new Map<string, NamespacePodWatch>() };
     this.places.set(key, place);
     return place;
   }

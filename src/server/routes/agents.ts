@@ -38,7 +38,7 @@ function loadedFromBody(state: ServerState, body: unknown, where: string, source
   if (!parsed.success) {
     const api = invalidRequest("body", parsed.error.issues.map((i) => ({ ...i, path: where === "body" ? i.path : [where.replace(/^body\./, ""), ...i.path] })));
     const spec = validateAgentSpec(body, source);
-    throw new ApiError(400, api.code, api.message, { ...api.extra, failure: { kind: "spec_invalid", message: spec.ok ? api.message : spec.errors.join("\n") } });
+    throw new ApiError(400, api.code, api.message, { ...api.extra, failure: { kind: "spec_invalid", message: spec.ok ? api.message : spec.error.join("\n") } });
   }
   const path = join(state.dataDir, `${parsed.data.metadata.name}.agent.json`);
   const loaded = specFromText(`${JSON.stringify(body, null, 2)}\n`, path, source);
@@ -103,7 +103,7 @@ export const agentHandlers: Handlers = {
     const { labelSelector } = i.query as In<typeof Inputs.labelQuery>;
     const parsed = parseSelector(labelSelector ?? "");
     if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
-    return { body: { agents: await agentStates(agentsEnv(ctx.state), parsed.requirements) } };
+    return { body: { agents: await agentStates(agentsEnv(ctx.state), parsed.value) } };
   },
   deployAgent: async (i, ctx) => {
     const loaded = loadedFromBody(ctx.state, i.body, "body", (i.query as In<typeof Inputs.deployQuery>).source ?? null);

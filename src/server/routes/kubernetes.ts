@@ -27,7 +27,7 @@ export const k8sNotConfigured = (reason: string) =>
 export function k8sSettings(): K8sSettings {
   const s = settingsFromEnv(process.env);
   if (!s.ok) throw new ApiError(422, "k8s_settings", s.error);
-  return s.settings;
+  return s.value;
 }
 
 /** Connects (409 when nothing is configured, 502 when the cluster cannot be reached), runs `fn`, closes. */
@@ -37,9 +37,9 @@ export async function withCluster<T>(state: ServerState, context: string | null,
   const c = await state.kubernetes.connect(context ?? configured.context);
   if (!c.ok) throw new ApiError(502, "k8s_unreachable", c.error);
   try {
-    return await fn(c.cluster);
+    return await fn(c.value);
   } finally {
-    c.cluster.close();
+    c.value.close();
   }
 }
 
@@ -65,7 +65,7 @@ function prepared(raw: unknown): Prepared & { ok: true } {
 
 /** The backend's deploy loop, as `berth k8s deploy` runs it; the answer is that verb's `--json` document. */
 async function runDeploy(deps: VerbDeps, p: Prepared & { ok: true }): Promise<{ ok: boolean; agent_id?: string; error?: string }> {
-  const report = await runReconcileLoop(deps, p.inputs, { settings: k8sSettings() });
+  const report = await runReconcileLoop(deps, p.value.inputs, { settings: k8sSettings() });
   return report.answer.ok ? { ok: true, agent_id: report.answer.agentId } : { ok: false, error: report.answer.error };
 }
 
@@ -104,16 +104,16 @@ export const kubernetesHandlers: Handlers = {
     try {
       const parsed = parseSelector(q.labelSelector ?? "");
       if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
-      const rows = await list(c.cluster, q.namespace ?? null, parsed.requirements);
-      return { body: { configured: true, context: c.cluster.identity.context, agents: "error" in rows ? [] : rows, error: "error" in rows ? rows.error : null } };
+      const rows = await list(c.value, q.namespace ?? null, parsed.value);
+      return { body: { configured: true, context: c.value.identity.context, agents: "error" in rows ? [] : rows, error: "error" in rows ? rows.error : null } };
     } finally {
-      c.cluster.close();
+      c.value.close();
     }
   },
   deployK8sAgent: async (i, ctx) => {
     const p = prepared(i.body);
-    return withCluster(ctx.state, p.inputs.config.context, async (cluster) =>
-      answerOf(await withVerbDeps(ctx.state, cluster, (deps) => runDeploy(deps, p)), { pod: p.inputs.identity.podName, namespace: p.inputs.config.namespace }),
+    return withCluster(ctx.state, p.value.inputs.config.context, async (cluster) =>
+      answerOf(await withVerbDeps(ctx.state, cluster, (deps) => runDeploy(deps, p)), { pod: p.value.inputs.identity.podName, namespace: p.value.inputs.config.namespace }),
     );
   },
   getK8sAgent: async (i, ctx) => {
@@ -156,11 +156,11 @@ export const kubernetesHandlers: Handlers = {
   replaceK8sAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.k8sAgentRef>;
     const p = prepared(i.body);
-    if (name !== p.inputs.identity.podName && name !== p.inputs.identity.pubkey) {
-      throw new ApiError(422, "agent_mismatch", `the body describes agent ${p.inputs.identity.podName}, not ${name}`);
+    if (name !== p.value.inputs.identity.podName && name !== p.value.inputs.identity.pubkey) {
+      throw new ApiError(422, "agent_mismatch", `the body describes agent ${p.value.inputs.identity.podName}, not ${name}`);
     }
-    const ref: AgentRef = { identity: p.inputs.identity, namespace: p.inputs.config.namespace };
-    return withCluster(ctx.state, p.inputs.config.context, (cluster) =>
+    const ref: AgentRef = { identity: p.value.inputs.identity, namespace: p.value.inputs.config.namespace };
+    return withCluster(ctx.state, p.value.inputs.config.context, (cluster) =>
       withVerbDeps(ctx.state, cluster, async (deps) => {
         const actionId = await replaceAuditStart(deps, ref);
         const cleared = await clearForReplace(deps, ref, actionId, k8sSettings().deadlineSeconds * 1000);

@@ -100,8 +100,8 @@ export const meshHandlers: Handlers = {
     const parsed = parseSelector(q.labelSelector ?? "");
     if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
     // A node's labels come with its signed facts: a selector describes every node first, so none is judged on none.
-    const targets = q.refresh === "true" || parsed.requirements.length > 0 ? await c.refreshTargets() : await c.targets();
-    return { body: { nodes: targetsSelected(await withFacts(ctx, targets), parsed.requirements) } };
+    const targets = q.refresh === "true" || parsed.value.length > 0 ? await c.refreshTargets() : await c.targets();
+    return { body: { nodes: targetsSelected(await withFacts(ctx, targets), parsed.value) } };
   },
   addNode: async (i, ctx) => {
     const b = i.body as In<typeof Inputs.addNode>;
@@ -157,9 +157,9 @@ export const meshHandlers: Handlers = {
     const parsed = parseSelector(labelSelector ?? "");
     if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
     const rows = await instancesWithState(ctx.state.controller, ctx.state.client);
-    if (parsed.requirements.length === 0) return { body: { instances: rows } };
+    if (parsed.value.length === 0) return { body: { instances: rows } };
     const labels = await agentLabels(agentsEnv(ctx.state));
-    return { body: { instances: rowsOfSelectedAgents(rows, parsed.requirements, instanceAgent, labels) } };
+    return { body: { instances: rowsOfSelectedAgents(rows, parsed.value, instanceAgent, labels) } };
   },
   listMoved: async (_i, ctx) => ({ body: { moved: (await ctx.state.controller.moves.moved()).map((m) => ({ ...m })) } }),
   getInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("status", (i.params as In<typeof Inputs.instanceRef>).id)),

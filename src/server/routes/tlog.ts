@@ -87,8 +87,8 @@ export const tlogHandlers: Handlers = {
   tlogTile: async (i, ctx) => {
     const p = i.params as In<typeof TlogInputs.tile>;
     const parsed = parseTilePath(p.tile);
-    if (!parsed.ok) throw new ApiError(400, "invalid_request", `params.tile: ${parsed.reason}`, { issues: [{ path: "params.tile", message: parsed.reason }] });
-    const t = parsed.tile;
+    if (!parsed.ok) throw new ApiError(400, "invalid_request", `params.tile: ${parsed.error}`, { issues: [{ path: "params.tile", message: parsed.error }] });
+    const t = parsed.value;
     return withTree(ctx, (tree) => {
       if (!treeHasTile(tree.size(), t)) throw notFound(`tile ${p.tile}`, "the tree does not hold all of its hashes yet (a partial tile has a smaller .p/<W>)");
       if (t.level === "entries") {

@@ -183,7 +183,7 @@ describe("R23: a never-started Buzz pod with intent template v1 or v2 for the sa
       await ensureNamespace(cp.core, s.ns);
       const prepared = prepareDeploy(deployRequest(s.agent, s.ns), { requireCommand: false });
       if (!prepared.ok) throw new Error(prepared.error);
-      const recorded = bytesToHex(sha256(utf8ToBytes(intentTemplate(prepared.inputs.config, Object.keys(prepared.inputs.env), version))));
+      const recorded = bytesToHex(sha256(utf8ToBytes(intentTemplate(prepared.value.inputs.config, Object.keys(prepared.value.inputs.env), version))));
       const binding = version === 1 ? "1" : "2";
       const gen = generation();
       await cp.core.createNamespacedSecret({ namespace: s.ns, body: buzzShapedSecret(s.agent, gen, binding) });

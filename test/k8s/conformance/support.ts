@@ -579,13 +579,13 @@ export async function deployInProcess(s: Scenario, config: Record<string, unknow
   try {
     const start = realClock.now();
     const report = await deploy(
-      prepared.inputs,
-      { cluster: c.cluster, clock: realClock, audit, log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: DEFAULT_WAIT, mode: "cli", version: "conformance" },
+      prepared.value.inputs,
+      { cluster: c.value, clock: realClock, audit, log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: DEFAULT_WAIT, mode: "cli", version: "conformance" },
       { startedAt: start, loopDeadlineAt: start + (DEADLINE_SECONDS - 5) * 1000, deadlineSeconds: DEADLINE_SECONDS },
     );
     return report.answer.ok ? { ok: true, agent_id: report.answer.agentId } : { ok: false, error: report.answer.error };
   } finally {
-    c.cluster.close();
+    c.value.close();
     await audit.close();
   }
 }

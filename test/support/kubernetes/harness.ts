@@ -18,9 +18,9 @@ export const NS = "buzz-agents-test";
 export function inputsFor(agent: AgentSpec = agentA(), raw: Record<string, unknown> = configA, identity: AgentIdentity = WHO): DeployInputs {
   const cfg = parseProviderConfig(raw);
   if (!cfg.ok) throw new Error(cfg.error);
-  const env = buildEnv(agent, cfg.config, "00000000");
+  const env = buildEnv(agent, cfg.value, "00000000");
   if (!env.ok) throw new Error(env.error);
-  return { identity, config: cfg.config, env: env.env };
+  return { identity, config: cfg.value, env: env.value };
 }
 
 export function desiredFingerprint(inputs: DeployInputs): string {

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes `AgentTarget`: one bare pod per agent, through the backend's own reconcile loop (`loop.ts`), quorum
+ * The Kubernetes `AgentTarget`: one bare pod per agent, through the backend's own converge loop (`loop.ts`), quorum
  * look (`deploy.ts`) and verbs (`kubernetes/verbs.ts`). A verb connects to the cluster the spec's
  * `provider_config.context` names (or the caller's override), opens the backend's chain for the call, and closes both.
  */
@@ -14,9 +14,10 @@ import { status as k8sStatus, stop as k8sStop, type VerbDeps } from "../../../ku
 import { recordKubernetesDeploy } from "../../audit.js";
 import type { KubernetesAccess } from "../../access.js";
 import type { Watch } from "../../target.js";
+import { err, ok } from "../../../kit/result.js";
 import { type LoadedSpec, readNsec } from "../../spec-file.js";
 import { type AgentState, unknownAgentState } from "../../state.js";
-import { type AgentTarget, failed, type Outcome, succeeded } from "../../target.js";
+import type { AgentTarget, Outcome } from "../../target.js";
 import { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "./deploy.js";
 import { kubernetesPlan } from "../../../core/agents/deploy-plan.js";
 import { intentMatches } from "../../../core/kubernetes/intent.js";
@@ -27,24 +28,24 @@ export { cliBudget, loopDeps, runReconcileLoop } from "./loop.js";
 /** The spec as the backend's deploy request; the nsec is read here and never appears in a failure. */
 function prepare(loaded: LoadedSpec, requireCommand: boolean): Outcome<PreparedDeploy> {
   const nsec = readNsec(loaded, process.env);
-  if (!nsec.ok) return failed({ kind: "spec_unusable", message: nsec.error, usage: true });
+  if (!nsec.ok) return err({ kind: "spec_unusable", message: nsec.error, usage: true });
   const prepared = prepareDeploy(kubernetesDeployRequest(loaded.spec, nsec.value), { requireCommand });
-  if (!prepared.ok) return failed({ kind: "spec_unusable", message: loaded.source === null ? prepared.error : `${loaded.source}: ${prepared.error}`, usage: false });
-  return succeeded(prepared);
+  if (!prepared.ok) return err({ kind: "spec_unusable", message: loaded.source === null ? prepared.error : `${loaded.source}: ${prepared.error}`, usage: false });
+  return ok(prepared);
 }
 
 function settings(): Outcome<K8sSettings> {
   const s = settingsFromEnv(process.env);
-  return s.ok ? succeeded(s.settings) : failed({ kind: "settings_invalid", message: s.error });
+  return s.ok ? ok(s.value) : err({ kind: "settings_invalid", message: s.error });
 }
 
 async function withCluster<T>(access: KubernetesAccess, prepared: PreparedDeploy, fn: (cluster: Cluster) => Promise<Outcome<T>>): Promise<Outcome<T>> {
-  const c = await access.connect(prepared.inputs.config.context);
-  if (!c.ok) return failed({ kind: c.notConfigured ? "cluster_not_configured" : "cluster_unreachable", message: c.error });
+  const c = await access.connect(prepared.value.inputs.config.context);
+  if (!c.ok) return err({ kind: c.notConfigured ? "cluster_not_configured" : "cluster_unreachable", message: c.error });
   try {
-    return await fn(c.cluster);
+    return await fn(c.value);
   } finally {
-    c.cluster.close();
+    c.value.close();
   }
 }
 
@@ -53,7 +54,7 @@ async function withVerbDeps<T>(access: KubernetesAccess, cluster: Cluster, fn: (
   try {
     audit = await access.openAudit();
   } catch (error) {
-    return failed({ kind: "audit_unavailable", message: `could not open the Kubernetes audit chain: ${(error as Error).message}` });
+    return err({ kind: "audit_unavailable", message: `could not open the Kubernetes audit chain: ${(error as Error).message}` });
   }
   try {
     return await fn({ cluster, clock: access.clock, audit, log: access.log, version: access.version });
@@ -66,10 +67,10 @@ async function withVerbDeps<T>(access: KubernetesAccess, cluster: Cluster, fn: (
 export async function kubernetesAgentState(cluster: Cluster, clock: Clock, name: string, prepared: PreparedDeploy): Promise<AgentState> {
   const seen = await observeKubernetes(cluster, prepared);
   if (!seen.ok) return unknownAgentState({ name, target: "kubernetes" }, seen.error);
-  const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.intent);
-  const observation = "error" in st ? seen.observation : { ...seen.observation, condition: st.condition ?? null, intent: st.intent ?? null };
-  const next = seen.action.kind === "delete" ? `replace (${seen.action.cause})` : seen.action.kind;
-  return { name, target: "kubernetes", state: agentStateOf(seen.row), row: seen.row, next, instance: seen.row === "no-instance" ? null : seen.pod, observation, error: null };
+  const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.value.intent);
+  const observation = "error" in st ? seen.value.observation : { ...seen.value.observation, condition: st.condition ?? null, intent: st.intent ?? null };
+  const next = seen.value.action.kind === "delete" ? `replace (${seen.value.action.cause})` : seen.value.action.kind;
+  return { name, target: "kubernetes", state: agentStateOf(seen.value.row), row: seen.value.row, next, instance: seen.value.row === "no-instance" ? null : seen.value.pod, observation, error: null };
 }
 
 export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): AgentTarget {
@@ -92,11 +93,11 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
           }
           // On the chain the deploy's k8s.* records went to, before it is closed.
           const event = await recordKubernetesDeploy(deps.audit, result);
-          return succeeded({ result, event: { chain: deps.audit.chain, seq: event.seq, hash: event.hash } });
+          return ok({ result, event: { chain: deps.audit.chain, seq: event.seq, hash: event.hash } });
         }),
       );
       if (!done.ok) return done;
-      return succeeded({ result: done.value.result, intent: prepared.value.fingerprint, event: done.value.event });
+      return ok({ result: done.value.result, intent: prepared.value.value.fingerprint, event: done.value.event });
     },
 
     // Issue 36: one quorum look and its row, as the deploy's first round; no audit chain is opened, nothing is written.
@@ -108,11 +109,11 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
       return withCluster(access, prepared.value, async (cluster) => {
         const seen = await observeKubernetes(cluster, prepared.value);
         const agent = loaded.spec.metadata.name;
-        if (!seen.ok) return failed({ kind: "cluster_unreachable", message: `${agent}: ${seen.error}` });
-        const recorded = seen.observation.recorded_intent;
-        const pendingEdit = seen.row === "started" && !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.intent);
-        const base = { agent, intent: prepared.value.fingerprint, row: seen.row, observation: seen.observation, pod: seen.pod, namespace: refOf(prepared.value).namespace, pendingEdit };
-        return succeeded(kubernetesPlan(base, seen.action));
+        if (!seen.ok) return err({ kind: "cluster_unreachable", message: `${agent}: ${seen.error}` });
+        const recorded = seen.value.observation.recorded_intent;
+        const pendingEdit = seen.value.row === "started" && !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.value.intent);
+        const base = { agent, intent: prepared.value.value.fingerprint, row: seen.value.row, observation: seen.value.observation, pod: seen.value.pod, namespace: refOf(prepared.value).namespace, pendingEdit };
+        return ok(kubernetesPlan(base, seen.value.action));
       });
     },
 
@@ -122,9 +123,9 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
         // A status needs no command: it only reads.
         const prepared = prepare(loaded, false);
         const state = prepared.ok
-          ? await withCluster(access, prepared.value, async (cluster) => succeeded(await kubernetesAgentState(cluster, access.clock, record.name, prepared.value)))
+          ? await withCluster(access, prepared.value, async (cluster) => ok(await kubernetesAgentState(cluster, access.clock, record.name, prepared.value)))
           : prepared;
-        states.push(state.ok ? state.value : unknownAgentState(record, state.failure.message));
+        states.push(state.ok ? state.value : unknownAgentState(record, state.error.message));
       }
       return states;
     },
@@ -136,7 +137,7 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
       return withCluster(access, prepared.value, (cluster) =>
         withVerbDeps(access, cluster, async (deps) => {
           const r = await k8sStop(deps, ref, { wait });
-          return succeeded({ ok: r.ok, agent: record.name, instance: ref.identity.podName, message: r.message });
+          return ok({ ok: r.ok, agent: record.name, instance: ref.identity.podName, message: r.message });
         }),
       );
     },
@@ -156,9 +157,9 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
             onChunk?.(c);
           },
         });
-        if (r.kind === "absent") return failed({ kind: "pod_absent", agent, pod, message: `${agent}: pod ${pod} does not exist` });
-        if (r.kind === "error") return failed({ kind: "log_unreadable", agent, pod, message: `${agent}: could not read the log of ${pod}` });
-        return succeeded({ agent, instance: pod, stdout: log, stderr: "" });
+        if (r.kind === "absent") return err({ kind: "pod_absent", agent, pod, message: `${agent}: pod ${pod} does not exist` });
+        if (r.kind === "error") return err({ kind: "log_unreadable", agent, pod, message: `${agent}: could not read the log of ${pod}` });
+        return ok({ agent, instance: pod, stdout: log, stderr: "" });
       });
     },
   };

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes backend's reconcile loop as every verb outside the provider protocol runs it (`berth deploy`,
+ * The Kubernetes backend's converge loop as every verb outside the provider protocol runs it (`berth deploy`,
  * `berth agent replace`, `berth k8s deploy`, `POST /api/v1/agents`, `POST /api/v1/k8s/agents`): its dependencies
  * and its deadline are built here and nowhere else, so the CLI and the server cannot drift apart on the budget.
  *
@@ -16,7 +16,7 @@ export interface LoopOptions {
   readonly settings: K8sSettings;
   /** The latest action and condition as one line (never kubelet messages: the loop's latestCondition omits them). */
   readonly onProgress?: (line: string) => void;
-  /** Set by `berth serve`'s reconcile loop (serve/kubernetes/keeper.ts): the judged pod's uid, and `k8s.*` records name the loop. */
+  /** Set by `berth serve`'s keep loop (serve/kubernetes/keeper.ts): the judged pod's uid, and `k8s.*` records name the loop. */
   readonly loop?: { readonly onlyReplacing: { readonly uid: string } };
 }
 

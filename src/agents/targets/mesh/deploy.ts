@@ -1,6 +1,6 @@
 /**
  * Mesh agents (issue 7 §2): the shell around `core/agents/mesh-classify.ts`. One deploy is a short level-triggered
- * loop, like the Kubernetes reconcile loop:
+ * loop, like the Kubernetes converge loop:
  *
  *   observe (describe every target, signed status of each, the controller's placements and unsettled decisions)
  *     ─▶ classify (pure) ─▶ act once ─▶ observe again … until a row needs no action, or a blocking row ends it
@@ -22,6 +22,7 @@
 import { failoverBoundMs, leaderTiming } from "../../../core/mesh/leader-lease.js";
 import { leaseShorterThanOutage, leaseWarning, STANDBY_HELD_MS } from "../../../core/mesh/lease.js";
 import { leaderTtlFromEnv } from "../../../store/leader.js";
+import type { Result } from "../../../kit/result.js";
 import { type AgentDeployResult, type DeployRound, deployAnswers, pendingEditNote } from "../../../core/agents/deploy-event.js";
 import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../../../core/agents/mesh-classify.js";
 import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../../../core/agents/mesh-observe.js";
@@ -123,14 +124,14 @@ function observationJson(o: MeshAgentObservation): JsonObject {
 }
 
 /** Node refs in the spec are node ids, target names or addresses; the place order takes node ids. */
-function resolveRefs(targets: readonly TargetInfo[], refs: readonly string[], field: string): { ok: true; ids: string[] } | { ok: false; error: string } {
+function resolveRefs(targets: readonly TargetInfo[], refs: readonly string[], field: string): Result<string[]> {
   const ids: string[] = [];
   for (const ref of refs) {
     const t = targets.find((x) => x.node_id === ref || x.name === ref || x.addr === ref);
     if (t?.node_id == null) return { ok: false, error: `spec.mesh.${field}: no known node ${JSON.stringify(ref)} (give a node id, name or address from \`berth nodes list\`)` };
     ids.push(t.node_id);
   }
-  return { ok: true, ids };
+  return { ok: true, value: ids };
 }
 
 function verbFailure(r: VerbResult): string {
@@ -276,10 +277,10 @@ async function releaseStaleRecords(deps: MeshAgentDeps, stale: MeshAgentObservat
 const NO_MESH_OPTIONS = { pin: null, prefer: [], avoid: [], allow_emulated: false, start: true, strategy: "spread" as const };
 
 /** The place order a deploy of `input` sends (the spec's node refs resolved to node ids), or why it cannot. */
-async function placeOrderOf(deps: MeshAgentDeps, input: MeshDeployInput): Promise<{ ok: true; order: PlaceOrderInput & { readonly agent: string; readonly intent: string } } | { ok: false; error: string }> {
+async function placeOrderOf(deps: MeshAgentDeps, input: MeshDeployInput): Promise<Result<PlaceOrderInput & { readonly agent: string; readonly intent: string }>> {
   const targets = await deps.controller.targets();
   const m = input.spec.mesh ?? NO_MESH_OPTIONS;
-  const pin = m.pin === null ? { ok: true as const, ids: [] } : resolveRefs(targets, [m.pin], "pin");
+  const pin = m.pin === null ? { ok: true as const, value: [] as string[] } : resolveRefs(targets, [m.pin], "pin");
   const prefer = resolveRefs(targets, m.prefer, "prefer");
   const avoid = resolveRefs(targets, m.avoid, "avoid");
   for (const r of [pin, prefer, avoid]) if (!r.ok) return { ok: false, error: r.error };
@@ -287,9 +288,9 @@ async function placeOrderOf(deps: MeshAgentDeps, input: MeshDeployInput): Promis
     package: input.packageDir,
     name: input.agent,
     config: { mode: "service", args: [...input.spec.config.args], env: { ...input.env } },
-    pin: pin.ok ? (pin.ids[0] ?? null) : null,
-    prefer: prefer.ok ? prefer.ids : [],
-    avoid: avoid.ok ? avoid.ids : [],
+    pin: pin.ok ? (pin.value[0] ?? null) : null,
+    prefer: prefer.ok ? prefer.value : [],
+    avoid: avoid.ok ? avoid.value : [],
     allow_emulated: m.allow_emulated,
     strategy: m.strategy,
     start: m.start,
@@ -298,7 +299,7 @@ async function placeOrderOf(deps: MeshAgentDeps, input: MeshDeployInput): Promis
     intent: input.intent,
     env_from: { ...(input.envFrom ?? {}) },
   };
-  return { ok: true, order };
+  return { ok: true, value: order };
 }
 
 async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgentObservation, rounds: DeployRound[], replaced: boolean): Promise<AgentDeployResult> {
@@ -306,7 +307,7 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
   const m = input.spec.mesh ?? NO_MESH_OPTIONS;
   const built = await placeOrderOf(deps, input);
   if (!built.ok) return result(false, "failed", `${input.agent}: ${built.error}`);
-  const order = built.order;
+  const order = built.value;
   try {
     const report = await deps.controller.place(order);
     if (report.placed) {
@@ -392,7 +393,7 @@ export async function planMeshDeploy(deps: MeshAgentDeps, input: MeshDeployInput
     if (!built.ok) placement = { node: null, explain: "", error: built.error };
     else {
       // The instance a replace would unload still holds the name and its memory: judged as if it were gone.
-      const preview = await deps.controller.previewPlace(built.order);
+      const preview = await deps.controller.previewPlace(built.value);
       placement = preview.ok
         ? { node: preview.decision.placement?.node_id ?? null, explain: preview.explain, error: preview.decision.placement === null ? "no eligible node" : null }
         : { node: null, explain: preview.constraints.map((c) => `  ${c.constraint}: ${c.detail}`).join("\n"), error: `${preview.code}: ${preview.error}` };
