@@ -56,11 +56,21 @@ describe("connection slots under a churn of hostile connections", () => {
       await waitFor(() => attack.stats.opened >= 500 && attack.stats.cut >= 100, "the hostile sockets to connect and be cut", 30_000);
       let answered = 0;
       const failures: string[] = [];
+      // A connection still in its TLS handshake is unauthenticated, so on a machine slow enough that one churn cycle
+      // outlasts the handshake it can be evicted as its address's oldest unauthenticated connection (CI saw one
+      // ECONNRESET at load 30): the controller shares the attackers' address. A real controller asks again on its next
+      // contact; here a call cut that way is asked again at once, at most twice, and anything else fails the test.
+      let resets = 0;
       for (let i = 0; i < 25; i++) {
-        const r = await ctl.status(node);
+        let r = await ctl.status(node);
+        for (let again = 0; again < 2 && r.kind === "no_answer" && /connection error/.test(JSON.stringify(r)); again++) {
+          resets++;
+          r = await ctl.status(node);
+        }
         if (r.kind === "ok") answered++;
         else failures.push(JSON.stringify(r).slice(0, 200));
       }
+      expect(resets).toBeLessThan(25);
       expect({ answered, failures: failures.slice(0, 3) }).toEqual({ answered: 25, failures: [] });
       // The churn went on: at least as many sockets were cut as the attack holds open at once (500).
       expect(attack.stats.cut).toBeGreaterThanOrEqual(500);
