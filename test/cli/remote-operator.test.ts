@@ -82,7 +82,7 @@ describe("the operator verbs through a context, side by side with the local file
     // import: a foreign chain (another home's), once through the server; the same file again on the files adds nothing.
     const other = tempDir("berth-remote-other-");
     expect((await run({ BERTH_HOME: other }, ["keys", "new"])).code).toBe(0);
-    expect((await run({ BERTH_HOME: other }, ["nodes", "list", "--local"])).code).toBe(0);
+    expect((await run({ BERTH_HOME: other }, ["nodes", "list", "--local", "--refresh"])).code).toBe(0); // a list that asks makes the store (a plain one reads only)
     const foreign = join(other, "foreign.jsonl");
     writeFileSync(foreign, (await run({ BERTH_HOME: other }, ["audit", "export", "--local"])).stdout);
     const imported = await run(client.env, ["audit", "import", foreign, "--json"]);

@@ -151,19 +151,20 @@ describe("the control channel seen from the wire", () => {
     const downgraded = await optedIn.addTarget(tls.address, "paired");
     expect(downgraded.ok, "a TLS node never answers plaintext").toBe(false);
 
-    // The CLI: transport.json opts in; every verb warns, the chain records the opt-in once while it is unchanged.
+    // The CLI: transport.json opts in; every verb that talks to nodes warns (a plain list reads the store and talks to
+    // none, issue 35: `--refresh` asks them), the chain records the opt-in once while it is unchanged.
     writeFileSync(join(cliHome, "transport.json"), JSON.stringify({ plaintext_nodes: [plain.address] }));
     const add = await berth("nodes", "add", plain.address, "--tier", "paired", "--json");
     expect(add.code, add.stderr).toBe(0);
     expect(add.stderr).toContain(`warning: plaintext transport to ${plain.address}`);
-    const list = await berth("nodes", "list", "--json");
+    const list = await berth("nodes", "list", "--refresh", "--json");
     expect(list.stderr).toContain("warning: plaintext transport");
     const exported = await berth("audit", "export", "--json", "--db", join(cliHome, "controller.db"));
     const events = (JSON.parse(exported.stdout) as { events: Array<{ kind: string; payload: unknown }> }).events.filter((e) => e.kind === "transport.plaintext");
     expect(events).toHaveLength(1);
     expect(events[0]?.payload).toMatchObject({ all: false, nodes: [plain.address] });
     writeFileSync(join(cliHome, "transport.json"), JSON.stringify({ plaintext_nodes: ["not an address"] }));
-    const broken = await berth("nodes", "list", "--json");
+    const broken = await berth("nodes", "list", "--refresh", "--json");
     expect(broken.code).not.toBe(0);
     expect(broken.stderr).toContain("transport.json.plaintext_nodes.0: must be a node address");
   });

@@ -182,7 +182,7 @@ describe("berth migrate (issue 20)", { timeout: 120_000 }, () => {
 
     // Into a database that holds a store already: refused naming what it holds; neither side changes.
     const other = await cliHome("berth-migrate-other-");
-    await ok(other, {}, "nodes", "list");
+    await ok(other, {}, "nodes", "list", "--refresh"); // a list that asks makes the home's store (a plain one reads only)
     const first = await runNode([MAIN, "migrate", "--from", `sqlite:${other.home}`, "--to", url, "--reason", "first", "--json"], { env: { BERTH_HOME: other.home } });
     expect(first.code, first.stderr).toBe(0);
     const eventsBefore = await readOnly<{ n: string }>(url, "SELECT COUNT(*) AS n FROM audit_event");
