@@ -253,12 +253,7 @@ export function registerMeshCommands(program: Command): void {
     ),
   ).action(
     async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean; selector?: string }, cmd: Command) => {
-      // Judged here, so a bad selector reads the same locally and through a server.
-      if (opts.selector !== undefined) {
-        const { parseSelector } = await import("../core/agents/labels.js");
-        const parsed = parseSelector(opts.selector);
-        if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
-      }
+      await refuseBadSelector(opts.selector);
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
         const list = await backend.targets(opts.refresh === true, opts.selector);
@@ -296,12 +291,7 @@ export function registerMeshCommands(program: Command): void {
     ),
   ).action(
     async (opts: ControllerVerbFlags & WatchFlags & { refresh?: boolean; selector?: string }, cmd: Command) => {
-      // Judged here, so a bad selector reads the same locally and through a server.
-      if (opts.selector !== undefined) {
-        const { parseSelector } = await import("../core/agents/labels.js");
-        const parsed = parseSelector(opts.selector);
-        if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
-      }
+      await refuseBadSelector(opts.selector);
       const backend = await openBackend(backendFlags(opts, cmd));
       await listOrWatch(opts, async () => {
         const { placements: list, moved } = await backend.instances(opts.refresh === true, opts.selector);
@@ -408,4 +398,12 @@ export function registerMeshCommands(program: Command): void {
       return { doc, text: `${head}${body}` };
     });
   });
+}
+
+/** `-l` judged here, before any backend, so a bad selector reads the same locally and through a server. */
+async function refuseBadSelector(selector: string | undefined): Promise<void> {
+  if (selector === undefined) return;
+  const { parseSelector } = await import("../core/agents/labels.js");
+  const parsed = parseSelector(selector);
+  if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
 }
