@@ -11,7 +11,12 @@ export function rate(label: string, iterations: number, fn: (i: number) => void)
 
 export function ratio(label: string, value: number, baseline: number, target?: number): void {
   const r = value / baseline;
-  const verdict = target === undefined ? "" : r >= target ? `  (target ≥ ${(target * 100).toFixed(0)}%: met)` : `  (target ≥ ${(target * 100).toFixed(0)}%: NOT met)`;
+  const verdict =
+    target === undefined
+      ? ""
+      : r >= target
+        ? `  (target ≥ ${(target * 100).toFixed(0)}%: met)`
+        : `  (target ≥ ${(target * 100).toFixed(0)}%: NOT met)`;
   console.log(`  ${label.padEnd(48)} ${(r * 100).toFixed(1).padStart(9)}%${verdict}`);
 }
 

@@ -90,7 +90,15 @@ const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)(["'])(\.{1,2}\/[
 
 function resolveSpecifier(from, spec) {
   const abs = resolve(dirname(from), spec);
-  const candidates = [abs.replace(/\.js$/, ".ts"), abs.replace(/\.js$/, ".tsx"), abs.replace(/\.cjs$/, ".cts"), abs.replace(/\.mjs$/, ".mts"), abs, `${abs}.ts`, join(abs, "index.ts")];
+  const candidates = [
+    abs.replace(/\.js$/, ".ts"),
+    abs.replace(/\.js$/, ".tsx"),
+    abs.replace(/\.cjs$/, ".cts"),
+    abs.replace(/\.mjs$/, ".mts"),
+    abs,
+    `${abs}.ts`,
+    join(abs, "index.ts"),
+  ];
   for (const c of candidates) {
     try {
       if (statSync(c).isFile()) return c;
@@ -112,17 +120,20 @@ for (const file of files) {
 
 function floorOf(path) {
   let best = null;
-  for (const [prefix, floor] of FLOORS) if ((path === prefix || path.startsWith(prefix)) && (!best || prefix.length > best[0].length)) best = [prefix, floor];
+  for (const [prefix, floor] of FLOORS)
+    if ((path === prefix || path.startsWith(prefix)) && (!best || prefix.length > best[0].length))
+      best = [prefix, floor];
   return best;
 }
 
 if (process.argv.includes("--graph")) {
   const top = (p) => (p.includes("/") ? `${p.split("/")[0]}/` : p);
   const pairs = new Map();
-  for (const [from, tos] of edges) for (const to of tos) {
-    const key = `${top(rel(from))} -> ${top(rel(to))}`;
-    if (top(rel(from)) !== top(rel(to))) pairs.set(key, (pairs.get(key) ?? 0) + 1);
-  }
+  for (const [from, tos] of edges)
+    for (const to of tos) {
+      const key = `${top(rel(from))} -> ${top(rel(to))}`;
+      if (top(rel(from)) !== top(rel(to))) pairs.set(key, (pairs.get(key) ?? 0) + 1);
+    }
   for (const [k, n] of [...pairs].sort()) console.log(`${k}  ${n}`);
   process.exit(0);
 }
@@ -130,18 +141,21 @@ if (process.argv.includes("--graph")) {
 const problems = [];
 
 // Files no floor names: a new top folder must be given its floor here before anything imports it.
-for (const f of files) if (!floorOf(rel(f))) problems.push(`${rel(f)}: no floor (add its folder to FLOORS in scripts/check-imports.mjs)`);
+for (const f of files)
+  if (!floorOf(rel(f))) problems.push(`${rel(f)}: no floor (add its folder to FLOORS in scripts/check-imports.mjs)`);
 
 // Imports that run back up, and imports between folders kept apart.
 for (const [from, tos] of edges) {
   const a = floorOf(rel(from));
   for (const to of tos) {
     const b = floorOf(rel(to));
-    if (a && b && b[1] > a[1]) problems.push(`${rel(from)} -> ${rel(to)}: runs back up (${a[0]} is on floor ${a[1]}, ${b[0]} on floor ${b[1]})`);
+    if (a && b && b[1] > a[1])
+      problems.push(`${rel(from)} -> ${rel(to)}: runs back up (${a[0]} is on floor ${a[1]}, ${b[0]} on floor ${b[1]})`);
     for (const [x, y] of APART) {
       const rf = rel(from);
       const rt = rel(to);
-      if ((rf.startsWith(x) && rt.startsWith(y)) || (rf.startsWith(y) && rt.startsWith(x))) problems.push(`${rf} -> ${rt}: ${x} and ${y} import nothing of each other`);
+      if ((rf.startsWith(x) && rt.startsWith(y)) || (rf.startsWith(y) && rt.startsWith(x)))
+        problems.push(`${rf} -> ${rt}: ${x} and ${y} import nothing of each other`);
     }
   }
 }

@@ -44,7 +44,9 @@ if (args.includes("--check")) {
     // a missing file is drift too
   }
   if (committed !== generated) {
-    console.error(`${relative(root, OUTPUT)} is out of date with ${relative(root, documentPath)}: regenerate it with \`${COMMAND}\` and commit it`);
+    console.error(
+      `${relative(root, OUTPUT)} is out of date with ${relative(root, documentPath)}: regenerate it with \`${COMMAND}\` and commit it`,
+    );
     process.exit(1);
   }
   console.log(`${relative(root, OUTPUT)} matches ${relative(root, documentPath)}`);

@@ -20,14 +20,17 @@ for (let i = 0; i < args.length; i += 2) {
     continue;
   }
   const report = JSON.parse(readFileSync(file, "utf8"));
-  const tierFailed = (report.numFailedTests ?? 0) +
+  const tierFailed =
+    (report.numFailedTests ?? 0) +
     // A suite that fails to load (a syntax error, a hook that throws) counts as a failure even if no test ran.
     (report.testResults ?? []).filter((s) => s.status === "failed" && s.assertionResults.length === 0).length;
   for (const suite of report.testResults ?? []) {
     const where = String(suite.name ?? "?").replace(`${process.cwd()}/`, "");
-    if (suite.status === "failed" && suite.assertionResults.length === 0) failures.push(`${where}: ${firstLine(suite.message)}`);
+    if (suite.status === "failed" && suite.assertionResults.length === 0)
+      failures.push(`${where}: ${firstLine(suite.message)}`);
     for (const t of suite.assertionResults ?? []) {
-      if (t.status === "failed") failures.push(`${where} › ${t.fullName ?? t.title}: ${firstLine(t.failureMessages?.[0])}`);
+      if (t.status === "failed")
+        failures.push(`${where} › ${t.fullName ?? t.title}: ${firstLine(t.failureMessages?.[0])}`);
     }
   }
   passed += report.numPassedTests ?? 0;
@@ -48,6 +51,7 @@ process.exit(failed > 0 ? 1 : 0);
 
 function firstLine(text) {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: colour codes are stripped from the message
-  const line = String(text ?? "").replace(/\u001b\[[0-9;]*m/g, "").split("\n").find((l) => l.trim() !== "") ?? "";
+  const plain = String(text ?? "").replace(/\u001b\[[0-9;]*m/g, "");
+  const line = plain.split("\n").find((l) => l.trim() !== "") ?? "";
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }

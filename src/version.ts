@@ -8,7 +8,10 @@ import { readFileSync } from "node:fs";
 export function berthVersion(): string {
   for (const rel of ["../../package.json", "../package.json"]) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), "utf8")) as { version?: string; bin?: Record<string, string> };
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), "utf8")) as {
+        version?: string;
+        bin?: Record<string, string>;
+      };
       if (pkg.bin && "berth" in pkg.bin && pkg.version) return pkg.version;
     } catch {
       // try the next layout

@@ -40,10 +40,16 @@ interface Run {
   readonly n: number;
 }
 
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 
 /** `n` calls from `first` on, `concurrency` in flight; the seconds taken and each call's latency. */
-async function timed(first: number, n: number, concurrency: number, placeOne: PlaceOne): Promise<{ seconds: number; latencies: number[] }> {
+async function timed(
+  first: number,
+  n: number,
+  concurrency: number,
+  placeOne: PlaceOne,
+): Promise<{ seconds: number; latencies: number[] }> {
   const latencies: number[] = [];
   let next = first;
   const t0 = performance.now();
@@ -65,7 +71,10 @@ async function compare(label: string, n: number, concurrency: number, library: P
   const perRound = Math.max(1, Math.ceil(n / ROUNDS));
   const sides = { library: { seconds: 0, latencies: [] as number[] }, api: { seconds: 0, latencies: [] as number[] } };
   for (let round = 0; round < ROUNDS; round++) {
-    for (const [side, placeOne] of [["library", library], ["api", api]] as const) {
+    for (const [side, placeOne] of [
+      ["library", library],
+      ["api", api],
+    ] as const) {
       const r = await timed(round * perRound, perRound, concurrency, placeOne);
       sides[side].seconds += r.seconds;
       sides[side].latencies.push(...r.latencies);
@@ -73,16 +82,25 @@ async function compare(label: string, n: number, concurrency: number, library: P
   }
   const runOf = (s: { seconds: number; latencies: number[] }): Run => {
     const sorted = s.latencies.sort((a, b) => a - b);
-    return { perSecond: sorted.length / s.seconds, p50: percentile(sorted, 50), p99: percentile(sorted, 99), n: sorted.length };
+    return {
+      perSecond: sorted.length / s.seconds,
+      p50: percentile(sorted, 50),
+      p99: percentile(sorted, 99),
+      n: sorted.length,
+    };
   };
   const lib = runOf(sides.library);
   const viaApi = runOf(sides.api);
   const line = (who: string, r: Run) =>
-    console.log(`  ${`${label}, ${who}`.padEnd(48)} ${r.perSecond.toFixed(1).padStart(10)} /s   p50 ${r.p50.toFixed(0).padStart(5)} ms   p99 ${r.p99.toFixed(0).padStart(5)} ms   n=${r.n}`);
+    console.log(
+      `  ${`${label}, ${who}`.padEnd(48)} ${r.perSecond.toFixed(1).padStart(10)} /s   p50 ${r.p50.toFixed(0).padStart(5)} ms   p99 ${r.p99.toFixed(0).padStart(5)} ms   n=${r.n}`,
+    );
   line("library", lib);
   line("HTTP API", viaApi);
   ratio(`${label}: API / library rate`, viaApi.perSecond, lib.perSecond);
-  console.log(`  ${`${label}: API p99 − library p99`.padEnd(48)} ${(viaApi.p99 - lib.p99).toFixed(0).padStart(10)} ms   (${(viaApi.p99 / lib.p99).toFixed(2)}×)`);
+  console.log(
+    `  ${`${label}: API p99 − library p99`.padEnd(48)} ${(viaApi.p99 - lib.p99).toFixed(0).padStart(10)} ms   (${(viaApi.p99 / lib.p99).toFixed(2)}×)`,
+  );
 }
 
 async function main(): Promise<void> {
@@ -96,7 +114,11 @@ async function main(): Promise<void> {
   writeJson(join(dir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
   writeJson(join(dir, "permits.json"), [TEST_PERMIT]);
   console.log(`API placements: ${NODES} node daemons on loopback, ${PLACEMENTS} placements per run, trivial workload`);
-  const nodes = await Promise.all(Array.from({ length: NODES }, () => NodeProcess.create({ controllers: [key.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] })));
+  const nodes = await Promise.all(
+    Array.from({ length: NODES }, () =>
+      NodeProcess.create({ controllers: [key.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] }),
+    ),
+  );
   const server = await startServer({ dataDir: dir, port: 0 });
   try {
     const controller = server.state.controller;
@@ -106,24 +128,36 @@ async function main(): Promise<void> {
     }
     const stored = await controller.registerPackage(pkgDir);
     if (!stored.ok) throw new Error(stored.error);
-    const viaLibrary = (prefix: string, dryRun = false): PlaceOne => async (i) => {
-      const r = await controller.place({ package: packageId, name: `${prefix}-${i}`, dry_run: dryRun });
-      if (!(dryRun ? r.decision.placement : r.placed)) throw new Error(`library placement ${i} not placed:\n${r.explain}`);
-    };
-    const viaApi = (prefix: string, path = "/placements"): PlaceOne => async (i) => {
-      const r = await fetch(`${server.url}/api/v1${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
-        body: JSON.stringify({ package: packageId, name: `${prefix}-${i}` }),
-      });
-      const body = (await r.json()) as PlaceReport;
-      const done = path === "/placements" ? r.status === 201 && body.placed : r.status === 200 && body.decision?.placement;
-      if (!done) throw new Error(`API ${path} ${i}: ${r.status} ${JSON.stringify(body).slice(0, 300)}`);
-    };
+    const viaLibrary =
+      (prefix: string, dryRun = false): PlaceOne =>
+      async (i) => {
+        const r = await controller.place({ package: packageId, name: `${prefix}-${i}`, dry_run: dryRun });
+        if (!(dryRun ? r.decision.placement : r.placed))
+          throw new Error(`library placement ${i} not placed:\n${r.explain}`);
+      };
+    const viaApi =
+      (prefix: string, path = "/placements"): PlaceOne =>
+      async (i) => {
+        const r = await fetch(`${server.url}/api/v1${path}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+          body: JSON.stringify({ package: packageId, name: `${prefix}-${i}` }),
+        });
+        const body = (await r.json()) as PlaceReport;
+        const done =
+          path === "/placements" ? r.status === 201 && body.placed : r.status === 200 && body.decision?.placement;
+        if (!done) throw new Error(`API ${path} ${i}: ${r.status} ${JSON.stringify(body).slice(0, 300)}`);
+      };
     await viaLibrary("warm-lib")(0);
     await viaApi("warm-api")(0);
 
-    await compare("dry runs, one at a time", PLACEMENTS, 1, viaLibrary("dry-lib", true), viaApi("dry-api", "/placements/explain"));
+    await compare(
+      "dry runs, one at a time",
+      PLACEMENTS,
+      1,
+      viaLibrary("dry-lib", true),
+      viaApi("dry-api", "/placements/explain"),
+    );
     await compare("placements, one at a time", PLACEMENTS, 1, viaLibrary("lib1"), viaApi("api1"));
     await compare(`placements, ${CONCURRENCY} in flight`, PLACEMENTS, CONCURRENCY, viaLibrary("libn"), viaApi("apin"));
 

@@ -24,7 +24,12 @@ const rawSign = rate("raw Ed25519 sign (51-byte message)", 5000, () => sign(null
 
 const db = openDatabase(join(dir, "bench.db"));
 const chain = Chain.open(db, key, "controller");
-const payload = { phase: "decision", node: "0123456789abcdef0123456789abcdef", score_centi: 8700, reasons: ["arch", "memory"] };
+const payload = {
+  phase: "decision",
+  node: "0123456789abcdef0123456789abcdef",
+  score_centi: 8700,
+  reasons: ["arch", "memory"],
+};
 const appendEvents = (n: number) => () =>
   withWriteTx(db, (tx) => {
     for (let i = 0; i < n; i++) chain.append(tx, { source: "placement", kind: "workload.place", payload });
@@ -69,7 +74,9 @@ function alternated(label: string, perTx: number, rounds: number): { events: num
   }
   const events = (perTx * rounds * 1e9) / Number(appendNs);
   const floor = (perTx * rounds * 1e9) / Number(signNs);
-  console.log(`  ${label.padEnd(48)} ${events.toFixed(0).padStart(10)} /s   (raw sign alongside ${floor.toFixed(0)} /s)`);
+  console.log(
+    `  ${label.padEnd(48)} ${events.toFixed(0).padStart(10)} /s   (raw sign alongside ${floor.toFixed(0)} /s)`,
+  );
   return { events, floor, cpuRatio: signCpu / appendCpu };
 }
 
@@ -89,10 +96,14 @@ const result = chain.verifyStored();
 const verifySeconds = Number(process.hrtime.bigint() - verifyStart) / 1e9;
 const verifyAfter = rate("raw Ed25519 verify, just after", 2000, () => verify(null, message, publicKey, signature));
 const verifyRate = events / verifySeconds;
-console.log(`  ${`verify stored chain (${events} events, ok=${result.ok})`.padEnd(48)} ${verifyRate.toFixed(0).padStart(10)} /s`);
+console.log(
+  `  ${`verify stored chain (${events} events, ok=${result.ok})`.padEnd(48)} ${verifyRate.toFixed(0).padStart(10)} /s`,
+);
 
 console.log("ratios (each to raw Ed25519 measured alongside it)");
-console.log(`  ${"raw sign at the start / alongside 100/tx".padEnd(48)} ${((rawSign / batched.floor) * 100).toFixed(1).padStart(9)}%  (how far the machine moved)`);
+console.log(
+  `  ${"raw sign at the start / alongside 100/tx".padEnd(48)} ${((rawSign / batched.floor) * 100).toFixed(1).padStart(9)}%  (how far the machine moved)`,
+);
 ratio("append (1/tx) / raw sign", single.events, single.floor);
 ratio("append (100/tx) / raw sign", batched.events, batched.floor, 0.6);
 ratio("append (1000/tx) / raw sign", bigBatch.events, bigBatch.floor, 0.6);

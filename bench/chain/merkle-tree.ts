@@ -24,7 +24,14 @@ import { Chain, INSERT_EVENT } from "../../src/chain/chain.js";
 import { StoredChainTree } from "../../src/chain/tree-reader.js";
 import { catchUpTree } from "../../src/chain/tree-store.js";
 import { type ChainTip, sealEvent } from "../../src/core/chain/event.js";
-import { type Hash, inclusionProof, leafHash, nodeHash, verifyConsistency, verifyInclusion } from "../../src/core/chain/merkle.js";
+import {
+  type Hash,
+  inclusionProof,
+  leafHash,
+  nodeHash,
+  verifyConsistency,
+  verifyInclusion,
+} from "../../src/core/chain/merkle.js";
 import { consistencyProofFrom, inclusionProofFrom, treeHeadFrom } from "../../src/core/chain/tree-hashes.js";
 import { signingKeyFromSeed } from "../../src/core/crypto/ed25519.js";
 import { openDatabase, withWriteTx } from "../../src/store/sqlite.js";
@@ -33,10 +40,17 @@ import { numberFlag, ratio } from "../support.js";
 const largest = numberFlag("--events", 1_000_000);
 const dir = mkdtempSync(join(tmpdir(), "berth-bench-merkle-"));
 const key = signingKeyFromSeed(new Uint8Array(32).fill(5));
-const payload = { phase: "decision", node: "0123456789abcdef0123456789abcdef", score_centi: 8700, reasons: ["arch", "memory"] };
+const payload = {
+  phase: "decision",
+  node: "0123456789abcdef0123456789abcdef",
+  score_centi: 8700,
+  reasons: ["arch", "memory"],
+};
 const NO_TIMED_CHECKPOINTS = { everyEvents: 1_000_000_000, everyMs: 600_000 };
 
-console.log("audit chain Merkle tree kept by the store: append with it against the no-tree floor, proofs from it at scale");
+console.log(
+  "audit chain Merkle tree kept by the store: append with it against the no-tree floor, proofs from it at scale",
+);
 
 // -- 1. append with and without the tree ------------------------------------------------------------------------
 function appendRates(rounds: number, perTx: number): { plain: number; tree: number } {
@@ -50,8 +64,25 @@ function appendRates(rounds: number, perTx: number): { plain: number; tree: numb
   const floor = () =>
     withWriteTx(plainDb, () => {
       for (let i = 0; i < perTx; i++) {
-        const { event, canonicalPayload } = sealEvent({ chainId: floorChain.chainId, tip, nowMs: Date.now(), draft: { source: "placement", kind: "workload.place", payload }, key });
-        insert.run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
+        const { event, canonicalPayload } = sealEvent({
+          chainId: floorChain.chainId,
+          tip,
+          nowMs: Date.now(),
+          draft: { source: "placement", kind: "workload.place", payload },
+          key,
+        });
+        insert.run(
+          event.chain_id,
+          event.seq,
+          event.ts,
+          event.prev_hash,
+          event.source,
+          event.kind,
+          canonicalPayload,
+          event.payload_hash,
+          event.hash,
+          event.sig,
+        );
         tip = { seq: event.seq, hash: event.hash, ts: event.ts };
       }
     });
@@ -67,7 +98,15 @@ function appendRates(rounds: number, perTx: number): { plain: number; tree: numb
   let treeNs = 0n;
   for (let r = 0; r < rounds; r++) {
     // ABBA within each pair of rounds, so neither side always runs first after the other's fsync.
-    for (const [fn, side] of r % 2 === 0 ? ([[floor, "p"], [withTree, "t"]] as const) : ([[withTree, "t"], [floor, "p"]] as const)) {
+    for (const [fn, side] of r % 2 === 0
+      ? ([
+          [floor, "p"],
+          [withTree, "t"],
+        ] as const)
+      : ([
+          [withTree, "t"],
+          [floor, "p"],
+        ] as const)) {
       const t0 = process.hrtime.bigint();
       fn();
       const dt = process.hrtime.bigint() - t0;
@@ -77,7 +116,9 @@ function appendRates(rounds: number, perTx: number): { plain: number; tree: numb
   }
   const rows = (treeDb.prepare("SELECT COUNT(*) AS n FROM audit_tree").get() as { n: number }).n;
   const events = (treeDb.prepare("SELECT COUNT(*) AS n FROM audit_event").get() as { n: number }).n;
-  console.log(`  stored tree rows: ${rows} for ${events} events (${(events / Math.max(rows, 1)).toFixed(1)} events per row)`);
+  console.log(
+    `  stored tree rows: ${rows} for ${events} events (${(events / Math.max(rows, 1)).toFixed(1)} events per row)`,
+  );
   plainDb.close();
   treeDb.close();
   const n = rounds * perTx;
@@ -97,10 +138,13 @@ Chain.open(big, key, "controller", Date.now, NO_TIMED_CHECKPOINTS); // the schem
 {
   const t0 = process.hrtime.bigint();
   withWriteTx(big, (tx) => {
-    tx.db.prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,0,?)").run(chainId, key.publicKey, "controller", 0);
+    tx.db
+      .prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,0,?)")
+      .run(chainId, key.publicKey, "controller", 0);
     const insert = tx.db.prepare(INSERT_EVENT);
     const zero = "0".repeat(64);
-    for (let i = 0; i < largest; i++) insert.run(chainId, i, i, zero, "bench", "bench.event", "{}", zero, sha(i), "0".repeat(128));
+    for (let i = 0; i < largest; i++)
+      insert.run(chainId, i, i, zero, "bench", "bench.event", "{}", zero, sha(i), "0".repeat(128));
   });
   const t1 = process.hrtime.bigint();
   withWriteTx(big, (tx) => catchUpTree(tx.db, chainId));
@@ -147,7 +191,12 @@ const random = (below: number) => {
   return rng % below;
 };
 const us = (ns: number) => `${(ns / 1000).toFixed(1)} µs`;
-const series: Record<"incBuild" | "incVerify" | "conBuild" | "conVerify", number[]> = { incBuild: [], incVerify: [], conBuild: [], conVerify: [] };
+const series: Record<"incBuild" | "incVerify" | "conBuild" | "conVerify", number[]> = {
+  incBuild: [],
+  incVerify: [],
+  conBuild: [],
+  conVerify: [],
+};
 for (const size of sizes) {
   const root = treeHeadFrom(read, size);
   const samples = 400;
@@ -188,8 +237,12 @@ for (const size of sizes) {
   series.conVerify.push(median(conVerNs));
   const floorOf = (len: number[]) => mean(len) * floorNs;
   console.log(`  n = ${size.toLocaleString("en")} (log2 n = ${Math.log2(size).toFixed(1)})`);
-  console.log(`    inclusion (median): build ${us(median(incNs))} (${mean(incReads).toFixed(1)} stored subtrees read), verify ${us(median(verNs))}; path ${mean(incLen).toFixed(1)} hashes, raw floor ${us(floorOf(incLen))}`);
-  console.log(`    consistency (median): build ${us(median(conNs))}, verify ${us(median(conVerNs))}; proof ${mean(conLen).toFixed(1)} hashes, raw floor ${us(floorOf(conLen))}`);
+  console.log(
+    `    inclusion (median): build ${us(median(incNs))} (${mean(incReads).toFixed(1)} stored subtrees read), verify ${us(median(verNs))}; path ${mean(incLen).toFixed(1)} hashes, raw floor ${us(floorOf(incLen))}`,
+  );
+  console.log(
+    `    consistency (median): build ${us(median(conNs))}, verify ${us(median(conVerNs))}; proof ${mean(conLen).toFixed(1)} hashes, raw floor ${us(floorOf(conLen))}`,
+  );
 }
 
 /** Least-squares slope of log(time) against log(n): time ∝ n^k. */
@@ -211,10 +264,14 @@ console.log(
   `  fitted exponent k (time ∝ n^k, n = ${sizes.map((n) => n.toLocaleString("en")).join(", ")}): inclusion build ${exponent(series.incBuild).toFixed(3)}, verify ${exponent(series.incVerify).toFixed(3)}; consistency build ${exponent(series.conBuild).toFixed(3)}, verify ${exponent(series.conVerify).toFixed(3)} (O(log n) here: log2 n grows ${logGrowth.toFixed(1)}× over the sizes, n ${(largest / (sizes[0] as number)).toLocaleString("en")}×; O(n) would be k = 1)`,
 );
 {
-  const leaves = (big.prepare("SELECT hash FROM audit_event WHERE chain_id = ? ORDER BY seq").pluck().all(chainId) as string[]).map(leafHash) as Hash[];
+  const leaves = (
+    big.prepare("SELECT hash FROM audit_event WHERE chain_id = ? ORDER BY seq").pluck().all(chainId) as string[]
+  ).map(leafHash) as Hash[];
   const t0 = process.hrtime.bigint();
   inclusionProof(leaves, random(largest), largest);
-  console.log(`  one inclusion proof rehashing every leaf (O(n), before the tree was stored) at n = ${largest.toLocaleString("en")}: ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(0)} ms (leaves already in memory)`);
+  console.log(
+    `  one inclusion proof rehashing every leaf (O(n), before the tree was stored) at n = ${largest.toLocaleString("en")}: ${(Number(process.hrtime.bigint() - t0) / 1e6).toFixed(0)} ms (leaves already in memory)`,
+  );
 }
 big.close();
 rmSync(dir, { recursive: true, force: true });

@@ -82,7 +82,9 @@ async function makeChain(path: string, events: number): Promise<{ chainId: strin
   const chain = Chain.open(db, key, "controller", () => 1_767_225_600_000);
   const genesis = chain.tip();
   db.pragma("synchronous = OFF");
-  const insert = db.prepare("INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)");
+  const insert = db.prepare(
+    "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
+  );
   const pkcs8 = key.privateKey.export({ format: "der", type: "pkcs8" });
   const batch = 100_000;
   let prev = genesis.hash;
@@ -91,15 +93,45 @@ async function makeChain(path: string, events: number): Promise<{ chainId: strin
     for (let seq = from; seq < Math.min(events, from + batch); seq++) {
       const ts = 1_767_225_600_000 + seq * 10;
       // A decision-sized payload, different per event, as a busy controller's chain holds.
-      const payload = canonicalJson({ phase: "placed", decision_id: payloadHashOf(String(seq)), node: (seq * 7919).toString(16).padStart(32, "0"), instance_id: `agent-${seq}`, attempt: seq % 3 });
+      const payload = canonicalJson({
+        phase: "placed",
+        decision_id: payloadHashOf(String(seq)),
+        node: (seq * 7919).toString(16).padStart(32, "0"),
+        instance_id: `agent-${seq}`,
+        attempt: seq % 3,
+      });
       const payload_hash = payloadHashOf(payload);
-      const hash = eventHashOf({ chain_id: chain.chainId, kind: "workload.place", payload_hash, prev_hash: prev, seq, source: "placement", ts });
+      const hash = eventHashOf({
+        chain_id: chain.chainId,
+        kind: "workload.place",
+        payload_hash,
+        prev_hash: prev,
+        seq,
+        source: "placement",
+        ts,
+      });
       rows.push([seq, ts, prev, payload, payload_hash, hash, ""]);
       prev = hash;
     }
-    const sigs = await signAll(pkcs8, rows.map((r) => r[5]), WORKERS);
+    const sigs = await signAll(
+      pkcs8,
+      rows.map((r) => r[5]),
+      WORKERS,
+    );
     db.transaction(() => {
-      for (const [i, [seq, ts, prevHash, payload, payloadHash, hash]] of rows.entries()) insert.run(chain.chainId, seq, ts, prevHash, "placement", "workload.place", payload, payloadHash, hash, sigs[i]);
+      for (const [i, [seq, ts, prevHash, payload, payloadHash, hash]] of rows.entries())
+        insert.run(
+          chain.chainId,
+          seq,
+          ts,
+          prevHash,
+          "placement",
+          "workload.place",
+          payload,
+          payloadHash,
+          hash,
+          sigs[i],
+        );
     })();
   }
   db.pragma("synchronous = FULL");
@@ -110,10 +142,14 @@ async function makeChain(path: string, events: number): Promise<{ chainId: strin
 const dir = mkdtempSync(join(tmpdir(), "berth-bench-verify-"));
 try {
   const path = join(dir, "chain.db");
-  console.log(`audit verify across cores: ${EVENTS.toLocaleString("en")} events, ${WORKERS} workers, ${availableParallelism()} cpus, load average ${loadavg()[0]?.toFixed(1)}`);
+  console.log(
+    `audit verify across cores: ${EVENTS.toLocaleString("en")} events, ${WORKERS} workers, ${availableParallelism()} cpus, load average ${loadavg()[0]?.toFixed(1)}`,
+  );
   const t0 = performance.now();
   const { chainId, publicKey } = await makeChain(path, EVENTS);
-  console.log(`  chain made (hash chain in order, signatures in ${WORKERS} threads) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(
+    `  chain made (hash chain in order, signatures in ${WORKERS} threads) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
 
   const rawBefore = rawVerifyPerCpuSecond();
   const c0 = process.cpuUsage();
@@ -125,11 +161,19 @@ try {
   const raw = (rawBefore + rawAfter) / 2;
   if (!parallel.ok) throw new Error(`the generated chain did not verify: ${JSON.stringify(parallel.failure)}`);
   const perCpu = EVENTS / cpu;
-  console.log(`  raw Ed25519 verify, one thread                   ${raw.toFixed(0).padStart(10)} /CPU-s   (before ${rawBefore.toFixed(0)}, after ${rawAfter.toFixed(0)})`);
-  console.log(`  parallel verify                                  ${(EVENTS / wall).toFixed(0).padStart(10)} /s wall   ${perCpu.toFixed(0)} /CPU-s   (${wall.toFixed(1)} s wall, ${cpu.toFixed(1)} CPU-s)`);
+  console.log(
+    `  raw Ed25519 verify, one thread                   ${raw.toFixed(0).padStart(10)} /CPU-s   (before ${rawBefore.toFixed(0)}, after ${rawAfter.toFixed(0)})`,
+  );
+  console.log(
+    `  parallel verify                                  ${(EVENTS / wall).toFixed(0).padStart(10)} /s wall   ${perCpu.toFixed(0)} /CPU-s   (${wall.toFixed(1)} s wall, ${cpu.toFixed(1)} CPU-s)`,
+  );
   const perCore = perCpu / raw;
-  console.log(`  parallel verify per core / raw verify per core   ${(perCore * 100).toFixed(1).padStart(9)}%  (target ≥ 90%: ${perCore >= 0.9 ? "met" : "NOT met"})`);
-  console.log(`  parallel verify wall / (raw verify × ${WORKERS} cores)     ${((EVENTS / wall / (raw * WORKERS)) * 100).toFixed(1).padStart(9)}%  (on a shared machine the cores are not all ours)`);
+  console.log(
+    `  parallel verify per core / raw verify per core   ${(perCore * 100).toFixed(1).padStart(9)}%  (target ≥ 90%: ${perCore >= 0.9 ? "met" : "NOT met"})`,
+  );
+  console.log(
+    `  parallel verify wall / (raw verify × ${WORKERS} cores)     ${((EVENTS / wall / (raw * WORKERS)) * 100).toFixed(1).padStart(9)}%  (on a shared machine the cores are not all ours)`,
+  );
   if (SEQUENTIAL) {
     const db = openDatabase(path, { readonly: true });
     const s0 = process.cpuUsage();
@@ -138,8 +182,12 @@ try {
     const swall = (performance.now() - sw) / 1000;
     const scpu = cpuSeconds(s0);
     db.close();
-    console.log(`  sequential verify (one thread)                   ${(EVENTS / swall).toFixed(0).padStart(10)} /s wall   ${(EVENTS / scpu).toFixed(0)} /CPU-s   ok=${sequential.ok}`);
-    console.log(`  sequential per core / raw verify per core        ${((EVENTS / scpu / raw) * 100).toFixed(1).padStart(9)}%`);
+    console.log(
+      `  sequential verify (one thread)                   ${(EVENTS / swall).toFixed(0).padStart(10)} /s wall   ${(EVENTS / scpu).toFixed(0)} /CPU-s   ok=${sequential.ok}`,
+    );
+    console.log(
+      `  sequential per core / raw verify per core        ${((EVENTS / scpu / raw) * 100).toFixed(1).padStart(9)}%`,
+    );
     console.log(`  speed-up, parallel over sequential (wall)        ${(swall / wall).toFixed(2).padStart(9)}×`);
   }
 } finally {

@@ -25,7 +25,9 @@ const RUNS = numberFlag("--runs", 15);
 const PLACE = numberFlag("--place", 6);
 /** The installed `berth` (package.json `bin`). */
 const BERTH = resolve("dist/src/cli/entry/berth.cjs");
-const running = freshCliBundle() ? "the CLI bundle, dist/src/cli-bundle/" : "main.js: no fresh CLI bundle (run scripts/bundle-cli/build.mjs)";
+const running = freshCliBundle()
+  ? "the CLI bundle, dist/src/cli-bundle/"
+  : "main.js: no fresh CLI bundle (run scripts/bundle-cli/build.mjs)";
 
 function timeOnce(args: readonly string[], env: NodeJS.ProcessEnv): number {
   const start = process.hrtime.bigint();
@@ -36,7 +38,8 @@ function timeOnce(args: readonly string[], env: NodeJS.ProcessEnv): number {
 }
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-const fmt = (xs: readonly number[]) => `min ${Math.min(...xs).toFixed(0)} / median ${median(xs).toFixed(0)} / max ${Math.max(...xs).toFixed(0)} ms`;
+const fmt = (xs: readonly number[]) =>
+  `min ${Math.min(...xs).toFixed(0)} / median ${median(xs).toFixed(0)} / max ${Math.max(...xs).toFixed(0)} ms`;
 
 async function startUp(): Promise<void> {
   const home = mkdtempSync(join(tmpdir(), "berth-bench-cli-"));
@@ -59,10 +62,16 @@ async function startUp(): Promise<void> {
       });
     }
     const floor = median(times[0] as number[]);
-    console.log(`\nCLI start-up of dist/src/cli/entry/berth.cjs (running ${running}), ${RUNS} runs each, interleaved (load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}):`);
+    console.log(
+      `\nCLI start-up of dist/src/cli/entry/berth.cjs (running ${running}), ${RUNS} runs each, interleaved (load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}):`,
+    );
     cases.forEach((c, k) => {
       const t = times[k] as number[];
-      console.log(`  ${c.label.padEnd(44)} ${fmt(t).padEnd(40)} ${(median(t) / floor).toFixed(2)}× the floor${c.label === "berth --version" ? "  (target ≤ 1.5×)" : ""}`);
+      console.log(
+        `  ${c.label.padEnd(44)} ${fmt(t).padEnd(40)} ${(median(t) / floor).toFixed(2)}× the floor${c.label === "berth --version" ? "  (target ≤ 1.5×)" : ""}`,
+      );
     });
   } finally {
     rmSync(home, { recursive: true, force: true });
@@ -76,14 +85,21 @@ async function placements(): Promise<void> {
   const env = { BERTH_HOME: home, KUBECONFIG: "/nonexistent" };
   let serve: ReturnType<typeof spawn> | null = null;
   try {
-    const keys = spawnSync(process.execPath, [BERTH, "keys", "new", "--json"], { env: { ...process.env, ...env }, encoding: "utf8" });
+    const keys = spawnSync(process.execPath, [BERTH, "keys", "new", "--json"], {
+      env: { ...process.env, ...env },
+      encoding: "utf8",
+    });
     const controllerKey = (JSON.parse(keys.stdout) as { public_key: string }).public_key;
     const signer = generateSigningKey();
     const pkg = join(home, "pkg");
     probePackage(pkg, signer);
     writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
     writeJson(join(home, "permits.json"), [TEST_PERMIT]);
-    const node = await NodeProcess.create({ controllers: [controllerKey], signers: [signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({
+      controllers: [controllerKey],
+      signers: [signer.publicKey],
+      permits: [TEST_PERMIT],
+    });
     timeOnce([BERTH, "nodes", "add", node.address, "--tier", "paired"], env);
     let n = 0;
     const placeAll = (extra: string[]) => {
@@ -92,12 +108,17 @@ async function placements(): Promise<void> {
       return PLACE / (Number(process.hrtime.bigint() - start) / 1e9);
     };
     const onFiles = placeAll(["--local"]);
-    serve = spawn(process.execPath, [BERTH, "serve", "--port", "0", "--json", "--log-level", "silent"], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "ignore"] });
+    serve = spawn(process.execPath, [BERTH, "serve", "--port", "0", "--json", "--log-level", "silent"], {
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     await new Promise<void>((resolve) => serve?.stdout?.once("data", () => resolve()));
     const throughServe = placeAll([]);
     console.log(`\nberth place through the CLI, ${PLACE} sequential placements each on one node (target ≥ 5/s):`);
     console.log(`  ${"on the home's files (--local)".padEnd(44)} ${onFiles.toFixed(2)} placements/s`);
-    console.log(`  ${"through the berth serve on the home".padEnd(44)} ${throughServe.toFixed(2)} placements/s  (${(throughServe / onFiles).toFixed(2)}× the files)`);
+    console.log(
+      `  ${"through the berth serve on the home".padEnd(44)} ${throughServe.toFixed(2)} placements/s  (${(throughServe / onFiles).toFixed(2)}× the files)`,
+    );
   } finally {
     serve?.kill("SIGTERM");
     await cleanup();

@@ -29,7 +29,9 @@ import { numberFlag } from "../support.js";
 
 const TRIALS = numberFlag("--trials", 2);
 const LEASE_MS = numberFlag("--lease-ms", 6_000);
-const ENGINES = (process.env.BERTH_BENCH_ENGINES ?? "sqlite,postgres").split(",").filter((e): e is HaEngine => e === "sqlite" || e === "postgres");
+const ENGINES = (process.env.BERTH_BENCH_ENGINES ?? "sqlite,postgres")
+  .split(",")
+  .filter((e): e is HaEngine => e === "sqlite" || e === "postgres");
 const TIMING = leaderTiming();
 const BOUND_MS = failoverBoundMs(TIMING);
 
@@ -38,7 +40,9 @@ function nodeDeadline(w: HaWorld): number | null {
   try {
     const db = openDatabase(join(w.node.dataDir, "node.db"), { readonly: true });
     try {
-      const row = db.prepare("SELECT value FROM node_meta WHERE key = 'lease_deadlines'").get() as { value: string } | undefined;
+      const row = db.prepare("SELECT value FROM node_meta WHERE key = 'lease_deadlines'").get() as
+        | { value: string }
+        | undefined;
       if (row === undefined) return null;
       const values = Object.values(JSON.parse(row.value) as Record<string, number>);
       return values.length === 0 ? null : Math.max(...values);
@@ -95,17 +99,32 @@ async function trial(w: HaWorld, fault: Trial["fault"], name: string): Promise<T
   }, 100);
   const t0 = Date.now();
   leader.proc.child.kill(fault);
-  await waitFor(async () => {
-    const l = await w.leader();
-    return l !== null && l !== leader ? l : undefined;
-  }, "a follower leads", 60_000);
+  await waitFor(
+    async () => {
+      const l = await w.leader();
+      return l !== null && l !== leader ? l : undefined;
+    },
+    "a follower leads",
+    60_000,
+  );
   const failoverMs = Date.now() - t0;
-  if (fault !== "SIGTERM") await waitFor(() => (Date.now() - t0 > LEASE_MS + 2_000 ? true : undefined), "the fault outlasts the lease", LEASE_MS + 10_000);
+  if (fault !== "SIGTERM")
+    await waitFor(
+      () => (Date.now() - t0 > LEASE_MS + 2_000 ? true : undefined),
+      "the fault outlasts the lease",
+      LEASE_MS + 10_000,
+    );
   clearInterval(sampler);
   if (fault === "SIGSTOP") leader.proc.child.kill("SIGCONT");
   else await leader.proc.exited();
   const leaseStops = w.node.events({ kind: "workload.lifecycle" }).filter((e) => e.payload.phase === "lease").length;
-  return { fault, failoverMs, minMarginMs: minMargin, leaseStops, samePids: procs.length > 0 && procs.every((p) => startTime(p.pid) === p.start) };
+  return {
+    fault,
+    failoverMs,
+    minMarginMs: minMargin,
+    leaseStops,
+    samePids: procs.length > 0 && procs.every((p) => startTime(p.pid) === p.start),
+  };
 }
 
 async function engineRun(engine: HaEngine): Promise<void> {
@@ -132,7 +151,9 @@ async function engineRun(engine: HaEngine): Promise<void> {
       const gap = LEASE_MS - t.minMarginMs;
       console.log(
         `${engine.padEnd(8)} ${t.fault.padEnd(7)} failover ${String(t.failoverMs).padStart(5)} ms (${((100 * t.failoverMs) / BOUND_MS).toFixed(0)} % of the ${BOUND_MS} ms bound, ${((100 * t.failoverMs) / LEASE_MS).toFixed(0)} % of lease_ms)` +
-          (t.fault === "SIGTERM" ? "" : `; lease margin min ${Math.round(t.minMarginMs)} ms, longest renewal gap ≈ ${Math.round(gap)} ms (${((100 * gap) / LEASE_MS).toFixed(0)} % of lease_ms); lease stops ${t.leaseStops}; agent's processes ${t.samePids ? "unchanged" : "CHANGED"}`),
+          (t.fault === "SIGTERM"
+            ? ""
+            : `; lease margin min ${Math.round(t.minMarginMs)} ms, longest renewal gap ≈ ${Math.round(gap)} ms (${((100 * gap) / LEASE_MS).toFixed(0)} % of lease_ms); lease stops ${t.leaseStops}; agent's processes ${t.samePids ? "unchanged" : "CHANGED"}`),
       );
     }
   } finally {

@@ -112,7 +112,9 @@ async function probe(dataDir: string, records: number): Promise<Probe> {
       "targets()": await perCall(() => controller.targets()),
       "unsettled()": await perCall(() => controller.unsettled()),
       "store.placedWorkloads() (every stored workload)": await perCall(() => controller.store.placedWorkloads()),
-      "store.placementHistory() (read by every place)": await perCall(() => controller.store.placementHistory(BENCH_READS)),
+      "store.placementHistory() (read by every place)": await perCall(() =>
+        controller.store.placementHistory(BENCH_READS),
+      ),
     };
     const after_calls = collectedMemory();
     const max_rss_mb = process.resourceUsage().maxRSS / 1024;
@@ -123,7 +125,11 @@ async function probe(dataDir: string, records: number): Promise<Probe> {
 }
 
 /** What a place of the bench workload (it excludes "gpu-heavy", declares memory) reads of the history. */
-const BENCH_READS = { carrying: ["gpu-heavy"], excluding: [], placedAfter: new Map(Array.from({ length: TARGETS }, (_, i) => [benchId(i + 1) as string, Date.now()])) };
+const BENCH_READS = {
+  carrying: ["gpu-heavy"],
+  excluding: [],
+  placedAfter: new Map(Array.from({ length: TARGETS }, (_, i) => [benchId(i + 1) as string, Date.now()])),
+};
 
 // ---- filling, the way placements write ----------------------------------------------------------------------
 
@@ -145,7 +151,8 @@ function engineDecision(targets: number): PlacementDecision {
   const parsed = parsePlacementInput(rawInput(targets));
   if (!parsed.ok) throw new Error(parsed.error.message);
   const result = decide(parsed.input);
-  if (!result.ok || result.decision.placement === null) throw new Error(`the bench cluster of ${targets} nodes did not place`);
+  if (!result.ok || result.decision.placement === null)
+    throw new Error(`the bench cluster of ${targets} nodes did not place`);
   return result.decision;
 }
 
@@ -168,7 +175,13 @@ async function addTargets(controller: MeshController, targets: number): Promise<
 }
 
 /** Placements `from` … `to - 1`, each with the rows and events of one successful `place()` (see the header). */
-async function fill(controller: MeshController, dataDir: string, decision: PlacementDecision, from: number, to: number): Promise<void> {
+async function fill(
+  controller: MeshController,
+  dataDir: string,
+  decision: PlacementDecision,
+  from: number,
+  to: number,
+): Promise<void> {
   const { store } = controller;
   const gatePolicy = gatePolicyOf((await new PolicyFiles(dataDir).read()).policy, DEFAULT_GATE);
   const eligible = decision.candidates.filter((c) => c.eligible && c.variant !== null);
@@ -180,7 +193,12 @@ async function fill(controller: MeshController, dataDir: string, decision: Place
     const name = `agent-${i}`;
     const verdicts: EventDraft[] = [];
     for (const node of nodes) {
-      const { event } = consult("workload.place", contextOf(WORKLOAD, "paired", controller.controllerId, false), gatePolicy, node);
+      const { event } = consult(
+        "workload.place",
+        contextOf(WORKLOAD, "paired", controller.controllerId, false),
+        gatePolicy,
+        node,
+      );
       if (event) verdicts.push(event);
     }
     await store.appendAll(verdicts);
@@ -193,9 +211,21 @@ async function fill(controller: MeshController, dataDir: string, decision: Place
       event: {
         source: "placement",
         kind: "workload.place",
-        payload: { phase: "decision", backend: "mesh", controller: controller.controllerId, dry_run: false, name, package_id: WORKLOAD.package_id, decision: decisionPayload },
+        payload: {
+          phase: "decision",
+          backend: "mesh",
+          controller: controller.controllerId,
+          dry_run: false,
+          name,
+          package_id: WORKLOAD.package_id,
+          decision: decisionPayload,
+        },
       },
-      refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, error } }),
+      refusal: (error) => ({
+        source: "placement",
+        kind: "workload.refuse",
+        payload: { phase: "decision", name, error },
+      }),
     });
     const winner = eligible[i % eligible.length];
     if (winner?.variant == null) throw new Error("bug: the bench decision has no eligible candidate");
@@ -213,20 +243,43 @@ async function fill(controller: MeshController, dataDir: string, decision: Place
       adopted: false,
       pending: null,
     };
-    const targetResult = { instance_id: instanceId, name, variant: winner.variant, route: "native", package_id: WORKLOAD.package_id, state: "running", pid: 40_000 + i, node_id: winner.node_id, generation: 1 };
+    const targetResult = {
+      instance_id: instanceId,
+      name,
+      variant: winner.variant,
+      route: "native",
+      package_id: WORKLOAD.package_id,
+      state: "running",
+      pid: 40_000 + i,
+      node_id: winner.node_id,
+      generation: 1,
+    };
     await store.commitPlaced(decisionId, 1, placement, WORKLOAD, {
       source: "placement",
       kind: "workload.place",
-      payload: { phase: "placed", decision_id: decisionId, node: winner.node_id, variant: winner.variant, route: "native", instance_id: instanceId, attempts: 1, target_result: targetResult },
+      payload: {
+        phase: "placed",
+        decision_id: decisionId,
+        node: winner.node_id,
+        variant: winner.variant,
+        route: "native",
+        instance_id: instanceId,
+        attempts: 1,
+        target_result: targetResult,
+      },
     });
   }
 }
 
 function runProbe(dataDir: string, records: number): Probe {
-  const out = execFileSync(process.execPath, ["--expose-gc", fileURLToPath(import.meta.url), "--probe", dataDir, "--records", String(records)], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const out = execFileSync(
+    process.execPath,
+    ["--expose-gc", fileURLToPath(import.meta.url), "--probe", dataDir, "--records", String(records)],
+    {
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   return JSON.parse(out) as Probe;
 }
 
@@ -244,14 +297,18 @@ function fileMb(path: string): number {
 
 function report(rows: Array<{ probe: Probe; events: number; db_mb: number; fill_s: number }>): void {
   const f = (n: number, width = 9, digits = 1) => n.toFixed(digits).padStart(width);
-  console.log("records    events    db MB   fill s    open ms   rss MB  heap MB +heap MB   ext MB | after calls: rss MB  max rss MB");
+  console.log(
+    "records    events    db MB   fill s    open ms   rss MB  heap MB +heap MB   ext MB | after calls: rss MB  max rss MB",
+  );
   for (const { probe: p, events, db_mb, fill_s } of rows) {
     const held = p.after_open.heap_mb - p.before_open.heap_mb;
     console.log(
       `${String(p.records).padStart(7)} ${String(events).padStart(9)}${f(db_mb)}${f(fill_s)}${f(p.open_ms, 11, 0)}${f(p.after_open.rss_mb)}${f(p.after_open.heap_mb)}${f(held)}${f(p.after_open.external_mb)}${f(p.after_calls.rss_mb, 21)}${f(p.max_rss_mb, 12)}`,
     );
   }
-  console.log("  after a forced GC, with the controller open; +heap MB: heap the open controller holds; max rss: peak of the probe");
+  console.log(
+    "  after a forced GC, with the controller open; +heap MB: heap the open controller holds; max rss: peak of the probe",
+  );
   const names = Object.keys(rows[0]?.probe.calls ?? {});
   const sizes = rows.map((r) => String(r.probe.records).padStart(10)).join("");
   console.log(`\n${"call".padEnd(48)}  ms per call at${sizes}   |  MB one answer holds at${sizes}`);

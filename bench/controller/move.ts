@@ -28,12 +28,21 @@ function runningOn(nodeId: string): boolean {
 }
 
 async function round(): Promise<{ fromDeathMs: number; fromStampMs: number; floorMs: number }> {
-  const fx = await processFixture({ config: [undefined, { lease_ms: LEASE_MS }], script: "#!/bin/sh\nexec sleep 600\n" });
+  const fx = await processFixture({
+    config: [undefined, { lease_ms: LEASE_MS }],
+    script: "#!/bin/sh\nexec sleep 600\n",
+  });
   try {
     const ctl = await fx.reopen({ deadAfterMs: 1_000 });
     await ctl.addTarget(fx.proxy.address, "paired");
     await ctl.addTarget(fx.second.address, "paired");
-    const r = await ctl.place({ package: fx.pkgDir, name: NAME, config: { mode: "service" }, restart: "always", prefer: [fx.second.nodeId] });
+    const r = await ctl.place({
+      package: fx.pkgDir,
+      name: NAME,
+      config: { mode: "service" },
+      restart: "always",
+      prefer: [fx.second.nodeId],
+    });
     if (r.placed?.node_id !== fx.second.nodeId) throw new Error(`not placed on the leased node: ${r.explain}`);
     ctl.lead({ address: null });
     while (!ctl.isLeader()) await new Promise((res) => setTimeout(res, 50));
@@ -57,13 +66,21 @@ const rows: Array<{ fromDeathMs: number; fromStampMs: number; floorMs: number }>
 for (let i = 0; i < ROUNDS; i++) {
   const r = await round();
   rows.push(r);
-  console.log(`round ${i + 1}: death → running elsewhere ${r.fromDeathMs} ms; last stamp → running ${r.fromStampMs} ms; floor (lease_ms + 11 s) ${r.floorMs} ms; over the floor ${r.fromStampMs - r.floorMs} ms`);
+  console.log(
+    `round ${i + 1}: death → running elsewhere ${r.fromDeathMs} ms; last stamp → running ${r.fromStampMs} ms; floor (lease_ms + 11 s) ${r.floorMs} ms; over the floor ${r.fromStampMs - r.floorMs} ms`,
+  );
 }
 const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
 const stats = (xs: number[]) => {
   const s = sorted(xs);
   return `min ${s[0]} / median ${s[Math.floor(s.length / 2)]} / max ${s[s.length - 1]} ms`;
 };
-console.log(`lease_ms ${LEASE_MS}, ${ROUNDS} rounds, load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+console.log(
+  `lease_ms ${LEASE_MS}, ${ROUNDS} rounds, load average ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);
 console.log(`death → running elsewhere: ${stats(rows.map((r) => r.fromDeathMs))}`);
-console.log(`last stamp → running elsewhere: ${stats(rows.map((r) => r.fromStampMs))} against the floor ${leaseWaitMs(LEASE_MS)} ms (ratio ${(sorted(rows.map((r) => r.fromStampMs))[Math.floor(rows.length / 2)]! / leaseWaitMs(LEASE_MS)).toFixed(2)}×)`);
+console.log(
+  `last stamp → running elsewhere: ${stats(rows.map((r) => r.fromStampMs))} against the floor ${leaseWaitMs(LEASE_MS)} ms (ratio ${(sorted(rows.map((r) => r.fromStampMs))[Math.floor(rows.length / 2)]! / leaseWaitMs(LEASE_MS)).toFixed(2)}×)`,
+);

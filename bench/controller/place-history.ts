@@ -52,7 +52,15 @@ function makePackage(dir: string, signer: ReturnType<typeof generateSigningKey>)
     network: "egress",
     resources: { memory_mb: 16, cpu_millis: 100 },
     policy: { excludes: ["gpu-heavy"] },
-    variants: [{ id: `${hostArch()}-${hostOs()}`, arch: hostArch(), os: hostOs(), entry: { program: "run.sh", args: [] }, requires: [] }],
+    variants: [
+      {
+        id: `${hostArch()}-${hostOs()}`,
+        arch: hostArch(),
+        os: hostOs(),
+        entry: { program: "run.sh", args: [] },
+        requires: [],
+      },
+    ],
   });
   buildPackage(dir);
   signPackage(dir, signer);
@@ -86,8 +94,16 @@ async function record(controller: MeshController, nodeIds: readonly string[], fr
         packageId: workload.package_id,
         workload,
         dispatch: true,
-        event: { source: "placement", kind: "workload.place", payload: { phase: "decision", backend: "mesh", name, package_id: workload.package_id } },
-        refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, error } }),
+        event: {
+          source: "placement",
+          kind: "workload.place",
+          payload: { phase: "decision", backend: "mesh", name, package_id: workload.package_id },
+        },
+        refusal: (error) => ({
+          source: "placement",
+          kind: "workload.refuse",
+          payload: { phase: "decision", name, error },
+        }),
       });
       await store.beginAttempt(decisionId, 1, node, "v");
       const placement: PlacementRecord = {
@@ -102,7 +118,11 @@ async function record(controller: MeshController, nodeIds: readonly string[], fr
         adopted: false,
         pending: null,
       };
-      await store.commitPlaced(decisionId, 1, placement, workload, { source: "placement", kind: "workload.place", payload: { phase: "placed", decision_id: decisionId, node, instance_id: placement.instance_id } });
+      await store.commitPlaced(decisionId, 1, placement, workload, {
+        source: "placement",
+        kind: "workload.place",
+        payload: { phase: "placed", decision_id: decisionId, node, instance_id: placement.instance_id },
+      });
     }
   } finally {
     sqlite?.db.pragma("synchronous = FULL");
@@ -122,7 +142,9 @@ async function main(): Promise<void> {
   };
   await place("warm-up");
 
-  console.log(`one placement (in process, ${NODES} real daemons behind the in-process connector) as the recorded placements grow; load ${(loadavg()[0] ?? 0).toFixed(2)}`);
+  console.log(
+    `one placement (in process, ${NODES} real daemons behind the in-process connector) as the recorded placements grow; load ${(loadavg()[0] ?? 0).toFixed(2)}`,
+  );
   const results: Array<{ size: number; place: number; read: number }> = [];
   let recorded = 0;
   for (const size of SIZES) {
@@ -138,7 +160,15 @@ async function main(): Promise<void> {
     }
     // The history read alone, as the last decision made it (its views, its request).
     const views = await controller.nodeViews();
-    const reads = historyReads({ spec: { memory_bytes: 16 * 2 ** 20, policy: { min_tier: "paired", labels: [], excludes: ["gpu-heavy"], sticky: false } } }, views);
+    const reads = historyReads(
+      {
+        spec: {
+          memory_bytes: 16 * 2 ** 20,
+          policy: { min_tier: "paired", labels: [], excludes: ["gpu-heavy"], sticky: false },
+        },
+      },
+      views,
+    );
     const reading: number[] = [];
     for (let i = 0; i < 30; i++) {
       const start = process.hrtime.bigint();

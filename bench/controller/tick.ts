@@ -20,8 +20,18 @@ const SIZES = flag("--sizes", "3,30,100").split(",").map(Number);
 const TICKS = Number(flag("--ticks", "5")) || 5;
 
 async function measure(nodes: number): Promise<number> {
-  const { controller, daemons, pkgDir, close } = await inProcessMesh({ nodes, tmpPrefix: "berth-bench-tick-", nodeConfig: { lease_ms: 60_000 } });
-  for (const d of daemons) await controller.place({ package: pkgDir, name: `a-${d.nodeId.slice(0, 8)}`, config: { mode: "service" }, pin: d.nodeId });
+  const { controller, daemons, pkgDir, close } = await inProcessMesh({
+    nodes,
+    tmpPrefix: "berth-bench-tick-",
+    nodeConfig: { lease_ms: 60_000 },
+  });
+  for (const d of daemons)
+    await controller.place({
+      package: pkgDir,
+      name: `a-${d.nodeId.slice(0, 8)}`,
+      config: { mode: "service" },
+      pin: d.nodeId,
+    });
   const loop = new ReconcileLoop(meshReconcilePorts(controller.reconcileAccess(), () => true));
   await controller.watchTargets();
   await loop.pass(); // warm-up
@@ -33,7 +43,9 @@ async function measure(nodes: number): Promise<number> {
   }
   const perTickMs = Number(process.hrtime.bigint() - start) / 1e6 / TICKS;
   await close();
-  console.log(`  ${String(nodes).padStart(4)} nodes: ${perTickMs.toFixed(1).padStart(8)} ms per tick, ${(perTickMs / nodes).toFixed(2).padStart(6)} ms per node`);
+  console.log(
+    `  ${String(nodes).padStart(4)} nodes: ${perTickMs.toFixed(1).padStart(8)} ms per tick, ${(perTickMs / nodes).toFixed(2).padStart(6)} ms per node`,
+  );
   return perTickMs / nodes;
 }
 
@@ -42,7 +54,8 @@ async function main(): Promise<void> {
   const perNode: number[] = [];
   for (const n of SIZES) perNode.push(await measure(n));
   const floor = perNode[0] ?? 1;
-  for (const [i, n] of SIZES.entries()) console.log(`  per-node cost at ${n} nodes / at ${SIZES[0]} nodes: ${((perNode[i] ?? 0) / floor).toFixed(2)}×`);
+  for (const [i, n] of SIZES.entries())
+    console.log(`  per-node cost at ${n} nodes / at ${SIZES[0]} nodes: ${((perNode[i] ?? 0) / floor).toFixed(2)}×`);
 }
 
 await main();

@@ -32,7 +32,9 @@ const OBSERVE_FIRST_ROW = `
 async function timeFirstRow(page: Page, url: string): Promise<{ dom: number; frame: number }> {
   await page.goto(url);
   // A function, not a string: playwright evaluates a string predicate with eval, which the dashboard's CSP forbids.
-  await page.waitForFunction(() => (globalThis as { __firstRow?: unknown }).__firstRow != null, undefined, { timeout: 30_000 });
+  await page.waitForFunction(() => (globalThis as { __firstRow?: unknown }).__firstRow != null, undefined, {
+    timeout: 30_000,
+  });
   return (await page.evaluate("window.__firstRow")) as { dom: number; frame: number };
 }
 
@@ -84,13 +86,19 @@ async function main(): Promise<void> {
     }
     const ms = (x: number) => `${x.toFixed(1).padStart(9)} ms`;
     console.log(`  ${INSTANCES} instances, median of ${RUNS} loads each`);
-    console.log(`  ${"baseline: static 1,000-row table, first row".padEnd(48)} ${ms(median(baseline.map((b) => b.dom)))}`);
+    console.log(
+      `  ${"baseline: static 1,000-row table, first row".padEnd(48)} ${ms(median(baseline.map((b) => b.dom)))}`,
+    );
     console.log(`  ${"baseline: frame after it".padEnd(48)} ${ms(median(baseline.map((b) => b.frame)))}`);
     console.log(`  ${"dashboard: instances view, first row".padEnd(48)} ${ms(median(dashboard.map((d) => d.dom)))}`);
     console.log(`  ${"dashboard: frame after it".padEnd(48)} ${ms(median(dashboard.map((d) => d.frame)))}`);
     console.log(`  ${"dashboard: filter 1,000 to 1 (frame shown)".padEnd(48)} ${ms(median(filter))}`);
     // As a rate (renders per second), so a ratio above 100% means the dashboard is faster than the static table.
-    ratio("dashboard first frame vs static table", 1 / median(dashboard.map((d) => d.frame)), 1 / median(baseline.map((b) => b.frame)));
+    ratio(
+      "dashboard first frame vs static table",
+      1 / median(dashboard.map((d) => d.frame)),
+      1 / median(baseline.map((b) => b.frame)),
+    );
   } finally {
     await browser.close();
     stub.server.closeAllConnections();

@@ -19,13 +19,20 @@ const env = buildEnv(agentB(), cfg.value, "0f3a91cc");
 if (!env.ok) throw new Error(env.error);
 const keys = Object.keys(env.value);
 const desired = fingerprint(cfg.value, keys);
-const pods = [null, ...ALL_STARTUPS.flatMap((s) => [verified(s, desired), verified(s, "0".repeat(64)), verified(s, desired, { marked: true })])];
+const pods = [
+  null,
+  ...ALL_STARTUPS.flatMap((s) => [
+    verified(s, desired),
+    verified(s, "0".repeat(64)),
+    verified(s, desired, { marked: true }),
+  ]),
+];
 const template = intentTemplate(cfg.value, keys);
 
 console.log("classify and fingerprint throughput (vector B: 24 env keys)");
 let sink = 0;
 const alloc = rate("baseline: allocate a small tagged object", 2_000_000, (i) => {
-  sink += ({ kind: "observe", name: String(i & 7) }).name.length;
+  sink += { kind: "observe", name: String(i & 7) }.name.length;
 });
 const cls = rate(`classify (${pods.length} observations round-robin)`, 2_000_000, (i) => {
   sink += classify(pods[i % pods.length] ?? null, desired).kind.length;

@@ -24,7 +24,11 @@ import { deployRequest, newAgent } from "../../test/k8s/conformance/support.js";
 const AGENTS = Number(process.env.BENCH_AGENTS ?? 100);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 
-interface Event { readonly op: string; readonly start: number; readonly end: number }
+interface Event {
+  readonly op: string;
+  readonly start: number;
+  readonly end: number;
+}
 
 /** Times every promise-returning call and the watch's establishment and wakes, relative to `t0`. */
 function timed(inner: Cluster, t0: number, events: Event[]): Cluster {
@@ -85,7 +89,16 @@ try {
         const events: Event[] = [];
         const r = await deploy(
           prepared.value.inputs,
-          { cluster: timed(c.value, t0, events), clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: DEFAULT_WAIT, mode: "cli", version: "bench" },
+          {
+            cluster: timed(c.value, t0, events),
+            clock: realClock,
+            audit: new MemoryAudit(),
+            log: silentLogger,
+            random32: () => randomBytes(4).readUInt32BE(0),
+            wait: DEFAULT_WAIT,
+            mode: "cli",
+            version: "bench",
+          },
           { startedAt: start, loopDeadlineAt: start + 115_000, deadlineSeconds: 120 },
         );
         c.value.close();
@@ -95,10 +108,17 @@ try {
     }),
   );
   const seconds = (performance.now() - t) / 1000;
-  const q = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? Number.NaN;
+  const q = (xs: number[], p: number) =>
+    [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? Number.NaN;
   const f = (x: number) => x.toFixed(1).padStart(7);
-  console.log(`fresh deploy timeline: ${AGENTS} agents, concurrency ${CONCURRENCY}, ${(AGENTS / seconds).toFixed(1)} deploys/s, load ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
-  console.log(`  ${"step (nth occurrence)".padEnd(28)} ${"count".padStart(5)} ${"start p50".padStart(9)} ${"start p90".padStart(9)} ${"lat p50".padStart(7)} ${"lat p90".padStart(7)}`);
+  console.log(
+    `fresh deploy timeline: ${AGENTS} agents, concurrency ${CONCURRENCY}, ${(AGENTS / seconds).toFixed(1)} deploys/s, load ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
+  console.log(
+    `  ${"step (nth occurrence)".padEnd(28)} ${"count".padStart(5)} ${"start p50".padStart(9)} ${"start p90".padStart(9)} ${"lat p50".padStart(7)} ${"lat p90".padStart(7)}`,
+  );
   const keys = new Map<string, { starts: number[]; lats: number[] }>();
   for (const d of all) {
     const seen = new Map<string, number>();
@@ -113,10 +133,14 @@ try {
     }
   }
   for (const [k, row] of [...keys].sort((a, b) => q(a[1].starts, 0.5) - q(b[1].starts, 0.5))) {
-    console.log(`  ${k.padEnd(28)} ${String(row.starts.length).padStart(5)} ${f(q(row.starts, 0.5))}   ${f(q(row.starts, 0.9))}   ${f(q(row.lats, 0.5))} ${f(q(row.lats, 0.9))}`);
+    console.log(
+      `  ${k.padEnd(28)} ${String(row.starts.length).padStart(5)} ${f(q(row.starts, 0.5))}   ${f(q(row.starts, 0.9))}   ${f(q(row.lats, 0.5))} ${f(q(row.lats, 0.9))}`,
+    );
   }
   const totals = all.map((d) => d.total);
-  console.log(`  ${"deploy answered".padEnd(28)} ${String(totals.length).padStart(5)} ${f(q(totals, 0.5))}   ${f(q(totals, 0.9))}`);
+  console.log(
+    `  ${"deploy answered".padEnd(28)} ${String(totals.length).padStart(5)} ${f(q(totals, 0.5))}   ${f(q(totals, 0.9))}`,
+  );
 } finally {
   closePooledClusters();
   await cp.stop();

@@ -51,13 +51,21 @@ const FRESH_CONNECTION = process.env.BENCH_FRESH_CONNECTION === "1";
 const DEADLINE_S = 120;
 /** The fewest requests §8 allows on each path (spec/kubernetes.md §8.3 step 5.2; §20 P-23 for the namespace read dropped). */
 const MINIMUM = {
-  create: { n: 6, steps: "GET (fast path; its 404 is the loop's observation), LIST pods + LIST secrets (GC), POST secret, POST pod, GET (started); + the watch that wakes it" },
+  create: {
+    n: 6,
+    steps:
+      "GET (fast path; its 404 is the loop's observation), LIST pods + LIST secrets (GC), POST secret, POST pod, GET (started); + the watch that wakes it",
+  },
   noop: { n: 1, steps: "GET (started)" },
 };
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-const mmm = (xs: number[], digits = 1, unit = "") => `min ${Math.min(...xs).toFixed(digits)}${unit} / median ${median(xs).toFixed(digits)}${unit} / max ${Math.max(...xs).toFixed(digits)}${unit}`;
-const load = () => loadavg().map((l) => l.toFixed(2)).join(" ");
+const mmm = (xs: number[], digits = 1, unit = "") =>
+  `min ${Math.min(...xs).toFixed(digits)}${unit} / median ${median(xs).toFixed(digits)}${unit} / max ${Math.max(...xs).toFixed(digits)}${unit}`;
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ");
 
 async function pooled<T>(n: number, fn: (i: number) => Promise<T>): Promise<{ seconds: number; results: T[] }> {
   const results: T[] = [];
@@ -83,14 +91,30 @@ try {
   process.env.KUBECONFIG = cp.kubeconfigPath;
   const pki = (f: string) => readFileSync(join(cp.pkiDir, f));
   const server = new URL(cp.server);
-  const raw = new HttpsAgent({ keepAlive: true, maxSockets: CONCURRENCY, ca: pki("ca.crt"), cert: pki("admin.crt"), key: pki("admin.key") });
+  const raw = new HttpsAgent({
+    keepAlive: true,
+    maxSockets: CONCURRENCY,
+    ca: pki("ca.crt"),
+    cert: pki("admin.crt"),
+    key: pki("admin.key"),
+  });
   const send = (method: string, path: string, body?: unknown) =>
     new Promise<number>((resolve, reject) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
-      const req = httpsRequest({ host: server.hostname, port: server.port, method, path, agent: raw, headers: { Accept: "application/json", ...(payload ? { "Content-Type": "application/json" } : {}) } }, (res) => {
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
-      });
+      const req = httpsRequest(
+        {
+          host: server.hostname,
+          port: server.port,
+          method,
+          path,
+          agent: raw,
+          headers: { Accept: "application/json", ...(payload ? { "Content-Type": "application/json" } : {}) },
+        },
+        (res) => {
+          res.resume();
+          res.on("end", () => resolve(res.statusCode ?? 0));
+        },
+      );
       req.on("error", reject);
       req.end(payload);
     });
@@ -104,7 +128,16 @@ try {
     const waiting = new Map<string, () => void>();
     const agent = new HttpsAgent({ ca: pki("ca.crt"), cert: pki("admin.crt"), key: pki("admin.key") });
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = httpsRequest({ host: server.hostname, port: server.port, path: `/api/v1/namespaces/${ns}/pods?watch=true`, agent, headers: { Accept: "application/json" } }, resolve);
+      const req = httpsRequest(
+        {
+          host: server.hostname,
+          port: server.port,
+          path: `/api/v1/namespaces/${ns}/pods?watch=true`,
+          agent,
+          headers: { Accept: "application/json" },
+        },
+        resolve,
+      );
       req.on("error", reject);
       req.end();
     });
@@ -124,7 +157,8 @@ try {
     });
     res.on("error", () => undefined);
     return {
-      running: (name) => (seen.has(name) ? Promise.resolve() : new Promise<void>((resolve) => waiting.set(name, resolve))),
+      running: (name) =>
+        seen.has(name) ? Promise.resolve() : new Promise<void>((resolve) => waiting.set(name, resolve)),
       close: () => {
         res.destroy();
         agent.destroy();
@@ -141,7 +175,16 @@ try {
         input,
         // Throughput of the loop and the apiserver: the start confirmation (issue 34, §8.9) is a fixed wait of 3 s and
         // one GET more per fresh deploy, the same for any implementation, so it is left out here.
-        { cluster: c.value, clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: { ...DEFAULT_WAIT, confirmStartMs: 0 }, mode: "cli", version: "bench" },
+        {
+          cluster: c.value,
+          clock: realClock,
+          audit: new MemoryAudit(),
+          log: silentLogger,
+          random32: () => randomBytes(4).readUInt32BE(0),
+          wait: { ...DEFAULT_WAIT, confirmStartMs: 0 },
+          mode: "cli",
+          version: "bench",
+        },
         { startedAt: start, loopDeadlineAt: start + (DEADLINE_S - 5) * 1000, deadlineSeconds: DEADLINE_S },
       );
     } finally {
@@ -149,7 +192,9 @@ try {
     }
   }
 
-  console.log(`Kubernetes deploys against a real kube-apiserver: ${AGENTS} agents × ${RUNS} runs, concurrency ${CONCURRENCY}${FRESH_CONNECTION ? ", a fresh connection per deploy" : ", one pooled connection per process"}`);
+  console.log(
+    `Kubernetes deploys against a real kube-apiserver: ${AGENTS} agents × ${RUNS} runs, concurrency ${CONCURRENCY}${FRESH_CONNECTION ? ", a fresh connection per deploy" : ", one pooled connection per process"}`,
+  );
   for (let run = 1; run <= RUNS; run++) {
     const ns = `bench-real-${run}`;
     const baseNs = `bench-baseline-${run}`;
@@ -169,8 +214,15 @@ try {
     // ABBA within the run (peer, berth, berth, peer; each half the agents), so a load drift during the run cancels.
     const half = Math.floor(AGENTS / 2);
     const rawCreate = (i: number, inNs = baseNs) =>
-      send("POST", `/api/v1/namespaces/${inNs}/secrets`, { metadata: { name: `s${i}` }, immutable: true, stringData: { A: "b" } }).then(() =>
-        send("POST", `/api/v1/namespaces/${inNs}/pods`, { metadata: { name: `p${i}` }, spec: { containers: [{ name: "agent", image }] } }),
+      send("POST", `/api/v1/namespaces/${inNs}/secrets`, {
+        metadata: { name: `s${i}` },
+        immutable: true,
+        stringData: { A: "b" },
+      }).then(() =>
+        send("POST", `/api/v1/namespaces/${inNs}/pods`, {
+          metadata: { name: `p${i}` },
+          spec: { containers: [{ name: "agent", image }] },
+        }),
       );
     const createRunning = (i: number) => rawCreate(i, runningNs).then(() => watch.running(`p${i}`));
     const base1 = await pooled(half, (i) => rawCreate(i));
@@ -182,9 +234,13 @@ try {
     watch.close();
     const base = { seconds: base1.seconds + base2.seconds };
     const withRunning = { seconds: running1.seconds + running2.seconds };
-    const created = { seconds: created1.seconds + created2.seconds, results: [...created1.results, ...created2.results] };
+    const created = {
+      seconds: created1.seconds + created2.seconds,
+      results: [...created1.results, ...created2.results],
+    };
     const failedCreates = created.results.filter((r) => !r.answer.ok).length;
-    const rawGet = (i: number) => send("GET", `/api/v1/namespaces/${ns}/pods/${(inputs[i] as DeployInputs).identity.podName}`);
+    const rawGet = (i: number) =>
+      send("GET", `/api/v1/namespaces/${ns}/pods/${(inputs[i] as DeployInputs).identity.podName}`);
     // A pass of 100 no-ops takes ~0.1 s, short enough for one scheduler hiccup or GC to move its ratio by half (48–123 %
     // across runs before): one warm-up pass of each, then NOOP_ROUNDS ABBA rounds, summed, so each side is timed ~1 s.
     await pooled(AGENTS, rawGet);
@@ -213,19 +269,38 @@ try {
     perDeploy.create.push(reqs(created.results));
     perDeploy.noop.push(reqs(noop.results));
     console.log(`run ${run} (load ${load()})`);
-    console.log(`  ${"fresh deploys/s".padEnd(44)} ${rate(created.seconds).toFixed(1).padStart(8)}   raw Secret + Pod POST/s ${rate(base.seconds).toFixed(1).padStart(8)}   ratio ${(createRatio * 100).toFixed(1)}%${failedCreates ? `  (${failedCreates} FAILED)` : ""}`);
-    console.log(`  ${"".padEnd(44)} ${"".padStart(8)}   POSTs + Running (watch)/s ${rate(withRunning.seconds).toFixed(1).padStart(6)}   ratio ${(runningRatio * 100).toFixed(1)}%`);
-    console.log(`  ${"no-op deploys/s".padEnd(44)} ${rate(noop.seconds).toFixed(1).padStart(8)}   raw GET, one connection/s ${rate(gets.seconds).toFixed(1).padStart(6)}   ratio ${(noopRatio * 100).toFixed(1)}%${failedNoops ? `  (${failedNoops} not no-op)` : ""}`);
-    console.log(`  ${"API requests per deploy: fresh / no-op".padEnd(44)} ${reqs(created.results).toFixed(2).padStart(8)} / ${reqs(noop.results).toFixed(2)}`);
+    console.log(
+      `  ${"fresh deploys/s".padEnd(44)} ${rate(created.seconds).toFixed(1).padStart(8)}   raw Secret + Pod POST/s ${rate(base.seconds).toFixed(1).padStart(8)}   ratio ${(createRatio * 100).toFixed(1)}%${failedCreates ? `  (${failedCreates} FAILED)` : ""}`,
+    );
+    console.log(
+      `  ${"".padEnd(44)} ${"".padStart(8)}   POSTs + Running (watch)/s ${rate(withRunning.seconds).toFixed(1).padStart(6)}   ratio ${(runningRatio * 100).toFixed(1)}%`,
+    );
+    console.log(
+      `  ${"no-op deploys/s".padEnd(44)} ${rate(noop.seconds).toFixed(1).padStart(8)}   raw GET, one connection/s ${rate(gets.seconds).toFixed(1).padStart(6)}   ratio ${(noopRatio * 100).toFixed(1)}%${failedNoops ? `  (${failedNoops} not no-op)` : ""}`,
+    );
+    console.log(
+      `  ${"API requests per deploy: fresh / no-op".padEnd(44)} ${reqs(created.results).toFixed(2).padStart(8)} / ${reqs(noop.results).toFixed(2)}`,
+    );
   }
   raw.destroy();
   console.log(`summary over ${RUNS} runs (load average before ${loadBefore}, after ${load()}):`);
-  const verdict = (xs: number[], target: number) => (median(xs) >= target ? `target ≥ ${target}%: met (median)` : `target ≥ ${target}%: NOT met (median)`);
-  console.log(`  fresh deploys vs raw Secret + Pod POST        ${mmm(ratios.create, 1, "%")}   ${verdict(ratios.create, 60)}`);
-  console.log(`  fresh deploys vs POSTs + wait for Running     ${mmm(ratios.createRunning, 1, "%")}   (the peer that waits for what berth's answer requires; see the header)`);
-  console.log(`  no-op deploys vs one shared connection        ${mmm(ratios.noop, 1, "%")}   ${verdict(ratios.noop, 50)}`);
-  console.log(`  requests per fresh deploy                     ${mmm(perDeploy.create, 2)}   minimum ${MINIMUM.create.n} + watch: ${MINIMUM.create.steps}`);
-  console.log(`  requests per no-op deploy                     ${mmm(perDeploy.noop, 2)}   minimum ${MINIMUM.noop.n}: ${MINIMUM.noop.steps}`);
+  const verdict = (xs: number[], target: number) =>
+    median(xs) >= target ? `target ≥ ${target}%: met (median)` : `target ≥ ${target}%: NOT met (median)`;
+  console.log(
+    `  fresh deploys vs raw Secret + Pod POST        ${mmm(ratios.create, 1, "%")}   ${verdict(ratios.create, 60)}`,
+  );
+  console.log(
+    `  fresh deploys vs POSTs + wait for Running     ${mmm(ratios.createRunning, 1, "%")}   (the peer that waits for what berth's answer requires; see the header)`,
+  );
+  console.log(
+    `  no-op deploys vs one shared connection        ${mmm(ratios.noop, 1, "%")}   ${verdict(ratios.noop, 50)}`,
+  );
+  console.log(
+    `  requests per fresh deploy                     ${mmm(perDeploy.create, 2)}   minimum ${MINIMUM.create.n} + watch: ${MINIMUM.create.steps}`,
+  );
+  console.log(
+    `  requests per no-op deploy                     ${mmm(perDeploy.noop, 2)}   minimum ${MINIMUM.noop.n}: ${MINIMUM.noop.steps}`,
+  );
 } finally {
   closePooledClusters();
   await cp.stop();

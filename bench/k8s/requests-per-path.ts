@@ -14,7 +14,9 @@ const POD = WHO.podName;
 
 function seed(h: Harness, intent: string, state?: Record<string, unknown>, phase?: string): void {
   h.fake.seedPod(NS, podManifest(WHO, h.config, "aaaaaaaa", intent) as PodObject);
-  h.fake.seedSecret(NS, { metadata: { name: `${POD}-aaaaaaaa`, labels: podLabels(h), annotations: { [PUBKEY_FULL_ANNOTATION]: WHO.pubkey } } });
+  h.fake.seedSecret(NS, {
+    metadata: { name: `${POD}-aaaaaaaa`, labels: podLabels(h), annotations: { [PUBKEY_FULL_ANNOTATION]: WHO.pubkey } },
+  });
   if (state) {
     h.fake.bind(NS, POD);
     h.fake.setAgentState(NS, POD, state, phase);
@@ -32,7 +34,12 @@ interface Path {
 }
 
 const paths: Path[] = [
-  { name: "no-op on a started pod", minimum: 1, steps: "GET", arrange: (h) => seed(h, desiredFingerprint(h.inputs), { running: {} }, "Running") },
+  {
+    name: "no-op on a started pod",
+    minimum: 1,
+    steps: "GET",
+    arrange: (h) => seed(h, desiredFingerprint(h.inputs), { running: {} }, "Running"),
+  },
   {
     name: "fresh create",
     // GET ns is counted here because the fake is not a pooled HttpCluster; a pooled connection trusts a namespace it
@@ -57,7 +64,9 @@ const paths: Path[] = [
 ];
 
 console.log("API requests per deploy path (fake apiserver, counted per request; watch included)");
-console.log(`  ${"path".padEnd(40)} ${"requests".padStart(8)} ${"minimum".padStart(8)} ${"ratio".padStart(7)}  sequence`);
+console.log(
+  `  ${"path".padEnd(40)} ${"requests".padStart(8)} ${"minimum".padStart(8)} ${"ratio".padStart(7)}  sequence`,
+);
 for (const p of paths) {
   const h = harness();
   p.arrange(h);
@@ -67,7 +76,9 @@ for (const p of paths) {
   const calls = h.fake.calls.slice(before);
   const n = calls.length;
   const verdict = p.name.startsWith("no-op") ? (n <= 2 ? "  (target ≤ 2: met)" : "  (target ≤ 2: NOT met)") : "";
-  console.log(`  ${p.name.padEnd(40)} ${String(n).padStart(8)} ${String(p.minimum).padStart(8)} ${(n / p.minimum).toFixed(2).padStart(7)}  ${report.answer.ok ? "ok" : "FAILED"}${verdict}`);
+  console.log(
+    `  ${p.name.padEnd(40)} ${String(n).padStart(8)} ${String(p.minimum).padStart(8)} ${(n / p.minimum).toFixed(2).padStart(7)}  ${report.answer.ok ? "ok" : "FAILED"}${verdict}`,
+  );
   console.log(`  ${"".padEnd(40)} ${calls.map((c) => c.op).join(" → ")}`);
   console.log(`  ${"".padEnd(40)} minimum: ${p.steps}`);
 }

@@ -34,7 +34,16 @@ async function once(watch: boolean, startAfterMs: number): Promise<number> {
   // What is timed is how fast the loop sees the start; the confirmation window (issue 34) is a fixed wait after it.
   const report = await deploy(
     inputs,
-    { cluster: fake, clock: realClock, audit: new MemoryAudit(), log: silentLogger, random32: () => 1, wait: { watch, resyncMs: 10_000, pollMs: 2000, confirmStartMs: 0 }, mode: "cli", version: "bench" },
+    {
+      cluster: fake,
+      clock: realClock,
+      audit: new MemoryAudit(),
+      log: silentLogger,
+      random32: () => 1,
+      wait: { watch, resyncMs: 10_000, pollMs: 2000, confirmStartMs: 0 },
+      mode: "cli",
+      version: "bench",
+    },
     { startedAt: start, loopDeadlineAt: start + 60_000, deadlineSeconds: 60 },
   );
   if (!report.answer.ok) throw new Error(report.answer.error);
@@ -54,7 +63,11 @@ const polled: number[] = [];
 for (const offset of offsets) watched.push(await once(true, offset));
 for (const offset of offsets) polled.push(await once(false, offset));
 console.log("start detection: kubelet writes state.running → deploy returns (real clock, fake apiserver)");
-console.log(`  ${"watch (median of 8)".padEnd(48)} ${median(watched).toFixed(2).padStart(10)} ms   max ${Math.max(...watched).toFixed(2)} ms`);
-console.log(`  ${"2 s polling baseline (median of 8)".padEnd(48)} ${median(polled).toFixed(2).padStart(10)} ms   max ${Math.max(...polled).toFixed(2)} ms`);
+console.log(
+  `  ${"watch (median of 8)".padEnd(48)} ${median(watched).toFixed(2).padStart(10)} ms   max ${Math.max(...watched).toFixed(2)} ms`,
+);
+console.log(
+  `  ${"2 s polling baseline (median of 8)".padEnd(48)} ${median(polled).toFixed(2).padStart(10)} ms   max ${Math.max(...polled).toFixed(2)} ms`,
+);
 console.log(`  ${"watch / polling".padEnd(48)} ${((median(watched) / median(polled)) * 100).toFixed(2).padStart(9)}%`);
 console.log(`  ${"target: watch median < 100 ms".padEnd(48)} ${median(watched) < 100 ? "met" : "NOT met"}`);

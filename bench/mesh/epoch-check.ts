@@ -54,9 +54,15 @@ async function main(): Promise<void> {
       withMs += await timed(fenced, BATCH);
       withoutMs += await timed(bare, BATCH);
     }
-    console.log(`epoch check per node request: ${CALLS} signed status round trips each way, in-process node, memory connector`);
-    console.log(`  ${"with the store and epoch checked".padEnd(48)} ${((withMs / CALLS) * 1000).toFixed(1).padStart(10)} µs/request`);
-    console.log(`  ${"without (no authority: nothing to check)".padEnd(48)} ${((withoutMs / CALLS) * 1000).toFixed(1).padStart(10)} µs/request`);
+    console.log(
+      `epoch check per node request: ${CALLS} signed status round trips each way, in-process node, memory connector`,
+    );
+    console.log(
+      `  ${"with the store and epoch checked".padEnd(48)} ${((withMs / CALLS) * 1000).toFixed(1).padStart(10)} µs/request`,
+    );
+    console.log(
+      `  ${"without (no authority: nothing to check)".padEnd(48)} ${((withoutMs / CALLS) * 1000).toFixed(1).padStart(10)} µs/request`,
+    );
     ratio("request with the check / without", withMs, withoutMs);
 
     // The judgement alone (what the check adds besides ~60 signed bytes and one map lookup).
@@ -66,7 +72,9 @@ async function main(): Promise<void> {
     let served = 0;
     for (let i = 0; i < n; i++) if (judgeAuthority(binding, store, true).kind === "serve") served++;
     const ns = Number(process.hrtime.bigint() - start) / n;
-    console.log(`  ${"judgeAuthority alone".padEnd(48)} ${ns.toFixed(1).padStart(10)} ns/call (${served === n ? "all served" : "?"})`);
+    console.log(
+      `  ${"judgeAuthority alone".padEnd(48)} ${ns.toFixed(1).padStart(10)} ns/call (${served === n ? "all served" : "?"})`,
+    );
   } finally {
     await daemon.close();
     rmSync(dir, { recursive: true, force: true });

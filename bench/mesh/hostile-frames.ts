@@ -53,7 +53,11 @@ function hostile(addr: string, count: number, onConnect: (s: Socket, i: number) 
 const HUGE = (() => {
   const prefix = Buffer.alloc(4);
   prefix.writeUInt32BE(16 * 1024 * 1024, 0);
-  return Buffer.concat([prefix, Buffer.from('{"type":"request","signed":{"payload":"'), Buffer.alloc(16 * 1024 * 1024 - 40, "a")]);
+  return Buffer.concat([
+    prefix,
+    Buffer.from('{"type":"request","signed":{"payload":"'),
+    Buffer.alloc(16 * 1024 * 1024 - 40, "a"),
+  ]);
 })();
 
 const PARTIAL = (() => {
@@ -62,7 +66,11 @@ const PARTIAL = (() => {
   return Buffer.concat([prefix, Buffer.from('{"type":"req')]);
 })();
 
-async function measure(client: NodeClient, target: TargetRef, pid: number): Promise<{ p99: number; median: number; rssPeakKiB: number }> {
+async function measure(
+  client: NodeClient,
+  target: TargetRef,
+  pid: number,
+): Promise<{ p99: number; median: number; rssPeakKiB: number }> {
   const times: number[] = [];
   let rssPeakKiB = statusKiB(pid, "VmRSS");
   for (let i = 0; i < CALLS; i++) {
@@ -73,19 +81,33 @@ async function measure(client: NodeClient, target: TargetRef, pid: number): Prom
     if (i % 10 === 0) rssPeakKiB = Math.max(rssPeakKiB, statusKiB(pid, "VmRSS"));
   }
   const sorted = [...times].sort((a, b) => a - b);
-  return { p99: sorted[Math.floor(sorted.length * 0.99)] as number, median: sorted[Math.floor(sorted.length / 2)] as number, rssPeakKiB };
+  return {
+    p99: sorted[Math.floor(sorted.length * 0.99)] as number,
+    median: sorted[Math.floor(sorted.length / 2)] as number,
+    rssPeakKiB,
+  };
 }
 
-function report(label: string, m: { p99: number; median: number; rssPeakKiB: number }, base: { p99: number; rssPeakKiB: number }): void {
-  console.log(`  ${`${label}: status median / p99 (ms)`.padEnd(56)} ${m.median.toFixed(2).padStart(8)} ${m.p99.toFixed(2).padStart(8)}`);
+function report(
+  label: string,
+  m: { p99: number; median: number; rssPeakKiB: number },
+  base: { p99: number; rssPeakKiB: number },
+): void {
+  console.log(
+    `  ${`${label}: status median / p99 (ms)`.padEnd(56)} ${m.median.toFixed(2).padStart(8)} ${m.p99.toFixed(2).padStart(8)}`,
+  );
   console.log(`  ${`${label}: daemon RSS peak (MiB)`.padEnd(56)} ${(m.rssPeakKiB / 1024).toFixed(1).padStart(8)}`);
   console.log(`  ${`${label}: p99 / no attack`.padEnd(56)} ${(m.p99 / base.p99).toFixed(2).padStart(8)}x`);
-  console.log(`  ${`${label}: RSS peak / no attack`.padEnd(56)} ${(m.rssPeakKiB / base.rssPeakKiB).toFixed(2).padStart(8)}x`);
+  console.log(
+    `  ${`${label}: RSS peak / no attack`.padEnd(56)} ${(m.rssPeakKiB / base.rssPeakKiB).toFixed(2).padStart(8)}x`,
+  );
 }
 
 /** Starts this file as the attacker and waits until its sockets are open. */
 async function attacker(kind: "frames" | "churn", addr: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), "--attack", kind, "--addr", addr], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), "--attack", kind, "--addr", addr], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   await new Promise<void>((res, rej) => {
     child.stdout?.once("data", () => res());
     child.once("exit", (code) => rej(new Error(`attacker exited ${code}`)));
@@ -107,9 +129,13 @@ async function main(): Promise<void> {
   const controller = generateSigningKey();
   const nodeDir = join(dir, "node");
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", nodeDir, "--json"]);
-  const daemon = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey], {
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+  const daemon = spawn(
+    process.execPath,
+    [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey],
+    {
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   try {
     const ready = await new Promise<Record<string, unknown>>((res, rej) => {
       let out = "";
@@ -122,11 +148,17 @@ async function main(): Promise<void> {
     });
     const addr = ready.address as string;
     const pid = daemon.pid as number;
-    const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }), timeoutMs: 20_000 });
+    const client = new NodeClient({
+      key: controller,
+      connector: new TlsConnector({ identity: controller }),
+      timeoutMs: 20_000,
+    });
     const described = await client.describe(addr, null);
     if (described.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(described)}`);
     const target: TargetRef = { addr, nodeId: described.nodeId, key: described.key, bootId: described.bootId };
-    console.log(`node under hostile connections (${CALLS} signed status calls per phase, one connection per call, loopback)`);
+    console.log(
+      `node under hostile connections (${CALLS} signed status calls per phase, one connection per call, loopback)`,
+    );
     await measure(client, target, pid); // warm-up
     const base = await measure(client, target, pid);
     report("no attack", base, base);

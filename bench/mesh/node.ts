@@ -79,7 +79,9 @@ function walCommits(path: string): number {
 /** fsync + fdatasync calls of `pid` (all threads) while `fn` runs, or null without a usable strace. */
 async function countSyncs(pid: number, fn: () => Promise<void>): Promise<number | null> {
   const out = join(dir, `strace-${pid}-${Date.now()}.txt`);
-  const tracer = spawn("strace", ["-f", "-e", "trace=fsync,fdatasync", "-o", out, "-p", String(pid)], { stdio: ["ignore", "ignore", "pipe"] });
+  const tracer = spawn("strace", ["-f", "-e", "trace=fsync,fdatasync", "-o", out, "-p", String(pid)], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   const attached = await new Promise<boolean>((res) => {
     let err = "";
     tracer.once("error", () => res(false));
@@ -119,11 +121,29 @@ async function timed(label: string, n: number, fn: (i: number) => Promise<void>)
 async function main(): Promise<void> {
   const nodeDir = join(dir, "node");
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", nodeDir, "--json"]);
-  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name: "bench", max_instances: 256, allow_root_agents: true }));
-  writeFileSync(join(nodeDir, "permits.json"), JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]));
+  writeFileSync(
+    join(nodeDir, "node.json"),
+    JSON.stringify({ name: "bench", max_instances: 256, allow_root_agents: true }),
+  );
+  writeFileSync(
+    join(nodeDir, "permits.json"),
+    JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]),
+  );
   const daemon = spawn(
     process.execPath,
-    [BERTH, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey, "--signer", signer.publicKey],
+    [
+      BERTH,
+      "node",
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      nodeDir,
+      "--controller",
+      controller.publicKey,
+      "--signer",
+      signer.publicKey,
+    ],
     // Its diagnostics (pino-format lines at info) are kept, and shown only if it fails.
     { stdio: ["ignore", "pipe", "pipe"] },
   );
@@ -164,10 +184,19 @@ async function main(): Promise<void> {
   try {
     const ready = await readyLine(daemon);
     const echoReady = await readyLine(echo);
-    const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }), authority: () => ({ store_id: "b".repeat(32), epoch: 0 }) });
+    const client = new NodeClient({
+      key: controller,
+      connector: new TlsConnector({ identity: controller }),
+      authority: () => ({ store_id: "b".repeat(32), epoch: 0 }),
+    });
     const described = await client.describe(ready.address as string, null);
     if (described.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(described)}`);
-    const target: TargetRef = { addr: ready.address as string, nodeId: described.nodeId, key: described.key, bootId: described.bootId };
+    const target: TargetRef = {
+      addr: ready.address as string,
+      nodeId: described.nodeId,
+      key: described.key,
+      bootId: described.bootId,
+    };
 
     console.log("node daemon: signed control round trips vs unsigned echo (loopback, TLS 1.3 both)");
     const idleRssEarly = rssKiB(daemon.pid as number);
@@ -185,7 +214,11 @@ async function main(): Promise<void> {
     });
     ratio("signed status / unsigned echo, per call", signed, unsigned, 0.5);
     const warmConnector = new ControllerConnector({ identity: controller });
-    const warmClient = new NodeClient({ key: controller, connector: warmConnector, authority: () => ({ store_id: "b".repeat(32), epoch: 0 }) });
+    const warmClient = new NodeClient({
+      key: controller,
+      connector: warmConnector,
+      authority: () => ({ store_id: "b".repeat(32), epoch: 0 }),
+    });
     const signedWarm = await timed("signed status, one warm connection", 1000, async () => {
       const r = await warmClient.call(target, "status", {});
       if (r.kind !== "ok") throw new Error(JSON.stringify(r));
@@ -201,7 +234,16 @@ async function main(): Promise<void> {
     const signedEchoWarm = await timed("signed echo (2 signs + 2 verifies), kept", 1000, async () => {
       const nonce = randomBytes(16).toString("hex");
       const payload = JSON.stringify({ type: "request", nonce, padding: "x".repeat(400) });
-      await kept.send(encoder.encode(JSON.stringify({ key: controller.publicKey, nonce, payload, sig: signTagged(controller, "berth.ctl.request.v1", payload) })));
+      await kept.send(
+        encoder.encode(
+          JSON.stringify({
+            key: controller.publicKey,
+            nonce,
+            payload,
+            sig: signTagged(controller, "berth.ctl.request.v1", payload),
+          }),
+        ),
+      );
       const m = JSON.parse(decoder.decode(await kept.recv())) as { key: string; payload: string; sig: string };
       if (!verifyTagged(m.key, "berth.ctl.response.v1", m.payload, m.sig)) throw new Error("bad echo signature");
     });
@@ -245,7 +287,12 @@ async function main(): Promise<void> {
       const r = await (warm ? warmClient : client).call(
         target,
         "place",
-        { package_id: source.packageId, name: `probe-${i}`, variant: "any-linux", config: { mode: "service", args: [], env: {} } },
+        {
+          package_id: source.packageId,
+          name: `probe-${i}`,
+          variant: "any-linux",
+          config: { mode: "service", args: [], env: {} },
+        },
         { decisionId: i.toString(16).padStart(64, "0"), package: source },
       );
       (warm ? placeWarmTimes : placeTimes).push(Number(process.hrtime.bigint() - start) / 1e6);
@@ -262,10 +309,16 @@ async function main(): Promise<void> {
     console.log(`  ${"place -> running, a connection per call (ms)".padEnd(48)} ${place.toFixed(2).padStart(10)}`);
     console.log(`  ${"place -> running, warm connection (ms)".padEnd(48)} ${placeWarm.toFixed(2).padStart(10)}`);
     console.log(`  ${"bare spawn, median (ms)".padEnd(48)} ${bare.toFixed(2).padStart(10)}`);
-    console.log(`  ${"place per call / bare spawn (slowdown)".padEnd(48)} ${(place / bare).toFixed(1).padStart(9)}x  (target ≤ 3x)`);
-    console.log(`  ${"place warm / bare spawn (slowdown)".padEnd(48)} ${(placeWarm / bare).toFixed(1).padStart(9)}x  (target ≤ 3x)`);
+    console.log(
+      `  ${"place per call / bare spawn (slowdown)".padEnd(48)} ${(place / bare).toFixed(1).padStart(9)}x  (target ≤ 3x)`,
+    );
+    console.log(
+      `  ${"place warm / bare spawn (slowdown)".padEnd(48)} ${(placeWarm / bare).toFixed(1).padStart(9)}x  (target ≤ 3x)`,
+    );
     // Load-independent: each is one fsync (synchronous=FULL), the floor's "one durable commit".
-    console.log(`  ${"durable commits in node.db per place, median".padEnd(48)} ${String(median(placeCommits)).padStart(10)}`);
+    console.log(
+      `  ${"durable commits in node.db per place, median".padEnd(48)} ${String(median(placeCommits)).padStart(10)}`,
+    );
     // Issue 19: how many of those commits wait for the disk. Counted with strace (fsync/fdatasync of the daemon) over
     // 10 more places and 20 describes, when strace is there; the figure the floor allows is one per place.
     const synced = await countSyncs(daemon.pid as number, async () => {
@@ -273,7 +326,12 @@ async function main(): Promise<void> {
         const r = await warmClient.call(
           target,
           "place",
-          { package_id: source.packageId, name: `probe-${i}`, variant: "any-linux", config: { mode: "service", args: [], env: {} } },
+          {
+            package_id: source.packageId,
+            name: `probe-${i}`,
+            variant: "any-linux",
+            config: { mode: "service", args: [], env: {} },
+          },
           { decisionId: i.toString(16).padStart(64, "0"), package: source },
         );
         if (r.kind !== "ok") throw new Error(JSON.stringify(r));
@@ -287,8 +345,12 @@ async function main(): Promise<void> {
       }
     });
     warmConnector.closeWarm();
-    console.log(`  ${"fsyncs by the daemon per place (strace)".padEnd(48)} ${synced === null ? "   no strace" : (synced / 10).toFixed(1).padStart(10)}`);
-    console.log(`  ${"fsyncs by the daemon per describe (strace)".padEnd(48)} ${describeSynced === null ? "   no strace" : (describeSynced / 20).toFixed(2).padStart(10)}`);
+    console.log(
+      `  ${"fsyncs by the daemon per place (strace)".padEnd(48)} ${synced === null ? "   no strace" : (synced / 10).toFixed(1).padStart(10)}`,
+    );
+    console.log(
+      `  ${"fsyncs by the daemon per describe (strace)".padEnd(48)} ${describeSynced === null ? "   no strace" : (describeSynced / 20).toFixed(2).padStart(10)}`,
+    );
     // What one of them costs on this disk, in this run: a one-row insert committed the way node.db commits.
     const floorDb = openDatabase(join(dir, "commit-floor.db"));
     floorDb.exec("CREATE TABLE t (n INTEGER)");
@@ -299,7 +361,9 @@ async function main(): Promise<void> {
       commitTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
     }
     floorDb.close();
-    console.log(`  ${"one durable commit on this disk, median (ms)".padEnd(48)} ${median(commitTimes.slice(5)).toFixed(2).padStart(10)}`);
+    console.log(
+      `  ${"one durable commit on this disk, median (ms)".padEnd(48)} ${median(commitTimes.slice(5)).toFixed(2).padStart(10)}`,
+    );
 
     console.log("daemon memory (idle: no request for 30 s, so V8's memory reducer has run in each process)");
     const busyRss = rssKiB(daemon.pid as number);
@@ -320,19 +384,26 @@ async function main(): Promise<void> {
     // A fresh `berth node serve` with no instance, described once, then left alone.
     const idleDir = join(dir, "idle");
     execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", idleDir, "--json"]);
-    const idle = spawn(process.execPath, [BERTH, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", idleDir, "--controller", controller.publicKey], {
-      stdio: ["ignore", "pipe", "ignore"],
-    });
+    const idle = spawn(
+      process.execPath,
+      [BERTH, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", idleDir, "--controller", controller.publicKey],
+      {
+        stdio: ["ignore", "pipe", "ignore"],
+      },
+    );
     // The floor (issue 19): a bare Node process idling, nothing imported, measured the same way after the same settle.
-    const bareNode = spawn(process.execPath, ["-e", "console.log('{}'); setInterval(() => {}, 1 << 30);"], { stdio: ["ignore", "pipe", "inherit"] });
+    const bareNode = spawn(process.execPath, ["-e", "console.log('{}'); setInterval(() => {}, 1 << 30);"], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     try {
       await readyLine(lean);
       await readyLine(bareNode);
       const idleReady = await readyLine(idle);
-      const d = await new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }), authority: () => ({ store_id: "c".repeat(32), epoch: 0 }) }).describe(
-        idleReady.address as string,
-        null,
-      );
+      const d = await new NodeClient({
+        key: controller,
+        connector: new TlsConnector({ identity: controller }),
+        authority: () => ({ store_id: "c".repeat(32), epoch: 0 }),
+      }).describe(idleReady.address as string, null);
       if (d.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(d)}`);
       const idleEarly = rssKiB(idle.pid as number);
       await new Promise((r) => setTimeout(r, 30_000));
@@ -346,7 +417,9 @@ async function main(): Promise<void> {
       console.log(`  ${"RSS idle, berth node serve (MiB)".padEnd(48)} ${mib(idleRss)}`);
       console.log(`  ${"RSS idle, node daemon modules only (MiB)".padEnd(48)} ${mib(leanRss)}`);
       console.log(`  ${"RSS idle, bare `node -e` (MiB)".padEnd(48)} ${mib(bareRss)}`);
-      console.log(`  ${"berth node serve idle / bare node".padEnd(48)} ${(idleRss / bareRss).toFixed(2).padStart(9)}x  (target: ≤ 45 MB = 42.9 MiB)`);
+      console.log(
+        `  ${"berth node serve idle / bare node".padEnd(48)} ${(idleRss / bareRss).toFixed(2).padStart(9)}x  (target: ≤ 45 MB = 42.9 MiB)`,
+      );
       console.log(`  ${"berth node serve idle above bare node (MiB)".padEnd(48)} ${mib(idleRss - bareRss)}`);
     } finally {
       lean.kill("SIGKILL");

@@ -20,7 +20,13 @@ import { PolicyFiles } from "../../src/mesh/controller/policy.js";
 import { preparePackage } from "../../src/mesh/controller/prepare.js";
 import { openDatabase, withWriteTx } from "../../src/store/sqlite.js";
 import { numberFlag } from "../support.js";
-import { BENCH_PERMITS, sleepPackage, startNodeProcess, stopNodeProcesses, writeJson } from "../support/node-processes.js";
+import {
+  BENCH_PERMITS,
+  sleepPackage,
+  startNodeProcess,
+  stopNodeProcesses,
+  writeJson,
+} from "../support/node-processes.js";
 
 const NODES = numberFlag("--nodes", 3);
 const PLACEMENTS = numberFlag("--placements", 40);
@@ -32,7 +38,8 @@ const signer = generateSigningKey();
 const daemons: ChildProcess[] = [];
 
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
-const quantile = (xs: readonly number[], q: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] as number;
+const quantile = (xs: readonly number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] as number;
 
 async function millis(fn: () => Promise<unknown> | unknown): Promise<number> {
   const start = process.hrtime.bigint();
@@ -59,7 +66,14 @@ async function main(): Promise<void> {
   writeJson(join(controllerDir, "permits.json"), BENCH_PERMITS);
   const nodes = await Promise.all(
     Array.from({ length: NODES }, (_, i) =>
-      startNodeProcess({ dataDir: join(root, `node-${i}`), name: `n${i}`, controllers: [controllerKey.publicKey], signer: signer.publicKey, board: "pi5", children: daemons }),
+      startNodeProcess({
+        dataDir: join(root, `node-${i}`),
+        name: `n${i}`,
+        controllers: [controllerKey.publicKey],
+        signer: signer.publicKey,
+        board: "pi5",
+        children: daemons,
+      }),
     ),
   );
   const prepared = preparePackage(pkgDir, controllerDir, (await new PolicyFiles(controllerDir).read()).policy);
@@ -67,7 +81,11 @@ async function main(): Promise<void> {
   const packageId = prepared.pkg.packageId;
 
   // The controller as `berth serve` runs it: warm connections to its nodes (ControllerConnector).
-  const controller = await MeshController.open({ dataDir: controllerDir, key: controllerKey, connector: new ControllerConnector({ identity: controllerKey }) });
+  const controller = await MeshController.open({
+    dataDir: controllerDir,
+    key: controllerKey,
+    connector: new ControllerConnector({ identity: controllerKey }),
+  });
   for (const n of nodes) {
     const r = await controller.addTarget(n.address, "paired");
     if (!r.ok) throw new Error(r.error);
@@ -76,7 +94,12 @@ async function main(): Promise<void> {
   const probe = new NodeClient({ key: controllerKey, connector: new ControllerConnector({ identity: controllerKey }) });
   const described = await probe.describe(nodes[0]?.address as string, null);
   if (described.kind !== "described") throw new Error(`describe: ${JSON.stringify(described)}`);
-  const target: TargetRef = { addr: nodes[0]?.address as string, nodeId: described.nodeId, key: described.key, bootId: described.bootId };
+  const target: TargetRef = {
+    addr: nodes[0]?.address as string,
+    nodeId: described.nodeId,
+    key: described.key,
+    bootId: described.bootId,
+  };
   // The floor's commit: one row, synchronous=FULL, on the controller's disk.
   const db = openDatabase(join(controllerDir, "floor.db"));
   db.exec("CREATE TABLE IF NOT EXISTS floor_commit (n INTEGER)");
@@ -89,7 +112,9 @@ async function main(): Promise<void> {
     ids.push(r.placed.instance_id);
   };
   const times = { place: [] as number[], spawn: [] as number[], roundTrip: [] as number[], commit: [] as number[] };
-  console.log(`placement in-process vs its floor: ${NODES} node daemons on loopback, ${PLACEMENTS} placements, one at a time`);
+  console.log(
+    `placement in-process vs its floor: ${NODES} node daemons on loopback, ${PLACEMENTS} placements, one at a time`,
+  );
   // Interleaved, one of each per round, so a load drift on the shared machine hits the placement and its floor alike.
   for (let i = 0; i < PLACEMENTS + WARMUP; i++) {
     const round = {
@@ -112,7 +137,9 @@ async function main(): Promise<void> {
   row("floor: one signed status round trip, warm, p50", median(times.roundTrip));
   row("floor: one durable commit (synchronous=FULL), p50", median(times.commit));
   row("floor = spawn + round trip + commit", floor);
-  console.log(`  ${"placement p50 / floor".padEnd(52)} ${(median(times.place) / floor).toFixed(2).padStart(8)}×  (target ≤ 3×)`);
+  console.log(
+    `  ${"placement p50 / floor".padEnd(52)} ${(median(times.place) / floor).toFixed(2).padStart(8)}×  (target ≤ 3×)`,
+  );
 
   for (const id of ids) await controller.instance("unload", id);
   db.close();

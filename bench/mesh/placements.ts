@@ -22,7 +22,13 @@ import { PolicyFiles } from "../../src/mesh/controller/policy.js";
 import { preparePackage, workloadSpecOf } from "../../src/mesh/controller/prepare.js";
 import { TlsConnector } from "../../src/mesh/transport/tls.js";
 import { rate } from "../support.js";
-import { BENCH_PERMITS, sleepPackage, startNodeProcess, stopNodeProcesses, writeJson } from "../support/node-processes.js";
+import {
+  BENCH_PERMITS,
+  sleepPackage,
+  startNodeProcess,
+  stopNodeProcesses,
+  writeJson,
+} from "../support/node-processes.js";
 
 const argv = process.argv.slice(2);
 const arg = (name: string, fallback: number) => {
@@ -39,7 +45,14 @@ const signer = generateSigningKey();
 const daemons: ChildProcess[] = [];
 
 async function startDaemon(i: number): Promise<string> {
-  const ready = await startNodeProcess({ dataDir: join(root, `node-${i}`), name: `n${i}`, controllers: [controllerKey.publicKey], signer: signer.publicKey, board: "pi5", children: daemons });
+  const ready = await startNodeProcess({
+    dataDir: join(root, `node-${i}`),
+    name: `n${i}`,
+    controllers: [controllerKey.publicKey],
+    signer: signer.publicKey,
+    board: "pi5",
+    children: daemons,
+  });
   return ready.address;
 }
 
@@ -63,7 +76,13 @@ async function main(): Promise<void> {
     if (d.kind !== "described") throw new Error(`describe ${addr}: ${d.reason}`);
     const f = acceptFacts(d.facts as JsonObject, null, Date.now());
     if (f.kind !== "accepted") throw new Error(`facts of ${addr} not accepted`);
-    views.push({ node_id: d.nodeId as NodeView["node_id"], tier: "paired", liveness: "alive", facts: f.facts, facts_expire_at_ms: f.expireAtMs });
+    views.push({
+      node_id: d.nodeId as NodeView["node_id"],
+      tier: "paired",
+      liveness: "alive",
+      facts: f.facts,
+      facts_expire_at_ms: f.expireAtMs,
+    });
   }
   const prepared = preparePackage(pkgDir, controllerDir, (await new PolicyFiles(controllerDir).read()).policy);
   if (!prepared.ok) throw new Error(prepared.error);
@@ -82,7 +101,11 @@ async function main(): Promise<void> {
     decide(input);
   });
 
-  const controller = await MeshController.open({ dataDir: controllerDir, key: controllerKey, connector: new TlsConnector({ identity: controllerKey }) });
+  const controller = await MeshController.open({
+    dataDir: controllerDir,
+    key: controllerKey,
+    connector: new TlsConnector({ identity: controllerKey }),
+  });
   for (const addr of addrs) {
     const r = await controller.addTarget(addr, "paired");
     if (!r.ok) throw new Error(r.error);
@@ -104,7 +127,9 @@ async function main(): Promise<void> {
     console.log(`  ${label.padEnd(48)} ${perSecond.toFixed(1).padStart(10)} /s`);
   };
   await timed(`refresh of ${NODES} targets (signed describes)`, 10, () => controller.refreshTargets());
-  await timed("dry-run placements (no dispatch)", 10, (i) => controller.place({ package: prepared.pkg.packageId, name: `dry-${i}`, dry_run: true }));
+  await timed("dry-run placements (no dispatch)", 10, (i) =>
+    controller.place({ package: prepared.pkg.packageId, name: `dry-${i}`, dry_run: true }),
+  );
   const half = Math.max(1, Math.floor(PLACEMENTS / 2));
   let t = process.hrtime.bigint();
   for (let i = 1; i <= half; i++) await placeOne(i);
@@ -118,11 +143,15 @@ async function main(): Promise<void> {
     }),
   );
   const concurrent = (PLACEMENTS - half) / (Number(process.hrtime.bigint() - t) / 1e9);
-  console.log(`  ${`end-to-end placements, ${CONCURRENCY} in flight`.padEnd(48)} ${concurrent.toFixed(1).padStart(10)} /s`);
+  console.log(
+    `  ${`end-to-end placements, ${CONCURRENCY} in flight`.padEnd(48)} ${concurrent.toFixed(1).padStart(10)} /s`,
+  );
   // The ratio is tiny (a placement is I/O: ~20 signed describes, fsynced commits on both sides, a spawn), so it is
   // printed with enough digits to compare runs, and as "engine decisions per placement" as well.
   const show = (label: string, e2e: number) =>
-    console.log(`  ${label.padEnd(48)} ${((e2e / engine) * 100).toFixed(4).padStart(9)}%  (1 placement per ${(engine / e2e).toFixed(0)} engine decisions)`);
+    console.log(
+      `  ${label.padEnd(48)} ${((e2e / engine) * 100).toFixed(4).padStart(9)}%  (1 placement per ${(engine / e2e).toFixed(0)} engine decisions)`,
+    );
   show("one at a time / engine decide", sequential);
   show(`${CONCURRENCY} in flight / engine decide`, concurrent);
 

@@ -86,21 +86,57 @@ function makePackage(name: string, health: { exec: string[]; interval_s: number;
   return pkgDir;
 }
 
-async function withDaemon<T>(label: string, fn: (ctx: { client: NodeClient; target: TargetRef; daemonPid: number; nodeDir: string; pids: number[] }) => Promise<T>): Promise<T> {
+async function withDaemon<T>(
+  label: string,
+  fn: (ctx: {
+    client: NodeClient;
+    target: TargetRef;
+    daemonPid: number;
+    nodeDir: string;
+    pids: number[];
+  }) => Promise<T>,
+): Promise<T> {
   const nodeDir = join(dir, label);
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", nodeDir, "--json"]);
-  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ ...JSON.parse(readFileSync(join(nodeDir, "node.json"), "utf8")), max_instances: 256 }));
-  writeFileSync(join(nodeDir, "permits.json"), JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]));
-  const args = [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey, "--signer", signer.publicKey];
+  writeFileSync(
+    join(nodeDir, "node.json"),
+    JSON.stringify({ ...JSON.parse(readFileSync(join(nodeDir, "node.json"), "utf8")), max_instances: 256 }),
+  );
+  writeFileSync(
+    join(nodeDir, "permits.json"),
+    JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]),
+  );
+  const args = [
+    MAIN,
+    "node",
+    "serve",
+    "--listen",
+    "127.0.0.1:0",
+    "--data-dir",
+    nodeDir,
+    "--controller",
+    controller.publicKey,
+    "--signer",
+    signer.publicKey,
+  ];
   if (process.getuid?.() === 0) args.push("--allow-root-agents");
   const daemon = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "ignore"] });
   const pids: number[] = [];
   try {
     const ready = await readyLine(daemon);
-    const client = new NodeClient({ key: controller, connector: new TlsConnector({ identity: controller }), authority: () => ({ store_id: "b".repeat(32), epoch: 0 }) });
+    const client = new NodeClient({
+      key: controller,
+      connector: new TlsConnector({ identity: controller }),
+      authority: () => ({ store_id: "b".repeat(32), epoch: 0 }),
+    });
     const described = await client.describe(ready.address as string, null);
     if (described.kind !== "described") throw new Error(`describe failed: ${JSON.stringify(described)}`);
-    const target: TargetRef = { addr: ready.address as string, nodeId: described.nodeId, key: described.key, bootId: described.bootId };
+    const target: TargetRef = {
+      addr: ready.address as string,
+      nodeId: described.nodeId,
+      key: described.key,
+      bootId: described.bootId,
+    };
     return await fn({ client, target, daemonPid: daemon.pid as number, nodeDir, pids });
   } finally {
     daemon.kill("SIGKILL");
@@ -115,13 +151,25 @@ async function withDaemon<T>(label: string, fn: (ctx: { client: NodeClient; targ
 }
 
 let decisions = 0;
-async function place(client: NodeClient, target: TargetRef, pkgDir: string, name: string, restart: RestartPolicy): Promise<number> {
+async function place(
+  client: NodeClient,
+  target: TargetRef,
+  pkgDir: string,
+  name: string,
+  restart: RestartPolicy,
+): Promise<number> {
   const source = new PackageDirSource(pkgDir);
   decisions++;
   const r = await client.call(
     target,
     "place",
-    { package_id: source.packageId, name, variant: "any-linux", config: { mode: "service", args: [], env: {} }, restart },
+    {
+      package_id: source.packageId,
+      name,
+      variant: "any-linux",
+      config: { mode: "service", args: [], env: {} },
+      restart,
+    },
     { decisionId: decisions.toString(16).padStart(64, "0"), package: source },
   );
   if (r.kind !== "ok") throw new Error(JSON.stringify(r));
@@ -143,7 +191,9 @@ async function restartTimes(): Promise<number[]> {
       times.push(again - killedAt);
       // The restarted group, for the cleanup.
       const status = await client.call(target, "status", { instance_id: null, include_departed: false });
-      if (status.kind === "ok") for (const r of status.result.rows as Array<{ name?: string; pid?: number }>) if (r.name === name && r.pid) pids.push(r.pid);
+      if (status.kind === "ok")
+        for (const r of status.result.rows as Array<{ name?: string; pid?: number }>)
+          if (r.name === name && r.pid) pids.push(r.pid);
     }
     return times;
   });
@@ -156,7 +206,11 @@ async function bareSpawnTimes(): Promise<number[]> {
     const home = join(dir, "bare", String(i));
     mkdirSync(home, { recursive: true });
     const start = Date.now();
-    const child = spawn(join(pkg, "run.sh"), [], { detached: true, stdio: "ignore", env: { PATH: "/usr/bin:/bin", HOME: home } });
+    const child = spawn(join(pkg, "run.sh"), [], {
+      detached: true,
+      stdio: "ignore",
+      env: { PATH: "/usr/bin:/bin", HOME: home },
+    });
     const at = await until(() => lines(join(home, "starts"))[0]);
     times.push(at - start);
     process.kill(-(child.pid as number), "SIGKILL");
@@ -165,7 +219,10 @@ async function bareSpawnTimes(): Promise<number[]> {
 }
 
 async function loopCpu(restart: RestartPolicy, health: boolean): Promise<number> {
-  const pkg = makePackage(`pkg-cpu-${restart}-${health}`, health ? { exec: ["/bin/true"], interval_s: 10, misses: 3 } : null);
+  const pkg = makePackage(
+    `pkg-cpu-${restart}-${health}`,
+    health ? { exec: ["/bin/true"], interval_s: 10, misses: 3 } : null,
+  );
   return withDaemon(`cpu-${restart}-${health}`, async ({ client, target, daemonPid, pids }) => {
     for (let i = 0; i < INSTANCES; i++) pids.push(await place(client, target, pkg, `agent-${i}`, restart));
     await new Promise((r) => setTimeout(r, 2000)); // settle after the placements
@@ -177,7 +234,9 @@ async function loopCpu(restart: RestartPolicy, health: boolean): Promise<number>
 
 async function main(): Promise<void> {
   try {
-    console.log(`exit -> running again (kill -9 of the group, restart: always), ${SAMPLES} samples, vs a bare spawn of the same entry`);
+    console.log(
+      `exit -> running again (kill -9 of the group, restart: always), ${SAMPLES} samples, vs a bare spawn of the same entry`,
+    );
     const restart = await restartTimes();
     const bare = await bareSpawnTimes();
     row("supervised restart, median (ms)", quantile(restart, 0.5).toFixed(1));
@@ -186,7 +245,9 @@ async function main(): Promise<void> {
     row("bare spawn to first line, p99 (ms)", quantile(bare, 0.99).toFixed(1));
     row("restart / bare spawn, medians (slowdown)", `${(quantile(restart, 0.5) / quantile(bare, 0.5)).toFixed(1)}x`);
 
-    console.log(`supervision loop: daemon CPU over ${CPU_WINDOW_MS / 1000} s with ${INSTANCES} running instances (ms of CPU per s)`);
+    console.log(
+      `supervision loop: daemon CPU over ${CPU_WINDOW_MS / 1000} s with ${INSTANCES} running instances (ms of CPU per s)`,
+    );
     const never = await loopCpu("never", false);
     const always = await loopCpu("always", false);
     const withHealth = await loopCpu("always", true);

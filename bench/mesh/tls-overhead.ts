@@ -31,17 +31,42 @@ const AUTHORITY = () => ({ store_id: "b".repeat(32), epoch: 0 });
 function nodesFlag(): number[] {
   const i = process.argv.indexOf("--nodes");
   const raw = i >= 0 ? (process.argv[i + 1] ?? "") : "3,30";
-  return raw.split(",").map(Number).filter((n) => Number.isInteger(n) && n > 0);
+  return raw
+    .split(",")
+    .map(Number)
+    .filter((n) => Number.isInteger(n) && n > 0);
 }
 
 async function startNode(name: string, transport: Transport): Promise<string> {
   const nodeDir = join(dir, name);
   execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", nodeDir, "--json"]);
-  writeFileSync(join(nodeDir, "node.json"), JSON.stringify({ name, max_instances: 64, transport, allow_root_agents: true }));
-  writeFileSync(join(nodeDir, "permits.json"), JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]));
-  const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", nodeDir, "--controller", controller.publicKey, "--signer", signer.publicKey], {
-    stdio: ["ignore", "pipe", "ignore"],
-  });
+  writeFileSync(
+    join(nodeDir, "node.json"),
+    JSON.stringify({ name, max_instances: 64, transport, allow_root_agents: true }),
+  );
+  writeFileSync(
+    join(nodeDir, "permits.json"),
+    JSON.stringify([{ id: "bench", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }]),
+  );
+  const proc = spawn(
+    process.execPath,
+    [
+      MAIN,
+      "node",
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      nodeDir,
+      "--controller",
+      controller.publicKey,
+      "--signer",
+      signer.publicKey,
+    ],
+    {
+      stdio: ["ignore", "pipe", "ignore"],
+    },
+  );
   procs.push(proc);
   let out = "";
   return new Promise((res, rej) => {
@@ -80,7 +105,8 @@ function killInstances(): void {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const env = readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
-      if (env.some((v) => v.startsWith("BERTH_NODE_ID=") && placedNodes.has(v.slice("BERTH_NODE_ID=".length)))) process.kill(Number(entry), "SIGKILL");
+      if (env.some((v) => v.startsWith("BERTH_NODE_ID=") && placedNodes.has(v.slice("BERTH_NODE_ID=".length))))
+        process.kill(Number(entry), "SIGKILL");
     } catch {
       // gone, or not ours to read
     }
@@ -105,7 +131,10 @@ async function measure(n: number, transport: Transport, round: number): Promise<
   const pkg = new PackageDirSource(packageDir(`${tag}-fresh`));
   const warmPkg = new PackageDirSource(packageDir(`${tag}-warm`));
   const addrs = await Promise.all(Array.from({ length: n }, (_, i) => startNode(`${tag}-${i}`, transport)));
-  const warmConnector = new ControllerConnector({ identity: controller, plaintext: { all: transport === "plaintext", nodes: [] } });
+  const warmConnector = new ControllerConnector({
+    identity: controller,
+    plaintext: { all: transport === "plaintext", nodes: [] },
+  });
   // The same connector asked never to reuse: a fresh connection (and handshake) per call.
   const connector: Connector = { connect: (addr, signal) => warmConnector.connect(addr, signal) };
   const client = new NodeClient({ key: controller, connector, authority: AUTHORITY, timeoutMs: 60_000 });
@@ -151,12 +180,23 @@ async function measure(n: number, transport: Transport, round: number): Promise<
   for (let i = 0; i < calls; i++) await status(targets[i % n] as TargetRef, warm);
   const warmSequentialPerSecond = calls / (ms(start) / 1000);
   line("status round trips, sequential, warm", `${warmSequentialPerSecond.toFixed(0)} /s`);
-  const place = async (via: NodeClient, source: PackageDirSource, t: TargetRef, name: string, i: number): Promise<number> => {
+  const place = async (
+    via: NodeClient,
+    source: PackageDirSource,
+    t: TargetRef,
+    name: string,
+    i: number,
+  ): Promise<number> => {
     const begin = process.hrtime.bigint();
-    const r = await via.call(t, "place", { package_id: source.packageId, name, variant: "any-linux", config: { mode: "service", args: [], env: {} } }, {
-      decisionId: `${i.toString(16).padStart(8, "0")}${"c".repeat(56)}`,
-      package: source,
-    });
+    const r = await via.call(
+      t,
+      "place",
+      { package_id: source.packageId, name, variant: "any-linux", config: { mode: "service", args: [], env: {} } },
+      {
+        decisionId: `${i.toString(16).padStart(8, "0")}${"c".repeat(56)}`,
+        package: source,
+      },
+    );
     if (r.kind !== "ok") throw new Error(`place failed: ${JSON.stringify(r)}`);
     return ms(begin);
   };
@@ -172,7 +212,14 @@ async function measure(n: number, transport: Transport, round: number): Promise<
   line("place -> running, median", `${placeMedianMs.toFixed(1)} ms`);
   line("place -> running after a status, warm, median", `${warmPlaceMedianMs.toFixed(1)} ms`);
   warmConnector.closeWarm();
-  return { connectMs, sequentialPerSecond, concurrentPerSecond, warmSequentialPerSecond, placeMedianMs, warmPlaceMedianMs };
+  return {
+    connectMs,
+    sequentialPerSecond,
+    concurrentPerSecond,
+    warmSequentialPerSecond,
+    placeMedianMs,
+    warmPlaceMedianMs,
+  };
 }
 
 function meanOf(a: Figures, b: Figures): Figures {

@@ -15,7 +15,12 @@
  */
 import { createHash } from "node:crypto";
 import { availableParallelism, loadavg } from "node:os";
-import { decide, parsePlacementInput, parsePlacementInputWithParts, parsePlacementInputWithViews } from "../../src/core/placement/decide.js";
+import {
+  decide,
+  parsePlacementInput,
+  parsePlacementInputWithParts,
+  parsePlacementInputWithViews,
+} from "../../src/core/placement/decide.js";
 import { placedSummary } from "../../src/core/placement/history.js";
 import { type PlacementInput, placementInputSchema } from "../../src/core/placement/inputs.js";
 import { rawInput } from "./support/cluster.js";
@@ -52,7 +57,10 @@ function rate(fn: () => unknown): { perSecond: number; microseconds: number } {
  * machine can be compared with figures from another one: report both, or their ratio.
  */
 function calibration(): number {
-  const items = Array.from({ length: 100 }, (_, i) => ({ id: createHash("sha256").update(String(i)).digest("hex").slice(0, 32), v: i % 7 }));
+  const items = Array.from({ length: 100 }, (_, i) => ({
+    id: createHash("sha256").update(String(i)).digest("hex").slice(0, 32),
+    v: i % 7,
+  }));
   return rate(() => {
     const out = [];
     for (const it of items) {
@@ -90,7 +98,8 @@ for (const n of SIZES) {
     placed: placedSummary(input.cluster.instances),
   };
   const partsCheck = parsePlacementInputWithParts({ request: order, cluster: marks }, parts);
-  if (!partsCheck.ok || JSON.stringify(decide(partsCheck.input)) !== JSON.stringify(check)) throw new Error(`the parts-validated input of ${n} nodes decides differently`);
+  if (!partsCheck.ok || JSON.stringify(decide(partsCheck.input)) !== JSON.stringify(check))
+    throw new Error(`the parts-validated input of ${n} nodes decides differently`);
   const partsRate = rate(() => parsePlacementInputWithParts({ request: order, cluster: marks }, parts));
   const withParts = 1 / (1 / engine.perSecond + 1 / partsRate.perSecond);
   rows.push({
@@ -106,21 +115,36 @@ for (const n of SIZES) {
 
 if (json) {
   console.log(
-    JSON.stringify({ bench: "placement.engine", node: process.version, seconds, cpus: availableParallelism(), loadavg1: loadavg()[0], calibration_us: calibrationUs, rows }),
+    JSON.stringify({
+      bench: "placement.engine",
+      node: process.version,
+      seconds,
+      cpus: availableParallelism(),
+      loadavg1: loadavg()[0],
+      calibration_us: calibrationUs,
+      rows,
+    }),
   );
 } else {
-  console.log(`placement engine, one core, node ${process.version}, ${seconds} CPU-s per figure (rates per CPU second)`);
+  console.log(
+    `placement engine, one core, node ${process.version}, ${seconds} CPU-s per figure (rates per CPU second)`,
+  );
   console.log(
     `machine: ${availableParallelism()} cpus, load average ${loadavg()[0]?.toFixed(1)}; calibration pass ${calibrationUs.toFixed(1)} µs (lower is a faster core)`,
   );
-  console.log("nodes   eligible   decide/s     µs/decision   parse+decide/s   views-validated+decide/s   parts-validated+decide/s");
+  console.log(
+    "nodes   eligible   decide/s     µs/decision   parse+decide/s   views-validated+decide/s   parts-validated+decide/s",
+  );
   for (const r of rows) {
     console.log(
       `${String(r.nodes).padStart(5)}   ${String(r.eligible).padStart(8)}   ${String(r.decide_per_s).padStart(9)}   ${r.decide_us.toFixed(1).padStart(11)}   ${String(r.parse_and_decide_per_s).padStart(14)}   ${String(r.edge_and_decide_per_s).padStart(24)}   ${String(r.parts_and_decide_per_s).padStart(24)}`,
     );
   }
   const at100 = rows.find((r) => r.nodes === 100);
-  if (at100) console.log(`target ≥ 10,000 decisions/s at 100 nodes: ${at100.decide_per_s >= 10_000 ? "met" : "NOT met"} (${at100.decide_per_s}/s)`);
+  if (at100)
+    console.log(
+      `target ≥ 10,000 decisions/s at 100 nodes: ${at100.decide_per_s >= 10_000 ? "met" : "NOT met"} (${at100.decide_per_s}/s)`,
+    );
   if (at100) {
     const met = at100.parts_and_decide_per_s >= 5_000 ? "met" : "NOT met";
     const ratio = (at100.parts_and_decide_per_s / at100.decide_per_s) * 100;

@@ -44,7 +44,11 @@ function storeFiles(home: string): string {
 
 function timed(args: readonly string[], env: NodeJS.ProcessEnv): { ms: number; ok: boolean; stderr: string } {
   const start = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, args, { env: { ...process.env, ...NODE_ENV, ...env }, stdio: ["ignore", "ignore", "pipe"], timeout: 600_000 });
+  const r = spawnSync(process.execPath, args, {
+    env: { ...process.env, ...NODE_ENV, ...env },
+    stdio: ["ignore", "ignore", "pipe"],
+    timeout: 600_000,
+  });
   return { ms: Number(process.hrtime.bigint() - start) / 1e6, ok: r.status === 0, stderr: r.stderr?.toString() ?? "" };
 }
 
@@ -53,16 +57,34 @@ function timed(args: readonly string[], env: NodeJS.ProcessEnv): { ms: number; o
  * log (`writes`, `fsyncs`), and apart from them the -shm index's (`shm`): SQLite's shared memory, where every reader of
  * a WAL database takes its read mark and whose pages it touches (one byte each) when it maps them.
  */
-function writesUnder(home: string, args: readonly string[], env: NodeJS.ProcessEnv): { writes: number; fsyncs: number; shm: number } | null {
+function writesUnder(
+  home: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { writes: number; fsyncs: number; shm: number } | null {
   if (!hasStrace) return null;
   const dir = mkdtempSync(join(tmpdir(), "berth-bench-strace-"));
   try {
     const trace = join(dir, "trace");
-    spawnSync("strace", ["-f", "-qq", "-y", "-e", "trace=write,pwrite64,writev,pwritev,fsync,fdatasync", "-o", trace, process.execPath, ...args], {
-      env: { ...process.env, ...NODE_ENV, ...env },
-      stdio: "ignore",
-      timeout: 600_000,
-    });
+    spawnSync(
+      "strace",
+      [
+        "-f",
+        "-qq",
+        "-y",
+        "-e",
+        "trace=write,pwrite64,writev,pwritev,fsync,fdatasync",
+        "-o",
+        trace,
+        process.execPath,
+        ...args,
+      ],
+      {
+        env: { ...process.env, ...NODE_ENV, ...env },
+        stdio: "ignore",
+        timeout: 600_000,
+      },
+    );
     let writes = 0;
     let fsyncs = 0;
     let shm = 0;
@@ -80,7 +102,11 @@ function writesUnder(home: string, args: readonly string[], env: NodeJS.ProcessE
 
 async function firstApiAnswer(home: string, env: NodeJS.ProcessEnv): Promise<{ listening: number; answered: number }> {
   const start = performance.now();
-  const child = spawn(process.execPath, [BERTH, "serve", "--port", "0", "--json", "--log-level", "silent", "--data-dir", home], { env: { ...process.env, ...NODE_ENV, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [BERTH, "serve", "--port", "0", "--json", "--log-level", "silent", "--data-dir", home],
+    { env: { ...process.env, ...NODE_ENV, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+  );
   try {
     const line = await new Promise<string>((resolveLine, reject) => {
       let out = "";
@@ -148,7 +174,11 @@ async function holdWriteLock(home: string): Promise<() => Promise<void>> {
 }
 
 async function main(): Promise<void> {
-  console.log(`read verbs at scale (issue 35): ${NODES} simulated nodes, ${AGENTS} agents, ${RUNS} runs each; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(
+    `read verbs at scale (issue 35): ${NODES} simulated nodes, ${AGENTS} agents, ${RUNS} runs each; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
   const w = await scaleWorld({ nodes: NODES, agents: AGENTS, registry: true, log: console.log });
   try {
     await w.controller.close();
@@ -181,9 +211,14 @@ async function main(): Promise<void> {
       const before = storeFiles(w.home);
       const io = k === 0 ? null : writesUnder(w.home, c.args, env);
       const same = k === 0 || storeFiles(w.home) === before;
-      const ioText = io === null ? "" : `  writes ${io.writes}, fsyncs ${io.fsyncs} on the home's files (strace -f; -shm page touches ${io.shm})${same ? "; db and wal unchanged" : "; db or wal CHANGED"}`;
+      const ioText =
+        io === null
+          ? ""
+          : `  writes ${io.writes}, fsyncs ${io.fsyncs} on the home's files (strace -f; -shm page touches ${io.shm})${same ? "; db and wal unchanged" : "; db or wal CHANGED"}`;
       const bad = (failed[k] ?? 0) > 0 ? `  (${failed[k]} of ${RUNS} FAILED)` : "";
-      console.log(`  ${c.label.padEnd(38)} ${s.min.toFixed(0)} / ${s.median.toFixed(0)} / ${s.max.toFixed(0)} ms  ${(s.median / floor).toFixed(1)}× node -e 0${ioText}${bad}`);
+      console.log(
+        `  ${c.label.padEnd(38)} ${s.min.toFixed(0)} / ${s.median.toFixed(0)} / ${s.max.toFixed(0)} ms  ${(s.median / floor).toFixed(1)}× node -e 0${ioText}${bad}`,
+      );
     }
     const release = await holdWriteLock(w.home);
     let both: Array<{ code: number | null; stderr: string }>;
@@ -192,7 +227,10 @@ async function main(): Promise<void> {
         [0, 1].map(
           () =>
             new Promise<{ code: number | null; stderr: string }>((done) => {
-              const child = spawn(process.execPath, [BERTH, "instances", "--json"], { env: { ...process.env, ...NODE_ENV, ...env }, stdio: ["ignore", "ignore", "pipe"] });
+              const child = spawn(process.execPath, [BERTH, "instances", "--json"], {
+                env: { ...process.env, ...NODE_ENV, ...env },
+                stdio: ["ignore", "ignore", "pipe"],
+              });
               let stderr = "";
               child.stderr.on("data", (d: Buffer) => {
                 stderr += d.toString();
@@ -205,7 +243,9 @@ async function main(): Promise<void> {
       await release();
     }
     const bad = both.filter((b) => b.code !== 0);
-    console.log(`  two \`berth instances\` at once, a third process holding the write lock: ${bad.length === 0 ? "both answered" : `${bad.length} failed: ${bad[0]?.stderr.slice(0, 200)}`}`);
+    console.log(
+      `  two \`berth instances\` at once, a third process holding the write lock: ${bad.length === 0 ? "both answered" : `${bad.length} failed: ${bad[0]?.stderr.slice(0, 200)}`}`,
+    );
     const serve: Array<{ listening: number; answered: number }> = [];
     const floors: Array<{ listening: number; answered: number }> = [];
     for (let i = 0; i < Math.min(RUNS, 3); i++) {
@@ -215,8 +255,12 @@ async function main(): Promise<void> {
     const l = stats(serve.map((s) => s.listening));
     const a = stats(serve.map((s) => s.answered));
     const f = stats(floors.map((s) => s.answered));
-    console.log(`  berth serve: listening after ${l.min.toFixed(0)} / ${l.median.toFixed(0)} / ${l.max.toFixed(0)} ms; first API answer after ${a.min.toFixed(0)} / ${a.median.toFixed(0)} / ${a.max.toFixed(0)} ms (target ≤ 1000 ms)`);
-    console.log(`  floor: a fresh node with fastify and one empty handler, first answer after ${f.min.toFixed(0)} / ${f.median.toFixed(0)} / ${f.max.toFixed(0)} ms; ratio ${(a.median / f.median).toFixed(1)}×`);
+    console.log(
+      `  berth serve: listening after ${l.min.toFixed(0)} / ${l.median.toFixed(0)} / ${l.max.toFixed(0)} ms; first API answer after ${a.min.toFixed(0)} / ${a.median.toFixed(0)} / ${a.max.toFixed(0)} ms (target ≤ 1000 ms)`,
+    );
+    console.log(
+      `  floor: a fresh node with fastify and one empty handler, first answer after ${f.min.toFixed(0)} / ${f.median.toFixed(0)} / ${f.max.toFixed(0)} ms; ratio ${(a.median / f.median).toFixed(1)}×`,
+    );
   } finally {
     if (process.argv.includes("--keep")) {
       // For profiling by hand: the home stays (its simulated nodes are gone, so every describe of them fails fast).
@@ -225,7 +269,11 @@ async function main(): Promise<void> {
       console.log(`  kept the home: ${w.home}`);
     } else await w.close();
   }
-  console.log(`  load average after: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(
+    `  load average after: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
 }
 
 await main();

@@ -23,10 +23,15 @@ const CONCURRENCY = numberFlag("--concurrency", 64);
 const SECONDS = numberFlag("--seconds", 20);
 const TARGET = 500;
 
-const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
+const percentile = (sorted: readonly number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
 
 /** Calls `one(i)` with `concurrency` in flight until `seconds` have passed; rate and latencies of the calls that placed. */
-async function sustained(one: (i: number) => Promise<boolean>, concurrency: number, seconds: number): Promise<{ perSecond: number; p50: number; p99: number; n: number; failed: number }> {
+async function sustained(
+  one: (i: number) => Promise<boolean>,
+  concurrency: number,
+  seconds: number,
+): Promise<{ perSecond: number; p50: number; p99: number; n: number; failed: number }> {
   const latencies: number[] = [];
   let next = 0;
   let failed = 0;
@@ -43,7 +48,13 @@ async function sustained(one: (i: number) => Promise<boolean>, concurrency: numb
   );
   const elapsed = (performance.now() - t0) / 1000;
   const sorted = latencies.sort((a, b) => a - b);
-  return { perSecond: sorted.length / elapsed, p50: percentile(sorted, 50), p99: percentile(sorted, 99), n: sorted.length, failed };
+  return {
+    perSecond: sorted.length / elapsed,
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    n: sorted.length,
+    failed,
+  };
 }
 
 const world = await scaleWorld({ nodes: NODES, agents: 0, log: (l) => console.log(l) });
@@ -53,7 +64,9 @@ world.connector.closeWarm();
 const server = await startServer({ dataDir: world.home, port: 0 });
 try {
   const controller = server.state.controller;
-  console.log(`placements onto ${NODES} simulated nodes, ${CONCURRENCY} in flight for ${SECONDS} s each side, load average ${loadavg()[0]?.toFixed(1)}`);
+  console.log(
+    `placements onto ${NODES} simulated nodes, ${CONCURRENCY} in flight for ${SECONDS} s each side, load average ${loadavg()[0]?.toFixed(1)}`,
+  );
   const tip = async () => (await controller.store.chain.tip()).seq;
   const viaApi = (prefix: string) => async (i: number) => {
     const r = await fetch(`${server.url}/api/v1/placements`, {
@@ -64,7 +77,8 @@ try {
     const body = (await r.json()) as { placed?: unknown };
     return r.status === 201 && Boolean(body.placed);
   };
-  const viaLibrary = (prefix: string) => async (i: number) => (await controller.place({ package: world.packageId, name: `${prefix}-${i}` })).placed !== null;
+  const viaLibrary = (prefix: string) => async (i: number) =>
+    (await controller.place({ package: world.packageId, name: `${prefix}-${i}` })).placed !== null;
   await viaApi("warm")(0);
 
   const before = await tip();
@@ -72,10 +86,14 @@ try {
   const events = (await tip()) - before;
   const lib = await sustained(viaLibrary("lib"), CONCURRENCY, SECONDS);
   const line = (who: string, r: typeof api) =>
-    console.log(`  ${who.padEnd(40)} ${r.perSecond.toFixed(1).padStart(8)} /s   p50 ${r.p50.toFixed(0).padStart(6)} ms   p99 ${r.p99.toFixed(0).padStart(6)} ms   placed ${r.n}, not placed ${r.failed}`);
+    console.log(
+      `  ${who.padEnd(40)} ${r.perSecond.toFixed(1).padStart(8)} /s   p50 ${r.p50.toFixed(0).padStart(6)} ms   p99 ${r.p99.toFixed(0).padStart(6)} ms   placed ${r.n}, not placed ${r.failed}`,
+    );
   line("POST /api/v1/placements", api);
   line("controller.place (library, the floor)", lib);
-  console.log(`  ${"chain events per API placement".padEnd(40)} ${(events / Math.max(1, api.n + api.failed)).toFixed(1).padStart(8)}      (constant in the number of nodes since the gate summary)`);
+  console.log(
+    `  ${"chain events per API placement".padEnd(40)} ${(events / Math.max(1, api.n + api.failed)).toFixed(1).padStart(8)}      (constant in the number of nodes since the gate summary)`,
+  );
   ratio("API / library", api.perSecond, lib.perSecond);
   ratio(`API / target ${TARGET}/s`, api.perSecond, TARGET, 1);
 } finally {

@@ -27,7 +27,9 @@ import { bounded, exponent, scaleWorld, stats } from "./support/world.js";
 
 const argv = process.argv.slice(2);
 const sizesFlag = argv.includes("--sizes") ? argv[argv.indexOf("--sizes") + 1] : undefined;
-const SIZES = (sizesFlag ?? (argv.includes("--quick") ? "100x1000,1000x10000" : "100x1000,1000x10000,5000x50000")).split(",").map((s) => s.split("x").map(Number) as [number, number]);
+const SIZES = (sizesFlag ?? (argv.includes("--quick") ? "100x1000,1000x10000" : "100x1000,1000x10000,5000x50000"))
+  .split(",")
+  .map((s) => s.split("x").map(Number) as [number, number]);
 const PASSES = numberFlag("--passes", 3);
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
@@ -49,13 +51,18 @@ async function measure(nodes: number, agents: number): Promise<Row> {
     console.log(`    describe of every target (the tick's first half)   ${seconds(performance.now() - t)}`);
     t = performance.now();
     let report = await loop.pass();
-    console.log(`    first pass                                          ${seconds(performance.now() - t)}  (judged ${report.judged}, acted ${report.acted.length}, waiting ${report.waiting})`);
+    console.log(
+      `    first pass                                          ${seconds(performance.now() - t)}  (judged ${report.judged}, acted ${report.acted.length}, waiting ${report.waiting})`,
+    );
     const passes: number[] = [];
     for (let i = 0; i < PASSES; i++) {
       t = performance.now();
       report = await loop.pass();
       passes.push(performance.now() - t);
-      if (report.judged !== agents || report.acted.length !== 0) console.log(`    (pass ${i + 1}: judged ${report.judged}, acted ${report.acted.length}, alerts ${report.alerts.length})`);
+      if (report.judged !== agents || report.acted.length !== 0)
+        console.log(
+          `    (pass ${i + 1}: judged ${report.judged}, acted ${report.acted.length}, alerts ${report.alerts.length})`,
+        );
     }
     const p = stats(passes);
     // The floor: the same status to every node, signed and verified over the same warm connections, 64 at a time.
@@ -66,7 +73,12 @@ async function measure(nodes: number, agents: number): Promise<Row> {
     for (let i = 0; i < PASSES; i++) {
       t = performance.now();
       await bounded(refs, 64, async (x) => {
-        const r = await client.call({ addr: x.addr, nodeId: x.node_id as string, key: x.key, bootId: x.boot_id }, "status", { instance_id: null, include_departed: false }, { nonce: randomBytes(16).toString("hex") });
+        const r = await client.call(
+          { addr: x.addr, nodeId: x.node_id as string, key: x.key, bootId: x.boot_id },
+          "status",
+          { instance_id: null, include_departed: false },
+          { nonce: randomBytes(16).toString("hex") },
+        );
         // Counted, not thrown: on a loaded machine a connect can time out (5 s) for the floor as for the pass.
         if (r.kind !== "ok") failed++;
       });
@@ -74,13 +86,19 @@ async function measure(nodes: number, agents: number): Promise<Row> {
     }
     const f = stats(floors);
     if (failed > 0) console.log(`    (${failed} floor statuses got no answer: ${refs.length * PASSES} asked)`);
-    console.log(`    reconcile pass (warm) min / median / max            ${seconds(p.min)} / ${seconds(p.median)} / ${seconds(p.max)}`);
-    console.log(`    floor: ${refs.length} signed statuses, 64 at a time           ${seconds(f.min)} / ${seconds(f.median)} / ${seconds(f.max)}`);
+    console.log(
+      `    reconcile pass (warm) min / median / max            ${seconds(p.min)} / ${seconds(p.median)} / ${seconds(p.max)}`,
+    );
+    console.log(
+      `    floor: ${refs.length} signed statuses, 64 at a time           ${seconds(f.min)} / ${seconds(f.median)} / ${seconds(f.max)}`,
+    );
     console.log(`    ratio pass / floor (medians)                        ${(p.median / f.median).toFixed(2)}×`);
     const census = await w.sim.census();
     const copies = Object.values(census.live);
     const twice = copies.filter((c) => c > 1).length;
-    console.log(`    nodes' census: ${Object.keys(census.live).length} agents live, ${twice} with two copies; simulator RSS ${census.rss_mb} MiB, controller RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`);
+    console.log(
+      `    nodes' census: ${Object.keys(census.live).length} agents live, ${twice} with two copies; simulator RSS ${census.rss_mb} MiB, controller RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`,
+    );
     return { nodes, agents, pass: p.median, floor: f.median };
   } finally {
     await w.close();
@@ -88,17 +106,33 @@ async function measure(nodes: number, agents: number): Promise<Row> {
 }
 
 async function main(): Promise<void> {
-  console.log(`reconcile pass at scale (issue 35), ${PASSES} warm passes per size; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(
+    `reconcile pass at scale (issue 35), ${PASSES} warm passes per size; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
   const rows: Row[] = [];
   for (const [nodes, agents] of SIZES) rows.push(await measure(nodes, agents));
   console.log("\n  summary:");
-  for (const r of rows) console.log(`    ${String(r.nodes).padStart(5)} nodes / ${String(r.agents).padStart(6)} agents: pass ${seconds(r.pass)}, floor ${seconds(r.floor)}, ratio ${(r.pass / r.floor).toFixed(2)}×`);
+  for (const r of rows)
+    console.log(
+      `    ${String(r.nodes).padStart(5)} nodes / ${String(r.agents).padStart(6)} agents: pass ${seconds(r.pass)}, floor ${seconds(r.floor)}, ratio ${(r.pass / r.floor).toFixed(2)}×`,
+    );
   if (rows.length >= 2) {
-    console.log(`    cost exponent of the pass across sizes (log time / log agents): ${exponent(rows.map((r) => [r.agents, r.pass])).toFixed(2)} (target ≤ 1.1); of the floor: ${exponent(rows.map((r) => [r.agents, r.floor])).toFixed(2)}`);
+    console.log(
+      `    cost exponent of the pass across sizes (log time / log agents): ${exponent(rows.map((r) => [r.agents, r.pass])).toFixed(2)} (target ≤ 1.1); of the floor: ${exponent(rows.map((r) => [r.agents, r.floor])).toFixed(2)}`,
+    );
   }
   const at = rows.find((r) => r.nodes === 1000 && r.agents === 10_000);
-  if (at) console.log(`    at 1,000 nodes / 10,000 agents: ${seconds(at.pass)} (target ≤ 1 s: ${at.pass <= 1000 ? "met" : "NOT met"})`);
-  console.log(`  load average after: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  if (at)
+    console.log(
+      `    at 1,000 nodes / 10,000 agents: ${seconds(at.pass)} (target ≤ 1 s: ${at.pass <= 1000 ? "met" : "NOT met"})`,
+    );
+  console.log(
+    `  load average after: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
 }
 
 await main();

@@ -34,7 +34,13 @@ interface Run {
 }
 
 /** Spawns `args`, waits for the first stdout line (`{url}`), then asks `paths` at once; ms from the spawn to each. */
-async function startAndAsk(args: readonly string[], env: NodeJS.ProcessEnv, paths: readonly string[], token: string | null, waitForLog: string | null): Promise<{ line: number; answers: number[]; log: number | null }> {
+async function startAndAsk(
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  paths: readonly string[],
+  token: string | null,
+  waitForLog: string | null,
+): Promise<{ line: number; answers: number[]; log: number | null }> {
   const start = performance.now();
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let logAt: number | null = null;
@@ -87,7 +93,11 @@ process.stdout.write(JSON.stringify({ url: "http://127.0.0.1:" + app.server.addr
 `;
 
 async function main(): Promise<void> {
-  console.log(`berth serve's first answer (issue 35): ${NODES} simulated nodes, ${AGENTS} agents, ${RUNS} runs; load average ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(
+    `berth serve's first answer (issue 35): ${NODES} simulated nodes, ${AGENTS} agents, ${RUNS} runs; load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
   const w = await scaleWorld({ nodes: NODES, agents: AGENTS, log: console.log });
   try {
     await w.controller.close();
@@ -106,30 +116,58 @@ async function main(): Promise<void> {
         token,
         "first pass done",
       );
-      runs.push({ listening: r.line, healthz: r.answers[0] ?? Number.NaN, placements: r.answers[1] ?? Number.NaN, nodes: r.answers[2] ?? Number.NaN, firstPass: r.log });
+      runs.push({
+        listening: r.line,
+        healthz: r.answers[0] ?? Number.NaN,
+        placements: r.answers[1] ?? Number.NaN,
+        nodes: r.answers[2] ?? Number.NaN,
+        firstPass: r.log,
+      });
     }
     const f = stats(floors);
     const show = (label: string, values: readonly number[]) => {
       const s = stats(values);
-      console.log(`  ${label.padEnd(44)} ${s.min.toFixed(0).padStart(6)} / ${s.median.toFixed(0).padStart(6)} / ${s.max.toFixed(0).padStart(6)} ms   ${(s.median / f.median).toFixed(1)}× the floor, ${((100 * s.median) / TARGET_MS).toFixed(0)}% of the ${TARGET_MS} ms target`);
+      console.log(
+        `  ${label.padEnd(44)} ${s.min.toFixed(0).padStart(6)} / ${s.median.toFixed(0).padStart(6)} / ${s.max.toFixed(0).padStart(6)} ms   ${(s.median / f.median).toFixed(1)}× the floor, ${((100 * s.median) / TARGET_MS).toFixed(0)}% of the ${TARGET_MS} ms target`,
+      );
     };
     console.log("  (min / median / max from the spawn)");
     show("fastify floor: listening and answering", floors);
-    show("berth serve: listening line", runs.map((r) => r.listening));
-    show("berth serve: first GET /healthz", runs.map((r) => r.healthz));
-    show("berth serve: first GET /api/v1/placements", runs.map((r) => r.placements));
-    show("berth serve: first GET /api/v1/nodes", runs.map((r) => r.nodes));
+    show(
+      "berth serve: listening line",
+      runs.map((r) => r.listening),
+    );
+    show(
+      "berth serve: first GET /healthz",
+      runs.map((r) => r.healthz),
+    );
+    show(
+      "berth serve: first GET /api/v1/placements",
+      runs.map((r) => r.placements),
+    );
+    show(
+      "berth serve: first GET /api/v1/nodes",
+      runs.map((r) => r.nodes),
+    );
     const passes = runs.map((r) => r.firstPass).filter((x): x is number => x !== null);
     if (passes.length > 0) {
       const p = stats(passes);
-      console.log(`  ${"berth serve: first pass done (its log line)".padEnd(44)} ${p.min.toFixed(0).padStart(6)} / ${p.median.toFixed(0).padStart(6)} / ${p.max.toFixed(0).padStart(6)} ms`);
+      console.log(
+        `  ${"berth serve: first pass done (its log line)".padEnd(44)} ${p.min.toFixed(0).padStart(6)} / ${p.median.toFixed(0).padStart(6)} / ${p.max.toFixed(0).padStart(6)} ms`,
+      );
     } else console.log("  berth serve: no 'first pass done' line was logged");
     const worst = stats(runs.map((r) => Math.max(r.placements, r.nodes))).median;
-    console.log(`  first API answer (the later of placements and nodes, median) ${worst.toFixed(0)} ms: target ≤ ${TARGET_MS} ms ${worst <= TARGET_MS ? "met" : "NOT met"}; floor ${f.median.toFixed(0)} ms`);
+    console.log(
+      `  first API answer (the later of placements and nodes, median) ${worst.toFixed(0)} ms: target ≤ ${TARGET_MS} ms ${worst <= TARGET_MS ? "met" : "NOT met"}; floor ${f.median.toFixed(0)} ms`,
+    );
   } finally {
     await w.close();
   }
-  console.log(`  load average after: ${loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+  console.log(
+    `  load average after: ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
 }
 
 await main();

@@ -21,7 +21,18 @@ import { numberFlag } from "../support.js";
 
 const PLACEMENTS = numberFlag("--placements", 300);
 const KEY = signingKeyFromSeed(new Uint8Array(32).fill(7));
-const W: WorkloadRecord = { kind: "agent", network: "lan", secrets: false, cpu_millis: 250, memory_bytes: 2 ** 28, labels: [], excludes: [], package_id: "c".repeat(64), signer_keys: [], file_hashes: [] };
+const W: WorkloadRecord = {
+  kind: "agent",
+  network: "lan",
+  secrets: false,
+  cpu_millis: 250,
+  memory_bytes: 2 ** 28,
+  labels: [],
+  excludes: [],
+  package_id: "c".repeat(64),
+  signer_keys: [],
+  file_hashes: [],
+};
 const NODE = "d".repeat(32);
 
 async function run(label: string, engine: StoreEngine): Promise<{ rate: number; p99: number }> {
@@ -38,11 +49,30 @@ async function run(label: string, engine: StoreEngine): Promise<{ rate: number; 
       workload: W,
       dispatch: true,
       event: { source: "placement", kind: "workload.place", payload: { phase: "decision", name } },
-      refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, error } }),
+      refusal: (error) => ({
+        source: "placement",
+        kind: "workload.refuse",
+        payload: { phase: "decision", name, error },
+      }),
     });
     await store.beginAttempt(id, 1, NODE, "v");
-    const p: PlacementRecord = { instance_id: `${name}-x`, name, node_id: NODE, decision_id: id, variant: "v", route: "native", package_id: W.package_id, placed_ms: Date.now(), adopted: false, pending: null };
-    await store.commitPlaced(id, 1, p, W, { source: "placement", kind: "workload.place", payload: { phase: "placed", decision_id: id } });
+    const p: PlacementRecord = {
+      instance_id: `${name}-x`,
+      name,
+      node_id: NODE,
+      decision_id: id,
+      variant: "v",
+      route: "native",
+      package_id: W.package_id,
+      placed_ms: Date.now(),
+      adopted: false,
+      pending: null,
+    };
+    await store.commitPlaced(id, 1, p, W, {
+      source: "placement",
+      kind: "workload.place",
+      payload: { phase: "placed", decision_id: id },
+    });
     times.push(performance.now() - t0);
   }
   const seconds = (performance.now() - start) / 1000;
@@ -50,7 +80,9 @@ async function run(label: string, engine: StoreEngine): Promise<{ rate: number; 
   const p99 = times[Math.min(times.length - 1, Math.floor(times.length * 0.99))] ?? 0;
   if (!(await chain.verifyStored()).ok) throw new Error(`${label}: the chain does not verify after the run`);
   const rate = PLACEMENTS / seconds;
-  console.log(`  ${label.padEnd(34)} ${rate.toFixed(0).padStart(8)} placements/s   p99 ${p99.toFixed(2).padStart(7)} ms`);
+  console.log(
+    `  ${label.padEnd(34)} ${rate.toFixed(0).padStart(8)} placements/s   p99 ${p99.toFixed(2).padStart(7)} ms`,
+  );
   return { rate, p99 };
 }
 
@@ -65,7 +97,9 @@ async function main(): Promise<void> {
     const postgres = await PostgresEngine.open(await pg.database("bench"));
     const p = await run("PostgreSQL 15 (loopback, fsync off)", postgres);
     await postgres.close();
-    console.log(`  PostgreSQL / SQLite: ${(p.rate / s.rate).toFixed(2)}x the rate, ${(p.p99 / s.p99).toFixed(2)}x the p99`);
+    console.log(
+      `  PostgreSQL / SQLite: ${(p.rate / s.rate).toFixed(2)}x the rate, ${(p.p99 / s.p99).toFixed(2)}x the p99`,
+    );
   } finally {
     await pg.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -27,7 +27,9 @@ async function leaderPid(engine: Engine, where: string): Promise<number | null> 
     if (engine === "sqlite") {
       const d = openDatabase(where, { readonly: true });
       try {
-        const row = d.prepare("SELECT pid, released_ms FROM berth_leader WHERE id = 1").get() as { pid: number; released_ms: number | null } | undefined;
+        const row = d.prepare("SELECT pid, released_ms FROM berth_leader WHERE id = 1").get() as
+          | { pid: number; released_ms: number | null }
+          | undefined;
         return row && row.released_ms === null ? row.pid : null;
       } finally {
         d.close();
@@ -36,7 +38,9 @@ async function leaderPid(engine: Engine, where: string): Promise<number | null> 
     const client = new pg.Client({ connectionString: where, options: "-c default_transaction_read_only=on" });
     await client.connect();
     try {
-      const row = (await client.query("SELECT pid, released_ms FROM berth_leader WHERE id = 1")).rows[0] as { pid: number; released_ms: string | null } | undefined;
+      const row = (await client.query("SELECT pid, released_ms FROM berth_leader WHERE id = 1")).rows[0] as
+        | { pid: number; released_ms: string | null }
+        | undefined;
       return row && row.released_ms === null ? Number(row.pid) : null;
     } finally {
       await client.end();
@@ -47,8 +51,17 @@ async function leaderPid(engine: Engine, where: string): Promise<number | null> 
 }
 
 function serve(home: string, ttlMs: number, databaseUrl: string | null): Promise<ReturnType<typeof spawn>> {
-  const env = { ...process.env, BERTH_HOME: home, BERTH_LEADER_TTL_MS: String(ttlMs), ...(databaseUrl ? { BERTH_DATABASE_URL: databaseUrl } : {}) };
-  const p = spawn(process.execPath, [MAIN, "serve", "--port", "0", "--data-dir", home, "--json", "--log-level", "silent"], { env, stdio: ["ignore", "pipe", "ignore"] });
+  const env = {
+    ...process.env,
+    BERTH_HOME: home,
+    BERTH_LEADER_TTL_MS: String(ttlMs),
+    ...(databaseUrl ? { BERTH_DATABASE_URL: databaseUrl } : {}),
+  };
+  const p = spawn(
+    process.execPath,
+    [MAIN, "serve", "--port", "0", "--data-dir", home, "--json", "--log-level", "silent"],
+    { env, stdio: ["ignore", "pipe", "ignore"] },
+  );
   return new Promise((res, rej) => {
     p.stdout?.once("data", () => res(p));
     p.once("exit", (code) => rej(new Error(`berth serve exited ${code}`)));
@@ -63,14 +76,22 @@ async function until(probe: () => Promise<boolean>, deadlineMs: number): Promise
   }
 }
 
-async function trial(engine: Engine, server: TestPostgres, ttlMs: number, signal: "SIGKILL" | "SIGTERM"): Promise<number> {
+async function trial(
+  engine: Engine,
+  server: TestPostgres,
+  ttlMs: number,
+  signal: "SIGKILL" | "SIGTERM",
+): Promise<number> {
   const root = mkdtempSync(join(tmpdir(), "berth-bench-failover-"));
   const homes = [join(root, "a"), join(root, "b")];
   execFileSync(process.execPath, [MAIN, "keys", "new", "--json"], { env: { ...process.env, BERTH_HOME: homes[0] } });
   const url = engine === "postgres" ? await server.database() : null;
   if (engine === "postgres") {
     mkdirSync(join(homes[1] as string, "keys"), { recursive: true, mode: 0o700 });
-    copyFileSync(join(homes[0] as string, "keys", "controller.key"), join(homes[1] as string, "keys", "controller.key"));
+    copyFileSync(
+      join(homes[0] as string, "keys", "controller.key"),
+      join(homes[1] as string, "keys", "controller.key"),
+    );
   } else homes[1] = homes[0] as string; // one machine: one home
   const where = url ?? join(homes[0] as string, "controller.db");
   const a = await serve(homes[0] as string, ttlMs, url);
@@ -98,7 +119,9 @@ const stats = (xs: number[]) => {
 
 const server = await startPostgres();
 try {
-  console.log(`leader failover: two berth serve on one store, ${TRIALS} SIGKILLs per TTL and engine; load ${(loadavg()[0] ?? 0).toFixed(2)}`);
+  console.log(
+    `leader failover: two berth serve on one store, ${TRIALS} SIGKILLs per TTL and engine; load ${(loadavg()[0] ?? 0).toFixed(2)}`,
+  );
   for (const ttl of [1_000, 2_000, 4_000]) {
     for (const engine of ["sqlite", "postgres"] as const) {
       const times: number[] = [];

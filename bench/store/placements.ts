@@ -15,7 +15,14 @@ import { join } from "node:path";
 import { generateSigningKey, saveKeyFile } from "../../src/keys/key-file.js";
 import { startPostgres } from "../../test/support/postgres.js";
 import { numberFlag } from "../support.js";
-import { BENCH_PERMITS, firstJsonLine, MAIN, sleepPackage, startNodeProcess, writeJson } from "../support/node-processes.js";
+import {
+  BENCH_PERMITS,
+  firstJsonLine,
+  MAIN,
+  sleepPackage,
+  startNodeProcess,
+  writeJson,
+} from "../support/node-processes.js";
 
 const NODES = numberFlag("--nodes", 3);
 const PLACEMENTS = numberFlag("--placements", 24);
@@ -28,7 +35,13 @@ const children: ChildProcess[] = [];
 const nodeIds: string[] = [];
 
 async function startNode(i: number): Promise<string> {
-  const ready = await startNodeProcess({ dataDir: join(root, `node-${i}`), name: `n${i}`, controllers: [keys.sqlite.publicKey, keys.postgres.publicKey], signer: signer.publicKey, children });
+  const ready = await startNodeProcess({
+    dataDir: join(root, `node-${i}`),
+    name: `n${i}`,
+    controllers: [keys.sqlite.publicKey, keys.postgres.publicKey],
+    signer: signer.publicKey,
+    children,
+  });
   nodeIds.push(ready.nodeId);
   return ready.address;
 }
@@ -46,16 +59,27 @@ async function serve(engine: "sqlite" | "postgres", databaseUrl: string | null):
   writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
   writeJson(join(home, "permits.json"), BENCH_PERMITS);
   const env = { ...process.env, BERTH_HOME: home, ...(databaseUrl ? { BERTH_DATABASE_URL: databaseUrl } : {}) };
-  const proc = spawn(process.execPath, [MAIN, "serve", "--port", "0", "--json", "--log-level", "silent"], { env, stdio: ["ignore", "pipe", "inherit"] });
+  const proc = spawn(process.execPath, [MAIN, "serve", "--port", "0", "--json", "--log-level", "silent"], {
+    env,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   children.push(proc);
   const { url } = (await firstJsonLine(proc, "berth serve")) as { url: string };
   return { url, token: readFileSync(join(home, "api.token"), "utf8").trim(), proc };
 }
 
-async function call(l: Leader, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+async function call(
+  l: Leader,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const r = await fetch(`${l.url}/api/v1${path}`, {
     method,
-    headers: { authorization: `Bearer ${l.token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${l.token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   return { status: r.status, body: (await r.json()) as Record<string, unknown> };
@@ -71,7 +95,8 @@ async function untilLeading(l: Leader, addr: string): Promise<void> {
   }
 }
 
-const quantile = (sorted: readonly number[], q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1)] ?? 0;
+const quantile = (sorted: readonly number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * q) - 1)] ?? 0;
 
 async function round(l: Leader, pkg: string, tag: string): Promise<{ rate: number; latencies: number[] }> {
   const latencies: number[] = [];
@@ -83,7 +108,8 @@ async function round(l: Leader, pkg: string, tag: string): Promise<{ rate: numbe
         const i = next++;
         const t0 = performance.now();
         const r = await call(l, "POST", "/placements", { package: pkg, name: `${tag}-${i}` });
-        if (r.status !== 201) throw new Error(`placement ${tag}-${i}: ${r.status} ${JSON.stringify(r.body).slice(0, 400)}`);
+        if (r.status !== 201)
+          throw new Error(`placement ${tag}-${i}: ${r.status} ${JSON.stringify(r.body).slice(0, 400)}`);
         latencies.push(performance.now() - t0);
       }
     }),
@@ -108,7 +134,10 @@ async function main(): Promise<void> {
   const pg = await startPostgres();
   try {
     const addrs = await Promise.all(Array.from({ length: NODES }, (_, i) => startNode(i)));
-    const leaders = { sqlite: await serve("sqlite", null), postgres: await serve("postgres", await pg.database("bench")) };
+    const leaders = {
+      sqlite: await serve("sqlite", null),
+      postgres: await serve("postgres", await pg.database("bench")),
+    };
     for (const l of Object.values(leaders)) for (const a of addrs) await untilLeading(l, a);
     // Warm-up on each (package copy into the store, connections, JIT).
     for (const [engine, l] of Object.entries(leaders)) {
@@ -116,7 +145,9 @@ async function main(): Promise<void> {
       if (r.status !== 201) throw new Error(`warm-up on ${engine}: ${JSON.stringify(r.body).slice(0, 400)}`);
     }
     const load = loadavg()[0] ?? 0;
-    console.log(`store placements: one berth serve leading each store, ${NODES} node daemons, ${PLACEMENTS} placements per round, ${CONCURRENCY} in flight, ABBA; load ${load.toFixed(2)} on ${process.platform}`);
+    console.log(
+      `store placements: one berth serve leading each store, ${NODES} node daemons, ${PLACEMENTS} placements per round, ${CONCURRENCY} in flight, ABBA; load ${load.toFixed(2)} on ${process.platform}`,
+    );
     const results: Record<string, Array<{ rate: number; latencies: number[] }>> = { sqlite: [], postgres: [] };
     for (const [i, engine] of (["sqlite", "postgres", "postgres", "sqlite"] as const).entries()) {
       results[engine]?.push(await round(leaders[engine], pkg, `${engine}-${i}`));
@@ -125,7 +156,13 @@ async function main(): Promise<void> {
       const rounds = results[engine] ?? [];
       const rate = rounds.reduce((a, r) => a + r.rate, 0) / rounds.length;
       const all = rounds.flatMap((r) => r.latencies).sort((a, b) => a - b);
-      return { rate, p50: quantile(all, 0.5), p99: quantile(all, 0.99), max: all[all.length - 1] ?? 0, rounds: rounds.map((r) => r.rate) };
+      return {
+        rate,
+        p50: quantile(all, 0.5),
+        p99: quantile(all, 0.99),
+        max: all[all.length - 1] ?? 0,
+        rounds: rounds.map((r) => r.rate),
+      };
     };
     const s = summary("sqlite");
     const p = summary("postgres");
@@ -137,10 +174,16 @@ async function main(): Promise<void> {
         `  ${label.padEnd(40)} ${r.rate.toFixed(2).padStart(7)} placements/s (rounds ${r.rounds.map((x) => x.toFixed(2)).join(", ")})   p50 ${r.p50.toFixed(0).padStart(5)} ms   p99 ${r.p99.toFixed(0).padStart(5)} ms   max ${r.max.toFixed(0).padStart(5)} ms`,
       );
     }
-    console.log(`  PostgreSQL / SQLite: ${((p.rate / s.rate) * 100).toFixed(0)}% of the rate, ${(p.p99 / s.p99).toFixed(2)}x the p99; load ${(loadavg()[0] ?? 0).toFixed(2)} at the end`);
+    console.log(
+      `  PostgreSQL / SQLite: ${((p.rate / s.rate) * 100).toFixed(0)}% of the rate, ${(p.p99 / s.p99).toFixed(2)}x the p99; load ${(loadavg()[0] ?? 0).toFixed(2)} at the end`,
+    );
   } finally {
     for (const c of children.reverse()) c.kill("SIGTERM");
-    await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : null)));
+    await Promise.all(
+      children.map((c) =>
+        c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once("exit", r)) : null,
+      ),
+    );
     killInstances();
     await pg.stop();
     rmSync(root, { recursive: true, force: true });

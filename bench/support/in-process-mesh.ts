@@ -41,7 +41,12 @@ export async function inProcessMesh(opts: {
   for (let i = 0; i < opts.nodes; i++) {
     const dataDir = join(root, `n${i}`);
     saveKeyFile(join(dataDir, "node.key"), generateSigningKey());
-    writeJson(join(dataDir, "node.json"), { name: `n${i}`, controllers: [{ key: key.publicKey }], board: "pi5", ...opts.nodeConfig });
+    writeJson(join(dataDir, "node.json"), {
+      name: `n${i}`,
+      controllers: [{ key: key.publicKey }],
+      board: "pi5",
+      ...opts.nodeConfig,
+    });
     writeJson(join(dataDir, "signers.json"), [{ key: signer.publicKey, name: "bench" }]);
     writeJson(join(dataDir, "permits.json"), [TEST_PERMIT]);
     const d = await NodeDaemon.start({ dataDir, listen: null, version: "bench", allowRootAgents: true, pollMs: 1_000 });

@@ -38,13 +38,47 @@ export function firstJsonLine(proc: ChildProcess, what: string): Promise<Record<
  * it is ready. The process joins `children` as soon as it is spawned, so the caller stops it even if it never gets
  * ready.
  */
-export async function startNodeProcess(opts: { dataDir: string; name: string; controllers: readonly string[]; signer: string; board?: string; children: ChildProcess[] }): Promise<{ address: string; nodeId: string }> {
+export async function startNodeProcess(opts: {
+  dataDir: string;
+  name: string;
+  controllers: readonly string[];
+  signer: string;
+  board?: string;
+  children: ChildProcess[];
+}): Promise<{ address: string; nodeId: string }> {
   const { dataDir } = opts;
   const controllers = opts.controllers.flatMap((key) => ["--controller", key]);
   const board = opts.board === undefined ? [] : ["--board", opts.board];
-  execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--name", opts.name, ...controllers, "--signer", opts.signer, ...board]);
+  execFileSync(process.execPath, [
+    MAIN,
+    "node",
+    "init",
+    "--data-dir",
+    dataDir,
+    "--name",
+    opts.name,
+    ...controllers,
+    "--signer",
+    opts.signer,
+    ...board,
+  ]);
   writeJson(join(dataDir, "permits.json"), BENCH_PERMITS);
-  const proc = spawn(process.execPath, [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--allow-root-agents", "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
+  const proc = spawn(
+    process.execPath,
+    [
+      MAIN,
+      "node",
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      dataDir,
+      "--allow-root-agents",
+      "--log-level",
+      "warn",
+    ],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
   opts.children.push(proc);
   const ready = await firstJsonLine(proc, "node serve");
   return { address: String(ready.address), nodeId: String(ready.node_id) };
@@ -58,7 +92,13 @@ export function sleepPackage(root: string, signer: SigningKey): string {
   chmodSync(join(dir, "run.sh"), 0o755);
   const arch = archOfNode(process.arch) ?? "x86_64";
   const os = process.platform === "darwin" ? "darwin" : "linux";
-  initPackage(dir, { name: "bench", kind: "agent", files: ["run.sh"], network: "lan", variants: [{ id: `${arch}-${os}`, arch, os, entry: { program: "run.sh", args: [] }, requires: [] }] });
+  initPackage(dir, {
+    name: "bench",
+    kind: "agent",
+    files: ["run.sh"],
+    network: "lan",
+    variants: [{ id: `${arch}-${os}`, arch, os, entry: { program: "run.sh", args: [] }, requires: [] }],
+  });
   buildPackage(dir);
   signPackage(dir, signer);
   return dir;

@@ -39,7 +39,9 @@ const sources = {
       if (!args.path.startsWith(join(root, "src", "/"))) return undefined;
       const unbundled = join(root, "dist", relative(root, args.path)).replace(/\.ts$/, ".js");
       const url = `new URL(${JSON.stringify(relative(outdir, unbundled))}, import.meta.url).href`;
-      const text = (await readFile(args.path, "utf8")).replace(/^import \{ z \} from "zod";$/m, 'import * as z from "zod";').replaceAll("import.meta.url", url);
+      const text = (await readFile(args.path, "utf8"))
+        .replace(/^import \{ z \} from "zod";$/m, 'import * as z from "zod";')
+        .replaceAll("import.meta.url", url);
       return { contents: text, loader: "ts" };
     });
   },
@@ -104,12 +106,16 @@ for (const file of esm.outputFiles) {
     minifySyntax: true,
     // The source rewrite above made every import.meta.url the chunk's own URL plus a relative path; __filename is that.
     define: { "import.meta.url": "__berthChunkUrl" },
-    banner: text.includes("import.meta.url") ? 'const __berthChunkUrl=require("node:url").pathToFileURL(__filename).href;' : "",
+    banner: text.includes("import.meta.url")
+      ? 'const __berthChunkUrl=require("node:url").pathToFileURL(__filename).href;'
+      : "",
     logLevel: "warning",
   });
   await writeFile(join(outdir, cjsName(basename(file.path))), cjs.code);
 }
 if (found.static !== expected.static || found.dynamic !== expected.dynamic) {
-  throw new Error(`scripts/bundle-cli: esbuild reported ${JSON.stringify(expected)} imports between chunks, and ${JSON.stringify(found)} were turned into require(): the chunks' import syntax changed; look at ${outdir}`);
+  throw new Error(
+    `scripts/bundle-cli: esbuild reported ${JSON.stringify(expected)} imports between chunks, and ${JSON.stringify(found)} were turned into require(): the chunks' import syntax changed; look at ${outdir}`,
+  );
 }
 console.log(`bundled ${join(outdir, "berth.cjs")} (${esm.outputFiles.length} files)`);

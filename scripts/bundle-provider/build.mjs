@@ -17,7 +17,9 @@ const version = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).ver
 const sqliteShim = {
   name: "berth-sqlite-shim",
   setup(b) {
-    b.onResolve({ filter: /^better-sqlite3$/ }, () => ({ path: join(root, "scripts", "bundle-provider", "sqlite-shim.mjs") }));
+    b.onResolve({ filter: /^better-sqlite3$/ }, () => ({
+      path: join(root, "scripts", "bundle-provider", "sqlite-shim.mjs"),
+    }));
   },
 };
 

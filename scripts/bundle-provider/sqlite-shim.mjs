@@ -50,7 +50,9 @@ function loadAddon() {
       lastError = error;
     }
   }
-  throw new Error(`could not load the embedded SQLite addon: ${lastError instanceof Error ? lastError.message : String(lastError)}`);
+  throw new Error(
+    `could not load the embedded SQLite addon: ${lastError instanceof Error ? lastError.message : String(lastError)}`,
+  );
 }
 
 export default class Database extends RealDatabase {

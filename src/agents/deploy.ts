@@ -12,9 +12,16 @@ import { err } from "../kit/result.js";
 import type { DeployPlan } from "../core/agents/deploy-plan.js";
 
 /** Deploys `loaded` on its target; with `userReplace`, stops what runs first (`berth agent replace`). */
-export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Partial<DeployOptions> & { readonly rollbackOf?: number } = {}): Promise<Outcome<DeployDone>> {
+export async function deployAgent(
+  env: AgentsEnv,
+  loaded: LoadedSpec,
+  opts: Partial<DeployOptions> & { readonly rollbackOf?: number } = {},
+): Promise<Outcome<DeployDone>> {
   const spec = loaded.spec;
-  const done = await targetFor(env, spec.spec.target).deploy(loaded, { userReplace: opts.userReplace === true, ...(opts.loop ? { loop: opts.loop } : {}) });
+  const done = await targetFor(env, spec.spec.target).deploy(loaded, {
+    userReplace: opts.userReplace === true,
+    ...(opts.loop ? { loop: opts.loop } : {}),
+  });
   if (!done.ok) return done;
   const r = done.value.result;
   const outcome = { last_outcome: r.outcome, last_message: r.message };
@@ -26,7 +33,16 @@ export async function deployAgent(env: AgentsEnv, loaded: LoadedSpec, opts: Part
     if (known !== null) await env.registry((reg) => reg.remember({ ...known, ...outcome }));
     return done;
   }
-  const remembered = { name: spec.metadata.name, target: spec.spec.target, spec_path: loaded.path, spec_text: loaded.text, intent: done.value.intent, deployed_ms: env.now(), ...outcome, ...(opts.rollbackOf !== undefined ? { rollback_of: opts.rollbackOf } : {}) };
+  const remembered = {
+    name: spec.metadata.name,
+    target: spec.spec.target,
+    spec_path: loaded.path,
+    spec_text: loaded.text,
+    intent: done.value.intent,
+    deployed_ms: env.now(),
+    ...outcome,
+    ...(opts.rollbackOf !== undefined ? { rollback_of: opts.rollbackOf } : {}),
+  };
   await rememberDespiteRestart(() => env.registry((reg) => reg.remember(remembered)));
   return done;
 }
@@ -62,7 +78,11 @@ async function rememberDespiteRestart(write: () => Promise<unknown>): Promise<vo
  * `berth agent replace NAME`: the spec given (`from` says where it came from, for the error), else the one last
  * deployed under that name.
  */
-export async function replaceAgent(env: AgentsEnv, name: string, given?: { readonly loaded: LoadedSpec; readonly from: string }): Promise<Outcome<DeployDone>> {
+export async function replaceAgent(
+  env: AgentsEnv,
+  name: string,
+  given?: { readonly loaded: LoadedSpec; readonly from: string },
+): Promise<Outcome<DeployDone>> {
   let loaded: LoadedSpec;
   if (given === undefined) {
     const known = await knownAgent(env, name);
@@ -70,7 +90,12 @@ export async function replaceAgent(env: AgentsEnv, name: string, given?: { reado
     loaded = known.value.loaded;
   } else {
     const described = given.loaded.spec.metadata.name;
-    if (described !== name) return err({ kind: "agent_mismatch", agent: name, message: `${given.from} describes agent ${described}, not ${name}` });
+    if (described !== name)
+      return err({
+        kind: "agent_mismatch",
+        agent: name,
+        message: `${given.from} describes agent ${described}, not ${name}`,
+      });
     loaded = given.loaded;
   }
   return deployAgent(env, loaded, { userReplace: true });

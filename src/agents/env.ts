@@ -9,7 +9,6 @@ import type { AgentTarget, Watch } from "./target.js";
 import { kubernetesTarget } from "./targets/kubernetes/index.js";
 import { meshTarget } from "./targets/mesh/index.js";
 
-
 export interface AgentsEnv {
   /**
    * Runs `fn` on the registry in the controller store: the CLI opens its controller for the call, the server lends

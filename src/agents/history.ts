@@ -35,25 +35,44 @@ export async function agentHistory(env: AgentsEnv, name: string): Promise<Outcom
     const shown = revisions.map((r, i): HistoryRevision => {
       const text = texts[i] ?? null;
       const before = i > 0 ? (texts[i - 1] ?? null) : null;
-      return { ...r, kept: text !== null, diff: text !== null && before !== null ? lineDiff(before.spec_text, text.spec_text).filter((l) => !l.startsWith("  ")) : null };
+      return {
+        ...r,
+        kept: text !== null,
+        diff:
+          text !== null && before !== null
+            ? lineDiff(before.spec_text, text.spec_text).filter((l) => !l.startsWith("  "))
+            : null,
+      };
     });
     return ok({ agent: name, current: revisions.at(-1)?.revision ?? null, revisions: shown });
   });
 }
 
 /** Deploys revision `wanted` (default: the one before the current) of the agent's spec. */
-export async function rollbackAgent(env: AgentsEnv, name: string, wanted?: number): Promise<Outcome<DeployDone & { readonly revision: number }>> {
+export async function rollbackAgent(
+  env: AgentsEnv,
+  name: string,
+  wanted?: number,
+): Promise<Outcome<DeployDone & { readonly revision: number }>> {
   const known = await knownAgent(env, name);
   if (!known.ok) return known;
   const found = await env.registry(async (reg) => {
     const target = rollbackTarget(revisionsOf(name, await reg.remembered()), wanted);
     if (!target.ok) return target;
     const text = await reg.revisionText(name, target.value.spec_sha256);
-    return text === null ? { ok: false as const, error: `the text of revision ${target.value.revision} was not kept by this store` } : { ok: true as const, revision: target.value, text };
+    return text === null
+      ? { ok: false as const, error: `the text of revision ${target.value.revision} was not kept by this store` }
+      : { ok: true as const, revision: target.value, text };
   });
-  if (!found.ok) return err({ kind: "spec_unusable", usage: false, message: `${name} cannot be rolled back: ${found.error}` });
+  if (!found.ok)
+    return err({ kind: "spec_unusable", usage: false, message: `${name} cannot be rolled back: ${found.error}` });
   const loaded = specFromText(found.text.spec_text, found.text.spec_path);
-  if (!loaded.ok) return err({ kind: "spec_unreadable", agent: name, message: `revision ${found.revision.revision} of ${name} no longer reads: ${loaded.error}` });
+  if (!loaded.ok)
+    return err({
+      kind: "spec_unreadable",
+      agent: name,
+      message: `revision ${found.revision.revision} of ${name} no longer reads: ${loaded.error}`,
+    });
   const done = await deployAgent(env, loaded.value, { rollbackOf: found.revision.revision });
   return done.ok ? ok({ ...done.value, revision: found.revision.revision }) : done;
 }

@@ -20,7 +20,17 @@ export { type AgentState, unknownAgentState } from "./state.js";
 export { agentLabels, agentState, agentStates } from "./status.js";
 export { selectedRecords } from "./selected.js";
 export { storedAgentStates } from "./stored-states.js";
-export type { AgentFailure, AgentTarget, DeployDone, FailureMap, KnownAgent, LogsAnswer, Outcome, StopAnswer, Watch } from "./target.js";
+export type {
+  AgentFailure,
+  AgentTarget,
+  DeployDone,
+  FailureMap,
+  KnownAgent,
+  LogsAnswer,
+  Outcome,
+  StopAnswer,
+  Watch,
+} from "./target.js";
 export { translateFailure, unwrap } from "./target.js";
 export { cliBudget, loopDeps, runReconcileLoop } from "./targets/kubernetes/index.js";
 export type { MeshAgentDeps } from "./targets/mesh/index.js";

@@ -14,7 +14,12 @@ export function listAgents(env: AgentsEnv): Promise<AgentRecord[]> {
 
 export async function knownAgent(env: AgentsEnv, name: string): Promise<Outcome<KnownAgent>> {
   const record = await env.registry((r) => r.get(name));
-  if (record === null) return err({ kind: "unknown_agent", agent: name, message: `no agent ${JSON.stringify(name)} was deployed from this berth home` });
+  if (record === null)
+    return err({
+      kind: "unknown_agent",
+      agent: name,
+      message: `no agent ${JSON.stringify(name)} was deployed from this berth home`,
+    });
   const loaded = specFromText(record.spec_text, record.spec_path);
   if (!loaded.ok) return err({ kind: "spec_unreadable", agent: name, message: loaded.error });
   return ok({ record, loaded: loaded.value });

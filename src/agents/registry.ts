@@ -9,7 +9,13 @@ import type { AgentRecord } from "../core/agents/registry.js";
 import type { SealedEvent } from "../core/chain/event.js";
 import type { ControllerStore } from "../mesh/controller/store.js";
 import type { RememberEvent } from "../core/agents/history.js";
-import { agentRecord, agentRecords, agentRevisionText, deleteAgentRecord, rememberAgent } from "../mesh/controller/store-agents.js";
+import {
+  agentRecord,
+  agentRecords,
+  agentRevisionText,
+  deleteAgentRecord,
+  rememberAgent,
+} from "../mesh/controller/store-agents.js";
 import { deleteEventDraft } from "../core/agents/registry.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 
@@ -25,7 +31,10 @@ export class AgentRegistry {
   }
 
   /** Issue 33: removes the record with its `agent.delete` event, unless the store still holds anything of the name. */
-  delete(name: string, operator: JsonObject): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
+  delete(
+    name: string,
+    operator: JsonObject,
+  ): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
     return deleteAgentRecord(this.store, name, (r) => deleteEventDraft(r, operator));
   }
 

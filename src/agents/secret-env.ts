@@ -24,12 +24,19 @@ export function resolveSpecEnv(loaded: LoadedSpec, processEnv: NodeJS.ProcessEnv
   const env: Record<string, string> = { ...inline };
   const refs: Record<string, ValueFromRef> = {};
   for (const [name, source] of Object.entries(from)) {
-    const ref: ValueFromRef = "env" in source ? { env: source.env } : { file: isAbsolute(source.file) ? source.file : resolve(dirname(loaded.path), source.file) };
+    const ref: ValueFromRef =
+      "env" in source
+        ? { env: source.env }
+        : { file: isAbsolute(source.file) ? source.file : resolve(dirname(loaded.path), source.file) };
     const read = readValueFrom(ref, processEnv);
     if (!read.ok) {
       const field = specField(loaded, `spec.config.env.${name}.valueFrom.${"env" in ref ? "env" : "file"}`);
       const advice =
-        read.cause === "unset" ? " in the process that deploys (the CLI, or the berth serve / berth up of the home it went through); export it there" : read.cause === "too_large" ? "; is it the right file?" : "";
+        read.cause === "unset"
+          ? " in the process that deploys (the CLI, or the berth serve / berth up of the home it went through); export it there"
+          : read.cause === "too_large"
+            ? "; is it the right file?"
+            : "";
       return { ok: false, error: `${field}: ${read.error}${advice}` };
     }
     env[name] = read.value;

@@ -7,7 +7,10 @@ import type { AgentRecord } from "./registry.js";
 import { specFromText } from "./spec-file.js";
 
 /** The records whose spec's `metadata.labels` the selector selects (all of them for an empty selector). */
-export function selectedRecords(records: readonly AgentRecord[], selector: readonly Requirement[]): readonly AgentRecord[] {
+export function selectedRecords(
+  records: readonly AgentRecord[],
+  selector: readonly Requirement[],
+): readonly AgentRecord[] {
   if (selector.length === 0) return records;
   return records.filter((r) => {
     const loaded = specFromText(r.spec_text, r.spec_path);

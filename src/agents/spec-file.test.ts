@@ -8,7 +8,10 @@ const SECRET = "nsec1-this-must-never-be-echoed";
 
 function specIn(dir: string, kubernetes: string): string {
   const path = join(dir, "k.yaml");
-  writeFileSync(path, `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: k }\nspec:\n  target: kubernetes\n  image: img@sha256:${"a".repeat(64)}\n  kubernetes: ${kubernetes}\n`);
+  writeFileSync(
+    path,
+    `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: k }\nspec:\n  target: kubernetes\n  image: img@sha256:${"a".repeat(64)}\n  kubernetes: ${kubernetes}\n`,
+  );
   return path;
 }
 
@@ -39,6 +42,9 @@ describe("reading an agent spec and its identity", () => {
   });
 
   it("names the file when it cannot be read or parsed", () => {
-    expect(loadSpecFile("/nonexistent/berth/agent.yaml")).toMatchObject({ ok: false, error: expect.stringContaining("/nonexistent/berth/agent.yaml") });
+    expect(loadSpecFile("/nonexistent/berth/agent.yaml")).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("/nonexistent/berth/agent.yaml"),
+    });
   });
 });

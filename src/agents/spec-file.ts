@@ -37,7 +37,10 @@ export function loadSpecFile(path: string): Loaded<LoadedSpec> {
   try {
     text = readFileSync(abs, "utf8");
   } catch (error) {
-    return { ok: false, error: `cannot read the agent spec ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` };
+    return {
+      ok: false,
+      error: `cannot read the agent spec ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    };
   }
   return specFromText(text, abs);
 }
@@ -65,21 +68,34 @@ export interface MeshIntent {
  */
 export function meshIntentOf(loaded: LoadedSpec, env: Readonly<Record<string, string>>): Loaded<MeshIntent> {
   const s = loaded.spec.spec;
-  if (s.package === undefined) return { ok: false, error: `${specField(loaded, "spec.package")}: a mesh agent needs a package directory` };
+  if (s.package === undefined)
+    return { ok: false, error: `${specField(loaded, "spec.package")}: a mesh agent needs a package directory` };
   const packageDir = relativeTo(loaded, s.package);
   let packageId: string;
   let statement: ReturnType<typeof readEnvelope>["envelope"]["statement"];
   const field = specField(loaded, "spec.package");
   // Issue 36 item 5: a missing directory is named as missing, not blamed on a manifest file inside it.
-  if (!existsSync(packageDir)) return { ok: false, error: `${field}: no package directory ${packageDir}; make one with \`berth package init DIR\`, then \`berth package build DIR\` and \`berth package sign DIR\`` };
-  if (!statSync(packageDir).isDirectory()) return { ok: false, error: `${field}: ${packageDir} is a file, not a package directory` };
-  if (!existsSync(join(packageDir, MANIFEST_FILE))) return { ok: false, error: `${field}: ${packageDir} has no ${MANIFEST_FILE}: build and sign it with \`berth package build DIR\` and \`berth package sign DIR\`` };
+  if (!existsSync(packageDir))
+    return {
+      ok: false,
+      error: `${field}: no package directory ${packageDir}; make one with \`berth package init DIR\`, then \`berth package build DIR\` and \`berth package sign DIR\``,
+    };
+  if (!statSync(packageDir).isDirectory())
+    return { ok: false, error: `${field}: ${packageDir} is a file, not a package directory` };
+  if (!existsSync(join(packageDir, MANIFEST_FILE)))
+    return {
+      ok: false,
+      error: `${field}: ${packageDir} has no ${MANIFEST_FILE}: build and sign it with \`berth package build DIR\` and \`berth package sign DIR\``,
+    };
   try {
     const read = readEnvelope(packageDir);
     packageId = read.packageId;
     statement = read.envelope.statement;
   } catch (error) {
-    return { ok: false, error: `${field}: ${(error as Error).message}; build and sign it again with \`berth package build DIR\` and \`berth package sign DIR\`` };
+    return {
+      ok: false,
+      error: `${field}: ${(error as Error).message}; build and sign it again with \`berth package build DIR\` and \`berth package sign DIR\``,
+    };
   }
   // Issue 33 item 10: refused before anything is placed or remembered; the value is never repeated.
   const secret = inlineSecret(surfaceOf(statement.config), Object.keys(splitSpecEnv(s.config.env).inline));
@@ -89,23 +105,38 @@ export function meshIntentOf(loaded: LoadedSpec, env: Readonly<Record<string, st
       error: `${specField(loaded, `spec.config.env.${secret}`)}: package ${statement.name} types ${secret} secret, and an inline value would be kept in the controller's store and its backups; give it as { "valueFrom": { "file": "…" } } or { "valueFrom": { "env": "…" } }`,
     };
   }
-  const intent = meshIntentFingerprint({ agent: loaded.spec.metadata.name, packageId, config: { args: s.config.args, env } });
+  const intent = meshIntentFingerprint({
+    agent: loaded.spec.metadata.name,
+    packageId,
+    config: { args: s.config.args, env },
+  });
   return { ok: true, value: { packageDir, packageId, intent } };
 }
 
 /** The agent's nsec from `nsec_file` or `nsec_env`. The value is never part of an error. */
 export function readNsec(loaded: LoadedSpec, env: NodeJS.ProcessEnv): Loaded<string> {
   const k = loaded.spec.spec.kubernetes;
-  if (k === undefined) return { ok: false, error: `${specField(loaded, "spec.kubernetes")}: a Kubernetes agent needs a kubernetes section` };
+  if (k === undefined)
+    return {
+      ok: false,
+      error: `${specField(loaded, "spec.kubernetes")}: a Kubernetes agent needs a kubernetes section`,
+    };
   if (k.nsec_env !== undefined) {
     const v = env[k.nsec_env];
-    if (v === undefined || v.trim() === "") return { ok: false, error: `${specField(loaded, "spec.kubernetes.nsec_env")}: environment variable ${k.nsec_env} is not set; export the agent's nsec in it` };
+    if (v === undefined || v.trim() === "")
+      return {
+        ok: false,
+        error: `${specField(loaded, "spec.kubernetes.nsec_env")}: environment variable ${k.nsec_env} is not set; export the agent's nsec in it`,
+      };
     return { ok: true, value: v.trim() };
   }
   const file = relativeTo(loaded, k.nsec_file ?? "");
   try {
     return { ok: true, value: readFileSync(file, "utf8").trim() };
   } catch (error) {
-    return { ok: false, error: `${specField(loaded, "spec.kubernetes.nsec_file")}: ${unreadable(file, error, "the agent's nsec; `berth keys new --nsec FILE` makes one")}` };
+    return {
+      ok: false,
+      error: `${specField(loaded, "spec.kubernetes.nsec_file")}: ${unreadable(file, error, "the agent's nsec; `berth keys new --nsec FILE` makes one")}`,
+    };
   }
 }

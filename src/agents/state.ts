@@ -35,7 +35,16 @@ export interface AgentState {
 
 /** The state of an agent berth could not look at, with the reason. */
 export function unknownAgentState(record: Pick<AgentRecord, "name" | "target">, error: string): AgentState {
-  return { name: record.name, target: record.target, state: "unknown", row: null, next: null, instance: null, observation: null, error };
+  return {
+    name: record.name,
+    target: record.target,
+    state: "unknown",
+    row: null,
+    next: null,
+    instance: null,
+    observation: null,
+    error,
+  };
 }
 
 /** Issue 33: a record whose last deploy failed says why beside its state (by name: one lookup per agent, issue 35). */

@@ -39,7 +39,11 @@ export async function storedAgentStates(
     }
     const instance = placed.get(record.name) ?? null;
     const seen = instance === null ? undefined : stored.observations.get(instance);
-    const state = stored.unsettled.has(record.name) ? "unsettled" : instance === null ? "not placed" : (seen?.state ?? NOT_SEEN_STATE);
+    const state = stored.unsettled.has(record.name)
+      ? "unsettled"
+      : instance === null
+        ? "not placed"
+        : (seen?.state ?? NOT_SEEN_STATE);
     states.push({
       name: record.name,
       target: record.target,

@@ -34,7 +34,14 @@ export type AgentFailure =
   /** A verb on the agent found nothing to act on. */
   | { readonly kind: "no_instance"; readonly agent: string; readonly verb: string; readonly message: string }
   /** The node did not carry out a verb on the agent's instance (refused, unreachable, indeterminate, error). */
-  | { readonly kind: "instance_verb_failed"; readonly agent: string; readonly instance: string; readonly verb: string; readonly result: Exclude<VerbResult, { kind: "ok" }>; readonly message: string }
+  | {
+      readonly kind: "instance_verb_failed";
+      readonly agent: string;
+      readonly instance: string;
+      readonly verb: string;
+      readonly result: Exclude<VerbResult, { kind: "ok" }>;
+      readonly message: string;
+    }
   | { readonly kind: "pod_absent"; readonly agent: string; readonly pod: string; readonly message: string }
   | { readonly kind: "log_unreadable"; readonly agent: string; readonly pod: string; readonly message: string };
 
@@ -110,7 +117,10 @@ export interface AgentTarget {
    */
   purge?(agent: KnownAgent): Promise<Outcome<StopAnswer>>;
   /** `onChunk` receives the log as it is read, where the target streams it (Kubernetes). */
-  logs(agent: KnownAgent, opts: { readonly tailBytes: number; readonly onChunk?: (chunk: string) => void }): Promise<Outcome<LogsAnswer>>;
+  logs(
+    agent: KnownAgent,
+    opts: { readonly tailBytes: number; readonly onChunk?: (chunk: string) => void },
+  ): Promise<Outcome<LogsAnswer>>;
 }
 
 /** A person watching (the CLI on a terminal); the server has none. */

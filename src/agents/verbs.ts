@@ -10,7 +10,11 @@ import type { DeployDone, LogsAnswer, Outcome, StopAnswer } from "./target.js";
 import { err, ok } from "../kit/result.js";
 
 /** `wait`: until the instance is gone (Kubernetes; the mesh's stop answers when the node has stopped it). */
-export async function stopAgent(env: AgentsEnv, name: string, opts: { readonly wait: boolean }): Promise<Outcome<StopAnswer>> {
+export async function stopAgent(
+  env: AgentsEnv,
+  name: string,
+  opts: { readonly wait: boolean },
+): Promise<Outcome<StopAnswer>> {
   const known = await knownAgent(env, name);
   if (!known.ok) return known;
   return targetFor(env, known.value.record.target).stop(known.value, opts);
@@ -31,7 +35,11 @@ export async function purgeAgent(env: AgentsEnv, name: string): Promise<Outcome<
   return target.purge(known.value);
 }
 
-export async function agentLogs(env: AgentsEnv, name: string, opts: { readonly tailBytes: number; readonly onChunk?: (chunk: string) => void }): Promise<Outcome<LogsAnswer>> {
+export async function agentLogs(
+  env: AgentsEnv,
+  name: string,
+  opts: { readonly tailBytes: number; readonly onChunk?: (chunk: string) => void },
+): Promise<Outcome<LogsAnswer>> {
   const known = await knownAgent(env, name);
   if (!known.ok) return known;
   return targetFor(env, known.value.record.target).logs(known.value, opts);
@@ -68,11 +76,26 @@ export async function deleteAgent(env: AgentsEnv, name: string, operator: JsonOb
   const [state] = await targetFor(env, known.value.record.target).states([known.value]);
   if (state === undefined) throw new Error(`the ${known.value.record.target} target returned no state for ${name}`);
   if (state.row !== "no-instance") {
-    const why = state.error ?? (state.instance ? `its instance ${state.instance} is ${state.lifecycle ?? state.state}` : `its target says ${state.row ?? state.state}`);
-    const next = state.error ? "look again once its target answers" : "`berth agent purge NAME` stops and unloads it (or `berth agent stop NAME` first to keep it for a while)";
-    return ok({ ok: false, agent: name, message: `${name} was not deleted: ${why}; ${next.replace("NAME", name)}, then delete it` });
+    const why =
+      state.error ??
+      (state.instance
+        ? `its instance ${state.instance} is ${state.lifecycle ?? state.state}`
+        : `its target says ${state.row ?? state.state}`);
+    const next = state.error
+      ? "look again once its target answers"
+      : "`berth agent purge NAME` stops and unloads it (or `berth agent stop NAME` first to keep it for a while)";
+    return ok({
+      ok: false,
+      agent: name,
+      message: `${name} was not deleted: ${why}; ${next.replace("NAME", name)}, then delete it`,
+    });
   }
   const gone = await env.registry((r) => r.delete(name, operator));
   if (!gone.ok) return ok({ ok: false, agent: name, message: `${name} was not deleted: ${gone.reason}` });
-  return ok({ ok: true, agent: name, message: `${name}: deleted; its record is gone (the chain keeps agent.delete)`, event: { seq: gone.event.seq, hash: gone.event.hash } });
+  return ok({
+    ok: true,
+    agent: name,
+    message: `${name}: deleted; its record is gone (the chain keeps agent.delete)`,
+    event: { seq: gone.event.seq, hash: gone.event.hash },
+  });
 }

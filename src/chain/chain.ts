@@ -1,6 +1,9 @@
 /**
  * The owner's audit chain in SQLite (spec/audit-chain.md §6, §7, §10, §13). `append` runs inside the caller's write
  * transaction, so a state change and the event that records it commit or roll back together.
+ *
+ * (About 520 lines, one concept: one synchronous chain, its append, seal, checkpoint and verify reading the same
+ * tables; split, each would re-open the table layout.)
  */
 import { randomBytes } from "node:crypto";
 import { checkpointSignatureValid, type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";
@@ -24,7 +27,14 @@ import { type Db, type WriteTx, withWriteTx } from "../store/sqlite.js";
 import { type CheckpointPolicy, DEFAULT_CHECKPOINT_POLICY } from "./checkpoint-policy.js";
 import { ensureChainSchema } from "./schema.js";
 import { checkStoredSummaries, withSummaryCheck } from "./summaries.js";
-import { catchUpTree, FrontierCache, frontierAt, INSERT_TREE_NODE, rowsToStore, storedTreeCheck } from "./tree-store.js";
+import {
+  catchUpTree,
+  FrontierCache,
+  frontierAt,
+  INSERT_TREE_NODE,
+  rowsToStore,
+  storedTreeCheck,
+} from "./tree-store.js";
 
 /** An `audit_event` row's columns, in the order `EventRow` lists them and `INSERT_EVENT` takes them. */
 export const EVENT_COLUMNS = "chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig";
@@ -71,7 +81,10 @@ export function rowToEvent(row: EventRow): SealedEvent {
  * reaches it, so it fails at that seq with payload_hash rather than the reader throwing; `payloadTextOf` gives it each
  * row's stored text for the canonical-form check (§8 check 7).
  */
-export function verifiableRows(rows: Iterable<EventRow>): { events: Iterable<object>; payloadTextOf: (item: unknown) => string | undefined } {
+export function verifiableRows(rows: Iterable<EventRow>): {
+  events: Iterable<object>;
+  payloadTextOf: (item: unknown) => string | undefined;
+} {
   const texts = new WeakMap<object, string>();
   function* events(): Iterable<object> {
     for (const row of rows) {
@@ -94,7 +107,9 @@ export class ChainError extends Error {
 
 /** The refusal of `open` (both chains'): the store's own chain belongs to another key. */
 export function foreignOwnerError(chainId: string, ownerKey: string, key: string): ChainError {
-  return new ChainError(`this database's audit chain ${chainId} belongs to key ${ownerKey}, not ${key}; use the key file that created it`);
+  return new ChainError(
+    `this database's audit chain ${chainId} belongs to key ${ownerKey}, not ${key}; use the key file that created it`,
+  );
 }
 
 /** The refusal of `open` (both chains') when the start-up check (§7) fails: a component never runs on a broken chain. */
@@ -133,7 +148,9 @@ export class Chain {
       // Newest first: the events asked for by hash are mostly recent ones (a decision just made).
       byHash: db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND hash = ? ORDER BY seq DESC LIMIT 1"),
       lastCheckpoint: db.prepare("SELECT seq, ts FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1"),
-      insertCheckpoint: db.prepare("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)"),
+      insertCheckpoint: db.prepare(
+        "INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)",
+      ),
     };
   }
 
@@ -145,12 +162,18 @@ export class Chain {
    * Opens the component's own chain, creating schema and genesis in one transaction on first use. Refuses a
    * database whose own chain belongs to another key: a component never starts a fresh chain silently.
    */
-  static open(db: Db, key: SigningKey, role: ChainRole, clock: WallClock = Date.now, policy: CheckpointPolicy = DEFAULT_CHECKPOINT_POLICY): Chain {
+  static open(
+    db: Db,
+    key: SigningKey,
+    role: ChainRole,
+    clock: WallClock = Date.now,
+    policy: CheckpointPolicy = DEFAULT_CHECKPOINT_POLICY,
+  ): Chain {
     const chainId = withWriteTx(db, (tx) => {
       ensureChainSchema(tx);
-      const own = tx.db.prepare("SELECT chain_id, owner_key, role FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1").get() as
-        | { chain_id: string; owner_key: string; role: string }
-        | undefined;
+      const own = tx.db
+        .prepare("SELECT chain_id, owner_key, role FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1")
+        .get() as { chain_id: string; owner_key: string; role: string } | undefined;
       if (own) {
         if (own.owner_key !== key.publicKey) throw foreignOwnerError(own.chain_id, own.owner_key, key.publicKey);
         const check = startupCheck(tx.db, own.chain_id, key.publicKey);
@@ -164,15 +187,32 @@ export class Chain {
     return new Chain(db, key, chainId, role, clock, policy);
   }
 
-  private static writeGenesis(tx: WriteTx, key: SigningKey, chainId: string, role: ChainRole, nowMs: number, predecessor?: JsonObject): SealedEvent {
-    tx.db.prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,1,?)").run(chainId, key.publicKey, role, nowMs);
+  private static writeGenesis(
+    tx: WriteTx,
+    key: SigningKey,
+    chainId: string,
+    role: ChainRole,
+    nowMs: number,
+    predecessor?: JsonObject,
+  ): SealedEvent {
+    tx.db
+      .prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,1,?)")
+      .run(chainId, key.publicKey, role, nowMs);
     const payload = genesisPayload({
       role,
       ownerKey: key.publicKey,
       ownerId: nodeIdOf(key.publicKey),
-      ...(predecessor ? { predecessor: predecessor as { chain_id: string; seq: number; hash: string; reason: string } } : {}),
+      ...(predecessor
+        ? { predecessor: predecessor as { chain_id: string; seq: number; hash: string; reason: string } }
+        : {}),
     });
-    const { event, canonicalPayload } = sealEvent({ chainId, tip: undefined, nowMs, draft: { source: "chain", kind: "chain.genesis", payload }, key });
+    const { event, canonicalPayload } = sealEvent({
+      chainId,
+      tip: undefined,
+      nowMs,
+      draft: { source: "chain", kind: "chain.genesis", payload },
+      key,
+    });
     insertEvent(tx, event, canonicalPayload);
     // The genesis is leaf 0 of the chain's tree; a leaf alone closes no stored subtree, so this writes no row.
     catchUpTree(tx.db, chainId);
@@ -186,10 +226,14 @@ export class Chain {
   static reseal(db: Db, key: SigningKey, role: ChainRole, reason: string, clock: WallClock = Date.now): Chain {
     const chainId = withWriteTx(db, (tx) => {
       ensureChainSchema(tx);
-      const old = tx.db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string } | undefined;
+      const old = tx.db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as
+        | { chain_id: string }
+        | undefined;
       let predecessor: JsonObject | undefined;
       if (old) {
-        const rows = tx.db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").all(old.chain_id) as EventRow[];
+        const rows = tx.db
+          .prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq")
+          .all(old.chain_id) as EventRow[];
         const result = verifyEvents(rows.map(rowToEvent), { payloadTextOf: (_e, i) => rows[i]?.payload });
         const last = result.head ?? { seq: -1, hash: "0".repeat(64) };
         predecessor = { chain_id: old.chain_id, seq: last.seq, hash: last.hash, reason };
@@ -208,11 +252,29 @@ export class Chain {
     // BEGIN IMMEDIATE holds the write lock for the whole transaction, so after our own first append in it the tip
     // cannot move under us: remember it per transaction instead of reading it back for every event of a batch.
     const tip = this.tipInTx.get(tx) ?? (this.stmts.tip.get(this.chainId) as ChainTip | undefined);
-    const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
-    this.stmts.insert.run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
+    const { event, canonicalPayload } = sealEvent({
+      chainId: this.chainId,
+      tip,
+      nowMs: this.clock(),
+      draft,
+      key: this.key,
+    });
+    this.stmts.insert.run(
+      event.chain_id,
+      event.seq,
+      event.ts,
+      event.prev_hash,
+      event.source,
+      event.kind,
+      canonicalPayload,
+      event.payload_hash,
+      event.hash,
+      event.sig,
+    );
     // Issue 38: the event's leaf and the stored subtrees it closes, in the same transaction.
     const frontier = this.frontierIn(tx, tip);
-    for (const s of rowsToStore(pushLeaf(frontier, leafHash(event.hash)))) this.stmts.insertNode.run(this.chainId, s.level, s.index, s.hash.toString("hex"));
+    for (const s of rowsToStore(pushLeaf(frontier, leafHash(event.hash))))
+      this.stmts.insertNode.run(this.chainId, s.level, s.index, s.hash.toString("hex"));
     this.tipInTx.set(tx, { seq: event.seq, hash: event.hash, ts: event.ts });
     if (this.listeners.size > 0) tx.afterCommit(() => this.emit(event));
     // §10: a checkpoint every N events (policy). Keyed on the seq itself so no extra read sits on the append path and
@@ -236,7 +298,10 @@ export class Chain {
   }
 
   /** Convenience: one transaction holding `write` and the event that records it. */
-  record<T>(draft: EventDraft | ((result: T) => EventDraft), write: (tx: WriteTx) => T): { result: T; event: SealedEvent } {
+  record<T>(
+    draft: EventDraft | ((result: T) => EventDraft),
+    write: (tx: WriteTx) => T,
+  ): { result: T; event: SealedEvent } {
     return withWriteTx(this.db, (tx) => {
       const result = write(tx);
       const event = this.append(tx, typeof draft === "function" ? draft(result) : draft);
@@ -250,11 +315,23 @@ export class Chain {
    */
   checkpoint(tx: WriteTx): SignedCheckpoint {
     const tip = this.tipInTx.get(tx) ?? (this.stmts.tip.get(this.chainId) as ChainTip);
-    const cp = signCheckpoint(this.key, { chainId: this.chainId, seq: tip.seq, hash: tip.hash }, Math.max(this.clock(), tip.ts));
+    const cp = signCheckpoint(
+      this.key,
+      { chainId: this.chainId, seq: tip.seq, hash: tip.hash },
+      Math.max(this.clock(), tip.ts),
+    );
     const frontier = this.frontierIn(tx, tip);
-    const note = signCheckpointNote(this.key, { origin: checkpointOrigin(this.chainId), size: frontier.size, root: frontierRoot(frontier) });
+    const note = signCheckpointNote(this.key, {
+      origin: checkpointOrigin(this.chainId),
+      size: frontier.size,
+      root: frontierRoot(frontier),
+    });
     this.stmts.insertCheckpoint.run(this.chainId, cp.checkpoint.seq, cp.checkpoint.head_hash, cp.checkpoint.ts, cp.sig);
-    this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig, note } });
+    this.append(tx, {
+      source: "chain",
+      kind: "chain.checkpoint",
+      payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig, note },
+    });
     return cp;
   }
 
@@ -291,7 +368,9 @@ export class Chain {
     return row ? rowToEvent(row) : undefined;
   }
 
-  *find(q: { source?: string; kind?: string; phase?: string; fromSeq?: number; toSeq?: number } = {}): Iterable<SealedEvent> {
+  *find(
+    q: { source?: string; kind?: string; phase?: string; fromSeq?: number; toSeq?: number } = {},
+  ): Iterable<SealedEvent> {
     yield* findEvents(this.db, this.chainId, q);
   }
 
@@ -322,7 +401,18 @@ export class Chain {
 function insertEvent(tx: WriteTx, event: SealedEvent, canonicalPayload: string): void {
   tx.db
     .prepare(INSERT_EVENT)
-    .run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
+    .run(
+      event.chain_id,
+      event.seq,
+      event.ts,
+      event.prev_hash,
+      event.source,
+      event.kind,
+      canonicalPayload,
+      event.payload_hash,
+      event.hash,
+      event.sig,
+    );
 }
 
 export function* findEvents(
@@ -343,14 +433,23 @@ export function* findEvents(
 }
 
 export function storedCheckpoints(db: Db, chainId: string, ownerKey: string): SignedCheckpoint[] {
-  const rows = db.prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq").all(chainId) as Array<{
+  const rows = db
+    .prepare("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq")
+    .all(chainId) as Array<{
     seq: number;
     head_hash: string;
     ts: number;
     sig: string;
   }>;
   return rows.map((r) => ({
-    checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: ownerKey, seq: r.seq, ts: r.ts },
+    checkpoint: {
+      chain_id: chainId,
+      format: "berth.audit.checkpoint.v1",
+      head_hash: r.head_hash,
+      key: ownerKey,
+      seq: r.seq,
+      ts: r.ts,
+    },
     sig: r.sig,
   }));
 }
@@ -361,9 +460,13 @@ export function verifyStoredChain(
   chainId: string,
   opts: { key?: string; checkpoints?: SignedCheckpoint[]; expectHead?: { seq: number; hash: string } },
 ): VerifyResult {
-  const rows = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").iterate(chainId) as Iterable<EventRow>;
+  const rows = db
+    .prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq")
+    .iterate(chainId) as Iterable<EventRow>;
   const { events, payloadTextOf } = verifiableRows(rows);
-  const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined;
+  const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as
+    | { owner_key: string }
+    | undefined;
   const stored = owner ? storedCheckpoints(db, chainId, owner.owner_key) : [];
   const walked = verifyEvents(events, {
     ...(opts.key !== undefined ? { key: opts.key } : {}),
@@ -372,7 +475,10 @@ export function verifyStoredChain(
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
     payloadTextOf,
   });
-  return withSummaryCheck(withSummaryCheck(walked, checkStoredSummaries(db, chainId)), storedTreeCheck(db, chainId, walked));
+  return withSummaryCheck(
+    withSummaryCheck(walked, checkStoredSummaries(db, chainId)),
+    storedTreeCheck(db, chainId, walked),
+  );
 }
 
 /**
@@ -380,8 +486,12 @@ export function verifyStoredChain(
  * stored event at its seq (or from genesis if none) to the tip. Bounded by the checkpoint interval, not chain length.
  */
 export function startupCheck(db: Db, chainId: string, ownerKey: string): VerifyResult {
-  const genesisRow = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = 0").get(chainId) as EventRow | undefined;
-  const genesis = genesisRow ? verifyEvents([rowToEvent(genesisRow)], { key: ownerKey, chainId, payloadTextOf: () => genesisRow.payload }) : undefined;
+  const genesisRow = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = 0").get(chainId) as
+    | EventRow
+    | undefined;
+  const genesis = genesisRow
+    ? verifyEvents([rowToEvent(genesisRow)], { key: ownerKey, chainId, payloadTextOf: () => genesisRow.payload })
+    : undefined;
   if (!genesis?.ok) return genesis ?? verifyEvents([], { key: ownerKey, chainId });
   let start: { seq: number; hash: string; ts: number } | undefined;
   const hashAt = db.prepare("SELECT hash, ts FROM audit_event WHERE chain_id = ? AND seq = ?");
@@ -393,7 +503,9 @@ export function startupCheck(db: Db, chainId: string, ownerKey: string): VerifyR
     }
   }
   if (!start) return verifyStoredChain(db, chainId, { key: ownerKey, checkpoints: [] });
-  const rows = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq").all(chainId, start.seq) as EventRow[];
+  const rows = db
+    .prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq")
+    .all(chainId, start.seq) as EventRow[];
   const { events, payloadTextOf } = verifiableRows(rows);
   return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf });
 }
@@ -402,7 +514,9 @@ export function* exportChainLines(db: Db, chainId: string, from: number, to: num
   for (const event of findEvents(db, chainId, { fromSeq: from, toSeq: to })) yield exportLine(event);
 }
 
-export function listChains(db: Db): Array<{ chain_id: string; owner_key: string; role: string; own: number; events: number }> {
+export function listChains(
+  db: Db,
+): Array<{ chain_id: string; owner_key: string; role: string; own: number; events: number }> {
   return db
     .prepare(
       "SELECT c.chain_id, c.owner_key, c.role, c.own, (SELECT COUNT(*) FROM audit_event e WHERE e.chain_id = c.chain_id) AS events FROM audit_chain c ORDER BY c.own DESC, c.created_ms",

@@ -19,7 +19,10 @@ export interface CheckpointPolicy {
   readonly everyMs: number;
 }
 
-export const DEFAULT_CHECKPOINT_POLICY: CheckpointPolicy = { everyEvents: CHECKPOINT_EVERY_EVENTS, everyMs: CHECKPOINT_EVERY_MS };
+export const DEFAULT_CHECKPOINT_POLICY: CheckpointPolicy = {
+  everyEvents: CHECKPOINT_EVERY_EVENTS,
+  everyMs: CHECKPOINT_EVERY_MS,
+};
 
 const Events = z.coerce.number().int().min(2).max(1_000_000_000);
 const Seconds = z.coerce.number().int().min(1).max(31_536_000);
@@ -34,7 +37,8 @@ export function checkpointPolicyFromEnv(env: NodeJS.ProcessEnv = process.env): C
     const raw = env[name];
     if (raw === undefined || raw === "") return fallback;
     const parsed = schema.safeParse(raw);
-    if (!parsed.success) throw new CheckpointPolicyError(`${name}: ${parsed.error.issues[0]?.message ?? "must be a whole number"}`);
+    if (!parsed.success)
+      throw new CheckpointPolicyError(`${name}: ${parsed.error.issues[0]?.message ?? "must be a whole number"}`);
     return parsed.data;
   };
   return {

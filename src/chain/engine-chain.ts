@@ -9,17 +9,36 @@
  * (`tx.writeLock`; a retry takes it before its snapshot, src/store/postgres-engine.ts) and locks the chain's row in
  * `audit_chain` (SELECT … FOR UPDATE, what `checkWritable` probes) before reading the tip, so two controllers
  * appending at once take turns, and the primary key (chain_id, seq) refuses a fork whatever happens.
+ *
+ * (About 420 lines, one concept: the synchronous chain's operations on a StoreEngine, one method each.)
  */
 import { randomBytes } from "node:crypto";
 import { checkpointSignatureValid, type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";
-import { type ChainRole, type ChainTip, type EventDraft, genesisPayload, type SealedEvent, sealEvent } from "../core/chain/event.js";
+import {
+  type ChainRole,
+  type ChainTip,
+  type EventDraft,
+  genesisPayload,
+  type SealedEvent,
+  sealEvent,
+} from "../core/chain/event.js";
 import { leafHash } from "../core/chain/merkle.js";
 import { checkpointOrigin, signCheckpointNote } from "../core/chain/note.js";
 import { type Frontier, frontierRoot, pushLeaf } from "../core/chain/tree-hashes.js";
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { nodeIdOf, type SigningKey } from "../core/crypto/ed25519.js";
 import type { Query, StoreEngine, Tx } from "../store/engine.js";
-import { ChainError, EVENT_COLUMNS, type EventRow, foreignOwnerError, INSERT_EVENT, rowToEvent, unverifiedChainError, verifiableRows, type WallClock } from "./chain.js";
+import {
+  ChainError,
+  EVENT_COLUMNS,
+  type EventRow,
+  foreignOwnerError,
+  INSERT_EVENT,
+  rowToEvent,
+  unverifiedChainError,
+  verifiableRows,
+  type WallClock,
+} from "./chain.js";
 import { type CheckpointPolicy, DEFAULT_CHECKPOINT_POLICY } from "./checkpoint-policy.js";
 import { ensureChainSchemaOn } from "./schema.js";
 import { checkStoredSummariesOn, withSummaryCheck } from "./summaries.js";
@@ -68,10 +87,18 @@ export class EngineChain {
    * check (§7). Refuses a store whose own chain belongs to another key: a component never starts a fresh chain
    * silently.
    */
-  static async open(engine: StoreEngine, key: SigningKey, role: ChainRole, clock: WallClock = Date.now, policy: CheckpointPolicy = DEFAULT_CHECKPOINT_POLICY): Promise<EngineChain> {
+  static async open(
+    engine: StoreEngine,
+    key: SigningKey,
+    role: ChainRole,
+    clock: WallClock = Date.now,
+    policy: CheckpointPolicy = DEFAULT_CHECKPOINT_POLICY,
+  ): Promise<EngineChain> {
     const chainId = await engine.transaction(async (tx) => {
       await ensureChainSchemaOn(tx);
-      const own = await tx.get<{ chain_id: string; owner_key: string }>("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1");
+      const own = await tx.get<{ chain_id: string; owner_key: string }>(
+        "SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1",
+      );
       if (own) {
         if (own.owner_key !== key.publicKey) throw foreignOwnerError(own.chain_id, own.owner_key, key.publicKey);
         const check = await startupCheckOn(tx, own.chain_id, key.publicKey);
@@ -80,9 +107,20 @@ export class EngineChain {
       }
       const id = randomBytes(16).toString("hex");
       const nowMs = clock();
-      await tx.run("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,1,?)", [id, key.publicKey, role, nowMs]);
+      await tx.run("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,1,?)", [
+        id,
+        key.publicKey,
+        role,
+        nowMs,
+      ]);
       const payload = genesisPayload({ role, ownerKey: key.publicKey, ownerId: nodeIdOf(key.publicKey) });
-      const { event, canonicalPayload } = sealEvent({ chainId: id, tip: undefined, nowMs, draft: { source: "chain", kind: "chain.genesis", payload }, key });
+      const { event, canonicalPayload } = sealEvent({
+        chainId: id,
+        tip: undefined,
+        nowMs,
+        draft: { source: "chain", kind: "chain.genesis", payload },
+        key,
+      });
       await insertEvent(tx, event, canonicalPayload);
       // The genesis is leaf 0 of the chain's tree: alone it closes no stored subtree, so no tree row is written.
       return id;
@@ -93,12 +131,19 @@ export class EngineChain {
   /** Appends inside the caller's transaction; the event is announced to listeners only after commit. */
   async append(tx: Tx, draft: EventDraft): Promise<SealedEvent> {
     const tip = this.tipInTx.get(tx) ?? (await this.lockedTip(tx));
-    const { event, canonicalPayload } = sealEvent({ chainId: this.chainId, tip, nowMs: this.clock(), draft, key: this.key });
+    const { event, canonicalPayload } = sealEvent({
+      chainId: this.chainId,
+      tip,
+      nowMs: this.clock(),
+      draft,
+      key: this.key,
+    });
     await insertEvent(tx, event, canonicalPayload);
     // Issue 38: the event's leaf and the stored subtrees it closes (about one row per 8 events), in this
     // transaction.
     const frontier = await this.frontierIn(tx, tip);
-    for (const s of rowsToStore(pushLeaf(frontier, leafHash(event.hash)))) await tx.run(INSERT_TREE_NODE, [this.chainId, s.level, s.index, s.hash.toString("hex")]);
+    for (const s of rowsToStore(pushLeaf(frontier, leafHash(event.hash))))
+      await tx.run(INSERT_TREE_NODE, [this.chainId, s.level, s.index, s.hash.toString("hex")]);
     this.tipInTx.set(tx, { seq: event.seq, hash: event.hash, ts: event.ts });
     if (this.listeners.size > 0) tx.afterCommit(() => this.emit(event));
     // §10: a checkpoint every N events (policy), keyed on the seq itself so writers agree on who takes it.
@@ -136,13 +181,31 @@ export class EngineChain {
   async checkpoint(tx: Tx): Promise<SignedCheckpoint> {
     const tip = this.tipInTx.get(tx) ?? (await this.lockedTip(tx));
     if (tip === undefined) throw new ChainError(`chain ${this.chainId} has no events to checkpoint`);
-    const cp = signCheckpoint(this.key, { chainId: this.chainId, seq: tip.seq, hash: tip.hash }, Math.max(this.clock(), tip.ts));
+    const cp = signCheckpoint(
+      this.key,
+      { chainId: this.chainId, seq: tip.seq, hash: tip.hash },
+      Math.max(this.clock(), tip.ts),
+    );
     const frontier = await this.frontierIn(tx, tip);
-    const note = signCheckpointNote(this.key, { origin: checkpointOrigin(this.chainId), size: frontier.size, root: frontierRoot(frontier) });
+    const note = signCheckpointNote(this.key, {
+      origin: checkpointOrigin(this.chainId),
+      size: frontier.size,
+      root: frontierRoot(frontier),
+    });
     // A signed head may be handed out as soon as it is read: it must never name events a power loss could take back.
     tx.requireDurable();
-    await tx.run("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)", [this.chainId, cp.checkpoint.seq, cp.checkpoint.head_hash, cp.checkpoint.ts, cp.sig]);
-    await this.append(tx, { source: "chain", kind: "chain.checkpoint", payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig, note } });
+    await tx.run("INSERT INTO audit_checkpoint (chain_id, seq, head_hash, ts, sig) VALUES (?,?,?,?,?)", [
+      this.chainId,
+      cp.checkpoint.seq,
+      cp.checkpoint.head_hash,
+      cp.checkpoint.ts,
+      cp.sig,
+    ]);
+    await this.append(tx, {
+      source: "chain",
+      kind: "chain.checkpoint",
+      payload: { head_hash: tip.hash, seq: tip.seq, sig: cp.sig, note },
+    });
     return cp;
   }
 
@@ -151,7 +214,10 @@ export class EngineChain {
     return this.engine.transaction(async (tx) => {
       const tip = await this.lockedTip(tx);
       if (tip === undefined) return undefined;
-      const last = await tx.get<{ seq: number; ts: number }>("SELECT seq, ts FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1", [this.chainId]);
+      const last = await tx.get<{ seq: number; ts: number }>(
+        "SELECT seq, ts FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1",
+        [this.chainId],
+      );
       // The newest event after a checkpoint is its own chain.checkpoint record, which does not count as new.
       const newEvents = last === undefined ? tip.seq > 0 : tip.seq > Number(last.seq) + 1;
       if (!newEvents) return undefined;
@@ -167,7 +233,9 @@ export class EngineChain {
   }
 
   async get(seq: number): Promise<SealedEvent | undefined> {
-    const row = await this.engine.read((q) => q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq = ?`, [this.chainId, seq]));
+    const row = await this.engine.read((q) =>
+      q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq = ?`, [this.chainId, seq]),
+    );
     return row ? eventOfRow(row) : undefined;
   }
 
@@ -180,7 +248,12 @@ export class EngineChain {
   async byHash(hash: string, at?: number | null): Promise<SealedEvent | undefined> {
     const hinted = at === undefined || at === null ? undefined : await this.get(at);
     if (hinted?.hash === hash) return hinted;
-    const row = await this.engine.read((q) => q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND hash = ? ORDER BY seq DESC LIMIT 1`, [this.chainId, hash]));
+    const row = await this.engine.read((q) =>
+      q.get<EventRow>(
+        `SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND hash = ? ORDER BY seq DESC LIMIT 1`,
+        [this.chainId, hash],
+      ),
+    );
     return row ? eventOfRow(row) : undefined;
   }
 
@@ -190,7 +263,12 @@ export class EngineChain {
 
   /** The last `n` events, oldest first. */
   async tail(n: number): Promise<SealedEvent[]> {
-    const rows = await this.engine.read((q) => q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?`, [this.chainId, n]));
+    const rows = await this.engine.read((q) =>
+      q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?`, [
+        this.chainId,
+        n,
+      ]),
+    );
     return rows.reverse().map(eventOfRow);
   }
 
@@ -215,11 +293,25 @@ export class EngineChain {
 }
 
 async function insertEvent(tx: Tx, event: SealedEvent, canonicalPayload: string): Promise<void> {
-  await tx.run(INSERT_EVENT, [event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig]);
+  await tx.run(INSERT_EVENT, [
+    event.chain_id,
+    event.seq,
+    event.ts,
+    event.prev_hash,
+    event.source,
+    event.kind,
+    canonicalPayload,
+    event.payload_hash,
+    event.hash,
+    event.sig,
+  ]);
 }
 
 async function tipOn(q: Query, chainId: string): Promise<ChainTip | undefined> {
-  const row = await q.get<ChainTip>("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1", [chainId]);
+  const row = await q.get<ChainTip>(
+    "SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1",
+    [chainId],
+  );
   return row ? { seq: Number(row.seq), hash: row.hash, ts: Number(row.ts) } : undefined;
 }
 
@@ -236,7 +328,10 @@ export async function findEventsOn(q: Query, chainId: string, find: FindQuery): 
   filter("phase = ?", find.phase);
   filter("seq >= ?", find.fromSeq);
   filter("seq <= ?", find.toSeq);
-  const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE ${where.join(" AND ")} ORDER BY seq`, args);
+  const rows = await q.all<EventRow>(
+    `SELECT ${EVENT_COLUMNS} FROM audit_event WHERE ${where.join(" AND ")} ORDER BY seq`,
+    args,
+  );
   return rows.map(eventOfRow);
 }
 
@@ -246,9 +341,19 @@ export async function ownChainIdOn(q: Query): Promise<string | undefined> {
 }
 
 export async function checkpointsOn(q: Query, chainId: string, ownerKey: string): Promise<SignedCheckpoint[]> {
-  const rows = await q.all<{ seq: number; head_hash: string; ts: number; sig: string }>("SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq", [chainId]);
+  const rows = await q.all<{ seq: number; head_hash: string; ts: number; sig: string }>(
+    "SELECT seq, head_hash, ts, sig FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq",
+    [chainId],
+  );
   return rows.map((r) => ({
-    checkpoint: { chain_id: chainId, format: "berth.audit.checkpoint.v1", head_hash: r.head_hash, key: ownerKey, seq: Number(r.seq), ts: Number(r.ts) },
+    checkpoint: {
+      chain_id: chainId,
+      format: "berth.audit.checkpoint.v1",
+      head_hash: r.head_hash,
+      key: ownerKey,
+      seq: Number(r.seq),
+      ts: Number(r.ts),
+    },
     sig: r.sig,
   }));
 }
@@ -262,7 +367,9 @@ export async function verifyStoredOn(
   chainId: string,
   opts: { key?: string; checkpoints?: SignedCheckpoint[]; expectHead?: { seq: number; hash: string } },
 ): Promise<VerifyResult> {
-  const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? ORDER BY seq`, [chainId]);
+  const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? ORDER BY seq`, [
+    chainId,
+  ]);
   const { events, payloadTextOf } = verifiableRows(rows.map(numericRow));
   const owner = await q.get<{ owner_key: string }>("SELECT owner_key FROM audit_chain WHERE chain_id = ?", [chainId]);
   const stored = owner ? await checkpointsOn(q, chainId, owner.owner_key) : [];
@@ -273,7 +380,10 @@ export async function verifyStoredOn(
     ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
     payloadTextOf,
   });
-  return withSummaryCheck(withSummaryCheck(walked, await checkStoredSummariesOn(q, chainId)), await storedTreeCheckOn(q, chainId, walked));
+  return withSummaryCheck(
+    withSummaryCheck(walked, await checkStoredSummariesOn(q, chainId)),
+    await storedTreeCheckOn(q, chainId, walked),
+  );
 }
 
 /**
@@ -281,19 +391,29 @@ export async function verifyStoredOn(
  * stored event at its seq (or from genesis if none) to the tip. Bounded by the checkpoint interval, not chain length.
  */
 export async function startupCheckOn(q: Query, chainId: string, ownerKey: string): Promise<VerifyResult> {
-  const genesisRow = await q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq = 0`, [chainId]);
-  const genesis = genesisRow ? verifyEvents([eventOfRow(genesisRow)], { key: ownerKey, chainId, payloadTextOf: () => genesisRow.payload }) : undefined;
+  const genesisRow = await q.get<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq = 0`, [
+    chainId,
+  ]);
+  const genesis = genesisRow
+    ? verifyEvents([eventOfRow(genesisRow)], { key: ownerKey, chainId, payloadTextOf: () => genesisRow.payload })
+    : undefined;
   if (!genesis?.ok) return genesis ?? verifyEvents([], { key: ownerKey, chainId });
   let start: { seq: number; hash: string; ts: number } | undefined;
   for (const cp of (await checkpointsOn(q, chainId, ownerKey)).reverse()) {
-    const at = await q.get<{ hash: string; ts: number }>("SELECT hash, ts FROM audit_event WHERE chain_id = ? AND seq = ?", [chainId, cp.checkpoint.seq]);
+    const at = await q.get<{ hash: string; ts: number }>(
+      "SELECT hash, ts FROM audit_event WHERE chain_id = ? AND seq = ?",
+      [chainId, cp.checkpoint.seq],
+    );
     if (at && at.hash === cp.checkpoint.head_hash && checkpointSignatureValid(cp)) {
       start = { seq: cp.checkpoint.seq, hash: at.hash, ts: Number(at.ts) };
       break;
     }
   }
   if (!start) return verifyStoredOn(q, chainId, { key: ownerKey, checkpoints: [] });
-  const rows = await q.all<EventRow>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq`, [chainId, start.seq]);
+  const rows = await q.all<EventRow>(
+    `SELECT ${EVENT_COLUMNS} FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq`,
+    [chainId, start.seq],
+  );
   const { events, payloadTextOf } = verifiableRows(rows.map(numericRow));
   return verifyEvents(events, { key: ownerKey, chainId, after: start, payloadTextOf });
 }

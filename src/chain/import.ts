@@ -53,14 +53,31 @@ interface StoredView {
   readonly storedHash: ReadonlyMap<number, string>;
 }
 
-type Judged = { ok: false; reason: string; verify?: VerifyResult } | { ok: true; verify: VerifyResult; events: SealedEvent[]; newChain: { owner_key: string; role: string; created_ms: number } | null };
+type Judged =
+  | { ok: false; reason: string; verify?: VerifyResult }
+  | {
+      ok: true;
+      verify: VerifyResult;
+      events: SealedEvent[];
+      newChain: { owner_key: string; role: string; created_ms: number } | null;
+    };
 
 /** The import's rules, the same on both engines: never its own chain, linked to a stored prefix, verified, no fork. */
-function judgeImport(chainId: string, lines: readonly unknown[], startSeq: number, view: StoredView, opts: ImportOptions): Judged {
-  if (view.known?.own === 1) return { ok: false, reason: `chain ${chainId} is this component's own chain; it cannot be imported` };
+function judgeImport(
+  chainId: string,
+  lines: readonly unknown[],
+  startSeq: number,
+  view: StoredView,
+  opts: ImportOptions,
+): Judged {
+  if (view.known?.own === 1)
+    return { ok: false, reason: `chain ${chainId} is this component's own chain; it cannot be imported` };
   // A file not starting at genesis must link to the stored copy of the same chain: verify stored prefix + file.
   if (startSeq > 0 && view.prefix.length !== startSeq) {
-    return { ok: false, reason: `the file starts at seq ${startSeq} but no stored copy of chain ${chainId} reaches seq ${startSeq - 1}` };
+    return {
+      ok: false,
+      reason: `the file starts at seq ${startSeq} but no stored copy of chain ${chainId} reaches seq ${startSeq - 1}`,
+    };
   }
   const verify = verifyEvents([...view.prefix, ...lines], {
     ...(opts.key !== undefined ? { key: opts.key } : view.known ? { key: view.known.owner_key } : {}),
@@ -74,7 +91,8 @@ function judgeImport(chainId: string, lines: readonly unknown[], startSeq: numbe
   // An event already stored with another hash is a fork: report both, write nothing.
   for (const e of events) {
     const stored = view.storedHash.get(e.seq);
-    if (stored !== undefined && stored !== e.hash) return { ok: false, reason: `fork at seq ${e.seq}: stored ${stored}, file ${e.hash}`, verify };
+    if (stored !== undefined && stored !== e.hash)
+      return { ok: false, reason: `fork at seq ${e.seq}: stored ${stored}, file ${e.hash}`, verify };
   }
   let newChain: { owner_key: string; role: string; created_ms: number } | null = null;
   if (!view.known) {
@@ -92,10 +110,16 @@ function parsedFile(text: string): Parsed {
   if (!parsed.ok) return { ok: false, outcome: { ok: false, reason: `line ${parsed.line}: ${parsed.reason}` } };
   if (parsed.events.length === 0) return { ok: false, outcome: { ok: false, reason: "the file holds no events" } };
   const first = parsed.events[0] as { seq?: unknown; chain_id?: unknown };
-  return { ok: true, lines: parsed.events, chainId: typeof first.chain_id === "string" ? first.chain_id : "", startSeq: typeof first.seq === "number" ? first.seq : 0 };
+  return {
+    ok: true,
+    lines: parsed.events,
+    chainId: typeof first.chain_id === "string" ? first.chain_id : "",
+    startSeq: typeof first.seq === "number" ? first.seq : 0,
+  };
 }
 
-const seqsOf = (lines: readonly unknown[]) => lines.map((l) => (l as { seq?: unknown }).seq).filter((q): q is number => typeof q === "number");
+const seqsOf = (lines: readonly unknown[]) =>
+  lines.map((l) => (l as { seq?: unknown }).seq).filter((q): q is number => typeof q === "number");
 
 /** Imports into a SQLite chain file (a home's controller.db, a node.db, any `--db`). */
 export function importChain(db: Db, text: string, opts: ImportOptions = {}): ImportOutcome {
@@ -104,8 +128,11 @@ export function importChain(db: Db, text: string, opts: ImportOptions = {}): Imp
   const { chainId, lines, startSeq } = file;
   return withWriteTx(db, (tx) => {
     ensureChainSchema(tx);
-    const known = tx.db.prepare("SELECT own, owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { own: number; owner_key: string } | undefined;
-    const prefix: SealedEvent[] = startSeq > 0 && known?.own !== 1 ? [...findEvents(tx.db, chainId, { toSeq: startSeq - 1 })] : [];
+    const known = tx.db.prepare("SELECT own, owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as
+      | { own: number; owner_key: string }
+      | undefined;
+    const prefix: SealedEvent[] =
+      startSeq > 0 && known?.own !== 1 ? [...findEvents(tx.db, chainId, { toSeq: startSeq - 1 })] : [];
     const existing = tx.db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq = ?");
     const storedHash = new Map<number, string>();
     for (const seq of seqsOf(lines)) {
@@ -115,14 +142,27 @@ export function importChain(db: Db, text: string, opts: ImportOptions = {}): Imp
     const judged = judgeImport(chainId, lines, startSeq, { known, prefix, storedHash }, opts);
     if (!judged.ok) return judged;
     if (judged.newChain) {
-      tx.db.prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,0,?)").run(chainId, judged.newChain.owner_key, judged.newChain.role, judged.newChain.created_ms);
+      tx.db
+        .prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,0,?)")
+        .run(chainId, judged.newChain.owner_key, judged.newChain.role, judged.newChain.created_ms);
     }
     const insert = tx.db.prepare(
       "INSERT OR IGNORE INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
     );
     let written = 0;
     for (const e of judged.events) {
-      written += insert.run(e.chain_id, e.seq, e.ts, e.prev_hash, e.source, e.kind, canonicalJson(e.payload as JsonObject), e.payload_hash, e.hash, e.sig).changes;
+      written += insert.run(
+        e.chain_id,
+        e.seq,
+        e.ts,
+        e.prev_hash,
+        e.source,
+        e.kind,
+        canonicalJson(e.payload as JsonObject),
+        e.payload_hash,
+        e.hash,
+        e.sig,
+      ).changes;
     }
     // Issue 38: the copy's Merkle tree extended over the new events, in the import's transaction.
     catchUpTree(tx.db, chainId);
@@ -134,31 +174,57 @@ export function importChain(db: Db, text: string, opts: ImportOptions = {}): Imp
  * Imports into a controller store on either engine (issue 20: `berth audit import` on PostgreSQL, and `POST
  * /audit/import` of a server, whose store may be PostgreSQL): the same rules, in one transaction of the engine.
  */
-export async function importChainOn(engine: StoreEngine, text: string, opts: ImportOptions = {}): Promise<ImportOutcome> {
+export async function importChainOn(
+  engine: StoreEngine,
+  text: string,
+  opts: ImportOptions = {},
+): Promise<ImportOutcome> {
   const file = parsedFile(text);
   if (!file.ok) return file.outcome;
   const { chainId, lines, startSeq } = file;
   return engine.transaction(async (tx) => {
     await ensureChainSchemaOn(tx);
-    const k = await tx.get<{ own: number; owner_key: string }>("SELECT own, owner_key FROM audit_chain WHERE chain_id = ?", [chainId]);
+    const k = await tx.get<{ own: number; owner_key: string }>(
+      "SELECT own, owner_key FROM audit_chain WHERE chain_id = ?",
+      [chainId],
+    );
     const known = k === undefined ? undefined : { own: Number(k.own), owner_key: k.owner_key };
     const prefix = startSeq > 0 && known?.own !== 1 ? await findEventsOn(tx, chainId, { toSeq: startSeq - 1 }) : [];
     const seqs = seqsOf(lines);
     const storedHash = new Map<number, string>();
     if (seqs.length > 0) {
-      const rows = await tx.all<{ seq: number; hash: string }>("SELECT seq, hash FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ?", [chainId, Math.min(...seqs), Math.max(...seqs)]);
+      const rows = await tx.all<{ seq: number; hash: string }>(
+        "SELECT seq, hash FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ?",
+        [chainId, Math.min(...seqs), Math.max(...seqs)],
+      );
       for (const r of rows) storedHash.set(Number(r.seq), r.hash);
     }
     const judged = judgeImport(chainId, lines, startSeq, { known, prefix, storedHash }, opts);
     if (!judged.ok) return judged;
     if (judged.newChain) {
-      await tx.run("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,0,?)", [chainId, judged.newChain.owner_key, judged.newChain.role, judged.newChain.created_ms]);
+      await tx.run("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,0,?)", [
+        chainId,
+        judged.newChain.owner_key,
+        judged.newChain.role,
+        judged.newChain.created_ms,
+      ]);
     }
     let written = 0;
     for (const e of judged.events) {
       written += await tx.run(
         "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT (chain_id, seq) DO NOTHING",
-        [e.chain_id, e.seq, e.ts, e.prev_hash, e.source, e.kind, canonicalJson(e.payload as JsonObject), e.payload_hash, e.hash, e.sig],
+        [
+          e.chain_id,
+          e.seq,
+          e.ts,
+          e.prev_hash,
+          e.source,
+          e.kind,
+          canonicalJson(e.payload as JsonObject),
+          e.payload_hash,
+          e.hash,
+          e.sig,
+        ],
       );
     }
     await catchUpTreeOn(tx, chainId);

@@ -23,7 +23,14 @@ export {
   verifyStoredChain,
   type WallClock,
 } from "./chain.js";
-export { CHECKPOINT_EVERY_EVENTS, CHECKPOINT_EVERY_MS, type CheckpointPolicy, checkpointPolicyFromEnv, checkpointPollMs, DEFAULT_CHECKPOINT_POLICY } from "./checkpoint-policy.js";
+export {
+  CHECKPOINT_EVERY_EVENTS,
+  CHECKPOINT_EVERY_MS,
+  type CheckpointPolicy,
+  checkpointPolicyFromEnv,
+  checkpointPollMs,
+  DEFAULT_CHECKPOINT_POLICY,
+} from "./checkpoint-policy.js";
 export { EngineChain, type FindQuery, findEventsOn, startupCheckOn, verifyStoredOn } from "./engine-chain.js";
 export { type ImportOutcome, importChain, type ParsedLines, parseEventLines } from "./import.js";
 export { CHAIN_SCHEMA_VERSION, ensureChainSchema, ensureChainSchemaOn } from "./schema.js";

@@ -15,7 +15,9 @@ export function holdsChainTables(db: Db): boolean {
 
 /** The tip of a chain (its last event's seq and hash), or undefined for a chain with no event. */
 export function chainHead(db: Db, chainId: string): { seq: number; hash: string } | undefined {
-  return db.prepare("SELECT seq, hash FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1").get(chainId) as { seq: number; hash: string } | undefined;
+  return db.prepare("SELECT seq, hash FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1").get(chainId) as
+    | { seq: number; hash: string }
+    | undefined;
 }
 
 export function eventCount(db: Db, chainId: string): number {
@@ -24,24 +26,30 @@ export function eventCount(db: Db, chainId: string): number {
 
 /** The key a chain names as its owner, or undefined when the database holds no such chain. */
 export function ownerKeyOf(db: Db, chainId: string): string | undefined {
-  return (db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined)?.owner_key;
+  return (
+    db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined
+  )?.owner_key;
 }
 
 /** The chain this database's component writes (the newest, after a reseal), or undefined when it has none. */
 export function ownChain(db: Db): { chain_id: string; owner_key: string; role: ChainRole } | undefined {
-  return db.prepare("SELECT chain_id, owner_key, role FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1").get() as
-    | { chain_id: string; owner_key: string; role: ChainRole }
-    | undefined;
+  return db
+    .prepare("SELECT chain_id, owner_key, role FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1")
+    .get() as { chain_id: string; owner_key: string; role: ChainRole } | undefined;
 }
 
 /** The last `n` events of a chain, oldest first. */
 export function tailEvents(db: Db, chainId: string, n: number): SealedEvent[] {
-  const rows = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?").all(chainId, n) as EventRow[];
+  const rows = db
+    .prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT ?")
+    .all(chainId, n) as EventRow[];
   return rows.reverse().map(rowToEvent);
 }
 
 /** Up to `limit` events appended after `afterSeq`, oldest first (`audit tail -f`, `berth events -f`). */
 export function eventsAfter(db: Db, chainId: string, afterSeq: number, limit: number): SealedEvent[] {
-  const rows = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(chainId, afterSeq, limit) as EventRow[];
+  const rows = db
+    .prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq > ? ORDER BY seq LIMIT ?")
+    .all(chainId, afterSeq, limit) as EventRow[];
   return rows.map(rowToEvent);
 }

@@ -44,7 +44,9 @@ async function backToV1(tx: Tx): Promise<void> {
   } else {
     await tx.exec("ALTER TABLE audit_event ADD CONSTRAINT audit_event_hash_key UNIQUE (hash)");
   }
-  await tx.exec("ALTER TABLE mesh_decisions DROP COLUMN event_chain_id; ALTER TABLE mesh_decisions DROP COLUMN event_seq;");
+  await tx.exec(
+    "ALTER TABLE mesh_decisions DROP COLUMN event_chain_id; ALTER TABLE mesh_decisions DROP COLUMN event_seq;",
+  );
   await tx.run("UPDATE berth_schema SET version = 1 WHERE component = 'audit'");
   await tx.run("UPDATE berth_schema SET version = 8 WHERE component = 'mesh_controller'");
 }
@@ -54,7 +56,12 @@ async function eventIndexes(q: Query): Promise<string[]> {
   if (q.kind === "sqlite") {
     const names = await q.all<{ name: string }>("SELECT name FROM pragma_index_list('audit_event') ORDER BY name");
     const out: string[] = [];
-    for (const { name } of names) out.push((await q.all<{ name: string }>(`SELECT name FROM pragma_index_info('${name}') ORDER BY seqno`)).map((c) => c.name).join(","));
+    for (const { name } of names)
+      out.push(
+        (await q.all<{ name: string }>(`SELECT name FROM pragma_index_info('${name}') ORDER BY seqno`))
+          .map((c) => c.name)
+          .join(","),
+      );
     return out.sort();
   }
   const rows = await q.all<{ def: string }>("SELECT indexdef AS def FROM pg_indexes WHERE tablename = 'audit_event'");
@@ -89,21 +96,28 @@ describe.each(["sqlite", "postgres"] as const)("chain schema v2 on %s", { timeou
     const { chain, store } = await opened(engine);
     const placed = await decide(store, "triage", true);
     const dry = await decide(store, "dry", false);
-    for (let i = 0; i < 5; i++) await engine.transaction((tx) => chain.append(tx, { source: "trust", kind: "peer.add", payload: { n: i } }));
+    for (let i = 0; i < 5; i++)
+      await engine.transaction((tx) => chain.append(tx, { source: "trust", kind: "peer.add", payload: { n: i } }));
     const before = await engine.read((q) => q.all(`SELECT ${EVENT_COLUMNS} FROM audit_event ORDER BY chain_id, seq`));
     await engine.transaction(backToV1);
     expect((await engine.read(eventIndexes)).length).toBe(3);
 
     const again = await harness.reopen(engine);
     const { chain: chain2, store: store2 } = await opened(again);
-    expect(await again.read((q) => q.get("SELECT version FROM berth_schema WHERE component = 'audit'"))).toMatchObject({ version: CHAIN_SCHEMA_VERSION });
+    expect(await again.read((q) => q.get("SELECT version FROM berth_schema WHERE component = 'audit'"))).toMatchObject({
+      version: CHAIN_SCHEMA_VERSION,
+    });
     expect(await again.read(eventIndexes)).toEqual(["chain_id,seq", "chain_id,source,kind,phase"]);
-    expect(await again.read((q) => q.all(`SELECT ${EVENT_COLUMNS} FROM audit_event ORDER BY chain_id, seq`))).toEqual(before);
+    expect(await again.read((q) => q.all(`SELECT ${EVENT_COLUMNS} FROM audit_event ORDER BY chain_id, seq`))).toEqual(
+      before,
+    );
     expect((await chain2.verifyStored()).ok).toBe(true);
     // The decision's row learnt where its event is; the dry run (no row) and any event are found by a scan.
     const placedEvent = await chain2.get(1);
     expect(placedEvent?.hash).toBe(placed);
-    expect(await again.read((q) => q.get("SELECT event_chain_id, event_seq FROM mesh_decisions WHERE id = ?", [placed]))).toEqual({
+    expect(
+      await again.read((q) => q.get("SELECT event_chain_id, event_seq FROM mesh_decisions WHERE id = ?", [placed])),
+    ).toEqual({
       event_chain_id: chain2.chainId,
       event_seq: 1,
     });
@@ -113,7 +127,9 @@ describe.each(["sqlite", "postgres"] as const)("chain schema v2 on %s", { timeou
     const tip = await chain2.tip();
     expect((await chain2.byHash(tip.hash))?.seq).toBe(tip.seq);
     // Appending goes on where the migrated chain stopped.
-    const next = await again.transaction((tx) => chain2.append(tx, { source: "trust", kind: "peer.add", payload: { n: 9 } }));
+    const next = await again.transaction((tx) =>
+      chain2.append(tx, { source: "trust", kind: "peer.add", payload: { n: 9 } }),
+    );
     expect(next.prev_hash).toBe(tip.hash);
   });
 
@@ -121,7 +137,9 @@ describe.each(["sqlite", "postgres"] as const)("chain schema v2 on %s", { timeou
     const engine = await harness.open(kind);
     const { chain, store } = await opened(engine);
     const id = await decide(store, "triage", true);
-    const at = await engine.read((q) => q.get<{ event_seq: number }>("SELECT event_seq FROM mesh_decisions WHERE id = ?", [id]));
+    const at = await engine.read((q) =>
+      q.get<{ event_seq: number }>("SELECT event_seq FROM mesh_decisions WHERE id = ?", [id]),
+    );
     expect(Number(at?.event_seq)).toBe((await chain.byHash(id))?.seq);
     expect((await chain.byHash(id, 0))?.hash).toBe(id);
     expect(await chain.byHash("f".repeat(64), 0)).toBeUndefined();
@@ -140,10 +158,17 @@ describe.each(["sqlite", "postgres"] as const)("chain schema v2 on %s", { timeou
     const engine = await harness.open(kind);
     const { chain } = await opened(engine);
     const genesis = await chain.get(0);
-    const row = await engine.read((q) => q.get<Record<string, string | number>>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE seq = 0`));
+    const row = await engine.read((q) =>
+      q.get<Record<string, string | number>>(`SELECT ${EVENT_COLUMNS} FROM audit_event WHERE seq = 0`),
+    );
     expect(genesis && row).toBeTruthy();
     await expect(
-      engine.transaction((tx) => tx.run(`INSERT INTO audit_event (${EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)`, EVENT_COLUMNS.split(", ").map((c) => row?.[c] ?? null))),
+      engine.transaction((tx) =>
+        tx.run(
+          `INSERT INTO audit_event (${EVENT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+          EVENT_COLUMNS.split(", ").map((c) => row?.[c] ?? null),
+        ),
+      ),
     ).rejects.toThrow(/UNIQUE|duplicate key/i);
   });
 });
@@ -155,8 +180,12 @@ describe("chain schema v2 for the synchronous chain (node daemon, Kubernetes pro
       const path = join(dir, "state.db");
       let db = openDatabase(path);
       const chain = Chain.open(db, KEY, "node", () => CLOCK);
-      for (let i = 0; i < 5; i++) withWriteTx(db, (tx) => chain.append(tx, { source: "trust", kind: "peer.add", payload: { n: i } }));
-      const before = db.prepare(`SELECT ${EVENT_COLUMNS} FROM audit_event ORDER BY seq`).all() as Array<{ hash: string; seq: number }>;
+      for (let i = 0; i < 5; i++)
+        withWriteTx(db, (tx) => chain.append(tx, { source: "trust", kind: "peer.add", payload: { n: i } }));
+      const before = db.prepare(`SELECT ${EVENT_COLUMNS} FROM audit_event ORDER BY seq`).all() as Array<{
+        hash: string;
+        seq: number;
+      }>;
       db.exec(`CREATE TEMP TABLE kept AS SELECT ${EVENT_COLUMNS} FROM audit_event; DROP TABLE audit_event; ${V1_EVENTS_SQLITE}
                INSERT INTO audit_event (${EVENT_COLUMNS}) SELECT ${EVENT_COLUMNS} FROM kept; DROP TABLE kept;
                UPDATE berth_schema SET version = 1 WHERE component = 'audit';`);

@@ -62,7 +62,13 @@ const V2_REBUILD_SQLITE = `
 `;
 
 function chainMigrationSqlite(from: number): string {
-  return from === 0 ? CHAIN_TABLES_SQLITE + TREE_TABLE_SQLITE : from < 2 ? V2_REBUILD_SQLITE + TREE_TABLE_SQLITE : from < 3 ? TREE_TABLE_SQLITE : "";
+  return from === 0
+    ? CHAIN_TABLES_SQLITE + TREE_TABLE_SQLITE
+    : from < 2
+      ? V2_REBUILD_SQLITE + TREE_TABLE_SQLITE
+      : from < 3
+        ? TREE_TABLE_SQLITE
+        : "";
 }
 
 export function ensureChainSchema(tx: WriteTx): void {
@@ -82,7 +88,10 @@ export function ensureChainSchema(tx: WriteTx): void {
 export async function ensureChainSchemaOn(tx: Tx): Promise<void> {
   await ensureSchemaOn(tx, "audit", CHAIN_SCHEMA_VERSION, async (from) => {
     const buildTrees = async () => {
-      for (const { chain_id } of await tx.all<{ chain_id: string }>("SELECT chain_id FROM audit_chain ORDER BY chain_id")) await catchUpTreeOn(tx, chain_id);
+      for (const { chain_id } of await tx.all<{ chain_id: string }>(
+        "SELECT chain_id FROM audit_chain ORDER BY chain_id",
+      ))
+        await catchUpTreeOn(tx, chain_id);
     };
     if (tx.kind === "sqlite") {
       await tx.exec(chainMigrationSqlite(from));

@@ -10,7 +10,12 @@
  */
 
 import type { VerifyFailure, VerifyResult } from "../core/chain/verify.js";
-import { type GateSummary, gateSummaryHashOf, type ParsedGateSummary, parseGateSummary } from "../core/governance/summary.js";
+import {
+  type GateSummary,
+  gateSummaryHashOf,
+  type ParsedGateSummary,
+  parseGateSummary,
+} from "../core/governance/summary.js";
 import type { Query, Tx } from "../store/engine.js";
 import { ensureSchemaOn } from "../store/schema.js";
 import { type Db, ensureSchema, type WriteTx } from "../store/sqlite.js";
@@ -33,21 +38,29 @@ export function ensureSummarySchema(tx: WriteTx): void {
 export async function ensureSummarySchemaOn(tx: Tx): Promise<void> {
   await ensureSchemaOn(tx, "audit_summary", SUMMARY_SCHEMA_VERSION, async () => {
     if (tx.kind === "sqlite") await tx.exec(SQLITE_SQL);
-    else await tx.exec(`${TABLE_SQL};
+    else
+      await tx.exec(`${TABLE_SQL};
       CREATE TRIGGER audit_summary_append_only BEFORE UPDATE OR DELETE ON audit_summary FOR EACH ROW EXECUTE FUNCTION berth_append_only();`);
   });
 }
 
 /** Stores a summary in the caller's transaction (the one appending the event that names it); a stored twin is kept. */
 export async function storeSummaryIn(tx: Tx, chainId: string, summary: GateSummary): Promise<void> {
-  await tx.run("INSERT INTO audit_summary (chain_id, hash, body) VALUES (?, ?, ?) ON CONFLICT (chain_id, hash) DO NOTHING", [chainId, summary.ref.summary, summary.canonical]);
+  await tx.run(
+    "INSERT INTO audit_summary (chain_id, hash, body) VALUES (?, ?, ?) ON CONFLICT (chain_id, hash) DO NOTHING",
+    [chainId, summary.ref.summary, summary.canonical],
+  );
 }
 
-export type SummaryRead = { kind: "found"; summary: ParsedGateSummary } | { kind: "absent" } | { kind: "invalid"; reason: string };
+export type SummaryRead =
+  | { kind: "found"; summary: ParsedGateSummary }
+  | { kind: "absent" }
+  | { kind: "invalid"; reason: string };
 
 function judged(hash: string, body: string | undefined): SummaryRead {
   if (body === undefined) return { kind: "absent" };
-  if (gateSummaryHashOf(body) !== hash) return { kind: "invalid", reason: `the stored gate summary ${hash} does not hash to its name` };
+  if (gateSummaryHashOf(body) !== hash)
+    return { kind: "invalid", reason: `the stored gate summary ${hash} does not hash to its name` };
   const parsed = parseGateSummary(body);
   return parsed.ok ? { kind: "found", summary: parsed.value } : { kind: "invalid", reason: parsed.error };
 }
@@ -56,16 +69,22 @@ async function hasTableOn(q: Query): Promise<boolean> {
   const row =
     q.kind === "sqlite"
       ? await q.get("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'audit_summary'")
-      : await q.get("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'audit_summary'");
+      : await q.get(
+          "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'audit_summary'",
+        );
   return row !== undefined;
 }
 
-const hasTable = (db: Db) => db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'audit_summary'").get() !== undefined;
+const hasTable = (db: Db) =>
+  db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'audit_summary'").get() !== undefined;
 
 /** One summary, checked against its hash before anything reads it. */
 export async function readSummaryOn(q: Query, chainId: string, hash: string): Promise<SummaryRead> {
   if (!(await hasTableOn(q))) return { kind: "absent" };
-  const row = await q.get<{ body: string }>("SELECT body FROM audit_summary WHERE chain_id = ? AND hash = ?", [chainId, hash]);
+  const row = await q.get<{ body: string }>("SELECT body FROM audit_summary WHERE chain_id = ? AND hash = ?", [
+    chainId,
+    hash,
+  ]);
   return judged(hash, row?.body);
 }
 
@@ -75,14 +94,20 @@ const NAMING_SQL = "SELECT seq FROM audit_event WHERE chain_id = ? AND instr(pay
 function failureOf(hash: string, seq: number | undefined): VerifyFailure {
   const at = seq ?? 0;
   const named = seq === undefined ? "named by no event" : `named by the event at seq ${seq}`;
-  return { seq: at, code: "summary", detail: `gate summary ${hash} (${named}) does not hash to its name: the summary was altered after it was chained` };
+  return {
+    seq: at,
+    code: "summary",
+    detail: `gate summary ${hash} (${named}) does not hash to its name: the summary was altered after it was chained`,
+  };
 }
 
 /** §8 check 10 on a synchronous store: every stored summary of the chain hashes to its key. */
 export function checkStoredSummaries(db: Db, chainId: string): { checked: number; failure?: VerifyFailure } {
   if (!hasTable(db)) return { checked: 0 };
   let checked = 0;
-  for (const row of db.prepare("SELECT hash, body FROM audit_summary WHERE chain_id = ? ORDER BY hash").iterate(chainId) as Iterable<{ hash: string; body: string }>) {
+  for (const row of db
+    .prepare("SELECT hash, body FROM audit_summary WHERE chain_id = ? ORDER BY hash")
+    .iterate(chainId) as Iterable<{ hash: string; body: string }>) {
     checked++;
     if (gateSummaryHashOf(row.body) === row.hash) continue;
     const named = db.prepare(NAMING_SQL).get(chainId, `"summary":"${row.hash}"`) as { seq: number } | undefined;
@@ -92,12 +117,21 @@ export function checkStoredSummaries(db: Db, chainId: string): { checked: number
 }
 
 /** The same check on a `StoreEngine`. */
-export async function checkStoredSummariesOn(q: Query, chainId: string): Promise<{ checked: number; failure?: VerifyFailure }> {
+export async function checkStoredSummariesOn(
+  q: Query,
+  chainId: string,
+): Promise<{ checked: number; failure?: VerifyFailure }> {
   if (!(await hasTableOn(q))) return { checked: 0 };
-  const rows = await q.all<{ hash: string; body: string }>("SELECT hash, body FROM audit_summary WHERE chain_id = ? ORDER BY hash", [chainId]);
+  const rows = await q.all<{ hash: string; body: string }>(
+    "SELECT hash, body FROM audit_summary WHERE chain_id = ? ORDER BY hash",
+    [chainId],
+  );
   for (const [i, row] of rows.entries()) {
     if (gateSummaryHashOf(row.body) === row.hash) continue;
-    const sql = q.kind === "sqlite" ? NAMING_SQL : "SELECT seq FROM audit_event WHERE chain_id = ? AND strpos(payload, ?) > 0 ORDER BY seq LIMIT 1";
+    const sql =
+      q.kind === "sqlite"
+        ? NAMING_SQL
+        : "SELECT seq FROM audit_event WHERE chain_id = ? AND strpos(payload, ?) > 0 ORDER BY seq LIMIT 1";
     const named = await q.get<{ seq: number }>(sql, [chainId, `"summary":"${row.hash}"`]);
     return { checked: i + 1, failure: failureOf(row.hash, named === undefined ? undefined : Number(named.seq)) };
   }

@@ -5,7 +5,12 @@
  * file, or the PostgreSQL mirror, which copies the store's tree rows).
  */
 import type { Hash } from "../core/chain/merkle.js";
-import { consistencyProofFrom, inclusionProofFrom, type StoredHashReader, treeHeadFrom } from "../core/chain/tree-hashes.js";
+import {
+  consistencyProofFrom,
+  inclusionProofFrom,
+  type StoredHashReader,
+  treeHeadFrom,
+} from "../core/chain/tree-hashes.js";
 import type { ChainTreeView } from "../core/chain/tree-checkpoint.js";
 import type { Db } from "../store/sqlite.js";
 import { storedTreeReader } from "./tree-store.js";
@@ -23,19 +28,26 @@ export class StoredChainTree {
 
   /** How many events (leaves) the chain holds now. */
   size(): number {
-    const row = this.db.prepare("SELECT MAX(seq) AS seq FROM audit_event WHERE chain_id = ?").get(this.chainId) as { seq: number | null } | undefined;
+    const row = this.db.prepare("SELECT MAX(seq) AS seq FROM audit_event WHERE chain_id = ?").get(this.chainId) as
+      | { seq: number | null }
+      | undefined;
     return row?.seq === null || row?.seq === undefined ? 0 : Number(row.seq) + 1;
   }
 
   /** The tree size of the newest chained checkpoint (it covers seq 0..S), or null while there is none. */
   checkpointSize(): number | null {
-    const row = this.db.prepare("SELECT MAX(seq) AS seq FROM audit_checkpoint WHERE chain_id = ?").get(this.chainId) as { seq: number | null } | undefined;
+    const row = this.db.prepare("SELECT MAX(seq) AS seq FROM audit_checkpoint WHERE chain_id = ?").get(this.chainId) as
+      | { seq: number | null }
+      | undefined;
     return row?.seq === null || row?.seq === undefined ? null : Number(row.seq) + 1;
   }
 
   eventHashes(start: number, count: number): string[] {
-    const rows = this.db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq").all(this.chainId, start, start + count) as Array<{ hash: string }>;
-    if (rows.length !== count) throw new Error(`chain ${this.chainId} holds ${rows.length} of the events ${start}..${start + count - 1}`);
+    const rows = this.db
+      .prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq")
+      .all(this.chainId, start, start + count) as Array<{ hash: string }>;
+    if (rows.length !== count)
+      throw new Error(`chain ${this.chainId} holds ${rows.length} of the events ${start}..${start + count - 1}`);
     return rows.map((r) => r.hash);
   }
 

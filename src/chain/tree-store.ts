@@ -77,12 +77,14 @@ export function storedTreeReader(db: Db, chainId: string): StoredHashReader {
   return tiledReader(
     (level, index) => {
       const row = node.get(chainId, level, index) as { hash: string } | undefined;
-      if (row === undefined) throw new Error(`chain ${chainId}: the stored Merkle tree lacks the subtree at level ${level}, index ${index}`);
+      if (row === undefined)
+        throw new Error(`chain ${chainId}: the stored Merkle tree lacks the subtree at level ${level}, index ${index}`);
       return Buffer.from(row.hash, "hex");
     },
     (start, count) => {
       const rows = leaves.all(chainId, start, start + count) as Array<{ hash: string }>;
-      if (rows.length !== count) throw new Error(`chain ${chainId} holds ${rows.length} of the events ${start}..${start + count - 1}`);
+      if (rows.length !== count)
+        throw new Error(`chain ${chainId} holds ${rows.length} of the events ${start}..${start + count - 1}`);
       return rows.map((r) => leafHash(r.hash));
     },
   );
@@ -95,7 +97,9 @@ export function frontierAt(db: Db, chainId: string, size: number): Frontier {
 
 /** How many leaves the stored tree's level-4 rows cover (the rows are written in order, so the highest one says). */
 function coveredSqlite(db: Db, chainId: string): number {
-  const row = db.prepare("SELECT MAX(idx) AS idx FROM audit_tree WHERE chain_id = ? AND level = ?").get(chainId, STORED_FROM_LEVEL) as { idx: number | null };
+  const row = db
+    .prepare("SELECT MAX(idx) AS idx FROM audit_tree WHERE chain_id = ? AND level = ?")
+    .get(chainId, STORED_FROM_LEVEL) as { idx: number | null };
   return row.idx === null ? 0 : (Number(row.idx) + 1) * 2 ** STORED_FROM_LEVEL;
 }
 
@@ -109,12 +113,15 @@ export function catchUpTree(db: Db, chainId: string): number {
   const frontier = frontierAt(db, chainId, covered);
   const insert = db.prepare(INSERT_TREE_NODE);
   // In pages: better-sqlite3 runs no other statement on a connection while one is being iterated.
-  const page = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq").pluck();
+  const page = db
+    .prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq")
+    .pluck();
   let hashed = 0;
   for (let from = covered; ; from += CATCH_UP_PAGE) {
     const hashes = page.all(chainId, from, from + CATCH_UP_PAGE) as string[];
     for (const hash of hashes) {
-      for (const s of rowsToStore(pushLeaf(frontier, leafHash(hash)))) insert.run(chainId, s.level, s.index, s.hash.toString("hex"));
+      for (const s of rowsToStore(pushLeaf(frontier, leafHash(hash))))
+        insert.run(chainId, s.level, s.index, s.hash.toString("hex"));
       hashed++;
     }
     if (hashes.length < CATCH_UP_PAGE) return hashed;
@@ -125,7 +132,10 @@ const CATCH_UP_PAGE = 50_000;
 
 /** Every chain's tree caught up (the migration to v3 builds them all once). */
 export function catchUpAllTrees(db: Db): void {
-  for (const { chain_id } of db.prepare("SELECT chain_id FROM audit_chain ORDER BY chain_id").all() as Array<{ chain_id: string }>) catchUpTree(db, chain_id);
+  for (const { chain_id } of db.prepare("SELECT chain_id FROM audit_chain ORDER BY chain_id").all() as Array<{
+    chain_id: string;
+  }>)
+    catchUpTree(db, chain_id);
 }
 
 // -- any engine (asynchronous) -------------------------------------------------------------------------------------
@@ -134,7 +144,11 @@ export function catchUpAllTrees(db: Db): void {
  * Fetches the named subtrees in two queries (tree rows; event hashes for the levels below the tiles) and answers them
  * from memory. Asked for one it did not fetch, it throws: the plan came from `subtreesRead`, which is exact.
  */
-async function fetchSubtrees(q: Query, chainId: string, needs: ReadonlyArray<{ level: number; index: number }>): Promise<StoredHashReader> {
+async function fetchSubtrees(
+  q: Query,
+  chainId: string,
+  needs: ReadonlyArray<{ level: number; index: number }>,
+): Promise<StoredHashReader> {
   const have = new Map<string, Hash>();
   const stored = needs.filter((n) => n.level >= STORED_FROM_LEVEL);
   const below = needs.filter((n) => n.level < STORED_FROM_LEVEL);
@@ -147,10 +161,10 @@ async function fetchSubtrees(q: Query, chainId: string, needs: ReadonlyArray<{ l
   }
   if (below.length > 0) {
     const ranges = below.map((n) => [n.index * 2 ** n.level, (n.index + 1) * 2 ** n.level] as const);
-    const rows = await q.all<{ seq: number; hash: string }>(`SELECT seq, hash FROM audit_event WHERE chain_id = ? AND (${ranges.map(() => "(seq >= ? AND seq < ?)").join(" OR ")})`, [
-      chainId,
-      ...ranges.flat(),
-    ]);
+    const rows = await q.all<{ seq: number; hash: string }>(
+      `SELECT seq, hash FROM audit_event WHERE chain_id = ? AND (${ranges.map(() => "(seq >= ? AND seq < ?)").join(" OR ")})`,
+      [chainId, ...ranges.flat()],
+    );
     const leaves = new Map(rows.map((r) => [Number(r.seq), leafHash(r.hash)]));
     for (const [i, n] of below.entries()) {
       const [from, to] = ranges[i] as readonly [number, number];
@@ -164,14 +178,19 @@ async function fetchSubtrees(q: Query, chainId: string, needs: ReadonlyArray<{ l
   }
   return (level, index) => {
     const hash = have.get(`${level}/${index}`);
-    if (hash === undefined) throw new Error(`chain ${chainId}: the stored Merkle tree lacks the subtree at level ${level}, index ${index}`);
+    if (hash === undefined)
+      throw new Error(`chain ${chainId}: the stored Merkle tree lacks the subtree at level ${level}, index ${index}`);
     return hash;
   };
 }
 
 /** Runs a tree computation over the stored tree on any engine: its reads planned first, fetched, then answered. */
 export async function onStoredTree<T>(q: Query, chainId: string, compute: (read: StoredHashReader) => T): Promise<T> {
-  const read = await fetchSubtrees(q, chainId, subtreesRead((r) => void compute(r)));
+  const read = await fetchSubtrees(
+    q,
+    chainId,
+    subtreesRead((r) => void compute(r)),
+  );
   return compute(read);
 }
 
@@ -181,14 +200,21 @@ export async function frontierAtOn(q: Query, chainId: string, size: number): Pro
 
 /** `catchUpTree` on any engine, in the caller's transaction; event hashes are read in pages. */
 export async function catchUpTreeOn(q: Tx, chainId: string): Promise<number> {
-  const top = await q.get<{ idx: number | null }>("SELECT MAX(idx) AS idx FROM audit_tree WHERE chain_id = ? AND level = ?", [chainId, STORED_FROM_LEVEL]);
+  const top = await q.get<{ idx: number | null }>(
+    "SELECT MAX(idx) AS idx FROM audit_tree WHERE chain_id = ? AND level = ?",
+    [chainId, STORED_FROM_LEVEL],
+  );
   const covered = top?.idx === null || top?.idx === undefined ? 0 : (Number(top.idx) + 1) * 2 ** STORED_FROM_LEVEL;
   const frontier = await frontierAtOn(q, chainId, covered);
   let hashed = 0;
   for (let from = covered; ; from += CATCH_UP_PAGE) {
-    const rows = await q.all<{ hash: string }>("SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq", [chainId, from, from + CATCH_UP_PAGE]);
+    const rows = await q.all<{ hash: string }>(
+      "SELECT hash FROM audit_event WHERE chain_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+      [chainId, from, from + CATCH_UP_PAGE],
+    );
     for (const row of rows) {
-      for (const s of rowsToStore(pushLeaf(frontier, leafHash(row.hash)))) await q.run(INSERT_TREE_NODE, [chainId, s.level, s.index, s.hash.toString("hex")]);
+      for (const s of rowsToStore(pushLeaf(frontier, leafHash(row.hash))))
+        await q.run(INSERT_TREE_NODE, [chainId, s.level, s.index, s.hash.toString("hex")]);
       hashed++;
     }
     if (rows.length < CATCH_UP_PAGE) return hashed;
@@ -234,7 +260,11 @@ export function treeCheckOf(
 }
 
 /** The rows and notes `treeCheckOf` compares, for the first `size` events (a writer may have appended since). */
-function treeCheckInputs(rows: Iterable<{ level: number; idx: number; hash: string }>, notes: Iterable<{ seq: number; payload: string }>, size: number) {
+function treeCheckInputs(
+  rows: Iterable<{ level: number; idx: number; hash: string }>,
+  notes: Iterable<{ seq: number; payload: string }>,
+  size: number,
+) {
   const stored = new Map<string, string>();
   for (const r of rows) {
     const level = Number(r.level);
@@ -256,31 +286,52 @@ function treeCheckInputs(rows: Iterable<{ level: number; idx: number; hash: stri
   return { stored, chained };
 }
 
-const NOTES_SQL = "SELECT seq, payload FROM audit_event WHERE chain_id = ? AND source = 'chain' AND kind = 'chain.checkpoint' ORDER BY seq";
+const NOTES_SQL =
+  "SELECT seq, payload FROM audit_event WHERE chain_id = ? AND source = 'chain' AND kind = 'chain.checkpoint' ORDER BY seq";
 
 /**
  * §8 checks 11–12 on a SQLite connection, over the events the walk verified (`walked.head`): the stored tree and the
  * chained checkpoint notes against the events. A database without the table (written before v3, opened read-only)
  * has no tree to check.
  */
-export function storedTreeCheck(db: Db, chainId: string, walked: { head: { seq: number } | null }): { failure?: VerifyFailure } {
+export function storedTreeCheck(
+  db: Db,
+  chainId: string,
+  walked: { head: { seq: number } | null },
+): { failure?: VerifyFailure } {
   if (walked.head === null) return {};
-  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_tree'").get() === undefined) return {};
+  if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_tree'").get() === undefined)
+    return {};
   const size = walked.head.seq + 1;
-  const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined;
+  const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as
+    | { owner_key: string }
+    | undefined;
   if (owner === undefined) return {};
   const { stored, chained } = treeCheckInputs(
-    db.prepare("SELECT level, idx, hash FROM audit_tree WHERE chain_id = ?").iterate(chainId) as Iterable<{ level: number; idx: number; hash: string }>,
+    db.prepare("SELECT level, idx, hash FROM audit_tree WHERE chain_id = ?").iterate(chainId) as Iterable<{
+      level: number;
+      idx: number;
+      hash: string;
+    }>,
     db.prepare(NOTES_SQL).iterate(chainId) as Iterable<{ seq: number; payload: string }>,
     size,
   );
-  const hashes = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq < ? ORDER BY seq").pluck().iterate(chainId, size) as Iterable<string>;
-  const failure = treeCheckOf(hashes, stored, chained, (note, at, root) => chainedNoteProblem(note, owner.owner_key, chainId, at, root));
+  const hashes = db
+    .prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq < ? ORDER BY seq")
+    .pluck()
+    .iterate(chainId, size) as Iterable<string>;
+  const failure = treeCheckOf(hashes, stored, chained, (note, at, root) =>
+    chainedNoteProblem(note, owner.owner_key, chainId, at, root),
+  );
   return failure ? { failure } : {};
 }
 
 /** The same check on any engine. */
-export async function storedTreeCheckOn(q: Query, chainId: string, walked: { head: { seq: number } | null }): Promise<{ failure?: VerifyFailure }> {
+export async function storedTreeCheckOn(
+  q: Query,
+  chainId: string,
+  walked: { head: { seq: number } | null },
+): Promise<{ failure?: VerifyFailure }> {
   if (walked.head === null) return {};
   const table =
     q.kind === "sqlite"
@@ -291,11 +342,21 @@ export async function storedTreeCheckOn(q: Query, chainId: string, walked: { hea
   const owner = await q.get<{ owner_key: string }>("SELECT owner_key FROM audit_chain WHERE chain_id = ?", [chainId]);
   if (owner === undefined) return {};
   const { stored, chained } = treeCheckInputs(
-    await q.all<{ level: number; idx: number; hash: string }>("SELECT level, idx, hash FROM audit_tree WHERE chain_id = ?", [chainId]),
+    await q.all<{ level: number; idx: number; hash: string }>(
+      "SELECT level, idx, hash FROM audit_tree WHERE chain_id = ?",
+      [chainId],
+    ),
     await q.all<{ seq: number; payload: string }>(NOTES_SQL, [chainId]),
     size,
   );
-  const hashes = (await q.all<{ hash: string }>("SELECT hash FROM audit_event WHERE chain_id = ? AND seq < ? ORDER BY seq", [chainId, size])).map((r) => r.hash);
-  const failure = treeCheckOf(hashes, stored, chained, (note, at, root) => chainedNoteProblem(note, owner.owner_key, chainId, at, root));
+  const hashes = (
+    await q.all<{ hash: string }>("SELECT hash FROM audit_event WHERE chain_id = ? AND seq < ? ORDER BY seq", [
+      chainId,
+      size,
+    ])
+  ).map((r) => r.hash);
+  const failure = treeCheckOf(hashes, stored, chained, (note, at, root) =>
+    chainedNoteProblem(note, owner.owner_key, chainId, at, root),
+  );
   return failure ? { failure } : {};
 }

@@ -49,18 +49,35 @@ export interface ParallelVerifyOptions {
 
 const DEFAULT_MIN_EVENTS = 20_000;
 
-export async function verifyStoredChainParallel(dbPath: string, chainId: string, opts: ParallelVerifyOptions = {}): Promise<VerifyResult> {
+export async function verifyStoredChainParallel(
+  dbPath: string,
+  chainId: string,
+  opts: ParallelVerifyOptions = {},
+): Promise<VerifyResult> {
   const db = openDatabase(dbPath, { readonly: true });
   try {
-    const top = db.prepare("SELECT MAX(seq) AS seq, COUNT(*) AS n FROM audit_event WHERE chain_id = ?").get(chainId) as { seq: number | null; n: number };
+    const top = db
+      .prepare("SELECT MAX(seq) AS seq, COUNT(*) AS n FROM audit_event WHERE chain_id = ?")
+      .get(chainId) as { seq: number | null; n: number };
     const workers = Math.max(1, opts.workers ?? availableParallelism());
-    const sequential = () => verifyStoredChain(db, chainId, { ...(opts.key !== undefined ? { key: opts.key } : {}), checkpoints: [...(opts.checkpoints ?? [])], ...(opts.expectHead ? { expectHead: opts.expectHead } : {}) });
+    const sequential = () =>
+      verifyStoredChain(db, chainId, {
+        ...(opts.key !== undefined ? { key: opts.key } : {}),
+        checkpoints: [...(opts.checkpoints ?? [])],
+        ...(opts.expectHead ? { expectHead: opts.expectHead } : {}),
+      });
     if (top.seq === null || top.n < (opts.minEvents ?? DEFAULT_MIN_EVENTS) || workers === 1) return sequential();
     const last = top.seq;
 
     // Genesis here: it fixes the owner key every segment is verified under (pinned, or self-asserted and said so).
-    const genesisRow = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = 0").get(chainId) as EventRow | undefined;
-    const genesis = verifyEvents(verifiableRows(genesisRow ? [genesisRow] : []).events, { ...(opts.key !== undefined ? { key: opts.key } : {}), chainId, payloadTextOf: () => genesisRow?.payload });
+    const genesisRow = db.prepare("SELECT * FROM audit_event WHERE chain_id = ? AND seq = 0").get(chainId) as
+      | EventRow
+      | undefined;
+    const genesis = verifyEvents(verifiableRows(genesisRow ? [genesisRow] : []).events, {
+      ...(opts.key !== undefined ? { key: opts.key } : {}),
+      chainId,
+      payloadTextOf: () => genesisRow?.payload,
+    });
     if (!genesis.ok || genesisRow === undefined) return sequential();
     const ownerKey = opts.key ?? (JSON.parse(genesisRow.payload) as { owner_key: string }).owner_key;
 
@@ -69,7 +86,9 @@ export async function verifyStoredChainParallel(dbPath: string, chainId: string,
     for (let from = 1; from <= last; from += size) jobs.push({ from, to: Math.min(last, from + size - 1) });
     const reports = await runSegments(dbPath, chainId, ownerKey, jobs, Math.min(workers, jobs.length));
 
-    const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as { owner_key: string } | undefined;
+    const owner = db.prepare("SELECT owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as
+      | { owner_key: string }
+      | undefined;
     const stored = owner ? storedCheckpoints(db, chainId, owner.owner_key) : [];
     const result = (failure?: VerifyFailure, head?: { seq: number; hash: string }): VerifyResult => ({
       ok: failure === undefined,
@@ -87,12 +106,20 @@ export async function verifyStoredChainParallel(dbPath: string, chainId: string,
     const tsAt = db.prepare("SELECT ts FROM audit_event WHERE chain_id = ? AND seq = ?");
     for (const r of reports) {
       const missing = (seq: number) => {
-        const next = db.prepare("SELECT MIN(seq) AS seq FROM audit_event WHERE chain_id = ? AND seq > ?").get(chainId, seq - 1) as { seq: number | null };
-        return result({ seq, code: "seq", detail: `found seq ${next.seq ?? "nothing"} where seq ${seq} was expected` }, head);
+        const next = db
+          .prepare("SELECT MIN(seq) AS seq FROM audit_event WHERE chain_id = ? AND seq > ?")
+          .get(chainId, seq - 1) as { seq: number | null };
+        return result(
+          { seq, code: "seq", detail: `found seq ${next.seq ?? "nothing"} where seq ${seq} was expected` },
+          head,
+        );
       };
       if (r.assumed === null || r.result === null) return missing(head.seq + 1);
       if (r.assumed.hash !== head.hash || r.assumed.ts !== headTs) {
-        return result({ seq: r.from, code: "prev_hash", detail: `prev_hash is not the hash of seq ${r.from - 1} as verified` }, head);
+        return result(
+          { seq: r.from, code: "prev_hash", detail: `prev_hash is not the hash of seq ${r.from - 1} as verified` },
+          head,
+        );
       }
       if (r.result.failure) return result(r.result.failure, head);
       const reached = r.result.head;
@@ -107,11 +134,19 @@ export async function verifyStoredChainParallel(dbPath: string, chainId: string,
     // After the walk (§8): checkpoints, then the expected head, against the hashes the segments verified.
     const hashAt = db.prepare("SELECT hash FROM audit_event WHERE chain_id = ? AND seq = ?");
     const verifiedHashAt = (seq: number) => (hashAt.get(chainId, seq) as { hash: string } | undefined)?.hash;
-    const anchorFailure = checkAnchors([...stored, ...(opts.checkpoints ?? [])], opts.expectHead, { chainId, ownerKey, lastSeq: head.seq, hashAt: verifiedHashAt });
+    const anchorFailure = checkAnchors([...stored, ...(opts.checkpoints ?? [])], opts.expectHead, {
+      chainId,
+      ownerKey,
+      lastSeq: head.seq,
+      hashAt: verifiedHashAt,
+    });
     // §8 checks 11–12 (issue 38): the stored Merkle tree and every chained checkpoint note against the verified hashes;
     // the segments' walks resume mid-chain, so the notes are checked here, with the tree.
     const linked = result(anchorFailure, head);
-    return withSummaryCheck(withSummaryCheck(linked, checkStoredSummaries(db, chainId)), storedTreeCheck(db, chainId, linked));
+    return withSummaryCheck(
+      withSummaryCheck(linked, checkStoredSummaries(db, chainId)),
+      storedTreeCheck(db, chainId, linked),
+    );
   } finally {
     db.close();
   }
@@ -127,16 +162,41 @@ function checkAnchors(
     const body = cp?.checkpoint;
     const cpSeq = typeof body?.seq === "number" ? body.seq : -1;
     const at = Math.min(cpSeq, chain.lastSeq + 1);
-    if (!body || body.format !== CHECKPOINT_FORMAT || !checkpointSignatureValid(cp) || body.key !== chain.ownerKey || body.chain_id !== chain.chainId) {
-      return { seq: at, code: "checkpoint", detail: `checkpoint at seq ${cpSeq} is not signed by the owner key for this chain` };
+    if (
+      !body ||
+      body.format !== CHECKPOINT_FORMAT ||
+      !checkpointSignatureValid(cp) ||
+      body.key !== chain.ownerKey ||
+      body.chain_id !== chain.chainId
+    ) {
+      return {
+        seq: at,
+        code: "checkpoint",
+        detail: `checkpoint at seq ${cpSeq} is not signed by the owner key for this chain`,
+      };
     }
-    if (cpSeq > chain.lastSeq) return { seq: at, code: "truncated", detail: `checkpoint covers seq ${cpSeq} but the chain ends at seq ${chain.lastSeq}` };
+    if (cpSeq > chain.lastSeq)
+      return {
+        seq: at,
+        code: "truncated",
+        detail: `checkpoint covers seq ${cpSeq} but the chain ends at seq ${chain.lastSeq}`,
+      };
     const hash = chain.hashAt(cpSeq);
-    if (hash !== body.head_hash) return { seq: at, code: "fork", detail: `checkpoint says seq ${cpSeq} is ${body.head_hash}, the chain has ${hash}` };
+    if (hash !== body.head_hash)
+      return {
+        seq: at,
+        code: "fork",
+        detail: `checkpoint says seq ${cpSeq} is ${body.head_hash}, the chain has ${hash}`,
+      };
   }
   if (expectHead) {
     const { seq, hash } = expectHead;
-    if (seq > chain.lastSeq) return { seq: chain.lastSeq + 1, code: "truncated", detail: `expected head at seq ${seq} but the chain ends at seq ${chain.lastSeq}` };
+    if (seq > chain.lastSeq)
+      return {
+        seq: chain.lastSeq + 1,
+        code: "truncated",
+        detail: `expected head at seq ${seq} but the chain ends at seq ${chain.lastSeq}`,
+      };
     const found = chain.hashAt(seq);
     if (found !== hash) return { seq, code: "fork", detail: `expected ${hash} at seq ${seq}, the chain has ${found}` };
   }
@@ -144,7 +204,13 @@ function checkAnchors(
 }
 
 /** Runs the jobs on `count` workers, each taking the next job when it reports; the reports come back in job order. */
-async function runSegments(dbPath: string, chainId: string, key: string, jobs: readonly SegmentJob[], count: number): Promise<SegmentReport[]> {
+async function runSegments(
+  dbPath: string,
+  chainId: string,
+  key: string,
+  jobs: readonly SegmentJob[],
+  count: number,
+): Promise<SegmentReport[]> {
   const reports = new Map<number, SegmentReport>();
   let next = 0;
   const script = new URL("./verify-segment-worker.js", import.meta.url);
@@ -162,7 +228,9 @@ async function runSegments(dbPath: string, chainId: string, key: string, jobs: r
           feed();
         });
         worker.on("error", reject);
-        worker.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`a verify worker exited with status ${code}`))));
+        worker.on("exit", (code) =>
+          code === 0 ? resolve() : reject(new Error(`a verify worker exited with status ${code}`)),
+        );
         feed();
       });
     }),

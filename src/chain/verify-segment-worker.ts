@@ -12,7 +12,9 @@ import type { SegmentJob, SegmentReport } from "./verify-parallel.js";
 const { dbPath, chainId, key } = workerData as { dbPath: string; chainId: string; key: string };
 const db = openDatabase(dbPath, { readonly: true });
 // The ten stored columns only: the generated `phase` would cost SQLite a JSON parse per row for nothing.
-const rowsOf = db.prepare("SELECT chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ? ORDER BY seq");
+const rowsOf = db.prepare(
+  "SELECT chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig FROM audit_event WHERE chain_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+);
 
 /**
  * Rows as the walk reads them, without parsing each payload twice: after genesis (verified in the main thread) the
@@ -20,7 +22,10 @@ const rowsOf = db.prepare("SELECT chain_id, seq, ts, prev_hash, source, kind, pa
  * object (check 1). A stored text that starts with "{" and passes the canonical check is an object, so such a row
  * gets an empty object in its place; any other text is parsed, so the walk fails it exactly as before.
  */
-function segmentRows(rows: Iterable<EventRow>): { events: Iterable<object>; payloadTextOf: (item: unknown) => string | undefined } {
+function segmentRows(rows: Iterable<EventRow>): {
+  events: Iterable<object>;
+  payloadTextOf: (item: unknown) => string | undefined;
+} {
   const texts = new WeakMap<object, string>();
   function* events(): Iterable<object> {
     for (const row of rows) {
@@ -32,7 +37,18 @@ function segmentRows(rows: Iterable<EventRow>): { events: Iterable<object>; payl
           payload = {};
         }
       }
-      const event = { seq: row.seq, chain_id: row.chain_id, ts: row.ts, prev_hash: row.prev_hash, source: row.source, kind: row.kind, payload, payload_hash: row.payload_hash, hash: row.hash, sig: row.sig };
+      const event = {
+        seq: row.seq,
+        chain_id: row.chain_id,
+        ts: row.ts,
+        prev_hash: row.prev_hash,
+        source: row.source,
+        kind: row.kind,
+        payload,
+        payload_hash: row.payload_hash,
+        hash: row.hash,
+        sig: row.sig,
+      };
       texts.set(event, row.payload);
       yield event;
     }
@@ -53,8 +69,18 @@ parentPort?.on("message", (job: SegmentJob | null) => {
     report = { from: job.from, to: job.to, assumed: null, result: null };
   } else {
     const { events, payloadTextOf } = segmentRows(rowsOf.iterate(chainId, job.from, job.to) as Iterable<EventRow>);
-    const result = verifyEvents(events, { key, chainId, after: { seq: job.from - 1, hash: assumed.hash, ts: assumed.ts }, payloadTextOf });
-    report = { from: job.from, to: job.to, assumed, result: { head: result.head, ...(result.failure ? { failure: result.failure } : {}) } };
+    const result = verifyEvents(events, {
+      key,
+      chainId,
+      after: { seq: job.from - 1, hash: assumed.hash, ts: assumed.ts },
+      payloadTextOf,
+    });
+    report = {
+      from: job.from,
+      to: job.to,
+      assumed,
+      result: { head: result.head, ...(result.failure ? { failure: result.failure } : {}) },
+    };
   }
   parentPort?.postMessage(report);
 });

@@ -34,7 +34,11 @@ export class WitnessClaims {
 
   /** The tree head of the newest chained checkpoint, or null while the chain has none. */
   async latest(): Promise<ControllerTreeHead | null> {
-    const row = await this.engine.read((q) => q.get<{ seq: number }>("SELECT seq FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1", [this.chainId]));
+    const row = await this.engine.read((q) =>
+      q.get<{ seq: number }>("SELECT seq FROM audit_checkpoint WHERE chain_id = ? ORDER BY seq DESC LIMIT 1", [
+        this.chainId,
+      ]),
+    );
     if (row === undefined) return null;
     const size = Number(row.seq) + 1;
     if (this.head?.size === size) return this.head;
@@ -45,7 +49,10 @@ export class WitnessClaims {
   /** The note chained with the checkpoint (the event right after its head), when it names this tree. */
   private async chainedHead(size: number): Promise<ControllerTreeHead | null> {
     const event = await this.engine.read((q) =>
-      q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE chain_id = ? AND seq = ? AND source = 'chain' AND kind = 'chain.checkpoint'", [this.chainId, size]),
+      q.get<{ payload: string }>(
+        "SELECT payload FROM audit_event WHERE chain_id = ? AND seq = ? AND source = 'chain' AND kind = 'chain.checkpoint'",
+        [this.chainId, size],
+      ),
     );
     const note = event === undefined ? undefined : (JSON.parse(event.payload) as { note?: unknown }).note;
     if (typeof note !== "string") return null;
@@ -68,7 +75,13 @@ export class WitnessClaims {
     // an older tree with the reason, and the next call reads the newer one.
     const from = held !== null && held > 0 && held < head.size ? held : null;
     const proof =
-      from === null ? [] : (await this.engine.read((q) => onStoredTree(q, this.chainId, (read) => consistencyProofFrom(read, from, head.size)))).map((h) => h.toString("base64"));
+      from === null
+        ? []
+        : (
+            await this.engine.read((q) =>
+              onStoredTree(q, this.chainId, (read) => consistencyProofFrom(read, from, head.size)),
+            )
+          ).map((h) => h.toString("base64"));
     return { note: head.note, proof_from: from ?? held ?? 0, proof };
   }
 
@@ -79,7 +92,9 @@ export class WitnessClaims {
   async rootAt(size: number): Promise<Hash | null> {
     if (size < 1) return null;
     return this.engine.read(async (q) => {
-      const top = await q.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM audit_event WHERE chain_id = ?", [this.chainId]);
+      const top = await q.get<{ seq: number | null }>("SELECT MAX(seq) AS seq FROM audit_event WHERE chain_id = ?", [
+        this.chainId,
+      ]);
       if (top?.seq === null || top?.seq === undefined || Number(top.seq) + 1 < size) return null;
       return onStoredTree(q, this.chainId, (read) => treeHeadFrom(read, size));
     });

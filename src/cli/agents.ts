@@ -12,7 +12,14 @@ import type { AgentState, HistoryAnswer } from "../agents/index.js";
 import { unreadable } from "../kit/file-errors.js";
 import { type DeployDocument, openBackend, type SpecInput } from "./backends/index.js";
 import { CliError, invalidInput } from "./errors.js";
-import { backendFlags, type ControllerVerbFlags, controllerFlags, integerFlag, kubeContextFlag, watchFlags } from "./flags.js";
+import {
+  backendFlags,
+  type ControllerVerbFlags,
+  controllerFlags,
+  integerFlag,
+  kubeContextFlag,
+  watchFlags,
+} from "./flags.js";
 import { describeText } from "./describe.js";
 import { answer, wideOutput } from "./output.js";
 import { paintSeen, stdoutPalette } from "./style.js";
@@ -27,7 +34,9 @@ export function readSpecInput(file: string): SpecInput {
     try {
       text = readFileSync(0, "utf8");
     } catch (error) {
-      throw invalidInput(`-: cannot read the agent spec from stdin (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      throw invalidInput(
+        `-: cannot read the agent spec from stdin (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`,
+      );
     }
     return { path: join(process.cwd(), "<stdin>"), text };
   }
@@ -36,12 +45,17 @@ export function readSpecInput(file: string): SpecInput {
     return { path, text: readFileSync(path, "utf8") };
   } catch (error) {
     // Issue 36 item 5: a missing file is named as missing (not "correct the named field").
-    throw new CliError(`${unreadable(file, error, "the agent spec")}${isAbsolute(file) ? "" : ` (relative to ${process.cwd()})`}`, 2, { kind: "file" });
+    throw new CliError(
+      `${unreadable(file, error, "the agent spec")}${isAbsolute(file) ? "" : ` (relative to ${process.cwd()})`}`,
+      2,
+      { kind: "file" },
+    );
   }
 }
 
 function printDeploy(d: DeployDocument, json: boolean | undefined): void {
-  const how = d.rounds.length > 0 ? ` [${d.rounds.map((x) => `${String(x.row)} → ${String(x.action)}`).join("; ")}]` : "";
+  const how =
+    d.rounds.length > 0 ? ` [${d.rounds.map((x) => `${String(x.row)} → ${String(x.action)}`).join("; ")}]` : "";
   answer(json, d, `${d.message}${json ? "" : `\n${d.target}: ${d.outcome}${how}`}`);
   process.exitCode = d.ok ? 0 : 1;
 }
@@ -49,9 +63,16 @@ function printDeploy(d: DeployDocument, json: boolean | undefined): void {
 /** Issue 36: the plan, for people: what would happen, the row and action, what it would replace, the explain. */
 function printPlan(p: DeployPlan, json: boolean | undefined): void {
   const lines = [p.message, `${p.target}: row ${p.row} → ${p.action}`];
-  if (p.replaces) lines.push(`would replace: ${p.replaces.instance}${p.replaces.node ? ` on node ${p.replaces.node}` : ""} (fence ${JSON.stringify(p.replaces.fence)})`);
+  if (p.replaces)
+    lines.push(
+      `would replace: ${p.replaces.instance}${p.replaces.node ? ` on node ${p.replaces.node}` : ""} (fence ${JSON.stringify(p.replaces.fence)})`,
+    );
   if (p.placement) {
-    lines.push(p.placement.node ? `would place on: ${p.placement.node}` : `would place on: no node (${p.placement.error ?? "none fits"})`);
+    lines.push(
+      p.placement.node
+        ? `would place on: ${p.placement.node}`
+        : `would place on: no node (${p.placement.error ?? "none fits"})`,
+    );
     if (p.placement.explain) lines.push(p.placement.explain);
   }
   answer(json, p, lines.join("\n"));
@@ -68,11 +89,19 @@ function historyText(h: HistoryAnswer): string {
     String(r.deploys),
     r.rollback_of === null ? "" : `rollback of ${r.rollback_of}`,
   ]);
-  const out = [renderTable(["REV", "DEPLOYED", "SEQ", "SPEC", "DEPLOYS", "NOTE"], rows, { palette: stdoutPalette(false) })];
+  const out = [
+    renderTable(["REV", "DEPLOYED", "SEQ", "SPEC", "DEPLOYS", "NOTE"], rows, { palette: stdoutPalette(false) }),
+  ];
   for (const r of h.revisions) {
     if (r.revision === 1) continue;
     out.push(`\n--- revision ${r.revision - 1} → ${r.revision}`);
-    out.push(r.diff === null ? "(the text of one of them was not kept by this store)" : r.diff.length === 0 ? "(same lines)" : r.diff.join("\n"));
+    out.push(
+      r.diff === null
+        ? "(the text of one of them was not kept by this store)"
+        : r.diff.length === 0
+          ? "(same lines)"
+          : r.diff.join("\n"),
+    );
   }
   return `${out.join("\n")}\n(* deployed now; \`berth agent rollback ${h.agent} REV\` deploys an earlier one)`;
 }
@@ -91,13 +120,22 @@ function stateTable(states: readonly AgentState[], json: boolean | undefined): s
     s.restarts === null || s.restarts === undefined ? "-" : String(s.restarts),
     s.instance ?? "-",
     ...(wide ? [s.row ?? "-", s.next ?? "-"] : []),
-    s.error ?? (s.last_deploy ? `last deploy failed: ${s.last_deploy}` : s.next && s.next !== "no-op" ? `next deploy: ${s.next}` : ""),
+    s.error ??
+      (s.last_deploy
+        ? `last deploy failed: ${s.last_deploy}`
+        : s.next && s.next !== "no-op"
+          ? `next deploy: ${s.next}`
+          : ""),
   ]);
   const palette = stdoutPalette(json);
-  return renderTable(["NAME", "TARGET", "STATE", "LIFECYCLE", "RESTARTS", "INSTANCE", ...(wide ? ["ROW", "NEXT"] : []), "NOTE"], rows, {
-    palette,
-    paint: (column, text) => (column === 2 || column === 3 ? paintSeen(palette, text) : text),
-  });
+  return renderTable(
+    ["NAME", "TARGET", "STATE", "LIFECYCLE", "RESTARTS", "INSTANCE", ...(wide ? ["ROW", "NEXT"] : []), "NOTE"],
+    rows,
+    {
+      palette,
+      paint: (column, text) => (column === 2 || column === 3 ? paintSeen(palette, text) : text),
+    },
+  );
 }
 
 /** Issue 36 item 9: `agent status` for people is its `-o json` document as describe lines (describe.ts), no JSON block. */
@@ -107,13 +145,36 @@ function stateText(s: AgentState): string {
 
 // ---- registration -------------------------------------------------------------------------------------------------
 
-export const AGENT_VERBS = ["status", "logs", "stop", "start", "replace", "purge", "delete", "history", "rollback"] as const;
+export const AGENT_VERBS = [
+  "status",
+  "logs",
+  "stop",
+  "start",
+  "replace",
+  "purge",
+  "delete",
+  "history",
+  "rollback",
+] as const;
 
-type VerbFlags = ControllerVerbFlags & { file?: string; tail?: string; tailBytes?: string; wait?: boolean; follow?: boolean };
+type VerbFlags = ControllerVerbFlags & {
+  file?: string;
+  tail?: string;
+  tailBytes?: string;
+  wait?: boolean;
+  follow?: boolean;
+};
 
-async function agentVerb(verb: string, name: string, rev: string | undefined, opts: VerbFlags, cmd: Command): Promise<void> {
+async function agentVerb(
+  verb: string,
+  name: string,
+  rev: string | undefined,
+  opts: VerbFlags,
+  cmd: Command,
+): Promise<void> {
   if (opts.follow && verb !== "logs") throw new CliError("-f/--follow: only with `berth agent logs NAME`");
-  if (rev !== undefined && verb !== "rollback") throw new CliError(`REV: only with \`berth agent rollback NAME [REV]\`, not ${verb}`);
+  if (rev !== undefined && verb !== "rollback")
+    throw new CliError(`REV: only with \`berth agent rollback NAME [REV]\`, not ${verb}`);
   const backend = await openBackend(backendFlags(opts, cmd));
   switch (verb) {
     case "history": {
@@ -127,7 +188,10 @@ async function agentVerb(verb: string, name: string, rev: string | undefined, op
       return;
     }
     case "replace":
-      printDeploy(await backend.agentReplace(name, opts.file === undefined ? undefined : readSpecInput(opts.file)), opts.json);
+      printDeploy(
+        await backend.agentReplace(name, opts.file === undefined ? undefined : readSpecInput(opts.file)),
+        opts.json,
+      );
       return;
     case "status": {
       const s = await backend.agentStatus(name);
@@ -153,7 +217,8 @@ async function agentVerb(verb: string, name: string, rev: string | undefined, op
         await (await import("./watch.js")).followLog(1000, () => backend.agentLogs(name, tailBytes), l);
         return;
       }
-      if (opts.json || !streamed) answer(opts.json, shown, `${shown.stdout}${shown.stderr ? `--- stderr ---\n${shown.stderr}` : ""}`);
+      if (opts.json || !streamed)
+        answer(opts.json, shown, `${shown.stdout}${shown.stderr ? `--- stderr ---\n${shown.stderr}` : ""}`);
       return;
     }
     case "stop": {
@@ -188,35 +253,55 @@ export function registerAgentCommands(program: Command): void {
     controllerFlags(
       program
         .command("deploy [file]")
-        .description("make the agent in FILE run, once, on its target (mesh or kubernetes); deploying the same spec again does nothing")
+        .description(
+          "make the agent in FILE run, once, on its target (mesh or kubernetes); deploying the same spec again does nothing",
+        )
         .option("-f, --file <file>", "the agent spec (YAML or JSON); - reads it from stdin")
-        .option("--dry-run", "say what the deploy would do (the row and action; Kubernetes: create, no-op, which pod a fenced replace would delete; mesh: which node and why) and do nothing"),
+        .option(
+          "--dry-run",
+          "say what the deploy would do (the row and action; Kubernetes: create, no-op, which pod a fenced replace would delete; mesh: which node and why) and do nothing",
+        ),
     ),
-  ).action(async (file: string | undefined, opts: ControllerVerbFlags & { file?: string; dryRun?: boolean }, cmd: Command) => {
-    if (file !== undefined && opts.file !== undefined) throw new CliError("give the spec once: either FILE or -f FILE");
-    const from = file ?? opts.file;
-    if (from === undefined) throw new CliError("deploy needs an agent spec: berth deploy FILE, or -f FILE (-f - reads stdin)");
-    const spec = readSpecInput(from);
-    const backend = await openBackend(backendFlags(opts, cmd));
-    if (opts.dryRun) {
-      printPlan(await backend.planDeploy(spec), opts.json);
-      return;
-    }
-    printDeploy(await backend.deploy(spec), opts.json);
-  });
+  ).action(
+    async (file: string | undefined, opts: ControllerVerbFlags & { file?: string; dryRun?: boolean }, cmd: Command) => {
+      if (file !== undefined && opts.file !== undefined)
+        throw new CliError("give the spec once: either FILE or -f FILE");
+      const from = file ?? opts.file;
+      if (from === undefined)
+        throw new CliError("deploy needs an agent spec: berth deploy FILE, or -f FILE (-f - reads stdin)");
+      const spec = readSpecInput(from);
+      const backend = await openBackend(backendFlags(opts, cmd));
+      if (opts.dryRun) {
+        printPlan(await backend.planDeploy(spec), opts.json);
+        return;
+      }
+      printDeploy(await backend.deploy(spec), opts.json);
+    },
+  );
 
   kubeContextFlag(
     controllerFlags(
       watchFlags(
         program
           .command("agents")
-          .description("every agent deployed from this berth home, with its state on its target (-o wide: row and next action); on this home's files, mesh agents as last seen unless --refresh")
-          .option("-l, --selector <selector>", "only the agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold)")
-          .option("--refresh", "ask every node for its mesh agents' state now (a running berth serve always answers live)"),
+          .description(
+            "every agent deployed from this berth home, with its state on its target (-o wide: row and next action); on this home's files, mesh agents as last seen unless --refresh",
+          )
+          .option(
+            "-l, --selector <selector>",
+            "only the agents whose metadata.labels match: key=value, key!=value, key, !key (commas: all must hold)",
+          )
+          .option(
+            "--refresh",
+            "ask every node for its mesh agents' state now (a running berth serve always answers live)",
+          ),
       ),
     ),
   ).action(
-    async (opts: ControllerVerbFlags & { watch?: boolean; interval: string; selector?: string; refresh?: boolean }, cmd: Command) => {
+    async (
+      opts: ControllerVerbFlags & { watch?: boolean; interval: string; selector?: string; refresh?: boolean },
+      cmd: Command,
+    ) => {
       // Judged here, so a bad selector reads the same locally and through a server.
       if (opts.selector !== undefined) {
         const { parseSelector } = await import("../core/agents/labels.js");
@@ -229,7 +314,10 @@ export function registerAgentCommands(program: Command): void {
         const text = opts.json ? "" : stateTable(states, opts.json);
         const { STORED_STATE_HINT, storedStateNeedsHint } = await import("../mesh/controller/views.js");
         // Issue 35: said once, after the table, not per row; only of a stored list with a row never seen or seen long ago.
-        return { doc: { agents: states }, text: !opts.json && storedStateNeedsHint(states, Date.now()) ? `${text}\n${STORED_STATE_HINT}` : text };
+        return {
+          doc: { agents: states },
+          text: !opts.json && storedStateNeedsHint(states, Date.now()) ? `${text}\n${STORED_STATE_HINT}` : text,
+        };
       };
       if (!opts.watch) {
         const { doc, text } = await ask();
@@ -237,7 +325,8 @@ export function registerAgentCommands(program: Command): void {
         return;
       }
       const seconds = Number(opts.interval);
-      if (!Number.isFinite(seconds) || seconds < 0.2 || seconds > 3600) throw new CliError(`--interval: ${JSON.stringify(opts.interval)} must be a number of seconds 0.2…3600`);
+      if (!Number.isFinite(seconds) || seconds < 0.2 || seconds > 3600)
+        throw new CliError(`--interval: ${JSON.stringify(opts.interval)} must be a number of seconds 0.2…3600`);
       await (await import("./watch.js")).watchList(seconds * 1000, opts.json, ask);
     },
   );
@@ -248,13 +337,21 @@ export function registerAgentCommands(program: Command): void {
         .command("agent")
         .addArgument(new Argument("<verb>", "what to do").choices(AGENT_VERBS))
         .argument("<name>", "the agent's metadata.name")
-        .argument("[rev]", "rollback: the revision to deploy again (default: the one before the current; `berth agent history NAME` lists them)")
-        .description(`act on one agent by name: ${AGENT_VERBS.join(", ")} (history: the spec revisions deployed, from the chain, with what changed; rollback [REV]: deploy an earlier revision again; start: run a stopped agent again from the spec last deployed; replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace; delete: remove its record once nothing of it runs)`)
+        .argument(
+          "[rev]",
+          "rollback: the revision to deploy again (default: the one before the current; `berth agent history NAME` lists them)",
+        )
+        .description(
+          `act on one agent by name: ${AGENT_VERBS.join(", ")} (history: the spec revisions deployed, from the chain, with what changed; rollback [REV]: deploy an earlier revision again; start: run a stopped agent again from the spec last deployed; replace: stop the running instance now and start one from the spec, keeping its workspace; purge: unload it and remove its workspace; delete: remove its record once nothing of it runs)`,
+        )
         .option("--file <file>", "replace: deploy this spec instead of the one last deployed (- reads stdin)")
         .option("-n, --tail <lines>", "logs: the last N lines of each stream (mesh: of at most its last 64 KiB)")
         .option("-f, --follow", "logs: keep printing what the agent writes, until Ctrl-C")
         .addOption(new Option("--tail-bytes <n>", "logs: bytes from the end of each stream (mesh)").hideHelp())
-        .option("--wait", "stop: wait until the instance is gone (Kubernetes: the pod and its Secret; a mesh stop answers once the node stopped it)"),
+        .option(
+          "--wait",
+          "stop: wait until the instance is gone (Kubernetes: the pod and its Secret; a mesh stop answers once the node stopped it)",
+        ),
     ),
   ).action(agentVerb);
 }

@@ -37,7 +37,12 @@ interface ReadOpts {
  * Runs `use` on the stored chain's tree of the events the whole chain verified through (links, hashes, signatures
  * under the pinned key, and the stored Merkle tree against the events: §8 checks 11–12), read from the stored tree.
  */
-async function withVerifiedTree<T>(h: MerkleHelpers, d: typeof AuditDeps, opts: ReadOpts, use: (tree: ChainTreeView, ownerKey: string) => T): Promise<T> {
+async function withVerifiedTree<T>(
+  h: MerkleHelpers,
+  d: typeof AuditDeps,
+  opts: ReadOpts,
+  use: (tree: ChainTreeView, ownerKey: string) => T,
+): Promise<T> {
   const key = h.pinnedKey(opts);
   const db = await h.openForReading(opts);
   try {
@@ -45,7 +50,10 @@ async function withVerifiedTree<T>(h: MerkleHelpers, d: typeof AuditDeps, opts: 
     const result = d.verifyStoredChain(db, chainId, key ? { key } : {});
     if (!result.ok || !result.head) {
       const f = result.failure;
-      throw new CliError(`chain ${chainId} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); no proof is built over a broken chain (berth audit verify)`, 1);
+      throw new CliError(
+        `chain ${chainId} does not verify at seq ${f?.seq} (${f?.code}: ${f?.detail}); no proof is built over a broken chain (berth audit verify)`,
+        1,
+      );
     }
     // Only the events the verifier walked: a writer may have appended since.
     return use(d.storedTreeView(db, chainId, result.head.seq + 1), key ?? d.ownerKeyOf(db, chainId)!);
@@ -55,12 +63,18 @@ async function withVerifiedTree<T>(h: MerkleHelpers, d: typeof AuditDeps, opts: 
 }
 
 /** Reads and opens an exported checkpoint note under the owner key; a bad file is a usage error naming it. */
-export function readCheckpointNote(d: typeof AuditDeps, file: string, ownerKey: string): import("../core/chain/note.js").TreeCheckpoint {
+export function readCheckpointNote(
+  d: typeof AuditDeps,
+  file: string,
+  ownerKey: string,
+): import("../core/chain/note.js").TreeCheckpoint {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
-    throw new CliError(`checkpoint file ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new CliError(
+      `checkpoint file ${file} cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   const opened = d.openCheckpointNote(text, ownerKey);
   if (!opened.ok) throw new CliError(`checkpoint file ${file} is refused: ${opened.error}`, 1, { kind: "refused" });
@@ -71,12 +85,23 @@ export function readCheckpointNote(d: typeof AuditDeps, file: string, ownerKey: 
  * `verify --against FILE` after the chain itself verified: the result fails (code checkpoint, truncated or fork) unless
  * the chain's events extend the exported tree.
  */
-export function againstCheckpoint(d: typeof AuditDeps, result: VerifyResult, tree: ChainTreeView, ownerKey: string, file: string): VerifyResult & { against?: unknown } {
+export function againstCheckpoint(
+  d: typeof AuditDeps,
+  result: VerifyResult,
+  tree: ChainTreeView,
+  ownerKey: string,
+  file: string,
+): VerifyResult & { against?: unknown } {
   if (!result.ok || result.chain_id === null) return result;
   const cp = readCheckpointNote(d, file, ownerKey);
   const outcome = d.checkExtends(tree, cp);
-  if (outcome.ok) return { ...result, against: { file, tree_size: cp.size, root: cp.root.toString("base64"), proof: outcome.proof } };
-  return { ...result, ok: false, failure: { seq: outcome.seq, code: outcome.code, detail: `${file}: ${outcome.detail}` } };
+  if (outcome.ok)
+    return { ...result, against: { file, tree_size: cp.size, root: cp.root.toString("base64"), proof: outcome.proof } };
+  return {
+    ...result,
+    ok: false,
+    failure: { seq: outcome.seq, code: outcome.code, detail: `${file}: ${outcome.detail}` },
+  };
 }
 
 /**
@@ -84,17 +109,28 @@ export function againstCheckpoint(d: typeof AuditDeps, result: VerifyResult, tre
  * its notes must be signed by that key and its proof must lead to their roots. Exit 1 naming the field at fault.
  */
 export function verifyProofFile(d: typeof AuditDeps, file: string, key: string | undefined, json: boolean): void {
-  if (key === undefined) throw new CliError("--proof needs --pubkey or --key-file: a proof is worth only the key it is checked under");
+  if (key === undefined)
+    throw new CliError("--proof needs --pubkey or --key-file: a proof is worth only the key it is checked under");
   let doc: unknown;
   try {
     doc = JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
-    throw new CliError(`proof file ${file} cannot be read as JSON: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw new CliError(
+      `proof file ${file} cannot be read as JSON: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+    );
   }
   const r = d.checkProofDocument(doc, key);
   const out = stdoutPalette(json);
-  if (json) answer(true, r.ok ? { ok: true, kind: r.kind, origin: r.origin, summary: r.summary } : { ok: false, error: r.reason }, "");
-  else process.stdout.write(r.ok ? `ok ${r.kind} ${r.origin}: ${r.summary}\n` : `${out.red("FAIL")} proof ${file}: ${r.reason}\n`);
+  if (json)
+    answer(
+      true,
+      r.ok ? { ok: true, kind: r.kind, origin: r.origin, summary: r.summary } : { ok: false, error: r.reason },
+      "",
+    );
+  else
+    process.stdout.write(
+      r.ok ? `ok ${r.kind} ${r.origin}: ${r.summary}\n` : `${out.red("FAIL")} proof ${file}: ${r.reason}\n`,
+    );
   process.exitCode = r.ok ? 0 : 1;
 }
 
@@ -103,11 +139,16 @@ const JSON_OPT = "print one JSON document (the answer is JSON either way; this k
 export function registerMerkleCommands(audit: Command, h: MerkleHelpers): void {
   audit
     .command("prove")
-    .description("print an inclusion proof (RFC 9162) of the event at SEQ against the current head, as JSON; offline, on this machine's chain")
+    .description(
+      "print an inclusion proof (RFC 9162) of the event at SEQ against the current head, as JSON; offline, on this machine's chain",
+    )
     .argument("<seq>", "the event's sequence number")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
     .option("--db <path>", "a berth database file (instead of --data-dir)")
-    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
+    .option(
+      "--database <url>",
+      "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)",
+    )
     .option("--chain <id>", "which chain (default: its own)")
     .option("--pubkey <hex>", "the owner's public key the chain must verify under (64 hex)")
     .option("--key-file <path>", "pin the public key of this key file")
@@ -123,24 +164,33 @@ export function registerMerkleCommands(audit: Command, h: MerkleHelpers): void {
 
   audit
     .command("consistency")
-    .description("prove that the current chain extends a checkpoint exported earlier (berth audit checkpoint --export); prints the RFC 9162 consistency proof as JSON, exits 1 if it does not")
+    .description(
+      "prove that the current chain extends a checkpoint exported earlier (berth audit checkpoint --export); prints the RFC 9162 consistency proof as JSON, exits 1 if it does not",
+    )
     .requiredOption("--old <file>", "the exported checkpoint note")
     .option("--data-dir <dir>", "berth home whose controller.db holds the chain", berthHome())
     .option("--db <path>", "a berth database file (instead of --data-dir)")
-    .option("--database <url>", "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)")
+    .option(
+      "--database <url>",
+      "the controller store on PostgreSQL: postgres://… (default $BERTH_DATABASE_URL; --db wins)",
+    )
     .option("--chain <id>", "which chain (default: its own)")
     .option("--pubkey <hex>", "the owner's public key (64 hex): the chain and the checkpoint must be signed by it")
     .option("--key-file <path>", "pin the public key of this key file")
     .option("--json", JSON_OPT)
     .action(async (opts: ReadOpts & { old: string; json?: boolean }) => {
       const d = await h.load();
-      const { chainId, outcome } = await withVerifiedTree(h, d, opts, (tree, ownerKey) => ({ chainId: tree.chainId, outcome: d.checkExtends(tree, readCheckpointNote(d, opts.old, ownerKey)) }));
+      const { chainId, outcome } = await withVerifiedTree(h, d, opts, (tree, ownerKey) => ({
+        chainId: tree.chainId,
+        outcome: d.checkExtends(tree, readCheckpointNote(d, opts.old, ownerKey)),
+      }));
       if (outcome.ok) {
         answer(true, { ok: true, ...outcome.proof }, "");
         return;
       }
       const out = stdoutPalette(Boolean(opts.json));
-      if (opts.json) answer(true, { ok: false, error: outcome.detail, code: outcome.code, ...(outcome.proof ?? {}) }, "");
+      if (opts.json)
+        answer(true, { ok: false, error: outcome.detail, code: outcome.code, ...(outcome.proof ?? {}) }, "");
       else process.stdout.write(`${out.red("FAIL")} chain ${chainId} ${outcome.code}: ${outcome.detail}\n`);
       process.exitCode = 1;
     });

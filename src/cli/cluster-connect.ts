@@ -4,4 +4,5 @@
  */
 import type { connect as connectNow } from "../kubernetes/connect.js";
 
-export const connect: typeof connectNow = async (...args) => (await import("../kubernetes/connect.js")).connect(...args);
+export const connect: typeof connectNow = async (...args) =>
+  (await import("../kubernetes/connect.js")).connect(...args);

@@ -36,11 +36,22 @@ export function commandTree(root: Command): CommandNode[] {
     out.push({
       path,
       description: cmd.description(),
-      subcommands: subs.flatMap((s) => [s.name(), ...s.aliases()].filter((n) => SHELL_WORD.test(n)).map((name) => ({ name, description: s.description() }))),
+      subcommands: subs.flatMap((s) =>
+        [s.name(), ...s.aliases()]
+          .filter((n) => SHELL_WORD.test(n))
+          .map((name) => ({ name, description: s.description() })),
+      ),
       options: help.visibleOptions(cmd).flatMap((o) => {
         const flag = o.long ?? o.short;
         if (!flag || !SHELL_WORD.test(flag.replace(/^-+/, ""))) return [];
-        return [{ flag, short: o.long ? (o.short ?? null) : null, description: o.description, takesValue: o.required || o.optional }];
+        return [
+          {
+            flag,
+            short: o.long ? (o.short ?? null) : null,
+            description: o.description,
+            takesValue: o.required || o.optional,
+          },
+        ];
       }),
       choices: (cmd.registeredArguments[0]?.argChoices ?? []).filter((c) => SHELL_WORD.test(c)),
       leaf: cmd.commands.length === 0,

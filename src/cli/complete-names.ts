@@ -25,7 +25,12 @@ async function namesIn(file: string, table: string, sql: string): Promise<string
 
 async function localNames(home: string, kind: "agents" | "instances"): Promise<string[]> {
   const controller = join(home, "controller.db");
-  if (kind === "instances") return namesIn(controller, "mesh_placements", "SELECT instance_id AS name FROM mesh_placements ORDER BY instance_id");
+  if (kind === "instances")
+    return namesIn(
+      controller,
+      "mesh_placements",
+      "SELECT instance_id AS name FROM mesh_placements ORDER BY instance_id",
+    );
   // The registry is the controller store's (issue 20); a home no verb has opened since may still list its agents
   // in agents.db, taken into the store by the next verb.
   const names = new Set([
@@ -59,7 +64,12 @@ export function registerCompleteNames(program: Command): void {
       try {
         const list = await names(kind as NameKind);
         // Shell words only: a name with anything else in it is left out rather than quoted into the command line.
-        process.stdout.write(list.filter((n) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(n)).map((n) => `${n}\n`).join(""));
+        process.stdout.write(
+          list
+            .filter((n) => /^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(n))
+            .map((n) => `${n}\n`)
+            .join(""),
+        );
       } catch {
         // nothing to offer
       }

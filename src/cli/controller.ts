@@ -32,7 +32,10 @@ export function ensureControllerKey(path: string): void {
 }
 
 /** Opens the controller in the berth home with its key, runs `fn`, and always closes it. */
-export async function withController<T>(opts: ControllerFlags, fn: (c: MeshController, key: SigningKey, connector: Connector) => Promise<T>): Promise<T> {
+export async function withController<T>(
+  opts: ControllerFlags,
+  fn: (c: MeshController, key: SigningKey, connector: Connector) => Promise<T>,
+): Promise<T> {
   const dataDir = resolve(opts.dataDir ?? berthHome());
   // A key file error keeps its own kind and fix (errors.ts).
   const key = loadKeyFile(opts.keyFile ?? defaultPaths.controllerKey());
@@ -46,10 +49,21 @@ export async function withController<T>(opts: ControllerFlags, fn: (c: MeshContr
     controller = await MeshController.open({ dataDir, key, connector, ...(database ? { database } : {}) });
   } catch (error) {
     // The engine's message names a PostgreSQL store by its address without the password (src/store/open.ts).
-    throw new CliError(database ? `cannot open the controller state: ${(error as Error).message}` : `cannot open the controller state in ${dataDir}: ${(error as Error).message}`);
+    throw new CliError(
+      database
+        ? `cannot open the controller state: ${(error as Error).message}`
+        : `cannot open the controller state in ${dataDir}: ${(error as Error).message}`,
+    );
   }
   try {
-    await announcePlaintext({ optIn: plaintext, home: dataDir, chain: controller.store, via: "cli", always: false, warn: (line) => process.stderr.write(`${line}\n`) });
+    await announcePlaintext({
+      optIn: plaintext,
+      home: dataDir,
+      chain: controller.store,
+      via: "cli",
+      always: false,
+      warn: (line) => process.stderr.write(`${line}\n`),
+    });
   } catch (error) {
     await controller.close();
     throw error;

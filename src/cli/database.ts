@@ -35,7 +35,11 @@ function readAddressFile(path: string): string {
   } catch (error) {
     throw new CliError(`--database @${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? "error"})`, 2);
   }
-  if ((st.mode & 0o077) !== 0) throw new CliError(`--database @${path}: group or others may read it (mode ${(st.mode & 0o777).toString(8)}); chmod 600 ${path}`, 2);
+  if ((st.mode & 0o077) !== 0)
+    throw new CliError(
+      `--database @${path}: group or others may read it (mode ${(st.mode & 0o777).toString(8)}); chmod 600 ${path}`,
+      2,
+    );
   return readFileSync(path, "utf8").trim();
 }
 
@@ -43,13 +47,20 @@ function readAddressFile(path: string): string {
 export function databaseOf(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const fromFlag = flag !== undefined && flag.trim() !== "";
   if (fromFlag && !flag.trim().startsWith("@") && hasPassword(flag)) throw new CliError(PASSWORD_ON_COMMAND_LINE, 2);
-  const raw = fromFlag ? (flag.trim().startsWith("@") ? readAddressFile(flag.trim().slice(1)) : flag) : env.BERTH_DATABASE_URL;
+  const raw = fromFlag
+    ? flag.trim().startsWith("@")
+      ? readAddressFile(flag.trim().slice(1))
+      : flag
+    : env.BERTH_DATABASE_URL;
   if (raw === undefined || raw.trim() === "") return undefined;
   try {
     parseDatabaseAddress(raw, "");
   } catch (error) {
     if (error instanceof DatabaseAddressError) {
-      throw new CliError(`${fromFlag ? "--database" : "BERTH_DATABASE_URL"}: ${error.message.replace(/^database: /, "")}`, 2);
+      throw new CliError(
+        `${fromFlag ? "--database" : "BERTH_DATABASE_URL"}: ${error.message.replace(/^database: /, "")}`,
+        2,
+      );
     }
     throw error;
   }

@@ -3,7 +3,18 @@ import { describeKey, describeText } from "./describe.js";
 
 describe("describe text", () => {
   it("prints a k8s status document as aligned Key: value lines with no JSON in them", () => {
-    const doc = { name: "agent-0a1b2c3d4e5f", namespace: "default", observed: "verified", startup: "started", deletion_marked: false, intent: "matches", generation: null, condition: "Ready=True", age_seconds: 12, node: "kind-worker" };
+    const doc = {
+      name: "agent-0a1b2c3d4e5f",
+      namespace: "default",
+      observed: "verified",
+      startup: "started",
+      deletion_marked: false,
+      intent: "matches",
+      generation: null,
+      condition: "Ready=True",
+      age_seconds: 12,
+      node: "kind-worker",
+    };
     expect(describeText(doc)).toBe(
       [
         "Name:            agent-0a1b2c3d4e5f",
@@ -21,7 +32,12 @@ describe("describe text", () => {
   });
 
   it("indents a nested object under its key, lists objects as dashed items, and reads a _ms time as ISO 8601", () => {
-    const text = describeText({ instance_id: "scout-1", usage: { cpu_usec: 5, sampled_ms: 1_796_638_047_233 }, observation: { instances: [{ node_id: "n1", pid: 7 }], unsettled: [] }, tags: ["a", "b"] });
+    const text = describeText({
+      instance_id: "scout-1",
+      usage: { cpu_usec: 5, sampled_ms: 1_796_638_047_233 },
+      observation: { instances: [{ node_id: "n1", pid: 7 }], unsettled: [] },
+      tags: ["a", "b"],
+    });
     expect(text).toBe(
       [
         "Instance ID: scout-1",
@@ -39,6 +55,11 @@ describe("describe text", () => {
   });
 
   it("names keys in words", () => {
-    expect([describeKey("instance_id"), describeKey("started_ms", true), describeKey("deletionMarked"), describeKey("restart_policy")]).toEqual(["Instance ID", "Started", "Deletion marked", "Restart policy"]);
+    expect([
+      describeKey("instance_id"),
+      describeKey("started_ms", true),
+      describeKey("deletionMarked"),
+      describeKey("restart_policy"),
+    ]).toEqual(["Instance ID", "Started", "Deletion marked", "Restart policy"]);
   });
 });

@@ -24,26 +24,58 @@ export function registerDoctorCommands(program: Command): void {
     .option("--key-file <path>", "the controller's identity key", defaultPaths.controllerKey())
     .option("--local", "use this machine's files, not the current context or the `berth serve` running on this home")
     .option("--json", "print one JSON document")
-    .action(async (opts: { repair?: boolean; dataDir?: string; database?: string; keyFile?: string; local?: boolean; json?: boolean }, cmd: Command) => {
-      const [{ serverFor, callServer }, { doctorDocument }] = await Promise.all([import("./remote/server-verb.js"), import("../server/routes/operator.js")]);
-      const remote = await serverFor({ local: opts.local === true, ...(opts.dataDir ? { dataDir: opts.dataDir } : {}), explicitHome: cmd.getOptionValueSource("dataDir") === "cli" });
-      let doc: DoctorDocument;
-      if (remote) {
-        // The server repairs with the caller (its token's id and address) as the operator it chains.
-        doc = (await callServer(remote.server, opts.repair ? "POST" : "GET", opts.repair ? "/doctor/repair" : "/doctor", opts.repair ? {} : undefined)) as DoctorDocument;
-      } else {
-        const [{ operatorIdentity, withController }, { databaseOf }, { homeMissing, noHome }] = await Promise.all([import("./controller.js"), import("./database.js"), import("./errors.js")]);
-        // Issue 36: doctor on a home that is not there says where it looked and how to start one (not "create a key").
-        if (!databaseOf(opts.database) && opts.dataDir !== undefined && homeMissing(opts.dataDir)) throw noHome(resolve(opts.dataDir));
-        doc = await withController({ ...opts, quiet: true }, (c) => doctorDocument(c, opts.repair ? { operator: operatorIdentity("berth doctor") } : null));
-      }
-      const lines = doc.wedged.map(
-        (w) =>
-          `${doc.repaired ? "repaired" : "would repair"}: decision ${w.decision_id} (${w.name}) is unsettled while placement ${w.instance_id} on node ${w.node_id} records it; ${doc.repaired ? "marked" : "would mark"} it placed`,
-      );
-      for (const f of doc.in_flight) lines.push(`in flight: decision ${f.decision_id} (${f.name}, ${f.state}): ${f.owner}`);
-      if (doc.wedged.length === 0) lines.push("no wedged decisions");
-      else if (!doc.repaired) lines.push("run `berth doctor --repair` to mend (chained as controller.repair)");
-      answer(opts.json, doc, lines.join("\n"));
-    });
+    .action(
+      async (
+        opts: {
+          repair?: boolean;
+          dataDir?: string;
+          database?: string;
+          keyFile?: string;
+          local?: boolean;
+          json?: boolean;
+        },
+        cmd: Command,
+      ) => {
+        const [{ serverFor, callServer }, { doctorDocument }] = await Promise.all([
+          import("./remote/server-verb.js"),
+          import("../server/routes/operator.js"),
+        ]);
+        const remote = await serverFor({
+          local: opts.local === true,
+          ...(opts.dataDir ? { dataDir: opts.dataDir } : {}),
+          explicitHome: cmd.getOptionValueSource("dataDir") === "cli",
+        });
+        let doc: DoctorDocument;
+        if (remote) {
+          // The server repairs with the caller (its token's id and address) as the operator it chains.
+          doc = (await callServer(
+            remote.server,
+            opts.repair ? "POST" : "GET",
+            opts.repair ? "/doctor/repair" : "/doctor",
+            opts.repair ? {} : undefined,
+          )) as DoctorDocument;
+        } else {
+          const [{ operatorIdentity, withController }, { databaseOf }, { homeMissing, noHome }] = await Promise.all([
+            import("./controller.js"),
+            import("./database.js"),
+            import("./errors.js"),
+          ]);
+          // Issue 36: doctor on a home that is not there says where it looked and how to start one (not "create a key").
+          if (!databaseOf(opts.database) && opts.dataDir !== undefined && homeMissing(opts.dataDir))
+            throw noHome(resolve(opts.dataDir));
+          doc = await withController({ ...opts, quiet: true }, (c) =>
+            doctorDocument(c, opts.repair ? { operator: operatorIdentity("berth doctor") } : null),
+          );
+        }
+        const lines = doc.wedged.map(
+          (w) =>
+            `${doc.repaired ? "repaired" : "would repair"}: decision ${w.decision_id} (${w.name}) is unsettled while placement ${w.instance_id} on node ${w.node_id} records it; ${doc.repaired ? "marked" : "would mark"} it placed`,
+        );
+        for (const f of doc.in_flight)
+          lines.push(`in flight: decision ${f.decision_id} (${f.name}, ${f.state}): ${f.owner}`);
+        if (doc.wedged.length === 0) lines.push("no wedged decisions");
+        else if (!doc.repaired) lines.push("run `berth doctor --repair` to mend (chained as controller.repair)");
+        answer(opts.json, doc, lines.join("\n"));
+      },
+    );
 }

@@ -7,7 +7,9 @@ import { berthHome } from "./paths.js";
 export function registerDownCommands(program: Command): void {
   program
     .command("down")
-    .description("stop what `berth up` started here (detached or in another terminal): its agents, instances placed on its nodes, then the nodes (on this machine, whatever the current context)")
+    .description(
+      "stop what `berth up` started here (detached or in another terminal): its agents, instances placed on its nodes, then the nodes (on this machine, whatever the current context)",
+    )
     .option("--data-dir <dir>", "berth home", berthHome())
     .option("--json", "one JSON document: what was stopped, and what was left with how to stop it")
     .action(async (opts: { dataDir: string; json?: boolean }) => {
@@ -22,8 +24,16 @@ export function registerDownCommands(program: Command): void {
       if (outcome.kind === "nothing_up") {
         answer(
           opts.json,
-          { ok: true, home: outcome.home, was_up: localCluster, reason: outcome.reason, local_cluster_stopped: localCluster },
-          localCluster ? `the local cluster is down; ${outcome.reason} (${outcome.home})` : `nothing to stop: ${outcome.reason} (${outcome.home})`,
+          {
+            ok: true,
+            home: outcome.home,
+            was_up: localCluster,
+            reason: outcome.reason,
+            local_cluster_stopped: localCluster,
+          },
+          localCluster
+            ? `the local cluster is down; ${outcome.reason} (${outcome.home})`
+            : `nothing to stop: ${outcome.reason} (${outcome.home})`,
         );
         return;
       }
@@ -32,7 +42,18 @@ export function registerDownCommands(program: Command): void {
       const text = left
         ? `berth is partly down: ${r.kept_nodes.join(", ")} kept running for the instances listed above; stop them, then run \`berth down\` again`
         : "berth is down: no agent and no node of berth up is running";
-      answer(opts.json, { ok: !left, home: outcome.home, was_up: true, foreground_up: outcome.foreground_up, ...r, local_cluster_stopped: localCluster }, text);
+      answer(
+        opts.json,
+        {
+          ok: !left,
+          home: outcome.home,
+          was_up: true,
+          foreground_up: outcome.foreground_up,
+          ...r,
+          local_cluster_stopped: localCluster,
+        },
+        text,
+      );
       if (left) process.exitCode = 1;
     });
 }

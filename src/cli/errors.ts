@@ -23,7 +23,7 @@ export const EXIT_CODES_HELP = [
   "  2  the request could not be made: a bad flag or argument, an invalid or missing file, a key file that is",
   "     missing or readable by others, a database that cannot be opened",
   "",
-  "With --json every verb prints one JSON document on stdout, failures included: {\"ok\":false,\"error\":…,\"kind\":…}.",
+  'With --json every verb prints one JSON document on stdout, failures included: {"ok":false,"error":…,"kind":…}.',
 ].join("\n");
 
 /** Stable names for what went wrong, for programs reading --json. */
@@ -66,8 +66,13 @@ export interface Failure {
 }
 
 /** Turns a zod error into one line that names the field, for flags and files alike. */
-export function describeZodIssues(what: string, issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
-  return issues.map((i) => `${what}: ${i.path.length ? `field ${i.path.map(String).join(".")}` : "value"}: ${i.message}`).join("; ");
+export function describeZodIssues(
+  what: string,
+  issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>,
+): string {
+  return issues
+    .map((i) => `${what}: ${i.path.length ? `field ${i.path.map(String).join(".")}` : "value"}: ${i.message}`)
+    .join("; ");
 }
 
 // ---- the common mistakes, named once ------------------------------------------------------------------------------
@@ -91,11 +96,20 @@ export function unknownAgent(name: string): CliError {
  */
 export function noHome(dataDir: string): CliError {
   const home = homedir();
-  const how = process.env.BERTH_HOME && dataDir === resolve(process.env.BERTH_HOME) ? "$BERTH_HOME" : dataDir === resolve(home, ".berth") ? "the default home; $BERTH_HOME is not set" : "--data-dir";
-  return new CliError(`no berth home at ${dataDir} (${how}): nothing to read, and nothing was made. Start one with \`berth up\`, or name the one you started with --data-dir DIR or BERTH_HOME=DIR`, 1, {
-    kind: "refused",
-    details: { home: dataDir },
-  });
+  const how =
+    process.env.BERTH_HOME && dataDir === resolve(process.env.BERTH_HOME)
+      ? "$BERTH_HOME"
+      : dataDir === resolve(home, ".berth")
+        ? "the default home; $BERTH_HOME is not set"
+        : "--data-dir";
+  return new CliError(
+    `no berth home at ${dataDir} (${how}): nothing to read, and nothing was made. Start one with \`berth up\`, or name the one you started with --data-dir DIR or BERTH_HOME=DIR`,
+    1,
+    {
+      kind: "refused",
+      details: { home: dataDir },
+    },
+  );
 }
 
 /** A home that is not there, or empty: nothing of berth's was ever written in it. */
@@ -104,7 +118,9 @@ export function homeMissing(dataDir: string): boolean {
 }
 
 export function unknownInstance(id: string, reason: string): CliError {
-  return new CliError(`${reason}; \`berth instances\` lists the placed instances (${id} is not one of them)`, 1, { kind: "unknown_instance" });
+  return new CliError(`${reason}; \`berth instances\` lists the placed instances (${id} is not one of them)`, 1, {
+    kind: "unknown_instance",
+  });
 }
 
 /** A node that did not answer: the next step is always to check that its daemon runs and the address is right. */
@@ -117,8 +133,15 @@ export function unreachableNode(what: string, reason: string): CliError {
 }
 
 /** A place refusal, in the same words whether the controller ran here or behind the API. */
-export function placeRefused(code: string, message: string, constraints: ReadonlyArray<{ constraint: string; detail: string }>): CliError {
-  const text = [`place refused (${code}): ${message}`, ...constraints.map((r) => `  ${r.constraint}: ${r.detail}`)].join("\n");
+export function placeRefused(
+  code: string,
+  message: string,
+  constraints: ReadonlyArray<{ constraint: string; detail: string }>,
+): CliError {
+  const text = [
+    `place refused (${code}): ${message}`,
+    ...constraints.map((r) => `  ${r.constraint}: ${r.detail}`),
+  ].join("\n");
   return new CliError(text.trimEnd(), 1, { details: { code, constraints } });
 }
 
@@ -136,29 +159,60 @@ export const CHAIN_BROKEN_ADVICE =
 
 // ---- errors raised below the CLI ----------------------------------------------------------------------------------
 
-const NETWORK_CODES = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "ECONNRESET", "EAI_AGAIN", "ENOTFOUND"]);
+const NETWORK_CODES = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "ECONNRESET",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+]);
 
 function errnoOf(error: unknown): { code: string; path?: string; address?: string; port?: number } | null {
   if (!(error instanceof Error)) return null;
   const e = error as NodeJS.ErrnoException & { address?: string; port?: number };
-  return typeof e.code === "string" ? { code: e.code, ...(e.path ? { path: e.path } : {}), ...(e.address ? { address: e.address } : {}), ...(e.port ? { port: e.port } : {}) } : null;
+  return typeof e.code === "string"
+    ? {
+        code: e.code,
+        ...(e.path ? { path: e.path } : {}),
+        ...(e.address ? { address: e.address } : {}),
+        ...(e.port ? { port: e.port } : {}),
+      }
+    : null;
 }
 
 const isNamed = (error: unknown, name: string): error is Error => error instanceof Error && error.name === name;
 
 export function explainFailure(error: unknown): Failure {
   const none = {};
-  if (error instanceof CliError) return { kind: error.kind, message: error.message, exitCode: error.exitCode, details: error.details };
+  if (error instanceof CliError)
+    return { kind: error.kind, message: error.message, exitCode: error.exitCode, details: error.details };
   if (error instanceof CommanderError) {
     // commander already printed its message on stderr; this is the same text for --json and the exit status.
-    return { kind: "usage", message: `${error.message.replace(/^error: /, "")} (run with --help for usage)`, exitCode: 2, details: none };
+    return {
+      kind: "usage",
+      message: `${error.message.replace(/^error: /, "")} (run with --help for usage)`,
+      exitCode: 2,
+      details: none,
+    };
   }
   // Recognised by name, not by class: importing zod, the key file and the store here would load them for every verb,
   // `--help` included (issue 19: start-up is mostly module loading).
   if (isNamed(error, "KeyFileError")) return { kind: "key_file", message: error.message, exitCode: 2, details: none };
   if (isNamed(error, "SchemaError")) return { kind: "database", message: error.message, exitCode: 2, details: none };
-  if (typeof error === "object" && error !== null && (error as { name?: unknown }).name === "ZodError" && Array.isArray((error as { issues?: unknown }).issues)) {
-    const e = invalidInput(describeZodIssues("input", (error as unknown as { issues: Array<{ path: PropertyKey[]; message: string }> }).issues));
+  if (
+    typeof error === "object" &&
+    error !== null &&
+    (error as { name?: unknown }).name === "ZodError" &&
+    Array.isArray((error as { issues?: unknown }).issues)
+  ) {
+    const e = invalidInput(
+      describeZodIssues(
+        "input",
+        (error as unknown as { issues: Array<{ path: PropertyKey[]; message: string }> }).issues,
+      ),
+    );
     return { kind: e.kind, message: e.message, exitCode: e.exitCode, details: none };
   }
   const errno = errnoOf(error);
@@ -168,10 +222,20 @@ export function explainFailure(error: unknown): Failure {
     return { kind: e.kind, message: e.message, exitCode: e.exitCode, details: none };
   }
   if (errno && (errno.code === "EACCES" || errno.code === "EPERM")) {
-    return { kind: "permission", message: `permission denied on ${errno.path ?? "a file berth needs"}; run berth as the user who owns it, or fix its owner and mode`, exitCode: 2, details: none };
+    return {
+      kind: "permission",
+      message: `permission denied on ${errno.path ?? "a file berth needs"}; run berth as the user who owns it, or fix its owner and mode`,
+      exitCode: 2,
+      details: none,
+    };
   }
   if (errno && errno.code === "ENOENT") {
-    return { kind: "file", message: `${errno.path ?? "a file berth needs"} does not exist, or its folder does not; check the path (relative paths start from the current directory)`, exitCode: 2, details: none };
+    return {
+      kind: "file",
+      message: `${errno.path ?? "a file berth needs"} does not exist, or its folder does not; check the path (relative paths start from the current directory)`,
+      exitCode: 2,
+      details: none,
+    };
   }
   if (errno?.code.startsWith("SQLITE_")) {
     const busy = errno.code === "SQLITE_BUSY" || errno.code === "SQLITE_LOCKED";
@@ -185,7 +249,12 @@ export function explainFailure(error: unknown): Failure {
     };
   }
   const message = error instanceof Error ? error.message : String(error);
-  return { kind: "internal", message: `${message} (unexpected; set BERTH_DEBUG=1 to see where it came from)`, exitCode: 2, details: none };
+  return {
+    kind: "internal",
+    message: `${message} (unexpected; set BERTH_DEBUG=1 to see where it came from)`,
+    exitCode: 2,
+    details: none,
+  };
 }
 
 /** The JSON document of a failure: the same shape from every verb. */

@@ -34,7 +34,10 @@ export function databaseFlag(cmd: Command): Command {
 }
 
 /** --data-dir, --database, --key-file, --local and --json, for every verb that talks to the controller. */
-export function controllerFlags(cmd: Command, homeWhat = "berth home (controller.db, keys/, peers.json, packages/ …)"): Command {
+export function controllerFlags(
+  cmd: Command,
+  homeWhat = "berth home (controller.db, keys/, peers.json, packages/ …)",
+): Command {
   return databaseFlag(cmd)
     .option("--data-dir <dir>", homeWhat, berthHome())
     .option("--key-file <path>", "the controller's identity key (local files only)", defaultPaths.controllerKey())
@@ -43,12 +46,19 @@ export function controllerFlags(cmd: Command, homeWhat = "berth home (controller
 }
 
 /** --kube-context, with the old --context kept working but out of help. */
-export function kubeContextFlag(cmd: Command, what = "kubeconfig context for Kubernetes agents (default: provider_config.context, else current)"): Command {
-  return cmd.option("--kube-context <ctx>", what).addOption(new Option("--context <ctx>", "alias of --kube-context").hideHelp());
+export function kubeContextFlag(
+  cmd: Command,
+  what = "kubeconfig context for Kubernetes agents (default: provider_config.context, else current)",
+): Command {
+  return cmd
+    .option("--kube-context <ctx>", what)
+    .addOption(new Option("--context <ctx>", "alias of --kube-context").hideHelp());
 }
 
 export function watchFlags(cmd: Command): Command {
-  return cmd.option("-w, --watch", "print again whenever the answer changes, until Ctrl-C").option("--interval <seconds>", "--watch: how often to ask", "2");
+  return cmd
+    .option("-w, --watch", "print again whenever the answer changes, until Ctrl-C")
+    .option("--interval <seconds>", "--watch: how often to ask", "2");
 }
 
 /** What the backend needs from a verb's flags; a home typed on the command line means this machine's home. */
@@ -68,12 +78,16 @@ export function backendFlags(opts: ControllerVerbFlags, cmd: Command): BackendFl
 /** A whole number within bounds, or a usage error naming the flag. */
 export function integerFlag(flag: string, value: string, min: number, max: number): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < min || n > max) throw new CliError(`${flag}: ${JSON.stringify(value)} must be an integer ${min}…${max}`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new CliError(`${flag}: ${JSON.stringify(value)} must be an integer ${min}…${max}`);
   return n;
 }
 
 /** A flag whose value is one of a few words, refused in zod's words (the message names the flag and the choices). */
 export function oneOf<T extends string>(flag: string, value: string, choices: readonly T[]): T {
-  if (!(choices as readonly string[]).includes(value)) throw invalidInput(`${flag}: value: Invalid option: expected one of ${choices.map((c) => JSON.stringify(c)).join("|")}`);
+  if (!(choices as readonly string[]).includes(value))
+    throw invalidInput(
+      `${flag}: value: Invalid option: expected one of ${choices.map((c) => JSON.stringify(c)).join("|")}`,
+    );
   return value as T;
 }

@@ -13,7 +13,22 @@ import { colourAllowed, palette } from "./style.js";
 
 export const TOPICS: ReadonlyArray<{ readonly heading: string; readonly commands: readonly string[] }> = [
   { heading: "Agents:", commands: ["deploy", "agents", "agent"] },
-  { heading: "Mesh:", commands: ["nodes", "place", "instances", "instance", "top", "unsettled", "doctor", "package", "node", "revoke", "unrevoke"] },
+  {
+    heading: "Mesh:",
+    commands: [
+      "nodes",
+      "place",
+      "instances",
+      "instance",
+      "top",
+      "unsettled",
+      "doctor",
+      "package",
+      "node",
+      "revoke",
+      "unrevoke",
+    ],
+  },
   { heading: "Kubernetes:", commands: ["k8s", "provider"] },
   { heading: "Audit and keys:", commands: ["audit", "events", "keys"] },
   { heading: "Run:", commands: ["up", "down", "serve", "context", "backup", "restore", "migrate"] },
@@ -49,11 +64,19 @@ export function presentForPeople(program: Command): void {
   });
   program.configureHelp({
     styleTitle: (title) => out.bold(title),
-    groupItems(this: Help, unsorted: Array<Command | Option>, visible: Array<Command | Option>, getGroup: (item: Command | Option) => string) {
+    groupItems(
+      this: Help,
+      unsorted: Array<Command | Option>,
+      visible: Array<Command | Option>,
+      getGroup: (item: Command | Option) => string,
+    ) {
       // Only the root's command list is grouped by topic: its commands' parent is the root (the implicit help command
       // has no parent at all); options and every subcommand's list keep commander's grouping.
       const commands = visible.filter((item): item is Command => !isOption(item));
-      const isRootList = commands.length === visible.length && commands.some((c) => c.parent?.parent === null) && commands.every((c) => !c.parent || c.parent.parent === null);
+      const isRootList =
+        commands.length === visible.length &&
+        commands.some((c) => c.parent?.parent === null) &&
+        commands.every((c) => !c.parent || c.parent.parent === null);
       if (!isRootList) return Help.prototype.groupItems.call(this, unsorted, visible, getGroup);
       const sorted = [...commands].sort((a, b) => topicRank(a.name()) - topicRank(b.name()));
       return Help.prototype.groupItems.call(this, sorted, sorted, (item) => topicOf((item as Command).name()));

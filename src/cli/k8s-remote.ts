@@ -27,14 +27,16 @@ const notConfigured = (body: unknown): string | null => {
 /** A deploy or replace: its own answer document on 200 and 422; a server without a cluster, the local verb's {ok:false}. */
 async function deployLike(t: ServerTarget, path: string, doc: unknown): Promise<DeployAnswer> {
   const a = await askServer(t, "POST", path, doc);
-  if ((a.status === 200 || a.status === 422) && typeof (a.body as DeployAnswer | null)?.ok === "boolean") return a.body as DeployAnswer;
+  if ((a.status === 200 || a.status === 422) && typeof (a.body as DeployAnswer | null)?.ok === "boolean")
+    return a.body as DeployAnswer;
   const unconfigured = notConfigured(a.body);
   if (unconfigured !== null) return { ok: false, error: `${unconfigured} (${t.via})` };
   throw failed(t, a);
 }
 
 export const deployThrough = (t: ServerTarget, doc: unknown) => deployLike(t, "/k8s/agents", doc);
-export const replaceThrough = (t: ServerTarget, a: AgentAt, doc: unknown) => deployLike(t, agentPath(a, "/replace"), doc);
+export const replaceThrough = (t: ServerTarget, a: AgentAt, doc: unknown) =>
+  deployLike(t, agentPath(a, "/replace"), doc);
 
 async function readOnly(t: ServerTarget, path: string): Promise<unknown> {
   const a = await askServer(t, "GET", path);
@@ -44,12 +46,28 @@ async function readOnly(t: ServerTarget, path: string): Promise<unknown> {
   throw failed(t, a);
 }
 
-export const statusThrough = (t: ServerTarget, a: AgentAt) => readOnly(t, `${agentPath(a)}?${ns(a)}`) as Promise<Record<string, unknown>>;
+export const statusThrough = (t: ServerTarget, a: AgentAt) =>
+  readOnly(t, `${agentPath(a)}?${ns(a)}`) as Promise<Record<string, unknown>>;
 
-export async function listThrough(t: ServerTarget, namespace: string | null, selector?: string): Promise<Array<{ name: string; namespace: string; binding: string; startup: string; registry: string }>> {
-  const query = new URLSearchParams({ ...(namespace ? { namespace } : {}), ...(selector ? { labelSelector: selector } : {}) }).toString();
-  const r = (await readOnly(t, `/k8s/agents${query ? `?${query}` : ""}`)) as { configured: boolean; error: string | null; agents: Array<{ name: string; namespace: string; binding: string; startup: string; registry: string }> };
-  if (!r.configured) throw new CliError(`the server at ${t.url} has no Kubernetes context configured (${t.via}); set KUBECONFIG for its berth serve`, 1);
+export async function listThrough(
+  t: ServerTarget,
+  namespace: string | null,
+  selector?: string,
+): Promise<Array<{ name: string; namespace: string; binding: string; startup: string; registry: string }>> {
+  const query = new URLSearchParams({
+    ...(namespace ? { namespace } : {}),
+    ...(selector ? { labelSelector: selector } : {}),
+  }).toString();
+  const r = (await readOnly(t, `/k8s/agents${query ? `?${query}` : ""}`)) as {
+    configured: boolean;
+    error: string | null;
+    agents: Array<{ name: string; namespace: string; binding: string; startup: string; registry: string }>;
+  };
+  if (!r.configured)
+    throw new CliError(
+      `the server at ${t.url} has no Kubernetes context configured (${t.via}); set KUBECONFIG for its berth serve`,
+      1,
+    );
   if (r.error !== null) throw new CliError(r.error, 1);
   return r.agents;
 }
@@ -63,9 +81,14 @@ export async function logThrough(t: ServerTarget, a: AgentAt, tail: number | und
   throw failed(t, r);
 }
 
-export async function stopThrough(t: ServerTarget, a: AgentAt, wait: boolean): Promise<{ ok: boolean; message: string }> {
+export async function stopThrough(
+  t: ServerTarget,
+  a: AgentAt,
+  wait: boolean,
+): Promise<{ ok: boolean; message: string }> {
   const r = await askServer(t, "POST", agentPath(a, "/stop"), { namespace: a.namespace, wait });
-  if ((r.status === 200 || r.status === 422) && typeof (r.body as { ok?: unknown } | null)?.ok === "boolean") return r.body as { ok: boolean; message: string };
+  if ((r.status === 200 || r.status === 422) && typeof (r.body as { ok?: unknown } | null)?.ok === "boolean")
+    return r.body as { ok: boolean; message: string };
   const unconfigured = notConfigured(r.body);
   if (unconfigured !== null) throw new CliError(`${unconfigured} (${t.via})`, 1);
   throw failed(t, r);

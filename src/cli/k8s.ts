@@ -2,6 +2,8 @@
  * `berth k8s deploy|status|list|logs|stop|replace` (spec/kubernetes.md §16): the operator's verbs on berth's own CLI,
  * never reachable through the provider protocol. Wiring only: decisions live in core/kubernetes, effects in
  * src/kubernetes. Human output by default, one JSON document with `--json`.
+ *
+ * (About 490 lines, one concept: the Kubernetes verb group; each verb is its options and its rendering.)
  */
 import { readFileSync } from "node:fs";
 import { type Command, Option } from "commander";
@@ -46,11 +48,17 @@ const load = async () => {
   d = await import("./k8s-deps.js");
 };
 
-const flagsSchema = () => d.z.object({
-  pubkey: d.z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (the agent's x-only public key)"),
-  namespace: d.z.string().refine(d.isValidNamespace, "must be a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)"),
-  context: d.z.string().min(1).optional(),
-});
+const flagsSchema = () =>
+  d.z.object({
+    pubkey: d.z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (the agent's x-only public key)"),
+    namespace: d.z
+      .string()
+      .refine(
+        d.isValidNamespace,
+        "must be a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)",
+      ),
+    context: d.z.string().min(1).optional(),
+  });
 
 /** The raw documents each deploy file was read as, for sending it to a server as JSON. */
 const rawOf = new WeakMap<Prepared, unknown>();
@@ -67,11 +75,17 @@ function readDeployFile(path: string, requireCommand: boolean): Prepared {
   try {
     raw = /\.json$/i.test(path) ? JSON.parse(text) : d.parseYaml(text);
   } catch (error) {
-    throw new CliError(`${path} is not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`);
+    throw new CliError(
+      `${path} is not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`,
+    );
   }
   // An agent spec (berth/v1 Agent) is `berth deploy`'s, not this provider-format file's: say which verb takes it.
   if (typeof raw === "object" && raw !== null && (raw as { kind?: unknown }).kind === "Agent") {
-    throw new CliError(`${path} is an agent spec (kind: Agent): deploy it with \`berth deploy ${path}\`; \`berth k8s deploy\` takes the provider's deploy request (docs/kubernetes.md)`, 2, { kind: "validation" });
+    throw new CliError(
+      `${path} is an agent spec (kind: Agent): deploy it with \`berth deploy ${path}\`; \`berth k8s deploy\` takes the provider's deploy request (docs/kubernetes.md)`,
+      2,
+      { kind: "validation" },
+    );
   }
   const prepared = d.prepareDeploy(raw, { requireCommand });
   rawOf.set(prepared, raw);
@@ -89,14 +103,28 @@ async function k8sServer(opts: { local?: boolean; context?: string; kubeContext?
   const remote = await serverFor({ local: opts.local === true });
   if (!remote) return null;
   const named = opts.kubeContext ?? opts.context;
-  if (named !== undefined) throw new CliError(`--kube-context ${named}: through a server (${remote.server.via}) the cluster is the one the server's kubeconfig names; drop it, or run on this machine's kubeconfig with --local`, 2, { kind: "usage" });
+  if (named !== undefined)
+    throw new CliError(
+      `--kube-context ${named}: through a server (${remote.server.via}) the cluster is the one the server's kubeconfig names; drop it, or run on this machine's kubeconfig with --local`,
+      2,
+      { kind: "usage" },
+    );
   return { t: remote.server, r: await import("./k8s-remote.js") };
 }
 
-const at = (agent: { ref: AgentRef }) => ({ pubkey: agent.ref.identity.pubkey as string, podName: agent.ref.identity.podName, namespace: agent.ref.namespace });
+const at = (agent: { ref: AgentRef }) => ({
+  pubkey: agent.ref.identity.pubkey as string,
+  podName: agent.ref.identity.podName,
+  namespace: agent.ref.namespace,
+});
 const LOCAL_FLAG = "use this machine's kubeconfig and home, not the current context or the running `berth serve`";
 
-function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | null; intent: DesiredIntent | null; prepared?: Prepared & { ok: true } } {
+function resolveAgent(flags: AgentFlags): {
+  ref: AgentRef;
+  context: string | null;
+  intent: DesiredIntent | null;
+  prepared?: Prepared & { ok: true };
+} {
   if (flags.file) {
     const prepared = readDeployFile(flags.file, false);
     if (!prepared.ok) throw new CliError(prepared.error, 1);
@@ -109,10 +137,17 @@ function resolveAgent(flags: AgentFlags): { ref: AgentRef; context: string | nul
   }
   // A pod name alone (48 bits) is never enough: the full pubkey and the namespace are required.
   const parsed = flagsSchema().safeParse({ pubkey: flags.pubkey, namespace: flags.namespace, context: flags.context });
-  if (!parsed.success) throw new CliError(`${describeZodIssues("agent", parsed.error.issues)} (give --file FILE, or --pubkey and --namespace)`);
+  if (!parsed.success)
+    throw new CliError(
+      `${describeZodIssues("agent", parsed.error.issues)} (give --file FILE, or --pubkey and --namespace)`,
+    );
   const id = d.identityFromPubkeyHex(parsed.data.pubkey);
   if (!id.ok) throw new CliError("--pubkey must be 64 lowercase hex characters");
-  return { ref: { identity: id.identity, namespace: parsed.data.namespace }, context: parsed.data.context ?? null, intent: null };
+  return {
+    ref: { identity: id.identity, namespace: parsed.data.namespace },
+    context: parsed.data.context ?? null,
+    intent: null,
+  };
 }
 
 async function connected(context: string | null): Promise<Cluster> {
@@ -140,13 +175,24 @@ async function verbDeps(cluster: Cluster): Promise<VerbDeps & { close: () => Pro
     cluster.close();
     throw new CliError(`could not open the audit chain: ${(error as Error).message}`, 1);
   }
-  return { cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion(), close: () => audit.close() };
+  return {
+    cluster,
+    clock: d.realClock,
+    audit,
+    log: d.boundedStderrLogger(),
+    version: berthVersion(),
+    close: () => audit.close(),
+  };
 }
 
 type Answer = { ok: true; agentId: string } | { ok: false; error: string };
 
 /** §3.2 stages 10–12 in CLI mode: open the audit chain, connect, reconcile; every failure is an answer. */
-async function runDeploy(inputs: Prepared & { ok: true }, context: string | null, json: boolean | undefined): Promise<Answer> {
+async function runDeploy(
+  inputs: Prepared & { ok: true },
+  context: string | null,
+  json: boolean | undefined,
+): Promise<Answer> {
   const s = settings();
   let audit: K8sAudit;
   try {
@@ -161,10 +207,14 @@ async function runDeploy(inputs: Prepared & { ok: true }, context: string | null
     const progress = startProgress({ json });
     try {
       // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
-      const report = await d.runReconcileLoop({ cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion() }, inputs.value.inputs, {
-        settings: s,
-        onProgress: (line) => progress.update(line),
-      });
+      const report = await d.runReconcileLoop(
+        { cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion() },
+        inputs.value.inputs,
+        {
+          settings: s,
+          onProgress: (line) => progress.update(line),
+        },
+      );
       return report.answer;
     } finally {
       progress.stop();
@@ -184,11 +234,15 @@ const agentOptions = (cmd: Command) =>
     .option("--json", "one JSON document instead of text");
 
 export function registerK8sCommands(program: Command): void {
-  const k8s = program.command("k8s").description("operate agents on Kubernetes: deploy, status, list, logs, stop, replace");
+  const k8s = program
+    .command("k8s")
+    .description("operate agents on Kubernetes: deploy, status, list, logs, stop, replace");
 
   k8s
     .command("deploy <file>")
-    .description("deploy the agent described by FILE (YAML or JSON; - reads stdin) and wait until it starts or the deadline passes")
+    .description(
+      "deploy the agent described by FILE (YAML or JSON; - reads stdin) and wait until it starts or the deadline passes",
+    )
     .option("--local", LOCAL_FLAG)
     .option("--json", "one JSON document instead of text")
     .action(async (file: string, opts: { json?: boolean; local?: boolean }) => {
@@ -202,7 +256,11 @@ export function registerK8sCommands(program: Command): void {
       const remote = await k8sServer(opts);
       if (remote) {
         const { withSpinner } = await import("./progress.js");
-        const r = await withSpinner(`deploying ${prepared.value.inputs.identity.podName} through ${remote.t.url}`, opts.json, () => remote.r.deployThrough(remote.t, rawOf.get(prepared)));
+        const r = await withSpinner(
+          `deploying ${prepared.value.inputs.identity.podName} through ${remote.t.url}`,
+          opts.json,
+          () => remote.r.deployThrough(remote.t, rawOf.get(prepared)),
+        );
         if (r.ok) answer(opts.json, { ok: true, agent_id: r.agent_id }, `started ${r.agent_id}`);
         else answerRefusal(opts.json, { ok: false, error: r.error }, String(r.error));
         process.exitCode = r.ok ? 0 : 1;
@@ -214,25 +272,27 @@ export function registerK8sCommands(program: Command): void {
       process.exitCode = a.ok ? 0 : 1;
     });
 
-  agentOptions(k8s.command("status").description("what the cluster says about one agent (reads only)")).action(async (given: AgentFlags) => {
-    const opts = await ready(given);
-    const agent = resolveAgent(opts);
-    // Issue 36 item 9: describe lines made from the document -o json prints, the same through a server.
-    const print = (r: Record<string, unknown>) => answer(opts.json, r, describeText(r));
-    const remote = await k8sServer(given);
-    if (remote) {
-      print(await remote.r.statusThrough(remote.t, at(agent)));
-      return;
-    }
-    const cluster = await connected(agent.context);
-    try {
-      const r = await d.status({ cluster, clock: d.realClock }, agent.ref, agent.intent);
-      if ("error" in r) throw new CliError(r.error, 1);
-      print(r as unknown as Record<string, unknown>);
-    } finally {
-      cluster.close();
-    }
-  });
+  agentOptions(k8s.command("status").description("what the cluster says about one agent (reads only)")).action(
+    async (given: AgentFlags) => {
+      const opts = await ready(given);
+      const agent = resolveAgent(opts);
+      // Issue 36 item 9: describe lines made from the document -o json prints, the same through a server.
+      const print = (r: Record<string, unknown>) => answer(opts.json, r, describeText(r));
+      const remote = await k8sServer(given);
+      if (remote) {
+        print(await remote.r.statusThrough(remote.t, at(agent)));
+        return;
+      }
+      const cluster = await connected(agent.context);
+      try {
+        const r = await d.status({ cluster, clock: d.realClock }, agent.ref, agent.intent);
+        if ("error" in r) throw new CliError(r.error, 1);
+        print(r as unknown as Record<string, unknown>);
+      } finally {
+        cluster.close();
+      }
+    },
+  );
 
   k8s
     .command("list")
@@ -241,34 +301,50 @@ export function registerK8sCommands(program: Command): void {
     .option("--all-namespaces", "every namespace (needs cluster-wide list on pods)")
     .option("--kube-context <ctx>", "kubeconfig context")
     .addOption(new Option("--context <ctx>", "alias of --kube-context").hideHelp())
-    .option("-l, --selector <selector>", "only the pods whose labels match (key=value, key!=value, key, !key; commas: all must hold): the binding's labels, the only ones berth puts on a pod (an agent's metadata.labels: `berth agents -l`)")
+    .option(
+      "-l, --selector <selector>",
+      "only the pods whose labels match (key=value, key!=value, key, !key; commas: all must hold): the binding's labels, the only ones berth puts on a pod (an agent's metadata.labels: `berth agents -l`)",
+    )
     .option("--local", LOCAL_FLAG)
     .option("--json", "one JSON document instead of text")
-    .action(async (given: { namespace?: string; allNamespaces?: boolean; context?: string; kubeContext?: string; local?: boolean; json?: boolean; selector?: string }) => {
-      const opts = await ready(given);
-      if (!opts.allNamespaces && !opts.namespace) throw new CliError("give --namespace NS or --all-namespaces");
-      if (opts.namespace && !d.isValidNamespace(opts.namespace)) throw new CliError(`--namespace ${JSON.stringify(opts.namespace)} is not a valid Kubernetes namespace`);
-      // Issue 36: judged here, so a bad selector reads the same locally and through a server.
-      const { parseSelector } = await import("../core/agents/labels.js");
-      const selector = parseSelector(opts.selector ?? "");
-      if (!selector.ok) throw invalidInput(`-l: ${selector.error}`);
-      const remote = await k8sServer(given);
-      const cluster = remote ? null : await connected(opts.context ?? null);
-      try {
-        const ns = opts.allNamespaces ? null : (opts.namespace ?? null);
-        const rows = remote ? await remote.r.listThrough(remote.t, ns, opts.selector) : await d.list(cluster as Cluster, ns, selector.value);
-        if ("error" in rows) throw new CliError(rows.error, 1);
-        const palette = stdoutPalette(opts.json);
-        const table = renderTable(
-          ["NAME", "NAMESPACE", "BINDING", "STARTUP", "REGISTRY"],
-          rows.map((r) => [r.name, r.namespace, r.binding, r.startup, r.registry]),
-          { palette, paint: (column, text) => (column === 3 ? paintState(palette, text) : text) },
-        );
-        answer(opts.json, rows, rows.length === 0 ? "no agent pods" : table);
-      } finally {
-        cluster?.close();
-      }
-    });
+    .action(
+      async (given: {
+        namespace?: string;
+        allNamespaces?: boolean;
+        context?: string;
+        kubeContext?: string;
+        local?: boolean;
+        json?: boolean;
+        selector?: string;
+      }) => {
+        const opts = await ready(given);
+        if (!opts.allNamespaces && !opts.namespace) throw new CliError("give --namespace NS or --all-namespaces");
+        if (opts.namespace && !d.isValidNamespace(opts.namespace))
+          throw new CliError(`--namespace ${JSON.stringify(opts.namespace)} is not a valid Kubernetes namespace`);
+        // Issue 36: judged here, so a bad selector reads the same locally and through a server.
+        const { parseSelector } = await import("../core/agents/labels.js");
+        const selector = parseSelector(opts.selector ?? "");
+        if (!selector.ok) throw invalidInput(`-l: ${selector.error}`);
+        const remote = await k8sServer(given);
+        const cluster = remote ? null : await connected(opts.context ?? null);
+        try {
+          const ns = opts.allNamespaces ? null : (opts.namespace ?? null);
+          const rows = remote
+            ? await remote.r.listThrough(remote.t, ns, opts.selector)
+            : await d.list(cluster as Cluster, ns, selector.value);
+          if ("error" in rows) throw new CliError(rows.error, 1);
+          const palette = stdoutPalette(opts.json);
+          const table = renderTable(
+            ["NAME", "NAMESPACE", "BINDING", "STARTUP", "REGISTRY"],
+            rows.map((r) => [r.name, r.namespace, r.binding, r.startup, r.registry]),
+            { palette, paint: (column, text) => (column === 3 ? paintState(palette, text) : text) },
+          );
+          answer(opts.json, rows, rows.length === 0 ? "no agent pods" : table);
+        } finally {
+          cluster?.close();
+        }
+      },
+    );
 
   agentOptions(k8s.command("logs").description("the agent container's log, to this terminal only"))
     .option("-f, --follow", "keep streaming (not with --json)")
@@ -277,7 +353,10 @@ export function registerK8sCommands(program: Command): void {
       const opts = await ready(given);
       const tail = opts.tail === undefined ? undefined : d.z.coerce.number().int().min(0).safeParse(opts.tail);
       if (tail && !tail.success) throw new CliError("--tail must be a non-negative integer");
-      if (opts.follow && opts.json) throw new CliError("--follow streams the log as it comes and --json prints one document at the end: give one of them");
+      if (opts.follow && opts.json)
+        throw new CliError(
+          "--follow streams the log as it comes and --json prints one document at the end: give one of them",
+        );
       let log = "";
       const agent = resolveAgent(opts);
       const remote = await k8sServer(given);
@@ -291,7 +370,11 @@ export function registerK8sCommands(program: Command): void {
         process.stdout.write(first);
         if (!opts.follow) return;
         const pod = agent.ref.identity.podName;
-        await (await import("./watch.js")).followLog(1000, async () => ({ instance: pod, stdout: await remote.r.logThrough(remote.t, at(agent), lines), stderr: "" }), { instance: pod, stdout: first, stderr: "" });
+        await (await import("./watch.js")).followLog(
+          1000,
+          async () => ({ instance: pod, stdout: await remote.r.logThrough(remote.t, at(agent), lines), stderr: "" }),
+          { instance: pod, stdout: first, stderr: "" },
+        );
         return;
       }
       const cluster = await connected(agent.context);
@@ -304,15 +387,27 @@ export function registerK8sCommands(program: Command): void {
             else process.stdout.write(c);
           },
         });
-        if (r.kind === "absent") throw new CliError(`${agent.ref.identity.podName} does not exist; \`berth k8s list\` shows the agent pods`, 1);
-        if (r.kind === "error") throw new CliError(`could not read the log: ${r.error.kind === "status" ? `${r.error.reason}: ${r.error.message}` : r.error.message}`, 1);
+        if (r.kind === "absent")
+          throw new CliError(
+            `${agent.ref.identity.podName} does not exist; \`berth k8s list\` shows the agent pods`,
+            1,
+          );
+        if (r.kind === "error")
+          throw new CliError(
+            `could not read the log: ${r.error.kind === "status" ? `${r.error.reason}: ${r.error.message}` : r.error.message}`,
+            1,
+          );
         if (opts.json) answer(true, { pod: agent.ref.identity.podName, namespace: agent.ref.namespace, log }, "");
       } finally {
         cluster.close();
       }
     });
 
-  agentOptions(k8s.command("stop").description("fenced, audited delete of the agent's pod in any state (its 60 s shutdown budget applies)"))
+  agentOptions(
+    k8s
+      .command("stop")
+      .description("fenced, audited delete of the agent's pod in any state (its 60 s shutdown budget applies)"),
+  )
     .option("--wait", "wait for the pod to disappear, then remove its Secret")
     .action(async (given: AgentFlags & { wait?: boolean }) => {
       const opts = await ready(given);
@@ -380,7 +475,12 @@ export function registerK8sCommands(program: Command): void {
       const a = await runDeploy(prepared, agent.context, opts.json);
       const end = await verbDeps(await connected(agent.context));
       try {
-        await d.replaceAuditEnd(end, agent.ref, actionId, a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error });
+        await d.replaceAuditEnd(
+          end,
+          agent.ref,
+          actionId,
+          a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error },
+        );
       } finally {
         end.cluster.close();
         await end.close();

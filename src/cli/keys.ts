@@ -19,27 +19,48 @@ async function newNsecFile(file: string): Promise<{ nsec_file: string; public_ke
     writeFileSync(file, `${nsec}\n`, { mode: 0o600, flag: "wx" });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "EEXIST") throw new CliError(`${file} already exists; berth never overwrites a key (remove it first if you mean to replace the agent's identity)`, 2, { kind: "key_file" });
+    if (code === "EEXIST")
+      throw new CliError(
+        `${file} already exists; berth never overwrites a key (remove it first if you mean to replace the agent's identity)`,
+        2,
+        { kind: "key_file" },
+      );
     throw new CliError(`cannot write ${file}: ${code ?? (error as Error).message}`, 2, { kind: "file" });
   }
   return { nsec_file: file, public_key: decoded.value };
 }
 
 export function registerKeyCommands(program: Command): void {
-  const keys = program.command("keys").description("identity keys (Ed25519) used to sign the audit chain and control messages: key files on this machine, never through a server");
+  const keys = program
+    .command("keys")
+    .description(
+      "identity keys (Ed25519) used to sign the audit chain and control messages: key files on this machine, never through a server",
+    );
   keys
     .command("new")
-    .description("create a new identity key file (mode 0600); refuses to overwrite an existing one. --nsec FILE: a Kubernetes agent's Nostr identity instead (the spec's kubernetes.nsec_file)")
+    .description(
+      "create a new identity key file (mode 0600); refuses to overwrite an existing one. --nsec FILE: a Kubernetes agent's Nostr identity instead (the spec's kubernetes.nsec_file)",
+    )
     .option("--key-file <path>", "where to write the key", defaultPaths.controllerKey())
-    .option("--nsec <file>", "write a new Nostr secret key (nsec1…, mode 0600) for a Kubernetes agent, and print its public key")
+    .option(
+      "--nsec <file>",
+      "write a new Nostr secret key (nsec1…, mode 0600) for a Kubernetes agent, and print its public key",
+    )
     .option("--json", "print one JSON document")
     .action(async (opts: { keyFile: string; nsec?: string; json?: boolean }) => {
       if (opts.nsec !== undefined) {
         const doc = await newNsecFile(opts.nsec);
-        answer(opts.json, doc, `created ${doc.nsec_file} (the agent's secret: keep it out of the spec and of version control)\npublic key  ${doc.public_key}\nuse it in the agent spec as  kubernetes: { nsec_file: ${doc.nsec_file} }`);
+        answer(
+          opts.json,
+          doc,
+          `created ${doc.nsec_file} (the agent's secret: keep it out of the spec and of version control)\npublic key  ${doc.public_key}\nuse it in the agent spec as  kubernetes: { nsec_file: ${doc.nsec_file} }`,
+        );
         return;
       }
-      const [{ generateSigningKey, saveKeyFile }, { nodeIdOf }] = await Promise.all([import("../keys/key-file.js"), import("../core/crypto/ed25519.js")]);
+      const [{ generateSigningKey, saveKeyFile }, { nodeIdOf }] = await Promise.all([
+        import("../keys/key-file.js"),
+        import("../core/crypto/ed25519.js"),
+      ]);
       const key = generateSigningKey();
       saveKeyFile(opts.keyFile, key);
       const doc = { key_file: opts.keyFile, public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
@@ -51,7 +72,10 @@ export function registerKeyCommands(program: Command): void {
     .option("--key-file <path>", "the key file", defaultPaths.controllerKey())
     .option("--json", "print one JSON document")
     .action(async (opts: { keyFile: string; json?: boolean }) => {
-      const [{ loadKeyFile }, { nodeIdOf }] = await Promise.all([import("../keys/key-file.js"), import("../core/crypto/ed25519.js")]);
+      const [{ loadKeyFile }, { nodeIdOf }] = await Promise.all([
+        import("../keys/key-file.js"),
+        import("../core/crypto/ed25519.js"),
+      ]);
       const key = loadKeyFile(opts.keyFile);
       const doc = { key_file: opts.keyFile, public_key: key.publicKey, id: nodeIdOf(key.publicKey) };
       answer(opts.json, doc, `public key  ${doc.public_key}\nid          ${doc.id}`);

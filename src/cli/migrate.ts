@@ -25,7 +25,11 @@ async function migrateFlags() {
       .refine((u) => {
         try {
           const url = new URL(u);
-          return (url.protocol === "postgres:" || url.protocol === "postgresql:") && url.hostname !== "" && url.pathname.length > 1;
+          return (
+            (url.protocol === "postgres:" || url.protocol === "postgresql:") &&
+            url.hostname !== "" &&
+            url.pathname.length > 1
+          );
         } catch {
           return false;
         }
@@ -72,16 +76,34 @@ function k8sChainLeft(source: string, to: string): { path: string; verify: strin
 export function registerMigrateCommands(program: Command): void {
   program
     .command("migrate")
-    .description("move a controller store from SQLite into an empty PostgreSQL database (same store id, epochs and chain; one transaction)")
+    .description(
+      "move a controller store from SQLite into an empty PostgreSQL database (same store id, epochs and chain; one transaction)",
+    )
     .requiredOption("--from <store>", "the store to move: sqlite:PATH (a berth home, or its controller.db)")
-    .option("--to <url>", "the empty PostgreSQL database: postgres://USER@HOST:PORT/DATABASE (default $BERTH_DATABASE_URL)")
-    .option("--key-file <path>", "the controller's identity key (owns the chain; signs the migration event)", defaultPaths.controllerKey())
+    .option(
+      "--to <url>",
+      "the empty PostgreSQL database: postgres://USER@HOST:PORT/DATABASE (default $BERTH_DATABASE_URL)",
+    )
+    .option(
+      "--key-file <path>",
+      "the controller's identity key (owns the chain; signs the migration event)",
+      defaultPaths.controllerKey(),
+    )
     .requiredOption("--reason <text>", "why (chained in the new store with who ran it)")
     .option("--json", "print one JSON document")
     .action(async (raw: { from: string; to?: string; keyFile: string; reason: string; json?: boolean }) => {
       const Flags = await migrateFlags();
       const parsed = Flags.safeParse({ ...raw, to: raw.to ?? process.env.BERTH_DATABASE_URL });
-      if (!parsed.success) throw invalidInput(describeZodIssues("migrate", parsed.error.issues.map((i) => ({ ...i, path: i.path.map((p) => `--${String(p).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`) }))));
+      if (!parsed.success)
+        throw invalidInput(
+          describeZodIssues(
+            "migrate",
+            parsed.error.issues.map((i) => ({
+              ...i,
+              path: i.path.map((p) => `--${String(p).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`),
+            })),
+          ),
+        );
       const o = parsed.data;
       const [{ loadKeyFile }, { PostgresEngine }, { migrateSqliteToEngine }, { operatorIdentity }] = await Promise.all([
         import("../keys/key-file.js"),
@@ -99,7 +121,14 @@ export function registerMigrateCommands(program: Command): void {
       }
       const source = sourceFile(o.from);
       try {
-        const r = await migrateSqliteToEngine({ sourcePath: source, target, key, operator: operatorIdentity("berth migrate"), reason: o.reason, clock: Date.now });
+        const r = await migrateSqliteToEngine({
+          sourcePath: source,
+          target,
+          key,
+          operator: operatorIdentity("berth migrate"),
+          reason: o.reason,
+          clock: Date.now,
+        });
         if (r.kind === "refused") throw new CliError(`migrate: ${r.reason}`, 1, { kind: "refused" });
         const rows = Object.values(r.tables).reduce((a, b) => a + b, 0);
         const moved =

@@ -9,7 +9,8 @@ export const collect = (value: string, previous: string[] = []) => [...previous,
 
 export function keys(flag: string, values: string[] | undefined): string[] {
   return (values ?? []).map((v) => {
-    if (!HEX_KEY.test(v)) throw invalidInput(`${flag}: value: must be 64 lowercase hex characters (an Ed25519 public key)`);
+    if (!HEX_KEY.test(v))
+      throw invalidInput(`${flag}: value: must be 64 lowercase hex characters (an Ed25519 public key)`);
     return v;
   });
 }

@@ -15,7 +15,9 @@ import { berthVersion } from "../version.js";
 export function nodeGroup(program: Command): Command {
   return program
     .command("node")
-    .description("a node daemon: runs signed packages as processes for authorised controllers (init, serve, show: this machine's node, never through a server; rehome: through the controller's server like every controller verb)");
+    .description(
+      "a node daemon: runs signed packages as processes for authorised controllers (init, serve, show: this machine's node, never through a server; rehome: through the controller's server like every controller verb)",
+    );
 }
 
 /** `berth` with `node serve` as its only verb. */
@@ -38,11 +40,28 @@ export function registerNodeServe(node: Command): void {
     .option("--name <name>", "display name override")
     .option("--poll-ms <ms>", "how often re-adopted instances are probed", "500")
     .option("--sweep-ms <ms>", "how often revoked instances are swept", "60000")
-    .option("--transport <kind>", "tls (default: TLS 1.3 bound to the identity keys) or plaintext (explicit migration window, warned and chained; also node.json transport)")
-    .option("--allow-root-agents", "run agents as root when the daemon is root and node.json names no agent_user (warned)")
-    .option("--agent-user <name>", "the unprivileged user a root daemon runs agents as, for this run (over node.json agent_user)")
-    .option("--log-level <level>", "diagnostics on stderr: silent, error, warn, info (place, start, exit, stop, unload, refusal), debug", "info")
-    .option("--log-format <format>", "text (one line each; the default on a terminal) or json (pino's JSON lines; the default otherwise, for collectors)", "auto")
+    .option(
+      "--transport <kind>",
+      "tls (default: TLS 1.3 bound to the identity keys) or plaintext (explicit migration window, warned and chained; also node.json transport)",
+    )
+    .option(
+      "--allow-root-agents",
+      "run agents as root when the daemon is root and node.json names no agent_user (warned)",
+    )
+    .option(
+      "--agent-user <name>",
+      "the unprivileged user a root daemon runs agents as, for this run (over node.json agent_user)",
+    )
+    .option(
+      "--log-level <level>",
+      "diagnostics on stderr: silent, error, warn, info (place, start, exit, stop, unload, refusal), debug",
+      "info",
+    )
+    .option(
+      "--log-format <format>",
+      "text (one line each; the default on a terminal) or json (pino's JSON lines; the default otherwise, for collectors)",
+      "auto",
+    )
     .option("--json", "accepted for uniformity: the one line serve prints is always a JSON document")
     .action(
       async (opts: {
@@ -63,19 +82,32 @@ export function registerNodeServe(node: Command): void {
       }) => {
         const ms = (flag: string, v: string) => {
           const n = Number(v);
-          if (!Number.isInteger(n) || n < 10) throw new CliError(`${flag}: ${JSON.stringify(v)} must be an integer ≥ 10`);
+          if (!Number.isInteger(n) || n < 10)
+            throw new CliError(`${flag}: ${JSON.stringify(v)} must be an integer ≥ 10`);
           return n;
         };
-        if (opts.board !== undefined && !/^[a-z0-9-]{1,32}$/.test(opts.board)) throw new CliError("--board: must match ^[a-z0-9-]{1,32}$");
-        if (opts.agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(opts.agentUser)) throw new CliError("--agent-user: must be a user name (^[a-z_][a-z0-9_-]{0,31}$)");
+        if (opts.board !== undefined && !/^[a-z0-9-]{1,32}$/.test(opts.board))
+          throw new CliError("--board: must match ^[a-z0-9-]{1,32}$");
+        if (opts.agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(opts.agentUser))
+          throw new CliError("--agent-user: must be a user name (^[a-z_][a-z0-9_-]{0,31}$)");
         if (opts.transport !== undefined && opts.transport !== "tls" && opts.transport !== "plaintext") {
           throw new CliError(`--transport: ${JSON.stringify(opts.transport)} must be tls or plaintext`);
         }
         const transport = opts.transport as "tls" | "plaintext" | undefined;
-        const [{ NodeDaemon }, { isLoopbackHost, parseAddr }, { NODE_LOG_LEVELS }] = await Promise.all([import("../mesh/node/daemon.js"), import("../mesh/transport/tcp.js"), import("../mesh/node/log.js")]);
+        const [{ NodeDaemon }, { isLoopbackHost, parseAddr }, { NODE_LOG_LEVELS }] = await Promise.all([
+          import("../mesh/node/daemon.js"),
+          import("../mesh/transport/tcp.js"),
+          import("../mesh/node/log.js"),
+        ]);
         const logLevel = NODE_LOG_LEVELS.find((l) => l === opts.logLevel);
-        if (logLevel === undefined) throw new CliError(`--log-level: ${JSON.stringify(opts.logLevel)} must be one of ${NODE_LOG_LEVELS.join(", ")}`);
-        if (!["auto", "text", "json"].includes(opts.logFormat)) throw new CliError(`--log-format: ${JSON.stringify(opts.logFormat)} must be "text" or "json" (default: text on a terminal, else json)`);
+        if (logLevel === undefined)
+          throw new CliError(
+            `--log-level: ${JSON.stringify(opts.logLevel)} must be one of ${NODE_LOG_LEVELS.join(", ")}`,
+          );
+        if (!["auto", "text", "json"].includes(opts.logFormat))
+          throw new CliError(
+            `--log-format: ${JSON.stringify(opts.logFormat)} must be "text" or "json" (default: text on a terminal, else json)`,
+          );
         const { humanLogs } = await import("../kit/log-human.js");
         let daemon: NodeDaemon;
         try {
@@ -111,7 +143,10 @@ export function registerNodeServe(node: Command): void {
             `berth node serve: warning: plaintext transport (${transport === "plaintext" ? "--transport plaintext" : "node.json transport"}): control messages, agent environments and output cross the network unencrypted; chained as transport.plaintext. Drop it once every controller speaks TLS.\n`,
           );
         }
-        if (daemon.agentRefusal !== null) process.stderr.write(`berth node serve: warning: ${daemon.agentRefusal}; every place and start will be refused.\n`);
+        if (daemon.agentRefusal !== null)
+          process.stderr.write(
+            `berth node serve: warning: ${daemon.agentRefusal}; every place and start will be refused.\n`,
+          );
         else if (opts.allowRootAgents && process.getuid?.() === 0) {
           process.stderr.write("berth node serve: warning: --allow-root-agents: agents run as root on this machine.\n");
         }

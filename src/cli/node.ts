@@ -19,9 +19,18 @@ export function registerNodeCommands(program: Command): void {
     .option("--controller <key>", "authorise a controller public key (repeatable)", collect)
     .option("--signer <key>", "trust a package signer public key (repeatable)", collect)
     .option("--board <board>", "board override, e.g. pi5")
-    .option("--agent-user <name>", "when the daemon runs as root, run agents as this unprivileged user (node.json agent_user)")
-    .option("--create-agent-user", "create --agent-user as a system user (no home, no login shell) if it does not exist")
-    .option("--allow-root-agents", "let a root daemon run agents as root (node.json allow_root_agents; not for a shared machine)")
+    .option(
+      "--agent-user <name>",
+      "when the daemon runs as root, run agents as this unprivileged user (node.json agent_user)",
+    )
+    .option(
+      "--create-agent-user",
+      "create --agent-user as a system user (no home, no login shell) if it does not exist",
+    )
+    .option(
+      "--allow-root-agents",
+      "let a root daemon run agents as root (node.json allow_root_agents; not for a shared machine)",
+    )
     .option("--json", "print one JSON document")
     .action(
       async (opts: {
@@ -35,10 +44,16 @@ export function registerNodeCommands(program: Command): void {
         allowRootAgents?: boolean;
         json?: boolean;
       }) => {
-        const [{ createSystemUser }, { initNodeDataDir }] = await Promise.all([import("../mesh/node/confine-user.js"), import("../mesh/node/init.js")]);
-        if (opts.board !== undefined && !/^[a-z0-9-]{1,32}$/.test(opts.board)) throw new CliError("--board: must match ^[a-z0-9-]{1,32}$");
-        if (opts.agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(opts.agentUser)) throw new CliError("--agent-user: must be a user name matching ^[a-z_][a-z0-9_-]{0,31}$");
-        if (opts.createAgentUser && opts.agentUser === undefined) throw new CliError("--create-agent-user: needs --agent-user NAME");
+        const [{ createSystemUser }, { initNodeDataDir }] = await Promise.all([
+          import("../mesh/node/confine-user.js"),
+          import("../mesh/node/init.js"),
+        ]);
+        if (opts.board !== undefined && !/^[a-z0-9-]{1,32}$/.test(opts.board))
+          throw new CliError("--board: must match ^[a-z0-9-]{1,32}$");
+        if (opts.agentUser !== undefined && !/^[a-z_][a-z0-9_-]{0,31}$/.test(opts.agentUser))
+          throw new CliError("--agent-user: must be a user name matching ^[a-z_][a-z0-9_-]{0,31}$");
+        if (opts.createAgentUser && opts.agentUser === undefined)
+          throw new CliError("--create-agent-user: needs --agent-user NAME");
         if (opts.createAgentUser && opts.agentUser !== undefined) {
           try {
             createSystemUser(opts.agentUser);
@@ -56,8 +71,18 @@ export function registerNodeCommands(program: Command): void {
             ...(opts.allowRootAgents ? { allow_root_agents: true } : {}),
           },
         });
-        const doc = { data_dir: r.dataDir, node_id: r.nodeId, public_key: r.publicKey, agent_user: opts.agentUser ?? null, allow_root_agents: opts.allowRootAgents === true };
-        answer(opts.json, doc, `node ${doc.node_id}\npublic key  ${doc.public_key}\ndata dir    ${doc.data_dir}${doc.agent_user ? `\nagent user  ${doc.agent_user}` : ""}`);
+        const doc = {
+          data_dir: r.dataDir,
+          node_id: r.nodeId,
+          public_key: r.publicKey,
+          agent_user: opts.agentUser ?? null,
+          allow_root_agents: opts.allowRootAgents === true,
+        };
+        answer(
+          opts.json,
+          doc,
+          `node ${doc.node_id}\npublic key  ${doc.public_key}\ndata dir    ${doc.data_dir}${doc.agent_user ? `\nagent user  ${doc.agent_user}` : ""}`,
+        );
       },
     );
 
@@ -69,7 +94,11 @@ export function registerNodeCommands(program: Command): void {
     .option("--data-dir <dir>", "the node's data directory", defaultDataDir())
     .option("--json", "print one JSON document")
     .action(async (opts: { dataDir: string; json?: boolean }) => {
-      const [{ loadKeyFile }, { FILES }, { nodeIdOf }] = await Promise.all([import("../keys/key-file.js"), import("../mesh/node/config.js"), import("../core/crypto/ed25519.js")]);
+      const [{ loadKeyFile }, { FILES }, { nodeIdOf }] = await Promise.all([
+        import("../keys/key-file.js"),
+        import("../mesh/node/config.js"),
+        import("../core/crypto/ed25519.js"),
+      ]);
       const key = loadKeyFile(join(resolve(opts.dataDir), FILES.key));
       const doc = { node_id: nodeIdOf(key.publicKey), public_key: key.publicKey };
       answer(opts.json, doc, `node ${doc.node_id}\npublic key  ${doc.public_key}`);

@@ -35,7 +35,10 @@ export function failureText(format: OutputFormat, doc: unknown): string {
 
 export function answer(json: boolean | undefined, doc: unknown, text: string): void {
   if (chosen === "yaml") process.stdout.write(yamlText(doc));
-  else process.stdout.write(json || chosen === "json" ? `${JSON.stringify(doc)}\n` : text.endsWith("\n") || text === "" ? text : `${text}\n`);
+  else
+    process.stdout.write(
+      json || chosen === "json" ? `${JSON.stringify(doc)}\n` : text.endsWith("\n") || text === "" ? text : `${text}\n`,
+    );
 }
 
 /**
@@ -57,7 +60,16 @@ export function outputRequested(argv: readonly string[]): OutputFormat {
   let format: OutputFormat = "text";
   for (let i = 0; i < args.length; i++) {
     const a = args[i] as string;
-    const value = a === "-o" || a === "--output" ? args[i + 1] : a.startsWith("--output=") ? a.slice(9) : /^-o[a-z]/.test(a) ? a.slice(2) : a === "--json" ? "json" : undefined;
+    const value =
+      a === "-o" || a === "--output"
+        ? args[i + 1]
+        : a.startsWith("--output=")
+          ? a.slice(9)
+          : /^-o[a-z]/.test(a)
+            ? a.slice(2)
+            : a === "--json"
+              ? "json"
+              : undefined;
     if (value !== undefined && (OUTPUT_FORMATS as readonly string[]).includes(value)) format = value as OutputFormat;
   }
   return format;

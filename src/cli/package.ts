@@ -25,7 +25,11 @@ function wrap<T>(fn: () => T): T {
 }
 
 export function registerPackageCommands(program: Command): void {
-  const pkg = program.command("package").description("build, sign and verify packages (a manifest plus the files it pins): directories on this machine, never through a server");
+  const pkg = program
+    .command("package")
+    .description(
+      "build, sign and verify packages (a manifest plus the files it pins): directories on this machine, never through a server",
+    );
 
   pkg
     .command("init <dir>")
@@ -35,20 +39,24 @@ export function registerPackageCommands(program: Command): void {
     .option("--entry <file>", "the entry program (a file in <dir>, executable)", "run.sh")
     .option("--network <network>", "none, lan or egress", "none")
     .option("--json", "print one JSON document")
-    .action(async (dir: string, opts: { name: string; kind: string; entry: string; network: string; json?: boolean }) => {
-      const network = { data: oneOf("--network", opts.network, NETWORKS) };
-      const { initPackage } = await packages();
-      const path = wrap(() =>
-        initPackage(resolve(dir), {
-          name: opts.name,
-          kind: opts.kind,
-          files: [opts.entry],
-          variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: opts.entry, args: [] }, requires: [] }],
-          network: network.data,
-        }),
-      );
-      answer(opts.json, { source_manifest: path }, `wrote ${path}; edit it, then run \`berth package build ${dir}\``);
-    });
+    .action(
+      async (dir: string, opts: { name: string; kind: string; entry: string; network: string; json?: boolean }) => {
+        const network = { data: oneOf("--network", opts.network, NETWORKS) };
+        const { initPackage } = await packages();
+        const path = wrap(() =>
+          initPackage(resolve(dir), {
+            name: opts.name,
+            kind: opts.kind,
+            files: [opts.entry],
+            variants: [
+              { id: "any-linux", arch: "any", os: "linux", entry: { program: opts.entry, args: [] }, requires: [] },
+            ],
+            network: network.data,
+          }),
+        );
+        answer(opts.json, { source_manifest: path }, `wrote ${path}; edit it, then run \`berth package build ${dir}\``);
+      },
+    );
 
   pkg
     .command("build <dir>")
@@ -73,7 +81,11 @@ export function registerPackageCommands(program: Command): void {
       const [{ loadKeyFile }, { signPackage }] = await Promise.all([import("../keys/key-file.js"), packages()]);
       const key = loadKeyFile(opts.key);
       const r = wrap(() => signPackage(resolve(dir), key));
-      answer(opts.json, { package_id: r.packageId, signer: key.publicKey, signatures: r.signatures }, `signed ${r.packageId} with ${key.publicKey} (${r.signatures} signature(s))`);
+      answer(
+        opts.json,
+        { package_id: r.packageId, signer: key.publicKey, signatures: r.signatures },
+        `signed ${r.packageId} with ${key.publicKey} (${r.signatures} signature(s))`,
+      );
     });
 
   pkg
@@ -83,31 +95,42 @@ export function registerPackageCommands(program: Command): void {
     .option("--signer <key>", "a trusted signer public key (repeatable)", collect)
     .option("--revocations <file>", "a revocations.json file")
     .option("--json", "print one JSON document")
-    .action(async (dir: string, opts: { signers?: string; signer?: string[]; revocations?: string; json?: boolean }) => {
-      const [{ verifyPackageDir }, { SignersFileSchema }, { EMPTY_REVOCATIONS, parseRevocations }] = await Promise.all([packages(), import("../mesh/policy/files.js"), import("../core/governance/policy.js")]);
-      const trusted = new Set<string>();
-      for (const k of opts.signer ?? []) {
-        if (!HEX_KEY.test(k)) throw invalidInput("--signer: value: must be 64 lowercase hex characters");
-        trusted.add(k);
-      }
-      if (opts.signers) {
-        let raw: unknown;
-        try {
-          raw = JSON.parse(readFileSync(opts.signers, "utf8"));
-        } catch {
-          throw new CliError(`--signers: ${opts.signers} is missing or not valid JSON`);
+    .action(
+      async (dir: string, opts: { signers?: string; signer?: string[]; revocations?: string; json?: boolean }) => {
+        const [{ verifyPackageDir }, { SignersFileSchema }, { EMPTY_REVOCATIONS, parseRevocations }] =
+          await Promise.all([packages(), import("../mesh/policy/files.js"), import("../core/governance/policy.js")]);
+        const trusted = new Set<string>();
+        for (const k of opts.signer ?? []) {
+          if (!HEX_KEY.test(k)) throw invalidInput("--signer: value: must be 64 lowercase hex characters");
+          trusted.add(k);
         }
-        const parsed = SignersFileSchema.safeParse(raw);
-        if (!parsed.success) throw invalidInput(describeZodIssues(opts.signers, parsed.error.issues));
-        for (const s of parsed.data) trusted.add(s.key);
-      }
-      let revocations: RevocationList | null = EMPTY_REVOCATIONS;
-      if (opts.revocations) {
-        const loaded = existsSync(opts.revocations) ? parseRevocations(readFileSync(opts.revocations, "utf8")) : { ok: false as const, error: "missing" };
-        revocations = loaded.ok ? loaded.value : null;
-      }
-      const v = verifyPackageDir(resolve(dir), trusted, revocations);
-      answer(opts.json, v.ok ? { ok: true, package_id: v.packageId, signers: v.signers } : { ok: false, error: `refused: ${v.reason}`, reason: v.reason }, v.ok ? `ok: ${v.packageId} signed by ${v.signers.join(", ")}` : `refused: ${v.reason}`);
-      if (!v.ok) process.exitCode = 1;
-    });
+        if (opts.signers) {
+          let raw: unknown;
+          try {
+            raw = JSON.parse(readFileSync(opts.signers, "utf8"));
+          } catch {
+            throw new CliError(`--signers: ${opts.signers} is missing or not valid JSON`);
+          }
+          const parsed = SignersFileSchema.safeParse(raw);
+          if (!parsed.success) throw invalidInput(describeZodIssues(opts.signers, parsed.error.issues));
+          for (const s of parsed.data) trusted.add(s.key);
+        }
+        let revocations: RevocationList | null = EMPTY_REVOCATIONS;
+        if (opts.revocations) {
+          const loaded = existsSync(opts.revocations)
+            ? parseRevocations(readFileSync(opts.revocations, "utf8"))
+            : { ok: false as const, error: "missing" };
+          revocations = loaded.ok ? loaded.value : null;
+        }
+        const v = verifyPackageDir(resolve(dir), trusted, revocations);
+        answer(
+          opts.json,
+          v.ok
+            ? { ok: true, package_id: v.packageId, signers: v.signers }
+            : { ok: false, error: `refused: ${v.reason}`, reason: v.reason },
+          v.ok ? `ok: ${v.packageId} signed by ${v.signers.join(", ")}` : `refused: ${v.reason}`,
+        );
+        if (!v.ok) process.exitCode = 1;
+      },
+    );
 }

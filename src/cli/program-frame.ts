@@ -13,7 +13,9 @@ import { berthVersion } from "../version.js";
 /** The root `berth` command, before any verb is registered. */
 export function rootCommand(): Command {
   const program = new Command("berth")
-    .description("berth: run every agent in exactly one place, on Kubernetes or on your own machines, with a signed record of it")
+    .description(
+      "berth: run every agent in exactly one place, on Kubernetes or on your own machines, with a signed record of it",
+    )
     .version(berthVersion(), "-V, --version", "print berth's version")
     .showHelpAfterError("(run with --help for usage)");
   // First: commander copies help, output and exit settings to the subcommands registered after it.
@@ -25,7 +27,11 @@ export function rootCommand(): Command {
 function addOutputOption(cmd: Command): void {
   for (const sub of cmd.commands) addOutputOption(sub);
   if (cmd.options.some((o) => o.long === "--json") && !cmd.options.some((o) => o.short === "-o")) {
-    cmd.addOption(new Option("-o, --output <format>", "json, yaml, or wide (text with more columns); --json is -o json").choices(OUTPUT_FORMATS.filter((f) => f !== "text")));
+    cmd.addOption(
+      new Option("-o, --output <format>", "json, yaml, or wide (text with more columns); --json is -o json").choices(
+        OUTPUT_FORMATS.filter((f) => f !== "text"),
+      ),
+    );
   }
 }
 

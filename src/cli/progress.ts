@@ -58,7 +58,13 @@ export function startProgress(options: ProgressOptions = {}): Progress {
         if (stopped) return;
         // The terminal check is ours (above), so ora's own guess (it turns itself off when CI is set) is not asked.
         // discardStdin off: Ctrl-C must stay a SIGINT the verbs' own handlers see.
-        spinner = ora({ text: last, stream, isEnabled: true, color: colourAllowed(stream) ? "cyan" : false, discardStdin: false }).start();
+        spinner = ora({
+          text: last,
+          stream,
+          isEnabled: true,
+          color: colourAllowed(stream) ? "cyan" : false,
+          discardStdin: false,
+        }).start();
       });
     },
     stop() {

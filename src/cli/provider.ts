@@ -18,7 +18,8 @@ export function registerProviderCommands(program: Command): void {
   program.enablePositionalOptions();
   const provider = program
     .command("provider")
-    .enablePositionalOptions().description("act as a backend provider for Buzz Desktop (one JSON request on stdin, one JSON line out)");
+    .enablePositionalOptions()
+    .description("act as a backend provider for Buzz Desktop (one JSON request on stdin, one JSON line out)");
   provider
     .command("kubernetes")
     .description("the Kubernetes provider: `info` and `deploy` over stdin/stdout")
@@ -39,7 +40,8 @@ export function registerProviderCommands(program: Command): void {
     .option("--json", "print one JSON document")
     .action((opts: { dir: string; json?: boolean }) => {
       const bundle = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "buzz-backend-berth.mjs");
-      if (!existsSync(bundle)) throw new CliError(`${bundle} is missing; build it first (node scripts/bundle-provider/build.mjs)`);
+      if (!existsSync(bundle))
+        throw new CliError(`${bundle} is missing; build it first (node scripts/bundle-provider/build.mjs)`);
       const target = join(opts.dir, "buzz-backend-berth");
       mkdirSync(opts.dir, { recursive: true });
       // One file, nothing beside it (Buzz stages provider sidecars alone, P-1). The shebang names this node by its
@@ -49,6 +51,10 @@ export function registerProviderCommands(program: Command): void {
       writeFileSync(partial, `#!${process.execPath}\n${text}`, { mode: 0o755 });
       chmodSync(partial, 0o755);
       renameSync(partial, target);
-      answer(opts.json, { provider: target, node: process.execPath }, `wrote ${target} (runs with ${process.execPath})`);
+      answer(
+        opts.json,
+        { provider: target, node: process.execPath },
+        `wrote ${target} (runs with ${process.execPath})`,
+      );
     });
 }

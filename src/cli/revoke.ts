@@ -15,12 +15,15 @@ type RevokeFlags = { reason?: string; dataDir?: string; keyFile?: string; databa
 
 async function revokeVerb(revoke: boolean, kind: (typeof KINDS)[number], id: string, opts: RevokeFlags): Promise<void> {
   const reason = opts.reason?.trim() ?? "";
-  if (reason === "") throw new CliError(`--reason: say why (chained with the ${revoke ? "revocation" : "unrevocation"})`);
+  if (reason === "")
+    throw new CliError(`--reason: say why (chained with the ${revoke ? "revocation" : "unrevocation"})`);
   if (Buffer.byteLength(reason, "utf8") > 1024) throw new CliError("--reason: at most 1024 bytes");
   const { operatorIdentity, withController } = await import("./controller.js");
   const { answer } = await import("./output.js");
   const verb = revoke ? "revoke" : "unrevoke";
-  const r = await withController(opts, (c) => c.revoke({ revoke, kind, id, reason, operator: operatorIdentity(`berth ${verb}`) }));
+  const r = await withController(opts, (c) =>
+    c.revoke({ revoke, kind, id, reason, operator: operatorIdentity(`berth ${verb}`) }),
+  );
   if (!r.ok) throw new CliError(`${verb}: ${r.reason}`);
   const lines = [
     `${kind} ${id}: ${revoke ? "revoked" : "no longer revoked"}${r.changed ? "" : " (already so)"}; revocation list generation ${r.generation}`,

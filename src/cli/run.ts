@@ -6,7 +6,13 @@
 import type { Command } from "commander";
 
 export async function runCli(argv: readonly string[], buildProgram: () => Promise<Command>): Promise<void> {
-  const [{ CommanderError }, { explainFailure, failureDocument }, { failureText, outputRequested }, program, { stderrPalette }] = await Promise.all([
+  const [
+    { CommanderError },
+    { explainFailure, failureDocument },
+    { failureText, outputRequested },
+    program,
+    { stderrPalette },
+  ] = await Promise.all([
     import("commander"),
     import("./errors.js"),
     import("./output.js"),
@@ -33,7 +39,8 @@ export async function runCli(argv: readonly string[], buildProgram: () => Promis
     const failure = explainFailure(error);
     if (machine) process.stdout.write(failureText(format, failureDocument(failure)));
     // commander has already said what was wrong with the command line, on stderr.
-    if (!(error instanceof CommanderError)) process.stderr.write(`${stderrPalette(machine).red("berth:")} ${failure.message}\n`);
+    if (!(error instanceof CommanderError))
+      process.stderr.write(`${stderrPalette(machine).red("berth:")} ${failure.message}\n`);
     if (process.env.BERTH_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${error.stack}\n`);
     process.exitCode = failure.exitCode;
   }

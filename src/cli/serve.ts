@@ -15,22 +15,39 @@ import { berthHome } from "./paths.js";
 /** The flags' schema, built when `berth serve` runs: zod is not loaded for every verb (issue 19). */
 async function serveFlags() {
   const { z } = await import("zod");
-  const HostName = z.string().min(1).max(253).regex(/^[A-Za-z0-9.:-]+$/, "must be a host name or an IP address");
+  const HostName = z
+    .string()
+    .min(1)
+    .max(253)
+    .regex(/^[A-Za-z0-9.:-]+$/, "must be a host name or an IP address");
   return z
-  .strictObject({
-    host: HostName,
-    allowedHost: z.array(z.string().min(1).max(253).regex(/^[A-Za-z0-9.-]+$|^[0-9A-Fa-f:.]+$/, "must be a host name or an IP address, without a port")).max(64),
-    tlsCert: z.string().min(1).optional(),
-    tlsKey: z.string().min(1).optional(),
-    port: z.coerce.number().int().min(0, "must be 0…65535").max(65_535, "must be 0…65535"),
-    dataDir: z.string().min(1),
-    database: z.string().min(1).optional(),
-    kubeconfig: z.string().min(1).optional(),
-    logLevel: z.enum(["silent", "error", "warn", "info", "debug"]),
-    logFormat: z.enum(["auto", "text", "json"], { error: 'must be "text" or "json" (default: text on a terminal, else json)' }),
-    json: z.boolean().optional(),
-  })
-  .refine((f) => (f.tlsCert === undefined) === (f.tlsKey === undefined), { path: ["tlsKey"], message: "--tls-cert and --tls-key go together: give both PEM files, or neither" });
+    .strictObject({
+      host: HostName,
+      allowedHost: z
+        .array(
+          z
+            .string()
+            .min(1)
+            .max(253)
+            .regex(/^[A-Za-z0-9.-]+$|^[0-9A-Fa-f:.]+$/, "must be a host name or an IP address, without a port"),
+        )
+        .max(64),
+      tlsCert: z.string().min(1).optional(),
+      tlsKey: z.string().min(1).optional(),
+      port: z.coerce.number().int().min(0, "must be 0…65535").max(65_535, "must be 0…65535"),
+      dataDir: z.string().min(1),
+      database: z.string().min(1).optional(),
+      kubeconfig: z.string().min(1).optional(),
+      logLevel: z.enum(["silent", "error", "warn", "info", "debug"]),
+      logFormat: z.enum(["auto", "text", "json"], {
+        error: 'must be "text" or "json" (default: text on a terminal, else json)',
+      }),
+      json: z.boolean().optional(),
+    })
+    .refine((f) => (f.tlsCert === undefined) === (f.tlsKey === undefined), {
+      path: ["tlsKey"],
+      message: "--tls-cert and --tls-key go together: give both PEM files, or neither",
+    });
 }
 
 const collect = (value: string, previous: string[]) => [...previous, value];
@@ -44,22 +61,46 @@ export async function logStreamFor(format: "auto" | "text" | "json"): Promise<No
 export function registerServeCommands(program: Command): void {
   program
     .command("serve")
-    .description("serve the HTTP API, the audit event stream and the dashboard (token in $BERTH_HOME/api.token); the server a context names, run on the controller host")
+    .description(
+      "serve the HTTP API, the audit event stream and the dashboard (token in $BERTH_HOME/api.token); the server a context names, run on the controller host",
+    )
     .option("--host <host>", "address to listen on (loopback unless you mean otherwise)", "127.0.0.1")
     .option("--port <port>", "port to listen on (0 picks a free one)", "7420")
-    .option("--allowed-host <name>", "a DNS name clients reach this server by (the Host header it accepts besides its address and localhost); repeatable", collect, [])
+    .option(
+      "--allowed-host <name>",
+      "a DNS name clients reach this server by (the Host header it accepts besides its address and localhost); repeatable",
+      collect,
+      [],
+    )
     .option("--tls-cert <file>", "PEM certificate: serve HTTPS (with --tls-key)")
     .option("--tls-key <file>", "PEM private key of --tls-cert")
     .option("--data-dir <dir>", "berth home (controller.db, keys, api.token …)", berthHome())
     .option("--database <url>", DATABASE_HELP)
     .option("--kubeconfig <path>", "the kubeconfig for Kubernetes agents (default $KUBECONFIG, else ~/.kube/config)")
-    .option("--log-level <level>", "diagnostic JSON lines on stderr: silent, error, warn (refused requests and failures), info (one line per request), debug", "info")
-    .option("--log-format <format>", "text (one line each; the default on a terminal) or json (the default otherwise, for collectors)", "auto")
+    .option(
+      "--log-level <level>",
+      "diagnostic JSON lines on stderr: silent, error, warn (refused requests and failures), info (one line per request), debug",
+      "info",
+    )
+    .option(
+      "--log-format <format>",
+      "text (one line each; the default on a terminal) or json (the default otherwise, for collectors)",
+      "auto",
+    )
     .option("--json", "print one JSON line {url, dashboard} once listening")
     .action(async (raw: Record<string, unknown>) => {
       const [ServeFlags, { isLoopback, startServer }] = await Promise.all([serveFlags(), import("../server/index.js")]);
       const parsed = ServeFlags.safeParse(raw);
-      if (!parsed.success) throw new CliError(describeZodIssues("serve", parsed.error.issues.map((i) => ({ ...i, path: i.path.map((p) => `--${String(p).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`) }))));
+      if (!parsed.success)
+        throw new CliError(
+          describeZodIssues(
+            "serve",
+            parsed.error.issues.map((i) => ({
+              ...i,
+              path: i.path.map((p) => `--${String(p).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`),
+            })),
+          ),
+        );
       const o = parsed.data;
       if (o.kubeconfig) process.env.KUBECONFIG = resolve(o.kubeconfig);
       const tls = o.tlsCert && o.tlsKey ? { certFile: resolve(o.tlsCert), keyFile: resolve(o.tlsKey) } : undefined;
@@ -71,13 +112,25 @@ export function registerServeCommands(program: Command): void {
       const database = (await import("./database.js")).databaseOf(o.database);
       const logStream = await logStreamFor(o.logFormat);
       const server = await startWaitingForStore(() =>
-        startServer({ dataDir: o.dataDir, ...(database ? { database } : {}), host: o.host, port: o.port, logLevel: o.logLevel, logStream, allowedHosts: o.allowedHost, ...(tls ? { tls } : {}) }),
+        startServer({
+          dataDir: o.dataDir,
+          ...(database ? { database } : {}),
+          host: o.host,
+          port: o.port,
+          logLevel: o.logLevel,
+          logStream,
+          allowedHosts: o.allowedHost,
+          ...(tls ? { tls } : {}),
+        }),
       );
       // How CLIs on this home find this server and go through it instead of opening the store beside it (issue 21).
       const { advertiseServer } = await import("./remote/serve-file.js");
       const unadvertise = advertiseServer(resolve(o.dataDir), server.url, tls?.certFile);
       if (o.json) process.stdout.write(`${JSON.stringify({ url: server.url, dashboard: server.dashboardUrl })}\n`);
-      else process.stdout.write(`berth serve: API at ${server.url}/api/v1 (data dir ${resolve(o.dataDir)})\ndashboard: ${server.dashboardUrl}\n`);
+      else
+        process.stdout.write(
+          `berth serve: API at ${server.url}/api/v1 (data dir ${resolve(o.dataDir)})\ndashboard: ${server.dashboardUrl}\n`,
+        );
       await new Promise<void>((done) => {
         process.once("SIGINT", () => done());
         process.once("SIGTERM", () => done());
@@ -111,7 +164,9 @@ async function startWaitingForStore(start: () => Promise<RunningServer>): Promis
       } catch (error) {
         const message = (error as Error).message;
         if (!isStoreAway(error) || stopped) throw new CliError(`berth serve could not start: ${message}`, 1);
-        process.stderr.write(`berth serve: the controller store is not reachable (try ${attempt}: ${message}); trying again in ${(waitMs / 1000).toFixed(1)} s (Ctrl-C stops)\n`);
+        process.stderr.write(
+          `berth serve: the controller store is not reachable (try ${attempt}: ${message}); trying again in ${(waitMs / 1000).toFixed(1)} s (Ctrl-C stops)\n`,
+        );
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, waitMs);
           wake = () => {
@@ -120,7 +175,11 @@ async function startWaitingForStore(start: () => Promise<RunningServer>): Promis
           };
         });
         wake = null;
-        if (stopped) throw new CliError(`berth serve could not start: stopped while waiting for the controller store (${message})`, 1);
+        if (stopped)
+          throw new CliError(
+            `berth serve could not start: stopped while waiting for the controller store (${message})`,
+            1,
+          );
       }
     }
   } finally {

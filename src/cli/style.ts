@@ -17,7 +17,10 @@ export interface Palette {
   yellow(text: string): string;
 }
 
-export function colourAllowed(stream: MaybeTerminal, options: { json?: boolean | undefined; env?: NodeJS.ProcessEnv } = {}): boolean {
+export function colourAllowed(
+  stream: MaybeTerminal,
+  options: { json?: boolean | undefined; env?: NodeJS.ProcessEnv } = {},
+): boolean {
   const env = options.env ?? process.env;
   if (options.json) return false;
   if (env.NO_COLOR !== undefined && env.NO_COLOR !== "") return false;
@@ -46,7 +49,17 @@ export function stderrPalette(json?: boolean): Palette {
 
 // Words that mean "fine", "wait and see" and "look at this now", across agent states, liveness and verdicts.
 const GOOD = new Set(["running", "alive", "ok", "placed", "started", "paired", "pinned", "finished"]);
-const WAITING = new Set(["not started", "going away", "unsettled", "absent", "stale", "unknown", "discovered", "pending", "backoff"]);
+const WAITING = new Set([
+  "not started",
+  "going away",
+  "unsettled",
+  "absent",
+  "stale",
+  "unknown",
+  "discovered",
+  "pending",
+  "backoff",
+]);
 
 /**
  * Issue 35: a stored state with when it was seen (`running (seen 4s ago)`): the state coloured as paintState colours it,
@@ -64,6 +77,7 @@ export function paintSeen(p: Palette, text: string): string {
 export function paintState(p: Palette, state: string): string {
   if (GOOD.has(state)) return p.green(state);
   if (WAITING.has(state)) return p.yellow(state);
-  if (/^[A-Z]|unreachable|broken|failing|failed|unhealthy|terminated|dead|down|refused/.test(state)) return p.red(state);
+  if (/^[A-Z]|unreachable|broken|failing|failed|unhealthy|terminated|dead|down|refused/.test(state))
+    return p.red(state);
   return state;
 }

@@ -11,7 +11,11 @@ export interface TableOptions {
   readonly paint?: (column: number, text: string) => string;
 }
 
-export function renderTable(head: readonly string[], rows: ReadonlyArray<readonly string[]>, options: TableOptions = {}): string {
+export function renderTable(
+  head: readonly string[],
+  rows: ReadonlyArray<readonly string[]>,
+  options: TableOptions = {},
+): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (cells: readonly string[], paint: (column: number, text: string) => string) =>
     cells

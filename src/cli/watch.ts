@@ -32,7 +32,11 @@ function untilStopped(): { stopped: () => boolean; wait: (ms: number) => Promise
   };
 }
 
-export async function watchList(intervalMs: number, json: boolean | undefined, ask: () => Promise<{ doc: unknown; text: string }>): Promise<void> {
+export async function watchList(
+  intervalMs: number,
+  json: boolean | undefined,
+  ask: () => Promise<{ doc: unknown; text: string }>,
+): Promise<void> {
   const run = untilStopped();
   const terminal = process.stdout.isTTY === true && !json && outputFormat() !== "yaml";
   let last: string | null = null;
@@ -42,7 +46,10 @@ export async function watchList(intervalMs: number, json: boolean | undefined, a
       const key = JSON.stringify(doc);
       if (key !== last) {
         last = key;
-        if (terminal) process.stdout.write(`\u001b[H\u001b[2J${new Date().toISOString()}  every ${intervalMs / 1000}s, Ctrl-C to stop\n\n`);
+        if (terminal)
+          process.stdout.write(
+            `\u001b[H\u001b[2J${new Date().toISOString()}  every ${intervalMs / 1000}s, Ctrl-C to stop\n\n`,
+          );
         answer(json, doc, text);
         if (!terminal && !json && outputFormat() !== "json") process.stdout.write("\n");
         if (outputFormat() === "yaml") process.stdout.write("---\n");
@@ -60,7 +67,11 @@ export async function watchList(intervalMs: number, json: boolean | undefined, a
  * `printed`: the answer the caller already printed (its first, perhaps cut to the last lines), so that only what is
  * written after it is printed — not the same lines a second time.
  */
-export async function followLog(intervalMs: number, ask: () => Promise<{ instance: string; stdout: string; stderr: string }>, printed: { instance: string; stdout: string; stderr: string } | null = null): Promise<void> {
+export async function followLog(
+  intervalMs: number,
+  ask: () => Promise<{ instance: string; stdout: string; stderr: string }>,
+  printed: { instance: string; stdout: string; stderr: string } | null = null,
+): Promise<void> {
   const run = untilStopped();
   let seen = printed;
   if (printed !== null) await run.wait(intervalMs);

@@ -4,7 +4,16 @@
  * symbolic link in place of the key file, and a key in a directory that group or others can write.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname } from "node:path";
 import { z } from "zod";
 import { type SigningKey, seedOf, signingKeyFromSeed } from "../core/crypto/ed25519.js";
@@ -30,7 +39,9 @@ export function generateSigningKey(): SigningKey {
 /** Writes a new key file; refuses to overwrite an existing one (a lost identity key cannot be recovered). */
 export function saveKeyFile(path: string, key: SigningKey, options: { overwrite?: boolean } = {}): void {
   if (existsSync(path) && !options.overwrite) {
-    throw new KeyFileError(`${path} already exists; refusing to overwrite an identity key (move it away first if you really mean to)`);
+    throw new KeyFileError(
+      `${path} already exists; refusing to overwrite an identity key (move it away first if you really mean to)`,
+    );
   }
   const dir = dirname(path);
   if (!existsSync(dir)) mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -73,12 +84,16 @@ export function loadKeyFile(path: string): SigningKey {
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
   } catch {
-    throw new KeyFileError(`key file ${path} is not valid JSON; it should be a ${KEY_FILE_FORMAT} document written by \`berth keys new\``);
+    throw new KeyFileError(
+      `key file ${path} is not valid JSON; it should be a ${KEY_FILE_FORMAT} document written by \`berth keys new\``,
+    );
   }
   const parsed = KeyFileSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new KeyFileError(`key file ${path}: field ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
+    throw new KeyFileError(
+      `key file ${path}: field ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
+    );
   }
   const key = signingKeyFromSeed(fromHex(parsed.data.seed, 32) as Uint8Array);
   if (key.publicKey !== parsed.data.public_key) {
@@ -86,4 +101,3 @@ export function loadKeyFile(path: string): SigningKey {
   }
   return key;
 }
-

@@ -28,11 +28,18 @@ export function humanLogLine(json: string, quiet: ReadonlySet<string> = QUIET_KE
   }
   if (o.msg === "leader of the store" && o.why === "the store has had no leader") return null;
   const when = typeof o.time === "number" ? new Date(o.time).toISOString().slice(11, 19) : "";
-  const level = typeof o.level === "number" ? (LEVELS[o.level] ?? String(o.level)) : String(o.level ?? "").toUpperCase().padEnd(5);
+  const level =
+    typeof o.level === "number"
+      ? (LEVELS[o.level] ?? String(o.level))
+      : String(o.level ?? "")
+          .toUpperCase()
+          .padEnd(5);
   const fields = Object.entries(o)
     .filter(([k, v]) => !quiet.has(k) && v !== undefined)
     .map(([k, v]) => `${k}=${typeof v === "string" ? (/\s/.test(v) ? JSON.stringify(v) : v) : JSON.stringify(v)}`);
-  return [when, level, String(o.msg ?? ""), ...(fields.length ? [` ${fields.join(" ")}`] : [])].filter((p) => p !== "").join(" ");
+  return [when, level, String(o.msg ?? ""), ...(fields.length ? [` ${fields.join(" ")}`] : [])]
+    .filter((p) => p !== "")
+    .join(" ");
 }
 
 /** A stream for pino's `stream` option that writes human lines to `out`. */

@@ -10,7 +10,10 @@ export interface Logger {
   flush(): void;
 }
 
-export function boundedStderrLogger(write: (text: string) => void = (t) => process.stderr.write(t), budgetBytes = 32 * 1024): Logger {
+export function boundedStderrLogger(
+  write: (text: string) => void = (t) => process.stderr.write(t),
+  budgetBytes = 32 * 1024,
+): Logger {
   let used = 0;
   let dropped = 0;
   const emit = (level: string, msg: string, fields?: Record<string, unknown>) => {
@@ -28,7 +31,8 @@ export function boundedStderrLogger(write: (text: string) => void = (t) => proce
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
     flush: () => {
-      if (dropped > 0) write(`${JSON.stringify({ level: "warn", msg: `stderr budget reached: ${dropped} log lines dropped` })}\n`);
+      if (dropped > 0)
+        write(`${JSON.stringify({ level: "warn", msg: `stderr budget reached: ${dropped} log lines dropped` })}\n`);
       dropped = 0;
     },
   };

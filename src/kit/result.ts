@@ -9,7 +9,9 @@
  * which kind of success it holds.
  */
 
-export type Result<T, E = string> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: E };
+export type Result<T, E = string> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: E };
 
 export function ok(): Result<void, never>;
 export function ok<T>(value: T): Result<T, never>;

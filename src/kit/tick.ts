@@ -14,7 +14,12 @@ export interface Tick {
  * `pass` is told whether the tick has been stopped meanwhile, to leave off between steps. Its failure goes to
  * `onError`, unless the tick was stopped meanwhile: a pass cut short by shutdown is not a fault.
  */
-export function startTick(pass: (stopped: () => boolean) => Promise<void>, tickMs: number, onError: (error: unknown) => void, due: () => boolean = () => true): Tick {
+export function startTick(
+  pass: (stopped: () => boolean) => Promise<void>,
+  tickMs: number,
+  onError: (error: unknown) => void,
+  due: () => boolean = () => true,
+): Tick {
   let inFlight: Promise<void> | null = null;
   let stopped = false;
   const isStopped = () => stopped;

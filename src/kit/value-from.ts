@@ -25,19 +25,26 @@ export type ValueFromRead =
 export function readValueFrom(ref: ValueFromRef, processEnv: NodeJS.ProcessEnv): ValueFromRead {
   if ("env" in ref) {
     const value = processEnv[ref.env];
-    if (value === undefined || value === "") return { ok: false, cause: "unset", error: `environment variable ${ref.env} is not set (or empty)` };
+    if (value === undefined || value === "")
+      return { ok: false, cause: "unset", error: `environment variable ${ref.env} is not set (or empty)` };
     return { ok: true, value };
   }
   let text: string;
   try {
     const size = statSync(ref.file).size;
-    if (size > MAX_VALUE_FROM_BYTES) return { ok: false, cause: "too_large", error: `${ref.file} has ${size} bytes, more than ${MAX_VALUE_FROM_BYTES}` };
+    if (size > MAX_VALUE_FROM_BYTES)
+      return {
+        ok: false,
+        cause: "too_large",
+        error: `${ref.file} has ${size} bytes, more than ${MAX_VALUE_FROM_BYTES}`,
+      };
     text = readFileSync(ref.file, "utf8");
   } catch (error) {
     return { ok: false, cause: "unreadable", error: unreadable(ref.file, error, "the secret value") };
   }
   const value = text.replace(/\r?\n$/, "");
   if (value === "") return { ok: false, cause: "empty", error: `${ref.file} is empty` };
-  if (value.includes("\0")) return { ok: false, cause: "nul", error: `${ref.file} holds a NUL byte, which no environment value can carry` };
+  if (value.includes("\0"))
+    return { ok: false, cause: "nul", error: `${ref.file} holds a NUL byte, which no environment value can carry` };
   return { ok: true, value };
 }

@@ -61,9 +61,20 @@ export interface K8sAudit {
 const newActionId = () => randomBytes(16).toString("hex");
 
 /** The payloads of §17, whatever holds them: the `phase` every record carries and the `action_id` of a pair. */
-const intentPayload = (actionId: string, payload: JsonObject): JsonObject => ({ phase: "intent", action_id: actionId, ...payload });
-const resultPayload = (actionId: string, payload: JsonObject): JsonObject => ({ phase: "result", action_id: actionId, ...payload });
-const recordPayload = (kind: K8sKind, payload: JsonObject): JsonObject => ({ phase: kind === "k8s.deploy.outcome" ? "outcome" : String(payload.phase ?? "record"), ...payload });
+const intentPayload = (actionId: string, payload: JsonObject): JsonObject => ({
+  phase: "intent",
+  action_id: actionId,
+  ...payload,
+});
+const resultPayload = (actionId: string, payload: JsonObject): JsonObject => ({
+  phase: "result",
+  action_id: actionId,
+  ...payload,
+});
+const recordPayload = (kind: K8sKind, payload: JsonObject): JsonObject => ({
+  phase: kind === "k8s.deploy.outcome" ? "outcome" : String(payload.phase ?? "record"),
+  ...payload,
+});
 
 /**
  * The records over one chain's append: one event per call, in a transaction of its own, source `k8s`. `seal` is the
@@ -78,7 +89,8 @@ export class ChainAudit implements K8sAudit {
   ) {}
 
   async append(draft: EventDraft): Promise<SealedEvent> {
-    if (draft.source !== "k8s") throw new AuditWriteError(`the Kubernetes audit appends only source k8s, not ${draft.source}`);
+    if (draft.source !== "k8s")
+      throw new AuditWriteError(`the Kubernetes audit appends only source k8s, not ${draft.source}`);
     try {
       return await this.seal(draft);
     } catch (error) {
@@ -114,18 +126,24 @@ export function k8sStatePaths(home: string): { db: string; key: string } {
 export function openK8sChain(home: string, clock: () => number = Date.now): ChainAudit {
   const paths = k8sStatePaths(home);
   if (!existsSync(dirname(paths.db))) mkdirSync(dirname(paths.db), { recursive: true, mode: 0o700 });
-  const key = existsSync(paths.key) ? loadKeyFile(paths.key) : (() => {
-    const k = generateSigningKey();
-    saveKeyFile(paths.key, k);
-    return k;
-  })();
+  const key = existsSync(paths.key)
+    ? loadKeyFile(paths.key)
+    : (() => {
+        const k = generateSigningKey();
+        saveKeyFile(paths.key, k);
+        return k;
+      })();
   const db = openDatabase(paths.db);
   try {
     const chain = Chain.open(db, key, "k8s", clock);
     // better-sqlite3 is synchronous: each record is one BEGIN IMMEDIATE transaction, done when the promise resolves.
-    return new ChainAudit("k8s", async (draft) => chain.record(draft, () => undefined).event, () => {
-      db.close();
-    });
+    return new ChainAudit(
+      "k8s",
+      async (draft) => chain.record(draft, () => undefined).event,
+      () => {
+        db.close();
+      },
+    );
   } catch (error) {
     db.close();
     throw error;
@@ -138,7 +156,11 @@ export function openExistingK8sChain(home: string, clock: () => number = Date.no
   return existsSync(paths.db) && existsSync(paths.key) ? openK8sChain(home, clock) : null;
 }
 
-export type ChainOpening = Result<{ readonly audit: ChainAudit; readonly home: string; readonly skipped: ReadonlyArray<{ home: string; error: string }> }>;
+export type ChainOpening = Result<{
+  readonly audit: ChainAudit;
+  readonly home: string;
+  readonly skipped: ReadonlyArray<{ home: string; error: string }>;
+}>;
 
 /**
  * The first of `homes` whose chain opens (issue 18.7): the configured home, then fallbacks, so that an unusable home
@@ -187,12 +209,25 @@ export class MemoryAudit implements K8sAudit {
   async append(draft: EventDraft): Promise<SealedEvent> {
     this.records.push({ kind: draft.kind, payload: draft.payload });
     const seq = this.records.length;
-    return { seq, chain_id: "memory", ts: 0, prev_hash: "", source: draft.source, kind: draft.kind, payload: draft.payload, payload_hash: "", hash: `memory-${seq}`, sig: "" };
+    return {
+      seq,
+      chain_id: "memory",
+      ts: 0,
+      prev_hash: "",
+      source: draft.source,
+      kind: draft.kind,
+      payload: draft.payload,
+      payload_hash: "",
+      hash: `memory-${seq}`,
+      sig: "",
+    };
   }
 
   async close(): Promise<void> {}
 
   of(kind: K8sKind, phase?: string): JsonObject[] {
-    return this.records.filter((r) => r.kind === kind && (phase === undefined || r.payload.phase === phase)).map((r) => r.payload);
+    return this.records
+      .filter((r) => r.kind === kind && (phase === undefined || r.payload.phase === phase))
+      .map((r) => r.payload);
   }
 }

@@ -12,8 +12,9 @@ import type { Fence } from "../core/kubernetes/verify.js";
 import type { Cluster, ObjectPrecondition, RequestOptions } from "./cluster.js";
 import { Answer, commonFields, type DeployCall, type DeployDeps, type DeployInputs } from "./deploy-call.js";
 
-
-export function outcomeName(kind: "created" | "already-exists" | "accepted" | "not-found" | "precondition-failed" | "error"): string {
+export function outcomeName(
+  kind: "created" | "already-exists" | "accepted" | "not-found" | "precondition-failed" | "error",
+): string {
   return {
     created: "Created",
     "already-exists": "AlreadyExists",
@@ -36,7 +37,13 @@ export async function deletePodAudited(
 ): Promise<Awaited<ReturnType<Cluster["deletePod"]>>> {
   const authorityLabel = authority.kind === "classified" ? authority.action.cause : authority.kind;
   const fenceJson = { kind: "precondition", uid: fence.uid, resourceVersion: fence.resourceVersion };
-  const base = { ...commonFields(deps, inputs), ...(fingerprintHex ? { fingerprint: fingerprintHex } : {}), object: name, authority: authorityLabel, fence: fenceJson };
+  const base = {
+    ...commonFields(deps, inputs),
+    ...(fingerprintHex ? { fingerprint: fingerprintHex } : {}),
+    object: name,
+    authority: authorityLabel,
+    fence: fenceJson,
+  };
   let actionId: string;
   try {
     actionId = await deps.audit.intent("k8s.pod.delete", base);
@@ -47,13 +54,20 @@ export async function deletePodAudited(
   try {
     await deps.audit.result(actionId, "k8s.pod.delete", { ...base, outcome: outcomeName(r.kind) });
   } catch (error) {
-    deps.log.error("could not record an audit result", { error: error instanceof Error ? error.message : String(error) });
+    deps.log.error("could not record an audit result", {
+      error: error instanceof Error ? error.message : String(error),
+    });
   }
   return r;
 }
 
 /** Deletes our own Secret only if no listed pod references it (fenced with its create response). Errors are logged. */
-export async function dropOwnSecret(call: DeployCall, secretName: string, pre: ObjectPrecondition, authority: "race-loser" | "failed-pod-create"): Promise<void> {
+export async function dropOwnSecret(
+  call: DeployCall,
+  secretName: string,
+  pre: ObjectPrecondition,
+  authority: "race-loser" | "failed-pod-create",
+): Promise<void> {
   const { cluster } = call.deps;
   const listed = await cluster.listPods(call.ns, selectorFor(call.inputs.identity), call.opts());
   if (listed.kind === "error") {
@@ -64,6 +78,11 @@ export async function dropOwnSecret(call: DeployCall, secretName: string, pre: O
   const fence = { kind: "precondition", ...pre };
   const actionId = await call.intent("k8s.secret.delete", { object: secretName, authority, fence });
   const r = await cluster.deleteSecret(call.ns, secretName, pre, call.opts());
-  await call.result(actionId, "k8s.secret.delete", { object: secretName, authority, fence, outcome: outcomeName(r.kind) });
+  await call.result(actionId, "k8s.secret.delete", {
+    object: secretName,
+    authority,
+    fence,
+    outcome: outcomeName(r.kind),
+  });
   if (r.kind === "error") call.deps.log.warn(`could not delete secret ${secretName}: ${describeApiError(r.error)}`);
 }

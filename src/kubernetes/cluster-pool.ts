@@ -11,7 +11,14 @@
  */
 import type { DeleteAuthority } from "../core/kubernetes/authority.js";
 import type { Fence } from "../core/kubernetes/verify.js";
-import type { Cluster, ObjectPrecondition, PodSetWatch, RequestOptions, WatchHandle, WatchHandlers } from "./cluster.js";
+import type {
+  Cluster,
+  ObjectPrecondition,
+  PodSetWatch,
+  RequestOptions,
+  WatchHandle,
+  WatchHandlers,
+} from "./cluster.js";
 import type { HttpCluster } from "./http-cluster.js";
 
 const pool = new Map<string, HttpCluster>();

@@ -14,8 +14,14 @@ import type { ClaimObject, SecretMeta } from "../core/kubernetes/objects.js";
 import type { QuorumPod } from "../core/kubernetes/quorum.js";
 import type { Fence } from "../core/kubernetes/verify.js";
 
-export type ReadResult<T> = { readonly kind: "found"; readonly object: T } | { readonly kind: "absent" } | { readonly kind: "error"; readonly error: ApiError };
-export type CreateResult<T> = { readonly kind: "created"; readonly object: T } | { readonly kind: "already-exists" } | { readonly kind: "error"; readonly error: ApiError };
+export type ReadResult<T> =
+  | { readonly kind: "found"; readonly object: T }
+  | { readonly kind: "absent" }
+  | { readonly kind: "error"; readonly error: ApiError };
+export type CreateResult<T> =
+  | { readonly kind: "created"; readonly object: T }
+  | { readonly kind: "already-exists" }
+  | { readonly kind: "error"; readonly error: ApiError };
 export type DeleteResult =
   | { readonly kind: "accepted" }
   | { readonly kind: "not-found" }
@@ -23,7 +29,12 @@ export type DeleteResult =
   | { readonly kind: "error"; readonly error: ApiError };
 export type ListResult<T> =
   /** `resourceVersion`: the list's own, where a watch of the same set resumes from (a real apiserver always sends it). */
-  | { readonly kind: "listed"; readonly items: readonly T[]; readonly serverDateMs: number | null; readonly resourceVersion?: string }
+  | {
+      readonly kind: "listed";
+      readonly items: readonly T[];
+      readonly serverDateMs: number | null;
+      readonly resourceVersion?: string;
+    }
   | { readonly kind: "error"; readonly error: ApiError };
 
 /** uid + resourceVersion preconditions for a Secret delete (from its create response or a quorum LIST). */
@@ -38,7 +49,11 @@ export interface RequestOptions {
 }
 
 /** A watch event reduced to a reason to read again: the pod's name and the event's resourceVersion (never the object). */
-export type WakeSignal = { readonly podName: string; readonly kind: "added" | "modified" | "deleted"; readonly resourceVersion?: string };
+export type WakeSignal = {
+  readonly podName: string;
+  readonly kind: "added" | "modified" | "deleted";
+  readonly resourceVersion?: string;
+};
 /** Why a watch ended: `gone` (410, restart from a fresh GET), `forbidden`/`unsupported` (disable for the call). */
 export type WatchEnd = "closed" | "gone" | "forbidden" | "unsupported" | "error";
 
@@ -59,14 +74,22 @@ export interface WatchHandle {
  * of `Cluster`: a deploy call watches only its own pod; a cluster without it is resynced by LIST alone.
  */
 export interface PodSetWatch {
-  watchPods(ns: string, selector: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle;
+  watchPods(
+    ns: string,
+    selector: string,
+    fromResourceVersion: string | undefined,
+    handlers: WatchHandlers,
+  ): WatchHandle;
 }
 
 export function canWatchPodSets(cluster: Cluster): cluster is Cluster & PodSetWatch {
   return typeof (cluster as Partial<PodSetWatch>).watchPods === "function";
 }
 
-export type LogResult = { readonly kind: "done" } | { readonly kind: "absent" } | { readonly kind: "error"; readonly error: ApiError };
+export type LogResult =
+  | { readonly kind: "done" }
+  | { readonly kind: "absent" }
+  | { readonly kind: "error"; readonly error: ApiError };
 
 export interface Cluster {
   /** API requests issued so far (benchmarks and the deploy outcome record). */
@@ -82,7 +105,13 @@ export interface Cluster {
   listPods(ns: string | null, selector: string, o?: RequestOptions): Promise<ListResult<QuorumPod>>;
   createPod(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<QuorumPod>>;
   /** The fenced delete of §8.6: preconditions from `fence`, never gracePeriodSeconds or propagationPolicy. */
-  deletePod(ns: string, name: string, fence: Fence, authority: DeleteAuthority, o?: RequestOptions): Promise<DeleteResult>;
+  deletePod(
+    ns: string,
+    name: string,
+    fence: Fence,
+    authority: DeleteAuthority,
+    o?: RequestOptions,
+  ): Promise<DeleteResult>;
 
   getSecret(ns: string, name: string, o?: RequestOptions): Promise<ReadResult<SecretMeta>>;
   listSecrets(ns: string, selector: string, o?: RequestOptions): Promise<ListResult<SecretMeta>>;
@@ -96,7 +125,11 @@ export interface Cluster {
   watchPod(ns: string, name: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle;
 
   /** `GET pods/<name>/log?container=agent`, streamed to `onChunk` (the operator's terminal only). */
-  readLog(ns: string, name: string, opts: { follow: boolean; tailLines?: number; onChunk: (chunk: string) => void; signal?: AbortSignal }): Promise<LogResult>;
+  readLog(
+    ns: string,
+    name: string,
+    opts: { follow: boolean; tailLines?: number; onChunk: (chunk: string) => void; signal?: AbortSignal },
+  ): Promise<LogResult>;
 
   /** Closes watches and sockets (§3.1 step 6). */
   close(): void;

@@ -40,7 +40,16 @@ beforeAll(async () => {
       return;
     }
     res.writeHead(404, { "content-type": "application/json" });
-    res.end(JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason: "NotFound", code: 404, message: "not found" }));
+    res.end(
+      JSON.stringify({
+        kind: "Status",
+        apiVersion: "v1",
+        status: "Failure",
+        reason: "NotFound",
+        code: 404,
+        message: "not found",
+      }),
+    );
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   writeKubeconfig((server.address() as AddressInfo).port, "t1");

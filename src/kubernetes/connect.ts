@@ -89,7 +89,10 @@ const exists = (path: string): boolean => {
   }
 };
 
-export async function connectFresh(context: string | null, env: NodeJS.ProcessEnv = process.env): Promise<Result<HttpCluster>> {
+export async function connectFresh(
+  context: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Result<HttpCluster>> {
   const ctxLabel = context ?? "(current)";
   // Loaded on demand so that `info`, every refusal before stage 11 and the node daemon never pay for the Kubernetes
   // client; it is an optional dependency (issue 13), so its absence is an answer, not a crash.
@@ -101,25 +104,41 @@ export async function connectFresh(context: string | null, env: NodeJS.ProcessEn
   }
   // Issue 36 item 5: with no kubeconfig at all the client falls back to http://localhost:8080 and fails on TLS
   // settings ("HTTP protocol is not allowed…"); say that there is no kubeconfig instead.
-  const files = env.KUBECONFIG ? env.KUBECONFIG.split(delimiter).filter((p) => p !== "" && exists(p)) : [join(env.HOME ?? homedir(), ".kube", "config")].filter(exists);
+  const files = env.KUBECONFIG
+    ? env.KUBECONFIG.split(delimiter).filter((p) => p !== "" && exists(p))
+    : [join(env.HOME ?? homedir(), ".kube", "config")].filter(exists);
   if (files.length === 0 && !env.KUBERNETES_SERVICE_HOST) {
-    const looked = env.KUBECONFIG ? `KUBECONFIG names ${env.KUBECONFIG}, which does not exist` : `KUBECONFIG is not set and ${join(env.HOME ?? homedir(), ".kube", "config")} does not exist`;
-    return { ok: false, error: catalogue.F1(ctxLabel, `no kubeconfig: ${looked}; point KUBECONFIG at the cluster's kubeconfig (or create ~/.kube/config)`) };
+    const looked = env.KUBECONFIG
+      ? `KUBECONFIG names ${env.KUBECONFIG}, which does not exist`
+      : `KUBECONFIG is not set and ${join(env.HOME ?? homedir(), ".kube", "config")} does not exist`;
+    return {
+      ok: false,
+      error: catalogue.F1(
+        ctxLabel,
+        `no kubeconfig: ${looked}; point KUBECONFIG at the cluster's kubeconfig (or create ~/.kube/config)`,
+      ),
+    };
   }
   const kc = new KubeConfig();
   try {
     kc.loadFromDefault();
     if (context !== null) {
-      if (!kc.getContextObject(context)) return { ok: false, error: catalogue.F1(ctxLabel, `context ${JSON.stringify(context)} is not in the kubeconfig`) };
+      if (!kc.getContextObject(context))
+        return {
+          ok: false,
+          error: catalogue.F1(ctxLabel, `context ${JSON.stringify(context)} is not in the kubeconfig`),
+        };
       kc.setCurrentContext(context);
     }
-    if (!kc.getCurrentCluster()) return { ok: false, error: catalogue.F1(ctxLabel, "the kubeconfig names no cluster for this context") };
+    if (!kc.getCurrentCluster())
+      return { ok: false, error: catalogue.F1(ctxLabel, "the kubeconfig names no cluster for this context") };
   } catch (error) {
     return { ok: false, error: catalogue.F1(ctxLabel, message(error)) };
   }
   const user = kc.getCurrentUser();
   const execCommand = user?.exec?.command;
-  if (typeof execCommand === "string" && pluginMissing(execCommand, env.PATH)) return { ok: false, error: catalogue.F2(ctxLabel, execCommand) };
+  if (typeof execCommand === "string" && pluginMissing(execCommand, env.PATH))
+    return { ok: false, error: catalogue.F2(ctxLabel, execCommand) };
   const tls: https.RequestOptions = {};
   try {
     await kc.applyToHTTPSOptions(tls);
@@ -138,7 +157,10 @@ export async function connectFresh(context: string | null, env: NodeJS.ProcessEn
       ...(kc.getCurrentCluster()?.skipTLSVerify ? { rejectUnauthorized: false } : {}),
       ...(kc.getCurrentCluster()?.tlsServerName ? { servername: kc.getCurrentCluster()?.tlsServerName } : {}),
     };
-    return { ok: true, value: new HttpCluster(kc, agentOptions, { context: kc.getCurrentContext(), server: new URL(server).host }) };
+    return {
+      ok: true,
+      value: new HttpCluster(kc, agentOptions, { context: kc.getCurrentContext(), server: new URL(server).host }),
+    };
   } catch (error) {
     return { ok: false, error: catalogue.F3(ctxLabel, message(error)) };
   }

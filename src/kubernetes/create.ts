@@ -7,14 +7,16 @@ import { describeApiError } from "../core/kubernetes/api-status.js";
 import { catalogue } from "../core/kubernetes/catalogue.js";
 import { withGeneration } from "../core/kubernetes/env.js";
 import { claimManifest, podManifest, secretManifest } from "../core/kubernetes/manifests.js";
-import { claimNameFor, generationFrom, labelsFor, secretNameFor, } from "../core/kubernetes/naming.js";
+import { claimNameFor, generationFrom, labelsFor, secretNameFor } from "../core/kubernetes/naming.js";
 import { claimProblem } from "../core/kubernetes/verify.js";
 import { dropOwnSecret, outcomeName } from "./audited-mutation.js";
 import type { ObjectPrecondition } from "./cluster.js";
 import { Answer, type DeployAnswer, type DeployCall } from "./deploy-call.js";
 import { loserPath } from "./race-loser.js";
 
-export type CreateOutcome = { kind: "created"; resourceVersion: string | undefined } | { kind: "answer"; answer: DeployAnswer };
+export type CreateOutcome =
+  | { kind: "created"; resourceVersion: string | undefined }
+  | { kind: "answer"; answer: DeployAnswer };
 
 const createOutcome = (kind: "created" | "already-exists" | "error") => outcomeName(kind);
 
@@ -27,19 +29,39 @@ export async function createPath(call: DeployCall): Promise<CreateOutcome> {
   const secretName = secretNameFor(identity, generation);
 
   call.progress({ action: "create-secret" });
-  const secretAction = await call.intent("k8s.secret.create", { object: secretName, generation, fence: { kind: "absent" } });
+  const secretAction = await call.intent("k8s.secret.create", {
+    object: secretName,
+    generation,
+    fence: { kind: "absent" },
+  });
   const secret = await cluster.createSecret(call.ns, secretManifest(identity, config, generation, env), call.opts());
-  await call.result(secretAction, "k8s.secret.create", { object: secretName, generation, outcome: createOutcome(secret.kind) });
+  await call.result(secretAction, "k8s.secret.create", {
+    object: secretName,
+    generation,
+    outcome: createOutcome(secret.kind),
+  });
   // A generation collision or any error: an existing Secret is never reused or updated.
   if (secret.kind === "already-exists") throw Answer.fail(catalogue.H2(secretName, "AlreadyExists"));
   if (secret.kind === "error") throw Answer.fail(catalogue.H2(secretName, describeApiError(secret.error)));
-  const ours: ObjectPrecondition = { uid: secret.object.metadata.uid ?? "", resourceVersion: secret.object.metadata.resourceVersion ?? "" };
+  const ours: ObjectPrecondition = {
+    uid: secret.object.metadata.uid ?? "",
+    resourceVersion: secret.object.metadata.resourceVersion ?? "",
+  };
 
   call.progress({ action: "create-pod" });
-  const podAction = await call.intent("k8s.pod.create", { object: call.podName, generation, fence: { kind: "absent" } });
+  const podAction = await call.intent("k8s.pod.create", {
+    object: call.podName,
+    generation,
+    fence: { kind: "absent" },
+  });
   const pod = await cluster.createPod(call.ns, podManifest(identity, config, generation, call.desired), call.opts());
-  await call.result(podAction, "k8s.pod.create", { object: call.podName, generation, outcome: createOutcome(pod.kind) });
-  if (pod.kind === "created") return { kind: "created", resourceVersion: pod.object.metadata.resourceVersion ?? undefined };
+  await call.result(podAction, "k8s.pod.create", {
+    object: call.podName,
+    generation,
+    outcome: createOutcome(pod.kind),
+  });
+  if (pod.kind === "created")
+    return { kind: "created", resourceVersion: pod.object.metadata.resourceVersion ?? undefined };
   if (pod.kind === "already-exists") return { kind: "answer", answer: await loserPath(call, secretName, ours) };
   // A definite rejection: the pod cannot exist, so our Secret is litter now. Anything ambiguous (timeout, 5xx)
   // leaves it for the orphan sweep — the pod may exist and reference it.
@@ -67,7 +89,7 @@ async function ensureClaim(call: DeployCall, storage: string): Promise<void> {
   if (created.kind === "created") return;
   if (created.kind === "error") throw Answer.fail(catalogue.J3(name, describeApiError(created.error)));
   const again = await cluster.getClaim(call.ns, name, call.opts());
-  if (again.kind !== "found") throw Answer.fail(catalogue.J4(name, again.kind === "error" ? describeApiError(again.error) : "NotFound"));
+  if (again.kind !== "found")
+    throw Answer.fail(catalogue.J4(name, again.kind === "error" ? describeApiError(again.error) : "NotFound"));
   check(again.object);
 }
-

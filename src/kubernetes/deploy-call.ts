@@ -28,7 +28,9 @@ export const MAX_READ_ERRORS = 3;
 
 /** Who runs the call, in every `k8s.*` record: the provider protocol, a person (CLI, API), or `berth serve`'s loop. */
 export type DeployMode = "provider-protocol" | "cli" | "api" | "reconcile-loop";
-export type DeployAnswer = { readonly ok: true; readonly agentId: string } | { readonly ok: false; readonly error: string };
+export type DeployAnswer =
+  | { readonly ok: true; readonly agentId: string }
+  | { readonly ok: false; readonly error: string };
 
 export interface DeployInputs {
   readonly identity: AgentIdentity;
@@ -156,7 +158,10 @@ export class DeployCall {
     try {
       await this.deps.audit.result(actionId, kind, this.common(extra));
     } catch (error) {
-      this.deps.log.error("could not record an audit result", { kind, error: error instanceof Error ? error.message : String(error) });
+      this.deps.log.error("could not record an audit result", {
+        kind,
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
   }
 
@@ -186,7 +191,10 @@ export class DeployCall {
    * The next settled observation: `carried` when the previous step already read one, else a fresh read. Read errors
    * wait for the next wake (the third answers); a loop past its deadline answers `expiry(condition)` (K1, K6).
    */
-  async next(carried: Observation | undefined, expiry: (condition: string) => string): Promise<Exclude<Observation, { kind: "error" }>> {
+  async next(
+    carried: Observation | undefined,
+    expiry: (condition: string) => string,
+  ): Promise<Exclude<Observation, { kind: "error" }>> {
     let obs = carried;
     for (;;) {
       if (this.expired()) throw Answer.fail(expiry(await this.condition()));
@@ -210,7 +218,10 @@ export class DeployCall {
 }
 
 /** The fields every Kubernetes audit record of a deploy carries (spec/kubernetes.md §12). */
-export function commonFields(deps: Pick<DeployDeps, "cluster" | "mode" | "version">, inputs: Pick<DeployInputs, "identity" | "config">): JsonObject {
+export function commonFields(
+  deps: Pick<DeployDeps, "cluster" | "mode" | "version">,
+  inputs: Pick<DeployInputs, "identity" | "config">,
+): JsonObject {
   return {
     agent_pubkey: inputs.identity.pubkey,
     namespace: inputs.config.namespace,

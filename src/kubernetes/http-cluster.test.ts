@@ -109,7 +109,9 @@ describe("HttpCluster (spec/kubernetes.md §8.6, §11, §19.2 cluster adapter)",
   });
 
   it("sends a fenced delete with preconditions only and maps each verdict", async () => {
-    const observed = verifyPod(fromQuorumRead(rawPod({ uid: "u1", resourceVersion: "7" })), WHO, { kind: "terminated" });
+    const observed = verifyPod(fromQuorumRead(rawPod({ uid: "u1", resourceVersion: "7" })), WHO, {
+      kind: "terminated",
+    });
     if (observed.kind !== "verified") throw new Error("fixture pod failed verification");
     const fence = observed.pod.fence;
     const cases: Array<[Reply, string]> = [
@@ -127,7 +129,9 @@ describe("HttpCluster (spec/kubernetes.md §8.6, §11, §19.2 cluster adapter)",
       const out = await cluster.deletePod("ns", "p", fence, { kind: "gc-terminated" });
       expect(out.kind).toBe(expected);
       expect(seen[0]?.method).toBe("DELETE");
-      expect(JSON.parse(seen[0]?.body ?? "{}")).toEqual(JSON.parse(fencedDeleteBody({ uid: "u1", resourceVersion: "7" })));
+      expect(JSON.parse(seen[0]?.body ?? "{}")).toEqual(
+        JSON.parse(fencedDeleteBody({ uid: "u1", resourceVersion: "7" })),
+      );
       expect(seen[0]?.body).not.toMatch(/gracePeriodSeconds|propagationPolicy/);
     }
   });
@@ -152,7 +156,13 @@ describe("HttpCluster (spec/kubernetes.md §8.6, §11, §19.2 cluster adapter)",
   it("never surfaces Secret data from a create or read", async () => {
     reply = (_r, res) => {
       res.writeHead(201);
-      res.end(JSON.stringify({ metadata: { name: "s", uid: "u", resourceVersion: "1" }, data: { BUZZ_PRIVATE_KEY: "bnNlYzE=" }, stringData: { X: "nsec1" } }));
+      res.end(
+        JSON.stringify({
+          metadata: { name: "s", uid: "u", resourceVersion: "1" },
+          data: { BUZZ_PRIVATE_KEY: "bnNlYzE=" },
+          stringData: { X: "nsec1" },
+        }),
+      );
     };
     const r = await cluster.createSecret("ns", { metadata: { name: "s" } });
     expect(JSON.stringify(r)).not.toMatch(/bnNlYzE|nsec1|"data"|stringData/);
@@ -187,7 +197,9 @@ describe("HttpCluster (spec/kubernetes.md §8.6, §11, §19.2 cluster adapter)",
   it("a watch of a pod set selects by label, names each pod from its event, moves on bookmarks and maps an HTTP 410 to gone", async () => {
     reply = (req, res) => {
       expect(req.url).toContain("watch=true");
-      expect(req.url).toContain(`labelSelector=${encodeURIComponent("app.kubernetes.io/managed-by=buzz-backend-kubernetes")}`);
+      expect(req.url).toContain(
+        `labelSelector=${encodeURIComponent("app.kubernetes.io/managed-by=buzz-backend-kubernetes")}`,
+      );
       expect(req.url).not.toContain("fieldSelector");
       expect(req.url).toContain("resourceVersion=7");
       res.writeHead(200, { "content-type": "application/json" });
@@ -198,7 +210,12 @@ describe("HttpCluster (spec/kubernetes.md §8.6, §11, §19.2 cluster adapter)",
     const wakes: WakeSignal[] = [];
     const bookmarks: string[] = [];
     const ended = await new Promise<WatchEnd>((resolve) => {
-      cluster.watchPods("ns", "app.kubernetes.io/managed-by=buzz-backend-kubernetes", "7", { onEstablished: () => {}, onWake: (s) => wakes.push(s), onBookmark: (rv) => bookmarks.push(rv), onEnd: resolve });
+      cluster.watchPods("ns", "app.kubernetes.io/managed-by=buzz-backend-kubernetes", "7", {
+        onEstablished: () => {},
+        onWake: (s) => wakes.push(s),
+        onBookmark: (rv) => bookmarks.push(rv),
+        onEnd: resolve,
+      });
     });
     expect(wakes).toEqual([
       { podName: "a", kind: "added", resourceVersion: "8" },

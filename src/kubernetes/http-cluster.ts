@@ -5,15 +5,27 @@
  * the response `Date` header of a LIST, the raw `Status` body of every error (1.x hands it over as a string),
  * exact control over query strings (no `resourceVersion` on quorum reads; preconditions only on deletes), watch
  * `timeoutSeconds` with reconnects on the same socket pool, and a count of every request for the benchmarks.
- * (About 415 lines, one concept: the `Cluster` port against a real apiserver, one method per request berth makes.)
+ * (About 520 lines, one concept: the `Cluster` port against a real apiserver, one method per request berth makes.)
  */
 import http from "node:http";
 import https from "node:https";
 import { createSecureContext, type SecureContext } from "node:tls";
 import type { KubeConfig } from "@kubernetes/client-node";
-import { type ApiError, apiErrorOf, deleteVerdict, parseImfFixdate, parseStatus } from "../core/kubernetes/api-status.js";
+import {
+  type ApiError,
+  apiErrorOf,
+  deleteVerdict,
+  parseImfFixdate,
+  parseStatus,
+} from "../core/kubernetes/api-status.js";
 import type { DeleteAuthority } from "../core/kubernetes/authority.js";
-import { ClaimSchema, type ClaimObject, PodSchema, type SecretMeta, SecretMetaSchema } from "../core/kubernetes/objects.js";
+import {
+  ClaimSchema,
+  type ClaimObject,
+  PodSchema,
+  type SecretMeta,
+  SecretMetaSchema,
+} from "../core/kubernetes/objects.js";
 import { fromQuorumRead, type QuorumPod } from "../core/kubernetes/quorum.js";
 import type { Fence } from "../core/kubernetes/verify.js";
 import type {
@@ -29,7 +41,15 @@ import type {
   WatchHandle,
   WatchHandlers,
 } from "./cluster.js";
-import { H2Watches, type WatchEndReason, type WatchObject, type WatchSink, feedWatchBody, watchEndOf, watchLines } from "./watch-stream.js";
+import {
+  H2Watches,
+  type WatchEndReason,
+  type WatchObject,
+  type WatchSink,
+  feedWatchBody,
+  watchEndOf,
+  watchLines,
+} from "./watch-stream.js";
 
 export const WATCH_TIMEOUT_SECONDS = 60;
 /**
@@ -40,7 +60,9 @@ export const WATCH_TIMEOUT_SECONDS = 60;
 export const NAMESPACE_TRUST_MS = 60_000;
 const DEFAULT_TIMEOUT_MS = 30_000;
 
-type Raw = { kind: "response"; status: number; headers: http.IncomingHttpHeaders; body: string } | { kind: "transport"; message: string };
+type Raw =
+  | { kind: "response"; status: number; headers: http.IncomingHttpHeaders; body: string }
+  | { kind: "transport"; message: string };
 
 /** Builds request paths; exported so tests can check that quorum reads never carry a resourceVersion. */
 export const paths = {
@@ -49,9 +71,11 @@ export const paths = {
   pods: (ns: string | null) => (ns === null ? "/api/v1/pods" : `/api/v1/namespaces/${encodeURIComponent(ns)}/pods`),
   pod: (ns: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(name)}`,
   secrets: (ns: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/secrets`,
-  secret: (ns: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(name)}`,
+  secret: (ns: string, name: string) =>
+    `/api/v1/namespaces/${encodeURIComponent(ns)}/secrets/${encodeURIComponent(name)}`,
   claims: (ns: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/persistentvolumeclaims`,
-  claim: (ns: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(ns)}/persistentvolumeclaims/${encodeURIComponent(name)}`,
+  claim: (ns: string, name: string) =>
+    `/api/v1/namespaces/${encodeURIComponent(ns)}/persistentvolumeclaims/${encodeURIComponent(name)}`,
   list: (base: string, selector: string) => `${base}?labelSelector=${encodeURIComponent(selector)}`,
   watch: (ns: string, name: string, rv: string | undefined) =>
     `${paths.pods(ns)}?watch=true&fieldSelector=${encodeURIComponent(`metadata.name=${name}`)}&allowWatchBookmarks=true&timeoutSeconds=${WATCH_TIMEOUT_SECONDS}${
@@ -68,7 +92,11 @@ export const paths = {
 
 /** The DeleteOptions body of a fenced delete: preconditions only — never gracePeriodSeconds or propagationPolicy. */
 export function fencedDeleteBody(pre: ObjectPrecondition): string {
-  return JSON.stringify({ kind: "DeleteOptions", apiVersion: "v1", preconditions: { uid: pre.uid, resourceVersion: pre.resourceVersion } });
+  return JSON.stringify({
+    kind: "DeleteOptions",
+    apiVersion: "v1",
+    preconditions: { uid: pre.uid, resourceVersion: pre.resourceVersion },
+  });
 }
 
 function stripSecret(body: unknown): SecretMeta {
@@ -150,7 +178,10 @@ export class HttpCluster implements Cluster, PodSetWatch {
     try {
       headers = await this.headers();
     } catch (error) {
-      return { kind: "transport", message: `could not obtain credentials: ${error instanceof Error ? error.message : String(error)}` };
+      return {
+        kind: "transport",
+        message: `could not obtain credentials: ${error instanceof Error ? error.message : String(error)}`,
+      };
     }
     if (body !== undefined) {
       headers["Content-Type"] = "application/json";
@@ -158,13 +189,21 @@ export class HttpCluster implements Cluster, PodSetWatch {
     }
     return new Promise<Raw>((resolve) => {
       const req = this.open(method, path, headers);
-      const timeout = setTimeout(() => req.destroy(new Error(`timed out after ${o?.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`)), o?.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+      const timeout = setTimeout(
+        () => req.destroy(new Error(`timed out after ${o?.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`)),
+        o?.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+      );
       req.on("response", (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => {
           clearTimeout(timeout);
-          resolve({ kind: "response", status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString("utf8") });
+          resolve({
+            kind: "response",
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString("utf8"),
+          });
         });
         res.on("error", (e) => {
           clearTimeout(timeout);
@@ -191,7 +230,13 @@ export class HttpCluster implements Cluster, PodSetWatch {
       try {
         return { kind: "found", object: map(JSON.parse(raw.body)) };
       } catch (error) {
-        return { kind: "error", error: { kind: "transport", message: `could not decode the response: ${error instanceof Error ? error.message : String(error)}` } };
+        return {
+          kind: "error",
+          error: {
+            kind: "transport",
+            message: `could not decode the response: ${error instanceof Error ? error.message : String(error)}`,
+          },
+        };
       }
     }
     const err = this.errorOf(raw);
@@ -199,13 +244,24 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return { kind: "error", error: err };
   }
 
-  private async create<T>(path: string, manifest: Record<string, unknown>, map: (body: unknown) => T, o?: RequestOptions): Promise<CreateResult<T>> {
+  private async create<T>(
+    path: string,
+    manifest: Record<string, unknown>,
+    map: (body: unknown) => T,
+    o?: RequestOptions,
+  ): Promise<CreateResult<T>> {
     const raw = await this.send("POST", path, JSON.stringify(manifest), o);
     if (raw.kind === "response" && raw.status >= 200 && raw.status < 300) {
       try {
         return { kind: "created", object: map(JSON.parse(raw.body)) };
       } catch (error) {
-        return { kind: "error", error: { kind: "transport", message: `could not decode the response: ${error instanceof Error ? error.message : String(error)}` } };
+        return {
+          kind: "error",
+          error: {
+            kind: "transport",
+            message: `could not decode the response: ${error instanceof Error ? error.message : String(error)}`,
+          },
+        };
       }
     }
     const err = this.errorOf(raw);
@@ -227,7 +283,13 @@ export class HttpCluster implements Cluster, PodSetWatch {
         ...(typeof rv === "string" ? { resourceVersion: rv } : {}),
       };
     } catch (error) {
-      return { kind: "error", error: { kind: "transport", message: `could not decode the list: ${error instanceof Error ? error.message : String(error)}` } };
+      return {
+        kind: "error",
+        error: {
+          kind: "transport",
+          message: `could not decode the list: ${error instanceof Error ? error.message : String(error)}`,
+        },
+      };
     }
   }
 
@@ -281,10 +343,19 @@ export class HttpCluster implements Cluster, PodSetWatch {
   }
 
   async createPod(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<QuorumPod>> {
-    return this.forgetOnNotFound(ns, await this.create(paths.pods(ns), manifest, (b) => fromQuorumRead(PodSchema.parse(b)), o));
+    return this.forgetOnNotFound(
+      ns,
+      await this.create(paths.pods(ns), manifest, (b) => fromQuorumRead(PodSchema.parse(b)), o),
+    );
   }
 
-  deletePod(ns: string, name: string, fence: Fence, _authority: DeleteAuthority, o?: RequestOptions): Promise<DeleteResult> {
+  deletePod(
+    ns: string,
+    name: string,
+    fence: Fence,
+    _authority: DeleteAuthority,
+    o?: RequestOptions,
+  ): Promise<DeleteResult> {
     return this.remove(paths.pod(ns, name), fence, o);
   }
 
@@ -296,7 +367,11 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return this.list(paths.list(paths.secrets(ns), selector), stripSecret, o);
   }
 
-  async createSecret(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<SecretMeta>> {
+  async createSecret(
+    ns: string,
+    manifest: Record<string, unknown>,
+    o?: RequestOptions,
+  ): Promise<CreateResult<SecretMeta>> {
     return this.forgetOnNotFound(ns, await this.create(paths.secrets(ns), manifest, stripSecret, o));
   }
 
@@ -308,7 +383,11 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return this.read(paths.claim(ns, name), (b) => ClaimSchema.parse(b), o);
   }
 
-  async createClaim(ns: string, manifest: Record<string, unknown>, o?: RequestOptions): Promise<CreateResult<ClaimObject>> {
+  async createClaim(
+    ns: string,
+    manifest: Record<string, unknown>,
+    o?: RequestOptions,
+  ): Promise<CreateResult<ClaimObject>> {
     return this.forgetOnNotFound(ns, await this.create(paths.claims(ns), manifest, (b) => ClaimSchema.parse(b), o));
   }
 
@@ -316,12 +395,25 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return this.watchPath(paths.watch(ns, name, fromResourceVersion), () => name, handlers);
   }
 
-  watchPods(ns: string, selector: string, fromResourceVersion: string | undefined, handlers: WatchHandlers): WatchHandle {
-    return this.watchPath(paths.watchSet(ns, selector, fromResourceVersion), (object) => object?.metadata?.name ?? "", handlers);
+  watchPods(
+    ns: string,
+    selector: string,
+    fromResourceVersion: string | undefined,
+    handlers: WatchHandlers,
+  ): WatchHandle {
+    return this.watchPath(
+      paths.watchSet(ns, selector, fromResourceVersion),
+      (object) => object?.metadata?.name ?? "",
+      handlers,
+    );
   }
 
   /** One watch request, as an HTTP/2 stream when the server speaks it (watch-stream.ts says why), else HTTP/1.1. */
-  private watchPath(path: string, nameOf: (object: WatchObject | undefined) => string, handlers: WatchHandlers): WatchHandle {
+  private watchPath(
+    path: string,
+    nameOf: (object: WatchObject | undefined) => string,
+    handlers: WatchHandlers,
+  ): WatchHandle {
     let ended = false;
     let cancel: (() => void) | undefined;
     const end = (why: WatchEndReason) => {
@@ -359,7 +451,11 @@ export class HttpCluster implements Cluster, PodSetWatch {
         void h2.ready().then((session) => {
           if (ended) return;
           if (session === "failed") return end("error");
-          begin(session === "http/1.1" ? this.watchHttp1(path, headers, sink) : h2.open(session, `${this.base}${path}`, headers, sink));
+          begin(
+            session === "http/1.1"
+              ? this.watchHttp1(path, headers, sink)
+              : h2.open(session, `${this.base}${path}`, headers, sink),
+          );
         });
       },
       () => end("error"),
@@ -378,7 +474,11 @@ export class HttpCluster implements Cluster, PodSetWatch {
     return () => req.destroy();
   }
 
-  async readLog(ns: string, name: string, opts: { follow: boolean; tailLines?: number; onChunk: (chunk: string) => void; signal?: AbortSignal }): Promise<LogResult> {
+  async readLog(
+    ns: string,
+    name: string,
+    opts: { follow: boolean; tailLines?: number; onChunk: (chunk: string) => void; signal?: AbortSignal },
+  ): Promise<LogResult> {
     this.count++;
     const headers = await this.headers();
     headers.Accept = "*/*";
@@ -402,7 +502,11 @@ export class HttpCluster implements Cluster, PodSetWatch {
         res.on("end", () => resolve({ kind: "done" }));
         res.on("error", (e) => resolve({ kind: "error", error: { kind: "transport", message: e.message } }));
       });
-      req.on("error", (e) => resolve(opts.signal?.aborted ? { kind: "done" } : { kind: "error", error: { kind: "transport", message: e.message } }));
+      req.on("error", (e) =>
+        resolve(
+          opts.signal?.aborted ? { kind: "done" } : { kind: "error", error: { kind: "transport", message: e.message } },
+        ),
+      );
       req.end();
     });
   }

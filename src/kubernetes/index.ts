@@ -22,7 +22,16 @@ export { type Prepared, prepareDeploy } from "./prepare.js";
 export { storeAudit } from "./store-audit.js";
 export { handleProviderRequest, type ProviderDeps, type ProviderResult } from "./provider.js";
 export { providerHome, runProviderProcess } from "./provider-process.js";
-export { type DeployAnswer, type DeployBudget, type DeployDeps, type DeployInputs, type DeployMode, type DeployReport, deploy, type Progress } from "./reconcile.js";
+export {
+  type DeployAnswer,
+  type DeployBudget,
+  type DeployDeps,
+  type DeployInputs,
+  type DeployMode,
+  type DeployReport,
+  deploy,
+  type Progress,
+} from "./reconcile.js";
 export { type K8sSettings, settingsFromEnv } from "./settings.js";
 export {
   type AgentRef,

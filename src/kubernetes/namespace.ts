@@ -12,7 +12,8 @@ export async function ensureNamespace(call: DeployCall): Promise<void> {
   if (got.kind === "error") throw Answer.fail(catalogue.G1(ns, describeApiError(got.error)));
   const actionId = await call.intent("k8s.namespace.create", { object: ns, fence: { kind: "absent" } });
   const created = await call.deps.cluster.createNamespace(namespaceManifest(ns), call.opts());
-  const outcome = created.kind === "created" ? "Created" : created.kind === "already-exists" ? "AlreadyExists" : "error";
+  const outcome =
+    created.kind === "created" ? "Created" : created.kind === "already-exists" ? "AlreadyExists" : "error";
   await call.result(actionId, "k8s.namespace.create", { object: ns, outcome });
   if (created.kind !== "error") return;
   if (created.error.kind === "status" && created.error.reason === "Forbidden") throw Answer.fail(catalogue.G2(ns));

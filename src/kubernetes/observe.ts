@@ -19,12 +19,23 @@ export type Observation =
   | { readonly kind: "error"; readonly message: string };
 
 /** One quorum GET of the agent's pod, settled. */
-export async function observePod(cluster: Cluster, namespace: string, identity: AgentIdentity, o?: RequestOptions): Promise<Observation> {
+export async function observePod(
+  cluster: Cluster,
+  namespace: string,
+  identity: AgentIdentity,
+  o?: RequestOptions,
+): Promise<Observation> {
   return settlePod(cluster, namespace, identity, await cluster.getPod(namespace, identity.podName, o), o);
 }
 
 /** Settles a pod read already made (the await-disappearance loop reads first, then settles only the last answer). */
-export async function settlePod(cluster: Cluster, namespace: string, identity: AgentIdentity, r: ReadResult<QuorumPod>, o?: RequestOptions): Promise<Observation> {
+export async function settlePod(
+  cluster: Cluster,
+  namespace: string,
+  identity: AgentIdentity,
+  r: ReadResult<QuorumPod>,
+  o?: RequestOptions,
+): Promise<Observation> {
   if (r.kind === "error") return { kind: "error", message: catalogue.H5(identity.podName, describeApiError(r.error)) };
   if (r.kind === "absent") return { kind: "absent" };
   const raw = r.object;
@@ -33,7 +44,8 @@ export async function settlePod(cluster: Cluster, namespace: string, identity: A
   let decoding = decodeStartup(raw);
   if (decoding.kind === "needs-secret") {
     const s = await cluster.getSecret(namespace, decoding.secretName, o);
-    if (s.kind === "error") return { kind: "error", message: catalogue.H1(decoding.secretName, describeApiError(s.error)) };
+    if (s.kind === "error")
+      return { kind: "error", message: catalogue.H1(decoding.secretName, describeApiError(s.error)) };
     decoding = decodeStartup(raw, s.kind === "found" ? "present" : "absent");
   }
   if (decoding.kind !== "decided") throw new Error("unreachable: decoding needs a second Secret read");

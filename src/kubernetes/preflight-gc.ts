@@ -26,7 +26,10 @@ export async function preflightGc(call: DeployCall, planned: { any: boolean }): 
   // an orphan only at ≥ 1200 s of age by the pod LIST's server clock, and no pod created after either LIST can
   // reference a Secret that old (an attempt lives ≤ 600 s); a Secret listed after that Date only looks younger.
   // Kubernetes has no LIST across two resources, so two requests remain the floor of this step.
-  const [pods, secrets] = await Promise.all([cluster.listPods(call.ns, selector, call.opts()), cluster.listSecrets(call.ns, selector, call.opts())]);
+  const [pods, secrets] = await Promise.all([
+    cluster.listPods(call.ns, selector, call.opts()),
+    cluster.listSecrets(call.ns, selector, call.opts()),
+  ]);
   if (pods.kind === "error") throw new Error(`could not list pods: ${describeApiError(pods.error)}`);
   if (secrets.kind === "error") throw new Error(`could not list secrets: ${describeApiError(secrets.error)}`);
   const plan = planGc(pods.items, secrets.items, who, pods.serverDateMs);
@@ -42,7 +45,15 @@ export async function preflightGc(call: DeployCall, planned: { any: boolean }): 
       const again = verifyPod(r.object, who, startupOf(r.object));
       if (again.kind !== "verified" || again.pod.startup.kind !== "terminated") continue;
       // The new observation's fence, not the LIST's.
-      const outcome = await deletePodAudited(call.deps, call.inputs, call.desired, doomed.name, again.pod.fence, GC_DELETE, call.opts());
+      const outcome = await deletePodAudited(
+        call.deps,
+        call.inputs,
+        call.desired,
+        doomed.name,
+        again.pod.fence,
+        GC_DELETE,
+        call.opts(),
+      );
       if (outcome.kind === "error") {
         log.warn(`gc: could not delete pod ${doomed.name}: ${describeApiError(outcome.error)}`);
         continue;
@@ -56,7 +67,11 @@ export async function preflightGc(call: DeployCall, planned: { any: boolean }): 
   for (const s of plan.orphanSecrets) await gcSecret(call, s, "gc-orphan");
 }
 
-async function gcSecret(call: DeployCall, s: ObjectPrecondition & { name: string }, authority: "gc-doomed" | "gc-orphan"): Promise<void> {
+async function gcSecret(
+  call: DeployCall,
+  s: ObjectPrecondition & { name: string },
+  authority: "gc-doomed" | "gc-orphan",
+): Promise<void> {
   const fence = { kind: "precondition", uid: s.uid, resourceVersion: s.resourceVersion };
   const actionId = await call.intent("k8s.secret.delete", { object: s.name, authority, fence });
   const r = await call.deps.cluster.deleteSecret(call.ns, s.name, s, call.opts());

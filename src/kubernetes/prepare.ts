@@ -13,14 +13,22 @@ import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernete
 import type { DeployInputs } from "./reconcile.js";
 
 /** `fingerprint` is what a create records; `intent` adds the recorded values that mean the same (issue 18.2). */
-export type Prepared = Result<{ readonly inputs: DeployInputs; readonly fingerprint: string; readonly intent: DesiredIntent }>;
+export type Prepared = Result<{
+  readonly inputs: DeployInputs;
+  readonly fingerprint: string;
+  readonly intent: DesiredIntent;
+}>;
 
 export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; nowMs?: number }): Prepared {
-  const withOp = typeof raw === "object" && raw !== null && !Array.isArray(raw) ? { op: "deploy", ...(raw as Record<string, unknown>) } : raw;
+  const withOp =
+    typeof raw === "object" && raw !== null && !Array.isArray(raw)
+      ? { op: "deploy", ...(raw as Record<string, unknown>) }
+      : raw;
   if (isRelayMesh(withOp)) return { ok: false, error: RELAY_MESH_REFUSAL };
   const parsed = parseRequest(withOp);
   if (!parsed.ok) return parsed;
-  if (parsed.value.op !== "deploy") return { ok: false, error: 'could not understand the request: a deploy file must have op "deploy" or no op' };
+  if (parsed.value.op !== "deploy")
+    return { ok: false, error: 'could not understand the request: a deploy file must have op "deploy" or no op' };
   const req = parsed.value;
   const config = parseProviderConfig(req.provider_config);
   if (!config.ok) return config;
@@ -32,7 +40,10 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
       agentPubkey: identity.identity.pubkey,
       authTag: req.agent.auth_tag,
       launchOwner: req.agent.launch?.owner_pubkey,
-      policy: typeof config0 === "object" && config0 !== null && !Array.isArray(config0) ? (config0 as Record<string, unknown>).identity_policy : undefined,
+      policy:
+        typeof config0 === "object" && config0 !== null && !Array.isArray(config0)
+          ? (config0 as Record<string, unknown>).identity_policy
+          : undefined,
     },
     false,
     Math.floor((opts.nowMs ?? Date.now()) / 1000),
@@ -40,7 +51,11 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
   if (!policy.ok) return policy;
   // P-19: without launch.command the harness defaults to a binary the stock image lacks, so "started" proves little.
   if (opts.requireCommand && (req.agent.launch?.command ?? "").trim() === "") {
-    return { ok: false, error: "agent.launch.command is required for berth k8s deploy: without it the harness runs a default agent binary the stock image does not contain" };
+    return {
+      ok: false,
+      error:
+        "agent.launch.command is required for berth k8s deploy: without it the harness runs a default agent binary the stock image does not contain",
+    };
   }
   const env = buildEnv(req.agent, config.value, "00000000");
   if (!env.ok) return env;

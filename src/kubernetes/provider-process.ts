@@ -56,7 +56,8 @@ export function providerHomes(env: NodeJS.ProcessEnv): string[] {
 function openDeployChain(env: NodeJS.ProcessEnv, log: Logger): K8sAudit {
   const opened = openFirstK8sChain(providerHomes(env));
   if (!opened.ok) throw new Error(opened.error);
-  for (const s of opened.value.skipped) log.warn(`audit chain: could not open ${s.home} (${s.error}); recording in ${opened.value.home} instead`);
+  for (const s of opened.value.skipped)
+    log.warn(`audit chain: could not open ${s.home} (${s.error}); recording in ${opened.value.home} instead`);
   return opened.value.audit;
 }
 
@@ -66,7 +67,13 @@ export async function runProviderProcess(args: readonly string[], version: strin
   const log = boundedStderrLogger(write);
   // Library console output would corrupt the one-line answer: send all of it to stderr.
   for (const method of ["log", "info", "debug", "warn", "error", "trace"] as const) {
-    console[method] = (...parts: unknown[]) => log.info(parts.map((p) => (typeof p === "string" ? p : "[object]")).join(" ").slice(0, 200));
+    console[method] = (...parts: unknown[]) =>
+      log.info(
+        parts
+          .map((p) => (typeof p === "string" ? p : "[object]"))
+          .join(" ")
+          .slice(0, 200),
+      );
   }
   // §8.1 step 1: exec credential plugins resolve through PATH; GUI callers hand over a minimal one.
   process.env.PATH = providerPath(process.env.PATH, process.env.HOME);
@@ -90,7 +97,9 @@ export async function runProviderProcess(args: readonly string[], version: strin
         try {
           return openExistingK8sChain(providerHome(process.env));
         } catch (error) {
-          log.warn(`audit chain: could not open the existing chain (${error instanceof Error ? error.message : String(error)})`);
+          log.warn(
+            `audit chain: could not open the existing chain (${error instanceof Error ? error.message : String(error)})`,
+          );
           return null;
         }
       },

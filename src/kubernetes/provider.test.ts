@@ -41,7 +41,10 @@ function deps(overrides: Partial<ProviderDeps> = {}) {
   return { d, fake, clock, contacts, audit, log };
 }
 
-const stdin = (v: unknown) => ({ ok: true as const, value: { bytes: Buffer.from(typeof v === "string" ? v : JSON.stringify(v)), oversized: false } });
+const stdin = (v: unknown) => ({
+  ok: true as const,
+  value: { bytes: Buffer.from(typeof v === "string" ? v : JSON.stringify(v)), oversized: false },
+});
 const valid = {
   op: "deploy",
   agent: { relay_url: "wss://relay.example", private_key_nsec: GOLDEN_NSEC, launch: { owner_pubkey: "a".repeat(64) } },
@@ -52,7 +55,10 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
   it("answers info purely: no audit, no cluster, flat fields and a prefilled namespace", async () => {
     const { d, contacts } = deps();
     const r = await handleProviderRequest([], stdin({ op: "info" }), d);
-    expect(r).toMatchObject({ kind: "answer", answer: { ok: true, name: "kubernetes", version: "9.9.9", protocol_version: 1 } });
+    expect(r).toMatchObject({
+      kind: "answer",
+      answer: { ok: true, name: "kubernetes", version: "9.9.9", protocol_version: 1 },
+    });
     expect(JSON.stringify(r)).toContain('"default":"buzz-agents-abcdef"');
     expect(contacts).toEqual([]);
   });
@@ -63,14 +69,23 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
     const { d, contacts } = deps();
     const r = await handleProviderRequest(["--verbose", "extra"], stdin({ op: "info" }), d);
     expect(r).toMatchObject({ kind: "answer", answer: { ok: true, name: "kubernetes", protocol_version: 1 } });
-    expect(await handleProviderRequest(["--check-identity", "--verbose"], stdin(valid), d)).toEqual({ kind: "answer", answer: { ok: false, error: "unsupported provider arguments" } });
-    expect(await handleProviderRequest(["x", "--check-identity"], stdin(valid), d)).toEqual({ kind: "answer", answer: { ok: false, error: "unsupported provider arguments" } });
+    expect(await handleProviderRequest(["--check-identity", "--verbose"], stdin(valid), d)).toEqual({
+      kind: "answer",
+      answer: { ok: false, error: "unsupported provider arguments" },
+    });
+    expect(await handleProviderRequest(["x", "--check-identity"], stdin(valid), d)).toEqual({
+      kind: "answer",
+      answer: { ok: false, error: "unsupported provider arguments" },
+    });
     expect(contacts).toEqual([]);
   });
 
   it("an unreadable stdin is the only non-answer", async () => {
     const { d } = deps();
-    expect(await handleProviderRequest([], { ok: false, error: "EIO" }, d)).toEqual({ kind: "unreadable", stderr: "could not read the request from stdin: EIO" });
+    expect(await handleProviderRequest([], { ok: false, error: "EIO" }, d)).toEqual({
+      kind: "unreadable",
+      stderr: "could not read the request from stdin: EIO",
+    });
   });
 
   it("a valid deploy opens the audit chain, then connects, then answers with the agent id", async () => {
@@ -86,7 +101,9 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
     const { d, fake, clock } = deps();
     fake.addNamespace("buzz-agents-test");
     const r = await clock.run(handleProviderRequest([], stdin(valid), { ...d, processStartedAt: 0 }));
-    expect(r.kind === "answer" && String(r.answer.error)).toMatch(/^startup not confirmed within 585s for buzz-agent-7e7e9c42a91b: /);
+    expect(r.kind === "answer" && String(r.answer.error)).toMatch(
+      /^startup not confirmed within 585s for buzz-agent-7e7e9c42a91b: /,
+    );
     expect(clock.now()).toBeGreaterThanOrEqual(585_000);
     expect(clock.now()).toBeLessThan(590_000);
   });
@@ -101,7 +118,10 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
   it("a refusal with no chain yet creates none and answers the same (issue 18.7)", async () => {
     const { d, contacts, log } = deps({ openExistingAudit: () => null });
     const r = await handleProviderRequest([], stdin({ ...valid, agent: { ...valid.agent, relay_url: " " } }), d);
-    expect(r).toEqual({ kind: "answer", answer: { ok: false, error: "deploy refused: relay_url is empty — the agent would have no relay to connect to" } });
+    expect(r).toEqual({
+      kind: "answer",
+      answer: { ok: false, error: "deploy refused: relay_url is empty — the agent would have no relay to connect to" },
+    });
     expect(contacts).toEqual([]);
     expect(log.lines.join("\n")).toMatch(/no audit chain exists yet/);
   });
@@ -112,9 +132,19 @@ describe("the provider protocol handler (spec/kubernetes.md §3.2)", () => {
         fc.oneof(
           fc.string(),
           fc.jsonValue().map((v) => JSON.stringify(v)),
-          fc.record({ op: fc.constantFrom("deploy", "info", "x"), agent: fc.jsonValue(), provider_config: fc.jsonValue() }).map((v) => JSON.stringify(v)),
           fc
-            .record({ relay_url: fc.oneof(fc.string(), fc.constant("wss://r")), respond_to: fc.option(fc.string()), env_vars: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 })) })
+            .record({
+              op: fc.constantFrom("deploy", "info", "x"),
+              agent: fc.jsonValue(),
+              provider_config: fc.jsonValue(),
+            })
+            .map((v) => JSON.stringify(v)),
+          fc
+            .record({
+              relay_url: fc.oneof(fc.string(), fc.constant("wss://r")),
+              respond_to: fc.option(fc.string()),
+              env_vars: fc.dictionary(fc.string({ maxLength: 8 }), fc.string({ maxLength: 8 })),
+            })
             .map((a) => JSON.stringify({ ...valid, agent: { ...valid.agent, ...a, launch: null, auth_tag: "t" } })),
         ),
         async (text) => {
@@ -137,7 +167,12 @@ describe("the identity policy through the provider (issue 18.5, Buzz main.rs and
   ownerSk[31] = 2;
   const owner = bytesToHex(schnorr.getPublicKey(ownerSk));
   const agentHex = "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e";
-  const authTag = JSON.stringify(["auth", owner, "", bytesToHex(schnorr.sign(attestationDigest(agentHex, ""), ownerSk))]);
+  const authTag = JSON.stringify([
+    "auth",
+    owner,
+    "",
+    bytesToHex(schnorr.sign(attestationDigest(agentHex, ""), ownerSk)),
+  ]);
   const withPolicy = {
     ...valid,
     agent: { ...valid.agent, auth_tag: authTag, launch: { owner_pubkey: owner } },
@@ -155,13 +190,19 @@ describe("the identity policy through the provider (issue 18.5, Buzz main.rs and
 
   it("local_identity_preflight_returns_only_public_pod_identity", async () => {
     const { d, contacts } = deps();
-    expect(await handleProviderRequest(["--check-identity"], stdin(withPolicy), d)).toEqual({ kind: "answer", answer: { ok: true, agent_id: "buzz-agent-7e7e9c42a91b" } });
+    expect(await handleProviderRequest(["--check-identity"], stdin(withPolicy), d)).toEqual({
+      kind: "answer",
+      answer: { ok: true, agent_id: "buzz-agent-7e7e9c42a91b" },
+    });
     expect(contacts).toEqual([]);
   });
 
   it("an approved, attested deploy proceeds to the cluster", async () => {
     const { d, contacts } = deps({ connect: async () => ({ ok: false, error: "no cluster in this test" }) });
-    expect(await handleProviderRequest([], stdin(withPolicy), d)).toEqual({ kind: "answer", answer: { ok: false, error: "no cluster in this test" } });
+    expect(await handleProviderRequest([], stdin(withPolicy), d)).toEqual({
+      kind: "answer",
+      answer: { ok: false, error: "no cluster in this test" },
+    });
     expect(contacts).toContain("audit");
   });
 });

@@ -72,16 +72,22 @@ function parseJson(bytes: Buffer, text: string): Result<unknown> {
   }
 }
 
-export async function handleProviderRequest(args: readonly string[], stdin: StdinRead, deps: ProviderDeps): Promise<ProviderResult> {
+export async function handleProviderRequest(
+  args: readonly string[],
+  stdin: StdinRead,
+  deps: ProviderDeps,
+): Promise<ProviderResult> {
   // Stage 1: the only non-zero exit.
   if (!stdin.ok) return { kind: "unreadable", stderr: `could not read the request from stdin: ${stdin.error}` };
   const text = utf8(stdin.value.bytes);
-  if (text === null && !stdin.value.oversized) return { kind: "unreadable", stderr: `could not read the request from stdin: ${NOT_UTF8}` };
+  if (text === null && !stdin.value.oversized)
+    return { kind: "unreadable", stderr: `could not read the request from stdin: ${NOT_UTF8}` };
   // Stage 2 (issue 34): exactly `--check-identity` is the local identity preflight (no audit, no cluster), as the pilot
   // line's main.rs (block/buzz@3fac2c2). Any other arguments are ignored, as baseline Buzz's main.rs
   // (zbkilla/buzz@2d88ec7d) never reads them — except that `--check-identity` with company is A1: a caller asking
   // for a preflight must never get a deploy.
-  if (args.length === 1 && args[0] === "--check-identity") return checkIdentityOnly(stdin.value.bytes, text ?? "", deps);
+  if (args.length === 1 && args[0] === "--check-identity")
+    return checkIdentityOnly(stdin.value.bytes, text ?? "", deps);
   if (args.includes("--check-identity")) return failure(catalogue.A1());
   // Stage 3.
   if (stdin.value.oversized) return failure(catalogue.A2(`the request is larger than ${STDIN_CAP_BYTES} bytes`));
@@ -114,7 +120,11 @@ export async function handleProviderRequest(args: readonly string[], stdin: Stdi
   const identity = identityFromNsec(request.agent.private_key_nsec);
   if (!identity.ok) return refuse(deps, catalogue.C1());
   // The optional identity policy, before any cluster contact (issue 18.5).
-  const policy = checkIdentityPolicy(policyInputs(request, identity.identity.pubkey), false, Math.floor(deps.clock.wallNow() / 1000));
+  const policy = checkIdentityPolicy(
+    policyInputs(request, identity.identity.pubkey),
+    false,
+    Math.floor(deps.clock.wallNow() / 1000),
+  );
   if (!policy.ok) return refuse(deps, policy.error, identity.identity.pubkey);
   // Built with a throw-away generation so that the size cap counts the nonce too.
   const env = buildEnv(request.agent, config.value, "00000000");
@@ -170,7 +180,10 @@ function policyInputs(request: DeployRequest, agentPubkey: string) {
     agentPubkey,
     authTag: request.agent.auth_tag,
     launchOwner: request.agent.launch?.owner_pubkey,
-    policy: typeof config === "object" && config !== null && !Array.isArray(config) ? (config as Record<string, unknown>).identity_policy : undefined,
+    policy:
+      typeof config === "object" && config !== null && !Array.isArray(config)
+        ? (config as Record<string, unknown>).identity_policy
+        : undefined,
   };
 }
 
@@ -185,9 +198,15 @@ function checkIdentityOnly(bytes: Buffer, text: string, deps: ProviderDeps): Pro
   const request = parsed.value;
   const identity = identityFromNsec(request.agent.private_key_nsec);
   if (!identity.ok) return failure(catalogue.C1());
-  const verdict = checkIdentityPolicy(policyInputs(request, identity.identity.pubkey), true, Math.floor(deps.clock.wallNow() / 1000));
+  const verdict = checkIdentityPolicy(
+    policyInputs(request, identity.identity.pubkey),
+    true,
+    Math.floor(deps.clock.wallNow() / 1000),
+  );
   // Only the public pod identity comes back (Buzz: `Response::deployed(identity.pod_name())`).
-  return verdict.ok ? { kind: "answer", answer: { ok: true, agent_id: identity.identity.podName } } : failure(verdict.error);
+  return verdict.ok
+    ? { kind: "answer", answer: { ok: true, agent_id: identity.identity.podName } }
+    : failure(verdict.error);
 }
 
 async function recordRefusal(audit: K8sAudit, deps: ProviderDeps, error: string, pubkey?: string): Promise<void> {
@@ -224,7 +243,9 @@ async function refuse(deps: ProviderDeps, error: string, pubkey?: string): Promi
       await audit.close();
     }
   } catch (e) {
-    deps.log.warn("could not open the audit chain to record a refused deploy", { error: e instanceof Error ? e.message : String(e) });
+    deps.log.warn("could not open the audit chain to record a refused deploy", {
+      error: e instanceof Error ? e.message : String(e),
+    });
   }
   return failure(error);
 }

@@ -30,7 +30,12 @@ export async function loserPath(call: DeployCall, secretName: string, ours: Obje
         // The winner's container started after our create was refused: confirm it stays up, as the winner's own call
         // does (issue 34), so the loser never answers success for a harness that crashed at start.
         if (obs.kind !== "verified") throw new Error("unreachable: a started winner without a verified pod");
-        const confirmation = confirmStart(call.runningSeen, runningInstance(obs.raw), call.deps.clock.now(), call.deps.wait.confirmStartMs);
+        const confirmation = confirmStart(
+          call.runningSeen,
+          runningInstance(obs.raw),
+          call.deps.clock.now(),
+          call.deps.wait.confirmStartMs,
+        );
         if (confirmation.kind === "confirmed") return { ok: true, agentId: step.agentId };
         call.runningSeen = confirmation.seen;
         await call.waiter.waitUntil(confirmation.until);
@@ -41,7 +46,15 @@ export async function loserPath(call: DeployCall, secretName: string, ours: Obje
       case "winner-did-not-start":
         throw Answer.fail(catalogue.K8(call.podName, obs.kind === "verified" ? latestCondition(obs.raw) : ""));
       case "report":
-        throw Answer.fail(catalogue.K2(call.podName, pullFailureMessage(step.failure, obs.kind === "verified" ? failingImage(obs.raw, call.inputs.config.image) : call.inputs.config.image)));
+        throw Answer.fail(
+          catalogue.K2(
+            call.podName,
+            pullFailureMessage(
+              step.failure,
+              obs.kind === "verified" ? failingImage(obs.raw, call.inputs.config.image) : call.inputs.config.image,
+            ),
+          ),
+        );
       case "wait":
         await call.waiter.wait();
         break;

@@ -15,7 +15,14 @@ const POD = WHO.podName;
 /** A pod as berth (or Buzz) would have created it, optionally already bound and with a container state. */
 function seedOurPod(
   h: Harness,
-  opts: { intent?: string; generation?: string; state?: Record<string, unknown>; phase?: string; bound?: boolean; withSecret?: boolean } = {},
+  opts: {
+    intent?: string;
+    generation?: string;
+    state?: Record<string, unknown>;
+    phase?: string;
+    bound?: boolean;
+    withSecret?: boolean;
+  } = {},
 ): string {
   const generation = opts.generation ?? "aaaaaaaa";
   const manifest = podManifest(WHO, h.config, generation, opts.intent ?? desiredFingerprint(h.inputs)) as PodObject;
@@ -33,7 +40,8 @@ function seedOurPod(
 const ops = (h: Harness) => h.fake.calls.map((c) => c.op);
 const mutations = (h: Harness) => h.fake.mutations().map((c) => `${c.op}:${c.outcome}`);
 const answerOf = (r: { answer: { ok: boolean } }) => r.answer;
-const errorOf = (r: { answer: { ok: true; agentId: string } | { ok: false; error: string } }) => (r.answer.ok ? `ok ${r.answer.agentId}` : r.answer.error);
+const errorOf = (r: { answer: { ok: true; agentId: string } | { ok: false; error: string } }) =>
+  r.answer.ok ? `ok ${r.answer.agentId}` : r.answer.error;
 
 describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8, §19.4)", () => {
   it("a fresh deploy writes the Secret before the Pod and returns the pod name once it starts", async () => {
@@ -86,7 +94,9 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     seedOurPod(h, { bound: true, state: { waiting: { reason: "ContainerCreating" } }, phase: "Pending" });
     const r = await h.deploy({ deadlineSeconds: 60 });
     // The true wait (issue 34): the loop stops 5 s before D to leave room for the final read.
-    expect(errorOf(r)).toBe(`startup not confirmed within 55s for ${POD}: the container is waiting, reason ContainerCreating`);
+    expect(errorOf(r)).toBe(
+      `startup not confirmed within 55s for ${POD}: the container is waiting, reason ContainerCreating`,
+    );
     expect(mutations(h)).toEqual([]);
     expect(h.fake.pod(NS, POD)).toBeDefined();
     expect(h.clock.now()).toBeGreaterThanOrEqual(55_000);
@@ -103,7 +113,11 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
   it("a permanent pull failure answers K2 at once, deletes nothing and repeats no kubelet text", async () => {
     const h = harness();
     h.fake.onPodCreated = () =>
-      h.clock.schedule(1000, () => h.fake.setAgentState(NS, POD, { waiting: { reason: "ImagePullBackOff", message: "401 Unauthorized: Bearer sekrit-token" } }));
+      h.clock.schedule(1000, () =>
+        h.fake.setAgentState(NS, POD, {
+          waiting: { reason: "ImagePullBackOff", message: "401 Unauthorized: Bearer sekrit-token" },
+        }),
+      );
     const r = await h.deploy();
     expect(errorOf(r)).toBe(
       `${POD} did not start: the cluster is not authorized to pull ${h.config.image} from ghcr.io. This pull retries indefinitely and will not succeed on its own: grant the cluster's nodes access to that registry.`,
@@ -117,7 +131,10 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
 
   it("a pull failure under a diverged intent still only reports", async () => {
     const h = harness();
-    seedOurPod(h, { intent: "0".repeat(64), state: { waiting: { reason: "ErrImagePull", message: "manifest unknown" } } });
+    seedOurPod(h, {
+      intent: "0".repeat(64),
+      state: { waiting: { reason: "ErrImagePull", message: "manifest unknown" } },
+    });
     expect(errorOf(await h.deploy())).toMatch(/did not start: ghcr.io has no image at/);
     expect(mutations(h)).toEqual([]);
   });
@@ -160,7 +177,13 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
       h.clock.schedule(500, () => {
         h.fake.start(ns, name);
         h.clock.schedule(1500, () => {
-          h.fake.setAgentState(ns, name, { running: { startedAt: new Date(h.clock.wallNow()).toISOString() } }, "Running", { restartCount: 1 });
+          h.fake.setAgentState(
+            ns,
+            name,
+            { running: { startedAt: new Date(h.clock.wallNow()).toISOString() } },
+            "Running",
+            { restartCount: 1 },
+          );
           restartedAt = h.clock.now();
         });
       });
@@ -178,7 +201,17 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const manifest = podManifest(WHO, earlier.config, "aaaaaaaa", desiredFingerprint(earlier)) as PodObject;
     h.fake.seedPod(NS, manifest);
     h.fake.bind(NS, POD);
-    h.fake.setAgentState(NS, POD, { waiting: { reason: "ErrImagePull", message: `rpc error: code = NotFound desc = failed to pull and unpack image "${old}": failed to resolve reference "${old}": ${old}: not found` } }, "Pending");
+    h.fake.setAgentState(
+      NS,
+      POD,
+      {
+        waiting: {
+          reason: "ErrImagePull",
+          message: `rpc error: code = NotFound desc = failed to pull and unpack image "${old}": failed to resolve reference "${old}": ${old}: not found`,
+        },
+      },
+      "Pending",
+    );
     const r = await h.deploy();
     expect(errorOf(r)).toBe(`${POD} did not start: ghcr.io has no image at ${old}. Check the digest and repository.`);
     expect(errorOf(r)).not.toContain(h.config.image);
@@ -189,17 +222,26 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const h = harness({ gracefulDeletionMs: 20_000 });
     const uid = seedOurPod(h, { bound: true, state: { running: {} }, phase: "Running" });
     const seeded = h.fake.pod(NS, POD);
-    await h.clock.run(h.fake.deletePod(NS, POD, { uid, resourceVersion: seeded?.metadata.resourceVersion ?? "" } as never, { kind: "gc-terminated" }));
+    await h.clock.run(
+      h.fake.deletePod(NS, POD, { uid, resourceVersion: seeded?.metadata.resourceVersion ?? "" } as never, {
+        kind: "gc-terminated",
+      }),
+    );
     h.kubeletStartsAfter(1000);
     const lines: string[] = [];
     const start = h.clock.now();
     const r = await h.clock.run(
-      deploy(h.inputs, { ...h.deps, onProgress: (p) => lines.push(`${p.action}: ${p.condition ?? ""}`) }, { startedAt: start, loopDeadlineAt: start + 55_000, deadlineSeconds: 60 }),
+      deploy(
+        h.inputs,
+        { ...h.deps, onProgress: (p) => lines.push(`${p.action}: ${p.condition ?? ""}`) },
+        { startedAt: start, loopDeadlineAt: start + 55_000, deadlineSeconds: 60 },
+      ),
     );
     expect(answerOf(r)).toEqual({ ok: true, agentId: POD });
     const waiting = lines.filter((l) => l.startsWith("await-disappearance"));
     expect(waiting.length).toBeGreaterThan(0);
-    for (const l of waiting) expect(l).toBe("await-disappearance: the pod is terminating (deletion requested; grace period 60s)");
+    for (const l of waiting)
+      expect(l).toBe("await-disappearance: the pod is terminating (deletion requested; grace period 60s)");
     // Until the create, nothing said "Running": the old pod was dying all along.
     expect(lines.slice(0, lines.indexOf("create: ")).join("\n")).not.toContain("the pod is Running");
   });
@@ -209,7 +251,11 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const uid = seedOurPod(h, { bound: true, state: { running: {} }, phase: "Running" });
     // Someone (a stop) already marked it; it still reads Running for its grace period.
     const seeded = h.fake.pod(NS, POD);
-    await h.clock.run(h.fake.deletePod(NS, POD, { uid, resourceVersion: seeded?.metadata.resourceVersion ?? "" } as never, { kind: "gc-terminated" }));
+    await h.clock.run(
+      h.fake.deletePod(NS, POD, { uid, resourceVersion: seeded?.metadata.resourceVersion ?? "" } as never, {
+        kind: "gc-terminated",
+      }),
+    );
     h.kubeletStartsAfter(1000);
     const r = await h.deploy();
     expect(answerOf(r)).toEqual({ ok: true, agentId: POD });
@@ -248,14 +294,20 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
 
   it("each attempt stamps its own generation", async () => {
     const h = harness();
-    h.fake.onPodCreated = ({ ns, name }) => h.clock.schedule(500, () => h.fake.setAgentState(ns, name, { terminated: { exitCode: 1, reason: "Error" } }, "Failed"));
+    h.fake.onPodCreated = ({ ns, name }) =>
+      h.clock.schedule(500, () =>
+        h.fake.setAgentState(ns, name, { terminated: { exitCode: 1, reason: "Error" } }, "Failed"),
+      );
     const nonces: Array<string | undefined> = [];
     for (const expected of ["0f3a91cc", "0f3a91cd"]) {
       await h.deploy();
       nonces.push(h.fake.secretData(NS, `${POD}-${expected}`)?.BUZZ_MANAGED_AGENT_START_NONCE);
     }
     expect(nonces).toEqual(["0f3a91cc", "0f3a91cd"]);
-    expect(h.fake.calls.filter((c) => c.op === "createSecret").map((c) => c.name)).toEqual([`${POD}-0f3a91cc`, `${POD}-0f3a91cd`]);
+    expect(h.fake.calls.filter((c) => c.op === "createSecret").map((c) => c.name)).toEqual([
+      `${POD}-0f3a91cc`,
+      `${POD}-0f3a91cd`,
+    ]);
   });
 
   it("a crash exit writes one Secret and one Pod and answers K4; the next deploy collects it first and retries once", async () => {
@@ -263,7 +315,12 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     h.fake.onPodCreated = ({ ns, name }) =>
       h.clock.schedule(500, () => {
         h.fake.bind(ns, name);
-        h.fake.setAgentState(ns, name, { terminated: { exitCode: 2, reason: "Error", message: "panic: secret value" } }, "Failed");
+        h.fake.setAgentState(
+          ns,
+          name,
+          { terminated: { exitCode: 2, reason: "Error", message: "panic: secret value" } },
+          "Failed",
+        );
       });
     const first = await h.deploy();
     expect(errorOf(first)).toBe(
@@ -317,10 +374,16 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
   it.each([
     ["without the management marker", { labels: {} }],
     ["with another agent's full pubkey", { annotations: { [PUBKEY_FULL_ANNOTATION]: "f".repeat(64) } }],
-    ["with binding version 3", { labels: { "app.kubernetes.io/managed-by": "buzz-backend-kubernetes", "buzz.block.xyz/binding-version": "3" } }],
+    [
+      "with binding version 3",
+      { labels: { "app.kubernetes.io/managed-by": "buzz-backend-kubernetes", "buzz.block.xyz/binding-version": "3" } },
+    ],
   ])("a foreign pod %s answers K5 with nothing deleted and no Secret written", async (_name, meta) => {
     const h = harness();
-    h.fake.seedPod(NS, { metadata: { name: POD, labels: {}, annotations: {}, ...meta }, spec: { containers: [] } } as PodObject);
+    h.fake.seedPod(NS, {
+      metadata: { name: POD, labels: {}, annotations: {}, ...meta },
+      spec: { containers: [] },
+    } as PodObject);
     const r = await h.deploy();
     expect(errorOf(r)).toBe(
       `a pod named ${POD} already exists in this namespace but is not managed by this provider for this agent (it lacks the management marker or carries a different agent identity). Remove it, or deploy this agent to a different namespace.`,
@@ -340,7 +403,9 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
 
   it("three consecutive read errors answer H5", async () => {
     const h = harness();
-    h.fake.faults.push((c) => (c.op === "getPod" ? { code: 500, reason: "InternalError", message: "etcdserver: request timed out" } : undefined));
+    h.fake.faults.push((c) =>
+      c.op === "getPod" ? { code: 500, reason: "InternalError", message: "etcdserver: request timed out" } : undefined,
+    );
     const r = await h.deploy();
     expect(errorOf(r)).toBe(`could not read pod ${POD}: InternalError: etcdserver: request timed out`);
     expect(mutations(h)).toEqual([]);
@@ -350,7 +415,9 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const h = harness({ namespace: false });
     h.fake.faults.push((c) => (c.op === "createNamespace" ? { code: 403, reason: "Forbidden" } : undefined));
     const r = await h.deploy();
-    expect(errorOf(r)).toBe(`not authorized to create namespace ${NS}. Ask a cluster administrator to run \`kubectl create namespace ${NS}\`, then try again.`);
+    expect(errorOf(r)).toBe(
+      `not authorized to create namespace ${NS}. Ask a cluster administrator to run \`kubectl create namespace ${NS}\`, then try again.`,
+    );
     expect(mutations(h)).toEqual(["createNamespace:Forbidden"]);
   });
 
@@ -361,7 +428,9 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     expect(h.fake.hasNamespace(NS)).toBe(true);
     expect(h.audit.of("k8s.namespace.create").map((p) => p.phase)).toEqual(["intent", "result"]);
     const g = harness({ namespace: false });
-    g.fake.faults.push((c) => (c.op === "getNamespace" ? { code: 403, reason: "Forbidden", message: "no" } : undefined));
+    g.fake.faults.push((c) =>
+      c.op === "getNamespace" ? { code: 403, reason: "Forbidden", message: "no" } : undefined,
+    );
     expect(errorOf(await g.deploy())).toBe(`could not check whether namespace ${NS} exists: Forbidden: no`);
   });
 
@@ -401,7 +470,9 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const r = await h.deploy();
     expect(answerOf(r)).toEqual({ ok: true, agentId: POD });
     // The watch opens before the creates (issue 19) and is no read: left out of the order checked here.
-    const before = ops(h).slice(0, ops(h).indexOf("createSecret")).filter((op) => op !== "watchPod");
+    const before = ops(h)
+      .slice(0, ops(h).indexOf("createSecret"))
+      .filter((op) => op !== "watchPod");
     expect(before.filter((op) => op === "getPod")).toHaveLength(1); // the fast path's (issue 19)
     expect(before.slice(2).sort()).toEqual(["listPods", "listSecrets"]);
   });
@@ -432,7 +503,11 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     const none = harness({ serverDate: "none" });
     const env = buildEnv(agentA(), none.config, "11111111");
     if (!env.ok) throw new Error(env.error);
-    none.fake.seedSecret(NS, secretManifest(WHO, none.config, "11111111", env.value), none.clock.wallNow() - 10_000_000);
+    none.fake.seedSecret(
+      NS,
+      secretManifest(WHO, none.config, "11111111", env.value),
+      none.clock.wallNow() - 10_000_000,
+    );
     none.kubeletStartsAfter(100);
     await none.deploy();
     expect(none.fake.secretNames(NS)).toContain(`${POD}-11111111`);
@@ -469,7 +544,9 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
       }
     };
     const r = await h.deploy({ deadlineSeconds: 30 });
-    expect(errorOf(r)).toBe(`startup not confirmed within 25s for ${POD} (another deploy of this agent created it): the pod is Pending`);
+    expect(errorOf(r)).toBe(
+      `startup not confirmed within 25s for ${POD} (another deploy of this agent created it): the pod is Pending`,
+    );
     expect(mutations(h).filter((m) => m.startsWith("deletePod"))).toEqual([]);
   });
 
@@ -484,12 +561,18 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
       }
     };
     const r = await h.deploy();
-    expect(errorOf(r)).toBe(`${POD} was created by another deploy of this agent and is already being deleted; try again`);
+    expect(errorOf(r)).toBe(
+      `${POD} was created by another deploy of this agent and is already being deleted; try again`,
+    );
   });
 
   it("a definite pod-create rejection removes our unreferenced Secret and answers H3", async () => {
     const h = harness();
-    h.fake.faults.push((c) => (c.op === "createPod" ? { code: 422, reason: "Invalid", message: "spec.containers[0].resources: bad quantity" } : undefined));
+    h.fake.faults.push((c) =>
+      c.op === "createPod"
+        ? { code: 422, reason: "Invalid", message: "spec.containers[0].resources: bad quantity" }
+        : undefined,
+    );
     const r = await h.deploy();
     expect(errorOf(r)).toBe(`could not create pod ${POD}: Invalid: spec.containers[0].resources: bad quantity`);
     expect(h.fake.secretNames(NS)).toEqual([]);
@@ -505,7 +588,8 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
 
   it("a pod that vanishes after our create answers K4 without a second attempt", async () => {
     const h = harness();
-    h.fake.onPodCreated = ({ ns, name, uid }) => h.clock.schedule(500, () => h.fake.finishGracefulDeletion(ns, name, uid));
+    h.fake.onPodCreated = ({ ns, name, uid }) =>
+      h.clock.schedule(500, () => h.fake.finishGracefulDeletion(ns, name, uid));
     const r = await h.deploy();
     expect(errorOf(r)).toMatch(/was created by this deploy and did not stay running: the pod no longer exists\./);
     expect(h.fake.calls.filter((c) => c.op === "createPod")).toHaveLength(1);
@@ -539,7 +623,11 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
     h.kubeletStartsAfter(100);
     await h.deploy();
     const [intent, result] = h.audit.of("k8s.pod.delete");
-    expect(intent?.fence).toEqual({ kind: "precondition", uid: observed?.metadata.uid, resourceVersion: observed?.metadata.resourceVersion });
+    expect(intent?.fence).toEqual({
+      kind: "precondition",
+      uid: observed?.metadata.uid,
+      resourceVersion: observed?.metadata.resourceVersion,
+    });
     expect(result?.action_id).toBe(intent?.action_id);
     expect(result?.outcome).toBe("Accepted");
     expect(JSON.stringify(h.audit.records)).not.toContain("nsec1");
@@ -547,15 +635,27 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
 
   it("repeated identical deploys against a pending pod never delete, whatever the wake schedule (property)", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.tuple(fc.integer({ min: 0, max: 40_000 }), fc.constantFrom("ContainerCreating", "PodInitializing", "ErrImagePull")), { maxLength: 6 }), fc.integer({ min: 1, max: 3 }), async (writes, repeats) => {
-        const h = harness();
-        seedOurPod(h, { bound: true, state: { waiting: { reason: "ContainerCreating" } } });
-        for (const [at, reason] of writes) {
-          h.clock.schedule(at, () => h.fake.setAgentState(NS, POD, { waiting: { reason, message: "dial tcp: i/o timeout" } }));
-        }
-        for (let i = 0; i < repeats; i++) await h.deploy({ deadlineSeconds: 30 });
-        expect(mutations(h)).toEqual([]);
-      }),
+      fc.asyncProperty(
+        fc.array(
+          fc.tuple(
+            fc.integer({ min: 0, max: 40_000 }),
+            fc.constantFrom("ContainerCreating", "PodInitializing", "ErrImagePull"),
+          ),
+          { maxLength: 6 },
+        ),
+        fc.integer({ min: 1, max: 3 }),
+        async (writes, repeats) => {
+          const h = harness();
+          seedOurPod(h, { bound: true, state: { waiting: { reason: "ContainerCreating" } } });
+          for (const [at, reason] of writes) {
+            h.clock.schedule(at, () =>
+              h.fake.setAgentState(NS, POD, { waiting: { reason, message: "dial tcp: i/o timeout" } }),
+            );
+          }
+          for (let i = 0; i < repeats; i++) await h.deploy({ deadlineSeconds: 30 });
+          expect(mutations(h)).toEqual([]);
+        },
+      ),
       { numRuns: 25 },
     );
   });
@@ -570,12 +670,18 @@ describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8,
 });
 
 describe("the persistent workspace claim (spec/kubernetes.md §14.3)", () => {
-  const withClaim = () => inputsFor(agentA(), { namespace: NS, image: "ghcr.io/block/buzz-sprig@sha256:17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76", workspace_storage: "20Gi" });
+  const withClaim = () =>
+    inputsFor(agentA(), {
+      namespace: NS,
+      image: "ghcr.io/block/buzz-sprig@sha256:17facfc7608d8ddb33bc056c9aaba1098f4ef6abe5655702fbfd7584d1f74d76",
+      workspace_storage: "20Gi",
+    });
 
   it("is created once on the create edge, reused by later generations and never deleted", async () => {
     const h = harness();
     const inputs = withClaim();
-    h.fake.onPodCreated = ({ ns, name }) => h.clock.schedule(100, () => h.fake.setAgentState(ns, name, { terminated: { exitCode: 0 } }, "Succeeded"));
+    h.fake.onPodCreated = ({ ns, name }) =>
+      h.clock.schedule(100, () => h.fake.setAgentState(ns, name, { terminated: { exitCode: 0 } }, "Succeeded"));
     await h.deploy({ inputs });
     h.kubeletStartsAfter(100);
     expect(answerOf(await h.deploy({ inputs }))).toEqual({ ok: true, agentId: POD });
@@ -588,7 +694,15 @@ describe("the persistent workspace claim (spec/kubernetes.md §14.3)", () => {
     const h = harness();
     await h.clock.run(
       h.fake.createClaim(NS, {
-        metadata: { name: `${POD}-workspace`, labels: { "buzz.block.xyz/agent-pubkey": WHO.pubkeyLabel, "app.kubernetes.io/managed-by": "buzz-backend-kubernetes", "buzz.block.xyz/binding-version": "2" }, annotations: { [PUBKEY_FULL_ANNOTATION]: "f".repeat(64) } },
+        metadata: {
+          name: `${POD}-workspace`,
+          labels: {
+            "buzz.block.xyz/agent-pubkey": WHO.pubkeyLabel,
+            "app.kubernetes.io/managed-by": "buzz-backend-kubernetes",
+            "buzz.block.xyz/binding-version": "2",
+          },
+          annotations: { [PUBKEY_FULL_ANNOTATION]: "f".repeat(64) },
+        },
         spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "20Gi" } } },
       }),
     );
@@ -602,13 +716,23 @@ describe("brands are minted in one place (spec/kubernetes.md §7.3)", () => {
   it("no module outside its minting file asserts a value into VerifiedPod, Fence or QuorumPod", async () => {
     const { readdirSync, readFileSync, statSync } = await import("node:fs");
     const { join } = await import("node:path");
-    const allowed = new Set(["src/core/kubernetes/verify.ts", "src/core/kubernetes/quorum.ts", "src/core/kubernetes/classify.ts"]);
+    const allowed = new Set([
+      "src/core/kubernetes/verify.ts",
+      "src/core/kubernetes/quorum.ts",
+      "src/core/kubernetes/classify.ts",
+    ]);
     const offenders: string[] = [];
     const walk = (dir: string) => {
       for (const e of readdirSync(dir)) {
         const p = join(dir, e);
         if (statSync(p).isDirectory()) walk(p);
-        else if (p.endsWith(".ts") && !p.endsWith(".test.ts") && !allowed.has(p) && /as (VerifiedPod|Fence|QuorumPod|DeleteAction)\b/.test(readFileSync(p, "utf8"))) offenders.push(p);
+        else if (
+          p.endsWith(".ts") &&
+          !p.endsWith(".test.ts") &&
+          !allowed.has(p) &&
+          /as (VerifiedPod|Fence|QuorumPod|DeleteAction)\b/.test(readFileSync(p, "utf8"))
+        )
+          offenders.push(p);
       }
     };
     walk("src");

@@ -25,7 +25,16 @@ import { failingImage, pullFailureMessage } from "../core/kubernetes/pull-failur
 import { attemptSecrets, scrubberFor } from "../core/kubernetes/scrub.js";
 import { deletePodAudited } from "./audited-mutation.js";
 import { createPath } from "./create.js";
-import { Answer, commonFields, type DeployAnswer, type DeployBudget, DeployCall, type DeployDeps, type DeployInputs, type Progress } from "./deploy-call.js";
+import {
+  Answer,
+  commonFields,
+  type DeployAnswer,
+  type DeployBudget,
+  DeployCall,
+  type DeployDeps,
+  type DeployInputs,
+  type Progress,
+} from "./deploy-call.js";
 import { ensureNamespace } from "./namespace.js";
 import type { Observation } from "./observe.js";
 import { preflightGc } from "./preflight-gc.js";
@@ -57,13 +66,23 @@ export async function deploy(inputs: DeployInputs, given: DeployDeps, budget: De
   // Server text may quote the Secret it refuses: scrubbed at the seam, before any step, log, answer or record sees it.
   // Only real secrets, and never text inside the call's own public names (issue 34: a `buzz-agent` launch command once
   // turned every pod name into `[redacted]-…`).
-  const scrub = scrubberFor(attemptSecrets(inputs.env), [inputs.identity.podName, inputs.identity.pubkey, inputs.config.namespace, inputs.config.image]);
+  const scrub = scrubberFor(attemptSecrets(inputs.env), [
+    inputs.identity.podName,
+    inputs.identity.pubkey,
+    inputs.config.namespace,
+    inputs.config.image,
+  ]);
   const deps: DeployDeps = {
     ...given,
     cluster: scrubbingCluster(given.cluster, scrub),
     log: scrubbingLogger(given.log, scrub),
     audit: scrubbingAudit(given.audit, scrub),
-    ...(given.onProgress ? { onProgress: (p: Progress) => given.onProgress?.(p.condition === undefined ? p : { ...p, condition: scrub(p.condition) }) } : {}),
+    ...(given.onProgress
+      ? {
+          onProgress: (p: Progress) =>
+            given.onProgress?.(p.condition === undefined ? p : { ...p, condition: scrub(p.condition) }),
+        }
+      : {}),
   };
   const call = new DeployCall(inputs, deps, budget);
   const requestsBefore = deps.cluster.requestCount;
@@ -101,7 +120,9 @@ async function recordOutcome(deps: DeployDeps, inputs: DeployInputs, report: Dep
       api_requests: report.requests,
     });
   } catch (error) {
-    deps.log.error("could not record the deploy outcome", { error: error instanceof Error ? error.message : String(error) });
+    deps.log.error("could not record the deploy outcome", {
+      error: error instanceof Error ? error.message : String(error),
+    });
   }
 }
 
@@ -112,7 +133,9 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
   if (guard !== undefined && !(fast.kind === "verified" && fast.pod.fence.uid === guard.uid)) {
     call.lastAction = "changed-since-judged";
     if (fast.kind === "error") throw Answer.fail(fast.message);
-    throw Answer.fail(`pod ${call.podName} is no longer the one the reconcile loop judged (uid ${guard.uid}); nothing was done`);
+    throw Answer.fail(
+      `pod ${call.podName} is no longer the one the reconcile loop judged (uid ${guard.uid}); nothing was done`,
+    );
   }
   if (fast.kind === "verified" && !fast.pod.deletionMarked && fast.pod.startup.kind === "started") {
     call.lastAction = "no-op";
@@ -155,7 +178,12 @@ async function loop(call: DeployCall, first: Observation | undefined): Promise<D
         // Started, but seen by this loop (not the fast path): answer only once the same container is still running a
         // confirmation window later (issue 34), so a harness that crashes at start is reported as what it is (K4).
         if (obs.kind !== "verified") throw new Error("unreachable: a no-op without a verified pod");
-        const confirmation = confirmStart(call.runningSeen, runningInstance(obs.raw), call.deps.clock.now(), call.deps.wait.confirmStartMs);
+        const confirmation = confirmStart(
+          call.runningSeen,
+          runningInstance(obs.raw),
+          call.deps.clock.now(),
+          call.deps.wait.confirmStartMs,
+        );
         if (confirmation.kind === "confirmed") return { ok: true, agentId: step.agentId };
         call.runningSeen = confirmation.seen;
         call.progress({ action: "confirm-start", condition: "the container is running; confirming it stays up" });
@@ -167,13 +195,26 @@ async function loop(call: DeployCall, first: Observation | undefined): Promise<D
         break;
       case "report":
         // The failing pod's own image (issue 34): a never-started pod from an earlier config is reported, not replaced.
-        throw Answer.fail(catalogue.K2(call.podName, pullFailureMessage(step.failure, obs.kind === "verified" ? failingImage(obs.raw, call.inputs.config.image) : call.inputs.config.image)));
+        throw Answer.fail(
+          catalogue.K2(
+            call.podName,
+            pullFailureMessage(
+              step.failure,
+              obs.kind === "verified" ? failingImage(obs.raw, call.inputs.config.image) : call.inputs.config.image,
+            ),
+          ),
+        );
       case "await-disappearance":
         carried = await awaitDisappearance(call, step.uid);
         break;
       // One attempt per call: our own pod did not stay running (or vanished); an immediate exit recurs until fixed.
       case "give-up":
-        throw Answer.fail(catalogue.K4(call.podName, step.condition === "observed" && obs.kind === "verified" ? latestCondition(obs.raw) : POD_GONE));
+        throw Answer.fail(
+          catalogue.K4(
+            call.podName,
+            step.condition === "observed" && obs.kind === "verified" ? latestCondition(obs.raw) : POD_GONE,
+          ),
+        );
       case "delete": {
         const outcome = await fencedDelete(call, step.action);
         if (outcome === "precondition-failed") {
@@ -201,8 +242,19 @@ async function loop(call: DeployCall, first: Observation | undefined): Promise<D
 }
 
 /** §8.6: the delete carries the classified action's fence and authority, nothing fresher. */
-async function fencedDelete(call: DeployCall, action: DeleteAction): Promise<"accepted" | "not-found" | "precondition-failed"> {
-  const outcome = await deletePodAudited(call.deps, call.inputs, call.desired, action.name, action.fence, classifiedDelete(action), call.opts());
+async function fencedDelete(
+  call: DeployCall,
+  action: DeleteAction,
+): Promise<"accepted" | "not-found" | "precondition-failed"> {
+  const outcome = await deletePodAudited(
+    call.deps,
+    call.inputs,
+    call.desired,
+    action.name,
+    action.fence,
+    classifiedDelete(action),
+    call.opts(),
+  );
   if (outcome.kind === "error") throw Answer.fail(catalogue.H4(action.name, describeApiError(outcome.error)));
   return outcome.kind;
 }

@@ -11,7 +11,9 @@ import type { Cluster } from "./cluster.js";
 import type { Logger } from "../kit/log.js";
 
 function scrubError(error: ApiError, scrub: Scrubber): ApiError {
-  return error.kind === "status" ? { ...error, message: scrub(error.message), reason: scrub(error.reason) } : { ...error, message: scrub(error.message) };
+  return error.kind === "status"
+    ? { ...error, message: scrub(error.message), reason: scrub(error.reason) }
+    : { ...error, message: scrub(error.message) };
 }
 
 /** `r` with its `error` scrubbed, for every outcome type of the seam (they all carry `{kind:"error", error}`). */
@@ -40,7 +42,8 @@ export function scrubbingCluster(inner: Cluster, scrub: Scrubber): Cluster {
     getClaim: (ns, name, o) => s(inner.getClaim(ns, name, o)),
     createClaim: (ns, m, o) => s(inner.createClaim(ns, m, o)),
     watchPod: (ns, name, from, handlers) => inner.watchPod(ns, name, from, handlers),
-    readLog: (ns, name, opts) => s(inner.readLog(ns, name, { ...opts, onChunk: (chunk) => opts.onChunk(scrub(chunk)) })),
+    readLog: (ns, name, opts) =>
+      s(inner.readLog(ns, name, { ...opts, onChunk: (chunk) => opts.onChunk(scrub(chunk)) })),
     close: () => inner.close(),
   };
 }
@@ -49,7 +52,8 @@ export function scrubbingCluster(inner: Cluster, scrub: Scrubber): Cluster {
 function scrubJson(value: JsonValue, scrub: Scrubber): JsonValue {
   if (typeof value === "string") return scrub(value);
   if (Array.isArray(value)) return value.map((v) => scrubJson(v, scrub));
-  if (value !== null && typeof value === "object") return Object.fromEntries(Object.entries(value).map(([k, v]) => [scrub(k), scrubJson(v as JsonValue, scrub)]));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [scrub(k), scrubJson(v as JsonValue, scrub)]));
   return value;
 }
 
@@ -73,7 +77,9 @@ export function scrubbingAudit(inner: K8sAudit, scrub: Scrubber): K8sAudit {
 
 export function scrubbingLogger(inner: Logger, scrub: Scrubber): Logger {
   const fields = (f?: Record<string, unknown>) =>
-    f === undefined ? undefined : Object.fromEntries(Object.entries(f).map(([k, v]) => [k, typeof v === "string" ? scrub(v) : v]));
+    f === undefined
+      ? undefined
+      : Object.fromEntries(Object.entries(f).map(([k, v]) => [k, typeof v === "string" ? scrub(v) : v]));
   return {
     info: (msg, f) => inner.info(scrub(msg), fields(f)),
     warn: (msg, f) => inner.warn(scrub(msg), fields(f)),

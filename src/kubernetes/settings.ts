@@ -28,7 +28,14 @@ export type SettingsResult = Result<K8sSettings>;
 
 export function settingsFromEnv(env: NodeJS.ProcessEnv): SettingsResult {
   const picked = Object.fromEntries(
-    ["BERTH_K8S_DEADLINE_SECONDS", "BERTH_K8S_WATCH", "BERTH_K8S_WATCH_RESYNC_SECONDS", "BERTH_K8S_START_CONFIRM_SECONDS"].filter((k) => env[k] !== undefined && env[k] !== "").map((k) => [k, env[k]]),
+    [
+      "BERTH_K8S_DEADLINE_SECONDS",
+      "BERTH_K8S_WATCH",
+      "BERTH_K8S_WATCH_RESYNC_SECONDS",
+      "BERTH_K8S_START_CONFIRM_SECONDS",
+    ]
+      .filter((k) => env[k] !== undefined && env[k] !== "")
+      .map((k) => [k, env[k]]),
   );
   const parsed = Env.safeParse(picked);
   if (!parsed.success) {
@@ -39,7 +46,9 @@ export function settingsFromEnv(env: NodeJS.ProcessEnv): SettingsResult {
     ok: true,
     value: {
       deadlineSeconds: parsed.data.BERTH_K8S_DEADLINE_SECONDS,
-      wait: { watch: parsed.data.BERTH_K8S_WATCH === "true" || parsed.data.BERTH_K8S_WATCH === "1", resyncMs: parsed.data.BERTH_K8S_WATCH_RESYNC_SECONDS * 1000,
+      wait: {
+        watch: parsed.data.BERTH_K8S_WATCH === "true" || parsed.data.BERTH_K8S_WATCH === "1",
+        resyncMs: parsed.data.BERTH_K8S_WATCH_RESYNC_SECONDS * 1000,
         pollMs: 2000,
         confirmStartMs: parsed.data.BERTH_K8S_START_CONFIRM_SECONDS * 1000,
       },

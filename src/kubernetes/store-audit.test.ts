@@ -27,13 +27,30 @@ async function storeChain() {
   return { engine, key, chain, audit: storeAudit(engine, chain) };
 }
 
-function deployDeps(audit: DeployDeps["audit"]): { fake: FakeCluster; deps: DeployDeps; log: ReturnType<typeof memoryLogger> } {
+function deployDeps(audit: DeployDeps["audit"]): {
+  fake: FakeCluster;
+  deps: DeployDeps;
+  log: ReturnType<typeof memoryLogger>;
+} {
   const fake = new FakeCluster(realClock, { gracefulDeletionMs: 50, watchTimeoutMs: 5_000 });
   fake.addNamespace(NS);
   fake.onPodCreated = ({ ns, name }) => queueMicrotask(() => fake.start(ns, name));
   const log = memoryLogger();
   let seq = 0x0f3a91cc;
-  return { fake, log, deps: { cluster: fake, clock: realClock, audit, log, random32: () => seq++, wait: DEFAULT_WAIT, mode: "cli", version: "test" } };
+  return {
+    fake,
+    log,
+    deps: {
+      cluster: fake,
+      clock: realClock,
+      audit,
+      log,
+      random32: () => seq++,
+      wait: DEFAULT_WAIT,
+      mode: "cli",
+      version: "test",
+    },
+  };
 }
 
 function runDeploy(deps: DeployDeps) {
@@ -83,20 +100,33 @@ describe("the Kubernetes audit on a PostgreSQL controller store", { timeout: 60_
     await refuseAppends(engine);
     const { fake, deps, log } = deployDeps(audit);
     const report = await runDeploy(deps);
-    expect(report.answer).toEqual({ ok: false, error: expect.stringMatching(/^could not write the audit record: .*No space left on device/) });
+    expect(report.answer).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^could not write the audit record: .*No space left on device/),
+    });
     expect(fake.mutations(), "no record, no mutation").toEqual([]);
-    expect(log.lines.some((l) => l.includes("could not record the deploy outcome") && l.includes("No space left"))).toBe(true);
+    expect(
+      log.lines.some((l) => l.includes("could not record the deploy outcome") && l.includes("No space left")),
+    ).toBe(true);
     expect(await chain.find({ source: "k8s" }), "nothing half-written").toEqual([]);
   });
 
   it("every kind of record rejects with AuditWriteError when its append fails; none is swallowed", async () => {
     const { engine, audit } = await storeChain();
     await refuseAppends(engine);
-    const refused = expect.objectContaining({ name: "AuditWriteError", message: expect.stringContaining("No space left on device") });
+    const refused = expect.objectContaining({
+      name: "AuditWriteError",
+      message: expect.stringContaining("No space left on device"),
+    });
     await expect(audit.intent("k8s.pod.delete", { object: "p" })).rejects.toEqual(refused);
     await expect(audit.result("a1", "k8s.pod.delete", { object: "p" })).rejects.toEqual(refused);
     await expect(audit.record("k8s.alert", { agent: "scout" })).rejects.toEqual(refused);
-    await expect(audit.append({ source: "k8s", kind: "agent.deploy", payload: {} })).rejects.toBeInstanceOf(AuditWriteError);
-    await expect(audit.append({ source: "placement", kind: "agent.deploy", payload: {} }), "only source k8s").rejects.toThrow(/only source k8s/);
+    await expect(audit.append({ source: "k8s", kind: "agent.deploy", payload: {} })).rejects.toBeInstanceOf(
+      AuditWriteError,
+    );
+    await expect(
+      audit.append({ source: "placement", kind: "agent.deploy", payload: {} }),
+      "only source k8s",
+    ).rejects.toThrow(/only source k8s/);
   });
 });

@@ -14,6 +14,10 @@ import type { StoreEngine } from "../store/engine.js";
 import { ChainAudit } from "./audit.js";
 
 /** `onClose` closes what the caller opened for this audit alone (a CLI verb's engine); a server's store stays open. */
-export function storeAudit(engine: StoreEngine, chain: EngineChain, onClose: () => void | Promise<void> = () => {}): ChainAudit {
+export function storeAudit(
+  engine: StoreEngine,
+  chain: EngineChain,
+  onClose: () => void | Promise<void> = () => {},
+): ChainAudit {
   return new ChainAudit("controller", (draft) => engine.transaction((tx) => chain.append(tx, draft)), onClose);
 }

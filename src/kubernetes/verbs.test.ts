@@ -36,7 +36,10 @@ describe("operator verbs (spec/kubernetes.md §16)", () => {
     expect(r.ok).toBe(true);
     expect(h.fake.pod(NS, POD)).toBeUndefined();
     const del = h.audit.of("k8s.pod.delete", "intent")[0];
-    expect(del).toMatchObject({ authority: "user-stop", fence: { kind: "precondition", uid: before?.metadata.uid, resourceVersion: before?.metadata.resourceVersion } });
+    expect(del).toMatchObject({
+      authority: "user-stop",
+      fence: { kind: "precondition", uid: before?.metadata.uid, resourceVersion: before?.metadata.resourceVersion },
+    });
     expect(h.audit.of("k8s.stop").map((p) => p.phase)).toEqual(["intent", "result"]);
     expect(h.audit.of("k8s.stop", "intent")[0]?.operator).toBeTypeOf("string");
   });
@@ -49,14 +52,26 @@ describe("operator verbs (spec/kubernetes.md §16)", () => {
     };
     const r = await h.clock.run(stop(deps, ref, { wait: false }));
     expect(r).toEqual({ ok: false, message: `${POD} kept changing; gave up after 3 fenced attempts` });
-    expect(h.fake.calls.filter((c) => c.op === "deletePod").map((c) => c.outcome)).toEqual(["Conflict", "Conflict", "Conflict"]);
-    expect(h.audit.of("k8s.pod.delete", "result").map((p) => p.outcome)).toEqual(["PreconditionFailed", "PreconditionFailed", "PreconditionFailed"]);
+    expect(h.fake.calls.filter((c) => c.op === "deletePod").map((c) => c.outcome)).toEqual([
+      "Conflict",
+      "Conflict",
+      "Conflict",
+    ]);
+    expect(h.audit.of("k8s.pod.delete", "result").map((p) => p.outcome)).toEqual([
+      "PreconditionFailed",
+      "PreconditionFailed",
+      "PreconditionFailed",
+    ]);
   });
 
   it("stop refuses a foreign pod and touches nothing", async () => {
     const h = harness();
     h.fake.seedPod(NS, { metadata: { name: POD, labels: {} }, spec: { containers: [] } } as PodObject);
-    const r = await h.clock.run(stop({ cluster: h.fake, clock: h.clock, audit: h.audit, log: memoryLogger(), version: "t" }, ref, { wait: false }));
+    const r = await h.clock.run(
+      stop({ cluster: h.fake, clock: h.clock, audit: h.audit, log: memoryLogger(), version: "t" }, ref, {
+        wait: false,
+      }),
+    );
     expect(r.ok).toBe(false);
     expect(h.fake.mutations()).toEqual([]);
   });
@@ -79,15 +94,28 @@ describe("operator verbs (spec/kubernetes.md §16)", () => {
 
   it("replace leaves a terminated pod to the deploy's own rows", async () => {
     const { h, deps } = setup({ terminated: { exitCode: 0 } });
-    expect(await h.clock.run(clearForReplace(deps, ref, "a1", 60_000))).toEqual({ ok: true, message: "left to deploy" });
+    expect(await h.clock.run(clearForReplace(deps, ref, "a1", 60_000))).toEqual({
+      ok: true,
+      message: "left to deploy",
+    });
     expect(h.fake.mutations()).toEqual([]);
   });
 
   it("status reports startup, intent, generation and condition without mutating", async () => {
     const { h } = setup({ waiting: { reason: "ContainerCreating" } }, "Pending");
     const r = await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, desiredFingerprint(h.inputs)));
-    expect(r).toMatchObject({ observed: "verified", startup: "recoverable", intent: "matches", generation: "aaaaaaaa", binding: "1", node: "fake-node", condition: "the container is waiting, reason ContainerCreating" });
-    expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, "0".repeat(64)))).toMatchObject({ intent: "diverged" });
+    expect(r).toMatchObject({
+      observed: "verified",
+      startup: "recoverable",
+      intent: "matches",
+      generation: "aaaaaaaa",
+      binding: "1",
+      node: "fake-node",
+      condition: "the container is waiting, reason ContainerCreating",
+    });
+    expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, "0".repeat(64)))).toMatchObject({
+      intent: "diverged",
+    });
     expect(h.fake.mutations()).toEqual([]);
   });
 
@@ -102,12 +130,17 @@ describe("operator verbs (spec/kubernetes.md §16)", () => {
       h.fake.bind(NS, POD);
       h.fake.setAgentState(NS, POD, { waiting: { reason: "ContainerCreating" } }, "Pending");
       const want = desiredIntent(h.inputs.config, keys);
-      expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, want))).toMatchObject({ startup: "recoverable", intent: "matches" });
+      expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, want))).toMatchObject({
+        startup: "recoverable",
+        intent: "matches",
+      });
       // The loop's own verdict on the same observation: keep (observe), never a replace.
       const seen = await h.clock.run(look(h.fake, ref));
       expect(seen.kind === "verified" && classify(seen.pod, want.fingerprint, want.equivalents).kind).toBe("observe");
       const other = desiredIntent({ ...h.inputs.config, memoryLimit: "8Gi" }, keys);
-      expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, other))).toMatchObject({ intent: "diverged" });
+      expect(await h.clock.run(status({ cluster: h.fake, clock: h.clock }, ref, other))).toMatchObject({
+        intent: "diverged",
+      });
       expect(h.fake.mutations()).toEqual([]);
     }
   });
@@ -129,14 +162,26 @@ describe("the backend's own audit chain", () => {
     await audit.record("k8s.deploy.outcome", { ok: true, agent_id: POD });
     await audit.close();
     const db = openDatabase(k8sStatePaths(home).db, { readonly: true });
-    const rows = db.prepare("SELECT kind, json_extract(payload, '$.phase') AS phase, json_extract(payload, '$.action_id') AS action FROM audit_event ORDER BY seq").all() as Array<{
+    const rows = db
+      .prepare(
+        "SELECT kind, json_extract(payload, '$.phase') AS phase, json_extract(payload, '$.action_id') AS action FROM audit_event ORDER BY seq",
+      )
+      .all() as Array<{
       kind: string;
       phase: string | null;
       action: string | null;
     }>;
-    expect(rows.map((r) => `${r.kind}:${r.phase}`)).toEqual(["chain.genesis:null", "k8s.pod.create:intent", "k8s.pod.create:result", "k8s.deploy.outcome:outcome"]);
+    expect(rows.map((r) => `${r.kind}:${r.phase}`)).toEqual([
+      "chain.genesis:null",
+      "k8s.pod.create:intent",
+      "k8s.pod.create:result",
+      "k8s.deploy.outcome:outcome",
+    ]);
     expect(rows[1]?.action).toBe(rows[2]?.action);
-    const chain = db.prepare("SELECT chain_id, role FROM audit_chain WHERE own = 1").get() as { chain_id: string; role: string };
+    const chain = db.prepare("SELECT chain_id, role FROM audit_chain WHERE own = 1").get() as {
+      chain_id: string;
+      role: string;
+    };
     expect(chain.role).toBe("k8s");
     expect(verifyStoredChain(db, chain.chain_id, {}).ok).toBe(true);
     db.close();

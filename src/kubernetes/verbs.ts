@@ -11,7 +11,14 @@ import type { DeleteAuthority } from "../core/kubernetes/authority.js";
 import { latestCondition, POD_GONE } from "../core/kubernetes/condition.js";
 import { decodeStartup, type Startup } from "../core/kubernetes/decode.js";
 import { type DesiredIntent, intentMatches } from "../core/kubernetes/intent.js";
-import { BINDING_LABEL, IMAGE_ANNOTATION, type AgentIdentity, MANAGED_SELECTOR, PUBKEY_FULL_ANNOTATION, selectorFor } from "../core/kubernetes/naming.js";
+import {
+  BINDING_LABEL,
+  IMAGE_ANNOTATION,
+  type AgentIdentity,
+  MANAGED_SELECTOR,
+  PUBKEY_FULL_ANNOTATION,
+  selectorFor,
+} from "../core/kubernetes/naming.js";
 import { type PodObject, secretRefsOf } from "../core/kubernetes/objects.js";
 import { userReplace, userStop } from "../core/kubernetes/user-authority.js";
 import { isOurSecret, type VerifiedPod } from "../core/kubernetes/verify.js";
@@ -110,7 +117,11 @@ export interface ListRow {
  * marker. Those are the binding's labels only: berth puts no other label on a pod (spec/kubernetes.md §4.2), so an
  * agent's `metadata.labels` are selected by `berth agents -l`, not here.
  */
-export async function list(cluster: Cluster, namespace: string | null, selector: readonly Requirement[] = []): Promise<ListRow[] | { error: string }> {
+export async function list(
+  cluster: Cluster,
+  namespace: string | null,
+  selector: readonly Requirement[] = [],
+): Promise<ListRow[] | { error: string }> {
   const r = await cluster.listPods(namespace, [MANAGED_SELECTOR, ...selector.map(selectorText)].join(","));
   if (r.kind === "error") return { error: `could not list pods: ${describeApiError(r.error)}` };
   return r.items.map((p) => {
@@ -147,7 +158,13 @@ function auditBase(deps: VerbDeps, ref: AgentRef, mode: string): JsonObject {
   };
 }
 
-async function fencedUserDelete(deps: VerbDeps, ref: AgentRef, pod: VerifiedPod, authority: DeleteAuthority, label: "user-stop" | "user-replace") {
+async function fencedUserDelete(
+  deps: VerbDeps,
+  ref: AgentRef,
+  pod: VerifiedPod,
+  authority: DeleteAuthority,
+  label: "user-stop" | "user-replace",
+) {
   const fence = { kind: "precondition", uid: pod.fence.uid, resourceVersion: pod.fence.resourceVersion };
   const base = { ...auditBase(deps, ref, "cli"), object: pod.name, authority: label, fence };
   const actionId = await deps.audit.intent("k8s.pod.delete", base);
@@ -170,29 +187,52 @@ async function awaitGone(deps: VerbDeps, ref: AgentRef, uid: string, timeoutMs: 
 export type VerbOutcome = { ok: true; message: string } | { ok: false; message: string };
 
 /** §16.1. */
-export async function stop(deps: VerbDeps, ref: AgentRef, opts: { wait: boolean; waitMs?: number }): Promise<VerbOutcome> {
+export async function stop(
+  deps: VerbDeps,
+  ref: AgentRef,
+  opts: { wait: boolean; waitMs?: number },
+): Promise<VerbOutcome> {
   const start = await deps.audit.intent("k8s.stop", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName });
   const finish = async (o: VerbOutcome): Promise<VerbOutcome> => {
-    await deps.audit.result(start, "k8s.stop", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName, ok: o.ok, message: o.message });
+    await deps.audit.result(start, "k8s.stop", {
+      ...auditBase(deps, ref, "cli"),
+      object: ref.identity.podName,
+      ok: o.ok,
+      message: o.message,
+    });
     return o;
   };
   for (let attempt = 1; attempt <= 3; attempt++) {
     const seen = await look(deps.cluster, ref);
     if (seen.kind === "error") return finish({ ok: false, message: seen.message });
-    if (seen.kind === "absent") return finish({ ok: true, message: `${ref.identity.podName} does not exist; nothing to stop` });
-    if (seen.kind === "foreign") return finish({ ok: false, message: `${ref.identity.podName} is not managed by berth/Buzz for this agent; refusing to stop it` });
+    if (seen.kind === "absent")
+      return finish({ ok: true, message: `${ref.identity.podName} does not exist; nothing to stop` });
+    if (seen.kind === "foreign")
+      return finish({
+        ok: false,
+        message: `${ref.identity.podName} is not managed by berth/Buzz for this agent; refusing to stop it`,
+      });
     const pod = seen.pod;
     let uid = pod.fence.uid;
     if (!pod.deletionMarked) {
       const r = await fencedUserDelete(deps, ref, pod, userStop(start), "user-stop");
       if (r.kind === "precondition-failed") continue; // the authority is the user's command: re-read and retry
-      if (r.kind === "error") return finish({ ok: false, message: `could not delete pod ${pod.name}: ${describeApiError(r.error)}` });
+      if (r.kind === "error")
+        return finish({ ok: false, message: `could not delete pod ${pod.name}: ${describeApiError(r.error)}` });
       uid = pod.fence.uid;
     } else if (!opts.wait) {
       return finish({ ok: true, message: `${pod.name} is already being deleted` });
     }
-    if (!opts.wait) return finish({ ok: true, message: `${pod.name} is stopping (its 60 s shutdown budget applies); its Secret is collected by the next deploy` });
-    if (!(await awaitGone(deps, ref, uid, opts.waitMs ?? 120_000))) return finish({ ok: false, message: `${pod.name} did not disappear within ${Math.round((opts.waitMs ?? 120_000) / 1000)}s` });
+    if (!opts.wait)
+      return finish({
+        ok: true,
+        message: `${pod.name} is stopping (its 60 s shutdown budget applies); its Secret is collected by the next deploy`,
+      });
+    if (!(await awaitGone(deps, ref, uid, opts.waitMs ?? 120_000)))
+      return finish({
+        ok: false,
+        message: `${pod.name} did not disappear within ${Math.round((opts.waitMs ?? 120_000) / 1000)}s`,
+      });
     await dropUnreferencedSecret(deps, ref, pod.secretRef);
     return finish({ ok: true, message: `${pod.name} stopped` });
   }
@@ -207,28 +247,54 @@ async function dropUnreferencedSecret(deps: VerbDeps, ref: AgentRef, name: strin
   if (pods.kind !== "listed" || pods.items.some((p) => secretRefsOf(p).includes(name))) return;
   const pre = { uid: s.object.metadata.uid ?? "", resourceVersion: s.object.metadata.resourceVersion ?? "" };
   const fence = { kind: "precondition", ...pre };
-  const actionId = await deps.audit.intent("k8s.secret.delete", { ...auditBase(deps, ref, "cli"), object: name, authority: "stop-cleanup", fence });
+  const actionId = await deps.audit.intent("k8s.secret.delete", {
+    ...auditBase(deps, ref, "cli"),
+    object: name,
+    authority: "stop-cleanup",
+    fence,
+  });
   const r = await deps.cluster.deleteSecret(ref.namespace, name, pre);
-  await deps.audit.result(actionId, "k8s.secret.delete", { ...auditBase(deps, ref, "cli"), object: name, authority: "stop-cleanup", fence, outcome: outcomeName(r.kind) });
+  await deps.audit.result(actionId, "k8s.secret.delete", {
+    ...auditBase(deps, ref, "cli"),
+    object: name,
+    authority: "stop-cleanup",
+    fence,
+    outcome: outcomeName(r.kind),
+  });
 }
 
 /**
  * §16.2 steps 2–3: clears a never-started pod (pull-failing included) so the following normal deploy can create.
  * Refuses a started pod; leaves terminated, marked or absent pods to the deploy's own rows.
  */
-export async function clearForReplace(deps: VerbDeps, ref: AgentRef, actionId: string, awaitMs: number): Promise<VerbOutcome> {
+export async function clearForReplace(
+  deps: VerbDeps,
+  ref: AgentRef,
+  actionId: string,
+  awaitMs: number,
+): Promise<VerbOutcome> {
   for (let attempt = 1; attempt <= 3; attempt++) {
     const seen = await look(deps.cluster, ref);
     if (seen.kind === "error") return { ok: false, message: seen.message };
     if (seen.kind === "absent") return { ok: true, message: "absent" };
-    if (seen.kind === "foreign") return { ok: false, message: `${ref.identity.podName} is not managed by berth/Buzz for this agent; refusing to replace it` };
+    if (seen.kind === "foreign")
+      return {
+        ok: false,
+        message: `${ref.identity.podName} is not managed by berth/Buzz for this agent; refusing to replace it`,
+      };
     const pod = seen.pod;
     if (pod.deletionMarked || pod.startup.kind === "terminated") return { ok: true, message: "left to deploy" };
-    if (pod.startup.kind === "started") return { ok: false, message: `${pod.name} has started; replace only clears a never-started pod. Stop it first (berth k8s stop), then deploy.` };
+    if (pod.startup.kind === "started")
+      return {
+        ok: false,
+        message: `${pod.name} has started; replace only clears a never-started pod. Stop it first (berth k8s stop), then deploy.`,
+      };
     const r = await fencedUserDelete(deps, ref, pod, userReplace(actionId), "user-replace");
     if (r.kind === "precondition-failed") continue;
-    if (r.kind === "error") return { ok: false, message: `could not delete pod ${pod.name}: ${describeApiError(r.error)}` };
-    if (!(await awaitGone(deps, ref, pod.fence.uid, awaitMs))) return { ok: false, message: `${pod.name} did not disappear in time` };
+    if (r.kind === "error")
+      return { ok: false, message: `could not delete pod ${pod.name}: ${describeApiError(r.error)}` };
+    if (!(await awaitGone(deps, ref, pod.fence.uid, awaitMs)))
+      return { ok: false, message: `${pod.name} did not disappear in time` };
     return { ok: true, message: "cleared" };
   }
   return { ok: false, message: `${ref.identity.podName} kept changing; gave up after 3 fenced attempts` };
@@ -238,7 +304,16 @@ export function replaceAuditStart(deps: VerbDeps, ref: AgentRef): Promise<string
   return deps.audit.intent("k8s.replace", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName });
 }
 
-export async function replaceAuditEnd(deps: VerbDeps, ref: AgentRef, actionId: string, outcome: VerbOutcome): Promise<void> {
-  await deps.audit.result(actionId, "k8s.replace", { ...auditBase(deps, ref, "cli"), object: ref.identity.podName, ok: outcome.ok, message: outcome.message });
+export async function replaceAuditEnd(
+  deps: VerbDeps,
+  ref: AgentRef,
+  actionId: string,
+  outcome: VerbOutcome,
+): Promise<void> {
+  await deps.audit.result(actionId, "k8s.replace", {
+    ...auditBase(deps, ref, "cli"),
+    object: ref.identity.podName,
+    ok: outcome.ok,
+    message: outcome.message,
+  });
 }
-

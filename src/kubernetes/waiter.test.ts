@@ -15,7 +15,8 @@ function watchOnly() {
   return { cluster, opened };
 }
 
-const wake = (h: WatchHandlers, resourceVersion: string) => h.onWake({ podName: "p", kind: "modified", resourceVersion });
+const wake = (h: WatchHandlers, resourceVersion: string) =>
+  h.onWake({ podName: "p", kind: "modified", resourceVersion });
 
 describe("Waiter", () => {
   it("primed after a 404, opens the watch from the current state before any wait", () => {

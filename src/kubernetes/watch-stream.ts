@@ -28,7 +28,13 @@ export interface WatchSink {
 
 /** The ending a non-200 watch answer means (§8.4: 403 disables watching, 410 restarts it from a fresh GET). */
 export function watchEndOf(status: number): WatchEndReason {
-  return status === 403 ? "forbidden" : status === 404 || status === 405 ? "unsupported" : status === 410 ? "gone" : "error";
+  return status === 403
+    ? "forbidden"
+    : status === 404 || status === 405
+      ? "unsupported"
+      : status === 410
+        ? "gone"
+        : "error";
 }
 
 /**
@@ -36,7 +42,11 @@ export function watchEndOf(status: number): WatchEndReason {
  * resourceVersion — nothing else of the object leaves this function (I-4); a bookmark only moves the resourceVersion
  * a reconnect resumes from; an ERROR event ends the watch (410 → gone).
  */
-export function watchLines(nameOf: (object: WatchObject | undefined) => string, handlers: WatchHandlers, end: (why: WatchEndReason) => void): (chunk: string) => void {
+export function watchLines(
+  nameOf: (object: WatchObject | undefined) => string,
+  handlers: WatchHandlers,
+  end: (why: WatchEndReason) => void,
+): (chunk: string) => void {
   let buffer = "";
   return (chunk) => {
     buffer += chunk;

@@ -40,7 +40,13 @@ async function sqliteStore(key = generateSigningKey()) {
   const dir = mkdtempSync(join(tmpdir(), "berth-migrate-src-"));
   dirs.push(dir);
   const c = await MeshController.open({ dataDir: dir, key, connector: new MemoryConnector() });
-  await c.store.appendAll(Array.from({ length: 25 }, (_, i) => ({ source: "trust", kind: "policy.load", payload: { file: `f${i}`, sha256: null, ok: true } })));
+  await c.store.appendAll(
+    Array.from({ length: 25 }, (_, i) => ({
+      source: "trust",
+      kind: "policy.load",
+      payload: { file: `f${i}`, sha256: null, ok: true },
+    })),
+  );
   await c.close();
   return { dir, file: join(dir, "controller.db"), key };
 }
@@ -54,7 +60,12 @@ const sql = <T>(file: string, q: string) => {
   }
 };
 
-const tablesOf = async (engine: PostgresEngine) => (await engine.read((q) => q.all<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"))).map((t) => t.tablename);
+const tablesOf = async (engine: PostgresEngine) =>
+  (
+    await engine.read((q) =>
+      q.all<{ tablename: string }>("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"),
+    )
+  ).map((t) => t.tablename);
 
 describe("berth migrate's copy (issue 20)", { timeout: 120_000 }, () => {
   it("moves the store whole: the same store id, epoch counter and chain, plus the move itself; the controller opens it on PostgreSQL", async () => {
@@ -62,21 +73,40 @@ describe("berth migrate's copy (issue 20)", { timeout: 120_000 }, () => {
     const storeId = sql<{ store_id: string }>(src.file, "SELECT store_id FROM berth_store")[0]?.store_id;
     const events = sql<{ n: number }>(src.file, "SELECT COUNT(*) AS n FROM audit_event")[0]?.n as number;
     const { url, engine } = await target();
-    const r = await migrateSqliteToEngine({ sourcePath: src.file, target: engine, key: src.key, operator: { user: "op", via: "test" }, reason: "why", clock: Date.now });
+    const r = await migrateSqliteToEngine({
+      sourcePath: src.file,
+      target: engine,
+      key: src.key,
+      operator: { user: "op", via: "test" },
+      reason: "why",
+      clock: Date.now,
+    });
     expect(r.kind).toBe("migrated");
     if (r.kind !== "migrated") return;
     expect(r).toMatchObject({ store_id: storeId, event: { seq: events } });
     expect(r.tables.audit_event).toBe(events);
     expect(existsSync(src.file)).toBe(false);
-    expect(sql<{ store_id: string }>(r.source_moved_to as string, "SELECT store_id FROM berth_store")[0]?.store_id).toBe(storeId);
+    expect(
+      sql<{ store_id: string }>(r.source_moved_to as string, "SELECT store_id FROM berth_store")[0]?.store_id,
+    ).toBe(storeId);
 
-    const c = await MeshController.open({ dataDir: src.dir, key: src.key, connector: new MemoryConnector(), database: url });
+    const c = await MeshController.open({
+      dataDir: src.dir,
+      key: src.key,
+      connector: new MemoryConnector(),
+      database: url,
+    });
     expect(c.authority.storeId).toBe(storeId);
     await c.close();
     const chain = await EngineChain.open(engine, src.key, "controller");
     expect(await chain.verifyStored()).toMatchObject({ ok: true, events: events + 1 });
     const [moved] = await chain.find({ kind: "controller.migrate" });
-    expect(moved?.payload).toMatchObject({ from: `sqlite:${src.file}`, store_id: storeId, reason: "why", operator: { user: "op" } });
+    expect(moved?.payload).toMatchObject({
+      from: `sqlite:${src.file}`,
+      store_id: storeId,
+      reason: "why",
+      operator: { user: "op" },
+    });
     expect(String(moved?.payload.to)).not.toContain("@127.0.0.1:0");
   });
 
@@ -91,21 +121,39 @@ describe("berth migrate's copy (issue 20)", { timeout: 120_000 }, () => {
     const c = await MeshController.open({ dataDir: dir, key, connector: new MemoryConnector() });
     await c.close();
     const { url, engine } = await target();
-    const r = await migrateSqliteToEngine({ sourcePath: join(dir, "controller.db"), target: engine, key, operator: {}, reason: "x", clock: Date.now });
+    const r = await migrateSqliteToEngine({
+      sourcePath: join(dir, "controller.db"),
+      target: engine,
+      key,
+      operator: {},
+      reason: "x",
+      clock: Date.now,
+    });
     expect(r).toMatchObject({ kind: "migrated", tables: { agent_registry: 1 } });
-    expect(await engine.read((q) => q.all("SELECT name, target, intent, deployed_ms FROM agent_registry"))).toEqual([{ name: "scout", target: "kubernetes", intent: "i-scout", deployed_ms: 1767225600000 }]);
+    expect(await engine.read((q) => q.all("SELECT name, target, intent, deployed_ms FROM agent_registry"))).toEqual([
+      { name: "scout", target: "kubernetes", intent: "i-scout", deployed_ms: 1767225600000 },
+    ]);
     // Opened on PostgreSQL from the same home: nothing is imported again (the file was set aside on SQLite).
     const again = await MeshController.open({ dataDir: dir, key, connector: new MemoryConnector(), database: url });
     await again.close();
     const chain = await EngineChain.open(engine, key, "controller");
-    expect((await chain.find({ kind: "agent.registry.import" })).map((e) => e.payload.imported)).toEqual([[expect.objectContaining({ agent: "scout" })]]);
+    expect((await chain.find({ kind: "agent.registry.import" })).map((e) => e.payload.imported)).toEqual([
+      [expect.objectContaining({ agent: "scout" })],
+    ]);
     expect((await chain.verifyStored()).ok).toBe(true);
   });
 
   it("refuses a key that does not own the source's chain, and writes nothing anywhere", async () => {
     const src = await sqliteStore();
     const { engine } = await target();
-    const r = await migrateSqliteToEngine({ sourcePath: src.file, target: engine, key: generateSigningKey(), operator: {}, reason: "x", clock: Date.now });
+    const r = await migrateSqliteToEngine({
+      sourcePath: src.file,
+      target: engine,
+      key: generateSigningKey(),
+      operator: {},
+      reason: "x",
+      clock: Date.now,
+    });
     expect(r.kind).toBe("refused");
     if (r.kind === "refused") expect(r.reason).toMatch(/belongs to key .*--key-file/);
     expect(await tablesOf(engine)).toEqual([]);
@@ -116,12 +164,22 @@ describe("berth migrate's copy (issue 20)", { timeout: 120_000 }, () => {
     const src = await sqliteStore();
     // A value the PostgreSQL column refuses, in a table copied after the chain: the chain's rows are in by then.
     const db = new Database(src.file);
-    db.prepare("INSERT INTO mesh_targets (addr, tier, tier_source, learned_ms) VALUES ('h:1', 'paired', 'cli', 'not a number')").run();
+    db.prepare(
+      "INSERT INTO mesh_targets (addr, tier, tier_source, learned_ms) VALUES ('h:1', 'paired', 'cli', 'not a number')",
+    ).run();
     db.close();
     const { engine } = await target();
-    const r = await migrateSqliteToEngine({ sourcePath: src.file, target: engine, key: src.key, operator: {}, reason: "x", clock: Date.now });
+    const r = await migrateSqliteToEngine({
+      sourcePath: src.file,
+      target: engine,
+      key: src.key,
+      operator: {},
+      reason: "x",
+      clock: Date.now,
+    });
     expect(r.kind).toBe("refused");
-    if (r.kind === "refused") expect(r.reason).toMatch(/the new store refused a row of mesh_targets .*nothing was written/);
+    if (r.kind === "refused")
+      expect(r.reason).toMatch(/the new store refused a row of mesh_targets .*nothing was written/);
     expect(await tablesOf(engine)).toEqual([]);
     expect(existsSync(src.file)).toBe(true);
   });
@@ -133,7 +191,14 @@ describe("berth migrate's copy (issue 20)", { timeout: 120_000 }, () => {
     db.prepare("UPDATE audit_event SET sig = ? WHERE seq = 5").run("0".repeat(128));
     db.close();
     const { engine } = await target();
-    const r = await migrateSqliteToEngine({ sourcePath: src.file, target: engine, key: src.key, operator: {}, reason: "x", clock: Date.now });
+    const r = await migrateSqliteToEngine({
+      sourcePath: src.file,
+      target: engine,
+      key: src.key,
+      operator: {},
+      reason: "x",
+      clock: Date.now,
+    });
     expect(r.kind).toBe("refused");
     if (r.kind === "refused") expect(r.reason).toMatch(/does not verify at seq 5/);
     expect(await tablesOf(engine)).toEqual([]);
@@ -146,7 +211,17 @@ describe("berth migrate's copy (issue 20)", { timeout: 120_000 }, () => {
     db.exec("CREATE TABLE t (x)");
     db.close();
     const { engine } = await target();
-    const r = await migrateSqliteToEngine({ sourcePath: join(dir, "other.db"), target: engine, key: generateSigningKey(), operator: {}, reason: "x", clock: Date.now });
-    expect(r).toEqual({ kind: "refused", reason: `${join(dir, "other.db")} is not a berth controller store (it has no berth_store table)` });
+    const r = await migrateSqliteToEngine({
+      sourcePath: join(dir, "other.db"),
+      target: engine,
+      key: generateSigningKey(),
+      operator: {},
+      reason: "x",
+      clock: Date.now,
+    });
+    expect(r).toEqual({
+      kind: "refused",
+      reason: `${join(dir, "other.db")} is not a berth controller store (it has no berth_store table)`,
+    });
   });
 });

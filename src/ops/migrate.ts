@@ -17,6 +17,8 @@
  *
  * The store id (`berth_store`), the leader row and the epoch counter are rows like the others: the migrated
  * controller is the same store to every node (no `foreign_store`), and its next leader's epoch is above all they saw.
+ *
+ * (About 430 lines, one concept: one move of a store, read, copy and check in one transaction each side.)
  */
 import { createHash } from "node:crypto";
 import { existsSync, renameSync } from "node:fs";
@@ -28,7 +30,16 @@ import { type ChainTip, sealEvent } from "../core/chain/event.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import type { SigningKey } from "../core/crypto/ed25519.js";
 import { needsPidProbe, type OwnerLease } from "../core/mesh/owner-liveness.js";
-import { judgeCopied, judgeSource, judgeTarget, planCopy, type SourceLeader, type SourceOwner, type TableCopy, type TableShape } from "../core/store/migrate-plan.js";
+import {
+  judgeCopied,
+  judgeSource,
+  judgeTarget,
+  planCopy,
+  type SourceLeader,
+  type SourceOwner,
+  type TableCopy,
+  type TableShape,
+} from "../core/store/migrate-plan.js";
 import { ensureControllerSchema } from "../mesh/controller/store-schema.js";
 import type { SqlValue, StoreEngine, Tx } from "../store/engine.js";
 import { ensureAuthorityTables } from "../store/leader-authority.js";
@@ -101,49 +112,84 @@ function rowKey(row: Record<string, unknown>, columns: readonly string[]): strin
 
 function sqlValue(v: unknown, where: string): SqlValue {
   if (v === null || typeof v === "string" || typeof v === "number" || typeof v === "bigint") return v;
-  throw new Refused(`${where} holds a ${Buffer.isBuffer(v) ? "binary" : typeof v} value, which berth's stores never write; nothing was written`);
+  throw new Refused(
+    `${where} holds a ${Buffer.isBuffer(v) ? "binary" : typeof v} value, which berth's stores never write; nothing was written`,
+  );
 }
 
 const ident = (name: string) => {
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Refused(`table or column name ${JSON.stringify(name)} is not one berth writes; nothing was written`);
+  if (!/^[a-z_][a-z0-9_]*$/.test(name))
+    throw new Refused(`table or column name ${JSON.stringify(name)} is not one berth writes; nothing was written`);
   return `"${name}"`;
 };
 
 // ─── the source ──────────────────────────────────────────────────────────────────────────────────────────────────
 
 function sourceTables(db: Db): TableShape[] {
-  const names = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as Array<{ name: string }>).map((r) => r.name);
+  const names = (
+    db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+      .all() as Array<{ name: string }>
+  ).map((r) => r.name);
   return names.map((name) => {
     // table_xinfo lists generated columns too: hidden 2 (virtual) and 3 (stored).
-    const cols = db.prepare(`PRAGMA table_xinfo(${ident(name)})`).all() as Array<{ name: string; pk: number; hidden: number }>;
+    const cols = db.prepare(`PRAGMA table_xinfo(${ident(name)})`).all() as Array<{
+      name: string;
+      pk: number;
+      hidden: number;
+    }>;
     const primaryKey = cols
       .filter((c) => c.pk > 0)
       .sort((a, b) => a.pk - b.pk)
       .map((c) => c.name);
     const { n } = db.prepare(`SELECT COUNT(*) AS n FROM ${ident(name)}`).get() as { n: number };
-    return { name, rows: n, primaryKey, columns: cols.map((c) => ({ name: c.name, generated: c.hidden === 2 || c.hidden === 3 })) };
+    return {
+      name,
+      rows: n,
+      primaryKey,
+      columns: cols.map((c) => ({ name: c.name, generated: c.hidden === 2 || c.hidden === 3 })),
+    };
   });
 }
 
 function sourceVersions(db: Db, tables: readonly TableShape[]): Map<string, number> {
   if (!tables.some((t) => t.name === "berth_schema")) return new Map();
-  const rows = db.prepare("SELECT component, version FROM berth_schema").all() as Array<{ component: string; version: number }>;
+  const rows = db.prepare("SELECT component, version FROM berth_schema").all() as Array<{
+    component: string;
+    version: number;
+  }>;
   return new Map(rows.map((r) => [r.component, r.version]));
 }
 
 function sourceHolders(db: Db, tables: readonly TableShape[]): { owners: SourceOwner[]; leader: SourceLeader | null } {
   const has = (t: string) => tables.some((x) => x.name === t);
   const leases = has("berth_owners")
-    ? (db.prepare("SELECT owner_id, epoch, pid, start_time, boot_id, host, renewed_ms, ttl_ms, released_ms FROM berth_owners WHERE released_ms IS NULL").all() as OwnerLease[])
+    ? (db
+        .prepare(
+          "SELECT owner_id, epoch, pid, start_time, boot_id, host, renewed_ms, ttl_ms, released_ms FROM berth_owners WHERE released_ms IS NULL",
+        )
+        .all() as OwnerLease[])
     : [];
-  const leader = has("berth_leader") ? ((db.prepare("SELECT owner_id, epoch, pid, host, released_ms FROM berth_leader WHERE id = 1").get() as SourceLeader | undefined) ?? null) : null;
+  const leader = has("berth_leader")
+    ? ((db.prepare("SELECT owner_id, epoch, pid, host, released_ms FROM berth_leader WHERE id = 1").get() as
+        | SourceLeader
+        | undefined) ?? null)
+    : null;
   const here = { host: hostname(), boot_id: bootId() };
-  return { owners: leases.map((lease) => ({ lease, pidStartTime: needsPidProbe(lease, here) ? processStartTime(lease.pid) : null })), leader };
+  return {
+    owners: leases.map((lease) => ({
+      lease,
+      pidStartTime: needsPidProbe(lease, here) ? processStartTime(lease.pid) : null,
+    })),
+    leader,
+  };
 }
 
 function* sourceRows(db: Db, copy: TableCopy): Iterable<Array<Record<string, unknown>>> {
   const order = copy.orderBy.length > 0 ? copy.orderBy.map(ident).join(", ") : "rowid";
-  const select = db.prepare(`SELECT ${copy.columns.map(ident).join(", ")} FROM ${ident(copy.table)} ORDER BY ${order} LIMIT ? OFFSET ?`);
+  const select = db.prepare(
+    `SELECT ${copy.columns.map(ident).join(", ")} FROM ${ident(copy.table)} ORDER BY ${order} LIMIT ? OFFSET ?`,
+  );
   for (let offset = 0; ; offset += PAGE) {
     const page = select.all(PAGE, offset) as Array<Record<string, unknown>>;
     if (page.length === 0) return;
@@ -170,7 +216,9 @@ async function targetTables(tx: Tx): Promise<TableShape[]> {
       name,
       rows: Number(counted?.n ?? 0),
       primaryKey: keys.filter((k) => k.table_name === name).map((k) => k.column_name),
-      columns: cols.filter((c) => c.table_name === name).map((c) => ({ name: c.column_name, generated: c.is_generated === "ALWAYS" })),
+      columns: cols
+        .filter((c) => c.table_name === name)
+        .map((c) => ({ name: c.column_name, generated: c.is_generated === "ALWAYS" })),
     });
   }
   return out;
@@ -202,7 +250,9 @@ async function copyTable(tx: Tx, db: Db, copy: TableCopy): Promise<{ rows: numbe
       // the new store refuses: the answer, with the whole transaction rolled back.
       const code = (error as { code?: unknown }).code;
       if (code === "40001" || code === "40P01") throw error;
-      throw new Refused(`the new store refused a row of ${copy.table} (rows ${rows + 1}…${rows + page.length}): ${(error as Error).message}; rolled back, nothing was written`);
+      throw new Refused(
+        `the new store refused a row of ${copy.table} (rows ${rows + 1}…${rows + page.length}): ${(error as Error).message}; rolled back, nothing was written`,
+      );
     }
     rows += page.length;
   }
@@ -213,7 +263,10 @@ async function readBack(tx: Tx, copy: TableCopy): Promise<{ rows: number; digest
   const order = copy.orderBy.length > 0 ? copy.orderBy.map(ident).join(", ") : copy.columns.map(ident).join(", ");
   const digest = new TableDigest();
   for (let offset = 0; ; offset += PAGE) {
-    const page = await tx.all<Record<string, unknown>>(`SELECT ${copy.columns.map(ident).join(", ")} FROM ${ident(copy.table)} ORDER BY ${order} LIMIT ? OFFSET ?`, [PAGE, offset]);
+    const page = await tx.all<Record<string, unknown>>(
+      `SELECT ${copy.columns.map(ident).join(", ")} FROM ${ident(copy.table)} ORDER BY ${order} LIMIT ? OFFSET ?`,
+      [PAGE, offset],
+    );
     for (const row of page) digest.add(row, copy.columns);
     if (page.length < PAGE) return { rows: digest.count, digest: digest.digest() };
   }
@@ -221,13 +274,17 @@ async function readBack(tx: Tx, copy: TableCopy): Promise<{ rows: number; digest
 
 async function verifyTargetChain(tx: Tx, chainId: string, key: string): Promise<void> {
   const v = await verifyStoredOn(tx, chainId, { key });
-  if (!v.ok) throw new Refused(`the copied chain does not verify at seq ${v.failure?.seq} (${v.failure?.code}: ${v.failure?.detail}); rolled back, nothing was written`);
+  if (!v.ok)
+    throw new Refused(
+      `the copied chain does not verify at seq ${v.failure?.seq} (${v.failure?.code}: ${v.failure?.detail}); rolled back, nothing was written`,
+    );
 }
 
 // ─── the migration ───────────────────────────────────────────────────────────────────────────────────────────────
 
 export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateResult> {
-  if (!existsSync(r.sourcePath)) return { kind: "refused", reason: `${r.sourcePath} does not exist: --from names a home's controller.db` };
+  if (!existsSync(r.sourcePath))
+    return { kind: "refused", reason: `${r.sourcePath} does not exist: --from names a home's controller.db` };
   const db = openDatabase(r.sourcePath);
   let migrated: Omit<Extract<MigrateResult, { kind: "migrated" }>, "source_moved_to" | "source_move_error">;
   try {
@@ -236,35 +293,62 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
     try {
       const tables = sourceTables(db);
       for (const needed of ["berth_store", "audit_chain", "audit_event"]) {
-        if (!tables.some((t) => t.name === needed)) return { kind: "refused", reason: `${r.sourcePath} is not a berth controller store (it has no ${needed} table)` };
+        if (!tables.some((t) => t.name === needed))
+          return {
+            kind: "refused",
+            reason: `${r.sourcePath} is not a berth controller store (it has no ${needed} table)`,
+          };
       }
       const { owners, leader } = sourceHolders(db, tables);
       const free = judgeSource(owners, leader, { host: hostname(), boot_id: bootId(), now_ms: r.clock() });
       if (!free.ok) return { kind: "refused", reason: free.error };
-      const own = db.prepare("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1").get() as { chain_id: string; owner_key: string } | undefined;
+      const own = db
+        .prepare("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1")
+        .get() as { chain_id: string; owner_key: string } | undefined;
       if (own === undefined) return { kind: "refused", reason: `${r.sourcePath} has no controller chain of its own` };
       if (own.owner_key !== r.key.publicKey) {
-        return { kind: "refused", reason: `the source's chain ${own.chain_id} belongs to key ${own.owner_key}, not ${r.key.publicKey}: give the controller key that made it (--key-file)` };
+        return {
+          kind: "refused",
+          reason: `the source's chain ${own.chain_id} belongs to key ${own.owner_key}, not ${r.key.publicKey}: give the controller key that made it (--key-file)`,
+        };
       }
       const before = verifyStoredChain(db, own.chain_id, { key: own.owner_key });
       if (!before.ok) {
-        return { kind: "refused", reason: `the source's chain does not verify at seq ${before.failure?.seq} (${before.failure?.code}); a broken chain is not moved: see \`berth audit verify\`` };
+        return {
+          kind: "refused",
+          reason: `the source's chain does not verify at seq ${before.failure?.seq} (${before.failure?.code}); a broken chain is not moved: see \`berth audit verify\``,
+        };
       }
-      const storeRow = db.prepare("SELECT store_id FROM berth_store WHERE id = 1").get() as { store_id: string } | undefined;
-      if (storeRow === undefined) return { kind: "refused", reason: `${r.sourcePath} has no store id (berth_store is empty)` };
+      const storeRow = db.prepare("SELECT store_id FROM berth_store WHERE id = 1").get() as
+        | { store_id: string }
+        | undefined;
+      if (storeRow === undefined)
+        return { kind: "refused", reason: `${r.sourcePath} has no store id (berth_store is empty)` };
       const versions = sourceVersions(db, tables);
 
       migrated = await r.target.transaction(async (tx) => {
         const present = await targetTables(tx);
         const has = (t: string) => present.some((x) => x.name === t);
-        const leaseEpoch = has("berth_lease_epoch") ? Number((await tx.get<{ epoch: number }>("SELECT epoch FROM berth_lease_epoch WHERE id = 1"))?.epoch ?? 0) : null;
-        const storeId = has("berth_store") ? ((await tx.get<{ store_id: string }>("SELECT store_id FROM berth_store WHERE id = 1"))?.store_id ?? null) : null;
-        const empty = judgeTarget({ tables: present.map((t) => ({ name: t.name, rows: t.rows })), leaseEpoch, storeId });
+        const leaseEpoch = has("berth_lease_epoch")
+          ? Number((await tx.get<{ epoch: number }>("SELECT epoch FROM berth_lease_epoch WHERE id = 1"))?.epoch ?? 0)
+          : null;
+        const storeId = has("berth_store")
+          ? ((await tx.get<{ store_id: string }>("SELECT store_id FROM berth_store WHERE id = 1"))?.store_id ?? null)
+          : null;
+        const empty = judgeTarget({
+          tables: present.map((t) => ({ name: t.name, rows: t.rows })),
+          leaseEpoch,
+          storeId,
+        });
         if (!empty.ok) throw new Refused(empty.error);
 
         await createStoreSchema(tx, r.clock());
         const made = await targetTables(tx);
-        const targetVersions = new Map((await tx.all<{ component: string; version: number }>("SELECT component, version FROM berth_schema")).map((v) => [v.component, Number(v.version)]));
+        const targetVersions = new Map(
+          (await tx.all<{ component: string; version: number }>("SELECT component, version FROM berth_schema")).map(
+            (v) => [v.component, Number(v.version)],
+          ),
+        );
         const plan = planCopy(tables, made, { source: versions, target: targetVersions });
         if (!plan.ok) throw new Refused(plan.reason);
 
@@ -275,7 +359,10 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
         const same = judgeCopied(expected, found);
         if (!same.ok) throw new Refused(same.error);
 
-        const tip = await tx.get<{ seq: number; hash: string; ts: number }>("SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1", [own.chain_id]);
+        const tip = await tx.get<{ seq: number; hash: string; ts: number }>(
+          "SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1",
+          [own.chain_id],
+        );
         if (tip === undefined) throw new Refused("the copied chain has no events");
         const copied = Object.fromEntries([...expected].map(([t, v]) => [t, v.rows]));
         const { event, canonicalPayload } = sealEvent({
@@ -286,23 +373,41 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
           draft: {
             source: "trust",
             kind: "controller.migrate",
-            payload: { from: `sqlite:${r.sourcePath}`, to: r.target.location, store_id: storeRow.store_id, tables: copied, head_before: { seq: Number(tip.seq), hash: tip.hash }, reason: r.reason, operator: r.operator },
+            payload: {
+              from: `sqlite:${r.sourcePath}`,
+              to: r.target.location,
+              store_id: storeRow.store_id,
+              tables: copied,
+              head_before: { seq: Number(tip.seq), hash: tip.hash },
+              reason: r.reason,
+              operator: r.operator,
+            },
           },
         });
-        await tx.run("INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)", [
-          event.chain_id,
-          event.seq,
-          event.ts,
-          event.prev_hash,
-          event.source,
-          event.kind,
-          canonicalPayload,
-          event.payload_hash,
-          event.hash,
-          event.sig,
-        ]);
+        await tx.run(
+          "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
+          [
+            event.chain_id,
+            event.seq,
+            event.ts,
+            event.prev_hash,
+            event.source,
+            event.kind,
+            canonicalPayload,
+            event.payload_hash,
+            event.hash,
+            event.sig,
+          ],
+        );
         await verifyTargetChain(tx, own.chain_id, own.owner_key);
-        return { kind: "migrated" as const, store_id: storeRow.store_id, chain_id: own.chain_id, tables: copied, event: { seq: event.seq, hash: event.hash }, notes: plan.notes };
+        return {
+          kind: "migrated" as const,
+          store_id: storeRow.store_id,
+          chain_id: own.chain_id,
+          tables: copied,
+          event: { seq: event.seq, hash: event.hash },
+          notes: plan.notes,
+        };
       });
     } catch (error) {
       if (error instanceof Refused) return { kind: "refused", reason: error.message };
@@ -318,7 +423,8 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
   const aside = `${r.sourcePath}.migrated-${new Date(r.clock()).toISOString().replace(/[:.]/g, "-")}`;
   try {
     renameSync(r.sourcePath, aside);
-    for (const suffix of ["-wal", "-shm"]) if (existsSync(`${r.sourcePath}${suffix}`)) renameSync(`${r.sourcePath}${suffix}`, `${aside}${suffix}`);
+    for (const suffix of ["-wal", "-shm"])
+      if (existsSync(`${r.sourcePath}${suffix}`)) renameSync(`${r.sourcePath}${suffix}`, `${aside}${suffix}`);
     return { ...migrated, source_moved_to: aside, source_move_error: null };
   } catch (error) {
     return { ...migrated, source_moved_to: null, source_move_error: (error as Error).message };

@@ -71,13 +71,20 @@ export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
     first = false;
     o.log("first pass done", { judged: report.judged, acted: report.acted.length });
   };
-  const watch = startTargetWatch(o.controller, o.tickMs, (error) => o.onError("mesh", error), { shouldAct: o.shouldAct, onPass });
+  const watch = startTargetWatch(o.controller, o.tickMs, (error) => o.onError("mesh", error), {
+    shouldAct: o.shouldAct,
+    onPass,
+  });
   const mesh: ServeLoop<MeshPass> = {
     target: "mesh",
     pass: () => watch.pass(),
     stop: () => watch.stop(),
   };
-  const keeping = startKubernetesKeeper(keeperPorts(o.agents, { shouldAct: o.shouldAct, log: o.log }), o.tickMs, (error) => o.onError("kubernetes", error));
+  const keeping = startKubernetesKeeper(
+    keeperPorts(o.agents, { shouldAct: o.shouldAct, log: o.log }),
+    o.tickMs,
+    (error) => o.onError("kubernetes", error),
+  );
   const kubernetes: ServeLoop<KubernetesPass> = {
     target: "kubernetes",
     pass: () => judgedDuring(keeping.keeper),
@@ -87,7 +94,8 @@ export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
   const leases = startLeaseKeeper(o.controller, {
     tickMs: o.tickMs,
     onRound: (round) => warnShortLeases(round.nodes),
-    onMissed: (nodeId) => o.log("a node lease renewal was not answered: the node is recorded suspect", { node: nodeId }),
+    onMissed: (nodeId) =>
+      o.log("a node lease renewal was not answered: the node is recorded suspect", { node: nodeId }),
     onError: (error) => o.onError("mesh", error),
   });
   // Read from the store once a second (no node contacted): a node's change is said within a second of its recording.

@@ -15,6 +15,9 @@
  * What the chain holds (docs/security.md "What a refused request leaves"): only a call that passed every check up to
  * the handler has an api.call pair; anything refused before it is one log line and nothing in any chain. Bodies are
  * read as text and parsed here, so a malformed body is the same 400 `invalid_request` as a wrong field.
+ *
+ * (About 580 lines, one concept: the one request pipeline of the API, edge to handler to chain, in the order a
+ * request meets it; split, the order of the checks would have to be read across files.)
  */
 
 import { hostname } from "node:os";
@@ -85,19 +88,26 @@ function json(status: number, body: unknown, headers: Readonly<Record<string, st
 }
 
 /** `/api/v1/instances/:id/stop` → a pattern for one path segment per parameter (for 405's Allow). */
-const patternOf = (url: string) => new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[a-z_]+/g, "[^/]+")}$`);
+const patternOf = (url: string) =>
+  new RegExp(`^${url.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/:[a-z_]+/g, "[^/]+")}$`);
 
 /** `/api/v1/audit/tlog/tile/*` → the prefix and one or more characters of any kind (a `rest` route). */
 const restPatternOf = (url: string) => new RegExp(`^${url.slice(0, -1).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}.+$`);
 
 function parseBody(raw: unknown): { ok: true; value: unknown } | { ok: false; error: ApiError } {
-  if (raw === undefined || raw === null || (typeof raw === "string" && raw.trim() === "")) return { ok: true, value: {} };
+  if (raw === undefined || raw === null || (typeof raw === "string" && raw.trim() === ""))
+    return { ok: true, value: {} };
   if (typeof raw !== "string") return { ok: true, value: raw };
   try {
     return { ok: true, value: JSON.parse(raw) };
   } catch (error) {
     const why = (error as Error).message.split("\n")[0] ?? "invalid";
-    return { ok: false, error: new ApiError(400, "invalid_request", `body: not valid JSON (${why}); send one JSON document`, { issues: [{ path: "body", message: `not valid JSON: ${why}` }] }) };
+    return {
+      ok: false,
+      error: new ApiError(400, "invalid_request", `body: not valid JSON (${why}); send one JSON document`, {
+        issues: [{ path: "body", message: `not valid JSON: ${why}` }],
+      }),
+    };
   }
 }
 
@@ -137,14 +147,19 @@ function parseInputs(route: RouteSpec, req: FastifyRequest): Parsed {
 
 function stringParams(params: unknown): JsonObject {
   const out: JsonObject = {};
-  if (typeof params === "object" && params !== null) for (const [k, v] of Object.entries(params)) out[k] = String(v).slice(0, 200);
+  if (typeof params === "object" && params !== null)
+    for (const [k, v] of Object.entries(params)) out[k] = String(v).slice(0, 200);
   return out;
 }
 
 export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditStreams } {
   const bodyLimit = o.bodyLimitBytes ?? 1024 * 1024;
   const app = Fastify({
-    logger: { level: o.logLevel ?? "warn", redact: ["req.headers.authorization", "req.headers.cookie"], ...(o.logStream ? { stream: o.logStream } : {}) },
+    logger: {
+      level: o.logLevel ?? "warn",
+      redact: ["req.headers.authorization", "req.headers.cookie"],
+      ...(o.logStream ? { stream: o.logStream } : {}),
+    },
     // One line per request, written by the onResponse hook below (fastify's own two lines carry the URL text).
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit,
@@ -153,7 +168,12 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     // An undecodable escape is refused by fastify before any hook runs: answer it in the API's shape.
     frameworkErrors: (error, _req, reply) => {
       reply.headers(securityHeaders(false));
-      send(reply, 400, { error: { code: "non_canonical_path", message: `the request target cannot be decoded (${error.code}); send the path as written in the API document` } });
+      send(reply, 400, {
+        error: {
+          code: "non_canonical_path",
+          message: `the request target cannot be decoded (${error.code}); send the path as written in the API document`,
+        },
+      });
     },
   }) as unknown as FastifyInstance;
   const streams = new AuditStreams(o.state, o.streamTimings);
@@ -171,7 +191,11 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   // issue 12: any other media type is a 415, so a cross-site `text/plain` POST (no preflight) is never executed.
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => done(null, body));
 
-  function refuse(req: FastifyRequest, reply: FastifyReply, r: EdgeRefusal | { status: 401; code: string; message: string }): FastifyReply {
+  function refuse(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    r: EdgeRefusal | { status: 401; code: string; message: string },
+  ): FastifyReply {
     refusals.set(req, r.code);
     return send(reply, r.status, { error: { code: r.code, message: r.message } });
   }
@@ -201,7 +225,8 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     return refuse(req, reply, { status: 401, code: "unauthorized", message });
   });
   app.addHook("onSend", async (_req, reply, payload) => {
-    for (const [name, value] of Object.entries(securityHeaders(false))) if (!reply.hasHeader(name)) reply.header(name, value);
+    for (const [name, value] of Object.entries(securityHeaders(false)))
+      if (!reply.hasHeader(name)) reply.header(name, value);
     return payload;
   });
   app.addHook("onResponse", async (req, reply) => {
@@ -214,7 +239,15 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   /** The request's one line: never the URL text, a body or the token (the caller is the token's id). */
   function logRequest(req: FastifyRequest, route: string, status: number, ms: number): void {
     const refused = refusals.get(req);
-    const line = { method: req.method, route, status, ms: Math.round(ms * 10) / 10, caller: authenticated.has(req) ? who : null, remote: req.ip, ...(refused ? { refused } : {}) };
+    const line = {
+      method: req.method,
+      route,
+      status,
+      ms: Math.round(ms * 10) / 10,
+      caller: authenticated.has(req) ? who : null,
+      remote: req.ip,
+      ...(refused ? { refused } : {}),
+    };
     if (status >= 500) req.log.error(line, "request failed");
     else if (refused === "unauthorized") req.log.warn(line, "unauthenticated API request refused");
     else if (refused) req.log.warn(line, "request refused before authentication");
@@ -252,14 +285,24 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     const controller = o.state.controller;
     const timing = controller.leaderTiming();
     const retryAfterS = timing === null ? 1 : Math.ceil(failoverBoundMs(timing) / 1000);
-    const verdict = await followerVerdict(controller, { forwarded: req.headers["x-berth-forwarded-by"] !== undefined, retryAfterS });
+    const verdict = await followerVerdict(controller, {
+      forwarded: req.headers["x-berth-forwarded-by"] !== undefined,
+      retryAfterS,
+    });
     if (verdict === null) return null;
     if (verdict.kind === "answer") return json(503, verdict.answer, { "retry-after": String(verdict.retryAfterS) });
     if (!mayForwardToken(verdict.url, o.https !== undefined)) {
-      return json(503, {
-        ...verdict.answer,
-        error: { code: "not_leader", message: `this server is a follower and did not forward your write to the leader at ${verdict.url} (epoch ${verdict.epoch}): that is plain HTTP to another host, which would carry your token in clear; nothing was done, send it there yourself if you accept that` },
-      }, RETRY_NOW);
+      return json(
+        503,
+        {
+          ...verdict.answer,
+          error: {
+            code: "not_leader",
+            message: `this server is a follower and did not forward your write to the leader at ${verdict.url} (epoch ${verdict.epoch}): that is plain HTTP to another host, which would carry your token in clear; nothing was done, send it there yourself if you accept that`,
+          },
+        },
+        RETRY_NOW,
+      );
     }
     const outcome = await forwardWrite({
       leaderUrl: verdict.url,
@@ -279,32 +322,53 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       case "answered":
         if (outcome.status === 401) {
           // The leader refused the caller's token before doing anything: the servers keep different api.token files.
-          return json(503, {
-            ...verdict.answer,
-            error: { code: "not_leader", message: `this server is a follower and the leader at ${verdict.url} (epoch ${verdict.epoch}) refused the token it forwarded your write with (every server needs the same api.token to forward writes); nothing was done, send it to the leader with its token` },
-          }, RETRY_NOW);
+          return json(
+            503,
+            {
+              ...verdict.answer,
+              error: {
+                code: "not_leader",
+                message: `this server is a follower and the leader at ${verdict.url} (epoch ${verdict.epoch}) refused the token it forwarded your write with (every server needs the same api.token to forward writes); nothing was done, send it to the leader with its token`,
+              },
+            },
+            RETRY_NOW,
+          );
         }
         return {
           status: outcome.status,
           contentType: outcome.contentType ?? "application/json; charset=utf-8",
           body: outcome.body,
-          headers: { "x-berth-leader": verdict.url, ...(outcome.retryAfter === null ? {} : { "retry-after": outcome.retryAfter }) },
+          headers: {
+            "x-berth-leader": verdict.url,
+            ...(outcome.retryAfter === null ? {} : { "retry-after": outcome.retryAfter }),
+          },
         };
       case "not_sent":
         req.log.warn({ leader: verdict.url, why: outcome.why }, "a write could not be forwarded to the leader");
-        return json(503, {
-          ...verdict.answer,
-          error: { code: "not_leader", message: `this server is a follower and could not forward the write to the leader at ${verdict.url} (epoch ${verdict.epoch}: ${outcome.why}); nothing was done, send it there or try again` },
-        }, RETRY_NOW);
+        return json(
+          503,
+          {
+            ...verdict.answer,
+            error: {
+              code: "not_leader",
+              message: `this server is a follower and could not forward the write to the leader at ${verdict.url} (epoch ${verdict.epoch}: ${outcome.why}); nothing was done, send it there or try again`,
+            },
+          },
+          RETRY_NOW,
+        );
       case "lost":
         req.log.warn({ leader: verdict.url, why: outcome.why }, "the leader stopped answering a forwarded write");
-        return json(503, {
-          error: {
-            code: "leader_lost",
-            message: `this server forwarded the write to the leader at ${verdict.url} (epoch ${verdict.epoch}), which stopped answering before it replied (${outcome.why}); whether it was done is unknown: check before sending it again`,
+        return json(
+          503,
+          {
+            error: {
+              code: "leader_lost",
+              message: `this server forwarded the write to the leader at ${verdict.url} (epoch ${verdict.epoch}), which stopped answering before it replied (${outcome.why}); whether it was done is unknown: check before sending it again`,
+            },
+            leader: verdict.answer.leader,
           },
-          leader: verdict.answer.leader,
-        }, {});
+          {},
+        );
       default: {
         const never: never = outcome;
         return never;
@@ -323,7 +387,11 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
         for (const [name, value] of Object.entries(follower.headers)) reply.header(name, value);
         return reply.code(follower.status).type(follower.contentType).send(follower.body);
       }
-      call = openCall(o.state.controller, callerOf, { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) });
+      call = openCall(o.state.controller, callerOf, {
+        method: route.method,
+        route: `${API_BASE}${route.path}`,
+        params: stringParams(req.params),
+      });
     }
     const ride = call?.ride ?? null;
     const commitRequest = async () => {
@@ -347,14 +415,22 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       const answer = ride ? await ride.run(() => handler(input, ctx)) : await handler(input, ctx);
       status = answer.status ?? route.status;
       body = answer.body;
-      outcome = { status, error: status >= 400 ? (answer.error ?? "failed") : null, ...(answer.refs ? { refs: answer.refs } : {}) };
+      outcome = {
+        status,
+        error: status >= 400 ? (answer.error ?? "failed") : null,
+        ...(answer.refs ? { refs: answer.refs } : {}),
+      };
     } catch (error) {
       // Issue 37: the store away (a PostgreSQL restart) is retryable, not a bare 500; what the call did is in the chain.
       const e =
         error instanceof ApiError
           ? error
           : isStoreAway(error)
-            ? new ApiError(503, "store_unavailable", "the controller store did not answer while this request was handled (it may be restarting); check what was done (the audit chain, `berth instances`), then try again")
+            ? new ApiError(
+                503,
+                "store_unavailable",
+                "the controller store did not answer while this request was handled (it may be restarting); check what was done (the audit chain, `berth instances`), then try again",
+              )
             : new ApiError(500, "internal", "the server failed while handling this request; see its log");
       if (!(error instanceof ApiError)) req.log.error({ err: error }, "handler failed");
       status = e.status;
@@ -377,15 +453,32 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       // The request never committed, so no write of this call did either: nothing was done, and nothing may be said.
       if (!ride.committed) return unrecorded(req, reply, ride.failure);
     }
-    if (route.produces === "application/x-ndjson" && status === 200) return reply.code(200).type("application/x-ndjson; charset=utf-8").send(body as string);
-    if (route.produces === "text/plain" && status === 200) return reply.code(200).type("text/plain; charset=utf-8").send(body as string);
-    if (route.produces === "application/octet-stream" && status === 200) return reply.code(200).type("application/octet-stream").send(body as Buffer);
+    if (route.produces === "application/x-ndjson" && status === 200)
+      return reply
+        .code(200)
+        .type("application/x-ndjson; charset=utf-8")
+        .send(body as string);
+    if (route.produces === "text/plain" && status === 200)
+      return reply
+        .code(200)
+        .type("text/plain; charset=utf-8")
+        .send(body as string);
+    if (route.produces === "application/octet-stream" && status === 200)
+      return reply
+        .code(200)
+        .type("application/octet-stream")
+        .send(body as Buffer);
     return send(reply, status, body);
   }
 
   function unrecorded(req: FastifyRequest, reply: FastifyReply, error: unknown): FastifyReply {
     req.log.error({ err: error }, "api.call request could not be chained; nothing was done");
-    return send(reply, 500, { error: { code: "audit_unavailable", message: "the request could not be recorded in the audit chain, so nothing was done; try again" } });
+    return send(reply, 500, {
+      error: {
+        code: "audit_unavailable",
+        message: "the request could not be recorded in the audit chain, so nothing was done; try again",
+      },
+    });
   }
 
   function openStream(route: RouteSpec, req: FastifyRequest, reply: FastifyReply): FastifyReply | undefined {
@@ -396,7 +489,14 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       return send(reply, (error as ApiError).status, (error as ApiError).body());
     }
     const last = parseLastEventId(req.headers["last-event-id"]);
-    if (!last.ok) return send(reply, 400, { error: { code: "invalid_request", message: "headers.last-event-id: must be the seq of the last event received (a non-negative integer)", issues: [{ path: "headers.last-event-id", message: "must be a non-negative integer" }] } });
+    if (!last.ok)
+      return send(reply, 400, {
+        error: {
+          code: "invalid_request",
+          message: "headers.last-event-id: must be the seq of the last event received (a non-negative integer)",
+          issues: [{ path: "headers.last-event-id", message: "must be a non-negative integer" }],
+        },
+      });
     for (const [name, value] of Object.entries(securityHeaders(false))) reply.raw.setHeader(name, value);
     reply.hijack();
     // A hijacked reply has no onResponse: its one line is written when the stream opens.
@@ -411,22 +511,45 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
     if (known.length > 0) {
       const allow = known.includes("GET") ? [...known, "HEAD"] : known;
       reply.header("allow", allow.join(", "));
-      return send(reply, 405, { error: { code: "method_not_allowed", message: `${req.method} is not a method of this path; it answers ${allow.join(", ")}` } });
+      return send(reply, 405, {
+        error: {
+          code: "method_not_allowed",
+          message: `${req.method} is not a method of this path; it answers ${allow.join(", ")}`,
+        },
+      });
     }
     // Never the dashboard's HTML for an API path: a probe or a client must see that the route does not exist.
-    if (path === "/api" || path.startsWith("/api/")) return send(reply, 404, { error: { code: "not_found", message: `no route ${req.method} ${path.slice(0, 200)}; GET ${API_BASE}/openapi.json lists them` } });
+    if (path === "/api" || path.startsWith("/api/"))
+      return send(reply, 404, {
+        error: {
+          code: "not_found",
+          message: `no route ${req.method} ${path.slice(0, 200)}; GET ${API_BASE}/openapi.json lists them`,
+        },
+      });
     if (req.method !== "GET" && req.method !== "HEAD") {
       reply.header("allow", "GET, HEAD");
       return send(reply, 405, { error: { code: "method_not_allowed", message: "the dashboard answers GET only" } });
     }
     const a = serveStatic(o.webRoot, req.url);
-    return reply.code(a.status).type(a.type).header("cache-control", a.cache).header("content-security-policy", DASHBOARD_CSP).send(a.body);
+    return reply
+      .code(a.status)
+      .type(a.type)
+      .header("cache-control", a.cache)
+      .header("content-security-policy", DASHBOARD_CSP)
+      .send(a.body);
   });
 
   app.setErrorHandler((error: { statusCode?: number; code?: string; message: string }, req, reply) => {
     const status = error.statusCode ?? 500;
     if (status >= 500) req.log.error({ err: error }, "request failed");
-    const code = status === 413 ? "payload_too_large" : status === 415 ? "unsupported_media_type" : status < 500 ? "invalid_request" : "internal";
+    const code =
+      status === 413
+        ? "payload_too_large"
+        : status === 415
+          ? "unsupported_media_type"
+          : status < 500
+            ? "invalid_request"
+            : "internal";
     const message =
       status === 413
         ? `the body is larger than the server accepts (${bodyLimit} bytes)`
@@ -441,8 +564,12 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
   // Authority-form (`CONNECT host:443`) never reaches fastify: node emits `connect`, and without a listener would just
   // drop the socket. Answer it as the refusal it is.
   app.server.on("connect", (_req, socket: import("node:net").Socket) => {
-    const body = JSON.stringify({ error: { code: "bad_request_target", message: "CONNECT (authority-form) is not served here" } });
-    socket.end(`HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+    const body = JSON.stringify({
+      error: { code: "bad_request_target", message: "CONNECT (authority-form) is not served here" },
+    });
+    socket.end(
+      `HTTP/1.1 400 Bad Request\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
 
   return { app, streams };

@@ -32,9 +32,16 @@ const draft = (payload: JsonObject) => ({ source: "api", kind: "api.call", paylo
  * same transaction as the call's first state change, before it on the chain — or is committed alone by
  * `ride.commit()`, which throws when it cannot (then the caller must do nothing). See riding-engine.ts.
  */
-export function openCall(controller: MeshController, caller: Caller, call: Omit<CallRecord, "call_id">): { record: CallRecord; ride: Ride } {
+export function openCall(
+  controller: MeshController,
+  caller: Caller,
+  call: Omit<CallRecord, "call_id">,
+): { record: CallRecord; ride: Ride } {
   const record = { call_id: randomBytes(16).toString("hex"), ...call };
-  return { record, ride: controller.rideEvent(draft({ phase: "request", ...record, who: caller.who, remote: caller.remote })) };
+  return {
+    record,
+    ride: controller.rideEvent(draft({ phase: "request", ...record, who: caller.who, remote: caller.remote })),
+  };
 }
 
 export interface CallOutcome {
@@ -46,7 +53,12 @@ export interface CallOutcome {
   readonly refs?: JsonObject;
 }
 
-export async function recordOutcome(controller: MeshController, caller: Caller, call: CallRecord, outcome: CallOutcome): Promise<void> {
+export async function recordOutcome(
+  controller: MeshController,
+  caller: Caller,
+  call: CallRecord,
+  outcome: CallOutcome,
+): Promise<void> {
   await controller.store.appendAll([
     draft({
       phase: "outcome",

@@ -26,7 +26,16 @@ export function openChainReader(state: ServerState, name: ChainName): OpenChain 
     // PostgreSQL (issue 20): the mirror the caller refreshed (state.refreshChains); it stays open with the server.
     const db = state.controllerMirror.db;
     const own = listChains(db).find((c) => c.own === 1);
-    return own ? { db, chainId: own.chain_id, ownerKey: own.owner_key, role: own.role, events: own.events, close: () => undefined } : null;
+    return own
+      ? {
+          db,
+          chainId: own.chain_id,
+          ownerKey: own.owner_key,
+          role: own.role,
+          events: own.events,
+          close: () => undefined,
+        }
+      : null;
   }
   const path = state.dbPaths[name];
   if (!existsSync(path)) return null;
@@ -37,7 +46,14 @@ export function openChainReader(state: ServerState, name: ChainName): OpenChain 
       db.close();
       return null;
     }
-    return { db, chainId: own.chain_id, ownerKey: own.owner_key, role: own.role, events: own.events, close: () => db.close() };
+    return {
+      db,
+      chainId: own.chain_id,
+      ownerKey: own.owner_key,
+      role: own.role,
+      events: own.events,
+      close: () => db.close(),
+    };
   } catch {
     // No audit tables yet.
     db.close();

@@ -18,11 +18,23 @@ const ChainName = z.enum(["controller", "k8s"], { error: 'must be "controller" o
 const Head = z.strictObject({ seq: z.number().int().min(0), hash: Hex64 });
 
 const SignedCheckpointSchema = z.strictObject({
-  checkpoint: z.strictObject({ chain_id: z.string().min(1).max(200), format: z.string().max(100), head_hash: Hex64, key: Hex64, seq: z.number().int().min(0), ts: z.number().int().min(0) }),
+  checkpoint: z.strictObject({
+    chain_id: z.string().min(1).max(200),
+    format: z.string().max(100),
+    head_hash: Hex64,
+    key: Hex64,
+    seq: z.number().int().min(0),
+    ts: z.number().int().min(0),
+  }),
   sig: z.string().regex(/^[0-9a-f]{128}$/, "must be a 128-hex Ed25519 signature"),
 });
 
-const WedgedSchema = z.strictObject({ decision_id: z.string(), name: z.string(), instance_id: z.string(), node_id: z.string() });
+const WedgedSchema = z.strictObject({
+  decision_id: z.string(),
+  name: z.string(),
+  instance_id: z.string(),
+  node_id: z.string(),
+});
 
 export const OperatorInputs = {
   rehome: z.strictObject({
@@ -32,17 +44,31 @@ export const OperatorInputs = {
       .min(1, "must say why the node moves to this store")
       .refine((r) => Buffer.byteLength(r, "utf8") <= 1024, "must be at most 1024 bytes"),
   }),
-  backup: z.strictObject({ database: z.enum(["controller.db", "k8s.db"], { error: 'must be "controller.db" or "k8s.db"' }).default("controller.db") }),
+  backup: z.strictObject({
+    database: z
+      .enum(["controller.db", "k8s.db"], { error: 'must be "controller.db" or "k8s.db"' })
+      .default("controller.db"),
+  }),
   verifyPinned: z.strictObject({
     chain: ChainName.default("controller"),
-    key: Hex64.optional().meta({ description: "the owner's public key to pin; without it the chain is checked against the key it names (self-asserted)" }),
-    checkpoints: z.array(SignedCheckpointSchema).max(10_000).default([]).meta({ description: "signed checkpoints held elsewhere: each must match the chain" }),
+    key: Hex64.optional().meta({
+      description:
+        "the owner's public key to pin; without it the chain is checked against the key it names (self-asserted)",
+    }),
+    checkpoints: z
+      .array(SignedCheckpointSchema)
+      .max(10_000)
+      .default([])
+      .meta({ description: "signed checkpoints held elsewhere: each must match the chain" }),
     expect_head: Head.optional().meta({ description: "fail unless the chain has this hash at this seq" }),
   }),
   checkpointsQuery: z.strictObject({ chain: ChainName.default("controller") }),
   checkpoint: z.strictObject({}),
   importChain: z.strictObject({
-    lines: z.string().min(1).meta({ description: "an exported chain: JSON lines, one sealed event per line (`berth audit export`)" }),
+    lines: z
+      .string()
+      .min(1)
+      .meta({ description: "an exported chain: JSON lines, one sealed event per line (`berth audit export`)" }),
     key: Hex64.optional().meta({ description: "the owner's public key the chain must verify under" }),
   }),
 } as const;
@@ -58,18 +84,46 @@ const VerifyResultSchema = z.looseObject({
 });
 
 const RehomeSchema = z
-  .looseObject({ kind: z.enum(["ok", "unknown_node", "refused", "unreachable", "indeterminate"]), node: z.string().optional(), reason: z.string().optional(), code: z.string().optional() })
-  .meta({ description: "the controller's RehomeResult (mesh/controller/rehome.ts): ok with the store and epochs, or why not; every status carries it" });
+  .looseObject({
+    kind: z.enum(["ok", "unknown_node", "refused", "unreachable", "indeterminate"]),
+    node: z.string().optional(),
+    reason: z.string().optional(),
+    code: z.string().optional(),
+  })
+  .meta({
+    description:
+      "the controller's RehomeResult (mesh/controller/rehome.ts): ok with the store and epochs, or why not; every status carries it",
+  });
 
 const DoctorSchema = z.strictObject({
   repaired: z.boolean(),
   wedged: z.array(WedgedSchema),
-  in_flight: z.array(z.strictObject({ decision_id: z.string(), name: z.string(), state: z.string(), owner: z.string() })),
+  in_flight: z.array(
+    z.strictObject({ decision_id: z.string(), name: z.string(), state: z.string(), owner: z.string() }),
+  ),
 });
 
 export const OPERATOR_ROUTES: readonly RouteSpec[] = [
-  { id: "doctor", method: "GET", path: "/doctor", tag: "operator", summary: "what `berth doctor` finds in the controller store (wedged decisions, decisions other processes hold)", status: 200, response: DoctorSchema },
-  { id: "doctorRepair", method: "POST", path: "/doctor/repair", tag: "operator", mutating: true, summary: "`berth doctor --repair`: mark each wedged decision placed, chained as controller.repair with the caller", body: z.strictObject({}), status: 200, response: DoctorSchema },
+  {
+    id: "doctor",
+    method: "GET",
+    path: "/doctor",
+    tag: "operator",
+    summary: "what `berth doctor` finds in the controller store (wedged decisions, decisions other processes hold)",
+    status: 200,
+    response: DoctorSchema,
+  },
+  {
+    id: "doctorRepair",
+    method: "POST",
+    path: "/doctor/repair",
+    tag: "operator",
+    mutating: true,
+    summary: "`berth doctor --repair`: mark each wedged decision placed, chained as controller.repair with the caller",
+    body: z.strictObject({}),
+    status: 200,
+    response: DoctorSchema,
+  },
   {
     id: "rehomeNode",
     method: "POST",
@@ -89,7 +143,8 @@ export const OPERATOR_ROUTES: readonly RouteSpec[] = [
     path: "/backup",
     tag: "operator",
     mutating: true,
-    summary: "SQLite's online backup of one of the home's databases, answered whole (base64) with its events, chain head and SHA-256; chained as an api.call. 409 postgres_store: the controller's store is PostgreSQL, backed up with its own tools",
+    summary:
+      "SQLite's online backup of one of the home's databases, answered whole (base64) with its events, chain head and SHA-256; chained as an api.call. 409 postgres_store: the controller's store is PostgreSQL, backed up with its own tools",
     body: OperatorInputs.backup,
     status: 200,
     response: z.strictObject({
@@ -103,7 +158,17 @@ export const OPERATOR_ROUTES: readonly RouteSpec[] = [
     }),
     errors: [404, 409],
   },
-  { id: "auditVerifyPinned", method: "POST", path: "/audit/verify", tag: "audit", summary: "verify the stored chain under a pinned key, checkpoints held elsewhere and an expected head (reads only)", body: OperatorInputs.verifyPinned, status: 200, response: VerifyResultSchema, errors: [404] },
+  {
+    id: "auditVerifyPinned",
+    method: "POST",
+    path: "/audit/verify",
+    tag: "audit",
+    summary: "verify the stored chain under a pinned key, checkpoints held elsewhere and an expected head (reads only)",
+    body: OperatorInputs.verifyPinned,
+    status: 200,
+    response: VerifyResultSchema,
+    errors: [404],
+  },
   {
     id: "auditCheckpoints",
     method: "GET",
@@ -115,6 +180,27 @@ export const OPERATOR_ROUTES: readonly RouteSpec[] = [
     response: z.strictObject({ chain: ChainName, chain_id: z.string(), checkpoints: z.array(SignedCheckpointSchema) }),
     errors: [404],
   },
-  { id: "auditCheckpoint", method: "POST", path: "/audit/checkpoint", tag: "audit", mutating: true, summary: "sign a checkpoint of the controller chain's head with the server's key (null when nothing is new)", body: OperatorInputs.checkpoint, status: 200, response: z.strictObject({ checkpoint: SignedCheckpointSchema.nullable() }) },
-  { id: "auditImport", method: "POST", path: "/audit/import", tag: "audit", mutating: true, summary: "verify an exported chain and store it as a foreign copy in controller.db; writes nothing on any defect", body: OperatorInputs.importChain, status: 200, response: z.strictObject({ ok: z.literal(true), chain_id: z.string(), written: z.number() }), errors: [422] },
+  {
+    id: "auditCheckpoint",
+    method: "POST",
+    path: "/audit/checkpoint",
+    tag: "audit",
+    mutating: true,
+    summary: "sign a checkpoint of the controller chain's head with the server's key (null when nothing is new)",
+    body: OperatorInputs.checkpoint,
+    status: 200,
+    response: z.strictObject({ checkpoint: SignedCheckpointSchema.nullable() }),
+  },
+  {
+    id: "auditImport",
+    method: "POST",
+    path: "/audit/import",
+    tag: "audit",
+    mutating: true,
+    summary: "verify an exported chain and store it as a foreign copy in controller.db; writes nothing on any defect",
+    body: OperatorInputs.importChain,
+    status: 200,
+    response: z.strictObject({ ok: z.literal(true), chain_id: z.string(), written: z.number() }),
+    errors: [422],
+  },
 ];

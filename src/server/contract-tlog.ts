@@ -11,23 +11,38 @@ import { z } from "zod";
 import { ConsistencyDocument, InclusionDocument } from "../core/chain/proof-check.js";
 import type { RouteSpec } from "./route-spec.js";
 
-const Count = (what: string) => z.coerce.number({ error: "must be a decimal integer" }).int("must be a decimal integer").min(0).max(Number.MAX_SAFE_INTEGER).meta({ description: what });
+const Count = (what: string) =>
+  z.coerce
+    .number({ error: "must be a decimal integer" })
+    .int("must be a decimal integer")
+    .min(0)
+    .max(Number.MAX_SAFE_INTEGER)
+    .meta({ description: what });
 
 export const TlogInputs = {
   inclusionQuery: z.strictObject({
     seq: Count("the event's seq (its leaf index)"),
-    size: Count("the tree size to prove it under (default: every event the chain holds now); the note in the answer signs this tree").pipe(z.number().min(1, "must be at least 1")).optional(),
+    size: Count(
+      "the tree size to prove it under (default: every event the chain holds now); the note in the answer signs this tree",
+    )
+      .pipe(z.number().min(1, "must be at least 1"))
+      .optional(),
   }),
   consistencyQuery: z.strictObject({
     old: Count("the older tree size (a checkpoint you hold)").pipe(z.number().min(1, "must be at least 1")),
-    new: Count("the newer tree size (default: every event the chain holds now)").pipe(z.number().min(1, "must be at least 1")).optional(),
+    new: Count("the newer tree size (default: every event the chain holds now)")
+      .pipe(z.number().min(1, "must be at least 1"))
+      .optional(),
   }),
   tile: z.strictObject({
     tile: z
       .string()
       .max(64)
       .regex(/^[0-9a-z./]+$/, "must be a tile path in plain characters (percent escapes are refused)")
-      .meta({ description: "the rest of the path, slashes included: `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` (C2SP tlog-tiles; N as x-prefixed groups of three digits)" }),
+      .meta({
+        description:
+          "the rest of the path, slashes included: `<L>/<N>[.p/<W>]` or `entries/<N>[.p/<W>]` (C2SP tlog-tiles; N as x-prefixed groups of three digits)",
+      }),
   }),
 } as const;
 
@@ -39,7 +54,8 @@ export const TLOG_ROUTES: readonly RouteSpec[] = [
     method: "GET",
     path: "/audit/proof/inclusion",
     tag: "audit",
-    summary: "RFC 9162 inclusion proof of one controller-chain event, with the signed checkpoint note of the tree it is proved under; check it offline with `berth audit verify --proof FILE --pubkey KEY`",
+    summary:
+      "RFC 9162 inclusion proof of one controller-chain event, with the signed checkpoint note of the tree it is proved under; check it offline with `berth audit verify --proof FILE --pubkey KEY`",
     query: TlogInputs.inclusionQuery,
     status: 200,
     response: InclusionDocument.extend(ChainRef),
@@ -50,7 +66,8 @@ export const TLOG_ROUTES: readonly RouteSpec[] = [
     method: "GET",
     path: "/audit/proof/consistency",
     tag: "audit",
-    summary: "RFC 9162 consistency proof that the controller chain's tree of `old` events is a prefix of its tree of `new`, with both signed checkpoint notes",
+    summary:
+      "RFC 9162 consistency proof that the controller chain's tree of `old` events is a prefix of its tree of `new`, with both signed checkpoint notes",
     query: TlogInputs.consistencyQuery,
     status: 200,
     response: ConsistencyDocument.extend(ChainRef),
@@ -61,7 +78,8 @@ export const TLOG_ROUTES: readonly RouteSpec[] = [
     method: "GET",
     path: "/audit/tlog/checkpoint",
     tag: "audit",
-    summary: "C2SP tlog-tiles: the newest chained checkpoint of the controller chain as a signed note (tlog-checkpoint): origin, tree size, root",
+    summary:
+      "C2SP tlog-tiles: the newest chained checkpoint of the controller chain as a signed note (tlog-checkpoint): origin, tree size, root",
     status: 200,
     response: z.string(),
     produces: "text/plain",

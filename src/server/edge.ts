@@ -26,7 +26,8 @@ export function checkRequestTarget(target: string): EdgeRefusal | null {
     return {
       status: 400,
       code: "bad_request_target",
-      message: "the request target must be a path (origin-form, `GET /api/v1/nodes`); absolute-form, authority-form, `*` and fragments are refused",
+      message:
+        "the request target must be a path (origin-form, `GET /api/v1/nodes`); absolute-form, authority-form, `*` and fragments are refused",
     };
   }
   const path = target.split("?", 1)[0] ?? "";
@@ -40,7 +41,8 @@ export function checkRequestTarget(target: string): EdgeRefusal | null {
     return {
       status: 400,
       code: "non_canonical_path",
-      message: "the path spells a character with a percent escape that is never needed (or cannot be decoded); send the path as written in the API document",
+      message:
+        "the path spells a character with a percent escape that is never needed (or cannot be decoded); send the path as written in the API document",
     };
   }
   return null;
@@ -63,12 +65,16 @@ export function hostNames(listenHost: string, extra: readonly string[] = []): Se
 export function checkHost(header: string | undefined, policy: HostPolicy): EdgeRefusal | null {
   const m = header === undefined ? null : /^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?$/.exec(header);
   const port = policy.port();
-  const ok = m !== null && policy.names.has((m[1] as string).toLowerCase()) && (m[2] === undefined || port === null || Number(m[2]) === port);
+  const ok =
+    m !== null &&
+    policy.names.has((m[1] as string).toLowerCase()) &&
+    (m[2] === undefined || port === null || Number(m[2]) === port);
   if (ok) return null;
   return {
     status: 421,
     code: "misdirected_host",
-    message: "the Host header does not name this server (a page under another name cannot talk to it); use its listen address or localhost, or start it with --allowed-host NAME",
+    message:
+      "the Host header does not name this server (a page under another name cannot talk to it); use its listen address or localhost, or start it with --allowed-host NAME",
   };
 }
 

@@ -36,11 +36,15 @@ export function fieldPath(where: string, path: ReadonlyArray<PropertyKey>): stri
 export function invalidRequest(where: "params" | "query" | "body", issues: ReadonlyArray<z.core.$ZodIssue>): ApiError {
   const list = issues.map((i) => {
     const path = fieldPath(where, i.path);
-    const unknownKeys = i.code === "unrecognized_keys" ? (i as { keys?: string[] }).keys ?? [] : [];
-    const message = unknownKeys.length > 0 ? `unknown field${unknownKeys.length > 1 ? "s" : ""} ${unknownKeys.join(", ")}; remove ${unknownKeys.length > 1 ? "them" : "it"}` : i.message;
+    const unknownKeys = i.code === "unrecognized_keys" ? ((i as { keys?: string[] }).keys ?? []) : [];
+    const message =
+      unknownKeys.length > 0
+        ? `unknown field${unknownKeys.length > 1 ? "s" : ""} ${unknownKeys.join(", ")}; remove ${unknownKeys.length > 1 ? "them" : "it"}`
+        : i.message;
     return { path: unknownKeys.length === 1 ? `${path === where ? where : path}.${unknownKeys[0]}` : path, message };
   });
   return new ApiError(400, "invalid_request", list.map((i) => `${i.path}: ${i.message}`).join("; "), { issues: list });
 }
 
-export const notFound = (what: string, hint: string) => new ApiError(404, "not_found", `${what} does not exist; ${hint}`);
+export const notFound = (what: string, hint: string) =>
+  new ApiError(404, "not_found", `${what} does not exist; ${hint}`);

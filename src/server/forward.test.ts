@@ -44,8 +44,19 @@ describe("a follower forwards a write to the leader named now (issue 37, F3)", (
       res.writeHead(201, { "content-type": "application/json", "retry-after": "2" }).end('{"placed":true}');
     });
     const out = await forwardWrite(request(url));
-    expect(out).toEqual({ kind: "answered", status: 201, contentType: "application/json", body: '{"placed":true}', retryAfter: "2" });
-    expect(seen).toEqual({ url: "/api/v1/placements?x=1", auth: "Bearer caller-token", by: "pid 1 on follower", body: '{"name":"a"}' });
+    expect(out).toEqual({
+      kind: "answered",
+      status: 201,
+      contentType: "application/json",
+      body: '{"placed":true}',
+      retryAfter: "2",
+    });
+    expect(seen).toEqual({
+      url: "/api/v1/placements?x=1",
+      auth: "Bearer caller-token",
+      by: "pid 1 on follower",
+      body: '{"name":"a"}',
+    });
   });
 
   it("a leader that cannot be connected to never got the write: not sent (the caller may send it again)", async () => {
@@ -74,9 +85,22 @@ describe("a follower forwards a write to the leader named now (issue 37, F3)", (
   it.each([
     ["https to another host", "https://ctl-b.example:7420", true, true],
     ["plain HTTP on this machine", "http://127.0.0.1:7420", true, true],
-    ["plain HTTP to another host from a TLS server: the caller's token would leave in clear", "http://10.0.0.2:7420", true, false],
-    ["plain HTTP to another host from a plain-HTTP server: no more exposed than the caller's own request", "http://10.0.0.2:7420", false, true],
-  ] as const)("the caller's token is forwarded only where it is no more exposed (issue 33 item 14): %s", (_name, url, tls, ok) => {
-    expect(mayForwardToken(url, tls)).toBe(ok);
-  });
+    [
+      "plain HTTP to another host from a TLS server: the caller's token would leave in clear",
+      "http://10.0.0.2:7420",
+      true,
+      false,
+    ],
+    [
+      "plain HTTP to another host from a plain-HTTP server: no more exposed than the caller's own request",
+      "http://10.0.0.2:7420",
+      false,
+      true,
+    ],
+  ] as const)(
+    "the caller's token is forwarded only where it is no more exposed (issue 33 item 14): %s",
+    (_name, url, tls, ok) => {
+      expect(mayForwardToken(url, tls)).toBe(ok);
+    },
+  );
 });

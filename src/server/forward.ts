@@ -15,7 +15,13 @@
  */
 
 export type ForwardOutcome =
-  | { readonly kind: "answered"; readonly status: number; readonly contentType: string | null; readonly body: string; readonly retryAfter: string | null }
+  | {
+      readonly kind: "answered";
+      readonly status: number;
+      readonly contentType: string | null;
+      readonly body: string;
+      readonly retryAfter: string | null;
+    }
   | { readonly kind: "not_sent"; readonly why: string }
   | { readonly kind: "lost"; readonly why: string };
 
@@ -51,7 +57,8 @@ export function mayForwardToken(leaderUrl: string, servedOverTls: boolean): bool
   if (u.protocol === "https:") return true;
   if (u.protocol !== "http:") return false;
   const host = u.hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  const loopback = host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
+  const loopback =
+    host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
   return loopback || !servedOverTls;
 }
 
@@ -108,9 +115,19 @@ export async function forwardWrite(r: ForwardRequest): Promise<ForwardOutcome> {
       signal: abort.signal,
     });
     const body = await answer.text();
-    return { kind: "answered", status: answer.status, contentType: answer.headers.get("content-type"), body, retryAfter: answer.headers.get("retry-after") };
+    return {
+      kind: "answered",
+      status: answer.status,
+      contentType: answer.headers.get("content-type"),
+      body,
+      retryAfter: answer.headers.get("retry-after"),
+    };
   } catch (error) {
-    if (lapsed) return { kind: "lost", why: "its lease lapsed on the store while this server waited for its answer (it died or froze)" };
+    if (lapsed)
+      return {
+        kind: "lost",
+        why: "its lease lapsed on the store while this server waited for its answer (it died or froze)",
+      };
     const code = causeCode(error);
     if (code !== null && NOT_SENT.has(code)) return { kind: "not_sent", why: code };
     return { kind: "lost", why: code ?? (error as Error).message };

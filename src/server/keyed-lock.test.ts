@@ -11,7 +11,11 @@ describe("KeyedLock", () => {
       log.push(`${name} end`);
       return name;
     };
-    const results = await Promise.all([lock.run("a", step("a1")), lock.run("a", step("a2")), lock.run("b", step("b1"))]);
+    const results = await Promise.all([
+      lock.run("a", step("a1")),
+      lock.run("a", step("a2")),
+      lock.run("b", step("b1")),
+    ]);
     expect(results).toEqual(["a1", "a2", "b1"]);
     expect(log.indexOf("a1 end")).toBeLessThan(log.indexOf("a2 start"));
     expect(log.indexOf("b1 start")).toBeLessThan(log.indexOf("a1 end"));

@@ -10,12 +10,23 @@ import type { MeshController } from "../mesh/controller/index.js";
 
 export interface NotLeaderAnswer {
   readonly error: { readonly code: "not_leader"; readonly message: string };
-  readonly leader: { readonly url: string | null; readonly epoch: number; readonly host: string; readonly pid: number } | null;
+  readonly leader: {
+    readonly url: string | null;
+    readonly epoch: number;
+    readonly host: string;
+    readonly pid: number;
+  } | null;
 }
 
 /** What a follower does with a write: forward it to the leader named now, or answer it 503 (nothing done). */
 export type FollowerVerdict =
-  | { readonly kind: "forward"; readonly url: string; readonly epoch: number; readonly ownerId: string; readonly answer: NotLeaderAnswer }
+  | {
+      readonly kind: "forward";
+      readonly url: string;
+      readonly epoch: number;
+      readonly ownerId: string;
+      readonly answer: NotLeaderAnswer;
+    }
   | { readonly kind: "answer"; readonly answer: NotLeaderAnswer; readonly retryAfterS: number };
 
 /**
@@ -23,7 +34,10 @@ export type FollowerVerdict =
  * forwarded twice: two followers that each name the other would bounce it). `retryAfterS`: what a caller is told to
  * wait when nobody leads (the failover bound, rounded up).
  */
-export async function followerVerdict(controller: Pick<MeshController, "currentLeaderView">, o: { readonly forwarded: boolean; readonly retryAfterS: number }): Promise<FollowerVerdict | null> {
+export async function followerVerdict(
+  controller: Pick<MeshController, "currentLeaderView">,
+  o: { readonly forwarded: boolean; readonly retryAfterS: number },
+): Promise<FollowerVerdict | null> {
   const view = await controller.currentLeaderView();
   if (view === null || view.leading) return null;
   const l = view.leader;
@@ -37,6 +51,7 @@ export async function followerVerdict(controller: Pick<MeshController, "currentL
     },
     leader,
   };
-  if (l !== null && leader?.url && view.fresh && !o.forwarded) return { kind: "forward", url: leader.url, epoch: leader.epoch, ownerId: l.owner_id, answer };
+  if (l !== null && leader?.url && view.fresh && !o.forwarded)
+    return { kind: "forward", url: leader.url, epoch: leader.epoch, ownerId: l.owner_id, answer };
   return { kind: "answer", answer, retryAfterS: leader ? 1 : o.retryAfterS };
 }

@@ -42,7 +42,6 @@ export interface ServerMetrics {
   observeRequest(labels: { method: string; route: string; status: number }, seconds: number): void;
 }
 
-
 export function serverMetrics(state: ServerState): ServerMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: "berth_" });
@@ -108,7 +107,8 @@ export function serverMetrics(state: ServerState): ServerMetrics {
     registers: [registry],
     async collect() {
       for (const chain of CHAIN_NAMES) {
-        const events = chain === "controller" ? (await state.controller.store.chain.tip()).seq + 1 : eventsIn(state, chain);
+        const events =
+          chain === "controller" ? (await state.controller.store.chain.tip()).seq + 1 : eventsIn(state, chain);
         const delta = events - (seen.get(chain) ?? 0);
         if (delta > 0) this.inc({ chain }, delta);
         else if (!seen.has(chain)) this.inc({ chain }, 0);
@@ -125,7 +125,8 @@ export function serverMetrics(state: ServerState): ServerMetrics {
   });
   return {
     registry,
-    observeRequest: (labels, seconds) => latency.observe({ method: labels.method, route: labels.route, status: String(labels.status) }, seconds),
+    observeRequest: (labels, seconds) =>
+      latency.observe({ method: labels.method, route: labels.route, status: String(labels.status) }, seconds),
   };
 }
 
@@ -144,7 +145,12 @@ function eventsIn(state: ServerState, chain: "controller" | "k8s"): number {
  * figures, by type); Prometheus reserves `_total` for counters, so the sums go and the per-type gauges stay.
  */
 function dropTotalGauges(registry: Registry): void {
-  for (const name of ["berth_nodejs_active_handles_total", "berth_nodejs_active_requests_total", "berth_nodejs_active_resources_total"]) registry.removeSingleMetric(name);
+  for (const name of [
+    "berth_nodejs_active_handles_total",
+    "berth_nodejs_active_requests_total",
+    "berth_nodejs_active_resources_total",
+  ])
+    registry.removeSingleMetric(name);
 }
 
 /** How often a scrape may look at the agents, and how long it waits for a look before serving the previous one. */
@@ -191,7 +197,12 @@ async function agentUsage(state: ServerState): Promise<AgentUsage[]> {
   const rows = await instancesWithState(state.controller, state.client);
   return rows.flatMap((r) => {
     const u = (r.status?.usage ?? null) as { cpu_usec?: unknown; memory_bytes?: unknown } | null;
-    if ((r.state !== "running" && r.state !== "unhealthy") || typeof u?.cpu_usec !== "number" || typeof u.memory_bytes !== "number") return [];
+    if (
+      (r.state !== "running" && r.state !== "unhealthy") ||
+      typeof u?.cpu_usec !== "number" ||
+      typeof u.memory_bytes !== "number"
+    )
+      return [];
     return [{ agent: instanceAgent(r), target: "mesh", cpu_usec: u.cpu_usec, memory_bytes: u.memory_bytes }];
   });
 }
@@ -247,7 +258,8 @@ function agentSeries(registry: Registry, state: ServerState): void {
     registers: [registry],
     async collect() {
       this.reset();
-      for (const a of await look()) if (typeof a.restarts === "number") this.set({ agent: a.name, target: a.target }, a.restarts);
+      for (const a of await look())
+        if (typeof a.restarts === "number") this.set({ agent: a.name, target: a.target }, a.restarts);
     },
   });
   new Gauge({
@@ -257,7 +269,8 @@ function agentSeries(registry: Registry, state: ServerState): void {
     registers: [registry],
     async collect() {
       this.reset();
-      for (const a of await look()) if (typeof a.started_ms === "number") this.set({ agent: a.name, target: a.target }, a.started_ms / 1000);
+      for (const a of await look())
+        if (typeof a.started_ms === "number") this.set({ agent: a.name, target: a.target }, a.started_ms / 1000);
     },
   });
 }

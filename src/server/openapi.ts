@@ -14,7 +14,11 @@ export const OPENAPI_WRITE_COMMAND = "npm run build && node dist/src/server/open
 type JsonSchema = Record<string, unknown>;
 
 function schemaOf(t: z.ZodType, io: "input" | "output"): JsonSchema {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(t, { io, unrepresentable: "any", target: "draft-2020-12" }) as JsonSchema;
+  const { $schema: _drop, ...rest } = z.toJSONSchema(t, {
+    io,
+    unrepresentable: "any",
+    target: "draft-2020-12",
+  }) as JsonSchema;
   return rest;
 }
 
@@ -33,7 +37,10 @@ function parametersOf(r: RouteSpec): JsonSchema[] {
   return out;
 }
 
-const errorResponse = (description: string) => ({ description, content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } });
+const errorResponse = (description: string) => ({
+  description,
+  content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+});
 
 const ERROR_TEXT: Record<number, string> = {
   400: "invalid_request (the message and issues name the field), or before anything else bad_request_target / non_canonical_path: the target is not one path spelled as written here",
@@ -52,15 +59,27 @@ const ERROR_TEXT: Record<number, string> = {
 function operationOf(r: RouteSpec): JsonSchema {
   const contentType = r.produces ?? "application/json";
   const responses: Record<string, unknown> = {
-    [String(r.status)]: { description: "success", content: { [contentType]: { schema: r.produces ? { type: "string" } : schemaOf(r.response, "output") } } },
+    [String(r.status)]: {
+      description: "success",
+      content: { [contentType]: { schema: r.produces ? { type: "string" } : schemaOf(r.response, "output") } },
+    },
   };
   // Every route can answer the edge's refusals (src/server/edge.ts): 400 for the target, 421 for the Host.
-  const codes = [400, 421, ...(r.public ? [] : [401]), ...(r.body ? [413, 415] : []), ...(r.errors ?? []), ...(r.mutating ? [500] : [])];
-  for (const code of [...new Set(codes)].sort((a, b) => a - b)) responses[String(code)] = errorResponse(ERROR_TEXT[code] ?? "error");
+  const codes = [
+    400,
+    421,
+    ...(r.public ? [] : [401]),
+    ...(r.body ? [413, 415] : []),
+    ...(r.errors ?? []),
+    ...(r.mutating ? [500] : []),
+  ];
+  for (const code of [...new Set(codes)].sort((a, b) => a - b))
+    responses[String(code)] = errorResponse(ERROR_TEXT[code] ?? "error");
   const op: JsonSchema = { operationId: r.id, summary: r.summary, tags: [r.tag], responses };
   const parameters = parametersOf(r);
   if (parameters.length > 0) op.parameters = parameters;
-  if (r.body) op.requestBody = { required: true, content: { "application/json": { schema: schemaOf(r.body, "input") } } };
+  if (r.body)
+    op.requestBody = { required: true, content: { "application/json": { schema: schemaOf(r.body, "input") } } };
   if (r.public) op.security = [];
   if (r.mutating) op["x-berth-audited"] = "chained as api.call request/outcome on the controller chain";
   return op;
@@ -83,7 +102,10 @@ export function openApiDocument(version: string): JsonSchema {
     },
     servers: [{ url: "http://127.0.0.1:7420" }],
     security: [{ bearer: [] }],
-    components: { securitySchemes: { bearer: { type: "http", scheme: "bearer" } }, schemas: { Error: schemaOf(ErrorSchema, "output") } },
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer" } },
+      schemas: { Error: schemaOf(ErrorSchema, "output") },
+    },
     paths,
   };
 }

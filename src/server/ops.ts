@@ -24,11 +24,20 @@ export const OPS_ROUTES: ReadonlyArray<{ readonly method: "GET"; readonly url: s
 
 export function registerOps(app: FastifyInstance, o: { state: ServerState; metrics: ServerMetrics }): void {
   const access = (url: string) => OPS_ROUTES.find((r) => r.url === url)?.access ?? "token";
-  app.get("/healthz", { config: { access: access("/healthz") } }, async (_req, reply) => reply.code(200).type("application/json; charset=utf-8").send(JSON.stringify({ ok: true, version: o.state.version })));
+  app.get("/healthz", { config: { access: access("/healthz") } }, async (_req, reply) =>
+    reply
+      .code(200)
+      .type("application/json; charset=utf-8")
+      .send(JSON.stringify({ ok: true, version: o.state.version })),
+  );
   app.get("/readyz", { config: { access: access("/readyz") } }, async (_req, reply) => {
     const r = await readiness(o.state);
     const status = r.ready ? 200 : 503;
-    return reply.code(status).type("application/json; charset=utf-8").header("cache-control", "no-store").send(JSON.stringify(r));
+    return reply
+      .code(status)
+      .type("application/json; charset=utf-8")
+      .header("cache-control", "no-store")
+      .send(JSON.stringify(r));
   });
   app.get("/metrics", { config: { access: access("/metrics") } }, async (_req, reply) => {
     const text = await o.metrics.registry.metrics();

@@ -30,7 +30,11 @@ async function check(name: ReadinessCheck["name"], probe: () => void | Promise<v
   } catch (error) {
     // The error's code (EACCES, SQLITE_BUSY) where it has one: /readyz is public, and an fs message names paths.
     const e = error as { code?: unknown; message?: unknown };
-    return { name, ok: false, detail: typeof e.code === "string" ? e.code : String(e.message ?? "failed").slice(0, 200) };
+    return {
+      name,
+      ok: false,
+      detail: typeof e.code === "string" ? e.code : String(e.message ?? "failed").slice(0, 200),
+    };
   }
 }
 

@@ -31,7 +31,16 @@ import { type KubernetesAccess, openServerState, type ServerState } from "./stat
 import { loadOrCreateToken } from "./token.js";
 
 export const DEFAULT_PORT = 7420;
-export const HANDLERS = { ...meshHandlers, ...nodeAdminHandlers, ...agentHandlers, ...kubernetesHandlers, ...auditHandlers, ...operatorHandlers, ...auditOperatorHandlers, ...tlogHandlers };
+export const HANDLERS = {
+  ...meshHandlers,
+  ...nodeAdminHandlers,
+  ...agentHandlers,
+  ...kubernetesHandlers,
+  ...auditHandlers,
+  ...operatorHandlers,
+  ...auditOperatorHandlers,
+  ...tlogHandlers,
+};
 
 export interface ServerOptions {
   readonly dataDir: string;
@@ -75,7 +84,9 @@ export function isLoopback(host: string): boolean {
 /** A wildcard listener is reached by each of the machine's addresses (IP literals: no DNS name to rebind). */
 function listenNames(host: string, allowed: readonly string[]): Set<string> {
   const wildcard = host === "0.0.0.0" || host === "::" || host === "[::]";
-  const addresses = wildcard ? Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address)) : [];
+  const addresses = wildcard
+    ? Object.values(networkInterfaces()).flatMap((list) => (list ?? []).map((a) => a.address))
+    : [];
   return hostNames(host, [...allowed, ...addresses]);
 }
 
@@ -93,7 +104,13 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Read before anything is opened, so a missing or unreadable file is refused with nothing to undo.
   const https = o.tls ? { cert: readFileSync(o.tls.certFile), key: readFileSync(o.tls.keyFile) } : undefined;
   const host = o.host ?? "127.0.0.1";
-  const state = await openServerState({ dataDir, version: berthVersion(), ...(o.database ? { database: o.database } : {}), ...(o.connector ? { connector: o.connector } : {}), ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}) });
+  const state = await openServerState({
+    dataDir,
+    version: berthVersion(),
+    ...(o.database ? { database: o.database } : {}),
+    ...(o.connector ? { connector: o.connector } : {}),
+    ...(o.kubernetes ? { kubernetes: o.kubernetes } : {}),
+  });
   const { app } = buildApp({
     state,
     token,
@@ -113,7 +130,14 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     throw error;
   }
   // spec/mesh.md §4.11: a plaintext opt-in is warned about and chained at every start of this long-lived controller.
-  await announcePlaintext({ optIn: state.plaintext, home: dataDir, chain: state.controller.store, via: "berth serve", always: true, warn: (line) => process.stderr.write(`berth serve: ${line}\n`) });
+  await announcePlaintext({
+    optIn: state.plaintext,
+    home: dataDir,
+    chain: state.controller.store,
+    via: "berth serve",
+    always: true,
+    warn: (line) => process.stderr.write(`berth serve: ${line}\n`),
+  });
   const address = app.server.address();
   const port = typeof address === "object" && address !== null ? address.port : (o.port ?? DEFAULT_PORT);
   const url = `${https ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
@@ -164,7 +188,11 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
           shouldAct: () => state.controller.isLeader(),
           log: (message, fields) => app.log.info(fields ?? {}, message),
           warn: (message, fields) => app.log.warn(fields ?? {}, message),
-          onError: (target, error) => app.log.warn({ err: error }, target === "mesh" ? "node status tick failed" : "kubernetes reconcile pass failed"),
+          onError: (target, error) =>
+            app.log.warn(
+              { err: error },
+              target === "mesh" ? "node status tick failed" : "kubernetes reconcile pass failed",
+            ),
         })
       : null;
   let closing: Promise<void> | null = null;
@@ -186,4 +214,3 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
     },
   };
 }
-

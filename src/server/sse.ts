@@ -41,7 +41,12 @@ export class AuditStreams {
 
   /** Takes over `res` (already hijacked from fastify) until the client goes or the server closes. */
   open(res: ServerResponse, chain: ChainName, lastEventId: number | null): void {
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+    res.writeHead(200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
     res.write(": berth audit stream\nretry: 2000\n\n");
     let reader: OpenChain | null = null;
     let last = lastEventId;
@@ -76,7 +81,10 @@ export class AuditStreams {
     };
     const poll = setInterval(safeFlush, this.timings.pollMs);
     const beat = setInterval(() => res.write(": heartbeat\n\n"), this.timings.heartbeatMs);
-    const unsubscribe = chain === "controller" ? this.state.controller.store.chain.subscribe(() => setImmediate(safeFlush)) : () => undefined;
+    const unsubscribe =
+      chain === "controller"
+        ? this.state.controller.store.chain.subscribe(() => setImmediate(safeFlush))
+        : () => undefined;
     const end = () => {
       if (ended) return;
       ended = true;
@@ -99,7 +107,9 @@ export class AuditStreams {
 }
 
 /** `Last-Event-ID` as a seq: absent → null; anything but a non-negative integer is a bad request. */
-export function parseLastEventId(header: string | string[] | undefined): { ok: true; value: number | null } | { ok: false } {
+export function parseLastEventId(
+  header: string | string[] | undefined,
+): { ok: true; value: number | null } | { ok: false } {
   if (header === undefined) return { ok: true, value: null };
   const text = Array.isArray(header) ? header[0] : header;
   if (text === undefined || !/^\d{1,15}$/.test(text.trim())) return { ok: false };

@@ -73,11 +73,22 @@ export function loadOrCreateControllerKey(dataDir: string): SigningKey {
   return loadKeyFile(path);
 }
 
-export async function openServerState(o: { dataDir: string; version: string; database?: string; connector?: Connector; kubernetes?: KubernetesAccess }): Promise<ServerState> {
+export async function openServerState(o: {
+  dataDir: string;
+  version: string;
+  database?: string;
+  connector?: Connector;
+  kubernetes?: KubernetesAccess;
+}): Promise<ServerState> {
   const key = loadOrCreateControllerKey(o.dataDir);
   const plaintext = loadPlaintextOptIn(o.dataDir);
   const connector = o.connector ?? new ControllerConnector({ identity: key, plaintext });
-  const controller = await MeshController.open({ dataDir: o.dataDir, key, connector, ...(o.database ? { database: o.database } : {}) });
+  const controller = await MeshController.open({
+    dataDir: o.dataDir,
+    key,
+    connector,
+    ...(o.database ? { database: o.database } : {}),
+  });
   const mirror = controller.store.engine.kind === "postgres" ? new ChainMirror(controller.store.engine) : null;
   let syncing: Promise<void> | null = null;
   const refreshChains = async (): Promise<void> => {
@@ -104,7 +115,10 @@ export async function openServerState(o: { dataDir: string; version: string; dat
     kubernetes: o.kubernetes ?? kubeconfigAccess,
     dbPaths: { controller: join(o.dataDir, CONTROLLER_DB), k8s: k8sStatePaths(o.dataDir).db },
     // Issue 20: on a PostgreSQL store the Kubernetes records are the store's (every server holds and verifies them).
-    openK8sAudit: () => (controller.store.engine.kind === "postgres" ? storeAudit(controller.store.engine, controller.store.chain) : openK8sChain(o.dataDir)),
+    openK8sAudit: () =>
+      controller.store.engine.kind === "postgres"
+        ? storeAudit(controller.store.engine, controller.store.chain)
+        : openK8sChain(o.dataDir),
     close: async () => {
       while (syncing) await syncing.catch(() => undefined);
       mirror?.close();

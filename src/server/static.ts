@@ -46,7 +46,8 @@ export function resolveInside(root: string, urlPath: string): string | null {
 
 export function serveStatic(root: string, urlPath: string): StaticAnswer {
   const index = join(root, "index.html");
-  if (!existsSync(index)) return { status: 200, type: "text/html; charset=utf-8", body: NOT_BUILT_PAGE, cache: "no-store" };
+  if (!existsSync(index))
+    return { status: 200, type: "text/html; charset=utf-8", body: NOT_BUILT_PAGE, cache: "no-store" };
   const path = resolveInside(root, urlPath);
   if (path === null) return { status: 404, type: "text/plain; charset=utf-8", body: "not found\n", cache: "no-store" };
   if (existsSync(path) && statSync(path).isFile()) {
@@ -56,6 +57,7 @@ export function serveStatic(root: string, urlPath: string): StaticAnswer {
     return { status: 200, type, body: readFileSync(path), cache };
   }
   // A missing asset is a 404 (a stale script tag should fail loudly); any other path is a dashboard route.
-  if (extname(urlPath.split("?")[0] ?? "") !== "") return { status: 404, type: "text/plain; charset=utf-8", body: "not found\n", cache: "no-store" };
+  if (extname(urlPath.split("?")[0] ?? "") !== "")
+    return { status: 404, type: "text/plain; charset=utf-8", body: "not found\n", cache: "no-store" };
   return { status: 200, type: TYPES[".html"] as string, body: readFileSync(index), cache: "no-cache" };
 }

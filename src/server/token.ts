@@ -24,11 +24,15 @@ export function loadOrCreateToken(dataDir: string): string {
   }
   const mode = statSync(path).mode & 0o777;
   if ((mode & 0o077) !== 0) {
-    throw new TokenFileError(`token file ${path} is readable by group or others (mode ${mode.toString(8)}); run \`chmod 600 ${path}\` and start again`);
+    throw new TokenFileError(
+      `token file ${path} is readable by group or others (mode ${mode.toString(8)}); run \`chmod 600 ${path}\` and start again`,
+    );
   }
   const token = readFileSync(path, "utf8").trim();
   if (!TOKEN_PATTERN.test(token)) {
-    throw new TokenFileError(`token file ${path} does not hold a token (32–128 characters of A-Z a-z 0-9 _ -); delete it and a new one is created at the next start`);
+    throw new TokenFileError(
+      `token file ${path} does not hold a token (32–128 characters of A-Z a-z 0-9 _ -); delete it and a new one is created at the next start`,
+    );
   }
   return token;
 }

@@ -25,7 +25,11 @@ async function counted(): Promise<{ engine: StoreEngine; transactions: () => num
       return inner.transaction(fn, o);
     },
   });
-  return { engine, transactions: () => n, rows: async () => (await inner.read((q) => q.all<{ v: string }>("SELECT v FROM t ORDER BY rowid"))).map((r) => r.v) };
+  return {
+    engine,
+    transactions: () => n,
+    rows: async () => (await inner.read((q) => q.all<{ v: string }>("SELECT v FROM t ORDER BY rowid"))).map((r) => r.v),
+  };
 }
 
 const insert = async (tx: Tx, items: readonly string[]) => {

@@ -34,7 +34,10 @@ export async function ensureAuthorityTables(tx: Tx, nowMs: number): Promise<void
       `);
     }
   });
-  await tx.run("INSERT INTO berth_store (id, store_id, created_ms) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING", [randomBytes(16).toString("hex"), nowMs]);
+  await tx.run("INSERT INTO berth_store (id, store_id, created_ms) VALUES (1, ?, ?) ON CONFLICT (id) DO NOTHING", [
+    randomBytes(16).toString("hex"),
+    nowMs,
+  ]);
 }
 
 /** The store's id (made by ensureAuthorityTables). */

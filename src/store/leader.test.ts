@@ -36,7 +36,11 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
   it("of several contenders exactly one leads, and it sends its own epoch; the others send nothing mutating", async () => {
     const s = await store(kind);
     const clock = { now: 1_000 };
-    const all = [await contender(await s.open(), clock), await contender(await s.open(), clock), await contender(await s.open(), clock)];
+    const all = [
+      await contender(await s.open(), clock),
+      await contender(await s.open(), clock),
+      await contender(await s.open(), clock),
+    ];
     for (let round = 0; round < 10; round++) {
       // All at once: on PostgreSQL the three transactions really race (SERIALIZABLE decides).
       await Promise.all(all.map((c) => c.leader.step()));
@@ -49,7 +53,10 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     for (const c of all.filter((x) => x !== lead)) {
       await expect(c.leader.authorityFor("place")).rejects.toThrow(NotLeader);
       await expect(c.leader.authorityFor("place")).rejects.toThrow(/the leader is http:\/\//);
-      expect(await c.leader.authorityFor("status")).toEqual({ store_id: (await lead?.leader.authorityFor("status"))?.store_id, epoch });
+      expect(await c.leader.authorityFor("status")).toEqual({
+        store_id: (await lead?.leader.authorityFor("status"))?.store_id,
+        epoch,
+      });
     }
   });
 
@@ -132,7 +139,11 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
   it("a follower names the leader of now, read from the row: right after a takeover, before its own next step", async () => {
     const s = await store(kind);
     const clock = { now: 1_000 };
-    const [a, b, c] = [await contender(await s.open(), clock), await contender(await s.open(), clock), await contender(await s.open(), clock)];
+    const [a, b, c] = [
+      await contender(await s.open(), clock),
+      await contender(await s.open(), clock),
+      await contender(await s.open(), clock),
+    ];
     for (const x of [a, b, c]) await x.leader.step();
     expect((await c.leader.currentView()).leader?.owner_id).toBe(a.ownerId);
     // `a` dies; `b` takes over after the TTL; `c` has not stepped since.
@@ -141,7 +152,11 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     expect(b.leader.isLeader()).toBe(true);
     expect(c.leader.view().leader?.owner_id, "its last step saw the dead leader").toBe(a.ownerId);
     const fresh = await c.leader.currentView();
-    expect(fresh).toMatchObject({ leading: false, epoch: null, leader: { owner_id: b.ownerId, address: `http://${b.ownerId}` } });
+    expect(fresh).toMatchObject({
+      leading: false,
+      epoch: null,
+      leader: { owner_id: b.ownerId, address: `http://${b.ownerId}` },
+    });
     expect(fresh.leader?.epoch).toBe((await b.leader.authorityFor("place")).epoch);
     // The leader itself answers from memory: it leads.
     expect(await b.leader.currentView()).toMatchObject({ leading: true });
@@ -153,7 +168,15 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
     const mono = { now: 1_000 };
     const engine = await s.open();
     const lease = await engine.transaction((tx) => takeLease(tx, db.now));
-    const a = new LeaderLease({ engine, storeId: await engine.read(readStoreId), ownerId: lease.owner_id, ttlMs: 10_000, address: "http://a", dbClock: () => db.now, mono: () => mono.now });
+    const a = new LeaderLease({
+      engine,
+      storeId: await engine.read(readStoreId),
+      ownerId: lease.owner_id,
+      ttlMs: 10_000,
+      address: "http://a",
+      dbClock: () => db.now,
+      mono: () => mono.now,
+    });
     await a.step();
     expect((await a.currentView()).leading).toBe(true);
     // Its own clock ran past the window (a stall); on the database's the row has not lapsed yet.
@@ -189,7 +212,9 @@ describe.each(ENGINE_KINDS)("the leader lease on one store (issue 20) on %s", { 
   });
 });
 
-describe("the leader lease on PostgreSQL when a contender freezes inside its transaction (issue 37)", { timeout: 60_000 }, () => {
+describe("the leader lease on PostgreSQL when a contender freezes inside its transaction (issue 37)", {
+  timeout: 60_000,
+}, () => {
   it("a leader frozen mid-renewal, holding the leader row, does not keep a follower from taking over: the server ends its session", async () => {
     const s = await store("postgres");
     const clock = { now: 1_000 };
@@ -216,7 +241,10 @@ describe("the leader lease on PostgreSQL when a contender freezes inside its tra
     try {
       clock.now += 10_001;
       // Without the server ending the frozen session, the follower's takeover waits on the row lock for ever.
-      step = await Promise.race([b.leader.step().then(() => "done"), new Promise<string>((r) => setTimeout(() => r("blocked on the frozen leader's lock"), 30_000))]);
+      step = await Promise.race([
+        b.leader.step().then(() => "done"),
+        new Promise<string>((r) => setTimeout(() => r("blocked on the frozen leader's lock"), 30_000)),
+      ]);
     } finally {
       wake();
     }

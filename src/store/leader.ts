@@ -14,7 +14,16 @@
 import { hostname } from "node:os";
 import { z } from "zod";
 import { performance } from "node:perf_hooks";
-import { DEFAULT_LEADER_TTL_MS, judgeLeader, type LeaderRow, type LeaderTiming, leaderTiming, liveLeader, mayAct, nextFollowerStepMs } from "../core/mesh/leader-lease.js";
+import {
+  DEFAULT_LEADER_TTL_MS,
+  judgeLeader,
+  type LeaderRow,
+  type LeaderTiming,
+  leaderTiming,
+  liveLeader,
+  mayAct,
+  nextFollowerStepMs,
+} from "../core/mesh/leader-lease.js";
 import { type Authority, MUTATING_METHODS } from "../core/protocol/messages.js";
 import type { Query, StoreEngine } from "./engine.js";
 import { readLeaderEpoch } from "./leader-authority.js";
@@ -23,7 +32,9 @@ import { LATE, within } from "./within.js";
 /** Milliseconds now on the database's clock (PostgreSQL), or this process's (SQLite: every contender is on this machine). */
 async function databaseNow(tx: Query): Promise<number> {
   if (tx.kind === "sqlite") return Date.now();
-  const row = await tx.get<{ now_ms: number | string }>("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms");
+  const row = await tx.get<{ now_ms: number | string }>(
+    "SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint AS now_ms",
+  );
   return Number(row?.now_ms);
 }
 
@@ -32,17 +43,29 @@ const LEADER_COLUMNS = "owner_id, epoch, renewed_ms, ttl_ms, address, host, pid,
 /** BIGINT columns come back as numbers from both engines; this keeps the row honest anyway. */
 function leaderRowOf(row: LeaderRow | undefined): LeaderRow | null {
   if (row === undefined) return null;
-  return { ...row, epoch: Number(row.epoch), renewed_ms: Number(row.renewed_ms), ttl_ms: Number(row.ttl_ms), pid: Number(row.pid), released_ms: row.released_ms === null ? null : Number(row.released_ms) };
+  return {
+    ...row,
+    epoch: Number(row.epoch),
+    renewed_ms: Number(row.renewed_ms),
+    ttl_ms: Number(row.ttl_ms),
+    pid: Number(row.pid),
+    released_ms: row.released_ms === null ? null : Number(row.released_ms),
+  };
 }
 
-const LeaderTtlEnv = z.coerce.number().int().min(500, "must be at least 500 (ms)").max(600_000, "must be at most 600000 (ms)");
+const LeaderTtlEnv = z.coerce
+  .number()
+  .int()
+  .min(500, "must be at least 500 (ms)")
+  .max(600_000, "must be at most 600000 (ms)");
 
 /** The leader TTL for every `berth serve` on this store: `$BERTH_LEADER_TTL_MS`, else 2.5 s. Refused naming the variable. */
 export function leaderTtlFromEnv(env: NodeJS.ProcessEnv): number {
   const raw = env.BERTH_LEADER_TTL_MS;
   if (raw === undefined || raw === "") return DEFAULT_LEADER_TTL_MS;
   const parsed = LeaderTtlEnv.safeParse(raw);
-  if (!parsed.success) throw new Error(`BERTH_LEADER_TTL_MS: ${parsed.error.issues[0]?.message ?? "must be an integer (ms)"}`);
+  if (!parsed.success)
+    throw new Error(`BERTH_LEADER_TTL_MS: ${parsed.error.issues[0]?.message ?? "must be an integer (ms)"}`);
   return parsed.data;
 }
 
@@ -125,9 +148,10 @@ export class LeaderLease {
     };
     tick();
     const first = this.stepping as Promise<void> | null;
-    this.first = first?.finally(() => {
-      this.first = null;
-    }) ?? null;
+    this.first =
+      first?.finally(() => {
+        this.first = null;
+      }) ?? null;
   }
 
   /**
@@ -160,12 +184,19 @@ export class LeaderLease {
    */
   async currentView(waitMs: number = this.timing.renewEveryMs): Promise<LeaderView> {
     // Asked before the first step has settled (a write racing start-up): that step's answer, within the wait.
-    if (this.first !== null) await within(this.first.catch(() => undefined), waitMs);
+    if (this.first !== null)
+      await within(
+        this.first.catch(() => undefined),
+        waitMs,
+      );
     // A step held longer than its interval is a store that does not answer now, whatever the last one said.
     const stalled = this.stepping !== null && this.mono() - this.stepStartMono > this.timing.renewEveryMs;
     if (this.isLeader() || !this.reached || stalled) return this.othersOnly(this.view());
     try {
-      const read = this.o.engine.read(async (q) => ({ now: await this.dbClock(q), row: leaderRowOf(await q.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`)) }));
+      const read = this.o.engine.read(async (q) => ({
+        now: await this.dbClock(q),
+        row: leaderRowOf(await q.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`)),
+      }));
       read.catch(() => undefined); // a late failure after the timeout is nobody's answer
       const fresh = await within(read, waitMs);
       // Leading by now (a step took the row meanwhile): the memory is newer than the read.
@@ -193,7 +224,11 @@ export class LeaderLease {
     if (this.isLeader() && this.heldEpoch !== null) return { store_id: this.o.storeId, epoch: this.heldEpoch };
     if (MUTATING_METHODS.has(method)) {
       const l = this.lastSeen;
-      throw new NotLeader(l && l.owner_id !== this.o.ownerId ? `this process is not the leader; the leader is ${l.address ?? `pid ${l.pid} on ${l.host}`} (epoch ${l.epoch})` : "this process is not the leader");
+      throw new NotLeader(
+        l && l.owner_id !== this.o.ownerId
+          ? `this process is not the leader; the leader is ${l.address ?? `pid ${l.pid} on ${l.host}`} (epoch ${l.epoch})`
+          : "this process is not the leader",
+      );
     }
     return { store_id: this.o.storeId, epoch: await this.o.engine.read(readLeaderEpoch) };
   }
@@ -212,9 +247,15 @@ export class LeaderLease {
         const v = judgeLeader(row, this.o.ownerId, held, now);
         let epoch: number | null = null;
         if (v.kind === "renew") {
-          await tx.run("UPDATE berth_leader SET renewed_ms = ?, ttl_ms = ?, address = ? WHERE id = 1", [now, this.timing.ttlMs, this.o.address]);
+          await tx.run("UPDATE berth_leader SET renewed_ms = ?, ttl_ms = ?, address = ? WHERE id = 1", [
+            now,
+            this.timing.ttlMs,
+            this.o.address,
+          ]);
         } else if (v.kind === "take") {
-          const next = await tx.get<{ epoch: number }>("UPDATE berth_lease_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch");
+          const next = await tx.get<{ epoch: number }>(
+            "UPDATE berth_lease_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
+          );
           if (next === undefined) throw new Error("the lease epoch counter is missing (berth_lease_epoch)");
           epoch = Number(next.epoch);
           await tx.run(
@@ -224,7 +265,10 @@ export class LeaderLease {
         }
         if (v.kind !== "follow") {
           // The owner lease lives exactly as long as the leadership: recovery elsewhere judges both by one TTL.
-          await tx.run("UPDATE berth_owners SET renewed_ms = ?, ttl_ms = ? WHERE owner_id = ? AND released_ms IS NULL", [now, this.timing.ttlMs, this.o.ownerId]);
+          await tx.run(
+            "UPDATE berth_owners SET renewed_ms = ?, ttl_ms = ? WHERE owner_id = ? AND released_ms IS NULL",
+            [now, this.timing.ttlMs, this.o.ownerId],
+          );
         }
         const seen = leaderRowOf(await tx.get<LeaderRow>(`SELECT ${LEADER_COLUMNS} FROM berth_leader WHERE id = 1`));
         return { v, epoch, seen, now };
@@ -263,7 +307,11 @@ export class LeaderLease {
     this.heldEpoch = null;
     try {
       await this.o.engine.transaction(async (tx) => {
-        await tx.run("UPDATE berth_leader SET released_ms = ? WHERE id = 1 AND owner_id = ? AND epoch = ?", [await this.dbClock(tx), this.o.ownerId, epoch]);
+        await tx.run("UPDATE berth_leader SET released_ms = ? WHERE id = 1 AND owner_id = ? AND epoch = ?", [
+          await this.dbClock(tx),
+          this.o.ownerId,
+          epoch,
+        ]);
       });
     } catch {
       // the row lapses by its TTL instead

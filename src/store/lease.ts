@@ -11,7 +11,13 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
-import { type HereFacts, judgeOwner, needsPidProbe, type OwnerLease, type OwnerVerdict } from "../core/mesh/owner-liveness.js";
+import {
+  type HereFacts,
+  judgeOwner,
+  needsPidProbe,
+  type OwnerLease,
+  type OwnerVerdict,
+} from "../core/mesh/owner-liveness.js";
 import type { Query, Tx } from "./engine.js";
 
 /** How long a lease stays valid without renewal, for a reader on another host (one on this host checks the pid). */
@@ -62,7 +68,9 @@ export async function ensureLeaseTables(tx: Tx): Promise<void> {
 /** Takes a new lease for this process: the next epoch, this pid's identity. In the caller's write transaction. */
 export async function takeLease(tx: Tx, nowMs: number, ttlMs = DEFAULT_LEASE_TTL_MS): Promise<OwnerLease> {
   // One statement takes the next epoch: the row lock (PostgreSQL) or the write lock (SQLite) serialises takers.
-  const taken = await tx.get<{ epoch: number }>("UPDATE berth_lease_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch");
+  const taken = await tx.get<{ epoch: number }>(
+    "UPDATE berth_lease_epoch SET epoch = epoch + 1 WHERE id = 1 RETURNING epoch",
+  );
   if (taken === undefined) throw new Error("the lease epoch counter is missing (berth_lease_epoch)");
   const lease: OwnerLease = {
     owner_id: randomUUID(),

@@ -11,7 +11,10 @@ describe("which store an address names (--database, BERTH_DATABASE_URL)", () => 
   });
 
   it("postgres:// and postgresql:// are PostgreSQL, kept whole for the driver", () => {
-    expect(parseDatabaseAddress("postgres://u:p@db:5432/berth", "")).toEqual({ kind: "postgres", url: "postgres://u:p@db:5432/berth" });
+    expect(parseDatabaseAddress("postgres://u:p@db:5432/berth", "")).toEqual({
+      kind: "postgres",
+      url: "postgres://u:p@db:5432/berth",
+    });
     expect(parseDatabaseAddress("postgresql://u@db/berth", "").kind).toBe("postgres");
   });
 

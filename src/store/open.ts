@@ -17,7 +17,9 @@ export class DatabaseAddressError extends Error {
   override name = "DatabaseAddressError";
 }
 
-export type DatabaseAddress = { readonly kind: "sqlite"; readonly path: string } | { readonly kind: "postgres"; readonly url: string };
+export type DatabaseAddress =
+  | { readonly kind: "sqlite"; readonly path: string }
+  | { readonly kind: "postgres"; readonly url: string };
 
 /** Parses a `--database` value; `fallbackPath` is the home's SQLite file. Throws naming the setting, never the password. */
 export function parseDatabaseAddress(raw: string | undefined, fallbackPath: string): DatabaseAddress {
@@ -28,9 +30,12 @@ export function parseDatabaseAddress(raw: string | undefined, fallbackPath: stri
     try {
       u = new URL(value);
     } catch {
-      throw new DatabaseAddressError("database: not a valid postgres:// address (postgres://USER:PASSWORD@HOST:PORT/DATABASE)");
+      throw new DatabaseAddressError(
+        "database: not a valid postgres:// address (postgres://USER:PASSWORD@HOST:PORT/DATABASE)",
+      );
     }
-    if (u.hostname === "" && !u.searchParams.has("host")) throw new DatabaseAddressError(`database: ${redactedUrl(value)} names no host`);
+    if (u.hostname === "" && !u.searchParams.has("host"))
+      throw new DatabaseAddressError(`database: ${redactedUrl(value)} names no host`);
     return { kind: "postgres", url: value };
   }
   if (value.startsWith("sqlite:")) {
@@ -40,11 +45,16 @@ export function parseDatabaseAddress(raw: string | undefined, fallbackPath: stri
   }
   if (isAbsolute(value)) return { kind: "sqlite", path: value };
   // The value is not repeated: it may hold a password in a form this parser does not know.
-  throw new DatabaseAddressError("database: expected postgres://… or sqlite:PATH (or an absolute path to a SQLite file)");
+  throw new DatabaseAddressError(
+    "database: expected postgres://… or sqlite:PATH (or an absolute path to a SQLite file)",
+  );
 }
 
 /** Opens the engine the address names (PostgreSQL: connects once, so a wrong address fails here). */
-export async function openStoreEngine(o: { readonly database: string | undefined; readonly sqlitePath: string }): Promise<StoreEngine> {
+export async function openStoreEngine(o: {
+  readonly database: string | undefined;
+  readonly sqlitePath: string;
+}): Promise<StoreEngine> {
   const address = parseDatabaseAddress(o.database, o.sqlitePath);
   if (address.kind === "sqlite") return SqliteEngine.open(address.path);
   // Loaded only for a PostgreSQL store: a SQLite user's verbs never load `pg`.
@@ -66,6 +76,17 @@ export function isStoreAway(error: unknown): boolean {
 }
 
 /** Network errors, and PostgreSQL's 57P01–57P03 (admin shutdown, crash shutdown, cannot connect now). */
-const STORE_AWAY_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "EPIPE", "57P01", "57P02", "57P03"]);
+const STORE_AWAY_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "EPIPE",
+  "57P01",
+  "57P02",
+  "57P03",
+]);
 const STORE_AWAY_TEXT =
   /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|EPIPE)\b|the database system is (starting up|shutting down|in recovery mode)|Connection terminated|terminating connection due to administrator command|timeout expired|no PostgreSQL connection within the wait/;

@@ -75,7 +75,6 @@ export function numberPlaceholders(sql: string): string {
   return out;
 }
 
-
 /** A write lock's advisory-lock key: the first 8 bytes of the SHA-256 of its name, as PostgreSQL's signed BIGINT. */
 function advisoryKey(name: string): string {
   return createHash("sha256").update(`berth write lock ${name}`).digest().readBigInt64BE(0).toString();
@@ -83,7 +82,9 @@ function advisoryKey(name: string): string {
 
 const types = {
   getTypeParser: ((oid: number, format?: "text" | "binary") =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser,
+    oid === INT8_OID
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format ?? "text")) as typeof pg.types.getTypeParser,
 };
 
 export class PostgresEngine implements StoreEngine {
@@ -95,7 +96,13 @@ export class PostgresEngine implements StoreEngine {
 
   private constructor(url: string, poolSize: number) {
     this.location = redactedUrl(url);
-    this.pool = new pg.Pool({ connectionString: url, max: poolSize, types, connectionTimeoutMillis: 10_000, idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS });
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: poolSize,
+      types,
+      connectionTimeoutMillis: 10_000,
+      idle_in_transaction_session_timeout: IDLE_IN_TRANSACTION_MS,
+    });
     // An idle pooled connection the server dropped (a restart) is an event, not a crash: the next query reconnects.
     this.pool.on("error", () => undefined);
     // A checked-out client whose server went away between its queries (a restart) emits "error" itself, and an
@@ -122,13 +129,18 @@ export class PostgresEngine implements StoreEngine {
   private queryOn(client: pg.PoolClient): Query {
     return {
       kind: "postgres",
-      get: async <T>(sql: string, params: readonly SqlValue[] = []) => (await client.query(numberPlaceholders(sql), [...params])).rows[0] as T | undefined,
-      all: async <T>(sql: string, params: readonly SqlValue[] = []) => (await client.query(numberPlaceholders(sql), [...params])).rows as T[],
+      get: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+        (await client.query(numberPlaceholders(sql), [...params])).rows[0] as T | undefined,
+      all: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+        (await client.query(numberPlaceholders(sql), [...params])).rows as T[],
     };
   }
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
-    if (this.scope.getStore()) throw new NestedTransaction("a PostgreSQL transaction was opened inside another transaction or read in the same flow");
+    if (this.scope.getStore())
+      throw new NestedTransaction(
+        "a PostgreSQL transaction was opened inside another transaction or read in the same flow",
+      );
     /** The write locks an earlier attempt took: a retry takes them before its snapshot. */
     const lockFirst = new Set<string>();
     for (let attempt = 1; ; attempt++) {
@@ -233,13 +245,19 @@ export class PostgresEngine implements StoreEngine {
     const client = await within(connecting, waitMs);
     if (client === LATE) {
       // A connection had after the wait goes back to the pool instead of being held for ever.
-      connecting.then((late) => late.release(), () => undefined);
+      connecting.then(
+        (late) => late.release(),
+        () => undefined,
+      );
       throw new Error("no PostgreSQL connection within the wait");
     }
     let broken = false;
     try {
-      const row = (await client.query("SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby")).rows[0] as { ro: string; standby: boolean };
-      if (row.ro === "on" || row.standby) throw new Error("the PostgreSQL server is read-only (a standby, or default_transaction_read_only)");
+      const row = (
+        await client.query("SELECT current_setting('transaction_read_only') AS ro, pg_is_in_recovery() AS standby")
+      ).rows[0] as { ro: string; standby: boolean };
+      if (row.ro === "on" || row.standby)
+        throw new Error("the PostgreSQL server is read-only (a standby, or default_transaction_read_only)");
       // Every write appends to a chain, and every append first locks its chain's row (engine-chain.ts): that lock is
       // this engine's write lock, the twin of SQLite's BEGIN IMMEDIATE. Taken and let go at once, writing nothing; a
       // writer stuck holding it fails here with 55P03 (lock_not_available) after the wait.

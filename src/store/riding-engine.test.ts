@@ -17,7 +17,12 @@ afterEach(async () => {
  * A SQLite engine on a fresh file with table `t`, behind a RidingEngine; `commits` counts the inner transactions and
  * `syncs` says, per inner transaction, how it was asked to commit ("sync", "nosync", or "required": synced by hand).
  */
-async function riding(): Promise<{ engine: RidingEngine; commits: () => number; syncs: string[]; rows: () => Promise<string[]> }> {
+async function riding(): Promise<{
+  engine: RidingEngine;
+  commits: () => number;
+  syncs: string[];
+  rows: () => Promise<string[]>;
+}> {
   const dir = mkdtempSync(join(tmpdir(), "berth-riding-"));
   dirs.push(dir);
   const inner = SqliteEngine.open(join(dir, "t.db"));
@@ -74,7 +79,10 @@ describe("a write that rides a flow's first transaction", () => {
     });
     expect([await rows(), commits(), ride.committed]).toEqual([["record", "first", "second"], 2, true]);
     await ride.commit();
-    expect([await rows(), commits()], "commit() after it rode: nothing more").toEqual([["record", "first", "second"], 2]);
+    expect([await rows(), commits()], "commit() after it rode: nothing more").toEqual([
+      ["record", "first", "second"],
+      2,
+    ]);
   });
 
   it("stays pending when the transaction carrying it rolls back, and the flow's next transaction carries it", async () => {
@@ -96,7 +104,10 @@ describe("a write that rides a flow's first transaction", () => {
   it("is never carried by a transaction outside the flow; commit() writes it alone when the flow wrote nothing", async () => {
     const { engine, commits, rows } = await riding();
     const ride = engine.ride(insert("record"));
-    await Promise.all([ride.run(async () => engine.read(async (q) => q.get("SELECT 1"))), engine.transaction(insert("someone else"))]);
+    await Promise.all([
+      ride.run(async () => engine.read(async (q) => q.get("SELECT 1"))),
+      engine.transaction(insert("someone else")),
+    ]);
     expect([await rows(), ride.committed]).toEqual([["someone else"], false]);
     await ride.commit();
     expect([await rows(), commits(), ride.committed]).toEqual([["someone else", "record"], 2, true]);
@@ -107,7 +118,9 @@ describe("a write that rides a flow's first transaction", () => {
     const ride = engine.ride(insert("record"));
     let late: Promise<void> = Promise.resolve();
     await ride.run(async () => {
-      late = new Promise((resolve, reject) => setTimeout(() => engine.transaction(insert("late")).then(resolve, reject), 20));
+      late = new Promise((resolve, reject) =>
+        setTimeout(() => engine.transaction(insert("late")).then(resolve, reject), 20),
+      );
     });
     ride.close();
     await late;
@@ -122,7 +135,11 @@ describe("a write that rides a flow's first transaction", () => {
       await tx.run("INSERT INTO missing_table (v) VALUES ('x')");
     });
     await expect(ride.run(() => engine.transaction(insert("state")))).rejects.toThrow(/missing_table/);
-    expect([await rows(), ride.committed, String(ride.failure)]).toEqual([[], false, expect.stringContaining("missing_table")]);
+    expect([await rows(), ride.committed, String(ride.failure)]).toEqual([
+      [],
+      false,
+      expect.stringContaining("missing_table"),
+    ]);
     await expect(ride.commit()).rejects.toThrow(/missing_table/);
   });
 
@@ -154,7 +171,8 @@ describe("a write that rides a flow's first transaction", () => {
         for (const cb of callbacks) cb();
         return value;
       },
-      read: <T>(fn: (q: Query) => Promise<T>) => fn({ kind: "postgres", get: async () => undefined, all: async () => [] }),
+      read: <T>(fn: (q: Query) => Promise<T>) =>
+        fn({ kind: "postgres", get: async () => undefined, all: async () => [] }),
       checkWritable: async () => undefined,
       close: async () => undefined,
     };
@@ -175,7 +193,10 @@ describe("a write that rides a flow's first transaction", () => {
     expect([...syncs], "the answer's commit, in the flow").toEqual(["nosync"]);
     // The outcome could not commit: the answer still waits for the disk.
     await ride.finish();
-    expect([[...syncs], await rows()]).toEqual([["nosync", "required"], ["record", "placed"]]);
+    expect([[...syncs], await rows()]).toEqual([
+      ["nosync", "required"],
+      ["record", "placed"],
+    ]);
   });
 
   it("finish does not sync again when a durable commit (the outcome) followed the unsynced ones", async () => {

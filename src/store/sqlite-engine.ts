@@ -14,7 +14,16 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { closeSync, existsSync, fdatasyncSync, openSync, realpathSync } from "node:fs";
 import type Database from "better-sqlite3";
-import { type EngineKind, NestedTransaction, type Query, type SqlValue, type StoreEngine, TransactionAwaitedOutside, type TransactionOptions, type Tx } from "./engine.js";
+import {
+  type EngineKind,
+  NestedTransaction,
+  type Query,
+  type SqlValue,
+  type StoreEngine,
+  TransactionAwaitedOutside,
+  type TransactionOptions,
+  type Tx,
+} from "./engine.js";
 import { type Db, openDatabase } from "./sqlite.js";
 
 /** Distinct SQL texts kept prepared; the store's statements are a fixed set, so this bound is never reached in use. */
@@ -67,7 +76,8 @@ export class SqliteEngine implements StoreEngine {
     this.queue = queueFor(db.name);
     this.query = {
       kind: "sqlite",
-      get: async <T>(sql: string, params: readonly SqlValue[] = []) => this.prepared(sql).get(...params) as T | undefined,
+      get: async <T>(sql: string, params: readonly SqlValue[] = []) =>
+        this.prepared(sql).get(...params) as T | undefined,
       all: async <T>(sql: string, params: readonly SqlValue[] = []) => this.prepared(sql).all(...params) as T[],
     };
   }
@@ -81,7 +91,10 @@ export class SqliteEngine implements StoreEngine {
   }
 
   async transaction<T>(fn: (tx: Tx) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
-    if (this.scope.getStore()) throw new NestedTransaction("a SQLite transaction was opened inside another transaction or read on the same connection");
+    if (this.scope.getStore())
+      throw new NestedTransaction(
+        "a SQLite transaction was opened inside another transaction or read on the same connection",
+      );
     const release = await this.turn();
     try {
       return await this.runTransaction(fn, options.durable !== false);

@@ -79,7 +79,9 @@ export class SchemaError extends Error {
 export function assertSchemaNotNewer(db: Db, component: string, version: number): void {
   const table = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'berth_schema'").get();
   if (!table) return;
-  const row = db.prepare("SELECT version FROM berth_schema WHERE component = ?").get(component) as { version: number } | undefined;
+  const row = db.prepare("SELECT version FROM berth_schema WHERE component = ?").get(component) as
+    | { version: number }
+    | undefined;
   if (row && row.version > version) {
     throw new SchemaError(
       `the ${component} tables in this database are schema version ${row.version}, newer than this berth understands (${version}); upgrade berth or use a database written by this version`,
@@ -93,7 +95,9 @@ export function assertSchemaNotNewer(db: Db, component: string, version: number)
  */
 export function ensureSchema(tx: WriteTx, component: string, version: number, migrate: (from: number) => void): void {
   tx.db.exec("CREATE TABLE IF NOT EXISTS berth_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL)");
-  const row = tx.db.prepare("SELECT version FROM berth_schema WHERE component = ?").get(component) as { version: number } | undefined;
+  const row = tx.db.prepare("SELECT version FROM berth_schema WHERE component = ?").get(component) as
+    | { version: number }
+    | undefined;
   const found = row?.version ?? 0;
   if (found > version) {
     throw new SchemaError(
@@ -102,6 +106,10 @@ export function ensureSchema(tx: WriteTx, component: string, version: number, mi
   }
   if (found < version) {
     migrate(found);
-    tx.db.prepare("INSERT INTO berth_schema (component, version) VALUES (?, ?) ON CONFLICT(component) DO UPDATE SET version = excluded.version").run(component, version);
+    tx.db
+      .prepare(
+        "INSERT INTO berth_schema (component, version) VALUES (?, ?) ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+      )
+      .run(component, version);
   }
 }

@@ -10,9 +10,12 @@ export const LATE: unique symbol = Symbol("late");
 export async function within<T>(p: Promise<T>, ms: number): Promise<T | typeof LATE> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([p, new Promise<typeof LATE>((resolve) => {
-      timer = setTimeout(() => resolve(LATE), ms);
-    })]);
+    return await Promise.race([
+      p,
+      new Promise<typeof LATE>((resolve) => {
+        timer = setTimeout(() => resolve(LATE), ms);
+      }),
+    ]);
   } finally {
     clearTimeout(timer);
   }

@@ -91,10 +91,13 @@ async function onlineCopy(from: string, to: string): Promise<void> {
 /** Backs up every database of `home` next to FILE; refuses to overwrite an existing file unless `force`. */
 export async function backupHome(home: string, file: string, options: { force: boolean }): Promise<CopiedDatabase[]> {
   const present = HOME_DATABASES.filter((db) => existsSync(join(home, db.name)));
-  if (!present.some((db) => db.required)) throw new BackupError(`${join(home, "controller.db")} does not exist: nothing to back up in ${home}`);
+  if (!present.some((db) => db.required))
+    throw new BackupError(`${join(home, "controller.db")} does not exist: nothing to back up in ${home}`);
   if (!existsSync(dirname(resolve(file)))) throw new BackupError(`the folder of ${resolve(file)} does not exist`);
   const targets = present.map((db) => ({ db, to: backupFileOf(file, db) }));
-  for (const { to } of targets) if (existsSync(to) && !options.force) throw new BackupError(`${to} already exists; choose another FILE, or --force to replace it`);
+  for (const { to } of targets)
+    if (existsSync(to) && !options.force)
+      throw new BackupError(`${to} already exists; choose another FILE, or --force to replace it`);
   const copied: CopiedDatabase[] = [];
   for (const { db, to } of targets) {
     // Into a new temporary file, checked, then renamed over FILE: FILE is never half a backup.
@@ -124,9 +127,13 @@ export interface RestoredDatabase extends CopiedDatabase {
 export async function restoreHome(home: string, file: string, now: Date): Promise<RestoredDatabase[]> {
   const state = readUpState(home);
   if (state && (liveForegroundUp(state) || liveDaemons(state).length > 0)) {
-    throw new BackupError(`berth up is running in ${home}; run \`berth down\` first (and stop any \`berth serve\` on this home)`);
+    throw new BackupError(
+      `berth up is running in ${home}; run \`berth down\` first (and stop any \`berth serve\` on this home)`,
+    );
   }
-  const sources = HOME_DATABASES.map((db) => ({ db, from: backupFileOf(file, db) })).filter(({ db, from }) => db.required || existsSync(from));
+  const sources = HOME_DATABASES.map((db) => ({ db, from: backupFileOf(file, db) })).filter(
+    ({ db, from }) => db.required || existsSync(from),
+  );
   for (const { from } of sources) if (!existsSync(from)) throw new BackupError(`backup file ${from} does not exist`);
   // Every source is checked before anything in the home changes.
   const checked = sources.map(({ db, from }) => ({ db, from, seen: inspect(from) }));

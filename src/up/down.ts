@@ -11,7 +11,12 @@ import { isAlive, liveDaemons, liveForegroundUp, readUpState } from "./up-state.
 
 export type DownOutcome =
   | { readonly kind: "nothing_up"; readonly home: string; readonly reason: string }
-  | { readonly kind: "stopped"; readonly home: string; readonly foreground_up: number | null; readonly report: StopReport };
+  | {
+      readonly kind: "stopped";
+      readonly home: string;
+      readonly foreground_up: number | null;
+      readonly report: StopReport;
+    };
 
 /** How long a foreground `berth up` gets to stop its agents and nodes before `berth down` does it instead. */
 const FOREGROUND_STOP_MS = 180_000;
@@ -36,11 +41,23 @@ export async function down(o: { home: string; berthMain: string; log: (line: str
   const state = readUpState(home);
   if (state === undefined) return { kind: "nothing_up", home, reason: "berth up never ran in this home" };
   const foreground = liveForegroundUp(state);
-  if (foreground && !(await askToStop(foreground, o.log))) o.log(`berth up (pid ${foreground.pid}) did not stop in time; stopping its agents and nodes here`);
+  if (foreground && !(await askToStop(foreground, o.log)))
+    o.log(`berth up (pid ${foreground.pid}) did not stop in time; stopping its agents and nodes here`);
   const now = readUpState(home) ?? state;
   if (liveDaemons(now).length === 0) {
-    if (foreground) return { kind: "stopped", home, foreground_up: foreground.pid, report: { stopped_agents: [], stopped_instances: [], left_instances: [], stopped_nodes: [], kept_nodes: [] } };
+    if (foreground)
+      return {
+        kind: "stopped",
+        home,
+        foreground_up: foreground.pid,
+        report: { stopped_agents: [], stopped_instances: [], left_instances: [], stopped_nodes: [], kept_nodes: [] },
+      };
     return { kind: "nothing_up", home, reason: "no node daemon of berth up is running" };
   }
-  return { kind: "stopped", home, foreground_up: foreground?.pid ?? null, report: await stopLocalMesh({ home, berthMain: o.berthMain, log: o.log }) };
+  return {
+    kind: "stopped",
+    home,
+    foreground_up: foreground?.pid ?? null,
+    report: await stopLocalMesh({ home, berthMain: o.berthMain, log: o.log }),
+  };
 }

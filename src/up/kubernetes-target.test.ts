@@ -31,37 +31,58 @@ describe("which Kubernetes context berth up shows", () => {
   });
 
   it("is the current context of the kubeconfig, with its server", () => {
-    expect(configuredContext(null, { KUBECONFIG: dev })).toEqual({ ok: true, context: "dev", server: "https://127.0.0.1:6443" });
+    expect(configuredContext(null, { KUBECONFIG: dev })).toEqual({
+      ok: true,
+      context: "dev",
+      server: "https://127.0.0.1:6443",
+    });
   });
 
   it("follows kubectl's merge rule: the first file that sets the current context wins, every file's contexts count", () => {
     expect(configuredContext(null, { KUBECONFIG: `${prod}:${dev}` })).toMatchObject({ ok: true, context: "prod" });
-    expect(configuredContext("dev", { KUBECONFIG: `${prod}:${dev}` })).toEqual({ ok: true, context: "dev", server: "https://127.0.0.1:6443" });
+    expect(configuredContext("dev", { KUBECONFIG: `${prod}:${dev}` })).toEqual({
+      ok: true,
+      context: "dev",
+      server: "https://127.0.0.1:6443",
+    });
   });
 
   it("names a requested context the kubeconfig does not hold", () => {
-    expect(configuredContext("staging", { KUBECONFIG: dev })).toEqual({ ok: false, reason: 'context "staging" is not in the kubeconfig' });
+    expect(configuredContext("staging", { KUBECONFIG: dev })).toEqual({
+      ok: false,
+      reason: 'context "staging" is not in the kubeconfig',
+    });
   });
 
   it("asks for a context when the kubeconfig has no current one", () => {
     const none = kubeconfig("none", { contexts: [{ name: "a", context: { cluster: "c" } }], clusters: [] });
-    expect(configuredContext(null, { KUBECONFIG: none })).toEqual({ ok: false, reason: expect.stringContaining("--kube-context") });
+    expect(configuredContext(null, { KUBECONFIG: none })).toEqual({
+      ok: false,
+      reason: expect.stringContaining("--kube-context"),
+    });
   });
 
   it("reports a kubeconfig it cannot read instead of throwing", () => {
     const broken = join(dir, "broken");
     writeFileSync(broken, "contexts: [unclosed");
-    expect(configuredContext(null, { KUBECONFIG: broken })).toMatchObject({ ok: false, reason: expect.stringContaining("not a readable kubeconfig") });
+    expect(configuredContext(null, { KUBECONFIG: broken })).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("not a readable kubeconfig"),
+    });
   });
 });
 
 describe("the berth up line for the Kubernetes target", () => {
   it("says how many agent pods a reachable cluster holds, or why it is not reachable", () => {
     const base = { configured: true as const, context: "dev", server: "https://127.0.0.1:6443" };
-    expect(describeKubernetesTarget({ ...base, reachable: true, agents: 1, error: null })).toBe("kubernetes  context dev (https://127.0.0.1:6443): 1 agent pod");
+    expect(describeKubernetesTarget({ ...base, reachable: true, agents: 1, error: null })).toBe(
+      "kubernetes  context dev (https://127.0.0.1:6443): 1 agent pod",
+    );
     expect(describeKubernetesTarget({ ...base, reachable: false, agents: null, error: "no answer within 10 s" })).toBe(
       "kubernetes  context dev (https://127.0.0.1:6443): unavailable — no answer within 10 s",
     );
-    expect(describeKubernetesTarget({ configured: false, reason: "no kubeconfig" })).toBe("kubernetes  not configured: no kubeconfig");
+    expect(describeKubernetesTarget({ configured: false, reason: "no kubeconfig" })).toBe(
+      "kubernetes  not configured: no kubeconfig",
+    );
   });
 });

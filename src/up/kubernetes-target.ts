@@ -28,8 +28,12 @@ export type KubernetesTarget =
 /** The slice of a kubeconfig `up` reads to name the context; client-node does the real loading inside `berth k8s`. */
 const KubeconfigSlice = z.object({
   "current-context": z.string().optional(),
-  contexts: z.array(z.object({ name: z.string(), context: z.object({ cluster: z.string() }).passthrough() })).default([]),
-  clusters: z.array(z.object({ name: z.string(), cluster: z.object({ server: z.string() }).passthrough() })).default([]),
+  contexts: z
+    .array(z.object({ name: z.string(), context: z.object({ cluster: z.string() }).passthrough() }))
+    .default([]),
+  clusters: z
+    .array(z.object({ name: z.string(), cluster: z.object({ server: z.string() }).passthrough() }))
+    .default([]),
 });
 
 function kubeconfigFiles(env: NodeJS.ProcessEnv): string[] {
@@ -53,7 +57,10 @@ export function configuredContext(
     try {
       doc = KubeconfigSlice.parse(parseYaml(readFileSync(file, "utf8"), { logLevel: "error" }) ?? {});
     } catch (error) {
-      return { ok: false, reason: `${file} is not a readable kubeconfig: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}` };
+      return {
+        ok: false,
+        reason: `${file} is not a readable kubeconfig: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`,
+      };
     }
     // kubectl's merge rule: the first file to set a value wins.
     current ??= doc["current-context"];
@@ -62,7 +69,8 @@ export function configuredContext(
   }
   const context = requested ?? current;
   if (!context) return { ok: false, reason: "the kubeconfig has no current context (pass --kube-context NAME)" };
-  if (!clusters.has(context)) return { ok: false, reason: `context ${JSON.stringify(context)} is not in the kubeconfig` };
+  if (!clusters.has(context))
+    return { ok: false, reason: `context ${JSON.stringify(context)} is not in the kubeconfig` };
   return { ok: true, context, server: servers.get(clusters.get(context) as string) ?? null };
 }
 
@@ -78,8 +86,14 @@ export async function probeKubernetesTarget(
   const found = configuredContext(requested);
   if (!found.ok) return { configured: false, reason: found.reason };
   const base = { configured: true as const, context: found.context, server: found.server };
-  const listed = await runVerb(berthMain, home, ["k8s", "list", "--all-namespaces", "--context", found.context, "--json"], timeoutMs);
-  if (listed.code === null) return { ...base, reachable: false, agents: null, error: `no answer within ${Math.round(timeoutMs / 1000)} s` };
+  const listed = await runVerb(
+    berthMain,
+    home,
+    ["k8s", "list", "--all-namespaces", "--context", found.context, "--json"],
+    timeoutMs,
+  );
+  if (listed.code === null)
+    return { ...base, reachable: false, agents: null, error: `no answer within ${Math.round(timeoutMs / 1000)} s` };
   if (listed.code !== 0) {
     const why = (listed.stderr || listed.stdout).trim().split("\n").slice(-1)[0] ?? "";
     return { ...base, reachable: false, agents: null, error: why };

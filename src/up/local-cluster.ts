@@ -37,9 +37,11 @@ function run(script: string, verb: string, where: { dir: string; cgroup: string 
 
 /** Starts the stack for this home; an Error says why it cannot run here. */
 export function startLocalCluster(home: string, log: (line: string) => void): LocalCluster {
-  if (process.platform !== "linux") throw new Error("--local-cluster runs on Linux only (network and mount namespaces, cgroups)");
+  if (process.platform !== "linux")
+    throw new Error("--local-cluster runs on Linux only (network and mount namespaces, cgroups)");
   const script = stackScript();
-  if (script === null) throw new Error("--local-cluster needs a berth checkout: tools/k8s/stack.sh is not beside this berth");
+  if (script === null)
+    throw new Error("--local-cluster needs a berth checkout: tools/k8s/stack.sh is not beside this berth");
   const check = run(script, "check", { dir: "", cgroup: "" });
   if (check.code !== 0) throw new Error(`--local-cluster cannot run here:\n${(check.stdout + check.stderr).trim()}`);
   // Short and per home: containerd's socket path must stay under 108 bytes, and two homes get two stacks.
@@ -47,7 +49,8 @@ export function startLocalCluster(home: string, log: (line: string) => void): Lo
   const where = { dir: `/tmp/berth-up-${tag}`, cgroup: `berth-up-${tag}` };
   log("local cluster: starting etcd, kube-apiserver, controller-manager, scheduler, containerd and a kubelet…");
   const up = run(script, "up", where);
-  if (up.code !== 0) throw new Error(`the local cluster did not start:\n${up.stderr.trim().split("\n").slice(-8).join("\n")}`);
+  if (up.code !== 0)
+    throw new Error(`the local cluster did not start:\n${up.stderr.trim().split("\n").slice(-8).join("\n")}`);
   const cluster: LocalCluster = { ...where, kubeconfig: join(where.dir, "admin.kubeconfig"), script };
   mkdirSync(dirname(recordPath(home)), { recursive: true });
   writeFileSync(recordPath(home), `${JSON.stringify(cluster)}\n`);

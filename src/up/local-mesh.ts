@@ -8,7 +8,17 @@
  * `agents`, `agent stop`): `up` holds no decision of its own, and what it shows is what a user would get by typing
  * those commands.
  */
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { archOfNode } from "../core/packages/manifest.js";
@@ -29,7 +39,12 @@ export const LOCAL_NODES = [
 ] as const;
 
 /** Governance is default-deny; the local mesh permits the sample agents' kind and nothing else. */
-const SAMPLE_PERMIT = { id: "berth-up-samples", actions: ["workload.*"], kinds: ["agent"], max_network: "egress" as const };
+const SAMPLE_PERMIT = {
+  id: "berth-up-samples",
+  actions: ["workload.*"],
+  kinds: ["agent"],
+  max_network: "egress" as const,
+};
 
 export interface UpOptions {
   readonly home: string;
@@ -148,7 +163,11 @@ function stagePackage(sampleDir: string, stageDir: string, signerKeyPath: string
   return stageDir;
 }
 
-function agentSpec(name: string, packageDir: string, extra: { prefer?: string[]; env?: Record<string, string>; args?: string[] }): string {
+function agentSpec(
+  name: string,
+  packageDir: string,
+  extra: { prefer?: string[]; env?: Record<string, string>; args?: string[] },
+): string {
   const doc = {
     apiVersion: "berth/v1",
     kind: "Agent",
@@ -186,12 +205,21 @@ export async function up(o: UpOptions): Promise<RunningUp> {
     const foreground = liveForegroundUp(previous);
     const daemons = liveDaemons(previous);
     if (foreground) throw new AlreadyUp(home, `berth up runs in another terminal, pid ${foreground.pid}`);
-    if (daemons.length > 0) throw new AlreadyUp(home, `${previous.detached ? "detached; " : ""}node daemons running, pids ${daemons.map((n) => n.daemon?.pid).join(", ")}`);
+    if (daemons.length > 0)
+      throw new AlreadyUp(
+        home,
+        `${previous.detached ? "detached; " : ""}node daemons running, pids ${daemons.map((n) => n.daemon?.pid).join(", ")}`,
+      );
   }
   const self = identityOf(process.pid);
   // Written after every step, so whatever set-up reached is found again by the stop below or by `berth down`.
   // Nodes not started yet keep their recorded port, so an interrupted set-up does not move them.
-  const state: UpState = { nodes: (previous?.nodes ?? []).map((n) => ({ ...n, daemon: null })), agents: [], up: o.detached || !self ? null : self, detached: o.detached };
+  const state: UpState = {
+    nodes: (previous?.nodes ?? []).map((n) => ({ ...n, daemon: null })),
+    agents: [],
+    up: o.detached || !self ? null : self,
+    detached: o.detached,
+  };
   const running: Array<{ name: string; address: string; nodeId: string; pid: number }> = [];
   const stopAll = () => stopLocalMesh({ home, berthMain: o.berthMain, log: o.log });
 
@@ -200,11 +228,20 @@ export async function up(o: UpOptions): Promise<RunningUp> {
     for (const spec of LOCAL_NODES) {
       const dir = join(upDir, "nodes", spec.name);
       const known = previous?.nodes.find((n) => n.name === spec.name);
-      const init = initNodeDataDir(dir, { name: spec.name, controllers: [controllerKey], signers: [signerKey], board: spec.board, permits: [SAMPLE_PERMIT] });
+      const init = initNodeDataDir(dir, {
+        name: spec.name,
+        controllers: [controllerKey],
+        signers: [signerKey],
+        board: spec.board,
+        permits: [SAMPLE_PERMIT],
+      });
       // A node keeps its port across runs, so the controller finds it at the address it trusted on first use.
       const port = known?.port ?? (await freePort());
       const started = await startDaemon(o.berthMain, dir, port, spec.labels, agents);
-      state.nodes = [...state.nodes.filter((n) => n.name !== spec.name), { name: spec.name, dir, port, node_id: init.nodeId, daemon: started.identity }];
+      state.nodes = [
+        ...state.nodes.filter((n) => n.name !== spec.name),
+        { name: spec.name, dir, port, node_id: init.nodeId, daemon: started.identity },
+      ];
       writeUpState(home, state);
       running.push({ name: spec.name, address: started.address, nodeId: started.nodeId, pid: started.identity.pid });
       o.log(`node ${spec.name.padEnd(11)} ${spec.board.padEnd(7)} ${started.address}  ${started.nodeId}`);
@@ -213,7 +250,8 @@ export async function up(o: UpOptions): Promise<RunningUp> {
     const listed = await runVerb(o.berthMain, home, ["nodes", "list", "--json"]);
     const knownAddrs = new Set<string>();
     if (listed.code === 0) {
-      for (const t of (JSON.parse(listed.stdout) as { targets?: Array<{ addr?: string; address?: string }> }).targets ?? []) {
+      for (const t of (JSON.parse(listed.stdout) as { targets?: Array<{ addr?: string; address?: string }> }).targets ??
+        []) {
         const addr = t.addr ?? t.address;
         if (addr) knownAddrs.add(addr);
       }
@@ -221,7 +259,8 @@ export async function up(o: UpOptions): Promise<RunningUp> {
     for (const n of running) {
       if (knownAddrs.has(n.address)) continue;
       const added = await runVerb(o.berthMain, home, ["nodes", "add", n.address, "--tier", "paired", "--json"]);
-      if (added.code !== 0) throw new Error(`berth nodes add ${n.address} failed: ${(added.stderr || added.stdout).trim()}`);
+      if (added.code !== 0)
+        throw new Error(`berth nodes add ${n.address} failed: ${(added.stderr || added.stdout).trim()}`);
     }
 
     const pi5 = running.find((n) => n.name === "pi-kitchen");
@@ -236,7 +275,10 @@ export async function up(o: UpOptions): Promise<RunningUp> {
       const packageDir = stagePackage(join(o.samplesDir, "agents", name), join(upDir, "packages", name), signerKeyPath);
       const specPath = join(upDir, "agents", `${name}.json`);
       mkdirSync(join(upDir, "agents"), { recursive: true });
-      const extra = name === "scout" ? { prefer: pi5 ? [pi5.nodeId] : [], env: { LOG_LEVEL: "info" }, args: ["--watch", "inbox"] } : {};
+      const extra =
+        name === "scout"
+          ? { prefer: pi5 ? [pi5.nodeId] : [], env: { LOG_LEVEL: "info" }, args: ["--watch", "inbox"] }
+          : {};
       writeFileSync(specPath, agentSpec(name, packageDir, extra));
       // Recorded before the deploy: one interrupted half-way is still stopped by name.
       state.agents.push(name);
@@ -244,7 +286,13 @@ export async function up(o: UpOptions): Promise<RunningUp> {
       const deployed = await runVerb(o.berthMain, home, ["deploy", specPath, "--json"]);
       let summary: string;
       try {
-        const doc = JSON.parse(deployed.stdout) as { state?: string; row?: string; instance?: unknown; message?: string; error?: string };
+        const doc = JSON.parse(deployed.stdout) as {
+          state?: string;
+          row?: string;
+          instance?: unknown;
+          message?: string;
+          error?: string;
+        };
         summary = doc.message ?? doc.error ?? doc.row ?? doc.state ?? deployed.stdout.trim();
       } catch {
         summary = (deployed.stderr || deployed.stdout).trim();

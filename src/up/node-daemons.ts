@@ -41,7 +41,10 @@ const lastLines = (text: string, n: number) => text.trim().split("\n").slice(-n)
  * root, `nobody` (no user is created: berth up is a quickstart and does not edit the user database; a node that
  * serves for real gets its own user, docs/mesh.md); root only when asked for with `berth up --allow-root-agents`.
  */
-export type UpAgents = { readonly kind: "invoker" } | { readonly kind: "user"; readonly user: string } | { readonly kind: "root" };
+export type UpAgents =
+  | { readonly kind: "invoker" }
+  | { readonly kind: "user"; readonly user: string }
+  | { readonly kind: "root" };
 
 export const UP_AGENT_USER = "nobody";
 
@@ -51,12 +54,29 @@ export function upAgents(uid: number, allowRootAgents: boolean): UpAgents {
 }
 
 /** Starts `berth node serve` for `dir` in a new session and resolves once it printed its listening line. */
-export async function startDaemon(berthMain: string, dir: string, port: number, labels: readonly string[], agents: UpAgents = { kind: "invoker" }): Promise<StartedDaemon> {
+export async function startDaemon(
+  berthMain: string,
+  dir: string,
+  port: number,
+  labels: readonly string[],
+  agents: UpAgents = { kind: "invoker" },
+): Promise<StartedDaemon> {
   const logPath = daemonLogPath(dir);
   const from = sizeOf(logPath);
   const log = openSync(logPath, "a", 0o600);
-  const asRoot = agents.kind === "root" ? ["--allow-root-agents"] : agents.kind === "user" ? ["--agent-user", agents.user] : [];
-  const args = [berthMain, "node", "serve", "--listen", `127.0.0.1:${port}`, "--data-dir", dir, ...asRoot, ...labels.flatMap((l) => ["--label", l])];
+  const asRoot =
+    agents.kind === "root" ? ["--allow-root-agents"] : agents.kind === "user" ? ["--agent-user", agents.user] : [];
+  const args = [
+    berthMain,
+    "node",
+    "serve",
+    "--listen",
+    `127.0.0.1:${port}`,
+    "--data-dir",
+    dir,
+    ...asRoot,
+    ...labels.flatMap((l) => ["--label", l]),
+  ];
   let child: ReturnType<typeof spawn>;
   try {
     child = spawn(process.execPath, args, { stdio: ["ignore", log, log], detached: true });
@@ -75,7 +95,10 @@ export async function startDaemon(berthMain: string, dir: string, port: number, 
   for (;;) {
     const text = output();
     // The daemon's diagnostics (pino lines and warnings on stderr) share the log; the listening line is on stdout.
-    const complete = text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter(Boolean);
+    const complete = text
+      .slice(0, text.lastIndexOf("\n") + 1)
+      .split("\n")
+      .filter(Boolean);
     const first = complete.find((l) => l.includes('"event":"listening"'));
     if (first) {
       let ev: { event?: string; address?: string; node_id?: string } = {};
@@ -91,12 +114,19 @@ export async function startDaemon(berthMain: string, dir: string, port: number, 
         }
       }
       await stopProcess(child.pid === undefined ? null : (identityOf(child.pid) ?? null));
-      throw new Error(`node daemon in ${dir} printed something other than its listening line: ${lastLines(text, 3)} (log: ${logPath})`);
+      throw new Error(
+        `node daemon in ${dir} printed something other than its listening line: ${lastLines(text, 3)} (log: ${logPath})`,
+      );
     }
-    if (exited !== null) throw new Error(`node daemon in ${dir} exited (${exited}) before listening: ${lastLines(text, 3)} (log: ${logPath})`);
+    if (exited !== null)
+      throw new Error(
+        `node daemon in ${dir} exited (${exited}) before listening: ${lastLines(text, 3)} (log: ${logPath})`,
+      );
     if (Date.now() > deadline) {
       await stopProcess(child.pid === undefined ? null : (identityOf(child.pid) ?? null));
-      throw new Error(`node daemon in ${dir} did not start listening within ${LISTEN_DEADLINE_MS / 1000} s (log: ${logPath})`);
+      throw new Error(
+        `node daemon in ${dir} did not start listening within ${LISTEN_DEADLINE_MS / 1000} s (log: ${logPath})`,
+      );
     }
     await new Promise((r) => setTimeout(r, 25));
   }

@@ -12,9 +12,18 @@ export interface VerbResult {
  * typed while `berth up` stops (SIGINT to the terminal's whole group) must not kill an `agent stop` half-way. With `timeoutMs` a verb still running by then is
  * killed and answers code null (used for probes, such as a Kubernetes cluster that may not answer).
  */
-export function runVerb(berthMain: string, home: string, args: readonly string[], timeoutMs?: number): Promise<VerbResult> {
+export function runVerb(
+  berthMain: string,
+  home: string,
+  args: readonly string[],
+  timeoutMs?: number,
+): Promise<VerbResult> {
   return new Promise((done) => {
-    const child = spawn(process.execPath, [berthMain, ...args], { env: { ...process.env, BERTH_HOME: home }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const child = spawn(process.execPath, [berthMain, ...args], {
+      env: { ...process.env, BERTH_HOME: home },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     const timer = timeoutMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), timeoutMs);
     let stdout = "";
     let stderr = "";

@@ -53,7 +53,16 @@ interface Placement {
  * Issue 36: the states of an instance with nothing left to stop (it ended, or never started); `berth down` neither
  * stops nor reports those, so an instance stopped long ago is not reported again on every run.
  */
-const NOTHING_TO_STOP = new Set(["stopped", "exited", "failed", "finished", "lost", "lease_stopped", "loaded", "absent"]);
+const NOTHING_TO_STOP = new Set([
+  "stopped",
+  "exited",
+  "failed",
+  "finished",
+  "lost",
+  "lease_stopped",
+  "loaded",
+  "absent",
+]);
 
 /** Whether a stop's answer (`agent stop` / `instance stop --json`) says the instance had stopped already. */
 function stoppedBefore(stdout: string): boolean {
@@ -65,7 +74,11 @@ function stoppedBefore(stdout: string): boolean {
   }
 }
 
-async function placementsOn(berthMain: string, home: string, nodeIds: ReadonlySet<string>): Promise<Placement[] | string> {
+async function placementsOn(
+  berthMain: string,
+  home: string,
+  nodeIds: ReadonlySet<string>,
+): Promise<Placement[] | string> {
   const r = await runVerb(berthMain, home, ["instances", "--json"]);
   if (r.code !== 0) return reasonOf(r);
   const doc = JSON.parse(r.stdout) as { placements?: Placement[] };
@@ -73,8 +86,18 @@ async function placementsOn(berthMain: string, home: string, nodeIds: ReadonlySe
 }
 
 /** Stops the agents, the hand-placed instances, then the daemons recorded in `home`'s up state; updates the state. */
-export async function stopLocalMesh(o: { home: string; berthMain: string; log: (line: string) => void }): Promise<StopReport> {
-  const report: StopReport = { stopped_agents: [], stopped_instances: [], left_instances: [], stopped_nodes: [], kept_nodes: [] };
+export async function stopLocalMesh(o: {
+  home: string;
+  berthMain: string;
+  log: (line: string) => void;
+}): Promise<StopReport> {
+  const report: StopReport = {
+    stopped_agents: [],
+    stopped_instances: [],
+    left_instances: [],
+    stopped_nodes: [],
+    kept_nodes: [],
+  };
   const state = readUpState(o.home);
   if (state === undefined) return report;
   const live = liveDaemons(state);
@@ -87,11 +110,16 @@ export async function stopLocalMesh(o: { home: string; berthMain: string; log: (
       // Issue 36: only what this run stopped is reported; an agent stopped before (by its user) is not news.
       if (stopped.code === 0 && stoppedBefore(stopped.stdout)) continue;
       if (stopped.code === 0) report.stopped_agents.push(name);
-      o.log(stopped.code === 0 ? `stopped agent ${name}` : `agent ${name} not stopped (berth agent stop: ${reasonOf(stopped)})`);
+      o.log(
+        stopped.code === 0
+          ? `stopped agent ${name}`
+          : `agent ${name} not stopped (berth agent stop: ${reasonOf(stopped)})`,
+      );
     }
     const nodeName = new Map(state.nodes.map((n) => [n.node_id, n.name]));
     const placed = await placementsOn(o.berthMain, o.home, new Set(live.map((n) => n.node_id)));
-    if (typeof placed === "string") o.log(`could not list the instances on the local nodes (${placed}); stopping the nodes anyway`);
+    if (typeof placed === "string")
+      o.log(`could not list the instances on the local nodes (${placed}); stopping the nodes anyway`);
     for (const p of typeof placed === "string" ? [] : placed) {
       if (handled.has(p.name) || NOTHING_TO_STOP.has(p.state ?? "unknown")) continue;
       const node = nodeName.get(p.node_id) ?? p.node_id;
@@ -101,14 +129,26 @@ export async function stopLocalMesh(o: { home: string; berthMain: string; log: (
         report.stopped_instances.push({ instance_id: p.instance_id, name: p.name, node });
         o.log(`stopped instance ${p.instance_id} (${p.name}) on ${node}, placed while berth was up`);
       } else {
-        const left = { instance_id: p.instance_id, name: p.name, node, reason: reasonOf(r), stop_with: `berth instance stop ${p.instance_id}` };
+        const left = {
+          instance_id: p.instance_id,
+          name: p.name,
+          node,
+          reason: reasonOf(r),
+          stop_with: `berth instance stop ${p.instance_id}`,
+        };
         report.left_instances.push(left);
-        o.log(`instance ${p.instance_id} (${p.name}) on ${node} did not stop (${left.reason}); its node keeps running: \`${left.stop_with}\`, then \`berth down\``);
+        o.log(
+          `instance ${p.instance_id} (${p.name}) on ${node} did not stop (${left.reason}); its node keeps running: \`${left.stop_with}\`, then \`berth down\``,
+        );
       }
     }
   }
   const keep = new Set(report.left_instances.map((l) => l.node));
-  const next: UpState = { ...state, nodes: state.nodes.map((n) => ({ ...n })), up: isAlive(state.up) && state.up.pid !== process.pid ? state.up : null };
+  const next: UpState = {
+    ...state,
+    nodes: state.nodes.map((n) => ({ ...n })),
+    up: isAlive(state.up) && state.up.pid !== process.pid ? state.up : null,
+  };
   for (const n of next.nodes) {
     if (keep.has(n.name) && isAlive(n.daemon)) {
       report.kept_nodes.push(n.name);

@@ -44,7 +44,10 @@ export function readUpState(home: string): UpState | undefined {
   const path = upStatePath(home);
   if (!existsSync(path)) return undefined;
   const parsed = UpStateSchema.safeParse(JSON.parse(readFileSync(path, "utf8")));
-  if (!parsed.success) throw new Error(`${path} is not a berth up state file (${parsed.error.issues[0]?.path.join(".") ?? "?"}: ${parsed.error.issues[0]?.message ?? "?"})`);
+  if (!parsed.success)
+    throw new Error(
+      `${path} is not a berth up state file (${parsed.error.issues[0]?.path.join(".") ?? "?"}: ${parsed.error.issues[0]?.message ?? "?"})`,
+    );
   return parsed.data;
 }
 
@@ -62,7 +65,8 @@ export function identityOf(pid: number): ProcessIdentity | undefined {
   return stat ? { pid, host_boot_id: hostBootId(), start_marker: stat.startMarker } : undefined;
 }
 
-export const isAlive = (identity: ProcessIdentity | null): identity is ProcessIdentity => identity !== null && sameProcess(identity);
+export const isAlive = (identity: ProcessIdentity | null): identity is ProcessIdentity =>
+  identity !== null && sameProcess(identity);
 
 /** The nodes whose recorded daemon is still the same running process. */
 export function liveDaemons(state: UpState): UpNode[] {

@@ -31,7 +31,9 @@ const parsed = (stdout: string): JsonObject => {
 };
 
 describe("concurrent deploys of one agent", () => {
-  it("a deploy whose status answer is late never unloads the placement the other deploy made meanwhile", { timeout: 120_000 }, async () => {
+  it("a deploy whose status answer is late never unloads the placement the other deploy made meanwhile", {
+    timeout: 120_000,
+  }, async () => {
     requireBuild();
     const home = tempDir("berth-agents-race-");
     const env = { BERTH_HOME: home };
@@ -43,14 +45,22 @@ describe("concurrent deploys of one agent", () => {
     writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "test" }]);
     writeJson(join(home, "permits.json"), [TEST_PERMIT]);
     const nodeSpec = { controllers: [controllerKey], signers: [signer.publicKey], permits: [TEST_PERMIT] };
-    const [direct, slow] = await Promise.all([NodeProcess.create(nodeSpec), NodeProcess.create({ ...nodeSpec, board: "pi4" })]);
-    const proxy = await TcpProxy.start(slow.address, { tls: { node: slow.identity(), controller: loadKeyFile(join(home, "keys", "controller.key")) } });
+    const [direct, slow] = await Promise.all([
+      NodeProcess.create(nodeSpec),
+      NodeProcess.create({ ...nodeSpec, board: "pi4" }),
+    ]);
+    const proxy = await TcpProxy.start(slow.address, {
+      tls: { node: slow.identity(), controller: loadKeyFile(join(home, "keys", "controller.key")) },
+    });
     proxies.push(proxy);
     expect((await berth("nodes", "add", direct.address, "--tier", "paired")).code).toBe(0);
     expect((await berth("nodes", "add", proxy.address, "--tier", "paired")).code).toBe(0);
     const mark = `RACE_MARK=${Date.now()}-${process.pid}`;
     const spec = join(home, "scout.yaml");
-    writeFileSync(spec, `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: scout }\nspec:\n  target: mesh\n  package: ./pkg\n  config: { env: { RACE_MARK: "${mark.slice("RACE_MARK=".length)}" } }\n`);
+    writeFileSync(
+      spec,
+      `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: scout }\nspec:\n  target: mesh\n  package: ./pkg\n  config: { env: { RACE_MARK: "${mark.slice("RACE_MARK=".length)}" } }\n`,
+    );
 
     // The first deploy asks every node for its status; the slow node's answer stays in the proxy.
     proxy.delayNextAnswer("status");

@@ -47,7 +47,13 @@ afterAll(async () => {
 async function berth(...args: string[]): Promise<Record<string, unknown> & { code: number | null; stdout: string }> {
   const r = await runNode([builtPath("src/cli/entry/main.js"), ...args, "--json"], {
     cwd: tmpdir(),
-    env: { KUBECONFIG: cp.kubeconfigPath, BERTH_HOME: home, HOME: home, BERTH_K8S_DEADLINE_SECONDS: "30", SCOUT_NSEC: NSEC },
+    env: {
+      KUBECONFIG: cp.kubeconfigPath,
+      BERTH_HOME: home,
+      HOME: home,
+      BERTH_K8S_DEADLINE_SECONDS: "30",
+      SCOUT_NSEC: NSEC,
+    },
   });
   try {
     return { ...(JSON.parse(r.stdout) as Record<string, unknown>), code: r.code, stdout: r.stdout };
@@ -66,7 +72,11 @@ interface AuditRecord {
 function auditLines(from: number): AuditRecord[] {
   const path = cp.auditLogPath as string;
   if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8").split("\n").filter((l) => l !== "").slice(from).map((l) => JSON.parse(l) as AuditRecord);
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((l) => l !== "")
+    .slice(from)
+    .map((l) => JSON.parse(l) as AuditRecord);
 }
 
 const auditMark = () => auditLines(0).length;
@@ -74,10 +84,20 @@ const auditMark = () => auditLines(0).length;
 /** Writes by the kubeconfig's user berth runs as, other than the simulated kubelet's status writes. */
 const writesSince = (mark: number) =>
   auditLines(mark)
-    .filter((r) => r.user.username === "berth-admin" && ["create", "update", "patch", "delete", "deletecollection"].includes(r.verb) && r.objectRef?.subresource !== "status")
+    .filter(
+      (r) =>
+        r.user.username === "berth-admin" &&
+        ["create", "update", "patch", "delete", "deletecollection"].includes(r.verb) &&
+        r.objectRef?.subresource !== "status",
+    )
     .map((r) => `${r.verb} ${r.objectRef?.resource}/${r.objectRef?.subresource ?? ""} ${r.objectRef?.name ?? ""}`);
 
-const k8sDb = () => (existsSync(join(home, "k8s.db")) ? createHash("sha256").update(readFileSync(join(home, "k8s.db"))).digest("hex") : "absent");
+const k8sDb = () =>
+  existsSync(join(home, "k8s.db"))
+    ? createHash("sha256")
+        .update(readFileSync(join(home, "k8s.db")))
+        .digest("hex")
+    : "absent";
 
 describe("berth deploy --dry-run of a Kubernetes agent against a real kube-apiserver", () => {
   it("names the row and action (create, no-op, a fenced replace of the pod) and sends no write to the apiserver", async () => {
@@ -85,15 +105,27 @@ describe("berth deploy --dry-run of a Kubernetes agent against a real kube-apise
     let mark = auditMark();
     const db0 = k8sDb();
     const first = await berth("deploy", spec, "--dry-run");
-    expect([first.code, first.dry_run, first.row, first.action, first.instance], String(first.message)).toEqual([0, true, "no-instance", "create", null]);
+    expect([first.code, first.dry_run, first.row, first.action, first.instance], String(first.message)).toEqual([
+      0,
+      true,
+      "no-instance",
+      "create",
+      null,
+    ]);
     expect(String(first.message)).toContain(`would create pod ${POD} in namespace ${NS}`);
-    expect(auditLines(mark).some((r) => r.user.username === "berth-admin" && r.verb === "get"), "the plan read the pod").toBe(true);
+    expect(
+      auditLines(mark).some((r) => r.user.username === "berth-admin" && r.verb === "get"),
+      "the plan read the pod",
+    ).toBe(true);
     expect(writesSince(mark), "no write reached the apiserver").toEqual([]);
     expect(k8sDb(), "the Kubernetes chain was not touched").toBe(db0);
 
     const deployed = await berth("deploy", spec);
     expect([deployed.code, deployed.outcome], String(deployed.message)).toEqual([0, "started"]);
-    expect(writesSince(mark).some((w) => w.startsWith("create pods")), "a deploy is a create the audit log sees").toBe(true);
+    expect(
+      writesSince(mark).some((w) => w.startsWith("create pods")),
+      "a deploy is a create the audit log sees",
+    ).toBe(true);
 
     // Running with this spec: a deploy would do nothing.
     mark = auditMark();
@@ -104,11 +136,24 @@ describe("berth deploy --dry-run of a Kubernetes agent against a real kube-apise
     // Terminated: a deploy would replace it, fenced on the observed uid and resourceVersion.
     const old = await cp.kubelet.setState(NS, POD, { kind: "terminated", exitCode: 0, reason: "Completed" });
     const replace = await berth("deploy", spec, "--dry-run");
-    expect([replace.code, replace.row, replace.action], String(replace.message)).toEqual([0, "terminated", "replace (terminated)"]);
-    expect(replace.replaces).toEqual({ instance: POD, node: null, fence: { uid: old.metadata?.uid, resource_version: expect.any(String) } });
-    expect(String(replace.message)).toContain(`would replace pod ${POD} (terminated): a delete fenced on uid ${old.metadata?.uid}`);
+    expect([replace.code, replace.row, replace.action], String(replace.message)).toEqual([
+      0,
+      "terminated",
+      "replace (terminated)",
+    ]);
+    expect(replace.replaces).toEqual({
+      instance: POD,
+      node: null,
+      fence: { uid: old.metadata?.uid, resource_version: expect.any(String) },
+    });
+    expect(String(replace.message)).toContain(
+      `would replace pod ${POD} (terminated): a delete fenced on uid ${old.metadata?.uid}`,
+    );
     expect(writesSince(mark), "no write reached the apiserver").toEqual([]);
-    expect((await cp.core.readNamespacedPod({ name: POD, namespace: NS })).metadata?.uid, "the pod is still there").toBe(old.metadata?.uid);
+    expect(
+      (await cp.core.readNamespacedPod({ name: POD, namespace: NS })).metadata?.uid,
+      "the pod is still there",
+    ).toBe(old.metadata?.uid);
     expect(k8sDb(), "nothing chained").toBe(db1);
   }, 120_000);
 });

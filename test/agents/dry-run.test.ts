@@ -29,15 +29,22 @@ const BOOKKEEPING = new Set(["mesh_targets", "berth_lease_epoch", "berth_owners"
  * (mesh_observations, issue 35) on its own tick. A plan through the CLI alone records neither (judged above).
  */
 const SERVER_TICK = new Set(["berth_leader", "mesh_observations"]);
-const withoutLease = (image: ReturnType<typeof storeImage>) => ({ ...image, tables: Object.fromEntries(Object.entries(image.tables).filter(([name]) => !SERVER_TICK.has(name))) });
+const withoutLease = (image: ReturnType<typeof storeImage>) => ({
+  ...image,
+  tables: Object.fromEntries(Object.entries(image.tables).filter(([name]) => !SERVER_TICK.has(name))),
+});
 
 function storeImage(home: string): { tables: Record<string, string>; chain: number; packages: string[] } {
   const db = new Database(join(home, "controller.db"), { readonly: true });
   try {
     const tables: Record<string, string> = {};
-    for (const { name } of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").all() as Array<{ name: string }>) {
+    for (const { name } of db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+      .all() as Array<{ name: string }>) {
       if (BOOKKEEPING.has(name)) continue;
-      tables[name] = createHash("sha256").update(JSON.stringify(db.prepare(`SELECT * FROM "${name}"`).raw().all())).digest("hex");
+      tables[name] = createHash("sha256")
+        .update(JSON.stringify(db.prepare(`SELECT * FROM "${name}"`).raw().all()))
+        .digest("hex");
     }
     const chain = (db.prepare("SELECT count(*) AS n FROM audit_event").get() as { n: number }).n;
     return { tables, chain, packages: readdirSync(join(home, "packages")).sort() };
@@ -48,7 +55,10 @@ function storeImage(home: string): { tables: Record<string, string>; chain: numb
 
 function specFor(home: string, name: string): string {
   const path = join(home, `${name}.yaml`);
-  writeFileSync(path, `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ${name} }\nspec:\n  target: mesh\n  package: ./pkg\n`);
+  writeFileSync(
+    path,
+    `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ${name} }\nspec:\n  target: mesh\n  package: ./pkg\n`,
+  );
   return path;
 }
 
@@ -66,7 +76,13 @@ describe("berth deploy --dry-run on the mesh", { timeout: 120_000 }, () => {
     // The agent deployed runs this very spec: a deploy would do nothing.
     const same = await run(env, ["deploy", spec, "--dry-run", "--json"]);
     expect(same.code, same.stderr).toBe(0);
-    expect([same.doc.dry_run, same.doc.target, same.doc.row, same.doc.action, same.doc.placement]).toEqual([true, "mesh", "started", "no-op", null]);
+    expect([same.doc.dry_run, same.doc.target, same.doc.row, same.doc.action, same.doc.placement]).toEqual([
+      true,
+      "mesh",
+      "started",
+      "no-op",
+      null,
+    ]);
     expect(String(same.doc.message)).toContain("nothing was done (dry run)");
 
     // A new agent: the deploy would place it, on the one node, and the plan carries the engine's explain.
@@ -74,25 +90,53 @@ describe("berth deploy --dry-run on the mesh", { timeout: 120_000 }, () => {
     const planned = await run(env, ["deploy", fresh, "--dry-run", "--json"]);
     expect(planned.code, planned.stderr).toBe(0);
     const placement = planned.doc.placement as JsonObject;
-    expect([planned.doc.row, planned.doc.action, placement.node, placement.error]).toEqual(["no-instance", "place", node.nodeId, null]);
+    expect([planned.doc.row, planned.doc.action, placement.node, placement.error]).toEqual([
+      "no-instance",
+      "place",
+      node.nodeId,
+      null,
+    ]);
     expect(String(placement.explain)).toContain("decision: PLACED on");
     const text = await run(env, ["deploy", fresh, "--dry-run"]);
     expect(text.stdout).toContain(`would place on: ${node.nodeId}`);
     expect(text.stdout).toContain("mesh: row no-instance → place");
 
-    expect(storeImage(home), "no event chained, no decision, placement or record written, no package copied").toEqual(before);
+    expect(storeImage(home), "no event chained, no decision, placement or record written, no package copied").toEqual(
+      before,
+    );
     expect(workloadEvents(), "the node chained nothing: nothing was placed, started or unloaded").toBe(nodeEvents);
     expect(node.instancePids()).toEqual(pids);
-    expect(((await run(env, ["agents", "--json"])).doc.agents as JsonObject[]).map((a) => a.name), "ranger was not deployed").toEqual(["scout"]);
+    expect(
+      ((await run(env, ["agents", "--json"])).doc.agents as JsonObject[]).map((a) => a.name),
+      "ranger was not deployed",
+    ).toEqual(["scout"]);
 
     // Through a server: the same plan, and not an api.call (a read).
     const { url } = await serve(home);
     const served = withoutLease(storeImage(home));
     const client = clientHome(home);
-    expect((await run(client.env, ["context", "add", "lab", "--server", url, "--token-file", client.tokenFile, "--use", "--json"])).code).toBe(0);
+    expect(
+      (
+        await run(client.env, [
+          "context",
+          "add",
+          "lab",
+          "--server",
+          url,
+          "--token-file",
+          client.tokenFile,
+          "--use",
+          "--json",
+        ])
+      ).code,
+    ).toBe(0);
     const remote = await run(client.env, ["deploy", fresh, "--dry-run", "--json"]);
     expect(remote.code, remote.stderr).toBe(0);
-    expect([remote.doc.row, remote.doc.action, (remote.doc.placement as JsonObject).node]).toEqual(["no-instance", "place", node.nodeId]);
+    expect([remote.doc.row, remote.doc.action, (remote.doc.placement as JsonObject).node]).toEqual([
+      "no-instance",
+      "place",
+      node.nodeId,
+    ]);
     const after = withoutLease(storeImage(home));
     expect(after.chain, "the server chained nothing for the plan").toBe(served.chain);
     expect(after).toEqual(served);

@@ -48,14 +48,36 @@ describe("an agent's spec revisions", { timeout: 120_000 }, () => {
     ]);
     expect(now[2]?.spec_sha256, "revision 3 is revision 1's text").toBe(now[0]?.spec_sha256);
     const tail = await run(env, ["audit", "tail", "-n", "5", "--json"]);
-    const remembered = (tail.doc.events as JsonObject[]).filter((e) => e.kind === "agent.remember").at(-1)?.payload as JsonObject;
-    expect([remembered.agent, remembered.rollback_of, remembered.spec_sha256]).toEqual(["scout", 1, now[0]?.spec_sha256]);
-    expect((await run(env, ["agent", "rollback", "scout", "3", "--json"])).code, "revision 3 is deployed now: nothing to roll back").toBe(1);
+    const remembered = (tail.doc.events as JsonObject[]).filter((e) => e.kind === "agent.remember").at(-1)
+      ?.payload as JsonObject;
+    expect([remembered.agent, remembered.rollback_of, remembered.spec_sha256]).toEqual([
+      "scout",
+      1,
+      now[0]?.spec_sha256,
+    ]);
+    expect(
+      (await run(env, ["agent", "rollback", "scout", "3", "--json"])).code,
+      "revision 3 is deployed now: nothing to roll back",
+    ).toBe(1);
 
     // Through a server: the same history document.
     const { url } = await serve(home);
     const client = clientHome(home);
-    expect((await run(client.env, ["context", "add", "lab", "--server", url, "--token-file", client.tokenFile, "--use", "--json"])).code).toBe(0);
+    expect(
+      (
+        await run(client.env, [
+          "context",
+          "add",
+          "lab",
+          "--server",
+          url,
+          "--token-file",
+          client.tokenFile,
+          "--use",
+          "--json",
+        ])
+      ).code,
+    ).toBe(0);
     const remote = await run(client.env, ["agent", "history", "scout", "--json"]);
     expect([remote.code, remote.doc], remote.stderr).toEqual([0, after.doc]);
     const back = await run(client.env, ["agent", "rollback", "scout", "2", "--json"]);

@@ -66,7 +66,14 @@ afterAll(async () => {
   await Promise.all([cp?.stop(), db?.stop()]);
 });
 
-const env = () => ({ KUBECONFIG: cp.kubeconfigPath, BERTH_HOME: home, HOME: home, BERTH_K8S_DEADLINE_SECONDS: "30", SCOUT_NSEC: NSEC, BERTH_DATABASE_URL: url });
+const env = () => ({
+  KUBECONFIG: cp.kubeconfigPath,
+  BERTH_HOME: home,
+  HOME: home,
+  BERTH_K8S_DEADLINE_SECONDS: "30",
+  SCOUT_NSEC: NSEC,
+  BERTH_DATABASE_URL: url,
+});
 
 async function berth(...args: string[]) {
   const r = await runNode([MAIN, ...args], { cwd: tmpdir(), env: { ...env(), GHOST_NSEC: ghost.nsec } });
@@ -87,15 +94,29 @@ async function storeChain(): Promise<{ chainId: string; role: string; ownerKey: 
   const client = new pg.Client({ connectionString: url, options: "-c default_transaction_read_only=on" });
   await client.connect();
   try {
-    const own = (await client.query<{ chain_id: string; role: string; owner_key: string }>("SELECT chain_id, role, owner_key FROM audit_chain WHERE own = 1")).rows;
+    const own = (
+      await client.query<{ chain_id: string; role: string; owner_key: string }>(
+        "SELECT chain_id, role, owner_key FROM audit_chain WHERE own = 1",
+      )
+    ).rows;
     expect(own, "one own chain in the store").toHaveLength(1);
     const chain = own[0] as { chain_id: string; role: string; owner_key: string };
-    const rows = (await client.query<{ chain_id: string; seq: string; source: string; kind: string; payload: string }>("SELECT chain_id, seq, source, kind, payload FROM audit_event ORDER BY chain_id, seq")).rows;
+    const rows = (
+      await client.query<{ chain_id: string; seq: string; source: string; kind: string; payload: string }>(
+        "SELECT chain_id, seq, source, kind, payload FROM audit_event ORDER BY chain_id, seq",
+      )
+    ).rows;
     return {
       chainId: chain.chain_id,
       role: chain.role,
       ownerKey: chain.owner_key,
-      events: rows.map((r) => ({ chain_id: r.chain_id, seq: Number(r.seq), source: r.source, kind: r.kind, payload: JSON.parse(r.payload) as Record<string, unknown> })),
+      events: rows.map((r) => ({
+        chain_id: r.chain_id,
+        seq: Number(r.seq),
+        source: r.source,
+        kind: r.kind,
+        payload: JSON.parse(r.payload) as Record<string, unknown>,
+      })),
     };
   } finally {
     await client.end();
@@ -136,17 +157,31 @@ describe("Kubernetes records on a PostgreSQL controller store (real kube-apiserv
     const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json"], { cwd: home, env: env() });
     await serve.waitForOutput(/\n/, 30_000);
     await cp.kubelet.setState(NS, POD, { kind: "terminated", exitCode: 3 });
-    const replacedUid = await until("the keeper's replacement running", async () => {
-      const uid = await podUid();
-      return uid !== undefined && uid !== firstUid ? uid : undefined;
-    }, 90_000);
+    const replacedUid = await until(
+      "the keeper's replacement running",
+      async () => {
+        const uid = await podUid();
+        return uid !== undefined && uid !== firstUid ? uid : undefined;
+      },
+      90_000,
+    );
     // The keeper answers its replacement only once the container stayed up through the start confirmation (issue 34),
     // a few seconds after the pod runs: wait for its chained record, so the deploy below is judged after it.
-    await until("the keeper's replacement chained", async () => {
-      const events = (await storeChain()).events;
-      const chained = events.some((e) => e.source === "k8s" && e.kind === "agent.deploy" && e.payload.agent === "scout" && (e.payload.by as { actor?: string } | undefined)?.actor === "reconcile-loop");
-      return chained ? true : undefined;
-    }, 60_000);
+    await until(
+      "the keeper's replacement chained",
+      async () => {
+        const events = (await storeChain()).events;
+        const chained = events.some(
+          (e) =>
+            e.source === "k8s" &&
+            e.kind === "agent.deploy" &&
+            e.payload.agent === "scout" &&
+            (e.payload.by as { actor?: string } | undefined)?.actor === "reconcile-loop",
+        );
+        return chained ? true : undefined;
+      },
+      60_000,
+    );
 
     // 3. A deploy through the running server (the home's serve.json): a no-op on the started pod, chained by the server.
     const through = await berth("deploy", spec, "--json");
@@ -164,21 +199,41 @@ describe("Kubernetes records on a PostgreSQL controller store (real kube-apiserv
     // Everything is on the store's own chain: role controller, under the controller key, source k8s.
     const chain = await storeChain();
     expect(chain.role).toBe("controller");
-    expect(chain.events.every((e) => e.chain_id === chain.chainId), "no other chain in the store").toBe(true);
+    expect(
+      chain.events.every((e) => e.chain_id === chain.chainId),
+      "no other chain in the store",
+    ).toBe(true);
     const k8s = chain.events.filter((e) => e.source === "k8s");
-    const deploys = k8s.filter((e) => e.kind === "agent.deploy" && e.payload.agent === "scout").map((e) => [e.payload.outcome, (e.payload.by as { actor?: string } | undefined)?.actor ?? null]);
+    const deploys = k8s
+      .filter((e) => e.kind === "agent.deploy" && e.payload.agent === "scout")
+      .map((e) => [e.payload.outcome, (e.payload.by as { actor?: string } | undefined)?.actor ?? null]);
     expect(deploys, "the CLI's deploy, the keeper's replacement, the deploy through the server").toEqual([
       ["started", null],
       ["started", "reconcile-loop"],
       ["unchanged", null],
     ]);
-    const modes = (kind: string, phase: string) => k8s.filter((e) => e.kind === kind && e.payload.phase === phase && e.payload.object === POD).map((e) => e.payload.mode);
-    expect(modes("k8s.pod.create", "intent"), "one create by the CLI, one by the keeper").toEqual(["cli", "reconcile-loop"]);
+    const modes = (kind: string, phase: string) =>
+      k8s
+        .filter((e) => e.kind === kind && e.payload.phase === phase && e.payload.object === POD)
+        .map((e) => e.payload.mode);
+    expect(modes("k8s.pod.create", "intent"), "one create by the CLI, one by the keeper").toEqual([
+      "cli",
+      "reconcile-loop",
+    ]);
     expect(modes("k8s.pod.create", "result")).toEqual(["cli", "reconcile-loop"]);
-    const deletes = k8s.filter((e) => e.kind === "k8s.pod.delete" && e.payload.phase === "intent" && e.payload.object === POD);
-    const alerts = k8s.filter((e) => e.kind === "k8s.alert").map((e) => [e.payload.agent, e.payload.reason, (e.payload.by as { actor?: string }).actor]);
-    expect(alerts, "the keeper's alert for the spec it cannot use, once").toEqual([["ghost", "spec_unusable", "reconcile-loop"]]);
-    expect(deletes.map((e) => [e.payload.mode, e.payload.authority]), "the keeper's fenced delete of the failed pod, then the stop's").toEqual([
+    const deletes = k8s.filter(
+      (e) => e.kind === "k8s.pod.delete" && e.payload.phase === "intent" && e.payload.object === POD,
+    );
+    const alerts = k8s
+      .filter((e) => e.kind === "k8s.alert")
+      .map((e) => [e.payload.agent, e.payload.reason, (e.payload.by as { actor?: string }).actor]);
+    expect(alerts, "the keeper's alert for the spec it cannot use, once").toEqual([
+      ["ghost", "spec_unusable", "reconcile-loop"],
+    ]);
+    expect(
+      deletes.map((e) => [e.payload.mode, e.payload.authority]),
+      "the keeper's fenced delete of the failed pod, then the stop's",
+    ).toEqual([
       ["reconcile-loop", expect.any(String)],
       ["cli", "user-stop"],
     ]);
@@ -195,7 +250,14 @@ describe("Kubernetes records on a PostgreSQL controller store (real kube-apiserv
     expect(JSON.stringify(chain.events)).not.toContain(ghost.nsec);
 
     // The chain verifies where it lives, under the controller key, and is whole.
-    const verify = await berth("audit", "verify", "--key-file", join(home, "keys", "controller.key"), "--local", "--json");
+    const verify = await berth(
+      "audit",
+      "verify",
+      "--key-file",
+      join(home, "keys", "controller.key"),
+      "--local",
+      "--json",
+    );
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
     expect(JSON.parse(verify.stdout)).toMatchObject({ ok: true, chain_id: chain.chainId, events: chain.events.length });
 

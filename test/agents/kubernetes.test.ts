@@ -48,7 +48,13 @@ afterAll(async () => {
 async function berth(...args: string[]) {
   const r = await runNode([builtPath("src/cli/entry/main.js"), ...args], {
     cwd: tmpdir(),
-    env: { KUBECONFIG: cp.kubeconfigPath, BERTH_HOME: home, HOME: home, BERTH_K8S_DEADLINE_SECONDS: "30", SCOUT_NSEC: NSEC },
+    env: {
+      KUBECONFIG: cp.kubeconfigPath,
+      BERTH_HOME: home,
+      HOME: home,
+      BERTH_K8S_DEADLINE_SECONDS: "30",
+      SCOUT_NSEC: NSEC,
+    },
   });
   expect(r.stdout + r.stderr, "the nsec never reaches the output").not.toContain(NSEC);
   return r;
@@ -66,7 +72,12 @@ async function deploy(...extra: string[]): Promise<Record<string, unknown> & { c
 function agentEvents(): Array<Record<string, unknown>> {
   const db = new Database(join(home, "k8s.db"), { readonly: true });
   try {
-    return (db.prepare("SELECT source, payload FROM audit_event WHERE kind = 'agent.deploy' ORDER BY seq").all() as Array<{ source: string; payload: string }>).map((r) => ({
+    return (
+      db.prepare("SELECT source, payload FROM audit_event WHERE kind = 'agent.deploy' ORDER BY seq").all() as Array<{
+        source: string;
+        payload: string;
+      }>
+    ).map((r) => ({
       source: r.source,
       ...(JSON.parse(r.payload) as Record<string, unknown>),
     }));
@@ -80,7 +91,13 @@ describe("berth deploy of a Kubernetes agent against a real kube-apiserver", () 
     cp.kubelet.defaultState = () => ({ kind: "running" });
     writeSpec();
     const first = await deploy();
-    expect([first.code, first.ok, first.outcome, first.row, first.instance], String(first.message)).toEqual([0, true, "started", "no-instance", POD]);
+    expect([first.code, first.ok, first.outcome, first.row, first.instance], String(first.message)).toEqual([
+      0,
+      true,
+      "started",
+      "no-instance",
+      POD,
+    ]);
     const uid = (await cp.core.readNamespacedPod({ name: POD, namespace: NS })).metadata?.uid;
     const second = await deploy();
     expect([second.code, second.outcome, second.row, second.action]).toEqual([0, "unchanged", "started", "no-op"]);
@@ -93,14 +110,25 @@ describe("berth deploy of a Kubernetes agent against a real kube-apiserver", () 
       ["k8s", "unchanged"],
       ["k8s", "unchanged"],
     ]);
-    for (const e of events) expect(Object.keys(e).filter((k) => k !== "source").sort(), "the same payload shape as on the mesh").toEqual([...DEPLOY_EVENT_KEYS].sort());
+    for (const e of events)
+      expect(
+        Object.keys(e)
+          .filter((k) => k !== "source")
+          .sort(),
+        "the same payload shape as on the mesh",
+      ).toEqual([...DEPLOY_EVENT_KEYS].sort());
   }, 90_000);
 
   it("a terminated agent is replaced through the fence of the observation, as on the mesh", async () => {
     const old = await cp.core.readNamespacedPod({ name: POD, namespace: NS });
     await cp.kubelet.setState(NS, POD, { kind: "terminated", exitCode: 0, reason: "Completed" });
     const r = await deploy();
-    expect([r.code, r.outcome, r.row, r.action], String(r.message)).toEqual([0, "started", "terminated", "replace (terminated)"]);
+    expect([r.code, r.outcome, r.row, r.action], String(r.message)).toEqual([
+      0,
+      "started",
+      "terminated",
+      "replace (terminated)",
+    ]);
     expect(r.fence).toEqual({ uid: old.metadata?.uid, resource_version: expect.any(String) });
     expect((await cp.core.readNamespacedPod({ name: POD, namespace: NS })).metadata?.uid).not.toBe(old.metadata?.uid);
   }, 90_000);
@@ -114,11 +142,17 @@ describe("berth deploy of a Kubernetes agent against a real kube-apiserver", () 
     expect((await cp.core.readNamespacedPod({ name: POD, namespace: NS })).metadata?.uid).toBe(before);
 
     const replaced = await deploy("agent", "replace", "scout");
-    expect([replaced.code, replaced.outcome, replaced.action], String(replaced.message)).toEqual([0, "started", "replace (user)"]);
+    expect([replaced.code, replaced.outcome, replaced.action], String(replaced.message)).toEqual([
+      0,
+      "started",
+      "replace (user)",
+    ]);
     expect((await cp.core.readNamespacedPod({ name: POD, namespace: NS })).metadata?.uid).not.toBe(before);
 
     const listed = await deploy("agents");
-    expect((listed.agents as Array<Record<string, unknown>>).map((a) => [a.name, a.target, a.state, a.instance])).toEqual([["scout", "kubernetes", "running", POD]]);
+    expect(
+      (listed.agents as Array<Record<string, unknown>>).map((a) => [a.name, a.target, a.state, a.instance]),
+    ).toEqual([["scout", "kubernetes", "running", POD]]);
     const status = await deploy("agent", "status", "scout");
     expect([status.state, status.row, status.next]).toEqual(["running", "started", "no-op"]);
   }, 120_000);

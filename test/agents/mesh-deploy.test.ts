@@ -31,7 +31,10 @@ async function paired(fx: ProcessFixture): Promise<void> {
   }
 }
 
-function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean; file?: string; restart?: "never" | "on-failure" | "always" } = {}): string {
+function writeSpec(
+  fx: ProcessFixture,
+  opts: { args?: string[]; start?: boolean; file?: string; restart?: "never" | "on-failure" | "always" } = {},
+): string {
   const path = join(fx.controllerDir, opts.file ?? "scout.yaml");
   writeFileSync(
     path,
@@ -52,17 +55,39 @@ function writeSpec(fx: ProcessFixture, opts: { args?: string[]; start?: boolean;
 }
 
 function deps(fx: ProcessFixture): MeshAgentDeps {
-  return { controller: fx.controller, client: new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 }), statusTimeoutMs: 3_000 };
+  return {
+    controller: fx.controller,
+    client: new NodeClient({
+      key: fx.key,
+      connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }),
+      timeoutMs: 5_000,
+    }),
+    statusTimeoutMs: 3_000,
+  };
 }
 
-async function deploy(fx: ProcessFixture, specPath: string, opts: { userReplace?: boolean } = {}): Promise<AgentDeployResult & { event: JsonObject }> {
+async function deploy(
+  fx: ProcessFixture,
+  specPath: string,
+  opts: { userReplace?: boolean } = {},
+): Promise<AgentDeployResult & { event: JsonObject }> {
   const loaded = loadSpecFile(specPath);
   if (!loaded.ok) throw new Error(loaded.error);
   const env = resolveSpecEnv(loaded.value, process.env);
   if (!env.ok) throw new Error(env.error);
   const mi = meshIntentOf(loaded.value, env.value.env);
   if (!mi.ok) throw new Error(mi.error);
-  const r = await deployMeshAgent(deps(fx), { agent: "scout", spec: loaded.value.spec.spec, env: env.value.env, packageDir: mi.value.packageDir, intent: mi.value.intent }, opts);
+  const r = await deployMeshAgent(
+    deps(fx),
+    {
+      agent: "scout",
+      spec: loaded.value.spec.spec,
+      env: env.value.env,
+      packageDir: mi.value.packageDir,
+      intent: mi.value.intent,
+    },
+    opts,
+  );
   const event = await recordMeshDeploy(fx.controller, r);
   expect([event.source, event.kind]).toEqual(["placement", "agent.deploy"]);
   return { ...r, event: event.payload };
@@ -82,17 +107,33 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const first = await deploy(fx, spec);
     expect([first.ok, first.outcome, first.event.row], first.message).toEqual([true, "started", "no-instance"]);
     const second = await deploy(fx, spec);
-    expect([second.ok, second.outcome, second.event.row, second.event.action], second.message).toEqual([true, "unchanged", "started", "no-op"]);
+    expect([second.ok, second.outcome, second.event.row, second.event.action], second.message).toEqual([
+      true,
+      "unchanged",
+      "started",
+      "no-op",
+    ]);
     expect(second.instance).toBe(first.instance);
 
     const rows = await allInstances(fx);
     expect(rows, "exactly one instance on the mesh").toHaveLength(1);
-    const intent = meshIntentOf((loadSpecFile(spec) as { ok: true; value: Parameters<typeof meshIntentOf>[0] }).value, {});
-    expect([rows[0]?.agent, rows[0]?.intent, rows[0]?.state]).toEqual(["scout", intent.ok ? intent.value.intent : null, "running"]);
-    expect((await fx.controller.store.events({ kind: "workload.place", phase: "placed" })), "one placement in the controller's chain").toHaveLength(1);
+    const intent = meshIntentOf(
+      (loadSpecFile(spec) as { ok: true; value: Parameters<typeof meshIntentOf>[0] }).value,
+      {},
+    );
+    expect([rows[0]?.agent, rows[0]?.intent, rows[0]?.state]).toEqual([
+      "scout",
+      intent.ok ? intent.value.intent : null,
+      "running",
+    ]);
+    expect(
+      await fx.controller.store.events({ kind: "workload.place", phase: "placed" }),
+      "one placement in the controller's chain",
+    ).toHaveLength(1);
     const events = await fx.controller.store.events({ kind: "agent.deploy" });
     expect(events.map((e) => e.outcome)).toEqual(["started", "unchanged"]);
-    for (const e of events) expect(Object.keys(e).sort(), "the same payload shape as on Kubernetes").toEqual([...DEPLOY_EVENT_KEYS].sort());
+    for (const e of events)
+      expect(Object.keys(e).sort(), "the same payload shape as on Kubernetes").toEqual([...DEPLOY_EVENT_KEYS].sort());
     expect((await fx.controller.store.chain.verifyStored()).ok).toBe(true);
   });
 
@@ -106,15 +147,29 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const [row] = await allInstances(fx);
     // The agent crashes: its whole group dies (killing only the leader leaves it running, issue 21 case 4).
     process.kill(-(row?.pid as number), "SIGKILL");
-    await waitFor(async () => (await allInstances(fx)).find((r) => r.instance_id === first.instance && r.state === "exited"), "the node to record the exit");
+    await waitFor(
+      async () => (await allInstances(fx)).find((r) => r.instance_id === first.instance && r.state === "exited"),
+      "the node to record the exit",
+    );
 
     const again = await deploy(fx, spec);
-    expect([again.ok, again.outcome, again.event.row, again.event.action], again.message).toEqual([true, "started", "terminated", "replace (terminated)"]);
-    expect(again.event.fence).toEqual({ node_id: fx.first.nodeId, instance_id: first.instance, generation: row?.generation });
+    expect([again.ok, again.outcome, again.event.row, again.event.action], again.message).toEqual([
+      true,
+      "started",
+      "terminated",
+      "replace (terminated)",
+    ]);
+    expect(again.event.fence).toEqual({
+      node_id: fx.first.nodeId,
+      instance_id: first.instance,
+      generation: row?.generation,
+    });
     expect(again.instance).not.toBe(first.instance);
     const rows = await allInstances(fx);
     expect(rows.map((r) => [r.instance_id, r.state])).toEqual([[again.instance, "running"]]);
-    const unloads = fx.first.events({ source: "runtime", kind: "workload.unload" }).filter((e) => e.payload.instance_id === first.instance);
+    const unloads = fx.first
+      .events({ source: "runtime", kind: "workload.unload" })
+      .filter((e) => e.payload.instance_id === first.instance);
     expect(unloads, "the terminated instance was unloaded on its node").toHaveLength(1);
   });
 
@@ -134,7 +189,10 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const r = await fx.controller.instance("unload", action.fence.instanceId, fencedUnload(action.fence));
     expect(r.kind).toBe("refused");
     expect(r.kind === "refused" && r.reason).toContain("generation precondition failed");
-    expect((await allInstances(fx)).map((x) => x.state), "the restarted instance is untouched").toEqual(["running"]);
+    expect(
+      (await allInstances(fx)).map((x) => x.state),
+      "the restarted instance is untouched",
+    ).toEqual(["running"]);
   });
 
   it("a lost place answer and a second deploy while the node is cut off never make a second instance", async () => {
@@ -148,7 +206,12 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     expect(await fx.controller.unsettled()).toHaveLength(1);
 
     const whileCut = await deploy(fx, spec);
-    expect([whileCut.ok, whileCut.outcome, whileCut.event.row, whileCut.event.action], whileCut.message).toEqual([false, "blocked", "unsettled-decision", "settle-first"]);
+    expect([whileCut.ok, whileCut.outcome, whileCut.event.row, whileCut.event.action], whileCut.message).toEqual([
+      false,
+      "blocked",
+      "unsettled-decision",
+      "settle-first",
+    ]);
     expect(whileCut.message).toContain("nothing was placed");
     expect(await fx.instances(fx.second), "nothing placed on the other node").toHaveLength(0);
 
@@ -181,9 +244,16 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const loaded = await deploy(fx, writeSpec(fx, { start: false }));
     expect([loaded.ok, loaded.outcome], loaded.message).toEqual([true, "waiting"]);
     const same = await deploy(fx, writeSpec(fx, { start: false }));
-    expect([same.outcome, same.event.row, same.instance]).toEqual(["waiting", "never-started-same-intent", loaded.instance]);
+    expect([same.outcome, same.event.row, same.instance]).toEqual([
+      "waiting",
+      "never-started-same-intent",
+      loaded.instance,
+    ]);
     const edited = await deploy(fx, writeSpec(fx, { start: false, args: ["--v2"] }));
-    expect([edited.event.row, edited.event.action], edited.message).toEqual(["never-started-diverged-intent", "replace (intent-diverged)"]);
+    expect([edited.event.row, edited.event.action], edited.message).toEqual([
+      "never-started-diverged-intent",
+      "replace (intent-diverged)",
+    ]);
     expect(edited.instance).not.toBe(loaded.instance);
     expect((await allInstances(fx)).map((r) => r.instance_id)).toEqual([edited.instance]);
 
@@ -194,7 +264,11 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     expect([pending.outcome, pending.pendingEdit, pending.instance]).toEqual(["unchanged", true, running.instance]);
     expect(pending.message).toContain("takes effect after it stops");
     const replaced = await deploy(fx, writeSpec(fx, { args: ["--v3"] }), { userReplace: true });
-    expect([replaced.ok, replaced.outcome, replaced.event.action], replaced.message).toEqual([true, "started", "replace (user)"]);
+    expect([replaced.ok, replaced.outcome, replaced.event.action], replaced.message).toEqual([
+      true,
+      "started",
+      "replace (user)",
+    ]);
     const rows = await allInstances(fx);
     expect(rows.map((r) => [r.instance_id, r.state])).toEqual([[replaced.instance, "running"]]);
   });
@@ -218,18 +292,36 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     const stray = await client.call(
       fx.second.target(),
       "place",
-      { package_id: source.packageId, name: "scout", variant: `${hostArch()}-${hostOs()}`, config: { mode: "service", args: [], env: {} }, agent: "scout", intent },
+      {
+        package_id: source.packageId,
+        name: "scout",
+        variant: `${hostArch()}-${hostOs()}`,
+        config: { mode: "service", args: [], env: {} },
+        agent: "scout",
+        intent,
+      },
       { decisionId: "f".repeat(64), package: source },
     );
     expect(stray.kind, JSON.stringify(stray)).toBe("ok");
 
     const r = await deploy(fx, spec);
-    expect([r.ok, r.outcome, r.event.row, r.event.action], r.message).toEqual([false, "duplicates", "two-live-instances", "report-duplicates"]);
+    expect([r.ok, r.outcome, r.event.row, r.event.action], r.message).toEqual([
+      false,
+      "duplicates",
+      "two-live-instances",
+      "report-duplicates",
+    ]);
     expect(r.instance, "the older, the one this controller decided, is kept").toBe(first.instance);
     expect(r.message).toContain("Nothing was stopped");
     const rows = await allInstances(fx);
-    expect(rows.map((x) => x.state), "both still run").toEqual(["running", "running"]);
-    expect(fx.first.events({ source: "runtime", kind: "workload.unload" }).length + fx.second.events({ source: "runtime", kind: "workload.unload" }).length).toBe(0);
+    expect(
+      rows.map((x) => x.state),
+      "both still run",
+    ).toEqual(["running", "running"]);
+    expect(
+      fx.first.events({ source: "runtime", kind: "workload.unload" }).length +
+        fx.second.events({ source: "runtime", kind: "workload.unload" }).length,
+    ).toBe(0);
   });
 
   it("a place refused for the name names its real holder, and only a workload that is not the agent is worth unloading", async () => {
@@ -242,6 +334,9 @@ describe("mesh agents with real node daemons", { timeout: 90_000 }, () => {
     expect([r.ok, r.outcome], r.message).toEqual([false, "failed"]);
     expect(r.message).toContain(`held by ${holder}`);
     expect(r.message).toContain(`berth instance unload ${holder}`);
-    expect((await allInstances(fx)).map((x) => [x.instance_id, x.state]), "the holder still runs").toEqual([[holder, "running"]]);
+    expect(
+      (await allInstances(fx)).map((x) => [x.instance_id, x.state]),
+      "the holder still runs",
+    ).toEqual([[holder, "running"]]);
   });
 });

@@ -34,23 +34,35 @@ async function world(nodePermits: JsonObject[]) {
       throw new Error(`berth ${args.join(" ")} printed no JSON (exit ${r.code}): ${r.stdout} ${r.stderr}`);
     }
   };
-  const controllerKey = (JSON.parse((await berth("keys", "new", "--json")).stdout) as { public_key: string }).public_key;
+  const controllerKey = (JSON.parse((await berth("keys", "new", "--json")).stdout) as { public_key: string })
+    .public_key;
   const signer = generateSigningKey();
   probePackage(join(home, "pkg"), signer, { script: "#!/bin/sh\necho agent-up\nexec sleep 300\n" });
   writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "test" }]);
   writeJson(join(home, "permits.json"), [TEST_PERMIT]);
-  const node = await NodeProcess.create({ controllers: [controllerKey], signers: [signer.publicKey], permits: nodePermits as never });
+  const node = await NodeProcess.create({
+    controllers: [controllerKey],
+    signers: [signer.publicKey],
+    permits: nodePermits as never,
+  });
   expect((await berth("nodes", "add", node.address, "--tier", "paired")).code).toBe(0);
   const spec = (name: string, extra = "") => {
     const path = join(home, `${name}.yaml`);
-    writeFileSync(path, `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ${name} }\nspec:\n  target: mesh\n  package: ./pkg\n${extra}`);
+    writeFileSync(
+      path,
+      `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ${name} }\nspec:\n  target: mesh\n  package: ./pkg\n${extra}`,
+    );
     return path;
   };
   /** The controller chain's events of a kind, read read-only from the store. */
   const events = (kind: string): JsonObject[] => {
     const db = new Database(join(home, "controller.db"), { readonly: true });
     try {
-      return (db.prepare("SELECT payload FROM audit_event WHERE kind = ? ORDER BY seq").all(kind) as Array<{ payload: string }>).map((r) => JSON.parse(r.payload) as JsonObject);
+      return (
+        db.prepare("SELECT payload FROM audit_event WHERE kind = ? ORDER BY seq").all(kind) as Array<{
+          payload: string;
+        }>
+      ).map((r) => JSON.parse(r.payload) as JsonObject);
     } finally {
       db.close();
     }
@@ -104,7 +116,13 @@ describe("agent records: nothing half-applied, and records that can go (real nod
     const deleted = await w.json("agent", "delete", "scout");
     expect([deleted.code, deleted.ok], String(deleted.message)).toEqual([0, true]);
     expect(names(await w.json("agents"))).toEqual([]);
-    expect(w.events("agent.delete")).toEqual([expect.objectContaining({ agent: "scout", target: "mesh", operator: expect.objectContaining({ via: "berth agent delete" }) })]);
+    expect(w.events("agent.delete")).toEqual([
+      expect.objectContaining({
+        agent: "scout",
+        target: "mesh",
+        operator: expect.objectContaining({ via: "berth agent delete" }),
+      }),
+    ]);
     expect((await w.berth("audit", "verify", "--json")).code).toBe(0);
     // Deleted, not forbidden: a deploy makes it again.
     expect((await w.json("deploy", w.spec("scout"))).code).toBe(0);

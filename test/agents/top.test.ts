@@ -37,13 +37,20 @@ function cgroupDirs(name: string): string[] {
   return out;
 }
 
-const readNumber = (path: string): number | null => (existsSync(path) ? Number(readFileSync(path, "utf8").trim()) : null);
+const readNumber = (path: string): number | null =>
+  existsSync(path) ? Number(readFileSync(path, "utf8").trim()) : null;
 
 /** The CPU time the kernel counted for the instance, read here: v2 cpu.stat, else its members' /proc times (what the node sums on v1). */
 function cpuSecondsNow(dirs: readonly string[]): number {
   const v2 = dirs.find((d) => existsSync(join(d, "cpu.stat")));
   if (v2) return Number(/^usage_usec (\d+)$/m.exec(readFileSync(join(v2, "cpu.stat"), "utf8"))?.[1] ?? 0) / 1e6;
-  const pids = new Set(dirs.flatMap((d) => (existsSync(join(d, "cgroup.procs")) ? readFileSync(join(d, "cgroup.procs"), "utf8").split("\n").filter(Boolean) : [])));
+  const pids = new Set(
+    dirs.flatMap((d) =>
+      existsSync(join(d, "cgroup.procs"))
+        ? readFileSync(join(d, "cgroup.procs"), "utf8").split("\n").filter(Boolean)
+        : [],
+    ),
+  );
   let ticks = 0;
   for (const pid of pids) {
     try {
@@ -65,7 +72,9 @@ describe("berth top", { timeout: 150_000 }, () => {
     const instanceId = String(((listed.doc.placements as JsonObject[])[0] as JsonObject).instance_id);
     const dirs = cgroupDirs(instanceId);
     expect(dirs.length, "the node made cgroups for the instance").toBeGreaterThan(0);
-    const memoryFile = dirs.map((d) => join(d, "memory.usage_in_bytes")).find(existsSync) ?? dirs.map((d) => join(d, "memory.current")).find(existsSync);
+    const memoryFile =
+      dirs.map((d) => join(d, "memory.usage_in_bytes")).find(existsSync) ??
+      dirs.map((d) => join(d, "memory.current")).find(existsSync);
 
     const local = await run(env, ["top", "--json"]);
     expect(local.code, local.stderr).toBe(0);
@@ -84,7 +93,21 @@ describe("berth top", { timeout: 150_000 }, () => {
 
     const { url } = await serve(home);
     const client = clientHome(home);
-    expect((await run(client.env, ["context", "add", "lab", "--server", url, "--token-file", client.tokenFile, "--use", "--json"])).code).toBe(0);
+    expect(
+      (
+        await run(client.env, [
+          "context",
+          "add",
+          "lab",
+          "--server",
+          url,
+          "--token-file",
+          client.tokenFile,
+          "--use",
+          "--json",
+        ])
+      ).code,
+    ).toBe(0);
     const remote = await run(client.env, ["top", "--json"]);
     expect(remote.code, remote.stderr).toBe(0);
     const remoteRow = (remote.doc.agents as JsonObject[])[0] as JsonObject;

@@ -76,7 +76,9 @@ describe("a deploy aimed at a cluster that cannot be reached", () => {
     expect((listed.agents as Array<{ name: string }>).map((a) => a.name)).toEqual([]);
     expect(rows("controller.db", "SELECT name FROM agent_registry")).toEqual([]);
 
-    const deploys = rows("k8s.db", "SELECT payload FROM audit_event WHERE kind = 'agent.deploy' ORDER BY seq").map((r) => JSON.parse(String(r.payload)) as Record<string, unknown>);
+    const deploys = rows("k8s.db", "SELECT payload FROM audit_event WHERE kind = 'agent.deploy' ORDER BY seq").map(
+      (r) => JSON.parse(String(r.payload)) as Record<string, unknown>,
+    );
     expect(deploys.map((e) => [e.agent, e.outcome])).toEqual([["scout", "failed"]]);
   }, 60_000);
 });

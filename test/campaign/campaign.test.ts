@@ -26,7 +26,9 @@ const outcomes = new Map<number, Outcome>();
 describe("berth's fault campaign: seeded schedules against real daemons, judged from /proc, the stores and the chains", () => {
   it("the fixed seeds plan every operation and every fault kind", () => {
     const c = coverage(seeds().map(scheduleFor));
-    process.stdout.write(`campaign coverage of seeds ${seeds()[0]}-${seeds().at(-1)}: operations ${JSON.stringify(c.ops)} faults ${JSON.stringify(c.faults)}\n`);
+    process.stdout.write(
+      `campaign coverage of seeds ${seeds()[0]}-${seeds().at(-1)}: operations ${JSON.stringify(c.ops)} faults ${JSON.stringify(c.faults)}\n`,
+    );
     if (process.env.BERTH_CAMPAIGN_SEEDS) return; // an override may pick any seeds
     for (const k of OPERATION_KINDS) expect(c.ops[k], `operation ${k}`).toBeGreaterThan(0);
     for (const k of FAULT_KINDS) expect(c.faults[k], `fault ${k}`).toBeGreaterThan(0);
@@ -39,7 +41,9 @@ describe("berth's fault campaign: seeded schedules against real daemons, judged 
     for (const o of await runSeeds(seeds(), parallel, () => undefined, { worldSize })) outcomes.set(o.seed, o);
     const struck: Record<string, number> = {};
     for (const o of outcomes.values()) for (const [k, v] of Object.entries(o.faults)) struck[k] = (struck[k] ?? 0) + v;
-    process.stdout.write(`campaign: ${outcomes.size} schedules in ${((Date.now() - started) / 1000).toFixed(0)} s; faults struck ${JSON.stringify(struck)}\n`);
+    process.stdout.write(
+      `campaign: ${outcomes.size} schedules in ${((Date.now() - started) / 1000).toFixed(0)} s; faults struck ${JSON.stringify(struck)}\n`,
+    );
   }, 900_000);
 
   for (const seed of seeds()) {

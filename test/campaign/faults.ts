@@ -178,7 +178,9 @@ export async function strike(ctx: FaultContext, f: Fault, clis: Spawned[], opsDo
       const live = liveAgentProcesses(w.prefix).filter((p) => ctx.mine(p.name));
       const instances = [...new Set(live.map((p) => p.instance))].sort();
       const target = instances[f.which % Math.max(instances.length, 1)];
-      const victims = live.filter((p) => p.instance === target && (f.fault === "kill-leader" ? p.pid === p.pgid : p.pid !== p.pgid));
+      const victims = live.filter(
+        (p) => p.instance === target && (f.fault === "kill-leader" ? p.pid === p.pgid : p.pid !== p.pgid),
+      );
       if (target === undefined || victims.length === 0) {
         bump(ctx.faults, `${f.fault}:unstruck`);
         return;

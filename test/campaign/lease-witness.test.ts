@@ -28,7 +28,9 @@ describe("the lease witness", () => {
     w.request({ nonce: "a", method: "status", issuedAtMs: 2_000, deliveredMs: 2_005 });
     w.request({ nonce: "b", method: "start", issuedAtMs: 3_000, deliveredMs: 3_000 + LEASE + 100 });
     expect(w.upperDeadline(20_000)).toBe(2_000 + LEASE);
-    expect(w.mustBeStoppedBy(20_000)).toBe(2_000 + LEASE + LEASE_STOP_GRACE_MS + LEASE_STOP_MARGIN_MS + OVERRUN_SLACK_MS);
+    expect(w.mustBeStoppedBy(20_000)).toBe(
+      2_000 + LEASE + LEASE_STOP_GRACE_MS + LEASE_STOP_MARGIN_MS + OVERRUN_SLACK_MS,
+    );
   });
 
   it("records a request delivered past its lease and answered ok as a revived lease, and not one refused", () => {

@@ -54,11 +54,19 @@ export class LeaseWitness implements ProxyObserver {
     if (r.deliveredMs >= r.issuedAtMs + this.leaseMs + LATE_EDGE_MS) this.lateDelivered++;
   }
 
-  answer(a: { readonly nonce: string; readonly method: string; readonly status: string; readonly code: string | null; readonly atMs: number }): void {
+  answer(a: {
+    readonly nonce: string;
+    readonly method: string;
+    readonly status: string;
+    readonly code: string | null;
+    readonly atMs: number;
+  }): void {
     this.answers.set(a.nonce, { status: a.status, code: a.code, atMs: a.atMs });
     const r = this.delivered.find((d) => d.nonce === a.nonce);
     if (r && a.status === "ok" && r.deliveredMs >= r.issuedAtMs + this.leaseMs + LATE_EDGE_MS) {
-      this.revived.push(`${r.method} issued at ${r.issuedAtMs} and delivered ${r.deliveredMs - r.issuedAtMs} ms later (lease_ms ${this.leaseMs}) was answered ok`);
+      this.revived.push(
+        `${r.method} issued at ${r.issuedAtMs} and delivered ${r.deliveredMs - r.issuedAtMs} ms later (lease_ms ${this.leaseMs}) was answered ok`,
+      );
     }
   }
 

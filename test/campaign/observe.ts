@@ -21,14 +21,25 @@ function envValue(env: readonly string[], key: string): string | undefined {
 }
 
 /** What one pid is (null: not an agent of ours), keyed with its start time so a reused pid is read afresh. */
-const known = new Map<number, { readonly start: string; readonly comm: string; readonly atMs: number; readonly agent: Omit<LiveProcess, "pid" | "pgid"> | null }>();
+const known = new Map<
+  number,
+  {
+    readonly start: string;
+    readonly comm: string;
+    readonly atMs: number;
+    readonly agent: Omit<LiveProcess, "pid" | "pgid"> | null;
+  }
+>();
 /** A verdict "not an agent" younger than this is checked again: a process seen between fork and exec has its parent's environment. */
 const SETTLE_MS = 2_000;
 
 function statOf(pid: string): { comm: string; fields: string[] } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return { comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")), fields: stat.slice(stat.lastIndexOf(")") + 2).split(" ") };
+    return {
+      comm: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+      fields: stat.slice(stat.lastIndexOf(")") + 2).split(" "),
+    };
   } catch {
     return null;
   }
@@ -61,7 +72,10 @@ export function liveAgentProcesses(prefix: string): LiveProcess[] {
         const env = readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
         const name = envValue(env, "BERTH_NAME");
         const instance = envValue(env, "BERTH_INSTANCE_ID");
-        agent = name !== undefined && instance !== undefined ? { name, instance, node: envValue(env, "BERTH_NODE_ID") ?? "" } : null;
+        agent =
+          name !== undefined && instance !== undefined
+            ? { name, instance, node: envValue(env, "BERTH_NODE_ID") ?? "" }
+            : null;
         known.set(pid, { start, comm, atMs: k && k.start === start ? k.atMs : now, agent });
       } catch {
         continue; // ended while we looked, or not ours to read
@@ -103,7 +117,10 @@ export function readOnly<T>(path: string, read: (db: ReturnType<typeof openDatab
 /** The controller's placements (instance id → name), read-only; null while the store cannot be read. */
 export function recordedPlacements(home: string): Map<string, string> | null {
   return readOnly(join(home, "controller.db"), (db) => {
-    const rows = db.prepare("SELECT instance_id, name FROM mesh_placements").all() as Array<{ instance_id: string; name: string }>;
+    const rows = db.prepare("SELECT instance_id, name FROM mesh_placements").all() as Array<{
+      instance_id: string;
+      name: string;
+    }>;
     return new Map(rows.map((r) => [r.instance_id, r.name]));
   });
 }
@@ -111,7 +128,11 @@ export function recordedPlacements(home: string): Map<string, string> | null {
 /** How many decisions are still open (dispatching, reconciling, unsettled, settling); null if unreadable. */
 export function openDecisions(home: string): number | null {
   return readOnly(join(home, "controller.db"), (db) => {
-    const row = db.prepare("SELECT count(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling')").get() as { n: number };
+    const row = db
+      .prepare(
+        "SELECT count(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling')",
+      )
+      .get() as { n: number };
     return row.n;
   });
 }
@@ -125,7 +146,9 @@ export function nameHolders(home: string): Map<string, Set<string>> {
   return (
     readOnly(join(home, "controller.db"), (db) => {
       const rows = db
-        .prepare("SELECT name, node_id FROM mesh_placements UNION SELECT name, node_id FROM mesh_decisions WHERE node_id IS NOT NULL AND state IN ('dispatching','reconciling','unsettled','settling')")
+        .prepare(
+          "SELECT name, node_id FROM mesh_placements UNION SELECT name, node_id FROM mesh_decisions WHERE node_id IS NOT NULL AND state IN ('dispatching','reconciling','unsettled','settling')",
+        )
         .all() as Array<{ name: string; node_id: string }>;
       const by = new Map<string, Set<string>>();
       for (const r of rows) by.set(r.name, (by.get(r.name) ?? new Set()).add(r.node_id));
@@ -142,7 +165,11 @@ export function nameHolders(home: string): Map<string, Set<string>> {
 export function nodeLeaseStops(dataDir: string): Map<string, number> {
   return (
     readOnly(join(dataDir, "node.db"), (db) => {
-      const rows = db.prepare("SELECT ts, json_extract(payload, '$.instance_id') AS instance_id FROM audit_event WHERE kind = 'workload.lifecycle' AND phase = 'lease'").all() as Array<{ ts: number; instance_id: string }>;
+      const rows = db
+        .prepare(
+          "SELECT ts, json_extract(payload, '$.instance_id') AS instance_id FROM audit_event WHERE kind = 'workload.lifecycle' AND phase = 'lease'",
+        )
+        .all() as Array<{ ts: number; instance_id: string }>;
       return new Map(rows.map((r) => [r.instance_id, r.ts]));
     }) ?? new Map()
   );
@@ -157,7 +184,9 @@ export function nodeLeaseHolds(dataDir: string): Map<string, number> {
   return (
     readOnly(join(dataDir, "node.db"), (db) => {
       const rows = db
-        .prepare("SELECT ts, json_extract(payload, '$.instance_id') AS instance_id FROM audit_event WHERE kind = 'workload.lifecycle' AND phase = 'supervise' AND json_extract(payload, '$.to') = 'lease_stopped'")
+        .prepare(
+          "SELECT ts, json_extract(payload, '$.instance_id') AS instance_id FROM audit_event WHERE kind = 'workload.lifecycle' AND phase = 'supervise' AND json_extract(payload, '$.to') = 'lease_stopped'",
+        )
         .all() as Array<{ ts: number; instance_id: string }>;
       return new Map(rows.map((r) => [r.instance_id, r.ts]));
     }) ?? new Map()
@@ -167,7 +196,11 @@ export function nodeLeaseHolds(dataDir: string): Map<string, number> {
 /** The head seq of a store's own chain (for attributing a chain failure to the schedule that wrote it). */
 export function chainHead(dbPath: string): number | null {
   return readOnly(dbPath, (db) => {
-    const row = db.prepare("SELECT max(e.seq) AS seq FROM audit_event e JOIN audit_chain c ON c.chain_id = e.chain_id WHERE c.own = 1").get() as { seq: number | null };
+    const row = db
+      .prepare(
+        "SELECT max(e.seq) AS seq FROM audit_event e JOIN audit_chain c ON c.chain_id = e.chain_id WHERE c.own = 1",
+      )
+      .get() as { seq: number | null };
     return row.seq;
   });
 }

@@ -26,7 +26,9 @@ export async function runSeedsInWorkers(
   for (let i = 0; i < seeds.length; i += opts.worldSize) queue.push(seeds.slice(i, i + opts.worldSize));
   const outcomes: Outcome[] = [];
   const script = fileURLToPath(new URL("./worker.js", import.meta.url));
-  const children = Array.from({ length: Math.min(parallel, queue.length) }, () => fork(script, opts.verbose ? ["--verbose"] : [], { stdio: ["ignore", "inherit", "inherit", "ipc"] }));
+  const children = Array.from({ length: Math.min(parallel, queue.length) }, () =>
+    fork(script, opts.verbose ? ["--verbose"] : [], { stdio: ["ignore", "inherit", "inherit", "ipc"] }),
+  );
   const forward = (signal: NodeJS.Signals) => {
     for (const c of children) c.kill(signal);
   };
@@ -38,7 +40,9 @@ export async function runSeedsInWorkers(
         new Promise<void>((resolve) => {
           const next = () => {
             const chunk = queue.shift();
-            child.send(chunk ? ({ kind: "chunk", seeds: chunk } satisfies ToWorker) : ({ kind: "done" } satisfies ToWorker));
+            child.send(
+              chunk ? ({ kind: "chunk", seeds: chunk } satisfies ToWorker) : ({ kind: "done" } satisfies ToWorker),
+            );
           };
           child.on("message", (m: FromWorker) => {
             if (m.kind === "outcome") {

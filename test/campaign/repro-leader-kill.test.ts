@@ -18,22 +18,34 @@ describe("an instance whose group leader was killed (campaign seeds 10, 14)", ()
     try {
       const deployed = await w.berth("deploy", w.specFile(0, 0), "--json");
       expect(deployed.code, deployed.stdout + deployed.stderr).toBe(0);
-      const procs = await waitFor(() => {
-        const live = liveAgentProcesses(w.prefix);
-        return live.some((p) => p.pid === p.pgid) && live.some((p) => p.pid !== p.pgid) ? live : undefined;
-      }, "the agent's leader and worker", 30_000);
+      const procs = await waitFor(
+        () => {
+          const live = liveAgentProcesses(w.prefix);
+          return live.some((p) => p.pid === p.pgid) && live.some((p) => p.pid !== p.pgid) ? live : undefined;
+        },
+        "the agent's leader and worker",
+        30_000,
+      );
       const leader = procs.find((p) => p.pid === p.pgid);
       process.kill(leader?.pid ?? 0, "SIGKILL");
-      await waitFor(() => !liveAgentProcesses(w.prefix).some((p) => p.pid === leader?.pid) || undefined, "the leader gone", 30_000);
+      await waitFor(
+        () => !liveAgentProcesses(w.prefix).some((p) => p.pid === leader?.pid) || undefined,
+        "the leader gone",
+        30_000,
+      );
       const stopped = await w.berth("agent", "stop", w.agentName(0, 0), "--json");
       expect(stopped.code, stopped.stdout + stopped.stderr).toBe(0);
       expect(liveAgentProcesses(w.prefix), `after ${stopped.stdout}`).toEqual([]);
       const again = await w.berth("deploy", w.specFile(0, 0), "--json");
       expect(again.code, again.stdout + again.stderr).toBe(0);
-      const ids = await waitFor(() => {
-        const s = new Set(liveAgentProcesses(w.prefix).map((p) => p.instance));
-        return s.size > 0 ? s : undefined;
-      }, "the redeployed agent", 30_000);
+      const ids = await waitFor(
+        () => {
+          const s = new Set(liveAgentProcesses(w.prefix).map((p) => p.instance));
+          return s.size > 0 ? s : undefined;
+        },
+        "the redeployed agent",
+        30_000,
+      );
       expect(ids.size, "one live copy").toBe(1);
     } finally {
       await w.close();

@@ -32,7 +32,16 @@ import type { Spawned } from "../support/process.js";
 import { bump, type FaultContext, restartDaemon, sleep, strike } from "./faults.js";
 import { LEASE_STOP_GRACE_MS } from "../../src/core/mesh/lease.js";
 import { EARLY_TOLERANCE_MS, LeaseWitness } from "./lease-witness.js";
-import { chainHead, instancesByName, liveAgentProcesses, nameHolders, nodeLeaseHolds, nodeLeaseStops, openDecisions, recordedPlacements } from "./observe.js";
+import {
+  chainHead,
+  instancesByName,
+  liveAgentProcesses,
+  nameHolders,
+  nodeLeaseHolds,
+  nodeLeaseStops,
+  openDecisions,
+  recordedPlacements,
+} from "./observe.js";
 import { Sampler } from "./sampler.js";
 import { describeSchedule, type Operation, type Schedule, scheduleFor } from "./schedule.js";
 import { type CliResult, LEASE_MS, makeWorld, type World, WorldSetupError } from "./world.js";
@@ -105,8 +114,14 @@ interface RunState extends FaultContext {
 }
 
 /** Every agent the user means something for after this schedule: its own (by intent), and the carried ones moved or killed by a node verb. */
-function meant(st: RunState): Array<{ readonly name: string; readonly spec: string; readonly intent: "run" | "stopped" }> {
-  const own = [...st.intent].map(([a, intent]) => ({ name: st.w.agentName(st.seed, a), spec: st.w.specFile(st.seed, a), intent }));
+function meant(
+  st: RunState,
+): Array<{ readonly name: string; readonly spec: string; readonly intent: "run" | "stopped" }> {
+  const own = [...st.intent].map(([a, intent]) => ({
+    name: st.w.agentName(st.seed, a),
+    spec: st.w.specFile(st.seed, a),
+    intent,
+  }));
   return [...own, ...[...st.extra].map(([name, spec]) => ({ name, spec, intent: "run" as const }))];
 }
 
@@ -138,7 +153,9 @@ async function powerLoss(st: RunState, wanted: number): Promise<number> {
   if (eligible(i) && others === 0) {
     const dead = w.nodes.findIndex((n, k) => k !== wanted && !n.alive);
     i = dead >= 0 ? dead : w.nodes.findIndex((_, k) => k !== wanted && !eligible(k));
-    st.notes.push(`node-forget: node ${wanted} is the last live uncordoned node; node ${i} (${dead >= 0 ? "dead" : "drained"}) lost its power and is forgotten instead`);
+    st.notes.push(
+      `node-forget: node ${wanted} is the last live uncordoned node; node ${i} (${dead >= 0 ? "dead" : "drained"}) lost its power and is forgotten instead`,
+    );
   }
   const node = w.nodes[i];
   if (!node) return i;
@@ -183,10 +200,28 @@ function command(st: RunState, op: Operation): string[][] {
     case "replace":
       return [["agent", "replace", agent(op.agent), "--json"]];
     case "node-drain":
-      return [["node", "drain", w.nodes[op.node]?.nodeId ?? String(op.node), "--reason", `campaign seed ${st.seed}`, "--json"]];
+      return [
+        [
+          "node",
+          "drain",
+          w.nodes[op.node]?.nodeId ?? String(op.node),
+          "--reason",
+          `campaign seed ${st.seed}`,
+          "--json",
+        ],
+      ];
     case "node-forget":
       // powerLoss() has run and picked the node (st.forgotten's newest).
-      return [["node", "forget", w.nodes[[...st.forgotten].at(-1) ?? op.node]?.nodeId ?? String(op.node), "--reason", `campaign seed ${st.seed}: power lost`, "--json"]];
+      return [
+        [
+          "node",
+          "forget",
+          w.nodes[[...st.forgotten].at(-1) ?? op.node]?.nodeId ?? String(op.node),
+          "--reason",
+          `campaign seed ${st.seed}: power lost`,
+          "--json",
+        ],
+      ];
     case "unload": {
       const name = agent(op.agent);
       const id = [...(recordedPlacements(w.home) ?? new Map<string, string>())].find(([, n]) => n === name)?.[0];
@@ -243,13 +278,16 @@ function notALeaseStop(ws: WorldState, instance: string): string | null {
   if (!node || seen.node !== node.nodeId) return "it ran on a node without a lease";
   // A stop begins at most the grace (and a second for the kill) before the copy is gone: it was live at lastMs.
   const lower = ws.witness.lowerDeadline(seen.lastMs - LEASE_STOP_GRACE_MS - 1_000);
-  if (seen.goneMs < lower - EARLY_TOLERANCE_MS) return `it was gone by ${seen.goneMs}, ${lower - seen.goneMs} ms before the lease deadline its node's accepted requests prove (${lower})`;
+  if (seen.goneMs < lower - EARLY_TOLERANCE_MS)
+    return `it was gone by ${seen.goneMs}, ${lower - seen.goneMs} ms before the lease deadline its node's accepted requests prove (${lower})`;
   const gone = seen.goneMs;
   const daemonDown = (ws.down.get(i) ?? []).some(([from, to]) => from <= gone && (to === null || to >= seen.lastMs));
   const chained = nodeLeaseStops(node.dataDir).get(instance);
   if (chained === undefined && !daemonDown) return "its node's chain records no lease stop of it and its daemon was up";
-  const lowerAtChain = chained === undefined ? Number.NEGATIVE_INFINITY : ws.witness.lowerDeadline(chained - LEASE_STOP_GRACE_MS - 1_000);
-  if (chained !== undefined && chained < lowerAtChain - EARLY_TOLERANCE_MS) return `its node chained the lease stop at ${chained}, ${lowerAtChain - chained} ms before the lease deadline its accepted requests prove (${lowerAtChain})`;
+  const lowerAtChain =
+    chained === undefined ? Number.NEGATIVE_INFINITY : ws.witness.lowerDeadline(chained - LEASE_STOP_GRACE_MS - 1_000);
+  if (chained !== undefined && chained < lowerAtChain - EARLY_TOLERANCE_MS)
+    return `its node chained the lease stop at ${chained}, ${lowerAtChain - chained} ms before the lease deadline its accepted requests prove (${lowerAtChain})`;
   return null;
 }
 
@@ -278,14 +316,17 @@ function leaseHoldAfter(ws: WorldState, instances: readonly string[], convergedA
 function judge(st: RunState, verifiedAfterMs: number): string[] {
   const { w, ws } = st;
   const violations = ws.sampler.found.splice(0);
-  if (ws.witness) for (const r of ws.witness.revived.splice(0)) violations.push(`lease-revived: a request held past its lease renewed it: ${r}`);
+  if (ws.witness)
+    for (const r of ws.witness.revived.splice(0))
+      violations.push(`lease-revived: a request held past its lease renewed it: ${r}`);
   const live = ws.sampler.sample();
   const recorded = recordedPlacements(w.home) ?? new Map<string, string>();
   const by = instancesByName(live);
   // A forgotten node is dead too, but forgetting it freed its agents: they must run elsewhere, not be excused.
   const deadNodes = new Set([...st.dead].filter((i) => !st.forgotten.has(i)).map((i) => w.nodes[i]?.nodeId));
   for (const [id, name] of new Map(live.map((p) => [p.instance, p.name]))) {
-    if (!recorded.has(id)) violations.push(`unrecorded-live: ${name} instance ${id} runs and the controller does not record it`);
+    if (!recorded.has(id))
+      violations.push(`unrecorded-live: ${name} instance ${id} runs and the controller does not record it`);
   }
   const stillLive = new Set(live.map((p) => p.instance));
   const leaseStops = new Map<string, number>();
@@ -301,8 +342,11 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       continue;
     }
     notLease.set(seen.name, [...(notLease.get(seen.name) ?? []), `${id} gone at ${seen.goneMs}: ${whyNot}`]);
-    if (!ws.sampler.everRecorded.has(id) || st.asked.has(seen.name) || st.killed.has(id) || ws.excused.has(id)) continue;
-    violations.push(`killed-unasked: ${seen.name} instance ${id} was recorded and live, and is gone though nobody asked, the campaign did not kill it and its lease did not stop it (${whyNot})`);
+    if (!ws.sampler.everRecorded.has(id) || st.asked.has(seen.name) || st.killed.has(id) || ws.excused.has(id))
+      continue;
+    violations.push(
+      `killed-unasked: ${seen.name} instance ${id} was recorded and live, and is gone though nobody asked, the campaign did not kill it and its lease did not stop it (${whyNot})`,
+    );
   }
   if (leaseStops.size > 0) bump(st.faults, "lease-stop:observed");
   const holders = nameHolders(w.home);
@@ -315,14 +359,23 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       // node returns after the judge, so the user waits for it, as one would for a node that is only down.
       const onDead = [...(holders.get(name) ?? [])].find((n) => deadNodes.has(n));
       if (ids.length === 0 && onDead !== undefined) {
-        st.notes.push(`${name}: held on node ${onDead}, dead for this schedule (its placement or an open decision); not running once is what a controller without that node must accept`);
+        st.notes.push(
+          `${name}: held on node ${onDead}, dead for this schedule (its placement or an open decision); not running once is what a controller without that node must accept`,
+        );
         continue;
       }
       if (ids.length === 0 && (leaseStops.get(name) ?? 0) >= verifiedAfterMs) {
         st.notes.push(`${name}: stopped by its node's lease after the user converged (judged above)`);
         continue;
       }
-      const held = ids.length === 0 ? leaseHoldAfter(ws, [...recorded].filter(([, n]) => n === name).map(([id]) => id), verifiedAfterMs) : null;
+      const held =
+        ids.length === 0
+          ? leaseHoldAfter(
+              ws,
+              [...recorded].filter(([, n]) => n === name).map(([id]) => id),
+              verifiedAfterMs,
+            )
+          : null;
       if (held !== null) {
         st.notes.push(`${name}: ${held}`);
         continue;
@@ -337,7 +390,9 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       // rightly answers that no node that answered holds it): not a finding while its node stays dead.
       const onLiveNodes = ids.filter((id) => !deadNodes.has(ws.sampler.seen.get(id)?.node));
       if (onLiveNodes.length === 0) {
-        st.notes.push(`${name}: stopped, and its copy [${ids.join(", ")}] runs on a node that is dead for this schedule (no one can stop it there)`);
+        st.notes.push(
+          `${name}: stopped, and its copy [${ids.join(", ")}] runs on a node that is dead for this schedule (no one can stop it there)`,
+        );
         ws.carried.delete(name);
         continue;
       }
@@ -354,8 +409,12 @@ function judge(st: RunState, verifiedAfterMs: number): string[] {
       continue;
     }
     const whyNot = notALeaseStop(ws, id);
-    if (whyNot === null) st.notes.push(`${name} (seed ${w.seedOf(name)}): stopped by its node's lease during this schedule`);
-    else violations.push(`killed-unasked: ${name} instance ${id}, left running by seed ${w.seedOf(name)}, is gone though nobody asked (${whyNot})`);
+    if (whyNot === null)
+      st.notes.push(`${name} (seed ${w.seedOf(name)}): stopped by its node's lease during this schedule`);
+    else
+      violations.push(
+        `killed-unasked: ${name} instance ${id}, left running by seed ${w.seedOf(name)}, is gone though nobody asked (${whyNot})`,
+      );
   }
   for (const { name, intent } of meant(st)) {
     const ids = [...(by.get(name) ?? [])];
@@ -410,7 +469,10 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
       await finish(clis, st.notes, st.faults);
       opsDoneResolve();
       await Promise.all(strikes);
-      for (const c of clis) log(`  exit ${c.child.exitCode ?? c.child.signalCode}: ${c.output().slice(0, 300).replace(/\s+/g, " ")} ${c.errors().slice(0, 300)}`);
+      for (const c of clis)
+        log(
+          `  exit ${c.child.exitCode ?? c.child.signalCode}: ${c.output().slice(0, 300).replace(/\s+/g, " ")} ${c.errors().slice(0, 300)}`,
+        );
       for (const p of w.proxies) p.disarm();
       for (const op of round.ops) {
         if (op.op !== "node-drain") continue;
@@ -419,7 +481,8 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
         const nodeId = w.nodes[op.node]?.nodeId;
         ws.sampler.sample();
         for (const [id, seen] of ws.sampler.seen) {
-          if (seen.node === nodeId && seen.goneMs !== null && seen.goneMs >= roundStart) excuse(st, id, seen.name, `was on node ${op.node} while it was drained`);
+          if (seen.node === nodeId && seen.goneMs !== null && seen.goneMs >= roundStart)
+            excuse(st, id, seen.name, `was on node ${op.node} while it was drained`);
         }
       }
     }
@@ -463,12 +526,18 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
         converge.splice(0, converge.length, ...results);
         // A deploy that met a lost stop/unload answer says to check the instance's status, then deploy again: the
         // user does (the status resolves the pending verb, verbs.ts), and the next attempt deploys again.
-        const advised = new Set(results.flatMap((r) => (r.code === 0 ? [] : [...r.stdout.matchAll(/berth instance status ([A-Za-z0-9-]+)/g)].map((m) => m[1] ?? ""))));
+        const advised = new Set(
+          results.flatMap((r) =>
+            r.code === 0 ? [] : [...r.stdout.matchAll(/berth instance status ([A-Za-z0-9-]+)/g)].map((m) => m[1] ?? ""),
+          ),
+        );
         for (const id of advised) {
           if (id === "") continue;
           bump(st.ops, "converge:status");
           const r = await w.berth("instance", "status", id, "--json");
-          log(`converge ${look}.${attempt}: instance status ${id}: exit ${r.code} ${r.stdout.slice(0, 200).replace(/\s+/g, " ")}`);
+          log(
+            `converge ${look}.${attempt}: instance status ${id}: exit ${r.code} ${r.stdout.slice(0, 200).replace(/\s+/g, " ")}`,
+          );
         }
       }
       // Settled once the intended state has held for SETTLED_FOR_MS: a copy in its last milliseconds still shows.
@@ -488,23 +557,50 @@ async function runSchedule(ws: WorldState, seed: number, world: readonly number[
         if (!settled) await sleep(200);
       }
       if (settled || converge.length > 0) break;
-      if (look === 1) st.notes.push(`the agents looked as meant at converge and were not after ${CONVERGE_WAIT_MS} ms: the user looked again`);
+      if (look === 1)
+        st.notes.push(
+          `the agents looked as meant at converge and were not after ${CONVERGE_WAIT_MS} ms: the user looked again`,
+        );
     }
     violations = judge(st, convergedAt);
   } catch (e) {
     violations.push(`campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
   } finally {
     for (const i of st.dead) {
-      if (!st.forgotten.has(i)) await restartDaemon(st, i).catch((e: unknown) => st.notes.push(`restart of dead node ${i}: ${String(e)}`));
+      if (!st.forgotten.has(i))
+        await restartDaemon(st, i).catch((e: unknown) => st.notes.push(`restart of dead node ${i}: ${String(e)}`));
     }
     for (const i of st.drained) {
       if (st.forgotten.has(i)) continue;
-      const r = await w.berth("node", "uncordon", w.nodes[i]?.nodeId ?? String(i), "--reason", `campaign seed ${seed}: judged`, "--json");
-      if (r.code !== 0) st.notes.push(`uncordon of drained node ${i} exited ${r.code}: ${r.stdout.slice(0, 200)} ${r.stderr.slice(0, 200)}`);
+      const r = await w.berth(
+        "node",
+        "uncordon",
+        w.nodes[i]?.nodeId ?? String(i),
+        "--reason",
+        `campaign seed ${seed}: judged`,
+        "--json",
+      );
+      if (r.code !== 0)
+        st.notes.push(
+          `uncordon of drained node ${i} exited ${r.code}: ${r.stdout.slice(0, 200)} ${r.stderr.slice(0, 200)}`,
+        );
     }
-    ws.heads.push({ seed, heads: [chainHead(join(w.home, "controller.db")), ...w.nodes.map((n) => chainHead(join(n.dataDir, "node.db")))] });
+    ws.heads.push({
+      seed,
+      heads: [chainHead(join(w.home, "controller.db")), ...w.nodes.map((n) => chainHead(join(n.dataDir, "node.db")))],
+    });
   }
-  return { seed, schedule: describeSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started, world, ...(st.forgotten.size > 0 ? { closedWorld: true } : {}) };
+  return {
+    seed,
+    schedule: describeSchedule(s),
+    faults: st.faults,
+    ops: st.ops,
+    violations,
+    notes: st.notes,
+    ms: Date.now() - started,
+    world,
+    ...(st.forgotten.size > 0 ? { closedWorld: true } : {}),
+  };
 }
 
 /** `berth audit verify` of every chain of the world; a failure is attributed to the schedule that wrote its first bad event. */
@@ -513,14 +609,18 @@ async function verifyChains(ws: WorldState, outcomes: Outcome[]): Promise<void> 
   const dbs = [join(w.home, "controller.db"), ...w.nodes.map((n) => join(n.dataDir, "node.db"))];
   const verified: CliResult[] = await Promise.all([
     w.berth("audit", "verify", "--db", dbs[0] as string, "--json"),
-    ...w.nodes.map((n) => w.berth("audit", "verify", "--db", join(n.dataDir, "node.db"), "--pubkey", n.publicKey, "--json")),
+    ...w.nodes.map((n) =>
+      w.berth("audit", "verify", "--db", join(n.dataDir, "node.db"), "--pubkey", n.publicKey, "--json"),
+    ),
   ]);
   for (const [k, v] of verified.entries()) {
     if (v.code === 0) continue;
     const seq = Number(/"seq"\s*:\s*(\d+)/.exec(v.stdout)?.[1] ?? Number.NaN);
     const by = ws.heads.find((h) => Number.isFinite(seq) && (h.heads[k] ?? -1) >= seq)?.seed;
     const target = outcomes.find((o) => o.seed === by) ?? outcomes[outcomes.length - 1];
-    target?.violations.push(`chain: berth audit verify of ${dbs[k]} failed${by === undefined ? " (not attributed to one schedule)" : ""}: ${v.stdout.slice(0, 400)} ${v.stderr.slice(0, 400)}`);
+    target?.violations.push(
+      `chain: berth audit verify of ${dbs[k]} failed${by === undefined ? " (not attributed to one schedule)" : ""}: ${v.stdout.slice(0, 400)} ${v.stderr.slice(0, 400)}`,
+    );
   }
 }
 
@@ -528,18 +628,36 @@ async function verifyChains(ws: WorldState, outcomes: Outcome[]): Promise<void> 
  * Runs a chunk of seeds in one world, in order, until one finds a violation (its world is then closed). Returns the
  * outcomes and the seeds it did not run.
  */
-export async function runWorld(seeds: readonly number[], opts: { verbose?: boolean; progress?: (line: string) => void } = {}): Promise<{ outcomes: Outcome[]; rest: number[] }> {
+export async function runWorld(
+  seeds: readonly number[],
+  opts: { verbose?: boolean; progress?: (line: string) => void } = {},
+): Promise<{ outcomes: Outcome[]; rest: number[] }> {
   const started = Date.now();
-  const log = opts.verbose ? (m: string) => process.stderr.write(`[world ${seeds[0]}… +${Date.now() - started} ms] ${m}\n`) : () => undefined;
+  const log = opts.verbose
+    ? (m: string) => process.stderr.write(`[world ${seeds[0]}… +${Date.now() - started} ms] ${m}\n`)
+    : () => undefined;
   // The witness sees the leased node's requests from the first one (`nodes add`); a fresh lease counts from boot.
   const witness = new LeaseWitness(LEASE_MS, Date.now() + 60_000);
-  const w = await makeWorld(3, { leaseNode: 2, leaseMs: LEASE_MS, onProxy: (i, p) => {
-    if (i === 2) p.observer = witness;
-  } });
+  const w = await makeWorld(3, {
+    leaseNode: 2,
+    leaseMs: LEASE_MS,
+    onProxy: (i, p) => {
+      if (i === 2) p.observer = witness;
+    },
+  });
   witness.bootMs = Date.now();
   const leased = w.leaseNode === null ? undefined : w.nodes[w.leaseNode];
   const sampler = new Sampler(w.prefix, w.home, leased && witness ? { nodeId: leased.nodeId, witness } : null, log);
-  const ws: WorldState = { w, sampler, witness, down: new Map(), carried: new Map(), log, heads: [], excused: new Map() };
+  const ws: WorldState = {
+    w,
+    sampler,
+    witness,
+    down: new Map(),
+    carried: new Map(),
+    log,
+    heads: [],
+    excused: new Map(),
+  };
   sampler.start();
   log(`world up (${w.prefix})`);
   const outcomes: Outcome[] = [];
@@ -548,7 +666,9 @@ export async function runWorld(seeds: readonly number[], opts: { verbose?: boole
     for (const seed of seeds) {
       const o = await runSchedule(ws, seed, seeds.slice(0, ran + 1));
       ran++;
-      opts.progress?.(`seed ${seed} judged in ${(o.ms / 1000).toFixed(1)} s: ${o.violations.length === 0 ? "ok" : `${o.violations.length} violation(s)`} (reported with its world's chains)`);
+      opts.progress?.(
+        `seed ${seed} judged in ${(o.ms / 1000).toFixed(1)} s: ${o.violations.length === 0 ? "ok" : `${o.violations.length} violation(s)`} (reported with its world's chains)`,
+      );
       outcomes.push(o);
       // A world that found a violation, or forgot a node for good, is closed; the rest of its chunk gets a fresh one.
       if (o.violations.length > 0 || o.closedWorld === true) break;
@@ -592,7 +712,21 @@ export async function runSeeds(
         // A world that could not even start: its first seed carries the error, the rest run elsewhere.
         const seed = chunk[0] as number;
         const error = `campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`;
-        result = { outcomes: [{ seed, schedule: describeSchedule(scheduleFor(seed)), faults: {}, ops: {}, violations: [error], notes: [], ms: 0, world: [seed] }], rest: chunk.slice(1) };
+        result = {
+          outcomes: [
+            {
+              seed,
+              schedule: describeSchedule(scheduleFor(seed)),
+              faults: {},
+              ops: {},
+              violations: [error],
+              notes: [],
+              ms: 0,
+              world: [seed],
+            },
+          ],
+          rest: chunk.slice(1),
+        };
       }
       for (const o of result.outcomes) {
         outcomes.push(o);

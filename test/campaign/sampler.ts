@@ -66,7 +66,11 @@ export class Sampler {
     }
     for (const [id, s] of this.seen) if (!liveIds.has(id) && s.goneMs === null) s.goneMs = now;
     for (const [name, ids] of instancesByName(live)) {
-      if (ids.size > 1) this.flag(`two-live ${name} ${[...ids].sort().join(",")}`, `two-live: ${ids.size} live instances of ${name} at sample ${this.samples}: ${[...ids].sort().join(", ")}`);
+      if (ids.size > 1)
+        this.flag(
+          `two-live ${name} ${[...ids].sort().join(",")}`,
+          `two-live: ${ids.size} live instances of ${name} at sample ${this.samples}: ${[...ids].sort().join(", ")}`,
+        );
     }
     if (this.lease) {
       const by = this.lease.witness.mustBeStoppedBy(now);

@@ -35,7 +35,13 @@ export type Fault =
   /** The node carries the place out; its answer is dropped and both sockets destroyed. */
   | { readonly fault: "drop-answer"; readonly node: number }
   /** The next request for `method` is held before the node sees it, then delivered late or the link reset. */
-  | { readonly fault: "hold-request"; readonly node: number; readonly method: string; readonly forMs: number; readonly ending: "release" | "reset" }
+  | {
+      readonly fault: "hold-request";
+      readonly node: number;
+      readonly method: string;
+      readonly forMs: number;
+      readonly ending: "release" | "reset";
+    }
   /** The node answers at once; the controller hears it `forMs` later (past the 5 s describe timeout at the top). */
   | { readonly fault: "delay-answer"; readonly node: number; readonly method: string; readonly forMs: number }
   /** The proxy stops listening and destroys its sockets at `atMs`, and listens again `forMs` later. */
@@ -93,7 +99,19 @@ function operation(rng: Rng, agents: number, workloads: number, deployed: Set<nu
   }
 }
 
-export const FAULT_KINDS = ["drop-answer", "hold-request", "delay-answer", "partition", "reset", "kill-daemon", "kill-cli", "kill-agent", "kill-leader", "hold-lease", "dead-node"] as const;
+export const FAULT_KINDS = [
+  "drop-answer",
+  "hold-request",
+  "delay-answer",
+  "partition",
+  "reset",
+  "kill-daemon",
+  "kill-cli",
+  "kill-agent",
+  "kill-leader",
+  "hold-lease",
+  "dead-node",
+] as const;
 
 function fault(rng: Rng): Fault {
   const node = rng.int(0, NODES - 1);
@@ -102,7 +120,13 @@ function fault(rng: Rng): Fault {
     case "drop-answer":
       return { fault: "drop-answer", node };
     case "hold-request":
-      return { fault: "hold-request", node, method: rng.pick(HELD_METHODS), forMs: rng.int(200, 4_000), ending: rng.chance(0.5) ? "release" : "reset" };
+      return {
+        fault: "hold-request",
+        node,
+        method: rng.pick(HELD_METHODS),
+        forMs: rng.int(200, 4_000),
+        ending: rng.chance(0.5) ? "release" : "reset",
+      };
     case "delay-answer":
       return { fault: "delay-answer", node, method: rng.pick(DELAYED_METHODS), forMs: rng.int(200, 7_000) };
     case "partition":
@@ -182,17 +206,42 @@ export function scheduleFor(seed: number): Schedule {
 export function describeSchedule(s: Schedule): string {
   const lines = [`seed ${s.seed}: ${s.nodes} nodes, ${s.agents} agents, ${s.workloads} placed workload(s)`];
   s.rounds.forEach((r, i) => {
-    const ops = r.ops.map((o) => Object.entries(o).map(([k, v]) => (k === "op" ? v : `${k}=${v}`)).join(" ")).join(" ‖ ");
-    const faults = r.faults.map((f) => Object.entries(f).map(([k, v]) => (k === "fault" ? v : `${k}=${v}`)).join(" ")).join("; ");
+    const ops = r.ops
+      .map((o) =>
+        Object.entries(o)
+          .map(([k, v]) => (k === "op" ? v : `${k}=${v}`))
+          .join(" "),
+      )
+      .join(" ‖ ");
+    const faults = r.faults
+      .map((f) =>
+        Object.entries(f)
+          .map(([k, v]) => (k === "fault" ? v : `${k}=${v}`))
+          .join(" "),
+      )
+      .join("; ");
     lines.push(`  round ${i + 1}: ${ops}${faults ? `   faults: ${faults}` : ""}`);
   });
   return lines.join("\n");
 }
 
-export const OPERATION_KINDS = ["deploy", "deploy-twice", "place", "settle", "stop", "replace", "unload", "node-drain", "node-forget"] as const;
+export const OPERATION_KINDS = [
+  "deploy",
+  "deploy-twice",
+  "place",
+  "settle",
+  "stop",
+  "replace",
+  "unload",
+  "node-drain",
+  "node-forget",
+] as const;
 
 /** How many of each operation and fault the schedules plan (every kind listed, zero or not): the fixed seeds' coverage. */
-export function coverage(schedules: readonly Schedule[]): { readonly ops: Record<string, number>; readonly faults: Record<string, number> } {
+export function coverage(schedules: readonly Schedule[]): {
+  readonly ops: Record<string, number>;
+  readonly faults: Record<string, number>;
+} {
   const ops: Record<string, number> = Object.fromEntries(OPERATION_KINDS.map((k) => [k, 0]));
   const faults: Record<string, number> = Object.fromEntries(FAULT_KINDS.map((k) => [k, 0]));
   for (const s of schedules) {

@@ -22,7 +22,8 @@ process.on("message", (m: ToWorker) => {
   }
   void (async () => {
     try {
-      const progress = (line: string) => process.stderr.write(`${new Date().toISOString().slice(11, 19)} worker ${process.pid}: ${line}\n`);
+      const progress = (line: string) =>
+        process.stderr.write(`${new Date().toISOString().slice(11, 19)} worker ${process.pid}: ${line}\n`);
       const { outcomes, rest } = await runWorld(m.seeds, { verbose, progress });
       for (const outcome of outcomes) send({ kind: "outcome", outcome });
       send({ kind: "finished", rest });
@@ -30,13 +31,27 @@ process.on("message", (m: ToWorker) => {
       if (e instanceof WorldSetupError && (setupFailures.get(m.seeds[0] as number) ?? 0) < 3) {
         // Not a finding: the chunk goes back to the queue whole, for another world.
         setupFailures.set(m.seeds[0] as number, (setupFailures.get(m.seeds[0] as number) ?? 0) + 1);
-        process.stderr.write(`worker ${process.pid}: world for seeds ${m.seeds[0]}… could not be set up (${e.message.slice(0, 200)}); queued again\n`);
+        process.stderr.write(
+          `worker ${process.pid}: world for seeds ${m.seeds[0]}… could not be set up (${e.message.slice(0, 200)}); queued again\n`,
+        );
         send({ kind: "finished", rest: m.seeds });
         return;
       }
       const seed = m.seeds[0] as number;
       const error = `campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`;
-      send({ kind: "outcome", outcome: { seed, schedule: describeSchedule(scheduleFor(seed)), faults: {}, ops: {}, violations: [error], notes: [], ms: 0, world: [seed] } });
+      send({
+        kind: "outcome",
+        outcome: {
+          seed,
+          schedule: describeSchedule(scheduleFor(seed)),
+          faults: {},
+          ops: {},
+          violations: [error],
+          notes: [],
+          ms: 0,
+          world: [seed],
+        },
+      });
       send({ kind: "finished", rest: m.seeds.slice(1) });
     }
   })();

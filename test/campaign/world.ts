@@ -71,7 +71,9 @@ function worldRoot(): string {
 /** NodeProcess.create without its synchronous `node init`, so three daemons come up side by side. */
 async function startNode(root: string, i: number, spec: NodeSpec): Promise<NodeProcess> {
   const dataDir = join(root, `node-${i}`);
-  const { stdout } = await run(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--json"], { encoding: "utf8" });
+  const { stdout } = await run(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--json"], {
+    encoding: "utf8",
+  });
   const out = JSON.parse(stdout) as { node_id: string; public_key: string };
   const n = new NodeProcess(dataDir, spec);
   n.nodeId = out.node_id;
@@ -97,7 +99,10 @@ export async function closeOpenWorlds(): Promise<void> {
   for (const teardown of [...open]) await teardown().catch(() => undefined);
 }
 
-export async function makeWorld(nodes: number, opts: { leaseNode?: number | null; leaseMs?: number; onProxy?: (i: number, p: TcpProxy) => void } = {}): Promise<World> {
+export async function makeWorld(
+  nodes: number,
+  opts: { leaseNode?: number | null; leaseMs?: number; onProxy?: (i: number, p: TcpProxy) => void } = {},
+): Promise<World> {
   requireBuild();
   const root = mkdtempSync(join(worldRoot(), "berth-campaign-"));
   const home = join(root, "home");
@@ -114,9 +119,13 @@ export async function makeWorld(nodes: number, opts: { leaseNode?: number | null
   const leaseMs = opts.leaseMs ?? LEASE_MS;
   const base: NodeSpec = { controllers: [controller.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] };
   const daemons = await Promise.all(
-    Array.from({ length: nodes }, (_, i) => startNode(root, i, i === leaseNode ? { ...base, config: { lease_ms: leaseMs } } : base)),
+    Array.from({ length: nodes }, (_, i) =>
+      startNode(root, i, i === leaseNode ? { ...base, config: { lease_ms: leaseMs } } : base),
+    ),
   );
-  const proxies = await Promise.all(daemons.map((d) => TcpProxy.start(d.address, { tls: { node: d.identity(), controller } })));
+  const proxies = await Promise.all(
+    daemons.map((d) => TcpProxy.start(d.address, { tls: { node: d.identity(), controller } })),
+  );
   const teardown = async () => {
     open.delete(teardown);
     for (const p of proxies) await p.close();
@@ -132,7 +141,8 @@ export async function makeWorld(nodes: number, opts: { leaseNode?: number | null
       for (let attempt = 1; ; attempt++) {
         const a = await berth("nodes", "add", p.address, "--tier", "paired", "--json");
         if (a.code === 0) break;
-        if (attempt === 8) throw new WorldSetupError(`berth nodes add failed ${attempt} times: ${a.stdout} ${a.stderr}`);
+        if (attempt === 8)
+          throw new WorldSetupError(`berth nodes add failed ${attempt} times: ${a.stdout} ${a.stderr}`);
         await new Promise((r) => setTimeout(r, 1_000 * attempt));
       }
     }
@@ -161,7 +171,15 @@ export async function makeWorld(nodes: number, opts: { leaseNode?: number | null
     writeAgents(seed, count) {
       return Array.from({ length: count }, (_, i) => {
         const file = specFile(seed, i);
-        writeFileSync(file, JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: agentName(seed, i) }, spec: { target: "mesh", package: "./pkg" } }));
+        writeFileSync(
+          file,
+          JSON.stringify({
+            apiVersion: "berth/v1",
+            kind: "Agent",
+            metadata: { name: agentName(seed, i) },
+            spec: { target: "mesh", package: "./pkg" },
+          }),
+        );
         return file;
       });
     },
@@ -183,7 +201,9 @@ export async function makeWorld(nodes: number, opts: { leaseNode?: number | null
           }
         });
         const self = process.cpuUsage();
-        process.stderr.write(`cpu: daemons ${ticks.map((t) => t * 10).join("/")} ms (since their last start), campaign process ${((self.user + self.system) / 1000).toFixed(0)} ms\n`);
+        process.stderr.write(
+          `cpu: daemons ${ticks.map((t) => t * 10).join("/")} ms (since their last start), campaign process ${((self.user + self.system) / 1000).toFixed(0)} ms\n`,
+        );
       }
       await teardown();
     },

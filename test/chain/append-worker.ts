@@ -21,7 +21,8 @@ function appendOne(i: number): string {
   const id = `${process.pid}-${i}`;
   return withWriteTx(db, (tx) => {
     tx.db.prepare("INSERT INTO work_item (id, pid) VALUES (?, ?)").run(id, process.pid);
-    return chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", item: id } }).hash;
+    return chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", item: id } })
+      .hash;
   });
 }
 

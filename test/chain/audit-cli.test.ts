@@ -23,7 +23,10 @@ beforeAll(() => {
   saveKeyFile(keyFile, key);
   const db = openDatabase(dbPath);
   const chain = Chain.open(db, key, "controller");
-  for (let i = 0; i < 8; i++) withWriteTx(db, (tx) => chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", i } }));
+  for (let i = 0; i < 8; i++)
+    withWriteTx(db, (tx) =>
+      chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", i } }),
+    );
   db.close();
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -80,7 +83,9 @@ describe("berth audit", () => {
   });
 
   it("refuses a malformed public key and a missing database with usage status 2", async () => {
-    expect((await berth("audit", "verify", "--db", dbPath, "--pubkey", "xyz")).stderr).toMatch(/--pubkey.*64 lowercase hex/);
+    expect((await berth("audit", "verify", "--db", dbPath, "--pubkey", "xyz")).stderr).toMatch(
+      /--pubkey.*64 lowercase hex/,
+    );
     const missing = await berth("audit", "verify", "--db", join(dir, "nope.db"));
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/does not exist/);
@@ -89,7 +94,9 @@ describe("berth audit", () => {
   it("refuses a database from a newer schema with a clear error", async () => {
     const newer = join(dir, "newer.db");
     const db = openDatabase(newer);
-    db.exec("CREATE TABLE berth_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL); INSERT INTO berth_schema VALUES ('audit', 99)");
+    db.exec(
+      "CREATE TABLE berth_schema (component TEXT PRIMARY KEY, version INTEGER NOT NULL); INSERT INTO berth_schema VALUES ('audit', 99)",
+    );
     db.close();
     const r = await berth("audit", "checkpoint", "--db", newer, "--key-file", keyFile);
     expect(r.code).toBe(2);

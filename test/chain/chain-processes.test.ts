@@ -35,7 +35,9 @@ describe("the audit chain across OS processes", () => {
     const hashes = [...a.output().trim().split("\n"), ...b.output().trim().split("\n")];
     expect(hashes).toHaveLength(2000);
     const check = openDatabase(dbPath);
-    const rows = check.prepare("SELECT seq, hash FROM audit_event WHERE kind = 'workload.place' ORDER BY seq").all() as Array<{ seq: number; hash: string }>;
+    const rows = check
+      .prepare("SELECT seq, hash FROM audit_event WHERE kind = 'workload.place' ORDER BY seq")
+      .all() as Array<{ seq: number; hash: string }>;
     const all = check.prepare("SELECT seq FROM audit_event ORDER BY seq").all() as Array<{ seq: number }>;
     expect(all.map((r) => r.seq)).toEqual(all.map((_, i) => i)); // contiguous from 0, no gaps, no forks
     expect(new Set(rows.map((r) => r.hash))).toEqual(new Set(hashes)); // every returned hash exists exactly once
@@ -80,7 +82,10 @@ describe("the audit chain across OS processes", () => {
     // Let it append a while, measured in committed rows rather than time.
     const probe = openDatabase(dbPath, { readonly: true });
     const deadline = Date.now() + 20_000;
-    while ((probe.prepare("SELECT COUNT(*) AS n FROM work_item").get() as { n: number }).n < 200 && Date.now() < deadline) {
+    while (
+      (probe.prepare("SELECT COUNT(*) AS n FROM work_item").get() as { n: number }).n < 200 &&
+      Date.now() < deadline
+    ) {
       await new Promise((r) => setTimeout(r, 20));
     }
     probe.close();
@@ -88,7 +93,13 @@ describe("the audit chain across OS processes", () => {
     await p.exited();
     const db = openDatabase(dbPath);
     const items = (db.prepare("SELECT id FROM work_item").all() as Array<{ id: string }>).map((r) => r.id).sort();
-    const events = (db.prepare("SELECT json_extract(payload, '$.item') AS item FROM audit_event WHERE kind = 'workload.place'").all() as Array<{ item: string }>).map((r) => r.item).sort();
+    const events = (
+      db
+        .prepare("SELECT json_extract(payload, '$.item') AS item FROM audit_event WHERE kind = 'workload.place'")
+        .all() as Array<{ item: string }>
+    )
+      .map((r) => r.item)
+      .sort();
     expect(items.length).toBeGreaterThanOrEqual(200);
     expect(events).toEqual(items);
     expect(Chain.open(db, loadKeyFile(keyFile), "controller").verifyStored().ok).toBe(true);

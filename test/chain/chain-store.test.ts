@@ -31,7 +31,13 @@ const clock = () => (clockMs += 10);
 function tenEventChain(): { chain: Chain; events: SealedEvent[] } {
   const chain = Chain.open(db, key, "controller", clock);
   for (let i = 1; i < 10; i++) {
-    withWriteTx(db, (tx) => chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", n: i, tags: ["a", i], nested: { ok: true, none: null } } }));
+    withWriteTx(db, (tx) =>
+      chain.append(tx, {
+        source: "placement",
+        kind: "workload.place",
+        payload: { phase: "decision", n: i, tags: ["a", i], nested: { ok: true, none: null } },
+      }),
+    );
   }
   return { chain, events: [...chain.find()] };
 }
@@ -53,7 +59,9 @@ describe("the audit chain store", () => {
   it("commits a state change and its event together", () => {
     db.exec("CREATE TABLE thing (id TEXT PRIMARY KEY)");
     const chain = Chain.open(db, key, "controller", clock);
-    const { event } = chain.record({ source: "trust", kind: "peer.add", payload: { node: "n1" } }, (tx) => tx.db.prepare("INSERT INTO thing VALUES ('n1')").run());
+    const { event } = chain.record({ source: "trust", kind: "peer.add", payload: { node: "n1" } }, (tx) =>
+      tx.db.prepare("INSERT INTO thing VALUES ('n1')").run(),
+    );
     expect(chain.tip().hash).toBe(event.hash);
     expect(db.prepare("SELECT COUNT(*) AS n FROM thing").get()).toEqual({ n: 1 });
   });
@@ -74,7 +82,9 @@ describe("the audit chain store", () => {
     expect(chain.tip()).toEqual(before);
     expect(seen).toEqual([]);
     expect(db.prepare("SELECT COUNT(*) AS n FROM thing").get()).toEqual({ n: 0 });
-    const next = withWriteTx(db, (tx) => chain.append(tx, { source: "trust", kind: "peer.add", payload: { node: "y" } }));
+    const next = withWriteTx(db, (tx) =>
+      chain.append(tx, { source: "trust", kind: "peer.add", payload: { node: "y" } }),
+    );
     expect(next.seq).toBe(before.seq + 1);
     expect(seen.map((e) => e.hash)).toEqual([next.hash]);
   });
@@ -87,7 +97,17 @@ describe("the audit chain store", () => {
 
   it("round-trips payloads of every JSON type through storage, export and import", () => {
     const { chain } = tenEventChain();
-    const all = { s: "ünïcödé \u0000 \" \\ 😀", i: -42, big: 2 ** 53 - 1, zero: 0, t: true, f: false, n: null, arr: [1, "two", [3]], obj: { z: 1, a: 2, "\u00e9": 3 } };
+    const all = {
+      s: 'ünïcödé \u0000 " \\ 😀',
+      i: -42,
+      big: 2 ** 53 - 1,
+      zero: 0,
+      t: true,
+      f: false,
+      n: null,
+      arr: [1, "two", [3]],
+      obj: { z: 1, a: 2, "\u00e9": 3 },
+    };
     withWriteTx(db, (tx) => chain.append(tx, { source: "trust", kind: "policy.load", payload: all }));
     const lines = [...chain.exportLines()].map((l) => `${l}\n`).join("");
     const other = openDatabase(join(dir, "other.db"));
@@ -135,14 +155,20 @@ describe("the audit chain store", () => {
     const head = chain.tip();
     const next = Chain.reseal(db, key, "controller", "disk corruption", clock);
     expect(next.chainId).not.toBe(chain.chainId);
-    expect(next.get(0)?.payload.predecessor).toEqual({ chain_id: chain.chainId, seq: head.seq, hash: head.hash, reason: "disk corruption" });
+    expect(next.get(0)?.payload.predecessor).toEqual({
+      chain_id: chain.chainId,
+      seq: head.seq,
+      hash: head.hash,
+      reason: "disk corruption",
+    });
     expect(next.verifyStored().ok).toBe(true);
   });
 
   it("writes a checkpoint every 1000 events and on demand, and both verify", () => {
     const chain = Chain.open(db, key, "controller", clock);
     withWriteTx(db, (tx) => {
-      for (let i = 0; i < 1000; i++) chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", i } });
+      for (let i = 0; i < 1000; i++)
+        chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", i } });
     });
     expect(chain.checkpoints().map((c) => c.checkpoint.seq)).toEqual([1000]);
     withWriteTx(db, (tx) => chain.append(tx, { source: "trust", kind: "peer.add", payload: {} }));
@@ -193,7 +219,12 @@ describe("tampering is detected (spec/audit-chain.md §14)", () => {
     const reordered = [...events];
     [reordered[4], reordered[5]] = [reordered[5]!, reordered[4]!];
     expect(verifyEvents(reordered, { key: key.publicKey }).failure).toMatchObject({ seq: 4, code: "seq" });
-    expect(verifyEvents(events.filter((e) => e.seq !== 5), { key: key.publicKey }).failure).toMatchObject({ seq: 5, code: "seq" });
+    expect(
+      verifyEvents(
+        events.filter((e) => e.seq !== 5),
+        { key: key.publicKey },
+      ).failure,
+    ).toMatchObject({ seq: 5, code: "seq" });
     const duplicated = [...events.slice(0, 6), events[5]!, ...events.slice(6)];
     expect(verifyEvents(duplicated, { key: key.publicKey }).failure).toMatchObject({ seq: 6, code: "seq" });
     expect(verifyEvents(events.slice(1), { key: key.publicKey }).failure).toMatchObject({ seq: 0, code: "seq" });
@@ -205,14 +236,24 @@ describe("tampering is detected (spec/audit-chain.md §14)", () => {
     const short = events.slice(0, 7);
     expect(verifyEvents(short, { key: key.publicKey }).ok).toBe(true);
     expect(verifyEvents(short, { key: key.publicKey, checkpoints: [cp] }).failure?.code).toBe("truncated");
-    expect(verifyEvents(short, { key: key.publicKey, expectHead: { seq: 9, hash: events[9]!.hash } }).failure?.code).toBe("truncated");
+    expect(
+      verifyEvents(short, { key: key.publicKey, expectHead: { seq: 9, hash: events[9]!.hash } }).failure?.code,
+    ).toBe("truncated");
   });
 
   it("a suffix re-sealed with another key fails at its first event when the key is pinned", () => {
     const { events } = tenEventChain();
     const rewritten: SealedEvent[] = events.slice(0, 6);
     for (const e of events.slice(6)) {
-      rewritten.push(sealEvent({ chainId: e.chain_id, tip: rewritten[rewritten.length - 1], nowMs: e.ts, key: otherKey, draft: { source: e.source, kind: e.kind, payload: e.payload } }).event);
+      rewritten.push(
+        sealEvent({
+          chainId: e.chain_id,
+          tip: rewritten[rewritten.length - 1],
+          nowMs: e.ts,
+          key: otherKey,
+          draft: { source: e.source, kind: e.kind, payload: e.payload },
+        }).event,
+      );
     }
     expect(verifyEvents(rewritten, { key: key.publicKey }).failure).toMatchObject({ seq: 6, code: "signature" });
     const selfAsserted = verifyEvents(rewritten);
@@ -223,10 +264,20 @@ describe("tampering is detected (spec/audit-chain.md §14)", () => {
     const { events } = tenEventChain();
     const rewritten: SealedEvent[] = events.slice(0, 6);
     for (const e of events.slice(6)) {
-      rewritten.push(sealEvent({ chainId: e.chain_id, tip: rewritten[rewritten.length - 1], nowMs: e.ts, key, draft: { source: e.source, kind: e.kind, payload: { ...e.payload, rewritten: true } } }).event);
+      rewritten.push(
+        sealEvent({
+          chainId: e.chain_id,
+          tip: rewritten[rewritten.length - 1],
+          nowMs: e.ts,
+          key,
+          draft: { source: e.source, kind: e.kind, payload: { ...e.payload, rewritten: true } },
+        }).event,
+      );
     }
     expect(verifyEvents(rewritten, { key: key.publicKey }).ok).toBe(true);
-    expect(verifyEvents(rewritten, { key: key.publicKey, expectHead: { seq: 8, hash: events[8]!.hash } }).failure?.code).toBe("fork");
+    expect(
+      verifyEvents(rewritten, { key: key.publicKey, expectHead: { seq: 8, hash: events[8]!.hash } }).failure?.code,
+    ).toBe("fork");
   });
 
   it("a whole chain replaced by one signed with another key fails genesis against the owner key", () => {
@@ -238,27 +289,47 @@ describe("tampering is detected (spec/audit-chain.md §14)", () => {
 
   it("any byte changed in any field of any event is caught at that event (property)", () => {
     const { events } = tenEventChain();
-    const fields = ["seq", "chain_id", "ts", "prev_hash", "source", "kind", "payload", "payload_hash", "hash", "sig"] as const;
+    const fields = [
+      "seq",
+      "chain_id",
+      "ts",
+      "prev_hash",
+      "source",
+      "kind",
+      "payload",
+      "payload_hash",
+      "hash",
+      "sig",
+    ] as const;
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 9 }), fc.constantFrom(...fields), fc.nat(), fc.integer({ min: 1, max: 15 }), (index, field, position, delta) => {
-        const original = events[index]!;
-        const line = JSON.stringify(original[field]);
-        const at = position % line.length;
-        const code = line.charCodeAt(at);
-        const changed = line.slice(0, at) + String.fromCharCode(code === 34 || code === 92 ? code : ((code + delta) % 94) + 33) + line.slice(at + 1);
-        let value: unknown;
-        try {
-          value = JSON.parse(changed);
-        } catch {
-          return; // that byte change made invalid JSON: an import refuses it before verification (tested separately)
-        }
-        if (JSON.stringify(value) === line) return; // no change
-        const tampered: unknown[] = [...events];
-        tampered[index] = { ...original, [field]: value };
-        const result = verifyEvents(tampered, { key: key.publicKey });
-        expect(result.ok).toBe(false);
-        expect(result.failure?.seq).toBe(index);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 9 }),
+        fc.constantFrom(...fields),
+        fc.nat(),
+        fc.integer({ min: 1, max: 15 }),
+        (index, field, position, delta) => {
+          const original = events[index]!;
+          const line = JSON.stringify(original[field]);
+          const at = position % line.length;
+          const code = line.charCodeAt(at);
+          const changed =
+            line.slice(0, at) +
+            String.fromCharCode(code === 34 || code === 92 ? code : ((code + delta) % 94) + 33) +
+            line.slice(at + 1);
+          let value: unknown;
+          try {
+            value = JSON.parse(changed);
+          } catch {
+            return; // that byte change made invalid JSON: an import refuses it before verification (tested separately)
+          }
+          if (JSON.stringify(value) === line) return; // no change
+          const tampered: unknown[] = [...events];
+          tampered[index] = { ...original, [field]: value };
+          const result = verifyEvents(tampered, { key: key.publicKey });
+          expect(result.ok).toBe(false);
+          expect(result.failure?.seq).toBe(index);
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -272,7 +343,13 @@ describe("import", () => {
     expect(importChain(other, lines).ok).toBe(true);
     // The owner rewrites seq 9 with the same key: a different hash at a stored seq.
     const events = [...chain.find()];
-    const forkedLast = sealEvent({ chainId: chain.chainId, tip: events[8], nowMs: events[9]!.ts, key, draft: { source: "trust", kind: "peer.add", payload: { fork: true } } }).event;
+    const forkedLast = sealEvent({
+      chainId: chain.chainId,
+      tip: events[8],
+      nowMs: events[9]!.ts,
+      key,
+      draft: { source: "trust", kind: "peer.add", payload: { fork: true } },
+    }).event;
     const forked = [...events.slice(0, 9), forkedLast].map((e) => `${JSON.stringify(e)}\n`).join("");
     const outcome = importChain(other, forked);
     expect(outcome.ok).toBe(false);
@@ -291,8 +368,14 @@ describe("import", () => {
     const { chain } = tenEventChain();
     const lines = [...chain.exportLines()].map((l) => `${l}\n`).join("");
     const other = openDatabase(join(dir, "collector.db"));
-    expect(importChain(other, lines.slice(0, -20))).toMatchObject({ ok: false, reason: expect.stringMatching(/^line 10:/) });
-    expect(importChain(other, lines, { key: otherKey.publicKey })).toMatchObject({ ok: false, reason: expect.stringContaining("genesis") });
+    expect(importChain(other, lines.slice(0, -20))).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^line 10:/),
+    });
+    expect(importChain(other, lines, { key: otherKey.publicKey })).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("genesis"),
+    });
     expect(other.prepare("SELECT name FROM sqlite_master WHERE name = 'audit_event'").get()).toBeDefined();
     expect(other.prepare("SELECT COUNT(*) AS n FROM audit_event").get()).toEqual({ n: 0 });
     other.close();
@@ -311,7 +394,8 @@ describe("import", () => {
           // Accepted only when the mutation was meaningless to JSON (e.g. whitespace between tokens): every
           // accepted event is one of the owner's originals.
           const originals = new Set([...chain.find()].map((e) => e.hash));
-          for (const line of mutated.split("\n").filter(Boolean)) expect(originals.has(JSON.parse(line).hash)).toBe(true);
+          for (const line of mutated.split("\n").filter(Boolean))
+            expect(originals.has(JSON.parse(line).hash)).toBe(true);
         }
       }),
       { numRuns: 300 },
@@ -319,7 +403,9 @@ describe("import", () => {
     // Nothing defective was ever written: whatever is stored verifies.
     const stored = other.prepare("SELECT DISTINCT chain_id FROM audit_event").all() as Array<{ chain_id: string }>;
     for (const { chain_id } of stored) {
-      const rows = other.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").all(chain_id) as Array<Parameters<typeof rowToEvent>[0]>;
+      const rows = other.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").all(chain_id) as Array<
+        Parameters<typeof rowToEvent>[0]
+      >;
       const events = rows.map(rowToEvent);
       expect(verifyEvents(events, { key: key.publicKey }).ok).toBe(true);
     }
@@ -345,7 +431,9 @@ describe("key files", () => {
 
   it("refuse a malformed key file naming the field", () => {
     const path = join(dir, "bad.key");
-    writeFileSync(path, JSON.stringify({ format: "berth.key.v1", type: "ed25519", seed: "zz", public_key: "00" }), { mode: 0o600 });
+    writeFileSync(path, JSON.stringify({ format: "berth.key.v1", type: "ed25519", seed: "zz", public_key: "00" }), {
+      mode: 0o600,
+    });
     expect(() => loadKeyFile(path)).toThrow(KeyFileError);
     expect(() => loadKeyFile(path)).toThrow(/field seed/);
     writeFileSync(path, "{not json", { mode: 0o600 });

@@ -19,8 +19,13 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 function checkpointState(dbPath: string) {
   const db = new Database(dbPath, { readonly: true });
   try {
-    const checkpoint = db.prepare("SELECT seq FROM audit_checkpoint ORDER BY seq DESC LIMIT 1").get() as { seq: number } | undefined;
-    const head = db.prepare("SELECT seq, kind FROM audit_event ORDER BY seq DESC LIMIT 1").get() as { seq: number; kind: string };
+    const checkpoint = db.prepare("SELECT seq FROM audit_checkpoint ORDER BY seq DESC LIMIT 1").get() as
+      | { seq: number }
+      | undefined;
+    const head = db.prepare("SELECT seq, kind FROM audit_event ORDER BY seq DESC LIMIT 1").get() as {
+      seq: number;
+      kind: string;
+    };
     return { checkpoint: checkpoint?.seq ?? null, head };
   } finally {
     db.close();

@@ -26,7 +26,10 @@ const b64 = (s: string) => Buffer.from(s, "base64");
 function appendEvents(path: string, from: number, count: number): void {
   const db = openDatabase(path);
   const chain = Chain.open(db, stolen, "controller");
-  for (let i = from; i < from + count; i++) withWriteTx(db, (tx) => chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", i } }));
+  for (let i = from; i < from + count; i++)
+    withWriteTx(db, (tx) =>
+      chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", i } }),
+    );
   db.close();
 }
 
@@ -47,7 +50,9 @@ describe("Merkle checkpoints over the audit chain (issue 38)", () => {
   it("checkpoint --export prints a signed tlog checkpoint note of the whole chain, its own chain.checkpoint event included", async () => {
     const r = await berth("audit", "checkpoint", "--db", dbPath, "--key-file", keyFile, "--export");
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^berth\/audit\/[0-9a-f]{32}\n32\n[A-Za-z0-9+/]{43}=\n\n\u2014 berth\/audit\/[0-9a-f]{32} [A-Za-z0-9+/=]{92}\n$/);
+    expect(r.stdout).toMatch(
+      /^berth\/audit\/[0-9a-f]{32}\n32\n[A-Za-z0-9+/]{43}=\n\n\u2014 berth\/audit\/[0-9a-f]{32} [A-Za-z0-9+/=]{92}\n$/,
+    );
     notePath = join(dir, "checkpoint.txt");
     writeFileSync(notePath, r.stdout);
     appendEvents(dbPath, 30, 5); // the chain grows past the exported tree (seq 0..31): seq 0..36
@@ -56,7 +61,13 @@ describe("Merkle checkpoints over the audit chain (issue 38)", () => {
   it("prove prints an inclusion proof that verifies against the printed root", async () => {
     const r = await berth("audit", "prove", "7", "--db", dbPath, "--pubkey", publicKey);
     expect(r.code, r.stderr).toBe(0);
-    const doc = JSON.parse(r.stdout) as { tree_size: number; root: string; leaf_index: number; event_hash: string; path: string[] };
+    const doc = JSON.parse(r.stdout) as {
+      tree_size: number;
+      root: string;
+      leaf_index: number;
+      event_hash: string;
+      path: string[];
+    };
     expect(doc).toMatchObject({ tree_size: 37, leaf_index: 7 });
     expect(verifyInclusion(leafHash(doc.event_hash), 7, 37, doc.path.map(b64), b64(doc.root))).toBe(true);
     const out = await berth("audit", "prove", "37", "--db", dbPath);
@@ -67,10 +78,17 @@ describe("Merkle checkpoints over the audit chain (issue 38)", () => {
   it("an intact chain that grew extends the exported checkpoint, with a consistency proof that verifies", async () => {
     const v = await berth("audit", "verify", "--db", dbPath, "--pubkey", publicKey, "--against", notePath);
     expect(v.code, v.stdout + v.stderr).toBe(0);
-    expect(v.stdout).toMatch(/^ok chain [0-9a-f]{32} events 37 head 36:[0-9a-f]{64} checkpoints 1 extends tree size 32 root /);
+    expect(v.stdout).toMatch(
+      /^ok chain [0-9a-f]{32} events 37 head 36:[0-9a-f]{64} checkpoints 1 extends tree size 32 root /,
+    );
     const c = await berth("audit", "consistency", "--old", notePath, "--db", dbPath, "--pubkey", publicKey);
     expect(c.code, c.stderr).toBe(0);
-    const doc = JSON.parse(c.stdout) as { ok: boolean; old: { tree_size: number; root: string }; new: { tree_size: number; root: string }; proof: string[] };
+    const doc = JSON.parse(c.stdout) as {
+      ok: boolean;
+      old: { tree_size: number; root: string };
+      new: { tree_size: number; root: string };
+      proof: string[];
+    };
     expect(doc).toMatchObject({ ok: true, old: { tree_size: 32 }, new: { tree_size: 37 } });
     expect(verifyConsistency(32, 37, doc.proof.map(b64), b64(doc.old.root), b64(doc.new.root))).toBe(true);
   });
@@ -94,13 +112,17 @@ describe("Merkle checkpoints over the audit chain (issue 38)", () => {
 
     const against = await berth("audit", "verify", "--db", copy, "--pubkey", publicKey, "--against", notePath);
     expect(against.code).toBe(1);
-    expect(against.stdout).toMatch(/^FAIL chain [0-9a-f]{32} seq 31 fork: .*checkpoint\.txt: the chain does not extend the exported checkpoint: at tree size 32 the checkpoint's root is [A-Za-z0-9+/]{43}=, the chain's first 32 events hash to [A-Za-z0-9+/]{43}=/);
+    expect(against.stdout).toMatch(
+      /^FAIL chain [0-9a-f]{32} seq 31 fork: .*checkpoint\.txt: the chain does not extend the exported checkpoint: at tree size 32 the checkpoint's root is [A-Za-z0-9+/]{43}=, the chain's first 32 events hash to [A-Za-z0-9+/]{43}=/,
+    );
     const json = await berth("audit", "verify", "--db", copy, "--pubkey", publicKey, "--against", notePath, "--json");
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: false, failure: { seq: 31, code: "fork" } });
 
     const consistency = await berth("audit", "consistency", "--old", notePath, "--db", copy, "--pubkey", publicKey);
     expect(consistency.code).toBe(1);
-    expect(consistency.stdout).toMatch(/^FAIL chain [0-9a-f]{32} fork: the chain does not extend the exported checkpoint: at tree size 32/);
+    expect(consistency.stdout).toMatch(
+      /^FAIL chain [0-9a-f]{32} fork: the chain does not extend the exported checkpoint: at tree size 32/,
+    );
   });
 
   it("refuses a checkpoint note that the pinned key did not sign", async () => {

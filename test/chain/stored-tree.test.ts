@@ -42,7 +42,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function referenceLeaves(path: string): Buffer[] {
   const db = openDatabase(path, { readonly: true });
   try {
-    return (db.prepare("SELECT hash FROM audit_event ORDER BY seq").all() as Array<{ hash: string }>).map((r) => leafHash(r.hash));
+    return (db.prepare("SELECT hash FROM audit_event ORDER BY seq").all() as Array<{ hash: string }>).map((r) =>
+      leafHash(r.hash),
+    );
   } finally {
     db.close();
   }
@@ -65,11 +67,16 @@ function storedRoot(path: string, size: number): Buffer {
 function expectStoredRows(path: string, leaves: readonly Buffer[]): void {
   const db = openDatabase(path, { readonly: true });
   try {
-    const rows = db.prepare("SELECT level, idx, hash FROM audit_tree").all() as Array<{ level: number; idx: number; hash: string }>;
+    const rows = db.prepare("SELECT level, idx, hash FROM audit_tree").all() as Array<{
+      level: number;
+      idx: number;
+      hash: string;
+    }>;
     let expected = 0;
     for (let level = 4; 2 ** level <= leaves.length; level++) expected += Math.floor(leaves.length / 2 ** level);
     expect(rows.length).toBe(expected);
-    for (const r of rows) expect(r.hash).toBe(treeRoot(leaves.slice(r.idx * 2 ** r.level, (r.idx + 1) * 2 ** r.level)).toString("hex"));
+    for (const r of rows)
+      expect(r.hash).toBe(treeRoot(leaves.slice(r.idx * 2 ** r.level, (r.idx + 1) * 2 ** r.level)).toString("hex"));
   } finally {
     db.close();
   }
@@ -80,27 +87,33 @@ let files = 0;
 describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
   it("has the root of RFC 6962 over the event hashes at every size, after appends across transactions and after reopening", () => {
     fc.assert(
-      fc.property(fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 12 }), fc.integer({ min: 0, max: 11 }), fc.nat(), (batches, reopenAfter, pick) => {
-        const path = join(dir, `sync-${files++}.db`);
-        let db = openDatabase(path);
-        let chain = Chain.open(db, KEY, "node", Date.now, NEVER);
-        for (const [b, count] of batches.entries()) {
-          withWriteTx(db, (tx) => {
-            for (let i = 0; i < count; i++) chain.append(tx, { source: "trust", kind: "peer.add", payload: { b, i } });
-          });
-          if (b === reopenAfter) {
-            db.close();
-            db = openDatabase(path);
-            chain = Chain.open(db, KEY, "node", Date.now, NEVER);
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 40 }), { minLength: 1, maxLength: 12 }),
+        fc.integer({ min: 0, max: 11 }),
+        fc.nat(),
+        (batches, reopenAfter, pick) => {
+          const path = join(dir, `sync-${files++}.db`);
+          let db = openDatabase(path);
+          let chain = Chain.open(db, KEY, "node", Date.now, NEVER);
+          for (const [b, count] of batches.entries()) {
+            withWriteTx(db, (tx) => {
+              for (let i = 0; i < count; i++)
+                chain.append(tx, { source: "trust", kind: "peer.add", payload: { b, i } });
+            });
+            if (b === reopenAfter) {
+              db.close();
+              db = openDatabase(path);
+              chain = Chain.open(db, KEY, "node", Date.now, NEVER);
+            }
+            const leaves = referenceLeaves(path);
+            expectStoredRows(path, leaves);
+            expect(storedRoot(path, leaves.length).equals(treeRoot(leaves))).toBe(true);
+            const size = 1 + (pick % leaves.length);
+            expect(storedRoot(path, size).equals(treeRoot(leaves, size))).toBe(true);
           }
-          const leaves = referenceLeaves(path);
-          expectStoredRows(path, leaves);
-          expect(storedRoot(path, leaves.length).equals(treeRoot(leaves))).toBe(true);
-          const size = 1 + (pick % leaves.length);
-          expect(storedRoot(path, size).equals(treeRoot(leaves, size))).toBe(true);
-        }
-        db.close();
-      }),
+          db.close();
+        },
+      ),
       { numRuns: 25 },
     );
   });
@@ -122,8 +135,12 @@ describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
         fc.property(fc.integer({ min: 1, max: leaves.length }), fc.nat(), fc.nat(), (size, a, b) => {
           const index = a % size;
           const old = b % (size + 1);
-          expect(tree.inclusion(index, size).map((h) => h.toString("hex"))).toEqual(inclusionProof(leaves, index, size).map((h) => h.toString("hex")));
-          expect(tree.consistency(old, size).map((h) => h.toString("hex"))).toEqual(consistencyProof(leaves, old, size).map((h) => h.toString("hex")));
+          expect(tree.inclusion(index, size).map((h) => h.toString("hex"))).toEqual(
+            inclusionProof(leaves, index, size).map((h) => h.toString("hex")),
+          );
+          expect(tree.consistency(old, size).map((h) => h.toString("hex"))).toEqual(
+            consistencyProof(leaves, old, size).map((h) => h.toString("hex")),
+          );
         }),
         { numRuns: 200 },
       );
@@ -143,7 +160,9 @@ describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
     db.close();
     db = openDatabase(path);
     Chain.open(db, KEY, "node", Date.now, NEVER);
-    expect(db.prepare("SELECT version FROM berth_schema WHERE component = 'audit'").get()).toEqual({ version: CHAIN_SCHEMA_VERSION });
+    expect(db.prepare("SELECT version FROM berth_schema WHERE component = 'audit'").get()).toEqual({
+      version: CHAIN_SCHEMA_VERSION,
+    });
     expect(CHAIN_SCHEMA_VERSION).toBe(3);
     db.close();
     const leaves = referenceLeaves(path);
@@ -176,31 +195,42 @@ describe("the stored Merkle tree of a SQLite chain (issue 38)", () => {
   });
 });
 
-describe.each(["sqlite", "postgres"] as const)("the stored Merkle tree of the controller's store on %s (issue 38)", { timeout: 120_000 }, (kind: EngineKind) => {
-  it("has the root and the consistency proofs of RFC 6962 over the event hashes, across transactions and another connection", async () => {
-    const engine = await harness.open(kind);
-    let chain = await EngineChain.open(engine, KEY, "controller", Date.now, NEVER);
-    const batches = fc.sample(fc.integer({ min: 1, max: 37 }), { numRuns: 10, seed: 38 });
-    for (const [b, count] of batches.entries()) {
-      // Half the batches through a second connection (another process on the store): its frontier is read back.
-      const writer = b % 2 === 0 ? engine : await harness.reopen(engine);
-      if (writer !== engine) chain = await EngineChain.open(writer, KEY, "controller", Date.now, NEVER);
-      await writer.transaction(async (tx) => {
-        for (let i = 0; i < count; i++) await chain.append(tx, { source: "placement", kind: "workload.place", payload: { b, i } });
-      });
-      const hashes = await engine.read((q) => q.all<{ hash: string }>("SELECT hash FROM audit_event WHERE chain_id = ? ORDER BY seq", [chain.chainId]));
-      const leaves = hashes.map((r) => leafHash(r.hash));
-      const n = leaves.length;
-      const root = await engine.read((q) => onStoredTree(q, chain.chainId, (read) => treeHeadFrom(read, n)));
-      expect(root.equals(treeRoot(leaves))).toBe(true);
-      const old = 1 + ((b * 7919) % n);
-      const proof = await engine.read((q) => onStoredTree(q, chain.chainId, (read) => consistencyProofFrom(read, old, n)));
-      expect(proof.map((h) => h.toString("hex"))).toEqual(consistencyProof(leaves, old, n).map((h) => h.toString("hex")));
-    }
-    const verified = await chain.verifyStored();
-    expect(verified.ok, JSON.stringify(verified.failure)).toBe(true);
-  });
-});
+describe.each(["sqlite", "postgres"] as const)(
+  "the stored Merkle tree of the controller's store on %s (issue 38)",
+  { timeout: 120_000 },
+  (kind: EngineKind) => {
+    it("has the root and the consistency proofs of RFC 6962 over the event hashes, across transactions and another connection", async () => {
+      const engine = await harness.open(kind);
+      let chain = await EngineChain.open(engine, KEY, "controller", Date.now, NEVER);
+      const batches = fc.sample(fc.integer({ min: 1, max: 37 }), { numRuns: 10, seed: 38 });
+      for (const [b, count] of batches.entries()) {
+        // Half the batches through a second connection (another process on the store): its frontier is read back.
+        const writer = b % 2 === 0 ? engine : await harness.reopen(engine);
+        if (writer !== engine) chain = await EngineChain.open(writer, KEY, "controller", Date.now, NEVER);
+        await writer.transaction(async (tx) => {
+          for (let i = 0; i < count; i++)
+            await chain.append(tx, { source: "placement", kind: "workload.place", payload: { b, i } });
+        });
+        const hashes = await engine.read((q) =>
+          q.all<{ hash: string }>("SELECT hash FROM audit_event WHERE chain_id = ? ORDER BY seq", [chain.chainId]),
+        );
+        const leaves = hashes.map((r) => leafHash(r.hash));
+        const n = leaves.length;
+        const root = await engine.read((q) => onStoredTree(q, chain.chainId, (read) => treeHeadFrom(read, n)));
+        expect(root.equals(treeRoot(leaves))).toBe(true);
+        const old = 1 + ((b * 7919) % n);
+        const proof = await engine.read((q) =>
+          onStoredTree(q, chain.chainId, (read) => consistencyProofFrom(read, old, n)),
+        );
+        expect(proof.map((h) => h.toString("hex"))).toEqual(
+          consistencyProof(leaves, old, n).map((h) => h.toString("hex")),
+        );
+      }
+      const verified = await chain.verifyStored();
+      expect(verified.ok, JSON.stringify(verified.failure)).toBe(true);
+    });
+  },
+);
 
 describe("berth audit verify against the stored tree and the chained notes (issue 38)", () => {
   let home: string;
@@ -244,7 +274,9 @@ describe("berth audit verify against the stored tree and the chained notes (issu
     const out = await berth("audit", "verify", "--db", copy, "--pubkey", publicKey, "--json");
     expect(out.code).toBe(1);
     expect(JSON.parse(out.stdout)).toMatchObject({ ok: false, failure: { seq: 63, code: "tree" } });
-    expect(JSON.parse(out.stdout).failure.detail).toMatch(/level 5, index 1 \(events 32\.\.63\) is abab.*the stored tree was altered/);
+    expect(JSON.parse(out.stdout).failure.detail).toMatch(
+      /level 5, index 1 \(events 32\.\.63\) is abab.*the stored tree was altered/,
+    );
   });
 
   it("fails a chained checkpoint whose note signs another root, even re-sealed with the owner's key", async () => {
@@ -258,10 +290,22 @@ describe("berth audit verify against the stored tree and the chained notes (issu
     db.prepare("DELETE FROM audit_tree WHERE ((idx + 1) << level) > ?").run(at.seq);
     const { loadKeyFile } = await import("../../src/keys/key-file.js");
     const key = loadKeyFile(keyFile);
-    const wrong = signCheckpointNote(key, { origin: checkpointOrigin(at.chain_id), size: at.seq, root: Buffer.alloc(32, 7) });
+    const wrong = signCheckpointNote(key, {
+      origin: checkpointOrigin(at.chain_id),
+      size: at.seq,
+      root: Buffer.alloc(32, 7),
+    });
     const tip = rows[at.seq - 1] as (typeof rows)[number];
-    const { event, canonicalPayload } = sealEvent({ chainId: at.chain_id, tip, nowMs: at.ts, key, draft: { source: "chain", kind: "chain.checkpoint", payload: { ...at.payload, note: wrong } } });
-    db.prepare("INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)").run(
+    const { event, canonicalPayload } = sealEvent({
+      chainId: at.chain_id,
+      tip,
+      nowMs: at.ts,
+      key,
+      draft: { source: "chain", kind: "chain.checkpoint", payload: { ...at.payload, note: wrong } },
+    });
+    db.prepare(
+      "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
+    ).run(
       event.chain_id,
       event.seq,
       event.ts,
@@ -278,6 +322,8 @@ describe("berth audit verify against the stored tree and the chained notes (issu
     expect(out.code).toBe(1);
     const failure = JSON.parse(out.stdout).failure;
     expect(failure).toMatchObject({ seq: at.seq, code: "checkpoint" });
-    expect(failure.detail).toMatch(new RegExp(`note at seq ${at.seq} signs root BwcH.* for tree size ${at.seq}; the events before it hash to `));
+    expect(failure.detail).toMatch(
+      new RegExp(`note at seq ${at.seq} signs root BwcH.* for tree size ${at.seq}; the events before it hash to `),
+    );
   });
 });

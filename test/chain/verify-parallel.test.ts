@@ -15,7 +15,8 @@ import { type Db, openDatabase, withWriteTx } from "../../src/store/sqlite.js";
 import { builtPath } from "../support/built.js";
 
 type Parallel = typeof import("../../src/chain/verify-parallel.js");
-const loadParallel = async (): Promise<Parallel> => (await import(builtPath("src/chain/verify-parallel.js"))) as Parallel;
+const loadParallel = async (): Promise<Parallel> =>
+  (await import(builtPath("src/chain/verify-parallel.js"))) as Parallel;
 
 let dir: string;
 let path: string;
@@ -31,7 +32,12 @@ function freshChain(): void {
   let now = 1_767_225_600_000;
   const chain = Chain.open(db, key, "controller", () => (now += 7));
   withWriteTx(db, (tx) => {
-    for (let i = 1; i < 400; i++) chain.append(tx, { source: "placement", kind: "workload.place", payload: { phase: "decision", n: i, node: `node-${i % 13}` } });
+    for (let i = 1; i < 400; i++)
+      chain.append(tx, {
+        source: "placement",
+        kind: "workload.place",
+        payload: { phase: "decision", n: i, node: `node-${i % 13}` },
+      });
   });
   chainId = chain.chainId;
 }
@@ -45,7 +51,12 @@ afterEach(dropChain);
 /** Both verifiers over the stored chain: 50-event segments on two workers, and the sequential walk. */
 async function both(opts: { key?: string } = {}): Promise<{ parallel: VerifyResult; sequential: VerifyResult }> {
   const { verifyStoredChainParallel } = await loadParallel();
-  const parallel = await verifyStoredChainParallel(path, chainId, { ...opts, workers: 2, segmentEvents: 50, minEvents: 0 });
+  const parallel = await verifyStoredChainParallel(path, chainId, {
+    ...opts,
+    workers: 2,
+    segmentEvents: 50,
+    minEvents: 0,
+  });
   const sequential = verifyStoredChain(db, chainId, opts);
   return { parallel, sequential };
 }
@@ -65,11 +76,35 @@ describe("the parallel verifier of a stored chain", () => {
 
   it("names the same first bad event as the sequential walk, inside a segment, at its first or last event, and across one", async () => {
     const cases: Array<[string, () => void, number]> = [
-      ["a payload inside a segment", () => tamper("UPDATE audit_event SET payload = replace(payload, '\"n\":237', '\"n\":238') WHERE chain_id = ? AND seq = 237", chainId), 237],
-      ["the first event of a segment links elsewhere", () => tamper("UPDATE audit_event SET prev_hash = ? WHERE chain_id = ? AND seq = 251", "0".repeat(64), chainId), 251],
-      ["the last event of a segment has another hash", () => tamper("UPDATE audit_event SET hash = ? WHERE chain_id = ? AND seq = 250", "f".repeat(64), chainId), 250],
-      ["an event missing at a segment's end", () => tamper("DELETE FROM audit_event WHERE chain_id = ? AND seq = 300", chainId), 300],
-      ["a signature in the last segment", () => tamper("UPDATE audit_event SET sig = ? WHERE chain_id = ? AND seq = 398", "0".repeat(128), chainId), 398],
+      [
+        "a payload inside a segment",
+        () =>
+          tamper(
+            "UPDATE audit_event SET payload = replace(payload, '\"n\":237', '\"n\":238') WHERE chain_id = ? AND seq = 237",
+            chainId,
+          ),
+        237,
+      ],
+      [
+        "the first event of a segment links elsewhere",
+        () => tamper("UPDATE audit_event SET prev_hash = ? WHERE chain_id = ? AND seq = 251", "0".repeat(64), chainId),
+        251,
+      ],
+      [
+        "the last event of a segment has another hash",
+        () => tamper("UPDATE audit_event SET hash = ? WHERE chain_id = ? AND seq = 250", "f".repeat(64), chainId),
+        250,
+      ],
+      [
+        "an event missing at a segment's end",
+        () => tamper("DELETE FROM audit_event WHERE chain_id = ? AND seq = 300", chainId),
+        300,
+      ],
+      [
+        "a signature in the last segment",
+        () => tamper("UPDATE audit_event SET sig = ? WHERE chain_id = ? AND seq = 398", "0".repeat(128), chainId),
+        398,
+      ],
     ];
     for (const [what, breakIt, seq] of cases) {
       // Each case on a fresh chain.
@@ -87,11 +122,19 @@ describe("the parallel verifier of a stored chain", () => {
     const { verifyStoredChainParallel } = await loadParallel();
     const options = { workers: 2, segmentEvents: 64, minEvents: 0 };
     const fork = { seq: 120, hash: "a".repeat(64) };
-    const parallel = await verifyStoredChainParallel(path, chainId, { ...options, key: key.publicKey, expectHead: fork });
+    const parallel = await verifyStoredChainParallel(path, chainId, {
+      ...options,
+      key: key.publicKey,
+      expectHead: fork,
+    });
     expect(parallel.failure).toEqual(verifyStoredChain(db, chainId, { key: key.publicKey, expectHead: fork }).failure);
     expect(parallel.failure?.code).toBe("fork");
     const beyond = { seq: 500, hash: "a".repeat(64) };
-    const truncated = await verifyStoredChainParallel(path, chainId, { ...options, key: key.publicKey, expectHead: beyond });
+    const truncated = await verifyStoredChainParallel(path, chainId, {
+      ...options,
+      key: key.publicKey,
+      expectHead: beyond,
+    });
     expect(truncated.failure).toMatchObject({ code: "truncated", seq: 400 });
   });
 });

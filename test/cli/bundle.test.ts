@@ -23,18 +23,25 @@ function layout(root: string) {
   const daemonBundle = join(root, "dist", "src", "node-daemon.bundle.cjs");
   mkdirSync(cli, { recursive: true });
   writeFileSync(join(root, "package.json"), '{ "type": "module" }\n');
-  for (const file of ["berth.cjs", "runtime.cjs", "cli-bundle.cjs", "daemon-bundle.cjs", "fresh-bundle.cjs"]) copyFileSync(builtPath(`src/cli/entry/${file}`), join(cli, file));
+  for (const file of ["berth.cjs", "runtime.cjs", "cli-bundle.cjs", "daemon-bundle.cjs", "fresh-bundle.cjs"])
+    copyFileSync(builtPath(`src/cli/entry/${file}`), join(cli, file));
   writeFileSync(join(cli, "main.js"), 'process.stdout.write("main.js " + JSON.stringify(process.argv.slice(2)));\n');
   utimesSync(join(cli, "main.js"), 1_000_000, 1_000_000);
   return {
     /** Writes the CLI bundle, `seconds` after main.js (negative: before). */
     cliBundle(seconds: number) {
       mkdirSync(join(root, "dist", "src", "cli-bundle"), { recursive: true });
-      writeFileSync(cliBundle, 'exports.runBerth = async (argv) => { process.stdout.write("CLI bundle " + JSON.stringify(argv)); };\n');
+      writeFileSync(
+        cliBundle,
+        'exports.runBerth = async (argv) => { process.stdout.write("CLI bundle " + JSON.stringify(argv)); };\n',
+      );
       utimesSync(cliBundle, 1_000_000 + seconds, 1_000_000 + seconds);
     },
     daemonBundle(seconds: number) {
-      writeFileSync(daemonBundle, 'exports.runNodeServe = async (argv) => { process.stdout.write("daemon bundle " + JSON.stringify(argv)); };\n');
+      writeFileSync(
+        daemonBundle,
+        'exports.runNodeServe = async (argv) => { process.stdout.write("daemon bundle " + JSON.stringify(argv)); };\n',
+      );
       utimesSync(daemonBundle, 1_000_000 + seconds, 1_000_000 + seconds);
     },
     removeCliBundle: () => rmSync(join(root, "dist", "src", "cli-bundle"), { recursive: true, force: true }),
@@ -69,9 +76,13 @@ describe("the installed berth, in a checkout", () => {
   it("runs node serve from the daemon's bundle when fresh, else main.js, and never from the CLI bundle", async () => {
     checkout.cliBundle(100);
     checkout.daemonBundle(-100);
-    expect(await checkout.berth(["node", "serve", "--data-dir", "x"])).toBe('main.js ["node","serve","--data-dir","x"]');
+    expect(await checkout.berth(["node", "serve", "--data-dir", "x"])).toBe(
+      'main.js ["node","serve","--data-dir","x"]',
+    );
     checkout.daemonBundle(100);
-    expect(await checkout.berth(["node", "serve", "--data-dir", "x"])).toBe('daemon bundle ["node","serve","--data-dir","x"]');
+    expect(await checkout.berth(["node", "serve", "--data-dir", "x"])).toBe(
+      'daemon bundle ["node","serve","--data-dir","x"]',
+    );
   });
 });
 

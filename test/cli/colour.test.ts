@@ -60,19 +60,22 @@ describe("colour", () => {
 });
 
 describe("progress while waiting", () => {
-  it.skipIf(!terminal)("a terminal shows a spinner naming what berth waits for; a pipe and --json show nothing", async () => {
-    const waiting = `asking ${silentAddr} to describe itself`;
-    const [tty, pipe, json] = await Promise.all([
-      berthInTerminal(home, ["nodes", "add", silentAddr]),
-      berth(home, ["nodes", "add", silentAddr]),
-      berthInTerminal(home, ["nodes", "add", silentAddr, "--json"]),
-    ]);
-    for (const r of [tty, pipe, json]) expect(r.code, r.stdout + r.stderr).toBe(1);
-    expect(tty.stdout).toContain(waiting);
-    expect(tty.stdout).toContain(`${ESC}?25l`); // the spinner hides the cursor while it turns…
-    expect(tty.stdout).toContain(`${ESC}?25h`); // …and gives it back
-    expect(pipe.stdout + pipe.stderr).not.toContain(waiting);
-    expect(json.stdout).not.toContain(waiting);
-    expect(json.stdout.includes(ESC)).toBe(false);
-  });
+  it.skipIf(!terminal)(
+    "a terminal shows a spinner naming what berth waits for; a pipe and --json show nothing",
+    async () => {
+      const waiting = `asking ${silentAddr} to describe itself`;
+      const [tty, pipe, json] = await Promise.all([
+        berthInTerminal(home, ["nodes", "add", silentAddr]),
+        berth(home, ["nodes", "add", silentAddr]),
+        berthInTerminal(home, ["nodes", "add", silentAddr, "--json"]),
+      ]);
+      for (const r of [tty, pipe, json]) expect(r.code, r.stdout + r.stderr).toBe(1);
+      expect(tty.stdout).toContain(waiting);
+      expect(tty.stdout).toContain(`${ESC}?25l`); // the spinner hides the cursor while it turns…
+      expect(tty.stdout).toContain(`${ESC}?25h`); // …and gives it back
+      expect(pipe.stdout + pipe.stderr).not.toContain(waiting);
+      expect(json.stdout).not.toContain(waiting);
+      expect(json.stdout.includes(ESC)).toBe(false);
+    },
+  );
 });

@@ -56,7 +56,15 @@ describe("the controller's store chosen by --database (issue 20)", () => {
     for (const r of [byFlag, byEnv]) expect(r.stdout + r.stderr).not.toContain(SECRET);
 
     // berth audit reads the chain where it lives: the same verification on PostgreSQL (src/chain/mirror.ts).
-    const verified = await berth(h, ["audit", "verify", "--database", addressFile(h, url), "--key-file", join(h, "keys", "controller.key"), "--json"]);
+    const verified = await berth(h, [
+      "audit",
+      "verify",
+      "--database",
+      addressFile(h, url),
+      "--key-file",
+      join(h, "keys", "controller.key"),
+      "--json",
+    ]);
     expect(verified.code, verified.stderr).toBe(0);
     expect(oneDocument(verified, "audit verify")).toMatchObject({ ok: true });
     const tail = await berth(h, ["audit", "tail", "--json"], { BERTH_DATABASE_URL: url });
@@ -72,14 +80,41 @@ describe("the controller's store chosen by --database (issue 20)", () => {
     const exported = await berth(other, ["audit", "export"]);
     expect(exported.code, exported.stderr).toBe(0);
     writeFileSync(join(h, "other.jsonl"), exported.stdout);
-    const imported = await berth(h, ["audit", "import", join(h, "other.jsonl"), "--database", addressFile(h, url), "--json"]);
+    const imported = await berth(h, [
+      "audit",
+      "import",
+      join(h, "other.jsonl"),
+      "--database",
+      addressFile(h, url),
+      "--json",
+    ]);
     expect(imported.code, imported.stderr).toBe(0);
-    expect(oneDocument(imported, "audit import")).toMatchObject({ ok: true, written: exported.stdout.trim().split("\n").length });
-    const again = await berth(h, ["audit", "import", join(h, "other.jsonl"), "--database", addressFile(h, url), "--json"]);
+    expect(oneDocument(imported, "audit import")).toMatchObject({
+      ok: true,
+      written: exported.stdout.trim().split("\n").length,
+    });
+    const again = await berth(h, [
+      "audit",
+      "import",
+      join(h, "other.jsonl"),
+      "--database",
+      addressFile(h, url),
+      "--json",
+    ]);
     expect(oneDocument(again, "audit import")).toMatchObject({ ok: true, written: 0 });
-    const reseal = await berth(h, ["audit", "reseal", "--new-chain", "--reason", "x", "--database", addressFile(h, url)]);
+    const reseal = await berth(h, [
+      "audit",
+      "reseal",
+      "--new-chain",
+      "--reason",
+      "x",
+      "--database",
+      addressFile(h, url),
+    ]);
     expect(reseal.code).toBe(1);
-    expect(reseal.stderr).toMatch(/refused on a PostgreSQL store: it abandons the chain every berth serve on the store appends to/);
+    expect(reseal.stderr).toMatch(
+      /refused on a PostgreSQL store: it abandons the chain every berth serve on the store appends to/,
+    );
     for (const r of [verified, tail, checkpoint, imported, reseal]) expect(r.stdout + r.stderr).not.toContain(SECRET);
 
     const engine = await PostgresEngine.open(url);
@@ -88,8 +123,15 @@ describe("the controller's store chosen by --database (issue 20)", () => {
       expect((await chain.verifyStored()).ok).toBe(true);
       const rows = await engine.read((q) => q.all<{ payload: string }>("SELECT payload FROM audit_event"));
       expect(rows.length).toBeGreaterThan(0);
-      expect(rows.some((r) => r.payload.includes(SECRET)), "the password is in no chained event").toBe(false);
-      expect(await engine.read((q) => q.get<{ version: number }>("SELECT version FROM berth_schema WHERE component = 'mesh_controller'"))).toEqual({ version: CONTROLLER_SCHEMA_VERSION });
+      expect(
+        rows.some((r) => r.payload.includes(SECRET)),
+        "the password is in no chained event",
+      ).toBe(false);
+      expect(
+        await engine.read((q) =>
+          q.get<{ version: number }>("SELECT version FROM berth_schema WHERE component = 'mesh_controller'"),
+        ),
+      ).toEqual({ version: CONTROLLER_SCHEMA_VERSION });
       expect(engine.location).not.toContain(SECRET);
     } finally {
       await engine.close();
@@ -98,7 +140,12 @@ describe("the controller's store chosen by --database (issue 20)", () => {
 
   it("a store that cannot be reached fails the verb naming the address without its password", async () => {
     const h = await home();
-    const r = await berth(h, ["nodes", "list", "--database", addressFile(h, `postgres://berth:${SECRET}@127.0.0.1:1/nowhere`)]);
+    const r = await berth(h, [
+      "nodes",
+      "list",
+      "--database",
+      addressFile(h, `postgres://berth:${SECRET}@127.0.0.1:1/nowhere`),
+    ]);
     expect(r.code, r.stderr).not.toBe(0);
     expect(r.stderr).toContain("cannot open the PostgreSQL store at postgres://berth:***@127.0.0.1:1/nowhere");
     expect(r.stdout + r.stderr).not.toContain(SECRET);

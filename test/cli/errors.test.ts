@@ -23,7 +23,9 @@ describe("errors that say what to do", () => {
     rmSync(join(keyless, "keys", "controller.key"));
     const r = await berth(keyless, ["nodes", "list"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^berth: key file .*controller\.key does not exist; create one with `berth keys new --key-file .*`/);
+    expect(r.stderr).toMatch(
+      /^berth: key file .*controller\.key does not exist; create one with `berth keys new --key-file .*`/,
+    );
   });
 
   it("a key file readable by others names the chmod that fixes it (exit 2)", async () => {
@@ -62,7 +64,9 @@ describe("errors that say what to do", () => {
   it("an unknown agent points to `berth agents` and `berth deploy` (exit 1)", async () => {
     const r = await berth(home, ["agent", "logs", "nobody"]);
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/no agent "nobody" was deployed from this berth home; `berth agents` lists .* `berth deploy FILE` deploys one/);
+    expect(r.stderr).toMatch(
+      /no agent "nobody" was deployed from this berth home; `berth agents` lists .* `berth deploy FILE` deploys one/,
+    );
   });
 
   it("a verb that is not one of the choices lists them (exit 2)", async () => {

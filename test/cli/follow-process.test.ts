@@ -23,7 +23,11 @@ afterEach(async () => {
 
 /** A follower as a terminal starts a job: its own process group, so a Ctrl-C is SIGINT to every process in it. */
 function follow(env: NodeJS.ProcessEnv, args: readonly string[]) {
-  const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: { ...process.env, ...env },
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   followers.push(child);
   let out = "";
   let err = "";
@@ -33,18 +37,30 @@ function follow(env: NodeJS.ProcessEnv, args: readonly string[]) {
   child.stderr?.on("data", (d: Buffer) => {
     err += d.toString();
   });
-  const exited = new Promise<{ code: number | null; signal: string | null }>((r) => child.on("exit", (code, signal) => r({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((r) =>
+    child.on("exit", (code, signal) => r({ code, signal })),
+  );
   const ticks = () => [...out.matchAll(/^tick-(\d+)$/gm)].map((m) => Number(m[1]));
   return { child, out: () => out, err: () => err, exited, ticks };
 }
 
 async function followUntilCtrlC(env: NodeJS.ProcessEnv, args: readonly string[]): Promise<void> {
   const f = follow(env, args);
-  const firstSeen = await waitFor(() => (f.ticks().length > 0 ? Math.max(...f.ticks()) : false), `${args.join(" ")}: its first lines (${f.err()})`, 20_000);
+  const firstSeen = await waitFor(
+    () => (f.ticks().length > 0 ? Math.max(...f.ticks()) : false),
+    `${args.join(" ")}: its first lines (${f.err()})`,
+    20_000,
+  );
   // Lines the agent writes after the follower printed its first answer arrive too, each once and in order.
-  await waitFor(() => Math.max(...f.ticks()) >= firstSeen + 10, `${args.join(" ")}: lines written after it started (${f.err()})`, 20_000);
+  await waitFor(
+    () => Math.max(...f.ticks()) >= firstSeen + 10,
+    `${args.join(" ")}: lines written after it started (${f.err()})`,
+    20_000,
+  );
   const ticks = f.ticks();
-  expect(ticks, `${args.join(" ")}: every line once, in order`).toEqual(Array.from({ length: ticks.length }, (_, i) => (ticks[0] as number) + i));
+  expect(ticks, `${args.join(" ")}: every line once, in order`).toEqual(
+    Array.from({ length: ticks.length }, (_, i) => (ticks[0] as number) + i),
+  );
   process.kill(-(f.child.pid as number), "SIGINT");
   const end = await Promise.race([f.exited, new Promise<"hung">((r) => setTimeout(() => r("hung"), 5_000))]);
   expect(end, `${args.join(" ")}: Ctrl-C ends it, exit 0 (${f.err()})`).toEqual({ code: 0, signal: null });
@@ -56,15 +72,25 @@ describe("following a log", () => {
     const { home, env } = await controllerHome(TICKER);
     const { url } = await serve(home);
     const client = clientHome(home);
-    expect((await run(client.env, ["context", "add", "lab", "--server", url, "--token-file", client.tokenFile, "--use"])).code).toBe(0);
-    const instance = String(((await run(env, ["agents", "--json", "--local"])).doc.agents as JsonObject[])[0]?.instance);
+    expect(
+      (await run(client.env, ["context", "add", "lab", "--server", url, "--token-file", client.tokenFile, "--use"]))
+        .code,
+    ).toBe(0);
+    const instance = String(
+      ((await run(env, ["agents", "--json", "--local"])).doc.agents as JsonObject[])[0]?.instance,
+    );
 
     await followUntilCtrlC(client.env, ["agent", "logs", "scout", "-f"]);
     await followUntilCtrlC(env, ["instance", "logs", instance, "-f", "--local"]);
 
-    expect(processesWithEnv(`BERTH_INSTANCE_ID=${instance}`).length, "the agent runs before the stop").toBeGreaterThan(0);
+    expect(processesWithEnv(`BERTH_INSTANCE_ID=${instance}`).length, "the agent runs before the stop").toBeGreaterThan(
+      0,
+    );
     const stopped = await run(client.env, ["agent", "stop", "scout", "--wait", "--json"]);
     expect([stopped.code, stopped.doc.ok, stopped.doc.instance], stopped.stderr).toEqual([0, true, instance]);
-    expect(processesWithEnv(`BERTH_INSTANCE_ID=${instance}`), "no process of the agent is left when stop --wait answers").toEqual([]);
+    expect(
+      processesWithEnv(`BERTH_INSTANCE_ID=${instance}`),
+      "no process of the agent is left when stop --wait answers",
+    ).toEqual([]);
   }, 240_000);
 });

@@ -32,7 +32,19 @@ describe("berth --help", () => {
     const headings = [...s.keys()].filter((h) => TOPICS.some((t) => t.heading === h));
     expect(headings).toEqual(TOPICS.map((t) => t.heading).filter((h) => s.has(h)));
     expect(s.get("Agents:")).toEqual(["deploy", "agents", "agent"]);
-    expect(s.get("Mesh:")).toEqual(["nodes", "place", "instances", "instance", "top", "unsettled", "doctor", "package", "node", "revoke", "unrevoke"]);
+    expect(s.get("Mesh:")).toEqual([
+      "nodes",
+      "place",
+      "instances",
+      "instance",
+      "top",
+      "unsettled",
+      "doctor",
+      "package",
+      "node",
+      "revoke",
+      "unrevoke",
+    ]);
     expect(s.get("Kubernetes:")).toEqual(["k8s", "provider"]);
     expect(s.get("Audit and keys:")).toEqual(["audit", "events", "keys"]);
     expect(s.get("Run:")).toContain("up");
@@ -42,7 +54,9 @@ describe("berth --help", () => {
 
   it("ends with the exit codes and what --json prints on failure", async () => {
     const r = await berth(tempHome(), ["--help"]);
-    expect(r.stdout).toMatch(/Exit status:\n {2}0 {2}done.*\n {2}1 {2}berth looked and the answer is no.*\n(.*\n)* {2}2 {2}the request could not be made/);
+    expect(r.stdout).toMatch(
+      /Exit status:\n {2}0 {2}done.*\n {2}1 {2}berth looked and the answer is no.*\n(.*\n)* {2}2 {2}the request could not be made/,
+    );
     expect(r.stdout).toContain('{"ok":false,"error":…,"kind":…}');
   });
 

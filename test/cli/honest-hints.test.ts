@@ -22,7 +22,10 @@ describe("honest hints", () => {
     expect(wrong.stderr).toContain("this is not the key that signed this chain");
     expect(wrong.stderr).toContain("you may have given another key");
     expect(wrong.stderr + wrong.stdout).not.toMatch(/reseal|cannot be trusted/);
-    const doc = JSON.parse((await berth(home, ["audit", "verify", "--pubkey", String(JSON.parse(other.stdout).public_key), "--json"])).stdout);
+    const doc = JSON.parse(
+      (await berth(home, ["audit", "verify", "--pubkey", String(JSON.parse(other.stdout).public_key), "--json"]))
+        .stdout,
+    );
     const own = JSON.parse((await berth(home, ["keys", "show", "--json"])).stdout).public_key;
     expect(doc.failure).toMatchObject({ code: "genesis", signed_by: own });
   });
@@ -30,7 +33,10 @@ describe("honest hints", () => {
   it("a spec file that is not there is named as missing, and usage errors have berth's prefix", async () => {
     const home = tempHome();
     const missing = await berth(home, ["deploy", join(home, "nope.yaml")]);
-    expect([missing.code, missing.stderr.trim()]).toEqual([2, `berth: ${join(home, "nope.yaml")} does not exist (the agent spec); check the path`]);
+    expect([missing.code, missing.stderr.trim()]).toEqual([
+      2,
+      `berth: ${join(home, "nope.yaml")} does not exist (the agent spec); check the path`,
+    ]);
     const usage = await berth(home, ["agents", "--bogus"]);
     expect([usage.code, usage.stderr.split("\n")[0]]).toEqual([2, "berth: unknown option '--bogus'"]);
   });

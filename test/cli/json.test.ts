@@ -32,7 +32,11 @@ describe("--json on every verb", () => {
   let home: string;
   let pub: string;
   let pkg: string;
-  const json = async (verb: string, args: readonly string[], expected: { code: number; ok?: boolean; kind?: string }) => {
+  const json = async (
+    verb: string,
+    args: readonly string[],
+    expected: { code: number; ok?: boolean; kind?: string },
+  ) => {
     const r = await berth(home, [...verb.split(" "), ...args, "--json"]);
     expect(r.code, `${verb} ${args.join(" ")}: ${r.stderr}`).toBe(expected.code);
     const doc = oneDocument(r, verb);
@@ -46,7 +50,10 @@ describe("--json on every verb", () => {
     home = tempHome();
     pkg = join(home, "pkg");
     pub = String((await json("keys new", [], { code: 0 })).public_key);
-    await Promise.all([json("keys show", [], { code: 0 }), json("node init", ["--data-dir", join(home, "node"), "--controller", pub], { code: 0 })]);
+    await Promise.all([
+      json("keys show", [], { code: 0 }),
+      json("node init", ["--data-dir", join(home, "node"), "--controller", pub], { code: 0 }),
+    ]);
     mkdirSync(pkg);
     await json("package init", [pkg, "--name", "probe"], { code: 0 });
     writeFileSync(join(pkg, "run.sh"), "#!/bin/sh\nexec sleep 30\n");
@@ -73,7 +80,10 @@ describe("--json on every verb", () => {
 
   it("audit verbs answer with one document (export too, instead of JSON lines)", async () => {
     await json("audit verify", ["--key-file", join(home, "keys", "controller.key")], { code: 0, ok: true });
-    const [tail, exported] = await Promise.all([json("audit tail", [], { code: 0 }), json("audit export", [], { code: 0 })]);
+    const [tail, exported] = await Promise.all([
+      json("audit tail", [], { code: 0 }),
+      json("audit export", [], { code: 0 }),
+    ]);
     expect((tail.events as unknown[]).length).toBeGreaterThan(0);
     expect(exported.events).toEqual(tail.events);
     expect((await json("audit checkpoint", [], { code: 0 })).checkpoint).not.toBeNull();
@@ -83,6 +93,10 @@ describe("--json on every verb", () => {
   it("a usage error is a JSON document too, with exit status 2", async () => {
     const r = await berth(tempHome(), ["nodes", "list", "--no-such-flag", "--json"]);
     expect(r.code).toBe(2);
-    expect(oneDocument(r, "usage error")).toMatchObject({ ok: false, kind: "usage", error: expect.stringMatching(/unknown option '--no-such-flag'/) });
+    expect(oneDocument(r, "usage error")).toMatchObject({
+      ok: false,
+      kind: "usage",
+      error: expect.stringMatching(/unknown option '--no-such-flag'/),
+    });
   });
 });

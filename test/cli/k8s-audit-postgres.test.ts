@@ -38,7 +38,9 @@ async function sourceK8sEvents(url: string): Promise<number> {
   const client = new pg.Client({ connectionString: url, options: "-c default_transaction_read_only=on" });
   await client.connect();
   try {
-    return Number((await client.query<{ n: string }>("SELECT COUNT(*) AS n FROM audit_event WHERE source = 'k8s'")).rows[0]?.n);
+    return Number(
+      (await client.query<{ n: string }>("SELECT COUNT(*) AS n FROM audit_event WHERE source = 'k8s'")).rows[0]?.n,
+    );
   } finally {
     await client.end();
   }
@@ -49,10 +51,15 @@ describe("berth k8s on a PostgreSQL store", { timeout: 60_000 }, () => {
     server = await startPostgres();
     const url = await server.database();
     const run = (home: string, args: string[]) =>
-      runNode([MAIN, ...args], { cwd: home, env: { BERTH_HOME: home, HOME: home, BERTH_DATABASE_URL: url, KUBECONFIG: join(home, "no-kubeconfig") } });
+      runNode([MAIN, ...args], {
+        cwd: home,
+        env: { BERTH_HOME: home, HOME: home, BERTH_DATABASE_URL: url, KUBECONFIG: join(home, "no-kubeconfig") },
+      });
     const owner = mkdtempSync(join(tmpdir(), "berth-k8s-pg-owner-"));
     expect((await run(owner, ["keys", "new", "--json"])).code).toBe(0);
-    expect((await run(owner, ["instances", "--json"])).code, "the store and its chain, owned by this home's key").toBe(0);
+    expect((await run(owner, ["instances", "--json"])).code, "the store and its chain, owned by this home's key").toBe(
+      0,
+    );
 
     const other = mkdtempSync(join(tmpdir(), "berth-k8s-pg-other-"));
     expect((await run(other, ["keys", "new", "--json"])).code).toBe(0);
@@ -61,7 +68,9 @@ describe("berth k8s on a PostgreSQL store", { timeout: 60_000 }, () => {
     const doc = JSON.parse(refused.stdout.trim()) as { ok: boolean; error: string };
     expect(doc.ok).toBe(false);
     expect(doc.error).toMatch(/^could not open the audit chain: /);
-    expect(doc.error, "it says whose chain it is").toMatch(/audit chain [0-9a-f]{32} belongs to key [0-9a-f]{64}, not [0-9a-f]{64}; use the key file that created it/);
+    expect(doc.error, "it says whose chain it is").toMatch(
+      /audit chain [0-9a-f]{32} belongs to key [0-9a-f]{64}, not [0-9a-f]{64}; use the key file that created it/,
+    );
     expect(refused.stdout + refused.stderr).not.toContain(NSEC);
     expect(await sourceK8sEvents(url)).toBe(0);
     expect(existsSync(join(other, "k8s.db")), "no fallback chain in the home").toBe(false);

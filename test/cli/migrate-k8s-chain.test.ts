@@ -60,11 +60,29 @@ describe("berth migrate with a k8s.db in the home", { timeout: 120_000 }, () => 
     const imported = await berth(["audit", "import", file, "--key-file", k8sKey, "--database", url, "--json"]);
     expect(imported.code, imported.stdout + imported.stderr).toBe(0);
     expect(JSON.parse(imported.stdout)).toMatchObject({ ok: true, chain_id: own.chain_id, written: 4 });
-    const copy = await berth(["audit", "verify", "--database", url, "--chain", own.chain_id, "--key-file", k8sKey, "--json"]);
+    const copy = await berth([
+      "audit",
+      "verify",
+      "--database",
+      url,
+      "--chain",
+      own.chain_id,
+      "--key-file",
+      k8sKey,
+      "--json",
+    ]);
     expect(copy.code, copy.stdout + copy.stderr).toBe(0);
     expect(JSON.parse(copy.stdout)).toMatchObject({ ok: true, chain_id: own.chain_id, events: 4 });
     // The store's own chain is still the controller's, under the controller key.
-    const store = await berth(["audit", "verify", "--database", url, "--key-file", join(home, "keys", "controller.key"), "--json"]);
+    const store = await berth([
+      "audit",
+      "verify",
+      "--database",
+      url,
+      "--key-file",
+      join(home, "keys", "controller.key"),
+      "--json",
+    ]);
     expect(store.code, store.stdout + store.stderr).toBe(0);
     expect((JSON.parse(store.stdout) as { chain_id: string }).chain_id).not.toBe(own.chain_id);
   });

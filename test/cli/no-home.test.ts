@@ -13,9 +13,20 @@ const scratch = mkdtempSync(join(tmpdir(), "berth-no-home-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe("a read verb on a home that does not exist", () => {
-  it.each([["agents"], ["agent", "status", "heartbeat"], ["agent", "logs", "heartbeat"], ["nodes", "list"], ["instances"], ["doctor"], ["audit", "tail"], ["audit", "verify"]])("berth %s makes no home and says where it looked", async (...verb) => {
+  it.each([
+    ["agents"],
+    ["agent", "status", "heartbeat"],
+    ["agent", "logs", "heartbeat"],
+    ["nodes", "list"],
+    ["instances"],
+    ["doctor"],
+    ["audit", "tail"],
+    ["audit", "verify"],
+  ])("berth %s makes no home and says where it looked", async (...verb) => {
     const home = join(scratch, verb.join("-"));
-    const run = await runNode([berthBin(), ...verb, "--local"], { env: { BERTH_HOME: home, BERTH_ADDR: "", BERTH_CONTEXT: "" } });
+    const run = await runNode([berthBin(), ...verb, "--local"], {
+      env: { BERTH_HOME: home, BERTH_ADDR: "", BERTH_CONTEXT: "" },
+    });
     expect(run.stderr).toContain(`no berth home at ${home} ($BERTH_HOME): nothing to read, and nothing was made`);
     expect(run.stderr).toContain("berth up");
     expect(run.code).toBe(1);
@@ -24,7 +35,9 @@ describe("a read verb on a home that does not exist", () => {
 
   it("names the home in --data-dir when the flag chose it", async () => {
     const home = join(scratch, "flagged");
-    const run = await runNode([berthBin(), "agents", "--local", "--data-dir", home], { env: { BERTH_HOME: join(scratch, "other") } });
+    const run = await runNode([berthBin(), "agents", "--local", "--data-dir", home], {
+      env: { BERTH_HOME: join(scratch, "other") },
+    });
     expect(run.stderr).toContain(`no berth home at ${home} (--data-dir)`);
     expect(existsSync(home)).toBe(false);
   });

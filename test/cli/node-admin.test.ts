@@ -19,7 +19,9 @@ afterEach(async () => {
 type Answer = { code: number | null; doc: JsonObject; stdout: string; stderr: string };
 
 async function run(home: string, args: readonly string[]): Promise<Answer> {
-  const r = await runNode([MAIN, ...args], { env: { BERTH_HOME: home, KUBECONFIG: "/nonexistent/berth-node-admin-test" } });
+  const r = await runNode([MAIN, ...args], {
+    env: { BERTH_HOME: home, KUBECONFIG: "/nonexistent/berth-node-admin-test" },
+  });
   let doc: JsonObject = {};
   try {
     doc = JSON.parse(r.stdout) as JsonObject;
@@ -31,7 +33,9 @@ async function run(home: string, args: readonly string[]): Promise<Answer> {
 
 const apiRoutes = async (home: string): Promise<string[]> => {
   const tail = await run(home, ["audit", "tail", "-n", "1000", "--json", "--data-dir", home]);
-  return (tail.doc.events as JsonObject[]).filter((e) => e.kind === "api.call" && (e.payload as JsonObject).phase === "request").map((e) => String((e.payload as JsonObject).route));
+  return (tail.doc.events as JsonObject[])
+    .filter((e) => e.kind === "api.call" && (e.payload as JsonObject).phase === "request")
+    .map((e) => String((e.payload as JsonObject).route));
 };
 
 describe("berth node cordon, uncordon, forget and drain", () => {
@@ -44,7 +48,11 @@ describe("berth node cordon, uncordon, forget and drain", () => {
     probePackage(pkg, signer, { script: "#!/bin/sh\nexec sleep 300\n" });
     writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "test" }]);
     writeJson(join(home, "permits.json"), [TEST_PERMIT]);
-    const node = await NodeProcess.create({ controllers: [String(keys.doc.public_key)], signers: [signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({
+      controllers: [String(keys.doc.public_key)],
+      signers: [signer.publicKey],
+      permits: [TEST_PERMIT],
+    });
     expect((await run(home, ["nodes", "add", node.address, "--tier", "paired"])).code).toBe(0);
 
     // Without --reason: a usage error naming the flag; an unknown node: exit 1, nothing chained.
@@ -65,7 +73,14 @@ describe("berth node cordon, uncordon, forget and drain", () => {
     expect(dry.stdout).toContain("cordoned: the operator cordoned this node");
     // The lists people read say so too: `berth nodes list` in its NOTE and its document.
     const marked = await run(home, ["nodes", "list", "--json", "--local"]);
-    expect(marked.doc.targets).toEqual([expect.objectContaining({ node_id: node.nodeId, cordoned: true, cordon_reason: "disk check", forgotten_ms: null })]);
+    expect(marked.doc.targets).toEqual([
+      expect.objectContaining({
+        node_id: node.nodeId,
+        cordoned: true,
+        cordon_reason: "disk check",
+        forgotten_ms: null,
+      }),
+    ]);
     expect((await run(home, ["nodes", "list", "--local"])).stdout).toContain("cordoned (disk check)");
 
     // Through the berth serve running on the home: uncordon, place, then forget releases the placement at once.
@@ -84,7 +99,9 @@ describe("berth node cordon, uncordon, forget and drain", () => {
     // The placement taken off the forgotten node is listed as moved until its old copy is known gone, and the node
     // says it is forgotten, with why.
     const listed = await run(home, ["instances", "--json"]);
-    expect(listed.doc.moved, listed.stderr).toEqual([expect.objectContaining({ instance_id: instance, name: "scout", node_id: node.nodeId, authority: "forget" })]);
+    expect(listed.doc.moved, listed.stderr).toEqual([
+      expect.objectContaining({ instance_id: instance, name: "scout", node_id: node.nodeId, authority: "forget" }),
+    ]);
     const listedText = (await run(home, ["instances"])).stdout;
     expect(listedText).toContain("moved off their node");
     expect(listedText).toMatch(new RegExp(`${instance}.*scout.*node forgotten`));
@@ -100,9 +117,19 @@ describe("berth node cordon, uncordon, forget and drain", () => {
     await serve.exited();
     const tail = await run(home, ["audit", "tail", "-n", "1000", "--json", "--data-dir", home]);
     const events = (tail.doc.events as JsonObject[]).map((e) => [e.kind, (e.payload as JsonObject).reason]);
-    expect(events).toEqual(expect.arrayContaining([["node.cordon", "disk check"], ["node.uncordon", "disk fine"], ["node.forget", "the Pi lost power for good"]]));
+    expect(events).toEqual(
+      expect.arrayContaining([
+        ["node.cordon", "disk check"],
+        ["node.uncordon", "disk fine"],
+        ["node.forget", "the Pi lost power for good"],
+      ]),
+    );
     const forgetEvent = (tail.doc.events as JsonObject[]).find((e) => e.kind === "node.forget")?.payload as JsonObject;
-    expect(forgetEvent.operator).toMatchObject({ via: "api (berth node forget)", token: expect.stringMatching(/^token:/), claimed: expect.objectContaining({ via: "berth node forget" }) });
+    expect(forgetEvent.operator).toMatchObject({
+      via: "api (berth node forget)",
+      token: expect.stringMatching(/^token:/),
+      claimed: expect.objectContaining({ via: "berth node forget" }),
+    });
     expect((await run(home, ["audit", "verify", "--json", "--data-dir", home])).code).toBe(0);
   }, 180_000);
 });

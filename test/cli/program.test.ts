@@ -23,7 +23,8 @@ function helpUnder(program: Command, verb: string): Map<string, string> {
 
 describe("the command tree a command line builds", () => {
   it("lists, for each group, exactly the top-level verbs that group registers, and every verb of the whole tree but completion's", () => {
-    for (const verbs of GROUP_VERBS) for (const verb of verbs) expect(topLevel(buildProgram(verb)), verb).toEqual(verbs);
+    for (const verbs of GROUP_VERBS)
+      for (const verb of verbs) expect(topLevel(buildProgram(verb)), verb).toEqual(verbs);
     const whole = topLevel(buildProgram());
     expect(whole.filter((v) => !["completion", "__complete"].includes(v)).sort()).toEqual(GROUP_VERBS.flat().sort());
   });
@@ -43,6 +44,7 @@ describe("the command tree a command line builds", () => {
 
   it("builds the whole tree for --help, help, completion and a word that is no verb, so they list and suggest every verb", () => {
     const whole = topLevel(buildProgram());
-    for (const first of [undefined, "--help", "-h", "help", "completion", "__complete", "plac", "--json"]) expect(topLevel(buildProgram(first)), String(first)).toEqual(whole);
+    for (const first of [undefined, "--help", "-h", "help", "completion", "__complete", "plac", "--json"])
+      expect(topLevel(buildProgram(first)), String(first)).toEqual(whole);
   });
 });

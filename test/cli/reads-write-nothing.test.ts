@@ -33,18 +33,54 @@ async function home(labelled: Readonly<Record<string, string>> = {}): Promise<st
   const dir = mkdtempSync(join(scratch, "home-"));
   const key = generateSigningKey();
   saveKeyFile(join(dir, "keys", "controller.key"), key);
-  const controller = await MeshController.open({ dataDir: dir, key, connector: new ControllerConnector({ identity: key }) });
+  const controller = await MeshController.open({
+    dataDir: dir,
+    key,
+    connector: new ControllerConnector({ identity: key }),
+  });
   try {
     const node = generateSigningKey();
     await controller.store.learnTarget(
-      { addr: "127.0.0.1:9", node_id: nodeIdOf(node.publicKey), key: node.publicKey, tier: "paired", tier_source: "api", learned_ms: Date.now() },
-      { source: "trust", kind: "peer.add", payload: { node: nodeIdOf(node.publicKey), addr: "127.0.0.1:9", key: node.publicKey, tier: "paired", how: "listed_key" } },
+      {
+        addr: "127.0.0.1:9",
+        node_id: nodeIdOf(node.publicKey),
+        key: node.publicKey,
+        tier: "paired",
+        tier_source: "api",
+        learned_ms: Date.now(),
+      },
+      {
+        source: "trust",
+        kind: "peer.add",
+        payload: {
+          node: nodeIdOf(node.publicKey),
+          addr: "127.0.0.1:9",
+          key: node.publicKey,
+          tier: "paired",
+          how: "listed_key",
+        },
+      },
     );
-    const spec = "apiVersion: berth/v1\nkind: Agent\nmetadata: { name: scout }\nspec:\n  target: mesh\n  package: ./pkg\n";
-    await new AgentRegistry(controller.store).remember({ name: "scout", target: "mesh", spec_path: join(dir, "scout.yaml"), spec_text: spec, intent: "i".repeat(64), deployed_ms: Date.now() });
+    const spec =
+      "apiVersion: berth/v1\nkind: Agent\nmetadata: { name: scout }\nspec:\n  target: mesh\n  package: ./pkg\n";
+    await new AgentRegistry(controller.store).remember({
+      name: "scout",
+      target: "mesh",
+      spec_path: join(dir, "scout.yaml"),
+      spec_text: spec,
+      intent: "i".repeat(64),
+      deployed_ms: Date.now(),
+    });
     for (const [name, team] of Object.entries(labelled)) {
       const text = `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ${name}, labels: { team: ${team} } }\nspec:\n  target: mesh\n  package: ./pkg\n`;
-      await new AgentRegistry(controller.store).remember({ name, target: "mesh", spec_path: join(dir, `${name}.yaml`), spec_text: text, intent: "i".repeat(64), deployed_ms: Date.now() });
+      await new AgentRegistry(controller.store).remember({
+        name,
+        target: "mesh",
+        spec_path: join(dir, `${name}.yaml`),
+        spec_text: text,
+        intent: "i".repeat(64),
+        deployed_ms: Date.now(),
+      });
     }
   } finally {
     await controller.close();
@@ -60,7 +96,9 @@ function fingerprint(dir: string): Record<string, string> {
       const path = join(d, name);
       const st = statSync(path);
       if (st.isDirectory()) walk(path);
-      else out[path.slice(dir.length)] = `${createHash("sha256").update(readFileSync(path)).digest("hex")} ${st.size} ${st.mtimeMs}`;
+      else
+        out[path.slice(dir.length)] =
+          `${createHash("sha256").update(readFileSync(path)).digest("hex")} ${st.size} ${st.mtimeMs}`;
     }
   };
   walk(dir);
@@ -88,9 +126,13 @@ describe("the list verbs on this home's files", () => {
     }
     const { "/controller.db-shm": _before, ...was } = before;
     expect(kept).toEqual(was);
-    const agents = JSON.parse((await runNode([berthBin(), "agents", "--json"], { env: env(dir) })).stdout) as { agents: Array<{ name: string; state: string }> };
+    const agents = JSON.parse((await runNode([berthBin(), "agents", "--json"], { env: env(dir) })).stdout) as {
+      agents: Array<{ name: string; state: string }>;
+    };
     expect(agents.agents.map((a) => [a.name, a.state])).toEqual([["scout", "not placed"]]);
-    const nodes = JSON.parse((await runNode([berthBin(), "nodes", "list", "--json"], { env: env(dir) })).stdout) as { targets: Array<{ addr: string; tier: string }> };
+    const nodes = JSON.parse((await runNode([berthBin(), "nodes", "list", "--json"], { env: env(dir) })).stdout) as {
+      targets: Array<{ addr: string; tier: string }>;
+    };
     expect(nodes.targets.map((t) => [t.addr, t.tier])).toEqual([["127.0.0.1:9", "paired"]]);
   });
 

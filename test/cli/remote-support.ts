@@ -15,7 +15,10 @@ import { databaseEnv, testDatabaseFor } from "../support/test-database.js";
 export type Answer = { code: number | null; doc: JsonObject; stdout: string; stderr: string };
 
 export const run = async (env: NodeJS.ProcessEnv, args: readonly string[], input?: string): Promise<Answer> => {
-  const r = await runNode([MAIN, ...args], { env: { KUBECONFIG: "/nonexistent/berth-remote-test", ...env }, ...(input === undefined ? {} : { input }) });
+  const r = await runNode([MAIN, ...args], {
+    env: { KUBECONFIG: "/nonexistent/berth-remote-test", ...env },
+    ...(input === undefined ? {} : { input }),
+  });
   let doc: JsonObject = {};
   try {
     doc = JSON.parse(r.stdout) as JsonObject;
@@ -35,17 +38,30 @@ export async function controllerHome(script = "#!/bin/sh\necho agent-up\nexec sl
   probePackage(join(home, "pkg"), signer, { script });
   writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "test" }]);
   writeJson(join(home, "permits.json"), [TEST_PERMIT]);
-  const node = await NodeProcess.create({ controllers: [String(keys.doc.public_key)], signers: [signer.publicKey], permits: [TEST_PERMIT] });
+  const node = await NodeProcess.create({
+    controllers: [String(keys.doc.public_key)],
+    signers: [signer.publicKey],
+    permits: [TEST_PERMIT],
+  });
   expect((await run(env, ["nodes", "add", node.address, "--tier", "paired"])).code).toBe(0);
   const spec = join(home, "scout.yaml");
-  writeFileSync(spec, "apiVersion: berth/v1\nkind: Agent\nmetadata: { name: scout }\nspec:\n  target: mesh\n  package: ./pkg\n");
+  writeFileSync(
+    spec,
+    "apiVersion: berth/v1\nkind: Agent\nmetadata: { name: scout }\nspec:\n  target: mesh\n  package: ./pkg\n",
+  );
   const deployed = await run(env, ["deploy", spec, "--json"]);
   expect([deployed.code, deployed.doc.outcome], deployed.stderr).toEqual([0, "started"]);
   return { home, env, node, spec, controllerKey: String(keys.doc.public_key) };
 }
 
-export async function serve(home: string, extra: readonly string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ proc: Spawned; url: string }> {
-  const proc = spawnNode([MAIN, "serve", "--port", "0", "--json", "--log-level", "info", ...extra], { env: { BERTH_HOME: home, ...databaseEnv(await testDatabaseFor(home)), ...env } });
+export async function serve(
+  home: string,
+  extra: readonly string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ proc: Spawned; url: string }> {
+  const proc = spawnNode([MAIN, "serve", "--port", "0", "--json", "--log-level", "info", ...extra], {
+    env: { BERTH_HOME: home, ...databaseEnv(await testDatabaseFor(home)), ...env },
+  });
   await proc.waitForOutput(/"url"/, 30_000);
   const url = String((JSON.parse(proc.output().split("\n")[0] as string) as { url: string }).url);
   return { proc, url };
@@ -59,4 +75,3 @@ export function clientHome(serverHome: string): { env: NodeJS.ProcessEnv; tokenF
   chmodSync(tokenFile, 0o600);
   return { env: { BERTH_HOME: client }, tokenFile };
 }
-

@@ -30,7 +30,9 @@ describe("the Node berth runs on", () => {
 
   it("is what the installed berth says and exits 2 with on this Node when it is older, and nothing else", async () => {
     const refusal = runtime().runtimeRefusal(process.versions.node, {});
-    const run = await runNode([builtPath("src/cli/entry/berth.cjs"), "--version"], { env: { BERTH_UNSUPPORTED_NODE: "" } });
+    const run = await runNode([builtPath("src/cli/entry/berth.cjs"), "--version"], {
+      env: { BERTH_UNSUPPORTED_NODE: "" },
+    });
     if (refusal === null) {
       expect(run.code).toBe(0);
     } else {

@@ -66,13 +66,22 @@ describe("berth serve and a store that is away at start", { timeout: 120_000 }, 
     url.port = String(gate.port);
     const home = mkdtempSync(join(tmpdir(), "berth-serve-wait-"));
     dirs.push(home);
-    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json", "--log-level", "warn"], { env: { BERTH_HOME: home, BERTH_DATABASE_URL: url.toString() } });
+    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json", "--log-level", "warn"], {
+      env: { BERTH_HOME: home, BERTH_DATABASE_URL: url.toString() },
+    });
     let exited = false;
     void serve.exited().then(() => {
       exited = true;
     });
     // Two tries refused and the process still there: it waits instead of exiting.
-    await waitFor(() => (exited ? Promise.reject(new Error(`serve exited: ${serve.errors()}`)) : /not reachable \(try 2/.test(serve.errors())), "serve retrying its store", 60_000);
+    await waitFor(
+      () =>
+        exited
+          ? Promise.reject(new Error(`serve exited: ${serve.errors()}`))
+          : /not reachable \(try 2/.test(serve.errors()),
+      "serve retrying its store",
+      60_000,
+    );
     expect(serve.errors()).toMatch(/berth serve: the controller store is not reachable \(try 1: .*\); trying again in/);
     expect(exited).toBe(false);
     gate.open();

@@ -45,7 +45,10 @@ export function berth(home: string, args: readonly string[], env: NodeJS.Process
 /** Asserts stdout is exactly one JSON document on one line and returns it. */
 export function oneDocument(r: Run, what: string): Record<string, unknown> {
   const lines = r.stdout.split("\n").filter((l) => l !== "");
-  expect(lines, `${what}: one line on stdout, got ${JSON.stringify(r.stdout.slice(0, 300))} (stderr ${r.stderr.slice(0, 300)})`).toHaveLength(1);
+  expect(
+    lines,
+    `${what}: one line on stdout, got ${JSON.stringify(r.stdout.slice(0, 300))} (stderr ${r.stderr.slice(0, 300)})`,
+  ).toHaveLength(1);
   expect(r.stdout.includes(ESC), `${what}: no colour in --json`).toBe(false);
   const doc = JSON.parse(lines[0] as string) as unknown;
   expect(typeof doc, `${what}: a JSON object or array`).toBe("object");

@@ -16,7 +16,9 @@ describe("--watch", () => {
   it("prints the list once while it does not change, one document per line with --json, and stops on SIGINT with status 0", async () => {
     const home = tempHome();
     expect((await berth(home, ["keys", "new"])).code).toBe(0);
-    const watch = spawnNode([berthBin(), "unsettled", "--watch", "--interval", "0.2", "--json"], { env: { BERTH_HOME: home, KUBECONFIG: "/nonexistent" } });
+    const watch = spawnNode([berthBin(), "unsettled", "--watch", "--interval", "0.2", "--json"], {
+      env: { BERTH_HOME: home, KUBECONFIG: "/nonexistent" },
+    });
     await watch.waitForOutput('"unsettled"', 60_000);
     // Several intervals pass; the answer is the same, so nothing more is printed.
     const settleUntil = Date.now() + 2_000;

@@ -26,13 +26,22 @@ describe("the overview's alerts", () => {
     expect(items[2]).toMatch(/^duplicate agent agent-0001 has 2 live instances/);
     expect(items[3]).toMatch(/^denied #1 agent-0042 refused: the package's signer is not trusted/);
     const links = await alerts.getByRole("link").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
-    expect(links).toEqual([`#/placements/${TROUBLE.unsettledDecision}`, `#/nodes/${TROUBLE.deadNode}`, `#/agents/${TROUBLE.duplicate}`, `#/audit/${TROUBLE.refusedSeq}`]);
+    expect(links).toEqual([
+      `#/placements/${TROUBLE.unsettledDecision}`,
+      `#/nodes/${TROUBLE.deadNode}`,
+      `#/agents/${TROUBLE.duplicate}`,
+      `#/audit/${TROUBLE.refusedSeq}`,
+    ]);
     await page.screenshot({ path: join(artifacts, "alerts-overview.png"), fullPage: true });
 
     await alerts.getByRole("link", { name: /homelab is dead/ }).click();
-    await expect.poll(() => page.getByRole("region", { name: "node homelab" }).textContent(), WAIT).toContain("connect ECONNREFUSED");
+    await expect
+      .poll(() => page.getByRole("region", { name: "node homelab" }).textContent(), WAIT)
+      .toContain("connect ECONNREFUSED");
     await page.goBack();
     await alerts.getByRole("link", { name: /refused/ }).click();
-    await expect.poll(() => page.getByRole("region", { name: "audit event #1" }).textContent(), WAIT).toContain("the package's signer is not trusted");
+    await expect
+      .poll(() => page.getByRole("region", { name: "audit event #1" }).textContent(), WAIT)
+      .toContain("the package's signer is not trusted");
   }, 60_000);
 });

@@ -5,6 +5,7 @@ import { repoRoot } from "../support/built.js";
 
 export function builtDashboard(): string {
   const root = join(repoRoot, "dist", "web");
-  if (!existsSync(join(root, "index.html"))) throw new Error("the dashboard is not built: run scripts/build-web (bash scripts/test does)");
+  if (!existsSync(join(root, "index.html")))
+    throw new Error("the dashboard is not built: run scripts/build-web (bash scripts/test does)");
   return root;
 }

@@ -9,7 +9,16 @@ import { type BrowserContext, chromium } from "playwright-core";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
-const FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+const FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
 
 export function chromiumMissing(): string | null {
   return existsSync(CHROMIUM) ? null : `${CHROMIUM} is missing (install Debian's chromium: apt-get install chromium)`;

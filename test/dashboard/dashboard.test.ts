@@ -46,7 +46,9 @@ describe("the dashboard in chromium against berth up", () => {
     await page.getByRole("button", { name: "Explain (dry run)" }).click();
     const dryRun = page.getByRole("region", { name: "Dry-run explain" });
     await dryRun.waitFor();
-    await expect(dryRun.getByRole("table", { name: "candidates for dash-probe" }).locator("tbody tr").count()).resolves.toBe(3);
+    await expect(
+      dryRun.getByRole("table", { name: "candidates for dash-probe" }).locator("tbody tr").count(),
+    ).resolves.toBe(3);
     await expect(dryRun.textContent()).resolves.toContain("nothing was sent");
     await shot(page, "2-dry-run-explain");
 
@@ -56,7 +58,9 @@ describe("the dashboard in chromium against berth up", () => {
     const instanceId = /instance (\S+)\.$/.exec((await placed.textContent()) ?? "")?.[1] ?? "";
     expect(instanceId).not.toBe("");
     const report = page.getByRole("region", { name: "Placement report" });
-    await expect(report.getByRole("table", { name: "attempts for dash-probe" }).textContent()).resolves.toContain("placed");
+    await expect(report.getByRole("table", { name: "attempts for dash-probe" }).textContent()).resolves.toContain(
+      "placed",
+    );
     await shot(page, "3-placed");
 
     // The instance appears in the list (updated live) with its placement's explain.
@@ -64,7 +68,10 @@ describe("the dashboard in chromium against berth up", () => {
     await page.getByRole("searchbox", { name: "Filter instances" }).fill("dash-probe");
     await page.getByRole("button", { name: "Details of dash-probe" }).click();
     const details = page.getByRole("region", { name: "instance dash-probe" });
-    await details.getByRole("region", { name: "Explain of dash-probe" }).getByRole("table", { name: "candidates for dash-probe" }).waitFor();
+    await details
+      .getByRole("region", { name: "Explain of dash-probe" })
+      .getByRole("table", { name: "candidates for dash-probe" })
+      .waitFor();
     await expect(details.textContent()).resolves.toContain(instanceId);
     await shot(page, "4-instance-explain");
 
@@ -78,19 +85,25 @@ describe("the dashboard in chromium against berth up", () => {
     await expect(details.getByText("stop: ok").count()).resolves.toBe(0);
     await expect(instances.getByRole("row").filter({ hasText: instanceId }).textContent()).resolves.toMatch(/running/);
     await details.getByRole("button", { name: "Unload", exact: true }).click();
-    await expect(details.getByRole("group", { name: "confirm Unload" }).textContent()).resolves.toContain("Unload this instance?");
+    await expect(details.getByRole("group", { name: "confirm Unload" }).textContent()).resolves.toContain(
+      "Unload this instance?",
+    );
     await details.getByRole("group", { name: "confirm Unload" }).getByRole("button", { name: "Cancel" }).click();
     await details.getByRole("button", { name: "Stop", exact: true }).click();
     await details.getByRole("button", { name: "Confirm: Stop" }).click();
     await details.getByText("stop: ok").waitFor(WAIT);
-    await expect.poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), WAIT).not.toMatch(/running/);
+    await expect
+      .poll(() => instances.getByRole("row").filter({ hasText: instanceId }).textContent(), WAIT)
+      .not.toMatch(/running/);
     await shot(page, "5-stopped");
 
     // Placements: the past decision's explain; unsettled: nothing to settle; Kubernetes: not configured here.
     await page.getByRole("tab", { name: "Placements" }).click();
     await page.getByRole("button", { name: "Explain dash-probe" }).click();
     const past = page.getByRole("region", { name: "Explain of placement dash-probe" });
-    await expect(past.getByRole("table", { name: "attempts for dash-probe" }).textContent()).resolves.toContain("placed");
+    await expect(past.getByRole("table", { name: "attempts for dash-probe" }).textContent()).resolves.toContain(
+      "placed",
+    );
     await page.getByRole("tab", { name: "Unsettled" }).click();
     await page.getByRole("button", { name: "Settle unsettled decisions" }).click();
     await page.getByText("Settled: adopted 0, settled empty 0, still unsettled 0.").waitFor(WAIT);
@@ -108,9 +121,13 @@ describe("the dashboard in chromium against berth up", () => {
     // Nodes: described on opening (alive, with their names); the operator's tier is set from the list.
     await page.getByRole("tab", { name: "Nodes" }).click();
     const nodes = page.getByRole("table", { name: "nodes" });
-    await expect.poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).textContent(), WAIT).toContain("alive");
+    await expect
+      .poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).textContent(), WAIT)
+      .toContain("alive");
     await page.getByRole("combobox", { name: "Tier of pi-garage" }).selectOption("pinned");
-    await expect.poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).getByRole("combobox").inputValue(), WAIT).toBe("pinned");
+    await expect
+      .poll(() => nodes.getByRole("row").filter({ hasText: "pi-garage" }).getByRole("combobox").inputValue(), WAIT)
+      .toBe("pinned");
     await shot(page, "6-nodes");
 
     // The audit tail received the place, the stop and the tier over the stream (it loaded its history before them).
@@ -127,7 +144,9 @@ describe("the dashboard in chromium against berth up", () => {
     // A reload keeps the view (named in the address, never the token) and the session's token.
     expect(page.url()).toMatch(/#\/audit$/);
     await page.reload();
-    await expect.poll(() => page.getByRole("log", { name: "audit events" }).textContent(), WAIT).toContain("workload.stop");
+    await expect
+      .poll(() => page.getByRole("log", { name: "audit events" }).textContent(), WAIT)
+      .toContain("workload.stop");
 
     // Ctrl-C: berth up stops the server, the agents and the nodes, and leaves no process behind.
     up.child.kill("SIGINT");

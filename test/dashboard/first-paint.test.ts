@@ -42,7 +42,10 @@ describe("the dashboard's first paint after a controller restart", () => {
     requireChromium((reason) => ctx.skip(reason));
     const page = await fixture.open(30, "/instances", { restarted: true }, RECORD_FIRST_PAINT);
 
-    await page.getByRole("table", { name: "instances" }).getByRole("cell", { name: "agent-0001", exact: true }).waitFor(WAIT);
+    await page
+      .getByRole("table", { name: "instances" })
+      .getByRole("cell", { name: "agent-0001", exact: true })
+      .waitFor(WAIT);
     const first = (await page.evaluate("window.__firstPaint")) as FirstPaint;
     expect(first.instances?.length).toBe(30);
     for (const row of first.instances ?? []) {
@@ -61,7 +64,8 @@ describe("the dashboard's first paint after a controller restart", () => {
     await page.getByRole("table", { name: "nodes at a glance" }).getByRole("link", { name: "pi-garage" }).waitFor(WAIT);
     const first = (await page.evaluate("window.__firstPaint")) as FirstPaint;
     expect(first.nodes).toHaveLength(3);
-    for (const row of first.nodes ?? []) expect(row).toMatch(/^(pi-kitchen|pi-garage|homelab)alive1\.97 GiB of 7\.88 GiB used \(25 %\)0\.25 on 4 CPUs/);
+    for (const row of first.nodes ?? [])
+      expect(row).toMatch(/^(pi-kitchen|pi-garage|homelab)alive1\.97 GiB of 7\.88 GiB used \(25 %\)0\.25 on 4 CPUs/);
     await page.screenshot({ path: join(artifacts, "first-paint-overview.png"), fullPage: false });
     expect(first.violations).toEqual([]);
   }, 60_000);

@@ -27,7 +27,9 @@ describe("the dashboard shows the operator's marks on nodes", () => {
     await page.screenshot({ path: join(artifacts, "nodes-marked.png"), fullPage: true });
 
     await table.getByRole("link", { name: "pi-garage" }).click();
-    await expect.poll(() => page.getByRole("region", { name: "node pi-garage" }).textContent(), WAIT).toContain(`cordoned (${MARKED.cordonReason}): nothing new is placed here`);
+    await expect
+      .poll(() => page.getByRole("region", { name: "node pi-garage" }).textContent(), WAIT)
+      .toContain(`cordoned (${MARKED.cordonReason}): nothing new is placed here`);
   }, 60_000);
 
   it("a placement taken off a forgotten node is listed under the instances, with who moved it and its successor", async (ctx) => {
@@ -39,14 +41,18 @@ describe("the dashboard shows the operator's marks on nodes", () => {
     expect(row).toContain(MARKED.movedInstance);
     expect(row).toContain("homelab");
     expect(row).toContain("node forgotten");
-    expect(await moved.getByRole("link", { name: MARKED.successor.slice(0, 12) }).getAttribute("href")).toBe(`#/placements/${MARKED.successor}`);
+    expect(await moved.getByRole("link", { name: MARKED.successor.slice(0, 12) }).getAttribute("href")).toBe(
+      `#/placements/${MARKED.successor}`,
+    );
     await page.screenshot({ path: join(artifacts, "instances-moved.png"), fullPage: true });
   }, 60_000);
 
   it("without marks there is no moved list and the operator column is empty", async (ctx) => {
     requireChromium((reason) => ctx.skip(reason));
     const page = await fixture.open(6, "/instances");
-    await expect.poll(() => page.getByRole("table", { name: "instances" }).getByRole("row").count(), WAIT).toBeGreaterThan(1);
+    await expect
+      .poll(() => page.getByRole("table", { name: "instances" }).getByRole("row").count(), WAIT)
+      .toBeGreaterThan(1);
     expect(await page.getByRole("table", { name: "moved" }).count()).toBe(0);
     await page.getByRole("tab", { name: "Nodes", exact: true }).click();
     const table = page.getByRole("table", { name: "nodes" });

@@ -48,14 +48,18 @@ describe("the dashboard's overview, links, live logs and deploy form against ber
     await expect.poll(() => agents.textContent(), WAIT).toContain("2 running");
     const nodes = page.getByRole("table", { name: "nodes at a glance" });
     await expect.poll(() => nodes.locator("tbody tr").count(), WAIT).toBe(3);
-    for (const row of await nodes.locator("tbody tr").allTextContents()) expect(row).toMatch(/alive\d+(\.\d+)? [KMGT]iB of \d+(\.\d+)? [KMGT]iB used \(\d+ %\)/);
+    for (const row of await nodes.locator("tbody tr").allTextContents())
+      expect(row).toMatch(/alive\d+(\.\d+)? [KMGT]iB of \d+(\.\d+)? [KMGT]iB used \(\d+ %\)/);
     await expect(page.getByRole("region", { name: "alerts" }).textContent()).resolves.toContain("Nothing needs you");
     const recent = page.getByRole("region", { name: "recent events" });
     await expect.poll(() => recent.getByRole("listitem").count(), WAIT).toBeGreaterThan(3);
     await shot(page, "overview-1-overview");
 
     // An agent: its detail view with the timeline the chain gives (its deploy and its placement, linked).
-    await page.getByRole("table", { name: "agents overview" }).getByRole("link", { name: "heartbeat", exact: true }).click();
+    await page
+      .getByRole("table", { name: "agents overview" })
+      .getByRole("link", { name: "heartbeat", exact: true })
+      .click();
     expect(page.url()).toMatch(/#\/agents\/heartbeat$/);
     const agent = page.getByRole("region", { name: "agent heartbeat" });
     const timeline = agent.getByRole("region", { name: "timeline of heartbeat" });
@@ -67,29 +71,44 @@ describe("the dashboard's overview, links, live logs and deploy form against ber
     await agent.getByRole("checkbox", { name: "Follow logs" }).check();
     const logs = agent.getByRole("region", { name: "logs" });
     await expect.poll(() => logs.locator("pre").first().textContent(), WAIT).toMatch(/heartbeat \d+/);
-    const beats = (text: string | null) => Math.max(0, ...[...(text ?? "").matchAll(/heartbeat (\d+)/g)].map((m) => Number(m[1])));
+    const beats = (text: string | null) =>
+      Math.max(0, ...[...(text ?? "").matchAll(/heartbeat (\d+)/g)].map((m) => Number(m[1])));
     const seen = beats(await logs.locator("pre").first().textContent());
-    await expect.poll(async () => beats(await logs.locator("pre").first().textContent()), { timeout: 60_000 }).toBeGreaterThan(seen);
+    await expect
+      .poll(async () => beats(await logs.locator("pre").first().textContent()), { timeout: 60_000 })
+      .toBeGreaterThan(seen);
     await expect(logs.getByRole("status").textContent()).resolves.toContain("following");
     await shot(page, "overview-2-agent-timeline");
 
     // The instance named in the timeline, then its node, then its decision, each from a link.
-    await timeline.getByRole("link", { name: /^heartbeat-/ }).first().click();
+    await timeline
+      .getByRole("link", { name: /^heartbeat-/ })
+      .first()
+      .click();
     expect(page.url()).toMatch(/#\/instances\/heartbeat-[0-9a-f]+$/);
     const instance = page.getByRole("region", { name: "instance heartbeat" });
     await expect.poll(() => instance.textContent(), WAIT).toContain("State running");
     const instanceId = decodeURIComponent(/#\/instances\/(.+)$/.exec(page.url())?.[1] ?? "");
     await shot(page, "overview-3-instance");
-    await instance.getByRole("link", { name: /^(pi-kitchen|pi-garage|homelab) / }).first().click();
+    await instance
+      .getByRole("link", { name: /^(pi-kitchen|pi-garage|homelab) / })
+      .first()
+      .click();
     expect(page.url()).toMatch(/#\/nodes\/[0-9a-f]{32}$/);
     const node = page.getByRole("region", { name: /^node (pi-kitchen|pi-garage|homelab)$/ });
     await expect.poll(() => node.textContent(), WAIT).toContain(instanceId);
     await expect(node.textContent()).resolves.toMatch(/memory\d+(\.\d+)? [KMGT]iB of/);
     await shot(page, "overview-4-node");
     await page.goBack();
-    await instance.getByRole("link", { name: /^[0-9a-f]{12}…$/ }).first().click();
+    await instance
+      .getByRole("link", { name: /^[0-9a-f]{12}…$/ })
+      .first()
+      .click();
     expect(page.url()).toMatch(/#\/placements\/[0-9a-f]{64}$/);
-    await page.getByRole("region", { name: "Explain of placement heartbeat" }).getByRole("table", { name: "candidates for heartbeat" }).waitFor(WAIT);
+    await page
+      .getByRole("region", { name: "Explain of placement heartbeat" })
+      .getByRole("table", { name: "candidates for heartbeat" })
+      .waitFor(WAIT);
     await shot(page, "overview-5-decision");
 
     // An audit event from the overview's recent events: the whole event, its payload's objects linked.
@@ -98,14 +117,20 @@ describe("the dashboard's overview, links, live logs and deploy form against ber
     const seq = ((await firstEvent.textContent()) ?? "").slice(1);
     await firstEvent.click();
     expect(page.url()).toMatch(new RegExp(`#/audit/${seq}$`));
-    await expect.poll(() => page.getByRole("region", { name: `audit event #${seq}` }).textContent(), WAIT).toMatch(/from \w+ at/);
+    await expect
+      .poll(() => page.getByRole("region", { name: `audit event #${seq}` }).textContent(), WAIT)
+      .toMatch(/from \w+ at/);
 
     // Deploy: an uploaded bad spec is refused with the fields the server names; a pasted good one deploys.
     await page.getByRole("tab", { name: "Deploy an agent" }).click();
-    await page.getByLabel("Spec file").setInputFiles({ name: "bad.yaml", mimeType: "text/yaml", buffer: Buffer.from(BAD_SPEC) });
+    await page
+      .getByLabel("Spec file")
+      .setInputFiles({ name: "bad.yaml", mimeType: "text/yaml", buffer: Buffer.from(BAD_SPEC) });
     await expect.poll(() => page.getByRole("textbox", { name: "Agent spec" }).inputValue(), WAIT).toBe(BAD_SPEC);
     await page.getByRole("button", { name: "Deploy", exact: true }).click();
-    await expect.poll(() => page.getByRole("alert").textContent(), WAIT).toMatch(/Deploying failed: .*body\.metadata\.name/);
+    await expect
+      .poll(() => page.getByRole("alert").textContent(), WAIT)
+      .toMatch(/Deploying failed: .*body\.metadata\.name/);
     const fields = page.getByRole("list", { name: "refused fields" });
     await expect(fields.textContent()).resolves.toContain("body.metadata.name");
     await expect(fields.textContent()).resolves.toContain("body.spec.package");
@@ -121,7 +146,9 @@ describe("the dashboard's overview, links, live logs and deploy form against ber
     await expect.poll(() => deployed.textContent(), WAIT).toContain("State running");
     // berth up stops the agents it deployed itself, not this one (issue 13 asks it to stop or list them): stop it here.
     await deployed.getByRole("button", { name: "Stop agent" }).click();
-    await expect(deployed.getByRole("group", { name: "confirm Stop agent" }).textContent()).resolves.toContain("Stop dash-deploy?");
+    await expect(deployed.getByRole("group", { name: "confirm Stop agent" }).textContent()).resolves.toContain(
+      "Stop dash-deploy?",
+    );
     await deployed.getByRole("button", { name: "Confirm: Stop agent" }).click();
     await expect.poll(() => deployed.textContent(), { timeout: 60_000 }).toMatch(/stop: ok/);
 
@@ -129,11 +156,16 @@ describe("the dashboard's overview, links, live logs and deploy form against ber
     // instance is still loaded is refused, and the page says why.
     const deletes = () => posts.filter((p) => p.url.endsWith("/agents/dash-deploy/delete")).length;
     await deployed.getByRole("button", { name: "Delete agent" }).click();
-    await deployed.getByRole("group", { name: "confirm deleting agent dash-deploy" }).getByRole("button", { name: "Cancel" }).click();
+    await deployed
+      .getByRole("group", { name: "confirm deleting agent dash-deploy" })
+      .getByRole("button", { name: "Cancel" })
+      .click();
     expect(deletes()).toBe(0);
     await deployed.getByRole("button", { name: "Delete agent" }).click();
     await deployed.getByRole("button", { name: "Confirm delete" }).click();
-    await expect.poll(() => deployed.textContent(), { timeout: 60_000 }).toMatch(/delete: not done: dash-deploy was not deleted/);
+    await expect
+      .poll(() => deployed.textContent(), { timeout: 60_000 })
+      .toMatch(/delete: not done: dash-deploy was not deleted/);
     expect(deletes()).toBe(1);
 
     // Every POST the page sent (the deploys) was JSON, as the server's hardened body parser requires.

@@ -14,10 +14,16 @@ import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { extname, join } from "node:path";
 
-const TYPES: Record<string, string> = { ".html": "text/html", ".js": "text/javascript", ".css": "text/css", ".map": "application/json" };
+const TYPES: Record<string, string> = {
+  ".html": "text/html",
+  ".js": "text/javascript",
+  ".css": "text/css",
+  ".map": "application/json",
+};
 
 /** The policy the server's dashboard responses carry (helper `server`, issue 13 hardening). */
-export const DASHBOARD_CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+export const DASHBOARD_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 export const NODE_NAMES = ["pi-kitchen", "pi-garage", "homelab"] as const;
 
@@ -44,7 +50,10 @@ export function instancesOf(count: number) {
 /** The baseline: the same rows as a plain HTML table, no script at all. */
 function baselinePage(count: number): string {
   const rows = instancesOf(count)
-    .map((i) => `<tr><td>${i.name}</td><td><code>${i.instance_id}</code></td><td><code>${i.node_id.slice(0, 8)}…</code></td><td>${i.state}</td><td></td><td><button type="button">Details</button></td></tr>`)
+    .map(
+      (i) =>
+        `<tr><td>${i.name}</td><td><code>${i.instance_id}</code></td><td><code>${i.node_id.slice(0, 8)}…</code></td><td>${i.state}</td><td></td><td><button type="button">Details</button></td></tr>`,
+    )
     .join("\n");
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>baseline</title></head><body>
 <table aria-label="instances"><thead><tr><th>name</th><th>instance</th><th>node</th><th>state</th><th>pending</th><th></th></tr></thead>
@@ -69,12 +78,30 @@ function nodesOf(described: boolean) {
     cordon_reason: null,
     forgotten_ms: null,
     forget_reason: null,
-    facts: described ? { name, os: "linux", arch: "aarch64", board: "pi5", cpu_count: 4, load1_milli: 250, memory_total_bytes: 8_455_716_864, memory_available_bytes: 6_341_787_648, accelerators: [], labels: {}, issued_at_ms: 0 } : null,
+    facts: described
+      ? {
+          name,
+          os: "linux",
+          arch: "aarch64",
+          board: "pi5",
+          cpu_count: 4,
+          load1_milli: 250,
+          memory_total_bytes: 8_455_716_864,
+          memory_available_bytes: 6_341_787_648,
+          accelerators: [],
+          labels: {},
+          issued_at_ms: 0,
+        }
+      : null,
   }));
 }
 
 function send(res: ServerResponse, status: number, type: string, body: string | Buffer): void {
-  res.writeHead(status, { "content-type": type, "cache-control": "no-store", "content-security-policy": DASHBOARD_CSP });
+  res.writeHead(status, {
+    "content-type": type,
+    "cache-control": "no-store",
+    "content-security-policy": DASHBOARD_CSP,
+  });
   res.end(body);
 }
 
@@ -104,7 +131,15 @@ export const MARKED = {
 
 function markedNode<T extends { node_id: string }>(n: T): T {
   if (n.node_id === MARKED.cordoned) return { ...n, cordoned: true, cordon_reason: MARKED.cordonReason };
-  if (n.node_id === MARKED.forgotten) return { ...n, liveness: "dead", cordoned: true, cordon_reason: MARKED.forgetReason, forgotten_ms: Date.now() - 3_600_000, forget_reason: MARKED.forgetReason };
+  if (n.node_id === MARKED.forgotten)
+    return {
+      ...n,
+      liveness: "dead",
+      cordoned: true,
+      cordon_reason: MARKED.forgetReason,
+      forgotten_ms: Date.now() - 3_600_000,
+      forget_reason: MARKED.forgetReason,
+    };
   return n;
 }
 
@@ -116,22 +151,71 @@ export const TROUBLE = {
 } as const;
 
 function troubleEvents() {
-  const event = (seq: number, kind: string, source: string, payload: Record<string, unknown>) => ({ seq, chain_id: "c", ts: 1_700_000_000_000 + seq, prev_hash: "0".repeat(64), source, kind, payload, payload_hash: "p", hash: String(seq).repeat(64).slice(0, 64), sig: "s" });
-  return [event(0, "chain.genesis", "chain", { role: "controller" }), event(TROUBLE.refusedSeq, "workload.refuse", "placement", { phase: "prepare", name: "agent-0042", error: "the package's signer is not trusted" })];
+  const event = (seq: number, kind: string, source: string, payload: Record<string, unknown>) => ({
+    seq,
+    chain_id: "c",
+    ts: 1_700_000_000_000 + seq,
+    prev_hash: "0".repeat(64),
+    source,
+    kind,
+    payload,
+    payload_hash: "p",
+    hash: String(seq).repeat(64).slice(0, 64),
+    sig: "s",
+  });
+  return [
+    event(0, "chain.genesis", "chain", { role: "controller" }),
+    event(TROUBLE.refusedSeq, "workload.refuse", "placement", {
+      phase: "prepare",
+      name: "agent-0042",
+      error: "the package's signer is not trusted",
+    }),
+  ];
 }
 
-export async function startStub(webRoot: string, count: number, options: StubOptions = {}): Promise<{ url: string; server: Server }> {
+export async function startStub(
+  webRoot: string,
+  count: number,
+  options: StubOptions = {},
+): Promise<{ url: string; server: Server }> {
   let described = options.restarted !== true;
   const troubled = options.troubled === true;
   const marked = options.marked === true;
   const moved = marked
-    ? [{ instance_id: MARKED.movedInstance, name: "agent-0003", node_id: MARKED.forgotten, decision_id: "d".repeat(64), package_id: "p".repeat(64), authority: "forget", moved_ms: Date.now() - 3_500_000, moves: 1, successor: MARKED.successor }]
+    ? [
+        {
+          instance_id: MARKED.movedInstance,
+          name: "agent-0003",
+          node_id: MARKED.forgotten,
+          decision_id: "d".repeat(64),
+          package_id: "p".repeat(64),
+          authority: "forget",
+          moved_ms: Date.now() - 3_500_000,
+          moves: 1,
+          successor: MARKED.successor,
+        },
+      ]
     : [];
   const base = instancesOf(count);
   const twin = base.find((i) => i.name === TROUBLE.duplicate);
-  const instances = troubled && twin ? [...base, { ...twin, instance_id: `${twin.instance_id}-twin`, node_id: "0".repeat(32), state: "running" }] : base;
+  const instances =
+    troubled && twin
+      ? [...base, { ...twin, instance_id: `${twin.instance_id}-twin`, node_id: "0".repeat(32), state: "running" }]
+      : base;
   const events = troubled ? troubleEvents() : [];
-  const unsettled = troubled ? [{ decision_id: TROUBLE.unsettledDecision, name: "agent-0007", node_id: TROUBLE.deadNode, variant: "linux-x86_64", package_id: "p".repeat(64), created_ms: 1_700_000_000_000, workload: {} }] : [];
+  const unsettled = troubled
+    ? [
+        {
+          decision_id: TROUBLE.unsettledDecision,
+          name: "agent-0007",
+          node_id: TROUBLE.deadNode,
+          variant: "linux-x86_64",
+          package_id: "p".repeat(64),
+          created_ms: 1_700_000_000_000,
+          workload: {},
+        },
+      ]
+    : [];
   const baseline = baselinePage(count);
   const started = Date.now();
   const server = createServer((req, res) => {
@@ -139,14 +223,30 @@ export async function startStub(webRoot: string, count: number, options: StubOpt
     if (path === "/api/v1/instances") {
       // Issue 36 (the top view): a running instance's cgroup usage, its CPU counter growing at 10, 20 or 30 % of a core.
       const now = Date.now();
-      const usage = (i: { state: string }, n: number) => (i.state === "running" ? { usage: { cpu_usec: Math.round((now - started) * 1000 * ((n % 3) + 1) * 0.1), memory_bytes: (n + 1) * 1024 * 1024, sampled_ms: now, source: "cgroup" } } : {});
-      const answer = described ? instances.map((i, n) => ({ ...i, status: { agent: i.name, state: i.state, ...usage(i, n) } })) : instances.map((i) => ({ ...i, state: "unknown", status: null }));
+      const usage = (i: { state: string }, n: number) =>
+        i.state === "running"
+          ? {
+              usage: {
+                cpu_usec: Math.round((now - started) * 1000 * ((n % 3) + 1) * 0.1),
+                memory_bytes: (n + 1) * 1024 * 1024,
+                sampled_ms: now,
+                source: "cgroup",
+              },
+            }
+          : {};
+      const answer = described
+        ? instances.map((i, n) => ({ ...i, status: { agent: i.name, state: i.state, ...usage(i, n) } }))
+        : instances.map((i) => ({ ...i, state: "unknown", status: null }));
       return send(res, 200, "application/json", JSON.stringify({ instances: answer }));
     }
     if (path === "/api/v1/nodes") {
       if (new URLSearchParams(query).get("refresh") === "true") described = true;
       const nodes = nodesOf(described)
-        .map((n) => (troubled && n.node_id === TROUBLE.deadNode ? { ...n, liveness: "dead", error: "connect ECONNREFUSED 127.0.0.1:7002" } : n))
+        .map((n) =>
+          troubled && n.node_id === TROUBLE.deadNode
+            ? { ...n, liveness: "dead", error: "connect ECONNREFUSED 127.0.0.1:7002" }
+            : n,
+        )
         .map((n) => (marked ? markedNode(n) : n));
       return send(res, 200, "application/json", JSON.stringify({ nodes }));
     }
@@ -155,18 +255,45 @@ export async function startStub(webRoot: string, count: number, options: StubOpt
     if (path === "/api/v1/unsettled") return send(res, 200, "application/json", JSON.stringify({ unsettled }));
     const head = events.length - 1;
     if (path === "/api/v1/audit/chains") {
-      return send(res, 200, "application/json", JSON.stringify({ chains: [{ name: "controller", chain_id: "c", owner_key: "k", role: "controller", events: events.length, head: { seq: head, hash: "" } }] }));
+      return send(
+        res,
+        200,
+        "application/json",
+        JSON.stringify({
+          chains: [
+            {
+              name: "controller",
+              chain_id: "c",
+              owner_key: "k",
+              role: "controller",
+              events: events.length,
+              head: { seq: head, hash: "" },
+            },
+          ],
+        }),
+      );
     }
     if (path === "/api/v1/audit/events") {
       const after = Number(new URLSearchParams(query).get("after") ?? -1);
-      return send(res, 200, "application/json", JSON.stringify({ chain: "controller", events: events.filter((e) => e.seq > after), head }));
+      return send(
+        res,
+        200,
+        "application/json",
+        JSON.stringify({ chain: "controller", events: events.filter((e) => e.seq > after), head }),
+      );
     }
     if (path === "/api/v1/audit/stream") {
       res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-store" });
       res.write(": idle\n\n");
       return;
     }
-    if (path.startsWith("/api/")) return send(res, 404, "application/json", JSON.stringify({ error: { code: "not_found", message: `the benchmark stub has no ${path}` } }));
+    if (path.startsWith("/api/"))
+      return send(
+        res,
+        404,
+        "application/json",
+        JSON.stringify({ error: { code: "not_found", message: `the benchmark stub has no ${path}` } }),
+      );
     if (path === "/baseline.html") return send(res, 200, "text/html", baseline);
     const file = path === "/" ? "index.html" : path.slice(1);
     if (file.includes("..")) return send(res, 404, "text/plain", "not found");

@@ -13,7 +13,11 @@ import { repoRoot } from "../support/built.js";
 const SCRIPT = join(repoRoot, "scripts", "gen-web-types.mjs");
 
 function check(from?: string) {
-  const r = spawnSync(process.execPath, [SCRIPT, "--check", ...(from ? ["--from", from] : [])], { cwd: repoRoot, encoding: "utf8", timeout: 60_000 });
+  const r = spawnSync(process.execPath, [SCRIPT, "--check", ...(from ? ["--from", from] : [])], {
+    cwd: repoRoot,
+    encoding: "utf8",
+    timeout: 60_000,
+  });
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
 

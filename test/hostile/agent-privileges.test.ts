@@ -52,16 +52,32 @@ describe.runIf(process.getuid?.() === 0)("agent privileges (a root daemon)", () 
   it("every agent runs with no_new_privs: a root agent and one run as its agent user, judged from /proc/PID/status", async () => {
     const root = await node();
     const mark = 2000 + Math.floor(Math.random() * 900);
-    const placed = ok(await root.ctl.place(root.node, makePackage(root.signer, { script: `#!/bin/sh\nexec sleep ${mark}\n` }).dir));
+    const placed = ok(
+      await root.ctl.place(root.node, makePackage(root.signer, { script: `#!/bin/sh\nexec sleep ${mark}\n` }).dir),
+    );
     // The entry once it runs the package's program (never berth's launcher before its exec, see confinement.test.ts).
-    const entry = await waitFor(() => processesWithEnv(`BERTH_INSTANCE_ID=${placed.instance_id as string}`).find((pid) => cmdlineOf(pid) === `sleep ${mark}`), "the root agent's entry");
+    const entry = await waitFor(
+      () =>
+        processesWithEnv(`BERTH_INSTANCE_ID=${placed.instance_id as string}`).find(
+          (pid) => cmdlineOf(pid) === `sleep ${mark}`,
+        ),
+      "the root agent's entry",
+    );
     expect(field(entry, "Uid")).toBe("0");
     expect(field(entry, "NoNewPrivs")).toBe("1");
 
     const user = await node({ allowRootAgents: false, config: { agent_user: "nobody" } });
     chmodSync(dirname(user.node.dataDir), 0o711);
-    const placedUser = ok(await user.ctl.place(user.node, makePackage(user.signer, { script: `#!/bin/sh\nexec sleep ${mark + 1}\n` }).dir));
-    const entryUser = await waitFor(() => processesWithEnv(`BERTH_INSTANCE_ID=${placedUser.instance_id as string}`).find((pid) => cmdlineOf(pid) === `sleep ${mark + 1}`), "the agent user's entry");
+    const placedUser = ok(
+      await user.ctl.place(user.node, makePackage(user.signer, { script: `#!/bin/sh\nexec sleep ${mark + 1}\n` }).dir),
+    );
+    const entryUser = await waitFor(
+      () =>
+        processesWithEnv(`BERTH_INSTANCE_ID=${placedUser.instance_id as string}`).find(
+          (pid) => cmdlineOf(pid) === `sleep ${mark + 1}`,
+        ),
+      "the agent user's entry",
+    );
     expect(field(entryUser, "Uid")).toBe("65534");
     expect(field(entryUser, "NoNewPrivs")).toBe("1");
     expect((await factsOf(root.ctl, root.node)).confinement).toMatchObject({ no_new_privs: "enforced" });
@@ -78,7 +94,11 @@ describe.runIf(process.getuid?.() === 0)("agent privileges (a root daemon)", () 
     strays.push(escapee);
     ok(await ctl.verb(n, "unload", { instance_id: placed.instance_id as string }));
     // Judged from /proc: the process the agent started to escape is gone (the kernel may take a moment to reap it).
-    await waitFor(() => processesRunning(`sleep ${mark}`).length === 0, "the escaped process to be gone after unload", 30_000);
+    await waitFor(
+      () => processesRunning(`sleep ${mark}`).length === 0,
+      "the escaped process to be gone after unload",
+      30_000,
+    );
     expect(processesRunning(`sleep ${mark}`)).toEqual([]);
     expect((await factsOf(ctl, n)).confinement).toMatchObject({ root_agents: "held-in-cgroup" });
   });

@@ -28,7 +28,13 @@ describe("the dashboard under its Content-Security-Policy", { timeout: 120_000 }
     requireChromium((reason) => ctx.skip(reason));
     const dir = mkdtempSync(join(tmpdir(), "berth-csp-"));
     dirs.push(dir);
-    server = await startServer({ dataDir: dir, port: 0, logLevel: "silent", kubernetes: notConfigured, webRoot: builtDashboard() });
+    server = await startServer({
+      dataDir: dir,
+      port: 0,
+      logLevel: "silent",
+      kubernetes: notConfigured,
+      webRoot: builtDashboard(),
+    });
     browser = await launchChromium();
     const page = await browser.context.newPage();
     const violations: string[] = [];
@@ -37,14 +43,18 @@ describe("the dashboard under its Content-Security-Policy", { timeout: 120_000 }
     });
     await page.exposeFunction("__cspViolation", (text: string) => violations.push(text));
     // Page code as text: this tsconfig has no DOM types.
-    await page.addInitScript('document.addEventListener("securitypolicyviolation", (e) => window.__cspViolation(e.violatedDirective + " " + e.blockedURI))');
+    await page.addInitScript(
+      'document.addEventListener("securitypolicyviolation", (e) => window.__cspViolation(e.violatedDirective + " " + e.blockedURI))',
+    );
     const api: number[] = [];
     page.on("response", (r) => {
       if (r.url().includes("/api/v1/")) api.push(r.status());
     });
     await page.goto(server.dashboardUrl);
     await expect.poll(() => page.url(), WAIT).not.toContain("token=");
-    await expect.poll(() => page.evaluate<number>('document.querySelectorAll("#app *").length'), WAIT).toBeGreaterThan(5);
+    await expect
+      .poll(() => page.evaluate<number>('document.querySelectorAll("#app *").length'), WAIT)
+      .toBeGreaterThan(5);
     await expect.poll(() => api.filter((s) => s === 200).length, WAIT).toBeGreaterThan(0);
     expect(violations).toEqual([]);
     // The listener is live: an inline script (what an injection would add) is refused and reported.
@@ -57,7 +67,10 @@ describe("the dashboard under its Content-Security-Policy", { timeout: 120_000 }
     await framer.setContent(`<iframe id="f" src="${server.url}/"></iframe>`, { waitUntil: "load" });
     const child = framer.frames().find((f) => f !== framer.mainFrame());
     expect(child?.url() ?? "", "the frame shows the browser's error page").not.toContain(server.url);
-    const rendered = child === undefined ? 0 : await child.evaluate<number>('document.querySelectorAll("#app *").length').catch(() => 0);
+    const rendered =
+      child === undefined
+        ? 0
+        : await child.evaluate<number>('document.querySelectorAll("#app *").length').catch(() => 0);
     expect(rendered, "nothing of the dashboard renders inside a frame").toBe(0);
   });
 });

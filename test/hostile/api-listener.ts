@@ -45,7 +45,12 @@ export async function hostileTarget(o: Partial<ServerOptions> = {}): Promise<Tar
     chain() {
       const db = openDatabase(join(dir, "controller.db"), { readonly: true });
       try {
-        return db.prepare("SELECT seq, source, kind, payload FROM audit_event ORDER BY seq").all() as Array<{ seq: number; source: string; kind: string; payload: string }>;
+        return db.prepare("SELECT seq, source, kind, payload FROM audit_event ORDER BY seq").all() as Array<{
+          seq: number;
+          source: string;
+          kind: string;
+          payload: string;
+        }>;
       } finally {
         db.close();
       }
@@ -61,7 +66,9 @@ export function rawRequest(port: number, head: string, body = ""): Promise<RawAn
   return new Promise((resolve, reject) => {
     const socket = connect(port, "127.0.0.1", () => {
       const length = body === "" ? "" : `Content-Length: ${Buffer.byteLength(body)}\r\n`;
-      socket.write(`${head.replace(/\r?\n/g, "\r\n").replace(/(\r\n)?$/, "\r\n")}${length}Connection: close\r\n\r\n${body}`);
+      socket.write(
+        `${head.replace(/\r?\n/g, "\r\n").replace(/(\r\n)?$/, "\r\n")}${length}Connection: close\r\n\r\n${body}`,
+      );
     });
     const chunks: Buffer[] = [];
     socket.on("data", (c: Buffer) => chunks.push(c));

@@ -40,7 +40,10 @@ async function serveHome(dir: string): Promise<Served> {
   const call = async (method: string, path: string, body?: unknown) => {
     const r = await fetch(new URL(`/api/v1${path}`, url), {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     return { status: r.status, body: (await r.json()) as Record<string, unknown> };
@@ -65,7 +68,9 @@ async function placementHome(prefix: string) {
   return { dir, served, proxy, packageId: stored.body.package_id as string };
 }
 
-async function exportedChain(dir: string): Promise<Array<{ kind: string; source: string; payload: Record<string, unknown> }>> {
+async function exportedChain(
+  dir: string,
+): Promise<Array<{ kind: string; source: string; payload: Record<string, unknown> }>> {
   const exported = await runNode([MAIN, "audit", "export", "--db", join(dir, "controller.db")]);
   expect(exported.code, exported.stderr).toBe(0);
   return exported.stdout
@@ -75,8 +80,10 @@ async function exportedChain(dir: string): Promise<Array<{ kind: string; source:
 }
 
 type Exported = Awaited<ReturnType<typeof exportedChain>>[number];
-const isPlacementRequest = (e: Exported) => e.kind === "api.call" && e.payload.phase === "request" && e.payload.route === "/api/v1/placements";
-const isPlacementDecision = (e: Exported) => e.source === "placement" && e.kind === "workload.place" && e.payload.phase === "decision";
+const isPlacementRequest = (e: Exported) =>
+  e.kind === "api.call" && e.payload.phase === "request" && e.payload.route === "/api/v1/placements";
+const isPlacementDecision = (e: Exported) =>
+  e.source === "placement" && e.kind === "workload.place" && e.payload.phase === "decision";
 
 async function verifies(dir: string): Promise<void> {
   const verified = await runNode([MAIN, "audit", "verify", "--db", join(dir, "controller.db")]);
@@ -90,12 +97,42 @@ describe("API placements from outside the server process (issue 19's riding requ
     const forged = `${served.token.slice(0, -1)}${served.token.endsWith("A") ? "B" : "A"}`;
     const body = (name: string) => JSON.stringify({ package: packageId, name });
     const attacks: Array<[string, string, string, number]> = [
-      ["encoded-api", `POST /%61pi/v1/placements HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${served.token}\nContent-Type: application/json`, body("encoded-api"), 400],
-      ["encoded-verb", `POST /api/v1/placement%73 HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${served.token}\nContent-Type: application/json`, body("encoded-verb"), 400],
-      ["web-page", `POST /api/v1/placements HTTP/1.1\nHost: ${host}\nOrigin: http://evil.example\nContent-Type: text/plain`, body("web-page"), 401],
-      ["text-plain", `POST /api/v1/placements HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${served.token}\nContent-Type: text/plain`, body("text-plain"), 415],
-      ["rebound", `POST /api/v1/placements HTTP/1.1\nHost: rebound.evil.example:${served.port}\nAuthorization: Bearer ${served.token}\nContent-Type: application/json`, body("rebound"), 421],
-      ["forged", `POST /api/v1/placements HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${forged}\nContent-Type: application/json`, body("forged"), 401],
+      [
+        "encoded-api",
+        `POST /%61pi/v1/placements HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${served.token}\nContent-Type: application/json`,
+        body("encoded-api"),
+        400,
+      ],
+      [
+        "encoded-verb",
+        `POST /api/v1/placement%73 HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${served.token}\nContent-Type: application/json`,
+        body("encoded-verb"),
+        400,
+      ],
+      [
+        "web-page",
+        `POST /api/v1/placements HTTP/1.1\nHost: ${host}\nOrigin: http://evil.example\nContent-Type: text/plain`,
+        body("web-page"),
+        401,
+      ],
+      [
+        "text-plain",
+        `POST /api/v1/placements HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${served.token}\nContent-Type: text/plain`,
+        body("text-plain"),
+        415,
+      ],
+      [
+        "rebound",
+        `POST /api/v1/placements HTTP/1.1\nHost: rebound.evil.example:${served.port}\nAuthorization: Bearer ${served.token}\nContent-Type: application/json`,
+        body("rebound"),
+        421,
+      ],
+      [
+        "forged",
+        `POST /api/v1/placements HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${forged}\nContent-Type: application/json`,
+        body("forged"),
+        401,
+      ],
     ];
     const names = attacks.map(([name]) => name);
     for (const [name, head, text, status] of attacks) {
@@ -113,7 +150,10 @@ describe("API placements from outside the server process (issue 19's riding requ
     const events = await exportedChain(dir);
     const text = JSON.stringify(events);
     for (const name of names) expect(text.includes(`"${name}"`), `${name} on the chain`).toBe(false);
-    expect(events.filter(isPlacementDecision).map((e) => e.payload.name), "one decision: the welcome one").toEqual(["welcome"]);
+    expect(
+      events.filter(isPlacementDecision).map((e) => e.payload.name),
+      "one decision: the welcome one",
+    ).toEqual(["welcome"]);
     expect(events.filter(isPlacementRequest), "one placement request chained: the welcome one").toHaveLength(1);
     await verifies(dir);
   });
@@ -122,7 +162,9 @@ describe("API placements from outside the server process (issue 19's riding requ
     const { dir, served, proxy, packageId } = await placementHome("berth-crash-place-");
     // The awkward moment, made certain: the node runs the agent, and its answer is held at the proxy.
     proxy.holdNextPlaceAnswer();
-    const placing = served.call("POST", "/placements", { package: packageId, name: "crashed" }).catch(() => "no answer");
+    const placing = served
+      .call("POST", "/placements", { package: packageId, name: "crashed" })
+      .catch(() => "no answer");
     await waitFor(() => liveInstances("crashed").length > 0, "the agent in /proc", 30_000);
     served.serve.child.kill("SIGKILL");
     await served.serve.exited();
@@ -130,10 +172,14 @@ describe("API placements from outside the server process (issue 19's riding requ
 
     const restarted = await serveHome(dir);
     // The restarted server settles what the dead one left: one copy, recorded once, never a second start.
-    await waitFor(async () => {
-      const listed = await restarted.call("GET", "/placements");
-      return (listed.body.placements as Array<{ name: string }>).filter((r) => r.name === "crashed").length === 1;
-    }, "one placement of the crashed agent", 60_000);
+    await waitFor(
+      async () => {
+        const listed = await restarted.call("GET", "/placements");
+        return (listed.body.placements as Array<{ name: string }>).filter((r) => r.name === "crashed").length === 1;
+      },
+      "one placement of the crashed agent",
+      60_000,
+    );
     expect(liveInstances("crashed")).toHaveLength(1);
     restarted.serve.child.kill("SIGTERM");
     expect((await restarted.serve.exited()).code).toBe(0);
@@ -143,7 +189,10 @@ describe("API placements from outside the server process (issue 19's riding requ
     const decision = events.findIndex((e) => isPlacementDecision(e) && e.payload.name === "crashed");
     expect(request, "the request is on the chain").toBeGreaterThanOrEqual(0);
     expect(decision, "the decision is on the chain, after its request").toBeGreaterThan(request);
-    const phases = events.slice(decision + 1).filter((e) => e.source === "placement").map((e) => e.payload.phase);
+    const phases = events
+      .slice(decision + 1)
+      .filter((e) => e.source === "placement")
+      .map((e) => e.payload.phase);
     // The dead server never chained its answer ("placed"): the restarted one adopted the running copy instead.
     expect(phases).not.toContain("placed");
     expect(phases).toContain("adopted");

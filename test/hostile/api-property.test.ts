@@ -61,7 +61,9 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const routePaths = ROUTES.map((r) => `${API_BASE}${r.path.replace("{decision_id}", "ab".repeat(32)).replace(/\{[a-z_]+\}/g, "x1")}`);
+const routePaths = ROUTES.map(
+  (r) => `${API_BASE}${r.path.replace("{decision_id}", "ab".repeat(32)).replace(/\{[a-z_]+\}/g, "x1")}`,
+);
 const paths = [...routePaths, "/metrics", "/healthz", "/readyz", "/"];
 
 const percentEscape = (c: string) => `%${c.charCodeAt(0).toString(16).padStart(2, "0")}`;
@@ -73,7 +75,17 @@ const respelled = fc
     fc.array(fc.nat(), { maxLength: 4 }),
     fc.boolean(),
     fc.constantFrom("", "/", "//", "/.", "/..", ";x", "%2f", "?x=1", "#frag", `?token=${"T"}`, "%00", ".json"),
-    fc.constantFrom("", "http://127.0.0.1", "http://evil.example", "https://x:1", "//", "/./", "/x/..", "*", "HTTP://A"),
+    fc.constantFrom(
+      "",
+      "http://127.0.0.1",
+      "http://evil.example",
+      "https://x:1",
+      "//",
+      "/./",
+      "/x/..",
+      "*",
+      "HTTP://A",
+    ),
     fc.boolean(),
   )
   .map(([path, positions, upper, suffix, prefix, lowerHex]) => {
@@ -86,7 +98,10 @@ const respelled = fc
     if (upper) p = p.replace(/api/, "API");
     return `${prefix}${p}${suffix}`;
   });
-const anyTarget = fc.oneof(respelled, fc.stringMatching(/^[!-~]{0,60}$/).filter((s) => !s.includes(" ")));
+const anyTarget = fc.oneof(
+  respelled,
+  fc.stringMatching(/^[!-~]{0,60}$/).filter((s) => !s.includes(" ")),
+);
 
 /** Credentials that are not the token: none, near misses, the token somewhere it does not count. */
 const credentials = fc.constantFrom<(t: string) => string>(
@@ -109,10 +124,26 @@ describe("no request without the token reaches a handler", { timeout: 240_000 },
       fc.asyncProperty(
         anyTarget,
         fc.constantFrom("GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"),
-        fc.constantFrom(`127.0.0.1:${port}`, `localhost:${port}`, "evil.example", `evil.example:${port}`, `127.0.0.1:${port}.evil.example`),
-        fc.constantFrom("", "application/json", "text/plain", "application/x-www-form-urlencoded", "application/json; charset=utf-8"),
+        fc.constantFrom(
+          `127.0.0.1:${port}`,
+          `localhost:${port}`,
+          "evil.example",
+          `evil.example:${port}`,
+          `127.0.0.1:${port}.evil.example`,
+        ),
+        fc.constantFrom(
+          "",
+          "application/json",
+          "text/plain",
+          "application/x-www-form-urlencoded",
+          "application/json; charset=utf-8",
+        ),
         credentials,
-        fc.oneof(fc.constant(""), fc.constant('{"addr":"127.0.0.1:1","tier":"pinned"}'), fc.jsonValue().map((v) => JSON.stringify(v) ?? "")),
+        fc.oneof(
+          fc.constant(""),
+          fc.constant('{"addr":"127.0.0.1:1","tier":"pinned"}'),
+          fc.jsonValue().map((v) => JSON.stringify(v) ?? ""),
+        ),
         async (target, method, host, type, credential, body) => {
           reached.length = 0;
           const withToken = target.replace("T", token);
@@ -126,7 +157,12 @@ describe("no request without the token reaches a handler", { timeout: 240_000 },
             // metrics and the event stream, told apart by their type.
             const type = a.headers["content-type"] ?? "";
             expect(type, what).not.toMatch(/version=0\.0\.4|event-stream/);
-            const ok = a.json.ok === true || a.json.openapi === "3.1.0" || typeof a.json.ready === "boolean" || type.startsWith("text/html") || method === "HEAD";
+            const ok =
+              a.json.ok === true ||
+              a.json.openapi === "3.1.0" ||
+              typeof a.json.ready === "boolean" ||
+              type.startsWith("text/html") ||
+              method === "HEAD";
             expect(ok, what).toBe(true);
             expect(a.body, what).not.toMatch(/berth_api_request|"nodes"|"placements"|"events"/);
           }
@@ -140,7 +176,11 @@ describe("no request without the token reaches a handler", { timeout: 240_000 },
 
   it("a request with the token does reach its handler (the spy and the listener are live)", async () => {
     reached.length = 0;
-    const a = await rawRequest(port, `POST ${API_BASE}/unsettled/settle HTTP/1.1\nHost: 127.0.0.1:${port}\nAuthorization: Bearer ${token}\nContent-Type: application/json`, "{}");
+    const a = await rawRequest(
+      port,
+      `POST ${API_BASE}/unsettled/settle HTTP/1.1\nHost: 127.0.0.1:${port}\nAuthorization: Bearer ${token}\nContent-Type: application/json`,
+      "{}",
+    );
     expect(a.status).toBe(200);
     expect(reached).toEqual(["settle"]);
   });

@@ -37,9 +37,17 @@ describe("berth serve under the filed attacks", { timeout: 60_000 }, () => {
       [`GET http://x/api/v1/nodes HTTP/1.1\nHost: ${host}`, "", 400],
       [`POST /%61pi/v1/nodes HTTP/1.1\nHost: ${host}\nContent-Type: text/plain`, addNode, 400],
       [`POST /%61pi/v1/unsettled/settle HTTP/1.1\nHost: ${host}\nContent-Type: text/plain`, "{}", 400],
-      [`POST /api/v1/nodes HTTP/1.1\nHost: ${host}\nOrigin: http://evil.example\nContent-Type: text/plain`, addNode, 401],
+      [
+        `POST /api/v1/nodes HTTP/1.1\nHost: ${host}\nOrigin: http://evil.example\nContent-Type: text/plain`,
+        addNode,
+        401,
+      ],
       [`GET /api/v1/nodes HTTP/1.1\nHost: rebound.evil.example:${port}\nAuthorization: Bearer ${token}`, "", 421],
-      [`GET /api/v1/nodes HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${token.slice(0, -1)}${token.endsWith("A") ? "B" : "A"}`, "", 401],
+      [
+        `GET /api/v1/nodes HTTP/1.1\nHost: ${host}\nAuthorization: Bearer ${token.slice(0, -1)}${token.endsWith("A") ? "B" : "A"}`,
+        "",
+        401,
+      ],
     ];
     for (const [head, body, status] of attacks) {
       const a = await rawRequest(port, head, body);

@@ -54,7 +54,18 @@ describe("agent secrets in a full berth up session", () => {
 
     // While berth up runs, `berth deploy` goes through its server (issue 21), which reads `valueFrom: {env}` in its own
     // environment: the planted variable is berth up's, and the deploying CLI's too.
-    const up = spawnNode([berthBin(), "up", "--data-dir", home, "--no-kubernetes", "--port", String(20_000 + Math.floor(Math.random() * 20_000))], { env: { ...env, CHANNEL_PLANTED: fromEnv } });
+    const up = spawnNode(
+      [
+        berthBin(),
+        "up",
+        "--data-dir",
+        home,
+        "--no-kubernetes",
+        "--port",
+        String(20_000 + Math.floor(Math.random() * 20_000)),
+      ],
+      { env: { ...env, CHANNEL_PLANTED: fromEnv } },
+    );
     await up.waitForOutput("ready; press Ctrl-C", 120_000);
     const dashboard = /dashboard: (http:\/\/127\.0\.0\.1:\d+)\/#token=([A-Za-z0-9_-]+)/.exec(up.output());
     expect(dashboard, up.output()).not.toBeNull();
@@ -62,31 +73,65 @@ describe("agent secrets in a full berth up session", () => {
 
     // Two agents of a package signed with berth up's own signer; their specs and the secret file live outside the home.
     const pkgDir = join(outside, "courier-pkg");
-    probePackage(pkgDir, loadKeyFile(join(home, "keys", "signer.key")), { name: "courier", script: "#!/bin/sh\necho courier-up\nexec sleep 300\n" });
+    probePackage(pkgDir, loadKeyFile(join(home, "keys", "signer.key")), {
+      name: "courier",
+      script: "#!/bin/sh\necho courier-up\nexec sleep 300\n",
+    });
     writeFileSync(join(outside, "ledger.secret"), `${fromFile}\n`, { mode: 0o600 });
     const spec = (name: string, valueFrom: object) =>
-      JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name }, spec: { target: "mesh", package: pkgDir, config: { env: { RACE_MARK: { valueFrom } } } } });
+      JSON.stringify({
+        apiVersion: "berth/v1",
+        kind: "Agent",
+        metadata: { name },
+        spec: { target: "mesh", package: pkgDir, config: { env: { RACE_MARK: { valueFrom } } } },
+      });
     writeFileSync(join(outside, "courier.json"), spec("courier", { env: "CHANNEL_PLANTED" }));
     writeFileSync(join(outside, "ledger.json"), spec("ledger", { file: "./ledger.secret" }));
 
     writeFileSync(join(outside, "orphan.json"), spec("orphan", { env: "CHANNEL_UNSET" }));
     const missing = await berth(["deploy", join(outside, "orphan.json"), "--json"]);
     expect(missing.code).not.toBe(0);
-    expect(missing.stdout + missing.stderr).toContain("spec.config.env.RACE_MARK.valueFrom.env: environment variable CHANNEL_UNSET is not set");
+    expect(missing.stdout + missing.stderr).toContain(
+      "spec.config.env.RACE_MARK.valueFrom.env: environment variable CHANNEL_UNSET is not set",
+    );
     for (const name of ["courier", "ledger"]) {
       const r = await berth(["deploy", join(outside, `${name}.json`), "--json"], { CHANNEL_PLANTED: fromEnv });
       expect(r.code, `${r.stdout}\n${r.stderr}`).toBe(0);
     }
-    expect(processesWithEnv(`RACE_MARK=${fromEnv}`).length, "the courier agent got the value from the deploying environment").toBeGreaterThan(0);
-    expect(processesWithEnv(`RACE_MARK=${fromFile}`).length, "the ledger agent got the value from the file").toBeGreaterThan(0);
+    expect(
+      processesWithEnv(`RACE_MARK=${fromEnv}`).length,
+      "the courier agent got the value from the deploying environment",
+    ).toBeGreaterThan(0);
+    expect(
+      processesWithEnv(`RACE_MARK=${fromFile}`).length,
+      "the ledger agent got the value from the file",
+    ).toBeGreaterThan(0);
 
     // Every way to look at the agents, the CLI and the API alike.
-    for (const args of [["agents", "--json"], ["agents"], ["agent", "status", "courier", "--json"], ["agent", "logs", "courier"], ["instances", "--json"], ["nodes", "list", "--json"], ["doctor", "--json"]]) {
+    for (const args of [
+      ["agents", "--json"],
+      ["agents"],
+      ["agent", "status", "courier", "--json"],
+      ["agent", "logs", "courier"],
+      ["instances", "--json"],
+      ["nodes", "list", "--json"],
+      ["doctor", "--json"],
+    ]) {
       await berth(args);
     }
     const replaced = await berth(["agent", "replace", "ledger", "--json"]);
     expect(replaced.code, replaced.stderr).toBe(0);
-    for (const path of ["/agents", "/agents/courier", "/agents/ledger", "/agents/courier/logs", "/instances", "/nodes", "/placements", "/audit/events", "/audit/export"]) {
+    for (const path of [
+      "/agents",
+      "/agents/courier",
+      "/agents/ledger",
+      "/agents/courier/logs",
+      "/instances",
+      "/nodes",
+      "/placements",
+      "/audit/events",
+      "/audit/export",
+    ]) {
       const r = await fetch(`${base}/api/v1${path}`, { headers: { authorization: `Bearer ${token}` } });
       outputs.push(`GET ${path} ${r.status}\n${await r.text()}`);
     }
@@ -115,7 +160,10 @@ describe("agent secrets in a full berth up session", () => {
     for (const needle of [fromEnv, fromFile]) {
       const found = holders(needle);
       expect(found.length, `the grep finds ${needle.slice(0, 10)}… where the node keeps it`).toBeGreaterThan(0);
-      expect(found.filter((f) => !DOCUMENTED.test(f)), "files holding a secret that docs/security.md does not list").toEqual([]);
+      expect(
+        found.filter((f) => !DOCUMENTED.test(f)),
+        "files holding a secret that docs/security.md does not list",
+      ).toEqual([]);
       // One node runs each agent: its node.db, nobody else's.
       expect(new Set(found.map((f) => f.split("/")[2])).size).toBe(1);
     }

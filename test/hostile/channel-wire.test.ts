@@ -35,8 +35,17 @@ function controllerHome(signer: SigningKey, key = generateSigningKey()) {
   return {
     key,
     async open(plaintext?: PlaintextOptIn): Promise<MeshController> {
-      const connector = new ControllerConnector({ identity: key, connectTimeoutMs: 2_000, ...(plaintext ? { plaintext } : {}) });
-      const c = await MeshController.open({ dataDir: dir, key, connector, timeouts: { callMs: 5_000, placeMs: 30_000, describeMs: 3_000 } });
+      const connector = new ControllerConnector({
+        identity: key,
+        connectTimeoutMs: 2_000,
+        ...(plaintext ? { plaintext } : {}),
+      });
+      const c = await MeshController.open({
+        dataDir: dir,
+        key,
+        connector,
+        timeouts: { callMs: 5_000, placeMs: 30_000, describeMs: 3_000 },
+      });
       controllers.push(c);
       return c;
     },
@@ -59,20 +68,32 @@ describe("the control channel seen from the wire", () => {
     const filler = randomBytes(150_000).toString("hex"); // 300 KB of script: more than one TLS record and one read
     const script = `#!/bin/sh\n# ${filler}\necho "${output} token-sha256=$(printf %s "$API_TOKEN" | sha256sum | cut -c1-64)"\nexec sleep 60\n`;
     const pkg = makePackage(signer, { script, config: { env: { API_TOKEN: { type: "secret" } } } });
-    const node = await NodeProcess.create({ controllers: [home.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [home.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const wire = await tapped(node.address);
     const controller = await home.open();
     const added = await controller.addTarget(wire.address, "paired");
     expect(added.ok, JSON.stringify(added)).toBe(true);
 
-    const report = await controller.place({ package: pkg.dir, name: "wire", config: { mode: "service", args: [], env: { API_TOKEN: secret } } });
+    const report = await controller.place({
+      package: pkg.dir,
+      name: "wire",
+      config: { mode: "service", args: [], env: { API_TOKEN: secret } },
+    });
     expect(report.placed, JSON.stringify(report.attempts)).not.toBeNull();
     const instance = report.placed?.instance_id as string;
     const digest = createHash("sha256").update(secret).digest("hex");
-    const logs = await waitFor(async () => {
-      const r = await controller.instance("logs", instance, { tail_bytes: 65_536 });
-      return r.kind === "ok" && String(r.result.stdout).includes(output) ? r.result : undefined;
-    }, "the agent's output in its logs", 30_000);
+    const logs = await waitFor(
+      async () => {
+        const r = await controller.instance("logs", instance, { tail_bytes: 65_536 });
+        return r.kind === "ok" && String(r.result.stdout).includes(output) ? r.result : undefined;
+      },
+      "the agent's output in its logs",
+      30_000,
+    );
     // The agent was given the value (it printed its digest), and the logs call carried the output back.
     expect(String(logs.stdout)).toContain(`token-sha256=${digest}`);
 
@@ -108,20 +129,35 @@ describe("the control channel seen from the wire", () => {
     const pkg = makePackage(signer);
     const refreshed = await controller.addTarget(wire.address, "paired");
     expect(refreshed.ok).toBe(false);
-    const report = await controller.place({ package: pkg.dir, name: "swapped", config: { mode: "service", args: [], env: {} } });
+    const report = await controller.place({
+      package: pkg.dir,
+      name: "swapped",
+      config: { mode: "service", args: [], env: {} },
+    });
     expect(report.placed).toBeNull();
-    expect(report.attempts.every((a) => a.outcome !== "placed" && a.outcome !== "indeterminate"), JSON.stringify(report.attempts)).toBe(true);
+    expect(
+      report.attempts.every((a) => a.outcome !== "placed" && a.outcome !== "indeterminate"),
+      JSON.stringify(report.attempts),
+    ).toBe(true);
     await controller.addTarget(wire.address, "paired");
 
     const refusals = await controller.store.events({ kind: "peer.key_refused" });
     expect(refusals, "chained once for the offered key, however many calls met it").toHaveLength(1);
-    expect(refusals[0]).toMatchObject({ addr: wire.address, expected_key: genuine.publicKey, offered_key: impostor.publicKey });
+    expect(refusals[0]).toMatchObject({
+      addr: wire.address,
+      expected_key: genuine.publicKey,
+      offered_key: impostor.publicKey,
+    });
     const target = (await controller.targets()).find((t) => t.addr === wire.address);
     expect(target?.key).toBe(genuine.publicKey);
     expect(target?.error ?? "").toContain("TLS handshake");
 
     // The impostor never received a request: it holds nothing and chained nothing about this controller.
-    const observer = new NodeClient({ key: home.key, connector: new TlsConnector({ identity: home.key }), timeoutMs: 5_000 });
+    const observer = new NodeClient({
+      key: home.key,
+      connector: new TlsConnector({ identity: home.key }),
+      timeoutMs: 5_000,
+    });
     const status = await observer.call(impostor.target(), "status", { instance_id: null, include_departed: false });
     expect(status.kind).toBe("ok");
     expect(status.kind === "ok" ? (status.result.rows as unknown[]).length : -1).toBe(0);
@@ -137,12 +173,18 @@ describe("the control channel seen from the wire", () => {
     const cliKey = (JSON.parse(keys.stdout) as { public_key: string }).public_key;
     const signer = generateSigningKey();
     const home = controllerHome(signer);
-    const plain = await NodeProcess.create({ controllers: [home.key.publicKey, cliKey], signers: [], extraArgs: ["--transport", "plaintext"] });
+    const plain = await NodeProcess.create({
+      controllers: [home.key.publicKey, cliKey],
+      signers: [],
+      extraArgs: ["--transport", "plaintext"],
+    });
     const tls = await NodeProcess.create({ controllers: [home.key.publicKey], signers: [] });
 
     const strict = await home.open();
     const refused = await strict.addTarget(plain.address, "paired");
-    expect(refused.ok ? "" : refused.error).toContain("a node serving plaintext only is refused unless both sides opted in");
+    expect(refused.ok ? "" : refused.error).toContain(
+      "a node serving plaintext only is refused unless both sides opted in",
+    );
     await strict.close();
     controllers.splice(controllers.indexOf(strict), 1);
 
@@ -160,7 +202,9 @@ describe("the control channel seen from the wire", () => {
     const list = await berth("nodes", "list", "--refresh", "--json");
     expect(list.stderr).toContain("warning: plaintext transport");
     const exported = await berth("audit", "export", "--json", "--db", join(cliHome, "controller.db"));
-    const events = (JSON.parse(exported.stdout) as { events: Array<{ kind: string; payload: unknown }> }).events.filter((e) => e.kind === "transport.plaintext");
+    const events = (JSON.parse(exported.stdout) as { events: Array<{ kind: string; payload: unknown }> }).events.filter(
+      (e) => e.kind === "transport.plaintext",
+    );
     expect(events).toHaveLength(1);
     expect(events[0]?.payload).toMatchObject({ all: false, nodes: [plain.address] });
     writeFileSync(join(cliHome, "transport.json"), JSON.stringify({ plaintext_nodes: ["not an address"] }));

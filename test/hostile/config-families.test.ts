@@ -45,12 +45,22 @@ function source(dir: string, config: SourceManifest["config"]): void {
     kind: TEST_PERMIT.kinds[0] as string,
     files: ["run.sh"],
     network: "egress",
-    variants: [{ id: `${hostArch()}-${hostOs()}`, arch: hostArch(), os: hostOs(), entry: { program: "run.sh", args: [] }, requires: [] }],
+    variants: [
+      {
+        id: `${hostArch()}-${hostOs()}`,
+        arch: hostArch(),
+        os: hostOs(),
+        entry: { program: "run.sh", args: [] },
+        requires: [],
+      },
+    ],
     config,
   });
 }
 
-describe("loader hooks by family, patterns, and secrets never inline (issue 33 items 9, 10)", { timeout: 120_000 }, () => {
+describe("loader hooks by family, patterns, and secrets never inline (issue 33 items 9, 10)", {
+  timeout: 120_000,
+}, () => {
   it("berth package build refuses a surface declaring any of the listed hook families, naming each", async () => {
     const cli = await cliHome("berth-families-");
     for (const name of HOOKS) {
@@ -69,11 +79,23 @@ describe("loader hooks by family, patterns, and secrets never inline (issue 33 i
     source(pkg, { env: { LOG_LEVEL: { type: "string", pattern: "debug|info|warn" } } });
     buildPackage(pkg);
     signPackage(pkg, cli.signer);
-    const node = await NodeProcess.create({ controllers: [cli.controllerKey], signers: [cli.signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({
+      controllers: [cli.controllerKey],
+      signers: [cli.signer.publicKey],
+      permits: [TEST_PERMIT],
+    });
     expect((await cli.berth("nodes", "add", node.address, "--tier", "paired")).code).toBe(0);
     const spec = (name: string, level: string) => {
       const path = join(cli.home, `${name}.json`);
-      writeFileSync(path, JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name }, spec: { target: "mesh", package: "./levels", config: { env: { LOG_LEVEL: level } } } }));
+      writeFileSync(
+        path,
+        JSON.stringify({
+          apiVersion: "berth/v1",
+          kind: "Agent",
+          metadata: { name },
+          spec: { target: "mesh", package: "./levels", config: { env: { LOG_LEVEL: level } } },
+        }),
+      );
       return path;
     };
     const refused = await cli.berth("deploy", spec("loud", "verbose; rm -rf /"));
@@ -90,12 +112,26 @@ describe("loader hooks by family, patterns, and secrets never inline (issue 33 i
     source(pkg, { env: { API_KEY: { type: "secret" } } });
     buildPackage(pkg);
     signPackage(pkg, cli.signer);
-    writeFileSync(join(cli.home, "permits.json"), JSON.stringify([{ ...TEST_PERMIT, allow_secrets: true }]), { mode: 0o600 });
-    const node = await NodeProcess.create({ controllers: [cli.controllerKey], signers: [cli.signer.publicKey], permits: [{ ...TEST_PERMIT, allow_secrets: true }] });
+    writeFileSync(join(cli.home, "permits.json"), JSON.stringify([{ ...TEST_PERMIT, allow_secrets: true }]), {
+      mode: 0o600,
+    });
+    const node = await NodeProcess.create({
+      controllers: [cli.controllerKey],
+      signers: [cli.signer.publicKey],
+      permits: [{ ...TEST_PERMIT, allow_secrets: true }],
+    });
     expect((await cli.berth("nodes", "add", node.address, "--tier", "pinned")).code).toBe(0);
     const value = `sk-inline-${process.pid}-a8d1f0c9e2b7`;
     const inline = join(cli.home, "inline.json");
-    writeFileSync(inline, JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "inline" }, spec: { target: "mesh", package: "./keyed", config: { env: { API_KEY: value } } } }));
+    writeFileSync(
+      inline,
+      JSON.stringify({
+        apiVersion: "berth/v1",
+        kind: "Agent",
+        metadata: { name: "inline" },
+        spec: { target: "mesh", package: "./keyed", config: { env: { API_KEY: value } } },
+      }),
+    );
     const refused = await cli.berth("deploy", inline);
     expect(refused.code).not.toBe(0);
     expect(refused.stdout + refused.stderr).toContain("spec.config.env.API_KEY");
@@ -104,7 +140,19 @@ describe("loader hooks by family, patterns, and secrets never inline (issue 33 i
 
     writeFileSync(join(cli.home, "api.key"), `${value}\n`, { mode: 0o600 });
     const fromFile = join(cli.home, "fromfile.json");
-    writeFileSync(fromFile, JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "fromfile" }, spec: { target: "mesh", package: "./keyed", config: { env: { API_KEY: { valueFrom: { file: "./api.key" } } } } } }));
+    writeFileSync(
+      fromFile,
+      JSON.stringify({
+        apiVersion: "berth/v1",
+        kind: "Agent",
+        metadata: { name: "fromfile" },
+        spec: {
+          target: "mesh",
+          package: "./keyed",
+          config: { env: { API_KEY: { valueFrom: { file: "./api.key" } } } },
+        },
+      }),
+    );
     const deployed = await cli.berth("deploy", fromFile);
     expect(deployed.code, deployed.stdout + deployed.stderr).toBe(0);
 

@@ -43,14 +43,31 @@ async function serveAndReadCmdline(args: string[], env: NodeJS.ProcessEnv = {}):
 describe("the database password and the process list", { timeout: 120_000 }, () => {
   it("--database with a password is refused before anything opens, naming BERTH_DATABASE_URL, @FILE and PGPASSFILE", async () => {
     const home = mkdtempSync(join(tmpdir(), "berth-dbpw-"));
-    const r = await runNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--database", await addressWithPassword("refused")]);
+    const r = await runNode([
+      MAIN,
+      "serve",
+      "--port",
+      "0",
+      "--data-dir",
+      home,
+      "--database",
+      await addressWithPassword("refused"),
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("BERTH_DATABASE_URL");
     expect(r.stderr).toContain("--database @FILE");
     expect(r.stderr).toContain("PGPASSFILE");
     expect(r.stderr + r.stdout).not.toContain(PASSWORD);
     // The same for a verb that opens the store.
-    const verb = await runNode([MAIN, "agents", "--json", "--data-dir", home, "--database", await addressWithPassword("refused2")]);
+    const verb = await runNode([
+      MAIN,
+      "agents",
+      "--json",
+      "--data-dir",
+      home,
+      "--database",
+      await addressWithPassword("refused2"),
+    ]);
     expect(verb.code).toBe(2);
     expect(verb.stderr).toContain("BERTH_DATABASE_URL");
   });
@@ -69,7 +86,16 @@ describe("the database password and the process list", { timeout: 120_000 }, () 
     expect(cmdline).toContain(`@${file}`);
     expect(cmdline).not.toContain(PASSWORD);
     chmodSync(file, 0o644);
-    const r = await runNode([MAIN, "serve", "--port", "0", "--data-dir", mkdtempSync(join(tmpdir(), "berth-dbpw-")), "--database", `@${file}`]);
+    const r = await runNode([
+      MAIN,
+      "serve",
+      "--port",
+      "0",
+      "--data-dir",
+      mkdtempSync(join(tmpdir(), "berth-dbpw-")),
+      "--database",
+      `@${file}`,
+    ]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("chmod 600");
     expect(r.stderr + r.stdout).not.toContain(PASSWORD);

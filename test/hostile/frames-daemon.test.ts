@@ -12,7 +12,16 @@ import { afterAll, describe, expect, it } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { buildPackage, initPackage, signPackage } from "../../src/mesh/packages/dir.js";
 import { parseAddr } from "../../src/mesh/transport/tcp.js";
-import { ALLOW_ALL, cleanup, NodeProcess, ok, PROBE_SCRIPT, requireBuild, TestController, tempDir } from "../mesh/harness.js";
+import {
+  ALLOW_ALL,
+  cleanup,
+  NodeProcess,
+  ok,
+  PROBE_SCRIPT,
+  requireBuild,
+  TestController,
+  tempDir,
+} from "../mesh/harness.js";
 
 const MiB = 1024 * 1024;
 
@@ -67,7 +76,11 @@ describe("frame size caps on a node's listener", () => {
     requireBuild();
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const dir = tempDir("berth-pkg-big-");
     writeFileSync(join(dir, "run.sh"), PROBE_SCRIPT);
     chmodSync(join(dir, "run.sh"), 0o755);

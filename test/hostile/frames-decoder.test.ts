@@ -8,14 +8,24 @@ import fc from "fast-check";
 import { createConnection } from "node:net";
 import { describe, expect, it } from "vitest";
 import { parseMessageFrame } from "../../src/core/protocol/messages.js";
-import { encodeFrame, FrameDecoder, ProtocolError, type SocketFrameStream, StreamClosed } from "../../src/mesh/transport/frames.js";
+import {
+  encodeFrame,
+  FrameDecoder,
+  ProtocolError,
+  type SocketFrameStream,
+  StreamClosed,
+} from "../../src/mesh/transport/frames.js";
 import { listenFrames } from "../../src/mesh/transport/tcp.js";
 import { waitFor } from "../mesh/harness.js";
 
 const CAP = 64;
 
 /** Feeds every chunk, draining after each as the socket stream does; returns the frames or the first error. */
-function feed(decoder: FrameDecoder, chunks: readonly Uint8Array[], onDrained: () => void = () => undefined): { frames: Buffer[]; error?: unknown } {
+function feed(
+  decoder: FrameDecoder,
+  chunks: readonly Uint8Array[],
+  onDrained: () => void = () => undefined,
+): { frames: Buffer[]; error?: unknown } {
   const frames: Buffer[] = [];
   try {
     for (const chunk of chunks) {
@@ -44,14 +54,20 @@ describe("the frame decoder under arbitrary input", () => {
 
   it("gives back exactly the frames that were sent, wherever the byte stream is cut", () => {
     fc.assert(
-      fc.property(fc.array(fc.uint8Array({ minLength: 1, maxLength: CAP }), { maxLength: 12 }), fc.array(fc.nat(), { maxLength: 20 }), (frames, cuts) => {
-        const wire = Buffer.concat(frames.map((f) => encodeFrame(f)));
-        const points = [...new Set(cuts.map((c) => c % (wire.length + 1)))].sort((a, b) => a - b);
-        const chunks = [0, ...points, wire.length].slice(1).map((end, i, all) => wire.subarray(i === 0 ? 0 : (all[i - 1] as number), end));
-        const r = feed(new FrameDecoder(CAP), [wire.subarray(0, 0), ...chunks]);
-        expect(r.error).toBeUndefined();
-        expect(r.frames.map((f) => f.toString("hex"))).toEqual(frames.map((f) => Buffer.from(f).toString("hex")));
-      }),
+      fc.property(
+        fc.array(fc.uint8Array({ minLength: 1, maxLength: CAP }), { maxLength: 12 }),
+        fc.array(fc.nat(), { maxLength: 20 }),
+        (frames, cuts) => {
+          const wire = Buffer.concat(frames.map((f) => encodeFrame(f)));
+          const points = [...new Set(cuts.map((c) => c % (wire.length + 1)))].sort((a, b) => a - b);
+          const chunks = [0, ...points, wire.length]
+            .slice(1)
+            .map((end, i, all) => wire.subarray(i === 0 ? 0 : (all[i - 1] as number), end));
+          const r = feed(new FrameDecoder(CAP), [wire.subarray(0, 0), ...chunks]);
+          expect(r.error).toBeUndefined();
+          expect(r.frames.map((f) => f.toString("hex"))).toEqual(frames.map((f) => Buffer.from(f).toString("hex")));
+        },
+      ),
       { numRuns: 500 },
     );
   });
@@ -96,23 +112,35 @@ describe("a real listener fed arbitrary bytes", () => {
           }
         })();
       },
-      { limits: { maxConnections: 64, maxUnauthenticated: 64, maxUnauthenticatedPerAddress: 64, graceMs: 0, firstBytesMs: 5000, maxFrameBytes: CAP } },
+      {
+        limits: {
+          maxConnections: 64,
+          maxUnauthenticated: 64,
+          maxUnauthenticatedPerAddress: 64,
+          graceMs: 0,
+          firstBytesMs: 5000,
+          maxFrameBytes: CAP,
+        },
+      },
     );
     const [host, port] = [address.split(":")[0] as string, Number(address.split(":")[1])];
     try {
       await fc.assert(
-        fc.asyncProperty(fc.array(fc.uint8Array({ minLength: 1, maxLength: 300 }), { minLength: 1, maxLength: 8 }), async (chunks) => {
-          connections++;
-          await new Promise<void>((resolve) => {
-            const s = createConnection({ host, port }, () => {
-              for (const c of chunks) s.write(c);
-              s.end();
+        fc.asyncProperty(
+          fc.array(fc.uint8Array({ minLength: 1, maxLength: 300 }), { minLength: 1, maxLength: 8 }),
+          async (chunks) => {
+            connections++;
+            await new Promise<void>((resolve) => {
+              const s = createConnection({ host, port }, () => {
+                for (const c of chunks) s.write(c);
+                s.end();
+              });
+              s.on("error", () => undefined);
+              s.on("data", () => undefined);
+              s.on("close", () => resolve());
             });
-            s.on("error", () => undefined);
-            s.on("data", () => undefined);
-            s.on("close", () => resolve());
-          });
-        }),
+          },
+        ),
         { numRuns: 60 },
       );
       await waitFor(() => errors.length >= connections, "every connection's recv to end", 30_000);
@@ -126,10 +154,16 @@ describe("a real listener fed arbitrary bytes", () => {
 describe("the message-frame parser under arbitrary bytes", () => {
   it("never throws: anything that is not a known message frame is a refusal value", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.uint8Array({ maxLength: 300 }), fc.json().map((j) => new TextEncoder().encode(j))), (bytes) => {
-        const r = parseMessageFrame(bytes);
-        expect(typeof r.ok).toBe("boolean");
-      }),
+      fc.property(
+        fc.oneof(
+          fc.uint8Array({ maxLength: 300 }),
+          fc.json().map((j) => new TextEncoder().encode(j)),
+        ),
+        (bytes) => {
+          const r = parseMessageFrame(bytes);
+          expect(typeof r.ok).toBe("boolean");
+        },
+      ),
       { numRuns: 2000 },
     );
   });

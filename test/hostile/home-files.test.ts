@@ -40,7 +40,12 @@ describe("file modes in a fresh berth home", () => {
     const home = join(tempDir("berth-home-"), "home");
     // `nodes list --refresh` opens the controller, which makes the store; a plain `agents` then reads it read-only (issue 35),
     // and whatever SQLite makes beside it for a reader (-shm, an empty -wal) is judged by the same walk.
-    for (const args of [["keys", "new"], ["nodes", "list", "--refresh"], ["agents"], ["node", "init", "--data-dir", join(home, "node")]]) {
+    for (const args of [
+      ["keys", "new"],
+      ["nodes", "list", "--refresh"],
+      ["agents"],
+      ["node", "init", "--data-dir", join(home, "node")],
+    ]) {
       const { argv, env } = berthUnderUmask(home, args);
       const r = spawnSync("/bin/sh", argv, { env, encoding: "utf8" });
       expect(r.status, `berth ${args.join(" ")}: ${r.stderr}`).toBe(0);
@@ -53,8 +58,11 @@ describe("file modes in a fresh berth home", () => {
     });
     try {
       await waitFor(() => out.includes('"listening"'), "node serve to listen", 30_000);
-      for (const f of ["node.db", "node.db-wal", "node.db-shm"]) expect(existsSync(join(home, "node", f)), f).toBe(true);
-      expect(["controller.db", "keys/controller.key", "node/node.key"].filter((f) => !existsSync(join(home, f)))).toEqual([]);
+      for (const f of ["node.db", "node.db-wal", "node.db-shm"])
+        expect(existsSync(join(home, "node", f)), f).toBe(true);
+      expect(
+        ["controller.db", "keys/controller.key", "node/node.key"].filter((f) => !existsSync(join(home, f))),
+      ).toEqual([]);
       expect(exposed(home)).toEqual([]);
     } finally {
       daemon.kill("SIGKILL");
@@ -69,7 +77,8 @@ describe("file modes in a fresh berth home", () => {
       db.exec("CREATE TABLE t (x)");
       db.prepare("INSERT INTO t VALUES (1)").run();
       try {
-        for (const f of [path, `${path}-wal`, `${path}-shm`]) expect((statSync(f).mode & 0o777).toString(8), f).toBe("600");
+        for (const f of [path, `${path}-wal`, `${path}-shm`])
+          expect((statSync(f).mode & 0o777).toString(8), f).toBe("600");
       } finally {
         db.close();
       }

@@ -34,7 +34,11 @@ function livePids(name: string): string[] {
 describe("configuration outside the signed surface, through the CLI (issue 12)", () => {
   it("berth deploy and berth place name the refused field, and nothing of the agent runs", async () => {
     const cli = await cliHome("berth-config-cli-");
-    const node = await NodeProcess.create({ controllers: [cli.controllerKey], signers: [cli.signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({
+      controllers: [cli.controllerKey],
+      signers: [cli.signer.publicKey],
+      permits: [TEST_PERMIT],
+    });
     expect((await cli.berth("nodes", "add", node.address, "--tier", "paired")).code).toBe(0);
 
     const name = `cfg${process.pid}`;
@@ -45,7 +49,11 @@ describe("configuration outside the signed surface, through the CLI (issue 12)",
         apiVersion: "berth/v1",
         kind: "Agent",
         metadata: { name },
-        spec: { target: "mesh", package: "./pkg", config: { env: { NODE_OPTIONS: "--import=data:text/javascript,process.exit(7)" } } },
+        spec: {
+          target: "mesh",
+          package: "./pkg",
+          config: { env: { NODE_OPTIONS: "--import=data:text/javascript,process.exit(7)" } },
+        },
       }),
     );
     const deployed = await cli.berth("deploy", spec);

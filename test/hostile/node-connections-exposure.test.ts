@@ -20,7 +20,8 @@ async function serve(listen: string): Promise<{ line: Record<string, unknown>; s
   const p = spawnNode([MAIN, "node", "serve", "--listen", listen, "--data-dir", dataDir]);
   await p.waitForOutput(/"event":"listening".*\n/, 30_000);
   // stderr also carries the daemon's pino lines and its root-agents warning (issue 15): wait for the listen warning itself.
-  if (!listen.startsWith("127.")) await waitFor(() => p.errors().includes("reachable beyond this machine"), "the warning line", 30_000);
+  if (!listen.startsWith("127."))
+    await waitFor(() => p.errors().includes("reachable beyond this machine"), "the warning line", 30_000);
   const line = JSON.parse(p.output().split("\n")[0] as string) as Record<string, unknown>;
   p.child.kill("SIGKILL");
   await p.exited();
@@ -32,7 +33,9 @@ describe("node serve tells where it listens", () => {
     requireBuild();
     const wide = await serve("0.0.0.0:0");
     expect(wide.line.listening_beyond_machine).toBe(true);
-    expect(wide.stderr).toContain(`warning: listening on ${wide.line.address as string}, reachable beyond this machine`);
+    expect(wide.stderr).toContain(
+      `warning: listening on ${wide.line.address as string}, reachable beyond this machine`,
+    );
   }, 60_000);
 
   it("gives no reachability warning on loopback", async () => {
@@ -43,7 +46,9 @@ describe("node serve tells where it listens", () => {
   }, 60_000);
 
   it("counts 127.0.0.0/8, ::1 and localhost as loopback, and the wildcards and LAN addresses as beyond the machine", () => {
-    for (const h of ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"]) expect(isLoopbackHost(h), h).toBe(true);
-    for (const h of ["0.0.0.0", "::", "192.168.1.10", "10.0.0.1", "fe80::1", "example.com"]) expect(isLoopbackHost(h), h).toBe(false);
+    for (const h of ["127.0.0.1", "127.1.2.3", "::1", "[::1]", "localhost", "::ffff:127.0.0.1"])
+      expect(isLoopbackHost(h), h).toBe(true);
+    for (const h of ["0.0.0.0", "::", "192.168.1.10", "10.0.0.1", "fe80::1", "example.com"])
+      expect(isLoopbackHost(h), h).toBe(false);
   });
 });

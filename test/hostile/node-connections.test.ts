@@ -53,7 +53,11 @@ describe("connection slots under a churn of hostile connections", () => {
     const attack = churn(node.address, 500);
     try {
       // The attack is in full swing: every socket has been opened, and the node has cut many of them.
-      await waitFor(() => attack.stats.opened >= 500 && attack.stats.cut >= 100, "the hostile sockets to connect and be cut", 30_000);
+      await waitFor(
+        () => attack.stats.opened >= 500 && attack.stats.cut >= 100,
+        "the hostile sockets to connect and be cut",
+        30_000,
+      );
       let answered = 0;
       const failures: string[] = [];
       // A connection still in its TLS handshake is unauthenticated, so on a machine slow enough that one churn cycle
@@ -63,7 +67,11 @@ describe("connection slots under a churn of hostile connections", () => {
       let resets = 0;
       for (let i = 0; i < 25; i++) {
         let r = await ctl.status(node);
-        for (let again = 0; again < 2 && r.kind === "no_answer" && /connection error/.test(JSON.stringify(r)); again++) {
+        for (
+          let again = 0;
+          again < 2 && r.kind === "no_answer" && /connection error/.test(JSON.stringify(r));
+          again++
+        ) {
           resets++;
           r = await ctl.status(node);
         }

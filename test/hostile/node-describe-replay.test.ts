@@ -5,7 +5,12 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { encodeMessageFrame, parseMessageFrame, type ResponsePayload, type SignedMessage } from "../../src/core/protocol/messages.js";
+import {
+  encodeMessageFrame,
+  parseMessageFrame,
+  type ResponsePayload,
+  type SignedMessage,
+} from "../../src/core/protocol/messages.js";
 import { requestPayloadOf, signRequestObject } from "../../src/core/protocol/sign.js";
 import type { SigningKey } from "../../src/core/crypto/ed25519.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
@@ -39,7 +44,11 @@ async function factsSeq(ctl: TestController, address: string): Promise<number> {
 describe("describe replay across a node restart", () => {
   it("the same signed describe is refused as a replay after the daemon restarts", async () => {
     const ctl = new TestController();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [generateSigningKey().publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [generateSigningKey().publicKey],
+      permits: ALLOW_ALL,
+    });
     const payload = requestPayloadOf(ctl.key, {
       method: "describe",
       target: node.nodeId,

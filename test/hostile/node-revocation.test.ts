@@ -22,7 +22,12 @@ describe("revocations name hex ids in any case", () => {
       generation: 1,
       subjects: [{ kind: "package", id: pkg.packageId.toUpperCase(), reason: "bad build", at_ms: 0 }],
     };
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, revocations });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+      revocations,
+    });
     const r = await ctl.place(node, pkg.dir);
     expect(r).toMatchObject({ kind: "refused", code: "verify" });
     expect((r as { reason: string }).reason).toContain("is revoked: bad build");
@@ -32,7 +37,10 @@ describe("revocations name hex ids in any case", () => {
       controllers: [ctl.key.publicKey],
       signers: [signer.publicKey],
       permits: ALLOW_ALL,
-      revocations: { generation: 1, subjects: [{ kind: "signer", id: signer.publicKey.toUpperCase(), reason: "key lost", at_ms: 0 }] },
+      revocations: {
+        generation: 1,
+        subjects: [{ kind: "signer", id: signer.publicKey.toUpperCase(), reason: "key lost", at_ms: 0 }],
+      },
     });
     const r2 = await ctl.place(bySigner, other.dir);
     expect(r2).toMatchObject({ kind: "refused", code: "verify" });

@@ -26,7 +26,12 @@ const MESH_SPEC = {
   apiVersion: "berth/v1",
   kind: "Agent",
   metadata: { name: "scout" },
-  spec: { target: "mesh", package: "./packages/scout", config: { args: ["--once"], env: { LOG_LEVEL: "info" } }, mesh: { prefer: ["pi5"] } },
+  spec: {
+    target: "mesh",
+    package: "./packages/scout",
+    config: { args: ["--once"], env: { LOG_LEVEL: "info" } },
+    mesh: { prefer: ["pi5"] },
+  },
 };
 
 /** A JSON value with the planted secret somewhere inside, at any depth. */
@@ -36,7 +41,11 @@ const jsonWithSecret = fc.letrec((tie) => ({
     fc.constant(SECRET),
     fc.jsonValue({ maxDepth: 2 }),
     fc.array(tie("value"), { maxLength: 4 }),
-    fc.dictionary(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom("op", "spec", "statement", "env", "nsec", "key")), tie("value"), { maxKeys: 4 }),
+    fc.dictionary(
+      fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom("op", "spec", "statement", "env", "nsec", "key")),
+      tie("value"),
+      { maxKeys: 4 },
+    ),
   ),
 })).value;
 
@@ -44,7 +53,9 @@ const jsonWithSecret = fc.letrec((tie) => ({
 function mutate(doc: unknown, path: readonly string[], value: unknown): unknown {
   if (path.length === 0 || typeof doc !== "object" || doc === null) return value;
   const [head, ...rest] = path;
-  const copy: Record<string, unknown> = Array.isArray(doc) ? ([...doc] as unknown as Record<string, unknown>) : { ...(doc as Record<string, unknown>) };
+  const copy: Record<string, unknown> = Array.isArray(doc)
+    ? ([...doc] as unknown as Record<string, unknown>)
+    : { ...(doc as Record<string, unknown>) };
   copy[head as string] = mutate(copy[head as string], rest, value);
   return copy;
 }
@@ -66,13 +77,19 @@ const specPaths = fc.constantFrom<readonly string[]>(
 describe("agent spec files, as a hostile user writes them", () => {
   it("any text is answered with a value: a spec or refusals, never a throw", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 400 }), fc.jsonValue().map((v) => JSON.stringify(v))), (text) => {
-        const r = parseAgentSpec(text, "spec.yaml");
-        if (!r.ok) {
-          expect(r.error.length).toBeGreaterThan(0);
-          for (const e of r.error) expect(e.startsWith("spec.yaml: ")).toBe(true);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 400 }),
+          fc.jsonValue().map((v) => JSON.stringify(v)),
+        ),
+        (text) => {
+          const r = parseAgentSpec(text, "spec.yaml");
+          if (!r.ok) {
+            expect(r.error.length).toBeGreaterThan(0);
+            for (const e of r.error) expect(e.startsWith("spec.yaml: ")).toBe(true);
+          }
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -93,7 +110,8 @@ describe("agent spec files, as a hostile user writes them", () => {
 
   it("a YAML bomb of aliases is refused instead of expanding", () => {
     const lines = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]'];
-    for (let i = 1; i < 60; i++) lines.push(`a${i}: &a${i} [*${i === 1 ? "a" : `a${i - 1}`},*${i === 1 ? "a" : `a${i - 1}`}]`);
+    for (let i = 1; i < 60; i++)
+      lines.push(`a${i}: &a${i} [*${i === 1 ? "a" : `a${i - 1}`},*${i === 1 ? "a" : `a${i - 1}`}]`);
     const r = parseAgentSpec(lines.join("\n"));
     expect(r.ok).toBe(false);
   });
@@ -102,13 +120,20 @@ describe("agent spec files, as a hostile user writes them", () => {
 describe("package statements, as a hostile signer or a tampering peer sends them", () => {
   it("any text or JSON value is answered with a reason, never a throw, and the reason never echoes a planted secret", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 400 }), jsonWithSecret, jsonWithSecret.map((v) => JSON.stringify(v))), (input) => {
-        const r = parseEnvelope(input);
-        if (!r.ok) {
-          expect(r.error).toMatch(/^manifest/);
-          expect(r.error).not.toContain(SECRET);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 400 }),
+          jsonWithSecret,
+          jsonWithSecret.map((v) => JSON.stringify(v)),
+        ),
+        (input) => {
+          const r = parseEnvelope(input);
+          if (!r.ok) {
+            expect(r.error).toMatch(/^manifest/);
+            expect(r.error).not.toContain(SECRET);
+          }
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -122,14 +147,20 @@ describe("package statements, as a hostile signer or a tampering peer sends them
 describe("policy files, as a hostile or broken file on a node or controller", () => {
   it("permits and revocations: any text loads or fails closed with an error, never a throw", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 300 }), jsonWithSecret.map((v) => JSON.stringify(v))), (text) => {
-        for (const r of [parsePermits(text), parseRevocations(text)]) {
-          if (!r.ok) {
-            expect(r.error.length).toBeGreaterThan(0);
-            expect(r.error).not.toContain(SECRET);
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 300 }),
+          jsonWithSecret.map((v) => JSON.stringify(v)),
+        ),
+        (text) => {
+          for (const r of [parsePermits(text), parseRevocations(text)]) {
+            if (!r.ok) {
+              expect(r.error.length).toBeGreaterThan(0);
+              expect(r.error).not.toContain(SECRET);
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: RUNS },
     );
   });
@@ -139,20 +170,26 @@ describe("policy files, as a hostile or broken file on a node or controller", ()
 
   it("signers.json and node.json: any content is loaded, refused fail-closed, or refused naming the file — never a crash", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 300 }), jsonWithSecret.map((v) => JSON.stringify(v))), (text) => {
-        writeFileSync(join(dir, "signers.json"), text);
-        const signers = loadSigners(dir);
-        if (!signers.loaded.ok) expect(signers.loaded.error).not.toContain(SECRET);
-        else for (const key of signers.loaded.value) expect(key).toMatch(/^[0-9a-f]{64}$/);
-        writeFileSync(join(dir, "node.json"), text);
-        try {
-          loadNodeConfig(dir);
-        } catch (error) {
-          expect(error).toBeInstanceOf(NodeConfigError);
-          expect((error as Error).message).toContain("node.json");
-          expect((error as Error).message).not.toContain(SECRET);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 300 }),
+          jsonWithSecret.map((v) => JSON.stringify(v)),
+        ),
+        (text) => {
+          writeFileSync(join(dir, "signers.json"), text);
+          const signers = loadSigners(dir);
+          if (!signers.loaded.ok) expect(signers.loaded.error).not.toContain(SECRET);
+          else for (const key of signers.loaded.value) expect(key).toMatch(/^[0-9a-f]{64}$/);
+          writeFileSync(join(dir, "node.json"), text);
+          try {
+            loadNodeConfig(dir);
+          } catch (error) {
+            expect(error).toBeInstanceOf(NodeConfigError);
+            expect((error as Error).message).toContain("node.json");
+            expect((error as Error).message).not.toContain(SECRET);
+          }
+        },
+      ),
       { numRuns: 150 },
     );
   });
@@ -174,10 +211,14 @@ describe("the provider's stdin request, as a hostile desktop or a fuzzer sends i
 
   it("a deploy whose members are near misses is refused naming a field, never echoing the agent's key", () => {
     fc.assert(
-      fc.property(fc.constantFrom("agent", "provider_config", "launch", "relay_url", "nsec"), jsonWithSecret, (member, value) => {
-        const r = parseRequest({ op: "deploy", [member]: value, agent: { nsec: SECRET } });
-        expect(r.ok ? "" : r.error).not.toContain(SECRET);
-      }),
+      fc.property(
+        fc.constantFrom("agent", "provider_config", "launch", "relay_url", "nsec"),
+        jsonWithSecret,
+        (member, value) => {
+          const r = parseRequest({ op: "deploy", [member]: value, agent: { nsec: SECRET } });
+          expect(r.ok ? "" : r.error).not.toContain(SECRET);
+        },
+      ),
       { numRuns: RUNS },
     );
   });

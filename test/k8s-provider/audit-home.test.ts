@@ -46,32 +46,51 @@ afterAll(() => killAll());
 describe("the audit home never fails a provider call before cluster contact", () => {
   it("a refusal in a fresh home answers and creates no k8s.db and no keys folder", async () => {
     const home = mkdtempSync(join(tmpdir(), "berth-fresh-home-"));
-    const r = await provider({ ...valid, agent: { ...valid.agent, relay_url: " " } }, { HOME: home, BERTH_HOME: join(home, ".berth") });
-    expect(JSON.parse(r.stdout.trim())).toEqual({ ok: false, error: "deploy refused: relay_url is empty — the agent would have no relay to connect to" });
+    const r = await provider(
+      { ...valid, agent: { ...valid.agent, relay_url: " " } },
+      { HOME: home, BERTH_HOME: join(home, ".berth") },
+    );
+    expect(JSON.parse(r.stdout.trim())).toEqual({
+      ok: false,
+      error: "deploy refused: relay_url is empty — the agent would have no relay to connect to",
+    });
     expect(readdirSync(home)).toEqual([]);
   });
 
-  it.each(unusableHomes.map((h) => [h] as const))("info and a refusal answer as usual with an unusable home %s", async (home) => {
-    const info = await provider({ op: "info" }, { HOME: home, BERTH_HOME: home });
-    expect(JSON.parse(info.stdout.trim())).toMatchObject({ ok: true, name: "kubernetes" });
-    const refused = await provider({ ...valid, provider_config: { namespace: "Bad_NS", image: IMAGE } }, { HOME: home, BERTH_HOME: home });
-    expect(refused.code).toBe(0);
-    expect(JSON.parse(refused.stdout.trim()).error).toMatch(/^provider_config\.namespace "Bad_NS" is not a valid Kubernetes namespace/);
-  });
+  it.each(unusableHomes.map((h) => [h] as const))(
+    "info and a refusal answer as usual with an unusable home %s",
+    async (home) => {
+      const info = await provider({ op: "info" }, { HOME: home, BERTH_HOME: home });
+      expect(JSON.parse(info.stdout.trim())).toMatchObject({ ok: true, name: "kubernetes" });
+      const refused = await provider(
+        { ...valid, provider_config: { namespace: "Bad_NS", image: IMAGE } },
+        { HOME: home, BERTH_HOME: home },
+      );
+      expect(refused.code).toBe(0);
+      expect(JSON.parse(refused.stdout.trim()).error).toMatch(
+        /^provider_config\.namespace "Bad_NS" is not a valid Kubernetes namespace/,
+      );
+    },
+  );
 
-  it.each(unusableHomes.map((h) => [h] as const))("a deploy with an unusable home %s records in the fallback and reaches the cluster stage", async (home) => {
-    const state = mkdtempSync(join(tmpdir(), "berth-state-"));
-    const r = await provider(valid, { HOME: home, BERTH_HOME: home, XDG_STATE_HOME: state });
-    // F1 (no kubeconfig): the call went past the audit stage instead of answering E1.
-    expect(JSON.parse(r.stdout.trim()).error).toMatch(/^could not load kubeconfig for context \(current\): /);
-    expect(r.stderr).toContain(`recording in ${join(state, "berth")} instead`);
-    const db = new Database(join(state, "berth", "k8s.db"), { readonly: true });
-    try {
-      const kinds = (db.prepare("SELECT kind FROM audit_event ORDER BY seq").all() as Array<{ kind: string }>).map((e) => e.kind);
-      expect(kinds).toContain("k8s.deploy.outcome");
-    } finally {
-      db.close();
-    }
-    expect(existsSync(join(blocker, "home"))).toBe(false);
-  });
+  it.each(unusableHomes.map((h) => [h] as const))(
+    "a deploy with an unusable home %s records in the fallback and reaches the cluster stage",
+    async (home) => {
+      const state = mkdtempSync(join(tmpdir(), "berth-state-"));
+      const r = await provider(valid, { HOME: home, BERTH_HOME: home, XDG_STATE_HOME: state });
+      // F1 (no kubeconfig): the call went past the audit stage instead of answering E1.
+      expect(JSON.parse(r.stdout.trim()).error).toMatch(/^could not load kubeconfig for context \(current\): /);
+      expect(r.stderr).toContain(`recording in ${join(state, "berth")} instead`);
+      const db = new Database(join(state, "berth", "k8s.db"), { readonly: true });
+      try {
+        const kinds = (db.prepare("SELECT kind FROM audit_event ORDER BY seq").all() as Array<{ kind: string }>).map(
+          (e) => e.kind,
+        );
+        expect(kinds).toContain("k8s.deploy.outcome");
+      } finally {
+        db.close();
+      }
+      expect(existsSync(join(blocker, "home"))).toBe(false);
+    },
+  );
 });

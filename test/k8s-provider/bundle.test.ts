@@ -22,7 +22,11 @@ const alone = mkdtempSync(join(tmpdir(), "berth-bundle-alone-"));
 const copied = join(alone, "buzz-backend-berth");
 
 /** Runs `argv` with exactly `env` (env -i), stdin given, and returns its output. */
-async function run(argv: string[], input: string | Buffer, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function run(
+  argv: string[],
+  input: string | Buffer,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const r = spawnSync(argv[0] as string, argv.slice(1), { env, cwd: alone, input, encoding: "utf8", timeout: 60_000 });
   if (r.error) throw r.error;
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
@@ -33,7 +37,10 @@ const MINIMAL = { PATH: "/usr/bin:/bin" };
 beforeAll(async () => {
   const built = await runNode([join(repoRoot, "scripts", "bundle-provider", "build.mjs")], { cwd: repoRoot });
   expect(built.code, built.stderr).toBe(0);
-  const installed = await runNode([builtPath("src/cli/entry/main.js"), "provider", "install", "--dir", work, "--json"], { cwd: tmpdir() });
+  const installed = await runNode(
+    [builtPath("src/cli/entry/main.js"), "provider", "install", "--dir", work, "--json"],
+    { cwd: tmpdir() },
+  );
   expect(installed.code, installed.stderr).toBe(0);
   copyFileSync(join(work, "buzz-backend-berth"), copied);
 }, 120_000);
@@ -54,11 +61,20 @@ describe("buzz-backend-berth copied alone", () => {
   });
 
   it("refuses a deploy with the catalogued text, and leaves nothing beside itself", async () => {
-    const r = await run([process.execPath, copied], JSON.stringify({ op: "deploy", agent: { relay_url: "wss://r", private_key_nsec: "npub1abc" }, provider_config: null }), MINIMAL);
+    const r = await run(
+      [process.execPath, copied],
+      JSON.stringify({
+        op: "deploy",
+        agent: { relay_url: "wss://r", private_key_nsec: "npub1abc" },
+        provider_config: null,
+      }),
+      MINIMAL,
+    );
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout.trim())).toEqual({
       ok: false,
-      error: "provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared",
+      error:
+        "provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared",
     });
     expect(readdirSync(alone)).toEqual(["buzz-backend-berth"]);
   });
@@ -74,14 +90,22 @@ describe("buzz-backend-berth copied alone", () => {
 
 describe("Buzz's provider-wire fixtures through berth provider kubernetes and the copied bundle", () => {
   const via = {
-    "berth provider kubernetes": (input: string | Buffer, env: Record<string, string>) => run([process.execPath, builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], input, env),
+    "berth provider kubernetes": (input: string | Buffer, env: Record<string, string>) =>
+      run([process.execPath, builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], input, env),
     "a copied buzz-backend-berth": (input: string | Buffer, env: Record<string, string>) => run([copied], input, env),
   };
-  const cases = Object.entries(via).flatMap(([how, exec]) => BUZZ_WIRE_FIXTURES.map((f) => [`${f.name} via ${how}`, f, exec] as const));
+  const cases = Object.entries(via).flatMap(([how, exec]) =>
+    BUZZ_WIRE_FIXTURES.map((f) => [`${f.name} via ${how}`, f, exec] as const),
+  );
 
   it.each(cases)("%s", async (_name, fixture, exec) => {
     const home = mkdtempSync(join(tmpdir(), "berth-wire-home-"));
-    const r = await exec(JSON.stringify(fixture.request), { ...MINIMAL, HOME: home, BERTH_HOME: home, KUBECONFIG: "/nonexistent/kubeconfig-for-fixture-tests" });
+    const r = await exec(JSON.stringify(fixture.request), {
+      ...MINIMAL,
+      HOME: home,
+      BERTH_HOME: home,
+      KUBECONFIG: "/nonexistent/kubeconfig-for-fixture-tests",
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout.split("\n")).toHaveLength(2);
     const answer = JSON.parse(r.stdout) as { ok: boolean; error?: string };
@@ -103,7 +127,10 @@ describe("Buzz's provider-wire fixtures through berth provider kubernetes and th
         ok: boolean;
         protocol_version: number;
         name: string;
-        config_schema: { required: string[]; properties: { namespace: { default: string }; image: { default: string } } };
+        config_schema: {
+          required: string[];
+          properties: { namespace: { default: string }; image: { default: string } };
+        };
       };
       expect(info).toMatchObject({ ok: true, protocol_version: 1, name: "kubernetes" });
       expect(info.config_schema.required).toEqual(["namespace", "image"]);
@@ -115,12 +142,19 @@ describe("Buzz's provider-wire fixtures through berth provider kubernetes and th
     }
   });
 
-  const matrix = Object.entries(via).flatMap(([how, exec]) => RESPOND_TO_MATRIX.map((c) => [`${c.name} via ${how}`, c, exec] as const));
+  const matrix = Object.entries(via).flatMap(([how, exec]) =>
+    RESPOND_TO_MATRIX.map((c) => [`${c.name} via ${how}`, c, exec] as const),
+  );
   // Buzz's the_respond_to_gate_matches_the_harness_acceptance_surface: under a kubeconfig that cannot exist, the error
   // text is the ordering assertion — "kubeconfig" means the gate passed, anything else must be the gate's refusal.
   it.each(matrix)("respond-to gate: %s", async (_name, c, exec) => {
     const home = mkdtempSync(join(tmpdir(), "berth-wire-home-"));
-    const r = await exec(JSON.stringify(respondToRequest(c)), { ...MINIMAL, HOME: home, BERTH_HOME: home, KUBECONFIG: "/nonexistent/kubeconfig-for-fixture-tests" });
+    const r = await exec(JSON.stringify(respondToRequest(c)), {
+      ...MINIMAL,
+      HOME: home,
+      BERTH_HOME: home,
+      KUBECONFIG: "/nonexistent/kubeconfig-for-fixture-tests",
+    });
     expect(r.code, r.stderr).toBe(0);
     const error = String((JSON.parse(r.stdout) as { error?: string }).error ?? "");
     expect(error.includes("kubeconfig"), error).toBe(c.reachesCluster);
@@ -139,13 +173,23 @@ describe("Buzz's provider-wire fixtures through berth provider kubernetes and th
     const authTag = JSON.stringify(["auth", ownerHex, conditions, bytesToHex(schnorr.sign(digest, ownerSecret))]);
     const request = {
       op: "deploy",
-      agent: { relay_url: "wss://example.invalid", private_key_nsec: NSEC, auth_tag: authTag, launch: { owner_pubkey: ownerHex } },
-      provider_config: { namespace: "test", image: `example.invalid/pilot@sha256:${"a".repeat(64)}`, identity_policy: { agent_pubkey: agentHex, owner_pubkey: ownerHex } },
+      agent: {
+        relay_url: "wss://example.invalid",
+        private_key_nsec: NSEC,
+        auth_tag: authTag,
+        launch: { owner_pubkey: ownerHex },
+      },
+      provider_config: {
+        namespace: "test",
+        image: `example.invalid/pilot@sha256:${"a".repeat(64)}`,
+        identity_policy: { agent_pubkey: agentHex, owner_pubkey: ownerHex },
+      },
     };
     const env = { ...MINIMAL, HOME: work, KUBECONFIG: "/nonexistent/kubeconfig-for-fixture-tests" };
     const forged = { ...request, agent: { ...request.agent, auth_tag: "synthetic-secret-not-an-attestation" } };
     const entries = [
-      (args: string[], input: string) => run([process.execPath, builtPath("src/cli/entry/main.js"), "provider", "kubernetes", ...args], input, env),
+      (args: string[], input: string) =>
+        run([process.execPath, builtPath("src/cli/entry/main.js"), "provider", "kubernetes", ...args], input, env),
       (args: string[], input: string) => run([copied, ...args], input, env),
     ];
     for (const exec of entries) {

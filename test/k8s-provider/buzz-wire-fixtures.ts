@@ -73,7 +73,13 @@ export const BUZZ_WIRE_FIXTURES: readonly WireFixture[] = [
     request: {
       op: "deploy",
       request_id: "req-2",
-      agent: { name: "mesh-agent", relay_url: "wss://relay.example", private_key_nsec: FULL_LAUNCH.agent.private_key_nsec, auth_tag: "tag-1", provider: "relay-mesh" },
+      agent: {
+        name: "mesh-agent",
+        relay_url: "wss://relay.example",
+        private_key_nsec: FULL_LAUNCH.agent.private_key_nsec,
+        auth_tag: "tag-1",
+        provider: "relay-mesh",
+      },
       provider_config: RECORDED_CONFIG,
     },
     response: { ok: false, error: RELAY_MESH },
@@ -83,7 +89,12 @@ export const BUZZ_WIRE_FIXTURES: readonly WireFixture[] = [
     request: {
       op: "deploy",
       request_id: "req-3",
-      agent: { relay_url: "wss://relay.example", private_key_nsec: FULL_LAUNCH.agent.private_key_nsec, auth_tag: "tag-1", provider: "  relay-mesh  " },
+      agent: {
+        relay_url: "wss://relay.example",
+        private_key_nsec: FULL_LAUNCH.agent.private_key_nsec,
+        auth_tag: "tag-1",
+        provider: "  relay-mesh  ",
+      },
       provider_config: RECORDED_CONFIG,
     },
     response: { ok: false, error: RELAY_MESH },
@@ -93,7 +104,11 @@ export const BUZZ_WIRE_FIXTURES: readonly WireFixture[] = [
     request: {
       op: "deploy",
       request_id: "req-4",
-      agent: { relay_url: "wss://relay.example", private_key_nsec: FULL_LAUNCH.agent.private_key_nsec, auth_tag: "tag-1" },
+      agent: {
+        relay_url: "wss://relay.example",
+        private_key_nsec: FULL_LAUNCH.agent.private_key_nsec,
+        auth_tag: "tag-1",
+      },
       provider_config: { namespace: "buzz-agents-test", image: "ghcr.io/block/buzz-sprig:latest" },
     },
     response: {
@@ -110,7 +125,11 @@ export const BUZZ_WIRE_FIXTURES: readonly WireFixture[] = [
       agent: { relay_url: "wss://relay.example", private_key_nsec: FULL_LAUNCH.agent.private_key_nsec },
       provider_config: RECORDED_CONFIG,
     },
-    response: { ok: false, error: "deploy refused: neither auth_tag nor launch.owner_pubkey resolved — without an owner the agent cannot honor !shutdown" },
+    response: {
+      ok: false,
+      error:
+        "deploy refused: neither auth_tag nor launch.owner_pubkey resolved — without an owner the agent cannot honor !shutdown",
+    },
   },
   { name: "deploy-full-launch", request: FULL_LAUNCH, response: { reachesConnection: true } },
 ];
@@ -123,13 +142,23 @@ export const INFO_REQUEST = { op: "info", request_id: "req-1" };
  * the full-launch request with `respond_to` and `respond_to_allowlist` replaced (null for an absent list); a case that
  * must not reach the cluster is refused with a "deploy refused" text, one that must reaches the kubeconfig.
  */
-export const RESPOND_TO_MATRIX: ReadonlyArray<{ name: string; mode: string; allowlist: string[] | null; reachesCluster: boolean }> = [
+export const RESPOND_TO_MATRIX: ReadonlyArray<{
+  name: string;
+  mode: string;
+  allowlist: string[] | null;
+  reachesCluster: boolean;
+}> = [
   { name: "allowlist + []", mode: "allowlist", allowlist: [], reachesCluster: false },
   { name: "allowlist + absent", mode: "allowlist", allowlist: null, reachesCluster: false },
   { name: "allowlist + junk", mode: "allowlist", allowlist: ["beefcafe"], reachesCluster: false },
   { name: "unparseable mode", mode: "npub1abc", allowlist: null, reachesCluster: false },
   { name: "padded mode", mode: " allowlist ", allowlist: null, reachesCluster: false },
-  { name: "allowlist + two valid", mode: "allowlist", allowlist: ["a".repeat(64), "b".repeat(64)], reachesCluster: true },
+  {
+    name: "allowlist + two valid",
+    mode: "allowlist",
+    allowlist: ["a".repeat(64), "b".repeat(64)],
+    reachesCluster: true,
+  },
   { name: "owner-only + junk list", mode: "owner-only", allowlist: ["beefcafe"], reachesCluster: true },
   { name: "allowlist + padded upper", mode: "allowlist", allowlist: [`  ${"A".repeat(64)}  `], reachesCluster: true },
   { name: "nobody", mode: "nobody", allowlist: null, reachesCluster: true },

@@ -48,7 +48,18 @@ describe("berth k8s", () => {
   });
 
   it("deploy FILE reads JSON too and applies the same refusals", async () => {
-    const r = await berth(["k8s", "deploy", "--json", file("agent.json", JSON.stringify({ agent: { relay_url: "x", private_key_nsec: "nope", launch: { command: "goose" } }, provider_config: { namespace: "ns", image: IMAGE } }))]);
+    const r = await berth([
+      "k8s",
+      "deploy",
+      "--json",
+      file(
+        "agent.json",
+        JSON.stringify({
+          agent: { relay_url: "x", private_key_nsec: "nope", launch: { command: "goose" } },
+          provider_config: { namespace: "ns", image: IMAGE },
+        }),
+      ),
+    ]);
     expect(JSON.parse(r.stdout.trim())).toEqual({ ok: false, error: "private_key_nsec is not a decodable nsec1 key" });
   });
 

@@ -27,7 +27,10 @@ export async function resolve(specifier, context, next) {
 }
 `,
 );
-writeFileSync(join(dir, "register.mjs"), `import { register } from "node:module";\nregister(${JSON.stringify(`file://${join(dir, "hide-k8s.mjs")}`)});\n`);
+writeFileSync(
+  join(dir, "register.mjs"),
+  `import { register } from "node:module";\nregister(${JSON.stringify(`file://${join(dir, "hide-k8s.mjs")}`)});\n`,
+);
 const hidden = ["--import", `file://${join(dir, "register.mjs")}`];
 const env = { BERTH_HOME: join(dir, "home"), HOME: dir, KUBECONFIG: join(dir, "no-kubeconfig") };
 const asked = () => (existsSync(loads) ? readFileSync(loads, "utf8") : "");
@@ -44,12 +47,19 @@ describe("the Kubernetes client is optional for everything but Kubernetes", () =
 
   it("berth node serve starts and answers with the client hidden, and never asks for it", async () => {
     const data = join(dir, "node");
-    const init = await runNode([...hidden, builtPath("src/cli/entry/main.js"), "node", "init", "--data-dir", data, "--json"], { env, cwd: dir });
+    const init = await runNode(
+      [...hidden, builtPath("src/cli/entry/main.js"), "node", "init", "--data-dir", data, "--json"],
+      { env, cwd: dir },
+    );
     expect(init.code, init.stderr).toBe(0);
-    const child = spawn(process.execPath, [...hidden, builtPath("src/cli/entry/main.js"), "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", data], {
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [...hidden, builtPath("src/cli/entry/main.js"), "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", data],
+      {
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let out = "";
     let err = "";
     child.stderr.on("data", (d: Buffer) => {
@@ -76,10 +86,16 @@ describe("the Kubernetes client is optional for everything but Kubernetes", () =
       agent: { relay_url: "wss://relay.example", private_key_nsec: NSEC, launch: { owner_pubkey: "a".repeat(64) } },
       provider_config: { namespace: "buzz-agents-test", image: `ghcr.io/block/buzz-sprig@sha256:${"1".repeat(64)}` },
     };
-    const r = await runNode([...hidden, builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], { env, cwd: dir, input: JSON.stringify(request) });
+    const r = await runNode([...hidden, builtPath("src/cli/entry/main.js"), "provider", "kubernetes"], {
+      env,
+      cwd: dir,
+      input: JSON.stringify(request),
+    });
     const answer = JSON.parse(r.stdout.trim()) as { ok: boolean; error: string };
     expect(answer.ok).toBe(false);
-    expect(answer.error).toMatch(/^could not load kubeconfig for context \(current\): the Kubernetes client is not installed/);
+    expect(answer.error).toMatch(
+      /^could not load kubeconfig for context \(current\): the Kubernetes client is not installed/,
+    );
     expect(asked()).toContain("@kubernetes/client-node");
   }, 60_000);
 });

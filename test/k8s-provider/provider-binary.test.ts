@@ -29,32 +29,60 @@ function sortKeys(value: unknown): unknown {
 
 async function provider(stdin: unknown, opts: { args?: string[]; env?: NodeJS.ProcessEnv; entry?: string } = {}) {
   const input = typeof stdin === "string" ? stdin : JSON.stringify(stdin);
-  const r = await runNode([builtPath(opts.entry ?? "src/cli/entry/main.js"), ...(opts.entry ? [] : ["provider", "kubernetes"]), ...(opts.args ?? [])], {
-    input,
-    cwd: tmpdir(),
-    env: { ...baseEnv, ...(opts.env ?? {}) },
-  });
+  const r = await runNode(
+    [
+      builtPath(opts.entry ?? "src/cli/entry/main.js"),
+      ...(opts.entry ? [] : ["provider", "kubernetes"]),
+      ...(opts.args ?? []),
+    ],
+    {
+      input,
+      cwd: tmpdir(),
+      env: { ...baseEnv, ...(opts.env ?? {}) },
+    },
+  );
   const lines = r.stdout.split("\n");
-  return { ...r, lines, answer: lines.length === 2 && lines[1] === "" ? (JSON.parse(lines[0] as string) as Record<string, unknown>) : undefined };
+  return {
+    ...r,
+    lines,
+    answer:
+      lines.length === 2 && lines[1] === "" ? (JSON.parse(lines[0] as string) as Record<string, unknown>) : undefined,
+  };
 }
 
 afterAll(() => killAll());
 
 describe("berth provider kubernetes over pipes", () => {
-  it("echo '{\"op\":\"info\"}' prints one valid info line and exits 0", async () => {
+  it('echo \'{"op":"info"}\' prints one valid info line and exits 0', async () => {
     const r = await provider({ op: "info", request_id: "abc" });
     expect(r.code).toBe(0);
     expect(r.answer).toBeDefined();
-    const a = r.answer as Record<string, unknown> & { config_schema: { properties: { namespace: { default: string } } } };
-    expect(Object.keys(a).sort()).toEqual(["config_schema", "description", "name", "ok", "protocol_version", "version"]);
-    expect(a).toMatchObject({ ok: true, name: "kubernetes", protocol_version: 1, description: "Runs agents as pods in a Kubernetes cluster" });
+    const a = r.answer as Record<string, unknown> & {
+      config_schema: { properties: { namespace: { default: string } } };
+    };
+    expect(Object.keys(a).sort()).toEqual([
+      "config_schema",
+      "description",
+      "name",
+      "ok",
+      "protocol_version",
+      "version",
+    ]);
+    expect(a).toMatchObject({
+      ok: true,
+      name: "kubernetes",
+      protocol_version: 1,
+      description: "Runs agents as pods in a Kubernetes cluster",
+    });
     expect(a.config_schema.properties.namespace.default).toMatch(/^buzz-agents-[a-z0-9]{6}$/);
     expect(JSON.stringify(a)).not.toContain("abc");
   });
 
   it("answers with a fresh namespace prefill on every info call", async () => {
     const [a, b] = await Promise.all([provider({ op: "info" }), provider({ op: "info" })]);
-    const ns = (x: typeof a) => (x.answer as { config_schema: { properties: { namespace: { default: string } } } }).config_schema.properties.namespace.default;
+    const ns = (x: typeof a) =>
+      (x.answer as { config_schema: { properties: { namespace: { default: string } } } }).config_schema.properties
+        .namespace.default;
     expect(ns(a)).not.toBe(ns(b));
   });
 
@@ -64,7 +92,10 @@ describe("berth provider kubernetes over pipes", () => {
     // Extra arguments are ignored as baseline Buzz ignores them (issue 34); a preflight with company is refused.
     const ignored = await provider({ op: "info" }, { entry: "src/cli/entry/buzz-backend.js", args: ["--help"] });
     expect(ignored.answer).toMatchObject({ ok: true, name: "kubernetes", protocol_version: 1 });
-    const refused = await provider({ op: "info" }, { entry: "src/cli/entry/buzz-backend.js", args: ["--check-identity", "--help"] });
+    const refused = await provider(
+      { op: "info" },
+      { entry: "src/cli/entry/buzz-backend.js", args: ["--check-identity", "--help"] },
+    );
     expect(refused.answer).toEqual({ ok: false, error: "unsupported provider arguments" });
   });
 
@@ -80,17 +111,27 @@ describe("berth provider kubernetes over pipes", () => {
     const big = "x".repeat(1_048_576);
     const r = await provider({
       op: "deploy",
-      agent: { relay_url: "wss://relay.example", private_key_nsec: NSEC, launch: { owner_pubkey: "a".repeat(64), env: { BIG: big } } },
+      agent: {
+        relay_url: "wss://relay.example",
+        private_key_nsec: NSEC,
+        launch: { owner_pubkey: "a".repeat(64), env: { BIG: big } },
+      },
       provider_config: { namespace: "buzz-agents-test", image: IMAGE },
     });
     // BIG + relay (19) + nsec twice (126) + owner (64) + buzz-dev-mcp (12) + 7200 (4) + nonce (8)
-    expect(r.answer).toEqual({ ok: false, error: "agent environment is 1048809 bytes; Kubernetes caps Secret data at 1048576" });
+    expect(r.answer).toEqual({
+      ok: false,
+      error: "agent environment is 1048809 bytes; Kubernetes caps Secret data at 1048576",
+    });
   });
 
   it("A2: stdin over 8 MiB is read to the end and refused", async () => {
     const r = await provider(`{"op":"info","pad":"${"x".repeat(8 * 1024 * 1024)}"}`);
     expect(r.code).toBe(0);
-    expect(r.answer).toEqual({ ok: false, error: "request is not valid JSON: the request is larger than 8388608 bytes" });
+    expect(r.answer).toEqual({
+      ok: false,
+      error: "request is not valid JSON: the request is larger than 8388608 bytes",
+    });
   });
 
   const validDeploy = {
@@ -102,14 +143,19 @@ describe("berth provider kubernetes over pipes", () => {
   it("E1: when no audit home opens (the configured one and every fallback), the deploy is refused before any cluster contact", async () => {
     const file = join(home, "a-file");
     writeFileSync(file, "not a directory");
-    const r = await provider(validDeploy, { env: { BERTH_HOME: file, XDG_STATE_HOME: join(file, "state"), TMPDIR: join(file, "tmp") } });
+    const r = await provider(validDeploy, {
+      env: { BERTH_HOME: file, XDG_STATE_HOME: join(file, "state"), TMPDIR: join(file, "tmp") },
+    });
     expect(String(r.answer?.error)).toMatch(/^could not open the audit chain: /);
   });
 
   it("F1: a missing kubeconfig names the context as (current)", async () => {
     const r = await provider(validDeploy);
     expect(String(r.answer?.error)).toMatch(/^could not load kubeconfig for context \(current\): /);
-    const named = await provider({ ...validDeploy, provider_config: { ...validDeploy.provider_config, context: "prod" } });
+    const named = await provider({
+      ...validDeploy,
+      provider_config: { ...validDeploy.provider_config, context: "prod" },
+    });
     expect(String(named.answer?.error)).toMatch(/^could not load kubeconfig for context prod: /);
   });
 
@@ -121,7 +167,14 @@ describe("berth provider kubernetes over pipes", () => {
         apiVersion: "v1",
         kind: "Config",
         clusters: [{ name: "c", cluster: { server: "https://127.0.0.1:1" } }],
-        users: [{ name: "u", user: { exec: { apiVersion: "client.authentication.k8s.io/v1", command: "berth-no-such-plugin", args: [] } } }],
+        users: [
+          {
+            name: "u",
+            user: {
+              exec: { apiVersion: "client.authentication.k8s.io/v1", command: "berth-no-such-plugin", args: [] },
+            },
+          },
+        ],
         contexts: [{ name: "ctx", context: { cluster: "c", user: "u" } }],
         "current-context": "ctx",
       }),
@@ -140,7 +193,11 @@ describe("berth provider kubernetes over pipes", () => {
         fc.oneof(
           fc.string({ maxLength: 200 }),
           fc.json().map((j) => j.replace(/"/, `"${NSEC}`)),
-          fc.jsonValue().map((v) => JSON.stringify({ op: "deploy", agent: { private_key_nsec: NSEC, relay_url: v }, provider_config: v })),
+          fc
+            .jsonValue()
+            .map((v) =>
+              JSON.stringify({ op: "deploy", agent: { private_key_nsec: NSEC, relay_url: v }, provider_config: v }),
+            ),
         ),
         async (stdin) => {
           const r = await provider(stdin);

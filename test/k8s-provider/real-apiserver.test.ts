@@ -30,7 +30,11 @@ afterAll(async () => {
 
 const request = {
   op: "deploy",
-  agent: { relay_url: "wss://relay.example", private_key_nsec: NSEC, launch: { owner_pubkey: "a".repeat(64), command: "goose" } },
+  agent: {
+    relay_url: "wss://relay.example",
+    private_key_nsec: NSEC,
+    launch: { owner_pubkey: "a".repeat(64), command: "goose" },
+  },
   provider_config: { namespace: NS, image: IMAGE },
 };
 
@@ -46,9 +50,11 @@ async function provider() {
 function outcomes(): Array<Record<string, unknown>> {
   const db = new Database(join(home, "k8s.db"), { readonly: true });
   try {
-    return (db.prepare("SELECT payload FROM audit_event WHERE kind = 'k8s.deploy.outcome' ORDER BY seq").all() as Array<{ payload: string }>).map(
-      (r) => JSON.parse(r.payload) as Record<string, unknown>,
-    );
+    return (
+      db.prepare("SELECT payload FROM audit_event WHERE kind = 'k8s.deploy.outcome' ORDER BY seq").all() as Array<{
+        payload: string;
+      }>
+    ).map((r) => JSON.parse(r.payload) as Record<string, unknown>);
   } finally {
     db.close();
   }

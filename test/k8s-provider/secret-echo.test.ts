@@ -20,7 +20,11 @@ const NS = "berth-echo";
 const NSEC_HEX = "67dea2ed018072d675f5415ecfaed7d2597555e202d85b3d65ea4e58d2d92ffa";
 const API_KEY = "sk-live-4f1c2a9e0d7b";
 const SECRETS = [NSEC, NSEC_HEX, API_KEY, "wss://relay.example/?token=r3lay-t0ken"];
-const forms = (v: string) => [v, Buffer.from(v).toString("base64"), Buffer.from(v).toString("base64").replace(/=+$/, "")];
+const forms = (v: string) => [
+  v,
+  Buffer.from(v).toString("base64"),
+  Buffer.from(v).toString("base64").replace(/=+$/, ""),
+];
 
 let cp: ControlPlane;
 const home = mkdtempSync(join(tmpdir(), "berth-echo-"));
@@ -33,7 +37,8 @@ const agent = {
 };
 
 function expectNoSecret(text: string, where: string): void {
-  for (const s of SECRETS) for (const f of forms(s)) expect(text.includes(f), `${where} carries ${f.slice(0, 12)}…`).toBe(false);
+  for (const s of SECRETS)
+    for (const f of forms(s)) expect(text.includes(f), `${where} carries ${f.slice(0, 12)}…`).toBe(false);
 }
 
 beforeAll(async () => {
@@ -44,13 +49,16 @@ beforeAll(async () => {
       metadata: { name: "echo-secret-data" },
       spec: {
         failurePolicy: "Fail",
-        matchConstraints: { resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["secrets"] }] },
+        matchConstraints: {
+          resourceRules: [{ apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["secrets"] }],
+        },
         validations: [
           {
             expression: "false",
             // Every value as the admission object holds it (Secret data is base64 there): what a careless policy
             // quoting the object would say. The raw and hex forms are pinned by src/core/kubernetes/scrub.test.ts.
-            messageExpression: "'refusing secret data: ' + object.data.map(k, k + '=' + string(object.data[k])).join(', ')",
+            messageExpression:
+              "'refusing secret data: ' + object.data.map(k, k + '=' + string(object.data[k])).join(', ')",
           },
         ],
       },
@@ -63,7 +71,11 @@ beforeAll(async () => {
         policyName: "echo-secret-data",
         validationActions: ["Deny"],
         // Issue 33 item 13: also the namespace named by the nsec itself (a valid 63-character label).
-        matchResources: { namespaceSelector: { matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: [NS, NSEC] }] } },
+        matchResources: {
+          namespaceSelector: {
+            matchExpressions: [{ key: "kubernetes.io/metadata.name", operator: "In", values: [NS, NSEC] }],
+          },
+        },
       },
     },
   });
@@ -73,7 +85,10 @@ beforeAll(async () => {
   const deadline = Date.now() + 60_000;
   for (let i = 0; ; i++) {
     try {
-      await cp.core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: `probe-${i}` }, stringData: { probe: "x" } } });
+      await cp.core.createNamespacedSecret({
+        namespace: NS,
+        body: { metadata: { name: `probe-${i}` }, stringData: { probe: "x" } },
+      });
       await cp.core.deleteNamespacedSecret({ namespace: NS, name: `probe-${i}` });
     } catch (error) {
       if (String((error as { body?: unknown }).body ?? error).includes("refusing secret data")) break;
@@ -99,7 +114,9 @@ describe("secrets quoted by the cluster never leave berth", () => {
     const answer = JSON.parse(r.stdout.trim()) as { ok: boolean; error?: string };
     const all = r.stdout + r.stderr;
     expect(answer.ok).toBe(false);
-    expect(answer.error).toMatch(/^could not create secret buzz-agent-7e7e9c42a91b-[0-9a-f]{8}: [A-Za-z]+: .*refusing secret data: /);
+    expect(answer.error).toMatch(
+      /^could not create secret buzz-agent-7e7e9c42a91b-[0-9a-f]{8}: [A-Za-z]+: .*refusing secret data: /,
+    );
     expect(answer.error).toContain("BUZZ_PRIVATE_KEY=[redacted]");
     expect(answer.error).toContain("OPENAI_API_KEY=[redacted]");
     expectNoSecret(all, "the provider's output");
@@ -108,7 +125,10 @@ describe("secrets quoted by the cluster never leave berth", () => {
   it("berth k8s deploy's error is redacted the same way", async () => {
     const file = join(home, "agent.json");
     writeFileSync(file, JSON.stringify({ agent, provider_config: { namespace: NS, image: IMAGE } }));
-    const r = await runNode([builtPath("src/cli/entry/main.js"), "k8s", "deploy", "--json", file], { cwd: tmpdir(), env: env() });
+    const r = await runNode([builtPath("src/cli/entry/main.js"), "k8s", "deploy", "--json", file], {
+      cwd: tmpdir(),
+      env: env(),
+    });
     expect(r.code).toBe(1);
     const doc = JSON.parse(r.stdout.trim()) as { ok: boolean; error: string };
     expect(doc.error).toContain("NOSTR_PRIVATE_KEY=[redacted]");
@@ -125,7 +145,10 @@ describe("secrets quoted by the cluster never leave berth", () => {
     expect(answer.ok).toBe(false);
     expect(answer.error).toContain("refusing secret data");
     expectNoSecret(r.stdout + r.stderr, "the provider's output");
-    const chain = await runNode([builtPath("src/cli/main.js"), "audit", "export", "--db", join(home, "k8s.db")], { cwd: tmpdir(), env: env() });
+    const chain = await runNode([builtPath("src/cli/main.js"), "audit", "export", "--db", join(home, "k8s.db")], {
+      cwd: tmpdir(),
+      env: env(),
+    });
     expect(chain.code).toBe(0);
     // The attempt is in the chain (its namespace redacted), and no form of the key is anywhere in it.
     expect(chain.stdout).toContain('"namespace":"[redacted]"');
@@ -133,7 +156,10 @@ describe("secrets quoted by the cluster never leave berth", () => {
   }, 120_000);
 
   it("the exported k8s chain holds the refusals and no secret form", async () => {
-    const r = await runNode([builtPath("src/cli/entry/main.js"), "audit", "export", "--db", join(home, "k8s.db")], { cwd: tmpdir(), env: env() });
+    const r = await runNode([builtPath("src/cli/entry/main.js"), "audit", "export", "--db", join(home, "k8s.db")], {
+      cwd: tmpdir(),
+      env: env(),
+    });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("refusing secret data");
     expectNoSecret(r.stdout, "the exported chain");

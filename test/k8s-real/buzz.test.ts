@@ -5,7 +5,16 @@
  * the requests differ from the recording (the node has no registry and 2 CPUs).
  */
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { auditOf, freshNamespace, podsIn, removeTempDirs, runBerth, secretsIn, startProvider, tempHome } from "../k8s/conformance/support.js";
+import {
+  auditOf,
+  freshNamespace,
+  podsIn,
+  removeTempDirs,
+  runBerth,
+  secretsIn,
+  startProvider,
+  tempHome,
+} from "../k8s/conformance/support.js";
 import { FULL_LAUNCH } from "../k8s-provider/buzz-wire-fixtures.js";
 import { killAll } from "../support/process.js";
 import { alive, containerPid } from "./stack.js";
@@ -40,7 +49,13 @@ describe.skipIf(skipReason !== null)("Buzz's full-launch request on a real kubel
     const home = tempHome("real-buzz");
     const request = {
       ...FULL_LAUNCH,
-      provider_config: { ...FULL_LAUNCH.provider_config, namespace: ns, image: node.images.agent, cpu_request: "10m", memory_request: "32Mi" },
+      provider_config: {
+        ...FULL_LAUNCH.provider_config,
+        namespace: ns,
+        image: node.images.agent,
+        cpu_request: "10m",
+        memory_request: "32Mi",
+      },
     };
     const first = await buzzBackend(request, node.kubeconfig, home);
     expect(first.answer).toEqual({ ok: true, agent_id: POD });
@@ -54,9 +69,17 @@ describe.skipIf(skipReason !== null)("Buzz's full-launch request on a real kubel
 
     const again = await buzzBackend(request, node.kubeconfig, home);
     expect(again.answer).toEqual({ ok: true, agent_id: POD });
-    expect(auditOf(home, "k8s.deploy.outcome").at(-1)).toMatchObject({ ok: true, created_this_call: false, last_action: "no-op", api_requests: 1 });
+    expect(auditOf(home, "k8s.deploy.outcome").at(-1)).toMatchObject({
+      ok: true,
+      created_this_call: false,
+      last_action: "no-op",
+      api_requests: 1,
+    });
 
-    const stop = await runBerth(["k8s", "stop", "--pubkey", PUBKEY, "--namespace", ns, "--wait", "--json"], { kubeconfig: node.kubeconfig, home });
+    const stop = await runBerth(["k8s", "stop", "--pubkey", PUBKEY, "--namespace", ns, "--wait", "--json"], {
+      kubeconfig: node.kubeconfig,
+      home,
+    });
     expect(stop.code, stop.stderr).toBe(0);
     expect(alive(pid)).toBe(false);
     expect(await podsIn(core(), ns)).toHaveLength(0);

@@ -70,7 +70,9 @@ describe.skipIf(skipReason !== null)("CrashLoopBackOff on a real kubelet", () =>
       ns,
       agent.podName,
       "waiting in CrashLoopBackOff with a back-off of 40 s or more",
-      (p) => agentStatus(p)?.state?.waiting?.reason === "CrashLoopBackOff" && backOffSeconds(agentStatus(p)?.state?.waiting?.message) >= 40,
+      (p) =>
+        agentStatus(p)?.state?.waiting?.reason === "CrashLoopBackOff" &&
+        backOffSeconds(agentStatus(p)?.state?.waiting?.message) >= 40,
       120_000,
     );
     const status = agentStatus(looping);
@@ -92,7 +94,10 @@ describe.skipIf(skipReason !== null)("CrashLoopBackOff on a real kubelet", () =>
     // A deploy of the working image: the divergent, not-started pod is replaced, fenced by the uid berth observed.
     const proxy = await startApiProxy(asControlPlane());
     proxies.push(proxy);
-    const r = await runProvider(request(agent, ns, { image: node.images.agent }), { kubeconfig: proxy.kubeconfigPath, home });
+    const r = await runProvider(request(agent, ns, { image: node.images.agent }), {
+      kubeconfig: proxy.kubeconfigPath,
+      home,
+    });
     expect(r.answer).toEqual({ ok: true, agent_id: agent.podName });
     const deletes = proxy.requests.filter(isPodDelete(ns, agent.podName));
     expect(deletes).toHaveLength(1);

@@ -17,7 +17,10 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const existing = process.env.BERTH_NODE_STACK_ENV;
   if (existing) {
     const dir = existing.replace(/\/env$/, "");
-    project.provide("realNode", readStackEnv(existing, { dir, cgroup: process.env.BERTH_STACK_CGROUP ?? "berth-node" }));
+    project.provide(
+      "realNode",
+      readStackEnv(existing, { dir, cgroup: process.env.BERTH_STACK_CGROUP ?? "berth-node" }),
+    );
     return undefined;
   }
   const why = stackCheck();

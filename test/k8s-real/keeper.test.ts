@@ -7,7 +7,15 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { auditOf, freshNamespace, newAgent, readPod, removeTempDirs, tempHome, until } from "../k8s/conformance/support.js";
+import {
+  auditOf,
+  freshNamespace,
+  newAgent,
+  readPod,
+  removeTempDirs,
+  tempHome,
+  until,
+} from "../k8s/conformance/support.js";
 import { berthBin } from "../support/built.js";
 import { killAll, runNode, spawnNode } from "../support/process.js";
 import { alive, containerPid } from "./stack.js";
@@ -48,27 +56,39 @@ spec:
     const pid = containerPid(agentStatus(first)?.containerID ?? "") as number;
     expect(alive(pid)).toBe(true);
 
-    const logs = await until("the harness's line in berth agent logs", async () => {
-      const r = await runNode([MAIN, "agent", "logs", "scout"], { cwd: home, env });
-      return r.stdout.includes("berth-node harness up as 10001") ? r : undefined;
-    }, 30_000);
+    const logs = await until(
+      "the harness's line in berth agent logs",
+      async () => {
+        const r = await runNode([MAIN, "agent", "logs", "scout"], { cwd: home, env });
+        return r.stdout.includes("berth-node harness up as 10001") ? r : undefined;
+      },
+      30_000,
+    );
     expect(logs.code).toBe(0);
 
     const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json"], { cwd: home, env });
     await serve.waitForOutput(/\n/);
     process.kill(pid, "SIGKILL");
-    const replaced = await until("a new running pod with a live harness", async () => {
-      const p = await readPod(core(), ns, agent.podName);
-      const s = agentStatus(p);
-      if (!s?.state?.running || p?.metadata?.deletionTimestamp || p?.metadata?.uid === first.metadata?.uid) return undefined;
-      const next = containerPid(s.containerID ?? "");
-      return next !== undefined && alive(next) ? { pod: p, pid: next } : undefined;
-    }, 90_000);
+    const replaced = await until(
+      "a new running pod with a live harness",
+      async () => {
+        const p = await readPod(core(), ns, agent.podName);
+        const s = agentStatus(p);
+        if (!s?.state?.running || p?.metadata?.deletionTimestamp || p?.metadata?.uid === first.metadata?.uid)
+          return undefined;
+        const next = containerPid(s.containerID ?? "");
+        return next !== undefined && alive(next) ? { pod: p, pid: next } : undefined;
+      },
+      90_000,
+    );
     expect(alive(pid)).toBe(false);
     expect(replaced.pid).not.toBe(pid);
     const deletes = auditOf(home, "k8s.pod.delete", "intent").filter((r) => r.object === agent.podName);
     expect(deletes).toHaveLength(1);
-    expect(deletes[0]).toMatchObject({ mode: "reconcile-loop", fence: { kind: "precondition", uid: first.metadata?.uid } });
+    expect(deletes[0]).toMatchObject({
+      mode: "reconcile-loop",
+      fence: { kind: "precondition", uid: first.metadata?.uid },
+    });
     serve.child.kill("SIGTERM");
     expect(await serve.exited()).toEqual({ code: 0, signal: null });
   }, 180_000);

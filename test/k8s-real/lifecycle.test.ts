@@ -41,7 +41,10 @@ afterAll(async () => {
 });
 
 const lastOutcome = (home: string) => auditOf(home, "k8s.deploy.outcome").at(-1);
-const livePods = async (ns: string) => (await podsIn(core(), ns)).filter((p) => p.metadata?.deletionTimestamp === undefined && agentStatus(p)?.state?.running);
+const livePods = async (ns: string) =>
+  (await podsIn(core(), ns)).filter(
+    (p) => p.metadata?.deletionTimestamp === undefined && agentStatus(p)?.state?.running,
+  );
 
 describe.skipIf(skipReason !== null)("the deploy state machine on a real kubelet", () => {
   it("a fresh deploy answers ok once the harness really runs (its process in /proc, as uid 10001), and deploying again is a one-request no-op", async () => {
@@ -64,8 +67,15 @@ describe.skipIf(skipReason !== null)("the deploy state machine on a real kubelet
 
     const again = await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home });
     expect(again.answer).toEqual({ ok: true, agent_id: agent.podName });
-    expect(lastOutcome(home)).toMatchObject({ ok: true, created_this_call: false, last_action: "no-op", api_requests: 1 });
-    expect((await core().readNamespacedPod({ namespace: ns, name: agent.podName })).metadata?.uid).toBe(pod.metadata?.uid);
+    expect(lastOutcome(home)).toMatchObject({
+      ok: true,
+      created_this_call: false,
+      last_action: "no-op",
+      api_requests: 1,
+    });
+    expect((await core().readNamespacedPod({ namespace: ns, name: agent.podName })).metadata?.uid).toBe(
+      pod.metadata?.uid,
+    );
     expect(alive(pid as number)).toBe(true);
   });
 
@@ -73,7 +83,10 @@ describe.skipIf(skipReason !== null)("the deploy state machine on a real kubelet
     const ns = fresh("kill");
     const agent = newAgent();
     const home = tempHome("real-kill");
-    expect((await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home })).answer).toEqual({ ok: true, agent_id: agent.podName });
+    expect((await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home })).answer).toEqual({
+      ok: true,
+      agent_id: agent.podName,
+    });
     const before = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     const pid = containerPid(agentStatus(before)?.containerID ?? "") as number;
     expect(alive(pid)).toBe(true);
@@ -84,7 +97,10 @@ describe.skipIf(skipReason !== null)("the deploy state machine on a real kubelet
     expect(agentStatus(failed)?.restartCount).toBe(0);
     expect(alive(pid)).toBe(false);
 
-    const status = await runBerth(["k8s", "status", "--pubkey", agent.pubkey, "--namespace", ns, "--json"], { kubeconfig: node.kubeconfig, home });
+    const status = await runBerth(["k8s", "status", "--pubkey", agent.pubkey, "--namespace", ns, "--json"], {
+      kubeconfig: node.kubeconfig,
+      home,
+    });
     expect(JSON.parse(status.stdout)).toMatchObject({ observed: "verified", startup: "terminated" });
 
     const replaced = await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home });
@@ -104,20 +120,32 @@ describe.skipIf(skipReason !== null)("the deploy state machine on a real kubelet
     const agent = newAgent();
     const home = tempHome("real-grace");
     const cfg = { image: node.images.stubborn };
-    expect((await runProvider(request(agent, ns, cfg), { kubeconfig: node.kubeconfig, home })).answer).toEqual({ ok: true, agent_id: agent.podName });
+    expect((await runProvider(request(agent, ns, cfg), { kubeconfig: node.kubeconfig, home })).answer).toEqual({
+      ok: true,
+      agent_id: agent.podName,
+    });
     const before = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     const pid = containerPid(agentStatus(before)?.containerID ?? "") as number;
 
     // Someone deletes the pod with a grace period the harness will sit out.
     await core().deleteNamespacedPod({ namespace: ns, name: agent.podName, gracePeriodSeconds: 20 });
-    const deleting = await podWhere(ns, agent.podName, "deletion marked", (p) => p.metadata?.deletionTimestamp !== undefined);
+    const deleting = await podWhere(
+      ns,
+      agent.podName,
+      "deletion marked",
+      (p) => p.metadata?.deletionTimestamp !== undefined,
+    );
     expect(deleting.status?.phase).toBe("Running");
     expect(agentStatus(deleting)?.state?.running).toBeDefined();
     expect(alive(pid)).toBe(true);
 
     const proxy = await startApiProxy(asControlPlane());
     proxies.push(proxy);
-    const r = await runProvider(request(agent, ns, cfg), { kubeconfig: proxy.kubeconfigPath, home, deadlineSeconds: 60 });
+    const r = await runProvider(request(agent, ns, cfg), {
+      kubeconfig: proxy.kubeconfigPath,
+      home,
+      deadlineSeconds: 60,
+    });
     expect(r.answer).toEqual({ ok: true, agent_id: agent.podName });
     expect(lastOutcome(home)).toMatchObject({ ok: true, created_this_call: true });
     // Await-disappearance, seen in API effects: the marked pod was read (200) until it was gone (404), no DELETE was
@@ -140,7 +168,10 @@ describe.skipIf(skipReason !== null)("the deploy state machine on a real kubelet
     const ns = fresh("crash");
     const agent = newAgent();
     const home = tempHome("real-crash");
-    const r = await runProvider(request(agent, ns, { image: node.images.crash }), { kubeconfig: node.kubeconfig, home });
+    const r = await runProvider(request(agent, ns, { image: node.images.crash }), {
+      kubeconfig: node.kubeconfig,
+      home,
+    });
     expect(r.answer.ok).toBe(false);
     expect(String(r.answer.error)).toContain(`${agent.podName} was created by this deploy and did not stay running`);
     const pod = await podWhere(ns, agent.podName, "Failed", (p) => p.status?.phase === "Failed");
@@ -151,11 +182,21 @@ describe.skipIf(skipReason !== null)("the deploy state machine on a real kubelet
     const ns = fresh("logs");
     const agent = newAgent();
     const home = tempHome("real-logs");
-    expect((await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home })).answer).toEqual({ ok: true, agent_id: agent.podName });
-    const logs = await until("the harness's line in berth k8s logs", async () => {
-      const r = await runBerth(["k8s", "logs", "--pubkey", agent.pubkey, "--namespace", ns], { kubeconfig: node.kubeconfig, home });
-      return r.stdout.includes("berth-node harness up as 10001") ? r : undefined;
-    }, 30_000);
+    expect((await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home })).answer).toEqual({
+      ok: true,
+      agent_id: agent.podName,
+    });
+    const logs = await until(
+      "the harness's line in berth k8s logs",
+      async () => {
+        const r = await runBerth(["k8s", "logs", "--pubkey", agent.pubkey, "--namespace", ns], {
+          kubeconfig: node.kubeconfig,
+          home,
+        });
+        return r.stdout.includes("berth-node harness up as 10001") ? r : undefined;
+      },
+      30_000,
+    );
     expect(logs.code).toBe(0);
   });
 });

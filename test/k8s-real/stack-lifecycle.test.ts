@@ -8,10 +8,22 @@ import { readFileSync } from "node:fs";
 import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { until } from "../k8s/conformance/support.js";
-import { alive, containerPid, type RealNode, stackCgroups, stackCheck, stackMounts, stackProcesses, startStack, stopStack, sysctls } from "./stack.js";
+import {
+  alive,
+  containerPid,
+  type RealNode,
+  stackCgroups,
+  stackCheck,
+  stackMounts,
+  stackProcesses,
+  startStack,
+  stopStack,
+  sysctls,
+} from "./stack.js";
 
 const why = stackCheck();
-if (why !== null && process.env.CI === "true") throw new Error(`the real-node tier cannot run on this CI machine:\n${why}`);
+if (why !== null && process.env.CI === "true")
+  throw new Error(`the real-node tier cannot run on this CI machine:\n${why}`);
 if (why !== null) process.stderr.write(`[k8s-real] skipped: ${why}\n`);
 
 /** Proportional set size of every process of the stack, in MiB. */
@@ -42,13 +54,22 @@ describe.skipIf(why !== null)("the node stack", () => {
         namespace: "default",
         body: {
           metadata: { name: "probe" },
-          spec: { restartPolicy: "Never", containers: [{ name: "agent", image: node.images.agent, resources: { requests: { cpu: "10m", memory: "16Mi" } } }] },
+          spec: {
+            restartPolicy: "Never",
+            containers: [
+              { name: "agent", image: node.images.agent, resources: { requests: { cpu: "10m", memory: "16Mi" } } },
+            ],
+          },
         },
       });
-      const pod = await until("the probe pod running", async () => {
-        const p = await core.readNamespacedPod({ namespace: "default", name: "probe" });
-        return p.status?.containerStatuses?.[0]?.state?.running ? p : undefined;
-      }, 60_000);
+      const pod = await until(
+        "the probe pod running",
+        async () => {
+          const p = await core.readNamespacedPod({ namespace: "default", name: "probe" });
+          return p.status?.containerStatuses?.[0]?.state?.running ? p : undefined;
+        },
+        60_000,
+      );
       const pid = containerPid(pod.status?.containerStatuses?.[0]?.containerID ?? "") as number;
       expect(alive(pid)).toBe(true);
       // The container runs in the kubelet's cgroup root of this stack, inside the node's network namespace's pod.
@@ -60,7 +81,9 @@ describe.skipIf(why !== null)("the node stack", () => {
 
       const downMs = stopStack(node);
       stopped = true;
-      process.stderr.write(`[k8s-real] stack: up ${upMs} ms (stack.sh's own count ${node.startMs} ms), down ${downMs} ms with one pod, PSS ${memory} MiB\n`);
+      process.stderr.write(
+        `[k8s-real] stack: up ${upMs} ms (stack.sh's own count ${node.startMs} ms), down ${downMs} ms with one pod, PSS ${memory} MiB\n`,
+      );
       expect(alive(pid)).toBe(false);
       expect(stackProcesses(node)).toEqual([]);
       expect(alive(node.holderPid)).toBe(false);

@@ -18,14 +18,23 @@ export interface RealNode {
   readonly containerd: string;
   readonly holderPid: number;
   /** Digest-pinned images built by the stack: `agent` runs and exits 0 on SIGTERM, `stubborn` ignores SIGTERM, `crash` exits 3 at once. */
-  readonly images: { readonly agent: string; readonly stubborn: string; readonly crash: string; readonly pause: string };
+  readonly images: {
+    readonly agent: string;
+    readonly stubborn: string;
+    readonly crash: string;
+    readonly pause: string;
+  };
   /** A registry host inside the node's namespace: repository `locked` answers 401, every other one 404. */
   readonly registry: string;
   readonly startMs: number;
 }
 
 function stack(args: string[], env: NodeJS.ProcessEnv) {
-  const r = spawnSync("bash", [STACK, ...args], { env: { ...process.env, ...env }, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  const r = spawnSync("bash", [STACK, ...args], {
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   return { code: r.status, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
 }
 
@@ -63,7 +72,12 @@ export function readStackEnv(file: string, o: { dir: string; cgroup: string }): 
     nodeName: v("BERTH_NODE_NAME"),
     containerd: v("BERTH_NODE_CONTAINERD"),
     holderPid: Number(v("BERTH_NODE_HOLDER_PID")),
-    images: { agent: v("BERTH_NODE_IMAGE_AGENT"), stubborn: v("BERTH_NODE_IMAGE_STUBBORN"), crash: v("BERTH_NODE_IMAGE_CRASH"), pause: v("BERTH_NODE_PAUSE_IMAGE") },
+    images: {
+      agent: v("BERTH_NODE_IMAGE_AGENT"),
+      stubborn: v("BERTH_NODE_IMAGE_STUBBORN"),
+      crash: v("BERTH_NODE_IMAGE_CRASH"),
+      pause: v("BERTH_NODE_PAUSE_IMAGE"),
+    },
     registry: v("BERTH_NODE_REGISTRY"),
     startMs: Number(v("BERTH_NODE_START_MS")),
   };
@@ -84,7 +98,10 @@ export function kubelet(node: RealNode, verb: "stop" | "start"): void {
 
 // ---- judged from /proc ------------------------------------------------------------------------------------------
 
-const pids = () => readdirSync("/proc").filter((e) => /^\d+$/.test(e)).map(Number);
+const pids = () =>
+  readdirSync("/proc")
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number);
 const read = (path: string) => {
   try {
     return readFileSync(path, "utf8");
@@ -127,7 +144,13 @@ export function stackProcesses(node: { dir: string; cgroup: string }): string[] 
       cwd = readlinkSync(`/proc/${p}/cwd`);
     } catch {}
     const cg = read(`/proc/${p}/cgroup`);
-    if (cmd.includes(node.dir) || cwd.startsWith(node.dir) || cg.includes(`/${node.cgroup}/`) || cg.includes(`/${node.cgroup}\n`)) out.push(`${p} ${cmd.slice(0, 160)}`);
+    if (
+      cmd.includes(node.dir) ||
+      cwd.startsWith(node.dir) ||
+      cg.includes(`/${node.cgroup}/`) ||
+      cg.includes(`/${node.cgroup}\n`)
+    )
+      out.push(`${p} ${cmd.slice(0, 160)}`);
   }
   return out;
 }

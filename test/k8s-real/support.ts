@@ -34,8 +34,17 @@ export function asControlPlane(): ControlPlane {
  * A deploy request for this node: berth's default requests (1 CPU, 2 Gi) fit only twice on the 2-CPU node, and pods
  * of earlier tests may still be terminating, so every row asks for little unless it is about requests.
  */
-export function request(agent: TestAgent, namespace: string, config: Record<string, unknown> = {}): Record<string, unknown> {
-  return deployRequest(agent, namespace, { image: node.images.agent, cpu_request: "10m", memory_request: "32Mi", ...config });
+export function request(
+  agent: TestAgent,
+  namespace: string,
+  config: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return deployRequest(agent, namespace, {
+    image: node.images.agent,
+    cpu_request: "10m",
+    memory_request: "32Mi",
+    ...config,
+  });
 }
 
 export function agentStatus(pod: V1Pod | undefined): V1ContainerStatus | undefined {
@@ -43,11 +52,21 @@ export function agentStatus(pod: V1Pod | undefined): V1ContainerStatus | undefin
 }
 
 /** Waits until the pod satisfies `ok` (the kubelet's writes, read through the apiserver). */
-export async function podWhere(namespace: string, name: string, what: string, ok: (p: V1Pod) => boolean, timeoutMs = 60_000): Promise<V1Pod> {
-  return until(`${namespace}/${name}: ${what}`, async () => {
-    const p = await readPod(core(), namespace, name);
-    return p !== undefined && ok(p) ? p : undefined;
-  }, timeoutMs);
+export async function podWhere(
+  namespace: string,
+  name: string,
+  what: string,
+  ok: (p: V1Pod) => boolean,
+  timeoutMs = 60_000,
+): Promise<V1Pod> {
+  return until(
+    `${namespace}/${name}: ${what}`,
+    async () => {
+      const p = await readPod(core(), namespace, name);
+      return p !== undefined && ok(p) ? p : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** Deletes a test's namespace without waiting: its pods stop in the background and free the node's resources. */

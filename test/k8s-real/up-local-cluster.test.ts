@@ -26,7 +26,10 @@ afterAll(async () => {
 describe.skipIf(why !== null)("berth up --local-cluster", () => {
   it("starts a real node as the second target beside the local mesh, and berth down stops it leaving no process or cgroup", async () => {
     const before = sysctls();
-    const up = await runNode([berthBin(), "up", "--local-cluster", "--detach", "--json", "--port", "0", "--data-dir", home], { env });
+    const up = await runNode(
+      [berthBin(), "up", "--local-cluster", "--detach", "--json", "--port", "0", "--data-dir", home],
+      { env },
+    );
     expect(up.code, up.stderr.slice(-3000)).toBe(0);
     const doc = JSON.parse(up.stdout.trim().split("\n").at(-1) as string) as {
       nodes: unknown[];

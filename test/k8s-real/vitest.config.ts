@@ -8,7 +8,9 @@ import { defineConfig } from "vitest/config";
 const lifecycle = process.env.BERTH_NODE_LIFECYCLE === "1";
 export default defineConfig({
   test: {
-    include: lifecycle ? ["test/k8s-real/stack-lifecycle.test.ts", "test/k8s-real/up-local-cluster.test.ts"] : ["test/k8s-real/**/*.test.ts"],
+    include: lifecycle
+      ? ["test/k8s-real/stack-lifecycle.test.ts", "test/k8s-real/up-local-cluster.test.ts"]
+      : ["test/k8s-real/**/*.test.ts"],
     exclude: lifecycle ? [] : ["test/k8s-real/stack-lifecycle.test.ts", "test/k8s-real/up-local-cluster.test.ts"],
     globalSetup: lifecycle ? [] : ["test/k8s-real/global-setup.ts"],
     fileParallelism: false,

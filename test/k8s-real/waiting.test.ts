@@ -57,8 +57,15 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     const agent = newAgent();
     const home = tempHome("real-404");
     const image = `${node.registry}/gone@${unknownDigest()}`;
-    const r = await runProvider(request(agent, ns, { image }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 60 });
-    expect(r.answer).toEqual({ ok: false, error: `${agent.podName} did not start: ${node.registry} has no image at ${image}. Check the digest and repository.` });
+    const r = await runProvider(request(agent, ns, { image }), {
+      kubeconfig: node.kubeconfig,
+      home,
+      deadlineSeconds: 60,
+    });
+    expect(r.answer).toEqual({
+      ok: false,
+      error: `${agent.podName} did not start: ${node.registry} has no image at ${image}. Check the digest and repository.`,
+    });
     expect(r.ms).toBeLessThan(45_000);
     const pod = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     expect(["ErrImagePull", "ImagePullBackOff"]).toContain(agentStatus(pod)?.state?.waiting?.reason);
@@ -70,11 +77,22 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     const agent = newAgent();
     const home = tempHome("real-pullfixed");
     const failing = `${node.registry}/gone@${unknownDigest()}`;
-    const first = await runProvider(request(agent, ns, { image: failing }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 60 });
+    const first = await runProvider(request(agent, ns, { image: failing }), {
+      kubeconfig: node.kubeconfig,
+      home,
+      deadlineSeconds: 60,
+    });
     expect(first.answer.ok).toBe(false);
     const fixed = `${node.registry}/fixed@${unknownDigest()}`;
-    const again = await runProvider(request(agent, ns, { image: fixed }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 60 });
-    expect(again.answer).toEqual({ ok: false, error: `${agent.podName} did not start: ${node.registry} has no image at ${failing}. Check the digest and repository.` });
+    const again = await runProvider(request(agent, ns, { image: fixed }), {
+      kubeconfig: node.kubeconfig,
+      home,
+      deadlineSeconds: 60,
+    });
+    expect(again.answer).toEqual({
+      ok: false,
+      error: `${agent.podName} did not start: ${node.registry} has no image at ${failing}. Check the digest and repository.`,
+    });
     const pod = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     expect(pod.spec?.containers[0]?.image).toBe(failing);
     expect(auditOf(home, "k8s.pod.delete", "intent")).toHaveLength(0);
@@ -85,7 +103,11 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     const agent = newAgent();
     const home = tempHome("real-401");
     const image = `${node.registry}/locked@${unknownDigest()}`;
-    const r = await runProvider(request(agent, ns, { image }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 60 });
+    const r = await runProvider(request(agent, ns, { image }), {
+      kubeconfig: node.kubeconfig,
+      home,
+      deadlineSeconds: 60,
+    });
     expect(r.answer.ok).toBe(false);
     expect(String(r.answer.error)).toContain(`the cluster is not authorized to pull ${image} from ${node.registry}`);
     expect(auditOf(home, "k8s.pod.delete", "intent")).toHaveLength(0);
@@ -98,7 +120,11 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     // berth.invalid resolves to the closed port 127.0.0.1:1 inside the node (certs.d/berth.invalid/hosts.toml).
     const image = `berth.invalid/harness@sha256:401${randomBytes(32).toString("hex").slice(3)}`;
     // 30 s: the shortest deadline berth accepts.
-    const r = await runProvider(request(agent, ns, { image }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 30 });
+    const r = await runProvider(request(agent, ns, { image }), {
+      kubeconfig: node.kubeconfig,
+      home,
+      deadlineSeconds: 30,
+    });
     expect(r.answer.ok).toBe(false);
     expect(String(r.answer.error)).not.toContain("not authorized");
     // The seconds named are the ones really waited (up to the 30 s asked for).
@@ -122,18 +148,27 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
       container.resources = { requests: { cpu: "10m", memory: "32Mi" }, limits: { cpu: "2", memory: "4Gi" } };
     }
     const created = await core().createNamespacedPod({ namespace: ns, body: shaped });
-    await podWhere(ns, agent.podName, "CreateContainerConfigError", (p) => agentStatus(p)?.state?.waiting?.reason === "CreateContainerConfigError");
+    await podWhere(
+      ns,
+      agent.podName,
+      "CreateContainerConfigError",
+      (p) => agentStatus(p)?.state?.waiting?.reason === "CreateContainerConfigError",
+    );
 
     const proxy = await startApiProxy(asControlPlane());
     proxies.push(proxy);
     const r = await runProvider(request(agent, ns), { kubeconfig: proxy.kubeconfigPath, home });
     expect(r.answer).toEqual({ ok: true, agent_id: agent.podName });
-    const secretRead = proxy.requests.findIndex((q) => q.method === "GET" && q.path.split("?")[0] === secretPath(ns, `${agent.podName}-${gen}`));
+    const secretRead = proxy.requests.findIndex(
+      (q) => q.method === "GET" && q.path.split("?")[0] === secretPath(ns, `${agent.podName}-${gen}`),
+    );
     const podDelete = proxy.requests.findIndex(isPodDelete(ns, agent.podName));
     expect(secretRead, "the quorum read of the referenced Secret").toBeGreaterThanOrEqual(0);
     expect(proxy.requests[secretRead]?.status).toBe(404);
     expect(podDelete).toBeGreaterThan(secretRead);
-    expect(JSON.parse(proxy.requests[podDelete]?.body || "{}")).toMatchObject({ preconditions: { uid: created.metadata?.uid } });
+    expect(JSON.parse(proxy.requests[podDelete]?.body || "{}")).toMatchObject({
+      preconditions: { uid: created.metadata?.uid },
+    });
     const now = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     expect(now.metadata?.uid).not.toBe(created.metadata?.uid);
     expect(agentStatus(now)?.state?.running).toBeDefined();
@@ -143,7 +178,11 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     const ns = fresh("unsched");
     const agent = newAgent();
     const home = tempHome("real-unsched");
-    const r = await runProvider(request(agent, ns, { cpu_request: "64", cpu_limit: "64" }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 30 });
+    const r = await runProvider(request(agent, ns, { cpu_request: "64", cpu_limit: "64" }), {
+      kubeconfig: node.kubeconfig,
+      home,
+      deadlineSeconds: 30,
+    });
     expect(r.answer.ok).toBe(false);
     expect(String(r.answer.error)).toMatch(new RegExp(`^startup not confirmed within \\d+s for ${agent.podName}: `));
     expect(String(r.answer.error)).toContain("Insufficient cpu");
@@ -151,7 +190,10 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     expect(r.ms).toBeLessThan(45_000);
     const pod = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     expect(pod.status?.phase).toBe("Pending");
-    expect(pod.status?.conditions?.find((c) => c.type === "PodScheduled")).toMatchObject({ status: "False", reason: "Unschedulable" });
+    expect(pod.status?.conditions?.find((c) => c.type === "PodScheduled")).toMatchObject({
+      status: "False",
+      reason: "Unschedulable",
+    });
     expect(auditOf(home, "k8s.pod.delete", "intent")).toHaveLength(0);
   });
 
@@ -161,11 +203,16 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     for (let i = 0; i < 3; i++) {
       const agent = newAgent();
       // No cpu_request or memory_request: the provider's defaults.
-      const r = await runProvider(deployRequest(agent, ns, { image: node.images.agent }), { kubeconfig: node.kubeconfig, home, deadlineSeconds: 30 });
+      const r = await runProvider(deployRequest(agent, ns, { image: node.images.agent }), {
+        kubeconfig: node.kubeconfig,
+        home,
+        deadlineSeconds: 30,
+      });
       expect(r.answer, `agent ${i + 1} of 3`).toEqual({ ok: true, agent_id: agent.podName });
     }
     // Their requests are freed at once for the rows after this one.
-    for (const p of await podsIn(core(), ns)) await core().deleteNamespacedPod({ namespace: ns, name: p.metadata?.name as string, gracePeriodSeconds: 0 });
+    for (const p of await podsIn(core(), ns))
+      await core().deleteNamespacedPod({ namespace: ns, name: p.metadata?.name as string, gracePeriodSeconds: 0 });
   });
 
   it("a changed resource request on a never-started pod is divergent intent: a fenced replace, and the new pod runs", async () => {
@@ -173,8 +220,16 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     const agent = newAgent();
     const home = tempHome("real-diverge");
     // The first deploy leaves a never-started pod: it is stopped once the scheduler has said Unschedulable.
-    const first = startProvider(request(agent, ns, { cpu_request: "64", cpu_limit: "64" }), { kubeconfig: node.kubeconfig, home });
-    const before = await podWhere(ns, agent.podName, "Unschedulable", (p) => p.status?.conditions?.some((c) => c.reason === "Unschedulable") === true);
+    const first = startProvider(request(agent, ns, { cpu_request: "64", cpu_limit: "64" }), {
+      kubeconfig: node.kubeconfig,
+      home,
+    });
+    const before = await podWhere(
+      ns,
+      agent.podName,
+      "Unschedulable",
+      (p) => p.status?.conditions?.some((c) => c.reason === "Unschedulable") === true,
+    );
     first.proc.child.kill("SIGKILL");
     await first.proc.exited();
     expect(before.status?.phase).toBe("Pending");
@@ -194,18 +249,27 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     const ns = fresh("nsdel");
     const agent = newAgent();
     const home = tempHome("real-nsdel");
-    expect((await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home })).answer).toEqual({ ok: true, agent_id: agent.podName });
-    const pid = containerPid(agentStatus(await core().readNamespacedPod({ namespace: ns, name: agent.podName }))?.containerID ?? "") as number;
+    expect((await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home })).answer).toEqual({
+      ok: true,
+      agent_id: agent.podName,
+    });
+    const pid = containerPid(
+      agentStatus(await core().readNamespacedPod({ namespace: ns, name: agent.podName }))?.containerID ?? "",
+    ) as number;
     expect(alive(pid)).toBe(true);
     await core().deleteNamespace({ name: ns });
-    await until("the namespace gone", async () => {
-      try {
-        await core().readNamespace({ name: ns });
-        return undefined;
-      } catch (error) {
-        return (error as { code?: number }).code === 404 ? true : undefined;
-      }
-    }, 90_000);
+    await until(
+      "the namespace gone",
+      async () => {
+        try {
+          await core().readNamespace({ name: ns });
+          return undefined;
+        } catch (error) {
+          return (error as { code?: number }).code === 404 ? true : undefined;
+        }
+      },
+      90_000,
+    );
     expect(alive(pid)).toBe(false);
     const r = await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home });
     expect(r.answer).toEqual({ ok: true, agent_id: agent.podName });
@@ -216,10 +280,14 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     const ns = fresh("notready");
     const agent = newAgent();
     const home = tempHome("real-notready");
-    expect((await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home })).answer).toEqual({ ok: true, agent_id: agent.podName });
+    expect((await runProvider(request(agent, ns), { kubeconfig: node.kubeconfig, home })).answer).toEqual({
+      ok: true,
+      agent_id: agent.podName,
+    });
     const before = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     const pid = containerPid(agentStatus(before)?.containerID ?? "") as number;
-    const ready = async () => (await core().readNode({ name: node.nodeName })).status?.conditions?.find((c) => c.type === "Ready")?.status;
+    const ready = async () =>
+      (await core().readNode({ name: node.nodeName })).status?.conditions?.find((c) => c.type === "Ready")?.status;
     kubelet(node, "stop");
     try {
       await until("node NotReady", async () => ((await ready()) !== "True" ? true : undefined), 60_000);
@@ -233,7 +301,12 @@ describe.skipIf(skipReason !== null)("waiting pods on a real kubelet", () => {
     }
     await until("node Ready again", async () => ((await ready()) === "True" ? true : undefined), 60_000);
     // The rows after this one need the node schedulable: the node controller lifts its taints after Ready.
-    await until("the node's taints lifted", async () => (((await core().readNode({ name: node.nodeName })).spec?.taints ?? []).length === 0 ? true : undefined), 60_000);
+    await until(
+      "the node's taints lifted",
+      async () =>
+        ((await core().readNode({ name: node.nodeName })).spec?.taints ?? []).length === 0 ? true : undefined,
+      60_000,
+    );
     const after = await core().readNamespacedPod({ namespace: ns, name: agent.podName });
     expect(after.metadata?.uid).toBe(before.metadata?.uid);
     expect(alive(pid)).toBe(true);

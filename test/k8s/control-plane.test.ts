@@ -29,8 +29,18 @@ describe("the test control plane (real etcd + kube-apiserver + simulated kubelet
   });
 
   it("binds a new pod to the fake node and writes the agent container state a test asks for", async () => {
-    await cp.core.createNamespacedPod({ namespace: "default", body: { metadata: { name: "sim-1" }, spec: { containers: [{ name: "agent", image: `example.org/agent@sha256:${"1".repeat(64)}` }] } } });
-    await until("binding", async () => ((await cp.core.readNamespacedPod({ name: "sim-1", namespace: "default" })).spec?.nodeName === cp.nodeName ? true : undefined));
+    await cp.core.createNamespacedPod({
+      namespace: "default",
+      body: {
+        metadata: { name: "sim-1" },
+        spec: { containers: [{ name: "agent", image: `example.org/agent@sha256:${"1".repeat(64)}` }] },
+      },
+    });
+    await until("binding", async () =>
+      (await cp.core.readNamespacedPod({ name: "sim-1", namespace: "default" })).spec?.nodeName === cp.nodeName
+        ? true
+        : undefined,
+    );
     await cp.kubelet.setState("default", "sim-1", { kind: "running" });
     const pod = await cp.core.readNamespacedPod({ name: "sim-1", namespace: "default" });
     expect(pod.status?.phase).toBe("Running");
@@ -39,8 +49,15 @@ describe("the test control plane (real etcd + kube-apiserver + simulated kubelet
 
   it("deletes a bound pod gracefully: marked first, gone once the kubelet finishes", async () => {
     cp.kubelet.gracefulDeletionMs = 500;
-    await cp.core.createNamespacedPod({ namespace: "default", body: { metadata: { name: "sim-2" }, spec: { containers: [{ name: "agent", image: "example.org/agent:1" }] } } });
-    await until("binding", async () => ((await cp.core.readNamespacedPod({ name: "sim-2", namespace: "default" })).spec?.nodeName === cp.nodeName ? true : undefined));
+    await cp.core.createNamespacedPod({
+      namespace: "default",
+      body: { metadata: { name: "sim-2" }, spec: { containers: [{ name: "agent", image: "example.org/agent:1" }] } },
+    });
+    await until("binding", async () =>
+      (await cp.core.readNamespacedPod({ name: "sim-2", namespace: "default" })).spec?.nodeName === cp.nodeName
+        ? true
+        : undefined,
+    );
     await cp.kubelet.setState("default", "sim-2", { kind: "running" });
     await cp.core.deleteNamespacedPod({ name: "sim-2", namespace: "default" });
     const marked = await cp.core.readNamespacedPod({ name: "sim-2", namespace: "default" });

@@ -10,7 +10,14 @@ import { Agent as HttpsAgent, request as httpsRequest, type RequestOptions as Ht
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api, type V1ContainerState, type V1Pod, Watch } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1ContainerState,
+  type V1Pod,
+  Watch,
+} from "@kubernetes/client-node";
 import { repoRoot } from "../support/built.js";
 import { PULL_TEXTS } from "../support/kubernetes/pull-texts.js";
 
@@ -45,13 +52,65 @@ function openssl(cwd: string, args: string[]): void {
 
 function makeCertificates(pki: string): void {
   mkdirSync(pki, { recursive: true });
-  openssl(pki, ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt", "-days", "2", "-subj", "/CN=berth-test-ca", "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign,digitalSignature"]);
+  openssl(pki, [
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-keyout",
+    "ca.key",
+    "-out",
+    "ca.crt",
+    "-days",
+    "2",
+    "-subj",
+    "/CN=berth-test-ca",
+    "-addext",
+    "basicConstraints=critical,CA:TRUE",
+    "-addext",
+    "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+  ]);
   const issue = (name: string, subject: string, ext: string[]) => {
-    openssl(pki, ["req", "-new", "-newkey", "rsa:2048", "-nodes", "-keyout", `${name}.key`, "-out", `${name}.csr`, "-subj", subject]);
-    writeFileSync(join(pki, `${name}.ext`), `${["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment", ...ext].join("\n")}\n`);
-    openssl(pki, ["x509", "-req", "-in", `${name}.csr`, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial", "-out", `${name}.crt`, "-days", "2", "-extfile", `${name}.ext`]);
+    openssl(pki, [
+      "req",
+      "-new",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-keyout",
+      `${name}.key`,
+      "-out",
+      `${name}.csr`,
+      "-subj",
+      subject,
+    ]);
+    writeFileSync(
+      join(pki, `${name}.ext`),
+      `${["basicConstraints=critical,CA:FALSE", "keyUsage=critical,digitalSignature,keyEncipherment", ...ext].join("\n")}\n`,
+    );
+    openssl(pki, [
+      "x509",
+      "-req",
+      "-in",
+      `${name}.csr`,
+      "-CA",
+      "ca.crt",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-out",
+      `${name}.crt`,
+      "-days",
+      "2",
+      "-extfile",
+      `${name}.ext`,
+    ]);
   };
-  issue("serving", "/CN=kube-apiserver", ["extendedKeyUsage=serverAuth", "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:10.0.0.1"]);
+  issue("serving", "/CN=kube-apiserver", [
+    "extendedKeyUsage=serverAuth",
+    "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:10.0.0.1",
+  ]);
   issue("admin", "/O=system:masters/CN=berth-admin", ["extendedKeyUsage=clientAuth"]);
   // A user with no groups: RBAC denies it everything until a test grants a Role (the 403 hint cases).
   issue("restricted", "/CN=berth-restricted", ["extendedKeyUsage=clientAuth"]);
@@ -83,12 +142,19 @@ current-context: berth-test-${user}
 `;
 }
 
-async function waitFor(what: string, timeoutMs: number, probe: () => Promise<boolean>, alive: () => boolean, log: () => string): Promise<void> {
+async function waitFor(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<boolean>,
+  alive: () => boolean,
+  log: () => string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (!alive()) throw new Error(`${what}: the process exited early; last log lines:\n${log()}`);
     if (await probe().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`${what} did not become ready within ${timeoutMs} ms; last log lines:\n${log()}`);
+    if (Date.now() > deadline)
+      throw new Error(`${what} did not become ready within ${timeoutMs} ms; last log lines:\n${log()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -120,7 +186,9 @@ export interface ControlPlane {
  * server, a client's source port) can take one in between. A control plane that could not bind is started again on
  * new ports.
  */
-export async function startControlPlane(options: { nodeName?: string; auditLog?: boolean } = {}): Promise<ControlPlane> {
+export async function startControlPlane(
+  options: { nodeName?: string; auditLog?: boolean } = {},
+): Promise<ControlPlane> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await startControlPlaneOnce(options);
@@ -173,7 +241,13 @@ async function startControlPlaneOnce(options: { nodeName?: string; auditLog?: bo
     }
   };
   try {
-    await waitFor("etcd", 60_000, async () => (await fetch(`${etcdUrl}/health`)).ok, () => alive(etcd), () => tail(etcd));
+    await waitFor(
+      "etcd",
+      60_000,
+      async () => (await fetch(`${etcdUrl}/health`)).ok,
+      () => alive(etcd),
+      () => tail(etcd),
+    );
   } catch (error) {
     await stopAll();
     rmSync(dir, { recursive: true, force: true });
@@ -202,8 +276,15 @@ async function startControlPlaneOnce(options: { nodeName?: string; auditLog?: bo
   const auditLogPath = options.auditLog ? join(dir, "apiserver-audit.log") : null;
   if (auditLogPath !== null) {
     const policy = join(dir, "audit-policy.yaml");
-    writeFileSync(policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n");
-    apiserverArgs.push(`--audit-policy-file=${policy}`, `--audit-log-path=${auditLogPath}`, "--audit-log-mode=blocking");
+    writeFileSync(
+      policy,
+      "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n  - level: Metadata\n",
+    );
+    apiserverArgs.push(
+      `--audit-policy-file=${policy}`,
+      `--audit-log-path=${auditLogPath}`,
+      "--audit-log-mode=blocking",
+    );
   }
   const kubeconfigPath = join(dir, "admin.kubeconfig");
   const restrictedKubeconfigPath = join(dir, "restricted.kubeconfig");
@@ -235,7 +316,10 @@ async function startControlPlaneOnce(options: { nodeName?: string; auditLog?: bo
     await awaitReady();
     await core.createNode({
       body: {
-        metadata: { name: nodeName, labels: { "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": nodeName } },
+        metadata: {
+          name: nodeName,
+          labels: { "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": nodeName },
+        },
         status: { conditions: [{ type: "Ready", status: "True", reason: "KubeletReady", message: "simulated" }] },
       },
     });
@@ -293,9 +377,14 @@ export const PULL_MESSAGES = {
   unauthorized: (image: string) => PULL_TEXTS.pullAccessDenied(image),
   "manifest-unknown": (image: string) => PULL_TEXTS.manifestUnknown(image),
   "arch-mismatch": (image: string) => PULL_TEXTS.archDockerd(image),
-  transient: (image: string) => PULL_TEXTS.refused(image, `http://127.0.0.1:1/v2/${repositoryOf(image)}/manifests/${image.split("@")[1] ?? ""}?ns=${image.split("/")[0] ?? ""}`),
+  transient: (image: string) =>
+    PULL_TEXTS.refused(
+      image,
+      `http://127.0.0.1:1/v2/${repositoryOf(image)}/manifests/${image.split("@")[1] ?? ""}?ns=${image.split("/")[0] ?? ""}`,
+    ),
   /** containerd's content store refusing a blob whose bytes do not match the digest it was asked for. */
-  "commit-digest": (image: string) => PULL_TEXTS.commitDigest(image, image.split("@")[1] ?? "", `sha256:${"4013".repeat(16)}`),
+  "commit-digest": (image: string) =>
+    PULL_TEXTS.commitDigest(image, image.split("@")[1] ?? "", `sha256:${"4013".repeat(16)}`),
 } as const;
 
 /** containerd's architecture-mismatch text: the platform link precedes "not found", so it is arch-mismatch (issue 34). */
@@ -346,7 +435,12 @@ class RawApi {
           method,
           path,
           agent,
-          headers: { Accept: "application/json", ...(payload !== undefined ? { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) } : {}) },
+          headers: {
+            Accept: "application/json",
+            ...(payload !== undefined
+              ? { "Content-Type": contentType, "Content-Length": Buffer.byteLength(payload) }
+              : {}),
+          },
         },
         (res) => {
           const chunks: Buffer[] = [];
@@ -355,7 +449,13 @@ class RawApi {
             const text = Buffer.concat(chunks).toString();
             const code = res.statusCode ?? 0;
             if (code >= 200 && code < 300) resolve((text ? JSON.parse(text) : {}) as T);
-            else reject(Object.assign(new Error(`${method} ${path}: HTTP ${code}: ${text.slice(0, 300)}`), { code, body: text }));
+            else
+              reject(
+                Object.assign(new Error(`${method} ${path}: HTTP ${code}: ${text.slice(0, 300)}`), {
+                  code,
+                  body: text,
+                }),
+              );
           });
           res.on("error", reject);
         },
@@ -370,7 +470,8 @@ class RawApi {
   }
 }
 
-const podUrl = (namespace: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
+const podUrl = (namespace: string, name: string) =>
+  `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
 
 /** The simulated node: what its scheduler stand-in checks a pod against. */
 export interface SimulatedNode {
@@ -389,7 +490,17 @@ export function parseQuantity(q: string | undefined, kind: "cpu" | "memory"): nu
   const n = Number(m[1]);
   const unit = m[2] ?? "";
   if (kind === "cpu") return unit === "m" ? n : n * 1000;
-  const factors: Record<string, number> = { "": 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
+  const factors: Record<string, number> = {
+    "": 1,
+    k: 1e3,
+    M: 1e6,
+    G: 1e9,
+    T: 1e12,
+    Ki: 1024,
+    Mi: 1024 ** 2,
+    Gi: 1024 ** 3,
+    Ti: 1024 ** 4,
+  };
   return n * (factors[unit] ?? 1);
 }
 
@@ -451,7 +562,11 @@ export class KubeletSimulator {
     readonly nodeName: string,
   ) {
     this.api = new RawApi(kc);
-    this.node.labels = { "kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux", "kubernetes.io/hostname": nodeName };
+    this.node.labels = {
+      "kubernetes.io/arch": "amd64",
+      "kubernetes.io/os": "linux",
+      "kubernetes.io/hostname": nodeName,
+    };
   }
 
   async start(): Promise<void> {
@@ -512,7 +627,10 @@ export class KubeletSimulator {
     if (pod.metadata?.deletionTimestamp) {
       if (pod.spec?.nodeName && this.completeDeletions && !this.pendingDeletions.has(key)) {
         this.pendingDeletions.add(key);
-        setTimeout(() => void this.finishDeletion(ns, name, pod.metadata?.uid ?? "").catch(() => undefined), this.gracefulDeletionMs);
+        setTimeout(
+          () => void this.finishDeletion(ns, name, pod.metadata?.uid ?? "").catch(() => undefined),
+          this.gracefulDeletionMs,
+        );
       }
       return;
     }
@@ -531,7 +649,13 @@ export class KubeletSimulator {
     const untolerated = this.node.taints.find(
       (t) =>
         t.effect !== "PreferNoSchedule" &&
-        !(pod.spec?.tolerations ?? []).some((tol) => (tol.operator === "Exists" ? tol.key === undefined || tol.key === t.key : tol.key === t.key && (tol.value ?? "") === (t.value ?? "")) && (tol.effect === undefined || tol.effect === t.effect)),
+        !(pod.spec?.tolerations ?? []).some(
+          (tol) =>
+            (tol.operator === "Exists"
+              ? tol.key === undefined || tol.key === t.key
+              : tol.key === t.key && (tol.value ?? "") === (t.value ?? "")) &&
+            (tol.effect === undefined || tol.effect === t.effect),
+        ),
     );
     if (untolerated) reasons.push(`1 node(s) had untolerated taint {${untolerated.key}: ${untolerated.value ?? ""}}`);
     const want = requestsOf(pod);
@@ -545,7 +669,9 @@ export class KubeletSimulator {
     if (want.memory > this.node.memoryBytes - memory) reasons.push("1 Insufficient memory");
     if (reasons.length === 0) return null;
     const resourcesOnly = reasons.every((r) => r.startsWith("1 Insufficient"));
-    const preemption = resourcesOnly ? "1 No preemption victims found for incoming pod" : "1 Preemption is not helpful for scheduling";
+    const preemption = resourcesOnly
+      ? "1 No preemption victims found for incoming pod"
+      : "1 Preemption is not helpful for scheduling";
     return `0/1 nodes are available: ${reasons.join(", ")}. preemption: 0/1 nodes are available: ${preemption}.`;
   }
 
@@ -559,7 +685,9 @@ export class KubeletSimulator {
       const now = new Date();
       await this.patchStatus(ns, name, {
         phase: "Pending",
-        conditions: [{ type: "PodScheduled", status: "False", reason: "Unschedulable", message: why, lastTransitionTime: now }],
+        conditions: [
+          { type: "PodScheduled", status: "False", reason: "Unschedulable", message: why, lastTransitionTime: now },
+        ],
       });
       return;
     }
@@ -581,7 +709,8 @@ export class KubeletSimulator {
    */
   private async play(namespace: string, name: string, state: SimulatedState, pod: V1Pod): Promise<void> {
     const uid = pod.metadata?.uid ?? "";
-    const same = async () => (await this.api.request<V1Pod>("GET", podUrl(namespace, name)).catch(() => undefined))?.metadata?.uid === uid;
+    const same = async () =>
+      (await this.api.request<V1Pod>("GET", podUrl(namespace, name)).catch(() => undefined))?.metadata?.uid === uid;
     const later = (ms: number) => new Promise((r) => setTimeout(r, ms));
     let current = await this.writeState(namespace, name, { kind: "waiting", reason: "ContainerCreating" }, pod);
     await later(this.startDelayMs);
@@ -627,7 +756,12 @@ export class KubeletSimulator {
   async finishDeletion(namespace: string, name: string, uid: string): Promise<void> {
     // With a body, the apiserver reads the delete options from the body and ignores the query parameters, so the
     // grace period must travel in the body next to the precondition.
-    await this.api.request("DELETE", podUrl(namespace, name), { apiVersion: "v1", kind: "DeleteOptions", gracePeriodSeconds: 0, preconditions: { uid } });
+    await this.api.request("DELETE", podUrl(namespace, name), {
+      apiVersion: "v1",
+      kind: "DeleteOptions",
+      gracePeriodSeconds: 0,
+      preconditions: { uid },
+    });
   }
 
   /**
@@ -643,18 +777,39 @@ export class KubeletSimulator {
     return this.terminate(namespace, name, state, pod, running?.state?.running ? running.containerID : undefined);
   }
 
-  private async terminate(namespace: string, name: string, state: SimulatedState & { kind: "terminated" }, pod: V1Pod, containerId: string | undefined): Promise<V1Pod> {
+  private async terminate(
+    namespace: string,
+    name: string,
+    state: SimulatedState & { kind: "terminated" },
+    pod: V1Pod,
+    containerId: string | undefined,
+  ): Promise<V1Pod> {
     const exited = await this.writeState(namespace, name, state, pod, containerId, "Running");
     await new Promise((r) => setTimeout(r, this.terminalPhaseDelayMs));
-    return this.patchStatus(namespace, name, { phase: state.exitCode === 0 ? "Succeeded" : "Failed" }).catch(() => exited);
+    return this.patchStatus(namespace, name, { phase: state.exitCode === 0 ? "Succeeded" : "Failed" }).catch(
+      () => exited,
+    );
   }
 
   private patchStatus(namespace: string, name: string, status: Record<string, unknown>): Promise<V1Pod> {
-    return this.api.request<V1Pod>("PATCH", `${podUrl(namespace, name)}/status`, { status }, "application/merge-patch+json");
+    return this.api.request<V1Pod>(
+      "PATCH",
+      `${podUrl(namespace, name)}/status`,
+      { status },
+      "application/merge-patch+json",
+    );
   }
 
-  private async writeState(namespace: string, name: string, state: SimulatedState, pod: V1Pod, containerId?: string, phaseOverride?: string): Promise<V1Pod> {
-    const image = pod.spec?.containers?.find((c) => c.name === "agent")?.image ?? pod.spec?.containers?.[0]?.image ?? "";
+  private async writeState(
+    namespace: string,
+    name: string,
+    state: SimulatedState,
+    pod: V1Pod,
+    containerId?: string,
+    phaseOverride?: string,
+  ): Promise<V1Pod> {
+    const image =
+      pod.spec?.containers?.find((c) => c.name === "agent")?.image ?? pod.spec?.containers?.[0]?.image ?? "";
     const repository = image.split("@")[0] ?? image;
     const now = new Date();
     let containerState: V1ContainerState;
@@ -665,7 +820,14 @@ export class KubeletSimulator {
         phase = "Running";
         break;
       case "terminated":
-        containerState = { terminated: { exitCode: state.exitCode, reason: state.reason ?? (state.exitCode === 0 ? "Completed" : "Error"), startedAt: now, finishedAt: now } };
+        containerState = {
+          terminated: {
+            exitCode: state.exitCode,
+            reason: state.reason ?? (state.exitCode === 0 ? "Completed" : "Error"),
+            startedAt: now,
+            finishedAt: now,
+          },
+        };
         phase = state.exitCode === 0 ? "Succeeded" : "Failed";
         break;
       case "waiting":

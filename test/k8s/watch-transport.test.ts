@@ -42,8 +42,13 @@ describe("pod watches over HTTP/2 on the real apiserver", () => {
     try {
       for (const i of [1, 2, 3]) {
         const name = `h2-watch-${i}`;
-        const pod = { metadata: { name }, spec: { containers: [{ name: "agent", image: `example.org/agent@sha256:${"2".repeat(64)}` }] } };
-        const { wake, close } = await firstWake(name, () => cp.core.createNamespacedPod({ namespace: "default", body: pod }));
+        const pod = {
+          metadata: { name },
+          spec: { containers: [{ name: "agent", image: `example.org/agent@sha256:${"2".repeat(64)}` }] },
+        };
+        const { wake, close } = await firstWake(name, () =>
+          cp.core.createNamespacedPod({ namespace: "default", body: pod }),
+        );
         close();
         expect(wake.podName).toBe(name);
         expect(wake.kind).toBe("added");

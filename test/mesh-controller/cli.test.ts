@@ -29,7 +29,11 @@ describe("berth place, nodes, instances, instance and unsettled", () => {
     probePackage(pkgDir, signer);
     writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "test" }]);
     writeJson(join(home, "permits.json"), [TEST_PERMIT]);
-    const node = await NodeProcess.create({ controllers: [controllerKey], signers: [signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({
+      controllers: [controllerKey],
+      signers: [signer.publicKey],
+      permits: [TEST_PERMIT],
+    });
 
     const added = await berth("nodes", "add", node.address, "--tier", "paired", "--json");
     expect(added.code, added.stderr).toBe(0);
@@ -56,7 +60,9 @@ describe("berth place, nodes, instances, instance and unsettled", () => {
 
     const unload = await berth("instance", "unload", iid, "--json");
     expect(unload.code, unload.stderr).toBe(0);
-    expect((JSON.parse((await berth("instances", "--json")).stdout) as { placements: unknown[] }).placements).toHaveLength(0);
+    expect(
+      (JSON.parse((await berth("instances", "--json")).stdout) as { placements: unknown[] }).placements,
+    ).toHaveLength(0);
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`)).toEqual([]);
 
     const unsettled = await berth("unsettled", "--settle", "--json");

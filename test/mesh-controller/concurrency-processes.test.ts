@@ -24,11 +24,22 @@ afterEach(async () => {
 });
 
 /** What the store records (a read, either engine): placements of `name`, and the chain's "interrupted" records. */
-function recorded(cli: CliHome, name: string): Promise<{ placements: string[]; interrupted: JsonObject[]; decisions: JsonObject[] }> {
+function recorded(
+  cli: CliHome,
+  name: string,
+): Promise<{ placements: string[]; interrupted: JsonObject[]; decisions: JsonObject[] }> {
   return cli.store((e) =>
     e.read(async (q) => {
-      const placements = (await q.all<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ? ORDER BY instance_id", [name])).map((r) => r.instance_id);
-      const payloads = async (kind: string) => (await q.all<{ payload: string }>("SELECT payload FROM audit_event WHERE kind = ? ORDER BY seq", [kind])).map((r) => JSON.parse(r.payload) as JsonObject);
+      const placements = (
+        await q.all<{ instance_id: string }>(
+          "SELECT instance_id FROM mesh_placements WHERE name = ? ORDER BY instance_id",
+          [name],
+        )
+      ).map((r) => r.instance_id);
+      const payloads = async (kind: string) =>
+        (await q.all<{ payload: string }>("SELECT payload FROM audit_event WHERE kind = ? ORDER BY seq", [kind])).map(
+          (r) => JSON.parse(r.payload) as JsonObject,
+        );
       const interrupted = (await payloads("workload.refuse")).filter((p) => p.phase === "interrupted");
       const decisions = (await payloads("workload.place")).filter((p) => p.phase === "decision" && p.name === name);
       return { placements, interrupted, decisions };
@@ -55,13 +66,23 @@ async function world(): Promise<World> {
     permits: [TEST_PERMIT],
     limits: { first_bytes_ms: 60_000, first_frame_ms: 60_000 },
   });
-  const proxy = await TcpProxy.start(node.address, { tls: { node: node.identity(), controller: loadKeyFile(join(cli.home, "keys", "controller.key")) } });
+  const proxy = await TcpProxy.start(node.address, {
+    tls: { node: node.identity(), controller: loadKeyFile(join(cli.home, "keys", "controller.key")) },
+  });
   proxies.push(proxy);
   const added = await cli.berth("nodes", "add", proxy.address, "--tier", "paired");
   expect(added.code, added.stderr).toBe(0);
   const name = `race${process.pid}x${Math.floor(Math.random() * 1e6)}`;
   const spec = join(cli.home, "A.json");
-  writeFileSync(spec, JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name }, spec: { target: "mesh", package: "./pkg" } }));
+  writeFileSync(
+    spec,
+    JSON.stringify({
+      apiVersion: "berth/v1",
+      kind: "Agent",
+      metadata: { name },
+      spec: { target: "mesh", package: "./pkg" },
+    }),
+  );
   return { cli, proxy, name, spec, deploy: () => spawnNode([MAIN, "deploy", spec, "--json"], { env: cli.env }) };
 }
 
@@ -86,7 +107,9 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
     expect(live).toHaveLength(1);
     expect((await recorded(w.cli, w.name)).placements).toEqual(live);
     const [decision] = (await recorded(w.cli, w.name)).decisions;
-    expect((decision?.owner as JsonObject | undefined)?.pid, "the decision records the process that made it").toBe(first.child.pid);
+    expect((decision?.owner as JsonObject | undefined)?.pid, "the decision records the process that made it").toBe(
+      first.child.pid,
+    );
     const verified = await w.cli.berth("audit", "verify", "--json");
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
   }, 180_000);
@@ -99,7 +122,10 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
     await unload.arrived;
     const settle = await w.cli.berth("unsettled", "--settle", "--json");
     expect(settle.code, settle.stderr).toBe(0);
-    expect((JSON.parse(settle.stdout) as { settled: JsonObject }).settled.adopted, "the reconciling decision must not be adopted").toBe(0);
+    expect(
+      (JSON.parse(settle.stdout) as { settled: JsonObject }).settled.adopted,
+      "the reconciling decision must not be adopted",
+    ).toBe(0);
     expect((await recorded(w.cli, w.name)).placements).toEqual([]);
     expect((await recorded(w.cli, w.name)).interrupted).toEqual([]);
     unload.reset();
@@ -138,7 +164,10 @@ describe("concurrent berth processes on one controller store (issue 21)", () => 
     expect(after.code, after.stderr).toBe(0);
     const interrupted = (await recorded(w.cli, w.name)).interrupted;
     expect(interrupted, `after the kill: ${after.stdout} ${after.stderr}`).toHaveLength(1);
-    expect(interrupted[0]).toMatchObject({ reason: "controller restarted while a request may have been in flight", owner: expect.stringContaining(`pid ${first.child.pid}`) });
+    expect(interrupted[0]).toMatchObject({
+      reason: "controller restarted while a request may have been in flight",
+      owner: expect.stringContaining(`pid ${first.child.pid}`),
+    });
     expect(String(interrupted[0]?.owner)).toMatch(/not running/);
   }, 180_000);
 });

@@ -25,7 +25,9 @@ describe("concurrent placements and the refresh before them", () => {
       connects.set(addr, (connects.get(addr) ?? 0) + 1);
       return connect(addr);
     };
-    const reports = await Promise.all(Array.from({ length: 8 }, (_, i) => controller.place({ package: f.pkgDir, name: `dry-${i}`, dry_run: true })));
+    const reports = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => controller.place({ package: f.pkgDir, name: `dry-${i}`, dry_run: true })),
+    );
     for (const r of reports) expect(r.decision.placement, r.explain).not.toBeNull();
     // One describe per target (before issue 35: one per target per placement, 8 each).
     expect(Object.fromEntries(connects)).toEqual(Object.fromEntries(f.nodes.map((n) => [n.addr, 1])));

@@ -26,9 +26,23 @@ async function crashedPlacement(fx: ProcessFixture, crashAt: string): Promise<vo
   const keyFile = join(fx.controllerDir, "..", "controller.key");
   saveKeyFile(keyFile, fx.key);
   await fx.controller.close();
-  const worker = spawnNode([builtPath("test/mesh-controller/support/place-worker.js"), fx.controllerDir, keyFile, fx.pkgDir, crashAt, fx.first.address, fx.second.address], { env: databaseEnv(fx.database) });
+  const worker = spawnNode(
+    [
+      builtPath("test/mesh-controller/support/place-worker.js"),
+      fx.controllerDir,
+      keyFile,
+      fx.pkgDir,
+      crashAt,
+      fx.first.address,
+      fx.second.address,
+    ],
+    { env: databaseEnv(fx.database) },
+  );
   const exit = await worker.exited();
-  expect(exit.signal, `the worker should have been killed at ${crashAt}; stdout ${worker.output()} stderr ${worker.errors()}`).toBe("SIGKILL");
+  expect(
+    exit.signal,
+    `the worker should have been killed at ${crashAt}; stdout ${worker.output()} stderr ${worker.errors()}`,
+  ).toBe("SIGKILL");
 }
 
 describe("controller and node crashes with real processes (I1, I2, I3, I7)", () => {
@@ -76,19 +90,27 @@ describe("controller and node crashes with real processes (I1, I2, I3, I7)", () 
 
   it("a node daemon killed while its place answer is held back leaves the decision unsettled; after the node restarts the re-adopted process is adopted unchanged", async () => {
     const fx = await processFixture();
-    for (const addr of [fx.proxy.address, fx.second.address]) expect((await fx.controller.addTarget(addr, "paired")).ok).toBe(true);
+    for (const addr of [fx.proxy.address, fx.second.address])
+      expect((await fx.controller.addTarget(addr, "paired")).ok).toBe(true);
     fx.proxy.holdNextPlaceAnswer();
     const placing = fx.controller.place({ package: fx.pkgDir, prefer: [fx.first.nodeId] });
-    const held = await waitFor(async () => {
-      if (fx.proxy.held !== 1) return false;
-      const rows = await fx.instances(fx.first);
-      return rows.length === 1 ? rows[0] : false;
-    }, "the node to hold the instance whose answer is held back", 30_000);
+    const held = await waitFor(
+      async () => {
+        if (fx.proxy.held !== 1) return false;
+        const rows = await fx.instances(fx.first);
+        return rows.length === 1 ? rows[0] : false;
+      },
+      "the node to hold the instance whose answer is held back",
+      30_000,
+    );
     const pid = held.pid as number;
     const marker = startMarker(pid);
     await fx.first.kill9();
     const r = await placing;
-    expect(r.attempts.map((a) => a.outcome), r.explain).toEqual(["indeterminate"]);
+    expect(
+      r.attempts.map((a) => a.outcome),
+      r.explain,
+    ).toEqual(["indeterminate"]);
     expect(r.attempts[0]?.reason).toContain("not reconciled");
     expect(r.unsettled).toBe(true);
     expect(await fx.instances(fx.second), "no duplicate").toHaveLength(0);
@@ -97,7 +119,11 @@ describe("controller and node crashes with real processes (I1, I2, I3, I7)", () 
     fx.proxy.retarget(fx.first.address);
     expect(await fx.controller.settleUnsettled()).toBe(1);
     const rec = (await fx.controller.placements())[0];
-    expect([rec?.node_id, rec?.decision_id, rec?.instance_id]).toEqual([fx.first.nodeId, r.decision_id, held.instance_id]);
+    expect([rec?.node_id, rec?.decision_id, rec?.instance_id]).toEqual([
+      fx.first.nodeId,
+      r.decision_id,
+      held.instance_id,
+    ]);
     const st = await fx.controller.instance("status", String(held.instance_id));
     expect(st.kind === "ok" ? st.result.status : null).toMatchObject({ state: "running", pid });
     expect(startMarker(pid), "never restarted").toBe(marker);

@@ -29,7 +29,12 @@ describe("a node's refusal names the rule and the field that did not match (real
     const fx = await processFixture({ permits: [[LAN_PERMIT], [LAN_PERMIT]], network: "lan" });
     const ctl = fx.controller;
     expect((await ctl.addTarget(fx.first.address, "paired")).ok).toBe(true);
-    const r = await ctl.place({ package: fx.pkgDir, name: `lan${process.pid}`, config: { mode: "service" }, pin: fx.first.nodeId });
+    const r = await ctl.place({
+      package: fx.pkgDir,
+      name: `lan${process.pid}`,
+      config: { mode: "service" },
+      pin: fx.first.nodeId,
+    });
     expect(r.placed).toBeNull();
     const attempt = r.attempts[0]!;
     expect(attempt.outcome, r.explain).toBe("refused");
@@ -45,10 +50,18 @@ describe("a node's refusal names the rule and the field that did not match (real
 
   it("an invalid permits.json on the node is named in the refusal, with the field that is wrong", async () => {
     const fx = await processFixture();
-    writeFileSync(join(fx.first.dataDir, "permits.json"), JSON.stringify([{ id: "typo", actions: ["workload.*"], kinds: [TEST_KIND], max_network: "internet" }]));
+    writeFileSync(
+      join(fx.first.dataDir, "permits.json"),
+      JSON.stringify([{ id: "typo", actions: ["workload.*"], kinds: [TEST_KIND], max_network: "internet" }]),
+    );
     const ctl = fx.controller;
     expect((await ctl.addTarget(fx.first.address, "paired")).ok).toBe(true);
-    const r = await ctl.place({ package: fx.pkgDir, name: `typo${process.pid}`, config: { mode: "service" }, pin: fx.first.nodeId });
+    const r = await ctl.place({
+      package: fx.pkgDir,
+      name: `typo${process.pid}`,
+      config: { mode: "service" },
+      pin: fx.first.nodeId,
+    });
     expect(r.placed).toBeNull();
     const why = r.attempts[0]?.reason ?? "";
     expect(why, r.explain).toContain("the permits file loads no rule: permits.json");

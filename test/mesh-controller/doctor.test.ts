@@ -15,24 +15,35 @@ afterEach(cleanup);
 describe("berth doctor", () => {
   it("finds a wedged decision, leaves it alone on a dry run, and repairs it with --repair, chained; no verb fails on it meanwhile", async () => {
     const { berth, store, controllerKey, signer, pkgDir } = await cliHome("berth-doctor-home-");
-    const node = await NodeProcess.create({ controllers: [controllerKey], signers: [signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({
+      controllers: [controllerKey],
+      signers: [signer.publicKey],
+      permits: [TEST_PERMIT],
+    });
     expect((await berth("nodes", "add", node.address, "--tier", "paired")).code).toBe(0);
     const placed = await berth("place", pkgDir, "--json");
     expect(placed.code, placed.stderr).toBe(0);
     const decisionId = String((JSON.parse(placed.stdout) as JsonObject).decision_id);
 
     // What main's dispatch did after a settle adopted the instance: the decision back to unsettled.
-    await store((e) => e.transaction((tx) => tx.run("UPDATE mesh_decisions SET state = 'unsettled' WHERE id = ?", [decisionId])));
+    await store((e) =>
+      e.transaction((tx) => tx.run("UPDATE mesh_decisions SET state = 'unsettled' WHERE id = ?", [decisionId])),
+    );
 
     const settle = await berth("unsettled", "--settle", "--json");
     expect(settle.code, settle.stderr).toBe(0);
     expect(settle.stderr).toContain("berth doctor --repair");
-    const skipped = ((JSON.parse(settle.stdout) as { settled: { skipped: JsonObject[] } }).settled.skipped ?? []).map((s) => s.reason);
+    const skipped = ((JSON.parse(settle.stdout) as { settled: { skipped: JsonObject[] } }).settled.skipped ?? []).map(
+      (s) => s.reason,
+    );
     expect(skipped).toEqual([expect.stringContaining("wedged")]);
 
     const dry = await berth("doctor", "--json");
     expect(dry.code, dry.stderr).toBe(0);
-    expect(JSON.parse(dry.stdout)).toMatchObject({ repaired: false, wedged: [{ decision_id: decisionId, name: "probe" }] });
+    expect(JSON.parse(dry.stdout)).toMatchObject({
+      repaired: false,
+      wedged: [{ decision_id: decisionId, name: "probe" }],
+    });
     const still = await berth("doctor");
     expect(still.stdout).toContain("would repair: decision");
 
@@ -51,7 +62,9 @@ describe("berth doctor", () => {
       })),
     );
     expect(state?.state).toBe("placed");
-    expect(repairs.map((r) => JSON.parse(r.payload) as JsonObject)).toMatchObject([{ decision_id: decisionId, from: "unsettled", to: "placed", operator: { via: "berth doctor" } }]);
+    expect(repairs.map((r) => JSON.parse(r.payload) as JsonObject)).toMatchObject([
+      { decision_id: decisionId, from: "unsettled", to: "placed", operator: { via: "berth doctor" } },
+    ]);
     const verified = await berth("audit", "verify", "--json");
     expect(verified.code, verified.stdout + verified.stderr).toBe(0);
   }, 120_000);

@@ -24,7 +24,11 @@ class CountingConnector implements Connector {
     const send = stream.send.bind(stream);
     stream.send = (frame: Uint8Array) => {
       const parsed = parseMessageFrame(frame);
-      if (parsed.ok && parsed.value.type === "request" && (JSON.parse(parsed.value.signed.payload) as { method: string }).method === "describe") {
+      if (
+        parsed.ok &&
+        parsed.value.type === "request" &&
+        (JSON.parse(parsed.value.signed.payload) as { method: string }).method === "describe"
+      ) {
         this.describes.set(addr, (this.describes.get(addr) ?? 0) + 1);
       }
       return send(frame);
@@ -46,7 +50,10 @@ class HoldingConnector implements Connector {
     const send = stream.send.bind(stream);
     stream.send = (frame: Uint8Array) => {
       const parsed = parseMessageFrame(frame);
-      const describe = parsed.ok && parsed.value.type === "request" && (JSON.parse(parsed.value.signed.payload) as { method: string }).method === "describe";
+      const describe =
+        parsed.ok &&
+        parsed.value.type === "request" &&
+        (JSON.parse(parsed.value.signed.payload) as { method: string }).method === "describe";
       if (describe && this.holding) {
         this.held.push(() => void send(frame));
         return Promise.resolve();
@@ -72,7 +79,13 @@ describe("facts reuse before a placement", () => {
     offset += FACTS_REUSE_MS + 1;
     holding.holding = true;
     // On main this placement waited for every node's describe, which never comes while held.
-    const r = await fx.controller.place({ package: fx.pkgDir, name: "behind", config: { mode: "service" as const }, start: true, prefer: [first.id] });
+    const r = await fx.controller.place({
+      package: fx.pkgDir,
+      name: "behind",
+      config: { mode: "service" as const },
+      start: true,
+      prefer: [first.id],
+    });
     expect(r.placed?.node_id, r.explain).toBe(first.id);
     holding.release();
     await fx.controller.describesBehind();
@@ -85,7 +98,13 @@ describe("facts reuse before a placement", () => {
     await fx.reopen({ connector: counting, clock: () => Date.now() + offset });
     const [first, second] = fx.nodes as [NonNullable<SeedFixture["nodes"][0]>, NonNullable<SeedFixture["nodes"][0]>];
     for (const n of fx.nodes) expect((await fx.controller.addTarget(n.addr, "paired")).ok).toBe(true);
-    const order = (name: string) => ({ package: fx!.pkgDir, name, config: { mode: "service" as const }, start: true, prefer: [first.id] });
+    const order = (name: string) => ({
+      package: fx!.pkgDir,
+      name,
+      config: { mode: "service" as const },
+      start: true,
+      prefer: [first.id],
+    });
 
     // addTarget described each node once; the placements right after reuse those facts.
     expect(counting.total()).toBe(2);
@@ -112,7 +131,10 @@ describe("facts reuse before a placement", () => {
     const beforeFirst = counting.describes.get(first.addr) ?? 0;
     await fx.controller.place(order("reuse-d"));
     expect(counting.describes.get(second.addr)).toBe(before + 1);
-    expect(counting.describes.get(first.addr), "the first node's facts were refreshed by refreshTargets and are reused").toBe(beforeFirst);
+    expect(
+      counting.describes.get(first.addr),
+      "the first node's facts were refreshed by refreshTargets and are reused",
+    ).toBe(beforeFirst);
   });
 
   it("a placement right after an unload, a stop or a purge describes that node again (issue 33: it weighs the capacity just freed)", async () => {
@@ -121,7 +143,13 @@ describe("facts reuse before a placement", () => {
     await fx.reopen({ connector: counting });
     const [first] = fx.nodes as [NonNullable<SeedFixture["nodes"][0]>];
     for (const n of fx.nodes) expect((await fx.controller.addTarget(n.addr, "paired")).ok).toBe(true);
-    const order = (name: string) => ({ package: fx!.pkgDir, name, config: { mode: "service" as const }, start: true, prefer: [first.id] });
+    const order = (name: string) => ({
+      package: fx!.pkgDir,
+      name,
+      config: { mode: "service" as const },
+      start: true,
+      prefer: [first.id],
+    });
     const placed = async (name: string) => {
       const r = await fx!.controller.place(order(name));
       expect(r.placed?.node_id, r.explain).toBe(first.id);
@@ -139,7 +167,10 @@ describe("facts reuse before a placement", () => {
       expect((await fx.controller.instance(verb, id, opts)).kind).toBe("ok");
       await placed(`fresh-after-${verb}${"purge" in opts ? "-purge" : ""}`);
       // Once, whatever the time: on main the facts of the describe before were reused for up to 10 s.
-      expect(counting.describes.get(first.addr), `the node the ${verb} freed is described before the next placement`).toBe(before + 1);
+      expect(
+        counting.describes.get(first.addr),
+        `the node the ${verb} freed is described before the next placement`,
+      ).toBe(before + 1);
     }
   });
 });

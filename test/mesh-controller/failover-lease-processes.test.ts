@@ -67,25 +67,41 @@ class Sampler {
   }
   sample(): void {
     this.samples++;
-    for (const p of this.procs) if (startTime(p.pid) !== p.start && !this.lost.some((l) => l.startsWith(`${p.pid} `))) this.lost.push(`${p.pid} gone at sample ${this.samples} (${new Date().toISOString()})`);
+    for (const p of this.procs)
+      if (startTime(p.pid) !== p.start && !this.lost.some((l) => l.startsWith(`${p.pid} `)))
+        this.lost.push(`${p.pid} gone at sample ${this.samples} (${new Date().toISOString()})`);
   }
   stop(): void {
     clearInterval(this.timer);
   }
 }
 
-async function call(s: Server, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown>; leader: string | null }> {
+async function call(
+  s: Server,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown>; leader: string | null }> {
   const token = readFileSync(join(s.home, "api.token"), "utf8").trim();
   const r = await fetch(`${s.url}/api/v1${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     signal: AbortSignal.timeout(60_000),
   });
-  return { status: r.status, body: (await r.json()) as Record<string, unknown>, leader: r.headers.get("x-berth-leader") };
+  return {
+    status: r.status,
+    body: (await r.json()) as Record<string, unknown>,
+    leader: r.headers.get("x-berth-leader"),
+  };
 }
 
-async function leasedWorld(engine: HaEngine): Promise<{ w: HaWorld; leader: Server; name: string; procs: Array<{ pid: number; start: string }> }> {
+async function leasedWorld(
+  engine: HaEngine,
+): Promise<{ w: HaWorld; leader: Server; name: string; procs: Array<{ pid: number; start: string }> }> {
   // One api.token for every server (on PostgreSQL each has its own home): a follower forwards writes with the caller's.
   const w = await HaWorld.create(engine, { ttlMs: null, nodeConfig: { lease_ms: LEASE_MS }, sharedToken: true });
   world = w;
@@ -94,7 +110,15 @@ async function leasedWorld(engine: HaEngine): Promise<{ w: HaWorld; leader: Serv
   const added = await w.api(leader, "POST", "/nodes", { addr: w.nodeProxy.address, tier: "paired" });
   expect(added.status, JSON.stringify(added.body)).toBe(201);
   // Every server knows the node's lease (from the facts the leader's describe stored) before the fault.
-  await waitFor(async () => ((await w.rows<{ lease_ms: number }>("SELECT lease_ms FROM mesh_watch_nodes WHERE node_id = ?", [w.node.nodeId]))[0]?.lease_ms ? true : undefined), "the node's lease is known");
+  await waitFor(
+    async () =>
+      (
+        await w.rows<{ lease_ms: number }>("SELECT lease_ms FROM mesh_watch_nodes WHERE node_id = ?", [w.node.nodeId])
+      )[0]?.lease_ms
+        ? true
+        : undefined,
+    "the node's lease is known",
+  );
   const name = `leased${process.pid}${engine}`;
   const placed = await w.api(leader, "POST", "/placements", { package: w.home.pkgDir, name });
   expect(placed.status, JSON.stringify(placed.body)).toBe(201);
@@ -116,11 +140,17 @@ async function leasedWorld(engine: HaEngine): Promise<{ w: HaWorld; leader: Serv
  */
 async function placeThrough(w: HaWorld, s: Server, name: string): Promise<Awaited<ReturnType<typeof call>>> {
   const answers: string[] = [];
-  const answered = await waitFor(async () => {
-    const r = await call(s, "POST", "/placements", { package: w.home.pkgDir, name });
-    answers.push(`${new Date().toISOString()} ${r.status} ${r.leader ?? "-"} ${JSON.stringify(r.body).slice(0, 300)}`);
-    return r.status === 503 && (r.body.error as { code?: string } | undefined)?.code === "not_leader" ? undefined : r;
-  }, `a placement of ${name} through ${s.url} is answered`, 20_000);
+  const answered = await waitFor(
+    async () => {
+      const r = await call(s, "POST", "/placements", { package: w.home.pkgDir, name });
+      answers.push(
+        `${new Date().toISOString()} ${r.status} ${r.leader ?? "-"} ${JSON.stringify(r.body).slice(0, 300)}`,
+      );
+      return r.status === 503 && (r.body.error as { code?: string } | undefined)?.code === "not_leader" ? undefined : r;
+    },
+    `a placement of ${name} through ${s.url} is answered`,
+    20_000,
+  );
   // Every answer on the way, in the failure's message: a "nothing was done" that was not would show as a 409 here.
   expect(answered.status, answers.join("\n")).toBe(201);
   return answered;
@@ -144,10 +174,14 @@ function agentNeverStopped(w: HaWorld, name: string, s: Sampler, procs: Readonly
 async function runsOnce(name: string, what: string): Promise<void> {
   let seen: string[] = [];
   try {
-    await waitFor(async () => {
-      seen = liveInstances(name);
-      return seen.length === 1 ? true : undefined;
-    }, what, 30_000);
+    await waitFor(
+      async () => {
+        seen = liveInstances(name);
+        return seen.length === 1 ? true : undefined;
+      },
+      what,
+      30_000,
+    );
   } catch (error) {
     throw new Error(`${(error as Error).message}; live instances of ${name} last seen: ${JSON.stringify(seen)}`);
   }
@@ -162,55 +196,77 @@ async function followerServes(w: HaWorld, follower: Server, next: Server, name: 
   expect(write.status, JSON.stringify(write.body)).toBe(201);
   expect(write.leader).toBe(next.url);
   await runsOnce(`${name}w`, "the forwarded placement runs");
-  const rows = await w.rows<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [`${name}w`]);
+  const rows = await w.rows<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [
+    `${name}w`,
+  ]);
   expect(rows.map((r) => r.instance_id)).toEqual(liveInstances(`${name}w`));
 }
 
-describe.each(["sqlite", "postgres"] as const)("a leader's outage with standbys stops no leased agent (issue 37) on %s", { timeout: 180_000 }, (engine) => {
-  it("kill -9 of the leader for longer than the lease: the agent's processes never stop; a follower leads, answers reads and forwards writes", async () => {
-    const { w, leader, name, procs } = await leasedWorld(engine);
-    const before = (await w.leaderRow())?.epoch as number;
-    sampler = new Sampler(procs);
-    const killedAt = Date.now();
-    leader.proc.child.kill("SIGKILL");
-    await leader.proc.exited();
-    const next = await waitFor(async () => {
-      const l = await w.leader();
-      return l !== null && l !== leader ? l : undefined;
-    }, "a follower leads", 20_000);
-    expect((await w.leaderRow())?.epoch).toBeGreaterThan(before);
-    const follower = w.servers.find((s) => s !== leader && s !== next) as Server;
-    await followerServes(w, follower, next, name);
-    // The outage runs on, longer than the lease: only the standbys' renewals keep the agent.
-    await waitFor(async () => (Date.now() - killedAt > OUTAGE_MS ? true : undefined), "the outage outlasts the lease", OUTAGE_MS + 20_000);
-    agentNeverStopped(w, name, sampler, procs);
-  });
+describe.each(["sqlite", "postgres"] as const)(
+  "a leader's outage with standbys stops no leased agent (issue 37) on %s",
+  { timeout: 180_000 },
+  (engine) => {
+    it("kill -9 of the leader for longer than the lease: the agent's processes never stop; a follower leads, answers reads and forwards writes", async () => {
+      const { w, leader, name, procs } = await leasedWorld(engine);
+      const before = (await w.leaderRow())?.epoch as number;
+      sampler = new Sampler(procs);
+      const killedAt = Date.now();
+      leader.proc.child.kill("SIGKILL");
+      await leader.proc.exited();
+      const next = await waitFor(
+        async () => {
+          const l = await w.leader();
+          return l !== null && l !== leader ? l : undefined;
+        },
+        "a follower leads",
+        20_000,
+      );
+      expect((await w.leaderRow())?.epoch).toBeGreaterThan(before);
+      const follower = w.servers.find((s) => s !== leader && s !== next) as Server;
+      await followerServes(w, follower, next, name);
+      // The outage runs on, longer than the lease: only the standbys' renewals keep the agent.
+      await waitFor(
+        async () => (Date.now() - killedAt > OUTAGE_MS ? true : undefined),
+        "the outage outlasts the lease",
+        OUTAGE_MS + 20_000,
+      );
+      agentNeverStopped(w, name, sampler, procs);
+    });
 
-  it("SIGSTOP of the leader for longer than the lease: the agent never stops; woken, the old leader acts no more and forwards writes to the new one", async () => {
-    const { w, leader, name, procs } = await leasedWorld(engine);
-    const before = (await w.leaderRow())?.epoch as number;
-    sampler = new Sampler(procs);
-    const stoppedAt = Date.now();
-    leader.proc.child.kill("SIGSTOP");
-    const next = await waitFor(async () => {
-      const l = await w.leader();
-      return l !== null && l !== leader ? l : undefined;
-    }, "a follower leads", 20_000);
-    const epoch = (await w.leaderRow())?.epoch as number;
-    expect(epoch).toBeGreaterThan(before);
-    const follower = w.servers.find((s) => s !== leader && s !== next) as Server;
-    await followerServes(w, follower, next, name);
-    await waitFor(async () => (Date.now() - stoppedAt > OUTAGE_MS ? true : undefined), "the outage outlasts the lease", OUTAGE_MS + 20_000);
-    leader.proc.child.kill("SIGCONT");
-    // Woken: its window is long over (its monotonic clock ran on), so it does nothing itself; a write sent to it is
-    // forwarded to the leader the store names now and done there, once.
-    const write = await placeThrough(w, leader, `${name}z`);
-    expect(write.status, JSON.stringify(write.body)).toBe(201);
-    expect(write.leader).toBe(next.url);
-    expect(await w.leaderRow()).toMatchObject({ pid: next.pid, epoch, released_ms: null });
-    await runsOnce(`${name}z`, "the write forwarded by the woken leader runs once");
-    agentNeverStopped(w, name, sampler, procs);
-    const v = await w.verify();
-    expect(v.ok, v.output).toBe(true);
-  });
-});
+    it("SIGSTOP of the leader for longer than the lease: the agent never stops; woken, the old leader acts no more and forwards writes to the new one", async () => {
+      const { w, leader, name, procs } = await leasedWorld(engine);
+      const before = (await w.leaderRow())?.epoch as number;
+      sampler = new Sampler(procs);
+      const stoppedAt = Date.now();
+      leader.proc.child.kill("SIGSTOP");
+      const next = await waitFor(
+        async () => {
+          const l = await w.leader();
+          return l !== null && l !== leader ? l : undefined;
+        },
+        "a follower leads",
+        20_000,
+      );
+      const epoch = (await w.leaderRow())?.epoch as number;
+      expect(epoch).toBeGreaterThan(before);
+      const follower = w.servers.find((s) => s !== leader && s !== next) as Server;
+      await followerServes(w, follower, next, name);
+      await waitFor(
+        async () => (Date.now() - stoppedAt > OUTAGE_MS ? true : undefined),
+        "the outage outlasts the lease",
+        OUTAGE_MS + 20_000,
+      );
+      leader.proc.child.kill("SIGCONT");
+      // Woken: its window is long over (its monotonic clock ran on), so it does nothing itself; a write sent to it is
+      // forwarded to the leader the store names now and done there, once.
+      const write = await placeThrough(w, leader, `${name}z`);
+      expect(write.status, JSON.stringify(write.body)).toBe(201);
+      expect(write.leader).toBe(next.url);
+      expect(await w.leaderRow()).toMatchObject({ pid: next.pid, epoch, released_ms: null });
+      await runsOnce(`${name}z`, "the write forwarded by the woken leader runs once");
+      agentNeverStopped(w, name, sampler, procs);
+      const v = await w.verify();
+      expect(v.ok, v.output).toBe(true);
+    });
+  },
+);

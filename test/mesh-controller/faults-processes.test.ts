@@ -20,7 +20,10 @@ describe("further faults with real processes", () => {
     fx.proxy.holdNextPlaceAnswer();
     const r = await c.place({ package: fx.pkgDir, prefer: [fx.first.nodeId] });
     expect(fx.proxy.held).toBe(1);
-    expect(r.attempts.map((a) => a.outcome), r.explain).toEqual(["indeterminate", "placed"]);
+    expect(
+      r.attempts.map((a) => a.outcome),
+      r.explain,
+    ).toEqual(["indeterminate", "placed"]);
     expect(r.attempts[0]?.reason).toContain("reconciled: unloaded 1 instance");
     expect(await fx.instances(fx.first)).toHaveLength(0);
     expect(await fx.instances(fx.second)).toHaveLength(1);
@@ -28,11 +31,15 @@ describe("further faults with real processes", () => {
 
   it("a place answer with one flipped signature byte is no valid answer: indeterminate, reconciled, placed once elsewhere", async () => {
     const fx = await processFixture();
-    for (const addr of [fx.proxy.address, fx.second.address]) expect((await fx.controller.addTarget(addr, "paired")).ok).toBe(true);
+    for (const addr of [fx.proxy.address, fx.second.address])
+      expect((await fx.controller.addTarget(addr, "paired")).ok).toBe(true);
     fx.proxy.corruptNextPlaceAnswer();
     const r = await fx.controller.place({ package: fx.pkgDir, prefer: [fx.first.nodeId] });
     expect(fx.proxy.corrupted).toBe(1);
-    expect(r.attempts.map((a) => a.outcome), r.explain).toEqual(["indeterminate", "placed"]);
+    expect(
+      r.attempts.map((a) => a.outcome),
+      r.explain,
+    ).toEqual(["indeterminate", "placed"]);
     expect(r.attempts[0]?.reason).toContain("signature");
     expect(r.attempts[0]?.reason).toContain("reconciled: unloaded 1 instance");
     expect((await fx.instances(fx.first)).length + (await fx.instances(fx.second)).length).toBe(1);
@@ -55,7 +62,12 @@ describe("further faults with real processes", () => {
   it("a controller whose key a daemon has not authorised is cut at the TLS handshake, chained unauthorized by the node, and learns nothing", async () => {
     const fx = await processFixture();
     const strangerKey = generateSigningKey();
-    const stranger = await MeshController.open({ dataDir: join(fx.controllerDir, "..", "stranger"), key: strangerKey, connector: new ControllerConnector({ identity: strangerKey, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS });
+    const stranger = await MeshController.open({
+      dataDir: join(fx.controllerDir, "..", "stranger"),
+      key: strangerKey,
+      connector: new ControllerConnector({ identity: strangerKey, connectTimeoutMs: 2_000 }),
+      timeouts: TIMEOUTS,
+    });
     try {
       const r = await stranger.addTarget(fx.second.address, "paired");
       expect(r.ok ? "" : r.error).toContain("the target was not learned");

@@ -59,7 +59,9 @@ async function place(w: HaWorld, s: Server, name: string) {
 /** Never two copies and no orphan: every live copy of `name` is the one placement the store records for it. */
 async function oneCopyRecorded(w: HaWorld, name: string): Promise<string> {
   const live = liveInstances(name);
-  const placed = await w.rows<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [name]);
+  const placed = await w.rows<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [
+    name,
+  ]);
   expect(live, `live copies of ${name}`).toHaveLength(1);
   expect(placed.map((p) => p.instance_id)).toEqual(live);
   return live[0] as string;
@@ -67,7 +69,14 @@ async function oneCopyRecorded(w: HaWorld, name: string): Promise<string> {
 
 /** Every server the test did not kill still runs: a fault of the database never takes a server down with it. */
 function survived(w: HaWorld, ...killed: Server[]): void {
-  for (const s of w.servers) if (!killed.includes(s)) expect({ pid: s.pid, exit: s.proc.child.exitCode, signal: s.proc.child.signalCode, stderr: s.proc.errors().slice(-1500) }).toMatchObject({ exit: null, signal: null });
+  for (const s of w.servers)
+    if (!killed.includes(s))
+      expect({
+        pid: s.pid,
+        exit: s.proc.child.exitCode,
+        signal: s.proc.child.signalCode,
+        stderr: s.proc.errors().slice(-1500),
+      }).toMatchObject({ exit: null, signal: null });
 }
 
 async function chainsVerify(w: HaWorld): Promise<void> {
@@ -108,7 +117,11 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const name = `kept${process.pid}`;
     w.nodeProxy.delayNextAnswer("place");
     void place(w, leader, name).catch(() => null);
-    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 30_000);
+    await waitFor(
+      async () => (w.nodeProxy.delayed > 0 ? true : undefined),
+      "the node answered the place (held by the proxy)",
+      30_000,
+    );
     await waitFor(async () => (liveInstances(name).length > 0 ? true : undefined), "the instance runs");
     const before = await w.leaderRow();
     const [decision] = await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name]);
@@ -119,26 +132,42 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     w.nodeProxy.resetConnections();
     w.nodeProxy.releaseDelayed();
 
-    const next = await waitFor(async () => {
-      const l = await w.leader();
-      return l !== null && l !== leader ? l : undefined;
-    }, "a follower leads", 30_000);
+    const next = await waitFor(
+      async () => {
+        const l = await w.leader();
+        return l !== null && l !== leader ? l : undefined;
+      },
+      "a follower leads",
+      30_000,
+    );
     // When the follower took the row, as it recorded it (PostgreSQL's clock, this machine's), not when this process got
     // to see it: polling on a loaded machine adds seconds that are no part of the takeover.
     expect((await takenMs(w)) - killedAt).toBeLessThan(TAKEOVER_MS);
     expect((await w.leaderRow())?.epoch).toBeGreaterThan(before?.epoch ?? 0);
-    const [placed] = await waitFor(async () => {
-      const rows = await w.rows<{ instance_id: string; adopted: number }>("SELECT instance_id, adopted FROM mesh_placements WHERE name = ?", [name]);
-      return rows.length > 0 ? rows : undefined;
-    }, `${next.url} adopted the instance the dead leader placed`, 20_000);
+    const [placed] = await waitFor(
+      async () => {
+        const rows = await w.rows<{ instance_id: string; adopted: number }>(
+          "SELECT instance_id, adopted FROM mesh_placements WHERE name = ?",
+          [name],
+        );
+        return rows.length > 0 ? rows : undefined;
+      },
+      `${next.url} adopted the instance the dead leader placed`,
+      20_000,
+    );
     expect(Number(placed?.adopted)).toBe(1);
-    expect((await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name])).map((d) => d.state)).toEqual(["placed"]);
+    expect(
+      (await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name])).map((d) => d.state),
+    ).toEqual(["placed"]);
     await oneCopyRecorded(w, name);
     // The third server still follows, and names the new leader at once: its answer reads the lease row, not what its
     // last lease step saw (up to TTL/5 ago, the dead leader).
     const third = w.servers.find((s) => s !== leader && s !== next) as Server;
     const epoch = (await w.leaderRow())?.epoch;
-    expect((await place(w, third, `${name}y`)).body).toMatchObject({ error: { code: "not_leader" }, leader: { url: next.url, epoch } });
+    expect((await place(w, third, `${name}y`)).body).toMatchObject({
+      error: { code: "not_leader" },
+      leader: { url: next.url, epoch },
+    });
     expect(liveInstances(`${name}y`)).toEqual([]);
     survived(w, leader);
     await chainsVerify(w);
@@ -151,7 +180,12 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     await addNode(w, leader);
     const name = `reg${process.pid}`;
     // An absolute package path: the spec is remembered in the store, and every server resolves it on its own machine.
-    const spec = { apiVersion: "berth/v1", kind: "Agent", metadata: { name }, spec: { target: "mesh", package: w.home.pkgDir } };
+    const spec = {
+      apiVersion: "berth/v1",
+      kind: "Agent",
+      metadata: { name },
+      spec: { target: "mesh", package: w.home.pkgDir },
+    };
     const deployed = await w.api(leader, "POST", "/agents", spec);
     expect(deployed.status, JSON.stringify(deployed.body)).toBe(200);
     expect(deployed.body).toMatchObject({ ok: true, outcome: "started" });
@@ -164,18 +198,27 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     await leader.proc.exited();
     await waitFor(async () => ((await w.leader()) === other ? true : undefined), "the other server leads", 30_000);
     const listed = await w.api(other, "GET", "/agents");
-    expect((listed.body.agents as Array<{ name: string; instance: string | null }>).filter((a) => a.name === name)).toEqual([expect.objectContaining({ name, instance: first })]);
+    expect(
+      (listed.body.agents as Array<{ name: string; instance: string | null }>).filter((a) => a.name === name),
+    ).toEqual([expect.objectContaining({ name, instance: first })]);
     // The same spec again through the new leader: it knows the agent runs, and starts nothing.
     expect((await w.api(other, "POST", "/agents", spec)).body).toMatchObject({ ok: true, outcome: "unchanged" });
     // A replace by name takes the spec from the registry, which the new leader read from the store only.
-    const replaced = await waitFor(async () => {
-      const r = await w.api(other, "POST", `/agents/${name}/replace`, {});
-      return r.status === 200 ? r : undefined;
-    }, "the new leader replaces the agent", 30_000);
+    const replaced = await waitFor(
+      async () => {
+        const r = await w.api(other, "POST", `/agents/${name}/replace`, {});
+        return r.status === 200 ? r : undefined;
+      },
+      "the new leader replaces the agent",
+      30_000,
+    );
     expect(replaced.body, JSON.stringify(replaced.body)).toMatchObject({ ok: true, outcome: "started" });
     const second = await oneCopyRecorded(w, name);
     expect(second).not.toBe(first);
-    const [row] = await w.rows<{ name: string; target: string }>("SELECT name, target FROM agent_registry WHERE name = ?", [name]);
+    const [row] = await w.rows<{ name: string; target: string }>(
+      "SELECT name, target FROM agent_registry WHERE name = ?",
+      [name],
+    );
     expect(row).toEqual({ name, target: "mesh" });
     survived(w, leader);
     await chainsVerify(w);
@@ -192,14 +235,27 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const placing = place(w, leader, name);
     await held.arrived;
     leader.proc.child.kill("SIGSTOP");
-    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
+    await waitFor(
+      async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined),
+      "the follower leads",
+      30_000,
+    );
     const newEpoch = (await w.leaderRow())?.epoch as number;
     expect(newEpoch).toBeGreaterThan(oldEpoch);
-    await waitFor(() => (w.node.events({ kind: "controller.epoch" }).some((e) => e.payload.to === newEpoch) ? true : undefined), "the node saw the new epoch", 30_000);
+    await waitFor(
+      () => (w.node.events({ kind: "controller.epoch" }).some((e) => e.payload.to === newEpoch) ? true : undefined),
+      "the node saw the new epoch",
+      30_000,
+    );
 
     held.release();
     await waitFor(
-      () => (w.node.events({ kind: "workload.refuse" }).some((e) => e.payload.code === "stale_epoch" && e.payload.method === "place") ? true : undefined),
+      () =>
+        w.node
+          .events({ kind: "workload.refuse" })
+          .some((e) => e.payload.code === "stale_epoch" && e.payload.method === "place")
+          ? true
+          : undefined,
       "the node refused the old leader's place stale_epoch",
     );
     leader.proc.child.kill("SIGCONT");
@@ -231,7 +287,11 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
 
     const cutAt = Date.now();
     leader.dbTap?.partition();
-    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
+    await waitFor(
+      async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined),
+      "the follower leads",
+      30_000,
+    );
     expect((await takenMs(w)) - cutAt).toBeLessThan(TAKEOVER_MS);
     const newEpoch = (await w.leaderRow())?.epoch as number;
     expect(newEpoch).toBeGreaterThan(oldEpoch);
@@ -243,10 +303,16 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     expect((await place(w, follower, `${name}y`)).status).toBe(201);
 
     leader.dbTap?.heal();
-    const write = await waitFor(async () => {
-      const r = await place(w, leader, `${name}z`);
-      return r.status === 503 && (r.body.leader as { url?: string } | undefined)?.url === follower.url ? r : undefined;
-    }, "the healed old leader points writes at the new one", 30_000);
+    const write = await waitFor(
+      async () => {
+        const r = await place(w, leader, `${name}z`);
+        return r.status === 503 && (r.body.leader as { url?: string } | undefined)?.url === follower.url
+          ? r
+          : undefined;
+      },
+      "the healed old leader points writes at the new one",
+      30_000,
+    );
     expect(write.body).toMatchObject({ error: { code: "not_leader" }, leader: { epoch: newEpoch } });
     expect(await w.leaderRow()).toMatchObject({ pid: follower.pid, epoch: newEpoch, released_ms: null });
     await oneCopyRecorded(w, name);
@@ -269,26 +335,47 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
     const name = `midcut${process.pid}`;
     w.nodeProxy.delayNextAnswer("place");
     const placing = place(w, leader, name).catch((error: Error) => ({ status: 0, body: { error: error.message } }));
-    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 30_000);
+    await waitFor(
+      async () => (w.nodeProxy.delayed > 0 ? true : undefined),
+      "the node answered the place (held by the proxy)",
+      30_000,
+    );
     await waitFor(async () => (liveInstances(name).length > 0 ? true : undefined), "the instance runs");
     // Cut first, then let the answer through: the leader knows the instance is placed and cannot record it.
     leader.dbTap?.partition();
     w.nodeProxy.releaseDelayed();
-    await waitFor(async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
-    const [adopted] = await waitFor(async () => {
-      const rows = await w.rows<{ instance_id: string; adopted: number }>("SELECT instance_id, adopted FROM mesh_placements WHERE name = ?", [name]);
-      return rows.length > 0 ? rows : undefined;
-    }, "the follower adopted the instance", 30_000);
+    await waitFor(
+      async () => ((await w.leaderRow())?.pid === follower.pid ? true : undefined),
+      "the follower leads",
+      30_000,
+    );
+    const [adopted] = await waitFor(
+      async () => {
+        const rows = await w.rows<{ instance_id: string; adopted: number }>(
+          "SELECT instance_id, adopted FROM mesh_placements WHERE name = ?",
+          [name],
+        );
+        return rows.length > 0 ? rows : undefined;
+      },
+      "the follower adopted the instance",
+      30_000,
+    );
     expect(Number(adopted?.adopted)).toBe(1);
 
     // Healed: the old leader's held transaction runs now, against a decision another owner settled.
     leader.dbTap?.heal();
     await placing;
-    await waitFor(async () => {
-      const r = await place(w, leader, `${name}x`);
-      return r.status === 503 ? r : undefined;
-    }, "the old leader follows", 30_000);
-    expect((await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name])).map((d) => d.state)).toEqual(["placed"]);
+    await waitFor(
+      async () => {
+        const r = await place(w, leader, `${name}x`);
+        return r.status === 503 ? r : undefined;
+      },
+      "the old leader follows",
+      30_000,
+    );
+    expect(
+      (await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name])).map((d) => d.state),
+    ).toEqual(["placed"]);
     expect(await oneCopyRecorded(w, name)).toBe(adopted?.instance_id);
     expect(liveInstances(`${name}x`)).toEqual([]);
     survived(w);
@@ -316,11 +403,15 @@ describe("several berth serve on one PostgreSQL (issue 20)", { timeout: 120_000 
 
     await waitFor(async () => ((await w.leaderRow())?.epoch ?? 0) > oldEpoch || undefined, "a new epoch", 30_000);
     // Whoever leads now (re-read each time: the first to step after the outage takes the row) places again.
-    const placed = await waitFor(async () => {
-      const next = await w.leader();
-      const r = next === null ? null : await place(w, next, `${name}y`);
-      return r?.status === 201 ? r : undefined;
-    }, "the leader places again", 30_000);
+    const placed = await waitFor(
+      async () => {
+        const next = await w.leader();
+        const r = next === null ? null : await place(w, next, `${name}y`);
+        return r?.status === 201 ? r : undefined;
+      },
+      "the leader places again",
+      30_000,
+    );
     expect(placed.status).toBe(201);
     await oneCopyRecorded(w, name);
     await oneCopyRecorded(w, `${name}y`);

@@ -89,7 +89,9 @@ function sample(ctl: MeshController): { seen: Seen; stop: () => Promise<void> } 
   let stopped = false;
   const reads = (async () => {
     while (!stopped) {
-      const rows = await ctl.store.engine.read((q) => q.all<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [NAME]));
+      const rows = await ctl.store.engine.read((q) =>
+        q.all<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [NAME]),
+      );
       seen.storeReads++;
       seen.maxStored = Math.max(seen.maxStored, rows.length);
       await new Promise((r) => setTimeout(r, 200));
@@ -120,7 +122,12 @@ async function within<T>(p: Promise<T>, what: string, ms: number): Promise<T> {
 
 /** The highest stamp the controller kept for the node (requests that may have reached it), pending ones left out. */
 async function keptStamp(ctl: MeshController, nodeId: string): Promise<number | null> {
-  const row = await ctl.store.engine.read((q) => q.get<{ m: number | string | null }>("SELECT MAX(issued_at_ms) AS m FROM mesh_watch_sends WHERE node_id = ? AND settled = 1", [nodeId]));
+  const row = await ctl.store.engine.read((q) =>
+    q.get<{ m: number | string | null }>(
+      "SELECT MAX(issued_at_ms) AS m FROM mesh_watch_sends WHERE node_id = ? AND settled = 1",
+      [nodeId],
+    ),
+  );
   return row?.m == null ? null : Number(row.m);
 }
 
@@ -135,7 +142,13 @@ describe("a status the cut-off node read, its answer lost past the margin (real 
     fx.proxy.observer = witness;
     expect((await ctl.addTarget(fx.proxy.address, "paired")).ok).toBe(true);
     expect((await ctl.addTarget(fx.second.address, "paired")).ok).toBe(true);
-    const placed = await ctl.place({ package: fx.pkgDir, name: NAME, config: { mode: "service" }, restart: "always", prefer: [fx.first.nodeId] });
+    const placed = await ctl.place({
+      package: fx.pkgDir,
+      name: NAME,
+      config: { mode: "service" },
+      restart: "always",
+      prefer: [fx.first.nodeId],
+    });
     expect(placed.placed?.node_id, placed.explain).toBe(fx.first.nodeId);
     const oldInstance = placed.placed!.instance_id;
     ctl.lead({ address: null });
@@ -147,7 +160,10 @@ describe("a status the cut-off node read, its answer lost past the margin (real 
     // The cut begins right after a status answer has gone back, so from there the odd connections are the loop's
     // (checked below: the one let through must be a status). It is let through once the window has opened.
     let armAt = Number.POSITIVE_INFINITY;
-    const isolation = fx.proxy.isolateAfterNextAnswer("status", (nth, acceptedMs) => nth % 2 === 1 && acceptedMs >= armAt);
+    const isolation = fx.proxy.isolateAfterNextAnswer(
+      "status",
+      (nth, acceptedMs) => nth % 2 === 1 && acceptedMs >= armAt,
+    );
     watch = startTargetWatch(ctl, 200, (e) => {
       throw e;
     });
@@ -163,14 +179,22 @@ describe("a status the cut-off node read, its answer lost past the margin (real 
     expect(held.issuedAtMs).toBeGreaterThanOrEqual(before + LEASE_MS + MARGIN_MS - CALL_MS);
     // ... yet it reached the node inside that lease, and the node accepted it (answered ok: renewed to its stamp + lease).
     expect(held.deliveredMs).toBeLessThan(before + LEASE_MS);
-    await waitFor(() => witness.lowerDeadline(Number.MAX_SAFE_INTEGER) === held.issuedAtMs + LEASE_MS || undefined, "the node's ok answer to the held status", 30_000);
+    await waitFor(
+      () => witness.lowerDeadline(Number.MAX_SAFE_INTEGER) === held.issuedAtMs + LEASE_MS || undefined,
+      "the node's ok answer to the held status",
+      30_000,
+    );
     const gaveUp = await within(isolation.abandoned, "the controller giving up on the held status", CALL_MS + 10_000);
     expect(gaveUp.by).toBe("controller");
     expect(gaveUp.atMs - held.issuedAtMs).toBeGreaterThanOrEqual(CALL_MS - 20);
     expect(isolation.swallowed()).toBeGreaterThanOrEqual(1);
 
     // The move: the agent on the other node, chained, and only once the lease the held status renewed has run out.
-    const moved = await waitFor(() => [...sampler.seen.copies].find(([, s]) => s.node === fx.second.nodeId), "the agent running on the other node", 60_000);
+    const moved = await waitFor(
+      () => [...sampler.seen.copies].find(([, s]) => s.node === fx.second.nodeId),
+      "the agent running on the other node",
+      60_000,
+    );
     const migrate = await waitFor(async () => {
       const e = await ctl.store.events({ kind: "workload.migrate" });
       return e.length > 0 ? e : undefined;
@@ -179,7 +203,16 @@ describe("a status the cut-off node read, its answer lost past the margin (real 
     const stoppedAt = Date.now();
     stopSampling = null;
     const seen = sampler.seen;
-    expect(migrate).toEqual([expect.objectContaining({ phase: "rescheduled", workload: NAME, from_node: fx.first.nodeId, from_instance: oldInstance, to_node: fx.second.nodeId, to_instance: moved[0] })]);
+    expect(migrate).toEqual([
+      expect.objectContaining({
+        phase: "rescheduled",
+        workload: NAME,
+        from_node: fx.first.nodeId,
+        from_instance: oldInstance,
+        to_node: fx.second.nodeId,
+        to_instance: moved[0],
+      }),
+    ]);
     const decidedAt = (await ctl.store.chain.byHash(String(migrate[0]!.decision_id)))!.ts;
     const old = seen.copies.get(oldInstance)!;
     // Every instant relative to the held status's stamp, for a failure message that says what happened.
@@ -206,7 +239,9 @@ describe("a status the cut-off node read, its answer lost past the margin (real 
     expect(await keptStamp(ctl, fx.first.nodeId)).toBe(held.issuedAtMs);
     expect((await ctl.placements()).map((p) => [p.name, p.node_id])).toEqual([[NAME, fx.second.nodeId]]);
     // The node's own record, asked directly at the end: its copy was stopped by the lease.
-    expect((await fx.instances(fx.first)).filter((r) => r.instance_id === oldInstance).map((r) => r.state)).toEqual(["lease_stopped"]);
+    expect((await fx.instances(fx.first)).filter((r) => r.instance_id === oldInstance).map((r) => r.state)).toEqual([
+      "lease_stopped",
+    ]);
     expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
   });
 });

@@ -60,20 +60,41 @@ function token(home: CliHome): string {
   return readFileSync(join(home.home, "api.token"), "utf8").trim();
 }
 
-async function api(home: CliHome, s: Server, method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown>; leader: string | null }> {
+async function api(
+  home: CliHome,
+  s: Server,
+  method: string,
+  path: string,
+  body?: unknown,
+  extra: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown>; leader: string | null }> {
   const r = await fetch(`${s.url}/api/v1${path}`, {
     method,
-    headers: { authorization: `Bearer ${token(home)}`, ...(body === undefined ? {} : { "content-type": "application/json" }), ...extra },
+    headers: {
+      authorization: `Bearer ${token(home)}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+      ...extra,
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
-  return { status: r.status, body: (await r.json()) as Record<string, unknown>, leader: r.headers.get("x-berth-leader") };
+  return {
+    status: r.status,
+    body: (await r.json()) as Record<string, unknown>,
+    leader: r.headers.get("x-berth-leader"),
+  };
 }
 
 /** The store as it is, read-only: who leads, under which epoch. */
-function leaderRow(home: CliHome): { pid: number; epoch: number; address: string | null; released_ms: number | null } | null {
+function leaderRow(
+  home: CliHome,
+): { pid: number; epoch: number; address: string | null; released_ms: number | null } | null {
   const db = openDatabase(join(home.home, "controller.db"), { readonly: true });
   try {
-    return (db.prepare("SELECT pid, epoch, address, released_ms FROM berth_leader WHERE id = 1").get() as ReturnType<typeof leaderRow>) ?? null;
+    return (
+      (db.prepare("SELECT pid, epoch, address, released_ms FROM berth_leader WHERE id = 1").get() as ReturnType<
+        typeof leaderRow
+      >) ?? null
+    );
   } finally {
     db.close();
   }
@@ -90,8 +111,14 @@ function storeRows<T>(home: CliHome, sql: string, ...params: unknown[]): T[] {
 
 async function world(servers: number): Promise<{ home: CliHome; node: NodeProcess; proxy: TcpProxy; all: Server[] }> {
   const home = await cliHome("berth-leader-");
-  const node = await NodeProcess.create({ controllers: [home.controllerKey], signers: [home.signer.publicKey], permits: [TEST_PERMIT] });
-  const proxy = await TcpProxy.start(node.address, { tls: { node: node.identity(), controller: loadKeyFile(join(home.home, "keys", "controller.key")) } });
+  const node = await NodeProcess.create({
+    controllers: [home.controllerKey],
+    signers: [home.signer.publicKey],
+    permits: [TEST_PERMIT],
+  });
+  const proxy = await TcpProxy.start(node.address, {
+    tls: { node: node.identity(), controller: loadKeyFile(join(home.home, "keys", "controller.key")) },
+  });
   proxies.push(proxy);
   const all: Server[] = [];
   for (let i = 0; i < servers; i++) all.push(await serve(home));
@@ -104,7 +131,15 @@ const leaderOf = (home: CliHome, all: Server[]) => {
 };
 
 async function verifies(home: CliHome): Promise<boolean> {
-  const r = await home.berth("audit", "verify", "--db", join(home.home, "controller.db"), "--key-file", join(home.home, "keys", "controller.key"), "--json");
+  const r = await home.berth(
+    "audit",
+    "verify",
+    "--db",
+    join(home.home, "controller.db"),
+    "--key-file",
+    join(home.home, "keys", "controller.key"),
+    "--json",
+  );
   return r.code === 0;
 }
 
@@ -121,9 +156,19 @@ describe("several berth serve on one store (issue 20)", { timeout: 180_000 }, ()
       expect(write.status, JSON.stringify(write.body)).toBe(201);
       expect(write.leader).toBe(leader.url);
       // A write that already came through another server is never forwarded twice: 503, the leader named, nothing done.
-      const again = await api(home, f, "POST", "/nodes", { addr: node.address, tier: "paired" }, { "x-berth-forwarded-by": "a test" });
+      const again = await api(
+        home,
+        f,
+        "POST",
+        "/nodes",
+        { addr: node.address, tier: "paired" },
+        { "x-berth-forwarded-by": "a test" },
+      );
       expect(again.status).toBe(503);
-      expect(again.body).toMatchObject({ error: { code: "not_leader" }, leader: { url: leader.url, epoch: leaderRow(home)?.epoch } });
+      expect(again.body).toMatchObject({
+        error: { code: "not_leader" },
+        leader: { url: leader.url, epoch: leaderRow(home)?.epoch },
+      });
       const read = await api(home, f, "GET", "/nodes");
       expect(read.status).toBe(200);
       expect(JSON.stringify(read.body)).toContain(node.nodeId);
@@ -143,8 +188,14 @@ describe("several berth serve on one store (issue 20)", { timeout: 180_000 }, ()
     const name = `kept${process.pid}`;
     proxy.delayNextAnswer("place");
     const placing = api(home, leader, "POST", "/placements", { package: home.pkgDir, name }).catch(() => null);
-    await waitFor(async () => (proxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)");
-    await waitFor(async () => (processesWithEnv(`BERTH_NAME=${name}`).length > 0 ? true : undefined), "the instance runs");
+    await waitFor(
+      async () => (proxy.delayed > 0 ? true : undefined),
+      "the node answered the place (held by the proxy)",
+    );
+    await waitFor(
+      async () => (processesWithEnv(`BERTH_NAME=${name}`).length > 0 ? true : undefined),
+      "the instance runs",
+    );
     const killedAt = Date.now();
     leader.proc.child.kill("SIGKILL");
     await leader.proc.exited();
@@ -155,16 +206,32 @@ describe("several berth serve on one store (issue 20)", { timeout: 180_000 }, ()
     await waitFor(async () => (leaderRow(home)?.pid === follower.pid ? true : undefined), "the follower leads", 30_000);
     // The instant the follower took the row, as it recorded it (the store's clock, this machine's): not when this
     // process, polling on a loaded machine, got to see it.
-    const [{ taken_ms: takenMs }] = storeRows<{ taken_ms: number }>(home, "SELECT taken_ms FROM berth_leader WHERE id = 1") as [{ taken_ms: number }];
+    const [{ taken_ms: takenMs }] = storeRows<{ taken_ms: number }>(
+      home,
+      "SELECT taken_ms FROM berth_leader WHERE id = 1",
+    ) as [{ taken_ms: number }];
     expect(Number(takenMs) - killedAt).toBeLessThan(TTL_MS + TTL_MS / 5 + 2_000);
     const placed = await waitFor(
-      async () => storeRows<{ instance_id: string; adopted: number }>(home, "SELECT instance_id, adopted FROM mesh_placements WHERE name = ?", name)[0],
+      async () =>
+        storeRows<{ instance_id: string; adopted: number }>(
+          home,
+          "SELECT instance_id, adopted FROM mesh_placements WHERE name = ?",
+          name,
+        )[0],
       "the follower adopted the instance the dead leader placed",
       20_000,
     );
     expect(placed.adopted).toBe(1);
-    expect(storeRows<{ state: string }>(home, "SELECT state FROM mesh_decisions WHERE name = ?", name).map((d) => d.state)).toEqual(["placed"]);
-    const copies = new Set(processesWithEnv(`BERTH_NAME=${name}`).map((pid) => readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").find((e: string) => e.startsWith("BERTH_INSTANCE_ID="))));
+    expect(
+      storeRows<{ state: string }>(home, "SELECT state FROM mesh_decisions WHERE name = ?", name).map((d) => d.state),
+    ).toEqual(["placed"]);
+    const copies = new Set(
+      processesWithEnv(`BERTH_NAME=${name}`).map((pid) =>
+        readFileSync(`/proc/${pid}/environ`, "utf8")
+          .split("\0")
+          .find((e: string) => e.startsWith("BERTH_INSTANCE_ID=")),
+      ),
+    );
     expect([...copies]).toEqual([`BERTH_INSTANCE_ID=${placed.instance_id}`]);
     expect(node.verifyChain().ok).toBe(true);
     expect(await verifies(home)).toBe(true);
@@ -185,11 +252,19 @@ describe("several berth serve on one store (issue 20)", { timeout: 180_000 }, ()
     const newEpoch = leaderRow(home)?.epoch as number;
     expect(newEpoch).toBeGreaterThan(oldEpoch);
     // The new leader describes the node on taking over: the node has seen the new epoch.
-    await waitFor(async () => (node.events({ kind: "controller.epoch" }).some((e) => e.payload.to === newEpoch) ? true : undefined), "the node saw the new epoch");
+    await waitFor(
+      async () => (node.events({ kind: "controller.epoch" }).some((e) => e.payload.to === newEpoch) ? true : undefined),
+      "the node saw the new epoch",
+    );
 
     held.release();
     await waitFor(
-      async () => (node.events({ kind: "workload.refuse" }).some((e) => e.payload.code === "stale_epoch" && e.payload.method === "place") ? true : undefined),
+      async () =>
+        node
+          .events({ kind: "workload.refuse" })
+          .some((e) => e.payload.code === "stale_epoch" && e.payload.method === "place")
+          ? true
+          : undefined,
       "the node refused the old leader's place stale_epoch",
     );
     leader.proc.child.kill("SIGCONT");

@@ -48,12 +48,20 @@ describe("node liveness read from the controller store", () => {
     expect(refreshed.liveness).toBe("suspect");
     expect(refreshed.unreachable_since_ms).toEqual(expect.any(Number));
     const later = await list();
-    expect([later.liveness, later.unreachable_since_ms, later.name]).toEqual(["suspect", refreshed.unreachable_since_ms, first.name]);
+    expect([later.liveness, later.unreachable_since_ms, later.name]).toEqual([
+      "suspect",
+      refreshed.unreachable_since_ms,
+      first.name,
+    ]);
     // Nobody contacts the node from here on: the stored "unreachable since" alone turns into dead.
-    const dead = await waitFor(async () => {
-      const t = await list();
-      return t.liveness === "dead" ? t : undefined;
-    }, "the stored liveness to read dead", 60_000);
+    const dead = await waitFor(
+      async () => {
+        const t = await list();
+        return t.liveness === "dead" ? t : undefined;
+      },
+      "the stored liveness to read dead",
+      60_000,
+    );
     expect(dead.unreachable_since_ms).toBe(refreshed.unreachable_since_ms);
 
     await node.start();

@@ -99,10 +99,21 @@ function startLoop(ctl: MeshController, tickMs = 300): TargetWatch {
 }
 
 /** Adds both nodes (the first through its proxy unless `direct`) and places the agent on `on`, restart always. */
-async function placeAgent(fx: ProcessFixture, ctl: MeshController, on: "first" | "second", o: { direct?: boolean } = {}): Promise<{ instanceId: string; decisionId: string }> {
+async function placeAgent(
+  fx: ProcessFixture,
+  ctl: MeshController,
+  on: "first" | "second",
+  o: { direct?: boolean } = {},
+): Promise<{ instanceId: string; decisionId: string }> {
   expect((await ctl.addTarget(o.direct ? fx.first.address : fx.proxy.address, "paired")).ok).toBe(true);
   expect((await ctl.addTarget(fx.second.address, "paired")).ok).toBe(true);
-  const r = await ctl.place({ package: fx.pkgDir, name: NAME, config: { mode: "service" }, restart: "always", prefer: [fx[on].nodeId] });
+  const r = await ctl.place({
+    package: fx.pkgDir,
+    name: NAME,
+    config: { mode: "service" },
+    restart: "always",
+    prefer: [fx[on].nodeId],
+  });
   expect(r.placed?.node_id, r.explain).toBe(fx[on].nodeId);
   return { instanceId: r.placed!.instance_id, decisionId: r.placed!.decision_id };
 }
@@ -115,19 +126,33 @@ async function placeAgent(fx: ProcessFixture, ctl: MeshController, on: "first" |
  * it is meant to judge (about one read in fifteen on this machine), which no decision could have waited for.
  */
 async function settledLastSent(ctl: MeshController, nodeId: string): Promise<number> {
-  const pending = async () => (await ctl.store.engine.read((q) => q.all<{ id: string }>("SELECT id FROM mesh_watch_sends WHERE node_id = ? AND settled = 0", [nodeId]))).map((r) => r.id);
+  const pending = async () =>
+    (
+      await ctl.store.engine.read((q) =>
+        q.all<{ id: string }>("SELECT id FROM mesh_watch_sends WHERE node_id = ? AND settled = 0", [nodeId]),
+      )
+    ).map((r) => r.id);
   const inFlight = new Set(await pending());
   await waitFor(async () => !(await pending()).some((id) => inFlight.has(id)), "the calls in flight to end");
-  const [floor, kept] = await ctl.store.engine.read(async (q) => [
-    await q.get<{ m: number | string | null }>("SELECT last_sent_ms AS m FROM mesh_watch_nodes WHERE node_id = ?", [nodeId]),
-    await q.get<{ m: number | string | null }>("SELECT MAX(issued_at_ms) AS m FROM mesh_watch_sends WHERE node_id = ? AND settled = 1", [nodeId]),
-  ] as const);
+  const [floor, kept] = await ctl.store.engine.read(
+    async (q) =>
+      [
+        await q.get<{ m: number | string | null }>("SELECT last_sent_ms AS m FROM mesh_watch_nodes WHERE node_id = ?", [
+          nodeId,
+        ]),
+        await q.get<{ m: number | string | null }>(
+          "SELECT MAX(issued_at_ms) AS m FROM mesh_watch_sends WHERE node_id = ? AND settled = 1",
+          [nodeId],
+        ),
+      ] as const,
+  );
   const stamps = [floor?.m, kept?.m].filter((m) => m != null).map(Number);
   if (stamps.length === 0) throw new Error(`no request to ${nodeId} may have reached it`);
   return Math.max(...stamps);
 }
 
-const lifecycle = async (ctl: MeshController, phase: string) => (await ctl.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === phase);
+const lifecycle = async (ctl: MeshController, phase: string) =>
+  (await ctl.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === phase);
 
 describe("moving agents off a lost or drained node, never two copies (real daemons, /proc)", () => {
   it("a leased node killed for good: its agent runs elsewhere once the lease has certainly run out, never twice; its stopped copy is unloaded when it returns", async () => {
@@ -139,7 +164,11 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     sampler = sample(NAME);
     await fx.second.kill9();
     const killedAt = Date.now();
-    const moved = await waitFor(() => liveCopies(NAME).find((c) => c.node === fx.first.nodeId), "the agent running on the other node", 60_000);
+    const moved = await waitFor(
+      () => liveCopies(NAME).find((c) => c.node === fx.first.nodeId),
+      "the agent running on the other node",
+      60_000,
+    );
     const movedAfter = Date.now() - killedAt;
     expect(sampler.twice, "two live copies at once").toBeNull();
     expect(sampler.max).toBe(1);
@@ -148,18 +177,35 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
       const e = await ctl.store.events({ kind: "workload.migrate" });
       return e.length > 0 ? e : undefined;
     }, "the move chained");
-    expect(migrate).toEqual([expect.objectContaining({ phase: "rescheduled", workload: NAME, from_node: fx.second.nodeId, from_instance: instanceId, to_node: fx.first.nodeId, to_instance: moved.instance })]);
+    expect(migrate).toEqual([
+      expect.objectContaining({
+        phase: "rescheduled",
+        workload: NAME,
+        from_node: fx.second.nodeId,
+        from_instance: instanceId,
+        to_node: fx.first.nodeId,
+        to_instance: moved.instance,
+      }),
+    ]);
     const decidedAt = (await ctl.store.chain.byHash(String(migrate[0]!.decision_id)))!.ts;
     const lastSent = await settledLastSent(ctl, fx.second.nodeId);
     expect(decidedAt).toBeGreaterThanOrEqual(lastSent + leaseWaitMs(LEASE_MS));
     expect(movedAfter).toBeGreaterThanOrEqual(LEASE_MS);
-    expect(await lifecycle(ctl, "lifecycle")).toContainEqual(expect.objectContaining({ instance_id: instanceId, action: "reschedule", by: expect.objectContaining({ actor: "reconcile-loop" }) }));
+    expect(await lifecycle(ctl, "lifecycle")).toContainEqual(
+      expect.objectContaining({
+        instance_id: instanceId,
+        action: "reschedule",
+        by: expect.objectContaining({ actor: "reconcile-loop" }),
+      }),
+    );
     expect((await ctl.placements()).map((p) => [p.name, p.node_id])).toEqual([[NAME, fx.first.nodeId]]);
     // The node comes back: its copy (stopped by the lease) is unloaded, fenced; nothing starts it again.
     await fx.second.start();
     await waitFor(async () => (await ctl.moves.moved()).length === 0, "the old copy's record to end", 30_000);
     expect((await fx.instances(fx.second)).filter((r) => r.name === NAME)).toEqual([]);
-    expect((await ctl.store.events({ kind: "workload.unload", phase: "outcome" }))).toContainEqual(expect.objectContaining({ instance_id: instanceId, result: "orphan_unloaded" }));
+    expect(await ctl.store.events({ kind: "workload.unload", phase: "outcome" })).toContainEqual(
+      expect.objectContaining({ instance_id: instanceId, result: "orphan_unloaded" }),
+    );
     await new Promise((r) => setTimeout(r, 1_500));
     sampler.stop();
     expect(sampler.twice, "two live copies at once").toBeNull();
@@ -177,11 +223,13 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     await fx.second.kill9();
     await waitFor(async () => (await lifecycle(ctl, "alert")).length > 0, "the held alert", 30_000);
     await new Promise((r) => setTimeout(r, 3_000));
-    expect(await lifecycle(ctl, "alert")).toEqual([expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" })]);
+    expect(await lifecycle(ctl, "alert")).toEqual([
+      expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" }),
+    ]);
     // Its copy still runs on the dead node's host (nothing stops it), and nothing runs elsewhere.
     expect(liveCopies(NAME)).toEqual([{ instance: instanceId, node: fx.second.nodeId }]);
     expect(sampler.max).toBe(1);
-    expect((await ctl.store.events({ kind: "workload.migrate" }))).toEqual([]);
+    expect(await ctl.store.events({ kind: "workload.migrate" })).toEqual([]);
   });
 
   it("forget releases a node's placement at once and the loop places it elsewhere; when the node answers again its copy is stopped and unloaded on the operator's authority", async () => {
@@ -191,19 +239,47 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     await lead(ctl);
     await fx.proxy.cut();
     const operator = { user: "test", via: "berth node forget" };
-    const r = await forgetNode(await ctl.nodeAdmin(), fx.first.nodeId, "the Pi in the kitchen lost its SD card", operator);
+    const r = await forgetNode(
+      await ctl.nodeAdmin(),
+      fx.first.nodeId,
+      "the Pi in the kitchen lost its SD card",
+      operator,
+    );
     expect(r).toEqual({ node: fx.first.nodeId, released: [{ instance_id: instanceId, name: NAME }], decisions: [] });
     // Released at once: no placement holds the name.
     expect(await ctl.placements()).toEqual([]);
-    expect((await ctl.store.events({ kind: "node.forget" }))).toEqual([expect.objectContaining({ node: fx.first.nodeId, reason: "the Pi in the kitchen lost its SD card", operator, instances: [instanceId] })]);
+    expect(await ctl.store.events({ kind: "node.forget" })).toEqual([
+      expect.objectContaining({
+        node: fx.first.nodeId,
+        reason: "the Pi in the kitchen lost its SD card",
+        operator,
+        instances: [instanceId],
+      }),
+    ]);
     watch = startLoop(ctl);
-    const placed = await waitFor(() => liveCopies(NAME).find((c) => c.node === fx.second.nodeId), "the agent placed again on the other node", 30_000);
-    await waitFor(async () => (await ctl.store.events({ kind: "workload.migrate" })).some((e) => e.phase === "forgotten" && e.from_instance === instanceId && e.to_instance === placed.instance), "the move chained");
+    const placed = await waitFor(
+      () => liveCopies(NAME).find((c) => c.node === fx.second.nodeId),
+      "the agent placed again on the other node",
+      30_000,
+    );
+    await waitFor(
+      async () =>
+        (await ctl.store.events({ kind: "workload.migrate" })).some(
+          (e) => e.phase === "forgotten" && e.from_instance === instanceId && e.to_instance === placed.instance,
+        ),
+      "the move chained",
+    );
     // The forgotten node answers again with its key: its copy is stopped and unloaded, recorded as the operator's.
     await fx.proxy.heal();
-    await waitFor(() => !liveCopies(NAME).some((c) => c.node === fx.first.nodeId), "the forgotten node's copy stopped", 30_000);
+    await waitFor(
+      () => !liveCopies(NAME).some((c) => c.node === fx.first.nodeId),
+      "the forgotten node's copy stopped",
+      30_000,
+    );
     await waitFor(async () => (await ctl.moves.moved()).length === 0, "the forgotten copy unloaded", 30_000);
-    expect((await ctl.store.events({ kind: "workload.stop", phase: "request" }))).toContainEqual(expect.objectContaining({ instance_id: instanceId, orphan: true, authority: "operator", moved_by: "forget" }));
+    expect(await ctl.store.events({ kind: "workload.stop", phase: "request" })).toContainEqual(
+      expect.objectContaining({ instance_id: instanceId, orphan: true, authority: "operator", moved_by: "forget" }),
+    );
     expect((await fx.instances(fx.first)).filter((row) => row.name === NAME)).toEqual([]);
     expect(liveCopies(NAME)).toEqual([placed]);
     expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
@@ -217,10 +293,23 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     watch = startLoop(ctl);
     sampler = sample(NAME);
     const operator = { user: "test", via: "berth node drain" };
-    const r = await drainNode(await ctl.nodeAdmin(), fx.first.nodeId, "kernel upgrade", operator, (ms) => new Promise((res) => setTimeout(res, ms)));
+    const r = await drainNode(
+      await ctl.nodeAdmin(),
+      fx.first.nodeId,
+      "kernel upgrade",
+      operator,
+      (ms) => new Promise((res) => setTimeout(res, ms)),
+    );
     expect("error" in r ? r.error : null).toBeNull();
     if ("error" in r) return;
-    expect(r.steps).toEqual([expect.objectContaining({ instance_id: instanceId, outcome: "moved", to_node: fx.second.nodeId, old_copy: "unloaded" })]);
+    expect(r.steps).toEqual([
+      expect.objectContaining({
+        instance_id: instanceId,
+        outcome: "moved",
+        to_node: fx.second.nodeId,
+        old_copy: "unloaded",
+      }),
+    ]);
     await new Promise((res) => setTimeout(res, 1_000));
     sampler.stop();
     expect(sampler.twice, "two live copies at once").toBeNull();
@@ -229,7 +318,13 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     expect(liveCopies(NAME).map((c) => c.node)).toEqual([fx.second.nodeId]);
     expect((await fx.instances(fx.first)).filter((row) => row.name === NAME)).toEqual([]);
     // Cordoned: a new placement preferring it lands elsewhere, and the explain says why.
-    const again = await ctl.place({ package: fx.pkgDir, name: "other", config: { mode: "service" }, prefer: [fx.first.nodeId], dry_run: true });
+    const again = await ctl.place({
+      package: fx.pkgDir,
+      name: "other",
+      config: { mode: "service" },
+      prefer: [fx.first.nodeId],
+      dry_run: true,
+    });
     expect(again.explain).toContain("cordoned: the operator cordoned this node");
     expect(again.decision.placement?.node_id).toBe(fx.second.nodeId);
     expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
@@ -241,15 +336,36 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     const { instanceId, decisionId } = await placeAgent(fx, ctl, "first", { direct: true });
     await lead(ctl);
     // Someone else with the controller's key unloads it on the node, behind the store's back.
-    const other = new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000, authority: () => ctl.authority.current() });
-    const unloaded = await other.call(fx.first.target(), "unload", { instance_id: instanceId }, { decisionId: "f".repeat(64) });
+    const other = new NodeClient({
+      key: fx.key,
+      connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }),
+      timeoutMs: 5_000,
+      authority: () => ctl.authority.current(),
+    });
+    const unloaded = await other.call(
+      fx.first.target(),
+      "unload",
+      { instance_id: instanceId },
+      { decisionId: "f".repeat(64) },
+    );
     expect(unloaded.kind, JSON.stringify(unloaded)).toBe("ok");
     expect(liveCopies(NAME)).toEqual([]);
     watch = startLoop(ctl);
     sampler = sample(NAME);
     const again = await waitFor(() => liveCopies(NAME)[0], "the lost agent placed again", 30_000);
-    await waitFor(async () => (await ctl.store.events({ kind: "workload.migrate" })).some((e) => e.phase === "replaced_after_loss" && e.from_instance === instanceId && e.to_instance === again.instance), "the replacement chained");
-    await waitFor(async () => (await ctl.moves.moved()).length === 0, "the lost record to end (its node lists nothing)", 30_000);
+    await waitFor(
+      async () =>
+        (await ctl.store.events({ kind: "workload.migrate" })).some(
+          (e) =>
+            e.phase === "replaced_after_loss" && e.from_instance === instanceId && e.to_instance === again.instance,
+        ),
+      "the replacement chained",
+    );
+    await waitFor(
+      async () => (await ctl.moves.moved()).length === 0,
+      "the lost record to end (its node lists nothing)",
+      30_000,
+    );
     expect((await ctl.placements()).map((p) => p.name)).toEqual([NAME]);
     expect((await ctl.placements())[0]?.decision_id).not.toBe(decisionId);
     sampler.stop();
@@ -263,16 +379,38 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     const { instanceId } = await placeAgent(fx, ctl, "first");
     await lead(ctl);
     await fx.proxy.cut();
-    await ctl.store.engine.transaction((tx) => tx.run("UPDATE mesh_watch_nodes SET lease_ms = 1000 WHERE node_id = ?", [fx.first.nodeId]));
+    await ctl.store.engine.transaction((tx) =>
+      tx.run("UPDATE mesh_watch_nodes SET lease_ms = 1000 WHERE node_id = ?", [fx.first.nodeId]),
+    );
     watch = startLoop(ctl);
-    await waitFor(() => liveCopies(NAME).some((c) => c.node === fx.second.nodeId), "the (wrongly) rescheduled copy", 40_000);
+    await waitFor(
+      () => liveCopies(NAME).some((c) => c.node === fx.second.nodeId),
+      "the (wrongly) rescheduled copy",
+      40_000,
+    );
     await fx.proxy.heal();
-    await waitFor(async () => (await lifecycle(ctl, "alert")).some((a) => a.reason === "duplicate"), "the duplicate alert", 30_000);
+    await waitFor(
+      async () => (await lifecycle(ctl, "alert")).some((a) => a.reason === "duplicate"),
+      "the duplicate alert",
+      30_000,
+    );
     await new Promise((res) => setTimeout(res, 3_000));
-    expect((await lifecycle(ctl, "alert")).filter((a) => a.reason === "duplicate")).toEqual([expect.objectContaining({ instance_id: instanceId, node: fx.first.nodeId })]);
+    expect((await lifecycle(ctl, "alert")).filter((a) => a.reason === "duplicate")).toEqual([
+      expect.objectContaining({ instance_id: instanceId, node: fx.first.nodeId }),
+    ]);
     // Never killed: the old copy still runs, and nothing stop/unload was sent for it.
-    expect(liveCopies(NAME).map((c) => c.node).sort()).toEqual([fx.first.nodeId, fx.second.nodeId].sort());
-    expect((await ctl.store.events({ kind: "workload.stop", phase: "request" })).filter((p) => p.instance_id === instanceId)).toEqual([]);
-    expect((await ctl.store.events({ kind: "workload.unload", phase: "request" })).filter((p) => p.instance_id === instanceId)).toEqual([]);
+    expect(
+      liveCopies(NAME)
+        .map((c) => c.node)
+        .sort(),
+    ).toEqual([fx.first.nodeId, fx.second.nodeId].sort());
+    expect(
+      (await ctl.store.events({ kind: "workload.stop", phase: "request" })).filter((p) => p.instance_id === instanceId),
+    ).toEqual([]);
+    expect(
+      (await ctl.store.events({ kind: "workload.unload", phase: "request" })).filter(
+        (p) => p.instance_id === instanceId,
+      ),
+    ).toEqual([]);
   });
 });

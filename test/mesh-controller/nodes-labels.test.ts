@@ -20,9 +20,20 @@ describe("labels on nodes", { timeout: 120_000 }, () => {
     const home = tempDir("berth-node-labels-");
     const env = { BERTH_HOME: home };
     const key = String((await run(env, ["keys", "new", "--json"])).doc.public_key);
-    const gpu = await NodeProcess.create({ controllers: [key], signers: [], permits: [], config: { labels: { zone: "lab", gpu: "yes" } } });
-    const plain = await NodeProcess.create({ controllers: [key], signers: [], permits: [], config: { labels: { zone: "attic" } } });
-    for (const n of [gpu, plain]) expect((await run(env, ["nodes", "add", n.address, "--tier", "paired"])).code).toBe(0);
+    const gpu = await NodeProcess.create({
+      controllers: [key],
+      signers: [],
+      permits: [],
+      config: { labels: { zone: "lab", gpu: "yes" } },
+    });
+    const plain = await NodeProcess.create({
+      controllers: [key],
+      signers: [],
+      permits: [],
+      config: { labels: { zone: "attic" } },
+    });
+    for (const n of [gpu, plain])
+      expect((await run(env, ["nodes", "add", n.address, "--tier", "paired"])).code).toBe(0);
     // No --refresh: the labels come with the nodes' signed facts, and -l describes the nodes itself.
     const ids = (doc: JsonObject) => ((doc.targets ?? doc.nodes) as JsonObject[]).map((t) => t.node_id).sort();
     const cases: Array<[string, string[]]> = [
@@ -41,7 +52,21 @@ describe("labels on nodes", { timeout: 120_000 }, () => {
 
     const { url } = await serve(home);
     const client = clientHome(home);
-    expect((await run(client.env, ["context", "add", "lab", "--server", url, "--token-file", client.tokenFile, "--use", "--json"])).code).toBe(0);
+    expect(
+      (
+        await run(client.env, [
+          "context",
+          "add",
+          "lab",
+          "--server",
+          url,
+          "--token-file",
+          client.tokenFile,
+          "--use",
+          "--json",
+        ])
+      ).code,
+    ).toBe(0);
     for (const [selector, expected] of cases) {
       const r = await run(client.env, ["nodes", "list", "-l", selector, "--json"]);
       expect([r.code, ids(r.doc)], `${selector} through the server: ${r.stderr}`).toEqual([0, expected]);
@@ -50,7 +75,9 @@ describe("labels on nodes", { timeout: 120_000 }, () => {
     expect([badRemote.code, badRemote.doc.error]).toEqual([badLocal.code, badLocal.doc.error]);
     // The API refuses it by itself too, naming the query parameter.
     const token = (await import("node:fs")).readFileSync(client.tokenFile, "utf8").trim();
-    const api = await fetch(`${url}/api/v1/nodes?labelSelector=${encodeURIComponent("zone=a b")}`, { headers: { authorization: `Bearer ${token}` } });
+    const api = await fetch(`${url}/api/v1/nodes?labelSelector=${encodeURIComponent("zone=a b")}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(api.status).toBe(400);
     expect(JSON.stringify(await api.json())).toContain("query.labelSelector");
   });

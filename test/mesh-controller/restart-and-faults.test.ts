@@ -48,7 +48,15 @@ describe("controller restart and persistence", () => {
   });
 
   it("a crash after chaining the decision but before sending leaves the decision unplaced with an interrupted event, nothing anywhere, and the name free", async () => {
-    fx = await seedFixture({ controllerOptions: { hooks: { afterDecision: () => { throw new Crash("killed after chaining the decision"); } } } });
+    fx = await seedFixture({
+      controllerOptions: {
+        hooks: {
+          afterDecision: () => {
+            throw new Crash("killed after chaining the decision");
+          },
+        },
+      },
+    });
     await paired(fx);
     await expect(fx.controller.place({ package: fx.pkgDir })).rejects.toBeInstanceOf(Crash);
     const c = await fx.reopen({ hooks: {} });
@@ -64,12 +72,24 @@ describe("controller restart and persistence", () => {
   });
 
   it("a crash after an attempt was marked sending leaves the decision unsettled on restart, and settling releases it when the node holds nothing", async () => {
-    fx = await seedFixture({ controllerOptions: { hooks: { afterAttemptBegun: () => { throw new Crash("killed after marking the attempt sending"); } } } });
+    fx = await seedFixture({
+      controllerOptions: {
+        hooks: {
+          afterAttemptBegun: () => {
+            throw new Crash("killed after marking the attempt sending");
+          },
+        },
+      },
+    });
     await paired(fx);
     await expect(fx.controller.place({ package: fx.pkgDir })).rejects.toBeInstanceOf(Crash);
     const c = await fx.reopen({ hooks: {} });
     expect(await c.unsettled()).toHaveLength(1);
-    expect((await controllerEvents(c, "workload.refuse")).some((e) => e.phase === "interrupted" && e.next === "stopped: the target may hold the instance")).toBe(true);
+    expect(
+      (await controllerEvents(c, "workload.refuse")).some(
+        (e) => e.phase === "interrupted" && e.next === "stopped: the target may hold the instance",
+      ),
+    ).toBe(true);
     const report = await c.start();
     expect([report.adopted, report.settledEmpty]).toEqual([0, 1]);
     expect(await c.unsettled()).toHaveLength(0);
@@ -89,7 +109,9 @@ describe("controller restart and persistence", () => {
     expect((await c.start()).adopted).toBe(0);
     fx.faults.heal(first.addr);
     expect((await c.start()).adopted).toBe(1);
-    expect((await c.placements()).map((p) => [p.node_id, p.decision_id, p.adopted])).toEqual([[first.id, r.decision_id, true]]);
+    expect((await c.placements()).map((p) => [p.node_id, p.decision_id, p.adopted])).toEqual([
+      [first.id, r.decision_id, true],
+    ]);
     expect(await instanceCount(fx)).toBe(1);
   });
 });
@@ -101,7 +123,10 @@ describe("further faults", () => {
     await paired(fx);
     fx.faults.holdNextPlaceAnswer(first.addr);
     const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
-    expect(r.attempts.map((a) => a.outcome), r.explain).toEqual(["indeterminate", "placed"]);
+    expect(
+      r.attempts.map((a) => a.outcome),
+      r.explain,
+    ).toEqual(["indeterminate", "placed"]);
     expect(r.attempts[0]?.reason).toContain("reconciled: unloaded 1 instance");
     expect(r.placed?.node_id).toBe(second.id);
     expect(await instanceCount(fx)).toBe(1);
@@ -117,7 +142,13 @@ describe("further faults", () => {
             if (!node || restarted) return;
             restarted = true;
             await node.daemon.close();
-            node.daemon = await NodeDaemon.start({ dataDir: node.dataDir, listen: "127.0.0.1:0", version: "test", allowRootAgents: true, pollMs: 50 });
+            node.daemon = await NodeDaemon.start({
+              dataDir: node.dataDir,
+              listen: "127.0.0.1:0",
+              version: "test",
+              allowRootAgents: true,
+              pollMs: 50,
+            });
           },
         },
       },
@@ -126,9 +157,15 @@ describe("further faults", () => {
     await paired(fx);
     const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
     expect(restarted).toBe(true);
-    expect(r.attempts.map((a) => a.outcome), r.explain).toEqual(["placed"]);
+    expect(
+      r.attempts.map((a) => a.outcome),
+      r.explain,
+    ).toEqual(["placed"]);
     expect(r.placed?.node_id).toBe(first.id);
-    expect(nodeEvents(first, "workload.refuse").some((e) => e.payload.code === "stale_boot"), "the first send was refused stale_boot").toBe(true);
+    expect(
+      nodeEvents(first, "workload.refuse").some((e) => e.payload.code === "stale_boot"),
+      "the first send was refused stale_boot",
+    ).toBe(true);
     expect(await instanceCount(fx)).toBe(1);
   });
 
@@ -146,7 +183,10 @@ describe("further faults", () => {
     const [first] = nodesOf(fx);
     await paired(fx);
     const r = await fx.controller.place({ package: fx.pkgDir, pin: first.id });
-    expect(r.attempts.map((a) => [a.outcome, a.next]), r.explain).toEqual([["unreachable", "no candidate left"]]);
+    expect(
+      r.attempts.map((a) => [a.outcome, a.next]),
+      r.explain,
+    ).toEqual([["unreachable", "no candidate left"]]);
     expect(r.explain).not.toContain("trying the next candidate");
     expect(r.placed).toBeNull();
   });
@@ -165,12 +205,19 @@ describe("further faults", () => {
     const [first, second] = nodesOf(fx);
     await paired(fx);
     const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
-    expect(r.attempts.map((a) => [a.outcome, a.next]), r.explain).toEqual([
+    expect(
+      r.attempts.map((a) => [a.outcome, a.next]),
+      r.explain,
+    ).toEqual([
       ["unreachable", "trying the next candidate"],
       ["placed", null],
     ]);
     expect(r.placed?.node_id).toBe(second.id);
-    expect((await controllerEvents(fx.controller, "workload.refuse")).some((e) => e.outcome === "unreachable" && e.next === "trying the next candidate")).toBe(true);
+    expect(
+      (await controllerEvents(fx.controller, "workload.refuse")).some(
+        (e) => e.outcome === "unreachable" && e.next === "trying the next candidate",
+      ),
+    ).toBe(true);
     expect(await instanceCount(fx)).toBe(1);
   });
 
@@ -178,7 +225,13 @@ describe("further faults", () => {
     fx = await seedFixture();
     const [first] = nodesOf(fx);
     await first.daemon.close();
-    first.daemon = await NodeDaemon.start({ dataDir: first.dataDir, listen: "127.0.0.1:0", version: "test", allowRootAgents: true, labels: { "berth.io/tier": "pinned" } });
+    first.daemon = await NodeDaemon.start({
+      dataDir: first.dataDir,
+      listen: "127.0.0.1:0",
+      version: "test",
+      allowRootAgents: true,
+      labels: { "berth.io/tier": "pinned" },
+    });
     await paired(fx);
     const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
     const report = r.decision.candidates.find((c) => c.node_id === first.id);
@@ -190,10 +243,15 @@ describe("further faults", () => {
   it("two concurrent places of one name dispatch exactly once; the other fails because the name is taken", async () => {
     fx = await seedFixture();
     await paired(fx);
-    const results = await Promise.allSettled([fx.controller.place({ package: fx.pkgDir }), fx.controller.place({ package: fx.pkgDir })]);
+    const results = await Promise.allSettled([
+      fx.controller.place({ package: fx.pkgDir }),
+      fx.controller.place({ package: fx.pkgDir }),
+    ]);
     expect(results.filter((x) => x.status === "fulfilled")).toHaveLength(1);
     const failed = results.find((x) => x.status === "rejected");
-    expect(failed?.status === "rejected" ? String(failed.reason) : "").toMatch(/name probe is (already placed|held by a decision in flight by pid)/);
+    expect(failed?.status === "rejected" ? String(failed.reason) : "").toMatch(
+      /name probe is (already placed|held by a decision in flight by pid)/,
+    );
     expect(await instanceCount(fx)).toBe(1);
   });
 });

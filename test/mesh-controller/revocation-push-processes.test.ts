@@ -34,7 +34,9 @@ const operator = { user: "test", via: "berth revoke" };
 function nodeEvents(dataDir: string, kind: string): JsonObject[] {
   const db = new Database(join(dataDir, "node.db"), { readonly: true });
   try {
-    return (db.prepare("SELECT payload FROM audit_event WHERE kind = ? ORDER BY seq").all(kind) as Array<{ payload: string }>).map((r) => JSON.parse(r.payload) as JsonObject);
+    return (
+      db.prepare("SELECT payload FROM audit_event WHERE kind = ? ORDER BY seq").all(kind) as Array<{ payload: string }>
+    ).map((r) => JSON.parse(r.payload) as JsonObject);
   } finally {
     db.close();
   }
@@ -46,7 +48,12 @@ describe("revocation reaches every node (real daemons)", () => {
     const ctl = fx.controller;
     expect((await ctl.addTarget(fx.proxy.address, "paired")).ok).toBe(true);
     expect((await ctl.addTarget(fx.second.address, "paired")).ok).toBe(true);
-    const placed = await ctl.place({ package: fx.pkgDir, name: NAME, config: { mode: "service" }, pin: fx.second.nodeId });
+    const placed = await ctl.place({
+      package: fx.pkgDir,
+      name: NAME,
+      config: { mode: "service" },
+      pin: fx.second.nodeId,
+    });
     expect(placed.placed?.node_id, placed.explain).toBe(fx.second.nodeId);
     const packageId = placed.placed!.package_id;
     await waitFor(() => liveAgents(NAME).length > 0, "the agent running");
@@ -63,28 +70,68 @@ describe("revocation reaches every node (real daemons)", () => {
       ]),
     );
     // The reachable node chained the subject and stopped what it revokes, at once (not at its 60 s sweep).
-    expect(nodeEvents(fx.second.dataDir, "workload.revoke")).toEqual([expect.objectContaining({ subject_kind: "package", subject: packageId, generation: 1, controller: ctl.controllerId })]);
+    expect(nodeEvents(fx.second.dataDir, "workload.revoke")).toEqual([
+      expect.objectContaining({
+        subject_kind: "package",
+        subject: packageId,
+        generation: 1,
+        controller: ctl.controllerId,
+      }),
+    ]);
     await waitFor(() => liveAgents(NAME).length === 0, "the revoked agent stopped by its node", 30_000);
-    expect(await ctl.store.events({ kind: "workload.revoke" })).toEqual([expect.objectContaining({ subject_kind: "package", subject: packageId, generation: 1, reason: "a bad build" })]);
+    expect(await ctl.store.events({ kind: "workload.revoke" })).toEqual([
+      expect.objectContaining({ subject_kind: "package", subject: packageId, generation: 1, reason: "a bad build" }),
+    ]);
 
-    const lifted = await ctl.revoke({ revoke: false, kind: "package", id: packageId, reason: "rebuilt and checked", operator });
+    const lifted = await ctl.revoke({
+      revoke: false,
+      kind: "package",
+      id: packageId,
+      reason: "rebuilt and checked",
+      operator,
+    });
     expect(lifted.ok && lifted.generation).toBe(2);
-    expect(nodeEvents(fx.second.dataDir, "workload.unrevoke")).toEqual([expect.objectContaining({ subject: packageId, generation: 2 })]);
+    expect(nodeEvents(fx.second.dataDir, "workload.unrevoke")).toEqual([
+      expect.objectContaining({ subject: packageId, generation: 2 }),
+    ]);
 
     // The cut-off node answers again: until it holds generation 2 it takes no placement (a dry run sends nothing).
     await fx.proxy.heal();
-    const dry = await ctl.place({ package: fx.pkgDir, name: `${NAME}b`, config: { mode: "service" }, prefer: [fx.first.nodeId], dry_run: true });
+    const dry = await ctl.place({
+      package: fx.pkgDir,
+      name: `${NAME}b`,
+      config: { mode: "service" },
+      prefer: [fx.first.nodeId],
+      dry_run: true,
+    });
     expect(dry.decision.placement?.node_id).toBe(fx.second.nodeId);
     expect(dry.explain).toContain("this node holds revocation list 0, the controller's is 2");
     // Its next contact (this placement's) brings it the list first; then it may take the placement.
-    const after = await ctl.place({ package: fx.pkgDir, name: `${NAME}b`, config: { mode: "service" }, prefer: [fx.first.nodeId] });
+    const after = await ctl.place({
+      package: fx.pkgDir,
+      name: `${NAME}b`,
+      config: { mode: "service" },
+      prefer: [fx.first.nodeId],
+    });
     expect(after.placed?.node_id, after.explain).toBe(fx.first.nodeId);
-    const pushedFile = JSON.parse(readFileSync(join(fx.first.dataDir, "revocations.pushed", `${ctl.controllerId}.json`), "utf8")) as { generation: number };
+    const pushedFile = JSON.parse(
+      readFileSync(join(fx.first.dataDir, "revocations.pushed", `${ctl.controllerId}.json`), "utf8"),
+    ) as { generation: number };
     expect(pushedFile.generation).toBe(2);
 
     // A node never goes back to an older list, whoever signs it.
-    const client = new NodeClient({ key: fx.key, connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000, authority: () => ctl.authority.current() });
-    const older = await client.call(fx.second.target(), "revocations", { generation: 1, subjects: [] }, { decisionId: "e".repeat(64) });
+    const client = new NodeClient({
+      key: fx.key,
+      connector: new TlsConnector({ identity: fx.key, connectTimeoutMs: 2_000 }),
+      timeoutMs: 5_000,
+      authority: () => ctl.authority.current(),
+    });
+    const older = await client.call(
+      fx.second.target(),
+      "revocations",
+      { generation: 1, subjects: [] },
+      { decisionId: "e".repeat(64) },
+    );
     expect(older).toMatchObject({ kind: "refused", code: "precondition_failed" });
     expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
   });

@@ -34,9 +34,16 @@ describe("concurrent placements of one name through the API", () => {
     const packageId = probePackage(pkgDir, signer);
     writeJson(join(dir, "signers.json"), [{ key: signer.publicKey, name: "test" }]);
     writeJson(join(dir, "permits.json"), [TEST_PERMIT]);
-    const nodes = await Promise.all([0, 1].map(() => NodeProcess.create({ controllers: [key.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] })));
+    const nodes = await Promise.all(
+      [0, 1].map(() =>
+        NodeProcess.create({ controllers: [key.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] }),
+      ),
+    );
     const server = await startServer({ dataDir: dir, port: 0 });
-    let answers: Array<{ status: number; body: { error?: { code?: string }; placed?: { instance_id: string } | null } }>;
+    let answers: Array<{
+      status: number;
+      body: { error?: { code?: string }; placed?: { instance_id: string } | null };
+    }>;
     try {
       for (const n of nodes) expect((await server.state.controller.addTarget(n.address, "paired")).ok).toBe(true);
       expect((await server.state.controller.registerPackage(pkgDir)).ok).toBe(true);
@@ -47,7 +54,10 @@ describe("concurrent placements of one name through the API", () => {
             headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
             body: JSON.stringify({ package: packageId, name: "only-one" }),
           });
-          return { status: r.status, body: (await r.json()) as { error?: { code?: string }; placed?: { instance_id: string } | null } };
+          return {
+            status: r.status,
+            body: (await r.json()) as { error?: { code?: string }; placed?: { instance_id: string } | null },
+          };
         }),
       );
     } finally {
@@ -66,12 +76,17 @@ describe("concurrent placements of one name through the API", () => {
     // that verifies.
     const db = openDatabase(join(dir, "controller.db"), { readonly: true });
     try {
-      const rows = db.prepare("SELECT instance_id, node_id FROM mesh_placements WHERE name = ?").all("only-one") as Array<{ instance_id: string; node_id: string }>;
+      const rows = db
+        .prepare("SELECT instance_id, node_id FROM mesh_placements WHERE name = ?")
+        .all("only-one") as Array<{ instance_id: string; node_id: string }>;
       expect(rows).toHaveLength(1);
       expect(rows[0]?.instance_id).toBe(placed[0]?.body.placed?.instance_id);
-      const dispatched = db.prepare("SELECT COUNT(*) AS n FROM mesh_decisions WHERE name = ?").get("only-one") as { n: number };
+      const dispatched = db.prepare("SELECT COUNT(*) AS n FROM mesh_decisions WHERE name = ?").get("only-one") as {
+        n: number;
+      };
       expect(dispatched.n).toBe(1);
-      const chainId = (db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string }).chain_id;
+      const chainId = (db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string })
+        .chain_id;
       expect(verifyStoredChain(db, chainId, { key: key.publicKey }).ok).toBe(true);
     } finally {
       db.close();
@@ -80,7 +95,9 @@ describe("concurrent placements of one name through the API", () => {
     const held = nodes.flatMap((n) => {
       const nodeDb = openDatabase(join(n.dataDir, "node.db"), { readonly: true });
       try {
-        return nodeDb.prepare("SELECT instance_id FROM node_instance WHERE name = ?").all("only-one") as Array<{ instance_id: string }>;
+        return nodeDb.prepare("SELECT instance_id FROM node_instance WHERE name = ?").all("only-one") as Array<{
+          instance_id: string;
+        }>;
       } finally {
         nodeDb.close();
       }

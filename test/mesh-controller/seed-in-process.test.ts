@@ -5,7 +5,16 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { controllerEvents, groupAlive, instancesOn, nodeEvents, type SeedFixture, seedFixture, verifyNodeChain, waitFor } from "./support/in-process.js";
+import {
+  controllerEvents,
+  groupAlive,
+  instancesOn,
+  nodeEvents,
+  type SeedFixture,
+  seedFixture,
+  verifyNodeChain,
+  waitFor,
+} from "./support/in-process.js";
 import { NO_START_PERMIT, TEST_PERMIT } from "./support/package.js";
 
 let fx: SeedFixture | null = null;
@@ -44,7 +53,10 @@ describe("seed scenarios in process (I1, I2, I3)", () => {
     expect(r.attempts[0]?.reason).toContain("start failed");
     expect(r.attempts[0]?.reason).toContain("unloaded");
     expect(await instancesOn(bad, fx.key, fx.memory), "no instance left on the refusing node").toHaveLength(0);
-    expect(nodeEvents(bad, "workload.unload").some((e) => e.source === "runtime"), "the rollback unload is chained on the target").toBe(true);
+    expect(
+      nodeEvents(bad, "workload.unload").some((e) => e.source === "runtime"),
+      "the rollback unload is chained on the target",
+    ).toBe(true);
     expect(r.placed?.node_id).toBe(good.id);
     expect(await instancesOn(good, fx.key, fx.memory)).toHaveLength(1);
 
@@ -67,13 +79,17 @@ describe("seed scenarios in process (I1, I2, I3)", () => {
     expect(r.attempts[0]?.outcome).toBe("indeterminate");
     expect(r.attempts[0]?.reason).toContain("reconciled: unloaded 1 instance");
     expect(await instancesOn(first, fx.key, fx.memory), "the orphan on the first node was unloaded").toHaveLength(0);
-    const spawned = nodeEvents(first, "workload.start").map((e) => e.payload.pid).filter((p): p is number => typeof p === "number");
+    const spawned = nodeEvents(first, "workload.start")
+      .map((e) => e.payload.pid)
+      .filter((p): p is number => typeof p === "number");
     expect(spawned).toHaveLength(1);
     await waitFor(() => !groupAlive(spawned[0]!), "the orphan's process group to be gone");
     expect(r.placed?.node_id).toBe(second.id);
     expect(await instancesOn(second, fx.key, fx.memory), "exactly one instance").toHaveLength(1);
     expect(
-      (await controllerEvents(fx.controller, "workload.refuse")).some((e) => e.outcome === "indeterminate" && e.next === "trying the next candidate"),
+      (await controllerEvents(fx.controller, "workload.refuse")).some(
+        (e) => e.outcome === "indeterminate" && e.next === "trying the next candidate",
+      ),
     ).toBe(true);
 
     expect((await fx.controller.instance("unload", r.placed!.instance_id)).kind).toBe("ok");
@@ -95,7 +111,9 @@ describe("seed scenarios in process (I1, I2, I3)", () => {
     const held = await instancesOn(first, fx.key, fx.memory);
     expect(held, "the only instance").toHaveLength(1);
     expect(
-      (await controllerEvents(fx.controller, "workload.refuse")).some((e) => e.outcome === "indeterminate" && e.next === "stopped: the target may hold the instance"),
+      (await controllerEvents(fx.controller, "workload.refuse")).some(
+        (e) => e.outcome === "indeterminate" && e.next === "stopped: the target may hold the instance",
+      ),
     ).toBe(true);
     // Still partitioned: the decision stays unsettled, nothing adopted.
     expect(await fx.controller.unsettled()).toHaveLength(1);
@@ -111,7 +129,11 @@ describe("seed scenarios in process (I1, I2, I3)", () => {
     expect(await fx.controller.unsettled()).toHaveLength(0);
     const rec = (await fx.controller.placements())[0];
     expect([rec?.node_id, rec?.decision_id]).toEqual([first.id, r.decision_id]);
-    expect((await controllerEvents(fx.controller, "workload.place")).some((e) => e.phase === "adopted" && e.instance_id === iid)).toBe(true);
+    expect(
+      (await controllerEvents(fx.controller, "workload.place")).some(
+        (e) => e.phase === "adopted" && e.instance_id === iid,
+      ),
+    ).toBe(true);
     expect((await fx.controller.instance("unload", iid)).kind).toBe("ok");
     expect(await instancesOn(first, fx.key, fx.memory), "unloaded through the controller").toHaveLength(0);
     await chainsVerify(fx);

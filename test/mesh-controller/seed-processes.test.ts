@@ -19,7 +19,12 @@ async function pairedTargets(fx: ProcessFixture): Promise<void> {
   }
 }
 
-const order = (fx: ProcessFixture) => ({ package: fx.pkgDir, config: { mode: "service" as const }, start: true, prefer: [fx.first.nodeId] });
+const order = (fx: ProcessFixture) => ({
+  package: fx.pkgDir,
+  config: { mode: "service" as const },
+  start: true,
+  prefer: [fx.first.nodeId],
+});
 
 async function chainsVerify(fx: ProcessFixture): Promise<void> {
   expect((await fx.controller.store.chain.verifyStored()).ok).toBe(true);
@@ -36,7 +41,10 @@ describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", (
     expect(r.attempts[0]?.reason).toContain("start failed");
     expect(r.attempts[0]?.reason).toContain("unloaded");
     expect(await fx.instances(fx.first)).toHaveLength(0);
-    expect(fx.first.events({ source: "runtime", kind: "workload.unload" }).length, "the rollback unload is in the daemon's chain").toBeGreaterThan(0);
+    expect(
+      fx.first.events({ source: "runtime", kind: "workload.unload" }).length,
+      "the rollback unload is in the daemon's chain",
+    ).toBeGreaterThan(0);
     expect(r.placed?.node_id).toBe(fx.second.nodeId);
     expect(await fx.instances(fx.second)).toHaveLength(1);
 
@@ -58,18 +66,33 @@ describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", (
     expect(r.attempts[0]?.outcome).toBe("indeterminate");
     expect(r.attempts[0]?.reason).toContain("reconciled: unloaded 1 instance");
     expect(await fx.instances(fx.first), "the orphan was unloaded").toHaveLength(0);
-    expect(fx.first.events({ source: "runtime", kind: "workload.unload" }).some((e) => e.payload.decision_id === r.decision_id), "the reconcile unload carried the decision id").toBe(true);
+    expect(
+      fx.first
+        .events({ source: "runtime", kind: "workload.unload" })
+        .some((e) => e.payload.decision_id === r.decision_id),
+      "the reconcile unload carried the decision id",
+    ).toBe(true);
     expect(r.placed?.node_id).toBe(fx.second.nodeId);
     expect(await fx.instances(fx.second), "exactly one instance").toHaveLength(1);
     // At the OS level exactly one process group runs for this decision: the second node's.
     const pids = processesWithEnv(`BERTH_DECISION_ID=${r.decision_id}`);
     expect(pids.length).toBeGreaterThan(0);
     const placedPid = (await fx.instances(fx.second))[0]?.pid as number;
-    expect(pids.every((pid) => pid === placedPid || !Number.isNaN(pid)), "only the placed instance's processes").toBe(true);
-    expect((await fx.controller.store.events({ kind: "workload.refuse" })).some((e) => e.outcome === "indeterminate" && e.next === "trying the next candidate")).toBe(true);
+    expect(
+      pids.every((pid) => pid === placedPid || !Number.isNaN(pid)),
+      "only the placed instance's processes",
+    ).toBe(true);
+    expect(
+      (await fx.controller.store.events({ kind: "workload.refuse" })).some(
+        (e) => e.outcome === "indeterminate" && e.next === "trying the next candidate",
+      ),
+    ).toBe(true);
 
     expect((await fx.controller.instance("unload", r.placed!.instance_id)).kind).toBe("ok");
-    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${r.decision_id}`).length === 0, "no process of the decision");
+    await waitFor(
+      () => processesWithEnv(`BERTH_DECISION_ID=${r.decision_id}`).length === 0,
+      "no process of the decision",
+    );
     await chainsVerify(fx);
   });
 
@@ -88,7 +111,11 @@ describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", (
     expect(await fx.instances(fx.second), "no duplicate placed").toHaveLength(0);
     const held = await fx.instances(fx.first);
     expect(held, "the only instance").toHaveLength(1);
-    expect((await fx.controller.store.events({ kind: "workload.refuse" })).some((e) => e.outcome === "indeterminate" && e.next === "stopped: the target may hold the instance")).toBe(true);
+    expect(
+      (await fx.controller.store.events({ kind: "workload.refuse" })).some(
+        (e) => e.outcome === "indeterminate" && e.next === "stopped: the target may hold the instance",
+      ),
+    ).toBe(true);
     expect(await fx.controller.unsettled()).toHaveLength(1);
     expect(await fx.controller.settleUnsettled()).toBe(0);
     expect(await fx.controller.placements()).toHaveLength(0);
@@ -109,11 +136,18 @@ describe("seed scenarios with real node daemons and a TCP proxy (I1, I2, I3)", (
     expect(await fx.controller.unsettled()).toHaveLength(0);
     const rec = (await fx.controller.placements())[0];
     expect([rec?.node_id, rec?.decision_id]).toEqual([fx.first.nodeId, r.decision_id]);
-    expect((await fx.controller.store.events({ kind: "workload.place" })).some((e) => e.phase === "adopted" && e.instance_id === iid)).toBe(true);
+    expect(
+      (await fx.controller.store.events({ kind: "workload.place" })).some(
+        (e) => e.phase === "adopted" && e.instance_id === iid,
+      ),
+    ).toBe(true);
 
     expect((await fx.controller.instance("unload", iid)).kind).toBe("ok");
     expect(await fx.instances(fx.first)).toHaveLength(0);
-    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${r.decision_id}`).length === 0, "no process of the decision");
+    await waitFor(
+      () => processesWithEnv(`BERTH_DECISION_ID=${r.decision_id}`).length === 0,
+      "no process of the decision",
+    );
     await chainsVerify(fx);
   });
 });

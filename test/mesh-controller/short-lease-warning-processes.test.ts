@@ -26,10 +26,23 @@ describe("a node lease shorter than the failover bound with no standby (issue 37
     const server = await w.serve();
     const added = await w.api(server, "POST", "/nodes", { addr: w.nodeProxy.address, tier: "paired" });
     expect(added.status, JSON.stringify(added.body)).toBe(201);
-    const line = await waitFor(() => server.proc.errors().split("\n").find((l) => l.includes("lease_ms 3000, shorter than the")), "the warning", 30_000);
+    const line = await waitFor(
+      () =>
+        server.proc
+          .errors()
+          .split("\n")
+          .find((l) => l.includes("lease_ms 3000, shorter than the")),
+      "the warning",
+      30_000,
+    );
     expect(line).toContain(w.node.nodeId);
     expect(line).toContain("failover bound is 3000 ms");
     expect(line).toContain("no standby berth serve runs on this store");
-    expect(JSON.parse(line)).toMatchObject({ level: 40, node: w.node.nodeId, lease_ms: 3_000, failover_bound_ms: 3_000 });
+    expect(JSON.parse(line)).toMatchObject({
+      level: 40,
+      node: w.node.nodeId,
+      lease_ms: 3_000,
+      failover_bound_ms: 3_000,
+    });
   });
 });

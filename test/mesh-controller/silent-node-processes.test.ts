@@ -64,7 +64,13 @@ describe("a node that completes TCP and TLS but never answers (issue 37, F5)", (
     const ctl = await fx.reopen({ deadAfterMs: 1_000 });
     expect((await ctl.addTarget(fx.proxy.address, "paired")).ok).toBe(true);
     expect((await ctl.addTarget(fx.second.address, "paired")).ok).toBe(true);
-    const placed = await ctl.place({ package: fx.pkgDir, name: NAME, config: { mode: "service" }, restart: "always", prefer: [fx.first.nodeId] });
+    const placed = await ctl.place({
+      package: fx.pkgDir,
+      name: NAME,
+      config: { mode: "service" },
+      restart: "always",
+      prefer: [fx.first.nodeId],
+    });
     expect(placed.placed?.node_id, placed.explain).toBe(fx.first.nodeId);
     const instanceId = placed.placed?.instance_id as string;
     ctl.lead({ address: null });
@@ -75,29 +81,55 @@ describe("a node that completes TCP and TLS but never answers (issue 37, F5)", (
     watch = startTargetWatch(ctl, 300, (e) => {
       throw e;
     });
-    await waitFor(async () => ((await ctl.targets()).find((t) => t.node_id === fx.first.nodeId)?.liveness === "alive" ? true : undefined), "the first node alive");
+    await waitFor(
+      async () =>
+        (await ctl.targets()).find((t) => t.node_id === fx.first.nodeId)?.liveness === "alive" ? true : undefined,
+      "the first node alive",
+    );
     const sampler = sample(NAME);
 
     // The node goes silent: connections and handshakes complete, requests are taken, nothing is answered.
     const hold = fx.proxy.holdAllRequests();
     stops.push(() => hold.release());
-    const suspect = await waitFor(() => changes.find((c) => c.node === fx.first.nodeId && c.to === "suspect"), "the silent node alerted suspect", 30_000);
+    const suspect = await waitFor(
+      () => changes.find((c) => c.node === fx.first.nodeId && c.to === "suspect"),
+      "the silent node alerted suspect",
+      30_000,
+    );
     expect(hold.held(), "requests were taken (the handshake completed) and never answered").toBeGreaterThan(0);
     expect(suspect.unreachable_since_ms).not.toBeNull();
-    await waitFor(() => changes.find((c) => c.node === fx.first.nodeId && c.to === "dead"), "the silent node alerted dead", 30_000);
+    await waitFor(
+      () => changes.find((c) => c.node === fx.first.nodeId && c.to === "dead"),
+      "the silent node alerted dead",
+      30_000,
+    );
 
     // Its copy is stopped by the node itself once the lease lapsed (no renewal reaches it). The controller cannot
     // know that yet: every request it sent may still arrive and renew the lease, so the agent is held where it was —
     // not placed elsewhere — and never runs twice.
-    await waitFor(() => (liveCopies(NAME).length === 0 ? true : undefined), "the node's lease to stop its copy", 60_000);
+    await waitFor(
+      () => (liveCopies(NAME).length === 0 ? true : undefined),
+      "the node's lease to stop its copy",
+      60_000,
+    );
     expect(await ctl.store.events({ kind: "workload.migrate" })).toEqual([]);
-    expect((await ctl.placements()).map((p) => [p.name, p.node_id, p.instance_id])).toEqual([[NAME, fx.first.nodeId, instanceId]]);
+    expect((await ctl.placements()).map((p) => [p.name, p.node_id, p.instance_id])).toEqual([
+      [NAME, fx.first.nodeId, instanceId],
+    ]);
     expect(sampler.twice, "two live copies at once").toBeNull();
 
     // It answers again: alive, said so; the loop starts the copy its lease stopped, on its node; one copy in all.
     hold.release();
-    await waitFor(() => changes.find((c) => c.node === fx.first.nodeId && c.to === "alive"), "the node alerted alive again", 60_000);
-    const back = await waitFor(() => liveCopies(NAME).find((c) => c.node === fx.first.nodeId), "the agent running on its node again", 60_000);
+    await waitFor(
+      () => changes.find((c) => c.node === fx.first.nodeId && c.to === "alive"),
+      "the node alerted alive again",
+      60_000,
+    );
+    const back = await waitFor(
+      () => liveCopies(NAME).find((c) => c.node === fx.first.nodeId),
+      "the agent running on its node again",
+      60_000,
+    );
     expect(back.instance).toBe(instanceId);
     sampler.stop();
     expect(sampler.twice, "two live copies at once").toBeNull();

@@ -35,7 +35,13 @@ afterEach(async () => {
   await cleanupProcesses();
 });
 
-const liveInstances = (): string[] => [...new Set(liveAgents(NAME).map((a) => a.instance).filter((i): i is string => Boolean(i)))];
+const liveInstances = (): string[] => [
+  ...new Set(
+    liveAgents(NAME)
+      .map((a) => a.instance)
+      .filter((i): i is string => Boolean(i)),
+  ),
+];
 
 /** The loop, with its passes counted: `passes()` is how many passes have ended so far. */
 function startLoop(ctl: MeshController): { passes: () => number } {
@@ -64,10 +70,21 @@ async function lead(ctl: MeshController): Promise<void> {
 }
 
 /** Places the agent (restart always, so on main the loop would move it) on `on`, and stops it as a person would. */
-async function placeAndStop(fx: ProcessFixture, ctl: MeshController, on: "first" | "second", o: { direct?: boolean } = {}): Promise<string> {
+async function placeAndStop(
+  fx: ProcessFixture,
+  ctl: MeshController,
+  on: "first" | "second",
+  o: { direct?: boolean } = {},
+): Promise<string> {
   expect((await ctl.addTarget(o.direct ? fx.first.address : fx.proxy.address, "paired")).ok).toBe(true);
   expect((await ctl.addTarget(fx.second.address, "paired")).ok).toBe(true);
-  const r = await ctl.place({ package: fx.pkgDir, name: NAME, config: { mode: "service" }, restart: "always", prefer: [fx[on].nodeId] });
+  const r = await ctl.place({
+    package: fx.pkgDir,
+    name: NAME,
+    config: { mode: "service" },
+    restart: "always",
+    prefer: [fx[on].nodeId],
+  });
   expect(r.placed?.node_id, r.explain).toBe(fx[on].nodeId);
   const instanceId = r.placed!.instance_id;
   await waitFor(() => liveInstances().includes(instanceId), "the agent running");
@@ -75,11 +92,14 @@ async function placeAndStop(fx: ProcessFixture, ctl: MeshController, on: "first"
   expect(stop.kind, JSON.stringify(stop)).toBe("ok");
   await waitFor(() => liveInstances().length === 0, "the agent stopped");
   // The stop is on the record: chained with the request, before anything was sent.
-  expect(await ctl.store.events({ kind: "workload.stop", phase: "request" })).toContainEqual(expect.objectContaining({ instance_id: instanceId, name: NAME, final: true }));
+  expect(await ctl.store.events({ kind: "workload.stop", phase: "request" })).toContainEqual(
+    expect.objectContaining({ instance_id: instanceId, name: NAME, final: true }),
+  );
   return instanceId;
 }
 
-const placements = async (ctl: MeshController) => (await ctl.store.events({ kind: "workload.place", phase: "decision" })).filter((e) => e.name === NAME);
+const placements = async (ctl: MeshController) =>
+  (await ctl.store.events({ kind: "workload.place", phase: "decision" })).filter((e) => e.name === NAME);
 
 describe("a stop is final: the reconcile loop never runs a stopped agent again (real daemons, /proc)", () => {
   it("a stopped agent whose leased node is killed with kill -9 for longer than its lease is not rescheduled", async () => {
@@ -107,10 +127,18 @@ describe("a stop is final: the reconcile loop never runs a stopped agent again (
     const decisions = (await placements(ctl)).length;
     await lead(ctl);
     const loop = startLoop(ctl);
-    const r = await drainNode(await ctl.nodeAdmin(), fx.first.nodeId, "kernel upgrade", { user: "test", via: "berth node drain" }, (ms) => new Promise((res) => setTimeout(res, ms)));
+    const r = await drainNode(
+      await ctl.nodeAdmin(),
+      fx.first.nodeId,
+      "kernel upgrade",
+      { user: "test", via: "berth node drain" },
+      (ms) => new Promise((res) => setTimeout(res, ms)),
+    );
     expect("error" in r ? r.error : null).toBeNull();
     if ("error" in r) return;
-    expect(r.steps).toEqual([expect.objectContaining({ instance_id: instanceId, outcome: "stopped_by_operator", old_copy: "unloaded" })]);
+    expect(r.steps).toEqual([
+      expect.objectContaining({ instance_id: instanceId, outcome: "stopped_by_operator", old_copy: "unloaded" }),
+    ]);
     await twoPassesFromNow(loop, "after the drain");
     expect(liveInstances(), "a process of the stopped agent").toEqual([]);
     expect((await fx.instances(fx.first)).filter((row) => row.name === NAME)).toEqual([]);
@@ -127,7 +155,10 @@ describe("a stop is final: the reconcile loop never runs a stopped agent again (
     const decisions = (await placements(ctl)).length;
     await lead(ctl);
     await fx.proxy.cut();
-    const r = await forgetNode(await ctl.nodeAdmin(), fx.first.nodeId, "the Pi lost its SD card", { user: "test", via: "berth node forget" });
+    const r = await forgetNode(await ctl.nodeAdmin(), fx.first.nodeId, "the Pi lost its SD card", {
+      user: "test",
+      via: "berth node forget",
+    });
     expect(r).toEqual({ node: fx.first.nodeId, released: [{ instance_id: instanceId, name: NAME }], decisions: [] });
     const loop = startLoop(ctl);
     await twoPassesFromNow(loop, "after the forget");

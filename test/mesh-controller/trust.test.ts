@@ -55,13 +55,19 @@ describe("targets and trust", () => {
     fx = await seedFixture();
     const [first, second] = nodesOf(fx);
     const peers = join(fx.controllerDir, "peers.json");
-    writeJson(peers, [{ addr: first.addr, tier: "paired" }, { addr: second.addr, tier: "paired" }]);
+    writeJson(peers, [
+      { addr: first.addr, tier: "paired" },
+      { addr: second.addr, tier: "paired" },
+    ]);
     await fx.controller.refreshTargets();
     const oldKey = (await fx.controller.targets()).find((t) => t.addr === first.addr)?.key;
     expect(oldKey).toBe(nodeKeyOf(first));
 
     const rotated = generateSigningKey().publicKey;
-    writeJson(peers, [{ addr: first.addr, tier: "paired", key: rotated }, { addr: second.addr, tier: "paired" }]);
+    writeJson(peers, [
+      { addr: first.addr, tier: "paired", key: rotated },
+      { addr: second.addr, tier: "paired" },
+    ]);
     const r = await fx.controller.place({ package: fx.pkgDir, prefer: [first.id] });
     expect(r.placed?.node_id, "the old key at the address is trusted with nothing").toBe(second.id);
     const firstTarget = (await fx.controller.targets()).find((t) => t.addr === first.addr);
@@ -92,12 +98,17 @@ describe("targets and trust", () => {
     writeFileSync(peers, "{ not json");
     expect(await tiers()).toEqual({ [first.id]: "discovered", [second.id]: "discovered" });
     expect(await controllerEvents(fx.controller, "peer.demote_all")).toHaveLength(1);
-    expect((await controllerEvents(fx.controller, "policy.load")).some((e) => e.file === "peers.json" && e.ok === false)).toBe(true);
+    expect(
+      (await controllerEvents(fx.controller, "policy.load")).some((e) => e.file === "peers.json" && e.ok === false),
+    ).toBe(true);
     const denied = await fx.controller.place({ package: fx.pkgDir });
     expect(denied.placed).toBeNull();
     expect(denied.decision.placement).toBeNull();
 
-    writeJson(peers, [{ addr: first.addr, tier: "paired" }, { addr: second.addr, tier: "paired" }]);
+    writeJson(peers, [
+      { addr: first.addr, tier: "paired" },
+      { addr: second.addr, tier: "paired" },
+    ]);
     expect(await tiers()).toEqual({ [first.id]: "paired", [second.id]: "paired" });
     expect((await controllerEvents(fx.controller, "peer.tier")).length).toBeGreaterThan(0);
     rmSync(peers);
@@ -111,7 +122,10 @@ describe("targets and trust", () => {
     expect(r.placed?.node_id).toBe(first.id);
     expect(await fx.controller.setTier(first.id, "discovered")).toBe(true);
     expect((await fx.controller.instance("stop", r.placed!.instance_id)).kind).toBe("ok");
-    expect((await fx.controller.instance("start", r.placed!.instance_id)).kind, "start is gated: a discovered node runs nothing").toBe("error");
+    expect(
+      (await fx.controller.instance("start", r.placed!.instance_id)).kind,
+      "start is gated: a discovered node runs nothing",
+    ).toBe("error");
     expect((await fx.controller.instance("unload", r.placed!.instance_id)).kind).toBe("ok");
     expect(await instancesOn(first, fx.key, fx.memory)).toHaveLength(0);
   });
@@ -119,7 +133,11 @@ describe("targets and trust", () => {
   it("is refused by a node that has not authorised its key, and learns nothing", async () => {
     fx = await seedFixture();
     const [first] = nodesOf(fx);
-    const stranger = await MeshController.open({ dataDir: join(fx.root, "stranger"), key: generateSigningKey(), connector: fx.memory });
+    const stranger = await MeshController.open({
+      dataDir: join(fx.root, "stranger"),
+      key: generateSigningKey(),
+      connector: fx.memory,
+    });
     try {
       const r = await stranger.addTarget(first.addr, "paired");
       expect(r.ok).toBe(false);
@@ -164,7 +182,9 @@ describe("targets and trust", () => {
     } else {
       const raw = new Database(join(fx.controllerDir, "controller.db"));
       raw.exec("DROP TRIGGER audit_event_no_update");
-      raw.prepare("UPDATE audit_event SET payload = replace(payload, '\"ok\":true', '\"ok\":false') WHERE seq = 1").run();
+      raw
+        .prepare("UPDATE audit_event SET payload = replace(payload, '\"ok\":true', '\"ok\":false') WHERE seq = 1")
+        .run();
       raw.close();
     }
     await expect(fx!.reopen()).rejects.toThrow(/does not verify at seq 1 \(payload_hash/);

@@ -25,7 +25,9 @@ async function appendedBy(f: SeedFixture, call: () => Promise<unknown>): Promise
 }
 
 const decisionOf = (events: readonly SealedEvent[]) => {
-  const decision = events.find((e) => e.source === "placement" && e.kind === "workload.place" && e.payload.phase === "decision");
+  const decision = events.find(
+    (e) => e.source === "placement" && e.kind === "workload.place" && e.payload.phase === "decision",
+  );
   if (!decision) throw new Error(`no decision among ${events.map((e) => `${e.source}/${e.kind}`).join(", ")}`);
   return decision;
 };
@@ -33,7 +35,9 @@ const decisionOf = (events: readonly SealedEvent[]) => {
 async function summaryOf(f: SeedFixture, event: SealedEvent) {
   const ref = gateSummaryRefOf(event.payload);
   if (!ref) throw new Error("the event names no gate summary");
-  const read = await f.controller.store.engine.read((q) => readSummaryOn(q, f.controller.store.chain.chainId, ref.summary));
+  const read = await f.controller.store.engine.read((q) =>
+    readSummaryOn(q, f.controller.store.chain.chainId, ref.summary),
+  );
   if (read.kind !== "found") throw new Error(`summary ${ref.summary}: ${read.kind}`);
   return { ref, summary: read.summary };
 }
@@ -56,7 +60,8 @@ describe("a placement's gate verdicts over the view", () => {
     }
     const overFive = await appendedBy(f, place("over-five"));
 
-    const shape = (events: readonly SealedEvent[]) => events.map((e) => `${e.source}/${e.kind}:${String(e.payload.phase)}`);
+    const shape = (events: readonly SealedEvent[]) =>
+      events.map((e) => `${e.source}/${e.kind}:${String(e.payload.phase)}`);
     expect(shape(overFive)).toEqual(shape(overTwo));
     expect(overFive.filter((e) => e.source === "gate")).toEqual([]);
 
@@ -66,7 +71,11 @@ describe("a placement's gate verdicts over the view", () => {
     expect(Object.keys(summary.nodes)).toEqual(f.nodes.map((n) => n.id).sort());
     for (const n of f.nodes) {
       const verdict = verdictOfNode(summary, n.id);
-      expect(verdict).toMatchObject({ action: "workload.place", node: n.id, decision: n === second ? "deny" : "permit" });
+      expect(verdict).toMatchObject({
+        action: "workload.place",
+        node: n.id,
+        decision: n === second ? "deny" : "permit",
+      });
     }
     expect(String(verdictOfNode(summary, second.id)?.reason)).toContain("min_node_tier");
     expect((await f.controller.store.chain.verifyStored()).ok).toBe(true);
@@ -78,7 +87,8 @@ describe("a placement's gate verdicts over the view", () => {
     const [first] = f.nodes as [HostNode];
     expect((await f.controller.addTarget(first.addr, "paired")).ok).toBe(true);
     const { store } = f.controller;
-    const summaries = async () => Number((await store.engine.read((q) => q.get<{ n: number }>("SELECT COUNT(*) AS n FROM audit_summary")))?.n);
+    const summaries = async () =>
+      Number((await store.engine.read((q) => q.get<{ n: number }>("SELECT COUNT(*) AS n FROM audit_summary")))?.n);
     // Each transaction's appends, read back after it commits (one writer at a time: the tip moves only by its own).
     const commits: string[][] = [];
     const engine = store.engine as { transaction: typeof store.engine.transaction };
@@ -87,14 +97,18 @@ describe("a placement's gate verdicts over the view", () => {
       const from = (await store.chain.tip()).seq + 1;
       const before = await summaries();
       const value = await transaction(fn, options);
-      const appended = (await store.chain.find({ fromSeq: from })).map((e) => `${e.source}/${e.kind}${typeof e.payload.phase === "string" ? `:${e.payload.phase}` : ""}`);
+      const appended = (await store.chain.find({ fromSeq: from })).map(
+        (e) => `${e.source}/${e.kind}${typeof e.payload.phase === "string" ? `:${e.payload.phase}` : ""}`,
+      );
       if ((await summaries()) > before) appended.push("gate summary");
       if (appended.length > 0) commits.push(appended);
       return value;
     };
     const placed = await f.controller.place({ package: f.pkgDir, name: "rides", config: { mode: "service" } });
     expect(placed.placed).not.toBeNull();
-    await expect(f.controller.place({ package: f.pkgDir, name: "rides", config: { mode: "service" } })).rejects.toMatchObject({ code: "name_taken" });
+    await expect(
+      f.controller.place({ package: f.pkgDir, name: "rides", config: { mode: "service" } }),
+    ).rejects.toMatchObject({ code: "name_taken" });
     expect(
       commits.filter((c) => c.some((k) => k.endsWith(":decision"))),
       JSON.stringify(commits),
@@ -103,8 +117,12 @@ describe("a placement's gate verdicts over the view", () => {
       // The same view and workload: the refusal names the summary already stored (one row, by its hash).
       ["placement/workload.refuse:decision"],
     ]);
-    const refusal = (await store.chain.find({ source: "placement", kind: "workload.refuse", phase: "decision" })).at(-1);
-    expect(refusal && gateSummaryRefOf(refusal.payload)?.summary).toBe(gateSummaryRefOf(decisionOf(await store.chain.find({ phase: "decision" })).payload)?.summary);
+    const refusal = (await store.chain.find({ source: "placement", kind: "workload.refuse", phase: "decision" })).at(
+      -1,
+    );
+    expect(refusal && gateSummaryRefOf(refusal.payload)?.summary).toBe(
+      gateSummaryRefOf(decisionOf(await store.chain.find({ phase: "decision" })).payload)?.summary,
+    );
   });
 
   it("fail verification when the stored summary is altered, naming the decision event that signed its hash", async () => {
@@ -112,14 +130,20 @@ describe("a placement's gate verdicts over the view", () => {
     const f = fx;
     const [first] = f.nodes as [HostNode];
     expect((await f.controller.addTarget(first.addr, "paired")).ok).toBe(true);
-    const events = await appendedBy(f, () => f.controller.place({ package: f.pkgDir, name: "tampered", config: { mode: "service" } }));
+    const events = await appendedBy(f, () =>
+      f.controller.place({ package: f.pkgDir, name: "tampered", config: { mode: "service" } }),
+    );
     const decision = decisionOf(events);
     expect((await f.controller.store.chain.verifyStored()).ok).toBe(true);
 
     // Someone with write access to the database turns the refusal into a permit (the append-only trigger is
     // defence in depth only, spec §7: an attacker drops it first).
     await f.controller.store.engine.transaction(async (tx) => {
-      await tx.exec(tx.kind === "sqlite" ? "DROP TRIGGER audit_summary_no_update" : "ALTER TABLE audit_summary DISABLE TRIGGER audit_summary_append_only");
+      await tx.exec(
+        tx.kind === "sqlite"
+          ? "DROP TRIGGER audit_summary_no_update"
+          : "ALTER TABLE audit_summary DISABLE TRIGGER audit_summary_append_only",
+      );
       await tx.run("UPDATE audit_summary SET body = replace(body, 'permitted by rule', 'allowed by rule')");
     });
     const result = await f.controller.store.chain.verifyStored();

@@ -34,12 +34,23 @@ async function withLease(f: SeedFixture, i: number): Promise<void> {
   await n.daemon.close();
   const path = join(n.dataDir, "node.json");
   writeJson(path, { ...JSON.parse(readFileSync(path, "utf8")), lease_ms: LEASE_MS });
-  n.daemon = await NodeDaemon.start({ dataDir: n.dataDir, listen: "127.0.0.1:0", version: "test", allowRootAgents: true, pollMs: 50 });
+  n.daemon = await NodeDaemon.start({
+    dataDir: n.dataDir,
+    listen: "127.0.0.1:0",
+    version: "test",
+    allowRootAgents: true,
+    pollMs: 50,
+  });
 }
 
 async function placedOn(f: SeedFixture, i: number): Promise<{ instanceId: string; decisionId: string }> {
   for (const n of f.nodes) expect((await f.controller.addTarget(n.addr, "paired")).ok).toBe(true);
-  const r = await f.controller.place({ package: f.pkgDir, config: { mode: "service" }, start: true, pin: f.nodes[i]!.id });
+  const r = await f.controller.place({
+    package: f.pkgDir,
+    config: { mode: "service" },
+    start: true,
+    pin: f.nodes[i]!.id,
+  });
   expect(r.placed, r.explain).not.toBeNull();
   const p = r.placed!;
   // Issue 20: only the store's leader ticks; this controller is the only contender.
@@ -62,17 +73,36 @@ describe("the reconcile loop of berth serve", () => {
     await new Promise((r) => setTimeout(r, 2 * LEASE_MS));
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
     fx.faults.cut(node.addr);
-    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0, "the node to stop the instance for its lease", 30_000);
+    await waitFor(
+      () => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length === 0,
+      "the node to stop the instance for its lease",
+      30_000,
+    );
     // The group exits on SIGTERM a moment before the daemon commits the stop: read the node's own record.
-    const stateOf = async () => (await instancesOn(node, fx!.key, fx!.memory)).find((r) => r.instance_id === instanceId)?.state;
+    const stateOf = async () =>
+      (await instancesOn(node, fx!.key, fx!.memory)).find((r) => r.instance_id === instanceId)?.state;
     await waitFor(async () => (await stateOf()) === "lease_stopped", "the node to record lease_stopped", 30_000);
     fx.faults.heal(node.addr);
-    await waitFor(() => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length > 0, "the loop to start it again", 30_000);
-    const acts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === "lifecycle");
-    expect(acts).toEqual([expect.objectContaining({ instance_id: instanceId, action: "start", by: expect.objectContaining({ actor: "reconcile-loop" }) })]);
+    await waitFor(
+      () => processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length > 0,
+      "the loop to start it again",
+      30_000,
+    );
+    const acts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter(
+      (p) => p.phase === "lifecycle",
+    );
+    expect(acts).toEqual([
+      expect.objectContaining({
+        instance_id: instanceId,
+        action: "start",
+        by: expect.objectContaining({ actor: "reconcile-loop" }),
+      }),
+    ]);
     expect((await fx.controller.store.chain.verifyStored()).ok).toBe(true);
     // Never two: one running row for the decision.
-    expect((await instancesOn(node, fx.key, fx.memory)).filter((r) => r.instance_id === instanceId && r.state === "running")).toHaveLength(1);
+    expect(
+      (await instancesOn(node, fx.key, fx.memory)).filter((r) => r.instance_id === instanceId && r.state === "running"),
+    ).toHaveLength(1);
   });
 
   it("a node without a lease that stays unreachable is held with one chained alert, whatever the number of ticks", async () => {
@@ -83,9 +113,15 @@ describe("the reconcile loop of berth serve", () => {
     watch = startTargetWatch(fx.controller, 300, (e) => {
       throw e;
     });
-    await waitFor(async () => (await fx!.controller.store.events({ kind: "workload.lifecycle" })).some((p) => p.phase === "alert"), "the held alert", 30_000);
+    await waitFor(
+      async () => (await fx!.controller.store.events({ kind: "workload.lifecycle" })).some((p) => p.phase === "alert"),
+      "the held alert",
+      30_000,
+    );
     await new Promise((r) => setTimeout(r, 3_000));
-    const alerts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === "alert");
+    const alerts = (await fx.controller.store.events({ kind: "workload.lifecycle" })).filter(
+      (p) => p.phase === "alert",
+    );
     expect(alerts).toEqual([expect.objectContaining({ instance_id: instanceId, reason: "held_no_lease" })]);
     // Nothing was stopped: the copy still runs on its unreachable node.
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);
@@ -97,9 +133,14 @@ describe("the reconcile loop of berth serve", () => {
     const { decisionId } = await placedOn(fx, 0);
     fx.faults.cut(fx.nodes[0]!.addr);
     let passes = 0;
-    watch = startTargetWatch(fx.controller, 300, (e) => {
-      throw e;
-    }, { shouldAct: () => false, onPass: () => void passes++ });
+    watch = startTargetWatch(
+      fx.controller,
+      300,
+      (e) => {
+        throw e;
+      },
+      { shouldAct: () => false, onPass: () => void passes++ },
+    );
     await waitFor(() => passes >= 8, "eight passes", 30_000);
     expect(await fx.controller.store.events({ kind: "workload.lifecycle" })).toEqual([]);
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`).length).toBeGreaterThan(0);

@@ -12,7 +12,12 @@ const nodeTags: string[] = [];
 export async function confinedNode(over: Partial<Parameters<typeof NodeProcess.create>[0]> = {}) {
   const ctl = new TestController();
   const signer = generateSigningKey();
-  const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, ...over });
+  const node = await NodeProcess.create({
+    controllers: [ctl.key.publicKey],
+    signers: [signer.publicKey],
+    permits: ALLOW_ALL,
+    ...over,
+  });
   nodeTags.push(node.nodeId.slice(0, 12));
   return { ctl, signer, node };
 }

@@ -24,8 +24,15 @@ describe("the node daemon's logs", () => {
   it("are pino JSON lines on stderr: place, start, exit and refusal at info, with no environment value", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
-    const pkg = makePackage(signer, { script: "#!/bin/sh\necho placed-ok\nexit 3\n", config: { env: { GREETING: { type: "string" } } } });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
+    const pkg = makePackage(signer, {
+      script: "#!/bin/sh\necho placed-ok\nexit 3\n",
+      config: { env: { GREETING: { type: "string" } } },
+    });
     const placed = ok(await ctl.place(node, pkg.dir, { env: { GREETING: "a-value-never-logged" } }));
     const id = placed.instance_id as string;
     const refused = await ctl.place(node, makePackage(null).dir, { unchecked: true });
@@ -49,7 +56,11 @@ describe("an agent's output", () => {
   it("is kept beyond the last 64 KiB in rotated files, and logs still answers with the tail", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     // 3 MB of x then a last line, then it keeps running.
     const script = "#!/bin/sh\nhead -c 3000000 /dev/zero | tr '\\0' x\necho\necho the-last-line\nexec sleep 300\n";
     const id = ok(await ctl.place(node, makePackage(signer, { script }).dir)).instance_id as string;

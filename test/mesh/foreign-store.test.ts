@@ -18,7 +18,8 @@ import { killAll } from "../support/process.js";
 import { cleanup, NodeProcess } from "./harness.js";
 
 /** What `berth deploy` prints of the node's foreign_store refusal (the code itself is on the node's chain). */
-const FOREIGN = /this node serves the controller key for store [0-9a-f]{32}, not store [0-9a-f]{32}; .*berth node rehome/;
+const FOREIGN =
+  /this node serves the controller key for store [0-9a-f]{32}, not store [0-9a-f]{32}; .*berth node rehome/;
 
 afterEach(async () => {
   killAll();
@@ -28,7 +29,15 @@ afterEach(async () => {
 function agentSpec(home: CliHome, name: string, prefer: string | null): string {
   const path = join(home.home, `${name}.json`);
   const mesh = prefer ? { mesh: { prefer: [prefer] } } : {};
-  writeFileSync(path, JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name }, spec: { target: "mesh", package: "./pkg", ...mesh } }));
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: "berth/v1",
+      kind: "Agent",
+      metadata: { name },
+      spec: { target: "mesh", package: "./pkg", ...mesh },
+    }),
+  );
   return path;
 }
 
@@ -42,7 +51,15 @@ async function secondHomeOf(first: CliHome): Promise<CliHome> {
 }
 
 async function verifiesChain(home: CliHome): Promise<boolean> {
-  const r = await home.berth("audit", "verify", "--db", join(home.home, "controller.db"), "--key-file", join(home.home, "keys", "controller.key"), "--json");
+  const r = await home.berth(
+    "audit",
+    "verify",
+    "--db",
+    join(home.home, "controller.db"),
+    "--key-file",
+    join(home.home, "keys", "controller.key"),
+    "--json",
+  );
   return r.code === 0 && (JSON.parse(r.stdout) as { ok: boolean }).ok;
 }
 
@@ -100,7 +117,11 @@ describe("a second home of one controller key (issue 20)", { timeout: 180_000 },
 
   it("berth node rehome moves a node to the second home, chained on both sides; the first home is then the foreign one", async () => {
     const a = await cliHome("berth-rehome-a-");
-    const node = await NodeProcess.create({ controllers: [a.controllerKey], signers: [a.signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({
+      controllers: [a.controllerKey],
+      signers: [a.signer.publicKey],
+      permits: [TEST_PERMIT],
+    });
     await ok(a, "nodes", "add", node.address, "--tier", "paired");
     const b = await secondHomeOf(a);
     await ok(b, "nodes", "add", node.address, "--tier", "paired");
@@ -114,7 +135,9 @@ describe("a second home of one controller key (issue 20)", { timeout: 180_000 },
     expect(noReason.code).toBe(2);
     expect(noReason.stderr).toMatch(/--reason/);
 
-    const moved = JSON.parse(await ok(b, "node", "rehome", node.nodeId, "--reason", "the lab moves to the second operator machine", "--json")) as {
+    const moved = JSON.parse(
+      await ok(b, "node", "rehome", node.nodeId, "--reason", "the lab moves to the second operator machine", "--json"),
+    ) as {
       ok: boolean;
       store_id: string;
       from_store: string | null;
@@ -135,13 +158,23 @@ describe("a second home of one controller key (issue 20)", { timeout: 180_000 },
     // Chained on the node (controller.bind how rehome, with the reason and the store it replaced) and in the
     // second home's chain (request and outcome, the outcome naming the request by its hash).
     const rehomed = node.events({ kind: "controller.bind" }).find((e) => e.payload.how === "rehome");
-    expect(rehomed?.payload).toMatchObject({ reason: "the lab moves to the second operator machine", from_store: moved.from_store, store_id: moved.store_id });
-    const tail = JSON.parse(await ok(b, "audit", "tail", "--db", join(b.home, "controller.db"), "--json", "-n", "50")) as {
+    expect(rehomed?.payload).toMatchObject({
+      reason: "the lab moves to the second operator machine",
+      from_store: moved.from_store,
+      store_id: moved.store_id,
+    });
+    const tail = JSON.parse(
+      await ok(b, "audit", "tail", "--db", join(b.home, "controller.db"), "--json", "-n", "50"),
+    ) as {
       events: Array<{ kind: string; hash: string; payload: Record<string, unknown> }>;
     };
     const rehomes = tail.events.filter((e) => e.kind === "controller.rehome");
     expect(rehomes.map((e) => e.payload.phase)).toEqual(["request", "outcome"]);
-    expect(rehomes[1]?.payload).toMatchObject({ decision_id: rehomes[0]?.hash, result: "ok", from_store: moved.from_store });
+    expect(rehomes[1]?.payload).toMatchObject({
+      decision_id: rehomes[0]?.hash,
+      result: "ok",
+      from_store: moved.from_store,
+    });
     expect(rehomed?.payload.decision_id).toBe(rehomes[0]?.hash);
     expect(node.verifyChain().ok).toBe(true);
     expect(await verifiesChain(a)).toBe(true);

@@ -20,7 +20,11 @@ const ctl = new TestController();
 
 beforeAll(async () => {
   requireBuild();
-  node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [generateSigningKey().publicKey], permits: ALLOW_ALL });
+  node = await NodeProcess.create({
+    controllers: [ctl.key.publicKey],
+    signers: [generateSigningKey().publicKey],
+    permits: ALLOW_ALL,
+  });
 });
 afterAll(cleanup);
 
@@ -71,13 +75,15 @@ describe("fuzzed input to a node daemon", () => {
           fc.uint8Array({ minLength: 1, maxLength: 256 }).map((b) => encodeFrame(b)),
           fc.uint8Array({ minLength: 0, maxLength: 64 }).map((b) => new Uint8Array(Buffer.from(b))),
           fc.json().map((j) => encodeFrame(new TextEncoder().encode(j.length > 0 ? j : "0"))),
-          fc.record({ type: fc.constantFrom("request", "fetch", "data", "response", "x"), signed: fc.anything() }).map((o) => {
-            try {
-              return encodeFrame(new TextEncoder().encode(JSON.stringify(o) ?? "null"));
-            } catch {
-              return encodeFrame(new Uint8Array([0x7b]));
-            }
-          }),
+          fc
+            .record({ type: fc.constantFrom("request", "fetch", "data", "response", "x"), signed: fc.anything() })
+            .map((o) => {
+              try {
+                return encodeFrame(new TextEncoder().encode(JSON.stringify(o) ?? "null"));
+              } catch {
+                return encodeFrame(new Uint8Array([0x7b]));
+              }
+            }),
         ),
         async (bytes) => {
           const answer = await poke(bytes);
@@ -95,11 +101,19 @@ describe("fuzzed input to a node daemon", () => {
       fc.asyncProperty(
         fc.oneof(
           // flip one character of the payload text (the signature no longer covers it)
-          fc.tuple(fc.nat(), fc.constantFrom("0", "1", "a", "}", '"', " ")).map(([i, c]) => ({ kind: "payload" as const, i, c })),
+          fc
+            .tuple(fc.nat(), fc.constantFrom("0", "1", "a", "}", '"', " "))
+            .map(([i, c]) => ({ kind: "payload" as const, i, c })),
           // flip one character of the signature or key
-          fc.tuple(fc.constantFrom("sig" as const, "key" as const), fc.nat(), fc.constantFrom("0", "f", "g")).map(([field, i, c]) => ({ kind: field, i, c })),
+          fc
+            .tuple(fc.constantFrom("sig" as const, "key" as const), fc.nat(), fc.constantFrom("0", "f", "g"))
+            .map(([field, i, c]) => ({ kind: field, i, c })),
           // add a member to the signed envelope or to the payload (signed properly)
-          fc.constantFrom({ kind: "envelope-extra" as const }, { kind: "payload-extra" as const }, { kind: "wrong-target" as const }),
+          fc.constantFrom(
+            { kind: "envelope-extra" as const },
+            { kind: "payload-extra" as const },
+            { kind: "wrong-target" as const },
+          ),
         ),
         async (m) => {
           const nonce = randomBytes(16).toString("hex");
@@ -144,7 +158,17 @@ describe("fuzzed input to a node daemon", () => {
 
   it("ignores an unsolicited data frame sequence and keeps serving other connections", async () => {
     const s = await connect();
-    await s.send(encodeMessageFrame({ type: "data", what: "manifest", package_id: "a".repeat(64), sha256: null, offset: 0, length: 1, data_length: 1 }));
+    await s.send(
+      encodeMessageFrame({
+        type: "data",
+        what: "manifest",
+        package_id: "a".repeat(64),
+        sha256: null,
+        offset: 0,
+        length: 1,
+        data_length: 1,
+      }),
+    );
     await expect(s.recv(AbortSignal.timeout(5000))).rejects.toThrow();
     expect(await poke(frameOf(signRequestObject(ctl.key, validPayload(randomBytes(16).toString("hex")))))).toBe("ok");
   });

@@ -25,7 +25,8 @@ import { processesWithEnv } from "../support/live-agents.js";
 export const MAIN = resolve("dist/src/cli/entry/main.js");
 
 export function requireBuild(): void {
-  if (!existsSync(MAIN)) throw new Error(`${MAIN} is missing: run \`npx tsc -p .\` (scripts/test builds it) before the mesh tests`);
+  if (!existsSync(MAIN))
+    throw new Error(`${MAIN} is missing: run \`npx tsc -p .\` (scripts/test builds it) before the mesh tests`);
 }
 
 const tempDirs: string[] = [];
@@ -39,7 +40,11 @@ export function tempDir(prefix = "berth-mesh-"): string {
  * Waits on a condition with a deadline. 30 s by default: most conditions here sit behind a process start, a cgroup
  * write or a TLS connect, which on a machine at load 30 (CI's slow moments) take well over 10 s.
  */
-export async function waitFor<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, what: string, deadlineMs = 30_000): Promise<T> {
+export async function waitFor<T>(
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  deadlineMs = 30_000,
+): Promise<T> {
   const end = Date.now() + deadlineMs;
   for (;;) {
     const v = await probe();
@@ -50,10 +55,17 @@ export async function waitFor<T>(probe: () => T | undefined | false | Promise<T 
 }
 
 /** Permit everything the tests place (kind `probe`, egress), like the seed's fixture. */
-export const ALLOW_ALL: PermitRuleInput[] = [{ id: "test-agent", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" }];
+export const ALLOW_ALL: PermitRuleInput[] = [
+  { id: "test-agent", actions: ["workload.*"], kinds: ["probe"], max_network: "egress" },
+];
 /** The seed's "no start" governance: load, unload and stop only. */
 export const NO_START: PermitRuleInput[] = [
-  { id: "no-start", actions: ["workload.load", "workload.unload", "workload.stop"], kinds: ["probe"], max_network: "egress" },
+  {
+    id: "no-start",
+    actions: ["workload.load", "workload.unload", "workload.stop"],
+    kinds: ["probe"],
+    max_network: "egress",
+  },
 ];
 
 export interface NodeSpec {
@@ -89,7 +101,9 @@ export class NodeProcess {
 
   static async create(spec: NodeSpec): Promise<NodeProcess> {
     const dataDir = join(tempDir(), "node");
-    const out = JSON.parse(execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--json"], { encoding: "utf8" })) as {
+    const out = JSON.parse(
+      execFileSync(process.execPath, [MAIN, "node", "init", "--data-dir", dataDir, "--json"], { encoding: "utf8" }),
+    ) as {
       node_id: string;
       public_key: string;
     };
@@ -98,7 +112,10 @@ export class NodeProcess {
     n.publicKey = out.public_key;
     if (spec.limits !== undefined) {
       const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
-      writeFileSync(join(dataDir, "node.json"), JSON.stringify({ ...config, limits: { ...((config.limits as JsonObject | undefined) ?? {}), ...spec.limits } }));
+      writeFileSync(
+        join(dataDir, "node.json"),
+        JSON.stringify({ ...config, limits: { ...((config.limits as JsonObject | undefined) ?? {}), ...spec.limits } }),
+      );
     }
     if (spec.config !== undefined) {
       const config = JSON.parse(readFileSync(join(dataDir, "node.json"), "utf8")) as JsonObject;
@@ -199,7 +216,9 @@ export class NodeProcess {
     if (!existsSync(path)) return [];
     const db = openDatabase(path, { readonly: true });
     try {
-      return (db.prepare("SELECT pid FROM node_instance WHERE pid IS NOT NULL").all() as Array<{ pid: number }>).map((r) => r.pid);
+      return (db.prepare("SELECT pid FROM node_instance WHERE pid IS NOT NULL").all() as Array<{ pid: number }>).map(
+        (r) => r.pid,
+      );
     } catch {
       return [];
     } finally {
@@ -240,7 +259,13 @@ export const PROBE_SCRIPT = "#!/bin/sh\necho placed-ok\nexec sleep 30\n";
 /** A signed package `probe` (kind probe, network egress) whose single variant runs `script`. */
 export function makePackage(
   signer: SigningKey | null,
-  opts: { script?: string; name?: string; config?: SourceManifest["config"]; network?: "none" | "lan" | "egress"; memoryMb?: number } = {},
+  opts: {
+    script?: string;
+    name?: string;
+    config?: SourceManifest["config"];
+    network?: "none" | "lan" | "egress";
+    memoryMb?: number;
+  } = {},
 ): { dir: string; packageId: string } {
   const dir = tempDir("berth-pkg-");
   writeFileSync(join(dir, "run.sh"), opts.script ?? PROBE_SCRIPT);
@@ -280,19 +305,34 @@ export class TestController {
 
   decisionId(): string {
     this.decisions++;
-    return `${Date.now().toString(16).padStart(16, "0")}${this.decisions.toString(16).padStart(8, "0")}`.padEnd(64, "a");
+    return `${Date.now().toString(16).padStart(16, "0")}${this.decisions.toString(16).padStart(8, "0")}`.padEnd(
+      64,
+      "a",
+    );
   }
 
   place(
     node: NodeProcess,
     pkgDir: string,
-    opts: { method?: "place" | "load"; decisionId?: string; unchecked?: boolean; name?: string; env?: Record<string, string>; args?: string[] } = {},
+    opts: {
+      method?: "place" | "load";
+      decisionId?: string;
+      unchecked?: boolean;
+      name?: string;
+      env?: Record<string, string>;
+      args?: string[];
+    } = {},
   ): Promise<CallResult> {
     const source = new PackageDirSource(pkgDir, { unchecked: opts.unchecked ?? false });
     return this.client.call(
       node.target(),
       opts.method ?? "place",
-      { package_id: source.packageId, name: opts.name ?? "probe", variant: "any-linux", config: { mode: "service", args: opts.args ?? [], env: opts.env ?? {} } },
+      {
+        package_id: source.packageId,
+        name: opts.name ?? "probe",
+        variant: "any-linux",
+        config: { mode: "service", args: opts.args ?? [], env: opts.env ?? {} },
+      },
       { decisionId: opts.decisionId ?? this.decisionId(), package: source },
     );
   }

@@ -27,13 +27,23 @@ describe("an in-process node service behind the memory connector", () => {
     const controller = generateSigningKey();
     const signer = generateSigningKey();
     const dataDir = join(tempDir(), "node");
-    initNodeDataDir(dataDir, { controllers: [controller.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, board: "pi5" });
+    initNodeDataDir(dataDir, {
+      controllers: [controller.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+      board: "pi5",
+    });
     const daemon = await NodeDaemon.start({ dataDir, listen: null, version: "test", allowRootAgents: true });
     daemons.push(daemon);
     const memory = new MemoryConnector();
     const addr = memory.register("pi-a", (stream) => void daemon.service.serve(stream));
     const faults = new FaultyConnector(memory);
-    const client = new NodeClient({ key: controller, connector: faults, timeoutMs: 10_000, authority: () => ({ store_id: "5".repeat(32), epoch: 0 }) });
+    const client = new NodeClient({
+      key: controller,
+      connector: faults,
+      timeoutMs: 10_000,
+      authority: () => ({ store_id: "5".repeat(32), epoch: 0 }),
+    });
 
     const d = await client.describe(addr, null);
     if (d.kind !== "described") throw new Error(JSON.stringify(d));
@@ -42,14 +52,25 @@ describe("an in-process node service behind the memory connector", () => {
 
     const pkg = makePackage(signer);
     const source = new PackageDirSource(pkg.dir);
-    const body = { package_id: source.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } };
+    const body = {
+      package_id: source.packageId,
+      name: "probe",
+      variant: "any-linux",
+      config: { mode: "service", args: [], env: {} },
+    };
     const decisionId = "d".repeat(64);
     faults.dropNextAnswer(addr, "place");
     const lost = await client.call(target, "place", body, { decisionId, package: source });
     expect(lost).toMatchObject({ kind: "no_answer", sent: true });
-    const rows = ok(await client.call(target, "status", {})).rows as Array<{ instance_id: string; decision_id: string; state: string }>;
+    const rows = ok(await client.call(target, "status", {})).rows as Array<{
+      instance_id: string;
+      decision_id: string;
+      state: string;
+    }>;
     expect(rows).toEqual([expect.objectContaining({ decision_id: decisionId, state: "running" })]);
-    expect(ok(await client.call(target, "unload", { instance_id: rows[0]?.instance_id as string }, { decisionId })).unloaded).toBe(true);
+    expect(
+      ok(await client.call(target, "unload", { instance_id: rows[0]?.instance_id as string }, { decisionId })).unloaded,
+    ).toBe(true);
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`)).toEqual([]);
   });
 });

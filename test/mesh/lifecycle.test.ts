@@ -33,7 +33,11 @@ describe("a node daemon running signed packages", () => {
   it("places a package as a running process group, shows its output, stops and unloads it leaving no process", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const decisionId = ctl.decisionId();
     const placed = ok(await ctl.place(node, pkg.dir, { decisionId }));
@@ -75,7 +79,11 @@ describe("a node daemon running signed packages", () => {
     const signer = generateSigningKey();
     // The daemon inherits this variable; the instance must not.
     process.env.HOSTNAME_LEAK = "daemon-env";
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     delete process.env.HOSTNAME_LEAK;
     const script = [
       "#!/bin/sh",
@@ -87,13 +95,24 @@ describe("a node daemon running signed packages", () => {
       "echo done-writing >&2",
       "exit 7",
     ].join("\n");
-    const pkg = makePackage(signer, { script, config: { env: { GREETING: { type: "string" } }, args: { "--mode": { type: "string" }, "--verbose": { type: "boolean" } } } });
+    const pkg = makePackage(signer, {
+      script,
+      config: {
+        env: { GREETING: { type: "string" } },
+        args: { "--mode": { type: "string" }, "--verbose": { type: "boolean" } },
+      },
+    });
     const source = new PackageDirSource(pkg.dir);
     const placed = ok(
       await ctl.client.call(
         node.target(),
         "place",
-        { package_id: source.packageId, name: "probe", variant: "any-linux", config: { mode: "once", args: ["--mode", "fast", "--verbose"], env: { GREETING: "hello" } } },
+        {
+          package_id: source.packageId,
+          name: "probe",
+          variant: "any-linux",
+          config: { mode: "once", args: ["--mode", "fast", "--verbose"], env: { GREETING: "hello" } },
+        },
         { decisionId: ctl.decisionId(), package: source },
       ),
     );
@@ -120,18 +139,30 @@ describe("a node daemon running signed packages", () => {
   it("refuses new placements when the node's permits file is broken, while stop and unload still work", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const placed = ok(await ctl.place(node, pkg.dir, { name: "first" }));
     node.writePolicy("permits.json", "[{ broken");
     const refused = await ctl.place(node, pkg.dir, { name: "second" });
     expect(refused).toMatchObject({ kind: "refused", code: "governance" });
     expect((refused as { reason: string }).reason).toContain("BERTH-DEFAULT-DENY");
-    expect(ok(await ctl.verb(node, "stop", { instance_id: placed.instance_id as string, grace_ms: 1000 })).stopped).toBe(true);
+    expect(
+      ok(await ctl.verb(node, "stop", { instance_id: placed.instance_id as string, grace_ms: 1000 })).stopped,
+    ).toBe(true);
     expect(ok(await ctl.verb(node, "unload", { instance_id: placed.instance_id as string })).unloaded).toBe(true);
-    expect(node.events({ source: "trust", kind: "policy.load" }).some((e) => e.payload.file === "permits.json" && e.payload.ok === false)).toBe(true);
+    expect(
+      node
+        .events({ source: "trust", kind: "policy.load" })
+        .some((e) => e.payload.file === "permits.json" && e.payload.ok === false),
+    ).toBe(true);
     // the permits API refuses an invalid rule set and restores a valid one; placement works again
-    expect(() => savePermits(node.dataDir, [{ id: "bad id!", actions: ["workload.*"], kinds: ["probe"] }])).toThrow(/permits\.0\.id/);
+    expect(() => savePermits(node.dataDir, [{ id: "bad id!", actions: ["workload.*"], kinds: ["probe"] }])).toThrow(
+      /permits\.0\.id/,
+    );
     savePermits(node.dataDir, ALLOW_ALL);
     expect((await ctl.place(node, pkg.dir, { name: "third" })).kind).toBe("ok");
   });
@@ -139,7 +170,11 @@ describe("a node daemon running signed packages", () => {
   it("refuses a second place for a decision it already holds and keeps exactly one instance", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const decisionId = ctl.decisionId();
     const first = ok(await ctl.place(node, pkg.dir, { decisionId }));
@@ -152,8 +187,16 @@ describe("a node daemon running signed packages", () => {
   it("rolls back a start that governance denies after load, refuses it, and the next candidate places (seed scenario A)", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const bad = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: NO_START });
-    const good = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const bad = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: NO_START,
+    });
+    const good = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const decisionId = ctl.decisionId();
 
@@ -173,7 +216,9 @@ describe("a node daemon running signed packages", () => {
     expect(bad.events({ source: "gate", kind: "workload.start" }).map((e) => e.payload.decision)).toEqual(["deny"]);
     const unloads = bad.events({ source: "runtime", kind: "workload.unload" });
     expect(unloads.map((e) => [e.payload.rollback, e.payload.outcome])).toEqual([[true, "ok"]]);
-    expect(bad.events({ source: "node", kind: "workload.refuse", phase: "handle" }).map((e) => e.payload.code)).toEqual(["governance"]);
+    expect(bad.events({ source: "node", kind: "workload.refuse", phase: "handle" }).map((e) => e.payload.code)).toEqual(
+      ["governance"],
+    );
 
     // the same decision on the next candidate places exactly one instance
     const placed = ok(await ctl.place(good, pkg.dir, { decisionId }));
@@ -199,7 +244,9 @@ describe("a node daemon running signed packages", () => {
     const pkg = makePackage(signer);
     const r = await ctl.place(node, pkg.dir);
     expect(r).toMatchObject({ kind: "refused", code: "governance" });
-    expect((r as { reason: string }).reason).toMatch(/start failed: .*; unload of probe-[0-9a-f]{12} failed too \(.*\), it stays listed/);
+    expect((r as { reason: string }).reason).toMatch(
+      /start failed: .*; unload of probe-[0-9a-f]{12} failed too \(.*\), it stays listed/,
+    );
     const rows = rowsOf(await ctl.status(node));
     expect(rows).toEqual([expect.objectContaining({ state: "failed" })]);
   });

@@ -22,11 +22,29 @@ afterEach(() => {
 
 /** `berth node serve` in a session of its own; its output until it has logged `containment probed`. */
 async function serveUntilLogged(dataDir: string, terminal: boolean, extra: readonly string[] = []): Promise<string> {
-  const serveArgs = [MAIN, "node", "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--allow-root-agents", ...extra];
+  const serveArgs = [
+    MAIN,
+    "node",
+    "serve",
+    "--listen",
+    "127.0.0.1:0",
+    "--data-dir",
+    dataDir,
+    "--allow-root-agents",
+    ...extra,
+  ];
   const quoted = [process.execPath, ...serveArgs].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
   const child = terminal
-    ? spawn("script", ["-qfec", quoted, "/dev/null"], { env: { ...process.env, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"], detached: true })
-    : spawn(process.execPath, serveArgs, { env: { ...process.env, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    ? spawn("script", ["-qfec", quoted, "/dev/null"], {
+        env: { ...process.env, NO_COLOR: "1" },
+        stdio: ["pipe", "pipe", "pipe"],
+        detached: true,
+      })
+    : spawn(process.execPath, serveArgs, {
+        env: { ...process.env, NO_COLOR: "1" },
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+      });
   started.push(child);
   let out = "";
   const collect = (d: Buffer) => {
@@ -57,7 +75,9 @@ describe("a node daemon's logs", () => {
     for (const child of started.splice(0)) process.kill(-(child.pid as number), "SIGKILL");
 
     const asked = await serveUntilLogged(dataDir, true, ["--log-format", "json"]);
-    expect(asked).toMatch(/^\{"level":30,"time":\d+,"component":"node","node_id":"[0-9a-f]{32}",.*"msg":"containment probed"\}$/m);
+    expect(asked).toMatch(
+      /^\{"level":30,"time":\d+,"component":"node","node_id":"[0-9a-f]{32}",.*"msg":"containment probed"\}$/m,
+    );
     for (const child of started.splice(0)) process.kill(-(child.pid as number), "SIGKILL");
 
     const piped = await serveUntilLogged(dataDir, false);

@@ -20,10 +20,16 @@ describe("berth package", () => {
     writeFileSync(join(dir, "run.sh"), "#!/bin/sh\necho hi\n");
     chmodSync(join(dir, "run.sh"), 0o755);
     expect(berth("package", "init", dir, "--name", "hello", "--kind", "probe").status).toBe(0);
-    const built = JSON.parse(execFileSync(process.execPath, [MAIN, "package", "build", dir, "--json"], { encoding: "utf8" })) as { package_id: string };
+    const built = JSON.parse(
+      execFileSync(process.execPath, [MAIN, "package", "build", dir, "--json"], { encoding: "utf8" }),
+    ) as { package_id: string };
     expect(built.package_id).toMatch(/^[0-9a-f]{64}$/);
     const signer = generateSigningKey();
-    const signed = JSON.parse(execFileSync(process.execPath, [MAIN, "package", "sign", dir, "--key", keyFile(signer), "--json"], { encoding: "utf8" })) as {
+    const signed = JSON.parse(
+      execFileSync(process.execPath, [MAIN, "package", "sign", dir, "--key", keyFile(signer), "--json"], {
+        encoding: "utf8",
+      }),
+    ) as {
       package_id: string;
     };
     expect(signed.package_id).toBe(built.package_id);
@@ -37,7 +43,13 @@ describe("berth package", () => {
     expect(JSON.parse(untrusted.stdout).reason).toContain("not signed by a trusted signer");
 
     const revocations = join(dir, "revocations.json");
-    writeFileSync(revocations, JSON.stringify({ generation: 1, subjects: [{ kind: "package", id: built.package_id, reason: "recalled", at_ms: 1 }] }));
+    writeFileSync(
+      revocations,
+      JSON.stringify({
+        generation: 1,
+        subjects: [{ kind: "package", id: built.package_id, reason: "recalled", at_ms: 1 }],
+      }),
+    );
     expect(berth("package", "verify", dir, "--signer", signer.publicKey, "--revocations", revocations).status).toBe(1);
 
     writeFileSync(join(dir, "run.sh"), "#!/bin/sh\necho HI\n");
@@ -48,7 +60,10 @@ describe("berth package", () => {
 
   it("names the field of an invalid source manifest", () => {
     const dir = tempDir();
-    writeFileSync(join(dir, "berth-package.src.json"), JSON.stringify({ name: "Bad Name", files: ["missing.sh"], variants: [] }));
+    writeFileSync(
+      join(dir, "berth-package.src.json"),
+      JSON.stringify({ name: "Bad Name", files: ["missing.sh"], variants: [] }),
+    );
     const r = berth("package", "build", dir);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/variants|files|name/);

@@ -8,7 +8,18 @@ import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import type { CallResult } from "../../src/mesh/client/node-client.js";
 import { buildPackage, readEnvelope } from "../../src/mesh/packages/dir.js";
-import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, rowsOf, TestController, waitFor } from "./harness.js";
+import {
+  ALLOW_ALL,
+  cleanup,
+  makePackage,
+  NodeProcess,
+  ok,
+  processesWithEnv,
+  requireBuild,
+  rowsOf,
+  TestController,
+  waitFor,
+} from "./harness.js";
 
 // Real daemons start in about a second each; leave room for a loaded CI machine.
 vi.setConfig({ testTimeout: 90_000 });
@@ -16,7 +27,14 @@ vi.setConfig({ testTimeout: 90_000 });
 beforeAll(requireBuild);
 afterEach(cleanup);
 
-async function expectRefusedBeforeAnythingRuns(node: NodeProcess, ctl: TestController, r: CallResult, code: string, reasonPart: string, decisionId: string) {
+async function expectRefusedBeforeAnythingRuns(
+  node: NodeProcess,
+  ctl: TestController,
+  r: CallResult,
+  code: string,
+  reasonPart: string,
+  decisionId: string,
+) {
   expect(r).toMatchObject({ kind: "refused", code });
   expect((r as { reason: string }).reason).toContain(reasonPart);
   expect(rowsOf(await ctl.status(node))).toEqual([]);
@@ -29,7 +47,11 @@ describe("package verification on the node", () => {
   it("refuses a file changed after signing (same size, one byte) as verify and stores nothing", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     writeFileSync(join(pkg.dir, "run.sh"), "#!/bin/sh\necho placed-OK\nexec sleep 30\n");
     const decisionId = ctl.decisionId();
@@ -41,23 +63,52 @@ describe("package verification on the node", () => {
   it("refuses a file longer or shorter than its pinned size as verify", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const longer = makePackage(signer);
     appendFileSync(join(longer.dir, "run.sh"), "# trailing bytes\n");
     const d1 = ctl.decisionId();
-    await expectRefusedBeforeAnythingRuns(node, ctl, await ctl.place(node, longer.dir, { decisionId: d1, unchecked: true }), "verify", "larger than its pinned size", d1);
+    await expectRefusedBeforeAnythingRuns(
+      node,
+      ctl,
+      await ctl.place(node, longer.dir, { decisionId: d1, unchecked: true }),
+      "verify",
+      "larger than its pinned size",
+      d1,
+    );
     const shorter = makePackage(signer);
     writeFileSync(join(shorter.dir, "run.sh"), "#!/bin/sh\n");
     const d2 = ctl.decisionId();
-    await expectRefusedBeforeAnythingRuns(node, ctl, await ctl.place(node, shorter.dir, { decisionId: d2, unchecked: true }), "verify", "shorter than its pinned size", d2);
+    await expectRefusedBeforeAnythingRuns(
+      node,
+      ctl,
+      await ctl.place(node, shorter.dir, { decisionId: d2, unchecked: true }),
+      "verify",
+      "shorter than its pinned size",
+      d2,
+    );
   });
 
   it("refuses an unsigned package and one signed only by a signer the node does not trust", async () => {
     const ctl = new TestController();
     const trusted = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [trusted.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [trusted.publicKey],
+      permits: ALLOW_ALL,
+    });
     const d1 = ctl.decisionId();
-    await expectRefusedBeforeAnythingRuns(node, ctl, await ctl.place(node, makePackage(null).dir, { decisionId: d1 }), "verify", "unsigned", d1);
+    await expectRefusedBeforeAnythingRuns(
+      node,
+      ctl,
+      await ctl.place(node, makePackage(null).dir, { decisionId: d1 }),
+      "verify",
+      "unsigned",
+      d1,
+    );
     const d2 = ctl.decisionId();
     await expectRefusedBeforeAnythingRuns(
       node,
@@ -72,7 +123,11 @@ describe("package verification on the node", () => {
   it("refuses a package whose signer, package id or file hash the node has revoked", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const fileHash = readEnvelope(pkg.dir).envelope.statement.files[0]?.sha256 as string;
     for (const [kind, id, words] of [
@@ -80,14 +135,31 @@ describe("package verification on the node", () => {
       ["package", pkg.packageId, "package"],
       ["file", fileHash, "file"],
     ] as const) {
-      node.writePolicy("revocations.json", { generation: 1, subjects: [{ kind, id, reason: "compromised", at_ms: 1 }] });
+      node.writePolicy("revocations.json", {
+        generation: 1,
+        subjects: [{ kind, id, reason: "compromised", at_ms: 1 }],
+      });
       const d = ctl.decisionId();
-      await expectRefusedBeforeAnythingRuns(node, ctl, await ctl.place(node, pkg.dir, { decisionId: d }), "verify", `${words} '${id}' is revoked: compromised`, d);
+      await expectRefusedBeforeAnythingRuns(
+        node,
+        ctl,
+        await ctl.place(node, pkg.dir, { decisionId: d }),
+        "verify",
+        `${words} '${id}' is revoked: compromised`,
+        d,
+      );
     }
     // an unreadable revocation list fails closed
     node.writePolicy("revocations.json", "{ not json");
     const d = ctl.decisionId();
-    await expectRefusedBeforeAnythingRuns(node, ctl, await ctl.place(node, pkg.dir, { decisionId: d }), "verify", "revocation list unreadable", d);
+    await expectRefusedBeforeAnythingRuns(
+      node,
+      ctl,
+      await ctl.place(node, pkg.dir, { decisionId: d }),
+      "verify",
+      "revocation list unreadable",
+      d,
+    );
     expect(node.events({ source: "trust", kind: "policy.load" }).some((e) => e.payload.ok === false)).toBe(true);
   });
 
@@ -103,8 +175,13 @@ describe("package verification on the node", () => {
     const pkg = makePackage(signer);
     const decisionId = ctl.decisionId();
     expect((await ctl.place(node, pkg.dir, { decisionId })).kind).toBe("ok");
-    node.writePolicy("revocations.json", { generation: 1, subjects: [{ kind: "signer", id: signer.publicKey, reason: "leaked", at_ms: 1 }] });
-    await expect.poll(() => node.events({ source: "node", kind: "workload.unload", phase: "forced" }).length, { timeout: 10_000 }).toBe(1);
+    node.writePolicy("revocations.json", {
+      generation: 1,
+      subjects: [{ kind: "signer", id: signer.publicKey, reason: "leaked", at_ms: 1 }],
+    });
+    await expect
+      .poll(() => node.events({ source: "node", kind: "workload.unload", phase: "forced" }).length, { timeout: 10_000 })
+      .toBe(1);
     expect(rowsOf(await ctl.status(node))).toEqual([]);
     expect(processesWithEnv(`BERTH_DECISION_ID=${decisionId}`)).toEqual([]);
   });
@@ -112,14 +189,23 @@ describe("package verification on the node", () => {
   it("refuses a variant the statement does not have as invalid_request", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const { PackageDirSource } = await import("../../src/mesh/client/package-source.js");
     const source = new PackageDirSource(pkg.dir);
     const r = await ctl.client.call(
       node.target(),
       "place",
-      { package_id: source.packageId, name: "probe", variant: "riscv-linux", config: { mode: "service", args: [], env: {} } },
+      {
+        package_id: source.packageId,
+        name: "probe",
+        variant: "riscv-linux",
+        config: { mode: "service", args: [], env: {} },
+      },
       { decisionId: ctl.decisionId(), package: source },
     );
     expect(r).toMatchObject({ kind: "refused", code: "invalid_request" });
@@ -131,7 +217,11 @@ describe("the node's content store (issue 12)", () => {
   it("re-verifies a stored file before reuse: a copy changed on disk (same size) is fetched again and only the signed bytes run", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const first = ok(await ctl.place(node, pkg.dir));
     ok(await ctl.verb(node, "unload", { instance_id: first.instance_id as string }));

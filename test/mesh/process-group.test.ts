@@ -20,7 +20,12 @@ function groupOf(pgid: number): Array<{ pid: number; ppid: number; comm: string 
     try {
       const text = readFileSync(`/proc/${name}/stat`, "utf8");
       const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === pgid && fields[0] !== "Z") out.push({ pid: Number(name), ppid: Number(fields[1]), comm: text.slice(text.indexOf("(") + 1, text.lastIndexOf(")")) });
+      if (Number(fields[2]) === pgid && fields[0] !== "Z")
+        out.push({
+          pid: Number(name),
+          ppid: Number(fields[1]),
+          comm: text.slice(text.indexOf("(") + 1, text.lastIndexOf(")")),
+        });
     } catch {
       // gone mid-scan
     }
@@ -34,7 +39,11 @@ const FORKING = "#!/bin/sh\necho placed-ok\nsleep 300\n";
 async function placedForking() {
   const ctl = new TestController();
   const signer = generateSigningKey();
-  const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+  const node = await NodeProcess.create({
+    controllers: [ctl.key.publicKey],
+    signers: [signer.publicKey],
+    permits: ALLOW_ALL,
+  });
   const placed = ok(await ctl.place(node, makePackage(signer, { script: FORKING }).dir));
   const id = placed.instance_id as string;
   const pgid = placed.pid as number;
@@ -42,7 +51,8 @@ async function placedForking() {
   return { ctl, node, id, pgid };
 }
 
-const rowOf = async (ctl: TestController, node: NodeProcess, id: string) => ok(await ctl.status(node, id)).row as { state: string; detail: string | null; generation: number };
+const rowOf = async (ctl: TestController, node: NodeProcess, id: string) =>
+  ok(await ctl.status(node, id)).row as { state: string; detail: string | null; generation: number };
 
 describe("nothing of an instance's group outlives its leader or its entry", () => {
   it("kill -9 of only the group leader ends every other member and records the exit", async () => {

@@ -25,7 +25,11 @@ const signer = generateSigningKey();
 
 beforeAll(async () => {
   requireBuild();
-  node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+  node = await NodeProcess.create({
+    controllers: [ctl.key.publicKey],
+    signers: [signer.publicKey],
+    permits: ALLOW_ALL,
+  });
 });
 afterAll(cleanup);
 
@@ -60,7 +64,11 @@ async function exchangeRaw(signed: SignedMessage): Promise<string> {
     const frame = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
     if (!frame.ok || frame.value.type !== "response") return "no_answer";
     const answer = frame.value.signed;
-    if (answer.key !== node.publicKey || !verifyTagged(node.publicKey, "berth.ctl.response.v1", answer.payload, answer.sig)) return "forged_answer";
+    if (
+      answer.key !== node.publicKey ||
+      !verifyTagged(node.publicKey, "berth.ctl.response.v1", answer.payload, answer.sig)
+    )
+      return "forged_answer";
     const outcome = (JSON.parse(answer.payload) as ResponsePayload).outcome;
     return outcome.status === "ok" ? "ok" : outcome.code;
   } finally {
@@ -161,7 +169,9 @@ describe("the node's verification of control requests", () => {
 
   it("answers an unknown instance with unknown_instance and a malformed body with invalid_request", async () => {
     expect(code(await send(request({ body: { instance_id: "probe-000000000000" } })))).toBe("unknown_instance");
-    expect(code(await send(request({ body: { instance_id: null, include_departed: false, surprise: true } })))).toBe("invalid_request");
+    expect(code(await send(request({ body: { instance_id: null, include_departed: false, surprise: true } })))).toBe(
+      "invalid_request",
+    );
   });
 
   it("never burns a nonce for a forged or misaddressed request: the legitimate request with that nonce succeeds", async () => {
@@ -169,7 +179,9 @@ describe("the node's verification of control requests", () => {
     const signed = signRequestObject(ctl.key, payload);
     expect(code(await exchangeRaw({ ...signed, sig: "1".repeat(128) }))).toBe("signature");
     expect(code(await send({ ...payload, target: "0".repeat(32) }))).toBe("not_for_me");
-    expect(code(await send({ ...payload, requester: stranger.client.controllerId }, stranger.key))).toBe("unauthorized");
+    expect(code(await send({ ...payload, requester: stranger.client.controllerId }, stranger.key))).toBe(
+      "unauthorized",
+    );
     expect(code(await exchangeRaw(signed))).toBe("ok");
   });
 
@@ -195,7 +207,8 @@ describe("the node's verification of control requests", () => {
 
   it("chains at most 16 unauthenticated refusals per minute and counts the rest as suppressed", async () => {
     const before = node.events({ source: "node", kind: "workload.refuse", phase: "verify" }).length;
-    for (let i = 0; i < 40; i++) expect(await send({ ...request(), requester: stranger.client.controllerId }, stranger.key)).toBe("unauthorized");
+    for (let i = 0; i < 40; i++)
+      expect(await send({ ...request(), requester: stranger.client.controllerId }, stranger.key)).toBe("unauthorized");
     const after = node.events({ source: "node", kind: "workload.refuse", phase: "verify" });
     expect(after.length).toBeLessThanOrEqual(16);
     expect(after.length - before).toBeLessThan(40);
@@ -204,7 +217,9 @@ describe("the node's verification of control requests", () => {
   it("chains unauthenticated refusals in phase verify and authenticated ones in phase handle", async () => {
     const verify = node.events({ source: "node", kind: "workload.refuse", phase: "verify" }).map((e) => e.payload.code);
     const handle = node.events({ source: "node", kind: "workload.refuse", phase: "handle" }).map((e) => e.payload.code);
-    expect(verify).toEqual(expect.arrayContaining(["signature", "not_for_me", "stale_boot", "expired", "invalid_request", "unauthorized"]));
+    expect(verify).toEqual(
+      expect.arrayContaining(["signature", "not_for_me", "stale_boot", "expired", "invalid_request", "unauthorized"]),
+    );
     expect(handle).toEqual(expect.arrayContaining(["replay", "unknown_method", "unknown_instance"]));
   });
 
@@ -213,14 +228,25 @@ describe("the node's verification of control requests", () => {
     // A client that answers the manifest fetch with an unrelated frame: the node refuses with fetch (or closes).
     const s = await rawStream();
     const decisionId = ctl.decisionId();
-    const payload = { ...request({}, "place"), decision_id: decisionId, authority: { store_id: ctl.storeId, epoch: 0 }, body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } } };
+    const payload = {
+      ...request({}, "place"),
+      decision_id: decisionId,
+      authority: { store_id: ctl.storeId, epoch: 0 },
+      body: {
+        package_id: pkg.packageId,
+        name: "probe",
+        variant: "any-linux",
+        config: { mode: "service", args: [], env: {} },
+      },
+    };
     await s.send(encodeMessageFrame({ type: "request", signed: signRequestObject(ctl.key, payload) }));
     const fetch = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
     expect(fetch.ok && fetch.value.type).toBe("fetch");
     await s.send(encodeMessageFrame({ type: "fetch_error", reason: "not serving" }));
     const answer = parseMessageFrame(await s.recv(AbortSignal.timeout(30_000)));
     expect(answer.ok && answer.value.type).toBe("response");
-    if (answer.ok && answer.value.type === "response") expect(JSON.parse(answer.value.signed.payload).outcome.code).toBe("fetch");
+    if (answer.ok && answer.value.type === "response")
+      expect(JSON.parse(answer.value.signed.payload).outcome.code).toBe("fetch");
     s.close();
     // the decision is no longer in flight, nothing was placed
     expect((ok(await ctl.status(node)).rows as unknown[]).length).toBe(0);

@@ -10,7 +10,18 @@ import type { JsonObject } from "../../src/core/crypto/canonical.js";
 import { signRequest } from "../../src/core/protocol/sign.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { openDatabase } from "../../src/store/sqlite.js";
-import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, processesWithEnv, requireBuild, rowsOf, TestController, waitFor } from "./harness.js";
+import {
+  ALLOW_ALL,
+  cleanup,
+  makePackage,
+  NodeProcess,
+  ok,
+  processesWithEnv,
+  requireBuild,
+  rowsOf,
+  TestController,
+  waitFor,
+} from "./harness.js";
 
 // Real daemons start in about a second each; leave room for a loaded CI machine.
 vi.setConfig({ testTimeout: 90_000 });
@@ -27,11 +38,17 @@ describe("a node daemon restarted with instances running", () => {
   it("re-adopts every live instance with the same pid after kill -9 and reports the one that died meanwhile", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const placed: JsonObject[] = [];
     for (const name of ["alpha", "beta", "gamma"]) placed.push(ok(await ctl.place(node, pkg.dir, { name })));
-    const before = new Map(placed.map((p) => [p.instance_id as string, { pid: p.pid as number, start: startTime(p.pid as number) }]));
+    const before = new Map(
+      placed.map((p) => [p.instance_id as string, { pid: p.pid as number, start: startTime(p.pid as number) }]),
+    );
 
     // a status request captured before the restart
     const captured = signRequest(ctl.key, {
@@ -50,16 +67,30 @@ describe("a node daemon restarted with instances running", () => {
     // While the daemon is down, gamma's process group ends with SIGTERM (its wrapper records the status).
     const gamma = placed[2] as JsonObject;
     process.kill(-(gamma.pid as number), "SIGTERM");
-    await waitFor(() => processesWithEnv(`BERTH_INSTANCE_ID=${gamma.instance_id as string}`).length === 0, "gamma's group to end");
+    await waitFor(
+      () => processesWithEnv(`BERTH_INSTANCE_ID=${gamma.instance_id as string}`).length === 0,
+      "gamma's group to end",
+    );
     // the other two are untouched by the daemon's death
-    for (const p of placed.slice(0, 2)) expect(processesWithEnv(`BERTH_INSTANCE_ID=${p.instance_id as string}`).length).toBeGreaterThan(0);
+    for (const p of placed.slice(0, 2))
+      expect(processesWithEnv(`BERTH_INSTANCE_ID=${p.instance_id as string}`).length).toBeGreaterThan(0);
 
     const oldBoot = node.bootId;
     await node.start();
     expect(node.bootId).not.toBe(oldBoot);
-    expect(node.recovery).toMatchObject({ readopted: [placed[0]?.instance_id, placed[1]?.instance_id], exited: [gamma.instance_id], lost: [] });
+    expect(node.recovery).toMatchObject({
+      readopted: [placed[0]?.instance_id, placed[1]?.instance_id],
+      exited: [gamma.instance_id],
+      lost: [],
+    });
 
-    const rows = rowsOf(await ctl.status(node)) as Array<{ instance_id: string; state: string; pid: number; signal: string | null; detail: string }>;
+    const rows = rowsOf(await ctl.status(node)) as Array<{
+      instance_id: string;
+      state: string;
+      pid: number;
+      signal: string | null;
+      detail: string;
+    }>;
     expect(rows.map((r) => r.instance_id).sort()).toEqual([...before.keys()].sort());
     for (const r of rows.filter((x) => x.instance_id !== gamma.instance_id)) {
       expect(r.state).toBe("running");
@@ -70,10 +101,15 @@ describe("a node daemon restarted with instances running", () => {
     const g = rows.find((r) => r.instance_id === gamma.instance_id);
     expect(g).toMatchObject({ state: "exited", signal: "SIGTERM" });
     expect(g?.detail).toContain("while the node daemon was down");
-    expect(node.events({ source: "node", kind: "workload.lifecycle", phase: "node_restart" }).map((e) => e.payload.instance_id)).toEqual([
-      gamma.instance_id,
-    ]);
-    expect(node.events({ source: "node", kind: "node.boot" }).at(-1)?.payload).toMatchObject({ readopted: 2, exited: 1 });
+    expect(
+      node
+        .events({ source: "node", kind: "workload.lifecycle", phase: "node_restart" })
+        .map((e) => e.payload.instance_id),
+    ).toEqual([gamma.instance_id]);
+    expect(node.events({ source: "node", kind: "node.boot" }).at(-1)?.payload).toMatchObject({
+      readopted: 2,
+      exited: 1,
+    });
 
     // replaying the captured request after the restart is refused: it names the previous boot
     const replay = await ctl.client.exchange(node.target(oldBoot), captured.signed, captured.request);
@@ -81,21 +117,30 @@ describe("a node daemon restarted with instances running", () => {
 
     // a re-adopted instance is still managed: its exit is noticed and it can be stopped and unloaded
     const alpha = placed[0] as JsonObject;
-    expect(ok(await ctl.verb(node, "stop", { instance_id: alpha.instance_id as string, grace_ms: 2000 })).stopped).toBe(true);
+    expect(ok(await ctl.verb(node, "stop", { instance_id: alpha.instance_id as string, grace_ms: 2000 })).stopped).toBe(
+      true,
+    );
     expect(processesWithEnv(`BERTH_INSTANCE_ID=${alpha.instance_id as string}`)).toEqual([]);
     const beta = placed[1] as JsonObject;
     process.kill(-(beta.pid as number), "SIGKILL");
     await expect
-      .poll(async () => ((ok(await ctl.status(node, beta.instance_id as string)).row as { state: string }).state), { timeout: 10_000 })
+      .poll(async () => (ok(await ctl.status(node, beta.instance_id as string)).row as { state: string }).state, {
+        timeout: 10_000,
+      })
       .toBe("exited");
-    for (const p of placed) expect(ok(await ctl.verb(node, "unload", { instance_id: p.instance_id as string })).unloaded).toBe(true);
+    for (const p of placed)
+      expect(ok(await ctl.verb(node, "unload", { instance_id: p.instance_id as string })).unloaded).toBe(true);
     expect(rowsOf(await ctl.status(node))).toEqual([]);
   });
 
   it("reports an instance recorded under another host boot as lost, and re-adopts a 'starting' row by its instance id", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     const a = ok(await ctl.place(node, pkg.dir, { name: "alpha" }));
     const b = ok(await ctl.place(node, pkg.dir, { name: "beta" }));
@@ -103,8 +148,12 @@ describe("a node daemon restarted with instances running", () => {
     // Simulate what the daemon cannot observe directly: a host reboot for alpha's record, and a crash between
     // spawning beta and recording its identity.
     const db = openDatabase(join(node.dataDir, "node.db"));
-    db.prepare("UPDATE node_instance SET host_boot_id = 'another-host-boot' WHERE instance_id = ?").run(a.instance_id as string);
-    db.prepare("UPDATE node_instance SET state = 'starting', pid = NULL, start_marker = NULL WHERE instance_id = ?").run(b.instance_id as string);
+    db.prepare("UPDATE node_instance SET host_boot_id = 'another-host-boot' WHERE instance_id = ?").run(
+      a.instance_id as string,
+    );
+    db.prepare(
+      "UPDATE node_instance SET state = 'starting', pid = NULL, start_marker = NULL WHERE instance_id = ?",
+    ).run(b.instance_id as string);
     db.close();
     await node.start();
     expect(node.recovery).toMatchObject({ lost: [a.instance_id], readopted: [b.instance_id] });
@@ -120,7 +169,11 @@ describe("a node daemon restarted with instances running", () => {
   it("treats an in-flight decision interrupted by a crash as interrupted and never as an instance", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const pkg = makePackage(signer);
     // A raw client sends place and never answers the manifest fetch: the decision stays in flight.
     const { TlsConnector } = await import("../../src/mesh/transport/tls.js");
@@ -136,7 +189,12 @@ describe("a node daemon restarted with instances running", () => {
       validityMs: 60_000,
       decisionId,
       authority: { store_id: ctl.storeId, epoch: 0 },
-      body: { package_id: pkg.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } },
+      body: {
+        package_id: pkg.packageId,
+        name: "probe",
+        variant: "any-linux",
+        config: { mode: "service", args: [], env: {} },
+      },
     });
     await s.send(encodeMessageFrame({ type: "request", signed: req.signed }));
     await s.recv(AbortSignal.timeout(30_000)); // the fetch: the node marked the decision in flight first
@@ -146,12 +204,16 @@ describe("a node daemon restarted with instances running", () => {
     const second = await ctl.place(node, pkg.dir, { decisionId });
     expect(second).toMatchObject({ kind: "refused", code: "invalid_request" });
     expect((second as { reason: string }).reason).toContain(`decision ${decisionId} is already being handled`);
-    expect(rowsOf(await ctl.status(node))).toEqual([expect.objectContaining({ decision_id: decisionId, in_flight: true })]);
+    expect(rowsOf(await ctl.status(node))).toEqual([
+      expect.objectContaining({ decision_id: decisionId, in_flight: true }),
+    ]);
     await node.kill9();
     s.close();
     await node.start();
     expect(node.recovery).toMatchObject({ interrupted: [decisionId] });
     expect(rowsOf(await ctl.status(node))).toEqual([]);
-    expect(node.events({ source: "node", kind: "workload.refuse", phase: "interrupted" }).map((e) => e.payload.decision_id)).toEqual([decisionId]);
+    expect(
+      node.events({ source: "node", kind: "workload.refuse", phase: "interrupted" }).map((e) => e.payload.decision_id),
+    ).toEqual([decisionId]);
   });
 });

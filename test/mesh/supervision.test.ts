@@ -12,7 +12,17 @@ import type { RestartPolicy } from "../../src/core/node/restart-policy.js";
 import { generateSigningKey } from "../../src/keys/key-file.js";
 import { PackageDirSource } from "../../src/mesh/client/package-source.js";
 import { buildPackage, initPackage, type SourceManifest, signPackage } from "../../src/mesh/packages/dir.js";
-import { ALLOW_ALL, cleanup, makePackage, NodeProcess, ok, requireBuild, TestController, tempDir, waitFor } from "./harness.js";
+import {
+  ALLOW_ALL,
+  cleanup,
+  makePackage,
+  NodeProcess,
+  ok,
+  requireBuild,
+  TestController,
+  tempDir,
+  waitFor,
+} from "./harness.js";
 
 vi.setConfig({ testTimeout: 120_000 });
 
@@ -25,12 +35,20 @@ const runScript = (tail: string) => `#!/bin/sh\necho "run $$" >> "$HOME/runs"\n$
 async function setup(script: string, opts: { health?: SourceManifest["health"] } = {}) {
   const ctl = new TestController();
   const signer = generateSigningKey();
-  const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+  const node = await NodeProcess.create({
+    controllers: [ctl.key.publicKey],
+    signers: [signer.publicKey],
+    permits: ALLOW_ALL,
+  });
   const pkg = opts.health ? healthPackage(signer, script, opts.health) : makePackage(signer, { script });
   return { ctl, node, pkg };
 }
 
-function healthPackage(signer: ReturnType<typeof generateSigningKey>, script: string, health: SourceManifest["health"]) {
+function healthPackage(
+  signer: ReturnType<typeof generateSigningKey>,
+  script: string,
+  health: SourceManifest["health"],
+) {
   const dir = tempDir("berth-pkg-");
   writeFileSync(join(dir, "run.sh"), script);
   // Healthy unless the workspace holds a file named `sick`.
@@ -50,12 +68,24 @@ function healthPackage(signer: ReturnType<typeof generateSigningKey>, script: st
   return { dir, packageId };
 }
 
-function place(ctl: TestController, node: NodeProcess, pkgDir: string, restart: RestartPolicy, opts: { name?: string; mode?: "service" | "once" } = {}) {
+function place(
+  ctl: TestController,
+  node: NodeProcess,
+  pkgDir: string,
+  restart: RestartPolicy,
+  opts: { name?: string; mode?: "service" | "once" } = {},
+) {
   const source = new PackageDirSource(pkgDir);
   return ctl.client.call(
     node.target(),
     "place",
-    { package_id: source.packageId, name: opts.name ?? "probe", variant: "any-linux", config: { mode: opts.mode ?? "service", args: [], env: {} }, restart },
+    {
+      package_id: source.packageId,
+      name: opts.name ?? "probe",
+      variant: "any-linux",
+      config: { mode: opts.mode ?? "service", args: [], env: {} },
+      restart,
+    },
     { decisionId: ctl.decisionId(), package: source },
   );
 }
@@ -72,7 +102,8 @@ function liveGroups(instanceId: string): Set<number> {
       const stat = readFileSync(`/proc/${p}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       if (fields[0] === "Z") continue;
-      if (readFileSync(`/proc/${p}/environ`, "utf8").split("\0").includes(`BERTH_INSTANCE_ID=${instanceId}`)) groups.add(Number(fields[2]));
+      if (readFileSync(`/proc/${p}/environ`, "utf8").split("\0").includes(`BERTH_INSTANCE_ID=${instanceId}`))
+        groups.add(Number(fields[2]));
     } catch {
       // gone, or not ours
     }
@@ -106,8 +137,12 @@ function sampleGroups(instanceId: string) {
 }
 
 const lifecycle = (node: NodeProcess, id: string) =>
-  node.events({ source: "node", kind: "workload.lifecycle", phase: "supervise" }).filter((e) => e.payload.instance_id === id).map((e) => e.payload);
-const starts = (node: NodeProcess, id: string) => node.events({ source: "runtime", kind: "workload.start" }).filter((e) => e.payload.instance_id === id);
+  node
+    .events({ source: "node", kind: "workload.lifecycle", phase: "supervise" })
+    .filter((e) => e.payload.instance_id === id)
+    .map((e) => e.payload);
+const starts = (node: NodeProcess, id: string) =>
+  node.events({ source: "runtime", kind: "workload.start" }).filter((e) => e.payload.instance_id === id);
 
 describe("a supervised agent on a node", () => {
   it("comes back in place after kill -9, with its workspace, and never runs as two process groups at once", async () => {
@@ -121,10 +156,14 @@ describe("a supervised agent on a node", () => {
     const before = await row(ctl, node, id);
     process.kill(-(before.pid as number), "SIGKILL");
 
-    const after = await waitFor(async () => {
-      const r = await row(ctl, node, id);
-      return r.state === "running" && r.generation === 2 && liveGroups(id).size === 1 ? r : undefined;
-    }, "the agent to run again", 30_000);
+    const after = await waitFor(
+      async () => {
+        const r = await row(ctl, node, id);
+        return r.state === "running" && r.generation === 2 && liveGroups(id).size === 1 ? r : undefined;
+      },
+      "the agent to run again",
+      30_000,
+    );
     await sampler.more(6); // keep sampling past the restart, however late a loaded machine fires the timer
     const counts = sampler.stop();
 
@@ -136,11 +175,20 @@ describe("a supervised agent on a node", () => {
     expect(counts.length).toBeGreaterThan(5);
     // The workspace is the same directory: the first run's line is still there, the second appended below it.
     // (the second line lands once the new wrapper is through the cgroup migration lock, so it is waited for).
-    await waitFor(() => readFileSync(join(home, "runs"), "utf8").trim().split("\n").length >= 2 || undefined, "the second run's line", 30_000);
+    await waitFor(
+      () => readFileSync(join(home, "runs"), "utf8").trim().split("\n").length >= 2 || undefined,
+      "the second run's line",
+      30_000,
+    );
     expect(readFileSync(join(home, "runs"), "utf8").trim().split("\n")).toHaveLength(2);
     expect(lifecycle(node, id)).toEqual([
       expect.objectContaining({ from: "exited", to: "backoff", reason: "restart 1/3: killed by SIGKILL", delay_ms: 0 }),
-      expect.objectContaining({ from: "backoff", to: "running", reason: "restart 1/3: killed by SIGKILL", generation: 2 }),
+      expect.objectContaining({
+        from: "backoff",
+        to: "running",
+        reason: "restart 1/3: killed by SIGKILL",
+        generation: 2,
+      }),
     ]);
     // A fence taken before the restart (generation 1) refuses to unload the new process.
     const fenced = await ctl.verb(node, "unload", { instance_id: id, generation: 1 });
@@ -151,10 +199,14 @@ describe("a supervised agent on a node", () => {
   it("is failed once its budget of three restarts is spent, and restarted no more until the operator starts it", async () => {
     const { ctl, node, pkg } = await setup(runScript("sleep 0.2\nexit 3"));
     const id = ok(await place(ctl, node, pkg.dir, "on-failure")).instance_id as string;
-    const failed = await waitFor(async () => {
-      const r = await row(ctl, node, id);
-      return r.state === "failed" ? r : undefined;
-    }, "the budget to be spent", 30_000);
+    const failed = await waitFor(
+      async () => {
+        const r = await row(ctl, node, id);
+        return r.state === "failed" ? r : undefined;
+      },
+      "the budget to be spent",
+      30_000,
+    );
     expect(failed).toMatchObject({ restarts: 3, exit_code: 3 });
     expect(failed.detail).toMatch(/^restart budget spent \(3 restarts in 10 min\): exited with code 3/);
     const startsWhenFailed = starts(node, id).length;
@@ -169,7 +221,9 @@ describe("a supervised agent on a node", () => {
       "backoff>running: restart 3/3: exited with code 3",
       expect.stringMatching(/^exited>failed: restart budget spent/),
     ]);
-    const delays = lifecycle(node, id).filter((p) => p.to === "backoff").map((p) => p.delay_ms);
+    const delays = lifecycle(node, id)
+      .filter((p) => p.to === "backoff")
+      .map((p) => p.delay_ms);
     expect(delays).toEqual([0, 1000, 2000]);
     // Held: several seconds later nothing was started again.
     await new Promise((r) => setTimeout(r, 4000));
@@ -179,19 +233,36 @@ describe("a supervised agent on a node", () => {
 
     // An operator start begins a fresh budget: it runs, and its next exit is restart 1/3 again.
     ok(await ctl.verb(node, "start", { instance_id: id }));
-    await waitFor(() => lifecycle(node, id).filter((p) => p.reason === "restart 1/3: exited with code 3").length >= 3, "a fresh budget after the operator's start");
+    await waitFor(
+      () => lifecycle(node, id).filter((p) => p.reason === "restart 1/3: exited with code 3").length >= 3,
+      "a fresh budget after the operator's start",
+    );
   });
 
   it("is restarted per its policy after the kernel kills it over its memory limit (issue 15: killed, reported, restarted)", async () => {
     const ctl = new TestController();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [ctl.key.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [ctl.key.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     // `tail` keeps what it reads until a newline; /dev/zero has none, so each run grows past 32 MiB.
-    const pkg = makePackage(signer, { script: runScript("head -c 400000000 /dev/zero | tail > /dev/null"), memoryMb: 32 });
+    const pkg = makePackage(signer, {
+      script: runScript("head -c 400000000 /dev/zero | tail > /dev/null"),
+      memoryMb: 32,
+    });
     const id = ok(await place(ctl, node, pkg.dir, "on-failure")).instance_id as string;
-    const restarted = await waitFor(() => lifecycle(node, id).find((p) => p.from === "backoff" && p.to === "running"), "a restart after the memory kill", 60_000);
+    const restarted = await waitFor(
+      () => lifecycle(node, id).find((p) => p.from === "backoff" && p.to === "running"),
+      "a restart after the memory kill",
+      60_000,
+    );
     expect(String(restarted.reason)).toMatch(/^restart 1\/3: /);
-    const exits = node.events({ kind: "workload.exit" }).map((e) => e.payload as JsonObject).filter((p) => p.instance_id === id);
+    const exits = node
+      .events({ kind: "workload.exit" })
+      .map((e) => e.payload as JsonObject)
+      .filter((p) => p.instance_id === id);
     expect(exits[0]).toMatchObject({ reason: "memory_limit", memory_mb: 32 });
   });
 
@@ -202,11 +273,16 @@ describe("a supervised agent on a node", () => {
     // poll and the stop's own call can outlast that second, and the stop lands on the run after it: that placement
     // proves nothing about a backoff, so another (under a new name) is tried.
     for (let attempt = 1; ; attempt++) {
-      id = ok(await place(ctl, node, pkg.dir, "always", { name: attempt === 1 ? "probe" : `probe${attempt}` })).instance_id as string;
-      await waitFor(async () => {
-        const r = await row(ctl, node, id);
-        return r.state === "backoff" && r.restarts === 1;
-      }, "the second restart's backoff", 30_000);
+      id = ok(await place(ctl, node, pkg.dir, "always", { name: attempt === 1 ? "probe" : `probe${attempt}` }))
+        .instance_id as string;
+      await waitFor(
+        async () => {
+          const r = await row(ctl, node, id);
+          return r.state === "backoff" && r.restarts === 1;
+        },
+        "the second restart's backoff",
+        30_000,
+      );
       const stopped = await ctl.verb(node, "stop", { instance_id: id, grace_ms: 500 });
       expect(stopped.kind).toBe("ok");
       // Two starts at the stop: it came inside the backoff (a third start means it came after the restart).
@@ -236,13 +312,20 @@ describe("a supervised agent on a node", () => {
     process.kill(-(before.pid as number), "SIGKILL");
     await waitFor(() => liveGroups(id).size === 0, "the agent's group to die");
     await node.start();
-    const after = await waitFor(async () => {
-      const r = await row(ctl, node, id);
-      return r.state === "running" && r.generation === 2 ? r : undefined;
-    }, "the agent to run again after the daemon's restart", 30_000);
+    const after = await waitFor(
+      async () => {
+        const r = await row(ctl, node, id);
+        return r.state === "running" && r.generation === 2 ? r : undefined;
+      },
+      "the agent to run again after the daemon's restart",
+      30_000,
+    );
     expect(after).toMatchObject({ instance_id: id, restarts: 1 });
     expect(liveGroups(id).size).toBe(1);
-    const phases = node.events({ source: "node", kind: "workload.lifecycle" }).filter((e) => e.payload.instance_id === id).map((e) => `${e.payload.phase}:${e.payload.from}>${e.payload.to}`);
+    const phases = node
+      .events({ source: "node", kind: "workload.lifecycle" })
+      .filter((e) => e.payload.instance_id === id)
+      .map((e) => `${e.payload.phase}:${e.payload.from}>${e.payload.to}`);
     expect(phases).toEqual(["node_restart:running>exited", "supervise:exited>backoff", "supervise:backoff>running"]);
     // The restart is proven above; this is the entry running, behind the same migration lock as the first line.
     await waitFor(() => runs().length >= 2 || undefined, "the second run's line in the workspace", 30_000);
@@ -250,7 +333,9 @@ describe("a supervised agent on a node", () => {
   }, 90_000);
 
   it("is stopped and restarted when its health check fails `misses` times in a row", async () => {
-    const { ctl, node, pkg } = await setup(runScript("exec sleep 60"), { health: { exec: ["health.sh"], interval_s: 1, misses: 2 } });
+    const { ctl, node, pkg } = await setup(runScript("exec sleep 60"), {
+      health: { exec: ["health.sh"], interval_s: 1, misses: 2 },
+    });
     const id = ok(await place(ctl, node, pkg.dir, "on-failure")).instance_id as string;
     const home = join(node.dataDir, "workspaces", "probe");
     // Healthy for a few intervals: nothing happens.
@@ -259,14 +344,26 @@ describe("a supervised agent on a node", () => {
     writeFileSync(join(home, "sick"), "");
     await waitFor(() => lifecycle(node, id).some((p) => p.to === "unhealthy"), "the unhealthy verdict", 30_000);
     rmSick(home);
-    const after = await waitFor(async () => {
-      const r = await row(ctl, node, id);
-      return r.state === "running" && r.generation === 2 ? r : undefined;
-    }, "the restart after the unhealthy verdict", 30_000);
+    const after = await waitFor(
+      async () => {
+        const r = await row(ctl, node, id);
+        return r.state === "running" && r.generation === 2 ? r : undefined;
+      },
+      "the restart after the unhealthy verdict",
+      30_000,
+    );
     expect(after.restarts).toBe(1);
     expect(lifecycle(node, id).slice(0, 3)).toEqual([
-      expect.objectContaining({ from: "running", to: "unhealthy", reason: "2 health checks failed in a row (exit code 1)" }),
-      expect.objectContaining({ from: "unhealthy", to: "backoff", reason: "restart 1/3: 2 health checks failed in a row (exit code 1)" }),
+      expect.objectContaining({
+        from: "running",
+        to: "unhealthy",
+        reason: "2 health checks failed in a row (exit code 1)",
+      }),
+      expect.objectContaining({
+        from: "unhealthy",
+        to: "backoff",
+        reason: "restart 1/3: 2 health checks failed in a row (exit code 1)",
+      }),
       expect.objectContaining({ from: "backoff", to: "running" }),
     ]);
     expect(liveGroups(id).size).toBe(1);
@@ -294,7 +391,11 @@ describe("an agent's workspace on a node", () => {
 
     const second = ok(await place(ctl, node, pkg.dir, "never", { name: "scout" })).instance_id as string;
     expect(second).not.toBe(first);
-    await waitFor(() => readFileSync(join(home, "runs"), "utf8").trim().split("\n").length === 2, "the second run's mark beside the first", 30_000);
+    await waitFor(
+      () => readFileSync(join(home, "runs"), "utf8").trim().split("\n").length === 2,
+      "the second run's mark beside the first",
+      30_000,
+    );
     const purged = ok(await ctl.verb(node, "unload", { instance_id: second, purge: true }));
     expect(purged).toMatchObject({ unloaded: true, workspace_purged: true });
     expect(existsSync(home)).toBe(false);

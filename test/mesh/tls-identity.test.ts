@@ -25,10 +25,20 @@ import { identityCertificate, tbsCertificate } from "../../src/mesh/transport/id
 import { tlsIdentity } from "../../src/mesh/transport/tls.js";
 
 /** The certificate as the library wrote it before issue 19 (the reference). */
-function libraryCertificate(key: ReturnType<typeof generateSigningKey>, serial: Buffer, notBefore: Date, notAfter: Date): Buffer {
+function libraryCertificate(
+  key: ReturnType<typeof generateSigningKey>,
+  serial: Buffer,
+  notBefore: Date,
+  notAfter: Date,
+): Buffer {
   const algorithm = new AlgorithmIdentifier({ algorithm: "1.3.101.112" });
   const name = new Name([
-    new RelativeDistinguishedName([new AttributeTypeAndValue({ type: "2.5.4.3", value: new AttributeValue({ utf8String: `berth ${nodeIdOf(key.publicKey)}` }) })]),
+    new RelativeDistinguishedName([
+      new AttributeTypeAndValue({
+        type: "2.5.4.3",
+        value: new AttributeValue({ utf8String: `berth ${nodeIdOf(key.publicKey)}` }),
+      }),
+    ]),
   ]);
   const tbs = new TBSCertificate({
     version: Version.v3,
@@ -37,10 +47,21 @@ function libraryCertificate(key: ReturnType<typeof generateSigningKey>, serial: 
     issuer: name,
     subject: name,
     validity: new Validity({ notBefore, notAfter }),
-    subjectPublicKeyInfo: AsnConvert.parse(createPublicKey(key.privateKey).export({ format: "der", type: "spki" }), SubjectPublicKeyInfo),
+    subjectPublicKeyInfo: AsnConvert.parse(
+      createPublicKey(key.privateKey).export({ format: "der", type: "spki" }),
+      SubjectPublicKeyInfo,
+    ),
   });
   const signature = sign(null, Buffer.from(AsnConvert.serialize(tbs)), key.privateKey);
-  return Buffer.from(AsnConvert.serialize(new Certificate({ tbsCertificate: tbs, signatureAlgorithm: algorithm, signatureValue: new Uint8Array(signature).buffer })));
+  return Buffer.from(
+    AsnConvert.serialize(
+      new Certificate({
+        tbsCertificate: tbs,
+        signatureAlgorithm: algorithm,
+        signatureValue: new Uint8Array(signature).buffer,
+      }),
+    ),
+  );
 }
 
 describe("the certificate of an identity key", () => {
@@ -80,7 +101,12 @@ describe("the certificate of an identity key", () => {
 
   it("refuses a serial DER could not carry unpadded", () => {
     const key = generateSigningKey();
-    const base = { spki: createPublicKey(key.privateKey).export({ format: "der", type: "spki" }), commonName: "x", notBefore: new Date(0), notAfter: new Date(0) };
+    const base = {
+      spki: createPublicKey(key.privateKey).export({ format: "der", type: "spki" }),
+      commonName: "x",
+      notBefore: new Date(0),
+      notAfter: new Date(0),
+    };
     expect(() => tbsCertificate({ ...base, serial: Buffer.from([0x00, 1]) })).toThrow(/serial/);
     expect(() => tbsCertificate({ ...base, serial: Buffer.from([0x80, 1]) })).toThrow(/serial/);
   });

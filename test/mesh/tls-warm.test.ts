@@ -24,28 +24,49 @@ describe("warm control connections", () => {
     requireBuild();
     const controller = generateSigningKey();
     const signer = generateSigningKey();
-    const node = await NodeProcess.create({ controllers: [controller.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL });
+    const node = await NodeProcess.create({
+      controllers: [controller.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+    });
     const wire = await channelTap(node.address);
     taps.push(wire);
     let now = Date.now();
     const connector = new ControllerConnector({ identity: controller, clock: () => now });
-    const client = new NodeClient({ key: controller, connector, timeoutMs: 15_000, authority: () => ({ store_id: "b".repeat(32), epoch: 0 }) });
+    const client = new NodeClient({
+      key: controller,
+      connector,
+      timeoutMs: 15_000,
+      authority: () => ({ store_id: "b".repeat(32), epoch: 0 }),
+    });
     const described = await client.describe(wire.address, null);
     expect(described.kind).toBe("described");
     const target: TargetRef = { ...node.target(), addr: wire.address };
     const source = new PackageDirSource(makePackage(signer).dir);
     ok(
-      await client.call(target, "place", { package_id: source.packageId, name: "warm", variant: "any-linux", config: { mode: "service", args: [], env: {} } }, {
-        decisionId: randomBytes(32).toString("hex"),
-        package: source,
-      }),
+      await client.call(
+        target,
+        "place",
+        {
+          package_id: source.packageId,
+          name: "warm",
+          variant: "any-linux",
+          config: { mode: "service", args: [], env: {} },
+        },
+        {
+          decisionId: randomBytes(32).toString("hex"),
+          package: source,
+        },
+      ),
     );
     for (let i = 0; i < 3; i++) ok(await client.call(target, "status", { instance_id: null, include_departed: false }));
     expect(wire.connections(), "one connection (one handshake) for five calls").toBe(1);
 
     // A mutating call does not take a connection idle for more than two seconds: a fresh one, nothing lost.
     now += 3_000;
-    const rows = ok(await client.call(target, "status", { instance_id: null, include_departed: false })).rows as Array<{ instance_id?: string }>;
+    const rows = ok(await client.call(target, "status", { instance_id: null, include_departed: false })).rows as Array<{
+      instance_id?: string;
+    }>;
     const instanceId = rows.find((r) => typeof r.instance_id === "string")?.instance_id as string;
     now += 3_000;
     ok(await client.call(target, "stop", { instance_id: instanceId }, { decisionId: randomBytes(32).toString("hex") }));

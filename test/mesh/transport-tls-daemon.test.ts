@@ -23,7 +23,12 @@ describe("a node daemon serving TLS", () => {
     const planted = `PLANTED${randomBytes(6).toString("hex")}`;
     const output = `OUTPUT${randomBytes(6).toString("hex")}`;
     const pkg = makePackage(signer, { script: `#!/bin/sh\n# ${planted}\necho ${output}\nexec sleep 30\n` });
-    const node = await NodeProcess.create({ controllers: [controller.publicKey], signers: [signer.publicKey], permits: ALLOW_ALL, extraArgs: ["--transport", "tls"] });
+    const node = await NodeProcess.create({
+      controllers: [controller.publicKey],
+      signers: [signer.publicKey],
+      permits: ALLOW_ALL,
+      extraArgs: ["--transport", "tls"],
+    });
     const wire = await tap(node.address);
     try {
       const client = new NodeClient({
@@ -38,12 +43,19 @@ describe("a node daemon serving TLS", () => {
         await client.call(
           target,
           "place",
-          { package_id: source.packageId, name: "probe", variant: "any-linux", config: { mode: "service", args: [], env: {} } },
+          {
+            package_id: source.packageId,
+            name: "probe",
+            variant: "any-linux",
+            config: { mode: "service", args: [], env: {} },
+          },
           { decisionId: randomBytes(32).toString("hex"), package: source },
         ),
       );
       const logs = await waitFor(async () => {
-        const r = ok(await client.call(target, "logs", { instance_id: placed.instance_id as string, tail_bytes: 4096 }));
+        const r = ok(
+          await client.call(target, "logs", { instance_id: placed.instance_id as string, tail_bytes: 4096 }),
+        );
         return JSON.stringify(r).includes(output) ? r : undefined;
       }, "the agent's output in its logs");
       expect(JSON.stringify(logs)).toContain(output);
@@ -58,10 +70,21 @@ describe("a node daemon serving TLS", () => {
   }, 90_000);
 
   it("cuts a controller it does not authorise at the handshake and chains it once as unauthorized", async () => {
-    const node = await NodeProcess.create({ controllers: [generateSigningKey().publicKey], signers: [], extraArgs: ["--transport", "tls"] });
+    const node = await NodeProcess.create({
+      controllers: [generateSigningKey().publicKey],
+      signers: [],
+      extraArgs: ["--transport", "tls"],
+    });
     const stranger = generateSigningKey();
-    const client = new NodeClient({ key: stranger, connector: new TlsConnector({ identity: stranger, expectedKey: () => node.publicKey }), timeoutMs: 5_000 });
-    for (let i = 0; i < 3; i++) expect((await client.call(node.target(), "status", { instance_id: null, include_departed: false })).kind).not.toBe("ok");
+    const client = new NodeClient({
+      key: stranger,
+      connector: new TlsConnector({ identity: stranger, expectedKey: () => node.publicKey }),
+      timeoutMs: 5_000,
+    });
+    for (let i = 0; i < 3; i++)
+      expect(
+        (await client.call(node.target(), "status", { instance_id: null, include_departed: false })).kind,
+      ).not.toBe("ok");
     const refusals = await waitFor(() => {
       const found = node.events({ kind: "workload.refuse", phase: "transport" });
       return found.length > 0 ? found : undefined;

@@ -21,8 +21,19 @@ afterEach(() => {
 /** A TLS echo listener for `node`, serving the given controller keys. */
 async function echoNode(node = generateSigningKey(), controllers: string[] = []) {
   const refused: Array<string | null> = [];
-  const tls = await listenTls({ identity: node, authorised: () => new Set(controllers), onRefused: (k) => refused.push(k) });
-  const limits = { maxConnections: 64, maxUnauthenticated: 32, maxUnauthenticatedPerAddress: 32, graceMs: 0, firstBytesMs: 3000, maxFrameBytes: 1024 * 1024 };
+  const tls = await listenTls({
+    identity: node,
+    authorised: () => new Set(controllers),
+    onRefused: (k) => refused.push(k),
+  });
+  const limits = {
+    maxConnections: 64,
+    maxUnauthenticated: 32,
+    maxUnauthenticatedPerAddress: 32,
+    graceMs: 0,
+    firstBytesMs: 3000,
+    maxFrameBytes: 1024 * 1024,
+  };
   const { server, address } = await listenFrames(
     "127.0.0.1:0",
     (s: SocketFrameStream) => {

@@ -47,7 +47,9 @@ function rewriteTail(home: CliHome, count: number): void {
   const db = openDatabase(join(home.home, "controller.db"));
   try {
     const own = db.prepare("SELECT chain_id FROM audit_chain WHERE own = 1").get() as { chain_id: string };
-    const total = (db.prepare("SELECT COUNT(*) AS n FROM audit_event WHERE chain_id = ?").get(own.chain_id) as { n: number }).n;
+    const total = (
+      db.prepare("SELECT COUNT(*) AS n FROM audit_event WHERE chain_id = ?").get(own.chain_id) as { n: number }
+    ).n;
     rewriteChainTail(db, own.chain_id, total - count, key);
   } finally {
     db.close();
@@ -67,7 +69,11 @@ async function homeFromBackup(a: CliHome, backup: string): Promise<CliHome> {
 describe("nodes witness the controller's checkpoints (issue 38)", { timeout: 240_000 }, () => {
   it("a tail rewritten and re-signed with the stolen key passes verify, fails consistency, and is refused by the node that saw the old head", async () => {
     const a = await cliHome("berth-witness-a-");
-    const node = await NodeProcess.create({ controllers: [a.controllerKey], signers: [a.signer.publicKey], permits: [TEST_PERMIT] });
+    const node = await NodeProcess.create({
+      controllers: [a.controllerKey],
+      signers: [a.signer.publicKey],
+      permits: [TEST_PERMIT],
+    });
     await ok(a, "nodes", "add", node.address, "--tier", "paired");
     const name = `w${process.pid}`;
     await ok(a, "place", a.pkgDir, "--name", `${name}a`);
@@ -79,7 +85,9 @@ describe("nodes witness the controller's checkpoints (issue 38)", { timeout: 240
     await ok(a, "place", a.pkgDir, "--name", `${name}c`);
     // The node accepted each newer checkpoint with a proof from the one it held, and chained it.
     const accepted = node.events({ kind: "controller.checkpoint" });
-    expect(accepted.map((e) => e.payload.size)).toEqual([...accepted.map((e) => e.payload.size as number)].sort((x, y) => x - y));
+    expect(accepted.map((e) => e.payload.size)).toEqual(
+      [...accepted.map((e) => e.payload.size as number)].sort((x, y) => x - y),
+    );
     expect(accepted.length).toBeGreaterThanOrEqual(2);
     expect(accepted.slice(1).every((e) => typeof e.payload.from_size === "number")).toBe(true);
     const held = accepted[accepted.length - 1]?.payload.size as number;
@@ -97,13 +105,17 @@ describe("nodes witness the controller's checkpoints (issue 38)", { timeout: 240
 
     const consistency = await a.berth("audit", "consistency", "--old", exported);
     expect(consistency.code).toBe(1);
-    expect(consistency.stdout).toMatch(/^FAIL chain [0-9a-f]{32} fork: the chain does not extend the exported checkpoint/);
+    expect(consistency.stdout).toMatch(
+      /^FAIL chain [0-9a-f]{32} fork: the chain does not extend the exported checkpoint/,
+    );
 
     // Asked before anything is sent: the node holds a tree this store's chain no longer hashes to.
     const after = await a.berth("audit", "witnesses", "--json");
     expect(after.code).toBe(1);
     const report = JSON.parse(after.stdout) as Witnesses;
-    expect(report.nodes).toEqual([expect.objectContaining({ node_id: node.nodeId, state: "inconsistent", size: held })]);
+    expect(report.nodes).toEqual([
+      expect.objectContaining({ node_id: node.nodeId, state: "inconsistent", size: held }),
+    ]);
     expect(report.nodes[0]?.root).not.toBe(report.nodes[0]?.ours);
 
     const next = await a.berth("place", a.pkgDir, "--name", `${name}d`);
@@ -111,9 +123,14 @@ describe("nodes witness the controller's checkpoints (issue 38)", { timeout: 240
     expect(next.stdout + next.stderr).toMatch(/witness/);
     expect(liveAgents(`${name}d`)).toEqual([]);
     const refused = witnessRefusals(node);
-    if (process.env.BERTH_TEST_SHOW_REFUSALS) process.stderr.write(`place: ${next.stdout}${next.stderr}\nnode: ${String(refused[0]?.payload.reason)}\nconsistency: ${consistency.stdout}\n`);
+    if (process.env.BERTH_TEST_SHOW_REFUSALS)
+      process.stderr.write(
+        `place: ${next.stdout}${next.stderr}\nnode: ${String(refused[0]?.payload.reason)}\nconsistency: ${consistency.stdout}\n`,
+      );
     expect(refused.length).toBeGreaterThan(0);
-    expect(refused[0]?.payload.reason).toMatch(new RegExp(`does not extend the one this node holds, tree size ${held} .*rewritten or forked`));
+    expect(refused[0]?.payload.reason).toMatch(
+      new RegExp(`does not extend the one this node holds, tree size ${held} .*rewritten or forked`),
+    );
     // The node still holds the old head: nothing it accepted moved.
     expect(node.events({ kind: "controller.checkpoint" }).length).toBe(accepted.length);
     expect(node.verifyChain().ok).toBe(true);
@@ -155,10 +172,13 @@ describe("nodes witness the controller's checkpoints (issue 38)", { timeout: 240
     expect(seen.nodes.find((n) => n.node_id === n1.nodeId)?.state).toMatch(/^(inconsistent|ahead_of_this_store)$/);
     expect(seen.nodes.find((n) => n.node_id === n2.nodeId)?.state).toBe("consistent");
     for (const n of [n1, n2]) {
-      if (process.env.BERTH_TEST_SHOW_REFUSALS) process.stderr.write(`${n.nodeId}: ${String(witnessRefusals(n)[0]?.payload.reason)}\n`);
+      if (process.env.BERTH_TEST_SHOW_REFUSALS)
+        process.stderr.write(`${n.nodeId}: ${String(witnessRefusals(n)[0]?.payload.reason)}\n`);
       const refused = witnessRefusals(n);
       expect(refused.length, `witness refusals on ${n.nodeId}`).toBeGreaterThan(0);
-      expect(refused[0]?.payload.reason).toMatch(/the controller's history was (rewritten|rolled back or forked|rewritten or forked)/);
+      expect(refused[0]?.payload.reason).toMatch(
+        /the controller's history was (rewritten|rolled back or forked|rewritten or forked)/,
+      );
       expect(n.events({ kind: "controller.bind" })).toHaveLength(1);
       expect(n.verifyChain().ok).toBe(true);
     }

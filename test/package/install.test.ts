@@ -12,7 +12,17 @@
  * needed, and the packages come from npm's cache first (--prefer-offline).
  */
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -64,28 +74,43 @@ function localPrebuild(): string {
 /** `npm install -g` as the README says (`--allow-scripts`: better-sqlite3's install script places its native addon). */
 function install(prefix: string, how: "global" | "prefix, without optional dependencies"): void {
   const args = how === "global" ? ["-g", "--allow-scripts=better-sqlite3"] : ["--omit=optional"];
-  execFileSync("npm", ["install", ...args, "--prefix", prefix, tarball, "--prefer-offline", "--no-audit", "--no-fund"], {
-    env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: localPrebuild() },
-    stdio: ["ignore", "pipe", "pipe"],
-    timeout: 540_000,
-  });
+  execFileSync(
+    "npm",
+    ["install", ...args, "--prefix", prefix, tarball, "--prefer-offline", "--no-audit", "--no-fund"],
+    {
+      env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: localPrebuild() },
+      stdio: ["ignore", "pipe", "pipe"],
+      timeout: 540_000,
+    },
+  );
 }
 
-const installed = (prefix: string) => (prefix === slim ? join(prefix, "node_modules", pkg.name) : join(prefix, "lib", "node_modules", pkg.name));
-const berthIn = (prefix: string) => (prefix === slim ? join(prefix, "node_modules", ".bin", "berth") : join(prefix, "bin", "berth"));
+const installed = (prefix: string) =>
+  prefix === slim ? join(prefix, "node_modules", pkg.name) : join(prefix, "lib", "node_modules", pkg.name);
+const berthIn = (prefix: string) =>
+  prefix === slim ? join(prefix, "node_modules", ".bin", "berth") : join(prefix, "bin", "berth");
 /** What the install adds: the package and everything it pulled in (a prefix install puts them side by side). */
-const installSize = (prefix: string) => (prefix === slim ? sizeOf(join(prefix, "node_modules")) : sizeOf(installed(prefix)));
+const installSize = (prefix: string) =>
+  prefix === slim ? sizeOf(join(prefix, "node_modules")) : sizeOf(installed(prefix));
 
 beforeAll(() => {
-  if (!existsSync(join(repoRoot, "dist", "web", "index.html"))) throw new Error("dist/ is not the package build: run bash scripts/prepack (bash scripts/test does)");
-  const packed = JSON.parse(execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], { cwd: repoRoot, encoding: "utf8" })) as Array<{ filename: string }>;
+  if (!existsSync(join(repoRoot, "dist", "web", "index.html")))
+    throw new Error("dist/ is not the package build: run bash scripts/prepack (bash scripts/test does)");
+  const packed = JSON.parse(
+    execFileSync("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], {
+      cwd: repoRoot,
+      encoding: "utf8",
+    }),
+  ) as Array<{ filename: string }>;
   tarball = join(work, packed[0]?.filename ?? "");
   install(full, "global");
   install(slim, "prefix, without optional dependencies");
   const withKube = installSize(full);
   const withoutKube = installSize(slim);
   sizes = { withKube, withoutKube };
-  console.log(`install size of ${pkg.name}@${pkg.version}: ${mb(withKube)} with the Kubernetes client, ${mb(withoutKube)} without (--omit=optional); tarball ${mb(statSync(tarball).size)}`);
+  console.log(
+    `install size of ${pkg.name}@${pkg.version}: ${mb(withKube)} with the Kubernetes client, ${mb(withoutKube)} without (--omit=optional); tarball ${mb(statSync(tarball).size)}`,
+  );
 }, 600_000);
 
 describe("the packed tarball installed with npm install -g", () => {
@@ -106,13 +131,27 @@ describe("the packed tarball installed with npm install -g", () => {
     // dist/src/node-daemon.bundle.cjs: what `berth node serve` runs (scripts/bundle-node; berth up below starts it),
     // and dist/src/cli-bundle/berth.cjs what every other verb runs (scripts/bundle-cli), from dist/src/cli/entry/berth.cjs,
     // the installed `berth`.
-    for (const file of ["dist/src/cli/entry/main.js", "dist/src/cli/entry/berth.cjs", "dist/src/cli/entry/daemon-bundle.cjs", "dist/src/node-daemon.bundle.cjs", "dist/src/cli/entry/cli-bundle.cjs", "dist/src/cli-bundle/berth.cjs", "dist/web/index.html", "samples/agents/heartbeat/run.sh", "LICENSE", "CHANGELOG.md", "README.md"]) {
+    for (const file of [
+      "dist/src/cli/entry/main.js",
+      "dist/src/cli/entry/berth.cjs",
+      "dist/src/cli/entry/daemon-bundle.cjs",
+      "dist/src/node-daemon.bundle.cjs",
+      "dist/src/cli/entry/cli-bundle.cjs",
+      "dist/src/cli-bundle/berth.cjs",
+      "dist/web/index.html",
+      "samples/agents/heartbeat/run.sh",
+      "LICENSE",
+      "CHANGELOG.md",
+      "README.md",
+    ]) {
       expect(existsSync(join(root, file)), file).toBe(true);
     }
     expect(readFileSync(join(root, "LICENSE"), "utf8")).toContain("Apache License");
     expect(existsSync(join(root, "src"))).toBe(false);
     expect(existsSync(join(root, "dist", "test"))).toBe(false);
-    expect(existsSync(join(root, "node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node"))).toBe(true);
+    expect(existsSync(join(root, "node_modules", "better-sqlite3", "build", "Release", "better_sqlite3.node"))).toBe(
+      true,
+    );
   });
 
   it("runs berth --version from the installed copy", async () => {
@@ -126,14 +165,24 @@ describe("the packed tarball installed with npm install -g", () => {
     // both bundles CommonJS, so none (a bundle judged stale falls back to main.js, silently slower: fresh-bundle.cts).
     // `node serve --help` answers and ends; --version reads package.json from the bundle as main.js does.
     const log = join(work, "loaded.log");
-    writeFileSync(join(work, "hooks.mjs"), 'import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) { appendFileSync(process.env.BERTH_TEST_LOADED, url + "\\n"); return next(url, context); }\n');
-    writeFileSync(join(work, "register.mjs"), 'import { register } from "node:module";\nregister("./hooks.mjs", import.meta.url);\n');
+    writeFileSync(
+      join(work, "hooks.mjs"),
+      'import { appendFileSync } from "node:fs";\nexport async function load(url, context, next) { appendFileSync(process.env.BERTH_TEST_LOADED, url + "\\n"); return next(url, context); }\n',
+    );
+    writeFileSync(
+      join(work, "register.mjs"),
+      'import { register } from "node:module";\nregister("./hooks.mjs", import.meta.url);\n',
+    );
     for (const args of [["--version"], ["place", "--help"], ["completion", "bash"], ["node", "serve", "--help"]]) {
       writeFileSync(log, "");
-      const r = await runNode(["--import", join(work, "register.mjs"), berthIn(full), ...args], { env: { BERTH_TEST_LOADED: log, BERTH_HOME: join(work, "bundle-home") } });
+      const r = await runNode(["--import", join(work, "register.mjs"), berthIn(full), ...args], {
+        env: { BERTH_TEST_LOADED: log, BERTH_HOME: join(work, "bundle-home") },
+      });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stdout.length, args.join(" ")).toBeGreaterThan(0);
-      const modules = readFileSync(log, "utf8").split("\n").filter((url) => url.includes(`/${pkg.name}/dist/`) && url.endsWith(".js"));
+      const modules = readFileSync(log, "utf8")
+        .split("\n")
+        .filter((url) => url.includes(`/${pkg.name}/dist/`) && url.endsWith(".js"));
       expect(modules, args.join(" ")).toEqual([]);
       if (args[0] === "--version") expect(r.stdout.trim()).toBe(pkg.version);
     }
@@ -146,7 +195,10 @@ describe("the packed tarball installed with npm install -g", () => {
     expect(up.stdout).toContain("berth is up: 3 nodes, 2 agents");
     // Issue 35: a plain list reads the store (nothing written, no node asked): each deploy recorded its agent running.
     const agents = await runNode([berthIn(full), "agents", "--json"], { env });
-    expect((JSON.parse(agents.stdout) as { agents: Array<{ state: string }> }).agents.map((a) => a.state)).toEqual(["running", "running"]);
+    expect((JSON.parse(agents.stdout) as { agents: Array<{ state: string }> }).agents.map((a) => a.state)).toEqual([
+      "running",
+      "running",
+    ]);
     const down = await runNode([berthIn(full), "down"], { env });
     expect(down.code, down.stderr || down.stdout).toBe(0);
     expect(down.stdout).toContain("berth is down");
@@ -158,7 +210,11 @@ describe("the packed tarball installed with npm install -g", () => {
   it("stops every agent and node daemon of an installed berth up when its whole process group gets SIGINT", async () => {
     const ctrlHome = join(work, "ctrl-c-home");
     // detached: the leader of a process group of its own, as a shell makes a foreground job.
-    const up = spawn(berthIn(full), ["up", "--no-kubernetes"], { env: { ...process.env, BERTH_HOME: ctrlHome, NO_COLOR: "1" }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const up = spawn(berthIn(full), ["up", "--no-kubernetes"], {
+      env: { ...process.env, BERTH_HOME: ctrlHome, NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     let out = "";
     up.stdout?.on("data", (d: Buffer) => {
       out += d.toString();
@@ -170,7 +226,8 @@ describe("the packed tarball installed with npm install -g", () => {
     try {
       const deadline = Date.now() + 180_000;
       while (!out.includes("ready; press Ctrl-C")) {
-        if (up.exitCode !== null || Date.now() > deadline) throw new Error(`berth up never became ready: ${out.slice(-2000)}`);
+        if (up.exitCode !== null || Date.now() > deadline)
+          throw new Error(`berth up never became ready: ${out.slice(-2000)}`);
         await new Promise((r) => setTimeout(r, 50));
       }
       expect(processesUnder(ctrlHome).length, out).toBeGreaterThan(3);

@@ -43,7 +43,11 @@ async function placementHome() {
   expect(added.status, added.text).toBe(201);
   const stored = await fx.call("POST", `${API_BASE}/packages`, { body: { path: pkgDir } });
   expect(stored.status, stored.text).toBe(201);
-  const observer = new NodeClient({ key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 });
+  const observer = new NodeClient({
+    key,
+    connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }),
+    timeoutMs: 5_000,
+  });
   const onNode = async (): Promise<JsonObject[]> => {
     const r = await observer.call(node.target(), "status", { instance_id: null, include_departed: false });
     if (r.kind !== "ok") throw new Error(JSON.stringify(r));
@@ -69,7 +73,12 @@ describe("an API placement's api.call request rides its first write (issue 19)",
     ]);
     expect(events.find((e) => e.payload.phase === "decision")?.hash).toBe(report.decision_id);
     const [request, outcome] = [events[0]?.payload, events.at(-1)?.payload];
-    expect(outcome).toMatchObject({ call_id: request?.call_id, status: 201, error: null, refs: { decision_id: report.decision_id, instance_id: report.placed.instance_id } });
+    expect(outcome).toMatchObject({
+      call_id: request?.call_id,
+      status: 201,
+      error: null,
+      refs: { decision_id: report.decision_id, instance_id: report.placed.instance_id },
+    });
     expect((await onNode()).map((r) => r.instance_id)).toEqual([report.placed.instance_id]);
     expect((await fx.state.controller.store.chain.verifyStored()).ok).toBe(true);
   });

@@ -51,14 +51,20 @@ describe("auth", () => {
         ["wrong-token-of-the-right-shape-0123456789", {}],
         [`${fx.token} extra`, {}],
       ] as const) {
-        const a = await fx.call(r.method, urlOf(r.path), { token: headers.authorization ? null : token, headers: { ...headers }, body: {} });
+        const a = await fx.call(r.method, urlOf(r.path), {
+          token: headers.authorization ? null : token,
+          headers: { ...headers },
+          body: {},
+        });
         expect(a.status, `${r.method} ${r.path} with ${JSON.stringify(token)}`).toBe(401);
         expect(errorOf(a.body).code).toBe("unauthorized");
         expect(a.headers["www-authenticate"]).toBe('Bearer realm="berth"');
         expect(a.text).not.toContain(fx.token);
       }
     }
-    expect((await fx.state.controller.store.chain.tip()).seq, "unauthenticated requests are never chained").toBe(before);
+    expect((await fx.state.controller.store.chain.tip()).seq, "unauthenticated requests are never chained").toBe(
+      before,
+    );
   });
 
   it("the token file is created 0600 and one readable by group or others is refused at start", async () => {
@@ -95,9 +101,24 @@ const BAD_REQUESTS: ReadonlyArray<readonly [string, string, unknown, string]> = 
   ["POST", "/instances/i1/start", { now: true }, "body.now"],
   ["POST", "/instances/i1/unload", [], "body"],
   ["POST", "/unsettled/settle", { all: true }, "body.all"],
-  ["POST", "/agents", { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "BAD" }, spec: { target: "mesh", package: "/p" } }, "body.metadata.name"],
-  ["POST", "/agents", { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "a" }, spec: { target: "mesh" } }, "body.spec.package"],
-  ["POST", "/agents", { apiVersion: "berth/v2", kind: "Agent", metadata: { name: "a" }, spec: { target: "mesh", package: "/p" } }, "body.apiVersion"],
+  [
+    "POST",
+    "/agents",
+    { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "BAD" }, spec: { target: "mesh", package: "/p" } },
+    "body.metadata.name",
+  ],
+  [
+    "POST",
+    "/agents",
+    { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "a" }, spec: { target: "mesh" } },
+    "body.spec.package",
+  ],
+  [
+    "POST",
+    "/agents",
+    { apiVersion: "berth/v2", kind: "Agent", metadata: { name: "a" }, spec: { target: "mesh", package: "/p" } },
+    "body.apiVersion",
+  ],
   ["POST", "/agents", "[not json", "body"],
   ["POST", "/agents/a/replace", { force: true }, "body.force"],
   ["POST", "/agents/a/stop", { now: 1 }, "body.now"],
@@ -117,12 +138,19 @@ describe("validation", () => {
   it("every bad request answers 400 invalid_request whose message and issues name the field", async () => {
     const fx = await apiFixture();
     for (const [method, path, body, field] of BAD_REQUESTS) {
-      const a = await fx.call(method as "GET", `${API_BASE}${path}`, typeof body === "string" ? { raw: body } : body === undefined ? {} : { body });
+      const a = await fx.call(
+        method as "GET",
+        `${API_BASE}${path}`,
+        typeof body === "string" ? { raw: body } : body === undefined ? {} : { body },
+      );
       const what = `${method} ${path} ${JSON.stringify(body)}`;
       expect(a.status, what).toBe(400);
       const e = errorOf(a.body);
       expect(e.code, what).toBe("invalid_request");
-      expect(e.issues?.map((i) => i.path), what).toContain(field);
+      expect(
+        e.issues?.map((i) => i.path),
+        what,
+      ).toContain(field);
       expect(e.message, what).toContain(field);
     }
   });
@@ -139,8 +167,19 @@ describe("validation", () => {
       ["api", "api.call", "outcome"],
     ]);
     const [request, outcome] = after.map((e) => e.payload);
-    expect(request).toMatchObject({ method: "POST", route: "/api/v1/placements", who: tokenId(fx.token), remote: "127.0.0.1" });
-    expect(outcome).toMatchObject({ call_id: request?.call_id, status: 400, error: "invalid_request", fields: ["body.name"], who: tokenId(fx.token) });
+    expect(request).toMatchObject({
+      method: "POST",
+      route: "/api/v1/placements",
+      who: tokenId(fx.token),
+      remote: "127.0.0.1",
+    });
+    expect(outcome).toMatchObject({
+      call_id: request?.call_id,
+      status: 400,
+      error: "invalid_request",
+      fields: ["body.name"],
+      who: tokenId(fx.token),
+    });
     expect((await fx.state.controller.placements()).length).toBe(placementsBefore);
     expect(JSON.stringify(after), "the token itself is never chained").not.toContain(fx.token);
   });
@@ -153,8 +192,20 @@ describe("audited calls", () => {
     expect([a.status, a.body]).toEqual([200, { settled: { adopted: 0, settledEmpty: 0, skipped: [] }, unsettled: [] }]);
     const pair = (await fx.apiEvents()).map((e) => e.payload);
     expect(pair).toHaveLength(2);
-    expect(pair[0]).toMatchObject({ phase: "request", route: "/api/v1/unsettled/settle", method: "POST", who: tokenId(fx.token), remote: "127.0.0.1" });
-    expect(pair[1]).toMatchObject({ phase: "outcome", call_id: pair[0]?.call_id, status: 200, error: null, refs: { adopted: 0, released: 0 } });
+    expect(pair[0]).toMatchObject({
+      phase: "request",
+      route: "/api/v1/unsettled/settle",
+      method: "POST",
+      who: tokenId(fx.token),
+      remote: "127.0.0.1",
+    });
+    expect(pair[1]).toMatchObject({
+      phase: "outcome",
+      call_id: pair[0]?.call_id,
+      status: 200,
+      error: null,
+      refs: { adopted: 0, released: 0 },
+    });
     expect((await fx.state.controller.store.chain.verifyStored()).ok).toBe(true);
   });
 
@@ -191,7 +242,8 @@ describe("empty state and not found", () => {
       "/agents": { agents: [] },
       "/k8s/agents": { configured: false, context: null, agents: [], error: null },
     };
-    for (const [url, body] of Object.entries(expected)) expect((await fx.call("GET", `${API_BASE}${url}`)).body, url).toEqual(body);
+    for (const [url, body] of Object.entries(expected))
+      expect((await fx.call("GET", `${API_BASE}${url}`)).body, url).toEqual(body);
   });
 
   it("unknown objects answer 404 not_found with what to do", async () => {
@@ -208,7 +260,11 @@ describe("empty state and not found", () => {
       ["PUT", "/nodes/0123456789abcdef0123456789abcdef/tier"],
       ["GET", "/no/such/route"],
     ] as const) {
-      const a = await fx.call(method, `${API_BASE}${url}`, method === "GET" ? {} : { body: method === "PUT" ? { tier: "paired" } : {} });
+      const a = await fx.call(
+        method,
+        `${API_BASE}${url}`,
+        method === "GET" ? {} : { body: method === "PUT" ? { tier: "paired" } : {} },
+      );
       expect(a.status, url).toBe(404);
       expect(errorOf(a.body).code, url).toBe("not_found");
     }
@@ -237,10 +293,15 @@ describe("audit routes", () => {
   it("list chains, page events, verify and export the controller chain; the k8s chain is 404 until it exists", async () => {
     const fx = await apiFixture();
     await fx.call("POST", `${API_BASE}/unsettled/settle`, { body: {} });
-    const chains = (await fx.call("GET", `${API_BASE}/audit/chains`)).body as { chains: Array<{ name: string; events: number; head: { seq: number } }> };
+    const chains = (await fx.call("GET", `${API_BASE}/audit/chains`)).body as {
+      chains: Array<{ name: string; events: number; head: { seq: number } }>;
+    };
     expect(chains.chains.map((c) => c.name)).toEqual(["controller"]);
     const head = chains.chains[0]?.head.seq ?? -1;
-    const page = (await fx.call("GET", `${API_BASE}/audit/events?after=${head - 2}&limit=10`)).body as { events: Array<{ seq: number; kind: string }>; head: number };
+    const page = (await fx.call("GET", `${API_BASE}/audit/events?after=${head - 2}&limit=10`)).body as {
+      events: Array<{ seq: number; kind: string }>;
+      head: number;
+    };
     expect(page.events.map((e) => [e.seq, e.kind])).toEqual([
       [head - 1, "api.call"],
       [head, "api.call"],
@@ -272,17 +333,33 @@ describe("static dashboard", () => {
   it("serves files with their content type and index.html for dashboard routes", async () => {
     const fx = await apiFixture({ webRoot: webRoot() });
     const index = await fx.call("GET", "/", { token: null });
-    expect([index.status, index.headers["content-type"], index.text]).toEqual([200, "text/html; charset=utf-8", "<!doctype html><title>berth dashboard</title>"]);
+    expect([index.status, index.headers["content-type"], index.text]).toEqual([
+      200,
+      "text/html; charset=utf-8",
+      "<!doctype html><title>berth dashboard</title>",
+    ]);
     const route = await fx.call("GET", "/instances/scout?x=1", { token: null });
     expect([route.status, route.text]).toEqual([200, index.text]);
     const js = await fx.call("GET", "/assets/app-1234.js", { token: null });
-    expect([js.status, js.headers["content-type"], js.text]).toEqual([200, "text/javascript; charset=utf-8", "console.log('berth');"]);
+    expect([js.status, js.headers["content-type"], js.text]).toEqual([
+      200,
+      "text/javascript; charset=utf-8",
+      "console.log('berth');",
+    ]);
     expect((await fx.call("GET", "/assets/missing.js", { token: null })).status).toBe(404);
   });
 
   it("never serves a file outside the web root, however the path is spelled", async () => {
     const fx = await apiFixture({ webRoot: webRoot() });
-    for (const url of ["/../secret.txt", "/assets/../../secret.txt", "/%2e%2e/secret.txt", "/assets/%2e%2e%2f%2e%2e%2fsecret.txt", "/assets/link.txt", "/..%5csecret.txt", "/%00"]) {
+    for (const url of [
+      "/../secret.txt",
+      "/assets/../../secret.txt",
+      "/%2e%2e/secret.txt",
+      "/assets/%2e%2e%2f%2e%2e%2fsecret.txt",
+      "/assets/link.txt",
+      "/..%5csecret.txt",
+      "/%00",
+    ]) {
       const a = await fx.call("GET", url, { token: null });
       expect(a.text, url).not.toContain("outside the web root");
       // 400: an escaped `.` or `/` is a second spelling of a path, refused at the edge (edge.ts).
@@ -308,41 +385,59 @@ describe("the write-ahead rule", () => {
     writeJson(join(fx.dir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
     // Another connection makes every api.call insert fail, as a full disk would.
     await execOnStore(fx, {
-      sqlite: "CREATE TRIGGER refuse_api BEFORE INSERT ON audit_event WHEN NEW.source = 'api' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
+      sqlite:
+        "CREATE TRIGGER refuse_api BEFORE INSERT ON audit_event WHEN NEW.source = 'api' BEGIN SELECT RAISE(ABORT, 'disk full'); END",
       postgres:
         "CREATE FUNCTION refuse_api() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.source = 'api' THEN RAISE EXCEPTION 'disk full'; END IF; RETURN NEW; END $$; CREATE TRIGGER refuse_api BEFORE INSERT ON audit_event FOR EACH ROW EXECUTE FUNCTION refuse_api()",
     });
     const refused = await fx.call("POST", `${API_BASE}/packages`, { body: { path: pkgDir } });
     expect([refused.status, errorOf(refused.body).code]).toEqual([500, "audit_unavailable"]);
-    expect((await fx.call("GET", `${API_BASE}/packages`)).body, "the package was not taken in").toEqual({ packages: [] });
+    expect((await fx.call("GET", `${API_BASE}/packages`)).body, "the package was not taken in").toEqual({
+      packages: [],
+    });
 
     await execOnStore(fx, { sqlite: "DROP TRIGGER refuse_api", postgres: "DROP TRIGGER refuse_api ON audit_event" });
     const taken = await fx.call("POST", `${API_BASE}/packages`, { body: { path: pkgDir } });
     expect(taken.status, taken.text).toBe(201);
-    const listed = (await fx.call("GET", `${API_BASE}/packages`)).body as { packages: Array<{ name: string; kind: string; verified: boolean; package_id: string }> };
-    expect(listed.packages.map((p) => [p.package_id, p.name, p.kind, p.verified])).toEqual([[(taken.body as { package_id: string }).package_id, "probe", "agent", true]]);
+    const listed = (await fx.call("GET", `${API_BASE}/packages`)).body as {
+      packages: Array<{ name: string; kind: string; verified: boolean; package_id: string }>;
+    };
+    expect(listed.packages.map((p) => [p.package_id, p.name, p.kind, p.verified])).toEqual([
+      [(taken.body as { package_id: string }).package_id, "probe", "agent", true],
+    ]);
   });
 
   it("a POST without a body needs no Content-Type; one with a body must be application/json (415, not chained)", async () => {
     const fx = await apiFixture();
-    const empty = await fx.app.inject({ method: "POST", url: `${API_BASE}/unsettled/settle`, headers: { authorization: `Bearer ${fx.token}` } });
+    const empty = await fx.app.inject({
+      method: "POST",
+      url: `${API_BASE}/unsettled/settle`,
+      headers: { authorization: `Bearer ${fx.token}` },
+    });
     expect(empty.statusCode, empty.body).toBe(200);
     const seq = (await fx.state.controller.store.chain.tip()).seq;
-    const typed = await fx.call("POST", `${API_BASE}/unsettled/settle`, { raw: "{}", headers: { "content-type": "text/plain" } });
+    const typed = await fx.call("POST", `${API_BASE}/unsettled/settle`, {
+      raw: "{}",
+      headers: { "content-type": "text/plain" },
+    });
     expect([typed.status, errorOf(typed.body).code]).toEqual([415, "unsupported_media_type"]);
     expect((await fx.state.controller.store.chain.tip()).seq, "refused before the handler: nothing chained").toBe(seq);
   });
 
   it("a body over the limit is refused with 413 payload_too_large", async () => {
     const fx = await apiFixture();
-    const a = await fx.call("POST", `${API_BASE}/placements`, { raw: JSON.stringify({ package: "x".repeat(2 * 1024 * 1024) }) });
+    const a = await fx.call("POST", `${API_BASE}/placements`, {
+      raw: JSON.stringify({ package: "x".repeat(2 * 1024 * 1024) }),
+    });
     expect([a.status, errorOf(a.body).code]).toEqual([413, "payload_too_large"]);
   });
 });
 
 describe("the contract check the tests apply to every answer", () => {
   it("refuses a success body the route's schema does not describe, and an error body of another shape", () => {
-    expect(() => checkContract("GET", `${API_BASE}/nodes`, 200, { nodes: [{ addr: "h:1" }] })).toThrow(/contract does not describe/);
+    expect(() => checkContract("GET", `${API_BASE}/nodes`, 200, { nodes: [{ addr: "h:1" }] })).toThrow(
+      /contract does not describe/,
+    );
     expect(() => checkContract("GET", `${API_BASE}/placements`, 404, { message: "no" })).toThrow(/not the error shape/);
     expect(() => checkContract("GET", `${API_BASE}/placements`, 200, { placements: [] })).not.toThrow();
   });
@@ -355,16 +450,34 @@ describe("the CLI beside the server", () => {
     // A second controller on the same files, as `berth nodes add` / `berth nodes tier` in another process.
     const openCli = () => {
       const key = loadKeyFile(controllerKeyPath(fx.dir));
-      return MeshController.open({ dataDir: fx.dir, key, connector: new ControllerConnector({ identity: key, connectTimeoutMs: 500 }), ...databaseOption(fx.database) });
+      return MeshController.open({
+        dataDir: fx.dir,
+        key,
+        connector: new ControllerConnector({ identity: key, connectTimeoutMs: 500 }),
+        ...databaseOption(fx.database),
+      });
     };
     const cli = await openCli();
     try {
       const nodeId = "0123456789abcdef0123456789abcdef";
       await cli.store.learnTarget(
-        { addr: "127.0.0.1:9", node_id: nodeId, key: "cd".repeat(32), tier: "discovered", tier_source: "default", learned_ms: Date.now() },
-        { source: "trust", kind: "peer.add", payload: { node: nodeId, addr: "127.0.0.1:9", key: "cd".repeat(32), tier: "discovered", how: "tofu" } },
+        {
+          addr: "127.0.0.1:9",
+          node_id: nodeId,
+          key: "cd".repeat(32),
+          tier: "discovered",
+          tier_source: "default",
+          learned_ms: Date.now(),
+        },
+        {
+          source: "trust",
+          kind: "peer.add",
+          payload: { node: nodeId, addr: "127.0.0.1:9", key: "cd".repeat(32), tier: "discovered", how: "tofu" },
+        },
       );
-      const seen = (await fx.call("GET", `${API_BASE}/nodes`)).body as { nodes: Array<{ node_id: string; tier: string }> };
+      const seen = (await fx.call("GET", `${API_BASE}/nodes`)).body as {
+        nodes: Array<{ node_id: string; tier: string }>;
+      };
       expect(seen.nodes.map((n) => [n.node_id, n.tier])).toEqual([[nodeId, "discovered"]]);
       const tierCli = await openCli(); // each CLI verb is a fresh process
       try {
@@ -372,7 +485,9 @@ describe("the CLI beside the server", () => {
       } finally {
         await tierCli.close();
       }
-      const after = (await fx.call("GET", `${API_BASE}/nodes`)).body as { nodes: Array<{ node_id: string; tier: string }> };
+      const after = (await fx.call("GET", `${API_BASE}/nodes`)).body as {
+        nodes: Array<{ node_id: string; tier: string }>;
+      };
       expect(after.nodes.map((n) => [n.node_id, n.tier])).toEqual([[nodeId, "paired"]]);
       const put = await fx.call("PUT", `${API_BASE}/nodes/${nodeId}/tier`, { body: { tier: "pinned" } });
       expect([put.status, put.body]).toEqual([200, { node: nodeId, tier: "pinned" }]);

@@ -22,7 +22,8 @@ let hashes: string[];
 /** Appends `count` events to the controller chain, as any library write does. */
 async function append(count: number): Promise<void> {
   const { chain, engine } = fx.state.controller.store;
-  for (let i = 0; i < count; i++) await engine.transaction((tx) => chain.append(tx, { source: "placement", kind: "workload.place", payload: { i } }));
+  for (let i = 0; i < count; i++)
+    await engine.transaction((tx) => chain.append(tx, { source: "placement", kind: "workload.place", payload: { i } }));
 }
 
 async function eventHashes(): Promise<string[]> {
@@ -54,15 +55,25 @@ describe("the controller chain's Merkle proofs and tiles over the API", () => {
     expect(doc.path).toEqual(inclusionProof(leaves, 417, 599).map(b64));
     expect(checkProofDocument(doc, fx.state.key.publicKey)).toMatchObject({ ok: true, kind: "inclusion" });
     const other = createHash("sha256").update("another key").digest("hex");
-    expect(checkProofDocument(doc, other)).toMatchObject({ ok: false, reason: expect.stringMatching(/^note: no signature line is by the key/) });
+    expect(checkProofDocument(doc, other)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^note: no signature line is by the key/),
+    });
     const forged = { ...doc, event_hash: hashes[418] };
-    expect(checkProofDocument(forged, fx.state.key.publicKey)).toMatchObject({ ok: false, reason: expect.stringMatching(/^path: the inclusion proof/) });
+    expect(checkProofDocument(forged, fx.state.key.publicKey)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^path: the inclusion proof/),
+    });
   });
 
   it("a consistency proof fetched from the API carries both signed heads and fails once either root is not the chain's", async () => {
     const a = await fx.call("GET", `${API_BASE}/audit/proof/consistency?old=123&new=600`);
     expect(a.status, a.text.slice(0, 300)).toBe(200);
-    const doc = a.body as { old: { tree_size: number; root: string; note: string }; new: { tree_size: number; root: string }; proof: string[] };
+    const doc = a.body as {
+      old: { tree_size: number; root: string; note: string };
+      new: { tree_size: number; root: string };
+      proof: string[];
+    };
     const leaves = hashes.map(leafHash);
     expect([doc.old.root, doc.new.root]).toEqual([b64(treeRoot(leaves, 123)), b64(treeRoot(leaves, 600))]);
     expect(doc.proof).toEqual(consistencyProof(leaves, 123, 600).map(b64));
@@ -71,7 +82,10 @@ describe("the controller chain's Merkle proofs and tiles over the API", () => {
     const rewritten = await fx.call("GET", `${API_BASE}/audit/proof/consistency?old=124&new=600`);
     const r = rewritten.body as typeof doc;
     const spliced = { ...doc, old: { ...r.old, tree_size: 123 } };
-    expect(checkProofDocument(spliced, fx.state.key.publicKey)).toMatchObject({ ok: false, reason: expect.stringMatching(/^old\.note: the note signs tree size 124/) });
+    expect(checkProofDocument(spliced, fx.state.key.publicKey)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^old\.note: the note signs tree size 124/),
+    });
   });
 
   it("berth audit verify --proof checks a fetched document offline: ok under the owner key, exit 1 under another", async () => {
@@ -79,26 +93,48 @@ describe("the controller chain's Merkle proofs and tiles over the API", () => {
     const consistency = join(fx.dir, "consistency.json");
     writeFileSync(inclusion, (await fx.call("GET", `${API_BASE}/audit/proof/inclusion?seq=3`)).text);
     writeFileSync(consistency, (await fx.call("GET", `${API_BASE}/audit/proof/consistency?old=1`)).text);
-    const verify = (file: string, key: string) => runNode([berthBin(), "audit", "verify", "--proof", file, "--pubkey", key], { env: { BERTH_HOME: join(fx.dir, "elsewhere") } });
+    const verify = (file: string, key: string) =>
+      runNode([berthBin(), "audit", "verify", "--proof", file, "--pubkey", key], {
+        env: { BERTH_HOME: join(fx.dir, "elsewhere") },
+      });
     const ok = await verify(inclusion, fx.state.key.publicKey);
-    expect([ok.code, ok.stdout], ok.stderr).toEqual([0, expect.stringMatching(/^ok inclusion berth\/audit\/[0-9a-f]+: seq 3 \(/)]);
+    expect([ok.code, ok.stdout], ok.stderr).toEqual([
+      0,
+      expect.stringMatching(/^ok inclusion berth\/audit\/[0-9a-f]+: seq 3 \(/),
+    ]);
     const ok2 = await verify(consistency, fx.state.key.publicKey);
-    expect([ok2.code, ok2.stdout], ok2.stderr).toEqual([0, expect.stringMatching(/^ok consistency .*: tree size 1 root .* is a prefix of tree size 600 root/)]);
+    expect([ok2.code, ok2.stdout], ok2.stderr).toEqual([
+      0,
+      expect.stringMatching(/^ok consistency .*: tree size 1 root .* is a prefix of tree size 600 root/),
+    ]);
     const bad = await verify(inclusion, createHash("sha256").update("x").digest("hex"));
-    expect([bad.code, bad.stdout]).toEqual([1, expect.stringMatching(/FAIL proof .*inclusion\.json: note: no signature line is by the key/)]);
+    expect([bad.code, bad.stdout]).toEqual([
+      1,
+      expect.stringMatching(/FAIL proof .*inclusion\.json: note: no signature line is by the key/),
+    ]);
   }, 60_000);
 
   const TOOL = resolve("tools/tlog-verify/bin/tlog-verify");
-  it.skipIf(!existsSync(TOOL) && process.env.CI !== "true")("the fetched proofs and the tlog checkpoint note verify with golang.org/x/mod/sumdb/tlog and sumdb/note", async () => {
-    const inclusion = (await fx.call("GET", `${API_BASE}/audit/proof/inclusion?seq=511`)).body as { note: string; origin: string };
-    const consistency = (await fx.call("GET", `${API_BASE}/audit/proof/consistency?old=256`)).body;
-    const origin = inclusion.origin;
-    const blob = Buffer.concat([Buffer.from([1]), Buffer.from(fx.state.key.publicKey, "hex")]);
-    const vkey = `${origin}+${createHash("sha256").update(`${origin}\n`).update(blob).digest().subarray(0, 4).toString("hex")}+${blob.toString("base64")}`;
-    const r = spawnSync(TOOL, [], { input: JSON.stringify({ note: inclusion.note, vkey, inclusion, consistency }), encoding: "utf8", timeout: 30_000 });
-    expect(`${r.stdout}${r.stderr}`).toBe("ok note\nok inclusion\nok consistency\n");
-    expect(r.status).toBe(0);
-  });
+  it.skipIf(!existsSync(TOOL) && process.env.CI !== "true")(
+    "the fetched proofs and the tlog checkpoint note verify with golang.org/x/mod/sumdb/tlog and sumdb/note",
+    async () => {
+      const inclusion = (await fx.call("GET", `${API_BASE}/audit/proof/inclusion?seq=511`)).body as {
+        note: string;
+        origin: string;
+      };
+      const consistency = (await fx.call("GET", `${API_BASE}/audit/proof/consistency?old=256`)).body;
+      const origin = inclusion.origin;
+      const blob = Buffer.concat([Buffer.from([1]), Buffer.from(fx.state.key.publicKey, "hex")]);
+      const vkey = `${origin}+${createHash("sha256").update(`${origin}\n`).update(blob).digest().subarray(0, 4).toString("hex")}+${blob.toString("base64")}`;
+      const r = spawnSync(TOOL, [], {
+        input: JSON.stringify({ note: inclusion.note, vkey, inclusion, consistency }),
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+      expect(`${r.stdout}${r.stderr}`).toBe("ok note\nok inclusion\nok consistency\n");
+      expect(r.status).toBe(0);
+    },
+  );
 
   it("serves the newest chained checkpoint as a signed note, and tiles equal to the hashes RFC 6962 defines", async () => {
     await fx.state.controller.store.chain.checkpointIfDue(true);
@@ -120,7 +156,9 @@ describe("the controller chain's Merkle proofs and tiles over the API", () => {
     const level1 = await raw(`${API_BASE}/audit/tlog/tile/1/000.p/2`);
     expect(level1.bytes).toEqual(Buffer.concat([treeRoot(leaves.slice(0, 256)), treeRoot(leaves.slice(256, 512))]));
     const entries = await raw(`${API_BASE}/audit/tlog/tile/entries/000.p/3`);
-    expect(entries.bytes).toEqual(Buffer.concat(hashes.slice(0, 3).flatMap((h) => [Buffer.from([0, 32]), Buffer.from(h, "hex")])));
+    expect(entries.bytes).toEqual(
+      Buffer.concat(hashes.slice(0, 3).flatMap((h) => [Buffer.from([0, 32]), Buffer.from(h, "hex")])),
+    );
     // Not held yet: the third full tile, and a level-1 tile of three hashes.
     expect((await raw(`${API_BASE}/audit/tlog/tile/0/002`)).status).toBe(404);
     expect((await raw(`${API_BASE}/audit/tlog/tile/1/000.p/3`)).status).toBe(404);
@@ -143,7 +181,12 @@ describe("the controller chain's Merkle proofs and tiles over the API", () => {
     expect(await field(`${API_BASE}/audit/proof/consistency?old=0`)).toEqual([400, "query.old"]);
     expect(await field(`${API_BASE}/audit/proof/consistency?old=9&new=8`)).toEqual([400, "query.old"]);
     expect(await field(`${API_BASE}/audit/proof/consistency?old=9&extra=1`)).toEqual([400, "query.extra"]);
-    for (const url of ["/audit/proof/inclusion?seq=1", "/audit/proof/consistency?old=1", "/audit/tlog/checkpoint", "/audit/tlog/tile/0/000"]) {
+    for (const url of [
+      "/audit/proof/inclusion?seq=1",
+      "/audit/proof/consistency?old=1",
+      "/audit/tlog/checkpoint",
+      "/audit/tlog/tile/0/000",
+    ]) {
       const a = await fx.call("GET", `${API_BASE}${url}`, { token: null });
       expect([a.status, (a.body as ErrorBody).error.code], url).toEqual([401, "unauthorized"]);
     }

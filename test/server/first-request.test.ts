@@ -24,9 +24,19 @@ afterEach(async () => {
 describe("a lone server's first request", () => {
   it("a write sent the moment the server has started is done by it as leader, never answered not_leader", async () => {
     const dir = mkdtempSync(join(tmpdir(), "berth-first-"));
-    const server = await startServer({ dataDir: dir, port: 0, tickMs: 0, kubernetes: notConfigured, logLevel: "silent", ...databaseOption(await testDatabaseFor(dir)) });
+    const server = await startServer({
+      dataDir: dir,
+      port: 0,
+      tickMs: 0,
+      kubernetes: notConfigured,
+      logLevel: "silent",
+      ...databaseOption(await testDatabaseFor(dir)),
+    });
     running = { server, dir };
-    const answer = await fetch(`${server.url}${API_BASE}/unsettled/settle`, { method: "POST", headers: { authorization: `Bearer ${server.token}` } });
+    const answer = await fetch(`${server.url}${API_BASE}/unsettled/settle`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}` },
+    });
     expect(answer.status, await answer.clone().text()).toBe(200);
     expect(server.state.controller.isLeader()).toBe(true);
   });

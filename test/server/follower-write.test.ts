@@ -70,11 +70,25 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const rowOf = (address: string | null): LeaderRow => ({ owner_id: "other-owner", epoch: 7, renewed_ms: Date.now(), ttl_ms: 2_500, address, host: "elsewhere", pid: 4242, released_ms: null });
+const rowOf = (address: string | null): LeaderRow => ({
+  owner_id: "other-owner",
+  epoch: 7,
+  renewed_ms: Date.now(),
+  ttl_ms: 2_500,
+  address,
+  host: "elsewhere",
+  pid: 4242,
+  released_ms: null,
+});
 
 /** This server follows: the store names `row` as the leader (read just now), or nobody. */
 function follow(row: LeaderRow | null): void {
-  vi.spyOn(state.controller, "currentLeaderView").mockResolvedValue({ leading: false, epoch: null, leader: row, fresh: true });
+  vi.spyOn(state.controller, "currentLeaderView").mockResolvedValue({
+    leading: false,
+    epoch: null,
+    leader: row,
+    fresh: true,
+  });
 }
 
 async function placeOn(url: string): Promise<{ status: number; headers: Headers; body: Record<string, unknown> }> {
@@ -118,8 +132,12 @@ describe("a follower never runs a write itself (issue 37)", () => {
         body += c.toString("utf8");
       });
       req.on("end", () => {
-        received.push(`${req.method} ${req.url} ${req.headers["x-berth-forwarded-by"] === undefined ? "direct" : "forwarded"} ${body}`);
-        res.writeHead(201, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify({ placed: "by the leader" }));
+        received.push(
+          `${req.method} ${req.url} ${req.headers["x-berth-forwarded-by"] === undefined ? "direct" : "forwarded"} ${body}`,
+        );
+        res
+          .writeHead(201, { "content-type": "application/json; charset=utf-8" })
+          .end(JSON.stringify({ placed: "by the leader" }));
       });
     });
     await new Promise<void>((r) => leader?.listen(0, "127.0.0.1", () => r()));
@@ -139,7 +157,9 @@ describe("a follower never runs a write itself (issue 37)", () => {
 
   it("a write the leader refuses the forwarded token of is answered 503 and done nowhere", async () => {
     leader = createServer((_req, res) => {
-      res.writeHead(401, { "content-type": "application/json; charset=utf-8" }).end(JSON.stringify({ error: { code: "unauthorized", message: "no" } }));
+      res
+        .writeHead(401, { "content-type": "application/json; charset=utf-8" })
+        .end(JSON.stringify({ error: { code: "unauthorized", message: "no" } }));
     });
     await new Promise<void>((r) => leader?.listen(0, "127.0.0.1", () => r()));
     follow(rowOf(`http://127.0.0.1:${(leader.address() as { port: number }).port}`));

@@ -24,7 +24,12 @@ async function expectHandled(path: string, opts: { body?: unknown; raw?: string 
 
 /** Bodies shaped like the real ones, with any field replaced by anything. */
 const placeLike = fc.record(
-  { package: fc.oneof(fc.string(), fc.constant("/nonexistent/pkg"), fc.jsonValue()), name: fc.oneof(fc.string(), fc.constant("probe"), fc.jsonValue()), prefer: fc.jsonValue(), config: fc.jsonValue() },
+  {
+    package: fc.oneof(fc.string(), fc.constant("/nonexistent/pkg"), fc.jsonValue()),
+    name: fc.oneof(fc.string(), fc.constant("probe"), fc.jsonValue()),
+    prefer: fc.jsonValue(),
+    config: fc.jsonValue(),
+  },
   { requiredKeys: [] },
 );
 const agentLike = fc.record(
@@ -33,7 +38,14 @@ const agentLike = fc.record(
     kind: fc.constantFrom("Agent", "Pod"),
     metadata: fc.oneof(fc.record({ name: fc.oneof(fc.constant("scout"), fc.string()) }), fc.jsonValue()),
     spec: fc.oneof(
-      fc.record({ target: fc.constantFrom("mesh", "kubernetes", "moon"), package: fc.oneof(fc.constant("./missing"), fc.string()), config: fc.jsonValue() }, { requiredKeys: ["target"] }),
+      fc.record(
+        {
+          target: fc.constantFrom("mesh", "kubernetes", "moon"),
+          package: fc.oneof(fc.constant("./missing"), fc.string()),
+          config: fc.jsonValue(),
+        },
+        { requiredKeys: ["target"] },
+      ),
       fc.jsonValue(),
     ),
   },
@@ -53,9 +65,16 @@ describe("body parsing under fuzz", { timeout: 120_000 }, () => {
 
   it("any bytes as a body are a 400 or a JSON answer, never a crash", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.oneof(fc.string(), fc.string({ unit: "binary" }), fc.jsonValue().map((v) => `${JSON.stringify(v)}}`)), async (raw) => {
-        for (const path of ["/nodes", "/placements/explain", "/agents"]) await expectHandled(path, { raw });
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          fc.string(),
+          fc.string({ unit: "binary" }),
+          fc.jsonValue().map((v) => `${JSON.stringify(v)}}`),
+        ),
+        async (raw) => {
+          for (const path of ["/nodes", "/placements/explain", "/agents"]) await expectHandled(path, { raw });
+        },
+      ),
       { numRuns: 150 },
     );
     expect((await fx.state.controller.store.chain.verifyStored()).ok).toBe(true);

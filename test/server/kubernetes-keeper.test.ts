@@ -63,7 +63,11 @@ const deletes = (a: TestAgent) => auditOf(home, "k8s.pod.delete", "intent").filt
 function loopDeploys(): Array<Record<string, unknown>> {
   const db = new Database(join(home, "k8s.db"), { readonly: true });
   try {
-    return (db.prepare("SELECT payload FROM audit_event WHERE kind = 'agent.deploy' ORDER BY seq").all() as Array<{ payload: string }>)
+    return (
+      db.prepare("SELECT payload FROM audit_event WHERE kind = 'agent.deploy' ORDER BY seq").all() as Array<{
+        payload: string;
+      }>
+    )
       .map((r) => JSON.parse(r.payload) as Record<string, unknown>)
       .filter((p) => (p.by as { actor?: string } | undefined)?.actor === "reconcile-loop");
   } finally {
@@ -80,14 +84,23 @@ afterAll(async () => {
   await cp?.stop();
 });
 
-describe("berth serve keeps Kubernetes agents running per their restart policy (real kube-apiserver)", { timeout: 180_000 }, () => {
+describe("berth serve keeps Kubernetes agents running per their restart policy (real kube-apiserver)", {
+  timeout: 180_000,
+}, () => {
   it("replaces a failed on-failure pod once, leaves a never pod and a running pod alone, and relists after its watch is too old", async () => {
     for (const name of ["alpha", "beta", "gamma"] as const) {
       const r = await runNode([MAIN, "deploy", writeSpec(name), "--json"], { cwd: home, env: env() });
       expect(r.code, r.stdout + r.stderr).toBe(0);
     }
-    const first = { alpha: await runningUid("alpha"), beta: await runningUid("beta"), gamma: await runningUid("gamma") };
-    expect(Object.values(first).every((u) => u !== undefined), JSON.stringify(first)).toBe(true);
+    const first = {
+      alpha: await runningUid("alpha"),
+      beta: await runningUid("beta"),
+      gamma: await runningUid("gamma"),
+    };
+    expect(
+      Object.values(first).every((u) => u !== undefined),
+      JSON.stringify(first),
+    ).toBe(true);
 
     const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json"], { cwd: home, env: env() });
     await serve.waitForOutput(/\n/);
@@ -95,10 +108,14 @@ describe("berth serve keeps Kubernetes agents running per their restart policy (
     // alpha exits 3 under on-failure, beta exits 1 under never; gamma keeps running.
     await cp.kubelet.setState(NS, agents.alpha.podName, { kind: "terminated", exitCode: 3 });
     await cp.kubelet.setState(NS, agents.beta.podName, { kind: "terminated", exitCode: 1 });
-    const replaced = await until("alpha replaced by a new running pod", async () => {
-      const uid = await runningUid("alpha");
-      return uid !== undefined && uid !== first.alpha ? uid : undefined;
-    }, 60_000);
+    const replaced = await until(
+      "alpha replaced by a new running pod",
+      async () => {
+        const uid = await runningUid("alpha");
+        return uid !== undefined && uid !== first.alpha ? uid : undefined;
+      },
+      60_000,
+    );
     // Absence of a second action can only be seen over time: past more than one full pass (the tick is 10 s).
     await new Promise((r) => setTimeout(r, 12_000));
     expect(await runningUid("alpha"), "replaced once, and the new pod is left alone").toBe(replaced);
@@ -106,7 +123,10 @@ describe("berth serve keeps Kubernetes agents running per their restart policy (
     expect(creates(agents.alpha).map((r) => r.mode)).toEqual(["cli", "reconcile-loop"]);
     const alphaDeletes = deletes(agents.alpha);
     expect(alphaDeletes, "one fenced delete, carrying the terminated pod's uid").toHaveLength(1);
-    expect(alphaDeletes[0]).toMatchObject({ mode: "reconcile-loop", fence: { kind: "precondition", uid: first.alpha } });
+    expect(alphaDeletes[0]).toMatchObject({
+      mode: "reconcile-loop",
+      fence: { kind: "precondition", uid: first.alpha },
+    });
     expect(await uidOf("beta"), "restart: never leaves the failed pod in place").toBe(first.beta);
     expect(deletes(agents.beta)).toHaveLength(0);
     expect(await runningUid("gamma"), "a running pod is never touched").toBe(first.gamma);
@@ -116,17 +136,28 @@ describe("berth serve keeps Kubernetes agents running per their restart policy (
     // The watch drops with the apiserver; the resourceVersion it resumes from is older than the new watch cache.
     await cp.killApiserver();
     await cp.restartApiserver();
-    await until("the server relisted after 410 Gone", () => (serve.errors().includes("relisted") ? true : undefined), 60_000);
+    await until(
+      "the server relisted after 410 Gone",
+      () => (serve.errors().includes("relisted") ? true : undefined),
+      60_000,
+    );
     await cp.kubelet.setState(NS, agents.gamma.podName, { kind: "terminated", exitCode: 0 });
-    await until("gamma (always) replaced after a clean exit", async () => {
-      const uid = await runningUid("gamma");
-      return uid !== undefined && uid !== first.gamma ? uid : undefined;
-    }, 60_000);
+    await until(
+      "gamma (always) replaced after a clean exit",
+      async () => {
+        const uid = await runningUid("gamma");
+        return uid !== undefined && uid !== first.gamma ? uid : undefined;
+      },
+      60_000,
+    );
     expect(creates(agents.gamma).map((r) => r.mode)).toEqual(["cli", "reconcile-loop"]);
 
     serve.child.kill("SIGTERM");
     expect(await serve.exited()).toEqual({ code: 0, signal: null });
-    const verify = await runNode([MAIN, "audit", "verify", "--db", join(home, "k8s.db"), "--json"], { cwd: home, env: env() });
+    const verify = await runNode([MAIN, "audit", "verify", "--db", join(home, "k8s.db"), "--json"], {
+      cwd: home,
+      env: env(),
+    });
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
     for (const a of Object.values(agents)) expect(serve.errors() + serve.output()).not.toContain(a.nsec);
   });

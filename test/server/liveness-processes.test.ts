@@ -44,7 +44,14 @@ describe("the server's node status tick", () => {
     expect(added.code, added.stderr).toBe(0);
     const addedAt = (JSON.parse(added.stdout) as NodeRow).last_ok_ms as number;
 
-    const server = await startServer({ dataDir: dir, port: 0, logLevel: "silent", kubernetes: notConfigured, tickMs: 200, ...databaseOption(database) });
+    const server = await startServer({
+      dataDir: dir,
+      port: 0,
+      logLevel: "silent",
+      kubernetes: notConfigured,
+      tickMs: 200,
+      ...databaseOption(database),
+    });
     servers.push(server);
     const nodes = async (): Promise<NodeRow> => {
       const r = await fetch(`${server.url}/api/v1/nodes`, { headers: { authorization: `Bearer ${server.token}` } });
@@ -59,23 +66,36 @@ describe("the server's node status tick", () => {
     // The tick, not the CLI's contact: the last answer moves on while no client asks for a refresh.
     await waitFor(async () => ((await nodes()).last_ok_ms as number) > addedAt, "a tick to describe the node", 30_000);
 
-    const events = async () => Number((await readStoreRows<{ n: number | string }>(database, dir, "SELECT COUNT(*) AS n FROM audit_event"))[0]?.n);
+    const events = async () =>
+      Number(
+        (await readStoreRows<{ n: number | string }>(database, dir, "SELECT COUNT(*) AS n FROM audit_event"))[0]?.n,
+      );
     const before = await events();
     const seen = (await nodes()).last_ok_ms as number;
     await waitFor(async () => ((await nodes()).last_ok_ms as number) > seen, "another tick", 30_000);
     expect(await events()).toBe(before);
 
     await node.kill9();
-    const unreachable = await waitFor(async () => {
-      const n = await nodes();
-      return n.liveness === "suspect" ? n : undefined;
-    }, "GET /nodes to read the node unreachable", 30_000);
+    const unreachable = await waitFor(
+      async () => {
+        const n = await nodes();
+        return n.liveness === "suspect" ? n : undefined;
+      },
+      "GET /nodes to read the node unreachable",
+      30_000,
+    );
     expect(unreachable.unreachable_since_ms).toEqual(expect.any(Number));
     await waitFor(async () => (await nodes()).liveness === "dead", "GET /nodes to read the node dead", 60_000);
     const cli = await runNode([MAIN, "nodes", "list", "--json"], { env });
-    expect((JSON.parse(cli.stdout) as { targets: NodeRow[] }).targets.map((t) => [t.liveness, t.unreachable_since_ms])).toEqual([["dead", unreachable.unreachable_since_ms]]);
+    expect(
+      (JSON.parse(cli.stdout) as { targets: NodeRow[] }).targets.map((t) => [t.liveness, t.unreachable_since_ms]),
+    ).toEqual([["dead", unreachable.unreachable_since_ms]]);
 
     await node.start();
-    await waitFor(async () => (await nodes()).liveness === "alive", "GET /nodes to read the restarted node alive", 30_000);
+    await waitFor(
+      async () => (await nodes()).liveness === "alive",
+      "GET /nodes to read the restarted node alive",
+      30_000,
+    );
   }, 150_000);
 });

@@ -24,7 +24,8 @@ afterEach(async () => {
 /** Prometheus's linter; in CI its absence fails (scripts/test installs Debian's `prometheus`), elsewhere it skips this part. */
 function promtool(text: string): { ran: boolean; problems: string } {
   if (!onPath("promtool")) {
-    if (process.env.CI === "true") throw new Error("promtool is not installed (Debian's prometheus package; scripts/test installs it)");
+    if (process.env.CI === "true")
+      throw new Error("promtool is not installed (Debian's prometheus package; scripts/test installs it)");
     return { ran: false, problems: "" };
   }
   try {
@@ -55,7 +56,12 @@ function expositionProblems(text: string): string[] {
   for (const line of text.split("\n")) {
     if (line === "" || line.startsWith("#")) continue;
     const name = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line)?.[1] ?? "";
-    const family = [...type.keys()].find((f) => name === f || ((type.get(f) === "histogram" || type.get(f) === "summary") && /^(.*)_(bucket|sum|count)$/.exec(name)?.[1] === f));
+    const family = [...type.keys()].find(
+      (f) =>
+        name === f ||
+        ((type.get(f) === "histogram" || type.get(f) === "summary") &&
+          /^(.*)_(bucket|sum|count)$/.exec(name)?.[1] === f),
+    );
     if (family === undefined) problems.push(`${name}: a sample without TYPE`);
   }
   return problems;
@@ -77,7 +83,9 @@ describe("/metrics as Prometheus reads it", () => {
     expect(lint.problems).toBe("");
   });
 
-  it("has a series per agent, labelled by agent and target: its state, restarts and last start", { timeout: 120_000 }, async () => {
+  it("has a series per agent, labelled by agent and target: its state, restarts and last start", {
+    timeout: 120_000,
+  }, async () => {
     requireBuild();
     const before = Date.now();
     const { home } = await controllerHome();
@@ -100,12 +108,17 @@ describe("/metrics as Prometheus reads it", () => {
     // Issue 36, `berth top` in /metrics: the running agent's CPU time and memory from its cgroup, by agent and target.
     const deadline = Date.now() + 30_000;
     let usage = text;
-    while (sample(usage, 'berth_agent_memory_bytes{agent="scout",target="mesh"}') === undefined && Date.now() < deadline) {
+    while (
+      sample(usage, 'berth_agent_memory_bytes{agent="scout",target="mesh"}') === undefined &&
+      Date.now() < deadline
+    ) {
       await new Promise((r) => setTimeout(r, 500));
       usage = await scrape();
     }
     expect(sample(usage, 'berth_agent_memory_bytes{agent="scout",target="mesh"}'), usage).toBeGreaterThan(0);
-    expect(sample(usage, 'berth_agent_cpu_seconds_total{agent="scout",target="mesh"}'), usage).toBeGreaterThanOrEqual(0);
+    expect(sample(usage, 'berth_agent_cpu_seconds_total{agent="scout",target="mesh"}'), usage).toBeGreaterThanOrEqual(
+      0,
+    );
     expect(usage).toMatch(/^# TYPE berth_agent_cpu_seconds_total counter$/m);
     expect(expositionProblems(usage)).toEqual([]);
     expect(promtool(usage).problems).toBe("");
@@ -115,6 +128,7 @@ describe("/metrics as Prometheus reads it", () => {
     const asked = [...new Set(dashboard.match(/berth_[a-z_]+/g) ?? [])];
     const again = await scrape(); // the first scrape is in the request histogram now
     expect(asked.length).toBeGreaterThan(5);
-    for (const name of asked) expect(again, `docs/grafana-dashboard.json asks for ${name}`).toMatch(new RegExp(`^${name}[{ ]`, "m"));
+    for (const name of asked)
+      expect(again, `docs/grafana-dashboard.json asks for ${name}`).toMatch(new RegExp(`^${name}[{ ]`, "m"));
   });
 });

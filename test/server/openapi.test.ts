@@ -7,7 +7,13 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { berthVersion } from "../../src/version.js";
 import { ROUTES } from "../../src/server/contract.js";
-import { API_BASE, OPENAPI_FILE, OPENAPI_WRITE_COMMAND, openApiDocument, openApiText } from "../../src/server/openapi.js";
+import {
+  API_BASE,
+  OPENAPI_FILE,
+  OPENAPI_WRITE_COMMAND,
+  openApiDocument,
+  openApiText,
+} from "../../src/server/openapi.js";
 import { repoRoot } from "../support/built.js";
 import { apiFixture, closeFixtures } from "./support.js";
 
@@ -16,15 +22,29 @@ describe("the OpenAPI document", () => {
     const committed = readFileSync(join(repoRoot, OPENAPI_FILE), "utf8");
     const generated = openApiText(berthVersion());
     if (committed !== generated) {
-      expect.fail(`${OPENAPI_FILE} is out of date with src/server/contract.ts; regenerate it with \`${OPENAPI_WRITE_COMMAND}\` and commit it`);
+      expect.fail(
+        `${OPENAPI_FILE} is out of date with src/server/contract.ts; regenerate it with \`${OPENAPI_WRITE_COMMAND}\` and commit it`,
+      );
     }
   });
 
   it("lists every route once, with the contract's paths, and marks the public ones", () => {
-    const doc = openApiDocument("x") as { paths: Record<string, Record<string, { operationId: string; security?: unknown[] }>> };
-    const ops = Object.entries(doc.paths).flatMap(([path, methods]) => Object.entries(methods).map(([m, op]) => `${m.toUpperCase()} ${path} ${op.operationId}`));
+    const doc = openApiDocument("x") as {
+      paths: Record<string, Record<string, { operationId: string; security?: unknown[] }>>;
+    };
+    const ops = Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods).map(([m, op]) => `${m.toUpperCase()} ${path} ${op.operationId}`),
+    );
     expect(ops.sort()).toEqual(ROUTES.map((r) => `${r.method} ${API_BASE}${r.path} ${r.id}`).sort());
-    for (const path of ["/agents", "/k8s/agents", "/placements/explain", "/unsettled/settle", "/audit/stream", "/instances/{id}/logs"]) expect(doc.paths[`${API_BASE}${path}`], path).toBeDefined();
+    for (const path of [
+      "/agents",
+      "/k8s/agents",
+      "/placements/explain",
+      "/unsettled/settle",
+      "/audit/stream",
+      "/instances/{id}/logs",
+    ])
+      expect(doc.paths[`${API_BASE}${path}`], path).toBeDefined();
     expect(doc.paths[`${API_BASE}/health`]?.get?.security).toEqual([]);
     expect(doc.paths[`${API_BASE}/nodes`]?.get?.security).toBeUndefined();
   });

@@ -21,7 +21,10 @@ const concrete = (path: string) => `${API_BASE}${path.replace("{ref}", "some-nod
 describe("the operator routes", () => {
   it("answer 401 without the token, and a write sent as text/plain is a 415 that chains nothing", async () => {
     for (const r of OPERATOR_ROUTES) {
-      const a = await fx.call(r.method, concrete(r.path), { token: null, ...(r.method === "POST" ? { body: {} } : {}) });
+      const a = await fx.call(r.method, concrete(r.path), {
+        token: null,
+        ...(r.method === "POST" ? { body: {} } : {}),
+      });
       expect([a.status, (a.body as ErrorBody).error.code], `${r.method} ${r.path}`).toEqual([401, "unauthorized"]);
     }
     const before = (await fx.apiEvents()).length;
@@ -39,7 +42,12 @@ describe("the operator routes", () => {
       ["POST", "/backup", { database: "agents.db" }, "body.database"],
       ["POST", "/audit/verify", { key: "not-hex" }, "body.key"],
       ["POST", "/audit/verify", { expect_head: { seq: -1, hash: "00" } }, "body.expect_head.seq"],
-      ["POST", "/audit/verify", { checkpoints: [{ checkpoint: {}, sig: "x" }] }, "body.checkpoints.0.checkpoint.chain_id"],
+      [
+        "POST",
+        "/audit/verify",
+        { checkpoints: [{ checkpoint: {}, sig: "x" }] },
+        "body.checkpoints.0.checkpoint.chain_id",
+      ],
       ["POST", "/audit/import", { lines: "" }, "body.lines"],
       ["POST", "/doctor/repair", { now: true }, "body.now"],
     ];
@@ -47,7 +55,10 @@ describe("the operator routes", () => {
       const a = await fx.call(method as "POST", `${API_BASE}${path}`, { body });
       const e = (a.body as ErrorBody).error;
       expect([a.status, e.code], `${path} ${JSON.stringify(body)}`).toEqual([400, "invalid_request"]);
-      expect(e.issues?.map((i) => i.path), `${path} ${JSON.stringify(body)}`).toContain(field);
+      expect(
+        e.issues?.map((i) => i.path),
+        `${path} ${JSON.stringify(body)}`,
+      ).toContain(field);
     }
     const q = await fx.call("GET", `${API_BASE}/audit/checkpoints?chain=mine`);
     expect([q.status, (q.body as ErrorBody).error.issues?.[0]?.path]).toEqual([400, "query.chain"]);
@@ -61,7 +72,9 @@ describe("the operator routes", () => {
     expect([a.status, (a.body as ErrorBody).error.code], a.text.slice(0, 300)).toEqual([409, "postgres_store"]);
     expect((a.body as ErrorBody).error.message).toContain("pg_dump");
     expect((a.body as ErrorBody).error.message).not.toMatch(/:[^:@/]+@/);
-    const calls = (await fx.apiEvents()).filter((e) => e.payload.route === `${API_BASE}/backup`).map((e) => [e.payload.phase, e.payload.status ?? null]);
+    const calls = (await fx.apiEvents())
+      .filter((e) => e.payload.route === `${API_BASE}/backup`)
+      .map((e) => [e.payload.phase, e.payload.status ?? null]);
     expect(calls.slice(-2)).toEqual([
       ["request", null],
       ["outcome", 409],
@@ -73,10 +86,19 @@ describe("the operator routes", () => {
     expect(a.status, a.text.slice(0, 300)).toBe(200);
     const b = a.body as { database: string; bytes: number; sha256: string; base64: string; events: number };
     const bytes = Buffer.from(b.base64, "base64");
-    expect([b.database, bytes.length, createHash("sha256").update(bytes).digest("hex")]).toEqual(["controller.db", b.bytes, b.sha256]);
+    expect([b.database, bytes.length, createHash("sha256").update(bytes).digest("hex")]).toEqual([
+      "controller.db",
+      b.bytes,
+      b.sha256,
+    ]);
     expect(bytes.subarray(0, 15).toString()).toBe("SQLite format 3");
-    expect((await fx.call("POST", `${API_BASE}/backup`, { body: { database: "k8s.db" } })).status, "no k8s.db in this home").toBe(404);
-    const calls = (await fx.apiEvents()).filter((e) => e.payload.route === `${API_BASE}/backup`).map((e) => [e.payload.phase, e.payload.status ?? null]);
+    expect(
+      (await fx.call("POST", `${API_BASE}/backup`, { body: { database: "k8s.db" } })).status,
+      "no k8s.db in this home",
+    ).toBe(404);
+    const calls = (await fx.apiEvents())
+      .filter((e) => e.payload.route === `${API_BASE}/backup`)
+      .map((e) => [e.payload.phase, e.payload.status ?? null]);
     // The last four: the invalid body of the test before is chained too (refused by the route's schema, outcome 400).
     expect(calls.slice(-4)).toEqual([
       ["request", null],
@@ -88,7 +110,9 @@ describe("the operator routes", () => {
 
   it("answer doctor and an unknown node's rehome with their documents", async () => {
     expect((await fx.call("GET", `${API_BASE}/doctor`)).body).toEqual({ repaired: false, wedged: [], in_flight: [] });
-    const r = await fx.call("POST", `${API_BASE}/nodes/0123456789abcdef0123456789abcdef/rehome`, { body: { reason: "test" } });
+    const r = await fx.call("POST", `${API_BASE}/nodes/0123456789abcdef0123456789abcdef/rehome`, {
+      body: { reason: "test" },
+    });
     expect([r.status, (r.body as { kind: string }).kind]).toEqual([404, "unknown_node"]);
   });
 });

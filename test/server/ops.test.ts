@@ -31,7 +31,11 @@ describe("health and readiness", () => {
   it("/healthz and /readyz answer JSON without a token, never the dashboard's page", async () => {
     const fx = await apiFixture({ webRoot: webRoot() });
     const health = await fx.call("GET", "/healthz", { token: null });
-    expect([health.status, health.body, health.headers["content-type"]]).toEqual([200, { ok: true, version: "test" }, "application/json; charset=utf-8"]);
+    expect([health.status, health.body, health.headers["content-type"]]).toEqual([
+      200,
+      { ok: true, version: "test" },
+      "application/json; charset=utf-8",
+    ]);
     const ready = await fx.call("GET", "/readyz", { token: null });
     expect(ready.status).toBe(200);
     expect(ready.body).toEqual({
@@ -42,13 +46,16 @@ describe("health and readiness", () => {
         { name: "data_dir_writable", ok: true, detail: null },
       ],
     });
-    for (const path of ["/healthz", "/readyz", "/metrics"]) expect((await fx.call("GET", path)).text, path).not.toContain("berth dashboard");
+    for (const path of ["/healthz", "/readyz", "/metrics"])
+      expect((await fx.call("GET", path)).text, path).not.toContain("berth dashboard");
     // The dashboard still answers its own routes.
     expect((await fx.call("GET", "/instances", { token: null })).text).toContain("berth dashboard");
   });
 
   /** Another process's writer, holding the store's write lock until `release` (engine by engine). */
-  async function holdWriteLock(fx: Awaited<ReturnType<typeof apiFixture>>): Promise<{ code: string; release: () => Promise<void> }> {
+  async function holdWriteLock(
+    fx: Awaited<ReturnType<typeof apiFixture>>,
+  ): Promise<{ code: string; release: () => Promise<void> }> {
     if (TEST_ENGINE === "sqlite") {
       const other = openDatabase(fx.state.dbPaths.controller);
       other.exec("BEGIN IMMEDIATE");
@@ -76,7 +83,9 @@ describe("health and readiness", () => {
     try {
       const locked = await fx.call("GET", "/readyz", { token: null });
       expect(locked.status).toBe(503);
-      const checks = (locked.body as { ready: boolean; checks: Array<{ name: string; ok: boolean; detail: string | null }> }).checks;
+      const checks = (
+        locked.body as { ready: boolean; checks: Array<{ name: string; ok: boolean; detail: string | null }> }
+      ).checks;
       expect(checks.filter((c) => !c.ok).map((c) => [c.name, c.detail])).toEqual([["store_writable", held.code]]);
     } finally {
       await held.release();
@@ -89,7 +98,9 @@ describe("health and readiness", () => {
     await fx.state.controller.close();
     const ready = await fx.call("GET", "/readyz", { token: null });
     expect(ready.status).toBe(503);
-    expect((ready.body as { checks: Array<{ name: string; ok: boolean }> }).checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(["controller_chain", "store_writable"]);
+    expect(
+      (ready.body as { checks: Array<{ name: string; ok: boolean }> }).checks.filter((c) => !c.ok).map((c) => c.name),
+    ).toEqual(["controller_chain", "store_writable"]);
     expect((await fx.call("GET", "/healthz", { token: null })).status).toBe(200);
   });
 });
@@ -109,16 +120,23 @@ describe("metrics", () => {
     expect(first.status).toBe(200);
     expect(first.headers["content-type"]).toBe("text/plain; version=0.0.4; charset=utf-8");
     const text = first.text;
-    for (const state of ["dispatching", "placed", "unplaced", "unsettled"]) expect(metric(text, `berth_decisions{state="${state}"}`), state).toBe(0);
-    for (const outcome of ["placed", "refused", "unreachable", "indeterminate", "gate_denied"]) expect(metric(text, `berth_placement_attempts{outcome="${outcome}"}`), outcome).toBe(0);
+    for (const state of ["dispatching", "placed", "unplaced", "unsettled"])
+      expect(metric(text, `berth_decisions{state="${state}"}`), state).toBe(0);
+    for (const outcome of ["placed", "refused", "unreachable", "indeterminate", "gate_denied"])
+      expect(metric(text, `berth_placement_attempts{outcome="${outcome}"}`), outcome).toBe(0);
     for (const route of ["native", "emulated"]) expect(metric(text, `berth_placements{route="${route}"}`)).toBe(0);
-    for (const liveness of ["unknown", "alive", "suspect", "dead"]) expect(metric(text, `berth_nodes{liveness="${liveness}"}`)).toBe(0);
+    for (const liveness of ["unknown", "alive", "suspect", "dead"])
+      expect(metric(text, `berth_nodes{liveness="${liveness}"}`)).toBe(0);
     expect(metric(text, "berth_unsettled_decisions")).toBe(0);
     const events = (await fx.state.controller.store.chain.tip()).seq + 1;
     expect(metric(text, 'berth_chain_events_total{chain="controller"}')).toBe(events);
     expect(metric(text, 'berth_chain_events_total{chain="k8s"}')).toBe(0);
-    expect(metric(text, 'berth_api_request_duration_seconds_count{method="GET",route="/api/v1/nodes",status="200"}')).toBe(1);
-    expect(metric(text, 'berth_api_request_duration_seconds_count{method="GET",route="/api/v1/nodes",status="401"}')).toBe(1);
+    expect(
+      metric(text, 'berth_api_request_duration_seconds_count{method="GET",route="/api/v1/nodes",status="200"}'),
+    ).toBe(1);
+    expect(
+      metric(text, 'berth_api_request_duration_seconds_count{method="GET",route="/api/v1/nodes",status="401"}'),
+    ).toBe(1);
     expect(text).toContain("berth_process_resident_memory_bytes");
     // No reconcile-loop lag: the mesh has no reconcile loop yet, so there is no figure to publish.
     expect(text).not.toMatch(/^berth_reconcile/m);
@@ -126,7 +144,9 @@ describe("metrics", () => {
     // A mutating call is two appends (its api.call pair): the counter moves by what the chain gained.
     await fx.call("POST", `${API_BASE}/unsettled/settle`, { body: {} });
     const second = (await fx.call("GET", "/metrics")).text;
-    expect(metric(second, 'berth_chain_events_total{chain="controller"}')).toBe((await fx.state.controller.store.chain.tip()).seq + 1);
+    expect(metric(second, 'berth_chain_events_total{chain="controller"}')).toBe(
+      (await fx.state.controller.store.chain.tip()).seq + 1,
+    );
     expect((await fx.state.controller.store.chain.tip()).seq + 1).toBe(events + 2);
   });
 });

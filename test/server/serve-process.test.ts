@@ -40,14 +40,46 @@ function hasOpenssl(): boolean {
 function selfSigned(dir: string): { cert: string; key: string } {
   const cert = join(dir, "cert.pem");
   const key = join(dir, "key.pem");
-  execFileSync("openssl", ["req", "-x509", "-newkey", "ed25519", "-keyout", key, "-out", cert, "-days", "1", "-nodes", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ed25519",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+      "-days",
+      "1",
+      "-nodes",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=DNS:localhost,IP:127.0.0.1",
+    ],
+    { stdio: "ignore" },
+  );
   return { cert, key };
 }
 
-function httpsGet(port: number, path: string, o: { ca: Buffer; token?: string; host?: string }): Promise<{ status: number; body: string }> {
+function httpsGet(
+  port: number,
+  path: string,
+  o: { ca: Buffer; token?: string; host?: string },
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: "127.0.0.1", port, path, method: "GET", ca: o.ca, servername: "localhost", headers: { ...(o.host ? { host: o.host } : {}), ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) } },
+      {
+        host: "127.0.0.1",
+        port,
+        path,
+        method: "GET",
+        ca: o.ca,
+        servername: "localhost",
+        headers: { ...(o.host ? { host: o.host } : {}), ...(o.token ? { authorization: `Bearer ${o.token}` } : {}) },
+      },
       (res) => {
         let body = "";
         res.on("data", (c: Buffer) => {
@@ -67,7 +99,26 @@ describe("berth serve over TLS", { timeout: 60_000 }, () => {
     requireBuild();
     const dir = tempDir();
     const { cert, key } = selfSigned(dir);
-    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0", "--tls-cert", cert, "--tls-key", key, "--allowed-host", "berth.test", "--json"], { env: databaseEnv(await testDatabaseFor(dir)) });
+    const serve = spawnNode(
+      [
+        MAIN,
+        "serve",
+        "--port",
+        "0",
+        "--data-dir",
+        dir,
+        "--host",
+        "0.0.0.0",
+        "--tls-cert",
+        cert,
+        "--tls-key",
+        key,
+        "--allowed-host",
+        "berth.test",
+        "--json",
+      ],
+      { env: databaseEnv(await testDatabaseFor(dir)) },
+    );
     await serve.waitForOutput(/\n/);
     const printed = JSON.parse(serve.output().split("\n")[0] as string) as { url: string; dashboard: string };
     expect(printed.url).toMatch(/^https:\/\/0\.0\.0\.0:\d+$/);
@@ -112,10 +163,16 @@ describe("berth serve over TLS", { timeout: 60_000 }, () => {
   it("off loopback without TLS it warns that it needs TLS; --tls-cert without --tls-key is refused naming the flag", async () => {
     requireBuild();
     const dir = tempDir();
-    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0"], { env: databaseEnv(await testDatabaseFor(dir)) });
+    const serve = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", dir, "--host", "0.0.0.0"], {
+      env: databaseEnv(await testDatabaseFor(dir)),
+    });
     await serve.waitForOutput("dashboard: ");
-    expect(serve.errors()).toMatch(/not loopback, without TLS.*This needs TLS: start it with --tls-cert FILE --tls-key FILE/);
-    expect(serve.output()).toMatch(/^berth serve: API at http:\/\/0\.0\.0\.0:\d+\/api\/v1 \(data dir .*\)\ndashboard: http:\/\/0\.0\.0\.0:\d+\/#token=/);
+    expect(serve.errors()).toMatch(
+      /not loopback, without TLS.*This needs TLS: start it with --tls-cert FILE --tls-key FILE/,
+    );
+    expect(serve.output()).toMatch(
+      /^berth serve: API at http:\/\/0\.0\.0\.0:\d+\/api\/v1 \(data dir .*\)\ndashboard: http:\/\/0\.0\.0\.0:\d+\/#token=/,
+    );
     serve.child.kill("SIGTERM");
     await serve.exited();
 

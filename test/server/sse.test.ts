@@ -29,7 +29,13 @@ const databases = new Map<RunningServer, string | undefined>();
 async function serve(): Promise<RunningServer> {
   const dir = mkdtempSync(join(tmpdir(), "berth-sse-"));
   const database = await testDatabaseFor(dir);
-  const server = await startServer({ dataDir: dir, port: 0, kubernetes: notConfigured, streamTimings: { pollMs: 100, heartbeatMs: 300 }, ...databaseOption(database) });
+  const server = await startServer({
+    dataDir: dir,
+    port: 0,
+    kubernetes: notConfigured,
+    streamTimings: { pollMs: 100, heartbeatMs: 300 },
+    ...databaseOption(database),
+  });
   databases.set(server, database);
   running.push({ server, dir });
   return server;
@@ -59,7 +65,10 @@ class StreamReader {
     while (!cond(this.frames)) {
       if (this.ended) throw new Error(`the stream ended before ${what}`);
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; frames: ${JSON.stringify(this.frames.map((f) => f.id ?? f.comment))}`);
+      if (left <= 0)
+        throw new Error(
+          `timed out waiting for ${what}; frames: ${JSON.stringify(this.frames.map((f) => f.id ?? f.comment))}`,
+        );
       const chunk = await Promise.race([this.reader.read(), new Promise<null>((r) => setTimeout(() => r(null), left))]);
       if (chunk === null) continue;
       if (chunk.done) {
@@ -109,7 +118,11 @@ async function open(server: RunningServer, lastEventId?: number): Promise<Stream
 }
 
 async function settle(server: RunningServer): Promise<void> {
-  const r = await fetch(`${server.url}/api/v1/unsettled/settle`, { method: "POST", headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" }, body: "{}" });
+  const r = await fetch(`${server.url}/api/v1/unsettled/settle`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+    body: "{}",
+  });
   expect(r.status).toBe(200);
 }
 
@@ -133,7 +146,10 @@ describe("the audit event stream", { timeout: 90_000 }, () => {
     const now = await head();
     await second.until((f) => f.some((x) => x.id === now), "the events missed while disconnected");
     expect(second.audit()).toEqual(range(seen + 1, now));
-    expect(second.frames.filter((f) => f.event === "audit").map((f) => f.data?.payload.phase)).toEqual(["request", "outcome"]);
+    expect(second.frames.filter((f) => f.event === "audit").map((f) => f.data?.payload.phase)).toEqual([
+      "request",
+      "outcome",
+    ]);
     await second.cancel();
   });
 
@@ -147,14 +163,26 @@ describe("the audit event stream", { timeout: 90_000 }, () => {
     expect(stream.audit()).toEqual([startHead + 1, startHead + 2]);
 
     // Another connection to the same database (as `berth` in another process): only the tip poll can see it.
-    const other = await openStoreEngine({ database: databases.get(server), sqlitePath: server.state.dbPaths.controller });
+    const other = await openStoreEngine({
+      database: databases.get(server),
+      sqlitePath: server.state.dbPaths.controller,
+    });
     try {
       const chain = await EngineChain.open(other, loadKeyFile(controllerKeyPath(server.state.dataDir)), "controller");
-      await other.transaction((tx) => chain.append(tx, { source: "trust", kind: "peer.tier", payload: { node: "cli-test", tier: "paired", source: "cli" } }));
+      await other.transaction((tx) =>
+        chain.append(tx, {
+          source: "trust",
+          kind: "peer.tier",
+          payload: { node: "cli-test", tier: "paired", source: "cli" },
+        }),
+      );
     } finally {
       await other.close();
     }
-    await stream.until((f) => f.some((x) => x.data?.payload.node === "cli-test"), "the event written by another connection");
+    await stream.until(
+      (f) => f.some((x) => x.data?.payload.node === "cli-test"),
+      "the event written by another connection",
+    );
     expect(stream.audit()).toEqual(range(startHead + 1, startHead + 3));
     await stream.until((f) => f.some((x) => x.comment === "heartbeat"), "a heartbeat");
     await stream.cancel();
@@ -162,9 +190,13 @@ describe("the audit event stream", { timeout: 90_000 }, () => {
 
   it("a bad Last-Event-ID is a 400 naming the header; close() ends open streams", async () => {
     const server = await serve();
-    const bad = await fetch(`${server.url}/api/v1/audit/stream`, { headers: { authorization: `Bearer ${server.token}`, "last-event-id": "seven" } });
+    const bad = await fetch(`${server.url}/api/v1/audit/stream`, {
+      headers: { authorization: `Bearer ${server.token}`, "last-event-id": "seven" },
+    });
     expect(bad.status).toBe(400);
-    expect(((await bad.json()) as { error: { issues: Array<{ path: string }> } }).error.issues[0]?.path).toBe("headers.last-event-id");
+    expect(((await bad.json()) as { error: { issues: Array<{ path: string }> } }).error.issues[0]?.path).toBe(
+      "headers.last-event-id",
+    );
     const stream = await open(server);
     await stream.until((f) => f.length > 0, "the stream's opening comment");
     // A close that waited on the open stream would never return (the stream never ends by itself): the test's own

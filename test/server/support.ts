@@ -38,7 +38,11 @@ export interface ApiFixture {
   readonly app: FastifyInstance;
   readonly streams: AuditStreams;
   /** `token: null` sends no Authorization header. */
-  call(method: "GET" | "POST" | "PUT" | "DELETE", url: string, opts?: { body?: unknown; raw?: string; token?: string | null; headers?: Record<string, string> }): Promise<Answer>;
+  call(
+    method: "GET" | "POST" | "PUT" | "DELETE",
+    url: string,
+    opts?: { body?: unknown; raw?: string; token?: string | null; headers?: Record<string, string> },
+  ): Promise<Answer>;
   /** Every api.call event on the controller chain, oldest first. */
   apiEvents(): Promise<SealedEvent[]>;
   close(): Promise<void>;
@@ -47,13 +51,24 @@ export interface ApiFixture {
 const fixtures = new Set<ApiFixture>();
 
 export async function apiFixture(
-  opts: { kubernetes?: KubernetesAccess; webRoot?: string; dir?: string; database?: string; log?: { level: "debug"; stream: NodeJS.WritableStream } } = {},
+  opts: {
+    kubernetes?: KubernetesAccess;
+    webRoot?: string;
+    dir?: string;
+    database?: string;
+    log?: { level: "debug"; stream: NodeJS.WritableStream };
+  } = {},
 ): Promise<ApiFixture> {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), "berth-api-"));
   const token = loadOrCreateToken(dir);
   // The controller's store: `opts.database`, else a PostgreSQL database of its own with BERTH_TEST_DATABASE=postgres.
   const database = opts.database ?? (await testDatabaseFor(dir));
-  const state = await openServerState({ dataDir: dir, version: "test", ...databaseOption(database), kubernetes: opts.kubernetes ?? notConfigured });
+  const state = await openServerState({
+    dataDir: dir,
+    version: "test",
+    ...databaseOption(database),
+    kubernetes: opts.kubernetes ?? notConfigured,
+  });
   const { app, streams } = buildApp({
     state,
     token,
@@ -99,7 +114,10 @@ export async function apiFixture(
 }
 
 /** Runs SQL on the fixture's store from another connection, as another process would (one statement per engine). */
-export async function execOnStore(fx: ApiFixture, sql: { readonly sqlite: string; readonly postgres: string }): Promise<void> {
+export async function execOnStore(
+  fx: ApiFixture,
+  sql: { readonly sqlite: string; readonly postgres: string },
+): Promise<void> {
   if (fx.database === undefined) {
     const db = openDatabase(fx.state.dbPaths.controller);
     try {
@@ -125,12 +143,19 @@ export async function closeFixtures(): Promise<void> {
 export const notConfigured: KubernetesAccess = {
   configured: () => ({ configured: false, reason: "no kubeconfig (test)" }),
   connect: async () => ({ ok: false, error: "not configured" }),
-  clock: { now: () => performance.now(), wallNow: () => Date.now(), sleep: (ms) => new Promise((r) => setTimeout(r, ms)) },
+  clock: {
+    now: () => performance.now(),
+    wallNow: () => Date.now(),
+    sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+  },
 };
 
 export type ErrorBody = { error: { code: string; message: string; issues?: Array<{ path: string; message: string }> } };
 
-const routePatterns = ROUTES.map((r) => ({ route: r, pattern: new RegExp(`^${API_BASE}${r.path.replace(/\{[a-z_]+\}/g, "[^/]+")}$`) }));
+const routePatterns = ROUTES.map((r) => ({
+  route: r,
+  pattern: new RegExp(`^${API_BASE}${r.path.replace(/\{[a-z_]+\}/g, "[^/]+")}$`),
+}));
 
 function routeOf(method: string, url: string): RouteSpec | undefined {
   const path = url.split("?")[0] ?? "";
@@ -146,12 +171,18 @@ export function checkContract(method: string, url: string, status: number, body:
   if (route === undefined || route.produces !== undefined) return;
   if (status >= 200 && status < 300) {
     const parsed = route.response.safeParse(body);
-    if (!parsed.success) throw new Error(`${method} ${url} answered ${status} with a body the contract does not describe: ${JSON.stringify(parsed.error.issues.slice(0, 3))}`);
+    if (!parsed.success)
+      throw new Error(
+        `${method} ${url} answered ${status} with a body the contract does not describe: ${JSON.stringify(parsed.error.issues.slice(0, 3))}`,
+      );
   } else {
     // A failed verb or deploy answers its own document (a VerbResult with kind refused/unreachable…, a deploy with ok
     // false); everything else answers the error shape.
     const parsed = ErrorSchema.safeParse(body);
-    if (!parsed.success && !route.response.safeParse(body).success) throw new Error(`${method} ${url} answered ${status} with a body that is not the error shape: ${JSON.stringify(body).slice(0, 300)}`);
+    if (!parsed.success && !route.response.safeParse(body).success)
+      throw new Error(
+        `${method} ${url} answered ${status} with a body that is not the error shape: ${JSON.stringify(body).slice(0, 300)}`,
+      );
   }
 }
 
@@ -159,7 +190,10 @@ export function checkContract(method: string, url: string, status: number, body:
  * A berth home with a controller key, a signed probe package, its signer trusted and the test permit, and a real
  * `berth node serve` daemon that trusts that controller and signer (test/mesh/harness.ts).
  */
-export async function meshHome(prefix: string, dirs: string[]): Promise<{ dir: string; key: SigningKey; pkgDir: string; node: NodeProcess }> {
+export async function meshHome(
+  prefix: string,
+  dirs: string[],
+): Promise<{ dir: string; key: SigningKey; pkgDir: string; node: NodeProcess }> {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   dirs.push(dir);
   const key = generateSigningKey();
@@ -169,6 +203,10 @@ export async function meshHome(prefix: string, dirs: string[]): Promise<{ dir: s
   probePackage(pkgDir, signer);
   writeJson(join(dir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
   writeJson(join(dir, "permits.json"), [TEST_PERMIT]);
-  const node = await NodeProcess.create({ controllers: [key.publicKey], signers: [signer.publicKey], permits: [TEST_PERMIT] });
+  const node = await NodeProcess.create({
+    controllers: [key.publicKey],
+    signers: [signer.publicKey],
+    permits: [TEST_PERMIT],
+  });
   return { dir, key, pkgDir, node };
 }

@@ -36,10 +36,26 @@ function walSyncsAfterReady(db: string, body: string): number {
   const dir = mkdtempSync(join(tmpdir(), "berth-strace-"));
   dirs.push(dir);
   const trace = join(dir, "trace");
-  const r = spawnSync("strace", ["-f", "-qq", "-y", "-e", "trace=fsync,fdatasync,write", "-o", trace, process.execPath, "--input-type=module", "-e", script(db, body).replace("await new Promise((r) => setTimeout(r, 60_000));", "")], {
-    encoding: "utf8",
-    timeout: 60_000,
-  });
+  const r = spawnSync(
+    "strace",
+    [
+      "-f",
+      "-qq",
+      "-y",
+      "-e",
+      "trace=fsync,fdatasync,write",
+      "-o",
+      trace,
+      process.execPath,
+      "--input-type=module",
+      "-e",
+      script(db, body).replace("await new Promise((r) => setTimeout(r, 60_000));", ""),
+    ],
+    {
+      encoding: "utf8",
+      timeout: 60_000,
+    },
+  );
   expect(r.status, r.stderr).toBe(0);
   const lines = readFileSync(trace, "utf8").split("\n");
   const ready = lines.findIndex((l) => l.includes('"ready\\n"'));
@@ -51,28 +67,51 @@ function walSyncsAfterReady(db: string, body: string): number {
 }
 
 describe("commits that skip the fsync (issue 19)", { timeout: 60_000 }, () => {
-  it.skipIf(!hasStrace && process.env.CI !== "true")("durable: false commits make no WAL fsync; a durable commit, or one that requires it, makes one", () => {
-    requireBuild();
-    const dir = mkdtempSync(join(tmpdir(), "berth-unsynced-"));
-    dirs.push(dir);
-    const db = join(dir, "store.db");
-    const insert = (durable: boolean, require = false) =>
-      `await engine.transaction(async (tx) => { await tx.run("INSERT INTO t VALUES (1)"); ${require ? "tx.requireDurable();" : ""} }, { durable: ${durable} });`;
-    expect(walSyncsAfterReady(db, `async (engine) => { for (let i = 0; i < 5; i++) { ${insert(false)} } }`), "five unsynced commits").toBe(0);
-    expect(walSyncsAfterReady(db, `async (engine) => { ${insert(true)} }`), "one durable commit").toBe(1);
-    expect(walSyncsAfterReady(db, `async (engine) => { ${insert(false, true)} }`), "an unsynced commit that requires durability").toBe(1);
-    // After an unsynced commit the connection is back at synchronous=FULL: the next default commit syncs.
-    expect(walSyncsAfterReady(db, `async (engine) => { ${insert(false)} ${insert(true)} }`), "unsynced, then durable").toBe(1);
-  });
+  it.skipIf(!hasStrace && process.env.CI !== "true")(
+    "durable: false commits make no WAL fsync; a durable commit, or one that requires it, makes one",
+    () => {
+      requireBuild();
+      const dir = mkdtempSync(join(tmpdir(), "berth-unsynced-"));
+      dirs.push(dir);
+      const db = join(dir, "store.db");
+      const insert = (durable: boolean, require = false) =>
+        `await engine.transaction(async (tx) => { await tx.run("INSERT INTO t VALUES (1)"); ${require ? "tx.requireDurable();" : ""} }, { durable: ${durable} });`;
+      expect(
+        walSyncsAfterReady(db, `async (engine) => { for (let i = 0; i < 5; i++) { ${insert(false)} } }`),
+        "five unsynced commits",
+      ).toBe(0);
+      expect(walSyncsAfterReady(db, `async (engine) => { ${insert(true)} }`), "one durable commit").toBe(1);
+      expect(
+        walSyncsAfterReady(db, `async (engine) => { ${insert(false, true)} }`),
+        "an unsynced commit that requires durability",
+      ).toBe(1);
+      // After an unsynced commit the connection is back at synchronous=FULL: the next default commit syncs.
+      expect(
+        walSyncsAfterReady(db, `async (engine) => { ${insert(false)} ${insert(true)} }`),
+        "unsynced, then durable",
+      ).toBe(1);
+    },
+  );
 
   it("an unsynced commit survives kill -9 of the process that made it", async () => {
     requireBuild();
     const dir = mkdtempSync(join(tmpdir(), "berth-unsynced-kill-"));
     dirs.push(dir);
     const db = join(dir, "store.db");
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script(db, `async (engine) => { for (let i = 10; i < 20; i++) await engine.transaction((tx) => tx.run("INSERT INTO t VALUES (?)", [i]), { durable: false }); }`)], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        "--input-type=module",
+        "-e",
+        script(
+          db,
+          `async (engine) => { for (let i = 10; i < 20; i++) await engine.transaction((tx) => tx.run("INSERT INTO t VALUES (?)", [i]), { durable: false }); }`,
+        ),
+      ],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     let out = "";
     await new Promise<void>((done) => {
       child.stdout.on("data", (d: Buffer) => {
@@ -84,7 +123,10 @@ describe("commits that skip the fsync (issue 19)", { timeout: 60_000 }, () => {
     await new Promise((r) => child.once("exit", r));
     const read = new Database(db, { readonly: true });
     try {
-      expect((read.prepare("SELECT COUNT(*) AS n FROM t WHERE n >= 10").get() as { n: number }).n, "rows 10..19, unsynced").toBe(10);
+      expect(
+        (read.prepare("SELECT COUNT(*) AS n FROM t WHERE n >= 10").get() as { n: number }).n,
+        "rows 10..19, unsynced",
+      ).toBe(10);
     } finally {
       read.close();
     }

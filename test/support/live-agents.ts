@@ -43,7 +43,11 @@ export function processesWithEnv(needle: string): number[] {
 
 /** Every live process carrying BERTH_NAME=`name` (an instance is a process group, often two pids). */
 export function liveAgents(name: string): LiveAgent[] {
-  return liveWithEnv(`BERTH_NAME=${name}`).map(({ pid, env }) => ({ pid, instance: envValue(env, "BERTH_INSTANCE_ID"), node: envValue(env, "BERTH_NODE_ID") }));
+  return liveWithEnv(`BERTH_NAME=${name}`).map(({ pid, env }) => ({
+    pid,
+    instance: envValue(env, "BERTH_INSTANCE_ID"),
+    node: envValue(env, "BERTH_NODE_ID"),
+  }));
 }
 
 /** Distinct instance ids of `name`'s live processes, sorted. */

@@ -55,7 +55,9 @@ const runAs = asRoot() ? RUN_AS : undefined;
 function binary(name: string): string {
   const path = join(PG_BIN, name);
   if (!existsSync(path)) {
-    throw new Error(`PostgreSQL is required for this test tier and ${path} does not exist: install PostgreSQL 15 (Debian: apt-get install postgresql-15) or set BERTH_TEST_PG_BIN`);
+    throw new Error(
+      `PostgreSQL is required for this test tier and ${path} does not exist: install PostgreSQL 15 (Debian: apt-get install postgresql-15) or set BERTH_TEST_PG_BIN`,
+    );
   }
   return path;
 }
@@ -64,7 +66,10 @@ async function waitReady(url: string, child: ChildProcess, log: () => string, de
   const until = Date.now() + deadlineMs;
   let last: unknown = null;
   while (Date.now() < until) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`postgres exited (${child.exitCode ?? child.signalCode}) before accepting connections:\n${log()}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(
+        `postgres exited (${child.exitCode ?? child.signalCode}) before accepting connections:\n${log()}`,
+      );
     const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
     try {
       await client.connect();
@@ -91,7 +96,11 @@ export async function startPostgres(): Promise<TestPostgres> {
   }
   const spawnOpts = runAs ? { uid: runAs.uid, gid: runAs.gid } : {};
   try {
-    execFileSync(initdb, ["-D", data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"], { ...spawnOpts, stdio: "pipe", cwd: root });
+    execFileSync(initdb, ["-D", data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"], {
+      ...spawnOpts,
+      stdio: "pipe",
+      cwd: root,
+    });
   } catch (error) {
     rmSync(root, { recursive: true, force: true });
     const e = error as { stderr?: Buffer; message: string };
@@ -104,11 +113,28 @@ export async function startPostgres(): Promise<TestPostgres> {
   const launch = async () => {
     output = "";
     // fsync off: a throwaway server; the tests judge berth's transactions, not the disk's durability.
-    child = spawn(postgres, ["-D", data, "-p", String(port), "-k", root, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"], {
-      ...spawnOpts,
-      cwd: root,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    child = spawn(
+      postgres,
+      [
+        "-D",
+        data,
+        "-p",
+        String(port),
+        "-k",
+        root,
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "fsync=off",
+        "-c",
+        "max_connections=200",
+      ],
+      {
+        ...spawnOpts,
+        cwd: root,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     child.stdout?.on("data", (d: Buffer) => {
       output += d.toString();
     });
@@ -134,7 +160,10 @@ export async function startPostgres(): Promise<TestPostgres> {
       break;
     } catch (error) {
       await halt().catch(() => undefined);
-      if (attempt < 5 && /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(String(error))) {
+      if (
+        attempt < 5 &&
+        /could not bind|Address already in use|could not create any TCP\/IP sockets/.test(String(error))
+      ) {
         port = await freePort();
         url = `postgres://${SUPERUSER}@127.0.0.1:${port}/postgres`;
         continue;
@@ -151,7 +180,8 @@ export async function startPostgres(): Promise<TestPostgres> {
     },
     async database(name) {
       const db = name ?? `t_${randomBytes(6).toString("hex")}`;
-      if (!/^[a-z_][a-z0-9_]{0,62}$/.test(db)) throw new Error(`test database name ${db} must be a plain lower-case identifier`);
+      if (!/^[a-z_][a-z0-9_]{0,62}$/.test(db))
+        throw new Error(`test database name ${db} must be a plain lower-case identifier`);
       const client = new pg.Client({ connectionString: url });
       await client.connect();
       try {

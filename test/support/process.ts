@@ -15,9 +15,16 @@ const live = new Set<ChildProcess>();
  * `wrap`: a command that execs the rest (`unshare --uts sh -c 'hostname X && exec "$0" "$@"'`, issue 20's "another
  * host"); it must exec, so the child's pid stays node's.
  */
-export function spawnNode(args: string[], options: { env?: NodeJS.ProcessEnv; cwd?: string; input?: string; wrap?: readonly string[] } = {}): Spawned {
+export function spawnNode(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; cwd?: string; input?: string; wrap?: readonly string[] } = {},
+): Spawned {
   const [command, ...prefix] = [...(options.wrap ?? []), process.execPath];
-  const child = spawn(command as string, [...prefix, ...args], { env: { ...process.env, ...options.env }, cwd: options.cwd, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(command as string, [...prefix, ...args], {
+    env: { ...process.env, ...options.env },
+    cwd: options.cwd,
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   live.add(child);
   let out = "";
   let err = "";
@@ -44,9 +51,14 @@ export function spawnNode(args: string[], options: { env?: NodeJS.ProcessEnv; cw
       const matches = () => (typeof pattern === "string" ? out.includes(pattern) : pattern.test(out));
       while (!matches()) {
         if (child.exitCode !== null || child.signalCode !== null) {
-          throw new Error(`process exited (${child.exitCode ?? child.signalCode}) before printing ${String(pattern)}; stderr: ${err}`);
+          throw new Error(
+            `process exited (${child.exitCode ?? child.signalCode}) before printing ${String(pattern)}; stderr: ${err}`,
+          );
         }
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${String(pattern)}; stdout: ${out.slice(-500)} stderr: ${err.slice(-500)}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `timed out waiting for ${String(pattern)}; stdout: ${out.slice(-500)} stderr: ${err.slice(-500)}`,
+          );
         await new Promise((r) => setTimeout(r, 10));
       }
     },

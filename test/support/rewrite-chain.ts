@@ -18,21 +18,47 @@ import type { Db } from "../../src/store/sqlite.js";
 
 /** Rewrites events from seq `first` on (payload gains `rewritten: true`); returns the rewritten chain's events. */
 export function rewriteChainTail(db: Db, chainId: string, first: number, key: SigningKey): SealedEvent[] {
-  db.exec("DROP TRIGGER IF EXISTS audit_event_no_delete; DROP TRIGGER IF EXISTS audit_checkpoint_no_delete; DROP TRIGGER IF EXISTS audit_tree_no_delete");
-  const events = (db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").all(chainId) as EventRow[]).map(rowToEvent);
+  db.exec(
+    "DROP TRIGGER IF EXISTS audit_event_no_delete; DROP TRIGGER IF EXISTS audit_checkpoint_no_delete; DROP TRIGGER IF EXISTS audit_tree_no_delete",
+  );
+  const events = (
+    db.prepare("SELECT * FROM audit_event WHERE chain_id = ? ORDER BY seq").all(chainId) as EventRow[]
+  ).map(rowToEvent);
   db.prepare("DELETE FROM audit_checkpoint WHERE chain_id = ? AND seq >= ?").run(chainId, first);
   db.prepare("DELETE FROM audit_event WHERE chain_id = ? AND seq >= ?").run(chainId, first);
   db.prepare("DELETE FROM audit_tree WHERE chain_id = ? AND ((idx + 1) << level) > ?").run(chainId, first);
   const kept: SealedEvent[] = events.slice(0, first);
-  const insert = db.prepare("INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)");
+  const insert = db.prepare(
+    "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
+  );
   for (const e of events.slice(first)) {
     let payload: JsonObject = { ...e.payload, rewritten: true };
     if (e.kind === "chain.checkpoint" && typeof e.payload.note === "string") {
       const root = treeRoot(kept.map((k) => leafHash(k.hash)));
-      payload = { ...payload, note: signCheckpointNote(key, { origin: checkpointOrigin(chainId), size: kept.length, root }) };
+      payload = {
+        ...payload,
+        note: signCheckpointNote(key, { origin: checkpointOrigin(chainId), size: kept.length, root }),
+      };
     }
-    const { event, canonicalPayload } = sealEvent({ chainId, tip: kept[kept.length - 1], nowMs: e.ts, key, draft: { source: e.source, kind: e.kind, payload } });
-    insert.run(event.chain_id, event.seq, event.ts, event.prev_hash, event.source, event.kind, canonicalPayload, event.payload_hash, event.hash, event.sig);
+    const { event, canonicalPayload } = sealEvent({
+      chainId,
+      tip: kept[kept.length - 1],
+      nowMs: e.ts,
+      key,
+      draft: { source: e.source, kind: e.kind, payload },
+    });
+    insert.run(
+      event.chain_id,
+      event.seq,
+      event.ts,
+      event.prev_hash,
+      event.source,
+      event.kind,
+      canonicalPayload,
+      event.payload_hash,
+      event.hash,
+      event.sig,
+    );
     kept.push(event);
   }
   catchUpTree(db, chainId);

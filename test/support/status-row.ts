@@ -1,7 +1,9 @@
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
 
 /** A held instance's full status row as a node answers it (src/core/protocol/results.ts), for tests to vary. */
-export function heldStatusRow(over: JsonObject = {}): JsonObject & { instance_id: string; decision_id: string; package_id: string } {
+export function heldStatusRow(
+  over: JsonObject = {},
+): JsonObject & { instance_id: string; decision_id: string; package_id: string } {
   return {
     instance_id: "probe-0123456789ab",
     decision_id: "d".repeat(64),

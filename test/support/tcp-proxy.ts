@@ -70,21 +70,49 @@ export interface HeldRequest {
 
 /** What `observer` is told: a request as written to the node, an answer as the node sent it. */
 export interface ProxyObserver {
-  request(r: { readonly nonce: string; readonly method: string; readonly issuedAtMs: number; readonly deliveredMs: number }): void;
-  answer(a: { readonly nonce: string; readonly method: string; readonly status: string; readonly code: string | null; readonly atMs: number }): void;
+  request(r: {
+    readonly nonce: string;
+    readonly method: string;
+    readonly issuedAtMs: number;
+    readonly deliveredMs: number;
+  }): void;
+  answer(a: {
+    readonly nonce: string;
+    readonly method: string;
+    readonly status: string;
+    readonly code: string | null;
+    readonly atMs: number;
+  }): void;
 }
 
 /** Parses what an observer needs from a request or response frame; null for anything else. */
-function observed(frame: Buffer): { type: "request"; nonce: string; method: string; issuedAtMs: number } | { type: "response"; nonce: string; method: string; status: string; code: string | null } | null {
+function observed(
+  frame: Buffer,
+):
+  | { type: "request"; nonce: string; method: string; issuedAtMs: number }
+  | { type: "response"; nonce: string; method: string; status: string; code: string | null }
+  | null {
   try {
     const msg = JSON.parse(frame.toString("utf8")) as { type?: string; signed?: { payload?: string } };
     if (typeof msg.signed?.payload !== "string") return null;
-    const p = JSON.parse(msg.signed.payload) as { method?: string; nonce?: string; issued_at_ms?: number; request_nonce?: string; outcome?: { status?: string; code?: string } };
+    const p = JSON.parse(msg.signed.payload) as {
+      method?: string;
+      nonce?: string;
+      issued_at_ms?: number;
+      request_nonce?: string;
+      outcome?: { status?: string; code?: string };
+    };
     if (msg.type === "request" && typeof p.nonce === "string" && typeof p.issued_at_ms === "number") {
       return { type: "request", nonce: p.nonce, method: String(p.method), issuedAtMs: p.issued_at_ms };
     }
     if (msg.type === "response" && typeof p.request_nonce === "string") {
-      return { type: "response", nonce: p.request_nonce, method: String(p.method), status: String(p.outcome?.status), code: p.outcome?.code ?? null };
+      return {
+        type: "response",
+        nonce: p.request_nonce,
+        method: String(p.method),
+        status: String(p.outcome?.status),
+        code: p.outcome?.code ?? null,
+      };
     }
     return null;
   } catch {
@@ -303,7 +331,11 @@ export class TcpProxy {
     this.cutOnDrop = false;
     this.isolation = null;
     this.delayFor = [];
-    for (const hold of this.requestHolds.splice(0)) hold.attach(() => undefined, () => undefined);
+    for (const hold of this.requestHolds.splice(0))
+      hold.attach(
+        () => undefined,
+        () => undefined,
+      );
     this.releaseDelayed();
   }
 
@@ -350,14 +382,29 @@ export class TcpProxy {
       iso.taken = true;
       letThrough = true;
     }
-    const [host, port] = [this.upstream.slice(0, this.upstream.lastIndexOf(":")), Number(this.upstream.slice(this.upstream.lastIndexOf(":") + 1))];
+    const [host, port] = [
+      this.upstream.slice(0, this.upstream.lastIndexOf(":")),
+      Number(this.upstream.slice(this.upstream.lastIndexOf(":") + 1)),
+    ];
     let client: Socket = raw;
     let node: Socket;
     if (this.tls) {
       const asNode = tlsIdentity(this.tls.node);
       const asController = tlsIdentity(this.tls.controller);
-      client = new TLSSocket(raw, { isServer: true, secureContext: createSecureContext({ ...TLS13, key: asNode.key, cert: asNode.cert }), requestCert: true, rejectUnauthorized: false });
-      node = tlsConnect({ host, port, ...TLS13, key: asController.key, cert: asController.cert, rejectUnauthorized: false });
+      client = new TLSSocket(raw, {
+        isServer: true,
+        secureContext: createSecureContext({ ...TLS13, key: asNode.key, cert: asNode.cert }),
+        requestCert: true,
+        rejectUnauthorized: false,
+      });
+      node = tlsConnect({
+        host,
+        port,
+        ...TLS13,
+        key: asController.key,
+        cert: asController.cert,
+        rejectUnauthorized: false,
+      });
       this.sockets.add(raw);
     } else {
       node = createConnection({ host, port });
@@ -435,13 +482,10 @@ export class TcpProxy {
           if (hold) {
             const kept: Buffer[] = [frame];
             heldBack = kept;
-            hold.attach(
-              () => {
-                heldBack = null;
-                for (const b of kept) toNode(b);
-              },
-              end,
-            );
+            hold.attach(() => {
+              heldBack = null;
+              for (const b of kept) toNode(b);
+            }, end);
             hold.onArrive();
             continue;
           }
@@ -460,7 +504,14 @@ export class TcpProxy {
         for (let frame = decoder.next(); frame; frame = decoder.next()) {
           if (this.observer) {
             const o = observed(frame);
-            if (o?.type === "response") this.observer.answer({ nonce: o.nonce, method: o.method, status: o.status, code: o.code, atMs: Date.now() });
+            if (o?.type === "response")
+              this.observer.answer({
+                nonce: o.nonce,
+                method: o.method,
+                status: o.status,
+                code: o.code,
+                atMs: Date.now(),
+              });
           }
           if (holding) continue;
           if (letThrough) {

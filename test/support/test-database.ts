@@ -17,7 +17,8 @@ import { numberPlaceholders } from "../../src/store/postgres-engine.js";
 import { openDatabase } from "../../src/store/sqlite.js";
 import { startPostgres, type TestPostgres } from "./postgres.js";
 
-export const TEST_ENGINE: "sqlite" | "postgres" = process.env.BERTH_TEST_DATABASE === "postgres" ? "postgres" : "sqlite";
+export const TEST_ENGINE: "sqlite" | "postgres" =
+  process.env.BERTH_TEST_DATABASE === "postgres" ? "postgres" : "sqlite";
 
 let server: Promise<TestPostgres> | null = null;
 const byHome = new Map<string, Promise<string>>();
@@ -62,7 +63,12 @@ export function databaseEnv(database: string | undefined): Record<string, string
  * Rows of the controller store of `home`, read from outside and read-only, as a test judges a store: its
  * `controller.db` opened read-only on SQLite, a read-only session of the test's own on PostgreSQL.
  */
-export async function readStoreRows<T>(database: string | null | undefined, home: string, sql: string, params: ReadonlyArray<string | number> = []): Promise<T[]> {
+export async function readStoreRows<T>(
+  database: string | null | undefined,
+  home: string,
+  sql: string,
+  params: ReadonlyArray<string | number> = [],
+): Promise<T[]> {
   if (!database) {
     const db = openDatabase(join(home, "controller.db"), { readonly: true });
     try {
@@ -71,7 +77,11 @@ export async function readStoreRows<T>(database: string | null | undefined, home
       db.close();
     }
   }
-  const client = new pg.Client({ connectionString: database, options: "-c default_transaction_read_only=on", connectionTimeoutMillis: 5_000 });
+  const client = new pg.Client({
+    connectionString: database,
+    options: "-c default_transaction_read_only=on",
+    connectionTimeoutMillis: 5_000,
+  });
   await client.connect();
   try {
     return (await client.query(numberPlaceholders(sql), [...params])).rows as T[];

@@ -34,7 +34,11 @@ async function verify(db: string): Promise<Verified> {
 }
 
 /** The seqs a writer has printed so far: each one is an event it had committed when it printed it. */
-const committedSeqs = (output: string) => output.split("\n").filter((l) => /^\d+$/.test(l)).map(Number);
+const committedSeqs = (output: string) =>
+  output
+    .split("\n")
+    .filter((l) => /^\d+$/.test(l))
+    .map(Number);
 
 async function waitUntil(cond: () => boolean, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -56,7 +60,9 @@ describe("berth backup and restore", () => {
     writer.child.kill("SIGTERM");
     await writer.exited();
     expect(backup.code, backup.stderr || backup.stdout).toBe(0);
-    const doc = JSON.parse(backup.stdout) as { backups: Array<{ database: string; events: number; head: { seq: number } }> };
+    const doc = JSON.parse(backup.stdout) as {
+      backups: Array<{ database: string; events: number; head: { seq: number } }>;
+    };
     expect(doc.backups.map((b) => b.database)).toEqual(["controller.db"]);
 
     const verified = await verify(file);
@@ -83,7 +89,10 @@ describe("berth backup and restore", () => {
     k8s.close();
     const r = await berth("backup", join(work, "both.db"), "--data-dir", home, "--json");
     expect(r.code, r.stderr).toBe(0);
-    expect((JSON.parse(r.stdout) as { backups: Array<{ file: string }> }).backups.map((b) => b.file)).toEqual([join(work, "both.db"), join(work, "both.k8s.db")]);
+    expect((JSON.parse(r.stdout) as { backups: Array<{ file: string }> }).backups.map((b) => b.file)).toEqual([
+      join(work, "both.db"),
+      join(work, "both.k8s.db"),
+    ]);
     const copy = new Database(join(work, "both.k8s.db"), { readonly: true });
     expect(copy.prepare("SELECT x FROM t").get()).toEqual({ x: 1 });
     copy.close();
@@ -99,7 +108,8 @@ describe("berth backup and restore", () => {
 
     const second = await runNode([berthBin(), "restore", file, "--data-dir", target, "--json"]);
     expect(second.code, second.stderr).toBe(0);
-    const previous = (JSON.parse(second.stdout) as { restored: Array<{ previous: string | null }> }).restored[0]?.previous;
+    const previous = (JSON.parse(second.stdout) as { restored: Array<{ previous: string | null }> }).restored[0]
+      ?.previous;
     expect(previous && existsSync(previous)).toBe(true);
     expect((await verify(previous as string)).head).toEqual(backedUp.head);
   });

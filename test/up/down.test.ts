@@ -82,7 +82,13 @@ describe("berth down", () => {
     // Stopped by their user long before: an agent of berth up's, and an instance placed by hand.
     const scout = await berth("agent", "stop", "scout", "--json");
     expect(scout.code, scout.stderr).toBe(0);
-    const placed = await berth("place", join(home, "up", "packages", "heartbeat"), "--name", "stopped-long-ago", "--json");
+    const placed = await berth(
+      "place",
+      join(home, "up", "packages", "heartbeat"),
+      "--name",
+      "stopped-long-ago",
+      "--json",
+    );
     expect(placed.code, placed.stderr || placed.stdout).toBe(0);
     const instance = String((JSON.parse(placed.stdout) as { placed: { instance_id: string } }).placed.instance_id);
     expect((await berth("instance", "stop", instance, "--json")).code).toBe(0);

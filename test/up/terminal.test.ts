@@ -49,7 +49,11 @@ interface Session {
 }
 
 function session(command: string, args: readonly string[], home: string, options: { detached: boolean }): Session {
-  const child = spawn(command, args, { env: { ...process.env, BERTH_HOME: home, NO_COLOR: "1" }, stdio: ["pipe", "pipe", "pipe"], detached: options.detached });
+  const child = spawn(command, args, {
+    env: { ...process.env, BERTH_HOME: home, NO_COLOR: "1" },
+    stdio: ["pipe", "pipe", "pipe"],
+    detached: options.detached,
+  });
   started.push(child);
   let out = "";
   const collect = (d: Buffer) => {
@@ -65,7 +69,10 @@ function session(command: string, args: readonly string[], home: string, options
     async waitFor(text, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       while (!out.includes(text)) {
-        if (child.exitCode !== null || child.signalCode !== null) throw new Error(`exited (${child.exitCode ?? child.signalCode}) before printing ${text}: ${out.slice(-2000)}`);
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error(
+            `exited (${child.exitCode ?? child.signalCode}) before printing ${text}: ${out.slice(-2000)}`,
+          );
         if (Date.now() > deadline) throw new Error(`timed out waiting for ${text}: ${out.slice(-2000)}`);
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -79,14 +86,21 @@ function session(command: string, args: readonly string[], home: string, options
  */
 function underShellInTerminal(home: string): Session {
   const shell = session("script", ["-qfec", "bash --norc --noprofile -i", "/dev/null"], home, { detached: true });
-  const line = [process.execPath, berthBin(), "up", "--no-kubernetes", "--port", "0", "--data-dir", home].map((a) => `'${a}'`).join(" ");
+  const line = [process.execPath, berthBin(), "up", "--no-kubernetes", "--port", "0", "--data-dir", home]
+    .map((a) => `'${a}'`)
+    .join(" ");
   shell.child.stdin?.write(`${line}\n`);
   return shell;
 }
 
 /** `berth up` leading a new session and process group (setsid(2)), as a shell's foreground job leads its group. */
 function underSetsid(home: string): Session {
-  return session("setsid", [process.execPath, berthBin(), "up", "--no-kubernetes", "--port", "0", "--data-dir", home], home, { detached: false });
+  return session(
+    "setsid",
+    [process.execPath, berthBin(), "up", "--no-kubernetes", "--port", "0", "--data-dir", home],
+    home,
+    { detached: false },
+  );
 }
 
 /** What a Ctrl-C must find: three daemons and the agents running, all under the home. */

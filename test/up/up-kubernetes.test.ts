@@ -38,10 +38,24 @@ afterAll(async () => {
 describe("berth up with a Kubernetes context", () => {
   it("shows the context as a second target with its agent pods, and stops cleanly on Ctrl-C", async () => {
     // --json: one document on stdout once ready; the human summary goes to stderr.
-    const up = spawnNode([berthBin(), "up", "--data-dir", home, "--port", "0", "--json"], { env: { BERTH_HOME: home, KUBECONFIG: cp.kubeconfigPath } });
+    const up = spawnNode([berthBin(), "up", "--data-dir", home, "--port", "0", "--json"], {
+      env: { BERTH_HOME: home, KUBECONFIG: cp.kubeconfigPath },
+    });
     await up.waitForOutput("\n", 180_000);
-    const doc = JSON.parse(up.output()) as { kubernetes: unknown; nodes: unknown[]; agents: string[]; dashboard: string };
-    expect(doc.kubernetes).toEqual({ configured: true, context: "berth-test-admin", server: cp.server, reachable: true, agents: 1, error: null });
+    const doc = JSON.parse(up.output()) as {
+      kubernetes: unknown;
+      nodes: unknown[];
+      agents: string[];
+      dashboard: string;
+    };
+    expect(doc.kubernetes).toEqual({
+      configured: true,
+      context: "berth-test-admin",
+      server: cp.server,
+      reachable: true,
+      agents: 1,
+      error: null,
+    });
     expect(doc.nodes).toHaveLength(3);
     expect(doc.agents.sort()).toEqual(["heartbeat", "scout"]);
     expect(doc.dashboard).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/#token=/);

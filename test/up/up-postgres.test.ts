@@ -59,10 +59,14 @@ describe("berth up on PostgreSQL (issue 20)", () => {
     const home = mkdtempSync(join(tmpdir(), "berth-up-pg-"));
     homes.push(home);
     const url = await server.database();
-    const child = spawn("setsid", [process.execPath, berthBin(), "up", "--no-kubernetes", "--port", "0", "--data-dir", home, "--database", url], {
-      env: { ...process.env, BERTH_HOME: home, NO_COLOR: "1", BERTH_DATABASE_URL: "" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      "setsid",
+      [process.execPath, berthBin(), "up", "--no-kubernetes", "--port", "0", "--data-dir", home, "--database", url],
+      {
+        env: { ...process.env, BERTH_HOME: home, NO_COLOR: "1", BERTH_DATABASE_URL: "" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     up = child;
     let out = "";
     child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
@@ -70,7 +74,8 @@ describe("berth up on PostgreSQL (issue 20)", () => {
     const exited = new Promise<number | null>((done) => child.once("exit", (code) => done(code)));
     const deadline = Date.now() + 180_000;
     while (!out.includes("ready; press Ctrl-C")) {
-      if (child.exitCode !== null) throw new Error(`berth up exited (${child.exitCode}) before it was ready: ${out.slice(-2000)}`);
+      if (child.exitCode !== null)
+        throw new Error(`berth up exited (${child.exitCode}) before it was ready: ${out.slice(-2000)}`);
       if (Date.now() > deadline) throw new Error(`berth up not ready in time: ${out.slice(-2000)}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -83,14 +88,24 @@ describe("berth up on PostgreSQL (issue 20)", () => {
     // A verb beside it, on the same store by the variable.
     const listed = await berth(home, ["instances", "--json"], { BERTH_DATABASE_URL: url });
     expect(listed.code, listed.stderr).toBe(0);
-    const instances = (oneDocument(listed, "instances") as { placements: Array<{ name: string }> }).placements.map((p) => p.name).sort();
+    const instances = (oneDocument(listed, "instances") as { placements: Array<{ name: string }> }).placements
+      .map((p) => p.name)
+      .sort();
     expect(instances).toEqual(placed);
 
     process.kill(-(child.pid as number), "SIGINT");
     expect(await exited, out).toBe(0);
     expect(processesUnder(home), out).toEqual([]);
 
-    const verified = await berth(home, ["audit", "verify", "--database", url, "--key-file", join(home, "keys", "controller.key"), "--json"]);
+    const verified = await berth(home, [
+      "audit",
+      "verify",
+      "--database",
+      url,
+      "--key-file",
+      join(home, "keys", "controller.key"),
+      "--json",
+    ]);
     expect(verified.code, verified.stderr).toBe(0);
     expect(oneDocument(verified, "audit verify")).toMatchObject({ ok: true });
     expect(existsSync(join(home, "controller.db"))).toBe(false);

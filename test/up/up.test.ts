@@ -71,12 +71,22 @@ describe("berth up", () => {
     expect(agents.map((a) => a.name).sort()).toEqual(["heartbeat", "scout"]);
     expect(agents.every((a) => a.state === "running")).toBe(true);
     // Deploying a sample again while it runs is a no-op: still exactly one instance per agent.
-    const again = await runNode([berthBin(), "deploy", join(home, "up", "agents", "heartbeat.json"), "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
+    const again = await runNode(
+      [berthBin(), "deploy", join(home, "up", "agents", "heartbeat.json"), "--json", "--data-dir", home],
+      { env: { BERTH_HOME: home } },
+    );
     expect(again.code, again.stderr).toBe(0);
-    const instances = await runNode([berthBin(), "instances", "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
-    const placedOn = (JSON.parse(instances.stdout) as { placements: Array<{ node_id: string }> }).placements.map((p) => p.node_id);
+    const instances = await runNode([berthBin(), "instances", "--json", "--data-dir", home], {
+      env: { BERTH_HOME: home },
+    });
+    const placedOn = (JSON.parse(instances.stdout) as { placements: Array<{ node_id: string }> }).placements.map(
+      (p) => p.node_id,
+    );
     expect(placedOn).toHaveLength(2);
-    expect(new Set(placedOn).size, "the two agents share the equal nodes (issue 16: spread counts what is placed)").toBe(2);
+    expect(
+      new Set(placedOn).size,
+      "the two agents share the equal nodes (issue 16: spread counts what is placed)",
+    ).toBe(2);
 
     first.child.kill("SIGINT");
     const exit = await first.exited();
@@ -89,7 +99,9 @@ describe("berth up", () => {
     const after = await agentsJson();
     expect(after.map((a) => a.name).sort()).toEqual(["heartbeat", "scout"]);
     expect(after.every((a) => a.state === "running")).toBe(true);
-    const placements = await runNode([berthBin(), "instances", "--json", "--data-dir", home], { env: { BERTH_HOME: home } });
+    const placements = await runNode([berthBin(), "instances", "--json", "--data-dir", home], {
+      env: { BERTH_HOME: home },
+    });
     expect((JSON.parse(placements.stdout) as { placements: unknown[] }).placements).toHaveLength(2);
     // The reader of berth up's output goes away first (a crashed script, a closed terminal pipe): its next line meets
     // a closed pipe, and it still stops everything it started.

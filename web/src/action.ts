@@ -14,7 +14,11 @@ export interface Action<T> {
 
 export function useAction<T>(perform: (live: Live) => Promise<T>): Action<T> {
   const live = useLive();
-  const [state, setState] = useState<{ busy: boolean; result: T | null; error: unknown }>({ busy: false, result: null, error: null });
+  const [state, setState] = useState<{ busy: boolean; result: T | null; error: unknown }>({
+    busy: false,
+    result: null,
+    error: null,
+  });
   const run = async () => {
     setState({ busy: true, result: null, error: null });
     try {

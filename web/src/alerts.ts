@@ -34,22 +34,37 @@ const LIVE_STATES = new Set(["running", "starting"]);
 function denial(e: AuditEvent): string | null {
   const p = e.payload;
   const text = (v: unknown) => (typeof v === "string" ? v : "");
-  if (e.kind === "workload.refuse") return `${text(p.name) || text(p.instance_id) || "a workload"} refused: ${text(p.error) || text(p.reason) || text(p.code)}`;
+  if (e.kind === "workload.refuse")
+    return `${text(p.name) || text(p.instance_id) || "a workload"} refused: ${text(p.error) || text(p.reason) || text(p.code)}`;
   if (e.kind === "peer.key_refused") return `a node key was refused at ${text(p.addr) || text(p.node) || "?"}`;
-  if (e.source === "gate" && p.decision !== undefined && p.decision !== "permit") return `${text(p.action) || e.kind} denied by the governance gate: ${text(p.reason)}`;
-  if (e.kind === "api.call" && (p.status === 401 || p.status === 403)) return `the API turned away ${text(p.route)} (${String(p.status)} ${text(p.error)})`;
+  if (e.source === "gate" && p.decision !== undefined && p.decision !== "permit")
+    return `${text(p.action) || e.kind} denied by the governance gate: ${text(p.reason)}`;
+  if (e.kind === "api.call" && (p.status === 401 || p.status === 403))
+    return `the API turned away ${text(p.route)} (${String(p.status)} ${text(p.error)})`;
   return null;
 }
 
 export function alertsOf(i: AlertInputs): Alert[] {
   const out: Alert[] = [];
   for (const u of i.unsettled) {
-    out.push({ kind: "unsettled", severity: "bad", text: `${u.name}: decision unsettled since ${new Date(u.created_ms).toISOString()}; its node may hold the instance`, view: "placements", id: u.decision_id });
+    out.push({
+      kind: "unsettled",
+      severity: "bad",
+      text: `${u.name}: decision unsettled since ${new Date(u.created_ms).toISOString()}; its node may hold the instance`,
+      view: "placements",
+      id: u.decision_id,
+    });
   }
   for (const n of i.nodes) {
     if (n.liveness === "alive") continue;
     if (n.liveness === "unknown" && n.error === null) continue; // never described yet: nothing is known to be wrong
-    out.push({ kind: "node unreachable", severity: n.liveness === "dead" ? "bad" : "warn", text: `${n.name ?? n.addr} is ${n.liveness}${n.error ? `: ${n.error}` : ""}`, view: "nodes", id: n.node_id ?? n.addr });
+    out.push({
+      kind: "node unreachable",
+      severity: n.liveness === "dead" ? "bad" : "warn",
+      text: `${n.name ?? n.addr} is ${n.liveness}${n.error ? `: ${n.error}` : ""}`,
+      view: "nodes",
+      id: n.node_id ?? n.addr,
+    });
   }
   const live = new Map<string, InstanceInfo[]>();
   for (const inst of i.instances) {
@@ -58,14 +73,37 @@ export function alertsOf(i: AlertInputs): Alert[] {
   }
   for (const [name, copies] of live) {
     if (copies.length < 2) continue;
-    out.push({ kind: "duplicate agent", severity: "bad", text: `${name} has ${copies.length} live instances: ${copies.map((c) => c.instance_id).join(", ")}`, view: "agents", id: name });
+    out.push({
+      kind: "duplicate agent",
+      severity: "bad",
+      text: `${name} has ${copies.length} live instances: ${copies.map((c) => c.instance_id).join(", ")}`,
+      view: "agents",
+      id: name,
+    });
   }
   for (const a of i.agents) {
-    if (a.error !== null) out.push({ kind: "agent error", severity: "warn", text: `${a.name} on ${a.target}: ${a.error}`, view: "agents", id: a.name });
+    if (a.error !== null)
+      out.push({
+        kind: "agent error",
+        severity: "warn",
+        text: `${a.name} on ${a.target}: ${a.error}`,
+        view: "agents",
+        id: a.name,
+      });
   }
   const denials = i.events.flatMap((e) => {
     const text = denial(e);
-    return text === null ? [] : [{ kind: "denied" as const, severity: "warn" as const, text: `#${e.seq} ${text}`, view: "audit" as const, id: String(e.seq) }];
+    return text === null
+      ? []
+      : [
+          {
+            kind: "denied" as const,
+            severity: "warn" as const,
+            text: `#${e.seq} ${text}`,
+            view: "audit" as const,
+            id: String(e.seq),
+          },
+        ];
   });
   out.push(...denials.slice(-DENIALS_SHOWN).reverse());
   return out;

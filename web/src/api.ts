@@ -76,7 +76,11 @@ export class BerthApi {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (error) {
-      throw new ApiError(0, "unreachable", `the berth server did not answer ${method} ${path}: ${(error as Error).message}`);
+      throw new ApiError(
+        0,
+        "unreachable",
+        `the berth server did not answer ${method} ${path}: ${(error as Error).message}`,
+      );
     }
     const text = await response.text();
     let parsed: unknown = null;
@@ -88,8 +92,11 @@ export class BerthApi {
     if (!response.ok) {
       const { code, message } = messageOf(response.status, parsed as ErrorBody | null, response.statusText);
       // A token from an earlier server (sessionStorage outlives a restart with a new data dir) is the usual cause.
-      const hint = response.status === 401 ? "\nOpen the dashboard URL that berth printed (it carries the current token)." : "";
-      const issues = ((parsed as ErrorBody | null)?.error?.issues ?? []).flatMap((i) => (i.path ? [{ path: i.path, message: i.message ?? "" }] : []));
+      const hint =
+        response.status === 401 ? "\nOpen the dashboard URL that berth printed (it carries the current token)." : "";
+      const issues = ((parsed as ErrorBody | null)?.error?.issues ?? []).flatMap((i) =>
+        i.path ? [{ path: i.path, message: i.message ?? "" }] : [],
+      );
       throw new ApiError(response.status, code, message + hint, issues);
     }
     return parsed as T;
@@ -149,7 +156,11 @@ export class BerthApi {
   }
   /** Issue 33: removes the agent's record once nothing of it runs (`ok: false` with the reason otherwise). */
   deleteAgent(name: string) {
-    return this.request<{ ok: boolean; agent: string; message: string }>("POST", `/agents/${encodeURIComponent(name)}/delete`, {});
+    return this.request<{ ok: boolean; agent: string; message: string }>(
+      "POST",
+      `/agents/${encodeURIComponent(name)}/delete`,
+      {},
+    );
   }
   kubernetesAgents() {
     return this.request<KubernetesAgents>("GET", "/k8s/agents");
@@ -159,7 +170,10 @@ export class BerthApi {
   }
   /** Events with seq greater than `after`, oldest first. */
   auditEvents(chain: string, after: number, limit: number) {
-    return this.request<AuditEvents>("GET", `/audit/events?chain=${encodeURIComponent(chain)}&after=${after}&limit=${limit}`);
+    return this.request<AuditEvents>(
+      "GET",
+      `/audit/events?chain=${encodeURIComponent(chain)}&after=${after}&limit=${limit}`,
+    );
   }
   verify(chain: string) {
     return this.request<VerifyResult>("GET", `/audit/verify?chain=${encodeURIComponent(chain)}`);

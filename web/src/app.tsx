@@ -40,8 +40,8 @@ export function NoToken() {
     <main>
       <h1>berth</h1>
       <p role="alert">
-        This page needs the API token. Open the dashboard URL that <code>berth serve</code> (or <code>berth up</code>) printed: it ends in{" "}
-        <code>#token=…</code>. The token is also in <code>$BERTH_HOME/api.token</code>.
+        This page needs the API token. Open the dashboard URL that <code>berth serve</code> (or <code>berth up</code>)
+        printed: it ends in <code>#token=…</code>. The token is also in <code>$BERTH_HOME/api.token</code>.
       </p>
     </main>
   );
@@ -67,7 +67,15 @@ export function App({ token }: { token: string }) {
           <h1>berth</h1>
           <div role="tablist" aria-label="views">
             {TABS.map(([tab, label]) => (
-              <button type="button" role="tab" key={tab} id={`tab-${tab}`} aria-selected={view === tab} aria-controls="view" onClick={() => navigate(tab)}>
+              <button
+                type="button"
+                role="tab"
+                key={tab}
+                id={`tab-${tab}`}
+                aria-selected={view === tab}
+                aria-controls="view"
+                onClick={() => navigate(tab)}
+              >
                 {label}
               </button>
             ))}

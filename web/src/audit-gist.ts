@@ -13,11 +13,15 @@ const NODE_ID = /^[0-9a-f]{32}$/;
 
 export function gist(e: AuditEvent): string {
   const p = e.payload;
-  const parts = (e.source === "gate" ? GATE_GIST_KEYS : GIST_KEYS).filter((k) => typeof p[k] === "string" || typeof p[k] === "number").map((k) => `${k}=${String(p[k])}`);
+  const parts = (e.source === "gate" ? GATE_GIST_KEYS : GIST_KEYS)
+    .filter((k) => typeof p[k] === "string" || typeof p[k] === "number")
+    .map((k) => `${k}=${String(p[k])}`);
   const nodes = nodesOf(e);
-  if (e.source === "gate" && p.node === undefined && nodes.length > 0) parts.splice(1, 0, nodes.length === 1 ? `node=${nodes[0]}` : `nodes=${nodes.length}`);
+  if (e.source === "gate" && p.node === undefined && nodes.length > 0)
+    parts.splice(1, 0, nodes.length === 1 ? `node=${nodes[0]}` : `nodes=${nodes.length}`);
   const gate = p.gate as { permitted?: unknown; nodes?: unknown } | null | undefined;
-  if (typeof gate === "object" && gate !== null && typeof gate.permitted === "number" && typeof gate.nodes === "number") parts.push(`gate=${gate.permitted}/${gate.nodes} permitted`);
+  if (typeof gate === "object" && gate !== null && typeof gate.permitted === "number" && typeof gate.nodes === "number")
+    parts.push(`gate=${gate.permitted}/${gate.nodes} permitted`);
   return parts.join(" ");
 }
 

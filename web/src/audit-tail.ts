@@ -34,7 +34,10 @@ export function useAuditTail(api: BerthApi, bump: () => void): AuditTail {
     api.auditChains().then(
       (r) => {
         setChains(r.chains);
-        setChain((current) => current ?? (r.chains.some((c) => c.name === "controller") ? "controller" : (r.chains[0]?.name ?? "")));
+        setChain(
+          (current) =>
+            current ?? (r.chains.some((c) => c.name === "controller") ? "controller" : (r.chains[0]?.name ?? "")),
+        );
       },
       (e) => {
         setError(e);

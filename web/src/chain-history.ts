@@ -51,6 +51,11 @@ export function useChainHistory(api: BerthApi, chain: string | null, live: reado
   return useMemo(() => {
     if (scanned === null) return { events: [], from: 0, loading: error === null, error };
     const last = scanned.events[scanned.events.length - 1]?.seq ?? scanned.from - 1;
-    return { events: [...scanned.events, ...live.filter((e) => e.seq > last)], from: scanned.from, loading: false, error };
+    return {
+      events: [...scanned.events, ...live.filter((e) => e.seq > last)],
+      from: scanned.from,
+      loading: false,
+      error,
+    };
   }, [scanned, live, error]);
 }

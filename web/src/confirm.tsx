@@ -6,7 +6,17 @@
  */
 import { useState } from "preact/hooks";
 
-export function ConfirmButton({ label, question, disabled, onConfirm }: { label: string; question: string; disabled?: boolean; onConfirm: () => void }) {
+export function ConfirmButton({
+  label,
+  question,
+  disabled,
+  onConfirm,
+}: {
+  label: string;
+  question: string;
+  disabled?: boolean;
+  onConfirm: () => void;
+}) {
   const [asking, setAsking] = useState(false);
   if (!asking) {
     return (

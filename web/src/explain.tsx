@@ -62,7 +62,15 @@ function Candidate({ c, rank, chosen }: { c: CandidateReport; rank: number; chos
   );
 }
 
-export function ExplainView({ report, title, dryRun = false }: { report: DecisionReport; title: string; dryRun?: boolean }) {
+export function ExplainView({
+  report,
+  title,
+  dryRun = false,
+}: {
+  report: DecisionReport;
+  title: string;
+  dryRun?: boolean;
+}) {
   const d = report.decision;
   const attempts = report.attempts;
   // A past decision (GET /placements/{id}) carries its state and dry_run; a fresh report says whether it is unsettled.
@@ -105,27 +113,32 @@ export function ExplainView({ report, title, dryRun = false }: { report: Decisio
         </tbody>
       </table>
       {nothingSent ? null : attempts.length === 0 ? (
-          <p>No attempt was made.</p>
-        ) : (
-          <table aria-label={`attempts for ${d.name}`}>
-            <TableHead columns={["#", "node", "variant", "outcome", "reason", "next", "instance"]} />
-            <tbody>
-              {attempts.map((a, i) => (
-                <tr key={`${a.node_id}-${i}`}>
-                  <td>{"n" in a ? a.n : i + 1}</td>
-                  <td>{nodeLabel({ node_id: a.node_id, name: d.candidates.find((c) => c.node_id === a.node_id)?.name ?? null })}</td>
-                  <td>{a.variant}</td>
-                  <td>{a.outcome ?? ("state" in a ? a.state : "—")}</td>
-                  <td>{textOf(a.code) ? `${textOf(a.code)}: ${textOf(a.reason)}` : textOf(a.reason) || "—"}</td>
-                  <td>{textOf(a.next) || "—"}</td>
-                  <td>
-                    <InstanceLink id={textOf(a.instance_id)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
+        <p>No attempt was made.</p>
+      ) : (
+        <table aria-label={`attempts for ${d.name}`}>
+          <TableHead columns={["#", "node", "variant", "outcome", "reason", "next", "instance"]} />
+          <tbody>
+            {attempts.map((a, i) => (
+              <tr key={`${a.node_id}-${i}`}>
+                <td>{"n" in a ? a.n : i + 1}</td>
+                <td>
+                  {nodeLabel({
+                    node_id: a.node_id,
+                    name: d.candidates.find((c) => c.node_id === a.node_id)?.name ?? null,
+                  })}
+                </td>
+                <td>{a.variant}</td>
+                <td>{a.outcome ?? ("state" in a ? a.state : "—")}</td>
+                <td>{textOf(a.code) ? `${textOf(a.code)}: ${textOf(a.reason)}` : textOf(a.reason) || "—"}</td>
+                <td>{textOf(a.next) || "—"}</td>
+                <td>
+                  <InstanceLink id={textOf(a.instance_id)} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
       {report.explain ? (
         <details>
           <summary>Explain as text</summary>

@@ -13,7 +13,13 @@ import { LogText } from "./verbs";
 export const LOG_POLL_MS = 2000;
 
 /** One per detail view, so its region is simply "logs" (a name with the subject in it would match the detail's own). */
-export function FollowedLogs({ buttonLabel, load }: { buttonLabel: string; load: (api: BerthApi) => Promise<unknown> }) {
+export function FollowedLogs({
+  buttonLabel,
+  load,
+}: {
+  buttonLabel: string;
+  load: (api: BerthApi) => Promise<unknown>;
+}) {
   const { api } = useLive();
   const [follow, setFollow] = useState(false);
   const [logs, setLogs] = useState<{ body: unknown; at: number } | null>(null);

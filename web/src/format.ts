@@ -7,7 +7,10 @@ export function shortId(id: string | null | undefined, length = 8): string {
 
 export function timeOf(ms: number | null | undefined): string {
   if (ms === null || ms === undefined) return "—";
-  return new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  return new Date(ms)
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, "Z");
 }
 
 /** `_centi` values are hundredths of a point (src/core/placement/outputs.ts). */

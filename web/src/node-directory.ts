@@ -32,14 +32,17 @@ export function useNodeDirectory(api: BerthApi, revision: number): NodeDirectory
       settle = resolve;
     });
     const timer = setTimeout(settle, DESCRIBE_WAIT_MS);
-    api.nodes(true).then(
-      (r) => setList(r.nodes),
-      (e) => setError(e),
-    ).finally(() => {
-      clearTimeout(timer);
-      firstDone.current = true;
-      settle();
-    });
+    api
+      .nodes(true)
+      .then(
+        (r) => setList(r.nodes),
+        (e) => setError(e),
+      )
+      .finally(() => {
+        clearTimeout(timer);
+        firstDone.current = true;
+        settle();
+      });
     return promise;
   }, [api]);
   useEffect(() => {
@@ -52,6 +55,9 @@ export function useNodeDirectory(api: BerthApi, revision: number): NodeDirectory
       (e) => setError(e),
     );
   }, [api, revision]);
-  const names = useMemo(() => new Map((list ?? []).flatMap((n) => (n.node_id && n.name ? [[n.node_id, n.name] as const] : []))), [list]);
+  const names = useMemo(
+    () => new Map((list ?? []).flatMap((n) => (n.node_id && n.name ? [[n.node_id, n.name] as const] : []))),
+    [list],
+  );
   return useMemo(() => ({ list, error, names, described }), [list, error, names, described]);
 }

@@ -21,7 +21,15 @@ export function Loading({ what }: { what: string }) {
 }
 
 /** A resource's error (with the server's message), its data once loaded, or a loading line until then. */
-export function Loaded<T>({ resource, what, children }: { resource: { data: T | null; error: Error | null }; what: string; children: (data: T) => ComponentChildren }) {
+export function Loaded<T>({
+  resource,
+  what,
+  children,
+}: {
+  resource: { data: T | null; error: Error | null };
+  what: string;
+  children: (data: T) => ComponentChildren;
+}) {
   return (
     <>
       <ErrorNotice error={resource.error} action={`Loading ${what}`} />

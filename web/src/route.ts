@@ -5,7 +5,19 @@
  */
 import { useEffect, useState } from "preact/hooks";
 
-export const VIEWS = ["overview", "agents", "deploy", "instances", "place", "placements", "nodes", "unsettled", "top", "kubernetes", "audit"] as const;
+export const VIEWS = [
+  "overview",
+  "agents",
+  "deploy",
+  "instances",
+  "place",
+  "placements",
+  "nodes",
+  "unsettled",
+  "top",
+  "kubernetes",
+  "audit",
+] as const;
 export type View = (typeof VIEWS)[number];
 
 export interface Route {

@@ -6,7 +6,10 @@ function at(hash: string) {
   const stored = new Map<string, string>();
   const location = { hash, pathname: "/", search: "" };
   vi.stubGlobal("window", { location });
-  vi.stubGlobal("sessionStorage", { setItem: (k: string, v: string) => stored.set(k, v), getItem: (k: string) => stored.get(k) ?? null });
+  vi.stubGlobal("sessionStorage", {
+    setItem: (k: string, v: string) => stored.set(k, v),
+    getItem: (k: string) => stored.get(k) ?? null,
+  });
   vi.stubGlobal("history", { replaceState: (_s: unknown, _t: string, url: string) => (location.hash = url.slice(1)) });
   return location;
 }

@@ -14,7 +14,8 @@ function feed(chunks: readonly string[]): StreamMessage[] {
   return out;
 }
 
-const STREAM = ': heartbeat\n\nevent: audit\nid: 7\ndata: {"seq":7}\n\n: heartbeat\n\nevent: audit\r\nid: 8\r\ndata: {"seq":8}\r\n\r\nevent: audit\nid: 9\ndata: {"seq"';
+const STREAM =
+  ': heartbeat\n\nevent: audit\nid: 7\ndata: {"seq":7}\n\n: heartbeat\n\nevent: audit\r\nid: 8\r\ndata: {"seq":8}\r\n\r\nevent: audit\nid: 9\ndata: {"seq"';
 
 describe("the audit stream parser", () => {
   it("reads the event name, id and data of each message and skips heartbeat comments", () => {

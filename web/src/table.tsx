@@ -53,7 +53,9 @@ export function FilteredTable<T>({ label, rows, columns, rowKey, searchText, emp
           />
         </label>
         <span role="status" aria-live="polite">
-          {matching.length === rows.length ? `${rows.length} ${label}` : `${matching.length} of ${rows.length} ${label}`}
+          {matching.length === rows.length
+            ? `${rows.length} ${label}`
+            : `${matching.length} of ${rows.length} ${label}`}
         </span>
       </div>
       {matching.length === 0 ? (

@@ -7,7 +7,18 @@
  */
 import type { AuditEvent } from "./types";
 
-export type TimelineKind = "deploy" | "replace" | "decision" | "placed" | "not placed" | "start" | "stop" | "unload" | "exit" | "refused" | "migrate";
+export type TimelineKind =
+  | "deploy"
+  | "replace"
+  | "decision"
+  | "placed"
+  | "not placed"
+  | "start"
+  | "stop"
+  | "unload"
+  | "exit"
+  | "refused"
+  | "migrate";
 
 export interface TimelineEntry {
   readonly seq: number;
@@ -22,7 +33,8 @@ export interface TimelineEntry {
 type Payload = AuditEvent["payload"];
 
 const str = (v: unknown): string | null => (typeof v === "string" && v !== "" ? v : null);
-const obj = (v: unknown): Payload | null => (typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Payload) : null);
+const obj = (v: unknown): Payload | null =>
+  typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Payload) : null;
 
 const VERBS: Readonly<Record<string, TimelineKind>> = {
   "workload.start": "start",
@@ -34,14 +46,30 @@ const VERBS: Readonly<Record<string, TimelineKind>> = {
 export function timelineOf(agent: string, events: readonly AuditEvent[]): TimelineEntry[] {
   const instances = new Set<string>();
   const out: TimelineEntry[] = [];
-  const entry = (e: AuditEvent, kind: TimelineKind, text: string, more: Partial<Pick<TimelineEntry, "decisionId" | "instanceId" | "nodeId">> = {}) =>
-    out.push({ seq: e.seq, ts: e.ts, kind, text, decisionId: more.decisionId ?? null, instanceId: more.instanceId ?? null, nodeId: more.nodeId ?? null });
+  const entry = (
+    e: AuditEvent,
+    kind: TimelineKind,
+    text: string,
+    more: Partial<Pick<TimelineEntry, "decisionId" | "instanceId" | "nodeId">> = {},
+  ) =>
+    out.push({
+      seq: e.seq,
+      ts: e.ts,
+      kind,
+      text,
+      decisionId: more.decisionId ?? null,
+      instanceId: more.instanceId ?? null,
+      nodeId: more.nodeId ?? null,
+    });
 
   for (const e of events) {
     if (e.source === "gate") continue;
     const p = e.payload;
     const instance = str(p.instance_id);
-    const ours = str(p.name) === agent || str(obj(p.target_result)?.name) === agent || (instance !== null && instances.has(instance));
+    const ours =
+      str(p.name) === agent ||
+      str(obj(p.target_result)?.name) === agent ||
+      (instance !== null && instances.has(instance));
     const node = str(p.node) ?? str(p.node_id);
     switch (e.kind) {
       case "agent.deploy": {
@@ -51,7 +79,12 @@ export function timelineOf(agent: string, events: readonly AuditEvent[]): Timeli
         const placed = str(p.instance);
         if (placed) instances.add(placed);
         const action = str(p.action) ?? "deploy";
-        entry(e, action.startsWith("replace") ? "replace" : "deploy", str(p.message) ?? `${action}: ${str(p.outcome) ?? ""}`, { instanceId: placed });
+        entry(
+          e,
+          action.startsWith("replace") ? "replace" : "deploy",
+          str(p.message) ?? `${action}: ${str(p.outcome) ?? ""}`,
+          { instanceId: placed },
+        );
         break;
       }
       case "workload.place": {
@@ -60,23 +93,42 @@ export function timelineOf(agent: string, events: readonly AuditEvent[]): Timeli
         const phase = str(p.phase);
         if (phase === "decision") {
           const chosen = obj(obj(p.decision)?.placement);
-          entry(e, "decision", chosen ? `placement decided${p.dry_run === true ? " (dry run)" : ""}` : "placement decided: nothing fits", { decisionId: e.hash });
+          entry(
+            e,
+            "decision",
+            chosen ? `placement decided${p.dry_run === true ? " (dry run)" : ""}` : "placement decided: nothing fits",
+            { decisionId: e.hash },
+          );
         } else if (phase === "placed") {
           entry(e, "placed", "instance placed", { decisionId: str(p.decision_id), instanceId: instance, nodeId: node });
         } else if (phase !== null) {
-          entry(e, "not placed", `placement ${phase}${str(p.reason) ? `: ${str(p.reason)}` : ""}`, { decisionId: str(p.decision_id), instanceId: instance, nodeId: node });
+          entry(e, "not placed", `placement ${phase}${str(p.reason) ? `: ${str(p.reason)}` : ""}`, {
+            decisionId: str(p.decision_id),
+            instanceId: instance,
+            nodeId: node,
+          });
         }
         break;
       }
       case "workload.exit": {
         if (!ours) break;
-        const code = typeof p.exit_code === "number" ? `code ${p.exit_code}` : str(p.signal) ? `signal ${str(p.signal)}` : "no code";
+        const code =
+          typeof p.exit_code === "number"
+            ? `code ${p.exit_code}`
+            : str(p.signal)
+              ? `signal ${str(p.signal)}`
+              : "no code";
         entry(e, "exit", `instance ${instance ?? "?"} exited (${code})`, { instanceId: instance, nodeId: node });
         break;
       }
       case "workload.refuse": {
         if (!ours) break;
-        entry(e, "refused", `refused (${str(p.phase) ?? "?"}): ${str(p.error) ?? str(p.reason) ?? str(p.code) ?? "no reason given"}`, { instanceId: instance, nodeId: node });
+        entry(
+          e,
+          "refused",
+          `refused (${str(p.phase) ?? "?"}): ${str(p.error) ?? str(p.reason) ?? str(p.code) ?? "no reason given"}`,
+          { instanceId: instance, nodeId: node },
+        );
         break;
       }
       default: {
@@ -85,7 +137,10 @@ export function timelineOf(agent: string, events: readonly AuditEvent[]): Timeli
         if (verb === undefined || !ours || str(p.phase) !== "outcome") break;
         const result = str(p.result) ?? "done";
         // Its decision_id is the governance decision that permitted the verb, not a placement: not linked as one.
-        entry(e, verb, `${verb}: ${result}${str(p.reason) ? ` (${str(p.reason)})` : ""}`, { instanceId: instance, nodeId: node });
+        entry(e, verb, `${verb}: ${result}${str(p.reason) ? ` (${str(p.reason)})` : ""}`, {
+          instanceId: instance,
+          nodeId: node,
+        });
       }
     }
   }

@@ -3,7 +3,13 @@ import { humanBytes, topRows, type Usage } from "./top";
 import type { InstanceInfo } from "./types";
 
 const instance = (id: string, state: string, usage: Usage | null, agent = id): InstanceInfo =>
-  ({ instance_id: id, name: id, node_id: "a".repeat(32), state, status: usage ? { agent, usage } : { agent } }) as unknown as InstanceInfo;
+  ({
+    instance_id: id,
+    name: id,
+    node_id: "a".repeat(32),
+    state,
+    status: usage ? { agent, usage } : { agent },
+  }) as unknown as InstanceInfo;
 
 describe("the dashboard's top figures", () => {
   it("show memory at once and CPU from the second reading, busiest first, running instances only", () => {

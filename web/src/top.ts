@@ -23,7 +23,9 @@ export interface TopRow {
 
 export function usageOf(i: InstanceInfo): Usage | null {
   const u = i.status?.usage as Partial<Usage> | undefined;
-  return u && typeof u.cpu_usec === "number" && typeof u.memory_bytes === "number" && typeof u.sampled_ms === "number" ? { cpu_usec: u.cpu_usec, memory_bytes: u.memory_bytes, sampled_ms: u.sampled_ms } : null;
+  return u && typeof u.cpu_usec === "number" && typeof u.memory_bytes === "number" && typeof u.sampled_ms === "number"
+    ? { cpu_usec: u.cpu_usec, memory_bytes: u.memory_bytes, sampled_ms: u.sampled_ms }
+    : null;
 }
 
 function cpuPercent(before: Usage | undefined, now: Usage): number | null {
@@ -41,9 +43,20 @@ export function topRows(instances: readonly InstanceInfo[], before: ReadonlyMap<
     .map((i) => {
       const usage = usageOf(i);
       const agent = typeof i.status?.agent === "string" && i.status.agent !== "" ? i.status.agent : i.name;
-      return { agent, instance_id: i.instance_id, node_id: i.node_id, cpu_percent: usage ? cpuPercent(before.get(i.instance_id), usage) : null, memory_bytes: usage ? usage.memory_bytes : null };
+      return {
+        agent,
+        instance_id: i.instance_id,
+        node_id: i.node_id,
+        cpu_percent: usage ? cpuPercent(before.get(i.instance_id), usage) : null,
+        memory_bytes: usage ? usage.memory_bytes : null,
+      };
     });
-  return rows.sort((a, b) => (b.cpu_percent ?? -1) - (a.cpu_percent ?? -1) || (b.memory_bytes ?? -1) - (a.memory_bytes ?? -1) || a.agent.localeCompare(b.agent));
+  return rows.sort(
+    (a, b) =>
+      (b.cpu_percent ?? -1) - (a.cpu_percent ?? -1) ||
+      (b.memory_bytes ?? -1) - (a.memory_bytes ?? -1) ||
+      a.agent.localeCompare(b.agent),
+  );
 }
 
 /** 1536 → "1.5Ki": the binary units `berth top`, `kubectl top` and free(1) -h use. */

@@ -10,10 +10,17 @@ type Responses<Op extends Operation> = operations[Op]["responses"];
 type JsonOf<R> = R extends { readonly content: { readonly "application/json": infer Body } } ? Body : never;
 
 /** The JSON body of an operation's success answer (200, or 201 for a create). */
-export type Answer<Op extends Operation> = Responses<Op> extends { readonly 200: infer R } ? JsonOf<R> : Responses<Op> extends { readonly 201: infer R } ? JsonOf<R> : never;
+export type Answer<Op extends Operation> =
+  Responses<Op> extends { readonly 200: infer R }
+    ? JsonOf<R>
+    : Responses<Op> extends { readonly 201: infer R }
+      ? JsonOf<R>
+      : never;
 
 /** The JSON body an operation takes. */
-export type Body<Op extends Operation> = operations[Op] extends { readonly requestBody: { readonly content: { readonly "application/json": infer B } } }
+export type Body<Op extends Operation> = operations[Op] extends {
+  readonly requestBody: { readonly content: { readonly "application/json": infer B } };
+}
   ? B
   : operations[Op] extends { readonly requestBody?: { readonly content: { readonly "application/json": infer B } } }
     ? B

@@ -13,14 +13,32 @@ import { ErrorNotice } from "./notice";
  */
 export function outcomeText(result: unknown): string {
   if (typeof result !== "object" || result === null) return String(result);
-  const r = result as { kind?: string; reason?: string; code?: string; ok?: boolean; outcome?: string; message?: string };
-  if (r.kind !== undefined) return r.kind === "ok" ? "ok" : `${r.kind}${r.code ? ` (${r.code})` : ""}: ${r.reason ?? ""}`;
+  const r = result as {
+    kind?: string;
+    reason?: string;
+    code?: string;
+    ok?: boolean;
+    outcome?: string;
+    message?: string;
+  };
+  if (r.kind !== undefined)
+    return r.kind === "ok" ? "ok" : `${r.kind}${r.code ? ` (${r.code})` : ""}: ${r.reason ?? ""}`;
   if (r.ok !== undefined) return [r.ok ? "ok" : "not done", r.outcome, r.message].filter(Boolean).join(": ");
   return "done";
 }
 
 /** `confirm`: the question a destructive verb asks before it runs (confirm.tsx); without it the button runs at once. */
-export function VerbButton({ label, verb, perform, confirm }: { label: string; verb: string; perform: (live: Live) => Promise<unknown>; confirm?: string }) {
+export function VerbButton({
+  label,
+  verb,
+  perform,
+  confirm,
+}: {
+  label: string;
+  verb: string;
+  perform: (live: Live) => Promise<unknown>;
+  confirm?: string;
+}) {
   const action = useAction(perform);
   return (
     <span class="verb">
@@ -39,7 +57,9 @@ export function VerbButton({ label, verb, perform, confirm }: { label: string; v
 
 /** Captured stdout and stderr tails, from a logs answer (or the `result` member of an instance verb result). */
 export function LogText({ logs }: { logs: unknown }) {
-  const body = (typeof logs === "object" && logs !== null && "result" in logs ? (logs as { result: unknown }).result : logs) as Record<string, unknown> | null;
+  const body = (
+    typeof logs === "object" && logs !== null && "result" in logs ? (logs as { result: unknown }).result : logs
+  ) as Record<string, unknown> | null;
   if (body && typeof body.stdout === "string") {
     return (
       <>

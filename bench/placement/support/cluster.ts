@@ -53,13 +53,28 @@ export function rawInput(n: number): unknown {
         ],
         interpreters: [{ name: "python3", version: "3.11" }],
         labels: { zone: rnd() < 0.5 ? "attic" : "hall" },
-        perf: [{ metric: "tokens_per_s", subject: "llama", value_milli: Math.floor(rnd() * 50_000), direction: "higher", measured_at_ms: NOW - 60_000 }],
+        perf: [
+          {
+            metric: "tokens_per_s",
+            subject: "llama",
+            value_milli: Math.floor(rnd() * 50_000),
+            direction: "higher",
+            measured_at_ms: NOW - 60_000,
+          },
+        ],
         accelerators: rnd() < 0.1 ? [{ id: "accel.npu.hailo8", mem_bytes: 0, count: 1 }] : [],
       },
     });
-    gate[id] = rnd() < 0.03 ? { verdict: "deny", reason: "default deny" } : { verdict: "permit", reason: "bench-agent" };
+    gate[id] =
+      rnd() < 0.03 ? { verdict: "deny", reason: "default deny" } : { verdict: "permit", reason: "bench-agent" };
     if (i % 2 === 0) {
-      instances.push({ node_id: id, name: `svc-${i}`, labels: rnd() < 0.1 ? ["gpu-heavy"] : [], memory_bytes: 2 ** 28, placed_at_ms: NOW - 1_000 });
+      instances.push({
+        node_id: id,
+        name: `svc-${i}`,
+        labels: rnd() < 0.1 ? ["gpu-heavy"] : [],
+        memory_bytes: 2 ** 28,
+        placed_at_ms: NOW - 1_000,
+      });
     }
   }
   return {
@@ -73,7 +88,9 @@ export function rawInput(n: number): unknown {
           { id: "x86_64-linux", arch: "x86_64", os: "linux", entry: { program: "bin/agent-x86_64" } },
         ],
         requirements: [{ id: "mem.system", where: [{ attr: "total_bytes", op: "gte", value: 2 ** 30 }] }],
-        preferences: [{ requirement: { id: "label.zone", where: [{ attr: "value", op: "eq", value: "attic" }] }, weight: 5 }],
+        preferences: [
+          { requirement: { id: "label.zone", where: [{ attr: "value", op: "eq", value: "attic" }] }, weight: 5 },
+        ],
         memory_bytes: 512 * 2 ** 20,
         policy: { excludes: ["gpu-heavy"] },
         perf: { metric: "tokens_per_s", direction: "higher" },

@@ -86,7 +86,9 @@ export async function scaleWorld(o: {
     const r = await controller.addTarget(n.addr, "paired", n.key);
     if (!r.ok) throw new Error(`adding ${n.addr}: ${r.error}`);
   });
-  log(`    ${o.nodes} targets added (describe by the pinned key, peer.add chained) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  log(
+    `    ${o.nodes} targets added (describe by the pinned key, peer.add chained) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+  );
   const prepared = await controller.registerPackage(pkgDir);
   if (!prepared.ok) throw new Error(`registering the package: ${prepared.error}`);
   const packageId = prepared.pkg.packageId;
@@ -135,7 +137,15 @@ const WORKLOAD = (packageId: string): WorkloadRecord => ({
   file_hashes: [],
 });
 
-async function fill(controller: MeshController, sim: NodeSim, packageId: string, from: number, to: number, names: string[], registryPkg: string | null): Promise<void> {
+async function fill(
+  controller: MeshController,
+  sim: NodeSim,
+  packageId: string,
+  from: number,
+  to: number,
+  names: string[],
+  registryPkg: string | null,
+): Promise<void> {
   const registry = registryPkg === null ? null : new AgentRegistry(controller.store);
   const { store } = controller;
   // The controller's engine is the riding wrapper (store/riding-engine.ts) around the SQLite engine.
@@ -149,7 +159,12 @@ async function fill(controller: MeshController, sim: NodeSim, packageId: string,
     for (let i = from; i < to; i++) {
       const name = `agent-${i}`;
       const node = sim.nodes[i % sim.nodes.length]?.node_id as string;
-      const order = PlaceOrderSchema.parse({ package: packageId, name, config: { mode: "service" }, restart: "on-failure" });
+      const order = PlaceOrderSchema.parse({
+        package: packageId,
+        name,
+        config: { mode: "service" },
+        restart: "on-failure",
+      });
       const record = {
         package_id: packageId,
         name,
@@ -167,13 +182,40 @@ async function fill(controller: MeshController, sim: NodeSim, packageId: string,
         packageId,
         workload: WORKLOAD(packageId),
         dispatch: true,
-        event: { source: "placement", kind: "workload.place", payload: { phase: "decision", backend: "mesh", name, package_id: packageId, dry_run: false, order: record, winner: node } },
-        refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, error } }),
+        event: {
+          source: "placement",
+          kind: "workload.place",
+          payload: {
+            phase: "decision",
+            backend: "mesh",
+            name,
+            package_id: packageId,
+            dry_run: false,
+            order: record,
+            winner: node,
+          },
+        },
+        refusal: (error) => ({
+          source: "placement",
+          kind: "workload.refuse",
+          payload: { phase: "decision", name, error },
+        }),
         withDispatching: (tx, id) => controller.moves.saveOrderIn(tx, id, storedOrderOf(order, packageId, name)),
       });
       await store.beginAttempt(decisionId, 1, node, variant);
       const instanceId = `${name}-${sha256(`${decisionId}:${node}`).toString("hex").slice(0, 12)}`;
-      const placement: PlacementRecord = { instance_id: instanceId, name, node_id: node, decision_id: decisionId, variant, route: "native", package_id: packageId, placed_ms: Date.now(), adopted: false, pending: null };
+      const placement: PlacementRecord = {
+        instance_id: instanceId,
+        name,
+        node_id: node,
+        decision_id: decisionId,
+        variant,
+        route: "native",
+        package_id: packageId,
+        placed_ms: Date.now(),
+        adopted: false,
+        pending: null,
+      };
       await store.commitPlaced(decisionId, 1, placement, WORKLOAD(packageId), {
         source: "placement",
         kind: "workload.place",
@@ -181,7 +223,14 @@ async function fill(controller: MeshController, sim: NodeSim, packageId: string,
       });
       if (registry) {
         const spec = `apiVersion: berth/v1\nkind: Agent\nmetadata: { name: ${name} }\nspec:\n  target: mesh\n  package: ${registryPkg}\n`;
-        await registry.remember({ name, target: "mesh", spec_path: `/bench/${name}.yaml`, spec_text: spec, intent: sha256(spec).toString("hex"), deployed_ms: Date.now() });
+        await registry.remember({
+          name,
+          target: "mesh",
+          spec_path: `/bench/${name}.yaml`,
+          spec_text: spec,
+          intent: sha256(spec).toString("hex"),
+          deployed_ms: Date.now(),
+        });
       }
       rows.push({
         node_id: node,
@@ -219,9 +268,21 @@ async function fill(controller: MeshController, sim: NodeSim, packageId: string,
 }
 
 /** Issue 35: the filled instances as a serve loop's pass would have recorded them (what the stored lists read). */
-async function observed(store: MeshController["store"], rows: ReadonlyArray<SimInstance & { node_id: string }>): Promise<void> {
+async function observed(
+  store: MeshController["store"],
+  rows: ReadonlyArray<SimInstance & { node_id: string }>,
+): Promise<void> {
   const now = Date.now();
-  await store.recordObservations(rows.map((r) => observedInstanceOf(r.instance_id, r.node_id, { state: r.state, restarts: r.restarts ?? 0, pid: r.pid, started_ms: r.started_ms }, now)));
+  await store.recordObservations(
+    rows.map((r) =>
+      observedInstanceOf(
+        r.instance_id,
+        r.node_id,
+        { state: r.state, restarts: r.restarts ?? 0, pid: r.pid, started_ms: r.started_ms },
+        now,
+      ),
+    ),
+  );
 }
 
 /** Least-squares slope of log(y) on log(x): the cost exponent across sizes (1 = linear). */
@@ -241,7 +302,11 @@ export function exponent(points: ReadonlyArray<readonly [number, number]>): numb
 
 export function stats(values: readonly number[]): { min: number; median: number; max: number } {
   const s = [...values].sort((a, b) => a - b);
-  return { min: s[0] ?? Number.NaN, median: s[Math.floor(s.length / 2)] ?? Number.NaN, max: s[s.length - 1] ?? Number.NaN };
+  return {
+    min: s[0] ?? Number.NaN,
+    median: s[Math.floor(s.length / 2)] ?? Number.NaN,
+    max: s[s.length - 1] ?? Number.NaN,
+  };
 }
 
 export { saveKeyFile };

@@ -80,7 +80,10 @@ export class NodeSim {
 
   static async start(o: NodeSimOptions): Promise<NodeSim> {
     const count = Math.max(1, o.processes ?? 1);
-    const hosts = Array.from({ length: count }, () => new HostProcess(fork(HOST, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })));
+    const hosts = Array.from(
+      { length: count },
+      () => new HostProcess(fork(HOST, [], { stdio: ["ignore", "inherit", "inherit", "ipc"] })),
+    );
     const per = Math.ceil(o.nodes / count);
     const parts = await Promise.all(
       hosts.map((h, i) =>
@@ -139,7 +142,13 @@ export class NodeSim {
       for (const [k, v] of Object.entries(c.live)) live[k] = (live[k] ?? 0) + v;
       for (const [k, v] of Object.entries(c.served)) served[k] = (served[k] ?? 0) + v;
     }
-    return { live, served, instances: all.reduce((s, c) => s + c.instances, 0), handshakes: all.reduce((s, c) => s + c.handshakes, 0), rss_mb: all.reduce((s, c) => s + c.rss_mb, 0) };
+    return {
+      live,
+      served,
+      instances: all.reduce((s, c) => s + c.instances, 0),
+      handshakes: all.reduce((s, c) => s + c.handshakes, 0),
+      rss_mb: all.reduce((s, c) => s + c.rss_mb, 0),
+    };
   }
 
   async close(): Promise<void> {

@@ -44,7 +44,14 @@ async function listen(h: Hosted): Promise<void> {
     // node.json's default limits (mesh/node/config.ts) as a daemon's listener takes them, but for the first-bytes
     // deadline: one process completing thousands of handshakes at once on a shared machine is far slower than one
     // node completing its own, and that deadline guards a real node against silent peers, which nothing here tests.
-    limits: { maxConnections: 1024, maxUnauthenticated: 256, maxUnauthenticatedPerAddress: 64, graceMs: 250, firstBytesMs: 30_000, maxFrameBytes: REQUEST_FRAME_BYTES },
+    limits: {
+      maxConnections: 1024,
+      maxUnauthenticated: 256,
+      maxUnauthenticatedPerAddress: 64,
+      graceMs: 250,
+      firstBytesMs: 30_000,
+      maxFrameBytes: REQUEST_FRAME_BYTES,
+    },
   });
   server.on("connection", () => handshakes++);
   h.server = server;
@@ -57,18 +64,32 @@ async function start(req: Extract<HostRequest, { op: "start" }>): Promise<SimNod
   for (let i = 0; i < req.count; i++) {
     const key = generateSigningKey();
     const nodeId = nodeIdOf(key.publicKey);
-    const node = new SimNode(key, nodeId, randomBytes(16).toString("hex"), {
-      name: `${req.prefix}${req.first + i}`,
-      board: req.board,
-      labels: req.labels,
-      controllers: new Set(req.controllers),
-      signers: new Set(req.signers),
-      leaseMs: req.leaseMs,
-    }, content);
+    const node = new SimNode(
+      key,
+      nodeId,
+      randomBytes(16).toString("hex"),
+      {
+        name: `${req.prefix}${req.first + i}`,
+        board: req.board,
+        labels: req.labels,
+        controllers: new Set(req.controllers),
+        signers: new Set(req.signers),
+        leaseMs: req.leaseMs,
+      },
+      content,
+    );
     const h: Hosted = { node, connections: null as unknown as Connections, server: null, port: 0, down: null };
-    (h as { connections: Connections }).connections = new Connections(() => LIMITS, (signed, stream) => node.handle(signed, stream));
+    (h as { connections: Connections }).connections = new Connections(
+      () => LIMITS,
+      (signed, stream) => node.handle(signed, stream),
+    );
     hosted.set(nodeId, h);
-    pending.push(listen(h).then(() => void made.push({ node_id: nodeId, key: key.publicKey, addr: `127.0.0.1:${h.port}`, name: node.config.name })));
+    pending.push(
+      listen(h).then(
+        () =>
+          void made.push({ node_id: nodeId, key: key.publicKey, addr: `127.0.0.1:${h.port}`, name: node.config.name }),
+      ),
+    );
     if (pending.length >= 256) await Promise.all(pending.splice(0));
   }
   await Promise.all(pending);
@@ -152,7 +173,8 @@ process.on("message", (raw) => {
   const req = raw as HostRequest & { id: number };
   handle(req).then(
     (result) => process.send?.({ id: req.id, ok: true, result } satisfies HostReply),
-    (error: unknown) => process.send?.({ id: req.id, ok: false, error: (error as Error).message ?? String(error) } satisfies HostReply),
+    (error: unknown) =>
+      process.send?.({ id: req.id, ok: false, error: (error as Error).message ?? String(error) } satisfies HostReply),
   );
 });
 process.on("disconnect", () => process.exit(0));

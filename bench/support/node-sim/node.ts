@@ -26,7 +26,14 @@ import { judgeRenewal, leaseExpired, renewedDeadline } from "../../../src/core/m
 import { judgeAuthority } from "../../../src/core/mesh/epoch-fence.js";
 import { type ParsedEnvelope, parseEnvelope, verifyParsedEnvelope } from "../../../src/core/packages/manifest.js";
 import { type InstanceStatusRow, parseBody } from "../../../src/core/protocol/bodies.js";
-import { METHODS, MUTATING_METHODS, type Outcome, type RefusalCode, type SignedMessage, truncateUtf8 } from "../../../src/core/protocol/messages.js";
+import {
+  METHODS,
+  MUTATING_METHODS,
+  type Outcome,
+  type RefusalCode,
+  type SignedMessage,
+  truncateUtf8,
+} from "../../../src/core/protocol/messages.js";
 import { NonceGuard } from "../../../src/core/protocol/nonce-guard.js";
 import { signResponse } from "../../../src/core/protocol/sign.js";
 import { type VerifiedRequest, verifyRequest } from "../../../src/core/protocol/verify.js";
@@ -103,9 +110,22 @@ export class SimNode {
   /** Verifies and runs one request (the daemon's `NodeService.handle`); the answer and whether to close. */
   async handle(signed: SignedMessage, stream: FrameStream): Promise<{ signed: SignedMessage; close: boolean }> {
     const now = this.clock();
-    const verdict = verifyRequest(signed, { nodeId: this.nodeId, bootId: this.bootId, nowMs: now, authorised: this.config.controllers, guard: this.guard });
+    const verdict = verifyRequest(signed, {
+      nodeId: this.nodeId,
+      bootId: this.bootId,
+      nowMs: now,
+      authorised: this.config.controllers,
+      guard: this.guard,
+    });
     if (verdict.kind === "refused") {
-      return { signed: this.answer(verdict.method, verdict.nonce, { status: "refused", code: verdict.code, reason: truncateUtf8(verdict.reason, 1024) }), close: !verdict.authenticated };
+      return {
+        signed: this.answer(verdict.method, verdict.nonce, {
+          status: "refused",
+          code: verdict.code,
+          reason: truncateUtf8(verdict.reason, 1024),
+        }),
+        close: !verdict.authenticated,
+      };
     }
     const req = verdict.request;
     stream.markAuthenticated?.();
@@ -115,7 +135,8 @@ export class SimNode {
       this.admitAuthority(req);
       outcome = { status: "ok", result: await this.dispatch(req, stream) };
     } catch (error) {
-      const r = error instanceof SimRefusal ? error : new SimRefusal("runtime", `internal error: ${(error as Error).message}`);
+      const r =
+        error instanceof SimRefusal ? error : new SimRefusal("runtime", `internal error: ${(error as Error).message}`);
       outcome = { status: "refused", code: r.code, reason: truncateUtf8(r.reason, 1024) };
     }
     this.served.set(req.method, (this.served.get(req.method) ?? 0) + 1);
@@ -139,7 +160,11 @@ export class SimNode {
     const verdict = judgeAuthority(this.bindings.get(req.key) ?? null, req.authority, MUTATING_METHODS.has(req.method));
     if (verdict.kind === "refuse") throw new SimRefusal(verdict.code, verdict.reason);
     const change = verdict.change;
-    if (change !== null) this.bindings.set(req.key, { store_id: change.store_id, epoch: change.kind === "bind" ? change.epoch : change.to });
+    if (change !== null)
+      this.bindings.set(req.key, {
+        store_id: change.store_id,
+        epoch: change.kind === "bind" ? change.epoch : change.to,
+      });
   }
 
   private async dispatch(req: VerifiedRequest, stream: FrameStream): Promise<JsonObject> {
@@ -167,7 +192,10 @@ export class SimNode {
         const body = this.body("unload", req.body);
         const row = this.held(body.instance_id);
         if (body.generation !== undefined && body.generation !== row.generation) {
-          throw new SimRefusal("precondition_failed", `generation precondition failed: instance ${row.instance_id} is at generation ${row.generation}, not ${body.generation}`);
+          throw new SimRefusal(
+            "precondition_failed",
+            `generation precondition failed: instance ${row.instance_id} is at generation ${row.generation}, not ${body.generation}`,
+          );
         }
         this.instances.delete(row.instance_id);
         this.byDecision.delete(row.decision_id);
@@ -180,7 +208,14 @@ export class SimNode {
       }
       case "logs": {
         const row = this.held(this.body("logs", req.body).instance_id);
-        return { stdout: "", stderr: "", truncated_stdout: false, truncated_stderr: false, state: row.state, exit_code: row.exit_code };
+        return {
+          stdout: "",
+          stderr: "",
+          truncated_stdout: false,
+          truncated_stderr: false,
+          state: row.state,
+          exit_code: row.exit_code,
+        };
       }
       default:
         throw new SimRefusal("unknown_method", `method ${req.method} is not one the simulator serves`);
@@ -218,13 +253,30 @@ export class SimNode {
         leaseMs: this.config.leaseMs,
       });
     }
-    const facts = { ...this.factsBase, boot_id: this.bootId, seq: this.factsSeq, issued_at_ms: now, instances: this.instances.size };
-    return { node_id: this.nodeId, boot_id: this.bootId, version: "node-sim", methods: [...METHODS], facts: signFacts(this.key, facts) as unknown as JsonObject, clock_ms: now };
+    const facts = {
+      ...this.factsBase,
+      boot_id: this.bootId,
+      seq: this.factsSeq,
+      issued_at_ms: now,
+      instances: this.instances.size,
+    };
+    return {
+      node_id: this.nodeId,
+      boot_id: this.bootId,
+      version: "node-sim",
+      methods: [...METHODS],
+      facts: signFacts(this.key, facts) as unknown as JsonObject,
+      clock_ms: now,
+    };
   }
 
   private async place(req: VerifiedRequest, stream: FrameStream, method: "place" | "load"): Promise<JsonObject> {
     const decisionId = req.decision_id as string;
-    if (this.byDecision.has(decisionId)) throw new SimRefusal("invalid_request", `decision ${decisionId} already placed as ${this.byDecision.get(decisionId)}`);
+    if (this.byDecision.has(decisionId))
+      throw new SimRefusal(
+        "invalid_request",
+        `decision ${decisionId} already placed as ${this.byDecision.get(decisionId)}`,
+      );
     const body = this.body("place", req.body);
     const fetcher = new PackageFetcher(stream, body.package_id, 30_000);
     let text: string;
@@ -233,11 +285,19 @@ export class SimNode {
     } catch (error) {
       throw new SimRefusal("fetch", (error as Error).message);
     }
-    const verified = verifyParsedEnvelope(this.content.parsed(text), { expectedId: body.package_id, trustedSigners: this.config.signers, revocations: EMPTY_REVOCATIONS });
+    const verified = verifyParsedEnvelope(this.content.parsed(text), {
+      expectedId: body.package_id,
+      trustedSigners: this.config.signers,
+      revocations: EMPTY_REVOCATIONS,
+    });
     if (!verified.ok) throw new SimRefusal("verify", verified.error);
     const statement = verified.value.envelope.statement;
     const variant = statement.variants.find((v) => v.id === body.variant);
-    if (!variant) throw new SimRefusal("invalid_request", `body.variant ${body.variant} is not a variant of package ${statement.name}`);
+    if (!variant)
+      throw new SimRefusal(
+        "invalid_request",
+        `body.variant ${body.variant} is not a variant of package ${statement.name}`,
+      );
     for (const file of statement.files) {
       if (this.fetched.has(file.sha256)) continue;
       let bytes = this.content.files.get(file.sha256);
@@ -250,12 +310,14 @@ export class SimNode {
           offset += chunk.length;
         }
         bytes = Buffer.concat(parts);
-        if (bytes.length !== file.size || createHash("sha256").update(bytes).digest("hex") !== file.sha256) throw new SimRefusal("verify", `file ${file.path} does not match its pinned size and sha256`);
+        if (bytes.length !== file.size || createHash("sha256").update(bytes).digest("hex") !== file.sha256)
+          throw new SimRefusal("verify", `file ${file.path} does not match its pinned size and sha256`);
         this.content.files.set(file.sha256, bytes);
       }
       this.fetched.add(file.sha256);
     }
-    if (req.expires_at_ms <= this.clock()) throw new SimRefusal("expired", "the request expired while it was being handled");
+    if (req.expires_at_ms <= this.clock())
+      throw new SimRefusal("expired", "the request expired while it was being handled");
     const instanceId = `${body.name}-${createHash("sha256").update(`${decisionId}:${this.nodeId}`).digest("hex").slice(0, 12)}`;
     const row: SimInstance = {
       instance_id: instanceId,
@@ -278,7 +340,17 @@ export class SimNode {
       restarts: 0,
     };
     this.hold(row);
-    return { instance_id: instanceId, name: body.name, variant: variant.id, route: "native", package_id: body.package_id, state: row.state, pid: null, node_id: this.nodeId, generation: 0 };
+    return {
+      instance_id: instanceId,
+      name: body.name,
+      variant: variant.id,
+      route: "native",
+      package_id: body.package_id,
+      state: row.state,
+      pid: null,
+      node_id: this.nodeId,
+      generation: 0,
+    };
   }
 
   /** Holds an instance as if it had been placed here (the benchmarks' fill; `place` ends here too). */

@@ -39,4 +39,6 @@ export interface Census {
   readonly rss_mb: number;
 }
 
-export type HostReply = { readonly id: number; readonly ok: true; readonly result: unknown } | { readonly id: number; readonly ok: false; readonly error: string };
+export type HostReply =
+  | { readonly id: number; readonly ok: true; readonly result: unknown }
+  | { readonly id: number; readonly ok: false; readonly error: string };

@@ -11,7 +11,9 @@ const CLI_ERRORS: FailureMap<CliError> = {
   spec_invalid: (f) => invalidInput(f.message),
   unknown_agent: (f) => unknownAgent(f.agent),
   instance_verb_failed: (f) =>
-    f.result.kind === "unreachable" ? unreachableNode(`${f.verb} ${f.agent} (${f.instance}) on ${f.result.node}`, f.result.reason) : new CliError(f.message, 1),
+    f.result.kind === "unreachable"
+      ? unreachableNode(`${f.verb} ${f.agent} (${f.instance}) on ${f.result.node}`, f.result.reason)
+      : new CliError(f.message, 1),
   spec_unusable: (f) => new CliError(f.message, f.usage ? 2 : 1),
   agent_mismatch: (f) => new CliError(f.message),
   spec_unreadable: (f) => new CliError(f.message),
@@ -32,7 +34,9 @@ export function agentFailureError(f: AgentFailure): CliError {
 export function sentFailure(value: unknown): AgentFailure | null {
   if (typeof value !== "object" || value === null) return null;
   const f = value as { kind?: unknown; message?: unknown };
-  return typeof f.kind === "string" && typeof f.message === "string" && Object.hasOwn(CLI_ERRORS, f.kind) ? (value as AgentFailure) : null;
+  return typeof f.kind === "string" && typeof f.message === "string" && Object.hasOwn(CLI_ERRORS, f.kind)
+    ? (value as AgentFailure)
+    : null;
 }
 
 /**

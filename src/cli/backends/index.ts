@@ -15,7 +15,9 @@ export async function openBackend(flags: BackendFlags): Promise<ControllerBacken
   if (target.kind === "local") {
     const local = { ...flags, dataDir: target.home };
     // Issue 35: the lists read the store as it is (stored.ts) without loading the controller; local.ts only when needed.
-    return (await import("./stored.js")).localLists(local, async () => (await import("./local.js")).localBackend(local));
+    return (await import("./stored.js")).localLists(local, async () =>
+      (await import("./local.js")).localBackend(local),
+    );
   }
   return (await import("./remote.js")).apiBackend(target.server, { sameHost: target.sameHost });
 }

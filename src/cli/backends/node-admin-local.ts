@@ -9,7 +9,13 @@ import { nodeAdminError } from "./failures.js";
 
 const sleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms));
 
-export async function localNodeAdmin(c: MeshController, verb: NodeAdminVerb, ref: string, reason: string, json: boolean | undefined): Promise<JsonObject> {
+export async function localNodeAdmin(
+  c: MeshController,
+  verb: NodeAdminVerb,
+  ref: string,
+  reason: string,
+  json: boolean | undefined,
+): Promise<JsonObject> {
   const operator = operatorIdentity(verb === "remove" ? "berth nodes remove" : `berth node ${verb}`);
   const deps = await c.nodeAdmin();
   // A fresh process knows no node's boot id or liveness until it describes them (a server keeps them fresh).
@@ -21,7 +27,9 @@ export async function localNodeAdmin(c: MeshController, verb: NodeAdminVerb, ref
         ? await forgetNode(deps, ref, reason, operator)
         : verb === "remove"
           ? await removeNode(deps, ref, reason, operator)
-          : await withSpinner(`draining ${ref}, one agent at a time`, json, () => drainNode(deps, ref, reason, operator, sleep));
+          : await withSpinner(`draining ${ref}, one agent at a time`, json, () =>
+              drainNode(deps, ref, reason, operator, sleep),
+            );
   if ("error" in r) throw nodeAdminError(r.error);
   return JSON.parse(JSON.stringify(r)) as JsonObject;
 }

@@ -21,20 +21,39 @@ import { agentFailureError, nodeAdminError, sentFailure } from "./failures.js";
  * `not_leader` with the leader's URL, having done nothing. The CLI sends the same request there, once, with the same
  * token and trust (the servers of one store share its home's token).
  */
-export async function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<ApiAnswer> {
+export async function apiRequest(
+  t: ServerTarget,
+  method: "GET" | "POST" | "PUT",
+  path: string,
+  body?: unknown,
+): Promise<ApiAnswer> {
   // Issue 37: while nobody leads (a failover in progress) a follower answers 503 `not_leader` with no leader, nothing
   // done, and Retry-After: the CLI waits as told and asks again, for up to NO_LEADER_WAIT_MS, rather than fail a verb
   // that a failover of a few seconds would have served.
   const deadline = Date.now() + NO_LEADER_WAIT_MS;
   let a = await sendOnce(t, method, path, body);
-  while (a.status === 503 && isErrorBody(a.body) && a.body.error.code === "not_leader" && (a.body as { leader?: unknown }).leader === null && a.retryAfterS !== undefined) {
+  while (
+    a.status === 503 &&
+    isErrorBody(a.body) &&
+    a.body.error.code === "not_leader" &&
+    (a.body as { leader?: unknown }).leader === null &&
+    a.retryAfterS !== undefined
+  ) {
     const wait = Math.max(250, a.retryAfterS * 1000);
     if (Date.now() + wait > deadline) break;
     await new Promise((r) => setTimeout(r, wait));
     a = await sendOnce(t, method, path, body);
   }
   const leader = (a.body as { leader?: { url?: unknown } | null } | null)?.leader?.url;
-  if (a.status !== 503 || !isErrorBody(a.body) || a.body.error.code !== "not_leader" || typeof leader !== "string" || !/^https?:\/\/[^\s/]+$/.test(leader) || leader === t.url) return a;
+  if (
+    a.status !== 503 ||
+    !isErrorBody(a.body) ||
+    a.body.error.code !== "not_leader" ||
+    typeof leader !== "string" ||
+    !/^https?:\/\/[^\s/]+$/.test(leader) ||
+    leader === t.url
+  )
+    return a;
   return sendOnce({ ...t, url: leader, via: `${t.via}, whose leader is ${leader}` }, method, path, body);
 }
 
@@ -42,15 +61,26 @@ export async function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT"
 export const NO_LEADER_WAIT_MS = 15_000;
 
 export interface ApiErrorBody {
-  readonly error: { readonly code: string; readonly message: string; readonly constraints?: ReadonlyArray<{ constraint: string; detail: string }> };
+  readonly error: {
+    readonly code: string;
+    readonly message: string;
+    readonly constraints?: ReadonlyArray<{ constraint: string; detail: string }>;
+  };
 }
 
-export const isErrorBody = (b: unknown): b is ApiErrorBody => typeof b === "object" && b !== null && typeof (b as ApiErrorBody).error?.code === "string";
-const isVerbResult = (b: unknown): b is VerbResult => typeof b === "object" && b !== null && typeof (b as VerbResult).kind === "string" && typeof (b as VerbResult).instance_id === "string";
+export const isErrorBody = (b: unknown): b is ApiErrorBody =>
+  typeof b === "object" && b !== null && typeof (b as ApiErrorBody).error?.code === "string";
+const isVerbResult = (b: unknown): b is VerbResult =>
+  typeof b === "object" &&
+  b !== null &&
+  typeof (b as VerbResult).kind === "string" &&
+  typeof (b as VerbResult).instance_id === "string";
 
 /** What the API said, as the CLI says it. `subject` names the agent the route was about, for a 404. */
 export function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string } = {}): CliError {
-  const e = isErrorBody(a.body) ? a.body.error : { code: `http_${a.status}`, message: typeof a.body === "string" ? a.body.slice(0, 300) : `HTTP ${a.status}` };
+  const e = isErrorBody(a.body)
+    ? a.body.error
+    : { code: `http_${a.status}`, message: typeof a.body === "string" ? a.body.slice(0, 300) : `HTTP ${a.status}` };
   // Issue 36: an agent verb's failure comes back as src/agents gave it, and is worded as the local files word it.
   const failure = sentFailure((e as { failure?: unknown }).failure);
   if (failure !== null && a.status !== 401) return agentFailureError(failure);
@@ -58,7 +88,11 @@ export function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string 
     case 400:
       return invalidInput(e.message);
     case 401:
-      return new CliError(`the server at ${t.url} refused the API token (${e.message}; ${t.via}); check the token file holds the server's current api.token`, 2, { kind: "unauthorized" });
+      return new CliError(
+        `the server at ${t.url} refused the API token (${e.message}; ${t.via}); check the token file holds the server's current api.token`,
+        2,
+        { kind: "unauthorized" },
+      );
     case 404:
       if (subject.agent !== undefined && e.code === "not_found") return unknownAgent(subject.agent);
       return new CliError(e.message, 1, { kind: "refused" });
@@ -74,7 +108,9 @@ export function failed(t: ServerTarget, a: ApiAnswer, subject: { agent?: string 
     case 415:
       return new CliError(e.message, 2, { kind: "usage" });
     default:
-      return new CliError(`the server at ${t.url} answered ${a.status} (${e.code}): ${e.message}`, 2, { kind: "internal" });
+      return new CliError(`the server at ${t.url} answered ${a.status} (${e.code}): ${e.message}`, 2, {
+        kind: "internal",
+      });
   }
 }
 
@@ -103,7 +139,12 @@ function specBody(spec: SpecInput, sameHost: boolean): Record<string, unknown> {
 }
 
 export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): ControllerBackend {
-  const call = async (method: "GET" | "POST" | "PUT", path: string, body?: unknown, subject: { agent?: string } = {}): Promise<unknown> => {
+  const call = async (
+    method: "GET" | "POST" | "PUT",
+    path: string,
+    body?: unknown,
+    subject: { agent?: string } = {},
+  ): Promise<unknown> => {
     const a = await apiRequest(t, method, path, body);
     if (a.status >= 200 && a.status < 300) return a.body;
     throw failed(t, a, subject);
@@ -113,7 +154,10 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
   return {
     where: t.via,
     targets: async (refresh, selector) => {
-      const query = new URLSearchParams({ ...(refresh ? { refresh: "true" } : {}), ...(selector ? { labelSelector: selector } : {}) }).toString();
+      const query = new URLSearchParams({
+        ...(refresh ? { refresh: "true" } : {}),
+        ...(selector ? { labelSelector: selector } : {}),
+      }).toString();
       return ((await call("GET", `/nodes${query ? `?${query}` : ""}`)) as { nodes: TargetRow[] }).nodes;
     },
     addTarget: async (addr, tier, key) => {
@@ -130,13 +174,21 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
     },
     place: async (order) => {
       const { dry_run, ...rest } = order;
-      const a = await apiRequest(t, "POST", dry_run ? "/placements/explain" : "/placements", { ...rest, package: absolutePackage(rest.package) });
+      const a = await apiRequest(t, "POST", dry_run ? "/placements/explain" : "/placements", {
+        ...rest,
+        package: absolutePackage(rest.package),
+      });
       if (a.status === 200 || a.status === 201) return a.body as PlaceReport;
-      if (isErrorBody(a.body) && a.body.error.code !== "invalid_request" && [400, 409, 422].includes(a.status)) throw placeRefused(a.body.error.code, a.body.error.message, a.body.error.constraints ?? []);
+      if (isErrorBody(a.body) && a.body.error.code !== "invalid_request" && [400, 409, 422].includes(a.status))
+        throw placeRefused(a.body.error.code, a.body.error.message, a.body.error.constraints ?? []);
       throw failed(t, a);
     },
     instances: async (_refresh, selector) => ({
-      placements: ((await call("GET", selector ? `/instances?labelSelector=${encodeURIComponent(selector)}` : "/instances")) as { instances: InstanceRow[] }).instances,
+      placements: (
+        (await call("GET", selector ? `/instances?labelSelector=${encodeURIComponent(selector)}` : "/instances")) as {
+          instances: InstanceRow[];
+        }
+      ).instances,
       moved: ((await call("GET", "/moved")) as { moved: MovedRecord[] }).moved,
     }),
     instance: async (verb, id, opts) => {
@@ -146,44 +198,99 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
           ? await apiRequest(t, "GET", path)
           : verb === "logs"
             ? await apiRequest(t, "GET", `${path}/logs?tail_bytes=${opts.tail_bytes}`)
-            : await apiRequest(t, "POST", `${path}/${verb}`, verb === "stop" ? { grace_ms: opts.grace_ms } : verb === "unload" && opts.purge ? { purge: true } : {});
+            : await apiRequest(
+                t,
+                "POST",
+                `${path}/${verb}`,
+                verb === "stop" ? { grace_ms: opts.grace_ms } : verb === "unload" && opts.purge ? { purge: true } : {},
+              );
       if (isVerbResult(a.body)) return a.body;
       // The controller's own words for an instance nobody holds (mesh/controller/verbs.ts).
-      if (a.status === 404) return { kind: "error", verb, instance_id: id, code: "unknown_instance", reason: `no placed instance ${id}, and no known node lists it` };
+      if (a.status === 404)
+        return {
+          kind: "error",
+          verb,
+          instance_id: id,
+          code: "unknown_instance",
+          reason: `no placed instance ${id}, and no known node lists it`,
+        };
       throw failed(t, a);
     },
     unsettled: async (settle) => {
-      if (settle) return (await call("POST", "/unsettled/settle", {})) as { settled: SettleReport; unsettled: UnsettledDecision[] };
-      return { settled: null, unsettled: ((await call("GET", "/unsettled")) as { unsettled: UnsettledDecision[] }).unsettled };
+      if (settle)
+        return (await call("POST", "/unsettled/settle", {})) as {
+          settled: SettleReport;
+          unsettled: UnsettledDecision[];
+        };
+      return {
+        settled: null,
+        unsettled: ((await call("GET", "/unsettled")) as { unsettled: UnsettledDecision[] }).unsettled,
+      };
     },
-    agents: async (_refresh, selector) => ((await call("GET", selector ? `/agents?labelSelector=${encodeURIComponent(selector)}` : "/agents")) as { agents: AgentState[] }).agents,
-    deploy: async (spec) => (await call("POST", `/agents?source=${encodeURIComponent(spec.path)}`, specBody(spec, o.sameHost))) as DeployDocument,
-    planDeploy: async (spec) => (await call("POST", `/agents?dryRun=true&source=${encodeURIComponent(spec.path)}`, specBody(spec, o.sameHost))) as DeployPlan,
+    agents: async (_refresh, selector) =>
+      (
+        (await call("GET", selector ? `/agents?labelSelector=${encodeURIComponent(selector)}` : "/agents")) as {
+          agents: AgentState[];
+        }
+      ).agents,
+    deploy: async (spec) =>
+      (await call(
+        "POST",
+        `/agents?source=${encodeURIComponent(spec.path)}`,
+        specBody(spec, o.sameHost),
+      )) as DeployDocument,
+    planDeploy: async (spec) =>
+      (await call(
+        "POST",
+        `/agents?dryRun=true&source=${encodeURIComponent(spec.path)}`,
+        specBody(spec, o.sameHost),
+      )) as DeployPlan,
     agentStatus: async (name) => (await call("GET", agentPath(name), undefined, { agent: name })) as AgentState,
-    agentLogs: async (name, tailBytes) => (await call("GET", agentPath(name, `/logs?tail_bytes=${tailBytes}`), undefined, { agent: name })) as LogsAnswer,
+    agentLogs: async (name, tailBytes) =>
+      (await call("GET", agentPath(name, `/logs?tail_bytes=${tailBytes}`), undefined, { agent: name })) as LogsAnswer,
     agentStop: async (name, wait) => {
       const a = await apiRequest(t, "POST", agentPath(name, "/stop"), wait ? { wait: true } : {});
       // A stop Kubernetes did not finish is answered 422 with the stop document itself (routes/agents.ts).
-      if (a.status === 200 || (a.status === 422 && typeof a.body === "object" && a.body !== null && "ok" in a.body)) return a.body as StopDocument;
+      if (a.status === 200 || (a.status === 422 && typeof a.body === "object" && a.body !== null && "ok" in a.body))
+        return a.body as StopDocument;
       throw failed(t, a, { agent: name });
     },
     agentPurge: async (name) => (await call("POST", agentPath(name, "/purge"), {}, { agent: name })) as StopDocument,
     nodeAdmin: async (verb, ref, reason) => {
       const { operatorIdentity } = await import("../controller.js");
-      const a = await apiRequest(t, "POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, { reason, operator: operatorIdentity(verb === "remove" ? "berth nodes remove" : `berth node ${verb}`) });
+      const a = await apiRequest(t, "POST", `/nodes/${encodeURIComponent(ref)}/${verb}`, {
+        reason,
+        operator: operatorIdentity(verb === "remove" ? "berth nodes remove" : `berth node ${verb}`),
+      });
       if (a.status >= 200 && a.status < 300) return a.body as JsonObject;
-      const sent = isErrorBody(a.body) ? (a.body.error as { failure?: { kind?: unknown; message?: unknown } }).failure : undefined;
+      const sent = isErrorBody(a.body)
+        ? (a.body.error as { failure?: { kind?: unknown; message?: unknown } }).failure
+        : undefined;
       if (sent?.kind === "node_admin" && typeof sent.message === "string") throw nodeAdminError(sent.message);
       throw failed(t, a);
     },
-    agentHistory: async (name) => (await call("GET", agentPath(name, "/history"), undefined, { agent: name })) as HistoryAnswer,
-    agentRollback: async (name, revision) => (await call("POST", agentPath(name, "/rollback"), revision === undefined ? {} : { revision }, { agent: name })) as DeployDocument,
+    agentHistory: async (name) =>
+      (await call("GET", agentPath(name, "/history"), undefined, { agent: name })) as HistoryAnswer,
+    agentRollback: async (name, revision) =>
+      (await call("POST", agentPath(name, "/rollback"), revision === undefined ? {} : { revision }, {
+        agent: name,
+      })) as DeployDocument,
     agentStart: async (name) => (await call("POST", agentPath(name, "/start"), {}, { agent: name })) as DeployDocument,
     agentDelete: async (name) => {
       const { operatorIdentity } = await import("../controller.js");
-      return (await call("POST", agentPath(name, "/delete"), { operator: operatorIdentity("berth agent delete") }, { agent: name })) as { ok: boolean; agent: string; message: string };
+      return (await call(
+        "POST",
+        agentPath(name, "/delete"),
+        { operator: operatorIdentity("berth agent delete") },
+        { agent: name },
+      )) as { ok: boolean; agent: string; message: string };
     },
     agentReplace: async (name, spec) =>
-      (await call("POST", agentPath(name, spec === undefined ? "/replace" : `/replace?source=${encodeURIComponent(spec.path)}`), spec === undefined ? {} : { spec: specBody(spec, o.sameHost) }, { agent: name })) as DeployDocument,
+      (await call(
+        "POST",
+        agentPath(name, spec === undefined ? "/replace" : `/replace?source=${encodeURIComponent(spec.path)}`),
+        spec === undefined ? {} : { spec: specBody(spec, o.sameHost) },
+        { agent: name },
+      )) as DeployDocument,
   };
 }

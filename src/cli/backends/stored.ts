@@ -12,7 +12,12 @@ import { storedAgentStates } from "../../agents/stored-states.js";
 import { parseSelector } from "../../core/agents/labels.js";
 import { loadKeyFile } from "../../keys/key-file.js";
 import { deadAfterFromEnv } from "../../mesh/controller/dead-after.js";
-import { type SnapshotPart, StoredReads, StoredReadsError, type StoredSnapshot } from "../../mesh/controller/stored-reads.js";
+import {
+  type SnapshotPart,
+  StoredReads,
+  StoredReadsError,
+  type StoredSnapshot,
+} from "../../mesh/controller/stored-reads.js";
 import { storedInstances, targetRows } from "../../mesh/controller/views.js";
 import { parseDatabaseAddress } from "../../store/open.js";
 import { databaseOf } from "../database.js";
@@ -21,7 +26,15 @@ import { defaultPaths } from "../paths.js";
 import type { BackendFlags, ControllerBackend } from "./types.js";
 
 /** A home with no controller store: nothing was placed or deployed from it (and a read makes none). */
-const EMPTY: StoredSnapshot = { targets: [], admins: [], placements: [], moved: [], agents: [], unsettled: new Set(), observations: new Map() };
+const EMPTY: StoredSnapshot = {
+  targets: [],
+  admins: [],
+  placements: [],
+  moved: [],
+  agents: [],
+  unsettled: new Set(),
+  observations: new Map(),
+};
 
 /**
  * Issue 36: a read never makes a home. A shell without the exported BERTH_HOME used to get a new, empty one (with a
@@ -29,7 +42,8 @@ const EMPTY: StoredSnapshot = { targets: [], admins: [], placements: [], moved: 
  * PostgreSQL (--database, $BERTH_DATABASE_URL) the store is not in the home, so there is nothing to look for.
  */
 export function homeRead(dataDir: string, database: string | undefined) {
-  return <T>(fn: () => Promise<T>): Promise<T> => (databaseOf(database) || !homeMissing(dataDir) ? fn() : Promise.reject(noHome(dataDir)));
+  return <T>(fn: () => Promise<T>): Promise<T> =>
+    databaseOf(database) || !homeMissing(dataDir) ? fn() : Promise.reject(noHome(dataDir));
 }
 
 /**
@@ -38,7 +52,11 @@ export function homeRead(dataDir: string, database: string | undefined) {
  */
 export function storedRead(flags: BackendFlags & { readonly dataDir: string }) {
   const read = homeRead(flags.dataDir, flags.database);
-  return <T>(parts: readonly SnapshotPart[], fn: (s: StoredSnapshot) => Promise<T>, fallback: () => Promise<T>): Promise<T> =>
+  return <T>(
+    parts: readonly SnapshotPart[],
+    fn: (s: StoredSnapshot) => Promise<T>,
+    fallback: () => Promise<T>,
+  ): Promise<T> =>
     read(async () => {
       const address = parseDatabaseAddress(databaseOf(flags.database), resolve(flags.dataDir, "controller.db"));
       if (address.kind !== "sqlite") return fallback();
@@ -51,9 +69,15 @@ export function storedRead(flags: BackendFlags & { readonly dataDir: string }) {
       }
       let reads: StoredReads | "empty" | null;
       try {
-        reads = await StoredReads.open({ dataDir: flags.dataDir, sqlitePath: address.path, publicKey, deadAfterMs: deadAfterFromEnv(process.env) });
+        reads = await StoredReads.open({
+          dataDir: flags.dataDir,
+          sqlitePath: address.path,
+          publicKey,
+          deadAfterMs: deadAfterFromEnv(process.env),
+        });
       } catch (error) {
-        if (error instanceof StoredReadsError) throw new CliError(`cannot open the controller state in ${flags.dataDir}: ${error.message}`);
+        if (error instanceof StoredReadsError)
+          throw new CliError(`cannot open the controller state in ${flags.dataDir}: ${error.message}`);
         throw error;
       }
       if (reads === null) return fallback();
@@ -67,7 +91,10 @@ export function storedRead(flags: BackendFlags & { readonly dataDir: string }) {
 }
 
 /** The local backend with the three lists answered here and every other call passed to local.ts, loaded on first use. */
-export function localLists(flags: BackendFlags & { readonly dataDir: string }, full: () => Promise<ControllerBackend>): ControllerBackend {
+export function localLists(
+  flags: BackendFlags & { readonly dataDir: string },
+  full: () => Promise<ControllerBackend>,
+): ControllerBackend {
   const stored = storedRead(flags);
   let loaded: Promise<ControllerBackend> | null = null;
   const b = () => {

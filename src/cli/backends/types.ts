@@ -10,7 +10,16 @@ import type { AgentState, HistoryAnswer, LogsAnswer } from "../../agents/index.j
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Tier } from "../../core/identity/tier.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
-import type { PlacementRecord, PlaceOrderInput, PlaceReport, SettleReport, TargetInfo, UnsettledDecision, Verb, VerbResult } from "../../mesh/controller/index.js";
+import type {
+  PlacementRecord,
+  PlaceOrderInput,
+  PlaceReport,
+  SettleReport,
+  TargetInfo,
+  UnsettledDecision,
+  Verb,
+  VerbResult,
+} from "../../mesh/controller/index.js";
 import type { TargetFlags } from "../remote/target.js";
 import type { DeployPlan } from "../../core/agents/deploy-plan.js";
 
@@ -35,7 +44,13 @@ export type InstanceRow = PlacementRecord & {
 };
 
 /** The `agent.deploy` payload (core/agents/deploy-event.ts), as `berth deploy --json` prints it. */
-export type DeployDocument = JsonObject & { readonly ok: boolean; readonly message: string; readonly target: string; readonly outcome: string; readonly rounds: ReadonlyArray<{ readonly row?: unknown; readonly action?: unknown }> };
+export type DeployDocument = JsonObject & {
+  readonly ok: boolean;
+  readonly message: string;
+  readonly target: string;
+  readonly outcome: string;
+  readonly rounds: ReadonlyArray<{ readonly row?: unknown; readonly action?: unknown }>;
+};
 
 /** An agent spec as the CLI read it: where from (a file, or `-` for stdin) and its text. */
 export interface SpecInput {
@@ -58,7 +73,11 @@ export interface ControllerBackend {
   readonly where: string;
   /** `selector`: a `-l` the caller already judged well-formed (issue 36). */
   targets(refresh: boolean, selector?: string): Promise<TargetRow[]>;
-  addTarget(addr: string, tier: Tier | null, key: string | null): Promise<{ ok: true; target: TargetRow } | { ok: false; error: string }>;
+  addTarget(
+    addr: string,
+    tier: Tier | null,
+    key: string | null,
+  ): Promise<{ ok: true; target: TargetRow } | { ok: false; error: string }>;
   /** false: no such node. */
   setTier(ref: string, tier: Tier): Promise<boolean>;
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
@@ -68,9 +87,16 @@ export interface ControllerBackend {
    * `refresh`: ask every node now; else (issue 35) the placements as stored, each state as last seen (a server answers
    * live). `selector` (issue 36): only the instances of agents whose metadata.labels match (judged by the CLI first).
    */
-  instances(refresh: boolean, selector?: string): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
+  instances(
+    refresh: boolean,
+    selector?: string,
+  ): Promise<{ readonly placements: InstanceRow[]; readonly moved: MovedRecord[] }>;
   /** `purge` (unload): also remove the name's workspace on the node (issue 15). */
-  instance(verb: Verb, id: string, opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean }): Promise<VerbResult>;
+  instance(
+    verb: Verb,
+    id: string,
+    opts: { readonly grace_ms: number; readonly tail_bytes: number; readonly purge?: boolean },
+  ): Promise<VerbResult>;
   unsettled(settle: boolean): Promise<{ settled: SettleReport | null; unsettled: UnsettledDecision[] }>;
   /**
    * `refresh`: ask every target now; else (issue 35) the mesh agents as the store last saw them (a server answers live).

@@ -11,11 +11,20 @@ import { z } from "zod";
 import { CliError, describeZodIssues, invalidInput } from "../errors.js";
 import { berthHome } from "../paths.js";
 
-export const ContextNameSchema = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, "must be 1–63 letters, digits, '.', '_' or '-', starting with a letter or digit");
+export const ContextNameSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/,
+    "must be 1–63 letters, digits, '.', '_' or '-', starting with a letter or digit",
+  );
 const Sha256Pin = z
   .string()
   .transform((s) => s.replace(/:/g, "").toLowerCase())
-  .pipe(z.string().regex(/^[0-9a-f]{64}$/, "must be the certificate's SHA-256 fingerprint (64 hex characters, colons allowed)"));
+  .pipe(
+    z
+      .string()
+      .regex(/^[0-9a-f]{64}$/, "must be the certificate's SHA-256 fingerprint (64 hex characters, colons allowed)"),
+  );
 
 export const ServerUrlSchema = z
   .string()
@@ -49,7 +58,11 @@ export function readContexts(path = contextsPath()): ContextsFile {
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
   } catch (error) {
-    throw new CliError(`${path} is not valid JSON (${(error as Error).message.split("\n")[0]}); fix it, or remove it and add the contexts again`, 2, { kind: "file" });
+    throw new CliError(
+      `${path} is not valid JSON (${(error as Error).message.split("\n")[0]}); fix it, or remove it and add the contexts again`,
+      2,
+      { kind: "file" },
+    );
   }
   const parsed = ContextsFileSchema.safeParse(raw);
   if (!parsed.success) throw invalidInput(describeZodIssues(path, parsed.error.issues));
@@ -70,7 +83,11 @@ export function contextNamed(file: ContextsFile, name: string, path = contextsPa
   const c = file.contexts[name];
   if (!c) {
     const known = Object.keys(file.contexts);
-    throw new CliError(`no context ${JSON.stringify(name)} in ${path}; ${known.length ? `known: ${known.join(", ")}` : "add one with `berth context add NAME --server URL --token-file FILE`"}`, 2, { kind: "usage" });
+    throw new CliError(
+      `no context ${JSON.stringify(name)} in ${path}; ${known.length ? `known: ${known.join(", ")}` : "add one with `berth context add NAME --server URL --token-file FILE`"}`,
+      2,
+      { kind: "usage" },
+    );
   }
   return c;
 }

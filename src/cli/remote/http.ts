@@ -31,14 +31,32 @@ export interface ApiAnswer {
 
 export const API_BASE = "/api/v1";
 
-const fingerprintOf = (socket: TLSSocket) => (socket.getPeerCertificate()?.fingerprint256 ?? "").replace(/:/g, "").toLowerCase();
+const fingerprintOf = (socket: TLSSocket) =>
+  (socket.getPeerCertificate()?.fingerprint256 ?? "").replace(/:/g, "").toLowerCase();
 
-function requestOptions(t: ServerTarget, method: string, path: string, headers: Record<string, string>): RequestOptions {
+function requestOptions(
+  t: ServerTarget,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+): RequestOptions {
   const u = new URL(t.url);
-  const base: RequestOptions = { method, host: u.hostname.replace(/^\[|\]$/g, ""), port: u.port || (u.protocol === "https:" ? 443 : 80), path, headers };
+  const base: RequestOptions = {
+    method,
+    host: u.hostname.replace(/^\[|\]$/g, ""),
+    port: u.port || (u.protocol === "https:" ? 443 : 80),
+    path,
+    headers,
+  };
   if (u.protocol !== "https:") return { ...base, agent: false };
   const servername = /^[\d.]+$|:/.test(u.hostname) ? undefined : u.hostname;
-  const tlsOptions = { host: base.host as string, port: Number(base.port), ...(servername ? { servername } : {}), ...(t.ca ? { ca: t.ca } : {}), rejectUnauthorized: t.pinSha256 === undefined || t.ca !== undefined };
+  const tlsOptions = {
+    host: base.host as string,
+    port: Number(base.port),
+    ...(servername ? { servername } : {}),
+    ...(t.ca ? { ca: t.ca } : {}),
+    rejectUnauthorized: t.pinSha256 === undefined || t.ca !== undefined,
+  };
   // No agent: node:http then uses exactly this connection (an agent, even `agent: false`, would open its own).
   return {
     ...base,
@@ -48,7 +66,14 @@ function requestOptions(t: ServerTarget, method: string, path: string, headers: 
       socket.once("secureConnect", () => {
         if (t.pinSha256 !== undefined && fingerprintOf(socket) !== t.pinSha256) {
           socket.destroy();
-          ready(new CliError(`the server at ${t.url} presented a certificate with SHA-256 ${fingerprintOf(socket)}, not the pinned ${t.pinSha256} (${t.via}); nothing was sent. If the server's certificate was renewed on purpose, update the context with \`berth context add NAME --server URL --pin-sha256 NEW …\``, 1, { kind: "refused" }), socket);
+          ready(
+            new CliError(
+              `the server at ${t.url} presented a certificate with SHA-256 ${fingerprintOf(socket)}, not the pinned ${t.pinSha256} (${t.via}); nothing was sent. If the server's certificate was renewed on purpose, update the context with \`berth context add NAME --server URL --pin-sha256 NEW …\``,
+              1,
+              { kind: "refused" },
+            ),
+            socket,
+          );
           return;
         }
         ready(null, socket);
@@ -59,24 +84,50 @@ function requestOptions(t: ServerTarget, method: string, path: string, headers: 
   } as RequestOptions;
 }
 
-const NETWORK = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ETIMEDOUT", "ECONNRESET", "EAI_AGAIN", "ENOTFOUND", "EPIPE"]);
+const NETWORK = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ETIMEDOUT",
+  "ECONNRESET",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "EPIPE",
+]);
 
 function failure(t: ServerTarget, error: Error): CliError {
   if (error instanceof CliError) return error;
   const code = (error as NodeJS.ErrnoException).code ?? "";
   if (NETWORK.has(code)) {
-    return new CliError(`the berth server at ${t.url} did not answer (${code}; ${t.via}); check that \`berth serve\` runs there and listens on that address, or run the verb on this machine's files with --local`, 1, { kind: "unreachable" });
+    return new CliError(
+      `the berth server at ${t.url} did not answer (${code}; ${t.via}); check that \`berth serve\` runs there and listens on that address, or run the verb on this machine's files with --local`,
+      1,
+      { kind: "unreachable" },
+    );
   }
   if (/CERT|SSL|TLS|self.signed|certificate/i.test(`${code} ${error.message}`)) {
-    return new CliError(`the TLS certificate of ${t.url} is not trusted (${code || error.message}; ${t.via}); give the context the server's CA or certificate with --ca-file FILE, or pin it with --pin-sha256 HEX`, 1, { kind: "refused" });
+    return new CliError(
+      `the TLS certificate of ${t.url} is not trusted (${code || error.message}; ${t.via}); give the context the server's CA or certificate with --ca-file FILE, or pin it with --pin-sha256 HEX`,
+      1,
+      { kind: "refused" },
+    );
   }
   return new CliError(`the request to ${t.url} failed: ${error.message} (${t.via})`, 1, { kind: "unreachable" });
 }
 
 /** Sends one request and reads the whole answer as JSON (or text when it is not JSON). */
-export function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<ApiAnswer> {
+export function apiRequest(
+  t: ServerTarget,
+  method: "GET" | "POST" | "PUT",
+  path: string,
+  body?: unknown,
+): Promise<ApiAnswer> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-  const headers: Record<string, string> = { authorization: `Bearer ${t.token}`, accept: "application/json", ...(payload ? { "content-type": "application/json", "content-length": String(payload.length) } : {}) };
+  const headers: Record<string, string> = {
+    authorization: `Bearer ${t.token}`,
+    accept: "application/json",
+    ...(payload ? { "content-type": "application/json", "content-length": String(payload.length) } : {}),
+  };
   const options = requestOptions(t, method, `${API_BASE}${path}`, headers);
   return new Promise((resolve, reject) => {
     const req = httpRequest(options, (res: IncomingMessage) => {
@@ -92,7 +143,11 @@ export function apiRequest(t: ServerTarget, method: "GET" | "POST" | "PUT", path
           // an answer that is not JSON (a proxy's error page): kept as text for the message
         }
         const retryAfter = Number(res.headers["retry-after"]);
-        resolve({ status: res.statusCode ?? 0, body: parsed, ...(Number.isInteger(retryAfter) && retryAfter >= 0 ? { retryAfterS: retryAfter } : {}) });
+        resolve({
+          status: res.statusCode ?? 0,
+          body: parsed,
+          ...(Number.isInteger(retryAfter) && retryAfter >= 0 ? { retryAfterS: retryAfter } : {}),
+        });
       });
     });
     req.on("error", (e) => reject(failure(t, e)));

@@ -47,7 +47,9 @@ export function advertiseServer(home: string, url: string, certFile?: string): (
     url,
     pid: process.pid,
     pid_start: processStart(process.pid),
-    cert_sha256: certFile ? new X509Certificate(readFileSync(certFile)).fingerprint256.replace(/:/g, "").toLowerCase() : null,
+    cert_sha256: certFile
+      ? new X509Certificate(readFileSync(certFile)).fingerprint256.replace(/:/g, "").toLowerCase()
+      : null,
     started_ms: Date.now(),
   };
   const partial = `${path}.${process.pid}.tmp`;
@@ -64,9 +66,21 @@ function readRecord(path: string): ServeRecord | null {
   if (!existsSync(path)) return null;
   try {
     const r = JSON.parse(readFileSync(path, "utf8")) as Partial<ServeRecord>;
-    if (typeof r.url !== "string" || !/^https?:\/\/[^\s/]+$/.test(r.url) || !Number.isInteger(r.pid) || (r.pid as number) <= 0) return null;
+    if (
+      typeof r.url !== "string" ||
+      !/^https?:\/\/[^\s/]+$/.test(r.url) ||
+      !Number.isInteger(r.pid) ||
+      (r.pid as number) <= 0
+    )
+      return null;
     const pin = typeof r.cert_sha256 === "string" && /^[0-9a-f]{64}$/.test(r.cert_sha256) ? r.cert_sha256 : null;
-    return { url: r.url, pid: r.pid as number, pid_start: typeof r.pid_start === "string" ? r.pid_start : null, cert_sha256: pin, started_ms: Number(r.started_ms) || 0 };
+    return {
+      url: r.url,
+      pid: r.pid as number,
+      pid_start: typeof r.pid_start === "string" ? r.pid_start : null,
+      cert_sha256: pin,
+      started_ms: Number(r.started_ms) || 0,
+    };
   } catch {
     return null;
   }

@@ -21,14 +21,25 @@ export async function serverFor(flags: TargetFlags): Promise<ServerChoice | null
 }
 
 /** One request; a 2xx answer's body, or the CliError the local verb would throw for the same failure. */
-export async function callServer(t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown, subject: { agent?: string } = {}): Promise<unknown> {
+export async function callServer(
+  t: ServerTarget,
+  method: "GET" | "POST" | "PUT",
+  path: string,
+  body?: unknown,
+  subject: { agent?: string } = {},
+): Promise<unknown> {
   const a = await apiRequest(t, method, path, body);
   if (a.status >= 200 && a.status < 300) return a.body;
   throw failed(t, a, subject);
 }
 
 /** The whole answer, for a verb whose refusals carry their own document (a rehome, a Kubernetes deploy). */
-export const askServer = (t: ServerTarget, method: "GET" | "POST" | "PUT", path: string, body?: unknown): Promise<ApiAnswer> => apiRequest(t, method, path, body);
+export const askServer = (
+  t: ServerTarget,
+  method: "GET" | "POST" | "PUT",
+  path: string,
+  body?: unknown,
+): Promise<ApiAnswer> => apiRequest(t, method, path, body);
 
 export { failed };
 
@@ -37,5 +48,9 @@ export { failed };
  * made this way), with how to do it instead.
  */
 export function localOnly(verb: string, why: string, server: ServerTarget): CliError {
-  return new CliError(`${verb} does not go through a server (${why}); this invocation would talk to ${server.url} (${server.via}). Run it on the controller host with --local`, 2, { kind: "usage" });
+  return new CliError(
+    `${verb} does not go through a server (${why}); this invocation would talk to ${server.url} (${server.via}). Run it on the controller host with --local`,
+    2,
+    { kind: "usage" },
+  );
 }

@@ -14,7 +14,12 @@ function result(target: "mesh" | "kubernetes"): AgentDeployResult {
     instance: "i",
     pendingEdit: false,
     rounds: [
-      { row: "terminated", action: "replace (terminated)", fence: { instance_id: "i0", generation: 2 }, observation: { instances: [] } },
+      {
+        row: "terminated",
+        action: "replace (terminated)",
+        fence: { instance_id: "i0", generation: 2 },
+        observation: { instances: [] },
+      },
       { row: "no-instance", action: "place", fence: null, observation: { instances: [] } },
     ],
   };
@@ -24,7 +29,12 @@ describe("the agent.deploy audit event", () => {
   it("has the same kind and payload keys on both targets, with the first row and the fence a mutation used", () => {
     const mesh = deployEventDraft(result("mesh"));
     const k8s = deployEventDraft(result("kubernetes"));
-    expect([mesh.source, mesh.kind, k8s.source, k8s.kind]).toEqual(["placement", "agent.deploy", "k8s", "agent.deploy"]);
+    expect([mesh.source, mesh.kind, k8s.source, k8s.kind]).toEqual([
+      "placement",
+      "agent.deploy",
+      "k8s",
+      "agent.deploy",
+    ]);
     expect(Object.keys(mesh.payload).sort()).toEqual(Object.keys(k8s.payload).sort());
     expect(mesh.payload.row).toBe("terminated");
     expect(mesh.payload.fence).toEqual({ instance_id: "i0", generation: 2 });
@@ -46,7 +56,11 @@ spec:
     if (!spec.ok) throw new Error(spec.error.join("\n"));
     expect(kubernetesDeployRequest(spec.value, "nsec1x")).toEqual({
       op: "deploy",
-      agent: { relay_url: "wss://r", private_key_nsec: "nsec1x", launch: { command: "scout", args: ["--x"], env: { A: "1" }, owner_pubkey: "b".repeat(64) } },
+      agent: {
+        relay_url: "wss://r",
+        private_key_nsec: "nsec1x",
+        launch: { command: "scout", args: ["--x"], env: { A: "1" }, owner_pubkey: "b".repeat(64) },
+      },
       provider_config: { namespace: "agents", image: `ghcr.io/a/b@sha256:${"a".repeat(64)}` },
     });
   });

@@ -58,8 +58,16 @@ export interface AgentDeployResult {
  * The answer builder a deploy of one agent returns through: the agent, target, intent and the rounds seen so far are
  * fixed; each return names how it ended. `rounds` is shared, so rounds pushed later are in every answer built after.
  */
-export function deployAnswers(base: Pick<AgentDeployResult, "agent" | "target" | "intent"> & { readonly rounds: readonly DeployRound[] }) {
-  return (ok: boolean, outcome: DeployOutcomeKind, message: string, instance: string | null = null, pendingEdit = false): AgentDeployResult => ({
+export function deployAnswers(
+  base: Pick<AgentDeployResult, "agent" | "target" | "intent"> & { readonly rounds: readonly DeployRound[] },
+) {
+  return (
+    ok: boolean,
+    outcome: DeployOutcomeKind,
+    message: string,
+    instance: string | null = null,
+    pendingEdit = false,
+  ): AgentDeployResult => ({
     ...base,
     ok,
     outcome,
@@ -85,7 +93,9 @@ export function deployEventPayload(r: AgentDeployResult): JsonObject {
     action: first?.action ?? null,
     fence: fenced?.fence ?? null,
     observation: first?.observation ?? null,
-    rounds: r.rounds.map((x) => ({ row: x.row, action: x.action, fence: x.fence, observation: x.observation }) as JsonValue),
+    rounds: r.rounds.map(
+      (x) => ({ row: x.row, action: x.action, fence: x.fence, observation: x.observation }) as JsonValue,
+    ),
     ...(r.by !== undefined ? { by: r.by } : {}),
   };
 }

@@ -34,8 +34,16 @@ export interface DeployPlan {
 type PlanBase = Pick<DeployPlan, "agent" | "intent" | "row" | "observation">;
 
 /** The Kubernetes row's action in words; `pod` is the agent's pod name, `pendingEdit` a running pod's stale spec. */
-export function kubernetesPlan(base: PlanBase & { readonly pod: string; readonly namespace: string; readonly pendingEdit: boolean }, action: Action): DeployPlan {
-  const plan = (act: string, instance: string | null, message: string, replaces: DeployPlan["replaces"] = null): DeployPlan => ({
+export function kubernetesPlan(
+  base: PlanBase & { readonly pod: string; readonly namespace: string; readonly pendingEdit: boolean },
+  action: Action,
+): DeployPlan {
+  const plan = (
+    act: string,
+    instance: string | null,
+    message: string,
+    replaces: DeployPlan["replaces"] = null,
+  ): DeployPlan => ({
     dry_run: true,
     agent: base.agent,
     target: "kubernetes",
@@ -62,13 +70,31 @@ export function kubernetesPlan(base: PlanBase & { readonly pod: string; readonly
       );
     }
     case "await-disappearance":
-      return plan("await-disappearance", action.name, `pod ${action.name} is being deleted; would wait for it to go, then create`);
+      return plan(
+        "await-disappearance",
+        action.name,
+        `pod ${action.name} is being deleted; would wait for it to go, then create`,
+      );
     case "no-op":
-      return plan("no-op", action.agentId, base.pendingEdit ? `pod ${action.agentId} runs an older spec; a deploy leaves it running (berth agent replace applies the change)` : `pod ${action.agentId} runs this spec; nothing to do`);
+      return plan(
+        "no-op",
+        action.agentId,
+        base.pendingEdit
+          ? `pod ${action.agentId} runs an older spec; a deploy leaves it running (berth agent replace applies the change)`
+          : `pod ${action.agentId} runs this spec; nothing to do`,
+      );
     case "observe":
-      return plan("observe", action.name, `pod ${action.name} has this spec and has not started yet; would wait for it`);
+      return plan(
+        "observe",
+        action.name,
+        `pod ${action.name} has this spec and has not started yet; would wait for it`,
+      );
     case "report":
-      return plan("report", action.name, `pod ${action.name} cannot pull its image (${action.failure}); would report it and delete nothing`);
+      return plan(
+        "report",
+        action.name,
+        `pod ${action.name} cannot pull its image (${action.failure}); would report it and delete nothing`,
+      );
     default: {
       const never: never = action;
       throw new Error(`unreachable action ${JSON.stringify(never)}`);
@@ -77,8 +103,17 @@ export function kubernetesPlan(base: PlanBase & { readonly pod: string; readonly
 }
 
 /** The mesh row's action in words; `placement` is the engine's answer when the action places (or replaces, then places). */
-export function meshPlan(base: PlanBase & { readonly pendingEdit: boolean; readonly placement: DeployPlan["placement"] }, action: MeshAction): DeployPlan {
-  const plan = (act: string, instance: string | null, message: string, replaces: DeployPlan["replaces"] = null, placement: DeployPlan["placement"] = null): DeployPlan => ({
+export function meshPlan(
+  base: PlanBase & { readonly pendingEdit: boolean; readonly placement: DeployPlan["placement"] },
+  action: MeshAction,
+): DeployPlan {
+  const plan = (
+    act: string,
+    instance: string | null,
+    message: string,
+    replaces: DeployPlan["replaces"] = null,
+    placement: DeployPlan["placement"] = null,
+  ): DeployPlan => ({
     dry_run: true,
     agent: base.agent,
     target: "mesh",
@@ -91,7 +126,8 @@ export function meshPlan(base: PlanBase & { readonly pendingEdit: boolean; reado
     observation: base.observation,
     message: `${base.agent}: ${message}; nothing was done (dry run)`,
   });
-  const onto = (p: DeployPlan["placement"]) => (p === null ? "" : p.node === null ? `; no node fits (${p.error ?? "see the explain"})` : ` on node ${p.node}`);
+  const onto = (p: DeployPlan["placement"]) =>
+    p === null ? "" : p.node === null ? `; no node fits (${p.error ?? "see the explain"})` : ` on node ${p.node}`;
   switch (action.kind) {
     case "place":
       return plan("place", null, `would place it${onto(base.placement)}`, null, base.placement);
@@ -107,17 +143,43 @@ export function meshPlan(base: PlanBase & { readonly pendingEdit: boolean; reado
       );
     }
     case "no-op":
-      return plan("no-op", action.instance.instanceId, base.pendingEdit ? `${action.instance.instanceId} on node ${action.instance.nodeId} runs an older spec; a deploy leaves it running (berth agent replace applies the change)` : `${action.instance.instanceId} runs this spec on node ${action.instance.nodeId}; nothing to do`);
+      return plan(
+        "no-op",
+        action.instance.instanceId,
+        base.pendingEdit
+          ? `${action.instance.instanceId} on node ${action.instance.nodeId} runs an older spec; a deploy leaves it running (berth agent replace applies the change)`
+          : `${action.instance.instanceId} runs this spec on node ${action.instance.nodeId}; nothing to do`,
+      );
     case "observe":
-      return plan("observe", action.instance.instanceId, `${action.instance.instanceId} is loaded on node ${action.instance.nodeId} and not started; nothing to do`);
+      return plan(
+        "observe",
+        action.instance.instanceId,
+        `${action.instance.instanceId} is loaded on node ${action.instance.nodeId} and not started; nothing to do`,
+      );
     case "settle-first":
-      return plan("settle-first", null, `a placement's answer was lost (decision ${action.decisionIds.map((d) => d.slice(0, 12)).join(", ")}); would ask its node first, and place only if it holds nothing`);
+      return plan(
+        "settle-first",
+        null,
+        `a placement's answer was lost (decision ${action.decisionIds.map((d) => d.slice(0, 12)).join(", ")}); would ask its node first, and place only if it holds nothing`,
+      );
     case "await-contact":
-      return plan("await-contact", null, `node ${action.instances.map((i) => i.nodeId).join(", ")} holds ${action.instances.map((i) => i.instanceId).join(", ")} and does not answer; would do nothing until it does`);
+      return plan(
+        "await-contact",
+        null,
+        `node ${action.instances.map((i) => i.nodeId).join(", ")} holds ${action.instances.map((i) => i.instanceId).join(", ")} and does not answer; would do nothing until it does`,
+      );
     case "await-disappearance":
-      return plan("await-disappearance", action.fence.instanceId, `${action.fence.instanceId} is being stopped or unloaded; would wait for it`);
+      return plan(
+        "await-disappearance",
+        action.fence.instanceId,
+        `${action.fence.instanceId} is being stopped or unloaded; would wait for it`,
+      );
     case "report-duplicates":
-      return plan("report-duplicates", action.keep.instanceId, `${1 + action.others.length} live instances; would keep ${action.keep.instanceId}, report the others and stop nothing`);
+      return plan(
+        "report-duplicates",
+        action.keep.instanceId,
+        `${1 + action.others.length} live instances; would keep ${action.keep.instanceId}, report the others and stop nothing`,
+      );
     default: {
       const never: never = action;
       throw new Error(`unreachable action ${JSON.stringify(never)}`);

@@ -57,10 +57,22 @@ export function rollbackTarget(revisions: readonly SpecRevision[], wanted: numbe
   if (revisions.length === 0) return { ok: false, error: "it has no deployed revision on the chain" };
   const current = revisions.at(-1) as SpecRevision;
   const n = wanted ?? current.revision - 1;
-  if (n < 1) return { ok: false, error: `revision ${current.revision} is its only one; there is nothing earlier to roll back to` };
+  if (n < 1)
+    return {
+      ok: false,
+      error: `revision ${current.revision} is its only one; there is nothing earlier to roll back to`,
+    };
   const r = revisions.find((x) => x.revision === n);
-  if (r === undefined) return { ok: false, error: `it has no revision ${n} (revisions 1…${current.revision}; \`berth agent history NAME\` lists them)` };
-  if (r.spec_sha256 === current.spec_sha256) return { ok: false, error: `revision ${n} is the spec deployed now (revision ${current.revision}); nothing to roll back` };
+  if (r === undefined)
+    return {
+      ok: false,
+      error: `it has no revision ${n} (revisions 1…${current.revision}; \`berth agent history NAME\` lists them)`,
+    };
+  if (r.spec_sha256 === current.spec_sha256)
+    return {
+      ok: false,
+      error: `revision ${n} is the spec deployed now (revision ${current.revision}); nothing to roll back`,
+    };
   return { ok: true, value: r };
 }
 
@@ -75,7 +87,10 @@ export function lineDiff(before: string, after: string): string[] {
   for (let i = a.length - 1; i >= 0; i--) {
     for (let j = b.length - 1; j >= 0; j--) {
       const row = lcs[i] as number[];
-      row[j] = a[i] === b[j] ? ((lcs[i + 1] as number[])[j + 1] as number) + 1 : Math.max((lcs[i + 1] as number[])[j] as number, row[j + 1] as number);
+      row[j] =
+        a[i] === b[j]
+          ? ((lcs[i + 1] as number[])[j + 1] as number) + 1
+          : Math.max((lcs[i + 1] as number[])[j] as number, row[j + 1] as number);
     }
   }
   const out: string[] = [];
@@ -86,7 +101,8 @@ export function lineDiff(before: string, after: string): string[] {
       out.push(`  ${a[i]}`);
       i++;
       j++;
-    } else if (((lcs[i + 1] as number[])[j] as number) >= ((lcs[i] as number[])[j + 1] as number)) out.push(`- ${a[i++]}`);
+    } else if (((lcs[i + 1] as number[])[j] as number) >= ((lcs[i] as number[])[j + 1] as number))
+      out.push(`- ${a[i++]}`);
     else out.push(`+ ${b[j++]}`);
   }
   while (i < a.length) out.push(`- ${a[i++]}`);

@@ -10,7 +10,14 @@ describe("the Kubernetes table in the agents' shared vocabulary", () => {
 
   it("shares every row that exists on both targets by name", () => {
     const shared = KUBERNETES_ROWS.filter((r) => (MESH_ROWS as readonly string[]).includes(r));
-    expect(shared).toEqual(["no-instance", "going-away", "started", "terminated", "never-started-same-intent", "never-started-diverged-intent"]);
+    expect(shared).toEqual([
+      "no-instance",
+      "going-away",
+      "started",
+      "terminated",
+      "never-started-same-intent",
+      "never-started-diverged-intent",
+    ]);
   });
 
   it.each([

@@ -1,14 +1,33 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { NodeId } from "../crypto/ed25519.js";
-import { classifyMesh, classifyMeshReplace, type InstanceStartup, type MeshObservation, verifyInstance, type VerifiedInstance } from "./mesh-classify.js";
+import {
+  classifyMesh,
+  classifyMeshReplace,
+  type InstanceStartup,
+  type MeshObservation,
+  verifyInstance,
+  type VerifiedInstance,
+} from "./mesh-classify.js";
 
 const NODE_A = "a".repeat(32) as NodeId;
 const NODE_B = "b".repeat(32) as NodeId;
 
-function instance(startup: InstanceStartup, intent: string | null, opts: { node?: NodeId; id?: string; seq?: number; generation?: number } = {}): VerifiedInstance {
+function instance(
+  startup: InstanceStartup,
+  intent: string | null,
+  opts: { node?: NodeId; id?: string; seq?: number; generation?: number } = {},
+): VerifiedInstance {
   const v = verifyInstance(
-    { nodeId: opts.node ?? NODE_A, instanceId: opts.id ?? "inst-1", generation: opts.generation ?? 3, agent: "scout", intent, startup, placedSeq: opts.seq ?? 10 },
+    {
+      nodeId: opts.node ?? NODE_A,
+      instanceId: opts.id ?? "inst-1",
+      generation: opts.generation ?? 3,
+      agent: "scout",
+      intent,
+      startup,
+      placedSeq: opts.seq ?? 10,
+    },
     "scout",
   );
   if (!v) throw new Error("fixture must verify");
@@ -24,7 +43,10 @@ describe("the mesh deploy classifier (rows ported from the Kubernetes table)", (
   it("settles an unsettled decision before anything else, even when nothing is visible", () => {
     const r = classifyMesh({ instances: [], unsettled: ["d1"], unobservable: [] }, "f1");
     expect(r).toEqual({ row: "unsettled-decision", action: { kind: "settle-first", decisionIds: ["d1"] } });
-    const withLive = classifyMesh({ instances: [instance({ kind: "started" }, "f1")], unsettled: ["d1"], unobservable: [] }, "f1");
+    const withLive = classifyMesh(
+      { instances: [instance({ kind: "started" }, "f1")], unsettled: ["d1"], unobservable: [] },
+      "f1",
+    );
     expect(withLive.action.kind).toBe("settle-first");
   });
 
@@ -50,7 +72,11 @@ describe("the mesh deploy classifier (rows ported from the Kubernetes table)", (
   it("replaces a never-started instance whose intent diverged, or that recorded none", () => {
     for (const recorded of ["old", null]) {
       const i = instance({ kind: "never-started" }, recorded);
-      expect(classifyMesh(seen(i), "new").action).toMatchObject({ kind: "replace", cause: "intent-diverged", fence: i.fence });
+      expect(classifyMesh(seen(i), "new").action).toMatchObject({
+        kind: "replace",
+        cause: "intent-diverged",
+        fence: i.fence,
+      });
     }
   });
 
@@ -61,21 +87,56 @@ describe("the mesh deploy classifier (rows ported from the Kubernetes table)", (
 
   it("acts on nothing while a node holding an instance of the agent does not answer", () => {
     const away = [{ nodeId: NODE_B, instanceId: "scout-0123456789ab" }];
-    expect(classifyMesh({ instances: [], unsettled: [], unobservable: away }, "f1")).toEqual({ row: "instance-unobservable", action: { kind: "await-contact", instances: away } });
+    expect(classifyMesh({ instances: [], unsettled: [], unobservable: away }, "f1")).toEqual({
+      row: "instance-unobservable",
+      action: { kind: "await-contact", instances: away },
+    });
     const terminated = instance({ kind: "terminated", exitCode: 0 }, "f1");
-    expect(classifyMesh({ instances: [terminated], unsettled: [], unobservable: away }, "f1").action.kind, "no fenced replace while blind").toBe("await-contact");
+    expect(
+      classifyMesh({ instances: [terminated], unsettled: [], unobservable: away }, "f1").action.kind,
+      "no fenced replace while blind",
+    ).toBe("await-contact");
   });
 
   it("reports two live instances, keeps the older and touches neither", () => {
     const older = instance({ kind: "started" }, "f1", { node: NODE_B, id: "old", seq: 5 });
     const newer = instance({ kind: "started" }, "f1", { node: NODE_A, id: "new", seq: 9 });
     const r = classifyMesh(seen(newer, older), "f1");
-    expect(r).toEqual({ row: "two-live-instances", action: { kind: "report-duplicates", keep: older.fence, others: [newer.fence] } });
+    expect(r).toEqual({
+      row: "two-live-instances",
+      action: { kind: "report-duplicates", keep: older.fence, others: [newer.fence] },
+    });
   });
 
   it("never lets an instance of another agent reach the classifier", () => {
-    expect(verifyInstance({ nodeId: NODE_A, instanceId: "x", generation: 1, agent: "other", intent: "f", startup: { kind: "started" }, placedSeq: 1 }, "scout")).toBeNull();
-    expect(verifyInstance({ nodeId: NODE_A, instanceId: "x", generation: 1, agent: null, intent: "f", startup: { kind: "started" }, placedSeq: 1 }, "scout")).toBeNull();
+    expect(
+      verifyInstance(
+        {
+          nodeId: NODE_A,
+          instanceId: "x",
+          generation: 1,
+          agent: "other",
+          intent: "f",
+          startup: { kind: "started" },
+          placedSeq: 1,
+        },
+        "scout",
+      ),
+    ).toBeNull();
+    expect(
+      verifyInstance(
+        {
+          nodeId: NODE_A,
+          instanceId: "x",
+          generation: 1,
+          agent: null,
+          intent: "f",
+          startup: { kind: "started" },
+          placedSeq: 1,
+        },
+        "scout",
+      ),
+    ).toBeNull();
   });
 });
 
@@ -87,11 +148,20 @@ const startupArb: fc.Arbitrary<InstanceStartup> = fc.oneof(
 );
 const observationArb = fc.record({
   instances: fc.array(
-    fc.record({ startup: startupArb, intent: fc.option(fc.constantFrom("f1", "f2")), node: fc.constantFrom(NODE_A, NODE_B), id: fc.string({ minLength: 1, maxLength: 4 }), seq: fc.nat(100), generation: fc.nat(5) }),
+    fc.record({
+      startup: startupArb,
+      intent: fc.option(fc.constantFrom("f1", "f2")),
+      node: fc.constantFrom(NODE_A, NODE_B),
+      id: fc.string({ minLength: 1, maxLength: 4 }),
+      seq: fc.nat(100),
+      generation: fc.nat(5),
+    }),
     { maxLength: 4 },
   ),
   unsettled: fc.array(fc.string({ minLength: 4, maxLength: 4 }), { maxLength: 2 }),
-  unobservable: fc.array(fc.record({ nodeId: fc.constantFrom(NODE_A, NODE_B), instanceId: fc.constant("gone-1") }), { maxLength: 1 }),
+  unobservable: fc.array(fc.record({ nodeId: fc.constantFrom(NODE_A, NODE_B), instanceId: fc.constant("gone-1") }), {
+    maxLength: 1,
+  }),
 });
 
 describe("mesh classifier invariants (property)", () => {
@@ -144,16 +214,30 @@ describe("mesh classifier invariants (property)", () => {
 
 describe("berth agent replace (the user's explicit say)", () => {
   it("turns a started or an observed never-started instance into a replace carrying its fence", () => {
-    for (const [startup, intent] of [[{ kind: "started" }, "f2"], [{ kind: "never-started" }, "f1"]] as const) {
+    for (const [startup, intent] of [
+      [{ kind: "started" }, "f2"],
+      [{ kind: "never-started" }, "f1"],
+    ] as const) {
       const i = instance(startup, intent);
-      expect(classifyMeshReplace(seen(i), "f1").action).toMatchObject({ kind: "replace", cause: "user", fence: i.fence });
+      expect(classifyMeshReplace(seen(i), "f1").action).toMatchObject({
+        kind: "replace",
+        cause: "user",
+        fence: i.fence,
+      });
     }
   });
 
   it("still settles first, still refuses to act blind, and never chooses between duplicates", () => {
     const live = instance({ kind: "started" }, "f1");
-    expect(classifyMeshReplace({ instances: [live], unsettled: ["d1"], unobservable: [] }, "f1").action.kind).toBe("settle-first");
-    expect(classifyMeshReplace({ instances: [live], unsettled: [], unobservable: [{ nodeId: NODE_B, instanceId: "x" }] }, "f1").action.kind).toBe("await-contact");
+    expect(classifyMeshReplace({ instances: [live], unsettled: ["d1"], unobservable: [] }, "f1").action.kind).toBe(
+      "settle-first",
+    );
+    expect(
+      classifyMeshReplace(
+        { instances: [live], unsettled: [], unobservable: [{ nodeId: NODE_B, instanceId: "x" }] },
+        "f1",
+      ).action.kind,
+    ).toBe("await-contact");
     const other = instance({ kind: "started" }, "f1", { node: NODE_B, id: "b", seq: 20 });
     expect(classifyMeshReplace(seen(live, other), "f1").action.kind).toBe("report-duplicates");
   });

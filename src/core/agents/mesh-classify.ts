@@ -95,7 +95,10 @@ declare const classifiedBrand: unique symbol;
 export type PlaceAction = { readonly kind: "place" };
 export type SettleFirstAction = { readonly kind: "settle-first"; readonly decisionIds: readonly string[] };
 /** Touch nothing and place nothing until every node holding an instance of the agent answers again. */
-export type AwaitContactAction = { readonly kind: "await-contact"; readonly instances: readonly { readonly nodeId: string; readonly instanceId: string }[] };
+export type AwaitContactAction = {
+  readonly kind: "await-contact";
+  readonly instances: readonly { readonly nodeId: string; readonly instanceId: string }[];
+};
 export type ReplaceAction = {
   readonly kind: "replace";
   readonly fence: InstanceFence;
@@ -146,14 +149,19 @@ function byAge(a: VerifiedInstance, b: VerifiedInstance): number {
 
 export function classifyMesh(observed: MeshObservation, desired: string): { row: MeshRow; action: MeshAction } {
   // Row 1: a lost answer may have left an instance nobody can see yet. Placing now could make a second copy.
-  if (observed.unsettled.length > 0) return { row: "unsettled-decision", action: { kind: "settle-first", decisionIds: [...observed.unsettled] } };
+  if (observed.unsettled.length > 0)
+    return { row: "unsettled-decision", action: { kind: "settle-first", decisionIds: [...observed.unsettled] } };
   // Row 2: a node that holds an instance of ours did not answer; its instance may be live. Never act blind.
-  if (observed.unobservable.length > 0) return { row: "instance-unobservable", action: { kind: "await-contact", instances: [...observed.unobservable] } };
+  if (observed.unobservable.length > 0)
+    return { row: "instance-unobservable", action: { kind: "await-contact", instances: [...observed.unobservable] } };
   const live = observed.instances.filter((i) => i.startup.kind === "started").sort(byAge);
   // Row 3: possible only after a fault. Keep the older, report loudly, never kill without the user's say.
   if (live.length > 1) {
     const [keep, ...others] = live as [VerifiedInstance, ...VerifiedInstance[]];
-    return { row: "two-live-instances", action: { kind: "report-duplicates", keep: keep.fence, others: others.map((o) => o.fence) } };
+    return {
+      row: "two-live-instances",
+      action: { kind: "report-duplicates", keep: keep.fence, others: others.map((o) => o.fence) },
+    };
   }
   // Pick the instance to act on: the live one if any, else the newest (older residue is handled on re-entry).
   const current = live[0] ?? [...observed.instances].sort(byAge).at(-1);

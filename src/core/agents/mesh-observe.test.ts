@@ -8,19 +8,43 @@ const A = "a".repeat(32) as NodeId;
 const B = "b".repeat(32) as NodeId;
 
 function row(over: Partial<NodeInstanceRow> = {}): NodeInstanceRow {
-  return { instance_id: "scout-000000000001", decision_id: "d1", name: "scout", state: "running", exit_code: null, agent: "scout", intent: "f1", generation: 1, restarts: 0, ...over };
+  return {
+    instance_id: "scout-000000000001",
+    decision_id: "d1",
+    name: "scout",
+    state: "running",
+    exit_code: null,
+    agent: "scout",
+    intent: "f1",
+    generation: 1,
+    restarts: 0,
+    ...over,
+  };
 }
 function records(over: Partial<ControllerRecords> = {}): ControllerRecords {
   const placedBefore = new Set((over.placements ?? []).map((p) => p.decision_id));
-  return { placements: [], unsettled: [], placedBefore, seqOf: (id) => (id === "d1" ? 5 : id === "d2" ? 9 : null), ...over };
+  return {
+    placements: [],
+    unsettled: [],
+    placedBefore,
+    seqOf: (id) => (id === "d1" ? 5 : id === "d2" ? 9 : null),
+    ...over,
+  };
 }
-const placement = (instance_id: string, node_id: string, pending: string | null = null) => ({ instance_id, name: "scout", node_id, decision_id: "d1", pending });
+const placement = (instance_id: string, node_id: string, pending: string | null = null) => ({
+  instance_id,
+  name: "scout",
+  node_id,
+  decision_id: "d1",
+  pending,
+});
 
 describe("observing a mesh agent from node status rows", () => {
   it("maps every node state to the classifier's startup vocabulary", () => {
     expect(startupOf("running", null, null).kind).toBe("started");
     for (const s of ["loading", "loaded", "starting"]) expect(startupOf(s, null, null).kind).toBe("never-started");
-    for (const s of ["stopped", "exited", "lost", "failed", "finished"]) expect(startupOf(s, 3, null)).toEqual({ kind: "terminated", exitCode: 3 });
+    for (const s of ["stopped", "exited", "lost", "failed", "finished"])
+      expect(startupOf(s, 3, null)).toEqual({ kind: "terminated", exitCode: 3 });
     // Issue 15: the node is keeping it alive, so a deploy leaves it alone.
     for (const s of ["unhealthy", "backoff"]) expect(startupOf(s, null, null).kind).toBe("started");
     expect(startupOf("running", null, "unload").kind, "a lost unload answer: going away").toBe("going-away");
@@ -28,20 +52,38 @@ describe("observing a mesh agent from node status rows", () => {
   });
 
   it("classifies only rows that name the agent; a plain workload with the same name is reported as unclaimed", () => {
-    const o = observeMeshAgent("scout", [{ kind: "answered", nodeId: A, rows: [row({ agent: null }), row({ instance_id: "other-000000000002", name: "other", agent: "other" })] }], records());
+    const o = observeMeshAgent(
+      "scout",
+      [
+        {
+          kind: "answered",
+          nodeId: A,
+          rows: [row({ agent: null }), row({ instance_id: "other-000000000002", name: "other", agent: "other" })],
+        },
+      ],
+      records(),
+    );
     expect(o.observation.instances).toEqual([]);
     expect(o.shown.unclaimed).toEqual([{ node_id: A, instance_id: "scout-000000000001" }]);
     expect(classifyMesh(o.observation, "f1").row).toBe("no-instance");
   });
 
   it("a silent node holding one of our placements makes the instance unobservable, never absent", () => {
-    const o = observeMeshAgent("scout", [{ kind: "unreachable", nodeId: A, reason: "timeout" }], records({ placements: [placement("scout-000000000001", A)] }));
+    const o = observeMeshAgent(
+      "scout",
+      [{ kind: "unreachable", nodeId: A, reason: "timeout" }],
+      records({ placements: [placement("scout-000000000001", A)] }),
+    );
     expect(o.observation.unobservable).toEqual([{ nodeId: A, instanceId: "scout-000000000001" }]);
     expect(classifyMesh(o.observation, "f1").action.kind).toBe("await-contact");
   });
 
   it("a record whose node answered without listing it is stale and only holds the name", () => {
-    const o = observeMeshAgent("scout", [{ kind: "answered", nodeId: A, rows: [] }], records({ placements: [placement("scout-000000000001", A)] }));
+    const o = observeMeshAgent(
+      "scout",
+      [{ kind: "answered", nodeId: A, rows: [] }],
+      records({ placements: [placement("scout-000000000001", A)] }),
+    );
     expect(o.staleRecords).toEqual([{ instanceId: "scout-000000000001", nodeId: A, decisionId: "d1" }]);
     expect(o.placedMeanwhile).toEqual([]);
     expect(classifyMesh(o.observation, "f1").action.kind).toBe("place");
@@ -49,14 +91,22 @@ describe("observing a mesh agent from node status rows", () => {
 
   it("a record that appeared while the nodes were asked is never stale, whichever node answered first", () => {
     const fresh = { ...placement("scout-000000000002", A), decision_id: "d2" };
-    const o = observeMeshAgent("scout", [{ kind: "answered", nodeId: A, rows: [] }], records({ placements: [fresh], placedBefore: new Set() }));
+    const o = observeMeshAgent(
+      "scout",
+      [{ kind: "answered", nodeId: A, rows: [] }],
+      records({ placements: [fresh], placedBefore: new Set() }),
+    );
     expect(o.staleRecords).toEqual([]);
     expect(o.placedMeanwhile).toEqual([{ instanceId: "scout-000000000002", nodeId: A, decisionId: "d2" }]);
   });
 
   it("staleness follows the decision id, not the instance: a record replaced under the same name is judged afresh", () => {
     const replaced = { ...placement("scout-000000000001", A), decision_id: "d2" };
-    const o = observeMeshAgent("scout", [{ kind: "answered", nodeId: A, rows: [] }], records({ placements: [replaced], placedBefore: new Set(["d1"]) }));
+    const o = observeMeshAgent(
+      "scout",
+      [{ kind: "answered", nodeId: A, rows: [] }],
+      records({ placements: [replaced], placedBefore: new Set(["d1"]) }),
+    );
     expect(o.staleRecords).toEqual([]);
     expect(o.placedMeanwhile.map((r) => r.decisionId)).toEqual(["d2"]);
   });
@@ -75,7 +125,16 @@ describe("observing a mesh agent from node status rows", () => {
   });
 
   it("picks up the agent's unsettled decisions only", () => {
-    const o = observeMeshAgent("scout", [], records({ unsettled: [{ decision_id: "d9", name: "scout", node_id: A }, { decision_id: "d8", name: "other", node_id: A }] }));
+    const o = observeMeshAgent(
+      "scout",
+      [],
+      records({
+        unsettled: [
+          { decision_id: "d9", name: "scout", node_id: A },
+          { decision_id: "d8", name: "other", node_id: A },
+        ],
+      }),
+    );
     expect(o.observation.unsettled).toEqual(["d9"]);
   });
 });
@@ -92,7 +151,14 @@ describe("mesh observation invariants (property)", () => {
   const worldArb = fc.record({
     rows: fc.array(rowArb, { maxLength: 4 }),
     silent: fc.subarray([A, B]),
-    placed: fc.array(fc.record({ id: fc.constantFrom("scout-000000000001", "scout-000000000002"), node: fc.constantFrom(A, B), pending: fc.constantFrom(null, "unload", "stop") }), { maxLength: 2 }),
+    placed: fc.array(
+      fc.record({
+        id: fc.constantFrom("scout-000000000001", "scout-000000000002"),
+        node: fc.constantFrom(A, B),
+        pending: fc.constantFrom(null, "unload", "stop"),
+      }),
+      { maxLength: 2 },
+    ),
   });
 
   it("never places or replaces while a node holding one of the agent's placements is silent, and never acts on a started instance", () => {
@@ -101,9 +167,27 @@ describe("mesh observation invariants (property)", () => {
         const answers = [A, B].map((n) =>
           w.silent.includes(n)
             ? { kind: "unreachable" as const, nodeId: n, reason: "cut" }
-            : { kind: "answered" as const, nodeId: n, rows: w.rows.filter((r) => r.node === n).map((r) => row({ instance_id: r.id, state: r.state, agent: r.agent, intent: r.intent, generation: r.generation })) },
+            : {
+                kind: "answered" as const,
+                nodeId: n,
+                rows: w.rows
+                  .filter((r) => r.node === n)
+                  .map((r) =>
+                    row({
+                      instance_id: r.id,
+                      state: r.state,
+                      agent: r.agent,
+                      intent: r.intent,
+                      generation: r.generation,
+                    }),
+                  ),
+              },
         );
-        const o = observeMeshAgent("scout", answers, records({ placements: w.placed.map((p) => ({ ...placement(p.id, p.node, p.pending) })) }));
+        const o = observeMeshAgent(
+          "scout",
+          answers,
+          records({ placements: w.placed.map((p) => ({ ...placement(p.id, p.node, p.pending) })) }),
+        );
         const { action } = classifyMesh(o.observation, desired);
         const holdsSilent = w.placed.some((p) => w.silent.includes(p.node));
         if (holdsSilent) expect(["place", "replace"]).not.toContain(action.kind);

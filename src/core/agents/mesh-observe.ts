@@ -42,7 +42,13 @@ export type NodeAnswer =
   | { readonly kind: "unreachable"; readonly nodeId: NodeId; readonly reason: string };
 
 export interface ControllerRecords {
-  readonly placements: readonly { readonly instance_id: string; readonly name: string; readonly node_id: string; readonly decision_id: string; readonly pending: string | null }[];
+  readonly placements: readonly {
+    readonly instance_id: string;
+    readonly name: string;
+    readonly node_id: string;
+    readonly decision_id: string;
+    readonly pending: string | null;
+  }[];
   readonly unsettled: readonly { readonly decision_id: string; readonly name: string; readonly node_id: string }[];
   /** The decision ids of the placement records read before any node was asked (the identities a stale verdict may use). */
   readonly placedBefore: ReadonlySet<string>;
@@ -118,7 +124,11 @@ export function startupOf(state: string, exitCode: number | null, pending: strin
   }
 }
 
-export function observeMeshAgent(agent: string, answers: readonly NodeAnswer[], records: ControllerRecords): MeshAgentObservation {
+export function observeMeshAgent(
+  agent: string,
+  answers: readonly NodeAnswer[],
+  records: ControllerRecords,
+): MeshAgentObservation {
   const ours = records.placements.filter((p) => p.name === agent);
   const pendingOf = new Map(records.placements.map((p) => [p.instance_id, p.pending]));
   const answered = new Map<string, readonly NodeInstanceRow[]>();
@@ -137,17 +147,41 @@ export function observeMeshAgent(agent: string, answers: readonly NodeAnswer[], 
       const seq = records.seqOf(row.decision_id);
       const startup = startupOf(row.state, row.exit_code, pendingOf.get(row.instance_id) ?? null);
       const v = verifyInstance(
-        { nodeId: a.nodeId, instanceId: row.instance_id, generation: row.generation, agent: row.agent, intent: row.intent, startup, placedSeq: seq ?? Number.MAX_SAFE_INTEGER },
+        {
+          nodeId: a.nodeId,
+          instanceId: row.instance_id,
+          generation: row.generation,
+          agent: row.agent,
+          intent: row.intent,
+          startup,
+          placedSeq: seq ?? Number.MAX_SAFE_INTEGER,
+        },
         agent,
       );
       if (v === null) continue;
       instances.push(v);
-      shown.push({ node_id: a.nodeId, instance_id: row.instance_id, state: row.state, startup: startup.kind, generation: row.generation, intent: row.intent, placed_seq: seq, restarts: row.restarts, started_ms: row.started_ms ?? null });
+      shown.push({
+        node_id: a.nodeId,
+        instance_id: row.instance_id,
+        state: row.state,
+        startup: startup.kind,
+        generation: row.generation,
+        intent: row.intent,
+        placed_seq: seq,
+        restarts: row.restarts,
+        started_ms: row.started_ms ?? null,
+      });
     }
   }
-  const unobservable = ours.filter((p) => !answered.has(p.node_id)).map((p) => ({ nodeId: p.node_id, instanceId: p.instance_id }));
+  const unobservable = ours
+    .filter((p) => !answered.has(p.node_id))
+    .map((p) => ({ nodeId: p.node_id, instanceId: p.instance_id }));
   const unlisted = ours.filter((p) => answered.get(p.node_id)?.some((r) => r.instance_id === p.instance_id) === false);
-  const ref = (p: (typeof ours)[number]): RecordRef => ({ instanceId: p.instance_id, nodeId: p.node_id, decisionId: p.decision_id });
+  const ref = (p: (typeof ours)[number]): RecordRef => ({
+    instanceId: p.instance_id,
+    nodeId: p.node_id,
+    decisionId: p.decision_id,
+  });
   const staleRecords = unlisted.filter((p) => records.placedBefore.has(p.decision_id)).map(ref);
   const placedMeanwhile = unlisted.filter((p) => !records.placedBefore.has(p.decision_id)).map(ref);
   const unsettled = records.unsettled.filter((d) => d.name === agent).map((d) => d.decision_id);

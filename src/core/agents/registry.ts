@@ -41,7 +41,16 @@ export function rememberEventDraft(r: AgentRecord): EventDraft {
   return {
     source: "placement",
     kind: "agent.remember",
-    payload: { agent: r.name, target: r.target, intent: r.intent, spec_path: r.spec_path, spec_sha256: specDigest(r.spec_text), deployed_ms: r.deployed_ms, ...(r.last_outcome ? { outcome: r.last_outcome } : {}), ...(r.rollback_of !== undefined ? { rollback_of: r.rollback_of } : {}) },
+    payload: {
+      agent: r.name,
+      target: r.target,
+      intent: r.intent,
+      spec_path: r.spec_path,
+      spec_sha256: specDigest(r.spec_text),
+      deployed_ms: r.deployed_ms,
+      ...(r.last_outcome ? { outcome: r.last_outcome } : {}),
+      ...(r.rollback_of !== undefined ? { rollback_of: r.rollback_of } : {}),
+    },
   };
 }
 
@@ -64,7 +73,11 @@ export interface RegistryImportPlan {
 }
 
 const sameRecord = (a: AgentRecord, b: AgentRecord) =>
-  a.target === b.target && a.spec_path === b.spec_path && a.spec_text === b.spec_text && a.intent === b.intent && a.deployed_ms === b.deployed_ms;
+  a.target === b.target &&
+  a.spec_path === b.spec_path &&
+  a.spec_text === b.spec_text &&
+  a.intent === b.intent &&
+  a.deployed_ms === b.deployed_ms;
 
 /** What taking a home's `agents.db` into the store does, given what the store holds now (read in the same transaction). */
 export function planRegistryImport(stored: readonly AgentRecord[], file: readonly AgentRecord[]): RegistryImportPlan {
@@ -88,7 +101,12 @@ export function importEventDraft(from: string, host: string, p: RegistryImportPl
   const payload: JsonObject = {
     from,
     host,
-    imported: p.insert.map((r) => ({ agent: r.name, target: r.target, intent: r.intent, spec_sha256: specDigest(r.spec_text) })),
+    imported: p.insert.map((r) => ({
+      agent: r.name,
+      target: r.target,
+      intent: r.intent,
+      spec_sha256: specDigest(r.spec_text),
+    })),
     kept: p.kept.map((k) => ({ agent: k.name, file_intent: k.file_intent, store_intent: k.store_intent })),
     same: [...p.same],
   };

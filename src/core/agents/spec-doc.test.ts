@@ -13,12 +13,31 @@ describe("the agent spec's documents (issue 36)", () => {
 
   it("documents every field of both targets, and a spec naming the schema in $schema is accepted", () => {
     const md = agentSpecMarkdown();
-    for (const field of ["metadata.name", "spec.package", "spec.image", "spec.restart", "spec.mesh.strategy", "spec.kubernetes.nsec_file", "spec.kubernetes.owner_pubkey", "spec.config.env"]) {
+    for (const field of [
+      "metadata.name",
+      "spec.package",
+      "spec.image",
+      "spec.restart",
+      "spec.mesh.strategy",
+      "spec.kubernetes.nsec_file",
+      "spec.kubernetes.owner_pubkey",
+      "spec.config.env",
+    ]) {
       expect(md).toContain(`| \`${field}\` |`);
     }
     const schema = agentSpecJsonSchema() as { properties: Record<string, unknown> };
-    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(["$schema", "apiVersion", "kind", "metadata", "spec"]));
-    const r = parseAgentSpec(JSON.stringify({ $schema: "./agent-spec.schema.json", apiVersion: "berth/v1", kind: "Agent", metadata: { name: "a" }, spec: { target: "mesh", package: "./p" } }));
+    expect(Object.keys(schema.properties)).toEqual(
+      expect.arrayContaining(["$schema", "apiVersion", "kind", "metadata", "spec"]),
+    );
+    const r = parseAgentSpec(
+      JSON.stringify({
+        $schema: "./agent-spec.schema.json",
+        apiVersion: "berth/v1",
+        kind: "Agent",
+        metadata: { name: "a" },
+        spec: { target: "mesh", package: "./p" },
+      }),
+    );
     expect(r.ok).toBe(true);
   });
 });

@@ -22,12 +22,15 @@ const DESCRIPTIONS: Record<string, string> = {
   $schema: "the JSON Schema an editor checks this file against; berth ignores it",
   apiVersion: "always `berth/v1`",
   kind: "always `Agent`",
-  "metadata.name": "the agent's name: a DNS label (lowercase letters, digits, `-`, at most 63); one agent per name per home",
+  "metadata.name":
+    "the agent's name: a DNS label (lowercase letters, digits, `-`, at most 63); one agent per name per home",
   "spec.target": "where the agent runs: `mesh` (a process on a node daemon) or `kubernetes` (a bare Pod)",
-  "spec.package": "mesh: the package directory (built and signed with `berth package build`/`sign`), relative to this file",
+  "spec.package":
+    "mesh: the package directory (built and signed with `berth package build`/`sign`), relative to this file",
   "spec.image": "kubernetes: the container image, pinned by digest (`repo@sha256:…`)",
   "spec.config.args": "arguments appended to the package's entry (mesh) or the harness command (kubernetes)",
-  "spec.config.env": "environment: a string, or `{ valueFrom: { file: PATH } }` / `{ valueFrom: { env: NAME } }` for a secret (mesh only; never inline for a key the package types secret)",
+  "spec.config.env":
+    "environment: a string, or `{ valueFrom: { file: PATH } }` / `{ valueFrom: { env: NAME } }` for a secret (mesh only; never inline for a key the package types secret)",
   "spec.restart": "what happens when the agent ends: `always` (default), `on-failure`, `never`",
   "spec.mesh.pin": "run only on this node (id, name or address)",
   "spec.mesh.prefer": "nodes to choose first",
@@ -36,12 +39,16 @@ const DESCRIPTIONS: Record<string, string> = {
   "spec.mesh.start": "start the instance once placed (false: place and load only)",
   "spec.mesh.strategy": "`spread` (default) shares equal nodes between agents; `binpack` fills one node first",
   "spec.kubernetes.relay_url": "the Nostr relay the agent talks through",
-  "spec.kubernetes.nsec_file": "a file holding the agent's Nostr secret (`berth keys new --nsec FILE` makes one), relative to this file; exactly one of nsec_file, nsec_env",
+  "spec.kubernetes.nsec_file":
+    "a file holding the agent's Nostr secret (`berth keys new --nsec FILE` makes one), relative to this file; exactly one of nsec_file, nsec_env",
   "spec.kubernetes.nsec_env": "an environment variable of the deploying process holding the agent's nsec",
   "spec.kubernetes.command": "the command the harness runs inside the image (required)",
-  "spec.kubernetes.owner_pubkey": "who may send the agent `!shutdown`: 64 lowercase hex. Quote it in YAML: an all-digit key unquoted is a number",
-  "spec.kubernetes.workspace_storage": "size of a persistent workspace claim (e.g. `20Gi`); unset: an ephemeral workspace",
-  "spec.kubernetes.workspace_storage_class": "the claim's storage class (needs workspace_storage); unset: the cluster default",
+  "spec.kubernetes.owner_pubkey":
+    "who may send the agent `!shutdown`: 64 lowercase hex. Quote it in YAML: an all-digit key unquoted is a number",
+  "spec.kubernetes.workspace_storage":
+    "size of a persistent workspace claim (e.g. `20Gi`); unset: an ephemeral workspace",
+  "spec.kubernetes.workspace_storage_class":
+    "the claim's storage class (needs workspace_storage); unset: the cluster default",
   "spec.kubernetes.provider_config": "the provider's own settings (e.g. `{ namespace: agents }`)",
 };
 
@@ -101,7 +108,7 @@ export function agentSpecMarkdown(): string {
     "",
     "<!-- Generated from src/core/agents/spec.ts by `node dist/src/agents/spec-doc-write.js`; do not edit by hand (src/core/agents/spec-doc.test.ts fails when it is stale). -->",
     "",
-    "One file says \"this agent should be running, once\", on the mesh or on Kubernetes: `berth deploy FILE` (YAML or JSON).",
+    'One file says "this agent should be running, once", on the mesh or on Kubernetes: `berth deploy FILE` (YAML or JSON).',
     "Deploying the same file again does nothing; a changed one replaces the agent only once its instance has ended.",
     "Secrets never sit in the spec: a Kubernetes agent's identity is a file (`nsec_file`) or a variable (`nsec_env`), a",
     "mesh agent's secret env values `valueFrom` a file or a variable.",

@@ -14,11 +14,21 @@ import type { z } from "zod";
 /** `spec.mesh.prefer[0]` from `["spec", "mesh", "prefer", 0]`; the whole document is `(document)`. */
 export function specFieldPath(path: ReadonlyArray<PropertyKey>): string {
   if (path.length === 0) return "(document)";
-  return path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[");
+  return path
+    .map((p) => (typeof p === "number" ? `[${p}]` : String(p)))
+    .join(".")
+    .replace(/\.\[/g, "[");
 }
 
 interface ZodInternals {
-  readonly _zod: { readonly def: { readonly type: string; readonly innerType?: unknown; readonly shape?: Record<string, unknown>; readonly in?: unknown } };
+  readonly _zod: {
+    readonly def: {
+      readonly type: string;
+      readonly innerType?: unknown;
+      readonly shape?: Record<string, unknown>;
+      readonly in?: unknown;
+    };
+  };
 }
 
 /** The keys the schema allows at `path` (through optional, default, nullable and pipes), for a "did you mean". */
@@ -84,7 +94,10 @@ export function specIssues(schema: z.ZodType, issues: ReadonlyArray<z.core.$ZodI
       const known = keysAt(schema, i.path);
       for (const key of i.keys) {
         const near = closest(key, known);
-        out.push({ field: specFieldPath([...i.path, key]), message: `unknown field${near ? ` (did you mean ${near}?)` : ""}; remove it or correct its spelling` });
+        out.push({
+          field: specFieldPath([...i.path, key]),
+          message: `unknown field${near ? ` (did you mean ${near}?)` : ""}; remove it or correct its spelling`,
+        });
       }
       continue;
     }

@@ -15,13 +15,22 @@ spec:
 
 describe("the agent spec", () => {
   it("refuses a placement strategy other than spread or binpack, naming the field", () => {
-    const r = parseAgentSpec("apiVersion: berth/v1\nkind: Agent\nmetadata: { name: a }\nspec:\n  target: mesh\n  package: ./p\n  mesh: { strategy: fill }\n");
+    const r = parseAgentSpec(
+      "apiVersion: berth/v1\nkind: Agent\nmetadata: { name: a }\nspec:\n  target: mesh\n  package: ./p\n  mesh: { strategy: fill }\n",
+    );
     expect(r.ok ? [] : r.error.join("\n")).toMatch(/spec\.mesh\.strategy: must be "spread" or "binpack"/);
   });
 
   it("accepts a mesh agent and fills the defaults", () => {
     const r = parseAgentSpec(MESH);
-    expect(r.ok && r.value.spec.mesh).toEqual({ pin: null, prefer: ["pi5"], avoid: [], allow_emulated: false, start: true, strategy: "spread" });
+    expect(r.ok && r.value.spec.mesh).toEqual({
+      pin: null,
+      prefer: ["pi5"],
+      avoid: [],
+      allow_emulated: false,
+      start: true,
+      strategy: "spread",
+    });
   });
 
   it("keeps an agent alive by default (restart: always) and takes on-failure or never when asked", () => {
@@ -35,18 +44,44 @@ describe("the agent spec", () => {
 
   it("passes a Kubernetes agent's persistent workspace claim to the backend and refuses two settings that disagree", () => {
     const doc = (k: Record<string, unknown>) =>
-      JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "ghcr.io/a/b@sha256:" + "a".repeat(64), kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout", ...k } } });
+      JSON.stringify({
+        apiVersion: "berth/v1",
+        kind: "Agent",
+        metadata: { name: "k" },
+        spec: {
+          target: "kubernetes",
+          image: "ghcr.io/a/b@sha256:" + "a".repeat(64),
+          kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout", ...k },
+        },
+      });
     const r = parseAgentSpec(doc({ workspace_storage: "20Gi", workspace_storage_class: "fast" }));
     expect(r.ok).toBe(true);
-    if (r.ok) expect(kubernetesDeployRequest(r.value, "nsec1x").provider_config).toMatchObject({ workspace_storage: "20Gi", workspace_storage_class: "fast" });
+    if (r.ok)
+      expect(kubernetesDeployRequest(r.value, "nsec1x").provider_config).toMatchObject({
+        workspace_storage: "20Gi",
+        workspace_storage_class: "fast",
+      });
     const classAlone = parseAgentSpec(doc({ workspace_storage_class: "fast" }));
-    expect(classAlone.ok ? "" : classAlone.error.join("\n")).toMatch(/spec\.kubernetes\.workspace_storage_class: workspace_storage_class needs workspace_storage/);
+    expect(classAlone.ok ? "" : classAlone.error.join("\n")).toMatch(
+      /spec\.kubernetes\.workspace_storage_class: workspace_storage_class needs workspace_storage/,
+    );
     const twice = parseAgentSpec(doc({ workspace_storage: "20Gi", provider_config: { workspace_storage: "5Gi" } }));
-    expect(twice.ok ? "" : twice.error.join("\n")).toMatch(/spec\.kubernetes\.workspace_storage: conflicts with provider_config\.workspace_storage/);
+    expect(twice.ok ? "" : twice.error.join("\n")).toMatch(
+      /spec\.kubernetes\.workspace_storage: conflicts with provider_config\.workspace_storage/,
+    );
   });
 
   it("accepts the same document written as JSON", () => {
-    const json = JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: `ghcr.io/a/b@sha256:${"a".repeat(64)}`, kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout" } } });
+    const json = JSON.stringify({
+      apiVersion: "berth/v1",
+      kind: "Agent",
+      metadata: { name: "k" },
+      spec: {
+        target: "kubernetes",
+        image: `ghcr.io/a/b@sha256:${"a".repeat(64)}`,
+        kubernetes: { relay_url: "wss://relay", nsec_env: "K_NSEC", command: "scout" },
+      },
+    });
     expect(parseAgentSpec(json).ok).toBe(true);
   });
 
@@ -67,15 +102,42 @@ describe("the agent spec", () => {
   });
 
   it("refuses a Kubernetes agent with an inline or missing identity", () => {
-    const base = { apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "img@sha256:" + "a".repeat(64) } };
-    expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", command: "scout" } } }))).toMatchObject({ ok: false, error: [expect.stringContaining("exactly one of nsec_file or nsec_env")] });
-    expect(parseAgentSpec(JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", private_key_nsec: "nsec1…" } } })).ok).toBe(false);
+    const base = {
+      apiVersion: "berth/v1",
+      kind: "Agent",
+      metadata: { name: "k" },
+      spec: { target: "kubernetes", image: "img@sha256:" + "a".repeat(64) },
+    };
+    expect(
+      parseAgentSpec(
+        JSON.stringify({ ...base, spec: { ...base.spec, kubernetes: { relay_url: "wss://r", command: "scout" } } }),
+      ),
+    ).toMatchObject({ ok: false, error: [expect.stringContaining("exactly one of nsec_file or nsec_env")] });
+    expect(
+      parseAgentSpec(
+        JSON.stringify({
+          ...base,
+          spec: { ...base.spec, kubernetes: { relay_url: "wss://r", private_key_nsec: "nsec1…" } },
+        }),
+      ).ok,
+    ).toBe(false);
   });
 
   it("names an unknown field by its path in the spec and suggests the field it was probably meant to be (issue 36)", () => {
     const r = parseAgentSpec(MESH.replace("target: mesh", "target: mesh\n  restrat: always"), "scout.yaml");
-    expect(r).toEqual({ ok: false, error: ["scout.yaml: spec.restrat: unknown field (did you mean restart?); remove it or correct its spelling"] });
-    const missing = parseAgentSpec(JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: "k" }, spec: { target: "kubernetes", image: "i", kubernetes: { nsec_file: "./n", command: "c" } } }), null);
+    expect(r).toEqual({
+      ok: false,
+      error: ["scout.yaml: spec.restrat: unknown field (did you mean restart?); remove it or correct its spelling"],
+    });
+    const missing = parseAgentSpec(
+      JSON.stringify({
+        apiVersion: "berth/v1",
+        kind: "Agent",
+        metadata: { name: "k" },
+        spec: { target: "kubernetes", image: "i", kubernetes: { nsec_file: "./n", command: "c" } },
+      }),
+      null,
+    );
     expect(missing).toEqual({ ok: false, error: ["spec.kubernetes.relay_url: missing; give a string"] });
   });
 
@@ -85,16 +147,22 @@ describe("the agent spec", () => {
     const digits = "1".repeat(64);
     const r = parseAgentSpec(k8s(digits), "k.yaml");
     expect(r.ok).toBe(false);
-    expect(!r.ok && r.error).toEqual([expect.stringMatching(/^k\.yaml: spec\.kubernetes\.owner_pubkey: YAML read this unquoted all-digit key as a number; quote it/)]);
+    expect(!r.ok && r.error).toEqual([
+      expect.stringMatching(
+        /^k\.yaml: spec\.kubernetes\.owner_pubkey: YAML read this unquoted all-digit key as a number; quote it/,
+      ),
+    ]);
     const quoted = parseAgentSpec(k8s(`"${digits}"`));
     expect(quoted.ok && quoted.value.spec.kubernetes?.owner_pubkey).toBe(digits);
   });
 
   it("never throws on arbitrary text (fuzzed)", () => {
-    fc.assert(fc.property(fc.string({ maxLength: 300 }), (text) => {
-      const r = parseAgentSpec(text);
-      expect(typeof r.ok).toBe("boolean");
-    }));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), (text) => {
+        const r = parseAgentSpec(text);
+        expect(typeof r.ok).toBe("boolean");
+      }),
+    );
   });
 });
 

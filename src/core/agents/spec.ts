@@ -36,18 +36,28 @@ export const AGENT_API_VERSION = "berth/v1";
 
 const Name = z
   .string()
-  .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, "must be a DNS label: lowercase letters, digits and '-', at most 63 characters");
-const EnvKey = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "environment keys must be POSIX names ([A-Za-z_][A-Za-z0-9_]*)");
+  .regex(
+    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/,
+    "must be a DNS label: lowercase letters, digits and '-', at most 63 characters",
+  );
+const EnvKey = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "environment keys must be POSIX names ([A-Za-z_][A-Za-z0-9_]*)");
 const NodeRef = z.string().min(1, "must name a node id or label");
 
 /** Where a secret env value comes from (issue 17): a file (relative to the spec) or the deploying process's environment. */
-const ValueFrom = z.union([
-  z.strictObject({ file: z.string().min(1, "must name a file") }),
-  z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
-], { error: "must be { file: PATH } or { env: NAME }" });
+const ValueFrom = z.union(
+  [
+    z.strictObject({ file: z.string().min(1, "must name a file") }),
+    z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
+  ],
+  { error: "must be { file: PATH } or { env: NAME }" },
+);
 export type EnvValueFrom = z.infer<typeof ValueFrom>;
 
-const EnvValue = z.union([z.string(), z.strictObject({ valueFrom: ValueFrom })], { error: "must be a string or { valueFrom: { file: PATH } | { env: NAME } }" });
+const EnvValue = z.union([z.string(), z.strictObject({ valueFrom: ValueFrom })], {
+  error: "must be a string or { valueFrom: { file: PATH } | { env: NAME } }",
+});
 export type SpecEnvValue = z.infer<typeof EnvValue>;
 
 const ConfigSchema = z.strictObject({
@@ -56,7 +66,10 @@ const ConfigSchema = z.strictObject({
 });
 
 /** The env entries given inline (plain strings), and those read from elsewhere (by name): pure, for both shells. */
-export function splitSpecEnv(env: Readonly<Record<string, SpecEnvValue>>): { inline: Record<string, string>; from: Record<string, EnvValueFrom> } {
+export function splitSpecEnv(env: Readonly<Record<string, SpecEnvValue>>): {
+  inline: Record<string, string>;
+  from: Record<string, EnvValueFrom>;
+} {
   const inline: Record<string, string> = {};
   const from: Record<string, EnvValueFrom> = {};
   for (const [name, value] of Object.entries(env)) {
@@ -80,7 +93,10 @@ const KubernetesSchema = z
   .strictObject({
     relay_url: z.string().min(1, "must not be empty"),
     nsec_file: z.string().min(1).optional(),
-    nsec_env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name").optional(),
+    nsec_env: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name")
+      .optional(),
     /** The agent harness command inside the image (the provider's `launch.command`); required, see below. */
     command: z.string().min(1, "must not be empty").optional(),
     /** Who may send the agent `!shutdown` (`launch.owner_pubkey`): 64 lowercase hex. */
@@ -89,7 +105,7 @@ const KubernetesSchema = z
         // Issue 36: YAML reads an unquoted all-digit key as a number (and loses digits); say so instead of "expected string".
         error: (issue) =>
           typeof issue.input === "number" || typeof issue.input === "bigint"
-            ? "YAML read this unquoted all-digit key as a number; quote it: owner_pubkey: \"…\" (64 lowercase hex characters)"
+            ? 'YAML read this unquoted all-digit key as a number; quote it: owner_pubkey: "…" (64 lowercase hex characters)'
             : "must be a string of 64 lowercase hex characters (a Nostr public key)",
       })
       .regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters (a Nostr public key)")
@@ -98,8 +114,16 @@ const KubernetesSchema = z
      * Issue 15: the persistent workspace claim (Buzz's `workspace_storage`, e.g. `20Gi`), so a Kubernetes agent keeps
      * its `$HOME` across pod replacement as a mesh agent keeps its workspace on its node. Unset: an ephemeral workspace.
      */
-    workspace_storage: z.string().trim().min(1, "must not be empty (leave it out for an ephemeral workspace)").optional(),
-    workspace_storage_class: z.string().trim().min(1, "must not be empty (leave it out for the cluster default)").optional(),
+    workspace_storage: z
+      .string()
+      .trim()
+      .min(1, "must not be empty (leave it out for an ephemeral workspace)")
+      .optional(),
+    workspace_storage_class: z
+      .string()
+      .trim()
+      .min(1, "must not be empty (leave it out for the cluster default)")
+      .optional(),
     provider_config: z.record(z.string(), z.unknown()).nullable().default(null),
   })
   .refine((k) => (k.nsec_file === undefined) !== (k.nsec_env === undefined), {
@@ -116,14 +140,18 @@ const KubernetesSchema = z
       const own = k[field];
       const inConfig = k.provider_config?.[field];
       if (own !== undefined && inConfig !== undefined && inConfig !== null && inConfig !== own) {
-        ctx.addIssue({ code: "custom", path: [field], message: `conflicts with provider_config.${field}; set it in one place` });
+        ctx.addIssue({
+          code: "custom",
+          path: [field],
+          message: `conflicts with provider_config.${field}; set it in one place`,
+        });
       }
     }
   });
 
 const SpecBody = z
   .strictObject({
-    target: z.enum(["mesh", "kubernetes"], { error: "must be \"mesh\" or \"kubernetes\"" }),
+    target: z.enum(["mesh", "kubernetes"], { error: 'must be "mesh" or "kubernetes"' }),
     package: z.string().min(1).optional(),
     image: z.string().min(1).optional(),
     config: ConfigSchema.default({ args: [], env: {} }),
@@ -133,24 +161,46 @@ const SpecBody = z
     kubernetes: KubernetesSchema.optional(),
   })
   .superRefine((s, ctx) => {
-    if (s.target === "mesh" && s.package === undefined) ctx.addIssue({ code: "custom", path: ["package"], message: "a mesh agent needs a package directory" });
+    if (s.target === "mesh" && s.package === undefined)
+      ctx.addIssue({ code: "custom", path: ["package"], message: "a mesh agent needs a package directory" });
     if (s.target === "mesh") {
       // The node's run config is stricter than POSIX (spec/mesh.md §9.1): upper case, and BERTH_ is the node's own prefix.
       for (const key of Object.keys(s.config.env)) {
         if (!/^[A-Z_][A-Z0-9_]*$/.test(key) || key.startsWith("BERTH_")) {
-          ctx.addIssue({ code: "custom", path: ["config", "env", key], message: "a mesh agent's env names must match ^[A-Z_][A-Z0-9_]*$ and must not start with BERTH_" });
+          ctx.addIssue({
+            code: "custom",
+            path: ["config", "env", key],
+            message: "a mesh agent's env names must match ^[A-Z_][A-Z0-9_]*$ and must not start with BERTH_",
+          });
         }
       }
     }
     if (s.target === "kubernetes") {
       // A pod's env is readable by whoever reads the pod: a Kubernetes agent's secrets belong in a Secret (nsec_file).
       for (const [key, value] of Object.entries(s.config.env)) {
-        if (typeof value !== "string") ctx.addIssue({ code: "custom", path: ["config", "env", key, "valueFrom"], message: "valueFrom is for mesh agents; a Kubernetes agent's env is part of its pod spec (secrets: nsec_file or nsec_env)" });
+        if (typeof value !== "string")
+          ctx.addIssue({
+            code: "custom",
+            path: ["config", "env", key, "valueFrom"],
+            message:
+              "valueFrom is for mesh agents; a Kubernetes agent's env is part of its pod spec (secrets: nsec_file or nsec_env)",
+          });
       }
-      if (s.image === undefined) ctx.addIssue({ code: "custom", path: ["image"], message: "a Kubernetes agent needs an image" });
-      if (s.kubernetes === undefined) ctx.addIssue({ code: "custom", path: ["kubernetes"], message: "a Kubernetes agent needs a kubernetes section (relay_url and nsec_file or nsec_env)" });
+      if (s.image === undefined)
+        ctx.addIssue({ code: "custom", path: ["image"], message: "a Kubernetes agent needs an image" });
+      if (s.kubernetes === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["kubernetes"],
+          message: "a Kubernetes agent needs a kubernetes section (relay_url and nsec_file or nsec_env)",
+        });
       // As for `berth k8s deploy` (P-19): without it the harness runs a default binary the stock image lacks.
-      else if (s.kubernetes.command === undefined) ctx.addIssue({ code: "custom", path: ["kubernetes", "command"], message: "a Kubernetes agent needs the command the harness runs in its image" });
+      else if (s.kubernetes.command === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["kubernetes", "command"],
+          message: "a Kubernetes agent needs the command the harness runs in its image",
+        });
     }
   });
 
@@ -178,7 +228,12 @@ export function parseAgentSpec(text: string, source: string | null = "agent spec
   try {
     raw = parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" });
   } catch (error) {
-    return { ok: false, error: [`${source === null ? "" : `${source}: `}not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`] };
+    return {
+      ok: false,
+      error: [
+        `${source === null ? "" : `${source}: `}not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`,
+      ],
+    };
   }
   return validateAgentSpec(raw, source);
 }
@@ -187,13 +242,17 @@ export function parseAgentSpec(text: string, source: string | null = "agent spec
 export function validateAgentSpecText(text: string, source: string | null): Result<Record<string, unknown>, string[]> {
   const parsed = parseAgentSpec(text, source);
   if (!parsed.ok) return parsed;
-  return { ok: true, value: parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" }) as Record<string, unknown> };
+  return {
+    ok: true,
+    value: parseYaml(text, { uniqueKeys: true, maxAliasCount: 50, logLevel: "error" }) as Record<string, unknown>,
+  };
 }
 
 /** Validates a document already read (a JSON body, a parsed file) with the schema; errors as parseAgentSpec's. */
 export function validateAgentSpec(raw: unknown, source: string | null): AgentSpecParse {
   const parsed = AgentSpecSchema.safeParse(raw);
-  if (!parsed.success) return { ok: false, error: specIssueLines(source, specIssues(AgentSpecSchema, parsed.error.issues)) };
+  if (!parsed.success)
+    return { ok: false, error: specIssueLines(source, specIssues(AgentSpecSchema, parsed.error.issues)) };
   return { ok: true, value: parsed.data };
 }
 
@@ -202,7 +261,17 @@ export function validateAgentSpec(raw: unknown, source: string | null): AgentSpe
  * fingerprint differs is replaced; a started one never is. Placement preferences are not part of it (moving a
  * healthy agent is not an edit of the agent), and neither is the package's location on disk, only its id.
  */
-export function meshIntentFingerprint(args: { agent: string; packageId: string; config: { args: readonly string[]; env: Readonly<Record<string, string>> } }): string {
-  const doc: JsonObject = { agent: args.agent, args: [...args.config.args], env: { ...args.config.env }, package_id: args.packageId, template: "berth.mesh.v1" };
+export function meshIntentFingerprint(args: {
+  agent: string;
+  packageId: string;
+  config: { args: readonly string[]; env: Readonly<Record<string, string>> };
+}): string {
+  const doc: JsonObject = {
+    agent: args.agent,
+    args: [...args.config.args],
+    env: { ...args.config.env },
+    package_id: args.packageId,
+    template: "berth.mesh.v1",
+  };
   return taggedSha256Hex("berth.agent.intent.v1", canonicalJson(doc));
 }

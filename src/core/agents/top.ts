@@ -51,7 +51,12 @@ export function topRows(inputs: readonly TopInput[], before: ReadonlyMap<string,
     cpu_seconds_total: i.usage ? i.usage.cpu_usec / 1e6 : null,
     memory_bytes: i.usage ? i.usage.memory_bytes : null,
   }));
-  return rows.sort((a, b) => (b.cpu_percent ?? -1) - (a.cpu_percent ?? -1) || (b.memory_bytes ?? -1) - (a.memory_bytes ?? -1) || a.agent.localeCompare(b.agent));
+  return rows.sort(
+    (a, b) =>
+      (b.cpu_percent ?? -1) - (a.cpu_percent ?? -1) ||
+      (b.memory_bytes ?? -1) - (a.memory_bytes ?? -1) ||
+      a.agent.localeCompare(b.agent),
+  );
 }
 
 /** 1536 → "1.5Ki"; the binary units `kubectl top` and free(1) -h use. */

@@ -97,12 +97,15 @@ export function canonicalPayloadOf(draft: EventDraft): string {
   for (const field of ["source", "kind"] as const) {
     const name = draft[field];
     if (typeof name !== "string" || name.length > 64 || !NAME_PATTERN.test(name)) {
-      throw new DraftError(`event ${field} ${JSON.stringify(name)} must match ${NAME_PATTERN} and be at most 64 characters`);
+      throw new DraftError(
+        `event ${field} ${JSON.stringify(name)} must match ${NAME_PATTERN} and be at most 64 characters`,
+      );
     }
   }
   const text = canonicalJson(draft.payload);
   // A UTF-16 code unit is at most 3 UTF-8 bytes, so a short text needs no byte count.
-  if (text.length * 3 > MAX_PAYLOAD_BYTES && Buffer.byteLength(text, "utf8") > MAX_PAYLOAD_BYTES) throw new DraftError("event payload exceeds 1 MiB in canonical form");
+  if (text.length * 3 > MAX_PAYLOAD_BYTES && Buffer.byteLength(text, "utf8") > MAX_PAYLOAD_BYTES)
+    throw new DraftError("event payload exceeds 1 MiB in canonical form");
   return text;
 }
 
@@ -122,11 +125,30 @@ export function sealEvent(args: {
   const prev_hash = tip ? tip.hash : ZERO_HASH;
   const ts = tip ? Math.max(nowMs, tip.ts) : nowMs;
   const payload_hash = payloadHashOf(canonicalPayload);
-  const hash = eventHashOf({ chain_id: chainId, kind: draft.kind, payload_hash, prev_hash, seq, source: draft.source, ts });
+  const hash = eventHashOf({
+    chain_id: chainId,
+    kind: draft.kind,
+    payload_hash,
+    prev_hash,
+    seq,
+    source: draft.source,
+    ts,
+  });
   const sig = signEventHash(key, hash);
   const payload = JSON.parse(canonicalPayload) as JsonObject;
   return {
-    event: { seq, chain_id: chainId, ts, prev_hash, source: draft.source, kind: draft.kind, payload, payload_hash, hash, sig },
+    event: {
+      seq,
+      chain_id: chainId,
+      ts,
+      prev_hash,
+      source: draft.source,
+      kind: draft.kind,
+      payload,
+      payload_hash,
+      hash,
+      sig,
+    },
     canonicalPayload,
   };
 }
@@ -138,7 +160,12 @@ export function genesisPayload(args: {
   ownerId: string;
   predecessor?: { chain_id: string; seq: number; hash: string; reason: string };
 }): JsonObject {
-  const payload: JsonObject = { format: CHAIN_FORMAT, owner_id: args.ownerId, owner_key: args.ownerKey, role: args.role };
+  const payload: JsonObject = {
+    format: CHAIN_FORMAT,
+    owner_id: args.ownerId,
+    owner_key: args.ownerKey,
+    role: args.role,
+  };
   if (args.predecessor) payload.predecessor = { ...args.predecessor };
   return payload;
 }

@@ -2,15 +2,34 @@ import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { signingKeyFromSeed } from "../crypto/ed25519.js";
-import { consistencyProof, EMPTY_ROOT, inclusionProof, leafHash, treeRoot, verifyConsistency, verifyInclusion } from "./merkle.js";
+import {
+  consistencyProof,
+  EMPTY_ROOT,
+  inclusionProof,
+  leafHash,
+  treeRoot,
+  verifyConsistency,
+  verifyInclusion,
+} from "./merkle.js";
 import { checkpointOrigin, openCheckpointNote, signCheckpointNote } from "./note.js";
-import { consistencyProofFrom, inclusionProofFrom, STORED_FROM_LEVEL, storedHashesFor, tiledReader, treeHeadFrom } from "./tree-hashes.js";
+import {
+  consistencyProofFrom,
+  inclusionProofFrom,
+  STORED_FROM_LEVEL,
+  storedHashesFor,
+  tiledReader,
+  treeHeadFrom,
+} from "./tree-hashes.js";
 
 // RFC 6962 §2.1, written as the RFC states it (slices and recursion), to judge merkle.ts's unrolled version.
 const sha = (...parts: Buffer[]) => createHash("sha256").update(Buffer.concat(parts)).digest();
 const k = (n: number) => 2 ** Math.ceil(Math.log2(n) - 1);
 const MTH = (d: Buffer[]): Buffer =>
-  d.length === 0 ? sha() : d.length === 1 ? sha(Buffer.from([0]), d[0] as Buffer) : sha(Buffer.from([1]), MTH(d.slice(0, k(d.length))), MTH(d.slice(k(d.length))));
+  d.length === 0
+    ? sha()
+    : d.length === 1
+      ? sha(Buffer.from([0]), d[0] as Buffer)
+      : sha(Buffer.from([1]), MTH(d.slice(0, k(d.length))), MTH(d.slice(k(d.length))));
 const PATH = (m: number, d: Buffer[]): Buffer[] => {
   if (d.length === 1) return [];
   const kk = k(d.length);
@@ -19,16 +38,26 @@ const PATH = (m: number, d: Buffer[]): Buffer[] => {
 const SUBPROOF = (m: number, d: Buffer[], b: boolean): Buffer[] => {
   if (m === d.length) return b ? [] : [MTH(d)];
   const kk = k(d.length);
-  return m <= kk ? [...SUBPROOF(m, d.slice(0, kk), b), MTH(d.slice(kk))] : [...SUBPROOF(m - kk, d.slice(kk), false), MTH(d.slice(0, kk))];
+  return m <= kk
+    ? [...SUBPROOF(m, d.slice(0, kk), b), MTH(d.slice(kk))]
+    : [...SUBPROOF(m - kk, d.slice(kk), false), MTH(d.slice(0, kk))];
 };
 const PROOF = (m: number, d: Buffer[]) => (m === 0 || m === d.length ? [] : SUBPROOF(m, d, true));
 
-const eventHashes = (n: number, salt: number) => Array.from({ length: n }, (_, i) => sha(Buffer.from(`event ${salt} ${i}`)));
+const eventHashes = (n: number, salt: number) =>
+  Array.from({ length: n }, (_, i) => sha(Buffer.from(`event ${salt} ${i}`)));
 const leavesOf = (data: Buffer[]) => data.map((b) => leafHash(b.toString("hex")));
 const hex = (hs: Buffer[]) => hs.map((h) => h.toString("hex"));
 
 // One case: a tree size in 1..300, an index below it and an older size at most it.
-const sizes = fc.integer({ min: 1, max: 300 }).chain((n) => fc.record({ n: fc.constant(n), i: fc.integer({ min: 0, max: n - 1 }), m: fc.integer({ min: 0, max: n }), salt: fc.nat() }));
+const sizes = fc.integer({ min: 1, max: 300 }).chain((n) =>
+  fc.record({
+    n: fc.constant(n),
+    i: fc.integer({ min: 0, max: n - 1 }),
+    m: fc.integer({ min: 0, max: n }),
+    salt: fc.nat(),
+  }),
+);
 
 describe("the Merkle tree over the chain's event hashes (RFC 6962 / RFC 9162)", () => {
   it("hashes the empty tree to SHA-256 of nothing and a one-leaf tree to the prefixed leaf", () => {
@@ -63,7 +92,8 @@ describe("the Merkle tree over the chain's event hashes (RFC 6962 / RFC 9162)", 
           if (!h) throw new Error(`no stored hash ${level}/${index}`);
           return h;
         };
-        for (const [j, leaf] of leavesOf(data).entries()) for (const s of storedHashesFor(j, leaf, read)) stored.set(`${s.level}/${s.index}`, s.hash);
+        for (const [j, leaf] of leavesOf(data).entries())
+          for (const s of storedHashesFor(j, leaf, read)) stored.set(`${s.level}/${s.index}`, s.hash);
         expect(stored.size).toBeLessThan(2 * n);
         reads = 0;
         expect(treeHeadFrom(read, n).equals(MTH(data))).toBe(true);
@@ -74,10 +104,13 @@ describe("the Merkle tree over the chain's event hashes (RFC 6962 / RFC 9162)", 
         expect(reads).toBeLessThanOrEqual(3 * lg * lg);
         // Only the levels from the tiles up stored, the rest rehashed from the leaves: the same heads and proofs.
         const leaves = leavesOf(data);
-        const tiled = tiledReader((level, index) => {
-          if (level < STORED_FROM_LEVEL) throw new Error(`level ${level} is not stored`);
-          return read(level, index);
-        }, (start, count) => leaves.slice(start, start + count));
+        const tiled = tiledReader(
+          (level, index) => {
+            if (level < STORED_FROM_LEVEL) throw new Error(`level ${level} is not stored`);
+            return read(level, index);
+          },
+          (start, count) => leaves.slice(start, start + count),
+        );
         expect(treeHeadFrom(tiled, n).equals(MTH(data))).toBe(true);
         expect(hex(inclusionProofFrom(tiled, i, n))).toEqual(hex(PATH(i, data)));
         expect(hex(consistencyProofFrom(tiled, m, n))).toEqual(hex(PROOF(m, data.slice(0, n))));
@@ -150,7 +183,9 @@ describe("the Merkle tree over the chain's event hashes (RFC 6962 / RFC 9162)", 
           rewritten[at] = sha(Buffer.from(`rewritten ${at}`));
           const forkedOld = treeRoot(leavesOf(rewritten), m);
           expect(verifyConsistency(m, n, proof, forkedOld, root)).toBe(false);
-          expect(verifyConsistency(m, n, consistencyProof(leavesOf(rewritten), m), oldRoot, treeRoot(leavesOf(rewritten)))).toBe(false);
+          expect(
+            verifyConsistency(m, n, consistencyProof(leavesOf(rewritten), m), oldRoot, treeRoot(leavesOf(rewritten))),
+          ).toBe(false);
         }
       }),
       { numRuns: 100 },
@@ -165,7 +200,9 @@ describe("the exported checkpoint note (C2SP tlog-checkpoint in a signed note)",
 
   it("round-trips origin, size and root under the signing key, in the three-line form", () => {
     const note = signCheckpointNote(key, cp);
-    expect(note).toMatch(/^berth\/audit\/[0-9a-f]{32}\n42\n[A-Za-z0-9+/]{43}=\n\n\u2014 berth\/audit\/[0-9a-f]{32} [A-Za-z0-9+/]{91}=?\n$/);
+    expect(note).toMatch(
+      /^berth\/audit\/[0-9a-f]{32}\n42\n[A-Za-z0-9+/]{43}=\n\n\u2014 berth\/audit\/[0-9a-f]{32} [A-Za-z0-9+/]{91}=?\n$/,
+    );
     const opened = openCheckpointNote(note, key.publicKey);
     expect(opened).toMatchObject({ ok: true, value: { origin: cp.origin, size: 42 } });
     expect(opened.ok && opened.value.root.equals(cp.root)).toBe(true);
@@ -173,11 +210,23 @@ describe("the exported checkpoint note (C2SP tlog-checkpoint in a signed note)",
 
   it("refuses another key, an edited size or root, and a note without its signature", () => {
     const note = signCheckpointNote(key, cp);
-    expect(openCheckpointNote(note, other.publicKey)).toMatchObject({ ok: false, error: expect.stringMatching(/no signature line is by the key/) });
-    expect(openCheckpointNote(note.replace("\n42\n", "\n43\n"), key.publicKey)).toMatchObject({ ok: false, error: expect.stringMatching(/does not verify/) });
+    expect(openCheckpointNote(note, other.publicKey)).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/no signature line is by the key/),
+    });
+    expect(openCheckpointNote(note.replace("\n42\n", "\n43\n"), key.publicKey)).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/does not verify/),
+    });
     const edited = note.replace(cp.root.toString("base64"), sha(Buffer.from("x")).toString("base64"));
     expect(openCheckpointNote(edited, key.publicKey).ok).toBe(false);
-    expect(openCheckpointNote(note.split("\n\n")[0] as string, key.publicKey)).toMatchObject({ ok: false, error: expect.stringMatching(/blank line/) });
-    expect(openCheckpointNote(note.replace("\n42\n", "\nx\n"), key.publicKey)).toMatchObject({ ok: false, error: expect.stringMatching(/line 2 \(tree size\)/) });
+    expect(openCheckpointNote(note.split("\n\n")[0] as string, key.publicKey)).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/blank line/),
+    });
+    expect(openCheckpointNote(note.replace("\n42\n", "\nx\n"), key.publicKey)).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/line 2 \(tree size\)/),
+    });
   });
 });

@@ -19,7 +19,8 @@ export const EMPTY_ROOT: Hash = createHash("sha256").digest();
 /** RFC 6962 §2.1: the hash of a leaf whose data is the event's hash (32 raw bytes, not its hex text). */
 export function leafHash(eventHashHex: string): Hash {
   const raw = Buffer.from(eventHashHex, "hex");
-  if (raw.length !== 32 || raw.toString("hex") !== eventHashHex) throw new Error("a leaf is an event hash: 64 lowercase hex");
+  if (raw.length !== 32 || raw.toString("hex") !== eventHashHex)
+    throw new Error("a leaf is an event hash: 64 lowercase hex");
   return createHash("sha256").update(LEAF_PREFIX).update(raw).digest();
 }
 
@@ -56,7 +57,8 @@ function subtreeRoot(leaves: readonly Hash[], start: number, size: number): Hash
 
 /** The tree head (MTH) over the first `size` leaves (all of them by default). */
 export function treeRoot(leaves: readonly Hash[], size: number = leaves.length): Hash {
-  if (!Number.isSafeInteger(size) || size < 0 || size > leaves.length) throw new Error(`tree size ${size} is outside 0..${leaves.length}`);
+  if (!Number.isSafeInteger(size) || size < 0 || size > leaves.length)
+    throw new Error(`tree size ${size} is outside 0..${leaves.length}`);
   return subtreeRoot(leaves, 0, size);
 }
 
@@ -65,13 +67,15 @@ export type SubtreeHasher = (start: number, size: number) => Hash;
 
 /** RFC 9162 §2.1.3.1 PATH(m, D[0:n]): the audit path of leaf `index` in the tree of the first `size` leaves. */
 export function inclusionProof(leaves: readonly Hash[], index: number, size: number = leaves.length): Hash[] {
-  if (!Number.isSafeInteger(size) || size < 1 || size > leaves.length) throw new Error(`tree size ${size} is outside 1..${leaves.length}`);
+  if (!Number.isSafeInteger(size) || size < 1 || size > leaves.length)
+    throw new Error(`tree size ${size} is outside 1..${leaves.length}`);
   return inclusionProofWith((start, n) => subtreeRoot(leaves, start, n), index, size);
 }
 
 /** The same audit path, each sibling asked of `subtree` (O(log n) of them). */
 export function inclusionProofWith(subtree: SubtreeHasher, index: number, size: number): Hash[] {
-  if (!Number.isSafeInteger(index) || index < 0 || index >= size) throw new Error(`leaf index ${index} is outside 0..${size - 1}`);
+  if (!Number.isSafeInteger(index) || index < 0 || index >= size)
+    throw new Error(`leaf index ${index} is outside 0..${size - 1}`);
   const path: Hash[] = [];
   let start = 0;
   let n = size;
@@ -94,13 +98,15 @@ export function inclusionProofWith(subtree: SubtreeHasher, index: number, size: 
 
 /** RFC 9162 §2.1.4.1 PROOF(m, D[0:n]): the consistency proof from the tree of `oldSize` leaves to that of `newSize`. */
 export function consistencyProof(leaves: readonly Hash[], oldSize: number, newSize: number = leaves.length): Hash[] {
-  if (!Number.isSafeInteger(newSize) || newSize < 0 || newSize > leaves.length) throw new Error(`tree size ${newSize} is outside 0..${leaves.length}`);
+  if (!Number.isSafeInteger(newSize) || newSize < 0 || newSize > leaves.length)
+    throw new Error(`tree size ${newSize} is outside 0..${leaves.length}`);
   return consistencyProofWith((start, n) => subtreeRoot(leaves, start, n), oldSize, newSize);
 }
 
 /** The same consistency proof, each node asked of `subtree` (O(log n) of them). */
 export function consistencyProofWith(subtree: SubtreeHasher, oldSize: number, newSize: number): Hash[] {
-  if (!Number.isSafeInteger(oldSize) || oldSize < 0 || oldSize > newSize) throw new Error(`old tree size ${oldSize} is outside 0..${newSize}`);
+  if (!Number.isSafeInteger(oldSize) || oldSize < 0 || oldSize > newSize)
+    throw new Error(`old tree size ${oldSize} is outside 0..${newSize}`);
   if (oldSize === 0 || oldSize === newSize) return [];
   const proof: Hash[] = [];
   // SUBPROOF(m, D[start:start+n], b), unrolled: each step adds one sibling; the last adds the old subtree's own root
@@ -152,8 +158,15 @@ export function verifyInclusion(leaf: Hash, index: number, size: number, path: r
 }
 
 /** RFC 9162 §2.1.4.2: is the tree of `oldSize` leaves with `oldRoot` a prefix of the tree of `newSize` with `newRoot`? */
-export function verifyConsistency(oldSize: number, newSize: number, proof: readonly Hash[], oldRoot: Hash, newRoot: Hash): boolean {
-  if (!Number.isSafeInteger(oldSize) || !Number.isSafeInteger(newSize) || oldSize < 0 || oldSize > newSize) return false;
+export function verifyConsistency(
+  oldSize: number,
+  newSize: number,
+  proof: readonly Hash[],
+  oldRoot: Hash,
+  newRoot: Hash,
+): boolean {
+  if (!Number.isSafeInteger(oldSize) || !Number.isSafeInteger(newSize) || oldSize < 0 || oldSize > newSize)
+    return false;
   if (oldSize === newSize) return proof.length === 0 && oldRoot.equals(newRoot);
   if (oldSize === 0) return proof.length === 0; // the empty tree is a prefix of every tree
   if (proof.length === 0) return false;

@@ -60,12 +60,15 @@ export function openCheckpointNote(note: string, publicKeyHex: string): NoteOutc
   if (split < 0) return fail("not a signed note: no blank line between the text and the signatures");
   const text = note.slice(0, split + 1);
   const lines = text.slice(0, -1).split("\n");
-  if (lines.length < 3) return fail(`the checkpoint has ${lines.length} lines of text; it needs origin, tree size and root hash`);
+  if (lines.length < 3)
+    return fail(`the checkpoint has ${lines.length} lines of text; it needs origin, tree size and root hash`);
   const [origin, sizeLine, rootLine] = lines as [string, string, string];
   if (origin.length === 0 || /\s/.test(origin)) return fail("line 1 (origin) must be a non-empty name without spaces");
-  if (!/^(0|[1-9][0-9]*)$/.test(sizeLine) || !Number.isSafeInteger(Number(sizeLine))) return fail(`line 2 (tree size) must be a decimal integer, got ${JSON.stringify(sizeLine)}`);
+  if (!/^(0|[1-9][0-9]*)$/.test(sizeLine) || !Number.isSafeInteger(Number(sizeLine)))
+    return fail(`line 2 (tree size) must be a decimal integer, got ${JSON.stringify(sizeLine)}`);
   const root = BASE64.test(rootLine) ? Buffer.from(rootLine, "base64") : Buffer.alloc(0);
-  if (root.length !== 32 || root.toString("base64") !== rootLine) return fail("line 3 (root hash) must be 32 bytes in base64");
+  if (root.length !== 32 || root.toString("base64") !== rootLine)
+    return fail("line 3 (root hash) must be 32 bytes in base64");
   const sigLines = note.slice(split + 2).split("\n");
   if (sigLines[sigLines.length - 1] === "") sigLines.pop();
   if (sigLines.length === 0) return fail("the note carries no signature line");
@@ -77,7 +80,8 @@ export function openCheckpointNote(note: string, publicKeyHex: string): NoteOutc
     const blob = BASE64.test(b64) ? Buffer.from(b64, "base64") : Buffer.alloc(0);
     if (blob.length !== 68) continue; // another algorithm's signature: not ours to check
     if (!blob.subarray(0, 4).equals(keyHash(name, publicKeyHex))) continue;
-    if (verifyUntagged(publicKeyHex, message, blob.subarray(4))) return { ok: true, value: { origin, size: Number(sizeLine), root } };
+    if (verifyUntagged(publicKeyHex, message, blob.subarray(4)))
+      return { ok: true, value: { origin, size: Number(sizeLine), root } };
     return fail(`signature line ${i + 1} (${name}) names the key ${publicKeyHex} but does not verify under it`);
   }
   return fail(`no signature line is by the key ${publicKeyHex}`);

@@ -42,12 +42,20 @@ export type ProofCheck =
 const h = (b64: string): Hash => Buffer.from(b64, "base64");
 
 /** The note must verify under the key and state exactly this origin, size and root. */
-function checkNote(field: string, note: string, key: string, origin: string, size: number, root: string): string | null {
+function checkNote(
+  field: string,
+  note: string,
+  key: string,
+  origin: string,
+  size: number,
+  root: string,
+): string | null {
   const opened = openCheckpointNote(note, key);
   if (!opened.ok) return `${field}: ${opened.error}`;
   const cp = opened.value;
   if (cp.origin !== origin) return `${field}: the note is for ${cp.origin}, the proof for ${origin}`;
-  if (cp.size !== size || cp.root.toString("base64") !== root) return `${field}: the note signs tree size ${cp.size} root ${cp.root.toString("base64")}, the proof names tree size ${size} root ${root}`;
+  if (cp.size !== size || cp.root.toString("base64") !== root)
+    return `${field}: the note signs tree size ${cp.size} root ${cp.root.toString("base64")}, the proof names tree size ${size} root ${root}`;
   return null;
 }
 
@@ -55,17 +63,29 @@ export function checkProofDocument(doc: unknown, publicKeyHex: string): ProofChe
   const parsed = ProofDocument.safeParse(doc);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { ok: false, reason: `${issue?.path.join(".") || "document"}: ${issue?.message ?? "invalid"} (a proof document as GET /api/v1/audit/proof/… answers it)` };
+    return {
+      ok: false,
+      reason: `${issue?.path.join(".") || "document"}: ${issue?.message ?? "invalid"} (a proof document as GET /api/v1/audit/proof/… answers it)`,
+    };
   }
   const d = parsed.data;
   if (d.kind === "inclusion") {
     const bad = checkNote("note", d.note, publicKeyHex, d.origin, d.tree_size, d.root);
     if (bad) return { ok: false, reason: bad };
-    if (d.leaf_index >= d.tree_size) return { ok: false, reason: `leaf_index: ${d.leaf_index} is not below tree_size ${d.tree_size}` };
+    if (d.leaf_index >= d.tree_size)
+      return { ok: false, reason: `leaf_index: ${d.leaf_index} is not below tree_size ${d.tree_size}` };
     if (!verifyInclusion(leafHash(d.event_hash), d.leaf_index, d.tree_size, d.path.map(h), h(d.root))) {
-      return { ok: false, reason: `path: the inclusion proof of event ${d.event_hash} at seq ${d.leaf_index} does not lead to the signed root of tree size ${d.tree_size}` };
+      return {
+        ok: false,
+        reason: `path: the inclusion proof of event ${d.event_hash} at seq ${d.leaf_index} does not lead to the signed root of tree size ${d.tree_size}`,
+      };
     }
-    return { ok: true, kind: "inclusion", origin: d.origin, summary: `seq ${d.leaf_index} (${d.event_hash}) is in tree size ${d.tree_size} root ${d.root}` };
+    return {
+      ok: true,
+      kind: "inclusion",
+      origin: d.origin,
+      summary: `seq ${d.leaf_index} (${d.event_hash}) is in tree size ${d.tree_size} root ${d.root}`,
+    };
   }
   for (const [field, head] of [
     ["old.note", d.old],
@@ -74,9 +94,18 @@ export function checkProofDocument(doc: unknown, publicKeyHex: string): ProofChe
     const bad = checkNote(field, head.note, publicKeyHex, d.origin, head.tree_size, head.root);
     if (bad) return { ok: false, reason: bad };
   }
-  if (d.old.tree_size > d.new.tree_size) return { ok: false, reason: `old.tree_size: ${d.old.tree_size} is larger than new.tree_size ${d.new.tree_size}` };
+  if (d.old.tree_size > d.new.tree_size)
+    return { ok: false, reason: `old.tree_size: ${d.old.tree_size} is larger than new.tree_size ${d.new.tree_size}` };
   if (!verifyConsistency(d.old.tree_size, d.new.tree_size, d.proof.map(h), h(d.old.root), h(d.new.root))) {
-    return { ok: false, reason: `proof: tree size ${d.old.tree_size} (root ${d.old.root}) is not a prefix of tree size ${d.new.tree_size} (root ${d.new.root}): the history between them was rewritten` };
+    return {
+      ok: false,
+      reason: `proof: tree size ${d.old.tree_size} (root ${d.old.root}) is not a prefix of tree size ${d.new.tree_size} (root ${d.new.root}): the history between them was rewritten`,
+    };
   }
-  return { ok: true, kind: "consistency", origin: d.origin, summary: `tree size ${d.old.tree_size} root ${d.old.root} is a prefix of tree size ${d.new.tree_size} root ${d.new.root}` };
+  return {
+    ok: true,
+    kind: "consistency",
+    origin: d.origin,
+    summary: `tree size ${d.old.tree_size} root ${d.old.root} is a prefix of tree size ${d.new.tree_size} root ${d.new.root}`,
+  };
 }

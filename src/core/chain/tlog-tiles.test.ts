@@ -11,12 +11,28 @@ describe("C2SP tlog-tiles paths", () => {
 
   it("parse back every tile they name, and accept no other spelling of it", () => {
     fc.assert(
-      fc.property(fc.oneof(fc.constant("entries" as const), fc.integer({ min: 0, max: 5 })), fc.integer({ min: 0, max: 2 ** 40 }), fc.integer({ min: 1, max: TILE_WIDTH }), (level, index, width) => {
-        const path = tilePath({ level, index, width });
-        expect(parseTilePath(path.slice("tile/".length))).toEqual({ ok: true, value: { level, index, width } });
-      }),
+      fc.property(
+        fc.oneof(fc.constant("entries" as const), fc.integer({ min: 0, max: 5 })),
+        fc.integer({ min: 0, max: 2 ** 40 }),
+        fc.integer({ min: 1, max: TILE_WIDTH }),
+        (level, index, width) => {
+          const path = tilePath({ level, index, width });
+          expect(parseTilePath(path.slice("tile/".length))).toEqual({ ok: true, value: { level, index, width } });
+        },
+      ),
     );
-    for (const bad of ["0/1", "0/x000/001", "0/000.p/256", "0/000.p/0", "00/000", "0/000/", "entries/0001", "7/000", "0/x1/001"]) expect(parseTilePath(bad).ok, bad).toBe(false);
+    for (const bad of [
+      "0/1",
+      "0/x000/001",
+      "0/000.p/256",
+      "0/000.p/0",
+      "00/000",
+      "0/000/",
+      "entries/0001",
+      "7/000",
+      "0/x1/001",
+    ])
+      expect(parseTilePath(bad).ok, bad).toBe(false);
   });
 
   it("hold a tile only when each of its hashes is a complete subtree of the tree", () => {

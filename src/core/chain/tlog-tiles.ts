@@ -45,16 +45,24 @@ const SHAPE = /^(entries|0|[1-9][0-9]?)\/((?:x[0-9]{3}\/)*[0-9]{3})(?:\.p\/([1-9
 /** The part after `tile/`; only the canonical spelling of a tile is accepted (re-encoded and compared). */
 export function parseTilePath(text: string): TileParse {
   const m = SHAPE.exec(text);
-  if (!m) return { ok: false, error: "must be <L>/<N>[.p/<W>] or entries/<N>[.p/<W>] as C2SP tlog-tiles spells it (N in x-prefixed groups of three digits, W 1..255)" };
+  if (!m)
+    return {
+      ok: false,
+      error:
+        "must be <L>/<N>[.p/<W>] or entries/<N>[.p/<W>] as C2SP tlog-tiles spells it (N in x-prefixed groups of three digits, W 1..255)",
+    };
   const [, levelText, indexText, widthText] = m as unknown as [string, string, string, string | undefined];
   const level = levelText === "entries" ? "entries" : Number(levelText);
   const index = Number(indexText.replaceAll("x", "").replaceAll("/", ""));
   const width = widthText === undefined ? TILE_WIDTH : Number(widthText);
-  if (typeof level === "number" && level * TILE_HEIGHT > 52) return { ok: false, error: `level ${level} is above any tree this log can hold` };
+  if (typeof level === "number" && level * TILE_HEIGHT > 52)
+    return { ok: false, error: `level ${level} is above any tree this log can hold` };
   if (!Number.isSafeInteger(index)) return { ok: false, error: "the tile index is too large" };
-  if (widthText !== undefined && width >= TILE_WIDTH) return { ok: false, error: `a partial tile's width must be 1..${TILE_WIDTH - 1}; a full tile has no .p/` };
+  if (widthText !== undefined && width >= TILE_WIDTH)
+    return { ok: false, error: `a partial tile's width must be 1..${TILE_WIDTH - 1}; a full tile has no .p/` };
   const tile: TileRef = { level, index, width };
-  if (tilePath(tile) !== `tile/${text}`) return { ok: false, error: `not the canonical spelling of this tile (it is ${tilePath(tile)})` };
+  if (tilePath(tile) !== `tile/${text}`)
+    return { ok: false, error: `not the canonical spelling of this tile (it is ${tilePath(tile)})` };
   return { ok: true, value: tile };
 }
 

@@ -34,7 +34,13 @@ export interface ConsistencyDoc {
 
 export type ExtendsOutcome =
   | { readonly ok: true; readonly proof: ConsistencyDoc }
-  | { readonly ok: false; readonly code: "checkpoint" | "truncated" | "fork"; readonly seq: number; readonly detail: string; readonly proof?: ConsistencyDoc };
+  | {
+      readonly ok: false;
+      readonly code: "checkpoint" | "truncated" | "fork";
+      readonly seq: number;
+      readonly detail: string;
+      readonly proof?: ConsistencyDoc;
+    };
 
 /** A chain's tree as the verbs read it: its size, its stored subtrees, and one event's hash by seq. */
 export interface ChainTreeView {
@@ -50,13 +56,23 @@ export function treeHeadOf(tree: ChainTreeView): TreeCheckpoint {
 
 export function proveEvent(tree: ChainTreeView, seq: number): InclusionProofDoc | { error: string } {
   const { chainId, size } = tree;
-  if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size) return { error: `seq ${seq} is not in this chain (it holds seq 0..${size - 1})` };
+  if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size)
+    return { error: `seq ${seq} is not in this chain (it holds seq 0..${size - 1})` };
   const root = treeHeadFrom(tree.read, size);
   const path = inclusionProofFrom(tree.read, seq, size);
   const eventHash = tree.eventHash(seq);
   // Checked before it is printed: a proof berth emits must verify with the RFC's verifier.
-  if (!verifyInclusion(leafHash(eventHash), seq, size, path, root)) throw new Error(`internal: the inclusion proof of seq ${seq} does not verify`);
-  return { chain_id: chainId, origin: checkpointOrigin(chainId), tree_size: size, root: b64(root), leaf_index: seq, event_hash: eventHash, path: path.map(b64) };
+  if (!verifyInclusion(leafHash(eventHash), seq, size, path, root))
+    throw new Error(`internal: the inclusion proof of seq ${seq} does not verify`);
+  return {
+    chain_id: chainId,
+    origin: checkpointOrigin(chainId),
+    tree_size: size,
+    root: b64(root),
+    leaf_index: seq,
+    event_hash: eventHash,
+    path: path.map(b64),
+  };
 }
 
 /**
@@ -68,9 +84,20 @@ export function checkExtends(tree: ChainTreeView, cp: TreeCheckpoint): ExtendsOu
   const { chainId } = tree;
   const origin = checkpointOrigin(chainId);
   const n = tree.size;
-  if (cp.origin !== origin) return { ok: false, code: "checkpoint", seq: 0, detail: `the checkpoint is for ${cp.origin}, this chain is ${origin}` };
+  if (cp.origin !== origin)
+    return {
+      ok: false,
+      code: "checkpoint",
+      seq: 0,
+      detail: `the checkpoint is for ${cp.origin}, this chain is ${origin}`,
+    };
   if (cp.size > n) {
-    return { ok: false, code: "truncated", seq: n, detail: `the checkpoint covers tree size ${cp.size} (root ${b64(cp.root)}) but the chain has only ${n} events` };
+    return {
+      ok: false,
+      code: "truncated",
+      seq: n,
+      detail: `the checkpoint covers tree size ${cp.size} (root ${b64(cp.root)}) but the chain has only ${n} events`,
+    };
   }
   const root = treeHeadFrom(tree.read, n);
   const prefixRoot = treeHeadFrom(tree.read, cp.size);
@@ -101,15 +128,24 @@ export function checkExtends(tree: ChainTreeView, cp: TreeCheckpoint): ExtendsOu
  * note must be signed by the owner key for this chain's origin, name the tree of every event before it (`size`), and
  * carry that tree's root. Undefined when it holds; else the reason, naming both roots.
  */
-export function chainedNoteProblem(note: unknown, ownerKey: string, chainId: string, size: number, root: Buffer): string | undefined {
+export function chainedNoteProblem(
+  note: unknown,
+  ownerKey: string,
+  chainId: string,
+  size: number,
+  root: Buffer,
+): string | undefined {
   if (typeof note !== "string") return `the chained checkpoint before seq ${size} carries a note that is not text`;
   const opened = openCheckpointNote(note, ownerKey);
   if (!opened.ok) return `the chained checkpoint note before seq ${size} is refused: ${opened.error}`;
   const cp = opened.value;
   const origin = checkpointOrigin(chainId);
-  if (cp.origin !== origin) return `the chained checkpoint note before seq ${size} is for ${cp.origin}, this chain is ${origin}`;
-  if (cp.size !== size) return `the chained checkpoint note at seq ${size} names tree size ${cp.size}; the events before it are a tree of ${size}`;
-  if (!cp.root.equals(root)) return `the chained checkpoint note at seq ${size} signs root ${b64(cp.root)} for tree size ${size}; the events before it hash to ${b64(root)}`;
+  if (cp.origin !== origin)
+    return `the chained checkpoint note before seq ${size} is for ${cp.origin}, this chain is ${origin}`;
+  if (cp.size !== size)
+    return `the chained checkpoint note at seq ${size} names tree size ${cp.size}; the events before it are a tree of ${size}`;
+  if (!cp.root.equals(root))
+    return `the chained checkpoint note at seq ${size} signs root ${b64(cp.root)} for tree size ${size}; the events before it hash to ${b64(root)}`;
   return undefined;
 }
 

@@ -8,7 +8,15 @@
  *
  * Pure: the caller reads and writes the stored hashes (a Map in memory, a table beside the chain); this decides which.
  */
-import { consistencyProofWith, EMPTY_ROOT, type Hash, inclusionProofWith, nodeHash, splitPoint, treeRoot } from "./merkle.js";
+import {
+  consistencyProofWith,
+  EMPTY_ROOT,
+  type Hash,
+  inclusionProofWith,
+  nodeHash,
+  splitPoint,
+  treeRoot,
+} from "./merkle.js";
 
 /** Reads a stored complete-subtree hash; it must exist (the caller's store is the chain's tree). */
 export type StoredHashReader = (level: number, index: number) => Hash;
@@ -72,8 +80,13 @@ export function consistencyProofFrom(read: StoredHashReader, oldSize: number, ne
  */
 export const STORED_FROM_LEVEL = 4;
 
-export function tiledReader(readStored: StoredHashReader, readLeaves: (start: number, count: number) => readonly Hash[], height = STORED_FROM_LEVEL): StoredHashReader {
-  return (level, index) => (level >= height ? readStored(level, index) : treeRoot(readLeaves(index * 2 ** level, 2 ** level)));
+export function tiledReader(
+  readStored: StoredHashReader,
+  readLeaves: (start: number, count: number) => readonly Hash[],
+  height = STORED_FROM_LEVEL,
+): StoredHashReader {
+  return (level, index) =>
+    level >= height ? readStored(level, index) : treeRoot(readLeaves(index * 2 ** level, 2 ** level));
 }
 
 /**
@@ -120,7 +133,8 @@ export function frontierRoot(f: Frontier): Hash {
   const subtrees = frontierSubtrees(f.size);
   if (subtrees.length === 0) return EMPTY_ROOT;
   let acc = f.levels[(subtrees[subtrees.length - 1] as { level: number }).level] as Hash;
-  for (let i = subtrees.length - 2; i >= 0; i--) acc = nodeHash(f.levels[(subtrees[i] as { level: number }).level] as Hash, acc);
+  for (let i = subtrees.length - 2; i >= 0; i--)
+    acc = nodeHash(f.levels[(subtrees[i] as { level: number }).level] as Hash, acc);
   return acc;
 }
 

@@ -71,7 +71,15 @@ describe("the event header preimage", () => {
     const { canonicalJson } = await import("../crypto/canonical.js");
     const { taggedSha256Hex } = await import("../crypto/tagged.js");
     const { eventHashOf } = await import("./event.js");
-    const header = { chain_id: "ab".repeat(16), kind: "workload.place", payload_hash: "cd".repeat(32), prev_hash: "ef".repeat(32), seq: 12, source: "placement", ts: 1767225600250 };
+    const header = {
+      chain_id: "ab".repeat(16),
+      kind: "workload.place",
+      payload_hash: "cd".repeat(32),
+      prev_hash: "ef".repeat(32),
+      seq: 12,
+      source: "placement",
+      ts: 1767225600250,
+    };
     expect(eventHashOf(header)).toBe(taggedSha256Hex("berth.audit.event.v1", canonicalJson(header)));
   });
 });

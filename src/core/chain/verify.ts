@@ -87,7 +87,8 @@ function formatProblem(e: Record<string, unknown>): string | undefined {
   const missing = EVENT_FIELDS.filter((k) => !(k in e));
   if (missing.length > 0) return `missing field ${missing.join(", ")}`;
   if (!Number.isSafeInteger(e.seq) || (e.seq as number) < 0) return "seq must be a non-negative integer";
-  if (!Number.isSafeInteger(e.ts) || (e.ts as number) < 0 || (e.ts as number) > MAX_SAFE) return "ts must be a non-negative integer";
+  if (!Number.isSafeInteger(e.ts) || (e.ts as number) < 0 || (e.ts as number) > MAX_SAFE)
+    return "ts must be a non-negative integer";
   if (!isLowerHex(e.chain_id, 16)) return "chain_id must be 32 lowercase hex";
   if (!isLowerHex(e.prev_hash, 32)) return "prev_hash must be 64 lowercase hex";
   if (!isLowerHex(e.payload_hash, 32)) return "payload_hash must be 64 lowercase hex";
@@ -103,10 +104,12 @@ function formatProblem(e: Record<string, unknown>): string | undefined {
 
 function genesisProblem(e: Record<string, unknown>, pinnedKey: string | undefined): string | undefined {
   if (e.prev_hash !== ZERO_HASH) return "genesis prev_hash must be 64 zeros";
-  if (e.source !== "chain" || e.kind !== "chain.genesis") return `genesis must be chain/chain.genesis, got ${String(e.source)}/${String(e.kind)}`;
+  if (e.source !== "chain" || e.kind !== "chain.genesis")
+    return `genesis must be chain/chain.genesis, got ${String(e.source)}/${String(e.kind)}`;
   const p = e.payload as JsonObject;
   if (p.format !== CHAIN_FORMAT) return `genesis format must be ${CHAIN_FORMAT}`;
-  if (p.role !== "controller" && p.role !== "node" && p.role !== "k8s") return "genesis role must be controller, node or k8s";
+  if (p.role !== "controller" && p.role !== "node" && p.role !== "k8s")
+    return "genesis role must be controller, node or k8s";
   if (!isPublicKeyHex(p.owner_key)) return "genesis owner_key must be 64 lowercase hex";
   if (p.owner_id !== nodeIdOf(p.owner_key)) return "genesis owner_id does not match owner_key";
   const allowed = new Set(["format", "role", "owner_key", "owner_id", "predecessor"]);
@@ -150,21 +153,29 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
   for (const item of items) {
     const expected = index;
     const fail = (code: FailureCode, detail: string) => result({ seq: expected, code, detail });
-    if (typeof item !== "object" || item === null || Array.isArray(item)) return fail("format", "event is not a JSON object");
+    if (typeof item !== "object" || item === null || Array.isArray(item))
+      return fail("format", "event is not a JSON object");
     const e = item as Record<string, unknown>;
     // 1. format
     const bad = formatProblem(e);
     if (bad) return fail("format", bad);
     // 2. chain id
     if (chainId === null) chainId = e.chain_id as string;
-    if (e.chain_id !== chainId) return fail("chain_id", `event seq ${String(e.seq)} has chain_id ${String(e.chain_id)}, expected ${chainId}`);
+    if (e.chain_id !== chainId)
+      return fail("chain_id", `event seq ${String(e.seq)} has chain_id ${String(e.chain_id)}, expected ${chainId}`);
     // 3. seq
     if (e.seq !== expected) return fail("seq", `found seq ${String(e.seq)} where seq ${expected} was expected`);
     // 4. genesis
     if (expected === 0) {
       const g = genesisProblem(e, pinned);
       const owner = (e.payload as JsonObject | null)?.owner_key;
-      if (g && pinned !== undefined && typeof owner === "string" && owner !== pinned && genesisProblem(e, undefined) === undefined) {
+      if (
+        g &&
+        pinned !== undefined &&
+        typeof owner === "string" &&
+        owner !== pinned &&
+        genesisProblem(e, undefined) === undefined
+      ) {
         return result({ seq: expected, code: "genesis", detail: g, signed_by: owner });
       }
       if (g) return fail("genesis", g);
@@ -175,7 +186,8 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
       return fail("prev_hash", `prev_hash ${String(e.prev_hash)} is not the hash of seq ${expected - 1}`);
     }
     // 6. time never goes backwards
-    if (expected > 0 && (e.ts as number) < prevTs) return fail("ts", `ts ${String(e.ts)} is before the previous event's ${prevTs}`);
+    if (expected > 0 && (e.ts as number) < prevTs)
+      return fail("ts", `ts ${String(e.ts)} is before the previous event's ${prevTs}`);
     // 7. payload
     let canonical: string;
     const storedText = opts.payloadTextOf?.(item, index);
@@ -191,7 +203,8 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
       }
     }
     if (Buffer.byteLength(canonical, "utf8") > MAX_PAYLOAD_BYTES) return fail("payload_hash", "payload exceeds 1 MiB");
-    if (payloadHashOf(canonical) !== e.payload_hash) return fail("payload_hash", "payload does not hash to payload_hash");
+    if (payloadHashOf(canonical) !== e.payload_hash)
+      return fail("payload_hash", "payload does not hash to payload_hash");
     // 8. header hash
     const recomputed = eventHashOf({
       chain_id: e.chain_id as string,
@@ -235,15 +248,22 @@ export function verifyEvents(items: Iterable<unknown>, opts: VerifyOptions = {})
     ) {
       return fail("checkpoint", `checkpoint at seq ${cpSeq} is not signed by the owner key for this chain`);
     }
-    if (cpSeq > lastSeq) return fail("truncated", `checkpoint covers seq ${cpSeq} but the chain ends at seq ${lastSeq}`);
+    if (cpSeq > lastSeq)
+      return fail("truncated", `checkpoint covers seq ${cpSeq} but the chain ends at seq ${lastSeq}`);
     if (hashes[cpSeq] !== body.head_hash) {
       return fail("fork", `checkpoint says seq ${cpSeq} is ${body.head_hash}, the chain has ${hashes[cpSeq]}`);
     }
   }
   if (opts.expectHead) {
     const { seq, hash } = opts.expectHead;
-    if (seq > lastSeq) return result({ seq: lastSeq + 1, code: "truncated", detail: `expected head at seq ${seq} but the chain ends at seq ${lastSeq}` });
-    if (hashes[seq] !== hash) return result({ seq, code: "fork", detail: `expected ${hash} at seq ${seq}, the chain has ${hashes[seq]}` });
+    if (seq > lastSeq)
+      return result({
+        seq: lastSeq + 1,
+        code: "truncated",
+        detail: `expected head at seq ${seq} but the chain ends at seq ${lastSeq}`,
+      });
+    if (hashes[seq] !== hash)
+      return result({ seq, code: "fork", detail: `expected ${hash} at seq ${seq}, the chain has ${hashes[seq]}` });
   }
   if (hashes.length === 0) return result({ seq: 0, code: "seq", detail: "the chain has no events (no genesis)" });
   return result();

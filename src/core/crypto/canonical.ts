@@ -45,7 +45,8 @@ function write(value: unknown, at: Array<string | number>, depth: number): strin
       return value ? "true" : "false";
     case "number":
       if (Object.is(value, -0)) return "0";
-      if (!Number.isSafeInteger(value)) throw new CanonicalError(pathOf(at), `${String(value)} is not an integer within ±(2^53−1)`);
+      if (!Number.isSafeInteger(value))
+        throw new CanonicalError(pathOf(at), `${String(value)} is not an integer within ±(2^53−1)`);
       return String(value);
     case "string":
       if (LONE_SURROGATE.test(value)) throw new CanonicalError(pathOf(at), "string holds a lone surrogate");
@@ -82,7 +83,8 @@ function write(value: unknown, at: Array<string | number>, depth: number): strin
 }
 
 /** `.a[0].b`: member names after a dot, array indices in brackets (what the error names). */
-const pathOf = (at: ReadonlyArray<string | number>) => at.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
+const pathOf = (at: ReadonlyArray<string | number>) =>
+  at.map((p) => (typeof p === "number" ? `[${p}]` : `.${p}`)).join("");
 
 /** The canonical text of a JSON value; throws CanonicalError naming the offending path. */
 export function canonicalJson(value: unknown): string {

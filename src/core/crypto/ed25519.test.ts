@@ -17,10 +17,14 @@ describe("signatures over a fixed-length hex body built in one buffer", () => {
   it("verify what signTagged signed, and nothing signed for another body, domain or key", () => {
     const sig = signTagged(key, "berth.audit.sig.v1", Buffer.from(bodyA, "hex"));
     expect(signatures.verify(key.publicKey, bodyA, sig)).toBe(true);
-    expect(verifyTagged(key.publicKey, "berth.audit.sig.v1", Buffer.from(bodyA, "hex"), signatures.sign(key, bodyA))).toBe(true);
+    expect(
+      verifyTagged(key.publicKey, "berth.audit.sig.v1", Buffer.from(bodyA, "hex"), signatures.sign(key, bodyA)),
+    ).toBe(true);
     expect(signatures.verify(key.publicKey, bodyB, sig)).toBe(false);
     expect(signatures.verify(other.publicKey, bodyA, sig)).toBe(false);
-    expect(signatures.verify(key.publicKey, bodyA, signTagged(key, "berth.audit.event.v1", Buffer.from(bodyA, "hex")))).toBe(false);
+    expect(
+      signatures.verify(key.publicKey, bodyA, signTagged(key, "berth.audit.event.v1", Buffer.from(bodyA, "hex"))),
+    ).toBe(false);
   });
 
   it("refuse a body that is not lowercase hex of the fixed length, and a malformed key or signature", () => {

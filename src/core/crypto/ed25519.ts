@@ -63,7 +63,12 @@ export function signTagged(key: SigningKey, domain: DomainTag, body: string | Ui
 }
 
 /** Verifies a signature over TAG(domain) ‖ body. Malformed keys or signatures verify as false, never throw. */
-export function verifyTagged(publicKey: string, domain: DomainTag, body: string | Uint8Array, signature: string): boolean {
+export function verifyTagged(
+  publicKey: string,
+  domain: DomainTag,
+  body: string | Uint8Array,
+  signature: string,
+): boolean {
   const keyObject = publicKeyObject(publicKey);
   const sig = fromHex(signature, 64);
   if (!keyObject || !sig) return false;
@@ -111,7 +116,8 @@ export function hexBodySignatures(
   const prefix = tagPrefix(domain);
   const message = Buffer.alloc(prefix.length + bodyBytes);
   prefix.copy(message);
-  const load = (bodyHex: string): boolean => isLowerHex(bodyHex, bodyBytes) && message.write(bodyHex, prefix.length, bodyBytes, "hex") === bodyBytes;
+  const load = (bodyHex: string): boolean =>
+    isLowerHex(bodyHex, bodyBytes) && message.write(bodyHex, prefix.length, bodyBytes, "hex") === bodyBytes;
   return {
     sign(key, bodyHex) {
       if (!load(bodyHex)) throw new Error(`a ${domain} body must be ${bodyBytes * 2} lowercase hex`);

@@ -1,10 +1,26 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { effectOf, evaluate, type GatePolicy, resourceCostMilli, scoreMilli, sumOfSquares, type WorkloadContext } from "./gate.js";
+import {
+  effectOf,
+  evaluate,
+  type GatePolicy,
+  resourceCostMilli,
+  scoreMilli,
+  sumOfSquares,
+  type WorkloadContext,
+} from "./gate.js";
 import { parsePermits, type PermitRule, PermitRuleSchema } from "./policy.js";
 
 const rule = (over: Partial<PermitRule> = {}): PermitRule =>
-  PermitRuleSchema.parse({ id: "test-agent", actions: ["workload.*"], kinds: ["agent"], max_network: "egress", allow_secrets: true, allow_emulated: true, ...over });
+  PermitRuleSchema.parse({
+    id: "test-agent",
+    actions: ["workload.*"],
+    kinds: ["agent"],
+    max_network: "egress",
+    allow_secrets: true,
+    allow_emulated: true,
+    ...over,
+  });
 
 const policy = (over: Partial<GatePolicy> = {}): GatePolicy => ({
   permits: [rule()],
@@ -74,32 +90,60 @@ describe("the effect vector and the ceiling (§7.1)", () => {
 describe("the decision procedure (§7.3)", () => {
   it("a default deny names each rule for the action and kind and the field that refused it (issue 33)", () => {
     const lan = rule({ id: "agents-lan", max_network: "lan" });
-    const v = evaluate("workload.load", ctx({ network: "egress", network_declared: "lan" }), policy({ permits: [lan, rule({ id: "other-kind", kinds: ["service"] })] }), "n1");
+    const v = evaluate(
+      "workload.load",
+      ctx({ network: "egress", network_declared: "lan" }),
+      policy({ permits: [lan, rule({ id: "other-kind", kinds: ["service"] })] }),
+      "n1",
+    );
     expect(v.decision).toBe("deny");
-    expect(v.reason).toMatch(/^default deny: no permit rule matches 'workload.load' for kind 'agent' \(rule BERTH-DEFAULT-DENY\); rule agents-lan did not match on max_network \(/);
+    expect(v.reason).toMatch(
+      /^default deny: no permit rule matches 'workload.load' for kind 'agent' \(rule BERTH-DEFAULT-DENY\); rule agents-lan did not match on max_network \(/,
+    );
     expect(v.reason).toContain("the package declares lan");
     expect(v.reason).not.toContain("other-kind");
-    const tier = evaluate("workload.place", ctx({ node_tier: "discovered" }), policy({ permits: [rule({ id: "paired-only" })] }), "n1");
-    expect(tier.reason).toContain("rule paired-only did not match on min_node_tier (the node's tier is discovered, the rule needs paired)");
-    const broken = evaluate("workload.place", ctx(), policy({ permits: [], permitsError: "permits.json: permits.0.max_network: Invalid option" }), "n1");
+    const tier = evaluate(
+      "workload.place",
+      ctx({ node_tier: "discovered" }),
+      policy({ permits: [rule({ id: "paired-only" })] }),
+      "n1",
+    );
+    expect(tier.reason).toContain(
+      "rule paired-only did not match on min_node_tier (the node's tier is discovered, the rule needs paired)",
+    );
+    const broken = evaluate(
+      "workload.place",
+      ctx(),
+      policy({ permits: [], permitsError: "permits.json: permits.0.max_network: Invalid option" }),
+      "n1",
+    );
     expect(broken.reason).toContain("the permits file loads no rule: permits.json: permits.0.max_network");
   });
 
   it("denies by default when no permit rule matches, naming BERTH-DEFAULT-DENY", () => {
     const v = evaluate("workload.load", ctx(), policy({ permits: [] }), "n");
     expect(v.decision).toBe("deny");
-    expect(v.reason).toBe("default deny: no permit rule matches 'workload.load' for kind 'agent' (rule BERTH-DEFAULT-DENY)");
+    expect(v.reason).toBe(
+      "default deny: no permit rule matches 'workload.load' for kind 'agent' (rule BERTH-DEFAULT-DENY)",
+    );
   });
 
   it("loads no permits from a missing-field, duplicate or unparsable permits file", () => {
     expect(parsePermits("not json").ok).toBe(false);
     expect(parsePermits('[{"id":"x"}]').ok).toBe(false);
-    expect(parsePermits('[{"id":"x","actions":["workload.*"],"kinds":["*"]},{"id":"x","actions":["workload.*"],"kinds":["*"]}]').ok).toBe(false);
+    expect(
+      parsePermits(
+        '[{"id":"x","actions":["workload.*"],"kinds":["*"]},{"id":"x","actions":["workload.*"],"kinds":["*"]}]',
+      ).ok,
+    ).toBe(false);
     expect(parsePermits('[{"id":"x","actions":["workload.*"],"kinds":["*"],"surprise":1}]').ok).toBe(false);
   });
 
   it("ignores an effect vector supplied by the caller", () => {
-    const sneaky = { ...ctx({ node_tier: "discovered" }), effect: { risk: 0, fairness: 0, privacy: 0, novelty: 0, security: 0 } } as WorkloadContext;
+    const sneaky = {
+      ...ctx({ node_tier: "discovered" }),
+      effect: { risk: 0, fairness: 0, privacy: 0, novelty: 0, security: 0 },
+    } as WorkloadContext;
     const v = evaluate("workload.load", sneaky, policy({ permits: [rule({ min_node_tier: "discovered" })] }), "n");
     expect(v.decision).toBe("deny");
     expect(v.reason).toContain("BERTH-EFFECT-CEILING");
@@ -112,29 +156,48 @@ describe("the decision procedure (§7.3)", () => {
   });
 
   it("denies a revoked signer, and a ref-carrying action naming no ref", () => {
-    const p = policy({ revocations: { generation: 1, subjects: [{ kind: "signer", id: "b".repeat(64), reason: "leaked", at_ms: 1 }] } });
+    const p = policy({
+      revocations: { generation: 1, subjects: [{ kind: "signer", id: "b".repeat(64), reason: "leaked", at_ms: 1 }] },
+    });
     expect(evaluate("workload.start", ctx(), p, "n").reason).toBe(`signer '${"b".repeat(64)}' is revoked: leaked`);
-    expect(evaluate("workload.start", ctx({ refs: { package_id: null, signer_keys: [], file_hashes: [] } }), policy(), "n").decision).toBe("deny");
+    expect(
+      evaluate("workload.start", ctx({ refs: { package_id: null, signer_keys: [], file_hashes: [] } }), policy(), "n")
+        .decision,
+    ).toBe("deny");
   });
 
   it("denies secrets on a paired node and permits them on a pinned one", () => {
-    expect(evaluate("workload.load", ctx({ secrets: true }), policy(), "n").reason).toBe("workloads carrying secrets require a pinned node");
-    expect(evaluate("workload.load", ctx({ secrets: true, node_tier: "pinned" }), policy(), "n").decision).toBe("permit");
+    expect(evaluate("workload.load", ctx({ secrets: true }), policy(), "n").reason).toBe(
+      "workloads carrying secrets require a pinned node",
+    );
+    expect(evaluate("workload.load", ctx({ secrets: true, node_tier: "pinned" }), policy(), "n").decision).toBe(
+      "permit",
+    );
   });
 
   it("never blocks teardown by tier, revocation or ceiling, and records what was waived", () => {
-    const p = policy({ permits: [], revocations: { generation: 1, subjects: [{ kind: "package", id: "a".repeat(64), reason: "x", at_ms: 1 }] } });
+    const p = policy({
+      permits: [],
+      revocations: { generation: 1, subjects: [{ kind: "package", id: "a".repeat(64), reason: "x", at_ms: 1 }] },
+    });
     for (const action of ["workload.stop", "workload.unload"]) {
       const v = evaluate(action, ctx({ node_tier: "discovered", package_trust: "unsigned" }), p, "n");
       expect(v.decision).toBe("permit");
       expect(v.payload.permit_rule).toBe("BERTH-TEARDOWN");
       expect(v.payload.teardown_waived).toEqual(["tier", "revocation", "ceiling"]);
     }
-    expect(evaluate("workload.unload", ctx(), policy({ permits: [], builtinTeardown: false }), "n").decision).toBe("deny");
+    expect(evaluate("workload.unload", ctx(), policy({ permits: [], builtinTeardown: false }), "n").decision).toBe(
+      "deny",
+    );
   });
 
   it("defers instead of denying over the ceiling with human approval, and defer is not a permit", () => {
-    const v = evaluate("workload.load", ctx({ node_tier: "discovered" }), policy({ permits: [rule({ min_node_tier: "discovered" })], humanApproval: true }), "n");
+    const v = evaluate(
+      "workload.load",
+      ctx({ node_tier: "discovered" }),
+      policy({ permits: [rule({ min_node_tier: "discovered" })], humanApproval: true }),
+      "n",
+    );
     expect(v.decision).toBe("defer");
     expect(v.reason).toContain("deferred to a human (refused on this path)");
   });

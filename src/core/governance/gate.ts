@@ -32,7 +32,11 @@ export interface WorkloadContext {
   readonly emulated: boolean;
   readonly accelerator: string | null;
   readonly cpu_millis: number;
-  readonly refs: { readonly package_id: string | null; readonly signer_keys: readonly string[]; readonly file_hashes: readonly string[] };
+  readonly refs: {
+    readonly package_id: string | null;
+    readonly signer_keys: readonly string[];
+    readonly file_hashes: readonly string[];
+  };
   /** The acting principal: the controller id on the controller, the requester id on a node. */
   readonly agent: string;
   /**
@@ -84,7 +88,12 @@ export function resourceCostMilli(cpuMillis: number): number {
 }
 
 /** §7.1: the effect vector, from typed fields only. */
-export function effectOf(ctx: Pick<WorkloadContext, "package_trust" | "node_tier" | "network" | "secrets" | "emulated" | "accelerator" | "cpu_millis">): EffectVector {
+export function effectOf(
+  ctx: Pick<
+    WorkloadContext,
+    "package_trust" | "node_tier" | "network" | "secrets" | "emulated" | "accelerator" | "cpu_millis"
+  >,
+): EffectVector {
   const trustRisk = { unsigned: 900, signed_unpinned: 600, pinned_signer: 100 }[ctx.package_trust];
   const tierSecurity = { discovered: 800, paired: 300, pinned: 100 }[ctx.node_tier];
   const networkSecurity = { none: 0, lan: 100, egress: 300 }[ctx.network];
@@ -122,24 +131,61 @@ function acceleratorMatches(selector: string, accelerator: string): boolean {
 
 /** The field of a permit rule that did not match, and why, in words a person can act on (issue 33). */
 export interface PermitMismatch {
-  readonly field: "actions" | "kinds" | "controllers" | "min_package_trust" | "min_node_tier" | "max_network" | "allow_secrets" | "allow_emulated" | "accelerators" | "max_resource_cost_milli";
+  readonly field:
+    | "actions"
+    | "kinds"
+    | "controllers"
+    | "min_package_trust"
+    | "min_node_tier"
+    | "max_network"
+    | "allow_secrets"
+    | "allow_emulated"
+    | "accelerators"
+    | "max_resource_cost_milli";
   readonly detail: string;
 }
 
 /** Why a permit does not match, or null when it does. Teardown matches on actions, kinds and controllers only. */
-export function permitMismatch(rule: PermitRule, action: string, ctx: WorkloadContext, teardown: boolean): PermitMismatch | null {
-  if (!rule.actions.some((a) => actionMatches(a, action))) return { field: "actions", detail: `${action} is not among ${rule.actions.join(", ")}` };
-  if (!rule.kinds.includes("*") && !rule.kinds.includes(ctx.kind)) return { field: "kinds", detail: `kind ${ctx.kind} is not among ${rule.kinds.join(", ")}` };
-  if (rule.controllers.length > 0 && !rule.controllers.includes(ctx.agent)) return { field: "controllers", detail: `controller ${ctx.agent} is not listed` };
+export function permitMismatch(
+  rule: PermitRule,
+  action: string,
+  ctx: WorkloadContext,
+  teardown: boolean,
+): PermitMismatch | null {
+  if (!rule.actions.some((a) => actionMatches(a, action)))
+    return { field: "actions", detail: `${action} is not among ${rule.actions.join(", ")}` };
+  if (!rule.kinds.includes("*") && !rule.kinds.includes(ctx.kind))
+    return { field: "kinds", detail: `kind ${ctx.kind} is not among ${rule.kinds.join(", ")}` };
+  if (rule.controllers.length > 0 && !rule.controllers.includes(ctx.agent))
+    return { field: "controllers", detail: `controller ${ctx.agent} is not listed` };
   if (teardown) return null;
-  if (rank(TRUST_LEVELS, ctx.package_trust) < rank(TRUST_LEVELS, rule.min_package_trust)) return { field: "min_package_trust", detail: `the package is ${ctx.package_trust}, the rule needs ${rule.min_package_trust}` };
-  if (rank(TIERS, ctx.node_tier) < rank(TIERS, rule.min_node_tier)) return { field: "min_node_tier", detail: `the node's tier is ${ctx.node_tier}, the rule needs ${rule.min_node_tier}` };
-  if (rank(NETWORKS, ctx.network) > rank(NETWORKS, rule.max_network)) return { field: "max_network", detail: networkDetail(rule, ctx) };
-  if (ctx.secrets && !rule.allow_secrets) return { field: "allow_secrets", detail: "the package declares secrets and the rule does not allow them" };
-  if (ctx.emulated && !rule.allow_emulated) return { field: "allow_emulated", detail: "the route is emulated and the rule does not allow it" };
-  if (ctx.accelerator !== null && !rule.accelerators.some((s) => acceleratorMatches(s, ctx.accelerator as string))) return { field: "accelerators", detail: `accelerator ${ctx.accelerator} matches none of [${rule.accelerators.join(", ")}]` };
+  if (rank(TRUST_LEVELS, ctx.package_trust) < rank(TRUST_LEVELS, rule.min_package_trust))
+    return {
+      field: "min_package_trust",
+      detail: `the package is ${ctx.package_trust}, the rule needs ${rule.min_package_trust}`,
+    };
+  if (rank(TIERS, ctx.node_tier) < rank(TIERS, rule.min_node_tier))
+    return {
+      field: "min_node_tier",
+      detail: `the node's tier is ${ctx.node_tier}, the rule needs ${rule.min_node_tier}`,
+    };
+  if (rank(NETWORKS, ctx.network) > rank(NETWORKS, rule.max_network))
+    return { field: "max_network", detail: networkDetail(rule, ctx) };
+  if (ctx.secrets && !rule.allow_secrets)
+    return { field: "allow_secrets", detail: "the package declares secrets and the rule does not allow them" };
+  if (ctx.emulated && !rule.allow_emulated)
+    return { field: "allow_emulated", detail: "the route is emulated and the rule does not allow it" };
+  if (ctx.accelerator !== null && !rule.accelerators.some((s) => acceleratorMatches(s, ctx.accelerator as string)))
+    return {
+      field: "accelerators",
+      detail: `accelerator ${ctx.accelerator} matches none of [${rule.accelerators.join(", ")}]`,
+    };
   const cost = resourceCostMilli(ctx.cpu_millis);
-  if (cost > rule.max_resource_cost_milli) return { field: "max_resource_cost_milli", detail: `the workload costs ${cost}, the rule allows ${rule.max_resource_cost_milli}` };
+  if (cost > rule.max_resource_cost_milli)
+    return {
+      field: "max_resource_cost_milli",
+      detail: `the workload costs ${cost}, the rule allows ${rule.max_resource_cost_milli}`,
+    };
   return null;
 }
 
@@ -206,7 +252,11 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
     emulated: input.emulated,
     accelerator: input.accelerator,
     cpu_millis: input.cpu_millis,
-    refs: { package_id: input.refs.package_id, signer_keys: [...input.refs.signer_keys], file_hashes: [...input.refs.file_hashes] },
+    refs: {
+      package_id: input.refs.package_id,
+      signer_keys: [...input.refs.signer_keys],
+      file_hashes: [...input.refs.file_hashes],
+    },
     agent: input.agent,
     ...(input.network_declared === undefined ? {} : { network_declared: input.network_declared }),
   };
@@ -247,7 +297,8 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
   };
 
   // 1.
-  if (!action.startsWith("workload.")) return verdict("deny", `action '${action}' is not a workload action`, action, false);
+  if (!action.startsWith("workload."))
+    return verdict("deny", `action '${action}' is not a workload action`, action, false);
   // 2.
   if (!(GOVERNED_ACTIONS as readonly string[]).includes(action)) {
     return verdict("deny", `action '${action}' is not a governed action`, "workload.refuse");
@@ -259,7 +310,12 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
   if (!teardown) {
     if (policy.revocations === null) return verdict("deny", "revocation list unreadable (fail closed)");
     const refs = ctx.refs;
-    if (REF_CARRYING_ACTIONS.has(action) && refs.package_id === null && refs.signer_keys.length === 0 && refs.file_hashes.length === 0) {
+    if (
+      REF_CARRYING_ACTIONS.has(action) &&
+      refs.package_id === null &&
+      refs.signer_keys.length === 0 &&
+      refs.file_hashes.length === 0
+    ) {
       return verdict("deny", `${action} names no package, signer or file (fail closed)`);
     }
     const subjects: Array<[string, string]> = [
@@ -276,7 +332,8 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
     }
   }
   // 5.
-  if (ctx.secrets && effective.node_tier !== "pinned") return verdict("deny", "workloads carrying secrets require a pinned node");
+  if (ctx.secrets && effective.node_tier !== "pinned")
+    return verdict("deny", "workloads carrying secrets require a pinned node");
   // 6.
   const rules = policy.builtinTeardown ? [...policy.permits, BUILTIN_TEARDOWN] : [...policy.permits];
   for (const rule of rules) {
@@ -290,16 +347,22 @@ export function evaluate(action: string, input: WorkloadContext, policy: GatePol
     evaluated.push("BERTH-DEFAULT-DENY");
     // Issue 33: say why: the permits file that loaded nothing, or each rule for this action and kind with the field
     // that refused it (the verbatim prefix stays, spec §7.3).
-    const why = policy.permitsError ? `; the permits file loads no rule: ${policy.permitsError}` : closestRules(policy.permits, action, effective, teardown);
-    return verdict("deny", `default deny: no permit rule matches '${action}' for kind '${ctx.kind}' (rule BERTH-DEFAULT-DENY)${why}`);
+    const why = policy.permitsError
+      ? `; the permits file loads no rule: ${policy.permitsError}`
+      : closestRules(policy.permits, action, effective, teardown);
+    return verdict(
+      "deny",
+      `default deny: no permit rule matches '${action}' for kind '${ctx.kind}' (rule BERTH-DEFAULT-DENY)${why}`,
+    );
   }
   // 7.
   if (!teardown && ceilingExceeded(effect, policy.thresholdMilli)) {
     evaluated.push("BERTH-EFFECT-CEILING");
     const text = `effect score ${(scoreMilli(effect) / 1000).toFixed(3)} exceeds threshold ${(policy.thresholdMilli / 1000).toFixed(3)} (rule BERTH-EFFECT-CEILING)`;
-    return policy.humanApproval ? verdict("defer", `${text}; deferred to a human (refused on this path)`) : verdict("deny", text);
+    return policy.humanApproval
+      ? verdict("defer", `${text}; deferred to a human (refused on this path)`)
+      : verdict("deny", text);
   }
   // 8.
   return verdict("permit", `permitted by rule ${permitRule}`);
 }
-

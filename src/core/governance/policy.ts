@@ -8,9 +8,21 @@ import { z } from "zod";
 import { TIERS } from "../identity/tier.js";
 import { describeIssues } from "../protocol/messages.js";
 
-export const GOVERNED_ACTIONS = ["workload.place", "workload.load", "workload.start", "workload.stop", "workload.unload", "workload.migrate"] as const;
+export const GOVERNED_ACTIONS = [
+  "workload.place",
+  "workload.load",
+  "workload.start",
+  "workload.stop",
+  "workload.unload",
+  "workload.migrate",
+] as const;
 export const TEARDOWN_ACTIONS: ReadonlySet<string> = new Set(["workload.stop", "workload.unload"]);
-export const REF_CARRYING_ACTIONS: ReadonlySet<string> = new Set(["workload.place", "workload.load", "workload.start", "workload.migrate"]);
+export const REF_CARRYING_ACTIONS: ReadonlySet<string> = new Set([
+  "workload.place",
+  "workload.load",
+  "workload.start",
+  "workload.migrate",
+]);
 
 export const TRUST_LEVELS = ["unsigned", "signed_unpinned", "pinned_signer"] as const;
 export const NETWORKS = ["none", "lan", "egress"] as const;
@@ -21,10 +33,17 @@ export const PermitRuleSchema = z.strictObject({
   id: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, "id must match ^[A-Za-z0-9._-]{1,64}$"),
   description: z.string().max(1024).default(""),
   actions: z
-    .array(z.string().regex(/^workload\.([a-z]+|[a-z]*\*)$/, "actions are workload.<action>, workload.* or workload.<prefix>*"))
+    .array(
+      z
+        .string()
+        .regex(/^workload\.([a-z]+|[a-z]*\*)$/, "actions are workload.<action>, workload.* or workload.<prefix>*"),
+    )
     .min(1)
     .max(16),
-  kinds: z.array(z.string().regex(/^([a-z0-9_-]{1,64}|\*)$/, "kinds are exact kinds or *")).min(1).max(64),
+  kinds: z
+    .array(z.string().regex(/^([a-z0-9_-]{1,64}|\*)$/, "kinds are exact kinds or *"))
+    .min(1)
+    .max(64),
   controllers: z.array(z.string().max(64)).max(64).default([]),
   min_package_trust: z.enum(TRUST_LEVELS).default("pinned_signer"),
   min_node_tier: z.enum(TIERS).default("paired"),
@@ -79,7 +98,9 @@ export function parsePermits(text: string): Loaded<PermitRule[]> {
     return { ok: false, error: "permits file is not valid JSON" };
   }
   const parsed = PermitsFileSchema.safeParse(raw);
-  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssues("permits", parsed.error.issues) };
+  return parsed.success
+    ? { ok: true, value: parsed.data }
+    : { ok: false, error: describeIssues("permits", parsed.error.issues) };
 }
 
 export function parseRevocations(text: string): Loaded<RevocationList> {
@@ -90,5 +111,7 @@ export function parseRevocations(text: string): Loaded<RevocationList> {
     return { ok: false, error: "revocations file is not valid JSON" };
   }
   const parsed = RevocationListSchema.safeParse(raw);
-  return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssues("revocations", parsed.error.issues) };
+  return parsed.success
+    ? { ok: true, value: parsed.data }
+    : { ok: false, error: describeIssues("revocations", parsed.error.issues) };
 }

@@ -48,7 +48,10 @@ export function gateSummaryHashOf(canonical: string): string {
  * refuses such input anyway). Verdicts are told apart by their canonical text, computed once per distinct object, so
  * a caller that hands the same object to the nodes with one verdict pays for one canonical form, not one per node.
  */
-export function summariseVerdicts(action: string, consulted: ReadonlyArray<{ readonly node: string; readonly verdict: JsonObject }>): GateSummary {
+export function summariseVerdicts(
+  action: string,
+  consulted: ReadonlyArray<{ readonly node: string; readonly verdict: JsonObject }>,
+): GateSummary {
   const byNode = new Map<string, JsonObject>();
   for (const { node, verdict } of consulted) if (!byNode.has(node)) byNode.set(node, verdict);
   const sortedNodes = [...byNode.keys()].sort();
@@ -96,16 +99,23 @@ export function parseGateSummary(text: string): Result<ParsedGateSummary> {
   const parsed = parseCanonical(text);
   if (!parsed.ok) return { ok: false, error: `the summary is not canonical JSON: ${parsed.error}` };
   const v = parsed.value as { [key: string]: JsonValue };
-  if (typeof v !== "object" || v === null || Array.isArray(v) || v.format !== GATE_SUMMARY_FORMAT) return { ok: false, error: `the summary's format is not ${GATE_SUMMARY_FORMAT}` };
+  if (typeof v !== "object" || v === null || Array.isArray(v) || v.format !== GATE_SUMMARY_FORMAT)
+    return { ok: false, error: `the summary's format is not ${GATE_SUMMARY_FORMAT}` };
   if (typeof v.action !== "string") return { ok: false, error: "the summary names no action" };
   const verdicts = v.verdicts;
   const nodes = v.nodes;
-  if (!Array.isArray(verdicts) || verdicts.some((x) => typeof x !== "object" || x === null || Array.isArray(x))) return { ok: false, error: "the summary's verdicts are not a list of objects" };
-  if (typeof nodes !== "object" || nodes === null || Array.isArray(nodes)) return { ok: false, error: "the summary's nodes are not an object" };
+  if (!Array.isArray(verdicts) || verdicts.some((x) => typeof x !== "object" || x === null || Array.isArray(x)))
+    return { ok: false, error: "the summary's verdicts are not a list of objects" };
+  if (typeof nodes !== "object" || nodes === null || Array.isArray(nodes))
+    return { ok: false, error: "the summary's nodes are not an object" };
   for (const [node, index] of Object.entries(nodes)) {
-    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= verdicts.length) return { ok: false, error: `node ${node} points at no verdict` };
+    if (typeof index !== "number" || !Number.isInteger(index) || index < 0 || index >= verdicts.length)
+      return { ok: false, error: `node ${node} points at no verdict` };
   }
-  return { ok: true, value: { action: v.action, nodes: nodes as Record<string, number>, verdicts: verdicts as JsonObject[] } };
+  return {
+    ok: true,
+    value: { action: v.action, nodes: nodes as Record<string, number>, verdicts: verdicts as JsonObject[] },
+  };
 }
 
 /** The verdict payload the gate built for `node`, as a per-node event recorded it before issue 35; null if not named. */
@@ -120,6 +130,12 @@ export function gateSummaryRefOf(payload: JsonObject): GateSummaryRef | null {
   const gate = payload.gate;
   if (typeof gate !== "object" || gate === null || Array.isArray(gate)) return null;
   const { summary, action, nodes, permitted } = gate as { [key: string]: JsonValue };
-  if (!isLowerHex(summary, 32) || typeof action !== "string" || typeof nodes !== "number" || typeof permitted !== "number") return null;
+  if (
+    !isLowerHex(summary, 32) ||
+    typeof action !== "string" ||
+    typeof nodes !== "number" ||
+    typeof permitted !== "number"
+  )
+    return null;
   return { summary, action, nodes, permitted };
 }

@@ -6,7 +6,10 @@ const GOLDEN = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5"
 
 describe("nsec decoding (spec/kubernetes.md §4.1)", () => {
   it("derives the published golden x-only public key", () => {
-    expect(decodeNsec(GOLDEN)).toEqual({ ok: true, value: "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e" });
+    expect(decodeNsec(GOLDEN)).toEqual({
+      ok: true,
+      value: "7e7e9c42a91bfef19fa929e5fda1b72e0ebc1a4c1141673e2794234d86addf4e",
+    });
   });
 
   it("trims surrounding whitespace before decoding", () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { apiErrorOf, deleteVerdict, describeApiError, isDefiniteRejection, parseImfFixdate } from "./api-status.js";
 import { providerPath } from "./path-env.js";
 
-const status = (reason: string, code: number, message = "m") => JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason, code, message });
+const status = (reason: string, code: number, message = "m") =>
+  JSON.stringify({ kind: "Status", apiVersion: "v1", status: "Failure", reason, code, message });
 
 describe("apiserver verdicts (spec/kubernetes.md §8.6)", () => {
   it("maps a 2xx to Accepted and the Status reasons by their exact spelling", () => {
@@ -30,7 +31,9 @@ describe("apiserver verdicts (spec/kubernetes.md §8.6)", () => {
   });
 
   it("renders {e} as reason and message and knows definite rejections", () => {
-    expect(describeApiError(apiErrorOf(403, status("Forbidden", 403, "pods is forbidden")))).toBe("Forbidden: pods is forbidden");
+    expect(describeApiError(apiErrorOf(403, status("Forbidden", 403, "pods is forbidden")))).toBe(
+      "Forbidden: pods is forbidden",
+    );
     expect(isDefiniteRejection(apiErrorOf(422, status("Invalid", 422)))).toBe(true);
     expect(isDefiniteRejection(apiErrorOf(500, status("InternalError", 500)))).toBe(false);
     expect(isDefiniteRejection({ kind: "transport", message: "ECONNRESET" })).toBe(false);
@@ -42,17 +45,24 @@ describe("the server Date header (spec/kubernetes.md §11 step 1)", () => {
     expect(parseImfFixdate("Sun, 02 Aug 2026 04:00:00 GMT")).toBe(Date.parse("2026-08-02T04:00:00Z"));
   });
 
-  it.each([null, "", "2026-08-02T04:00:00Z", "Sunday, 02-Aug-26 04:00:00 GMT", "Mon, 02 Aug 2026 04:00:00 GMT", "Sun, 31 Feb 2026 04:00:00 GMT", "Sun, 02 Aug 2026 04:00:00 UTC"])(
-    "treats %j as no server clock",
-    (header) => {
-      expect(parseImfFixdate(header)).toBeNull();
-    },
-  );
+  it.each([
+    null,
+    "",
+    "2026-08-02T04:00:00Z",
+    "Sunday, 02-Aug-26 04:00:00 GMT",
+    "Mon, 02 Aug 2026 04:00:00 GMT",
+    "Sun, 31 Feb 2026 04:00:00 GMT",
+    "Sun, 02 Aug 2026 04:00:00 UTC",
+  ])("treats %j as no server clock", (header) => {
+    expect(parseImfFixdate(header)).toBeNull();
+  });
 });
 
 describe("PATH for credential plugins (spec/kubernetes.md §8.1)", () => {
   it("prepends the usual locations, then HOME's, then inherited entries without empty ones", () => {
-    expect(providerPath("/usr/bin::/bin:", "/home/u")).toBe("/opt/homebrew/bin:/usr/local/bin:/home/u/.local/bin:/usr/bin:/bin");
+    expect(providerPath("/usr/bin::/bin:", "/home/u")).toBe(
+      "/opt/homebrew/bin:/usr/local/bin:/home/u/.local/bin:/usr/bin:/bin",
+    );
     expect(providerPath(undefined, undefined)).toBe("/opt/homebrew/bin:/usr/local/bin");
   });
 });

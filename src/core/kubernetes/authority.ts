@@ -18,4 +18,3 @@ export function classifiedDelete(action: DeleteAction): ClassifiedDelete {
 }
 
 export const GC_DELETE: GcDelete = { kind: "gc-terminated" };
-

@@ -31,18 +31,26 @@ describe("Buzz observe.rs (block/buzz@59a8f96)", () => {
       ["no match for platform in manifest", "arch-mismatch"],
     ] as const;
     for (const [message, failure] of cases) {
-      expect(startupOf(rawPod({ phase: "Running", agentState: waiting("ErrImagePull", message) })), message).toEqual({ kind: "pull-failing", failure });
+      expect(startupOf(rawPod({ phase: "Running", agentState: waiting("ErrImagePull", message) })), message).toEqual({
+        kind: "pull-failing",
+        failure,
+      });
     }
     // "a transient network failure must not be reported as permanent"
-    expect(startupOf(rawPod({ phase: "Running", agentState: waiting("ImagePullBackOff", "dial tcp: i/o timeout") }))).toEqual({ kind: "recoverable" });
+    expect(
+      startupOf(rawPod({ phase: "Running", agentState: waiting("ImagePullBackOff", "dial tcp: i/o timeout") })),
+    ).toEqual({ kind: "recoverable" });
   });
 
   it("terminal_phase_without_container_status_is_terminated", () => {
-    for (const phase of ["Succeeded", "Failed"]) expect(startupOf(rawPod({ phase })), phase).toEqual({ kind: "terminated" });
+    for (const phase of ["Succeeded", "Failed"])
+      expect(startupOf(rawPod({ phase })), phase).toEqual({ kind: "terminated" });
   });
 
   it("phase_running_with_waiting_container_is_not_started", () => {
-    expect(startupOf(rawPod({ phase: "Running", agentState: waiting("ContainerCreating", "") }))).toEqual({ kind: "recoverable" });
+    expect(startupOf(rawPod({ phase: "Running", agentState: waiting("ContainerCreating", "") }))).toEqual({
+      kind: "recoverable",
+    });
   });
 
   it("pull_failure_messages_are_actionable_and_redacted", () => {
@@ -51,7 +59,8 @@ describe("Buzz observe.rs (block/buzz@59a8f96)", () => {
       const msg = pullFailureMessage(failure, image);
       expect(msg).toContain("ghcr.io");
       expect(msg).toContain(image);
-      for (const secret of ["Bearer", "password", "nsec1", "token"]) expect(msg, `leaked ${secret}`).not.toContain(secret);
+      for (const secret of ["Bearer", "password", "nsec1", "token"])
+        expect(msg, `leaked ${secret}`).not.toContain(secret);
     }
   });
 

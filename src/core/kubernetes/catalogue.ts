@@ -14,7 +14,8 @@ export const catalogue = {
     `kubeconfig context ${ctx} authenticates with the credential plugin ${JSON.stringify(cmd)}, which is not on PATH. Install it or add its directory to PATH, then try again.`,
   F3: (ctx: string, e: string) => `could not connect to the cluster using kubeconfig context ${ctx}: ${e}`,
   G1: (ns: string, e: string) => `could not check whether namespace ${ns} exists: ${e}`,
-  G2: (ns: string) => `not authorized to create namespace ${ns}. Ask a cluster administrator to run \`kubectl create namespace ${ns}\`, then try again.`,
+  G2: (ns: string) =>
+    `not authorized to create namespace ${ns}. Ask a cluster administrator to run \`kubectl create namespace ${ns}\`, then try again.`,
   G3: (ns: string, e: string) => `could not create namespace ${ns}: ${e}`,
   H1: (n: string, e: string) => `could not check whether secret ${n} exists: ${e}`,
   H2: (n: string, e: string) => `could not create secret ${n}: ${e}`,
@@ -32,7 +33,9 @@ export const catalogue = {
     `${pod} was created by this deploy and did not stay running: ${condition}. Not retrying in this call — an immediate exit recurs until its cause is fixed. Check the agent's configuration and press Start to try again.`,
   K5: (pod: string) =>
     `a pod named ${pod} already exists in this namespace but is not managed by this provider for this agent (it lacks the management marker or carries a different agent identity). Remove it, or deploy this agent to a different namespace.`,
-  K6: (d: number, pod: string, condition: string) => `startup not confirmed within ${d}s for ${pod} (another deploy of this agent created it): ${condition}`,
+  K6: (d: number, pod: string, condition: string) =>
+    `startup not confirmed within ${d}s for ${pod} (another deploy of this agent created it): ${condition}`,
   K7: (pod: string) => `${pod} was created by another deploy of this agent and is already being deleted; try again`,
-  K8: (pod: string, condition: string) => `${pod} was created by another deploy of this agent and did not start: ${condition}`,
+  K8: (pod: string, condition: string) =>
+    `${pod} was created by another deploy of this agent and did not start: ${condition}`,
 } as const;

@@ -25,13 +25,22 @@ describe("classification ported from the seed (spec/kubernetes.md §19.1)", () =
   it("the deletion mark beats every startup state", () => {
     for (const startup of ALL_STARTUPS) {
       const pod = verified(startup, fp("a"), { marked: true });
-      expect(classify(pod, fp("a")), startup.kind).toEqual({ kind: "await-disappearance", name: pod.name, uid: "uid-1" });
+      expect(classify(pod, fp("a")), startup.kind).toEqual({
+        kind: "await-disappearance",
+        name: pod.name,
+        uid: "uid-1",
+      });
     }
   });
 
   it("a terminated pod is replaced with the pod's fence", () => {
     const pod = verified({ kind: "terminated" }, fp("a"));
-    expect(classify(pod, fp("a"))).toMatchObject({ kind: "delete", name: pod.name, fence: pod.fence, cause: "terminated" });
+    expect(classify(pod, fp("a"))).toMatchObject({
+      kind: "delete",
+      name: pod.name,
+      fence: pod.fence,
+      cause: "terminated",
+    });
   });
 
   it("a provably broken never-started pod is replaced with the pod's fence", () => {

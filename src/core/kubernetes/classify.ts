@@ -27,7 +27,11 @@ export type DeleteAction = {
   readonly cause: DeleteCause;
   readonly [classifiedBrand]: true;
 };
-export type AwaitDisappearanceAction = { readonly kind: "await-disappearance"; readonly name: string; readonly uid: string };
+export type AwaitDisappearanceAction = {
+  readonly kind: "await-disappearance";
+  readonly name: string;
+  readonly uid: string;
+};
 export type NoOpAction = { readonly kind: "no-op"; readonly agentId: string };
 export type ObserveAction = { readonly kind: "observe"; readonly name: string };
 export type ReportAction = { readonly kind: "report"; readonly name: string; readonly failure: PullFailure };

@@ -13,7 +13,9 @@ export function latestCondition(pod: PodObject): string {
   // what it is, not "the pod is Running" (issue 34).
   if (pod.metadata.deletionTimestamp) {
     const grace = pod.spec.terminationGracePeriodSeconds;
-    return typeof grace === "number" ? `the pod is terminating (deletion requested; grace period ${grace}s)` : "the pod is terminating (deletion requested)";
+    return typeof grace === "number"
+      ? `the pod is terminating (deletion requested; grace period ${grace}s)`
+      : "the pod is terminating (deletion requested)";
   }
   const state = agentContainerState(pod);
   const waitingReason = state?.waiting?.reason;
@@ -26,7 +28,9 @@ export function latestCondition(pod: PodObject): string {
   const falseCondition = pod.status?.conditions?.find((c) => c.status === "False");
   if (falseCondition) {
     const parts = [falseCondition.reason ?? "", falseCondition.message ?? ""].filter((p) => p !== "");
-    return parts.length ? `pod condition ${falseCondition.type} is false: ${parts.join(": ")}` : `pod condition ${falseCondition.type} is false`;
+    return parts.length
+      ? `pod condition ${falseCondition.type} is false: ${parts.join(": ")}`
+      : `pod condition ${falseCondition.type} is false`;
   }
   const phase = pod.status?.phase;
   if (phase) return `the pod is ${phase}`;

@@ -61,15 +61,20 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
   it("B1 refuses a non-object and B2 a null or cleared namespace", () => {
     expect(errorOf([1])).toBe("provider_config must be a JSON object");
     expect(errorOf("x")).toBe("provider_config must be a JSON object");
-    expect(errorOf(null)).toMatch(/^provider_config.namespace is required: the info schema supplies a generated default/);
+    expect(errorOf(null)).toMatch(
+      /^provider_config.namespace is required: the info schema supplies a generated default/,
+    );
     expect(errorOf({ ...base, namespace: "  " })).toMatch(/^provider_config.namespace is required/);
   });
 
-  it.each(["Buzz-Agents", "-leading", "trailing-", "has_underscore", "n".repeat(64)])("B3 refuses namespace %j", (ns) => {
-    expect(errorOf({ ...base, namespace: ns })).toBe(
-      `provider_config.namespace ${JSON.stringify(ns)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`,
-    );
-  });
+  it.each(["Buzz-Agents", "-leading", "trailing-", "has_underscore", "n".repeat(64)])(
+    "B3 refuses namespace %j",
+    (ns) => {
+      expect(errorOf({ ...base, namespace: ns })).toBe(
+        `provider_config.namespace ${JSON.stringify(ns)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`,
+      );
+    },
+  );
 
   it("accepts a 63-character namespace", () => {
     expect(errorOf({ ...base, namespace: "n".repeat(63) })).toBeNull();
@@ -81,13 +86,21 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
   });
 
   it("B5 renders numbers bare, strings quoted and other JSON as text", () => {
-    expect(errorOf({ ...base, inactivity_seconds: -1 })).toBe("provider_config.inactivity_seconds must be a non-negative integer, got -1");
-    expect(errorOf({ ...base, inactivity_seconds: 1.5 })).toBe("provider_config.inactivity_seconds must be a non-negative integer, got 1.5");
-    expect(errorOf({ ...base, inactivity_seconds: "abc" })).toBe('provider_config.inactivity_seconds must be a non-negative integer, got "abc"');
-    expect(errorOf({ ...base, inactivity_seconds: true })).toBe("provider_config.inactivity_seconds must be a non-negative integer, got true");
+    expect(errorOf({ ...base, inactivity_seconds: -1 })).toBe(
+      "provider_config.inactivity_seconds must be a non-negative integer, got -1",
+    );
+    expect(errorOf({ ...base, inactivity_seconds: 1.5 })).toBe(
+      "provider_config.inactivity_seconds must be a non-negative integer, got 1.5",
+    );
+    expect(errorOf({ ...base, inactivity_seconds: "abc" })).toBe(
+      'provider_config.inactivity_seconds must be a non-negative integer, got "abc"',
+    );
+    expect(errorOf({ ...base, inactivity_seconds: true })).toBe(
+      "provider_config.inactivity_seconds must be a non-negative integer, got true",
+    );
   });
 
-  it("accepts 300, \"300\" and treats \"\" as unset", () => {
+  it('accepts 300, "300" and treats "" as unset', () => {
     for (const [v, expected] of [
       [300, 300],
       ["300", 300],
@@ -100,30 +113,53 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
   });
 
   it("B6 refuses an indefinite lifetime", () => {
-    expect(errorOf({ ...base, inactivity_seconds: 0 })).toMatch(/^provider_config.inactivity_seconds: 0 \(indefinite lifetime\) is not supported/);
+    expect(errorOf({ ...base, inactivity_seconds: 0 })).toMatch(
+      /^provider_config.inactivity_seconds: 0 \(indefinite lifetime\) is not supported/,
+    );
   });
 
   it("B7 requires an image, and B8–B12 come from the image rules", () => {
-    expect(errorOf({ namespace: "ns" })).toMatch(/^provider_config.image is required: no image is assumed at parse time/);
+    expect(errorOf({ namespace: "ns" })).toMatch(
+      /^provider_config.image is required: no image is assumed at parse time/,
+    );
     expect(errorOf({ namespace: "ns", image: "x:1" })).toMatch(/is not digest-pinned/);
   });
 
   it("B13 requires workspace_storage for a storage class", () => {
-    expect(errorOf({ ...base, workspace_storage_class: "fast" })).toBe("provider_config.workspace_storage_class requires workspace_storage");
+    expect(errorOf({ ...base, workspace_storage_class: "fast" })).toBe(
+      "provider_config.workspace_storage_class requires workspace_storage",
+    );
   });
 
   it("B14–B16 police pod_options strictly", () => {
     expect(errorOf({ ...base, pod_options: { bogus: 1 } })).toBe('provider_config.pod_options: unknown key "bogus"');
-    expect(errorOf({ ...base, pod_options: { node_selector: { a: 1 } } })).toMatch(/^provider_config.pod_options: node_selector/);
-    expect(errorOf({ ...base, pod_options: { tolerations: [{ operator: "Maybe" }] } })).toMatch(/^provider_config.pod_options: tolerations/);
-    expect(errorOf({ ...base, pod_options: { setup_pending: "yes" } })).toBe('provider_config.pod_options: setup_pending must be a boolean, got "yes"');
-    expect(errorOf({ ...base, pod_options: { setup_pending: null } })).toMatch(/^provider_config.pod_options: setup_pending must be a boolean/);
+    expect(errorOf({ ...base, pod_options: { node_selector: { a: 1 } } })).toMatch(
+      /^provider_config.pod_options: node_selector/,
+    );
+    expect(errorOf({ ...base, pod_options: { tolerations: [{ operator: "Maybe" }] } })).toMatch(
+      /^provider_config.pod_options: tolerations/,
+    );
+    expect(errorOf({ ...base, pod_options: { setup_pending: "yes" } })).toBe(
+      'provider_config.pod_options: setup_pending must be a boolean, got "yes"',
+    );
+    expect(errorOf({ ...base, pod_options: { setup_pending: null } })).toMatch(
+      /^provider_config.pod_options: setup_pending must be a boolean/,
+    );
     const setup = parseProviderConfig({ ...base, pod_options: { setup_pending: true } });
     expect(setup.ok && setup.value.podOptions).toEqual({ setupPending: true });
-    expect(errorOf({ ...base, workspace_storage: "1Gi", pod_options: { workspace_size_limit: "1Gi" } })).toMatch(/^provider_config.pod_options: workspace_size_limit conflicts/);
-    expect(errorOf({ ...base, pod_options: { active_deadline_seconds: 0 } })).toBe("provider_config.pod_options.active_deadline_seconds must be positive");
-    expect(errorOf({ ...base, pod_options: { ephemeral_storage_limit: " " } })).toBe("provider_config.pod_options storage quantities must not be empty");
-    const empty = parseProviderConfig({ ...base, pod_options: { node_selector: {}, tolerations: [], setup_pending: false } });
+    expect(errorOf({ ...base, workspace_storage: "1Gi", pod_options: { workspace_size_limit: "1Gi" } })).toMatch(
+      /^provider_config.pod_options: workspace_size_limit conflicts/,
+    );
+    expect(errorOf({ ...base, pod_options: { active_deadline_seconds: 0 } })).toBe(
+      "provider_config.pod_options.active_deadline_seconds must be positive",
+    );
+    expect(errorOf({ ...base, pod_options: { ephemeral_storage_limit: " " } })).toBe(
+      "provider_config.pod_options storage quantities must not be empty",
+    );
+    const empty = parseProviderConfig({
+      ...base,
+      pod_options: { node_selector: {}, tolerations: [], setup_pending: false },
+    });
     expect(empty.ok && empty.value.podOptions).toBeNull();
   });
 
@@ -137,22 +173,40 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
     expect(errorOf({ namespace: "BAD", image: "x:1", inactivity_seconds: 0 })).toMatch(/namespace "BAD"/);
     expect(errorOf({ namespace: "ok", image: "x:1", inactivity_seconds: 0 })).toMatch(/not digest-pinned/);
     expect(errorOf({ namespace: "ok", image: "x:1", context: 5, cpu_request: 4 })).toMatch(/not digest-pinned/);
-    expect(errorOf({ ...base, context: 5, cpu_request: 4 })).toBe("provider_config.cpu_request must be a string, got 4");
-    expect(errorOf({ ...base, service_account: 6, inactivity_seconds: 0 })).toMatch(/^provider_config.inactivity_seconds: 0/);
-    expect(errorOf({ ...base, context: 5, workspace_storage_class: "c" })).toBe("provider_config.workspace_storage_class requires workspace_storage");
-    expect(errorOf({ ...base, service_account: 6, context: 5 })).toBe("provider_config.context must be a string, got 5");
+    expect(errorOf({ ...base, context: 5, cpu_request: 4 })).toBe(
+      "provider_config.cpu_request must be a string, got 4",
+    );
+    expect(errorOf({ ...base, service_account: 6, inactivity_seconds: 0 })).toMatch(
+      /^provider_config.inactivity_seconds: 0/,
+    );
+    expect(errorOf({ ...base, context: 5, workspace_storage_class: "c" })).toBe(
+      "provider_config.workspace_storage_class requires workspace_storage",
+    );
+    expect(errorOf({ ...base, service_account: 6, context: 5 })).toBe(
+      "provider_config.context must be a string, got 5",
+    );
     expect(errorOf({ namespace: "ok", image: "x:1", workspace_storage_class: "c" })).toMatch(/not digest-pinned/);
-    expect(errorOf({ ...base, workspace_storage_class: "c", pod_options: { bogus: 1 } })).toMatch(/requires workspace_storage/);
+    expect(errorOf({ ...base, workspace_storage_class: "c", pod_options: { bogus: 1 } })).toMatch(
+      /requires workspace_storage/,
+    );
     expect(errorOf({ ...base, pod_options: { bogus: 1 }, identity_policy: {} })).toMatch(/unknown key/);
   });
 
   // Buzz's pilot line, config.rs `parse` at block/buzz@0c7b698: pod_options after inactivity, before context and the
   // service account.
   it("refuses pod_options in the pilot line's place: after inactivity, before context and service_account", () => {
-    expect(errorOf({ ...base, context: 5, pod_options: { bogus: 1 } })).toBe('provider_config.pod_options: unknown key "bogus"');
-    expect(errorOf({ ...base, service_account: 6, pod_options: { active_deadline_seconds: 0 } })).toBe("provider_config.pod_options.active_deadline_seconds must be positive");
-    expect(errorOf({ ...base, inactivity_seconds: 0, pod_options: { bogus: 1 } })).toMatch(/^provider_config.inactivity_seconds: 0/);
-    expect(errorOf({ ...base, memory_limit: 4, pod_options: { bogus: 1 } })).toBe("provider_config.memory_limit must be a string, got 4");
+    expect(errorOf({ ...base, context: 5, pod_options: { bogus: 1 } })).toBe(
+      'provider_config.pod_options: unknown key "bogus"',
+    );
+    expect(errorOf({ ...base, service_account: 6, pod_options: { active_deadline_seconds: 0 } })).toBe(
+      "provider_config.pod_options.active_deadline_seconds must be positive",
+    );
+    expect(errorOf({ ...base, inactivity_seconds: 0, pod_options: { bogus: 1 } })).toMatch(
+      /^provider_config.inactivity_seconds: 0/,
+    );
+    expect(errorOf({ ...base, memory_limit: 4, pod_options: { bogus: 1 } })).toBe(
+      "provider_config.memory_limit must be a string, got 4",
+    );
   });
 
   it("ignores unknown top-level keys, credential-looking ones included", () => {
@@ -161,7 +215,10 @@ describe("provider_config parsing (spec/kubernetes.md §15.1)", () => {
 });
 
 describe("the info schema (spec/kubernetes.md §15.2)", () => {
-  const schema = configSchema("buzz-agents-abc123") as { required: string[]; properties: Record<string, { default?: unknown; type: string }> };
+  const schema = configSchema("buzz-agents-abc123") as {
+    required: string[];
+    properties: Record<string, { default?: unknown; type: string }>;
+  };
 
   it("requires namespace and image and prefills both", () => {
     expect(schema.required).toEqual(["namespace", "image"]);
@@ -200,10 +257,19 @@ describe("the info schema (spec/kubernetes.md §15.2)", () => {
   });
 
   it("pod options arrive as a JSON text from the form, and a blank pod_options from the form is unset", () => {
-    const viaText = parseProviderConfig({ ...base, pod_options_json: '{"node_selector":{"kubernetes.io/arch":"arm64"},"active_deadline_seconds":60}' });
-    const viaObject = parseProviderConfig({ ...base, pod_options: { node_selector: { "kubernetes.io/arch": "arm64" }, active_deadline_seconds: 60 } });
+    const viaText = parseProviderConfig({
+      ...base,
+      pod_options_json: '{"node_selector":{"kubernetes.io/arch":"arm64"},"active_deadline_seconds":60}',
+    });
+    const viaObject = parseProviderConfig({
+      ...base,
+      pod_options: { node_selector: { "kubernetes.io/arch": "arm64" }, active_deadline_seconds: 60 },
+    });
     expect(viaText).toEqual(viaObject);
-    expect(viaText.ok && viaText.value.podOptions).toEqual({ nodeSelector: { "kubernetes.io/arch": "arm64" }, activeDeadlineSeconds: 60 });
+    expect(viaText.ok && viaText.value.podOptions).toEqual({
+      nodeSelector: { "kubernetes.io/arch": "arm64" },
+      activeDeadlineSeconds: 60,
+    });
     for (const blank of ["", "  "]) {
       const r = parseProviderConfig({ ...base, pod_options: blank, pod_options_json: blank });
       expect(r.ok && r.value.podOptions).toBeNull();
@@ -212,8 +278,12 @@ describe("the info schema (spec/kubernetes.md §15.2)", () => {
 
   it("a pod_options_json that is not a JSON object is refused without echoing it", () => {
     expect(errorOf({ ...base, pod_options_json: "{nope" })).toBe("provider_config.pod_options_json is not valid JSON");
-    expect(errorOf({ ...base, pod_options_json: "[1]" })).toBe("provider_config.pod_options_json must hold a JSON object");
-    expect(errorOf({ ...base, pod_options_json: '{"host_network":true}' })).toBe('provider_config.pod_options: unknown key "host_network"');
+    expect(errorOf({ ...base, pod_options_json: "[1]" })).toBe(
+      "provider_config.pod_options_json must hold a JSON object",
+    );
+    expect(errorOf({ ...base, pod_options_json: '{"host_network":true}' })).toBe(
+      'provider_config.pod_options: unknown key "host_network"',
+    );
     expect(errorOf({ ...base, pod_options: { active_deadline_seconds: 5 }, pod_options_json: "{}" })).toBe(
       "provider_config.pod_options and provider_config.pod_options_json are both set; use one",
     );

@@ -128,7 +128,9 @@ function podOptionsField(raw: unknown, withClaim: boolean): PodOptions | null {
     const parsed = z.array(TolerationSchema).safeParse(tol);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
-      throw b14(`tolerations${issue?.path.length ? `.${issue.path.map(String).join(".")}` : ""}: ${issue?.message ?? "invalid"}`);
+      throw b14(
+        `tolerations${issue?.path.length ? `.${issue.path.map(String).join(".")}` : ""}: ${issue?.message ?? "invalid"}`,
+      );
     }
     if (parsed.data.length > 0) out.tolerations = parsed.data;
   }
@@ -151,9 +153,11 @@ function podOptionsField(raw: unknown, withClaim: boolean): PodOptions | null {
   }
   // serde's `bool` with `#[serde(default)]`: absent is false, null is a type error, as in Buzz's PodOptions.
   const sp = raw.setup_pending;
-  if (sp !== undefined && typeof sp !== "boolean") throw b14(`setup_pending must be a boolean, got ${JSON.stringify(sp)}`);
+  if (sp !== undefined && typeof sp !== "boolean")
+    throw b14(`setup_pending must be a boolean, got ${JSON.stringify(sp)}`);
   if (sp === true) out.setupPending = true;
-  if (withClaim && out.workspaceSizeLimit !== undefined) throw b14("workspace_size_limit conflicts with workspace_storage (the workspace is a claim, not an emptyDir)");
+  if (withClaim && out.workspaceSizeLimit !== undefined)
+    throw b14("workspace_size_limit conflicts with workspace_storage (the workspace is a claim, not an emptyDir)");
   return Object.keys(out).length > 0 ? out : null;
 }
 
@@ -167,8 +171,10 @@ function structuredPodOptions(raw: Record<string, unknown>): unknown {
   const object = blank(raw.pod_options) ? null : raw.pod_options;
   const text = raw.pod_options_json;
   if (blank(text)) return object;
-  if (typeof text !== "string") throw new Refusal(`provider_config.pod_options_json must be a string, got ${JSON.stringify(text)}`);
-  if (object !== null) throw new Refusal("provider_config.pod_options and provider_config.pod_options_json are both set; use one");
+  if (typeof text !== "string")
+    throw new Refusal(`provider_config.pod_options_json must be a string, got ${JSON.stringify(text)}`);
+  if (object !== null)
+    throw new Refusal("provider_config.pod_options and provider_config.pod_options_json are both set; use one");
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -182,23 +188,31 @@ function structuredPodOptions(raw: Record<string, unknown>): unknown {
 
 export function parseProviderConfig(raw: unknown): ConfigResult {
   if (raw === null || raw === undefined) {
-    return fail("provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared");
+    return fail(
+      "provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared",
+    );
   }
   if (!isObject(raw)) return fail("provider_config must be a JSON object");
   try {
     const namespace = stringField(raw, "namespace");
     if (namespace === null) {
-      return fail("provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared");
+      return fail(
+        "provider_config.namespace is required: the info schema supplies a generated default, so an empty value means the form was cleared",
+      );
     }
     if (!isValidNamespace(namespace)) {
-      return fail(`provider_config.namespace ${JSON.stringify(namespace)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`);
+      return fail(
+        `provider_config.namespace ${JSON.stringify(namespace)} is not a valid Kubernetes namespace (lowercase alphanumerics and '-', ≤63 characters)`,
+      );
     }
     // Buzz's order from here (config.rs `parse` at block/buzz@906578e): image, the four resources, inactivity (B6
     // included), the workspace fields and B13, then context and service account. With more than one fault the first
     // error is Buzz's.
     const imageRef = stringField(raw, "image");
     if (imageRef === null) {
-      return fail("provider_config.image is required: no image is assumed at parse time, so the digest-pinned image to run must be given explicitly");
+      return fail(
+        "provider_config.image is required: no image is assumed at parse time, so the digest-pinned image to run must be given explicitly",
+      );
     }
     const image = parseImage(imageRef);
     if (!image.ok) return image;
@@ -214,14 +228,17 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
     }
     const workspaceStorage = stringField(raw, "workspace_storage");
     const workspaceStorageClass = stringField(raw, "workspace_storage_class");
-    if (workspaceStorageClass !== null && workspaceStorage === null) return fail("provider_config.workspace_storage_class requires workspace_storage");
+    if (workspaceStorageClass !== null && workspaceStorage === null)
+      return fail("provider_config.workspace_storage_class requires workspace_storage");
     // Pod options where Buzz's pilot line reads them (config.rs at block/buzz@0c7b698): after inactivity, before the
     // context and the service account. No Buzz line has both them and the workspace fields, so both orders hold.
     const podOptions = podOptionsField(structuredPodOptions(raw), workspaceStorage !== null);
     const context = stringField(raw, "context");
     const serviceAccount = stringField(raw, "service_account");
     // `identity_policy` is checked after the nsec decodes, by identity-policy.ts (Buzz's order: config, then identity).
-    return { ok: true, value: {
+    return {
+      ok: true,
+      value: {
         context,
         namespace,
         image: image.value,
@@ -234,7 +251,8 @@ export function parseProviderConfig(raw: unknown): ConfigResult {
         workspaceStorage,
         workspaceStorageClass,
         podOptions,
-      } };
+      },
+    };
   } catch (error) {
     if (error instanceof Refusal) return fail(error.message);
     throw error;
@@ -262,7 +280,12 @@ export function namespacePrefill(random: readonly number[]): string {
  * replaces it once (fenced, never a started pod), as it would for any changed field (§9.2); the advertised `info`
  * defaults are these, so Buzz Desktop's form prefills them.
  */
-export const DEFAULT_RESOURCES = { cpuRequest: "250m", memoryRequest: "512Mi", cpuLimit: "2", memoryLimit: "4Gi" } as const;
+export const DEFAULT_RESOURCES = {
+  cpuRequest: "250m",
+  memoryRequest: "512Mi",
+  cpuLimit: "2",
+  memoryLimit: "4Gi",
+} as const;
 
 /**
  * §15.2: the JSON schema Buzz Desktop renders as a form (issue 18.4). Scalars only: Desktop's form submits scalars and
@@ -276,8 +299,17 @@ export function configSchema(namespaceDefault: string): Record<string, unknown> 
   return {
     type: "object",
     properties: {
-      context: { type: "string", title: "Kubeconfig context", description: "Context from your kubeconfig. Leave empty to use the current context." },
-      namespace: { type: "string", title: "Namespace", description: "Created if it does not exist.", default: namespaceDefault },
+      context: {
+        type: "string",
+        title: "Kubeconfig context",
+        description: "Context from your kubeconfig. Leave empty to use the current context.",
+      },
+      namespace: {
+        type: "string",
+        title: "Namespace",
+        description: "Created if it does not exist.",
+        default: namespaceDefault,
+      },
       image: {
         type: "string",
         title: "Agent image",
@@ -295,7 +327,11 @@ export function configSchema(namespaceDefault: string): Record<string, unknown> 
         description: "The agent exits after this long with no work, and can be started again at any time.",
         default: 7200,
       },
-      service_account: { type: "string", title: "Service account", description: "Scheduling/RBAC identity only. No API token is mounted." },
+      service_account: {
+        type: "string",
+        title: "Service account",
+        description: "Scheduling/RBAC identity only. No API token is mounted.",
+      },
       workspace_storage: {
         type: "string",
         title: "Persistent workspace size",
@@ -305,7 +341,8 @@ export function configSchema(namespaceDefault: string): Record<string, unknown> 
       workspace_storage_class: {
         type: "string",
         title: "Workspace storage class",
-        description: "Optional StorageClass for the persistent workspace claim. Leave empty to use the cluster default.",
+        description:
+          "Optional StorageClass for the persistent workspace claim. Leave empty to use the cluster default.",
       },
       pod_options_json: {
         type: "string",

@@ -14,7 +14,11 @@ describe("confirming a start before a deploy answers success (issue 34)", () => 
   it("another instance (restart, new container, new pod) starts the window again", () => {
     const seen = { instance: "uid|c1|0|t", since: 0 };
     for (const other of ["uid|c1|1|t", "uid|c2|0|t", "uid2|c1|0|t"]) {
-      expect(confirmStart(seen, other, 10_000, 3000)).toEqual({ kind: "confirming", seen: { instance: other, since: 10_000 }, until: 13_000 });
+      expect(confirmStart(seen, other, 10_000, 3000)).toEqual({
+        kind: "confirming",
+        seen: { instance: other, since: 10_000 },
+        until: 13_000,
+      });
     }
   });
 

@@ -32,10 +32,20 @@ export type StartConfirmation =
 /** Which running container this is: a restart, a new container id or a new pod starts the window again. */
 export function runningInstance(pod: PodObject): string {
   const status = pod.status?.containerStatuses?.find((c) => c.name === AGENT_CONTAINER);
-  return [pod.metadata.uid ?? "", status?.containerID ?? "", String(status?.restartCount ?? 0), status?.state?.running?.startedAt ?? ""].join("|");
+  return [
+    pod.metadata.uid ?? "",
+    status?.containerID ?? "",
+    String(status?.restartCount ?? 0),
+    status?.state?.running?.startedAt ?? "",
+  ].join("|");
 }
 
-export function confirmStart(previous: RunningSeen | null, instance: string, now: number, windowMs: number): StartConfirmation {
+export function confirmStart(
+  previous: RunningSeen | null,
+  instance: string,
+  now: number,
+  windowMs: number,
+): StartConfirmation {
   const seen = previous !== null && previous.instance === instance ? previous : { instance, since: now };
   if (now - seen.since >= windowMs) return { kind: "confirmed" };
   return { kind: "confirming", seen, until: seen.since + windowMs };

@@ -9,12 +9,24 @@ describe("startup decoding from pod status (spec/kubernetes.md §6)", () => {
     ["1 running container is started", rawPod({ agentState: { running: {} }, phase: "Running" }), "started"],
     ["1 running wins over a terminal phase", rawPod({ agentState: { running: {} }, phase: "Failed" }), "started"],
     ["2 terminated container", rawPod({ agentState: { terminated: { exitCode: 1 } }, phase: "Running" }), "terminated"],
-    ["3 Failed phase with a waiting container (P-13)", rawPod({ agentState: waiting("ContainerCreating"), phase: "Failed" }), "terminated"],
+    [
+      "3 Failed phase with a waiting container (P-13)",
+      rawPod({ agentState: waiting("ContainerCreating"), phase: "Failed" }),
+      "terminated",
+    ],
     ["3 Succeeded phase without statuses", rawPod({ phase: "Succeeded" }), "terminated"],
     ["4 InvalidImageName", rawPod({ agentState: waiting("InvalidImageName") }), "provably-broken"],
-    ["5 pull backoff that may heal", rawPod({ agentState: waiting("ImagePullBackOff", "dial tcp: i/o timeout") }), "recoverable"],
+    [
+      "5 pull backoff that may heal",
+      rawPod({ agentState: waiting("ImagePullBackOff", "dial tcp: i/o timeout") }),
+      "recoverable",
+    ],
     ["7 ContainerCreating", rawPod({ agentState: waiting("ContainerCreating"), phase: "Pending" }), "recoverable"],
-    ["7 phase Running with a waiting container is not started", rawPod({ agentState: waiting("PodInitializing"), phase: "Running" }), "recoverable"],
+    [
+      "7 phase Running with a waiting container is not started",
+      rawPod({ agentState: waiting("PodInitializing"), phase: "Running" }),
+      "recoverable",
+    ],
     ["8 no status at all (unscheduled)", rawPod({}), "recoverable"],
     ["8 phase Pending only", rawPod({ phase: "Pending" }), "recoverable"],
   ])("row %s", (_name, pod, expected) => {
@@ -29,7 +41,12 @@ describe("startup decoding from pod status (spec/kubernetes.md §6)", () => {
 
   it("reads only the container named agent", () => {
     const pod = rawPod({ agentState: waiting("ContainerCreating") });
-    pod.status = { containerStatuses: [{ name: "sidecar", state: { running: {} } }, { name: "agent", state: waiting("ContainerCreating") }] };
+    pod.status = {
+      containerStatuses: [
+        { name: "sidecar", state: { running: {} } },
+        { name: "agent", state: waiting("ContainerCreating") },
+      ],
+    };
     expect(decodeStartup(pod)).toEqual({ kind: "decided", startup: { kind: "recoverable" } });
   });
 
@@ -44,7 +61,11 @@ describe("startup decoding from pod status (spec/kubernetes.md §6)", () => {
     const pod = rawPod({ agentState: waiting("CreateContainerConfigError"), secretRef: "buzz-agent-x-00000001" });
     const agent = pod.spec.containers[0];
     if (!agent) throw new Error("rawPod made no container");
-    agent.envFrom = [{ secretRef: { name: "team-shared-env" } }, { configMapRef: { name: "settings" } }, ...(agent.envFrom ?? [])];
+    agent.envFrom = [
+      { secretRef: { name: "team-shared-env" } },
+      { configMapRef: { name: "settings" } },
+      ...(agent.envFrom ?? []),
+    ];
     expect(decodeStartup(pod)).toEqual({ kind: "needs-secret", secretName: "buzz-agent-x-00000001" });
   });
 

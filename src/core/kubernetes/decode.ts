@@ -15,7 +15,9 @@ export type Startup =
   | { readonly kind: "provably-broken" }
   | { readonly kind: "pull-failing"; readonly failure: PullFailure };
 
-export type Decoding = { readonly kind: "decided"; readonly startup: Startup } | { readonly kind: "needs-secret"; readonly secretName: string };
+export type Decoding =
+  | { readonly kind: "decided"; readonly startup: Startup }
+  | { readonly kind: "needs-secret"; readonly secretName: string };
 
 /** The shell's answer to `needs-secret`, from one quorum GET of that Secret. */
 export type SecretProbe = "present" | "absent";

@@ -35,7 +35,11 @@ describe("environment building (spec/kubernetes.md §13)", () => {
 
   it("tier 2 overrides tier 1, and legacy env_vars are ignored when launch exists", () => {
     const a = agentA();
-    const env = envOf({ ...a, env_vars: { LEGACY: "1" }, launch: { ...a.launch, policy_env: { X: "1", Y: "1" }, env: { X: "2" } } });
+    const env = envOf({
+      ...a,
+      env_vars: { LEGACY: "1" },
+      launch: { ...a.launch, policy_env: { X: "1", Y: "1" }, env: { X: "2" } },
+    });
     expect(env.X).toBe("2");
     expect(env.Y).toBe("1");
     expect(env.LEGACY).toBeUndefined();
@@ -47,17 +51,25 @@ describe("environment building (spec/kubernetes.md §13)", () => {
     expect(errorOf({ ...a, launch: { ...a.launch, env: { "my.key": "v" } } })).toBe(
       'env key "my.key" is not a POSIX environment variable name ([A-Za-z_][A-Za-z0-9_]*); Kubernetes would treat it inconsistently across cluster versions',
     );
-    expect(errorOf({ ...a, launch: { ...a.launch, policy_env: { buzz_acp_no_presence: "1" } } })).toMatch(/^BUZZ_ACP_NO_PRESENCE must not be set/);
+    expect(errorOf({ ...a, launch: { ...a.launch, policy_env: { buzz_acp_no_presence: "1" } } })).toMatch(
+      /^BUZZ_ACP_NO_PRESENCE must not be set/,
+    );
   });
 
   it("checks keys in ascending order, D1 before D2 per key", () => {
     const a = agentA();
-    expect(errorOf({ ...a, launch: { ...a.launch, env: { BUZZ_ACP_NO_PRESENCE: "1", "z.z": "1" } } })).toMatch(/^BUZZ_ACP_NO_PRESENCE/);
-    expect(errorOf({ ...a, launch: { ...a.launch, env: { "A.b": "1", BUZZ_ACP_NO_PRESENCE: "1" } } })).toMatch(/^env key "A.b"/);
+    expect(errorOf({ ...a, launch: { ...a.launch, env: { BUZZ_ACP_NO_PRESENCE: "1", "z.z": "1" } } })).toMatch(
+      /^BUZZ_ACP_NO_PRESENCE/,
+    );
+    expect(errorOf({ ...a, launch: { ...a.launch, env: { "A.b": "1", BUZZ_ACP_NO_PRESENCE: "1" } } })).toMatch(
+      /^env key "A.b"/,
+    );
   });
 
   it("D3 refuses a blank relay and D4 a missing owner", () => {
-    expect(errorOf({ ...agentA(), relay_url: "  " })).toBe("deploy refused: relay_url is empty — the agent would have no relay to connect to");
+    expect(errorOf({ ...agentA(), relay_url: "  " })).toBe(
+      "deploy refused: relay_url is empty — the agent would have no relay to connect to",
+    );
     expect(errorOf({ ...agentA(), launch: { owner_pubkey: " " } })).toBe(
       "deploy refused: neither auth_tag nor launch.owner_pubkey resolved — without an owner the agent cannot honor !shutdown",
     );
@@ -73,7 +85,11 @@ describe("environment building (spec/kubernetes.md §13)", () => {
     ["an upper-case mode", { respond_to: "OWNER-ONLY" }, "D5"],
   ])("refuses respond_to: %s", (_name, change, row) => {
     const text = errorOf({ ...agentA(), ...change });
-    const prefix = { D5: "deploy refused: respond_to ", D6: 'deploy refused: respond_to is "allowlist" but the allowlist is empty', D7: "deploy refused: invalid pubkey in respond_to_allowlist" }[row];
+    const prefix = {
+      D5: "deploy refused: respond_to ",
+      D6: 'deploy refused: respond_to is "allowlist" but the allowlist is empty',
+      D7: "deploy refused: invalid pubkey in respond_to_allowlist",
+    }[row];
     expect(text).toMatch(new RegExp(`^${prefix?.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}`));
   });
 
@@ -88,7 +104,9 @@ describe("environment building (spec/kubernetes.md §13)", () => {
   });
 
   it("writes allowlist entries raw whenever non-empty", () => {
-    expect(envOf({ ...agentA(), respond_to: "owner-only", respond_to_allowlist: [" x", "y"] }).BUZZ_ACP_RESPOND_TO_ALLOWLIST).toBe(" x,y");
+    expect(
+      envOf({ ...agentA(), respond_to: "owner-only", respond_to_allowlist: [" x", "y"] }).BUZZ_ACP_RESPOND_TO_ALLOWLIST,
+    ).toBe(" x,y");
   });
 
   it("D8 counts value bytes against the Secret cap", () => {
@@ -143,7 +161,9 @@ describe("arguments that contain commas (issue 18.1, Buzz env.rs)", () => {
   });
 
   it("a launch.env BUZZ_ACP_AGENT_ARGS_JSON never reaches the Secret: the key is reserved", () => {
-    expect(withArgs(["acp"], { BUZZ_ACP_AGENT_ARGS_JSON: '["--evil"]' })).not.toHaveProperty("BUZZ_ACP_AGENT_ARGS_JSON");
+    expect(withArgs(["acp"], { BUZZ_ACP_AGENT_ARGS_JSON: '["--evil"]' })).not.toHaveProperty(
+      "BUZZ_ACP_AGENT_ARGS_JSON",
+    );
     expect(withArgs([], { BUZZ_ACP_AGENT_ARGS_JSON: '["--evil"]' })).not.toHaveProperty("BUZZ_ACP_AGENT_ARGS_JSON");
     expect(withArgs(["a,b"], { BUZZ_ACP_AGENT_ARGS_JSON: '["--evil"]' }).BUZZ_ACP_AGENT_ARGS_JSON).toBe('["a,b"]');
   });

@@ -52,7 +52,11 @@ export function utf8Length(s: string): number {
  * Builds the final env for one attempt. `generation` is the attempt's nonce; validation (stage 9) runs it with a
  * throw-away generation so that D8 counts the nonce's bytes too. Refusal order: D1/D2 → D3 → D4 → D5 → D6 → D7 → D8.
  */
-export function buildEnv(agent: AgentSpec, config: Pick<ProviderConfig, "inactivitySeconds">, generation: string): EnvResult {
+export function buildEnv(
+  agent: AgentSpec,
+  config: Pick<ProviderConfig, "inactivitySeconds">,
+  generation: string,
+): EnvResult {
   const fail = (error: string): EnvResult => ({ ok: false, error });
   const launch = agent.launch ?? null;
   const tier1 = launch?.policy_env ?? {};
@@ -69,7 +73,9 @@ export function buildEnv(agent: AgentSpec, config: Pick<ProviderConfig, "inactiv
     }
     // Presence is the only signal that a remote agent is alive.
     if (key.toUpperCase() === "BUZZ_ACP_NO_PRESENCE") {
-      return fail("BUZZ_ACP_NO_PRESENCE must not be set on a remote agent: presence is the only signal that a remote agent is alive");
+      return fail(
+        "BUZZ_ACP_NO_PRESENCE must not be set on a remote agent: presence is the only signal that a remote agent is alive",
+      );
     }
   }
   for (const key of RESERVED_KEYS) delete merged[key];
@@ -79,7 +85,9 @@ export function buildEnv(agent: AgentSpec, config: Pick<ProviderConfig, "inactiv
   const authTag = nonBlank(agent.auth_tag);
   const owner = nonBlank(launch?.owner_pubkey);
   if (authTag === null && owner === null) {
-    return fail("deploy refused: neither auth_tag nor launch.owner_pubkey resolved — without an owner the agent cannot honor !shutdown");
+    return fail(
+      "deploy refused: neither auth_tag nor launch.owner_pubkey resolved — without an owner the agent cannot honor !shutdown",
+    );
   }
   const respondTo = agent.respond_to ?? "";
   if (respondTo !== "" && !(RESPOND_TO_MODES as readonly string[]).includes(respondTo)) {
@@ -96,7 +104,9 @@ export function buildEnv(agent: AgentSpec, config: Pick<ProviderConfig, "inactiv
     }
     for (const entry of allowlist) {
       if (!HEX64_ANY_CASE.test(entry.trim())) {
-        return fail(`deploy refused: invalid pubkey in respond_to_allowlist: ${JSON.stringify(entry)} (must be exactly 64 hex characters)`);
+        return fail(
+          `deploy refused: invalid pubkey in respond_to_allowlist: ${JSON.stringify(entry)} (must be exactly 64 hex characters)`,
+        );
       }
     }
   }
@@ -128,7 +138,8 @@ export function buildEnv(agent: AgentSpec, config: Pick<ProviderConfig, "inactiv
 
   let bytes = 0;
   for (const v of Object.values(merged)) bytes += utf8Length(v);
-  if (bytes > SECRET_DATA_CAP) return fail(`agent environment is ${bytes} bytes; Kubernetes caps Secret data at 1048576`);
+  if (bytes > SECRET_DATA_CAP)
+    return fail(`agent environment is ${bytes} bytes; Kubernetes caps Secret data at 1048576`);
   return { ok: true, value: merged };
 }
 

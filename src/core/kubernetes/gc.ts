@@ -21,7 +21,11 @@ export interface SecretPrecondition {
 
 export interface GcPlan {
   /** Terminated pods of ours, with the LIST's fence (execution re-reads and uses the new fence). */
-  readonly doomedPods: ReadonlyArray<{ readonly name: string; readonly fence: Fence; readonly secrets: readonly SecretPrecondition[] }>;
+  readonly doomedPods: ReadonlyArray<{
+    readonly name: string;
+    readonly fence: Fence;
+    readonly secrets: readonly SecretPrecondition[];
+  }>;
   readonly orphanSecrets: readonly SecretPrecondition[];
 }
 

@@ -1,7 +1,13 @@
 import { schnorr } from "@noble/curves/secp256k1.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import { describe, expect, it } from "vitest";
-import { attestationDigest, checkIdentityPolicy, IDENTITY_ERRORS, ownerSigned, verifyOwnerAttestation } from "./identity-policy.js";
+import {
+  attestationDigest,
+  checkIdentityPolicy,
+  IDENTITY_ERRORS,
+  ownerSigned,
+  verifyOwnerAttestation,
+} from "./identity-policy.js";
 
 /** The NIP-OA spec vector (docs/nips/NIP-OA.md in block/buzz, as lifted verbatim by Buzz's own nip-oa tests). */
 const VECTOR = {
@@ -9,7 +15,8 @@ const VECTOR = {
   ownerPubkey: "79be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798",
   conditions: "kind=1&created_at<1713957000",
   digest: "08cdecd55af4c28d3801fd69615dcf5cc04fab3bc134b38a840bf157197069a6",
-  signature: "8b7df2575caf0a108374f8471722b233c53f9ff827a8b0f91861966c3b9dd5cb2e189eae9f49d72187674c2f5bd244145e10ff86c9f257ffe65a1ee5f108b369",
+  signature:
+    "8b7df2575caf0a108374f8471722b233c53f9ff827a8b0f91861966c3b9dd5cb2e189eae9f49d72187674c2f5bd244145e10ff86c9f257ffe65a1ee5f108b369",
 };
 
 const key = (n: number) => {
@@ -30,7 +37,8 @@ const input = (over: Partial<Parameters<typeof checkIdentityPolicy>[0]> = {}) =>
   policy: { agent_pubkey: agent.pk, owner_pubkey: owner.pk },
   ...over,
 });
-const check = (over: Partial<Parameters<typeof checkIdentityPolicy>[0]> = {}, required = true) => checkIdentityPolicy(input(over), required, NOW);
+const check = (over: Partial<Parameters<typeof checkIdentityPolicy>[0]> = {}, required = true) =>
+  checkIdentityPolicy(input(over), required, NOW);
 
 // crates/buzz-backend-kubernetes/src/identity.rs at block/buzz@3fac2c2: each test below is named after Buzz's.
 describe("the identity policy (issue 18.5, Buzz identity.rs)", () => {
@@ -58,11 +66,17 @@ describe("the identity policy (issue 18.5, Buzz identity.rs)", () => {
     expect(forged).toEqual({ ok: false, error: IDENTITY_ERRORS.attestationFailed });
     expect(JSON.stringify(forged)).not.toContain("synthetic-secret");
     expect(check({ authTag: tag(stranger, agent.pk) })).toEqual({ ok: false, error: IDENTITY_ERRORS.wrongOwner });
-    expect(check({ authTag: tag(owner, agent.pk, "created_at<1") })).toEqual({ ok: false, error: IDENTITY_ERRORS.attestationFailed });
+    expect(check({ authTag: tag(owner, agent.pk, "created_at<1") })).toEqual({
+      ok: false,
+      error: IDENTITY_ERRORS.attestationFailed,
+    });
   });
 
   it("requires_policy_only_for_preflight_and_refuses_unknown_policy_fields", () => {
-    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: owner.pk, extra: true } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
+    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: owner.pk, extra: true } })).toEqual({
+      ok: false,
+      error: IDENTITY_ERRORS.invalidPolicy,
+    });
     expect(check({ policy: undefined })).toEqual({ ok: false, error: IDENTITY_ERRORS.preflightNeedsPolicy });
     expect(check({ policy: undefined }, false)).toEqual({ ok: true });
   });
@@ -70,12 +84,26 @@ describe("the identity policy (issue 18.5, Buzz identity.rs)", () => {
   // nip_oa.rs auth_event_time_conditions_are_enforced_strictly, test_reject_* (the version identity.rs at 3fac2c2 calls).
   it("auth_event_time_conditions_are_enforced_strictly: created_at bounds at the caller's clock, kind= for form only", () => {
     const failed = { ok: false, error: IDENTITY_ERRORS.attestationFailed };
-    expect(check({ authTag: tag(owner, agent.pk, `kind=9&created_at>${NOW - 1}&created_at<${NOW + 1}`) })).toEqual({ ok: true });
+    expect(check({ authTag: tag(owner, agent.pk, `kind=9&created_at>${NOW - 1}&created_at<${NOW + 1}`) })).toEqual({
+      ok: true,
+    });
     expect(check({ authTag: tag(owner, agent.pk, "kind=1") })).toEqual({ ok: true });
     expect(check({ authTag: tag(owner, agent.pk, `created_at>${NOW}`) })).toEqual(failed);
     expect(check({ authTag: tag(owner, agent.pk, `created_at<${NOW}`) })).toEqual(failed);
     expect(check({ authTag: tag(owner, agent.pk, `created_at<${NOW + 1}&created_at<${NOW}`) })).toEqual(failed);
-    for (const bad of ["kind=01", "kind=65536", "kind=1&", "&kind=1", "kind=1&&created_at<9", "kind=1 ", "Kind=1", "created_at=1", "kind=-1", "kind=", "created_at<4294967296"]) {
+    for (const bad of [
+      "kind=01",
+      "kind=65536",
+      "kind=1&",
+      "&kind=1",
+      "kind=1&&created_at<9",
+      "kind=1 ",
+      "Kind=1",
+      "created_at=1",
+      "kind=-1",
+      "kind=",
+      "created_at<4294967296",
+    ]) {
       expect(check({ authTag: tag(owner, agent.pk, bad) }), bad).toEqual(failed);
     }
     // Lowercase hex only inside the tag (test_verify_rejects_noncanonical_hex).
@@ -89,20 +117,40 @@ describe("the identity policy (issue 18.5, Buzz identity.rs)", () => {
     expect(check({ policy: [agent.pk, owner.pk] })).toEqual({ ok: true });
     expect(check({ policy: [agent.pk, owner.pk, "x"] })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
     expect(check({ policy: { agent_pubkey: agent.pk } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
-    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: 7 } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
+    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: 7 } })).toEqual({
+      ok: false,
+      error: IDENTITY_ERRORS.invalidPolicy,
+    });
   });
 
   it("approved keys are read as nostr 0.44's PublicKey::from_hex reads them: 64 hex of either case, the curve unchecked", () => {
-    expect(check({ policy: { agent_pubkey: agent.pk.toUpperCase(), owner_pubkey: owner.pk.toUpperCase() } })).toEqual({ ok: true });
+    expect(check({ policy: { agent_pubkey: agent.pk.toUpperCase(), owner_pubkey: owner.pk.toUpperCase() } })).toEqual({
+      ok: true,
+    });
     // An off-curve approved owner is a well-formed key that no attestation can match.
-    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: "0".repeat(64) } })).toEqual({ ok: false, error: IDENTITY_ERRORS.wrongOwner });
-    expect(check({ policy: { agent_pubkey: "0".repeat(64), owner_pubkey: owner.pk } })).toEqual({ ok: false, error: IDENTITY_ERRORS.notApprovedAgent });
-    expect(check({ policy: { agent_pubkey: agent.pk.slice(1), owner_pubkey: owner.pk } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidAgentKey });
+    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: "0".repeat(64) } })).toEqual({
+      ok: false,
+      error: IDENTITY_ERRORS.wrongOwner,
+    });
+    expect(check({ policy: { agent_pubkey: "0".repeat(64), owner_pubkey: owner.pk } })).toEqual({
+      ok: false,
+      error: IDENTITY_ERRORS.notApprovedAgent,
+    });
+    expect(check({ policy: { agent_pubkey: agent.pk.slice(1), owner_pubkey: owner.pk } })).toEqual({
+      ok: false,
+      error: IDENTITY_ERRORS.invalidAgentKey,
+    });
   });
 
   it("the rest of the catalogue: invalid keys, a missing attestation", () => {
-    expect(check({ policy: { agent_pubkey: "zz", owner_pubkey: owner.pk } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidAgentKey });
-    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: `${"0".repeat(63)}g` } })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidOwnerKey });
+    expect(check({ policy: { agent_pubkey: "zz", owner_pubkey: owner.pk } })).toEqual({
+      ok: false,
+      error: IDENTITY_ERRORS.invalidAgentKey,
+    });
+    expect(check({ policy: { agent_pubkey: agent.pk, owner_pubkey: `${"0".repeat(63)}g` } })).toEqual({
+      ok: false,
+      error: IDENTITY_ERRORS.invalidOwnerKey,
+    });
     expect(check({ authTag: null })).toEqual({ ok: false, error: IDENTITY_ERRORS.attestationRequired });
     expect(check({ policy: [1] })).toEqual({ ok: false, error: IDENTITY_ERRORS.invalidPolicy });
   });

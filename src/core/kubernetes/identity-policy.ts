@@ -119,7 +119,9 @@ function policyFields(p: unknown): { agent: string; owner: string } | null {
   if (typeof p !== "object" || p === null) return null;
   const rec = p as Record<string, unknown>;
   if (Object.keys(rec).some((k) => k !== "agent_pubkey" && k !== "owner_pubkey")) return null;
-  return typeof rec.agent_pubkey === "string" && typeof rec.owner_pubkey === "string" ? { agent: rec.agent_pubkey, owner: rec.owner_pubkey } : null;
+  return typeof rec.agent_pubkey === "string" && typeof rec.owner_pubkey === "string"
+    ? { agent: rec.agent_pubkey, owner: rec.owner_pubkey }
+    : null;
 }
 
 /**
@@ -128,7 +130,8 @@ function policyFields(p: unknown): { agent: string; owner: string } | null {
  */
 export function checkIdentityPolicy(input: IdentityInputs, required: boolean, nowSeconds: number): IdentityVerdict {
   const fail = (error: string): IdentityVerdict => ({ ok: false, error });
-  if (input.policy === undefined) return required ? fail(IDENTITY_ERRORS.preflightNeedsPolicy) : { ok: true, value: undefined };
+  if (input.policy === undefined)
+    return required ? fail(IDENTITY_ERRORS.preflightNeedsPolicy) : { ok: true, value: undefined };
   const fields = policyFields(input.policy);
   if (fields === null) return fail(IDENTITY_ERRORS.invalidPolicy);
   const agent = publicKeyHex(fields.agent);

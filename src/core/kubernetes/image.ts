@@ -23,10 +23,14 @@ export function parseImage(ref: string): ImageResult {
   }
   if (parts.length > 2) return { ok: false, error: `provider_config.image ${q(ref)} contains more than one '@'` };
   const [nameWithTag = "", digest = ""] = parts;
-  if (!digest.startsWith("sha256:")) return { ok: false, error: `provider_config.image digest ${q(digest)} must start with 'sha256:'` };
+  if (!digest.startsWith("sha256:"))
+    return { ok: false, error: `provider_config.image digest ${q(digest)} must start with 'sha256:'` };
   // Upper-case hex would name the same bytes but fingerprint differently.
   if (!LOWER_HEX_64.test(digest.slice("sha256:".length))) {
-    return { ok: false, error: `provider_config.image digest ${q(digest)} must be exactly 64 lowercase hex characters` };
+    return {
+      ok: false,
+      error: `provider_config.image digest ${q(digest)} must be exactly 64 lowercase hex characters`,
+    };
   }
   // Only a final `:segment` without a `/` is a tag, so a registry port (`localhost:5000/x`) survives.
   const colon = nameWithTag.lastIndexOf(":");

@@ -36,7 +36,9 @@ describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
     expect(text).toBe(TEMPLATE_A);
     expect(Buffer.byteLength(text)).toBe(624);
     expect(sha(text)).toBe("056e0a4de0a216f7e1839f0a1d27e3907526d67aec07acc96d94af3014eb3cfa");
-    expect(equivalentFingerprints(cfg, keysOf(agentA(), cfg))).toEqual(["056e0a4de0a216f7e1839f0a1d27e3907526d67aec07acc96d94af3014eb3cfa"]);
+    expect(equivalentFingerprints(cfg, keysOf(agentA(), cfg))).toEqual([
+      "056e0a4de0a216f7e1839f0a1d27e3907526d67aec07acc96d94af3014eb3cfa",
+    ]);
   });
 
   it("vector A, template v2 (Buzz's persistent-workspace line, written): 680 bytes with null workspace fields", () => {
@@ -44,7 +46,9 @@ describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
     const text = intentTemplate(cfg, keysOf(agentA(), cfg));
     expect(text).toBe(TEMPLATE_A_V2);
     expect(Buffer.byteLength(text)).toBe(680);
-    expect(fingerprint(cfg, keysOf(agentA(), cfg))).toBe("eb6cb9786525464542d7595483bea8992d4fd7a44048234fc51be1facdf66fbb");
+    expect(fingerprint(cfg, keysOf(agentA(), cfg))).toBe(
+      "eb6cb9786525464542d7595483bea8992d4fd7a44048234fc51be1facdf66fbb",
+    );
     expect(sha(TEMPLATE_A_V2)).toBe("eb6cb9786525464542d7595483bea8992d4fd7a44048234fc51be1facdf66fbb");
   });
 
@@ -61,14 +65,23 @@ describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
   it("vector C adds the persistent workspace as template v2", () => {
     const cfg = config({ ...configA, workspace_storage: "20Gi" });
     const keys = keysOf(agentB(), cfg);
-    expect(intentTemplate(cfg, keys)).toContain('"workspace_mount_path":"/home/agent","workspace_storage":"20Gi","workspace_storage_class":null,"run_as_user"');
+    expect(intentTemplate(cfg, keys)).toContain(
+      '"workspace_mount_path":"/home/agent","workspace_storage":"20Gi","workspace_storage_class":null,"run_as_user"',
+    );
     expect(fingerprint(cfg, keys)).toBe("0ae46881df14cc5be685679fa5411bd97ea876587370cefef278bdfc611d80ef");
   });
 
   it("vector D appends the set pod options as the last key", () => {
-    const cfg = config({ ...configA, pod_options: { node_selector: { "kubernetes.io/arch": "arm64" }, active_deadline_seconds: 3600 } });
+    const cfg = config({
+      ...configA,
+      pod_options: { node_selector: { "kubernetes.io/arch": "arm64" }, active_deadline_seconds: 3600 },
+    });
     const keys = keysOf(agentA(), cfg);
-    expect(intentTemplate(cfg, keys).endsWith(',"pod_options":{"node_selector":{"kubernetes.io/arch":"arm64"},"active_deadline_seconds":3600}}')).toBe(true);
+    expect(
+      intentTemplate(cfg, keys).endsWith(
+        ',"pod_options":{"node_selector":{"kubernetes.io/arch":"arm64"},"active_deadline_seconds":3600}}',
+      ),
+    ).toBe(true);
     expect(sha(intentTemplate(cfg, keys, 1))).toBe("0f2bd310d34f08fd4e6049d98181d37b328ba6bf21ef9000f8e7e23e63c126d1");
     expect(fingerprint(cfg, keys)).toBe("e4907e3b650c7e07d65adc17bc4b683106e4ae49551e43332e419c1f1611a692");
   });
@@ -79,9 +92,15 @@ describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
     const plain = config(configA);
     const keys = keysOf(agentA(), plain);
     const on = config({ ...configA, pod_options: { active_deadline_seconds: 3600, setup_pending: true } });
-    expect(intentTemplate(on, keys).endsWith(',"pod_options":{"active_deadline_seconds":3600,"setup_pending":true}}')).toBe(true);
-    expect(fingerprint(config({ ...configA, pod_options: { setup_pending: true } }), keys)).not.toBe(fingerprint(plain, keys));
-    expect(fingerprint(config({ ...configA, pod_options: { setup_pending: false } }), keys)).toBe(fingerprint(plain, keys));
+    expect(
+      intentTemplate(on, keys).endsWith(',"pod_options":{"active_deadline_seconds":3600,"setup_pending":true}}'),
+    ).toBe(true);
+    expect(fingerprint(config({ ...configA, pod_options: { setup_pending: true } }), keys)).not.toBe(
+      fingerprint(plain, keys),
+    );
+    expect(fingerprint(config({ ...configA, pod_options: { setup_pending: false } }), keys)).toBe(
+      fingerprint(plain, keys),
+    );
   });
 
   it("is deterministic and ignores the order env keys arrive in", () => {
@@ -97,18 +116,25 @@ describe("the create-intent fingerprint (spec/kubernetes.md §9)", () => {
   it("ignores env values and the generation but changes with any env key", () => {
     const cfg = config(configA);
     fc.assert(
-      fc.property(fc.string(), fc.stringMatching(/^[0-9a-f]{8}$/), fc.stringMatching(/^[A-Z][A-Z0-9_]{0,12}$/), (value, generation, extraKey) => {
-        const a = agentA();
-        const withValue = { ...a, relay_url: `wss://${value.replace(/\s/g, "x")}x` };
-        const env1 = buildEnv(a, cfg, "00000000");
-        const env2 = buildEnv(withValue, cfg, generation);
-        if (!env1.ok || !env2.ok) return;
-        expect(fingerprint(cfg, Object.keys(env2.value))).toBe(fingerprint(cfg, Object.keys(env1.value)));
-        const env3 = buildEnv({ ...a, launch: { ...a.launch, env: { [extraKey]: "v" } } }, cfg, generation);
-        if (!env3.ok) return;
-        const reserved = Object.keys(env1.value).includes(extraKey);
-        expect(fingerprint(cfg, Object.keys(env3.value)) === fingerprint(cfg, Object.keys(env1.value))).toBe(reserved);
-      }),
+      fc.property(
+        fc.string(),
+        fc.stringMatching(/^[0-9a-f]{8}$/),
+        fc.stringMatching(/^[A-Z][A-Z0-9_]{0,12}$/),
+        (value, generation, extraKey) => {
+          const a = agentA();
+          const withValue = { ...a, relay_url: `wss://${value.replace(/\s/g, "x")}x` };
+          const env1 = buildEnv(a, cfg, "00000000");
+          const env2 = buildEnv(withValue, cfg, generation);
+          if (!env1.ok || !env2.ok) return;
+          expect(fingerprint(cfg, Object.keys(env2.value))).toBe(fingerprint(cfg, Object.keys(env1.value)));
+          const env3 = buildEnv({ ...a, launch: { ...a.launch, env: { [extraKey]: "v" } } }, cfg, generation);
+          if (!env3.ok) return;
+          const reserved = Object.keys(env1.value).includes(extraKey);
+          expect(fingerprint(cfg, Object.keys(env3.value)) === fingerprint(cfg, Object.keys(env1.value))).toBe(
+            reserved,
+          );
+        },
+      ),
     );
   });
 
@@ -160,21 +186,30 @@ describe("template v1 and v2 across Buzz's versions (issue 18.2)", () => {
 
   it("no sequence of deploys alternating between Buzz's templates and berth replaces a never-started pod of unchanged intent", () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom("buzz-baseline", "buzz-persistent", "berth"), { minLength: 1, maxLength: 12 }), (writers) => {
-        for (const writer of writers) {
-          // The pod the last writer created, as berth then reads it.
-          const recorded = writer === "buzz-baseline" ? v1 : v2;
-          const action = classify(verified({ kind: "recoverable" }, recorded), v2, equivalentFingerprints(cfg, keys));
-          expect(action.kind).toBe("observe");
-        }
-      }),
+      fc.property(
+        fc.array(fc.constantFrom("buzz-baseline", "buzz-persistent", "berth"), { minLength: 1, maxLength: 12 }),
+        (writers) => {
+          for (const writer of writers) {
+            // The pod the last writer created, as berth then reads it.
+            const recorded = writer === "buzz-baseline" ? v1 : v2;
+            const action = classify(verified({ kind: "recoverable" }, recorded), v2, equivalentFingerprints(cfg, keys));
+            expect(action.kind).toBe("observe");
+          }
+        },
+      ),
     );
   });
 
   it("a changed intent still diverges under either recorded template", () => {
     const other = config({ ...configA, cpu_request: "4" });
     for (const recorded of [v1, v2]) {
-      expect(classify(verified({ kind: "recoverable" }, recorded), fingerprint(other, keys), equivalentFingerprints(other, keys)).kind).toBe("delete");
+      expect(
+        classify(
+          verified({ kind: "recoverable" }, recorded),
+          fingerprint(other, keys),
+          equivalentFingerprints(other, keys),
+        ).kind,
+      ).toBe("delete");
     }
   });
 });

@@ -63,8 +63,13 @@ function podOptionsTemplate(o: PodOptions): Record<string, unknown> | null {
 export const WRITTEN_TEMPLATE_VERSION = 2;
 
 /** The exact template text (§9.1 order). `envKeys` are the final env's keys, reserved and nonce keys included. */
-export function intentTemplate(input: IntentInput, envKeys: Iterable<string>, version: 1 | 2 = WRITTEN_TEMPLATE_VERSION): string {
-  if (version === 1 && input.workspaceStorage !== null) throw new Error("template v1 cannot describe a persistent workspace");
+export function intentTemplate(
+  input: IntentInput,
+  envKeys: Iterable<string>,
+  version: 1 | 2 = WRITTEN_TEMPLATE_VERSION,
+): string {
+  if (version === 1 && input.workspaceStorage !== null)
+    throw new Error("template v1 cannot describe a persistent workspace");
   const template: Record<string, unknown> = {
     template_version: version,
     namespace: input.namespace,

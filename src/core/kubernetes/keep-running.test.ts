@@ -8,7 +8,10 @@ import type { Startup } from "./decode.js";
 const fp = "a".repeat(64);
 
 function seen(startup: Startup, status: { exitCode?: number; phase?: string } = {}, marked = false): KeepObservation {
-  const agentState = startup.kind === "terminated" && status.exitCode !== undefined ? { terminated: { exitCode: status.exitCode } } : undefined;
+  const agentState =
+    startup.kind === "terminated" && status.exitCode !== undefined
+      ? { terminated: { exitCode: status.exitCode } }
+      : undefined;
   return {
     kind: "verified",
     pod: verified(startup, fp, { marked, uid: "uid-7", rv: "42" }),
@@ -18,7 +21,8 @@ function seen(startup: Startup, status: { exitCode?: number; phase?: string } = 
 
 describe("the loop's verdict on one agent pod (issue 16, core/kubernetes/keep-running.ts)", () => {
   it("a started pod is a strict no-op under every policy", () => {
-    for (const policy of RESTART_POLICIES) expect(judgeAgentPod(seen({ kind: "started" }), policy).kind, policy).toBe("none");
+    for (const policy of RESTART_POLICIES)
+      expect(judgeAgentPod(seen({ kind: "started" }), policy).kind, policy).toBe("none");
   });
 
   it("no pod is never a reason to create: a stopped agent stays stopped", () => {
@@ -45,12 +49,15 @@ describe("the loop's verdict on one agent pod (issue 16, core/kubernetes/keep-ru
   });
 
   it("a deletion-marked pod is left to whoever deleted it, in every startup state", () => {
-    for (const startup of ALL_STARTUPS) for (const policy of RESTART_POLICIES) expect(judgeAgentPod(seen(startup, { exitCode: 1 }, true), policy).kind).toBe("none");
+    for (const startup of ALL_STARTUPS)
+      for (const policy of RESTART_POLICIES)
+        expect(judgeAgentPod(seen(startup, { exitCode: 1 }, true), policy).kind).toBe("none");
   });
 
   it("a pull failure alerts and never replaces", () => {
     for (const startup of ALL_STARTUPS.filter((s) => s.kind === "pull-failing")) {
-      for (const policy of RESTART_POLICIES) expect(judgeAgentPod(seen(startup), policy)).toMatchObject({ kind: "alert", reason: "pull_failing" });
+      for (const policy of RESTART_POLICIES)
+        expect(judgeAgentPod(seen(startup), policy)).toMatchObject({ kind: "alert", reason: "pull_failing" });
     }
   });
 
@@ -62,14 +69,20 @@ describe("the loop's verdict on one agent pod (issue 16, core/kubernetes/keep-ru
     const startups = fc.constantFrom(...ALL_STARTUPS);
     const policies = fc.constantFrom<RestartPolicy>(...RESTART_POLICIES);
     fc.assert(
-      fc.property(startups, policies, fc.boolean(), fc.option(fc.integer({ min: 0, max: 255 }), { nil: undefined }), (startup, policy, marked, exitCode) => {
-        const v = judgeAgentPod(seen(startup, exitCode === undefined ? {} : { exitCode }, marked), policy);
-        if (v.kind === "replace") {
-          expect(startup.kind).toBe("terminated");
-          expect(marked).toBe(false);
-          expect(policy).not.toBe("never");
-        }
-      }),
+      fc.property(
+        startups,
+        policies,
+        fc.boolean(),
+        fc.option(fc.integer({ min: 0, max: 255 }), { nil: undefined }),
+        (startup, policy, marked, exitCode) => {
+          const v = judgeAgentPod(seen(startup, exitCode === undefined ? {} : { exitCode }, marked), policy);
+          if (v.kind === "replace") {
+            expect(startup.kind).toBe("terminated");
+            expect(marked).toBe(false);
+            expect(policy).not.toBe("never");
+          }
+        },
+      ),
     );
   });
 });

@@ -59,7 +59,9 @@ export function exitOf(raw: PodObject): { readonly clean: boolean; readonly desc
   if (typeof code === "number") return { clean: code === 0, describe: `exited with code ${code}` };
   const phase = raw.status?.phase ?? null;
   // Without an exit code only `Succeeded` says the run was clean; `Failed` or nothing at all is a failure.
-  return phase === "Succeeded" ? { clean: true, describe: "succeeded (no exit code recorded)" } : { clean: false, describe: `ended with phase ${phase ?? "unknown"} and no exit code` };
+  return phase === "Succeeded"
+    ? { clean: true, describe: "succeeded (no exit code recorded)" }
+    : { clean: false, describe: `ended with phase ${phase ?? "unknown"} and no exit code` };
 }
 
 function replaceFrom(pod: VerifiedPod, why: string): ReplaceVerdict {
@@ -67,8 +69,14 @@ function replaceFrom(pod: VerifiedPod, why: string): ReplaceVerdict {
 }
 
 export function judgeAgentPod(observed: KeepObservation, policy: RestartPolicy): KeepVerdict {
-  if (observed.kind === "absent") return { kind: "none", why: "no pod: the agent was stopped or never created; the loop never creates from absence" };
-  if (observed.kind === "foreign") return { kind: "alert", reason: "foreign", why: "a pod that berth does not own holds the agent's name; it is never touched" };
+  if (observed.kind === "absent")
+    return { kind: "none", why: "no pod: the agent was stopped or never created; the loop never creates from absence" };
+  if (observed.kind === "foreign")
+    return {
+      kind: "alert",
+      reason: "foreign",
+      why: "a pod that berth does not own holds the agent's name; it is never touched",
+    };
   const pod = observed.pod;
   // Before the startup state, as classify.ts row 2: a deleting pod may still report running.
   if (pod.deletionMarked) return { kind: "none", why: "the pod is being deleted" };
@@ -79,11 +87,16 @@ export function judgeAgentPod(observed: KeepObservation, policy: RestartPolicy):
     case "terminated": {
       const end = exitOf(observed.raw);
       if (policy === "never") return { kind: "none", why: `${end.describe}; restart policy never` };
-      if (policy === "on-failure" && end.clean) return { kind: "none", why: `${end.describe}; restart policy on-failure keeps a clean exit final` };
+      if (policy === "on-failure" && end.clean)
+        return { kind: "none", why: `${end.describe}; restart policy on-failure keeps a clean exit final` };
       return replaceFrom(pod, `${end.describe}; restart policy ${policy}`);
     }
     case "pull-failing":
-      return { kind: "alert", reason: "pull_failing", why: `the image cannot be pulled (${startup.failure}); nothing is deleted` };
+      return {
+        kind: "alert",
+        reason: "pull_failing",
+        why: `the image cannot be pulled (${startup.failure}); nothing is deleted`,
+      };
     case "provably-broken":
     case "recoverable":
       return { kind: "none", why: `never started (${startup.kind}); a deploy decides, not the loop` };

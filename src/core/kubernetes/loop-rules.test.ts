@@ -23,20 +23,31 @@ describe("the loop's one-create-attempt rule (spec/kubernetes.md §8.7)", () => 
 
   it("after this call created a pod, a delete row of that pod gives up with its condition instead of deleting", () => {
     for (const startup of [{ kind: "terminated" }, { kind: "provably-broken" }] as const) {
-      expect(loopStep(classify(verified(startup, fp("a")), fp("a")), true), startup.kind).toEqual({ kind: "give-up", condition: "observed" });
+      expect(loopStep(classify(verified(startup, fp("a")), fp("a")), true), startup.kind).toEqual({
+        kind: "give-up",
+        condition: "observed",
+      });
     }
-    expect(loopStep(classify(verified({ kind: "recoverable" }, fp("old")), fp("new")), true)).toEqual({ kind: "give-up", condition: "observed" });
+    expect(loopStep(classify(verified({ kind: "recoverable" }, fp("old")), fp("new")), true)).toEqual({
+      kind: "give-up",
+      condition: "observed",
+    });
   });
 
   it("a started pod is the only success edge, whatever this call did", () => {
     const pod = verified({ kind: "started" }, fp("a"));
-    for (const created of [false, true]) expect(loopStep(classify(pod, fp("a")), created)).toEqual({ kind: "succeed", agentId: pod.name });
+    for (const created of [false, true])
+      expect(loopStep(classify(pod, fp("a")), created)).toEqual({ kind: "succeed", agentId: pod.name });
   });
 
   it("observe, report and await-disappearance rows pass through unchanged by the attempt count", () => {
     for (const created of [false, true]) {
-      expect(loopStep(classify(verified({ kind: "recoverable" }, fp("a")), fp("a")), created)).toEqual({ kind: "wait" });
-      expect(loopStep(classify(verified({ kind: "pull-failing", failure: "unauthorized" }, fp("a")), fp("a")), created)).toEqual({
+      expect(loopStep(classify(verified({ kind: "recoverable" }, fp("a")), fp("a")), created)).toEqual({
+        kind: "wait",
+      });
+      expect(
+        loopStep(classify(verified({ kind: "pull-failing", failure: "unauthorized" }, fp("a")), fp("a")), created),
+      ).toEqual({
         kind: "report",
         failure: "unauthorized",
       });
@@ -49,18 +60,25 @@ describe("the loop's one-create-attempt rule (spec/kubernetes.md §8.7)", () => 
 
   it("a call that already created never reaches a second create or any delete (property)", () => {
     fc.assert(
-      fc.property(fc.constantFrom(...ALL_STARTUPS), fc.boolean(), fc.boolean(), fc.boolean(), (startup, marked, same, absent) => {
-        const pod = absent ? null : verified(startup, fp("a"), { marked });
-        const step = loopStep(classify(pod, same ? fp("a") : fp("b")), true);
-        return step.kind !== "create" && step.kind !== "delete";
-      }),
+      fc.property(
+        fc.constantFrom(...ALL_STARTUPS),
+        fc.boolean(),
+        fc.boolean(),
+        fc.boolean(),
+        (startup, marked, same, absent) => {
+          const pod = absent ? null : verified(startup, fp("a"), { marked });
+          const step = loopStep(classify(pod, same ? fp("a") : fp("b")), true);
+          return step.kind !== "create" && step.kind !== "delete";
+        },
+      ),
     );
   });
 });
 
 describe("the race loser's table (spec/kubernetes.md §8.8)", () => {
   it("the deletion mark before started: a dying winner is not success in any startup state", () => {
-    for (const startup of ALL_STARTUPS) expect(loserStep(verified(startup, fp("a"), { marked: true })), startup.kind).toEqual({ kind: "winner-dying" });
+    for (const startup of ALL_STARTUPS)
+      expect(loserStep(verified(startup, fp("a"), { marked: true })), startup.kind).toEqual({ kind: "winner-dying" });
   });
 
   it("a started winner is success with the winner's pod name", () => {
@@ -74,7 +92,10 @@ describe("the race loser's table (spec/kubernetes.md §8.8)", () => {
   });
 
   it("a pull-failing winner is reported, never deleted", () => {
-    expect(loserStep(verified({ kind: "pull-failing", failure: "manifest-unknown" }, fp("a")))).toEqual({ kind: "report", failure: "manifest-unknown" });
+    expect(loserStep(verified({ kind: "pull-failing", failure: "manifest-unknown" }, fp("a")))).toEqual({
+      kind: "report",
+      failure: "manifest-unknown",
+    });
   });
 
   it("a recoverable winner is observed even when its intent diverges from the loser's", () => {

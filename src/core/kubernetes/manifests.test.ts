@@ -10,7 +10,10 @@ function cfg(extra: Record<string, unknown> = {}): ProviderConfig {
   if (!r.ok) throw new Error(r.error);
   return r.value;
 }
-type Obj = Record<string, unknown> & { metadata: Record<string, Record<string, string>>; spec: Record<string, unknown> };
+type Obj = Record<string, unknown> & {
+  metadata: Record<string, Record<string, string>>;
+  spec: Record<string, unknown>;
+};
 
 describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
   const pod = podManifest(WHO, cfg(), "0f3a91cc", "f".repeat(64)) as Obj;
@@ -33,7 +36,13 @@ describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
     expect(spec.restartPolicy).toBe("Never");
     expect(spec.terminationGracePeriodSeconds).toBe(60);
     expect(spec.automountServiceAccountToken).toBe(false);
-    expect(spec.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } });
+    expect(spec.securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 10001,
+      runAsGroup: 10001,
+      fsGroup: 10001,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
     expect((pod.metadata as Record<string, unknown>).ownerReferences).toBeUndefined();
   });
 
@@ -49,7 +58,28 @@ describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
 
   it("has none of the fields that must be absent", () => {
     const text = JSON.stringify(pod);
-    for (const field of ["imagePullPolicy", "imagePullSecrets", "hostNetwork", "hostPID", "hostPath", "privileged", '"env"', "affinity", "priorityClassName", "readOnlyRootFilesystem", "enableServiceLinks", "livenessProbe", "readinessProbe", "ports", '"command"', '"args"', "serviceAccountName", "nodeSelector", "tolerations", "activeDeadlineSeconds"]) {
+    for (const field of [
+      "imagePullPolicy",
+      "imagePullSecrets",
+      "hostNetwork",
+      "hostPID",
+      "hostPath",
+      "privileged",
+      '"env"',
+      "affinity",
+      "priorityClassName",
+      "readOnlyRootFilesystem",
+      "enableServiceLinks",
+      "livenessProbe",
+      "readinessProbe",
+      "ports",
+      '"command"',
+      '"args"',
+      "serviceAccountName",
+      "nodeSelector",
+      "tolerations",
+      "activeDeadlineSeconds",
+    ]) {
       expect(text, field).not.toContain(field);
     }
   });
@@ -57,11 +87,23 @@ describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
   it("maps each pod option to its field only when set", () => {
     const p = podManifest(
       WHO,
-      cfg({ service_account: "runner", pod_options: { node_selector: { a: "b" }, tolerations: [{ key: "k", operator: "Exists" }], workspace_size_limit: "5Gi", ephemeral_storage_request: "1Gi", ephemeral_storage_limit: "2Gi", active_deadline_seconds: 60 } }),
+      cfg({
+        service_account: "runner",
+        pod_options: {
+          node_selector: { a: "b" },
+          tolerations: [{ key: "k", operator: "Exists" }],
+          workspace_size_limit: "5Gi",
+          ephemeral_storage_request: "1Gi",
+          ephemeral_storage_limit: "2Gi",
+          active_deadline_seconds: 60,
+        },
+      }),
       "00000000",
       "0".repeat(64),
     ) as Obj;
-    const s = p.spec as Record<string, unknown> & { containers: Array<{ resources: { requests: Record<string, string>; limits: Record<string, string> } }> };
+    const s = p.spec as Record<string, unknown> & {
+      containers: Array<{ resources: { requests: Record<string, string>; limits: Record<string, string> } }>;
+    };
     expect(s.serviceAccountName).toBe("runner");
     expect(s.automountServiceAccountToken).toBe(false);
     expect(s.nodeSelector).toEqual({ a: "b" });
@@ -75,10 +117,15 @@ describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
   // pod.rs at block/buzz@0c7b698, setup_uid_is_opt_in_and_comes_from_the_api_not_the_secret.
   it("setup_uid_is_opt_in_and_comes_from_the_api_not_the_secret: setup_pending adds BUZZ_PILOT_POD_UID from metadata.uid", () => {
     expect((spec.containers[0] as Record<string, unknown>).env).toBeUndefined();
-    expect((podManifest(WHO, cfg({ pod_options: { setup_pending: false } }), "0f3a91cc", "f".repeat(64)) as Obj).spec.containers).toEqual(spec.containers);
+    expect(
+      (podManifest(WHO, cfg({ pod_options: { setup_pending: false } }), "0f3a91cc", "f".repeat(64)) as Obj).spec
+        .containers,
+    ).toEqual(spec.containers);
     const p = podManifest(WHO, cfg({ pod_options: { setup_pending: true } }), "00000000", "0".repeat(64)) as Obj;
     const c = (p.spec as { containers: Array<Record<string, unknown>> }).containers[0];
-    expect(c?.env).toEqual([{ name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } }]);
+    expect(c?.env).toEqual([
+      { name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } },
+    ]);
     expect(c?.envFrom).toEqual([{ secretRef: { name: `${WHO.podName}-00000000`, optional: false } }]);
   });
 
@@ -86,9 +133,15 @@ describe("pod, Secret and claim shape (spec/kubernetes.md §14)", () => {
     const c = cfg({ workspace_storage: "20Gi", workspace_storage_class: "fast" });
     const p = podManifest(WHO, c, "00000000", "0".repeat(64)) as Obj;
     expect(p.metadata.labels?.["buzz.block.xyz/binding-version"]).toBe("2");
-    expect((p.spec as { volumes: unknown[] }).volumes).toEqual([{ name: "workspace", persistentVolumeClaim: { claimName: "buzz-agent-7e7e9c42a91b-workspace", readOnly: false } }]);
+    expect((p.spec as { volumes: unknown[] }).volumes).toEqual([
+      { name: "workspace", persistentVolumeClaim: { claimName: "buzz-agent-7e7e9c42a91b-workspace", readOnly: false } },
+    ]);
     const claim = claimManifest(WHO, c, "20Gi") as Obj;
-    expect(claim.spec).toEqual({ accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "20Gi" } }, storageClassName: "fast" });
+    expect(claim.spec).toEqual({
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "20Gi" } },
+      storageClassName: "fast",
+    });
     expect(claim.metadata.labels?.["buzz.block.xyz/binding-version"]).toBe("2");
   });
 

@@ -39,7 +39,10 @@ export function podManifest(
   const workspace =
     config.workspaceStorage !== null
       ? { name: "workspace", persistentVolumeClaim: { claimName: claimNameFor(who), readOnly: false } }
-      : { name: "workspace", emptyDir: opts?.workspaceSizeLimit !== undefined ? { sizeLimit: opts.workspaceSizeLimit } : {} };
+      : {
+          name: "workspace",
+          emptyDir: opts?.workspaceSizeLimit !== undefined ? { sizeLimit: opts.workspaceSizeLimit } : {},
+        };
   const spec: Record<string, unknown> = {
     // Never: an intentional exit (owner !shutdown, inactivity reap) is final.
     restartPolicy: "Never",
@@ -51,7 +54,13 @@ export function podManifest(
   if (opts?.nodeSelector) spec.nodeSelector = { ...opts.nodeSelector };
   if (opts?.tolerations) spec.tolerations = opts.tolerations.map((t) => ({ ...t }));
   if (opts?.activeDeadlineSeconds !== undefined) spec.activeDeadlineSeconds = opts.activeDeadlineSeconds;
-  spec.securityContext = { runAsNonRoot: true, runAsUser: RUN_AS, runAsGroup: RUN_AS, fsGroup: RUN_AS, seccompProfile: { type: "RuntimeDefault" } };
+  spec.securityContext = {
+    runAsNonRoot: true,
+    runAsUser: RUN_AS,
+    runAsGroup: RUN_AS,
+    fsGroup: RUN_AS,
+    seccompProfile: { type: "RuntimeDefault" },
+  };
   spec.containers = [
     {
       name: AGENT_CONTAINER,
@@ -60,7 +69,13 @@ export function podManifest(
       envFrom: [{ secretRef: { name: secretNameFor(who, generation), optional: false } }],
       // setup_pending (Buzz's pilot line): the pod UID from the API; explicit env wins over envFrom, so the Secret
       // cannot spoof it.
-      ...(opts?.setupPending ? { env: [{ name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } }] } : {}),
+      ...(opts?.setupPending
+        ? {
+            env: [
+              { name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } },
+            ],
+          }
+        : {}),
       resources: { requests, limits },
       volumeMounts: [{ name: "workspace", mountPath: WORKSPACE_MOUNT_PATH }],
       securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ["ALL"] } },
@@ -74,14 +89,23 @@ export function podManifest(
       name: who.podName,
       namespace: config.namespace,
       labels: labelsFor(who, binding),
-      annotations: { [PUBKEY_FULL_ANNOTATION]: who.pubkey, [INTENT_ANNOTATION]: fingerprint, [IMAGE_ANNOTATION]: config.image },
+      annotations: {
+        [PUBKEY_FULL_ANNOTATION]: who.pubkey,
+        [INTENT_ANNOTATION]: fingerprint,
+        [IMAGE_ANNOTATION]: config.image,
+      },
     },
     spec,
   };
 }
 
 /** One immutable Secret per attempt; `stringData`, never `data`; type unset (Opaque). */
-export function secretManifest(who: AgentIdentity, config: ProviderConfig, generation: string, env: AgentEnv): Record<string, unknown> {
+export function secretManifest(
+  who: AgentIdentity,
+  config: ProviderConfig,
+  generation: string,
+  env: AgentEnv,
+): Record<string, unknown> {
   return {
     apiVersion: "v1",
     kind: "Secret",
@@ -102,7 +126,12 @@ export function claimManifest(who: AgentIdentity, config: ProviderConfig, storag
   return {
     apiVersion: "v1",
     kind: "PersistentVolumeClaim",
-    metadata: { name: claimNameFor(who), namespace: config.namespace, labels: labelsFor(who, "2"), annotations: { [PUBKEY_FULL_ANNOTATION]: who.pubkey } },
+    metadata: {
+      name: claimNameFor(who),
+      namespace: config.namespace,
+      labels: labelsFor(who, "2"),
+      annotations: { [PUBKEY_FULL_ANNOTATION]: who.pubkey },
+    },
     spec,
   };
 }

@@ -31,7 +31,15 @@ export const PodSchema = z.looseObject({
   spec: z
     .looseObject({
       nodeName: z.string().nullish(),
-      containers: z.array(z.looseObject({ name: z.string().optional(), image: z.string().nullish(), envFrom: z.array(EnvFromSchema).nullish() })).default([]),
+      containers: z
+        .array(
+          z.looseObject({
+            name: z.string().optional(),
+            image: z.string().nullish(),
+            envFrom: z.array(EnvFromSchema).nullish(),
+          }),
+        )
+        .default([]),
       terminationGracePeriodSeconds: z.number().nullish(),
     })
     .default({ containers: [] }),
@@ -39,7 +47,14 @@ export const PodSchema = z.looseObject({
     .looseObject({
       phase: z.string().nullish(),
       conditions: z
-        .array(z.looseObject({ type: z.string(), status: z.string(), reason: z.string().nullish(), message: z.string().nullish() }))
+        .array(
+          z.looseObject({
+            type: z.string(),
+            status: z.string(),
+            reason: z.string().nullish(),
+            message: z.string().nullish(),
+          }),
+        )
         .nullish(),
       containerStatuses: z
         .array(

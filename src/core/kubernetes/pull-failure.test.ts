@@ -14,7 +14,13 @@ describe("pull-failure classes (spec/kubernetes.md §10.1)", () => {
   it.each([
     [PULL_TEXTS.manifestUnknown(ref), "manifest-unknown"],
     [PULL_TEXTS.unauthorizedStatus(ref, url), "unauthorized"],
-    [PULL_TEXTS.forbiddenToken(ref, "https://ghcr.io/token?scope=repository%3Ablock%2Fbuzz-sprig%3Apull&service=ghcr.io"), "unauthorized"],
+    [
+      PULL_TEXTS.forbiddenToken(
+        ref,
+        "https://ghcr.io/token?scope=repository%3Ablock%2Fbuzz-sprig%3Apull&service=ghcr.io",
+      ),
+      "unauthorized",
+    ],
     [PULL_TEXTS.pullAccessDenied(ref), "unauthorized"],
     [PULL_TEXTS.archContainerd(ref), "arch-mismatch"],
     [PULL_TEXTS.archDockerd(ref), "arch-mismatch"],
@@ -25,15 +31,21 @@ describe("pull-failure classes (spec/kubernetes.md §10.1)", () => {
     [backOff(ref, PULL_TEXTS.manifestUnknown(ref)), "manifest-unknown"],
     [backOff(ref, PULL_TEXTS.unauthorizedStatus(ref, url)), "unauthorized"],
     [`Back-off pulling image ${JSON.stringify(ref)}`, null],
-    ["rpc error: code = Unknown desc = failed to pull image \"x\": dial tcp 10.1.2.3:443: i/o timeout", null],
+    ['rpc error: code = Unknown desc = failed to pull image "x": dial tcp 10.1.2.3:443: i/o timeout', null],
     ["", null],
   ])("%j is %s", (message, expected) => {
     expect(classifyPullFailure(message)).toBe(expected);
   });
 
   it("a gRPC code reserved for the case decides when no link names it", () => {
-    expect(classifyPullFailure('rpc error: code = NotFound desc = failed to pull and unpack image "x@sha256:00": something new')).toBe("manifest-unknown");
-    expect(classifyPullFailure('rpc error: code = PermissionDenied desc = failed to pull image "x"')).toBe("unauthorized");
+    expect(
+      classifyPullFailure(
+        'rpc error: code = NotFound desc = failed to pull and unpack image "x@sha256:00": something new',
+      ),
+    ).toBe("manifest-unknown");
+    expect(classifyPullFailure('rpc error: code = PermissionDenied desc = failed to pull image "x"')).toBe(
+      "unauthorized",
+    );
     expect(classifyPullFailure('rpc error: code = Unavailable desc = failed to pull image "x"')).toBeNull();
   });
 
@@ -42,16 +54,40 @@ describe("pull-failure classes (spec/kubernetes.md §10.1)", () => {
   // class: each real text is rebuilt around arbitrary references from the grammar a registry accepts.
   it("no digest, repository or registry host changes the class of a real message (property)", () => {
     const word = fc.oneof(
-      fc.constantFrom("denied", "not-found", "unauthorized", "401", "403", "manifest-unknown", "insufficient_scope", "authorization-failed", "no-match", "404"),
+      fc.constantFrom(
+        "denied",
+        "not-found",
+        "unauthorized",
+        "401",
+        "403",
+        "manifest-unknown",
+        "insufficient_scope",
+        "authorization-failed",
+        "no-match",
+        "404",
+      ),
       fc.stringMatching(/^[a-z0-9]{1,10}$/),
     );
-    const component = fc.tuple(word, fc.constantFrom("", "-", ".", "_", "__"), fc.stringMatching(/^[a-z0-9]{0,6}$/)).map(([a, sep, b]) => (b === "" ? a : `${a}${sep}${b}`));
+    const component = fc
+      .tuple(word, fc.constantFrom("", "-", ".", "_", "__"), fc.stringMatching(/^[a-z0-9]{0,6}$/))
+      .map(([a, sep, b]) => (b === "" ? a : `${a}${sep}${b}`));
     const repo = fc.array(component, { minLength: 1, maxLength: 4 }).map((parts) => parts.join("/"));
     const host = fc.oneof(
-      fc.constantFrom("ghcr.io", "127.0.0.1:5000", "localhost:5000", "registry-401.example", "denied.example", "not-found.example:403", "berth.invalid"),
+      fc.constantFrom(
+        "ghcr.io",
+        "127.0.0.1:5000",
+        "localhost:5000",
+        "registry-401.example",
+        "denied.example",
+        "not-found.example:403",
+        "berth.invalid",
+      ),
       fc.stringMatching(/^[a-z0-9]{1,8}\.[a-z]{2,4}$/),
     );
-    const hex = fc.oneof(fc.stringMatching(/^[0-9a-f]{64}$/), fc.constantFrom(`${"0".repeat(60)}401f`, `403${"a".repeat(61)}`, `${"4013".repeat(16)}`));
+    const hex = fc.oneof(
+      fc.stringMatching(/^[0-9a-f]{64}$/),
+      fc.constantFrom(`${"0".repeat(60)}401f`, `403${"a".repeat(61)}`, `${"4013".repeat(16)}`),
+    );
     fc.assert(
       fc.property(host, repo, hex, hex, (h, r, d1, d2) => {
         const d = `sha256:${d1}`;
@@ -85,8 +121,12 @@ describe("pull-failure classes (spec/kubernetes.md §10.1)", () => {
     expect(pullFailureMessage("unauthorized", image)).toBe(
       "the cluster is not authorized to pull ghcr.io/block/buzz-sprig@sha256:abc from ghcr.io. This pull retries indefinitely and will not succeed on its own: grant the cluster's nodes access to that registry.",
     );
-    expect(pullFailureMessage("manifest-unknown", image)).toBe("ghcr.io has no image at ghcr.io/block/buzz-sprig@sha256:abc. Check the digest and repository.");
-    expect(pullFailureMessage("arch-mismatch", image)).toBe(`${image} has no variant for the architecture of the nodes it was scheduled on.`);
+    expect(pullFailureMessage("manifest-unknown", image)).toBe(
+      "ghcr.io has no image at ghcr.io/block/buzz-sprig@sha256:abc. Check the digest and repository.",
+    );
+    expect(pullFailureMessage("arch-mismatch", image)).toBe(
+      `${image} has no variant for the architecture of the nodes it was scheduled on.`,
+    );
   });
 });
 
@@ -94,8 +134,14 @@ describe("latest condition and redaction (spec/kubernetes.md §10.3–§10.4)", 
   const SECRETS = "Bearer eyJabc password=hunter2 nsec1qqqq token=xyz";
 
   it.each([
-    [rawPod({ agentState: { waiting: { reason: "ErrImagePull", message: SECRETS } } }), "the container is waiting, reason ErrImagePull"],
-    [rawPod({ agentState: { terminated: { exitCode: 3, reason: "Error", message: SECRETS } } }), "the container exited with code 3 (Error)"],
+    [
+      rawPod({ agentState: { waiting: { reason: "ErrImagePull", message: SECRETS } } }),
+      "the container is waiting, reason ErrImagePull",
+    ],
+    [
+      rawPod({ agentState: { terminated: { exitCode: 3, reason: "Error", message: SECRETS } } }),
+      "the container exited with code 3 (Error)",
+    ],
     [rawPod({ agentState: { terminated: { exitCode: 0 } } }), "the container exited with code 0"],
     [rawPod({ phase: "Running" }), "the pod is Running"],
     [rawPod({}), "no condition reported by the cluster"],
@@ -107,8 +153,21 @@ describe("latest condition and redaction (spec/kubernetes.md §10.3–§10.4)", 
 
   it("shows the first false pod condition with empty parts dropped", () => {
     const pod = rawPod({ phase: "Pending" });
-    pod.status = { phase: "Pending", conditions: [{ type: "Ready", status: "True" }, { type: "PodScheduled", status: "False", reason: "Unschedulable", message: "0/3 nodes are available: Insufficient memory" }] };
-    expect(latestCondition(pod)).toBe("pod condition PodScheduled is false: Unschedulable: 0/3 nodes are available: Insufficient memory");
+    pod.status = {
+      phase: "Pending",
+      conditions: [
+        { type: "Ready", status: "True" },
+        {
+          type: "PodScheduled",
+          status: "False",
+          reason: "Unschedulable",
+          message: "0/3 nodes are available: Insufficient memory",
+        },
+      ],
+    };
+    expect(latestCondition(pod)).toBe(
+      "pod condition PodScheduled is false: Unschedulable: 0/3 nodes are available: Insufficient memory",
+    );
     pod.status = { conditions: [{ type: "PodScheduled", status: "False" }] };
     expect(latestCondition(pod)).toBe("pod condition PodScheduled is false");
     pod.status = { conditions: [{ type: "PodScheduled", status: "False", message: "m" }] };

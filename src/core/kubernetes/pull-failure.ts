@@ -69,7 +69,10 @@ const GO_QUOTED = /"(?:[^"\\]|\\.)*"/g;
 const GRPC_PREFIX = /rpc error: code = ([A-Za-z]+) desc = /g;
 
 /** The message as an error chain: its links (quoted strings blanked) and the innermost gRPC code, if any. */
-export function pullErrorChain(kubeletMessage: string): { readonly links: readonly string[]; readonly grpcCode: string | null } {
+export function pullErrorChain(kubeletMessage: string): {
+  readonly links: readonly string[];
+  readonly grpcCode: string | null;
+} {
   let grpcCode: string | null = null;
   const unquoted = kubeletMessage.replace(GO_QUOTED, '""').replace(GRPC_PREFIX, (_all, code: string) => {
     grpcCode = code;

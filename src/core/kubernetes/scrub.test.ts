@@ -10,7 +10,15 @@ describe("scrubbing an attempt's secrets from server text (issue 12)", () => {
   it("the nsec is removed raw, as hex in either case, and base64-encoded as text or as key bytes", () => {
     const scrub = scrubberFor([NSEC]);
     const key = Buffer.from(NSEC_HEX, "hex");
-    for (const form of [NSEC, NSEC_HEX, NSEC_HEX.toUpperCase(), b64(NSEC), b64(NSEC).replace(/=+$/, ""), b64(key), b64(NSEC_HEX)]) {
+    for (const form of [
+      NSEC,
+      NSEC_HEX,
+      NSEC_HEX.toUpperCase(),
+      b64(NSEC),
+      b64(NSEC).replace(/=+$/, ""),
+      b64(key),
+      b64(NSEC_HEX),
+    ]) {
       expect(scrub(`denied: data=${form}.`)).toBe(`denied: data=${REDACTED}.`);
     }
   });
@@ -19,7 +27,13 @@ describe("scrubbing an attempt's secrets from server text (issue 12)", () => {
     const value = 'tok"en/with?+chars>>';
     const scrub = scrubberFor([value]);
     const std = b64(value);
-    for (const form of [value, JSON.stringify(value).slice(1, -1), std, std.replace(/=+$/, ""), std.replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_")]) {
+    for (const form of [
+      value,
+      JSON.stringify(value).slice(1, -1),
+      std,
+      std.replace(/=+$/, ""),
+      std.replace(/=+$/, "").replace(/\+/g, "-").replace(/\//g, "_"),
+    ]) {
       expect(scrub(`x ${form} y`), form).toBe(`x ${REDACTED} y`);
     }
   });
@@ -29,17 +43,24 @@ describe("scrubbing an attempt's secrets from server text (issue 12)", () => {
       {
         relay_url: "wss://relay.example/?t=abcd",
         private_key_nsec: NSEC,
-        launch: { owner_pubkey: "a".repeat(64), command: "goose", env: { API_KEY: "sk-123456", GOOSE_PROVIDER: "anthropic", GOOSE_MODEL: "claude-sonnet-4-5" } },
+        launch: {
+          owner_pubkey: "a".repeat(64),
+          command: "goose",
+          env: { API_KEY: "sk-123456", GOOSE_PROVIDER: "anthropic", GOOSE_MODEL: "claude-sonnet-4-5" },
+        },
       },
       { inactivitySeconds: 7200 },
       "0f3a91cc",
     );
     if (!env.ok) throw new Error(env.error);
     const secrets = attemptSecrets(env.value);
-    expect(secrets).toEqual(expect.arrayContaining([NSEC, "sk-123456", "wss://relay.example/?t=abcd", "claude-sonnet-4-5"]));
+    expect(secrets).toEqual(
+      expect.arrayContaining([NSEC, "sk-123456", "wss://relay.example/?t=abcd", "claude-sonnet-4-5"]),
+    );
     // The nonce is the Secret name's suffix and the rest is public config or plain words: scrubbing them would garble
     // object names and hide nothing.
-    for (const v of ["0f3a91cc", "7200", "buzz-dev-mcp", "a".repeat(64), "goose", "anthropic"]) expect(secrets).not.toContain(v);
+    for (const v of ["0f3a91cc", "7200", "buzz-dev-mcp", "a".repeat(64), "goose", "anthropic"])
+      expect(secrets).not.toContain(v);
     expect(scrubberFor(secrets)("could not create secret buzz-agent-7e7e9c42a91b-0f3a91cc: Invalid")).toBe(
       "could not create secret buzz-agent-7e7e9c42a91b-0f3a91cc: Invalid",
     );
@@ -47,11 +68,21 @@ describe("scrubbing an attempt's secrets from server text (issue 12)", () => {
 
   // issue 34: with the docs' own example (`launch.command: buzz-agent`) every error showed the pod as `[redacted]-…`.
   it("a launch command that is part of the pod name leaves the pod name readable", () => {
-    const env = buildEnv({ relay_url: "wss://r.example", private_key_nsec: NSEC, launch: { owner_pubkey: "a".repeat(64), command: "buzz-agent" } }, { inactivitySeconds: 7200 }, "0f3a91cc");
+    const env = buildEnv(
+      {
+        relay_url: "wss://r.example",
+        private_key_nsec: NSEC,
+        launch: { owner_pubkey: "a".repeat(64), command: "buzz-agent" },
+      },
+      { inactivitySeconds: 7200 },
+      "0f3a91cc",
+    );
     if (!env.ok) throw new Error(env.error);
     const pod = "buzz-agent-7e7e9c42a91b";
     const scrub = scrubberFor(attemptSecrets(env.value), [pod, "buzz-agents-test"]);
-    expect(scrub(`startup not confirmed within 25s for ${pod}: the pod is Pending`)).toBe(`startup not confirmed within 25s for ${pod}: the pod is Pending`);
+    expect(scrub(`startup not confirmed within 25s for ${pod}: the pod is Pending`)).toBe(
+      `startup not confirmed within 25s for ${pod}: the pod is Pending`,
+    );
     expect(scrub(`denied: ${NSEC}`)).toBe(`denied: ${REDACTED}`);
   });
 

@@ -43,9 +43,14 @@ const PUBLIC_KEYS: ReadonlySet<string> = new Set([
 ]);
 
 /** Key names that announce a secret, matched per `_`/`-`/`.` separated word (API_KEY, GH_TOKEN, DB_PASSWORD…). */
-const SECRET_KEY_WORD = /^(KEY|APIKEY|TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PW|PWD|CREDENTIAL|CREDENTIALS|AUTH|PRIVATE|NSEC|COOKIE|SESSION|SIGNATURE|CERT|DSN|BEARER)$/;
+const SECRET_KEY_WORD =
+  /^(KEY|APIKEY|TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|PASS|PW|PWD|CREDENTIAL|CREDENTIALS|AUTH|PRIVATE|NSEC|COOKIE|SESSION|SIGNATURE|CERT|DSN|BEARER)$/;
 
-const secretNamedKey = (key: string): boolean => key.toUpperCase().split(/[_.-]+/).some((w) => SECRET_KEY_WORD.test(w));
+const secretNamedKey = (key: string): boolean =>
+  key
+    .toUpperCase()
+    .split(/[_.-]+/)
+    .some((w) => SECRET_KEY_WORD.test(w));
 
 /** Mixes at least two kinds of character, counting `-_./:` as separators rather than symbols. */
 function secretLookingValue(value: string): boolean {

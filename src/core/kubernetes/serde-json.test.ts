@@ -52,7 +52,14 @@ describe("serde_json's error for malformed request bytes (issue 18.6)", () => {
   });
 
   it("accepts every document JSON.parse accepts within those limits, and never quotes the input", () => {
-    for (const ok of ['{"op":"info","request_id":"r-1"}', " [ ] ", '{"a":[1,-0.5e+3,true,false,null,"\\u00e9\\n"]}', "-0", "0", '"\\/"']) {
+    for (const ok of [
+      '{"op":"info","request_id":"r-1"}',
+      " [ ] ",
+      '{"a":[1,-0.5e+3,true,false,null,"\\u00e9\\n"]}',
+      "-0",
+      "0",
+      '"\\/"',
+    ]) {
       expect(err(ok), ok).toBeNull();
       expect(() => JSON.parse(ok)).not.toThrow();
     }

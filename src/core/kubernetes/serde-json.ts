@@ -159,7 +159,8 @@ class Reader {
       }
     }
     // f64_from_parts: a non-zero value whose magnitude is beyond f64 is out of range, at the end of the number.
-    if (!significandZero && !Number.isFinite(Number(new TextDecoder().decode(this.b.subarray(start, this.index))))) this.fail(MESSAGES.range);
+    if (!significandZero && !Number.isFinite(Number(new TextDecoder().decode(this.b.subarray(start, this.index)))))
+      this.fail(MESSAGES.range);
   }
 
   /** After the opening quote: serde_json's parse_str with UTF-8 validation (escapes, control bytes, surrogates). */

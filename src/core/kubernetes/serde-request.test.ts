@@ -28,12 +28,20 @@ describe("the typed request parse gives serde's first error (issue 18.6)", () =>
   });
 
   it("a wrong type anywhere wins over a missing field; missing fields are named in declaration order", () => {
-    expect(errorOf({ op: "deploy", agent: { private_key_nsec: 5 } })).toBe(`${P}invalid type: integer \`5\`, expected a string (at agent.private_key_nsec)`);
+    expect(errorOf({ op: "deploy", agent: { private_key_nsec: 5 } })).toBe(
+      `${P}invalid type: integer \`5\`, expected a string (at agent.private_key_nsec)`,
+    );
     expect(errorOf({ op: "deploy", agent: {} })).toBe(`${P}missing field \`relay_url\` (at agent.relay_url)`);
-    expect(errorOf({ op: "deploy", agent: { relay_url: "x" } })).toBe(`${P}missing field \`private_key_nsec\` (at agent.private_key_nsec)`);
+    expect(errorOf({ op: "deploy", agent: { relay_url: "x" } })).toBe(
+      `${P}missing field \`private_key_nsec\` (at agent.private_key_nsec)`,
+    );
     expect(errorOf({ op: "deploy" })).toBe(`${P}missing field \`agent\``);
-    expect(errorOf({ op: "deploy", agent: [] })).toBe(`${P}invalid type: sequence, expected struct AgentPayload (at agent)`);
-    expect(errorOf({ op: "deploy", agent: { ...agent, launch: 3 } })).toBe(`${P}invalid type: integer \`3\`, expected struct LaunchBlock (at agent.launch)`);
+    expect(errorOf({ op: "deploy", agent: [] })).toBe(
+      `${P}invalid type: sequence, expected struct AgentPayload (at agent)`,
+    );
+    expect(errorOf({ op: "deploy", agent: { ...agent, launch: 3 } })).toBe(
+      `${P}invalid type: integer \`3\`, expected struct LaunchBlock (at agent.launch)`,
+    );
   });
 
   it("fields are visited in serde_json's Map order (sorted keys): the first wrong type by key order wins", () => {
@@ -45,18 +53,37 @@ describe("the typed request parse gives serde's first error (issue 18.6)", () =>
   });
 
   it("null_owner_fields_parse: an Option takes null; a defaulted map or sequence does not", () => {
-    expect(errorOf({ op: "deploy", agent: { ...agent, auth_tag: null, launch: { owner_pubkey: null, command: null } } })).toBeNull();
+    expect(
+      errorOf({ op: "deploy", agent: { ...agent, auth_tag: null, launch: { owner_pubkey: null, command: null } } }),
+    ).toBeNull();
     expect(errorOf({ op: "deploy", agent: { ...agent, respond_to_allowlist: null, launch: null } })).toBeNull();
-    expect(errorOf({ op: "deploy", agent: { ...agent, env_vars: null } })).toBe(`${P}invalid type: unit value, expected a map (at agent.env_vars)`);
-    expect(errorOf({ op: "deploy", agent: { ...agent, launch: { args: null } } })).toBe(`${P}invalid type: unit value, expected a sequence (at agent.launch.args)`);
-    expect(errorOf({ op: "deploy", agent: { ...agent, relay_url: null } })).toBe(`${P}invalid type: unit value, expected a string (at agent.relay_url)`);
+    expect(errorOf({ op: "deploy", agent: { ...agent, env_vars: null } })).toBe(
+      `${P}invalid type: unit value, expected a map (at agent.env_vars)`,
+    );
+    expect(errorOf({ op: "deploy", agent: { ...agent, launch: { args: null } } })).toBe(
+      `${P}invalid type: unit value, expected a sequence (at agent.launch.args)`,
+    );
+    expect(errorOf({ op: "deploy", agent: { ...agent, relay_url: null } })).toBe(
+      `${P}invalid type: unit value, expected a string (at agent.relay_url)`,
+    );
   });
 
   it("ignores_unconsumed_payload_fields, and never quotes a string value (it may be a key)", () => {
-    expect(errorOf({ op: "deploy", request_id: "r1", agent: { ...agent, name: "a", model: "m", parallelism: 10, agent_args: [] }, provider_config: 5 })).toBeNull();
+    expect(
+      errorOf({
+        op: "deploy",
+        request_id: "r1",
+        agent: { ...agent, name: "a", model: "m", parallelism: 10, agent_args: [] },
+        provider_config: 5,
+      }),
+    ).toBeNull();
     const secret = "nsec1vl029mgpspedva04g90vltkh6fvh240zqtv9k0t9af8935ke9laqsnlfe5";
     expect(errorOf({ op: "deploy", agent: { ...agent, env_vars: secret } })).not.toContain(secret);
-    expect(errorOf({ op: "deploy", agent: { ...agent, env_vars: { [secret]: 1 } } })).toBe(`${P}invalid type: integer \`1\`, expected a string (at agent.env_vars.…)`);
-    expect(errorOf({ op: "deploy", agent: { ...agent, env_vars: { GOOSE_MODEL: 1 } } })).toBe(`${P}invalid type: integer \`1\`, expected a string (at agent.env_vars.GOOSE_MODEL)`);
+    expect(errorOf({ op: "deploy", agent: { ...agent, env_vars: { [secret]: 1 } } })).toBe(
+      `${P}invalid type: integer \`1\`, expected a string (at agent.env_vars.…)`,
+    );
+    expect(errorOf({ op: "deploy", agent: { ...agent, env_vars: { GOOSE_MODEL: 1 } } })).toBe(
+      `${P}invalid type: integer \`1\`, expected a string (at agent.env_vars.GOOSE_MODEL)`,
+    );
   });
 });

@@ -23,7 +23,11 @@ type Shape =
   | { readonly kind: "seq"; readonly of: Shape }
   | { readonly kind: "map"; readonly of: Shape }
   | { readonly kind: "any" }
-  | { readonly kind: "struct"; readonly name: string; readonly fields: ReadonlyArray<readonly [string, Shape, "required" | "default"]> };
+  | {
+      readonly kind: "struct";
+      readonly name: string;
+      readonly fields: ReadonlyArray<readonly [string, Shape, "required" | "default"]>;
+    };
 
 const STRING: Shape = { kind: "string" };
 const option = (of: Shape): Shape => ({ kind: "option", of });
@@ -117,7 +121,8 @@ function check(v: unknown, shape: Shape, path: readonly string[]): void {
       return;
     case "map":
       if (typeof v !== "object" || v === null || Array.isArray(v)) wrong();
-      for (const key of Object.keys(v as object).sort()) check((v as Record<string, unknown>)[key], shape.of, [...path, segment(key)]);
+      for (const key of Object.keys(v as object).sort())
+        check((v as Record<string, unknown>)[key], shape.of, [...path, segment(key)]);
       return;
     case "struct": {
       // A sequence is a struct's other serde form; berth does not take a request positionally (see parseRequest).
@@ -129,7 +134,8 @@ function check(v: unknown, shape: Shape, path: readonly string[]): void {
         if (field) check(rec[key], field[1], [...path, key]);
       }
       for (const [name, , presence] of shape.fields) {
-        if (presence === "required" && !(name in rec)) throw new Refused(`missing field \`${name}\`${path.length ? ` (at ${[...path, name].join(".")})` : ""}`);
+        if (presence === "required" && !(name in rec))
+          throw new Refused(`missing field \`${name}\`${path.length ? ` (at ${[...path, name].join(".")})` : ""}`);
       }
       return;
     }
@@ -156,7 +162,8 @@ export function serdeRequestVerdict(raw: unknown): SerdeVerdict {
     const tag = opVerdict(raw[0]);
     return tag.ok ? { ok: false, error: "the request must be a JSON object" } : tag;
   }
-  if (typeof raw !== "object" || raw === null) return { ok: false, error: `invalid type: ${unexpected(raw)}, expected internally tagged enum Request` };
+  if (typeof raw !== "object" || raw === null)
+    return { ok: false, error: `invalid type: ${unexpected(raw)}, expected internally tagged enum Request` };
   const rec = raw as Record<string, unknown>;
   if (!("op" in rec)) return { ok: false, error: "missing field `op`" };
   const tag = opVerdict(rec.op);

@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import type { AgentPubkey } from "../identity/nostr.js";
-import { BINDING_LABEL, identityFromNsec, identityFromPubkeyHex, identityOf, MANAGED_BY_LABEL, PUBKEY_FULL_ANNOTATION, secretNameFor, selectorFor } from "./naming.js";
+import {
+  BINDING_LABEL,
+  identityFromNsec,
+  identityFromPubkeyHex,
+  identityOf,
+  MANAGED_BY_LABEL,
+  PUBKEY_FULL_ANNOTATION,
+  secretNameFor,
+  selectorFor,
+} from "./naming.js";
 import { GOLDEN_NSEC, GOLDEN_PUBKEY } from "../../../test/support/kubernetes/fixtures.js";
 import { quorum, rawPod, WHO } from "../../../test/support/kubernetes/pods.js";
 import { claimProblem, isOurSecret, verifyPod } from "./verify.js";
@@ -18,11 +27,29 @@ describe("pod verification (spec/kubernetes.md §5.1)", () => {
 
   it.each([
     ["empty labels", () => rawPod({ labels: {} })],
-    ["binding 999", () => ({ ...rawPod(), metadata: { ...rawPod().metadata, labels: { ...rawPod().metadata.labels, [BINDING_LABEL]: "999" } } })],
-    ["binding missing", () => ({ ...rawPod(), metadata: { ...rawPod().metadata, labels: { [MANAGED_BY_LABEL]: "buzz-backend-kubernetes" } } })],
+    [
+      "binding 999",
+      () => ({
+        ...rawPod(),
+        metadata: { ...rawPod().metadata, labels: { ...rawPod().metadata.labels, [BINDING_LABEL]: "999" } },
+      }),
+    ],
+    [
+      "binding missing",
+      () => ({
+        ...rawPod(),
+        metadata: { ...rawPod().metadata, labels: { [MANAGED_BY_LABEL]: "buzz-backend-kubernetes" } },
+      }),
+    ],
     ["another agent's full pubkey", () => rawPod({ pubkey: "f".repeat(64) })],
     ["missing identity annotation", () => rawPod({ annotations: {} })],
-    ["managed by someone else", () => ({ ...rawPod(), metadata: { ...rawPod().metadata, labels: { ...rawPod().metadata.labels, [MANAGED_BY_LABEL]: "berth" } } })],
+    [
+      "managed by someone else",
+      () => ({
+        ...rawPod(),
+        metadata: { ...rawPod().metadata, labels: { ...rawPod().metadata.labels, [MANAGED_BY_LABEL]: "berth" } },
+      }),
+    ],
     ["missing uid", () => rawPod({ uid: "" })],
     ["missing resourceVersion", () => rawPod({ resourceVersion: "" })],
   ])("treats a pod with %s as foreign", (_name, make) => {
@@ -30,7 +57,11 @@ describe("pod verification (spec/kubernetes.md §5.1)", () => {
   });
 
   it("carries this observation's fence, mark, intent and Secret reference", () => {
-    const obs = verifyPod(quorum(rawPod({ uid: "u9", resourceVersion: "77", intent: "abc", deletionTimestamp: "2026-01-01T00:00:00Z" })), WHO, started);
+    const obs = verifyPod(
+      quorum(rawPod({ uid: "u9", resourceVersion: "77", intent: "abc", deletionTimestamp: "2026-01-01T00:00:00Z" })),
+      WHO,
+      started,
+    );
     if (obs.kind !== "verified") throw new Error("expected verified");
     expect(obs.pod.fence).toEqual({ uid: "u9", resourceVersion: "77" });
     expect(obs.pod.deletionMarked).toBe(true);
@@ -44,7 +75,9 @@ describe("Secret and claim ownership (spec/kubernetes.md §5.2)", () => {
     const meta = rawPod().metadata;
     expect(isOurSecret({ metadata: meta }, WHO)).toBe(true);
     expect(isOurSecret({ metadata: { ...meta, uid: undefined } }, WHO)).toBe(false);
-    expect(isOurSecret({ metadata: { ...meta, annotations: { [PUBKEY_FULL_ANNOTATION]: "0".repeat(64) } } }, WHO)).toBe(false);
+    expect(isOurSecret({ metadata: { ...meta, annotations: { [PUBKEY_FULL_ANNOTATION]: "0".repeat(64) } } }, WHO)).toBe(
+      false,
+    );
   });
 
   it("claims are checked in catalogue order", () => {
@@ -54,16 +87,26 @@ describe("Secret and claim ownership (spec/kubernetes.md §5.2)", () => {
       spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "20Gi" } }, storageClassName: "fast" },
     };
     expect(claimProblem(good, labels, WHO, "20Gi", "fast")).toBeNull();
-    expect(claimProblem({ ...good, metadata: { ...good.metadata, labels: {} } }, labels, WHO, "20Gi", null)).toBe("has no ownership labels");
-    expect(claimProblem({ ...good, metadata: { ...good.metadata, labels: { ...labels, [BINDING_LABEL]: "1" } } }, labels, WHO, "20Gi", null)).toBe(
-      "already exists but is not owned by this Buzz agent",
+    expect(claimProblem({ ...good, metadata: { ...good.metadata, labels: {} } }, labels, WHO, "20Gi", null)).toBe(
+      "has no ownership labels",
     );
-    expect(claimProblem({ ...good, metadata: { ...good.metadata, annotations: {} } }, labels, WHO, "20Gi", null)).toBe("has no identity annotation");
+    expect(
+      claimProblem(
+        { ...good, metadata: { ...good.metadata, labels: { ...labels, [BINDING_LABEL]: "1" } } },
+        labels,
+        WHO,
+        "20Gi",
+        null,
+      ),
+    ).toBe("already exists but is not owned by this Buzz agent");
+    expect(claimProblem({ ...good, metadata: { ...good.metadata, annotations: {} } }, labels, WHO, "20Gi", null)).toBe(
+      "has no identity annotation",
+    );
     expect(claimProblem(good, labels, WHO, "30Gi", null)).toMatch(/different storage request/);
     expect(claimProblem(good, labels, WHO, "20Gi", "slow")).toBe("already exists with a different storage class");
-    expect(claimProblem({ ...good, spec: { ...good.spec, accessModes: ["ReadOnlyMany"] } }, labels, WHO, "20Gi", null)).toBe(
-      "does not allow ReadWriteOnce access",
-    );
+    expect(
+      claimProblem({ ...good, spec: { ...good.spec, accessModes: ["ReadOnlyMany"] } }, labels, WHO, "20Gi", null),
+    ).toBe("does not allow ReadWriteOnce access");
     expect(claimProblem({ ...good, spec: null }, labels, WHO, "20Gi", null)).toBe("exists without a spec");
   });
 });
@@ -85,9 +128,12 @@ describe("naming (spec/kubernetes.md §4)", () => {
     expect(identityFromNsec(`  ${GOLDEN_NSEC}\n`).ok).toBe(true);
   });
 
-  it.each(["", "nsec1", "not-a-key", "npub1abc", GOLDEN_NSEC.toUpperCase(), GOLDEN_PUBKEY])("refuses %j as an identity", (input) => {
-    expect(identityFromNsec(input).ok).toBe(false);
-  });
+  it.each(["", "nsec1", "not-a-key", "npub1abc", GOLDEN_NSEC.toUpperCase(), GOLDEN_PUBKEY])(
+    "refuses %j as an identity",
+    (input) => {
+      expect(identityFromNsec(input).ok).toBe(false);
+    },
+  );
 
   it("accepts only 64 lowercase hex as an operator-given pubkey", () => {
     expect(identityFromPubkeyHex(GOLDEN_PUBKEY).ok).toBe(true);

@@ -40,7 +40,11 @@ export type PodObservation =
   | { readonly kind: "foreign"; readonly reason: string }
   | { readonly kind: "verified"; readonly pod: VerifiedPod };
 
-export type ForeignReason = "no management marker" | "unsupported binding version" | "identity annotation missing or different" | "missing name, uid or resourceVersion";
+export type ForeignReason =
+  | "no management marker"
+  | "unsupported binding version"
+  | "identity annotation missing or different"
+  | "missing name, uid or resourceVersion";
 
 /** Checks 1–3 of §5.1, shared with Secrets (§5.2). */
 function ownershipProblem(
@@ -60,7 +64,8 @@ export function verifyPod(q: QuorumPod, who: AgentIdentity, startup: Startup): P
   const meta = q.metadata;
   const problem = ownershipProblem(meta.labels, meta.annotations, who);
   if (problem) return { kind: "foreign", reason: problem };
-  if (!meta.name || !meta.uid || !meta.resourceVersion) return { kind: "foreign", reason: "missing name, uid or resourceVersion" };
+  if (!meta.name || !meta.uid || !meta.resourceVersion)
+    return { kind: "foreign", reason: "missing name, uid or resourceVersion" };
   const fence = { uid: meta.uid, resourceVersion: meta.resourceVersion } as Fence;
   const pod = {
     name: meta.name,
@@ -101,15 +106,18 @@ export function claimProblem(
 ): ClaimProblem | null {
   const labels = claim.metadata.labels;
   if (!labels || Object.keys(labels).length === 0) return "has no ownership labels";
-  for (const [k, v] of Object.entries(desiredLabels)) if (labels[k] !== v) return "already exists but is not owned by this Buzz agent";
+  for (const [k, v] of Object.entries(desiredLabels))
+    if (labels[k] !== v) return "already exists but is not owned by this Buzz agent";
   const full = claim.metadata.annotations?.[PUBKEY_FULL_ANNOTATION];
   if (full === undefined) return "has no identity annotation";
   if (full !== who.pubkey) return "belongs to a different agent identity";
   if (!claim.spec) return "exists without a spec";
   const requested = claim.spec.resources?.requests?.storage;
   if (requested === undefined) return "is missing its requested shape";
-  if (requested !== storage) return "already exists with a different storage request; resize or replace it with cluster tools before retrying";
-  if (storageClass !== null && claim.spec.storageClassName !== storageClass) return "already exists with a different storage class";
+  if (requested !== storage)
+    return "already exists with a different storage request; resize or replace it with cluster tools before retrying";
+  if (storageClass !== null && claim.spec.storageClassName !== storageClass)
+    return "already exists with a different storage class";
   if (!(claim.spec.accessModes ?? []).includes("ReadWriteOnce")) return "does not allow ReadWriteOnce access";
   return null;
 }

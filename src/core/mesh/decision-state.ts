@@ -95,7 +95,10 @@ export function transition(from: DecisionState, event: DecisionEvent, actor: Dec
   if (!rule) return { ok: false, error: `a decision in state ${from} cannot take the event ${event}` };
   if (!rule.by.includes(actor)) {
     const who = rule.by.join(" or ");
-    return { ok: false, error: `${event} of a decision in state ${from} is for its ${who}, not for ${actorText(actor)}` };
+    return {
+      ok: false,
+      error: `${event} of a decision in state ${from} is for its ${who}, not for ${actorText(actor)}`,
+    };
   }
   return { ok: true, value: rule.to };
 }

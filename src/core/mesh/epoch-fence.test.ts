@@ -8,14 +8,56 @@ const bound = (store_id: string, epoch: number): ControllerBinding => ({ store_i
 
 describe("the node's fence on a controller's store and leader epoch (issue 20)", () => {
   it.each([
-    ["an unbound key is bound to the first store that names itself, by a mutating request", null, { store_id: A, epoch: 3 }, true, { kind: "serve", change: { kind: "bind", store_id: A, epoch: 3 } }],
-    ["an unbound key is bound by a read too (a new store's first describe)", null, { store_id: A, epoch: 0 }, false, { kind: "serve", change: { kind: "bind", store_id: A, epoch: 0 } }],
+    [
+      "an unbound key is bound to the first store that names itself, by a mutating request",
+      null,
+      { store_id: A, epoch: 3 },
+      true,
+      { kind: "serve", change: { kind: "bind", store_id: A, epoch: 3 } },
+    ],
+    [
+      "an unbound key is bound by a read too (a new store's first describe)",
+      null,
+      { store_id: A, epoch: 0 },
+      false,
+      { kind: "serve", change: { kind: "bind", store_id: A, epoch: 0 } },
+    ],
     ["a read without an authority changes nothing", bound(A, 2), null, false, { kind: "serve", change: null }],
-    ["the bound store at the same epoch is served unchanged", bound(A, 2), { store_id: A, epoch: 2 }, true, { kind: "serve", change: null }],
-    ["a higher epoch of the bound store is raised before it is served", bound(A, 2), { store_id: A, epoch: 5 }, true, { kind: "serve", change: { kind: "raise", store_id: A, from: 2, to: 5 } }],
-    ["a read with a higher epoch raises it too (a new leader's describe fences the old)", bound(A, 2), { store_id: A, epoch: 5 }, false, { kind: "serve", change: { kind: "raise", store_id: A, from: 2, to: 5 } }],
-    ["a read with a lower epoch is answered and changes nothing", bound(A, 5), { store_id: A, epoch: 2 }, false, { kind: "serve", change: null }],
-    ["a read from another store is answered and changes nothing", bound(A, 5), { store_id: B, epoch: 9 }, false, { kind: "serve", change: null }],
+    [
+      "the bound store at the same epoch is served unchanged",
+      bound(A, 2),
+      { store_id: A, epoch: 2 },
+      true,
+      { kind: "serve", change: null },
+    ],
+    [
+      "a higher epoch of the bound store is raised before it is served",
+      bound(A, 2),
+      { store_id: A, epoch: 5 },
+      true,
+      { kind: "serve", change: { kind: "raise", store_id: A, from: 2, to: 5 } },
+    ],
+    [
+      "a read with a higher epoch raises it too (a new leader's describe fences the old)",
+      bound(A, 2),
+      { store_id: A, epoch: 5 },
+      false,
+      { kind: "serve", change: { kind: "raise", store_id: A, from: 2, to: 5 } },
+    ],
+    [
+      "a read with a lower epoch is answered and changes nothing",
+      bound(A, 5),
+      { store_id: A, epoch: 2 },
+      false,
+      { kind: "serve", change: null },
+    ],
+    [
+      "a read from another store is answered and changes nothing",
+      bound(A, 5),
+      { store_id: B, epoch: 9 },
+      false,
+      { kind: "serve", change: null },
+    ],
   ] as const)("%s", (_name, binding, authority, mutating, expected) => {
     expect(judgeAuthority(binding, authority, mutating)).toEqual(expected);
   });
@@ -29,7 +71,10 @@ describe("the node's fence on a controller's store and leader epoch (issue 20)",
   });
 
   it("refuses a mutating request below the highest epoch seen stale_epoch", () => {
-    expect(judgeAuthority(bound(A, 5), { store_id: A, epoch: 4 }, true)).toMatchObject({ kind: "refuse", code: "stale_epoch" });
+    expect(judgeAuthority(bound(A, 5), { store_id: A, epoch: 4 }, true)).toMatchObject({
+      kind: "refuse",
+      code: "stale_epoch",
+    });
   });
 
   it("never lets an epoch of the bound store go down, and never moves the binding to another store, over any sequence of requests", () => {
@@ -46,7 +91,11 @@ describe("the node's fence on a controller's store and leader epoch (issue 20)",
             expect(r.store).toBe(firstStore ?? r.store);
             expect(r.epoch).toBeGreaterThanOrEqual(highest);
           }
-          if (v.kind === "serve" && v.change) binding = v.change.kind === "bind" ? { store_id: v.change.store_id, epoch: v.change.epoch } : { store_id: v.change.store_id, epoch: v.change.to };
+          if (v.kind === "serve" && v.change)
+            binding =
+              v.change.kind === "bind"
+                ? { store_id: v.change.store_id, epoch: v.change.epoch }
+                : { store_id: v.change.store_id, epoch: v.change.to };
           firstStore ??= binding?.store_id ?? null;
           if (binding) {
             expect(binding.store_id).toBe(firstStore);
@@ -61,12 +110,20 @@ describe("the node's fence on a controller's store and leader epoch (issue 20)",
 
 describe("rehome, the operator's move of a node to another store", () => {
   it("moves the binding to another store at that store's epoch, naming the binding it replaces", () => {
-    expect(judgeRehome(bound(A, 7), { store_id: B, epoch: 1 })).toEqual({ kind: "rehome", from: bound(A, 7), to: bound(B, 1) });
+    expect(judgeRehome(bound(A, 7), { store_id: B, epoch: 1 })).toEqual({
+      kind: "rehome",
+      from: bound(A, 7),
+      to: bound(B, 1),
+    });
     expect(judgeRehome(null, { store_id: B, epoch: 0 })).toEqual({ kind: "rehome", from: null, to: bound(B, 0) });
   });
 
   it("from the bound store itself cannot lower the epoch: a deposed leader re-homing to its own store is stale_epoch", () => {
     expect(judgeRehome(bound(A, 7), { store_id: A, epoch: 3 })).toMatchObject({ kind: "refuse", code: "stale_epoch" });
-    expect(judgeRehome(bound(A, 7), { store_id: A, epoch: 9 })).toEqual({ kind: "rehome", from: bound(A, 7), to: bound(A, 9) });
+    expect(judgeRehome(bound(A, 7), { store_id: A, epoch: 9 })).toEqual({
+      kind: "rehome",
+      from: bound(A, 7),
+      to: bound(A, 9),
+    });
   });
 });

@@ -37,9 +37,14 @@ export type FenceVerdict =
  * The verdict on one verified request. `authority` is null only on a read method (check 11a of spec/mesh.md §4.6
  * refuses a mutating request without one before this is asked).
  */
-export function judgeAuthority(binding: ControllerBinding | null, authority: Authority | null, mutating: boolean): FenceVerdict {
+export function judgeAuthority(
+  binding: ControllerBinding | null,
+  authority: Authority | null,
+  mutating: boolean,
+): FenceVerdict {
   if (authority === null) return { kind: "serve", change: null };
-  if (binding === null) return { kind: "serve", change: { kind: "bind", store_id: authority.store_id, epoch: authority.epoch } };
+  if (binding === null)
+    return { kind: "serve", change: { kind: "bind", store_id: authority.store_id, epoch: authority.epoch } };
   if (binding.store_id !== authority.store_id) {
     if (!mutating) return { kind: "serve", change: null };
     return {
@@ -57,7 +62,10 @@ export function judgeAuthority(binding: ControllerBinding | null, authority: Aut
     };
   }
   if (authority.epoch > binding.epoch) {
-    return { kind: "serve", change: { kind: "raise", store_id: binding.store_id, from: binding.epoch, to: authority.epoch } };
+    return {
+      kind: "serve",
+      change: { kind: "raise", store_id: binding.store_id, from: binding.epoch, to: authority.epoch },
+    };
   }
   return { kind: "serve", change: null };
 }
@@ -78,5 +86,9 @@ export function judgeRehome(binding: ControllerBinding | null, authority: Author
   if (binding === null || binding.store_id !== authority.store_id) return { kind: "rehome", from: binding, to };
   const same = judgeAuthority(binding, authority, true);
   if (same.kind === "refuse") return same;
-  return { kind: "rehome", from: binding, to: { store_id: binding.store_id, epoch: Math.max(binding.epoch, authority.epoch) } };
+  return {
+    kind: "rehome",
+    from: binding,
+    to: { store_id: binding.store_id, epoch: Math.max(binding.epoch, authority.epoch) },
+  };
 }

@@ -13,15 +13,37 @@ describe("an instance as its node last reported it", () => {
     ["lease_stopped", "terminated"],
     ["something-new", "something-new"],
   ])("a row in state %s is stored as %s, with the node's own word as its lifecycle", (row, state) => {
-    expect(observedInstanceOf("i1", "n1", { state: row, restarts: 2, pid: 42, started_ms: 7 }, 100)).toEqual({ instance_id: "i1", node_id: "n1", state, lifecycle: row, restarts: 2, pid: 42, started_ms: 7, seen_ms: 100 });
+    expect(observedInstanceOf("i1", "n1", { state: row, restarts: 2, pid: 42, started_ms: 7 }, 100)).toEqual({
+      instance_id: "i1",
+      node_id: "n1",
+      state,
+      lifecycle: row,
+      restarts: 2,
+      pid: 42,
+      started_ms: 7,
+      seen_ms: 100,
+    });
   });
 
   it("a verified answer that does not list the instance records it absent, with nothing else known", () => {
-    expect(observedInstanceOf("i1", "n1", null, 100)).toEqual({ instance_id: "i1", node_id: "n1", state: "absent", lifecycle: null, restarts: null, pid: null, started_ms: null, seen_ms: 100 });
+    expect(observedInstanceOf("i1", "n1", null, 100)).toEqual({
+      instance_id: "i1",
+      node_id: "n1",
+      state: "absent",
+      lifecycle: null,
+      restarts: null,
+      pid: null,
+      started_ms: null,
+      seen_ms: 100,
+    });
   });
 
   it("a row without a pid or restarts (an older node, a process not running) stores null for them", () => {
-    expect(observedInstanceOf("i1", "n1", { state: "stopped", pid: null }, 5)).toMatchObject({ pid: null, restarts: null, started_ms: null });
+    expect(observedInstanceOf("i1", "n1", { state: "stopped", pid: null }, 5)).toMatchObject({
+      pid: null,
+      restarts: null,
+      started_ms: null,
+    });
   });
 });
 

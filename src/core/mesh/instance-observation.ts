@@ -51,9 +51,30 @@ const NOT_STARTED: ReadonlySet<string> = new Set(["loading", "loaded", "starting
 const TERMINATED: ReadonlySet<string> = new Set(["stopped", "exited", "lost", "failed", "finished", "lease_stopped"]);
 
 /** The row a verified answer gave for the instance (null: the answer did not list it) as a stored observation. */
-export function observedInstanceOf(instanceId: string, nodeId: string, row: ObservedRow | null, seenMs: number): ObservedInstance {
-  if (row === null) return { instance_id: instanceId, node_id: nodeId, state: "absent", lifecycle: null, restarts: null, pid: null, started_ms: null, seen_ms: seenMs };
-  const state = RUNNING.has(row.state) ? "running" : NOT_STARTED.has(row.state) ? "not started" : TERMINATED.has(row.state) ? "terminated" : row.state;
+export function observedInstanceOf(
+  instanceId: string,
+  nodeId: string,
+  row: ObservedRow | null,
+  seenMs: number,
+): ObservedInstance {
+  if (row === null)
+    return {
+      instance_id: instanceId,
+      node_id: nodeId,
+      state: "absent",
+      lifecycle: null,
+      restarts: null,
+      pid: null,
+      started_ms: null,
+      seen_ms: seenMs,
+    };
+  const state = RUNNING.has(row.state)
+    ? "running"
+    : NOT_STARTED.has(row.state)
+      ? "not started"
+      : TERMINATED.has(row.state)
+        ? "terminated"
+        : row.state;
   return {
     instance_id: instanceId,
     node_id: nodeId,
@@ -67,7 +88,10 @@ export function observedInstanceOf(instanceId: string, nodeId: string, row: Obse
 }
 
 /** What a list says of when it was seen. */
-export type Seen = { readonly kind: "never" } | { readonly kind: "fresh"; readonly age_ms: number } | { readonly kind: "stale"; readonly age_ms: number };
+export type Seen =
+  | { readonly kind: "never" }
+  | { readonly kind: "fresh"; readonly age_ms: number }
+  | { readonly kind: "stale"; readonly age_ms: number };
 
 export function judgeSeen(seenMs: number | null, nowMs: number, staleAfterMs: number = OBSERVATION_STALE_MS): Seen {
   if (seenMs === null) return { kind: "never" };
@@ -88,7 +112,12 @@ export function agoText(ageMs: number): string {
  * A stored state as a list prints it: `running (seen 4s ago)`, `running (last seen 3m ago, stale)`, or
  * `unknown (never seen)` when nothing was ever recorded of the instance.
  */
-export function seenText(state: string | null, seenMs: number | null, nowMs: number, staleAfterMs: number = OBSERVATION_STALE_MS): string {
+export function seenText(
+  state: string | null,
+  seenMs: number | null,
+  nowMs: number,
+  staleAfterMs: number = OBSERVATION_STALE_MS,
+): string {
   const seen = judgeSeen(seenMs, nowMs, staleAfterMs);
   switch (seen.kind) {
     case "never":

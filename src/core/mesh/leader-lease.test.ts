@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_LEADER_TTL_MS, failoverBoundMs, judgeLeader, type LeaderRow, leaderTiming, liveLeader, mayAct, nextFollowerStepMs } from "./leader-lease.js";
+import {
+  DEFAULT_LEADER_TTL_MS,
+  failoverBoundMs,
+  judgeLeader,
+  type LeaderRow,
+  leaderTiming,
+  liveLeader,
+  mayAct,
+  nextFollowerStepMs,
+} from "./leader-lease.js";
 
 const row = (over: Partial<LeaderRow> = {}): LeaderRow => ({
   owner_id: "other",
@@ -20,7 +29,13 @@ describe("who leads a controller store (issue 20)", () => {
     ["a live leader is followed", row(), null, 10_000 + 15_000, "follow"],
     ["a leader silent past its TTL on the database's clock is replaced", row(), null, 10_000 + 15_001, "take"],
     ["the holder renews its own leadership", row({ owner_id: "me" }), 7, 12_000, "renew"],
-    ["a row naming this process at an epoch it no longer holds is taken anew (a new epoch)", row({ owner_id: "me" }), null, 12_000, "take"],
+    [
+      "a row naming this process at an epoch it no longer holds is taken anew (a new epoch)",
+      row({ owner_id: "me" }),
+      null,
+      12_000,
+      "take",
+    ],
   ] as const)("%s", (_name, r, held, now, kind) => {
     expect(judgeLeader(r, "me", held, now).kind).toBe(kind);
   });

@@ -43,12 +43,28 @@ export type LeaderVerdict =
  * still naming this process at another epoch (it stopped acting when its window ran out) is taken anew, with a new
  * epoch: nobody else holds it, and a new epoch fences whatever the old one may still have in flight.
  */
-export function judgeLeader(row: LeaderRow | null, ownerId: string, heldEpoch: number | null, dbNowMs: number): LeaderVerdict {
+export function judgeLeader(
+  row: LeaderRow | null,
+  ownerId: string,
+  heldEpoch: number | null,
+  dbNowMs: number,
+): LeaderVerdict {
   if (row === null) return { kind: "take", why: "the store has had no leader" };
-  if (row.released_ms !== null) return { kind: "take", why: `the leader (pid ${row.pid} on ${row.host}, epoch ${row.epoch}) stepped down` };
-  if (row.owner_id === ownerId) return row.epoch === heldEpoch ? { kind: "renew" } : { kind: "take", why: `this process led under epoch ${row.epoch} and stopped acting; it leads again under a new epoch` };
+  if (row.released_ms !== null)
+    return { kind: "take", why: `the leader (pid ${row.pid} on ${row.host}, epoch ${row.epoch}) stepped down` };
+  if (row.owner_id === ownerId)
+    return row.epoch === heldEpoch
+      ? { kind: "renew" }
+      : {
+          kind: "take",
+          why: `this process led under epoch ${row.epoch} and stopped acting; it leads again under a new epoch`,
+        };
   const silent = dbNowMs - row.renewed_ms;
-  if (silent > row.ttl_ms) return { kind: "take", why: `the leader (pid ${row.pid} on ${row.host}, epoch ${row.epoch}) has not renewed for ${silent} ms (TTL ${row.ttl_ms} ms)` };
+  if (silent > row.ttl_ms)
+    return {
+      kind: "take",
+      why: `the leader (pid ${row.pid} on ${row.host}, epoch ${row.epoch}) has not renewed for ${silent} ms (TTL ${row.ttl_ms} ms)`,
+    };
   return { kind: "follow", leader: row };
 }
 

@@ -87,10 +87,16 @@ describe("the lease argument over random worlds", () => {
       fc.property(
         fc.integer({ min: 3_000, max: 600_000 }),
         fc.integer({ min: -CLOCK_SKEW_BOUND_MS, max: CLOCK_SKEW_BOUND_MS }),
-        fc.array(fc.record({ sentReal: fc.integer({ min: 0, max: 1_000_000 }), delay: fc.option(fc.integer({ min: 0, max: 2_000_000 })) }), {
-          minLength: 1,
-          maxLength: 20,
-        }),
+        fc.array(
+          fc.record({
+            sentReal: fc.integer({ min: 0, max: 1_000_000 }),
+            delay: fc.option(fc.integer({ min: 0, max: 2_000_000 })),
+          }),
+          {
+            minLength: 1,
+            maxLength: 20,
+          },
+        ),
         (leaseMs, skew, requests) => {
           const controllerClock = (real: number) => real; // the controller's clock is the reference
           const nodeClock = (real: number) => real + skew;
@@ -99,7 +105,8 @@ describe("the lease argument over random worlds", () => {
             .map((r) => ({ issued: controllerClock(r.sentReal), arriveReal: r.sentReal + (r.delay ?? 0) }))
             .sort((a, b) => a.arriveReal - b.arriveReal);
           let deadline: number | null = null;
-          for (const a of arrivals) deadline = renewedDeadline(deadline, judgeRenewal(a.issued, nodeClock(a.arriveReal), leaseMs));
+          for (const a of arrivals)
+            deadline = renewedDeadline(deadline, judgeRenewal(a.issued, nodeClock(a.arriveReal), leaseMs));
           const lastStamped = Math.max(...requests.map((r) => controllerClock(r.sentReal)));
           const verdict = leaseCertainlyOver(leaseMs, lastStamped, 0);
           if (verdict.kind !== "running_out" && verdict.kind !== "over") return false;

@@ -7,8 +7,12 @@ describe("judging a node's liveness from its recorded contacts", () => {
   });
 
   it("a node that answered within the alive window is alive, and suspect once nobody has heard from it for longer", () => {
-    expect(judgeNodeLiveness({ last_ok_ms: 1_000, unreachable_since_ms: null }, 1_000 + ALIVE_WINDOW_MS - 1)).toBe("alive");
-    expect(judgeNodeLiveness({ last_ok_ms: 1_000, unreachable_since_ms: null }, 1_000 + ALIVE_WINDOW_MS)).toBe("suspect");
+    expect(judgeNodeLiveness({ last_ok_ms: 1_000, unreachable_since_ms: null }, 1_000 + ALIVE_WINDOW_MS - 1)).toBe(
+      "alive",
+    );
+    expect(judgeNodeLiveness({ last_ok_ms: 1_000, unreachable_since_ms: null }, 1_000 + ALIVE_WINDOW_MS)).toBe(
+      "suspect",
+    );
   });
 
   it("an unreachable node is suspect until dead_after has passed since it became unreachable, then dead", () => {

@@ -35,7 +35,11 @@ export interface ContactRecord {
   readonly unreachable_since_ms: number | null;
 }
 
-export function judgeNodeLiveness(c: ContactRecord, nowMs: number, deadAfterMs: number = DEFAULT_DEAD_AFTER_MS): Liveness {
+export function judgeNodeLiveness(
+  c: ContactRecord,
+  nowMs: number,
+  deadAfterMs: number = DEFAULT_DEAD_AFTER_MS,
+): Liveness {
   if (c.unreachable_since_ms !== null) return nowMs - c.unreachable_since_ms >= deadAfterMs ? "dead" : "suspect";
   if (c.last_ok_ms === null) return "unknown";
   return nowMs - c.last_ok_ms < ALIVE_WINDOW_MS ? "alive" : "suspect";

@@ -1,8 +1,24 @@
 import { describe, expect, it } from "vitest";
 import { type HereFacts, judgeOwner, needsPidProbe, type OwnerLease } from "./owner-liveness.js";
 
-const owner: OwnerLease = { owner_id: "o1", epoch: 3, pid: 4242, start_time: "9001", boot_id: "boot-a", host: "alpha", renewed_ms: 100_000, ttl_ms: 30_000, released_ms: null };
-const here = (over: Partial<HereFacts> = {}): HereFacts => ({ host: "alpha", boot_id: "boot-a", now_ms: 100_500, pid_start_time: "9001", ...over });
+const owner: OwnerLease = {
+  owner_id: "o1",
+  epoch: 3,
+  pid: 4242,
+  start_time: "9001",
+  boot_id: "boot-a",
+  host: "alpha",
+  renewed_ms: 100_000,
+  ttl_ms: 30_000,
+  released_ms: null,
+};
+const here = (over: Partial<HereFacts> = {}): HereFacts => ({
+  host: "alpha",
+  boot_id: "boot-a",
+  now_ms: 100_500,
+  pid_start_time: "9001",
+  ...over,
+});
 
 describe("judging whether a lease owner is provably gone", () => {
   it("an owner on this host and boot whose pid runs with the recorded start time is alive", () => {
@@ -10,11 +26,17 @@ describe("judging whether a lease owner is provably gone", () => {
   });
 
   it("an owner on this host and boot whose pid is not running is gone, even if its lease was renewed a moment ago", () => {
-    expect(judgeOwner(owner, here({ pid_start_time: null }))).toMatchObject({ alive: false, why: expect.stringMatching(/not running/) });
+    expect(judgeOwner(owner, here({ pid_start_time: null }))).toMatchObject({
+      alive: false,
+      why: expect.stringMatching(/not running/),
+    });
   });
 
   it("an owner whose pid now belongs to a process with another start time is gone (pid reuse)", () => {
-    expect(judgeOwner(owner, here({ pid_start_time: "12" }))).toMatchObject({ alive: false, why: expect.stringMatching(/another process/) });
+    expect(judgeOwner(owner, here({ pid_start_time: "12" }))).toMatchObject({
+      alive: false,
+      why: expect.stringMatching(/another process/),
+    });
   });
 
   it("an owner from an earlier boot of this host is gone", () => {

@@ -39,7 +39,9 @@ export interface HereFacts {
   readonly pid_start_time: string | null;
 }
 
-export type OwnerVerdict = { readonly alive: true; readonly why: string } | { readonly alive: false; readonly why: string };
+export type OwnerVerdict =
+  | { readonly alive: true; readonly why: string }
+  | { readonly alive: false; readonly why: string };
 
 /** Whether `pid_start_time` must be read for this owner (same host and boot); otherwise the probe is not needed. */
 export function needsPidProbe(owner: OwnerLease, here: Pick<HereFacts, "host" | "boot_id">): boolean {
@@ -51,12 +53,18 @@ export function judgeOwner(owner: OwnerLease | null, here: HereFacts): OwnerVerd
   const who = `pid ${owner.pid} on ${owner.host}`;
   if (owner.released_ms !== null) return { alive: false, why: `its owner (${who}) released its lease` };
   if (owner.host === here.host) {
-    if (owner.boot_id !== here.boot_id) return { alive: false, why: `its owner (${who}) ran before this machine restarted` };
+    if (owner.boot_id !== here.boot_id)
+      return { alive: false, why: `its owner (${who}) ran before this machine restarted` };
     if (here.pid_start_time === null) return { alive: false, why: `its owner (${who}) is not running` };
-    if (here.pid_start_time !== owner.start_time) return { alive: false, why: `its owner (${who}) is gone; the pid now belongs to another process` };
+    if (here.pid_start_time !== owner.start_time)
+      return { alive: false, why: `its owner (${who}) is gone; the pid now belongs to another process` };
     return { alive: true, why: `its owner (${who}) is running` };
   }
   const silentMs = here.now_ms - owner.renewed_ms;
-  if (silentMs > owner.ttl_ms) return { alive: false, why: `its owner (${who}) has not renewed its lease for ${silentMs} ms (TTL ${owner.ttl_ms} ms)` };
+  if (silentMs > owner.ttl_ms)
+    return {
+      alive: false,
+      why: `its owner (${who}) has not renewed its lease for ${silentMs} ms (TTL ${owner.ttl_ms} ms)`,
+    };
   return { alive: true, why: `its owner (${who}) renewed its lease ${silentMs} ms ago (TTL ${owner.ttl_ms} ms)` };
 }

@@ -2,7 +2,14 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { LIVENESS } from "../placement/inputs.js";
 import { leaseWaitMs } from "./lease.js";
-import { type InstanceObservation, type NodeView, type PlacementView, RESTART_POLICIES, type ReconcileInput, reconcilePlacement } from "./reconcile.js";
+import {
+  type InstanceObservation,
+  type NodeView,
+  type PlacementView,
+  RESTART_POLICIES,
+  type ReconcileInput,
+  reconcilePlacement,
+} from "./reconcile.js";
 
 const placement: PlacementView = {
   instance_id: "i1",
@@ -22,7 +29,14 @@ const listed = (state: string): InstanceObservation => ({ kind: "listed", state,
 const unverified: InstanceObservation = { kind: "unverified", why: "timeout" };
 
 function run(over: Partial<ReconcileInput>): ReturnType<typeof reconcilePlacement> {
-  return reconcilePlacement({ placement, node: alive, observed: listed("running"), now_ms: 1_000_000, next_attempt_ms: 0, ...over });
+  return reconcilePlacement({
+    placement,
+    node: alive,
+    observed: listed("running"),
+    now_ms: 1_000_000,
+    next_attempt_ms: 0,
+    ...over,
+  });
 }
 
 describe("the reconcile loop's decision for one placement (spec/mesh.md §15)", () => {
@@ -47,21 +61,29 @@ describe("the reconcile loop's decision for one placement (spec/mesh.md §15)", 
   });
 
   it("an instance its node stopped for the lease is started again once contact is back, whatever the policy", () => {
-    for (const policy of RESTART_POLICIES) expect(run({ placement: { ...placement, policy }, observed: listed("lease_stopped") }).kind).toBe("start");
+    for (const policy of RESTART_POLICIES)
+      expect(run({ placement: { ...placement, policy }, observed: listed("lease_stopped") }).kind).toBe("start");
   });
 
   it("an instance the node still holds exited, failed or stopped is the node's supervision's or the operator's, never the loop's", () => {
-    for (const state of ["exited", "failed", "stopped", "loaded", "unknown"]) expect(run({ observed: listed(state) }).kind).toBe("none");
+    for (const state of ["exited", "failed", "stopped", "loaded", "unknown"])
+      expect(run({ observed: listed(state) }).kind).toBe("none");
   });
 
   it("an instance its reachable node no longer lists is lost: placed again under on-failure or always, an alert under never", () => {
     expect(run({ observed: { kind: "not_listed" } }).kind).toBe("replace");
-    expect(run({ placement: { ...placement, policy: "on-failure" }, observed: { kind: "not_listed" } }).kind).toBe("replace");
-    expect(run({ placement: { ...placement, policy: "never" }, observed: { kind: "not_listed" } })).toMatchObject({ kind: "alert", reason: "lost" });
+    expect(run({ placement: { ...placement, policy: "on-failure" }, observed: { kind: "not_listed" } }).kind).toBe(
+      "replace",
+    );
+    expect(run({ placement: { ...placement, policy: "never" }, observed: { kind: "not_listed" } })).toMatchObject({
+      kind: "alert",
+      reason: "lost",
+    });
   });
 
   it("without a verified answer from a node not yet dead, the loop only waits", () => {
-    for (const liveness of ["alive", "suspect", "unknown"] as const) expect(run({ node: { ...alive, liveness }, observed: unverified }).kind).toBe("wait");
+    for (const liveness of ["alive", "suspect", "unknown"] as const)
+      expect(run({ node: { ...alive, liveness }, observed: unverified }).kind).toBe("wait");
   });
 
   it("the instances of a dead node without a lease are held with an alert, never re-placed", () => {
@@ -70,38 +92,72 @@ describe("the reconcile loop's decision for one placement (spec/mesh.md §15)", 
 
   it("the instances of a dead leased node wait until the lease has certainly run out, counted from the last request sent", () => {
     const overAt = 1_000 + leaseWaitMs(30_000);
-    expect(run({ node: leased, observed: unverified, now_ms: overAt - 1 })).toEqual({ kind: "wait", why: expect.any(String), until_ms: overAt });
-    expect(run({ node: leased, observed: unverified, now_ms: overAt })).toMatchObject({ kind: "reschedule", authority: "lease" });
+    expect(run({ node: leased, observed: unverified, now_ms: overAt - 1 })).toEqual({
+      kind: "wait",
+      why: expect.any(String),
+      until_ms: overAt,
+    });
+    expect(run({ node: leased, observed: unverified, now_ms: overAt })).toMatchObject({
+      kind: "reschedule",
+      authority: "lease",
+    });
   });
 
   it("a dead leased node's pinned, non-migratable or sticky placement, or one moved five times, is alerted, never moved", () => {
     const now = 1_000 + leaseWaitMs(30_000);
-    expect(run({ placement: { ...placement, pinned: true }, node: leased, observed: unverified, now_ms: now })).toMatchObject({ kind: "alert", reason: "pinned" });
-    expect(run({ placement: { ...placement, migratable: false }, node: leased, observed: unverified, now_ms: now })).toMatchObject({ reason: "not_migratable" });
-    expect(run({ placement: { ...placement, sticky: true }, node: leased, observed: unverified, now_ms: now })).toMatchObject({ reason: "sticky" });
-    expect(run({ placement: { ...placement, reschedules: 5 }, node: leased, observed: unverified, now_ms: now })).toMatchObject({ reason: "reschedule_limit" });
+    expect(
+      run({ placement: { ...placement, pinned: true }, node: leased, observed: unverified, now_ms: now }),
+    ).toMatchObject({ kind: "alert", reason: "pinned" });
+    expect(
+      run({ placement: { ...placement, migratable: false }, node: leased, observed: unverified, now_ms: now }),
+    ).toMatchObject({ reason: "not_migratable" });
+    expect(
+      run({ placement: { ...placement, sticky: true }, node: leased, observed: unverified, now_ms: now }),
+    ).toMatchObject({ reason: "sticky" });
+    expect(
+      run({ placement: { ...placement, reschedules: 5 }, node: leased, observed: unverified, now_ms: now }),
+    ).toMatchObject({ reason: "reschedule_limit" });
   });
 
   it("a dead leased node's placement under policy never is alerted lost, not moved", () => {
     const now = 1_000 + leaseWaitMs(30_000);
-    expect(run({ placement: { ...placement, policy: "never" }, node: leased, observed: unverified, now_ms: now })).toMatchObject({ kind: "alert", reason: "lost" });
+    expect(
+      run({ placement: { ...placement, policy: "never" }, node: leased, observed: unverified, now_ms: now }),
+    ).toMatchObject({ kind: "alert", reason: "lost" });
   });
 
   it("a forgotten node's placements move on the operator's authority, no lease needed", () => {
-    expect(run({ node: { ...alive, liveness: "unknown", forgotten: true }, observed: unverified })).toMatchObject({ kind: "reschedule", authority: "operator" });
+    expect(run({ node: { ...alive, liveness: "unknown", forgotten: true }, observed: unverified })).toMatchObject({
+      kind: "reschedule",
+      authority: "operator",
+    });
   });
 
   it("a record already moved: its old copy found running is an alert duplicate, found stopped is unloaded fenced, found absent is forgotten", () => {
     const moved = { ...placement, moved: true };
-    expect(run({ placement: moved, observed: listed("running") })).toMatchObject({ kind: "alert", reason: "duplicate" });
-    expect(run({ placement: moved, observed: listed("lease_stopped") })).toEqual({ kind: "unload_orphan", why: expect.any(String), generation: 3 });
+    expect(run({ placement: moved, observed: listed("running") })).toMatchObject({
+      kind: "alert",
+      reason: "duplicate",
+    });
+    expect(run({ placement: moved, observed: listed("lease_stopped") })).toEqual({
+      kind: "unload_orphan",
+      why: expect.any(String),
+      generation: 3,
+    });
     expect(run({ placement: moved, observed: { kind: "not_listed" } }).kind).toBe("forget_orphan");
     expect(run({ placement: moved, observed: unverified }).kind).toBe("wait");
   });
 
   it("a moved record whose agent nothing has placed since is placed again first, whatever its old node answers", () => {
-    const moved: PlacementView = { ...placement, moved: true, moved_by: "lease", successor_missing: true, reschedules: 5 };
-    for (const observed of [unverified, listed("lease_stopped"), { kind: "not_listed" as const }]) expect(run({ placement: moved, observed }).kind).toBe("place_again");
+    const moved: PlacementView = {
+      ...placement,
+      moved: true,
+      moved_by: "lease",
+      successor_missing: true,
+      reschedules: 5,
+    };
+    for (const observed of [unverified, listed("lease_stopped"), { kind: "not_listed" as const }])
+      expect(run({ placement: moved, observed }).kind).toBe("place_again");
     // the move already counted: a sixth move is refused, a place again of the fifth is not
     expect(run({ placement: { ...moved, moved_by: "forget" }, observed: unverified }).kind).toBe("place_again");
   });
@@ -115,21 +171,42 @@ describe("the reconcile loop's decision for one placement (spec/mesh.md §15)", 
 
   it("the running copy of a node the operator forgot is stopped on that authority; any other moved record's running copy is only alerted", () => {
     const forgotten: PlacementView = { ...placement, moved: true, moved_by: "forget" };
-    expect(run({ placement: forgotten, observed: listed("running") })).toEqual({ kind: "stop_orphan", why: expect.any(String), generation: 3 });
+    expect(run({ placement: forgotten, observed: listed("running") })).toEqual({
+      kind: "stop_orphan",
+      why: expect.any(String),
+      generation: 3,
+    });
     expect(run({ placement: forgotten, observed: listed("stopped") }).kind).toBe("unload_orphan");
     for (const by of ["lease", "lost", "drain"] as const) {
-      expect(run({ placement: { ...placement, moved: true, moved_by: by }, observed: listed("running") })).toMatchObject({ kind: "alert", reason: "duplicate" });
+      expect(
+        run({ placement: { ...placement, moved: true, moved_by: by }, observed: listed("running") }),
+      ).toMatchObject({ kind: "alert", reason: "duplicate" });
     }
   });
 
   it("while an agent backs off, every acting row waits until its next attempt", () => {
-    expect(run({ observed: listed("lease_stopped"), next_attempt_ms: 2_000_000 })).toMatchObject({ kind: "wait", until_ms: 2_000_000 });
+    expect(run({ observed: listed("lease_stopped"), next_attempt_ms: 2_000_000 })).toMatchObject({
+      kind: "wait",
+      until_ms: 2_000_000,
+    });
     expect(run({ observed: { kind: "not_listed" }, next_attempt_ms: 2_000_000 }).kind).toBe("wait");
   });
 });
 
 describe("the loop's invariants over every input", () => {
-  const states = ["running", "starting", "loading", "loaded", "stopped", "exited", "failed", "lost", "unknown", "lease_stopped", "weird"];
+  const states = [
+    "running",
+    "starting",
+    "loading",
+    "loaded",
+    "stopped",
+    "exited",
+    "failed",
+    "lost",
+    "unknown",
+    "lease_stopped",
+    "weird",
+  ];
   const input = fc.record({
     placement: fc.record({
       instance_id: fc.constant("i1"),
@@ -151,7 +228,11 @@ describe("the loop's invariants over every input", () => {
       last_sent_issued_at_ms: fc.option(fc.integer({ min: 0, max: 2_000_000 })),
     }),
     observed: fc.oneof(
-      fc.record({ kind: fc.constant("listed" as const), state: fc.constantFrom(...states), generation: fc.option(fc.nat()) }),
+      fc.record({
+        kind: fc.constant("listed" as const),
+        state: fc.constantFrom(...states),
+        generation: fc.option(fc.nat()),
+      }),
       fc.constant({ kind: "not_listed" as const }),
       fc.constant({ kind: "unverified" as const, why: "timeout" }),
     ),
@@ -166,7 +247,12 @@ describe("the loop's invariants over every input", () => {
         if (i.observed.kind === "listed" && ["running", "starting", "loading"].includes(i.observed.state)) {
           // Only the operator's forget stops a live copy; placing a moved agent again touches no copy.
           if (a.kind === "stop_orphan") return i.placement.moved && i.placement.moved_by === "forget";
-          return a.kind === "none" || a.kind === "wait" || a.kind === "place_again" || (a.kind === "alert" && a.reason === "duplicate");
+          return (
+            a.kind === "none" ||
+            a.kind === "wait" ||
+            a.kind === "place_again" ||
+            (a.kind === "alert" && a.reason === "duplicate")
+          );
         }
         return true;
       }),
@@ -179,13 +265,25 @@ describe("the loop's invariants over every input", () => {
       fc.property(input, (i) => {
         const a = reconcilePlacement(i);
         if (i.observed.kind !== "unverified") return true;
-        if (a.kind === "start" || a.kind === "replace" || a.kind === "unload_orphan" || a.kind === "stop_orphan" || a.kind === "forget_orphan") return false;
+        if (
+          a.kind === "start" ||
+          a.kind === "replace" ||
+          a.kind === "unload_orphan" ||
+          a.kind === "stop_orphan" ||
+          a.kind === "forget_orphan"
+        )
+          return false;
         // A moved record's agent was judged free to move when it was moved; placing it again needs no new look.
         if (a.kind === "place_again") return i.placement.moved && i.placement.successor_missing;
         if (a.kind !== "reschedule") return true;
         if (a.authority === "operator") return i.node.forgotten;
         const n = i.node;
-        return n.liveness === "dead" && n.lease_ms !== null && n.last_sent_issued_at_ms !== null && i.now_ms >= n.last_sent_issued_at_ms + leaseWaitMs(n.lease_ms);
+        return (
+          n.liveness === "dead" &&
+          n.lease_ms !== null &&
+          n.last_sent_issued_at_ms !== null &&
+          i.now_ms >= n.last_sent_issued_at_ms + leaseWaitMs(n.lease_ms)
+        );
       }),
       { numRuns: 5_000 },
     );

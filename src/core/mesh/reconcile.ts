@@ -88,7 +88,12 @@ export interface ReconcileInput {
 }
 
 /** Why an agent needs an operator; `action_failed` is the shell's (an acting row whose call failed), never this table's. */
-export type AlertReason = "duplicate" | "lost" | "held_no_lease" | "action_failed" | Exclude<MoveVerdict, { ok: true }>["reason"];
+export type AlertReason =
+  | "duplicate"
+  | "lost"
+  | "held_no_lease"
+  | "action_failed"
+  | Exclude<MoveVerdict, { ok: true }>["reason"];
 
 export type ReconcileAction =
   | { readonly kind: "none"; readonly why: string }
@@ -109,13 +114,24 @@ const LIVE_STATES = new Set(["running", "starting", "loading", "unhealthy", "bac
 /** The node still holds the instance and owns what happens to it (its supervision, or an operator's stop). */
 const NODE_OWNED_STATES = new Set(["exited", "failed", "stopped", "loaded", "unknown"]);
 
-const ACTING: ReadonlySet<ReconcileAction["kind"]> = new Set(["start", "replace", "reschedule", "place_again", "unload_orphan", "stop_orphan"]);
+const ACTING: ReadonlySet<ReconcileAction["kind"]> = new Set([
+  "start",
+  "replace",
+  "reschedule",
+  "place_again",
+  "unload_orphan",
+  "stop_orphan",
+]);
 
 export function reconcilePlacement(input: ReconcileInput): ReconcileAction {
   const decided = decide(input);
   const acts = ACTING.has(decided.kind);
   if (acts && input.now_ms < input.next_attempt_ms) {
-    return { kind: "wait", why: `backing off after a failed attempt (${decided.kind}: ${decided.why})`, until_ms: input.next_attempt_ms };
+    return {
+      kind: "wait",
+      why: `backing off after a failed attempt (${decided.kind}: ${decided.why})`,
+      until_ms: input.next_attempt_ms,
+    };
   }
   return decided;
 }
@@ -140,12 +156,18 @@ function decide(input: ReconcileInput): ReconcileAction {
   switch (observed.kind) {
     case "listed":
       if (LIVE_STATES.has(observed.state)) return { kind: "none", why: `${observed.state} on its node` };
-      if (observed.state === "lease_stopped") return { kind: "start", why: "its node stopped it when our lease ran out; contact is back" };
-      if (NODE_OWNED_STATES.has(observed.state)) return { kind: "none", why: `${observed.state}: the node's supervision or an operator owns it` };
+      if (observed.state === "lease_stopped")
+        return { kind: "start", why: "its node stopped it when our lease ran out; contact is back" };
+      if (NODE_OWNED_STATES.has(observed.state))
+        return { kind: "none", why: `${observed.state}: the node's supervision or an operator owns it` };
       return { kind: "none", why: `state ${observed.state} is not one the loop acts on` };
     case "not_listed":
-      if (p.policy === "never") return { kind: "alert", reason: "lost", why: "its node no longer lists it and its restart policy is never" };
-      return { kind: "replace", why: "its node answered and no longer lists it (lost); placing it again, its node allowed" };
+      if (p.policy === "never")
+        return { kind: "alert", reason: "lost", why: "its node no longer lists it and its restart policy is never" };
+      return {
+        kind: "replace",
+        why: "its node answered and no longer lists it (lost); placing it again, its node allowed",
+      };
     case "unverified":
       return decideUnobserved(input, observed.why);
     default: {
@@ -161,12 +183,24 @@ function settleOldCopy(observed: InstanceObservation, by: MoveAuthority): Reconc
       // Issue 16: the operator declared the node dead for good (`berth node forget`) and released its placements; a
       // copy it still runs is stopped (then unloaded) on that authority, recorded as such. Never by automation alone.
       if (LIVE_STATES.has(observed.state) && by === "forget") {
-        return { kind: "stop_orphan", why: `the forgotten node answered again and still runs the copy (${observed.state}); stopping it on the operator's authority`, generation: observed.generation };
+        return {
+          kind: "stop_orphan",
+          why: `the forgotten node answered again and still runs the copy (${observed.state}); stopping it on the operator's authority`,
+          generation: observed.generation,
+        };
       }
       if (LIVE_STATES.has(observed.state)) {
-        return { kind: "alert", reason: "duplicate", why: `the copy left on its old node is ${observed.state} while the agent runs elsewhere; never killed by automation, the operator decides` };
+        return {
+          kind: "alert",
+          reason: "duplicate",
+          why: `the copy left on its old node is ${observed.state} while the agent runs elsewhere; never killed by automation, the operator decides`,
+        };
       }
-      return { kind: "unload_orphan", why: `the copy left on its old node is ${observed.state}; unloading it`, generation: observed.generation };
+      return {
+        kind: "unload_orphan",
+        why: `the copy left on its old node is ${observed.state}; unloading it`,
+        generation: observed.generation,
+      };
     case "not_listed":
       return { kind: "forget_orphan", why: "its old node answered and holds nothing for it" };
     case "unverified":
@@ -181,17 +215,31 @@ function settleOldCopy(observed: InstanceObservation, by: MoveAuthority): Reconc
 function decideUnobserved(input: ReconcileInput, why: string): ReconcileAction {
   const { placement: p, node } = input;
   if (node.forgotten) return moveOrAlert(p, "operator", "its node was forgotten by the operator");
-  if (node.liveness !== "dead") return { kind: "wait", why: `no verified answer this tick (${why}); node ${node.liveness}`, until_ms: null };
+  if (node.liveness !== "dead")
+    return { kind: "wait", why: `no verified answer this tick (${why}); node ${node.liveness}`, until_ms: null };
   const lease: LeaseJudgement = leaseCertainlyOver(node.lease_ms, node.last_sent_issued_at_ms, input.now_ms);
   switch (lease.kind) {
     case "no_lease":
     case "never_sent":
-      return { kind: "alert", reason: "held_no_lease", why: "its node is dead and runs without a lease: the copy may still run, held until the operator forgets the node" };
+      return {
+        kind: "alert",
+        reason: "held_no_lease",
+        why: "its node is dead and runs without a lease: the copy may still run, held until the operator forgets the node",
+      };
     case "running_out":
-      return { kind: "wait", why: "its node is dead; waiting until its lease has certainly run out", until_ms: lease.over_at_ms };
+      return {
+        kind: "wait",
+        why: "its node is dead; waiting until its lease has certainly run out",
+        until_ms: lease.over_at_ms,
+      };
     case "over":
-      if (p.policy === "never") return { kind: "alert", reason: "lost", why: "its node is dead (lease over) and its restart policy is never" };
-      return moveOrAlert(p, "lease", "its node is dead and its lease has certainly run out, so the old copy has stopped");
+      if (p.policy === "never")
+        return { kind: "alert", reason: "lost", why: "its node is dead (lease over) and its restart policy is never" };
+      return moveOrAlert(
+        p,
+        "lease",
+        "its node is dead and its lease has certainly run out, so the old copy has stopped",
+      );
     default: {
       const never: never = lease;
       return never;

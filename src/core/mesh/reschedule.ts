@@ -33,14 +33,23 @@ export interface MovableRecord {
 
 export type MoveVerdict =
   | { readonly ok: true }
-  | { readonly ok: false; readonly reason: "pinned" | "not_migratable" | "sticky" | "reschedule_limit"; readonly detail: string };
+  | {
+      readonly ok: false;
+      readonly reason: "pinned" | "not_migratable" | "sticky" | "reschedule_limit";
+      readonly detail: string;
+    };
 
 export function mayReschedule(r: MovableRecord): MoveVerdict {
   if (r.pinned) return { ok: false, reason: "pinned", detail: "the order pins it to its node; it is never moved" };
-  if (!r.migratable) return { ok: false, reason: "not_migratable", detail: "its package declares migratable: false; it is never moved" };
+  if (!r.migratable)
+    return { ok: false, reason: "not_migratable", detail: "its package declares migratable: false; it is never moved" };
   if (r.sticky) return { ok: false, reason: "sticky", detail: "its package declares sticky: true; it is never moved" };
   if (r.reschedules >= MAX_RESCHEDULES) {
-    return { ok: false, reason: "reschedule_limit", detail: `moved ${r.reschedules} times already (at most ${MAX_RESCHEDULES}); held for the operator` };
+    return {
+      ok: false,
+      reason: "reschedule_limit",
+      detail: `moved ${r.reschedules} times already (at most ${MAX_RESCHEDULES}); held for the operator`,
+    };
   }
   return { ok: true };
 }

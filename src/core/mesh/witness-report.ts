@@ -37,7 +37,12 @@ export interface WitnessReport {
 }
 
 export function witnessRow(
-  t: { readonly node_id: string | null; readonly addr: string; readonly described: boolean; readonly witness: { origin: string; size: number; root: string | null } | null | undefined },
+  t: {
+    readonly node_id: string | null;
+    readonly addr: string;
+    readonly described: boolean;
+    readonly witness: { origin: string; size: number; root: string | null } | null | undefined;
+  },
   head: { readonly size: number } | null,
   oursAtSize: Hash | null,
   origin: string,
@@ -50,6 +55,7 @@ export function witnessRow(
   const ours = oursAtSize?.toString("base64") ?? null;
   const row = { ...base, size: w.size, root: w.root, origin: w.origin, ours };
   if (w.origin !== origin) return { ...row, state: "inconsistent" };
-  if (ours === null) return { ...row, state: head !== null && w.size > head.size ? "ahead_of_this_store" : "inconsistent" };
+  if (ours === null)
+    return { ...row, state: head !== null && w.size > head.size ? "ahead_of_this_store" : "inconsistent" };
   return { ...row, state: ours === w.root ? "consistent" : "inconsistent" };
 }

@@ -30,13 +30,26 @@ export interface HeldCheckpoint extends TreeCheckpoint {
 export type WitnessVerdict =
   /** `accept`: a newer checkpoint to record (and chain) before the request is served; null when nothing changes. */
   | { readonly kind: "serve"; readonly accept: (HeldCheckpoint & { readonly from: number | null }) | null }
-  | { readonly kind: "refuse"; readonly code: "witness" | "witness_proof" | "invalid_request"; readonly reason: string };
+  | {
+      readonly kind: "refuse";
+      readonly code: "witness" | "witness_proof" | "invalid_request";
+      readonly reason: string;
+    };
 
 const b64 = (h: Buffer) => h.toString("base64");
 const BASE64_HASH = /^[A-Za-z0-9+/]{43}=$/;
 
-export function judgeCheckpoint(held: HeldCheckpoint | null, claim: CheckpointClaim | undefined, controllerKey: string, mutating: boolean): WitnessVerdict {
-  const refuse = (code: "witness" | "witness_proof" | "invalid_request", reason: string): WitnessVerdict => ({ kind: "refuse", code, reason });
+export function judgeCheckpoint(
+  held: HeldCheckpoint | null,
+  claim: CheckpointClaim | undefined,
+  controllerKey: string,
+  mutating: boolean,
+): WitnessVerdict {
+  const refuse = (code: "witness" | "witness_proof" | "invalid_request", reason: string): WitnessVerdict => ({
+    kind: "refuse",
+    code,
+    reason,
+  });
   if (claim === undefined) {
     if (held === null || !mutating) return { kind: "serve", accept: null };
     return refuse(
@@ -51,22 +64,38 @@ export function judgeCheckpoint(held: HeldCheckpoint | null, claim: CheckpointCl
   if (held === null) return { kind: "serve", accept: { ...cp, note: claim.note, from: null } };
   const mine = `tree size ${held.size} (root ${b64(held.root)})`;
   if (cp.origin !== held.origin) {
-    return refuse("witness", `the controller's checkpoint is of ${cp.origin}, but this node witnesses ${held.origin} for this key at ${mine}: the controller's chain was replaced`);
+    return refuse(
+      "witness",
+      `the controller's checkpoint is of ${cp.origin}, but this node witnesses ${held.origin} for this key at ${mine}: the controller's chain was replaced`,
+    );
   }
   if (cp.size < held.size) {
-    return refuse("witness", `the controller's checkpoint at ${incoming} is older than the one this node holds, ${mine}: the controller's history was rolled back or forked`);
+    return refuse(
+      "witness",
+      `the controller's checkpoint at ${incoming} is older than the one this node holds, ${mine}: the controller's history was rolled back or forked`,
+    );
   }
   if (cp.size === held.size) {
     if (cp.root.equals(held.root)) return { kind: "serve", accept: null };
-    return refuse("witness", `the controller's checkpoint at ${incoming} differs from the one this node holds at the same size, ${mine}: the controller's history was rewritten`);
+    return refuse(
+      "witness",
+      `the controller's checkpoint at ${incoming} differs from the one this node holds at the same size, ${mine}: the controller's history was rewritten`,
+    );
   }
   if (claim.proof_from !== held.size) {
-    return refuse("witness_proof", `payload.checkpoint.proof_from is ${claim.proof_from}, but this node holds ${mine}; describe the node again and send the proof from there`);
+    return refuse(
+      "witness_proof",
+      `payload.checkpoint.proof_from is ${claim.proof_from}, but this node holds ${mine}; describe the node again and send the proof from there`,
+    );
   }
-  if (!claim.proof.every((h) => BASE64_HASH.test(h))) return refuse("invalid_request", "payload.checkpoint.proof: every hash must be 32 bytes in base64");
+  if (!claim.proof.every((h) => BASE64_HASH.test(h)))
+    return refuse("invalid_request", "payload.checkpoint.proof: every hash must be 32 bytes in base64");
   const proof = claim.proof.map((h) => Buffer.from(h, "base64"));
   if (!verifyConsistency(held.size, cp.size, proof, held.root, cp.root)) {
-    return refuse("witness", `the controller's checkpoint at ${incoming} does not extend the one this node holds, ${mine}: the consistency proof fails, so the controller's history was rewritten or forked`);
+    return refuse(
+      "witness",
+      `the controller's checkpoint at ${incoming} does not extend the one this node holds, ${mine}: the consistency proof fails, so the controller's history was rewritten or forked`,
+    );
   }
   return { kind: "serve", accept: { ...cp, note: claim.note, from: held.size } };
 }

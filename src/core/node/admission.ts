@@ -33,7 +33,8 @@ export function admit(launch: AdmissionRequest, node: NodeCapacity): Admission {
     if (!node.interpreters.has(name)) return { ok: false, error: `interpreter ${name} is not declared on this node` };
   }
   for (const secret of launch.secrets) {
-    if (!node.provisionedSecrets.has(secret)) return { ok: false, error: `secret ${secret} is not provisioned on this node` };
+    if (!node.provisionedSecrets.has(secret))
+      return { ok: false, error: `secret ${secret} is not provisioned on this node` };
   }
   return ok();
 }

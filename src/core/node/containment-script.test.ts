@@ -5,8 +5,16 @@ import { wrapperScript } from "./containment-script.js";
 describe("wrapperScript", () => {
   const cases = {
     "no cgroup": { join: [], killFile: null, procsFile: null },
-    "cgroup v2 with cgroup.kill": { join: ["/sys/fs/cgroup/a b/cgroup.procs"], killFile: "/sys/fs/cgroup/a b/cgroup.kill", procsFile: null },
-    "cgroup v1 kill loop": { join: ["/x/it's/cgroup.procs", "/y/cgroup.procs"], killFile: null, procsFile: "/x/it's/cgroup.procs" },
+    "cgroup v2 with cgroup.kill": {
+      join: ["/sys/fs/cgroup/a b/cgroup.procs"],
+      killFile: "/sys/fs/cgroup/a b/cgroup.kill",
+      procsFile: null,
+    },
+    "cgroup v1 kill loop": {
+      join: ["/x/it's/cgroup.procs", "/y/cgroup.procs"],
+      killFile: null,
+      procsFile: "/x/it's/cgroup.procs",
+    },
   };
   it.each(Object.entries(cases))("is valid POSIX sh (%s), paths with spaces and quotes included", (_name, input) => {
     const r = spawnSync("/bin/sh", ["-n", "-c", wrapperScript(input)]);

@@ -55,12 +55,14 @@ export function wrapperScript(input: WrapperInput): string {
   }
   lines.push('"$@" &', "c=$!");
   lines.push(...LEASE_WATCHDOG);
-  lines.push("t=", "trap 't=1' TERM INT HUP", "wait $c; s=$?", 'while kill -0 $c 2>/dev/null; do wait $c; s=$?; done');
+  lines.push("t=", "trap 't=1' TERM INT HUP", "wait $c; s=$?", "while kill -0 $c 2>/dev/null; do wait $c; s=$?; done");
   lines.push('printf "%s\\n" "$s" > "$0.tmp" && mv "$0.tmp" "$0"');
   const reap: string[] = [];
   if (input.killFile) reap.push(`echo 1 > ${quote(input.killFile)} 2>/dev/null`);
   if (input.procsFile) {
-    reap.push(`for i in 1 2 3; do while read p; do [ "$p" = "$$" ] || kill -KILL "$p" 2>/dev/null; done < ${quote(input.procsFile)}; done`);
+    reap.push(
+      `for i in 1 2 3; do while read p; do [ "$p" = "$$" ] || kill -KILL "$p" 2>/dev/null; done < ${quote(input.procsFile)}; done`,
+    );
   }
   reap.push("kill -KILL 0 2>/dev/null");
   lines.push(`if [ -z "$t" ]; then ${reap.join("; ")}; fi`);

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { agentIdentity, exposureOf, type HostProbe, limitsOf, planContainment, type V1Probe } from "./containment.js";
 
-const v1 = (controller: string, writable = true): V1Probe => ({ controller, mount: `/sys/fs/cgroup/${controller}`, own: "/", writable });
+const v1 = (controller: string, writable = true): V1Probe => ({
+  controller,
+  mount: `/sys/fs/cgroup/${controller}`,
+  own: "/",
+  writable,
+});
 const v2 = (over: Partial<NonNullable<HostProbe["v2"]>> = {}): NonNullable<HostProbe["v2"]> => ({
   mount: "/sys/fs/cgroup",
   own: "/",
@@ -10,16 +15,39 @@ const v2 = (over: Partial<NonNullable<HostProbe["v2"]>> = {}): NonNullable<HostP
   controllers: ["memory", "pids"],
   ...over,
 });
-const host = (over: Partial<HostProbe> = {}): HostProbe => ({ v2: null, v1: [], netns: true, cgroupsWanted: true, netnsWanted: true, ...over });
+const host = (over: Partial<HostProbe> = {}): HostProbe => ({
+  v2: null,
+  v1: [],
+  netns: true,
+  cgroupsWanted: true,
+  netnsWanted: true,
+  ...over,
+});
 
 describe("planContainment", () => {
   it("plain v2 with its controllers (a current distribution, Raspberry Pi OS): tracked, killed and limited by v2", () => {
-    expect(planContainment(host({ v2: v2() }))).toMatchObject({ kind: "cgroup-v2", kill: "cgroup.kill", memory: { hierarchy: "v2" }, pids: { hierarchy: "v2" } });
+    expect(planContainment(host({ v2: v2() }))).toMatchObject({
+      kind: "cgroup-v2",
+      kill: "cgroup.kill",
+      memory: { hierarchy: "v2" },
+      pids: { hierarchy: "v2" },
+    });
   });
 
   it("a hybrid host (v2 with core files only beside v1 controllers): tracked by v2, limited by v1", () => {
-    const plan = planContainment(host({ v2: v2({ mount: "/sys/fs/cgroup/unified", controllers: [] }), v1: [v1("memory"), v1("pids"), v1("freezer")] }));
-    expect(plan).toMatchObject({ kind: "cgroup-v2", kill: "cgroup.kill", tracker: { hierarchy: "v2", mount: "/sys/fs/cgroup/unified" }, memory: { hierarchy: "v1" }, pids: { hierarchy: "v1" } });
+    const plan = planContainment(
+      host({
+        v2: v2({ mount: "/sys/fs/cgroup/unified", controllers: [] }),
+        v1: [v1("memory"), v1("pids"), v1("freezer")],
+      }),
+    );
+    expect(plan).toMatchObject({
+      kind: "cgroup-v2",
+      kill: "cgroup.kill",
+      tracker: { hierarchy: "v2", mount: "/sys/fs/cgroup/unified" },
+      memory: { hierarchy: "v1" },
+      pids: { hierarchy: "v1" },
+    });
   });
 
   it("v2 without cgroup.kill (Linux before 5.14) freezes and kills", () => {
@@ -27,8 +55,17 @@ describe("planContainment", () => {
   });
 
   it("v1 only: the freezer tracks when writable, else a limit controller with a kill loop", () => {
-    expect(planContainment(host({ v1: [v1("memory"), v1("freezer")] }))).toMatchObject({ kind: "cgroup-v1", kill: "freeze-kill", tracker: { mount: "/sys/fs/cgroup/freezer" } });
-    expect(planContainment(host({ v1: [v1("pids"), v1("freezer", false)] }))).toMatchObject({ kind: "cgroup-v1", kill: "kill-loop", tracker: { mount: "/sys/fs/cgroup/pids" }, freezer: null });
+    expect(planContainment(host({ v1: [v1("memory"), v1("freezer")] }))).toMatchObject({
+      kind: "cgroup-v1",
+      kill: "freeze-kill",
+      tracker: { mount: "/sys/fs/cgroup/freezer" },
+    });
+    expect(planContainment(host({ v1: [v1("pids"), v1("freezer", false)] }))).toMatchObject({
+      kind: "cgroup-v1",
+      kill: "kill-loop",
+      tracker: { mount: "/sys/fs/cgroup/pids" },
+      freezer: null,
+    });
   });
 
   it("nothing writable (not root, no delegation), or cgroups turned off: the process group only, with no limits", () => {
@@ -53,9 +90,12 @@ describe("exposureOf: what the gate is fed", () => {
     ["lan", "netns", "blocked", "egress"],
     ["lan", "host", "reachable", "egress"],
     ["egress", "netns", "blocked", "egress"],
-  ] as const)("a package declaring %s on a node with %s and local sockets %s is fed %s", (declared, network, localSockets, fed) => {
-    expect(exposureOf(declared, { network, localSockets })).toBe(fed);
-  });
+  ] as const)(
+    "a package declaring %s on a node with %s and local sockets %s is fed %s",
+    (declared, network, localSockets, fed) => {
+      expect(exposureOf(declared, { network, localSockets })).toBe(fed);
+    },
+  );
 });
 
 describe("limitsOf", () => {
@@ -77,11 +117,23 @@ describe("agentIdentity", () => {
     expect(agentIdentity({ ...base, allowRoot: true })).toEqual({ kind: "daemon-user" });
   });
   it("a root daemon with a resolvable unprivileged agent user drops to it", () => {
-    expect(agentIdentity({ ...base, configuredUser: "nobody", resolved: { uid: 65534, gid: 65534 } })).toEqual({ kind: "unprivileged", user: "nobody", uid: 65534, gid: 65534 });
+    expect(agentIdentity({ ...base, configuredUser: "nobody", resolved: { uid: 65534, gid: 65534 } })).toEqual({
+      kind: "unprivileged",
+      user: "nobody",
+      uid: 65534,
+      gid: 65534,
+    });
   });
   it("an agent user that does not exist, is root, or cannot be dropped to refuses", () => {
     expect(agentIdentity({ ...base, configuredUser: "ghost" }).kind).toBe("refused");
     expect(agentIdentity({ ...base, configuredUser: "root", resolved: { uid: 0, gid: 0 } }).kind).toBe("refused");
-    expect(agentIdentity({ ...base, configuredUser: "nobody", resolved: { uid: 65534, gid: 65534 }, canDropPrivileges: false }).kind).toBe("refused");
+    expect(
+      agentIdentity({
+        ...base,
+        configuredUser: "nobody",
+        resolved: { uid: 65534, gid: 65534 },
+        canDropPrivileges: false,
+      }).kind,
+    ).toBe("refused");
   });
 });

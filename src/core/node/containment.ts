@@ -54,7 +54,9 @@ export interface HostProbe {
   readonly netnsWanted: boolean;
 }
 
-export type LimitPlace = { readonly hierarchy: "v2"; readonly mount: string; readonly own: string } | { readonly hierarchy: "v1"; readonly mount: string; readonly own: string };
+export type LimitPlace =
+  | { readonly hierarchy: "v2"; readonly mount: string; readonly own: string }
+  | { readonly hierarchy: "v1"; readonly mount: string; readonly own: string };
 
 export interface ContainmentPlan {
   readonly kind: ContainmentKind;
@@ -71,26 +73,66 @@ export interface ContainmentPlan {
   readonly localSockets: "blocked" | "reachable";
 }
 
-const v1Place = (p: V1Probe | undefined): LimitPlace | null => (p?.writable ? { hierarchy: "v1", mount: p.mount, own: p.own } : null);
+const v1Place = (p: V1Probe | undefined): LimitPlace | null =>
+  p?.writable ? { hierarchy: "v1", mount: p.mount, own: p.own } : null;
 
 export function planContainment(probe: HostProbe): ContainmentPlan {
   const network = probe.netnsWanted && probe.netns ? "netns" : "host";
   const localSockets = probe.sealed === true ? "blocked" : "reachable";
-  if (!probe.cgroupsWanted) return { kind: "process-group", kill: "process-group", tracker: null, freezer: null, memory: null, pids: null, network, localSockets };
+  if (!probe.cgroupsWanted)
+    return {
+      kind: "process-group",
+      kill: "process-group",
+      tracker: null,
+      freezer: null,
+      memory: null,
+      pids: null,
+      network,
+      localSockets,
+    };
   const v1 = (name: string) => probe.v1.find((p) => p.controller === name);
   const v2 = probe.v2?.writable ? probe.v2 : null;
   const v2Place: LimitPlace | null = v2 ? { hierarchy: "v2", mount: v2.mount, own: v2.own } : null;
-  const limit = (name: string): LimitPlace | null => (v2Place && v2?.controllers.includes(name) ? v2Place : v1Place(v1(name)));
+  const limit = (name: string): LimitPlace | null =>
+    v2Place && v2?.controllers.includes(name) ? v2Place : v1Place(v1(name));
   const memory = limit("memory");
   const pids = limit("pids");
   if (v2Place && v2) {
     // Without cgroup.kill a v2 cgroup is still frozen and killed (cgroup.freeze exists since 5.2).
-    return { kind: "cgroup-v2", kill: v2.hasKill ? "cgroup.kill" : "freeze-kill", tracker: v2Place, freezer: null, memory, pids, network, localSockets };
+    return {
+      kind: "cgroup-v2",
+      kill: v2.hasKill ? "cgroup.kill" : "freeze-kill",
+      tracker: v2Place,
+      freezer: null,
+      memory,
+      pids,
+      network,
+      localSockets,
+    };
   }
   const freezer = v1Place(v1("freezer"));
   const tracker = freezer ?? pids ?? memory;
-  if (tracker) return { kind: "cgroup-v1", kill: freezer ? "freeze-kill" : "kill-loop", tracker, freezer, memory, pids, network, localSockets };
-  return { kind: "process-group", kill: "process-group", tracker: null, freezer: null, memory: null, pids: null, network, localSockets };
+  if (tracker)
+    return {
+      kind: "cgroup-v1",
+      kill: freezer ? "freeze-kill" : "kill-loop",
+      tracker,
+      freezer,
+      memory,
+      pids,
+      network,
+      localSockets,
+    };
+  return {
+    kind: "process-group",
+    kill: "process-group",
+    tracker: null,
+    freezer: null,
+    memory: null,
+    pids: null,
+    network,
+    localSockets,
+  };
 }
 
 /** The network exposure the runtime really gives a package that declares `declared` (fed to the gate, §7). */
@@ -101,7 +143,10 @@ export function exposureOf(declared: Network, plan: Pick<ContainmentPlan, "netwo
 }
 
 /** The limits an instance's cgroups get: memory from the package's `resources.memory_mb` (0 = undeclared). */
-export function limitsOf(memoryMb: number, pidsMax: number): { readonly memoryBytes: number | null; readonly pidsMax: number | null } {
+export function limitsOf(
+  memoryMb: number,
+  pidsMax: number,
+): { readonly memoryBytes: number | null; readonly pidsMax: number | null } {
   return { memoryBytes: memoryMb > 0 ? memoryMb * 1024 * 1024 : null, pidsMax: pidsMax > 0 ? pidsMax : null };
 }
 
@@ -124,14 +169,30 @@ export function agentIdentity(input: {
 }): AgentIdentity {
   if (input.daemonUid !== 0) return { kind: "daemon-user" };
   if (input.configuredUser !== null) {
-    if (input.resolved === null) return { kind: "refused", reason: `node.json agent_user ${input.configuredUser} does not exist on this host; create it (berth node init --agent-user ${input.configuredUser} --create-agent-user) or fix node.json` };
-    if (input.resolved.uid === 0) return input.allowRoot ? { kind: "daemon-user" } : { kind: "refused", reason: `node.json agent_user ${input.configuredUser} is root (uid 0); name an unprivileged user` };
-    if (!input.canDropPrivileges) return { kind: "refused", reason: "setpriv (util-linux) is not installed, so this root daemon cannot run agents as node.json agent_user; install util-linux" };
+    if (input.resolved === null)
+      return {
+        kind: "refused",
+        reason: `node.json agent_user ${input.configuredUser} does not exist on this host; create it (berth node init --agent-user ${input.configuredUser} --create-agent-user) or fix node.json`,
+      };
+    if (input.resolved.uid === 0)
+      return input.allowRoot
+        ? { kind: "daemon-user" }
+        : {
+            kind: "refused",
+            reason: `node.json agent_user ${input.configuredUser} is root (uid 0); name an unprivileged user`,
+          };
+    if (!input.canDropPrivileges)
+      return {
+        kind: "refused",
+        reason:
+          "setpriv (util-linux) is not installed, so this root daemon cannot run agents as node.json agent_user; install util-linux",
+      };
     return { kind: "unprivileged", user: input.configuredUser, uid: input.resolved.uid, gid: input.resolved.gid };
   }
   if (input.allowRoot) return { kind: "daemon-user" };
   return {
     kind: "refused",
-    reason: "this node daemon runs as root and node.json names no agent_user: agents would run as root; set agent_user (berth node init --agent-user NAME --create-agent-user) or allow_root_agents: true",
+    reason:
+      "this node daemon runs as root and node.json names no agent_user: agents would run as root; set agent_user (berth node init --agent-user NAME --create-agent-user) or allow_root_agents: true",
   };
 }

@@ -21,5 +21,7 @@ export type HealthVerdict =
 export function judgeHealth(spec: HealthSpec, missesSoFar: number, probe: HealthProbe): HealthVerdict {
   if (probe.ok) return { kind: "healthy", misses: 0 };
   const misses = missesSoFar + 1;
-  return misses >= spec.misses ? { kind: "unhealthy", misses, error: probe.error } : { kind: "missed", misses, error: probe.error };
+  return misses >= spec.misses
+    ? { kind: "unhealthy", misses, error: probe.error }
+    : { kind: "missed", misses, error: probe.error };
 }

@@ -15,7 +15,15 @@ describe("the members of an instance's process group", () => {
     expect(groupMembers([entry, child, stranger], id).map((r) => r.pid)).toEqual([101, 102]);
   });
   it("exclude zombies", () => {
-    expect(groupMembers([{ ...leader, state: "Z" }, { ...child, state: "Z" }], id)).toEqual([]);
+    expect(
+      groupMembers(
+        [
+          { ...leader, state: "Z" },
+          { ...child, state: "Z" },
+        ],
+        id,
+      ),
+    ).toEqual([]);
   });
   it("are none when the leader's pid now belongs to another process (the group id was reused)", () => {
     const reused: ProcRow = { pid: 100, pgrp: 100, state: "S", startMarker: "9999" };

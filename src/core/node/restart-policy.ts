@@ -28,7 +28,12 @@ export const RestartPolicySchema = z.enum(RESTART_POLICIES, { error: 'must be "n
 export const PLACE_RESTART_DEFAULT: RestartPolicy = "never";
 export const AGENT_RESTART_DEFAULT: RestartPolicy = "always";
 
-export const RESTART_BUDGET = { restarts: 3, windowMs: 10 * 60_000, firstBackoffMs: 1000, maxBackoffMs: 30_000 } as const;
+export const RESTART_BUDGET = {
+  restarts: 3,
+  windowMs: 10 * 60_000,
+  firstBackoffMs: 1000,
+  maxBackoffMs: 30_000,
+} as const;
 
 /** How an instance's run ended, as the node observed it. */
 export type RunEnd =
@@ -51,7 +56,13 @@ export type RestartDecision =
   /** Not restarted, and nothing is wrong with that: `exited` (policy or a clean exit) or `finished` (a done `once`). */
   | { readonly kind: "final"; readonly state: "exited" | "finished"; readonly reason: string }
   /** Restart at `atMs` (= now + `delayMs`); `attempt` of `RESTART_BUDGET.restarts` in the window. */
-  | { readonly kind: "restart"; readonly attempt: number; readonly delayMs: number; readonly atMs: number; readonly reason: string }
+  | {
+      readonly kind: "restart";
+      readonly attempt: number;
+      readonly delayMs: number;
+      readonly atMs: number;
+      readonly reason: string;
+    }
   /** The budget is spent: held `failed` for the operator. */
   | { readonly kind: "failed"; readonly reason: string };
 
@@ -85,7 +96,8 @@ export function decideRestart(input: RestartInput): RestartDecision {
   const what = describeEnd(end);
   // A once workload that did its job is finished, whatever the policy: restarting it would run the job again.
   if (mode === "once" && isCleanExit(end)) return { kind: "final", state: "finished", reason: `finished: ${what}` };
-  if (policy === "never") return { kind: "final", state: "exited", reason: `not restarted (restart policy never): ${what}` };
+  if (policy === "never")
+    return { kind: "final", state: "exited", reason: `not restarted (restart policy never): ${what}` };
   if (isCleanExit(end) && (policy === "on-failure" || mode === "once")) {
     return { kind: "final", state: "exited", reason: `not restarted (restart policy ${policy}, clean exit): ${what}` };
   }
@@ -99,7 +111,13 @@ export function decideRestart(input: RestartInput): RestartDecision {
   }
   const attempt = inWindow + 1;
   const delayMs = backoffMs(attempt);
-  return { kind: "restart", attempt, delayMs, atMs: nowMs + delayMs, reason: `restart ${attempt}/${RESTART_BUDGET.restarts}: ${what}` };
+  return {
+    kind: "restart",
+    attempt,
+    delayMs,
+    atMs: nowMs + delayMs,
+    reason: `restart ${attempt}/${RESTART_BUDGET.restarts}: ${what}`,
+  };
 }
 
 /** The restart history worth keeping: only restarts inside the window can still count against the budget. */

@@ -6,7 +6,10 @@ const P = "a".repeat(64);
 const S = "b".repeat(64);
 const F = "c".repeat(64);
 const refs = { package_id: P, signer_keys: [S], file_hashes: [F] };
-const list = (kind: "package" | "signer" | "file" | "node", id: string) => ({ generation: 1, subjects: [{ kind, id, reason: "", at_ms: 0 }] });
+const list = (kind: "package" | "signer" | "file" | "node", id: string) => ({
+  generation: 1,
+  subjects: [{ kind, id, reason: "", at_ms: 0 }],
+});
 
 describe("revocation matching", () => {
   it.each([
@@ -25,7 +28,9 @@ describe("revocation matching", () => {
 
 describe("revocation list parsing and change (issue 12)", () => {
   it("normalises a hex id to lowercase at parse time, so an uppercase id revokes", () => {
-    const parsed = parseRevocations(JSON.stringify({ generation: 1, subjects: [{ kind: "package", id: P.toUpperCase(), reason: "", at_ms: 0 }] }));
+    const parsed = parseRevocations(
+      JSON.stringify({ generation: 1, subjects: [{ kind: "package", id: P.toUpperCase(), reason: "", at_ms: 0 }] }),
+    );
     expect(parsed.ok && parsed.value.subjects[0]?.id).toBe(P);
     expect(parsed.ok && revokedSubject(refs, parsed.value)).toBe(`package ${P}`);
   });

@@ -38,7 +38,10 @@ export function revocationsChanged(before: RevocationList | null, after: Revocat
  * every list a controller pushed (`berth revoke`); one unreadable list makes the whole unreadable (fail closed, §7.3
  * step 4). The generation is the local one: changes are judged by content (`revocationsChanged`).
  */
-export function mergeRevocations(local: RevocationList | null, pushed: ReadonlyArray<RevocationList | null>): RevocationList | null {
+export function mergeRevocations(
+  local: RevocationList | null,
+  pushed: ReadonlyArray<RevocationList | null>,
+): RevocationList | null {
   if (local === null || pushed.some((p) => p === null)) return null;
   const seen = new Set<string>();
   const subjects: RevocationList["subjects"][number][] = [];
@@ -55,7 +58,11 @@ export function mergeRevocations(local: RevocationList | null, pushed: ReadonlyA
 
 /** A pushed list judged against the one a node holds from that controller (issue 33): never back to an older one. */
 export type PushVerdict =
-  | { readonly kind: "take"; readonly revoked: RevocationList["subjects"]; readonly unrevoked: RevocationList["subjects"] }
+  | {
+      readonly kind: "take";
+      readonly revoked: RevocationList["subjects"];
+      readonly unrevoked: RevocationList["subjects"];
+    }
   | { readonly kind: "same" }
   | { readonly kind: "older"; readonly held: number };
 
@@ -65,5 +72,9 @@ export function judgePush(held: RevocationList | null, pushed: RevocationList): 
   const key = (s: RevocationList["subjects"][number]) => `${s.kind}:${s.id}`;
   const before = new Set((held?.subjects ?? []).map(key));
   const after = new Set(pushed.subjects.map(key));
-  return { kind: "take", revoked: pushed.subjects.filter((s) => !before.has(key(s))), unrevoked: (held?.subjects ?? []).filter((s) => !after.has(key(s))) };
+  return {
+    kind: "take",
+    revoked: pushed.subjects.filter((s) => !before.has(key(s))),
+    unrevoked: (held?.subjects ?? []).filter((s) => !after.has(key(s))),
+  };
 }

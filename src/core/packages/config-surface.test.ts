@@ -3,7 +3,10 @@ import { describe, expect, it } from "vitest";
 import { checkRunConfig, ConfigSurfaceSchema, inlineSecret, surfaceOf } from "./config-surface.js";
 import { isLoaderHook, loaderHookFamily } from "./loader-hooks.js";
 
-const surface = surfaceOf({ env: { LEVEL: { type: "string" }, RETRIES: { type: "integer" }, DRY: { type: "boolean" }, TOKEN: { type: "secret" } }, args: { "--watch": { type: "string" }, "-v": { type: "boolean" }, "--n": { type: "integer" } } });
+const surface = surfaceOf({
+  env: { LEVEL: { type: "string" }, RETRIES: { type: "integer" }, DRY: { type: "boolean" }, TOKEN: { type: "secret" } },
+  args: { "--watch": { type: "string" }, "-v": { type: "boolean" }, "--n": { type: "integer" } },
+});
 const check = (env: Record<string, string>, args: string[] = []) => checkRunConfig(surface, { env, args }, "probe");
 
 describe("the configuration surface", () => {
@@ -59,18 +62,36 @@ describe("the configuration surface", () => {
     expect(loaderHookFamily(name)).toBe(family);
     const parsed = ConfigSurfaceSchema.safeParse({ env: { [name]: { type: "string" } } });
     expect(parsed.success).toBe(false);
-    expect(checkRunConfig(surfaceOf({ env: { [name]: { type: "string" } } }), { env: { [name]: "x" }, args: [] }, "p")).toMatchObject({ ok: false, field: `config.env.${name}` });
+    expect(
+      checkRunConfig(surfaceOf({ env: { [name]: { type: "string" } } }), { env: { [name]: "x" }, args: [] }, "p"),
+    ).toMatchObject({ ok: false, field: `config.env.${name}` });
   });
 
   it("ordinary names are not hooks", () => {
-    for (const name of ["LOG_LEVEL", "GREETING", "API_URL", "LANG", "TZ", "NODE_ENV_NAME_X", "GIT_AUTHOR_NAME", "GIT_COMMITTER_EMAIL", "UV_THREADPOOL_SIZE"]) expect(isLoaderHook(name), name).toBe(false);
+    for (const name of [
+      "LOG_LEVEL",
+      "GREETING",
+      "API_URL",
+      "LANG",
+      "TZ",
+      "NODE_ENV_NAME_X",
+      "GIT_AUTHOR_NAME",
+      "GIT_COMMITTER_EMAIL",
+      "UV_THREADPOOL_SIZE",
+    ])
+      expect(isLoaderHook(name), name).toBe(false);
   });
 
   it("a declared string's pattern must match the whole value; a pattern on another type, or one that does not compile, is refused", () => {
     const surface = surfaceOf({ env: { LOG_LEVEL: { type: "string", pattern: "debug|info" } } });
     expect(checkRunConfig(surface, { env: { LOG_LEVEL: "info" }, args: [] }, "p")).toEqual({ ok: true });
-    expect(checkRunConfig(surface, { env: { LOG_LEVEL: "info; rm -rf /" }, args: [] }, "p")).toMatchObject({ ok: false, field: "config.env.LOG_LEVEL" });
-    expect(JSON.stringify(checkRunConfig(surface, { env: { LOG_LEVEL: "secret-ish" }, args: [] }, "p"))).not.toContain("secret-ish");
+    expect(checkRunConfig(surface, { env: { LOG_LEVEL: "info; rm -rf /" }, args: [] }, "p")).toMatchObject({
+      ok: false,
+      field: "config.env.LOG_LEVEL",
+    });
+    expect(JSON.stringify(checkRunConfig(surface, { env: { LOG_LEVEL: "secret-ish" }, args: [] }, "p"))).not.toContain(
+      "secret-ish",
+    );
     expect(ConfigSurfaceSchema.safeParse({ env: { N: { type: "integer", pattern: "1" } } }).success).toBe(false);
     expect(ConfigSurfaceSchema.safeParse({ env: { N: { type: "string", pattern: "(" } } }).success).toBe(false);
   });
@@ -82,7 +103,15 @@ describe("the configuration surface", () => {
   });
 
   it("accepts declared names and flags with values of their type", () => {
-    expect(check({ LEVEL: "debug", RETRIES: "-3", DRY: "true", TOKEN: "s3cret" }, ["--watch", "inbox", "-v", "--n=4", "--watch=x"])).toEqual({ ok: true });
+    expect(
+      check({ LEVEL: "debug", RETRIES: "-3", DRY: "true", TOKEN: "s3cret" }, [
+        "--watch",
+        "inbox",
+        "-v",
+        "--n=4",
+        "--watch=x",
+      ]),
+    ).toEqual({ ok: true });
   });
 
   it.each([
@@ -97,16 +126,24 @@ describe("the configuration surface", () => {
   ])("refuses %o %o naming %s, never echoing the value", (env, args, field) => {
     const verdict = check(env, args);
     expect(verdict).toMatchObject({ ok: false, field });
-    if (!verdict.ok) for (const v of [...Object.values(env), ...args.filter((a) => !a.startsWith("-"))]) expect(verdict.reason).not.toContain(v);
+    if (!verdict.ok)
+      for (const v of [...Object.values(env), ...args.filter((a) => !a.startsWith("-"))])
+        expect(verdict.reason).not.toContain(v);
   });
 
   it("the empty surface (no config in the statement) accepts nothing but an empty config", () => {
     expect(checkRunConfig(surfaceOf(undefined), { env: {}, args: [] }, "p")).toEqual({ ok: true });
     fc.assert(
-      fc.property(fc.dictionary(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,8}$/), fc.string(), { minKeys: 1 }), fc.array(fc.string()), (env, args) => {
-        expect(checkRunConfig(surfaceOf(undefined), { env, args }, "p").ok).toBe(false);
-        expect(checkRunConfig(surfaceOf(undefined), { env: {}, args: args.length ? args : ["x"] }, "p").ok).toBe(false);
-      }),
+      fc.property(
+        fc.dictionary(fc.stringMatching(/^[A-Z_][A-Z0-9_]{0,8}$/), fc.string(), { minKeys: 1 }),
+        fc.array(fc.string()),
+        (env, args) => {
+          expect(checkRunConfig(surfaceOf(undefined), { env, args }, "p").ok).toBe(false);
+          expect(checkRunConfig(surfaceOf(undefined), { env: {}, args: args.length ? args : ["x"] }, "p").ok).toBe(
+            false,
+          );
+        },
+      ),
     );
   });
 });

@@ -22,7 +22,10 @@ const PatternSchema = z
   .string()
   .min(1)
   .max(512)
-  .refine((p) => compilePattern(p) !== null, "pattern must be a valid regular expression (JavaScript syntax, matched against the whole value)");
+  .refine(
+    (p) => compilePattern(p) !== null,
+    "pattern must be a valid regular expression (JavaScript syntax, matched against the whole value)",
+  );
 
 const DeclarationSchema = z
   .strictObject({
@@ -34,7 +37,10 @@ const DeclarationSchema = z
      */
     pattern: PatternSchema.optional(),
   })
-  .refine((d) => d.pattern === undefined || d.type === "string", { message: "pattern applies to type string only", path: ["pattern"] });
+  .refine((d) => d.pattern === undefined || d.type === "string", {
+    message: "pattern applies to type string only",
+    path: ["pattern"],
+  });
 
 function compilePattern(pattern: string): RegExp | null {
   try {
@@ -51,7 +57,8 @@ function declarations(pattern: RegExp, what: string, refuseHooks: boolean) {
     const names = Object.keys(decls);
     if (names.length > 64) ctx.addIssue({ code: "custom", message: `at most 64 ${what} declarations` });
     for (const name of names) {
-      if (!pattern.test(name)) ctx.addIssue({ code: "custom", path: [name], message: `${what} names must match ${pattern.source}` });
+      if (!pattern.test(name))
+        ctx.addIssue({ code: "custom", path: [name], message: `${what} names must match ${pattern.source}` });
       const family = refuseHooks ? loaderHookFamily(name) : null;
       if (family !== null) ctx.addIssue({ code: "custom", path: [name], message: hookMessage(name, family) });
     }
@@ -74,7 +81,9 @@ export function surfaceOf(config: ConfigSurface | undefined): ResolvedSurface {
   return { env: config?.env ?? {}, args: config?.args ?? {} };
 }
 
-export type ConfigVerdict = { readonly ok: true } | { readonly ok: false; readonly field: string; readonly reason: string };
+export type ConfigVerdict =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly field: string; readonly reason: string };
 
 function hookMessage(name: string, family: string): string {
   return `${name} is a ${family} hook (it makes a loader, shell or interpreter run code no signer signed) and is never accepted`;
@@ -114,7 +123,12 @@ export function checkRunConfig(
     const family = loaderHookFamily(name);
     if (family !== null) return { ok: false, field, reason: hookMessage(name, family) };
     const decl = surface.env[name];
-    if (!decl) return { ok: false, field, reason: `${name} is not in the configuration surface package ${packageName} declares` };
+    if (!decl)
+      return {
+        ok: false,
+        field,
+        reason: `${name} is not in the configuration surface package ${packageName} declares`,
+      };
     const bad = typeError(decl.type, value);
     if (bad) return { ok: false, field, reason: `${name} ${bad} (declared ${decl.type})` };
     if (decl.pattern !== undefined && compilePattern(decl.pattern)?.test(value) !== true) {
@@ -134,12 +148,17 @@ export function checkRunConfig(
     if (value === undefined) {
       i++;
       value = config.args[i];
-      if (value === undefined) return { ok: false, field, reason: `flag ${flag} needs a value (declared ${decl.type})` };
+      if (value === undefined)
+        return { ok: false, field, reason: `flag ${flag} needs a value (declared ${decl.type})` };
     }
     const bad = typeError(decl.type, value);
     if (bad) return { ok: false, field, reason: `the value of flag ${flag} ${bad} (declared ${decl.type})` };
     if (decl.pattern !== undefined && compilePattern(decl.pattern)?.test(value) !== true) {
-      return { ok: false, field, reason: `the value of flag ${flag} does not match the pattern package ${packageName} declares for it` };
+      return {
+        ok: false,
+        field,
+        reason: `the value of flag ${flag} does not match the pattern package ${packageName} declares for it`,
+      };
     }
   }
   return { ok: true };

@@ -23,20 +23,73 @@ const EXACT: Readonly<Record<string, readonly string[]>> = {
   // Where programs and the agent's own files are found: the host contract sets these, a placement may not move them.
   host: ["PATH", "HOME", "TMPDIR", "SHELL", "USER", "LOGNAME"],
   // Other interpreters with a startup-file or module-path hook.
-  other: ["LUA_INIT", "LUA_PATH", "LUA_CPATH", "TCLLIBPATH", "R_PROFILE", "R_PROFILE_USER", "R_ENVIRON", "R_ENVIRON_USER", "R_LIBS", "R_LIBS_USER"],
+  other: [
+    "LUA_INIT",
+    "LUA_PATH",
+    "LUA_CPATH",
+    "TCLLIBPATH",
+    "R_PROFILE",
+    "R_PROFILE_USER",
+    "R_ENVIRON",
+    "R_ENVIRON_USER",
+    "R_LIBS",
+    "R_LIBS_USER",
+  ],
   // Issue 33 item 9. Node.js beyond NODE_OPTIONS: TLS verification off, the ICU data file, coverage and cache writers.
-  "node-runtime": ["NODE_TLS_REJECT_UNAUTHORIZED", "NODE_ICU_DATA", "NODE_V8_COVERAGE", "NODE_COMPILE_CACHE", "NODE_REDIRECT_WARNINGS", "UV_USE_IO_URING"],
+  "node-runtime": [
+    "NODE_TLS_REJECT_UNAUTHORIZED",
+    "NODE_ICU_DATA",
+    "NODE_V8_COVERAGE",
+    "NODE_COMPILE_CACHE",
+    "NODE_REDIRECT_WARNINGS",
+    "UV_USE_IO_URING",
+  ],
   // PHP reads php.ini from these (auto_prepend_file runs code); Erlang/Elixir take a command line (-eval, -s).
   php: ["PHPRC", "PHP_INI_SCAN_DIR"],
   erlang: ["ELIXIR_ERL_OPTIONS"],
   // Trust: who the agent's TLS believes (a CA file, a directory, a bundle), and where session keys are written.
-  tls: ["SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSLKEYLOGFILE", "OPENSSL_CONF", "OPENSSL_ENGINES", "OPENSSL_MODULES", "KRB5_CONFIG"],
+  tls: [
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "SSLKEYLOGFILE",
+    "OPENSSL_CONF",
+    "OPENSSL_ENGINES",
+    "OPENSSL_MODULES",
+    "KRB5_CONFIG",
+  ],
   // Proxies: every request of the agent, its secrets in headers included, through the setter's host.
   proxy: ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "FTP_PROXY", "NO_PROXY", "GRPC_PROXY"],
   // Programs that other programs start on the agent's behalf (git commit, man, less, sudo -A …).
-  editor: ["EDITOR", "VISUAL", "PAGER", "MANPAGER", "LESSOPEN", "LESSCLOSE", "LESSKEY", "BROWSER", "SSH_ASKPASS", "SUDO_ASKPASS"],
+  editor: [
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "LESSKEY",
+    "BROWSER",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+  ],
   // Build tools that run a wrapper or take flags that run code (go -toolexec, RUSTC_WRAPPER, MAVEN_OPTS -javaagent).
-  build: ["GOFLAGS", "GOTOOLCHAIN", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "RUSTFLAGS", "RUSTDOCFLAGS", "MAVEN_OPTS", "GRADLE_OPTS", "ANT_OPTS", "JAVA_OPTS", "GEM_HOME", "GEM_PATH", "BUNDLE_GEMFILE"],
+  build: [
+    "GOFLAGS",
+    "GOTOOLCHAIN",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "MAVEN_OPTS",
+    "GRADLE_OPTS",
+    "ANT_OPTS",
+    "JAVA_OPTS",
+    "GEM_HOME",
+    "GEM_PATH",
+    "BUNDLE_GEMFILE",
+  ],
 };
 
 /**
@@ -44,7 +97,15 @@ const EXACT: Readonly<Record<string, readonly string[]>> = {
  * agent's `git status`; GIT_SSH, GIT_ASKPASS, GIT_PROXY_COMMAND, GIT_EXTERNAL_DIFF, GIT_DIR's hooks … all run or pick
  * code), except these, which only name who made a commit or stop a prompt.
  */
-const GIT_ALLOWED = new Set(["GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT"]);
+const GIT_ALLOWED = new Set([
+  "GIT_AUTHOR_NAME",
+  "GIT_AUTHOR_EMAIL",
+  "GIT_AUTHOR_DATE",
+  "GIT_COMMITTER_NAME",
+  "GIT_COMMITTER_EMAIL",
+  "GIT_COMMITTER_DATE",
+  "GIT_TERMINAL_PROMPT",
+]);
 
 /** Name prefixes, by family. */
 const PREFIXES: Readonly<Record<string, readonly string[]>> = {
@@ -68,14 +129,17 @@ const PREFIXES: Readonly<Record<string, readonly string[]>> = {
   shell: ["BASH_"],
 };
 
-const EXACT_FAMILY = new Map<string, string>(Object.entries(EXACT).flatMap(([family, names]) => names.map((n) => [n, family] as const)));
+const EXACT_FAMILY = new Map<string, string>(
+  Object.entries(EXACT).flatMap(([family, names]) => names.map((n) => [n, family] as const)),
+);
 
 /** The family of a loader/interpreter hook (`"node"`, `"loader"` …), or `null` when a placement may set the name. */
 export function loaderHookFamily(name: string): string | null {
   const exact = EXACT_FAMILY.get(name);
   if (exact !== undefined) return exact;
   if (GIT_ALLOWED.has(name)) return null;
-  for (const [family, prefixes] of Object.entries(PREFIXES)) if (prefixes.some((p) => name.startsWith(p))) return family;
+  for (const [family, prefixes] of Object.entries(PREFIXES))
+    if (prefixes.some((p) => name.startsWith(p))) return family;
   return null;
 }
 

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { signingKeyFromSeed } from "../crypto/ed25519.js";
-import { packageIdOf, parseEnvelope, type Statement, signatureReport, signStatement, verifyEnvelope } from "./manifest.js";
+import {
+  packageIdOf,
+  parseEnvelope,
+  type Statement,
+  signatureReport,
+  signStatement,
+  verifyEnvelope,
+} from "./manifest.js";
 
 const signer = signingKeyFromSeed(new Uint8Array(32).fill(7));
 const other = signingKeyFromSeed(new Uint8Array(32).fill(8));
@@ -40,14 +47,23 @@ describe("package statements and envelopes (§5)", () => {
     const s = statement();
     const trusted = new Set([signer.publicKey]);
     expect(signatureReport({ statement: s, signatures: [] }, trusted).trust).toBe("unsigned");
-    expect(signatureReport({ statement: s, signatures: [signStatement(other, s)] }, trusted).trust).toBe("signed_unpinned");
-    expect(signatureReport({ statement: s, signatures: [signStatement(signer, s)] }, trusted).trust).toBe("pinned_signer");
+    expect(signatureReport({ statement: s, signatures: [signStatement(other, s)] }, trusted).trust).toBe(
+      "signed_unpinned",
+    );
+    expect(signatureReport({ statement: s, signatures: [signStatement(signer, s)] }, trusted).trust).toBe(
+      "pinned_signer",
+    );
   });
 
   it("refuses a signature over another statement", () => {
     const s = statement();
     const sig = signStatement(signer, statement({ version: "2.0.0" }));
-    expect(verifyEnvelope({ statement: s, signatures: [sig] }, { trustedSigners: new Set([signer.publicKey]), revocations: none }).ok).toBe(false);
+    expect(
+      verifyEnvelope(
+        { statement: s, signatures: [sig] },
+        { trustedSigners: new Set([signer.publicKey]), revocations: none },
+      ).ok,
+    ).toBe(false);
   });
 
   it("refuses a revoked signer even when another trusted signature verifies", () => {
@@ -62,14 +78,20 @@ describe("package statements and envelopes (§5)", () => {
 
   it("refuses an id that differs from the requested one", () => {
     const s = statement();
-    const v = verifyEnvelope({ statement: s, signatures: [signStatement(signer, s)] }, { expectedId: "0".repeat(64), trustedSigners: new Set([signer.publicKey]), revocations: none });
+    const v = verifyEnvelope(
+      { statement: s, signatures: [signStatement(signer, s)] },
+      { expectedId: "0".repeat(64), trustedSigners: new Set([signer.publicKey]), revocations: none },
+    );
     expect(v.ok).toBe(false);
   });
 
   it.each([
     ["a path with ..", { files: [{ path: "../etc/passwd", sha256: "a".repeat(64), size: 1, mode: "0644" }] }],
     ["an absolute path", { files: [{ path: "/bin/sh", sha256: "a".repeat(64), size: 1, mode: "0644" }] }],
-    ["an entry that is not pinned", { variants: [{ id: "v", arch: "any", os: "linux", entry: { program: "nope", args: [] }, requires: [] }] }],
+    [
+      "an entry that is not pinned",
+      { variants: [{ id: "v", arch: "any", os: "linux", entry: { program: "nope", args: [] }, requires: [] }] },
+    ],
     ["a non-executable entry", { files: [{ path: "bin/run.sh", sha256: "a".repeat(64), size: 10, mode: "0644" }] }],
     ["an unknown member", { surprise: 1 }],
     ["a non-SemVer version", { version: "1.0" }],

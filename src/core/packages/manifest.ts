@@ -85,9 +85,13 @@ export const StatementSchema = z
     variants: z.array(VariantSchema).min(1).max(16),
     resources: z.strictObject({ memory_mb: z.number().int().min(0), cpu_millis: z.number().int().min(0) }),
     network: z.enum(["none", "lan", "egress"]),
-    secrets: z.array(z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, "secret names must match ^[A-Z][A-Z0-9_]{0,63}$")).max(32),
+    secrets: z
+      .array(z.string().regex(/^[A-Z][A-Z0-9_]{0,63}$/, "secret names must match ^[A-Z][A-Z0-9_]{0,63}$"))
+      .max(32),
     requirements: z.array(RequirementSchema).max(64),
-    preferences: z.array(z.strictObject({ requirement: RequirementSchema, weight: z.number().int().min(1).max(1000) })).max(16),
+    preferences: z
+      .array(z.strictObject({ requirement: RequirementSchema, weight: z.number().int().min(1).max(1000) }))
+      .max(16),
     policy: z.strictObject({
       min_tier: z.enum(["discovered", "paired", "pinned"]),
       labels: z.array(z.string().max(256)).max(64),
@@ -109,35 +113,59 @@ export const StatementSchema = z
     // A secret becomes an environment variable of the same name: a loader hook is refused there too.
     for (const [i, name] of s.secrets.entries()) {
       const family = loaderHookFamily(name);
-      if (family !== null) ctx.addIssue({ code: "custom", path: ["secrets", i], message: `${name} is a ${family} hook and cannot be a secret's name` });
+      if (family !== null)
+        ctx.addIssue({
+          code: "custom",
+          path: ["secrets", i],
+          message: `${name} is a ${family} hook and cannot be a secret's name`,
+        });
     }
     const paths = new Set<string>();
     let total = 0;
     for (const [i, f] of s.files.entries()) {
-      if (paths.has(f.path)) ctx.addIssue({ code: "custom", path: ["files", i, "path"], message: `duplicate path ${f.path}` });
+      if (paths.has(f.path))
+        ctx.addIssue({ code: "custom", path: ["files", i, "path"], message: `duplicate path ${f.path}` });
       paths.add(f.path);
       total += f.size;
     }
     if (total > MAX_TOTAL_BYTES) ctx.addIssue({ code: "custom", path: ["files"], message: "total size above 2 GiB" });
     const ids = new Set<string>();
     for (const [i, v] of s.variants.entries()) {
-      if (ids.has(v.id)) ctx.addIssue({ code: "custom", path: ["variants", i, "id"], message: `duplicate variant ${v.id}` });
+      if (ids.has(v.id))
+        ctx.addIssue({ code: "custom", path: ["variants", i, "id"], message: `duplicate variant ${v.id}` });
       ids.add(v.id);
       const program = v.entry.program;
       if (program.startsWith("@")) {
         if (!/^@[a-z0-9][a-z0-9_.-]{0,31}$/.test(program)) {
-          ctx.addIssue({ code: "custom", path: ["variants", i, "entry", "program"], message: "interpreter must match @[a-z0-9][a-z0-9_.-]{0,31}" });
+          ctx.addIssue({
+            code: "custom",
+            path: ["variants", i, "entry", "program"],
+            message: "interpreter must match @[a-z0-9][a-z0-9_.-]{0,31}",
+          });
         }
       } else {
         const file = s.files.find((f) => f.path === program);
-        if (!file) ctx.addIssue({ code: "custom", path: ["variants", i, "entry", "program"], message: `${program} is not a pinned file` });
-        else if (file.mode !== "0755") ctx.addIssue({ code: "custom", path: ["variants", i, "entry", "program"], message: `${program} must have mode 0755` });
+        if (!file)
+          ctx.addIssue({
+            code: "custom",
+            path: ["variants", i, "entry", "program"],
+            message: `${program} is not a pinned file`,
+          });
+        else if (file.mode !== "0755")
+          ctx.addIssue({
+            code: "custom",
+            path: ["variants", i, "entry", "program"],
+            message: `${program} must have mode 0755`,
+          });
       }
     }
   });
 export type Statement = z.infer<typeof StatementSchema>;
 
-export const PackageSignatureSchema = z.strictObject({ key: keyHex, sig: z.string().regex(/^[0-9a-f]{128}$/, "sig must be 128 lowercase hex") });
+export const PackageSignatureSchema = z.strictObject({
+  key: keyHex,
+  sig: z.string().regex(/^[0-9a-f]{128}$/, "sig must be 128 lowercase hex"),
+});
 
 /** The envelope as stored in `berth-package.json`. `berth package build` writes it with no signatures yet. */
 export const EnvelopeSchema = z.strictObject({
@@ -178,7 +206,10 @@ export function parseEnvelope(input: string | unknown): ParsedEnvelope {
     const text = canonicalJson(statement.data);
     if (!parseCanonical(text).ok) return { ok: false, error: "manifest.statement is not canonicalisable" };
   } catch (error) {
-    return { ok: false, error: `manifest.statement: ${error instanceof Error ? error.message : "not canonicalisable"}` };
+    return {
+      ok: false,
+      error: `manifest.statement: ${error instanceof Error ? error.message : "not canonicalisable"}`,
+    };
   }
   const envelope: Envelope = { statement: statement.data, signatures: outer.data.signatures };
   return { ok: true, value: { envelope, packageId: packageIdOf(statement.data) } };
@@ -193,13 +224,20 @@ export interface SignatureReport {
 
 export function signatureReport(envelope: Envelope, trustedSigners: ReadonlySet<string>): SignatureReport {
   const text = canonicalJson(envelope.statement);
-  const validKeys = envelope.signatures.filter((s) => verifyTagged(s.key, "berth.package.v1", text, s.sig)).map((s) => s.key);
+  const validKeys = envelope.signatures
+    .filter((s) => verifyTagged(s.key, "berth.package.v1", text, s.sig))
+    .map((s) => s.key);
   const trustedKeys = validKeys.filter((k) => trustedSigners.has(k));
-  const trust: PackageTrust = trustedKeys.length > 0 ? "pinned_signer" : validKeys.length > 0 ? "signed_unpinned" : "unsigned";
+  const trust: PackageTrust =
+    trustedKeys.length > 0 ? "pinned_signer" : validKeys.length > 0 ? "signed_unpinned" : "unsigned";
   return { trust, validKeys, trustedKeys };
 }
 
-export type EnvelopeVerdict = Result<{ readonly envelope: Envelope; readonly packageId: string; readonly signers: readonly string[] }>;
+export type EnvelopeVerdict = Result<{
+  readonly envelope: Envelope;
+  readonly packageId: string;
+  readonly signers: readonly string[];
+}>;
 
 /**
  * §5.4 steps 2–5 on the node (and §5.5 on the controller): parse, recompute the id, at least one trusted signature,
@@ -223,9 +261,13 @@ export function verifyParsedEnvelope(parsed: ParsedEnvelope, opts: EnvelopeTrust
   }
   const report = signatureReport(parsed.value.envelope, opts.trustedSigners);
   if (report.trust !== "pinned_signer") {
-    return { ok: false, error: report.trust === "unsigned"
+    return {
+      ok: false,
+      error:
+        report.trust === "unsigned"
           ? "package is unsigned: no signature verifies"
-          : "package is not signed by a trusted signer of this host (signed_unpinned)" };
+          : "package is not signed by a trusted signer of this host (signed_unpinned)",
+    };
   }
   if (opts.revocations === null) return { ok: false, error: "revocation list unreadable (fail closed)" };
   for (const key of report.validKeys) {
@@ -238,6 +280,8 @@ export function verifyParsedEnvelope(parsed: ParsedEnvelope, opts: EnvelopeTrust
     const hit = opts.revocations.subjects.find((s) => s.kind === "file" && s.id === file.sha256);
     if (hit) return { ok: false, error: `file '${file.sha256}' is revoked: ${hit.reason}` };
   }
-  return { ok: true, value: { envelope: parsed.value.envelope, packageId: parsed.value.packageId, signers: report.validKeys } };
+  return {
+    ok: true,
+    value: { envelope: parsed.value.envelope, packageId: parsed.value.packageId, signers: report.validKeys },
+  };
 }
-

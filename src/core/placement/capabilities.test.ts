@@ -60,15 +60,19 @@ describe("derived capabilities (spec/mesh.md §6.3)", () => {
 describe("exact-id lookup", () => {
   it("answers the same capabilities as filtering the full derived list, for any facts and id", () => {
     fc.assert(
-      fc.property(placementInput, fc.constantFrom("os.darwin", "label.nope", "perf.nope", "cpu.arch.armv7", "runtime.emulated.box64"), (input, extra) => {
-        for (const n of input.nodes) {
-          if (n.facts === null) continue;
-          const all = capabilitiesOf(n.facts);
-          for (const id of new Set([...all.map((c) => c.id), extra])) {
-            expect(capabilitiesWithId(n.facts, id)).toEqual(all.filter((c) => c.id === id));
+      fc.property(
+        placementInput,
+        fc.constantFrom("os.darwin", "label.nope", "perf.nope", "cpu.arch.armv7", "runtime.emulated.box64"),
+        (input, extra) => {
+          for (const n of input.nodes) {
+            if (n.facts === null) continue;
+            const all = capabilitiesOf(n.facts);
+            for (const id of new Set([...all.map((c) => c.id), extra])) {
+              expect(capabilitiesWithId(n.facts, id)).toEqual(all.filter((c) => c.id === id));
+            }
           }
-        }
-      }),
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -85,23 +89,43 @@ const table: { rule: string; req: Record<string, unknown>; ok: boolean; why?: st
     ok: false,
     why: "camera.cs.* not present",
   },
-  { rule: "`eq` compares a string attribute", req: { id: "label.zone", where: [{ attr: "value", op: "eq", value: "attic" }] }, ok: true },
+  {
+    rule: "`eq` compares a string attribute",
+    req: { id: "label.zone", where: [{ attr: "value", op: "eq", value: "attic" }] },
+    ok: true,
+  },
   {
     rule: "`eq` fails on a different value",
     req: { id: "label.zone", where: [{ attr: "value", op: "eq", value: "cellar" }] },
     ok: false,
     why: "label.zone does not meet value eq cellar",
   },
-  { rule: "`gte` compares integers", req: { id: "mem.system", where: [{ attr: "available_bytes", op: "gte", value: 4000 }] }, ok: true },
+  {
+    rule: "`gte` compares integers",
+    req: { id: "mem.system", where: [{ attr: "available_bytes", op: "gte", value: 4000 }] },
+    ok: true,
+  },
   {
     rule: "`gte` fails below the bound",
     req: { id: "mem.system", where: [{ attr: "available_bytes", op: "gte", value: 4001 }] },
     ok: false,
     why: "mem.system does not meet available_bytes gte 4001",
   },
-  { rule: "`lte` compares integers", req: { id: "mem.system", where: [{ attr: "total_bytes", op: "lte", value: 8000 }] }, ok: true },
-  { rule: "`in` holds when the attribute is one of the values", req: { id: "label.zone", where: [{ attr: "value", op: "in", value: ["attic", "hall"] }] }, ok: true },
-  { rule: "`has` holds when an array attribute contains the value", req: { id: "runtime.emulated.qemu-user", where: [{ attr: "arches", op: "has", value: "armv7" }] }, ok: true },
+  {
+    rule: "`lte` compares integers",
+    req: { id: "mem.system", where: [{ attr: "total_bytes", op: "lte", value: 8000 }] },
+    ok: true,
+  },
+  {
+    rule: "`in` holds when the attribute is one of the values",
+    req: { id: "label.zone", where: [{ attr: "value", op: "in", value: ["attic", "hall"] }] },
+    ok: true,
+  },
+  {
+    rule: "`has` holds when an array attribute contains the value",
+    req: { id: "runtime.emulated.qemu-user", where: [{ attr: "arches", op: "has", value: "armv7" }] },
+    ok: true,
+  },
   {
     rule: "`has` fails when the array lacks the value",
     req: { id: "runtime.native", where: [{ attr: "arches", op: "has", value: "x86_64" }] },
@@ -120,23 +144,43 @@ const table: { rule: string; req: Record<string, unknown>; ok: boolean; why?: st
     ok: false,
     why: "label.zone does not meet value gte 1",
   },
-  { rule: "`count` is met by that many distinct matching capabilities", req: { id_prefix: "camera", count: 2 }, ok: true },
+  {
+    rule: "`count` is met by that many distinct matching capabilities",
+    req: { id_prefix: "camera", count: 2 },
+    ok: true,
+  },
   {
     rule: "`count` fails with fewer matching capabilities",
     req: { id_prefix: "camera", count: 3, where: [{ attr: "modes", op: "has", value: "720p" }] },
     ok: false,
     why: "camera.* needs count 3, 1 present",
   },
-  { rule: "`count` is met by one capability whose count attribute is large enough", req: { id: "accel.gpu.nvidia", count: 2 }, ok: true },
-  { rule: "the cpu count satisfies a count on the arch capability", req: { id: "cpu.arch.aarch64", count: 4 }, ok: true },
+  {
+    rule: "`count` is met by one capability whose count attribute is large enough",
+    req: { id: "accel.gpu.nvidia", count: 2 },
+    ok: true,
+  },
+  {
+    rule: "the cpu count satisfies a count on the arch capability",
+    req: { id: "cpu.arch.aarch64", count: 4 },
+    ok: true,
+  },
   {
     rule: "a claimed capability fails a probed minimum provenance",
     req: { id: "accel.gpu.nvidia", min_provenance: "probed" },
     ok: false,
     why: "accel.gpu.nvidia is only claimed, probed required",
   },
-  { rule: "a probed capability meets a probed minimum provenance", req: { id: "accel.npu.hailo8", min_provenance: "probed" }, ok: true },
-  { rule: "perf entries are measured by default", req: { id: "perf.tokens_per_s", min_provenance: "measured" }, ok: true },
+  {
+    rule: "a probed capability meets a probed minimum provenance",
+    req: { id: "accel.npu.hailo8", min_provenance: "probed" },
+    ok: true,
+  },
+  {
+    rule: "perf entries are measured by default",
+    req: { id: "perf.tokens_per_s", min_provenance: "measured" },
+    ok: true,
+  },
 ];
 
 describe("requirement matching (spec/mesh.md §6.3)", () => {

@@ -55,7 +55,8 @@ export function capabilitiesOf(facts: NodeFacts): Capability[] {
     caps.push({ id: a.id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
   }
   for (const r of facts.routes) {
-    if (r.route === "native") caps.push({ id: "runtime.native", attrs: { arches: [...r.arches] }, provenance: "probed" });
+    if (r.route === "native")
+      caps.push({ id: "runtime.native", attrs: { arches: [...r.arches] }, provenance: "probed" });
     else caps.push({ id: `runtime.emulated.${r.via}`, attrs: { arches: [...r.arches] }, provenance: r.provenance });
   }
   for (const i of facts.interpreters) {
@@ -107,26 +108,47 @@ function derivedLookup(id: string): DerivedLookup | null {
     return (facts) => (facts.board === board ? [{ id, attrs: {}, provenance: "probed" }] : null);
   }
   if (id === "mem.system") {
-    return (facts) => [{ id, attrs: { total_bytes: facts.memory.total_bytes, available_bytes: facts.memory.available_bytes }, provenance: "probed" }];
+    return (facts) => [
+      {
+        id,
+        attrs: { total_bytes: facts.memory.total_bytes, available_bytes: facts.memory.available_bytes },
+        provenance: "probed",
+      },
+    ];
   }
   if (id === "runtime.native") {
-    return (facts) => nonEmpty(facts.routes.filter((r) => r.route === "native").map((r) => ({ id, attrs: { arches: [...r.arches] }, provenance: "probed" })));
+    return (facts) =>
+      nonEmpty(
+        facts.routes
+          .filter((r) => r.route === "native")
+          .map((r) => ({ id, attrs: { arches: [...r.arches] }, provenance: "probed" })),
+      );
   }
   if (id.startsWith("runtime.emulated.")) {
     const via = id.slice(17);
     return (facts) => {
       const out: Capability[] = [];
-      for (const r of facts.routes) if (r.route === "emulated" && r.via === via) out.push({ id, attrs: { arches: [...r.arches] }, provenance: r.provenance });
+      for (const r of facts.routes)
+        if (r.route === "emulated" && r.via === via)
+          out.push({ id, attrs: { arches: [...r.arches] }, provenance: r.provenance });
       return nonEmpty(out);
     };
   }
   if (id.startsWith("runtime.interp.")) {
     const name = id.slice(15);
-    return (facts) => nonEmpty(facts.interpreters.filter((i) => i.name === name).map((i) => ({ id, attrs: { version: i.version }, provenance: i.provenance })));
+    return (facts) =>
+      nonEmpty(
+        facts.interpreters
+          .filter((i) => i.name === name)
+          .map((i) => ({ id, attrs: { version: i.version }, provenance: i.provenance })),
+      );
   }
   if (id.startsWith("label.")) {
     const key = id.slice(6);
-    return (facts) => (Object.hasOwn(facts.labels, key) ? [{ id, attrs: { value: facts.labels[key] ?? "" }, provenance: "claimed" }] : null);
+    return (facts) =>
+      Object.hasOwn(facts.labels, key)
+        ? [{ id, attrs: { value: facts.labels[key] ?? "" }, provenance: "claimed" }]
+        : null;
   }
   if (id.startsWith("perf.")) {
     const metric = id.slice(5);
@@ -134,7 +156,11 @@ function derivedLookup(id: string): DerivedLookup | null {
       nonEmpty(
         facts.perf
           .filter((p) => p.metric === metric)
-          .map((p) => ({ id, attrs: { subject: p.subject, value_milli: p.value_milli, direction: p.direction }, provenance: p.provenance })),
+          .map((p) => ({
+            id,
+            attrs: { subject: p.subject, value_milli: p.value_milli, direction: p.direction },
+            provenance: p.provenance,
+          })),
       );
   }
   return null;
@@ -156,7 +182,8 @@ export function capabilityLookup(id: string): CapabilityLookup {
   return (facts) => {
     let out = derived === null ? null : derived(facts);
     for (const a of facts.accelerators) {
-      if (a.id === id) out = withOne(out, { id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
+      if (a.id === id)
+        out = withOne(out, { id, attrs: { mem_bytes: a.mem_bytes, count: a.count }, provenance: a.provenance });
     }
     for (const c of facts.capabilities) if (c.id === id) out = withOne(out, c);
     return out ?? NONE;
@@ -193,7 +220,12 @@ export interface PreparedRequirement {
 export function prepareRequirement(req: Requirement): PreparedRequirement {
   if (req.id !== undefined) {
     const lookup = capabilityLookup(req.id);
-    return { requirement: req, selector: req.id, minProvenanceRank: PROVENANCE_RANK[req.min_provenance], select: (index) => lookup(index.facts) };
+    return {
+      requirement: req,
+      selector: req.id,
+      minProvenanceRank: PROVENANCE_RANK[req.min_provenance],
+      select: (index) => lookup(index.facts),
+    };
   }
   const prefix = req.id_prefix ?? "";
   const dotted = `${prefix}.`;

@@ -82,7 +82,12 @@ const table: { rule: string; draft: InputDraft; expected: Rejection[] }[] = [
   {
     rule: "a node the operator cordoned fails `cordoned` (issue 16), and the explain says who to ask",
     draft: { nodes: [nodeDraft(A)], cluster: { cordoned_nodes: [A] } },
-    expected: [{ constraint: "cordoned", detail: "the operator cordoned this node (berth node cordon, drain or forget): no new placements" }],
+    expected: [
+      {
+        constraint: "cordoned",
+        detail: "the operator cordoned this node (berth node cordon, drain or forget): no new placements",
+      },
+    ],
   },
   {
     rule: "a revoked package fails `revoked` on every node",
@@ -91,7 +96,11 @@ const table: { rule: string; draft: InputDraft; expected: Rejection[] }[] = [
   },
   {
     rule: "a revoked signer key among the workload's refs fails `revoked`",
-    draft: { nodes: [nodeDraft(A)], spec: { refs: [PACKAGE_ID, "ab".repeat(32)] }, cluster: { revoked_refs: ["ab".repeat(32)] } },
+    draft: {
+      nodes: [nodeDraft(A)],
+      spec: { refs: [PACKAGE_ID, "ab".repeat(32)] },
+      cluster: { revoked_refs: ["ab".repeat(32)] },
+    },
     expected: [{ constraint: "revoked", detail: `ref ${"ab".repeat(32)} is revoked` }],
   },
   {
@@ -110,7 +119,9 @@ const table: { rule: string; draft: InputDraft; expected: Rejection[] }[] = [
       spec: { policy: { labels: ["noisy"] } },
       cluster: { instances: [{ node_id: A, name: "indexer", excludes: ["noisy"], placed_at_ms: NOW - 5_000 }] },
     },
-    expected: [{ constraint: "co_residency", detail: "instance indexer excludes label noisy, which this workload carries" }],
+    expected: [
+      { constraint: "co_residency", detail: "instance indexer excludes label noisy, which this workload carries" },
+    ],
   },
   {
     rule: "a demand above the available memory fails `memory`",
@@ -133,7 +144,10 @@ const table: { rule: string; draft: InputDraft; expected: Rejection[] }[] = [
       },
     },
     expected: [
-      { constraint: "memory", detail: "needs 500 bytes, 400 available (200 pending for instances placed since the facts were issued)" },
+      {
+        constraint: "memory",
+        detail: "needs 500 bytes, 400 available (200 pending for instances placed since the facts were issued)",
+      },
     ],
   },
   {

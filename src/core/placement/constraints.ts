@@ -9,7 +9,12 @@
  * Stale facts (present but expired) are still read, so the explain shows what else would stand in the way.
  */
 import { TIER_RANK } from "../identity/tier.js";
-import { CapabilityIndex, checkPreparedRequirement, type PreparedRequirement, prepareRequirement } from "./capabilities.js";
+import {
+  CapabilityIndex,
+  checkPreparedRequirement,
+  type PreparedRequirement,
+  prepareRequirement,
+} from "./capabilities.js";
 import type { ClusterInstance, ClusterState, NodeFacts, NodeView, PlacementRequest } from "./inputs.js";
 import type { Rejection } from "./outputs.js";
 import { chooseRoute, type PreparedVariant, prepareVariants, type RouteContext, type RouteFit } from "./route.js";
@@ -48,7 +53,10 @@ export interface Assessment {
 /** Orders a node's instances by everything a co-residency detail is made of, so equal keys mean equal details. */
 function sortInstances(list: ClusterInstance[]): ClusterInstance[] {
   if (list.length < 2) return list;
-  const keyed = list.map((i) => ({ i, k: `${i.name}\u0000${i.labels.join("\u0001")}\u0000${i.excludes.join("\u0001")}` }));
+  const keyed = list.map((i) => ({
+    i,
+    k: `${i.name}\u0000${i.labels.join("\u0001")}\u0000${i.excludes.join("\u0001")}`,
+  }));
   keyed.sort((a, b) => (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
   return keyed.map((x) => x.i);
 }
@@ -81,7 +89,12 @@ export function constraintContext(request: PlacementRequest, cluster: ClusterSta
     requirements: request.spec.requirements.map(prepareRequirement),
     variants: prepareVariants(request.spec.variants),
     route: { allowEmulated: request.allow_emulated, fallbackBoards: request.weights.fallback_boards },
-    fitKey: JSON.stringify([request.spec.requirements, request.spec.variants, request.allow_emulated, request.weights.fallback_boards]),
+    fitKey: JSON.stringify([
+      request.spec.requirements,
+      request.spec.variants,
+      request.allow_emulated,
+      request.weights.fallback_boards,
+    ]),
   };
 }
 
@@ -135,7 +148,8 @@ function fitOf(memo: FactsMemo, ctx: ConstraintContext): NodeFit {
       fit = route;
       break;
     case "none":
-      for (const m of route.misfits) rejections.push({ constraint: "requirements", detail: `variant ${m.variant}: ${m.why}` });
+      for (const m of route.misfits)
+        rejections.push({ constraint: "requirements", detail: `variant ${m.variant}: ${m.why}` });
       break;
     case "emulation_not_allowed":
       rejections.push({
@@ -199,11 +213,16 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   }
 
   // revoked
-  if (ctx.revokedNodes.has(node.node_id)) rejections.push({ constraint: "revoked", detail: `node ${node.node_id} is revoked` });
+  if (ctx.revokedNodes.has(node.node_id))
+    rejections.push({ constraint: "revoked", detail: `node ${node.node_id} is revoked` });
   for (const detail of ctx.revokedRefDetails) rejections.push({ constraint: "revoked", detail });
 
   // cordoned (issue 16): the operator's mark; what is already there stays, nothing new lands
-  if (ctx.cordonedNodes.has(node.node_id)) rejections.push({ constraint: "cordoned", detail: "the operator cordoned this node (berth node cordon, drain or forget): no new placements" });
+  if (ctx.cordonedNodes.has(node.node_id))
+    rejections.push({
+      constraint: "cordoned",
+      detail: "the operator cordoned this node (berth node cordon, drain or forget): no new placements",
+    });
 
   // co_residency: both directions; one line per offending instance and label
   const here = ctx.instancesByNode.get(node.node_id) ?? NO_INSTANCES;
@@ -214,7 +233,8 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
         if (spec.policy.excludes.includes(label)) details.push(`instance ${inst.name} carries excluded label ${label}`);
       }
       for (const label of inst.excludes) {
-        if (spec.policy.labels.includes(label)) details.push(`instance ${inst.name} excludes label ${label}, which this workload carries`);
+        if (spec.policy.labels.includes(label))
+          details.push(`instance ${inst.name} excludes label ${label}, which this workload carries`);
       }
     }
     // Two instances of one name with the same labels say the same thing once.
@@ -245,8 +265,10 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
   // gate: a missing verdict is a deny (§7: governance fails closed). One plain read: a node id is 32 hex
   // characters (inputs.ts), never the name of an inherited member such as `constructor`.
   const verdict = request.gate[node.node_id];
-  if (verdict === undefined) rejections.push({ constraint: "gate", detail: "workload.place has no gate verdict for this node" });
-  else if (verdict.verdict !== "permit") rejections.push({ constraint: "gate", detail: `workload.place denied: ${verdict.reason}` });
+  if (verdict === undefined)
+    rejections.push({ constraint: "gate", detail: "workload.place has no gate verdict for this node" });
+  else if (verdict.verdict !== "permit")
+    rejections.push({ constraint: "gate", detail: `workload.place denied: ${verdict.reason}` });
 
   return { node, facts, capabilities, rejections, fit: rejections.length === 0 ? fit : null };
 }

@@ -188,7 +188,8 @@ describe("pin, avoid and emulation (spec/mesh.md §8.6)", () => {
           if (r.ok) return;
           expect(r.error.code).toBe("pin_ineligible");
           expect(r.error.constraints).toEqual(view.rejections);
-          for (const rej of view.rejections) expect(r.error.message).toContain(`constraint \`${rej.constraint}\`: ${rej.detail}`);
+          for (const rej of view.rejections)
+            expect(r.error.message).toContain(`constraint \`${rej.constraint}\`: ${rej.detail}`);
         } else {
           expect(r.ok && r.decision.placement?.node_id).toBe(pin);
           expect(r.ok && r.decision.placement?.flags).toContain("pinned");
@@ -219,7 +220,8 @@ describe("pin, avoid and emulation (spec/mesh.md §8.6)", () => {
       fc.property(placementInput, (input) => {
         const plain = unpinned({ ...input, request: { ...input.request, avoid: [] } });
         const avoided = unpinned(input);
-        const strip = (d: PlacementDecision) => d.candidates.map((c) => ({ ...c, flags: c.flags.filter((f) => f !== "affinity") }));
+        const strip = (d: PlacementDecision) =>
+          d.candidates.map((c) => ({ ...c, flags: c.flags.filter((f) => f !== "affinity") }));
         expect(strip(avoided)).toEqual(strip(plain));
       }),
       RUNS,
@@ -257,7 +259,11 @@ describe("input errors (spec/mesh.md §8.1)", () => {
   });
 
   it("a malformed input is invalid_request naming the offending field", () => {
-    const r = parsePlacementInput({ request: { spec: specDraft({ name: "Not A Name" }) }, nodes: [], cluster: { now_ms: 0 } });
+    const r = parsePlacementInput({
+      request: { spec: specDraft({ name: "Not A Name" }) },
+      nodes: [],
+      cluster: { now_ms: 0 },
+    });
     expect(r.ok).toBe(false);
     if (!r.ok) {
       expect(r.error.code).toBe("invalid_request");
@@ -266,7 +272,11 @@ describe("input errors (spec/mesh.md §8.1)", () => {
   });
 
   it("a weight with more than two decimals is invalid_request", () => {
-    const r = decideUnknown({ request: { spec: specDraft(), weights: { load: 0.125 } }, nodes: [], cluster: { now_ms: 0 } });
+    const r = decideUnknown({
+      request: { spec: specDraft(), weights: { load: 0.125 } },
+      nodes: [],
+      cluster: { now_ms: 0 },
+    });
     expect(r.ok ? null : r.error.code).toBe("invalid_request");
   });
 });
@@ -288,7 +298,10 @@ describe("parsePlacementInputWithViews (issue 19: node views validated where the
 
   it("still refuses a malformed request or cluster state, naming the field", () => {
     const input = inputOf({ nodes: [nodeDraft(nid(1))] });
-    const badRequest = parsePlacementInputWithViews({ request: { ...input.request, strategy: "sideways" }, cluster: input.cluster }, input.nodes);
+    const badRequest = parsePlacementInputWithViews(
+      { request: { ...input.request, strategy: "sideways" }, cluster: input.cluster },
+      input.nodes,
+    );
     expect(badRequest.ok ? null : badRequest.error.message).toMatch(/request\.strategy/);
     const badCluster = parsePlacementInputWithViews({ request: input.request, cluster: { now_ms: -1 } }, input.nodes);
     expect(badCluster.ok ? null : badCluster.error.message).toMatch(/cluster\.now_ms/);

@@ -32,7 +32,8 @@ function failure(error: PlacementError): PlacementResult {
 
 function pathText(path: readonly PropertyKey[]): string {
   let out = "";
-  for (const part of path) out += typeof part === "number" ? `[${part}]` : out === "" ? String(part) : `.${String(part)}`;
+  for (const part of path)
+    out += typeof part === "number" ? `[${part}]` : out === "" ? String(part) : `.${String(part)}`;
   return out || "input";
 }
 
@@ -46,7 +47,9 @@ export function parsePlacementInput(raw: unknown): ParsedInput {
   return parsed.success ? { ok: true, input: parsed.data } : malformed(parsed.error.issues);
 }
 
-function malformed(issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[]): ParsedInput {
+function malformed(
+  issues: readonly { readonly path: readonly PropertyKey[]; readonly message: string }[],
+): ParsedInput {
   const shown = issues
     .slice(0, 5)
     .map((i) => `${pathText(i.path)}: ${i.message}`)
@@ -68,7 +71,10 @@ function malformed(issues: readonly { readonly path: readonly PropertyKey[]; rea
  * src/mesh/controller/facts.ts), once per describe rather than once per decision. The rest of the input (the
  * request and the cluster state) is validated here as always; `decide`'s cross-checks still run on the views.
  */
-export function parsePlacementInputWithViews(raw: { readonly request: unknown; readonly cluster: unknown }, nodes: readonly NodeView[]): ParsedInput {
+export function parsePlacementInputWithViews(
+  raw: { readonly request: unknown; readonly cluster: unknown },
+  nodes: readonly NodeView[],
+): ParsedInput {
   const parsed = parsePlacementInput({ request: raw.request, cluster: raw.cluster, nodes: [] });
   return parsed.ok ? { ok: true, input: { ...parsed.input, nodes: [...nodes] } } : parsed;
 }
@@ -101,7 +107,10 @@ const clusterMarksSchema = clusterStateSchema.omit({ instances: true, placed: tr
  * clock, revocations and cordons are parsed here, per decision (the spec is built from the package just verified);
  * the rest is taken as validated. `decide`'s cross-checks still run on everything.
  */
-export function parsePlacementInputWithParts(raw: { readonly request: unknown; readonly cluster: unknown }, parts: ValidatedParts): ParsedInput {
+export function parsePlacementInputWithParts(
+  raw: { readonly request: unknown; readonly cluster: unknown },
+  parts: ValidatedParts,
+): ParsedInput {
   const request = orderRequestSchema.safeParse(raw.request);
   if (!request.success) return malformed(request.error.issues.map((i) => ({ ...i, path: ["request", ...i.path] })));
   const cluster = clusterMarksSchema.safeParse(raw.cluster);
@@ -111,7 +120,11 @@ export function parsePlacementInputWithParts(raw: { readonly request: unknown; r
     input: {
       request: { ...request.data, weights: parts.weights, gate: { ...parts.gate } },
       nodes: [...parts.nodes],
-      cluster: { ...cluster.data, instances: [...parts.instances], placed: parts.placed === null ? null : [...parts.placed] },
+      cluster: {
+        ...cluster.data,
+        instances: [...parts.instances],
+        placed: parts.placed === null ? null : [...parts.placed],
+      },
     },
   };
 }
@@ -144,7 +157,11 @@ function crossCheck(input: PlacementInput): PlacementError | null {
   return null;
 }
 
-function decisionOf(request: PlacementRequest, candidates: readonly NodeReport[], placement: Placement | null): PlacementDecision {
+function decisionOf(
+  request: PlacementRequest,
+  candidates: readonly NodeReport[],
+  placement: Placement | null,
+): PlacementDecision {
   const { spec } = request;
   return {
     name: spec.name,
@@ -173,7 +190,13 @@ export function decide(input: PlacementInput): PlacementResult {
   const reports: NodeReport[] = [];
   for (const a of assessments) {
     if (a.fit !== null && a.facts !== null && a.capabilities !== null) {
-      eligible.push({ node_id: a.node.node_id, facts: a.facts, fit: a.fit, capabilities: a.capabilities, assessment: a });
+      eligible.push({
+        node_id: a.node.node_id,
+        facts: a.facts,
+        fit: a.fit,
+        capabilities: a.capabilities,
+        assessment: a,
+      });
     } else {
       reports.push(reportOf(a, undefined));
     }

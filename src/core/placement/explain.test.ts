@@ -56,10 +56,18 @@ describe("explain (spec/mesh.md §17)", () => {
           variant: "aarch64-linux",
           outcome: "refused",
           code: "governance",
-          reason: "start failed: governance: workload.start denied: no permit; loaded instance triage-1a2b3c4d5e6f unloaded",
+          reason:
+            "start failed: governance: workload.start denied: no permit; loaded instance triage-1a2b3c4d5e6f unloaded",
           next: "trying the next candidate",
         },
-        { node_id: PI_B, variant: "aarch64-linux", outcome: "placed", code: null, reason: null, instance_id: "triage-77e0c2aa91b4" },
+        {
+          node_id: PI_B,
+          variant: "aarch64-linux",
+          outcome: "placed",
+          code: null,
+          reason: null,
+          instance_id: "triage-77e0c2aa91b4",
+        },
       ],
     });
     expect(text).toBe(
@@ -141,6 +149,12 @@ describe("explain (spec/mesh.md §17)", () => {
   });
 
   it("prints centi values with two decimals", () => {
-    expect([points(0), points(5), points(650), points(11_650), points(100_000)]).toEqual(["0.00", "0.05", "6.50", "116.50", "1000.00"]);
+    expect([points(0), points(5), points(650), points(11_650), points(100_000)]).toEqual([
+      "0.00",
+      "0.05",
+      "6.50",
+      "116.50",
+      "1000.00",
+    ]);
   });
 });

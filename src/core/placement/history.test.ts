@@ -22,7 +22,12 @@ const extraInstances = (input: PlacementInput): fc.Arbitrary<ClusterInstance[]> 
     { maxLength: 30 },
   );
 
-const withHistory = placementInput.chain((input) => extraInstances(input).map((more) => ({ ...input, cluster: { ...input.cluster, instances: [...input.cluster.instances, ...more] } })));
+const withHistory = placementInput.chain((input) =>
+  extraInstances(input).map((more) => ({
+    ...input,
+    cluster: { ...input.cluster, instances: [...input.cluster.instances, ...more] },
+  })),
+);
 
 describe("the placement history a decision reads (issue 19)", () => {
   it("the per-node totals and the instances historyReads selects give the decision every instance gives", () => {
@@ -30,7 +35,10 @@ describe("the placement history a decision reads (issue 19)", () => {
       fc.property(withHistory, (input) => {
         const all = input.cluster.instances;
         const reads = historyReads(input.request, input.nodes);
-        const summarised = { ...input, cluster: { ...input.cluster, placed: placedSummary(all), instances: all.filter((i) => isRead(reads, i)) } };
+        const summarised = {
+          ...input,
+          cluster: { ...input.cluster, placed: placedSummary(all), instances: all.filter((i) => isRead(reads, i)) },
+        };
         expect(decide(summarised)).toEqual(decide(input));
       }),
       { numRuns: 500 },
@@ -48,7 +56,14 @@ describe("the placement history a decision reads (issue 19)", () => {
   });
 
   it("the totals count every instance and its declared memory per node, in node order", () => {
-    const at = (node: number, memory: number): ClusterInstance => ({ node_id: nid(node), name: `w${node}-${memory}`, labels: [], excludes: [], memory_bytes: memory, placed_at_ms: NOW });
+    const at = (node: number, memory: number): ClusterInstance => ({
+      node_id: nid(node),
+      name: `w${node}-${memory}`,
+      labels: [],
+      excludes: [],
+      memory_bytes: memory,
+      placed_at_ms: NOW,
+    });
     expect(placedSummary([at(2, 5), at(1, 0), at(2, 7)])).toEqual([
       { node_id: nid(1), count: 1, memory_bytes: 0 },
       { node_id: nid(2), count: 2, memory_bytes: 12 },
@@ -61,7 +76,15 @@ describe("the placement history a decision reads (issue 19)", () => {
       spec: { memory_bytes: 1, policy: { labels: ["quiet"], excludes: ["noisy"] } },
     });
     const reads = historyReads(input.request, input.nodes);
-    const inst = (over: Partial<ClusterInstance>): ClusterInstance => ({ node_id: nid(1), name: "w", labels: [], excludes: [], memory_bytes: 0, placed_at_ms: NOW - 5_000, ...over });
+    const inst = (over: Partial<ClusterInstance>): ClusterInstance => ({
+      node_id: nid(1),
+      name: "w",
+      labels: [],
+      excludes: [],
+      memory_bytes: 0,
+      placed_at_ms: NOW - 5_000,
+      ...over,
+    });
     expect(isRead(reads, inst({}))).toBe(false);
     expect(isRead(reads, inst({ labels: ["noisy"] }))).toBe(true);
     expect(isRead(reads, inst({ excludes: ["quiet"] }))).toBe(true);
@@ -77,6 +100,11 @@ describe("the placement history a decision reads (issue 19)", () => {
   it("totals are accepted by the input schema and default to null (the full list of instances)", () => {
     const input = inputOf({ nodes: [nodeDraft(nid(1))] });
     expect(input.cluster.placed).toBeNull();
-    expect(placementInputSchema.safeParse({ ...input, cluster: { ...input.cluster, placed: [{ node_id: nid(1), count: -1, memory_bytes: 0 }] } }).success).toBe(false);
+    expect(
+      placementInputSchema.safeParse({
+        ...input,
+        cluster: { ...input.cluster, placed: [{ node_id: nid(1), count: -1, memory_bytes: 0 }] },
+      }).success,
+    ).toBe(false);
   });
 });

@@ -29,7 +29,10 @@ export interface HistoryReads {
   readonly placedAfter: ReadonlyMap<string, number>;
 }
 
-export function historyReads(request: { readonly spec: Pick<WorkloadSpec, "memory_bytes" | "policy"> }, nodes: readonly NodeView[]): HistoryReads {
+export function historyReads(
+  request: { readonly spec: Pick<WorkloadSpec, "memory_bytes" | "policy"> },
+  nodes: readonly NodeView[],
+): HistoryReads {
   const { policy, memory_bytes } = request.spec;
   const placedAfter = new Map<string, number>();
   if (memory_bytes > 0) for (const n of nodes) if (n.facts !== null) placedAfter.set(n.node_id, n.facts.issued_at_ms);
@@ -53,7 +56,9 @@ export function placedSummary(instances: readonly ClusterInstance[]): PlacedTota
       was.memory_bytes += i.memory_bytes;
     } else byNode.set(i.node_id, { count: 1, memory_bytes: i.memory_bytes });
   }
-  return [...byNode].map(([node_id, t]) => ({ node_id, ...t })).sort((a, b) => (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0));
+  return [...byNode]
+    .map(([node_id, t]) => ({ node_id, ...t }))
+    .sort((a, b) => (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0));
 }
 
 /** The placed load per node id from `cluster.placed` (rows for one node add up; order-independent). */
@@ -61,7 +66,12 @@ export function placedLoadsOf(totals: readonly PlacedTotal[]): ReadonlyMap<strin
   const out = new Map<string, PlacedLoad>();
   for (const t of totals) {
     const was = out.get(t.node_id);
-    out.set(t.node_id, was ? { count: was.count + t.count, memory_bytes: was.memory_bytes + t.memory_bytes } : { count: t.count, memory_bytes: t.memory_bytes });
+    out.set(
+      t.node_id,
+      was
+        ? { count: was.count + t.count, memory_bytes: was.memory_bytes + t.memory_bytes }
+        : { count: t.count, memory_bytes: t.memory_bytes },
+    );
   }
   return out;
 }

@@ -3,7 +3,15 @@
  * See README.md in this folder for the pipeline, the vocabulary and which file holds which stage.
  */
 export { type CapabilityIndex, capabilitiesOf, checkRequirement, indexCapabilities } from "./capabilities.js";
-export { decide, decideUnknown, type ParsedInput, parsePlacementInput, parsePlacementInputWithParts, parsePlacementInputWithViews, type ValidatedParts } from "./decide.js";
+export {
+  decide,
+  decideUnknown,
+  type ParsedInput,
+  parsePlacementInput,
+  parsePlacementInputWithParts,
+  parsePlacementInputWithViews,
+  type ValidatedParts,
+} from "./decide.js";
 export { type HistoryReads, historyReads, isRead, placedSummary } from "./history.js";
 export { type ExplainAttempt, type ExplainOptions, points, renderExplain, renderPlacementError } from "./explain.js";
 export {

@@ -53,7 +53,12 @@ const nodeRef = z.string().max(64);
 const provenance = z.enum(PROVENANCES);
 
 /** Capability attribute values (§6.3): integer, string, boolean or string array. */
-export const attrValueSchema = z.union([z.int(), z.string().max(1024), z.boolean(), z.array(z.string().max(256)).max(64)]);
+export const attrValueSchema = z.union([
+  z.int(),
+  z.string().max(1024),
+  z.boolean(),
+  z.array(z.string().max(256)).max(64),
+]);
 export type AttrValue = z.infer<typeof attrValueSchema>;
 
 export const capabilitySchema = z.object({
@@ -111,7 +116,10 @@ export const workloadSpecSchema = z.object({
     .max(16)
     .refine((vs) => new Set(vs.map((v) => v.id)).size === vs.length, { message: "variant ids must be unique" }),
   requirements: z.array(requirementSchema).max(64).default([]),
-  preferences: z.array(z.object({ requirement: requirementSchema, weight: z.int().min(1).max(1000) })).max(16).default([]),
+  preferences: z
+    .array(z.object({ requirement: requirementSchema, weight: z.int().min(1).max(1000) }))
+    .max(16)
+    .default([]),
   memory_bytes: bytes.default(0),
   uses_accelerator: z.boolean().default(false),
   policy: z
@@ -193,12 +201,25 @@ export const nodeFactsSchema = z.object({
   }),
   memory: z.object({ total_bytes: bytes, available_bytes: bytes }),
   accelerators: z
-    .array(z.object({ id: capabilityId, mem_bytes: bytes, count: count.default(1), provenance: provenance.default("claimed") }))
+    .array(
+      z.object({
+        id: capabilityId,
+        mem_bytes: bytes,
+        count: count.default(1),
+        provenance: provenance.default("claimed"),
+      }),
+    )
     .max(16)
     .default([]),
   routes: z.array(routeSchema).max(16).default([]),
   interpreters: z
-    .array(z.object({ name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,31}$/), version: z.string().max(64), provenance: provenance.default("claimed") }))
+    .array(
+      z.object({
+        name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,31}$/),
+        version: z.string().max(64),
+        provenance: provenance.default("claimed"),
+      }),
+    )
     .max(32)
     .default([]),
   labels: z.record(labelKey, z.string().max(256)).default({}),

@@ -34,8 +34,20 @@ const nativeFit = (variant: string, execution: "native" | "fallback" = "native")
 });
 
 // spec/mesh.md §8.4, one row per rule.
-const table: { rule: string; variants: VariantDraft[]; facts: Partial<FactsDraft>; allow?: boolean; boards?: string[]; expected: RouteFit }[] = [
-  { rule: "a variant of the node's arch and os fits natively", variants: [arm], facts: {}, expected: nativeFit("aarch64-linux") as RouteFit },
+const table: {
+  rule: string;
+  variants: VariantDraft[];
+  facts: Partial<FactsDraft>;
+  allow?: boolean;
+  boards?: string[];
+  expected: RouteFit;
+}[] = [
+  {
+    rule: "a variant of the node's arch and os fits natively",
+    variants: [arm],
+    facts: {},
+    expected: nativeFit("aarch64-linux") as RouteFit,
+  },
   {
     rule: "an architecture-independent variant fits natively when its interpreter is declared",
     variants: [py],
@@ -122,7 +134,9 @@ const table: { rule: string; variants: VariantDraft[]; facts: Partial<FactsDraft
 
 describe("variant and route (spec/mesh.md §8.4)", () => {
   it.each(table)("$rule", ({ variants, facts, allow, boards, expected }) => {
-    expect(route(variants, facts, { allowEmulated: allow ?? false, fallbackBoards: boards ?? ["dev"] })).toEqual(expected);
+    expect(route(variants, facts, { allowEmulated: allow ?? false, fallbackBoards: boards ?? ["dev"] })).toEqual(
+      expected,
+    );
   });
 
   it("an emulated fit is never chosen on a node where any variant fits natively", () => {

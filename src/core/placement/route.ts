@@ -10,7 +10,12 @@
  * Invariant (structural): a node with any native fit is never given an emulated route. Whether emulation is used
  * at all across the cluster (only when no native route fits anywhere) is decided later, by the pool in select.ts.
  */
-import { type CapabilityIndex, checkPreparedRequirement, type PreparedRequirement, prepareRequirement } from "./capabilities.js";
+import {
+  type CapabilityIndex,
+  checkPreparedRequirement,
+  type PreparedRequirement,
+  prepareRequirement,
+} from "./capabilities.js";
 import type { NodeFacts, Variant } from "./inputs.js";
 import type { ExecutionTier } from "./outputs.js";
 
@@ -22,7 +27,13 @@ export type RouteFit =
       readonly via: null;
       readonly execution: Exclude<ExecutionTier, "emulated">;
     }
-  | { readonly kind: "fits"; readonly variant: string; readonly route: "emulated"; readonly via: string; readonly execution: "emulated" }
+  | {
+      readonly kind: "fits";
+      readonly variant: string;
+      readonly route: "emulated";
+      readonly via: string;
+      readonly execution: "emulated";
+    }
   /** Only emulated fits exist and the order did not allow emulation. */
   | { readonly kind: "emulation_not_allowed"; readonly emulated: readonly string[] }
   /** No variant fits by any route; one line per variant says why. */
@@ -47,7 +58,11 @@ export interface PreparedVariant {
 }
 
 export function prepareVariants(variants: readonly Variant[]): PreparedVariant[] {
-  return variants.map((variant) => ({ variant, interpreter: interpreterOf(variant), requires: variant.requires.map(prepareRequirement) }));
+  return variants.map((variant) => ({
+    variant,
+    interpreter: interpreterOf(variant),
+    requires: variant.requires.map(prepareRequirement),
+  }));
 }
 
 /** Lists on the hot path are only allocated once something goes in them. */
@@ -109,7 +124,10 @@ export function chooseRoute(variants: readonly PreparedVariant[], index: Capabil
     }
     const via = emulatorFor(facts, variant.arch);
     if (via === null) {
-      misfits = append(misfits, { variant: variant.id, why: [`cpu.arch.${variant.arch} not present`, ...(common ?? [])].join("; ") });
+      misfits = append(misfits, {
+        variant: variant.id,
+        why: [`cpu.arch.${variant.arch} not present`, ...(common ?? [])].join("; "),
+      });
     } else if (common !== null) {
       misfits = append(misfits, { variant: variant.id, why: common.join("; ") });
     } else {
@@ -119,5 +137,11 @@ export function chooseRoute(variants: readonly PreparedVariant[], index: Capabil
   const firstEmulated = emulatedFits?.[0];
   if (emulatedFits === null || firstEmulated === undefined) return { kind: "none", misfits: misfits ?? [] };
   if (!ctx.allowEmulated) return { kind: "emulation_not_allowed", emulated: emulatedFits.map((f) => f.variant) };
-  return { kind: "fits", variant: firstEmulated.variant, route: "emulated", via: firstEmulated.via, execution: "emulated" };
+  return {
+    kind: "fits",
+    variant: firstEmulated.variant,
+    route: "emulated",
+    via: firstEmulated.via,
+    execution: "emulated",
+  };
 }

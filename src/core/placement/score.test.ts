@@ -30,11 +30,25 @@ const x86Emulated = {
     ],
   },
 };
-const x86Only = { variants: [{ id: "x86_64-linux", arch: "x86_64" as const, os: "linux" as const, entry: { program: "bin/x" } }] };
+const x86Only = {
+  variants: [{ id: "x86_64-linux", arch: "x86_64" as const, os: "linux" as const, entry: { program: "bin/x" } }],
+};
 
 // spec/mesh.md §8.5: one row per component rule, with default weights unless the row says otherwise.
-const table: { rule: string; draft: InputDraft; id?: string; component: keyof NonNullable<NodeReport["score"]>; centi: number; flags?: string[] }[] = [
-  { rule: "execution gives a native route the native weight", draft: { nodes: [nodeDraft(A)] }, component: "execution_centi", centi: 10_000 },
+const table: {
+  rule: string;
+  draft: InputDraft;
+  id?: string;
+  component: keyof NonNullable<NodeReport["score"]>;
+  centi: number;
+  flags?: string[];
+}[] = [
+  {
+    rule: "execution gives a native route the native weight",
+    draft: { nodes: [nodeDraft(A)] },
+    component: "execution_centi",
+    centi: 10_000,
+  },
   {
     rule: "execution gives a native route on a dev board the fallback weight",
     draft: { nodes: [nodeDraft(A, { facts: { board: "dev" } })] },
@@ -109,8 +123,12 @@ const table: { rule: string; draft: InputDraft; id?: string; component: keyof No
     rule: "perf (lower is better) scales best ÷ this",
     draft: {
       nodes: [
-        nodeDraft(A, { facts: { perf: [{ metric: "latency", value_milli: 300, direction: "lower", measured_at_ms: 1 }] } }),
-        nodeDraft(B, { facts: { perf: [{ metric: "latency", value_milli: 100, direction: "lower", measured_at_ms: 1 }] } }),
+        nodeDraft(A, {
+          facts: { perf: [{ metric: "latency", value_milli: 300, direction: "lower", measured_at_ms: 1 }] },
+        }),
+        nodeDraft(B, {
+          facts: { perf: [{ metric: "latency", value_milli: 100, direction: "lower", measured_at_ms: 1 }] },
+        }),
       ],
       spec: { perf: { metric: "latency", direction: "lower" } },
     },
@@ -121,8 +139,12 @@ const table: { rule: string; draft: InputDraft; id?: string; component: keyof No
     rule: "perf (higher is better) scales this ÷ best",
     draft: {
       nodes: [
-        nodeDraft(A, { facts: { perf: [{ metric: "tps", value_milli: 200, direction: "higher", measured_at_ms: 1 }] } }),
-        nodeDraft(B, { facts: { perf: [{ metric: "tps", value_milli: 300, direction: "higher", measured_at_ms: 1 }] } }),
+        nodeDraft(A, {
+          facts: { perf: [{ metric: "tps", value_milli: 200, direction: "higher", measured_at_ms: 1 }] },
+        }),
+        nodeDraft(B, {
+          facts: { perf: [{ metric: "tps", value_milli: 300, direction: "higher", measured_at_ms: 1 }] },
+        }),
       ],
       spec: { perf: { metric: "tps", direction: "higher" } },
     },
@@ -134,7 +156,9 @@ const table: { rule: string; draft: InputDraft; id?: string; component: keyof No
     draft: {
       nodes: [
         nodeDraft(A, {
-          facts: { perf: [{ metric: "tps", value_milli: 900, direction: "higher", measured_at_ms: 1, provenance: "claimed" }] },
+          facts: {
+            perf: [{ metric: "tps", value_milli: 900, direction: "higher", measured_at_ms: 1, provenance: "claimed" }],
+          },
         }),
       ],
       spec: { perf: { metric: "tps", direction: "higher" } },
@@ -163,7 +187,10 @@ const table: { rule: string; draft: InputDraft; id?: string; component: keyof No
   },
   {
     rule: "load rounds half up once",
-    draft: { nodes: [nodeDraft(A, { facts: { cpu: { count: 2, load1_milli: 1_000 } } })], request: { weights: { load: 0.01 } } },
+    draft: {
+      nodes: [nodeDraft(A, { facts: { cpu: { count: 2, load1_milli: 1_000 } } })],
+      request: { weights: { load: 0.01 } },
+    },
     component: "load_centi",
     centi: 1,
   },
@@ -202,7 +229,10 @@ describe("scoring (spec/mesh.md §8.5)", () => {
   });
 
   it("the total is the sum of the components", () => {
-    const r = reportOf({ nodes: [nodeDraft(A, { facts: { cpu: { count: 4, load1_milli: 1_300 } } })], request: { current_node: A } });
+    const r = reportOf({
+      nodes: [nodeDraft(A, { facts: { cpu: { count: 4, load1_milli: 1_300 } } })],
+      request: { current_node: A },
+    });
     const s = r.score;
     if (s === null) throw new Error("not scored");
     expect(r.total_centi).toBe(
@@ -224,7 +254,10 @@ describe("scoring (spec/mesh.md §8.5)", () => {
           },
         }),
       ],
-      spec: { uses_accelerator: true, requirements: [{ id_prefix: "accel.gpu", where: [{ attr: "mem_bytes", op: "gte", value: 4 * GiB }] }] },
+      spec: {
+        uses_accelerator: true,
+        requirements: [{ id_prefix: "accel.gpu", where: [{ attr: "mem_bytes", op: "gte", value: 4 * GiB }] }],
+      },
     });
     expect(d.placement?.accelerator).toBe("accel.gpu.amd");
     expect(d.placement?.score.accel_fit_centi).toBe(1_000);
@@ -233,8 +266,13 @@ describe("scoring (spec/mesh.md §8.5)", () => {
   it("rejected nodes are not scored and do not set the reference values", () => {
     const d = decision({
       nodes: [
-        nodeDraft(A, { facts: { perf: [{ metric: "tps", value_milli: 100, direction: "higher", measured_at_ms: 1 }] } }),
-        nodeDraft(B, { liveness: "dead", facts: { perf: [{ metric: "tps", value_milli: 1_000, direction: "higher", measured_at_ms: 1 }] } }),
+        nodeDraft(A, {
+          facts: { perf: [{ metric: "tps", value_milli: 100, direction: "higher", measured_at_ms: 1 }] },
+        }),
+        nodeDraft(B, {
+          liveness: "dead",
+          facts: { perf: [{ metric: "tps", value_milli: 1_000, direction: "higher", measured_at_ms: 1 }] },
+        }),
       ],
       spec: { perf: { metric: "tps", direction: "higher" } },
     });
@@ -244,13 +282,18 @@ describe("scoring (spec/mesh.md §8.5)", () => {
 
   it("every score component is a non-negative integer, so a chained decision hashes the same everywhere", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 64 }), fc.integer({ min: 0, max: 10 ** 6 }), fc.integer({ min: 0, max: 10 ** 6 }), (count, load, w) => {
-        const r = reportOf({
-          nodes: [nodeDraft(A, { facts: { cpu: { count, load1_milli: load } } })],
-          request: { weights: { load: w / 100 } },
-        });
-        for (const v of Object.values(r.score ?? {})) expect(Number.isSafeInteger(v) && v >= 0).toBe(true);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 64 }),
+        fc.integer({ min: 0, max: 10 ** 6 }),
+        fc.integer({ min: 0, max: 10 ** 6 }),
+        (count, load, w) => {
+          const r = reportOf({
+            nodes: [nodeDraft(A, { facts: { cpu: { count, load1_milli: load } } })],
+            request: { weights: { load: w / 100 } },
+          });
+          for (const v of Object.values(r.score ?? {})) expect(Number.isSafeInteger(v) && v >= 0).toBe(true);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -282,9 +325,15 @@ describe("exact half-up rounding of a × b ÷ c", () => {
 
 // Issue 16: the load dimension counts what is already placed, so equal nodes share agents.
 describe("the placed part of the load (spread by default, binpack on request)", () => {
-  const placed = (node_id: string, memory_bytes = 0) => ({ node_id, name: `w-${node_id.slice(0, 4)}-${memory_bytes}`, memory_bytes, placed_at_ms: 1 });
+  const placed = (node_id: string, memory_bytes = 0) => ({
+    node_id,
+    name: `w-${node_id.slice(0, 4)}-${memory_bytes}`,
+    memory_bytes,
+    placed_at_ms: 1,
+  });
   const equal = [nodeDraft(A), nodeDraft(B)];
-  const parts = (d: PlacementDecision) => Object.fromEntries(d.candidates.map((c) => [c.node_id, c.score?.load_placed_centi]));
+  const parts = (d: PlacementDecision) =>
+    Object.fromEntries(d.candidates.map((c) => [c.node_id, c.score?.load_placed_centi]));
 
   it("nothing placed anywhere gives every node 0, so a cluster without instances scores as before", () => {
     expect(parts(decision({ nodes: equal }))).toEqual({ [A]: 0, [B]: 0 });
@@ -313,8 +362,11 @@ describe("the placed part of the load (spread by default, binpack on request)", 
   });
 
   it("the load is the cpu part plus the placed part, and its weight is configuration", () => {
-    const r = reportOf({ nodes: [nodeDraft(A, { facts: { cpu: { count: 4, load1_milli: 2_000 } } }), nodeDraft(B)], cluster: { instances: [placed(B)] }, request: { weights: { placed: 2.5 } } });
+    const r = reportOf({
+      nodes: [nodeDraft(A, { facts: { cpu: { count: 4, load1_milli: 2_000 } } }), nodeDraft(B)],
+      cluster: { instances: [placed(B)] },
+      request: { weights: { placed: 2.5 } },
+    });
     expect([r.score?.load_cpu_centi, r.score?.load_placed_centi, r.score?.load_centi]).toEqual([500, 250, 750]);
   });
 });
-

@@ -8,7 +8,13 @@
  */
 import { type CapabilityIndex, meetsRequirement, predicateHolds, prepareRequirement } from "./capabilities.js";
 import type { Fit } from "./constraints.js";
-import { type ClusterInstance, type NodeFacts, PROVENANCE_RANK, type PlacementRequest, type Requirement } from "./inputs.js";
+import {
+  type ClusterInstance,
+  type NodeFacts,
+  PROVENANCE_RANK,
+  type PlacementRequest,
+  type Requirement,
+} from "./inputs.js";
 import type { Flag, ScoreBreakdown } from "./outputs.js";
 
 /** An eligible node as scoring needs it. */
@@ -69,7 +75,9 @@ export function assignedAccelerator(
     const ok = accelRequirements.every((r) => {
       const named = r.id !== undefined ? a.id === r.id : a.id === r.id_prefix || a.id.startsWith(`${r.id_prefix}.`);
       return (
-        named && PROVENANCE_RANK[a.provenance] >= PROVENANCE_RANK[r.min_provenance] && r.where.every((p) => predicateHolds(cap, p))
+        named &&
+        PROVENANCE_RANK[a.provenance] >= PROVENANCE_RANK[r.min_provenance] &&
+        r.where.every((p) => predicateHolds(cap, p))
       );
     });
     if (!ok) continue;
@@ -137,7 +145,14 @@ function placedRatio(weightCenti: number, spread: boolean, value: number, most: 
  * `spread` gives the weight to the least-placed, `binpack` to the most-placed; nothing placed anywhere gives 0 to
  * every node, so a cluster without instances scores as before.
  */
-function placedPart(weightCenti: number, spread: boolean, count: number, share: number, mostCount: number, mostShare: number): number {
+function placedPart(
+  weightCenti: number,
+  spread: boolean,
+  count: number,
+  share: number,
+  mostCount: number,
+  mostShare: number,
+): number {
   const byCount = placedRatio(weightCenti, spread, count, mostCount);
   if (mostShare === 0) return byCount;
   return Math.floor((byCount + placedRatio(weightCenti, spread, share, mostShare) + 1) / 2);
@@ -186,11 +201,18 @@ function scorePartsOf(
 }
 
 /** The score of every eligible node, in the order of `nodes` (`result[i]` is `nodes[i]`'s). */
-export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequest, placed: ReadonlyMap<string, PlacedLoad> = new Map()): Scored[] {
+export function scoreEligible(
+  nodes: readonly Scorable[],
+  request: PlacementRequest,
+  placed: ReadonlyMap<string, PlacedLoad> = new Map(),
+): Scored[] {
   const { spec, weights } = request;
   const variants = new Map(spec.variants.map((v) => [v.id, v] as const));
   const commonAccel = spec.requirements.filter(isAccelRequirement);
-  const preferences = spec.preferences.map((p) => ({ requirement: prepareRequirement(p.requirement), centi: p.weight * 100 }));
+  const preferences = spec.preferences.map((p) => ({
+    requirement: prepareRequirement(p.requirement),
+    centi: p.weight * 100,
+  }));
   const partsKey = JSON.stringify([spec.preferences, spec.perf]);
   const parts: FactsScoreParts[] = [];
 
@@ -224,11 +246,16 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
     if (spec.perf !== null) {
       const v = factsParts.measured;
       perf.push(v);
-      if (v !== null && (bestPerf === null || (spec.perf.direction === "lower" ? v < bestPerf : v > bestPerf))) bestPerf = v;
+      if (v !== null && (bestPerf === null || (spec.perf.direction === "lower" ? v < bestPerf : v > bestPerf)))
+        bestPerf = v;
     }
   }
 
-  const execution = { native: centi(weights.execution.native), fallback: centi(weights.execution.fallback), emulated: centi(weights.execution.emulated) };
+  const execution = {
+    native: centi(weights.execution.native),
+    fallback: centi(weights.execution.fallback),
+    emulated: centi(weights.execution.emulated),
+  };
   const accelW = centi(weights.accel_fit);
   const perfW = centi(weights.perf);
   const loadW = centi(weights.load);
@@ -262,7 +289,8 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
     if (spec.perf !== null) {
       const v = perf[i] ?? null;
       if (v === null || bestPerf === null) flags.push("unmeasured");
-      else perf_centi = spec.perf.direction === "lower" ? ratioScore(perfW, bestPerf, v) : ratioScore(perfW, v, bestPerf);
+      else
+        perf_centi = spec.perf.direction === "lower" ? ratioScore(perfW, bestPerf, v) : ratioScore(perfW, v, bestPerf);
     }
 
     let load_cpu_centi = 0;
@@ -272,12 +300,22 @@ export function scoreEligible(nodes: readonly Scorable[], request: PlacementRequ
       const capacity = 1000 * count;
       load_cpu_centi = mulDivHalfUp(loadW, capacity - Math.min(capacity, load1_milli), capacity);
     }
-    const load_placed_centi = mostCount === 0 ? 0 : placedPart(placedW, spread, placedCount[i] ?? 0, placedShare[i] ?? 0, mostCount, mostShare);
+    const load_placed_centi =
+      mostCount === 0 ? 0 : placedPart(placedW, spread, placedCount[i] ?? 0, placedShare[i] ?? 0, mostCount, mostShare);
     const load_centi = load_cpu_centi + load_placed_centi;
 
     const stickiness_centi = request.current_node !== null && request.current_node === n.node_id ? stickyW : 0;
 
-    const score: ScoreBreakdown = { execution_centi, locality_centi, accel_fit_centi, perf_centi, load_centi, load_cpu_centi, load_placed_centi, stickiness_centi };
+    const score: ScoreBreakdown = {
+      execution_centi,
+      locality_centi,
+      accel_fit_centi,
+      perf_centi,
+      load_centi,
+      load_cpu_centi,
+      load_placed_centi,
+      stickiness_centi,
+    };
     const total_centi = execution_centi + locality_centi + accel_fit_centi + perf_centi + load_centi + stickiness_centi;
     flags.sort();
     out.push({ score, total_centi, flags, accelerator });

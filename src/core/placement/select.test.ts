@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { decide } from "./decide.js";
-import { type InputDraft, inputOf, nid, nodeDraft, type NodeOverrides } from "../../../test/support/placement/fixtures.js";
+import {
+  type InputDraft,
+  inputOf,
+  nid,
+  nodeDraft,
+  type NodeOverrides,
+} from "../../../test/support/placement/fixtures.js";
 import type { PlacementDecision, PlacementResult } from "./outputs.js";
 import { dispatchOrder } from "./select.js";
 
@@ -149,7 +155,10 @@ describe("prefer and avoid (spec/mesh.md §8.6)", () => {
   });
 
   it("prefer wins over avoid for a node named in both", () => {
-    const d = decided({ nodes: [nodeDraft(A, loaded(0)), nodeDraft(B, loaded(1000))], request: { prefer: [B], avoid: [B] } });
+    const d = decided({
+      nodes: [nodeDraft(A, loaded(0)), nodeDraft(B, loaded(1000))],
+      request: { prefer: [B], avoid: [B] },
+    });
     expect(d.placement?.node_id).toBe(B);
   });
 });
@@ -157,13 +166,20 @@ describe("prefer and avoid (spec/mesh.md §8.6)", () => {
 describe("emulation as a fallback (spec/mesh.md §8.6)", () => {
   it("an emulated node never wins while a native one is eligible, even when preferred", () => {
     const d = decided({
-      nodes: [nodeDraft(A, loaded(4000)), nodeDraft(B, { ...emulatedOnly, facts: { ...emulatedOnly.facts, cpu: { count: 4, load1_milli: 0 } } })],
+      nodes: [
+        nodeDraft(A, loaded(4000)),
+        nodeDraft(B, { ...emulatedOnly, facts: { ...emulatedOnly.facts, cpu: { count: 4, load1_milli: 0 } } }),
+      ],
       // A large emulated weight ranks B first; the pool still keeps it out.
       request: { allow_emulated: true, prefer: [B], weights: { execution: { emulated: 500 } } },
     });
     expect(d.candidates[0]?.node_id).toBe(B);
     expect(d.placement?.node_id).toBe(A);
-    expect(d.candidates.find((c) => c.node_id === B)).toMatchObject({ eligible: true, route: "emulated", flags: ["emulated"] });
+    expect(d.candidates.find((c) => c.node_id === B)).toMatchObject({
+      eligible: true,
+      route: "emulated",
+      flags: ["emulated"],
+    });
   });
 
   it("emulated nodes form the pool only when no native route fits anywhere", () => {

@@ -81,7 +81,11 @@ function withFlags(flags: readonly Flag[], ...extra: Flag[]): Flag[] {
   return [...new Set([...flags, ...extra])].sort();
 }
 
-export function select(ranked: readonly NodeReport[], request: PlacementRequest, describe: (id: string) => string): Selection {
+export function select(
+  ranked: readonly NodeReport[],
+  request: PlacementRequest,
+  describe: (id: string) => string,
+): Selection {
   if (request.pin !== null) {
     const pin = request.pin;
     const pinned = ranked.find((r) => r.node_id === pin);
@@ -147,7 +151,14 @@ export function applySelection(
 ): { readonly candidates: NodeReport[]; readonly placement: Placement } {
   const candidates = ranked.map((r) => (r.node_id === selection.node_id ? withReportFlags(r, selection.flags) : r));
   const w = candidates.find((r) => r.node_id === selection.node_id);
-  if (!w?.eligible || w.variant === null || w.route === null || w.execution === null || w.score === null || w.total_centi === null) {
+  if (
+    !w?.eligible ||
+    w.variant === null ||
+    w.route === null ||
+    w.execution === null ||
+    w.score === null ||
+    w.total_centi === null
+  ) {
     throw new Error("bug: the selected node is not an eligible candidate");
   }
   return {

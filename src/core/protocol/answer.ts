@@ -4,7 +4,15 @@
  */
 import { parseCanonical } from "../crypto/canonical.js";
 import { isPublicKeyHex, nodeIdOf, verifyTagged } from "../crypto/ed25519.js";
-import { describeIssues, HEX128, LIMITS, type RequestPayload, type ResponsePayload, ResponsePayloadSchema, type SignedMessage } from "./messages.js";
+import {
+  describeIssues,
+  HEX128,
+  LIMITS,
+  type RequestPayload,
+  type ResponsePayload,
+  ResponsePayloadSchema,
+  type SignedMessage,
+} from "./messages.js";
 import { RESPONSE_TAG } from "./sign.js";
 
 export type AnswerCheck =
@@ -16,20 +24,29 @@ export type AnswerCheck =
  * @param expectedKey the target's stored key, or `null` only for the trust-on-first-use describe of §3.3.
  */
 export function verifyAnswer(signed: SignedMessage, request: RequestPayload, expectedKey: string | null): AnswerCheck {
-  if (Buffer.byteLength(signed.payload, "utf8") > LIMITS.responsePayloadBytes) return { ok: false, reason: "response payload exceeds 4 MiB" };
-  if (!isPublicKeyHex(signed.key) || !HEX128.test(signed.sig)) return { ok: false, reason: "response key or sig is malformed" };
-  if (expectedKey !== null && signed.key !== expectedKey) return { ok: false, reason: `response signed by ${signed.key}, not the stored key`, offered_key: signed.key };
-  if (expectedKey === null && request.method !== "describe") return { ok: false, reason: "only a describe may learn a key" };
-  if (!verifyTagged(signed.key, RESPONSE_TAG, signed.payload, signed.sig)) return { ok: false, reason: "response signature does not verify" };
+  if (Buffer.byteLength(signed.payload, "utf8") > LIMITS.responsePayloadBytes)
+    return { ok: false, reason: "response payload exceeds 4 MiB" };
+  if (!isPublicKeyHex(signed.key) || !HEX128.test(signed.sig))
+    return { ok: false, reason: "response key or sig is malformed" };
+  if (expectedKey !== null && signed.key !== expectedKey)
+    return { ok: false, reason: `response signed by ${signed.key}, not the stored key`, offered_key: signed.key };
+  if (expectedKey === null && request.method !== "describe")
+    return { ok: false, reason: "only a describe may learn a key" };
+  if (!verifyTagged(signed.key, RESPONSE_TAG, signed.payload, signed.sig))
+    return { ok: false, reason: "response signature does not verify" };
   const parsed = parseCanonical(signed.payload);
   if (!parsed.ok) return { ok: false, reason: `response payload: ${parsed.error}` };
   const shape = ResponsePayloadSchema.safeParse(parsed.value);
   if (!shape.success) return { ok: false, reason: describeIssues("response", shape.error.issues) };
   const response = shape.data;
-  if (response.responder !== nodeIdOf(signed.key)) return { ok: false, reason: "response.responder is not the node id of its key" };
-  if (response.request_nonce !== request.nonce) return { ok: false, reason: "response.request_nonce does not echo the request's nonce" };
-  if (response.method !== request.method) return { ok: false, reason: "response.method does not echo the request's method" };
-  if (request.target !== "*" && response.responder !== request.target) return { ok: false, reason: "response.responder is not the addressed target" };
+  if (response.responder !== nodeIdOf(signed.key))
+    return { ok: false, reason: "response.responder is not the node id of its key" };
+  if (response.request_nonce !== request.nonce)
+    return { ok: false, reason: "response.request_nonce does not echo the request's nonce" };
+  if (response.method !== request.method)
+    return { ok: false, reason: "response.method does not echo the request's method" };
+  if (request.target !== "*" && response.responder !== request.target)
+    return { ok: false, reason: "response.responder is not the addressed target" };
   // A stale_boot refusal proves the node did nothing and necessarily names the node's *current* boot: it is the one
   // answer exempt from the boot check, so the controller can re-describe and resend (§4.7 last sentence).
   const staleBoot = response.outcome.status === "refused" && response.outcome.code === "stale_boot";

@@ -47,7 +47,10 @@ export const BODY_SCHEMAS = {
   place: PlaceBodySchema,
   load: PlaceBodySchema,
   start: z.strictObject({ instance_id: instanceId }),
-  stop: z.strictObject({ instance_id: instanceId, grace_ms: z.number().int().min(0).max(LIMITS.graceMaxMs).default(LIMITS.graceDefaultMs) }),
+  stop: z.strictObject({
+    instance_id: instanceId,
+    grace_ms: z.number().int().min(0).max(LIMITS.graceMaxMs).default(LIMITS.graceDefaultMs),
+  }),
   /** `generation` (issue 7): unload only if the instance is still at this generation (the agent deploy's fence). */
   unload: z.strictObject({
     instance_id: instanceId,
@@ -55,8 +58,14 @@ export const BODY_SCHEMAS = {
     /** Issue 15: also remove the instance name's workspace (its $HOME, kept across restarts and redeploys). */
     purge: z.boolean().optional(),
   }),
-  status: z.strictObject({ instance_id: instanceId.nullable().default(null), include_departed: z.boolean().default(false) }),
-  logs: z.strictObject({ instance_id: instanceId, tail_bytes: z.number().int().min(0).max(LIMITS.logTailBytes).default(LIMITS.logTailBytes) }),
+  status: z.strictObject({
+    instance_id: instanceId.nullable().default(null),
+    include_departed: z.boolean().default(false),
+  }),
+  logs: z.strictObject({
+    instance_id: instanceId,
+    tail_bytes: z.number().int().min(0).max(LIMITS.logTailBytes).default(LIMITS.logTailBytes),
+  }),
   /** Issue 20: the operator's reason for moving this node to the requesting store (`berth node rehome`). */
   rehome: z.strictObject({
     reason: z
@@ -76,7 +85,9 @@ export type BodyOf<M extends keyof typeof BODY_SCHEMAS> = z.infer<(typeof BODY_S
 
 export function parseBody<M extends keyof typeof BODY_SCHEMAS>(method: M, body: unknown): Result<BodyOf<M>> {
   const parsed = BODY_SCHEMAS[method].safeParse(body);
-  return parsed.success ? { ok: true, value: parsed.data as BodyOf<M> } : { ok: false, error: describeIssues("body", parsed.error.issues) };
+  return parsed.success
+    ? { ok: true, value: parsed.data as BodyOf<M> }
+    : { ok: false, error: describeIssues("body", parsed.error.issues) };
 }
 
 /** §11.2 rows, as the node answers them. */

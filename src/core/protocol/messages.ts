@@ -6,10 +6,29 @@
 import type { Result } from "../../kit/result.js";
 import { z } from "zod";
 
-export const METHODS = ["describe", "place", "load", "start", "stop", "unload", "status", "logs", "rehome", "revocations"] as const;
+export const METHODS = [
+  "describe",
+  "place",
+  "load",
+  "start",
+  "stop",
+  "unload",
+  "status",
+  "logs",
+  "rehome",
+  "revocations",
+] as const;
 export type Method = (typeof METHODS)[number];
 /** `rehome` (issue 20) moves the node's binding of this controller key to the requesting store: mutating, chained. */
-export const MUTATING_METHODS: ReadonlySet<string> = new Set(["place", "load", "start", "stop", "unload", "rehome", "revocations"]);
+export const MUTATING_METHODS: ReadonlySet<string> = new Set([
+  "place",
+  "load",
+  "start",
+  "stop",
+  "unload",
+  "rehome",
+  "revocations",
+]);
 export const READ_METHODS: ReadonlySet<string> = new Set(["describe", "status", "logs"]);
 
 export function isMethod(value: string): value is Method {
@@ -153,7 +172,11 @@ const fetchMembers = {
 export const MessageFrameSchema = z.discriminatedUnion("type", [
   z.strictObject({ type: z.literal("request"), signed: SignedMessageSchema }),
   z.strictObject({ type: z.literal("fetch"), ...fetchMembers }),
-  z.strictObject({ type: z.literal("data"), ...fetchMembers, data_length: z.number().int().min(0).max(LIMITS.fetchRangeBytes) }),
+  z.strictObject({
+    type: z.literal("data"),
+    ...fetchMembers,
+    data_length: z.number().int().min(0).max(LIMITS.fetchRangeBytes),
+  }),
   z.strictObject({ type: z.literal("fetch_error"), reason: z.string().max(LIMITS.reasonBytes) }),
   z.strictObject({ type: z.literal("response"), signed: SignedMessageSchema }),
 ]);

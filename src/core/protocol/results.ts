@@ -39,7 +39,10 @@ export const InstanceStatusRowSchema = z.looseObject({
   restart_policy: z.string().optional(),
   restarts: z.number().int().optional(),
   /** Issue 36 (`berth top`): a running instance's CPU time and memory as its node read them; absent from older nodes. */
-  usage: z.looseObject({ cpu_usec: z.number(), memory_bytes: z.number(), sampled_ms: z.number() }).optional().catch(undefined),
+  usage: z
+    .looseObject({ cpu_usec: z.number(), memory_bytes: z.number(), sampled_ms: z.number() })
+    .optional()
+    .catch(undefined),
 });
 export const DepartedStatusRowSchema = z.looseObject({
   instance_id: z.string(),
@@ -51,11 +54,37 @@ export const DepartedStatusRowSchema = z.looseObject({
 export const StatusRowSchema = z.union([InflightStatusRowSchema, DepartedStatusRowSchema, InstanceStatusRowSchema]);
 
 export const RESULT_SCHEMAS = {
-  describe: z.looseObject({ node_id: z.string(), boot_id: z.string(), version: z.string(), methods: z.array(z.string()), facts: SignedMessageSchema, clock_ms: z.number() }),
-  place: z.looseObject({ instance_id: z.string(), name: z.string(), variant: z.string(), route: z.enum(["native", "emulated"]), package_id: z.string(), state: z.string() }),
-  load: z.looseObject({ instance_id: z.string(), name: z.string(), variant: z.string(), route: z.enum(["native", "emulated"]), package_id: z.string(), state: z.string() }),
+  describe: z.looseObject({
+    node_id: z.string(),
+    boot_id: z.string(),
+    version: z.string(),
+    methods: z.array(z.string()),
+    facts: SignedMessageSchema,
+    clock_ms: z.number(),
+  }),
+  place: z.looseObject({
+    instance_id: z.string(),
+    name: z.string(),
+    variant: z.string(),
+    route: z.enum(["native", "emulated"]),
+    package_id: z.string(),
+    state: z.string(),
+  }),
+  load: z.looseObject({
+    instance_id: z.string(),
+    name: z.string(),
+    variant: z.string(),
+    route: z.enum(["native", "emulated"]),
+    package_id: z.string(),
+    state: z.string(),
+  }),
   start: z.looseObject({ started: z.boolean(), already: z.boolean() }),
-  stop: z.looseObject({ stopped: z.boolean(), already: z.boolean(), exit_code: z.number().nullable(), signal: nullableString }),
+  stop: z.looseObject({
+    stopped: z.boolean(),
+    already: z.boolean(),
+    exit_code: z.number().nullable(),
+    signal: nullableString,
+  }),
   unload: z.looseObject({ unloaded: z.boolean() }),
   status: z.union([z.looseObject({ row: InstanceStatusRowSchema }), z.looseObject({ rows: z.array(StatusRowSchema) })]),
   logs: z.looseObject({ stdout: z.string(), stderr: z.string() }),
@@ -78,7 +107,9 @@ export function parseResult(method: string, result: JsonObject): Result<void> {
   const schema = (RESULT_SCHEMAS as Record<string, z.ZodType | undefined>)[method];
   if (schema === undefined) return ok();
   const parsed = schema.safeParse(result);
-  return parsed.success ? { ok: true, value: undefined } : { ok: false, error: describeIssues(`${method} result`, parsed.error.issues) };
+  return parsed.success
+    ? { ok: true, value: undefined }
+    : { ok: false, error: describeIssues(`${method} result`, parsed.error.issues) };
 }
 
 export type InstanceStatusRowAnswer = z.infer<typeof InstanceStatusRowSchema>;
@@ -101,5 +132,7 @@ export function statusRowsOf(result: ResultOf<"status">): readonly StatusRowAnsw
 export function statusRows(result: JsonObject): readonly StatusRowAnswer[] | null {
   const parsed = RESULT_SCHEMAS.status.safeParse(result);
   if (!parsed.success) return null;
-  return "rows" in parsed.data ? (parsed.data.rows as readonly StatusRowAnswer[]) : [parsed.data.row as StatusRowAnswer];
+  return "rows" in parsed.data
+    ? (parsed.data.rows as readonly StatusRowAnswer[])
+    : [parsed.data.row as StatusRowAnswer];
 }

@@ -4,7 +4,16 @@
  */
 import { canonicalJson, type JsonObject } from "../crypto/canonical.js";
 import { nodeIdOf, type SigningKey, signTagged } from "../crypto/ed25519.js";
-import { type Authority, type CheckpointClaim, LIMITS, type Method, type Outcome, type RequestPayload, type ResponsePayload, type SignedMessage } from "./messages.js";
+import {
+  type Authority,
+  type CheckpointClaim,
+  LIMITS,
+  type Method,
+  type Outcome,
+  type RequestPayload,
+  type ResponsePayload,
+  type SignedMessage,
+} from "./messages.js";
 
 export const REQUEST_TAG = "berth.ctl.request.v1";
 export const RESPONSE_TAG = "berth.ctl.response.v1";

@@ -16,7 +16,14 @@ const BOOT = "b".repeat(32);
 const NOW = 1_767_225_600_000;
 
 function ctx(over: Partial<TargetContext> = {}): TargetContext {
-  return { nodeId: NODE, bootId: BOOT, nowMs: NOW, authorised: new Set([controller.publicKey]), guard: new NonceGuard(), ...over };
+  return {
+    nodeId: NODE,
+    bootId: BOOT,
+    nowMs: NOW,
+    authorised: new Set([controller.publicKey]),
+    guard: new NonceGuard(),
+    ...over,
+  };
 }
 
 function payload(over: Partial<RequestPayload> = {}, method = "status"): RequestPayload {
@@ -82,21 +89,61 @@ describe("target-side verification, one check at a time (§4.6)", () => {
     ["refuses a describe naming a boot as stale_boot", payload({ target_boot: BOOT }, "describe"), "stale_boot"],
     ["refuses another boot as stale_boot", payload({ target_boot: "c".repeat(32) }), "stale_boot"],
     ["refuses an expired request", payload({ issued_at_ms: NOW - 20_000, expires_at_ms: NOW }), "expired"],
-    ["refuses a request issued more than 30 s ahead", payload({ issued_at_ms: NOW + 30_001, expires_at_ms: NOW + 40_000 }), "expired"],
-    ["accepts a request issued exactly 30 s ahead", payload({ issued_at_ms: NOW + 30_000, expires_at_ms: NOW + 40_000 }), "accepted"],
+    [
+      "refuses a request issued more than 30 s ahead",
+      payload({ issued_at_ms: NOW + 30_001, expires_at_ms: NOW + 40_000 }),
+      "expired",
+    ],
+    [
+      "accepts a request issued exactly 30 s ahead",
+      payload({ issued_at_ms: NOW + 30_000, expires_at_ms: NOW + 40_000 }),
+      "accepted",
+    ],
     ["refuses a validity over 300 s", payload({ expires_at_ms: NOW + 300_001 }), "expired"],
     ["refuses a malformed nonce", payload({ nonce: "ABC" }), "invalid_request"],
     ["refuses a mutating method without a decision id", payload({ decision_id: null }, "stop"), "invalid_request"],
     ["refuses a read method with a decision id", payload({ decision_id: "a".repeat(64) }), "invalid_request"],
-    ["accepts an unknown method with either decision id form", payload({ decision_id: "a".repeat(64) }, "reboot"), "accepted"],
+    [
+      "accepts an unknown method with either decision id form",
+      payload({ decision_id: "a".repeat(64) }, "reboot"),
+      "accepted",
+    ],
     ["refuses an unknown member as signature", { ...payload(), extra: true }, "signature"],
-    ["refuses a request without the authority member as signature", (({ authority: _a, ...rest }) => rest)(payload()), "signature"],
-    ["refuses a mutating method without an authority as invalid_request (issue 20)", payload({ decision_id: "a".repeat(64) }, "stop"), "invalid_request"],
-    ["accepts a mutating method naming its store and epoch", payload({ decision_id: "a".repeat(64), authority: { store_id: "c".repeat(32), epoch: 4 } }, "stop"), "accepted"],
-    ["accepts a read method with an authority", payload({ authority: { store_id: "c".repeat(32), epoch: 0 } }), "accepted"],
-    ["refuses a store id that is not 32 lowercase hex as invalid_request", payload({ decision_id: "a".repeat(64), authority: { store_id: "C".repeat(32), epoch: 4 } }, "stop"), "invalid_request"],
-    ["refuses a negative epoch as invalid_request", payload({ decision_id: "a".repeat(64), authority: { store_id: "c".repeat(32), epoch: -1 } }, "stop"), "invalid_request"],
-    ["refuses an authority with an unknown member as signature", payload({ authority: { store_id: "c".repeat(32), epoch: 0, leader: true } as never }), "signature"],
+    [
+      "refuses a request without the authority member as signature",
+      (({ authority: _a, ...rest }) => rest)(payload()),
+      "signature",
+    ],
+    [
+      "refuses a mutating method without an authority as invalid_request (issue 20)",
+      payload({ decision_id: "a".repeat(64) }, "stop"),
+      "invalid_request",
+    ],
+    [
+      "accepts a mutating method naming its store and epoch",
+      payload({ decision_id: "a".repeat(64), authority: { store_id: "c".repeat(32), epoch: 4 } }, "stop"),
+      "accepted",
+    ],
+    [
+      "accepts a read method with an authority",
+      payload({ authority: { store_id: "c".repeat(32), epoch: 0 } }),
+      "accepted",
+    ],
+    [
+      "refuses a store id that is not 32 lowercase hex as invalid_request",
+      payload({ decision_id: "a".repeat(64), authority: { store_id: "C".repeat(32), epoch: 4 } }, "stop"),
+      "invalid_request",
+    ],
+    [
+      "refuses a negative epoch as invalid_request",
+      payload({ decision_id: "a".repeat(64), authority: { store_id: "c".repeat(32), epoch: -1 } }, "stop"),
+      "invalid_request",
+    ],
+    [
+      "refuses an authority with an unknown member as signature",
+      payload({ authority: { store_id: "c".repeat(32), epoch: 0, leader: true } as never }),
+      "signature",
+    ],
     ["refuses a method longer than 64 characters as signature", payload({}, "m".repeat(65)), "signature"],
   ])("%s", (_name, p, expected) => {
     expect(code(p)).toBe(expected);
@@ -113,15 +160,28 @@ describe("target-side verification, one check at a time (§4.6)", () => {
   it("refuses a bad signature, a non-canonical payload and malformed key or sig as signature", () => {
     const signed = signRequestObject(controller, payload());
     const c = ctx();
-    expect(verifyRequest({ ...signed, sig: "0".repeat(128) }, c)).toMatchObject({ code: "signature", authenticated: false });
+    expect(verifyRequest({ ...signed, sig: "0".repeat(128) }, c)).toMatchObject({
+      code: "signature",
+      authenticated: false,
+    });
     expect(verifyRequest({ ...signed, key: "zz" }, c)).toMatchObject({ code: "signature" });
     expect(verifyRequest({ ...signed, sig: "AB" }, c)).toMatchObject({ code: "signature" });
     const pretty = JSON.stringify(payload(), null, 2);
-    expect(verifyRequest({ payload: pretty, key: controller.publicKey, sig: signTagged(controller, "berth.ctl.request.v1", pretty) }, c)).toMatchObject({
+    expect(
+      verifyRequest(
+        { payload: pretty, key: controller.publicKey, sig: signTagged(controller, "berth.ctl.request.v1", pretty) },
+        c,
+      ),
+    ).toMatchObject({
       code: "signature",
     });
     const big = "x".repeat(262_145);
-    expect(verifyRequest({ payload: big, key: controller.publicKey, sig: signTagged(controller, "berth.ctl.request.v1", big) }, c)).toMatchObject({
+    expect(
+      verifyRequest(
+        { payload: big, key: controller.publicKey, sig: signTagged(controller, "berth.ctl.request.v1", big) },
+        c,
+      ),
+    ).toMatchObject({
       code: "signature",
     });
   });
@@ -140,7 +200,9 @@ describe("target-side verification, one check at a time (§4.6)", () => {
   it("proves the order with pairs: bad signature beats expired, unauthorised beats replay, not_for_me beats expired", () => {
     const c = ctx();
     const expired = payload({ issued_at_ms: NOW - 20_000, expires_at_ms: NOW });
-    expect(verifyRequest({ ...signRequestObject(controller, expired), sig: "0".repeat(128) }, c)).toMatchObject({ code: "signature" });
+    expect(verifyRequest({ ...signRequestObject(controller, expired), sig: "0".repeat(128) }, c)).toMatchObject({
+      code: "signature",
+    });
     expect(code(payload(), c)).toBe("accepted");
     expect(code({ ...payload(), requester: nodeIdOf(stranger.publicKey) }, c, stranger)).toBe("unauthorized");
     expect(code({ ...expired, target: "0".repeat(32) }, c)).toBe("not_for_me");
@@ -153,7 +215,9 @@ describe("target-side verification, one check at a time (§4.6)", () => {
     expect(code(payload({ nonce: "2".repeat(32) }), c)).toBe("accepted");
     expect(code(payload({ nonce: "3".repeat(32) }), c)).toBe("busy");
     const later = ctx({ guard, nowMs: NOW + 25_000 });
-    expect(code(payload({ nonce: "3".repeat(32), issued_at_ms: NOW + 25_000, expires_at_ms: NOW + 45_000 }), later)).toBe("accepted");
+    expect(
+      code(payload({ nonce: "3".repeat(32), issued_at_ms: NOW + 25_000, expires_at_ms: NOW + 45_000 }), later),
+    ).toBe("accepted");
   });
 
   it("never accepts a request whose payload was altered anywhere (property)", () => {
@@ -172,7 +236,11 @@ describe("target-side verification, one check at a time (§4.6)", () => {
 
 describe("controller-side answer binding (§4.7)", () => {
   const request = payload();
-  const answer = (over: Partial<{ method: string; bootId: string; requestNonce: string }> = {}, key = nodeKey, code?: "stale_boot") =>
+  const answer = (
+    over: Partial<{ method: string; bootId: string; requestNonce: string }> = {},
+    key = nodeKey,
+    code?: "stale_boot",
+  ) =>
     signResponse(key, {
       method: over.method ?? request.method,
       bootId: over.bootId ?? BOOT,
@@ -194,21 +262,34 @@ describe("controller-side answer binding (§4.7)", () => {
   });
 
   it("accepts a stale_boot refusal naming the node's current boot", () => {
-    expect(verifyAnswer(answer({ bootId: "d".repeat(32) }, nodeKey, "stale_boot"), request, nodeKey.publicKey).ok).toBe(true);
+    expect(verifyAnswer(answer({ bootId: "d".repeat(32) }, nodeKey, "stale_boot"), request, nodeKey.publicKey).ok).toBe(
+      true,
+    );
   });
 
   it("refuses a tampered answer and a non-canonical one", () => {
     const signed = answer();
-    expect(verifyAnswer({ ...signed, payload: signed.payload.replace('"ok"', '"ko"') }, request, nodeKey.publicKey).ok).toBe(false);
+    expect(
+      verifyAnswer({ ...signed, payload: signed.payload.replace('"ok"', '"ko"') }, request, nodeKey.publicKey).ok,
+    ).toBe(false);
     const pretty = JSON.stringify(JSON.parse(signed.payload), null, 1);
-    const resigned = { payload: pretty, key: nodeKey.publicKey, sig: signTagged(nodeKey, "berth.ctl.response.v1", pretty) };
+    const resigned = {
+      payload: pretty,
+      key: nodeKey.publicKey,
+      sig: signTagged(nodeKey, "berth.ctl.response.v1", pretty),
+    };
     expect(verifyAnswer(resigned, request, nodeKey.publicKey).ok).toBe(false);
     expect(canonicalJson(JSON.parse(pretty))).toBe(signed.payload);
   });
 
   it("learns a key only on a wildcard describe", () => {
     const describeReq = payload({ target: "*" }, "describe");
-    const signed = signResponse(nodeKey, { method: "describe", bootId: BOOT, requestNonce: describeReq.nonce, outcome: { status: "ok", result: {} } }).signed;
+    const signed = signResponse(nodeKey, {
+      method: "describe",
+      bootId: BOOT,
+      requestNonce: describeReq.nonce,
+      outcome: { status: "ok", result: {} },
+    }).signed;
     expect(verifyAnswer(signed, describeReq, null).ok).toBe(true);
     expect(verifyAnswer(answer(), request, null).ok).toBe(false);
   });

@@ -66,11 +66,13 @@ export function verifyRequest(signed: SignedMessage, ctx: TargetContext): Reques
   });
 
   // 1. sizes and encodings
-  if (Buffer.byteLength(signed.payload, "utf8") > LIMITS.requestPayloadBytes) return refuse("signature", "payload exceeds 262144 bytes");
+  if (Buffer.byteLength(signed.payload, "utf8") > LIMITS.requestPayloadBytes)
+    return refuse("signature", "payload exceeds 262144 bytes");
   if (!isPublicKeyHex(signed.key)) return refuse("signature", "key is not 64 lowercase hex");
   if (!HEX128.test(signed.sig)) return refuse("signature", "sig is not 128 lowercase hex");
   // 2. the signature, over the bytes as received
-  if (!verifyTagged(signed.key, REQUEST_TAG, signed.payload, signed.sig)) return refuse("signature", "signature does not verify");
+  if (!verifyTagged(signed.key, REQUEST_TAG, signed.payload, signed.sig))
+    return refuse("signature", "signature does not verify");
   // 3. a canonical JSON object
   const parsed = parseCanonical(signed.payload);
   if (!parsed.ok) return refuse("signature", `payload: ${parsed.error}`);
@@ -83,7 +85,8 @@ export function verifyRequest(signed: SignedMessage, ctx: TargetContext): Reques
   const req = shape.data;
   echo = { method: req.method, nonce: req.nonce, requester: req.requester, decisionId: req.decision_id };
   // 5.
-  if (req.version !== 1) return refuse("invalid_request", `payload.version: unsupported version ${req.version}, expected 1`);
+  if (req.version !== 1)
+    return refuse("invalid_request", `payload.version: unsupported version ${req.version}, expected 1`);
   // 6.
   const keyId = nodeIdOf(signed.key);
   if (req.requester !== keyId) return refuse("signature", "payload.requester is not the node id of the signing key");
@@ -92,20 +95,25 @@ export function verifyRequest(signed: SignedMessage, ctx: TargetContext): Reques
   if (!forMe) {
     return refuse(
       "not_for_me",
-      req.target === "*" ? `payload.target "*" is only allowed for describe, not ${req.method}` : `payload.target ${req.target} is not this node`,
+      req.target === "*"
+        ? `payload.target "*" is only allowed for describe, not ${req.method}`
+        : `payload.target ${req.target} is not this node`,
     );
   }
   // 8.
   if (req.method === "describe" ? req.target_boot !== null : req.target_boot !== ctx.bootId) {
     return refuse(
       "stale_boot",
-      req.method === "describe" ? "payload.target_boot must be null for describe" : "payload.target_boot names another boot of this node; describe it again",
+      req.method === "describe"
+        ? "payload.target_boot must be null for describe"
+        : "payload.target_boot names another boot of this node; describe it again",
     );
   }
   // 9.
   const validity = req.expires_at_ms - req.issued_at_ms;
   if (req.expires_at_ms <= ctx.nowMs) return refuse("expired", "payload.expires_at_ms is in the past");
-  if (req.issued_at_ms > ctx.nowMs + LIMITS.clockLeadMs) return refuse("expired", "payload.issued_at_ms is more than 30 s in the future");
+  if (req.issued_at_ms > ctx.nowMs + LIMITS.clockLeadMs)
+    return refuse("expired", "payload.issued_at_ms is more than 30 s in the future");
   if (validity <= 0 || validity > LIMITS.validityMs) return refuse("expired", "payload validity must be 1…300000 ms");
   // 10.
   if (!HEX32.test(req.nonce)) return refuse("invalid_request", "payload.nonce must be 32 lowercase hex");
@@ -127,7 +135,8 @@ export function verifyRequest(signed: SignedMessage, ctx: TargetContext): Reques
   const authority = authorityProblem(req);
   if (authority !== null) return refuse("invalid_request", authority);
   // 12.
-  if (!ctx.authorised.has(signed.key)) return refuse("unauthorized", "the signing key is not an authorised controller of this node");
+  if (!ctx.authorised.has(signed.key))
+    return refuse("unauthorized", "the signing key is not an authorised controller of this node");
   // 13., 14.
   const admission = ctx.guard.admit(req.nonce, ctx.nowMs);
   if (admission === "busy") return refuse("busy", "nonce guard is full; retry later", true);
@@ -145,9 +154,12 @@ export function isKnownMethod(request: VerifiedRequest): boolean {
 /** Check 11a (issue 20): the authority's values, and its presence on a mutating method. */
 function authorityProblem(req: RequestPayload): string | null {
   if (req.authority === null) {
-    return MUTATING_METHODS.has(req.method) ? `payload.authority must name the controller store and leader epoch on ${req.method}` : null;
+    return MUTATING_METHODS.has(req.method)
+      ? `payload.authority must name the controller store and leader epoch on ${req.method}`
+      : null;
   }
   if (!HEX32.test(req.authority.store_id)) return "payload.authority.store_id must be 32 lowercase hex";
-  if (req.authority.epoch < 0 || !Number.isSafeInteger(req.authority.epoch)) return "payload.authority.epoch must be an integer 0…2^53-1";
+  if (req.authority.epoch < 0 || !Number.isSafeInteger(req.authority.epoch))
+    return "payload.authority.epoch must be an integer 0…2^53-1";
   return null;
 }

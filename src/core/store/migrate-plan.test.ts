@@ -20,25 +20,47 @@ const table = (name: string, rows: number, columns: string[] = ["id", "v"], gene
   name,
   rows,
   primaryKey: ["id"],
-  columns: [...columns.map((c) => ({ name: c, generated: false })), ...generated.map((c) => ({ name: c, generated: true }))],
+  columns: [
+    ...columns.map((c) => ({ name: c, generated: false })),
+    ...generated.map((c) => ({ name: c, generated: true })),
+  ],
 });
-const versions = (s: Record<string, number>, t: Record<string, number> = s) => ({ source: new Map(Object.entries(s)), target: new Map(Object.entries(t)) });
+const versions = (s: Record<string, number>, t: Record<string, number> = s) => ({
+  source: new Map(Object.entries(s)),
+  target: new Map(Object.entries(t)),
+});
 
 describe("may the source store move now (berth migrate, issue 20)", () => {
   it.each([
     ["a store nobody holds moves", [], true],
-    ["a store whose owners all released their leases moves", [{ lease: lease({ released_ms: 95_000 }), pidStartTime: null }], true],
+    [
+      "a store whose owners all released their leases moves",
+      [{ lease: lease({ released_ms: 95_000 }), pidStartTime: null }],
+      true,
+    ],
     ["a store whose owner died on this machine moves (pid gone)", [{ lease: lease(), pidStartTime: null }], true],
     ["a store whose owner's pid was reused moves", [{ lease: lease(), pidStartTime: "999" }], true],
     ["a store with a live owner on this machine is refused", [{ lease: lease(), pidStartTime: "777" }], false],
-    ["a store with an owner on another host renewed within its TTL is refused", [{ lease: lease({ host: "ctl-b", boot_id: "x" }), pidStartTime: null }], false],
-    ["a store with an owner on another host silent past its TTL moves", [{ lease: lease({ host: "ctl-b", boot_id: "x", renewed_ms: 80_000 }), pidStartTime: null }], true],
+    [
+      "a store with an owner on another host renewed within its TTL is refused",
+      [{ lease: lease({ host: "ctl-b", boot_id: "x" }), pidStartTime: null }],
+      false,
+    ],
+    [
+      "a store with an owner on another host silent past its TTL moves",
+      [{ lease: lease({ host: "ctl-b", boot_id: "x", renewed_ms: 80_000 }), pidStartTime: null }],
+      true,
+    ],
   ] as const)("%s", (_name, owners, ok) => {
     expect(judgeSource(owners, null, here).ok).toBe(ok);
   });
 
   it("the refusal names the holder, and says it leads when it holds the leader row", () => {
-    const v = judgeSource([{ lease: lease(), pidStartTime: "777" }], { owner_id: "o-1", epoch: 9, pid: 4121, host: "ctl-a", released_ms: null }, here);
+    const v = judgeSource(
+      [{ lease: lease(), pidStartTime: "777" }],
+      { owner_id: "o-1", epoch: 9, pid: 4121, host: "ctl-a", released_ms: null },
+      here,
+    );
     expect(v.ok).toBe(false);
     if (v.ok) return;
     expect(v.error).toContain("the leader (epoch 9), pid 4121 on ctl-a, owner o-1");
@@ -84,8 +106,16 @@ describe("is the target empty", () => {
 
 describe("which rows go where", () => {
   it("every table is copied column for column, in name order, in primary-key order; generated columns are left to the engine", () => {
-    const src = [table("mesh_targets", 2), table("audit_event", 5, ["chain_id", "seq", "payload"], ["phase"]), table("berth_schema", 4)];
-    const dst = [table("audit_event", 0, ["chain_id", "seq", "payload"], ["phase"]), table("mesh_targets", 0), table("berth_schema", 4)];
+    const src = [
+      table("mesh_targets", 2),
+      table("audit_event", 5, ["chain_id", "seq", "payload"], ["phase"]),
+      table("berth_schema", 4),
+    ];
+    const dst = [
+      table("audit_event", 0, ["chain_id", "seq", "payload"], ["phase"]),
+      table("mesh_targets", 0),
+      table("berth_schema", 4),
+    ];
     const plan = planCopy(src, dst, versions({ audit: 1 }));
     expect(plan.ok).toBe(true);
     if (!plan.ok) return;
@@ -97,7 +127,11 @@ describe("which rows go where", () => {
   });
 
   it("the store id and the epoch counter replace what the new store's schema creation seeded", () => {
-    const plan = planCopy([table("berth_store", 1), table("berth_lease_epoch", 1)], [table("berth_store", 1), table("berth_lease_epoch", 1)], versions({}));
+    const plan = planCopy(
+      [table("berth_store", 1), table("berth_lease_epoch", 1)],
+      [table("berth_store", 1), table("berth_lease_epoch", 1)],
+      versions({}),
+    );
     expect(plan.ok && plan.copies.map((c) => [c.table, c.replaceSeed])).toEqual([
       ["berth_lease_epoch", true],
       ["berth_store", true],
@@ -109,7 +143,9 @@ describe("which rows go where", () => {
     expect(refused.ok).toBe(false);
     if (!refused.ok) expect(refused.reason).toContain("mesh_watch_nodes (3 rows) has no place");
     const noted = planCopy([table("mesh_watch_nodes", 0)], [], versions({}));
-    expect(noted.ok && noted.notes).toEqual(["mesh_watch_nodes: empty in the source and not part of the new store; not copied"]);
+    expect(noted.ok && noted.notes).toEqual([
+      "mesh_watch_nodes: empty in the source and not part of the new store; not copied",
+    ]);
   });
 
   it("a source column with no column to go to refuses the copy (nothing is dropped)", () => {
@@ -124,8 +160,18 @@ describe("which rows go where", () => {
   });
 
   it.each([
-    ["older in the source: upgrade it first", { mesh_controller: 3 }, { mesh_controller: 4 }, /version 3, the new store's 4: run any berth verb/],
-    ["newer in the source: use the berth that wrote it", { mesh_controller: 5 }, { mesh_controller: 4 }, /newer than this berth writes/],
+    [
+      "older in the source: upgrade it first",
+      { mesh_controller: 3 },
+      { mesh_controller: 4 },
+      /version 3, the new store's 4: run any berth verb/,
+    ],
+    [
+      "newer in the source: use the berth that wrote it",
+      { mesh_controller: 5 },
+      { mesh_controller: 4 },
+      /newer than this berth writes/,
+    ],
     ["unknown to the new store", { other: 1 }, {}, /does not make/],
   ])("schema versions that differ refuse the copy (%s)", (_name, s, t, why) => {
     const plan = planCopy([], [], versions(s, t));
@@ -135,7 +181,8 @@ describe("which rows go where", () => {
 });
 
 describe("the copy is checked before it commits", () => {
-  const m = (entries: Array<[string, number, string]>) => new Map(entries.map(([t, rows, digest]) => [t, { rows, digest }]));
+  const m = (entries: Array<[string, number, string]>) =>
+    new Map(entries.map(([t, rows, digest]) => [t, { rows, digest }]));
   it.each([
     ["the same rows pass", m([["a", 2, "x"]]), true],
     ["a missing row fails", m([["a", 1, "x"]]), false],

@@ -59,22 +59,35 @@ export interface SourceLeader {
 }
 
 /** Who still holds the source, in words (empty when nobody does). */
-export function liveHolders(owners: readonly SourceOwner[], leader: SourceLeader | null, here: Omit<HereFacts, "pid_start_time">): string[] {
+export function liveHolders(
+  owners: readonly SourceOwner[],
+  leader: SourceLeader | null,
+  here: Omit<HereFacts, "pid_start_time">,
+): string[] {
   const held: string[] = [];
   for (const { lease, pidStartTime } of owners) {
     const verdict = judgeOwner(lease, { ...here, pid_start_time: pidStartTime });
     if (!verdict.alive) continue;
     const leads = leader !== null && leader.released_ms === null && leader.owner_id === lease.owner_id;
     const role = leads ? `the leader (epoch ${leader.epoch}), ` : "";
-    held.push(`${role}pid ${lease.pid} on ${lease.host}, owner ${lease.owner_id} since ${new Date(lease.renewed_ms).toISOString()} (${verdict.why.replace(/^its owner \(.*?\) /, "")})`);
+    held.push(
+      `${role}pid ${lease.pid} on ${lease.host}, owner ${lease.owner_id} since ${new Date(lease.renewed_ms).toISOString()} (${verdict.why.replace(/^its owner \(.*?\) /, "")})`,
+    );
   }
   return held;
 }
 
-export function judgeSource(owners: readonly SourceOwner[], leader: SourceLeader | null, here: Omit<HereFacts, "pid_start_time">): Verdict {
+export function judgeSource(
+  owners: readonly SourceOwner[],
+  leader: SourceLeader | null,
+  here: Omit<HereFacts, "pid_start_time">,
+): Verdict {
   const held = liveHolders(owners, leader, here);
   if (held.length === 0) return ok();
-  return { ok: false, error: `the source store is in use by ${held.join("; ")}: stop every berth serve and CLI verb on it first (a store moves only while nobody acts on it), then run berth migrate again` };
+  return {
+    ok: false,
+    error: `the source store is in use by ${held.join("; ")}: stop every berth serve and CLI verb on it first (a store moves only while nobody acts on it), then run berth migrate again`,
+  };
 }
 
 // ─── the target ──────────────────────────────────────────────────────────────────────────────────────────────────
@@ -98,7 +111,10 @@ export function judgeTarget(t: TargetContents): Verdict {
   if (held.length === 0) return ok();
   const what = held.map((table) => `${table.name} (${table.rows} row${table.rows === 1 ? "" : "s"})`).join(", ");
   const store = t.storeId === null ? "" : ` It is controller store ${t.storeId}.`;
-  return { ok: false, error: `the target database is not empty: it holds ${what}.${store} berth migrate writes only into an empty database (one made for it with CREATE DATABASE); nothing was written` };
+  return {
+    ok: false,
+    error: `the target database is not empty: it holds ${what}.${store} berth migrate writes only into an empty database (one made for it with CREATE DATABASE); nothing was written`,
+  };
 }
 
 // ─── the copy ────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -136,9 +152,18 @@ export function planCopy(
   for (const [component, from] of versions.source) {
     const to = versions.target.get(component);
     if (to === from) continue;
-    if (to === undefined) problems.push(`the source has ${component} tables (schema version ${from}) the PostgreSQL store of this berth does not make`);
-    else if (from < to) problems.push(`the source's ${component} tables are schema version ${from}, the new store's ${to}: run any berth verb on the source once with this berth (it upgrades them), then migrate`);
-    else problems.push(`the source's ${component} tables are schema version ${from}, newer than this berth writes (${to}): migrate with the berth that wrote them`);
+    if (to === undefined)
+      problems.push(
+        `the source has ${component} tables (schema version ${from}) the PostgreSQL store of this berth does not make`,
+      );
+    else if (from < to)
+      problems.push(
+        `the source's ${component} tables are schema version ${from}, the new store's ${to}: run any berth verb on the source once with this berth (it upgrades them), then migrate`,
+      );
+    else
+      problems.push(
+        `the source's ${component} tables are schema version ${from}, newer than this berth writes (${to}): migrate with the berth that wrote them`,
+      );
   }
   const byName = new Map(target.map((t) => [t.name, t]));
   const copies: TableCopy[] = [];
@@ -156,15 +181,26 @@ export function planCopy(
     for (const column of table.columns) {
       if (column.generated) continue;
       const there = intoColumns.get(column.name);
-      if (there === undefined || there.generated) problems.push(`${table.name}.${column.name} has no column to go to in the new store`);
+      if (there === undefined || there.generated)
+        problems.push(`${table.name}.${column.name} has no column to go to in the new store`);
       else columns.push(column.name);
     }
-    if (into.rows > 0 && !SEEDED_TABLES.has(table.name)) problems.push(`the new store's ${table.name} already holds ${into.rows} row(s) after its schema was made`);
-    copies.push({ table: table.name, columns, orderBy: table.primaryKey, rows: table.rows, replaceSeed: into.rows > 0 });
+    if (into.rows > 0 && !SEEDED_TABLES.has(table.name))
+      problems.push(`the new store's ${table.name} already holds ${into.rows} row(s) after its schema was made`);
+    copies.push({
+      table: table.name,
+      columns,
+      orderBy: table.primaryKey,
+      rows: table.rows,
+      replaceSeed: into.rows > 0,
+    });
   }
   const sourceNames = new Set(source.map((t) => t.name));
-  for (const t of target) if (!sourceNames.has(t.name) && t.name !== SCHEMA_TABLE) notes.push(`${t.name}: not in the source; left empty in the new store`);
-  if (problems.length > 0) return { ok: false, reason: `the source cannot be copied as it is: ${problems.join("; ")}; nothing was written` };
+  for (const t of target)
+    if (!sourceNames.has(t.name) && t.name !== SCHEMA_TABLE)
+      notes.push(`${t.name}: not in the source; left empty in the new store`);
+  if (problems.length > 0)
+    return { ok: false, reason: `the source cannot be copied as it is: ${problems.join("; ")}; nothing was written` };
   return { ok: true, copies, notes };
 }
 
@@ -182,5 +218,10 @@ export function judgeCopied(
     else if (got.rows !== want.rows) wrong.push(`${table} holds ${got.rows} rows, the source ${want.rows}`);
     else if (got.digest !== want.digest) wrong.push(`${table}'s rows differ from the source's`);
   }
-  return wrong.length === 0 ? { ok: true, value: undefined } : { ok: false, error: `the copy does not match the source (${wrong.join("; ")}); rolled back, nothing was written` };
+  return wrong.length === 0
+    ? { ok: true, value: undefined }
+    : {
+        ok: false,
+        error: `the copy does not match the source (${wrong.join("; ")}); rolled back, nothing was written`,
+      };
 }

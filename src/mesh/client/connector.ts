@@ -34,7 +34,10 @@ const Addr = z.string().refine(
 );
 
 const TransportFileSchema = z.strictObject({
-  plaintext_nodes: z.array(z.union([z.literal("*"), Addr])).max(4096).default([]),
+  plaintext_nodes: z
+    .array(z.union([z.literal("*"), Addr]))
+    .max(4096)
+    .default([]),
 });
 
 /** Which node addresses the controller reaches in plaintext; empty by default (every node over TLS). */
@@ -57,10 +60,13 @@ export function loadPlaintextOptIn(home: string): PlaintextOptIn {
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
   } catch {
-    throw new TransportConfigError(`${path} is not valid JSON; fix it or remove it (without it every node is reached over TLS)`);
+    throw new TransportConfigError(
+      `${path} is not valid JSON; fix it or remove it (without it every node is reached over TLS)`,
+    );
   }
   const parsed = TransportFileSchema.safeParse(raw);
-  if (!parsed.success) throw new TransportConfigError(`${describeIssues(path, parsed.error.issues)}; fix the file and start again`);
+  if (!parsed.success)
+    throw new TransportConfigError(`${describeIssues(path, parsed.error.issues)}; fix the file and start again`);
   const list = parsed.data.plaintext_nodes;
   return { all: list.includes("*"), nodes: [...new Set(list.filter((a) => a !== "*"))].sort() };
 }
@@ -105,7 +111,12 @@ export class ControllerConnector implements Connector {
   private readonly warm = new Map<string, Warm[]>();
 
   constructor(
-    private readonly o: { readonly identity: SigningKey; readonly plaintext?: PlaintextOptIn; readonly connectTimeoutMs?: number; readonly clock?: () => number },
+    private readonly o: {
+      readonly identity: SigningKey;
+      readonly plaintext?: PlaintextOptIn;
+      readonly connectTimeoutMs?: number;
+      readonly clock?: () => number;
+    },
   ) {
     this.tcp = new TcpConnector(o.connectTimeoutMs ?? 5000);
   }
@@ -132,7 +143,10 @@ export class ControllerConnector implements Connector {
     if (isPlaintext(this.o.plaintext ?? NO_PLAINTEXT, addr)) return this.tcp.connect(addr, signal);
     // One TLS connector (and so one secure context) per connector: made by the first connection, and awaited by every
     // connection that starts while the module loads (issue 35: a pass's 64 first connections each made their own).
-    this.tls ??= import("../transport/tls.js").then(({ TlsConnector }) => new TlsConnector({ identity: this.o.identity, connectTimeoutMs: this.o.connectTimeoutMs ?? 5000 }));
+    this.tls ??= import("../transport/tls.js").then(
+      ({ TlsConnector }) =>
+        new TlsConnector({ identity: this.o.identity, connectTimeoutMs: this.o.connectTimeoutMs ?? 5000 }),
+    );
     return (await this.tls).connect(addr, signal);
   }
 
@@ -192,7 +206,8 @@ export async function announcePlaintext(o: {
   const record = plaintextRecord(o.optIn, o.via);
   if (!o.always) {
     const last = (await o.chain.events({ kind: "transport.plaintext" })).at(-1);
-    if (last !== undefined && last.all === record.all && JSON.stringify(last.nodes) === JSON.stringify(record.nodes)) return;
+    if (last !== undefined && last.all === record.all && JSON.stringify(last.nodes) === JSON.stringify(record.nodes))
+      return;
   }
   await o.chain.appendAll([{ source: "trust", kind: "transport.plaintext", payload: record }]);
 }

@@ -33,7 +33,11 @@ describe("the node client's request stamp (issue 16's onSend)", () => {
   it("is settled as reaching the node once the request is handed to the connection, before any answer (issue 19)", async () => {
     const held = heldConnection();
     const settled: boolean[] = [];
-    const client = new NodeClient({ key: generateSigningKey(), connector: held.connector, onSend: async () => async (mayHaveArrived) => void settled.push(mayHaveArrived) });
+    const client = new NodeClient({
+      key: generateSigningKey(),
+      connector: held.connector,
+      onSend: async () => async (mayHaveArrived) => void settled.push(mayHaveArrived),
+    });
     const call = client.call(target, "place", { package_id: "p" }, { timeoutMs: 5_000 });
     await held.sent;
     await new Promise((resolve) => setImmediate(resolve));
@@ -69,7 +73,9 @@ describe("the node client's request stamp (issue 16's onSend)", () => {
       },
       onSend: async () => async (mayHaveArrived) => void settled.push(mayHaveArrived),
     });
-    expect(await client.call(target, "place", { package_id: "p" }, { timeoutMs: 5_000 })).toMatchObject({ kind: "unreachable" });
+    expect(await client.call(target, "place", { package_id: "p" }, { timeoutMs: 5_000 })).toMatchObject({
+      kind: "unreachable",
+    });
     expect(settled).toEqual([false]);
   });
 });
@@ -104,14 +110,18 @@ describe("a read on a warm connection (issue 37, F5)", () => {
   it("is not asked again on a fresh connection when the warm one used up the call's timeout: a silent node costs one timeout, not two", async () => {
     const p = pool("silent");
     const client = new NodeClient({ key: generateSigningKey(), connector: p.connector });
-    expect(await client.call(target, "status", { instance_id: null, include_departed: false }, { timeoutMs: 200 })).toMatchObject({ kind: "no_answer" });
+    expect(
+      await client.call(target, "status", { instance_id: null, include_departed: false }, { timeoutMs: 200 }),
+    ).toMatchObject({ kind: "no_answer" });
     expect(p.connects()).toBe(1);
   });
 
   it("is asked again on a fresh connection when the warm one had been closed by the node (nothing was answered)", async () => {
     const p = pool("closed");
     const client = new NodeClient({ key: generateSigningKey(), connector: p.connector });
-    expect(await client.call(target, "status", { instance_id: null, include_departed: false }, { timeoutMs: 200 })).toMatchObject({ kind: "no_answer" });
+    expect(
+      await client.call(target, "status", { instance_id: null, include_departed: false }, { timeoutMs: 200 }),
+    ).toMatchObject({ kind: "no_answer" });
     expect(p.connects()).toBe(2);
   });
 });

@@ -3,6 +3,9 @@
  * connection from the `Connector`, serve the node's fetches from the package of the in-flight request, and accept
  * only an answer bound to the request (nonce, method, responder key, boot id). The caller classifies the result:
  * a mutating call with no valid answer after the request may have left is *indeterminate* — never resend it.
+ *
+ * (About 470 lines, one concept: one exchange, request to bound answer; the fetch serving and the answer checks
+ * are steps of it.)
  */
 import { randomBytes } from "node:crypto";
 import type { JsonObject } from "../../core/crypto/canonical.js";
@@ -73,7 +76,12 @@ export type CallResult<M extends string = string> =
       /** Issue 38: the tree size of the checkpoint the request carried, which the node now holds. */
       readonly checkpointSize?: number;
     }
-  | { readonly kind: "refused"; readonly code: RefusalCode; readonly reason: string; readonly response: ResponsePayload }
+  | {
+      readonly kind: "refused";
+      readonly code: RefusalCode;
+      readonly reason: string;
+      readonly response: ResponsePayload;
+    }
   /** The connection could not be opened (nothing was sent). */
   | { readonly kind: "unreachable"; readonly reason: string }
   /**
@@ -83,7 +91,10 @@ export type CallResult<M extends string = string> =
   | { readonly kind: "no_answer"; readonly reason: string; readonly sent: boolean; readonly offered_key?: string };
 
 /** §9.3: the attempt outcome for a call result. */
-export function outcomeOf(method: string, r: CallResult): "placed" | "ok" | "refused" | "unreachable" | "indeterminate" {
+export function outcomeOf(
+  method: string,
+  r: CallResult,
+): "placed" | "ok" | "refused" | "unreachable" | "indeterminate" {
   switch (r.kind) {
     case "ok":
       return method === "place" || method === "load" ? "placed" : "ok";
@@ -142,12 +153,23 @@ export class NodeClient {
   }
 
   /** One signed call. Never throws for network or protocol trouble: that is a CallResult, its answer typed per method. */
-  async call<M extends string>(target: TargetRef, method: M, body: JsonObject, opts: CallOptions = {}): Promise<CallResult<M>> {
+  async call<M extends string>(
+    target: TargetRef,
+    method: M,
+    body: JsonObject,
+    opts: CallOptions = {},
+  ): Promise<CallResult<M>> {
     return (await this.callUntyped(target, method, body, opts)) as CallResult<M>;
   }
 
-  private async callUntyped(target: TargetRef, method: string, body: JsonObject, opts: CallOptions): Promise<CallResult> {
-    const timeoutMs = opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
+  private async callUntyped(
+    target: TargetRef,
+    method: string,
+    body: JsonObject,
+    opts: CallOptions,
+  ): Promise<CallResult> {
+    const timeoutMs =
+      opts.timeoutMs ?? this.o.timeoutMs ?? (method === "place" || method === "load" ? 280_000 : 20_000);
     let authority: Authority | null = null;
     try {
       authority = this.o.authority ? await this.o.authority(method) : null;
@@ -159,7 +181,10 @@ export class NodeClient {
       try {
         checkpoint = await this.o.checkpoint(target.witnessed);
       } catch (error) {
-        return { kind: "unreachable", reason: `not sent: the controller's checkpoint cannot be read: ${(error as Error).message}` };
+        return {
+          kind: "unreachable",
+          reason: `not sent: the controller's checkpoint cannot be read: ${(error as Error).message}`,
+        };
       }
     }
     const sign = (nonce: string) =>
@@ -195,7 +220,14 @@ export class NodeClient {
         );
     };
     const startedMs = Date.now();
-    const tried = await this.exchangeVia(target, first.signed, first.request, { ...opts, timeoutMs }, mutating ? 2_000 : WARM_READ_MS, left);
+    const tried = await this.exchangeVia(
+      target,
+      first.signed,
+      first.request,
+      { ...opts, timeoutMs },
+      mutating ? 2_000 : WARM_READ_MS,
+      left,
+    );
     if (settledEarly !== null) {
       const failed = await (settledEarly as Promise<{ readonly error: unknown } | null>);
       if (failed !== null) throw failed.error;
@@ -209,13 +241,19 @@ export class NodeClient {
     // the node may have read the first before it closed), within what is left of the call's timeout.
     const again = sign(randomBytes(16).toString("hex"));
     const settleAgain = await this.o.onSend?.(target.nodeId, again.request.issued_at_ms);
-    const result = (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs: leftMs }, 0)).result;
+    const result = (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs: leftMs }, 0))
+      .result;
     if (typeof settleAgain === "function") await settleAgain(!provablyUnsent(result));
     return result;
   }
 
   /** Sends an already signed request on a fresh connection (tests use this for replays and forged messages). */
-  async exchange(target: TargetRef, signed: SignedMessage, request: RequestPayload, opts: CallOptions = {}): Promise<CallResult> {
+  async exchange(
+    target: TargetRef,
+    signed: SignedMessage,
+    request: RequestPayload,
+    opts: CallOptions = {},
+  ): Promise<CallResult> {
     return (await this.exchangeVia(target, signed, request, opts, 0)).result;
   }
 
@@ -230,11 +268,20 @@ export class NodeClient {
   ): Promise<{ result: CallResult; staleReuse: boolean }> {
     let heard = false;
     let reused = false;
-    const result = await this.exchangeOn(target, signed, request, opts, reuseIdleMs, (r) => {
-      reused = r;
-    }, () => {
-      heard = true;
-    }, left);
+    const result = await this.exchangeOn(
+      target,
+      signed,
+      request,
+      opts,
+      reuseIdleMs,
+      (r) => {
+        reused = r;
+      },
+      () => {
+        heard = true;
+      },
+      left,
+    );
     return { result, staleReuse: reused && !heard && result.kind === "no_answer" };
   }
 
@@ -255,14 +302,18 @@ export class NodeClient {
     // A plain timer, cleared once connected, not AbortSignal.timeout: that costs ~35 µs a call and lives until it
     // would have fired (issue 19, src/mesh/transport/recv-limit.ts).
     const connecting = new AbortController();
-    const timer = setTimeout(() => connecting.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")), timeoutMs).unref();
+    const timer = setTimeout(
+      () => connecting.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
+      timeoutMs,
+    ).unref();
     let stream: FrameStream;
     try {
       stream = await this.o.connector.connect(target.addr, connecting.signal, { reuseIdleMs });
       onStream(stream.reused === true);
     } catch (error) {
       // §4.11: a connector that knew the expected key refused another: the same result as a check below.
-      if (error instanceof PeerKeyMismatch && error.presented !== null) return keyRefused(target.addr, error.expected, error.presented);
+      if (error instanceof PeerKeyMismatch && error.presented !== null)
+        return keyRefused(target.addr, error.expected, error.presented);
       return { kind: "unreachable", reason: `cannot connect to ${target.addr}: ${(error as Error).message}` };
     } finally {
       clearTimeout(timer);
@@ -289,7 +340,8 @@ export class NodeClient {
         if (!parsed.ok) return this.noAnswer(stream, `protocol error: ${parsed.error}`, sent);
         const msg = parsed.value;
         if (msg.type === "fetch") {
-          if (!(request.method === "place" || request.method === "load")) return this.noAnswer(stream, "node sent a fetch for a read method", sent);
+          if (!(request.method === "place" || request.method === "load"))
+            return this.noAnswer(stream, "node sent a fetch for a read method", sent);
           await this.serveFetch(stream, msg, request, opts.package);
           continue;
         }
@@ -305,7 +357,13 @@ export class NodeClient {
           if (stream.release) stream.release();
           else stream.close();
           const size = request.checkpoint ? checkpointSizeOf(request.checkpoint.note) : null;
-          return { kind: "ok", result: outcome.result as JsonObject, response: check.response, key: check.key, ...(size === null ? {} : { checkpointSize: size }) };
+          return {
+            kind: "ok",
+            result: outcome.result as JsonObject,
+            response: check.response,
+            key: check.key,
+            ...(size === null ? {} : { checkpointSize: size }),
+          };
         }
         // §9.3: on every non-ok outcome of a mutating call the connection is destroyed first.
         stream.close();
@@ -318,14 +376,22 @@ export class NodeClient {
 
   private noAnswer(stream: FrameStream, reason: string, sent: boolean, offeredKey?: string): CallResult {
     stream.close();
-    return offeredKey === undefined ? { kind: "no_answer", reason, sent } : { kind: "no_answer", reason, sent, offered_key: offeredKey };
+    return offeredKey === undefined
+      ? { kind: "no_answer", reason, sent }
+      : { kind: "no_answer", reason, sent, offered_key: offeredKey };
   }
 
   /** Serves one fetch, only for the in-flight package's manifest and pinned files (§4.3). */
-  private async serveFetch(stream: FrameStream, f: FetchFrame, request: RequestPayload, pkg: PackageSource | undefined): Promise<void> {
+  private async serveFetch(
+    stream: FrameStream,
+    f: FetchFrame,
+    request: RequestPayload,
+    pkg: PackageSource | undefined,
+  ): Promise<void> {
     const refuse = (reason: string) => stream.send(encodeMessageFrame({ type: "fetch_error", reason }));
     const requested = typeof request.body.package_id === "string" ? request.body.package_id : null;
-    if (!pkg || f.package_id !== requested || pkg.packageId !== requested) return refuse(`package ${f.package_id} is not the one this request names`);
+    if (!pkg || f.package_id !== requested || pkg.packageId !== requested)
+      return refuse(`package ${f.package_id} is not the one this request names`);
     let bytes: Buffer;
     if (f.what === "manifest") {
       const all = Buffer.from(pkg.manifest);
@@ -347,7 +413,11 @@ export class NodeClient {
     if (r.kind !== "ok") return r;
     const facts = r.result.facts;
     const parsedFacts = SignedMessageSchema.safeParse(facts);
-    if (!parsedFacts.success || parsedFacts.data.key !== r.key || !verifyTagged(r.key, "berth.facts.v1", parsedFacts.data.payload, parsedFacts.data.sig)) {
+    if (
+      !parsedFacts.success ||
+      parsedFacts.data.key !== r.key ||
+      !verifyTagged(r.key, "berth.facts.v1", parsedFacts.data.payload, parsedFacts.data.sig)
+    ) {
       return { kind: "no_answer", reason: "facts are not signed by the answering key", sent: true };
     }
     const content = parseCanonical(parsedFacts.data.payload);

@@ -32,7 +32,10 @@ export class PackageDirSource implements PackageSource {
    */
   constructor(
     readonly dir: string,
-    private readonly opts: { unchecked?: boolean; verified?: { manifest: Uint8Array; packageId: string; statement: Statement } } = {},
+    private readonly opts: {
+      unchecked?: boolean;
+      verified?: { manifest: Uint8Array; packageId: string; statement: Statement };
+    } = {},
   ) {
     if (opts.verified !== undefined) {
       this.manifest = opts.verified.manifest;
@@ -59,7 +62,8 @@ export class PackageDirSource implements PackageSource {
         return `${file.path} is missing from the package`;
       }
       if (size !== file.size) return `${file.path} has ${size} bytes, pinned ${file.size}`;
-      if (createHash("sha256").update(readFileSync(path)).digest("hex") !== file.sha256) return `${file.path} does not match its pinned hash`;
+      if (createHash("sha256").update(readFileSync(path)).digest("hex") !== file.sha256)
+        return `${file.path} does not match its pinned hash`;
       this.checked.add(sha256);
     }
     const fd = openSync(path, "r");

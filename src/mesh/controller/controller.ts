@@ -6,7 +6,7 @@
  * Lifecycle: `open()` verifies the chain, restores state and resolves decisions a crash left `dispatching`
  * (§14.2 steps 1–4); `start()` describes every target with its stored key and settles unsettled decisions (step 5).
  * Every method after that is level-triggered: it re-reads the policy files and re-describes what it needs.
- * (About 540 lines, one concept: the controller's public face; each verb is a few lines wiring the store, targets,
+ * (About 710 lines, one concept: the controller's public face; each verb is a few lines wiring the store, targets,
  * gate and engine, and the decisions themselves live in src/core and the files beside this one.)
  */
 import { existsSync, mkdirSync } from "node:fs";
@@ -30,7 +30,14 @@ import { type Ride, RidingEngine } from "../../store/riding-engine.js";
 import type { EventDraft } from "../../core/chain/event.js";
 import { NodeClient } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
-import { type DispatchDeps, type DispatchHooks, type PlaceReport, placeOrder, STOPPED, type Timeouts } from "./dispatch.js";
+import {
+  type DispatchDeps,
+  type DispatchHooks,
+  type PlaceReport,
+  placeOrder,
+  STOPPED,
+  type Timeouts,
+} from "./dispatch.js";
 import { DEFAULT_GATE, type GateSettings } from "./gate.js";
 import type { PlaceOrderInput } from "./order.js";
 import { type ControllerPolicy, PolicyFiles } from "./policy.js";
@@ -112,17 +119,40 @@ export class MeshController {
     const timeouts: Timeouts = { callMs: 20_000, placeMs: 280_000, describeMs: 5_000, ...o.timeouts };
     this.authority = authority;
     // A leader sends its own epoch (and nothing mutating once it may no longer act); anyone else the store's current.
-    const authorityFor = (method: string) => (this.leadership ? this.leadership.authorityFor(method) : this.authority.current());
+    const authorityFor = (method: string) =>
+      this.leadership ? this.leadership.authorityFor(method) : this.authority.current();
     // Issue 16: every request this process stamps is recorded before it leaves (the node lease's rule 4).
     this.stamps = new SentStamps(engine);
     const onSend = this.onSend;
     // Issue 38: every request but describe carries the newest checkpoint to a node that witnesses (chain/witness-claim.ts).
     this.witnessClaims = new WitnessClaims(engine, o.key, store.chain.chainId);
     const checkpoint = (held: number | null) => this.witnessClaims.claimFor(held);
-    const client = new NodeClient({ key: o.key, connector: o.connector, clock, authority: authorityFor, onSend, checkpoint });
-    const describer = new NodeClient({ key: o.key, connector: o.connector, clock, timeoutMs: timeouts.describeMs, authority: authorityFor, onSend, checkpoint });
+    const client = new NodeClient({
+      key: o.key,
+      connector: o.connector,
+      clock,
+      authority: authorityFor,
+      onSend,
+      checkpoint,
+    });
+    const describer = new NodeClient({
+      key: o.key,
+      connector: o.connector,
+      clock,
+      timeoutMs: timeouts.describeMs,
+      authority: authorityFor,
+      onSend,
+      checkpoint,
+    });
     const onFacts = (nodeId: string, facts: JsonObject) => this.stamps.recordLease(nodeId, leaseOfFacts(facts));
-    this.targetSet = new Targets(this.store, client, describer, clock, o.deadAfterMs ?? deadAfterFromEnv(process.env), onFacts);
+    this.targetSet = new Targets(
+      this.store,
+      client,
+      describer,
+      clock,
+      o.deadAfterMs ?? deadAfterFromEnv(process.env),
+      onFacts,
+    );
     this.policyFiles = new PolicyFiles(o.dataDir, () => this.store.lastPolicyLoads());
     this.moves = new MoveRecords(this.store, clock);
     this.deps = {
@@ -140,7 +170,8 @@ export class MeshController {
       moves: this.moves,
       revocationLag: async (nodes, policy, push) => {
         const lag = new Map<string, string>();
-        for (const o of await this.pushRevocationsTo(nodes, policy, push)) if (o.kind === "behind") lag.set(o.node, behindReason(o));
+        for (const o of await this.pushRevocationsTo(nodes, policy, push))
+          if (o.kind === "behind") lag.set(o.node, behindReason(o));
         return lag;
       },
     };
@@ -155,7 +186,12 @@ export class MeshController {
     if (pol.revocations === null) return [];
     const published = await publicationOf(this.store, pol.revocations, this.deps.clock);
     if (!published.ok) return [];
-    return pushRevocations({ store: this.store, targets: this.targetSet, clock: this.deps.clock, callTimeoutMs: this.deps.timeouts.callMs }, published.pub, nodes, push);
+    return pushRevocations(
+      { store: this.store, targets: this.targetSet, clock: this.deps.clock, callTimeoutMs: this.deps.timeouts.callMs },
+      published.pub,
+      nodes,
+      push,
+    );
   }
 
   /**
@@ -163,13 +199,19 @@ export class MeshController {
    * chained, the generation published, then pushed to every known node at once; a node that does not answer gets it
    * at its next contact and is refused placements until then.
    */
-  async revoke(edit: Parameters<typeof editRevocations>[3]): Promise<{ ok: true; generation: number; changed: boolean; nodes: PushOutcome[] } | { ok: false; reason: string }> {
+  async revoke(
+    edit: Parameters<typeof editRevocations>[3],
+  ): Promise<{ ok: true; generation: number; changed: boolean; nodes: PushOutcome[] } | { ok: false; reason: string }> {
     await this.readPolicy(false);
     const done = await editRevocations(this.deps.dataDir, this.store, this.deps.clock, edit);
     if (!done.ok) return done;
     const known = (await this.targetSet.list()).map((t) => t.node_id).filter((n): n is string => n !== null);
     for (const n of known) if (!this.targetSet.described(n)) await this.targetSet.refresh(n);
-    const nodes = await pushRevocations({ store: this.store, targets: this.targetSet, clock: this.deps.clock, callTimeoutMs: this.deps.timeouts.callMs }, done.pub, known);
+    const nodes = await pushRevocations(
+      { store: this.store, targets: this.targetSet, clock: this.deps.clock, callTimeoutMs: this.deps.timeouts.callMs },
+      done.pub,
+      known,
+    );
     return { ok: true, generation: done.pub.generation, changed: done.changed, nodes };
   }
 
@@ -177,7 +219,9 @@ export class MeshController {
   static async open(o: ControllerOptions): Promise<MeshController> {
     if (!existsSync(o.dataDir)) mkdirSync(o.dataDir, { recursive: true, mode: 0o700 });
     // Issue 19: every transaction on the store can carry a flow's ride (an API call's `api.call` request, rideEvent).
-    const engine = new RidingEngine(await openStoreEngine({ database: o.database, sqlitePath: o.dbPath ?? join(o.dataDir, CONTROLLER_DB) }));
+    const engine = new RidingEngine(
+      await openStoreEngine({ database: o.database, sqlitePath: o.dbPath ?? join(o.dataDir, CONTROLLER_DB) }),
+    );
     try {
       // Chain.open is the start-up check (spec/audit-chain.md §7): it verifies from the newest valid checkpoint and throws,
       // naming the seq, when the chain does not verify. Not the whole chain again: every CLI call opens the
@@ -219,7 +263,10 @@ export class MeshController {
               payload: {
                 phase: "interrupted",
                 decision_id: d.id,
-                reason: state === "settling" ? "controller restarted while settling" : "controller restarted while a request may have been in flight",
+                reason:
+                  state === "settling"
+                    ? "controller restarted while settling"
+                    : "controller restarted while a request may have been in flight",
                 owner: why,
                 outcome: "indeterminate",
                 next: STOPPED,
@@ -228,7 +275,14 @@ export class MeshController {
           : {
               source: "placement",
               kind: "workload.refuse",
-              payload: { phase: "interrupted", decision_id: d.id, reason: "controller restarted before dispatch", owner: why, outcome: null, next: null },
+              payload: {
+                phase: "interrupted",
+                decision_id: d.id,
+                reason: "controller restarted before dispatch",
+                owner: why,
+                outcome: null,
+                next: null,
+              },
             },
       );
       if (done) resolved++;
@@ -332,8 +386,14 @@ export class MeshController {
    */
   async observeNode(nodeId: string): Promise<void> {
     try {
-      const r = await this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }, { timeoutMs: this.deps.timeouts.callMs });
-      if (r.kind === "ok") await this.recordObservations([{ nodeId, rows: statusRowsOf(r.result).filter(isInstanceRow) }]);
+      const r = await this.targetSet.call(
+        nodeId,
+        "status",
+        { instance_id: null, include_departed: false },
+        { timeoutMs: this.deps.timeouts.callMs },
+      );
+      if (r.kind === "ok")
+        await this.recordObservations([{ nodeId, rows: statusRowsOf(r.result).filter(isInstanceRow) }]);
     } catch {
       // An observation is a courtesy to the lists, never a reason for the verb that asked to fail.
     }
@@ -348,7 +408,17 @@ export class MeshController {
   /** `berth node rehome` (issue 20): moves the node's binding of this key to this store, chained on both sides. */
   async rehome(ref: string, reason: string, operator: JsonObject): Promise<RehomeResult> {
     await this.readPolicy(false);
-    return rehomeNode({ store: this.store, targets: this.targetSet, storeId: this.authority.storeId, callTimeoutMs: this.deps.timeouts.callMs }, ref, reason, operator);
+    return rehomeNode(
+      {
+        store: this.store,
+        targets: this.targetSet,
+        storeId: this.authority.storeId,
+        callTimeoutMs: this.deps.timeouts.callMs,
+      },
+      ref,
+      reason,
+      operator,
+    );
   }
 
   /** `peer.tier` by the API. `ref` is an address or a node id. */
@@ -384,7 +454,11 @@ export class MeshController {
       const ours = held && held.size > 0 ? await this.witnessClaims.rootAt(held.size) : null;
       rows.push(witnessRow(t, head, ours, checkpointOrigin(this.store.chain.chainId)));
     }
-    return { chain_id: this.store.chain.chainId, checkpoint: head ? { size: head.size, root: head.root.toString("base64"), note: head.note } : null, nodes: rows };
+    return {
+      chain_id: this.store.chain.chainId,
+      checkpoint: head ? { size: head.size, root: head.root.toString("base64"), note: head.note } : null,
+      nodes: rows,
+    };
   }
 
   /** Describes every known target now (liveness, boot ids, facts). */
@@ -411,7 +485,9 @@ export class MeshController {
     const policy = await this.readPolicy(true);
     await this.targetSet.refreshAll();
     // Issue 33: a node that was unreachable gets the latest revocation list at its first answer (its next contact).
-    const answered = (await this.targetSet.list()).filter((t) => t.node_id !== null && this.targetSet.described(t.node_id)).map((t) => t.node_id as string);
+    const answered = (await this.targetSet.list())
+      .filter((t) => t.node_id !== null && this.targetSet.described(t.node_id))
+      .map((t) => t.node_id as string);
     await this.pushRevocationsTo(answered, policy);
   }
 
@@ -421,7 +497,9 @@ export class MeshController {
    */
   async leasedNodes(): Promise<Array<{ readonly node_id: string; readonly lease_ms: number }>> {
     await this.targetSet.syncStored();
-    const known = new Set((await this.targetSet.list()).flatMap((t) => (t.node_id !== null && t.key !== null ? [t.node_id] : [])));
+    const known = new Set(
+      (await this.targetSet.list()).flatMap((t) => (t.node_id !== null && t.key !== null ? [t.node_id] : [])),
+    );
     return (await this.stamps.leased()).filter((n) => known.has(n.node_id));
   }
 
@@ -450,19 +528,28 @@ export class MeshController {
     return {
       clock: this.deps.clock,
       placements: () => this.store.placements(),
-      chainedOrder: async (decisionId) => orders.get(decisionId) ?? orderOf(await this.store.decisionPayload(decisionId)),
+      chainedOrder: async (decisionId) =>
+        orders.get(decisionId) ?? orderOf(await this.store.decisionPayload(decisionId)),
       chainedOrders: async (decisionIds) => {
         const missing = decisionIds.filter((id) => !orders.has(id));
-        const read = missing.length > 0 ? await this.store.decisionPayloads(missing) : new Map<string, JsonObject | null>();
+        const read =
+          missing.length > 0 ? await this.store.decisionPayloads(missing) : new Map<string, JsonObject | null>();
         const next = new Map<string, JsonObject | null>();
-        for (const id of decisionIds) next.set(id, orders.has(id) ? (orders.get(id) ?? null) : orderOf(read.get(id) ?? null));
+        for (const id of decisionIds)
+          next.set(id, orders.has(id) ? (orders.get(id) ?? null) : orderOf(read.get(id) ?? null));
         orders = next;
         return next;
       },
       liveness: async (nodeId) => (await this.targetSet.byNode(nodeId))?.liveness ?? "unknown",
       stamps: (nodeId) => this.stamps.of(nodeId),
       // The call timeout every other status of the controller takes (Timeouts.callMs, §4.9's 20 s by default).
-      status: (nodeId) => this.targetSet.call(nodeId, "status", { instance_id: null, include_departed: false }, { timeoutMs: this.deps.timeouts.callMs }),
+      status: (nodeId) =>
+        this.targetSet.call(
+          nodeId,
+          "status",
+          { instance_id: null, include_departed: false },
+          { timeoutMs: this.deps.timeouts.callMs },
+        ),
       instance: (verb, instanceId, opts) => this.instance(verb, instanceId, opts),
       append: async (draft) => {
         await this.store.appendAll([draft]);
@@ -483,7 +570,13 @@ export class MeshController {
 
   /** Issue 16: what moving an agent needs (mover.ts): the same place() and targets as every other caller. */
   moverDeps(): MoverDeps {
-    return { moves: this.moves, targets: this.targetSet, place: (order) => this.place(order), processEnv: process.env, callTimeoutMs: this.deps.timeouts.callMs };
+    return {
+      moves: this.moves,
+      targets: this.targetSet,
+      place: (order) => this.place(order),
+      processEnv: process.env,
+      callTimeoutMs: this.deps.timeouts.callMs,
+    };
   }
 
   /** Issue 16: what `berth node cordon|uncordon|forget|drain` need (node-admin.ts); the peers file is re-read first. */
@@ -506,12 +599,21 @@ export class MeshController {
    * absent), seen now, so the lists that ask no node show it with its age. Nodes that gave no verified answer are left
    * out: their instances keep what was seen of them last.
    */
-  async recordObservations(answered: ReadonlyArray<{ readonly nodeId: string; readonly rows: ReadonlyArray<ObservedRow & { readonly instance_id: string }> }>): Promise<void> {
+  async recordObservations(
+    answered: ReadonlyArray<{
+      readonly nodeId: string;
+      readonly rows: ReadonlyArray<ObservedRow & { readonly instance_id: string }>;
+    }>,
+  ): Promise<void> {
     if (answered.length === 0) return;
     const now = this.deps.clock();
     const byNode = new Map(answered.map((a) => [a.nodeId, new Map(a.rows.map((r) => [r.instance_id, r]))]));
     const placed = (await this.store.placements()).filter((p) => byNode.has(p.node_id));
-    await this.store.recordObservations(placed.map((p) => observedInstanceOf(p.instance_id, p.node_id, byNode.get(p.node_id)?.get(p.instance_id) ?? null, now)));
+    await this.store.recordObservations(
+      placed.map((p) =>
+        observedInstanceOf(p.instance_id, p.node_id, byNode.get(p.node_id)?.get(p.instance_id) ?? null, now),
+      ),
+    );
   }
 
   /** Waits for the describes a placement started behind itself (Targets.refreshStale). */
@@ -546,7 +648,11 @@ export class MeshController {
    * Issue 20: competes for the store's leadership (src/store/leader.ts) and keeps it while it can renew. Only the
    * leader sends mutating requests to nodes; `isLeader()` is the hook the reconcile tick and the API's writes ask.
    */
-  lead(o: { readonly address: string | null; readonly ttlMs?: number; readonly onChange?: (epoch: number | null, why: string) => void }): LeaderLease {
+  lead(o: {
+    readonly address: string | null;
+    readonly ttlMs?: number;
+    readonly onChange?: (epoch: number | null, why: string) => void;
+  }): LeaderLease {
     if (this.leadership) return this.leadership;
     this.leadership = new LeaderLease({
       engine: this.engine,
@@ -601,5 +707,7 @@ function weightsOf(given: Partial<ScoringWeights> | undefined): ScoringWeights {
   const parsed = scoringWeightsSchema.safeParse(given ?? {});
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
-  throw new Error(`the controller's scoring weights are malformed (weights.${issue?.path.join(".")}: ${issue?.message}); fix the weights it was given`);
+  throw new Error(
+    `the controller's scoring weights are malformed (weights.${issue?.path.join(".")}: ${issue?.message}); fix the weights it was given`,
+  );
 }

@@ -1,6 +1,6 @@
 /**
  * `place(order)` (spec/mesh.md §9): prepare → refresh → gate → decide → chain the decision → dispatch → explain.
- * (About 470 lines, one concept: §9.2's steps in order, each a few lines; the store-away hand-over of issue 37 belongs
+ * (About 630 lines, one concept: §9.2's steps in order, each a few lines; the store-away hand-over of issue 37 belongs
  * to the dispatch it interrupts.)
  *
  *   order ─validate─▶ package verified ─▶ targets described ─▶ place verdicts ─▶ engine decision
@@ -20,7 +20,16 @@ import type { EventDraft } from "../../core/chain/event.js";
 import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import type { GateSummary } from "../../core/governance/summary.js";
-import { decide, dispatchOrder, type ExplainAttempt, historyReads, type PlacementDecision, parsePlacementInputWithParts, renderExplain, type ScoringWeights } from "../../core/placement/index.js";
+import {
+  decide,
+  dispatchOrder,
+  type ExplainAttempt,
+  historyReads,
+  type PlacementDecision,
+  parsePlacementInputWithParts,
+  renderExplain,
+  type ScoringWeights,
+} from "../../core/placement/index.js";
 import { isStoreAway } from "../../store/open.js";
 import { outcomeOf } from "../client/node-client.js";
 import { consult, contextOf, type GateSettings, gatePolicyOf, placeVerdicts } from "./gate.js";
@@ -29,7 +38,14 @@ import { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order
 import type { ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type PreparedPackage, preparePackage, workloadRecordOf, workloadSpecOf } from "./prepare.js";
 import { failureText, reconcileLostAnswer } from "./reconcile.js";
-import { type ControllerStore, type DecisionId, type NameHolder, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
+import {
+  type ControllerStore,
+  type DecisionId,
+  type NameHolder,
+  NameTaken,
+  type PlacementRecord,
+  type WorkloadRecord,
+} from "./store.js";
 import { envFromProblem, storedOrderOf } from "./stored-order.js";
 import type { Targets } from "./targets.js";
 
@@ -118,7 +134,11 @@ export interface DispatchDeps {
    * Issue 33: brings the nodes up to the controller's published revocation list (revocation-push.ts) and says, per
    * node still behind it, why: such a node gets no placement until it has the latest list.
    */
-  readonly revocationLag?: (nodes: readonly string[], policy: ControllerPolicy, push: boolean) => Promise<ReadonlyMap<string, string>>;
+  readonly revocationLag?: (
+    nodes: readonly string[],
+    policy: ControllerPolicy,
+    push: boolean,
+  ) => Promise<ReadonlyMap<string, string>>;
 }
 
 export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Promise<PlaceReport> {
@@ -126,7 +146,10 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   const parsed = PlaceOrderSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new PlaceError("invalid_order", `place order: field ${issue?.path.map(String).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
+    throw new PlaceError(
+      "invalid_order",
+      `place order: field ${issue?.path.map(String).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
+    );
   }
   const order = parsed.data;
   const envFrom = envFromProblem(order);
@@ -136,7 +159,11 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   const prepared = preparePackage(order.package, deps.dataDir, policy);
   if (!prepared.ok) {
     await deps.store.appendAll([
-      { source: "placement", kind: "workload.refuse", payload: { phase: "prepare", name: order.name, package: order.package, error: prepared.error, constraints: [] } },
+      {
+        source: "placement",
+        kind: "workload.refuse",
+        payload: { phase: "prepare", name: order.name, package: order.package, error: prepared.error, constraints: [] },
+      },
     ]);
     throw new PlaceError("prepare", prepared.error);
   }
@@ -152,13 +179,35 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   // Issue 33: a node that does not hold the controller's latest revocation list is refused here (after a push the
   // refresh just made possible), whatever the gate says, so nothing revoked can be placed on a node that would not know.
   // A dry run sends nothing: it says which nodes are behind without pushing to them.
-  const lag = deps.revocationLag === undefined ? new Map<string, string>() : await deps.revocationLag(views.map((v) => v.node_id), policy, !order.dry_run);
-  const { verdicts, summary } = placeVerdicts(views, (tier) => contextOf(workload, tier, deps.controllerId, false), gatePolicy, lag);
+  const lag =
+    deps.revocationLag === undefined
+      ? new Map<string, string>()
+      : await deps.revocationLag(
+          views.map((v) => v.node_id),
+          policy,
+          !order.dry_run,
+        );
+  const { verdicts, summary } = placeVerdicts(
+    views,
+    (tier) => contextOf(workload, tier, deps.controllerId, false),
+    gatePolicy,
+    lag,
+  );
   // Committed in the transaction of what they led to, just before it: the decision, or the engine's refusal (issue
   // 19). Nothing leaves before that commit, and no record is made without them.
   const gate = summary.ref as unknown as JsonObject;
   // 5. the engine
-  const decision = await runEngine(deps, order, name, pkg, views, verdicts, summary, policy, (await deps.moves?.cordoned()) ?? []);
+  const decision = await runEngine(
+    deps,
+    order,
+    name,
+    pkg,
+    views,
+    verdicts,
+    summary,
+    policy,
+    (await deps.moves?.cordoned()) ?? [],
+  );
   // 6. chain the decision; no request is sent before this commits
   const dispatching = !order.dry_run && decision.placement !== null;
   let decisionId: DecisionId;
@@ -186,10 +235,16 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
           gate,
         },
       },
-      refusal: (error) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error, constraints: [], gate } }),
+      refusal: (error) => ({
+        source: "placement",
+        kind: "workload.refuse",
+        payload: { phase: "decision", name, package: pkg.packageId, error, constraints: [], gate },
+      }),
       // Issue 16: what a reschedule reruns, kept with the decision, before anything is sent (no secret value:
       // stored-order.ts); in its transaction, one commit fewer per placement (issue 19).
-      withDispatching: moves ? (tx, id) => moves.saveOrderIn(tx, id, storedOrderOf(order, pkg.packageId, name)) : undefined,
+      withDispatching: moves
+        ? (tx, id) => moves.saveOrderIn(tx, id, storedOrderOf(order, pkg.packageId, name))
+        : undefined,
     });
   } catch (error) {
     if (error instanceof NameTaken) throw new PlaceError("name_taken", error.message, [], error.holder);
@@ -197,7 +252,14 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   }
   // 7. dry run or nothing fits
   if (!dispatching) {
-    return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId }), attempts: [], placed: null, unsettled: false };
+    return {
+      decision,
+      decision_id: decisionId,
+      explain: renderExplain(decision, { decision_id: decisionId }),
+      attempts: [],
+      placed: null,
+      unsettled: false,
+    };
   }
   // 8–9. dispatch
   await deps.hooks.afterDecision?.(decisionId);
@@ -212,7 +274,12 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
     throw await handOver(deps, decisionId, sent.attempt, error);
   }
   // 10. explain
-  return { decision, decision_id: decisionId, explain: renderExplain(decision, { decision_id: decisionId, attempts: result.attempts as ExplainAttempt[] }), ...result };
+  return {
+    decision,
+    decision_id: decisionId,
+    explain: renderExplain(decision, { decision_id: decisionId, attempts: result.attempts as ExplainAttempt[] }),
+    ...result,
+  };
 }
 
 async function runEngine(
@@ -251,14 +318,27 @@ async function runEngine(
   );
   // The history this decision reads: every node's totals, and only the instances its constraints name (history.ts).
   const parsedInput = parsed.ok
-    ? { ok: true as const, input: { ...parsed.input, cluster: { ...parsed.input.cluster, ...(await deps.store.placementHistory(historyReads(parsed.input.request, parsed.input.nodes))) } } }
+    ? {
+        ok: true as const,
+        input: {
+          ...parsed.input,
+          cluster: {
+            ...parsed.input.cluster,
+            ...(await deps.store.placementHistory(historyReads(parsed.input.request, parsed.input.nodes))),
+          },
+        },
+      }
     : parsed;
   const result = parsedInput.ok ? decide(parsedInput.input) : { ok: false as const, error: parsedInput.error };
   if (!result.ok) {
     const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));
     const gate = summary.ref as unknown as JsonObject;
     await deps.store.appendWithSummary(summary, [
-      { source: "placement", kind: "workload.refuse", payload: { phase: "decision", name, package: pkg.packageId, error: result.error.message, constraints, gate } },
+      {
+        source: "placement",
+        kind: "workload.refuse",
+        payload: { phase: "decision", name, package: pkg.packageId, error: result.error.message, constraints, gate },
+      },
     ]);
     throw new PlaceError("decision", result.error.message, constraints);
   }
@@ -308,7 +388,12 @@ const HANDOVER_GIVE_UP_MS = 600_000;
  * name), or unplaced when nothing was sent. Never a second candidate: one copy at most. Retried while the store is
  * down (it comes back after a restart); the place answers `store_interrupted` (retryable) either way, saying which.
  */
-async function handOver(deps: DispatchDeps, decisionId: DecisionId, attempt: InFlight["attempt"], cause: unknown): Promise<PlaceError> {
+async function handOver(
+  deps: DispatchDeps,
+  decisionId: DecisionId,
+  attempt: InFlight["attempt"],
+  cause: unknown,
+): Promise<PlaceError> {
   const why = `the controller store failed while this decision was dispatched (${truncate((cause as Error)?.message ?? String(cause))})`;
   const reason = `${why}; the node's answer, if any, was not recorded`;
   const started = deps.clock();
@@ -351,7 +436,11 @@ function truncate(text: string): string {
   return text.length > 200 ? `${text.slice(0, 200)}…` : text;
 }
 
-async function dispatch(deps: DispatchDeps, d: DispatchInput, sent: InFlight): Promise<{ attempts: Attempt[]; placed: PlacementRecord | null; unsettled: boolean }> {
+async function dispatch(
+  deps: DispatchDeps,
+  d: DispatchInput,
+  sent: InFlight,
+): Promise<{ attempts: Attempt[]; placed: PlacementRecord | null; unsettled: boolean }> {
   const { store, targets } = deps;
   const candidates = dispatchOrder(d.decision);
   const method = d.order.start ? "place" : "load";
@@ -381,24 +470,50 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput, sent: InFlight): P
       next: a.next,
     },
   });
-  const exhausted = (n: number): EventDraft => ({ source: "placement", kind: "workload.refuse", payload: { phase: "exhausted", decision_id: d.decisionId, attempts: n } });
+  const exhausted = (n: number): EventDraft => ({
+    source: "placement",
+    kind: "workload.refuse",
+    payload: { phase: "exhausted", decision_id: d.decisionId, attempts: n },
+  });
 
   for (const [i, cand] of candidates.entries()) {
     // Every earlier attempt's outcome committed before the loop went on: none is in flight.
     sent.attempt = null;
     const n = i + 1;
     const last = i === candidates.length - 1;
-    const record = async (given: Attempt, extra: { reconcile: string | null; unloaded: number | null } = { reconcile: null, unloaded: null }) => {
+    const record = async (
+      given: Attempt,
+      extra: { reconcile: string | null; unloaded: number | null } = { reconcile: null, unloaded: null },
+    ) => {
       const a = last && given.next === NEXT_CANDIDATE ? { ...given, next: NO_CANDIDATE_LEFT } : given;
       attempts.push(a);
-      await store.commitAttempt(d.decisionId, n, { nodeId: a.node_id, variant: a.variant, outcome: a.outcome, code: a.code, reason: a.reason }, refuseEvent(a, extra), last ? { state: "unplaced", exhausted: exhausted(n) } : null);
+      await store.commitAttempt(
+        d.decisionId,
+        n,
+        { nodeId: a.node_id, variant: a.variant, outcome: a.outcome, code: a.code, reason: a.reason },
+        refuseEvent(a, extra),
+        last ? { state: "unplaced", exhausted: exhausted(n) } : null,
+      );
     };
     // §9.4 step 1: an emulated route is gated again with `emulated: true` before anything is sent.
     if (cand.route === "emulated") {
-      const { verdict, event } = consult("workload.place", contextOf(d.workload, targets.tierOfNode(cand.node_id), deps.controllerId, true), gatePolicyOf(d.policy, deps.gate), cand.node_id);
+      const { verdict, event } = consult(
+        "workload.place",
+        contextOf(d.workload, targets.tierOfNode(cand.node_id), deps.controllerId, true),
+        gatePolicyOf(d.policy, deps.gate),
+        cand.node_id,
+      );
       if (event) await store.appendAll([event]);
       if (verdict.decision !== "permit") {
-        await record({ node_id: cand.node_id, variant: cand.variant, outcome: "gate_denied", code: null, reason: verdict.reason, next: NEXT_CANDIDATE, instance_id: null });
+        await record({
+          node_id: cand.node_id,
+          variant: cand.variant,
+          outcome: "gate_denied",
+          code: null,
+          reason: verdict.reason,
+          next: NEXT_CANDIDATE,
+          instance_id: null,
+        });
         continue;
       }
     }
@@ -407,7 +522,12 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput, sent: InFlight): P
     await store.beginAttempt(d.decisionId, n, cand.node_id, cand.variant);
     await deps.hooks.afterAttemptBegun?.(d.decisionId, cand.node_id);
     // 3–4. send (the stale_boot resend happens inside `call`)
-    const r = await targets.call(cand.node_id, method, { ...body, variant: cand.variant }, { decisionId: d.decisionId, package: d.pkg.source, timeoutMs: deps.timeouts.placeMs });
+    const r = await targets.call(
+      cand.node_id,
+      method,
+      { ...body, variant: cand.variant },
+      { decisionId: d.decisionId, package: d.pkg.source, timeoutMs: deps.timeouts.placeMs },
+    );
     const outcome = outcomeOf(method, r);
     // 5. by outcome
     if (outcome === "placed" && r.kind === "ok") {
@@ -438,13 +558,30 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput, sent: InFlight): P
           target_result: r.result,
         },
       });
-      attempts.push({ node_id: cand.node_id, variant: cand.variant, outcome: "placed", code: null, reason: null, next: null, instance_id: instanceId });
+      attempts.push({
+        node_id: cand.node_id,
+        variant: cand.variant,
+        outcome: "placed",
+        code: null,
+        reason: null,
+        next: null,
+        instance_id: instanceId,
+      });
       return { attempts, placed: placement, unsettled: false };
     }
     if (outcome === "refused" || outcome === "unreachable" || outcome === "ok") {
       const code = r.kind === "refused" ? r.code : null;
-      const reason = r.kind === "ok" ? "the node answered without placing" : failureText(r as Exclude<typeof r, { kind: "ok" }>);
-      await record({ node_id: cand.node_id, variant: cand.variant, outcome: outcome === "ok" ? "refused" : outcome, code, reason: r.kind === "refused" ? r.reason : reason, next: NEXT_CANDIDATE, instance_id: null });
+      const reason =
+        r.kind === "ok" ? "the node answered without placing" : failureText(r as Exclude<typeof r, { kind: "ok" }>);
+      await record({
+        node_id: cand.node_id,
+        variant: cand.variant,
+        outcome: outcome === "ok" ? "refused" : outcome,
+        code,
+        reason: r.kind === "refused" ? r.reason : reason,
+        next: NEXT_CANDIDATE,
+        instance_id: null,
+      });
       continue;
     }
     // indeterminate: reconcile with this node before anything else (§10.1)
@@ -455,12 +592,28 @@ async function dispatch(deps: DispatchDeps, d: DispatchInput, sent: InFlight): P
     const reason = `${why}; ${rec.note}`;
     if (rec.settled) {
       await record(
-        { node_id: cand.node_id, variant: cand.variant, outcome: "indeterminate", code: null, reason, next: NEXT_CANDIDATE, instance_id: null },
+        {
+          node_id: cand.node_id,
+          variant: cand.variant,
+          outcome: "indeterminate",
+          code: null,
+          reason,
+          next: NEXT_CANDIDATE,
+          instance_id: null,
+        },
         { reconcile: rec.note, unloaded: rec.unloaded },
       );
       continue;
     }
-    const a: Attempt = { node_id: cand.node_id, variant: cand.variant, outcome: "indeterminate", code: null, reason, next: STOPPED, instance_id: null };
+    const a: Attempt = {
+      node_id: cand.node_id,
+      variant: cand.variant,
+      outcome: "indeterminate",
+      code: null,
+      reason,
+      next: STOPPED,
+      instance_id: null,
+    };
     attempts.push(a);
     await store.commitAttempt(
       d.decisionId,

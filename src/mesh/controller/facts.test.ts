@@ -35,7 +35,11 @@ describe("accepting a node's facts (spec/mesh.md §6.2)", () => {
   it("accepts fresh facts and computes their expiry from issued_at_ms and ttl_s", () => {
     const v = acceptFacts(facts(), null, NOW);
     expect(v.kind).toBe("accepted");
-    expect(v.kind === "accepted" ? [v.seq, v.expireAtMs, v.facts.name] : null).toEqual([5, NOW - 1000 + 300_000, "pi-a"]);
+    expect(v.kind === "accepted" ? [v.seq, v.expireAtMs, v.facts.name] : null).toEqual([
+      5,
+      NOW - 1000 + 300_000,
+      "pi-a",
+    ]);
   });
 
   it.each([
@@ -43,7 +47,11 @@ describe("accepting a node's facts (spec/mesh.md §6.2)", () => {
     ["a ttl below 10 s", facts({ ttl_s: 5 }), "ttl_s"],
     ["a ttl above a day", facts({ ttl_s: 86_401 }), "ttl_s"],
     ["facts issued more than 30 s ahead", facts({ issued_at_ms: NOW + 30_001 }), "ahead"],
-    ["a self-asserted trust capability", facts({ capabilities: [{ id: "trust.pinned", attrs: {}, provenance: "claimed" }] }), "trust.pinned"],
+    [
+      "a self-asserted trust capability",
+      facts({ capabilities: [{ id: "trust.pinned", attrs: {}, provenance: "claimed" }] }),
+      "trust.pinned",
+    ],
     ["a self-asserted tier label", facts({ labels: { "berth.io/tier": "pinned" } }), "berth.io/tier"],
     ["another version", facts({ version: 2 }), "version"],
   ])("rejects %s whole", (_what, raw, reason) => {

@@ -22,30 +22,44 @@ export function acceptFacts(raw: JsonObject, cachedSeq: number | null, nowMs: nu
   const issued = raw.issued_at_ms;
   const ttl = raw.ttl_s;
   if (raw.version !== 1) return { kind: "rejected", reason: "facts.version is not 1" };
-  if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 0) return { kind: "rejected", reason: "facts.seq is not a non-negative integer" };
-  if (typeof issued !== "number" || !Number.isSafeInteger(issued)) return { kind: "rejected", reason: "facts.issued_at_ms is not an integer" };
-  if (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 10 || ttl > 86_400) return { kind: "rejected", reason: "facts.ttl_s is outside 10…86400" };
+  if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 0)
+    return { kind: "rejected", reason: "facts.seq is not a non-negative integer" };
+  if (typeof issued !== "number" || !Number.isSafeInteger(issued))
+    return { kind: "rejected", reason: "facts.issued_at_ms is not an integer" };
+  if (typeof ttl !== "number" || !Number.isInteger(ttl) || ttl < 10 || ttl > 86_400)
+    return { kind: "rejected", reason: "facts.ttl_s is outside 10…86400" };
   const expireAtMs = issued + ttl * 1000;
   if (expireAtMs <= nowMs) return { kind: "rejected", reason: `facts expired at ${expireAtMs}` };
-  if (issued > nowMs + CLOCK_LEAD_MS) return { kind: "rejected", reason: "facts.issued_at_ms is more than 30 s ahead of the controller clock" };
+  if (issued > nowMs + CLOCK_LEAD_MS)
+    return { kind: "rejected", reason: "facts.issued_at_ms is more than 30 s ahead of the controller clock" };
   const caps = Array.isArray(raw.capabilities) ? raw.capabilities : [];
   for (const c of caps) {
     const id = typeof c === "object" && c !== null && !Array.isArray(c) ? (c as JsonObject).id : undefined;
     if (typeof id === "string" && (id === "trust" || id.startsWith("trust."))) {
-      return { kind: "rejected", reason: `facts carry capability ${id}: tiers are assigned by the operator, never self-asserted` };
+      return {
+        kind: "rejected",
+        reason: `facts carry capability ${id}: tiers are assigned by the operator, never self-asserted`,
+      };
     }
   }
   const labels = raw.labels;
   if (typeof labels === "object" && labels !== null && !Array.isArray(labels)) {
     for (const k of Object.keys(labels)) {
-      if (k.startsWith("berth.io/tier")) return { kind: "rejected", reason: `facts carry label ${k}: tiers are assigned by the operator, never self-asserted` };
+      if (k.startsWith("berth.io/tier"))
+        return {
+          kind: "rejected",
+          reason: `facts carry label ${k}: tiers are assigned by the operator, never self-asserted`,
+        };
     }
   }
   if (cachedSeq !== null && seq < cachedSeq) return { kind: "stale" };
   const parsed = nodeFactsSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { kind: "rejected", reason: `facts.${issue?.path.map(String).join(".") ?? ""}: ${issue?.message ?? "invalid"}` };
+    return {
+      kind: "rejected",
+      reason: `facts.${issue?.path.map(String).join(".") ?? ""}: ${issue?.message ?? "invalid"}`,
+    };
   }
   return { kind: "accepted", facts: parsed.data, seq, expireAtMs };
 }

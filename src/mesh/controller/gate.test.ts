@@ -40,7 +40,10 @@ const summaryOf = (tiers: readonly Tier[], lag: ReadonlyMap<string, string> = ne
 
 describe("the verdicts of a consult over the view, one gate summary (mesh.md §7.7, issue 35)", () => {
   it("holds, for every target, exactly the payload the gate builds for it alone", () => {
-    const tiers: Tier[] = Array.from({ length: 30 }, (_, i) => (["paired", "discovered", "pinned"] as const)[(i * 7) % 3] as Tier);
+    const tiers: Tier[] = Array.from(
+      { length: 30 },
+      (_, i) => (["paired", "discovered", "pinned"] as const)[(i * 7) % 3] as Tier,
+    );
     const { parsed } = summaryOf(tiers);
     for (const [i, tier] of tiers.entries()) {
       const { event } = consult("workload.place", contextFor(tier), policy, node(i));
@@ -65,7 +68,10 @@ describe("the verdicts of a consult over the view, one gate summary (mesh.md §7
   });
 
   it("gives the engine every target's verdict, a target behind the revocation list refused whatever the gate said", () => {
-    const { verdicts, parsed } = summaryOf(["paired", "discovered", "paired"], new Map([[node(2), "behind the revocation list"]]));
+    const { verdicts, parsed } = summaryOf(
+      ["paired", "discovered", "paired"],
+      new Map([[node(2), "behind the revocation list"]]),
+    );
     expect(verdicts).toEqual({
       [node(0)]: { verdict: "permit", reason: "permitted by rule agents" },
       [node(1)]: { verdict: "deny", reason: expect.stringContaining("min_node_tier") },

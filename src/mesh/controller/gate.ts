@@ -8,7 +8,13 @@
  */
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { DEFAULT_THRESHOLD_MILLI, evaluate, type GatePolicy, type GateVerdict, type WorkloadContext } from "../../core/governance/gate.js";
+import {
+  DEFAULT_THRESHOLD_MILLI,
+  evaluate,
+  type GatePolicy,
+  type GateVerdict,
+  type WorkloadContext,
+} from "../../core/governance/gate.js";
 import type { Tier } from "../../core/identity/tier.js";
 import { type GateSummary, summariseVerdicts, verdictWithoutNode } from "../../core/governance/summary.js";
 import type { ControllerPolicy } from "./policy.js";
@@ -20,7 +26,11 @@ export interface GateSettings {
   readonly humanApproval: boolean;
 }
 
-export const DEFAULT_GATE: GateSettings = { thresholdMilli: DEFAULT_THRESHOLD_MILLI, builtinTeardown: true, humanApproval: false };
+export const DEFAULT_GATE: GateSettings = {
+  thresholdMilli: DEFAULT_THRESHOLD_MILLI,
+  builtinTeardown: true,
+  humanApproval: false,
+};
 
 export function gatePolicyOf(policy: ControllerPolicy, settings: GateSettings): GatePolicy {
   return {
@@ -50,9 +60,17 @@ export function contextOf(w: WorkloadRecord, tier: Tier, agent: string, emulated
 }
 
 /** Evaluates one action and returns the verdict with the event to chain (none for step 1). */
-export function consult(action: string, ctx: WorkloadContext, policy: GatePolicy, node: string): { verdict: GateVerdict; event: EventDraft | null } {
+export function consult(
+  action: string,
+  ctx: WorkloadContext,
+  policy: GatePolicy,
+  node: string,
+): { verdict: GateVerdict; event: EventDraft | null } {
   const verdict = evaluate(action, ctx, policy, node);
-  return { verdict, event: verdict.chain ? { source: "gate", kind: verdict.chainKind, payload: verdict.payload } : null };
+  return {
+    verdict,
+    event: verdict.chain ? { source: "gate", kind: verdict.chainKind, payload: verdict.payload } : null,
+  };
 }
 
 /** What the engine reads of one node's verdict (its `gate` constraint). */
@@ -84,7 +102,10 @@ export function placeVerdicts(
       byTier.set(v.tier, judged);
     }
     const behind = lag.get(v.node_id);
-    verdicts[v.node_id] = behind !== undefined ? { verdict: "deny", reason: behind } : { verdict: judged.verdict.decision === "permit" ? "permit" : "deny", reason: judged.verdict.reason };
+    verdicts[v.node_id] =
+      behind !== undefined
+        ? { verdict: "deny", reason: behind }
+        : { verdict: judged.verdict.decision === "permit" ? "permit" : "deny", reason: judged.verdict.reason };
     if (judged.verdict.chain) consulted.push({ node: v.node_id, verdict: judged.shared });
   }
   return { verdicts, summary: summariseVerdicts("workload.place", consulted) };

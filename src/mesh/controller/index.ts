@@ -3,7 +3,15 @@
  * reconciliation, settling and adoption, instance verbs, and the SQLite store beneath them. See README.md.
  */
 export { CONTROLLER_DB, ControllerError, type ControllerOptions, MeshController } from "./controller.js";
-export { type Attempt, type AttemptOutcome, NEXT_CANDIDATE, PlaceError, type PlaceReport, STOPPED, type Timeouts } from "./dispatch.js";
+export {
+  type Attempt,
+  type AttemptOutcome,
+  NEXT_CANDIDATE,
+  PlaceError,
+  type PlaceReport,
+  STOPPED,
+  type Timeouts,
+} from "./dispatch.js";
 export { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
 export { PEERS_FILE, type PeerEntry } from "./policy.js";
 export type { PlacePreview } from "./preview.js";

@@ -43,12 +43,27 @@ export type MoveResult =
 
 /** The phase of the `workload.migrate` event for a move with this authority (§15). */
 function migratePhase(by: MoveAuthority): string {
-  return by === "lost" ? "replaced_after_loss" : by === "lease" ? "rescheduled" : by === "drain" ? "drained" : "forgotten";
+  return by === "lost"
+    ? "replaced_after_loss"
+    : by === "lease"
+      ? "rescheduled"
+      : by === "drain"
+        ? "drained"
+        : "forgotten";
 }
 
-async function rebuilt(deps: MoverDeps, decisionId: string, leaving: string | null): Promise<{ ok: true; order: PlaceOrderInput } | { ok: false; reason: string }> {
+async function rebuilt(
+  deps: MoverDeps,
+  decisionId: string,
+  leaving: string | null,
+): Promise<{ ok: true; order: PlaceOrderInput } | { ok: false; reason: string }> {
   const stored = await deps.moves.order(decisionId);
-  if (stored === null) return { ok: false, reason: "no stored order for this placement (placed before this build, or by a process that stopped before keeping it); deploy it again yourself" };
+  if (stored === null)
+    return {
+      ok: false,
+      reason:
+        "no stored order for this placement (placed before this build, or by a process that stopped before keeping it); deploy it again yourself",
+    };
   const r = rebuildOrder(stored, leaving, readRef(deps.processEnv));
   return r.ok ? r : { ok: false, reason: r.error };
 }
@@ -57,7 +72,13 @@ async function rebuilt(deps: MoverDeps, decisionId: string, leaving: string | nu
  * Takes `placement` off its node and places the agent again from its stored order. `lifecycle` is chained with the
  * transfer (who acts and why); `leaving` is the node put in `avoid` (null: a lost instance, its node allowed).
  */
-export async function moveAgent(deps: MoverDeps, placement: PlacementRecord, by: MoveAuthority, lifecycle: EventDraft, reason: string): Promise<MoveResult> {
+export async function moveAgent(
+  deps: MoverDeps,
+  placement: PlacementRecord,
+  by: MoveAuthority,
+  lifecycle: EventDraft,
+  reason: string,
+): Promise<MoveResult> {
   const order = await rebuilt(deps, placement.decision_id, by === "lost" ? null : placement.node_id);
   if (!order.ok) return { ok: false, reason: order.reason, moved: null };
   const transfer = await deps.moves.transferOut(placement, by, lifecycle);
@@ -72,7 +93,12 @@ export async function placeMovedAgain(deps: MoverDeps, moved: MovedRecord, reaso
   return placeSuccessor(deps, moved, order.order, reason);
 }
 
-async function placeSuccessor(deps: MoverDeps, moved: MovedRecord, order: PlaceOrderInput, reason: string): Promise<MoveResult> {
+async function placeSuccessor(
+  deps: MoverDeps,
+  moved: MovedRecord,
+  order: PlaceOrderInput,
+  reason: string,
+): Promise<MoveResult> {
   let report: PlaceReport;
   try {
     report = await deps.place(order);
@@ -93,37 +119,72 @@ async function placeSuccessor(deps: MoverDeps, moved: MovedRecord, order: PlaceO
     await deps.moves.recordSuccessor(moved.instance_id, report.decision_id, true, {
       source: "placement",
       kind: "workload.migrate",
-      payload: { phase: migratePhase(moved.authority), ...migratePayload(moved, { node: p.node_id, instance: p.instance_id }, report.decision_id, reason) },
+      payload: {
+        phase: migratePhase(moved.authority),
+        ...migratePayload(moved, { node: p.node_id, instance: p.instance_id }, report.decision_id, reason),
+      },
     });
     return { ok: true, placed: p, moved, note: `placed as ${p.instance_id} on node ${p.node_id}` };
   }
   if (report.unsettled) {
     // The decision holds the name until settle adopts or releases it; a release leaves it unplaced, placed again then.
     await deps.moves.recordSuccessor(moved.instance_id, report.decision_id, false, null);
-    return { ok: true, placed: null, moved, note: `decision ${report.decision_id} is unsettled (its answer was lost); settle adopts or releases it` };
+    return {
+      ok: true,
+      placed: null,
+      moved,
+      note: `decision ${report.decision_id} is unsettled (its answer was lost); settle adopts or releases it`,
+    };
   }
   const last = report.attempts.at(-1);
-  const why = report.decision.placement === null ? "no eligible node" : last ? `${last.outcome}${last.reason ? `: ${last.reason}` : ""}` : "nothing was sent";
+  const why =
+    report.decision.placement === null
+      ? "no eligible node"
+      : last
+        ? `${last.outcome}${last.reason ? `: ${last.reason}` : ""}`
+        : "nothing was sent";
   return { ok: false, reason: `not placed elsewhere (${why}, decision ${report.decision_id})`, moved };
 }
 
-export type OrphanResult = { readonly ok: true; readonly gone: boolean } | { readonly ok: false; readonly reason: string };
+export type OrphanResult =
+  | { readonly ok: true; readonly gone: boolean }
+  | { readonly ok: false; readonly reason: string };
 
 /**
  * The old copy of a moved record, on its node: unloaded (fenced on `generation`, so a copy that restarted since is
  * refused by the node) or, on the forget path only, stopped first. Chained as a request/outcome pair marked
  * `orphan: true` with the authority; a successful unload (or the node answering it holds nothing) ends the record.
  */
-export async function teardownOrphan(deps: MoverDeps, moved: MovedRecord, verb: "stop" | "unload", generation: number | null, by: JsonObject): Promise<OrphanResult> {
+export async function teardownOrphan(
+  deps: MoverDeps,
+  moved: MovedRecord,
+  verb: "stop" | "unload",
+  generation: number | null,
+  by: JsonObject,
+): Promise<OrphanResult> {
   const authority = moved.authority === "forget" ? "operator" : moved.authority;
   const request = await deps.moves.requestEvent({
     source: "placement",
     kind: `workload.${verb}`,
-    payload: { phase: "request", instance_id: moved.instance_id, node: moved.node_id, name: moved.name, orphan: true, moved_by: moved.authority, authority, by },
+    payload: {
+      phase: "request",
+      instance_id: moved.instance_id,
+      node: moved.node_id,
+      name: moved.name,
+      orphan: true,
+      moved_by: moved.authority,
+      authority,
+      by,
+    },
   });
   const body: JsonObject =
-    verb === "stop" ? { instance_id: moved.instance_id, grace_ms: 2000 } : { instance_id: moved.instance_id, ...(generation === null ? {} : { generation }) };
-  const r = await deps.targets.call(moved.node_id, verb, body, { decisionId: request, timeoutMs: verb === "stop" ? deps.callTimeoutMs + 2000 : deps.callTimeoutMs });
+    verb === "stop"
+      ? { instance_id: moved.instance_id, grace_ms: 2000 }
+      : { instance_id: moved.instance_id, ...(generation === null ? {} : { generation }) };
+  const r = await deps.targets.call(moved.node_id, verb, body, {
+    decisionId: request,
+    timeoutMs: verb === "stop" ? deps.callTimeoutMs + 2000 : deps.callTimeoutMs,
+  });
   const gone = verb === "unload" && (r.kind === "ok" || (r.kind === "refused" && r.code === "unknown_instance"));
   const outcome: EventDraft = {
     source: "placement",
@@ -133,7 +194,16 @@ export async function teardownOrphan(deps: MoverDeps, moved: MovedRecord, verb: 
       decision_id: request,
       instance_id: moved.instance_id,
       node: moved.node_id,
-      result: r.kind === "ok" ? (gone ? "orphan_unloaded" : "ok") : r.kind === "refused" ? (gone ? "orphan_unloaded" : "refused") : r.kind,
+      result:
+        r.kind === "ok"
+          ? gone
+            ? "orphan_unloaded"
+            : "ok"
+          : r.kind === "refused"
+            ? gone
+              ? "orphan_unloaded"
+              : "refused"
+            : r.kind,
       code: r.kind === "refused" ? r.code : null,
       reason: r.kind === "ok" ? null : failureText(r),
     },

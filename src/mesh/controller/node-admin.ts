@@ -40,12 +40,15 @@ export interface NodeAdminDeps {
   readonly peersFileLists?: (addr: string) => boolean;
 }
 
-export type NodeRefResult = { readonly ok: true; readonly target: TargetInfo & { readonly node_id: string } } | { readonly ok: false; readonly reason: string };
+export type NodeRefResult =
+  | { readonly ok: true; readonly target: TargetInfo & { readonly node_id: string } }
+  | { readonly ok: false; readonly reason: string };
 
 /** A node id, address or facts name, as `berth nodes list` shows them. */
 export async function resolveNode(targets: Targets, ref: string): Promise<NodeRefResult> {
   const t = (await targets.resolve(ref)) ?? (await targets.list()).find((x) => x.name === ref) ?? null;
-  if (t === null || t.node_id === null) return { ok: false, reason: `no known node ${ref} (give a node id, address or name from \`berth nodes list\`)` };
+  if (t === null || t.node_id === null)
+    return { ok: false, reason: `no known node ${ref} (give a node id, address or name from \`berth nodes list\`)` };
   return { ok: true, target: t as TargetInfo & { node_id: string } };
 }
 
@@ -56,7 +59,13 @@ export interface CordonResult {
   readonly changed: boolean;
 }
 
-export async function cordonNode(deps: NodeAdminDeps, ref: string, cordoned: boolean, reason: string | null, operator: JsonObject): Promise<CordonResult | { readonly error: string }> {
+export async function cordonNode(
+  deps: NodeAdminDeps,
+  ref: string,
+  cordoned: boolean,
+  reason: string | null,
+  operator: JsonObject,
+): Promise<CordonResult | { readonly error: string }> {
   const r = await resolveNode(deps.targets, ref);
   if (!r.ok) return { error: r.reason };
   const node = r.target.node_id;
@@ -74,15 +83,39 @@ export interface ForgetResult {
   readonly decisions: readonly string[];
 }
 
-export async function forgetNode(deps: NodeAdminDeps, ref: string, reason: string, operator: JsonObject): Promise<ForgetResult | { readonly error: string }> {
+export async function forgetNode(
+  deps: NodeAdminDeps,
+  ref: string,
+  reason: string,
+  operator: JsonObject,
+): Promise<ForgetResult | { readonly error: string }> {
   const r = await resolveNode(deps.targets, ref);
   if (!r.ok) return { error: r.reason };
   const node = r.target.node_id;
   const done = await deps.moves.forget(node, reason, {
-    forgotten: (released) => ({ source: "trust", kind: "node.forget", payload: { node, addr: r.target.addr, reason, operator, instances: released.instances, decisions: released.decisions } }),
-    decision: (decisionId, name) => ({ source: "placement", kind: "workload.refuse", payload: { phase: "forgotten", decision_id: decisionId, node, name, reason, operator } }),
+    forgotten: (released) => ({
+      source: "trust",
+      kind: "node.forget",
+      payload: {
+        node,
+        addr: r.target.addr,
+        reason,
+        operator,
+        instances: released.instances,
+        decisions: released.decisions,
+      },
+    }),
+    decision: (decisionId, name) => ({
+      source: "placement",
+      kind: "workload.refuse",
+      payload: { phase: "forgotten", decision_id: decisionId, node, name, reason, operator },
+    }),
   });
-  return { node, released: done.instances.map((m) => ({ instance_id: m.instance_id, name: m.name })), decisions: done.decisions };
+  return {
+    node,
+    released: done.instances.map((m) => ({ instance_id: m.instance_id, name: m.name })),
+    decisions: done.decisions,
+  };
 }
 
 export interface RemoveResult {
@@ -96,7 +129,12 @@ function stateOf(target: TargetInfo, cordoned: boolean): string {
   return [cordoned ? "cordoned" : "", target.liveness].filter(Boolean).join(", ");
 }
 
-export async function removeNode(deps: NodeAdminDeps, ref: string, reason: string, operator: JsonObject): Promise<RemoveResult | { readonly error: string; readonly refused?: true }> {
+export async function removeNode(
+  deps: NodeAdminDeps,
+  ref: string,
+  reason: string,
+  operator: JsonObject,
+): Promise<RemoveResult | { readonly error: string; readonly refused?: true }> {
   const r = await resolveNode(deps.targets, ref);
   if (!r.ok) return { error: r.reason };
   const node = r.target.node_id;
@@ -108,17 +146,42 @@ export async function removeNode(deps: NodeAdminDeps, ref: string, reason: strin
     };
   }
   if (deps.peersFileLists?.(r.target.addr)) {
-    return { refused: true, error: `node ${ref} is listed in peers.json (${r.target.addr}): berth would learn it again at once; take it out of peers.json first` };
+    return {
+      refused: true,
+      error: `node ${ref} is listed in peers.json (${r.target.addr}): berth would learn it again at once; take it out of peers.json first`,
+    };
   }
-  await deps.targets.remove(r.target.addr, { source: "trust", kind: "peer.remove", payload: { node, addr: r.target.addr, key: r.target.key, reason, operator } });
+  await deps.targets.remove(r.target.addr, {
+    source: "trust",
+    kind: "peer.remove",
+    payload: { node, addr: r.target.addr, key: r.target.key, reason, operator },
+  });
   return { node, addr: r.target.addr, removed: true };
 }
 
 export type DrainStep =
-  | { readonly instance_id: string; readonly name: string; readonly outcome: "moved"; readonly to_node: string; readonly to_instance: string; readonly old_copy: "unloaded" | "left_stopped" }
-  | { readonly instance_id: string; readonly name: string; readonly outcome: "left_running" | "stopped_not_placed" | "failed"; readonly reason: string }
+  | {
+      readonly instance_id: string;
+      readonly name: string;
+      readonly outcome: "moved";
+      readonly to_node: string;
+      readonly to_instance: string;
+      readonly old_copy: "unloaded" | "left_stopped";
+    }
+  | {
+      readonly instance_id: string;
+      readonly name: string;
+      readonly outcome: "left_running" | "stopped_not_placed" | "failed";
+      readonly reason: string;
+    }
   /** Issue 33: a person had stopped the agent: its stopped copy is unloaded here and it is placed nowhere else. */
-  | { readonly instance_id: string; readonly name: string; readonly outcome: "stopped_by_operator"; readonly old_copy: "unloaded" | "left_stopped"; readonly reason: string };
+  | {
+      readonly instance_id: string;
+      readonly name: string;
+      readonly outcome: "stopped_by_operator";
+      readonly old_copy: "unloaded" | "left_stopped";
+      readonly reason: string;
+    };
 
 export interface DrainResult {
   readonly node: string;
@@ -128,23 +191,48 @@ export interface DrainResult {
 const LIVE = new Set(["running", "starting", "loading", "unhealthy", "backoff"]);
 
 /** The node's own word on the instance: its state and generation, or why there is none. */
-async function nodeRow(deps: NodeAdminDeps, node: string, instanceId: string): Promise<{ state: string; generation: number | null } | { error: string }> {
-  const r = await deps.targets.call(node, "status", { instance_id: null, include_departed: false }, { timeoutMs: deps.mover.callTimeoutMs });
+async function nodeRow(
+  deps: NodeAdminDeps,
+  node: string,
+  instanceId: string,
+): Promise<{ state: string; generation: number | null } | { error: string }> {
+  const r = await deps.targets.call(
+    node,
+    "status",
+    { instance_id: null, include_departed: false },
+    { timeoutMs: deps.mover.callTimeoutMs },
+  );
   if (r.kind !== "ok") return { error: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
-  const row = statusRowsOf(r.result).filter(isInstanceRow).find((x) => x.instance_id === instanceId);
+  const row = statusRowsOf(r.result)
+    .filter(isInstanceRow)
+    .find((x) => x.instance_id === instanceId);
   if (!row) return { state: "absent", generation: null };
   return { state: row.state, generation: row.generation };
 }
 
-export async function drainNode(deps: NodeAdminDeps, ref: string, reason: string, operator: JsonObject, wait: (ms: number) => Promise<void>): Promise<DrainResult | { readonly error: string }> {
+export async function drainNode(
+  deps: NodeAdminDeps,
+  ref: string,
+  reason: string,
+  operator: JsonObject,
+  wait: (ms: number) => Promise<void>,
+): Promise<DrainResult | { readonly error: string }> {
   const r = await resolveNode(deps.targets, ref);
   if (!r.ok) return { error: r.reason };
   const node = r.target.node_id;
   if (!(await deps.targets.refresh(node))) {
-    return { error: `node ${node} did not answer (${(await deps.targets.byNode(node))?.error ?? "no answer"}): drain moves agents off a live node; for a node that is gone for good, use \`berth node forget ${ref} --reason …\`` };
+    return {
+      error: `node ${node} did not answer (${(await deps.targets.byNode(node))?.error ?? "no answer"}): drain moves agents off a live node; for a node that is gone for good, use \`berth node forget ${ref} --reason …\``,
+    };
   }
-  await deps.moves.setCordon(node, true, `drain: ${reason}`, { source: "trust", kind: "node.cordon", payload: { node, addr: r.target.addr, reason: `drain: ${reason}`, operator } });
-  await deps.moves.append([{ source: "trust", kind: "node.drain", payload: { phase: "request", node, reason, operator } }]);
+  await deps.moves.setCordon(node, true, `drain: ${reason}`, {
+    source: "trust",
+    kind: "node.cordon",
+    payload: { node, addr: r.target.addr, reason: `drain: ${reason}`, operator },
+  });
+  await deps.moves.append([
+    { source: "trust", kind: "node.drain", payload: { phase: "request", node, reason, operator } },
+  ]);
   const steps: DrainStep[] = [];
   const by: JsonObject = { ...operator, verb: "berth node drain", reason };
   // One at a time, re-reading the records each time (level-triggered: a record moved meanwhile is not moved twice).
@@ -156,7 +244,13 @@ export async function drainNode(deps: NodeAdminDeps, ref: string, reason: string
     const step = await drainOne(deps, node, p, reason, by, wait);
     steps.push(step);
   }
-  await deps.moves.append([{ source: "trust", kind: "node.drain", payload: { phase: "outcome", node, reason, operator, steps: steps.map((s) => ({ ...s })) } }]);
+  await deps.moves.append([
+    {
+      source: "trust",
+      kind: "node.drain",
+      payload: { phase: "outcome", node, reason, operator, steps: steps.map((s) => ({ ...s })) },
+    },
+  ]);
   return { node, steps };
 }
 
@@ -173,15 +267,38 @@ async function drainOne(
   // stopped copy is unloaded, fenced on the generation the node reports, and only a deploy or a start runs it again.
   if ((await deps.store.stoppedNames()).has(p.name)) {
     const seen = await nodeRow(deps, node, p.instance_id);
-    if ("error" in seen) return { ...base, outcome: "failed", reason: `the node did not say what it holds (${seen.error}); left as it is` };
-    if (LIVE.has(seen.state)) return { ...base, outcome: "left_running", reason: `stopped by its operator, yet the node reports it ${seen.state}; left as it is` };
+    if ("error" in seen)
+      return {
+        ...base,
+        outcome: "failed",
+        reason: `the node did not say what it holds (${seen.error}); left as it is`,
+      };
+    if (LIVE.has(seen.state))
+      return {
+        ...base,
+        outcome: "left_running",
+        reason: `stopped by its operator, yet the node reports it ${seen.state}; left as it is`,
+      };
     const why = "stopped by its operator: not placed elsewhere; a deploy or `berth agent start` runs it again";
-    const unload = await deps.instance("unload", p.instance_id, { operator: by, ...(seen.generation === null ? {} : { generation: seen.generation }) });
-    return { ...base, outcome: "stopped_by_operator", old_copy: unload.kind === "ok" ? "unloaded" : "left_stopped", reason: why };
+    const unload = await deps.instance("unload", p.instance_id, {
+      operator: by,
+      ...(seen.generation === null ? {} : { generation: seen.generation }),
+    });
+    return {
+      ...base,
+      outcome: "stopped_by_operator",
+      old_copy: unload.kind === "ok" ? "unloaded" : "left_stopped",
+      reason: why,
+    };
   }
   // 1. somewhere else must fit before anything is stopped (a dry run, chained as an explain).
   const stored = await deps.moves.order(p.decision_id);
-  if (stored === null) return { ...base, outcome: "left_running", reason: "no stored order for this placement (placed before this build); move it yourself" };
+  if (stored === null)
+    return {
+      ...base,
+      outcome: "left_running",
+      reason: "no stored order for this placement (placed before this build); move it yourself",
+    };
   const rebuilt = rebuildOrder(stored, node, readRef(deps.mover.processEnv));
   if (!rebuilt.ok) return { ...base, outcome: "left_running", reason: rebuilt.error };
   let dry: PlaceReport;
@@ -191,10 +308,20 @@ async function drainOne(
     // A dry run checks no name; anything else it refuses (the package, the engine) leaves the agent where it is.
     return { ...base, outcome: "left_running", reason: `the dry run was refused: ${(error as Error).message}` };
   }
-  if (dry.decision.placement === null) return { ...base, outcome: "left_running", reason: "no other node can take it (see `berth place … --dry-run`); left running here" };
+  if (dry.decision.placement === null)
+    return {
+      ...base,
+      outcome: "left_running",
+      reason: "no other node can take it (see `berth place … --dry-run`); left running here",
+    };
   // 2. stop, and 3. confirm stopped by the node itself
   const stop = await deps.instance("stop", p.instance_id, { operator: by, for_move: true });
-  if (stop.kind !== "ok") return { ...base, outcome: "failed", reason: `stop: ${stop.kind}${"reason" in stop ? ` (${stop.reason})` : ""}; left as it is` };
+  if (stop.kind !== "ok")
+    return {
+      ...base,
+      outcome: "failed",
+      reason: `stop: ${stop.kind}${"reason" in stop ? ` (${stop.reason})` : ""}; left as it is`,
+    };
   const deadline = deps.clock() + (deps.stopConfirmMs ?? 15_000);
   let seen: { state: string; generation: number | null } | { error: string } = await nodeRow(deps, node, p.instance_id);
   while (("error" in seen || LIVE.has(seen.state)) && deps.clock() < deadline) {
@@ -202,7 +329,11 @@ async function drainOne(
     seen = await nodeRow(deps, node, p.instance_id);
   }
   if ("error" in seen || LIVE.has(seen.state)) {
-    return { ...base, outcome: "failed", reason: `the node did not confirm it stopped (${"error" in seen ? seen.error : seen.state}); nothing was placed elsewhere` };
+    return {
+      ...base,
+      outcome: "failed",
+      reason: `the node did not confirm it stopped (${"error" in seen ? seen.error : seen.state}); nothing was placed elsewhere`,
+    };
   }
   const generation = seen.generation;
   // 4. take the record off and place elsewhere
@@ -210,13 +341,29 @@ async function drainOne(
     deps.mover,
     p,
     "drain",
-    { source: "placement", kind: "workload.lifecycle", payload: { phase: "lifecycle", instance_id: p.instance_id, node, name: p.name, action: "drain", reason, by } },
+    {
+      source: "placement",
+      kind: "workload.lifecycle",
+      payload: { phase: "lifecycle", instance_id: p.instance_id, node, name: p.name, action: "drain", reason, by },
+    },
     `drain: ${reason}`,
   );
   if (!moved.ok || moved.placed === null) {
-    return { ...base, outcome: "stopped_not_placed", reason: moved.ok ? moved.note : `${moved.reason}; its copy is stopped here and a running berth serve places it again` };
+    return {
+      ...base,
+      outcome: "stopped_not_placed",
+      reason: moved.ok
+        ? moved.note
+        : `${moved.reason}; its copy is stopped here and a running berth serve places it again`,
+    };
   }
   // 5. the stopped copy is unloaded, fenced on the generation the node reported
   const unload = await teardownOrphan(deps.mover, moved.moved, "unload", generation, by);
-  return { ...base, outcome: "moved", to_node: moved.placed.node_id, to_instance: moved.placed.instance_id, old_copy: unload.ok && unload.gone ? "unloaded" : "left_stopped" };
+  return {
+    ...base,
+    outcome: "moved",
+    to_node: moved.placed.node_id,
+    to_instance: moved.placed.instance_id,
+    old_copy: unload.ok && unload.gone ? "unloaded" : "left_stopped",
+  };
 }

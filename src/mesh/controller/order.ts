@@ -40,7 +40,9 @@ export const PlaceOrderSchema = z.strictObject({
     .record(
       z.string().regex(/^[A-Z_][A-Z0-9_]*$/, "env names must match ^[A-Z_][A-Z0-9_]*$"),
       z.union([
-        z.strictObject({ file: z.string().min(1).max(4096).refine(isAbsolute, "a valueFrom file is an absolute path here") }),
+        z.strictObject({
+          file: z.string().min(1).max(4096).refine(isAbsolute, "a valueFrom file is an absolute path here"),
+        }),
         z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name") }),
       ]),
     )

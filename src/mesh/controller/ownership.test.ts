@@ -9,7 +9,14 @@ import { TEST_ENGINE } from "../../../test/support/test-database.js";
 import { EngineChain } from "../../chain/engine-chain.js";
 import { signingKeyFromSeed } from "../../core/crypto/ed25519.js";
 import type { StoreEngine } from "../../store/engine.js";
-import { ControllerStore, type DecisionId, IllegalTransition, NameTaken, type PlacementRecord, type WorkloadRecord } from "./store.js";
+import {
+  ControllerStore,
+  type DecisionId,
+  IllegalTransition,
+  NameTaken,
+  type PlacementRecord,
+  type WorkloadRecord,
+} from "./store.js";
 
 // SQLite, or PostgreSQL with BERTH_TEST_DATABASE=postgres (scripts/test runs both).
 const engines = engineHarness();
@@ -24,20 +31,55 @@ async function twoOwners() {
   return { a, b: await storeOn(await engines.reopen(first)) };
 }
 
-const W: WorkloadRecord = { kind: "agent", network: "lan", secrets: false, cpu_millis: 0, memory_bytes: 0, labels: [], excludes: [], package_id: "c".repeat(64), signer_keys: [], file_hashes: [] };
+const W: WorkloadRecord = {
+  kind: "agent",
+  network: "lan",
+  secrets: false,
+  cpu_millis: 0,
+  memory_bytes: 0,
+  labels: [],
+  excludes: [],
+  package_id: "c".repeat(64),
+  signer_keys: [],
+  file_hashes: [],
+};
 const NODE = "d".repeat(32);
 const ev = (phase: string) => ({ source: "placement", kind: "workload.refuse", payload: { phase } });
 
 function decide(store: ControllerStore, name: string): Promise<DecisionId> {
-  return store.commitDecision({ name, packageId: W.package_id, workload: W, dispatch: true, event: { source: "placement", kind: "workload.place", payload: { phase: "decision", name } }, refusal: (error) => ev(error) });
+  return store.commitDecision({
+    name,
+    packageId: W.package_id,
+    workload: W,
+    dispatch: true,
+    event: { source: "placement", kind: "workload.place", payload: { phase: "decision", name } },
+    refusal: (error) => ev(error),
+  });
 }
 function placement(id: string, instance = "probe-000000000001"): PlacementRecord {
-  return { instance_id: instance, name: "probe", node_id: NODE, decision_id: id, variant: "v", route: "native", package_id: W.package_id, placed_ms: 1, adopted: false, pending: null };
+  return {
+    instance_id: instance,
+    name: "probe",
+    node_id: NODE,
+    decision_id: id,
+    variant: "v",
+    route: "native",
+    package_id: W.package_id,
+    placed_ms: 1,
+    adopted: false,
+    pending: null,
+  };
 }
 async function unsettle(store: ControllerStore, id: DecisionId): Promise<void> {
   await store.beginAttempt(id, 1, NODE, "v");
   await store.beginReconcile(id);
-  await store.commitAttempt(id, 1, { nodeId: NODE, variant: "v", outcome: "indeterminate", code: null, reason: "lost" }, ev("dispatch"), { state: "unsettled", node_id: NODE, variant: "v" });
+  await store.commitAttempt(
+    id,
+    1,
+    { nodeId: NODE, variant: "v", outcome: "indeterminate", code: null, reason: "lost" },
+    ev("dispatch"),
+    { state: "unsettled", node_id: NODE, variant: "v" },
+  );
 }
 
 describe("decisions under owner leases", () => {
@@ -72,7 +114,11 @@ describe("decisions under owner leases", () => {
       taken = error;
     }
     expect(taken).toBeInstanceOf(NameTaken);
-    expect((taken as NameTaken).holder).toMatchObject({ kind: "decision", state: "dispatching", owner: { pid: process.pid, alive: true } });
+    expect((taken as NameTaken).holder).toMatchObject({
+      kind: "decision",
+      state: "dispatching",
+      owner: { pid: process.pid, alive: true },
+    });
     expect((taken as NameTaken).message).toMatch(/in flight by pid \d+/);
   });
 
@@ -81,7 +127,13 @@ describe("decisions under owner leases", () => {
     const id = await decide(a, "probe");
     await a.beginAttempt(id, 1, NODE, "v");
     await a.commitPlaced(id, 1, placement(id), W, ev("placed"));
-    const late = a.commitAttempt(id, 1, { nodeId: NODE, variant: "v", outcome: "indeterminate", code: null, reason: "x" }, ev("dispatch"), { state: "unsettled", node_id: NODE, variant: "v" });
+    const late = a.commitAttempt(
+      id,
+      1,
+      { nodeId: NODE, variant: "v", outcome: "indeterminate", code: null, reason: "x" },
+      ev("dispatch"),
+      { state: "unsettled", node_id: NODE, variant: "v" },
+    );
     await expect(late).rejects.toThrow(IllegalTransition);
     expect((await a.decision(id))?.state).toBe("placed");
     expect((await a.chain.verifyStored()).ok).toBe(true);
@@ -93,7 +145,18 @@ describe("decisions under owner leases", () => {
     await unsettle(a, id);
     expect(await b.claimForSettle(id)).toEqual({ ok: true });
     expect(await a.claimForSettle(id)).toMatchObject({ ok: false });
-    await expect(a.commitSettle((await a.decisionsIn("settling")).map((d) => ({ ...d, decision_id: d.id as DecisionId, node_id: NODE, variant: "v" }))[0]!, null, ev("settled"))).rejects.toThrow(IllegalTransition);
+    await expect(
+      a.commitSettle(
+        (await a.decisionsIn("settling")).map((d) => ({
+          ...d,
+          decision_id: d.id as DecisionId,
+          node_id: NODE,
+          variant: "v",
+        }))[0]!,
+        null,
+        ev("settled"),
+      ),
+    ).rejects.toThrow(IllegalTransition);
     await b.releaseSettle(id);
     expect((await a.unsettled()).map((d) => d.decision_id)).toEqual([id]);
   });
@@ -121,11 +184,19 @@ describe("decisions under owner leases", () => {
     await a.beginAttempt(id, 1, NODE, "v");
     await a.commitPlaced(id, 1, placement(id), W, ev("placed"));
     await a.engine.transaction((tx) => tx.run("UPDATE mesh_decisions SET state = 'unsettled' WHERE id = ?", [id])); // what main's dispatch did
-    expect(await b.wedged()).toEqual([{ decision_id: id, name: "probe", instance_id: "probe-000000000001", node_id: NODE }]);
-    expect(await b.claimForSettle(id)).toMatchObject({ ok: false, wedged: true, reason: expect.stringContaining("berth doctor --repair") });
+    expect(await b.wedged()).toEqual([
+      { decision_id: id, name: "probe", instance_id: "probe-000000000001", node_id: NODE },
+    ]);
+    expect(await b.claimForSettle(id)).toMatchObject({
+      ok: false,
+      wedged: true,
+      reason: expect.stringContaining("berth doctor --repair"),
+    });
     await b.commitRepair((await b.wedged())[0]!, { user: "tester" });
     expect([await b.wedged(), (await b.decision(id))?.state]).toEqual([[], "placed"]);
-    expect(await b.events({ kind: "controller.repair" })).toMatchObject([{ decision_id: id, from: "unsettled", to: "placed", operator: { user: "tester" } }]);
+    expect(await b.events({ kind: "controller.repair" })).toMatchObject([
+      { decision_id: id, from: "unsettled", to: "placed", operator: { user: "tester" } },
+    ]);
     expect((await b.chain.verifyStored()).ok).toBe(true);
   });
 });

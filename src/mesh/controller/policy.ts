@@ -27,7 +27,9 @@ export type PeerEntry = z.infer<typeof PeerEntrySchema>;
 export const PeersFileSchema = z.array(PeerEntrySchema).max(256);
 
 /** `null`: no peers file (tiers come from the API only). */
-export type PeersLoad = { readonly ok: true; readonly entries: readonly PeerEntry[] | null } | { readonly ok: false; readonly error: string };
+export type PeersLoad =
+  | { readonly ok: true; readonly entries: readonly PeerEntry[] | null }
+  | { readonly ok: false; readonly error: string };
 
 export interface ControllerPolicy {
   readonly signers: ReadonlySet<string>;
@@ -47,7 +49,11 @@ export function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
-    return { file: PEERS_FILE, sha256: null, loaded: { ok: false, error: `cannot read ${PEERS_FILE}: ${(error as Error).message}` } };
+    return {
+      file: PEERS_FILE,
+      sha256: null,
+      loaded: { ok: false, error: `cannot read ${PEERS_FILE}: ${(error as Error).message}` },
+    };
   }
   const digest = sha256(text).toString("hex");
   let raw: unknown;
@@ -60,7 +66,9 @@ export function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
   return {
     file: PEERS_FILE,
     sha256: digest,
-    loaded: parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssues("peers", parsed.error.issues) },
+    loaded: parsed.success
+      ? { ok: true, value: parsed.data }
+      : { ok: false, error: describeIssues("peers", parsed.error.issues) },
   };
 }
 
@@ -103,7 +111,12 @@ export class PolicyFiles {
       events.push({
         source: "trust",
         kind: "policy.load",
-        payload: { file: f.file, sha256: f.sha256, ok: f.loaded.ok, error: f.loaded.ok ? null : truncateUtf8(f.loaded.error, 512) },
+        payload: {
+          file: f.file,
+          sha256: f.sha256,
+          ok: f.loaded.ok,
+          error: f.loaded.ok ? null : truncateUtf8(f.loaded.error, 512),
+        },
       });
     }
     return {
@@ -118,4 +131,3 @@ export class PolicyFiles {
     };
   }
 }
-

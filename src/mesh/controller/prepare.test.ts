@@ -23,10 +23,18 @@ function signedPackage(script: string) {
   const signer = generateSigningKey();
   const dir = temp();
   writeFileSync(join(dir, "run.sh"), script, { mode: 0o755 });
-  initPackage(dir, { name: "probe", files: ["run.sh"], variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: "run.sh", args: [] }, requires: [] }] });
+  initPackage(dir, {
+    name: "probe",
+    files: ["run.sh"],
+    variants: [{ id: "any-linux", arch: "any", os: "linux", entry: { program: "run.sh", args: [] }, requires: [] }],
+  });
   buildPackage(dir);
   const { packageId } = signPackage(dir, signer);
-  const policy = { signers: new Set([signer.publicKey]), permits: [], revocations: EMPTY_REVOCATIONS } as unknown as ControllerPolicy;
+  const policy = {
+    signers: new Set([signer.publicKey]),
+    permits: [],
+    revocations: EMPTY_REVOCATIONS,
+  } as unknown as ControllerPolicy;
   return { dir, packageId, signer, policy };
 }
 
@@ -72,10 +80,22 @@ describe("preparing a package on the controller (issue 12)", () => {
     const dataDir = temp();
     expect(preparePackage(pkg.dir, dataDir, pkg.policy).ok).toBe(true);
     const untrusted = { ...pkg.policy, signers: new Set<string>() } as unknown as ControllerPolicy;
-    expect(preparePackage(pkg.packageId, dataDir, untrusted)).toEqual({ ok: false, error: expect.stringContaining("does not verify on this controller") });
-    writeFileSync(join(dataDir, PACKAGE_STORE, pkg.packageId, MANIFEST_FILE), readFileSync(join(other.dir, MANIFEST_FILE)));
-    const both = { ...pkg.policy, signers: new Set([pkg.signer.publicKey, other.signer.publicKey]) } as unknown as ControllerPolicy;
-    expect(preparePackage(pkg.packageId, dataDir, both)).toEqual({ ok: false, error: `package ${pkg.packageId}: the store copy holds package ${other.packageId}` });
+    expect(preparePackage(pkg.packageId, dataDir, untrusted)).toEqual({
+      ok: false,
+      error: expect.stringContaining("does not verify on this controller"),
+    });
+    writeFileSync(
+      join(dataDir, PACKAGE_STORE, pkg.packageId, MANIFEST_FILE),
+      readFileSync(join(other.dir, MANIFEST_FILE)),
+    );
+    const both = {
+      ...pkg.policy,
+      signers: new Set([pkg.signer.publicKey, other.signer.publicKey]),
+    } as unknown as ControllerPolicy;
+    expect(preparePackage(pkg.packageId, dataDir, both)).toEqual({
+      ok: false,
+      error: `package ${pkg.packageId}: the store copy holds package ${other.packageId}`,
+    });
   });
 
   it("a store copy serves the manifest it was verified from, not one written over it after the check (issue 19)", () => {
@@ -84,7 +104,9 @@ describe("preparing a package on the controller (issue 12)", () => {
     expect(preparePackage(pkg.dir, dataDir, pkg.policy).ok).toBe(true);
     const manifestPath = join(dataDir, PACKAGE_STORE, pkg.packageId, MANIFEST_FILE);
     const verified = readFileSync(manifestPath);
-    const prepared = preparePackage(pkg.packageId, dataDir, pkg.policy, () => writeFileSync(manifestPath, "{ not the manifest that was checked"));
+    const prepared = preparePackage(pkg.packageId, dataDir, pkg.policy, () =>
+      writeFileSync(manifestPath, "{ not the manifest that was checked"),
+    );
     if (!prepared.ok) throw new Error(prepared.error);
     expect(Buffer.from(prepared.pkg.source.manifest).equals(verified)).toBe(true);
     expect(prepared.pkg.source.packageId).toBe(pkg.packageId);
@@ -99,9 +121,15 @@ describe("preparing a package on the controller (issue 12)", () => {
       ...pkg.policy,
       revocations: { ...EMPTY_REVOCATIONS, subjects: [{ kind: "package", id: pkg.packageId, reason: "withdrawn" }] },
     } as unknown as ControllerPolicy;
-    expect(preparePackage(pkg.packageId, dataDir, revoked)).toEqual({ ok: false, error: expect.stringContaining(`package '${pkg.packageId}' is revoked: withdrawn`) });
+    expect(preparePackage(pkg.packageId, dataDir, revoked)).toEqual({
+      ok: false,
+      error: expect.stringContaining(`package '${pkg.packageId}' is revoked: withdrawn`),
+    });
     const untrusted = { ...pkg.policy, signers: new Set<string>() } as unknown as ControllerPolicy;
-    expect(preparePackage(pkg.packageId, dataDir, untrusted)).toEqual({ ok: false, error: expect.stringContaining("does not verify on this controller") });
+    expect(preparePackage(pkg.packageId, dataDir, untrusted)).toEqual({
+      ok: false,
+      error: expect.stringContaining("does not verify on this controller"),
+    });
     expect(preparePackage(pkg.packageId, dataDir, pkg.policy).ok).toBe(true);
   });
 });

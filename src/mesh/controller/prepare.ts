@@ -8,7 +8,14 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
-import { type EnvelopeVerdict, MANIFEST_FILE, type ParsedEnvelope, parseEnvelope, type Statement, verifyParsedEnvelope } from "../../core/packages/manifest.js";
+import {
+  type EnvelopeVerdict,
+  MANIFEST_FILE,
+  type ParsedEnvelope,
+  parseEnvelope,
+  type Statement,
+  verifyParsedEnvelope,
+} from "../../core/packages/manifest.js";
 import { ParseMemo } from "../../core/parse-memo.js";
 import type { WorkloadSpec } from "../../core/placement/index.js";
 import { PackageDirSource } from "../client/package-source.js";
@@ -25,19 +32,29 @@ export interface PreparedPackage {
   readonly signers: readonly string[];
 }
 
-export type Prepared = { readonly ok: true; readonly pkg: PreparedPackage } | { readonly ok: false; readonly error: string };
+export type Prepared =
+  | { readonly ok: true; readonly pkg: PreparedPackage }
+  | { readonly ok: false; readonly error: string };
 
 /**
  * Verifies `ref` (a directory, or a package id in the store) and makes sure the store holds a copy. Issue 12: the
  * manifest and each pinned file are read once; the store copy is written from those same verified bytes, so a package
  * rewritten after its check can never land under the id that was verified. `afterVerify` is a test seam.
  */
-export function preparePackage(ref: string, dataDir: string, policy: ControllerPolicy, afterVerify?: () => void): Prepared {
+export function preparePackage(
+  ref: string,
+  dataDir: string,
+  policy: ControllerPolicy,
+  afterVerify?: () => void,
+): Prepared {
   const storeRoot = join(dataDir, PACKAGE_STORE);
   const stored = storedPackageDir(ref, dataDir);
   const dir = stored ?? resolve(ref);
   if (!existsSync(join(dir, MANIFEST_FILE))) {
-    return { ok: false, error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${storeRoot}` };
+    return {
+      ok: false,
+      error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${storeRoot}`,
+    };
   }
   // Issue 19: a store copy is prepared from its manifest alone, checked against today's signers and revocations; its
   // files were checked when they were stored, and each is checked again before it is served (PackageDirSource), by
@@ -46,13 +63,17 @@ export function preparePackage(ref: string, dataDir: string, policy: ControllerP
   if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
   afterVerify?.();
   const { verdict, manifest, files } = read;
-  if (stored && verdict.value.packageId !== ref) return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.value.packageId}` };
+  if (stored && verdict.value.packageId !== ref)
+    return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.value.packageId}` };
   const statement = verdict.value.envelope.statement;
   const target = join(storeRoot, verdict.value.packageId);
-  if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE))) writeIntoStore(target, manifest, statement, files);
+  if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE)))
+    writeIntoStore(target, manifest, statement, files);
   // The manifest nodes fetch is the one just verified, not a second read of the store copy (issue 19: that read and
   // its parse were a third of a prepare); the pinned files are served from the store copy, each checked first.
-  const source = new PackageDirSource(target, { verified: { manifest, packageId: verdict.value.packageId, statement } });
+  const source = new PackageDirSource(target, {
+    verified: { manifest, packageId: verdict.value.packageId, statement },
+  });
   return { ok: true, pkg: { packageId: verdict.value.packageId, statement, source, signers: verdict.value.signers } };
 }
 
@@ -64,12 +85,16 @@ export function inspectPackage(ref: string, dataDir: string, policy: ControllerP
   const stored = storedPackageDir(ref, dataDir);
   const dir = stored ?? resolve(ref);
   if (!existsSync(join(dir, MANIFEST_FILE))) {
-    return { ok: false, error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${join(dataDir, PACKAGE_STORE)}` };
+    return {
+      ok: false,
+      error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${join(dataDir, PACKAGE_STORE)}`,
+    };
   }
   const read = stored ? readVerifiedManifest(dir, policy) : readVerified(dir, policy);
   if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
   const { verdict, manifest } = read;
-  if (stored && verdict.value.packageId !== ref) return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.value.packageId}` };
+  if (stored && verdict.value.packageId !== ref)
+    return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.value.packageId}` };
   const statement = verdict.value.envelope.statement;
   const source = new PackageDirSource(dir, { verified: { manifest, packageId: verdict.value.packageId, statement } });
   return { ok: true, pkg: { packageId: verdict.value.packageId, statement, source, signers: verdict.value.signers } };
@@ -123,7 +148,8 @@ function readVerified(dir: string, policy: ControllerPolicy): ReadVerified {
       return { ok: false, reason: `${f.path} is missing` };
     }
     if (bytes.length !== f.size) return { ok: false, reason: `${f.path} has ${bytes.length} bytes, pinned ${f.size}` };
-    if (createHash("sha256").update(bytes).digest("hex") !== f.sha256) return { ok: false, reason: `${f.path} does not match its pinned sha256` };
+    if (createHash("sha256").update(bytes).digest("hex") !== f.sha256)
+      return { ok: false, reason: `${f.path} does not match its pinned sha256` };
     files.set(f.path, bytes);
   }
   return { ok: true, verdict, manifest, files };
@@ -155,12 +181,23 @@ export function workloadSpecOf(name: string, pkg: PreparedPackage): WorkloadSpec
     name,
     kind: s.kind,
     package_id: pkg.packageId,
-    variants: s.variants.map((v) => ({ id: v.id, arch: v.arch, os: v.os, entry: { program: v.entry.program, args: [...v.entry.args] }, requires: v.requires as WorkloadSpec["requirements"] })),
+    variants: s.variants.map((v) => ({
+      id: v.id,
+      arch: v.arch,
+      os: v.os,
+      entry: { program: v.entry.program, args: [...v.entry.args] },
+      requires: v.requires as WorkloadSpec["requirements"],
+    })),
     requirements: s.requirements as WorkloadSpec["requirements"],
     preferences: s.preferences as WorkloadSpec["preferences"],
     memory_bytes: s.resources.memory_mb * 1024 * 1024,
     uses_accelerator: false,
-    policy: { min_tier: s.policy.min_tier, labels: [...s.policy.labels], excludes: [...s.policy.excludes], sticky: s.policy.sticky },
+    policy: {
+      min_tier: s.policy.min_tier,
+      labels: [...s.policy.labels],
+      excludes: [...s.policy.excludes],
+      sticky: s.policy.sticky,
+    },
     perf: null,
     refs: [pkg.packageId, ...s.files.map((f) => f.sha256), ...pkg.signers],
   };

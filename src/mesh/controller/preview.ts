@@ -8,7 +8,13 @@
  *   order ─validate─▶ package verified (read only) ─▶ the targets' views as last described ─▶ place verdicts (not
  *         chained) ─▶ engine decision ─▶ explain (decision id: none, nothing was decided on record)
  */
-import { decide, historyReads, type PlacementDecision, parsePlacementInputWithParts, renderExplain } from "../../core/placement/index.js";
+import {
+  decide,
+  historyReads,
+  type PlacementDecision,
+  parsePlacementInputWithParts,
+  renderExplain,
+} from "../../core/placement/index.js";
 import type { DispatchDeps } from "./dispatch.js";
 import { consult, contextOf, gatePolicyOf } from "./gate.js";
 import { type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
@@ -17,14 +23,24 @@ import { envFromProblem } from "./stored-order.js";
 
 export type PlacePreview =
   | { readonly ok: true; readonly decision: PlacementDecision; readonly explain: string }
-  | { readonly ok: false; readonly code: "invalid_order" | "prepare" | "decision"; readonly error: string; readonly constraints: ReadonlyArray<{ constraint: string; detail: string }> };
+  | {
+      readonly ok: false;
+      readonly code: "invalid_order" | "prepare" | "decision";
+      readonly error: string;
+      readonly constraints: ReadonlyArray<{ constraint: string; detail: string }>;
+    };
 
 /** What `place(order)` would decide now; reads only (the targets were described by the caller's observation). */
 export async function previewOrder(deps: DispatchDeps, input: PlaceOrderInput): Promise<PlacePreview> {
   const parsed = PlaceOrderSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { ok: false, code: "invalid_order", error: `place order: field ${issue?.path.map(String).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`, constraints: [] };
+    return {
+      ok: false,
+      code: "invalid_order",
+      error: `place order: field ${issue?.path.map(String).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
+      constraints: [],
+    };
   }
   const order = parsed.data;
   const envFrom = envFromProblem(order);
@@ -38,17 +54,40 @@ export async function previewOrder(deps: DispatchDeps, input: PlaceOrderInput): 
   const views = await deps.targets.views();
   const gatePolicy = gatePolicyOf(policy, deps.gate);
   // A node behind the latest revocation list is said so without pushing to it (dispatch.ts does the same for a dry run).
-  const lag = deps.revocationLag === undefined ? new Map<string, string>() : await deps.revocationLag(views.map((v) => v.node_id), policy, false);
+  const lag =
+    deps.revocationLag === undefined
+      ? new Map<string, string>()
+      : await deps.revocationLag(
+          views.map((v) => v.node_id),
+          policy,
+          false,
+        );
   const verdicts: Record<string, { verdict: "permit" | "deny"; reason: string }> = {};
   for (const v of views) {
-    const { verdict } = consult("workload.place", contextOf(workload, v.tier, deps.controllerId, false), gatePolicy, v.node_id);
+    const { verdict } = consult(
+      "workload.place",
+      contextOf(workload, v.tier, deps.controllerId, false),
+      gatePolicy,
+      v.node_id,
+    );
     const behind = lag.get(v.node_id);
-    verdicts[v.node_id] = behind !== undefined ? { verdict: "deny", reason: behind } : { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
+    verdicts[v.node_id] =
+      behind !== undefined
+        ? { verdict: "deny", reason: behind }
+        : { verdict: verdict.decision === "permit" ? "permit" : "deny", reason: verdict.reason };
   }
   const revoked = policy.revocations?.subjects ?? [];
   const input0 = parsePlacementInputWithParts(
     {
-      request: { spec: workloadSpecOf(name, pkg), pin: order.pin, prefer: order.prefer, avoid: order.avoid, allow_emulated: order.allow_emulated, strategy: order.strategy, current_node: null },
+      request: {
+        spec: workloadSpecOf(name, pkg),
+        pin: order.pin,
+        prefer: order.prefer,
+        avoid: order.avoid,
+        allow_emulated: order.allow_emulated,
+        strategy: order.strategy,
+        current_node: null,
+      },
       cluster: {
         now_ms: deps.clock(),
         revoked_nodes: revoked.filter((s) => s.kind === "node").map((s) => s.id),
@@ -58,9 +97,21 @@ export async function previewOrder(deps: DispatchDeps, input: PlaceOrderInput): 
     },
     { nodes: views, weights: deps.weights, gate: verdicts, instances: [], placed: [] },
   );
-  if (!input0.ok) return { ok: false, code: "decision", error: input0.error.message, constraints: input0.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail })) };
+  if (!input0.ok)
+    return {
+      ok: false,
+      code: "decision",
+      error: input0.error.message,
+      constraints: input0.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail })),
+    };
   const history = await deps.store.placementHistory(historyReads(input0.input.request, input0.input.nodes));
   const result = decide({ ...input0.input, cluster: { ...input0.input.cluster, ...history } });
-  if (!result.ok) return { ok: false, code: "decision", error: result.error.message, constraints: result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail })) };
+  if (!result.ok)
+    return {
+      ok: false,
+      code: "decision",
+      error: result.error.message,
+      constraints: result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail })),
+    };
   return { ok: true, decision: result.decision, explain: renderExplain(result.decision) };
 }

@@ -31,6 +31,8 @@ describe("reading a status answer for one decision (spec/mesh.md §10.1, §11.2)
     expect(rowsForDecision({ rows: "none" }, D)).toBeNull();
     expect(rowsForDecision({ rows: [1] }, D)).toBeNull();
     // A row missing a member the schema requires is not guessed at either.
-    expect(rowsForDecision({ rows: [{ instance_id: "probe-000000000001", decision_id: D, state: "running" }] }, D)).toBeNull();
+    expect(
+      rowsForDecision({ rows: [{ instance_id: "probe-000000000001", decision_id: D, state: "running" }] }, D),
+    ).toBeNull();
   });
 });

@@ -33,13 +33,19 @@ export function failureText(r: Exclude<CallResult, { kind: "ok" }>): string {
  * `heldForDecision` of a status result that nobody has typed yet: null when it is not a table of rows, never read as
  * empty. The controller's own calls get their answers typed by the node client and read them with `heldForDecision`.
  */
-export function rowsForDecision(result: JsonObject, decisionId: string): { inFlight: boolean; instances: string[] } | null {
+export function rowsForDecision(
+  result: JsonObject,
+  decisionId: string,
+): { inFlight: boolean; instances: string[] } | null {
   const rows = statusRows(result);
   return rows === null ? null : heldForDecision(rows, decisionId);
 }
 
 /** The rows of a status answer that carry `decisionId`: in-flight marks and instances (departed rows excluded). */
-export function heldForDecision(rows: readonly StatusRowAnswer[], decisionId: string): { inFlight: boolean; instances: string[] } {
+export function heldForDecision(
+  rows: readonly StatusRowAnswer[],
+  decisionId: string,
+): { inFlight: boolean; instances: string[] } {
   let inFlight = false;
   const instances: string[] = [];
   for (const row of rows) {
@@ -50,10 +56,24 @@ export function heldForDecision(rows: readonly StatusRowAnswer[], decisionId: st
   return { inFlight, instances };
 }
 
-export async function reconcileLostAnswer(targets: Targets, nodeId: string, decisionId: DecisionId, callTimeoutMs: number): Promise<ReconcileResult> {
-  const notReconciled = (why: string): ReconcileResult => ({ settled: false, note: `not reconciled: ${why}`, unloaded: 0 });
+export async function reconcileLostAnswer(
+  targets: Targets,
+  nodeId: string,
+  decisionId: DecisionId,
+  callTimeoutMs: number,
+): Promise<ReconcileResult> {
+  const notReconciled = (why: string): ReconcileResult => ({
+    settled: false,
+    note: `not reconciled: ${why}`,
+    unloaded: 0,
+  });
   // 1. signed status without an instance id
-  const status = await targets.call(nodeId, "status", { instance_id: null, include_departed: false }, { timeoutMs: callTimeoutMs });
+  const status = await targets.call(
+    nodeId,
+    "status",
+    { instance_id: null, include_departed: false },
+    { timeoutMs: callTimeoutMs },
+  );
   if (status.kind !== "ok") return notReconciled(failureText(status));
   // 2.
   const held = heldForDecision(statusRowsOf(status.result), decisionId);
@@ -62,7 +82,12 @@ export async function reconcileLostAnswer(targets: Targets, nodeId: string, deci
   // 4. unload each, carrying the same decision id; the node gates these as teardown
   let unloaded = 0;
   for (const instanceId of held.instances) {
-    const r = await targets.call(nodeId, "unload", { instance_id: instanceId }, { decisionId, timeoutMs: callTimeoutMs });
+    const r = await targets.call(
+      nodeId,
+      "unload",
+      { instance_id: instanceId },
+      { decisionId, timeoutMs: callTimeoutMs },
+    );
     if (r.kind !== "ok") {
       return { settled: false, note: `not reconciled: unload of ${instanceId} failed (${failureText(r)})`, unloaded };
     }

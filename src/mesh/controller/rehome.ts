@@ -35,10 +35,19 @@ export interface RehomeDeps {
   readonly callTimeoutMs: number;
 }
 
-export async function rehomeNode(deps: RehomeDeps, ref: string, reason: string, operator: JsonObject): Promise<RehomeResult> {
+export async function rehomeNode(
+  deps: RehomeDeps,
+  ref: string,
+  reason: string,
+  operator: JsonObject,
+): Promise<RehomeResult> {
   const target = await deps.targets.resolve(ref);
   if (target === null || target.node_id === null || target.key === null) {
-    return { kind: "unknown_node", node: ref, reason: `no known node ${ref}; add it first with \`berth nodes add HOST:PORT\`` };
+    return {
+      kind: "unknown_node",
+      node: ref,
+      reason: `no known node ${ref}; add it first with \`berth nodes add HOST:PORT\``,
+    };
   }
   const node = target.node_id;
   const requestId = await deps.store.commitVerbRequest({
@@ -46,7 +55,12 @@ export async function rehomeNode(deps: RehomeDeps, ref: string, reason: string, 
     kind: "controller.rehome",
     payload: { phase: "request", node, addr: target.addr, store_id: deps.storeId, reason, operator },
   });
-  const r = await deps.targets.call(node, "rehome", { reason }, { decisionId: requestId, timeoutMs: deps.callTimeoutMs });
+  const r = await deps.targets.call(
+    node,
+    "rehome",
+    { reason },
+    { decisionId: requestId, timeoutMs: deps.callTimeoutMs },
+  );
   const outcome = outcomeOf("rehome", r);
   // Typed by the node client, which checked it against the method's schema (core/protocol/results.ts).
   const answered = r.kind === "ok" ? r.result : null;
@@ -73,5 +87,9 @@ export async function rehomeNode(deps: RehomeDeps, ref: string, reason: string, 
     return { kind: "ok", node, store_id, epoch, from_store, from_epoch, instances };
   }
   if (r.kind === "refused") return { kind: "refused", node, code: r.code, reason: r.reason };
-  return { kind: outcome === "indeterminate" ? "indeterminate" : "unreachable", node, reason: r.kind === "ok" ? "" : r.reason };
+  return {
+    kind: outcome === "indeterminate" ? "indeterminate" : "unreachable",
+    node,
+    reason: r.kind === "ok" ? "" : r.reason,
+  };
 }

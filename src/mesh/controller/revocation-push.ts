@@ -32,7 +32,13 @@ export interface Publication {
 export type PushOutcome =
   | { readonly node: string; readonly kind: "current"; readonly generation: number }
   | { readonly node: string; readonly kind: "pushed"; readonly generation: number; readonly changed: boolean }
-  | { readonly node: string; readonly kind: "behind"; readonly held: number; readonly wanted: number; readonly reason: string };
+  | {
+      readonly node: string;
+      readonly kind: "behind";
+      readonly held: number;
+      readonly wanted: number;
+      readonly reason: string;
+    };
 
 const digest = (list: RevocationList) => sha256(canonicalJson(list as unknown as JsonValue)).toString("hex");
 
@@ -44,38 +50,67 @@ const nothing = (list: RevocationList) => list.generation === 0 && list.subjects
  * hand with a new generation is published the first time it is seen). A list whose generation was already
  * published with other content is refused: a node would take neither as newer.
  */
-export async function publicationOf(store: ControllerStore, list: RevocationList, clock: () => number, withEvents: readonly EventDraft[] = []): Promise<{ ok: true; pub: Publication | null } | { ok: false; reason: string }> {
+export async function publicationOf(
+  store: ControllerStore,
+  list: RevocationList,
+  clock: () => number,
+  withEvents: readonly EventDraft[] = [],
+): Promise<{ ok: true; pub: Publication | null } | { ok: false; reason: string }> {
   if (nothing(list) && withEvents.length === 0) return { ok: true, pub: null };
   const sum = digest(list);
   if (withEvents.length === 0) {
     // The common case, on every placement: published already; a read, no write transaction.
-    const seen = await store.engine.read((q) => q.get<{ sha256: string; decision_id: string }>("SELECT sha256, decision_id FROM mesh_revocation_publications WHERE generation = ?", [list.generation]));
-    if (seen && seen.sha256 === sum) return { ok: true, pub: { generation: list.generation, list, decisionId: seen.decision_id } };
+    const seen = await store.engine.read((q) =>
+      q.get<{ sha256: string; decision_id: string }>(
+        "SELECT sha256, decision_id FROM mesh_revocation_publications WHERE generation = ?",
+        [list.generation],
+      ),
+    );
+    if (seen && seen.sha256 === sum)
+      return { ok: true, pub: { generation: list.generation, list, decisionId: seen.decision_id } };
   }
   return store.engine.transaction(async (tx) => {
-    const row = await tx.get<{ sha256: string; decision_id: string }>("SELECT sha256, decision_id FROM mesh_revocation_publications WHERE generation = ?", [list.generation]);
+    const row = await tx.get<{ sha256: string; decision_id: string }>(
+      "SELECT sha256, decision_id FROM mesh_revocation_publications WHERE generation = ?",
+      [list.generation],
+    );
     if (row) {
       if (row.sha256 !== sum) {
-        return { ok: false as const, reason: `revocations.json generation ${list.generation} was already published with other subjects; raise its generation (berth revoke does) so nodes take it as newer` };
+        return {
+          ok: false as const,
+          reason: `revocations.json generation ${list.generation} was already published with other subjects; raise its generation (berth revoke does) so nodes take it as newer`,
+        };
       }
       for (const e of withEvents) await store.chain.append(tx, e);
       return { ok: true as const, pub: { generation: list.generation, list, decisionId: row.decision_id } };
     }
     for (const e of withEvents) await store.chain.append(tx, e);
-    const published = await store.chain.append(tx, { source: "trust", kind: "revocations.publish", payload: { generation: list.generation, sha256: sum, subjects: list.subjects.length } });
-    await tx.run("INSERT INTO mesh_revocation_publications (generation, sha256, decision_id, published_ms) VALUES (?,?,?,?)", [list.generation, sum, published.hash, clock()]);
+    const published = await store.chain.append(tx, {
+      source: "trust",
+      kind: "revocations.publish",
+      payload: { generation: list.generation, sha256: sum, subjects: list.subjects.length },
+    });
+    await tx.run(
+      "INSERT INTO mesh_revocation_publications (generation, sha256, decision_id, published_ms) VALUES (?,?,?,?)",
+      [list.generation, sum, published.hash, clock()],
+    );
     return { ok: true as const, pub: { generation: list.generation, list, decisionId: published.hash } };
   });
 }
 
 async function acked(store: ControllerStore, node: string): Promise<number> {
-  const row = await store.engine.read((q) => q.get<{ seq: number | string }>("SELECT seq FROM mesh_revocation_nodes WHERE node_id = ?", [node]));
+  const row = await store.engine.read((q) =>
+    q.get<{ seq: number | string }>("SELECT seq FROM mesh_revocation_nodes WHERE node_id = ?", [node]),
+  );
   return row ? Number(row.seq) : 0;
 }
 
 async function ack(store: ControllerStore, node: string, seq: number, at: number): Promise<void> {
   await store.engine.transaction((tx) =>
-    tx.run("INSERT INTO mesh_revocation_nodes (node_id, seq, acked_ms) VALUES (?,?,?) ON CONFLICT (node_id) DO UPDATE SET seq = excluded.seq, acked_ms = excluded.acked_ms", [node, seq, at]),
+    tx.run(
+      "INSERT INTO mesh_revocation_nodes (node_id, seq, acked_ms) VALUES (?,?,?) ON CONFLICT (node_id) DO UPDATE SET seq = excluded.seq, acked_ms = excluded.acked_ms",
+      [node, seq, at],
+    ),
   );
 }
 
@@ -90,7 +125,12 @@ export interface PushDeps {
  * Brings each node up to the published list: nothing for a node that acknowledged it, a push otherwise. Never throws
  * for what a node answered; a node that could not take it is `behind`, with why.
  */
-export async function pushRevocations(deps: PushDeps, pub: Publication | null, nodes: readonly string[], push = true): Promise<PushOutcome[]> {
+export async function pushRevocations(
+  deps: PushDeps,
+  pub: Publication | null,
+  nodes: readonly string[],
+  push = true,
+): Promise<PushOutcome[]> {
   const out: PushOutcome[] = [];
   // Nothing published (no list, or generation 0 and empty): every node holds it already; not one read per node.
   if (pub === null) return nodes.map((node) => ({ node, kind: "current", generation: 0 }));
@@ -105,13 +145,21 @@ export async function pushRevocations(deps: PushDeps, pub: Publication | null, n
         out.push({ node, kind: "behind", held, wanted: pub.generation, reason: "not pushed by a dry run" });
         return;
       }
-      const r = await deps.targets.call(node, "revocations", pub.list as unknown as JsonObject, { decisionId: pub.decisionId, timeoutMs: deps.callTimeoutMs });
+      const r = await deps.targets.call(node, "revocations", pub.list as unknown as JsonObject, {
+        decisionId: pub.decisionId,
+        timeoutMs: deps.callTimeoutMs,
+      });
       if (r.kind === "ok" && r.result.generation >= pub.generation) {
         await ack(deps.store, node, r.result.generation, deps.clock());
         out.push({ node, kind: "pushed", generation: r.result.generation, changed: r.result.changed });
         return;
       }
-      const why = r.kind === "ok" ? "the node answered without the generation" : r.kind === "refused" ? `refused ${r.code}: ${r.reason}` : r.reason;
+      const why =
+        r.kind === "ok"
+          ? "the node answered without the generation"
+          : r.kind === "refused"
+            ? `refused ${r.code}: ${r.reason}`
+            : r.reason;
       out.push({ node, kind: "behind", held, wanted: pub.generation, reason: why });
     }),
   );
@@ -131,10 +179,17 @@ export async function editRevocations(
   dataDir: string,
   store: ControllerStore,
   clock: () => number,
-  edit: { readonly revoke: boolean; readonly kind: RevocationList["subjects"][number]["kind"]; readonly id: string; readonly reason: string; readonly operator: JsonObject },
+  edit: {
+    readonly revoke: boolean;
+    readonly kind: RevocationList["subjects"][number]["kind"];
+    readonly id: string;
+    readonly reason: string;
+    readonly operator: JsonObject;
+  },
 ): Promise<{ ok: true; pub: Publication; changed: boolean } | { ok: false; reason: string }> {
   const file = loadRevocations(dataDir);
-  if (!file.loaded.ok) return { ok: false, reason: `${file.file} cannot be read (${file.loaded.error}); fix or remove it first` };
+  if (!file.loaded.ok)
+    return { ok: false, reason: `${file.file} cannot be read (${file.loaded.error}); fix or remove it first` };
   const list = file.loaded.value;
   const id = /^[0-9a-fA-F]+$/.test(edit.id) ? edit.id.toLowerCase() : edit.id;
   const present = list.subjects.some((s) => s.kind === edit.kind && s.id === id);
@@ -145,7 +200,13 @@ export async function editRevocations(
     next = edit.revoke
       ? { generation, subjects: [...list.subjects, { kind: edit.kind, id, reason: edit.reason, at_ms: clock() }] }
       : { generation, subjects: list.subjects.filter((s) => !(s.kind === edit.kind && s.id === id)) };
-    events = [{ source: "trust", kind: edit.revoke ? "workload.revoke" : "workload.unrevoke", payload: { subject_kind: edit.kind, subject: id, reason: edit.reason, generation, operator: edit.operator } }];
+    events = [
+      {
+        source: "trust",
+        kind: edit.revoke ? "workload.revoke" : "workload.unrevoke",
+        payload: { subject_kind: edit.kind, subject: id, reason: edit.reason, generation, operator: edit.operator },
+      },
+    ];
     saveRevocationList(dataDir, "revocations.json", next);
   }
   const published = await publicationOf(store, next, clock, events);

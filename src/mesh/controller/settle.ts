@@ -18,7 +18,12 @@ export interface SettleReport {
   readonly skipped: ReadonlyArray<{ readonly decision_id: string; readonly reason: string }>;
 }
 
-export async function settleUnsettled(store: ControllerStore, targets: Targets, clock: () => number, callTimeoutMs: number): Promise<SettleReport> {
+export async function settleUnsettled(
+  store: ControllerStore,
+  targets: Targets,
+  clock: () => number,
+  callTimeoutMs: number,
+): Promise<SettleReport> {
   let adopted = 0;
   let settledEmpty = 0;
   const skipped: Array<{ decision_id: string; reason: string }> = [];
@@ -36,7 +41,12 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
     };
     let status: CallResult<"status">;
     try {
-      status = await targets.call(d.node_id, "status", { instance_id: null, include_departed: false }, { timeoutMs: callTimeoutMs });
+      status = await targets.call(
+        d.node_id,
+        "status",
+        { instance_id: null, include_departed: false },
+        { timeoutMs: callTimeoutMs },
+      );
     } catch (error) {
       await store.releaseSettle(d.decision_id);
       throw error;
@@ -57,12 +67,13 @@ export async function settleUnsettled(store: ControllerStore, targets: Targets, 
       continue;
     }
     const instanceId = held.instances[0];
-    const row = instanceId === undefined ? null : (rows.filter(isInstanceRow).find((r) => r.instance_id === instanceId) ?? null);
-    await store.commitSettle(
-      d,
-      row === null ? null : adoption(d, row, clock()),
-      { source: "placement", kind: "workload.place", payload: { phase: "settled", decision_id: d.decision_id, node: d.node_id, adopted: row === null ? 0 : 1 } },
-    );
+    const row =
+      instanceId === undefined ? null : (rows.filter(isInstanceRow).find((r) => r.instance_id === instanceId) ?? null);
+    await store.commitSettle(d, row === null ? null : adoption(d, row, clock()), {
+      source: "placement",
+      kind: "workload.place",
+      payload: { phase: "settled", decision_id: d.decision_id, node: d.node_id, adopted: row === null ? 0 : 1 },
+    });
     if (row === null) settledEmpty++;
     else adopted++;
   }

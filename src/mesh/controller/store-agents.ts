@@ -16,7 +16,15 @@ import { join } from "node:path";
 import { z } from "zod";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import { DEPLOY_TARGETS } from "../../core/agents/deploy-event.js";
-import { type AgentRecord, importEventDraft, importIsEventful, planRegistryImport, type RegistryImportPlan, rememberEventDraft, specDigest } from "../../core/agents/registry.js";
+import {
+  type AgentRecord,
+  importEventDraft,
+  importIsEventful,
+  planRegistryImport,
+  type RegistryImportPlan,
+  rememberEventDraft,
+  specDigest,
+} from "../../core/agents/registry.js";
 import type { Query } from "../../store/engine.js";
 import { openDatabase } from "../../store/sqlite.js";
 import type { ControllerStore } from "./store.js";
@@ -33,8 +41,14 @@ const READ_COLUMNS = `${COLUMNS}, last_outcome, last_message`;
 
 const RecordRow = z.object({
   name: z.string().min(1),
-  last_outcome: z.string().nullish().transform((v) => v ?? null),
-  last_message: z.string().nullish().transform((v) => v ?? null),
+  last_outcome: z
+    .string()
+    .nullish()
+    .transform((v) => v ?? null),
+  last_message: z
+    .string()
+    .nullish()
+    .transform((v) => v ?? null),
   target: z.enum(DEPLOY_TARGETS),
   spec_path: z.string(),
   spec_text: z.string(),
@@ -44,10 +58,17 @@ const RecordRow = z.object({
 
 const recordOf = (row: unknown, where: string): AgentRecord => {
   const parsed = RecordRow.safeParse(row);
-  if (!parsed.success) throw new Error(`${where}: an agent registry row is not one berth writes (${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")})`);
+  if (!parsed.success)
+    throw new Error(
+      `${where}: an agent registry row is not one berth writes (${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")})`,
+    );
   // Issue 33's outcome columns appear only when a deploy wrote them, so a record reads as it was remembered.
   const { last_outcome, last_message, ...record } = parsed.data;
-  return { ...record, ...(last_outcome === null ? {} : { last_outcome }), ...(last_message === null ? {} : { last_message }) };
+  return {
+    ...record,
+    ...(last_outcome === null ? {} : { last_outcome }),
+    ...(last_message === null ? {} : { last_message }),
+  };
 };
 
 export async function agentRecord(q: Query, name: string): Promise<AgentRecord | null> {
@@ -56,7 +77,9 @@ export async function agentRecord(q: Query, name: string): Promise<AgentRecord |
 }
 
 export async function agentRecords(q: Query): Promise<AgentRecord[]> {
-  return (await q.all(`SELECT ${READ_COLUMNS} FROM agent_registry ORDER BY name`)).map((r) => recordOf(r, "agent_registry"));
+  return (await q.all(`SELECT ${READ_COLUMNS} FROM agent_registry ORDER BY name`)).map((r) =>
+    recordOf(r, "agent_registry"),
+  );
 }
 
 /** A deploy remembers its spec by name (insert or replace), with its `agent.remember` event. */
@@ -67,10 +90,22 @@ export async function rememberAgent(store: ControllerStore, r: AgentRecord): Pro
        ON CONFLICT (name) DO UPDATE SET target = excluded.target, spec_path = excluded.spec_path,
          spec_text = excluded.spec_text, intent = excluded.intent, deployed_ms = excluded.deployed_ms,
          last_outcome = excluded.last_outcome, last_message = excluded.last_message`,
-      [r.name, r.target, r.spec_path, r.spec_text, r.intent, r.deployed_ms, r.last_outcome ?? null, r.last_message ?? null],
+      [
+        r.name,
+        r.target,
+        r.spec_path,
+        r.spec_text,
+        r.intent,
+        r.deployed_ms,
+        r.last_outcome ?? null,
+        r.last_message ?? null,
+      ],
     );
     // Issue 36: the text of every revision, found again by the digest its agent.remember event names.
-    await tx.run("INSERT INTO agent_revisions (name, spec_sha256, spec_path, spec_text, first_ms) VALUES (?,?,?,?,?) ON CONFLICT (name, spec_sha256) DO NOTHING", [r.name, specDigest(r.spec_text), r.spec_path, r.spec_text, r.deployed_ms]);
+    await tx.run(
+      "INSERT INTO agent_revisions (name, spec_sha256, spec_path, spec_text, first_ms) VALUES (?,?,?,?,?) ON CONFLICT (name, spec_sha256) DO NOTHING",
+      [r.name, specDigest(r.spec_text), r.spec_path, r.spec_text, r.deployed_ms],
+    );
     return store.chain.append(tx, rememberEventDraft(r));
   });
 }
@@ -81,17 +116,23 @@ export async function rememberAgent(store: ControllerStore, r: AgentRecord): Pro
  * seen gone): the caller judged the target's own answer; this is the store's half of that fence, so a deploy that
  * placed the name meanwhile makes the delete refuse rather than orphan its instance.
  */
-export async function deleteAgentRecord(store: ControllerStore, name: string, event: (r: AgentRecord) => EventDraft): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
+export async function deleteAgentRecord(
+  store: ControllerStore,
+  name: string,
+  event: (r: AgentRecord) => EventDraft,
+): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
   return store.engine.transaction(async (tx) => {
     const record = await agentRecord(tx, name);
-    if (record === null) return { ok: false as const, reason: `no agent ${JSON.stringify(name)} was deployed from this berth home` };
+    if (record === null)
+      return { ok: false as const, reason: `no agent ${JSON.stringify(name)} was deployed from this berth home` };
     const held = await tx.get<{ what: string; id: string }>(
       `SELECT 'placement' AS what, instance_id AS id FROM mesh_placements WHERE name = ?
        UNION ALL SELECT 'open decision' AS what, id FROM mesh_decisions WHERE name = ? AND state IN (${OPEN_SQL})
        UNION ALL SELECT 'moved copy' AS what, instance_id AS id FROM mesh_moved WHERE name = ?`,
       [name, name, name],
     );
-    if (held !== undefined) return { ok: false as const, reason: `the controller still records its ${held.what} ${held.id}` };
+    if (held !== undefined)
+      return { ok: false as const, reason: `the controller still records its ${held.what} ${held.id}` };
     await tx.run("DELETE FROM agent_registry WHERE name = ?", [name]);
     await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [name]);
     return { ok: true as const, event: await store.chain.append(tx, event(record)) };
@@ -102,10 +143,22 @@ export async function deleteAgentRecord(store: ControllerStore, name: string, ev
 function legacyRecords(path: string): AgentRecord[] {
   const db = openDatabase(path, { readonly: true });
   try {
-    const tables = new Set((db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map((t) => t.name));
+    const tables = new Set(
+      (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>).map(
+        (t) => t.name,
+      ),
+    );
     if (tables.has("berth_schema")) {
-      const v = (db.prepare("SELECT version FROM berth_schema WHERE component = 'agents'").get() as { version: number } | undefined)?.version ?? 0;
-      if (v > AGENTS_DB_VERSION) throw new Error(`${path} is agent registry schema version ${v}, newer than this berth reads (${AGENTS_DB_VERSION}); open this home with the berth that wrote it`);
+      const v =
+        (
+          db.prepare("SELECT version FROM berth_schema WHERE component = 'agents'").get() as
+            | { version: number }
+            | undefined
+        )?.version ?? 0;
+      if (v > AGENTS_DB_VERSION)
+        throw new Error(
+          `${path} is agent registry schema version ${v}, newer than this berth reads (${AGENTS_DB_VERSION}); open this home with the berth that wrote it`,
+        );
     }
     if (!tables.has("agents")) return [];
     return (db.prepare(`SELECT ${COLUMNS} FROM agents ORDER BY name`).all() as unknown[]).map((r) => recordOf(r, path));
@@ -123,7 +176,11 @@ export interface RegistryImport {
 }
 
 /** Takes `home`'s agents.db into the store, once; null when the home has none. */
-export async function importAgentsDb(store: ControllerStore, home: string, clock: () => number): Promise<RegistryImport | null> {
+export async function importAgentsDb(
+  store: ControllerStore,
+  home: string,
+  clock: () => number,
+): Promise<RegistryImport | null> {
   const from = join(home, AGENTS_DB);
   if (!existsSync(from)) return null;
   let file: AgentRecord[];
@@ -136,15 +193,27 @@ export async function importAgentsDb(store: ControllerStore, home: string, clock
   }
   const { plan, event } = await store.engine.transaction(async (tx) => {
     const p = planRegistryImport(await agentRecords(tx), file);
-    for (const r of p.insert) await tx.run(`INSERT INTO agent_registry (${COLUMNS}) VALUES (?,?,?,?,?,?)`, [r.name, r.target, r.spec_path, r.spec_text, r.intent, r.deployed_ms]);
-    return { plan: p, event: importIsEventful(p) ? await store.chain.append(tx, importEventDraft(from, hostname(), p)) : null };
+    for (const r of p.insert)
+      await tx.run(`INSERT INTO agent_registry (${COLUMNS}) VALUES (?,?,?,?,?,?)`, [
+        r.name,
+        r.target,
+        r.spec_path,
+        r.spec_text,
+        r.intent,
+        r.deployed_ms,
+      ]);
+    return {
+      plan: p,
+      event: importIsEventful(p) ? await store.chain.append(tx, importEventDraft(from, hostname(), p)) : null,
+    };
   });
   const aside = `${from}.imported-${new Date(clock()).toISOString().replace(/[:.]/g, "-")}`;
   let setAsideAs: string | null = null;
   try {
     renameSync(from, aside);
     setAsideAs = aside;
-    for (const suffix of ["-wal", "-shm"]) if (existsSync(`${from}${suffix}`)) renameSync(`${from}${suffix}`, `${aside}${suffix}`);
+    for (const suffix of ["-wal", "-shm"])
+      if (existsSync(`${from}${suffix}`)) renameSync(`${from}${suffix}`, `${aside}${suffix}`);
   } catch (error) {
     // Another process opening this home set it aside first; anything else is worth the caller's attention.
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
@@ -153,7 +222,14 @@ export async function importAgentsDb(store: ControllerStore, home: string, clock
 }
 
 /** Issue 36: the spec text an agent was deployed with, by its digest (null: never stored here). */
-export async function agentRevisionText(q: Query, name: string, specSha256: string): Promise<{ spec_path: string; spec_text: string } | null> {
-  const row = await q.get<{ spec_path: string; spec_text: string }>("SELECT spec_path, spec_text FROM agent_revisions WHERE name = ? AND spec_sha256 = ?", [name, specSha256]);
+export async function agentRevisionText(
+  q: Query,
+  name: string,
+  specSha256: string,
+): Promise<{ spec_path: string; spec_text: string } | null> {
+  const row = await q.get<{ spec_path: string; spec_text: string }>(
+    "SELECT spec_path, spec_text FROM agent_revisions WHERE name = ? AND spec_sha256 = ?",
+    [name, specSha256],
+  );
   return row ?? null;
 }

@@ -39,5 +39,10 @@ export async function observationsOn(q: Query): Promise<Map<string, ObservedInst
     started_ms: number | string | null;
     seen_ms: number | string;
   }>("SELECT instance_id, node_id, state, lifecycle, restarts, pid, started_ms, seen_ms FROM mesh_observations");
-  return new Map(rows.map((r) => [r.instance_id, { ...r, restarts: num(r.restarts), pid: num(r.pid), started_ms: num(r.started_ms), seen_ms: Number(r.seen_ms) }]));
+  return new Map(
+    rows.map((r) => [
+      r.instance_id,
+      { ...r, restarts: num(r.restarts), pid: num(r.pid), started_ms: num(r.started_ms), seen_ms: Number(r.seen_ms) },
+    ]),
+  );
 }

@@ -31,11 +31,23 @@ type LabelRole = "carries" | "excludes";
 const PARAMS_PER_STATEMENT = 900;
 
 /** What the engine will read of this placement, validated with the engine's own schema (throws on a bad record). */
-export function instanceOf(p: Pick<PlacementRecord, "node_id" | "name" | "placed_ms">, w: Pick<WorkloadRecord, "labels" | "excludes" | "memory_bytes">): ClusterInstance {
-  const parsed = clusterInstanceSchema.safeParse({ node_id: p.node_id, name: p.name, labels: w.labels, excludes: w.excludes, memory_bytes: w.memory_bytes, placed_at_ms: p.placed_ms });
+export function instanceOf(
+  p: Pick<PlacementRecord, "node_id" | "name" | "placed_ms">,
+  w: Pick<WorkloadRecord, "labels" | "excludes" | "memory_bytes">,
+): ClusterInstance {
+  const parsed = clusterInstanceSchema.safeParse({
+    node_id: p.node_id,
+    name: p.name,
+    labels: w.labels,
+    excludes: w.excludes,
+    memory_bytes: w.memory_bytes,
+    placed_at_ms: p.placed_ms,
+  });
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new Error(`placement ${p.name}: its workload record cannot be weighed by the placement engine (${issue?.path.join(".") || "record"}: ${issue?.message}); nothing was written`);
+    throw new Error(
+      `placement ${p.name}: its workload record cannot be weighed by the placement engine (${issue?.path.join(".") || "record"}: ${issue?.message}); nothing was written`,
+    );
   }
   return parsed.data;
 }
@@ -49,7 +61,10 @@ async function insertLabels(tx: Tx, instanceId: string, inst: ClusterInstance): 
     for (const [pos, label] of labels.entries()) rows.push([instanceId, role, pos, label]);
   }
   if (rows.length === 0) return;
-  await tx.run(`INSERT INTO mesh_placement_labels (instance_id, role, pos, label) VALUES ${rows.map(() => "(?,?,?,?)").join(", ")}`, rows.flat());
+  await tx.run(
+    `INSERT INTO mesh_placement_labels (instance_id, role, pos, label) VALUES ${rows.map(() => "(?,?,?,?)").join(", ")}`,
+    rows.flat(),
+  );
 }
 
 async function addLoad(tx: Tx, nodeId: string, count: number, memory: number): Promise<void> {
@@ -65,7 +80,9 @@ async function addLoad(tx: Tx, nodeId: string, count: number, memory: number): P
 /** Every placement, oldest first, without its workload (what the lists show; the read-only view reads it too). */
 export async function placementsOn(q: Query): Promise<PlacementRecord[]> {
   return (
-    await q.all<PlacementSql>("SELECT instance_id, name, node_id, decision_id, variant, route, package_id, placed_ms, adopted, pending FROM mesh_placements ORDER BY placed_ms, instance_id")
+    await q.all<PlacementSql>(
+      "SELECT instance_id, name, node_id, decision_id, variant, route, package_id, placed_ms, adopted, pending FROM mesh_placements ORDER BY placed_ms, instance_id",
+    )
   ).map(placementOf);
 }
 
@@ -73,7 +90,20 @@ export async function insertPlacement(tx: Tx, p: PlacementRecord, workload: Work
   const inst = instanceOf(p, workload);
   await tx.run(
     "INSERT INTO mesh_placements (instance_id, name, node_id, decision_id, variant, route, package_id, placed_ms, adopted, pending, workload, memory_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-    [p.instance_id, p.name, p.node_id, p.decision_id, p.variant, p.route, p.package_id, p.placed_ms, p.adopted ? 1 : 0, p.pending, JSON.stringify(workload), inst.memory_bytes],
+    [
+      p.instance_id,
+      p.name,
+      p.node_id,
+      p.decision_id,
+      p.variant,
+      p.route,
+      p.package_id,
+      p.placed_ms,
+      p.adopted ? 1 : 0,
+      p.pending,
+      JSON.stringify(workload),
+      inst.memory_bytes,
+    ],
   );
   await insertLabels(tx, p.instance_id, inst);
   await addLoad(tx, p.node_id, 1, inst.memory_bytes);
@@ -81,7 +111,10 @@ export async function insertPlacement(tx: Tx, p: PlacementRecord, workload: Work
 
 /** Removes one placement with its labels and its share of its node's totals; false when there was none. */
 export async function deletePlacement(tx: Tx, instanceId: string): Promise<boolean> {
-  const row = await tx.get<{ node_id: string; memory_bytes: number | string }>("SELECT node_id, memory_bytes FROM mesh_placements WHERE instance_id = ?", [instanceId]);
+  const row = await tx.get<{ node_id: string; memory_bytes: number | string }>(
+    "SELECT node_id, memory_bytes FROM mesh_placements WHERE instance_id = ?",
+    [instanceId],
+  );
   if (!row) return false;
   await tx.run("DELETE FROM mesh_placements WHERE instance_id = ?", [instanceId]);
   await tx.run("DELETE FROM mesh_placement_labels WHERE instance_id = ?", [instanceId]);
@@ -90,7 +123,13 @@ export async function deletePlacement(tx: Tx, instanceId: string): Promise<boole
   return true;
 }
 
-type InstanceRow = { instance_id: string; node_id: string; name: string; placed_ms: number | string; memory_bytes: number | string };
+type InstanceRow = {
+  instance_id: string;
+  node_id: string;
+  name: string;
+  placed_ms: number | string;
+  memory_bytes: number | string;
+};
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
@@ -102,11 +141,18 @@ function chunks<T>(items: readonly T[], size: number): T[][] {
  * What one decision reads of the history (history.ts): every node's totals, and the instances `reads` selects with
  * their labels in their recorded order. Index lookups only: the label index, and (node, placed time) per node.
  */
-export async function placementHistory(q: Query, reads: HistoryReads): Promise<{ placed: PlacedTotal[]; instances: ClusterInstance[] }> {
+export async function placementHistory(
+  q: Query,
+  reads: HistoryReads,
+): Promise<{ placed: PlacedTotal[]; instances: ClusterInstance[] }> {
   const totals = await q.all<{ node_id: string; placements: number | string; memory_bytes: number | string }>(
     "SELECT node_id, placements, memory_bytes FROM mesh_node_loads ORDER BY node_id",
   );
-  const placed = totals.map((t) => ({ node_id: t.node_id, count: Number(t.placements), memory_bytes: Number(t.memory_bytes) }));
+  const placed = totals.map((t) => ({
+    node_id: t.node_id,
+    count: Number(t.placements),
+    memory_bytes: Number(t.memory_bytes),
+  }));
   const found = new Map<string, InstanceRow>();
   const columns = "p.instance_id, p.node_id, p.name, p.placed_ms, p.memory_bytes";
   const labelled: Array<[LabelRole, readonly string[]]> = [
@@ -123,7 +169,10 @@ export async function placementHistory(q: Query, reads: HistoryReads): Promise<{
     }
   }
   for (const part of chunks([...reads.placedAfter], PARAMS_PER_STATEMENT / 2)) {
-    const rows = await q.all<InstanceRow>(`SELECT ${columns} FROM mesh_placements p WHERE ${part.map(() => "(p.node_id = ? AND p.placed_ms > ?)").join(" OR ")}`, part.flat());
+    const rows = await q.all<InstanceRow>(
+      `SELECT ${columns} FROM mesh_placements p WHERE ${part.map(() => "(p.node_id = ? AND p.placed_ms > ?)").join(" OR ")}`,
+      part.flat(),
+    );
     for (const r of rows) found.set(r.instance_id, r);
   }
   if (found.size === 0) return { placed, instances: [] };
@@ -155,13 +204,23 @@ export async function placementHistory(q: Query, reads: HistoryReads): Promise<{
  * `insertPlacement` validates it (an older record without labels or memory counts as none).
  */
 export async function backfillPlacementSummary(tx: Tx): Promise<void> {
-  const rows = await tx.all<{ instance_id: string; name: string; node_id: string; placed_ms: number | string; workload: string }>(
-    "SELECT instance_id, name, node_id, placed_ms, workload FROM mesh_placements ORDER BY instance_id",
-  );
+  const rows = await tx.all<{
+    instance_id: string;
+    name: string;
+    node_id: string;
+    placed_ms: number | string;
+    workload: string;
+  }>("SELECT instance_id, name, node_id, placed_ms, workload FROM mesh_placements ORDER BY instance_id");
   for (const r of rows) {
     const w = JSON.parse(r.workload) as Partial<WorkloadRecord>;
-    const inst = instanceOf({ node_id: r.node_id, name: r.name, placed_ms: Number(r.placed_ms) }, { labels: w.labels ?? [], excludes: w.excludes ?? [], memory_bytes: w.memory_bytes ?? 0 });
-    await tx.run("UPDATE mesh_placements SET memory_bytes = ? WHERE instance_id = ?", [inst.memory_bytes, r.instance_id]);
+    const inst = instanceOf(
+      { node_id: r.node_id, name: r.name, placed_ms: Number(r.placed_ms) },
+      { labels: w.labels ?? [], excludes: w.excludes ?? [], memory_bytes: w.memory_bytes ?? 0 },
+    );
+    await tx.run("UPDATE mesh_placements SET memory_bytes = ? WHERE instance_id = ?", [
+      inst.memory_bytes,
+      r.instance_id,
+    ]);
     await insertLabels(tx, r.instance_id, inst);
     await addLoad(tx, r.node_id, 1, inst.memory_bytes);
   }
@@ -176,21 +235,39 @@ export async function summaryDrift(q: Query): Promise<string[]> {
   const truth = await q.all<{ node_id: string; n: number | string; m: number | string }>(
     "SELECT node_id, COUNT(*) AS n, SUM(memory_bytes) AS m FROM mesh_placements GROUP BY node_id ORDER BY node_id",
   );
-  const kept = await q.all<{ node_id: string; placements: number | string; memory_bytes: number | string }>("SELECT node_id, placements, memory_bytes FROM mesh_node_loads ORDER BY node_id");
+  const kept = await q.all<{ node_id: string; placements: number | string; memory_bytes: number | string }>(
+    "SELECT node_id, placements, memory_bytes FROM mesh_node_loads ORDER BY node_id",
+  );
   const want = new Map(truth.map((t) => [t.node_id, `${Number(t.n)} placements, ${Number(t.m)} bytes`]));
-  const have = new Map(kept.map((k) => [k.node_id, `${Number(k.placements)} placements, ${Number(k.memory_bytes)} bytes`]));
+  const have = new Map(
+    kept.map((k) => [k.node_id, `${Number(k.placements)} placements, ${Number(k.memory_bytes)} bytes`]),
+  );
   for (const node of new Set([...want.keys(), ...have.keys()])) {
-    if (want.get(node) !== have.get(node)) problems.push(`node ${node}: the rows hold ${want.get(node) ?? "nothing"}, the summary says ${have.get(node) ?? "nothing"}`);
+    if (want.get(node) !== have.get(node))
+      problems.push(
+        `node ${node}: the rows hold ${want.get(node) ?? "nothing"}, the summary says ${have.get(node) ?? "nothing"}`,
+      );
   }
-  const rows = await q.all<{ instance_id: string; workload: string; memory_bytes: number | string }>("SELECT instance_id, workload, memory_bytes FROM mesh_placements ORDER BY instance_id");
-  const labelRows = await q.all<{ instance_id: string; role: LabelRole; label: string }>("SELECT instance_id, role, label FROM mesh_placement_labels ORDER BY instance_id, role, pos");
+  const rows = await q.all<{ instance_id: string; workload: string; memory_bytes: number | string }>(
+    "SELECT instance_id, workload, memory_bytes FROM mesh_placements ORDER BY instance_id",
+  );
+  const labelRows = await q.all<{ instance_id: string; role: LabelRole; label: string }>(
+    "SELECT instance_id, role, label FROM mesh_placement_labels ORDER BY instance_id, role, pos",
+  );
   const labels = new Map<string, string>();
   for (const l of labelRows) labels.set(l.instance_id, `${labels.get(l.instance_id) ?? ""}${l.role}:${l.label};`);
   for (const r of rows) {
     const w = JSON.parse(r.workload) as Partial<WorkloadRecord>;
-    const expected = [...(w.labels ?? []).map((l) => `carries:${l};`), ...(w.excludes ?? []).map((l) => `excludes:${l};`)].join("");
-    if ((labels.get(r.instance_id) ?? "") !== expected) problems.push(`placement ${r.instance_id}: its label rows do not match its workload`);
-    if (Number(r.memory_bytes) !== (w.memory_bytes ?? 0)) problems.push(`placement ${r.instance_id}: memory ${Number(r.memory_bytes)}, its workload declares ${w.memory_bytes ?? 0}`);
+    const expected = [
+      ...(w.labels ?? []).map((l) => `carries:${l};`),
+      ...(w.excludes ?? []).map((l) => `excludes:${l};`),
+    ].join("");
+    if ((labels.get(r.instance_id) ?? "") !== expected)
+      problems.push(`placement ${r.instance_id}: its label rows do not match its workload`);
+    if (Number(r.memory_bytes) !== (w.memory_bytes ?? 0))
+      problems.push(
+        `placement ${r.instance_id}: memory ${Number(r.memory_bytes)}, its workload declares ${w.memory_bytes ?? 0}`,
+      );
     labels.delete(r.instance_id);
   }
   for (const orphan of labels.keys()) problems.push(`labels of ${orphan}, which is not placed`);

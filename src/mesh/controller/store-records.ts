@@ -121,7 +121,12 @@ export type NameHolder =
       readonly decision_id: string;
       readonly state: DecisionState;
       readonly since_ms: number;
-      readonly owner: { readonly pid: number; readonly host: string; readonly epoch: number; readonly alive: boolean } | null;
+      readonly owner: {
+        readonly pid: number;
+        readonly host: string;
+        readonly epoch: number;
+        readonly alive: boolean;
+      } | null;
     };
 
 export class NameTaken extends Error {
@@ -171,7 +176,9 @@ export function holderText(name: string, holder: NameHolder): string {
   if (holder.state === "unsettled") {
     return `name ${name} is held by unsettled decision ${holder.decision_id} since ${since}: its node may hold the instance (see \`berth unsettled --settle\`)`;
   }
-  const by = holder.owner ? `pid ${holder.owner.pid} on ${holder.owner.host} (epoch ${holder.owner.epoch})` : "an owner that was not recorded";
+  const by = holder.owner
+    ? `pid ${holder.owner.pid} on ${holder.owner.host} (epoch ${holder.owner.epoch})`
+    : "an owner that was not recorded";
   return `name ${name} is held by a decision in flight by ${by} since ${since} (decision ${holder.decision_id}, ${holder.state}); wait for it to finish`;
 }
 
@@ -230,4 +237,3 @@ export function decisionOf(r: DecisionSql): DecisionRow {
     epoch: r.epoch === null ? null : Number(r.epoch),
   };
 }
-

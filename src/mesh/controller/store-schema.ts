@@ -17,7 +17,9 @@ export const CONTROLLER_SCHEMA_VERSION = 12;
 export const OPEN_SQL = OPEN_STATES.map((s) => `'${s}'`).join(",");
 
 export async function ensureControllerSchema(tx: Tx): Promise<void> {
-  await ensureSchemaOn(tx, "mesh_controller", CONTROLLER_SCHEMA_VERSION, (from) => (tx.kind === "sqlite" ? migrateSqlite(tx, from) : migratePostgres(tx, from)));
+  await ensureSchemaOn(tx, "mesh_controller", CONTROLLER_SCHEMA_VERSION, (from) =>
+    tx.kind === "sqlite" ? migrateSqlite(tx, from) : migratePostgres(tx, from),
+  );
 }
 
 async function migrateSqlite(tx: Tx, from: number): Promise<void> {
@@ -63,7 +65,10 @@ async function migrateSqlite(tx: Tx, from: number): Promise<void> {
   }
   // v5 (issue 16, taken in by issue 20): the last stamped request and advertised lease per node (watch-stamps.ts).
   // IF NOT EXISTS: a store written before v5 may hold the table already (it was created outside the schema then).
-  if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms INTEGER, lease_ms INTEGER)");
+  if (from < 5)
+    await tx.exec(
+      "CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms INTEGER, lease_ms INTEGER)",
+    );
   if (from < 6) await tx.exec(v6Tables("INTEGER"));
   if (from < 7) await tx.exec(v7Tables("INTEGER"));
   if (from < 8) await v8Summary(tx, "INTEGER");
@@ -128,12 +133,21 @@ async function v8Summary(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
  * chains, in the migration's transaction, with one pass over the `workload.place` events.
  */
 async function v9DecisionSeq(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
-  await tx.exec(`ALTER TABLE mesh_decisions ADD COLUMN event_chain_id TEXT; ALTER TABLE mesh_decisions ADD COLUMN event_seq ${big};`);
+  await tx.exec(
+    `ALTER TABLE mesh_decisions ADD COLUMN event_chain_id TEXT; ALTER TABLE mesh_decisions ADD COLUMN event_seq ${big};`,
+  );
   const ids = new Set((await tx.all<{ id: string }>("SELECT id FROM mesh_decisions")).map((r) => r.id));
   if (ids.size === 0) return;
-  const events = await tx.all<{ chain_id: string; seq: number; hash: string }>("SELECT chain_id, seq, hash FROM audit_event WHERE kind = 'workload.place'");
+  const events = await tx.all<{ chain_id: string; seq: number; hash: string }>(
+    "SELECT chain_id, seq, hash FROM audit_event WHERE kind = 'workload.place'",
+  );
   for (const e of events) {
-    if (ids.has(e.hash)) await tx.run("UPDATE mesh_decisions SET event_chain_id = ?, event_seq = ? WHERE id = ?", [e.chain_id, Number(e.seq), e.hash]);
+    if (ids.has(e.hash))
+      await tx.run("UPDATE mesh_decisions SET event_chain_id = ?, event_seq = ? WHERE id = ?", [
+        e.chain_id,
+        Number(e.seq),
+        e.hash,
+      ]);
   }
 }
 
@@ -153,8 +167,15 @@ async function v10Tables(tx: Tx, ms: "INTEGER" | "BIGINT"): Promise<void> {
   const have =
     tx.kind === "sqlite"
       ? new Set((await tx.all<{ name: string }>("PRAGMA table_info(agent_registry)")).map((c) => c.name))
-      : new Set((await tx.all<{ column_name: string }>("SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'agent_registry'")).map((c) => c.column_name));
-  for (const column of ["last_outcome", "last_message"]) if (!have.has(column)) await tx.exec(`ALTER TABLE agent_registry ADD COLUMN ${column} TEXT`);
+      : new Set(
+          (
+            await tx.all<{ column_name: string }>(
+              "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'agent_registry'",
+            )
+          ).map((c) => c.column_name),
+        );
+  for (const column of ["last_outcome", "last_message"])
+    if (!have.has(column)) await tx.exec(`ALTER TABLE agent_registry ADD COLUMN ${column} TEXT`);
   await tx.exec(`
     CREATE TABLE IF NOT EXISTS mesh_stopped (name TEXT PRIMARY KEY, instance_id TEXT NOT NULL, stopped_ms ${ms} NOT NULL,
                                              request_id TEXT NOT NULL);
@@ -175,8 +196,13 @@ async function v11Revisions(tx: Tx, ms: "INTEGER" | "BIGINT"): Promise<void> {
     CREATE TABLE IF NOT EXISTS agent_revisions (name TEXT NOT NULL, spec_sha256 TEXT NOT NULL, spec_path TEXT NOT NULL,
                                                 spec_text TEXT NOT NULL, first_ms ${ms} NOT NULL, PRIMARY KEY (name, spec_sha256));
   `);
-  for (const r of await tx.all<{ name: string; spec_path: string; spec_text: string; deployed_ms: number }>("SELECT name, spec_path, spec_text, deployed_ms FROM agent_registry")) {
-    await tx.run("INSERT INTO agent_revisions (name, spec_sha256, spec_path, spec_text, first_ms) VALUES (?,?,?,?,?) ON CONFLICT (name, spec_sha256) DO NOTHING", [r.name, specDigest(r.spec_text), r.spec_path, r.spec_text, Number(r.deployed_ms)]);
+  for (const r of await tx.all<{ name: string; spec_path: string; spec_text: string; deployed_ms: number }>(
+    "SELECT name, spec_path, spec_text, deployed_ms FROM agent_registry",
+  )) {
+    await tx.run(
+      "INSERT INTO agent_revisions (name, spec_sha256, spec_path, spec_text, first_ms) VALUES (?,?,?,?,?) ON CONFLICT (name, spec_sha256) DO NOTHING",
+      [r.name, specDigest(r.spec_text), r.spec_path, r.spec_text, Number(r.deployed_ms)],
+    );
   }
 }
 
@@ -196,9 +222,15 @@ function v12Observations(ms: "INTEGER" | "BIGINT"): string {
 
 /** PostgreSQL: version 4's layout for a new store, then the same steps as SQLite from v5 on. */
 async function migratePostgres(tx: Tx, from: number): Promise<void> {
-  if (from !== 0 && from < 4) throw new Error(`no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`);
+  if (from !== 0 && from < 4)
+    throw new Error(
+      `no PostgreSQL migration from controller schema version ${from}: PostgreSQL stores start at version 4`,
+    );
   if (from === 0) await createPostgresV4(tx);
-  if (from < 5) await tx.exec("CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms BIGINT, lease_ms BIGINT)");
+  if (from < 5)
+    await tx.exec(
+      "CREATE TABLE IF NOT EXISTS mesh_watch_nodes (node_id TEXT PRIMARY KEY, last_sent_ms BIGINT, lease_ms BIGINT)",
+    );
   if (from < 6) await tx.exec(v6Tables("BIGINT"));
   if (from < 7) await tx.exec(v7Tables("BIGINT"));
   if (from < 8) await v8Summary(tx, "BIGINT");

@@ -10,8 +10,15 @@ import type { ContactOutcome, StoredContact, StoredTarget, TierSource } from "./
 const num = (v: number | string | null): number | null => (v === null ? null : Number(v));
 
 export async function targets(q: Query): Promise<StoredTarget[]> {
-  const rows = await q.all<StoredTarget & { tier: string; tier_source: string }>("SELECT addr, node_id, key, tier, tier_source, learned_ms FROM mesh_targets ORDER BY addr");
-  return rows.map((r) => ({ ...r, tier: r.tier as Tier, tier_source: r.tier_source as TierSource, learned_ms: num(r.learned_ms) }));
+  const rows = await q.all<StoredTarget & { tier: string; tier_source: string }>(
+    "SELECT addr, node_id, key, tier, tier_source, learned_ms FROM mesh_targets ORDER BY addr",
+  );
+  return rows.map((r) => ({
+    ...r,
+    tier: r.tier as Tier,
+    tier_source: r.tier_source as TierSource,
+    learned_ms: num(r.learned_ms),
+  }));
 }
 
 export async function upsertTarget(tx: Tx, t: StoredTarget): Promise<void> {
@@ -26,18 +33,35 @@ export async function deleteTarget(tx: Tx, addr: string): Promise<void> {
 }
 
 export async function contacts(q: Query): Promise<Map<string, StoredContact>> {
-  const rows = await q.all<StoredContact>("SELECT addr, last_ok_ms, unreachable_since_ms, last_error, name, contact_ms FROM mesh_targets");
+  const rows = await q.all<StoredContact>(
+    "SELECT addr, last_ok_ms, unreachable_since_ms, last_error, name, contact_ms FROM mesh_targets",
+  );
   return new Map(
     rows.map((r) => [
       r.addr,
-      { ...r, last_ok_ms: num(r.last_ok_ms), unreachable_since_ms: num(r.unreachable_since_ms), contact_ms: num(r.contact_ms) },
+      {
+        ...r,
+        last_ok_ms: num(r.last_ok_ms),
+        unreachable_since_ms: num(r.unreachable_since_ms),
+        contact_ms: num(r.contact_ms),
+      },
     ]),
   );
 }
 
 export async function contact(q: Query, addr: string): Promise<StoredContact | null> {
-  const r = await q.get<StoredContact>("SELECT addr, last_ok_ms, unreachable_since_ms, last_error, name, contact_ms FROM mesh_targets WHERE addr = ?", [addr]);
-  return r ? { ...r, last_ok_ms: num(r.last_ok_ms), unreachable_since_ms: num(r.unreachable_since_ms), contact_ms: num(r.contact_ms) } : null;
+  const r = await q.get<StoredContact>(
+    "SELECT addr, last_ok_ms, unreachable_since_ms, last_error, name, contact_ms FROM mesh_targets WHERE addr = ?",
+    [addr],
+  );
+  return r
+    ? {
+        ...r,
+        last_ok_ms: num(r.last_ok_ms),
+        unreachable_since_ms: num(r.unreachable_since_ms),
+        contact_ms: num(r.contact_ms),
+      }
+    : null;
 }
 
 /** Drops an outcome older than the one recorded (another process saw the node later). */

@@ -5,7 +5,7 @@
  * chained that did not commit and nothing commits unchained. The interface speaks the domain (commitDecision,
  * commitPlaced, commitSettle…), not SQL. Its records and refusals are in store-records.ts, its tables in
  * store-schema.ts.
- * (About 650 lines, one concept: every method is one transaction pairing a state change with the chain event that
+ * (About 870 lines, one concept: every method is one transaction pairing a state change with the chain event that
  * records it; split by table, a reader could no longer see that each mutation is chained in its own transaction.)
  *
  * Structural rules:
@@ -28,7 +28,14 @@ import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Tier } from "../../core/identity/tier.js";
 import type { GateSummary } from "../../core/governance/summary.js";
-import { type DecisionActor, type DecisionEvent, type DecisionState, isDecisionState, OWNED_STATES, transition } from "../../core/mesh/decision-state.js";
+import {
+  type DecisionActor,
+  type DecisionEvent,
+  type DecisionState,
+  isDecisionState,
+  OWNED_STATES,
+  transition,
+} from "../../core/mesh/decision-state.js";
 import type { OwnerLease } from "../../core/mesh/owner-liveness.js";
 import type { HistoryReads } from "../../core/placement/history.js";
 import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js";
@@ -114,7 +121,10 @@ export class ControllerStore {
   async longLivedPeers(heldMs: number): Promise<number> {
     const now = this.clock();
     const row = await this.engine.read((q) =>
-      q.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM berth_owners WHERE released_ms IS NULL AND owner_id <> ? AND renewed_ms + ttl_ms > ? AND started_ms <= ?", [this.lease.owner_id, now, now - heldMs]),
+      q.get<{ n: number | string }>(
+        "SELECT COUNT(*) AS n FROM berth_owners WHERE released_ms IS NULL AND owner_id <> ? AND renewed_ms + ttl_ms > ? AND started_ms <= ?",
+        [this.lease.owner_id, now, now - heldMs],
+      ),
     );
     return Number(row?.n ?? 0);
   }
@@ -129,16 +139,35 @@ export class ControllerStore {
    * this store's own owner for a decision it owns, another live process otherwise, unless the caller is recovery
    * or the operator. A claim makes this store the owner.
    */
-  private async move(tx: Tx, decisionId: string, event: DecisionEvent, as: "self" | "recovery" | "operator" = "self", set: { node_id?: string; variant?: string } = {}): Promise<DecisionState> {
-    const row = await tx.get<{ state: string; owner_id: string | null }>("SELECT state, owner_id FROM mesh_decisions WHERE id = ?", [decisionId]);
-    if (!row || !isDecisionState(row.state)) throw new IllegalTransition(decisionId, "absent", event, "no such decision");
+  private async move(
+    tx: Tx,
+    decisionId: string,
+    event: DecisionEvent,
+    as: "self" | "recovery" | "operator" = "self",
+    set: { node_id?: string; variant?: string } = {},
+  ): Promise<DecisionState> {
+    const row = await tx.get<{ state: string; owner_id: string | null }>(
+      "SELECT state, owner_id FROM mesh_decisions WHERE id = ?",
+      [decisionId],
+    );
+    if (!row || !isDecisionState(row.state))
+      throw new IllegalTransition(decisionId, "absent", event, "no such decision");
     const actor: DecisionActor = as === "self" ? (row.owner_id === this.lease.owner_id ? "owner" : "other") : as;
     const verdict = transition(row.state, event, actor);
     if (!verdict.ok) throw new IllegalTransition(decisionId, row.state, event, verdict.error);
     const claims = event === "claim" ? 1 : 0;
     await tx.run(
       "UPDATE mesh_decisions SET state = ?, node_id = COALESCE(?, node_id), variant = COALESCE(?, variant), owner_id = CASE WHEN ? = 1 THEN ? ELSE owner_id END, epoch = CASE WHEN ? = 1 THEN ? ELSE epoch END WHERE id = ?",
-      [verdict.value, set.node_id ?? null, set.variant ?? null, claims, this.lease.owner_id, claims, this.lease.epoch, decisionId],
+      [
+        verdict.value,
+        set.node_id ?? null,
+        set.variant ?? null,
+        claims,
+        this.lease.owner_id,
+        claims,
+        this.lease.epoch,
+        decisionId,
+      ],
     );
     return verdict.value;
   }
@@ -162,7 +191,10 @@ export class ControllerStore {
    */
   async lastPolicyLoads(): Promise<Map<string, string>> {
     const rows = await this.read((q) =>
-      q.all<{ payload: string }>("SELECT payload FROM audit_event WHERE chain_id = ? AND source = 'trust' AND kind = 'policy.load' ORDER BY seq", [this.chain.chainId]),
+      q.all<{ payload: string }>(
+        "SELECT payload FROM audit_event WHERE chain_id = ? AND source = 'trust' AND kind = 'policy.load' ORDER BY seq",
+        [this.chain.chainId],
+      ),
     );
     const last = new Map<string, string>();
     for (const row of rows) {
@@ -280,34 +312,53 @@ export class ControllerStore {
     // What a placement of this decision will record is checked before anything is sent (store-placements.ts).
     if (args.dispatch) instanceOf({ node_id: "", name: args.name, placed_ms: 0 }, args.workload);
     let taken: NameTaken | null = null;
-    const id = await this.tx(async (tx) => {
-      if (args.summary) await storeSummaryIn(tx, this.chain.chainId, args.summary);
-      if (args.dispatch) {
-        const holder = await this.holderOf(tx, args.name);
-        if (holder) {
-          taken = new NameTaken(holderText(args.name, holder), holder);
-          await this.chain.append(tx, args.refusal(taken.message));
-          tx.requireDurable();
-          return null;
+    const id = await this.tx(
+      async (tx) => {
+        if (args.summary) await storeSummaryIn(tx, this.chain.chainId, args.summary);
+        if (args.dispatch) {
+          const holder = await this.holderOf(tx, args.name);
+          if (holder) {
+            taken = new NameTaken(holderText(args.name, holder), holder);
+            await this.chain.append(tx, args.refusal(taken.message));
+            tx.requireDurable();
+            return null;
+          }
         }
-      }
-      const event = await this.chain.append(tx, args.event);
-      if (args.dispatch) {
-        await tx.run(
-          "INSERT INTO mesh_decisions (id, name, state, node_id, variant, package_id, created_ms, workload, owner_id, epoch, event_chain_id, event_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-          [event.hash, args.name, "dispatching", null, null, args.packageId, this.clock(), JSON.stringify(args.workload), this.lease.owner_id, this.lease.epoch, event.chain_id, event.seq],
-        );
-        await args.withDispatching?.(tx, event.hash as DecisionId);
-      }
-      return event.hash as DecisionId;
-    }, { durable: args.dispatch ? false : "answer" });
+        const event = await this.chain.append(tx, args.event);
+        if (args.dispatch) {
+          await tx.run(
+            "INSERT INTO mesh_decisions (id, name, state, node_id, variant, package_id, created_ms, workload, owner_id, epoch, event_chain_id, event_seq) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+            [
+              event.hash,
+              args.name,
+              "dispatching",
+              null,
+              null,
+              args.packageId,
+              this.clock(),
+              JSON.stringify(args.workload),
+              this.lease.owner_id,
+              this.lease.epoch,
+              event.chain_id,
+              event.seq,
+            ],
+          );
+          await args.withDispatching?.(tx, event.hash as DecisionId);
+        }
+        return event.hash as DecisionId;
+      },
+      { durable: args.dispatch ? false : "answer" },
+    );
     if (id === null) throw taken ?? new NameTaken(`name ${args.name} is already placed`);
     return id;
   }
 
   /** Who holds `name` now: its placement, or its open decision with the owner as judged from here. */
   private async holderOf(tx: Tx, name: string): Promise<NameHolder | null> {
-    const placed = await tx.get<{ instance_id: string; node_id: string; decision_id: string }>("SELECT instance_id, node_id, decision_id FROM mesh_placements WHERE name = ?", [name]);
+    const placed = await tx.get<{ instance_id: string; node_id: string; decision_id: string }>(
+      "SELECT instance_id, node_id, decision_id FROM mesh_placements WHERE name = ?",
+      [name],
+    );
     if (placed) return { kind: "placement", ...placed };
     const open = await tx.get<{ id: string; state: string; created_ms: number; owner_id: string | null }>(
       `SELECT id, state, created_ms, owner_id FROM mesh_decisions WHERE name = ? AND state IN (${OPEN_SQL})`,
@@ -320,7 +371,9 @@ export class ControllerStore {
       decision_id: open.id,
       state: isDecisionState(open.state) ? open.state : "unsettled",
       since_ms: Number(open.created_ms),
-      owner: lease ? { pid: lease.pid, host: lease.host, epoch: lease.epoch, alive: judgeLease(lease, this.clock()).alive } : null,
+      owner: lease
+        ? { pid: lease.pid, host: lease.host, epoch: lease.epoch, alive: judgeLease(lease, this.clock()).alive }
+        : null,
     };
   }
 
@@ -335,10 +388,16 @@ export class ControllerStore {
    * leaves, and that sync makes this commit durable with it (docs/spec/mesh.md §14.1 "Durability").
    */
   async beginAttempt(decisionId: DecisionId, n: number, nodeId: string, variant: string): Promise<void> {
-    await this.tx(async (tx) => {
-      await this.move(tx, decisionId, "next_candidate");
-      await tx.run("INSERT INTO mesh_attempts (decision_id, n, node_id, variant, state) VALUES (?,?,?,?, 'sending')", [decisionId, n, nodeId, variant]);
-    }, { durable: false });
+    await this.tx(
+      async (tx) => {
+        await this.move(tx, decisionId, "next_candidate");
+        await tx.run(
+          "INSERT INTO mesh_attempts (decision_id, n, node_id, variant, state) VALUES (?,?,?,?, 'sending')",
+          [decisionId, n, nodeId, variant],
+        );
+      },
+      { durable: false },
+    );
   }
 
   /** §10.1: an answer was lost; the owner reconciles it with that node, and nobody may settle the decision meanwhile. */
@@ -356,33 +415,53 @@ export class ControllerStore {
     event: EventDraft,
     ending: AttemptEnding,
   ): Promise<void> {
-    await this.tx(async (tx) => {
-      const state = (await tx.get<{ state: string }>("SELECT state FROM mesh_decisions WHERE id = ?", [decisionId]))?.state;
-      const reconciling = state === "reconciling";
-      // The machine decides whether the ending is legal from where the decision is (an unsettled ending only
-      // follows a reconcile that failed; a settled decision never becomes unsettled again).
-      if (ending?.state === "unsettled") await this.move(tx, decisionId, "not_reconciled", "self", { node_id: ending.node_id, variant: ending.variant });
-      else if (ending?.state === "unplaced") await this.move(tx, decisionId, "exhausted");
-      else await this.move(tx, decisionId, reconciling ? "reconciled" : "next_candidate");
-      await tx.run(
-        "INSERT INTO mesh_attempts (decision_id, n, node_id, variant, state, outcome, code, reason) VALUES (?,?,?,?, 'done', ?,?,?) ON CONFLICT (decision_id, n) DO UPDATE SET state = 'done', outcome = excluded.outcome, code = excluded.code, reason = excluded.reason",
-        [decisionId, n, result.nodeId, result.variant, result.outcome, result.code, result.reason],
-      );
-      await this.chain.append(tx, event);
-      if (ending?.state === "unplaced") await this.chain.append(tx, ending.exhausted);
-    }, { durable: "answer" });
+    await this.tx(
+      async (tx) => {
+        const state = (await tx.get<{ state: string }>("SELECT state FROM mesh_decisions WHERE id = ?", [decisionId]))
+          ?.state;
+        const reconciling = state === "reconciling";
+        // The machine decides whether the ending is legal from where the decision is (an unsettled ending only
+        // follows a reconcile that failed; a settled decision never becomes unsettled again).
+        if (ending?.state === "unsettled")
+          await this.move(tx, decisionId, "not_reconciled", "self", {
+            node_id: ending.node_id,
+            variant: ending.variant,
+          });
+        else if (ending?.state === "unplaced") await this.move(tx, decisionId, "exhausted");
+        else await this.move(tx, decisionId, reconciling ? "reconciled" : "next_candidate");
+        await tx.run(
+          "INSERT INTO mesh_attempts (decision_id, n, node_id, variant, state, outcome, code, reason) VALUES (?,?,?,?, 'done', ?,?,?) ON CONFLICT (decision_id, n) DO UPDATE SET state = 'done', outcome = excluded.outcome, code = excluded.code, reason = excluded.reason",
+          [decisionId, n, result.nodeId, result.variant, result.outcome, result.code, result.reason],
+        );
+        await this.chain.append(tx, event);
+        if (ending?.state === "unplaced") await this.chain.append(tx, ending.exhausted);
+      },
+      { durable: "answer" },
+    );
   }
 
   /** `placed`: attempt done, placement inserted, decision placed, `workload.place {phase: "placed"}`. */
-  async commitPlaced(decisionId: DecisionId, n: number, placement: PlacementRecord, workload: WorkloadRecord, event: EventDraft): Promise<void> {
-    await this.tx(async (tx) => {
-      await this.move(tx, decisionId, "placed", "self", { node_id: placement.node_id, variant: placement.variant });
-      await tx.run("UPDATE mesh_attempts SET state = 'done', outcome = 'placed' WHERE decision_id = ? AND n = ?", [decisionId, n]);
-      await insertPlacement(tx, placement, workload);
-      // Issue 33: a placement of the name (a deploy, a place, a start from the registry) is what ends a stop.
-      await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [placement.name]);
-      await this.chain.append(tx, event);
-    }, { durable: "answer" });
+  async commitPlaced(
+    decisionId: DecisionId,
+    n: number,
+    placement: PlacementRecord,
+    workload: WorkloadRecord,
+    event: EventDraft,
+  ): Promise<void> {
+    await this.tx(
+      async (tx) => {
+        await this.move(tx, decisionId, "placed", "self", { node_id: placement.node_id, variant: placement.variant });
+        await tx.run("UPDATE mesh_attempts SET state = 'done', outcome = 'placed' WHERE decision_id = ? AND n = ?", [
+          decisionId,
+          n,
+        ]);
+        await insertPlacement(tx, placement, workload);
+        // Issue 33: a placement of the name (a deploy, a place, a start from the registry) is what ends a stop.
+        await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [placement.name]);
+        await this.chain.append(tx, event);
+      },
+      { durable: "answer" },
+    );
   }
 
   /**
@@ -396,19 +475,32 @@ export class ControllerStore {
    * Re-read inside the transaction: a commit whose acknowledgement was lost may have landed (placed), or someone may
    * have moved it since; then nothing is written. Resolves to the state the decision is left in.
    */
-  async handOverInterrupted(decisionId: DecisionId, mayBeOut: { n: number; node_id: string; variant: string } | null, reason: string): Promise<DecisionState | "absent"> {
+  async handOverInterrupted(
+    decisionId: DecisionId,
+    mayBeOut: { n: number; node_id: string; variant: string } | null,
+    reason: string,
+  ): Promise<DecisionState | "absent"> {
     return this.tx(async (tx) => {
-      const row = await tx.get<{ state: string; owner_id: string | null }>("SELECT state, owner_id FROM mesh_decisions WHERE id = ?", [decisionId]);
+      const row = await tx.get<{ state: string; owner_id: string | null }>(
+        "SELECT state, owner_id FROM mesh_decisions WHERE id = ?",
+        [decisionId],
+      );
       if (!row || !isDecisionState(row.state)) return "absent" as const;
-      if ((row.state !== "dispatching" && row.state !== "reconciling") || row.owner_id !== this.lease.owner_id) return row.state;
+      if ((row.state !== "dispatching" && row.state !== "reconciling") || row.owner_id !== this.lease.owner_id)
+        return row.state;
       const sending = await tx.get<{ n: number; node_id: string; variant: string }>(
         "SELECT n, node_id, variant FROM mesh_attempts WHERE decision_id = ? AND state = 'sending' ORDER BY n DESC",
         [decisionId],
       );
-      const out = mayBeOut ?? (sending ? { n: Number(sending.n), node_id: sending.node_id, variant: sending.variant } : null);
+      const out =
+        mayBeOut ?? (sending ? { n: Number(sending.n), node_id: sending.node_id, variant: sending.variant } : null);
       if (out === null) {
         await this.move(tx, decisionId, "exhausted");
-        await this.chain.append(tx, { source: "placement", kind: "workload.refuse", payload: { phase: "exhausted", decision_id: decisionId, attempts: 0, reason } });
+        await this.chain.append(tx, {
+          source: "placement",
+          kind: "workload.refuse",
+          payload: { phase: "exhausted", decision_id: decisionId, attempts: 0, reason },
+        });
         return "unplaced" as const;
       }
       if (row.state === "dispatching") await this.move(tx, decisionId, "answer_lost");
@@ -417,11 +509,25 @@ export class ControllerStore {
         "INSERT INTO mesh_attempts (decision_id, n, node_id, variant, state, outcome, code, reason) VALUES (?,?,?,?, 'done', 'indeterminate', NULL, ?) ON CONFLICT (decision_id, n) DO UPDATE SET state = 'done', outcome = 'indeterminate', reason = excluded.reason",
         [decisionId, out.n, out.node_id, out.variant, reason],
       );
-      await tx.run("UPDATE mesh_attempts SET state = 'done', outcome = 'indeterminate' WHERE decision_id = ? AND state = 'sending'", [decisionId]);
+      await tx.run(
+        "UPDATE mesh_attempts SET state = 'done', outcome = 'indeterminate' WHERE decision_id = ? AND state = 'sending'",
+        [decisionId],
+      );
       await this.chain.append(tx, {
         source: "placement",
         kind: "workload.refuse",
-        payload: { phase: "dispatch", decision_id: decisionId, node: out.node_id, variant: out.variant, outcome: "indeterminate", code: null, reason, reconcile: null, unloaded: null, next: "stopped: the target may hold the instance" },
+        payload: {
+          phase: "dispatch",
+          decision_id: decisionId,
+          node: out.node_id,
+          variant: out.variant,
+          outcome: "indeterminate",
+          code: null,
+          reason,
+          reconcile: null,
+          unloaded: null,
+          next: "stopped: the target may hold the instance",
+        },
       });
       return "unsettled" as const;
     });
@@ -433,16 +539,27 @@ export class ControllerStore {
    */
   async claimForSettle(decisionId: string): Promise<{ ok: true } | { ok: false; reason: string; wedged: boolean }> {
     return this.tx(async (tx) => {
-      const placed = await tx.get<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE decision_id = ?", [decisionId]);
+      const placed = await tx.get<{ instance_id: string }>(
+        "SELECT instance_id FROM mesh_placements WHERE decision_id = ?",
+        [decisionId],
+      );
       if (placed) {
-        return { ok: false as const, wedged: true, reason: `wedged: placement ${placed.instance_id} already records this decision; run \`berth doctor --repair\`` };
+        return {
+          ok: false as const,
+          wedged: true,
+          reason: `wedged: placement ${placed.instance_id} already records this decision; run \`berth doctor --repair\``,
+        };
       }
       try {
         await this.move(tx, decisionId, "claim");
         return { ok: true as const };
       } catch (error) {
         if (!(error instanceof IllegalTransition)) throw error;
-        return { ok: false as const, wedged: false, reason: `no longer unsettled (${error.from}): another process took it` };
+        return {
+          ok: false as const,
+          wedged: false,
+          reason: `no longer unsettled (${error.from}): another process took it`,
+        };
       }
     });
   }
@@ -455,7 +572,11 @@ export class ControllerStore {
   }
 
   /** §10.2: adoption (if any) and the settled event, decision placed or unplaced, in one transaction (claimed first). */
-  async commitSettle(decision: UnsettledDecision, adopted: { placement: PlacementRecord; event: EventDraft } | null, settled: EventDraft): Promise<void> {
+  async commitSettle(
+    decision: UnsettledDecision,
+    adopted: { placement: PlacementRecord; event: EventDraft } | null,
+    settled: EventDraft,
+  ): Promise<void> {
     await this.tx(async (tx) => {
       await this.move(tx, decision.decision_id, adopted ? "adopt" : "settle_empty");
       if (adopted) {
@@ -472,7 +593,9 @@ export class ControllerStore {
   /** Decisions in an owned state (dispatching, reconciling, settling), each with its owner judged from here. */
   async ownedDecisions(): Promise<OwnedDecision[]> {
     return this.read(async (q) => {
-      const rows = await q.all<DecisionSql>("SELECT * FROM mesh_decisions WHERE state IN ('dispatching','reconciling','settling') ORDER BY created_ms, id");
+      const rows = await q.all<DecisionSql>(
+        "SELECT * FROM mesh_decisions WHERE state IN ('dispatching','reconciling','settling') ORDER BY created_ms, id",
+      );
       const out: OwnedDecision[] = [];
       for (const decision of rows.map(decisionOf)) {
         const owner = await readLease(q, decision.owner_id);
@@ -488,18 +611,37 @@ export class ControllerStore {
    * transaction, so a decision whose owner renewed or is still running is never interrupted (issue 21 case 6).
    * Returns false when it was left alone.
    */
-  async commitInterrupted(decisionId: string, requestMayBeOut: boolean, event: (why: string, state: DecisionState) => EventDraft): Promise<boolean> {
+  async commitInterrupted(
+    decisionId: string,
+    requestMayBeOut: boolean,
+    event: (why: string, state: DecisionState) => EventDraft,
+  ): Promise<boolean> {
     return this.tx(async (tx) => {
       const row = await tx.get<DecisionSql>("SELECT * FROM mesh_decisions WHERE id = ?", [decisionId]);
       if (!row || !isDecisionState(row.state) || !OWNED_STATES.has(row.state)) return false;
       const verdict = judgeLease(await readLease(tx, row.owner_id), this.clock());
       if (verdict.alive) return false;
-      const sending = await tx.get<{ node_id: string; variant: string }>("SELECT node_id, variant FROM mesh_attempts WHERE decision_id = ? AND state = 'sending' ORDER BY n DESC", [
+      const sending = await tx.get<{ node_id: string; variant: string }>(
+        "SELECT node_id, variant FROM mesh_attempts WHERE decision_id = ? AND state = 'sending' ORDER BY n DESC",
+        [decisionId],
+      );
+      const eventName =
+        row.state === "dispatching"
+          ? requestMayBeOut
+            ? "owner_gone_in_flight"
+            : "owner_gone_idle"
+          : "owner_gone_in_flight";
+      await this.move(
+        tx,
         decisionId,
-      ]);
-      const eventName = row.state === "dispatching" ? (requestMayBeOut ? "owner_gone_in_flight" : "owner_gone_idle") : "owner_gone_in_flight";
-      await this.move(tx, decisionId, eventName, "recovery", sending ? { node_id: sending.node_id, variant: sending.variant } : {});
-      await tx.run("UPDATE mesh_attempts SET state = 'done', outcome = 'indeterminate' WHERE decision_id = ? AND state = 'sending'", [decisionId]);
+        eventName,
+        "recovery",
+        sending ? { node_id: sending.node_id, variant: sending.variant } : {},
+      );
+      await tx.run(
+        "UPDATE mesh_attempts SET state = 'done', outcome = 'indeterminate' WHERE decision_id = ? AND state = 'sending'",
+        [decisionId],
+      );
       await this.chain.append(tx, event(verdict.why, row.state));
       return true;
     });
@@ -521,7 +663,16 @@ export class ControllerStore {
       await this.chain.append(tx, {
         source: "placement",
         kind: "controller.repair",
-        payload: { problem: "wedged_decision", decision_id: w.decision_id, name: w.name, instance_id: w.instance_id, node: w.node_id, from: "unsettled", to: "placed", operator },
+        payload: {
+          problem: "wedged_decision",
+          decision_id: w.decision_id,
+          name: w.name,
+          instance_id: w.instance_id,
+          node: w.node_id,
+          from: "unsettled",
+          to: "placed",
+          operator,
+        },
       });
     });
   }
@@ -534,7 +685,10 @@ export class ControllerStore {
    * transaction as the chained request, before anything is sent: from then on the reconcile loop never starts, moves
    * or places it again, whatever becomes of its node, until a deploy places the name or a start clears it.
    */
-  async commitVerbRequest(event: EventDraft, stop?: { readonly name: string; readonly instance_id: string }): Promise<DecisionId> {
+  async commitVerbRequest(
+    event: EventDraft,
+    stop?: { readonly name: string; readonly instance_id: string },
+  ): Promise<DecisionId> {
     return this.tx(async (tx) => {
       const hash = (await this.chain.append(tx, event)).hash as DecisionId;
       if (stop !== undefined) {
@@ -551,18 +705,26 @@ export class ControllerStore {
    * §12 step 6: the outcome event, with the placement removed (unload) or marked pending (indeterminate). `unstop`
    * (issue 33) clears the name's stop in the same transaction: a start the node carried out, or a stop it refused.
    */
-  async commitVerbOutcome(instanceId: string, change: "remove" | { pending: string | null } | null, event: EventDraft, unstop?: string): Promise<void> {
+  async commitVerbOutcome(
+    instanceId: string,
+    change: "remove" | { pending: string | null } | null,
+    event: EventDraft,
+    unstop?: string,
+  ): Promise<void> {
     await this.tx(async (tx) => {
       await this.chain.append(tx, event);
       if (change === "remove") await deletePlacement(tx, instanceId);
-      else if (change !== null) await tx.run("UPDATE mesh_placements SET pending = ? WHERE instance_id = ?", [change.pending, instanceId]);
+      else if (change !== null)
+        await tx.run("UPDATE mesh_placements SET pending = ? WHERE instance_id = ?", [change.pending, instanceId]);
       if (unstop !== undefined) await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [unstop]);
     });
   }
 
   /** Issue 33: the names a person stopped and nothing has started since (see `commitVerbRequest`). */
   async stoppedNames(): Promise<ReadonlySet<string>> {
-    return new Set((await this.read((q) => q.all<{ name: string }>("SELECT name FROM mesh_stopped"))).map((r) => r.name));
+    return new Set(
+      (await this.read((q) => q.all<{ name: string }>("SELECT name FROM mesh_stopped"))).map((r) => r.name),
+    );
   }
 
   // ---- reads ------------------------------------------------------------------------------------------------
@@ -572,7 +734,9 @@ export class ControllerStore {
   }
 
   async placement(instanceId: string): Promise<{ record: PlacementRecord; workload: WorkloadRecord } | null> {
-    const row = await this.read((q) => q.get<PlacementSql & { workload: string }>("SELECT * FROM mesh_placements WHERE instance_id = ?", [instanceId]));
+    const row = await this.read((q) =>
+      q.get<PlacementSql & { workload: string }>("SELECT * FROM mesh_placements WHERE instance_id = ?", [instanceId]),
+    );
     return row ? { record: placementOf(row), workload: JSON.parse(row.workload) as WorkloadRecord } : null;
   }
 
@@ -585,14 +749,20 @@ export class ControllerStore {
   }
 
   async placedWorkloads(): Promise<Array<{ record: PlacementRecord; workload: WorkloadRecord }>> {
-    return (await this.read((q) => q.all<PlacementSql & { workload: string }>("SELECT * FROM mesh_placements"))).map((r) => ({
-      record: placementOf(r),
-      workload: JSON.parse(r.workload) as WorkloadRecord,
-    }));
+    return (await this.read((q) => q.all<PlacementSql & { workload: string }>("SELECT * FROM mesh_placements"))).map(
+      (r) => ({
+        record: placementOf(r),
+        workload: JSON.parse(r.workload) as WorkloadRecord,
+      }),
+    );
   }
 
   async unsettled(): Promise<UnsettledDecision[]> {
-    return (await this.read((q) => q.all<DecisionSql>("SELECT * FROM mesh_decisions WHERE state = 'unsettled' ORDER BY created_ms, id"))).map((r) => ({
+    return (
+      await this.read((q) =>
+        q.all<DecisionSql>("SELECT * FROM mesh_decisions WHERE state = 'unsettled' ORDER BY created_ms, id"),
+      )
+    ).map((r) => ({
       decision_id: r.id as DecisionId,
       name: r.name,
       node_id: r.node_id ?? "",
@@ -620,8 +790,13 @@ export class ControllerStore {
     const at = await this.eventOfDecision(id);
     const row = await this.read((q) =>
       at
-        ? q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE chain_id = ? AND seq = ? AND hash = ? AND kind = 'workload.place'", [at.chain_id, at.seq, id])
-        : q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'", [id]),
+        ? q.get<{ payload: string }>(
+            "SELECT payload FROM audit_event WHERE chain_id = ? AND seq = ? AND hash = ? AND kind = 'workload.place'",
+            [at.chain_id, at.seq, id],
+          )
+        : q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'", [
+            id,
+          ]),
     );
     return row ? (JSON.parse(row.payload) as JsonObject) : null;
   }
@@ -647,7 +822,12 @@ export class ControllerStore {
   }
 
   private async eventOfDecision(id: string): Promise<{ chain_id: string; seq: number } | null> {
-    const row = await this.read((q) => q.get<{ chain_id: string | null; seq: number | null }>("SELECT event_chain_id AS chain_id, event_seq AS seq FROM mesh_decisions WHERE id = ?", [id]));
+    const row = await this.read((q) =>
+      q.get<{ chain_id: string | null; seq: number | null }>(
+        "SELECT event_chain_id AS chain_id, event_seq AS seq FROM mesh_decisions WHERE id = ?",
+        [id],
+      ),
+    );
     return row?.chain_id && row.seq !== null ? { chain_id: row.chain_id, seq: Number(row.seq) } : null;
   }
 
@@ -657,7 +837,11 @@ export class ControllerStore {
   }
 
   async decisionsIn(state: DecisionState): Promise<DecisionRow[]> {
-    return (await this.read((q) => q.all<DecisionSql>("SELECT * FROM mesh_decisions WHERE state = ? ORDER BY created_ms, id", [state]))).map(decisionOf);
+    return (
+      await this.read((q) =>
+        q.all<DecisionSql>("SELECT * FROM mesh_decisions WHERE state = ? ORDER BY created_ms, id", [state]),
+      )
+    ).map(decisionOf);
   }
 
   async attempts(decisionId: string): Promise<AttemptRow[]> {
@@ -677,7 +861,8 @@ export class ControllerStore {
 
 const COUNTS = {
   decisions_by_state: "SELECT state AS k, COUNT(*) AS n FROM mesh_decisions GROUP BY state",
-  attempts_by_outcome: "SELECT outcome AS k, COUNT(*) AS n FROM mesh_attempts WHERE outcome IS NOT NULL GROUP BY outcome",
+  attempts_by_outcome:
+    "SELECT outcome AS k, COUNT(*) AS n FROM mesh_attempts WHERE outcome IS NOT NULL GROUP BY outcome",
   placements_by_route: "SELECT route AS k, COUNT(*) AS n FROM mesh_placements GROUP BY route",
 } as const;
 

@@ -16,7 +16,8 @@ import type { PlaceOrder, PlaceOrderInput } from "./order.js";
 /** An `env_from` name without a `config.env` entry: the order is refused (field named), nothing decided. */
 export function envFromProblem(order: Pick<PlaceOrder, "config" | "env_from">): string | null {
   for (const name of Object.keys(order.env_from)) {
-    if (!Object.hasOwn(order.config.env, name)) return `place order: field env_from.${name}: names no config.env entry ${name}`;
+    if (!Object.hasOwn(order.config.env, name))
+      return `place order: field env_from.${name}: names no config.env entry ${name}`;
   }
   return null;
 }
@@ -56,14 +57,21 @@ export function readRef(processEnv: NodeJS.ProcessEnv): RefReader {
  * The order to rerun: the stored one, references read, `leaving` (the node the agent leaves, null for a lost
  * instance whose node may take it again) in `avoid`, never pinned.
  */
-export function rebuildOrder(stored: StoredOrder, leaving: string | null, read: RefReader): { ok: true; order: PlaceOrderInput } | { ok: false; error: string } {
+export function rebuildOrder(
+  stored: StoredOrder,
+  leaving: string | null,
+  read: RefReader,
+): { ok: true; order: PlaceOrderInput } | { ok: false; error: string } {
   const env: Record<string, string> = { ...stored.config.env };
   for (const [name, ref] of Object.entries(stored.env_from)) {
     const r = read(ref);
     if (!r.ok) return { ok: false, error: `the stored order's env ${name} (valueFrom): ${r.error}` };
     env[name] = r.value;
   }
-  const moved = leaving === null ? { pin: null, avoid: [...stored.avoid], dry_run: false } : rescheduleOrder({ pin: stored.pin, avoid: stored.avoid, dry_run: false }, leaving);
+  const moved =
+    leaving === null
+      ? { pin: null, avoid: [...stored.avoid], dry_run: false }
+      : rescheduleOrder({ pin: stored.pin, avoid: stored.avoid, dry_run: false }, leaving);
   return {
     ok: true,
     order: {

@@ -83,9 +83,13 @@ export class StoredReads {
     try {
       const usable = await engine.read(async (q) => {
         if ((await schemaVersionOf(q, "mesh_controller")) !== CONTROLLER_SCHEMA_VERSION) return false;
-        const own = await q.get<{ chain_id: string; owner_key: string }>("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1");
+        const own = await q.get<{ chain_id: string; owner_key: string }>(
+          "SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1",
+        );
         if (own && own.owner_key !== o.publicKey) {
-          throw new StoredReadsError(`the controller store ${path} belongs to key ${own.owner_key}, not to this home's controller key ${o.publicKey}; name the home it was made with (--data-dir) or its key (--key-file)`);
+          throw new StoredReadsError(
+            `the controller store ${path} belongs to key ${own.owner_key}, not to this home's controller key ${o.publicKey}; name the home it was made with (--data-dir) or its key (--key-file)`,
+          );
         }
         return own !== undefined;
       });
@@ -109,7 +113,11 @@ export class StoredReads {
       const targets = want.has("targets") ? await targetSql.targets(q) : [];
       const contacts = want.has("targets") ? await targetSql.contacts(q) : new Map<string, StoredContact>();
       const unsettled = want.has("agents")
-        ? new Set((await q.all<{ name: string }>("SELECT name FROM mesh_decisions WHERE state = 'unsettled'")).map((r) => r.name))
+        ? new Set(
+            (await q.all<{ name: string }>("SELECT name FROM mesh_decisions WHERE state = 'unsettled'")).map(
+              (r) => r.name,
+            ),
+          )
         : new Set<string>();
       return {
         targets: targets.map((t) => storedTargetInfo(t, contacts.get(t.addr), peers, now, this.deadAfterMs)),
@@ -118,7 +126,8 @@ export class StoredReads {
         moved: want.has("placements") ? await movedOn(q) : [],
         agents: want.has("agents") ? await agentRecords(q) : [],
         unsettled,
-        observations: want.has("placements") || want.has("agents") ? await observationsOn(q) : new Map<string, ObservedInstance>(),
+        observations:
+          want.has("placements") || want.has("agents") ? await observationsOn(q) : new Map<string, ObservedInstance>(),
       };
     });
   }
@@ -142,7 +151,13 @@ function tierNow(t: StoredTarget, peers: PeersLoaded): Tier {
 }
 
 /** What the lists show for one stored target: no boot id and no facts (only a describe by this process has those). */
-function storedTargetInfo(t: StoredTarget, contact: StoredContact | undefined, peers: PeersLoaded, nowMs: number, deadAfterMs: number): TargetInfo {
+function storedTargetInfo(
+  t: StoredTarget,
+  contact: StoredContact | undefined,
+  peers: PeersLoaded,
+  nowMs: number,
+  deadAfterMs: number,
+): TargetInfo {
   return {
     addr: t.addr,
     node_id: t.node_id,

@@ -1,5 +1,5 @@
 /**
- * (About 500 lines: trust on first use, key demotion, liveness and the one `call` share one target record and
+ * (About 640 lines: trust on first use, key demotion, liveness and the one `call` share one target record and
  * must decide together which key an answer needs; split them only with that record.)
  *
  * The controller's targets (spec/mesh.md §3.3–§3.5, §4.7, §6.2, §8.2): which nodes it knows, under which key, at which
@@ -72,7 +72,8 @@ export function witnessOfDescribe(result: JsonObject): WitnessHeld | null | unde
   const w = result.witness;
   if (w === null || typeof w !== "object" || Array.isArray(w)) return null;
   const { origin, size, root } = w as Record<string, unknown>;
-  if (typeof origin !== "string" || typeof size !== "number" || !Number.isSafeInteger(size) || typeof root !== "string") return null;
+  if (typeof origin !== "string" || typeof size !== "number" || !Number.isSafeInteger(size) || typeof root !== "string")
+    return null;
   return { origin, size, root };
 }
 
@@ -104,7 +105,9 @@ export interface TargetInfo {
   readonly error: string | null;
 }
 
-export type AddResult = { readonly ok: true; readonly target: TargetInfo } | { readonly ok: false; readonly error: string };
+export type AddResult =
+  | { readonly ok: true; readonly target: TargetInfo }
+  | { readonly ok: false; readonly error: string };
 
 export class Targets {
   private readonly live = new Map<string, Live>();
@@ -138,7 +141,13 @@ export class Targets {
     for (const t of stored) {
       const l = this.live.get(t.addr);
       if (l === undefined) this.live.set(t.addr, fresh(t));
-      else if (l.stored.node_id !== t.node_id || l.stored.key !== t.key || l.stored.tier !== t.tier || l.stored.tier_source !== t.tier_source) l.stored = t;
+      else if (
+        l.stored.node_id !== t.node_id ||
+        l.stored.key !== t.key ||
+        l.stored.tier !== t.tier ||
+        l.stored.tier_source !== t.tier_source
+      )
+        l.stored = t;
     }
   }
 
@@ -160,9 +169,16 @@ export class Targets {
   }
 
   /** The judgement of one target's stored contacts now. */
-  private judged(l: Live, contacts: Map<string, StoredContact>, now: number): { contact: StoredContact | undefined; liveness: Liveness } {
+  private judged(
+    l: Live,
+    contacts: Map<string, StoredContact>,
+    now: number,
+  ): { contact: StoredContact | undefined; liveness: Liveness } {
     const contact = contacts.get(l.stored.addr);
-    return { contact, liveness: judgeNodeLiveness(contact ?? { last_ok_ms: null, unreachable_since_ms: null }, now, this.deadAfterMs) };
+    return {
+      contact,
+      liveness: judgeNodeLiveness(contact ?? { last_ok_ms: null, unreachable_since_ms: null }, now, this.deadAfterMs),
+    };
   }
 
   /** Whether a describe with the stored key succeeded since the controller started (§12 step 2). */
@@ -225,7 +241,8 @@ export class Targets {
 
   private liveByNode(nodeId: string): Live | undefined {
     const cached = this.byNodeId.get(nodeId);
-    if (cached !== undefined && cached.stored.node_id === nodeId && this.live.get(cached.stored.addr) === cached) return cached;
+    if (cached !== undefined && cached.stored.node_id === nodeId && this.live.get(cached.stored.addr) === cached)
+      return cached;
     this.byNodeId.delete(nodeId);
     for (const l of this.live.values()) {
       if (l.stored.node_id === nodeId) {
@@ -243,7 +260,10 @@ export class Targets {
    * (or, with `key`, a describe that must be answered by that key); with a stored key it is a refresh, and a
    * different `key` is refused unless `listed` (the peers file is the only way to change a key).
    */
-  async add(addr: string, opts: { key?: string | null; tier?: Tier | null; source?: TierSource; listed?: boolean } = {}): Promise<AddResult> {
+  async add(
+    addr: string,
+    opts: { key?: string | null; tier?: Tier | null; source?: TierSource; listed?: boolean } = {},
+  ): Promise<AddResult> {
     const known = this.live.get(addr);
     const wantKey = opts.key ?? null;
     if (known?.stored.key && (wantKey === null || wantKey === known.stored.key)) {
@@ -253,7 +273,10 @@ export class Targets {
       return refreshed ? { ok: true, target } : { ok: false, error: target.error ?? `target ${addr} did not answer` };
     }
     if (known?.stored.key && wantKey !== null && !opts.listed) {
-      return { ok: false, error: `target ${addr} is known under key ${known.stored.key}; a new key is learned only from the peers file` };
+      return {
+        ok: false,
+        error: `target ${addr} is known under key ${known.stored.key}; a new key is learned only from the peers file`,
+      };
     }
     const d = await this.describer.describe(addr, wantKey, "*");
     if (d.kind !== "described") {
@@ -267,7 +290,14 @@ export class Targets {
     }
     const tier: Tier = opts.tier ?? known?.stored.tier ?? "discovered";
     const source: TierSource = opts.tier ? (opts.source ?? "api") : (known?.stored.tier_source ?? "default");
-    const stored: StoredTarget = { addr, node_id: d.nodeId, key: d.key, tier, tier_source: source, learned_ms: this.clock() };
+    const stored: StoredTarget = {
+      addr,
+      node_id: d.nodeId,
+      key: d.key,
+      tier,
+      tier_source: source,
+      learned_ms: this.clock(),
+    };
     await this.store.learnTarget(stored, {
       source: "trust",
       kind: "peer.add",
@@ -310,7 +340,11 @@ export class Targets {
 
   /** Every learned target, concurrently. */
   async refreshAll(): Promise<void> {
-    await fanOut([...this.live.values()].filter((l) => l.stored.key !== null), FAN_OUT, (l) => this.refresh(l.stored.addr));
+    await fanOut(
+      [...this.live.values()].filter((l) => l.stored.key !== null),
+      FAN_OUT,
+      (l) => this.refresh(l.stored.addr),
+    );
   }
 
   /**
@@ -321,7 +355,8 @@ export class Targets {
    */
   async refreshStale(): Promise<void> {
     const now = this.clock();
-    const unusable = (l: Live) => l.describedAtMs === null || l.facts === null || l.factsExpireAtMs - now <= 60_000 || l.bootId === null;
+    const unusable = (l: Live) =>
+      l.describedAtMs === null || l.facts === null || l.factsExpireAtMs - now <= 60_000 || l.bootId === null;
     const keyed = [...this.live.values()].filter((l) => l.stored.key !== null);
     // Issue 35: facts only older than the reuse window (still valid by their own expiry, the node answered its last
     // contact, nothing freed on it since) are described again behind the placement, not in front of it: at 1,000 nodes
@@ -375,7 +410,12 @@ export class Targets {
       l.facts = null;
       l.factsRejected = `facts rejected: ${verdict.reason}`;
     }
-    await this.record(l, { ok: true, at_ms: now, error: null, name: verdict.kind === "accepted" ? verdict.facts.name : null });
+    await this.record(l, {
+      ok: true,
+      at_ms: now,
+      error: null,
+      name: verdict.kind === "accepted" ? verdict.facts.name : null,
+    });
   }
 
   /** Every contact's outcome goes to the store: the one place liveness is judged from. */
@@ -400,7 +440,9 @@ export class Targets {
     if (offered && l.stored.key !== null && !l.refusedKeys.has(offered)) {
       l.refusedKeys.add(offered);
       // Once per distinct offered key, across controller restarts too: the chain already says so.
-      const seen = (await this.store.events({ kind: "peer.key_refused" })).some((e) => e.node === l.stored.node_id && e.offered_key === offered);
+      const seen = (await this.store.events({ kind: "peer.key_refused" })).some(
+        (e) => e.node === l.stored.node_id && e.offered_key === offered,
+      );
       if (seen) return;
       await this.store.appendAll([
         {
@@ -436,7 +478,14 @@ export class Targets {
     await this.store.setTier(l.stored.addr, "discovered", "default", {
       source: "trust",
       kind: "peer.key_demoted",
-      payload: { node: l.stored.node_id, addr: l.stored.addr, old_key: l.stored.key, listed_key: listedKey, from, to: "discovered" },
+      payload: {
+        node: l.stored.node_id,
+        addr: l.stored.addr,
+        old_key: l.stored.key,
+        listed_key: listedKey,
+        from,
+        to: "discovered",
+      },
     });
     l.stored = { ...l.stored, tier: "discovered", tier_source: "default" };
   }
@@ -450,7 +499,9 @@ export class Targets {
     if (!peers.ok) {
       if (this.demotedAll === null) {
         this.demotedAll = peers.error;
-        await this.store.appendAll([{ source: "trust", kind: "peer.demote_all", payload: { reason: peers.error, demoted: this.live.size } }]);
+        await this.store.appendAll([
+          { source: "trust", kind: "peer.demote_all", payload: { reason: peers.error, demoted: this.live.size } },
+        ]);
       }
       return;
     }
@@ -460,15 +511,20 @@ export class Targets {
     const pending: Array<Promise<unknown>> = [];
     for (const entry of peers.entries) {
       const l = this.live.get(entry.addr);
-      if (l && l.stored.key !== null && entry.key !== undefined && entry.key !== l.stored.key) await this.demoteReplacedKey(l, entry.key);
+      if (l && l.stored.key !== null && entry.key !== undefined && entry.key !== l.stored.key)
+        await this.demoteReplacedKey(l, entry.key);
       if (!l || l.stored.key === null || (entry.key !== undefined && entry.key !== l.stored.key)) {
-        if (learn) pending.push(this.add(entry.addr, { key: entry.key ?? null, tier: entry.tier, source: "peers", listed: true }));
+        if (learn)
+          pending.push(
+            this.add(entry.addr, { key: entry.key ?? null, tier: entry.tier, source: "peers", listed: true }),
+          );
       } else {
         await this.setTier(entry.addr, entry.tier, "peers");
       }
     }
     for (const l of this.live.values()) {
-      if (l.stored.tier_source === "peers" && !listed.has(l.stored.addr)) await this.setTier(l.stored.addr, "discovered", "default");
+      if (l.stored.tier_source === "peers" && !listed.has(l.stored.addr))
+        await this.setTier(l.stored.addr, "discovered", "default");
     }
     await Promise.all(pending);
   }
@@ -476,8 +532,18 @@ export class Targets {
   // ---- calls ------------------------------------------------------------------------------------------------
 
   /** Issue 38: what each known target said it holds of this controller's checkpoints (undefined: it does not witness). */
-  witnessed(): Array<{ node_id: string | null; addr: string; described: boolean; witness: WitnessHeld | null | undefined }> {
-    return [...this.live.values()].map((l) => ({ node_id: l.stored.node_id, addr: l.stored.addr, described: l.bootId !== null, witness: l.witness }));
+  witnessed(): Array<{
+    node_id: string | null;
+    addr: string;
+    described: boolean;
+    witness: WitnessHeld | null | undefined;
+  }> {
+    return [...this.live.values()].map((l) => ({
+      node_id: l.stored.node_id,
+      addr: l.stored.addr,
+      described: l.bootId !== null,
+      witness: l.witness,
+    }));
   }
 
   /** The reference a call needs, or why there is none (nothing is sent then). */
@@ -494,7 +560,12 @@ export class Targets {
    * (failure: `unreachable`, nothing sent). A `stale_boot` refusal proves the node did nothing: re-describe and, if
    * the boot changed, resend once with a new nonce and the same decision id (§4.7).
    */
-  async call<M extends string>(nodeId: string, method: M, body: JsonObject, opts: CallOptions = {}): Promise<CallResult<M>> {
+  async call<M extends string>(
+    nodeId: string,
+    method: M,
+    body: JsonObject,
+    opts: CallOptions = {},
+  ): Promise<CallResult<M>> {
     let ref = this.ref(nodeId);
     if (typeof ref === "string" && this.liveByNode(nodeId)?.stored.key) {
       await this.refresh(nodeId);
@@ -518,7 +589,12 @@ export class Targets {
     return r;
   }
 
-  private async send<M extends string>(ref: TargetRef, method: M, body: JsonObject, opts: CallOptions): Promise<CallResult<M>> {
+  private async send<M extends string>(
+    ref: TargetRef,
+    method: M,
+    body: JsonObject,
+    opts: CallOptions,
+  ): Promise<CallResult<M>> {
     const l = this.liveByNode(ref.nodeId);
     if (l) l.lastSentMs = this.clock();
     const r = await this.client.call(ref, method, body, opts);
@@ -528,7 +604,11 @@ export class Targets {
     if (l && FREES_CAPACITY.has(method)) l.describedAtMs = null;
     if (l) {
       if (r.kind === "ok") {
-        if (r.checkpointSize !== undefined && l.witness !== undefined && (l.witness === null || r.checkpointSize > l.witness.size)) {
+        if (
+          r.checkpointSize !== undefined &&
+          l.witness !== undefined &&
+          (l.witness === null || r.checkpointSize > l.witness.size)
+        ) {
           l.witness = { origin: l.witness?.origin ?? "", size: r.checkpointSize, root: null };
         }
         await this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });

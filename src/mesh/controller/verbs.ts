@@ -44,14 +44,45 @@ export interface VerbOptions {
 }
 
 export type VerbResult =
-  | { readonly kind: "ok"; readonly verb: Verb; readonly instance_id: string; readonly node: string; readonly result: JsonObject }
-  | { readonly kind: "refused"; readonly verb: Verb; readonly instance_id: string; readonly node: string; readonly code: string; readonly reason: string }
+  | {
+      readonly kind: "ok";
+      readonly verb: Verb;
+      readonly instance_id: string;
+      readonly node: string;
+      readonly result: JsonObject;
+    }
+  | {
+      readonly kind: "refused";
+      readonly verb: Verb;
+      readonly instance_id: string;
+      readonly node: string;
+      readonly code: string;
+      readonly reason: string;
+    }
   /** Nothing reached the node, or (for a read) no valid answer came back. */
-  | { readonly kind: "unreachable"; readonly verb: Verb; readonly instance_id: string; readonly node: string; readonly reason: string }
+  | {
+      readonly kind: "unreachable";
+      readonly verb: Verb;
+      readonly instance_id: string;
+      readonly node: string;
+      readonly reason: string;
+    }
   /** A mutating verb without a valid answer: the record stays `pending: <verb>` until a status resolves it. */
-  | { readonly kind: "indeterminate"; readonly verb: Verb; readonly instance_id: string; readonly node: string; readonly reason: string }
+  | {
+      readonly kind: "indeterminate";
+      readonly verb: Verb;
+      readonly instance_id: string;
+      readonly node: string;
+      readonly reason: string;
+    }
   /** Refused before anything was sent: unknown instance, undescribable target, or the controller's gate. */
-  | { readonly kind: "error"; readonly verb: Verb; readonly instance_id: string; readonly code: "unknown_instance" | "unreachable" | "governance"; readonly reason: string };
+  | {
+      readonly kind: "error";
+      readonly verb: Verb;
+      readonly instance_id: string;
+      readonly code: "unknown_instance" | "unreachable" | "governance";
+      readonly reason: string;
+    };
 
 export interface VerbDeps {
   readonly store: ControllerStore;
@@ -86,7 +117,12 @@ function bodyOf(verb: Verb, instanceId: string, opts: VerbOptions): JsonObject {
   }
 }
 
-export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: string, opts: VerbOptions = {}): Promise<VerbResult> {
+export async function instanceVerb(
+  deps: VerbDeps,
+  verb: Verb,
+  instanceId: string,
+  opts: VerbOptions = {},
+): Promise<VerbResult> {
   const { store, targets } = deps;
   // 1. the record, settling once when it is unknown
   let found = await store.placement(instanceId);
@@ -100,20 +136,52 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   // 2. described since start, so the gate sees the real tier and the request names the boot
   if (!targets.described(node) && !(await targets.refresh(node))) {
     const why = (await targets.byNode(node))?.error ?? "it did not answer";
-    return { kind: "error", verb, instance_id: instanceId, code: "unreachable", reason: `node ${node} could not be described (${why}); nothing was sent` };
+    return {
+      kind: "error",
+      verb,
+      instance_id: instanceId,
+      code: "unreachable",
+      reason: `node ${node} could not be described (${why}); nothing was sent`,
+    };
   }
-  const timeoutMs = verb === "stop" ? Math.max(deps.callTimeoutMs, (opts.grace_ms ?? 2000) + 10_000) : deps.callTimeoutMs;
+  const timeoutMs =
+    verb === "stop" ? Math.max(deps.callTimeoutMs, (opts.grace_ms ?? 2000) + 10_000) : deps.callTimeoutMs;
   if (!MUTATING.has(verb)) {
     // 7. read verbs carry no decision id and chain nothing
     const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { timeoutMs });
     if (r.kind === "ok") {
-      if (verb === "status" && record.pending !== null) await store.commitVerbOutcome(instanceId, { pending: null }, outcomeEvent(`workload.${record.pending}`, null, instanceId, node, "resolved", null, `pending ${record.pending} resolved: the node lists the instance`));
+      if (verb === "status" && record.pending !== null)
+        await store.commitVerbOutcome(
+          instanceId,
+          { pending: null },
+          outcomeEvent(
+            `workload.${record.pending}`,
+            null,
+            instanceId,
+            node,
+            "resolved",
+            null,
+            `pending ${record.pending} resolved: the node lists the instance`,
+          ),
+        );
       const result = verb === "status" ? { instance_id: instanceId, node, status: r.result.row ?? null } : r.result;
       return { kind: "ok", verb, instance_id: instanceId, node, result: result as JsonObject };
     }
     if (r.kind === "refused") {
       if (verb === "status" && record.pending !== null && r.code === "unknown_instance") {
-        await store.commitVerbOutcome(instanceId, "remove", outcomeEvent(`workload.${record.pending}`, null, instanceId, node, "absent", r.code, `pending ${record.pending} resolved: the node no longer holds the instance`));
+        await store.commitVerbOutcome(
+          instanceId,
+          "remove",
+          outcomeEvent(
+            `workload.${record.pending}`,
+            null,
+            instanceId,
+            node,
+            "absent",
+            r.code,
+            `pending ${record.pending} resolved: the node no longer holds the instance`,
+          ),
+        );
       }
       return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
     }
@@ -121,14 +189,37 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   }
   // 3. gate the verb with refs from the record
   const policy = await deps.readPolicy(false);
-  const { verdict, event } = consult(`workload.${verb}`, contextOf(workload, targets.tierOfNode(node), deps.controllerId, false), gatePolicyOf(policy, deps.gate), node);
+  const { verdict, event } = consult(
+    `workload.${verb}`,
+    contextOf(workload, targets.tierOfNode(node), deps.controllerId, false),
+    gatePolicyOf(policy, deps.gate),
+    node,
+  );
   if (event) await store.appendAll([event]);
-  if (verdict.decision !== "permit") return { kind: "error", verb, instance_id: instanceId, code: "governance", reason: `workload.${verb} denied: ${verdict.reason}` };
+  if (verdict.decision !== "permit")
+    return {
+      kind: "error",
+      verb,
+      instance_id: instanceId,
+      code: "governance",
+      reason: `workload.${verb} denied: ${verdict.reason}`,
+    };
   // 4. chained request; its hash authorises the call
   const purge: JsonObject = verb === "unload" && opts.purge === true ? { purge: true } : {};
   const final = verb === "stop" && opts.for_move !== true;
   const requestId = await store.commitVerbRequest(
-    { source: "placement", kind: `workload.${verb}`, payload: { phase: "request", instance_id: instanceId, node, name: record.name, ...purge, ...(final ? { final: true } : {}) } },
+    {
+      source: "placement",
+      kind: `workload.${verb}`,
+      payload: {
+        phase: "request",
+        instance_id: instanceId,
+        node,
+        name: record.name,
+        ...purge,
+        ...(final ? { final: true } : {}),
+      },
+    },
     final ? { name: record.name, instance_id: instanceId } : undefined,
   );
   // 5. send and classify
@@ -136,12 +227,23 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   const outcome = outcomeOf(verb, r);
   // 6. outcome with the record change
   const removes = verb === "unload" && (r.kind === "ok" || (r.kind === "refused" && r.code === "unknown_instance"));
-  const change = removes ? "remove" : outcome === "indeterminate" ? { pending: verb } : record.pending !== null && r.kind === "ok" ? { pending: null } : null;
+  const change = removes
+    ? "remove"
+    : outcome === "indeterminate"
+      ? { pending: verb }
+      : record.pending !== null && r.kind === "ok"
+        ? { pending: null }
+        : null;
   const code = r.kind === "refused" ? r.code : null;
   const reason = r.kind === "ok" ? null : failureText(r);
   // Issue 33: a start the node carried out is the person's say that the agent runs again; it ends a stop.
   const unstop = verb === "start" && r.kind === "ok" ? record.name : undefined;
-  await store.commitVerbOutcome(instanceId, change, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, code, reason), unstop);
+  await store.commitVerbOutcome(
+    instanceId,
+    change,
+    outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, code, reason),
+    unstop,
+  );
   switch (r.kind) {
     case "ok":
       return { kind: "ok", verb, instance_id: instanceId, node, result: r.result };
@@ -154,7 +256,15 @@ export async function instanceVerb(deps: VerbDeps, verb: Verb, instanceId: strin
   }
 }
 
-function outcomeEvent(kind: string, decisionId: string | null, instanceId: string, node: string, result: string, code: string | null, reason: string | null) {
+function outcomeEvent(
+  kind: string,
+  decisionId: string | null,
+  instanceId: string,
+  node: string,
+  result: string,
+  code: string | null,
+  reason: string | null,
+) {
   return {
     source: "placement",
     kind,
@@ -171,30 +281,70 @@ async function unmanagedVerb(deps: VerbDeps, verb: Verb, instanceId: string, opt
   const { store, targets } = deps;
   const holder = await findHolder(deps, instanceId);
   if (holder === null) {
-    return { kind: "error", verb, instance_id: instanceId, code: "unknown_instance", reason: `no placed instance ${instanceId}, and no known node lists it` };
+    return {
+      kind: "error",
+      verb,
+      instance_id: instanceId,
+      code: "unknown_instance",
+      reason: `no placed instance ${instanceId}, and no known node lists it`,
+    };
   }
   const { node, name } = holder;
-  const timeoutMs = verb === "stop" ? Math.max(deps.callTimeoutMs, (opts.grace_ms ?? 2000) + 10_000) : deps.callTimeoutMs;
+  const timeoutMs =
+    verb === "stop" ? Math.max(deps.callTimeoutMs, (opts.grace_ms ?? 2000) + 10_000) : deps.callTimeoutMs;
   if (!MUTATING.has(verb)) {
     const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { timeoutMs });
-    if (r.kind === "ok") return { kind: "ok", verb, instance_id: instanceId, node, result: (verb === "status" ? { instance_id: instanceId, node, status: r.result.row ?? null, unmanaged: true } : r.result) as JsonObject };
-    if (r.kind === "refused") return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
+    if (r.kind === "ok")
+      return {
+        kind: "ok",
+        verb,
+        instance_id: instanceId,
+        node,
+        result: (verb === "status"
+          ? { instance_id: instanceId, node, status: r.result.row ?? null, unmanaged: true }
+          : r.result) as JsonObject,
+      };
+    if (r.kind === "refused")
+      return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
     return { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
   }
   const requestId = await store.commitVerbRequest({
     source: "placement",
     kind: `workload.${verb}`,
-    payload: { phase: "request", instance_id: instanceId, node, name, unmanaged: true, operator: opts.operator ?? { via: "api" }, ...(verb === "unload" && opts.purge === true ? { purge: true } : {}) },
+    payload: {
+      phase: "request",
+      instance_id: instanceId,
+      node,
+      name,
+      unmanaged: true,
+      operator: opts.operator ?? { via: "api" },
+      ...(verb === "unload" && opts.purge === true ? { purge: true } : {}),
+    },
   });
   const r = await targets.call(node, verb, bodyOf(verb, instanceId, opts), { decisionId: requestId, timeoutMs });
   const outcome = outcomeOf(verb, r);
-  await store.commitVerbOutcome(instanceId, null, outcomeEvent(`workload.${verb}`, requestId, instanceId, node, outcome, r.kind === "refused" ? r.code : null, r.kind === "ok" ? null : failureText(r)));
+  await store.commitVerbOutcome(
+    instanceId,
+    null,
+    outcomeEvent(
+      `workload.${verb}`,
+      requestId,
+      instanceId,
+      node,
+      outcome,
+      r.kind === "refused" ? r.code : null,
+      r.kind === "ok" ? null : failureText(r),
+    ),
+  );
   if (r.kind === "ok") {
     const answer: JsonObject = r.result;
     return { kind: "ok", verb, instance_id: instanceId, node, result: { ...answer, unmanaged: true } };
   }
-  if (r.kind === "refused") return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
-  return outcome === "indeterminate" ? { kind: "indeterminate", verb, instance_id: instanceId, node, reason: r.reason } : { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
+  if (r.kind === "refused")
+    return { kind: "refused", verb, instance_id: instanceId, node, code: r.code, reason: r.reason };
+  return outcome === "indeterminate"
+    ? { kind: "indeterminate", verb, instance_id: instanceId, node, reason: r.reason }
+    : { kind: "unreachable", verb, instance_id: instanceId, node, reason: r.reason };
 }
 
 /** The known node that lists `instanceId` (not departed), asked by status; null when none does. */
@@ -203,10 +353,17 @@ async function findHolder(deps: VerbDeps, instanceId: string): Promise<{ node: s
     const node = t.node_id;
     if (node === null) continue;
     if (!deps.targets.described(node) && !(await deps.targets.refresh(node))) continue;
-    const r = await deps.targets.call(node, "status", { instance_id: instanceId, include_departed: false }, { timeoutMs: deps.callTimeoutMs });
+    const r = await deps.targets.call(
+      node,
+      "status",
+      { instance_id: instanceId, include_departed: false },
+      { timeoutMs: deps.callTimeoutMs },
+    );
     if (r.kind !== "ok") continue;
     // Typed by the node client (core/protocol/results.ts): asked for one instance, the node answers its row.
-    const row = statusRowsOf(r.result).filter(isInstanceRow).find((x) => x.instance_id === instanceId);
+    const row = statusRowsOf(r.result)
+      .filter(isInstanceRow)
+      .find((x) => x.instance_id === instanceId);
     if (row !== undefined) return { node, name: row.name };
   }
   return null;

@@ -44,7 +44,11 @@ export async function targetsWithFacts(controller: MeshController, targets: read
 }
 
 /** The rows of the node lists from targets, the engine's views (facts) and the operator's marks (issue 35: also stored). */
-export function targetRows(targets: readonly TargetInfo[], nodeViews: readonly NodeView[], admins: readonly NodeAdmin[]) {
+export function targetRows(
+  targets: readonly TargetInfo[],
+  nodeViews: readonly NodeView[],
+  admins: readonly NodeAdmin[],
+) {
   const views = new Map(nodeViews.map((v) => [v.node_id as string, v]));
   const marks = new Map(admins.map((a) => [a.node_id, a]));
   return targets.map((t) => {
@@ -61,13 +65,20 @@ export function targetRows(targets: readonly TargetInfo[], nodeViews: readonly N
 }
 
 /** Issue 36: the nodes whose facts' labels (node.json `labels`) a parsed `-l` / `?labelSelector=` selects. */
-export function targetsSelected<T extends { readonly facts: JsonObject | null }>(rows: readonly T[], requirements: readonly Requirement[]): T[] {
+export function targetsSelected<T extends { readonly facts: JsonObject | null }>(
+  rows: readonly T[],
+  requirements: readonly Requirement[],
+): T[] {
   if (requirements.length === 0) return [...rows];
   return rows.filter((r) => selects(requirements, (r.facts?.labels as Record<string, string> | undefined) ?? {}));
 }
 
 /** One signed status per node (not per instance), so a list of hundreds of instances costs one call per node. */
-async function nodeStates(controller: MeshController, client: NodeClient, nodeIds: ReadonlySet<string>): Promise<Map<string, Map<string, InstanceStatusRowAnswer>>> {
+async function nodeStates(
+  controller: MeshController,
+  client: NodeClient,
+  nodeIds: ReadonlySet<string>,
+): Promise<Map<string, Map<string, InstanceStatusRowAnswer>>> {
   const targets = await controller.targets();
   const out = new Map<string, Map<string, InstanceStatusRowAnswer>>();
   // Issue 35: at most FAN_OUT nodes asked at once, over the connector's warm connections (all at once, a thousand
@@ -117,7 +128,10 @@ export const STORED_STATE_HINT =
   "(states as last recorded in the controller store, with their age: `never seen` or `stale` means no berth serve has observed these nodes lately; --refresh asks the nodes now, and a running berth serve (--server) answers live)";
 
 /** True when a stored list has a row whose state is unknown or old (live rows carry no `seen_ms` and never count). */
-export function storedStateNeedsHint(rows: ReadonlyArray<{ readonly seen_ms?: number | null }>, nowMs: number): boolean {
+export function storedStateNeedsHint(
+  rows: ReadonlyArray<{ readonly seen_ms?: number | null }>,
+  nowMs: number,
+): boolean {
   return rows.some((r) => r.seen_ms !== undefined && judgeSeen(r.seen_ms, nowMs).kind !== "fresh");
 }
 
@@ -125,11 +139,20 @@ export function storedStateNeedsHint(rows: ReadonlyArray<{ readonly seen_ms?: nu
  * Every placement as stored, its node not asked (`--refresh` asks: instancesWithState): the state its node last
  * reported (the node's own word, "absent" when its verified answer did not list it) and when, or NOT_SEEN.
  */
-export function storedInstances(placements: readonly PlacementRecord[], observations: ReadonlyMap<string, ObservedInstance>) {
+export function storedInstances(
+  placements: readonly PlacementRecord[],
+  observations: ReadonlyMap<string, ObservedInstance>,
+) {
   return placements.map((p) => {
     const o = observations.get(p.instance_id);
-    if (o === undefined) return { ...p, state: NOT_SEEN, status: null as JsonObject | null, seen_ms: null as number | null };
+    if (o === undefined)
+      return { ...p, state: NOT_SEEN, status: null as JsonObject | null, seen_ms: null as number | null };
     const status: JsonObject = { state: o.lifecycle, restarts: o.restarts, pid: o.pid, started_ms: o.started_ms };
-    return { ...p, state: o.lifecycle ?? o.state, status: status as JsonObject | null, seen_ms: o.seen_ms as number | null };
+    return {
+      ...p,
+      state: o.lifecycle ?? o.state,
+      status: status as JsonObject | null,
+      seen_ms: o.seen_ms as number | null,
+    };
   });
 }

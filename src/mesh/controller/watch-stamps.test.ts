@@ -13,65 +13,73 @@ async function stampsOn(kind: EngineKind) {
   return { engine, stamps: new SentStamps(engine) };
 }
 
-describe.each(ENGINE_KINDS)("the controller's last-sent stamps (the node lease's rule 4) on %s", { timeout: 60_000 }, (kind) => {
-  it("keeps the latest stamp a request carried, and never lowers it when an older one is recorded later", async () => {
-    const { stamps: s } = await stampsOn(kind);
-    await s.record(NODE, 2_000);
-    await s.record(NODE, 1_000);
-    expect((await s.of(NODE)).last_sent_ms).toBe(2_000);
-    await s.record(NODE, 3_000);
-    expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
-  });
+describe.each(ENGINE_KINDS)(
+  "the controller's last-sent stamps (the node lease's rule 4) on %s",
+  { timeout: 60_000 },
+  (kind) => {
+    it("keeps the latest stamp a request carried, and never lowers it when an older one is recorded later", async () => {
+      const { stamps: s } = await stampsOn(kind);
+      await s.record(NODE, 2_000);
+      await s.record(NODE, 1_000);
+      expect((await s.of(NODE)).last_sent_ms).toBe(2_000);
+      await s.record(NODE, 3_000);
+      expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
+    });
 
-  it("takes back the stamp of a request that provably never left, and keeps one that may have arrived (issue 16)", async () => {
-    const { stamps: s } = await stampsOn(kind);
-    await (await s.record(NODE, 1_000))(true);
-    const unsent = await s.record(NODE, 2_000);
-    // pending: counted, whatever happens next
-    expect((await s.of(NODE)).last_sent_ms).toBe(2_000);
-    await unsent(false);
-    expect((await s.of(NODE)).last_sent_ms).toBe(1_000);
-    // a dead node tried every tick: its stamp stays where the last request that may have arrived put it
-    for (let t = 3_000; t < 8_000; t += 1_000) await (await s.record(NODE, t))(false);
-    expect((await s.of(NODE)).last_sent_ms).toBe(1_000);
-    await (await s.record(NODE, 12_000))(true);
-    expect((await s.of(NODE)).last_sent_ms).toBe(12_000);
-  });
+    it("takes back the stamp of a request that provably never left, and keeps one that may have arrived (issue 16)", async () => {
+      const { stamps: s } = await stampsOn(kind);
+      await (await s.record(NODE, 1_000))(true);
+      const unsent = await s.record(NODE, 2_000);
+      // pending: counted, whatever happens next
+      expect((await s.of(NODE)).last_sent_ms).toBe(2_000);
+      await unsent(false);
+      expect((await s.of(NODE)).last_sent_ms).toBe(1_000);
+      // a dead node tried every tick: its stamp stays where the last request that may have arrived put it
+      for (let t = 3_000; t < 8_000; t += 1_000) await (await s.record(NODE, t))(false);
+      expect((await s.of(NODE)).last_sent_ms).toBe(1_000);
+      await (await s.record(NODE, 12_000))(true);
+      expect((await s.of(NODE)).last_sent_ms).toBe(12_000);
+    });
 
-  it("a pending stamp below a settled one is dominated; one above it still counts until settled", async () => {
-    const { stamps: s } = await stampsOn(kind);
-    const low = await s.record(NODE, 1_000);
-    const high = await s.record(NODE, 5_000);
-    await (await s.record(NODE, 3_000))(true);
-    expect((await s.of(NODE)).last_sent_ms).toBe(5_000);
-    await high(false);
-    expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
-    await low(false);
-    expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
-  });
+    it("a pending stamp below a settled one is dominated; one above it still counts until settled", async () => {
+      const { stamps: s } = await stampsOn(kind);
+      const low = await s.record(NODE, 1_000);
+      const high = await s.record(NODE, 5_000);
+      await (await s.record(NODE, 3_000))(true);
+      expect((await s.of(NODE)).last_sent_ms).toBe(5_000);
+      await high(false);
+      expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
+      await low(false);
+      expect((await s.of(NODE)).last_sent_ms).toBe(3_000);
+    });
 
-  it("two processes on one store raise one stamp, whatever order their concurrent records land in", async () => {
-    const { engine } = await stampsOn(kind);
-    const other = await engines.reopen(engine);
-    await Promise.all([new SentStamps(engine).record(NODE, 5_000), new SentStamps(other).record(NODE, 4_000), new SentStamps(other).record(NODE, 3_000)]);
-    expect((await new SentStamps(other).of(NODE)).last_sent_ms).toBe(5_000);
-  });
+    it("two processes on one store raise one stamp, whatever order their concurrent records land in", async () => {
+      const { engine } = await stampsOn(kind);
+      const other = await engines.reopen(engine);
+      await Promise.all([
+        new SentStamps(engine).record(NODE, 5_000),
+        new SentStamps(other).record(NODE, 4_000),
+        new SentStamps(other).record(NODE, 3_000),
+      ]);
+      expect((await new SentStamps(other).of(NODE)).last_sent_ms).toBe(5_000);
+    });
 
-  it("records nothing for a first describe addressed to any node", async () => {
-    const { stamps: s } = await stampsOn(kind);
-    await s.record("*", 1_000);
-    expect(await s.of("*")).toEqual({ node_id: "*", last_sent_ms: null, lease_ms: null });
-  });
+    it("records nothing for a first describe addressed to any node", async () => {
+      const { stamps: s } = await stampsOn(kind);
+      await s.record("*", 1_000);
+      expect(await s.of("*")).toEqual({ node_id: "*", last_sent_ms: null, lease_ms: null });
+    });
 
-  it("keeps the lease the node's accepted facts advertise, and a recorded lease does not touch the stamp", async () => {
-    const { stamps: s } = await stampsOn(kind);
-    await s.record(NODE, 7_000);
-    await s.recordLease(NODE, leaseOfFacts({ lease_ms: 60_000 }));
-    expect(await s.of(NODE)).toEqual({ node_id: NODE, last_sent_ms: 7_000, lease_ms: 60_000 });
-    await s.recordLease(NODE, leaseOfFacts({ lease_ms: null }));
-    expect((await s.of(NODE)).lease_ms).toBeNull();
-  });
-});
+    it("keeps the lease the node's accepted facts advertise, and a recorded lease does not touch the stamp", async () => {
+      const { stamps: s } = await stampsOn(kind);
+      await s.record(NODE, 7_000);
+      await s.recordLease(NODE, leaseOfFacts({ lease_ms: 60_000 }));
+      expect(await s.of(NODE)).toEqual({ node_id: NODE, last_sent_ms: 7_000, lease_ms: 60_000 });
+      await s.recordLease(NODE, leaseOfFacts({ lease_ms: null }));
+      expect((await s.of(NODE)).lease_ms).toBeNull();
+    });
+  },
+);
 
 describe("a node's advertised lease", () => {
   it("reads only a positive integer as a lease", () => {

@@ -55,7 +55,12 @@ export class SentStamps {
     this.stamps = new GroupCommit(
       engine,
       async (tx, items) => {
-        for (const s of items) await tx.run("INSERT INTO mesh_watch_sends (id, node_id, issued_at_ms) VALUES (?, ?, ?)", [s.id, s.nodeId, s.issuedAtMs]);
+        for (const s of items)
+          await tx.run("INSERT INTO mesh_watch_sends (id, node_id, issued_at_ms) VALUES (?, ?, ?)", [
+            s.id,
+            s.nodeId,
+            s.issuedAtMs,
+          ]);
       },
       undefined,
       inFlow,
@@ -80,7 +85,10 @@ export class SentStamps {
       engine,
       async (tx, items) => {
         for (const l of items) {
-          await tx.run("INSERT INTO mesh_watch_nodes (node_id, lease_ms) VALUES (?, ?) ON CONFLICT (node_id) DO UPDATE SET lease_ms = excluded.lease_ms", [l.nodeId, l.leaseMs]);
+          await tx.run(
+            "INSERT INTO mesh_watch_nodes (node_id, lease_ms) VALUES (?, ?) ON CONFLICT (node_id) DO UPDATE SET lease_ms = excluded.lease_ms",
+            [l.nodeId, l.leaseMs],
+          );
         }
       },
       undefined,
@@ -116,15 +124,27 @@ export class SentStamps {
 
   /** Issue 37: every node whose accepted facts advertise a lease, with it (the lease keeper's list). */
   async leased(): Promise<Array<{ readonly node_id: string; readonly lease_ms: number }>> {
-    const rows = await this.engine.read((q) => q.all<{ node_id: string; lease_ms: number | string }>("SELECT node_id, lease_ms FROM mesh_watch_nodes WHERE lease_ms IS NOT NULL"));
+    const rows = await this.engine.read((q) =>
+      q.all<{ node_id: string; lease_ms: number | string }>(
+        "SELECT node_id, lease_ms FROM mesh_watch_nodes WHERE lease_ms IS NOT NULL",
+      ),
+    );
     return rows.map((r) => ({ node_id: r.node_id, lease_ms: Number(r.lease_ms) }));
   }
 
   async of(nodeId: string): Promise<NodeStamps> {
-    const [row, sent] = await this.engine.read(async (q) => [
-      await q.get<NodeStamps>("SELECT node_id, last_sent_ms, lease_ms FROM mesh_watch_nodes WHERE node_id = ?", [nodeId]),
-      await q.get<{ m: number | string | null }>("SELECT MAX(issued_at_ms) AS m FROM mesh_watch_sends WHERE node_id = ?", [nodeId]),
-    ] as const);
+    const [row, sent] = await this.engine.read(
+      async (q) =>
+        [
+          await q.get<NodeStamps>("SELECT node_id, last_sent_ms, lease_ms FROM mesh_watch_nodes WHERE node_id = ?", [
+            nodeId,
+          ]),
+          await q.get<{ m: number | string | null }>(
+            "SELECT MAX(issued_at_ms) AS m FROM mesh_watch_sends WHERE node_id = ?",
+            [nodeId],
+          ),
+        ] as const,
+    );
     const floor = row?.last_sent_ms == null ? null : Number(row.last_sent_ms);
     const top = sent?.m == null ? null : Number(sent.m);
     const last = top === null ? floor : floor === null ? top : Math.max(top, floor);

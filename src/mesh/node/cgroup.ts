@@ -9,7 +9,14 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { ContainmentPlan, HostProbe, KillMethod, LimitPlace, V1Probe, V2Probe } from "../../core/node/containment.js";
+import type {
+  ContainmentPlan,
+  HostProbe,
+  KillMethod,
+  LimitPlace,
+  V1Probe,
+  V2Probe,
+} from "../../core/node/containment.js";
 
 interface Mount {
   readonly type: string;
@@ -32,7 +39,8 @@ function mounts(): Mount[] {
     const right = line.slice(sep + 3).split(" ");
     const point = left[4];
     const type = right[0];
-    if (point && (type === "cgroup" || type === "cgroup2")) out.push({ type, point, options: (right[2] ?? "").split(",") });
+    if (point && (type === "cgroup" || type === "cgroup2"))
+      out.push({ type, point, options: (right[2] ?? "").split(",") });
   }
   return out;
 }
@@ -134,7 +142,13 @@ export function probeCgroups(): Pick<HostProbe, "v2" | "v1"> {
       const path = own.get("") ?? "/";
       const dir = join(m.point, path);
       const probe = tryChild(dir, (child) => existsSync(join(child, "cgroup.kill")));
-      v2 = { mount: m.point, own: path, writable: probe.writable, hasKill: probe.checked, controllers: probe.writable ? v2Controllers(dir) : [] };
+      v2 = {
+        mount: m.point,
+        own: path,
+        writable: probe.writable,
+        hasKill: probe.checked,
+        controllers: probe.writable ? v2Controllers(dir) : [],
+      };
     } else if (m.type === "cgroup") {
       for (const controller of ["memory", "pids", "freezer"]) {
         if (!m.options.includes(controller) || v1.some((p) => p.controller === controller)) continue;
@@ -183,7 +197,10 @@ export function cgroupsFor(plan: ContainmentPlan, nodeTag: string, instanceId: s
  * the limits. Throws naming the file when the kernel refuses one: an instance never runs with less containment than
  * the node's facts say.
  */
-export function createCgroups(record: CgroupRecord, limits: { memoryBytes: number | null; pidsMax: number | null }): void {
+export function createCgroups(
+  record: CgroupRecord,
+  limits: { memoryBytes: number | null; pidsMax: number | null },
+): void {
   for (const cg of record.cgroups) {
     releaseOne(cg.dir);
     const nodeDir = join(cg.dir, "..");
@@ -196,7 +213,8 @@ export function createCgroups(record: CgroupRecord, limits: { memoryBytes: numbe
     }
     mkdirSync(cg.dir);
     const set = (file: string, value: string, optional = false) => {
-      if (!write(join(cg.dir, file), value) && !optional) throw new Error(`could not set ${join(cg.dir, file)} to ${value}`);
+      if (!write(join(cg.dir, file), value) && !optional)
+        throw new Error(`could not set ${join(cg.dir, file)} to ${value}`);
     };
     if (cg.roles.includes("memory") && limits.memoryBytes !== null) {
       if (cg.hierarchy === "v2") {
@@ -253,7 +271,8 @@ export async function killCgroup(record: CgroupRecord, deadlineMs = 5000): Promi
   const tracker = trackerOf(record);
   if (!tracker) return true;
   const end = Date.now() + deadlineMs;
-  const freezer = record.cgroups.find((c) => c.roles.includes("freezer")) ?? (tracker.hierarchy === "v2" ? tracker : undefined);
+  const freezer =
+    record.cgroups.find((c) => c.roles.includes("freezer")) ?? (tracker.hierarchy === "v2" ? tracker : undefined);
   while (procsOf(tracker.dir).length > 0 && Date.now() < end) {
     if (record.kill === "cgroup.kill" && write(join(tracker.dir, "cgroup.kill"), "1")) {
       // The kernel signals every member; they leave the cgroup as they die.
@@ -288,7 +307,8 @@ function killQuietly(pid: number): void {
 export function oomKills(record: CgroupRecord): number {
   const memory = record.cgroups.find((c) => c.roles.includes("memory"));
   if (!memory) return 0;
-  const text = memory.hierarchy === "v2" ? read(join(memory.dir, "memory.events")) : read(join(memory.dir, "memory.oom_control"));
+  const text =
+    memory.hierarchy === "v2" ? read(join(memory.dir, "memory.events")) : read(join(memory.dir, "memory.oom_control"));
   const m = /^oom_kill (\d+)$/m.exec(text ?? "");
   return m ? Number(m[1]) : 0;
 }

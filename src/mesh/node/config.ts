@@ -17,7 +17,15 @@ import { POLICY_FILES } from "../policy/files.js";
 const nodeConfigSchema = () =>
   z.strictObject({
     name: z.string().max(64).default("node"),
-    controllers: z.array(z.strictObject({ key: z.string().regex(HEX64, "key must be 64 lowercase hex"), name: z.string().max(64).optional() })).max(256).default([]),
+    controllers: z
+      .array(
+        z.strictObject({
+          key: z.string().regex(HEX64, "key must be 64 lowercase hex"),
+          name: z.string().max(64).optional(),
+        }),
+      )
+      .max(256)
+      .default([]),
     self_tier: z.enum(["discovered", "paired", "pinned"]).default("paired"),
     board: z
       .string()
@@ -25,9 +33,15 @@ const nodeConfigSchema = () =>
       .nullable()
       .default(null),
     labels: z
-      .record(z.string().regex(/^[a-z0-9][a-z0-9./_-]{0,62}$/, "label keys must match ^[a-z0-9][a-z0-9./_-]{0,62}$"), z.string().max(256))
+      .record(
+        z.string().regex(/^[a-z0-9][a-z0-9./_-]{0,62}$/, "label keys must match ^[a-z0-9][a-z0-9./_-]{0,62}$"),
+        z.string().max(256),
+      )
       .default({}),
-    interpreters: z.array(z.strictObject({ name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,31}$/), path: z.string().min(1) })).max(16).default([]),
+    interpreters: z
+      .array(z.strictObject({ name: z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,31}$/), path: z.string().min(1) }))
+      .max(16)
+      .default([]),
     // spec/mesh.md §4.11 (issue 17): TLS unless the operator opts in to plaintext here or with --transport plaintext.
     transport: z.enum(["tls", "plaintext"], { error: 'must be "tls" or "plaintext"' }).default("tls"),
     max_instances: z.number().int().min(0).max(4096).default(64),
@@ -109,6 +123,7 @@ export function loadNodeConfig(dataDir: string): NodeConfig {
     }
   }
   const parsed = nodeConfigSchema().safeParse(raw);
-  if (!parsed.success) throw new NodeConfigError(`${describeIssues(path, parsed.error.issues)}; fix the file and start again`);
+  if (!parsed.success)
+    throw new NodeConfigError(`${describeIssues(path, parsed.error.issues)}; fix the file and start again`);
   return parsed.data;
 }

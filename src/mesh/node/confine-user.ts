@@ -24,7 +24,16 @@ export function setprivAvailable(): boolean {
 
 /** Issue 33 item 12: `--no-new-privs` too, so no set-user-ID program (sudo, su, a capability file) raises the agent. */
 export function dropPrefix(uid: number, gid: number): string[] {
-  return ["setpriv", `--reuid=${uid}`, `--regid=${gid}`, "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--"];
+  return [
+    "setpriv",
+    `--reuid=${uid}`,
+    `--regid=${gid}`,
+    "--clear-groups",
+    "--inh-caps=-all",
+    "--bounding-set=-all",
+    "--no-new-privs",
+    "--",
+  ];
 }
 
 /** Issue 33 item 12: for an agent that runs as the daemon's own user, only the no_new_privs bit. */
@@ -35,13 +44,31 @@ export const NO_NEW_PRIVS_PREFIX: readonly string[] = ["setpriv", "--no-new-priv
  * reach into berth's own processes: CAP_SYS_ADMIN (setns, mounts), CAP_SYS_PTRACE (ptrace of the daemon),
  * CAP_SYS_MODULE (kernel code). It still owns the machine's files: root is root; an agent user is the safe choice.
  */
-export const ROOT_AGENT_PREFIX: readonly string[] = ["setpriv", "--bounding-set=-sys_admin,-sys_ptrace,-sys_module", "--inh-caps=-all", "--no-new-privs", "--"];
+export const ROOT_AGENT_PREFIX: readonly string[] = [
+  "setpriv",
+  "--bounding-set=-sys_admin,-sys_ptrace,-sys_module",
+  "--inh-caps=-all",
+  "--no-new-privs",
+  "--",
+];
 
 /** Creates a system user with no home and no login shell (useradd, else BusyBox/Alpine adduser). */
 export function createSystemUser(name: string): void {
   if (resolveUser(name) !== null) return;
   const tries: Array<[string, string[]]> = [
-    ["useradd", ["--system", "--no-create-home", "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", "--user-group", name]],
+    [
+      "useradd",
+      [
+        "--system",
+        "--no-create-home",
+        "--home-dir",
+        "/nonexistent",
+        "--shell",
+        "/usr/sbin/nologin",
+        "--user-group",
+        name,
+      ],
+    ],
     ["adduser", ["-S", "-D", "-H", "-s", "/sbin/nologin", name]],
   ];
   const errors: string[] = [];
@@ -50,5 +77,7 @@ export function createSystemUser(name: string): void {
     if (r.status === 0 && resolveUser(name) !== null) return;
     errors.push(`${cmd}: ${(r.error?.message ?? r.stderr ?? "").trim().slice(0, 200)}`);
   }
-  throw new Error(`could not create the agent user ${name} (${errors.join("; ")}); create it yourself and run berth node init again`);
+  throw new Error(
+    `could not create the agent user ${name} (${errors.join("; ")}); create it yourself and run berth node init again`,
+  );
 }

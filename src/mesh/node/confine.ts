@@ -13,9 +13,28 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Network } from "../../core/governance/policy.js";
-import { type AgentIdentity, agentIdentity, type ContainmentPlan, exposureOf, limitsOf, planContainment } from "../../core/node/containment.js";
+import {
+  type AgentIdentity,
+  agentIdentity,
+  type ContainmentPlan,
+  exposureOf,
+  limitsOf,
+  planContainment,
+} from "../../core/node/containment.js";
 import { wrapperScript } from "../../core/node/containment-script.js";
-import { type CgroupRecord, type CgroupUsage, cgroupMembers, cgroupsFor, cgroupUsage, createCgroups, killCgroup, oomKills, probeCgroups, releaseCgroups, signalCgroup } from "./cgroup.js";
+import {
+  type CgroupRecord,
+  type CgroupUsage,
+  cgroupMembers,
+  cgroupsFor,
+  cgroupUsage,
+  createCgroups,
+  killCgroup,
+  oomKills,
+  probeCgroups,
+  releaseCgroups,
+  signalCgroup,
+} from "./cgroup.js";
 import type { NodeConfig } from "./config.js";
 import { dropPrefix, NO_NEW_PRIVS_PREFIX, ROOT_AGENT_PREFIX, resolveUser, setprivAvailable } from "./confine-user.js";
 import { probeHideCgroupsPrefix, probeNetnsPrefix } from "./netns.js";
@@ -48,7 +67,11 @@ export class Confinement {
   ) {}
 
   /** Probes this host. `nodeId` names the node's cgroup directory, so two daemons on one host never share one. */
-  static probe(config: Pick<NodeConfig, "agent_user" | "allow_root_agents" | "confinement">, nodeId: string, dataDir: string): Confinement {
+  static probe(
+    config: Pick<NodeConfig, "agent_user" | "allow_root_agents" | "confinement">,
+    nodeId: string,
+    dataDir: string,
+  ): Confinement {
     const uid = process.getuid?.() ?? -1;
     const cgroupsWanted = config.confinement.cgroups !== "off" && process.platform === "linux";
     const netnsWanted = config.confinement.network_namespace === "auto" && process.platform === "linux";
@@ -58,7 +81,13 @@ export class Confinement {
     const netnsPrefix = netnsWanted ? probeNetnsPrefix(uid) : null;
     // The seal matters only behind a namespace: without one a `none` package is fed `egress` anyway.
     const seal = netnsPrefix !== null && config.confinement.local_sockets === "auto" ? probeSeal(dataDir, uid) : null;
-    const plan = planContainment({ ...cgroups, netns: netnsPrefix !== null, sealed: seal !== null, cgroupsWanted, netnsWanted });
+    const plan = planContainment({
+      ...cgroups,
+      netns: netnsPrefix !== null,
+      sealed: seal !== null,
+      cgroupsWanted,
+      netnsWanted,
+    });
     const setpriv = process.platform === "linux" && setprivAvailable();
     const agent = agentIdentity({
       daemonUid: uid,
@@ -67,13 +96,26 @@ export class Confinement {
       allowRoot: config.allow_root_agents,
       canDropPrivileges: uid === 0 && config.agent_user !== null ? setpriv : false,
     });
-    const rootAgent = uid === 0 && agent.kind === "daemon-user" ? { hide: plan.kind === "process-group" ? null : probeHideCgroupsPrefix() } : null;
-    return new Confinement(plan, nodeId.slice(0, 12), netnsPrefix, agent, config.confinement.pids_max, seal, setpriv, rootAgent);
+    const rootAgent =
+      uid === 0 && agent.kind === "daemon-user"
+        ? { hide: plan.kind === "process-group" ? null : probeHideCgroupsPrefix() }
+        : null;
+    return new Confinement(
+      plan,
+      nodeId.slice(0, 12),
+      netnsPrefix,
+      agent,
+      config.confinement.pids_max,
+      seal,
+      setpriv,
+      rootAgent,
+    );
   }
 
   /** The facts' view (spec/mesh.md §6): which containment, which limits, and whether `network: "none"` holds. */
   facts(): JsonObject {
-    const where = (p: ContainmentPlan["memory"]) => (p === null ? null : p.hierarchy === "v2" ? "cgroup-v2" : "cgroup-v1");
+    const where = (p: ContainmentPlan["memory"]) =>
+      p === null ? null : p.hierarchy === "v2" ? "cgroup-v2" : "cgroup-v1";
     return {
       kind: this.plan.kind,
       kill: this.plan.kill,
@@ -86,8 +128,14 @@ export class Confinement {
       // What the gate is fed for a `network: "none"` package here: `none`, `lan` (namespace only) or `egress`.
       network_none_judged_as: this.exposure("none"),
       no_new_privs: this.noNewPrivs ? "enforced" : "not-enforced",
-      root_agents: this.rootAgent === null ? null : this.rootAgent.hide !== null && this.noNewPrivs ? "held-in-cgroup" : "may-leave-cgroup",
-      agent_user: this.agent.kind === "unprivileged" ? this.agent.user : this.agent.kind === "daemon-user" ? "daemon" : null,
+      root_agents:
+        this.rootAgent === null
+          ? null
+          : this.rootAgent.hide !== null && this.noNewPrivs
+            ? "held-in-cgroup"
+            : "may-leave-cgroup",
+      agent_user:
+        this.agent.kind === "unprivileged" ? this.agent.user : this.agent.kind === "daemon-user" ? "daemon" : null,
     };
   }
 
@@ -100,7 +148,11 @@ export class Confinement {
    * Makes the instance's cgroups (with its limits) and the launch that puts its wrapper in them. Throws when agents
    * may not run here (a root daemon without an agent user) or when the kernel refuses a cgroup file.
    */
-  prepare(instanceDir: string, instanceId: string, launch: { readonly network: Network; readonly memory_mb: number }): Launch {
+  prepare(
+    instanceDir: string,
+    instanceId: string,
+    launch: { readonly network: Network; readonly memory_mb: number },
+  ): Launch {
     if (this.agent.kind === "refused") throw new Error(this.agent.reason);
     const record = cgroupsFor(this.plan, this.nodeTag, instanceId);
     if (record) {
@@ -113,7 +165,11 @@ export class Confinement {
       killFile: record?.kill === "cgroup.kill" && tracker ? join(tracker.dir, "cgroup.kill") : null,
       procsFile: tracker && record?.kill !== "cgroup.kill" ? join(tracker.dir, "cgroup.procs") : null,
     });
-    return { script, prefix: this.prefix(launch.network), owner: this.agent.kind === "unprivileged" ? { uid: this.agent.uid, gid: this.agent.gid } : null };
+    return {
+      script,
+      prefix: this.prefix(launch.network),
+      owner: this.agent.kind === "unprivileged" ? { uid: this.agent.uid, gid: this.agent.gid } : null,
+    };
   }
 
   /**

@@ -13,7 +13,10 @@ export interface ConnectionLimits {
 }
 
 /** Verifies and runs one request; returns the signed answer and whether to close the connection. */
-export type RequestHandler = (signed: SignedMessage, stream: FrameStream) => Promise<{ signed: SignedMessage; close: boolean }>;
+export type RequestHandler = (
+  signed: SignedMessage,
+  stream: FrameStream,
+) => Promise<{ signed: SignedMessage; close: boolean }>;
 
 export class Connections {
   private openStreams = new Set<FrameStream>();

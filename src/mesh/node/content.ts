@@ -4,7 +4,19 @@
  * match, so nothing is ever executed from a partial or unverified copy.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
 import { join } from "node:path";
 import type { PinnedFile } from "../../core/packages/manifest.js";
 import { encodeMessageFrame, LIMITS, parseMessageFrame } from "../../core/protocol/messages.js";
@@ -52,7 +64,8 @@ export class PackageFetcher {
       throw new FetchFailure("fetch", `protocol error during fetch: ${parsed.error}`);
     }
     const msg = parsed.value;
-    if (msg.type === "fetch_error") throw new FetchFailure("fetch", `controller refused the fetch of ${what}: ${msg.reason}`);
+    if (msg.type === "fetch_error")
+      throw new FetchFailure("fetch", `controller refused the fetch of ${what}: ${msg.reason}`);
     if (
       msg.type !== "data" ||
       msg.what !== what ||
@@ -135,16 +148,19 @@ export class ContentStore {
       while (offset < file.size) {
         const length = Math.min(LIMITS.fetchRangeBytes, file.size - offset);
         const chunk = await fetcher.range("file", file.sha256, offset, length);
-        if (chunk.length === 0) throw new FetchFailure("verify", `${file.path}: file is shorter than its pinned size ${file.size}`);
+        if (chunk.length === 0)
+          throw new FetchFailure("verify", `${file.path}: file is shorter than its pinned size ${file.size}`);
         writeSync(fd, chunk);
         hash.update(chunk);
         offset += chunk.length;
       }
       // One byte past the end must not exist: a longer file is a size mismatch even if its prefix hashes right.
       const beyond = await fetcher.range("file", file.sha256, file.size, 1);
-      if (beyond.length > 0) throw new FetchFailure("verify", `${file.path}: file is larger than its pinned size ${file.size}`);
+      if (beyond.length > 0)
+        throw new FetchFailure("verify", `${file.path}: file is larger than its pinned size ${file.size}`);
       const digest = hash.digest("hex");
-      if (digest !== file.sha256) throw new FetchFailure("verify", `${file.path}: sha256 ${digest} does not match the pinned ${file.sha256}`);
+      if (digest !== file.sha256)
+        throw new FetchFailure("verify", `${file.path}: sha256 ${digest} does not match the pinned ${file.sha256}`);
       fsyncSync(fd);
       closeSync(fd);
       renameSync(tmp, final);

@@ -78,7 +78,10 @@ export class NodeContext {
     return row;
   }
 
-  body<M extends "start" | "stop" | "unload" | "status" | "logs" | "place" | "revocations">(method: M, body: unknown): BodyOf<M> {
+  body<M extends "start" | "stop" | "unload" | "status" | "logs" | "place" | "revocations">(
+    method: M,
+    body: unknown,
+  ): BodyOf<M> {
     const parsed = parseBody(method, body);
     if (!parsed.ok) throw new Refusal("invalid_request", parsed.error);
     return parsed.value;

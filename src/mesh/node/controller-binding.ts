@@ -35,7 +35,9 @@ export class ControllerBindings {
         }
       }),
     );
-    const rows = store.db.prepare("SELECT controller_key, store_id, epoch FROM node_controller_binding").all() as Array<{ controller_key: string } & ControllerBinding>;
+    const rows = store.db.prepare("SELECT controller_key, store_id, epoch FROM node_controller_binding").all() as Array<
+      { controller_key: string } & ControllerBinding
+    >;
     for (const r of rows) this.bound.set(r.controller_key, { store_id: r.store_id, epoch: r.epoch });
   }
 
@@ -66,7 +68,15 @@ export class ControllerBindings {
       this.write(req.key, { store_id: change.store_id, epoch: change.to }, now, {
         source: "node",
         kind: "controller.epoch",
-        payload: { node: this.nodeId, controller: req.requester, store_id: change.store_id, from: change.from, to: change.to, method: req.method, decision_id: req.decision_id },
+        payload: {
+          node: this.nodeId,
+          controller: req.requester,
+          store_id: change.store_id,
+          from: change.from,
+          to: change.to,
+          method: req.method,
+          decision_id: req.decision_id,
+        },
       });
     }
   }
@@ -76,7 +86,11 @@ export class ControllerBindings {
     const body = parseBody("rehome", req.body);
     if (!body.ok) throw new Refusal("invalid_request", body.error);
     // Check 11a guarantees an authority on every mutating method.
-    if (req.authority === null) throw new Refusal("invalid_request", "payload.authority must name the controller store and leader epoch on rehome");
+    if (req.authority === null)
+      throw new Refusal(
+        "invalid_request",
+        "payload.authority must name the controller store and leader epoch on rehome",
+      );
     const before = this.binding(req.key);
     const verdict = judgeRehome(before, req.authority);
     if (verdict.kind === "refuse") throw new Refusal(verdict.code, verdict.reason);
@@ -96,7 +110,13 @@ export class ControllerBindings {
     };
   }
 
-  private bindPayload(req: VerifiedRequest, how: "first_request" | "rehome", from: ControllerBinding | null, to: ControllerBinding, reason: string | null): JsonObject {
+  private bindPayload(
+    req: VerifiedRequest,
+    how: "first_request" | "rehome",
+    from: ControllerBinding | null,
+    to: ControllerBinding,
+    reason: string | null,
+  ): JsonObject {
     return {
       node: this.nodeId,
       controller: req.requester,
@@ -111,7 +131,12 @@ export class ControllerBindings {
     };
   }
 
-  private write(controllerKey: string, binding: ControllerBinding, now: number, event: { source: string; kind: string; payload: JsonObject }): void {
+  private write(
+    controllerKey: string,
+    binding: ControllerBinding,
+    now: number,
+    event: { source: string; kind: string; payload: JsonObject },
+  ): void {
     this.store.commit((tx) => {
       tx.db
         .prepare(

@@ -114,7 +114,9 @@ export class NodeDaemon {
     reserve.restore();
     store.reserve = reserve;
     const nodeId = nodeIdOf(key.publicKey);
-    const log: NodeLog | undefined = o.logLevel ? nodeLogger(o.logLevel, nodeId, 2, Date.now, o.humanLogs === true) : undefined;
+    const log: NodeLog | undefined = o.logLevel
+      ? nodeLogger(o.logLevel, nodeId, 2, Date.now, o.humanLogs === true)
+      : undefined;
     // Issue 15: how instances are launched and contained here, probed once (docs/concepts.md "Confinement").
     const confinement = Confinement.probe(config, nodeId, o.dataDir);
     const runtime = new NativeRuntime(join(o.dataDir, "instances"), confinement);
@@ -156,22 +158,49 @@ export class NodeDaemon {
     service.policy();
     if (transport === "plaintext") {
       const by = o.transport === "plaintext" ? "--transport plaintext" : `${FILES.config} transport`;
-      store.append({ source: "node", kind: "transport.plaintext", payload: { boot_id: bootId, listen: o.listen, reason: `configured explicitly (${by})` } });
+      store.append({
+        source: "node",
+        kind: "transport.plaintext",
+        payload: { boot_id: bootId, listen: o.listen, reason: `configured explicitly (${by})` },
+      });
     }
     const authorised = new Set([...config.controllers.map((c) => c.key), ...(o.controllers ?? [])]);
     // Loaded only when asked for (node:tls and the certificate), so a CLI start that serves nothing does not load them.
-    const tls = transport === "tls" && o.listen !== null ? (await import("../transport/tls.js")).listenTls({ identity: key, authorised: () => authorised, onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)) }) : undefined;
+    const tls =
+      transport === "tls" && o.listen !== null
+        ? (await import("../transport/tls.js")).listenTls({
+            identity: key,
+            authorised: () => authorised,
+            onRefused: refusedPeerRecorder(store, nodeIdOf(key.publicKey)),
+          })
+        : undefined;
     const { server, address } =
       o.listen === null
         ? { server: null, address: "" }
-        : await listenFrames(o.listen, (stream) => void service.serve(stream), { limits: listenLimits(config.limits), ...(tls ? { tls } : {}) });
-    const daemon = new NodeDaemon(service, nodeId, bootId, address, recovery, confinement.agent.kind === "refused" ? confinement.agent.reason : null, server, db, chain, transport);
+        : await listenFrames(o.listen, (stream) => void service.serve(stream), {
+            limits: listenLimits(config.limits),
+            ...(tls ? { tls } : {}),
+          });
+    const daemon = new NodeDaemon(
+      service,
+      nodeId,
+      bootId,
+      address,
+      recovery,
+      confinement.agent.kind === "refused" ? confinement.agent.reason : null,
+      server,
+      db,
+      chain,
+      transport,
+    );
     // spec/audit-chain.md §10: a checkpoint T (default 600 s) after the previous one when events were appended since
     // (checked each minute, or each T when shorter), and one at clean shutdown (close()); the every-N-events
     // checkpoint is written by append itself (src/chain/checkpoint-policy.ts).
     // Issue 37 finding B: a checkpoint that cannot be written (a full disk) is written at a later minute; it never
     // ends the daemon from its timer.
-    daemon.timers.push(setInterval(() => guarded(log, "checkpoint", () => chain.checkpointIfDue()), checkpointPollMs(chain.policy)));
+    daemon.timers.push(
+      setInterval(() => guarded(log, "checkpoint", () => chain.checkpointIfDue()), checkpointPollMs(chain.policy)),
+    );
     daemon.timers.push(setInterval(() => guarded(log, "poll", () => service.pollAdopted()), o.pollMs ?? 500));
     // Issue 15: after recovery, so exits recorded while the daemon was down are decided per their restart policy.
     service.supervisor.start();
@@ -209,7 +238,10 @@ function guarded(log: NodeLog | undefined, what: string, step: () => void): void
   try {
     step();
   } catch (error) {
-    log?.warn({ err: (error as Error).message, code: (error as { code?: unknown }).code }, `${what} failed; tried again at its next round`);
+    log?.warn(
+      { err: (error as Error).message, code: (error as { code?: unknown }).code },
+      `${what} failed; tried again at its next round`,
+    );
   }
 }
 
@@ -312,7 +344,12 @@ export function recover(store: NodeStore, runtime: NativeRuntime, clock: () => n
         const exitCode = probe.state === "exited" ? probe.exit_code : null;
         const signal = probe.state === "exited" ? probe.signal : null;
         store.commit((tx) => {
-          store.updateInstance(tx, row.instance_id, { state, exit_code: exitCode, signal, detail: `${probe.detail} while the node daemon was down` });
+          store.updateInstance(tx, row.instance_id, {
+            state,
+            exit_code: exitCode,
+            signal,
+            detail: `${probe.detail} while the node daemon was down`,
+          });
           return { result: null, events: [lifecycle(row, state, probe.detail)] };
         });
         (state === "lost" ? report.lost : report.exited).push(row.instance_id);
@@ -322,8 +359,17 @@ export function recover(store: NodeStore, runtime: NativeRuntime, clock: () => n
         const found = runtime.findByInstanceEnv(row.instance_id);
         const to = found ? "running" : "loaded";
         store.commit((tx) => {
-          store.updateInstance(tx, row.instance_id, found ? { state: "running", pid: found.pid, host_boot_id: found.host_boot_id, start_marker: found.start_marker } : { state: "loaded" });
-          return { result: null, events: [lifecycle(row, to, found ? "process found by its instance id" : "no process was started")] };
+          store.updateInstance(
+            tx,
+            row.instance_id,
+            found
+              ? { state: "running", pid: found.pid, host_boot_id: found.host_boot_id, start_marker: found.start_marker }
+              : { state: "loaded" },
+          );
+          return {
+            result: null,
+            events: [lifecycle(row, to, found ? "process found by its instance id" : "no process was started")],
+          };
         });
         if (found) report.readopted.push(row.instance_id);
         break;

@@ -35,7 +35,8 @@ export function persistedDescribeNonces(store: NodeStore, nowMs: number): Map<st
   }
   const kept = new Map<string, number>();
   if (raw !== null && typeof raw === "object") {
-    for (const [nonce, expires] of Object.entries(raw)) if (typeof expires === "number" && expires > nowMs) kept.set(nonce, expires);
+    for (const [nonce, expires] of Object.entries(raw))
+      if (typeof expires === "number" && expires > nowMs) kept.set(nonce, expires);
   }
   return kept;
 }

@@ -14,7 +14,13 @@ export function runtimeEvent(kind: string, row: InstanceRow, extra: JsonObject) 
   return {
     source: "runtime",
     kind,
-    payload: { instance_id: row.instance_id, decision_id: row.decision_id, package_id: row.package_id, route: row.route, ...extra },
+    payload: {
+      instance_id: row.instance_id,
+      decision_id: row.decision_id,
+      package_id: row.package_id,
+      route: row.route,
+      ...extra,
+    },
   };
 }
 
@@ -45,7 +51,14 @@ export class RefusalChain {
     private readonly clock: () => number,
   ) {}
 
-  authenticated(phase: string, code: string, reason: string, method: string, requester: string | null, decisionId: string | null): void {
+  authenticated(
+    phase: string,
+    code: string,
+    reason: string,
+    method: string,
+    requester: string | null,
+    decisionId: string | null,
+  ): void {
     this.chain(refusalEvent(this.nodeId, phase, code, reason, method, requester, decisionId));
   }
 
@@ -58,9 +71,16 @@ export class RefusalChain {
     }
   }
 
-  unauthenticated(code: string, reason: string, method: string, requester: string | null, decisionId: string | null): void {
+  unauthenticated(
+    code: string,
+    reason: string,
+    method: string,
+    requester: string | null,
+    decisionId: string | null,
+  ): void {
     const now = this.clock();
-    if (now - this.unauthWindow.start >= UNAUTH_WINDOW_MS) this.unauthWindow = { start: now, chained: 0, suppressed: this.unauthWindow.suppressed };
+    if (now - this.unauthWindow.start >= UNAUTH_WINDOW_MS)
+      this.unauthWindow = { start: now, chained: 0, suppressed: this.unauthWindow.suppressed };
     if (this.unauthWindow.chained >= UNAUTH_BUDGET) {
       this.unauthWindow.suppressed++;
       return;

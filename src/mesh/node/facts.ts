@@ -44,7 +44,13 @@ export function measureSha256(nowMs: number): JsonObject {
     rounds++;
   }
   const ns = Number(process.hrtime.bigint() - start);
-  return { metric: "sha256_mib_s", subject: "cpu", value_milli: Math.round((rounds / (ns / 1e9)) * 1000), direction: "higher", measured_at_ms: nowMs };
+  return {
+    metric: "sha256_mib_s",
+    subject: "cpu",
+    value_milli: Math.round((rounds / (ns / 1e9)) * 1000),
+    direction: "higher",
+    measured_at_ms: nowMs,
+  };
 }
 
 export interface FactsInput {
@@ -79,7 +85,11 @@ export function buildFacts(input: FactsInput): JsonObject {
     os: process.platform === "darwin" ? "darwin" : "linux",
     arch,
     board: input.board,
-    cpu: { count: availableParallelism(), model: (cpuList[0]?.model ?? "unknown").slice(0, 128), load1_milli: Math.round((loadavg()[0] ?? 0) * 1000) },
+    cpu: {
+      count: availableParallelism(),
+      model: (cpuList[0]?.model ?? "unknown").slice(0, 128),
+      load1_milli: Math.round((loadavg()[0] ?? 0) * 1000),
+    },
     memory: { total_bytes: totalmem(), available_bytes: availableMemory() },
     accelerators: [],
     routes: [{ route: "native", arches: [arch] }],
@@ -89,7 +99,9 @@ export function buildFacts(input: FactsInput): JsonObject {
     capabilities: [],
     lease_ms: input.leaseMs,
     instances: input.instances,
-    ...(input.containment ? { containment: input.containment.kind ?? "process-group", confinement: input.containment } : {}),
+    ...(input.containment
+      ? { containment: input.containment.kind ?? "process-group", confinement: input.containment }
+      : {}),
   };
 }
 

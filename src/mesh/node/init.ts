@@ -19,7 +19,10 @@ export interface NodeInit {
   readonly config?: Record<string, unknown>;
 }
 
-export function initNodeDataDir(dataDir: string, init: NodeInit = {}): { dataDir: string; nodeId: string; publicKey: PublicKeyHex } {
+export function initNodeDataDir(
+  dataDir: string,
+  init: NodeInit = {},
+): { dataDir: string; nodeId: string; publicKey: PublicKeyHex } {
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const keyPath = join(dir, FILES.key);

@@ -13,7 +13,13 @@
  * Deadlines are kept in `node_meta` so a restarted daemon enforces the leases its predecessor granted; they are
  * written when they move by more than a second, so a restart may stop up to a second early, never late.
  */
-import { initialDeadline, judgeRenewal, LEASE_STOP_GRACE_MS, leaseExpired, renewedDeadline } from "../../core/mesh/lease.js";
+import {
+  initialDeadline,
+  judgeRenewal,
+  LEASE_STOP_GRACE_MS,
+  leaseExpired,
+  renewedDeadline,
+} from "../../core/mesh/lease.js";
 import { type NodeContext, Refusal } from "./context.js";
 import { isDiskFull } from "./disk-reserve.js";
 import { identityOf } from "./processes.js";
@@ -42,7 +48,8 @@ export class NodeLeases {
       try {
         const parsed: unknown = JSON.parse(raw);
         if (parsed && typeof parsed === "object") {
-          for (const [controller, deadline] of Object.entries(parsed)) if (typeof deadline === "number") this.deadlines.set(controller, deadline);
+          for (const [controller, deadline] of Object.entries(parsed))
+            if (typeof deadline === "number") this.deadlines.set(controller, deadline);
         }
       } catch {
         // A damaged record keeps nothing: every controller gets a fresh lease from boot (initialDeadline), which a
@@ -81,7 +88,10 @@ export class NodeLeases {
         this.persist(new Map(this.deadlines).set(requester, next));
       } catch (error) {
         if (!isDiskFull(error)) throw error;
-        throw new Refusal("disk_full", `the node's disk is full: the lease of controller ${requester} could not be renewed on disk, so it was not renewed and nothing ran; its deadline stays ${this.deadlines.get(requester) ?? "unset"}`);
+        throw new Refusal(
+          "disk_full",
+          `the node's disk is full: the lease of controller ${requester} could not be renewed on disk, so it was not renewed and nothing ran; its deadline stays ${this.deadlines.get(requester) ?? "unset"}`,
+        );
       }
     }
     this.deadlines.set(requester, next);
@@ -137,14 +147,27 @@ export class NodeLeases {
       }
       const record = () =>
         store.commit((tx) => {
-          store.updateInstance(tx, row.instance_id, { state: "lease_stopped", exit_code: exitCode, signal, detail: reason });
+          store.updateInstance(tx, row.instance_id, {
+            state: "lease_stopped",
+            exit_code: exitCode,
+            signal,
+            detail: reason,
+          });
           return {
             result: null,
             events: [
               {
                 source: "node",
                 kind: "workload.lifecycle",
-                payload: { phase: "lease", instance_id: row.instance_id, decision_id: row.decision_id, from: row.state, to: "lease_stopped", reason, controller: row.requester },
+                payload: {
+                  phase: "lease",
+                  instance_id: row.instance_id,
+                  decision_id: row.decision_id,
+                  from: row.state,
+                  to: "lease_stopped",
+                  reason,
+                  controller: row.requester,
+                },
               },
             ],
           };
@@ -156,7 +179,10 @@ export class NodeLeases {
         // check that can write; until then the instance stays `stopping`, so its exit is not recorded as anything else.
         this.unrecorded.set(row.instance_id, record);
         pending = true;
-        this.ctx.log.warn({ instance_id: row.instance_id, err: (error as Error).message }, "lease stop carried out; its record is kept until it can be written");
+        this.ctx.log.warn(
+          { instance_id: row.instance_id, err: (error as Error).message },
+          "lease stop carried out; its record is kept until it can be written",
+        );
       }
       return true;
     } finally {
@@ -181,7 +207,10 @@ export class NodeLeases {
       try {
         this.ctx.runtime.writeLeaseDeadline(row.instance_id, deadline);
       } catch (error) {
-        this.ctx.log.warn({ instance_id: row.instance_id, err: (error as Error).message }, "the watchdog's lease deadline could not be moved");
+        this.ctx.log.warn(
+          { instance_id: row.instance_id, err: (error as Error).message },
+          "the watchdog's lease deadline could not be moved",
+        );
       }
     }
   }

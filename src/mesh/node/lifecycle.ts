@@ -17,7 +17,8 @@ import { purgeWorkspace } from "./workspace.js";
 export async function start(ctx: NodeContext, req: VerifiedRequest, body: BodyOf<"start">): Promise<JsonObject> {
   const asked = ctx.held(body.instance_id);
   if (isLive(asked.state)) return { started: false, already: true };
-  if (asked.state === "loading" || asked.state === "starting") throw new Refusal("invalid_request", `instance ${asked.instance_id} is ${asked.state}`);
+  if (asked.state === "loading" || asked.state === "starting")
+    throw new Refusal("invalid_request", `instance ${asked.instance_id} is ${asked.state}`);
   ctx.permit("workload.start", asked, req.requester);
   await ctx.supervision.quiesce(asked.instance_id);
   const row = ctx.held(body.instance_id);
@@ -46,7 +47,10 @@ export async function unload(ctx: NodeContext, req: VerifiedRequest, body: BodyO
   const fenced = (row: InstanceRow) => {
     // Issue 7: a fenced unload names the generation it observed; a restarted (changed) instance is never touched.
     if (body.generation !== undefined && body.generation !== row.generation) {
-      throw new Refusal("precondition_failed", `generation precondition failed: instance ${row.instance_id} is at generation ${row.generation}, not ${body.generation}`);
+      throw new Refusal(
+        "precondition_failed",
+        `generation precondition failed: instance ${row.instance_id} is at generation ${row.generation}, not ${body.generation}`,
+      );
     }
   };
   const asked = ctx.held(body.instance_id);
@@ -79,10 +83,24 @@ export async function unload(ctx: NodeContext, req: VerifiedRequest, body: BodyO
     store.removeInstance(tx, row.instance_id, req.decision_id ?? row.decision_id, "unloaded", ctx.o.clock());
     return {
       result: null,
-      events: [runtimeEvent("workload.unload", row, { outcome: "ok", decision_id: req.decision_id ?? row.decision_id, ...(purged !== null ? { workspace: purged ? "purged" : "none" } : {}) })],
+      events: [
+        runtimeEvent("workload.unload", row, {
+          outcome: "ok",
+          decision_id: req.decision_id ?? row.decision_id,
+          ...(purged !== null ? { workspace: purged ? "purged" : "none" } : {}),
+        }),
+      ],
     };
   });
-  ctx.log.info({ instance_id: row.instance_id, name: row.name, decision_id: req.decision_id, ...(purged !== null ? { workspace_purged: purged } : {}) }, "instance unloaded");
+  ctx.log.info(
+    {
+      instance_id: row.instance_id,
+      name: row.name,
+      decision_id: req.decision_id,
+      ...(purged !== null ? { workspace_purged: purged } : {}),
+    },
+    "instance unloaded",
+  );
   return { unloaded: true, ...(purged !== null ? { workspace_purged: purged } : {}) };
 }
 
@@ -94,11 +112,23 @@ function cancelRestart(ctx: NodeContext, row: InstanceRow, decisionId: string | 
     return {
       result: null,
       events: [
-        { source: "node", kind: "workload.lifecycle", payload: { phase: "supervise", instance_id: row.instance_id, from: "backoff", to: "stopped", reason } },
-        runtimeEvent("workload.stop", row, { outcome: "ok", exit_code: row.exit_code, signal: row.signal, ...(decisionId ? { decision_id: decisionId } : {}) }),
+        {
+          source: "node",
+          kind: "workload.lifecycle",
+          payload: { phase: "supervise", instance_id: row.instance_id, from: "backoff", to: "stopped", reason },
+        },
+        runtimeEvent("workload.stop", row, {
+          outcome: "ok",
+          exit_code: row.exit_code,
+          signal: row.signal,
+          ...(decisionId ? { decision_id: decisionId } : {}),
+        }),
       ],
     };
   });
-  ctx.log.info({ instance_id: row.instance_id, name: row.name, decision_id: decisionId }, "instance stopped during its restart backoff");
+  ctx.log.info(
+    { instance_id: row.instance_id, name: row.name, decision_id: decisionId },
+    "instance stopped during its restart backoff",
+  );
   return { stopped: false, already: true, exit_code: row.exit_code, signal: row.signal };
 }

@@ -36,7 +36,9 @@ describe("an instance's output files", () => {
     expect(lines[0]).not.toBe("line 000000");
     // More than one file's worth is kept, and never more than the cap (keep + 1 files of at most rotateBytes + one interval).
     expect(all.text.length).toBeGreaterThan(rotation.rotateBytes);
-    const total = readdirSync(dir).filter((n) => n.startsWith("stdout.log.") || n === "stdout.log").reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+    const total = readdirSync(dir)
+      .filter((n) => n.startsWith("stdout.log.") || n === "stdout.log")
+      .reduce((n, f) => n + statSync(join(dir, f)).size, 0);
     expect(total).toBeLessThanOrEqual((rotation.keep + 1) * (rotation.rotateBytes + 1200));
     expect(existsSync(join(dir, `stdout.log.${rotation.keep + 1}`))).toBe(false);
   });
@@ -45,7 +47,10 @@ describe("an instance's output files", () => {
     const dir = fresh();
     for (let i = 0; i < 10; i++) appendFileSync(join(dir, "stderr.log"), line(i));
     expect(tailStream(dir, "stderr.log", 12, rotation.keep)).toEqual({ text: line(9), truncated: true });
-    expect(tailStream(dir, "stderr.log", 1000, rotation.keep)).toEqual({ text: Array.from({ length: 10 }, (_, i) => line(i)).join(""), truncated: false });
+    expect(tailStream(dir, "stderr.log", 1000, rotation.keep)).toEqual({
+      text: Array.from({ length: 10 }, (_, i) => line(i)).join(""),
+      truncated: false,
+    });
   });
 
   it("a stream with no output reads empty", () => {

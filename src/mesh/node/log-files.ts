@@ -6,7 +6,19 @@
  * A write racing the copy may be lost, which logs (diagnostics, not audit) tolerate. At most
  * `(keep + 1) × rotateBytes` (plus one interval's growth) per stream.
  */
-import { closeSync, copyFileSync, existsSync, fstatSync, ftruncateSync, openSync, readSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  openSync,
+  readSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 
 export interface LogRotation {
@@ -34,7 +46,8 @@ export function rotateLogs(dir: string, rotation: LogRotation): void {
         // Remember that output was dropped past the cap, so readers still learn the stream is not whole.
         writeFileSync(`${path}${DROPPED}`, "");
       }
-      for (let i = rotation.keep - 1; i >= 1; i--) if (existsSync(`${path}.${i}`)) renameSync(`${path}.${i}`, `${path}.${i + 1}`);
+      for (let i = rotation.keep - 1; i >= 1; i--)
+        if (existsSync(`${path}.${i}`)) renameSync(`${path}.${i}`, `${path}.${i + 1}`);
       if (rotation.keep >= 1) copyFileSync(path, `${path}.1`);
       else writeFileSync(`${path}${DROPPED}`, "");
       const fd = openSync(path, "r+");
@@ -58,7 +71,12 @@ function filesOf(dir: string, name: string, keep: number): string[] {
 }
 
 /** The last `tailBytes` of a stream across its rotated files, and whether anything older exists or was dropped. */
-export function tailStream(dir: string, name: string, tailBytes: number, keep: number): { text: string; truncated: boolean } {
+export function tailStream(
+  dir: string,
+  name: string,
+  tailBytes: number,
+  keep: number,
+): { text: string; truncated: boolean } {
   const files = filesOf(dir, name, keep);
   const chunks: Buffer[] = [];
   let want = tailBytes;

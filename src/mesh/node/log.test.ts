@@ -23,7 +23,11 @@ function written(write: (fd: number) => void): string {
 
 const calls: Array<[level: "info" | "warn" | "error" | "debug", fields: Record<string, unknown>, msg: string]> = [
   ["info", { containment: { kind: "cgroup-v2", kill: "cgroup.kill", agent_user: null } }, "containment probed"],
-  ["info", { instance_id: "probe-0-ce41d6dca184", name: "probe-0", pid: 15432, generation: 1, skipped: undefined }, "instance started"],
+  [
+    "info",
+    { instance_id: "probe-0-ce41d6dca184", name: "probe-0", pid: 15432, generation: 1, skipped: undefined },
+    "instance started",
+  ],
   ["warn", { reason: 'a "quoted"\nreason, ünïcode' }, "agents will be refused"],
   ["error", {}, "no fields"],
   ["debug", { hidden: true }, "below the level"],
@@ -37,7 +41,11 @@ describe("the node daemon's log lines", () => {
     });
     const theirs = written((fd) => {
       const log = pino(
-        { level: "info", base: { component: "node", node_id: "e5864a95bd61dd5b543d563952c5d678" }, timestamp: () => ',"time":1796189324101' },
+        {
+          level: "info",
+          base: { component: "node", node_id: "e5864a95bd61dd5b543d563952c5d678" },
+          timestamp: () => ',"time":1796189324101',
+        },
         pino.destination({ fd, sync: true }),
       );
       for (const [level, fields, msg] of calls) log[level](fields, msg);
@@ -48,12 +56,20 @@ describe("the node daemon's log lines", () => {
 
   it("are one short line each for people when asked (a terminal): time, level, message, fields; no JSON, no node id", () => {
     const text = written((fd) => {
-      const log = nodeLogger("info", "e5864a95bd61dd5b543d563952c5d678", fd, () => Date.UTC(2026, 11, 7, 7, 52, 39), true);
+      const log = nodeLogger(
+        "info",
+        "e5864a95bd61dd5b543d563952c5d678",
+        fd,
+        () => Date.UTC(2026, 11, 7, 7, 52, 39),
+        true,
+      );
       for (const [level, fields, msg] of calls) log[level](fields, msg);
     });
     const lines = text.split("\n").filter(Boolean);
     expect(lines).toHaveLength(4);
-    expect(lines[1]).toBe("07:52:39 INFO  instance started  instance_id=probe-0-ce41d6dca184 name=probe-0 pid=15432 generation=1");
+    expect(lines[1]).toBe(
+      "07:52:39 INFO  instance started  instance_id=probe-0-ce41d6dca184 name=probe-0 pid=15432 generation=1",
+    );
     expect(lines[3]).toBe("07:52:39 ERROR no fields");
     for (const line of lines) {
       expect(line).toMatch(/^\d\d:\d\d:\d\d (INFO |WARN |ERROR) /);

@@ -32,7 +32,13 @@ const LEVEL_VALUE = { debug: 20, info: 30, warn: 40, error: 50, silent: Number.P
  * a terminal and no `--log-format json`): each line as one short line for people (kit/log-human.ts), without the
  * component and node id every line of one daemon shares.
  */
-export function nodeLogger(level: NodeLogLevel, nodeId: string, fd = 2, clock: () => number = Date.now, human = false): NodeLog {
+export function nodeLogger(
+  level: NodeLogLevel,
+  nodeId: string,
+  fd = 2,
+  clock: () => number = Date.now,
+  human = false,
+): NodeLog {
   const threshold = LEVEL_VALUE[level];
   const base = human ? "" : `"component":"node","node_id":${JSON.stringify(nodeId)},`;
   const at = (value: number) => (fields: Fields, msg: string) => {
@@ -45,7 +51,12 @@ export function nodeLogger(level: NodeLogLevel, nodeId: string, fd = 2, clock: (
     const text = human ? humanLogLine(line, NODE_QUIET_KEYS) : line;
     if (text !== null) writeFully(fd, `${text}\n`);
   };
-  return { error: at(LEVEL_VALUE.error), warn: at(LEVEL_VALUE.warn), info: at(LEVEL_VALUE.info), debug: at(LEVEL_VALUE.debug) };
+  return {
+    error: at(LEVEL_VALUE.error),
+    warn: at(LEVEL_VALUE.warn),
+    info: at(LEVEL_VALUE.info),
+    debug: at(LEVEL_VALUE.debug),
+  };
 }
 
 /** Writes all of `text`, retrying a non-blocking descriptor that is momentarily full (what pino's sync stream does). */

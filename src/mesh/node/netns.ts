@@ -17,7 +17,8 @@ import { spawnSync } from "node:child_process";
  * Probed once per daemon start; a failed mount ends the start (exit 125), never a root agent with its cgroups in view.
  */
 export function probeHideCgroupsPrefix(): readonly string[] | null {
-  const hide = 'mount -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,mode=555 berth-no-cgroups /sys/fs/cgroup || exit 125; exec "$@"';
+  const hide =
+    'mount -t tmpfs -o ro,nosuid,nodev,noexec,size=4k,mode=555 berth-no-cgroups /sys/fs/cgroup || exit 125; exec "$@"';
   const prefix = ["unshare", "--mount", "--", "/bin/sh", "-c", hide, "berth-hide-cgroups"];
   const r = spawnSync(prefix[0] as string, [...prefix.slice(1), "true"], { stdio: "ignore", timeout: 5000 });
   return r.status === 0 ? prefix : null;
@@ -25,7 +26,8 @@ export function probeHideCgroupsPrefix(): readonly string[] | null {
 
 /** The argv prefix that runs a program in a new network namespace on this host, or null when none can be made. */
 export function probeNetnsPrefix(daemonUid: number): readonly string[] | null {
-  const candidates = daemonUid === 0 ? [["unshare", "--net", "--"]] : [["unshare", "--user", "--map-current-user", "--net", "--"]];
+  const candidates =
+    daemonUid === 0 ? [["unshare", "--net", "--"]] : [["unshare", "--user", "--map-current-user", "--net", "--"]];
   for (const prefix of candidates) {
     const r = spawnSync(prefix[0] as string, [...prefix.slice(1), "true"], { stdio: "ignore", timeout: 5000 });
     if (r.status === 0) return prefix;

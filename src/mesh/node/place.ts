@@ -17,7 +17,14 @@ import { admit } from "../../core/node/admission.js";
 import { revocationsChanged } from "../../core/node/revocation.js";
 import { routeFor } from "../../core/node/route.js";
 import { checkRunConfig, surfaceOf } from "../../core/packages/config-surface.js";
-import { archOfNode, type Envelope, type ParsedEnvelope, parseEnvelope, type Variant, verifyParsedEnvelope } from "../../core/packages/manifest.js";
+import {
+  archOfNode,
+  type Envelope,
+  type ParsedEnvelope,
+  parseEnvelope,
+  type Variant,
+  verifyParsedEnvelope,
+} from "../../core/packages/manifest.js";
 import type { BodyOf } from "../../core/protocol/bodies.js";
 import { composeReason, type RefusalCode, truncateUtf8 } from "../../core/protocol/messages.js";
 import type { VerifiedRequest } from "../../core/protocol/verify.js";
@@ -31,7 +38,12 @@ import { forcedTeardown, revokedSubjectOf } from "./revocation.js";
 import type { ProcessIdentity } from "./runtime.js";
 import type { InstanceRow, LaunchSpec } from "./store.js";
 
-export async function place(ctx: NodeContext, req: VerifiedRequest, stream: FrameStream, method: "place" | "load"): Promise<JsonObject> {
+export async function place(
+  ctx: NodeContext,
+  req: VerifiedRequest,
+  stream: FrameStream,
+  method: "place" | "load",
+): Promise<JsonObject> {
   const { store, runtime, o } = ctx;
   const decisionId = req.decision_id as string;
   const now = o.clock();
@@ -40,9 +52,11 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   // (store.ts `commitUnsynced`, issue 19), so a place waits for the disk once.
   const pol0 = ctx.policy.read();
   store.commitUnsynced((tx) => {
-    if (store.inflight(decisionId)) throw new Refusal("invalid_request", `decision ${decisionId} is already being handled`);
+    if (store.inflight(decisionId))
+      throw new Refusal("invalid_request", `decision ${decisionId} is already being handled`);
     const existing = store.instanceByDecision(decisionId);
-    if (existing) throw new Refusal("invalid_request", `decision ${decisionId} already placed as ${existing.instance_id}`);
+    if (existing)
+      throw new Refusal("invalid_request", `decision ${decisionId} already placed as ${existing.instance_id}`);
     store.insertInflight(tx, {
       decision_id: decisionId,
       method,
@@ -60,18 +74,26 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const fetcher = new PackageFetcher(stream, body.package_id, o.fetchTimeoutMs ?? 30_000);
   const manifest = await fetching(() => fetcher.manifest());
   const pol = ctx.policy.read();
-  const verified = verifyParsedEnvelope(parsedManifest(manifest), { expectedId: body.package_id, trustedSigners: pol.signers, revocations: pol.revocations });
+  const verified = verifyParsedEnvelope(parsedManifest(manifest), {
+    expectedId: body.package_id,
+    trustedSigners: pol.signers,
+    revocations: pol.revocations,
+  });
   if (!verified.ok) throw new Refusal("verify", verified.error);
   const statement = verified.value.envelope.statement;
   const variant = statement.variants.find((v) => v.id === body.variant);
-  if (!variant) throw new Refusal("invalid_request", `body.variant ${body.variant} is not a variant of package ${statement.name}`);
+  if (!variant)
+    throw new Refusal("invalid_request", `body.variant ${body.variant} is not a variant of package ${statement.name}`);
   // Issue 12: only what the signed statement declares may be configured, and never a loader or interpreter hook.
   const surface = checkRunConfig(surfaceOf(statement.config), body.config, statement.name);
   if (!surface.ok) throw new Refusal("config_refused", `${surface.field}: ${surface.reason}`);
   const stored = new Map<string, string>();
   for (const file of statement.files) stored.set(file.path, await fetching(() => o.content.ensure(file, fetcher)));
   // 4. route
-  const route = routeFor(variant, { arch: archOfNode(process.arch), os: process.platform === "darwin" ? "darwin" : "linux" });
+  const route = routeFor(variant, {
+    arch: archOfNode(process.arch),
+    os: process.platform === "darwin" ? "darwin" : "linux",
+  });
   if (route === null) throw new Refusal("admission", `no route on this node for variant ${variant.id}`);
   // 5. gate load
   const launch = launchSpec(verified.value.envelope, verified.value.signers, variant, body.config, body.restart);
@@ -135,14 +157,22 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   try {
     runtime.materialise(
       instanceId,
-      statement.files.map((f) => ({ path: f.path, mode: f.mode, sha256: f.sha256, source: stored.get(f.path) as string })),
+      statement.files.map((f) => ({
+        path: f.path,
+        mode: f.mode,
+        sha256: f.sha256,
+        source: stored.get(f.path) as string,
+      })),
     );
   } catch (error) {
     runtime.remove(instanceId);
     const message = (error as Error).message;
     store.commit((tx) => {
       store.removeInstance(tx, instanceId, decisionId, "load failed", o.clock());
-      return { result: null, events: [runtimeEvent("workload.load", row, { outcome: "error", error: truncateUtf8(message, 512) })] };
+      return {
+        result: null,
+        events: [runtimeEvent("workload.load", row, { outcome: "error", error: truncateUtf8(message, 512) })],
+      };
     });
     throw new Refusal("runtime", composeReason("materialise failed: ", message));
   }
@@ -155,7 +185,10 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
   const goesOn = startVerdict?.decision === "permit";
   store.commitUnsynced((tx) => {
     store.updateInstance(tx, instanceId, goesOn ? { state: "starting", detail: null } : { state: "loaded" });
-    return { result: null, events: [runtimeEvent("workload.load", row, { outcome: "ok" }), ...(judged?.event ? [judged.event] : [])] };
+    return {
+      result: null,
+      events: [runtimeEvent("workload.load", row, { outcome: "ok" }), ...(judged?.event ? [judged.event] : [])],
+    };
   });
   const placedEvent = (started: boolean): EventDraft => ({
     source: "node",
@@ -217,7 +250,10 @@ export async function place(ctx: NodeContext, req: VerifiedRequest, stream: Fram
     });
   }
   ctx.ownsInflight.delete(req.nonce);
-  ctx.log.info({ method, decision_id: decisionId, name: body.name, package_id: body.package_id, instance_id: instanceId, started }, "instance placed");
+  ctx.log.info(
+    { method, decision_id: decisionId, name: body.name, package_id: body.package_id, instance_id: instanceId, started },
+    "instance placed",
+  );
   // 14.
   return {
     instance_id: instanceId,
@@ -251,7 +287,13 @@ async function fetching<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
-function launchSpec(envelope: Envelope, signers: readonly string[], variant: Variant, config: BodyOf<"place">["config"], restart: BodyOf<"place">["restart"]): LaunchSpec {
+function launchSpec(
+  envelope: Envelope,
+  signers: readonly string[],
+  variant: Variant,
+  config: BodyOf<"place">["config"],
+  restart: BodyOf<"place">["restart"],
+): LaunchSpec {
   const s = envelope.statement;
   return {
     program: variant.entry.program,
@@ -271,7 +313,13 @@ function launchSpec(envelope: Envelope, signers: readonly string[], variant: Var
 }
 
 /** §11.1 step 11: undo a load whose start failed. Returns the refusal to answer with. */
-async function rollback(ctx: NodeContext, row: InstanceRow, code: RefusalCode, error: string, identity: ProcessIdentity | null): Promise<Refusal> {
+async function rollback(
+  ctx: NodeContext,
+  row: InstanceRow,
+  code: RefusalCode,
+  error: string,
+  identity: ProcessIdentity | null,
+): Promise<Refusal> {
   const { store, runtime } = ctx;
   let unloadError: string | null = null;
   try {
@@ -296,10 +344,25 @@ async function rollback(ctx: NodeContext, row: InstanceRow, code: RefusalCode, e
   if (unloadError !== null) {
     const why = unloadError;
     store.commit((tx) => {
-      store.updateInstance(tx, row.instance_id, { state: "failed", detail: truncateUtf8(`start failed; rollback unload failed: ${why}`, 1024) });
-      return { result: null, events: [runtimeEvent("workload.unload", row, { outcome: "error", rollback: true, error: truncateUtf8(why, 512) })] };
+      store.updateInstance(tx, row.instance_id, {
+        state: "failed",
+        detail: truncateUtf8(`start failed; rollback unload failed: ${why}`, 1024),
+      });
+      return {
+        result: null,
+        events: [
+          runtimeEvent("workload.unload", row, { outcome: "error", rollback: true, error: truncateUtf8(why, 512) }),
+        ],
+      };
     });
-    return new Refusal(code, composeReason("start failed: ", error, `; unload of ${row.instance_id} failed too (${truncateUtf8(why, 256)}), it stays listed`));
+    return new Refusal(
+      code,
+      composeReason(
+        "start failed: ",
+        error,
+        `; unload of ${row.instance_id} failed too (${truncateUtf8(why, 256)}), it stays listed`,
+      ),
+    );
   }
   return new Refusal(code, composeReason("start failed: ", error, `; loaded instance ${row.instance_id} unloaded`));
 }

@@ -43,7 +43,10 @@ export class NodePolicy {
       signers: new Set([...(signers.loaded.ok ? signers.loaded.value : []), ...(this.o.extraSigners ?? [])]),
       permits: permits.loaded.ok ? permits.loaded.value : [],
       permitsError: permits.loaded.ok ? null : `${permits.file}: ${permits.loaded.error}`,
-      revocations: mergeRevocations(revocations.loaded.ok ? revocations.loaded.value : null, pushed.map((p) => (p.loaded.ok ? p.loaded.value : null))),
+      revocations: mergeRevocations(
+        revocations.loaded.ok ? revocations.loaded.value : null,
+        pushed.map((p) => (p.loaded.ok ? p.loaded.value : null)),
+      ),
     };
   }
 
@@ -52,11 +55,20 @@ export class NodePolicy {
     if (this.policyHashes.get(f.file) === fingerprint) return;
     this.policyHashes.set(f.file, fingerprint);
     // Issue 33: said where the operator looks too, at the daemon's start and at every change, with the field named.
-    if (!f.loaded.ok) this.o.log?.warn({ file: f.file, error: truncateUtf8(f.loaded.error, 512) }, `${f.file} is invalid and loads nothing (fail closed): ${truncateUtf8(f.loaded.error, 512)}`);
+    if (!f.loaded.ok)
+      this.o.log?.warn(
+        { file: f.file, error: truncateUtf8(f.loaded.error, 512) },
+        `${f.file} is invalid and loads nothing (fail closed): ${truncateUtf8(f.loaded.error, 512)}`,
+      );
     this.o.store.append({
       source: "trust",
       kind: "policy.load",
-      payload: { file: f.file, sha256: f.sha256, ok: f.loaded.ok, error: f.loaded.ok ? null : truncateUtf8(f.loaded.error, 512) },
+      payload: {
+        file: f.file,
+        sha256: f.sha256,
+        ok: f.loaded.ok,
+        error: f.loaded.ok ? null : truncateUtf8(f.loaded.error, 512),
+      },
     });
   }
 
@@ -85,7 +97,10 @@ export class NodePolicy {
    */
   judge(action: string, ctx: WorkloadContext): { verdict: GateVerdict; event: EventDraft | null } {
     const verdict = evaluate(action, ctx, this.gatePolicy(), this.nodeId);
-    return { verdict, event: verdict.chain ? { source: "gate", kind: verdict.chainKind, payload: verdict.payload } : null };
+    return {
+      verdict,
+      event: verdict.chain ? { source: "gate", kind: verdict.chainKind, payload: verdict.payload } : null,
+    };
   }
 
   /** The gate's view of a request that never reached a known method (§4.6 check 15). */

@@ -17,7 +17,8 @@ import { type InstanceRow, isLive } from "./store.js";
 import { ensureWorkspace } from "./workspace.js";
 
 /** The detail of an instance whose group leader (the wrapper) was killed: what it left behind was ended too. */
-export const LEADER_KILLED = "the group leader was killed; the processes it left behind were ended (nothing an agent forks outlives it)";
+export const LEADER_KILLED =
+  "the group leader was killed; the processes it left behind were ended (nothing an agent forks outlives it)";
 
 export function identityOf(row: InstanceRow): ProcessIdentity | null {
   return row.pid !== null && row.host_boot_id !== null && row.start_marker !== null
@@ -37,7 +38,11 @@ export interface StartGrouping {
 }
 
 /** Spawns the instance's process and records its identity with state `running` (one transaction each step). */
-export async function spawnInstance(ctx: NodeContext, row: InstanceRow, grouping: StartGrouping = {}): Promise<ProcessIdentity> {
+export async function spawnInstance(
+  ctx: NodeContext,
+  row: InstanceRow,
+  grouping: StartGrouping = {},
+): Promise<ProcessIdentity> {
   const { store, runtime, o } = ctx;
   if (!grouping.startingCommitted) {
     store.commit((tx) => {
@@ -59,11 +64,16 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow, grouping
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(l.env)) if (!isLoaderHook(name)) env[name] = value;
   if (!("LANG" in env)) env.LANG = "C.UTF-8";
-  for (const secret of l.secrets) env[secret] = readFileSync(join(o.dataDir, "secrets", secret), "utf8").replace(/\n$/, "");
+  for (const secret of l.secrets)
+    env[secret] = readFileSync(join(o.dataDir, "secrets", secret), "utf8").replace(/\n$/, "");
   Object.assign(env, {
     PATH: "/usr/local/bin:/usr/bin:/bin",
     // Issue 15: $HOME is the agent's workspace, kept per name outside the instance directory (workspace.ts).
-    HOME: ensureWorkspace(o.dataDir, row.name, runtime.confinement.agent.kind === "unprivileged" ? runtime.confinement.agent : null),
+    HOME: ensureWorkspace(
+      o.dataDir,
+      row.name,
+      runtime.confinement.agent.kind === "unprivileged" ? runtime.confinement.agent : null,
+    ),
     TMPDIR: join(runtime.dirOf(row.instance_id), "tmp"),
     BERTH_INSTANCE_ID: row.instance_id,
     BERTH_NAME: row.name,
@@ -75,13 +85,30 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow, grouping
   if (ctx.leaseDeadlineOf) runtime.writeLeaseDeadline(row.instance_id, ctx.leaseDeadlineOf(row.requester));
   let identity: ProcessIdentity;
   try {
-    identity = await runtime.start(row.instance_id, { program, args: l.args, env, network: l.network, memory_mb: l.memory_mb });
+    identity = await runtime.start(row.instance_id, {
+      program,
+      args: l.args,
+      env,
+      network: l.network,
+      memory_mb: l.memory_mb,
+    });
   } catch (error) {
     store.commit((tx) => {
-      store.updateInstance(tx, row.instance_id, { state: "failed", detail: `spawn failed: ${(error as Error).message}` });
-      return { result: null, events: [runtimeEvent("workload.start", row, { outcome: "error", error: truncateUtf8((error as Error).message, 512) })] };
+      store.updateInstance(tx, row.instance_id, {
+        state: "failed",
+        detail: `spawn failed: ${(error as Error).message}`,
+      });
+      return {
+        result: null,
+        events: [
+          runtimeEvent("workload.start", row, { outcome: "error", error: truncateUtf8((error as Error).message, 512) }),
+        ],
+      };
     });
-    ctx.log.warn({ instance_id: row.instance_id, name: row.name, error: (error as Error).message }, "instance start failed");
+    ctx.log.warn(
+      { instance_id: row.instance_id, name: row.name, error: (error as Error).message },
+      "instance start failed",
+    );
     throw new Error(`spawn failed: ${(error as Error).message}`);
   }
   const generation = (store.instance(row.instance_id)?.generation ?? 0) + 1;
@@ -98,9 +125,21 @@ export async function spawnInstance(ctx: NodeContext, row: InstanceRow, grouping
       generation,
     });
     const also = grouping.alsoOnRunning?.(tx) ?? [];
-    return { result: null, events: [runtimeEvent("workload.start", row, { outcome: "ok", pid: identity.pid, generation }), ...also] };
+    return {
+      result: null,
+      events: [runtimeEvent("workload.start", row, { outcome: "ok", pid: identity.pid, generation }), ...also],
+    };
   });
-  ctx.log.info({ instance_id: row.instance_id, name: row.name, pid: identity.pid, generation, containment: runtime.confinement.plan.kind }, "instance started");
+  ctx.log.info(
+    {
+      instance_id: row.instance_id,
+      name: row.name,
+      pid: identity.pid,
+      generation,
+      containment: runtime.confinement.plan.kind,
+    },
+    "instance started",
+  );
   return identity;
 }
 
@@ -112,7 +151,13 @@ export interface StopResult {
 }
 
 /** Stops a running instance's group; records state `stopped` with the chain event. */
-export async function stopInstance(ctx: NodeContext, row: InstanceRow, graceMs: number, kind: string, decisionId: string | null): Promise<StopResult> {
+export async function stopInstance(
+  ctx: NodeContext,
+  row: InstanceRow,
+  graceMs: number,
+  kind: string,
+  decisionId: string | null,
+): Promise<StopResult> {
   const { store, runtime } = ctx;
   const identity = identityOf(row);
   // Issue 21 case 5: whatever the row's state, a live member of the instance's group (or cgroup) is stopped too.
@@ -130,10 +175,20 @@ export async function stopInstance(ctx: NodeContext, row: InstanceRow, graceMs: 
       store.updateInstance(tx, row.instance_id, { state: "stopped", exit_code: exitCode, signal, detail: null });
       return {
         result: null,
-        events: [runtimeEvent(kind, row, { outcome: "ok", exit_code: exitCode, signal, ...(decisionId ? { decision_id: decisionId } : {}) })],
+        events: [
+          runtimeEvent(kind, row, {
+            outcome: "ok",
+            exit_code: exitCode,
+            signal,
+            ...(decisionId ? { decision_id: decisionId } : {}),
+          }),
+        ],
       };
     });
-    ctx.log.info({ instance_id: row.instance_id, name: row.name, exit_code: exitCode, signal, kind }, "instance stopped");
+    ctx.log.info(
+      { instance_id: row.instance_id, name: row.name, exit_code: exitCode, signal, kind },
+      "instance stopped",
+    );
     return { stopped: true, already: false, exit_code: exitCode, signal };
   } finally {
     ctx.stopping.delete(row.instance_id);
@@ -170,7 +225,10 @@ export function recordExit(
       ],
     };
   });
-  ctx.log.info({ instance_id: row.instance_id, name: row.name, exit_code: exitCode, signal, state, detail: why }, "instance exited");
+  ctx.log.info(
+    { instance_id: row.instance_id, name: row.name, exit_code: exitCode, signal, state, detail: why },
+    "instance exited",
+  );
   // Issue 15: the restart policy decides what comes next (supervisor.ts).
   ctx.supervision.ended(row.instance_id);
 }
@@ -180,17 +238,31 @@ export function recordExit(
  * (issue 37 finding B: a full disk threw SQLITE_FULL out of the exit listener and ended the daemon) leaves the row
  * live, and `pollAdopted` finds the process gone and records it at its next round that can write. Never throws.
  */
-function recordExitLater(ctx: NodeContext, row: InstanceRow, exitCode: number | null, signal: string | null, detail: string, state: "exited" | "lost" = "exited"): void {
+function recordExitLater(
+  ctx: NodeContext,
+  row: InstanceRow,
+  exitCode: number | null,
+  signal: string | null,
+  detail: string,
+  state: "exited" | "lost" = "exited",
+): void {
   try {
     recordExit(ctx, row, exitCode, signal, detail, state);
   } catch (error) {
     const full = isDiskFull(error);
-    ctx.log[full ? "warn" : "error"]({ instance_id: row.instance_id, err: (error as Error).message }, "the instance's exit could not be recorded; tried again at the next poll");
+    ctx.log[full ? "warn" : "error"](
+      { instance_id: row.instance_id, err: (error as Error).message },
+      "the instance's exit could not be recorded; tried again at the next poll",
+    );
   }
 }
 
 /** A process the daemon spawned ended; re-adopted processes are found by `pollAdopted`. */
-export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code: number | null; signal: string | null }): void {
+export function onProcessExit(
+  ctx: NodeContext,
+  instanceId: string,
+  exit: { code: number | null; signal: string | null },
+): void {
   if (ctx.stopping.has(instanceId)) return;
   // A child can end after the daemon closed its store (shutdown, or a test tearing a node down): nothing may be
   // written then, and the next start re-adopts or records it from the process table (spec/mesh.md §14.3).
@@ -208,10 +280,22 @@ export function onProcessExit(ctx: NodeContext, instanceId: string, exit: { code
   const status = ctx.runtime.exitStatus(instanceId);
   // The status the wrapper wrote is the entry's, whole: the wrapper then kills its own group (itself included), so the
   // child's exit signal is the wrapper's SIGKILL, not how the entry ended.
-  recordExitLater(ctx, row, status ? status.exit_code : exit.code, status ? status.signal : exit.signal, "process exited");
+  recordExitLater(
+    ctx,
+    row,
+    status ? status.exit_code : exit.code,
+    status ? status.signal : exit.signal,
+    "process exited",
+  );
 }
 
-async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: ProcessIdentity | null, code: number | null, signal: string | null): Promise<void> {
+async function endLeftBehind(
+  ctx: NodeContext,
+  row: InstanceRow,
+  identity: ProcessIdentity | null,
+  code: number | null,
+  signal: string | null,
+): Promise<void> {
   ctx.stopping.add(row.instance_id);
   try {
     const gone = await ctx.runtime.reap(row.instance_id, identity);
@@ -220,7 +304,11 @@ async function endLeftBehind(ctx: NodeContext, row: InstanceRow, identity: Proce
     if (!now || !isLive(now.state) || now.generation !== row.generation) return;
     const status = ctx.runtime.exitStatus(row.instance_id);
     // A status file means the wrapper saw the entry end and was reaping what it left when the daemon looked.
-    const detail = !gone ? "some processes the instance left behind did not end after SIGKILL" : status ? "process exited" : LEADER_KILLED;
+    const detail = !gone
+      ? "some processes the instance left behind did not end after SIGKILL"
+      : status
+        ? "process exited"
+        : LEADER_KILLED;
     recordExitLater(ctx, now, status ? status.exit_code : code, status ? status.signal : signal, detail);
   } finally {
     ctx.stopping.delete(row.instance_id);
@@ -233,7 +321,12 @@ export function pollAdopted(ctx: NodeContext): void {
     if (!isLive(row.state) || ctx.runtime.isChild(row.instance_id) || ctx.stopping.has(row.instance_id)) continue;
     const identity = identityOf(row);
     // The re-adopted leader is gone while what it started still runs: end the rest, as for a child of ours.
-    if (identity && !sameProcess(identity) && identity.host_boot_id === hostBootId() && ctx.runtime.alive(row.instance_id, identity)) {
+    if (
+      identity &&
+      !sameProcess(identity) &&
+      identity.host_boot_id === hostBootId() &&
+      ctx.runtime.alive(row.instance_id, identity)
+    ) {
       void endLeftBehind(ctx, row, identity, null, null);
       continue;
     }

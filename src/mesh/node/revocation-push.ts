@@ -18,7 +18,12 @@ import { loadPushedRevocations, PUSHED_REVOCATIONS_DIR, saveRevocationList } fro
 import type { NodeContext } from "./context.js";
 import { Refusal } from "./context.js";
 
-export function acceptRevocations(ctx: NodeContext, req: VerifiedRequest, list: RevocationList, sweep: () => void): JsonObject {
+export function acceptRevocations(
+  ctx: NodeContext,
+  req: VerifiedRequest,
+  list: RevocationList,
+  sweep: () => void,
+): JsonObject {
   const dataDir = ctx.o.dataDir;
   const controller = req.requester;
   const heldFile = loadPushedRevocations(dataDir).find((p) => p.controller === controller)?.file ?? null;
@@ -26,16 +31,32 @@ export function acceptRevocations(ctx: NodeContext, req: VerifiedRequest, list: 
   const held = heldFile === null || !heldFile.loaded.ok ? null : heldFile.loaded.value;
   const verdict = judgePush(held, list);
   if (verdict.kind === "older") {
-    throw new Refusal("precondition_failed", `revocation list generation ${list.generation} is older than the one this node holds from controller ${controller} (${verdict.held}); a node never goes back to an older list`);
+    throw new Refusal(
+      "precondition_failed",
+      `revocation list generation ${list.generation} is older than the one this node holds from controller ${controller} (${verdict.held}); a node never goes back to an older list`,
+    );
   }
   if (verdict.kind === "same") return { generation: list.generation, changed: false };
   saveRevocationList(dataDir, `${PUSHED_REVOCATIONS_DIR}/${controller}.json`, list);
   const subject = (kind: "workload.revoke" | "workload.unrevoke", s: RevocationList["subjects"][number]) => ({
     source: "trust",
     kind,
-    payload: { subject_kind: s.kind, subject: s.id, reason: s.reason, generation: list.generation, controller, decision_id: req.decision_id },
+    payload: {
+      subject_kind: s.kind,
+      subject: s.id,
+      reason: s.reason,
+      generation: list.generation,
+      controller,
+      decision_id: req.decision_id,
+    },
   });
-  ctx.o.store.commit(() => ({ result: null, events: [...verdict.revoked.map((s) => subject("workload.revoke", s)), ...verdict.unrevoked.map((s) => subject("workload.unrevoke", s))] }));
+  ctx.o.store.commit(() => ({
+    result: null,
+    events: [
+      ...verdict.revoked.map((s) => subject("workload.revoke", s)),
+      ...verdict.unrevoked.map((s) => subject("workload.unrevoke", s)),
+    ],
+  }));
   sweep();
   return { generation: list.generation, changed: true };
 }

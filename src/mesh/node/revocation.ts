@@ -9,7 +9,10 @@ import type { InstanceRow } from "./store.js";
 
 /** The revoked subject naming a held instance, from its verified launch references. */
 export function revokedSubjectOf(row: InstanceRow, revocations: Parameters<typeof revokedSubject>[1]): string | null {
-  return revokedSubject({ package_id: row.package_id, signer_keys: row.launch.signer_keys, file_hashes: row.launch.file_hashes }, revocations);
+  return revokedSubject(
+    { package_id: row.package_id, signer_keys: row.launch.signer_keys, file_hashes: row.launch.file_hashes },
+    revocations,
+  );
 }
 
 export class RevocationSweep {
@@ -49,7 +52,10 @@ export async function forcedTeardown(ctx: NodeContext, row: InstanceRow, subject
       const stopped = await runtime.stop(row.instance_id, identity, 2000);
       if (!stopped.stopped) {
         store.commit((tx) => {
-          store.updateInstance(tx, row.instance_id, { state: "failed", detail: `forced stop failed (${subject} revoked)` });
+          store.updateInstance(tx, row.instance_id, {
+            state: "failed",
+            detail: `forced stop failed (${subject} revoked)`,
+          });
           return { result: null, events: [] };
         });
         return false;
@@ -57,12 +63,25 @@ export async function forcedTeardown(ctx: NodeContext, row: InstanceRow, subject
     } finally {
       ctx.stopping.delete(row.instance_id);
     }
-    store.append({ source: "node", kind: "workload.stop", payload: { phase: "forced", instance_id: row.instance_id, subject } });
+    store.append({
+      source: "node",
+      kind: "workload.stop",
+      payload: { phase: "forced", instance_id: row.instance_id, subject },
+    });
   }
   runtime.remove(row.instance_id);
   store.commit((tx) => {
     store.removeInstance(tx, row.instance_id, row.decision_id, `revoked: ${subject}`, ctx.o.clock());
-    return { result: null, events: [{ source: "node", kind: "workload.unload", payload: { phase: "forced", instance_id: row.instance_id, subject } }] };
+    return {
+      result: null,
+      events: [
+        {
+          source: "node",
+          kind: "workload.unload",
+          payload: { phase: "forced", instance_id: row.instance_id, subject },
+        },
+      ],
+    };
   });
   return true;
 }

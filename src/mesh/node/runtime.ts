@@ -1,6 +1,6 @@
 /**
  * The native process runtime (spec/mesh.md §13). One process group per instance (and one cgroup where the node can
- * (About 400 lines, one concept: an instance's process from spawn to reaped exit — start, identity, signals, status and
+ * (About 460 lines, one concept: an instance's process from spawn to reaped exit — start, identity, signals, status and
  * usage read from its group and cgroup; the pure parts live in core/node.)
  * make one, `confine.ts`), started detached with stdout and stderr appended to files (not pipes), so an instance
  * outlives the daemon. A tiny POSIX sh wrapper leads the group (`core/node/containment-script.ts`): it joins the
@@ -9,7 +9,21 @@
  * the kernel's start time all match.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, chownSync, closeSync, copyFileSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import type { Network } from "../../core/governance/policy.js";
 import { WATCHDOG_LAG_S } from "../../core/mesh/lease.js";
@@ -28,11 +42,22 @@ export interface ProcessIdentity {
 
 export type Probe =
   | { readonly state: "running" }
-  | { readonly state: "exited"; readonly exit_code: number | null; readonly signal: string | null; readonly detail: string }
+  | {
+      readonly state: "exited";
+      readonly exit_code: number | null;
+      readonly signal: string | null;
+      readonly detail: string;
+    }
   | { readonly state: "lost"; readonly detail: string }
   | { readonly state: "unknown"; readonly detail: string };
 
-export const SIGNALS_BY_NUMBER: Record<number, string> = { 1: "SIGHUP", 2: "SIGINT", 6: "SIGABRT", 9: "SIGKILL", 15: "SIGTERM" };
+export const SIGNALS_BY_NUMBER: Record<number, string> = {
+  1: "SIGHUP",
+  2: "SIGINT",
+  6: "SIGABRT",
+  9: "SIGKILL",
+  15: "SIGTERM",
+};
 
 /** Read once per process (store/lease.ts): a host's boot id cannot change under a running process (issue 19). */
 export function hostBootId(): string {
@@ -135,7 +160,12 @@ export function instanceAlive(identity: ProcessIdentity): boolean {
 
 export function sameProcess(identity: ProcessIdentity): boolean {
   const stat = procStat(identity.pid);
-  return stat !== undefined && stat.state !== "Z" && stat.startMarker === identity.start_marker && identity.host_boot_id === hostBootId();
+  return (
+    stat !== undefined &&
+    stat.state !== "Z" &&
+    stat.startMarker === identity.start_marker &&
+    identity.host_boot_id === hostBootId()
+  );
 }
 
 const waitUntil = async (cond: () => boolean, deadlineMs: number, stepMs = 10): Promise<boolean> => {
@@ -171,7 +201,7 @@ export class NativeRuntime {
     // An agent user must reach its own directories: search (never read) permission on the way there.
     if (confinement.agent.kind === "unprivileged") {
       chmodSync(root, 0o711);
-      chmodSync(dirname(root), statSync(dirname(root)).mode & 0o7777 | 0o711);
+      chmodSync(dirname(root), (statSync(dirname(root)).mode & 0o7777) | 0o711);
     }
   }
 
@@ -196,7 +226,10 @@ export class NativeRuntime {
    * Lays out `instances/<id>/` (mode 0700) with work/, tmp/ and the pinned files copied from the content store. Each
    * copy is hashed again where it will run (issue 12): a store file changed between its check and the copy throws.
    */
-  materialise(instanceId: string, files: ReadonlyArray<{ path: string; mode: "0644" | "0755"; source: string; sha256: string }>): void {
+  materialise(
+    instanceId: string,
+    files: ReadonlyArray<{ path: string; mode: "0644" | "0755"; source: string; sha256: string }>,
+  ): void {
     const dir = this.dirOf(instanceId);
     const work = join(dir, "work");
     mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -207,7 +240,8 @@ export class NativeRuntime {
       // work/ itself was made above (issue 19: one mkdir and one stat fewer per top-level file).
       if (dirname(target) !== work) mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
       copyFileSync(f.source, target);
-      if (sha256OfFile(target) !== f.sha256) throw new Error(`${f.path}: the stored copy no longer matches its pinned sha256`);
+      if (sha256OfFile(target) !== f.sha256)
+        throw new Error(`${f.path}: the stored copy no longer matches its pinned sha256`);
       chmodSync(target, f.mode === "0755" ? 0o755 : 0o644);
     }
   }
@@ -242,12 +276,16 @@ export class NativeRuntime {
     const err = openSync(join(dir, "stderr.log"), "a", 0o600);
     let child: ChildProcess;
     try {
-      child = spawn("/bin/sh", ["-c", launch.script, join(dir, "exit_status"), ...launch.prefix, spec.program, ...spec.args], {
-        cwd: join(dir, "work"),
-        env: { ...spec.env },
-        detached: true,
-        stdio: ["ignore", out, err],
-      });
+      child = spawn(
+        "/bin/sh",
+        ["-c", launch.script, join(dir, "exit_status"), ...launch.prefix, spec.program, ...spec.args],
+        {
+          cwd: join(dir, "work"),
+          env: { ...spec.env },
+          detached: true,
+          stdio: ["ignore", out, err],
+        },
+      );
       await new Promise<void>((resolve, reject) => {
         child.once("spawn", resolve);
         child.once("error", reject);
@@ -281,13 +319,21 @@ export class NativeRuntime {
    * host has no cpuacct cgroup per instance, a process-group node none at all) from its live members' /proc files.
    * Null when nothing of it runs.
    */
-  usage(instanceId: string, identity: ProcessIdentity | null): { cpu_usec: number; memory_bytes: number; source: "cgroup" | "proc"; sampled_ms: number } | null {
+  usage(
+    instanceId: string,
+    identity: ProcessIdentity | null,
+  ): { cpu_usec: number; memory_bytes: number; source: "cgroup" | "proc"; sampled_ms: number } | null {
     const members = this.members(instanceId, identity);
     if (members.length === 0) return null;
     const fromCgroup = this.confinement.usage(this.dirOf(instanceId));
     const cpu = fromCgroup?.cpuUsec ?? members.reduce((sum, pid) => sum + procCpuUsec(pid), 0);
     const memory = fromCgroup?.memoryBytes ?? members.reduce((sum, pid) => sum + procRssBytes(pid), 0);
-    return { cpu_usec: cpu, memory_bytes: memory, source: fromCgroup?.cpuUsec != null && fromCgroup.memoryBytes !== null ? "cgroup" : "proc", sampled_ms: Date.now() };
+    return {
+      cpu_usec: cpu,
+      memory_bytes: memory,
+      source: fromCgroup?.cpuUsec != null && fromCgroup.memoryBytes !== null ? "cgroup" : "proc",
+      sampled_ms: Date.now(),
+    };
   }
 
   alive(instanceId: string, identity: ProcessIdentity | null): boolean {
@@ -325,7 +371,9 @@ export class NativeRuntime {
     try {
       const s = Number(readFileSync(join(this.dirOf(instanceId), "exit_status"), "utf8").trim());
       if (!Number.isInteger(s)) return undefined;
-      return s > 128 ? { exit_code: null, signal: SIGNALS_BY_NUMBER[s - 128] ?? `SIG${s - 128}` } : { exit_code: s, signal: null };
+      return s > 128
+        ? { exit_code: null, signal: SIGNALS_BY_NUMBER[s - 128] ?? `SIG${s - 128}` }
+        : { exit_code: s, signal: null };
     } catch {
       return undefined;
     }
@@ -336,7 +384,11 @@ export class NativeRuntime {
    * SIGKILL the group, wait ≤ 5 s; stopped only once /proc and the cgroup show nothing left (issue 21 case 5: a leader
    * that is gone does not mean its group is). A group whose id was reused by another process is never signalled.
    */
-  async stop(instanceId: string, identity: ProcessIdentity | null, graceMs: number): Promise<{ stopped: boolean; signal: string | null }> {
+  async stop(
+    instanceId: string,
+    identity: ProcessIdentity | null,
+    graceMs: number,
+  ): Promise<{ stopped: boolean; signal: string | null }> {
     const dir = this.dirOf(instanceId);
     const alive = () => this.alive(instanceId, identity);
     if (!alive()) return { stopped: true, signal: null };
@@ -360,7 +412,10 @@ export class NativeRuntime {
   }
 
   /** The last `tailBytes` of each stream across its rotated files, invalid UTF-8 replaced. */
-  readLogs(instanceId: string, tailBytes: number): { stdout: string; stderr: string; truncated_stdout: boolean; truncated_stderr: boolean } {
+  readLogs(
+    instanceId: string,
+    tailBytes: number,
+  ): { stdout: string; stderr: string; truncated_stdout: boolean; truncated_stderr: boolean } {
     this.trimLogs(instanceId);
     const dir = this.dirOf(instanceId);
     const out = tailStream(dir, "stdout.log", tailBytes, this.rotation.keep);
@@ -386,7 +441,9 @@ export class NativeRuntime {
         // Only the group leader (the wrapper) is the instance's identity.
         const stat = procStat(pid);
         if (stat && readFileSync(`/proc/${p}/stat`, "utf8").includes(`) ${stat.state} `)) {
-          const fields = readFileSync(`/proc/${p}/stat`, "utf8").slice(readFileSync(`/proc/${p}/stat`, "utf8").lastIndexOf(")") + 2).split(" ");
+          const fields = readFileSync(`/proc/${p}/stat`, "utf8")
+            .slice(readFileSync(`/proc/${p}/stat`, "utf8").lastIndexOf(")") + 2)
+            .split(" ");
           if (Number(fields[2]) === pid) return { pid, host_boot_id: hostBootId(), start_marker: stat.startMarker };
         }
       } catch {

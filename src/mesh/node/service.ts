@@ -69,7 +69,10 @@ export class NodeService {
     this.leases = o.config.lease_ms === null ? null : new NodeLeases(this.ctx, o.config.lease_ms);
     this.leases?.attach();
     o.runtime.onExit((id, exit) => onProcessExit(this.ctx, id, exit));
-    this.connections = new Connections(() => this.o.config.limits, (signed, stream) => this.handle(signed, stream));
+    this.connections = new Connections(
+      () => this.o.config.limits,
+      (signed, stream) => this.handle(signed, stream),
+    );
   }
 
   get bootId(): string {
@@ -100,10 +103,32 @@ export class NodeService {
     // (a replayed capture is refused from check 14 on and must not earn a slot).
     if (verdict.kind === "accepted") stream.markAuthenticated?.();
     if (verdict.kind === "refused") {
-      this.ctx.log.info({ method: verdict.method, code: verdict.code, authenticated: verdict.authenticated }, "request refused before dispatch");
-      if (verdict.authenticated) this.refusals.authenticated("handle", verdict.code, verdict.reason, verdict.method, verdict.requester, verdict.decisionId);
-      else this.refusals.unauthenticated(verdict.code, verdict.reason, verdict.method, verdict.requester, verdict.decisionId);
-      const answer = this.answer(verdict.method, verdict.nonce, { status: "refused", code: verdict.code, reason: truncateUtf8(verdict.reason, 1024) });
+      this.ctx.log.info(
+        { method: verdict.method, code: verdict.code, authenticated: verdict.authenticated },
+        "request refused before dispatch",
+      );
+      if (verdict.authenticated)
+        this.refusals.authenticated(
+          "handle",
+          verdict.code,
+          verdict.reason,
+          verdict.method,
+          verdict.requester,
+          verdict.decisionId,
+        );
+      else
+        this.refusals.unauthenticated(
+          verdict.code,
+          verdict.reason,
+          verdict.method,
+          verdict.requester,
+          verdict.decisionId,
+        );
+      const answer = this.answer(verdict.method, verdict.nonce, {
+        status: "refused",
+        code: verdict.code,
+        reason: truncateUtf8(verdict.reason, 1024),
+      });
       return { signed: answer, close: !verdict.authenticated };
     }
     const req = verdict.request;
@@ -114,14 +139,28 @@ export class NodeService {
       const result = await this.dispatch(req, stream);
       outcome = { status: "ok", result };
     } catch (error) {
-      const refusal = error instanceof Refusal ? error : new Refusal("runtime", `internal error: ${(error as Error).message ?? String(error)}`);
+      const refusal =
+        error instanceof Refusal
+          ? error
+          : new Refusal("runtime", `internal error: ${(error as Error).message ?? String(error)}`);
       const reason = truncateUtf8(refusal.reason, 1024);
       outcome = { status: "refused", code: refusal.code, reason };
-      this.ctx.log.info({ method: req.method, code: refusal.code, reason, requester: req.requester, decision_id: req.decision_id }, "request refused");
+      this.ctx.log.info(
+        { method: req.method, code: refusal.code, reason, requester: req.requester, decision_id: req.decision_id },
+        "request refused",
+      );
       // §11: chained after any rollback, in the transaction that clears the decision's in-flight mark.
       const clearInflight = (req.method === "place" || req.method === "load") && this.ctx.ownsInflight.has(req.nonce);
       const store = this.o.store;
-      const event = refusalEvent(this.nodeId, "handle", refusal.code, reason, req.method, req.requester, req.decision_id);
+      const event = refusalEvent(
+        this.nodeId,
+        "handle",
+        refusal.code,
+        reason,
+        req.method,
+        req.requester,
+        req.decision_id,
+      );
       try {
         store.commit((tx) => {
           if (clearInflight && req.decision_id) store.deleteInflight(tx, req.decision_id);
@@ -132,7 +171,10 @@ export class NodeService {
         // decision's in-flight mark, which settle reads as "still handling", is cleared with the event at the next poll
         // that can write, not left until the daemon restarts.
         if (clearInflight && req.decision_id) this.uncleared.set(req.decision_id, event);
-        this.ctx.log.warn({ method: req.method, code: refusal.code, err: (error as Error).message }, "the refusal could not be chained; retried at the next poll");
+        this.ctx.log.warn(
+          { method: req.method, code: refusal.code, err: (error as Error).message },
+          "the refusal could not be chained; retried at the next poll",
+        );
       }
     } finally {
       this.ctx.ownsInflight.delete(req.nonce);
@@ -159,7 +201,11 @@ export class NodeService {
       case "place":
       case "load": {
         // Issue 37 finding B: a node whose disk filled takes no new work until it has room again (disk-reserve.ts).
-        if (ctx.store.diskFull) throw new Refusal("disk_full", `the node's disk is full: it refuses new work (${req.method}) until it has room again; what runs here keeps running`);
+        if (ctx.store.diskFull)
+          throw new Refusal(
+            "disk_full",
+            `the node's disk is full: it refuses new work (${req.method}) until it has room again; what runs here keeps running`,
+          );
         // Loaded at the first place (the manifest's schemas, verification, admission): an idle daemon never needs
         // them, and they would stay resident for its life (issue 19, src/mesh/node/README.md).
         const method = req.method;
@@ -180,7 +226,9 @@ export class NodeService {
       case "revocations":
         // Issue 33: what the new list revokes is swept at once, not at the next periodic sweep.
         return acceptRevocations(ctx, req, ctx.body("revocations", req.body), () => {
-          this.revocations.sweep().catch((error: unknown) => ctx.log.warn({ err: (error as Error).message }, "revocation sweep failed"));
+          this.revocations
+            .sweep()
+            .catch((error: unknown) => ctx.log.warn({ err: (error as Error).message }, "revocation sweep failed"));
         });
       default: {
         const never: never = req.method;
@@ -195,7 +243,13 @@ export class NodeService {
 
   // -- what the daemon drives: exits, timers, policy ------------------------------------------------------------
 
-  recordExit(row: InstanceRow, exitCode: number | null, signal: string | null, detail: string, state: "exited" | "lost" = "exited"): void {
+  recordExit(
+    row: InstanceRow,
+    exitCode: number | null,
+    signal: string | null,
+    detail: string,
+    state: "exited" | "lost" = "exited",
+  ): void {
     recordExit(this.ctx, row, exitCode, signal, detail, state);
   }
 

@@ -13,14 +13,32 @@ const MAX_STATUS_ROWS = 4096;
 
 export function status(ctx: NodeContext, body: BodyOf<"status">): JsonObject {
   const restarts = ctx.supervision.restartCounts();
-  const usageOf = (r: InstanceRow) => (r.state === "running" || r.state === "unhealthy" ? ctx.runtime.usage(r.instance_id, identityOf(r)) : null);
-  if (body.instance_id !== null) return { row: withUsage(statusRow(ctx.held(body.instance_id), restarts), ctx.held(body.instance_id), usageOf) as unknown as JsonObject };
+  const usageOf = (r: InstanceRow) =>
+    r.state === "running" || r.state === "unhealthy" ? ctx.runtime.usage(r.instance_id, identityOf(r)) : null;
+  if (body.instance_id !== null)
+    return {
+      row: withUsage(
+        statusRow(ctx.held(body.instance_id), restarts),
+        ctx.held(body.instance_id),
+        usageOf,
+      ) as unknown as JsonObject,
+    };
   const since = body.include_departed ? ctx.o.clock() - DEPARTED_WINDOW_MS : null;
   const snap = ctx.store.snapshot(since);
   const rows: JsonObject[] = [
-    ...snap.inflight.map((r) => ({ decision_id: r.decision_id, in_flight: true, method: r.method, since_ms: r.started_ms })),
+    ...snap.inflight.map((r) => ({
+      decision_id: r.decision_id,
+      in_flight: true,
+      method: r.method,
+      since_ms: r.started_ms,
+    })),
     ...snap.instances.map((r) => withUsage(statusRow(r, restarts), r, usageOf) as unknown as JsonObject),
-    ...snap.departed.map((d) => ({ instance_id: d.instance_id, decision_id: d.decision_id, departed: d.reason, at_ms: d.at_ms })),
+    ...snap.departed.map((d) => ({
+      instance_id: d.instance_id,
+      decision_id: d.decision_id,
+      departed: d.reason,
+      at_ms: d.at_ms,
+    })),
   ];
   return { rows: rows.slice(0, MAX_STATUS_ROWS) };
 }

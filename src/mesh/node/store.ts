@@ -218,12 +218,16 @@ export class NodeStore {
   }
 
   instanceByDecision(decisionId: string): InstanceRow | undefined {
-    const row = this.sql("SELECT * FROM node_instance WHERE decision_id = ?").get(decisionId) as RawInstance | undefined;
+    const row = this.sql("SELECT * FROM node_instance WHERE decision_id = ?").get(decisionId) as
+      | RawInstance
+      | undefined;
     return row ? decode(row) : undefined;
   }
 
   instances(): InstanceRow[] {
-    return (this.sql("SELECT * FROM node_instance ORDER BY created_ms, instance_id").all() as RawInstance[]).map(decode);
+    return (this.sql("SELECT * FROM node_instance ORDER BY created_ms, instance_id").all() as RawInstance[]).map(
+      decode,
+    );
   }
 
   instanceCount(): number {
@@ -240,14 +244,18 @@ export class NodeStore {
 
   departed(sinceMs: number): DepartedRow[] {
     return (
-      this
-        .sql("SELECT instance_id, decision_id, reason, at_ms FROM node_departed WHERE at_ms >= ? ORDER BY id DESC LIMIT 256")
-        .all(sinceMs) as DepartedRow[]
+      this.sql(
+        "SELECT instance_id, decision_id, reason, at_ms FROM node_departed WHERE at_ms >= ? ORDER BY id DESC LIMIT 256",
+      ).all(sinceMs) as DepartedRow[]
     ).reverse();
   }
 
   /** §11.2: in-flight rows first, then instances, from one read transaction, so a decision is never invisible. */
-  snapshot(departedSinceMs: number | null): { inflight: InflightRow[]; instances: InstanceRow[]; departed: DepartedRow[] } {
+  snapshot(departedSinceMs: number | null): {
+    inflight: InflightRow[];
+    instances: InstanceRow[];
+    departed: DepartedRow[];
+  } {
     // Built once: better-sqlite3's `transaction()` makes four wrapper functions each time it is called (every status).
     this.snapshotTx ??= this.db.transaction((since: number | null) => ({
       inflight: this.inflights(),
@@ -266,12 +274,17 @@ export class NodeStore {
   // -- writes (inside a caller's transaction) ------------------------------------------------------------------
 
   setMeta(tx: WriteTx, key: string, value: string): void {
-    this.inTx(tx, "INSERT INTO node_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value").run(key, value);
+    this.inTx(
+      tx,
+      "INSERT INTO node_meta (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+    ).run(key, value);
   }
 
   insertInflight(tx: WriteTx, row: InflightRow): void {
-    this.inTx(tx, "INSERT INTO node_inflight (decision_id, method, requester, boot_id, started_ms, revocation_generation) VALUES (?,?,?,?,?,?)")
-      .run(row.decision_id, row.method, row.requester, row.boot_id, row.started_ms, row.revocation_generation);
+    this.inTx(
+      tx,
+      "INSERT INTO node_inflight (decision_id, method, requester, boot_id, started_ms, revocation_generation) VALUES (?,?,?,?,?,?)",
+    ).run(row.decision_id, row.method, row.requester, row.boot_id, row.started_ms, row.revocation_generation);
   }
 
   deleteInflight(tx: WriteTx, decisionId: string): void {
@@ -308,18 +321,30 @@ export class NodeStore {
     );
   }
 
-  updateInstance(tx: WriteTx, id: string, patch: Partial<Omit<InstanceRow, "instance_id" | "decision_id" | "launch">>): void {
+  updateInstance(
+    tx: WriteTx,
+    id: string,
+    patch: Partial<Omit<InstanceRow, "instance_id" | "decision_id" | "launch">>,
+  ): void {
     const entries = Object.entries(patch);
     if (entries.length === 0) return;
     const sets = entries.map(([k]) => `${k} = ?`).join(", ");
-    this.inTx(tx, `UPDATE node_instance SET ${sets} WHERE instance_id = ?`).run(...entries.map(([, v]) => v as unknown), id);
+    this.inTx(tx, `UPDATE node_instance SET ${sets} WHERE instance_id = ?`).run(
+      ...entries.map(([, v]) => v as unknown),
+      id,
+    );
   }
 
   /** Rows leave the table only with a departed record (§14.3: never forgotten silently). */
   removeInstance(tx: WriteTx, id: string, decisionId: string, reason: string, atMs: number): void {
     const row = this.instance(id);
     this.inTx(tx, "DELETE FROM node_instance WHERE instance_id = ?").run(id);
-    this.inTx(tx, "INSERT INTO node_departed (instance_id, decision_id, reason, at_ms) VALUES (?,?,?,?)").run(id, row ? decisionId || row.decision_id : decisionId, reason, atMs);
+    this.inTx(tx, "INSERT INTO node_departed (instance_id, decision_id, reason, at_ms) VALUES (?,?,?,?)").run(
+      id,
+      row ? decisionId || row.decision_id : decisionId,
+      reason,
+      atMs,
+    );
   }
 }
 

@@ -37,8 +37,11 @@ export class SupervisionStore {
   }
 
   get(instanceId: string): SupervisionRow {
-    const raw = this.db.prepare("SELECT * FROM node_supervision WHERE instance_id = ?").get(instanceId) as (Omit<SupervisionRow, "restarts_ms"> & { restarts_ms: string }) | undefined;
-    if (!raw) return { instance_id: instanceId, restarts_ms: [], restart_count: 0, next_restart_ms: null, reason: null };
+    const raw = this.db.prepare("SELECT * FROM node_supervision WHERE instance_id = ?").get(instanceId) as
+      | (Omit<SupervisionRow, "restarts_ms"> & { restarts_ms: string })
+      | undefined;
+    if (!raw)
+      return { instance_id: instanceId, restarts_ms: [], restart_count: 0, next_restart_ms: null, reason: null };
     return { ...raw, restarts_ms: JSON.parse(raw.restarts_ms) as number[] };
   }
 
@@ -66,6 +69,10 @@ export class SupervisionStore {
 
   /** Drops the rows of instances the node no longer holds. */
   dropDeparted(): void {
-    withWriteTx(this.db, (tx) => tx.db.prepare("DELETE FROM node_supervision WHERE instance_id NOT IN (SELECT instance_id FROM node_instance)").run());
+    withWriteTx(this.db, (tx) =>
+      tx.db
+        .prepare("DELETE FROM node_supervision WHERE instance_id NOT IN (SELECT instance_id FROM node_instance)")
+        .run(),
+    );
   }
 }

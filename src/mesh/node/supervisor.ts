@@ -16,7 +16,13 @@
  *   waits out one in progress, so a stop through berth is final and is never followed by a restart;
  * - `failed` and `stopped` are never left automatically; an operator start clears the budget.
  */
-import { describeEnd, type RestartDecision, decideRestart, pruneRestarts, type RunEnd } from "../../core/node/restart-policy.js";
+import {
+  describeEnd,
+  type RestartDecision,
+  decideRestart,
+  pruneRestarts,
+  type RunEnd,
+} from "../../core/node/restart-policy.js";
 import { leaseExpired } from "../../core/mesh/lease.js";
 import type { HealthVerdict } from "../../core/node/health-check.js";
 import { truncateUtf8 } from "../../core/protocol/messages.js";
@@ -95,8 +101,10 @@ export class Supervisor implements SupervisionHooks {
     for (const row of rows) {
       const id = row.instance_id;
       if (this.busy.has(id) || this.timers.has(id) || this.ctx.stopping.has(id)) continue;
-      if (row.state === "backoff") this.schedule(id, Math.max(0, (this.records.get(id).next_restart_ms ?? 0) - this.ctx.o.clock()));
-      else if ((row.state === "exited" || row.state === "lost") && (row.launch.restart ?? "never") !== "never") this.ended(id);
+      if (row.state === "backoff")
+        this.schedule(id, Math.max(0, (this.records.get(id).next_restart_ms ?? 0) - this.ctx.o.clock()));
+      else if ((row.state === "exited" || row.state === "lost") && (row.launch.restart ?? "never") !== "never")
+        this.ended(id);
       else if (row.state === "loaded" && this.records.get(id).next_restart_ms !== null) this.interruptedRestart(row);
     }
   }
@@ -109,7 +117,9 @@ export class Supervisor implements SupervisionHooks {
       .catch((error: unknown) => {
         if (!this.ctx.store.db.open) return;
         this.ctx.store.commit((tx) => {
-          this.ctx.store.updateInstance(tx, instanceId, { detail: truncateUtf8(`supervisor: ${(error as Error).message}`, 1024) });
+          this.ctx.store.updateInstance(tx, instanceId, {
+            detail: truncateUtf8(`supervisor: ${(error as Error).message}`, 1024),
+          });
           return { result: null, events: [] };
         });
       })
@@ -140,7 +150,10 @@ export class Supervisor implements SupervisionHooks {
   private decideEnded(instanceId: string): void {
     const row = this.ctx.store.instance(instanceId);
     if (!row || (row.state !== "exited" && row.state !== "lost") || this.ctx.stopping.has(instanceId)) return;
-    const end: RunEnd = row.state === "lost" ? { kind: "lost", detail: row.detail ?? "lost" } : { kind: "exited", exitCode: row.exit_code, signal: row.signal };
+    const end: RunEnd =
+      row.state === "lost"
+        ? { kind: "lost", detail: row.detail ?? "lost" }
+        : { kind: "exited", exitCode: row.exit_code, signal: row.signal };
     this.apply(row, end);
   }
 
@@ -149,13 +162,35 @@ export class Supervisor implements SupervisionHooks {
     const now = this.ctx.o.clock();
     const record = this.records.get(row.instance_id);
     const restartsMs = pruneRestarts(record.restarts_ms, now);
-    const d: RestartDecision = decideRestart({ policy: row.launch.restart ?? "never", mode: row.launch.mode, end, restartsMs, nowMs: now });
+    const d: RestartDecision = decideRestart({
+      policy: row.launch.restart ?? "never",
+      mode: row.launch.mode,
+      end,
+      restartsMs,
+      nowMs: now,
+    });
     const to: InstanceState = d.kind === "final" ? d.state : d.kind === "failed" ? "failed" : "backoff";
     if (to === row.state) return;
     this.ctx.store.commit((tx) => {
       this.ctx.store.updateInstance(tx, row.instance_id, { state: to, detail: truncateUtf8(d.reason, 1024) });
-      this.records.put(tx, { ...record, restarts_ms: restartsMs, next_restart_ms: d.kind === "restart" ? d.atMs : null, reason: d.kind === "restart" ? d.reason : null });
-      return { result: null, events: [lifecycle(row, row.state, to, d.reason, d.kind === "restart" ? { delay_ms: d.delayMs, attempt: d.attempt } : {})] };
+      this.records.put(tx, {
+        ...record,
+        restarts_ms: restartsMs,
+        next_restart_ms: d.kind === "restart" ? d.atMs : null,
+        reason: d.kind === "restart" ? d.reason : null,
+      });
+      return {
+        result: null,
+        events: [
+          lifecycle(
+            row,
+            row.state,
+            to,
+            d.reason,
+            d.kind === "restart" ? { delay_ms: d.delayMs, attempt: d.attempt } : {},
+          ),
+        ],
+      };
     });
     if (d.kind === "restart") this.schedule(row.instance_id, d.delayMs);
   }
@@ -169,16 +204,34 @@ export class Supervisor implements SupervisionHooks {
     const deadline = this.ctx.leaseDeadlineOf?.(row.requester);
     if (deadline !== undefined && leaseExpired(deadline, now)) {
       this.ctx.store.commit((tx) => {
-        this.ctx.store.updateInstance(tx, instanceId, { state: "lease_stopped", detail: `not restarted: controller ${row.requester}'s lease ran out at ${deadline}` });
+        this.ctx.store.updateInstance(tx, instanceId, {
+          state: "lease_stopped",
+          detail: `not restarted: controller ${row.requester}'s lease ran out at ${deadline}`,
+        });
         this.records.put(tx, { ...this.records.get(instanceId), next_restart_ms: null, reason: null });
-        return { result: null, events: [lifecycle(row, "backoff", "lease_stopped", `not restarted: controller ${row.requester}'s lease ran out`, {})] };
+        return {
+          result: null,
+          events: [
+            lifecycle(
+              row,
+              "backoff",
+              "lease_stopped",
+              `not restarted: controller ${row.requester}'s lease ran out`,
+              {},
+            ),
+          ],
+        };
       });
       return;
     }
     const record = this.records.get(instanceId);
     const reason = record.reason ?? "restart";
     this.ctx.store.commit((tx) => {
-      this.records.put(tx, { ...record, restarts_ms: [...pruneRestarts(record.restarts_ms, now), now], restart_count: record.restart_count + 1 });
+      this.records.put(tx, {
+        ...record,
+        restarts_ms: [...pruneRestarts(record.restarts_ms, now), now],
+        restart_count: record.restart_count + 1,
+      });
       return { result: null, events: [] };
     });
     try {
@@ -187,14 +240,32 @@ export class Supervisor implements SupervisionHooks {
       // spawnInstance recorded `failed` with its workload.start error; the supervisor's step says why it stops here.
       this.ctx.store.commit((tx) => {
         this.records.put(tx, { ...this.records.get(instanceId), next_restart_ms: null, reason: null });
-        return { result: null, events: [lifecycle(row, "backoff", "failed", truncateUtf8(`${reason}; the restart failed: ${(error as Error).message}`, 1024), {})] };
+        return {
+          result: null,
+          events: [
+            lifecycle(
+              row,
+              "backoff",
+              "failed",
+              truncateUtf8(`${reason}; the restart failed: ${(error as Error).message}`, 1024),
+              {},
+            ),
+          ],
+        };
       });
       return;
     }
     const started = this.ctx.store.instance(instanceId);
     this.ctx.store.commit((tx) => {
       this.records.put(tx, { ...this.records.get(instanceId), next_restart_ms: null, reason: null });
-      return { result: null, events: [lifecycle(row, "backoff", started?.state ?? "running", reason, { generation: started?.generation ?? row.generation + 1 })] };
+      return {
+        result: null,
+        events: [
+          lifecycle(row, "backoff", started?.state ?? "running", reason, {
+            generation: started?.generation ?? row.generation + 1,
+          }),
+        ],
+      };
     });
   }
 
@@ -202,7 +273,10 @@ export class Supervisor implements SupervisionHooks {
   private interruptedRestart(row: InstanceRow): void {
     this.ctx.store.commit((tx) => {
       this.ctx.store.updateInstance(tx, row.instance_id, { state: "backoff" });
-      return { result: null, events: [lifecycle(row, "loaded", "backoff", "restart interrupted by a node restart; granted again", {})] };
+      return {
+        result: null,
+        events: [lifecycle(row, "loaded", "backoff", "restart interrupted by a node restart; granted again", {})],
+      };
     });
     this.schedule(row.instance_id, 0);
   }
@@ -234,12 +308,19 @@ export class Supervisor implements SupervisionHooks {
 
   private transition(row: InstanceRow, to: InstanceState, reason: string): void {
     this.ctx.store.commit((tx) => {
-      this.ctx.store.updateInstance(tx, row.instance_id, { state: to, detail: to === "running" ? null : truncateUtf8(reason, 1024) });
+      this.ctx.store.updateInstance(tx, row.instance_id, {
+        state: to,
+        detail: to === "running" ? null : truncateUtf8(reason, 1024),
+      });
       return { result: null, events: [lifecycle(row, row.state, to, reason, {})] };
     });
   }
 }
 
 function lifecycle(row: InstanceRow, from: string, to: string, reason: string, extra: Record<string, number>) {
-  return { source: "node", kind: "workload.lifecycle", payload: { phase: "supervise", instance_id: row.instance_id, from, to, reason, ...extra } };
+  return {
+    source: "node",
+    kind: "workload.lifecycle",
+    payload: { phase: "supervise", instance_id: row.instance_id, from, to, reason, ...extra },
+  };
 }

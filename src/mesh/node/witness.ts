@@ -41,7 +41,13 @@ export class ControllerWitness {
       root: string;
       note: string;
     }>;
-    for (const r of rows) this.held.set(r.controller_key, { origin: r.origin, size: r.size, root: Buffer.from(r.root, "base64"), note: r.note });
+    for (const r of rows)
+      this.held.set(r.controller_key, {
+        origin: r.origin,
+        size: r.size,
+        root: Buffer.from(r.root, "base64"),
+        note: r.note,
+      });
   }
 
   /** What `describe` tells the requesting controller: the checkpoint this node holds from its key (null: none yet). */
@@ -55,7 +61,12 @@ export class ControllerWitness {
    * `invalid_request` refusal. A first or newer checkpoint is committed and chained before the request is served.
    */
   admit(req: VerifiedRequest): void {
-    const verdict = judgeCheckpoint(this.held.get(req.key) ?? null, req.checkpoint, req.key, MUTATING_METHODS.has(req.method));
+    const verdict = judgeCheckpoint(
+      this.held.get(req.key) ?? null,
+      req.checkpoint,
+      req.key,
+      MUTATING_METHODS.has(req.method),
+    );
     if (verdict.kind === "refuse") throw new Refusal(verdict.code, verdict.reason);
     const cp = verdict.accept;
     if (cp === null) return;
@@ -73,7 +84,17 @@ export class ControllerWitness {
           {
             source: "node",
             kind: "controller.checkpoint",
-            payload: { node: this.nodeId, controller: req.requester, origin: cp.origin, size: cp.size, root, from_size: cp.from, note: cp.note, method: req.method, decision_id: req.decision_id },
+            payload: {
+              node: this.nodeId,
+              controller: req.requester,
+              origin: cp.origin,
+              size: cp.size,
+              root,
+              from_size: cp.from,
+              note: cp.note,
+              method: req.method,
+              decision_id: req.decision_id,
+            },
           },
         ],
       };

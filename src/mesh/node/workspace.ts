@@ -19,7 +19,11 @@ export function workspaceDir(dataDir: string, name: string): string {
  * The workspace, created on first use. When agents run as an unprivileged user (confine.ts), the workspace is given
  * to that user and `workspaces/` gets search permission only, as the runtime does for the instances' directories.
  */
-export function ensureWorkspace(dataDir: string, name: string, owner: { readonly uid: number; readonly gid: number } | null = null): string {
+export function ensureWorkspace(
+  dataDir: string,
+  name: string,
+  owner: { readonly uid: number; readonly gid: number } | null = null,
+): string {
   const dir = workspaceDir(dataDir, name);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (owner !== null) {

@@ -4,7 +4,16 @@
  * `verify` (the same rules a node applies, reading local files).
  */
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { isAbsolute, join, relative, sep } from "node:path";
 import { z } from "zod";
 import type { RevocationList } from "../../core/governance/policy.js";
@@ -36,7 +45,9 @@ export const SourceManifestSchema = z.strictObject({
   description: z.string().default(""),
   files: z.array(PackagePathSchema).min(1).max(1024),
   variants: z.array(VariantSchema).min(1).max(16),
-  resources: z.strictObject({ memory_mb: z.number().int().min(0), cpu_millis: z.number().int().min(0) }).default({ memory_mb: 0, cpu_millis: 0 }),
+  resources: z
+    .strictObject({ memory_mb: z.number().int().min(0), cpu_millis: z.number().int().min(0) })
+    .default({ memory_mb: 0, cpu_millis: 0 }),
   network: z.enum(["none", "lan", "egress"]).default("none"),
   secrets: z.array(z.string()).default([]),
   requirements: z.array(RequirementSchema).default([]),
@@ -50,7 +61,10 @@ export const SourceManifestSchema = z.strictObject({
       migratable: z.boolean().default(true),
     })
     .default({ min_tier: "paired", labels: [], excludes: [], sticky: false, migratable: true }),
-  health: z.strictObject({ exec: z.array(z.string()), interval_s: z.number().int(), misses: z.number().int() }).nullable().default(null),
+  health: z
+    .strictObject({ exec: z.array(z.string()), interval_s: z.number().int(), misses: z.number().int() })
+    .nullable()
+    .default(null),
   config: ConfigSurfaceSchema.optional(),
 });
 export type SourceManifest = z.input<typeof SourceManifestSchema>;
@@ -134,7 +148,9 @@ function insidePackage(dir: string, root: string, path: string): string {
       );
     }
   }
-  throw new PackageError(`${SOURCE_FILE}: field files: ${path} resolves to ${real}, outside the package directory ${root}`);
+  throw new PackageError(
+    `${SOURCE_FILE}: field files: ${path} resolves to ${real}, outside the package directory ${root}`,
+  );
 }
 
 export function readEnvelope(dir: string): { envelope: Envelope; packageId: string } {
@@ -149,7 +165,10 @@ export function signPackage(dir: string, key: SigningKey): { packageId: string; 
   if (envelope.signatures.length >= 8 && !envelope.signatures.some((s) => s.key === key.publicKey)) {
     throw new PackageError("a package carries at most 8 signatures");
   }
-  const signatures = [...envelope.signatures.filter((s) => s.key !== key.publicKey), signStatement(key, envelope.statement)];
+  const signatures = [
+    ...envelope.signatures.filter((s) => s.key !== key.publicKey),
+    signStatement(key, envelope.statement),
+  ];
   writeAtomic(join(dir, MANIFEST_FILE), `${JSON.stringify({ statement: envelope.statement, signatures }, null, 2)}\n`);
   return { packageId, signatures: signatures.length };
 }
@@ -157,7 +176,11 @@ export function signPackage(dir: string, key: SigningKey): { packageId: string; 
 export type DirVerdict = { ok: true; packageId: string; signers: readonly string[] } | { ok: false; reason: string };
 
 /** The node's rules against local files: envelope, trusted signature, revocations, then every file's size and hash. */
-export function verifyPackageDir(dir: string, trustedSigners: ReadonlySet<string>, revocations: RevocationList | null): DirVerdict {
+export function verifyPackageDir(
+  dir: string,
+  trustedSigners: ReadonlySet<string>,
+  revocations: RevocationList | null,
+): DirVerdict {
   let text: string;
   try {
     text = readFileSync(join(dir, MANIFEST_FILE), "utf8");
@@ -175,7 +198,8 @@ export function verifyPackageDir(dir: string, trustedSigners: ReadonlySet<string
       return { ok: false, reason: `${f.path} is missing` };
     }
     if (bytes.length !== f.size) return { ok: false, reason: `${f.path} has ${bytes.length} bytes, pinned ${f.size}` };
-    if (createHash("sha256").update(bytes).digest("hex") !== f.sha256) return { ok: false, reason: `${f.path} does not match its pinned sha256` };
+    if (createHash("sha256").update(bytes).digest("hex") !== f.sha256)
+      return { ok: false, reason: `${f.path} does not match its pinned sha256` };
   }
   return { ok: true, packageId: v.value.packageId, signers: v.value.signers };
 }

@@ -4,7 +4,17 @@
  * meaning (no trusted signers, no permits, revocations unreadable) and the error is reported so the reader can chain
  * `policy.load` with `ok: false`. Shared by both sides, so it belongs to neither `node/` nor `controller/`.
  */
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import { sha256 } from "../../core/crypto/tagged.js";
@@ -26,7 +36,9 @@ export const POLICY_FILES = {
   revocations: "revocations.json",
 } as const;
 
-export const SignersFileSchema = z.array(z.strictObject({ key: z.string().regex(HEX64, "key must be 64 lowercase hex"), name: z.string().max(64) })).max(64);
+export const SignersFileSchema = z
+  .array(z.strictObject({ key: z.string().regex(HEX64, "key must be 64 lowercase hex"), name: z.string().max(64) }))
+  .max(64);
 
 export class PolicyFileError extends Error {
   override name = "PolicyFileError";
@@ -45,9 +57,17 @@ function readPolicy<T>(dataDir: string, name: string, parse: (text: string) => L
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
-    return { file: name, sha256: null, loaded: { ok: false, error: `cannot read ${name}: ${(error as Error).message}` } };
+    return {
+      file: name,
+      sha256: null,
+      loaded: { ok: false, error: `cannot read ${name}: ${(error as Error).message}` },
+    };
   }
-  return parses.get(path, text, (t) => ({ file: name, sha256: sha256(t).toString("hex"), loaded: parse(t) })) as PolicyFile<T>;
+  return parses.get(path, text, (t) => ({
+    file: name,
+    sha256: sha256(t).toString("hex"),
+    loaded: parse(t),
+  })) as PolicyFile<T>;
 }
 
 /** Each policy file is still read at every use, so a change is seen at once; an identical text skips the parse. */
@@ -65,7 +85,9 @@ export function loadSigners(dataDir: string): PolicyFile<string[]> {
         return { ok: false, error: "signers file is not valid JSON" };
       }
       const parsed = SignersFileSchema.safeParse(raw);
-      return parsed.success ? { ok: true, value: parsed.data.map((s) => s.key) } : { ok: false, error: describeIssues("signers", parsed.error.issues) };
+      return parsed.success
+        ? { ok: true, value: parsed.data.map((s) => s.key) }
+        : { ok: false, error: describeIssues("signers", parsed.error.issues) };
     },
     [],
   );
@@ -96,13 +118,18 @@ export function savePermits(dataDir: string, rules: readonly PermitRuleInput[]):
 export const PUSHED_REVOCATIONS_DIR = "revocations.pushed";
 
 /** The lists controllers pushed to this node, by controller id (a file that does not parse loads as unreadable). */
-export function loadPushedRevocations(dataDir: string): Array<{ controller: string; file: PolicyFile<RevocationList> }> {
+export function loadPushedRevocations(
+  dataDir: string,
+): Array<{ controller: string; file: PolicyFile<RevocationList> }> {
   const dir = join(dataDir, PUSHED_REVOCATIONS_DIR);
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((f) => /^[0-9a-f]{32}\.json$/.test(f))
     .sort()
-    .map((f) => ({ controller: f.slice(0, -5), file: readPolicy(dataDir, join(PUSHED_REVOCATIONS_DIR, f), parseRevocations, { generation: 0, subjects: [] }) }));
+    .map((f) => ({
+      controller: f.slice(0, -5),
+      file: readPolicy(dataDir, join(PUSHED_REVOCATIONS_DIR, f), parseRevocations, { generation: 0, subjects: [] }),
+    }));
 }
 
 /** Writes one revocation list atomically and durably (tmp, fsync, rename, fsync of the directory). */

@@ -24,7 +24,9 @@ export interface AdmissionLimits {
   readonly graceMs: number;
 }
 
-export type AdmissionVerdict<C> = { readonly kind: "admit"; readonly evict: readonly C[] } | { readonly kind: "refuse"; readonly reason: string };
+export type AdmissionVerdict<C> =
+  | { readonly kind: "admit"; readonly evict: readonly C[] }
+  | { readonly kind: "refuse"; readonly reason: string };
 
 interface Entry<C> {
   readonly conn: C;

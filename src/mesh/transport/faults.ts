@@ -54,7 +54,8 @@ export class FaultyConnector implements Connector {
     return {
       remote: inner.remote,
       ...(inner.peerKey !== undefined ? { peerKey: inner.peerKey } : {}),
-      send: (frame) => (self.cutAddrs.has(addr) ? Promise.reject(new StreamClosed(`${addr} is cut off`)) : inner.send(frame)),
+      send: (frame) =>
+        self.cutAddrs.has(addr) ? Promise.reject(new StreamClosed(`${addr} is cut off`)) : inner.send(frame),
       async recv(sig?: RecvLimit) {
         const frame = await inner.recv(sig);
         const drop = self.drops.get(addr);

@@ -6,17 +6,23 @@ import { MemoryConnector } from "./memory.js";
 describe("length-prefixed frames (§4.1)", () => {
   it("decodes frames however the bytes are split into chunks", () => {
     fc.assert(
-      fc.property(fc.array(fc.uint8Array({ minLength: 1, maxLength: 300 }), { minLength: 1, maxLength: 8 }), fc.nat(50), (frames, cut) => {
-        const wire = Buffer.concat(frames.map((f) => encodeFrame(f)));
-        const d = new FrameDecoder();
-        const out: Buffer[] = [];
-        const step = (cut % 17) + 1;
-        for (let i = 0; i < wire.length; i += step) {
-          d.push(wire.subarray(i, i + step));
-          for (let f = d.next(); f; f = d.next()) out.push(f);
-        }
-        expect(out.map((b) => Buffer.from(b).toString("hex"))).toEqual(frames.map((f) => Buffer.from(f).toString("hex")));
-      }),
+      fc.property(
+        fc.array(fc.uint8Array({ minLength: 1, maxLength: 300 }), { minLength: 1, maxLength: 8 }),
+        fc.nat(50),
+        (frames, cut) => {
+          const wire = Buffer.concat(frames.map((f) => encodeFrame(f)));
+          const d = new FrameDecoder();
+          const out: Buffer[] = [];
+          const step = (cut % 17) + 1;
+          for (let i = 0; i < wire.length; i += step) {
+            d.push(wire.subarray(i, i + step));
+            for (let f = d.next(); f; f = d.next()) out.push(f);
+          }
+          expect(out.map((b) => Buffer.from(b).toString("hex"))).toEqual(
+            frames.map((f) => Buffer.from(f).toString("hex")),
+          );
+        },
+      ),
     );
   });
 

@@ -40,7 +40,9 @@ export class PeerKeyMismatch extends StreamClosed {
     readonly expected: string,
     readonly presented: string | null,
   ) {
-    super(`the node at ${addr} presented key ${presented ?? "(none)"} in the TLS handshake, not the expected ${expected}: refused before sending anything`);
+    super(
+      `the node at ${addr} presented key ${presented ?? "(none)"} in the TLS handshake, not the expected ${expected}: refused before sending anything`,
+    );
   }
 }
 
@@ -86,7 +88,8 @@ export interface Connector {
 }
 
 export function encodeFrame(frame: Uint8Array): Buffer {
-  if (frame.length < 1 || frame.length > MAX_FRAME_BYTES) throw new ProtocolError(`frame of ${frame.length} bytes is outside 1…${MAX_FRAME_BYTES}`);
+  if (frame.length < 1 || frame.length > MAX_FRAME_BYTES)
+    throw new ProtocolError(`frame of ${frame.length} bytes is outside 1…${MAX_FRAME_BYTES}`);
   const header = Buffer.alloc(4);
   header.writeUInt32BE(frame.length, 0);
   return Buffer.concat([header, frame]);
@@ -209,7 +212,9 @@ export class SocketFrameStream implements FrameStream {
       });
     }
     return new Promise((resolve, reject) => {
-      this.socket.write(bytes, (error) => (error ? reject(new StreamClosed(`send failed: ${error.message}`)) : resolve()));
+      this.socket.write(bytes, (error) =>
+        error ? reject(new StreamClosed(`send failed: ${error.message}`)) : resolve(),
+      );
     });
   }
 

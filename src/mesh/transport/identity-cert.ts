@@ -11,7 +11,8 @@
 /** Tag, length (DER definite form) and content. */
 function tlv(tag: number, content: Buffer): Buffer {
   const n = content.length;
-  const length = n < 0x80 ? Buffer.from([n]) : n < 0x100 ? Buffer.from([0x81, n]) : Buffer.from([0x82, n >> 8, n & 0xff]);
+  const length =
+    n < 0x80 ? Buffer.from([n]) : n < 0x100 ? Buffer.from([0x81, n]) : Buffer.from([0x82, n >> 8, n & 0xff]);
   if (n > 0xffff) throw new Error("identity certificate: a DER element over 64 KiB");
   return Buffer.concat([Buffer.from([tag]), length, content]);
 }
@@ -33,7 +34,9 @@ function oid(dotted: string): Buffer {
 function time(at: Date): Buffer {
   const iso = at.toISOString(); // YYYY-MM-DDTHH:MM:SS.sssZ
   const digits = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}Z`;
-  return at.getUTCFullYear() < 2050 ? tlv(0x17, Buffer.from(digits.slice(2), "ascii")) : tlv(0x18, Buffer.from(digits, "ascii"));
+  return at.getUTCFullYear() < 2050
+    ? tlv(0x17, Buffer.from(digits.slice(2), "ascii"))
+    : tlv(0x18, Buffer.from(digits, "ascii"));
 }
 
 const ED25519_ALGORITHM = sequence(oid("1.3.101.112")); // RFC 8410 §3: parameters absent
@@ -52,7 +55,8 @@ export interface IdentityCertInput {
 /** The TBSCertificate (RFC 5280 §4.1): what the key signs. */
 export function tbsCertificate(i: IdentityCertInput): Buffer {
   const first = i.serial[0] ?? 0;
-  if (i.serial.length === 0 || first === 0 || first >= 0x80) throw new Error("identity certificate: the serial must be positive with no leading zero octet");
+  if (i.serial.length === 0 || first === 0 || first >= 0x80)
+    throw new Error("identity certificate: the serial must be positive with no leading zero octet");
   const name = sequence(tlv(0x31, sequence(COMMON_NAME, tlv(0x0c, Buffer.from(i.commonName, "utf8")))));
   return sequence(
     tlv(0xa0, tlv(0x02, Buffer.from([2]))), // [0] EXPLICIT version v3

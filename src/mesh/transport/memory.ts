@@ -38,7 +38,6 @@ class MemoryEnd implements FrameStream {
     return waitForFrame(this.waiters, limit);
   }
 
-
   close(): void {
     this.end();
     this.peer?.end();

@@ -26,12 +26,19 @@ export function isLoopbackHost(host: string): boolean {
  */
 export function settleConnect<S extends Socket, T>(
   socket: S,
-  o: { addr: string; readyEvent: string; timeoutMs: number; signal?: AbortSignal | undefined; what: string | (() => string) },
+  o: {
+    addr: string;
+    readyEvent: string;
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+    what: string | (() => string);
+  },
   ready: (socket: S) => T | StreamClosed,
 ): Promise<T> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => fail(new StreamClosed(`connect to ${o.addr} timed out`)), o.timeoutMs);
-    const onAbort = () => fail(o.signal?.reason instanceof Error ? o.signal.reason : new StreamClosed("connect aborted"));
+    const onAbort = () =>
+      fail(o.signal?.reason instanceof Error ? o.signal.reason : new StreamClosed("connect aborted"));
     const done = () => {
       clearTimeout(timer);
       o.signal?.removeEventListener("abort", onAbort);
@@ -42,7 +49,12 @@ export function settleConnect<S extends Socket, T>(
       reject(error);
     };
     o.signal?.addEventListener("abort", onAbort, { once: true });
-    const onConnectError = (error: Error) => fail(new StreamClosed(`cannot connect to ${o.addr}${typeof o.what === "string" ? o.what : o.what()}: ${error.message}`));
+    const onConnectError = (error: Error) =>
+      fail(
+        new StreamClosed(
+          `cannot connect to ${o.addr}${typeof o.what === "string" ? o.what : o.what()}: ${error.message}`,
+        ),
+      );
     socket.once("error", onConnectError);
     socket.once(o.readyEvent, () => {
       // Only the connect-time handler goes: the stream `ready` builds adds its own, and without it a later reset
@@ -62,7 +74,11 @@ export class TcpConnector implements Connector {
   connect(addr: string, signal?: AbortSignal): Promise<FrameStream> {
     const { host, port } = parseAddr(addr);
     const socket = createConnection({ host, port });
-    return settleConnect(socket, { addr, readyEvent: "connect", timeoutMs: this.connectTimeoutMs, signal, what: "" }, (s) => new SocketFrameStream(s));
+    return settleConnect(
+      socket,
+      { addr, readyEvent: "connect", timeoutMs: this.connectTimeoutMs, signal, what: "" },
+      (s) => new SocketFrameStream(s),
+    );
   }
 }
 
@@ -122,7 +138,9 @@ export async function listenFrames(
       }
     }
     const remote = `${raw.remoteAddress ?? "?"}:${raw.remotePort ?? "?"}`;
-    const socket: Socket = tls ? new TLSSocket(raw, { isServer: true, secureContext: tls.context, requestCert: true, rejectUnauthorized: false }) : raw;
+    const socket: Socket = tls
+      ? new TLSSocket(raw, { isServer: true, secureContext: tls.context, requestCert: true, rejectUnauthorized: false })
+      : raw;
     const silent = limits
       ? setTimeout(() => {
           counters.silent++;
@@ -135,7 +153,10 @@ export async function listenFrames(
       admission?.release(raw);
     });
     const frames = (authenticated: boolean) => {
-      const stream = new SocketFrameStream(socket, { maxFrame: limits?.maxFrameBytes ?? MAX_FRAME_BYTES, onAuthenticated: () => admission?.authenticate(raw) });
+      const stream = new SocketFrameStream(socket, {
+        maxFrame: limits?.maxFrameBytes ?? MAX_FRAME_BYTES,
+        onAuthenticated: () => admission?.authenticate(raw),
+      });
       if (authenticated) stream.markAuthenticated();
       onStream(stream);
     };
@@ -165,6 +186,9 @@ export async function listenFrames(
     });
   });
   const bound = server.address();
-  const address = bound && typeof bound === "object" ? `${bound.family === "IPv6" ? `[${bound.address}]` : bound.address}:${bound.port}` : addr;
+  const address =
+    bound && typeof bound === "object"
+      ? `${bound.family === "IPv6" ? `[${bound.address}]` : bound.address}:${bound.port}`
+      : addr;
   return { server, address, counters };
 }

@@ -45,7 +45,11 @@ export function tlsIdentity(key: SigningKey): TlsIdentity {
   });
   const der = identityCertificate(tbs, sign(null, tbs, key.privateKey));
   const pem = `-----BEGIN CERTIFICATE-----\n${der.toString("base64").replace(/.{64}/g, "$&\n").replace(/\n$/, "")}\n-----END CERTIFICATE-----\n`;
-  const made = { key: key.privateKey.export({ format: "pem", type: "pkcs8" }).toString(), cert: pem, publicKey: key.publicKey };
+  const made = {
+    key: key.privateKey.export({ format: "pem", type: "pkcs8" }).toString(),
+    cert: pem,
+    publicKey: key.publicKey,
+  };
   identities.set(key.publicKey, made);
   return made;
 }
@@ -55,7 +59,9 @@ export function peerKeyOf(socket: TLSSocket): string | null {
   const cert = socket.getPeerX509Certificate();
   if (!cert) return null;
   const spki = cert.publicKey.export({ format: "der", type: "spki" }).toString("hex");
-  return spki.startsWith(SPKI_ED25519_PREFIX) && spki.length === SPKI_ED25519_PREFIX.length + 64 ? spki.slice(SPKI_ED25519_PREFIX.length) : null;
+  return spki.startsWith(SPKI_ED25519_PREFIX) && spki.length === SPKI_ED25519_PREFIX.length + 64
+    ? spki.slice(SPKI_ED25519_PREFIX.length)
+    : null;
 }
 
 export { PeerKeyMismatch };
@@ -75,7 +81,11 @@ export class TlsConnector implements Connector {
   private context: SecureContext | null = null;
 
   constructor(
-    private readonly o: { identity: SigningKey; expectedKey?: (addr: string) => string | null; connectTimeoutMs?: number },
+    private readonly o: {
+      identity: SigningKey;
+      expectedKey?: (addr: string) => string | null;
+      connectTimeoutMs?: number;
+    },
   ) {}
 
   async connect(addr: string, signal?: AbortSignal): Promise<FrameStream & { readonly peerKey: string }> {
@@ -94,11 +104,15 @@ export class TlsConnector implements Connector {
     socket.once("connect", () => {
       tcpUp = true;
     });
-    const what = () => (tcpUp ? " over TLS (the handshake failed: a node serving plaintext only is refused unless both sides opted in, spec/mesh.md §4.11)" : " over TLS");
+    const what = () =>
+      tcpUp
+        ? " over TLS (the handshake failed: a node serving plaintext only is refused unless both sides opted in, spec/mesh.md §4.11)"
+        : " over TLS";
     const opts = { addr, readyEvent: "secureConnect", timeoutMs: this.o.connectTimeoutMs ?? 5000, signal, what };
     return settleConnect<TLSSocket, FrameStream & { readonly peerKey: string }>(socket, opts, (s) => {
       const presented = peerKeyOf(s);
-      if (presented === null || (expected !== null && presented !== expected)) return new PeerKeyMismatch(addr, expected ?? "(an Ed25519 key)", presented);
+      if (presented === null || (expected !== null && presented !== expected))
+        return new PeerKeyMismatch(addr, expected ?? "(an Ed25519 key)", presented);
       return Object.assign(new SocketFrameStream(s, { maxFrame: MAX_FRAME_BYTES }), { peerKey: presented });
     });
   }

@@ -15,7 +15,13 @@ import { listAgents } from "../../agents/lookup.js";
 import { readNsec, specFromText } from "../../agents/spec-file.js";
 import { type KeeperPorts, type KeptAgent, KubernetesKeeper } from "./keeper.js";
 
-export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boolean | Promise<boolean>; readonly log: (message: string, fields?: Record<string, unknown>) => void }): KeeperPorts {
+export function keeperPorts(
+  env: AgentsEnv,
+  o: {
+    readonly shouldAct: () => boolean | Promise<boolean>;
+    readonly log: (message: string, fields?: Record<string, unknown>) => void;
+  },
+): KeeperPorts {
   return {
     now: () => env.kubernetes.clock.now(),
     shouldAct: o.shouldAct,
@@ -35,7 +41,9 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
           unusable.push({ name: record.name, why: nsec.error });
           continue;
         }
-        const prepared = prepareDeploy(kubernetesDeployRequest(loaded.value.spec, nsec.value), { requireCommand: true });
+        const prepared = prepareDeploy(kubernetesDeployRequest(loaded.value.spec, nsec.value), {
+          requireCommand: true,
+        });
         if (!prepared.ok) {
           unusable.push({ name: record.name, why: `${record.spec_path}: ${prepared.error}` });
           continue;
@@ -53,7 +61,9 @@ export function keeperPorts(env: AgentsEnv, o: { readonly shouldAct: () => boole
     },
     connect: (context) => env.kubernetes.connect(context),
     replace: async (agent, verdict) => {
-      const done = await deployAgent(env, agent.loaded, { loop: { onlyReplacing: { uid: verdict.fence.uid }, by: LOOP_ACTOR } });
+      const done = await deployAgent(env, agent.loaded, {
+        loop: { onlyReplacing: { uid: verdict.fence.uid }, by: LOOP_ACTOR },
+      });
       if (!done.ok) return { ok: false, reason: done.error.message };
       return done.value.result.ok ? { ok: true } : { ok: false, reason: done.value.result.message };
     },
@@ -78,7 +88,11 @@ export interface KubernetesKeeping {
 }
 
 /** A pass at once and then every `tickMs`, one at a time (a slow pass delays the next, never piles up). */
-export function startKubernetesKeeper(ports: KeeperPorts, tickMs: number, onError: (error: unknown) => void): KubernetesKeeping {
+export function startKubernetesKeeper(
+  ports: KeeperPorts,
+  tickMs: number,
+  onError: (error: unknown) => void,
+): KubernetesKeeping {
   const keeper = new KubernetesKeeper(ports);
   const tick = startTick(() => keeper.pass(), tickMs, onError);
   return {

@@ -23,7 +23,16 @@ function world(o: { policy?: RestartPolicy; leader?: boolean; replace?: () => Ac
     now: () => now,
     shouldAct: () => leader,
     agents: async () => ({
-      agents: [{ name: "scout", loaded: {} as LoadedSpec, policy: o.policy ?? "on-failure", context: null, namespace: NS, identity: WHO }],
+      agents: [
+        {
+          name: "scout",
+          loaded: {} as LoadedSpec,
+          policy: o.policy ?? "on-failure",
+          context: null,
+          namespace: NS,
+          identity: WHO,
+        },
+      ],
       unusable: [],
     }),
     connect: async () => {
@@ -67,7 +76,10 @@ describe("the Kubernetes keeper of berth serve (issue 16)", () => {
     const uid = w.seed({ terminated: { exitCode: 2 } }, "Failed");
     await w.keeper.pass();
     expect(w.replaced).toEqual([uid]);
-    expect(w.fake.calls.filter((c) => c.op === "deletePod"), "the keeper itself never deletes: the deploy verb does").toHaveLength(0);
+    expect(
+      w.fake.calls.filter((c) => c.op === "deletePod"),
+      "the keeper itself never deletes: the deploy verb does",
+    ).toHaveLength(0);
   });
 
   it("a running pod is judged with a quorum GET and never replaced, pass after pass", async () => {
@@ -99,7 +111,15 @@ describe("the Kubernetes keeper of berth serve (issue 16)", () => {
 
   it("a pull failure alerts once and is never replaced", async () => {
     const w = world({ policy: "always" });
-    w.seed({ waiting: { reason: "ErrImagePull", message: "pull access denied, repository does not exist or may require authorization: 401 Unauthorized" } }, "Pending");
+    w.seed(
+      {
+        waiting: {
+          reason: "ErrImagePull",
+          message: "pull access denied, repository does not exist or may require authorization: 401 Unauthorized",
+        },
+      },
+      "Pending",
+    );
     for (let i = 0; i < 3; i++) await w.keeper.pass();
     expect(w.replaced).toEqual([]);
     expect(w.alerts).toEqual(["pull_failing"]);

@@ -49,13 +49,20 @@ export interface KeeperPorts {
   /** The leadership seam: false → no watch, no action. */
   shouldAct(): boolean | Promise<boolean>;
   /** The registry's Kubernetes agents, and those whose spec cannot be used now (why, for one alert each). */
-  agents(): Promise<{ readonly agents: readonly KeptAgent[]; readonly unusable: ReadonlyArray<{ readonly name: string; readonly why: string }> }>;
+  agents(): Promise<{
+    readonly agents: readonly KeptAgent[];
+    readonly unusable: ReadonlyArray<{ readonly name: string; readonly why: string }>;
+  }>;
   /** A connection the keeper holds for its lifetime (one per context). */
   connect(context: string | null): Promise<ClusterReach>;
   /** The deploy verb on the agent, guarded by the judged pod's uid and attributed to the loop. */
   replace(agent: KeptAgent, verdict: ReplaceVerdict): Promise<ActionResult>;
   /** Chains one alert for the agent. */
-  alert(agent: { readonly name: string; readonly namespace?: string; readonly pod?: string }, reason: string, why: string): Promise<void>;
+  alert(
+    agent: { readonly name: string; readonly namespace?: string; readonly pod?: string },
+    reason: string,
+    why: string,
+  ): Promise<void>;
   log(message: string, fields?: Record<string, unknown>): void;
 }
 
@@ -102,7 +109,8 @@ export class KubernetesKeeper {
     const { agents, unusable } = await this.ports.agents();
     for (const u of unusable) await this.alertOnce(u.name, {}, "spec_unusable", u.why);
     this.agents = new Map(agents.map((a) => [a.name, a]));
-    for (const name of this.memory.keys()) if (!this.agents.has(name) && !unusable.some((u) => u.name === name)) this.memory.delete(name);
+    for (const name of this.memory.keys())
+      if (!this.agents.has(name) && !unusable.some((u) => u.name === name)) this.memory.delete(name);
     const byPlace = new Map<string, KeptAgent[]>();
     for (const a of agents) byPlace.set(contextKey(a.context), [...(byPlace.get(contextKey(a.context)) ?? []), a]);
     for (const [key, ofPlace] of byPlace) {
@@ -125,7 +133,8 @@ export class KubernetesKeeper {
             // by itself, so every agent of the namespace is judged again.
             onRelist: () => {
               this.ports.log(`pod watch in ${ns}: resourceVersion too old (410 Gone); relisted`);
-              for (const a of this.agents.values()) if (contextKey(a.context) === key && a.namespace === ns) this.schedule(a.name);
+              for (const a of this.agents.values())
+                if (contextKey(a.context) === key && a.namespace === ns) this.schedule(a.name);
             },
           });
           place.watches.set(ns, w);
@@ -210,7 +219,12 @@ export class KubernetesKeeper {
     return m;
   }
 
-  private async alertOnce(name: string, where: { namespace?: string; pod?: string }, reason: string, why: string): Promise<boolean> {
+  private async alertOnce(
+    name: string,
+    where: { namespace?: string; pod?: string },
+    reason: string,
+    why: string,
+  ): Promise<boolean> {
     const m = this.memoryOf(name);
     if (!chainsAlert(m.lastAlert, reason)) return false;
     await this.ports.alert({ name, ...where }, reason, why);
@@ -222,19 +236,25 @@ export class KubernetesKeeper {
     const agent = this.agents.get(name);
     const place = agent ? this.places.get(contextKey(agent.context)) : undefined;
     if (!agent || !place || this.stopped) return;
-    if (!(await this.ports.shouldAct())) return this.record({ agent: name, verdict: "not-leader", why: "this process does not lead the store" });
+    if (!(await this.ports.shouldAct()))
+      return this.record({ agent: name, verdict: "not-leader", why: "this process does not lead the store" });
     const where = { namespace: agent.namespace, pod: agent.identity.podName };
     // The quorum GET (and, for a pod that needs it, the Secret read) the deploy loop makes: nothing else is evidence.
     const seen = await observePod(place.cluster, agent.namespace, agent.identity);
     if (seen.kind === "error") return this.record({ agent: name, verdict: "unobserved", why: seen.message });
-    const observed: KeepObservation = seen.kind === "verified" ? { kind: "verified", pod: seen.pod, raw: seen.raw } : { kind: seen.kind };
+    const observed: KeepObservation =
+      seen.kind === "verified" ? { kind: "verified", pod: seen.pod, raw: seen.raw } : { kind: seen.kind };
     const verdict = judgeAgentPod(observed, agent.policy);
     const m = this.memoryOf(name);
     const now = this.ports.now();
     switch (verdict.kind) {
       case "none":
         // Seen running for the backoff cap since the last replace: the agent is healthy again.
-        if (seen.kind === "verified" && seen.pod.startup.kind === "started" && now - m.lastAttemptMs >= BACKOFF_CAP_MS) {
+        if (
+          seen.kind === "verified" &&
+          seen.pod.startup.kind === "started" &&
+          now - m.lastAttemptMs >= BACKOFF_CAP_MS
+        ) {
           m.attempts = 0;
           m.nextAttemptMs = 0;
           m.lastAlert = null;
@@ -244,7 +264,12 @@ export class KubernetesKeeper {
         await this.alertOnce(name, where, verdict.reason, verdict.why);
         return this.record({ agent: name, verdict: "alert", why: verdict.why });
       case "replace": {
-        if (now < m.nextAttemptMs) return this.record({ agent: name, verdict: "backing-off", why: `next attempt in ${Math.ceil((m.nextAttemptMs - now) / 1000)} s` });
+        if (now < m.nextAttemptMs)
+          return this.record({
+            agent: name,
+            verdict: "backing-off",
+            why: `next attempt in ${Math.ceil((m.nextAttemptMs - now) / 1000)} s`,
+          });
         m.attempts++;
         m.lastAttemptMs = now;
         m.nextAttemptMs = now + backoffMs(m.attempts);
@@ -279,7 +304,12 @@ export class KubernetesKeeper {
     this.stopped = true;
     this.closeWatches();
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all([...this.inFlight.values()]), new Promise((r) => { timer = setTimeout(r, graceMs); })]);
+    await Promise.race([
+      Promise.all([...this.inFlight.values()]),
+      new Promise((r) => {
+        timer = setTimeout(r, graceMs);
+      }),
+    ]);
     if (timer) clearTimeout(timer);
     for (const place of this.places.values()) place.cluster.close();
     this.places.clear();
@@ -288,7 +318,8 @@ export class KubernetesKeeper {
   /** Watch counters per namespace (tests). */
   watchStats(): Record<string, NamespacePodWatch["stats"] & { open: boolean }> {
     const out: Record<string, NamespacePodWatch["stats"] & { open: boolean }> = {};
-    for (const [key, place] of this.places) for (const [ns, w] of place.watches) out[`${key}/${ns}`] = { ...w.stats, open: w.open };
+    for (const [key, place] of this.places)
+      for (const [ns, w] of place.watches) out[`${key}/${ns}`] = { ...w.stats, open: w.open };
     return out;
   }
 }

@@ -23,7 +23,10 @@ export interface LeaseKeeperOptions {
   /** The lifecycle tick: the slowest cadence, and how often a store with no leased node is looked at again. */
   readonly tickMs: number;
   /** Told every round: the interval chosen and the leased nodes (logs, the bench). */
-  readonly onRound?: (round: { readonly every_ms: number | null; readonly nodes: ReadonlyArray<{ readonly node_id: string; readonly lease_ms: number }> }) => void;
+  readonly onRound?: (round: {
+    readonly every_ms: number | null;
+    readonly nodes: ReadonlyArray<{ readonly node_id: string; readonly lease_ms: number }>;
+  }) => void;
   /** Told when a renewal was not answered (the node is recorded suspect by the describe itself). */
   readonly onMissed?: (nodeId: string) => void;
   readonly onError: (error: unknown) => void;

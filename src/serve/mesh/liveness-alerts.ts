@@ -28,7 +28,10 @@ export interface LivenessChange {
  * reported (a server starting beside a dead node says nothing until it changes); `unknown` → `alive` (a first answer)
  * is no news either.
  */
-export function livenessChanges(seen: ReadonlyMap<string, Liveness>, targets: readonly Pick<TargetInfo, "addr" | "node_id" | "name" | "liveness" | "unreachable_since_ms" | "error">[]): { readonly changes: LivenessChange[]; readonly seen: Map<string, Liveness> } {
+export function livenessChanges(
+  seen: ReadonlyMap<string, Liveness>,
+  targets: readonly Pick<TargetInfo, "addr" | "node_id" | "name" | "liveness" | "unreachable_since_ms" | "error">[],
+): { readonly changes: LivenessChange[]; readonly seen: Map<string, Liveness> } {
   const next = new Map<string, Liveness>();
   const changes: LivenessChange[] = [];
   for (const t of targets) {
@@ -36,7 +39,15 @@ export function livenessChanges(seen: ReadonlyMap<string, Liveness>, targets: re
     const before = seen.get(key);
     next.set(key, t.liveness);
     if (before === undefined || before === t.liveness || (before === "unknown" && t.liveness === "alive")) continue;
-    changes.push({ node: t.node_id, addr: t.addr, name: t.name, from: before, to: t.liveness, unreachable_since_ms: t.unreachable_since_ms, error: t.error });
+    changes.push({
+      node: t.node_id,
+      addr: t.addr,
+      name: t.name,
+      from: before,
+      to: t.liveness,
+      unreachable_since_ms: t.unreachable_since_ms,
+      error: t.error,
+    });
   }
   return { changes, seen: next };
 }
@@ -45,8 +56,14 @@ export function livenessChanges(seen: ReadonlyMap<string, Liveness>, targets: re
 export function livenessMessage(c: LivenessChange): { readonly level: "warn" | "info"; readonly message: string } {
   const who = `node ${c.name ?? c.node ?? c.addr}`;
   if (c.to === "suspect" || c.to === "dead") {
-    const what = c.unreachable_since_ms === null ? "it has not been asked for a while" : `its last contact was not answered (${c.error ?? "no answer"})`;
-    return { level: "warn", message: `${who} is ${c.to}: ${what}; its agents are held, and one with a lease is moved only once the node is dead and its lease has certainly run out` };
+    const what =
+      c.unreachable_since_ms === null
+        ? "it has not been asked for a while"
+        : `its last contact was not answered (${c.error ?? "no answer"})`;
+    return {
+      level: "warn",
+      message: `${who} is ${c.to}: ${what}; its agents are held, and one with a lease is moved only once the node is dead and its lease has certainly run out`,
+    };
   }
   return { level: "info", message: `${who} is ${c.to} again` };
 }
@@ -55,7 +72,10 @@ export interface LivenessAlerts {
   stop(): void;
 }
 
-export function startLivenessAlerts(read: () => Promise<readonly TargetInfo[]>, o: { readonly everyMs: number; readonly onChange: (change: LivenessChange) => void }): LivenessAlerts {
+export function startLivenessAlerts(
+  read: () => Promise<readonly TargetInfo[]>,
+  o: { readonly everyMs: number; readonly onChange: (change: LivenessChange) => void },
+): LivenessAlerts {
   let seen = new Map<string, Liveness>();
   let looking = false;
   const timer = setInterval(() => {

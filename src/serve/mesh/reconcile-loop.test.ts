@@ -5,7 +5,17 @@ import type { NodeView, PlacementView } from "../../core/mesh/reconcile.js";
 import { FAN_OUT } from "../../mesh/controller/fan-out.js";
 import { type ActionResult, type NodeRows, type ReconcilePorts, ReconcileLoop } from "./reconcile-loop.js";
 
-const base: PlacementView = { instance_id: "i1", name: "web", node_id: "n1", policy: "always", moved: false, pinned: false, migratable: true, sticky: false, reschedules: 0 };
+const base: PlacementView = {
+  instance_id: "i1",
+  name: "web",
+  node_id: "n1",
+  policy: "always",
+  moved: false,
+  pinned: false,
+  migratable: true,
+  sticky: false,
+  reschedules: 0,
+};
 
 /** A scripted world: what each node answers, what each action returns; records everything the loop did. */
 class World implements ReconcilePorts {
@@ -21,7 +31,13 @@ class World implements ReconcilePorts {
   clock = () => this.now;
   shouldAct = () => this.leader;
   placements = async () => this.placementList;
-  node = async (id: string) => this.nodes.get(id) ?? { liveness: "alive" as const, forgotten: false, lease_ms: null, last_sent_issued_at_ms: null };
+  node = async (id: string) =>
+    this.nodes.get(id) ?? {
+      liveness: "alive" as const,
+      forgotten: false,
+      lease_ms: null,
+      last_sent_issued_at_ms: null,
+    };
   observe = async (id: string) => {
     this.observedNodes.push(id);
     return this.rows.get(id) ?? { kind: "unverified" as const, why: "no answer" };
@@ -39,7 +55,10 @@ class World implements ReconcilePorts {
   };
 }
 
-const leaseStopped: NodeRows = { kind: "answered", rows: [{ instance_id: "i1", state: "lease_stopped", generation: 2 }] };
+const leaseStopped: NodeRows = {
+  kind: "answered",
+  rows: [{ instance_id: "i1", state: "lease_stopped", generation: 2 }],
+};
 
 describe("the reconcile loop's driver", () => {
   it("starts an instance its node stopped for the lease, once, and does nothing while it runs", async () => {
@@ -63,14 +82,43 @@ describe("the reconcile loop's driver", () => {
 
   it("records what each verified answer said of every placed instance, in one write per pass, before acting (issue 35)", async () => {
     const w = new World();
-    w.placementList = [base, { ...base, instance_id: "i2" }, { ...base, instance_id: "i3", node_id: "n2" }, { ...base, instance_id: "old", moved: true }];
-    w.rows.set("n1", { kind: "answered", rows: [{ instance_id: "i1", state: "running", generation: 3, restarts: 1, pid: 77, started_ms: 5 }, { instance_id: "old", state: "running", generation: 1 }] });
+    w.placementList = [
+      base,
+      { ...base, instance_id: "i2" },
+      { ...base, instance_id: "i3", node_id: "n2" },
+      { ...base, instance_id: "old", moved: true },
+    ];
+    w.rows.set("n1", {
+      kind: "answered",
+      rows: [
+        { instance_id: "i1", state: "running", generation: 3, restarts: 1, pid: 77, started_ms: 5 },
+        { instance_id: "old", state: "running", generation: 1 },
+      ],
+    });
     await new ReconcileLoop(w).pass();
     expect(w.recorded).toHaveLength(1);
     // i2 absent from n1's verified answer; n2 gave none, so nothing is said of i3; a moved record is not a list's row.
     expect(w.recorded[0]?.sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1))).toEqual([
-      { instance_id: "i1", node_id: "n1", state: "running", lifecycle: "running", restarts: 1, pid: 77, started_ms: 5, seen_ms: w.now },
-      { instance_id: "i2", node_id: "n1", state: "absent", lifecycle: null, restarts: null, pid: null, started_ms: null, seen_ms: w.now },
+      {
+        instance_id: "i1",
+        node_id: "n1",
+        state: "running",
+        lifecycle: "running",
+        restarts: 1,
+        pid: 77,
+        started_ms: 5,
+        seen_ms: w.now,
+      },
+      {
+        instance_id: "i2",
+        node_id: "n1",
+        state: "absent",
+        lifecycle: null,
+        restarts: null,
+        pid: null,
+        started_ms: null,
+        seen_ms: w.now,
+      },
     ]);
   });
 
@@ -90,7 +138,10 @@ describe("the reconcile loop's driver", () => {
   it("backs off a failing agent 10 s, then 20 s, and acts again only when its wait is over", async () => {
     const w = new World();
     w.rows.set("n1", leaseStopped);
-    w.results = [{ ok: false, reason: "refused" }, { ok: false, reason: "refused" }];
+    w.results = [
+      { ok: false, reason: "refused" },
+      { ok: false, reason: "refused" },
+    ];
     const loop = new ReconcileLoop(w);
     await loop.pass();
     w.now += 9_999;
@@ -110,7 +161,11 @@ describe("the reconcile loop's driver", () => {
   it("chains a failed action once per distinct reason while it backs off and retries", async () => {
     const w = new World();
     w.rows.set("n1", leaseStopped);
-    w.results = [{ ok: false, reason: "refused runtime" }, { ok: false, reason: "refused runtime" }, { ok: false, reason: "unreachable" }];
+    w.results = [
+      { ok: false, reason: "refused runtime" },
+      { ok: false, reason: "refused runtime" },
+      { ok: false, reason: "unreachable" },
+    ];
     const loop = new ReconcileLoop(w);
     for (const step of [0, 10_000, 20_000]) {
       w.now += step;
@@ -143,7 +198,12 @@ describe("the reconcile loop's driver", () => {
 
   it("reschedules the placement of a dead leased node once the lease is certainly over, and not before", async () => {
     const w = new World();
-    w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: 30_000, last_sent_issued_at_ms: w.now - leaseWaitMs(30_000) + 1 });
+    w.nodes.set("n1", {
+      liveness: "dead",
+      forgotten: false,
+      lease_ms: 30_000,
+      last_sent_issued_at_ms: w.now - leaseWaitMs(30_000) + 1,
+    });
     const loop = new ReconcileLoop(w);
     await loop.pass();
     expect(w.performed).toEqual([]);
@@ -180,7 +240,11 @@ describe("the reconcile loop's driver", () => {
   it("observes up to the fan-out of nodes at once, and performs what they need one act at a time after", async () => {
     const w = new World();
     w.placementList = Array.from({ length: 100 }, (_, i) => ({ ...base, instance_id: `i${i}`, node_id: `n${i}` }));
-    for (let i = 0; i < 100; i++) w.rows.set(`n${i}`, { kind: "answered", rows: [{ instance_id: `i${i}`, state: "lease_stopped", generation: 1 }] });
+    for (let i = 0; i < 100; i++)
+      w.rows.set(`n${i}`, {
+        kind: "answered",
+        rows: [{ instance_id: `i${i}`, state: "lease_stopped", generation: 1 }],
+      });
     const turns = async () => {
       for (let t = 0; t < 3; t++) await new Promise<void>((resolve) => setImmediate(resolve));
     };

@@ -17,7 +17,14 @@
  *   clears it.
  * - One chained alert per distinct reason per agent (`chainsAlert`); a repeat of the same reason is counted only.
  */
-import { type AlertReason, type InstanceObservation, type NodeView, type PlacementView, type ReconcileAction, reconcilePlacement } from "../../core/mesh/reconcile.js";
+import {
+  type AlertReason,
+  type InstanceObservation,
+  type NodeView,
+  type PlacementView,
+  type ReconcileAction,
+  reconcilePlacement,
+} from "../../core/mesh/reconcile.js";
 import { type ObservedInstance, observedInstanceOf } from "../../core/mesh/instance-observation.js";
 import { backoffMs, chainsAlert } from "../../core/mesh/reschedule.js";
 import { FAN_OUT, fanOut } from "../../mesh/controller/fan-out.js";
@@ -54,12 +61,20 @@ export interface ReconcilePorts {
    */
   recordObservations(observations: readonly ObservedInstance[]): Promise<void>;
   /** Performs an acting row of the table (chained, attributed to the loop); never throws for a refusal. */
-  perform(placement: PlacementView, action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>): Promise<ActionResult>;
+  perform(
+    placement: PlacementView,
+    action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>,
+  ): Promise<ActionResult>;
   /**
    * Chains one alert (`workload.lifecycle {phase: "alert"}`); for a failed act, `failed` names it and the attempt (a
    * failed move is chained as §15's `workload.refuse {phase: "reschedule"}` instead).
    */
-  alert(placement: PlacementView, reason: AlertReason, why: string, failed?: { readonly action: ReconcileAction["kind"]; readonly attempt: number; readonly retry_ms: number }): Promise<void>;
+  alert(
+    placement: PlacementView,
+    reason: AlertReason,
+    why: string,
+    failed?: { readonly action: ReconcileAction["kind"]; readonly attempt: number; readonly retry_ms: number },
+  ): Promise<void>;
 }
 
 interface AgentMemory {
@@ -70,8 +85,17 @@ interface AgentMemory {
 
 export interface PassReport {
   readonly judged: number;
-  readonly acted: ReadonlyArray<{ readonly instance_id: string; readonly action: ReconcileAction["kind"]; readonly ok: boolean; readonly reason?: string }>;
-  readonly alerts: ReadonlyArray<{ readonly instance_id: string; readonly reason: AlertReason; readonly chained: boolean }>;
+  readonly acted: ReadonlyArray<{
+    readonly instance_id: string;
+    readonly action: ReconcileAction["kind"];
+    readonly ok: boolean;
+    readonly reason?: string;
+  }>;
+  readonly alerts: ReadonlyArray<{
+    readonly instance_id: string;
+    readonly reason: AlertReason;
+    readonly chained: boolean;
+  }>;
   readonly waiting: number;
 }
 
@@ -108,13 +132,20 @@ export class ReconcileLoop {
       // later: the lease it renewed was taken for over.
       const rows = await this.ports.observe(nodeId);
       const now = this.ports.clock();
-      if (rows.kind === "answered") observations.push(...observedPlacements(rows, byNode.get(nodeId) ?? [], nodeId, now));
+      if (rows.kind === "answered")
+        observations.push(...observedPlacements(rows, byNode.get(nodeId) ?? [], nodeId, now));
       const node = await this.ports.node(nodeId);
       judged.set(
         nodeId,
         (byNode.get(nodeId) ?? []).map((p) => ({
           p,
-          action: reconcilePlacement({ placement: p, node, observed: observationOf(rows, p.instance_id), now_ms: now, next_attempt_ms: this.memoryOf(p).nextAttemptMs }),
+          action: reconcilePlacement({
+            placement: p,
+            node,
+            observed: observationOf(rows, p.instance_id),
+            now_ms: now,
+            next_attempt_ms: this.memoryOf(p).nextAttemptMs,
+          }),
         })),
       );
     });
@@ -155,7 +186,11 @@ export class ReconcileLoop {
               // §15: a failed attempt is chained only when its reason changes.
               const key = `action_failed:${action.kind}:${result.reason}`;
               if (chainsAlert(memory.lastAlert, key)) {
-                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.reason}`, { action: action.kind, attempt: memory.failures, retry_ms: backoffMs(memory.failures) });
+                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.reason}`, {
+                  action: action.kind,
+                  attempt: memory.failures,
+                  retry_ms: backoffMs(memory.failures),
+                });
                 memory.lastAlert = key;
               }
             }
@@ -180,9 +215,16 @@ export class ReconcileLoop {
 }
 
 /** What a node's verified answer says of each instance placed on it (moved records are not listed by the lists). */
-function observedPlacements(rows: Extract<NodeRows, { kind: "answered" }>, placed: readonly PlacementView[], nodeId: string, nowMs: number): ObservedInstance[] {
+function observedPlacements(
+  rows: Extract<NodeRows, { kind: "answered" }>,
+  placed: readonly PlacementView[],
+  nodeId: string,
+  nowMs: number,
+): ObservedInstance[] {
   const byId = new Map(rows.rows.map((r) => [r.instance_id, r]));
-  return placed.filter((p) => !p.moved).map((p) => observedInstanceOf(p.instance_id, nodeId, byId.get(p.instance_id) ?? null, nowMs));
+  return placed
+    .filter((p) => !p.moved)
+    .map((p) => observedInstanceOf(p.instance_id, nodeId, byId.get(p.instance_id) ?? null, nowMs));
 }
 
 /** What one node's answer says of one instance: a row, absence (only from a verified answer), or nothing known. */

@@ -47,14 +47,25 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
       const orders = await access.chainedOrders(placed.map((p) => p.decision_id));
       const moves = await access.moves.allMoves();
       for (const p of placed) {
-        views.push({ ...placementView(p, orders.get(p.decision_id) ?? null), ...movable(access, p.package_id), reschedules: moves.get(p.decision_id) ?? 0, stopped: stopped.has(p.name) });
+        views.push({
+          ...placementView(p, orders.get(p.decision_id) ?? null),
+          ...movable(access, p.package_id),
+          reschedules: moves.get(p.decision_id) ?? 0,
+          stopped: stopped.has(p.name),
+        });
       }
-      for (const m of await access.moves.moved()) views.push({ ...(await movedView(access, m)), stopped: stopped.has(m.name) });
+      for (const m of await access.moves.moved())
+        views.push({ ...(await movedView(access, m)), stopped: stopped.has(m.name) });
       return views;
     },
     node: async (nodeId) => {
       const s = await access.stamps(nodeId);
-      return { liveness: await access.liveness(nodeId), forgotten: false, lease_ms: s.lease_ms, last_sent_issued_at_ms: s.last_sent_ms };
+      return {
+        liveness: await access.liveness(nodeId),
+        forgotten: false,
+        lease_ms: s.lease_ms,
+        last_sent_issued_at_ms: s.last_sent_ms,
+      };
     },
     observe: async (nodeId) => rowsOf(await access.status(nodeId)),
     recordObservations: (observations) => access.store.recordObservations(observations),
@@ -70,18 +81,50 @@ export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boo
       if (failed && MOVES.has(failed.action)) {
         // §15: a failed reschedule attempt, chained only when its reason changes (the loop asks only then).
         const next = `retrying in ${Math.round(failed.retry_ms / 1000)} s`;
-        await access.append({ source: "placement", kind: "workload.refuse", payload: { phase: "reschedule", instance_id: p.instance_id, node: p.node_id, name: p.name, action: failed.action, reason: why, attempt: failed.attempt, next, by: LOOP_ACTOR } });
+        await access.append({
+          source: "placement",
+          kind: "workload.refuse",
+          payload: {
+            phase: "reschedule",
+            instance_id: p.instance_id,
+            node: p.node_id,
+            name: p.name,
+            action: failed.action,
+            reason: why,
+            attempt: failed.attempt,
+            next,
+            by: LOOP_ACTOR,
+          },
+        });
         return;
       }
-      await access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "alert", instance_id: p.instance_id, node: p.node_id, name: p.name, reason, why, by: LOOP_ACTOR } });
+      await access.append({
+        source: "placement",
+        kind: "workload.lifecycle",
+        payload: {
+          phase: "alert",
+          instance_id: p.instance_id,
+          node: p.node_id,
+          name: p.name,
+          reason,
+          why,
+          by: LOOP_ACTOR,
+        },
+      });
     },
   };
 }
 
 /** A placement as the loop judges it: restart policy and pin from its chained order (absent: `berth place`'s default). */
-export function placementView(p: Pick<PlacementRecord, "instance_id" | "name" | "node_id">, order: JsonObject | null): PlacementView {
+export function placementView(
+  p: Pick<PlacementRecord, "instance_id" | "name" | "node_id">,
+  order: JsonObject | null,
+): PlacementView {
   const restart = order?.restart;
-  const policy: RestartPolicy = typeof restart === "string" && (RESTART_POLICIES as readonly string[]).includes(restart) ? (restart as RestartPolicy) : PLACE_RESTART_DEFAULT;
+  const policy: RestartPolicy =
+    typeof restart === "string" && (RESTART_POLICIES as readonly string[]).includes(restart)
+      ? (restart as RestartPolicy)
+      : PLACE_RESTART_DEFAULT;
   return {
     instance_id: p.instance_id,
     name: p.name,
@@ -107,7 +150,9 @@ async function movedView(access: ReconcileAccess, m: MovedRecord): Promise<Place
   // A successor decision that ended unplaced (a settle released it) placed nothing: the agent needs a place again.
   // A drain places its own moves (node-admin.ts): a fresh one is left to it, so the two never race for the name.
   const drainInProgress = m.authority === "drain" && access.clock() - m.moved_ms < DRAIN_OWNS_MS;
-  const missing = !drainInProgress && (m.successor === null || (successorState === "unplaced" && (await access.moves.nameHolder(m.name)) === null));
+  const missing =
+    !drainInProgress &&
+    (m.successor === null || (successorState === "unplaced" && (await access.moves.nameHolder(m.name)) === null));
   return {
     ...placementView(m, order),
     ...movable(access, m.package_id),
@@ -120,26 +165,64 @@ async function movedView(access: ReconcileAccess, m: MovedRecord): Promise<Place
 
 /** Only a verified status answer says anything about absence; everything else is `unverified`. */
 export function rowsOf(r: CallResult<"status">): NodeRows {
-  if (r.kind !== "ok") return { kind: "unverified", why: r.kind === "refused" ? `refused ${r.code}: ${r.reason}` : r.reason };
+  if (r.kind !== "ok")
+    return { kind: "unverified", why: r.kind === "refused" ? `refused ${r.code}: ${r.reason}` : r.reason };
   return {
     kind: "answered",
     rows: statusRowsOf(r.result)
       .filter(isInstanceRow)
-      .map((row) => ({ instance_id: row.instance_id, state: row.state, generation: row.generation, ...(row.restarts === undefined ? {} : { restarts: row.restarts }), pid: row.pid, started_ms: row.started_ms })),
+      .map((row) => ({
+        instance_id: row.instance_id,
+        state: row.state,
+        generation: row.generation,
+        ...(row.restarts === undefined ? {} : { restarts: row.restarts }),
+        pid: row.pid,
+        started_ms: row.started_ms,
+      })),
   };
 }
 
 /** §15: the loop's act, chained before (or with) it: who acts and why. */
 function lifecycle(p: PlacementView, action: string, reason: string) {
-  return { source: "placement", kind: "workload.lifecycle", payload: { phase: "lifecycle", instance_id: p.instance_id, node: p.node_id, name: p.name, action, reason, by: LOOP_ACTOR } };
+  return {
+    source: "placement",
+    kind: "workload.lifecycle",
+    payload: {
+      phase: "lifecycle",
+      instance_id: p.instance_id,
+      node: p.node_id,
+      name: p.name,
+      action,
+      reason,
+      by: LOOP_ACTOR,
+    },
+  };
 }
 
-async function perform(access: ReconcileAccess, p: PlacementView, action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>): Promise<ActionResult> {
+async function perform(
+  access: ReconcileAccess,
+  p: PlacementView,
+  action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>,
+): Promise<ActionResult> {
   switch (action.kind) {
     case "start": {
-      await access.append({ source: "placement", kind: "workload.lifecycle", payload: { phase: "lifecycle", instance_id: p.instance_id, node: p.node_id, name: p.name, action: "start", reason: action.why, by: LOOP_ACTOR } });
+      await access.append({
+        source: "placement",
+        kind: "workload.lifecycle",
+        payload: {
+          phase: "lifecycle",
+          instance_id: p.instance_id,
+          node: p.node_id,
+          name: p.name,
+          action: "start",
+          reason: action.why,
+          by: LOOP_ACTOR,
+        },
+      });
       const r = await access.instance("start", p.instance_id, { operator: LOOP_ACTOR });
-      return r.kind === "ok" ? { ok: true } : { ok: false, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
+      return r.kind === "ok"
+        ? { ok: true }
+        : { ok: false, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
     }
     case "replace":
     case "reschedule": {
@@ -161,7 +244,13 @@ async function perform(access: ReconcileAccess, p: PlacementView, action: Exclud
       const moved = (await access.moves.movedRecord(p.instance_id))?.record;
       if (!moved) return { ok: false, reason: "the moved record is gone" };
       await access.moves.append([lifecycle(p, action.kind, action.why)]);
-      const r = await teardownOrphan(access.mover, moved, action.kind === "stop_orphan" ? "stop" : "unload", action.generation, LOOP_ACTOR);
+      const r = await teardownOrphan(
+        access.mover,
+        moved,
+        action.kind === "stop_orphan" ? "stop" : "unload",
+        action.generation,
+        LOOP_ACTOR,
+      );
       return r.ok ? { ok: true } : { ok: false, reason: r.reason };
     }
     case "forget_orphan":

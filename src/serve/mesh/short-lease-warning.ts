@@ -14,7 +14,10 @@ import type { MeshController } from "../../mesh/controller/index.js";
 
 type Access = Pick<MeshController, "leaderTiming" | "store">;
 
-export function shortLeaseWarner(controller: Access, warn: (message: string, fields: Record<string, unknown>) => void): (nodes: ReadonlyArray<{ readonly node_id: string; readonly lease_ms: number }>) => void {
+export function shortLeaseWarner(
+  controller: Access,
+  warn: (message: string, fields: Record<string, unknown>) => void,
+): (nodes: ReadonlyArray<{ readonly node_id: string; readonly lease_ms: number }>) => void {
   const warned = new Set<string>();
   const startedMono = performance.now();
   let asking = false;
@@ -22,7 +25,9 @@ export function shortLeaseWarner(controller: Access, warn: (message: string, fie
     const timing = controller.leaderTiming();
     if (timing === null || asking) return;
     const boundMs = failoverBoundMs(timing);
-    const short = nodes.filter((n) => leaseShorterThanOutage(n.lease_ms, boundMs) && !warned.has(`${n.node_id}/${n.lease_ms}`));
+    const short = nodes.filter(
+      (n) => leaseShorterThanOutage(n.lease_ms, boundMs) && !warned.has(`${n.node_id}/${n.lease_ms}`),
+    );
     if (short.length === 0) return;
     asking = true;
     controller.store
@@ -31,7 +36,11 @@ export function shortLeaseWarner(controller: Access, warn: (message: string, fie
         if (peers > 0) return;
         for (const n of short) {
           warned.add(`${n.node_id}/${n.lease_ms}`);
-          warn(leaseWarning(n.node_id, n.lease_ms, boundMs), { node: n.node_id, lease_ms: n.lease_ms, failover_bound_ms: boundMs });
+          warn(leaseWarning(n.node_id, n.lease_ms, boundMs), {
+            node: n.node_id,
+            lease_ms: n.lease_ms,
+            failover_bound_ms: boundMs,
+          });
         }
       })
       .catch(() => undefined)

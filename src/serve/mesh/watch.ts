@@ -30,7 +30,12 @@ export interface WatchOptions {
   readonly onPass?: (report: PassReport) => void;
 }
 
-export function startTargetWatch(controller: MeshController, tickMs: number, onError: (error: unknown) => void, o: WatchOptions = {}): TargetWatch {
+export function startTargetWatch(
+  controller: MeshController,
+  tickMs: number,
+  onError: (error: unknown) => void,
+  o: WatchOptions = {},
+): TargetWatch {
   const loop = new ReconcileLoop(meshReconcilePorts(controller.reconcileAccess(), o.shouldAct ?? (() => true)));
   const pass = async (stopped: () => boolean): Promise<PassReport | null> => {
     await controller.watchTargets();

@@ -21,7 +21,29 @@ import type { Answer, Handlers } from "../handler.js";
 import { KeyedLock } from "../keyed-lock.js";
 import type { ServerState } from "../state.js";
 import { k8sNotConfigured } from "./kubernetes.js";
-import { agentHistory, rollbackAgent, AgentRegistry, type AgentsEnv, agentLogs, agentState, agentStates, type DeployDone, deleteAgent, deployAgent, type FailureMap, type LoadedSpec, type Outcome, planDeploy, purgeAgent, replaceAgent, specFromText, startAgent, stopAgent, translateFailure, unwrap } from "../../agents/index.js";
+import {
+  agentHistory,
+  rollbackAgent,
+  AgentRegistry,
+  type AgentsEnv,
+  agentLogs,
+  agentState,
+  agentStates,
+  type DeployDone,
+  deleteAgent,
+  deployAgent,
+  type FailureMap,
+  type LoadedSpec,
+  type Outcome,
+  planDeploy,
+  purgeAgent,
+  replaceAgent,
+  specFromText,
+  startAgent,
+  stopAgent,
+  translateFailure,
+  unwrap,
+} from "../../agents/index.js";
 
 /** Deploys, replaces and stops of one agent run one at a time in this server (see keyed-lock.ts). */
 const perAgent = new KeyedLock();
@@ -36,13 +58,26 @@ type In<T extends z.ZodType> = z.infer<T>;
 function loadedFromBody(state: ServerState, body: unknown, where: string, source: string | null): LoadedSpec {
   const parsed = AgentSpecSchema.safeParse(body);
   if (!parsed.success) {
-    const api = invalidRequest("body", parsed.error.issues.map((i) => ({ ...i, path: where === "body" ? i.path : [where.replace(/^body\./, ""), ...i.path] })));
+    const api = invalidRequest(
+      "body",
+      parsed.error.issues.map((i) => ({
+        ...i,
+        path: where === "body" ? i.path : [where.replace(/^body\./, ""), ...i.path],
+      })),
+    );
     const spec = validateAgentSpec(body, source);
-    throw new ApiError(400, api.code, api.message, { ...api.extra, failure: { kind: "spec_invalid", message: spec.ok ? api.message : spec.error.join("\n") } });
+    throw new ApiError(400, api.code, api.message, {
+      ...api.extra,
+      failure: { kind: "spec_invalid", message: spec.ok ? api.message : spec.error.join("\n") },
+    });
   }
   const path = join(state.dataDir, `${parsed.data.metadata.name}.agent.json`);
   const loaded = specFromText(`${JSON.stringify(body, null, 2)}\n`, path, source);
-  if (!loaded.ok) throw new ApiError(400, "invalid_request", loaded.error, { issues: [{ path: where, message: loaded.error }], failure: { kind: "spec_invalid", message: loaded.error } });
+  if (!loaded.ok)
+    throw new ApiError(400, "invalid_request", loaded.error, {
+      issues: [{ path: where, message: loaded.error }],
+      failure: { kind: "spec_invalid", message: loaded.error },
+    });
   return loaded.value;
 }
 
@@ -54,7 +89,8 @@ export function agentsEnv(state: ServerState): AgentsEnv {
     kubernetes: {
       connect: async (context) => {
         const configured = state.kubernetes.configured();
-        if (!configured.configured) return { ok: false, notConfigured: true, error: k8sNotConfigured(configured.reason).message };
+        if (!configured.configured)
+          return { ok: false, notConfigured: true, error: k8sNotConfigured(configured.reason).message };
         return state.kubernetes.connect(context ?? configured.context);
       },
       openAudit: async () => state.openK8sAudit(),
@@ -79,7 +115,8 @@ const API_ERRORS: FailureMap<ApiError> = {
   cluster_not_configured: (f) => new ApiError(409, "k8s_not_configured", f.message),
   cluster_unreachable: (f) => new ApiError(502, "k8s_unreachable", f.message),
   no_instance: (f) => new ApiError(409, "no_instance", `${f.message}. Deploy it with POST /api/v1/agents`),
-  instance_verb_failed: (f) => new ApiError(f.result.kind === "refused" ? 409 : 502, `instance_${f.result.kind}`, f.message),
+  instance_verb_failed: (f) =>
+    new ApiError(f.result.kind === "refused" ? 409 : 502, `instance_${f.result.kind}`, f.message),
   pod_absent: (f) => notFound(`pod ${f.pod}`, "deploy the agent first"),
   log_unreadable: (f) => new ApiError(502, "k8s_unreachable", `could not read the log of ${f.pod}`),
 };
@@ -94,7 +131,11 @@ const answered = <T>(o: Outcome<T>): T =>
 /** The deploy's answer, with refs naming the `agent.deploy` event for the api.call outcome. */
 function deployAnswer(done: Outcome<DeployDone>): Answer {
   const { result, event } = answered(done);
-  const refs: JsonObject = { agent: result.agent, agent_deploy: { chain: event.chain, seq: event.seq, hash: event.hash }, outcome: result.outcome };
+  const refs: JsonObject = {
+    agent: result.agent,
+    agent_deploy: { chain: event.chain, seq: event.seq, hash: event.hash },
+    outcome: result.outcome,
+  };
   return { body: deployEventPayload(result), refs };
 }
 
@@ -102,14 +143,20 @@ export const agentHandlers: Handlers = {
   listAgents: async (i, ctx) => {
     const { labelSelector } = i.query as In<typeof Inputs.labelQuery>;
     const parsed = parseSelector(labelSelector ?? "");
-    if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
+    if (!parsed.ok)
+      throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, {
+        issues: [{ path: "query.labelSelector", message: parsed.error }],
+      });
     return { body: { agents: await agentStates(agentsEnv(ctx.state), parsed.value) } };
   },
   deployAgent: async (i, ctx) => {
     const loaded = loadedFromBody(ctx.state, i.body, "body", (i.query as In<typeof Inputs.deployQuery>).source ?? null);
     // Issue 36: the plan is a read: no lock, nothing chained (contract.ts readOnlyWhen), nothing done.
-    if ((i.query as In<typeof Inputs.deployQuery>).dryRun === "true") return { body: answered(await planDeploy(agentsEnv(ctx.state), loaded)) as unknown as JsonObject };
-    return perAgent.run(loaded.spec.metadata.name, async () => deployAnswer(await deployAgent(agentsEnv(ctx.state), loaded)));
+    if ((i.query as In<typeof Inputs.deployQuery>).dryRun === "true")
+      return { body: answered(await planDeploy(agentsEnv(ctx.state), loaded)) as unknown as JsonObject };
+    return perAgent.run(loaded.spec.metadata.name, async () =>
+      deployAnswer(await deployAgent(agentsEnv(ctx.state), loaded)),
+    );
   },
   getAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
@@ -125,15 +172,26 @@ export const agentHandlers: Handlers = {
     return perAgent.run(name, async () => {
       const b = i.body as In<typeof Inputs.agentStop>;
       const r = answered(await stopAgent(agentsEnv(ctx.state), name, { wait: b.wait === true }));
-      const body = { ok: r.ok, agent: r.agent, instance: r.instance, message: r.ok ? `${r.message}; a deploy starts it again` : r.message, ...(r.already_stopped ? { already_stopped: true } : {}) };
-      return r.ok ? { body, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) } : { status: 422, body, error: "k8s_stop_failed" };
+      const body = {
+        ok: r.ok,
+        agent: r.agent,
+        instance: r.instance,
+        message: r.ok ? `${r.message}; a deploy starts it again` : r.message,
+        ...(r.already_stopped ? { already_stopped: true } : {}),
+      };
+      return r.ok
+        ? { body, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) }
+        : { status: 422, body, error: "k8s_stop_failed" };
     });
   },
   purgeAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
     return perAgent.run(name, async () => {
       const r = answered(await purgeAgent(agentsEnv(ctx.state), name));
-      return { body: { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message }, ...(r.instance ? { refs: { instance_id: r.instance } } : {}) };
+      return {
+        body: { ok: r.ok, agent: r.agent, instance: r.instance, message: r.message },
+        ...(r.instance ? { refs: { instance_id: r.instance } } : {}),
+      };
     });
   },
   agentHistory: async (i, ctx) => {
@@ -146,7 +204,9 @@ export const agentHandlers: Handlers = {
     return perAgent.run(name, async () => {
       const done = await rollbackAgent(agentsEnv(ctx.state), name, revision);
       const answer = deployAnswer(done);
-      return done.ok ? { ...answer, body: { ...(answer.body as JsonObject), rollback_of: done.value.revision } } : answer;
+      return done.ok
+        ? { ...answer, body: { ...(answer.body as JsonObject), rollback_of: done.value.revision } }
+        : answer;
     });
   },
   startAgent: async (i, ctx) => {
@@ -156,7 +216,12 @@ export const agentHandlers: Handlers = {
   deleteAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
     const b = i.body as In<typeof Inputs.agentDelete>;
-    const operator: JsonObject = { via: "api (berth agent delete)", token: ctx.caller.who, remote: ctx.caller.remote, ...(b.operator ? { claimed: { ...b.operator } } : {}) };
+    const operator: JsonObject = {
+      via: "api (berth agent delete)",
+      token: ctx.caller.who,
+      remote: ctx.caller.remote,
+      ...(b.operator ? { claimed: { ...b.operator } } : {}),
+    };
     return perAgent.run(name, async () => {
       const r = answered(await deleteAgent(agentsEnv(ctx.state), name, operator));
       return { body: { ...r } };
@@ -165,7 +230,18 @@ export const agentHandlers: Handlers = {
   replaceAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.agentRef>;
     const b = i.body as In<typeof Inputs.agentReplace>;
-    const given = b.spec === undefined ? undefined : { loaded: loadedFromBody(ctx.state, b.spec, "body.spec", (i.query as In<typeof Inputs.specSourceQuery>).source ?? null), from: (i.query as In<typeof Inputs.specSourceQuery>).source ?? "body.spec" };
+    const given =
+      b.spec === undefined
+        ? undefined
+        : {
+            loaded: loadedFromBody(
+              ctx.state,
+              b.spec,
+              "body.spec",
+              (i.query as In<typeof Inputs.specSourceQuery>).source ?? null,
+            ),
+            from: (i.query as In<typeof Inputs.specSourceQuery>).source ?? "body.spec",
+          };
     return perAgent.run(name, async () => deployAnswer(await replaceAgent(agentsEnv(ctx.state), name, given)));
   },
 };

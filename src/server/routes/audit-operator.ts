@@ -29,7 +29,11 @@ export const auditOperatorHandlers: Handlers = {
   auditVerifyPinned: async (i, ctx) => {
     const b = i.body as In<typeof OperatorInputs.verifyPinned>;
     return withChain(ctx, b.chain, (c) => ({
-      body: verifyStoredChain(c.db, c.chainId, { ...(b.key ? { key: b.key } : {}), checkpoints: b.checkpoints as SignedCheckpoint[], ...(b.expect_head ? { expectHead: b.expect_head } : {}) }),
+      body: verifyStoredChain(c.db, c.chainId, {
+        ...(b.key ? { key: b.key } : {}),
+        checkpoints: b.checkpoints as SignedCheckpoint[],
+        ...(b.expect_head ? { expectHead: b.expect_head } : {}),
+      }),
     }));
   },
   auditCheckpoints: async (i, ctx) => {
@@ -42,7 +46,10 @@ export const auditOperatorHandlers: Handlers = {
   },
   auditCheckpoint: async (_i, ctx) => {
     const cp = await ctx.state.controller.store.chain.checkpointIfDue(true);
-    return { body: { checkpoint: cp ?? null }, ...(cp ? { refs: { seq: cp.checkpoint.seq, head_hash: cp.checkpoint.head_hash } } : {}) };
+    return {
+      body: { checkpoint: cp ?? null },
+      ...(cp ? { refs: { seq: cp.checkpoint.seq, head_hash: cp.checkpoint.head_hash } } : {}),
+    };
   },
   auditImport: async (i, ctx) => {
     const b = i.body as In<typeof OperatorInputs.importChain>;
@@ -51,6 +58,9 @@ export const auditOperatorHandlers: Handlers = {
     const outcome = await importChainOn(ctx.state.controller.store.engine, b.lines, b.key ? { key: b.key } : {});
     if (!outcome.ok) throw new ApiError(422, "import_refused", `import refused, nothing written: ${outcome.reason}`);
     await ctx.state.refreshChains();
-    return { body: { ok: true, chain_id: outcome.chain_id, written: outcome.written }, refs: { chain_id: outcome.chain_id, written: outcome.written } };
+    return {
+      body: { ok: true, chain_id: outcome.chain_id, written: outcome.written },
+      refs: { chain_id: outcome.chain_id, written: outcome.written },
+    };
   },
 };

@@ -7,12 +7,26 @@ import type { z } from "zod";
 import { runReconcileLoop } from "../../agents/index.js";
 import { parseSelector } from "../../core/agents/labels.js";
 import { isValidNamespace } from "../../core/kubernetes/config.js";
-import { type AgentIdentity, identityFromPubkeyHex, MANAGED_SELECTOR, PUBKEY_FULL_ANNOTATION } from "../../core/kubernetes/naming.js";
+import {
+  type AgentIdentity,
+  identityFromPubkeyHex,
+  MANAGED_SELECTOR,
+  PUBKEY_FULL_ANNOTATION,
+} from "../../core/kubernetes/naming.js";
 import type { Cluster } from "../../kubernetes/cluster.js";
 import { silentLogger } from "../../kit/log.js";
 import { type Prepared, prepareDeploy } from "../../kubernetes/prepare.js";
 import { type K8sSettings, settingsFromEnv } from "../../kubernetes/settings.js";
-import { type AgentRef, clearForReplace, list, replaceAuditEnd, replaceAuditStart, status, stop, type VerbDeps } from "../../kubernetes/verbs.js";
+import {
+  type AgentRef,
+  clearForReplace,
+  list,
+  replaceAuditEnd,
+  replaceAuditStart,
+  status,
+  stop,
+  type VerbDeps,
+} from "../../kubernetes/verbs.js";
 import type { Inputs } from "../contract.js";
 import { ApiError, notFound } from "../errors.js";
 import type { CallContext, Handlers } from "../handler.js";
@@ -22,7 +36,11 @@ type In<T extends z.ZodType> = z.infer<T>;
 const LOG_CAP_BYTES = 1024 * 1024;
 
 export const k8sNotConfigured = (reason: string) =>
-  new ApiError(409, "k8s_not_configured", `no Kubernetes context is configured (${reason}); set KUBECONFIG or pass --kubeconfig to berth serve`);
+  new ApiError(
+    409,
+    "k8s_not_configured",
+    `no Kubernetes context is configured (${reason}); set KUBECONFIG or pass --kubeconfig to berth serve`,
+  );
 
 export function k8sSettings(): K8sSettings {
   const s = settingsFromEnv(process.env);
@@ -31,7 +49,11 @@ export function k8sSettings(): K8sSettings {
 }
 
 /** Connects (409 when nothing is configured, 502 when the cluster cannot be reached), runs `fn`, closes. */
-export async function withCluster<T>(state: ServerState, context: string | null, fn: (cluster: Cluster) => Promise<T>): Promise<T> {
+export async function withCluster<T>(
+  state: ServerState,
+  context: string | null,
+  fn: (cluster: Cluster) => Promise<T>,
+): Promise<T> {
   const configured = state.kubernetes.configured();
   if (!configured.configured) throw k8sNotConfigured(configured.reason);
   const c = await state.kubernetes.connect(context ?? configured.context);
@@ -43,12 +65,20 @@ export async function withCluster<T>(state: ServerState, context: string | null,
   }
 }
 
-export async function withVerbDeps<T>(state: ServerState, cluster: Cluster, fn: (deps: VerbDeps) => Promise<T>): Promise<T> {
+export async function withVerbDeps<T>(
+  state: ServerState,
+  cluster: Cluster,
+  fn: (deps: VerbDeps) => Promise<T>,
+): Promise<T> {
   let audit: ReturnType<ServerState["openK8sAudit"]>;
   try {
     audit = state.openK8sAudit();
   } catch (error) {
-    throw new ApiError(500, "audit_unavailable", `could not open the Kubernetes audit chain: ${(error as Error).message}`);
+    throw new ApiError(
+      500,
+      "audit_unavailable",
+      `could not open the Kubernetes audit chain: ${(error as Error).message}`,
+    );
   }
   try {
     return await fn({ cluster, clock: state.kubernetes.clock, audit, log: silentLogger, version: state.version });
@@ -59,19 +89,26 @@ export async function withVerbDeps<T>(state: ServerState, cluster: Cluster, fn: 
 
 function prepared(raw: unknown): Prepared & { ok: true } {
   const p = prepareDeploy(raw, { requireCommand: true });
-  if (!p.ok) throw new ApiError(400, "invalid_request", `body: ${p.error}`, { issues: [{ path: "body", message: p.error }] });
+  if (!p.ok)
+    throw new ApiError(400, "invalid_request", `body: ${p.error}`, { issues: [{ path: "body", message: p.error }] });
   return p;
 }
 
 /** The backend's deploy loop, as `berth k8s deploy` runs it; the answer is that verb's `--json` document. */
-async function runDeploy(deps: VerbDeps, p: Prepared & { ok: true }): Promise<{ ok: boolean; agent_id?: string; error?: string }> {
+async function runDeploy(
+  deps: VerbDeps,
+  p: Prepared & { ok: true },
+): Promise<{ ok: boolean; agent_id?: string; error?: string }> {
   const report = await runReconcileLoop(deps, p.value.inputs, { settings: k8sSettings() });
   return report.answer.ok ? { ok: true, agent_id: report.answer.agentId } : { ok: false, error: report.answer.error };
 }
 
 /** `{name}` is the agent's 64-hex public key, or its pod name looked up by the berth labels in the namespace. */
 async function resolveRef(cluster: Cluster, name: string, namespace: string): Promise<AgentRef> {
-  if (!isValidNamespace(namespace)) throw new ApiError(400, "invalid_request", "query.namespace: must be a valid Kubernetes namespace", { issues: [{ path: "query.namespace", message: "must be a valid Kubernetes namespace" }] });
+  if (!isValidNamespace(namespace))
+    throw new ApiError(400, "invalid_request", "query.namespace: must be a valid Kubernetes namespace", {
+      issues: [{ path: "query.namespace", message: "must be a valid Kubernetes namespace" }],
+    });
   let identity: AgentIdentity | null = null;
   if (/^[0-9a-f]{64}$/.test(name)) {
     const id = identityFromPubkeyHex(name);
@@ -86,7 +123,11 @@ async function resolveRef(cluster: Cluster, name: string, namespace: string): Pr
       if (id.ok && id.identity.podName === name) identity = id.identity;
     }
   }
-  if (identity === null) throw notFound(`agent ${name} in namespace ${namespace}`, "give its 64-hex public key or the pod name GET /api/v1/k8s/agents lists");
+  if (identity === null)
+    throw notFound(
+      `agent ${name} in namespace ${namespace}`,
+      "give its 64-hex public key or the pod name GET /api/v1/k8s/agents lists",
+    );
   return { identity, namespace };
 }
 
@@ -103,9 +144,19 @@ export const kubernetesHandlers: Handlers = {
     if (!c.ok) return { body: { configured: true, context: configured.context, agents: [], error: c.error } };
     try {
       const parsed = parseSelector(q.labelSelector ?? "");
-      if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
+      if (!parsed.ok)
+        throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, {
+          issues: [{ path: "query.labelSelector", message: parsed.error }],
+        });
       const rows = await list(c.value, q.namespace ?? null, parsed.value);
-      return { body: { configured: true, context: c.value.identity.context, agents: "error" in rows ? [] : rows, error: "error" in rows ? rows.error : null } };
+      return {
+        body: {
+          configured: true,
+          context: c.value.identity.context,
+          agents: "error" in rows ? [] : rows,
+          error: "error" in rows ? rows.error : null,
+        },
+      };
     } finally {
       c.value.close();
     }
@@ -113,7 +164,10 @@ export const kubernetesHandlers: Handlers = {
   deployK8sAgent: async (i, ctx) => {
     const p = prepared(i.body);
     return withCluster(ctx.state, p.value.inputs.config.context, async (cluster) =>
-      answerOf(await withVerbDeps(ctx.state, cluster, (deps) => runDeploy(deps, p)), { pod: p.value.inputs.identity.podName, namespace: p.value.inputs.config.namespace }),
+      answerOf(await withVerbDeps(ctx.state, cluster, (deps) => runDeploy(deps, p)), {
+        pod: p.value.inputs.identity.podName,
+        namespace: p.value.inputs.config.namespace,
+      }),
     );
   },
   getK8sAgent: async (i, ctx) => {
@@ -140,7 +194,8 @@ export const kubernetesHandlers: Handlers = {
         },
       });
       if (r.kind === "absent") throw notFound(`pod ${ref.identity.podName}`, "deploy the agent first");
-      if (r.kind === "error") throw new ApiError(502, "k8s_unreachable", `could not read the log of ${ref.identity.podName}`);
+      if (r.kind === "error")
+        throw new ApiError(502, "k8s_unreachable", `could not read the log of ${ref.identity.podName}`);
       return { body: { pod: ref.identity.podName, namespace: ref.namespace, log } };
     });
   },
@@ -150,14 +205,23 @@ export const kubernetesHandlers: Handlers = {
     return withCluster(ctx.state, null, async (cluster) => {
       const ref = await resolveRef(cluster, name, b.namespace);
       const r = await withVerbDeps(ctx.state, cluster, (deps) => stop(deps, ref, { wait: b.wait }));
-      return { status: r.ok ? 200 : 422, body: r, refs: { pod: ref.identity.podName }, ...(r.ok ? {} : { error: "k8s_stop_failed" }) };
+      return {
+        status: r.ok ? 200 : 422,
+        body: r,
+        refs: { pod: ref.identity.podName },
+        ...(r.ok ? {} : { error: "k8s_stop_failed" }),
+      };
     });
   },
   replaceK8sAgent: async (i, ctx) => {
     const { name } = i.params as In<typeof Inputs.k8sAgentRef>;
     const p = prepared(i.body);
     if (name !== p.value.inputs.identity.podName && name !== p.value.inputs.identity.pubkey) {
-      throw new ApiError(422, "agent_mismatch", `the body describes agent ${p.value.inputs.identity.podName}, not ${name}`);
+      throw new ApiError(
+        422,
+        "agent_mismatch",
+        `the body describes agent ${p.value.inputs.identity.podName}, not ${name}`,
+      );
     }
     const ref: AgentRef = { identity: p.value.inputs.identity, namespace: p.value.inputs.config.namespace };
     return withCluster(ctx.state, p.value.inputs.config.context, (cluster) =>
@@ -165,7 +229,12 @@ export const kubernetesHandlers: Handlers = {
         const actionId = await replaceAuditStart(deps, ref);
         const cleared = await clearForReplace(deps, ref, actionId, k8sSettings().deadlineSeconds * 1000);
         const r = cleared.ok ? await runDeploy(deps, p) : { ok: false, error: cleared.message };
-        await replaceAuditEnd(deps, ref, actionId, r.ok ? { ok: true, message: r.agent_id ?? "" } : { ok: false, message: r.error ?? "" });
+        await replaceAuditEnd(
+          deps,
+          ref,
+          actionId,
+          r.ok ? { ok: true, message: r.agent_id ?? "" } : { ok: false, message: r.error ?? "" },
+        );
         return answerOf(r, { pod: ref.identity.podName, replace_action: actionId });
       }),
     );

@@ -20,7 +20,6 @@ import type { Answer, CallContext, Handlers, Parsed } from "../handler.js";
 
 type In<T extends z.ZodType> = z.infer<T>;
 
-
 const withFacts = (ctx: CallContext, targets: readonly TargetInfo[]) => targetsWithFacts(ctx.state.controller, targets);
 
 /** A verb's answer as HTTP: the VerbResult document always, with a status saying who failed. */
@@ -35,7 +34,8 @@ function verbAnswer(r: VerbResult): Answer {
     case "indeterminate":
       return { status: 502, body: r, refs, error: r.kind };
     case "error":
-      if (r.code === "unknown_instance") throw notFound(`instance ${r.instance_id}`, "GET /api/v1/instances lists the placed ones");
+      if (r.code === "unknown_instance")
+        throw notFound(`instance ${r.instance_id}`, "GET /api/v1/instances lists the placed ones");
       return { status: r.code === "unreachable" ? 502 : 409, body: r, refs, error: r.code };
     default: {
       const never: never = r;
@@ -51,12 +51,28 @@ async function place(i: Parsed, ctx: CallContext, dryRun: boolean): Promise<Answ
   if (storedPackageDir(order.package, ctx.state.dataDir) === null) await ctx.commitRequest();
   try {
     const report = await ctx.state.controller.place({ ...order, dry_run: dryRun });
-    return { status: dryRun ? 200 : 201, body: report, refs: { decision_id: report.decision_id, instance_id: report.placed?.instance_id ?? null } };
+    return {
+      status: dryRun ? 200 : 201,
+      body: report,
+      refs: { decision_id: report.decision_id, instance_id: report.placed?.instance_id ?? null },
+    };
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
     // Issue 37 finding A: the store failed mid-dispatch; the decision was handed to settle (or will be): retryable.
-    const status = error.code === "name_taken" ? 409 : error.code === "invalid_order" ? 400 : error.code === "store_interrupted" ? 503 : 422;
-    throw new ApiError(status, error.code, error.message, error.constraints.length > 0 ? { constraints: error.constraints } : {});
+    const status =
+      error.code === "name_taken"
+        ? 409
+        : error.code === "invalid_order"
+          ? 400
+          : error.code === "store_interrupted"
+            ? 503
+            : 422;
+    throw new ApiError(
+      status,
+      error.code,
+      error.message,
+      error.constraints.length > 0 ? { constraints: error.constraints } : {},
+    );
   }
 }
 
@@ -87,18 +103,31 @@ function listPackages(dataDir: string) {
         error: packageId === id ? null : `the manifest's id is ${packageId}, not the directory's name`,
       };
     } catch (error) {
-      return { package_id: id, name: "", version: "", kind: "", description: "", path, variants: [], signers: [], verified: false, error: (error as Error).message };
+      return {
+        package_id: id,
+        name: "",
+        version: "",
+        kind: "",
+        description: "",
+        path,
+        variants: [],
+        signers: [],
+        verified: false,
+        error: (error as Error).message,
+      };
     }
   });
 }
-
 
 export const meshHandlers: Handlers = {
   listNodes: async (i, ctx) => {
     const q = i.query as In<typeof Inputs.nodesQuery>;
     const c = ctx.state.controller;
     const parsed = parseSelector(q.labelSelector ?? "");
-    if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
+    if (!parsed.ok)
+      throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, {
+        issues: [{ path: "query.labelSelector", message: parsed.error }],
+      });
     // A node's labels come with its signed facts: a selector describes every node first, so none is judged on none.
     const targets = q.refresh === "true" || parsed.value.length > 0 ? await c.refreshTargets() : await c.targets();
     return { body: { nodes: targetsSelected(await withFacts(ctx, targets), parsed.value) } };
@@ -113,7 +142,8 @@ export const meshHandlers: Handlers = {
     const p = i.params as In<typeof Inputs.nodeRef>;
     const b = i.body as In<typeof Inputs.setTier>;
     await ctx.state.controller.targets(); // re-reads what the CLI may have added
-    if (!(await ctx.state.controller.setTier(p.ref, b.tier))) throw notFound(`node ${p.ref}`, "add it first with POST /api/v1/nodes");
+    if (!(await ctx.state.controller.setTier(p.ref, b.tier)))
+      throw notFound(`node ${p.ref}`, "add it first with POST /api/v1/nodes");
     return { body: { node: p.ref, tier: b.tier } };
   },
 
@@ -123,7 +153,16 @@ export const meshHandlers: Handlers = {
     const r = await ctx.state.controller.registerPackage(b.path);
     if (!r.ok) throw new ApiError(422, "package_refused", r.error);
     const s = r.pkg.statement;
-    return { status: 201, body: { package_id: r.pkg.packageId, name: s.name, version: s.version, path: join(ctx.state.dataDir, PACKAGE_STORE, r.pkg.packageId) }, refs: { package_id: r.pkg.packageId } };
+    return {
+      status: 201,
+      body: {
+        package_id: r.pkg.packageId,
+        name: s.name,
+        version: s.version,
+        path: join(ctx.state.dataDir, PACKAGE_STORE, r.pkg.packageId),
+      },
+      refs: { package_id: r.pkg.packageId },
+    };
   },
 
   listPlacements: async (_i, ctx) => ({ body: { placements: await ctx.state.controller.placements() } }),
@@ -133,7 +172,8 @@ export const meshHandlers: Handlers = {
     const { decision_id } = i.params as In<typeof Inputs.decisionRef>;
     const c = ctx.state.controller;
     const event = await c.store.decisionEvent(decision_id);
-    if (event?.kind !== "workload.place" || event.payload.phase !== "decision") throw notFound(`decision ${decision_id}`, "its id is the decision_id of a PlaceReport or a placement record");
+    if (event?.kind !== "workload.place" || event.payload.phase !== "decision")
+      throw notFound(`decision ${decision_id}`, "its id is the decision_id of a PlaceReport or a placement record");
     const decision = event.payload.decision as unknown as PlacementDecision;
     const row = await c.store.decision(decision_id);
     const dryRun = event.payload.dry_run === true;
@@ -155,31 +195,57 @@ export const meshHandlers: Handlers = {
   listInstances: async (i, ctx) => {
     const { labelSelector } = i.query as In<typeof Inputs.labelQuery>;
     const parsed = parseSelector(labelSelector ?? "");
-    if (!parsed.ok) throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, { issues: [{ path: "query.labelSelector", message: parsed.error }] });
+    if (!parsed.ok)
+      throw new ApiError(400, "invalid_request", `query.labelSelector: ${parsed.error}`, {
+        issues: [{ path: "query.labelSelector", message: parsed.error }],
+      });
     const rows = await instancesWithState(ctx.state.controller, ctx.state.client);
     if (parsed.value.length === 0) return { body: { instances: rows } };
     const labels = await agentLabels(agentsEnv(ctx.state));
     return { body: { instances: rowsOfSelectedAgents(rows, parsed.value, instanceAgent, labels) } };
   },
-  listMoved: async (_i, ctx) => ({ body: { moved: (await ctx.state.controller.moves.moved()).map((m) => ({ ...m })) } }),
-  getInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("status", (i.params as In<typeof Inputs.instanceRef>).id)),
-  startInstance: async (i, ctx) => verbAnswer(await ctx.state.controller.instance("start", (i.params as In<typeof Inputs.instanceRef>).id)),
+  listMoved: async (_i, ctx) => ({
+    body: { moved: (await ctx.state.controller.moves.moved()).map((m) => ({ ...m })) },
+  }),
+  getInstance: async (i, ctx) =>
+    verbAnswer(await ctx.state.controller.instance("status", (i.params as In<typeof Inputs.instanceRef>).id)),
+  startInstance: async (i, ctx) =>
+    verbAnswer(await ctx.state.controller.instance("start", (i.params as In<typeof Inputs.instanceRef>).id)),
   stopInstance: async (i, ctx) => {
     const b = i.body as In<typeof Inputs.instanceVerb>;
-    return verbAnswer(await ctx.state.controller.instance("stop", (i.params as In<typeof Inputs.instanceRef>).id, b.grace_ms === undefined ? {} : { grace_ms: b.grace_ms }));
+    return verbAnswer(
+      await ctx.state.controller.instance(
+        "stop",
+        (i.params as In<typeof Inputs.instanceRef>).id,
+        b.grace_ms === undefined ? {} : { grace_ms: b.grace_ms },
+      ),
+    );
   },
   unloadInstance: async (i, ctx) => {
     const b = i.body as In<typeof Inputs.instanceVerb>;
-    return verbAnswer(await ctx.state.controller.instance("unload", (i.params as In<typeof Inputs.instanceRef>).id, b.purge === true ? { purge: true } : {}));
+    return verbAnswer(
+      await ctx.state.controller.instance(
+        "unload",
+        (i.params as In<typeof Inputs.instanceRef>).id,
+        b.purge === true ? { purge: true } : {},
+      ),
+    );
   },
   instanceLogs: async (i, ctx) => {
     const q = i.query as In<typeof Inputs.logsQuery>;
-    return verbAnswer(await ctx.state.controller.instance("logs", (i.params as In<typeof Inputs.instanceRef>).id, { tail_bytes: q.tail_bytes ?? 65_536 }));
+    return verbAnswer(
+      await ctx.state.controller.instance("logs", (i.params as In<typeof Inputs.instanceRef>).id, {
+        tail_bytes: q.tail_bytes ?? 65_536,
+      }),
+    );
   },
 
   listUnsettled: async (_i, ctx) => ({ body: { unsettled: await ctx.state.controller.unsettled() } }),
   settle: async (_i, ctx) => {
     const settled = await ctx.state.controller.settleReport();
-    return { body: { settled, unsettled: await ctx.state.controller.unsettled() }, refs: { adopted: settled.adopted, released: settled.settledEmpty } };
+    return {
+      body: { settled, unsettled: await ctx.state.controller.unsettled() },
+      refs: { adopted: settled.adopted, released: settled.settledEmpty },
+    };
   },
 };

@@ -24,7 +24,10 @@ export interface DoctorDocument {
 }
 
 /** What `berth doctor` reports (and, with `repair`, mends) in a controller's store; the CLI's files and the server alike. */
-export async function doctorDocument(c: MeshController, repair: { operator: JsonObject } | null): Promise<DoctorDocument> {
+export async function doctorDocument(
+  c: MeshController,
+  repair: { operator: JsonObject } | null,
+): Promise<DoctorDocument> {
   const wedged = repair ? await c.repairWedged(repair.operator) : await c.wedged();
   const owned = await c.store.ownedDecisions();
   // Decisions another process holds right now (a CLI beside the server, a second server): informational.
@@ -35,7 +38,11 @@ export async function doctorDocument(c: MeshController, repair: { operator: Json
 }
 
 /** The operator an API call acts as, in the chain: who holds the token, from where, through which route. */
-export const apiOperator = (caller: Caller, route: string): JsonObject => ({ via: `api ${route}`, who: caller.who, remote: caller.remote });
+export const apiOperator = (caller: Caller, route: string): JsonObject => ({
+  via: `api ${route}`,
+  who: caller.who,
+  remote: caller.remote,
+});
 
 /** A RehomeResult as HTTP: the result document always (the CLI prints it the same way), with a status saying who failed. */
 function rehomeAnswer(r: Awaited<ReturnType<MeshController["rehome"]>>): Answer {
@@ -60,20 +67,31 @@ function rehomeAnswer(r: Awaited<ReturnType<MeshController["rehome"]>>): Answer 
 export const operatorHandlers: Handlers = {
   doctor: async (_i, ctx) => ({ body: await doctorDocument(ctx.state.controller, null) }),
   doctorRepair: async (_i, ctx) => {
-    const doc = await doctorDocument(ctx.state.controller, { operator: apiOperator(ctx.caller, "POST /doctor/repair") });
+    const doc = await doctorDocument(ctx.state.controller, {
+      operator: apiOperator(ctx.caller, "POST /doctor/repair"),
+    });
     return { body: doc, refs: { repaired: doc.wedged.map((w) => w.decision_id) } };
   },
   rehomeNode: async (i, ctx) => {
     const { ref } = i.params as { ref: string };
     const b = i.body as In<typeof OperatorInputs.rehome>;
-    return rehomeAnswer(await ctx.state.controller.rehome(ref, b.reason, apiOperator(ctx.caller, "POST /nodes/{ref}/rehome")));
+    return rehomeAnswer(
+      await ctx.state.controller.rehome(ref, b.reason, apiOperator(ctx.caller, "POST /nodes/{ref}/rehome")),
+    );
   },
   backup: async (i, ctx) => {
     const b = i.body as In<typeof OperatorInputs.backup>;
     const { backupHome, BackupError, postgresStoreRefusal } = await import("../../up/backup.js");
     const engine = ctx.state.controller.store.engine;
-    if (b.database === "controller.db" && engine.kind === "postgres") throw new ApiError(409, "postgres_store", postgresStoreRefusal("backup", engine.location));
-    if (!existsSync(join(ctx.state.dataDir, b.database))) throw notFound(`${b.database} in the server's home`, b.database === "k8s.db" ? "it is created by the first Kubernetes deploy" : "the controller creates it when it starts");
+    if (b.database === "controller.db" && engine.kind === "postgres")
+      throw new ApiError(409, "postgres_store", postgresStoreRefusal("backup", engine.location));
+    if (!existsSync(join(ctx.state.dataDir, b.database)))
+      throw notFound(
+        `${b.database} in the server's home`,
+        b.database === "k8s.db"
+          ? "it is created by the first Kubernetes deploy"
+          : "the controller creates it when it starts",
+      );
     // The online backup of the whole home into a private temporary folder, of which the one database asked is sent.
     const dir = mkdtempSync(join(tmpdir(), "berth-backup-"));
     try {
@@ -88,7 +106,15 @@ export const operatorHandlers: Handlers = {
       if (!one) throw notFound(`${b.database} in the server's home`, "it was not there when the backup ran");
       const bytes = readFileSync(one.file);
       return {
-        body: { database: one.database, home: ctx.state.dataDir, bytes: bytes.length, events: one.events, head: one.head, sha256: createHash("sha256").update(bytes).digest("hex"), base64: bytes.toString("base64") },
+        body: {
+          database: one.database,
+          home: ctx.state.dataDir,
+          bytes: bytes.length,
+          events: one.events,
+          head: one.head,
+          sha256: createHash("sha256").update(bytes).digest("hex"),
+          base64: bytes.toString("base64"),
+        },
         refs: { database: one.database, events: one.events, head_seq: one.head?.seq ?? null },
       };
     } finally {

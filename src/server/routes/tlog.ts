@@ -24,7 +24,11 @@ async function withTree<T>(ctx: CallContext, fn: (tree: StoredChainTree, c: Open
   if (c === null) throw notFound("the controller chain", absentChainHint(ctx.state, "controller"));
   try {
     if (c.ownerKey !== ctx.state.key.publicKey) {
-      throw new ApiError(409, "chain_key", `the controller chain is owned by key ${c.ownerKey}, not this server's ${ctx.state.key.publicKey}; its notes cannot be signed here`);
+      throw new ApiError(
+        409,
+        "chain_key",
+        `the controller chain is owned by key ${c.ownerKey}, not this server's ${ctx.state.key.publicKey}; its notes cannot be signed here`,
+      );
     }
     return fn(new StoredChainTree(c.db, c.chainId), c);
   } finally {
@@ -34,7 +38,9 @@ async function withTree<T>(ctx: CallContext, fn: (tree: StoredChainTree, c: Open
 
 /** 400 naming the query field, for a size the chain does not hold (what the schema cannot know). */
 function outOfRange(field: string, message: string): ApiError {
-  return new ApiError(400, "invalid_request", `query.${field}: ${message}`, { issues: [{ path: `query.${field}`, message }] });
+  return new ApiError(400, "invalid_request", `query.${field}: ${message}`, {
+    issues: [{ path: `query.${field}`, message }],
+  });
 }
 
 export const tlogHandlers: Handlers = {
@@ -75,22 +81,48 @@ export const tlogHandlers: Handlers = {
         const root = tree.root(size);
         return { tree_size: size, root: b64(root), note: signCheckpointNote(ctx.state.key, { origin, size, root }) };
       };
-      return { body: { kind: "consistency", chain_id: tree.chainId, origin, old: head(q.old), new: head(newSize), proof: tree.consistency(q.old, newSize).map(b64) } };
+      return {
+        body: {
+          kind: "consistency",
+          chain_id: tree.chainId,
+          origin,
+          old: head(q.old),
+          new: head(newSize),
+          proof: tree.consistency(q.old, newSize).map(b64),
+        },
+      };
     });
   },
   tlogCheckpoint: async (_i, ctx) =>
     withTree(ctx, (tree) => {
       const size = tree.checkpointSize();
-      if (size === null) throw notFound("a checkpoint of the controller chain", "one is chained every 1000 events, every 600 s with new events, and by `berth audit checkpoint`");
-      return { body: signCheckpointNote(ctx.state.key, { origin: checkpointOrigin(tree.chainId), size, root: tree.root(size) }) };
+      if (size === null)
+        throw notFound(
+          "a checkpoint of the controller chain",
+          "one is chained every 1000 events, every 600 s with new events, and by `berth audit checkpoint`",
+        );
+      return {
+        body: signCheckpointNote(ctx.state.key, {
+          origin: checkpointOrigin(tree.chainId),
+          size,
+          root: tree.root(size),
+        }),
+      };
     }),
   tlogTile: async (i, ctx) => {
     const p = i.params as In<typeof TlogInputs.tile>;
     const parsed = parseTilePath(p.tile);
-    if (!parsed.ok) throw new ApiError(400, "invalid_request", `params.tile: ${parsed.error}`, { issues: [{ path: "params.tile", message: parsed.error }] });
+    if (!parsed.ok)
+      throw new ApiError(400, "invalid_request", `params.tile: ${parsed.error}`, {
+        issues: [{ path: "params.tile", message: parsed.error }],
+      });
     const t = parsed.value;
     return withTree(ctx, (tree) => {
-      if (!treeHasTile(tree.size(), t)) throw notFound(`tile ${p.tile}`, "the tree does not hold all of its hashes yet (a partial tile has a smaller .p/<W>)");
+      if (!treeHasTile(tree.size(), t))
+        throw notFound(
+          `tile ${p.tile}`,
+          "the tree does not hold all of its hashes yet (a partial tile has a smaller .p/<W>)",
+        );
       if (t.level === "entries") {
         const { start, count } = tileLeafRange(t);
         return { body: entryBundle(tree.eventHashes(start, count)) };
@@ -99,5 +131,3 @@ export const tlogHandlers: Handlers = {
     });
   },
 };
-
-

@@ -36,7 +36,8 @@ function netWorldProcesses(): number[] {
   for (const p of readdirSync("/proc")) {
     if (!/^\d+$/.test(p)) continue;
     try {
-      if (readFileSync(`/proc/${p}/cmdline`, "utf8").includes("/berth-net-") && Number(p) !== process.pid) found.push(Number(p));
+      if (readFileSync(`/proc/${p}/cmdline`, "utf8").includes("/berth-net-") && Number(p) !== process.pid)
+        found.push(Number(p));
     } catch {
       // gone
     }
@@ -47,41 +48,79 @@ function netWorldProcesses(): number[] {
 describe("the network world: nodes in their own network namespaces, faults by the kernel, berth serve on PostgreSQL and SQLite", () => {
   beforeAll(async () => {
     const missing = await netPrerequisites();
-    if (missing.length > 0) throw new Error(`the network world needs ${missing.join(", ")} (scripts/test installs nftables, conntrack and faketime; it runs as root in CI)`);
+    if (missing.length > 0)
+      throw new Error(
+        `the network world needs ${missing.join(", ")} (scripts/test installs nftables, conntrack and faketime; it runs as root in CI)`,
+      );
     const started = Date.now();
     const record = (engine: string) => (o: Outcome) => {
       outcomes.set(`${engine} ${o.seed}`, o);
       const tag = /world (\S+):/.exec(o.notes[0] ?? "")?.[1];
       if (tag) tags.push(tag);
     };
-    await runNetSeeds(pgSeeds(), 1, record("postgres"), { engine: "postgres", controllers: 2, worldSize: pgSeeds().length });
-    await runNetSeeds(SQLITE_SEEDS, 1, record("sqlite"), { engine: "sqlite", controllers: 1, worldSize: SQLITE_SEEDS.length });
+    await runNetSeeds(pgSeeds(), 1, record("postgres"), {
+      engine: "postgres",
+      controllers: 2,
+      worldSize: pgSeeds().length,
+    });
+    await runNetSeeds(SQLITE_SEEDS, 1, record("sqlite"), {
+      engine: "sqlite",
+      controllers: 1,
+      worldSize: SQLITE_SEEDS.length,
+    });
     const struck: Record<string, number> = {};
     for (const o of outcomes.values()) for (const [k, v] of Object.entries(o.faults)) struck[k] = (struck[k] ?? 0) + v;
-    process.stdout.write(`network world: ${outcomes.size} schedules in ${((Date.now() - started) / 1000).toFixed(0)} s; faults struck ${JSON.stringify(struck)}\n`);
+    process.stdout.write(
+      `network world: ${outcomes.size} schedules in ${((Date.now() - started) / 1000).toFixed(0)} s; faults struck ${JSON.stringify(struck)}\n`,
+    );
   }, 900_000);
 
   it("the fixed seeds plan faults of the kernel, the processes and the database", () => {
     const c = netCoverage([...pgSeeds(), ...SQLITE_SEEDS].map(netScheduleFor));
     process.stdout.write(`network world coverage: ${JSON.stringify(c)}\n`);
     if (process.env.BERTH_NET_SEEDS) return;
-    for (const k of ["netem", "link-down", "conntrack", "pause-daemon", "kill-daemon", "kill-controller", "enospc", "pg-kill", "pg-pause", "kill-agent", "drop-answer", "cut-lease"]) expect(c.faults[k], k).toBeGreaterThan(0);
+    for (const k of [
+      "netem",
+      "link-down",
+      "conntrack",
+      "pause-daemon",
+      "kill-daemon",
+      "kill-controller",
+      "enospc",
+      "pg-kill",
+      "pg-pause",
+      "kill-agent",
+      "drop-answer",
+      "cut-lease",
+    ])
+      expect(c.faults[k], k).toBeGreaterThan(0);
   });
 
-  for (const [engine, seeds] of [["postgres", pgSeeds()], ["sqlite", SQLITE_SEEDS]] as const) {
+  for (const [engine, seeds] of [
+    ["postgres", pgSeeds()],
+    ["sqlite", SQLITE_SEEDS],
+  ] as const) {
     for (const seed of seeds) {
       it(`${engine} seed ${seed}: never two live copies, no orphan, every death explained by one event, every agent once after heal, every chain verifies`, () => {
         const o = outcomes.get(`${engine} ${seed}`);
         expect(o, `${engine} seed ${seed} did not run`).toBeDefined();
-        expect(o?.violations, `${o ? replayHint(o) : ""}${engine === "sqlite" ? " --engine sqlite --controllers 1" : " --controllers 2"}\n${o?.schedule}\n${o?.notes.join("\n")}`).toEqual([]);
+        expect(
+          o?.violations,
+          `${o ? replayHint(o) : ""}${engine === "sqlite" ? " --engine sqlite --controllers 1" : " --controllers 2"}\n${o?.schedule}\n${o?.notes.join("\n")}`,
+        ).toEqual([]);
       });
     }
   }
 
   it("leaves nothing behind: no namespace, link, mount or process of its worlds", async () => {
     expect(tags.length).toBeGreaterThan(0);
-    for (const tag of tags) expect(await leftovers(tag), `world ${tag}`).toEqual({ namespaces: [], links: [], mounts: [] });
+    for (const tag of tags)
+      expect(await leftovers(tag), `world ${tag}`).toEqual({ namespaces: [], links: [], mounts: [] });
     // Only this file's worlds: other files' worlds may run beside it, but they do not run in this worker.
-    expect(netWorldProcesses().filter((pid) => tags.some((t) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`berth-net-${t}-`)))).toEqual([]);
+    expect(
+      netWorldProcesses().filter((pid) =>
+        tags.some((t) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(`berth-net-${t}-`)),
+      ),
+    ).toEqual([]);
   });
 });

@@ -50,7 +50,14 @@ export type Explanation =
   /** The campaign killed exactly this process (a fault, or a power loss). */
   | { readonly kind: "campaign-kill"; readonly pid: number; readonly start: number; readonly why: string }
   /** An event of a node's chain that ended an instance: a stop/unload (with its decision), a lease stop, a revocation. */
-  | { readonly kind: "node-event"; readonly node: number; readonly instance: string; readonly event: string; readonly decisionId: string | null; readonly lease: boolean };
+  | {
+      readonly kind: "node-event";
+      readonly node: number;
+      readonly instance: string;
+      readonly event: string;
+      readonly decisionId: string | null;
+      readonly lease: boolean;
+    };
 
 export interface LeaseCut {
   readonly node: number;
@@ -109,7 +116,8 @@ export function attribute(procs: readonly ProcObs[], groups: ReadonlyMap<number,
     let instance = direct(p) ?? byGroup.get(p.pgid) ?? null;
     // A group whose attributed members are gone is still the instance's: a stray that cleared its environment.
     instance ??= groups.get(p.pgid) ?? null;
-    for (let a = byPid.get(p.ppid), hops = 0; instance === null && a && hops < 64; a = byPid.get(a.ppid), hops++) instance = direct(a) ?? byGroup.get(a.pgid) ?? null;
+    for (let a = byPid.get(p.ppid), hops = 0; instance === null && a && hops < 64; a = byPid.get(a.ppid), hops++)
+      instance = direct(a) ?? byGroup.get(a.pgid) ?? null;
     return { proc: p, instance };
   });
 }
@@ -151,7 +159,8 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
   const reapableFrom = (g: Generation, atMs: number): number => {
     const since = g.leaderLastMs ?? g.firstMs;
     let from = since;
-    for (const d of o.daemonDown) if (d.node === g.node && d.fromMs <= atMs && d.toMs >= since) from = Math.max(from, Math.min(d.toMs, atMs));
+    for (const d of o.daemonDown)
+      if (d.node === g.node && d.fromMs <= atMs && d.toMs >= since) from = Math.max(from, Math.min(d.toMs, atMs));
     return from;
   };
 
@@ -173,19 +182,36 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
         const u = unattributed.get(key(p)) ?? { first: s.atMs, last: s.atMs, p };
         u.last = s.atMs;
         unattributed.set(key(p), u);
-        if (u.last - u.first > ORPHAN_GRACE_MS) flag(`orphan ${key(p)}`, `orphan: process ${p.pid} (${p.comm}) in node ${p.node}'s namespace belongs to no instance (no environment, cgroup, group or ancestor of one) for ${u.last - u.first} ms`);
+        if (u.last - u.first > ORPHAN_GRACE_MS)
+          flag(
+            `orphan ${key(p)}`,
+            `orphan: process ${p.pid} (${p.comm}) in node ${p.node}'s namespace belongs to no instance (no environment, cgroup, group or ancestor of one) for ${u.last - u.first} ms`,
+          );
         continue;
       }
       if (!ours(instance)) continue;
       const gk0 = `${instance}/${p.pgid}`;
       let gk = genKey.get(gk0);
-      if (gk === undefined || (p.pid === p.pgid && !gens.get(gk)?.members.has(key(p)) && gens.get(gk)?.leaderLastMs !== null)) {
+      if (
+        gk === undefined ||
+        (p.pid === p.pgid && !gens.get(gk)?.members.has(key(p)) && gens.get(gk)?.leaderLastMs !== null)
+      ) {
         gk = `${gk0}@${p.start}`;
         genKey.set(gk0, gk);
       }
       let g = gens.get(gk);
       if (!g) {
-        g = { instance, name: nameOf.get(instance) ?? null, node: p.node, pgid: p.pgid, firstMs: s.atMs, lastMs: s.atMs, goneMs: null, members: new Set(), leaderLastMs: null };
+        g = {
+          instance,
+          name: nameOf.get(instance) ?? null,
+          node: p.node,
+          pgid: p.pgid,
+          firstMs: s.atMs,
+          lastMs: s.atMs,
+          goneMs: null,
+          members: new Set(),
+          leaderLastMs: null,
+        };
         gens.set(gk, g);
       }
       g.members.add(key(p));
@@ -203,15 +229,30 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
     }
     prev = live;
     for (const [name, ids] of byName) {
-      if (ids.size > 1) flag(`two-live ${name} ${[...ids].sort().join(",")}`, `two-live: ${ids.size} live instances of ${name} at ${s.atMs}: ${[...ids].sort().join(", ")}`);
+      if (ids.size > 1)
+        flag(
+          `two-live ${name} ${[...ids].sort().join(",")}`,
+          `two-live: ${ids.size} live instances of ${name} at ${s.atMs}: ${[...ids].sort().join(", ")}`,
+        );
     }
     for (const [instance, gks] of gensOf) {
       // A generation whose leader is gone may linger while its node reaps the group; past the grace it is an orphan.
       // Its node's daemon is what reaps it (src/mesh/node/processes.ts): while that daemon was killed or paused after
       // the leader went, nothing could, so the grace counts from the daemon's return (campaign seed 3042: the leader
       // killed 0.3 s after its daemon, the rest reaped by the restarted daemon 3.05 s after the leader was last seen).
-      const stray = [...gks].map((k) => [k, gens.get(k)] as const).filter(([, g]) => g && (g.leaderLastMs === null || g.leaderLastMs < s.atMs) && s.atMs - reapableFrom(g, s.atMs) > ORPHAN_GRACE_MS);
-      for (const [k, g] of stray) flag(`stray ${k}`, `orphan: instance ${instance} (${g?.name}) generation ${k} lives on ${s.atMs - (g?.leaderLastMs ?? g?.firstMs ?? 0)} ms after its group leader was last seen${g && reapableFrom(g, s.atMs) > (g.leaderLastMs ?? g.firstMs) ? ` (${s.atMs - reapableFrom(g, s.atMs)} ms after its daemon was back)` : ""}${gks.size > 1 ? `, beside ${gks.size - 1} other generation(s)` : ""}`);
+      const stray = [...gks]
+        .map((k) => [k, gens.get(k)] as const)
+        .filter(
+          ([, g]) =>
+            g &&
+            (g.leaderLastMs === null || g.leaderLastMs < s.atMs) &&
+            s.atMs - reapableFrom(g, s.atMs) > ORPHAN_GRACE_MS,
+        );
+      for (const [k, g] of stray)
+        flag(
+          `stray ${k}`,
+          `orphan: instance ${instance} (${g?.name}) generation ${k} lives on ${s.atMs - (g?.leaderLastMs ?? g?.firstMs ?? 0)} ms after its group leader was last seen${g && reapableFrom(g, s.atMs) > (g.leaderLastMs ?? g.firstMs) ? ` (${s.atMs - reapableFrom(g, s.atMs)} ms after its daemon was back)` : ""}${gks.size > 1 ? `, beside ${gks.size - 1} other generation(s)` : ""}`,
+        );
     }
     // lease-overrun: a copy on a node cut from every controller for longer than its lease.
     for (const gk of live) {
@@ -222,15 +263,22 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
       for (const c of o.cuts) {
         if (c.node !== g.node || s.atMs > c.toMs || c.fromMs < g.firstMs) continue;
         const by = c.fromMs + leaseMs + LEASE_STOP_GRACE_MS + SAMPLE_TOLERANCE_MS;
-        if (s.atMs > by) flag(`overrun ${gk}`, `lease-overrun: ${g.name} instance ${g.instance} on node ${g.node} (lease_ms ${leaseMs}) lives ${s.atMs - by} ms past its lease: no packet reached its node since ${c.fromMs}`);
+        if (s.atMs > by)
+          flag(
+            `overrun ${gk}`,
+            `lease-overrun: ${g.name} instance ${g.instance} on node ${g.node} (lease_ms ${leaseMs}) lives ${s.atMs - by} ms past its lease: no packet reached its node since ${c.fromMs}`,
+          );
       }
     }
   }
 
   // Every death explained by one event.
   const used = new Set<number>();
-  const explains = (g: Generation, e: Explanation) => (e.kind === "campaign-kill" ? g.members.has(key(e)) : e.instance === g.instance);
-  const ended = [...gens.entries()].filter(([, g]) => g.goneMs !== null).sort((a, b) => (a[1].goneMs ?? 0) - (b[1].goneMs ?? 0));
+  const explains = (g: Generation, e: Explanation) =>
+    e.kind === "campaign-kill" ? g.members.has(key(e)) : e.instance === g.instance;
+  const ended = [...gens.entries()]
+    .filter(([, g]) => g.goneMs !== null)
+    .sort((a, b) => (a[1].goneMs ?? 0) - (b[1].goneMs ?? 0));
   // Precise explanations (a kill of one of its own processes) first, then the node's events for its instance, in order.
   for (const pass of ["campaign-kill", "node-event"] as const) {
     for (const [gk, g] of ended) {
@@ -241,7 +289,10 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
       flagged.add(`explained ${gk}`);
       const e = o.explanations[at];
       if (e?.kind === "node-event" && !e.lease && e.decisionId !== null && !o.controllerHashes.has(e.decisionId)) {
-        flag(`unchained ${gk}`, `unchained-stop: ${g.name} instance ${g.instance} ended by node ${e.node}'s ${e.event} under decision ${e.decisionId}, which is no event of the controller's chain`);
+        flag(
+          `unchained ${gk}`,
+          `unchained-stop: ${g.name} instance ${g.instance} ended by node ${e.node}'s ${e.event} under decision ${e.decisionId}, which is no event of the controller's chain`,
+        );
       }
     }
   }
@@ -249,15 +300,22 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
   for (const [gk, g] of ended) {
     if (flagged.has(`explained ${gk}`)) continue;
     const gone = g.goneMs ?? 0;
-    const down = g.node !== null && o.leased.has(g.node) && o.daemonDown.some((d) => d.node === g.node && d.fromMs <= gone && g.lastMs <= d.toMs);
+    const down =
+      g.node !== null &&
+      o.leased.has(g.node) &&
+      o.daemonDown.some((d) => d.node === g.node && d.fromMs <= gone && g.lastMs <= d.toMs);
     if (down) {
       watchdogStops++;
       continue;
     }
-    flag(`death ${gk}`, `unexplained-death: ${g.name} instance ${g.instance} generation ${gk} on node ${g.node} (live ${g.firstMs}–${g.lastMs}) was gone at ${g.goneMs}: no campaign kill of its processes, no event of its node's chain ended it`);
+    flag(
+      `death ${gk}`,
+      `unexplained-death: ${g.name} instance ${g.instance} generation ${gk} on node ${g.node} (live ${g.firstMs}–${g.lastMs}) was gone at ${g.goneMs}: no campaign kill of its processes, no event of its node's chain ended it`,
+    );
   }
 
-  for (const c of o.crashes) flag(`crash ${c.what} ${c.pid}`, `crash: ${c.what} (pid ${c.pid}) exited on its own: ${c.how}`);
+  for (const c of o.crashes)
+    flag(`crash ${c.what} ${c.pid}`, `crash: ${c.what} (pid ${c.pid}) exited on its own: ${c.how}`);
 
   // The end state.
   const last = o.samples.at(-1);
@@ -267,21 +325,38 @@ export function judgeWithCounts(o: Observations): { violations: string[]; watchd
       if (instance === null || daemonKeys.has(key(proc)) || !ours(instance)) continue;
       const name = nameOf.get(instance) ?? "";
       (liveByName.get(name) ?? liveByName.set(name, new Set()).get(name))?.add(instance);
-      if (!o.recorded.has(instance)) flag(`unrecorded ${instance}`, `unrecorded-live: ${name} instance ${instance} is live after settle and the controller records no placement of it`);
+      if (!o.recorded.has(instance))
+        flag(
+          `unrecorded ${instance}`,
+          `unrecorded-live: ${name} instance ${instance} is live after settle and the controller records no placement of it`,
+        );
     }
     for (const [name, intent] of o.intent) {
       const ids = [...(liveByName.get(name) ?? [])];
-      if (intent === "run" && !(ids.length === 1 && o.recorded.get(ids[0] ?? "") === name) && !(ids.length === 0 && o.heldOnDeadNode.has(name))) {
-        flag(`converge ${name}`, `not-converged: ${name} is meant to run and has ${ids.length} live recorded-or-not instance(s) [${ids.join(", ")}]`);
+      if (
+        intent === "run" &&
+        !(ids.length === 1 && o.recorded.get(ids[0] ?? "") === name) &&
+        !(ids.length === 0 && o.heldOnDeadNode.has(name))
+      ) {
+        flag(
+          `converge ${name}`,
+          `not-converged: ${name} is meant to run and has ${ids.length} live recorded-or-not instance(s) [${ids.join(", ")}]`,
+        );
       }
-      if (intent === "stopped" && ids.length > 0) flag(`converge ${name}`, `not-converged: ${name} was stopped and still runs: [${ids.join(", ")}]`);
+      if (intent === "stopped" && ids.length > 0)
+        flag(`converge ${name}`, `not-converged: ${name} was stopped and still runs: [${ids.join(", ")}]`);
     }
   }
   return { violations, watchdogStops };
 }
 
 /** What the judge had to look at (printed with each outcome, so a run that saw nothing cannot pass unnoticed). */
-export function census(o: Pick<Observations, "samples" | "daemons" | "prefix">): { samples: number; instances: number; envless: number; pidsJudged: number } {
+export function census(o: Pick<Observations, "samples" | "daemons" | "prefix">): {
+  samples: number;
+  instances: number;
+  envless: number;
+  pidsJudged: number;
+} {
   const daemonPids = new Set(o.daemons.map((d) => d.pid));
   const instances = new Set<string>();
   const envless = new Set<string>();

@@ -58,7 +58,8 @@ export async function netPrerequisites(): Promise<string[]> {
       missing.push(tool);
     }
   }
-  if (!(await sh("sh", ["-c", "ls /usr/lib/*/faketime/libfaketime.so.1"]).catch(() => ""))) missing.push("libfaketime (Debian faketime)");
+  if (!(await sh("sh", ["-c", "ls /usr/lib/*/faketime/libfaketime.so.1"]).catch(() => "")))
+    missing.push("libfaketime (Debian faketime)");
   return missing;
 }
 
@@ -139,13 +140,21 @@ const TABLE = "berthfault";
  * nftables rules in the node's namespace: `both` drops every packet in and out, `in`/`out` one way, `port` only TCP to
  * and from the node's listening port, `reset` answers every TCP packet from outside with a RST. Replaced by `clear`.
  */
-export async function nftFault(node: NetNode, kind: "both" | "in" | "out" | "port" | "reset", port: number): Promise<void> {
+export async function nftFault(
+  node: NetNode,
+  kind: "both" | "in" | "out" | "port" | "reset",
+  port: number,
+): Promise<void> {
   const rules: string[] = [];
   const peer = `iifname "${node.dev}"`;
   const out = `oifname "${node.dev}"`;
   if (kind === "both" || kind === "in") rules.push(`add rule inet ${TABLE} input ${peer} drop`);
   if (kind === "both" || kind === "out") rules.push(`add rule inet ${TABLE} output ${out} drop`);
-  if (kind === "port") rules.push(`add rule inet ${TABLE} input ${peer} tcp dport ${port} drop`, `add rule inet ${TABLE} output ${out} tcp sport ${port} drop`);
+  if (kind === "port")
+    rules.push(
+      `add rule inet ${TABLE} input ${peer} tcp dport ${port} drop`,
+      `add rule inet ${TABLE} output ${out} tcp sport ${port} drop`,
+    );
   if (kind === "reset") rules.push(`add rule inet ${TABLE} input ${peer} tcp dport ${port} reject with tcp reset`);
   const script = [
     `add table inet ${TABLE}`,
@@ -178,10 +187,12 @@ export interface Netem {
 /** `tc qdisc … netem` on the node's link (its egress: every answer and every byte it sends). */
 export async function netem(node: NetNode, e: Netem): Promise<void> {
   const args = ["qdisc", "replace", "dev", node.dev, "root", "netem"];
-  if (e.delayMs !== undefined) args.push("delay", `${e.delayMs}ms`, ...(e.jitterMs !== undefined ? [`${e.jitterMs}ms`] : []));
+  if (e.delayMs !== undefined)
+    args.push("delay", `${e.delayMs}ms`, ...(e.jitterMs !== undefined ? [`${e.jitterMs}ms`] : []));
   if (e.lossPct !== undefined) args.push("loss", `${e.lossPct}%`);
   // netem reorders only delayed packets: reorder needs a delay.
-  if (e.reorderPct !== undefined) args.push(...(e.delayMs === undefined ? ["delay", "20ms"] : []), "reorder", `${e.reorderPct}%`, "50%");
+  if (e.reorderPct !== undefined)
+    args.push(...(e.delayMs === undefined ? ["delay", "20ms"] : []), "reorder", `${e.reorderPct}%`, "50%");
   if (e.duplicatePct !== undefined) args.push("duplicate", `${e.duplicatePct}%`);
   if (e.rateKbit !== undefined) args.push("rate", `${e.rateKbit}kbit`);
   await inNs(node.ns, "tc", args);
@@ -202,7 +213,10 @@ export async function conntrackFlush(node: NetNode, rst: boolean): Promise<void>
  * the link up (each step whether or not the one before found anything to undo).
  */
 export async function healNet(node: NetNode): Promise<void> {
-  await inNs(node.ns, "sh", ["-c", `nft delete table inet ${TABLE} 2>/dev/null; tc qdisc del dev ${node.dev} root 2>/dev/null; ip link set ${node.dev} up`]).catch(() => undefined);
+  await inNs(node.ns, "sh", [
+    "-c",
+    `nft delete table inet ${TABLE} 2>/dev/null; tc qdisc del dev ${node.dev} root 2>/dev/null; ip link set ${node.dev} up`,
+  ]).catch(() => undefined);
 }
 
 export async function linkSet(node: NetNode, up: boolean): Promise<void> {

@@ -70,7 +70,8 @@ export class NetSampler {
           const name = envValue(e, "BERTH_NAME");
           const instance = envValue(e, "BERTH_INSTANCE_ID");
           if (name !== undefined && instance !== undefined) env = { name, instance };
-          cgroupInstance = /\/berth-[0-9a-f]+\/([^/\s]+)/.exec(readFileSync(`/proc/${entry}/cgroup`, "utf8"))?.[1] ?? null;
+          cgroupInstance =
+            /\/berth-[0-9a-f]+\/([^/\s]+)/.exec(readFileSync(`/proc/${entry}/cgroup`, "utf8"))?.[1] ?? null;
         } catch {
           continue;
         }
@@ -80,7 +81,16 @@ export class NetSampler {
       const inode = /\[(\d+)\]/.exec(nsLink)?.[1] ?? "";
       const node = this.nodesByNs.get(inode) ?? null;
       if (node === null && !k.env?.name.startsWith(this.prefix)) continue;
-      procs.push({ pid, start, ppid: Number(f[1]), pgid: Number(f[2]), comm, node, cgroupInstance: k.cgroupInstance, env: k.env });
+      procs.push({
+        pid,
+        start,
+        ppid: Number(f[1]),
+        pgid: Number(f[2]),
+        comm,
+        node,
+        cgroupInstance: k.cgroupInstance,
+        env: k.env,
+      });
     }
     for (const id of this.known.keys()) if (!seen.has(id)) this.known.delete(id);
     const s = { atMs: Date.now(), procs };
@@ -90,7 +100,12 @@ export class NetSampler {
 }
 
 /** Live processes of the world's agents in a sample: instance → name, by the judge's attribution. */
-export function liveByName(s: Sample, prefix: string, attributeFn: (p: readonly ProcObs[]) => Array<{ proc: ProcObs; instance: string | null }>, names: ReadonlyMap<string, string>): Map<string, Set<string>> {
+export function liveByName(
+  s: Sample,
+  prefix: string,
+  attributeFn: (p: readonly ProcObs[]) => Array<{ proc: ProcObs; instance: string | null }>,
+  names: ReadonlyMap<string, string>,
+): Map<string, Set<string>> {
   const by = new Map<string, Set<string>>();
   for (const { instance } of attributeFn(s.procs)) {
     if (instance === null) continue;
@@ -113,7 +128,16 @@ export function nodeEndings(node: number, dataDir: string): Explanation[] {
       return rows.flatMap((r): Explanation[] => {
         const p = JSON.parse(r.payload) as { instance_id?: string; decision_id?: string; outcome?: string };
         if (p.instance_id === undefined) return [];
-        return [{ kind: "node-event", node, instance: p.instance_id, event: `${r.kind}${r.phase ? `/${r.phase}` : ""}`, decisionId: p.decision_id ?? null, lease: r.phase === "lease" || r.phase === "forced" }];
+        return [
+          {
+            kind: "node-event",
+            node,
+            instance: p.instance_id,
+            event: `${r.kind}${r.phase ? `/${r.phase}` : ""}`,
+            decisionId: p.decision_id ?? null,
+            lease: r.phase === "lease" || r.phase === "forced",
+          },
+        ];
       });
     }) ?? []
   );
@@ -126,12 +150,20 @@ export async function controllerHashes(databaseUrl: string | null, home: string)
 }
 
 export async function recordedPlacements(databaseUrl: string | null, home: string): Promise<Map<string, string>> {
-  const rows = await storeRows<{ instance_id: string; name: string }>(databaseUrl, home, "SELECT instance_id, name FROM mesh_placements");
+  const rows = await storeRows<{ instance_id: string; name: string }>(
+    databaseUrl,
+    home,
+    "SELECT instance_id, name FROM mesh_placements",
+  );
   return new Map(rows.map((r) => [r.instance_id, r.name]));
 }
 
 export async function openDecisions(databaseUrl: string | null, home: string): Promise<number> {
-  const rows = await storeRows<{ n: number | string }>(databaseUrl, home, "SELECT count(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling')");
+  const rows = await storeRows<{ n: number | string }>(
+    databaseUrl,
+    home,
+    "SELECT count(*) AS n FROM mesh_decisions WHERE state IN ('dispatching','reconciling','unsettled','settling')",
+  );
   return Number(rows[0]?.n ?? 0);
 }
 
@@ -141,7 +173,12 @@ const sessions = new Map<string, Promise<pg.Client>>();
 function session(databaseUrl: string): { client: Promise<pg.Client>; reused: boolean } {
   const open = sessions.get(databaseUrl);
   if (open) return { client: open, reused: true };
-  const client = new pg.Client({ connectionString: databaseUrl, options: "-c default_transaction_read_only=on", connectionTimeoutMillis: 5_000, query_timeout: 10_000 });
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    options: "-c default_transaction_read_only=on",
+    connectionTimeoutMillis: 5_000,
+    query_timeout: 10_000,
+  });
   // The campaign kills and restarts the database: a connection it terminates ends this session, not the campaign.
   client.on("error", () => dropSession(databaseUrl, made));
   const made = client.connect().then(() => client);

@@ -93,7 +93,11 @@ export class PostgresSlot {
 export async function dropDatabase(server: TestPostgres, databaseUrl: string): Promise<void> {
   const name = new URL(databaseUrl).pathname.slice(1);
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) return;
-  const client = new pgLib.Client({ connectionString: server.url, connectionTimeoutMillis: 5_000, query_timeout: 15_000 });
+  const client = new pgLib.Client({
+    connectionString: server.url,
+    connectionTimeoutMillis: 5_000,
+    query_timeout: 15_000,
+  });
   client.on("error", () => undefined);
   try {
     await client.connect();
@@ -104,4 +108,3 @@ export async function dropDatabase(server: TestPostgres, databaseUrl: string): P
     await client.end().catch(() => undefined);
   }
 }
-

@@ -40,14 +40,27 @@ describe("the network world's candidate finding: a full disk on the leased node"
     world = await makeNetWorld({ controllers: 1, engine: "sqlite" });
     const w = world;
     for (const i of [0, 1]) {
-      const r = await w.berth("node", "cordon", w.nodes[i]?.nodeId ?? "", "--reason", "repro: only the leased node takes agents", "--json");
+      const r = await w.berth(
+        "node",
+        "cordon",
+        w.nodes[i]?.nodeId ?? "",
+        "--reason",
+        "repro: only the leased node takes agents",
+        "--json",
+      );
       expect(r.code, r.stdout + r.stderr).toBe(0);
     }
     w.writeAgents(1, 2);
     const d = await w.berth("deploy", w.specFile(1, 0), "--json");
     expect(d.code, d.stdout + d.stderr).toBe(0);
     const sampler = new NetSampler(w.prefix, new Map(w.nodes.map((n) => [n.nsInode, n.index])));
-    const live = () => [...new Set(attribute(sampler.sample().procs).filter((a) => a.instance !== null && a.proc.node === LEASED_NODE).map((a) => a.instance as string))];
+    const live = () => [
+      ...new Set(
+        attribute(sampler.sample().procs)
+          .filter((a) => a.instance !== null && a.proc.node === LEASED_NODE)
+          .map((a) => a.instance as string),
+      ),
+    ];
     const [first] = live();
     expect(first, "the agent runs on the leased node").toBeDefined();
 
@@ -60,7 +73,9 @@ describe("the network world's candidate finding: a full disk on the leased node"
     // New work is refused with a code that says why, while what runs keeps running.
     const refused = await w.berth("deploy", w.specFile(1, 1), "--json");
     process.stdout.write(`deploy on the full node: ${refused.code} ${refused.stdout.slice(0, 400)}\n`);
-    expect(refused.stdout + refused.stderr, "a place on the full node is refused disk_full").toMatch(/refused: the node's disk is full/);
+    expect(refused.stdout + refused.stderr, "a place on the full node is refused disk_full").toMatch(
+      /refused: the node's disk is full/,
+    );
     const until = Date.now() + NET_LEASE_MS + 10_000;
     let gone: number | null = null;
     while (Date.now() < until && gone === null) {
@@ -68,9 +83,13 @@ describe("the network world's candidate finding: a full disk on the leased node"
       await sleep(200);
     }
     await sh("rm", ["-f", fill]);
-    const chained = nodeEndings(LEASED_NODE, node.dataDir).filter((e) => e.kind === "node-event" && e.instance === first);
+    const chained = nodeEndings(LEASED_NODE, node.dataDir).filter(
+      (e) => e.kind === "node-event" && e.instance === first,
+    );
     const daemonAlive = node.proc !== null && node.proc.exitCode === null && node.proc.signalCode === null;
-    process.stdout.write(`copy ${first}: ${gone === null ? "still live" : `gone ${gone - filledAt} ms after the disk filled`}; daemon ${daemonAlive ? "alive" : `exited (${node.proc?.exitCode ?? node.proc?.signalCode})`}; node chain endings for it: ${JSON.stringify(chained)}\nnode 2 stderr: ${node.stderrTail.slice(-5000)}\n`);
+    process.stdout.write(
+      `copy ${first}: ${gone === null ? "still live" : `gone ${gone - filledAt} ms after the disk filled`}; daemon ${daemonAlive ? "alive" : `exited (${node.proc?.exitCode ?? node.proc?.signalCode})`}; node chain endings for it: ${JSON.stringify(chained)}\nnode 2 stderr: ${node.stderrTail.slice(-5000)}\n`,
+    );
     // The daemon outlives a full disk (it refuses new work), and the copy either lives (its lease renewed) or ends with
     // a chained lease stop.
     expect(daemonAlive, "the node daemon exited on a full disk").toBe(true);

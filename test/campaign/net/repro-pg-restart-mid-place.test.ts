@@ -36,7 +36,9 @@ afterAll(async () => {
   await stopPostgres();
 });
 
-describe("the network world's finding: PostgreSQL restarted between a node's place answer and the leader's commit", { timeout: 180_000 }, () => {
+describe("the network world's finding: PostgreSQL restarted between a node's place answer and the leader's commit", {
+  timeout: 180_000,
+}, () => {
   it("the copy the node started ends recorded (adopted) or undone, and the decision does not stay dispatching", async () => {
     world = await HaWorld.create("postgres", { ttlMs: TTL_MS });
     const w = world;
@@ -48,8 +50,14 @@ describe("the network world's finding: PostgreSQL restarted between a node's pla
     const name = `pgmid${process.pid}`;
 
     w.nodeProxy.delayNextAnswer("place");
-    const placing = w.api(leader, "POST", "/placements", { package: w.home.pkgDir, name }).catch((e: Error) => ({ status: 0, body: { error: e.message } }));
-    await waitFor(async () => (w.nodeProxy.delayed > 0 ? true : undefined), "the node answered the place (held by the proxy)", 30_000);
+    const placing = w
+      .api(leader, "POST", "/placements", { package: w.home.pkgDir, name })
+      .catch((e: Error) => ({ status: 0, body: { error: e.message } }));
+    await waitFor(
+      async () => (w.nodeProxy.delayed > 0 ? true : undefined),
+      "the node answered the place (held by the proxy)",
+      30_000,
+    );
     await waitFor(async () => (liveInstances(name).length > 0 ? true : undefined), "the instance runs");
     // The leader's connection is held (a partition of its database link), the answer let through so the leader is in
     // its commit when PostgreSQL restarts (fast shutdown terminates that connection), then the link heals.
@@ -65,21 +73,31 @@ describe("the network world's finding: PostgreSQL restarted between a node's pla
     expect((answer.body as { error?: { code?: string } }).error?.code).toBe("store_interrupted");
 
     // The user settles what is open, as the campaign did; then berth has TTL-scale time to make it whole.
-    const settle = await runNode([MAIN, "unsettled", "--settle", "--json"], { env: { ...w.envFor(w.home.home), BERTH_LEADER_TTL_MS: String(TTL_MS) } });
+    const settle = await runNode([MAIN, "unsettled", "--settle", "--json"], {
+      env: { ...w.envFor(w.home.home), BERTH_LEADER_TTL_MS: String(TTL_MS) },
+    });
     process.stdout.write(`settle: ${settle.code} ${settle.stdout.slice(0, 300)}\n`);
     const whole = await waitFor(
       async () => {
         const decisions = await w.rows<{ state: string }>("SELECT state FROM mesh_decisions WHERE name = ?", [name]);
-        const placed = await w.rows<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [name]);
+        const placed = await w.rows<{ instance_id: string }>("SELECT instance_id FROM mesh_placements WHERE name = ?", [
+          name,
+        ]);
         const live = liveInstances(name);
-        const recorded = live.length === 0 || (live.length === 1 && placed.map((p) => p.instance_id).join() === live.join());
+        const recorded =
+          live.length === 0 || (live.length === 1 && placed.map((p) => p.instance_id).join() === live.join());
         return recorded && !decisions.some((d) => d.state === "dispatching") ? { decisions, placed, live } : undefined;
       },
       "the live copy recorded (or undone) and no decision left dispatching",
       30_000,
     ).catch(async (e: Error) => {
-      const decisions = await w.rows<Record<string, unknown>>("SELECT id, state, node_id FROM mesh_decisions WHERE name = ?", [name]);
-      throw new Error(`${e.message}: decisions ${JSON.stringify(decisions)}, live ${JSON.stringify(liveInstances(name))}`);
+      const decisions = await w.rows<Record<string, unknown>>(
+        "SELECT id, state, node_id FROM mesh_decisions WHERE name = ?",
+        [name],
+      );
+      throw new Error(
+        `${e.message}: decisions ${JSON.stringify(decisions)}, live ${JSON.stringify(liveInstances(name))}`,
+      );
     });
     expect(whole.live.length).toBeLessThanOrEqual(1);
   });

@@ -15,10 +15,26 @@ import type { CliResult } from "../world.js";
 import { WorldSetupError } from "../world.js";
 import { attribute, census, type Explanation, judgeWithCounts, type LeaseCut } from "./judge.js";
 import { conntrackFlush, healNet, linkSet, netem, netemClear, nftClear, nftFault, sh } from "./netns.js";
-import { closeStoreSession, controllerHashes, NetSampler, nodeEndings, openDecisions, recordedPlacements, storeRows } from "./observe.js";
+import {
+  closeStoreSession,
+  controllerHashes,
+  NetSampler,
+  nodeEndings,
+  openDecisions,
+  recordedPlacements,
+  storeRows,
+} from "./observe.js";
 import { describeNetSchedule, type NetFault, type NetOperation, type NetSchedule, netScheduleFor } from "./schedule.js";
 import { PostgresSlot } from "./postgres-slot.js";
-import { LEASED_NODE, makeNetWorld, NET_LEASE_MS, type NetWorld, NODE_PORT, netWorldsClosing, startOf } from "./world.js";
+import {
+  LEASED_NODE,
+  makeNetWorld,
+  NET_LEASE_MS,
+  type NetWorld,
+  NODE_PORT,
+  netWorldsClosing,
+  startOf,
+} from "./world.js";
 
 const ROUND_DEADLINE_MS = 60_000;
 const CONVERGE_WAIT_MS = 30_000;
@@ -78,13 +94,20 @@ function alive(p: { exitCode: number | null; signalCode: NodeJS.Signals | null }
 /** The controller that leads now (by the store's leader row), or the first live one. */
 async function leaderIndex(w: NetWorld): Promise<number> {
   try {
-    const [row] = await storeRows<{ pid: number | string; released_ms: unknown }>(w.databaseUrl, w.home, "SELECT pid, released_ms FROM berth_leader WHERE id = 1");
+    const [row] = await storeRows<{ pid: number | string; released_ms: unknown }>(
+      w.databaseUrl,
+      w.home,
+      "SELECT pid, released_ms FROM berth_leader WHERE id = 1",
+    );
     const at = w.controllers.findIndex((c) => row && row.released_ms === null && c.proc?.child.pid === Number(row.pid));
     if (at >= 0) return at;
   } catch {
     // the database is down or paused: the first live one
   }
-  return Math.max(0, w.controllers.findIndex((c) => alive(c.proc?.child)));
+  return Math.max(
+    0,
+    w.controllers.findIndex((c) => alive(c.proc?.child)),
+  );
 }
 
 function recordKill(ws: NetWorldState, pid: number, why: string): void {
@@ -189,7 +212,12 @@ async function strike(st: St, f: NetFault, clis: Spawned[], opsDone: Promise<voi
     case "link-down":
       if (!netNode) return;
       bump(st.faults, f.fault);
-      await cut(f.node, f.forMs, () => linkSet(netNode, false), () => linkSet(netNode, true));
+      await cut(
+        f.node,
+        f.forMs,
+        () => linkSet(netNode, false),
+        () => linkSet(netNode, true),
+      );
       return;
     case "pause-daemon": {
       const pid = node?.proc?.pid;
@@ -207,7 +235,9 @@ async function strike(st: St, f: NetFault, clis: Spawned[], opsDone: Promise<voi
       if (!(await killDaemon(w, f.node))) return bump(st.faults, `${f.fault}:unstruck`);
       bump(st.faults, f.fault);
       await sleep(f.forMs);
-      await w.startNode(f.node).catch((e: unknown) => st.notes.push(`restart of node ${f.node}: ${String(e).slice(0, 200)}`));
+      await w
+        .startNode(f.node)
+        .catch((e: unknown) => st.notes.push(`restart of node ${f.node}: ${String(e).slice(0, 200)}`));
       ws.daemonDown.push({ node: f.node, fromMs: from, toMs: Date.now() });
       return;
     }
@@ -227,7 +257,9 @@ async function strike(st: St, f: NetFault, clis: Spawned[], opsDone: Promise<voi
         c.proc?.child.kill("SIGKILL");
         await c.proc?.exited();
         await sleep(f.forMs);
-        await w.startController(i).catch((e: unknown) => st.notes.push(`restart of controller ${i}: ${String(e).slice(0, 200)}`));
+        await w
+          .startController(i)
+          .catch((e: unknown) => st.notes.push(`restart of controller ${i}: ${String(e).slice(0, 200)}`));
       }
       return;
     }
@@ -279,10 +311,14 @@ async function strike(st: St, f: NetFault, clis: Spawned[], opsDone: Promise<voi
     }
     case "kill-agent": {
       const s = ws.sampler.sample();
-      const mine = attribute(s.procs).filter((a) => a.instance !== null && a.proc.node !== null && !w.daemons.some((d) => d.pid === a.proc.pid));
+      const mine = attribute(s.procs).filter(
+        (a) => a.instance !== null && a.proc.node !== null && !w.daemons.some((d) => d.pid === a.proc.pid),
+      );
       const instances = [...new Set(mine.map((a) => a.instance as string))].sort();
       const target = instances[f.which % Math.max(1, instances.length)];
-      const victims = mine.filter((a) => a.instance === target && (f.leader ? a.proc.pid === a.proc.pgid : a.proc.pid !== a.proc.pgid));
+      const victims = mine.filter(
+        (a) => a.instance === target && (f.leader ? a.proc.pid === a.proc.pgid : a.proc.pid !== a.proc.pgid),
+      );
       const v = victims[f.which % Math.max(1, victims.length)];
       if (!v) return bump(st.faults, `${f.fault}:unstruck`);
       bump(st.faults, `kill-agent:${f.leader ? "leader" : v.proc.env ? "worker" : "env-less-worker"}`);
@@ -307,7 +343,12 @@ async function strike(st: St, f: NetFault, clis: Spawned[], opsDone: Promise<voi
       const nn = w.net.nodes[LEASED_NODE];
       if (!nn || ws.forgotten.has(LEASED_NODE)) return bump(st.faults, `${f.fault}:unstruck`);
       bump(st.faults, f.fault);
-      await cut(LEASED_NODE, NET_LEASE_MS + f.overMs, () => nftFault(nn, "both", NODE_PORT), () => nftClear(nn));
+      await cut(
+        LEASED_NODE,
+        NET_LEASE_MS + f.overMs,
+        () => nftFault(nn, "both", NODE_PORT),
+        () => nftClear(nn),
+      );
       return;
     }
   }
@@ -334,7 +375,9 @@ function commands(st: St, s: NetSchedule, op: NetOperation): string[][] {
     case "node-drain":
       return [["node", "drain", w.nodes[op.node]?.nodeId ?? "", "--reason", `campaign seed ${s.seed}`, "--json"]];
     case "node-forget":
-      return [["node", "forget", w.nodes[op.node]?.nodeId ?? "", "--reason", `campaign seed ${s.seed}: power lost`, "--json"]];
+      return [
+        ["node", "forget", w.nodes[op.node]?.nodeId ?? "", "--reason", `campaign seed ${s.seed}: power lost`, "--json"],
+      ];
   }
 }
 
@@ -387,15 +430,26 @@ async function heal(st: St): Promise<void> {
     while (Date.now() < until && !(await pgUp(w))) await sleep(250);
     if (!(await pgUp(w))) await restartPostgres(w, st);
   }
-  for (const n of w.nodes) if (!st.ws.forgotten.has(n.index) && !alive(n.proc)) st.ws.daemonDown.push({ node: n.index, fromMs: st.startedMs, toMs: Date.now() + 5_000 });
-  for (const n of w.nodes) if (!st.ws.forgotten.has(n.index) && !alive(n.proc)) await w.startNode(n.index).catch((e: unknown) => st.notes.push(`heal: node ${n.index}: ${String(e).slice(0, 200)}`));
-  for (const c of w.controllers) if (!alive(c.proc?.child)) await w.startController(c.index).catch((e: unknown) => st.notes.push(`heal: controller ${c.index}: ${String(e).slice(0, 200)}`));
+  for (const n of w.nodes)
+    if (!st.ws.forgotten.has(n.index) && !alive(n.proc))
+      st.ws.daemonDown.push({ node: n.index, fromMs: st.startedMs, toMs: Date.now() + 5_000 });
+  for (const n of w.nodes)
+    if (!st.ws.forgotten.has(n.index) && !alive(n.proc))
+      await w
+        .startNode(n.index)
+        .catch((e: unknown) => st.notes.push(`heal: node ${n.index}: ${String(e).slice(0, 200)}`));
+  for (const c of w.controllers)
+    if (!alive(c.proc?.child))
+      await w
+        .startController(c.index)
+        .catch((e: unknown) => st.notes.push(`heal: controller ${c.index}: ${String(e).slice(0, 200)}`));
 }
 
 /** Instance → name of every agent instance the world has seen (from the environment of its processes, and the store). */
 function names(ws: NetWorldState, recorded: ReadonlyMap<string, string>): Map<string, string> {
   const out = new Map(recorded);
-  for (const s of ws.sampler.samples.slice(-40)) for (const p of s.procs) if (p.env) out.set(p.env.instance, p.env.name);
+  for (const s of ws.sampler.samples.slice(-40))
+    for (const p of s.procs) if (p.env) out.set(p.env.instance, p.env.name);
   return out;
 }
 
@@ -420,7 +474,9 @@ async function converge(st: St): Promise<void> {
     const live = liveNow(ws, names(ws, recorded));
     const pending = [...ws.intent].filter(([name, { intent }]) => {
       const ids = [...(live.get(name) ?? [])];
-      return intent === "run" ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === name) : ids.length > 0 || ws.unconfirmedStops.has(name);
+      return intent === "run"
+        ? !(ids.length === 1 && recorded.get(ids[0] ?? "") === name)
+        : ids.length > 0 || ws.unconfirmedStops.has(name);
     });
     if (pending.length === 0) break;
     const results: CliResult[] = await Promise.all(
@@ -431,8 +487,13 @@ async function converge(st: St): Promise<void> {
     );
     for (const [k, r] of results.entries()) {
       if (r.code === 0 && pending[k]?.[1].intent === "stopped") ws.unconfirmedStops.delete(pending[k]?.[0] ?? "");
-      st.trace.push(`converge ${attempt} ${pending[k]?.[0]}: exit ${r.code} ${r.stdout.slice(0, 300).replace(/\s+/g, " ")}`);
-      if (r.code !== 0) st.notes.push(`converge ${attempt} ${pending[k]?.[0]}: exit ${r.code} ${r.stdout.slice(0, 200).replace(/\s+/g, " ")} ${r.stderr.slice(0, 160).replace(/\s+/g, " ")}`);
+      st.trace.push(
+        `converge ${attempt} ${pending[k]?.[0]}: exit ${r.code} ${r.stdout.slice(0, 300).replace(/\s+/g, " ")}`,
+      );
+      if (r.code !== 0)
+        st.notes.push(
+          `converge ${attempt} ${pending[k]?.[0]}: exit ${r.code} ${r.stdout.slice(0, 200).replace(/\s+/g, " ")} ${r.stderr.slice(0, 160).replace(/\s+/g, " ")}`,
+        );
       for (const m of r.stdout.matchAll(/berth instance status ([A-Za-z0-9-]+)/g)) {
         bump(st.ops, "converge:status");
         await w.berth("instance", "status", m[1] ?? "", "--json");
@@ -481,13 +542,19 @@ async function judgeWorld(st: St): Promise<string[]> {
   });
   if (watchdogStops > ws.watchdogStops) {
     bump(st.faults, "lease-stop:watchdog:observed");
-    st.notes.push(`${watchdogStops - ws.watchdogStops} copy(ies) on the leased node ended while its daemon was down: its lease watchdog's stop (not chained by any daemon)`);
+    st.notes.push(
+      `${watchdogStops - ws.watchdogStops} copy(ies) on the leased node ended while its daemon was down: its lease watchdog's stop (not chained by any daemon)`,
+    );
     ws.watchdogStops = watchdogStops;
   }
   const endingsOf = (kind: string) => endings.filter((e) => e.kind === "node-event" && e.event.startsWith(kind)).length;
-  st.notes.push(`node chains so far: ${endingsOf("workload.lifecycle/lease")} lease stop(s), ${endingsOf("workload.stop")} stop(s), ${endingsOf("workload.unload")} unload(s)`);
+  st.notes.push(
+    `node chains so far: ${endingsOf("workload.lifecycle/lease")} lease stop(s), ${endingsOf("workload.stop")} stop(s), ${endingsOf("workload.unload")} unload(s)`,
+  );
   const c = census({ samples: ws.sampler.samples, daemons: w.daemons, prefix: w.prefix });
-  st.notes.push(`judged so far in this world: ${c.samples} samples, ${c.instances} instances, ${c.pidsJudged} processes (${c.envless} without berth's environment, found by group or ancestry), ${ws.kills.length} campaign kills, ${endings.length} node chain endings`);
+  st.notes.push(
+    `judged so far in this world: ${c.samples} samples, ${c.instances} instances, ${c.pidsJudged} processes (${c.envless} without berth's environment, found by group or ancestry), ${ws.kills.length} campaign kills, ${endings.length} node chain endings`,
+  );
   // The judge sees the world's whole history: a violation is reported once, by the schedule that first saw it.
   const fresh = verdict.filter((v) => !ws.reported.has(v));
   for (const v of fresh) ws.reported.add(v);
@@ -517,7 +584,11 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
         release = res;
       });
       const clis: Spawned[] = [];
-      const strikes = round.faults.map((f) => strike(st, f, clis, opsDone).catch((e: unknown) => st.notes.push(`fault ${f.fault}: ${String(e).slice(0, 300)}`)));
+      const strikes = round.faults.map((f) =>
+        strike(st, f, clis, opsDone).catch((e: unknown) =>
+          st.notes.push(`fault ${f.fault}: ${String(e).slice(0, 300)}`),
+        ),
+      );
       for (const op of round.ops) {
         noteIntent(st, op);
         if (op.op === "node-forget") {
@@ -538,7 +609,10 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
         }
       }
       const deadline = sleep(ROUND_DEADLINE_MS).then(() => "late" as const);
-      if ((await Promise.race([Promise.all(clis.map((c) => c.exited())).then(() => "done" as const), deadline])) === "late") {
+      if (
+        (await Promise.race([Promise.all(clis.map((c) => c.exited())).then(() => "done" as const), deadline])) ===
+        "late"
+      ) {
         for (const c of clis) if (alive(c.child)) c.child.kill("SIGKILL");
         bump(st.faults, "kill-cli:deadline");
         st.notes.push(`a CLI ran past ${ROUND_DEADLINE_MS} ms and was killed`);
@@ -547,7 +621,12 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
       await Promise.all(strikes);
       for (const c of clis) {
         const [verb, sub, stopped] = c.child.spawnargs.slice(2, 5);
-        if (verb === "agent" && sub === "stop" && stopped !== undefined && ws.intent.get(stopped)?.intent === "stopped") {
+        if (
+          verb === "agent" &&
+          sub === "stop" &&
+          stopped !== undefined &&
+          ws.intent.get(stopped)?.intent === "stopped"
+        ) {
           if (c.child.exitCode === 0) ws.unconfirmedStops.delete(stopped);
           else ws.unconfirmedStops.add(stopped);
         }
@@ -571,10 +650,16 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
     lap("judge");
     if (violations.length > 0) {
       st.notes.push(...st.trace);
-      for (const n of w.nodes) if (n.stderrTail.trim() !== "") st.notes.push(`node ${n.index} stderr (end): ${n.stderrTail.slice(-2500).replace(/\s+/g, " ")}`);
+      for (const n of w.nodes)
+        if (n.stderrTail.trim() !== "")
+          st.notes.push(`node ${n.index} stderr (end): ${n.stderrTail.slice(-2500).replace(/\s+/g, " ")}`);
       const names = [...new Set(violations.flatMap((v) => v.match(new RegExp(`${w.prefix}s\\d+a\\d+`, "g")) ?? []))];
       for (const name of names) {
-        const rows = await storeRows<Record<string, unknown>>(w.databaseUrl, w.home, `SELECT id, state, node_id, created_ms FROM mesh_decisions WHERE name = '${name}'`).catch((e: unknown) => [{ error: String(e) }]);
+        const rows = await storeRows<Record<string, unknown>>(
+          w.databaseUrl,
+          w.home,
+          `SELECT id, state, node_id, created_ms FROM mesh_decisions WHERE name = '${name}'`,
+        ).catch((e: unknown) => [{ error: String(e) }]);
         st.notes.push(`decisions of ${name}: ${JSON.stringify(rows).slice(0, 1200)}`);
         // What the controller chained about the name (decisions, attempts, verbs, moves, reconcile), for the diagnosis.
         const events = await storeRows<{ seq: number; ts: number; kind: string; payload: string }>(
@@ -582,11 +667,15 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
           w.home,
           `SELECT seq, ts, kind, CAST(payload AS TEXT) AS payload FROM audit_event WHERE CAST(payload AS TEXT) LIKE '%${name}%' ORDER BY ts, seq LIMIT 60`,
         ).catch((e: unknown) => [{ seq: -1, ts: 0, kind: "error", payload: String(e) }]);
-        for (const e of events) st.notes.push(`chain ${name} #${e.seq} ${new Date(Number(e.ts)).toISOString().slice(11, 23)} ${e.kind}: ${String(e.payload).slice(0, 400)}`);
+        for (const e of events)
+          st.notes.push(
+            `chain ${name} #${e.seq} ${new Date(Number(e.ts)).toISOString().slice(11, 23)} ${e.kind}: ${String(e.payload).slice(0, 400)}`,
+          );
       }
       for (const c of w.controllers) {
         const tail = c.proc?.errors() ?? "";
-        if (tail.trim() !== "") st.notes.push(`serve ${c.index} stderr (end): ${tail.slice(-3000).replace(/\s+/g, " ")}`);
+        if (tail.trim() !== "")
+          st.notes.push(`serve ${c.index} stderr (end): ${tail.slice(-3000).replace(/\s+/g, " ")}`);
       }
     }
   } catch (e) {
@@ -594,23 +683,54 @@ async function runNetSchedule(ws: NetWorldState, seed: number, world: readonly n
   } finally {
     for (const i of st.drained) {
       if (ws.forgotten.has(i)) continue;
-      const r = await w.berth("node", "uncordon", w.nodes[i]?.nodeId ?? "", "--reason", `campaign seed ${seed}: judged`, "--json");
+      const r = await w.berth(
+        "node",
+        "uncordon",
+        w.nodes[i]?.nodeId ?? "",
+        "--reason",
+        `campaign seed ${seed}: judged`,
+        "--json",
+      );
       if (r.code !== 0) st.notes.push(`uncordon of node ${i} exited ${r.code}: ${r.stdout.slice(0, 200)}`);
     }
   }
   lap("uncordon");
-  return { seed, schedule: describeNetSchedule(s), faults: st.faults, ops: st.ops, violations, notes: st.notes, ms: Date.now() - started, world, phases, ...(forgot ? { closedWorld: true } : {}) };
+  return {
+    seed,
+    schedule: describeNetSchedule(s),
+    faults: st.faults,
+    ops: st.ops,
+    violations,
+    notes: st.notes,
+    ms: Date.now() - started,
+    world,
+    phases,
+    ...(forgot ? { closedWorld: true } : {}),
+  };
 }
 
 /** `berth audit verify` of the controller's chain (on its store) and of every node's chain; failures go to the last outcome. */
 async function verifyChains(w: NetWorld, outcomes: Outcome[]): Promise<void> {
   const results = await Promise.all([
-    w.berth("audit", "verify", "--key-file", join(w.home, "keys", "controller.key"), "--json", ...(w.databaseUrl ? [] : ["--db", join(w.home, "controller.db")])),
-    ...w.nodes.map((n) => w.berth("audit", "verify", "--db", join(n.dataDir, "node.db"), "--pubkey", n.publicKey, "--json")),
+    w.berth(
+      "audit",
+      "verify",
+      "--key-file",
+      join(w.home, "keys", "controller.key"),
+      "--json",
+      ...(w.databaseUrl ? [] : ["--db", join(w.home, "controller.db")]),
+    ),
+    ...w.nodes.map((n) =>
+      w.berth("audit", "verify", "--db", join(n.dataDir, "node.db"), "--pubkey", n.publicKey, "--json"),
+    ),
   ]);
   for (const [k, r] of results.entries()) {
     if (r.code === 0) continue;
-    outcomes.at(-1)?.violations.push(`chain: berth audit verify of ${k === 0 ? "the controller store" : `node ${k - 1}'s chain`} failed: ${r.stdout.slice(0, 400)} ${r.stderr.slice(0, 300)}`);
+    outcomes
+      .at(-1)
+      ?.violations.push(
+        `chain: berth audit verify of ${k === 0 ? "the controller store" : `node ${k - 1}'s chain`} failed: ${r.stdout.slice(0, 400)} ${r.stderr.slice(0, 300)}`,
+      );
   }
 }
 
@@ -623,13 +743,34 @@ export interface NetOptions {
 }
 
 /** One world, a chunk of seeds in order, until one finds a violation or forgets a node; then its chains are verified. */
-export async function runNetWorld(seeds: readonly number[], opts: NetOptions = {}): Promise<{ outcomes: Outcome[]; rest: number[] }> {
+export async function runNetWorld(
+  seeds: readonly number[],
+  opts: NetOptions = {},
+): Promise<{ outcomes: Outcome[]; rest: number[] }> {
   const t0 = Date.now();
-  const log = opts.verbose ? (m: string) => process.stderr.write(`[net ${seeds[0]}… +${Date.now() - t0} ms] ${m}\n`) : () => undefined;
+  const log = opts.verbose
+    ? (m: string) => process.stderr.write(`[net ${seeds[0]}… +${Date.now() - t0} ms] ${m}\n`)
+    : () => undefined;
   const controllers = opts.controllers ?? 2 + ((seeds[0] ?? 0) % 2);
-  const w = await makeNetWorld({ controllers, engine: opts.engine ?? "postgres", ...(opts.postgres ? { postgres: opts.postgres } : {}) });
+  const w = await makeNetWorld({
+    controllers,
+    engine: opts.engine ?? "postgres",
+    ...(opts.postgres ? { postgres: opts.postgres } : {}),
+  });
   const sampler = new NetSampler(w.prefix, new Map(w.nodes.map((n) => [n.nsInode, n.index])));
-  const ws: NetWorldState = { w, sampler, kills: [], cuts: [], daemonDown: [], watchdogStops: 0, intent: new Map(), unconfirmedStops: new Set(), reported: new Set(), forgotten: new Set(), log };
+  const ws: NetWorldState = {
+    w,
+    sampler,
+    kills: [],
+    cuts: [],
+    daemonDown: [],
+    watchdogStops: 0,
+    intent: new Map(),
+    unconfirmedStops: new Set(),
+    reported: new Set(),
+    forgotten: new Set(),
+    log,
+  };
   sampler.start();
   log(`world ${w.tag} up: ${controllers} controller(s) on ${w.engine}`);
   const outcomes: Outcome[] = [];
@@ -660,7 +801,12 @@ export async function runNetWorld(seeds: readonly number[], opts: NetOptions = {
   return { outcomes, rest: seeds.slice(ran) };
 }
 
-export async function runNetSeeds(seeds: readonly number[], parallel: number, each: (o: Outcome) => void, opts: NetOptions & { worldSize?: number } = {}): Promise<Outcome[]> {
+export async function runNetSeeds(
+  seeds: readonly number[],
+  parallel: number,
+  each: (o: Outcome) => void,
+  opts: NetOptions & { worldSize?: number } = {},
+): Promise<Outcome[]> {
   const size = Math.max(1, opts.worldSize ?? 6);
   const queue: number[][] = [];
   for (let i = 0; i < seeds.length; i += size) queue.push(seeds.slice(i, i + size));
@@ -676,11 +822,27 @@ export async function runNetSeeds(seeds: readonly number[], parallel: number, ea
         const first = chunk[0] as number;
         if (e instanceof WorldSetupError && (failures.get(first) ?? 0) < 3) {
           failures.set(first, (failures.get(first) ?? 0) + 1);
-          process.stderr.write(`net world for seeds ${first}… could not be set up (${e.message.slice(0, 300)}); queued again\n`);
+          process.stderr.write(
+            `net world for seeds ${first}… could not be set up (${e.message.slice(0, 300)}); queued again\n`,
+          );
           queue.push(chunk);
           continue;
         }
-        result = { outcomes: [{ seed: first, schedule: describeNetSchedule(netScheduleFor(first)), faults: {}, ops: {}, violations: [`campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`], notes: [], ms: 0, world: [first] }], rest: chunk.slice(1) };
+        result = {
+          outcomes: [
+            {
+              seed: first,
+              schedule: describeNetSchedule(netScheduleFor(first)),
+              faults: {},
+              ops: {},
+              violations: [`campaign error: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`],
+              notes: [],
+              ms: 0,
+              world: [first],
+            },
+          ],
+          rest: chunk.slice(1),
+        };
       }
       for (const o of result.outcomes) {
         outcomes.push(o);

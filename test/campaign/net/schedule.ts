@@ -15,9 +15,21 @@ export type NetOperation =
   | { readonly op: "node-forget"; readonly node: number };
 
 export type NetFault =
-  | { readonly fault: "nft-drop"; readonly node: number; readonly way: "both" | "in" | "out" | "port"; readonly atMs: number; readonly forMs: number }
+  | {
+      readonly fault: "nft-drop";
+      readonly node: number;
+      readonly way: "both" | "in" | "out" | "port";
+      readonly atMs: number;
+      readonly forMs: number;
+    }
   | { readonly fault: "nft-reset"; readonly node: number; readonly atMs: number; readonly forMs: number }
-  | { readonly fault: "netem"; readonly node: number; readonly shape: "delay" | "jitter" | "loss" | "reorder" | "duplicate" | "rate"; readonly atMs: number; readonly forMs: number }
+  | {
+      readonly fault: "netem";
+      readonly node: number;
+      readonly shape: "delay" | "jitter" | "loss" | "reorder" | "duplicate" | "rate";
+      readonly atMs: number;
+      readonly forMs: number;
+    }
   | { readonly fault: "conntrack"; readonly node: number; readonly rst: boolean; readonly atMs: number }
   | { readonly fault: "link-down"; readonly node: number; readonly atMs: number; readonly forMs: number }
   | { readonly fault: "pause-daemon"; readonly node: number; readonly atMs: number; readonly forMs: number }
@@ -47,14 +59,41 @@ export interface NetSchedule {
 
 export const NET_NODES = 3;
 export const NET_FAULT_KINDS = [
-  "nft-drop", "nft-reset", "netem", "conntrack", "link-down", "pause-daemon", "kill-daemon", "pause-controller", "kill-controller",
-  "enospc", "clock-skew", "pg-kill", "pg-restart", "pg-pause", "kill-agent", "kill-cli", "drop-answer", "cut-lease",
+  "nft-drop",
+  "nft-reset",
+  "netem",
+  "conntrack",
+  "link-down",
+  "pause-daemon",
+  "kill-daemon",
+  "pause-controller",
+  "kill-controller",
+  "enospc",
+  "clock-skew",
+  "pg-kill",
+  "pg-restart",
+  "pg-pause",
+  "kill-agent",
+  "kill-cli",
+  "drop-answer",
+  "cut-lease",
 ] as const;
-export const NET_OPERATION_KINDS = ["deploy", "deploy-twice", "stop", "replace", "settle", "node-drain", "node-forget"] as const;
+export const NET_OPERATION_KINDS = [
+  "deploy",
+  "deploy-twice",
+  "stop",
+  "replace",
+  "settle",
+  "node-drain",
+  "node-forget",
+] as const;
 
 function operation(rng: Rng, agents: number, deployed: Set<number>): NetOperation {
   const agent = rng.int(0, agents - 1);
-  const kind = deployed.size === 0 ? rng.pick(["deploy", "deploy-twice"] as const) : rng.pick(["deploy", "deploy", "deploy-twice", "stop", "replace", "settle"] as const);
+  const kind =
+    deployed.size === 0
+      ? rng.pick(["deploy", "deploy-twice"] as const)
+      : rng.pick(["deploy", "deploy", "deploy-twice", "stop", "replace", "settle"] as const);
   switch (kind) {
     case "deploy":
     case "deploy-twice":
@@ -77,7 +116,13 @@ function fault(rng: Rng): NetFault {
     case "nft-reset":
       return { fault: "nft-reset", node, atMs, forMs };
     case "netem":
-      return { fault: "netem", node, shape: rng.pick(["delay", "jitter", "loss", "reorder", "duplicate", "rate"] as const), atMs, forMs };
+      return {
+        fault: "netem",
+        node,
+        shape: rng.pick(["delay", "jitter", "loss", "reorder", "duplicate", "rate"] as const),
+        atMs,
+        forMs,
+      };
     case "conntrack":
       return { fault: "conntrack", node, rst: rng.chance(0.5), atMs };
     case "link-down":
@@ -133,21 +178,37 @@ export function netScheduleFor(seed: number): NetSchedule {
     for (let i = 0; i < n; i++) faults.push(fault(rng));
     rounds.push({ ops, faults });
   }
-  if (rng.chance(NET_FORGET_CHANCE)) rounds.push({ ops: [{ op: "node-forget", node: rng.int(0, NET_NODES - 1) }], faults: [] });
+  if (rng.chance(NET_FORGET_CHANCE))
+    rounds.push({ ops: [{ op: "node-forget", node: rng.int(0, NET_NODES - 1) }], faults: [] });
   return { seed, agents, rounds };
 }
 
 export function describeNetSchedule(s: NetSchedule): string {
   const lines = [`seed ${s.seed} (net): ${NET_NODES} nodes, ${s.agents} agents`];
   s.rounds.forEach((r, i) => {
-    const ops = r.ops.map((o) => Object.entries(o).map(([k, v]) => (k === "op" ? v : `${k}=${v}`)).join(" ")).join(" ‖ ");
-    const faults = r.faults.map((f) => Object.entries(f).map(([k, v]) => (k === "fault" ? v : `${k}=${v}`)).join(" ")).join("; ");
+    const ops = r.ops
+      .map((o) =>
+        Object.entries(o)
+          .map(([k, v]) => (k === "op" ? v : `${k}=${v}`))
+          .join(" "),
+      )
+      .join(" ‖ ");
+    const faults = r.faults
+      .map((f) =>
+        Object.entries(f)
+          .map(([k, v]) => (k === "fault" ? v : `${k}=${v}`))
+          .join(" "),
+      )
+      .join("; ");
     lines.push(`  round ${i + 1}: ${ops}${faults ? `   faults: ${faults}` : ""}`);
   });
   return lines.join("\n");
 }
 
-export function netCoverage(schedules: readonly NetSchedule[]): { ops: Record<string, number>; faults: Record<string, number> } {
+export function netCoverage(schedules: readonly NetSchedule[]): {
+  ops: Record<string, number>;
+  faults: Record<string, number>;
+} {
   const ops: Record<string, number> = Object.fromEntries(NET_OPERATION_KINDS.map((k) => [k, 0]));
   const faults: Record<string, number> = Object.fromEntries(NET_FAULT_KINDS.map((k) => [k, 0]));
   for (const s of schedules) {

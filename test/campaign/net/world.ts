@@ -10,7 +10,17 @@
  * and removed by `close()`; `leftovers(tag)` (netns.ts) judges that from outside.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../../../src/keys/key-file.js";
@@ -140,7 +150,9 @@ export async function closeOpenNetWorlds(): Promise<void> {
  */
 async function purgeTag(tag: string): Promise<void> {
   for (const ns of (await leftovers(tag)).namespaces) {
-    const pids = await run("ip", ["netns", "pids", ns]).then((r) => r.stdout.split("\n").filter(Boolean).map(Number)).catch(() => [] as number[]);
+    const pids = await run("ip", ["netns", "pids", ns])
+      .then((r) => r.stdout.split("\n").filter(Boolean).map(Number))
+      .catch(() => [] as number[]);
     for (const pid of pids) {
       try {
         process.kill(pid, "SIGKILL");
@@ -151,7 +163,8 @@ async function purgeTag(tag: string): Promise<void> {
   }
   await removeNet(tag);
   const shm = existsSync("/dev/shm") ? "/dev/shm" : "/tmp";
-  for (const d of readdirSync(shm)) if (d.startsWith(`berth-net-${tag}-`)) rmSync(join(shm, d), { recursive: true, force: true });
+  for (const d of readdirSync(shm))
+    if (d.startsWith(`berth-net-${tag}-`)) rmSync(join(shm, d), { recursive: true, force: true });
 }
 
 const CLAIMS = "/run/berth-net";
@@ -163,7 +176,12 @@ const CLAIMS = "/run/berth-net";
  */
 async function claimSubnet(): Promise<{ tag: string; octet: number; release: () => void }> {
   mkdirSync(CLAIMS, { recursive: true });
-  const used = (await run("ip", ["-o", "-4", "addr", "show"]).then((r) => r.stdout).catch(() => "")).match(/inet 10\.(\d+)\.0\./g) ?? [];
+  const used =
+    (
+      await run("ip", ["-o", "-4", "addr", "show"])
+        .then((r) => r.stdout)
+        .catch(() => "")
+    ).match(/inet 10\.(\d+)\.0\./g) ?? [];
   const taken = new Set(used.map((m) => Number(/10\.(\d+)/.exec(m)?.[1])));
   const offset = (process.pid * 7 + worlds++ * 13) % 200;
   for (let k = 0; k < 200; k++) {
@@ -195,7 +213,11 @@ async function claimSubnet(): Promise<{ tag: string; octet: number; release: () 
   throw new WorldSetupError("no free subnet for a network world (10.40.0.0–10.239.0.0 all claimed)");
 }
 
-export async function makeNetWorld(opts: { controllers: number; engine: "postgres" | "sqlite"; postgres?: PostgresSlot }): Promise<NetWorld> {
+export async function makeNetWorld(opts: {
+  controllers: number;
+  engine: "postgres" | "sqlite";
+  postgres?: PostgresSlot;
+}): Promise<NetWorld> {
   requireBuild();
   if (closing) throw new WorldSetupError("the campaign is closing: no new world");
   const setupPhases: Record<string, number> = {};
@@ -225,7 +247,11 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
   const controllers: Ctl[] = [];
   let proxy: TcpProxy | null = null;
   let net: Net | null = null;
-  const env = (h: string): NodeJS.ProcessEnv => ({ BERTH_HOME: h, BERTH_LEADER_TTL_MS: String(LEADER_TTL_MS), ...(databaseUrl ? { BERTH_DATABASE_URL: databaseUrl } : {}) });
+  const env = (h: string): NodeJS.ProcessEnv => ({
+    BERTH_HOME: h,
+    BERTH_LEADER_TTL_MS: String(LEADER_TTL_MS),
+    ...(databaseUrl ? { BERTH_DATABASE_URL: databaseUrl } : {}),
+  });
 
   const stopProc = async (p: ChildProcess | null | undefined) => {
     if (!p || p.exitCode !== null || p.signalCode !== null) return;
@@ -243,10 +269,16 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
     closed = true;
     // Everything at once: the processes first (every server and daemon killed together), then every process left in
     // a node's namespace (its agents, whatever they forked), then the database, the mounts and the links together.
-    await Promise.all([...controllers.map((c) => stopProc(c.proc?.child)), ...nodes.map((n) => stopProc(n.proc)), proxy?.close()]);
+    await Promise.all([
+      ...controllers.map((c) => stopProc(c.proc?.child)),
+      ...nodes.map((n) => stopProc(n.proc)),
+      proxy?.close(),
+    ]);
     await Promise.all(
       nodes.map(async (n) => {
-        const pids = await run("ip", ["netns", "pids", n.ns]).then((r) => r.stdout.split("\n").filter(Boolean).map(Number)).catch(() => [] as number[]);
+        const pids = await run("ip", ["netns", "pids", n.ns])
+          .then((r) => r.stdout.split("\n").filter(Boolean).map(Number))
+          .catch(() => [] as number[]);
         for (const pid of pids) {
           try {
             process.kill(pid, "SIGKILL");
@@ -257,7 +289,11 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       }),
     );
     await Promise.all([
-      pg && opts.postgres && databaseUrl ? dropDatabase(pg, databaseUrl) : pg ? pg.stop().catch(() => undefined) : undefined,
+      pg && opts.postgres && databaseUrl
+        ? dropDatabase(pg, databaseUrl)
+        : pg
+          ? pg.stop().catch(() => undefined)
+          : undefined,
       (async () => {
         await Promise.all(nodes.map((n) => run("umount", ["-l", n.dataDir]).catch(() => undefined)));
         await removeNet(tag);
@@ -298,7 +334,15 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
     specFile: (seed, i) => join(home, `agent-${seed}-${i}.json`),
     writeAgents(seed, count) {
       for (let i = 0; i < count; i++) {
-        writeFileSync(world.specFile(seed, i), JSON.stringify({ apiVersion: "berth/v1", kind: "Agent", metadata: { name: world.agentName(seed, i) }, spec: { target: "mesh", package: "./pkg" } }));
+        writeFileSync(
+          world.specFile(seed, i),
+          JSON.stringify({
+            apiVersion: "berth/v1",
+            kind: "Agent",
+            metadata: { name: world.agentName(seed, i) },
+            spec: { target: "mesh", package: "./pkg" },
+          }),
+        );
       }
     },
     berth: (...args) => runNode([BERTH_BIN, ...args], { env: env(home) }),
@@ -307,12 +351,38 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       const n = nodes[i];
       if (!n || (n.proc && n.proc.exitCode === null && n.proc.signalCode === null)) return;
       const args = [
-        "netns", "exec", n.ns, process.execPath, BERTH_BIN, "node", "serve", "--listen", `${n.ip}:${NODE_PORT}`, "--data-dir", n.dataDir, "--poll-ms", "100", "--allow-root-agents", "--board", "pi5", "--log-level", "warn",
-        "--controller", controllerKey.publicKey, "--signer", signer.publicKey,
+        "netns",
+        "exec",
+        n.ns,
+        process.execPath,
+        BERTH_BIN,
+        "node",
+        "serve",
+        "--listen",
+        `${n.ip}:${NODE_PORT}`,
+        "--data-dir",
+        n.dataDir,
+        "--poll-ms",
+        "100",
+        "--allow-root-agents",
+        "--board",
+        "pi5",
+        "--log-level",
+        "warn",
+        "--controller",
+        controllerKey.publicKey,
+        "--signer",
+        signer.publicKey,
       ];
       const childEnv: NodeJS.ProcessEnv = { ...process.env };
       const lib = faketimeLib();
-      if (n.clockFile && lib) Object.assign(childEnv, { LD_PRELOAD: lib, FAKETIME_TIMESTAMP_FILE: n.clockFile, FAKETIME_CACHE_DURATION: "1", FAKETIME_DONT_FAKE_MONOTONIC: "1" });
+      if (n.clockFile && lib)
+        Object.assign(childEnv, {
+          LD_PRELOAD: lib,
+          FAKETIME_TIMESTAMP_FILE: n.clockFile,
+          FAKETIME_CACHE_DURATION: "1",
+          FAKETIME_DONT_FAKE_MONOTONIC: "1",
+        });
       // `ip netns exec` execs the daemon: the pid the campaign holds is the daemon's.
       const proc = spawn("ip", args, { env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
       n.proc = proc;
@@ -338,17 +408,30 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       });
       proc.stdout?.resume();
       proc.once("exit", (code, sig) => {
-        if (!closed && !expectedExits.has(proc.pid as number)) crashes.push({ what: `node ${i}'s daemon`, pid: proc.pid as number, how: `${code ?? sig}: ${err.slice(-600).replace(/\s+/g, " ")}` });
+        if (!closed && !expectedExits.has(proc.pid as number))
+          crashes.push({
+            what: `node ${i}'s daemon`,
+            pid: proc.pid as number,
+            how: `${code ?? sig}: ${err.slice(-600).replace(/\s+/g, " ")}`,
+          });
       });
       daemons.push({ node: i, pid: proc.pid as number, start: startOf(proc.pid as number) });
     },
     async startController(i) {
       const c = controllers[i];
       if (!c || (c.proc && c.proc.child.exitCode === null && c.proc.child.signalCode === null)) return;
-      const proc = spawnNode([BERTH_BIN, "serve", "--port", "0", "--data-dir", c.home, "--json", "--log-level", "warn"], { env: env(c.home) });
+      const proc = spawnNode(
+        [BERTH_BIN, "serve", "--port", "0", "--data-dir", c.home, "--json", "--log-level", "warn"],
+        { env: env(c.home) },
+      );
       c.proc = proc;
       void proc.exited().then(({ code, signal: sig }) => {
-        if (!closed && !expectedExits.has(proc.child.pid as number)) crashes.push({ what: `berth serve ${i}`, pid: proc.child.pid as number, how: `${code ?? sig}: ${proc.errors().slice(-600).replace(/\s+/g, " ")}` });
+        if (!closed && !expectedExits.has(proc.child.pid as number))
+          crashes.push({
+            what: `berth serve ${i}`,
+            pid: proc.child.pid as number,
+            how: `${code ?? sig}: ${proc.errors().slice(-600).replace(/\s+/g, " ")}`,
+          });
       });
       await proc.waitForOutput(/\n/, 60_000);
     },
@@ -381,13 +464,28 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
       if (clockFile) writeFileSync(clockFile, "+0\n");
       const nn = net.nodes[i];
       if (!nn) throw new Error("net has fewer nodes than asked");
-      nodes.push({ index: i, dataDir, nodeId: id.node_id, publicKey: id.public_key, ns: nn.ns, ip: nn.ip, nsInode: await nsInode(nn.ns), address: `${nn.ip}:${NODE_PORT}`, proc: null, clockFile, leaseMs, stderrTail: "" });
+      nodes.push({
+        index: i,
+        dataDir,
+        nodeId: id.node_id,
+        publicKey: id.public_key,
+        ns: nn.ns,
+        ip: nn.ip,
+        nsInode: await nsInode(nn.ns),
+        address: `${nn.ip}:${NODE_PORT}`,
+        proc: null,
+        clockFile,
+        leaseMs,
+        stderrTail: "",
+      });
     }
     lap("nodes-init");
     await Promise.all(nodes.map((n) => world.startNode(n.index)));
     lap("nodes-start");
     const n0 = nodes[0] as NetNodeProc;
-    proxy = await TcpProxy.start(n0.address, { tls: { node: loadKeyFile(join(n0.dataDir, "node.key")), controller: controllerKey } });
+    proxy = await TcpProxy.start(n0.address, {
+      tls: { node: loadKeyFile(join(n0.dataDir, "node.key")), controller: controllerKey },
+    });
     n0.address = proxy.address;
     const addNode = async (n: NetNodeProc) => {
       for (let attempt = 1; ; attempt++) {
@@ -410,7 +508,8 @@ export async function makeNetWorld(opts: { controllers: number; engine: "postgre
         copyFileSync(join(home, "keys", "controller.key"), join(h, "keys", "controller.key"));
         // One API token for every server (an operator copies it, as the keys): a CLI sent on from a follower to the
         // leader presents its home's token there. With a token per machine, such a write is refused "not this server's".
-        for (const f of ["signers.json", "permits.json", "api.token"]) if (existsSync(join(home, f))) copyFileSync(join(home, f), join(h, f));
+        for (const f of ["signers.json", "permits.json", "api.token"])
+          if (existsSync(join(home, f))) copyFileSync(join(home, f), join(h, f));
         cpSync(pkgDir, join(h, "pkg"), { recursive: true });
       }
       controllers.push({ index: i, home: h, proc: null });

@@ -92,7 +92,8 @@ describe("R1 and R14: with no pod on the name, a deploy creates the Secret first
     expect(podPost).toBeGreaterThan(secretPost);
     expect(reqs.filter(isSecretCreate(s.ns))).toHaveLength(1);
     expect(reqs.filter(isPodCreate(s.ns))).toHaveLength(1);
-    const podCreatedRv = (JSON.parse(reqs[podPost]?.response ?? "{}") as { metadata?: { resourceVersion?: string } }).metadata?.resourceVersion;
+    const podCreatedRv = (JSON.parse(reqs[podPost]?.response ?? "{}") as { metadata?: { resourceVersion?: string } })
+      .metadata?.resourceVersion;
     expect(revision(secret?.metadata?.resourceVersion)).toBeLessThan(revision(podCreatedRv));
 
     // R14 and R1 in the audit chain: secret.create intent and result precede the pod.create intent.
@@ -162,7 +163,9 @@ describe("R3: a started pod is a strict no-op", () => {
     expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     const reqs = s.requestsSince(from);
     expect(reqs.filter(isMutation)).toEqual([]);
-    expect(reqs.map((x) => `${x.method} ${x.path.split("?")[0]}`)).toEqual([`GET /api/v1/namespaces/${s.ns}/pods/${s.agent.podName}`]);
+    expect(reqs.map((x) => `${x.method} ${x.path.split("?")[0]}`)).toEqual([
+      `GET /api/v1/namespaces/${s.ns}/pods/${s.agent.podName}`,
+    ]);
     const after = await readPod(cp.core, s.ns, s.agent.podName);
     expect(after?.metadata?.uid).toBe(before.metadata?.uid);
     expect(after?.metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
@@ -183,7 +186,8 @@ describe("R4: a terminated pod is deleted with the fence of the observation that
     s.proxy.hook = async (req) => {
       if (isPodList(s.ns)(req)) listed = true;
       else if (listed && terminatedRv === undefined) {
-        terminatedRv = (await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "terminated", exitCode: 0 })).metadata?.resourceVersion;
+        terminatedRv = (await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "terminated", exitCode: 0 })).metadata
+          ?.resourceVersion;
       }
       return "forward" as const;
     };
@@ -199,7 +203,11 @@ describe("R4: a terminated pod is deleted with the fence of the observation that
     expect(deletes[0]?.path).not.toMatch(/gracePeriodSeconds|propagationPolicy/);
     const audited = auditOf(s.home, "k8s.pod.delete", "result");
     expect(audited).toHaveLength(1);
-    expect(audited[0]).toMatchObject({ authority: "terminated", outcome: "Accepted", fence: { kind: "precondition", uid: old.metadata?.uid, resourceVersion: terminatedRv } });
+    expect(audited[0]).toMatchObject({
+      authority: "terminated",
+      outcome: "Accepted",
+      fence: { kind: "precondition", uid: old.metadata?.uid, resourceVersion: terminatedRv },
+    });
     expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.uid).not.toBe(old.metadata?.uid);
     expect(s.requestsSince(from).filter(isPodCreate(s.ns))).toHaveLength(1);
   });
@@ -209,14 +217,23 @@ describe("R5: a provably broken never-started pod is replaced", () => {
   it("deletes an InvalidImageName pod with its fence, awaits its graceful disappearance and creates once", async () => {
     const s = await scenario("r5");
     const old = await startedAgent(s);
-    const broken = await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "waiting", reason: "InvalidImageName", message: "Failed to apply default image tag" });
+    const broken = await cp.kubelet.setState(s.ns, s.agent.podName, {
+      kind: "waiting",
+      reason: "InvalidImageName",
+      message: "Failed to apply default image tag",
+    });
     const from = s.proxy.requests.length;
     const r = await s.deploy();
     expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     const deletes = s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName));
     expect(deletes).toHaveLength(1);
-    expect(JSON.parse(deletes[0]?.body ?? "{}").preconditions).toEqual({ uid: old.metadata?.uid, resourceVersion: broken.metadata?.resourceVersion });
-    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([{ authority: "provably-broken", outcome: "Accepted" }]);
+    expect(JSON.parse(deletes[0]?.body ?? "{}").preconditions).toEqual({
+      uid: old.metadata?.uid,
+      resourceVersion: broken.metadata?.resourceVersion,
+    });
+    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([
+      { authority: "provably-broken", outcome: "Accepted" },
+    ]);
     expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.uid).not.toBe(old.metadata?.uid);
     expect(r.stderr).not.toContain("Failed to apply default image tag");
   });
@@ -227,7 +244,11 @@ describe("R6 and R17: pull failures are reported at once and never delete", () =
     it(`a ${failure} pull failure answers K2 with the catalogued text, also under a divergent intent, and deletes nothing`, async () => {
       const s = await scenario(`r17-${failure.slice(0, 5)}`);
       const kubeletText = PULL_MESSAGES[failure](IMAGE);
-      states.set(s.ns, { kind: "waiting", reason: failure === "arch-mismatch" ? "ImagePullBackOff" : "ErrImagePull", message: kubeletText });
+      states.set(s.ns, {
+        kind: "waiting",
+        reason: failure === "arch-mismatch" ? "ImagePullBackOff" : "ErrImagePull",
+        message: kubeletText,
+      });
       const expected = `${s.agent.podName} did not start: ${expectedPullMessage(failure)}`;
 
       const first = await s.deploy();
@@ -244,7 +265,13 @@ describe("R6 and R17: pull failures are reported at once and never delete", () =
       expect(auditOf(s.home, "k8s.pod.delete")).toEqual([]);
 
       // Redaction (§10.4): the kubelet's registry text reaches no output and no audit record.
-      for (const out of [first.stdout, first.stderr, second.stdout, second.stderr, JSON.stringify(auditOf(s.home, "k8s.deploy.outcome"))]) {
+      for (const out of [
+        first.stdout,
+        first.stderr,
+        second.stdout,
+        second.stderr,
+        JSON.stringify(auditOf(s.home, "k8s.deploy.outcome")),
+      ]) {
         expect(out).not.toContain("insufficient_scope");
         expect(out).not.toContain("failed to pull and unpack");
         expect(out).not.toContain("rpc error");
@@ -253,18 +280,25 @@ describe("R6 and R17: pull failures are reported at once and never delete", () =
   }
 
   // issue 34: classified from the error chain's structure, the platform link precedes containerd's "not found".
-  it("containerd's architecture-mismatch text is reported as arch-mismatch: its platform link comes before \"not found\"", async () => {
+  it('containerd\'s architecture-mismatch text is reported as arch-mismatch: its platform link comes before "not found"', async () => {
     const s = await scenario("r17-ctrd");
     states.set(s.ns, { kind: "waiting", reason: "ErrImagePull", message: ARCH_MISMATCH_CONTAINERD(IMAGE) });
     const r = await s.deploy();
-    expect(r.answer).toEqual({ ok: false, error: `${s.agent.podName} did not start: ${expectedPullMessage("arch-mismatch")}` });
+    expect(r.answer).toEqual({
+      ok: false,
+      error: `${s.agent.podName} did not start: ${expectedPullMessage("arch-mismatch")}`,
+    });
     expect(s.proxy.requests.filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
   });
 
   it("a transient pull failure (i/o timeout) is recoverable: observed, not reported, not deleted", async () => {
     const s = await scenario("r17-transient");
     const old = await startedAgent(s);
-    await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "waiting", reason: "ErrImagePull", message: PULL_MESSAGES.transient(IMAGE) });
+    await cp.kubelet.setState(s.ns, s.agent.podName, {
+      kind: "waiting",
+      reason: "ErrImagePull",
+      message: PULL_MESSAGES.transient(IMAGE),
+    });
     const from = s.proxy.requests.length;
     const run = s.startDeploy();
     await observedAtLeast(s, from, 1);
@@ -322,16 +356,23 @@ describe("R8 and R12: a recoverable pod with a divergent intent is replaced, gra
     const reqs = s.requestsSince(from);
     const del = reqs.findIndex(isPodDelete(s.ns, s.agent.podName));
     expect(del).toBeGreaterThan(0);
-    expect(JSON.parse(reqs[del]?.body ?? "{}").preconditions).toEqual({ uid: old.metadata?.uid, resourceVersion: pending.metadata?.resourceVersion });
+    expect(JSON.parse(reqs[del]?.body ?? "{}").preconditions).toEqual({
+      uid: old.metadata?.uid,
+      resourceVersion: pending.metadata?.resourceVersion,
+    });
     const afterDelete = reqs.slice(del + 1);
     const firstGone = afterDelete.findIndex((x) => isPodGet(s.ns, s.agent.podName)(x) && x.status === 404);
     const create = afterDelete.findIndex(isPodCreate(s.ns));
     expect(firstGone).toBeGreaterThanOrEqual(0);
     expect(create).toBeGreaterThan(firstGone);
     // It really was marked for a while, and was read as such, before the 404.
-    expect(afterDelete.slice(0, firstGone).some((x) => isPodGet(s.ns, s.agent.podName)(x) && x.status === 200)).toBe(true);
+    expect(afterDelete.slice(0, firstGone).some((x) => isPodGet(s.ns, s.agent.podName)(x) && x.status === 200)).toBe(
+      true,
+    );
     expect((afterDelete[create]?.at ?? 0) - (reqs[del]?.at ?? 0)).toBeGreaterThanOrEqual(2500);
-    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([{ authority: "intent-diverged", outcome: "Accepted" }]);
+    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([
+      { authority: "intent-diverged", outcome: "Accepted" },
+    ]);
     const now = await readPod(cp.core, s.ns, s.agent.podName);
     expect(now?.metadata?.uid).not.toBe(old.metadata?.uid);
     expect(now?.metadata?.annotations?.[INTENT]).not.toBe(old.metadata?.annotations?.[INTENT]);
@@ -353,7 +394,8 @@ describe("R15: one create attempt per call", () => {
     };
     const podGet = isPodGet(s.ns, s.agent.podName);
     s.proxy.hook = async (req) => {
-      if (podGet(req) && s.proxy.requests.some((r) => r !== req && podGet(r) && /"running":\{/.test(r.response ?? ""))) await exitWritten.wait;
+      if (podGet(req) && s.proxy.requests.some((r) => r !== req && podGet(r) && /"running":\{/.test(r.response ?? "")))
+        await exitWritten.wait;
       return "forward" as const;
     };
     const first = await s.deploy();
@@ -393,7 +435,10 @@ describe("R15: one create attempt per call", () => {
     const s = await scenario("r15b");
     states.set(s.ns, { kind: "waiting", reason: "InvalidImageName" });
     const r = await s.deploy();
-    expect(r.answer).toEqual({ ok: false, error: K4(s.agent.podName, "the container is waiting, reason InvalidImageName") });
+    expect(r.answer).toEqual({
+      ok: false,
+      error: K4(s.agent.podName, "the container is waiting, reason InvalidImageName"),
+    });
     expect(s.proxy.requests.filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
     expect(s.proxy.requests.filter(isPodCreate(s.ns))).toHaveLength(1);
     expect(await readPod(cp.core, s.ns, s.agent.podName)).toBeDefined();
@@ -405,7 +450,11 @@ describe("R18: CreateContainerConfigError is decided by a quorum read of the Sec
     const s = await scenario("r18");
     const old = await startedAgent(s);
     const secretName = old.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name ?? "";
-    await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "waiting", reason: "CreateContainerConfigError", message: `secret "${secretName}" not found` });
+    await cp.kubelet.setState(s.ns, s.agent.podName, {
+      kind: "waiting",
+      reason: "CreateContainerConfigError",
+      message: `secret "${secretName}" not found`,
+    });
 
     // Secret present: recoverable, matching intent → observe.
     const from = s.proxy.requests.length;
@@ -414,7 +463,11 @@ describe("R18: CreateContainerConfigError is decided by a quorum read of the Sec
     await settle();
     expect(run.proc.child.exitCode).toBeNull();
     expect(s.requestsSince(from).filter(isMutation)).toEqual([]);
-    expect(s.requestsSince(from).some((x) => x.method === "GET" && x.path.split("?")[0] === `/api/v1/namespaces/${s.ns}/secrets/${secretName}`)).toBe(true);
+    expect(
+      s
+        .requestsSince(from)
+        .some((x) => x.method === "GET" && x.path.split("?")[0] === `/api/v1/namespaces/${s.ns}/secrets/${secretName}`),
+    ).toBe(true);
     run.proc.child.kill("SIGKILL");
     await run.proc.exited();
 
@@ -426,7 +479,10 @@ describe("R18: CreateContainerConfigError is decided by a quorum read of the Sec
     expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     const deletes = s.requestsSince(mark).filter(isPodDelete(s.ns, s.agent.podName));
     expect(deletes).toHaveLength(1);
-    expect(JSON.parse(deletes[0]?.body ?? "{}").preconditions).toEqual({ uid: broken?.metadata?.uid, resourceVersion: broken?.metadata?.resourceVersion });
+    expect(JSON.parse(deletes[0]?.body ?? "{}").preconditions).toEqual({
+      uid: broken?.metadata?.uid,
+      resourceVersion: broken?.metadata?.resourceVersion,
+    });
     expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([{ authority: "provably-broken" }]);
     const now = await boundPod(cp.core, s.ns, s.agent.podName);
     expect(now.metadata?.uid).not.toBe(old.metadata?.uid);
@@ -445,7 +501,11 @@ describe("R17 (issue 34): pull failures are classified from structure, and the a
     await observedAtLeast(s, 0, 2);
     await settle();
     expect(run.proc.child.exitCode).toBeNull();
-    await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "waiting", reason: "ErrImagePull", message: PULL_MESSAGES["commit-digest"](image) });
+    await cp.kubelet.setState(s.ns, s.agent.podName, {
+      kind: "waiting",
+      reason: "ErrImagePull",
+      message: PULL_MESSAGES["commit-digest"](image),
+    });
     await settle();
     expect(run.proc.child.exitCode).toBeNull();
     await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "running" });
@@ -472,7 +532,10 @@ describe("R17 (issue 34): pull failures are classified from structure, and the a
     const request = deployRequest(s.agent, s.ns);
     (request.agent as Record<string, unknown>).launch = { owner_pubkey: OWNER, command: "buzz-agent" };
     const r = await runProvider(request, { kubeconfig: s.proxy.kubeconfigPath, home: s.home });
-    expect(r.answer).toEqual({ ok: false, error: `${s.agent.podName} did not start: ${expectedPullMessage("manifest-unknown")}` });
+    expect(r.answer).toEqual({
+      ok: false,
+      error: `${s.agent.podName} did not start: ${expectedPullMessage("manifest-unknown")}`,
+    });
   });
 });
 
@@ -513,7 +576,10 @@ describe("R7 (issue 34): scheduling on a node with finite room", () => {
     expect(again.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     const deletes = s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName));
     expect(deletes).toHaveLength(1);
-    expect(JSON.parse(deletes[0]?.body ?? "{}").preconditions).toEqual({ uid: pending?.metadata?.uid, resourceVersion: pending?.metadata?.resourceVersion });
+    expect(JSON.parse(deletes[0]?.body ?? "{}").preconditions).toEqual({
+      uid: pending?.metadata?.uid,
+      resourceVersion: pending?.metadata?.resourceVersion,
+    });
     expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([{ authority: "intent-diverged" }]);
   }, 120_000);
 });

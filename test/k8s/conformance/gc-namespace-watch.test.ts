@@ -64,9 +64,16 @@ async function proxy(user: "admin" | "restricted" = "admin"): Promise<ApiProxy> 
   return p;
 }
 
-async function orphanFor(ns: string, agent: TestAgent): Promise<{ name: string; uid: string; resourceVersion: string }> {
+async function orphanFor(
+  ns: string,
+  agent: TestAgent,
+): Promise<{ name: string; uid: string; resourceVersion: string }> {
   const s = await cp.core.createNamespacedSecret({ namespace: ns, body: buzzShapedSecret(agent, generation()) });
-  return { name: s.metadata?.name ?? "", uid: s.metadata?.uid ?? "", resourceVersion: s.metadata?.resourceVersion ?? "" };
+  return {
+    name: s.metadata?.name ?? "",
+    uid: s.metadata?.uid ?? "",
+    resourceVersion: s.metadata?.resourceVersion ?? "",
+  };
 }
 
 const secretNames = async (ns: string) => (await secretsIn(cp.core, ns)).map((x) => x.metadata?.name);
@@ -83,7 +90,9 @@ describe("R16: preflight GC ages orphan Secrets by the apiserver's Date header o
     const pYoung = await proxy();
     pYoung.dateShiftMs = ORPHAN_AGE_MS - 10_000;
     const homeYoung = tempHome("r16-young");
-    expect((await runProvider(deployRequest(young, ns), { kubeconfig: pYoung.kubeconfigPath, home: homeYoung })).answer).toEqual({ ok: true, agent_id: young.podName });
+    expect(
+      (await runProvider(deployRequest(young, ns), { kubeconfig: pYoung.kubeconfigPath, home: homeYoung })).answer,
+    ).toEqual({ ok: true, agent_id: young.podName });
     expect(await secretNames(ns)).toContain(youngOrphan.name);
     expect(auditOf(homeYoung, "k8s.secret.delete")).toEqual([]);
 
@@ -93,20 +102,32 @@ describe("R16: preflight GC ages orphan Secrets by the apiserver's Date header o
     const pOld = await proxy();
     pOld.dateShiftMs = ORPHAN_AGE_MS;
     const homeOld = tempHome("r16-old");
-    expect((await runProvider(deployRequest(old, ns), { kubeconfig: pOld.kubeconfigPath, home: homeOld })).answer).toEqual({ ok: true, agent_id: old.podName });
+    expect(
+      (await runProvider(deployRequest(old, ns), { kubeconfig: pOld.kubeconfigPath, home: homeOld })).answer,
+    ).toEqual({ ok: true, agent_id: old.podName });
     expect(await secretNames(ns)).not.toContain(oldOrphan.name);
-    const del = pOld.requests.find((r) => r.method === "DELETE" && r.path.split("?")[0] === secretPath(ns, oldOrphan.name));
+    const del = pOld.requests.find(
+      (r) => r.method === "DELETE" && r.path.split("?")[0] === secretPath(ns, oldOrphan.name),
+    );
     expect(preconditionsOf(del)).toEqual({ uid: oldOrphan.uid, resourceVersion: oldOrphan.resourceVersion });
-    expect(auditOf(homeOld, "k8s.secret.delete", "result")).toMatchObject([{ object: oldOrphan.name, authority: "gc-orphan", outcome: "Accepted" }]);
+    expect(auditOf(homeOld, "k8s.secret.delete", "result")).toMatchObject([
+      { object: oldOrphan.name, authority: "gc-orphan", outcome: "Accepted" },
+    ]);
     // The new attempt's own Secret is never an orphan.
-    expect(await secretNames(ns)).toContain((await readPod(cp.core, ns, old.podName))?.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name);
+    expect(await secretNames(ns)).toContain(
+      (await readPod(cp.core, ns, old.podName))?.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name,
+    );
 
     // A local clock two hours fast and the true server clock: nothing is old → kept.
     const fast = newAgent();
     const fastOrphan = await orphanFor(ns, fast);
     const pFast = await proxy();
     const homeFast = tempHome("r16-fast");
-    const r = await runProvider(deployRequest(fast, ns), { kubeconfig: pFast.kubeconfigPath, home: homeFast, nodeArgs: fastClockPreload(2 * 3_600_000) });
+    const r = await runProvider(deployRequest(fast, ns), {
+      kubeconfig: pFast.kubeconfigPath,
+      home: homeFast,
+      nodeArgs: fastClockPreload(2 * 3_600_000),
+    });
     expect(r.answer).toEqual({ ok: true, agent_id: fast.podName });
     expect(await secretNames(ns)).toContain(fastOrphan.name);
     expect(auditOf(homeFast, "k8s.secret.delete")).toEqual([]);
@@ -128,7 +149,11 @@ describe("R16: preflight GC ages orphan Secrets by the apiserver's Date header o
     const p = await proxy();
     p.dateShiftMs = null;
     const home = tempHome("r16-nodate");
-    const r = await runProvider(deployRequest(agent, ns), { kubeconfig: p.kubeconfigPath, home, nodeArgs: fastClockPreload(2 * 3_600_000) });
+    const r = await runProvider(deployRequest(agent, ns), {
+      kubeconfig: p.kubeconfigPath,
+      home,
+      nodeArgs: fastClockPreload(2 * 3_600_000),
+    });
     expect(r.answer).toEqual({ ok: true, agent_id: agent.podName });
     const names = await secretNames(ns);
     expect(names).toContain(orphan.name);
@@ -165,7 +190,11 @@ describe("R16: preflight GC ages orphan Secrets by the apiserver's Date header o
 
     const pB = await proxy();
     const homeB = tempHome("r16c-b");
-    const b = await runProvider(deployRequest(s.agent, s.ns), { kubeconfig: pB.kubeconfigPath, home: homeB, nodeArgs: fastClockPreload(2 * 3_600_000) });
+    const b = await runProvider(deployRequest(s.agent, s.ns), {
+      kubeconfig: pB.kubeconfigPath,
+      home: homeB,
+      nodeArgs: fastClockPreload(2 * 3_600_000),
+    });
     expect(b.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     expect(await secretNames(s.ns)).toContain(aSecret);
     expect(pB.requests.filter((r) => r.method === "DELETE" && r.path.includes("/secrets/"))).toEqual([]);
@@ -175,8 +204,11 @@ describe("R16: preflight GC ages orphan Secrets by the apiserver's Date header o
     const ra = await a.answer();
     expect(ra.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     // A lost the name to B: it removed its own Secret and nothing else.
-    expect(auditOf(s.home, "k8s.secret.delete", "result")).toMatchObject([{ object: aSecret, authority: "race-loser" }]);
-    const podSecret = (await readPod(cp.core, s.ns, s.agent.podName))?.spec?.containers[0]?.envFrom?.[0]?.secretRef?.name;
+    expect(auditOf(s.home, "k8s.secret.delete", "result")).toMatchObject([
+      { object: aSecret, authority: "race-loser" },
+    ]);
+    const podSecret = (await readPod(cp.core, s.ns, s.agent.podName))?.spec?.containers[0]?.envFrom?.[0]?.secretRef
+      ?.name;
     expect(await secretNames(s.ns)).toEqual([podSecret]);
   });
 });
@@ -190,16 +222,24 @@ describe("R20: namespace creation and the RBAC hint", () => {
     expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     expect((await cp.core.readNamespace({ name: s.ns })).metadata?.name).toBe(s.ns);
     expect(auditOf(s.home, "k8s.namespace.create", "result")).toMatchObject([{ object: s.ns, outcome: "Created" }]);
-    const nsPost = s.proxy.requests.findIndex((x) => x.method === "POST" && x.path.split("?")[0] === "/api/v1/namespaces");
+    const nsPost = s.proxy.requests.findIndex(
+      (x) => x.method === "POST" && x.path.split("?")[0] === "/api/v1/namespaces",
+    );
     expect(nsPost).toBeGreaterThanOrEqual(0);
     expect(s.proxy.requests.findIndex(isSecretCreate(s.ns))).toBeGreaterThan(nsPost);
   });
 
   it("a user who may read but not create namespaces gets G2 with the kubectl hint, and nothing is written", async () => {
     const tag = `r20b-${Date.now().toString(36)}`;
-    await cp.rbac.createClusterRole({ body: { metadata: { name: tag }, rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get"] }] } });
+    await cp.rbac.createClusterRole({
+      body: { metadata: { name: tag }, rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get"] }] },
+    });
     await cp.rbac.createClusterRoleBinding({
-      body: { metadata: { name: tag }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: tag }, subjects: [{ kind: "User", name: "berth-restricted", apiGroup: "rbac.authorization.k8s.io" }] },
+      body: {
+        metadata: { name: tag },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: tag },
+        subjects: [{ kind: "User", name: "berth-restricted", apiGroup: "rbac.authorization.k8s.io" }],
+      },
     });
     try {
       const ns = freshNamespace("r20b");
@@ -208,7 +248,9 @@ describe("R20: namespace creation and the RBAC hint", () => {
       const agent = newAgent();
       const r = await runProvider(deployRequest(agent, ns), { kubeconfig: p.kubeconfigPath, home });
       expect(r.answer).toEqual({ ok: false, error: G2(ns) });
-      expect(p.requests.filter(isMutation).map((x) => `${x.method} ${x.path.split("?")[0]} ${x.status}`)).toEqual(["POST /api/v1/namespaces 403"]);
+      expect(p.requests.filter(isMutation).map((x) => `${x.method} ${x.path.split("?")[0]} ${x.status}`)).toEqual([
+        "POST /api/v1/namespaces 403",
+      ]);
       expect(auditOf(home, "k8s.secret.create")).toEqual([]);
       expect(auditOf(home, "k8s.namespace.create", "result")).toMatchObject([{ object: ns, outcome: "error" }]);
       await expect(cp.core.readNamespace({ name: ns })).rejects.toMatchObject({ code: 404 });
@@ -237,10 +279,14 @@ describe("R22: watch first, 2 s polling as the fallback", () => {
     states.set(s.ns, undefined); // created pods stay pending until the test starts them
     const run = s.startDeploy();
     const watchSeen = await until("the provider's pod watch", () =>
-      s.proxy.requests.find((x) => x.method === "GET" && x.path.includes("watch=") && x.path.includes(`metadata.name%3D${s.agent.podName}`)),
+      s.proxy.requests.find(
+        (x) => x.method === "GET" && x.path.includes("watch=") && x.path.includes(`metadata.name%3D${s.agent.podName}`),
+      ),
     );
     expect(watchSeen.path).toMatch(/timeoutSeconds=\d+/);
-    await until("pod bound", async () => ((await readPod(cp.core, s.ns, s.agent.podName))?.spec?.nodeName ? true : undefined));
+    await until("pod bound", async () =>
+      (await readPod(cp.core, s.ns, s.agent.podName))?.spec?.nodeName ? true : undefined,
+    );
     // Inside the 10 s resync window: a polling loop would read every 2 s.
     await new Promise((r) => setTimeout(r, 4500));
     const startedAt = Date.now();
@@ -248,10 +294,14 @@ describe("R22: watch first, 2 s polling as the fallback", () => {
     const r = await run.answer();
     expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     // Detection is the read the watch's wake brings; the answer follows one start confirmation later (issue 34, §8.9).
-    const detected = s.proxy.requests.find((x) => isPodGet(s.ns, s.agent.podName)(x) && !x.path.includes("watch=") && x.at >= startedAt);
+    const detected = s.proxy.requests.find(
+      (x) => isPodGet(s.ns, s.agent.podName)(x) && !x.path.includes("watch=") && x.at >= startedAt,
+    );
     expect((detected?.at ?? Number.POSITIVE_INFINITY) - startedAt).toBeLessThan(1500);
     const podCreate = s.proxy.requests.findIndex(isPodCreate(s.ns));
-    const readsWhileWaiting = s.proxy.requests.slice(podCreate).filter((x) => isPodGet(s.ns, s.agent.podName)(x) && !x.path.includes("watch=") && x.at < startedAt);
+    const readsWhileWaiting = s.proxy.requests
+      .slice(podCreate)
+      .filter((x) => isPodGet(s.ns, s.agent.podName)(x) && !x.path.includes("watch=") && x.at < startedAt);
     // At most the read that follows the create's own watch event: no 2 s polling rhythm.
     expect(readsWhileWaiting.length).toBeLessThanOrEqual(2);
     // No connection per request or per watch: at most two requests are ever in flight at once (the GC's two LISTs,
@@ -265,9 +315,15 @@ describe("R22: watch first, 2 s polling as the fallback", () => {
     await ensureNamespace(cp.core, ns);
     states.set(ns, undefined);
     const tag = `r22b-${Date.now().toString(36)}`;
-    await cp.rbac.createClusterRole({ body: { metadata: { name: tag }, rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get"] }] } });
+    await cp.rbac.createClusterRole({
+      body: { metadata: { name: tag }, rules: [{ apiGroups: [""], resources: ["namespaces"], verbs: ["get"] }] },
+    });
     await cp.rbac.createClusterRoleBinding({
-      body: { metadata: { name: tag }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: tag }, subjects: [{ kind: "User", name: "berth-restricted", apiGroup: "rbac.authorization.k8s.io" }] },
+      body: {
+        metadata: { name: tag },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: tag },
+        subjects: [{ kind: "User", name: "berth-restricted", apiGroup: "rbac.authorization.k8s.io" }],
+      },
     });
     await cp.rbac.createNamespacedRole({
       namespace: ns,
@@ -281,14 +337,20 @@ describe("R22: watch first, 2 s polling as the fallback", () => {
     });
     await cp.rbac.createNamespacedRoleBinding({
       namespace: ns,
-      body: { metadata: { name: "berth-no-watch" }, roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "berth-no-watch" }, subjects: [{ kind: "User", name: "berth-restricted", apiGroup: "rbac.authorization.k8s.io" }] },
+      body: {
+        metadata: { name: "berth-no-watch" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "berth-no-watch" },
+        subjects: [{ kind: "User", name: "berth-restricted", apiGroup: "rbac.authorization.k8s.io" }],
+      },
     });
     try {
       const p = await proxy("restricted");
       const home = tempHome("r22b");
       const agent = newAgent();
       const run = startProvider(deployRequest(agent, ns), { kubeconfig: p.kubeconfigPath, home });
-      await until("pod bound", async () => ((await readPod(cp.core, ns, agent.podName))?.spec?.nodeName ? true : undefined));
+      await until("pod bound", async () =>
+        (await readPod(cp.core, ns, agent.podName))?.spec?.nodeName ? true : undefined,
+      );
       await until("a refused watch", () => p.requests.find((x) => x.path.includes("watch=") && x.status === 403));
       await new Promise((r) => setTimeout(r, 4500));
       const startedAt = Date.now();
@@ -296,10 +358,14 @@ describe("R22: watch first, 2 s polling as the fallback", () => {
       const r = await run.answer();
       expect(r.answer).toEqual({ ok: true, agent_id: agent.podName });
       // The next 2 s poll sees it; the answer follows one start confirmation later (issue 34, §8.9).
-      const detected = p.requests.find((x) => isPodGet(ns, agent.podName)(x) && !x.path.includes("watch=") && x.at >= startedAt);
+      const detected = p.requests.find(
+        (x) => isPodGet(ns, agent.podName)(x) && !x.path.includes("watch=") && x.at >= startedAt,
+      );
       expect((detected?.at ?? Number.POSITIVE_INFINITY) - startedAt).toBeLessThan(3500);
       const podCreate = p.requests.findIndex(isPodCreate(ns));
-      const polls = p.requests.slice(podCreate).filter((x) => isPodGet(ns, agent.podName)(x) && !x.path.includes("watch=") && x.at < startedAt);
+      const polls = p.requests
+        .slice(podCreate)
+        .filter((x) => isPodGet(ns, agent.podName)(x) && !x.path.includes("watch=") && x.at < startedAt);
       // About one read per 2 s while waiting, and watching was not retried on every wake.
       expect(polls.length).toBeGreaterThanOrEqual(2);
       expect(p.requests.filter((x) => x.path.includes("watch=")).length).toBeLessThanOrEqual(2);

@@ -70,13 +70,21 @@ const scenario = (tag: string) => newScenario(cp, tag, proxies);
 const startedAgent = (s: Scenario) => startedAgent_(cp, states, s);
 
 /** Another writer's pod, bound and put in `state` without the namespace's default state racing it. */
-async function writeOtherPod(s: Scenario, pod: V1Pod, state?: Parameters<ControlPlane["kubelet"]["setState"]>[2]): Promise<V1Pod> {
+async function writeOtherPod(
+  s: Scenario,
+  pod: V1Pod,
+  state?: Parameters<ControlPlane["kubelet"]["setState"]>[2],
+): Promise<V1Pod> {
   const defaultState = states.get(s.ns);
   states.set(s.ns, undefined);
   try {
     await cp.core.createNamespacedPod({ namespace: s.ns, body: pod });
-    await until("bound", async () => ((await readPod(cp.core, s.ns, s.agent.podName))?.spec?.nodeName ? true : undefined));
-    return state ? await cp.kubelet.setState(s.ns, s.agent.podName, state) : ((await readPod(cp.core, s.ns, s.agent.podName)) as V1Pod);
+    await until("bound", async () =>
+      (await readPod(cp.core, s.ns, s.agent.podName))?.spec?.nodeName ? true : undefined,
+    );
+    return state
+      ? await cp.kubelet.setState(s.ns, s.agent.podName, state)
+      : ((await readPod(cp.core, s.ns, s.agent.podName)) as V1Pod);
   } finally {
     states.set(s.ns, defaultState);
   }
@@ -89,28 +97,45 @@ function deployFile(s: Scenario, config: Record<string, unknown> = {}): string {
   return file;
 }
 
-const verb = (s: Scenario, args: string[]) => runBerth(["k8s", ...args], { kubeconfig: s.proxy.kubeconfigPath, home: s.home });
+const verb = (s: Scenario, args: string[]) =>
+  runBerth(["k8s", ...args], { kubeconfig: s.proxy.kubeconfigPath, home: s.home });
 
 describe("R19: a foreign pod on the agent's name is refused before any write", () => {
   const cases: Array<{ name: string; build: (s: Scenario) => V1Pod; state: "running" | "terminated" }> = [
     {
       name: "without the management marker",
-      build: (s) => buzzShapedPod(s.agent, { generation: generation(), labels: { app: "someone-elses", [PUBKEY_LABEL]: s.agent.pubkey.slice(0, 32) } }),
+      build: (s) =>
+        buzzShapedPod(s.agent, {
+          generation: generation(),
+          labels: { app: "someone-elses", [PUBKEY_LABEL]: s.agent.pubkey.slice(0, 32) },
+        }),
       state: "running",
     },
     {
       name: "carrying another agent's full pubkey",
-      build: (s) => buzzShapedPod(s.agent, { generation: generation(), annotations: { [PUBKEY_FULL]: newAgent().pubkey, "buzz.block.xyz/create-intent": "0".repeat(64) } }),
+      build: (s) =>
+        buzzShapedPod(s.agent, {
+          generation: generation(),
+          annotations: { [PUBKEY_FULL]: newAgent().pubkey, "buzz.block.xyz/create-intent": "0".repeat(64) },
+        }),
       state: "terminated",
     },
-    { name: "with binding version 3", build: (s) => buzzShapedPod(s.agent, { generation: generation(), labels: buzzLabels(s.agent, "3") }), state: "terminated" },
+    {
+      name: "with binding version 3",
+      build: (s) => buzzShapedPod(s.agent, { generation: generation(), labels: buzzLabels(s.agent, "3") }),
+      state: "terminated",
+    },
   ];
   for (const c of cases) {
     it(`a pod ${c.name} answers K5, stays untouched, and no Secret is written`, async () => {
       const s = await scenario("r19");
       await ensureNamespace(cp.core, s.ns);
       states.set(s.ns, { kind: "running" });
-      const foreign = await writeOtherPod(s, c.build(s), c.state === "running" ? { kind: "running" } : { kind: "terminated", exitCode: 0 });
+      const foreign = await writeOtherPod(
+        s,
+        c.build(s),
+        c.state === "running" ? { kind: "running" } : { kind: "terminated", exitCode: 0 },
+      );
       const r = await s.deploy();
       expect(r.answer).toEqual({ ok: false, error: K5(s.agent.podName) });
       const now = await readPod(cp.core, s.ns, s.agent.podName);
@@ -151,7 +176,9 @@ describe("R23: pods shaped by another implementation (Buzz's §14) are handled e
     const r1 = await s.deploy();
     expect(r1.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     expect(s.proxy.requests.filter(isMutation)).toEqual([]);
-    expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.resourceVersion).toBe(theirs.metadata?.resourceVersion);
+    expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.resourceVersion).toBe(
+      theirs.metadata?.resourceVersion,
+    );
 
     await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "terminated", exitCode: 0, reason: "Completed" });
     const from = s.proxy.requests.length;
@@ -183,25 +210,40 @@ describe("R23: a never-started Buzz pod with intent template v1 or v2 for the sa
       await ensureNamespace(cp.core, s.ns);
       const prepared = prepareDeploy(deployRequest(s.agent, s.ns), { requireCommand: false });
       if (!prepared.ok) throw new Error(prepared.error);
-      const recorded = bytesToHex(sha256(utf8ToBytes(intentTemplate(prepared.value.inputs.config, Object.keys(prepared.value.inputs.env), version))));
+      const recorded = bytesToHex(
+        sha256(
+          utf8ToBytes(intentTemplate(prepared.value.inputs.config, Object.keys(prepared.value.inputs.env), version)),
+        ),
+      );
       const binding = version === 1 ? "1" : "2";
       const gen = generation();
       await cp.core.createNamespacedSecret({ namespace: s.ns, body: buzzShapedSecret(s.agent, gen, binding) });
-      const theirs = await writeOtherPod(s, buzzShapedPod(s.agent, { generation: gen, intent: recorded, labels: buzzLabels(s.agent, binding) }), {
-        kind: "waiting",
-        reason: "ContainerCreating",
-      });
+      const theirs = await writeOtherPod(
+        s,
+        buzzShapedPod(s.agent, { generation: gen, intent: recorded, labels: buzzLabels(s.agent, binding) }),
+        {
+          kind: "waiting",
+          reason: "ContainerCreating",
+        },
+      );
 
       const st = await verb(s, ["status", "--file", deployFile(s), "--json"]);
       expect(st.code, st.stdout + st.stderr).toBe(0);
-      expect(JSON.parse(st.stdout)).toMatchObject({ observed: "verified", startup: "recoverable", intent: "matches", binding });
+      expect(JSON.parse(st.stdout)).toMatchObject({
+        observed: "verified",
+        startup: "recoverable",
+        intent: "matches",
+        binding,
+      });
       const changed = await verb(s, ["status", "--file", deployFile(s, { memory_limit: "8Gi" }), "--json"]);
       expect(JSON.parse(changed.stdout)).toMatchObject({ intent: "diverged" });
 
       const from = s.proxy.requests.length;
       const call = s.startDeploy();
       // Started only once the deploy's loop has read the pod at least twice (fast path, then the loop).
-      await until("the loop observes", () => (s.requestsSince(from).filter(isPodGet(s.ns, s.agent.podName)).length >= 2 ? true : undefined));
+      await until("the loop observes", () =>
+        s.requestsSince(from).filter(isPodGet(s.ns, s.agent.podName)).length >= 2 ? true : undefined,
+      );
       await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "running" });
       expect((await call.answer()).answer).toEqual({ ok: true, agent_id: s.agent.podName });
       expect(s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
@@ -219,7 +261,9 @@ describe("Buzz's pilot line: pod_options.setup_pending", () => {
     const r = await s.deploy({ pod_options: { setup_pending: true } });
     expect(r.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     const pod = await readPod(cp.core, s.ns, s.agent.podName);
-    expect(pod?.spec?.containers[0]?.env).toEqual([{ name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } }]);
+    expect(pod?.spec?.containers[0]?.env).toEqual([
+      { name: "BUZZ_PILOT_POD_UID", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.uid" } } },
+    ]);
     const secret = (await secretsIn(cp.core, s.ns))[0];
     expect(Object.keys(secret?.data ?? {})).not.toContain("BUZZ_PILOT_POD_UID");
   });
@@ -236,14 +280,19 @@ describe("R24: the operator verbs stop and replace", () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: true });
     const deletes = s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName));
     expect(deletes).toHaveLength(1);
-    expect(preconditionsOf(deletes[0])).toEqual({ uid: pod.metadata?.uid, resourceVersion: pod.metadata?.resourceVersion });
+    expect(preconditionsOf(deletes[0])).toEqual({
+      uid: pod.metadata?.uid,
+      resourceVersion: pod.metadata?.resourceVersion,
+    });
     expect(JSON.parse(deletes[0]?.body || "{}").gracePeriodSeconds).toBeUndefined();
     expect(deletes[0]?.path).not.toContain("gracePeriodSeconds");
     const marked = await readPod(cp.core, s.ns, s.agent.podName);
     expect(marked?.metadata?.deletionTimestamp).toBeDefined();
     expect(marked?.metadata?.deletionGracePeriodSeconds).toBe(60);
     expect(auditOf(s.home, "k8s.stop").map((x) => x.phase)).toEqual(["intent", "result"]);
-    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([{ authority: "user-stop", outcome: "Accepted" }]);
+    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([
+      { authority: "user-stop", outcome: "Accepted" },
+    ]);
     await cp.kubelet.finishDeletion(s.ns, s.agent.podName, pod.metadata?.uid ?? "");
   });
 
@@ -255,7 +304,9 @@ describe("R24: the operator verbs stop and replace", () => {
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(await readPod(cp.core, s.ns, s.agent.podName)).toBeUndefined();
     expect((await secretsIn(cp.core, s.ns)).map((x) => x.metadata?.name)).not.toContain(secretName);
-    expect(auditOf(s.home, "k8s.secret.delete", "result")).toMatchObject([{ object: secretName, authority: "stop-cleanup" }]);
+    expect(auditOf(s.home, "k8s.secret.delete", "result")).toMatchObject([
+      { object: secretName, authority: "stop-cleanup" },
+    ]);
   });
 
   it("replace refuses a started pod and mutates nothing", async () => {
@@ -266,7 +317,9 @@ describe("R24: the operator verbs stop and replace", () => {
     expect(r.code, r.stdout + r.stderr).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ ok: false });
     expect(s.requestsSince(from).filter(isMutation)).toEqual([]);
-    expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.resourceVersion).toBe(pod.metadata?.resourceVersion);
+    expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.resourceVersion).toBe(
+      pod.metadata?.resourceVersion,
+    );
     expect(auditOf(s.home, "k8s.replace", "result")).toMatchObject([{ ok: false }]);
   });
 
@@ -274,7 +327,10 @@ describe("R24: the operator verbs stop and replace", () => {
     const s = await scenario("r24-replace");
     states.set(s.ns, { kind: "waiting", reason: "ErrImagePull", message: PULL_MESSAGES.unauthorized(IMAGE) });
     const first = await s.deploy();
-    expect(first.answer).toEqual({ ok: false, error: `${s.agent.podName} did not start: ${expectedPullMessage("unauthorized")}` });
+    expect(first.answer).toEqual({
+      ok: false,
+      error: `${s.agent.podName} did not start: ${expectedPullMessage("unauthorized")}`,
+    });
     const wedged = await readPod(cp.core, s.ns, s.agent.podName);
 
     states.set(s.ns, { kind: "running" });
@@ -284,12 +340,17 @@ describe("R24: the operator verbs stop and replace", () => {
     expect(JSON.parse(r.stdout)).toEqual({ ok: true, agent_id: s.agent.podName });
     const deletes = s.requestsSince(from).filter(isPodDelete(s.ns, s.agent.podName));
     expect(deletes).toHaveLength(1);
-    expect(preconditionsOf(deletes[0])).toEqual({ uid: wedged?.metadata?.uid, resourceVersion: wedged?.metadata?.resourceVersion });
+    expect(preconditionsOf(deletes[0])).toEqual({
+      uid: wedged?.metadata?.uid,
+      resourceVersion: wedged?.metadata?.resourceVersion,
+    });
     expect(s.requestsSince(from).filter(isSecretCreate(s.ns))).toHaveLength(1);
     const now = await readPod(cp.core, s.ns, s.agent.podName);
     expect(now?.metadata?.uid).not.toBe(wedged?.metadata?.uid);
     expect(now?.status?.containerStatuses?.[0]?.state?.running).toBeDefined();
-    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([{ authority: "user-replace", outcome: "Accepted" }]);
+    expect(auditOf(s.home, "k8s.pod.delete", "result")).toMatchObject([
+      { authority: "user-replace", outcome: "Accepted" },
+    ]);
     expect(auditOf(s.home, "k8s.replace", "result")).toMatchObject([{ ok: true }]);
   });
 });
@@ -311,8 +372,13 @@ describe("R25: the persistent workspace claim", () => {
     expect(pod1?.metadata?.labels?.[BINDING_LABEL]).toBe("2");
     expect(pod1?.spec?.volumes?.find((v) => v.name === "workspace")?.persistentVolumeClaim?.claimName).toBe(claimName);
     // `readOnly: false` is sent (§14.3) but never read back (omitempty), so check the create body itself.
-    const podPost = JSON.parse(s.proxy.requests.find((x) => x.method === "POST" && x.path.split("?")[0] === `/api/v1/namespaces/${s.ns}/pods`)?.body || "{}") as V1Pod;
-    expect(podPost.spec?.volumes).toEqual([{ name: "workspace", persistentVolumeClaim: { claimName, readOnly: false } }]);
+    const podPost = JSON.parse(
+      s.proxy.requests.find((x) => x.method === "POST" && x.path.split("?")[0] === `/api/v1/namespaces/${s.ns}/pods`)
+        ?.body || "{}",
+    ) as V1Pod;
+    expect(podPost.spec?.volumes).toEqual([
+      { name: "workspace", persistentVolumeClaim: { claimName, readOnly: false } },
+    ]);
     expect(auditOf(s.home, "k8s.claim.create", "result")).toMatchObject([{ object: claimName, outcome: "Created" }]);
 
     await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "terminated", exitCode: 0 });
@@ -320,12 +386,18 @@ describe("R25: the persistent workspace claim", () => {
     expect(second.answer).toEqual({ ok: true, agent_id: s.agent.podName });
     expect((await readPod(cp.core, s.ns, s.agent.podName))?.metadata?.uid).not.toBe(pod1?.metadata?.uid);
     expect(auditOf(s.home, "k8s.claim.create")).toHaveLength(2); // the first deploy's intent + result only
-    expect((await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata?.uid).toBe(claim.metadata?.uid);
+    expect(
+      (await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata?.uid,
+    ).toBe(claim.metadata?.uid);
 
     const stopped = await verb(s, ["stop", "--pubkey", s.agent.pubkey, "--namespace", s.ns, "--wait", "--json"]);
     expect(stopped.code, stopped.stdout + stopped.stderr).toBe(0);
-    expect((await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata?.uid).toBe(claim.metadata?.uid);
-    expect(s.proxy.requests.filter((x) => x.method === "DELETE" && x.path.includes("/persistentvolumeclaims/"))).toEqual([]);
+    expect(
+      (await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata?.uid,
+    ).toBe(claim.metadata?.uid);
+    expect(
+      s.proxy.requests.filter((x) => x.method === "DELETE" && x.path.includes("/persistentvolumeclaims/")),
+    ).toEqual([]);
   }, 60_000); // several deploys, each success one 3 s start confirmation later (issue 34)
 
   it("a claim on the name with another storage request answers the J-row and writes no Secret", async () => {
@@ -355,12 +427,22 @@ describe("R25: the persistent workspace claim", () => {
     const claimName = `${s.agent.podName}-workspace`;
     const theirs = await cp.core.createNamespacedPersistentVolumeClaim({
       namespace: s.ns,
-      body: { metadata: { name: claimName, labels: { [MANAGED_BY]: "someone-else" } }, spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } } },
+      body: {
+        metadata: { name: claimName, labels: { [MANAGED_BY]: "someone-else" } },
+        spec: { accessModes: ["ReadWriteOnce"], resources: { requests: { storage: "1Gi" } } },
+      },
     });
     const r = await s.deploy({ workspace_storage: "1Gi" });
     expect(r.answer.ok).toBe(false);
-    expect(String(r.answer.error)).toMatch(new RegExp(`^persistent workspace claim ${claimName} (has no ownership labels|already exists but is not owned by this Buzz agent)$`));
-    expect((await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata?.resourceVersion).toBe(theirs.metadata?.resourceVersion);
+    expect(String(r.answer.error)).toMatch(
+      new RegExp(
+        `^persistent workspace claim ${claimName} (has no ownership labels|already exists but is not owned by this Buzz agent)$`,
+      ),
+    );
+    expect(
+      (await cp.core.readNamespacedPersistentVolumeClaim({ namespace: s.ns, name: claimName })).metadata
+        ?.resourceVersion,
+    ).toBe(theirs.metadata?.resourceVersion);
     expect(await secretsIn(cp.core, s.ns)).toEqual([]);
   });
 });

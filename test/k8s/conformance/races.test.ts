@@ -71,7 +71,13 @@ describe("R9: 409 Conflict and 409 AlreadyExists are never conflated", () => {
     s.proxy.hook = async (req) => {
       if (isPodDelete(s.ns, s.agent.podName)(req) && bumpedRv === undefined) {
         // Another writer (the kubelet) moves the pod on between the loop's read and its delete.
-        bumpedRv = (await cp.kubelet.setState(s.ns, s.agent.podName, { kind: "waiting", reason: "ContainerCreating", message: "again" })).metadata?.resourceVersion;
+        bumpedRv = (
+          await cp.kubelet.setState(s.ns, s.agent.podName, {
+            kind: "waiting",
+            reason: "ContainerCreating",
+            message: "again",
+          })
+        ).metadata?.resourceVersion;
       }
       return "forward" as const;
     };
@@ -87,9 +93,15 @@ describe("R9: 409 Conflict and 409 AlreadyExists are never conflated", () => {
     expect(preconditionsOf(deletes[0])).toEqual({ uid: first.uid, resourceVersion: first.resourceVersion });
     // The second delete carries the fence of a newer quorum read, never a fence made up from the failed one.
     expect(preconditionsOf(deletes[1])).toEqual({ uid: first.uid, resourceVersion: bumpedRv });
-    const between = reqs.slice(reqs.indexOf(deletes[0] as (typeof reqs)[number]) + 1, reqs.indexOf(deletes[1] as (typeof reqs)[number]));
+    const between = reqs.slice(
+      reqs.indexOf(deletes[0] as (typeof reqs)[number]) + 1,
+      reqs.indexOf(deletes[1] as (typeof reqs)[number]),
+    );
     expect(between.some((x) => isPodGet(s.ns, s.agent.podName)(x) && x.status === 200)).toBe(true);
-    expect(auditOf(s.home, "k8s.pod.delete", "result").map((x) => x.outcome)).toEqual(["PreconditionFailed", "Accepted"]);
+    expect(auditOf(s.home, "k8s.pod.delete", "result").map((x) => x.outcome)).toEqual([
+      "PreconditionFailed",
+      "Accepted",
+    ]);
     expect(reqs.filter(isPodCreate(s.ns))).toHaveLength(1);
   });
 
@@ -102,7 +114,12 @@ describe("R9: 409 Conflict and 409 AlreadyExists are never conflated", () => {
       if (isPodCreate(s.ns)(req) && winnerUid === undefined) {
         // Another writer wins the name between our observation (absent) and our create.
         await cp.core.createNamespacedSecret({ namespace: s.ns, body: buzzShapedSecret(s.agent, winnerGeneration) });
-        winnerUid = (await cp.core.createNamespacedPod({ namespace: s.ns, body: buzzShapedPod(s.agent, { generation: winnerGeneration }) })).metadata?.uid;
+        winnerUid = (
+          await cp.core.createNamespacedPod({
+            namespace: s.ns,
+            body: buzzShapedPod(s.agent, { generation: winnerGeneration }),
+          })
+        ).metadata?.uid;
       }
       return "forward" as const;
     };
@@ -116,10 +133,14 @@ describe("R9: 409 Conflict and 409 AlreadyExists are never conflated", () => {
     expect(ourSecret).toMatch(new RegExp(`^${s.agent.podName}-[0-9a-f]{8}$`));
 
     expect((await podsIn(cp.core, s.ns)).map((p) => p.metadata?.uid)).toEqual([winnerUid]);
-    expect((await secretsIn(cp.core, s.ns)).map((x) => x.metadata?.name)).toEqual([`${s.agent.podName}-${winnerGeneration}`]);
+    expect((await secretsIn(cp.core, s.ns)).map((x) => x.metadata?.name)).toEqual([
+      `${s.agent.podName}-${winnerGeneration}`,
+    ]);
     expect(s.proxy.requests.filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
     expect(auditOf(s.home, "k8s.pod.create", "result")).toMatchObject([{ outcome: "AlreadyExists" }]);
-    expect(auditOf(s.home, "k8s.secret.delete", "result")).toMatchObject([{ object: ourSecret, authority: "race-loser" }]);
+    expect(auditOf(s.home, "k8s.secret.delete", "result")).toMatchObject([
+      { object: ourSecret, authority: "race-loser" },
+    ]);
   });
 });
 
@@ -186,7 +207,11 @@ describe("R11: a transport failure is never read as NotFound", () => {
     const r = await s.deploy();
     expect(r.answer.ok).toBe(false);
     expect(String(r.answer.error)).toMatch(new RegExp(`^could not read pod ${s.agent.podName}: `));
-    expect(s.proxy.requests.filter(isMutation).filter((x) => !x.path.startsWith("/api/v1/namespaces?") && x.path !== "/api/v1/namespaces")).toEqual([]);
+    expect(
+      s.proxy.requests
+        .filter(isMutation)
+        .filter((x) => !x.path.startsWith("/api/v1/namespaces?") && x.path !== "/api/v1/namespaces"),
+    ).toEqual([]);
     expect(s.proxy.requests.filter(isPodGet(s.ns, s.agent.podName)).length).toBeGreaterThanOrEqual(3);
     expect(await secretsIn(cp.core, s.ns)).toEqual([]);
     expect(await readPod(cp.core, s.ns, s.agent.podName)).toBeUndefined();
@@ -233,9 +258,15 @@ describe("R13: two concurrent deploys of one agent from two OS processes", () =>
     const loserSecret = createdName(loserProxy.requests.find(isSecretCreate(s.ns)));
     expect(loserSecret).toBeDefined();
     expect(loserSecret).not.toBe(winnerSecret);
-    await until("the loser's Secret removed", async () => ((await secretsIn(cp.core, s.ns)).length === 1 ? true : undefined), 30_000);
+    await until(
+      "the loser's Secret removed",
+      async () => ((await secretsIn(cp.core, s.ns)).length === 1 ? true : undefined),
+      30_000,
+    );
     expect((await secretsIn(cp.core, s.ns)).map((x) => x.metadata?.name)).toEqual([winnerSecret]);
-    expect(auditOf(loserHome, "k8s.secret.delete", "result")).toMatchObject([{ object: loserSecret, authority: "race-loser" }]);
+    expect(auditOf(loserHome, "k8s.secret.delete", "result")).toMatchObject([
+      { object: loserSecret, authority: "race-loser" },
+    ]);
     expect(auditOf(winnerHome, "k8s.secret.delete")).toEqual([]);
     expect([...s.proxy.requests, ...other.requests].filter(isPodDelete(s.ns, s.agent.podName))).toEqual([]);
   });

@@ -11,7 +11,12 @@
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
-import { createServer as createHttpsServer, Agent as HttpsAgent, type RequestOptions, request as httpsRequest } from "node:https";
+import {
+  createServer as createHttpsServer,
+  Agent as HttpsAgent,
+  type RequestOptions,
+  request as httpsRequest,
+} from "node:https";
 import type { AddressInfo, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -69,7 +74,11 @@ export function newAgent(): TestAgent {
   }
 }
 
-export function deployRequest(agent: TestAgent, namespace: string, config: Record<string, unknown> = {}): Record<string, unknown> {
+export function deployRequest(
+  agent: TestAgent,
+  namespace: string,
+  config: Record<string, unknown> = {},
+): Record<string, unknown> {
   return {
     op: "deploy",
     request_id: `conformance-${randomBytes(4).toString("hex")}`,
@@ -82,7 +91,9 @@ let nsCounter = 0;
 /** A fresh namespace name per test (not created: the deploy's §12 step creates it unless the test does). */
 export function freshNamespace(tag: string): string {
   nsCounter++;
-  return `conf-${tag}-${process.pid.toString(36)}-${nsCounter}-${randomBytes(2).toString("hex")}`.slice(0, 63).replace(/-+$/, "");
+  return `conf-${tag}-${process.pid.toString(36)}-${nsCounter}-${randomBytes(2).toString("hex")}`
+    .slice(0, 63)
+    .replace(/-+$/, "");
 }
 
 // ---- the provider executable ------------------------------------------------------------------------------------
@@ -108,10 +119,16 @@ export interface ProviderOptions {
 }
 
 /** Starts `berth provider kubernetes` with one request on stdin; `answer()` parses its single stdout line. */
-export function startProvider(request: unknown, o: ProviderOptions): { proc: Spawned; answer: () => Promise<ProviderAnswer> } {
+export function startProvider(
+  request: unknown,
+  o: ProviderOptions,
+): { proc: Spawned; answer: () => Promise<ProviderAnswer> } {
   const started = Date.now();
   // BERTH_CONFORMANCE_ENTRY=buzz-backend runs the `buzz-backend-berth` bin alias instead (same protocol, §3.1).
-  const entry = process.env.BERTH_CONFORMANCE_ENTRY === "buzz-backend" ? [builtPath("src/cli/entry/buzz-backend.js")] : [berthBin(), "provider", "kubernetes"];
+  const entry =
+    process.env.BERTH_CONFORMANCE_ENTRY === "buzz-backend"
+      ? [builtPath("src/cli/entry/buzz-backend.js")]
+      : [berthBin(), "provider", "kubernetes"];
   const proc = spawnNode([...(o.nodeArgs ?? []), ...entry], {
     input: `${JSON.stringify(request)}\n`,
     cwd: tmpdir(),
@@ -151,10 +168,19 @@ export async function runProvider(request: unknown, o: ProviderOptions): Promise
 }
 
 /** Runs `berth <args>` (operator verbs) to completion. */
-export async function runBerth(args: string[], o: { kubeconfig: string; home: string; env?: NodeJS.ProcessEnv; input?: string }) {
+export async function runBerth(
+  args: string[],
+  o: { kubeconfig: string; home: string; env?: NodeJS.ProcessEnv; input?: string },
+) {
   const proc = spawnNode([berthBin(), ...args], {
     cwd: tmpdir(),
-    env: { KUBECONFIG: o.kubeconfig, BERTH_HOME: o.home, HOME: o.home, BERTH_K8S_DEADLINE_SECONDS: String(DEADLINE_SECONDS), ...o.env },
+    env: {
+      KUBECONFIG: o.kubeconfig,
+      BERTH_HOME: o.home,
+      HOME: o.home,
+      BERTH_K8S_DEADLINE_SECONDS: String(DEADLINE_SECONDS),
+      ...o.env,
+    },
     ...(o.input !== undefined ? { input: o.input } : {}),
   });
   const { code } = await proc.exited();
@@ -229,12 +255,15 @@ export function auditRecords(home: string): AuditRecord[] {
     try {
       const hasTable = db.prepare("SELECT name FROM sqlite_master WHERE type='table' AND name='audit_event'").get();
       if (!hasTable) continue;
-      const rows = db.prepare("SELECT seq, kind, payload FROM audit_event WHERE kind LIKE 'k8s.%' ORDER BY chain_id, seq").all() as Array<{
+      const rows = db
+        .prepare("SELECT seq, kind, payload FROM audit_event WHERE kind LIKE 'k8s.%' ORDER BY chain_id, seq")
+        .all() as Array<{
         seq: number;
         kind: string;
         payload: string;
       }>;
-      for (const r of rows) records.push({ seq: r.seq, kind: r.kind, payload: JSON.parse(r.payload) as Record<string, unknown> });
+      for (const r of rows)
+        records.push({ seq: r.seq, kind: r.kind, payload: JSON.parse(r.payload) as Record<string, unknown> });
     } finally {
       db.close();
     }
@@ -250,7 +279,11 @@ export function auditOf(home: string, kind: string, phase?: string): Array<Recor
 
 // ---- waiting and reading ----------------------------------------------------------------------------------------
 
-export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 20_000): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   for (;;) {
@@ -260,7 +293,8 @@ export async function until<T>(what: string, probe: () => Promise<T | undefined>
     } catch (error) {
       lastError = error;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ""}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${lastError ? ` (last error: ${String(lastError)})` : ""}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -303,33 +337,54 @@ export class NamespaceStates {
 
 /** Waits until the pod exists and is bound (the simulated kubelet has seen it). */
 export async function boundPod(core: CoreV1Api, namespace: string, name: string, timeoutMs = 20_000): Promise<V1Pod> {
-  return until(`pod ${namespace}/${name} bound`, async () => {
-    const p = await readPod(core, namespace, name);
-    return p?.spec?.nodeName ? p : undefined;
-  }, timeoutMs);
+  return until(
+    `pod ${namespace}/${name} bound`,
+    async () => {
+      const p = await readPod(core, namespace, name);
+      return p?.spec?.nodeName ? p : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 // ---- pods and Secrets written by "another writer" (§14 by hand) -------------------------------------------------
 
 export function buzzLabels(agent: TestAgent, binding = "1"): Record<string, string> {
-  return { [PUBKEY_LABEL]: agent.pubkey.slice(0, 32), [MANAGED_BY]: "buzz-backend-kubernetes", [BINDING_LABEL]: binding };
+  return {
+    [PUBKEY_LABEL]: agent.pubkey.slice(0, 32),
+    [MANAGED_BY]: "buzz-backend-kubernetes",
+    [BINDING_LABEL]: binding,
+  };
 }
 
 /** A pod shaped exactly as §14.1 says, as Buzz's Rust provider would write it. */
-export function buzzShapedPod(agent: TestAgent, opts: { generation: string; intent?: string; labels?: Record<string, string>; annotations?: Record<string, string> }): V1Pod {
+export function buzzShapedPod(
+  agent: TestAgent,
+  opts: { generation: string; intent?: string; labels?: Record<string, string>; annotations?: Record<string, string> },
+): V1Pod {
   return {
     apiVersion: "v1",
     kind: "Pod",
     metadata: {
       name: agent.podName,
       labels: opts.labels ?? buzzLabels(agent),
-      annotations: opts.annotations ?? { [PUBKEY_FULL]: agent.pubkey, [INTENT]: opts.intent ?? "0".repeat(64), "buzz.block.xyz/image": IMAGE },
+      annotations: opts.annotations ?? {
+        [PUBKEY_FULL]: agent.pubkey,
+        [INTENT]: opts.intent ?? "0".repeat(64),
+        "buzz.block.xyz/image": IMAGE,
+      },
     },
     spec: {
       restartPolicy: "Never",
       terminationGracePeriodSeconds: 60,
       automountServiceAccountToken: false,
-      securityContext: { runAsNonRoot: true, runAsUser: 10001, runAsGroup: 10001, fsGroup: 10001, seccompProfile: { type: "RuntimeDefault" } },
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 10001,
+        runAsGroup: 10001,
+        fsGroup: 10001,
+        seccompProfile: { type: "RuntimeDefault" },
+      },
       containers: [
         {
           name: "agent",
@@ -349,9 +404,18 @@ export function buzzShapedSecret(agent: TestAgent, generation: string, binding =
   return {
     apiVersion: "v1",
     kind: "Secret",
-    metadata: { name: `${agent.podName}-${generation}`, labels: buzzLabels(agent, binding), annotations: { [PUBKEY_FULL]: agent.pubkey } },
+    metadata: {
+      name: `${agent.podName}-${generation}`,
+      labels: buzzLabels(agent, binding),
+      annotations: { [PUBKEY_FULL]: agent.pubkey },
+    },
     immutable: true,
-    stringData: { BUZZ_RELAY_URL: "wss://relay.example.org", BUZZ_PRIVATE_KEY: agent.nsec, NOSTR_PRIVATE_KEY: agent.nsec, BUZZ_MANAGED_AGENT_START_NONCE: generation },
+    stringData: {
+      BUZZ_RELAY_URL: "wss://relay.example.org",
+      BUZZ_PRIVATE_KEY: agent.nsec,
+      NOSTR_PRIVATE_KEY: agent.nsec,
+      BUZZ_MANAGED_AGENT_START_NONCE: generation,
+    },
   };
 }
 
@@ -393,7 +457,13 @@ export interface ApiProxy {
 export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricted" = "admin"): Promise<ApiProxy> {
   const pki = (f: string) => readFileSync(join(cp.pkiDir, f));
   const upstream = new URL(cp.server);
-  const agent = new HttpsAgent({ keepAlive: true, maxSockets: 64, ca: pki("ca.crt"), cert: pki(`${user}.crt`), key: pki(`${user}.key`) });
+  const agent = new HttpsAgent({
+    keepAlive: true,
+    maxSockets: 64,
+    ca: pki("ca.crt"),
+    cert: pki(`${user}.crt`),
+    key: pki(`${user}.key`),
+  });
   const sockets = new Set<Socket>();
   const requests: ProxiedRequest[] = [];
   const state: { hook: ProxyHook | undefined; dateShiftMs: number | null } = { hook: undefined, dateShiftMs: 0 };
@@ -402,7 +472,12 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const body = Buffer.concat(chunks);
-      const entry: ProxiedRequest = { at: Date.now(), method: req.method ?? "GET", path: req.url ?? "/", body: body.toString() };
+      const entry: ProxiedRequest = {
+        at: Date.now(),
+        method: req.method ?? "GET",
+        path: req.url ?? "/",
+        body: body.toString(),
+      };
       requests.push(entry);
       void (async () => {
         const verdict = state.hook ? await state.hook(entry) : "forward";
@@ -417,12 +492,20 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
           return;
         }
         const headers = { ...req.headers, host: upstream.host };
-        const options: RequestOptions = { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent };
+        const options: RequestOptions = {
+          host: upstream.hostname,
+          port: upstream.port,
+          method: req.method,
+          path: req.url,
+          headers,
+          agent,
+        };
         const up = httpsRequest(options, (upRes: IncomingMessage) => {
           entry.status = upRes.statusCode;
           const out = { ...upRes.headers };
           if (state.dateShiftMs === null) delete out.date;
-          else if (out.date && state.dateShiftMs !== 0) out.date = new Date(Date.parse(out.date) + state.dateShiftMs).toUTCString();
+          else if (out.date && state.dateShiftMs !== 0)
+            out.date = new Date(Date.parse(out.date) + state.dateShiftMs).toUTCString();
           res.writeHead(upRes.statusCode ?? 502, out);
           // Send the headers now, as the apiserver does: a watch client waits for them before the first event.
           res.flushHeaders();
@@ -458,7 +541,9 @@ export async function startApiProxy(cp: ControlPlane, user: "admin" | "restricte
   const dir = tempDir("berth-proxy-");
   const kubeconfigPath = join(dir, "proxy.kubeconfig");
   const source = user === "admin" ? cp.kubeconfigPath : cp.restrictedKubeconfigPath;
-  writeFileSync(kubeconfigPath, readFileSync(source, "utf8").replace(`server: ${cp.server}`, `server: ${url}`), { mode: 0o600 });
+  writeFileSync(kubeconfigPath, readFileSync(source, "utf8").replace(`server: ${cp.server}`, `server: ${url}`), {
+    mode: 0o600,
+  });
   return {
     url,
     kubeconfigPath,
@@ -506,7 +591,10 @@ export function gate(): { wait: Promise<void>; open: () => void; reached: Promis
   return { wait, open, reached, arrive };
 }
 
-export function expectedPullMessage(kind: "unauthorized" | "manifest-unknown" | "arch-mismatch", image = IMAGE): string {
+export function expectedPullMessage(
+  kind: "unauthorized" | "manifest-unknown" | "arch-mismatch",
+  image = IMAGE,
+): string {
   const registry = image.split("/")[0];
   switch (kind) {
     case "unauthorized":
@@ -522,7 +610,8 @@ export const K4 = (pod: string, condition: string) =>
   `${pod} was created by this deploy and did not stay running: ${condition}. Not retrying in this call — an immediate exit recurs until its cause is fixed. Check the agent's configuration and press Start to try again.`;
 export const K5 = (pod: string) =>
   `a pod named ${pod} already exists in this namespace but is not managed by this provider for this agent (it lacks the management marker or carries a different agent identity). Remove it, or deploy this agent to a different namespace.`;
-export const G2 = (ns: string) => `not authorized to create namespace ${ns}. Ask a cluster administrator to run \`kubectl create namespace ${ns}\`, then try again.`;
+export const G2 = (ns: string) =>
+  `not authorized to create namespace ${ns}. Ask a cluster administrator to run \`kubectl create namespace ${ns}\`, then try again.`;
 
 // ---- one control plane per file, one scenario (namespace, home, proxy, agent) per test ---------------------------
 
@@ -534,7 +623,10 @@ export interface Scenario {
   /** Requests the proxy saw from index `from` on. */
   requestsSince(from: number): ProxiedRequest[];
   deploy(config?: Record<string, unknown>, o?: Partial<ProviderOptions>): Promise<ProviderAnswer>;
-  startDeploy(config?: Record<string, unknown>, o?: Partial<ProviderOptions>): { proc: Spawned; answer: () => Promise<ProviderAnswer> };
+  startDeploy(
+    config?: Record<string, unknown>,
+    o?: Partial<ProviderOptions>,
+  ): { proc: Spawned; answer: () => Promise<ProviderAnswer> };
 }
 
 export async function newScenario(cp: ControlPlane, tag: string, opened: ApiProxy[]): Promise<Scenario> {
@@ -556,11 +648,16 @@ export async function newScenario(cp: ControlPlane, tag: string, opened: ApiProx
 }
 
 export const isMutation = (r: ProxiedRequest) => r.method !== "GET";
-export const isPodCreate = (ns: string) => (r: ProxiedRequest) => r.method === "POST" && r.path.split("?")[0] === podPath(ns);
-export const isSecretCreate = (ns: string) => (r: ProxiedRequest) => r.method === "POST" && r.path.split("?")[0] === secretPath(ns);
-export const isPodDelete = (ns: string, name: string) => (r: ProxiedRequest) => r.method === "DELETE" && r.path.split("?")[0] === podPath(ns, name);
-export const isPodGet = (ns: string, name: string) => (r: ProxiedRequest) => r.method === "GET" && r.path.split("?")[0] === podPath(ns, name);
-export const isPodList = (ns: string) => (r: ProxiedRequest) => r.method === "GET" && r.path.split("?")[0] === podPath(ns) && !r.path.includes("watch=");
+export const isPodCreate = (ns: string) => (r: ProxiedRequest) =>
+  r.method === "POST" && r.path.split("?")[0] === podPath(ns);
+export const isSecretCreate = (ns: string) => (r: ProxiedRequest) =>
+  r.method === "POST" && r.path.split("?")[0] === secretPath(ns);
+export const isPodDelete = (ns: string, name: string) => (r: ProxiedRequest) =>
+  r.method === "DELETE" && r.path.split("?")[0] === podPath(ns, name);
+export const isPodGet = (ns: string, name: string) => (r: ProxiedRequest) =>
+  r.method === "GET" && r.path.split("?")[0] === podPath(ns, name);
+export const isPodList = (ns: string) => (r: ProxiedRequest) =>
+  r.method === "GET" && r.path.split("?")[0] === podPath(ns) && !r.path.includes("watch=");
 
 /** The numeric etcd revision behind a resourceVersion (opaque to clients, ordered in this test cluster). */
 export const revision = (rv: string | undefined): number => Number(rv ?? Number.NaN);
@@ -569,7 +666,10 @@ export const revision = (rv: string | undefined): number => Number(rv ?? Number.
  * Setup only: one deploy call by the real reconcile loop in this process (CLI mode), through the scenario's proxy
  * and into the scenario's audit chain, with the provider's deadline.
  */
-export async function deployInProcess(s: Scenario, config: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+export async function deployInProcess(
+  s: Scenario,
+  config: Record<string, unknown> = {},
+): Promise<Record<string, unknown>> {
   const prepared = prepareDeploy(deployRequest(s.agent, s.ns, config), { requireCommand: false });
   if (!prepared.ok) throw new Error(prepared.error);
   process.env.KUBECONFIG = s.proxy.kubeconfigPath;
@@ -580,7 +680,16 @@ export async function deployInProcess(s: Scenario, config: Record<string, unknow
     const start = realClock.now();
     const report = await deploy(
       prepared.value.inputs,
-      { cluster: c.value, clock: realClock, audit, log: silentLogger, random32: () => randomBytes(4).readUInt32BE(0), wait: DEFAULT_WAIT, mode: "cli", version: "conformance" },
+      {
+        cluster: c.value,
+        clock: realClock,
+        audit,
+        log: silentLogger,
+        random32: () => randomBytes(4).readUInt32BE(0),
+        wait: DEFAULT_WAIT,
+        mode: "cli",
+        version: "conformance",
+      },
       { startedAt: start, loopDeadlineAt: start + (DEADLINE_SECONDS - 5) * 1000, deadlineSeconds: DEADLINE_SECONDS },
     );
     return report.answer.ok ? { ok: true, agent_id: report.answer.agentId } : { ok: false, error: report.answer.error };
@@ -614,13 +723,16 @@ export async function observedAtLeast(s: Scenario, from: number, n: number, time
   );
 }
 
-export const preconditionsOf = (r: ProxiedRequest | undefined): unknown => (JSON.parse(r?.body || "{}") as { preconditions?: unknown }).preconditions;
+export const preconditionsOf = (r: ProxiedRequest | undefined): unknown =>
+  (JSON.parse(r?.body || "{}") as { preconditions?: unknown }).preconditions;
 export const createdName = (r: ProxiedRequest | undefined): string | undefined =>
   (JSON.parse(r?.response || "{}") as { metadata?: { name?: string } }).metadata?.name;
 
 /** §3.1 step 5, §10.4, §17: the agent's secret key never reaches stdout, stderr or the audit chain. */
 export function secretLeaks(agent: TestAgent, home: string, outputs: string[]): string[] {
-  const secretHex = Buffer.from(bech32.fromWords(bech32.decode(agent.nsec as `${string}1${string}`, 90).words)).toString("hex");
+  const secretHex = Buffer.from(
+    bech32.fromWords(bech32.decode(agent.nsec as `${string}1${string}`, 90).words),
+  ).toString("hex");
   const audit = JSON.stringify(auditRecords(home));
   return [...outputs, audit].filter((text) => text.includes(agent.nsec) || text.includes(secretHex));
 }

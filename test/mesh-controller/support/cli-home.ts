@@ -26,7 +26,9 @@ export interface CliHome {
   readonly env: Record<string, string>;
   /** Runs `fn` on the store, opened for it and closed after. */
   store<T>(fn: (engine: StoreEngine) => Promise<T>): Promise<T>;
-  berth(...args: string[]): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
+  berth(
+    ...args: string[]
+  ): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
 }
 
 export async function cliHome(prefix: string, opts: { script?: string } = {}): Promise<CliHome> {

@@ -3,7 +3,13 @@
  * to controller, can drop the answer to a `place` after the node carried it out (closing the stream), can cut an
  * address off (later connects fail) and heal it, and can hold an answer back until after the caller's timeout.
  */
-import { type Connector, FrameTimeout, type FrameStream, type RecvLimit, StreamClosed } from "../../../src/mesh/transport/frames.js";
+import {
+  type Connector,
+  FrameTimeout,
+  type FrameStream,
+  type RecvLimit,
+  StreamClosed,
+} from "../../../src/mesh/transport/frames.js";
 
 function answeredMethod(frame: Uint8Array): string | null {
   try {

@@ -71,10 +71,20 @@ export class HaWorld {
 
   /** `nodeConfig`: more node.json members for the node (issue 37: `lease_ms`). */
   /** `sharedToken`: every home gets the first server's api.token, so followers can forward writes (issue 37). */
-  static async create(engine: HaEngine, opts: { ttlMs: number | null; nodeConfig?: JsonObject; sharedToken?: boolean }): Promise<HaWorld> {
+  static async create(
+    engine: HaEngine,
+    opts: { ttlMs: number | null; nodeConfig?: JsonObject; sharedToken?: boolean },
+  ): Promise<HaWorld> {
     const home = await cliHome(`berth-ha-${engine}-`);
-    const node = await NodeProcess.create({ controllers: [home.controllerKey], signers: [home.signer.publicKey], permits: [TEST_PERMIT], ...(opts.nodeConfig ? { config: opts.nodeConfig } : {}) });
-    const proxy = await TcpProxy.start(node.address, { tls: { node: node.identity(), controller: loadKeyFile(join(home.home, "keys", "controller.key")) } });
+    const node = await NodeProcess.create({
+      controllers: [home.controllerKey],
+      signers: [home.signer.publicKey],
+      permits: [TEST_PERMIT],
+      ...(opts.nodeConfig ? { config: opts.nodeConfig } : {}),
+    });
+    const proxy = await TcpProxy.start(node.address, {
+      tls: { node: node.identity(), controller: loadKeyFile(join(home.home, "keys", "controller.key")) },
+    });
     const url = engine === "postgres" ? await (await sharedPostgres()).database() : null;
     const world = new HaWorld(engine, home, node, proxy, url, opts.ttlMs, opts.sharedToken === true);
     world.proxies.push(proxy);
@@ -87,14 +97,18 @@ export class HaWorld {
     const dir = tempDir(`berth-ha-home${i}-`);
     mkdirSync(join(dir, "keys"), { recursive: true, mode: 0o700 });
     copyFileSync(join(this.home.home, "keys", "controller.key"), join(dir, "keys", "controller.key"));
-    for (const f of ["signers.json", "permits.json", ...(this.sharedToken ? ["api.token"] : [])]) copyFileSync(join(this.home.home, f), join(dir, f));
+    for (const f of ["signers.json", "permits.json", ...(this.sharedToken ? ["api.token"] : [])])
+      copyFileSync(join(this.home.home, f), join(dir, f));
     cpSync(this.home.pkgDir, join(dir, "pkg"), { recursive: true });
     return dir;
   }
 
   /** The environment of a berth process on the store: its home, the database (through `tap` when given), the TTL. */
   envFor(home: string, tap: ChannelTap | null = null): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { BERTH_HOME: home, ...(this.ttlMs === null ? {} : { BERTH_LEADER_TTL_MS: String(this.ttlMs) }) };
+    const env: NodeJS.ProcessEnv = {
+      BERTH_HOME: home,
+      ...(this.ttlMs === null ? {} : { BERTH_LEADER_TTL_MS: String(this.ttlMs) }),
+    };
     if (this.databaseUrl !== null) {
       const url = new URL(this.databaseUrl);
       if (tap !== null) url.host = tap.address;
@@ -116,8 +130,12 @@ export class HaWorld {
       dbTap = await channelTap(`${url.hostname}:${url.port}`, { record: false });
       this.taps.push(dbTap);
     }
-    const wrap = opts.host === undefined ? [] : ["unshare", "--uts", "sh", "-c", `hostname ${opts.host} && exec "$0" "$@"`];
-    const proc = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json", "--log-level", "info"], { env: this.envFor(home, dbTap), wrap });
+    const wrap =
+      opts.host === undefined ? [] : ["unshare", "--uts", "sh", "-c", `hostname ${opts.host} && exec "$0" "$@"`];
+    const proc = spawnNode([MAIN, "serve", "--port", "0", "--data-dir", home, "--json", "--log-level", "info"], {
+      env: this.envFor(home, dbTap),
+      wrap,
+    });
     await proc.waitForOutput(/\n/, 30_000);
     const url = (JSON.parse(proc.output().split("\n")[0] as string) as { url: string }).url;
     const server: Server = { index, home, proc, url, pid: proc.child.pid as number, dbTap };
@@ -125,11 +143,19 @@ export class HaWorld {
     return server;
   }
 
-  async api(s: Server, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+  async api(
+    s: Server,
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: Record<string, unknown> }> {
     const token = readFileSync(join(s.home, "api.token"), "utf8").trim();
     const r = await fetch(`${s.url}/api/v1${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: AbortSignal.timeout(60_000),
     });
@@ -141,11 +167,19 @@ export class HaWorld {
     return readStoreRows<T>(this.databaseUrl, this.home.home, sql, params);
   }
 
-
   async leaderRow(): Promise<LeaderView | null> {
     try {
-      const [row] = await this.rows<LeaderView>("SELECT pid, epoch, address, released_ms FROM berth_leader WHERE id = 1");
-      return row === undefined ? null : { pid: Number(row.pid), epoch: Number(row.epoch), address: row.address, released_ms: row.released_ms === null ? null : Number(row.released_ms) };
+      const [row] = await this.rows<LeaderView>(
+        "SELECT pid, epoch, address, released_ms FROM berth_leader WHERE id = 1",
+      );
+      return row === undefined
+        ? null
+        : {
+            pid: Number(row.pid),
+            epoch: Number(row.epoch),
+            address: row.address,
+            released_ms: row.released_ms === null ? null : Number(row.released_ms),
+          };
     } catch {
       return null; // not made yet, or the database is down
     }

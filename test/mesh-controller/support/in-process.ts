@@ -48,19 +48,39 @@ export interface SeedFixture {
   close(): Promise<void>;
 }
 
-export async function startNode(root: string, name: string, controllerKey: string, signerKey: string, permits: unknown[], memory: MemoryConnector): Promise<HostNode> {
+export async function startNode(
+  root: string,
+  name: string,
+  controllerKey: string,
+  signerKey: string,
+  permits: unknown[],
+  memory: MemoryConnector,
+): Promise<HostNode> {
   const dataDir = join(root, name);
   saveKeyFile(join(dataDir, "node.key"), generateSigningKey());
-  writeJson(join(dataDir, "node.json"), { name, controllers: [{ key: controllerKey }], self_tier: "paired", board: "pi5" });
+  writeJson(join(dataDir, "node.json"), {
+    name,
+    controllers: [{ key: controllerKey }],
+    self_tier: "paired",
+    board: "pi5",
+  });
   writeJson(join(dataDir, "signers.json"), [{ key: signerKey, name: "test-signer" }]);
   writeJson(join(dataDir, "permits.json"), permits);
-  const daemon = await NodeDaemon.start({ dataDir, listen: "127.0.0.1:0", version: "test", allowRootAgents: true, pollMs: 50 });
+  const daemon = await NodeDaemon.start({
+    dataDir,
+    listen: "127.0.0.1:0",
+    version: "test",
+    allowRootAgents: true,
+    pollMs: 50,
+  });
   const node: HostNode = { name, dataDir, addr: `mem://${name}`, daemon, id: daemon.nodeId };
   memory.register(name, (stream) => void node.daemon.service.serve(stream));
   return node;
 }
 
-export async function seedFixture(opts: { permits?: Array<unknown[]>; controllerOptions?: Partial<ControllerOptions> } = {}): Promise<SeedFixture> {
+export async function seedFixture(
+  opts: { permits?: Array<unknown[]>; controllerOptions?: Partial<ControllerOptions> } = {},
+): Promise<SeedFixture> {
   const root = mkdtempSync(join(tmpdir(), "berth-mesh-ctl-"));
   const key = generateSigningKey();
   const signer = generateSigningKey();
@@ -70,7 +90,9 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
   const faults = new FaultConnector(memory);
   const nodes: HostNode[] = [];
   for (const [i, name] of ["first", "second"].entries()) {
-    nodes.push(await startNode(root, name, key.publicKey, signer.publicKey, opts.permits?.[i] ?? [TEST_PERMIT], memory));
+    nodes.push(
+      await startNode(root, name, key.publicKey, signer.publicKey, opts.permits?.[i] ?? [TEST_PERMIT], memory),
+    );
   }
   const controllerDir = join(root, "controller");
   // BERTH_TEST_DATABASE=postgres: the controller's store is a fresh PostgreSQL database (test/support/test-database.ts).
@@ -89,7 +111,8 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
   const controller = await (async () => {
     const c = await open();
     // The PostgreSQL tier must really be on PostgreSQL: no SQLite store appears in the home.
-    if (database && existsSync(join(controllerDir, "controller.db"))) throw new Error("BERTH_TEST_DATABASE=postgres, yet the controller opened controller.db");
+    if (database && existsSync(join(controllerDir, "controller.db")))
+      throw new Error("BERTH_TEST_DATABASE=postgres, yet the controller opened controller.db");
     writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
     writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
     return c;
@@ -132,15 +155,24 @@ export async function seedFixture(opts: { permits?: Array<unknown[]>; controller
 
 /** A client with the controller's key that bypasses the fault connector: the test's own eyes. */
 export function observer(key: SigningKey, memory: MemoryConnector, authority?: Authority): NodeClient {
-  return new NodeClient({ key, connector: memory, timeoutMs: 5_000, ...(authority ? { authority: () => authority } : {}) });
+  return new NodeClient({
+    key,
+    connector: memory,
+    timeoutMs: 5_000,
+    ...(authority ? { authority: () => authority } : {}),
+  });
 }
 
 /** The node's instance rows, read through a signed status call. */
 export async function instancesOn(node: HostNode, key: SigningKey, connector: MemoryConnector): Promise<JsonObject[]> {
-  const r = await observer(key, connector).call({ addr: node.addr, nodeId: node.id, key: nodeKeyOf(node), bootId: node.daemon.bootId }, "status", {
-    instance_id: null,
-    include_departed: false,
-  });
+  const r = await observer(key, connector).call(
+    { addr: node.addr, nodeId: node.id, key: nodeKeyOf(node), bootId: node.daemon.bootId },
+    "status",
+    {
+      instance_id: null,
+      include_departed: false,
+    },
+  );
   if (r.kind !== "ok") throw new Error(`status of ${node.name} failed: ${JSON.stringify(r)}`);
   return (r.result.rows as JsonObject[]).filter((row) => typeof row.instance_id === "string" && !("departed" in row));
 }
@@ -163,10 +195,16 @@ export function nodeKeyOf(node: HostNode): string {
 export function nodeEvents(node: HostNode, kind: string): Array<{ source: string; payload: JsonObject }> {
   const db = openDatabase(join(node.dataDir, "node.db"), { readonly: true });
   try {
-    return (db.prepare("SELECT e.source, e.payload FROM audit_event e JOIN audit_chain c ON c.chain_id = e.chain_id AND c.own = 1 WHERE e.kind = ? ORDER BY e.seq").all(kind) as Array<{
-      source: string;
-      payload: string;
-    }>).map((r) => ({ source: r.source, payload: JSON.parse(r.payload) as JsonObject }));
+    return (
+      db
+        .prepare(
+          "SELECT e.source, e.payload FROM audit_event e JOIN audit_chain c ON c.chain_id = e.chain_id AND c.own = 1 WHERE e.kind = ? ORDER BY e.seq",
+        )
+        .all(kind) as Array<{
+        source: string;
+        payload: string;
+      }>
+    ).map((r) => ({ source: r.source, payload: JSON.parse(r.payload) as JsonObject }));
   } finally {
     db.close();
   }
@@ -181,7 +219,10 @@ export function controllerEvents(controller: MeshController, kind: string): Prom
 export function verifyNodeChain(node: HostNode): boolean {
   const db = openDatabase(join(node.dataDir, "node.db"), { readonly: true });
   try {
-    const own = db.prepare("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1").get() as { chain_id: string; owner_key: string };
+    const own = db.prepare("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1").get() as {
+      chain_id: string;
+      owner_key: string;
+    };
     return verifyStoredChain(db, own.chain_id, { key: own.owner_key }).ok;
   } finally {
     db.close();

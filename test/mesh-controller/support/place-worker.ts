@@ -13,7 +13,8 @@ import type { Connector, FrameStream } from "../../../src/mesh/transport/frames.
 import { TlsConnector } from "../../../src/mesh/transport/tls.js";
 
 const [dataDir, keyFile, pkgDir, crashAt, ...addrs] = process.argv.slice(2);
-if (!dataDir || !keyFile || !pkgDir || !crashAt || addrs.length === 0) throw new Error("usage: place-worker <data-dir> <key-file> <package-dir> <crash-at> <addr>...");
+if (!dataDir || !keyFile || !pkgDir || !crashAt || addrs.length === 0)
+  throw new Error("usage: place-worker <data-dir> <key-file> <package-dir> <crash-at> <addr>...");
 
 const die = (): never => {
   process.kill(process.pid, "SIGKILL");

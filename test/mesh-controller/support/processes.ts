@@ -39,14 +39,29 @@ const controllers = new Set<MeshController>();
 
 export const TIMEOUTS = { callMs: 5_000, placeMs: 15_000, describeMs: 3_000 };
 
-export async function processFixture(opts: { permits?: [PermitRuleInput[], PermitRuleInput[]]; config?: [JsonObject?, JsonObject?]; script?: string; network?: "none" | "lan" | "egress" } = {}): Promise<ProcessFixture> {
+export async function processFixture(
+  opts: {
+    permits?: [PermitRuleInput[], PermitRuleInput[]];
+    config?: [JsonObject?, JsonObject?];
+    script?: string;
+    network?: "none" | "lan" | "egress";
+  } = {},
+): Promise<ProcessFixture> {
   requireBuild();
   const root = tempDir("berth-mesh-ctl-");
   const key = generateSigningKey();
   const signer = generateSigningKey();
   const pkgDir = join(root, "pkg");
-  probePackage(pkgDir, signer, { ...(opts.script === undefined ? {} : { script: opts.script }), ...(opts.network === undefined ? {} : { network: opts.network }) });
-  const spec = (permits: PermitRuleInput[], config: JsonObject | undefined) => ({ controllers: [key.publicKey], signers: [signer.publicKey], permits, ...(config ? { config } : {}) });
+  probePackage(pkgDir, signer, {
+    ...(opts.script === undefined ? {} : { script: opts.script }),
+    ...(opts.network === undefined ? {} : { network: opts.network }),
+  });
+  const spec = (permits: PermitRuleInput[], config: JsonObject | undefined) => ({
+    controllers: [key.publicKey],
+    signers: [signer.publicKey],
+    permits,
+    ...(config ? { config } : {}),
+  });
   const [first, second] = await Promise.all([
     NodeProcess.create(spec(opts.permits?.[0] ?? [TEST_PERMIT], opts.config?.[0])),
     NodeProcess.create(spec(opts.permits?.[1] ?? [TEST_PERMIT], opts.config?.[1])),
@@ -57,16 +72,28 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
   // BERTH_TEST_DATABASE=postgres: the controller's store is a fresh PostgreSQL database (test/support/test-database.ts).
   const database = await testDatabaseFor(controllerDir);
   const open = async (extra: Partial<ControllerOptions> = {}) => {
-    const c = await MeshController.open({ dataDir: controllerDir, ...databaseOption(database), key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeouts: TIMEOUTS, ...extra });
+    const c = await MeshController.open({
+      dataDir: controllerDir,
+      ...databaseOption(database),
+      key,
+      connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }),
+      timeouts: TIMEOUTS,
+      ...extra,
+    });
     controllers.add(c);
     return c;
   };
   const controller = await open();
   // The PostgreSQL tier must really be on PostgreSQL: no SQLite store appears in the home.
-  if (database && existsSync(join(controllerDir, "controller.db"))) throw new Error("BERTH_TEST_DATABASE=postgres, yet the controller opened controller.db");
+  if (database && existsSync(join(controllerDir, "controller.db")))
+    throw new Error("BERTH_TEST_DATABASE=postgres, yet the controller opened controller.db");
   writeJson(join(controllerDir, "signers.json"), [{ key: signer.publicKey, name: "test-signer" }]);
   writeJson(join(controllerDir, "permits.json"), [TEST_PERMIT]);
-  const observer = new NodeClient({ key, connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }), timeoutMs: 5_000 });
+  const observer = new NodeClient({
+    key,
+    connector: new TlsConnector({ identity: key, connectTimeoutMs: 2_000 }),
+    timeoutMs: 5_000,
+  });
   const fx: ProcessFixture = {
     key,
     signer,
@@ -86,7 +113,9 @@ export async function processFixture(opts: { permits?: [PermitRuleInput[], Permi
     async instances(node) {
       const r = await observer.call(node.target(), "status", { instance_id: null, include_departed: false });
       if (r.kind !== "ok") throw new Error(`status of ${node.nodeId} failed: ${JSON.stringify(r)}`);
-      return (r.result.rows as JsonObject[]).filter((row) => typeof row.instance_id === "string" && !("departed" in row));
+      return (r.result.rows as JsonObject[]).filter(
+        (row) => typeof row.instance_id === "string" && !("departed" in row),
+      );
     },
   };
   return fx;

@@ -11,7 +11,13 @@
  */
 import { type ApiError, describeApiError } from "../../../src/core/kubernetes/api-status.js";
 import type { DeleteAuthority } from "../../../src/core/kubernetes/authority.js";
-import { ClaimSchema, type ClaimObject, type PodObject, PodSchema, type SecretMeta } from "../../../src/core/kubernetes/objects.js";
+import {
+  ClaimSchema,
+  type ClaimObject,
+  type PodObject,
+  PodSchema,
+  type SecretMeta,
+} from "../../../src/core/kubernetes/objects.js";
 import { fromQuorumRead, type QuorumPod } from "../../../src/core/kubernetes/quorum.js";
 import type { Fence } from "../../../src/core/kubernetes/verify.js";
 import type {
@@ -58,7 +64,10 @@ export interface FakeCall {
 export type Fault = { readonly code: number; readonly reason: string; readonly message?: string } | "transport";
 export type FaultRule = (call: { op: FakeOp; ns: string | null; name: string | null }) => Fault | undefined;
 
-type Stored = { metadata: Record<string, unknown> & { name: string; uid: string; resourceVersion: string }; [k: string]: unknown };
+type Stored = {
+  metadata: Record<string, unknown> & { name: string; uid: string; resourceVersion: string };
+  [k: string]: unknown;
+};
 
 interface Watcher {
   readonly ns: string;
@@ -103,7 +112,13 @@ export class FakeCluster implements Cluster {
     readonly clock: Clock & { schedule?: (ms: number, fn: () => void) => void },
     options: FakeClusterOptions = {},
   ) {
-    this.opts = { gracefulDeletionMs: 3000, serverDate: "clock", watchForbidden: false, watchTimeoutMs: 60_000, ...options };
+    this.opts = {
+      gracefulDeletionMs: 3000,
+      serverDate: "clock",
+      watchForbidden: false,
+      watchTimeoutMs: 60_000,
+      ...options,
+    };
   }
 
   get requestCount(): number {
@@ -149,7 +164,8 @@ export class FakeCluster implements Cluster {
 
   seedSecret(ns: string, body: Record<string, unknown>, createdAtWallMs?: number): void {
     const stored = this.stamp(clone(body) as unknown as Stored);
-    if (createdAtWallMs !== undefined) stored.metadata.creationTimestamp = new Date(createdAtWallMs).toISOString().replace(/\.\d{3}Z$/, "Z");
+    if (createdAtWallMs !== undefined)
+      stored.metadata.creationTimestamp = new Date(createdAtWallMs).toISOString().replace(/\.\d{3}Z$/, "Z");
     this.secrets.set(`${ns}/${stored.metadata.name}`, stored);
   }
 
@@ -169,13 +185,23 @@ export class FakeCluster implements Cluster {
    * what a real kubelet adds: a container id (one per run, kept from the running write to the terminated one), the
    * restart count, `image` as the tag and `imageID` as the digest (issue 34).
    */
-  setAgentState(ns: string, name: string, state: Record<string, unknown>, phase?: string, extra: { restartCount?: number } = {}): void {
+  setAgentState(
+    ns: string,
+    name: string,
+    state: Record<string, unknown>,
+    phase?: string,
+    extra: { restartCount?: number } = {},
+  ): void {
     this.mutatePod(ns, name, (p) => {
       const status = (p.status ?? {}) as Record<string, unknown>;
       const previous = (status.containerStatuses as Array<Record<string, unknown>> | undefined)?.[0];
-      const image = ((p.spec as { containers?: Array<{ image?: string }> }).containers?.[0]?.image ?? "").split("@")[0] ?? "";
+      const image =
+        ((p.spec as { containers?: Array<{ image?: string }> }).containers?.[0]?.image ?? "").split("@")[0] ?? "";
       const ran = state.running !== undefined || state.terminated !== undefined;
-      const containerID = ran ? ((state.running !== undefined ? undefined : previous?.containerID) ?? `containerd://${(++this.containerSeq).toString(16).padStart(64, "0")}`) : undefined;
+      const containerID = ran
+        ? ((state.running !== undefined ? undefined : previous?.containerID) ??
+          `containerd://${(++this.containerSeq).toString(16).padStart(64, "0")}`)
+        : undefined;
       status.containerStatuses = [
         {
           name: "agent",
@@ -205,16 +231,36 @@ export class FakeCluster implements Cluster {
    * A harness that exits at once, in the order a real kubelet writes it (issue 34): `running` first (the container
    * started), then at its next relist `terminated` while the phase still reads Running, then phase Failed.
    */
-  crashAtStart(ns: string, name: string, o: { exitCode: number; detectedAfterMs: number; schedule: (ms: number, fn: () => void) => void }): void {
+  crashAtStart(
+    ns: string,
+    name: string,
+    o: { exitCode: number; detectedAfterMs: number; schedule: (ms: number, fn: () => void) => void },
+  ): void {
     const uid = this.pod(ns, name)?.metadata.uid;
     const same = () => this.pod(ns, name)?.metadata.uid === uid;
     const at = new Date(this.clock.wallNow()).toISOString();
     this.start(ns, name);
     o.schedule(o.detectedAfterMs, () => {
       if (!same()) return;
-      this.setAgentState(ns, name, { terminated: { exitCode: o.exitCode, reason: o.exitCode === 0 ? "Completed" : "Error", startedAt: at, finishedAt: at } }, "Running");
+      this.setAgentState(
+        ns,
+        name,
+        {
+          terminated: {
+            exitCode: o.exitCode,
+            reason: o.exitCode === 0 ? "Completed" : "Error",
+            startedAt: at,
+            finishedAt: at,
+          },
+        },
+        "Running",
+      );
       o.schedule(100, () => {
-        if (same()) this.setPodStatus(ns, name, { ...(this.pod(ns, name)?.status ?? {}), phase: o.exitCode === 0 ? "Succeeded" : "Failed" });
+        if (same())
+          this.setPodStatus(ns, name, {
+            ...(this.pod(ns, name)?.status ?? {}),
+            phase: o.exitCode === 0 ? "Succeeded" : "Failed",
+          });
       });
     });
   }
@@ -238,8 +284,20 @@ export class FakeCluster implements Cluster {
     return obj;
   }
 
-  private begin(op: FakeOp, ns: string | null, name: string | null, authority?: string): { call: FakeCall; fault: ApiError | undefined } {
-    const call: FakeCall = { op, ns, name, outcome: "pending", at: this.clock.now(), ...(authority ? { authority } : {}) };
+  private begin(
+    op: FakeOp,
+    ns: string | null,
+    name: string | null,
+    authority?: string,
+  ): { call: FakeCall; fault: ApiError | undefined } {
+    const call: FakeCall = {
+      op,
+      ns,
+      name,
+      outcome: "pending",
+      at: this.clock.now(),
+      ...(authority ? { authority } : {}),
+    };
     this.calls.push(call);
     for (const rule of this.faults) {
       const fault = rule({ op, ns, name });
@@ -247,7 +305,10 @@ export class FakeCluster implements Cluster {
       call.outcome = fault === "transport" ? "transport" : fault.reason;
       return {
         call,
-        fault: fault === "transport" ? { kind: "transport", message: "read ECONNRESET" } : { kind: "status", code: fault.code, reason: fault.reason, message: fault.message ?? "" },
+        fault:
+          fault === "transport"
+            ? { kind: "transport", message: "read ECONNRESET" }
+            : { kind: "status", code: fault.code, reason: fault.reason, message: fault.message ?? "" },
       };
     }
     this.beforeServe?.(call);
@@ -258,7 +319,13 @@ export class FakeCluster implements Cluster {
     return { kind: "status", code: 404, reason: "NotFound", message: `${what} "${name}" not found` };
   }
 
-  private read<T>(op: FakeOp, store: Map<string, Stored>, ns: string, name: string, map: (s: Stored) => T): Promise<ReadResult<T>> {
+  private read<T>(
+    op: FakeOp,
+    store: Map<string, Stored>,
+    ns: string,
+    name: string,
+    map: (s: Stored) => T,
+  ): Promise<ReadResult<T>> {
     const { call, fault } = this.begin(op, ns, name);
     if (fault) return Promise.resolve({ kind: "error", error: fault });
     const obj = store.get(`${ns}/${name}`);
@@ -266,11 +333,18 @@ export class FakeCluster implements Cluster {
     return Promise.resolve(obj ? { kind: "found", object: map(clone(obj)) } : { kind: "absent" });
   }
 
-  private create<T>(op: FakeOp, store: Map<string, Stored>, ns: string, manifest: Record<string, unknown>, map: (s: Stored) => T): Promise<CreateResult<T>> {
+  private create<T>(
+    op: FakeOp,
+    store: Map<string, Stored>,
+    ns: string,
+    manifest: Record<string, unknown>,
+    map: (s: Stored) => T,
+  ): Promise<CreateResult<T>> {
     const name = String((manifest.metadata as { name?: string }).name);
     const { call, fault } = this.begin(op, ns, name);
     if (fault) {
-      if (fault.kind === "status" && fault.reason === "AlreadyExists") return Promise.resolve({ kind: "already-exists" });
+      if (fault.kind === "status" && fault.reason === "AlreadyExists")
+        return Promise.resolve({ kind: "already-exists" });
       return Promise.resolve({ kind: "error", error: fault });
     }
     if (!this.namespaces.has(ns)) {
@@ -293,7 +367,13 @@ export class FakeCluster implements Cluster {
     return Promise.resolve({ kind: "created", object: map(clone(stored)) });
   }
 
-  private list<T>(op: FakeOp, store: Map<string, Stored>, ns: string | null, selector: string, map: (s: Stored) => T): Promise<ListResult<T>> {
+  private list<T>(
+    op: FakeOp,
+    store: Map<string, Stored>,
+    ns: string | null,
+    selector: string,
+    map: (s: Stored) => T,
+  ): Promise<ListResult<T>> {
     const { call, fault } = this.begin(op, ns, null);
     if (fault) return Promise.resolve({ kind: "error", error: fault });
     const wanted = selector
@@ -307,15 +387,24 @@ export class FakeCluster implements Cluster {
       .map((v) => map(clone(v)));
     call.outcome = `listed ${items.length}`;
     const d = this.opts.serverDate;
-    const serverDateMs = d === "none" ? null : Math.floor((this.clock.wallNow() + (typeof d === "number" ? d : 0)) / 1000) * 1000;
+    const serverDateMs =
+      d === "none" ? null : Math.floor((this.clock.wallNow() + (typeof d === "number" ? d : 0)) / 1000) * 1000;
     return Promise.resolve({ kind: "listed", items, serverDateMs });
   }
 
-  private remove(store: Map<string, Stored>, op: FakeOp, ns: string, name: string, pre: ObjectPrecondition, authority?: string): Promise<DeleteResult> {
+  private remove(
+    store: Map<string, Stored>,
+    op: FakeOp,
+    ns: string,
+    name: string,
+    pre: ObjectPrecondition,
+    authority?: string,
+  ): Promise<DeleteResult> {
     const { call, fault } = this.begin(op, ns, name, authority);
     if (fault) {
       if (fault.kind === "status" && fault.reason === "NotFound") return Promise.resolve({ kind: "not-found" });
-      if (fault.kind === "status" && fault.reason === "Conflict") return Promise.resolve({ kind: "precondition-failed" });
+      if (fault.kind === "status" && fault.reason === "Conflict")
+        return Promise.resolve({ kind: "precondition-failed" });
       return Promise.resolve({ kind: "error", error: fault });
     }
     const key = `${ns}/${name}`;
@@ -370,21 +459,26 @@ export class FakeCluster implements Cluster {
   /** Like a real watch event, a wake carries the object's resourceVersion (none for a deletion here: always news). */
   private notify(ns: string, name: string, kind: "added" | "modified" | "deleted"): void {
     const rv = kind === "deleted" ? undefined : this.pods.get(`${ns}/${name}`)?.metadata.resourceVersion;
-    for (const w of this.watchers) if (!w.closed && w.ns === ns && w.name === name) w.handlers.onWake({ podName: name, kind, ...(rv !== undefined ? { resourceVersion: rv } : {}) });
+    for (const w of this.watchers)
+      if (!w.closed && w.ns === ns && w.name === name)
+        w.handlers.onWake({ podName: name, kind, ...(rv !== undefined ? { resourceVersion: rv } : {}) });
   }
 
   getNamespace(ns: string): Promise<ReadResult<unknown>> {
     const { call, fault } = this.begin("getNamespace", null, ns);
     if (fault) return Promise.resolve({ kind: "error", error: fault });
     call.outcome = this.namespaces.has(ns) ? "found" : "NotFound";
-    return Promise.resolve(this.namespaces.has(ns) ? { kind: "found", object: clone(this.namespaces.get(ns)) } : { kind: "absent" });
+    return Promise.resolve(
+      this.namespaces.has(ns) ? { kind: "found", object: clone(this.namespaces.get(ns)) } : { kind: "absent" },
+    );
   }
 
   createNamespace(manifest: Record<string, unknown>): Promise<CreateResult<unknown>> {
     const name = String((manifest.metadata as { name?: string }).name);
     const { call, fault } = this.begin("createNamespace", null, name);
     if (fault) {
-      if (fault.kind === "status" && fault.reason === "AlreadyExists") return Promise.resolve({ kind: "already-exists" });
+      if (fault.kind === "status" && fault.reason === "AlreadyExists")
+        return Promise.resolve({ kind: "already-exists" });
       return Promise.resolve({ kind: "error", error: fault });
     }
     if (this.namespaces.has(name)) {
@@ -448,7 +542,9 @@ export class FakeCluster implements Cluster {
     };
     if (fault || this.opts.watchForbidden) {
       call.outcome = "Forbidden";
-      queueMicrotask(() => end(fault && fault !== undefined && fault.kind === "status" && fault.code !== 403 ? "error" : "forbidden"));
+      queueMicrotask(() =>
+        end(fault && fault !== undefined && fault.kind === "status" && fault.code !== 403 ? "error" : "forbidden"),
+      );
       return { close: () => end("closed") };
     }
     call.outcome = "watching";
@@ -458,7 +554,11 @@ export class FakeCluster implements Cluster {
       handlers.onEstablished();
       // A change after the given resourceVersion is delivered at once (the watch cache replays it).
       const current = this.pods.get(`${ns}/${name}`);
-      if (fromResourceVersion !== undefined && current && Number(current.metadata.resourceVersion) > Number(fromResourceVersion)) {
+      if (
+        fromResourceVersion !== undefined &&
+        current &&
+        Number(current.metadata.resourceVersion) > Number(fromResourceVersion)
+      ) {
         handlers.onWake({ podName: name, kind: "modified" });
       }
     });

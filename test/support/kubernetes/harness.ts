@@ -15,7 +15,11 @@ import { DEFAULT_WAIT, type WaitSettings } from "../../../src/kubernetes/waiter.
 
 export const NS = "buzz-agents-test";
 
-export function inputsFor(agent: AgentSpec = agentA(), raw: Record<string, unknown> = configA, identity: AgentIdentity = WHO): DeployInputs {
+export function inputsFor(
+  agent: AgentSpec = agentA(),
+  raw: Record<string, unknown> = configA,
+  identity: AgentIdentity = WHO,
+): DeployInputs {
   const cfg = parseProviderConfig(raw);
   if (!cfg.ok) throw new Error(cfg.error);
   const env = buildEnv(agent, cfg.value, "00000000");
@@ -42,7 +46,9 @@ export interface Harness {
   kubeletCrashesAtStart(afterMs: number, o?: { exitCode?: number; detectedAfterMs?: number }): void;
 }
 
-export function harness(options: FakeClusterOptions & { wait?: Partial<WaitSettings>; namespace?: boolean } = {}): Harness {
+export function harness(
+  options: FakeClusterOptions & { wait?: Partial<WaitSettings>; namespace?: boolean } = {},
+): Harness {
   const clock = new VirtualClock();
   const fake = new FakeCluster(clock, options);
   if (options.namespace !== false) fake.addNamespace(NS);
@@ -71,7 +77,13 @@ export function harness(options: FakeClusterOptions & { wait?: Partial<WaitSetti
     deploy: (opts = {}) => {
       const d = opts.deadlineSeconds ?? 600;
       const start = clock.now();
-      return clock.run(deploy(opts.inputs ?? inputs, deps, { startedAt: start, loopDeadlineAt: start + (d - 5) * 1000, deadlineSeconds: d }));
+      return clock.run(
+        deploy(opts.inputs ?? inputs, deps, {
+          startedAt: start,
+          loopDeadlineAt: start + (d - 5) * 1000,
+          deadlineSeconds: d,
+        }),
+      );
     },
     kubeletStartsAfter: (afterMs) => {
       fake.onPodCreated = ({ ns, name, uid }) =>
@@ -84,7 +96,11 @@ export function harness(options: FakeClusterOptions & { wait?: Partial<WaitSetti
       fake.onPodCreated = ({ ns, name, uid }) =>
         clock.schedule(afterMs, () => {
           if (fake.pod(ns, name)?.metadata.uid !== uid) return;
-          fake.crashAtStart(ns, name, { exitCode: o.exitCode ?? 1, detectedAfterMs: o.detectedAfterMs ?? 1000, schedule: (ms, fn) => clock.schedule(ms, fn) });
+          fake.crashAtStart(ns, name, {
+            exitCode: o.exitCode ?? 1,
+            detectedAfterMs: o.detectedAfterMs ?? 1000,
+            schedule: (ms, fn) => clock.schedule(ms, fn),
+          });
         });
     },
   };

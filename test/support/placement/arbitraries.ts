@@ -20,7 +20,10 @@ const SIGNER = "ab".repeat(32);
 
 /** The usual value 4 times in 5, so most inputs have eligible nodes, and something else otherwise. */
 function often<T>(usual: T, other: fc.Arbitrary<T>): fc.Arbitrary<T> {
-  return fc.oneof({ arbitrary: fc.constant(null).map(() => structuredClone(usual)), weight: 4 }, { arbitrary: other, weight: 1 });
+  return fc.oneof(
+    { arbitrary: fc.constant(null).map(() => structuredClone(usual)), weight: 4 },
+    { arbitrary: other, weight: 1 },
+  );
 }
 
 const weight = fc.integer({ min: 0, max: 200_000 }).map((c) => c / 100);
@@ -41,55 +44,59 @@ const requirement = fc
   }));
 
 const facts = (id: NodeId) =>
-  fc.record({
-    node_id: fc.constant(id),
-    issued_at_ms: fc.integer({ min: NOW - 100_000, max: NOW }),
-    name: fc.constantFrom("pi-a", "pi-b", "laptop", ""),
-    os: often("linux" as const, fc.constant("darwin" as const)),
-    arch: often("aarch64" as const, fc.constantFrom(...ARCH)),
-    board: fc.constantFrom(...BOARDS),
-    cpu: fc.record({
-      count: fc.integer({ min: 0, max: 16 }),
-      load1_milli: fc.option(fc.integer({ min: 0, max: 20_000 }), { nil: null }),
-    }),
-    memory: fc.record({ total_bytes: fc.constant(2 ** 34), available_bytes: fc.integer({ min: 0, max: 2 ** 33 }) }),
-    accelerators: fc.uniqueArray(
-      fc.record({
-        id: fc.constantFrom("accel.gpu.nvidia", "accel.gpu.amd", "accel.npu.hailo8"),
-        mem_bytes: fc.integer({ min: 0, max: 2 ** 35 }),
-        count: fc.integer({ min: 0, max: 4 }),
+  fc
+    .record({
+      node_id: fc.constant(id),
+      issued_at_ms: fc.integer({ min: NOW - 100_000, max: NOW }),
+      name: fc.constantFrom("pi-a", "pi-b", "laptop", ""),
+      os: often("linux" as const, fc.constant("darwin" as const)),
+      arch: often("aarch64" as const, fc.constantFrom(...ARCH)),
+      board: fc.constantFrom(...BOARDS),
+      cpu: fc.record({
+        count: fc.integer({ min: 0, max: 16 }),
+        load1_milli: fc.option(fc.integer({ min: 0, max: 20_000 }), { nil: null }),
       }),
-      { maxLength: 3, selector: (a) => a.id },
-    ),
-    routes: fc.tuple(often(true, fc.constant(false)), fc.subarray([...ARCH])).map(([native, emulated]) => [
-      ...(native ? [{ route: "native" as const, arches: ["aarch64" as const] }] : []),
-      ...(emulated.length > 0 ? [{ route: "emulated" as const, via: "qemu-user", arches: emulated }] : []),
-    ]),
-    interpreters: fc.subarray([
-      { name: "python3", version: "3.11" },
-      { name: "node", version: "20.19" },
-    ]),
-    labels: fc.option(fc.constant({ zone: "attic" }), { nil: undefined }),
-    perf: fc.array(
-      fc.record({
-        metric: fc.constantFrom("tps", "latency"),
-        value_milli: fc.integer({ min: 0, max: 100_000 }),
-        direction: fc.constantFrom("lower" as const, "higher" as const),
-        measured_at_ms: fc.constant(NOW - 10),
-        provenance: fc.constantFrom("claimed" as const, "measured" as const),
-      }),
-      { maxLength: 3 },
-    ),
-    capabilities: fc.oneof(
-      { arbitrary: fc.subarray([{ id: "camera.csi" }, { id: "accel.tpu.coral" }]), weight: 10 },
-      // Self-asserted trust is rare on purpose: it makes the facts refused whole.
-      { arbitrary: fc.constant(null).map(() => [{ id: "trust.tier" }]), weight: 1 },
-    ),
-  }).map((f) => ({
-    ...f,
-    // A native route always lists the node's own arch (§6.1).
-    routes: f.routes.map((r) => (r.route === "native" ? { ...r, arches: [f.arch] } : r)),
-  }));
+      memory: fc.record({ total_bytes: fc.constant(2 ** 34), available_bytes: fc.integer({ min: 0, max: 2 ** 33 }) }),
+      accelerators: fc.uniqueArray(
+        fc.record({
+          id: fc.constantFrom("accel.gpu.nvidia", "accel.gpu.amd", "accel.npu.hailo8"),
+          mem_bytes: fc.integer({ min: 0, max: 2 ** 35 }),
+          count: fc.integer({ min: 0, max: 4 }),
+        }),
+        { maxLength: 3, selector: (a) => a.id },
+      ),
+      routes: fc
+        .tuple(often(true, fc.constant(false)), fc.subarray([...ARCH]))
+        .map(([native, emulated]) => [
+          ...(native ? [{ route: "native" as const, arches: ["aarch64" as const] }] : []),
+          ...(emulated.length > 0 ? [{ route: "emulated" as const, via: "qemu-user", arches: emulated }] : []),
+        ]),
+      interpreters: fc.subarray([
+        { name: "python3", version: "3.11" },
+        { name: "node", version: "20.19" },
+      ]),
+      labels: fc.option(fc.constant({ zone: "attic" }), { nil: undefined }),
+      perf: fc.array(
+        fc.record({
+          metric: fc.constantFrom("tps", "latency"),
+          value_milli: fc.integer({ min: 0, max: 100_000 }),
+          direction: fc.constantFrom("lower" as const, "higher" as const),
+          measured_at_ms: fc.constant(NOW - 10),
+          provenance: fc.constantFrom("claimed" as const, "measured" as const),
+        }),
+        { maxLength: 3 },
+      ),
+      capabilities: fc.oneof(
+        { arbitrary: fc.subarray([{ id: "camera.csi" }, { id: "accel.tpu.coral" }]), weight: 10 },
+        // Self-asserted trust is rare on purpose: it makes the facts refused whole.
+        { arbitrary: fc.constant(null).map(() => [{ id: "trust.tier" }]), weight: 1 },
+      ),
+    })
+    .map((f) => ({
+      ...f,
+      // A native route always lists the node's own arch (§6.1).
+      routes: f.routes.map((r) => (r.route === "native" ? { ...r, arches: [f.arch] } : r)),
+    }));
 
 export const nodeIds = fc.uniqueArray(fc.integer({ min: 1, max: 64 }), { maxLength: 8 }).map((ns) => ns.map(nid));
 
@@ -113,7 +120,8 @@ export const inputDraft: fc.Arbitrary<Draft> = nodeIds
       const g: Record<string, { verdict: "permit" | "deny"; reason: string }> = {};
       vs.forEach((v, i) => {
         const id = ids[i] as string;
-        if (v !== "missing") g[id] = { verdict: v as "permit" | "deny", reason: v === "deny" ? "default deny" : "test-agent" };
+        if (v !== "missing")
+          g[id] = { verdict: v as "permit" | "deny", reason: v === "deny" ? "default deny" : "test-agent" };
       });
       return g;
     });
@@ -134,7 +142,12 @@ export const inputDraft: fc.Arbitrary<Draft> = nodeIds
           },
         )
         .map((vs) =>
-          vs.map((v, i) => ({ id: `v${i}`, arch: v.arch, os: v.os, entry: { program: v.interp ? "@python3" : "bin/agent" } })),
+          vs.map((v, i) => ({
+            id: `v${i}`,
+            arch: v.arch,
+            os: v.os,
+            entry: { program: v.interp ? "@python3" : "bin/agent" },
+          })),
         ),
       requirements: often([], fc.array(requirement, { maxLength: 2 })),
       preferences: fc.array(fc.record({ requirement, weight: fc.integer({ min: 1, max: 1000 }) }), { maxLength: 2 }),
@@ -146,9 +159,15 @@ export const inputDraft: fc.Arbitrary<Draft> = nodeIds
         excludes: often([], fc.subarray([...LABELS])),
         sticky: fc.boolean(),
       }),
-      perf: fc.option(fc.record({ metric: fc.constantFrom("tps", "latency"), direction: fc.constantFrom("lower" as const, "higher" as const) }), {
-        nil: null,
-      }),
+      perf: fc.option(
+        fc.record({
+          metric: fc.constantFrom("tps", "latency"),
+          direction: fc.constantFrom("lower" as const, "higher" as const),
+        }),
+        {
+          nil: null,
+        },
+      ),
       refs: fc.constant(null).map(() => [PACKAGE_ID, SIGNER]),
     });
     const request = fc.record({
@@ -172,7 +191,10 @@ export const inputDraft: fc.Arbitrary<Draft> = nodeIds
     const cluster = fc.record({
       now_ms: fc.constant(NOW),
       revoked_nodes: often([], fc.subarray(ids, { maxLength: Math.min(1, ids.length) })),
-      revoked_refs: often([], fc.constantFrom(PACKAGE_ID, SIGNER).map((r) => [r])),
+      revoked_refs: often(
+        [],
+        fc.constantFrom(PACKAGE_ID, SIGNER).map((r) => [r]),
+      ),
       instances: fc.array(
         fc.record({
           node_id: someId,

@@ -91,7 +91,8 @@ export interface InputDraft {
 
 export function inputOf(draft: InputDraft): PlacementInput {
   const gate: Record<string, { verdict: "permit" | "deny"; reason: string }> = {};
-  if (draft.permitAll !== false) for (const n of draft.nodes) gate[n.node_id] = { verdict: "permit", reason: "test-agent" };
+  if (draft.permitAll !== false)
+    for (const n of draft.nodes) gate[n.node_id] = { verdict: "permit", reason: "test-agent" };
   return placementInputSchema.parse({
     request: { spec: specDraft(draft.spec), gate, ...draft.request },
     nodes: draft.nodes,

@@ -85,13 +85,20 @@ function AgentDetails({ agent }: { agent: AgentState }) {
           </>
         ) : null}
         {agent.lifecycle ? `; on its node: ${agent.lifecycle}` : ""}
-        {typeof agent.restarts === "number" ? `, restarted ${agent.restarts} time${agent.restarts === 1 ? "" : "s"} by its node` : ""}
+        {typeof agent.restarts === "number"
+          ? `, restarted ${agent.restarts} time${agent.restarts === 1 ? "" : "s"} by its node`
+          : ""}
         {agent.next ? `; a deploy now would: ${agent.next}` : ""}.
       </p>
       {agent.error ? <p class="error">{agent.error}</p> : null}
       <fieldset class="verbs">
         <legend>Agent verbs</legend>
-        <VerbButton verb="stop" label="Stop agent" confirm={`Stop ${agent.name}? Its instance ends until the next deploy or start.`} perform={({ api }) => api.agentVerb(agent.name, "stop")} />
+        <VerbButton
+          verb="stop"
+          label="Stop agent"
+          confirm={`Stop ${agent.name}? Its instance ends until the next deploy or start.`}
+          perform={({ api }) => api.agentVerb(agent.name, "stop")}
+        />
         <VerbButton verb="start" label="Start agent" perform={({ api }) => api.agentVerb(agent.name, "start")} />
         <VerbButton verb="replace" label="Replace agent" perform={({ api }) => api.agentVerb(agent.name, "replace")} />
         <DeleteAgent name={agent.name} />
@@ -170,10 +177,19 @@ export function AgentsView({ selected }: { selected: string | null }) {
     <section aria-labelledby="agents-title">
       <h2 id="agents-title">Agents</h2>
       {chosen ? <AgentDetails key={chosen.name} agent={chosen} /> : null}
-      {selected !== null && !chosen && agents.data ? <p role="status">No agent {selected} is deployed from this berth home.</p> : null}
+      {selected !== null && !chosen && agents.data ? (
+        <p role="status">No agent {selected} is deployed from this berth home.</p>
+      ) : null}
       <Loaded resource={agents} what="agents">
         {(data) => (
-          <FilteredTable label="agents" rows={data.agents} columns={columns} rowKey={(a) => `${a.target}/${a.name}`} searchText={searchText} empty="No agent deployed: deploy one from Deploy an agent." />
+          <FilteredTable
+            label="agents"
+            rows={data.agents}
+            columns={columns}
+            rowKey={(a) => `${a.target}/${a.name}`}
+            searchText={searchText}
+            empty="No agent deployed: deploy one from Deploy an agent."
+          />
         )}
       </Loaded>
     </section>

@@ -61,7 +61,9 @@ function EventRefs({ e }: { e: AuditEvent }) {
 function EventDetails({ seq, tail }: { seq: number; tail: AuditTail }) {
   const held = tail.events.find((e) => e.seq === seq);
   // An event older than the tail is read from the events API (the page starting right before it).
-  const fetched = useResource(async ({ api }) => (held ? { events: [held] } : await api.auditEvents(tail.chain || "controller", seq - 1, 1)));
+  const fetched = useResource(async ({ api }) =>
+    held ? { events: [held] } : await api.auditEvents(tail.chain || "controller", seq - 1, 1),
+  );
   return (
     <section class="details" aria-label={`audit event #${seq}`}>
       <h3>Audit event #{seq}</h3>
@@ -75,7 +77,8 @@ function EventDetails({ seq, tail }: { seq: number; tail: AuditTail }) {
           return (
             <>
               <p>
-                <strong>{e.kind}</strong> from {e.source} at {timeOf(e.ts)}; hash <code title={e.hash}>{shortId(e.hash, 16)}</code>, after{" "}
+                <strong>{e.kind}</strong> from {e.source} at {timeOf(e.ts)}; hash{" "}
+                <code title={e.hash}>{shortId(e.hash, 16)}</code>, after{" "}
                 <code title={e.prev_hash}>{shortId(e.prev_hash, 16)}</code>
                 {seq > 0 ? (
                   <>
@@ -145,8 +148,8 @@ export function EventList({ events }: { events: readonly AuditEvent[] }) {
     <ol class="audit-tail">
       {events.map((e) => (
         <li key={`${e.chain_id}-${e.seq}`}>
-          <EventLink seq={e.seq} /> <time>{timeOf(e.ts)}</time> <span class="source">{e.source}</span> <strong class="kind">{e.kind}</strong>{" "}
-          <span class="gist">{gist(e)}</span>
+          <EventLink seq={e.seq} /> <time>{timeOf(e.ts)}</time> <span class="source">{e.source}</span>{" "}
+          <strong class="kind">{e.kind}</strong> <span class="gist">{gist(e)}</span>
         </li>
       ))}
     </ol>

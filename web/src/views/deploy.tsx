@@ -21,7 +21,9 @@ spec:
 `;
 
 /** The spec as an object: JSON as it is, anything else as YAML (a superset of JSON). */
-export async function parseSpec(text: string): Promise<{ ok: true; spec: Record<string, unknown> } | { ok: false; error: string }> {
+export async function parseSpec(
+  text: string,
+): Promise<{ ok: true; spec: Record<string, unknown> } | { ok: false; error: string }> {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -33,7 +35,8 @@ export async function parseSpec(text: string): Promise<{ ok: true; spec: Record<
       return { ok: false, error: `the spec is neither JSON nor YAML: ${(e as Error).message}` };
     }
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, error: "the spec must be a mapping (apiVersion, kind, metadata, spec)" };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { ok: false, error: "the spec must be a mapping (apiVersion, kind, metadata, spec)" };
   return { ok: true, spec: value as Record<string, unknown> };
 }
 
@@ -65,7 +68,8 @@ export function DeployView() {
     <section aria-labelledby="deploy-title">
       <h2 id="deploy-title">Deploy an agent</h2>
       <p class="hint">
-        The same spec <code>berth deploy FILE</code> reads. Deploying is idempotent: the same spec again changes nothing, and an agent never runs twice.
+        The same spec <code>berth deploy FILE</code> reads. Deploying is idempotent: the same spec again changes
+        nothing, and an agent never runs twice.
       </p>
       <form
         class="deploy-form"
@@ -85,7 +89,14 @@ export function DeployView() {
           }}
         />
         <label for="deploy-spec">Agent spec</label>
-        <textarea id="deploy-spec" rows={14} spellcheck={false} value={text} placeholder={EXAMPLE} onInput={(e) => setText(e.currentTarget.value)} />
+        <textarea
+          id="deploy-spec"
+          rows={14}
+          spellcheck={false}
+          value={text}
+          placeholder={EXAMPLE}
+          onInput={(e) => setText(e.currentTarget.value)}
+        />
         <div>
           <button type="submit" disabled={busy || text.trim() === ""}>
             Deploy

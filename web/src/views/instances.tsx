@@ -35,7 +35,8 @@ export async function loadInstances({ api, nodes }: Live) {
   return api.instances();
 }
 
-const searchText = (i: InstanceInfo, names: NodeNames) => [i.name, i.instance_id, i.node_id, names.get(i.node_id) ?? "", i.state, i.pending ?? ""].join(" ");
+const searchText = (i: InstanceInfo, names: NodeNames) =>
+  [i.name, i.instance_id, i.node_id, names.get(i.node_id) ?? "", i.state, i.pending ?? ""].join(" ");
 
 /** Each verb, its label, and the question it asks first when it takes something down (confirm.tsx, issue 36). */
 const INSTANCE_VERBS = [
@@ -45,7 +46,9 @@ const INSTANCE_VERBS = [
 ] as const;
 
 function InstanceDetails({ instance, names }: { instance: InstanceInfo; names: NodeNames }) {
-  const decision = useResource(({ api }) => (instance.decision_id ? api.placement(instance.decision_id) : Promise.resolve(null)));
+  const decision = useResource(({ api }) =>
+    instance.decision_id ? api.placement(instance.decision_id) : Promise.resolve(null),
+  );
   return (
     <section class="details" aria-label={`instance ${instance.name}`}>
       <h3>
@@ -55,17 +58,28 @@ function InstanceDetails({ instance, names }: { instance: InstanceInfo; names: N
         Close details
       </a>
       <p>
-        {agentOf(instance) ? <>Agent <InstanceName instance={instance} />, decision </> : "Placed by hand, decision "}
-        <DecisionLink id={instance.decision_id} />.{" "}
-        State <strong>{instance.state}</strong>
-        {instance.pending ? ` (pending ${instance.pending})` : ""} on node <NodeCell id={instance.node_id} names={names} />, placed{" "}
-        {timeOf(instance.placed_ms)}
+        {agentOf(instance) ? (
+          <>
+            Agent <InstanceName instance={instance} />, decision{" "}
+          </>
+        ) : (
+          "Placed by hand, decision "
+        )}
+        <DecisionLink id={instance.decision_id} />. State <strong>{instance.state}</strong>
+        {instance.pending ? ` (pending ${instance.pending})` : ""} on node{" "}
+        <NodeCell id={instance.node_id} names={names} />, placed {timeOf(instance.placed_ms)}
         {instance.adopted ? ", adopted" : ""}.
       </p>
       <fieldset class="verbs">
         <legend>Instance verbs</legend>
         {INSTANCE_VERBS.map(([verb, label, question]) => (
-          <VerbButton key={verb} verb={verb} label={label} {...(question ? { confirm: question } : {})} perform={({ api }) => api.instanceVerb(instance.instance_id, verb)} />
+          <VerbButton
+            key={verb}
+            verb={verb}
+            label={label}
+            {...(question ? { confirm: question } : {})}
+            perform={({ api }) => api.instanceVerb(instance.instance_id, verb)}
+          />
         ))}
       </fieldset>
       <FollowedLogs buttonLabel="Show logs" load={(api) => api.instanceLogs(instance.instance_id)} />
@@ -76,7 +90,12 @@ function InstanceDetails({ instance, names }: { instance: InstanceInfo; names: N
 }
 
 /** Who took a placement off its node, as `berth instances` words it (src/cli/mesh.ts). */
-const MOVED_BY: Readonly<Record<MovedInfo["authority"], string>> = { lease: "lease ran out", lost: "lost", drain: "drained", forget: "node forgotten" };
+const MOVED_BY: Readonly<Record<MovedInfo["authority"], string>> = {
+  lease: "lease ran out",
+  lost: "lost",
+  drain: "drained",
+  forget: "node forgotten",
+};
 
 /**
  * Placements taken off their node (issue 16: a lease that ran out, a lost instance, a drain, a forget): the old copy
@@ -138,7 +157,11 @@ export function InstancesView({ selected }: { selected: string | null }) {
       {
         header: "",
         cell: (i) => (
-          <button type="button" aria-label={`Details of ${i.name}`} onClick={() => navigate("instances", i.instance_id)}>
+          <button
+            type="button"
+            aria-label={`Details of ${i.name}`}
+            onClick={() => navigate("instances", i.instance_id)}
+          >
             Details
           </button>
         ),
@@ -152,10 +175,19 @@ export function InstancesView({ selected }: { selected: string | null }) {
     <section aria-labelledby="instances-title">
       <h2 id="instances-title">Instances</h2>
       {chosen ? <InstanceDetails key={chosen.instance_id} instance={chosen} names={names} /> : null}
-      {selected !== null && !chosen && instances.data ? <p role="status">Instance {selected} is gone (unloaded or replaced).</p> : null}
+      {selected !== null && !chosen && instances.data ? (
+        <p role="status">Instance {selected} is gone (unloaded or replaced).</p>
+      ) : null}
       <Loaded resource={instances} what="instances">
         {(data) => (
-          <FilteredTable label="instances" rows={data.instances} columns={columns} rowKey={(i) => i.instance_id} searchText={search} empty="No instance is placed." />
+          <FilteredTable
+            label="instances"
+            rows={data.instances}
+            columns={columns}
+            rowKey={(i) => i.instance_id}
+            searchText={search}
+            empty="No instance is placed."
+          />
         )}
       </Loaded>
       <MovedList names={names} />

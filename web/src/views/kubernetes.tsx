@@ -25,10 +25,20 @@ export function KubernetesView() {
             <>
               {data.context ? <p>Context {data.context}</p> : null}
               <ErrorNotice error={data.error} action="Listing the agent pods" />
-              <FilteredTable label="Kubernetes agents" rows={data.agents} columns={columns} rowKey={(a) => `${a.namespace}/${a.name}`} searchText={searchText} empty="No berth-managed Pod." />
+              <FilteredTable
+                label="Kubernetes agents"
+                rows={data.agents}
+                columns={columns}
+                rowKey={(a) => `${a.namespace}/${a.name}`}
+                searchText={searchText}
+                empty="No berth-managed Pod."
+              />
             </>
           ) : (
-            <p role="status">No Kubernetes context configured: berth runs on the mesh only. Configure a kubeconfig context to see Kubernetes agents here.</p>
+            <p role="status">
+              No Kubernetes context configured: berth runs on the mesh only. Configure a kubeconfig context to see
+              Kubernetes agents here.
+            </p>
           )
         }
       </Loaded>

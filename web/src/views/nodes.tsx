@@ -34,7 +34,14 @@ export function nodeRef(n: NodeInfo): string {
 }
 
 /** Facts with a column of their own (memory, load) or no meaning at a glance, left out of the one-line summary. */
-const SHOWN_ELSEWHERE = new Set(["name", "memory_total_bytes", "memory_available_bytes", "load1_milli", "cpu_count", "issued_at_ms"]);
+const SHOWN_ELSEWHERE = new Set([
+  "name",
+  "memory_total_bytes",
+  "memory_available_bytes",
+  "load1_milli",
+  "cpu_count",
+  "issued_at_ms",
+]);
 
 /** A few facts in one line ("board pi5 · arch aarch64 · room garage"); the whole set is in the row's details. */
 function factsSummary(facts: NodeInfo["facts"]): string {
@@ -55,7 +62,8 @@ function factsSummary(facts: NodeInfo["facts"]): string {
  * forgotten node is cordoned too, and forget says it all. Empty for a node nobody marked.
  */
 export function operatorMark(n: NodeInfo): string {
-  if (n.forgotten_ms !== null) return `forgotten ${timeOf(n.forgotten_ms)}${n.forget_reason ? ` (${n.forget_reason})` : ""}`;
+  if (n.forgotten_ms !== null)
+    return `forgotten ${timeOf(n.forgotten_ms)}${n.forget_reason ? ` (${n.forget_reason})` : ""}`;
   if (n.cordoned) return `cordoned${n.cordon_reason ? ` (${n.cordon_reason})` : ""}`;
   return "";
 }
@@ -117,7 +125,8 @@ const columns: Column<NodeInfo>[] = [
   { header: "error", cell: (n) => n.error ?? "" },
 ];
 
-const searchText = (n: NodeInfo) => [n.name, n.node_id, n.addr, n.tier, n.liveness, operatorMark(n), factsSummary(n.facts)].join(" ");
+const searchText = (n: NodeInfo) =>
+  [n.name, n.node_id, n.addr, n.tier, n.liveness, operatorMark(n), factsSummary(n.facts)].join(" ");
 
 function NodeDetails({ node }: { node: NodeInfo }) {
   const instances = useResource(loadInstances);
@@ -136,7 +145,8 @@ function NodeDetails({ node }: { node: NodeInfo }) {
         <dd>{node.addr}</dd>
         <dt>liveness</dt>
         <dd>
-          <span class={`liveness ${node.liveness}`}>{node.liveness}</span>, last answer {ago(node.last_ok_ms, Date.now())} ({timeOf(node.last_ok_ms)})
+          <span class={`liveness ${node.liveness}`}>{node.liveness}</span>, last answer{" "}
+          {ago(node.last_ok_ms, Date.now())} ({timeOf(node.last_ok_ms)})
         </dd>
         <dt>tier</dt>
         <dd>
@@ -191,18 +201,33 @@ export function NodesView({ selected }: { selected: string | null }) {
   // facts; later it shows what the controller holds at each revision, and the button describes them again.
   const { nodes } = useLive();
   const refresh = useAction(({ api }) => api.nodes(true));
-  const chosen = selected === null ? undefined : (nodes.list ?? []).find((n) => nodeRef(n) === selected || n.addr === selected);
+  const chosen =
+    selected === null ? undefined : (nodes.list ?? []).find((n) => nodeRef(n) === selected || n.addr === selected);
   return (
     <section aria-labelledby="nodes-title">
       <h2 id="nodes-title">Nodes</h2>
       {chosen ? <NodeDetails key={nodeRef(chosen)} node={chosen} /> : null}
-      {selected !== null && !chosen && nodes.list ? <p role="status">No node {selected} is known to this controller.</p> : null}
+      {selected !== null && !chosen && nodes.list ? (
+        <p role="status">No node {selected} is known to this controller.</p>
+      ) : null}
       <button type="button" disabled={refresh.busy} onClick={refresh.run}>
         Refresh nodes
       </button>
       <ErrorNotice error={refresh.error} action="Refreshing the nodes" />
-      <Loaded resource={{ data: nodes.list === null ? null : { nodes: nodes.list }, error: nodes.error as Error | null }} what="nodes">
-        {(data) => <FilteredTable label="nodes" rows={data.nodes} columns={columns} rowKey={(n) => n.addr} searchText={searchText} empty="No node added yet." />}
+      <Loaded
+        resource={{ data: nodes.list === null ? null : { nodes: nodes.list }, error: nodes.error as Error | null }}
+        what="nodes"
+      >
+        {(data) => (
+          <FilteredTable
+            label="nodes"
+            rows={data.nodes}
+            columns={columns}
+            rowKey={(n) => n.addr}
+            searchText={searchText}
+            empty="No node added yet."
+          />
+        )}
       </Loaded>
     </section>
   );

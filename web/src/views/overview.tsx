@@ -147,7 +147,10 @@ export function OverviewView() {
         {!ready ? (
           <Loading what="the state of the mesh" />
         ) : alerts.length === 0 ? (
-          <p class="ok">Nothing needs you: every node answers, no decision is unsettled, no agent runs twice, nothing was denied recently.</p>
+          <p class="ok">
+            Nothing needs you: every node answers, no decision is unsettled, no agent runs twice, nothing was denied
+            recently.
+          </p>
         ) : (
           <ul>
             {alerts.map((a) => (
@@ -159,7 +162,11 @@ export function OverviewView() {
         )}
       </section>
       <div class="panels">
-        {agents.data && instances.data ? <AgentsPanel agents={agents.data.agents} instances={instances.data.instances} /> : <Loading what="agents" />}
+        {agents.data && instances.data ? (
+          <AgentsPanel agents={agents.data.agents} instances={instances.data.instances} />
+        ) : (
+          <Loading what="agents" />
+        )}
         <NodesPanel />
         <section class="panel" aria-label="unsettled decisions overview">
           <h3>

@@ -20,7 +20,11 @@ export function PlaceView() {
 
   const list = packages.data?.packages ?? [];
   const chosen = pkg || list[0]?.package_id || "";
-  const order = (): PlaceOrder => ({ package: chosen, name: name.trim() === "" ? null : name.trim(), allow_emulated: allowEmulated });
+  const order = (): PlaceOrder => ({
+    package: chosen,
+    name: name.trim() === "" ? null : name.trim(),
+    allow_emulated: allowEmulated,
+  });
 
   const submit = async (kind: "explain" | "placed") => {
     setBusy(true);
@@ -51,17 +55,24 @@ export function PlaceView() {
       >
         <label for="place-package">Package</label>
         <select id="place-package" value={chosen} onChange={(e) => setPkg(e.currentTarget.value)} required>
-            {list.length === 0 ? <option value="">no package registered</option> : null}
-            {list.map((p) => (
-              <option key={p.package_id} value={p.package_id}>
-                {p.name} {p.version} ({p.kind}) {p.package_id.slice(0, 8)}
-              </option>
-            ))}
+          {list.length === 0 ? <option value="">no package registered</option> : null}
+          {list.map((p) => (
+            <option key={p.package_id} value={p.package_id}>
+              {p.name} {p.version} ({p.kind}) {p.package_id.slice(0, 8)}
+            </option>
+          ))}
         </select>
         <label for="place-name">Name</label>
-        <input id="place-name" value={name} onInput={(e) => setName(e.currentTarget.value)} placeholder="default: the package's name" pattern="[a-z0-9][a-z0-9\-]{0,62}" />
+        <input
+          id="place-name"
+          value={name}
+          onInput={(e) => setName(e.currentTarget.value)}
+          placeholder="default: the package's name"
+          pattern="[a-z0-9][a-z0-9\-]{0,62}"
+        />
         <label>
-          <input type="checkbox" checked={allowEmulated} onChange={(e) => setAllowEmulated(e.currentTarget.checked)} /> Allow emulated
+          <input type="checkbox" checked={allowEmulated} onChange={(e) => setAllowEmulated(e.currentTarget.checked)} />{" "}
+          Allow emulated
         </label>
         <button type="button" disabled={busy || chosen === ""} onClick={() => void submit("explain")}>
           Explain (dry run)
@@ -80,7 +91,13 @@ export function PlaceView() {
               : "Not placed: no candidate took it (see the attempts)."}
         </output>
       ) : null}
-      {outcome ? <ExplainView report={outcome.report} title={outcome.kind === "explain" ? "Dry-run explain" : "Placement report"} dryRun={outcome.kind === "explain"} /> : null}
+      {outcome ? (
+        <ExplainView
+          report={outcome.report}
+          title={outcome.kind === "explain" ? "Dry-run explain" : "Placement report"}
+          dryRun={outcome.kind === "explain"}
+        />
+      ) : null}
     </section>
   );
 }

@@ -13,7 +13,8 @@ import { Loaded } from "../notice";
 import { type Column, FilteredTable } from "../table";
 import type { PlacementRecord } from "../types";
 
-const searchText = (p: PlacementRecord, names: NodeNames) => [p.name, p.instance_id, p.node_id, names.get(p.node_id) ?? "", p.decision_id, p.variant, p.route].join(" ");
+const searchText = (p: PlacementRecord, names: NodeNames) =>
+  [p.name, p.instance_id, p.node_id, names.get(p.node_id) ?? "", p.decision_id, p.variant, p.route].join(" ");
 
 function PastDecision({ decisionId }: { decisionId: string }) {
   const report = useResource(({ api }) => api.placement(decisionId));

@@ -37,7 +37,9 @@ export function TopView() {
         const { instances } = await api.instances();
         if (stopped) return;
         setRows(topRows(instances, before.current));
-        before.current = new Map(instances.flatMap((i) => (usageOf(i) ? [[i.instance_id, usageOf(i) as Usage] as const] : [])));
+        before.current = new Map(
+          instances.flatMap((i) => (usageOf(i) ? [[i.instance_id, usageOf(i) as Usage] as const] : [])),
+        );
         setError(null);
       } catch (e) {
         if (!stopped) setError(e);
@@ -55,9 +57,23 @@ export function TopView() {
   return (
     <section aria-labelledby="top-title">
       <h2 id="top-title">Top</h2>
-      <p class="hint">CPU (percent of one core between two readings, {TOP_POLL_MS / 1000} s apart) and memory of every running agent, from its cgroup on its node, as `berth top` shows them.</p>
+      <p class="hint">
+        CPU (percent of one core between two readings, {TOP_POLL_MS / 1000} s apart) and memory of every running agent,
+        from its cgroup on its node, as `berth top` shows them.
+      </p>
       <ErrorNotice error={error} action="Reading the instances" />
-      {rows === null ? <p>Loading…</p> : <FilteredTable label="top" rows={rows} columns={columns} rowKey={(r) => r.instance_id} searchText={searchText} empty="No running agent." />}
+      {rows === null ? (
+        <p>Loading…</p>
+      ) : (
+        <FilteredTable
+          label="top"
+          rows={rows}
+          columns={columns}
+          rowKey={(r) => r.instance_id}
+          searchText={searchText}
+          empty="No running agent."
+        />
+      )}
     </section>
   );
 }

@@ -29,7 +29,10 @@ export function UnsettledView() {
   return (
     <section aria-labelledby="unsettled-title">
       <h2 id="unsettled-title">Unsettled decisions</h2>
-      <p class="hint">A decision whose answer was lost and could not be reconciled holds its name until its node answers: settling adopts the one instance the node holds, never unloads it.</p>
+      <p class="hint">
+        A decision whose answer was lost and could not be reconciled holds its name until its node answers: settling
+        adopts the one instance the node holds, never unloads it.
+      </p>
       <button type="button" disabled={settle.busy} onClick={settle.run}>
         Settle unsettled decisions
       </button>
@@ -46,7 +49,14 @@ export function UnsettledView() {
       <ErrorNotice error={settle.error} action="Settling" />
       <Loaded resource={unsettled} what="unsettled decisions">
         {(data) => (
-          <FilteredTable label="unsettled decisions" rows={data.unsettled} columns={columns} rowKey={(u) => u.decision_id} searchText={searchText} empty="No unsettled decision." />
+          <FilteredTable
+            label="unsettled decisions"
+            rows={data.unsettled}
+            columns={columns}
+            rowKey={(u) => u.decision_id}
+            searchText={searchText}
+            empty="No unsettled decision."
+          />
         )}
       </Loaded>
     </section>

@@ -37,7 +37,13 @@ export function refOf(prepared: PreparedDeploy): AgentRef {
   return { identity: prepared.value.inputs.identity, namespace: prepared.value.inputs.config.namespace };
 }
 
-type Look = Result<{ readonly row: KubernetesRow; readonly action: Action; readonly observation: JsonObject; readonly fence: JsonObject | null; readonly pod: string }>;
+type Look = Result<{
+  readonly row: KubernetesRow;
+  readonly action: Action;
+  readonly observation: JsonObject;
+  readonly fence: JsonObject | null;
+  readonly pod: string;
+}>;
 
 /** One quorum read of the agent's pod, verified and classified: what the loop will find first. */
 export async function observeKubernetes(cluster: Cluster, prepared: PreparedDeploy): Promise<Look> {
@@ -45,7 +51,11 @@ export async function observeKubernetes(cluster: Cluster, prepared: PreparedDepl
   const seen = await look(cluster, ref);
   const pod = ref.identity.podName;
   if (seen.kind === "error") return { ok: false, error: seen.message };
-  if (seen.kind === "foreign") return { ok: false, error: `pod ${pod} in namespace ${ref.namespace} is not managed by berth/Buzz for this agent; refusing to touch it` };
+  if (seen.kind === "foreign")
+    return {
+      ok: false,
+      error: `pod ${pod} in namespace ${ref.namespace} is not managed by berth/Buzz for this agent; refusing to touch it`,
+    };
   const verified = seen.kind === "verified" ? seen.pod : null;
   const { row, action } = classifyKubernetes(verified, prepared.value.fingerprint, prepared.value.intent.equivalents);
   const observation: JsonObject =
@@ -61,7 +71,8 @@ export async function observeKubernetes(cluster: Cluster, prepared: PreparedDepl
           uid: verified.fence.uid,
           resource_version: verified.fence.resourceVersion,
         };
-  const fence = action.kind === "delete" ? { uid: action.fence.uid, resource_version: action.fence.resourceVersion } : null;
+  const fence =
+    action.kind === "delete" ? { uid: action.fence.uid, resource_version: action.fence.resourceVersion } : null;
   return { ok: true, value: { row, action, observation, fence, pod } };
 }
 
@@ -80,20 +91,38 @@ export async function deployKubernetesAgent(
   if (!first.ok) return result(false, "failed", `${agent}: ${first.error}`);
   // The keep loop replaces only the pod it judged terminated; anything else it leaves for its next look.
   if (loop && !(first.value.row === "terminated" && first.value.observation.uid === loop.onlyReplacing.uid)) {
-    return result(false, "failed", `${agent}: pod ${first.value.pod} is no longer the terminated pod the reconcile loop judged (now ${first.value.row}); nothing was done`, first.value.pod);
+    return result(
+      false,
+      "failed",
+      `${agent}: pod ${first.value.pod} is no longer the terminated pod the reconcile loop judged (now ${first.value.row}); nothing was done`,
+      first.value.pod,
+    );
   }
   const ref = refOf(prepared);
-  const userAct = opts.userReplace === true && (first.value.row === "started" || first.value.row === "never-started-same-intent");
+  const userAct =
+    opts.userReplace === true && (first.value.row === "started" || first.value.row === "never-started-same-intent");
   rounds.push({
     row: first.value.row,
-    action: userAct ? "replace (user)" : first.value.action.kind === "delete" ? `replace (${first.value.action.cause})` : first.value.action.kind,
-    fence: userAct ? { uid: String(first.value.observation.uid), resource_version: String(first.value.observation.resource_version) } : first.value.fence,
+    action: userAct
+      ? "replace (user)"
+      : first.value.action.kind === "delete"
+        ? `replace (${first.value.action.cause})`
+        : first.value.action.kind,
+    fence: userAct
+      ? { uid: String(first.value.observation.uid), resource_version: String(first.value.observation.resource_version) }
+      : first.value.fence,
     observation: first.value.observation,
   });
   if (userAct) {
     // The backend's user stop: fenced by the observation it makes itself, audited as k8s.stop, waits for the pod to go.
     const stopped = await stop(deps, ref, { wait: true });
-    if (!stopped.ok) return result(false, "failed", `${agent}: could not clear ${first.value.pod} for the replace: ${stopped.message}; nothing was created.`, first.value.pod);
+    if (!stopped.ok)
+      return result(
+        false,
+        "failed",
+        `${agent}: could not clear ${first.value.pod} for the replace: ${stopped.message}; nothing was created.`,
+        first.value.pod,
+      );
   }
   const report = await runReconcileLoop(deps, prepared.value.inputs, loop ? { ...deps, loop } : deps);
   const a = report.answer;
@@ -102,8 +131,18 @@ export async function deployKubernetesAgent(
     const recorded = first.value.observation.recorded_intent;
     const edited = !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.intent);
     const base = `${agent} is running as pod ${a.agentId} in namespace ${ref.namespace}`;
-    return result(true, "unchanged", edited ? `${base}; ${pendingEditNote(`pod ${a.agentId}`)}` : `${base}; nothing to do`, a.agentId, edited);
+    return result(
+      true,
+      "unchanged",
+      edited ? `${base}; ${pendingEditNote(`pod ${a.agentId}`)}` : `${base}; nothing to do`,
+      a.agentId,
+      edited,
+    );
   }
-  const how = userAct ? "replaced the previous pod: " : first.value.row === "terminated" || first.value.row === "never-started-diverged-intent" ? "replaced the previous pod: " : "";
+  const how = userAct
+    ? "replaced the previous pod: "
+    : first.value.row === "terminated" || first.value.row === "never-started-diverged-intent"
+      ? "replaced the previous pod: "
+      : "";
   return result(true, "started", `${agent}: ${how}started pod ${a.agentId} in namespace ${ref.namespace}`, a.agentId);
 }

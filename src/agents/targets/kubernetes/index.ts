@@ -30,7 +30,12 @@ function prepare(loaded: LoadedSpec, requireCommand: boolean): Outcome<PreparedD
   const nsec = readNsec(loaded, process.env);
   if (!nsec.ok) return err({ kind: "spec_unusable", message: nsec.error, usage: true });
   const prepared = prepareDeploy(kubernetesDeployRequest(loaded.spec, nsec.value), { requireCommand });
-  if (!prepared.ok) return err({ kind: "spec_unusable", message: loaded.source === null ? prepared.error : `${loaded.source}: ${prepared.error}`, usage: false });
+  if (!prepared.ok)
+    return err({
+      kind: "spec_unusable",
+      message: loaded.source === null ? prepared.error : `${loaded.source}: ${prepared.error}`,
+      usage: false,
+    });
   return ok(prepared);
 }
 
@@ -39,7 +44,11 @@ function settings(): Outcome<K8sSettings> {
   return s.ok ? ok(s.value) : err({ kind: "settings_invalid", message: s.error });
 }
 
-async function withCluster<T>(access: KubernetesAccess, prepared: PreparedDeploy, fn: (cluster: Cluster) => Promise<Outcome<T>>): Promise<Outcome<T>> {
+async function withCluster<T>(
+  access: KubernetesAccess,
+  prepared: PreparedDeploy,
+  fn: (cluster: Cluster) => Promise<Outcome<T>>,
+): Promise<Outcome<T>> {
   const c = await access.connect(prepared.value.inputs.config.context);
   if (!c.ok) return err({ kind: c.notConfigured ? "cluster_not_configured" : "cluster_unreachable", message: c.error });
   try {
@@ -49,12 +58,19 @@ async function withCluster<T>(access: KubernetesAccess, prepared: PreparedDeploy
   }
 }
 
-async function withVerbDeps<T>(access: KubernetesAccess, cluster: Cluster, fn: (deps: VerbDeps) => Promise<Outcome<T>>): Promise<Outcome<T>> {
+async function withVerbDeps<T>(
+  access: KubernetesAccess,
+  cluster: Cluster,
+  fn: (deps: VerbDeps) => Promise<Outcome<T>>,
+): Promise<Outcome<T>> {
   let audit: K8sAudit;
   try {
     audit = await access.openAudit();
   } catch (error) {
-    return err({ kind: "audit_unavailable", message: `could not open the Kubernetes audit chain: ${(error as Error).message}` });
+    return err({
+      kind: "audit_unavailable",
+      message: `could not open the Kubernetes audit chain: ${(error as Error).message}`,
+    });
   }
   try {
     return await fn({ cluster, clock: access.clock, audit, log: access.log, version: access.version });
@@ -64,13 +80,30 @@ async function withVerbDeps<T>(access: KubernetesAccess, cluster: Cluster, fn: (
 }
 
 /** A Kubernetes agent's state from one quorum observation of its pod plus the pod's latest condition. */
-export async function kubernetesAgentState(cluster: Cluster, clock: Clock, name: string, prepared: PreparedDeploy): Promise<AgentState> {
+export async function kubernetesAgentState(
+  cluster: Cluster,
+  clock: Clock,
+  name: string,
+  prepared: PreparedDeploy,
+): Promise<AgentState> {
   const seen = await observeKubernetes(cluster, prepared);
   if (!seen.ok) return unknownAgentState({ name, target: "kubernetes" }, seen.error);
   const st = await k8sStatus({ cluster, clock }, refOf(prepared), prepared.value.intent);
-  const observation = "error" in st ? seen.value.observation : { ...seen.value.observation, condition: st.condition ?? null, intent: st.intent ?? null };
+  const observation =
+    "error" in st
+      ? seen.value.observation
+      : { ...seen.value.observation, condition: st.condition ?? null, intent: st.intent ?? null };
   const next = seen.value.action.kind === "delete" ? `replace (${seen.value.action.cause})` : seen.value.action.kind;
-  return { name, target: "kubernetes", state: agentStateOf(seen.value.row), row: seen.value.row, next, instance: seen.value.row === "no-instance" ? null : seen.value.pod, observation, error: null };
+  return {
+    name,
+    target: "kubernetes",
+    state: agentStateOf(seen.value.row),
+    row: seen.value.row,
+    next,
+    instance: seen.value.row === "no-instance" ? null : seen.value.pod,
+    observation,
+    error: null,
+  };
 }
 
 export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): AgentTarget {
@@ -87,7 +120,12 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
           let result: Awaited<ReturnType<typeof deployKubernetesAgent>>;
           try {
             const onProgress = progress ? (line: string) => progress.update(line) : undefined;
-            result = await deployKubernetesAgent({ ...deps, settings: s.value, ...(onProgress ? { onProgress } : {}) }, loaded.spec.metadata.name, prepared.value, { userReplace, ...(loop ? { loop } : {}) });
+            result = await deployKubernetesAgent(
+              { ...deps, settings: s.value, ...(onProgress ? { onProgress } : {}) },
+              loaded.spec.metadata.name,
+              prepared.value,
+              { userReplace, ...(loop ? { loop } : {}) },
+            );
           } finally {
             progress?.stop();
           }
@@ -111,8 +149,18 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
         const agent = loaded.spec.metadata.name;
         if (!seen.ok) return err({ kind: "cluster_unreachable", message: `${agent}: ${seen.error}` });
         const recorded = seen.value.observation.recorded_intent;
-        const pendingEdit = seen.value.row === "started" && !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.value.intent);
-        const base = { agent, intent: prepared.value.value.fingerprint, row: seen.value.row, observation: seen.value.observation, pod: seen.value.pod, namespace: refOf(prepared.value).namespace, pendingEdit };
+        const pendingEdit =
+          seen.value.row === "started" &&
+          !intentMatches(typeof recorded === "string" ? recorded : null, prepared.value.value.intent);
+        const base = {
+          agent,
+          intent: prepared.value.value.fingerprint,
+          row: seen.value.row,
+          observation: seen.value.observation,
+          pod: seen.value.pod,
+          namespace: refOf(prepared.value).namespace,
+          pendingEdit,
+        };
         return ok(kubernetesPlan(base, seen.value.action));
       });
     },
@@ -123,7 +171,9 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
         // A status needs no command: it only reads.
         const prepared = prepare(loaded, false);
         const state = prepared.ok
-          ? await withCluster(access, prepared.value, async (cluster) => ok(await kubernetesAgentState(cluster, access.clock, record.name, prepared.value)))
+          ? await withCluster(access, prepared.value, async (cluster) =>
+              ok(await kubernetesAgentState(cluster, access.clock, record.name, prepared.value)),
+            )
           : prepared;
         states.push(state.ok ? state.value : unknownAgentState(record, state.error.message));
       }
@@ -157,8 +207,10 @@ export function kubernetesTarget(access: KubernetesAccess, watch?: Watch): Agent
             onChunk?.(c);
           },
         });
-        if (r.kind === "absent") return err({ kind: "pod_absent", agent, pod, message: `${agent}: pod ${pod} does not exist` });
-        if (r.kind === "error") return err({ kind: "log_unreadable", agent, pod, message: `${agent}: could not read the log of ${pod}` });
+        if (r.kind === "absent")
+          return err({ kind: "pod_absent", agent, pod, message: `${agent}: pod ${pod} does not exist` });
+        if (r.kind === "error")
+          return err({ kind: "log_unreadable", agent, pod, message: `${agent}: could not read the log of ${pod}` });
         return ok({ agent, instance: pod, stdout: log, stderr: "" });
       });
     },

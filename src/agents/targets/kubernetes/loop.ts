@@ -7,7 +7,13 @@
  * call's start. (The provider measures from process start against its answer-by, in `kubernetes/provider.ts`.)
  */
 import { randomBytes } from "node:crypto";
-import { type DeployBudget, type DeployDeps, type DeployInputs, type DeployReport, deploy } from "../../../kubernetes/reconcile.js";
+import {
+  type DeployBudget,
+  type DeployDeps,
+  type DeployInputs,
+  type DeployReport,
+  deploy,
+} from "../../../kubernetes/reconcile.js";
 import { type K8sSettings, LOOP_RESERVE_SECONDS } from "../../../kubernetes/settings.js";
 import type { VerbDeps } from "../../../kubernetes/verbs.js";
 
@@ -22,7 +28,11 @@ export interface LoopOptions {
 
 /** D − reserve from `startedAt` (a monotonic reading of the clock the loop uses). */
 export function cliBudget(startedAt: number, settings: K8sSettings): DeployBudget {
-  return { startedAt, loopDeadlineAt: startedAt + (settings.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000, deadlineSeconds: settings.deadlineSeconds };
+  return {
+    startedAt,
+    loopDeadlineAt: startedAt + (settings.deadlineSeconds - LOOP_RESERVE_SECONDS) * 1000,
+    deadlineSeconds: settings.deadlineSeconds,
+  };
 }
 
 export function loopDeps(deps: VerbDeps, opts: LoopOptions): DeployDeps {

@@ -18,20 +18,46 @@
  *
  * The only unload here is the fenced one of a `replace` row; nothing stops or unloads a started instance unless the
  * user asked by name (`berth agent replace`, `berth agent stop`).
+ *
+ * (About 550 lines, one concept: the mesh's rows of the deploy state machine, each row's effect next to the fence
+ * that authorises it.)
  */
 import { failoverBoundMs, leaderTiming } from "../../../core/mesh/leader-lease.js";
 import { leaseShorterThanOutage, leaseWarning, STANDBY_HELD_MS } from "../../../core/mesh/lease.js";
 import { leaderTtlFromEnv } from "../../../store/leader.js";
 import type { Result } from "../../../kit/result.js";
-import { type AgentDeployResult, type DeployRound, deployAnswers, pendingEditNote } from "../../../core/agents/deploy-event.js";
-import { classifyMesh, classifyMeshReplace, type InstanceFence, type MeshAction, type MeshRow } from "../../../core/agents/mesh-classify.js";
-import { type MeshAgentObservation, type NodeAnswer, type NodeInstanceRow, observeMeshAgent } from "../../../core/agents/mesh-observe.js";
+import {
+  type AgentDeployResult,
+  type DeployRound,
+  deployAnswers,
+  pendingEditNote,
+} from "../../../core/agents/deploy-event.js";
+import {
+  classifyMesh,
+  classifyMeshReplace,
+  type InstanceFence,
+  type MeshAction,
+  type MeshRow,
+} from "../../../core/agents/mesh-classify.js";
+import {
+  type MeshAgentObservation,
+  type NodeAnswer,
+  type NodeInstanceRow,
+  observeMeshAgent,
+} from "../../../core/agents/mesh-observe.js";
 import { isInstanceRow, type ResultOf, statusRowsOf } from "../../../core/protocol/results.js";
 import type { AgentSpecDocument } from "../../../core/agents/spec.js";
 import type { JsonObject } from "../../../core/crypto/canonical.js";
 import type { NodeId } from "../../../core/crypto/ed25519.js";
 import type { NodeClient } from "../../../mesh/client/node-client.js";
-import { type MeshController, PlaceError, type PlaceOrderInput, type TargetInfo, type VerbOptions, type VerbResult } from "../../../mesh/controller/index.js";
+import {
+  type MeshController,
+  PlaceError,
+  type PlaceOrderInput,
+  type TargetInfo,
+  type VerbOptions,
+  type VerbResult,
+} from "../../../mesh/controller/index.js";
 import { type DeployPlan, meshPlan } from "../../../core/agents/deploy-plan.js";
 
 export interface MeshAgentDeps {
@@ -58,35 +84,47 @@ const MAX_ROUNDS = 4;
 
 /** A node's held instances, from the status rows the node client has typed (core/protocol/results.ts). */
 function instanceRows(result: ResultOf<"status">): NodeInstanceRow[] {
-  return statusRowsOf(result).filter(isInstanceRow).map((r) => ({
-    instance_id: r.instance_id,
-    decision_id: r.decision_id,
-    name: r.name,
-    state: r.state,
-    exit_code: r.exit_code,
-    agent: r.agent,
-    intent: r.intent,
-    generation: r.generation,
-    restarts: r.restarts ?? 0,
-    started_ms: r.started_ms,
-  }));
+  return statusRowsOf(result)
+    .filter(isInstanceRow)
+    .map((r) => ({
+      instance_id: r.instance_id,
+      decision_id: r.decision_id,
+      name: r.name,
+      state: r.state,
+      exit_code: r.exit_code,
+      agent: r.agent,
+      intent: r.intent,
+      generation: r.generation,
+      restarts: r.restarts ?? 0,
+      started_ms: r.started_ms,
+    }));
 }
 
 /** Observes one agent on every target the controller knows. */
-export async function observeMesh(deps: MeshAgentDeps, agent: string, opts: { readonly settle?: boolean } = {}): Promise<MeshAgentObservation> {
+export async function observeMesh(
+  deps: MeshAgentDeps,
+  agent: string,
+  opts: { readonly settle?: boolean } = {},
+): Promise<MeshAgentObservation> {
   // Read before any node is asked: only these records' identities may be judged stale (core/agents/mesh-observe.ts).
   const placedBefore = new Set((await deps.controller.placements()).map((p) => p.decision_id));
   // A plan (issue 36) settles nothing: an unsettled decision is its row, not something it resolves.
-  const targets = opts.settle === false ? await deps.controller.describeTargets() : await deps.controller.refreshTargets();
+  const targets =
+    opts.settle === false ? await deps.controller.describeTargets() : await deps.controller.refreshTargets();
   const answers = await Promise.all(targets.filter((t) => t.node_id !== null).map((t) => statusOf(deps, t)));
   // Issue 35: what the nodes said is what the lists that ask no node show next (a plan records nothing: it writes nothing).
-  if (opts.settle !== false) await deps.controller.recordObservations(answers.flatMap((a) => (a.kind === "answered" ? [{ nodeId: a.nodeId as string, rows: a.rows }] : [])));
+  if (opts.settle !== false)
+    await deps.controller.recordObservations(
+      answers.flatMap((a) => (a.kind === "answered" ? [{ nodeId: a.nodeId as string, rows: a.rows }] : [])),
+    );
   // The core judges synchronously: look up the chain position of every decision a node answered with first.
   const store = deps.controller.store;
   const seqs = new Map<string, number | null>();
   for (const a of answers) {
     if (a.kind !== "answered") continue;
-    for (const row of a.rows) if (!seqs.has(row.decision_id)) seqs.set(row.decision_id, (await store.decisionEvent(row.decision_id))?.seq ?? null);
+    for (const row of a.rows)
+      if (!seqs.has(row.decision_id))
+        seqs.set(row.decision_id, (await store.decisionEvent(row.decision_id))?.seq ?? null);
   }
   return observeMeshAgent(agent, answers, {
     placements: await deps.controller.placements(),
@@ -98,9 +136,16 @@ export async function observeMesh(deps: MeshAgentDeps, agent: string, opts: { re
 
 async function statusOf(deps: MeshAgentDeps, t: TargetInfo): Promise<NodeAnswer> {
   const nodeId = t.node_id as NodeId;
-  if (t.boot_id === null || t.key === null) return { kind: "unreachable", nodeId, reason: t.error ?? "it did not answer describe" };
-  const r = await deps.client.call({ addr: t.addr, nodeId, key: t.key, bootId: t.boot_id }, "status", { instance_id: null, include_departed: false }, { timeoutMs: deps.statusTimeoutMs ?? 10_000 });
-  if (r.kind !== "ok") return { kind: "unreachable", nodeId, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
+  if (t.boot_id === null || t.key === null)
+    return { kind: "unreachable", nodeId, reason: t.error ?? "it did not answer describe" };
+  const r = await deps.client.call(
+    { addr: t.addr, nodeId, key: t.key, bootId: t.boot_id },
+    "status",
+    { instance_id: null, include_departed: false },
+    { timeoutMs: deps.statusTimeoutMs ?? 10_000 },
+  );
+  if (r.kind !== "ok")
+    return { kind: "unreachable", nodeId, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
   return { kind: "answered", nodeId, rows: instanceRows(r.result) };
 }
 
@@ -128,7 +173,11 @@ function resolveRefs(targets: readonly TargetInfo[], refs: readonly string[], fi
   const ids: string[] = [];
   for (const ref of refs) {
     const t = targets.find((x) => x.node_id === ref || x.name === ref || x.addr === ref);
-    if (t?.node_id == null) return { ok: false, error: `spec.mesh.${field}: no known node ${JSON.stringify(ref)} (give a node id, name or address from \`berth nodes list\`)` };
+    if (t?.node_id == null)
+      return {
+        ok: false,
+        error: `spec.mesh.${field}: no known node ${JSON.stringify(ref)} (give a node id, name or address from \`berth nodes list\`)`,
+      };
     ids.push(t.node_id);
   }
   return { ok: true, value: ids };
@@ -156,7 +205,11 @@ function verbFailure(r: VerbResult): string {
  * `berth deploy` of a mesh agent, and with `userReplace` the explicit `berth agent replace`. Returns one result; the
  * caller chains it as the `agent.deploy` event (`audit.ts`).
  */
-export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInput, opts: { readonly userReplace?: boolean } = {}): Promise<AgentDeployResult> {
+export async function deployMeshAgent(
+  deps: MeshAgentDeps,
+  input: MeshDeployInput,
+  opts: { readonly userReplace?: boolean } = {},
+): Promise<AgentDeployResult> {
   const rounds: DeployRound[] = [];
   let replaced = false;
   const done = deployAnswers({ agent: input.agent, target: "mesh", intent: input.intent, rounds });
@@ -164,7 +217,9 @@ export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInpu
     const seen = await observeMesh(deps, input.agent);
     // The user's say applies to the first look only: after our own unload, the next round must simply place.
     const classified: { row: MeshRow; action: MeshAction } =
-      opts.userReplace && !replaced ? classifyMeshReplace(seen.observation, input.intent) : classifyMesh(seen.observation, input.intent);
+      opts.userReplace && !replaced
+        ? classifyMeshReplace(seen.observation, input.intent)
+        : classifyMesh(seen.observation, input.intent);
     const { row, action } = classified;
     if (seen.placedMeanwhile.length > 0) {
       // Another deploy placed while we asked the nodes: what they said predates it, so look again before acting.
@@ -178,7 +233,13 @@ export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInpu
         const inst = seen.observation.instances.find((i) => i.fence === action.instance);
         const edited = inst !== undefined && inst.recordedIntent !== input.intent;
         const base = `${input.agent} is running as ${action.instance.instanceId} on node ${action.instance.nodeId}`;
-        return done(true, replaced ? "started" : "unchanged", edited ? `${base}; ${pendingEditNote(action.instance.instanceId)}` : `${base}; nothing to do`, action.instance.instanceId, edited);
+        return done(
+          true,
+          replaced ? "started" : "unchanged",
+          edited ? `${base}; ${pendingEditNote(action.instance.instanceId)}` : `${base}; nothing to do`,
+          action.instance.instanceId,
+          edited,
+        );
       }
       case "observe":
         return done(
@@ -231,7 +292,12 @@ export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInpu
         // A refused fence (the node's `precondition_failed`, issue 14.3) means the instance changed since we looked:
         // look again (level-triggered) instead of acting.
         if (unload.kind === "refused" && unload.code === "precondition_failed") continue;
-        return done(false, "failed", `${input.agent}: the fenced unload of ${f.instanceId} (generation ${f.generation}) did not complete: ${verbFailure(unload)}; nothing was placed.`, f.instanceId);
+        return done(
+          false,
+          "failed",
+          `${input.agent}: the fenced unload of ${f.instanceId} (generation ${f.generation}) did not complete: ${verbFailure(unload)}; nothing was placed.`,
+          f.instanceId,
+        );
       }
       case "place": {
         if (!(await releaseStaleRecords(deps, seen.staleRecords))) continue;
@@ -243,7 +309,11 @@ export async function deployMeshAgent(deps: MeshAgentDeps, input: MeshDeployInpu
       }
     }
   }
-  return done(false, "failed", `${input.agent}: the instances kept changing while berth looked (${MAX_ROUNDS} rounds); nothing more was done. Deploy again.`);
+  return done(
+    false,
+    "failed",
+    `${input.agent}: the instances kept changing while berth looked (${MAX_ROUNDS} rounds); nothing more was done. Deploy again.`,
+  );
 }
 
 /** The unload options carrying the fence: the node unloads only the generation we observed. */
@@ -274,10 +344,20 @@ async function releaseStaleRecords(deps: MeshAgentDeps, stale: MeshAgentObservat
   return released;
 }
 
-const NO_MESH_OPTIONS = { pin: null, prefer: [], avoid: [], allow_emulated: false, start: true, strategy: "spread" as const };
+const NO_MESH_OPTIONS = {
+  pin: null,
+  prefer: [],
+  avoid: [],
+  allow_emulated: false,
+  start: true,
+  strategy: "spread" as const,
+};
 
 /** The place order a deploy of `input` sends (the spec's node refs resolved to node ids), or why it cannot. */
-async function placeOrderOf(deps: MeshAgentDeps, input: MeshDeployInput): Promise<Result<PlaceOrderInput & { readonly agent: string; readonly intent: string }>> {
+async function placeOrderOf(
+  deps: MeshAgentDeps,
+  input: MeshDeployInput,
+): Promise<Result<PlaceOrderInput & { readonly agent: string; readonly intent: string }>> {
   const targets = await deps.controller.targets();
   const m = input.spec.mesh ?? NO_MESH_OPTIONS;
   const pin = m.pin === null ? { ok: true as const, value: [] as string[] } : resolveRefs(targets, [m.pin], "pin");
@@ -302,7 +382,13 @@ async function placeOrderOf(deps: MeshAgentDeps, input: MeshDeployInput): Promis
   return { ok: true, value: order };
 }
 
-async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgentObservation, rounds: DeployRound[], replaced: boolean): Promise<AgentDeployResult> {
+async function place(
+  deps: MeshAgentDeps,
+  input: MeshDeployInput,
+  seen: MeshAgentObservation,
+  rounds: DeployRound[],
+  replaced: boolean,
+): Promise<AgentDeployResult> {
   const result = deployAnswers({ agent: input.agent, target: "mesh", intent: input.intent, rounds });
   const m = input.spec.mesh ?? NO_MESH_OPTIONS;
   const built = await placeOrderOf(deps, input);
@@ -316,7 +402,12 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
       await deps.controller.observeNode(p.node_id);
       const verb = replaced ? "replaced the previous instance:" : "";
       const warning = await leaseWarningFor(deps, p.node_id);
-      return result(true, m.start ? "started" : "waiting", `${input.agent}: ${verb ? `${verb} ` : ""}${m.start ? "started" : "loaded"} ${p.instance_id} on node ${p.node_id}${warning ? `\nwarning: ${warning}` : ""}`, p.instance_id);
+      return result(
+        true,
+        m.start ? "started" : "waiting",
+        `${input.agent}: ${verb ? `${verb} ` : ""}${m.start ? "started" : "loaded"} ${p.instance_id} on node ${p.node_id}${warning ? `\nwarning: ${warning}` : ""}`,
+        p.instance_id,
+      );
     }
     if (report.unsettled) {
       return result(
@@ -326,11 +417,21 @@ async function place(deps: MeshAgentDeps, input: MeshDeployInput, seen: MeshAgen
       );
     }
     const last = report.attempts.at(-1);
-    const why = report.decision.placement === null ? "no eligible node" : last ? `${last.outcome}${last.reason ? `: ${last.reason}` : ""}` : "nothing was sent";
-    return result(false, "failed", `${input.agent}: not placed (${why}). See the explain with \`berth place ${input.packageDir} --dry-run\`.`);
+    const why =
+      report.decision.placement === null
+        ? "no eligible node"
+        : last
+          ? `${last.outcome}${last.reason ? `: ${last.reason}` : ""}`
+          : "nothing was sent";
+    return result(
+      false,
+      "failed",
+      `${input.agent}: not placed (${why}). See the explain with \`berth place ${input.packageDir} --dry-run\`.`,
+    );
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
-    if (error.code === "name_taken") return result(false, "failed", `${input.agent}: not placed: ${await nameHolder(deps, input.agent, seen, error)}`);
+    if (error.code === "name_taken")
+      return result(false, "failed", `${input.agent}: not placed: ${await nameHolder(deps, input.agent, seen, error)}`);
     // Issue 37 finding A: the store failed mid-dispatch; the decision is (or is about to be) unsettled, like a lost answer.
     if (error.code === "store_interrupted") return result(false, "blocked", `${input.agent}: ${error.message}.`);
     return result(false, "failed", `${input.agent}: place refused (${error.code}): ${error.message}.`);
@@ -362,7 +463,12 @@ async function leaseWarningFor(deps: MeshAgentDeps, nodeId: string): Promise<str
  * Who holds the agent's name when a place was refused for it (issue 21 case 6): a deploy that lost a race names the
  * winner and says to deploy again; only a workload that truly exists and is not this agent is worth unloading.
  */
-async function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObservation, refusal: PlaceError): Promise<string> {
+async function nameHolder(
+  deps: MeshAgentDeps,
+  agent: string,
+  seen: MeshAgentObservation,
+  refusal: PlaceError,
+): Promise<string> {
   const record = (await deps.controller.placements()).find((p) => p.name === agent);
   if (record !== undefined) {
     const unclaimed = seen.shown.unclaimed.some((u) => u.instance_id === record.instance_id);
@@ -375,7 +481,8 @@ async function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObs
     return `the name is held by decision ${open.decision_id.slice(0, 12)} on node ${open.node_id}, whose answer was lost; \`berth unsettled --settle\` (or a deploy once that node answers) resolves it.`;
   }
   // The store names a decision in flight with its owner (pid, host, epoch): say exactly that (issue 21 case 6).
-  if (refusal.holder?.kind === "decision") return `${refusal.message}; nothing was unloaded. Deploy again once it has finished.`;
+  if (refusal.holder?.kind === "decision")
+    return `${refusal.message}; nothing was unloaded. Deploy again once it has finished.`;
   return "the name is held by a placement another berth process is sending right now; nothing was unloaded. Deploy again once it has finished.";
 }
 
@@ -384,9 +491,15 @@ async function nameHolder(deps: MeshAgentDeps, agent: string, seen: MeshAgentObs
  * why (the engine's explain, decided with nothing chained: controller.previewPlace). Nothing is settled, unloaded,
  * placed or chained; the look describes the nodes and asks each its status, as `berth agents` does.
  */
-export async function planMeshDeploy(deps: MeshAgentDeps, input: MeshDeployInput, opts: { readonly userReplace?: boolean } = {}): Promise<DeployPlan> {
+export async function planMeshDeploy(
+  deps: MeshAgentDeps,
+  input: MeshDeployInput,
+  opts: { readonly userReplace?: boolean } = {},
+): Promise<DeployPlan> {
   const seen = await observeMesh(deps, input.agent, { settle: false });
-  const { row, action } = opts.userReplace ? classifyMeshReplace(seen.observation, input.intent) : classifyMesh(seen.observation, input.intent);
+  const { row, action } = opts.userReplace
+    ? classifyMeshReplace(seen.observation, input.intent)
+    : classifyMesh(seen.observation, input.intent);
   let placement: DeployPlan["placement"] = null;
   if (action.kind === "place" || action.kind === "replace") {
     const built = await placeOrderOf(deps, input);
@@ -395,24 +508,43 @@ export async function planMeshDeploy(deps: MeshAgentDeps, input: MeshDeployInput
       // The instance a replace would unload still holds the name and its memory: judged as if it were gone.
       const preview = await deps.controller.previewPlace(built.value);
       placement = preview.ok
-        ? { node: preview.decision.placement?.node_id ?? null, explain: preview.explain, error: preview.decision.placement === null ? "no eligible node" : null }
-        : { node: null, explain: preview.constraints.map((c) => `  ${c.constraint}: ${c.detail}`).join("\n"), error: `${preview.code}: ${preview.error}` };
+        ? {
+            node: preview.decision.placement?.node_id ?? null,
+            explain: preview.explain,
+            error: preview.decision.placement === null ? "no eligible node" : null,
+          }
+        : {
+            node: null,
+            explain: preview.constraints.map((c) => `  ${c.constraint}: ${c.detail}`).join("\n"),
+            error: `${preview.code}: ${preview.error}`,
+          };
     }
   }
-  const inst = action.kind === "no-op" ? seen.observation.instances.find((i) => i.fence === action.instance) : undefined;
+  const inst =
+    action.kind === "no-op" ? seen.observation.instances.find((i) => i.fence === action.instance) : undefined;
   const pendingEdit = inst !== undefined && inst.recordedIntent !== input.intent;
-  return meshPlan({ agent: input.agent, intent: input.intent, row, observation: observationJson(seen), pendingEdit, placement }, action);
+  return meshPlan(
+    { agent: input.agent, intent: input.intent, row, observation: observationJson(seen), pendingEdit, placement },
+    action,
+  );
 }
 
 /** `berth agent status NAME` on the mesh: the observation, and what a deploy would do now (reads only). */
-export async function meshAgentStatus(deps: MeshAgentDeps, agent: string, intent: string | null): Promise<{ observation: JsonObject; row: MeshRow; next: string }> {
+export async function meshAgentStatus(
+  deps: MeshAgentDeps,
+  agent: string,
+  intent: string | null,
+): Promise<{ observation: JsonObject; row: MeshRow; next: string }> {
   const seen = await observeMesh(deps, agent);
   const { row, action } = classifyMesh(seen.observation, intent ?? "");
   return { observation: observationJson(seen), row, next: actionJson(action) };
 }
 
 /** The instance a verb on the agent acts on: the live one (the older, with duplicates), else the newest. */
-export async function currentInstance(deps: MeshAgentDeps, agent: string): Promise<{ instance: InstanceFence | null; seen: MeshAgentObservation }> {
+export async function currentInstance(
+  deps: MeshAgentDeps,
+  agent: string,
+): Promise<{ instance: InstanceFence | null; seen: MeshAgentObservation }> {
   const seen = await observeMesh(deps, agent);
   const all = [...seen.observation.instances].sort((a, b) => a.placedSeq - b.placedSeq);
   const live = all.filter((i) => i.startup.kind === "started");

@@ -17,9 +17,20 @@ import type { AgentState } from "../../state.js";
 import type { AgentTarget, KnownAgent, Outcome } from "../../target.js";
 import { currentInstance, deployMeshAgent, type MeshAgentDeps, meshAgentStatus, planMeshDeploy } from "./deploy.js";
 
-export { currentInstance, deployMeshAgent, fencedUnload, type MeshAgentDeps, type MeshDeployInput, meshAgentStatus, observeMesh } from "./deploy.js";
+export {
+  currentInstance,
+  deployMeshAgent,
+  fencedUnload,
+  type MeshAgentDeps,
+  type MeshDeployInput,
+  meshAgentStatus,
+  observeMesh,
+} from "./deploy.js";
 
-export async function meshAgentState(deps: MeshAgentDeps, record: Pick<AgentRecord, "name" | "intent">): Promise<AgentState> {
+export async function meshAgentState(
+  deps: MeshAgentDeps,
+  record: Pick<AgentRecord, "name" | "intent">,
+): Promise<AgentState> {
   const s = await meshAgentStatus(deps, record.name, record.intent);
   const observed = s.observation.instances as JsonObject[];
   const instances = observed.map((i) => String(i.instance_id));
@@ -49,14 +60,31 @@ async function onCurrentInstance(
 ): Promise<Outcome<{ instance: string; result: JsonObject }>> {
   const { instance } = await currentInstance(deps, agent);
   const what = verb === "logs" ? "read" : verb === "unload" ? "purge" : verb;
-  if (instance === null) return err({ kind: "no_instance", agent, verb, message: `${agent} has no instance on any node that answered; nothing to ${what}` });
+  if (instance === null)
+    return err({
+      kind: "no_instance",
+      agent,
+      verb,
+      message: `${agent} has no instance on any node that answered; nothing to ${what}`,
+    });
   const id = instance.instanceId;
   const r: VerbResult = await deps.controller.instance(verb, id, options);
   if (r.kind === "ok") return ok({ instance: id, result: r.result });
-  return err({ kind: "instance_verb_failed", agent, instance: id, verb, result: r, message: `${verb} ${agent} (${id}): ${r.kind}${"reason" in r ? `: ${r.reason}` : ""}` });
+  return err({
+    kind: "instance_verb_failed",
+    agent,
+    instance: id,
+    verb,
+    result: r,
+    message: `${verb} ${agent} (${id}): ${r.kind}${"reason" in r ? `: ${r.reason}` : ""}`,
+  });
 }
 
-export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS.ProcessEnv = process.env): AgentTarget {
+export function meshTarget(
+  access: MeshAccess,
+  watch?: Watch,
+  processEnv: NodeJS.ProcessEnv = process.env,
+): AgentTarget {
   return {
     kind: "mesh",
     async deploy(loaded, { userReplace }) {
@@ -65,7 +93,14 @@ export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS
       const mi = meshIntentOf(loaded, resolved.value.env);
       if (!mi.ok) return err({ kind: "spec_unusable", message: mi.error, usage: true });
       const agent = loaded.spec.metadata.name;
-      const input = { agent, spec: loaded.spec.spec, env: resolved.value.env, envFrom: resolved.value.refs, packageDir: mi.value.packageDir, intent: mi.value.intent };
+      const input = {
+        agent,
+        spec: loaded.spec.spec,
+        env: resolved.value.env,
+        envFrom: resolved.value.refs,
+        packageDir: mi.value.packageDir,
+        intent: mi.value.intent,
+      };
       return access.session(async (deps) => {
         const run = () => deployMeshAgent(deps, input, { userReplace });
         const result = await (watch ? watch.waiting(`deploying ${agent} to the mesh`, run) : run());
@@ -79,7 +114,14 @@ export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS
       if (!resolved.ok) return err({ kind: "spec_unusable", message: resolved.error, usage: false });
       const mi = meshIntentOf(loaded, resolved.value.env);
       if (!mi.ok) return err({ kind: "spec_unusable", message: mi.error, usage: true });
-      const input = { agent: loaded.spec.metadata.name, spec: loaded.spec.spec, env: resolved.value.env, envFrom: resolved.value.refs, packageDir: mi.value.packageDir, intent: mi.value.intent };
+      const input = {
+        agent: loaded.spec.metadata.name,
+        spec: loaded.spec.spec,
+        env: resolved.value.env,
+        envFrom: resolved.value.refs,
+        packageDir: mi.value.packageDir,
+        intent: mi.value.intent,
+      };
       return access.session(async (deps) => ok(await planMeshDeploy(deps, input)));
     },
 
@@ -96,7 +138,14 @@ export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS
         if (!r.ok) return r;
         // Issue 36: a stop of an instance that had ended says so (berth down reports only what it stopped).
         const already = r.value.result.already === true;
-        return ok({ ok: true, agent: record.name, instance: r.value.instance, message: already ? `${r.value.instance} had stopped already` : `stopped ${r.value.instance}`, result: r.value.result, ...(already ? { already_stopped: true as const } : {}) });
+        return ok({
+          ok: true,
+          agent: record.name,
+          instance: r.value.instance,
+          message: already ? `${r.value.instance} had stopped already` : `stopped ${r.value.instance}`,
+          result: r.value.result,
+          ...(already ? { already_stopped: true as const } : {}),
+        });
       }),
 
     // Issue 15: unloaded by name (the user's say, like stop), with the workspace removed in the node's chained unload.
@@ -104,15 +153,27 @@ export function meshTarget(access: MeshAccess, watch?: Watch, processEnv: NodeJS
       access.session(async (deps) => {
         const r = await onCurrentInstance(deps, record.name, "unload", { purge: true });
         if (!r.ok) return r;
-        const removed = r.value.result.workspace_purged === true ? "and removed its workspace" : "(it had no workspace left)";
-        return ok({ ok: true, agent: record.name, instance: r.value.instance, message: `unloaded ${r.value.instance} ${removed}`, result: r.value.result });
+        const removed =
+          r.value.result.workspace_purged === true ? "and removed its workspace" : "(it had no workspace left)";
+        return ok({
+          ok: true,
+          agent: record.name,
+          instance: r.value.instance,
+          message: `unloaded ${r.value.instance} ${removed}`,
+          result: r.value.result,
+        });
       }),
 
     logs: ({ record }, { tailBytes }) =>
       access.session(async (deps) => {
         const r = await onCurrentInstance(deps, record.name, "logs", { tail_bytes: tailBytes });
         if (!r.ok) return r;
-        return ok({ agent: record.name, instance: r.value.instance, stdout: String(r.value.result.stdout ?? ""), stderr: String(r.value.result.stderr ?? "") });
+        return ok({
+          agent: record.name,
+          instance: r.value.instance,
+          stdout: String(r.value.result.stdout ?? ""),
+          stderr: String(r.value.result.stderr ?? ""),
+        });
       }),
   };
 }
