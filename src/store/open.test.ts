@@ -46,10 +46,14 @@ describe("a store that is away, told from a store that is wrongly named (issue 3
       "terminating connection due to administrator command",
       "Connection terminated unexpectedly",
       "cannot open the PostgreSQL store at postgres://berth@db/t: timeout expired",
+      // pg-pool's connect timeout, and a pooled client whose connection broke under it (node-postgres' own words).
+      "timeout exceeded when trying to connect",
+      "Client has encountered a connection error and is not queryable",
     ]) {
       expect(isStoreAway(new Error(text)), text).toBe(true);
     }
     expect(isStoreAway(Object.assign(new Error("x"), { code: "57P03" }))).toBe(true);
+    expect(isStoreAway(Object.assign(new Error("x"), { code: "08006" }))).toBe(true);
   });
 
   it("a refused password, a missing database or a bad address is not waited out", () => {

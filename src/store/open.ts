@@ -75,7 +75,10 @@ export function isStoreAway(error: unknown): boolean {
   return STORE_AWAY_TEXT.test(message);
 }
 
-/** Network errors, and PostgreSQL's 57P01–57P03 (admin shutdown, crash shutdown, cannot connect now). */
+/**
+ * Network errors; PostgreSQL's 57P01–57P03 (admin shutdown, crash shutdown, cannot connect now) and class 08, the
+ * connection exceptions (08000, 08003 no connection, 08006 connection failure, 08001/08004 could not establish).
+ */
 const STORE_AWAY_CODES = new Set([
   "ECONNREFUSED",
   "ECONNRESET",
@@ -87,6 +90,11 @@ const STORE_AWAY_CODES = new Set([
   "57P01",
   "57P02",
   "57P03",
+  "08000",
+  "08001",
+  "08003",
+  "08004",
+  "08006",
 ]);
 const STORE_AWAY_TEXT =
-  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|EPIPE)\b|the database system is (starting up|shutting down|in recovery mode)|Connection terminated|terminating connection due to administrator command|timeout expired|no PostgreSQL connection within the wait/;
+  /\b(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN|EPIPE)\b|the database system is (starting up|shutting down|in recovery mode)|Connection terminated|terminating connection due to administrator command|timeout expired|timeout exceeded when trying to connect|is not queryable|no PostgreSQL connection within the wait/;

@@ -117,6 +117,32 @@ describe("controller restart and persistence", () => {
 });
 
 describe("further faults", () => {
+  it("a dispatch that fails with an error nobody classified hands its decision over while the controller lives: unsettled at once, then adopted, never left dispatching (network world, seed 8206)", async () => {
+    fx = await seedFixture();
+    const [first] = nodesOf(fx);
+    await paired(fx);
+    // The node starts the instance; the commit of its answer fails with an error that is not the store being away
+    // (what node-postgres throws for a pooled client whose connection broke is one such).
+    const store = fx.controller.store;
+    const commitPlaced = store.commitPlaced.bind(store);
+    store.commitPlaced = async () => {
+      store.commitPlaced = commitPlaced;
+      throw new Error("an error nobody classified");
+    };
+    await expect(fx.controller.place({ package: fx.pkgDir, prefer: [first.id] })).rejects.toThrow(
+      "an error nobody classified",
+    );
+    // On main before the fix the decision stayed `dispatching` under this live owner: not listed here, and every later
+    // placement of its name refused as held by a decision in flight.
+    const unsettled = await fx.controller.unsettled();
+    expect(unsettled.map((d) => d.node_id)).toEqual([first.id]);
+    expect(await instanceCount(fx)).toBe(1);
+    expect((await fx.controller.start()).adopted).toBe(1);
+    expect(await fx.controller.unsettled()).toHaveLength(0);
+    expect((await fx.controller.placements()).map((p) => [p.node_id, p.adopted])).toEqual([[first.id, true]]);
+    expect(await instanceCount(fx)).toBe(1);
+  });
+
   it("an answer that arrives after the timeout is indeterminate, reconciled, and exactly one instance results", async () => {
     fx = await seedFixture({ controllerOptions: { timeouts: { callMs: 5_000, placeMs: 3_000, describeMs: 2_000 } } });
     const [first, second] = nodesOf(fx);

@@ -268,10 +268,14 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   try {
     result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy }, sent);
   } catch (error) {
-    // Only the store being away is handed over here; anything else is a crash of this process as far as the decision
-    // goes (recovery by owner liveness, §14.2), exactly as before.
-    if (!isStoreAway(error)) throw error;
-    throw await handOver(deps, decisionId, sent.attempt, error);
+    // A hook's throw stands for this process dying at that point (crash tests, §18.3): nothing is handed over, and
+    // recovery by owner liveness (§14.2) finds the decision once the owner is gone.
+    if (error instanceof DiedAtHook) throw error.cause;
+    // Issue 37, seed 8206 of the network world: any other failure — the store away, or an error nobody classified —
+    // hands the decision over while this process lives. Left `dispatching`, it held its name for as long as this
+    // process renewed its owner lease: no settle listed it and every later deploy of the name was refused.
+    const handedOver = await handOver(deps, decisionId, sent.attempt, error);
+    throw isStoreAway(error) ? handedOver : error;
   }
   // 10. explain
   return {
@@ -370,6 +374,21 @@ interface DispatchInput {
   readonly decision: PlacementDecision;
   readonly decisionId: DecisionId;
   readonly policy: ControllerPolicy;
+}
+
+/** What a crash test's hook threw: the process "died" there, so the decision is left to recovery, not handed over. */
+class DiedAtHook extends Error {
+  constructor(cause: unknown) {
+    super("a crash test's hook threw", { cause });
+  }
+}
+
+async function dieAtHook(hook: () => void | Promise<void>): Promise<void> {
+  try {
+    await hook();
+  } catch (error) {
+    throw new DiedAtHook(error);
+  }
 }
 
 /** The attempt whose request may be out and whose outcome is not committed yet (what `handOver` must not lose). */
@@ -520,7 +539,7 @@ async function dispatch(
     // 2. recorded before the connection opens
     sent.attempt = { n, node_id: cand.node_id, variant: cand.variant };
     await store.beginAttempt(d.decisionId, n, cand.node_id, cand.variant);
-    await deps.hooks.afterAttemptBegun?.(d.decisionId, cand.node_id);
+    await dieAtHook(() => deps.hooks.afterAttemptBegun?.(d.decisionId, cand.node_id));
     // 3–4. send (the stale_boot resend happens inside `call`)
     const r = await targets.call(
       cand.node_id,
