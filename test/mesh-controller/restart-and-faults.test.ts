@@ -117,6 +117,24 @@ describe("controller restart and persistence", () => {
 });
 
 describe("further faults", () => {
+  it("a decision whose commit answered with an error after it committed is handed over at once: unplaced with nothing sent, and the name free while the controller lives", async () => {
+    fx = await seedFixture();
+    await paired(fx);
+    const store = fx.controller.store;
+    const commitDecision = store.commitDecision.bind(store);
+    store.commitDecision = async (args) => {
+      store.commitDecision = commitDecision;
+      await commitDecision(args);
+      throw new Error("the answer to COMMIT was lost");
+    };
+    await expect(fx.controller.place({ package: fx.pkgDir })).rejects.toThrow("the answer to COMMIT was lost");
+    expect(await fx.controller.store.decisionsIn("dispatching")).toHaveLength(0);
+    expect(await fx.controller.store.decisionsIn("unplaced")).toHaveLength(1);
+    expect(await instanceCount(fx)).toBe(0);
+    expect((await fx.controller.place({ package: fx.pkgDir })).placed, "the name is free again").not.toBeNull();
+    expect(await instanceCount(fx)).toBe(1);
+  });
+
   it("a dispatch that fails with an error nobody classified hands its decision over while the controller lives: unsettled at once, then adopted, never left dispatching (network world, seed 8206)", async () => {
     fx = await seedFixture();
     const [first] = nodesOf(fx);

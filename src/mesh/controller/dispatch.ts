@@ -212,6 +212,8 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
   const dispatching = !order.dry_run && decision.placement !== null;
   let decisionId: DecisionId;
   const moves = deps.moves;
+  /** The id of a dispatching decision, known inside its transaction: set, it may have committed even if the call threw. */
+  let maybeCommitted: DecisionId | null = null;
   try {
     decisionId = await deps.store.commitDecision({
       summary,
@@ -242,13 +244,18 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
       }),
       // Issue 16: what a reschedule reruns, kept with the decision, before anything is sent (no secret value:
       // stored-order.ts); in its transaction, one commit fewer per placement (issue 19).
-      withDispatching: moves
-        ? (tx, id) => moves.saveOrderIn(tx, id, storedOrderOf(order, pkg.packageId, name))
-        : undefined,
+      withDispatching: async (tx, id) => {
+        maybeCommitted = id;
+        await moves?.saveOrderIn(tx, id, storedOrderOf(order, pkg.packageId, name));
+      },
     });
   } catch (error) {
     if (error instanceof NameTaken) throw new PlaceError("name_taken", error.message, [], error.holder);
-    throw error;
+    // A commit whose answer was lost (the store died inside COMMIT) may have left the decision `dispatching` under
+    // this live owner with nothing sent: hand it over (unplaced), as a failed dispatch is below.
+    if (maybeCommitted === null) throw error;
+    const handedOver = await handOver(deps, maybeCommitted, null, error);
+    throw isStoreAway(error) ? handedOver : error;
   }
   // 7. dry run or nothing fits
   if (!dispatching) {
@@ -445,9 +452,11 @@ async function handOver(
       ? "the decision is unsettled: `berth unsettled --settle`, or the next place or deploy, asks the node and adopts the instance or releases the name"
       : state === "placed"
         ? "the decision was recorded placed after all"
-        : state === null
-          ? "the store is still unreachable; the decision is handed to settle as soon as it answers"
-          : `the decision is ${state}`;
+        : state === "absent"
+          ? "nothing of it was recorded"
+          : state === null
+            ? "the store is still unreachable; the decision is handed to settle as soon as it answers"
+            : `the decision is ${state}`;
   return new PlaceError("store_interrupted", `decision ${decisionId.slice(0, 12)}: ${why}; ${next}; try again`);
 }
 
