@@ -1,7 +1,7 @@
 /**
  * From a leased node's death to its agent running elsewhere (issue 16 benchmark), against the floor the node lease's
  * argument allows (docs/concepts.md "The node lease", rule 5: the last stamped request + lease_ms + 11 s). Two real
- * `berth node serve` daemons, the controller and its reconcile loop (tick 300 ms, dead_after 1 s) in this process;
+ * `berth node serve` daemons, the controller and its keep loop (tick 300 ms, dead_after 1 s) in this process;
  * each round places one agent on the leased node, kills that daemon with SIGKILL (its agent stops itself by its
  * watchdog) and times until /proc shows the agent on the other node. Printed per round and as min/median/max, beside
  * the floor measured in the same round (the stamp is read from the store); never asserted.

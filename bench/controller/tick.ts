@@ -1,14 +1,14 @@
 /**
  * The lifecycle tick's cost per node (issue 16 benchmark): one tick of `berth serve` = a signed describe of every
- * target (facts accepted, liveness recorded) plus one reconcile pass (one signed status per node holding a placement,
+ * target (facts accepted, liveness recorded) plus one keep pass (one signed status per node holding a placement,
  * each placement judged), at 3, 30 and 100 node daemons in this process behind the in-process connector, one placed
  * instance per node. Printed as milliseconds per tick and per node, and the per-node cost as a ratio to the 3-node
  * figure measured in the same run (the floor). Figures are printed, never asserted.
  *
  *   npm run build:test && node dist/bench/controller/tick.js [--sizes 3,30,100] [--ticks 5]
  */
-import { ReconcileLoop } from "../../src/serve/mesh/reconcile-loop.js";
-import { meshReconcilePorts } from "../../src/serve/mesh/reconcile-ports.js";
+import { KeepLoop } from "../../src/serve/mesh/keep-loop.js";
+import { meshKeepPorts } from "../../src/serve/mesh/keep-ports.js";
 import { inProcessMesh } from "../support/in-process-mesh.js";
 
 const argv = process.argv.slice(2);
@@ -32,7 +32,7 @@ async function measure(nodes: number): Promise<number> {
       config: { mode: "service" },
       pin: d.nodeId,
     });
-  const loop = new ReconcileLoop(meshReconcilePorts(controller.reconcileAccess(), () => true));
+  const loop = new KeepLoop(meshKeepPorts(controller.keepAccess(), () => true));
   await controller.watchTargets();
   await loop.pass(); // warm-up
   const start = process.hrtime.bigint();
@@ -50,7 +50,7 @@ async function measure(nodes: number): Promise<number> {
 }
 
 async function main(): Promise<void> {
-  console.log(`lifecycle tick (describe every target + one reconcile pass), ${TICKS} ticks per size:`);
+  console.log(`lifecycle tick (describe every target + one keep pass), ${TICKS} ticks per size:`);
   const perNode: number[] = [];
   for (const n of SIZES) perNode.push(await measure(n));
   const floor = perNode[0] ?? 1;

@@ -16,7 +16,7 @@ import { closePooledClusters } from "../../src/kubernetes/cluster-pool.js";
 import { connect } from "../../src/kubernetes/connect.js";
 import { silentLogger } from "../../src/kit/log.js";
 import { prepareDeploy } from "../../src/kubernetes/prepare.js";
-import { deploy } from "../../src/kubernetes/reconcile.js";
+import { deploy } from "../../src/kubernetes/converge.js";
 import { DEFAULT_WAIT } from "../../src/kubernetes/waiter.js";
 import { startControlPlane } from "../../test/k8s/control-plane.js";
 import { deployRequest, newAgent } from "../../test/k8s/conformance/support.js";

@@ -12,7 +12,7 @@ import { MemoryAudit } from "../../src/kubernetes/audit.js";
 import { realClock } from "../../src/kit/clock.js";
 import { FakeCluster } from "../../test/support/kubernetes/fake-cluster.js";
 import { silentLogger } from "../../src/kit/log.js";
-import { deploy } from "../../src/kubernetes/reconcile.js";
+import { deploy } from "../../src/kubernetes/converge.js";
 
 const cfg = parseProviderConfig(configA);
 if (!cfg.ok) throw new Error(cfg.error);

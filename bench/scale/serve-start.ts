@@ -3,7 +3,7 @@
  * dist/src/cli/entry/berth.cjs) started on a home of `--nodes` simulated nodes (bench/support/node-sim, the real
  * protocol) and `--agents` placements. Per run, from the spawn: its listening line, its first `GET /healthz`, its
  * first `GET /api/v1/placements` and `GET /api/v1/nodes` (each asked as soon as the line is printed, all at once), and
- * when the first lifecycle pass (describe every target, then one reconcile pass) has run, read from the server's
+ * when the first lifecycle pass (describe every target, then one keep pass) has run, read from the server's
  * own log line ("first pass done"). The floor, measured in the same run: a bare fastify server on the same Node
  * (imported, one route, listening, answering) spawned the same way. Min / median / max of `--runs`, the load average,
  * and the ratio to the floor and to the 1 s target. Figures are printed, never asserted.

@@ -32,6 +32,6 @@ export type {
   Watch,
 } from "./target.js";
 export { translateFailure, unwrap } from "./target.js";
-export { cliBudget, loopDeps, runReconcileLoop } from "./targets/kubernetes/index.js";
+export { cliBudget, loopDeps, runConvergeLoop } from "./targets/kubernetes/index.js";
 export type { MeshAgentDeps } from "./targets/mesh/index.js";
 export { agentLogs, type DeleteAnswer, deleteAgent, purgeAgent, startAgent, stopAgent } from "./verbs.js";

@@ -1,7 +1,7 @@
 /** What the k8s verbs (k8s.ts) use, gathered so that they load it in one import when one of them runs (issue 19). */
 export { parse as parseYaml } from "yaml";
 export { z } from "zod";
-export { runReconcileLoop } from "../agents/index.js";
+export { runConvergeLoop } from "../agents/index.js";
 export { isValidNamespace } from "../core/kubernetes/config.js";
 export { identityFromPubkeyHex } from "../core/kubernetes/naming.js";
 export { realClock } from "../kit/clock.js";

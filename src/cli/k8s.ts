@@ -187,7 +187,7 @@ async function verbDeps(cluster: Cluster): Promise<VerbDeps & { close: () => Pro
 
 type Answer = { ok: true; agentId: string } | { ok: false; error: string };
 
-/** §3.2 stages 10–12 in CLI mode: open the audit chain, connect, reconcile; every failure is an answer. */
+/** §3.2 stages 10–12 in CLI mode: open the audit chain, connect, converge; every failure is an answer. */
 async function runDeploy(
   inputs: Prepared & { ok: true },
   context: string | null,
@@ -207,7 +207,7 @@ async function runDeploy(
     const progress = startProgress({ json });
     try {
       // Progress shows the latest condition while waiting (never kubelet messages: latestCondition omits them).
-      const report = await d.runReconcileLoop(
+      const report = await d.runConvergeLoop(
         { cluster, clock: d.realClock, audit, log: d.boundedStderrLogger(), version: berthVersion() },
         inputs.value.inputs,
         {

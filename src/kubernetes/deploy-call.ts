@@ -2,7 +2,7 @@
  * One deploy call's context (spec/kubernetes.md §8): its inputs, dependencies and deadline, the state the steps share
  * (what this call created, consecutive read errors, the desired fingerprint), the request timeout rule, the write-ahead
  * audit helpers and the observation the loop reads through. The steps (namespace, preflight GC, create, race loser)
- * and the converge loop in `reconcile.ts` are functions over this context; none keeps state of its own.
+ * and the converge loop in `converge.ts` are functions over this context; none keeps state of its own.
  */
 import type { JsonObject } from "../core/crypto/canonical.js";
 import { describeApiError } from "../core/kubernetes/api-status.js";
@@ -26,7 +26,11 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 export const CONDITION_TIMEOUT_MS = 4_000;
 export const MAX_READ_ERRORS = 3;
 
-/** Who runs the call, in every `k8s.*` record: the provider protocol, a person (CLI, API), or `berth serve`'s loop. */
+/**
+ * Who runs the call, in every `k8s.*` record: the provider protocol, a person (CLI, API), or `berth serve`'s loop.
+ * `"reconcile-loop"` is the keep loop (issue 32's word); the value stays as it is because stored records and chains
+ * already hold it.
+ */
 export type DeployMode = "provider-protocol" | "cli" | "api" | "reconcile-loop";
 export type DeployAnswer =
   | { readonly ok: true; readonly agentId: string }

@@ -2,7 +2,7 @@
  * What the Kubernetes shell offers the rest of berth (the CLI, the API server, `src/agents`). Importing this file does
  * not load `@kubernetes/client-node`: only `connect` does, when it first runs.
  *
- * - `deploy` — one converge call for one agent (reconcile.ts, spec/kubernetes.md §8), with its inputs, deps, budget
+ * - `deploy` — one converge call for one agent (converge.ts, spec/kubernetes.md §8), with its inputs, deps, budget
  *   and report types.
  * - `prepareDeploy` — stages 4–9 of §3.2 for callers other than the provider protocol.
  * - the operator verbs `status`, `list`, `stop`, `clearForReplace` and the replace audit pair (§16), and `look`, the
@@ -31,7 +31,7 @@ export {
   type DeployReport,
   deploy,
   type Progress,
-} from "./reconcile.js";
+} from "./converge.js";
 export { type K8sSettings, settingsFromEnv } from "./settings.js";
 export {
   type AgentRef,

@@ -16,7 +16,7 @@ import type { DeployCall } from "./deploy-call.js";
 
 /**
  * Runs the pass; `planned` is set before the first mutation is sent, so a caller knows whether an observation it took
- * before the pass (the fast path's 404) may have been made stale by it (reconcile.ts), whatever the pass's end.
+ * before the pass (the fast path's 404) may have been made stale by it (converge.ts), whatever the pass's end.
  */
 export async function preflightGc(call: DeployCall, planned: { any: boolean }): Promise<void> {
   const { cluster, log } = call.deps;

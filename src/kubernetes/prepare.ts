@@ -10,7 +10,7 @@ import { type DesiredIntent, desiredIntent } from "../core/kubernetes/intent.js"
 import { checkIdentityPolicy } from "../core/kubernetes/identity-policy.js";
 import { identityFromNsec } from "../core/kubernetes/naming.js";
 import { isRelayMesh, parseRequest, RELAY_MESH_REFUSAL } from "../core/kubernetes/request.js";
-import type { DeployInputs } from "./reconcile.js";
+import type { DeployInputs } from "./converge.js";
 
 /** `fingerprint` is what a create records; `intent` adds the recorded values that mean the same (issue 18.2). */
 export type Prepared = Result<{

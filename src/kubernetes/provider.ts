@@ -16,7 +16,7 @@ import type { K8sAudit } from "./audit.js";
 import type { Cluster } from "./cluster.js";
 import type { Clock } from "../kit/clock.js";
 import type { Logger } from "../kit/log.js";
-import { deploy } from "./reconcile.js";
+import { deploy } from "./converge.js";
 import { LOOP_RESERVE_SECONDS, PROVIDER_ANSWER_BY_SECONDS, type K8sSettings } from "./settings.js";
 
 export const STDIN_CAP_BYTES = 8 * 1024 * 1024;

@@ -14,7 +14,7 @@ import type { StoreEngine } from "../store/engine.js";
 import { AuditWriteError } from "./audit.js";
 import { realClock } from "../kit/clock.js";
 import { memoryLogger } from "../kit/log.js";
-import { type DeployDeps, deploy } from "./reconcile.js";
+import { type DeployDeps, deploy } from "./converge.js";
 import { storeAudit } from "./store-audit.js";
 import { DEFAULT_WAIT } from "./waiter.js";
 

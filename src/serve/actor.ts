@@ -4,4 +4,8 @@
  */
 import type { JsonObject } from "../core/crypto/canonical.js";
 
+/**
+ * `"reconcile-loop"` names the keep loop (issue 32's word); the value stays as it is because chains already hold it,
+ * and readers of a chain match on it.
+ */
 export const LOOP_ACTOR: JsonObject = { actor: "reconcile-loop", via: "berth serve", pid: process.pid };

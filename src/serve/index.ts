@@ -3,7 +3,7 @@
  * ticking (a pass at once, then every `tickMs`, one at a time, on the store's leader only), can run one pass on
  * demand with its report as a value, and stops after the pass in flight so what it uses can be closed after.
  *
- *   server/server.ts ─ startServeLoops ─┬─▶ mesh/        describe every target, then one reconcile pass (watch.ts)
+ *   server/server.ts ─ startServeLoops ─┬─▶ mesh/        describe every target, then one keep pass (watch.ts)
  *                                       ├─▶ kubernetes/  keep every Kubernetes agent running once (keeper.ts)
  *                                       ├─▶ mesh/        on every server, leader or not: renew the node leases at a
  *                                       │                cadence from the shortest one (lease-keeper.ts, issue 37)
@@ -19,7 +19,7 @@ import { keeperPorts, startKubernetesKeeper } from "./kubernetes/keeper-ports.js
 import { type LeaseKeeper, startLeaseKeeper } from "./mesh/lease-keeper.js";
 import { livenessMessage, startLivenessAlerts } from "./mesh/liveness-alerts.js";
 import { shortLeaseWarner } from "./mesh/short-lease-warning.js";
-import type { PassReport } from "./mesh/reconcile-loop.js";
+import type { PassReport } from "./mesh/keep-loop.js";
 import { DEFAULT_TICK_MS, startTargetWatch } from "./mesh/watch.js";
 
 export { DEFAULT_TICK_MS };
@@ -33,7 +33,7 @@ export interface ServeLoop<Report> {
   stop(): Promise<void>;
 }
 
-/** The mesh loop's pass: the reconcile report, or null when this process does not lead the store or was stopped meanwhile. */
+/** The mesh loop's pass: the keep pass's report, or null when this process does not lead the store or was stopped meanwhile. */
 export type MeshPass = PassReport | null;
 /** The Kubernetes loop's pass: the judgements recorded while it ran (the keeper keeps its last 1000). */
 export type KubernetesPass = readonly Judged[];

@@ -21,8 +21,8 @@
  *   berth_agent_memory_bytes{agent,target}          memory its running instance uses now, from its cgroup (mesh)
  *
  * and prom-client's process metrics (CPU, memory, event-loop lag), without its three `nodejs_active_*_total` gauges (a gauge
- * must not end in `_total`: `promtool check metrics`; `nodejs_active_*` by type stay). There is no reconcile-loop lag: the
- * mesh has no reconcile loop yet (issue 13 asks for one); a figure for a loop that does not run would be invented.
+ * must not end in `_total`: `promtool check metrics`; `nodejs_active_*` by type stay). There is no keep-loop lag figure
+ * (issue 13 asked for one; none is measured yet, and a figure nobody measures would be invented).
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import { type AgentState, agentStates } from "../agents/index.js";

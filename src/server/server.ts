@@ -3,7 +3,7 @@
  * creates the API token, builds the app and listens — on loopback unless told otherwise. `berth serve`, `berth up`
  * and the benchmarks start it in-process; `close()` ends the event streams, stops listening and closes the controller.
  * Once listening it runs the loops of `src/serve` (issue 16): every target is described at once and then on a tick,
- * each followed by a reconcile pass, and the Kubernetes agents are kept running; the loops stop before the controller
+ * each followed by a keep pass, and the Kubernetes agents are kept running; the loops stop before the controller
  * closes.
  */
 import { existsSync, readFileSync } from "node:fs";
@@ -177,7 +177,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Returned (and `berth serve` prints its URL) once the first election has run: a lone server leads from its first request.
   await lease.started();
   const tickMs = o.tickMs ?? DEFAULT_TICK_MS;
-  // Issue 16: the loops act only while this server leads the store (the leadership seam): the mesh's reconcile loop, and
+  // Issue 16: the loops act only while this server leads the store (the leadership seam): the mesh's keep loop, and
   // the registry's Kubernetes agents kept running per their restart policy.
   const loops =
     tickMs > 0

@@ -4,7 +4,7 @@
  * group's writes are durable), so each caller's guarantee is the one a transaction of its own gave it; only the
  * number of commits (and fsyncs) changes. Items that arrive while a group commits wait for the next group.
  *
- * Why: a reconcile pass stamps and records one status per node (watch-stamps.ts, targets.ts); at 1,000 nodes, with
+ * Why: a keep pass stamps and records one status per node (watch-stamps.ts, targets.ts); at 1,000 nodes, with
  * the calls concurrent, that was 1,000 fsyncs in a row.
  */
 import type { StoreEngine, TransactionOptions, Tx } from "./engine.js";

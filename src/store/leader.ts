@@ -7,7 +7,7 @@
  * with the leader TTL, so crash recovery on another host judges a dead leader's decisions gone as soon as its
  * leadership is.
  *
- * What it gives the controller: `isLeader()` (the reconcile tick, the API's writes) and `authorityFor(method)`:
+ * What it gives the controller: `isLeader()` (the keep tick, the API's writes) and `authorityFor(method)`:
  * a leader's own epoch, never a re-read one (so it is fenced once a successor reached a node); a process that may
  * no longer act sends no mutating request at all (`NotLeader`).
  */

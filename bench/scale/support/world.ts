@@ -1,6 +1,6 @@
 /**
  * The world every `bench/scale/` benchmark measures in (issue 35): a real `MeshController` on a SQLite home with its
- * real TLS connector (`ControllerConnector`), store, chain, gate and reconcile loop, and `nodes` simulated nodes
+ * real TLS connector (`ControllerConnector`), store, chain, gate and keep loop, and `nodes` simulated nodes
  * (bench/support/node-sim) that speak the real protocol over TLS 1.3 on loopback ports. Targets are added the way
  * `berth nodes add --key` adds them (a describe answered by the pinned key, chained `peer.add`).
  *

@@ -54,7 +54,7 @@ import { MoveRecords } from "./move-records.js";
 import type { MoverDeps } from "./mover.js";
 import type { NodeAdminDeps } from "./node-admin.js";
 import { packagePolicyOf } from "./package-policy.js";
-import type { ReconcileAccess } from "./reconcile-access.js";
+import type { KeepAccess } from "./keep-access.js";
 import { behindReason, editRevocations, publicationOf, type PushOutcome, pushRevocations } from "./revocation-push.js";
 import { type PlacePreview, previewOrder } from "./preview.js";
 
@@ -513,10 +513,10 @@ export class MeshController {
   }
 
   /**
-   * Issue 16: what the reconcile loop's ports read and call (reconcile-ports.ts): the loop's only way in, so it acts
+   * Issue 16: what the keep loop's ports read and call (keep-ports.ts): the loop's only way in, so it acts
    * through the same verbs, chain and targets as every other caller.
    */
-  reconcileAccess(): ReconcileAccess {
+  keepAccess(): KeepAccess {
     const orderOf = (payload: JsonObject | null): JsonObject | null => {
       const order = payload?.order;
       return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
@@ -646,7 +646,7 @@ export class MeshController {
 
   /**
    * Issue 20: competes for the store's leadership (src/store/leader.ts) and keeps it while it can renew. Only the
-   * leader sends mutating requests to nodes; `isLeader()` is the hook the reconcile tick and the API's writes ask.
+   * leader sends mutating requests to nodes; `isLeader()` is the hook the keep tick and the API's writes ask.
    */
   lead(o: {
     readonly address: string | null;

@@ -1,6 +1,6 @@
 /**
  * Moving an agent off its node (issue 16 "Node loss, without ever two copies", spec/mesh.md §15 "Rescheduling"): the
- * shell that performs what the reconcile loop (core/mesh/reconcile.ts) and `berth node drain` decide.
+ * shell that performs what the keep loop (core/mesh/keep.ts) and `berth node drain` decide.
  *
  *   stored order ─rebuild (valueFrom re-read; the node left in avoid)─▶ order
  *     ─▶ [commit: the placement taken off its node (mesh_moved) + the act's event]   name free, old copy remembered

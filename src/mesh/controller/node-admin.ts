@@ -7,7 +7,7 @@
  * - forget: the node is declared dead for good. Its placements are taken off it (`mesh_moved`, authority `forget`)
  *   and its unsettled decisions released, in one transaction, so its agents can be deployed elsewhere at once; a
  *   running `berth serve` places again those whose policy allows. If the node ever answers again with its key, the
- *   loop stops and unloads its copies of those placements on the operator's authority (core/mesh/reconcile.ts).
+ *   loop stops and unloads its copies of those placements on the operator's authority (core/mesh/keep.ts).
  * - remove (issue 36, `berth nodes remove`): a forgotten node leaves the list: its target row (address, key, tier,
  *   contacts) is deleted, chained as `peer.remove`. Refused, naming the node's state, unless it was forgotten first:
  *   forget is what releases its placements, and remove must never be a way round it. The forgotten mark and the moved

@@ -154,8 +154,8 @@ async function v9DecisionSeq(tx: Tx, big: "INTEGER" | "BIGINT"): Promise<void> {
 /**
  * v10 (issue 33): what a user asked for stays asked.
  * - `mesh_stopped`: the names a person stopped (`berth agent stop`, `berth instance stop`), written in the transaction
- *   of the chained stop request and cleared by a placement of the name (a deploy) or an explicit start; the reconcile
- *   loop never starts, moves or places again a name listed here (core/mesh/reconcile.ts).
+ *   of the chained stop request and cleared by a placement of the name (a deploy) or an explicit start; the keep
+ *   loop never starts, moves or places again a name listed here (core/mesh/keep.ts).
  * - `agent_registry.last_outcome`/`last_message`: how the last deploy of a remembered agent ended, so a record a
  *   deploy left after it failed says why (a deploy refused before anything was accepted leaves no record at all).
  * - `mesh_revocation_nodes`: per node, the sequence of the signed revocation list it last acknowledged, and

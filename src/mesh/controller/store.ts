@@ -682,7 +682,7 @@ export class ControllerStore {
   /** §12 step 4: the request event; its hash authorises the verb. */
   /**
    * With `stop` (issue 33: a person's stop of a managed placement), the name is recorded as stopped in the same
-   * transaction as the chained request, before anything is sent: from then on the reconcile loop never starts, moves
+   * transaction as the chained request, before anything is sent: from then on the keep loop never starts, moves
    * or places it again, whatever becomes of its node, until a deploy places the name or a start clears it.
    */
   async commitVerbRequest(
@@ -802,7 +802,7 @@ export class ControllerStore {
   }
 
   /**
-   * Issue 35: the decision payloads of many decisions in a few reads (chunks of 500), for the reconcile pass; a
+   * Issue 35: the decision payloads of many decisions in a few reads (chunks of 500), for the keep pass; a
    * decision whose row records no event place is read one by one as `decisionPayload` reads it.
    */
   async decisionPayloads(ids: readonly string[]): Promise<Map<string, JsonObject | null>> {

@@ -37,7 +37,7 @@ export interface VerbOptions {
   readonly operator?: JsonObject;
   /**
    * stop: a step of moving the agent (`berth node drain`), not a person's say that it should stay stopped. Without it
-   * a stop of a managed placement is final (issue 33): recorded with the chained request, so the reconcile loop never
+   * a stop of a managed placement is final (issue 33): recorded with the chained request, so the keep loop never
    * starts, moves or places the name again until a deploy or an explicit start.
    */
   readonly for_move?: boolean;

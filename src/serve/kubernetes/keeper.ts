@@ -1,5 +1,5 @@
 /**
- * The Kubernetes half of the reconcile loop in `berth serve` (issue 16): every Kubernetes agent the registry knows is
+ * The Kubernetes half of the keep loop in `berth serve` (issue 16): every Kubernetes agent the registry knows is
  * kept "running exactly once" under its spec's restart policy. A watch on berth's pods in each namespace in use
  * (kubernetes/pod-watch.ts) and a periodic pass are only triggers; before anything is decided the agent's pod is read
  * with a quorum GET and verified (kubernetes/observe.ts, as the deploy loop does), and the pure `judgeAgentPod`

@@ -4,7 +4,7 @@
  * and the handshake but never answers once that contact's timeout has passed (one call timeout: the node client asks
  * a silent warm connection no second time, node-client.ts) — and judged `suspect`, then `dead` after `dead_after`
  * (core/mesh/node-liveness.ts). Each change is one log line here, on every server (leader or standby), beside the
- * `berth_nodes{liveness}` gauge and `berth nodes list`; what happens to its agents is the reconcile loop's: held
+ * `berth_nodes{liveness}` gauge and `berth nodes list`; what happens to its agents is the keep loop's: held
  * while the node is suspect, and moved only once it is dead and its lease has certainly run out (never without one).
  *
  * Shell: a timer that reads the store (the targets' recorded contacts; no node is contacted) and `livenessChanges`,

@@ -1,14 +1,14 @@
 /**
  * The lifecycle tick of a long-lived controller (issue 16, `berth serve` and so `berth up`): describe every target at
  * start and then every `tickMs`, so the stored liveness (and this process's boot ids and facts) are fresh when the
- * dashboard paints, without any client asking for a refresh; then one pass of the reconcile loop
- * (reconcile-loop.ts) over every managed placement. Only the store's leader ticks (issue 20), and the loop acts only
+ * dashboard paints, without any client asking for a refresh; then one pass of the keep loop
+ * (keep-loop.ts) over every managed placement. Only the store's leader ticks (issue 20), and the loop acts only
  * when `shouldAct()` says so (the leadership seam: `berth serve` passes `isLeader()`). One tick at a time: a slow
  * tick delays the next instead of piling up. The pass's status calls also renew every leased node's lease.
  */
 import type { MeshController } from "../../mesh/controller/controller.js";
-import { type PassReport, ReconcileLoop } from "./reconcile-loop.js";
-import { meshReconcilePorts } from "./reconcile-ports.js";
+import { type PassReport, KeepLoop } from "./keep-loop.js";
+import { meshKeepPorts } from "./keep-ports.js";
 import { startTick, type Tick } from "../../kit/tick.js";
 
 /** Ten seconds: a node's death shows within a tick plus the describe timeout (5 s). */
@@ -17,8 +17,8 @@ export const DEFAULT_TICK_MS = 10_000;
 /** The running tick; `stop()` waits for the pass in flight, so the store can be closed after. */
 export interface TargetWatch extends Tick {
   /**
-   * One pass now, beside the tick, on the same loop (its backoff and alert memory): the reconcile report, or null when
-   * this process does not lead the store (the tick skips such a pass) or the tick was stopped before the reconcile.
+   * One pass now, beside the tick, on the same loop (its backoff and alert memory): the keep pass's report, or null when
+   * this process does not lead the store (the tick skips such a pass) or the tick was stopped before the keep pass.
    */
   pass(): Promise<PassReport | null>;
 }
@@ -36,7 +36,7 @@ export function startTargetWatch(
   onError: (error: unknown) => void,
   o: WatchOptions = {},
 ): TargetWatch {
-  const loop = new ReconcileLoop(meshReconcilePorts(controller.reconcileAccess(), o.shouldAct ?? (() => true)));
+  const loop = new KeepLoop(meshKeepPorts(controller.keepAccess(), o.shouldAct ?? (() => true)));
   const pass = async (stopped: () => boolean): Promise<PassReport | null> => {
     await controller.watchTargets();
     if (stopped()) return null;

@@ -1,7 +1,7 @@
 /**
  * Agents over HTTP (issue 7's deploy endpoint, issue 8): `POST /agents` is `berth deploy` of a spec sent as JSON, one
  * deploy model over both targets — the mesh through the long-lived `MeshController`, Kubernetes through the backend's
- * reconcile loop — and the same `agent.deploy` event on the same chain as the CLI. Translation only (issue 14.1):
+ * converge loop — and the same `agent.deploy` event on the same chain as the CLI. Translation only (issue 14.1):
  * HTTP into an `AgentsEnv` and calls of `src/agents`, answers into bodies, failures into status codes. The registry is
  * in the controller's store (issue 20), so the CLI and every server on the store see every deploy.
  *

@@ -1,10 +1,10 @@
 /**
- * Kubernetes agents (`berth k8s deploy|status|list|logs|stop|replace` over HTTP): the backend's own reconcile loop and
+ * Kubernetes agents (`berth k8s deploy|status|list|logs|stop|replace` over HTTP): the backend's own converge loop and
  * verbs (`src/kubernetes/verbs.ts`), on the cluster the kubeconfig names — or, in tests, the one injected through
  * `KubernetesAccess`. Without a configured context every route but the list answers 409 `k8s_not_configured`.
  */
 import type { z } from "zod";
-import { runReconcileLoop } from "../../agents/index.js";
+import { runConvergeLoop } from "../../agents/index.js";
 import { parseSelector } from "../../core/agents/labels.js";
 import { isValidNamespace } from "../../core/kubernetes/config.js";
 import {
@@ -99,7 +99,7 @@ async function runDeploy(
   deps: VerbDeps,
   p: Prepared & { ok: true },
 ): Promise<{ ok: boolean; agent_id?: string; error?: string }> {
-  const report = await runReconcileLoop(deps, p.value.inputs, { settings: k8sSettings() });
+  const report = await runConvergeLoop(deps, p.value.inputs, { settings: k8sSettings() });
   return report.answer.ok ? { ok: true, agent_id: report.answer.agentId } : { ok: false, error: report.answer.error };
 }
 

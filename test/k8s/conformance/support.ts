@@ -29,7 +29,7 @@ import { realClock } from "../../../src/kit/clock.js";
 import { connect } from "../../../src/kubernetes/connect.js";
 import { silentLogger } from "../../../src/kit/log.js";
 import { prepareDeploy } from "../../../src/kubernetes/prepare.js";
-import { deploy } from "../../../src/kubernetes/reconcile.js";
+import { deploy } from "../../../src/kubernetes/converge.js";
 import { DEFAULT_WAIT } from "../../../src/kubernetes/waiter.js";
 import { berthBin, builtPath } from "../../support/built.js";
 import { spawnNode, type Spawned } from "../../support/process.js";

@@ -10,7 +10,7 @@ import { MemoryAudit } from "../../../src/kubernetes/audit.js";
 import { VirtualClock } from "../../../src/kit/clock.js";
 import { FakeCluster, type FakeClusterOptions } from "./fake-cluster.js";
 import { memoryLogger } from "../../../src/kit/log.js";
-import { type DeployDeps, type DeployInputs, type DeployReport, deploy } from "../../../src/kubernetes/reconcile.js";
+import { type DeployDeps, type DeployInputs, type DeployReport, deploy } from "../../../src/kubernetes/converge.js";
 import { DEFAULT_WAIT, type WaitSettings } from "../../../src/kubernetes/waiter.js";
 
 export const NS = "buzz-agents-test";

@@ -1,6 +1,6 @@
 /**
  * Kubernetes agents (issue 7 §3): `berth deploy` of a spec whose target is `kubernetes` runs the Kubernetes backend's
- * own converge loop (`kubernetes/reconcile.ts`, run through `loop.ts`) on the request `core/agents/kubernetes-request.ts` builds — so the
+ * own converge loop (`kubernetes/converge.ts`, run through `loop.ts`) on the request `core/agents/kubernetes-request.ts` builds — so the
  * rows, fences and `k8s.*` audit records are exactly those of `berth k8s deploy` and the provider protocol. Around it,
  * this file adds what both targets share: one quorum observation and its classification row before the loop acts
  * (for the `agent.deploy` event and the user-visible outcome), and the explicit `berth agent replace`, which on
@@ -20,7 +20,7 @@ import { intentMatches } from "../../../core/kubernetes/intent.js";
 import type { Cluster } from "../../../kubernetes/cluster.js";
 import type { Prepared } from "../../../kubernetes/prepare.js";
 import { type AgentRef, look, startupLabel, stop, type VerbDeps } from "../../../kubernetes/verbs.js";
-import { type LoopOptions, runReconcileLoop } from "./loop.js";
+import { type LoopOptions, runConvergeLoop } from "./loop.js";
 
 /** What `berth serve`'s keep loop adds to a deploy it makes (serve/kubernetes/keeper.ts): the judged uid and who it is. */
 export interface LoopAct {
@@ -124,7 +124,7 @@ export async function deployKubernetesAgent(
         first.value.pod,
       );
   }
-  const report = await runReconcileLoop(deps, prepared.value.inputs, loop ? { ...deps, loop } : deps);
+  const report = await runConvergeLoop(deps, prepared.value.inputs, loop ? { ...deps, loop } : deps);
   const a = report.answer;
   if (!a.ok) return result(false, "failed", `${agent}: ${a.error}`, first.value.pod);
   if (first.value.row === "started" && !userAct) {

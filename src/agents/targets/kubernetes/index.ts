@@ -23,7 +23,7 @@ import { kubernetesPlan } from "../../../core/agents/deploy-plan.js";
 import { intentMatches } from "../../../core/kubernetes/intent.js";
 
 export { deployKubernetesAgent, observeKubernetes, type PreparedDeploy, refOf } from "./deploy.js";
-export { cliBudget, loopDeps, runReconcileLoop } from "./loop.js";
+export { cliBudget, loopDeps, runConvergeLoop } from "./loop.js";
 
 /** The spec as the backend's deploy request; the nsec is read here and never appears in a failure. */
 function prepare(loaded: LoadedSpec, requireCommand: boolean): Outcome<PreparedDeploy> {

@@ -13,7 +13,7 @@ import {
   type DeployInputs,
   type DeployReport,
   deploy,
-} from "../../../kubernetes/reconcile.js";
+} from "../../../kubernetes/converge.js";
 import { type K8sSettings, LOOP_RESERVE_SECONDS } from "../../../kubernetes/settings.js";
 import type { VerbDeps } from "../../../kubernetes/verbs.js";
 
@@ -44,6 +44,7 @@ export function loopDeps(deps: VerbDeps, opts: LoopOptions): DeployDeps {
     log: deps.log,
     random32: () => randomBytes(4).readUInt32BE(0),
     wait: opts.settings.wait,
+    // The keep loop's recorded mode keeps its old name: stored `k8s.*` records already hold it (deploy-call.ts).
     mode: opts.loop ? "reconcile-loop" : "cli",
     version: deps.version,
     ...(opts.loop ? { onlyReplacing: opts.loop.onlyReplacing } : {}),
@@ -52,6 +53,6 @@ export function loopDeps(deps: VerbDeps, opts: LoopOptions): DeployDeps {
 }
 
 /** One deploy call of the backend's loop for `inputs`, starting now. */
-export function runReconcileLoop(deps: VerbDeps, inputs: DeployInputs, opts: LoopOptions): Promise<DeployReport> {
+export function runConvergeLoop(deps: VerbDeps, inputs: DeployInputs, opts: LoopOptions): Promise<DeployReport> {
   return deploy(inputs, loopDeps(deps, opts), cliBudget(deps.clock.now(), opts.settings));
 }

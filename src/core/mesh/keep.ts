@@ -1,8 +1,9 @@
 /**
  * The keep loop's decision for one managed placement (issue 16 "A reconcile loop in `berth serve`", spec/mesh.md §15;
- * issue 32 calls it the keep loop, "reconcile" being the lost answer's word only): level-triggered, like a controller-runtime Reconciler. Given what the store records and what the tick
- * *verified* on the node, it returns the one action that moves the agent toward "running exactly once" under its
- * restart policy, or why it waits. The shell performs the action through the same chained call a verb makes.
+ * issue 32 calls it the keep loop, "reconcile" being the lost answer's word only): level-triggered, like a
+ * controller-runtime Reconciler. Given what the store records and what the tick *verified* on the node, it returns the
+ * one action that moves the agent toward "running exactly once" under its restart policy, or why it waits. The shell
+ * performs the action through the same chained call a verb makes.
  *
  * Structural rules (each a row of the table below, each a test):
  * - never acts on an unverified observation: without a signed answer from the node this tick, the only outcomes are
@@ -78,7 +79,7 @@ export interface NodeView {
   readonly last_sent_issued_at_ms: number | null;
 }
 
-export interface ReconcileInput {
+export interface KeepInput {
   readonly placement: PlacementView;
   readonly node: NodeView;
   readonly observed: InstanceObservation;
@@ -95,7 +96,7 @@ export type AlertReason =
   | "action_failed"
   | Exclude<MoveVerdict, { ok: true }>["reason"];
 
-export type ReconcileAction =
+export type KeepAction =
   | { readonly kind: "none"; readonly why: string }
   | { readonly kind: "wait"; readonly why: string; readonly until_ms: number | null }
   | { readonly kind: "start"; readonly why: string }
@@ -114,7 +115,7 @@ const LIVE_STATES = new Set(["running", "starting", "loading", "unhealthy", "bac
 /** The node still holds the instance and owns what happens to it (its supervision, or an operator's stop). */
 const NODE_OWNED_STATES = new Set(["exited", "failed", "stopped", "loaded", "unknown"]);
 
-const ACTING: ReadonlySet<ReconcileAction["kind"]> = new Set([
+const ACTING: ReadonlySet<KeepAction["kind"]> = new Set([
   "start",
   "replace",
   "reschedule",
@@ -123,7 +124,7 @@ const ACTING: ReadonlySet<ReconcileAction["kind"]> = new Set([
   "stop_orphan",
 ]);
 
-export function reconcilePlacement(input: ReconcileInput): ReconcileAction {
+export function keepPlacement(input: KeepInput): KeepAction {
   const decided = decide(input);
   const acts = ACTING.has(decided.kind);
   if (acts && input.now_ms < input.next_attempt_ms) {
@@ -136,7 +137,7 @@ export function reconcilePlacement(input: ReconcileInput): ReconcileAction {
   return decided;
 }
 
-function decide(input: ReconcileInput): ReconcileAction {
+function decide(input: KeepInput): KeepAction {
   const { placement: p, observed } = input;
   if (p.stopped === true) {
     // Issue 33: the person's stop outlives its node. A moved record's old copy is still settled (a stopped copy
@@ -177,7 +178,7 @@ function decide(input: ReconcileInput): ReconcileAction {
   }
 }
 
-function settleOldCopy(observed: InstanceObservation, by: MoveAuthority): ReconcileAction {
+function settleOldCopy(observed: InstanceObservation, by: MoveAuthority): KeepAction {
   switch (observed.kind) {
     case "listed":
       // Issue 16: the operator declared the node dead for good (`berth node forget`) and released its placements; a
@@ -212,7 +213,7 @@ function settleOldCopy(observed: InstanceObservation, by: MoveAuthority): Reconc
   }
 }
 
-function decideUnobserved(input: ReconcileInput, why: string): ReconcileAction {
+function decideUnobserved(input: KeepInput, why: string): KeepAction {
   const { placement: p, node } = input;
   if (node.forgotten) return moveOrAlert(p, "operator", "its node was forgotten by the operator");
   if (node.liveness !== "dead")
@@ -247,7 +248,7 @@ function decideUnobserved(input: ReconcileInput, why: string): ReconcileAction {
   }
 }
 
-function moveOrAlert(p: PlacementView, authority: "lease" | "operator", why: string): ReconcileAction {
+function moveOrAlert(p: PlacementView, authority: "lease" | "operator", why: string): KeepAction {
   const verdict = mayReschedule(p);
   if (!verdict.ok) return { kind: "alert", reason: verdict.reason, why: `${why}; ${verdict.detail}` };
   return { kind: "reschedule", why, authority };

@@ -1,9 +1,9 @@
 /**
- * What the reconcile loop of `berth serve` (src/serve/mesh/) needs of the controller, as `MeshController.reconcileAccess()`
+ * What the keep loop of `berth serve` (src/serve/mesh/) needs of the controller, as `MeshController.keepAccess()`
  * provides it: kept beside the controller so the controller names nothing of the loop above it.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import type { NodeView } from "../../core/mesh/reconcile.js";
+import type { NodeView } from "../../core/mesh/keep.js";
 import type { CallResult } from "../client/node-client.js";
 import type { MoveRecords } from "./move-records.js";
 import type { MoverDeps } from "./mover.js";
@@ -11,8 +11,8 @@ import type { ControllerStore, PlacementRecord } from "./store.js";
 import type { Verb, VerbOptions, VerbResult } from "./verbs.js";
 import type { NodeStamps } from "./watch-stamps.js";
 
-/** What the ports need of the controller; `MeshController.reconcileAccess()` provides it. */
-export interface ReconcileAccess {
+/** What the ports need of the controller; `MeshController.keepAccess()` provides it. */
+export interface KeepAccess {
   readonly clock: () => number;
   placements(): Promise<readonly PlacementRecord[]>;
   /** The `order` of the chained decision event (env names only), or null when the chain has none. */

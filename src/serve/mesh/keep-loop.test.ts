@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { ObservedInstance } from "../../core/mesh/instance-observation.js";
 import { leaseWaitMs } from "../../core/mesh/lease.js";
-import type { NodeView, PlacementView } from "../../core/mesh/reconcile.js";
+import type { NodeView, PlacementView } from "../../core/mesh/keep.js";
 import { FAN_OUT } from "../../mesh/controller/fan-out.js";
-import { type ActionResult, type NodeRows, type ReconcilePorts, ReconcileLoop } from "./reconcile-loop.js";
+import { type ActionResult, type NodeRows, type KeepPorts, KeepLoop } from "./keep-loop.js";
 
 const base: PlacementView = {
   instance_id: "i1",
@@ -18,7 +18,7 @@ const base: PlacementView = {
 };
 
 /** A scripted world: what each node answers, what each action returns; records everything the loop did. */
-class World implements ReconcilePorts {
+class World implements KeepPorts {
   now = 1_000_000;
   leader = true;
   rows = new Map<string, NodeRows>();
@@ -60,11 +60,11 @@ const leaseStopped: NodeRows = {
   rows: [{ instance_id: "i1", state: "lease_stopped", generation: 2 }],
 };
 
-describe("the reconcile loop's driver", () => {
+describe("the keep loop's driver", () => {
   it("starts an instance its node stopped for the lease, once, and does nothing while it runs", async () => {
     const w = new World();
     w.rows.set("n1", leaseStopped);
-    const loop = new ReconcileLoop(w);
+    const loop = new KeepLoop(w);
     await loop.pass();
     expect(w.performed).toEqual(["start i1"]);
     w.rows.set("n1", { kind: "answered", rows: [{ instance_id: "i1", state: "running", generation: 3 }] });
@@ -76,7 +76,7 @@ describe("the reconcile loop's driver", () => {
   it("asks each node once per pass, whatever number of placements it holds", async () => {
     const w = new World();
     w.placementList = [base, { ...base, instance_id: "i2" }, { ...base, instance_id: "i3", node_id: "n2" }];
-    await new ReconcileLoop(w).pass();
+    await new KeepLoop(w).pass();
     expect(w.observedNodes.sort()).toEqual(["n1", "n2"]);
   });
 
@@ -95,7 +95,7 @@ describe("the reconcile loop's driver", () => {
         { instance_id: "old", state: "running", generation: 1 },
       ],
     });
-    await new ReconcileLoop(w).pass();
+    await new KeepLoop(w).pass();
     expect(w.recorded).toHaveLength(1);
     // i2 absent from n1's verified answer; n2 gave none, so nothing is said of i3; a moved record is not a list's row.
     expect(w.recorded[0]?.sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1))).toEqual([
@@ -128,7 +128,7 @@ describe("the reconcile loop's driver", () => {
     w.rows.set("n1", leaseStopped);
     w.nodes.set("n2", { liveness: "dead", forgotten: false, lease_ms: null, last_sent_issued_at_ms: null });
     w.placementList = [base, { ...base, instance_id: "i2", node_id: "n2" }];
-    const report = await new ReconcileLoop(w).pass();
+    const report = await new KeepLoop(w).pass();
     expect(w.performed).toEqual([]);
     expect(w.alerted).toEqual([]);
     expect(report.alerts).toEqual([{ instance_id: "i2", reason: "held_no_lease", chained: false }]);
@@ -142,7 +142,7 @@ describe("the reconcile loop's driver", () => {
       { ok: false, reason: "refused" },
       { ok: false, reason: "refused" },
     ];
-    const loop = new ReconcileLoop(w);
+    const loop = new KeepLoop(w);
     await loop.pass();
     w.now += 9_999;
     await loop.pass();
@@ -166,7 +166,7 @@ describe("the reconcile loop's driver", () => {
       { ok: false, reason: "refused runtime" },
       { ok: false, reason: "unreachable" },
     ];
-    const loop = new ReconcileLoop(w);
+    const loop = new KeepLoop(w);
     for (const step of [0, 10_000, 20_000]) {
       w.now += step;
       await loop.pass();
@@ -178,7 +178,7 @@ describe("the reconcile loop's driver", () => {
   it("chains one alert per distinct reason, not one per pass", async () => {
     const w = new World();
     w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: null, last_sent_issued_at_ms: null });
-    const loop = new ReconcileLoop(w);
+    const loop = new KeepLoop(w);
     for (let i = 0; i < 5; i++) await loop.pass();
     expect(w.alerted).toEqual(["held_no_lease i1"]);
     w.placementList = [{ ...base, moved: true }];
@@ -191,7 +191,7 @@ describe("the reconcile loop's driver", () => {
   it("never acts on a node that gave no verified answer and is not dead", async () => {
     const w = new World();
     w.nodes.set("n1", { liveness: "suspect", forgotten: false, lease_ms: 30_000, last_sent_issued_at_ms: 0 });
-    const report = await new ReconcileLoop(w).pass();
+    const report = await new KeepLoop(w).pass();
     expect(w.performed).toEqual([]);
     expect(report.waiting).toBe(1);
   });
@@ -204,7 +204,7 @@ describe("the reconcile loop's driver", () => {
       lease_ms: 30_000,
       last_sent_issued_at_ms: w.now - leaseWaitMs(30_000) + 1,
     });
-    const loop = new ReconcileLoop(w);
+    const loop = new KeepLoop(w);
     await loop.pass();
     expect(w.performed).toEqual([]);
     w.now += 1;
@@ -227,13 +227,13 @@ describe("the reconcile loop's driver", () => {
     };
     const sentAt = w.now;
     expect(w.now + 20_000).toBeGreaterThanOrEqual(previous + leaseWaitMs(lease)); // judged by the previous stamp, over
-    const report = await new ReconcileLoop(w).pass();
+    const report = await new KeepLoop(w).pass();
     expect(w.performed).toEqual([]);
     expect(report.waiting).toBe(1);
     // Once the wait counted from that status has run out (and the next status is provably unsent), it moves.
     w.observe = async () => ({ kind: "unverified" as const, why: "cannot connect" });
     w.now = sentAt + leaseWaitMs(lease);
-    await new ReconcileLoop(w).pass();
+    await new KeepLoop(w).pass();
     expect(w.performed).toEqual(["reschedule i1"]);
   });
 
@@ -266,7 +266,7 @@ describe("the reconcile loop's driver", () => {
       performing--;
       return perform(p, a);
     };
-    await new ReconcileLoop(w).pass();
+    await new KeepLoop(w).pass();
     expect(mostObserving).toBe(FAN_OUT);
     expect(mostPerforming).toBe(1);
     expect(w.performed).toEqual(Array.from({ length: 100 }, (_, i) => `start i${i}`));

@@ -7,9 +7,9 @@ import {
   type NodeView,
   type PlacementView,
   RESTART_POLICIES,
-  type ReconcileInput,
-  reconcilePlacement,
-} from "./reconcile.js";
+  type KeepInput,
+  keepPlacement,
+} from "./keep.js";
 
 const placement: PlacementView = {
   instance_id: "i1",
@@ -28,8 +28,8 @@ const leased: NodeView = { ...dead, lease_ms: 30_000 };
 const listed = (state: string): InstanceObservation => ({ kind: "listed", state, generation: 3 });
 const unverified: InstanceObservation = { kind: "unverified", why: "timeout" };
 
-function run(over: Partial<ReconcileInput>): ReturnType<typeof reconcilePlacement> {
-  return reconcilePlacement({
+function run(over: Partial<KeepInput>): ReturnType<typeof keepPlacement> {
+  return keepPlacement({
     placement,
     node: alive,
     observed: listed("running"),
@@ -39,7 +39,7 @@ function run(over: Partial<ReconcileInput>): ReturnType<typeof reconcilePlacemen
   });
 }
 
-describe("the reconcile loop's decision for one placement (spec/mesh.md §15)", () => {
+describe("the keep loop's decision for one placement (spec/mesh.md §15)", () => {
   it("an agent a person stopped is never started, replaced, rescheduled or placed again, whatever becomes of its node (issue 33)", () => {
     const stopped = { ...placement, stopped: true };
     const overAt = 1_000 + leaseWaitMs(30_000);
@@ -243,7 +243,7 @@ describe("the loop's invariants over every input", () => {
   it("never unloads, stops or replaces an instance observed live, and never restarts one the node holds live", () => {
     fc.assert(
       fc.property(input, (i) => {
-        const a = reconcilePlacement(i);
+        const a = keepPlacement(i);
         if (i.observed.kind === "listed" && ["running", "starting", "loading"].includes(i.observed.state)) {
           // Only the operator's forget stops a live copy; placing a moved agent again touches no copy.
           if (a.kind === "stop_orphan") return i.placement.moved && i.placement.moved_by === "forget";
@@ -263,7 +263,7 @@ describe("the loop's invariants over every input", () => {
   it("never moves or re-places on an unverified observation unless the node is dead with its lease over, or forgotten", () => {
     fc.assert(
       fc.property(input, (i) => {
-        const a = reconcilePlacement(i);
+        const a = keepPlacement(i);
         if (i.observed.kind !== "unverified") return true;
         if (
           a.kind === "start" ||
@@ -292,7 +292,7 @@ describe("the loop's invariants over every input", () => {
   it("never moves a pinned, non-migratable or sticky placement, nor one moved five times", () => {
     fc.assert(
       fc.property(input, (i) => {
-        const a = reconcilePlacement(i);
+        const a = keepPlacement(i);
         const p = i.placement;
         return a.kind !== "reschedule" || (!p.pinned && p.migratable && !p.sticky && p.reschedules < 5);
       }),
@@ -303,7 +303,7 @@ describe("the loop's invariants over every input", () => {
   it("never acts before the agent's next attempt", () => {
     fc.assert(
       fc.property(input, (i) => {
-        const a = reconcilePlacement(i);
+        const a = keepPlacement(i);
         const acts = ["start", "replace", "reschedule", "place_again", "unload_orphan", "stop_orphan"].includes(a.kind);
         return !acts || i.now_ms >= i.next_attempt_ms;
       }),

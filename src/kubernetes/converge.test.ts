@@ -7,7 +7,7 @@ import type { PodObject } from "../core/kubernetes/objects.js";
 import { agentA } from "../../test/support/kubernetes/fixtures.js";
 import { WHO } from "../../test/support/kubernetes/pods.js";
 import { desiredFingerprint, type Harness, harness, inputsFor, NS } from "../../test/support/kubernetes/harness.js";
-import { deploy } from "./reconcile.js";
+import { deploy } from "./converge.js";
 import { DEFAULT_WAIT } from "./waiter.js";
 
 const POD = WHO.podName;
@@ -43,7 +43,7 @@ const answerOf = (r: { answer: { ok: boolean } }) => r.answer;
 const errorOf = (r: { answer: { ok: true; agentId: string } | { ok: false; error: string } }) =>
   r.answer.ok ? `ok ${r.answer.agentId}` : r.answer.error;
 
-describe("the reconcile loop against the fake apiserver (spec/kubernetes.md §8, §19.4)", () => {
+describe("the converge loop against the fake apiserver (spec/kubernetes.md §8, §19.4)", () => {
   it("a fresh deploy writes the Secret before the Pod and returns the pod name once it starts", async () => {
     const h = harness();
     h.kubeletStartsAfter(1500);

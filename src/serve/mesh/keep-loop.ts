@@ -1,12 +1,12 @@
 /**
- * The reconcile loop of `berth serve` (issue 16): after each lifecycle tick, every managed placement is judged by the
- * pure `reconcilePlacement` (core/mesh/reconcile.ts) from what the store records and what the tick *verified* on its
+ * The keep loop of `berth serve` (issue 16): after each lifecycle tick, every managed placement is judged by the
+ * pure `keepPlacement` (core/mesh/keep.ts) from what the store records and what the tick *verified* on its
  * node, and the one action it returns is performed through the same chained call a verb makes, attributed to the
  * loop. Level-triggered: nothing is remembered between passes but each agent's backoff and the last alert reason
  * chained for it, so a pass repeated over an unchanged world does nothing new.
  *
- * This file is the driver; what it reads and does goes through `ReconcilePorts`, so the driver runs the same against
- * the controller (reconcile-ports.ts) and against a scripted world in its tests.
+ * This file is the driver; what it reads and does goes through `KeepPorts`, so the driver runs the same against
+ * the controller (keep-ports.ts) and against a scripted world in its tests.
  *
  * - `shouldAct()` is the leadership seam (issue 19's leader hook): a process that is not the leader observes and
  *   decides but performs nothing and chains nothing.
@@ -22,9 +22,9 @@ import {
   type InstanceObservation,
   type NodeView,
   type PlacementView,
-  type ReconcileAction,
-  reconcilePlacement,
-} from "../../core/mesh/reconcile.js";
+  type KeepAction,
+  keepPlacement,
+} from "../../core/mesh/keep.js";
 import { type ObservedInstance, observedInstanceOf } from "../../core/mesh/instance-observation.js";
 import { backoffMs, chainsAlert } from "../../core/mesh/reschedule.js";
 import { FAN_OUT, fanOut } from "../../mesh/controller/fan-out.js";
@@ -47,7 +47,7 @@ export type NodeRows =
 
 export type ActionResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
-export interface ReconcilePorts {
+export interface KeepPorts {
   readonly clock: () => number;
   /** The leadership seam: false → decide, never act. */
   shouldAct(): boolean;
@@ -63,7 +63,7 @@ export interface ReconcilePorts {
   /** Performs an acting row of the table (chained, attributed to the loop); never throws for a refusal. */
   perform(
     placement: PlacementView,
-    action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>,
+    action: Exclude<KeepAction, { kind: "none" | "wait" | "alert" }>,
   ): Promise<ActionResult>;
   /**
    * Chains one alert (`workload.lifecycle {phase: "alert"}`); for a failed act, `failed` names it and the attempt (a
@@ -73,7 +73,7 @@ export interface ReconcilePorts {
     placement: PlacementView,
     reason: AlertReason,
     why: string,
-    failed?: { readonly action: ReconcileAction["kind"]; readonly attempt: number; readonly retry_ms: number },
+    failed?: { readonly action: KeepAction["kind"]; readonly attempt: number; readonly retry_ms: number },
   ): Promise<void>;
 }
 
@@ -87,7 +87,7 @@ export interface PassReport {
   readonly judged: number;
   readonly acted: ReadonlyArray<{
     readonly instance_id: string;
-    readonly action: ReconcileAction["kind"];
+    readonly action: KeepAction["kind"];
     readonly ok: boolean;
     readonly reason?: string;
   }>;
@@ -99,10 +99,10 @@ export interface PassReport {
   readonly waiting: number;
 }
 
-export class ReconcileLoop {
+export class KeepLoop {
   private readonly memory = new Map<string, AgentMemory>();
 
-  constructor(private readonly ports: ReconcilePorts) {}
+  constructor(private readonly ports: KeepPorts) {}
 
   /** One pass over every placement. Never throws for what a node answered; a port that throws is the shell's bug. */
   async pass(): Promise<PassReport> {
@@ -121,7 +121,7 @@ export class ReconcileLoop {
     // judgements ask for is then performed one agent after another, in node order, as before. Judging needs only
     // the node's own answer, its stored view and the agent's backoff, none of which an act of another agent changes
     // within the pass (an agent is judged once per pass).
-    const judged = new Map<string, Array<{ readonly p: PlacementView; readonly action: ReconcileAction }>>();
+    const judged = new Map<string, Array<{ readonly p: PlacementView; readonly action: KeepAction }>>();
     const observations: ObservedInstance[] = [];
     await fanOut([...byNode.keys()], FAN_OUT, async (nodeId) => {
       // The lease's rule 5 (docs/concepts.md "The node lease"): the last-sent stamp is read only once this pass's own
@@ -139,7 +139,7 @@ export class ReconcileLoop {
         nodeId,
         (byNode.get(nodeId) ?? []).map((p) => ({
           p,
-          action: reconcilePlacement({
+          action: keepPlacement({
             placement: p,
             node,
             observed: observationOf(rows, p.instance_id),

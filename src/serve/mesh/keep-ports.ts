@@ -1,5 +1,5 @@
 /**
- * The reconcile loop's ports over the mesh controller (issue 16): what `ReconcileLoop` reads (placements with their
+ * The keep loop's ports over the mesh controller (issue 16): what `KeepLoop` reads (placements with their
  * chained order, each node's liveness, lease and last stamp, one verified status per node) and what it does, each
  * through the call a verb makes:
  *
@@ -18,15 +18,15 @@
  * Moved records are judged beside the placements (`moved: true`), by their old node's answers.
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import type { PlacementView, ReconcileAction } from "../../core/mesh/reconcile.js";
+import type { PlacementView, KeepAction } from "../../core/mesh/keep.js";
 import { PLACE_RESTART_DEFAULT, RESTART_POLICIES, type RestartPolicy } from "../../core/node/restart-policy.js";
 import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
 import type { CallResult } from "../../mesh/client/node-client.js";
-import type { ActionResult, NodeRows, ReconcilePorts } from "./reconcile-loop.js";
+import type { ActionResult, NodeRows, KeepPorts } from "./keep-loop.js";
 import type { PlacementRecord } from "../../mesh/controller/store.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import { moveAgent, placeMovedAgain, teardownOrphan } from "../../mesh/controller/mover.js";
-import type { ReconcileAccess } from "../../mesh/controller/reconcile-access.js";
+import type { KeepAccess } from "../../mesh/controller/keep-access.js";
 import { LOOP_ACTOR } from "../actor.js";
 
 /** How long a drain's own move is left to it before the loop places it again (a drain that died mid-move). */
@@ -34,7 +34,7 @@ const DRAIN_OWNS_MS = 120_000;
 
 const MOVES: ReadonlySet<string> = new Set(["reschedule", "replace", "place_again"]);
 
-export function meshReconcilePorts(access: ReconcileAccess, shouldAct: () => boolean): ReconcilePorts {
+export function meshKeepPorts(access: KeepAccess, shouldAct: () => boolean): KeepPorts {
   return {
     clock: access.clock,
     shouldAct,
@@ -139,12 +139,12 @@ export function placementView(
   };
 }
 
-function movable(access: ReconcileAccess, packageId: string): { migratable: boolean; sticky: boolean } {
+function movable(access: KeepAccess, packageId: string): { migratable: boolean; sticky: boolean } {
   return access.packagePolicy(packageId) ?? { migratable: false, sticky: false };
 }
 
 /** A moved record as the loop judges it: its old copy on its old node, and whether its agent still needs a place. */
-async function movedView(access: ReconcileAccess, m: MovedRecord): Promise<PlacementView> {
+async function movedView(access: KeepAccess, m: MovedRecord): Promise<PlacementView> {
   const order = await access.chainedOrder(m.decision_id);
   const successorState = m.successor === null ? null : ((await access.store.decision(m.successor))?.state ?? null);
   // A successor decision that ended unplaced (a settle released it) placed nothing: the agent needs a place again.
@@ -200,9 +200,9 @@ function lifecycle(p: PlacementView, action: string, reason: string) {
 }
 
 async function perform(
-  access: ReconcileAccess,
+  access: KeepAccess,
   p: PlacementView,
-  action: Exclude<ReconcileAction, { kind: "none" | "wait" | "alert" }>,
+  action: Exclude<KeepAction, { kind: "none" | "wait" | "alert" }>,
 ): Promise<ActionResult> {
   switch (action.kind) {
     case "start": {

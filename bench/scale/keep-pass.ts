@@ -1,5 +1,5 @@
 /**
- * Issue 35, the reconcile pass at scale: one pass of `berth serve`'s reconcile loop (the loop of
+ * Issue 35, the keep pass at scale: one pass of `berth serve`'s keep loop (the loop of
  * src/serve/mesh/watch.ts, through the same ports) over every placement, with every node's status asked over
  * the real protocol (TLS 1.3, signed and verified) from simulated nodes (bench/support/node-sim), at
  * 100 nodes / 1,000 agents, 1,000 / 10,000 and 5,000 / 50,000 (ten agents per node).
@@ -11,17 +11,17 @@
  * the pass (log time on log agents; 1.0 is linear) and the controller's RSS. Also that every agent is live on
  * exactly one node after the passes (the nodes' own census). Figures are printed, never asserted.
  *
- *   bash scripts/bench scale/reconcile                 (all three sizes; the largest takes long on a loaded machine)
- *   node dist/bench/scale/reconcile.js --quick          (100/1,000 and 1,000/10,000)
- *   node dist/bench/scale/reconcile.js --sizes 100x1000,1000x10000 --passes 5
+ *   bash scripts/bench scale/keep-pass                 (all three sizes; the largest takes long on a loaded machine)
+ *   node dist/bench/scale/keep-pass.js --quick          (100/1,000 and 1,000/10,000)
+ *   node dist/bench/scale/keep-pass.js --sizes 100x1000,1000x10000 --passes 5
  *
  * Target (issue 35): ≤ 1 s at 1,000 nodes / 10,000 agents, exponent ≤ 1.1 from 1,000 to 50,000 agents.
  */
 import { loadavg } from "node:os";
 import { randomBytes } from "node:crypto";
 import { NodeClient } from "../../src/mesh/client/node-client.js";
-import { ReconcileLoop } from "../../src/serve/mesh/reconcile-loop.js";
-import { meshReconcilePorts } from "../../src/serve/mesh/reconcile-ports.js";
+import { KeepLoop } from "../../src/serve/mesh/keep-loop.js";
+import { meshKeepPorts } from "../../src/serve/mesh/keep-ports.js";
 import { numberFlag } from "../support.js";
 import { bounded, exponent, scaleWorld, stats } from "./support/world.js";
 
@@ -45,7 +45,7 @@ async function measure(nodes: number, agents: number): Promise<Row> {
   console.log(`\n  ${nodes} nodes / ${agents} agents:`);
   const w = await scaleWorld({ nodes, agents, log: console.log });
   try {
-    const loop = new ReconcileLoop(meshReconcilePorts(w.controller.reconcileAccess(), () => true));
+    const loop = new KeepLoop(meshKeepPorts(w.controller.keepAccess(), () => true));
     let t = performance.now();
     await w.controller.watchTargets();
     console.log(`    describe of every target (the tick's first half)   ${seconds(performance.now() - t)}`);
@@ -87,7 +87,7 @@ async function measure(nodes: number, agents: number): Promise<Row> {
     const f = stats(floors);
     if (failed > 0) console.log(`    (${failed} floor statuses got no answer: ${refs.length * PASSES} asked)`);
     console.log(
-      `    reconcile pass (warm) min / median / max            ${seconds(p.min)} / ${seconds(p.median)} / ${seconds(p.max)}`,
+      `    keep pass (warm) min / median / max            ${seconds(p.min)} / ${seconds(p.median)} / ${seconds(p.max)}`,
     );
     console.log(
       `    floor: ${refs.length} signed statuses, 64 at a time           ${seconds(f.min)} / ${seconds(f.median)} / ${seconds(f.max)}`,
@@ -107,7 +107,7 @@ async function measure(nodes: number, agents: number): Promise<Row> {
 
 async function main(): Promise<void> {
   console.log(
-    `reconcile pass at scale (issue 35), ${PASSES} warm passes per size; load average ${loadavg()
+    `keep pass at scale (issue 35), ${PASSES} warm passes per size; load average ${loadavg()
       .map((l) => l.toFixed(2))
       .join(" ")}`,
   );
