@@ -7,6 +7,7 @@ import type { SignedCheckpoint } from "../core/chain/checkpoint.js";
 import type { genesisPayload, SealedEvent } from "../core/chain/event.js";
 import { type VerifyResult, verifyEvents } from "../core/chain/verify.js";
 import { canonicalJson, type JsonObject } from "../core/crypto/canonical.js";
+import { err, ok, type Result } from "../kit/result.js";
 import type { StoreEngine } from "../store/engine.js";
 import { type Db, withWriteTx } from "../store/sqlite.js";
 import { findEvents } from "./chain.js";
@@ -14,7 +15,8 @@ import { findEventsOn } from "./engine-chain.js";
 import { catchUpTree, catchUpTreeOn } from "./tree-store.js";
 import { ensureChainSchema, ensureChainSchemaOn } from "./schema.js";
 
-export type ParsedLines = { ok: true; events: unknown[] } | { ok: false; line: number; reason: string };
+/** The file's events, or the 1-based line that is not one and why. */
+export type ParsedLines = Result<unknown[], { readonly line: number; readonly reason: string }>;
 
 /** Parses JSON lines; a truncated or non-JSON line is reported by its 1-based line number. */
 export function parseEventLines(text: string): ParsedLines {
@@ -23,21 +25,20 @@ export function parseEventLines(text: string): ParsedLines {
   if (lines[lines.length - 1] === "") lines.pop();
   else if (lines.length > 0) {
     // The format ends every line with \n; a missing terminator means the file was cut short.
-    return { ok: false, line: lines.length, reason: "last line is not newline-terminated (truncated file?)" };
+    return err({ line: lines.length, reason: "last line is not newline-terminated (truncated file?)" });
   }
   for (const [i, line] of lines.entries()) {
     try {
       events.push(JSON.parse(line));
     } catch {
-      return { ok: false, line: i + 1, reason: "not a complete JSON object (truncated line?)" };
+      return err({ line: i + 1, reason: "not a complete JSON object (truncated line?)" });
     }
   }
-  return { ok: true, events };
+  return ok(events);
 }
 
-export type ImportOutcome =
-  | { ok: true; chain_id: string; written: number; verify: VerifyResult }
-  | { ok: false; reason: string; verify?: VerifyResult };
+/** What was imported, or why nothing was written (one sentence). */
+export type ImportOutcome = Result<{ chain_id: string; written: number; verify: VerifyResult }>;
 
 interface ImportOptions {
   readonly key?: string;
@@ -53,14 +54,11 @@ interface StoredView {
   readonly storedHash: ReadonlyMap<number, string>;
 }
 
-type Judged =
-  | { ok: false; reason: string; verify?: VerifyResult }
-  | {
-      ok: true;
-      verify: VerifyResult;
-      events: SealedEvent[];
-      newChain: { owner_key: string; role: string; created_ms: number } | null;
-    };
+type Judged = Result<{
+  verify: VerifyResult;
+  events: SealedEvent[];
+  newChain: { owner_key: string; role: string; created_ms: number } | null;
+}>;
 
 /** The import's rules, the same on both engines: never its own chain, linked to a stored prefix, verified, no fork. */
 function judgeImport(
@@ -70,14 +68,10 @@ function judgeImport(
   view: StoredView,
   opts: ImportOptions,
 ): Judged {
-  if (view.known?.own === 1)
-    return { ok: false, reason: `chain ${chainId} is this component's own chain; it cannot be imported` };
+  if (view.known?.own === 1) return err(`chain ${chainId} is this component's own chain; it cannot be imported`);
   // A file not starting at genesis must link to the stored copy of the same chain: verify stored prefix + file.
   if (startSeq > 0 && view.prefix.length !== startSeq) {
-    return {
-      ok: false,
-      reason: `the file starts at seq ${startSeq} but no stored copy of chain ${chainId} reaches seq ${startSeq - 1}`,
-    };
+    return err(`the file starts at seq ${startSeq} but no stored copy of chain ${chainId} reaches seq ${startSeq - 1}`);
   }
   const verify = verifyEvents([...view.prefix, ...lines], {
     ...(opts.key !== undefined ? { key: opts.key } : view.known ? { key: view.known.owner_key } : {}),
@@ -85,14 +79,13 @@ function judgeImport(
   });
   if (!verify.ok) {
     const f = verify.failure;
-    return { ok: false, reason: `event seq ${f?.seq} failed ${f?.code}: ${f?.detail}`, verify };
+    return err(`event seq ${f?.seq} failed ${f?.code}: ${f?.detail}`);
   }
   const events = lines as SealedEvent[];
   // An event already stored with another hash is a fork: report both, write nothing.
   for (const e of events) {
     const stored = view.storedHash.get(e.seq);
-    if (stored !== undefined && stored !== e.hash)
-      return { ok: false, reason: `fork at seq ${e.seq}: stored ${stored}, file ${e.hash}`, verify };
+    if (stored !== undefined && stored !== e.hash) return err(`fork at seq ${e.seq}: stored ${stored}, file ${e.hash}`);
   }
   let newChain: { owner_key: string; role: string; created_ms: number } | null = null;
   if (!view.known) {
@@ -100,22 +93,22 @@ function judgeImport(
     const g = genesis.payload as ReturnType<typeof genesisPayload>;
     newChain = { owner_key: g.owner_key as string, role: g.role as string, created_ms: genesis.ts };
   }
-  return { ok: true, verify, events, newChain };
+  return ok({ verify, events, newChain });
 }
 
-type Parsed = { ok: false; outcome: ImportOutcome } | { ok: true; lines: unknown[]; chainId: string; startSeq: number };
+/** The file's lines and the chain they claim, or why nothing will be written. */
+type Parsed = Result<{ lines: unknown[]; chainId: string; startSeq: number }>;
 
 function parsedFile(text: string): Parsed {
   const parsed = parseEventLines(text);
-  if (!parsed.ok) return { ok: false, outcome: { ok: false, reason: `line ${parsed.line}: ${parsed.reason}` } };
-  if (parsed.events.length === 0) return { ok: false, outcome: { ok: false, reason: "the file holds no events" } };
-  const first = parsed.events[0] as { seq?: unknown; chain_id?: unknown };
-  return {
-    ok: true,
-    lines: parsed.events,
+  if (!parsed.ok) return err(`line ${parsed.error.line}: ${parsed.error.reason}`);
+  if (parsed.value.length === 0) return err("the file holds no events");
+  const first = parsed.value[0] as { seq?: unknown; chain_id?: unknown };
+  return ok({
+    lines: parsed.value,
     chainId: typeof first.chain_id === "string" ? first.chain_id : "",
     startSeq: typeof first.seq === "number" ? first.seq : 0,
-  };
+  });
 }
 
 const seqsOf = (lines: readonly unknown[]) =>
@@ -124,8 +117,8 @@ const seqsOf = (lines: readonly unknown[]) =>
 /** Imports into a SQLite chain file (a home's controller.db, a node.db, any `--db`). */
 export function importChain(db: Db, text: string, opts: ImportOptions = {}): ImportOutcome {
   const file = parsedFile(text);
-  if (!file.ok) return file.outcome;
-  const { chainId, lines, startSeq } = file;
+  if (!file.ok) return file;
+  const { chainId, lines, startSeq } = file.value;
   return withWriteTx(db, (tx) => {
     ensureChainSchema(tx);
     const known = tx.db.prepare("SELECT own, owner_key FROM audit_chain WHERE chain_id = ?").get(chainId) as
@@ -141,16 +134,17 @@ export function importChain(db: Db, text: string, opts: ImportOptions = {}): Imp
     }
     const judged = judgeImport(chainId, lines, startSeq, { known, prefix, storedHash }, opts);
     if (!judged.ok) return judged;
-    if (judged.newChain) {
+    const { newChain, events, verify } = judged.value;
+    if (newChain) {
       tx.db
         .prepare("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,0,?)")
-        .run(chainId, judged.newChain.owner_key, judged.newChain.role, judged.newChain.created_ms);
+        .run(chainId, newChain.owner_key, newChain.role, newChain.created_ms);
     }
     const insert = tx.db.prepare(
       "INSERT OR IGNORE INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?)",
     );
     let written = 0;
-    for (const e of judged.events) {
+    for (const e of events) {
       written += insert.run(
         e.chain_id,
         e.seq,
@@ -166,7 +160,7 @@ export function importChain(db: Db, text: string, opts: ImportOptions = {}): Imp
     }
     // Issue 38: the copy's Merkle tree extended over the new events, in the import's transaction.
     catchUpTree(tx.db, chainId);
-    return { ok: true, chain_id: chainId, written, verify: judged.verify };
+    return ok({ chain_id: chainId, written, verify });
   });
 }
 
@@ -180,8 +174,8 @@ export async function importChainOn(
   opts: ImportOptions = {},
 ): Promise<ImportOutcome> {
   const file = parsedFile(text);
-  if (!file.ok) return file.outcome;
-  const { chainId, lines, startSeq } = file;
+  if (!file.ok) return file;
+  const { chainId, lines, startSeq } = file.value;
   return engine.transaction(async (tx) => {
     await ensureChainSchemaOn(tx);
     const k = await tx.get<{ own: number; owner_key: string }>(
@@ -201,16 +195,17 @@ export async function importChainOn(
     }
     const judged = judgeImport(chainId, lines, startSeq, { known, prefix, storedHash }, opts);
     if (!judged.ok) return judged;
-    if (judged.newChain) {
+    const { newChain, events, verify } = judged.value;
+    if (newChain) {
       await tx.run("INSERT INTO audit_chain (chain_id, owner_key, role, own, created_ms) VALUES (?,?,?,0,?)", [
         chainId,
-        judged.newChain.owner_key,
-        judged.newChain.role,
-        judged.newChain.created_ms,
+        newChain.owner_key,
+        newChain.role,
+        newChain.created_ms,
       ]);
     }
     let written = 0;
-    for (const e of judged.events) {
+    for (const e of events) {
       written += await tx.run(
         "INSERT INTO audit_event (chain_id, seq, ts, prev_hash, source, kind, payload, payload_hash, hash, sig) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT (chain_id, seq) DO NOTHING",
         [
@@ -228,6 +223,6 @@ export async function importChainOn(
       );
     }
     await catchUpTreeOn(tx, chainId);
-    return { ok: true, chain_id: chainId, written, verify: judged.verify };
+    return ok({ chain_id: chainId, written, verify });
   });
 }

@@ -411,17 +411,17 @@ export function registerAuditCommands(program: Command): void {
               head: null,
               checkpoints: 0,
               keySelfAsserted: key === undefined,
-              failure: { seq: 0, code: "format", detail: `line ${parsed.line}: ${parsed.reason}` },
+              failure: { seq: 0, code: "format", detail: `line ${parsed.error.line}: ${parsed.error.reason}` },
             };
           } else {
-            result = d.verifyEvents(parsed.events, {
+            result = d.verifyEvents(parsed.value, {
               ...(key ? { key } : {}),
               ...(opts.chain ? { chainId: opts.chain } : {}),
               checkpoints,
               ...(expectHead ? { expectHead } : {}),
             });
             if (opts.against !== undefined && result.ok && result.head) {
-              const events = parsed.events.slice(0, result.head.seq + 1) as SealedEvent[];
+              const events = parsed.value.slice(0, result.head.seq + 1) as SealedEvent[];
               verified = {
                 tree: d.listTreeView(
                   result.chain_id as string,
@@ -626,22 +626,24 @@ export function registerAuditCommands(program: Command): void {
           return importChainOn(engine, text, key ? { key } : {});
         });
         if (onPg !== undefined) {
-          if (!onPg.ok) throw new CliError(`import of ${file} refused, nothing written: ${onPg.reason}`, 1);
+          if (!onPg.ok) throw new CliError(`import of ${file} refused, nothing written: ${onPg.error}`, 1);
+          const done = onPg.value;
           answer(
             opts.json,
-            { ok: true, chain_id: onPg.chain_id, written: onPg.written },
-            `imported chain ${onPg.chain_id}: ${onPg.written} new events`,
+            { ok: true, chain_id: done.chain_id, written: done.written },
+            `imported chain ${done.chain_id}: ${done.written} new events`,
           );
           return;
         }
         const db = d.openDatabase(dbPath(opts));
         try {
           const outcome = d.importChain(db, text, key ? { key } : {});
-          if (!outcome.ok) throw new CliError(`import of ${file} refused, nothing written: ${outcome.reason}`, 1);
+          if (!outcome.ok) throw new CliError(`import of ${file} refused, nothing written: ${outcome.error}`, 1);
+          const done = outcome.value;
           answer(
             opts.json,
-            { ok: true, chain_id: outcome.chain_id, written: outcome.written },
-            `imported chain ${outcome.chain_id}: ${outcome.written} new events`,
+            { ok: true, chain_id: done.chain_id, written: done.written },
+            `imported chain ${done.chain_id}: ${done.written} new events`,
           );
         } finally {
           db.close();

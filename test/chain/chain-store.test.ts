@@ -112,7 +112,7 @@ describe("the audit chain store", () => {
     const lines = [...chain.exportLines()].map((l) => `${l}\n`).join("");
     const other = openDatabase(join(dir, "other.db"));
     const outcome = importChain(other, lines, { key: key.publicKey });
-    expect(outcome).toMatchObject({ ok: true, written: 11 });
+    expect(outcome).toMatchObject({ ok: true, value: { written: 11 } });
     const stored = other.prepare("SELECT payload FROM audit_event WHERE seq = 10").get() as { payload: string };
     expect(JSON.parse(stored.payload)).toEqual(all);
     other.close();
@@ -353,15 +353,15 @@ describe("import", () => {
     const forked = [...events.slice(0, 9), forkedLast].map((e) => `${JSON.stringify(e)}\n`).join("");
     const outcome = importChain(other, forked);
     expect(outcome.ok).toBe(false);
-    expect(!outcome.ok && outcome.reason).toContain(events[9]!.hash);
-    expect(!outcome.ok && outcome.reason).toContain(forkedLast.hash);
+    expect(!outcome.ok && outcome.error).toContain(events[9]!.hash);
+    expect(!outcome.ok && outcome.error).toContain(forkedLast.hash);
     other.close();
   });
 
   it("refuses to import the component's own chain", () => {
     const { chain } = tenEventChain();
     const lines = [...chain.exportLines()].map((l) => `${l}\n`).join("");
-    expect(importChain(db, lines)).toMatchObject({ ok: false, reason: expect.stringContaining("own chain") });
+    expect(importChain(db, lines)).toMatchObject({ ok: false, error: expect.stringContaining("own chain") });
   });
 
   it("refuses a truncated line by number and an import whose signatures do not match the given key", () => {
@@ -370,11 +370,11 @@ describe("import", () => {
     const other = openDatabase(join(dir, "collector.db"));
     expect(importChain(other, lines.slice(0, -20))).toMatchObject({
       ok: false,
-      reason: expect.stringMatching(/^line 10:/),
+      error: expect.stringMatching(/^line 10:/),
     });
     expect(importChain(other, lines, { key: otherKey.publicKey })).toMatchObject({
       ok: false,
-      reason: expect.stringContaining("genesis"),
+      error: expect.stringContaining("genesis"),
     });
     expect(other.prepare("SELECT name FROM sqlite_master WHERE name = 'audit_event'").get()).toBeDefined();
     expect(other.prepare("SELECT COUNT(*) AS n FROM audit_event").get()).toEqual({ n: 0 });

@@ -56,11 +56,9 @@ export const auditOperatorHandlers: Handlers = {
     // Into the controller's store, beside its own chain, on whichever engine it is (issue 20: on PostgreSQL too, not
     // into a controller.db file the server does not use).
     const outcome = await importChainOn(ctx.state.controller.store.engine, b.lines, b.key ? { key: b.key } : {});
-    if (!outcome.ok) throw new ApiError(422, "import_refused", `import refused, nothing written: ${outcome.reason}`);
+    if (!outcome.ok) throw new ApiError(422, "import_refused", `import refused, nothing written: ${outcome.error}`);
     await ctx.state.refreshChains();
-    return {
-      body: { ok: true, chain_id: outcome.chain_id, written: outcome.written },
-      refs: { chain_id: outcome.chain_id, written: outcome.written },
-    };
+    const { chain_id, written } = outcome.value;
+    return { body: { ok: true, chain_id, written }, refs: { chain_id, written } };
   },
 };
