@@ -25,6 +25,7 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import { z } from "zod";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import { failoverBoundMs } from "../core/mesh/leader-lease.js";
+import { err, ok, type Result } from "../kit/result.js";
 import { isStoreAway } from "../store/open.js";
 import type { Ride } from "../store/riding-engine.js";
 import { type Caller, type CallOutcome, type CallRecord, openCall, recordOutcome } from "./audit.js";
@@ -94,20 +95,18 @@ const patternOf = (url: string) =>
 /** `/api/v1/audit/tlog/tile/*` → the prefix and one or more characters of any kind (a `rest` route). */
 const restPatternOf = (url: string) => new RegExp(`^${url.slice(0, -1).replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}.+$`);
 
-function parseBody(raw: unknown): { ok: true; value: unknown } | { ok: false; error: ApiError } {
-  if (raw === undefined || raw === null || (typeof raw === "string" && raw.trim() === ""))
-    return { ok: true, value: {} };
-  if (typeof raw !== "string") return { ok: true, value: raw };
+function parseBody(raw: unknown): Result<unknown, ApiError> {
+  if (raw === undefined || raw === null || (typeof raw === "string" && raw.trim() === "")) return ok({});
+  if (typeof raw !== "string") return ok(raw);
   try {
-    return { ok: true, value: JSON.parse(raw) };
+    return ok(JSON.parse(raw));
   } catch (error) {
     const why = (error as Error).message.split("\n")[0] ?? "invalid";
-    return {
-      ok: false,
-      error: new ApiError(400, "invalid_request", `body: not valid JSON (${why}); send one JSON document`, {
+    return err(
+      new ApiError(400, "invalid_request", `body: not valid JSON (${why}); send one JSON document`, {
         issues: [{ path: "body", message: `not valid JSON: ${why}` }],
       }),
-    };
+    );
   }
 }
 
@@ -216,9 +215,9 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
       return;
     }
     const message =
-      check.reason === "missing"
+      check.error === "missing"
         ? "this route needs Authorization: Bearer <token>; the token is in $BERTH_HOME/api.token"
-        : check.reason === "malformed"
+        : check.error === "malformed"
           ? "the Authorization header must be exactly `Bearer <token>`"
           : "the bearer token is not this server's; use the one in $BERTH_HOME/api.token";
     reply.header("www-authenticate", 'Bearer realm="berth"');
@@ -494,7 +493,7 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
         error: {
           code: "invalid_request",
           message: "headers.last-event-id: must be the seq of the last event received (a non-negative integer)",
-          issues: [{ path: "headers.last-event-id", message: "must be a non-negative integer" }],
+          issues: [{ path: "headers.last-event-id", message: last.error }],
         },
       });
     for (const [name, value] of Object.entries(securityHeaders(false))) reply.raw.setHeader(name, value);

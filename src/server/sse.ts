@@ -12,6 +12,7 @@
 import type { ServerResponse } from "node:http";
 import type { SealedEvent } from "../core/chain/event.js";
 import { findEvents } from "../chain/chain.js";
+import { err, ok, type Result } from "../kit/result.js";
 import { type ChainName, headSeq, type OpenChain, openChainReader } from "./chains.js";
 import type { ServerState } from "./state.js";
 
@@ -107,11 +108,9 @@ export class AuditStreams {
 }
 
 /** `Last-Event-ID` as a seq: absent → null; anything but a non-negative integer is a bad request. */
-export function parseLastEventId(
-  header: string | string[] | undefined,
-): { ok: true; value: number | null } | { ok: false } {
-  if (header === undefined) return { ok: true, value: null };
+export function parseLastEventId(header: string | string[] | undefined): Result<number | null> {
+  if (header === undefined) return ok(null);
   const text = Array.isArray(header) ? header[0] : header;
-  if (text === undefined || !/^\d{1,15}$/.test(text.trim())) return { ok: false };
-  return { ok: true, value: Number(text.trim()) };
+  if (text === undefined || !/^\d{1,15}$/.test(text.trim())) return err("must be a non-negative integer");
+  return ok(Number(text.trim()));
 }

@@ -6,6 +6,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { err, ok, type Result } from "../kit/result.js";
 
 export const TOKEN_FILE = "api.token";
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{32,128}$/;
@@ -42,14 +43,15 @@ export function tokenId(token: string): string {
   return `token:${createHash("sha256").update(token).digest("hex").slice(0, 8)}`;
 }
 
-export type BearerCheck = { ok: true } | { ok: false; reason: "missing" | "malformed" | "wrong" };
+/** Whether the header carries the token, or why not (each reason its own refusal text). */
+export type BearerCheck = Result<void, "missing" | "malformed" | "wrong">;
 
 /** Compares in constant time over SHA-256 digests (equal lengths whatever the caller sent). */
 export function checkBearer(header: string | undefined, token: string): BearerCheck {
-  if (header === undefined || header === "") return { ok: false, reason: "missing" };
+  if (header === undefined || header === "") return err("missing");
   const m = /^Bearer ([A-Za-z0-9_.~+/-]+=*)$/.exec(header);
-  if (!m?.[1]) return { ok: false, reason: "malformed" };
+  if (!m?.[1]) return err("malformed");
   const a = createHash("sha256").update(m[1]).digest();
   const b = createHash("sha256").update(token).digest();
-  return timingSafeEqual(a, b) ? { ok: true } : { ok: false, reason: "wrong" };
+  return timingSafeEqual(a, b) ? ok() : err("wrong");
 }
