@@ -17,6 +17,7 @@ import { CliError, describeZodIssues, invalidInput } from "./errors.js";
 import { kubeContextFlag } from "./flags.js";
 import type * as K8sDeps from "./k8s-deps.js";
 import { unreadable } from "../kit/file-errors.js";
+import { err, ok, type Result } from "../kit/result.js";
 import { describeText } from "./describe.js";
 import { answer, answerRefusal } from "./output.js";
 import { berthHome } from "./paths.js";
@@ -185,7 +186,8 @@ async function verbDeps(cluster: Cluster): Promise<VerbDeps & { close: () => Pro
   };
 }
 
-type Answer = { ok: true; agentId: string } | { ok: false; error: string };
+/** The started agent's id (its pod's name), or why it did not start. */
+type Answer = Result<string>;
 
 /** §3.2 stages 10–12 in CLI mode: open the audit chain, connect, converge; every failure is an answer. */
 async function runDeploy(
@@ -198,11 +200,11 @@ async function runDeploy(
   try {
     audit = await openAudit();
   } catch (error) {
-    return { ok: false, error: `could not open the audit chain: ${(error as Error).message}` };
+    return err(`could not open the audit chain: ${(error as Error).message}`);
   }
   try {
     const c = await connect(context);
-    if (!c.ok) return { ok: false, error: c.error };
+    if (!c.ok) return err(c.error);
     const cluster = c.value;
     const progress = startProgress({ json });
     try {
@@ -215,7 +217,7 @@ async function runDeploy(
           onProgress: (line) => progress.update(line),
         },
       );
-      return report.answer;
+      return report.answer.ok ? ok(report.answer.agentId) : err(report.answer.error);
     } finally {
       progress.stop();
       cluster.close();
@@ -267,7 +269,7 @@ export function registerK8sCommands(program: Command): void {
         return;
       }
       const a = await runDeploy(prepared, prepared.value.inputs.config.context, opts.json);
-      if (a.ok) answer(opts.json, { ok: true, agent_id: a.agentId }, `started ${a.agentId}`);
+      if (a.ok) answer(opts.json, { ok: true, agent_id: a.value }, `started ${a.value}`);
       else answerRefusal(opts.json, { ok: false, error: a.error }, a.error);
       process.exitCode = a.ok ? 0 : 1;
     });
@@ -479,13 +481,13 @@ export function registerK8sCommands(program: Command): void {
           end,
           agent.ref,
           actionId,
-          a.ok ? { ok: true, message: a.agentId } : { ok: false, message: a.error },
+          a.ok ? { ok: true, message: a.value } : { ok: false, message: a.error },
         );
       } finally {
         end.cluster.close();
         await end.close();
       }
-      if (a.ok) answer(opts.json, { ok: true, agent_id: a.agentId }, `replaced: started ${a.agentId}`);
+      if (a.ok) answer(opts.json, { ok: true, agent_id: a.value }, `replaced: started ${a.value}`);
       else answerRefusal(opts.json, { ok: false, error: a.error }, a.error);
       process.exitCode = a.ok ? 0 : 1;
     });

@@ -347,11 +347,8 @@ export function registerMeshCommands(program: Command): void {
       backend.addTarget(addr, tier, opts.key ?? null),
     );
     if (!r.ok) throw NO_ANSWER.test(r.error) ? unreachableNode(`nodes add ${addr}`, r.error) : new CliError(r.error, 1);
-    answer(
-      opts.json,
-      r.target,
-      `node ${r.target.node_id} at ${r.target.addr}\nkey   ${r.target.key}\ntier  ${r.target.tier}`,
-    );
+    const node = r.value;
+    answer(opts.json, node, `node ${node.node_id} at ${node.addr}\nkey   ${node.key}\ntier  ${node.tier}`);
   });
   controllerFlags(
     watchFlags(

@@ -31,6 +31,7 @@ import { deployEventPayload } from "../../core/agents/deploy-event.js";
 import { instanceAgent, parseSelector, rowsOfSelectedAgents } from "../../core/agents/labels.js";
 import { realClock } from "../../kit/clock.js";
 import { boundedStderrLogger } from "../../kit/log.js";
+import { err, ok } from "../../kit/result.js";
 import { NodeClient } from "../../mesh/client/node-client.js";
 import { PlaceError } from "../../mesh/controller/index.js";
 import {
@@ -130,13 +131,8 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       withController(controllerFlags, async (c) => {
         const r = await c.addTarget(addr, tier, key);
         return r.ok
-          ? {
-              ok: true as const,
-              target: (await targetsWithFacts(c, [r.target]))[0] as Awaited<
-                ReturnType<typeof targetsWithFacts>
-              >[number],
-            }
-          : r;
+          ? ok((await targetsWithFacts(c, [r.target]))[0] as Awaited<ReturnType<typeof targetsWithFacts>>[number])
+          : err(r.error);
       }),
     setTier: (ref, tier) => withController(controllerFlags, async (c) => c.setTier(ref, tier)),
     place: (order) =>

@@ -8,6 +8,7 @@ import { dirname, isAbsolute, resolve } from "node:path";
 import type { AgentState, HistoryAnswer, LogsAnswer } from "../../agents/index.js";
 import type { DeployPlan } from "../../core/agents/deploy-plan.js";
 import { validateAgentSpecText } from "../../core/agents/spec.js";
+import { err, ok } from "../../kit/result.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { PlaceReport, SettleReport, UnsettledDecision, VerbResult } from "../../mesh/controller/index.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
@@ -162,8 +163,8 @@ export function apiBackend(t: ServerTarget, o: { readonly sameHost: boolean }): 
     },
     addTarget: async (addr, tier, key) => {
       const a = await apiRequest(t, "POST", "/nodes", { addr, ...(tier ? { tier } : {}), ...(key ? { key } : {}) });
-      if (a.status === 201) return { ok: true, target: (a.body as { node: TargetRow }).node };
-      if (a.status === 422 && isErrorBody(a.body)) return { ok: false, error: a.body.error.message };
+      if (a.status === 201) return ok((a.body as { node: TargetRow }).node);
+      if (a.status === 422 && isErrorBody(a.body)) return err(a.body.error.message);
       throw failed(t, a);
     },
     setTier: async (ref, tier) => {

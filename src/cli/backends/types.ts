@@ -22,6 +22,7 @@ import type {
 } from "../../mesh/controller/index.js";
 import type { TargetFlags } from "../remote/target.js";
 import type { DeployPlan } from "../../core/agents/deploy-plan.js";
+import type { Result } from "../../kit/result.js";
 
 /**
  * A target with the summary of its last signed facts (null before a describe) and the operator's marks on it
@@ -73,11 +74,7 @@ export interface ControllerBackend {
   readonly where: string;
   /** `selector`: a `-l` the caller already judged well-formed (issue 36). */
   targets(refresh: boolean, selector?: string): Promise<TargetRow[]>;
-  addTarget(
-    addr: string,
-    tier: Tier | null,
-    key: string | null,
-  ): Promise<{ ok: true; target: TargetRow } | { ok: false; error: string }>;
+  addTarget(addr: string, tier: Tier | null, key: string | null): Promise<Result<TargetRow>>;
   /** false: no such node. */
   setTier(ref: string, tier: Tier): Promise<boolean>;
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
