@@ -8,6 +8,7 @@ import { kubernetesDeployRequest } from "../../core/agents/kubernetes-request.js
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { prepareDeploy } from "../../kubernetes/prepare.js";
 import { LOOP_ACTOR } from "../actor.js";
+import { err, ok } from "../../kit/result.js";
 import { startTick } from "../../kit/tick.js";
 import { deployAgent } from "../../agents/deploy.js";
 import type { AgentsEnv } from "../../agents/env.js";
@@ -64,8 +65,8 @@ export function keeperPorts(
       const done = await deployAgent(env, agent.loaded, {
         loop: { onlyReplacing: { uid: verdict.fence.uid }, by: LOOP_ACTOR },
       });
-      if (!done.ok) return { ok: false, reason: done.error.message };
-      return done.value.result.ok ? { ok: true } : { ok: false, reason: done.value.result.message };
+      if (!done.ok) return err(done.error.message);
+      return done.value.result.ok ? ok() : err(done.value.result.message);
     },
     alert: async (agent, reason, why) => {
       const audit = await env.kubernetes.openAudit();

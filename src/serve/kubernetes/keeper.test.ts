@@ -3,6 +3,7 @@ import { podManifest } from "../../core/kubernetes/manifests.js";
 import type { PodObject } from "../../core/kubernetes/objects.js";
 import type { RestartPolicy } from "../../core/node/restart-policy.js";
 import { realClock } from "../../kit/clock.js";
+import { err, ok } from "../../kit/result.js";
 import { FakeCluster } from "../../../test/support/kubernetes/fake-cluster.js";
 import { desiredFingerprint, inputsFor, NS } from "../../../test/support/kubernetes/harness.js";
 import { WHO } from "../../../test/support/kubernetes/pods.js";
@@ -41,7 +42,7 @@ function world(o: { policy?: RestartPolicy; leader?: boolean; replace?: () => Ac
     },
     replace: async (_a, verdict) => {
       replaced.push(verdict.fence.uid);
-      return o.replace?.() ?? { ok: true };
+      return o.replace?.() ?? ok();
     },
     alert: async (_a, reason) => {
       alerts.push(reason);
@@ -90,7 +91,7 @@ describe("the Kubernetes keeper of berth serve (issue 16)", () => {
   });
 
   it("a failed replace backs off 10 s, then 20 s, and chains one alert per distinct reason", async () => {
-    const w = world({ replace: () => ({ ok: false, reason: "the apiserver said no" }) });
+    const w = world({ replace: () => err("the apiserver said no") });
     w.seed({ terminated: { exitCode: 1 } }, "Failed");
     await w.keeper.pass();
     expect(w.replaced).toHaveLength(1);

@@ -31,6 +31,7 @@ import { observePod } from "../../kubernetes/observe.js";
 import { NamespacePodWatch } from "../../kubernetes/pod-watch.js";
 import type { ClusterReach } from "../../agents/access.js";
 import type { LoadedSpec } from "../../agents/spec-file.js";
+import type { Result } from "../../kit/result.js";
 
 /** A Kubernetes agent as the registry's spec describes it, resolved for the loop. */
 export interface KeptAgent {
@@ -42,7 +43,8 @@ export interface KeptAgent {
   readonly identity: AgentIdentity;
 }
 
-export type ActionResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+/** An acting row performed, or why it failed (a failed replace: backed off, chained once per distinct reason). */
+export type ActionResult = Result<void>;
 
 export interface KeeperPorts {
   readonly now: () => number;
@@ -278,8 +280,8 @@ export class KubernetesKeeper {
           this.ports.log(`replaced ${verdict.name} of ${name}: ${verdict.why}`);
           return this.record({ agent: name, verdict: "replace", ok: true, why: verdict.why });
         }
-        await this.alertOnce(name, where, `action_failed:${result.reason}`, `replace failed: ${result.reason}`);
-        return this.record({ agent: name, verdict: "replace", ok: false, why: result.reason });
+        await this.alertOnce(name, where, `action_failed:${result.error}`, `replace failed: ${result.error}`);
+        return this.record({ agent: name, verdict: "replace", ok: false, why: result.error });
       }
       default: {
         const never: never = verdict;

@@ -3,6 +3,7 @@ import type { ObservedInstance } from "../../core/mesh/instance-observation.js";
 import { leaseWaitMs } from "../../core/mesh/lease.js";
 import type { NodeView, PlacementView } from "../../core/mesh/keep.js";
 import { FAN_OUT } from "../../mesh/controller/fan-out.js";
+import { err, ok } from "../../kit/result.js";
 import { type ActionResult, type NodeRows, type KeepPorts, KeepLoop } from "./keep-loop.js";
 
 const base: PlacementView = {
@@ -44,7 +45,7 @@ class World implements KeepPorts {
   };
   perform = async (p: PlacementView, a: { kind: string }) => {
     this.performed.push(`${a.kind} ${p.instance_id}`);
-    return this.results.shift() ?? { ok: true as const };
+    return this.results.shift() ?? ok();
   };
   alert = async (p: PlacementView, reason: string) => {
     this.alerted.push(`${reason} ${p.instance_id}`);
@@ -138,10 +139,7 @@ describe("the keep loop's driver", () => {
   it("backs off a failing agent 10 s, then 20 s, and acts again only when its wait is over", async () => {
     const w = new World();
     w.rows.set("n1", leaseStopped);
-    w.results = [
-      { ok: false, reason: "refused" },
-      { ok: false, reason: "refused" },
-    ];
+    w.results = [err("refused"), err("refused")];
     const loop = new KeepLoop(w);
     await loop.pass();
     w.now += 9_999;
@@ -161,11 +159,7 @@ describe("the keep loop's driver", () => {
   it("chains a failed action once per distinct reason while it backs off and retries", async () => {
     const w = new World();
     w.rows.set("n1", leaseStopped);
-    w.results = [
-      { ok: false, reason: "refused runtime" },
-      { ok: false, reason: "refused runtime" },
-      { ok: false, reason: "unreachable" },
-    ];
+    w.results = [err("refused runtime"), err("refused runtime"), err("unreachable")];
     const loop = new KeepLoop(w);
     for (const step of [0, 10_000, 20_000]) {
       w.now += step;

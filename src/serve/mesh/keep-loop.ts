@@ -28,6 +28,7 @@ import {
 import { type ObservedInstance, observedInstanceOf } from "../../core/mesh/instance-observation.js";
 import { backoffMs, chainsAlert } from "../../core/mesh/reschedule.js";
 import { FAN_OUT, fanOut } from "../../mesh/controller/fan-out.js";
+import type { Result } from "../../kit/result.js";
 
 /** One node's rows as a verified status answer listed them, or why there is none. */
 export type NodeRows =
@@ -45,7 +46,8 @@ export type NodeRows =
     }
   | { readonly kind: "unverified"; readonly why: string };
 
-export type ActionResult = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+/** An acting row performed, or why it failed (one failed attempt: backed off, chained once per distinct reason). */
+export type ActionResult = Result<void>;
 
 export interface KeepPorts {
   readonly clock: () => number;
@@ -182,11 +184,11 @@ export class KeepLoop {
             } else {
               memory.failures++;
               memory.nextAttemptMs = this.ports.clock() + backoffMs(memory.failures);
-              acted.push({ instance_id: p.instance_id, action: action.kind, ok: false, reason: result.reason });
+              acted.push({ instance_id: p.instance_id, action: action.kind, ok: false, reason: result.error });
               // §15: a failed attempt is chained only when its reason changes.
-              const key = `action_failed:${action.kind}:${result.reason}`;
+              const key = `action_failed:${action.kind}:${result.error}`;
               if (chainsAlert(memory.lastAlert, key)) {
-                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.reason}`, {
+                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.error}`, {
                   action: action.kind,
                   attempt: memory.failures,
                   retry_ms: backoffMs(memory.failures),

@@ -27,6 +27,7 @@ import type { PlacementRecord } from "../../mesh/controller/store.js";
 import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import { moveAgent, placeMovedAgain, teardownOrphan } from "../../mesh/controller/mover.js";
 import type { KeepAccess } from "../../mesh/controller/keep-access.js";
+import { err, ok } from "../../kit/result.js";
 import { LOOP_ACTOR } from "../actor.js";
 
 /** How long a drain's own move is left to it before the loop places it again (a drain that died mid-move). */
@@ -74,7 +75,7 @@ export function meshKeepPorts(access: KeepAccess, shouldAct: () => boolean): Kee
         return await perform(access, p, action);
       } catch (error) {
         // A store or place() failure is one failed attempt (backed off, chained once), not the end of the loop.
-        return { ok: false, reason: `${action.kind} threw: ${(error as Error).message}` };
+        return err(`${action.kind} threw: ${(error as Error).message}`);
       }
     },
     alert: async (p, reason, why, failed) => {
@@ -220,29 +221,27 @@ async function perform(
         },
       });
       const r = await access.instance("start", p.instance_id, { operator: LOOP_ACTOR });
-      return r.kind === "ok"
-        ? { ok: true }
-        : { ok: false, reason: r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason };
+      return r.kind === "ok" ? ok() : err(r.kind === "refused" ? `${r.code}: ${r.reason}` : r.reason);
     }
     case "replace":
     case "reschedule": {
       const record = (await access.placements()).find((r) => r.instance_id === p.instance_id);
-      if (!record) return { ok: false, reason: "the placement record is gone" };
+      if (!record) return err("the placement record is gone");
       const by = action.kind === "replace" ? "lost" : action.authority === "operator" ? "forget" : "lease";
       const r = await moveAgent(access.mover, record, by, lifecycle(p, action.kind, action.why), action.why);
-      return r.ok ? { ok: true } : { ok: false, reason: r.reason };
+      return r.ok ? ok() : err(r.reason);
     }
     case "place_again": {
       const moved = (await access.moves.movedRecord(p.instance_id))?.record;
-      if (!moved) return { ok: false, reason: "the moved record is gone" };
+      if (!moved) return err("the moved record is gone");
       await access.moves.append([lifecycle(p, action.kind, action.why)]);
       const r = await placeMovedAgain(access.mover, moved, action.why);
-      return r.ok ? { ok: true } : { ok: false, reason: r.reason };
+      return r.ok ? ok() : err(r.reason);
     }
     case "unload_orphan":
     case "stop_orphan": {
       const moved = (await access.moves.movedRecord(p.instance_id))?.record;
-      if (!moved) return { ok: false, reason: "the moved record is gone" };
+      if (!moved) return err("the moved record is gone");
       await access.moves.append([lifecycle(p, action.kind, action.why)]);
       const r = await teardownOrphan(
         access.mover,
@@ -251,11 +250,11 @@ async function perform(
         action.generation,
         LOOP_ACTOR,
       );
-      return r.ok ? { ok: true } : { ok: false, reason: r.reason };
+      return r.ok ? ok() : err(r.reason);
     }
     case "forget_orphan":
       await access.moves.dropMoved(p.instance_id, lifecycle(p, action.kind, action.why));
-      return { ok: true };
+      return ok();
     default: {
       const never: never = action;
       return never;
