@@ -36,7 +36,7 @@ export interface KubernetesAccess {
 export const kubeconfigAccess: KubernetesAccess = {
   configured: () => {
     const found = configuredContext(null);
-    return found.ok ? { configured: true, context: found.context } : { configured: false, reason: found.reason };
+    return found.ok ? { configured: true, context: found.value.context } : { configured: false, reason: found.error };
   },
   connect: (context) => connect(context),
   clock: realClock,

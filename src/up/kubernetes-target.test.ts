@@ -27,30 +27,31 @@ const prod = kubeconfig("prod", {
 describe("which Kubernetes context berth up shows", () => {
   it("is none when there is no kubeconfig, with the way to configure one", () => {
     const found = configuredContext(null, { HOME: join(dir, "nobody") });
-    expect(found).toEqual({ ok: false, reason: expect.stringContaining("set KUBECONFIG") });
+    expect(found).toEqual({ ok: false, error: expect.stringContaining("set KUBECONFIG") });
   });
 
   it("is the current context of the kubeconfig, with its server", () => {
     expect(configuredContext(null, { KUBECONFIG: dev })).toEqual({
       ok: true,
-      context: "dev",
-      server: "https://127.0.0.1:6443",
+      value: { context: "dev", server: "https://127.0.0.1:6443" },
     });
   });
 
   it("follows kubectl's merge rule: the first file that sets the current context wins, every file's contexts count", () => {
-    expect(configuredContext(null, { KUBECONFIG: `${prod}:${dev}` })).toMatchObject({ ok: true, context: "prod" });
+    expect(configuredContext(null, { KUBECONFIG: `${prod}:${dev}` })).toMatchObject({
+      ok: true,
+      value: { context: "prod" },
+    });
     expect(configuredContext("dev", { KUBECONFIG: `${prod}:${dev}` })).toEqual({
       ok: true,
-      context: "dev",
-      server: "https://127.0.0.1:6443",
+      value: { context: "dev", server: "https://127.0.0.1:6443" },
     });
   });
 
   it("names a requested context the kubeconfig does not hold", () => {
     expect(configuredContext("staging", { KUBECONFIG: dev })).toEqual({
       ok: false,
-      reason: 'context "staging" is not in the kubeconfig',
+      error: 'context "staging" is not in the kubeconfig',
     });
   });
 
@@ -58,7 +59,7 @@ describe("which Kubernetes context berth up shows", () => {
     const none = kubeconfig("none", { contexts: [{ name: "a", context: { cluster: "c" } }], clusters: [] });
     expect(configuredContext(null, { KUBECONFIG: none })).toEqual({
       ok: false,
-      reason: expect.stringContaining("--kube-context"),
+      error: expect.stringContaining("--kube-context"),
     });
   });
 
@@ -67,7 +68,7 @@ describe("which Kubernetes context berth up shows", () => {
     writeFileSync(broken, "contexts: [unclosed");
     expect(configuredContext(null, { KUBECONFIG: broken })).toMatchObject({
       ok: false,
-      reason: expect.stringContaining("not a readable kubeconfig"),
+      error: expect.stringContaining("not a readable kubeconfig"),
     });
   });
 });

@@ -12,6 +12,7 @@ import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { err, ok, type Result } from "../kit/result.js";
 import { runVerb } from "./run-verb.js";
 
 export type KubernetesTarget =
@@ -46,9 +47,9 @@ function kubeconfigFiles(env: NodeJS.ProcessEnv): string[] {
 export function configuredContext(
   requested: string | null,
   env: NodeJS.ProcessEnv = process.env,
-): { ok: true; context: string; server: string | null } | { ok: false; reason: string } {
+): Result<{ context: string; server: string | null }> {
   const files = kubeconfigFiles(env);
-  if (files.length === 0) return { ok: false, reason: "no kubeconfig (set KUBECONFIG or create ~/.kube/config)" };
+  if (files.length === 0) return err("no kubeconfig (set KUBECONFIG or create ~/.kube/config)");
   let current: string | undefined;
   const servers = new Map<string, string>();
   const clusters = new Map<string, string>();
@@ -57,10 +58,9 @@ export function configuredContext(
     try {
       doc = KubeconfigSlice.parse(parseYaml(readFileSync(file, "utf8"), { logLevel: "error" }) ?? {});
     } catch (error) {
-      return {
-        ok: false,
-        reason: `${file} is not a readable kubeconfig: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`,
-      };
+      return err(
+        `${file} is not a readable kubeconfig: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`,
+      );
     }
     // kubectl's merge rule: the first file to set a value wins.
     current ??= doc["current-context"];
@@ -68,10 +68,9 @@ export function configuredContext(
     for (const c of doc.contexts) if (!clusters.has(c.name)) clusters.set(c.name, c.context.cluster);
   }
   const context = requested ?? current;
-  if (!context) return { ok: false, reason: "the kubeconfig has no current context (pass --kube-context NAME)" };
-  if (!clusters.has(context))
-    return { ok: false, reason: `context ${JSON.stringify(context)} is not in the kubeconfig` };
-  return { ok: true, context, server: servers.get(clusters.get(context) as string) ?? null };
+  if (!context) return err("the kubeconfig has no current context (pass --kube-context NAME)");
+  if (!clusters.has(context)) return err(`context ${JSON.stringify(context)} is not in the kubeconfig`);
+  return ok({ context, server: servers.get(clusters.get(context) as string) ?? null });
 }
 
 const ListAnswer = z.array(z.object({ name: z.string() }).passthrough());
@@ -83,8 +82,9 @@ export async function probeKubernetesTarget(
   requested: string | null,
   timeoutMs = 10_000,
 ): Promise<KubernetesTarget> {
-  const found = configuredContext(requested);
-  if (!found.ok) return { configured: false, reason: found.reason };
+  const configured = configuredContext(requested);
+  if (!configured.ok) return { configured: false, reason: configured.error };
+  const found = configured.value;
   const base = { configured: true as const, context: found.context, server: found.server };
   const listed = await runVerb(
     berthMain,
