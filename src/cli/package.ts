@@ -126,9 +126,9 @@ export function registerPackageCommands(program: Command): void {
         answer(
           opts.json,
           v.ok
-            ? { ok: true, package_id: v.packageId, signers: v.signers }
-            : { ok: false, error: `refused: ${v.reason}`, reason: v.reason },
-          v.ok ? `ok: ${v.packageId} signed by ${v.signers.join(", ")}` : `refused: ${v.reason}`,
+            ? { ok: true, package_id: v.value.packageId, signers: v.value.signers }
+            : { ok: false, error: `refused: ${v.error}`, reason: v.error },
+          v.ok ? `ok: ${v.value.packageId} signed by ${v.value.signers.join(", ")}` : `refused: ${v.error}`,
         );
         if (!v.ok) process.exitCode = 1;
       },

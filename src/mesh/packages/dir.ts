@@ -32,6 +32,7 @@ import {
   verifyEnvelope,
 } from "../../core/packages/manifest.js";
 import type { SigningKey } from "../../core/crypto/ed25519.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import { ConfigSurfaceSchema } from "../../core/packages/config-surface.js";
 import { describeIssues } from "../../core/protocol/messages.js";
 
@@ -173,7 +174,8 @@ export function signPackage(dir: string, key: SigningKey): { packageId: string; 
   return { packageId, signatures: signatures.length };
 }
 
-export type DirVerdict = { ok: true; packageId: string; signers: readonly string[] } | { ok: false; reason: string };
+/** The package's id and the trusted keys that signed it, or why the directory is refused. */
+export type DirVerdict = Result<{ packageId: string; signers: readonly string[] }>;
 
 /** The node's rules against local files: envelope, trusted signature, revocations, then every file's size and hash. */
 export function verifyPackageDir(
@@ -185,21 +187,21 @@ export function verifyPackageDir(
   try {
     text = readFileSync(join(dir, MANIFEST_FILE), "utf8");
   } catch {
-    return { ok: false, reason: `${join(dir, MANIFEST_FILE)} is missing` };
+    return err(`${join(dir, MANIFEST_FILE)} is missing`);
   }
   const v = verifyEnvelope(text, { trustedSigners, revocations });
-  if (!v.ok) return { ok: false, reason: v.error };
+  if (!v.ok) return err(v.error);
   for (const f of v.value.envelope.statement.files) {
     const full = join(dir, f.path);
     let bytes: Buffer;
     try {
       bytes = readFileSync(full);
     } catch {
-      return { ok: false, reason: `${f.path} is missing` };
+      return err(`${f.path} is missing`);
     }
-    if (bytes.length !== f.size) return { ok: false, reason: `${f.path} has ${bytes.length} bytes, pinned ${f.size}` };
+    if (bytes.length !== f.size) return err(`${f.path} has ${bytes.length} bytes, pinned ${f.size}`);
     if (createHash("sha256").update(bytes).digest("hex") !== f.sha256)
-      return { ok: false, reason: `${f.path} does not match its pinned sha256` };
+      return err(`${f.path} does not match its pinned sha256`);
   }
-  return { ok: true, packageId: v.value.packageId, signers: v.value.signers };
+  return ok({ packageId: v.value.packageId, signers: v.value.signers });
 }
