@@ -1,5 +1,5 @@
 /**
- * Where a fresh deploy's time goes (issue 19): fresh deploys of berth's real reconcile loop against a real
+ * Where a fresh deploy's time goes (issue 19): fresh deploys of berth's real converge loop against a real
  * kube-apiserver + etcd (the simulated kubelet binds and starts every pod), at the same concurrency as
  * real-apiserver.ts, with every `Cluster` call timed. Prints, per step of the fresh path, the median and p90 of its
  * start (ms since the deploy began) and of its latency, the median gap between the pod create's answer and the

@@ -2,7 +2,7 @@
  * Deploys against a real kube-apiserver + etcd (issues 4 and 19), with the simulated kubelet binding and starting
  * every pod at once. Three runs; each measures, on the same apiserver and at the same concurrency:
  *
- *   - fresh deploys/s of berth's real reconcile loop over the real HTTP adapter, each deploy calling `connect()` as a
+ *   - fresh deploys/s of berth's real converge loop over the real HTTP adapter, each deploy calling `connect()` as a
  *     verb does (so it gets this process's pooled connection, issue 19), beside the peer: a raw Secret POST + Pod POST
  *     per agent over one keep-alive connection (the two writes every create needs; the kubelet binds and starts those
  *     pods too). Target ≥ 60 %.

@@ -1,5 +1,5 @@
 /**
- * API requests per deploy path (issue 3): each path driven through the real reconcile loop against the in-process
+ * API requests per deploy path (issue 3): each path driven through the real converge loop against the in-process
  * fake apiserver, printed next to the fewest requests the spec's steps allow for that path. Every `Cluster` call
  * is exactly one HTTP request in `HttpCluster` (the watch counts as one), so the fake's call count is the HTTP count.
  * Target: the no-op path in ≤ 2 requests.

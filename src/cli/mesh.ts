@@ -103,7 +103,7 @@ const MOVED_BY: Readonly<Record<MovedRecord["authority"], string>> = {
 };
 
 /**
- * Issue 16: placements taken off their node, under the placements: the old copy berth still reconciles (stopped or
+ * Issue 16: placements taken off their node, under the placements: the old copy berth still settles (stopped or
  * unloaded when its node answers) and what replaced it.
  */
 export function movedTable(list: readonly MovedRecord[], json: boolean | undefined, nowMs = Date.now()): string {

@@ -2,7 +2,7 @@
  * The node lease's rule 5 judged from outside (docs/concepts.md "The node lease"; the race f2bdbd1 closed): a cut-off
  * node that still reads one status request — it renews the node's lease — whose answer never comes back, held for
  * longer than the 11 s margin of the controller's wait. Real `berth node serve` daemons on loopback, a real agent
- * process, the controller's own lifecycle tick and reconcile loop (`startTargetWatch`), and between the controller
+ * process, the controller's own lifecycle tick and keep loop (`startTargetWatch`), and between the controller
  * and the leased node a TCP proxy that, once the node is cut off, lets exactly one status through and keeps its
  * answer, while every other connection is reset before its handshake (so the controller knows nothing else left).
  *

@@ -2,7 +2,7 @@
  * Issue 33 item 1, a stop is final, with real `berth node serve` daemons and real agent processes, judged from /proc
  * (every live process carrying the agent's BERTH_NAME) and the controller's chain: an agent a person stopped
  * (`berth agent stop` is the controller's instance stop of the agent's placement) is never started, moved or placed
- * again by the reconcile loop, whatever becomes of its node:
+ * again by the keep loop, whatever becomes of its node:
  *
  * - its leased node's daemon is killed with kill -9 and stays dead past the lease: nothing reschedules it;
  * - its node is drained: its stopped copy is unloaded and it is placed nowhere;
@@ -61,7 +61,7 @@ function startLoop(ctl: MeshController): { passes: () => number } {
 async function twoPassesFromNow(loop: { passes: () => number }, what: string): Promise<void> {
   const from = loop.passes();
   // The pass in flight may have read the world before now: it does not count.
-  await waitFor(() => loop.passes() >= from + 3, `two reconcile passes ${what}`, 60_000);
+  await waitFor(() => loop.passes() >= from + 3, `two keep passes ${what}`, 60_000);
 }
 
 async function lead(ctl: MeshController): Promise<void> {
@@ -101,7 +101,7 @@ async function placeAndStop(
 const placements = async (ctl: MeshController) =>
   (await ctl.store.events({ kind: "workload.place", phase: "decision" })).filter((e) => e.name === NAME);
 
-describe("a stop is final: the reconcile loop never runs a stopped agent again (real daemons, /proc)", () => {
+describe("a stop is final: the keep loop never runs a stopped agent again (real daemons, /proc)", () => {
   it("a stopped agent whose leased node is killed with kill -9 for longer than its lease is not rescheduled", async () => {
     const fx = await processFixture({ config: [undefined, { lease_ms: LEASE_MS }], script: LONG_SCRIPT });
     const ctl = await fx.reopen({ deadAfterMs: 1_000 });

@@ -1,5 +1,5 @@
 /**
- * The reconcile loop of `berth serve` (issue 16) over real node daemons and real processes, in one process: the
+ * The keep loop of `berth serve` (issue 16) over real node daemons and real processes, in one process: the
  * in-process connector behind the fault connector, `startTargetWatch` with a short tick. A leased node cut off from
  * the controller longer than its lease stops the instance itself (judged from /proc); once the cut heals, the loop
  * starts it again through the instance verb, chained as the loop's act. A dead node without a lease is held with one
@@ -59,7 +59,7 @@ async function placedOn(f: SeedFixture, i: number): Promise<{ instanceId: string
   return { instanceId: p.instance_id, decisionId: p.decision_id };
 }
 
-describe("the reconcile loop of berth serve", () => {
+describe("the keep loop of berth serve", () => {
   it("a leased node cut off past its lease stops the instance; once healed the loop starts it again, chained as the loop's act", async () => {
     fx = await seedFixture();
     await withLease(fx, 0);

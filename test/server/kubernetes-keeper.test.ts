@@ -1,5 +1,5 @@
 /**
- * Issue 16, the Kubernetes half of the reconcile loop: `berth serve` as a real process keeps the registry's
+ * Issue 16, the Kubernetes half of the keep loop: `berth serve` as a real process keeps the registry's
  * Kubernetes agents running per their spec's `restart`, against a real kube-apiserver + etcd with the simulated
  * kubelet (test/k8s/control-plane.ts). Everything is checked from outside: the pods through the apiserver, the
  * chain read-only and with `berth audit verify`, the server's own log lines.

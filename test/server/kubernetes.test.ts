@@ -1,6 +1,6 @@
 /**
  * The Kubernetes routes against the in-process fake apiserver the backend's own tests use (src/kubernetes/fake),
- * injected through `KubernetesAccess` on a real clock: the backend's real reconcile loop, verbs and audit chain run
+ * injected through `KubernetesAccess` on a real clock: the backend's real converge loop, verbs and audit chain run
  * unchanged behind the API. (The real kube-apiserver tier covers the backend itself: test/k8s-provider.)
  */
 import { existsSync, writeFileSync } from "node:fs";

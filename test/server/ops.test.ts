@@ -138,7 +138,7 @@ describe("metrics", () => {
       metric(text, 'berth_api_request_duration_seconds_count{method="GET",route="/api/v1/nodes",status="401"}'),
     ).toBe(1);
     expect(text).toContain("berth_process_resident_memory_bytes");
-    // No reconcile-loop lag: the mesh has no reconcile loop yet, so there is no figure to publish.
+    // No keep-loop lag figure: none is measured, so there is none to publish (issue 13 named it berth_reconcile…).
     expect(text).not.toMatch(/^berth_reconcile/m);
 
     // A mutating call is two appends (its api.call pair): the counter moves by what the chain gained.

@@ -79,7 +79,7 @@ export interface ControllerBackend {
   setTier(ref: string, tier: Tier): Promise<boolean>;
   /** Throws a CliError (exit 1) naming the refusal and its constraints. */
   place(order: PlaceOrderInput & { readonly dry_run: boolean }): Promise<PlaceReport>;
-  /** The placements with their nodes' states, and (issue 16) those taken off their node whose old copy is still reconciled. */
+  /** The placements with their nodes' states, and (issue 16) those taken off their node whose old copy is still settled. */
   /**
    * `refresh`: ask every node now; else (issue 35) the placements as stored, each state as last seen (a server answers
    * live). `selector` (issue 36): only the instances of agents whose metadata.labels match (judged by the CLI first).

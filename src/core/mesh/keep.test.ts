@@ -48,7 +48,7 @@ describe("the keep loop's decision for one placement (spec/mesh.md §15)", () =>
         expect(run({ placement: stopped, node, observed, now_ms: overAt + 1 }).kind).toBe("none");
       }
     }
-    // Its moved record is never placed again; its old copy is still reconciled (a stopped copy unloaded).
+    // Its moved record is never placed again; its old copy is still settled (a stopped copy unloaded).
     const moved = { ...stopped, moved: true, successor_missing: true, moved_by: "forget" as const };
     expect(run({ placement: moved, observed: listed("stopped") }).kind).toBe("unload_orphan");
     expect(run({ placement: moved, observed: { kind: "not_listed" } }).kind).toBe("forget_orphan");
@@ -162,7 +162,7 @@ describe("the keep loop's decision for one placement (spec/mesh.md §15)", () =>
     expect(run({ placement: { ...moved, moved_by: "forget" }, observed: unverified }).kind).toBe("place_again");
   });
 
-  it("a moved record is not placed again under policy never, pinned, non-migratable or sticky: only its old copy is reconciled", () => {
+  it("a moved record is not placed again under policy never, pinned, non-migratable or sticky: only its old copy is settled", () => {
     const moved: PlacementView = { ...placement, moved: true, moved_by: "forget", successor_missing: true };
     for (const over of [{ policy: "never" as const }, { pinned: true }, { migratable: false }, { sticky: true }]) {
       expect(run({ placement: { ...moved, ...over }, observed: { kind: "not_listed" } }).kind).toBe("forget_orphan");

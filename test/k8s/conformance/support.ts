@@ -5,7 +5,7 @@
  * hand here, not by berth's manifest code, so a shape drift in berth shows up as a failure).
  *
  * What a test asserts goes through the documented protocol (the provider executable, the `berth k8s` verbs) and the
- * Kubernetes API only. The one exception is setup: `deployInProcess` runs the same reconcile loop in this process to
+ * Kubernetes API only. The one exception is setup: `deployInProcess` runs the same converge loop in this process to
  * reach a starting state (a started agent) without paying for a provider process start-up per test.
  */
 import { randomBytes } from "node:crypto";
@@ -663,7 +663,7 @@ export const isPodList = (ns: string) => (r: ProxiedRequest) =>
 export const revision = (rv: string | undefined): number => Number(rv ?? Number.NaN);
 
 /**
- * Setup only: one deploy call by the real reconcile loop in this process (CLI mode), through the scenario's proxy
+ * Setup only: one deploy call by the real converge loop in this process (CLI mode), through the scenario's proxy
  * and into the scenario's audit chain, with the provider's deadline.
  */
 export async function deployInProcess(
