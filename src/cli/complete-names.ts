@@ -13,8 +13,8 @@ export type NameKind = (typeof NAME_KINDS)[number];
 
 async function namesIn(file: string, table: string, sql: string): Promise<string[]> {
   if (!existsSync(file)) return [];
-  const { default: Database } = await import("better-sqlite3");
-  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const { openDatabase } = await import("../store/sqlite.js");
+  const db = openDatabase(file, { readonly: true });
   try {
     if (db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table) === undefined) return [];
     return (db.prepare(sql).all() as Array<{ name: string }>).map((r) => r.name);

@@ -5,6 +5,7 @@
  */
 import { chmodSync, closeSync, existsSync, openSync, statSync } from "node:fs";
 import Database from "better-sqlite3";
+import { nodeSqliteModule, openNodeSqlite } from "./node-sqlite.js";
 
 export type Db = Database.Database;
 
@@ -27,7 +28,7 @@ export function openDatabase(path: string, options: { readonly?: boolean } = {})
   const writable = !(options.readonly ?? false);
   const onDisk = path !== "" && path !== ":memory:" && !path.startsWith("file:");
   if (writable && onDisk) closeSync(openSync(path, "a", 0o600));
-  const db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: options.readonly ?? false });
+  const db = openWithDriver(path, options.readonly ?? false);
   db.pragma("busy_timeout = 10000");
   if (writable) {
     db.pragma("journal_mode = WAL");
@@ -36,6 +37,40 @@ export function openDatabase(path: string, options: { readonly?: boolean } = {})
   db.pragma("foreign_keys = ON");
   if (writable && onDisk) for (const file of [path, `${path}-wal`, `${path}-shm`]) keepPrivate(file);
   return db;
+}
+
+/**
+ * Which SQLite binding this process uses (issue 36): better-sqlite3 where its compiled addon loads (every install that
+ * ran its install script), else Node's own `node:sqlite` (Node 24, 22.13+), so `scripts/up` compiles nothing where the
+ * runtime has it. `BERTH_SQLITE_DRIVER=node|better-sqlite3` chooses (the Node 24 test tier runs both).
+ */
+export type SqliteDriver = "better-sqlite3" | "node:sqlite";
+let chosen: SqliteDriver | undefined;
+
+export function sqliteDriver(): SqliteDriver {
+  if (chosen !== undefined) return chosen;
+  const wanted = process.env.BERTH_SQLITE_DRIVER;
+  if (wanted === "node") {
+    if (nodeSqliteModule() === undefined)
+      throw new Error(`BERTH_SQLITE_DRIVER=node: this Node (${process.version}) has no node:sqlite (Node 22.13+ has)`);
+    chosen = "node:sqlite";
+  } else if (wanted === "better-sqlite3" || nodeSqliteModule() === undefined) {
+    chosen = "better-sqlite3";
+  } else {
+    try {
+      new Database(":memory:").close();
+      chosen = "better-sqlite3";
+    } catch {
+      chosen = "node:sqlite"; // its addon is not built for this Node (scripts/up installs without compiling it)
+    }
+  }
+  return chosen;
+}
+
+function openWithDriver(path: string, readonly: boolean): Db {
+  const sqlite = sqliteDriver() === "node:sqlite" ? nodeSqliteModule() : undefined;
+  if (sqlite !== undefined) return openNodeSqlite(sqlite, path, { readonly });
+  return new Database(path, { readonly, fileMustExist: readonly });
 }
 
 function keepPrivate(file: string): void {

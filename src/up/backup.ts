@@ -16,9 +16,9 @@
  */
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
-import Database from "better-sqlite3";
 import { chainHead, eventCount, holdsChainTables, ownChain } from "../chain/read.js";
 import { liveDaemons, liveForegroundUp, readUpState } from "./up-state.js";
+import { openDatabase } from "../store/sqlite.js";
 
 /** The databases of a berth home, in the order they are copied; only the controller's must exist. */
 export const HOME_DATABASES = [
@@ -62,7 +62,7 @@ export function backupFileOf(file: string, db: HomeDatabase): string {
 
 /** What a database file holds, read-only: integrity, and the head of its own chain. */
 function inspect(path: string): { events: number | null; head: { seq: number; hash: string } | null } {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const db = openDatabase(path, { readonly: true });
   try {
     const integrity = db.pragma("integrity_check", { simple: true });
     if (integrity !== "ok") throw new BackupError(`${path} fails SQLite's integrity check (${String(integrity)})`);
@@ -80,7 +80,7 @@ function inspect(path: string): { events: number | null; head: { seq: number; ha
 
 /** SQLite's online backup of `from` into `to` (created, or replaced under SQLite's locks when it exists). */
 async function onlineCopy(from: string, to: string): Promise<void> {
-  const source = new Database(from, { readonly: true, fileMustExist: true });
+  const source = openDatabase(from, { readonly: true });
   try {
     await source.backup(to, { progress: () => ALL_PAGES });
   } finally {
