@@ -12,8 +12,9 @@
  *   error texts and the node daemon's full-disk reserve read; node:sqlite gives `ERR_SQLITE_ERROR` and a number.
  * Rows are null-prototype objects (node:sqlite's), integers numbers; berth stores no BLOBs.
  */
-import type Database from "better-sqlite3";
+
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import type Database from "better-sqlite3";
 
 type NodeSqliteModule = typeof import("node:sqlite");
 

@@ -17,8 +17,8 @@
 import { chmodSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, extname, join, resolve } from "node:path";
 import { chainHead, eventCount, holdsChainTables, ownChain } from "../chain/read.js";
-import { liveDaemons, liveForegroundUp, readUpState } from "./up-state.js";
 import { openDatabase } from "../store/sqlite.js";
+import { liveDaemons, liveForegroundUp, readUpState } from "./up-state.js";
 
 /** The databases of a berth home, in the order they are copied; only the controller's must exist. */
 export const HOME_DATABASES = [
