@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import type { RunningServer } from "../server/index.js";
+import type { UpLogFormat } from "../up/node-daemons.js";
 import { CliError } from "./errors.js";
 import { DATABASE_HELP } from "./flags.js";
 import { berthHome } from "./paths.js";
@@ -15,13 +16,18 @@ import { berthHome } from "./paths.js";
 const DEFAULT_UP_PORT = 7420;
 
 /** The API and dashboard on the usual port, or on a free one when another berth (or anything) already holds it. */
-async function serveApi(dataDir: string, port: number, log: (line: string) => void): Promise<RunningServer> {
+async function serveApi(
+  dataDir: string,
+  port: number,
+  logFormat: UpLogFormat,
+  log: (line: string) => void,
+): Promise<RunningServer> {
   const { startServer } = await import("../server/index.js");
   try {
     return await startServer({
       dataDir,
       port,
-      logStream: await (await import("./serve.js")).logStreamFor("auto"),
+      logStream: await (await import("./serve.js")).logStreamFor(logFormat),
       ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}),
     });
   } catch (error) {
@@ -30,7 +36,7 @@ async function serveApi(dataDir: string, port: number, log: (line: string) => vo
     return startServer({
       dataDir,
       port: 0,
-      logStream: await (await import("./serve.js")).logStreamFor("auto"),
+      logStream: await (await import("./serve.js")).logStreamFor(logFormat),
       ...(process.env.BERTH_DATABASE_URL ? { database: process.env.BERTH_DATABASE_URL } : {}),
     });
   }
@@ -68,6 +74,11 @@ export function registerUpCommands(program: Command): void {
     )
     .option("--port <port>", "port of the API and dashboard (a free one when it is taken)", String(DEFAULT_UP_PORT))
     .option(
+      "--log-format <format>",
+      "text (one line each) or json (pino's JSON lines), for berth up's own diagnostics and the node daemons' logs (default: text on a terminal, else json; the daemons' daemon.log files json)",
+      "auto",
+    )
+    .option(
       "--json",
       "progress on stderr, then one JSON document on stdout once ready (nodes, agents, kubernetes, api, dashboard)",
     )
@@ -81,9 +92,16 @@ export function registerUpCommands(program: Command): void {
         kubernetes: boolean;
         localCluster?: boolean;
         port: string;
+        logFormat: string;
         json?: boolean;
       }) => {
         const port = Number(opts.port);
+        const logFormat = (["auto", "text", "json"] as const).find((f) => f === opts.logFormat);
+        if (logFormat === undefined)
+          throw new CliError(
+            `--log-format: ${JSON.stringify(opts.logFormat)} must be "text" or "json" (default: text on a terminal, else json)`,
+            2,
+          );
         // scripts/up's word on where it put `berth` (issue 36), for the banner; not passed on to what berth up starts.
         const shimNote = process.env.BERTH_SHIM_NOTE;
         delete process.env.BERTH_SHIM_NOTE;
@@ -140,6 +158,7 @@ export function registerUpCommands(program: Command): void {
             log,
             detached: Boolean(opts.detach),
             allowRootAgents: opts.allowRootAgents === true,
+            logFormat,
           });
         } catch (error) {
           if (error instanceof AlreadyUp) throw new CliError(error.message, 1, { kind: "refused" });
@@ -167,7 +186,7 @@ export function registerUpCommands(program: Command): void {
         let unadvertise = () => {};
         if (!opts.detach) {
           try {
-            server = await serveApi(opts.dataDir, port, log);
+            server = await serveApi(opts.dataDir, port, logFormat, log);
           } catch (error) {
             log(`the API server could not start (${(error as Error).message}); stopping what berth up started`);
             await started.shutdown();

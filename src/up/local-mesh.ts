@@ -26,7 +26,7 @@ import { firstClosedDirectory } from "../kit/home.js";
 import { generateSigningKey, loadKeyFile, saveKeyFile } from "../keys/key-file.js";
 import { initNodeDataDir } from "../mesh/node/init.js";
 import { buildPackage, initPackage, signPackage } from "../mesh/packages/dir.js";
-import { startDaemon, type UpAgents, upAgents } from "./node-daemons.js";
+import { startDaemon, type UpAgents, type UpLogFormat, upAgents } from "./node-daemons.js";
 import { runVerb } from "./run-verb.js";
 import { stopLocalMesh } from "./stop-local-mesh.js";
 import { identityOf, liveDaemons, liveForegroundUp, readUpState, type UpState, writeUpState } from "./up-state.js";
@@ -56,6 +56,8 @@ export interface UpOptions {
   readonly detached: boolean;
   /** Issue 33 item 11: `berth up --allow-root-agents`, the only way a root `berth up` runs its agents as root. */
   readonly allowRootAgents?: boolean;
+  /** `--log-format`, passed on to the node daemons it starts. */
+  readonly logFormat?: UpLogFormat;
 }
 
 /**
@@ -237,7 +239,7 @@ export async function up(o: UpOptions): Promise<RunningUp> {
       });
       // A node keeps its port across runs, so the controller finds it at the address it trusted on first use.
       const port = known?.port ?? (await freePort());
-      const started = await startDaemon(o.berthMain, dir, port, spec.labels, agents);
+      const started = await startDaemon(o.berthMain, dir, port, spec.labels, agents, o.logFormat);
       state.nodes = [
         ...state.nodes.filter((n) => n.name !== spec.name),
         { name: spec.name, dir, port, node_id: init.nodeId, daemon: started.identity },

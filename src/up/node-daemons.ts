@@ -53,6 +53,9 @@ export function upAgents(uid: number, allowRootAgents: boolean): UpAgents {
   return allowRootAgents ? { kind: "root" } : { kind: "user", user: UP_AGENT_USER };
 }
 
+/** `berth up --log-format`: text (one line each, for people) or json (pino's lines, for collectors); auto: the default. */
+export type UpLogFormat = "auto" | "text" | "json";
+
 /** Starts `berth node serve` for `dir` in a new session and resolves once it printed its listening line. */
 export async function startDaemon(
   berthMain: string,
@@ -60,6 +63,7 @@ export async function startDaemon(
   port: number,
   labels: readonly string[],
   agents: UpAgents = { kind: "invoker" },
+  logFormat: UpLogFormat = "auto",
 ): Promise<StartedDaemon> {
   const logPath = daemonLogPath(dir);
   const from = sizeOf(logPath);
@@ -76,6 +80,8 @@ export async function startDaemon(
     dir,
     ...asRoot,
     ...labels.flatMap((l) => ["--label", l]),
+    // Issue 36: `berth up --log-format` reaches the daemons; unset, theirs decides (json: daemon.log is not a terminal).
+    ...(logFormat === "auto" ? [] : ["--log-format", logFormat]),
   ];
   let child: ReturnType<typeof spawn>;
   try {
