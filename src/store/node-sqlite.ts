@@ -258,6 +258,8 @@ export function openNodeSqlite(
   options: { readonly: boolean },
 ): Database.Database {
   const location = path === "" ? ":memory:" : path;
-  const db = guarded(() => new sqlite.DatabaseSync(location, { readOnly: options.readonly }));
+  // DEP0210: `DatabaseSync` is being renamed `Database`; the new name where the runtime has it.
+  const Database = (sqlite as { Database?: typeof DatabaseSync }).Database ?? sqlite.DatabaseSync;
+  const db = guarded(() => new Database(location, { readOnly: options.readonly }));
   return new NodeDatabase(sqlite, db, path, options.readonly) as unknown as Database.Database;
 }
