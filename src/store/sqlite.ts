@@ -44,10 +44,10 @@ export function openDatabase(path: string, options: { readonly?: boolean } = {})
  * ran its install script), else Node's own `node:sqlite` (Node 24, 22.13+), so `scripts/up` compiles nothing where the
  * runtime has it. `BERTH_SQLITE_DRIVER=node|better-sqlite3` chooses (the Node 24 test tier runs both).
  */
-export type SqliteDriver = "better-sqlite3" | "node:sqlite";
+type SqliteDriver = "better-sqlite3" | "node:sqlite";
 let chosen: SqliteDriver | undefined;
 
-export function sqliteDriver(): SqliteDriver {
+function sqliteDriver(): SqliteDriver {
   if (chosen !== undefined) return chosen;
   const wanted = process.env.BERTH_SQLITE_DRIVER;
   if (wanted === "node") {
