@@ -9,8 +9,9 @@
  */
 import { randomBytes } from "node:crypto";
 import type { JsonObject } from "../../core/crypto/canonical.js";
-import { nodeIdOf, type SigningKey, verifyTagged } from "../../core/crypto/ed25519.js";
 import { parseCanonical } from "../../core/crypto/canonical.js";
+import { nodeIdOf, type SigningKey, verifyTagged } from "../../core/crypto/ed25519.js";
+import { probeTimes } from "../../core/mesh/silent-node.js";
 import { verifyAnswer } from "../../core/protocol/answer.js";
 import {
   type Authority,
@@ -52,8 +53,19 @@ export interface TargetRef {
  * connection (the node may be working on it meanwhile), else `false`/`true` when the call ends. Called once.
  */
 export type SendSettled = (mayHaveArrived: boolean) => void | Promise<void>;
-/** What an `onSend` hook gives back: nothing, or how to hear how the call ended. */
-export type SendHookResult = SendSettled | undefined;
+/**
+ * Issue 37 (F5): the request must not leave (its node is held: core/mesh/silent-node.ts); `held` says why. The call
+ * ends `unreachable` with `held: true`, nothing sent.
+ */
+export interface SendHeld {
+  readonly held: string;
+}
+/** What an `onSend` hook gives back: nothing, how to hear how the call ended, or that the request must not leave. */
+export type SendHookResult = SendSettled | SendHeld | undefined;
+
+function isHeld(r: SendHookResult): r is SendHeld {
+  return typeof r === "object" && r !== null && typeof r.held === "string";
+}
 
 /** Nothing left this process: the connection could not be opened, or the handshake proved another key. */
 export function provablyUnsent(r: CallResult): boolean {
@@ -82,8 +94,11 @@ export type CallResult<M extends string = string> =
       readonly reason: string;
       readonly response: ResponsePayload;
     }
-  /** The connection could not be opened (nothing was sent). */
-  | { readonly kind: "unreachable"; readonly reason: string }
+  /**
+   * The connection could not be opened (nothing was sent). `held`: the request was not even tried, its node being
+   * held (issue 37, F5): no new contact, nothing to record of the node.
+   */
+  | { readonly kind: "unreachable"; readonly reason: string; readonly held?: true }
   /**
    * No valid answer. `sent` says whether the request may have reached the node; `offered_key` is set when the answer
    * was signed by another key than the stored one (so the caller never reads it out of the reason sentence).
@@ -207,6 +222,7 @@ export class NodeClient {
     const first = sign(opts.nonce ?? randomBytes(16).toString("hex"));
     // Issue 16: the stamp is persisted before the request can leave (the node lease's rule 4).
     const settleFirst = await this.o.onSend?.(target.nodeId, first.request.issued_at_ms);
+    if (isHeld(settleFirst)) return { kind: "unreachable", reason: `not sent: ${settleFirst.held}`, held: true };
     // Once the request is handed to the connection it may reach the node, whatever the answer: its stamp is settled
     // then, while the node works, rather than after the answer (issue 19). Awaited before the call returns.
     let settledEarly: Promise<{ readonly error: unknown } | null> | null = null;
@@ -241,10 +257,34 @@ export class NodeClient {
     // the node may have read the first before it closed), within what is left of the call's timeout.
     const again = sign(randomBytes(16).toString("hex"));
     const settleAgain = await this.o.onSend?.(target.nodeId, again.request.issued_at_ms);
+    if (isHeld(settleAgain)) return { kind: "unreachable", reason: `not sent: ${settleAgain.held}`, held: true };
     const result = (await this.exchangeVia(target, again.signed, again.request, { ...opts, timeoutMs: leftMs }, 0))
       .result;
     if (typeof settleAgain === "function") await settleAgain(!provablyUnsent(result));
     return result;
+  }
+
+  /**
+   * Issue 37 (F5): a probe of a held node — a describe already expired when it leaves (core/mesh/silent-node.ts
+   * `probeTimes`), on a fresh connection. The node refuses it `expired` at verification, before its lease is renewed,
+   * so it is not stamped (rule 4 counts only what may renew) and is never held; a signed refusal bound to its nonce
+   * (`refused`) proves the node answers again. A node with the stored key only: a probe learns nothing.
+   */
+  async probe(target: TargetRef, timeoutMs?: number): Promise<CallResult<"describe">> {
+    const times = probeTimes(this.clock());
+    const { signed, request } = signRequest(this.o.key, {
+      method: "describe",
+      target: target.nodeId,
+      targetBoot: null,
+      nonce: randomBytes(16).toString("hex"),
+      issuedAtMs: times.issued_at_ms,
+      validityMs: times.validity_ms,
+      decisionId: null,
+      authority: null,
+      body: {},
+    });
+    const wait = timeoutMs ?? this.o.timeoutMs ?? 20_000;
+    return (await this.exchange(target, signed, request, { timeoutMs: wait })) as CallResult<"describe">;
   }
 
   /** Sends an already signed request on a fresh connection (tests use this for replays and forged messages). */

@@ -28,7 +28,7 @@ import { LeaderLease, type LeaderView } from "../../store/leader.js";
 import { openStoreEngine } from "../../store/open.js";
 import { type Ride, RidingEngine } from "../../store/riding-engine.js";
 import type { EventDraft } from "../../core/chain/event.js";
-import { NodeClient } from "../client/node-client.js";
+import { NodeClient, type SendHeld } from "../client/node-client.js";
 import type { Connector } from "../transport/frames.js";
 import {
   type DispatchDeps,
@@ -93,7 +93,8 @@ export class MeshController {
   /** Issue 16: cordons, forgets, stored orders and moved records (move-records.ts). */
   readonly moves: MoveRecords;
   /** The `onSend` every NodeClient built with this controller's key must carry (the agents layer's included). */
-  readonly onSend = (nodeId: string, issuedAtMs: number): Promise<SettleSend> => this.stamps.record(nodeId, issuedAtMs);
+  readonly onSend = (nodeId: string, issuedAtMs: number): Promise<SettleSend | SendHeld> =>
+    this.stamps.record(nodeId, issuedAtMs);
   /** Issue 20: the store id and leader epoch every request to a node carries (src/store/leader-authority.ts). */
   readonly authority: StoreAuthority;
   /** Issue 38: the checkpoint and proofs this controller shows the nodes that witness it. */

@@ -328,13 +328,45 @@ export class Targets {
     const l = this.live.get(addrOrNode) ?? this.liveByNode(addrOrNode);
     if (!l || l.stored.key === null || l.stored.node_id === null) return false;
     l.lastSentMs = this.clock();
+    const first = await this.describeWithKey(l);
+    if (first !== "held") return first;
+    // Issue 37 (F5): a held node (core/mesh/silent-node.ts) is asked only with a probe that cannot renew its lease; once
+    // the probe is answered the hold is over, and the describe goes at once (a node held again is probed next time).
+    return (await this.probe(l)) && (await this.describeWithKey(l)) === true;
+  }
+
+  /** One describe with the stored key, its outcome recorded; `held` when it was not sent (its node is held). */
+  private async describeWithKey(l: Live): Promise<boolean | "held"> {
+    if (l.stored.key === null || l.stored.node_id === null) return false;
     const d = await this.describer.describe(l.stored.addr, l.stored.key, l.stored.node_id);
     if (d.kind === "described") {
       l.witness = witnessOfDescribe(d.result);
       await this.absorb(l, d.bootId, d.facts);
       return true;
     }
+    if (d.kind === "unreachable" && d.held === true) return "held";
     await this.noteFailure(l, d);
+    return false;
+  }
+
+  /**
+   * Issue 37 (F5): probes a held node (NodeClient.probe: a describe expired before it leaves, which renews nothing).
+   * Any signed answer bound to the probe is direct contact: recorded as such, it ends the hold. No answer is a failed
+   * contact like any other. Whether the node answered.
+   */
+  private async probe(l: Live): Promise<boolean> {
+    if (l.stored.key === null || l.stored.node_id === null) return false;
+    const r = await this.describer.probe({
+      addr: l.stored.addr,
+      nodeId: l.stored.node_id,
+      key: l.stored.key,
+      bootId: null,
+    });
+    if (r.kind === "ok" || r.kind === "refused") {
+      await this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });
+      return true;
+    }
+    await this.noteFailure(l, r);
     return false;
   }
 
@@ -602,7 +634,8 @@ export class Targets {
     // reconcile) frees what the node's facts counted as used; whatever its outcome, the next placement describes the
     // node again instead of reusing facts from before it (FACTS_REUSE_MS), so it weighs the capacity just freed.
     if (l && FREES_CAPACITY.has(method)) l.describedAtMs = null;
-    if (l) {
+    // Issue 37 (F5): a request held before it left (its node unanswered for half its lease) is no contact: nothing to record.
+    if (l && !(r.kind === "unreachable" && r.held === true)) {
       if (r.kind === "ok") {
         if (
           r.checkpointSize !== undefined &&

@@ -19,8 +19,10 @@
  * engine, awaited by `NodeClient` before the request leaves.
  */
 import { randomUUID } from "node:crypto";
+import { judgeSend } from "../../core/mesh/silent-node.js";
 import type { StoreEngine } from "../../store/engine.js";
 import { GroupCommit, inRidingFlow } from "../../store/group-commit.js";
+import type { SendHeld } from "../client/node-client.js";
 
 export interface NodeStamps {
   readonly node_id: string;
@@ -39,6 +41,19 @@ interface Stamp {
   readonly issuedAtMs: number;
 }
 
+/** A stamp asked for, and (filled in by its group's transaction) why its request must not leave. */
+interface StampRequest extends Stamp {
+  held: string | null;
+}
+
+/**
+ * Issue 37 (F5): the leased nodes that have not answered since some time (the only ones a stamp may be refused for),
+ * read inside the stamps' own transaction: one small read per group, not one per request.
+ */
+const SILENT_LEASED = `SELECT t.node_id AS node_id, t.unreachable_since_ms AS unreachable_since_ms, w.lease_ms AS lease_ms
+  FROM mesh_targets t JOIN mesh_watch_nodes w ON w.node_id = t.node_id
+  WHERE t.unreachable_since_ms IS NOT NULL AND w.lease_ms IS NOT NULL`;
+
 export class SentStamps {
   /**
    * Issue 35: the stamps of calls made together (a pass's statuses, a tick's describes) commit in one durable
@@ -46,7 +61,7 @@ export class SentStamps {
    * A call inside an API flow commits its stamp alone, in the flow's context: that write may carry the flow's
    * `api.call` record (riding-engine.ts), which must commit before the request leaves.
    */
-  private readonly stamps: GroupCommit<Stamp>;
+  private readonly stamps: GroupCommit<StampRequest>;
   private readonly settlements: GroupCommit<Stamp & { readonly mayHaveArrived: boolean }>;
   private readonly leases: GroupCommit<{ readonly nodeId: string; readonly leaseMs: number | null }>;
 
@@ -55,12 +70,27 @@ export class SentStamps {
     this.stamps = new GroupCommit(
       engine,
       async (tx, items) => {
-        for (const s of items)
+        const silent = new Map(
+          (
+            await tx.all<{ node_id: string; unreachable_since_ms: number | string; lease_ms: number | string }>(
+              SILENT_LEASED,
+            )
+          ).map((r) => [
+            r.node_id,
+            { unreachable_since_ms: Number(r.unreachable_since_ms), lease_ms: Number(r.lease_ms) },
+          ]),
+        );
+        for (const s of items) {
+          const record = silent.get(s.nodeId);
+          const verdict = record === undefined ? null : judgeSend(record, s.issuedAtMs);
+          s.held = verdict?.kind === "hold" ? verdict.why : null;
+          if (s.held !== null) continue;
           await tx.run("INSERT INTO mesh_watch_sends (id, node_id, issued_at_ms) VALUES (?, ?, ?)", [
             s.id,
             s.nodeId,
             s.issuedAtMs,
           ]);
+        }
       },
       undefined,
       inFlow,
@@ -102,11 +132,16 @@ export class SentStamps {
    * at once, while the node works (issue 19); taken back when the call ends with the request provably never sent.
    * Always a durable commit: it is the sync that makes a placement's earlier unsynced commits durable before its
    * request leaves (store.ts beginAttempt; docs/spec/mesh.md §14.1 "Durability").
+   *
+   * Issue 37 (F5): refused, nothing written, when the node is held (core/mesh/silent-node.ts `judgeSend`, judged in
+   * the stamp's own transaction at the request's issue stamp): a leased node unanswered for half its lease gets no
+   * request that could renew it, so the last stamp stops moving and rule 5's wait can end. `{ held }` says why.
    */
-  async record(nodeId: string, issuedAtMs: number): Promise<SettleSend> {
+  async record(nodeId: string, issuedAtMs: number): Promise<SettleSend | SendHeld> {
     if (!NODE_ID.test(nodeId)) return async () => undefined; // a first describe to "*": no node id yet, nothing of ours runs there
-    const stamp: Stamp = { id: randomUUID(), nodeId, issuedAtMs };
+    const stamp: StampRequest = { id: randomUUID(), nodeId, issuedAtMs, held: null };
     await this.stamps.add(stamp);
+    if (stamp.held !== null) return { held: stamp.held };
     return async (mayHaveArrived) => {
       try {
         await this.settlements.add({ ...stamp, mayHaveArrived });
