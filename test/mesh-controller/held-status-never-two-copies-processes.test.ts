@@ -11,16 +11,18 @@
  * node and the answers the node sent (`LeaseWitness`), and the controller's store read in read transactions.
  *
  * The race needs the hold to outlast the margin (call timeout > 11 s) and, to show as two copies, a lease longer than
- * the hold (the old copy still runs when a move made at the call's end starts the new one): call timeout 15 s
- * (`Timeouts.callMs`; production keeps §4.9's 20 s), lease 18 s (node.json; the floor is 3 s). The held status must
- * leave when, judged by the stamp before it, the lease is over by the end of the call (at least lease + 11 s − 15 s
- * after that stamp) and yet reach the node inside that stamp's lease: a 4 s window, 14 s into the cut (it was 2 s,
- * with a 13 s call and a 16 s lease, and a loaded machine's tick or proxy could miss it). With the stamps read before
- * the call ends, the loop moved the agent 15 s after the held status left, 3 s before the lease that status renewed
- * ran out on the node.
+ * the hold (the old copy still runs when a move made at the call's end starts the new one): call timeout 38 s
+ * (`Timeouts.callMs`; production keeps §4.9's 20 s), lease 40 s (node.json; the floor is 3 s). The held status must
+ * leave when, judged by the stamp before it, the lease is over by the end of the call (at least lease + 11 s − 38 s
+ * after that stamp) and yet reach the node inside that stamp's lease, and (issue 37, F5) before the controller holds
+ * the silent node, half a lease after its first failed contact (core/mesh/silent-node.ts): from then on nothing that
+ * could renew its lease is sent. That leaves a window 13 s to 20 s into the cut (the lease was 18 s and the call 15 s
+ * before the hold existed; the hold at 9 s closed that window). With the stamps read before the call ends, the loop
+ * moved the agent 38 s after the held status left, before the lease that status renewed ran out on the node.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { LEASE_STOP_GRACE_MS, LEASE_STOP_MARGIN_MS, leaseWaitMs } from "../../src/core/mesh/lease.js";
+import { holdRenewalsAfterMs } from "../../src/core/mesh/silent-node.js";
 import type { MeshController } from "../../src/mesh/controller/controller.js";
 import { startTargetWatch, type TargetWatch } from "../../src/serve/mesh/watch.js";
 import { LeaseWitness } from "../campaign/lease-witness.js";
@@ -31,8 +33,8 @@ import { cleanupProcesses, processFixture, TIMEOUTS } from "./support/processes.
 vi.setConfig({ testTimeout: 240_000 });
 
 const LONG_SCRIPT = "#!/bin/sh\necho placed-ok\nexec sleep 600\n";
-const LEASE_MS = 18_000;
-const CALL_MS = 15_000;
+const LEASE_MS = 40_000;
+const CALL_MS = 38_000;
 /** How much longer than its lease the controller waits: skew bound, stop grace, stop margin (11 s). */
 const MARGIN_MS = leaseWaitMs(LEASE_MS) - LEASE_MS;
 /**
@@ -136,6 +138,8 @@ describe("a status the cut-off node read, its answer lost past the margin (real 
     // The conditions of the race, so a change of the constants cannot quietly make this test vacuous.
     expect(CALL_MS).toBeGreaterThan(MARGIN_MS);
     expect(LEASE_MS).toBeGreaterThan(CALL_MS);
+    // The status let through leaves well before the silent node is held (issue 37, F5; from its first failed contact).
+    expect(LEASE_MS + MARGIN_MS - CALL_MS + ARM_SLACK_MS + 3_000).toBeLessThan(holdRenewalsAfterMs(LEASE_MS));
     const fx = await processFixture({ config: [{ lease_ms: LEASE_MS }, undefined], script: LONG_SCRIPT });
     const ctl = await fx.reopen({ deadAfterMs: 1_000, timeouts: { ...TIMEOUTS, callMs: CALL_MS } });
     const witness = new LeaseWitness(LEASE_MS, Date.now());
