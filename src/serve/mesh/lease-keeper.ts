@@ -11,6 +11,10 @@
  * counts the follower's renewals exactly as it counts a CLI verb's; a follower cut from the store cannot stamp, and
  * so sends nothing. Nothing here decides or acts on an agent.
  *
+ * A node that has answered nothing for half its lease is not renewed any more (issue 37, F5): its describe is held
+ * before it leaves and a probe that cannot renew goes instead (Targets.refresh, core/mesh/silent-node.ts), so a silent
+ * node's lease runs out and its agents can be moved; an answered probe ends the hold and the describe goes at once.
+ *
  * Shell: timers and calls. One describe per node in flight at a time (a node that holds its answers is not asked
  * again until the call ends or times out: the stamp of the call in flight already counts); rounds start every
  * interval whatever one node does, so a slow node never delays another's renewal.

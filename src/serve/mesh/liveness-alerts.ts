@@ -6,6 +6,8 @@
  * (core/mesh/node-liveness.ts). Each change is one log line here, on every server (leader or standby), beside the
  * `berth_nodes{liveness}` gauge and `berth nodes list`; what happens to its agents is the keep loop's: held
  * while the node is suspect, and moved only once it is dead and its lease has certainly run out (never without one).
+ * A leased node that answers nothing for half its lease is sent nothing that could renew that lease, only probes that
+ * cannot (core/mesh/silent-node.ts), so its lease does run out even when every request would have reached it.
  *
  * Shell: a timer that reads the store (the targets' recorded contacts; no node is contacted) and `livenessChanges`,
  * which is pure.
