@@ -1,4 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { nodeIdOf } from "../../core/crypto/ed25519.js";
+import { CLOCK_SKEW_BOUND_MS } from "../../core/mesh/lease.js";
+import { encodeMessageFrame, parseMessageFrame, type RequestPayload } from "../../core/protocol/messages.js";
+import { signResponse } from "../../core/protocol/sign.js";
 import { generateSigningKey } from "../../keys/key-file.js";
 import { type Connector, type FrameStream, StreamClosed } from "../transport/frames.js";
 import { FrameTimeout } from "../transport/recv-limit.js";
@@ -123,5 +127,71 @@ describe("a read on a warm connection (issue 37, F5)", () => {
       await client.call(target, "status", { instance_id: null, include_departed: false }, { timeoutMs: 200 }),
     ).toMatchObject({ kind: "no_answer" });
     expect(p.connects()).toBe(2);
+  });
+});
+
+describe("a held node (issue 37, F5)", () => {
+  it("gets no request whose stamp was refused: the call ends unreachable and held, and no connection is opened", async () => {
+    let connects = 0;
+    const client = new NodeClient({
+      key: generateSigningKey(),
+      connector: {
+        connect: async () => {
+          connects++;
+          throw new Error("must not connect");
+        },
+      },
+      onSend: async () => ({ held: "the node has answered nothing for half its lease" }),
+    });
+    expect(await client.call(target, "status", { instance_id: null, include_departed: false })).toEqual({
+      kind: "unreachable",
+      reason: "not sent: the node has answered nothing for half its lease",
+      held: true,
+    });
+    expect(connects).toBe(0);
+  });
+
+  it("is probed with a describe that expired before it left, not stamped, whose signed refusal comes back as the node's answer", async () => {
+    const node = generateSigningKey();
+    const now = 1_700_000_000_000;
+    let sent: RequestPayload | null = null;
+    let stamped = 0;
+    const stream: FrameStream = {
+      remote: "probe:1",
+      send: async (bytes) => {
+        const frame = parseMessageFrame(bytes);
+        if (frame.ok && frame.value.type === "request") sent = JSON.parse(frame.value.signed.payload) as RequestPayload;
+      },
+      recv: async () => {
+        const request = sent as RequestPayload | null;
+        if (request === null) throw new StreamClosed("nothing was asked");
+        const { signed } = signResponse(node, {
+          method: request.method,
+          bootId: "boot",
+          requestNonce: request.nonce,
+          outcome: { status: "refused", code: "expired", reason: "payload.expires_at_ms is in the past" },
+        });
+        return encodeMessageFrame({ type: "response", signed });
+      },
+      close: () => undefined,
+    };
+    const client = new NodeClient({
+      key: generateSigningKey(),
+      connector: { connect: async () => stream },
+      clock: () => now,
+      onSend: async () => {
+        stamped++;
+        return { held: "held" };
+      },
+    });
+    const r = await client.probe(
+      { addr: "probe:1", nodeId: nodeIdOf(node.publicKey), key: node.publicKey, bootId: null },
+      1_000,
+    );
+    expect(r, JSON.stringify(r)).toMatchObject({ kind: "refused", code: "expired" });
+    expect(stamped, "a probe renews nothing, so it is neither stamped nor held").toBe(0);
+    const request = sent as RequestPayload | null;
+    expect(request?.method).toBe("describe");
+    expect(request?.expires_at_ms).toBeLessThanOrEqual(now - CLOCK_SKEW_BOUND_MS - 1_000);
   });
 });
