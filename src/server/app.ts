@@ -20,6 +20,7 @@
  * request meets it; split, the order of the checks would have to be read across files.)
  */
 
+import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import { z } from "zod";
@@ -32,7 +33,7 @@ import { type Caller, type CallOutcome, type CallRecord, openCall, recordOutcome
 import { ROUTES } from "./contract.js";
 import { checkHost, checkRequestTarget, DASHBOARD_CSP, type EdgeRefusal, hostNames, securityHeaders } from "./edge.js";
 import { ApiError, invalidRequest } from "./errors.js";
-import { forwardWrite, mayForwardToken } from "./forward.js";
+import { callIdOf, forwardWrite, mayForwardToken } from "./forward.js";
 import type { Handlers, Parsed } from "./handler.js";
 import { followerVerdict } from "./leader-gate.js";
 import { serverMetrics } from "./metrics.js";
@@ -303,7 +304,9 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
         RETRY_NOW,
       );
     }
+    const callId = randomBytes(16).toString("hex");
     const outcome = await forwardWrite({
+      callId,
       leaderUrl: verdict.url,
       method: req.method,
       target: req.raw.url ?? "/",
@@ -356,14 +359,18 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
           RETRY_NOW,
         );
       case "lost":
-        req.log.warn({ leader: verdict.url, why: outcome.why }, "the leader stopped answering a forwarded write");
+        req.log.warn(
+          { leader: verdict.url, why: outcome.why, call_id: callId },
+          "the leader stopped answering a forwarded write",
+        );
         return json(
           503,
           {
             error: {
               code: "leader_lost",
-              message: `this server forwarded the write to the leader at ${verdict.url} (epoch ${verdict.epoch}), which stopped answering before it replied (${outcome.why}); whether it was done is unknown: check before sending it again`,
+              message: `this server forwarded the write to the leader at ${verdict.url} (epoch ${verdict.epoch}), which stopped answering before it replied (${outcome.why}); whether it was done is unknown: the leader records it under call id ${callId} (an api.call event of the store's chain, with the decision it made, if it began), so check for that before sending it again`,
             },
+            call_id: callId,
             leader: verdict.answer.leader,
           },
           {},
@@ -386,11 +393,12 @@ export function buildApp(o: AppOptions): { app: FastifyInstance; streams: AuditS
         for (const [name, value] of Object.entries(follower.headers)) reply.header(name, value);
         return reply.code(follower.status).type(follower.contentType).send(follower.body);
       }
-      call = openCall(o.state.controller, callerOf, {
-        method: route.method,
-        route: `${API_BASE}${route.path}`,
-        params: stringParams(req.params),
-      });
+      call = openCall(
+        o.state.controller,
+        callerOf,
+        { method: route.method, route: `${API_BASE}${route.path}`, params: stringParams(req.params) },
+        callIdOf(req.headers, () => randomBytes(16).toString("hex")),
+      );
     }
     const ride = call?.ride ?? null;
     const commitRequest = async () => {

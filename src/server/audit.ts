@@ -36,8 +36,10 @@ export function openCall(
   controller: MeshController,
   caller: Caller,
   call: Omit<CallRecord, "call_id">,
+  /** Issue 37: the id a forwarding follower named the call with (forward.ts `callIdOf`); fresh by default. */
+  callId: string = randomBytes(16).toString("hex"),
 ): { record: CallRecord; ride: Ride } {
-  const record = { call_id: randomBytes(16).toString("hex"), ...call };
+  const record = { call_id: callId, ...call };
   return {
     record,
     ride: controller.rideEvent(draft({ phase: "request", ...record, who: caller.who, remote: caller.remote })),

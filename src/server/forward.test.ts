@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { forwardWrite, mayForwardToken } from "./forward.js";
+import { callIdOf, forwardWrite, mayForwardToken } from "./forward.js";
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -24,6 +24,8 @@ async function leader(handle: (req: IncomingMessage, body: string, res: ServerRe
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+const CALL_ID = "0123456789abcdef0123456789abcdef";
+
 const request = (leaderUrl: string, stillLeads: () => Promise<boolean> = async () => true) => ({
   leaderUrl,
   method: "POST",
@@ -32,15 +34,22 @@ const request = (leaderUrl: string, stillLeads: () => Promise<boolean> = async (
   contentType: "application/json",
   body: '{"name":"a"}',
   via: "pid 1 on follower",
+  callId: CALL_ID,
   stillLeads,
   pollMs: 20,
 });
 
 describe("a follower forwards a write to the leader named now (issue 37, F3)", () => {
   it("the leader's answer is relayed as it is, and the leader sees the caller's own credentials, body and path, marked forwarded", async () => {
-    let seen: { url?: string; auth?: string; by?: string; body?: string } = {};
+    let seen: { url?: string; auth?: string; by?: string; call?: string; body?: string } = {};
     const url = await leader((req, body, res) => {
-      seen = { url: req.url, auth: req.headers.authorization, by: req.headers["x-berth-forwarded-by"] as string, body };
+      seen = {
+        url: req.url,
+        auth: req.headers.authorization,
+        by: req.headers["x-berth-forwarded-by"] as string,
+        call: req.headers["x-berth-call-id"] as string,
+        body,
+      };
       res.writeHead(201, { "content-type": "application/json", "retry-after": "2" }).end('{"placed":true}');
     });
     const out = await forwardWrite(request(url));
@@ -55,6 +64,7 @@ describe("a follower forwards a write to the leader named now (issue 37, F3)", (
       url: "/api/v1/placements?x=1",
       auth: "Bearer caller-token",
       by: "pid 1 on follower",
+      call: CALL_ID,
       body: '{"name":"a"}',
     });
   });
@@ -103,4 +113,14 @@ describe("a follower forwards a write to the leader named now (issue 37, F3)", (
       expect(mayForwardToken(url, tls)).toBe(ok);
     },
   );
+});
+
+describe("the call id a leader records a write under (issue 37: what names a leader_lost write)", () => {
+  const fresh = () => "f".repeat(32);
+  it("is the forwarding follower's when the request is forwarded and the id well formed, else a fresh one", () => {
+    expect(callIdOf({ "x-berth-forwarded-by": "pid 1", "x-berth-call-id": CALL_ID }, fresh)).toBe(CALL_ID);
+    expect(callIdOf({ "x-berth-call-id": CALL_ID }, fresh)).toBe(fresh());
+    expect(callIdOf({ "x-berth-forwarded-by": "pid 1", "x-berth-call-id": "not-hex" }, fresh)).toBe(fresh());
+    expect(callIdOf({ "x-berth-forwarded-by": "pid 1" }, fresh)).toBe(fresh());
+  });
 });

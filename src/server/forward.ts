@@ -14,6 +14,20 @@
  * Shell: one HTTP request, and the lease polled while it runs (`stillLeads`).
  */
 
+/** Issue 37: the header a follower names a forwarded write's call id with; the leader records the call under it. */
+const CALL_ID_HEADER = "x-berth-call-id";
+
+/**
+ * The call id a leader records a request under: the forwarding follower's (a forwarded request with a well-formed
+ * id), else a fresh one. Pure but for the randomness passed in.
+ */
+export function callIdOf(headers: Readonly<Record<string, unknown>>, fresh: () => string): string {
+  const named = headers[CALL_ID_HEADER];
+  if (headers["x-berth-forwarded-by"] !== undefined && typeof named === "string" && /^[0-9a-f]{32}$/.test(named))
+    return named;
+  return fresh();
+}
+
 export type ForwardOutcome =
   | {
       readonly kind: "answered";
@@ -35,6 +49,11 @@ export interface ForwardRequest {
   readonly body: string | undefined;
   /** This server's URL, for the leader's log and the loop guard. */
   readonly via: string;
+  /**
+   * The call id the leader records the write under (its `api.call` events, `x-berth-call-id`): a write whose answer is
+   * lost (`leader_lost`) is named by it, so the caller can look for it in the leader's chain before sending it again.
+   */
+  readonly callId: string;
   /** Whether the store still names that leader (same owner and epoch, renewed within its TTL). */
   readonly stillLeads: () => Promise<boolean>;
   /** How often `stillLeads` is asked while the leader has not answered. */
@@ -104,7 +123,7 @@ export async function forwardWrite(r: ForwardRequest): Promise<ForwardOutcome> {
   }, r.pollMs);
   poll.unref();
   try {
-    const headers: Record<string, string> = { "x-berth-forwarded-by": r.via };
+    const headers: Record<string, string> = { "x-berth-forwarded-by": r.via, [CALL_ID_HEADER]: r.callId };
     if (r.authorization !== undefined) headers.authorization = r.authorization;
     if (r.contentType !== undefined) headers["content-type"] = r.contentType;
     const answer = await fetch(new URL(r.target, r.leaderUrl), {

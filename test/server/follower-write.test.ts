@@ -171,4 +171,25 @@ describe("a follower never runs a write itself (issue 37)", () => {
     expect(reached).toEqual([]);
     expect(chainSeqs(), "the chain did not move").toEqual(before);
   });
+
+  it("a write the leader stopped answering is answered 503 leader_lost, naming the call id the leader records it under", async () => {
+    let seenCallId: string | undefined;
+    leader = createServer((req) => {
+      seenCallId = req.headers["x-berth-call-id"] as string | undefined;
+      req.on("data", () => undefined);
+      req.on("end", () => req.socket.destroy()); // took the write, died before answering
+    });
+    await new Promise<void>((r) => leader?.listen(0, "127.0.0.1", () => r()));
+    follow(rowOf(`http://127.0.0.1:${(leader.address() as { port: number }).port}`));
+    const before = chainSeqs();
+    const a = await placeOn(base);
+    expect(a.status, JSON.stringify(a.body)).toBe(503);
+    expect(a.body.error).toMatchObject({ code: "leader_lost" });
+    expect(seenCallId).toMatch(/^[0-9a-f]{32}$/);
+    expect(a.body.call_id).toBe(seenCallId);
+    expect(String((a.body.error as { message: string }).message)).toContain(String(seenCallId));
+    await settled();
+    expect(reached).toEqual([]);
+    expect(chainSeqs(), "the chain did not move").toEqual(before);
+  });
 });
