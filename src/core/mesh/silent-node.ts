@@ -17,7 +17,7 @@
  *   receives at least one more renewal after it was first suspected, and loses nothing; a node that answers nothing
  *   for that long is handled like an unreachable one. Its lease then runs out on the node, and rule 5's wait (from
  *   the last stamp, which is now fixed) ends: its agents are moved exactly as an unreachable node's, by the same keep
- *   loop judgement (`leaseCertainlyOver`, core/mesh/reconcile.ts). A node without a lease is never held: there is no
+ *   loop judgement (`leaseCertainlyOver`, core/mesh/keep.ts). A node without a lease is never held: there is no
  *   lease to let run out, and its agents are held until the operator forgets it anyway.
  * - **Probe.** While held, the node is asked only with a probe: a describe whose validity window ended before any
  *   node clock within the skew bound reads it (`probeTimes`). The node refuses it `expired` at verification (§4.6
