@@ -1,8 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { placementInput } from "../../../test/support/placement/arbitraries.js";
-import { capabilitiesOf, capabilitiesWithId, checkRequirement, indexCapabilities } from "./capabilities.js";
 import { factsFor, nid } from "../../../test/support/placement/fixtures.js";
+import { capabilitiesOf, capabilitiesWithId, checkRequirement, indexCapabilities } from "./capabilities.js";
 import { nodeFactsSchema, type Requirement, requirementSchema } from "./inputs.js";
 
 const facts = nodeFactsSchema.parse(

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { decide } from "./decide.js";
 import { type InputDraft, inputOf, NOW, nid, nodeDraft, PACKAGE_ID } from "../../../test/support/placement/fixtures.js";
+import { decide } from "./decide.js";
 import { CONSTRAINTS, type NodeReport, type PlacementResult, type Rejection } from "./outputs.js";
 
 const A = nid(0xa1);

@@ -7,47 +7,41 @@
  *
  * Constraints that read facts are skipped when the node has no usable facts; `facts_expired` has already said so.
  * Stale facts (present but expired) are still read, so the explain shows what else would stand in the way.
+ *
+ * Issue 35 (1,000 nodes, 3,000 decisions a second): an eligible node allocates nothing here; what a node's facts
+ * alone decide comes from its facts memo (facts-memo.ts); a rejection whose detail is the same for many nodes (a
+ * liveness, a tier, a cordon, a missing or denied verdict, a revoked ref) is one object per decision, shared by the
+ * reports that carry it. Reports are read-only values, so sharing changes nothing a reader can see.
  */
 import { TIER_RANK } from "../identity/tier.js";
-import {
-  CapabilityIndex,
-  checkPreparedRequirement,
-  type PreparedRequirement,
-  prepareRequirement,
-} from "./capabilities.js";
-import type { ClusterInstance, ClusterState, NodeFacts, NodeView, PlacementRequest } from "./inputs.js";
+import { type FactsMemo, type RequestShape, shapeOf } from "./facts-memo.js";
+import type { ClusterInstance, ClusterState, NodeView, PlacedTotal, PlacementRequest, PlaceVerdict } from "./inputs.js";
 import type { Rejection } from "./outputs.js";
-import { chooseRoute, type PreparedVariant, prepareVariants, type RouteContext, type RouteFit } from "./route.js";
+
+/** What the cluster's history says about one node: the instances constraints read, and the placed totals. */
+export interface NodeHistory {
+  /** In a fixed order, so details never depend on the order the shell listed them. */
+  instances: ClusterInstance[];
+  count: number;
+  memory_bytes: number;
+}
 
 /** What every node's evaluation shares, computed once per decision. */
 export interface ConstraintContext {
   readonly request: PlacementRequest;
+  readonly shape: RequestShape;
   readonly nowMs: number;
-  readonly revokedNodes: ReadonlySet<string>;
-  readonly cordonedNodes: ReadonlySet<string>;
   /** The workload's own revoked refs: the same for every node, so worded once. */
-  readonly revokedRefDetails: readonly string[];
-  /** Cluster instances per node, in a fixed order so details never depend on the order the shell listed them. */
-  readonly instancesByNode: ReadonlyMap<string, readonly ClusterInstance[]>;
+  readonly revokedRefs: readonly Rejection[];
+  /** Per node id: its instances (the ones constraints read) and placed totals (scoring's placed load). */
+  readonly history: ReadonlyMap<string, NodeHistory>;
   readonly minTierRank: number;
-  readonly requirements: readonly PreparedRequirement[];
-  readonly variants: readonly PreparedVariant[];
-  readonly route: RouteContext;
-  /** What requirements, variants and route context are, as one string: the key of a node's memoised fit (`fitOf`). */
-  readonly fitKey: string;
-}
-
-export type Fit = Extract<RouteFit, { kind: "fits" }>;
-
-export interface Assessment {
-  readonly node: NodeView;
-  /** The facts the engine may read, `null` when there are none or they were refused as self-asserting trust. */
-  readonly facts: NodeFacts | null;
-  /** Matching's view of those facts, `null` exactly when `facts` is. */
-  readonly capabilities: CapabilityIndex | null;
-  readonly rejections: readonly Rejection[];
-  /** Present exactly when the node is eligible. */
-  readonly fit: Fit | null;
+  /** Whether co-residency can reject anything: the workload excludes or carries labels. */
+  readonly coResidency: boolean;
+  /** Shared rejections, one per liveness, tier and gate reason met in the decision. */
+  readonly livenessRejections: Map<string, Rejection>;
+  readonly trustRejections: Map<string, Rejection>;
+  readonly gateRejections: Map<string, Rejection>;
 }
 
 /** Orders a node's instances by everything a co-residency detail is made of, so equal keys mean equal details. */
@@ -61,6 +55,45 @@ function sortInstances(list: ClusterInstance[]): ClusterInstance[] {
   return keyed.map((x) => x.i);
 }
 
+/**
+ * The history per node id in one map: the instances from `instances`, the totals from `placed` when the shell gives
+ * them (history.ts), else counted from `instances` (rows for one node add up; order-independent).
+ */
+function historyByNode(
+  instances: readonly ClusterInstance[],
+  placed: readonly PlacedTotal[] | null,
+): Map<string, NodeHistory> {
+  const byNode = new Map<string, NodeHistory>();
+  for (const inst of instances) {
+    const h = byNode.get(inst.node_id);
+    if (h === undefined) {
+      byNode.set(inst.node_id, {
+        instances: [inst],
+        count: placed === null ? 1 : 0,
+        memory_bytes: placed === null ? inst.memory_bytes : 0,
+      });
+    } else {
+      h.instances.push(inst);
+      if (placed === null) {
+        h.count += 1;
+        h.memory_bytes += inst.memory_bytes;
+      }
+    }
+  }
+  if (placed !== null) {
+    for (const t of placed) {
+      const h = byNode.get(t.node_id);
+      if (h === undefined) byNode.set(t.node_id, { instances: [], count: t.count, memory_bytes: t.memory_bytes });
+      else {
+        h.count += t.count;
+        h.memory_bytes += t.memory_bytes;
+      }
+    }
+  }
+  for (const h of byNode.values()) if (h.instances.length > 1) h.instances = sortInstances(h.instances);
+  return byNode;
+}
+
 export function constraintContext(request: PlacementRequest, cluster: ClusterState): ConstraintContext {
   const revoked = new Set(cluster.revoked_refs);
   const revokedRefDetails: string[] = [];
@@ -71,162 +104,108 @@ export function constraintContext(request: PlacementRequest, cluster: ClusterSta
   if (revoked.has(request.spec.package_id) && !request.spec.refs.includes(request.spec.package_id)) {
     revokedRefDetails.unshift(`package ${request.spec.package_id} is revoked`);
   }
-  const byNode = new Map<string, ClusterInstance[]>();
-  for (const inst of cluster.instances) {
-    const list = byNode.get(inst.node_id);
-    if (list) list.push(inst);
-    else byNode.set(inst.node_id, [inst]);
-  }
-  for (const [id, list] of byNode) if (list.length > 1) byNode.set(id, sortInstances(list));
+  const { policy } = request.spec;
   return {
     request,
+    shape: shapeOf(request),
     nowMs: cluster.now_ms,
-    revokedNodes: new Set(cluster.revoked_nodes),
-    cordonedNodes: new Set(cluster.cordoned_nodes),
-    revokedRefDetails,
-    instancesByNode: byNode,
-    minTierRank: TIER_RANK[request.spec.policy.min_tier],
-    requirements: request.spec.requirements.map(prepareRequirement),
-    variants: prepareVariants(request.spec.variants),
-    route: { allowEmulated: request.allow_emulated, fallbackBoards: request.weights.fallback_boards },
-    fitKey: JSON.stringify([
-      request.spec.requirements,
-      request.spec.variants,
-      request.allow_emulated,
-      request.weights.fallback_boards,
-    ]),
+    revokedRefs: revokedRefDetails.map((detail) => ({ constraint: "revoked", detail })),
+    history: historyByNode(cluster.instances, cluster.placed),
+    minTierRank: TIER_RANK[policy.min_tier],
+    coResidency: policy.excludes.length > 0 || policy.labels.length > 0,
+    livenessRejections: new Map(),
+    trustRejections: new Map(),
+    gateRejections: new Map(),
   };
 }
 
+/** One rejection per distinct detail within a decision, under one key each (a liveness, a tier, a gate reason). */
+function sharedIn(table: Map<string, Rejection>, key: string, make: () => Rejection): Rejection {
+  let r = table.get(key);
+  if (r === undefined) {
+    r = make();
+    table.set(key, r);
+  }
+  return r;
+}
+
+const CORDONED: Rejection = {
+  constraint: "cordoned",
+  detail: "the operator cordoned this node (berth node cordon, drain or forget): no new placements",
+};
+const NO_FACTS: Rejection = { constraint: "facts_expired", detail: "no accepted facts" };
+const NO_VERDICT: Rejection = { constraint: "gate", detail: "workload.place has no gate verdict for this node" };
+
+function add(list: Rejection[] | null, r: Rejection): Rejection[] {
+  if (list === null) return [r];
+  list.push(r);
+  return list;
+}
+
+/** `marks` bits: the node is in `cluster.revoked_nodes`, in `cluster.cordoned_nodes` (node-slots.ts `markIds`). */
+export const REVOKED = 1;
+export const CORDONED_MARK = 2;
+
 /**
- * What a node's facts alone decide, worked out once per facts object rather than once per decision (issue 35: at 1,000
- * nodes this was most of a decision's cost). A controller hands the engine the same facts objects until it describes
- * the node again, so consecutive decisions over one view meet them again. Memoised by identity in a WeakMap: a pure
- * function of immutable inputs, so a hit gives exactly what computing it would; the entry goes with the facts.
+ * Every constraint `node` fails, in §8.3 order, or `null` when it fails none (eligible: then `memo.fit` is its
+ * variant and route). `factsMemo` is its facts' memo (null without facts), answering for the request's shape
+ * (`useShape`) unless the facts were refused; `history` its entry in `ctx.history`; `marks` its REVOKED and
+ * CORDONED_MARK bits.
  */
-interface FactsMemo {
-  /** `selfAssertedTrust(facts)`. */
-  readonly refusal: string | null;
-  readonly capabilities: CapabilityIndex;
-  /** Per `fitKey`: the requirements' and the route's rejections, and the fit (null unless every one held). */
-  readonly fits: Map<string, NodeFit>;
-}
-
-interface NodeFit {
-  readonly rejections: readonly Rejection[];
-  readonly fit: Fit | null;
-}
-
-/** Distinct requests remembered per facts object: beyond this the oldest is forgotten (many packages, one view). */
-const FITS_PER_FACTS = 32;
-
-const memos = new WeakMap<NodeFacts, FactsMemo>();
-
-function memoOf(facts: NodeFacts): FactsMemo {
-  let memo = memos.get(facts);
-  if (memo === undefined) {
-    memo = { refusal: selfAssertedTrust(facts), capabilities: new CapabilityIndex(facts), fits: new Map() };
-    memos.set(facts, memo);
-  }
-  return memo;
-}
-
-/** The requirements and the route for a node whose facts are accepted (they are the same for every decision of one request shape). */
-function fitOf(memo: FactsMemo, ctx: ConstraintContext): NodeFit {
-  const known = memo.fits.get(ctx.fitKey);
-  if (known !== undefined) return known;
-  const capabilities = memo.capabilities;
-  const rejections: Rejection[] = [];
-  let fit: Fit | null = null;
-  for (const req of ctx.requirements) {
-    const check = checkPreparedRequirement(capabilities, req);
-    if (!check.ok) rejections.push({ constraint: "requirements", detail: check.why });
-  }
-  const route = chooseRoute(ctx.variants, capabilities, ctx.route);
-  switch (route.kind) {
-    case "fits":
-      fit = route;
-      break;
-    case "none":
-      for (const m of route.misfits)
-        rejections.push({ constraint: "requirements", detail: `variant ${m.variant}: ${m.why}` });
-      break;
-    case "emulation_not_allowed":
-      rejections.push({
-        constraint: "emulation_not_allowed",
-        detail: `only emulated route(s) fit (${route.emulated.join(", ")}); emulation needs allow_emulated`,
-      });
-      break;
-    default: {
-      const unreachable: never = route;
-      return unreachable;
-    }
-  }
-  const made: NodeFit = { rejections, fit };
-  if (memo.fits.size >= FITS_PER_FACTS) {
-    const oldest = memo.fits.keys().next();
-    if (oldest.done !== true) memo.fits.delete(oldest.value);
-  }
-  memo.fits.set(ctx.fitKey, made);
-  return made;
-}
-
-/** §3.4: facts that assert trust are refused whole, so the node has no facts. The shell should already have. */
-function selfAssertedTrust(facts: NodeFacts): string | null {
-  for (const c of facts.capabilities) {
-    if (c.id === "trust" || c.id.startsWith("trust.")) {
-      return `facts refused: capability ${c.id} asserts trust, which only the operator assigns`;
-    }
-  }
-  for (const key in facts.labels) {
-    if (Object.hasOwn(facts.labels, key) && key.startsWith("berth.io/tier")) {
-      return `facts refused: label ${key} asserts a tier, which only the operator assigns`;
-    }
-  }
-  return null;
-}
-
-const NO_INSTANCES: readonly ClusterInstance[] = [];
-
-export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
+export function rejectionsOf(
+  node: NodeView,
+  factsMemo: FactsMemo | null,
+  history: NodeHistory | undefined,
+  marks: number,
+  ctx: ConstraintContext,
+): Rejection[] | null {
   const { request } = ctx;
   const { spec } = request;
-  const rejections: Rejection[] = [];
-  const memo = node.facts ? memoOf(node.facts) : null;
-  const refusal = memo === null ? null : memo.refusal;
-  const facts = refusal === null ? node.facts : null;
-  const capabilities = facts === null || memo === null ? null : memo.capabilities;
+  let rejections: Rejection[] | null = null;
+  const refusal = factsMemo === null ? null : factsMemo.refusal;
+  const memo = refusal === null ? factsMemo : null;
 
   // liveness
-  if (node.liveness !== "alive") rejections.push({ constraint: "liveness", detail: `node is ${node.liveness}` });
+  const liveness = node.liveness;
+  if (liveness !== "alive")
+    rejections = add(
+      rejections,
+      sharedIn(ctx.livenessRejections, liveness, () => ({ constraint: "liveness", detail: `node is ${liveness}` })),
+    );
 
   // facts_expired
-  if (refusal !== null) rejections.push({ constraint: "facts_expired", detail: refusal });
-  else if (facts === null) rejections.push({ constraint: "facts_expired", detail: "no accepted facts" });
+  if (refusal !== null) rejections = add(rejections, refusal);
+  else if (memo === null) rejections = add(rejections, NO_FACTS);
   else if (node.facts_expire_at_ms <= ctx.nowMs) {
-    rejections.push({ constraint: "facts_expired", detail: `facts expired at ${node.facts_expire_at_ms}` });
+    rejections = add(rejections, {
+      constraint: "facts_expired",
+      detail: `facts expired at ${node.facts_expire_at_ms}`,
+    });
   }
 
   // trust
-  if (TIER_RANK[node.tier] < ctx.minTierRank) {
-    rejections.push({ constraint: "trust", detail: `tier ${node.tier} is below required ${spec.policy.min_tier}` });
+  const tier = node.tier;
+  if (TIER_RANK[tier] < ctx.minTierRank) {
+    rejections = add(
+      rejections,
+      sharedIn(ctx.trustRejections, tier, () => ({
+        constraint: "trust",
+        detail: `tier ${tier} is below required ${spec.policy.min_tier}`,
+      })),
+    );
   }
 
   // revoked
-  if (ctx.revokedNodes.has(node.node_id))
-    rejections.push({ constraint: "revoked", detail: `node ${node.node_id} is revoked` });
-  for (const detail of ctx.revokedRefDetails) rejections.push({ constraint: "revoked", detail });
+  if ((marks & REVOKED) !== 0)
+    rejections = add(rejections, { constraint: "revoked", detail: `node ${node.node_id} is revoked` });
+  for (const r of ctx.revokedRefs) rejections = add(rejections, r);
 
   // cordoned (issue 16): the operator's mark; what is already there stays, nothing new lands
-  if (ctx.cordonedNodes.has(node.node_id))
-    rejections.push({
-      constraint: "cordoned",
-      detail: "the operator cordoned this node (berth node cordon, drain or forget): no new placements",
-    });
+  if ((marks & CORDONED_MARK) !== 0) rejections = add(rejections, CORDONED);
 
   // co_residency: both directions; one line per offending instance and label
-  const here = ctx.instancesByNode.get(node.node_id) ?? NO_INSTANCES;
-  if (here.length > 0 && (spec.policy.excludes.length > 0 || spec.policy.labels.length > 0)) {
+  const here = history === undefined ? null : history.instances;
+  if (here !== null && here.length > 0 && ctx.coResidency) {
     const details: string[] = [];
     for (const inst of here) {
       for (const label of inst.labels) {
@@ -239,36 +218,37 @@ export function assessNode(node: NodeView, ctx: ConstraintContext): Assessment {
     }
     // Two instances of one name with the same labels say the same thing once.
     const unique = details.length > 1 ? new Set(details) : details;
-    for (const detail of unique) rejections.push({ constraint: "co_residency", detail });
+    for (const detail of unique) rejections = add(rejections, { constraint: "co_residency", detail });
   }
 
   // memory: a zero demand always fits; instances placed after the facts were issued are not in them yet
-  if (facts !== null && spec.memory_bytes > 0) {
+  if (memo !== null && spec.memory_bytes > 0) {
     let pending = 0;
-    for (const inst of here) if (inst.placed_at_ms > facts.issued_at_ms) pending += inst.memory_bytes;
-    const free = facts.memory.available_bytes - pending;
+    if (here !== null) for (const inst of here) if (inst.placed_at_ms > memo.issuedAtMs) pending += inst.memory_bytes;
+    const free = memo.availableBytes - pending;
     if (spec.memory_bytes > free) {
       const shown = Math.max(0, free);
       const note = pending > 0 ? ` (${pending} pending for instances placed since the facts were issued)` : "";
-      rejections.push({ constraint: "memory", detail: `needs ${spec.memory_bytes} bytes, ${shown} available${note}` });
+      rejections = add(rejections, {
+        constraint: "memory",
+        detail: `needs ${spec.memory_bytes} bytes, ${shown} available${note}`,
+      });
     }
   }
 
   // requirements and emulation_not_allowed
-  let fit: Fit | null = null;
-  if (capabilities !== null && memo !== null) {
-    const known = fitOf(memo, ctx);
-    for (const r of known.rejections) rejections.push(r);
-    fit = known.fit;
-  }
+  if (memo !== null) for (const r of memo.rejections) rejections = add(rejections, r);
 
   // gate: a missing verdict is a deny (§7: governance fails closed). One plain read: a node id is 32 hex
   // characters (inputs.ts), never the name of an inherited member such as `constructor`.
-  const verdict = request.gate[node.node_id];
-  if (verdict === undefined)
-    rejections.push({ constraint: "gate", detail: "workload.place has no gate verdict for this node" });
-  else if (verdict.verdict !== "permit")
-    rejections.push({ constraint: "gate", detail: `workload.place denied: ${verdict.reason}` });
-
-  return { node, facts, capabilities, rejections, fit: rejections.length === 0 ? fit : null };
+  const verdict: PlaceVerdict | undefined = request.gate[node.node_id];
+  if (verdict === undefined) rejections = add(rejections, NO_VERDICT);
+  else if (verdict.verdict !== "permit") {
+    const reason = verdict.reason;
+    rejections = add(
+      rejections,
+      sharedIn(ctx.gateRejections, reason, () => ({ constraint: "gate", detail: `workload.place denied: ${reason}` })),
+    );
+  }
+  return rejections;
 }

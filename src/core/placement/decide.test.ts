@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { canonicalJson } from "../crypto/canonical.js";
 import { inputDraft, placementInput } from "../../../test/support/placement/arbitraries.js";
-import { decide, decideUnknown, parsePlacementInput, parsePlacementInputWithViews } from "./decide.js";
 import { inputOf, nid, nodeDraft, specDraft } from "../../../test/support/placement/fixtures.js";
+import { canonicalJson } from "../crypto/canonical.js";
+import { decide, decideUnknown, parsePlacementInput, parsePlacementInputWithViews } from "./decide.js";
 import { type PlacementInput, placementInputSchema } from "./inputs.js";
 import { CONSTRAINTS, type PlacementDecision } from "./outputs.js";
 

@@ -8,8 +8,8 @@
  * `duplicate_node`, `unknown_pin` or `pin_ineligible`; "nothing fits" is a decision with `placement: null`.
  * Equal inputs give deep-equal outputs whatever the order of `nodes` or `cluster.instances`.
  */
-import { type Assessment, assessNode, constraintContext } from "./constraints.js";
-import { placedLoadsOf } from "./history.js";
+import { CORDONED_MARK, constraintContext, type NodeHistory, REVOKED, rejectionsOf } from "./constraints.js";
+import { type FactsMemo, useShape } from "./facts-memo.js";
 import {
   type ClusterInstance,
   clusterStateSchema,
@@ -22,9 +22,10 @@ import {
   placementRequestSchema,
   type ScoringWeights,
 } from "./inputs.js";
+import { isSlots, markIds, slotsOf } from "./node-slots.js";
 import type { NodeReport, Placement, PlacementDecision, PlacementError, PlacementResult } from "./outputs.js";
-import { placedLoads, type Scorable, scoreEligible } from "./score.js";
-import { applySelection, rank, reportOf, select } from "./select.js";
+import { scoreEligible } from "./score.js";
+import { AVOIDED, applySelection, PREFERRED, rank, rejectedReport, select } from "./select.js";
 
 function failure(error: PlacementError): PlacementResult {
   return { ok: false, error };
@@ -129,34 +130,6 @@ export function parsePlacementInputWithParts(
   };
 }
 
-/** Checks the types cannot express: one view per node, and facts about the node they are filed under. */
-function crossCheck(input: PlacementInput): PlacementError | null {
-  const seen = new Set<string>();
-  const duplicates = new Set<string>();
-  const misfiled: string[] = [];
-  for (const n of input.nodes) {
-    if (seen.has(n.node_id)) duplicates.add(n.node_id);
-    seen.add(n.node_id);
-    if (n.facts !== null && n.facts.node_id !== n.node_id) misfiled.push(n.node_id);
-  }
-  if (duplicates.size > 0) {
-    const ids = [...duplicates].sort().join(", ");
-    return {
-      code: "duplicate_node",
-      message: `node ${ids} appears more than once in the placement input; each target must be listed once`,
-      constraints: [],
-    };
-  }
-  if (misfiled.length > 0) {
-    return {
-      code: "invalid_request",
-      message: `the facts listed under node ${misfiled.sort()[0]} name another node; facts must come from the target they describe`,
-      constraints: [],
-    };
-  }
-  return null;
-}
-
 function decisionOf(
   request: PlacementRequest,
   candidates: readonly NodeReport[],
@@ -177,40 +150,61 @@ function decisionOf(
   };
 }
 
+/** Scratch space of `decide`, grown as needed and reused: the engine is synchronous, one decision at a time. */
+let markSpace = new Uint8Array(0);
+let orderSpace = new Int32Array(0);
+
 /** Decides where one workload goes. Total on every `PlacementInput` (see `parsePlacementInput` for `unknown`). */
 export function decide(input: PlacementInput): PlacementResult {
-  const problem = crossCheck(input);
-  if (problem !== null) return failure(problem);
   const { request, nodes, cluster } = input;
+  const slots = slotsOf(nodes);
+  if (!isSlots(slots)) return failure(slots);
+  const n = nodes.length;
 
   const ctx = constraintContext(request, cluster);
-  const assessments = nodes.map((n) => assessNode(n, ctx));
+  const { shape, history } = ctx;
+  // What names nodes by id (revocations, cordons, prefer, avoid) as bits per list position, looked up once per id.
+  if (markSpace.length < n) markSpace = new Uint8Array(n);
+  const marks = markSpace.subarray(0, n);
+  marks.fill(0);
+  markIds(slots, cluster.revoked_nodes, REVOKED, marks);
+  markIds(slots, cluster.cordoned_nodes, CORDONED_MARK, marks);
+  markIds(slots, request.prefer, PREFERRED, marks);
+  markIds(slots, request.avoid, AVOIDED, marks);
 
-  const eligible: Array<Scorable & { readonly assessment: Assessment }> = [];
-  const reports: NodeReport[] = [];
-  for (const a of assessments) {
-    if (a.fit !== null && a.facts !== null && a.capabilities !== null) {
-      eligible.push({
-        node_id: a.node.node_id,
-        facts: a.facts,
-        fit: a.fit,
-        capabilities: a.capabilities,
-        assessment: a,
-      });
+  const views: NodeView[] = [];
+  const memos: FactsMemo[] = [];
+  const histories: (NodeHistory | undefined)[] = [];
+  const positions: number[] = [];
+  const rejectedAt: (NodeReport | undefined)[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    const node = nodes[i] as NodeView;
+    const factsMemo = slots.memos[i] as FactsMemo | null;
+    const memo = factsMemo !== null && factsMemo.refusal === null ? factsMemo : null;
+    if (memo !== null) useShape(memo, shape);
+    const here = history.size === 0 ? undefined : history.get(node.node_id);
+    const rejections = rejectionsOf(node, factsMemo, here, marks[i] as number, ctx);
+    if (rejections === null && memo !== null) {
+      views.push(node);
+      memos.push(memo);
+      histories.push(here);
+      positions.push(i);
     } else {
-      reports.push(reportOf(a, undefined));
+      rejectedAt[i] = rejectedReport(node.node_id, memo === null ? null : memo.name, rejections ?? []);
     }
   }
-  const loads = cluster.placed === null ? placedLoads(cluster.instances) : placedLoadsOf(cluster.placed);
-  const scores = scoreEligible(eligible, request, loads);
-  for (const [i, e] of eligible.entries()) reports.push(reportOf(e.assessment, scores[i]));
-  const ranked = rank(reports);
+  const { reports, accelerators } = scoreEligible({ views, memos, histories }, request, shape);
+  const eligibleCount = reports.length;
+  if (orderSpace.length < eligibleCount) orderSpace = new Int32Array(Math.max(eligibleCount, 2 * orderSpace.length));
+  const order = orderSpace;
+  const ranked = rank(reports, positions, rejectedAt, slots, order);
 
   const describe = (id: string): string => {
     const name = ranked.find((r) => r.node_id === id)?.name;
     return name ? `${id} (${name})` : id;
   };
-  const selection = select(ranked, request, describe);
+  const positionOfRanked = (k: number): number => positions[order[k] as number] as number;
+  const selection = select(ranked, eligibleCount, positionOfRanked, marks, request, describe);
 
   switch (selection.kind) {
     case "error":
@@ -218,7 +212,7 @@ export function decide(input: PlacementInput): PlacementResult {
     case "unplaceable":
       return { ok: true, decision: decisionOf(request, ranked, null) };
     case "placed": {
-      const accelerator = scores[eligible.findIndex((e) => e.node_id === selection.node_id)]?.accelerator ?? null;
+      const accelerator = accelerators === null ? null : (accelerators[order[selection.index] as number] ?? null);
       const { candidates, placement } = applySelection(ranked, selection, accelerator);
       return { ok: true, decision: decisionOf(request, candidates, placement) };
     }

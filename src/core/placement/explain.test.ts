@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
+import { type InputDraft, inputOf, nodeDraft, PACKAGE_ID } from "../../../test/support/placement/fixtures.js";
 import type { NodeId } from "../crypto/ed25519.js";
 import { decide } from "./decide.js";
 import { points, renderExplain, renderPlacementError } from "./explain.js";
-import { type InputDraft, inputOf, nodeDraft, PACKAGE_ID } from "../../../test/support/placement/fixtures.js";
 import type { PlacementDecision } from "./outputs.js";
 
 // The ids of the §17 example, written out in full (the spec shortens them for print only).

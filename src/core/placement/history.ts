@@ -14,7 +14,6 @@
  * `placed` alone, and an instance outside the selection can add no detail and no pending memory.
  */
 import type { ClusterInstance, NodeView, PlacedTotal, WorkloadSpec } from "./inputs.js";
-import type { PlacedLoad } from "./score.js";
 
 /** Which instances the constraints read one by one, for one request over one set of node views. */
 export interface HistoryReads {
@@ -59,19 +58,4 @@ export function placedSummary(instances: readonly ClusterInstance[]): PlacedTota
   return [...byNode]
     .map(([node_id, t]) => ({ node_id, ...t }))
     .sort((a, b) => (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0));
-}
-
-/** The placed load per node id from `cluster.placed` (rows for one node add up; order-independent). */
-export function placedLoadsOf(totals: readonly PlacedTotal[]): ReadonlyMap<string, PlacedLoad> {
-  const out = new Map<string, PlacedLoad>();
-  for (const t of totals) {
-    const was = out.get(t.node_id);
-    out.set(
-      t.node_id,
-      was
-        ? { count: was.count + t.count, memory_bytes: was.memory_bytes + t.memory_bytes }
-        : { count: t.count, memory_bytes: t.memory_bytes },
-    );
-  }
-  return out;
 }

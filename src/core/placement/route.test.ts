@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { indexCapabilities } from "./capabilities.js";
 import { type FactsDraft, factsFor, nid } from "../../../test/support/placement/fixtures.js";
+import { indexCapabilities } from "./capabilities.js";
 import { nodeFactsSchema, variantSchema } from "./inputs.js";
 import { chooseRoute, prepareVariants, type RouteFit } from "./route.js";
 

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { decide } from "./decide.js";
 import { type InputDraft, inputOf, nid, nodeDraft } from "../../../test/support/placement/fixtures.js";
+import { decide } from "./decide.js";
 import type { NodeReport, PlacementDecision } from "./outputs.js";
 import { mulDivHalfUp } from "./score.js";
 

@@ -4,34 +4,25 @@
  * chained decision hashes the same on every machine.
  *
  * Two components compare a node with the others (accel_fit against the smallest assigned accelerator, perf
- * against the best measured value), so scoring takes the whole eligible set, not one node.
+ * against the best measured value, the placed load against the most-placed node), so scoring takes the whole
+ * eligible set, not one node: a first pass reads what is compared, a second builds each node's report. What a
+ * node's facts alone give (locality, the measured perf value, whether it has an accelerator) comes from its facts
+ * memo (facts-memo.ts, issue 35).
  */
-import { type CapabilityIndex, meetsRequirement, predicateHolds, prepareRequirement } from "./capabilities.js";
-import type { Fit } from "./constraints.js";
+
+import { predicateHolds } from "./capabilities.js";
+import type { NodeHistory } from "./constraints.js";
+import type { RequestShape } from "./facts-memo.js";
+import { type FactsMemo, type Fit, useScored } from "./facts-memo.js";
 import {
-  type ClusterInstance,
   type NodeFacts,
-  PROVENANCE_RANK,
+  type NodeView,
   type PlacementRequest,
+  PROVENANCE_RANK,
   type Requirement,
+  type Variant,
 } from "./inputs.js";
-import type { Flag, ScoreBreakdown } from "./outputs.js";
-
-/** An eligible node as scoring needs it. */
-export interface Scorable {
-  readonly node_id: string;
-  readonly facts: NodeFacts;
-  readonly fit: Fit;
-  readonly capabilities: CapabilityIndex;
-}
-
-export interface Scored {
-  readonly score: ScoreBreakdown;
-  readonly total_centi: number;
-  /** Node-level flags only (`emulated`, `load_unknown`, `unmeasured`); selection adds `affinity` and `pinned`. */
-  readonly flags: readonly Flag[];
-  readonly accelerator: string | null;
-}
+import type { Flag, NodeReport, ScoreBreakdown } from "./outputs.js";
 
 /** A weight with at most two decimals as an exact integer number of hundredths. */
 export function centi(weight: number): number {
@@ -88,49 +79,16 @@ export function assignedAccelerator(
   return best;
 }
 
-function hasAnyAccelerator(facts: NodeFacts): boolean {
-  return facts.accelerators.length > 0 || facts.capabilities.some((c) => c.id === "accel" || c.id.startsWith("accel."));
-}
-
-/** The node's own best `measured` value for the metric, or null. */
-function measuredValue(facts: NodeFacts, metric: string, direction: "lower" | "higher"): number | null {
-  let best: number | null = null;
-  for (const p of facts.perf) {
-    if (p.metric !== metric || p.provenance !== "measured") continue;
-    if (best === null || (direction === "lower" ? p.value_milli < best : p.value_milli > best)) best = p.value_milli;
-  }
-  return best;
-}
-
 /** weight × a ÷ b, with 0 ÷ 0 read as a perfect ratio (every compared value is zero). */
 function ratioScore(weightCenti: number, a: number, b: number): number {
   if (b === 0) return a === 0 ? weightCenti : 0;
   return mulDivHalfUp(weightCenti, a, b);
 }
 
-/** What is already placed on one node: its instances and the memory they declared. */
-export interface PlacedLoad {
-  readonly count: number;
-  readonly memory_bytes: number;
-}
-
-const NOTHING_PLACED: PlacedLoad = { count: 0, memory_bytes: 0 };
-
-/** The placed load per node id, from the cluster's instances (one pass; order-independent). */
-export function placedLoads(instances: readonly ClusterInstance[]): ReadonlyMap<string, PlacedLoad> {
-  const out = new Map<string, PlacedLoad>();
-  for (const i of instances) {
-    const was = out.get(i.node_id) ?? NOTHING_PLACED;
-    out.set(i.node_id, { count: was.count + 1, memory_bytes: was.memory_bytes + i.memory_bytes });
-  }
-  return out;
-}
-
 /** Millionths of the node's memory that placed instances declared, capped at the whole (an exact integer). */
-function memoryShareMicro(placed: PlacedLoad, facts: NodeFacts): number {
-  const total = facts.memory.total_bytes;
-  if (placed.memory_bytes === 0 || total === 0) return 0;
-  return mulDivHalfUp(1_000_000, Math.min(placed.memory_bytes, total), total);
+function memoryShareMicro(memoryBytes: number, total: number): number {
+  if (memoryBytes === 0 || total === 0) return 0;
+  return mulDivHalfUp(1_000_000, Math.min(memoryBytes, total), total);
 }
 
 /** weight × (most − value) ÷ most under `spread`, weight × value ÷ most under `binpack`; 0 when nothing is placed. */
@@ -158,153 +116,143 @@ function placedPart(
   return Math.floor((byCount + placedRatio(weightCenti, spread, share, mostShare) + 1) / 2);
 }
 
+const NO_REJECTIONS: NodeReport["rejections"] = [];
+
+/** The scored reports of the eligible nodes (`views[i]` judged `assessments[i]`), in that order. */
+export interface ScoredSet {
+  readonly reports: NodeReport[];
+  /** Per report, the accelerator the node would give the workload; `null` when the workload uses none. */
+  readonly accelerators: readonly (string | null)[] | null;
+}
+
+/** The workload's accelerator requirements with those of the chosen variant, per variant id (`common` for another). */
+function accelRequirementsByVariant(spec: PlacementRequest["spec"]): {
+  readonly common: readonly Requirement[];
+  readonly byVariant: ReadonlyMap<string, readonly Requirement[]>;
+} {
+  const common = spec.requirements.filter(isAccelRequirement);
+  const byVariant = new Map<string, readonly Requirement[]>();
+  for (const v of spec.variants as readonly Variant[])
+    byVariant.set(v.id, [...common, ...v.requires.filter(isAccelRequirement)]);
+  return { common, byVariant };
+}
+
 /**
- * What scoring reads from one node's facts for one request shape (its preferences and perf metric), memoised per facts
- * object (issue 35, as constraints.ts `fitOf`): a controller hands the engine the same facts objects until it
- * describes the node again. A pure function of immutable inputs, so a hit gives exactly what computing it would.
+ * The eligible nodes as scoring reads them, by index: the view, its facts memo (answering for the request's shape,
+ * facts-memo.ts `useShape`) and its history.
  */
-interface FactsScoreParts {
-  readonly locality_centi: number;
-  readonly measured: number | null;
-  readonly anyAccelerator: boolean;
+export interface EligibleSet {
+  readonly views: readonly NodeView[];
+  readonly memos: readonly FactsMemo[];
+  readonly histories: readonly (NodeHistory | undefined)[];
 }
 
-const PARTS_PER_FACTS = 32;
-const scoreMemos = new WeakMap<NodeFacts, Map<string, FactsScoreParts>>();
-
-function scorePartsOf(
-  n: Scorable,
-  key: string,
-  preferences: ReadonlyArray<{ readonly requirement: ReturnType<typeof prepareRequirement>; readonly centi: number }>,
-  perf: PlacementRequest["spec"]["perf"],
-): FactsScoreParts {
-  let byKey = scoreMemos.get(n.facts);
-  if (byKey === undefined) {
-    byKey = new Map();
-    scoreMemos.set(n.facts, byKey);
-  }
-  const known = byKey.get(key);
-  if (known !== undefined) return known;
-  let locality_centi = 0;
-  for (const p of preferences) if (meetsRequirement(n.capabilities, p.requirement)) locality_centi += p.centi;
-  const made: FactsScoreParts = {
-    locality_centi,
-    measured: perf === null ? null : measuredValue(n.facts, perf.metric, perf.direction),
-    anyAccelerator: hasAnyAccelerator(n.facts),
-  };
-  if (byKey.size >= PARTS_PER_FACTS) {
-    const oldest = byKey.keys().next();
-    if (oldest.done !== true) byKey.delete(oldest.value);
-  }
-  byKey.set(key, made);
-  return made;
-}
-
-/** The score of every eligible node, in the order of `nodes` (`result[i]` is `nodes[i]`'s). */
-export function scoreEligible(
-  nodes: readonly Scorable[],
-  request: PlacementRequest,
-  placed: ReadonlyMap<string, PlacedLoad> = new Map(),
-): Scored[] {
+/** The score of every eligible node, as its report, in the order of `eligible`. */
+export function scoreEligible(eligible: EligibleSet, request: PlacementRequest, shape: RequestShape): ScoredSet {
   const { spec, weights } = request;
-  const variants = new Map(spec.variants.map((v) => [v.id, v] as const));
-  const commonAccel = spec.requirements.filter(isAccelRequirement);
-  const preferences = spec.preferences.map((p) => ({
-    requirement: prepareRequirement(p.requirement),
-    centi: p.weight * 100,
-  }));
-  const partsKey = JSON.stringify([spec.preferences, spec.perf]);
-  const parts: FactsScoreParts[] = [];
+  const { views, memos, histories } = eligible;
+  const n = views.length;
 
-  // First pass: the per-node values the relative components compare, by position in `nodes`.
-  const accel: Array<{ id: string; mem_bytes: number } | null> = [];
-  const perf: Array<number | null> = [];
-  // Per eligible node, by position: its placed instance count and declared-memory share (millionths).
-  const placedCount: number[] = [];
-  const placedShare: number[] = [];
+  // First pass: what the relative components compare.
+  let accel: Array<{ id: string; mem_bytes: number } | null> | null = null;
+  const accelReqs = spec.uses_accelerator ? accelRequirementsByVariant(spec) : null;
+  const placedCount: number[] = new Array(n);
+  const placedShare: number[] = new Array(n);
   let mostCount = 0;
   let mostShare = 0;
   let smallestAccelMem: number | null = null;
   let bestPerf: number | null = null;
-  for (const n of nodes) {
-    const factsParts = scorePartsOf(n, partsKey, preferences, spec.perf);
-    parts.push(factsParts);
-    const p = placed.size === 0 ? undefined : placed.get(n.node_id);
-    const count = p === undefined ? 0 : p.count;
-    const share = p === undefined ? 0 : memoryShareMicro(p, n.facts);
-    placedCount.push(count);
-    placedShare.push(share);
+  const perfDirection = spec.perf === null ? null : spec.perf.direction;
+  for (let i = 0; i < n; i++) {
+    const memo = memos[i] as FactsMemo;
+    useScored(memo, shape);
+    const h = histories[i];
+    const count = h === undefined ? 0 : h.count;
+    const share = h === undefined ? 0 : memoryShareMicro(h.memory_bytes, memo.totalBytes);
+    placedCount[i] = count;
+    placedShare[i] = share;
     if (count > mostCount) mostCount = count;
     if (share > mostShare) mostShare = share;
-    if (spec.uses_accelerator) {
-      const variant = variants.get(n.fit.variant);
-      const reqs = variant ? [...commonAccel, ...variant.requires.filter(isAccelRequirement)] : commonAccel;
-      const a = assignedAccelerator(n.facts, reqs);
-      accel.push(a);
-      if (a !== null && (smallestAccelMem === null || a.mem_bytes < smallestAccelMem)) smallestAccelMem = a.mem_bytes;
+    if (accelReqs !== null) {
+      accel ??= new Array(n);
+      const variant = (memo.fit as Fit).variant;
+      const assigned = assignedAccelerator(
+        memo.capabilities.facts,
+        accelReqs.byVariant.get(variant) ?? accelReqs.common,
+      );
+      accel[i] = assigned;
+      if (assigned !== null && (smallestAccelMem === null || assigned.mem_bytes < smallestAccelMem))
+        smallestAccelMem = assigned.mem_bytes;
     }
-    if (spec.perf !== null) {
-      const v = factsParts.measured;
-      perf.push(v);
-      if (v !== null && (bestPerf === null || (spec.perf.direction === "lower" ? v < bestPerf : v > bestPerf)))
-        bestPerf = v;
+    if (perfDirection !== null) {
+      const v = memo.measured;
+      if (v !== null && (bestPerf === null || (perfDirection === "lower" ? v < bestPerf : v > bestPerf))) bestPerf = v;
     }
   }
 
-  const execution = {
-    native: centi(weights.execution.native),
-    fallback: centi(weights.execution.fallback),
-    emulated: centi(weights.execution.emulated),
-  };
+  const executionNative = centi(weights.execution.native);
+  const executionFallback = centi(weights.execution.fallback);
+  const executionEmulated = centi(weights.execution.emulated);
   const accelW = centi(weights.accel_fit);
   const perfW = centi(weights.perf);
   const loadW = centi(weights.load);
   const placedW = centi(weights.placed);
   const spread = request.strategy === "spread";
   const stickyW = centi(spec.policy.sticky ? weights.sticky : weights.stickiness);
+  const current = request.current_node;
 
-  const out: Scored[] = [];
-  for (const [i, n] of nodes.entries()) {
-    const flags: Flag[] = [];
-    if (n.fit.execution === "emulated") flags.push("emulated");
-
-    const execution_centi = execution[n.fit.execution];
-
-    const factsParts = parts[i] as FactsScoreParts;
-    const locality_centi = factsParts.locality_centi;
+  const reports: NodeReport[] = new Array(n);
+  const accelerators: (string | null)[] | null = accel === null ? null : new Array(n);
+  for (let i = 0; i < n; i++) {
+    const view = views[i] as NodeView;
+    const memo = memos[i] as FactsMemo;
+    const fit = memo.fit as Fit;
+    const emulated = fit.execution === "emulated";
+    const execution_centi = emulated
+      ? executionEmulated
+      : fit.execution === "native"
+        ? executionNative
+        : executionFallback;
+    const locality_centi = memo.locality;
 
     let accel_fit_centi = 0;
-    let accelerator: string | null = null;
-    if (!spec.uses_accelerator) {
-      accel_fit_centi = factsParts.anyAccelerator ? 0 : accelW;
+    if (accel === null) {
+      accel_fit_centi = memo.anyAccelerator ? 0 : accelW;
+      if (accelerators !== null) accelerators[i] = null;
     } else {
       const a = accel[i] ?? null;
+      let accelerator: string | null = null;
       if (a !== null && smallestAccelMem !== null) {
         accelerator = a.id;
         accel_fit_centi = ratioScore(accelW, smallestAccelMem, a.mem_bytes);
       }
+      if (accelerators !== null) accelerators[i] = accelerator;
     }
 
+    let unmeasured = false;
     let perf_centi = 0;
-    if (spec.perf !== null) {
-      const v = perf[i] ?? null;
-      if (v === null || bestPerf === null) flags.push("unmeasured");
-      else
-        perf_centi = spec.perf.direction === "lower" ? ratioScore(perfW, bestPerf, v) : ratioScore(perfW, v, bestPerf);
+    if (perfDirection !== null) {
+      const v = memo.measured;
+      if (v === null || bestPerf === null) unmeasured = true;
+      else perf_centi = perfDirection === "lower" ? ratioScore(perfW, bestPerf, v) : ratioScore(perfW, v, bestPerf);
     }
 
+    let loadUnknown = false;
     let load_cpu_centi = 0;
-    const { load1_milli, count } = n.facts.cpu;
-    if (load1_milli === null || count === 0) flags.push("load_unknown");
+    const load1_milli = memo.load1Milli;
+    const count = memo.cpuCount;
+    if (load1_milli === null || count === 0) loadUnknown = true;
     else {
       const capacity = 1000 * count;
       load_cpu_centi = mulDivHalfUp(loadW, capacity - Math.min(capacity, load1_milli), capacity);
     }
     const load_placed_centi =
-      mostCount === 0 ? 0 : placedPart(placedW, spread, placedCount[i] ?? 0, placedShare[i] ?? 0, mostCount, mostShare);
+      mostCount === 0
+        ? 0
+        : placedPart(placedW, spread, placedCount[i] as number, placedShare[i] as number, mostCount, mostShare);
     const load_centi = load_cpu_centi + load_placed_centi;
 
-    const stickiness_centi = request.current_node !== null && request.current_node === n.node_id ? stickyW : 0;
+    const stickiness_centi = current !== null && current === view.node_id ? stickyW : 0;
 
     const score: ScoreBreakdown = {
       execution_centi,
@@ -316,9 +264,23 @@ export function scoreEligible(
       load_placed_centi,
       stickiness_centi,
     };
-    const total_centi = execution_centi + locality_centi + accel_fit_centi + perf_centi + load_centi + stickiness_centi;
-    flags.sort();
-    out.push({ score, total_centi, flags, accelerator });
+    // Flags in their sorted order (outputs.ts FLAGS): emulated, load_unknown, unmeasured.
+    const flags: Flag[] = [];
+    if (emulated) flags.push("emulated");
+    if (loadUnknown) flags.push("load_unknown");
+    if (unmeasured) flags.push("unmeasured");
+    reports[i] = {
+      node_id: view.node_id,
+      name: memo.name,
+      eligible: true,
+      rejections: NO_REJECTIONS,
+      variant: fit.variant,
+      route: fit.route,
+      execution: fit.execution,
+      score,
+      total_centi: execution_centi + locality_centi + accel_fit_centi + perf_centi + load_centi + stickiness_centi,
+      flags,
+    };
   }
-  return out;
+  return { reports, accelerators };
 }

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { decide } from "./decide.js";
 import {
   type InputDraft,
   inputOf,
+  type NodeOverrides,
   nid,
   nodeDraft,
-  type NodeOverrides,
 } from "../../../test/support/placement/fixtures.js";
+import { decide } from "./decide.js";
 import type { PlacementDecision, PlacementResult } from "./outputs.js";
 import { dispatchOrder } from "./select.js";
 

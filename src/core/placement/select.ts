@@ -10,63 +10,97 @@
  * - nothing fits → `placement: null`, a decision.
  */
 import type { NodeId } from "../crypto/ed25519.js";
-import type { Assessment } from "./constraints.js";
 import type { PlacementRequest } from "./inputs.js";
+import type { NodeSlots } from "./node-slots.js";
 import type { Flag, NodeReport, Placement, PlacementDecision, PlacementError, Rejection, Route } from "./outputs.js";
-import type { Scored } from "./score.js";
 
-function byNodeId(a: NodeReport, b: NodeReport): number {
-  return a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0;
-}
-
-const NO_REJECTIONS: readonly Rejection[] = [];
-
-export function reportOf(a: Assessment, scored: Scored | undefined): NodeReport {
-  const name = a.facts?.name ?? null;
-  if (a.fit === null || scored === undefined) {
-    return {
-      node_id: a.node.node_id,
-      name,
-      eligible: false,
-      rejections: a.rejections,
-      variant: null,
-      route: null,
-      execution: null,
-      score: null,
-      total_centi: null,
-      flags: [],
-    };
-  }
+/** The report of a node the constraints rejected (constraints.ts); `name` is its facts' name, `null` without. */
+export function rejectedReport(node_id: NodeId, name: string | null, rejections: readonly Rejection[]): NodeReport {
   return {
-    node_id: a.node.node_id,
+    node_id,
     name,
-    eligible: true,
-    rejections: NO_REJECTIONS,
-    variant: a.fit.variant,
-    route: a.fit.route,
-    execution: a.fit.execution,
-    score: scored.score,
-    total_centi: scored.total_centi,
-    flags: scored.flags,
+    eligible: false,
+    rejections,
+    variant: null,
+    route: null,
+    execution: null,
+    score: null,
+    total_centi: null,
+    flags: [],
   };
 }
 
+/** Scratch space of `rank`, grown as needed and reused: the engine is synchronous, one decision at a time. */
+let keySpace = new Float64Array(0);
+let ofRankSpace = new Int32Array(0);
+
 /**
- * Eligible by total descending, then node id ascending; the rejected follow, by node id. The two groups are sorted
- * apart: fewer, cheaper comparisons on the hot path.
+ * The ranked candidates: eligible by total descending, then node id ascending; the rejected follow, by node id. Node
+ * ids are compared by their rank among all ids (node-slots.ts), never as strings: the eligible are sorted on one
+ * number per node (the total's shortfall from the best, then the id's rank), and the rejected are collected by
+ * walking the ranks, with no sort.
+ *
+ * `eligible[e]` is the report of the node at list position `eligiblePositions[e]`; `rejectedAt[p]` the report of
+ * the node at position `p` when it was rejected. `order[k]` is set to the eligible index `e` of `ranked[k]`.
  */
-export function rank(reports: readonly NodeReport[]): NodeReport[] {
-  const eligible: NodeReport[] = [];
-  const rejected: NodeReport[] = [];
-  for (const r of reports) (r.eligible ? eligible : rejected).push(r);
-  eligible.sort((a, b) => (b.total_centi ?? 0) - (a.total_centi ?? 0) || byNodeId(a, b));
-  rejected.sort(byNodeId);
-  for (const r of rejected) eligible.push(r);
-  return eligible;
+export function rank(
+  eligible: readonly NodeReport[],
+  eligiblePositions: readonly number[],
+  rejectedAt: readonly (NodeReport | undefined)[],
+  slots: NodeSlots,
+  order: Int32Array,
+): NodeReport[] {
+  const n = slots.rank.length;
+  const count = eligible.length;
+  const out: NodeReport[] = [];
+  let best = 0;
+  for (let e = 0; e < count; e++) {
+    const total = (eligible[e] as NodeReport).total_centi as number;
+    if (total > best) best = total;
+  }
+  if ((best + 1) * n <= Number.MAX_SAFE_INTEGER) {
+    // One exact integer per node: (best − total) · n + rank; ascending is total descending, then id ascending.
+    if (keySpace.length < count) keySpace = new Float64Array(count);
+    if (ofRankSpace.length < n) ofRankSpace = new Int32Array(n);
+    const keys = keySpace.subarray(0, count);
+    const ofRank = ofRankSpace;
+    for (let e = 0; e < count; e++) {
+      const r = slots.rank[eligiblePositions[e] as number] as number;
+      keys[e] = (best - ((eligible[e] as NodeReport).total_centi as number)) * n + r;
+      ofRank[r] = e;
+    }
+    keys.sort();
+    for (let k = 0; k < count; k++) {
+      const e = ofRank[(keys[k] as number) % n] as number;
+      order[k] = e;
+      out.push(eligible[e] as NodeReport);
+    }
+  } else {
+    const sorted = Array.from({ length: count }, (_, e) => e);
+    const total = (e: number) => (eligible[e] as NodeReport).total_centi as number;
+    const idRank = (e: number) => slots.rank[eligiblePositions[e] as number] as number;
+    sorted.sort((x, y) => total(y) - total(x) || idRank(x) - idRank(y));
+    for (let k = 0; k < count; k++) {
+      const e = sorted[k] as number;
+      order[k] = e;
+      out.push(eligible[e] as NodeReport);
+    }
+  }
+  for (let r = 0; r < n; r++) {
+    const report = rejectedAt[slots.byRank[r] as number];
+    if (report !== undefined) out.push(report);
+  }
+  return out;
 }
 
 export type Selection =
-  | { readonly kind: "placed"; readonly node_id: NodeId; readonly flags: readonly Flag[] }
+  | {
+      readonly kind: "placed";
+      readonly node_id: NodeId;
+      readonly flags: readonly Flag[];
+      /** The winner's position in the ranked list. */
+      readonly index: number;
+    }
   | { readonly kind: "unplaceable" }
   | { readonly kind: "error"; readonly error: PlacementError };
 
@@ -81,14 +115,27 @@ function withFlags(flags: readonly Flag[], ...extra: Flag[]): Flag[] {
   return [...new Set([...flags, ...extra])].sort();
 }
 
+/** `marks` bits (node-slots.ts `markIds`), by list position: the node is named in `prefer`, in `avoid`. */
+export const PREFERRED = 4;
+export const AVOIDED = 8;
+
+/**
+ * §8.6 over the ranked list, whose first `eligibleCount` entries are the eligible (`rank`); `positionOf(k)` is the
+ * list position of `ranked[k]` and `marks` the PREFERRED and AVOIDED bits per list position. The pool (`poolOf`)
+ * is walked in place rather than copied: it is the eligible nodes, or only the non-emulated ones when there are any.
+ */
 export function select(
   ranked: readonly NodeReport[],
+  eligibleCount: number,
+  positionOf: (k: number) => number,
+  marks: Uint8Array,
   request: PlacementRequest,
   describe: (id: string) => string,
 ): Selection {
   if (request.pin !== null) {
     const pin = request.pin;
-    const pinned = ranked.find((r) => r.node_id === pin);
+    const index = ranked.findIndex((r) => r.node_id === pin);
+    const pinned = ranked[index];
     if (pinned === undefined) {
       return {
         kind: "error",
@@ -112,20 +159,42 @@ export function select(
         },
       };
     }
-    return { kind: "placed", node_id: pinned.node_id, flags: withFlags(pinned.flags, "pinned") };
+    return { kind: "placed", node_id: pinned.node_id, flags: withFlags(pinned.flags, "pinned"), index };
   }
-  const pool = poolOf(ranked);
-  const top = pool[0];
-  if (top === undefined) return { kind: "unplaceable" };
-  const winner =
-    pool.find((r) => request.prefer.includes(r.node_id)) ?? pool.find((r) => !request.avoid.includes(r.node_id)) ?? top;
-  const flags = winner === top ? withFlags(winner.flags) : withFlags(winner.flags, "affinity");
-  return { kind: "placed", node_id: winner.node_id, flags };
+  let nativeOnly = false;
+  for (let k = 0; k < eligibleCount; k++) {
+    if ((ranked[k] as NodeReport).execution !== "emulated") {
+      nativeOnly = true;
+      break;
+    }
+  }
+  let top = -1;
+  let preferred = -1;
+  let unavoided = -1;
+  const anyPreferred = request.prefer.length > 0;
+  for (let k = 0; k < eligibleCount; k++) {
+    if (nativeOnly && (ranked[k] as NodeReport).execution === "emulated") continue;
+    if (top < 0) top = k;
+    const mark = marks[positionOf(k)] as number;
+    if ((mark & PREFERRED) !== 0) {
+      preferred = k;
+      break;
+    }
+    if (unavoided < 0 && (mark & AVOIDED) === 0) {
+      unavoided = k;
+      if (!anyPreferred) break;
+    }
+  }
+  if (top < 0) return { kind: "unplaceable" };
+  const index = preferred >= 0 ? preferred : unavoided >= 0 ? unavoided : top;
+  const winner = ranked[index] as NodeReport;
+  const flags = index === top ? withFlags(winner.flags) : withFlags(winner.flags, "affinity");
+  return { kind: "placed", node_id: winner.node_id, flags, index };
 }
 
 /**
- * A copy of a report with other flags, written out member by member in `reportOf`'s order rather than spread: the
- * copy then has the same shape as every other report, so the engine's loops over candidates stay monomorphic
+ * A copy of a report with other flags, written out member by member in `rejectedReport`'s order rather than spread:
+ * the copy then has the same shape as every other report, so the engine's loops over candidates stay monomorphic
  * (a spread copy made the optimised `decide` bail out again and again, about one call in twenty).
  */
 function withReportFlags(r: NodeReport, flags: readonly Flag[]): NodeReport {
@@ -143,16 +212,19 @@ function withReportFlags(r: NodeReport, flags: readonly Flag[]): NodeReport {
   };
 }
 
-/** The winner's report carries the selection flags too, so explain shows `[affinity]` on its candidate line. */
+/**
+ * The winner's report carries the selection flags too, so explain shows `[affinity]` on its candidate line. The
+ * ranked list is the decision's own (decide.ts made it): its winner entry is replaced in place.
+ */
 export function applySelection(
-  ranked: readonly NodeReport[],
+  ranked: NodeReport[],
   selection: Extract<Selection, { kind: "placed" }>,
   accelerator: string | null,
 ): { readonly candidates: NodeReport[]; readonly placement: Placement } {
-  const candidates = ranked.map((r) => (r.node_id === selection.node_id ? withReportFlags(r, selection.flags) : r));
-  const w = candidates.find((r) => r.node_id === selection.node_id);
+  const w = withReportFlags(ranked[selection.index] as NodeReport, selection.flags);
+  ranked[selection.index] = w;
   if (
-    !w?.eligible ||
+    !w.eligible ||
     w.variant === null ||
     w.route === null ||
     w.execution === null ||
@@ -162,7 +234,7 @@ export function applySelection(
     throw new Error("bug: the selected node is not an eligible candidate");
   }
   return {
-    candidates,
+    candidates: ranked,
     placement: {
       node_id: w.node_id,
       variant: w.variant,
