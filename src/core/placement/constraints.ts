@@ -33,8 +33,6 @@ export interface ConstraintContext {
   readonly nowMs: number;
   /** The workload's own revoked refs: the same for every node, so worded once. */
   readonly revokedRefs: readonly Rejection[];
-  /** Per node id: its instances (the ones constraints read) and placed totals (scoring's placed load). */
-  readonly history: ReadonlyMap<string, NodeHistory>;
   readonly minTierRank: number;
   /** Whether co-residency can reject anything: the workload excludes or carries labels. */
   readonly coResidency: boolean;
@@ -56,22 +54,27 @@ function sortInstances(list: ClusterInstance[]): ClusterInstance[] {
 }
 
 /**
- * The history per node id in one map: the instances from `instances`, the totals from `placed` when the shell gives
- * them (history.ts), else counted from `instances` (rows for one node add up; order-independent).
+ * The history per list position (`positionOf` gives a node id's, or -1 for a node not listed, whose history no
+ * decision reads): the instances from `instances`, the totals from `placed` when the shell gives them (history.ts),
+ * else counted from `instances` (rows for one node add up; order-independent). `undefined` where nothing is placed.
  */
-function historyByNode(
+export function historyByPosition(
   instances: readonly ClusterInstance[],
   placed: readonly PlacedTotal[] | null,
-): Map<string, NodeHistory> {
-  const byNode = new Map<string, NodeHistory>();
+  n: number,
+  positionOf: (id: string) => number,
+): (NodeHistory | undefined)[] {
+  const at: (NodeHistory | undefined)[] = new Array(n);
   for (const inst of instances) {
-    const h = byNode.get(inst.node_id);
+    const position = positionOf(inst.node_id);
+    if (position < 0) continue;
+    const h = at[position];
     if (h === undefined) {
-      byNode.set(inst.node_id, {
+      at[position] = {
         instances: [inst],
         count: placed === null ? 1 : 0,
         memory_bytes: placed === null ? inst.memory_bytes : 0,
-      });
+      };
     } else {
       h.instances.push(inst);
       if (placed === null) {
@@ -82,16 +85,18 @@ function historyByNode(
   }
   if (placed !== null) {
     for (const t of placed) {
-      const h = byNode.get(t.node_id);
-      if (h === undefined) byNode.set(t.node_id, { instances: [], count: t.count, memory_bytes: t.memory_bytes });
+      const position = positionOf(t.node_id);
+      if (position < 0) continue;
+      const h = at[position];
+      if (h === undefined) at[position] = { instances: [], count: t.count, memory_bytes: t.memory_bytes };
       else {
         h.count += t.count;
         h.memory_bytes += t.memory_bytes;
       }
     }
   }
-  for (const h of byNode.values()) if (h.instances.length > 1) h.instances = sortInstances(h.instances);
-  return byNode;
+  for (const h of at) if (h !== undefined && h.instances.length > 1) h.instances = sortInstances(h.instances);
+  return at;
 }
 
 export function constraintContext(request: PlacementRequest, cluster: ClusterState): ConstraintContext {
@@ -110,7 +115,6 @@ export function constraintContext(request: PlacementRequest, cluster: ClusterSta
     shape: shapeOf(request),
     nowMs: cluster.now_ms,
     revokedRefs: revokedRefDetails.map((detail) => ({ constraint: "revoked", detail })),
-    history: historyByNode(cluster.instances, cluster.placed),
     minTierRank: TIER_RANK[policy.min_tier],
     coResidency: policy.excludes.length > 0 || policy.labels.length > 0,
     livenessRejections: new Map(),
@@ -149,7 +153,7 @@ export const CORDONED_MARK = 2;
 /**
  * Every constraint `node` fails, in §8.3 order, or `null` when it fails none (eligible: then `memo.fit` is its
  * variant and route). `factsMemo` is its facts' memo (null without facts), answering for the request's shape
- * (`useShape`) unless the facts were refused; `history` its entry in `ctx.history`; `marks` its REVOKED and
+ * (`useShape`) unless the facts were refused; `history` its entry of `historyByPosition`; `marks` its REVOKED and
  * CORDONED_MARK bits.
  */
 export function rejectionsOf(

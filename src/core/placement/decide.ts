@@ -8,7 +8,14 @@
  * `duplicate_node`, `unknown_pin` or `pin_ineligible`; "nothing fits" is a decision with `placement: null`.
  * Equal inputs give deep-equal outputs whatever the order of `nodes` or `cluster.instances`.
  */
-import { CORDONED_MARK, constraintContext, type NodeHistory, REVOKED, rejectionsOf } from "./constraints.js";
+import {
+  CORDONED_MARK,
+  constraintContext,
+  historyByPosition,
+  type NodeHistory,
+  REVOKED,
+  rejectionsOf,
+} from "./constraints.js";
 import { type FactsMemo, useShape } from "./facts-memo.js";
 import {
   type ClusterInstance,
@@ -22,7 +29,7 @@ import {
   placementRequestSchema,
   type ScoringWeights,
 } from "./inputs.js";
-import { isSlots, markIds, slotsOf } from "./node-slots.js";
+import { isSlots, markIds, positionOf, slotsOf } from "./node-slots.js";
 import type { NodeReport, Placement, PlacementDecision, PlacementError, PlacementResult } from "./outputs.js";
 import { scoreEligible } from "./score.js";
 import { AVOIDED, applySelection, PREFERRED, rank, rejectedReport, select } from "./select.js";
@@ -162,7 +169,8 @@ export function decide(input: PlacementInput): PlacementResult {
   const n = nodes.length;
 
   const ctx = constraintContext(request, cluster);
-  const { shape, history } = ctx;
+  const { shape } = ctx;
+  const history = historyByPosition(cluster.instances, cluster.placed, n, (id) => positionOf(slots, id));
   // What names nodes by id (revocations, cordons, prefer, avoid) as bits per list position, looked up once per id.
   if (markSpace.length < n) markSpace = new Uint8Array(n);
   const marks = markSpace.subarray(0, n);
@@ -182,7 +190,7 @@ export function decide(input: PlacementInput): PlacementResult {
     const factsMemo = slots.memos[i] as FactsMemo | null;
     const memo = factsMemo !== null && factsMemo.refusal === null ? factsMemo : null;
     if (memo !== null) useShape(memo, shape);
-    const here = history.size === 0 ? undefined : history.get(node.node_id);
+    const here = history[i];
     const rejections = rejectionsOf(node, factsMemo, here, marks[i] as number, ctx);
     if (rejections === null && memo !== null) {
       views.push(node);

@@ -25,8 +25,8 @@ export interface NodeSlots {
   readonly rank: Int32Array;
   /** Per rank: the position of that node in the list. */
   readonly byRank: Int32Array;
-  /** Per position: the node id. */
-  readonly ids: readonly string[];
+  /** Per node id, its position. */
+  readonly positions: ReadonlyMap<string, number>;
 }
 
 let ids: string[] = [];
@@ -34,6 +34,7 @@ let facts: (NodeFacts | null)[] = [];
 let memos: (FactsMemo | null)[] = [];
 let rank = new Int32Array(0);
 let byRank = new Int32Array(0);
+let positions = new Map<string, number>();
 
 /** Checks the types cannot express: one view per node, and facts about the node they are filed under. */
 function crossCheck(nodes: readonly NodeView[]): PlacementError | null {
@@ -66,6 +67,7 @@ function crossCheck(nodes: readonly NodeView[]): PlacementError | null {
 /** Forgets the list (after a list that failed its checks: nothing of it may count as checked). */
 function forget(): void {
   ids = [];
+  positions = new Map();
   facts = [];
   memos = [];
 }
@@ -89,6 +91,7 @@ function remember(nodes: readonly NodeView[]): PlacementError | null {
   });
   rank = new Int32Array(n);
   byRank = new Int32Array(n);
+  positions = new Map(ids.map((id, i) => [id, i]));
   for (let r = 0; r < n; r++) {
     const position = order[r] as number;
     byRank[r] = position;
@@ -105,7 +108,7 @@ export function slotsOf(nodes: readonly NodeView[]): NodeSlots | PlacementError 
   if (!same) {
     const problem = remember(nodes);
     if (problem !== null) return problem;
-    return { memos, rank, byRank, ids };
+    return { memos, rank, byRank, positions };
   }
   for (let i = 0; i < n; i++) {
     const node = nodes[i] as NodeView;
@@ -118,26 +121,16 @@ export function slotsOf(nodes: readonly NodeView[]): NodeSlots | PlacementError 
     facts[i] = f;
     memos[i] = f === null ? null : memoOf(f);
   }
-  return { memos, rank, byRank, ids };
+  return { memos, rank, byRank, positions };
 }
 
 export function isSlots(x: NodeSlots | PlacementError): x is NodeSlots {
   return "rank" in x;
 }
 
-/** The position of the node with this id in the list, or -1: a binary search over the ids in rank order. */
+/** The position of the node with this id in the list, or -1. */
 export function positionOf(slots: NodeSlots, id: string): number {
-  let lo = 0;
-  let hi = slots.byRank.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const position = slots.byRank[mid] as number;
-    const at = slots.ids[position] as string;
-    if (at === id) return position;
-    if (at < id) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
+  return slots.positions.get(id) ?? -1;
 }
 
 /** Sets `bit` in `marks` at the position of every listed id that names a node of the list. */
