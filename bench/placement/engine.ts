@@ -12,6 +12,10 @@
  * `parts-validated + decide` parses what the controller parses per decision now (src/mesh/controller/dispatch.ts):
  * the workload spec and the order's options, the clock, revocations and cordons, while the views, weights, gate
  * verdicts and placement history were validated where they entered (`ValidatedParts`, src/core/placement/decide.ts).
+ *
+ * Issue 35: `reference/s` is the engine before its rewrite for 1,000 nodes (test/support/placement/reference, the test
+ * oracle), measured in the same run; every size first checks that both decide the same (JSON-equal decisions).
+ * Target: ≥ 3,000 decisions/s at 1,000 nodes. The cost exponent is fitted over 100 / 1,000 / 5,000 nodes.
  */
 import { createHash } from "node:crypto";
 import { availableParallelism, loadavg } from "node:os";
@@ -23,6 +27,7 @@ import {
 } from "../../src/core/placement/decide.js";
 import { placedSummary } from "../../src/core/placement/history.js";
 import { type PlacementInput, placementInputSchema } from "../../src/core/placement/inputs.js";
+import { decide as referenceDecide } from "../../test/support/placement/reference/decide.js";
 import { rawInput } from "./support/cluster.js";
 
 const SIZES = [10, 100, 1_000, 5_000];
@@ -72,14 +77,27 @@ function calibration(): number {
 }
 
 const calibrationUs = calibration();
-const rows = [];
+interface Row {
+  readonly nodes: number;
+  readonly eligible: number;
+  readonly decide_per_s: number;
+  readonly decide_us: number;
+  readonly reference_per_s: number;
+  readonly parse_and_decide_per_s: number;
+  readonly edge_and_decide_per_s: number;
+  readonly parts_and_decide_per_s: number;
+}
+const rows: Row[] = [];
 for (const n of SIZES) {
   const raw = rawInput(n);
   const input: PlacementInput = placementInputSchema.parse(raw);
   const check = decide(input);
   if (!check.ok || check.decision.placement === null) throw new Error(`bench input of ${n} nodes did not place`);
   const eligible = check.decision.candidates.filter((c) => c.eligible).length;
+  if (JSON.stringify(referenceDecide(structuredClone(input))) !== JSON.stringify(check))
+    throw new Error(`the engine and the reference decide ${n} nodes differently`);
   const engine = rate(() => decide(input));
+  const reference = rate(() => referenceDecide(input));
   const full = rate(() => parsePlacementInput(raw));
   const withParse = 1 / (1 / engine.perSecond + 1 / full.perSecond);
   // Issue 19: what the controller parses per decision now: the request and cluster state, the views already validated.
@@ -107,6 +125,7 @@ for (const n of SIZES) {
     eligible,
     decide_per_s: Math.round(engine.perSecond),
     decide_us: engine.microseconds,
+    reference_per_s: Math.round(reference.perSecond),
     parse_and_decide_per_s: Math.round(withParse),
     edge_and_decide_per_s: Math.round(withEdge),
     parts_and_decide_per_s: Math.round(withParts),
@@ -133,11 +152,24 @@ if (json) {
     `machine: ${availableParallelism()} cpus, load average ${loadavg()[0]?.toFixed(1)}; calibration pass ${calibrationUs.toFixed(1)} µs (lower is a faster core)`,
   );
   console.log(
-    "nodes   eligible   decide/s     µs/decision   parse+decide/s   views-validated+decide/s   parts-validated+decide/s",
+    "nodes   eligible   decide/s     µs/decision   reference/s   parse+decide/s   views-validated+decide/s   parts-validated+decide/s",
   );
   for (const r of rows) {
     console.log(
-      `${String(r.nodes).padStart(5)}   ${String(r.eligible).padStart(8)}   ${String(r.decide_per_s).padStart(9)}   ${r.decide_us.toFixed(1).padStart(11)}   ${String(r.parse_and_decide_per_s).padStart(14)}   ${String(r.edge_and_decide_per_s).padStart(24)}   ${String(r.parts_and_decide_per_s).padStart(24)}`,
+      `${String(r.nodes).padStart(5)}   ${String(r.eligible).padStart(8)}   ${String(r.decide_per_s).padStart(9)}   ${r.decide_us.toFixed(1).padStart(11)}   ${String(r.reference_per_s).padStart(11)}   ${String(r.parse_and_decide_per_s).padStart(14)}   ${String(r.edge_and_decide_per_s).padStart(24)}   ${String(r.parts_and_decide_per_s).padStart(24)}`,
+    );
+  }
+  const at = (n: number) => rows.find((r) => r.nodes === n);
+  const [small, mid, large] = [at(100), at(1_000), at(5_000)];
+  if (small && mid && large) {
+    // Cost per decision ∝ nodes^k, fitted by least squares on the logs of 100 / 1,000 / 5,000 nodes.
+    const points = [small, mid, large].map((r) => [Math.log(r.nodes), Math.log(r.decide_us)] as const);
+    const mx = points.reduce((s, p) => s + p[0], 0) / points.length;
+    const my = points.reduce((s, p) => s + p[1], 0) / points.length;
+    const k =
+      points.reduce((s, p) => s + (p[0] - mx) * (p[1] - my), 0) / points.reduce((s, p) => s + (p[0] - mx) ** 2, 0);
+    console.log(
+      `issue 35 target ≥ 3,000 decisions/s at 1,000 nodes: ${mid.decide_per_s >= 3_000 ? "met" : "NOT met"} (${mid.decide_per_s}/s, ${(mid.decide_per_s / mid.reference_per_s).toFixed(2)}× the reference's ${mid.reference_per_s}/s); cost exponent over 100 / 1,000 / 5,000 nodes ${k.toFixed(2)}`,
     );
   }
   const at100 = rows.find((r) => r.nodes === 100);
