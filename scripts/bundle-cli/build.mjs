@@ -40,10 +40,49 @@ const sources = {
       const unbundled = join(root, "dist", relative(root, args.path)).replace(/\.ts$/, ".js");
       const url = `new URL(${JSON.stringify(relative(outdir, unbundled))}, import.meta.url).href`;
       const text = (await readFile(args.path, "utf8"))
-        .replace(/^import \{ z \} from "zod";$/m, 'import * as z from "zod";')
+        .replace(/^import \{ z \} from "zod";$/m, `import * as z from "${ZOD}";`)
+        .replace(/^export \{ z \} from "zod";$/m, `import * as z from "${ZOD}";\nexport { z };`)
+        .replaceAll('import("zod")', `import("${ZOD}").then((z) => ({ z }))`)
         .replaceAll("import.meta.url", url);
       return { contents: text, loader: "ts" };
     });
+  },
+};
+
+// zod as berth's schemas use it (issue 35). A namespace import shared between chunks is built as a whole object, so
+// `import * as z from "zod"` here carried every zod export into the CLI's chunks (every locale, the JSON-schema
+// converters, the compiler: ~600 KB that every verb parsed, about a third of a list's start). The sources read this
+// module instead: zod's own exports, only those berth calls (types are erased; a member missing here fails the
+// build, not a run). zod's English messages come with it, as with "zod" (its classic entry configures them).
+const ZOD = "berth:zod";
+const ZOD_MEMBERS = [
+  "array",
+  "boolean",
+  "coerce",
+  "custom",
+  "discriminatedUnion",
+  "enum",
+  "int",
+  "literal",
+  "looseObject",
+  "number",
+  "object",
+  "record",
+  "strictObject",
+  "string",
+  "toJSONSchema",
+  "union",
+  "unknown",
+];
+const zodMembers = {
+  name: "berth-zod-members",
+  setup(b) {
+    b.onResolve({ filter: /^berth:zod$/ }, () => ({ path: ZOD, namespace: "berth-zod" }));
+    b.onLoad({ filter: /.*/, namespace: "berth-zod" }, () => ({
+      contents: `export { ${ZOD_MEMBERS.join(", ")} } from "zod";`,
+      resolveDir: root,
+      loader: "js",
+    }));
   },
 };
 
@@ -63,7 +102,7 @@ const esm = await build({
   minifySyntax: true,
   legalComments: "none",
   external: ["better-sqlite3", "@kubernetes/client-node", "pino", "fastify", "pg", "prom-client", "ora"],
-  plugins: [sources],
+  plugins: [sources, zodMembers],
   metafile: true,
   logLevel: "warning",
 });

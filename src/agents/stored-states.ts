@@ -21,13 +21,14 @@ const NOT_SEEN_STATE = "unknown";
 export async function storedAgentStates(
   records: readonly AgentRecord[],
   stored: {
-    readonly placements: ReadonlyArray<{ readonly name: string; readonly instance_id: string }>;
+    /** Every placement's name and instance id, oldest first (a later copy of a name wins). */
+    readonly placed: ReadonlyArray<{ readonly name: string; readonly instance_id: string }>;
     readonly unsettled: ReadonlySet<string>;
     readonly observations: ReadonlyMap<string, ObservedInstance>;
   },
   kubernetes: (known: KnownAgent[]) => Promise<AgentState[]>,
 ): Promise<AgentState[]> {
-  const placed = new Map(stored.placements.map((p) => [p.name, p.instance_id]));
+  const placed = new Map(stored.placed.map((p) => [p.name, p.instance_id]));
   const states: AgentState[] = [];
   const cluster: KnownAgent[] = [];
   for (const record of records) {

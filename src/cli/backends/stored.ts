@@ -30,6 +30,7 @@ const EMPTY: StoredSnapshot = {
   targets: [],
   admins: [],
   placements: [],
+  placed: [],
   moved: [],
   agents: [],
   unsettled: new Set(),

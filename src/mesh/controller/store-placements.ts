@@ -86,6 +86,16 @@ export async function placementsOn(q: Query): Promise<PlacementRecord[]> {
   ).map(placementOf);
 }
 
+/**
+ * Every placement's name and instance id, oldest first as `placementsOn` lists them (so a later copy of a name comes
+ * later): all `berth agents` reads of them (issue 35: the whole rows were 30 % of its time at 10,000 agents).
+ */
+export async function placedNamesOn(q: Query): Promise<Array<{ name: string; instance_id: string }>> {
+  return q.all<{ name: string; instance_id: string }>(
+    "SELECT name, instance_id FROM mesh_placements ORDER BY placed_ms, instance_id",
+  );
+}
+
 export async function insertPlacement(tx: Tx, p: PlacementRecord, workload: WorkloadRecord): Promise<void> {
   const inst = instanceOf(p, workload);
   await tx.run(

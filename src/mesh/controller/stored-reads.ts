@@ -32,7 +32,7 @@ import { adminsOn, type MovedRecord, movedOn, type NodeAdmin } from "./move-reco
 import { loadPeers, type PeerEntry } from "./policy.js";
 import { agentRecords } from "./store-agents.js";
 import { observationsOn } from "./store-observations.js";
-import { placementsOn } from "./store-placements.js";
+import { placedNamesOn, placementsOn } from "./store-placements.js";
 import type { PlacementRecord, StoredContact, StoredTarget } from "./store-records.js";
 import { CONTROLLER_SCHEMA_VERSION } from "./store-schema.js";
 import * as targetSql from "./store-targets.js";
@@ -47,6 +47,8 @@ export interface StoredSnapshot {
   readonly targets: TargetInfo[];
   readonly admins: NodeAdmin[];
   readonly placements: PlacementRecord[];
+  /** Every placement's name and instance id, oldest first: what `berth agents` reads of them (part `agents`). */
+  readonly placed: ReadonlyArray<{ readonly name: string; readonly instance_id: string }>;
   readonly moved: MovedRecord[];
   readonly agents: AgentRecord[];
   /** Names with an unsettled decision (a lost answer not yet settled). */
@@ -119,10 +121,12 @@ export class StoredReads {
             ),
           )
         : new Set<string>();
+      const placements = want.has("placements") ? await placementsOn(q) : [];
       return {
         targets: targets.map((t) => storedTargetInfo(t, contacts.get(t.addr), peers, now, this.deadAfterMs)),
         admins: want.has("targets") ? await adminsOn(q) : [],
-        placements: want.has("placements") || want.has("agents") ? await placementsOn(q) : [],
+        placements,
+        placed: want.has("placements") ? placements : want.has("agents") ? await placedNamesOn(q) : [],
         moved: want.has("placements") ? await movedOn(q) : [],
         agents: want.has("agents") ? await agentRecords(q) : [],
         unsettled,
