@@ -130,8 +130,9 @@ export function localLists(
       const parsed = parseSelector(selector ?? "");
       if (!parsed.ok) throw invalidInput(`-l: ${parsed.error}`);
       try {
+        // Without a selector no mesh agent's spec is read (stored-states.ts): the snapshot leaves those texts out.
         return await stored(
-          ["agents"],
+          [parsed.value.length === 0 ? "agents-listed" : "agents"],
           (s) =>
             storedAgentStates(selectedRecords(s.agents, parsed.value), s, () => {
               throw new NeedsFull();

@@ -14,7 +14,6 @@ import { existsSync, renameSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
-import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import { DEPLOY_TARGETS } from "../../core/agents/deploy-event.js";
 import {
   type AgentRecord,
@@ -25,6 +24,7 @@ import {
   rememberEventDraft,
   specDigest,
 } from "../../core/agents/registry.js";
+import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import type { Query } from "../../store/engine.js";
 import { openDatabase } from "../../store/sqlite.js";
 import type { ControllerStore } from "./store.js";
@@ -76,10 +76,19 @@ export async function agentRecord(q: Query, name: string): Promise<AgentRecord |
   return row === undefined ? null : recordOf(row, "agent_registry");
 }
 
-export async function agentRecords(q: Query): Promise<AgentRecord[]> {
-  return (await q.all(`SELECT ${READ_COLUMNS} FROM agent_registry ORDER BY name`)).map((r) =>
-    recordOf(r, "agent_registry"),
-  );
+/** Issue 35: the columns of `agentRecords` with the spec text of a mesh agent read as "" (`meshSpecs: false`). */
+const LISTED_COLUMNS = READ_COLUMNS.replace(
+  "spec_text",
+  "CASE WHEN target = 'kubernetes' THEN spec_text ELSE '' END AS spec_text",
+);
+
+/**
+ * Every remembered agent by name. `meshSpecs: false` leaves a mesh agent's spec text out (""): for a list that reads
+ * no spec of a mesh agent (`berth agents` without a selector), since the texts are most of the rows' bytes.
+ */
+export async function agentRecords(q: Query, o: { readonly meshSpecs?: boolean } = {}): Promise<AgentRecord[]> {
+  const columns = o.meshSpecs === false ? LISTED_COLUMNS : READ_COLUMNS;
+  return (await q.all(`SELECT ${columns} FROM agent_registry ORDER BY name`)).map((r) => recordOf(r, "agent_registry"));
 }
 
 /** A deploy remembers its spec by name (insert or replace), with its `agent.remember` event. */

@@ -57,7 +57,11 @@ export interface StoredSnapshot {
   readonly observations: ReadonlyMap<string, ObservedInstance>;
 }
 
-export type SnapshotPart = "targets" | "placements" | "agents";
+/**
+ * `agents-listed`: the agents as `agents` reads them, but the spec text only of Kubernetes agents (a mesh agent's reads
+ * as ""): what `berth agents` without a selector reads of them (issue 35: the spec texts were its largest read).
+ */
+export type SnapshotPart = "targets" | "placements" | "agents" | "agents-listed";
 
 export class StoredReads {
   private constructor(
@@ -109,12 +113,13 @@ export class StoredReads {
   /** One read of the parts asked for; the others are empty. */
   async snapshot(parts: readonly SnapshotPart[]): Promise<StoredSnapshot> {
     const want = new Set(parts);
+    const agents = want.has("agents") || want.has("agents-listed");
     const peers = want.has("targets") ? loadPeers(this.dataDir).loaded : null;
     return this.engine.read(async (q: Query) => {
       const now = this.clock();
       const targets = want.has("targets") ? await targetSql.targets(q) : [];
       const contacts = want.has("targets") ? await targetSql.contacts(q) : new Map<string, StoredContact>();
-      const unsettled = want.has("agents")
+      const unsettled = agents
         ? new Set(
             (await q.all<{ name: string }>("SELECT name FROM mesh_decisions WHERE state = 'unsettled'")).map(
               (r) => r.name,
@@ -126,12 +131,15 @@ export class StoredReads {
         targets: targets.map((t) => storedTargetInfo(t, contacts.get(t.addr), peers, now, this.deadAfterMs)),
         admins: want.has("targets") ? await adminsOn(q) : [],
         placements,
-        placed: want.has("placements") ? placements : want.has("agents") ? await placedNamesOn(q) : [],
+        placed: want.has("placements") ? placements : agents ? await placedNamesOn(q) : [],
         moved: want.has("placements") ? await movedOn(q) : [],
-        agents: want.has("agents") ? await agentRecords(q) : [],
+        agents: want.has("agents")
+          ? await agentRecords(q)
+          : want.has("agents-listed")
+            ? await agentRecords(q, { meshSpecs: false })
+            : [],
         unsettled,
-        observations:
-          want.has("placements") || want.has("agents") ? await observationsOn(q) : new Map<string, ObservedInstance>(),
+        observations: want.has("placements") || agents ? await observationsOn(q) : new Map<string, ObservedInstance>(),
       };
     });
   }
