@@ -106,6 +106,14 @@ const esm = await build({
   metafile: true,
   logLevel: "warning",
 });
+// A zod member the sources call but ZOD_MEMBERS leaves out is only a warning to esbuild ("will always be undefined"),
+// and an undefined at run time: fail the build instead, naming it.
+const undefinedImports = esm.warnings.filter((w) => /will always be undefined|no matching export/.test(w.text));
+if (undefinedImports.length > 0) {
+  for (const w of undefinedImports) console.error(`bundle-cli: ${w.location?.file ?? "?"}: ${w.text}`);
+  console.error("bundle-cli: add the member to ZOD_MEMBERS (scripts/bundle-cli/build.mjs)");
+  process.exit(1);
+}
 
 // Every chunk by the name its importers spell ("./chunk-ABC.js"), and how many imports of each kind esbuild reports,
 // so that a change in how esbuild spells them fails this build instead of leaving an ES import in a CommonJS file.
