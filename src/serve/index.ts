@@ -48,6 +48,8 @@ export interface ServeLoopsOptions {
   /** What an operator should look at (a node that stopped answering). */
   readonly warn: (message: string, fields?: Record<string, unknown>) => void;
   readonly onError: (target: ServeLoop<unknown>["target"], error: unknown) => void;
+  /** Issue 35: the mesh loop's first pass reuses the describes made since then (the takeover's, at start). */
+  readonly startedMs?: number;
 }
 
 export interface ServeLoops {
@@ -74,6 +76,7 @@ export function startServeLoops(o: ServeLoopsOptions): ServeLoops {
   const watch = startTargetWatch(o.controller, o.tickMs, (error) => o.onError("mesh", error), {
     shouldAct: o.shouldAct,
     onPass,
+    ...(o.startedMs === undefined ? {} : { firstPassReusesSinceMs: o.startedMs }),
   });
   const mesh: ServeLoop<MeshPass> = {
     target: "mesh",

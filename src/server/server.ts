@@ -152,6 +152,8 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
   // Issue 20: every server competes for the store's leadership; only the leader places, settles and ticks.
   // What a takeover starts is waited for at close: it must not run on into a closed store.
   let takeover: Promise<void> = Promise.resolve();
+  // Issue 35: the describes from here on (the takeover's, just below) serve the mesh loop's first pass too.
+  const startedMs = Date.now();
   const lease = state.controller.lead({
     address: url,
     ttlMs: o.leaderTtlMs ?? leaderTtlFromEnv(process.env),
@@ -162,10 +164,12 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
       }
       app.log.info({ epoch, why }, "leader of the store");
       // Describe every node at once (each then refuses the deposed leader, stale_epoch), then settle what the
-      // previous leader left: owned decisions of a gone owner, unsettled ones.
+      // previous leader left: owned decisions of a gone owner, unsettled ones. Issue 35: a describe sent since this
+      // server leads (the first tick's, at start) carries its epoch already and is not sent again.
+      const leadsSinceMs = Date.now();
       takeover = takeover.then(() =>
         state.controller
-          .refreshTargets()
+          .refreshTargets(leadsSinceMs)
           .then(() => state.controller.settleReport())
           .then(
             () => undefined,
@@ -186,6 +190,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
           agents: agentsEnv(state),
           tickMs,
           shouldAct: () => state.controller.isLeader(),
+          startedMs,
           log: (message, fields) => app.log.info(fields ?? {}, message),
           warn: (message, fields) => app.log.warn(fields ?? {}, message),
           onError: (target, error) =>

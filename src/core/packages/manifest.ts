@@ -222,11 +222,17 @@ export interface SignatureReport {
   readonly trustedKeys: readonly string[];
 }
 
-export function signatureReport(envelope: Envelope, trustedSigners: ReadonlySet<string>): SignatureReport {
+/** The keys whose signature over the statement verifies, trusted or not: a function of the envelope's bytes alone. */
+export function validSignatureKeys(envelope: Envelope): string[] {
   const text = canonicalJson(envelope.statement);
-  const validKeys = envelope.signatures
-    .filter((s) => verifyTagged(s.key, "berth.package.v1", text, s.sig))
-    .map((s) => s.key);
+  return envelope.signatures.filter((s) => verifyTagged(s.key, "berth.package.v1", text, s.sig)).map((s) => s.key);
+}
+
+export function signatureReport(
+  envelope: Envelope,
+  trustedSigners: ReadonlySet<string>,
+  validKeys: readonly string[] = validSignatureKeys(envelope),
+): SignatureReport {
   const trustedKeys = validKeys.filter((k) => trustedSigners.has(k));
   const trust: PackageTrust =
     trustedKeys.length > 0 ? "pinned_signer" : validKeys.length > 0 ? "signed_unpinned" : "unsigned";
@@ -251,6 +257,11 @@ export interface EnvelopeTrust {
   readonly expectedId?: string;
   readonly trustedSigners: ReadonlySet<string>;
   readonly revocations: RevocationList | null;
+  /**
+   * `validSignatureKeys` of this very envelope, when the caller kept it from an earlier check of the same bytes (the
+   * controller, per manifest digest: issue 35). Trust and revocations are judged against it every time.
+   */
+  readonly validKeys?: readonly string[];
 }
 
 /** §5.4 steps 3–5 over the result of `parseEnvelope` (step 2), for a caller that keeps a parse (the node, issue 19). */
@@ -259,7 +270,7 @@ export function verifyParsedEnvelope(parsed: ParsedEnvelope, opts: EnvelopeTrust
   if (opts.expectedId !== undefined && parsed.value.packageId !== opts.expectedId) {
     return { ok: false, error: `package id ${parsed.value.packageId} does not match the requested ${opts.expectedId}` };
   }
-  const report = signatureReport(parsed.value.envelope, opts.trustedSigners);
+  const report = signatureReport(parsed.value.envelope, opts.trustedSigners, opts.validKeys);
   if (report.trust !== "pinned_signer") {
     return {
       ok: false,

@@ -124,12 +124,20 @@ export class ControllerConnector implements Connector {
   async connect(addr: string, signal?: AbortSignal, opts: ConnectOptions = {}): Promise<FrameStream> {
     const now = (this.o.clock ?? Date.now)();
     const idle = this.warm.get(addr) ?? [];
-    for (let w = idle.pop(); w !== undefined; w = idle.pop()) {
-      if (w.stream.quiet && now - w.since <= (opts.reuseIdleMs ?? 0)) {
-        w.stream.ref();
-        return this.lend(addr, w.stream, true);
+    // Newest first. One the node closed is dropped; one idle longer than this call accepts (a place takes only one
+    // used in the last two seconds) stays for a read that may take it (issue 35: a place closed them all, and the
+    // tick's describes and statuses then paid a fresh TLS handshake each).
+    for (let i = idle.length - 1; i >= 0; i--) {
+      const w = idle[i] as Warm;
+      if (!w.stream.quiet) {
+        idle.splice(i, 1);
+        w.stream.close();
+        continue;
       }
-      w.stream.close();
+      if (now - w.since > (opts.reuseIdleMs ?? 0)) break;
+      idle.splice(i, 1);
+      w.stream.ref();
+      return this.lend(addr, w.stream, true);
     }
     return this.lend(addr, (await this.open(addr, signal)) as SocketFrameStream, false);
   }

@@ -462,10 +462,13 @@ export class MeshController {
     };
   }
 
-  /** Describes every known target now (liveness, boot ids, facts). */
-  async refreshTargets(): Promise<TargetInfo[]> {
+  /**
+   * Describes every known target now (liveness, boot ids, facts). `reuseSinceMs` (issue 35): a target described since
+   * then (or being described, by a describe sent since then) is not described again.
+   */
+  async refreshTargets(reuseSinceMs?: number): Promise<TargetInfo[]> {
     await this.readPolicy(true);
-    await this.targetSet.refreshAll();
+    await this.targetSet.refreshAll(reuseSinceMs);
     if ((await this.store.unsettled()).length > 0) await this.settleReport();
     return this.targetSet.list();
   }
@@ -482,9 +485,9 @@ export class MeshController {
    * liveness, boot ids and facts stay fresh. It never places, unloads or settles anything; a describe that changes
    * nothing chains nothing (only a changed policy file, a newly listed peer or a refused key is chained).
    */
-  async watchTargets(): Promise<void> {
+  async watchTargets(reuseSinceMs?: number): Promise<void> {
     const policy = await this.readPolicy(true);
-    await this.targetSet.refreshAll();
+    await this.targetSet.refreshAll(reuseSinceMs);
     // Issue 33: a node that was unreachable gets the latest revocation list at its first answer (its next contact).
     const answered = (await this.targetSet.list())
       .filter((t) => t.node_id !== null && this.targetSet.described(t.node_id))
@@ -510,7 +513,8 @@ export class MeshController {
    * request (the node lease's rule 4), so the leader's judgement of a lease counts it. Whether the node answered.
    */
   renewNodeLease(nodeId: string): Promise<boolean> {
-    return this.targetSet.refresh(nodeId);
+    // Issue 35: a describe of the node already in flight was stamped before it left, which is all a renewal is.
+    return this.targetSet.refreshShared(nodeId);
   }
 
   /**

@@ -133,3 +133,26 @@ describe("preparing a package on the controller (issue 12)", () => {
     expect(preparePackage(pkg.packageId, dataDir, pkg.policy).ok).toBe(true);
   });
 });
+
+describe("a package's signatures verified once per manifest digest (issue 35)", () => {
+  it("a stored package prepared again is judged by today's signers, and a forged signature under the same path is refused", () => {
+    const pkg = signedPackage("#!/bin/sh\necho signed\n");
+    const dataDir = temp();
+    expect(preparePackage(pkg.dir, dataDir, pkg.policy).ok).toBe(true);
+    // Prepared again by its id (what a placement does): the verdict kept for these bytes, trust judged now.
+    expect(preparePackage(pkg.packageId, dataDir, pkg.policy).ok).toBe(true);
+    const untrusted = { ...pkg.policy, signers: new Set<string>() } as unknown as ControllerPolicy;
+    const refused = preparePackage(pkg.packageId, dataDir, untrusted);
+    expect(refused.ok).toBe(false);
+    expect(!refused.ok && refused.error).toContain("signed_unpinned");
+    // Other bytes at the same path (the signature's last hex digit changed): never the verdict of the first bytes.
+    const path = join(dataDir, PACKAGE_STORE, pkg.packageId, MANIFEST_FILE);
+    const manifest = JSON.parse(readFileSync(path, "utf8")) as { signatures: Array<{ sig: string }> };
+    const sig = manifest.signatures[0]!.sig;
+    manifest.signatures[0]!.sig = `${sig.slice(0, -1)}${sig.endsWith("0") ? "1" : "0"}`;
+    writeFileSync(path, JSON.stringify(manifest));
+    const forged = preparePackage(pkg.packageId, dataDir, pkg.policy);
+    expect(forged.ok).toBe(false);
+    expect(!forged.ok && forged.error).toContain("unsigned");
+  });
+});

@@ -14,6 +14,7 @@ import {
   type ParsedEnvelope,
   parseEnvelope,
   type Statement,
+  validSignatureKeys,
   verifyParsedEnvelope,
 } from "../../core/packages/manifest.js";
 import { ParseMemo } from "../../core/parse-memo.js";
@@ -121,6 +122,25 @@ type ReadVerified =
  */
 const manifests = new ParseMemo<ParsedEnvelope>();
 
+/**
+ * Issue 35: which signatures of a manifest verify, by the sha256 of its bytes (never by path: the same bytes give the
+ * same answer wherever they lie, and other bytes under the same path get their own). A signature's validity is a
+ * function of those bytes alone, so each package's signatures are verified once per process, not once per placement;
+ * whether a valid signer is trusted, and every revocation, is still judged against today's policy at every prepare.
+ */
+const validKeysByDigest = new Map<string, readonly string[]>();
+const VALID_KEYS_KEPT = 1024;
+
+function validKeysOf(digest: string, parsed: ParsedEnvelope): readonly string[] | undefined {
+  if (!parsed.ok) return undefined;
+  const kept = validKeysByDigest.get(digest);
+  if (kept !== undefined) return kept;
+  const keys = Object.freeze(validSignatureKeys(parsed.value.envelope));
+  if (validKeysByDigest.size >= VALID_KEYS_KEPT) validKeysByDigest.clear();
+  validKeysByDigest.set(digest, keys);
+  return keys;
+}
+
 /** The envelope, its trusted signature and the revocations, over the manifest bytes read once; no file is read. */
 function readVerifiedManifest(dir: string, policy: ControllerPolicy): ReadVerified {
   let manifest: Buffer;
@@ -130,7 +150,13 @@ function readVerifiedManifest(dir: string, policy: ControllerPolicy): ReadVerifi
     return { ok: false, reason: `${join(dir, MANIFEST_FILE)} is missing` };
   }
   const parsed = manifests.get("manifest", manifest.toString("utf8"), parseEnvelope);
-  const verdict = verifyParsedEnvelope(parsed, { trustedSigners: policy.signers, revocations: policy.revocations });
+  const digest = createHash("sha256").update(manifest).digest("hex");
+  const validKeys = validKeysOf(digest, parsed);
+  const verdict = verifyParsedEnvelope(parsed, {
+    trustedSigners: policy.signers,
+    revocations: policy.revocations,
+    ...(validKeys === undefined ? {} : { validKeys }),
+  });
   return verdict.ok ? { ok: true, verdict, manifest, files: new Map() } : { ok: false, reason: verdict.error };
 }
 

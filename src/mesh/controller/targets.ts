@@ -31,7 +31,7 @@ import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-l
 import type { Liveness, NodeFacts, NodeView } from "../../core/placement/index.js";
 import type { CallOptions, CallResult, NodeClient, TargetRef } from "../client/node-client.js";
 import { acceptFacts } from "./facts.js";
-import { FAN_OUT, fanOut } from "./fan-out.js";
+import { Bounded, FAN_OUT, fanOut } from "./fan-out.js";
 import type { PeersLoad } from "./policy.js";
 import type { ContactOutcome, ControllerStore, StoredContact, StoredTarget, TierSource } from "./store.js";
 
@@ -45,6 +45,8 @@ interface Live {
   lastSentMs: number | null;
   /** When a describe by this process last answered validly; null until then and again after any failed contact. */
   describedAtMs: number | null;
+  /** When the describe that last answered validly was sent (issue 35: `refreshAll(since)` reuses it if at or after). */
+  describeSentMs: number | null;
   refusedKeys: Set<string>;
   /**
    * Issue 38: what the node's last describe said it holds of this controller's checkpoints (a tree size, or null for
@@ -56,6 +58,8 @@ interface Live {
    * each describing every stale target again (64 placements in flight made 64 describes of each node per 10 s).
    */
   describing?: Promise<boolean> | undefined;
+  /** When the describe in `describing` was started. */
+  describingSinceMs?: number;
 }
 
 /** Issue 38: the controller checkpoint a node said it holds (`describe` result member `witness`). */
@@ -115,6 +119,13 @@ export class Targets {
   private readonly byNodeId = new Map<string, Live>();
   /** Set while the peers file is unreadable: every target counts as `discovered`. */
   private demotedAll: string | null = null;
+  /**
+   * Issue 35: at most FAN_OUT describes of known targets in flight at once, whoever asks (a tick, a takeover, the
+   * lease keeper's round, placements): at `berth serve`'s start these three asked for 1,000 nodes each together, and
+   * thousands of TLS handshakes at once held the event loop for seconds (the API unanswered, describes timing out,
+   * the leader lease lost). A describe's timeout counts from when it is sent, not from when it was asked for.
+   */
+  private readonly describes = new Bounded(FAN_OUT);
 
   constructor(
     private readonly store: ControllerStore,
@@ -327,21 +338,25 @@ export class Targets {
   async refresh(addrOrNode: string): Promise<boolean> {
     const l = this.live.get(addrOrNode) ?? this.liveByNode(addrOrNode);
     if (!l || l.stored.key === null || l.stored.node_id === null) return false;
-    l.lastSentMs = this.clock();
-    const first = await this.describeWithKey(l);
-    if (first !== "held") return first;
-    // Issue 37 (F5): a held node (core/mesh/silent-node.ts) is asked only with a probe that cannot renew its lease; once
-    // the probe is answered the hold is over, and the describe goes at once (a node held again is probed next time).
-    return (await this.probe(l)) && (await this.describeWithKey(l)) === true;
+    return this.describes.run(async () => {
+      l.lastSentMs = this.clock();
+      const first = await this.describeWithKey(l);
+      if (first !== "held") return first;
+      // Issue 37 (F5): a held node (core/mesh/silent-node.ts) is asked only with a probe that cannot renew its lease;
+      // once the probe is answered the hold is over, and the describe goes at once (a node held again is probed next).
+      return (await this.probe(l)) && (await this.describeWithKey(l)) === true;
+    });
   }
 
   /** One describe with the stored key, its outcome recorded; `held` when it was not sent (its node is held). */
   private async describeWithKey(l: Live): Promise<boolean | "held"> {
     if (l.stored.key === null || l.stored.node_id === null) return false;
+    const sentMs = this.clock();
     const d = await this.describer.describe(l.stored.addr, l.stored.key, l.stored.node_id);
     if (d.kind === "described") {
       l.witness = witnessOfDescribe(d.result);
       await this.absorb(l, d.bootId, d.facts);
+      l.describeSentMs = sentMs;
       return true;
     }
     if (d.kind === "unreachable" && d.held === true) return "held";
@@ -370,13 +385,26 @@ export class Targets {
     return false;
   }
 
-  /** Every learned target, concurrently. */
-  async refreshAll(): Promise<void> {
+  /**
+   * Every learned target, concurrently. Issue 35: a target whose describe was sent at or after `sinceMs` (default:
+   * now) is not described again: one answered is reused, one in flight is joined. So the describes `berth serve`
+   * starts with (the takeover's) serve its first tick too, and every target is described once at start, not twice.
+   */
+  async refreshAll(sinceMs: number = this.clock()): Promise<void> {
     await fanOut(
       [...this.live.values()].filter((l) => l.stored.key !== null),
       FAN_OUT,
-      (l) => this.refresh(l.stored.addr),
+      (l) => this.describeOnce(l, sinceMs),
     );
+  }
+
+  /**
+   * Issue 37/35: a describe of `addrOrNode` now, or the one already in flight (sent, and so stamped, already): what
+   * a lease renewal needs. Whether it answered validly.
+   */
+  refreshShared(addrOrNode: string): Promise<boolean> {
+    const l = this.live.get(addrOrNode) ?? this.liveByNode(addrOrNode);
+    return l ? this.describeOnce(l, Number.NEGATIVE_INFINITY) : Promise.resolve(false);
   }
 
   /**
@@ -417,14 +445,27 @@ export class Targets {
     await this.behind;
   }
 
-  /** One describe of `l` at a time for `refreshStale`: a caller arriving while one is out waits for its answer. */
-  private describeOnce(l: Live): Promise<boolean> {
-    if (l.describing === undefined) {
-      l.describing = this.refresh(l.stored.addr).finally(() => {
-        l.describing = undefined;
-      });
-    }
-    return l.describing;
+  /**
+   * One describe of `l` at a time: a caller arriving while one is out waits for its answer, if it was started at or
+   * after `sinceMs` (a takeover must not take a describe started before it led as its own); else it describes anew.
+   */
+  private describeOnce(l: Live, sinceMs = Number.NEGATIVE_INFINITY): Promise<boolean> {
+    // Answered validly by a describe sent since then (and nothing since made it suspect or freed capacity on it).
+    if (
+      sinceMs !== Number.NEGATIVE_INFINITY &&
+      l.describedAtMs !== null &&
+      l.describeSentMs !== null &&
+      l.describeSentMs >= sinceMs &&
+      l.bootId !== null
+    )
+      return Promise.resolve(true);
+    if (l.describing !== undefined && (l.describingSinceMs ?? Number.NEGATIVE_INFINITY) >= sinceMs) return l.describing;
+    const describing = this.refresh(l.stored.addr).finally(() => {
+      if (l.describing === describing) l.describing = undefined;
+    });
+    l.describing = describing;
+    l.describingSinceMs = this.clock();
+    return describing;
   }
 
   private async absorb(l: Live, bootId: string, facts: JsonObject): Promise<void> {
@@ -663,6 +704,7 @@ function fresh(stored: StoredTarget): Live {
     factsRejected: null,
     lastSentMs: null,
     describedAtMs: null,
+    describeSentMs: null,
     refusedKeys: new Set(),
   };
 }

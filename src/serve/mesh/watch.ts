@@ -28,6 +28,11 @@ export interface WatchOptions {
   readonly shouldAct?: () => boolean;
   /** Told every pass's report (logs, tests). */
   readonly onPass?: (report: PassReport) => void;
+  /**
+   * Issue 35: the first pass does not describe again a target described since then (`berth serve` passes its start:
+   * the takeover's describes, made when it became the leader, serve the first pass too). Later passes describe all.
+   */
+  readonly firstPassReusesSinceMs?: number;
 }
 
 export function startTargetWatch(
@@ -37,8 +42,11 @@ export function startTargetWatch(
   o: WatchOptions = {},
 ): TargetWatch {
   const loop = new KeepLoop(meshKeepPorts(controller.keepAccess(), o.shouldAct ?? (() => true)));
+  let reuseSinceMs = o.firstPassReusesSinceMs;
   const pass = async (stopped: () => boolean): Promise<PassReport | null> => {
-    await controller.watchTargets();
+    const since = reuseSinceMs;
+    reuseSinceMs = undefined;
+    await controller.watchTargets(since);
     if (stopped()) return null;
     const report = await loop.pass();
     o.onPass?.(report);
