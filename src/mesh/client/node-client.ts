@@ -4,7 +4,7 @@
  * only an answer bound to the request (nonce, method, responder key, boot id). The caller classifies the result:
  * a mutating call with no valid answer after the request may have left is *indeterminate* — never resend it.
  *
- * (About 470 lines, one concept: one exchange, request to bound answer; the fetch serving and the answer checks
+ * (About 510 lines, one concept: one exchange, request to bound answer; the fetch serving and the answer checks
  * are steps of it.)
  */
 import { randomBytes } from "node:crypto";

@@ -1,5 +1,5 @@
 /**
- * (About 640 lines: trust on first use, key demotion, liveness and the one `call` share one target record and
+ * (About 710 lines: trust on first use, key demotion, liveness and the one `call` share one target record and
  * must decide together which key an answer needs; split them only with that record.)
  *
  * The controller's targets (spec/mesh.md §3.3–§3.5, §4.7, §6.2, §8.2): which nodes it knows, under which key, at which
