@@ -29,7 +29,9 @@ step() {
 src_hash() { { git ls-files -co --exclude-standard -- "$@" package-lock.json | sort | xargs -d '\n' sha1sum 2>/dev/null; node --version; } | sha1sum | cut -c1-40; }
 
 transpile() {
-  local esbuild=(node node_modules/esbuild/bin/esbuild) common=(--outdir=dist/src --outbase=src --platform=node --target=es2023 --sourcemap --log-level=warning)
+  # Run as the executable it is: npm's install script swaps bin/esbuild for the native binary (an ELF that `node` cannot
+  # read), while an install without scripts (scripts/up's) leaves the Node shim, which starts on the Node on PATH.
+  local esbuild=(node_modules/esbuild/bin/esbuild) common=(--outdir=dist/src --outbase=src --platform=node --target=es2023 --sourcemap --log-level=warning)
   git ls-files -co --exclude-standard -- 'src/*.ts' ':!:src/**/*.test.ts' ':!:src/*.test.ts' | xargs -d '\n' "${esbuild[@]}" "${common[@]}" --format=esm
   git ls-files -co --exclude-standard -- 'src/*.cts' | xargs -d '\n' "${esbuild[@]}" "${common[@]}" --format=cjs --out-extension:.js=.cjs
 }
