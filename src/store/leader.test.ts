@@ -229,14 +229,22 @@ describe("the leader lease on PostgreSQL when a contender freezes inside its tra
     const woken = new Promise<void>((r) => {
       wake = r;
     });
+    let locked = () => {};
+    const holdsTheRow = new Promise<void>((r) => {
+      locked = r;
+    });
     const holding = frozen.transaction(async (tx) => {
       await tx.run("UPDATE berth_leader SET renewed_ms = renewed_ms WHERE id = 1");
+      locked();
       await woken;
     });
     const outcome = holding.then(
       () => "committed",
       () => "failed",
     );
+    // The follower steps only once the frozen session holds the row: stepping earlier raced the UPDATE, and a takeover
+    // that went first left nothing for the server to end (the Node 24 tier of a clean-clone run saw "committed").
+    await Promise.race([holdsTheRow, holding]);
     let step: string;
     try {
       clock.now += 10_001;
