@@ -25,12 +25,13 @@ export async function deployAgent(
   if (!done.ok) return done;
   const r = done.value.result;
   const outcome = { last_outcome: r.outcome, last_message: r.message };
-  const known = await env.registry((reg) => reg.get(spec.metadata.name));
+  // Issue 37 (seed 11525): the target has acted; a store that is only restarting must not end the deploy unrecorded.
+  const known = await despiteRestart(() => env.registry((reg) => reg.get(spec.metadata.name)));
   if (r.outcome === "failed" && r.instance === null) {
     // Issue 33, nothing half-applied: a deploy refused before anything was accepted (the node's gate, a permit, the
     // configuration, an unreachable cluster) leaves only its `agent.deploy` event. An agent deployed before keeps
     // its record and the spec that was accepted, with this deploy's outcome beside it, so `berth agents` says why.
-    if (known !== null) await env.registry((reg) => reg.remember({ ...known, ...outcome }));
+    if (known !== null) await despiteRestart(() => env.registry((reg) => reg.remember({ ...known, ...outcome })));
     return done;
   }
   const remembered = {
@@ -43,7 +44,7 @@ export async function deployAgent(
     ...outcome,
     ...(opts.rollbackOf !== undefined ? { rollback_of: opts.rollbackOf } : {}),
   };
-  await rememberDespiteRestart(() => env.registry((reg) => reg.remember(remembered)));
+  await despiteRestart(() => env.registry((reg) => reg.remember(remembered)));
   return done;
 }
 
@@ -58,15 +59,15 @@ export function planDeploy(env: AgentsEnv, loaded: LoadedSpec): Promise<Outcome<
 /**
  * Issue 37 (campaign seed 1194): the target ran the agent, then the store restarted before the registry took its
  * record, and the deploy failed with the agent running unrecorded: `berth agent stop NAME` then answered "no agent
- * was deployed". The record is written again while the store is only away (a restart: seconds), for up to 20 s; a
- * record that did land before its acknowledgement was lost is written again, the same record.
+ * was deployed". The registry's read and write after the target acted are tried again while the store is only away
+ * (a restart: seconds), for up to 20 s; a record that did land before its acknowledgement was lost is written again,
+ * the same record. A process that dies here instead is covered by the placement (`AgentRegistry.recover`).
  */
-async function rememberDespiteRestart(write: () => Promise<unknown>): Promise<void> {
+async function despiteRestart<T>(op: () => Promise<T>): Promise<T> {
   const until = Date.now() + 20_000;
   for (let waitMs = 250; ; waitMs = Math.min(waitMs * 2, 2_000)) {
     try {
-      await write();
-      return;
+      return await op();
     } catch (error) {
       if (!isStoreAway(error) || Date.now() + waitMs > until) throw error;
       await new Promise((r) => setTimeout(r, waitMs));

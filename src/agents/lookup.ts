@@ -8,12 +8,17 @@ import { specFromText } from "./spec-file.js";
 import type { KnownAgent, Outcome } from "./target.js";
 import { err, ok } from "../kit/result.js";
 
+/** Every recorded agent, with any a deploy placed and did not record had back first (issue 37, `registry.recover`). */
 export function listAgents(env: AgentsEnv): Promise<AgentRecord[]> {
-  return env.registry((r) => r.list());
+  return env.registry(async (r) => {
+    await r.recover(null);
+    return r.list();
+  });
 }
 
 export async function knownAgent(env: AgentsEnv, name: string): Promise<Outcome<KnownAgent>> {
-  const record = await env.registry((r) => r.get(name));
+  // Issue 37: a placement whose deploy died before recording it is still this name's agent: its record comes back.
+  const record = await env.registry(async (r) => (await r.get(name)) ?? (await r.recover(name))[0] ?? null);
   if (record === null)
     return err({
       kind: "unknown_agent",

@@ -14,6 +14,7 @@ import {
   agentRecords,
   agentRevisionText,
   deleteAgentRecord,
+  recoverAgentRecords,
   rememberAgent,
 } from "../mesh/controller/store-agents.js";
 import { deleteEventDraft } from "../core/agents/registry.js";
@@ -36,6 +37,14 @@ export class AgentRegistry {
     operator: JsonObject,
   ): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
     return deleteAgentRecord(this.store, name, (r) => deleteEventDraft(r, operator));
+  }
+
+  /**
+   * Issue 37: the records of agents (all, or `name`) that a deploy placed on the mesh and then did not record, written
+   * from the spec kept with their decision; what was written (usually nothing).
+   */
+  recover(name: string | null): Promise<AgentRecord[]> {
+    return recoverAgentRecords(this.store, name);
   }
 
   get(name: string): Promise<AgentRecord | null> {

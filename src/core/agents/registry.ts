@@ -33,6 +33,8 @@ export interface AgentRecord {
   readonly last_message?: string | null;
   /** Issue 36: set by `berth agent rollback`: the revision whose spec this deploy brought back (chained, not stored). */
   readonly rollback_of?: number;
+  /** Issue 37: set when the record was had back from this decision's placement (`recoveredRecord`; chained, not stored). */
+  readonly recovered_from?: string;
 }
 
 export const specDigest = (specText: string): string => sha256(specText).toString("hex");
@@ -50,7 +52,44 @@ export function rememberEventDraft(r: AgentRecord): EventDraft {
       deployed_ms: r.deployed_ms,
       ...(r.last_outcome ? { outcome: r.last_outcome } : {}),
       ...(r.rollback_of !== undefined ? { rollback_of: r.rollback_of } : {}),
+      ...(r.recovered_from !== undefined ? { recovered_from: r.recovered_from } : {}),
     },
+  };
+}
+
+/** A mesh placement as the store keeps it, with what its decision's stored order says of the deploy behind it. */
+export interface PlacementOfDeploy {
+  readonly name: string;
+  readonly instance_id: string;
+  readonly decision_id: string;
+  readonly placed_ms: number;
+  /** The stored order's agent, intent and start, and the spec its deploy came from (absent: not a deploy's). */
+  readonly agent: string | null;
+  readonly intent: string | null;
+  readonly start: boolean;
+  readonly spec: { readonly spec_path: string; readonly spec_text: string } | undefined;
+}
+
+/**
+ * Issue 37 (campaign seeds 11246, 11525): the record of an agent whose deploy placed it and then ended before the
+ * registry took the record (the deploying server killed, or the store away at that moment). The placement is proof
+ * that the deploy was accepted, so the record it would have written is written from the spec kept with the decision;
+ * without it, `berth agent stop NAME` answered "no agent was deployed" while the agent ran. Null for a placement
+ * that no deploy made (a raw `berth place`, or an order kept before the spec was): nothing is invented. A refused
+ * deploy makes no placement, so this never gives one a record (issue 33).
+ */
+export function recoveredRecord(p: PlacementOfDeploy): AgentRecord | null {
+  if (p.agent !== p.name || p.intent === null || p.spec === undefined) return null;
+  return {
+    name: p.name,
+    target: "mesh",
+    spec_path: p.spec.spec_path,
+    spec_text: p.spec.spec_text,
+    intent: p.intent,
+    deployed_ms: p.placed_ms,
+    last_outcome: p.start ? "started" : "waiting",
+    last_message: `${p.name}: recorded from its placement ${p.instance_id} (decision ${p.decision_id.slice(0, 12)}): the deploy that placed it ended before it recorded the agent`,
+    recovered_from: p.decision_id,
   };
 }
 

@@ -33,6 +33,7 @@ import type { Connector } from "../transport/frames.js";
 import {
   type DispatchDeps,
   type DispatchHooks,
+  type PlaceExtras,
   type PlaceReport,
   placeOrder,
   STOPPED,
@@ -324,9 +325,9 @@ export class MeshController {
    * §9. Unsettled decisions are settled first when there are any (§10.2 triggers on every valid describe of their
    * target, and a placement describes every target): a healed partition releases or adopts before a new decision.
    */
-  async place(order: PlaceOrderInput): Promise<PlaceReport> {
+  async place(order: PlaceOrderInput, extras: PlaceExtras = {}): Promise<PlaceReport> {
     if ((await this.store.unsettled()).length > 0) await this.settleReport();
-    return placeOrder(this.deps, order);
+    return placeOrder(this.deps, order, extras);
   }
 
   /** Issue 36, `berth deploy --dry-run`: what `place(order)` would decide now, with nothing written or sent (preview.ts). */
@@ -578,7 +579,7 @@ export class MeshController {
     return {
       moves: this.moves,
       targets: this.targetSet,
-      place: (order) => this.place(order),
+      place: (order, extras) => this.place(order, extras),
       processEnv: process.env,
       callTimeoutMs: this.deps.timeouts.callMs,
     };

@@ -33,7 +33,7 @@ import {
 import { isStoreAway } from "../../store/open.js";
 import { outcomeOf } from "../client/node-client.js";
 import { consult, contextOf, type GateSettings, gatePolicyOf, placeVerdicts } from "./gate.js";
-import type { MoveRecords } from "./move-records.js";
+import type { AgentSpecSource, MoveRecords } from "./move-records.js";
 import { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
 import type { ControllerPolicy, PolicyFiles } from "./policy.js";
 import { type PreparedPackage, preparePackage, workloadRecordOf, workloadSpecOf } from "./prepare.js";
@@ -141,7 +141,19 @@ export interface DispatchDeps {
   ) => Promise<ReadonlyMap<string, string>>;
 }
 
-export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Promise<PlaceReport> {
+/**
+ * What the agents layer gives `place()` beside the order, kept with the decision and never sent or chained: the spec
+ * of the deploy (issue 37), so the registry record can be had back from the placement if the deploy dies before it.
+ */
+export interface PlaceExtras {
+  readonly agentSpec?: AgentSpecSource;
+}
+
+export async function placeOrder(
+  deps: DispatchDeps,
+  input: PlaceOrderInput,
+  extras: PlaceExtras = {},
+): Promise<PlaceReport> {
   // 1. validate
   const parsed = PlaceOrderSchema.safeParse(input);
   if (!parsed.success) {
@@ -246,7 +258,7 @@ export async function placeOrder(deps: DispatchDeps, input: PlaceOrderInput): Pr
       // stored-order.ts); in its transaction, one commit fewer per placement (issue 19).
       withDispatching: async (tx, id) => {
         maybeCommitted = id;
-        await moves?.saveOrderIn(tx, id, storedOrderOf(order, pkg.packageId, name));
+        await moves?.saveOrderIn(tx, id, storedOrderOf(order, pkg.packageId, name, extras.agentSpec ?? null));
       },
     });
   } catch (error) {

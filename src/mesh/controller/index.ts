@@ -8,10 +8,12 @@ export {
   type AttemptOutcome,
   NEXT_CANDIDATE,
   PlaceError,
+  type PlaceExtras,
   type PlaceReport,
   STOPPED,
   type Timeouts,
 } from "./dispatch.js";
+export type { AgentSpecSource } from "./move-records.js";
 export { type PlaceOrder, type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
 export { PEERS_FILE, type PeerEntry } from "./policy.js";
 export type { PlacePreview } from "./preview.js";

@@ -48,6 +48,18 @@ export interface StoredOrder {
   readonly start: boolean;
   readonly agent: string | null;
   readonly intent: string | null;
+  /**
+   * Issue 37 (campaign seeds 11246, 11525): the spec the deploy of `agent` came from, so a placement whose deploy
+   * ended before the registry took its record can have that record back (store-agents.ts `recoverAgentRecords`).
+   * Absent for a raw `berth place` and for orders kept before this build.
+   */
+  readonly agent_spec?: AgentSpecSource;
+}
+
+/** Where a deploy's spec came from and its text, as the registry keeps it (core/agents/registry.ts `AgentRecord`). */
+export interface AgentSpecSource {
+  readonly spec_path: string;
+  readonly spec_text: string;
 }
 
 export interface NodeAdmin {

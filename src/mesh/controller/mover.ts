@@ -20,7 +20,7 @@
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { MoveAuthority } from "../../core/mesh/reschedule.js";
-import { type PlaceReport, PlaceError } from "./dispatch.js";
+import { type PlaceExtras, type PlaceReport, PlaceError } from "./dispatch.js";
 import { migratePayload, type MovedRecord, type MoveRecords } from "./move-records.js";
 import type { PlaceOrderInput } from "./order.js";
 import { failureText } from "./reconcile.js";
@@ -31,7 +31,7 @@ import type { Targets } from "./targets.js";
 export interface MoverDeps {
   readonly moves: MoveRecords;
   readonly targets: Targets;
-  readonly place: (order: PlaceOrderInput) => Promise<PlaceReport>;
+  readonly place: (order: PlaceOrderInput, extras?: PlaceExtras) => Promise<PlaceReport>;
   /** Whose environment a `valueFrom: {env}` is read from (`berth serve`'s, or the CLI's). */
   readonly processEnv: NodeJS.ProcessEnv;
   readonly callTimeoutMs: number;
@@ -56,7 +56,7 @@ async function rebuilt(
   deps: MoverDeps,
   decisionId: string,
   leaving: string | null,
-): Promise<{ ok: true; order: PlaceOrderInput } | { ok: false; reason: string }> {
+): Promise<{ ok: true; order: PlaceOrderInput; extras: PlaceExtras } | { ok: false; reason: string }> {
   const stored = await deps.moves.order(decisionId);
   if (stored === null)
     return {
@@ -65,7 +65,9 @@ async function rebuilt(
         "no stored order for this placement (placed before this build, or by a process that stopped before keeping it); deploy it again yourself",
     };
   const r = rebuildOrder(stored, leaving, readRef(deps.processEnv));
-  return r.ok ? r : { ok: false, reason: r.error };
+  // The successor keeps the deploy's spec, so its placement too can give the registry its record back (issue 37).
+  const extras = stored.agent_spec === undefined ? {} : { agentSpec: stored.agent_spec };
+  return r.ok ? { ok: true, order: r.order, extras } : { ok: false, reason: r.error };
 }
 
 /**
@@ -83,25 +85,25 @@ export async function moveAgent(
   if (!order.ok) return { ok: false, reason: order.reason, moved: null };
   const transfer = await deps.moves.transferOut(placement, by, lifecycle);
   if (!transfer.ok) return { ok: false, reason: transfer.reason, moved: null };
-  return placeSuccessor(deps, transfer.moved, order.order, reason);
+  return placeSuccessor(deps, transfer.moved, order, reason);
 }
 
 /** A moved record nothing has replaced: its agent placed again from the stored order (the loop's `place_again`). */
 export async function placeMovedAgain(deps: MoverDeps, moved: MovedRecord, reason: string): Promise<MoveResult> {
   const order = await rebuilt(deps, moved.decision_id, moved.authority === "lost" ? null : moved.node_id);
   if (!order.ok) return { ok: false, reason: order.reason, moved };
-  return placeSuccessor(deps, moved, order.order, reason);
+  return placeSuccessor(deps, moved, order, reason);
 }
 
 async function placeSuccessor(
   deps: MoverDeps,
   moved: MovedRecord,
-  order: PlaceOrderInput,
+  rebuilt: { readonly order: PlaceOrderInput; readonly extras: PlaceExtras },
   reason: string,
 ): Promise<MoveResult> {
   let report: PlaceReport;
   try {
-    report = await deps.place(order);
+    report = await deps.place(rebuilt.order, rebuilt.extras);
   } catch (error) {
     if (!(error instanceof PlaceError)) throw error;
     if (error.code === "name_taken") {

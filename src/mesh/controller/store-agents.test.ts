@@ -9,7 +9,15 @@ import { signingKeyFromSeed } from "../../core/crypto/ed25519.js";
 import type { EngineKind, StoreEngine } from "../../store/engine.js";
 import { openDatabase } from "../../store/sqlite.js";
 import { ControllerStore } from "./store.js";
-import { AGENTS_DB, agentRecord, agentRecords, importAgentsDb, rememberAgent } from "./store-agents.js";
+import {
+  AGENTS_DB,
+  agentRecord,
+  agentRecords,
+  importAgentsDb,
+  recoverAgentRecords,
+  rememberAgent,
+} from "./store-agents.js";
+import type { StoredOrder } from "./move-records.js";
 
 /** Issue 20: the agent registry is the controller store's, on both engines (PostgreSQL never skips). */
 const harness = engineHarness();
@@ -29,6 +37,47 @@ const record = (name: string, over: Partial<AgentRecord> = {}): AgentRecord => (
   deployed_ms: 1_767_225_000_000,
   ...over,
 });
+
+/** A placement as dispatch records it, with its decision's stored order; `spec` absent: a raw `berth place`. */
+async function placed(engine: StoreEngine, name: string, n: number, spec?: StoredOrder["agent_spec"]): Promise<string> {
+  const decision = String(n).repeat(64).slice(0, 64);
+  const order: StoredOrder = {
+    package_id: "p".repeat(64),
+    name,
+    config: { mode: "service", args: [], env: {} },
+    env_from: {},
+    pin: null,
+    prefer: [],
+    avoid: [],
+    allow_emulated: false,
+    strategy: "spread",
+    restart: "always",
+    start: true,
+    agent: spec === undefined ? null : name,
+    intent: spec === undefined ? null : `intent-${name}`,
+    ...(spec === undefined ? {} : { agent_spec: spec }),
+  };
+  await engine.transaction(async (tx) => {
+    await tx.run(
+      "INSERT INTO mesh_placements (instance_id, name, node_id, decision_id, variant, route, package_id, placed_ms, adopted, pending, workload) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+      [
+        `${name}-000000000000`,
+        name,
+        "n".repeat(32),
+        decision,
+        "v",
+        "native",
+        "p".repeat(64),
+        1_767_225_300_000,
+        0,
+        null,
+        "{}",
+      ],
+    );
+    await tx.run("INSERT INTO mesh_orders (decision_id, order_json) VALUES (?, ?)", [decision, JSON.stringify(order)]);
+  });
+  return decision;
+}
 
 /** A home with an agents.db as berth wrote it before issue 20 (component `agents`, version 1). */
 function legacyHome(records: readonly AgentRecord[]): string {
@@ -76,6 +125,39 @@ describe.each(["sqlite", "postgres"] as const)(
         "intent-scout",
         "intent-2",
       ]);
+      expect((await chain.verifyStored()).ok).toBe(true);
+    });
+
+    it("a placement whose deploy ended before its record gets the record back from its stored spec, once, chained with its decision; nothing else is invented", async () => {
+      const engine = await harness.open(kind);
+      const { store, chain } = await storeOn(engine);
+      const spec = { spec_path: "/specs/scout.yaml", spec_text: "apiVersion: berth/v1\nkind: Agent\n" };
+      const decision = await placed(engine, "scout", 1, spec);
+      await placed(engine, "by-hand", 2);
+      await rememberAgent(store, record("kept", { intent: "intent-kept" }));
+      await placed(engine, "kept", 3, { spec_path: "/specs/other.yaml", spec_text: "other" });
+      const before = (await chain.find({})).length;
+
+      // Two processes at once: one record, one event.
+      const [a, b] = await Promise.all([recoverAgentRecords(store, null), recoverAgentRecords(store, null)]);
+      expect([...a, ...b].map((r) => r.name)).toEqual(["scout"]);
+      const scout = await engine.read((q) => agentRecord(q, "scout"));
+      expect(scout).toMatchObject({ target: "mesh", ...spec, intent: "intent-scout", last_outcome: "started" });
+      expect(scout?.last_message).toContain("the deploy that placed it ended before it recorded the agent");
+      expect(await engine.read((q) => agentRecord(q, "by-hand")), "a raw place has no deploy to recover").toBeNull();
+      expect((await engine.read((q) => agentRecord(q, "kept")))?.intent, "a record is never replaced").toBe(
+        "intent-kept",
+      );
+      const events = await chain.find({ kind: "agent.remember" });
+      expect(events.map((e) => [e.payload.agent, e.payload.recovered_from ?? null])).toEqual([
+        ["kept", null],
+        ["scout", decision],
+      ]);
+
+      // Nothing missing: nothing written.
+      expect(await recoverAgentRecords(store, null)).toEqual([]);
+      expect(await recoverAgentRecords(store, "by-hand")).toEqual([]);
+      expect((await chain.find({})).length).toBe(before + 1);
       expect((await chain.verifyStored()).ok).toBe(true);
     });
 

@@ -20,13 +20,15 @@ import {
   importEventDraft,
   importIsEventful,
   planRegistryImport,
+  recoveredRecord,
   type RegistryImportPlan,
   rememberEventDraft,
   specDigest,
 } from "../../core/agents/registry.js";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
-import type { Query } from "../../store/engine.js";
+import type { Query, Tx } from "../../store/engine.js";
 import { openDatabase } from "../../store/sqlite.js";
+import type { StoredOrder } from "./move-records.js";
 import type { ControllerStore } from "./store.js";
 import { OPEN_SQL } from "./store-schema.js";
 
@@ -93,29 +95,77 @@ export async function agentRecords(q: Query, o: { readonly meshSpecs?: boolean }
 
 /** A deploy remembers its spec by name (insert or replace), with its `agent.remember` event. */
 export async function rememberAgent(store: ControllerStore, r: AgentRecord): Promise<SealedEvent> {
+  return store.engine.transaction((tx) => rememberIn(store, tx, r));
+}
+
+async function rememberIn(store: ControllerStore, tx: Tx, r: AgentRecord): Promise<SealedEvent> {
+  await tx.run(
+    `INSERT INTO agent_registry (${READ_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)
+     ON CONFLICT (name) DO UPDATE SET target = excluded.target, spec_path = excluded.spec_path,
+       spec_text = excluded.spec_text, intent = excluded.intent, deployed_ms = excluded.deployed_ms,
+       last_outcome = excluded.last_outcome, last_message = excluded.last_message`,
+    [
+      r.name,
+      r.target,
+      r.spec_path,
+      r.spec_text,
+      r.intent,
+      r.deployed_ms,
+      r.last_outcome ?? null,
+      r.last_message ?? null,
+    ],
+  );
+  // Issue 36: the text of every revision, found again by the digest its agent.remember event names.
+  await tx.run(
+    "INSERT INTO agent_revisions (name, spec_sha256, spec_path, spec_text, first_ms) VALUES (?,?,?,?,?) ON CONFLICT (name, spec_sha256) DO NOTHING",
+    [r.name, specDigest(r.spec_text), r.spec_path, r.spec_text, r.deployed_ms],
+  );
+  return store.chain.append(tx, rememberEventDraft(r));
+}
+
+/** Placements with no record of their name, each with its decision's stored order (store-agents `recoverAgentRecords`). */
+const UNRECORDED_PLACEMENTS = `SELECT p.name, p.instance_id, p.decision_id, p.placed_ms, o.order_json
+  FROM mesh_placements p JOIN mesh_orders o ON o.decision_id = p.decision_id
+  LEFT JOIN agent_registry r ON r.name = p.name WHERE r.name IS NULL`;
+
+async function unrecordedDeploys(q: Query, name: string | null): Promise<AgentRecord[]> {
+  const rows = await q.all<{
+    name: string;
+    instance_id: string;
+    decision_id: string;
+    placed_ms: unknown;
+    order_json: string;
+  }>(name === null ? UNRECORDED_PLACEMENTS : `${UNRECORDED_PLACEMENTS} AND p.name = ?`, name === null ? [] : [name]);
+  return rows.flatMap((row) => {
+    const order = JSON.parse(row.order_json) as StoredOrder;
+    const record = recoveredRecord({
+      name: row.name,
+      instance_id: row.instance_id,
+      decision_id: row.decision_id,
+      placed_ms: Number(row.placed_ms),
+      agent: order.agent,
+      intent: order.intent,
+      start: order.start,
+      spec: order.agent_spec,
+    });
+    return record === null ? [] : [record];
+  });
+}
+
+/**
+ * Issue 37: gives back the record of every agent (or of `name`) that a deploy placed and then did not record, from
+ * the spec kept with the placement's decision (core/agents/registry.ts `recoveredRecord`), each with its
+ * `agent.remember` event naming the decision. Read first, so a registry with nothing missing costs one query and no
+ * write; then read again inside the transaction under one write lock, so two processes recovering at once write the
+ * record and its event once.
+ */
+export async function recoverAgentRecords(store: ControllerStore, name: string | null): Promise<AgentRecord[]> {
+  if ((await store.engine.read((q) => unrecordedDeploys(q, name))).length === 0) return [];
   return store.engine.transaction(async (tx) => {
-    await tx.run(
-      `INSERT INTO agent_registry (${READ_COLUMNS}) VALUES (?,?,?,?,?,?,?,?)
-       ON CONFLICT (name) DO UPDATE SET target = excluded.target, spec_path = excluded.spec_path,
-         spec_text = excluded.spec_text, intent = excluded.intent, deployed_ms = excluded.deployed_ms,
-         last_outcome = excluded.last_outcome, last_message = excluded.last_message`,
-      [
-        r.name,
-        r.target,
-        r.spec_path,
-        r.spec_text,
-        r.intent,
-        r.deployed_ms,
-        r.last_outcome ?? null,
-        r.last_message ?? null,
-      ],
-    );
-    // Issue 36: the text of every revision, found again by the digest its agent.remember event names.
-    await tx.run(
-      "INSERT INTO agent_revisions (name, spec_sha256, spec_path, spec_text, first_ms) VALUES (?,?,?,?,?) ON CONFLICT (name, spec_sha256) DO NOTHING",
-      [r.name, specDigest(r.spec_text), r.spec_path, r.spec_text, r.deployed_ms],
-    );
-    return store.chain.append(tx, rememberEventDraft(r));
+    await tx.writeLock("agent_registry.recover");
+    const missing = await unrecordedDeploys(tx, name);
+    for (const r of missing) await rememberIn(store, tx, r);
+    return missing;
   });
 }
 

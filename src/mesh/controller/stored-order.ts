@@ -10,7 +10,7 @@
  */
 import { rescheduleOrder } from "../../core/mesh/reschedule.js";
 import { readValueFrom } from "../../kit/value-from.js";
-import type { EnvRef, StoredOrder } from "./move-records.js";
+import type { AgentSpecSource, EnvRef, StoredOrder } from "./move-records.js";
 import type { PlaceOrder, PlaceOrderInput } from "./order.js";
 
 /** An `env_from` name without a `config.env` entry: the order is refused (field named), nothing decided. */
@@ -22,7 +22,12 @@ export function envFromProblem(order: Pick<PlaceOrder, "config" | "env_from">): 
   return null;
 }
 
-export function storedOrderOf(order: PlaceOrder, packageId: string, name: string): StoredOrder {
+export function storedOrderOf(
+  order: PlaceOrder,
+  packageId: string,
+  name: string,
+  agentSpec: AgentSpecSource | null = null,
+): StoredOrder {
   const env: Record<string, string> = {};
   for (const [k, v] of Object.entries(order.config.env)) if (!Object.hasOwn(order.env_from, k)) env[k] = v;
   return {
@@ -39,6 +44,7 @@ export function storedOrderOf(order: PlaceOrder, packageId: string, name: string
     start: order.start,
     agent: order.agent,
     intent: order.intent,
+    ...(agentSpec !== null && order.agent !== null ? { agent_spec: { ...agentSpec } } : {}),
   };
 }
 

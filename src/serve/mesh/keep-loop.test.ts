@@ -51,6 +51,11 @@ class World implements KeepPorts {
     this.alerted.push(`${reason} ${p.instance_id}`);
   };
   readonly recorded: ObservedInstance[][] = [];
+  recoveredPasses = 0;
+  recoverRecords = async () => {
+    this.recoveredPasses += 1;
+    return 0;
+  };
   recordObservations = async (o: readonly ObservedInstance[]) => {
     this.recorded.push([...o]);
   };
@@ -134,6 +139,15 @@ describe("the keep loop's driver", () => {
     expect(w.alerted).toEqual([]);
     expect(report.alerts).toEqual([{ instance_id: "i2", reason: "held_no_lease", chained: false }]);
     expect(w.recorded, "a follower records no observation either").toEqual([]);
+    expect(w.recoveredPasses, "nor writes a lost registry record back").toBe(0);
+  });
+
+  it("the leader writes back the registry records deploys left unwritten once per pass (issue 37)", async () => {
+    const w = new World();
+    const loop = new KeepLoop(w);
+    await loop.pass();
+    await loop.pass();
+    expect(w.recoveredPasses).toBe(2);
   });
 
   it("backs off a failing agent 10 s, then 20 s, and acts again only when its wait is over", async () => {

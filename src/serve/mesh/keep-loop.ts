@@ -62,6 +62,12 @@ export interface KeepPorts {
    * the lists that ask no node show it (`running (seen 4s ago)`). Not chained; a follower records nothing.
    */
   recordObservations(observations: readonly ObservedInstance[]): Promise<void>;
+  /**
+   * Issue 37: writes the registry record of every placement a deploy made and did not record (its process died, or
+   * the store was away, between the node's start and `agent.remember`), so `berth agents` lists it and `berth agent
+   * stop NAME` finds it; how many. Called by the leader once per pass, before the placements are read.
+   */
+  recoverRecords(): Promise<number>;
   /** Performs an acting row of the table (chained, attributed to the loop); never throws for a refusal. */
   perform(
     placement: PlacementView,
@@ -108,6 +114,7 @@ export class KeepLoop {
 
   /** One pass over every placement. Never throws for what a node answered; a port that throws is the shell's bug. */
   async pass(): Promise<PassReport> {
+    if (this.ports.shouldAct()) await this.ports.recoverRecords();
     const placements = await this.ports.placements();
     const byNode = new Map<string, PlacementView[]>();
     for (const p of placements) {

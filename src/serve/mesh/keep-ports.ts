@@ -28,6 +28,7 @@ import type { MovedRecord } from "../../mesh/controller/move-records.js";
 import { moveAgent, placeMovedAgain, teardownOrphan } from "../../mesh/controller/mover.js";
 import type { KeepAccess } from "../../mesh/controller/keep-access.js";
 import { err, ok } from "../../kit/result.js";
+import { recoverAgentRecords } from "../../mesh/controller/store-agents.js";
 import { LOOP_ACTOR } from "../actor.js";
 
 /** How long a drain's own move is left to it before the loop places it again (a drain that died mid-move). */
@@ -70,6 +71,7 @@ export function meshKeepPorts(access: KeepAccess, shouldAct: () => boolean): Kee
     },
     observe: async (nodeId) => rowsOf(await access.status(nodeId)),
     recordObservations: (observations) => access.store.recordObservations(observations),
+    recoverRecords: async () => (await recoverAgentRecords(access.store, null)).length,
     perform: async (p, action) => {
       try {
         return await perform(access, p, action);

@@ -51,6 +51,7 @@ import type { JsonObject } from "../../../core/crypto/canonical.js";
 import type { NodeId } from "../../../core/crypto/ed25519.js";
 import type { NodeClient } from "../../../mesh/client/node-client.js";
 import {
+  type AgentSpecSource,
   type MeshController,
   PlaceError,
   type PlaceOrderInput,
@@ -77,6 +78,11 @@ export interface MeshDeployInput {
   readonly envFrom?: Readonly<Record<string, { readonly file: string } | { readonly env: string }>>;
   readonly packageDir: string;
   readonly intent: string;
+  /**
+   * Issue 37: the spec file the deploy came from, kept by the controller with the decision so that the registry
+   * record can be had back from the placement if this process dies between the node's start and `agent.remember`.
+   */
+  readonly source?: AgentSpecSource;
 }
 
 /** Rounds per deploy: replace (unload) → place is two; settle → replace → place is three. */
@@ -395,7 +401,7 @@ async function place(
   if (!built.ok) return result(false, "failed", `${input.agent}: ${built.error}`);
   const order = built.value;
   try {
-    const report = await deps.controller.place(order);
+    const report = await deps.controller.place(order, input.source ? { agentSpec: input.source } : {});
     if (report.placed) {
       const p = report.placed;
       // Issue 35: recorded at once for the lists that ask no node (`berth up --detach` runs no serve loop).

@@ -100,6 +100,7 @@ export function meshTarget(
         envFrom: resolved.value.refs,
         packageDir: mi.value.packageDir,
         intent: mi.value.intent,
+        source: { spec_path: loaded.path, spec_text: loaded.text },
       };
       return access.session(async (deps) => {
         const run = () => deployMeshAgent(deps, input, { userReplace });
