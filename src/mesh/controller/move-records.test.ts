@@ -79,7 +79,7 @@ describe.each(["sqlite", "postgres"] as const)(
       const r = await moves.transferOut(p, "lease", event("reschedule"));
       expect(r).toMatchObject({
         ok: true,
-        moved: { instance_id: p.instance_id, node_id: NODE, authority: "lease", moves: 1, successor: null },
+        value: { instance_id: p.instance_id, node_id: NODE, authority: "lease", moves: 1, successor: null },
       });
       expect(await store.placements()).toEqual([]);
       expect(await store.events({ kind: "workload.lifecycle" })).toEqual([
@@ -94,7 +94,7 @@ describe.each(["sqlite", "postgres"] as const)(
       const p = await place(store, "triage");
       expect(await moves.transferOut({ ...p, node_id: OTHER }, "lease", event("x"))).toEqual({
         ok: false,
-        reason: "the placement record changed since it was judged",
+        error: "the placement record changed since it was judged",
       });
       await store.commitVerbOutcome(
         p.instance_id,
@@ -103,7 +103,7 @@ describe.each(["sqlite", "postgres"] as const)(
       );
       expect(await moves.transferOut(p, "lease", event("x"))).toMatchObject({
         ok: false,
-        reason: expect.stringContaining("pending"),
+        error: expect.stringContaining("pending"),
       });
       expect(await store.events({ kind: "workload.lifecycle" })).toEqual([]);
       expect(await store.placements()).toHaveLength(1);
@@ -114,7 +114,7 @@ describe.each(["sqlite", "postgres"] as const)(
       let p = await place(store, "triage");
       for (let n = 1; n <= 5; n++) {
         const r = await moves.transferOut(p, "lease", event("reschedule"));
-        expect(r.ok && r.moved.moves).toBe(n);
+        expect(r.ok && r.value.moves).toBe(n);
         const next = await place(store, "triage");
         await moves.recordSuccessor(p.instance_id, next.decision_id, true, null);
         expect(await moves.movesOf(next.decision_id)).toBe(n);

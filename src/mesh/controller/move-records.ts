@@ -19,6 +19,7 @@
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { MOVE_AUTHORITIES, type MoveAuthority } from "../../core/mesh/reschedule.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import type { ValueFromRef } from "../../kit/value-from.js";
 import type { Query, Tx } from "../../store/engine.js";
 import type { ControllerStore, PlacementRecord, WorkloadRecord } from "./store.js";
@@ -129,9 +130,8 @@ export async function movedOn(q: Query): Promise<MovedRecord[]> {
   ).map(movedOf);
 }
 
-export type TransferResult =
-  | { readonly ok: true; readonly moved: MovedRecord }
-  | { readonly ok: false; readonly reason: string };
+/** The record of the copy taken off its node, or why it was not taken. */
+export type TransferResult = Result<MovedRecord>;
 
 export class MoveRecords {
   constructor(
@@ -294,16 +294,14 @@ export class MoveRecords {
         "SELECT node_id, decision_id, pending FROM mesh_placements WHERE instance_id = ?",
         [placement.instance_id],
       );
-      if (!row)
-        return { ok: false as const, reason: "the placement record is gone (released or moved by another process)" };
+      if (!row) return err("the placement record is gone (released or moved by another process)");
       if (row.node_id !== placement.node_id || row.decision_id !== placement.decision_id)
-        return { ok: false as const, reason: "the placement record changed since it was judged" };
-      if (row.pending !== null)
-        return { ok: false as const, reason: `a ${row.pending} of it is pending (an answer was lost)` };
+        return err("the placement record changed since it was judged");
+      if (row.pending !== null) return err(`a ${row.pending} of it is pending (an answer was lost)`);
       const moved = await this.transferIn(tx, placement.instance_id, authority, this.clock());
-      if (!moved) return { ok: false as const, reason: "the placement record is gone" };
+      if (!moved) return err("the placement record is gone");
       await this.store.chain.append(tx, event);
-      return { ok: true as const, moved };
+      return ok(moved);
     });
   }
 

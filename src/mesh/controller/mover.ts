@@ -20,6 +20,7 @@
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { MoveAuthority } from "../../core/mesh/reschedule.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import { type PlaceExtras, type PlaceReport, PlaceError } from "./dispatch.js";
 import { migratePayload, type MovedRecord, type MoveRecords } from "./move-records.js";
 import type { PlaceOrderInput } from "./order.js";
@@ -37,9 +38,20 @@ export interface MoverDeps {
   readonly callTimeoutMs: number;
 }
 
-export type MoveResult =
-  | { readonly ok: true; readonly placed: PlacementRecord | null; readonly moved: MovedRecord; readonly note: string }
-  | { readonly ok: false; readonly reason: string; readonly moved: MovedRecord | null };
+/** A move done: the successor's placement (null: not placed yet, `note` says why and who places it). */
+export interface MoveDone {
+  readonly placed: PlacementRecord | null;
+  readonly moved: MovedRecord;
+  readonly note: string;
+}
+
+/** A move refused or not placed: why, and the moved record when the placement was already taken off its node. */
+export interface MoveFailure {
+  readonly reason: string;
+  readonly moved: MovedRecord | null;
+}
+
+export type MoveResult = Result<MoveDone, MoveFailure>;
 
 /** The phase of the `workload.migrate` event for a move with this authority (§15). */
 function migratePhase(by: MoveAuthority): string {
@@ -52,22 +64,22 @@ function migratePhase(by: MoveAuthority): string {
         : "forgotten";
 }
 
-async function rebuilt(
-  deps: MoverDeps,
-  decisionId: string,
-  leaving: string | null,
-): Promise<{ ok: true; order: PlaceOrderInput; extras: PlaceExtras } | { ok: false; reason: string }> {
+/** The order a move places again, with the extras its first placement had. */
+interface Rebuilt {
+  readonly order: PlaceOrderInput;
+  readonly extras: PlaceExtras;
+}
+
+async function rebuilt(deps: MoverDeps, decisionId: string, leaving: string | null): Promise<Result<Rebuilt>> {
   const stored = await deps.moves.order(decisionId);
   if (stored === null)
-    return {
-      ok: false,
-      reason:
-        "no stored order for this placement (placed before this build, or by a process that stopped before keeping it); deploy it again yourself",
-    };
+    return err(
+      "no stored order for this placement (placed before this build, or by a process that stopped before keeping it); deploy it again yourself",
+    );
   const r = rebuildOrder(stored, leaving, readRef(deps.processEnv));
   // The successor keeps the deploy's spec, so its placement too can give the registry its record back (issue 37).
   const extras = stored.agent_spec === undefined ? {} : { agentSpec: stored.agent_spec };
-  return r.ok ? { ok: true, order: r.order, extras } : { ok: false, reason: r.error };
+  return r.ok ? ok({ order: r.value, extras }) : r;
 }
 
 /**
@@ -82,23 +94,23 @@ export async function moveAgent(
   reason: string,
 ): Promise<MoveResult> {
   const order = await rebuilt(deps, placement.decision_id, by === "lost" ? null : placement.node_id);
-  if (!order.ok) return { ok: false, reason: order.reason, moved: null };
+  if (!order.ok) return err({ reason: order.error, moved: null });
   const transfer = await deps.moves.transferOut(placement, by, lifecycle);
-  if (!transfer.ok) return { ok: false, reason: transfer.reason, moved: null };
-  return placeSuccessor(deps, transfer.moved, order, reason);
+  if (!transfer.ok) return err({ reason: transfer.error, moved: null });
+  return placeSuccessor(deps, transfer.value, order.value, reason);
 }
 
 /** A moved record nothing has replaced: its agent placed again from the stored order (the loop's `place_again`). */
 export async function placeMovedAgain(deps: MoverDeps, moved: MovedRecord, reason: string): Promise<MoveResult> {
   const order = await rebuilt(deps, moved.decision_id, moved.authority === "lost" ? null : moved.node_id);
-  if (!order.ok) return { ok: false, reason: order.reason, moved };
-  return placeSuccessor(deps, moved, order, reason);
+  if (!order.ok) return err({ reason: order.error, moved });
+  return placeSuccessor(deps, moved, order.value, reason);
 }
 
 async function placeSuccessor(
   deps: MoverDeps,
   moved: MovedRecord,
-  rebuilt: { readonly order: PlaceOrderInput; readonly extras: PlaceExtras },
+  rebuilt: Rebuilt,
   reason: string,
 ): Promise<MoveResult> {
   let report: PlaceReport;
@@ -111,10 +123,10 @@ async function placeSuccessor(
       const holder = await deps.moves.nameHolder(moved.name);
       if (holder !== null) {
         await deps.moves.recordSuccessor(moved.instance_id, holder.decision_id, holder.placed, null);
-        return { ok: true, placed: null, moved, note: `its name is held by decision ${holder.decision_id} already` };
+        return ok({ placed: null, moved, note: `its name is held by decision ${holder.decision_id} already` });
       }
     }
-    return { ok: false, reason: `place refused (${error.code}): ${error.message}`, moved };
+    return err({ reason: `place refused (${error.code}): ${error.message}`, moved });
   }
   if (report.placed !== null) {
     const p = report.placed;
@@ -126,17 +138,16 @@ async function placeSuccessor(
         ...migratePayload(moved, { node: p.node_id, instance: p.instance_id }, report.decision_id, reason),
       },
     });
-    return { ok: true, placed: p, moved, note: `placed as ${p.instance_id} on node ${p.node_id}` };
+    return ok({ placed: p, moved, note: `placed as ${p.instance_id} on node ${p.node_id}` });
   }
   if (report.unsettled) {
     // The decision holds the name until settle adopts or releases it; a release leaves it unplaced, placed again then.
     await deps.moves.recordSuccessor(moved.instance_id, report.decision_id, false, null);
-    return {
-      ok: true,
+    return ok({
       placed: null,
       moved,
       note: `decision ${report.decision_id} is unsettled (its answer was lost); settle adopts or releases it`,
-    };
+    });
   }
   const last = report.attempts.at(-1);
   const why =
@@ -145,12 +156,11 @@ async function placeSuccessor(
       : last
         ? `${last.outcome}${last.reason ? `: ${last.reason}` : ""}`
         : "nothing was sent";
-  return { ok: false, reason: `not placed elsewhere (${why}, decision ${report.decision_id})`, moved };
+  return err({ reason: `not placed elsewhere (${why}, decision ${report.decision_id})`, moved });
 }
 
-export type OrphanResult =
-  | { readonly ok: true; readonly gone: boolean }
-  | { readonly ok: false; readonly reason: string };
+/** `gone`: the record ended (the node unloaded the copy or holds none); false after a stop. */
+export type OrphanResult = Result<{ readonly gone: boolean }>;
 
 /**
  * The old copy of a moved record, on its node: unloaded (fenced on `generation`, so a copy that restarted since is
@@ -213,6 +223,6 @@ export async function teardownOrphan(
 
   if (gone) await deps.moves.dropMoved(moved.instance_id, outcome);
   else await deps.moves.append([outcome]);
-  if (r.kind === "ok" || gone) return { ok: true, gone };
-  return { ok: false, reason: failureText(r) };
+  if (r.kind === "ok" || gone) return ok({ gone });
+  return err(failureText(r));
 }

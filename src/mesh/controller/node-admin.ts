@@ -19,6 +19,7 @@
  */
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import type { PlaceReport } from "./dispatch.js";
 import type { MoveRecords } from "./move-records.js";
 import { type MoverDeps, moveAgent, teardownOrphan } from "./mover.js";
@@ -40,16 +41,15 @@ export interface NodeAdminDeps {
   readonly peersFileLists?: (addr: string) => boolean;
 }
 
-export type NodeRefResult =
-  | { readonly ok: true; readonly target: TargetInfo & { readonly node_id: string } }
-  | { readonly ok: false; readonly reason: string };
+/** The target a node reference names (a learned one: its node id is known), or why none. */
+export type NodeRefResult = Result<TargetInfo & { readonly node_id: string }>;
 
 /** A node id, address or facts name, as `berth nodes list` shows them. */
 export async function resolveNode(targets: Targets, ref: string): Promise<NodeRefResult> {
   const t = (await targets.resolve(ref)) ?? (await targets.list()).find((x) => x.name === ref) ?? null;
   if (t === null || t.node_id === null)
-    return { ok: false, reason: `no known node ${ref} (give a node id, address or name from \`berth nodes list\`)` };
-  return { ok: true, target: t as TargetInfo & { node_id: string } };
+    return err(`no known node ${ref} (give a node id, address or name from \`berth nodes list\`)`);
+  return ok(t as TargetInfo & { node_id: string });
 }
 
 export interface CordonResult {
@@ -67,12 +67,12 @@ export async function cordonNode(
   operator: JsonObject,
 ): Promise<CordonResult | { readonly error: string }> {
   const r = await resolveNode(deps.targets, ref);
-  if (!r.ok) return { error: r.reason };
-  const node = r.target.node_id;
+  if (!r.ok) return { error: r.error };
+  const node = r.value.node_id;
   const changed = await deps.moves.setCordon(node, cordoned, reason, {
     source: "trust",
     kind: cordoned ? "node.cordon" : "node.uncordon",
-    payload: { node, addr: r.target.addr, reason, operator },
+    payload: { node, addr: r.value.addr, reason, operator },
   });
   return { node, cordoned, changed };
 }
@@ -90,15 +90,15 @@ export async function forgetNode(
   operator: JsonObject,
 ): Promise<ForgetResult | { readonly error: string }> {
   const r = await resolveNode(deps.targets, ref);
-  if (!r.ok) return { error: r.reason };
-  const node = r.target.node_id;
+  if (!r.ok) return { error: r.error };
+  const node = r.value.node_id;
   const done = await deps.moves.forget(node, reason, {
     forgotten: (released) => ({
       source: "trust",
       kind: "node.forget",
       payload: {
         node,
-        addr: r.target.addr,
+        addr: r.value.addr,
         reason,
         operator,
         instances: released.instances,
@@ -136,27 +136,27 @@ export async function removeNode(
   operator: JsonObject,
 ): Promise<RemoveResult | { readonly error: string; readonly refused?: true }> {
   const r = await resolveNode(deps.targets, ref);
-  if (!r.ok) return { error: r.reason };
-  const node = r.target.node_id;
+  if (!r.ok) return { error: r.error };
+  const node = r.value.node_id;
   const admin = await deps.moves.admin(node);
   if (admin.forgotten_ms === null) {
     return {
       refused: true,
-      error: `node ${ref} is ${stateOf(r.target, admin.cordoned)}, not forgotten: only a forgotten node can be removed (forget releases what it runs); \`berth node forget ${ref} --reason …\` first, or \`berth node drain ${ref} --reason …\` to move its agents off a live node`,
+      error: `node ${ref} is ${stateOf(r.value, admin.cordoned)}, not forgotten: only a forgotten node can be removed (forget releases what it runs); \`berth node forget ${ref} --reason …\` first, or \`berth node drain ${ref} --reason …\` to move its agents off a live node`,
     };
   }
-  if (deps.peersFileLists?.(r.target.addr)) {
+  if (deps.peersFileLists?.(r.value.addr)) {
     return {
       refused: true,
-      error: `node ${ref} is listed in peers.json (${r.target.addr}): berth would learn it again at once; take it out of peers.json first`,
+      error: `node ${ref} is listed in peers.json (${r.value.addr}): berth would learn it again at once; take it out of peers.json first`,
     };
   }
-  await deps.targets.remove(r.target.addr, {
+  await deps.targets.remove(r.value.addr, {
     source: "trust",
     kind: "peer.remove",
-    payload: { node, addr: r.target.addr, key: r.target.key, reason, operator },
+    payload: { node, addr: r.value.addr, key: r.value.key, reason, operator },
   });
-  return { node, addr: r.target.addr, removed: true };
+  return { node, addr: r.value.addr, removed: true };
 }
 
 export type DrainStep =
@@ -218,8 +218,8 @@ export async function drainNode(
   wait: (ms: number) => Promise<void>,
 ): Promise<DrainResult | { readonly error: string }> {
   const r = await resolveNode(deps.targets, ref);
-  if (!r.ok) return { error: r.reason };
-  const node = r.target.node_id;
+  if (!r.ok) return { error: r.error };
+  const node = r.value.node_id;
   if (!(await deps.targets.refresh(node))) {
     return {
       error: `node ${node} did not answer (${(await deps.targets.byNode(node))?.error ?? "no answer"}): drain moves agents off a live node; for a node that is gone for good, use \`berth node forget ${ref} --reason …\``,
@@ -228,7 +228,7 @@ export async function drainNode(
   await deps.moves.setCordon(node, true, `drain: ${reason}`, {
     source: "trust",
     kind: "node.cordon",
-    payload: { node, addr: r.target.addr, reason: `drain: ${reason}`, operator },
+    payload: { node, addr: r.value.addr, reason: `drain: ${reason}`, operator },
   });
   await deps.moves.append([
     { source: "trust", kind: "node.drain", payload: { phase: "request", node, reason, operator } },
@@ -303,7 +303,7 @@ async function drainOne(
   if (!rebuilt.ok) return { ...base, outcome: "left_running", reason: rebuilt.error };
   let dry: PlaceReport;
   try {
-    dry = await deps.mover.place({ ...rebuilt.order, name: `${p.name}`, dry_run: true });
+    dry = await deps.mover.place({ ...rebuilt.value, name: `${p.name}`, dry_run: true });
   } catch (error) {
     // A dry run checks no name; anything else it refuses (the package, the engine) leaves the agent where it is.
     return { ...base, outcome: "left_running", reason: `the dry run was refused: ${(error as Error).message}` };
@@ -348,22 +348,22 @@ async function drainOne(
     },
     `drain: ${reason}`,
   );
-  if (!moved.ok || moved.placed === null) {
+  if (!moved.ok || moved.value.placed === null) {
     return {
       ...base,
       outcome: "stopped_not_placed",
       reason: moved.ok
-        ? moved.note
-        : `${moved.reason}; its copy is stopped here and a running berth serve places it again`,
+        ? moved.value.note
+        : `${moved.error.reason}; its copy is stopped here and a running berth serve places it again`,
     };
   }
   // 5. the stopped copy is unloaded, fenced on the generation the node reported
-  const unload = await teardownOrphan(deps.mover, moved.moved, "unload", generation, by);
+  const unload = await teardownOrphan(deps.mover, moved.value.moved, "unload", generation, by);
   return {
     ...base,
     outcome: "moved",
-    to_node: moved.placed.node_id,
-    to_instance: moved.placed.instance_id,
-    old_copy: unload.ok && unload.gone ? "unloaded" : "left_stopped",
+    to_node: moved.value.placed.node_id,
+    to_instance: moved.value.placed.instance_id,
+    old_copy: unload.ok && unload.value.gone ? "unloaded" : "left_stopped",
   };
 }

@@ -32,11 +32,11 @@ describe("the order a reschedule reruns (issue 16)", () => {
     const r = rebuildOrder(stored, NODE_A, readRef({ TRIAGE_TOKEN: "fresh-token" }));
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.order.config?.env).toEqual({ LEVEL: "debug", TOKEN: "fresh-token" });
-    expect(r.order.pin).toBeNull();
-    expect(r.order.avoid).toEqual([NODE_B, NODE_A]);
-    expect(r.order.prefer).toEqual([NODE_B]);
-    expect(r.order.dry_run).toBe(false);
+    expect(r.value.config?.env).toEqual({ LEVEL: "debug", TOKEN: "fresh-token" });
+    expect(r.value.pin).toBeNull();
+    expect(r.value.avoid).toEqual([NODE_B, NODE_A]);
+    expect(r.value.prefer).toEqual([NODE_B]);
+    expect(r.value.dry_run).toBe(false);
   });
 
   it("a lost instance's order (no node left) keeps its avoid list as stored", () => {
@@ -45,7 +45,7 @@ describe("the order a reschedule reruns (issue 16)", () => {
       null,
       readRef({ TRIAGE_TOKEN: "t" }),
     );
-    expect(r.ok && r.order.avoid).toEqual([NODE_B]);
+    expect(r.ok && r.value.avoid).toEqual([NODE_B]);
   });
 
   it("a reference that cannot be read names the env entry and the variable or file, never a value", () => {
@@ -61,7 +61,7 @@ describe("the order a reschedule reruns (issue 16)", () => {
     writeFileSync(file, "from-file\n");
     const fromFile = storedOrderOf(order({ env_from: { TOKEN: { file } } }), PKG, "triage");
     const again = rebuildOrder(fromFile, NODE_A, readRef({}));
-    expect(again.ok && again.order.config?.env?.TOKEN).toBe("from-file");
+    expect(again.ok && again.value.config?.env?.TOKEN).toBe("from-file");
     const missing = rebuildOrder(
       storedOrderOf(order({ env_from: { TOKEN: { file: join(dir, "gone") } } }), PKG, "triage"),
       NODE_A,

@@ -9,6 +9,7 @@
  *   (core/mesh/reschedule.ts `rescheduleOrder`). Errors name the env entry and its file or variable, never a value.
  */
 import { rescheduleOrder } from "../../core/mesh/reschedule.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import { readValueFrom } from "../../kit/value-from.js";
 import type { AgentSpecSource, EnvRef, StoredOrder } from "./move-records.js";
 import type { PlaceOrder, PlaceOrderInput } from "./order.js";
@@ -48,14 +49,15 @@ export function storedOrderOf(
   };
 }
 
-export type RefReader = (ref: EnvRef) => { ok: true; value: string } | { ok: false; error: string };
+/** A reference's value now, or why it cannot be read (naming the variable or file, never a value). */
+export type RefReader = (ref: EnvRef) => Result<string>;
 
 /** Reads one reference with the deploy's reader (kit/value-from.ts), so a reschedule refuses what a deploy refuses. */
 export function readRef(processEnv: NodeJS.ProcessEnv): RefReader {
   return (ref) => {
     const read = readValueFrom(ref, processEnv);
-    if (read.ok) return read;
-    return { ok: false, error: read.cause === "unset" ? `${read.error} in this process` : read.error };
+    if (read.ok) return ok(read.value);
+    return err(read.cause === "unset" ? `${read.error} in this process` : read.error);
   };
 }
 
@@ -63,38 +65,31 @@ export function readRef(processEnv: NodeJS.ProcessEnv): RefReader {
  * The order to rerun: the stored one, references read, `leaving` (the node the agent leaves, null for a lost
  * instance whose node may take it again) in `avoid`, never pinned.
  */
-export function rebuildOrder(
-  stored: StoredOrder,
-  leaving: string | null,
-  read: RefReader,
-): { ok: true; order: PlaceOrderInput } | { ok: false; error: string } {
+export function rebuildOrder(stored: StoredOrder, leaving: string | null, read: RefReader): Result<PlaceOrderInput> {
   const env: Record<string, string> = { ...stored.config.env };
   for (const [name, ref] of Object.entries(stored.env_from)) {
     const r = read(ref);
-    if (!r.ok) return { ok: false, error: `the stored order's env ${name} (valueFrom): ${r.error}` };
+    if (!r.ok) return err(`the stored order's env ${name} (valueFrom): ${r.error}`);
     env[name] = r.value;
   }
   const moved =
     leaving === null
       ? { pin: null, avoid: [...stored.avoid], dry_run: false }
       : rescheduleOrder({ pin: stored.pin, avoid: stored.avoid, dry_run: false }, leaving);
-  return {
-    ok: true,
-    order: {
-      package: stored.package_id,
-      name: stored.name,
-      config: { mode: stored.config.mode, args: [...stored.config.args], env },
-      env_from: { ...stored.env_from },
-      pin: moved.pin,
-      prefer: [...stored.prefer].filter((n) => n !== leaving),
-      avoid: [...moved.avoid],
-      allow_emulated: stored.allow_emulated,
-      strategy: stored.strategy as PlaceOrderInput["strategy"],
-      restart: stored.restart as PlaceOrderInput["restart"],
-      start: stored.start,
-      agent: stored.agent,
-      intent: stored.intent,
-      dry_run: false,
-    },
-  };
+  return ok({
+    package: stored.package_id,
+    name: stored.name,
+    config: { mode: stored.config.mode, args: [...stored.config.args], env },
+    env_from: { ...stored.env_from },
+    pin: moved.pin,
+    prefer: [...stored.prefer].filter((n) => n !== leaving),
+    avoid: [...moved.avoid],
+    allow_emulated: stored.allow_emulated,
+    strategy: stored.strategy as PlaceOrderInput["strategy"],
+    restart: stored.restart as PlaceOrderInput["restart"],
+    start: stored.start,
+    agent: stored.agent,
+    intent: stored.intent,
+    dry_run: false,
+  });
 }

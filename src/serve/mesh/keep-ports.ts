@@ -231,14 +231,14 @@ async function perform(
       if (!record) return err("the placement record is gone");
       const by = action.kind === "replace" ? "lost" : action.authority === "operator" ? "forget" : "lease";
       const r = await moveAgent(access.mover, record, by, lifecycle(p, action.kind, action.why), action.why);
-      return r.ok ? ok() : err(r.reason);
+      return r.ok ? ok() : err(r.error.reason);
     }
     case "place_again": {
       const moved = (await access.moves.movedRecord(p.instance_id))?.record;
       if (!moved) return err("the moved record is gone");
       await access.moves.append([lifecycle(p, action.kind, action.why)]);
       const r = await placeMovedAgain(access.mover, moved, action.why);
-      return r.ok ? ok() : err(r.reason);
+      return r.ok ? ok() : err(r.error.reason);
     }
     case "unload_orphan":
     case "stop_orphan": {
@@ -252,7 +252,7 @@ async function perform(
         action.generation,
         LOOP_ACTOR,
       );
-      return r.ok ? ok() : err(r.reason);
+      return r.ok ? ok() : err(r.error);
     }
     case "forget_orphan":
       await access.moves.dropMoved(p.instance_id, lifecycle(p, action.kind, action.why));
