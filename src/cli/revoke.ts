@@ -24,16 +24,18 @@ async function revokeVerb(revoke: boolean, kind: (typeof KINDS)[number], id: str
   const r = await withController(opts, (c) =>
     c.revoke({ revoke, kind, id, reason, operator: operatorIdentity(`berth ${verb}`) }),
   );
-  if (!r.ok) throw new CliError(`${verb}: ${r.reason}`);
+  if (!r.ok) throw new CliError(`${verb}: ${r.error}`);
+  const done = r.value;
   const lines = [
-    `${kind} ${id}: ${revoke ? "revoked" : "no longer revoked"}${r.changed ? "" : " (already so)"}; revocation list generation ${r.generation}`,
-    ...r.nodes.map((n) =>
+    `${kind} ${id}: ${revoke ? "revoked" : "no longer revoked"}${done.changed ? "" : " (already so)"}; revocation list generation ${done.generation}`,
+    ...done.nodes.map((n) =>
       n.kind === "behind"
         ? `node ${n.node}  behind (holds ${n.held}): ${n.reason}; it gets the list at its next contact, and no placement goes there until then`
         : `node ${n.node}  holds generation ${n.generation}`,
     ),
   ];
-  answer(opts.json, r, lines.join("\n"));
+  // --json prints the answer as it always has: `ok: true` beside the generation, changed and nodes.
+  answer(opts.json, { ok: true, ...done }, lines.join("\n"));
 }
 
 export function registerRevokeCommands(program: Command): void {

@@ -62,8 +62,8 @@ describe("revocation reaches every node (real daemons)", () => {
     const revoked = await ctl.revoke({ revoke: true, kind: "package", id: packageId, reason: "a bad build", operator });
     expect(revoked.ok).toBe(true);
     if (!revoked.ok) return;
-    expect(revoked.generation).toBe(1);
-    expect(revoked.nodes).toEqual(
+    expect(revoked.value.generation).toBe(1);
+    expect(revoked.value.nodes).toEqual(
       expect.arrayContaining([
         { node: fx.second.nodeId, kind: "pushed", generation: 1, changed: true },
         expect.objectContaining({ node: fx.first.nodeId, kind: "behind", held: 0, wanted: 1 }),
@@ -90,7 +90,7 @@ describe("revocation reaches every node (real daemons)", () => {
       reason: "rebuilt and checked",
       operator,
     });
-    expect(lifted.ok && lifted.generation).toBe(2);
+    expect(lifted.ok && lifted.value.generation).toBe(2);
     expect(nodeEvents(fx.second.dataDir, "workload.unrevoke")).toEqual([
       expect.objectContaining({ subject: packageId, generation: 2 }),
     ]);

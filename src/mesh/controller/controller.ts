@@ -22,6 +22,7 @@ import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { type ObservedRow, observedInstanceOf } from "../../core/mesh/instance-observation.js";
 import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
+import { ok, type Result } from "../../kit/result.js";
 import { DEFAULT_LEASE_TTL_MS } from "../../store/lease.js";
 import { StoreAuthority } from "../../store/leader-authority.js";
 import { LeaderLease, type LeaderView } from "../../store/leader.js";
@@ -56,7 +57,14 @@ import type { MoverDeps } from "./mover.js";
 import type { NodeAdminDeps } from "./node-admin.js";
 import { packagePolicyOf } from "./package-policy.js";
 import type { KeepAccess } from "./keep-access.js";
-import { behindReason, editRevocations, publicationOf, type PushOutcome, pushRevocations } from "./revocation-push.js";
+import {
+  behindReason,
+  editRevocations,
+  publicationOf,
+  type PushOutcome,
+  pushRevocations,
+  type RevokeAnswer,
+} from "./revocation-push.js";
 import { type PlacePreview, previewOrder } from "./preview.js";
 
 export const CONTROLLER_DB = "controller.db";
@@ -190,7 +198,7 @@ export class MeshController {
     if (!published.ok) return [];
     return pushRevocations(
       { store: this.store, targets: this.targetSet, clock: this.deps.clock, callTimeoutMs: this.deps.timeouts.callMs },
-      published.pub,
+      published.value,
       nodes,
       push,
     );
@@ -201,9 +209,7 @@ export class MeshController {
    * chained, the generation published, then pushed to every known node at once; a node that does not answer gets it
    * at its next contact and is refused placements until then.
    */
-  async revoke(
-    edit: Parameters<typeof editRevocations>[3],
-  ): Promise<{ ok: true; generation: number; changed: boolean; nodes: PushOutcome[] } | { ok: false; reason: string }> {
+  async revoke(edit: Parameters<typeof editRevocations>[3]): Promise<Result<RevokeAnswer>> {
     await this.readPolicy(false);
     const done = await editRevocations(this.deps.dataDir, this.store, this.deps.clock, edit);
     if (!done.ok) return done;
@@ -211,10 +217,10 @@ export class MeshController {
     for (const n of known) if (!this.targetSet.described(n)) await this.targetSet.refresh(n);
     const nodes = await pushRevocations(
       { store: this.store, targets: this.targetSet, clock: this.deps.clock, callTimeoutMs: this.deps.timeouts.callMs },
-      done.pub,
+      done.value.pub,
       known,
     );
-    return { ok: true, generation: done.pub.generation, changed: done.changed, nodes };
+    return ok({ generation: done.value.pub.generation, changed: done.value.changed, nodes });
   }
 
   /** §14.2 steps 1–4. Throws if the chain fails its start-up check: a controller never runs on a broken record. */
@@ -588,7 +594,7 @@ export class MeshController {
   /** Issue 16: what `berth node cordon|uncordon|forget|drain` need (node-admin.ts); the peers file is re-read first. */
   async nodeAdmin(): Promise<NodeAdminDeps> {
     const policy = await this.readPolicy(false);
-    const listed = new Set(policy.peers.ok ? (policy.peers.entries ?? []).map((e) => e.addr) : []);
+    const listed = new Set(policy.peers.ok ? (policy.peers.value ?? []).map((e) => e.addr) : []);
     return {
       store: this.store,
       targets: this.targetSet,

@@ -14,6 +14,7 @@ import type { PermitRule, RevocationList } from "../../core/governance/policy.js
 import { describeIssues, HEX64, truncateUtf8 } from "../../core/protocol/messages.js";
 import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
 import { sha256 } from "../../core/crypto/tagged.js";
+import type { Result } from "../../kit/result.js";
 
 export const PEERS_FILE = "peers.json";
 
@@ -26,10 +27,8 @@ export const PeerEntrySchema = z.strictObject({
 export type PeerEntry = z.infer<typeof PeerEntrySchema>;
 export const PeersFileSchema = z.array(PeerEntrySchema).max(256);
 
-/** `null`: no peers file (tiers come from the API only). */
-export type PeersLoad =
-  | { readonly ok: true; readonly entries: readonly PeerEntry[] | null }
-  | { readonly ok: false; readonly error: string };
+/** The peers file's entries; `null`: no peers file (tiers come from the API only). */
+export type PeersLoad = Result<readonly PeerEntry[] | null>;
 
 export interface ControllerPolicy {
   readonly signers: ReadonlySet<string>;
@@ -125,7 +124,7 @@ export class PolicyFiles {
         permits: permits.loaded.ok ? permits.loaded.value : [],
         permitsError: permits.loaded.ok ? null : `${permits.file}: ${permits.loaded.error}`,
         revocations: revocations.loaded.ok ? revocations.loaded.value : null,
-        peers: peers.loaded.ok ? { ok: true, entries: peers.loaded.value } : { ok: false, error: peers.loaded.error },
+        peers: peers.loaded,
       },
       events,
     };

@@ -15,39 +15,39 @@ import {
   parsePlacementInputWithParts,
   renderExplain,
 } from "../../core/placement/index.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import type { DispatchDeps } from "./dispatch.js";
 import { consult, contextOf, gatePolicyOf } from "./gate.js";
 import { type PlaceOrderInput, PlaceOrderSchema } from "./order.js";
 import { inspectPackage, workloadRecordOf, workloadSpecOf } from "./prepare.js";
 import { envFromProblem } from "./stored-order.js";
 
-export type PlacePreview =
-  | { readonly ok: true; readonly decision: PlacementDecision; readonly explain: string }
-  | {
-      readonly ok: false;
-      readonly code: "invalid_order" | "prepare" | "decision";
-      readonly error: string;
-      readonly constraints: ReadonlyArray<{ constraint: string; detail: string }>;
-    };
+/** Why nothing would be decided: which step refused, its message, and the constraints the engine named. */
+export interface PreviewRefusal {
+  readonly code: "invalid_order" | "prepare" | "decision";
+  readonly message: string;
+  readonly constraints: ReadonlyArray<{ constraint: string; detail: string }>;
+}
+
+export type PlacePreview = Result<{ readonly decision: PlacementDecision; readonly explain: string }, PreviewRefusal>;
 
 /** What `place(order)` would decide now; reads only (the targets were described by the caller's observation). */
 export async function previewOrder(deps: DispatchDeps, input: PlaceOrderInput): Promise<PlacePreview> {
   const parsed = PlaceOrderSchema.safeParse(input);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return {
-      ok: false,
+    return err({
       code: "invalid_order",
-      error: `place order: field ${issue?.path.map(String).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
+      message: `place order: field ${issue?.path.map(String).join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
       constraints: [],
-    };
+    });
   }
   const order = parsed.data;
   const envFrom = envFromProblem(order);
-  if (envFrom !== null) return { ok: false, code: "invalid_order", error: envFrom, constraints: [] };
+  if (envFrom !== null) return err({ code: "invalid_order", message: envFrom, constraints: [] });
   const policy = await deps.readPolicy(false);
   const inspected = inspectPackage(order.package, deps.dataDir, policy);
-  if (!inspected.ok) return { ok: false, code: "prepare", error: inspected.error, constraints: [] };
+  if (!inspected.ok) return err({ code: "prepare", message: inspected.error, constraints: [] });
   const pkg = inspected.pkg;
   const name = order.name ?? pkg.statement.name;
   const workload = workloadRecordOf(pkg);
@@ -98,20 +98,18 @@ export async function previewOrder(deps: DispatchDeps, input: PlaceOrderInput): 
     { nodes: views, weights: deps.weights, gate: verdicts, instances: [], placed: [] },
   );
   if (!input0.ok)
-    return {
-      ok: false,
+    return err({
       code: "decision",
-      error: input0.error.message,
+      message: input0.error.message,
       constraints: input0.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail })),
-    };
+    });
   const history = await deps.store.placementHistory(historyReads(input0.input.request, input0.input.nodes));
   const result = decide({ ...input0.input, cluster: { ...input0.input.cluster, ...history } });
   if (!result.ok)
-    return {
-      ok: false,
+    return err({
       code: "decision",
-      error: result.error.message,
+      message: result.error.message,
       constraints: result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail })),
-    };
-  return { ok: true, decision: result.decision, explain: renderExplain(result.decision) };
+    });
+  return ok({ decision: result.decision, explain: renderExplain(result.decision) });
 }

@@ -18,6 +18,7 @@ import type { EventDraft } from "../../core/chain/event.js";
 import { canonicalJson, type JsonObject, type JsonValue } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import type { RevocationList } from "../../core/governance/policy.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import { saveRevocationList } from "../policy/files.js";
 import { loadRevocations } from "../policy/files.js";
 import type { ControllerStore } from "./store.js";
@@ -55,8 +56,8 @@ export async function publicationOf(
   list: RevocationList,
   clock: () => number,
   withEvents: readonly EventDraft[] = [],
-): Promise<{ ok: true; pub: Publication | null } | { ok: false; reason: string }> {
-  if (nothing(list) && withEvents.length === 0) return { ok: true, pub: null };
+): Promise<Result<Publication | null>> {
+  if (nothing(list) && withEvents.length === 0) return ok(null);
   const sum = digest(list);
   if (withEvents.length === 0) {
     // The common case, on every placement: published already; a read, no write transaction.
@@ -66,23 +67,21 @@ export async function publicationOf(
         [list.generation],
       ),
     );
-    if (seen && seen.sha256 === sum)
-      return { ok: true, pub: { generation: list.generation, list, decisionId: seen.decision_id } };
+    if (seen && seen.sha256 === sum) return ok({ generation: list.generation, list, decisionId: seen.decision_id });
   }
-  return store.engine.transaction(async (tx) => {
+  return store.engine.transaction(async (tx): Promise<Result<Publication>> => {
     const row = await tx.get<{ sha256: string; decision_id: string }>(
       "SELECT sha256, decision_id FROM mesh_revocation_publications WHERE generation = ?",
       [list.generation],
     );
     if (row) {
       if (row.sha256 !== sum) {
-        return {
-          ok: false as const,
-          reason: `revocations.json generation ${list.generation} was already published with other subjects; raise its generation (berth revoke does) so nodes take it as newer`,
-        };
+        return err(
+          `revocations.json generation ${list.generation} was already published with other subjects; raise its generation (berth revoke does) so nodes take it as newer`,
+        );
       }
       for (const e of withEvents) await store.chain.append(tx, e);
-      return { ok: true as const, pub: { generation: list.generation, list, decisionId: row.decision_id } };
+      return ok({ generation: list.generation, list, decisionId: row.decision_id });
     }
     for (const e of withEvents) await store.chain.append(tx, e);
     const published = await store.chain.append(tx, {
@@ -94,7 +93,7 @@ export async function publicationOf(
       "INSERT INTO mesh_revocation_publications (generation, sha256, decision_id, published_ms) VALUES (?,?,?,?)",
       [list.generation, sum, published.hash, clock()],
     );
-    return { ok: true as const, pub: { generation: list.generation, list, decisionId: published.hash } };
+    return ok({ generation: list.generation, list, decisionId: published.hash });
   });
 }
 
@@ -175,6 +174,19 @@ export function behindReason(o: Extract<PushOutcome, { kind: "behind" }>): strin
  * `berth revoke KIND ID --reason R` / `berth unrevoke KIND ID --reason R`: the controller's list changed (a new
  * generation), written durably, each subject chained, then published. The push to every node is the caller's.
  */
+/** An edit published: the list's publication, and whether the edit changed it (false: it already was so). */
+export interface RevocationEdit {
+  readonly pub: Publication;
+  readonly changed: boolean;
+}
+
+/** `berth revoke`'s answer: the generation published, whether it changed, and what each known node answered. */
+export interface RevokeAnswer {
+  readonly generation: number;
+  readonly changed: boolean;
+  readonly nodes: PushOutcome[];
+}
+
 export async function editRevocations(
   dataDir: string,
   store: ControllerStore,
@@ -186,10 +198,9 @@ export async function editRevocations(
     readonly reason: string;
     readonly operator: JsonObject;
   },
-): Promise<{ ok: true; pub: Publication; changed: boolean } | { ok: false; reason: string }> {
+): Promise<Result<RevocationEdit>> {
   const file = loadRevocations(dataDir);
-  if (!file.loaded.ok)
-    return { ok: false, reason: `${file.file} cannot be read (${file.loaded.error}); fix or remove it first` };
+  if (!file.loaded.ok) return err(`${file.file} cannot be read (${file.loaded.error}); fix or remove it first`);
   const list = file.loaded.value;
   const id = /^[0-9a-fA-F]+$/.test(edit.id) ? edit.id.toLowerCase() : edit.id;
   const present = list.subjects.some((s) => s.kind === edit.kind && s.id === id);
@@ -211,6 +222,6 @@ export async function editRevocations(
   }
   const published = await publicationOf(store, next, clock, events);
   if (!published.ok) return published;
-  if (published.pub === null) return { ok: false, reason: "nothing to publish" };
-  return { ok: true, pub: published.pub, changed: edit.revoke !== present };
+  if (published.value === null) return err("nothing to publish");
+  return ok({ pub: published.value, changed: edit.revoke !== present });
 }

@@ -579,10 +579,10 @@ export class Targets {
       return;
     }
     this.demotedAll = null;
-    if (peers.entries === null) return;
-    const listed = new Map(peers.entries.map((e) => [e.addr, e]));
+    if (peers.value === null) return;
+    const listed = new Map(peers.value.map((e) => [e.addr, e]));
     const pending: Array<Promise<unknown>> = [];
-    for (const entry of peers.entries) {
+    for (const entry of peers.value) {
       const l = this.live.get(entry.addr);
       if (l && l.stored.key !== null && entry.key !== undefined && entry.key !== l.stored.key)
         await this.demoteReplacedKey(l, entry.key);

@@ -515,14 +515,14 @@ export async function planMeshDeploy(
       const preview = await deps.controller.previewPlace(built.value);
       placement = preview.ok
         ? {
-            node: preview.decision.placement?.node_id ?? null,
-            explain: preview.explain,
-            error: preview.decision.placement === null ? "no eligible node" : null,
+            node: preview.value.decision.placement?.node_id ?? null,
+            explain: preview.value.explain,
+            error: preview.value.decision.placement === null ? "no eligible node" : null,
           }
         : {
             node: null,
-            explain: preview.constraints.map((c) => `  ${c.constraint}: ${c.detail}`).join("\n"),
-            error: `${preview.code}: ${preview.error}`,
+            explain: preview.error.constraints.map((c) => `  ${c.constraint}: ${c.detail}`).join("\n"),
+            error: `${preview.error.code}: ${preview.error.message}`,
           };
     }
   }
