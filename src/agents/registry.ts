@@ -19,6 +19,7 @@ import {
 } from "../mesh/controller/store-agents.js";
 import { deleteEventDraft } from "../core/agents/registry.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
+import type { Result } from "../kit/result.js";
 
 export type { AgentRecord } from "../core/agents/registry.js";
 export { AGENTS_DB } from "../mesh/controller/store-agents.js";
@@ -32,10 +33,7 @@ export class AgentRegistry {
   }
 
   /** Issue 33: removes the record with its `agent.delete` event, unless the store still holds anything of the name. */
-  delete(
-    name: string,
-    operator: JsonObject,
-  ): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
+  delete(name: string, operator: JsonObject): Promise<Result<SealedEvent>> {
     return deleteAgentRecord(this.store, name, (r) => deleteEventDraft(r, operator));
   }
 

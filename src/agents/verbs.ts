@@ -91,11 +91,11 @@ export async function deleteAgent(env: AgentsEnv, name: string, operator: JsonOb
     });
   }
   const gone = await env.registry((r) => r.delete(name, operator));
-  if (!gone.ok) return ok({ ok: false, agent: name, message: `${name} was not deleted: ${gone.reason}` });
+  if (!gone.ok) return ok({ ok: false, agent: name, message: `${name} was not deleted: ${gone.error}` });
   return ok({
     ok: true,
     agent: name,
     message: `${name}: deleted; its record is gone (the chain keeps agent.delete)`,
-    event: { seq: gone.event.seq, hash: gone.event.hash },
+    event: { seq: gone.value.seq, hash: gone.value.hash },
   });
 }

@@ -26,6 +26,7 @@ import {
   specDigest,
 } from "../../core/agents/registry.js";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import type { Query, Tx } from "../../store/engine.js";
 import { openDatabase } from "../../store/sqlite.js";
 import type { StoredOrder } from "./move-records.js";
@@ -179,22 +180,20 @@ export async function deleteAgentRecord(
   store: ControllerStore,
   name: string,
   event: (r: AgentRecord) => EventDraft,
-): Promise<{ ok: true; event: SealedEvent } | { ok: false; reason: string }> {
+): Promise<Result<SealedEvent>> {
   return store.engine.transaction(async (tx) => {
     const record = await agentRecord(tx, name);
-    if (record === null)
-      return { ok: false as const, reason: `no agent ${JSON.stringify(name)} was deployed from this berth home` };
+    if (record === null) return err(`no agent ${JSON.stringify(name)} was deployed from this berth home`);
     const held = await tx.get<{ what: string; id: string }>(
       `SELECT 'placement' AS what, instance_id AS id FROM mesh_placements WHERE name = ?
        UNION ALL SELECT 'open decision' AS what, id FROM mesh_decisions WHERE name = ? AND state IN (${OPEN_SQL})
        UNION ALL SELECT 'moved copy' AS what, instance_id AS id FROM mesh_moved WHERE name = ?`,
       [name, name, name],
     );
-    if (held !== undefined)
-      return { ok: false as const, reason: `the controller still records its ${held.what} ${held.id}` };
+    if (held !== undefined) return err(`the controller still records its ${held.what} ${held.id}`);
     await tx.run("DELETE FROM agent_registry WHERE name = ?", [name]);
     await tx.run("DELETE FROM mesh_stopped WHERE name = ?", [name]);
-    return { ok: true as const, event: await store.chain.append(tx, event(record)) };
+    return ok(await store.chain.append(tx, event(record)));
   });
 }
 
