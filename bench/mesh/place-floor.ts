@@ -78,7 +78,7 @@ async function main(): Promise<void> {
   );
   const prepared = preparePackage(pkgDir, controllerDir, (await new PolicyFiles(controllerDir).read()).policy);
   if (!prepared.ok) throw new Error(prepared.error);
-  const packageId = prepared.pkg.packageId;
+  const packageId = prepared.value.packageId;
 
   // The controller as `berth serve` runs it: warm connections to its nodes (ControllerConnector).
   const controller = await MeshController.open({

@@ -88,7 +88,7 @@ async function main(): Promise<void> {
   if (!prepared.ok) throw new Error(prepared.error);
   const parsed = parsePlacementInput({
     request: {
-      spec: workloadSpecOf("bench", prepared.pkg),
+      spec: workloadSpecOf("bench", prepared.value),
       weights: DEFAULT_WEIGHTS,
       gate: Object.fromEntries(views.map((v) => [v.node_id, { verdict: "permit", reason: "bench" }])),
     },
@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   }
   const ids: string[] = [];
   const placeOne = async (i: number) => {
-    const r = await controller.place({ package: prepared.pkg.packageId, name: `bench-${i}` });
+    const r = await controller.place({ package: prepared.value.packageId, name: `bench-${i}` });
     if (!r.placed) throw new Error(`placement ${i} not placed:\n${r.explain}`);
     ids.push(r.placed.instance_id);
   };
@@ -128,7 +128,7 @@ async function main(): Promise<void> {
   };
   await timed(`refresh of ${NODES} targets (signed describes)`, 10, () => controller.refreshTargets());
   await timed("dry-run placements (no dispatch)", 10, (i) =>
-    controller.place({ package: prepared.pkg.packageId, name: `dry-${i}`, dry_run: true }),
+    controller.place({ package: prepared.value.packageId, name: `dry-${i}`, dry_run: true }),
   );
   const half = Math.max(1, Math.floor(PLACEMENTS / 2));
   let t = process.hrtime.bigint();

@@ -26,7 +26,7 @@ describe("targets and trust", () => {
     fx = await seedFixture();
     const [first, second] = nodesOf(fx);
     const added = await fx.controller.addTarget(first.addr, "paired");
-    expect(added.ok && added.target.node_id).toBe(first.id);
+    expect(added.ok && added.value.node_id).toBe(first.id);
     expect((await controllerEvents(fx.controller, "peer.add")).map((e) => e.how)).toEqual(["tofu"]);
 
     // Another node (another key) now answers at the first node's address.
@@ -39,7 +39,7 @@ describe("targets and trust", () => {
     const refused = await controllerEvents(fx.controller, "peer.key_refused");
     expect(refused).toHaveLength(1);
     expect(refused[0]?.offered_key).toBe(nodeKeyOf(second));
-    expect(refused[0]?.expected_key).toBe(added.ok ? added.target.key : null);
+    expect(refused[0]?.expected_key).toBe(added.ok ? added.value.key : null);
 
     // Adding the address again is not a second first use.
     const again = await fx.controller.addTarget(first.addr, "paired");

@@ -91,7 +91,7 @@ export async function scaleWorld(o: {
   );
   const prepared = await controller.registerPackage(pkgDir);
   if (!prepared.ok) throw new Error(`registering the package: ${prepared.error}`);
-  const packageId = prepared.pkg.packageId;
+  const packageId = prepared.value.packageId;
   const names: string[] = [];
   const wire = Math.min(o.placedOverTheWire ?? (o.nodes >= 1_000 ? 1 : 3), o.agents);
   const t1 = performance.now();

@@ -131,7 +131,7 @@ export function localBackend(flags: BackendFlags): ControllerBackend {
       withController(controllerFlags, async (c) => {
         const r = await c.addTarget(addr, tier, key);
         return r.ok
-          ? ok((await targetsWithFacts(c, [r.target]))[0] as Awaited<ReturnType<typeof targetsWithFacts>>[number])
+          ? ok((await targetsWithFacts(c, [r.value]))[0] as Awaited<ReturnType<typeof targetsWithFacts>>[number])
           : err(r.error);
       }),
     setTier: (ref, tier) => withController(controllerFlags, async (c) => c.setTier(ref, tier)),

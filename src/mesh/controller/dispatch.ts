@@ -179,7 +179,7 @@ export async function placeOrder(
     ]);
     throw new PlaceError("prepare", prepared.error);
   }
-  const pkg = prepared.pkg;
+  const pkg = prepared.value;
   const name = order.name ?? pkg.statement.name;
   const workload = workloadRecordOf(pkg);
   // 3. refresh, with its stored key, every target whose facts cannot be reused (issue 19, targets.ts refreshStale)

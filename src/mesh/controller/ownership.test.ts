@@ -97,7 +97,7 @@ describe("decisions under owner leases", () => {
     await expect(b.beginAttempt(id, 1, NODE, "v")).rejects.toThrow(IllegalTransition);
     await a.beginAttempt(id, 1, NODE, "v");
     await a.beginReconcile(id);
-    expect(await b.claimForSettle(id)).toMatchObject({ ok: false, wedged: false });
+    expect(await b.claimForSettle(id)).toMatchObject({ ok: false, error: { wedged: false } });
     await expect(b.commitPlaced(id, 1, placement(id), W, ev("placed"))).rejects.toThrow(IllegalTransition);
     expect(await b.commitInterrupted(id, true, () => ev("interrupted"))).toBe(false);
     expect((await a.decision(id))?.state).toBe("reconciling");
@@ -189,8 +189,7 @@ describe("decisions under owner leases", () => {
     ]);
     expect(await b.claimForSettle(id)).toMatchObject({
       ok: false,
-      wedged: true,
-      reason: expect.stringContaining("berth doctor --repair"),
+      error: { wedged: true, reason: expect.stringContaining("berth doctor --repair") },
     });
     await b.commitRepair((await b.wedged())[0]!, { user: "tester" });
     expect([await b.wedged(), (await b.decision(id))?.state]).toEqual([[], "placed"]);

@@ -70,8 +70,8 @@ describe("preparing a package on the controller (issue 12)", () => {
     writeFileSync(join(dataDir, PACKAGE_STORE, pkg.packageId, "run.sh"), "#!/bin/sh\necho SIGNED\n");
     const prepared = preparePackage(pkg.packageId, dataDir, pkg.policy);
     if (!prepared.ok) throw new Error(prepared.error);
-    const file = prepared.pkg.statement.files[0] as { sha256: string };
-    expect(prepared.pkg.source.readRange(file.sha256, 0, 64)).toBe("run.sh does not match its pinned hash");
+    const file = prepared.value.statement.files[0] as { sha256: string };
+    expect(prepared.value.source.readRange(file.sha256, 0, 64)).toBe("run.sh does not match its pinned hash");
   });
 
   it("a store copy is still checked against today's signers, and one holding another package's manifest is refused", () => {
@@ -108,8 +108,8 @@ describe("preparing a package on the controller (issue 12)", () => {
       writeFileSync(manifestPath, "{ not the manifest that was checked"),
     );
     if (!prepared.ok) throw new Error(prepared.error);
-    expect(Buffer.from(prepared.pkg.source.manifest).equals(verified)).toBe(true);
-    expect(prepared.pkg.source.packageId).toBe(pkg.packageId);
+    expect(Buffer.from(prepared.value.source.manifest).equals(verified)).toBe(true);
+    expect(prepared.value.source.packageId).toBe(pkg.packageId);
   });
 
   it("a manifest prepared again unchanged is still checked against today's revocations and signers (its parse alone is kept)", () => {

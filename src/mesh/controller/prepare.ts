@@ -19,6 +19,7 @@ import {
 } from "../../core/packages/manifest.js";
 import { ParseMemo } from "../../core/parse-memo.js";
 import type { WorkloadSpec } from "../../core/placement/index.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import { PackageDirSource } from "../client/package-source.js";
 import { isPackageId } from "./order.js";
 import type { ControllerPolicy } from "./policy.js";
@@ -33,9 +34,7 @@ export interface PreparedPackage {
   readonly signers: readonly string[];
 }
 
-export type Prepared =
-  | { readonly ok: true; readonly pkg: PreparedPackage }
-  | { readonly ok: false; readonly error: string };
+export type Prepared = Result<PreparedPackage>;
 
 /**
  * Verifies `ref` (a directory, or a package id in the store) and makes sure the store holds a copy. Issue 12: the
@@ -52,20 +51,17 @@ export function preparePackage(
   const stored = storedPackageDir(ref, dataDir);
   const dir = stored ?? resolve(ref);
   if (!existsSync(join(dir, MANIFEST_FILE))) {
-    return {
-      ok: false,
-      error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${storeRoot}`,
-    };
+    return err(`package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${storeRoot}`);
   }
   // Issue 19: a store copy is prepared from its manifest alone, checked against today's signers and revocations; its
   // files were checked when they were stored, and each is checked again before it is served (PackageDirSource), by
   // the node that receives it too. Re-reading and re-hashing every file on every placement bought nothing more.
   const read = stored ? readVerifiedManifest(dir, policy) : readVerified(dir, policy);
-  if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
+  if (!read.ok) return err(`package ${ref} does not verify on this controller: ${read.error}`);
   afterVerify?.();
-  const { verdict, manifest, files } = read;
+  const { verdict, manifest, files } = read.value;
   if (stored && verdict.value.packageId !== ref)
-    return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.value.packageId}` };
+    return err(`package ${ref}: the store copy holds package ${verdict.value.packageId}`);
   const statement = verdict.value.envelope.statement;
   const target = join(storeRoot, verdict.value.packageId);
   if (resolve(dir) !== resolve(target) && !existsSync(join(target, MANIFEST_FILE)))
@@ -75,7 +71,7 @@ export function preparePackage(
   const source = new PackageDirSource(target, {
     verified: { manifest, packageId: verdict.value.packageId, statement },
   });
-  return { ok: true, pkg: { packageId: verdict.value.packageId, statement, source, signers: verdict.value.signers } };
+  return ok({ packageId: verdict.value.packageId, statement, source, signers: verdict.value.signers });
 }
 
 /**
@@ -86,19 +82,18 @@ export function inspectPackage(ref: string, dataDir: string, policy: ControllerP
   const stored = storedPackageDir(ref, dataDir);
   const dir = stored ?? resolve(ref);
   if (!existsSync(join(dir, MANIFEST_FILE))) {
-    return {
-      ok: false,
-      error: `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${join(dataDir, PACKAGE_STORE)}`,
-    };
+    return err(
+      `package ${ref}: no ${MANIFEST_FILE} there, and no package with that id in ${join(dataDir, PACKAGE_STORE)}`,
+    );
   }
   const read = stored ? readVerifiedManifest(dir, policy) : readVerified(dir, policy);
-  if (!read.ok) return { ok: false, error: `package ${ref} does not verify on this controller: ${read.reason}` };
-  const { verdict, manifest } = read;
+  if (!read.ok) return err(`package ${ref} does not verify on this controller: ${read.error}`);
+  const { verdict, manifest } = read.value;
   if (stored && verdict.value.packageId !== ref)
-    return { ok: false, error: `package ${ref}: the store copy holds package ${verdict.value.packageId}` };
+    return err(`package ${ref}: the store copy holds package ${verdict.value.packageId}`);
   const statement = verdict.value.envelope.statement;
   const source = new PackageDirSource(dir, { verified: { manifest, packageId: verdict.value.packageId, statement } });
-  return { ok: true, pkg: { packageId: verdict.value.packageId, statement, source, signers: verdict.value.signers } };
+  return ok({ packageId: verdict.value.packageId, statement, source, signers: verdict.value.signers });
 }
 
 /**
@@ -111,9 +106,12 @@ export function storedPackageDir(ref: string, dataDir: string): string | null {
   return existsSync(join(stored, MANIFEST_FILE)) ? stored : null;
 }
 
-type ReadVerified =
-  | { ok: true; verdict: Extract<EnvelopeVerdict, { ok: true }>; manifest: Buffer; files: ReadonlyMap<string, Buffer> }
-  | { ok: false; reason: string };
+/** The manifest's verdict and bytes, and the pinned files' bytes (none when only the manifest was read), or why not. */
+type ReadVerified = Result<{
+  readonly verdict: Extract<EnvelopeVerdict, { ok: true }>;
+  readonly manifest: Buffer;
+  readonly files: ReadonlyMap<string, Buffer>;
+}>;
 
 /**
  * The parse of the last manifest text prepared, kept while the text is byte-identical (spec/mesh.md §5.5, the node's
@@ -147,7 +145,7 @@ function readVerifiedManifest(dir: string, policy: ControllerPolicy): ReadVerifi
   try {
     manifest = readFileSync(join(dir, MANIFEST_FILE));
   } catch {
-    return { ok: false, reason: `${join(dir, MANIFEST_FILE)} is missing` };
+    return err(`${join(dir, MANIFEST_FILE)} is missing`);
   }
   const parsed = manifests.get("manifest", manifest.toString("utf8"), parseEnvelope);
   const digest = createHash("sha256").update(manifest).digest("hex");
@@ -157,28 +155,28 @@ function readVerifiedManifest(dir: string, policy: ControllerPolicy): ReadVerifi
     revocations: policy.revocations,
     ...(validKeys === undefined ? {} : { validKeys }),
   });
-  return verdict.ok ? { ok: true, verdict, manifest, files: new Map() } : { ok: false, reason: verdict.error };
+  return verdict.ok ? ok({ verdict, manifest, files: new Map() }) : err(verdict.error);
 }
 
 /** The node's rules (§5.4) over bytes read once: envelope, trusted signature, revocations, each file's size and hash. */
 function readVerified(dir: string, policy: ControllerPolicy): ReadVerified {
   const read = readVerifiedManifest(dir, policy);
   if (!read.ok) return read;
-  const { verdict, manifest } = read;
+  const { verdict, manifest } = read.value;
   const files = new Map<string, Buffer>();
   for (const f of verdict.value.envelope.statement.files) {
     let bytes: Buffer;
     try {
       bytes = readFileSync(join(dir, f.path));
     } catch {
-      return { ok: false, reason: `${f.path} is missing` };
+      return err(`${f.path} is missing`);
     }
-    if (bytes.length !== f.size) return { ok: false, reason: `${f.path} has ${bytes.length} bytes, pinned ${f.size}` };
+    if (bytes.length !== f.size) return err(`${f.path} has ${bytes.length} bytes, pinned ${f.size}`);
     if (createHash("sha256").update(bytes).digest("hex") !== f.sha256)
-      return { ok: false, reason: `${f.path} does not match its pinned sha256` };
+      return err(`${f.path} does not match its pinned sha256`);
     files.set(f.path, bytes);
   }
-  return { ok: true, verdict, manifest, files };
+  return ok({ verdict, manifest, files });
 }
 
 /** Writes the verified manifest and pinned files only (unpinned files are never transferred), then renames into place. */

@@ -48,7 +48,7 @@ export async function previewOrder(deps: DispatchDeps, input: PlaceOrderInput): 
   const policy = await deps.readPolicy(false);
   const inspected = inspectPackage(order.package, deps.dataDir, policy);
   if (!inspected.ok) return err({ code: "prepare", message: inspected.error, constraints: [] });
-  const pkg = inspected.pkg;
+  const pkg = inspected.value;
   const name = order.name ?? pkg.statement.name;
   const workload = workloadRecordOf(pkg);
   const views = await deps.targets.views();

@@ -32,7 +32,7 @@ export async function settleUnsettled(
     // adopt, settle_empty or release; the machine refuses anything else (issue 21 case 2).
     const claim = await store.claimForSettle(d.decision_id);
     if (!claim.ok) {
-      skipped.push({ decision_id: d.decision_id, reason: claim.reason });
+      skipped.push({ decision_id: d.decision_id, reason: claim.error.reason });
       continue;
     }
     const skip = async (reason: string) => {

@@ -6,6 +6,7 @@ import type { EventDraft } from "../../core/chain/event.js";
 import type { Tier } from "../../core/identity/tier.js";
 import { type DecisionEvent, type DecisionState, isDecisionState } from "../../core/mesh/decision-state.js";
 import type { OwnerLease, OwnerVerdict } from "../../core/mesh/owner-liveness.js";
+import type { Result } from "../../kit/result.js";
 
 export type { DecisionState } from "../../core/mesh/decision-state.js";
 
@@ -78,10 +79,24 @@ export interface StoredContact {
   readonly contact_ms: number | null;
 }
 
+/**
+ * A valid answer: `refusal` is a signed refusal's code and reason (the node is there, it said no; recorded as the last
+ * error), null for an answer that was not a refusal; `name` the node's name in facts accepted with it.
+ */
+export interface ContactAnswered {
+  readonly at_ms: number;
+  readonly refusal: string | null;
+  readonly name: string | null;
+}
+
+/** No valid answer: why (recorded as the last error). */
+export interface ContactMissed {
+  readonly at_ms: number;
+  readonly reason: string;
+}
+
 /** One contact's outcome: a valid answer (a signed refusal included) or none. */
-export type ContactOutcome =
-  | { readonly ok: true; readonly at_ms: number; readonly error: string | null; readonly name: string | null }
-  | { readonly ok: false; readonly at_ms: number; readonly error: string };
+export type ContactOutcome = Result<ContactAnswered, ContactMissed>;
 
 export interface AttemptRow {
   readonly decision_id: string;

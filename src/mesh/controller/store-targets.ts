@@ -67,14 +67,16 @@ export async function contact(q: Query, addr: string): Promise<StoredContact | n
 /** Drops an outcome older than the one recorded (another process saw the node later). */
 export async function recordContact(tx: Tx, addr: string, o: ContactOutcome): Promise<void> {
   if (o.ok) {
+    const { at_ms, refusal, name } = o.value;
     await tx.run(
       "UPDATE mesh_targets SET last_ok_ms = ?, unreachable_since_ms = NULL, last_error = ?, name = COALESCE(?, name), contact_ms = ? WHERE addr = ? AND COALESCE(contact_ms, 0) <= ?",
-      [o.at_ms, o.error, o.name, o.at_ms, addr, o.at_ms],
+      [at_ms, refusal, name, at_ms, addr, at_ms],
     );
   } else {
+    const { at_ms, reason } = o.error;
     await tx.run(
       "UPDATE mesh_targets SET unreachable_since_ms = COALESCE(unreachable_since_ms, ?), last_error = ?, contact_ms = ? WHERE addr = ? AND COALESCE(contact_ms, 0) <= ?",
-      [o.at_ms, o.error, o.at_ms, addr, o.at_ms],
+      [at_ms, reason, at_ms, addr, at_ms],
     );
   }
 }

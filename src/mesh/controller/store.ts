@@ -42,6 +42,7 @@ import type { ClusterInstance, PlacedTotal } from "../../core/placement/index.js
 import type { Query, StoreEngine, TransactionOptions, Tx } from "../../store/engine.js";
 import { GroupCommit, inRidingFlow } from "../../store/group-commit.js";
 import { judgeLease, readLease, releaseLease, renewLease, takeLease } from "../../store/lease.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import { deletePlacement, insertPlacement, instanceOf, placementHistory, placementsOn } from "./store-placements.js";
 import {
   type AttemptEnding,
@@ -537,29 +538,26 @@ export class ControllerStore {
    * §10.2: takes an unsettled decision to settle it (unsettled → settling, owned by this store), or says why not:
    * another process took it first, it is no longer unsettled, or it is wedged (a placement already records it).
    */
-  async claimForSettle(decisionId: string): Promise<{ ok: true } | { ok: false; reason: string; wedged: boolean }> {
+  async claimForSettle(
+    decisionId: string,
+  ): Promise<Result<void, { readonly reason: string; readonly wedged: boolean }>> {
     return this.tx(async (tx) => {
       const placed = await tx.get<{ instance_id: string }>(
         "SELECT instance_id FROM mesh_placements WHERE decision_id = ?",
         [decisionId],
       );
       if (placed) {
-        return {
-          ok: false as const,
+        return err({
           wedged: true,
           reason: `wedged: placement ${placed.instance_id} already records this decision; run \`berth doctor --repair\``,
-        };
+        });
       }
       try {
         await this.move(tx, decisionId, "claim");
-        return { ok: true as const };
+        return ok();
       } catch (error) {
         if (!(error instanceof IllegalTransition)) throw error;
-        return {
-          ok: false as const,
-          wedged: false,
-          reason: `no longer unsettled (${error.from}): another process took it`,
-        };
+        return err({ wedged: false, reason: `no longer unsettled (${error.from}): another process took it` });
       }
     });
   }

@@ -30,6 +30,7 @@ import type { Tier } from "../../core/identity/tier.js";
 import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-liveness.js";
 import type { Liveness, NodeFacts, NodeView } from "../../core/placement/index.js";
 import type { CallOptions, CallResult, NodeClient, TargetRef } from "../client/node-client.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import { acceptFacts } from "./facts.js";
 import { Bounded, FAN_OUT, fanOut } from "./fan-out.js";
 import type { PeersLoad } from "./policy.js";
@@ -109,9 +110,8 @@ export interface TargetInfo {
   readonly error: string | null;
 }
 
-export type AddResult =
-  | { readonly ok: true; readonly target: TargetInfo }
-  | { readonly ok: false; readonly error: string };
+/** The target as learned (or refreshed), or why it was not. */
+export type AddResult = Result<TargetInfo>;
 
 export class Targets {
   private readonly live = new Map<string, Live>();
@@ -281,23 +281,22 @@ export class Targets {
       const refreshed = await this.refresh(addr);
       if (opts.tier && opts.tier !== known.stored.tier) await this.setTier(addr, opts.tier, opts.source ?? "api");
       const target = await this.info(known);
-      return refreshed ? { ok: true, target } : { ok: false, error: target.error ?? `target ${addr} did not answer` };
+      return refreshed ? ok(target) : err(target.error ?? `target ${addr} did not answer`);
     }
     if (known?.stored.key && wantKey !== null && !opts.listed) {
-      return {
-        ok: false,
-        error: `target ${addr} is known under key ${known.stored.key}; a new key is learned only from the peers file`,
-      };
+      return err(
+        `target ${addr} is known under key ${known.stored.key}; a new key is learned only from the peers file`,
+      );
     }
     const d = await this.describer.describe(addr, wantKey, "*");
     if (d.kind !== "described") {
       const why = d.kind === "refused" ? `${d.code}: ${d.reason}` : d.reason;
       if (known) await this.markUnreachable(known, why);
-      return { ok: false, error: `describe of ${addr} failed (${why}); the target was not learned` };
+      return err(`describe of ${addr} failed (${why}); the target was not learned`);
     }
     const other = this.liveByNode(d.nodeId);
     if (other && other.stored.addr !== addr) {
-      return { ok: false, error: `node ${d.nodeId} is already known at ${other.stored.addr}; one address per node` };
+      return err(`node ${d.nodeId} is already known at ${other.stored.addr}; one address per node`);
     }
     const tier: Tier = opts.tier ?? known?.stored.tier ?? "discovered";
     const source: TierSource = opts.tier ? (opts.source ?? "api") : (known?.stored.tier_source ?? "default");
@@ -320,7 +319,7 @@ export class Targets {
     this.live.set(addr, l);
     l.witness = witnessOfDescribe(d.result);
     await this.absorb(l, d.bootId, d.facts);
-    return { ok: true, target: await this.info(l) };
+    return ok(await this.info(l));
   }
 
   /**
@@ -378,7 +377,7 @@ export class Targets {
       bootId: null,
     });
     if (r.kind === "ok" || r.kind === "refused") {
-      await this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });
+      await this.record(l, ok({ at_ms: this.clock(), refusal: null, name: null }));
       return true;
     }
     await this.noteFailure(l, r);
@@ -483,12 +482,10 @@ export class Targets {
       l.facts = null;
       l.factsRejected = `facts rejected: ${verdict.reason}`;
     }
-    await this.record(l, {
-      ok: true,
-      at_ms: now,
-      error: null,
-      name: verdict.kind === "accepted" ? verdict.facts.name : null,
-    });
+    await this.record(
+      l,
+      ok({ at_ms: now, refusal: null, name: verdict.kind === "accepted" ? verdict.facts.name : null }),
+    );
   }
 
   /** Every contact's outcome goes to the store: the one place liveness is judged from. */
@@ -498,14 +495,14 @@ export class Targets {
 
   private async markUnreachable(l: Live, why: string): Promise<void> {
     l.describedAtMs = null;
-    await this.record(l, { ok: false, at_ms: this.clock(), error: why });
+    await this.record(l, err({ at_ms: this.clock(), reason: why }));
   }
 
   private async noteFailure(l: Live, r: Exclude<CallResult, { kind: "ok" }>): Promise<void> {
     l.describedAtMs = null; // suspect: the next placement describes it again (refreshStale)
     if (r.kind === "refused") {
       // A valid signed refusal is direct contact: the node is there, it just said no.
-      await this.record(l, { ok: true, at_ms: this.clock(), error: `${r.code}: ${r.reason}`, name: null });
+      await this.record(l, ok({ at_ms: this.clock(), refusal: `${r.code}: ${r.reason}`, name: null }));
       return;
     }
     await this.markUnreachable(l, r.reason);
@@ -685,7 +682,7 @@ export class Targets {
         ) {
           l.witness = { origin: l.witness?.origin ?? "", size: r.checkpointSize, root: null };
         }
-        await this.record(l, { ok: true, at_ms: this.clock(), error: null, name: null });
+        await this.record(l, ok({ at_ms: this.clock(), refusal: null, name: null }));
       } else {
         await this.noteFailure(l, r);
       }

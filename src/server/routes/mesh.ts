@@ -136,7 +136,7 @@ export const meshHandlers: Handlers = {
     const b = i.body as In<typeof Inputs.addNode>;
     const r = await ctx.state.controller.addTarget(b.addr, b.tier ?? null, b.key ?? null);
     if (!r.ok) throw new ApiError(422, "node_not_added", r.error);
-    return { status: 201, body: { node: (await withFacts(ctx, [r.target]))[0] }, refs: { node_id: r.target.node_id } };
+    return { status: 201, body: { node: (await withFacts(ctx, [r.value]))[0] }, refs: { node_id: r.value.node_id } };
   },
   setNodeTier: async (i, ctx) => {
     const p = i.params as In<typeof Inputs.nodeRef>;
@@ -152,16 +152,16 @@ export const meshHandlers: Handlers = {
     const b = i.body as In<typeof Inputs.addPackage>;
     const r = await ctx.state.controller.registerPackage(b.path);
     if (!r.ok) throw new ApiError(422, "package_refused", r.error);
-    const s = r.pkg.statement;
+    const s = r.value.statement;
     return {
       status: 201,
       body: {
-        package_id: r.pkg.packageId,
+        package_id: r.value.packageId,
         name: s.name,
         version: s.version,
-        path: join(ctx.state.dataDir, PACKAGE_STORE, r.pkg.packageId),
+        path: join(ctx.state.dataDir, PACKAGE_STORE, r.value.packageId),
       },
-      refs: { package_id: r.pkg.packageId },
+      refs: { package_id: r.value.packageId },
     };
   },
 
