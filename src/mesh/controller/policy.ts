@@ -14,7 +14,7 @@ import type { PermitRule, RevocationList } from "../../core/governance/policy.js
 import { describeIssues, HEX64, truncateUtf8 } from "../../core/protocol/messages.js";
 import { loadPermits, loadRevocations, loadSigners, type PolicyFile } from "../policy/files.js";
 import { sha256 } from "../../core/crypto/tagged.js";
-import type { Result } from "../../kit/result.js";
+import { err, ok, type Result } from "../../kit/result.js";
 
 export const PEERS_FILE = "peers.json";
 
@@ -43,7 +43,7 @@ export interface ControllerPolicy {
 /** Reads the peers file (also for the read-only view of the home, stored-reads.ts, which chains nothing). */
 export function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
   const path = join(dataDir, PEERS_FILE);
-  if (!existsSync(path)) return { file: PEERS_FILE, sha256: null, loaded: { ok: true, value: null } };
+  if (!existsSync(path)) return { file: PEERS_FILE, sha256: null, loaded: ok(null) };
   let text: string;
   try {
     text = readFileSync(path, "utf8");
@@ -51,7 +51,7 @@ export function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
     return {
       file: PEERS_FILE,
       sha256: null,
-      loaded: { ok: false, error: `cannot read ${PEERS_FILE}: ${(error as Error).message}` },
+      loaded: err(`cannot read ${PEERS_FILE}: ${(error as Error).message}`),
     };
   }
   const digest = sha256(text).toString("hex");
@@ -59,15 +59,13 @@ export function loadPeers(dataDir: string): PolicyFile<PeerEntry[] | null> {
   try {
     raw = JSON.parse(text);
   } catch {
-    return { file: PEERS_FILE, sha256: digest, loaded: { ok: false, error: "peers file is not valid JSON" } };
+    return { file: PEERS_FILE, sha256: digest, loaded: err("peers file is not valid JSON") };
   }
   const parsed = PeersFileSchema.safeParse(raw);
   return {
     file: PEERS_FILE,
     sha256: digest,
-    loaded: parsed.success
-      ? { ok: true, value: parsed.data }
-      : { ok: false, error: describeIssues("peers", parsed.error.issues) },
+    loaded: parsed.success ? ok(parsed.data) : err(describeIssues("peers", parsed.error.issues)),
   };
 }
 
