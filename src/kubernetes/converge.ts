@@ -134,7 +134,7 @@ async function run(call: DeployCall): Promise<DeployAnswer> {
     call.lastAction = "changed-since-judged";
     if (fast.kind === "error") throw Answer.fail(fast.message);
     throw Answer.fail(
-      `pod ${call.podName} is no longer the one the reconcile loop judged (uid ${guard.uid}); nothing was done`,
+      `pod ${call.podName} is no longer the one the keep loop judged (uid ${guard.uid}); nothing was done`,
     );
   }
   if (fast.kind === "verified" && !fast.pod.deletionMarked && fast.pod.startup.kind === "started") {

@@ -700,7 +700,7 @@ export const ROUTES: readonly RouteSpec[] = [
     path: "/moved",
     tag: "instances",
     summary:
-      "placements taken off their node (issue 16: lease, loss, drain, forget) whose old copy berth still reconciles",
+      "placements taken off their node (issue 16: lease, loss, drain, forget) whose old copy berth has not settled yet",
     status: 200,
     response: list("moved", MovedSchema),
   },

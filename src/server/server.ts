@@ -194,10 +194,7 @@ export async function startServer(o: ServerOptions): Promise<RunningServer> {
           log: (message, fields) => app.log.info(fields ?? {}, message),
           warn: (message, fields) => app.log.warn(fields ?? {}, message),
           onError: (target, error) =>
-            app.log.warn(
-              { err: error },
-              target === "mesh" ? "node status tick failed" : "kubernetes reconcile pass failed",
-            ),
+            app.log.warn({ err: error }, target === "mesh" ? "node status tick failed" : "kubernetes keep pass failed"),
         })
       : null;
   let closing: Promise<void> | null = null;

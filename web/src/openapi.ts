@@ -642,7 +642,7 @@ export interface paths {
             readonly path?: never;
             readonly cookie?: never;
         };
-        /** placements taken off their node (issue 16: lease, loss, drain, forget) whose old copy berth still reconciles */
+        /** placements taken off their node (issue 16: lease, loss, drain, forget) whose old copy berth has not settled yet */
         readonly get: operations["listMoved"];
         readonly put?: never;
         readonly post?: never;

@@ -94,7 +94,7 @@ export async function deployKubernetesAgent(
     return result(
       false,
       "failed",
-      `${agent}: pod ${first.value.pod} is no longer the terminated pod the reconcile loop judged (now ${first.value.row}); nothing was done`,
+      `${agent}: pod ${first.value.pod} is no longer the terminated pod the keep loop judged (now ${first.value.row}); nothing was done`,
       first.value.pod,
     );
   }
