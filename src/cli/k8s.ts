@@ -145,7 +145,7 @@ function resolveAgent(flags: AgentFlags): {
   const id = d.identityFromPubkeyHex(parsed.data.pubkey);
   if (!id.ok) throw new CliError("--pubkey must be 64 lowercase hex characters");
   return {
-    ref: { identity: id.identity, namespace: parsed.data.namespace },
+    ref: { identity: id.value, namespace: parsed.data.namespace },
     context: parsed.data.context ?? null,
     intent: null,
   };

@@ -37,7 +37,7 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
   const config0 = req.provider_config;
   const policy = checkIdentityPolicy(
     {
-      agentPubkey: identity.identity.pubkey,
+      agentPubkey: identity.value.pubkey,
       authTag: req.agent.auth_tag,
       launchOwner: req.agent.launch?.owner_pubkey,
       policy:
@@ -59,7 +59,7 @@ export function prepareDeploy(raw: unknown, opts: { requireCommand: boolean; now
   }
   const env = buildEnv(req.agent, config.value, "00000000");
   if (!env.ok) return env;
-  const inputs: DeployInputs = { identity: identity.identity, config: config.value, env: env.value };
+  const inputs: DeployInputs = { identity: identity.value, config: config.value, env: env.value };
   const intent = desiredIntent(config.value, Object.keys(env.value));
   return { ok: true, value: { inputs, fingerprint: intent.fingerprint, intent } };
 }

@@ -121,14 +121,14 @@ export async function handleProviderRequest(
   if (!identity.ok) return refuse(deps, catalogue.C1());
   // The optional identity policy, before any cluster contact (issue 18.5).
   const policy = checkIdentityPolicy(
-    policyInputs(request, identity.identity.pubkey),
+    policyInputs(request, identity.value.pubkey),
     false,
     Math.floor(deps.clock.wallNow() / 1000),
   );
-  if (!policy.ok) return refuse(deps, policy.error, identity.identity.pubkey);
+  if (!policy.ok) return refuse(deps, policy.error, identity.value.pubkey);
   // Built with a throw-away generation so that the size cap counts the nonce too.
   const env = buildEnv(request.agent, config.value, "00000000");
-  if (!env.ok) return refuse(deps, env.error, identity.identity.pubkey);
+  if (!env.ok) return refuse(deps, env.error, identity.value.pubkey);
   // Stage 10.
   let audit: K8sAudit;
   try {
@@ -140,14 +140,14 @@ export async function handleProviderRequest(
     // Stage 11: the budget is measured from process start.
     const connection = await deps.connect(config.value.context);
     if (!connection.ok) {
-      await recordRefusal(audit, deps, connection.error, identity.identity.pubkey);
+      await recordRefusal(audit, deps, connection.error, identity.value.pubkey);
       return failure(connection.error);
     }
     const cluster = connection.value;
     try {
       const answerBySeconds = Math.min(deps.settings.deadlineSeconds, PROVIDER_ANSWER_BY_SECONDS);
       const report = await deploy(
-        { identity: identity.identity, config: config.value, env: env.value },
+        { identity: identity.value, config: config.value, env: env.value },
         {
           cluster,
           clock: deps.clock,
@@ -199,13 +199,13 @@ function checkIdentityOnly(bytes: Buffer, text: string, deps: ProviderDeps): Pro
   const identity = identityFromNsec(request.agent.private_key_nsec);
   if (!identity.ok) return failure(catalogue.C1());
   const verdict = checkIdentityPolicy(
-    policyInputs(request, identity.identity.pubkey),
+    policyInputs(request, identity.value.pubkey),
     true,
     Math.floor(deps.clock.wallNow() / 1000),
   );
   // Only the public pod identity comes back (Buzz: `Response::deployed(identity.pod_name())`).
   return verdict.ok
-    ? { kind: "answer", answer: { ok: true, agent_id: identity.identity.podName } }
+    ? { kind: "answer", answer: { ok: true, agent_id: identity.value.podName } }
     : failure(verdict.error);
 }
 

@@ -2,6 +2,7 @@
  * Names, labels and annotations of binding version 1 (spec/kubernetes.md §4.2). Everything is derived from the agent
  * pubkey, so the pod name itself is the one-per-agent lock; nothing here comes from a request's own `pubkey` field.
  */
+import { err, ok, type Result } from "../../kit/result.js";
 import { type AgentPubkey, decodeNsec } from "../identity/nostr.js";
 
 export const MANAGED_BY_LABEL = "app.kubernetes.io/managed-by";
@@ -28,19 +29,20 @@ export function identityOf(pubkey: AgentPubkey): AgentIdentity {
   return { pubkey, podName: `${POD_NAME_PREFIX}${pubkey.slice(0, 12)}`, pubkeyLabel: pubkey.slice(0, 32) };
 }
 
-export type IdentityResult = { ok: true; identity: AgentIdentity } | { ok: false };
+/** The identity, or a failure with no reason (the answer's refusal is fixed text, C1). */
+export type IdentityResult = Result<AgentIdentity, void>;
 
 /** spec/kubernetes.md §4.1: the nsec is trimmed for decoding only; a failure carries no reason outward (C1 is fixed text). */
 export function identityFromNsec(nsec: string): IdentityResult {
   const decoded = decodeNsec(nsec);
-  return decoded.ok ? { ok: true, identity: identityOf(decoded.value) } : { ok: false };
+  return decoded.ok ? ok(identityOf(decoded.value)) : err(undefined);
 }
 
 const PUBKEY_HEX = /^[0-9a-f]{64}$/;
 
 /** For operator verbs given `--pubkey`: the same identity, from a 64-hex key instead of a secret. */
 export function identityFromPubkeyHex(hex: string): IdentityResult {
-  return PUBKEY_HEX.test(hex) ? { ok: true, identity: identityOf(hex as AgentPubkey) } : { ok: false };
+  return PUBKEY_HEX.test(hex) ? ok(identityOf(hex as AgentPubkey)) : err(undefined);
 }
 
 /** A generation is 8 lowercase hex of a uniformly random 32-bit value (§4.2); the randomness is the caller's. */

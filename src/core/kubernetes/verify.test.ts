@@ -115,11 +115,11 @@ describe("naming (spec/kubernetes.md §4)", () => {
   it("derives the golden names from the golden nsec", () => {
     const id = identityFromNsec(GOLDEN_NSEC);
     if (!id.ok) throw new Error("golden nsec refused");
-    expect(id.identity.pubkey).toBe(GOLDEN_PUBKEY);
-    expect(id.identity.podName).toBe("buzz-agent-7e7e9c42a91b");
-    expect(id.identity.pubkeyLabel).toBe("7e7e9c42a91bfef19fa929e5fda1b72e");
-    expect(secretNameFor(id.identity, "0f3a91cc")).toBe("buzz-agent-7e7e9c42a91b-0f3a91cc");
-    expect(selectorFor(id.identity)).toBe(
+    expect(id.value.pubkey).toBe(GOLDEN_PUBKEY);
+    expect(id.value.podName).toBe("buzz-agent-7e7e9c42a91b");
+    expect(id.value.pubkeyLabel).toBe("7e7e9c42a91bfef19fa929e5fda1b72e");
+    expect(secretNameFor(id.value, "0f3a91cc")).toBe("buzz-agent-7e7e9c42a91b-0f3a91cc");
+    expect(selectorFor(id.value)).toBe(
       "buzz.block.xyz/agent-pubkey=7e7e9c42a91bfef19fa929e5fda1b72e,app.kubernetes.io/managed-by=buzz-backend-kubernetes",
     );
   });

@@ -41,7 +41,7 @@
  */
 import { type LeaseJudgement, leaseCertainlyOver } from "./lease.js";
 import type { Liveness } from "../placement/inputs.js";
-import { type MovableRecord, type MoveAuthority, type MoveVerdict, mayReschedule } from "./reschedule.js";
+import { type MovableRecord, type MoveAuthority, type MoveRefusal, mayReschedule } from "./reschedule.js";
 import type { RestartPolicy } from "../node/restart-policy.js";
 
 export { RESTART_POLICIES, type RestartPolicy } from "../node/restart-policy.js";
@@ -89,12 +89,7 @@ export interface KeepInput {
 }
 
 /** Why an agent needs an operator; `action_failed` is the shell's (an acting row whose call failed), never this table's. */
-export type AlertReason =
-  | "duplicate"
-  | "lost"
-  | "held_no_lease"
-  | "action_failed"
-  | Exclude<MoveVerdict, { ok: true }>["reason"];
+export type AlertReason = "duplicate" | "lost" | "held_no_lease" | "action_failed" | MoveRefusal["reason"];
 
 export type KeepAction =
   | { readonly kind: "none"; readonly why: string }
@@ -250,6 +245,6 @@ function decideUnobserved(input: KeepInput, why: string): KeepAction {
 
 function moveOrAlert(p: PlacementView, authority: "lease" | "operator", why: string): KeepAction {
   const verdict = mayReschedule(p);
-  if (!verdict.ok) return { kind: "alert", reason: verdict.reason, why: `${why}; ${verdict.detail}` };
+  if (!verdict.ok) return { kind: "alert", reason: verdict.error.reason, why: `${why}; ${verdict.error.detail}` };
   return { kind: "reschedule", why, authority };
 }

@@ -19,27 +19,30 @@ describe("which placements may move", () => {
   });
 
   it("a pinned placement is never moved", () => {
-    expect(mayReschedule({ ...movable, pinned: true })).toMatchObject({ ok: false, reason: "pinned" });
+    expect(mayReschedule({ ...movable, pinned: true })).toMatchObject({ ok: false, error: { reason: "pinned" } });
   });
 
   it("a package that declares migratable: false is never moved", () => {
-    expect(mayReschedule({ ...movable, migratable: false })).toMatchObject({ ok: false, reason: "not_migratable" });
+    expect(mayReschedule({ ...movable, migratable: false })).toMatchObject({
+      ok: false,
+      error: { reason: "not_migratable" },
+    });
   });
 
   it("a package that declares sticky: true is never moved", () => {
-    expect(mayReschedule({ ...movable, sticky: true })).toMatchObject({ ok: false, reason: "sticky" });
+    expect(mayReschedule({ ...movable, sticky: true })).toMatchObject({ ok: false, error: { reason: "sticky" } });
   });
 
   it("the fifth move is the last: a placement moved five times is held for the operator", () => {
     expect(mayReschedule({ ...movable, reschedules: MAX_RESCHEDULES })).toMatchObject({
       ok: false,
-      reason: "reschedule_limit",
+      error: { reason: "reschedule_limit" },
     });
   });
 
   it("a pin wins over every other reason (the order's author said where it runs)", () => {
     expect(mayReschedule({ pinned: true, migratable: false, sticky: true, reschedules: 9 })).toMatchObject({
-      reason: "pinned",
+      error: { reason: "pinned" },
     });
   });
 });

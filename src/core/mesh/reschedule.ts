@@ -11,6 +11,7 @@
  *
  * Pure.
  */
+import { err, ok, type Result } from "../../kit/result.js";
 
 export const MAX_RESCHEDULES = 5;
 
@@ -31,27 +32,27 @@ export interface MovableRecord {
   readonly reschedules: number;
 }
 
-export type MoveVerdict =
-  | { readonly ok: true }
-  | {
-      readonly ok: false;
-      readonly reason: "pinned" | "not_migratable" | "sticky" | "reschedule_limit";
-      readonly detail: string;
-    };
+/** Why a placement stays where it is: the alert's reason and the sentence that explains it. */
+export interface MoveRefusal {
+  readonly reason: "pinned" | "not_migratable" | "sticky" | "reschedule_limit";
+  readonly detail: string;
+}
+
+/** The placement may move, or why it may not. */
+export type MoveVerdict = Result<void, MoveRefusal>;
 
 export function mayReschedule(r: MovableRecord): MoveVerdict {
-  if (r.pinned) return { ok: false, reason: "pinned", detail: "the order pins it to its node; it is never moved" };
+  if (r.pinned) return err({ reason: "pinned", detail: "the order pins it to its node; it is never moved" });
   if (!r.migratable)
-    return { ok: false, reason: "not_migratable", detail: "its package declares migratable: false; it is never moved" };
-  if (r.sticky) return { ok: false, reason: "sticky", detail: "its package declares sticky: true; it is never moved" };
+    return err({ reason: "not_migratable", detail: "its package declares migratable: false; it is never moved" });
+  if (r.sticky) return err({ reason: "sticky", detail: "its package declares sticky: true; it is never moved" });
   if (r.reschedules >= MAX_RESCHEDULES) {
-    return {
-      ok: false,
+    return err({
       reason: "reschedule_limit",
       detail: `moved ${r.reschedules} times already (at most ${MAX_RESCHEDULES}); held for the operator`,
-    };
+    });
   }
-  return { ok: true };
+  return ok();
 }
 
 /** The parts of a stored order rescheduling changes (the rest is copied as stored). */

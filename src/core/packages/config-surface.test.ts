@@ -64,7 +64,7 @@ describe("the configuration surface", () => {
     expect(parsed.success).toBe(false);
     expect(
       checkRunConfig(surfaceOf({ env: { [name]: { type: "string" } } }), { env: { [name]: "x" }, args: [] }, "p"),
-    ).toMatchObject({ ok: false, field: `config.env.${name}` });
+    ).toMatchObject({ ok: false, error: { field: `config.env.${name}` } });
   });
 
   it("ordinary names are not hooks", () => {
@@ -87,7 +87,7 @@ describe("the configuration surface", () => {
     expect(checkRunConfig(surface, { env: { LOG_LEVEL: "info" }, args: [] }, "p")).toEqual({ ok: true });
     expect(checkRunConfig(surface, { env: { LOG_LEVEL: "info; rm -rf /" }, args: [] }, "p")).toMatchObject({
       ok: false,
-      field: "config.env.LOG_LEVEL",
+      error: { field: "config.env.LOG_LEVEL" },
     });
     expect(JSON.stringify(checkRunConfig(surface, { env: { LOG_LEVEL: "secret-ish" }, args: [] }, "p"))).not.toContain(
       "secret-ish",
@@ -125,10 +125,10 @@ describe("the configuration surface", () => {
     [{}, ["--watch", "inbox-q", "--exec=sh"], "config.args[2]"],
   ])("refuses %o %o naming %s, never echoing the value", (env, args, field) => {
     const verdict = check(env, args);
-    expect(verdict).toMatchObject({ ok: false, field });
+    expect(verdict).toMatchObject({ ok: false, error: { field } });
     if (!verdict.ok)
       for (const v of [...Object.values(env), ...args.filter((a) => !a.startsWith("-"))])
-        expect(verdict.reason).not.toContain(v);
+        expect(verdict.error.reason).not.toContain(v);
   });
 
   it("the empty surface (no config in the statement) accepts nothing but an empty config", () => {

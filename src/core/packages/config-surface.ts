@@ -9,6 +9,7 @@
  * no defaults inside, so the id of a statement written before the surface existed does not change.
  */
 import { z } from "zod";
+import { err, ok, type Result } from "../../kit/result.js";
 import { loaderHookFamily } from "./loader-hooks.js";
 
 export const CONFIG_VALUE_TYPES = ["string", "integer", "boolean", "secret"] as const;
@@ -81,9 +82,13 @@ export function surfaceOf(config: ConfigSurface | undefined): ResolvedSurface {
   return { env: config?.env ?? {}, args: config?.args ?? {} };
 }
 
-export type ConfigVerdict =
-  | { readonly ok: true }
-  | { readonly ok: false; readonly field: string; readonly reason: string };
+/** The first field outside the surface and why (never its value). */
+export interface ConfigRefusal {
+  readonly field: string;
+  readonly reason: string;
+}
+
+export type ConfigVerdict = Result<void, ConfigRefusal>;
 
 function hookMessage(name: string, family: string): string {
   return `${name} is a ${family} hook (it makes a loader, shell or interpreter run code no signer signed) and is never accepted`;
@@ -121,18 +126,17 @@ export function checkRunConfig(
   for (const [name, value] of Object.entries(config.env)) {
     const field = `config.env.${name}`;
     const family = loaderHookFamily(name);
-    if (family !== null) return { ok: false, field, reason: hookMessage(name, family) };
+    if (family !== null) return err({ field, reason: hookMessage(name, family) });
     const decl = surface.env[name];
     if (!decl)
-      return {
-        ok: false,
+      return err({
         field,
         reason: `${name} is not in the configuration surface package ${packageName} declares`,
-      };
+      });
     const bad = typeError(decl.type, value);
-    if (bad) return { ok: false, field, reason: `${name} ${bad} (declared ${decl.type})` };
+    if (bad) return err({ field, reason: `${name} ${bad} (declared ${decl.type})` });
     if (decl.pattern !== undefined && compilePattern(decl.pattern)?.test(value) !== true) {
-      return { ok: false, field, reason: `${name} does not match the pattern package ${packageName} declares for it` };
+      return err({ field, reason: `${name} does not match the pattern package ${packageName} declares for it` });
     }
   }
   for (let i = 0; i < config.args.length; i++) {
@@ -142,26 +146,24 @@ export function checkRunConfig(
     const flag = arg.startsWith("-") && eq > 0 ? arg.slice(0, eq) : arg;
     const inline = arg.startsWith("-") && eq > 0 ? arg.slice(eq + 1) : undefined;
     const decl = Object.hasOwn(surface.args, flag) ? surface.args[flag] : undefined;
-    if (!decl) return { ok: false, field, reason: `argument ${i} is not a flag package ${packageName} declares` };
+    if (!decl) return err({ field, reason: `argument ${i} is not a flag package ${packageName} declares` });
     if (decl.type === "boolean" && inline === undefined) continue;
     let value = inline;
     if (value === undefined) {
       i++;
       value = config.args[i];
-      if (value === undefined)
-        return { ok: false, field, reason: `flag ${flag} needs a value (declared ${decl.type})` };
+      if (value === undefined) return err({ field, reason: `flag ${flag} needs a value (declared ${decl.type})` });
     }
     const bad = typeError(decl.type, value);
-    if (bad) return { ok: false, field, reason: `the value of flag ${flag} ${bad} (declared ${decl.type})` };
+    if (bad) return err({ field, reason: `the value of flag ${flag} ${bad} (declared ${decl.type})` });
     if (decl.pattern !== undefined && compilePattern(decl.pattern)?.test(value) !== true) {
-      return {
-        ok: false,
+      return err({
         field,
         reason: `the value of flag ${flag} does not match the pattern package ${packageName} declares for it`,
-      };
+      });
     }
   }
-  return { ok: true };
+  return ok();
 }
 
 /**

@@ -54,6 +54,6 @@ describe("typed node answers (issue 14 item 3)", () => {
       { method: "status" } as never,
       "f".repeat(64),
     );
-    expect(check).toMatchObject({ ok: false, offered_key: offered });
+    expect(check).toMatchObject({ ok: false, error: { offered_key: offered } });
   });
 });

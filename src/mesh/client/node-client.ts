@@ -387,8 +387,9 @@ export class NodeClient {
         }
         if (msg.type !== "response") return this.noAnswer(stream, `unexpected ${msg.type} frame`, sent);
         const check = verifyAnswer(msg.signed, request, expectedKey);
-        if (!check.ok) return this.noAnswer(stream, `no valid answer: ${check.reason}`, sent, check.offered_key);
-        const outcome = check.response.outcome;
+        if (!check.ok)
+          return this.noAnswer(stream, `no valid answer: ${check.error.reason}`, sent, check.error.offered_key);
+        const outcome = check.value.response.outcome;
         if (outcome.status === "ok") {
           // Parsed once, here, against the method's schema (core/protocol/results.ts): callers may rely on the shape.
           const shape = parseResult(request.method, outcome.result as JsonObject);
@@ -400,14 +401,14 @@ export class NodeClient {
           return {
             kind: "ok",
             result: outcome.result as JsonObject,
-            response: check.response,
-            key: check.key,
+            response: check.value.response,
+            key: check.value.key,
             ...(size === null ? {} : { checkpointSize: size }),
           };
         }
         // §9.3: on every non-ok outcome of a mutating call the connection is destroyed first.
         stream.close();
-        return { kind: "refused", code: outcome.code, reason: outcome.reason, response: check.response };
+        return { kind: "refused", code: outcome.code, reason: outcome.reason, response: check.value.response };
       }
     } catch (error) {
       return this.noAnswer(stream, (error as Error).message ?? String(error), sent);

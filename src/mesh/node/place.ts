@@ -86,7 +86,7 @@ export async function place(
     throw new Refusal("invalid_request", `body.variant ${body.variant} is not a variant of package ${statement.name}`);
   // Issue 12: only what the signed statement declares may be configured, and never a loader or interpreter hook.
   const surface = checkRunConfig(surfaceOf(statement.config), body.config, statement.name);
-  if (!surface.ok) throw new Refusal("config_refused", `${surface.field}: ${surface.reason}`);
+  if (!surface.ok) throw new Refusal("config_refused", `${surface.error.field}: ${surface.error.reason}`);
   const stored = new Map<string, string>();
   for (const file of statement.files) stored.set(file.path, await fetching(() => o.content.ensure(file, fetcher)));
   // 4. route

@@ -112,7 +112,7 @@ async function resolveRef(cluster: Cluster, name: string, namespace: string): Pr
   let identity: AgentIdentity | null = null;
   if (/^[0-9a-f]{64}$/.test(name)) {
     const id = identityFromPubkeyHex(name);
-    if (id.ok) identity = id.identity;
+    if (id.ok) identity = id.value;
   } else {
     const pods = await cluster.listPods(namespace, MANAGED_SELECTOR);
     if (pods.kind === "error") throw new ApiError(502, "k8s_unreachable", `could not list pods in ${namespace}`);
@@ -120,7 +120,7 @@ async function resolveRef(cluster: Cluster, name: string, namespace: string): Pr
     const pubkey = pod?.metadata.annotations?.[PUBKEY_FULL_ANNOTATION];
     if (pubkey) {
       const id = identityFromPubkeyHex(pubkey);
-      if (id.ok && id.identity.podName === name) identity = id.identity;
+      if (id.ok && id.value.podName === name) identity = id.value;
     }
   }
   if (identity === null)
