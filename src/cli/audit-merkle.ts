@@ -96,11 +96,12 @@ export function againstCheckpoint(
   const cp = readCheckpointNote(d, file, ownerKey);
   const outcome = d.checkExtends(tree, cp);
   if (outcome.ok)
-    return { ...result, against: { file, tree_size: cp.size, root: cp.root.toString("base64"), proof: outcome.proof } };
+    return { ...result, against: { file, tree_size: cp.size, root: cp.root.toString("base64"), proof: outcome.value } };
+  const failed = outcome.error;
   return {
     ...result,
     ok: false,
-    failure: { seq: outcome.seq, code: outcome.code, detail: `${file}: ${outcome.detail}` },
+    failure: { seq: failed.seq, code: failed.code, detail: `${file}: ${failed.detail}` },
   };
 }
 
@@ -124,12 +125,16 @@ export function verifyProofFile(d: typeof AuditDeps, file: string, key: string |
   if (json)
     answer(
       true,
-      r.ok ? { ok: true, kind: r.kind, origin: r.origin, summary: r.summary } : { ok: false, error: r.reason },
+      r.ok
+        ? { ok: true, kind: r.value.kind, origin: r.value.origin, summary: r.value.summary }
+        : { ok: false, error: r.error },
       "",
     );
   else
     process.stdout.write(
-      r.ok ? `ok ${r.kind} ${r.origin}: ${r.summary}\n` : `${out.red("FAIL")} proof ${file}: ${r.reason}\n`,
+      r.ok
+        ? `ok ${r.value.kind} ${r.value.origin}: ${r.value.summary}\n`
+        : `${out.red("FAIL")} proof ${file}: ${r.error}\n`,
     );
   process.exitCode = r.ok ? 0 : 1;
 }
@@ -185,13 +190,13 @@ export function registerMerkleCommands(audit: Command, h: MerkleHelpers): void {
         outcome: d.checkExtends(tree, readCheckpointNote(d, opts.old, ownerKey)),
       }));
       if (outcome.ok) {
-        answer(true, { ok: true, ...outcome.proof }, "");
+        answer(true, { ok: true, ...outcome.value }, "");
         return;
       }
+      const failed = outcome.error;
       const out = stdoutPalette(Boolean(opts.json));
-      if (opts.json)
-        answer(true, { ok: false, error: outcome.detail, code: outcome.code, ...(outcome.proof ?? {}) }, "");
-      else process.stdout.write(`${out.red("FAIL")} chain ${chainId} ${outcome.code}: ${outcome.detail}\n`);
+      if (opts.json) answer(true, { ok: false, error: failed.detail, code: failed.code, ...(failed.proof ?? {}) }, "");
+      else process.stdout.write(`${out.red("FAIL")} chain ${chainId} ${failed.code}: ${failed.detail}\n`);
       process.exitCode = 1;
     });
 }

@@ -350,12 +350,12 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
           ),
         );
         const plan = planCopy(tables, made, { source: versions, target: targetVersions });
-        if (!plan.ok) throw new Refused(plan.reason);
+        if (!plan.ok) throw new Refused(plan.error);
 
         const expected = new Map<string, { rows: number; digest: string }>();
-        for (const copy of plan.copies) expected.set(copy.table, await copyTable(tx, db, copy));
+        for (const copy of plan.value.copies) expected.set(copy.table, await copyTable(tx, db, copy));
         const found = new Map<string, { rows: number; digest: string }>();
-        for (const copy of plan.copies) found.set(copy.table, await readBack(tx, copy));
+        for (const copy of plan.value.copies) found.set(copy.table, await readBack(tx, copy));
         const same = judgeCopied(expected, found);
         if (!same.ok) throw new Refused(same.error);
 
@@ -406,7 +406,7 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
           chain_id: own.chain_id,
           tables: copied,
           event: { seq: event.seq, hash: event.hash },
-          notes: plan.notes,
+          notes: plan.value.notes,
         };
       });
     } catch (error) {

@@ -53,16 +53,16 @@ describe("the controller chain's Merkle proofs and tiles over the API", () => {
     const leaves = hashes.map(leafHash);
     expect([doc.tree_size, doc.root, doc.event_hash]).toEqual([599, b64(treeRoot(leaves, 599)), hashes[417]]);
     expect(doc.path).toEqual(inclusionProof(leaves, 417, 599).map(b64));
-    expect(checkProofDocument(doc, fx.state.key.publicKey)).toMatchObject({ ok: true, kind: "inclusion" });
+    expect(checkProofDocument(doc, fx.state.key.publicKey)).toMatchObject({ ok: true, value: { kind: "inclusion" } });
     const other = createHash("sha256").update("another key").digest("hex");
     expect(checkProofDocument(doc, other)).toMatchObject({
       ok: false,
-      reason: expect.stringMatching(/^note: no signature line is by the key/),
+      error: expect.stringMatching(/^note: no signature line is by the key/),
     });
     const forged = { ...doc, event_hash: hashes[418] };
     expect(checkProofDocument(forged, fx.state.key.publicKey)).toMatchObject({
       ok: false,
-      reason: expect.stringMatching(/^path: the inclusion proof/),
+      error: expect.stringMatching(/^path: the inclusion proof/),
     });
   });
 
@@ -77,14 +77,14 @@ describe("the controller chain's Merkle proofs and tiles over the API", () => {
     const leaves = hashes.map(leafHash);
     expect([doc.old.root, doc.new.root]).toEqual([b64(treeRoot(leaves, 123)), b64(treeRoot(leaves, 600))]);
     expect(doc.proof).toEqual(consistencyProof(leaves, 123, 600).map(b64));
-    expect(checkProofDocument(doc, fx.state.key.publicKey)).toMatchObject({ ok: true, kind: "consistency" });
+    expect(checkProofDocument(doc, fx.state.key.publicKey)).toMatchObject({ ok: true, value: { kind: "consistency" } });
     // A proof from another history: the old head of a tree whose event 5 differs (its note signed by the same key).
     const rewritten = await fx.call("GET", `${API_BASE}/audit/proof/consistency?old=124&new=600`);
     const r = rewritten.body as typeof doc;
     const spliced = { ...doc, old: { ...r.old, tree_size: 123 } };
     expect(checkProofDocument(spliced, fx.state.key.publicKey)).toMatchObject({
       ok: false,
-      reason: expect.stringMatching(/^old\.note: the note signs tree size 124/),
+      error: expect.stringMatching(/^old\.note: the note signs tree size 124/),
     });
   });
 

@@ -6,6 +6,7 @@
  * tree) to that root (RFC 9162 §2.1.3.2, §2.1.4.2). Pure; outcomes as values, every refusal naming the field.
  */
 import { z } from "zod";
+import { err, ok, type Result } from "../../kit/result.js";
 import { type Hash, leafHash, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { openCheckpointNote } from "./note.js";
 
@@ -35,9 +36,15 @@ export const ConsistencyDocument = z.object({
 export const ProofDocument = z.discriminatedUnion("kind", [InclusionDocument, ConsistencyDocument]);
 export type ProofDocument = z.infer<typeof ProofDocument>;
 
-export type ProofCheck =
-  | { readonly ok: true; readonly kind: "inclusion" | "consistency"; readonly origin: string; readonly summary: string }
-  | { readonly ok: false; readonly reason: string };
+/** What a proof that holds shows, in one sentence. */
+export interface ProvenDocument {
+  readonly kind: "inclusion" | "consistency";
+  readonly origin: string;
+  readonly summary: string;
+}
+
+/** The proof holds, or the field at fault and why. */
+export type ProofCheck = Result<ProvenDocument>;
 
 const h = (b64: string): Hash => Buffer.from(b64, "base64");
 
@@ -63,49 +70,43 @@ export function checkProofDocument(doc: unknown, publicKeyHex: string): ProofChe
   const parsed = ProofDocument.safeParse(doc);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return {
-      ok: false,
-      reason: `${issue?.path.join(".") || "document"}: ${issue?.message ?? "invalid"} (a proof document as GET /api/v1/audit/proof/… answers it)`,
-    };
+    return err(
+      `${issue?.path.join(".") || "document"}: ${issue?.message ?? "invalid"} (a proof document as GET /api/v1/audit/proof/… answers it)`,
+    );
   }
   const d = parsed.data;
   if (d.kind === "inclusion") {
     const bad = checkNote("note", d.note, publicKeyHex, d.origin, d.tree_size, d.root);
-    if (bad) return { ok: false, reason: bad };
-    if (d.leaf_index >= d.tree_size)
-      return { ok: false, reason: `leaf_index: ${d.leaf_index} is not below tree_size ${d.tree_size}` };
+    if (bad) return err(bad);
+    if (d.leaf_index >= d.tree_size) return err(`leaf_index: ${d.leaf_index} is not below tree_size ${d.tree_size}`);
     if (!verifyInclusion(leafHash(d.event_hash), d.leaf_index, d.tree_size, d.path.map(h), h(d.root))) {
-      return {
-        ok: false,
-        reason: `path: the inclusion proof of event ${d.event_hash} at seq ${d.leaf_index} does not lead to the signed root of tree size ${d.tree_size}`,
-      };
+      return err(
+        `path: the inclusion proof of event ${d.event_hash} at seq ${d.leaf_index} does not lead to the signed root of tree size ${d.tree_size}`,
+      );
     }
-    return {
-      ok: true,
+    return ok({
       kind: "inclusion",
       origin: d.origin,
       summary: `seq ${d.leaf_index} (${d.event_hash}) is in tree size ${d.tree_size} root ${d.root}`,
-    };
+    });
   }
   for (const [field, head] of [
     ["old.note", d.old],
     ["new.note", d.new],
   ] as const) {
     const bad = checkNote(field, head.note, publicKeyHex, d.origin, head.tree_size, head.root);
-    if (bad) return { ok: false, reason: bad };
+    if (bad) return err(bad);
   }
   if (d.old.tree_size > d.new.tree_size)
-    return { ok: false, reason: `old.tree_size: ${d.old.tree_size} is larger than new.tree_size ${d.new.tree_size}` };
+    return err(`old.tree_size: ${d.old.tree_size} is larger than new.tree_size ${d.new.tree_size}`);
   if (!verifyConsistency(d.old.tree_size, d.new.tree_size, d.proof.map(h), h(d.old.root), h(d.new.root))) {
-    return {
-      ok: false,
-      reason: `proof: tree size ${d.old.tree_size} (root ${d.old.root}) is not a prefix of tree size ${d.new.tree_size} (root ${d.new.root}): the history between them was rewritten`,
-    };
+    return err(
+      `proof: tree size ${d.old.tree_size} (root ${d.old.root}) is not a prefix of tree size ${d.new.tree_size} (root ${d.new.root}): the history between them was rewritten`,
+    );
   }
-  return {
-    ok: true,
+  return ok({
     kind: "consistency",
     origin: d.origin,
     summary: `tree size ${d.old.tree_size} root ${d.old.root} is a prefix of tree size ${d.new.tree_size} root ${d.new.root}`,
-  };
+  });
 }

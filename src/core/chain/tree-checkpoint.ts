@@ -4,6 +4,7 @@
  * head to export, an inclusion proof of one event, and whether the chain extends an exported checkpoint (with the
  * consistency proof that shows it). Pure; outcomes as values.
  */
+import { err, ok, type Result } from "../../kit/result.js";
 import { leafHash, treeRoot, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { checkpointOrigin, openCheckpointNote, type TreeCheckpoint } from "./note.js";
 import { consistencyProofFrom, inclusionProofFrom, type StoredHashReader, treeHeadFrom } from "./tree-hashes.js";
@@ -32,15 +33,16 @@ export interface ConsistencyDoc {
   readonly consistent: boolean;
 }
 
-export type ExtendsOutcome =
-  | { readonly ok: true; readonly proof: ConsistencyDoc }
-  | {
-      readonly ok: false;
-      readonly code: "checkpoint" | "truncated" | "fork";
-      readonly seq: number;
-      readonly detail: string;
-      readonly proof?: ConsistencyDoc;
-    };
+/** Why the chain does not extend the checkpoint: the failure's code and seq, its sentence, and a fork's proof. */
+export interface ExtendsFailure {
+  readonly code: "checkpoint" | "truncated" | "fork";
+  readonly seq: number;
+  readonly detail: string;
+  readonly proof?: ConsistencyDoc;
+}
+
+/** The consistency proof from the checkpoint to the chain, or why there is none. */
+export type ExtendsOutcome = Result<ConsistencyDoc, ExtendsFailure>;
 
 /** A chain's tree as the verbs read it: its size, its stored subtrees, and one event's hash by seq. */
 export interface ChainTreeView {
@@ -85,19 +87,17 @@ export function checkExtends(tree: ChainTreeView, cp: TreeCheckpoint): ExtendsOu
   const origin = checkpointOrigin(chainId);
   const n = tree.size;
   if (cp.origin !== origin)
-    return {
-      ok: false,
+    return err({
       code: "checkpoint",
       seq: 0,
       detail: `the checkpoint is for ${cp.origin}, this chain is ${origin}`,
-    };
+    });
   if (cp.size > n) {
-    return {
-      ok: false,
+    return err({
       code: "truncated",
       seq: n,
       detail: `the checkpoint covers tree size ${cp.size} (root ${b64(cp.root)}) but the chain has only ${n} events`,
-    };
+    });
   }
   const root = treeHeadFrom(tree.read, n);
   const prefixRoot = treeHeadFrom(tree.read, cp.size);
@@ -112,15 +112,14 @@ export function checkExtends(tree: ChainTreeView, cp: TreeCheckpoint): ExtendsOu
     consistent,
   };
   if (!prefixRoot.equals(cp.root) || !consistent) {
-    return {
-      ok: false,
+    return err({
       code: "fork",
       seq: Math.max(cp.size - 1, 0),
       detail: `the chain does not extend the exported checkpoint: at tree size ${cp.size} the checkpoint's root is ${b64(cp.root)}, the chain's first ${cp.size} events hash to ${b64(prefixRoot)}; an event at or before seq ${cp.size - 1} was rewritten`,
       proof: doc,
-    };
+    });
   }
-  return { ok: true, proof: doc };
+  return ok(doc);
 }
 
 /**

@@ -119,11 +119,11 @@ describe("which rows go where", () => {
     const plan = planCopy(src, dst, versions({ audit: 1 }));
     expect(plan.ok).toBe(true);
     if (!plan.ok) return;
-    expect(plan.copies.map((c) => [c.table, c.columns, c.rows])).toEqual([
+    expect(plan.value.copies.map((c) => [c.table, c.columns, c.rows])).toEqual([
       ["audit_event", ["chain_id", "seq", "payload"], 5],
       ["mesh_targets", ["id", "v"], 2],
     ]);
-    expect(plan.copies.every((c) => c.orderBy.join() === "id")).toBe(true);
+    expect(plan.value.copies.every((c) => c.orderBy.join() === "id")).toBe(true);
   });
 
   it("the store id and the epoch counter replace what the new store's schema creation seeded", () => {
@@ -132,7 +132,7 @@ describe("which rows go where", () => {
       [table("berth_store", 1), table("berth_lease_epoch", 1)],
       versions({}),
     );
-    expect(plan.ok && plan.copies.map((c) => [c.table, c.replaceSeed])).toEqual([
+    expect(plan.ok && plan.value.copies.map((c) => [c.table, c.replaceSeed])).toEqual([
       ["berth_lease_epoch", true],
       ["berth_store", true],
     ]);
@@ -141,9 +141,9 @@ describe("which rows go where", () => {
   it("a table of the source with rows the new store does not have refuses the whole copy; an empty one is noted", () => {
     const refused = planCopy([table("mesh_watch_nodes", 3)], [], versions({}));
     expect(refused.ok).toBe(false);
-    if (!refused.ok) expect(refused.reason).toContain("mesh_watch_nodes (3 rows) has no place");
+    if (!refused.ok) expect(refused.error).toContain("mesh_watch_nodes (3 rows) has no place");
     const noted = planCopy([table("mesh_watch_nodes", 0)], [], versions({}));
-    expect(noted.ok && noted.notes).toEqual([
+    expect(noted.ok && noted.value.notes).toEqual([
       "mesh_watch_nodes: empty in the source and not part of the new store; not copied",
     ]);
   });
@@ -151,7 +151,7 @@ describe("which rows go where", () => {
   it("a source column with no column to go to refuses the copy (nothing is dropped)", () => {
     const plan = planCopy([table("mesh_targets", 1, ["id", "v", "extra"])], [table("mesh_targets", 0)], versions({}));
     expect(plan.ok).toBe(false);
-    if (!plan.ok) expect(plan.reason).toContain("mesh_targets.extra");
+    if (!plan.ok) expect(plan.error).toContain("mesh_targets.extra");
   });
 
   it("a table the schema creation filled that is not a known seed refuses the copy", () => {
@@ -176,7 +176,7 @@ describe("which rows go where", () => {
   ])("schema versions that differ refuse the copy (%s)", (_name, s, t, why) => {
     const plan = planCopy([], [], versions(s, t));
     expect(plan.ok).toBe(false);
-    if (!plan.ok) expect(plan.reason).toMatch(why);
+    if (!plan.ok) expect(plan.error).toMatch(why);
   });
 });
 

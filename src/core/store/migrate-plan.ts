@@ -18,7 +18,7 @@
  * - **no live holder**: a source with a live owner lease (a `berth serve`, a CLI verb in flight, the leader) is
  *   refused, naming the holder; judged like crash recovery judges owners (src/core/mesh/owner-liveness.ts).
  */
-import { ok, type Result } from "../../kit/result.js";
+import { err, ok, type Result } from "../../kit/result.js";
 import { type HereFacts, judgeOwner, type OwnerLease } from "../mesh/owner-liveness.js";
 
 export interface ColumnShape {
@@ -84,10 +84,9 @@ export function judgeSource(
 ): Verdict {
   const held = liveHolders(owners, leader, here);
   if (held.length === 0) return ok();
-  return {
-    ok: false,
-    error: `the source store is in use by ${held.join("; ")}: stop every berth serve and CLI verb on it first (a store moves only while nobody acts on it), then run berth migrate again`,
-  };
+  return err(
+    `the source store is in use by ${held.join("; ")}: stop every berth serve and CLI verb on it first (a store moves only while nobody acts on it), then run berth migrate again`,
+  );
 }
 
 // ─── the target ──────────────────────────────────────────────────────────────────────────────────────────────────
@@ -111,10 +110,9 @@ export function judgeTarget(t: TargetContents): Verdict {
   if (held.length === 0) return ok();
   const what = held.map((table) => `${table.name} (${table.rows} row${table.rows === 1 ? "" : "s"})`).join(", ");
   const store = t.storeId === null ? "" : ` It is controller store ${t.storeId}.`;
-  return {
-    ok: false,
-    error: `the target database is not empty: it holds ${what}.${store} berth migrate writes only into an empty database (one made for it with CREATE DATABASE); nothing was written`,
-  };
+  return err(
+    `the target database is not empty: it holds ${what}.${store} berth migrate writes only into an empty database (one made for it with CREATE DATABASE); nothing was written`,
+  );
 }
 
 // ─── the copy ────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -130,14 +128,14 @@ export interface TableCopy {
   readonly replaceSeed: boolean;
 }
 
-export type CopyPlan =
-  | {
-      readonly ok: true;
-      readonly copies: readonly TableCopy[];
-      /** Why a table was not copied (an empty table the target does not have; a target table the source lacks). */
-      readonly notes: readonly string[];
-    }
-  | { readonly ok: false; readonly reason: string };
+export interface PlannedCopy {
+  readonly copies: readonly TableCopy[];
+  /** Why a table was not copied (an empty table the target does not have; a target table the source lacks). */
+  readonly notes: readonly string[];
+}
+
+/** The copies to make, or why the source cannot be copied as it is. */
+export type CopyPlan = Result<PlannedCopy>;
 
 /**
  * Which rows go where, once the target's schema exists (in the same transaction as the copy). `versions` are each
@@ -200,8 +198,8 @@ export function planCopy(
     if (!sourceNames.has(t.name) && t.name !== SCHEMA_TABLE)
       notes.push(`${t.name}: not in the source; left empty in the new store`);
   if (problems.length > 0)
-    return { ok: false, reason: `the source cannot be copied as it is: ${problems.join("; ")}; nothing was written` };
-  return { ok: true, copies, notes };
+    return err(`the source cannot be copied as it is: ${problems.join("; ")}; nothing was written`);
+  return ok({ copies, notes });
 }
 
 // ─── the check after the copy ────────────────────────────────────────────────────────────────────────────────────
@@ -219,9 +217,6 @@ export function judgeCopied(
     else if (got.digest !== want.digest) wrong.push(`${table}'s rows differ from the source's`);
   }
   return wrong.length === 0
-    ? { ok: true, value: undefined }
-    : {
-        ok: false,
-        error: `the copy does not match the source (${wrong.join("; ")}); rolled back, nothing was written`,
-      };
+    ? ok()
+    : err(`the copy does not match the source (${wrong.join("; ")}); rolled back, nothing was written`);
 }
