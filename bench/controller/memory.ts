@@ -150,10 +150,10 @@ const WORKLOAD: WorkloadRecord = {
 function engineDecision(targets: number): PlacementDecision {
   const parsed = parsePlacementInput(rawInput(targets));
   if (!parsed.ok) throw new Error(parsed.error.message);
-  const result = decide(parsed.input);
-  if (!result.ok || result.decision.placement === null)
+  const result = decide(parsed.value);
+  if (!result.ok || result.value.placement === null)
     throw new Error(`the bench cluster of ${targets} nodes did not place`);
-  return result.decision;
+  return result.value;
 }
 
 function writePolicy(dataDir: string): void {

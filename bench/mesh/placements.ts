@@ -96,7 +96,7 @@ async function main(): Promise<void> {
     cluster: { now_ms: Date.now() },
   });
   if (!parsed.ok) throw new Error(parsed.error.message);
-  const input = parsed.input;
+  const input = parsed.value;
   const engine = rate(`engine decide, ${NODES} nodes`, 20_000, () => {
     decide(input);
   });

@@ -92,8 +92,8 @@ for (const n of SIZES) {
   const raw = rawInput(n);
   const input: PlacementInput = placementInputSchema.parse(raw);
   const check = decide(input);
-  if (!check.ok || check.decision.placement === null) throw new Error(`bench input of ${n} nodes did not place`);
-  const eligible = check.decision.candidates.filter((c) => c.eligible).length;
+  if (!check.ok || check.value.placement === null) throw new Error(`bench input of ${n} nodes did not place`);
+  const eligible = check.value.candidates.filter((c) => c.eligible).length;
   if (JSON.stringify(referenceDecide(structuredClone(input))) !== JSON.stringify(check))
     throw new Error(`the engine and the reference decide ${n} nodes differently`);
   const engine = rate(() => decide(input));
@@ -116,7 +116,7 @@ for (const n of SIZES) {
     placed: placedSummary(input.cluster.instances),
   };
   const partsCheck = parsePlacementInputWithParts({ request: order, cluster: marks }, parts);
-  if (!partsCheck.ok || JSON.stringify(decide(partsCheck.input)) !== JSON.stringify(check))
+  if (!partsCheck.ok || JSON.stringify(decide(partsCheck.value)) !== JSON.stringify(check))
     throw new Error(`the parts-validated input of ${n} nodes decides differently`);
   const partsRate = rate(() => parsePlacementInputWithParts({ request: order, cluster: marks }, parts));
   const withParts = 1 / (1 / engine.perSecond + 1 / partsRate.perSecond);

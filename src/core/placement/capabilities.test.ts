@@ -187,7 +187,7 @@ describe("requirement matching (spec/mesh.md §6.3)", () => {
   it.each(table)("$rule", ({ req, ok, why }) => {
     const result = check(req);
     expect(result.ok).toBe(ok);
-    if (!result.ok) expect(result.why).toBe(why);
+    if (!result.ok) expect(result.error).toBe(why);
   });
 
   it("a requirement names exactly one of id and id_prefix", () => {

@@ -10,6 +10,7 @@
  * route) are `probed`; accelerators, interpreters and emulated routes carry their own; labels are configuration,
  * hence `claimed`; perf entries carry their own (`measured` by default).
  */
+import { err, ok, type Result } from "../../kit/result.js";
 import {
   type AttrValue,
   type Capability,
@@ -270,9 +271,11 @@ function showValue(v: AttrValue): string {
   return Array.isArray(v) ? `[${v.join(", ")}]` : String(v);
 }
 
-export type RequirementCheck = { readonly ok: true } | { readonly ok: false; readonly why: string };
+/** Met, or why not (in explain's vocabulary: `cpu.arch.aarch64 not present`). */
+export type RequirementCheck = Result<void>;
 
-const MET: RequirementCheck = Object.freeze({ ok: true });
+/** One frozen answer for every met requirement: this runs per requirement per node per decision. */
+const MET: RequirementCheck = Object.freeze(ok());
 
 function allHold(cap: Capability, where: readonly Predicate[]): boolean {
   for (const p of where) if (!predicateHolds(cap, p)) return false;
@@ -286,7 +289,7 @@ export function checkRequirement(index: CapabilityIndex, req: Requirement): Requ
 
 /** Whether the node meets the requirement, with the failure worded by `whyUnmet` when it does not. */
 export function checkPreparedRequirement(index: CapabilityIndex, prepared: PreparedRequirement): RequirementCheck {
-  return meetsRequirement(index, prepared) ? MET : { ok: false, why: whyUnmet(index, prepared) };
+  return meetsRequirement(index, prepared) ? MET : err(whyUnmet(index, prepared));
 }
 
 /**

@@ -8,7 +8,7 @@ const B = nid(0xb2);
 
 function report(result: PlacementResult, id: string): NodeReport {
   if (!result.ok) throw new Error(`expected a decision, got ${result.error.code}: ${result.error.message}`);
-  const r = result.decision.candidates.find((c) => c.node_id === id);
+  const r = result.value.candidates.find((c) => c.node_id === id);
   if (!r) throw new Error(`no report for ${id}`);
   return r;
 }

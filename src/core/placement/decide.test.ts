@@ -11,14 +11,14 @@ const RUNS = { numRuns: 400 };
 
 function decided(input: PlacementInput): PlacementDecision | null {
   const r = decide(input);
-  return r.ok ? r.decision : null;
+  return r.ok ? r.value : null;
 }
 
 /** The same input with the pin removed: what the nodes look like to the engine regardless of the pin. */
 function unpinned(input: PlacementInput): PlacementDecision {
   const r = decide({ ...input, request: { ...input.request, pin: null } });
   if (!r.ok) throw new Error(`an unpinned valid input failed: ${r.error.code}`);
-  return r.decision;
+  return r.value;
 }
 
 describe("decisions over facts the engine has seen before (issue 35: what facts alone decide is memoised per facts object)", () => {
@@ -191,8 +191,8 @@ describe("pin, avoid and emulation (spec/mesh.md §8.6)", () => {
           for (const rej of view.rejections)
             expect(r.error.message).toContain(`constraint \`${rej.constraint}\`: ${rej.detail}`);
         } else {
-          expect(r.ok && r.decision.placement?.node_id).toBe(pin);
-          expect(r.ok && r.decision.placement?.flags).toContain("pinned");
+          expect(r.ok && r.value.placement?.node_id).toBe(pin);
+          expect(r.ok && r.value.placement?.flags).toContain("pinned");
         }
       }),
       RUNS,
@@ -287,10 +287,10 @@ describe("parsePlacementInputWithViews (issue 19: node views validated where the
       fc.property(inputDraft, (d) => {
         const whole = parsePlacementInput(d);
         if (!whole.ok) throw new Error("a generated draft did not parse");
-        const split = parsePlacementInputWithViews({ request: d.request, cluster: d.cluster }, whole.input.nodes);
+        const split = parsePlacementInputWithViews({ request: d.request, cluster: d.cluster }, whole.value.nodes);
         if (!split.ok) throw new Error("the split parse refused what the whole parse took");
-        expect(split.input).toEqual(whole.input);
-        expect(decide(split.input)).toEqual(decide(whole.input));
+        expect(split.value).toEqual(whole.value);
+        expect(decide(split.value)).toEqual(decide(whole.value));
       }),
       { numRuns: 200 },
     );

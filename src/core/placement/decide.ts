@@ -4,10 +4,11 @@
  *   validate → constraints (per node) → route (per node) → score (eligible set) → rank → select → decision
  *
  * No clock (time is `cluster.now_ms`), no randomness, no I/O, no gate calls (verdicts are inputs), no branch on
- * `kind`. It never throws: expected failures are `{ok: false, error}` with code `invalid_request`,
+ * `kind`. It never throws: expected failures are `err(error)` (kit/result.ts) with code `invalid_request`,
  * `duplicate_node`, `unknown_pin` or `pin_ineligible`; "nothing fits" is a decision with `placement: null`.
  * Equal inputs give deep-equal outputs whatever the order of `nodes` or `cluster.instances`.
  */
+import { err, ok, type Result } from "../../kit/result.js";
 import {
   CORDONED_MARK,
   constraintContext,
@@ -34,10 +35,6 @@ import type { NodeReport, Placement, PlacementDecision, PlacementError, Placemen
 import { scoreEligible } from "./score.js";
 import { AVOIDED, applySelection, PREFERRED, rank, rejectedReport, select } from "./select.js";
 
-function failure(error: PlacementError): PlacementResult {
-  return { ok: false, error };
-}
-
 function pathText(path: readonly PropertyKey[]): string {
   let out = "";
   for (const part of path)
@@ -45,14 +42,13 @@ function pathText(path: readonly PropertyKey[]): string {
   return out || "input";
 }
 
-export type ParsedInput =
-  | { readonly ok: true; readonly input: PlacementInput }
-  | { readonly ok: false; readonly error: PlacementError };
+/** A placement input the engine may decide on, or why the raw one is not. */
+export type ParsedInput = Result<PlacementInput, PlacementError>;
 
 /** The one way from `unknown` to a `PlacementInput`: shape, limits and defaults (inputs.ts). */
 export function parsePlacementInput(raw: unknown): ParsedInput {
   const parsed = placementInputSchema.safeParse(raw);
-  return parsed.success ? { ok: true, input: parsed.data } : malformed(parsed.error.issues);
+  return parsed.success ? ok(parsed.data) : malformed(parsed.error.issues);
 }
 
 function malformed(
@@ -63,14 +59,11 @@ function malformed(
     .map((i) => `${pathText(i.path)}: ${i.message}`)
     .join("; ");
   const more = issues.length > 5 ? ` (and ${issues.length - 5} more)` : "";
-  return {
-    ok: false,
-    error: {
-      code: "invalid_request",
-      message: `the placement input is malformed, so no decision was made: ${shown}${more}`,
-      constraints: [],
-    },
-  };
+  return err({
+    code: "invalid_request",
+    message: `the placement input is malformed, so no decision was made: ${shown}${more}`,
+    constraints: [],
+  });
 }
 
 /**
@@ -84,7 +77,7 @@ export function parsePlacementInputWithViews(
   nodes: readonly NodeView[],
 ): ParsedInput {
   const parsed = parsePlacementInput({ request: raw.request, cluster: raw.cluster, nodes: [] });
-  return parsed.ok ? { ok: true, input: { ...parsed.input, nodes: [...nodes] } } : parsed;
+  return parsed.ok ? ok({ ...parsed.value, nodes: [...nodes] }) : parsed;
 }
 
 /**
@@ -123,18 +116,15 @@ export function parsePlacementInputWithParts(
   if (!request.success) return malformed(request.error.issues.map((i) => ({ ...i, path: ["request", ...i.path] })));
   const cluster = clusterMarksSchema.safeParse(raw.cluster);
   if (!cluster.success) return malformed(cluster.error.issues.map((i) => ({ ...i, path: ["cluster", ...i.path] })));
-  return {
-    ok: true,
-    input: {
-      request: { ...request.data, weights: parts.weights, gate: { ...parts.gate } },
-      nodes: [...parts.nodes],
-      cluster: {
-        ...cluster.data,
-        instances: [...parts.instances],
-        placed: parts.placed === null ? null : [...parts.placed],
-      },
+  return ok({
+    request: { ...request.data, weights: parts.weights, gate: { ...parts.gate } },
+    nodes: [...parts.nodes],
+    cluster: {
+      ...cluster.data,
+      instances: [...parts.instances],
+      placed: parts.placed === null ? null : [...parts.placed],
     },
-  };
+  });
 }
 
 function decisionOf(
@@ -165,7 +155,7 @@ let orderSpace = new Int32Array(0);
 export function decide(input: PlacementInput): PlacementResult {
   const { request, nodes, cluster } = input;
   const slots = slotsOf(nodes);
-  if (!isSlots(slots)) return failure(slots);
+  if (!isSlots(slots)) return err(slots);
   const n = nodes.length;
 
   const ctx = constraintContext(request, cluster);
@@ -216,13 +206,13 @@ export function decide(input: PlacementInput): PlacementResult {
 
   switch (selection.kind) {
     case "error":
-      return failure(selection.error);
+      return err(selection.error);
     case "unplaceable":
-      return { ok: true, decision: decisionOf(request, ranked, null) };
+      return ok(decisionOf(request, ranked, null));
     case "placed": {
       const accelerator = accelerators === null ? null : (accelerators[order[selection.index] as number] ?? null);
       const { candidates, placement } = applySelection(ranked, selection, accelerator);
-      return { ok: true, decision: decisionOf(request, candidates, placement) };
+      return ok(decisionOf(request, candidates, placement));
     }
     default: {
       const unreachable: never = selection;
@@ -234,5 +224,5 @@ export function decide(input: PlacementInput): PlacementResult {
 /** `parsePlacementInput` then `decide`: for callers holding JSON, e.g. a dry run from the API. */
 export function decideUnknown(raw: unknown): PlacementResult {
   const parsed = parsePlacementInput(raw);
-  return parsed.ok ? decide(parsed.input) : failure(parsed.error);
+  return parsed.ok ? decide(parsed.value) : parsed;
 }

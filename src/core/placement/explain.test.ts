@@ -43,7 +43,7 @@ const example: InputDraft = {
 function decision(draft: InputDraft): PlacementDecision {
   const r = decide(inputOf(draft));
   if (!r.ok) throw new Error(r.error.message);
-  return r.decision;
+  return r.value;
 }
 
 describe("explain (spec/mesh.md §17)", () => {

@@ -188,7 +188,7 @@ function computeFit(capabilities: CapabilityIndex, shape: RequestShape): ShapeFi
   let fit: Fit | null = null;
   for (const req of shape.requirements) {
     const check = checkPreparedRequirement(capabilities, req);
-    if (!check.ok) rejections.push({ constraint: "requirements", detail: check.why });
+    if (!check.ok) rejections.push({ constraint: "requirements", detail: check.error });
   }
   const route = chooseRoute(shape.variants, capabilities, shape.route);
   switch (route.kind) {

@@ -4,6 +4,7 @@
  * point), every member is present (`null`, never `undefined`), and lists are in a defined order: the decision is
  * canonical JSON and its hash does not depend on the order the shell listed the nodes in.
  */
+import type { Result } from "../../kit/result.js";
 import type { NodeId } from "../crypto/ed25519.js";
 import type { PlacementStrategy } from "./inputs.js";
 
@@ -100,6 +101,5 @@ export interface PlacementError {
   readonly constraints: readonly Rejection[];
 }
 
-export type PlacementResult =
-  | { readonly ok: true; readonly decision: PlacementDecision }
-  | { readonly ok: false; readonly error: PlacementError };
+/** The decision (`placement: null` when nothing fits), or why none was made. */
+export type PlacementResult = Result<PlacementDecision, PlacementError>;

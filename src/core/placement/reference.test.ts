@@ -17,7 +17,7 @@ import type { PlacementResult } from "./outputs.js";
 
 /** What a person reads of a result: the explain of a decision, or the error's text. */
 function explained(result: PlacementResult): string {
-  return result.ok ? renderExplain(result.decision, { decision_id: "d" }) : renderPlacementError(result.error);
+  return result.ok ? renderExplain(result.value, { decision_id: "d" }) : renderPlacementError(result.error);
 }
 
 function sameAsReference(input: PlacementInput): void {

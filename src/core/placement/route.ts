@@ -86,7 +86,7 @@ function routeIndependentFailures(prepared: PreparedVariant, index: CapabilityIn
   }
   for (const req of prepared.requires) {
     const check = checkPreparedRequirement(index, req);
-    if (!check.ok) why = append(why, check.why);
+    if (!check.ok) why = append(why, check.error);
   }
   return why;
 }

@@ -12,7 +12,7 @@ const GiB = 2 ** 30;
 function decision(draft: InputDraft): PlacementDecision {
   const r = decide(inputOf(draft));
   if (!r.ok) throw new Error(r.error.message);
-  return r.decision;
+  return r.value;
 }
 
 function reportOf(draft: InputDraft, id: string = A): NodeReport {

@@ -38,7 +38,7 @@ function run(draft: InputDraft): PlacementResult {
 function decided(draft: InputDraft): PlacementDecision {
   const r = run(draft);
   if (!r.ok) throw new Error(`${r.error.code}: ${r.error.message}`);
-  return r.decision;
+  return r.value;
 }
 
 describe("ranking (spec/mesh.md §8.6)", () => {
@@ -66,7 +66,7 @@ describe("ranking (spec/mesh.md §8.6)", () => {
   it("nothing fits is a decision with placement null, not an error", () => {
     const r = run({ nodes: [nodeDraft(A, { liveness: "suspect" }), nodeDraft(B, { tier: "discovered" })] });
     expect(r.ok).toBe(true);
-    if (r.ok) expect(r.decision.placement).toBeNull();
+    if (r.ok) expect(r.value.placement).toBeNull();
   });
 
   it("no nodes at all is a decision with placement null", () => {

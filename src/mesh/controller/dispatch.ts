@@ -340,19 +340,15 @@ async function runEngine(
     { nodes: views, weights: deps.weights, gate: verdicts, instances: [], placed: [] },
   );
   // The history this decision reads: every node's totals, and only the instances its constraints name (history.ts).
-  const parsedInput = parsed.ok
-    ? {
-        ok: true as const,
-        input: {
-          ...parsed.input,
-          cluster: {
-            ...parsed.input.cluster,
-            ...(await deps.store.placementHistory(historyReads(parsed.input.request, parsed.input.nodes))),
-          },
+  const result = parsed.ok
+    ? decide({
+        ...parsed.value,
+        cluster: {
+          ...parsed.value.cluster,
+          ...(await deps.store.placementHistory(historyReads(parsed.value.request, parsed.value.nodes))),
         },
-      }
+      })
     : parsed;
-  const result = parsedInput.ok ? decide(parsedInput.input) : { ok: false as const, error: parsedInput.error };
   if (!result.ok) {
     const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));
     const gate = summary.ref as unknown as JsonObject;
@@ -365,7 +361,7 @@ async function runEngine(
     ]);
     throw new PlaceError("decision", result.error.message, constraints);
   }
-  return result.decision;
+  return result.value;
 }
 
 /** The order as chained: env names only (values may be sensitive), plus a digest of the whole config. */

@@ -103,13 +103,13 @@ export async function previewOrder(deps: DispatchDeps, input: PlaceOrderInput): 
       message: input0.error.message,
       constraints: input0.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail })),
     });
-  const history = await deps.store.placementHistory(historyReads(input0.input.request, input0.input.nodes));
-  const result = decide({ ...input0.input, cluster: { ...input0.input.cluster, ...history } });
+  const history = await deps.store.placementHistory(historyReads(input0.value.request, input0.value.nodes));
+  const result = decide({ ...input0.value, cluster: { ...input0.value.cluster, ...history } });
   if (!result.ok)
     return err({
       code: "decision",
       message: result.error.message,
       constraints: result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail })),
     });
-  return ok({ decision: result.decision, explain: renderExplain(result.decision) });
+  return ok({ decision: result.value, explain: renderExplain(result.value) });
 }

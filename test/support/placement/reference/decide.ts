@@ -113,11 +113,11 @@ export function decide(input: PlacementInput): PlacementResult {
     case "error":
       return failure(selection.error);
     case "unplaceable":
-      return { ok: true, decision: decisionOf(request, ranked, null) };
+      return { ok: true, value: decisionOf(request, ranked, null) };
     case "placed": {
       const accelerator = scores[eligible.findIndex((e) => e.node_id === selection.node_id)]?.accelerator ?? null;
       const { candidates, placement } = applySelection(ranked, selection, accelerator);
-      return { ok: true, decision: decisionOf(request, candidates, placement) };
+      return { ok: true, value: decisionOf(request, candidates, placement) };
     }
     default: {
       const unreachable: never = selection;
