@@ -32,12 +32,12 @@ export function resolveSpecEnv(loaded: LoadedSpec, processEnv: NodeJS.ProcessEnv
     if (!read.ok) {
       const field = specField(loaded, `spec.config.env.${name}.valueFrom.${"env" in ref ? "env" : "file"}`);
       const advice =
-        read.cause === "unset"
+        read.error.cause === "unset"
           ? " in the process that deploys (the CLI, or the berth serve / berth up of the home it went through); export it there"
-          : read.cause === "too_large"
+          : read.error.cause === "too_large"
             ? "; is it the right file?"
             : "";
-      return { ok: false, error: `${field}: ${read.error}${advice}` };
+      return { ok: false, error: `${field}: ${read.error.message}${advice}` };
     }
     env[name] = read.value;
     refs[name] = ref;

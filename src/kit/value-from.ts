@@ -10,6 +10,7 @@
  */
 import { unreadable } from "./file-errors.js";
 import { readFileSync, statSync } from "node:fs";
+import { err, ok, type Result } from "./result.js";
 
 /** The node's launch environment is small; a larger "secret" is a wrong file, not a token. */
 export const MAX_VALUE_FROM_BYTES = 32 * 1024;
@@ -18,33 +19,33 @@ export type ValueFromRef = { readonly file: string } | { readonly env: string };
 
 export type ValueFromCause = "unset" | "too_large" | "unreadable" | "empty" | "nul";
 
-export type ValueFromRead =
-  | { readonly ok: true; readonly value: string }
-  | { readonly ok: false; readonly cause: ValueFromCause; readonly error: string };
+/** Why a reference could not be read: the cause a caller branches on, and a message naming the variable or file. */
+export interface ValueFromFailure {
+  readonly cause: ValueFromCause;
+  readonly message: string;
+}
+
+export type ValueFromRead = Result<string, ValueFromFailure>;
 
 export function readValueFrom(ref: ValueFromRef, processEnv: NodeJS.ProcessEnv): ValueFromRead {
   if ("env" in ref) {
     const value = processEnv[ref.env];
     if (value === undefined || value === "")
-      return { ok: false, cause: "unset", error: `environment variable ${ref.env} is not set (or empty)` };
-    return { ok: true, value };
+      return err({ cause: "unset", message: `environment variable ${ref.env} is not set (or empty)` });
+    return ok(value);
   }
   let text: string;
   try {
     const size = statSync(ref.file).size;
     if (size > MAX_VALUE_FROM_BYTES)
-      return {
-        ok: false,
-        cause: "too_large",
-        error: `${ref.file} has ${size} bytes, more than ${MAX_VALUE_FROM_BYTES}`,
-      };
+      return err({ cause: "too_large", message: `${ref.file} has ${size} bytes, more than ${MAX_VALUE_FROM_BYTES}` });
     text = readFileSync(ref.file, "utf8");
   } catch (error) {
-    return { ok: false, cause: "unreadable", error: unreadable(ref.file, error, "the secret value") };
+    return err({ cause: "unreadable", message: unreadable(ref.file, error, "the secret value") });
   }
   const value = text.replace(/\r?\n$/, "");
-  if (value === "") return { ok: false, cause: "empty", error: `${ref.file} is empty` };
+  if (value === "") return err({ cause: "empty", message: `${ref.file} is empty` });
   if (value.includes("\0"))
-    return { ok: false, cause: "nul", error: `${ref.file} holds a NUL byte, which no environment value can carry` };
-  return { ok: true, value };
+    return err({ cause: "nul", message: `${ref.file} holds a NUL byte, which no environment value can carry` });
+  return ok(value);
 }

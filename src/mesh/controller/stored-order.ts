@@ -57,7 +57,7 @@ export function readRef(processEnv: NodeJS.ProcessEnv): RefReader {
   return (ref) => {
     const read = readValueFrom(ref, processEnv);
     if (read.ok) return ok(read.value);
-    return err(read.cause === "unset" ? `${read.error} in this process` : read.error);
+    return err(read.error.cause === "unset" ? `${read.error.message} in this process` : read.error.message);
   };
 }
 
