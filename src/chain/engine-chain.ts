@@ -307,7 +307,8 @@ async function insertEvent(tx: Tx, event: SealedEvent, canonicalPayload: string)
   ]);
 }
 
-async function tipOn(q: Query, chainId: string): Promise<ChainTip | undefined> {
+/** The tip of a chain (its last event's seq, hash and time), or undefined for a chain with no event. */
+export async function tipOn(q: Query, chainId: string): Promise<ChainTip | undefined> {
   const row = await q.get<ChainTip>(
     "SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1",
     [chainId],
@@ -338,6 +339,44 @@ export async function findEventsOn(q: Query, chainId: string, find: FindQuery): 
 /** The id of the chain this store's component writes, or undefined when it has none (rejects without audit tables). */
 export async function ownChainIdOn(q: Query): Promise<string | undefined> {
   return (await q.get<{ chain_id: string }>("SELECT chain_id FROM audit_chain WHERE own = 1"))?.chain_id;
+}
+
+/**
+ * The chain this store's component writes (the newest, after a reseal) and its owner key, or undefined when it has none
+ * (rejects without audit tables): read.ts's `ownChain` on a `Query`.
+ */
+export function ownChainOn(q: Query): Promise<{ chain_id: string; owner_key: string } | undefined> {
+  return q.get<{ chain_id: string; owner_key: string }>(
+    "SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1",
+  );
+}
+
+/** The payloads (canonical JSON text) of a chain's events of one source and kind, oldest first. */
+export async function eventPayloadsOn(q: Query, chainId: string, source: string, kind: string): Promise<string[]> {
+  const rows = await q.all<{ payload: string }>(
+    "SELECT payload FROM audit_event WHERE chain_id = ? AND source = ? AND kind = ? ORDER BY seq",
+    [chainId, source, kind],
+  );
+  return rows.map((r) => r.payload);
+}
+
+/**
+ * The payload (canonical JSON text) of the event of this kind with this hash: at its place (`at`) when the caller
+ * recorded one, else found by its hash on whichever stored chain holds it. Undefined when there is none.
+ */
+export async function eventPayloadOn(
+  q: Query,
+  hash: string,
+  kind: string,
+  at: { readonly chain_id: string; readonly seq: number } | null,
+): Promise<string | undefined> {
+  const row = at
+    ? await q.get<{ payload: string }>(
+        "SELECT payload FROM audit_event WHERE chain_id = ? AND seq = ? AND hash = ? AND kind = ?",
+        [at.chain_id, at.seq, hash, kind],
+      )
+    : await q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = ?", [hash, kind]);
+  return row?.payload;
 }
 
 export async function checkpointsOn(q: Query, chainId: string, ownerKey: string): Promise<SignedCheckpoint[]> {

@@ -1,8 +1,10 @@
 /**
  * The small lookups of a stored chain that the layers above make on a SQLite connection (a home's file, or the
  * in-memory mirror of a PostgreSQL store, mirror.ts): the CLI's audit verbs, the API's audit routes and `berth up`'s
- * backup. With chain.ts's readers (`findEvents`, `listChains`, `storedCheckpoints`, `exportChainLines`) they are the
- * only SQL over the audit tables outside src/chain's own writers, so a column or a table changes in one folder.
+ * backup, and `berth migrate`'s source. With chain.ts's readers (`findEvents`, `listChains`, `storedCheckpoints`,
+ * `exportChainLines`) and engine-chain.ts's on a `Query` (`ownChainOn`, `tipOn`, `eventPayloadsOn`, `eventPayloadOn`)
+ * they are the only SQL over the audit tables outside src/chain's own writers, so a column or a table changes in one
+ * folder.
  */
 import type { ChainRole, SealedEvent } from "../core/chain/event.js";
 import type { Db } from "../store/sqlite.js";

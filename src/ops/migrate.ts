@@ -24,9 +24,10 @@ import { createHash } from "node:crypto";
 import { existsSync, renameSync } from "node:fs";
 import { hostname } from "node:os";
 import { verifyStoredChain } from "../chain/chain.js";
-import { verifyStoredOn } from "../chain/engine-chain.js";
+import { tipOn, verifyStoredOn } from "../chain/engine-chain.js";
+import { ownChain } from "../chain/read.js";
 import { ensureChainSchemaOn } from "../chain/schema.js";
-import { type ChainTip, sealEvent } from "../core/chain/event.js";
+import { sealEvent } from "../core/chain/event.js";
 import type { JsonObject } from "../core/crypto/canonical.js";
 import type { SigningKey } from "../core/crypto/ed25519.js";
 import { needsPidProbe, type OwnerLease } from "../core/mesh/owner-liveness.js";
@@ -302,9 +303,7 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
       const { owners, leader } = sourceHolders(db, tables);
       const free = judgeSource(owners, leader, { host: hostname(), boot_id: bootId(), now_ms: r.clock() });
       if (!free.ok) return { kind: "refused", reason: free.error };
-      const own = db
-        .prepare("SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1")
-        .get() as { chain_id: string; owner_key: string } | undefined;
+      const own = ownChain(db);
       if (own === undefined) return { kind: "refused", reason: `${r.sourcePath} has no controller chain of its own` };
       if (own.owner_key !== r.key.publicKey) {
         return {
@@ -359,15 +358,12 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
         const same = judgeCopied(expected, found);
         if (!same.ok) throw new Refused(same.error);
 
-        const tip = await tx.get<{ seq: number; hash: string; ts: number }>(
-          "SELECT seq, hash, ts FROM audit_event WHERE chain_id = ? ORDER BY seq DESC LIMIT 1",
-          [own.chain_id],
-        );
+        const tip = await tipOn(tx, own.chain_id);
         if (tip === undefined) throw new Refused("the copied chain has no events");
         const copied = Object.fromEntries([...expected].map(([t, v]) => [t, v.rows]));
         const { event, canonicalPayload } = sealEvent({
           chainId: own.chain_id,
-          tip: { seq: Number(tip.seq), hash: tip.hash, ts: Number(tip.ts) } satisfies ChainTip,
+          tip,
           nowMs: r.clock(),
           key: r.key,
           draft: {
@@ -378,7 +374,7 @@ export async function migrateSqliteToEngine(r: MigrateRequest): Promise<MigrateR
               to: r.target.location,
               store_id: storeRow.store_id,
               tables: copied,
-              head_before: { seq: Number(tip.seq), hash: tip.hash },
+              head_before: { seq: tip.seq, hash: tip.hash },
               reason: r.reason,
               operator: r.operator,
             },

@@ -22,7 +22,7 @@
  * hold only because they are checked beside the SQL that writes them; the records, the schema and the targets'
  * SQL are split out.
  */
-import type { EngineChain } from "../../chain/engine-chain.js";
+import { type EngineChain, eventPayloadOn, eventPayloadsOn } from "../../chain/engine-chain.js";
 import { storeSummaryIn } from "../../chain/summaries.js";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
@@ -191,15 +191,10 @@ export class ControllerStore {
    * last recorded them (this process, an earlier CLI call, or the server beside it).
    */
   async lastPolicyLoads(): Promise<Map<string, string>> {
-    const rows = await this.read((q) =>
-      q.all<{ payload: string }>(
-        "SELECT payload FROM audit_event WHERE chain_id = ? AND source = 'trust' AND kind = 'policy.load' ORDER BY seq",
-        [this.chain.chainId],
-      ),
-    );
+    const payloads = await this.read((q) => eventPayloadsOn(q, this.chain.chainId, "trust", "policy.load"));
     const last = new Map<string, string>();
-    for (const row of rows) {
-      const p = JSON.parse(row.payload) as { file?: unknown; sha256?: unknown; ok?: unknown };
+    for (const payload of payloads) {
+      const p = JSON.parse(payload) as { file?: unknown; sha256?: unknown; ok?: unknown };
       if (typeof p.file === "string") last.set(p.file, `${p.sha256 ?? null}:${p.ok === true}`);
     }
     return last;
@@ -786,17 +781,8 @@ export class ControllerStore {
    */
   async decisionPayload(id: string): Promise<JsonObject | null> {
     const at = await this.eventOfDecision(id);
-    const row = await this.read((q) =>
-      at
-        ? q.get<{ payload: string }>(
-            "SELECT payload FROM audit_event WHERE chain_id = ? AND seq = ? AND hash = ? AND kind = 'workload.place'",
-            [at.chain_id, at.seq, id],
-          )
-        : q.get<{ payload: string }>("SELECT payload FROM audit_event WHERE hash = ? AND kind = 'workload.place'", [
-            id,
-          ]),
-    );
-    return row ? (JSON.parse(row.payload) as JsonObject) : null;
+    const payload = await this.read((q) => eventPayloadOn(q, id, "workload.place", at));
+    return payload !== undefined ? (JSON.parse(payload) as JsonObject) : null;
   }
 
   /**

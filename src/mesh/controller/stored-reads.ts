@@ -21,6 +21,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { ownChainOn } from "../../chain/engine-chain.js";
 import type { AgentRecord } from "../../core/agents/registry.js";
 import type { Tier } from "../../core/identity/tier.js";
 import type { ObservedInstance } from "../../core/mesh/instance-observation.js";
@@ -89,9 +90,7 @@ export class StoredReads {
     try {
       const usable = await engine.read(async (q) => {
         if ((await schemaVersionOf(q, "mesh_controller")) !== CONTROLLER_SCHEMA_VERSION) return false;
-        const own = await q.get<{ chain_id: string; owner_key: string }>(
-          "SELECT chain_id, owner_key FROM audit_chain WHERE own = 1 ORDER BY created_ms DESC LIMIT 1",
-        );
+        const own = await ownChainOn(q);
         if (own && own.owner_key !== o.publicKey) {
           throw new StoredReadsError(
             `the controller store ${path} belongs to key ${own.owner_key}, not to this home's controller key ${o.publicKey}; name the home it was made with (--data-dir) or its key (--key-file)`,
