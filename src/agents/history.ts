@@ -61,18 +61,19 @@ export async function rollbackAgent(
     if (!target.ok) return target;
     const text = await reg.revisionText(name, target.value.spec_sha256);
     return text === null
-      ? { ok: false as const, error: `the text of revision ${target.value.revision} was not kept by this store` }
-      : { ok: true as const, revision: target.value, text };
+      ? err(`the text of revision ${target.value.revision} was not kept by this store`)
+      : ok({ revision: target.value, text });
   });
   if (!found.ok)
     return err({ kind: "spec_unusable", usage: false, message: `${name} cannot be rolled back: ${found.error}` });
-  const loaded = specFromText(found.text.spec_text, found.text.spec_path);
+  const { revision, text } = found.value;
+  const loaded = specFromText(text.spec_text, text.spec_path);
   if (!loaded.ok)
     return err({
       kind: "spec_unreadable",
       agent: name,
-      message: `revision ${found.revision.revision} of ${name} no longer reads: ${loaded.error}`,
+      message: `revision ${revision.revision} of ${name} no longer reads: ${loaded.error}`,
     });
-  const done = await deployAgent(env, loaded.value, { rollbackOf: found.revision.revision });
-  return done.ok ? ok({ ...done.value, revision: found.revision.revision }) : done;
+  const done = await deployAgent(env, loaded.value, { rollbackOf: revision.revision });
+  return done.ok ? ok({ ...done.value, revision: revision.revision }) : done;
 }

@@ -163,8 +163,8 @@ export function registerMerkleCommands(audit: Command, h: MerkleHelpers): void {
       const seq = d.z.coerce.number().int().min(0).safeParse(seqText);
       if (!seq.success) throw invalidInput(describeZodIssues("SEQ", seq.error.issues));
       const doc = await withVerifiedTree(h, d, opts, (tree) => d.proveEvent(tree, seq.data));
-      if ("error" in doc) throw new CliError(doc.error, 1, { kind: "refused" });
-      answer(true, doc, "");
+      if (!doc.ok) throw new CliError(doc.error, 1, { kind: "refused" });
+      answer(true, doc.value, "");
     });
 
   audit

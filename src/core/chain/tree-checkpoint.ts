@@ -56,17 +56,18 @@ export function treeHeadOf(tree: ChainTreeView): TreeCheckpoint {
   return { origin: checkpointOrigin(tree.chainId), size: tree.size, root: treeHeadFrom(tree.read, tree.size) };
 }
 
-export function proveEvent(tree: ChainTreeView, seq: number): InclusionProofDoc | { error: string } {
+/** The inclusion proof of event `seq` in the chain's tree, or why there is none (a seq outside the chain). */
+export function proveEvent(tree: ChainTreeView, seq: number): Result<InclusionProofDoc> {
   const { chainId, size } = tree;
   if (!Number.isSafeInteger(seq) || seq < 0 || seq >= size)
-    return { error: `seq ${seq} is not in this chain (it holds seq 0..${size - 1})` };
+    return err(`seq ${seq} is not in this chain (it holds seq 0..${size - 1})`);
   const root = treeHeadFrom(tree.read, size);
   const path = inclusionProofFrom(tree.read, seq, size);
   const eventHash = tree.eventHash(seq);
   // Checked before it is printed: a proof berth emits must verify with the RFC's verifier.
   if (!verifyInclusion(leafHash(eventHash), seq, size, path, root))
     throw new Error(`internal: the inclusion proof of seq ${seq} does not verify`);
-  return {
+  return ok({
     chain_id: chainId,
     origin: checkpointOrigin(chainId),
     tree_size: size,
@@ -74,7 +75,7 @@ export function proveEvent(tree: ChainTreeView, seq: number): InclusionProofDoc 
     leaf_index: seq,
     event_hash: eventHash,
     path: path.map(b64),
-  };
+  });
 }
 
 /**
