@@ -10,7 +10,7 @@
  * `audit_chain` (SELECT … FOR UPDATE, what `checkWritable` probes) before reading the tip, so two controllers
  * appending at once take turns, and the primary key (chain_id, seq) refuses a fork whatever happens.
  *
- * (About 420 lines, one concept: the synchronous chain's operations on a StoreEngine, one method each.)
+ * (About 460 lines, one concept: the synchronous chain's operations on a StoreEngine, one method each.)
  */
 import { randomBytes } from "node:crypto";
 import { checkpointSignatureValid, type SignedCheckpoint, signCheckpoint } from "../core/chain/checkpoint.js";

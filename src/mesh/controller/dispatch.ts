@@ -1,6 +1,6 @@
 /**
  * `place(order)` (spec/mesh.md §9): prepare → refresh → gate → decide → chain the decision → dispatch → explain.
- * (About 630 lines, one concept: §9.2's steps in order, each a few lines; the store-away hand-over of issue 37 belongs
+ * (About 660 lines, one concept: §9.2's steps in order, each a few lines; the store-away hand-over of issue 37 belongs
  * to the dispatch it interrupts.)
  *
  *   order ─validate─▶ package verified ─▶ targets described ─▶ place verdicts ─▶ engine decision
