@@ -128,7 +128,13 @@ async function trial(w: HaWorld, fault: Trial["fault"], name: string): Promise<T
 }
 
 async function engineRun(engine: HaEngine): Promise<void> {
-  const w = await HaWorld.create(engine, { ttlMs: null, nodeConfig: { lease_ms: LEASE_MS }, sharedToken: true });
+  // The agent outlives every trial: the probe's own 30 s exit (and its restart) would read as a changed process.
+  const w = await HaWorld.create(engine, {
+    ttlMs: null,
+    nodeConfig: { lease_ms: LEASE_MS },
+    sharedToken: true,
+    script: "#!/bin/sh\necho placed-ok\nexec sleep 3600\n",
+  });
   try {
     const servers: Server[] = [];
     for (let i = 0; i < 3; i++) servers.push(await w.serve());
@@ -139,6 +145,9 @@ async function engineRun(engine: HaEngine): Promise<void> {
     const placed = await w.api(leader, "POST", "/placements", { package: w.home.pkgDir, name });
     if (placed.status !== 201) throw new Error(`placing: ${JSON.stringify(placed.body)}`);
     await waitFor(async () => (liveAgents(name).length > 0 ? true : undefined), "the agent runs", 30_000);
+    // Its processes must be old enough to be told from its watchdog's passing ones (`lasting`) before a trial takes
+    // them as the ones to keep: a first trial right after the start found none and read "CHANGED".
+    await waitFor(async () => (lasting(name).length > 0 ? true : undefined), "the agent's processes settle", 30_000);
     const trials: Trial[] = [];
     for (const fault of ["SIGTERM", "SIGKILL", "SIGSTOP"] as const) {
       for (let i = 0; i < (fault === "SIGTERM" ? 1 : TRIALS); i++) {

@@ -73,9 +73,9 @@ export class HaWorld {
   /** `sharedToken`: every home gets the first server's api.token, so followers can forward writes (issue 37). */
   static async create(
     engine: HaEngine,
-    opts: { ttlMs: number | null; nodeConfig?: JsonObject; sharedToken?: boolean },
+    opts: { ttlMs: number | null; nodeConfig?: JsonObject; sharedToken?: boolean; script?: string },
   ): Promise<HaWorld> {
-    const home = await cliHome(`berth-ha-${engine}-`);
+    const home = await cliHome(`berth-ha-${engine}-`, opts.script === undefined ? {} : { script: opts.script });
     const node = await NodeProcess.create({
       controllers: [home.controllerKey],
       signers: [home.signer.publicKey],
