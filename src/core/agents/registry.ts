@@ -76,7 +76,9 @@ export interface PlacementOfDeploy {
  * that the deploy was accepted, so the record it would have written is written from the spec kept with the decision;
  * without it, `berth agent stop NAME` answered "no agent was deployed" while the agent ran. Null for a placement
  * that no deploy made (a raw `berth place`, or an order kept before the spec was): nothing is invented. A refused
- * deploy makes no placement, so this never gives one a record (issue 33).
+ * deploy makes no placement, so this never gives one a record (issue 33). A list read while a deploy is between its
+ * placement and its own `agent.remember` writes the record first; the deploy's follows, and the message says only
+ * what is certain (no record was there), not that the deploy died.
  */
 export function recoveredRecord(p: PlacementOfDeploy): AgentRecord | null {
   if (p.agent !== p.name || p.intent === null || p.spec === undefined) return null;
@@ -88,7 +90,7 @@ export function recoveredRecord(p: PlacementOfDeploy): AgentRecord | null {
     intent: p.intent,
     deployed_ms: p.placed_ms,
     last_outcome: p.start ? "started" : "waiting",
-    last_message: `${p.name}: recorded from its placement ${p.instance_id} (decision ${p.decision_id.slice(0, 12)}): the deploy that placed it ended before it recorded the agent`,
+    last_message: `${p.name}: recorded from its placement ${p.instance_id} (decision ${p.decision_id.slice(0, 12)}): the store held no record of the agent, which the deploy that placed it had not written (it ended first, or had not yet)`,
     recovered_from: p.decision_id,
   };
 }

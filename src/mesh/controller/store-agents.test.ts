@@ -143,7 +143,7 @@ describe.each(["sqlite", "postgres"] as const)(
       expect([...a, ...b].map((r) => r.name)).toEqual(["scout"]);
       const scout = await engine.read((q) => agentRecord(q, "scout"));
       expect(scout).toMatchObject({ target: "mesh", ...spec, intent: "intent-scout", last_outcome: "started" });
-      expect(scout?.last_message).toContain("the deploy that placed it ended before it recorded the agent");
+      expect(scout?.last_message).toContain("the store held no record of the agent");
       expect(await engine.read((q) => agentRecord(q, "by-hand")), "a raw place has no deploy to recover").toBeNull();
       expect((await engine.read((q) => agentRecord(q, "kept")))?.intent, "a record is never replaced").toBe(
         "intent-kept",
