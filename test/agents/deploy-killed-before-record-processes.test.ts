@@ -8,9 +8,9 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { JsonObject } from "../../src/core/crypto/canonical.js";
-import { generateSigningKey } from "../../src/keys/key-file.js";
-import { cleanup, MAIN, NodeProcess, processesWithEnv, requireBuild, tempDir, waitFor } from "../mesh/harness.js";
-import { probePackage, TEST_PERMIT, writeJson } from "../mesh-controller/support/package.js";
+import { cleanup, NodeProcess, processesWithEnv, waitFor } from "../mesh/harness.js";
+import { cliHome } from "../mesh-controller/support/cli-home.js";
+import { TEST_PERMIT } from "../mesh-controller/support/package.js";
 import { builtPath } from "../support/built.js";
 import { runNode } from "../support/process.js";
 
@@ -18,10 +18,10 @@ afterEach(cleanup);
 
 describe("a deploy killed between the node's start and the agent's record", () => {
   it("leaves an agent that berth agent stop NAME finds by name and stops, with the record had back from its placement and chained", async () => {
-    requireBuild();
-    const home = tempDir("berth-killed-deploy-");
-    const env = { BERTH_HOME: home };
-    const berth = (...args: string[]) => runNode([MAIN, ...args], { env });
+    // The shared CLI home (keys, signed probe package, signers and permits; the tier's store, PostgreSQL or SQLite).
+    const { home, env, berth, controllerKey, signer } = await cliHome("berth-killed-deploy-", {
+      script: "#!/bin/sh\necho agent-up\nexec sleep 300\n",
+    });
     const json = async (...args: string[]): Promise<JsonObject & { code: number | null }> => {
       const r = await berth(...args, "--json");
       try {
@@ -30,12 +30,6 @@ describe("a deploy killed between the node's start and the agent's record", () =
         throw new Error(`berth ${args.join(" ")} printed no JSON (exit ${r.code}): ${r.stdout} ${r.stderr}`);
       }
     };
-    const controllerKey = (JSON.parse((await berth("keys", "new", "--json")).stdout) as { public_key: string })
-      .public_key;
-    const signer = generateSigningKey();
-    probePackage(join(home, "pkg"), signer, { script: "#!/bin/sh\necho agent-up\nexec sleep 300\n" });
-    writeJson(join(home, "signers.json"), [{ key: signer.publicKey, name: "test" }]);
-    writeJson(join(home, "permits.json"), [TEST_PERMIT]);
     const node = await NodeProcess.create({
       controllers: [controllerKey],
       signers: [signer.publicKey],
