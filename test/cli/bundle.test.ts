@@ -23,7 +23,14 @@ function layout(root: string) {
   const daemonBundle = join(root, "dist", "src", "node-daemon.bundle.cjs");
   mkdirSync(cli, { recursive: true });
   writeFileSync(join(root, "package.json"), '{ "type": "module" }\n');
-  for (const file of ["berth.cjs", "runtime.cjs", "cli-bundle.cjs", "daemon-bundle.cjs", "fresh-bundle.cjs"])
+  for (const file of [
+    "berth.cjs",
+    "runtime.cjs",
+    "compile-cache.cjs",
+    "cli-bundle.cjs",
+    "daemon-bundle.cjs",
+    "fresh-bundle.cjs",
+  ])
     copyFileSync(builtPath(`src/cli/entry/${file}`), join(cli, file));
   writeFileSync(join(cli, "main.js"), 'process.stdout.write("main.js " + JSON.stringify(process.argv.slice(2)));\n');
   utimesSync(join(cli, "main.js"), 1_000_000, 1_000_000);

@@ -6,7 +6,9 @@
  * of the CLI, CommonJS chunks too (cli-bundle.cts; issue 19: start-up, ~50 ES modules before). Without a fresh
  * bundle, either way, it is main.js, which behaves as it always did when run directly (`node dist/src/cli/entry/main.js`).
  */
+import { homedir } from "node:os";
 import { freshCliBundle, runFromCliBundle } from "./cli-bundle.cjs";
+import { enableCompileCache } from "./compile-cache.cjs";
 import { freshDaemonBundle, serveFromBundle } from "./daemon-bundle.cjs";
 import { runtimeRefusal } from "./runtime.cjs";
 
@@ -19,6 +21,7 @@ if (refusal) {
 
 const argv = process.argv.slice(2);
 const nodeServe = argv[0] === "node" && argv[1] === "serve";
+if (!nodeServe) enableCompileCache(process.env, homedir());
 const daemon = nodeServe ? freshDaemonBundle() : null;
 const cli = nodeServe ? null : freshCliBundle();
 // runCli (run.ts) turns every failure into its message and exit code; what escapes it is a bug, shown as one.
