@@ -6,13 +6,16 @@
  * when the first lifecycle pass (describe every target, then one keep pass) has run, read from the server's
  * own log line ("first pass done"). The floor, measured in the same run: a bare fastify server on the same Node
  * (imported, one route, listening, answering) spawned the same way. Min / median / max of `--runs`, the load average,
- * and the ratio to the floor and to the 1 s target. Figures are printed, never asserted.
+ * and the ratio to the floor and to the 1 s target. Also the server's resident memory after its first pass, read from
+ * /proc (VmRSS, and VmHWM for its peak), beside the floor's (issue 35: ≤ 400 MiB at 50,000 agents, `--agents 50000`).
+ * Figures are printed, never asserted.
  *
  *   bash scripts/bench scale/serve-start     node dist/bench/scale/serve-start.js [--nodes 1000] [--agents 10000] [--runs 3]
  *
  * Target (issue 35): the first API answer ≤ 1 s at 10,000 agents; the first pass runs behind it, never in front.
  */
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { resolve } from "node:path";
 import { loadOrCreateToken } from "../../src/server/token.js";
@@ -24,6 +27,8 @@ const AGENTS = numberFlag("--agents", 10_000);
 const RUNS = numberFlag("--runs", 3);
 const BERTH = resolve("dist/src/cli/entry/berth.cjs");
 const TARGET_MS = 1000;
+/** Issue 35: controller memory at 50,000 agents (run with --agents 50000). */
+const TARGET_RSS_MIB = 400;
 
 interface Run {
   readonly listening: number;
@@ -31,6 +36,24 @@ interface Run {
   readonly placements: number;
   readonly nodes: number;
   readonly firstPass: number | null;
+  readonly memory: Memory | null;
+}
+
+/** A process's resident memory from /proc, in MiB: now (VmRSS) and its peak so far (VmHWM). */
+interface Memory {
+  readonly rss: number;
+  readonly peak: number;
+}
+
+function memoryOf(pid: number | undefined): Memory | null {
+  if (pid === undefined) return null;
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+    return { rss: kib("VmRSS") / 1024, peak: kib("VmHWM") / 1024 };
+  } catch {
+    return null;
+  }
 }
 
 /** Spawns `args`, waits for the first stdout line (`{url}`), then asks `paths` at once; ms from the spawn to each. */
@@ -40,7 +63,7 @@ async function startAndAsk(
   paths: readonly string[],
   token: string | null,
   waitForLog: string | null,
-): Promise<{ line: number; answers: number[]; log: number | null }> {
+): Promise<{ line: number; answers: number[]; log: number | null; memory: Memory | null }> {
   const start = performance.now();
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let logAt: number | null = null;
@@ -77,7 +100,8 @@ async function startAndAsk(
       }),
     );
     await Promise.race([logSeen, new Promise((r) => setTimeout(r, 600_000))]);
-    return { line: lineAt, answers, log: logAt };
+    // Read from outside, while it still runs: after its first pass (berth serve) or its first answer (the floor).
+    return { line: lineAt, answers, log: logAt, memory: memoryOf(child.pid) };
   } finally {
     child.kill("SIGTERM");
     await new Promise((r) => child.once("exit", r));
@@ -105,10 +129,12 @@ async function main(): Promise<void> {
     const env = { BERTH_HOME: w.home, KUBECONFIG: "/nonexistent", BERTH_UNSUPPORTED_NODE: "allow" };
     const token = loadOrCreateToken(w.home);
     const floors: number[] = [];
+    const floorMemory: Memory[] = [];
     const runs: Run[] = [];
     for (let i = 0; i < RUNS; i++) {
       const floor = await startAndAsk(["--input-type=module", "-e", FASTIFY_FLOOR], {}, ["/healthz"], null, null);
       floors.push(floor.answers[0] ?? Number.NaN);
+      if (floor.memory !== null) floorMemory.push(floor.memory);
       const r = await startAndAsk(
         [BERTH, "serve", "--port", "0", "--json", "--log-level", "info", "--log-format", "json", "--data-dir", w.home],
         env,
@@ -122,6 +148,7 @@ async function main(): Promise<void> {
         placements: r.answers[1] ?? Number.NaN,
         nodes: r.answers[2] ?? Number.NaN,
         firstPass: r.log,
+        memory: r.memory,
       });
     }
     const f = stats(floors);
@@ -156,6 +183,15 @@ async function main(): Promise<void> {
         `  ${"berth serve: first pass done (its log line)".padEnd(44)} ${p.min.toFixed(0).padStart(6)} / ${p.median.toFixed(0).padStart(6)} / ${p.max.toFixed(0).padStart(6)} ms`,
       );
     } else console.log("  berth serve: no 'first pass done' line was logged");
+    const memories = runs.map((r) => r.memory).filter((m): m is Memory => m !== null);
+    if (memories.length > 0) {
+      const rss = stats(memories.map((m) => m.rss));
+      const peak = stats(memories.map((m) => m.peak));
+      const floorRss = stats(floorMemory.map((m) => m.rss)).median;
+      console.log(
+        `  ${"berth serve: RSS after its first pass".padEnd(44)} ${rss.min.toFixed(0).padStart(6)} / ${rss.median.toFixed(0).padStart(6)} / ${rss.max.toFixed(0).padStart(6)} MiB  (peak ${peak.median.toFixed(0)} MiB) at ${AGENTS} agents; ${((100 * rss.median) / TARGET_RSS_MIB).toFixed(0)}% of the ${TARGET_RSS_MIB} MiB target; the fastify floor ${floorRss.toFixed(0)} MiB`,
+      );
+    }
     const worst = stats(runs.map((r) => Math.max(r.placements, r.nodes))).median;
     console.log(
       `  first API answer (the later of placements and nodes, median) ${worst.toFixed(0)} ms: target ≤ ${TARGET_MS} ms ${worst <= TARGET_MS ? "met" : "NOT met"}; floor ${f.median.toFixed(0)} ms`,
