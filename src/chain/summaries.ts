@@ -4,6 +4,10 @@
  * transaction of the event that names it, keyed by its hash, so placements over an unchanged view share one row; the
  * row is append-only like the events.
  *
+ * The same table holds the candidates documents of placement decisions (`payload.candidates.summary`,
+ * core/placement/candidates-document.ts): each row says by its `format` member which kind it is, and is hashed under
+ * that kind's tag.
+ *
  * Verification reads every stored summary of a chain and recomputes its hash; one that does not hash to its key is
  * reported at the first event naming that key (`summary`). A summary an event names but the store lacks is not a
  * failure of the chain (the signed hash stands; an export carries events only), and is counted as absent.
@@ -16,6 +20,13 @@ import {
   type ParsedGateSummary,
   parseGateSummary,
 } from "../core/governance/summary.js";
+import {
+  type CandidatesDocument,
+  candidatesHashOf,
+  isCandidatesText,
+  parseCandidatesDocument,
+} from "../core/placement/candidates-document.js";
+import type { NodeReport } from "../core/placement/outputs.js";
 import type { Query, Tx } from "../store/engine.js";
 import { ensureSchemaOn } from "../store/schema.js";
 import { type Db, ensureSchema, type WriteTx } from "../store/sqlite.js";
@@ -52,6 +63,19 @@ export async function storeSummaryIn(tx: Tx, chainId: string, summary: GateSumma
   );
 }
 
+/** A decision's candidates document, in the transaction appending the decision; a stored twin is kept. */
+export async function storeCandidatesIn(tx: Tx, chainId: string, document: CandidatesDocument): Promise<void> {
+  await tx.run(
+    "INSERT INTO audit_summary (chain_id, hash, body) VALUES (?, ?, ?) ON CONFLICT (chain_id, hash) DO NOTHING",
+    [chainId, document.ref.summary, document.canonical],
+  );
+}
+
+/** A stored document's hash under the tag of the kind its `format` member declares (gate summary or candidates). */
+function documentHashOf(body: string): string {
+  return isCandidatesText(body) ? candidatesHashOf(body) : gateSummaryHashOf(body);
+}
+
 export type SummaryRead =
   | { kind: "found"; summary: ParsedGateSummary }
   | { kind: "absent" }
@@ -63,6 +87,25 @@ function judged(hash: string, body: string | undefined): SummaryRead {
     return { kind: "invalid", reason: `the stored gate summary ${hash} does not hash to its name` };
   const parsed = parseGateSummary(body);
   return parsed.ok ? { kind: "found", summary: parsed.value } : { kind: "invalid", reason: parsed.error };
+}
+
+export type CandidatesRead =
+  | { kind: "found"; candidates: NodeReport[] }
+  | { kind: "absent" }
+  | { kind: "invalid"; reason: string };
+
+/** A decision's candidates document, checked against its hash before anything reads it. */
+export async function readCandidatesOn(q: Query, chainId: string, hash: string): Promise<CandidatesRead> {
+  if (!(await hasTableOn(q))) return { kind: "absent" };
+  const row = await q.get<{ body: string }>("SELECT body FROM audit_summary WHERE chain_id = ? AND hash = ?", [
+    chainId,
+    hash,
+  ]);
+  if (row === undefined) return { kind: "absent" };
+  if (!isCandidatesText(row.body) || candidatesHashOf(row.body) !== hash)
+    return { kind: "invalid", reason: `the stored candidates document ${hash} does not hash to its name` };
+  const parsed = parseCandidatesDocument(row.body);
+  return parsed.ok ? { kind: "found", candidates: parsed.value } : { kind: "invalid", reason: parsed.error };
 }
 
 async function hasTableOn(q: Query): Promise<boolean> {
@@ -91,13 +134,14 @@ export async function readSummaryOn(q: Query, chainId: string, hash: string): Pr
 /** The first event naming a summary, for the failure's seq (scans the chain: only on a failure). */
 const NAMING_SQL = "SELECT seq FROM audit_event WHERE chain_id = ? AND instr(payload, ?) > 0 ORDER BY seq LIMIT 1";
 
-function failureOf(hash: string, seq: number | undefined): VerifyFailure {
+function failureOf(hash: string, seq: number | undefined, body: string): VerifyFailure {
+  const kind = isCandidatesText(body) ? "candidates document" : "gate summary";
   const at = seq ?? 0;
   const named = seq === undefined ? "named by no event" : `named by the event at seq ${seq}`;
   return {
     seq: at,
     code: "summary",
-    detail: `gate summary ${hash} (${named}) does not hash to its name: the summary was altered after it was chained`,
+    detail: `${kind} ${hash} (${named}) does not hash to its name: the summary was altered after it was chained`,
   };
 }
 
@@ -109,9 +153,9 @@ export function checkStoredSummaries(db: Db, chainId: string): { checked: number
     .prepare("SELECT hash, body FROM audit_summary WHERE chain_id = ? ORDER BY hash")
     .iterate(chainId) as Iterable<{ hash: string; body: string }>) {
     checked++;
-    if (gateSummaryHashOf(row.body) === row.hash) continue;
+    if (documentHashOf(row.body) === row.hash) continue;
     const named = db.prepare(NAMING_SQL).get(chainId, `"summary":"${row.hash}"`) as { seq: number } | undefined;
-    return { checked, failure: failureOf(row.hash, named?.seq) };
+    return { checked, failure: failureOf(row.hash, named?.seq, row.body) };
   }
   return { checked };
 }
@@ -127,13 +171,16 @@ export async function checkStoredSummariesOn(
     [chainId],
   );
   for (const [i, row] of rows.entries()) {
-    if (gateSummaryHashOf(row.body) === row.hash) continue;
+    if (documentHashOf(row.body) === row.hash) continue;
     const sql =
       q.kind === "sqlite"
         ? NAMING_SQL
         : "SELECT seq FROM audit_event WHERE chain_id = ? AND strpos(payload, ?) > 0 ORDER BY seq LIMIT 1";
     const named = await q.get<{ seq: number }>(sql, [chainId, `"summary":"${row.hash}"`]);
-    return { checked: i + 1, failure: failureOf(row.hash, named === undefined ? undefined : Number(named.seq)) };
+    return {
+      checked: i + 1,
+      failure: failureOf(row.hash, named === undefined ? undefined : Number(named.seq), row.body),
+    };
   }
   return { checked: rows.length };
 }

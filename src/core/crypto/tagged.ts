@@ -19,6 +19,8 @@ export const DOMAIN_TAGS = [
   "berth.agent.intent.v1",
   // issue 35: the gate's verdicts over a placement's view, one document whose hash the decision event carries.
   "berth.gate.summary.v1",
+  // issue 35: a placement decision's candidate reports, one document whose hash the decision event carries.
+  "berth.placement.candidates.v1",
 ] as const;
 export type DomainTag = (typeof DOMAIN_TAGS)[number];
 

@@ -20,6 +20,7 @@ import type { EventDraft } from "../../core/chain/event.js";
 import { canonicalJson, type JsonObject } from "../../core/crypto/canonical.js";
 import { sha256 } from "../../core/crypto/tagged.js";
 import type { GateSummary } from "../../core/governance/summary.js";
+import { candidatesDocumentOf, decisionWithoutCandidates } from "../../core/placement/candidates-document.js";
 import {
   decide,
   dispatchOrder,
@@ -223,12 +224,15 @@ export async function placeOrder(
   // 6. chain the decision; no request is sent before this commits
   const dispatching = !order.dry_run && decision.placement !== null;
   let decisionId: DecisionId;
+  // Issue 35: the candidate reports go beside the chain (one per node would pass the 1 MiB payload limit at scale).
+  const candidates = candidatesDocumentOf(decision.candidates);
   const moves = deps.moves;
   /** The id of a dispatching decision, known inside its transaction: set, it may have committed even if the call threw. */
   let maybeCommitted: DecisionId | null = null;
   try {
     decisionId = await deps.store.commitDecision({
       summary,
+      candidates,
       name,
       packageId: pkg.packageId,
       workload,
@@ -245,7 +249,8 @@ export async function placeOrder(
           name,
           package_id: pkg.packageId,
           order: orderRecord(order, pkg.packageId, name),
-          decision: decision as unknown as JsonObject,
+          decision: decisionWithoutCandidates(decision),
+          candidates: candidates.ref as unknown as JsonObject,
           gate,
         },
       },

@@ -23,10 +23,11 @@
  * SQL are split out.
  */
 import { type EngineChain, eventPayloadOn, eventPayloadsOn } from "../../chain/engine-chain.js";
-import { storeSummaryIn } from "../../chain/summaries.js";
+import { readCandidatesOn, storeCandidatesIn, storeSummaryIn } from "../../chain/summaries.js";
 import type { EventDraft, SealedEvent } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Tier } from "../../core/identity/tier.js";
+import { type CandidatesDocument, candidatesRefOf } from "../../core/placement/candidates-document.js";
 import type { GateSummary } from "../../core/governance/summary.js";
 import {
   type DecisionActor,
@@ -296,6 +297,8 @@ export class ControllerStore {
    */
   async commitDecision(args: {
     summary?: GateSummary;
+    /** The decision's candidate reports, stored beside the chain in the decision's transaction (issue 35). */
+    candidates?: CandidatesDocument;
     name: string;
     packageId: string;
     workload: WorkloadRecord;
@@ -320,6 +323,7 @@ export class ControllerStore {
             return null;
           }
         }
+        if (args.candidates) await storeCandidatesIn(tx, this.chain.chainId, args.candidates);
         const event = await this.chain.append(tx, args.event);
         if (args.dispatch) {
           await tx.run(
@@ -773,6 +777,20 @@ export class ControllerStore {
   async decisionEvent(id: string): Promise<SealedEvent | undefined> {
     const at = await this.eventOfDecision(id);
     return this.chain.byHash(id, at?.chain_id === this.chain.chainId ? at.seq : null);
+  }
+
+  /**
+   * A chained decision as the engine made it: the event's `decision` with its `candidates` put back from the
+   * document beside the chain its ref names (issue 35), or as recorded inline by events before that. The document is
+   * written in the decision's own transaction, so the controller's store has it; one it lacks (a store that only
+   * imported the events) or that fails its hash leaves `candidates` empty (`berth audit verify` names the latter).
+   */
+  async chainedDecision(event: SealedEvent): Promise<JsonObject> {
+    const inline = event.payload.decision as JsonObject;
+    const ref = candidatesRefOf(event.payload);
+    if (ref === null) return inline;
+    const read = await this.read((q) => readCandidatesOn(q, event.chain_id, ref.summary));
+    return { ...inline, candidates: read.kind === "found" ? (read.candidates as unknown as JsonObject[]) : [] };
   }
 
   /**

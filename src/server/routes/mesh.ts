@@ -174,7 +174,8 @@ export const meshHandlers: Handlers = {
     const event = await c.store.decisionEvent(decision_id);
     if (event?.kind !== "workload.place" || event.payload.phase !== "decision")
       throw notFound(`decision ${decision_id}`, "its id is the decision_id of a PlaceReport or a placement record");
-    const decision = event.payload.decision as unknown as PlacementDecision;
+    // Issue 35: the candidate reports live beside the chain; put back, the answer is the decision the engine made.
+    const decision = (await c.store.chainedDecision(event)) as unknown as PlacementDecision;
     const row = await c.store.decision(decision_id);
     const dryRun = event.payload.dry_run === true;
     return {
