@@ -115,7 +115,7 @@ describe("a placement decision over thousands of targets", () => {
       );
       await tx.run(
         "UPDATE audit_summary SET body = replace(body, '\"eligible\":false', '\"eligible\":true') WHERE hash = ?",
-        [ref?.summary],
+        [ref?.summary ?? ""],
       );
     });
     const result = await f.controller.store.chain.verifyStored();
