@@ -30,12 +30,21 @@ afterEach(async () => {
 });
 
 async function addSilentTargets(f: SeedFixture, count: number): Promise<void> {
+  const rows = Array.from({ length: count }, (_, i) => [
+    `mem://silent-${i}`,
+    nodeIdOf(randomBytes(32).toString("hex") as PublicKeyHex),
+    null,
+    "paired",
+    "api",
+    1,
+  ]);
+  // Rows of 500 per statement: one round trip each on PostgreSQL, not one per target.
   await f.controller.store.engine.transaction(async (tx) => {
-    for (let i = 0; i < count; i++) {
-      const nodeId = nodeIdOf(randomBytes(32).toString("hex") as PublicKeyHex);
+    for (let at = 0; at < rows.length; at += 500) {
+      const chunk = rows.slice(at, at + 500);
       await tx.run(
-        "INSERT INTO mesh_targets (addr, node_id, key, tier, tier_source, learned_ms) VALUES (?,?,?,?,?,?)",
-        [`mem://silent-${i}`, nodeId, null, "paired", "api", 1],
+        `INSERT INTO mesh_targets (addr, node_id, key, tier, tier_source, learned_ms) VALUES ${chunk.map(() => "(?,?,?,?,?,?)").join(",")}`,
+        chunk.flat(),
       );
     }
   });
