@@ -102,7 +102,7 @@ describe("a placement decision over thousands of targets", () => {
     expect((await f.controller.store.chain.verifyStored()).ok).toBe(true);
   });
 
-  it("fails verification with `summary` at the decision when its stored candidates document is altered", async () => {
+  it("fails verification with `summary` at the decision, and the API refuses to explain from it, when its stored candidates document is altered", async () => {
     fx = await seedFixture();
     const f = fx;
     const [first] = f.nodes as [HostNode];
@@ -131,5 +131,7 @@ describe("a placement decision over thousands of targets", () => {
     expect(result.ok).toBe(false);
     expect(result.failure).toMatchObject({ seq: event.seq, code: "summary" });
     expect(result.failure?.detail).toContain("candidates document");
+    // And no explain is built from it: the API answers the failure instead of the altered reports.
+    await expect(getPlacement(f, report.decision_id)).rejects.toThrow("does not hash to its name");
   });
 });

@@ -783,14 +783,16 @@ export class ControllerStore {
    * A chained decision as the engine made it: the event's `decision` with its `candidates` put back from the
    * document beside the chain its ref names (issue 35), or as recorded inline by events before that. The document is
    * written in the decision's own transaction, so the controller's store has it; one it lacks (a store that only
-   * imported the events) or that fails its hash leaves `candidates` empty (`berth audit verify` names the latter).
+   * imported the events) leaves `candidates` empty. One that fails its hash is an error: an explain must never be
+   * built from a report altered after it was chained (`berth audit verify` names it too).
    */
-  async chainedDecision(event: SealedEvent): Promise<JsonObject> {
+  async chainedDecision(event: SealedEvent): Promise<Result<JsonObject>> {
     const inline = event.payload.decision as JsonObject;
     const ref = candidatesRefOf(event.payload);
-    if (ref === null) return inline;
+    if (ref === null) return ok(inline);
     const read = await this.read((q) => readCandidatesOn(q, event.chain_id, ref.summary));
-    return { ...inline, candidates: read.kind === "found" ? (read.candidates as unknown as JsonObject[]) : [] };
+    if (read.kind === "invalid") return err(read.reason);
+    return ok({ ...inline, candidates: read.kind === "found" ? (read.candidates as unknown as JsonObject[]) : [] });
   }
 
   /**

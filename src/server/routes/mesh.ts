@@ -175,7 +175,9 @@ export const meshHandlers: Handlers = {
     if (event?.kind !== "workload.place" || event.payload.phase !== "decision")
       throw notFound(`decision ${decision_id}`, "its id is the decision_id of a PlaceReport or a placement record");
     // Issue 35: the candidate reports live beside the chain; put back, the answer is the decision the engine made.
-    const decision = (await c.store.chainedDecision(event)) as unknown as PlacementDecision;
+    const chained = await c.store.chainedDecision(event);
+    if (!chained.ok) throw new ApiError(500, "internal", `decision ${decision_id}: ${chained.error}`);
+    const decision = chained.value as unknown as PlacementDecision;
     const row = await c.store.decision(decision_id);
     const dryRun = event.payload.dry_run === true;
     return {
