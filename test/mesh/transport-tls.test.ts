@@ -81,6 +81,36 @@ describe("the TLS transport bound to identity keys", () => {
     await expect(connector.connect(address)).rejects.toBeInstanceOf(PeerKeyMismatch);
   });
 
+  it("reads each peer's own key when connections alternate between nodes and controllers (a key read before never answers for another certificate)", async () => {
+    const controller = generateSigningKey();
+    const stranger = generateSigningKey();
+    const a = await echoNode(undefined, [controller.publicKey]);
+    const b = await echoNode(undefined, [controller.publicKey]);
+    const connector = new TlsConnector({ identity: controller });
+    const strangers = new TlsConnector({ identity: stranger });
+    for (let round = 0; round < 2; round++) {
+      for (const { node, address } of [a, b]) {
+        const stream = await connector.connect(address);
+        expect(stream.peerKey).toBe(node.publicKey);
+        await stream.send(new Uint8Array([round]));
+        expect([...(await stream.recv())]).toEqual([round]);
+        stream.close();
+      }
+      const cut = await strangers.connect(a.address).catch((e: Error) => e);
+      if (!(cut instanceof Error)) {
+        expect(cut.peerKey).toBe(a.node.publicKey);
+        await cut.send(new Uint8Array([1])).catch(() => undefined);
+        await expect(cut.recv(AbortSignal.timeout(5000))).rejects.toThrow();
+      }
+      await waitFor(
+        () => a.refused.filter((k) => k === stranger.publicKey).length === round + 1,
+        "the node to refuse the stranger again",
+      );
+    }
+    expect(a.refused.every((k) => k === stranger.publicKey)).toBe(true);
+    expect(b.refused).toEqual([]);
+  });
+
   it("cuts a controller whose key the node does not authorise, and a plaintext client", async () => {
     const { node, address, refused } = await echoNode(undefined, [generateSigningKey().publicKey]);
     const stranger = generateSigningKey();

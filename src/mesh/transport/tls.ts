@@ -54,14 +54,29 @@ export function tlsIdentity(key: SigningKey): TlsIdentity {
   return made;
 }
 
+/**
+ * Issue 35: the key read out of each certificate, keyed by the certificate's exact DER bytes. Exporting the key
+ * object was about 2 % of a placement's CPU (one connection per node call); the same bytes always hold the same key,
+ * so a hit can never answer for another certificate. Bounded: emptied when full (a thousand nodes fit many times).
+ */
+const keysByCertificate = new Map<string, string | null>();
+const MAX_REMEMBERED_CERTIFICATES = 8192;
+
 /** The raw Ed25519 key (64 hex) of the certificate the peer presented, `null` without one or for another key type. */
 export function peerKeyOf(socket: TLSSocket): string | null {
   const cert = socket.getPeerX509Certificate();
   if (!cert) return null;
+  const der = cert.raw.toString("base64");
+  const known = keysByCertificate.get(der);
+  if (known !== undefined) return known;
   const spki = cert.publicKey.export({ format: "der", type: "spki" }).toString("hex");
-  return spki.startsWith(SPKI_ED25519_PREFIX) && spki.length === SPKI_ED25519_PREFIX.length + 64
-    ? spki.slice(SPKI_ED25519_PREFIX.length)
-    : null;
+  const key =
+    spki.startsWith(SPKI_ED25519_PREFIX) && spki.length === SPKI_ED25519_PREFIX.length + 64
+      ? spki.slice(SPKI_ED25519_PREFIX.length)
+      : null;
+  if (keysByCertificate.size >= MAX_REMEMBERED_CERTIFICATES) keysByCertificate.clear();
+  keysByCertificate.set(der, key);
+  return key;
 }
 
 export { PeerKeyMismatch };
