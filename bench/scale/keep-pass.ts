@@ -15,7 +15,8 @@
  *   node dist/bench/scale/keep-pass.js --quick          (100/1,000 and 1,000/10,000)
  *   node dist/bench/scale/keep-pass.js --sizes 100x1000,1000x10000 --passes 5
  *
- * Target (issue 35): ≤ 1 s at 1,000 nodes / 10,000 agents, exponent ≤ 1.1 from 1,000 to 50,000 agents.
+ * Target (issue 35): ≤ 1 s at 1,000 nodes / 10,000 agents, exponent ≤ 1.1 from 1,000 to 50,000 agents, controller
+ * RSS ≤ 400 MiB at 50,000 agents (printed per size as a ratio to that target).
  */
 import { loadavg } from "node:os";
 import { randomBytes } from "node:crypto";
@@ -31,6 +32,8 @@ const SIZES = (sizesFlag ?? (argv.includes("--quick") ? "100x1000,1000x10000" : 
   .split(",")
   .map((s) => s.split("x").map(Number) as [number, number]);
 const PASSES = numberFlag("--passes", 3);
+// Issue 35's memory row: the controller's RSS at 5,000 nodes / 50,000 agents, at most 400 MiB.
+const RSS_TARGET_MIB = 400;
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(3)} s`;
 
@@ -38,6 +41,7 @@ interface Row {
   readonly nodes: number;
   readonly agents: number;
   readonly pass: number;
+  readonly rssMiB: number;
   readonly floor: number;
 }
 
@@ -96,10 +100,14 @@ async function measure(nodes: number, agents: number): Promise<Row> {
     const census = await w.sim.census();
     const copies = Object.values(census.live);
     const twice = copies.filter((c) => c > 1).length;
+    const rssMiB = Math.round(process.memoryUsage().rss / 2 ** 20);
     console.log(
-      `    nodes' census: ${Object.keys(census.live).length} agents live, ${twice} with two copies; simulator RSS ${census.rss_mb} MiB, controller RSS ${Math.round(process.memoryUsage().rss / 2 ** 20)} MiB`,
+      `    nodes' census: ${Object.keys(census.live).length} agents live, ${twice} with two copies; simulator RSS ${census.rss_mb} MiB, controller RSS ${rssMiB} MiB`,
     );
-    return { nodes, agents, pass: p.median, floor: f.median };
+    console.log(
+      `    controller RSS / target (${RSS_TARGET_MIB} MiB)                   ${(rssMiB / RSS_TARGET_MIB).toFixed(2)}×`,
+    );
+    return { nodes, agents, pass: p.median, floor: f.median, rssMiB };
   } finally {
     await w.close();
   }
@@ -116,7 +124,7 @@ async function main(): Promise<void> {
   console.log("\n  summary:");
   for (const r of rows)
     console.log(
-      `    ${String(r.nodes).padStart(5)} nodes / ${String(r.agents).padStart(6)} agents: pass ${seconds(r.pass)}, floor ${seconds(r.floor)}, ratio ${(r.pass / r.floor).toFixed(2)}×`,
+      `    ${String(r.nodes).padStart(5)} nodes / ${String(r.agents).padStart(6)} agents: pass ${seconds(r.pass)}, floor ${seconds(r.floor)}, ratio ${(r.pass / r.floor).toFixed(2)}×; controller RSS ${r.rssMiB} MiB, ${(r.rssMiB / RSS_TARGET_MIB).toFixed(2)}× the ${RSS_TARGET_MIB} MiB target`,
     );
   if (rows.length >= 2) {
     console.log(
