@@ -2,7 +2,8 @@
  * Issue 35, an agent whose node died at scale: `--nodes` simulated nodes (default 1,000, bench/support/node-sim, the
  * real protocol) holding `--agents` agents (default 10,000, restart on-failure), every node leased (`--lease-ms`,
  * default 60 s), the real controller with `berth serve`'s lifecycle tick (src/serve/mesh/watch.ts: describe every
- * target, then the keep pass; `--tick-ms`, default 1 s) in this process. Once every agent is live once, `--victims`
+ * target, then the keep pass; `--tick-ms`, default 1 s) and its lease keeper (src/serve/mesh/lease-keeper.ts) in
+ * this process. Once every agent is live once, `--victims`
  * nodes (default 10) crash: their listeners close and their instances are forgotten (the machines are gone). The keep
  * loop judges them dead (`--dead-after-ms`, default 30 s; berth's own default is 120 s), waits until each lease has certainly run out (docs/concepts.md "The node lease", rule 5: the
  * last stamped request + lease_ms + 11 s, read from the store afterwards) and moves their agents.
@@ -17,6 +18,7 @@
  */
 import { loadavg } from "node:os";
 import { leaseWaitMs } from "../../src/core/mesh/lease.js";
+import { startLeaseKeeper } from "../../src/serve/mesh/lease-keeper.js";
 import { startTargetWatch } from "../../src/serve/mesh/watch.js";
 import { numberFlag } from "../support.js";
 import { scaleWorld, stats } from "./support/world.js";
@@ -48,13 +50,27 @@ async function main(): Promise<void> {
   const w = await scaleWorld({ nodes: NODES, agents: AGENTS, leaseMs: LEASE_MS, log: console.log });
   const ctl = w.controller;
   const passes: number[] = [];
+  /** What the keep passes did after the crash (acts and alerts, by kind and reason), to say why a move took long. */
+  const outcomes = new Map<string, number>();
   let passStarted = performance.now();
   const watch = startTargetWatch(ctl, TICK_MS, (error) => console.log(`    tick failed: ${String(error)}`), {
-    onPass: () => {
+    onPass: (report) => {
+      for (const a of report.acted) {
+        const key = `${a.action} ${a.ok ? "ok" : `failed: ${(a.reason ?? "").slice(0, 120)}`}`;
+        outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
+      }
+      for (const a of report.alerts) outcomes.set(`alert ${a.reason}`, (outcomes.get(`alert ${a.reason}`) ?? 0) + 1);
       const now = performance.now();
       passes.push(now - passStarted);
       passStarted = now;
     },
+  });
+  // What `berth serve` runs beside the tick (src/serve/index.ts): every leased node's lease renewed at a quarter of it.
+  // The fill records its placements without sending them, so without this no node would hold a lease from us, and a
+  // dead node's agents would be held (`held_no_lease`), never moved.
+  const leases = startLeaseKeeper(ctl, {
+    tickMs: TICK_MS,
+    onError: (error) => console.log(`    lease renewal failed: ${String(error)}`),
   });
   try {
     ctl.lead({ address: null });
@@ -74,7 +90,16 @@ async function main(): Promise<void> {
     const holders = [...new Set(placements.map((p) => p.node_id))].sort();
     const victims = holders.slice(0, VICTIMS);
     const moving = w.names.filter((n) => victims.includes(nodeOf.get(n) ?? ""));
+    // Each victim holds a lease from us before it dies: a renewal stamped and its lease read from its facts.
+    const leasedFrom = Date.now();
+    for (;;) {
+      const stamps = await Promise.all(victims.map((v) => ctl.stamps.of(v)));
+      if (stamps.every((x) => x.last_sent_ms !== null && x.lease_ms !== null)) break;
+      if (Date.now() - leasedFrom > 120_000) throw new Error("the victims hold no lease from us after 2 minutes");
+      await sleep(250);
+    }
     passes.length = 0;
+    outcomes.clear();
     const crashedAt = Date.now();
     await w.sim.crash(victims);
     const runningAt = new Map<string, number>();
@@ -120,7 +145,11 @@ async function main(): Promise<void> {
       `    floor: one lifecycle cycle (describe + keep pass, ≥ tick-ms apart)   ${s(p.min)} / ${s(p.median)} / ${s(p.max)}; p99 / tick median ${(percentile(afterLease, 99) / p.median).toFixed(2)}×`,
     );
     console.log(`    most copies of any agent seen live at once: ${most}${most > 1 ? "  TWO COPIES" : ""}`);
+    console.log("    what the keep passes that ended did after the crash (a pass still moving agents is not counted):");
+    for (const [what, n] of [...outcomes].sort((x, y) => y[1] - x[1]))
+      console.log(`      ${String(n).padStart(6)}  ${what}`);
   } finally {
+    await leases.stop();
     await watch.stop();
     await w.close();
   }
