@@ -36,6 +36,16 @@ let intKeySpace = new Int32Array(0);
 const INT32_MAX = 0x7fffffff;
 let ofRankSpace = new Int32Array(0);
 
+function intKeys(count: number): Int32Array {
+  if (intKeySpace.length < count) intKeySpace = new Int32Array(Math.max(count, 2 * intKeySpace.length));
+  return intKeySpace.subarray(0, count);
+}
+
+function floatKeys(count: number): Float64Array {
+  if (keySpace.length < count) keySpace = new Float64Array(Math.max(count, 2 * keySpace.length));
+  return keySpace.subarray(0, count);
+}
+
 /**
  * The ranked candidates: eligible by total descending, then node id ascending; the rejected follow, by node id. Node
  * ids are compared by their rank among all ids (node-slots.ts), never as strings: the eligible are sorted on one
@@ -62,30 +72,13 @@ export function rank(
     if (total > best) best = total;
     if (total < least) least = total;
   }
-  if ((best - least + 1) * n <= INT32_MAX) {
-    // One exact integer per node: (best − total) · n + rank; ascending is total descending, then id ascending. An
-    // Int32Array sorts faster than a Float64Array, and its `% n` is an integer remainder, not a floating one (issue 35:
-    // the float key's sort and remainder were a fifth of `decide` at 1,000 nodes).
-    if (intKeySpace.length < count) intKeySpace = new Int32Array(Math.max(count, 2 * intKeySpace.length));
+  const span = (best - least + 1) * n;
+  if (span <= Number.MAX_SAFE_INTEGER) {
+    // One exact integer per node: (best − total) · n + rank; ascending is total descending, then id ascending. In an
+    // Int32Array when the keys fit (it sorts faster than a Float64Array, and its `% n` is an integer remainder, not a
+    // floating one: issue 35, the float key's sort and remainder were a fifth of `decide` at 1,000 nodes).
+    const keys = span <= INT32_MAX ? intKeys(count) : floatKeys(count);
     if (ofRankSpace.length < n) ofRankSpace = new Int32Array(n);
-    const keys = intKeySpace.subarray(0, count);
-    const ofRank = ofRankSpace;
-    for (let e = 0; e < count; e++) {
-      const r = slots.rank[eligiblePositions[e] as number] as number;
-      keys[e] = (best - ((eligible[e] as NodeReport).total_centi as number)) * n + r;
-      ofRank[r] = e;
-    }
-    keys.sort();
-    for (let k = 0; k < count; k++) {
-      const e = ofRank[(keys[k] as number) % n] as number;
-      order[k] = e;
-      out.push(eligible[e] as NodeReport);
-    }
-  } else if ((best + 1) * n <= Number.MAX_SAFE_INTEGER) {
-    // The same keys, too large for 32 bits.
-    if (keySpace.length < count) keySpace = new Float64Array(count);
-    if (ofRankSpace.length < n) ofRankSpace = new Int32Array(n);
-    const keys = keySpace.subarray(0, count);
     const ofRank = ofRankSpace;
     for (let e = 0; e < count; e++) {
       const r = slots.rank[eligiblePositions[e] as number] as number;
