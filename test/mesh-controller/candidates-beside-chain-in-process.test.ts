@@ -12,11 +12,12 @@ import { readCandidatesOn } from "../../src/chain/summaries.js";
 import type { SealedEvent } from "../../src/core/chain/event.js";
 import { canonicalJson } from "../../src/core/crypto/canonical.js";
 import { nodeIdOf, type PublicKeyHex } from "../../src/core/crypto/ed25519.js";
-import { renderExplain } from "../../src/core/placement/explain.js";
 import { candidatesRefOf } from "../../src/core/placement/candidates-document.js";
+import { renderExplain } from "../../src/core/placement/explain.js";
 import type { PlaceReport } from "../../src/mesh/controller/index.js";
 import type { CallContext, Parsed } from "../../src/server/handler.js";
 import { meshHandlers } from "../../src/server/routes/mesh.js";
+import { alterStoredSummaries } from "../support/alter-summaries.js";
 import { type HostNode, type SeedFixture, seedFixture } from "./support/in-process.js";
 
 /** Enough never-described targets that their reports, inline, would pass 1 MiB (about 250 bytes each). */
@@ -116,17 +117,7 @@ describe("a placement decision over thousands of targets", () => {
 
     // Someone with write access to the database marks a rejected node eligible (the append-only trigger is defence in
     // depth only, spec §7: an attacker drops it first).
-    await f.controller.store.engine.transaction(async (tx) => {
-      await tx.exec(
-        tx.kind === "sqlite"
-          ? "DROP TRIGGER audit_summary_no_update"
-          : "ALTER TABLE audit_summary DISABLE TRIGGER audit_summary_append_only",
-      );
-      await tx.run(
-        "UPDATE audit_summary SET body = replace(body, '\"eligible\":false', '\"eligible\":true') WHERE hash = ?",
-        [ref?.summary ?? ""],
-      );
-    });
+    await alterStoredSummaries(f.controller.store.engine, '"eligible":false', '"eligible":true', ref?.summary ?? "");
     const result = await f.controller.store.chain.verifyStored();
     expect(result.ok).toBe(false);
     expect(result.failure).toMatchObject({ seq: event.seq, code: "summary" });

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readSummaryOn } from "../../src/chain/summaries.js";
 import type { SealedEvent } from "../../src/core/chain/event.js";
 import { gateSummaryRefOf, verdictOfNode } from "../../src/core/governance/summary.js";
+import { alterStoredSummaries } from "../support/alter-summaries.js";
 import { type HostNode, type SeedFixture, seedFixture, startNode } from "./support/in-process.js";
 import { TEST_PERMIT } from "./support/package.js";
 
@@ -138,14 +139,7 @@ describe("a placement's gate verdicts over the view", () => {
 
     // Someone with write access to the database turns the refusal into a permit (the append-only trigger is
     // defence in depth only, spec §7: an attacker drops it first).
-    await f.controller.store.engine.transaction(async (tx) => {
-      await tx.exec(
-        tx.kind === "sqlite"
-          ? "DROP TRIGGER audit_summary_no_update"
-          : "ALTER TABLE audit_summary DISABLE TRIGGER audit_summary_append_only",
-      );
-      await tx.run("UPDATE audit_summary SET body = replace(body, 'permitted by rule', 'allowed by rule')");
-    });
+    await alterStoredSummaries(f.controller.store.engine, "permitted by rule", "allowed by rule");
     const result = await f.controller.store.chain.verifyStored();
     expect(result.ok).toBe(false);
     expect(result.failure).toMatchObject({ seq: decision.seq, code: "summary" });
