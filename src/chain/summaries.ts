@@ -56,19 +56,30 @@ export async function ensureSummarySchemaOn(tx: Tx): Promise<void> {
 }
 
 /** Stores a summary in the caller's transaction (the one appending the event that names it); a stored twin is kept. */
-export async function storeSummaryIn(tx: Tx, chainId: string, summary: GateSummary): Promise<void> {
-  await tx.run(
-    "INSERT INTO audit_summary (chain_id, hash, body) VALUES (?, ?, ?) ON CONFLICT (chain_id, hash) DO NOTHING",
-    [chainId, summary.ref.summary, summary.canonical],
-  );
+export function storeSummaryIn(tx: Tx, chainId: string, summary: GateSummary): Promise<void> {
+  return storeDocumentIn(tx, chainId, summary.ref.summary, summary.canonical);
 }
 
 /** A decision's candidates document, in the transaction appending the decision; a stored twin is kept. */
-export async function storeCandidatesIn(tx: Tx, chainId: string, document: CandidatesDocument): Promise<void> {
+export function storeCandidatesIn(tx: Tx, chainId: string, document: CandidatesDocument): Promise<void> {
+  return storeDocumentIn(tx, chainId, document.ref.summary, document.canonical);
+}
+
+async function storeDocumentIn(tx: Tx, chainId: string, hash: string, body: string): Promise<void> {
   await tx.run(
     "INSERT INTO audit_summary (chain_id, hash, body) VALUES (?, ?, ?) ON CONFLICT (chain_id, hash) DO NOTHING",
-    [chainId, document.ref.summary, document.canonical],
+    [chainId, hash, body],
   );
+}
+
+/** A stored document's text by its hash, or undefined (no such row, or a store from before the table). */
+async function storedBodyOn(q: Query, chainId: string, hash: string): Promise<string | undefined> {
+  if (!(await hasTableOn(q))) return undefined;
+  const row = await q.get<{ body: string }>("SELECT body FROM audit_summary WHERE chain_id = ? AND hash = ?", [
+    chainId,
+    hash,
+  ]);
+  return row?.body;
 }
 
 /** A stored document's hash under the tag of the kind its `format` member declares (gate summary or candidates). */
@@ -96,15 +107,11 @@ export type CandidatesRead =
 
 /** A decision's candidates document, checked against its hash before anything reads it. */
 export async function readCandidatesOn(q: Query, chainId: string, hash: string): Promise<CandidatesRead> {
-  if (!(await hasTableOn(q))) return { kind: "absent" };
-  const row = await q.get<{ body: string }>("SELECT body FROM audit_summary WHERE chain_id = ? AND hash = ?", [
-    chainId,
-    hash,
-  ]);
-  if (row === undefined) return { kind: "absent" };
-  if (!isCandidatesText(row.body) || candidatesHashOf(row.body) !== hash)
+  const body = await storedBodyOn(q, chainId, hash);
+  if (body === undefined) return { kind: "absent" };
+  if (!isCandidatesText(body) || candidatesHashOf(body) !== hash)
     return { kind: "invalid", reason: `the stored candidates document ${hash} does not hash to its name` };
-  const parsed = parseCandidatesDocument(row.body);
+  const parsed = parseCandidatesDocument(body);
   return parsed.ok ? { kind: "found", candidates: parsed.value } : { kind: "invalid", reason: parsed.error };
 }
 
@@ -123,12 +130,7 @@ const hasTable = (db: Db) =>
 
 /** One summary, checked against its hash before anything reads it. */
 export async function readSummaryOn(q: Query, chainId: string, hash: string): Promise<SummaryRead> {
-  if (!(await hasTableOn(q))) return { kind: "absent" };
-  const row = await q.get<{ body: string }>("SELECT body FROM audit_summary WHERE chain_id = ? AND hash = ?", [
-    chainId,
-    hash,
-  ]);
-  return judged(hash, row?.body);
+  return judged(hash, await storedBodyOn(q, chainId, hash));
 }
 
 /** The first event naming a summary, for the failure's seq (scans the chain: only on a failure). */
