@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { placementInput } from "../../../test/support/placement/arbitraries.js";
 import { inputOf, NOW, nid, nodeDraft } from "../../../test/support/placement/fixtures.js";
 import { decide } from "./decide.js";
-import { historyReads, isRead, placedSummary } from "./history.js";
+import { historyReads, isRead, placedSummary, withInFlight } from "./history.js";
 import { type ClusterInstance, type PlacementInput, placementInputSchema } from "./inputs.js";
 
 const LABELS = ["gpu-heavy", "noisy", "quiet"] as const;
@@ -53,6 +53,29 @@ describe("the placement history a decision reads (issue 19)", () => {
       }),
       { numRuns: 200 },
     );
+  });
+
+  it("placements in flight weigh as if made: the stored history plus them gives the decision the full list gives (issue 35)", () => {
+    fc.assert(
+      fc.property(
+        withHistory.chain((input) => fc.nat(input.cluster.instances.length).map((cut) => ({ input, cut }))),
+        ({ input, cut }) => {
+          const all = input.cluster.instances;
+          const stored = all.slice(0, cut);
+          const inFlight = all.slice(cut);
+          const reads = historyReads(input.request, input.nodes);
+          const history = { placed: placedSummary(stored), instances: stored.filter((i) => isRead(reads, i)) };
+          const weighed = { ...input, cluster: { ...input.cluster, ...withInFlight(history, inFlight, reads) } };
+          expect(decide(weighed)).toEqual(decide(input));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it("nothing in flight leaves the history as the store gave it", () => {
+    const history = { placed: [{ node_id: "b", count: 2, memory_bytes: 5 }], instances: [] };
+    expect(withInFlight(history, [], { carrying: [], excluding: [], placedAfter: new Map() })).toEqual(history);
   });
 
   it("the totals count every instance and its declared memory per node, in node order", () => {

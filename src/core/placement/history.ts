@@ -59,3 +59,29 @@ export function placedSummary(instances: readonly ClusterInstance[]): PlacedTota
     .map(([node_id, t]) => ({ node_id, ...t }))
     .sort((a, b) => (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0));
 }
+
+/**
+ * Issue 35: the history a decision reads with the placements still being dispatched added, as if each had just been
+ * made: in its node's totals, and among the instances when `reads` selects it. Decisions made while others are in flight
+ * (a keep pass's moves, concurrent API placements) then weigh one another instead of all seeing the same least-loaded
+ * node. With nothing in flight the history is returned as it was, so sequential decisions are the same as before.
+ */
+export function withInFlight(
+  history: { readonly placed: readonly PlacedTotal[]; readonly instances: readonly ClusterInstance[] },
+  inFlight: readonly ClusterInstance[],
+  reads: HistoryReads,
+): { placed: PlacedTotal[]; instances: ClusterInstance[] } {
+  if (inFlight.length === 0) return { placed: [...history.placed], instances: [...history.instances] };
+  const totals = new Map(history.placed.map((t) => [t.node_id, { ...t }]));
+  for (const added of placedSummary(inFlight)) {
+    const was = totals.get(added.node_id);
+    if (was) {
+      was.count += added.count;
+      was.memory_bytes += added.memory_bytes;
+    } else totals.set(added.node_id, added);
+  }
+  return {
+    placed: [...totals.values()].sort((a, b) => (a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0)),
+    instances: [...history.instances, ...inFlight.filter((i) => isRead(reads, i))],
+  };
+}

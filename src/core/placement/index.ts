@@ -13,7 +13,7 @@ export {
   type ValidatedParts,
 } from "./decide.js";
 export { type ExplainAttempt, type ExplainOptions, points, renderExplain, renderPlacementError } from "./explain.js";
-export { type HistoryReads, historyReads, isRead, placedSummary } from "./history.js";
+export { type HistoryReads, historyReads, isRead, placedSummary, withInFlight } from "./history.js";
 export {
   attrValueSchema,
   type Capability,

@@ -53,6 +53,7 @@ import { deadAfterFromEnv } from "./dead-after.js";
 import { instanceVerb, type Verb, type VerbOptions, type VerbResult } from "./verbs.js";
 import { leaseOfFacts, SentStamps, type SettleSend } from "./watch-stamps.js";
 import { MoveRecords } from "./move-records.js";
+import { InFlightPlacements } from "./in-flight.js";
 import type { MoverDeps } from "./mover.js";
 import type { NodeAdminDeps } from "./node-admin.js";
 import { packagePolicyOf } from "./package-policy.js";
@@ -178,6 +179,7 @@ export class MeshController {
       hooks: o.hooks ?? {},
       readPolicy: (learn) => this.readPolicy(learn),
       moves: this.moves,
+      inFlight: new InFlightPlacements(),
       revocationLag: async (nodes, policy, push) => {
         const lag = new Map<string, string>();
         for (const o of await this.pushRevocationsTo(nodes, policy, push))

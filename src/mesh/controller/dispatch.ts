@@ -27,6 +27,7 @@ import {
   type ExplainAttempt,
   historyReads,
   type PlacementDecision,
+  withInFlight,
   parsePlacementInputWithParts,
   renderExplain,
   type ScoringWeights,
@@ -48,6 +49,8 @@ import {
   type WorkloadRecord,
 } from "./store.js";
 import { envFromProblem, storedOrderOf } from "./stored-order.js";
+import type { HeldPlacement, InFlightPlacements } from "./in-flight.js";
+import { instanceOf } from "./store-placements.js";
 import type { Targets } from "./targets.js";
 
 /** §16 fixed `next` texts. */
@@ -131,6 +134,8 @@ export interface DispatchDeps {
   readonly readPolicy: (learn: boolean) => Promise<ControllerPolicy>;
   /** Issue 16: cordons (the engine's `cordoned`) and the stored order a reschedule reruns (move-records.ts). */
   readonly moves?: MoveRecords;
+  /** Issue 35: the placements this process is dispatching, weighed by its next decisions (in-flight.ts). */
+  readonly inFlight?: InFlightPlacements;
   /**
    * Issue 33: brings the nodes up to the controller's published revocation list (revocation-push.ts) and says, per
    * node still behind it, why: such a node gets no placement until it has the latest list.
@@ -210,7 +215,7 @@ export async function placeOrder(
   // 19). Nothing leaves before that commit, and no record is made without them.
   const gate = summary.ref as unknown as JsonObject;
   // 5. the engine
-  const decision = await runEngine(
+  const { decision, held } = await runEngine(
     deps,
     order,
     name,
@@ -221,6 +226,30 @@ export async function placeOrder(
     policy,
     (await deps.moves?.cordoned()) ?? [],
   );
+  // Issue 35: from its decision until its dispatch ends, the winner is held in this process's in-flight placements.
+  try {
+    return await chainAndDispatch(deps, { order, name, pkg, workload, decision, summary, gate, policy, extras });
+  } finally {
+    held?.release();
+  }
+}
+
+/** §9.2 steps 6–10 for a decision the engine made: chained and committed before anything is sent, then dispatched. */
+async function chainAndDispatch(
+  deps: DispatchDeps,
+  d: {
+    readonly order: PlaceOrder;
+    readonly name: string;
+    readonly pkg: PreparedPackage;
+    readonly workload: WorkloadRecord;
+    readonly decision: PlacementDecision;
+    readonly summary: GateSummary;
+    readonly gate: JsonObject;
+    readonly policy: ControllerPolicy;
+    readonly extras: PlaceExtras;
+  },
+): Promise<PlaceReport> {
+  const { order, name, pkg, workload, decision, summary, gate, policy, extras } = d;
   // 6. chain the decision; no request is sent before this commits
   const dispatching = !order.dry_run && decision.placement !== null;
   let decisionId: DecisionId;
@@ -286,10 +315,10 @@ export async function placeOrder(
     };
   }
   // 8–9. dispatch
-  await deps.hooks.afterDecision?.(decisionId);
   const sent: InFlight = { attempt: null };
   let result: Awaited<ReturnType<typeof dispatch>>;
   try {
+    await deps.hooks.afterDecision?.(decisionId);
     result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy }, sent);
   } catch (error) {
     // A hook's throw stands for this process dying at that point (crash tests, §18.3): nothing is handed over, and
@@ -320,7 +349,7 @@ async function runEngine(
   summary: GateSummary,
   policy: ControllerPolicy,
   cordoned: readonly string[],
-): Promise<PlacementDecision> {
+): Promise<{ decision: PlacementDecision; held: HeldPlacement | null }> {
   const revoked = policy.revocations?.subjects ?? [];
   // Issue 19: only the spec (built from the package just verified), the order's options and the cluster's marks are
   // parsed per decision; the views, weights, verdicts and history were validated where they entered (ValidatedParts).
@@ -344,29 +373,45 @@ async function runEngine(
     },
     { nodes: views, weights: deps.weights, gate: verdicts, instances: [], placed: [] },
   );
-  // The history this decision reads: every node's totals, and only the instances its constraints name (history.ts).
-  const result = parsed.ok
-    ? decide({
-        ...parsed.value,
-        cluster: {
-          ...parsed.value.cluster,
-          ...(await deps.store.placementHistory(historyReads(parsed.value.request, parsed.value.nodes))),
-        },
-      })
-    : parsed;
-  if (!result.ok) {
-    const constraints = result.error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));
-    const gate = summary.ref as unknown as JsonObject;
-    await deps.store.appendWithSummary(summary, [
-      {
-        source: "placement",
-        kind: "workload.refuse",
-        payload: { phase: "decision", name, package: pkg.packageId, error: result.error.message, constraints, gate },
-      },
-    ]);
-    throw new PlaceError("decision", result.error.message, constraints);
-  }
-  return result.value;
+  // The history this decision reads: every node's totals, and only the instances its constraints name (history.ts), with
+  // what this process is dispatching added (issue 35). The placements in flight are read after the last await and the
+  // winner held before the next, so two decisions of this process never both miss each other.
+  if (!parsed.ok) return refuseDecision(deps, name, pkg, summary, parsed.error);
+  const reads = historyReads(parsed.value.request, parsed.value.nodes);
+  const history = await deps.store.placementHistory(reads);
+  const result = decide({
+    ...parsed.value,
+    cluster: { ...parsed.value.cluster, ...withInFlight(history, deps.inFlight?.list() ?? [], reads) },
+  });
+  if (!result.ok) return refuseDecision(deps, name, pkg, summary, result.error);
+  const winner = order.dry_run ? null : result.value.placement;
+  const held =
+    winner === null || deps.inFlight === undefined
+      ? null
+      : deps.inFlight.hold(
+          instanceOf({ node_id: winner.node_id, name, placed_ms: deps.clock() }, workloadRecordOf(pkg)),
+        );
+  return { decision: result.value, held };
+}
+
+/** The engine's refusal (no decision could be made), chained with the gate summary, then thrown as `decision`. */
+async function refuseDecision(
+  deps: DispatchDeps,
+  name: string,
+  pkg: PreparedPackage,
+  summary: GateSummary,
+  error: { readonly message: string; readonly constraints: ReadonlyArray<{ constraint: string; detail: string }> },
+): Promise<never> {
+  const constraints = error.constraints.map((c) => ({ constraint: c.constraint, detail: c.detail }));
+  const gate = summary.ref as unknown as JsonObject;
+  await deps.store.appendWithSummary(summary, [
+    {
+      source: "placement",
+      kind: "workload.refuse",
+      payload: { phase: "decision", name, package: pkg.packageId, error: error.message, constraints, gate },
+    },
+  ]);
+  throw new PlaceError("decision", error.message, constraints);
 }
 
 /** The order as chained: env names only (values may be sensitive), plus a digest of the whole config. */
