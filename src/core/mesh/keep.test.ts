@@ -22,7 +22,13 @@ const placement: PlacementView = {
   sticky: false,
   reschedules: 0,
 };
-const alive: NodeView = { liveness: "alive", forgotten: false, lease_ms: null, last_sent_issued_at_ms: 1_000 };
+const alive: NodeView = {
+  liveness: "alive",
+  forgotten: false,
+  dead_at_ms: null,
+  lease_ms: null,
+  last_sent_issued_at_ms: 1_000,
+};
 const dead: NodeView = { ...alive, liveness: "dead" };
 const leased: NodeView = { ...dead, lease_ms: 30_000 };
 const listed = (state: string): InstanceObservation => ({ kind: "listed", state, generation: 3 });
@@ -224,6 +230,7 @@ describe("the loop's invariants over every input", () => {
     node: fc.record({
       liveness: fc.constantFrom(...LIVENESS),
       forgotten: fc.boolean(),
+      dead_at_ms: fc.option(fc.integer({ min: 0, max: 2_000_000 })),
       lease_ms: fc.option(fc.integer({ min: 3_000, max: 600_000 })),
       last_sent_issued_at_ms: fc.option(fc.integer({ min: 0, max: 2_000_000 })),
     }),

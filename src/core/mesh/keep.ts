@@ -72,6 +72,12 @@ export interface PlacementView extends MovableRecord {
 
 export interface NodeView {
   readonly liveness: Liveness;
+  /**
+   * Issue 35: when the node will be judged dead if it answers nothing until then (its first failed contact +
+   * dead_after); null when its last contact did not fail. What a wait for a silent node waits for, so the shell can
+   * look again at that instant instead of at its next tick.
+   */
+  readonly dead_at_ms: number | null;
   readonly forgotten: boolean;
   /** From facts the controller accepted; null when the node runs without a lease. */
   readonly lease_ms: number | null;
@@ -93,6 +99,7 @@ export type AlertReason = "duplicate" | "lost" | "held_no_lease" | "action_faile
 
 export type KeepAction =
   | { readonly kind: "none"; readonly why: string }
+  /** `until_ms`: the instant the wait may end by itself (the shell looks again then); null: only a new answer ends it. */
   | { readonly kind: "wait"; readonly why: string; readonly until_ms: number | null }
   | { readonly kind: "start"; readonly why: string }
   | { readonly kind: "replace"; readonly why: string }
@@ -212,7 +219,11 @@ function decideUnobserved(input: KeepInput, why: string): KeepAction {
   const { placement: p, node } = input;
   if (node.forgotten) return moveOrAlert(p, "operator", "its node was forgotten by the operator");
   if (node.liveness !== "dead")
-    return { kind: "wait", why: `no verified answer this tick (${why}); node ${node.liveness}`, until_ms: null };
+    return {
+      kind: "wait",
+      why: `no verified answer this tick (${why}); node ${node.liveness}`,
+      until_ms: node.dead_at_ms !== null && node.dead_at_ms > input.now_ms ? node.dead_at_ms : null,
+    };
   const lease: LeaseJudgement = leaseCertainlyOver(node.lease_ms, node.last_sent_issued_at_ms, input.now_ms);
   switch (lease.kind) {
     case "no_lease":

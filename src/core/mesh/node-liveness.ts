@@ -35,6 +35,17 @@ export interface ContactRecord {
   readonly unreachable_since_ms: number | null;
 }
 
+/**
+ * Issue 35: when a node that stopped answering is judged dead if nothing answers before then (its first failed contact
+ * + dead_after); null while its contacts answer. Before it, `judgeNodeLiveness` says suspect; from it, dead.
+ */
+export function deadAtMs(
+  c: Pick<ContactRecord, "unreachable_since_ms">,
+  deadAfterMs: number = DEFAULT_DEAD_AFTER_MS,
+): number | null {
+  return c.unreachable_since_ms === null ? null : c.unreachable_since_ms + deadAfterMs;
+}
+
 export function judgeNodeLiveness(
   c: ContactRecord,
   nowMs: number,

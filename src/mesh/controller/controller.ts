@@ -554,7 +554,12 @@ export class MeshController {
         orders = next;
         return next;
       },
-      liveness: async (nodeId) => (await this.targetSet.byNode(nodeId))?.liveness ?? "unknown",
+      liveness: async (nodeId) => {
+        const info = await this.targetSet.byNode(nodeId);
+        return info === null
+          ? { liveness: "unknown", dead_at_ms: null }
+          : { liveness: info.liveness, dead_at_ms: this.targetSet.deadAt(info) };
+      },
       stamps: (nodeId) => this.stamps.of(nodeId),
       // The call timeout every other status of the controller takes (Timeouts.callMs, §4.9's 20 s by default).
       status: (nodeId) =>

@@ -19,7 +19,8 @@ export interface KeepAccess {
   chainedOrder(decisionId: string): Promise<JsonObject | null>;
   /** Issue 35: `chainedOrder` of many decisions at once (a pass's placements), parsed once per decision. */
   chainedOrders(decisionIds: readonly string[]): Promise<ReadonlyMap<string, JsonObject | null>>;
-  liveness(nodeId: string): Promise<NodeView["liveness"]>;
+  /** The node's liveness judged from the store now, and when a silent node will be judged dead (issue 35). */
+  liveness(nodeId: string): Promise<Pick<NodeView, "liveness" | "dead_at_ms">>;
   stamps(nodeId: string): Promise<NodeStamps>;
   status(nodeId: string): Promise<CallResult<"status">>;
   instance(verb: Verb, instanceId: string, opts: VerbOptions): Promise<VerbResult>;

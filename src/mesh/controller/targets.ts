@@ -27,7 +27,7 @@
 import type { EventDraft } from "../../core/chain/event.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import type { Tier } from "../../core/identity/tier.js";
-import { DEFAULT_DEAD_AFTER_MS, judgeNodeLiveness } from "../../core/mesh/node-liveness.js";
+import { DEFAULT_DEAD_AFTER_MS, deadAtMs, judgeNodeLiveness } from "../../core/mesh/node-liveness.js";
 import type { Liveness, NodeFacts, NodeView } from "../../core/placement/index.js";
 import type { CallOptions, CallResult, NodeClient, TargetRef } from "../client/node-client.js";
 import { err, ok, type Result } from "../../kit/result.js";
@@ -190,6 +190,11 @@ export class Targets {
       contact,
       liveness: judgeNodeLiveness(contact ?? { last_ok_ms: null, unreachable_since_ms: null }, now, this.deadAfterMs),
     };
+  }
+
+  /** Issue 35: when a target silent since `unreachable_since_ms` is judged dead (null: it answers). */
+  deadAt(info: Pick<TargetInfo, "unreachable_since_ms">): number | null {
+    return deadAtMs(info, this.deadAfterMs);
   }
 
   /** Whether a describe with the stored key succeeded since the controller started (§12 step 2). */

@@ -4,7 +4,7 @@ import { leaseWaitMs } from "../../core/mesh/lease.js";
 import type { NodeView, PlacementView } from "../../core/mesh/keep.js";
 import { FAN_OUT } from "../../mesh/controller/fan-out.js";
 import { err, ok } from "../../kit/result.js";
-import { type ActionResult, type NodeRows, type KeepPorts, KeepLoop } from "./keep-loop.js";
+import { ACTS_AT_ONCE, type ActionResult, type NodeRows, type KeepPorts, KeepLoop } from "./keep-loop.js";
 
 const base: PlacementView = {
   instance_id: "i1",
@@ -36,6 +36,7 @@ class World implements KeepPorts {
     this.nodes.get(id) ?? {
       liveness: "alive" as const,
       forgotten: false,
+      dead_at_ms: null,
       lease_ms: null,
       last_sent_issued_at_ms: null,
     };
@@ -132,7 +133,13 @@ describe("the keep loop's driver", () => {
     const w = new World();
     w.leader = false;
     w.rows.set("n1", leaseStopped);
-    w.nodes.set("n2", { liveness: "dead", forgotten: false, lease_ms: null, last_sent_issued_at_ms: null });
+    w.nodes.set("n2", {
+      liveness: "dead",
+      forgotten: false,
+      dead_at_ms: null,
+      lease_ms: null,
+      last_sent_issued_at_ms: null,
+    });
     w.placementList = [base, { ...base, instance_id: "i2", node_id: "n2" }];
     const report = await new KeepLoop(w).pass();
     expect(w.performed).toEqual([]);
@@ -185,7 +192,13 @@ describe("the keep loop's driver", () => {
 
   it("chains one alert per distinct reason, not one per pass", async () => {
     const w = new World();
-    w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: null, last_sent_issued_at_ms: null });
+    w.nodes.set("n1", {
+      liveness: "dead",
+      forgotten: false,
+      dead_at_ms: null,
+      lease_ms: null,
+      last_sent_issued_at_ms: null,
+    });
     const loop = new KeepLoop(w);
     for (let i = 0; i < 5; i++) await loop.pass();
     expect(w.alerted).toEqual(["held_no_lease i1"]);
@@ -198,7 +211,13 @@ describe("the keep loop's driver", () => {
 
   it("never acts on a node that gave no verified answer and is not dead", async () => {
     const w = new World();
-    w.nodes.set("n1", { liveness: "suspect", forgotten: false, lease_ms: 30_000, last_sent_issued_at_ms: 0 });
+    w.nodes.set("n1", {
+      liveness: "suspect",
+      forgotten: false,
+      dead_at_ms: null,
+      lease_ms: 30_000,
+      last_sent_issued_at_ms: 0,
+    });
     const report = await new KeepLoop(w).pass();
     expect(w.performed).toEqual([]);
     expect(report.waiting).toBe(1);
@@ -209,6 +228,7 @@ describe("the keep loop's driver", () => {
     w.nodes.set("n1", {
       liveness: "dead",
       forgotten: false,
+      dead_at_ms: null,
       lease_ms: 30_000,
       last_sent_issued_at_ms: w.now - leaseWaitMs(30_000) + 1,
     });
@@ -227,9 +247,21 @@ describe("the keep loop's driver", () => {
     const lease = 60_000;
     const w = new World();
     const previous = w.now - 55_000;
-    w.nodes.set("n1", { liveness: "dead", forgotten: false, lease_ms: lease, last_sent_issued_at_ms: previous });
+    w.nodes.set("n1", {
+      liveness: "dead",
+      forgotten: false,
+      dead_at_ms: null,
+      lease_ms: lease,
+      last_sent_issued_at_ms: previous,
+    });
     w.observe = async (id: string) => {
-      w.nodes.set(id, { liveness: "dead", forgotten: false, lease_ms: lease, last_sent_issued_at_ms: w.now });
+      w.nodes.set(id, {
+        liveness: "dead",
+        forgotten: false,
+        dead_at_ms: null,
+        lease_ms: lease,
+        last_sent_issued_at_ms: w.now,
+      });
       w.now += 20_000;
       return { kind: "unverified" as const, why: "no answer within 20 s (sent)" };
     };
@@ -245,17 +277,19 @@ describe("the keep loop's driver", () => {
     expect(w.performed).toEqual(["reschedule i1"]);
   });
 
-  it("observes up to the fan-out of nodes at once, and performs what they need one act at a time after", async () => {
+  it("observes up to the fan-out of nodes at once, then performs what distinct agents need up to ACTS_AT_ONCE at a time, reported in node order", async () => {
     const w = new World();
-    w.placementList = Array.from({ length: 100 }, (_, i) => ({ ...base, instance_id: `i${i}`, node_id: `n${i}` }));
+    w.placementList = Array.from({ length: 100 }, (_, i) => ({
+      ...base,
+      instance_id: `i${i}`,
+      name: `agent${i}`,
+      node_id: `n${i}`,
+    }));
     for (let i = 0; i < 100; i++)
       w.rows.set(`n${i}`, {
         kind: "answered",
         rows: [{ instance_id: `i${i}`, state: "lease_stopped", generation: 1 }],
       });
-    const turns = async () => {
-      for (let t = 0; t < 3; t++) await new Promise<void>((resolve) => setImmediate(resolve));
-    };
     let observing = 0;
     let mostObserving = 0;
     let performing = 0;
@@ -263,20 +297,98 @@ describe("the keep loop's driver", () => {
     const observe = w.observe;
     w.observe = async (id: string) => {
       mostObserving = Math.max(mostObserving, ++observing);
-      await turns();
+      await turns(3);
       observing--;
       return observe(id);
     };
     const perform = w.perform;
     w.perform = async (p: PlacementView, a: { kind: string }) => {
       mostPerforming = Math.max(mostPerforming, ++performing);
-      await turns();
+      // Later rows end first, so a report in the order acts ended would read backwards.
+      await turns(100 - Number(p.instance_id.slice(1)));
       performing--;
       return perform(p, a);
     };
-    await new KeepLoop(w).pass();
+    const report = await new KeepLoop(w).pass();
     expect(mostObserving).toBe(FAN_OUT);
-    expect(mostPerforming).toBe(1);
-    expect(w.performed).toEqual(Array.from({ length: 100 }, (_, i) => `start i${i}`));
+    expect(mostPerforming).toBe(ACTS_AT_ONCE);
+    expect(report.acted.map((a) => a.instance_id)).toEqual(Array.from({ length: 100 }, (_, i) => `i${i}`));
+    expect(new Set(w.performed)).toEqual(new Set(Array.from({ length: 100 }, (_, i) => `start i${i}`)));
+  });
+
+  it("performs one name's rows one after another, in node order: a moved record's old copy and its successor never at once", async () => {
+    const w = new World();
+    // The old copy on n1 (moved; its node lists it stopped: unload it) and the successor on n2 (lease_stopped: start it).
+    w.placementList = [
+      { ...base, instance_id: "old", node_id: "n1", moved: true },
+      { ...base, instance_id: "new", node_id: "n2" },
+      { ...base, instance_id: "other", name: "other", node_id: "n3" },
+    ];
+    w.rows.set("n1", { kind: "answered", rows: [{ instance_id: "old", state: "stopped", generation: 4 }] });
+    w.rows.set("n2", { kind: "answered", rows: [{ instance_id: "new", state: "lease_stopped", generation: 1 }] });
+    w.rows.set("n3", { kind: "answered", rows: [{ instance_id: "other", state: "lease_stopped", generation: 1 }] });
+    const running = new Set<string>();
+    const together: string[][] = [];
+    const perform = w.perform;
+    w.perform = async (p: PlacementView, a: { kind: string }) => {
+      running.add(p.instance_id);
+      together.push([...running].sort());
+      await turns(5);
+      running.delete(p.instance_id);
+      return perform(p, a);
+    };
+    await new KeepLoop(w).pass();
+    expect(w.performed.filter((x) => !x.endsWith("other"))).toEqual(["unload_orphan old", "start new"]);
+    expect(
+      together.some((t) => t.includes("old") && t.includes("new")),
+      "one name's acts overlapped",
+    ).toBe(false);
+    expect(
+      together.some((t) => t.includes("other") && t.length > 1),
+      "another agent's act waited its turn",
+    ).toBe(true);
+  });
+
+  it("names when its earliest waiting row falls due: a dead node's lease over, a silent node judged dead, a failed act's retry", async () => {
+    const lease = 30_000;
+    const w = new World();
+    const leaseOver = w.now + 7_000;
+    w.placementList = [
+      { ...base, instance_id: "leased", node_id: "dead" },
+      { ...base, instance_id: "silent", name: "silent", node_id: "suspect" },
+    ];
+    w.nodes.set("dead", {
+      liveness: "dead",
+      forgotten: false,
+      dead_at_ms: w.now - 1,
+      lease_ms: lease,
+      last_sent_issued_at_ms: leaseOver - leaseWaitMs(lease),
+    });
+    w.nodes.set("suspect", {
+      liveness: "suspect",
+      forgotten: false,
+      dead_at_ms: w.now + 5_000,
+      lease_ms: lease,
+      last_sent_issued_at_ms: w.now,
+    });
+    const loop = new KeepLoop(w);
+    expect((await loop.pass()).next_due_ms).toBe(w.now + 5_000);
+    w.placementList = [w.placementList[0] as PlacementView];
+    expect((await loop.pass()).next_due_ms).toBe(leaseOver);
+    // Due, it moves; the move fails and its retry is due when the 10 s backoff ends.
+    w.now = leaseOver;
+    w.results = [err("no eligible node")];
+    const failed = await loop.pass();
+    expect(w.performed).toEqual(["reschedule leased"]);
+    expect(failed.next_due_ms).toBe(leaseOver + 10_000);
+    // Nothing waits for a time: nothing is due.
+    w.placementList = [{ ...base, instance_id: "fine", node_id: "n1" }];
+    w.rows.set("n1", { kind: "answered", rows: [{ instance_id: "fine", state: "running", generation: 1 }] });
+    expect((await loop.pass()).next_due_ms).toBeNull();
   });
 });
+
+/** Lets `n` turns of the event loop pass (what an awaited call costs in a scripted world). */
+async function turns(n: number): Promise<void> {
+  for (let t = 0; t < n; t++) await new Promise<void>((resolve) => setImmediate(resolve));
+}

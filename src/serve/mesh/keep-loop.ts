@@ -12,7 +12,10 @@
  *   decides but performs nothing and chains nothing.
  * - One node status call per node per pass (every row at once), never one per instance; a node that did not give a
  *   verified answer makes every observation of its instances `unverified`. Nodes are observed and judged
- *   FAN_OUT (fan-out.ts) at a time (issue 35); the acts the judgements ask for are performed one at a time after that.
+ *   FAN_OUT (fan-out.ts) at a time (issue 35); the acts the judgements ask for are performed after that, ACTS_AT_ONCE
+ *   agents at a time, one name's acts one after another.
+ * - A row that waits for a time (a lease to run out, a silent node to be judged dead, a backoff) names it in the report
+ *   (`next_due_ms`), so the shell can look again then instead of at its next tick.
  * - Backoff per agent: a failed action waits 10 s, doubling to 300 s (core/mesh/reschedule.ts `backoffMs`); a success
  *   clears it.
  * - One chained alert per distinct reason per agent (`chainsAlert`); a repeat of the same reason is counted only.
@@ -105,7 +108,29 @@ export interface PassReport {
     readonly chained: boolean;
   }>;
   readonly waiting: number;
+  /**
+   * Issue 35: the earliest instant a row of this pass may be acted on without anything new being observed (a lease
+   * certainly over, a silent node judged dead, a failed act's backoff ended); null when none waits for a time. The
+   * tick looks again then (watch.ts) instead of at its next beat, so a move is not late by up to a tick.
+   */
+  readonly next_due_ms: number | null;
 }
+
+/**
+ * Issue 35: how many agents' acts one pass performs at once. A move is a whole placement (decision, commits, a call to
+ * the new node): sixteen keep the store's one writer busy and the calls overlapped; more only queue behind the writer.
+ */
+export const ACTS_AT_ONCE = 16;
+
+/** What settling one row gave the pass's report. */
+interface Settled {
+  readonly acted: PassReport["acted"][number] | null;
+  readonly alert: PassReport["alerts"][number] | null;
+  readonly waiting: boolean;
+  readonly dueMs: number | null;
+}
+
+const NOTHING: Settled = { acted: null, alert: null, waiting: false, dueMs: null };
 
 export class KeepLoop {
   private readonly memory = new Map<string, AgentMemory>();
@@ -127,9 +152,8 @@ export class KeepLoop {
     let waiting = 0;
     const act = this.ports.shouldAct();
     // Issue 35: every node is observed and its agents judged first, FAN_OUT (fan-out.ts) nodes at a time; what the
-    // judgements ask for is then performed one agent after another, in node order, as before. Judging needs only
-    // the node's own answer, its stored view and the agent's backoff, none of which an act of another agent changes
-    // within the pass (an agent is judged once per pass).
+    // judgements ask for is performed after that. Judging needs only the node's own answer, its stored view and the
+    // agent's backoff, none of which an act of another agent changes within the pass (an agent is judged once per pass).
     const judged = new Map<string, Array<{ readonly p: PlacementView; readonly action: KeepAction }>>();
     const observations: ObservedInstance[] = [];
     await fanOut([...byNode.keys()], FAN_OUT, async (nodeId) => {
@@ -160,57 +184,84 @@ export class KeepLoop {
     });
     // One write for the whole pass's observations, before any act (an act's own changes are the next pass's to see).
     if (act) await this.ports.recordObservations(observations);
-    for (const nodeId of byNode.keys()) {
-      for (const { p, action } of judged.get(nodeId) ?? []) {
-        const memory = this.memoryOf(p);
-        switch (action.kind) {
-          case "none":
-            memory.failures = 0;
-            memory.nextAttemptMs = 0;
-            break;
-          case "wait":
-            waiting++;
-            break;
-          case "alert": {
-            const chained = act && chainsAlert(memory.lastAlert, action.reason);
-            if (chained) {
-              await this.ports.alert(p, action.reason, action.why);
-              memory.lastAlert = action.reason;
-            }
-            alerts.push({ instance_id: p.instance_id, reason: action.reason, chained });
-            break;
-          }
-          default: {
-            if (!act) break;
-            const result = await this.ports.perform(p, action);
-            if (result.ok) {
-              memory.failures = 0;
-              memory.nextAttemptMs = 0;
-              memory.lastAlert = null;
-              acted.push({ instance_id: p.instance_id, action: action.kind, ok: true });
-            } else {
-              memory.failures++;
-              memory.nextAttemptMs = this.ports.clock() + backoffMs(memory.failures);
-              acted.push({ instance_id: p.instance_id, action: action.kind, ok: false, reason: result.error });
-              // §15: a failed attempt is chained only when its reason changes.
-              const key = `action_failed:${action.kind}:${result.error}`;
-              if (chainsAlert(memory.lastAlert, key)) {
-                await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.error}`, {
-                  action: action.kind,
-                  attempt: memory.failures,
-                  retry_ms: backoffMs(memory.failures),
-                });
-                memory.lastAlert = key;
-              }
-            }
-          }
-        }
+    // Issue 35: what the judgements ask for is performed ACTS_AT_ONCE agents at a time (one after another, a pass with
+    // a dead node's hundred agents to move took a minute at 1,000 nodes), but one name's rows one after another in
+    // node order: a moved record's old copy and the placement that replaced it share the name and are never acted on
+    // together. Each row's outcome keeps its place, so the report reads in node order whatever ended first.
+    const work = [...byNode.keys()].flatMap((nodeId) => judged.get(nodeId) ?? []);
+    const byName = new Map<string, number[]>();
+    for (const [i, { p }] of work.entries()) {
+      const rows = byName.get(p.name);
+      if (rows) rows.push(i);
+      else byName.set(p.name, [i]);
+    }
+    const settled: Settled[] = new Array(work.length);
+    await fanOut([...byName.values()], ACTS_AT_ONCE, async (rows) => {
+      for (const i of rows) {
+        const row = work[i];
+        if (row) settled[i] = await this.settle(row.p, row.action, act);
       }
+    });
+    let nextDueMs: number | null = null;
+    for (const s of settled) {
+      if (s.acted) acted.push(s.acted);
+      if (s.alert) alerts.push(s.alert);
+      if (s.waiting) waiting++;
+      if (s.dueMs !== null && (nextDueMs === null || s.dueMs < nextDueMs)) nextDueMs = s.dueMs;
     }
     // Forget agents no placement records any more (moved, released): their backoff must not follow a new placement.
     const current = new Set(placements.map((p) => p.instance_id));
     for (const id of this.memory.keys()) if (!current.has(id)) this.memory.delete(id);
-    return { judged: placements.length, acted, alerts, waiting };
+    return { judged: placements.length, acted, alerts, waiting, next_due_ms: nextDueMs };
+  }
+
+  /** One row's judgement carried out: its memory updated, its act or alert performed (when this process acts). */
+  private async settle(p: PlacementView, action: KeepAction, act: boolean): Promise<Settled> {
+    const memory = this.memoryOf(p);
+    switch (action.kind) {
+      case "none":
+        memory.failures = 0;
+        memory.nextAttemptMs = 0;
+        return NOTHING;
+      case "wait":
+        return { ...NOTHING, waiting: true, dueMs: action.until_ms };
+      case "alert": {
+        const chained = act && chainsAlert(memory.lastAlert, action.reason);
+        if (chained) {
+          await this.ports.alert(p, action.reason, action.why);
+          memory.lastAlert = action.reason;
+        }
+        return { ...NOTHING, alert: { instance_id: p.instance_id, reason: action.reason, chained } };
+      }
+      default: {
+        if (!act) return NOTHING;
+        const result = await this.ports.perform(p, action);
+        if (result.ok) {
+          memory.failures = 0;
+          memory.nextAttemptMs = 0;
+          memory.lastAlert = null;
+          return { ...NOTHING, acted: { instance_id: p.instance_id, action: action.kind, ok: true } };
+        }
+        memory.failures++;
+        memory.nextAttemptMs = this.ports.clock() + backoffMs(memory.failures);
+        // §15: a failed attempt is chained only when its reason changes.
+        const key = `action_failed:${action.kind}:${result.error}`;
+        if (chainsAlert(memory.lastAlert, key)) {
+          await this.ports.alert(p, "action_failed", `${action.kind} failed: ${result.error}`, {
+            action: action.kind,
+            attempt: memory.failures,
+            retry_ms: backoffMs(memory.failures),
+          });
+          memory.lastAlert = key;
+        }
+        return {
+          ...NOTHING,
+          acted: { instance_id: p.instance_id, action: action.kind, ok: false, reason: result.error },
+          // The retry is due when its backoff ends: the shell may look again then rather than at its next tick.
+          dueMs: memory.nextAttemptMs,
+        };
+      }
+    }
   }
 
   private memoryOf(p: PlacementView): AgentMemory {

@@ -63,7 +63,7 @@ export function meshKeepPorts(access: KeepAccess, shouldAct: () => boolean): Kee
     node: async (nodeId) => {
       const s = await access.stamps(nodeId);
       return {
-        liveness: await access.liveness(nodeId),
+        ...(await access.liveness(nodeId)),
         forgotten: false,
         lease_ms: s.lease_ms,
         last_sent_issued_at_ms: s.last_sent_ms,

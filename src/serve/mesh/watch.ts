@@ -5,17 +5,28 @@
  * (keep-loop.ts) over every managed placement. Only the store's leader ticks (issue 20), and the loop acts only
  * when `shouldAct()` says so (the leadership seam: `berth serve` passes `isLeader()`). One tick at a time: a slow
  * tick delays the next instead of piling up. The pass's status calls also renew every leased node's lease.
+ *
+ * Issue 35: when a pass leaves a row waiting for a time (a dead node's lease certainly over, a silent node judged dead,
+ * a backoff ended), one more keep pass runs then (`next_due_ms`, kit/tick.ts `wakeIn`): a move allowed between two
+ * ticks was up to a tick late (10 s by default). Such a pass asks every node for its status (the keep pass's own
+ * observation) but describes nothing; the beat still describes every target.
  */
 import type { MeshController } from "../../mesh/controller/controller.js";
 import { type PassReport, KeepLoop } from "./keep-loop.js";
 import { meshKeepPorts } from "./keep-ports.js";
-import { startTick, type Tick } from "../../kit/tick.js";
+import { type PassCause, startTick, type Tick } from "../../kit/tick.js";
 
 /** Ten seconds: a node's death shows within a tick plus the describe timeout (5 s). */
 export const DEFAULT_TICK_MS = 10_000;
 
+/**
+ * The least time between a pass and a wake it asked for: rows falling due within it are judged together, and a row
+ * whose due time has come but which still waits (its node's stamp moved on) cannot make the loop spin.
+ */
+const WAKE_GAP_MS = 250;
+
 /** The running tick; `stop()` waits for the pass in flight, so the store can be closed after. */
-export interface TargetWatch extends Tick {
+export interface TargetWatch extends Pick<Tick, "stop"> {
   /**
    * One pass now, beside the tick, on the same loop (its backoff and alert memory): the keep pass's report, or null when
    * this process does not lead the store (the tick skips such a pass) or the tick was stopped before the keep pass.
@@ -41,21 +52,26 @@ export function startTargetWatch(
   onError: (error: unknown) => void,
   o: WatchOptions = {},
 ): TargetWatch {
-  const loop = new KeepLoop(meshKeepPorts(controller.keepAccess(), o.shouldAct ?? (() => true)));
+  const access = controller.keepAccess();
+  const loop = new KeepLoop(meshKeepPorts(access, o.shouldAct ?? (() => true)));
   let reuseSinceMs = o.firstPassReusesSinceMs;
-  const pass = async (stopped: () => boolean): Promise<PassReport | null> => {
-    const since = reuseSinceMs;
-    reuseSinceMs = undefined;
-    await controller.watchTargets(since);
-    if (stopped()) return null;
+  let tick: Tick | null = null;
+  const pass = async (stopped: () => boolean, cause: PassCause): Promise<PassReport | null> => {
+    if (cause === "tick") {
+      const since = reuseSinceMs;
+      reuseSinceMs = undefined;
+      await controller.watchTargets(since);
+      if (stopped()) return null;
+    }
     const report = await loop.pass();
     o.onPass?.(report);
+    if (report.next_due_ms !== null) tick?.wakeIn(Math.max(WAKE_GAP_MS, report.next_due_ms - access.clock()));
     return report;
   };
   // Issue 20: only the store's leader ticks (followers read what it records); see MeshController.isLeader.
-  const tick = startTick(
-    async (stopped) => {
-      await pass(stopped);
+  tick = startTick(
+    async (stopped, cause) => {
+      await pass(stopped, cause);
     },
     tickMs,
     onError,
@@ -63,10 +79,10 @@ export function startTargetWatch(
   );
   let stopped = false;
   return {
-    pass: () => (controller.isLeader() ? pass(() => stopped) : Promise.resolve(null)),
+    pass: () => (controller.isLeader() ? pass(() => stopped, "tick") : Promise.resolve(null)),
     stop: () => {
       stopped = true;
-      return tick.stop();
+      return tick?.stop() ?? Promise.resolve();
     },
   };
 }
