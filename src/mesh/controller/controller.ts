@@ -19,6 +19,7 @@ import { type WitnessReport, type WitnessRow, witnessRow } from "../../core/mesh
 import { nodeIdOf, type SigningKey } from "../../core/crypto/ed25519.js";
 import type { Tier } from "../../core/identity/tier.js";
 import { type NodeView, type ScoringWeights, scoringWeightsSchema } from "../../core/placement/index.js";
+import { RESTART_POLICIES } from "../../core/node/restart-policy.js";
 import type { JsonObject } from "../../core/crypto/canonical.js";
 import { type ObservedRow, observedInstanceOf } from "../../core/mesh/instance-observation.js";
 import { isInstanceRow, statusRowsOf } from "../../core/protocol/results.js";
@@ -531,9 +532,16 @@ export class MeshController {
    * through the same verbs, chain and targets as every other caller.
    */
   keepAccess(): KeepAccess {
+    // Issue 35: only the terms the loop judges by are kept (`restart`, `pin`; keep-ports.ts placementView), the policy
+    // as the one shared constant string: whole orders, about 500 bytes each, were 23 MiB of the server at 50,000 agents.
     const orderOf = (payload: JsonObject | null): JsonObject | null => {
       const order = payload?.order;
-      return typeof order === "object" && order !== null && !Array.isArray(order) ? (order as JsonObject) : null;
+      if (typeof order !== "object" || order === null || Array.isArray(order)) return null;
+      const { restart, pin } = order as JsonObject;
+      return {
+        restart: RESTART_POLICIES.find((p) => p === restart) ?? (typeof restart === "string" ? restart : null),
+        pin: typeof pin === "string" ? pin : null,
+      };
     };
     // Issue 35: a chained decision never changes, nor does a package in the content-addressed package store: each is
     // read and parsed once by this loop, not once per agent per pass. The caches hold what the last pass needed.

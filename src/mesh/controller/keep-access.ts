@@ -15,7 +15,10 @@ import type { NodeStamps } from "./watch-stamps.js";
 export interface KeepAccess {
   readonly clock: () => number;
   placements(): Promise<readonly PlacementRecord[]>;
-  /** The `order` of the chained decision event (env names only), or null when the chain has none. */
+  /**
+   * What the keep loop judges by of the `order` of the chained decision event (`restart`, `pin`), or null when the chain
+   * has none (issue 35: kept between passes, so not the whole order).
+   */
   chainedOrder(decisionId: string): Promise<JsonObject | null>;
   /** Issue 35: `chainedOrder` of many decisions at once (a pass's placements), parsed once per decision. */
   chainedOrders(decisionIds: readonly string[]): Promise<ReadonlyMap<string, JsonObject | null>>;
