@@ -386,6 +386,37 @@ describe("the keep loop's driver", () => {
     w.rows.set("n1", { kind: "answered", rows: [{ instance_id: "fine", state: "running", generation: 1 }] });
     expect((await loop.pass()).next_due_ms).toBeNull();
   });
+
+  it("a pass woken for the nodes due asks only them, acts on their rows, and keeps what the other nodes wait for", async () => {
+    const lease = 30_000;
+    const w = new World();
+    const overAt = { a: w.now + 3_000, b: w.now + 8_000 };
+    w.placementList = [
+      { ...base, instance_id: "ia", name: "on-a", node_id: "a" },
+      { ...base, instance_id: "ib", name: "on-b", node_id: "b" },
+    ];
+    for (const id of ["a", "b"] as const)
+      w.nodes.set(id, {
+        liveness: "dead",
+        forgotten: false,
+        dead_at_ms: null,
+        lease_ms: lease,
+        last_sent_issued_at_ms: overAt[id] - leaseWaitMs(lease),
+      });
+    const loop = new KeepLoop(w);
+    expect((await loop.pass()).next_due_ms).toBe(overAt.a);
+    w.now = overAt.a;
+    expect(loop.dueNodes(w.now)).toEqual(new Set(["a"]));
+    w.observedNodes.length = 0;
+    const woken = await loop.pass({ nodes: loop.dueNodes(w.now) });
+    expect(w.observedNodes).toEqual(["a"]);
+    expect(woken.judged).toBe(1);
+    expect(w.performed).toEqual(["reschedule ia"]);
+    expect(woken.next_due_ms, "node b's wait, judged by the earlier pass, is still due").toBe(overAt.b);
+    w.now = overAt.b;
+    await loop.pass({ nodes: loop.dueNodes(w.now) });
+    expect(w.performed).toEqual(["reschedule ia", "reschedule ib"]);
+  });
 });
 
 /** Lets `n` turns of the event loop pass (what an awaited call costs in a scripted world). */

@@ -109,9 +109,10 @@ export interface PassReport {
   }>;
   readonly waiting: number;
   /**
-   * Issue 35: the earliest instant a row of this pass may be acted on without anything new being observed (a lease
-   * certainly over, a silent node judged dead, a failed act's backoff ended); null when none waits for a time. The
-   * tick looks again then (watch.ts) instead of at its next beat, so a move is not late by up to a tick.
+   * Issue 35: the earliest instant a row may be acted on without anything new being observed (a lease certainly over, a
+   * silent node judged dead, a failed act's backoff ended), of this pass's rows and the waits earlier passes left on
+   * nodes this one did not judge; null when none waits for a time. The tick looks again then (watch.ts), asking only
+   * the nodes due (`dueNodes`), instead of at its next beat, so a move is not late by up to a tick.
    */
   readonly next_due_ms: number | null;
 }
@@ -135,14 +136,22 @@ const NOTHING: Settled = { acted: null, alert: null, waiting: false, dueMs: null
 export class KeepLoop {
   private readonly memory = new Map<string, AgentMemory>();
 
+  /** Issue 35: per node, the earliest instant one of its rows falls due, as the last pass that judged the node left it. */
+  private readonly dues = new Map<string, number>();
+
   constructor(private readonly ports: KeepPorts) {}
 
-  /** One pass over every placement. Never throws for what a node answered; a port that throws is the shell's bug. */
-  async pass(): Promise<PassReport> {
+  /**
+   * One pass over every placement, or (`nodes`) over the placements and moved records of those nodes only: a pass a due
+   * instant woke asks only the nodes whose rows fell due, not every node (issue 35: at 1,000 nodes that was seconds
+   * between a lease's end and the move). Never throws for what a node answered; a port that throws is the shell's bug.
+   */
+  async pass(o: { readonly nodes?: ReadonlySet<string> } = {}): Promise<PassReport> {
     if (this.ports.shouldAct()) await this.ports.recoverRecords();
     const placements = await this.ports.placements();
     const byNode = new Map<string, PlacementView[]>();
     for (const p of placements) {
+      if (o.nodes !== undefined && !o.nodes.has(p.node_id)) continue;
       const list = byNode.get(p.node_id);
       if (list) list.push(p);
       else byNode.set(p.node_id, [p]);
@@ -202,17 +211,36 @@ export class KeepLoop {
         if (row) settled[i] = await this.settle(row.p, row.action, act);
       }
     });
-    let nextDueMs: number | null = null;
-    for (const s of settled) {
+    // What each judged node waits for now replaces what an earlier pass said of it; a full pass also drops the nodes
+    // that hold nothing any more.
+    if (o.nodes === undefined) this.dues.clear();
+    else for (const nodeId of o.nodes) this.dues.delete(nodeId);
+    for (const [i, s] of settled.entries()) {
       if (s.acted) acted.push(s.acted);
       if (s.alert) alerts.push(s.alert);
       if (s.waiting) waiting++;
-      if (s.dueMs !== null && (nextDueMs === null || s.dueMs < nextDueMs)) nextDueMs = s.dueMs;
+      const nodeId = work[i]?.p.node_id;
+      if (s.dueMs !== null && nodeId !== undefined) {
+        const was = this.dues.get(nodeId);
+        if (was === undefined || s.dueMs < was) this.dues.set(nodeId, s.dueMs);
+      }
     }
     // Forget agents no placement records any more (moved, released): their backoff must not follow a new placement.
     const current = new Set(placements.map((p) => p.instance_id));
     for (const id of this.memory.keys()) if (!current.has(id)) this.memory.delete(id);
-    return { judged: placements.length, acted, alerts, waiting, next_due_ms: nextDueMs };
+    return { judged: work.length, acted, alerts, waiting, next_due_ms: this.nextDueMs() };
+  }
+
+  /** The earliest instant any node's rows fall due, as the passes so far left them; null when none waits for a time. */
+  nextDueMs(): number | null {
+    let next: number | null = null;
+    for (const due of this.dues.values()) if (next === null || due < next) next = due;
+    return next;
+  }
+
+  /** The nodes whose rows are due at `nowMs`: what a pass woken then asks. */
+  dueNodes(nowMs: number): Set<string> {
+    return new Set([...this.dues].filter(([, due]) => due <= nowMs).map(([nodeId]) => nodeId));
   }
 
   /** One row's judgement carried out: its memory updated, its act or alert performed (when this process acts). */

@@ -8,8 +8,8 @@
  *
  * Issue 35: when a pass leaves a row waiting for a time (a dead node's lease certainly over, a silent node judged dead,
  * a backoff ended), one more keep pass runs then (`next_due_ms`, kit/tick.ts `wakeIn`): a move allowed between two
- * ticks was up to a tick late (10 s by default). Such a pass asks every node for its status (the keep pass's own
- * observation) but describes nothing; the beat still describes every target.
+ * ticks was up to a tick late (10 s by default). Such a pass asks only the nodes whose rows fell due for their status
+ * and describes nothing; the beat still describes every target and judges every agent.
  */
 import type { MeshController } from "../../mesh/controller/controller.js";
 import { type PassReport, KeepLoop } from "./keep-loop.js";
@@ -24,6 +24,8 @@ export const DEFAULT_TICK_MS = 10_000;
  * whose due time has come but which still waits (its node's stamp moved on) cannot make the loop spin.
  */
 const WAKE_GAP_MS = 250;
+/** How early a woken pass may find a due instant still ahead (timers and the clock differ by a few ms). */
+const WAKE_EARLY_MS = 50;
 
 /** The running tick; `stop()` waits for the pass in flight, so the store can be closed after. */
 export interface TargetWatch extends Pick<Tick, "stop"> {
@@ -56,16 +58,27 @@ export function startTargetWatch(
   const loop = new KeepLoop(meshKeepPorts(access, o.shouldAct ?? (() => true)));
   let reuseSinceMs = o.firstPassReusesSinceMs;
   let tick: Tick | null = null;
+  const wakeAtDue = (dueMs: number | null) => {
+    if (dueMs !== null) tick?.wakeIn(Math.max(WAKE_GAP_MS, dueMs - access.clock()));
+  };
   const pass = async (stopped: () => boolean, cause: PassCause): Promise<PassReport | null> => {
+    let nodes: Set<string> | undefined;
     if (cause === "tick") {
       const since = reuseSinceMs;
       reuseSinceMs = undefined;
       await controller.watchTargets(since);
       if (stopped()) return null;
+    } else {
+      // A wake asks only the nodes whose rows fell due (a timer may fire a little before the store's clock says so).
+      nodes = loop.dueNodes(access.clock() + WAKE_EARLY_MS);
+      if (nodes.size === 0) {
+        wakeAtDue(loop.nextDueMs());
+        return null;
+      }
     }
-    const report = await loop.pass();
+    const report = await loop.pass(nodes === undefined ? {} : { nodes });
     o.onPass?.(report);
-    if (report.next_due_ms !== null) tick?.wakeIn(Math.max(WAKE_GAP_MS, report.next_due_ms - access.clock()));
+    wakeAtDue(report.next_due_ms);
     return report;
   };
   // Issue 20: only the store's leader ticks (followers read what it records); see MeshController.isLeader.
