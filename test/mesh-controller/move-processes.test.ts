@@ -213,6 +213,48 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
   });
 
+  it("a leased node killed for good between two ticks: the pass its lease's end wakes moves the agent then, with no tick in between (issue 35)", async () => {
+    const fx = await processFixture({ config: [undefined, { lease_ms: LEASE_MS }], script: LONG_SCRIPT });
+    const ctl = await fx.reopen({ deadAfterMs: 1_000 });
+    const { instanceId } = await placeAgent(fx, ctl, "second");
+    await lead(ctl);
+    // Ten minutes between ticks: after the first, only a pass asked for here or woken by a due instant runs.
+    const passes: number[] = [];
+    watch = startTargetWatch(
+      ctl,
+      600_000,
+      (e) => {
+        throw e;
+      },
+      { onPass: () => passes.push(Date.now()) },
+    );
+    await waitFor(() => passes.length >= 1, "the first pass");
+    sampler = sample(NAME);
+    await fx.second.kill9();
+    // One pass finds the node silent; from then on nobody asks for another.
+    await watch.pass();
+    const moved = await waitFor(
+      () => liveCopies(NAME).find((c) => c.node === fx.first.nodeId),
+      "the agent running on the other node, moved by the passes the due instants woke",
+      60_000,
+    );
+    expect(sampler.twice, "two live copies at once").toBeNull();
+    expect(sampler.max).toBe(1);
+    const migrate = await waitFor(async () => {
+      const e = await ctl.store.events({ kind: "workload.migrate" });
+      return e.length > 0 ? e : undefined;
+    }, "the move chained");
+    expect(migrate).toEqual([
+      expect.objectContaining({ phase: "rescheduled", from_instance: instanceId, to_instance: moved.instance }),
+    ]);
+    // Never before the lease rule allowed it.
+    const decidedAt = (await ctl.store.chain.byHash(String(migrate[0]!.decision_id)))!.ts;
+    expect(decidedAt).toBeGreaterThanOrEqual((await settledLastSent(ctl, fx.second.nodeId)) + leaseWaitMs(LEASE_MS));
+    // The first pass, the one asked for, then the woken ones (the node judged dead, its lease over): no tick.
+    expect(passes.length).toBeGreaterThanOrEqual(3);
+    expect((await ctl.store.chain.verifyStored()).ok).toBe(true);
+  });
+
   it("a node without a lease killed for good: its agent is held with one alert and never placed elsewhere", async () => {
     const fx = await processFixture({ script: LONG_SCRIPT });
     const ctl = await fx.reopen({ deadAfterMs: 1_000 });
