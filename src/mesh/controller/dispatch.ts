@@ -315,10 +315,10 @@ async function chainAndDispatch(
     };
   }
   // 8–9. dispatch
+  await deps.hooks.afterDecision?.(decisionId);
   const sent: InFlight = { attempt: null };
   let result: Awaited<ReturnType<typeof dispatch>>;
   try {
-    await deps.hooks.afterDecision?.(decisionId);
     result = await dispatch(deps, { order, name, pkg, workload, decision, decisionId, policy }, sent);
   } catch (error) {
     // A hook's throw stands for this process dying at that point (crash tests, §18.3): nothing is handed over, and
