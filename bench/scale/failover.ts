@@ -14,7 +14,7 @@
  * the lease rule itself (the wait no controller may shorten) and one keep pass at this size by a loop that may not act
  * (every node asked, every agent judged): the least a move found by a pass can cost. Figures are printed, never asserted.
  *
- *   npm run build:test && node dist/bench/scale/failover.js [--nodes 1000] [--agents 10000] [--victims 10] [--lease-ms 60000]
+ *   npm run build:test && node dist/bench/scale/failover.js [--nodes 1000] [--agents 10000] [--victims 10] [--lease-ms 60000] [--hang]
  */
 import { loadavg } from "node:os";
 import { leaseWaitMs } from "../../src/core/mesh/lease.js";
@@ -36,6 +36,9 @@ const TICK_MS = numberFlag("--tick-ms", DEFAULT_TICK_MS);
 const DEAD_AFTER_MS = numberFlag("--dead-after-ms", 30_000);
 process.env.BERTH_DEAD_AFTER_MS = String(DEAD_AFTER_MS);
 const TARGET_P99_MS = 5_000;
+// --hang: the victims' addresses keep taking connections and answer nothing (a hung host, a dropping firewall), so
+// every call to them waits for its timeout; by default they refuse at once (the machine is gone, its port closed).
+const HANG = process.argv.includes("--hang");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const percentile = (sorted: readonly number[], p: number) =>
@@ -48,7 +51,7 @@ async function main(): Promise<void> {
       .map((l) => l.toFixed(2))
       .join(" ");
   console.log(
-    `failover at scale (issue 35): ${NODES} simulated nodes, ${AGENTS} agents, ${VICTIMS} nodes crash; lease ${LEASE_MS} ms, tick ${TICK_MS} ms; load average ${load()}`,
+    `failover at scale (issue 35): ${NODES} simulated nodes, ${AGENTS} agents, ${VICTIMS} nodes ${HANG ? "hang (answer nothing)" : "crash"}; lease ${LEASE_MS} ms, tick ${TICK_MS} ms; load average ${load()}`,
   );
   const w = await scaleWorld({ nodes: NODES, agents: AGENTS, leaseMs: LEASE_MS, log: console.log });
   const ctl = w.controller;
@@ -113,7 +116,7 @@ async function main(): Promise<void> {
     passes.length = 0;
     outcomes.clear();
     const crashedAt = Date.now();
-    await w.sim.crash(victims);
+    await (HANG ? w.sim.hang(victims) : w.sim.crash(victims));
     const runningAt = new Map<string, number>();
     let most = 0;
     const deadline = crashedAt + leaseWaitMs(LEASE_MS) + 300_000;

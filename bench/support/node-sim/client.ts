@@ -125,6 +125,11 @@ export class NodeSim {
     return this.each("crash", nodeIds);
   }
 
+  /** Gone like `crash`, but each address still takes connections and answers nothing (calls wait for their timeout). */
+  hang(nodeIds: readonly string[]): Promise<void> {
+    return this.each("hang", nodeIds);
+  }
+
   cut(nodeIds: readonly string[]): Promise<void> {
     return this.each("cut", nodeIds);
   }
@@ -155,7 +160,7 @@ export class NodeSim {
     await Promise.all(this.hosts.map((h) => h.ask({ op: "close" }).catch(() => undefined)));
   }
 
-  private async each(op: "crash" | "cut" | "heal", nodeIds: readonly string[]): Promise<void> {
+  private async each(op: "crash" | "hang" | "cut" | "heal", nodeIds: readonly string[]): Promise<void> {
     await Promise.all(this.split(nodeIds, (id) => id).map(([h, part]) => h.ask({ op, node_ids: part })));
   }
 

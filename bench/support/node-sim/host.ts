@@ -12,7 +12,7 @@
  *   node dist/bench/support/node-sim/host.js      (forked by client.ts; speaks JSON messages over process.send)
  */
 import { randomBytes } from "node:crypto";
-import type { Server } from "node:net";
+import { createServer, type Server, type Socket } from "node:net";
 import { nodeIdOf } from "../../../src/core/crypto/ed25519.js";
 import { LEASE_CHECK_MS } from "../../../src/core/mesh/lease.js";
 import { generateSigningKey } from "../../../src/keys/key-file.js";
@@ -30,6 +30,31 @@ interface Hosted {
   port: number;
   /** Crashed (listener closed, state wiped) or cut (listener closed, state and lease clock kept). */
   down: "crashed" | "cut" | null;
+  /** A hung machine's address: takes connections, never answers (closed on heal). */
+  silence: Silence | null;
+}
+
+interface Silence {
+  close(): Promise<void>;
+}
+
+/** Takes every connection on `port` and never writes to it (what a hung host or a dropping firewall looks like). */
+function silentOn(port: number): Promise<Silence> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on("error", () => undefined);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  const close = () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const s of sockets) s.destroy();
+    });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve({ close }));
+  });
 }
 
 const LIMITS = { first_frame_ms: 5_000, idle_ms: 60_000 };
@@ -78,7 +103,14 @@ async function start(req: Extract<HostRequest, { op: "start" }>): Promise<SimNod
       },
       content,
     );
-    const h: Hosted = { node, connections: null as unknown as Connections, server: null, port: 0, down: null };
+    const h: Hosted = {
+      node,
+      connections: null as unknown as Connections,
+      server: null,
+      port: 0,
+      down: null,
+      silence: null,
+    };
     (h as { connections: Connections }).connections = new Connections(
       () => LIMITS,
       (signed, stream) => node.handle(signed, stream),
@@ -118,13 +150,15 @@ async function handle(req: HostRequest): Promise<unknown> {
       return req.rows.length;
     }
     case "crash":
+    case "hang":
     case "cut": {
       for (const id of req.node_ids) {
         const h = hosted.get(id);
         if (!h || h.down) continue;
-        h.down = req.op === "crash" ? "crashed" : "cut";
+        h.down = req.op === "cut" ? "cut" : "crashed";
         await closeListener(h);
-        if (req.op === "crash") h.node.wipe();
+        if (req.op !== "cut") h.node.wipe();
+        if (req.op === "hang") h.silence = await silentOn(h.port);
       }
       return req.node_ids.length;
     }
@@ -135,6 +169,9 @@ async function handle(req: HostRequest): Promise<unknown> {
         // A crashed node comes back as a fresh daemon (new boot id) on the same address; a cut one as it was.
         if (h.down === "crashed") h.node.reboot(randomBytes(16).toString("hex"));
         h.down = null;
+        const silence = h.silence;
+        h.silence = null;
+        await silence?.close();
         await listen(h);
       }
       return req.node_ids.length;

@@ -24,8 +24,12 @@ export type HostRequest =
     }
   /** Instances held as if placed (the benchmarks' fill), each on the node it names. */
   | { readonly op: "hold"; readonly rows: ReadonlyArray<SimInstance & { readonly node_id: string }> }
-  /** crash: the machine is gone (listener closed, instances gone); cut: unreachable but running (its lease runs). */
-  | { readonly op: "crash" | "cut" | "heal"; readonly node_ids: readonly string[] }
+  /**
+   * crash: the machine is gone (listener closed, instances gone); hang: gone too, but its address still takes
+   * connections and answers nothing (a hung host, a firewall that drops: every call waits for its timeout); cut:
+   * unreachable but running (its lease runs).
+   */
+  | { readonly op: "crash" | "hang" | "cut" | "heal"; readonly node_ids: readonly string[] }
   | { readonly op: "census" }
   | { readonly op: "close" };
 

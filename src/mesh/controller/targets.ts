@@ -61,6 +61,10 @@ interface Live {
   describing?: Promise<boolean> | undefined;
   /** When the describe in `describing` was started. */
   describingSinceMs?: number;
+  /** Issue 35: this process's first failed contact since the target last answered (null while it answers). */
+  silentSinceMs?: number | null;
+  /** Issue 35: this process's last failed contact with the target. */
+  failedAtMs?: number | null;
 }
 
 /** Issue 38: the controller checkpoint a node said it holds (`describe` result member `witness`). */
@@ -426,10 +430,24 @@ export class Targets {
     // contact, nothing freed on it since) are described again behind the placement, not in front of it: at 1,000 nodes
     // a placement waited for 1,000 describes whenever it came more than 10 s after the last. They are still judged by
     // the engine (facts_expired), liveness is still the store's, and the next placement sees the fresh ones.
-    this.refreshBehind(keyed.filter((l) => !unusable(l) && now - (l.describedAtMs ?? 0) >= FACTS_REUSE_MS));
+    // A target this process has found silent for dead_after, and again within the reuse window, is described behind
+    // too: the engine takes no dead node, a dead one rarely answers now, and one that hangs held every placement (and
+    // every move off it, at 16 at a time) for the whole describe timeout. The tick's describes see it come back.
+    const deadNow = (l: Live) =>
+      l.silentSinceMs != null &&
+      now - l.silentSinceMs >= this.deadAfterMs &&
+      l.failedAtMs != null &&
+      now - l.failedAtMs < FACTS_REUSE_MS;
+    this.refreshBehind(
+      keyed.filter((l) => (unusable(l) ? deadNow(l) : now - (l.describedAtMs ?? 0) >= FACTS_REUSE_MS)),
+    );
     // A placement that needs a target described and finds a describe of it already out (another placement's, or one
     // behind) waits for its answer instead of describing it again (issue 35: 64 placements in flight made 64 each).
-    await fanOut(keyed.filter(unusable), FAN_OUT, (l) => this.describeOnce(l));
+    await fanOut(
+      keyed.filter((l) => unusable(l) && !deadNow(l)),
+      FAN_OUT,
+      (l) => this.describeOnce(l),
+    );
   }
 
   /** The describes started behind placements (refreshStale), one round at a time; resolves when none is running. */
@@ -495,6 +513,11 @@ export class Targets {
 
   /** Every contact's outcome goes to the store: the one place liveness is judged from. */
   private async record(l: Live, o: ContactOutcome): Promise<void> {
+    if (o.ok) l.silentSinceMs = null;
+    else {
+      l.failedAtMs = o.error.at_ms;
+      l.silentSinceMs ??= o.error.at_ms;
+    }
     await this.store.recordContact(l.stored.addr, o);
   }
 

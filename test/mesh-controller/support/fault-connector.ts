@@ -45,12 +45,31 @@ export class FaultConnector implements Connector {
     this.cuts.add(addr);
   }
 
+  private readonly hung = new Set<string>();
+  /** Connects to a hung address that ended (by their caller's timeout), and when. */
+  readonly hungEnded: Array<{ readonly addr: string; readonly at: number }> = [];
+
+  /** Connects to `addr` wait, answered by nothing, until their caller gives up (a hung host, a dropping firewall). */
+  hang(addr: string): void {
+    this.cuts.delete(addr);
+    this.hung.add(addr);
+  }
+
   heal(addr: string): void {
     this.cuts.delete(addr);
+    this.hung.delete(addr);
   }
 
   async connect(addr: string, signal?: AbortSignal): Promise<FrameStream> {
     if (this.cuts.has(addr)) throw new StreamClosed(`connection to ${addr} refused (cut by the test)`);
+    if (this.hung.has(addr)) {
+      if (!signal) throw new Error(`a connect to hung ${addr} without a deadline would wait for ever`);
+      await new Promise<void>((resolve) =>
+        signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true }),
+      );
+      this.hungEnded.push({ addr, at: Date.now() });
+      throw new StreamClosed(`no answer from ${addr} (hung by the test)`);
+    }
     const stream = await this.inner.connect(addr, signal);
     const self = this;
     return {
