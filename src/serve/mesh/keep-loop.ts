@@ -186,7 +186,7 @@ export class KeepLoop {
             node,
             observed: observationOf(rows, p.instance_id),
             now_ms: now,
-            next_attempt_ms: this.memoryOf(p).nextAttemptMs,
+            next_attempt_ms: this.memory.get(p.instance_id)?.nextAttemptMs ?? 0,
           }),
         })),
       );
@@ -245,15 +245,21 @@ export class KeepLoop {
 
   /** One row's judgement carried out: its memory updated, its act or alert performed (when this process acts). */
   private async settle(p: PlacementView, action: KeepAction, act: boolean): Promise<Settled> {
-    const memory = this.memoryOf(p);
     switch (action.kind) {
-      case "none":
-        memory.failures = 0;
-        memory.nextAttemptMs = 0;
+      case "none": {
+        // Issue 35: an agent with nothing to remember has no entry (one per agent was megabytes at 50,000 agents).
+        const memory = this.memory.get(p.instance_id);
+        if (memory?.lastAlert === null) this.memory.delete(p.instance_id);
+        else if (memory) {
+          memory.failures = 0;
+          memory.nextAttemptMs = 0;
+        }
         return NOTHING;
+      }
       case "wait":
         return { ...NOTHING, waiting: true, dueMs: action.until_ms };
       case "alert": {
+        const memory = this.memoryOf(p);
         const chained = act && chainsAlert(memory.lastAlert, action.reason);
         if (chained) {
           await this.ports.alert(p, action.reason, action.why);
@@ -263,11 +269,11 @@ export class KeepLoop {
       }
       default: {
         if (!act) return NOTHING;
+        const memory = this.memoryOf(p);
         const result = await this.ports.perform(p, action);
         if (result.ok) {
-          memory.failures = 0;
-          memory.nextAttemptMs = 0;
-          memory.lastAlert = null;
+          // Nothing left to remember: no failure, no backoff, no alert.
+          this.memory.delete(p.instance_id);
           return { ...NOTHING, acted: { instance_id: p.instance_id, action: action.kind, ok: true } };
         }
         memory.failures++;
