@@ -149,7 +149,7 @@ async function main(): Promise<void> {
     const fromCrash = [...runningAt.values()].map((t) => t - crashedAt).sort((a, b) => a - b);
     const p = stats(passes);
     console.log(
-      `    ${moving.length} agents on the ${victims.length} crashed nodes; ${runningAt.size} running elsewhere; the move was allowed by the lease's end on ${leaseBound} of them, by dead_after (${s(DEAD_AFTER_MS)}) on the rest`,
+      `    ${moving.length} agents on the ${victims.length} ${HANG ? "hung" : "crashed"} nodes; ${runningAt.size} running elsewhere; the move was allowed by the lease's end on ${leaseBound} of them, by dead_after (${s(DEAD_AFTER_MS)}) on the rest`,
     );
     console.log(
       `    move allowed → running elsewhere    p50 ${s(percentile(afterLease, 50))}   p99 ${s(percentile(afterLease, 99))}   max ${s(afterLease.at(-1) ?? Number.NaN)}   (${((100 * percentile(afterLease, 99)) / TARGET_P99_MS).toFixed(0)}% of the ${s(TARGET_P99_MS)} target)`,
