@@ -151,6 +151,13 @@ async function settledLastSent(ctl: MeshController, nodeId: string): Promise<num
   return Math.max(...stamps);
 }
 
+/** The `workload.migrate` events, once the first is chained. */
+const chainedMoves = (ctl: MeshController) =>
+  waitFor(async () => {
+    const e = await ctl.store.events({ kind: "workload.migrate" });
+    return e.length > 0 ? e : undefined;
+  }, "the move chained");
+
 const lifecycle = async (ctl: MeshController, phase: string) =>
   (await ctl.store.events({ kind: "workload.lifecycle" })).filter((p) => p.phase === phase);
 
@@ -173,10 +180,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     expect(sampler.twice, "two live copies at once").toBeNull();
     expect(sampler.max).toBe(1);
     // The argument's floor: the new decision was made no earlier than the last stamp + lease_ms + 11 s.
-    const migrate = await waitFor(async () => {
-      const e = await ctl.store.events({ kind: "workload.migrate" });
-      return e.length > 0 ? e : undefined;
-    }, "the move chained");
+    const migrate = await chainedMoves(ctl);
     expect(migrate).toEqual([
       expect.objectContaining({
         phase: "rescheduled",
@@ -240,10 +244,7 @@ describe("moving agents off a lost or drained node, never two copies (real daemo
     );
     expect(sampler.twice, "two live copies at once").toBeNull();
     expect(sampler.max).toBe(1);
-    const migrate = await waitFor(async () => {
-      const e = await ctl.store.events({ kind: "workload.migrate" });
-      return e.length > 0 ? e : undefined;
-    }, "the move chained");
+    const migrate = await chainedMoves(ctl);
     expect(migrate).toEqual([
       expect.objectContaining({ phase: "rescheduled", from_instance: instanceId, to_instance: moved.instance }),
     ]);
