@@ -99,7 +99,8 @@ async function startAndAsk(
         return performance.now() - start;
       }),
     );
-    await Promise.race([logSeen, new Promise((r) => setTimeout(r, 600_000))]);
+    // Unref'd: a deadline, not a reason to live (it kept the bench alive for ten minutes after its last line).
+    await Promise.race([logSeen, new Promise((r) => setTimeout(r, 600_000).unref())]);
     // Read from outside, while it still runs: after its first pass (berth serve) or its first answer (the floor).
     return { line: lineAt, answers, log: logAt, memory: memoryOf(child.pid) };
   } finally {
